@@ -1,0 +1,181 @@
+/**
+ * The subcommand handlers: each turns parsed options into one library call and prints the result.
+ * No queue, packet or process logic lives here.
+ */
+import fs from 'node:fs';
+import { v4 as uuidv4 } from 'uuid';
+import { copyFdSync } from '../io.js';
+import { createLogger } from '../log.js';
+import { formatInfo, jobVariables } from '../jobenv.js';
+import { readHeaderSync } from '../packet/read.js';
+import type { CommandType } from '../packet/types.js';
+import { captureEnv, getSenderNext, makeHeader, setSenderNext, takeSenderSeq, writePacketSync } from '../prepare.js';
+import { processFd, processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
+import { Queue, genFilename } from '../queue.js';
+import { parseSeq } from '../seqfile.js';
+import { openThroughDecoder, decoderFailure } from '../decoder.js';
+import { rfc3339Local } from '../time.js';
+import type { Invocation } from './main.js';
+import { UsageError, writeOut } from './output.js';
+import { LICENSE_TEXT } from './license.js';
+
+function str(inv: Invocation, name: string): string | undefined {
+  const v = inv.args[name];
+  return v === undefined || v === null ? undefined : String(v);
+}
+
+function required(inv: Invocation, name: string): string {
+  const v = str(inv, name);
+  if (v === undefined) throw new UsageError(`missing required argument <${name.toUpperCase()}>`);
+  return v;
+}
+
+function seqArg(inv: Invocation, name: string): bigint {
+  const text = required(inv, name);
+  const n = parseSeq(text);
+  if (n === undefined) throw new UsageError(`invalid value '${text}' for <${name.toUpperCase()}>: expected a whole number from 0 to 18446744073709551615`);
+  return n;
+}
+
+function intArg(inv: Invocation, name: string): number | undefined {
+  const text = str(inv, name);
+  if (text === undefined) return undefined;
+  const n = parseSeq(text);
+  if (n === undefined) throw new UsageError(`invalid value '${text}' for --${name}: expected a whole number`);
+  return Number(n);
+}
+
+function enumArg<T extends string>(inv: Invocation, name: string, values: readonly T[]): T {
+  const text = required(inv, name);
+  const v = text.toLowerCase() as T;
+  if (!values.includes(v)) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
+  return v;
+}
+
+function queue(inv: Invocation): Queue {
+  return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: createLogger(inv.logLevel) });
+}
+
+function openInput(input: string | undefined): number | undefined {
+  if (input === undefined) return undefined;
+  if (input === '-') return 0;
+  const fd = fs.openSync(input, 'r');
+  if (fs.fstatSync(fd).isDirectory()) {
+    fs.closeSync(fd);
+    throw Object.assign(new Error('Is a directory'), { code: 'EISDIR', path: input });
+  }
+  return fd;
+}
+
+function prepareCmd(inv: Invocation, cmd: CommandType, input?: string): number {
+  // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
+  // bad path neither uses one up nor leaves half a packet on stdout.
+  const inFd = openInput(input);
+  const seq = takeSenderSeq(required(inv, 'seqfile'));
+  writePacketSync(1, makeHeader({ seq, cmd }), inFd);
+  return 0;
+}
+
+function processOptions(inv: Invocation) {
+  return {
+    command: required(inv, 'command'),
+    params: inv.params,
+    allowJobParams: Boolean(inv.args['allow-job-params']),
+    ignorePayload: Boolean(inv.args['ignore-payload']),
+    timeout: intArg(inv, 'timeout'),
+    logger: createLogger(inv.logLevel),
+  };
+}
+
+function lsLine(seq: string, time: string, filename: string): string {
+  return `${seq.padEnd(20)} ${time.padEnd(27)} ${filename}\n`;
+}
+
+const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = {
+  'gen-filename': () => (writeOut(`${genFilename()}\n`), 0),
+  'gen-uuid': () => (writeOut(`${uuidv4()}\n`), 0),
+  'show-license': () => (writeOut(LICENSE_TEXT), 0),
+
+  prepare: (inv) =>
+    prepareCmd(
+      inv,
+      { kind: 'Command', params: inv.params.map((p) => Buffer.from(p, 'utf8')), env: captureEnv() },
+      str(inv, 'input'),
+    ),
+  'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
+  'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
+  'prepare-get-next': (inv) => (writeOut(`${getSenderNext(required(inv, 'seqfile'))}\n`), 0),
+  'prepare-set-next': (inv) => (setSenderNext(required(inv, 'seqfile'), seqArg(inv, 'id')), 0),
+
+  'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: Boolean(inv.args['append-only']) }), 0),
+  'queue-get-next': (inv) => (writeOut(`${queue(inv).getNext()}\n`), 0),
+  'queue-set-next': (inv) => (queue(inv).setNext(seqArg(inv, 'id')), 0),
+  'queue-write': (inv) => {
+    const q = queue(inv);
+    q.assertExists();
+    q.writeFromFd(0);
+    return 0;
+  },
+  'queue-ls': async (inv) => {
+    const q = queue(inv);
+    q.assertExists();
+    const jobs = await q.list();
+    let out = lsLine('ID', 'creation timestamp', 'filename');
+    for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename);
+    writeOut(out);
+    return 0;
+  },
+  'queue-info': async (inv) => {
+    const q = queue(inv);
+    q.assertExists();
+    const job = await q.find(seqArg(inv, 'job'));
+    writeOut(formatInfo(jobVariables(job.header, { queuedir: q.dir, filename: job.filename })));
+    return 0;
+  },
+  'queue-payload': async (inv) => {
+    const q = queue(inv);
+    q.assertExists();
+    const job = await q.find(seqArg(inv, 'job'));
+    const p = q.jobPath(job.filename);
+    if (q.decoder === undefined) {
+      const fd = fs.openSync(p, 'r');
+      readHeaderSync(fd);
+      copyFdSync(fd, 1);
+      fs.closeSync(fd);
+      return 0;
+    }
+    const decoded = await openThroughDecoder(p, q.decoder);
+    for await (const chunk of decoded.payload) writeOut(chunk as Buffer);
+    const status = await decoded.exited;
+    if (status.code !== 0) throw decoderFailure(q.decoder, status);
+    return 0;
+  },
+  'queue-process': async (inv) => {
+    const q = queue(inv);
+    q.assertExists();
+    await processQueue(q, {
+      ...processOptions(inv),
+      onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
+      orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
+      outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
+      neverDelete: Boolean(inv.args['never-delete']),
+      maxJobs: intArg(inv, 'maxjobs'),
+    });
+    return 0;
+  },
+
+  'stdin-info': () => (writeOut(formatInfo(jobVariables(readHeaderSync(0)))), 0),
+  'stdin-payload': () => {
+    readHeaderSync(0);
+    copyFdSync(0, 1);
+    return 0;
+  },
+  'stdin-process': async (inv) => (await processFd(0, processOptions(inv)), 0),
+};
+
+export async function run(inv: Invocation): Promise<number> {
+  const h = handlers[inv.command];
+  if (!h) throw new UsageError(`unknown subcommand '${inv.command}'`);
+  return h(inv);
+}
+

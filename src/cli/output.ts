@@ -1,0 +1,26 @@
+/** Writing to stdout/stderr and turning errors into exit statuses. */
+import { describeSystemError } from '../errors.js';
+import { writeAllSync } from '../io.js';
+
+/** A usage error: exit status 2. */
+export class UsageError extends Error {}
+
+/** Write to stdout synchronously (so nothing is lost at exit, and EPIPE is ours to handle). */
+export function writeOut(data: string | Uint8Array): void {
+  writeAllSync(1, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+}
+
+/** Print one `Error: ...` line on stderr and return the exit status for the error. */
+export function reportError(err: unknown): number {
+  if (err instanceof UsageError) {
+    process.stderr.write(`error: ${err.message}\n\nFor more information try --help\n`);
+    return 2;
+  }
+  const message = describeSystemError(err).split('\n')[0];
+  try {
+    writeAllSync(2, Buffer.from(`Error: ${message}\n`, 'utf8'));
+  } catch {
+    /* stderr gone */
+  }
+  return 1;
+}

@@ -1,0 +1,76 @@
+/**
+ * Decoder pipelines: `$SHELL -c DECODER` (or /bin/sh) reads the stored job file on stdin and
+ * writes the packet on stdout. Used for compressed or encrypted queues (zcat, gpg -d, age -d).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import type { Readable } from 'node:stream';
+import { DecoderError } from './errors.js';
+import { closeQuietly } from './io.js';
+import { readHeaderFromStream } from './packet/read.js';
+import type { PacketHeader } from './packet/types.js';
+
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface DecodedJob {
+  header: PacketHeader;
+  /** The decoder's stdout, positioned just after the header: the payload. */
+  payload: Readable;
+  /** Resolves when the decoder has exited. */
+  exited: Promise<ExitStatus>;
+  /** Stop the decoder early (the payload is not wanted). */
+  abort(): void;
+}
+
+export function decoderShell(): string {
+  return process.env.SHELL || '/bin/sh';
+}
+
+function describeExit(s: ExitStatus): string {
+  return s.signal ? `was killed by signal ${s.signal}` : `exited with status ${s.code}`;
+}
+
+export function decoderFailure(decoder: string, s: ExitStatus): DecoderError {
+  return new DecoderError(`Decoder ${JSON.stringify(decoder)} ${describeExit(s)}`);
+}
+
+/** Start the decoder on a job file and read the packet header from its output. */
+export async function openThroughDecoder(file: string, decoder: string): Promise<DecodedJob> {
+  const fd = fs.openSync(file, 'r');
+  let child: ChildProcess;
+  try {
+    child = spawn(decoderShell(), ['-c', decoder], { stdio: [fd, 'pipe', 'inherit'] });
+  } finally {
+    closeQuietly(fd); // the child has its own copy
+  }
+  const exited = new Promise<ExitStatus>((resolve) => {
+    child.once('error', () => resolve({ code: 127, signal: null }));
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  const payload = child.stdout!;
+  const abort = () => {
+    payload.destroy();
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  };
+  try {
+    const header = await readHeaderFromStream(payload);
+    return { header, payload, exited, abort };
+  } catch (err) {
+    abort();
+    const status = await exited;
+    if (status.code !== 0 && status.signal !== 'SIGTERM') {
+      throw new DecoderError(`${(err as Error).message} (decoder ${describeExit(status)})`);
+    }
+    throw err;
+  }
+}
+
+/** Read only the header of a job file through the decoder, then stop the decoder. */
+export async function readHeaderThroughDecoder(file: string, decoder: string): Promise<PacketHeader> {
+  const job = await openThroughDecoder(file, decoder);
+  job.abort();
+  return job.header;
+}

@@ -1,0 +1,132 @@
+/**
+ * Typed errors with stable codes. Every error the library raises on purpose is a
+ * FsplError; the CLI prints `Error: <message>` for these and exits 1.
+ */
+export type FsplErrorCode =
+  | 'ERR_BAD_PACKET'
+  | 'ERR_SHORT_READ'
+  | 'ERR_LOCKED'
+  | 'ERR_NOT_FOUND'
+  | 'ERR_DUPLICATE_SEQ'
+  | 'ERR_SEQ_OVERFLOW'
+  | 'ERR_BAD_SEQFILE'
+  | 'ERR_QUEUE'
+  | 'ERR_EXEC'
+  | 'ERR_JOB_FAILED'
+  | 'ERR_DECODER'
+  | 'ERR_IO';
+
+export class FsplError extends Error {
+  readonly code: FsplErrorCode;
+  constructor(code: FsplErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A packet whose prefix or metadata is not valid (tag, version, CRC, MessagePack shape). */
+export class BadPacketError extends FsplError {
+  constructor(message: string, code: FsplErrorCode = 'ERR_BAD_PACKET') {
+    super(code, message);
+  }
+}
+
+/** The input ended before the header was complete (a kind of bad packet). */
+export class ShortReadError extends BadPacketError {
+  constructor(message = 'failed to fill whole buffer') {
+    super(message, 'ERR_SHORT_READ');
+  }
+}
+
+/** Another process holds the lock. */
+export class LockedError extends FsplError {
+  readonly path: string;
+  constructor(path: string) {
+    super('ERR_LOCKED', `Could not obtain lock on ${path}: it is held by another process`);
+    this.path = path;
+  }
+}
+
+export class NotFoundError extends FsplError {
+  constructor(message: string) {
+    super('ERR_NOT_FOUND', message);
+  }
+}
+
+export class DuplicateSeqError extends FsplError {
+  readonly seq: bigint;
+  readonly files: string[];
+  constructor(seq: bigint, files: string[]) {
+    super('ERR_DUPLICATE_SEQ', `More than one job has sequence number ${seq}: ${files.join(' and ')}`);
+    this.seq = seq;
+    this.files = files;
+  }
+}
+
+export class SeqOverflowError extends FsplError {
+  constructor(path: string) {
+    super(
+      'ERR_SEQ_OVERFLOW',
+      `Sequence number in ${path} is 18446744073709551615, the largest possible; refusing to wrap to 0`,
+    );
+  }
+}
+
+export class BadSeqfileError extends FsplError {
+  constructor(message: string) {
+    super('ERR_BAD_SEQFILE', message);
+  }
+}
+
+export class QueueError extends FsplError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_QUEUE', message, options);
+  }
+}
+
+/** A command could not be started (not found, not executable). */
+export class ExecError extends FsplError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_EXEC', message, options);
+  }
+}
+
+/** A job failed and processing stopped (on-error Retry). */
+export class JobFailedError extends FsplError {
+  constructor(message: string) {
+    super('ERR_JOB_FAILED', message);
+  }
+}
+
+export class DecoderError extends FsplError {
+  constructor(message: string) {
+    super('ERR_DECODER', message);
+  }
+}
+
+/** Turn a Node system error into a one-line message that names the path. */
+export function describeSystemError(err: unknown): string {
+  if (err instanceof FsplError) return err.message;
+  if (err && typeof err === 'object' && 'code' in err) {
+    const e = err as NodeJS.ErrnoException;
+    const what = SYSTEM_MESSAGES[e.code ?? ''];
+    if (what) return e.path ? `${what}: ${e.path}` : what;
+  }
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+const SYSTEM_MESSAGES: Record<string, string> = {
+  ENOENT: 'No such file or directory',
+  EACCES: 'Permission denied',
+  EPERM: 'Operation not permitted',
+  EEXIST: 'File exists',
+  ENOTDIR: 'Not a directory',
+  EISDIR: 'Is a directory',
+  ENOSPC: 'No space left on device',
+  EDQUOT: 'Disk quota exceeded',
+  EROFS: 'Read-only file system',
+  EPIPE: 'Broken pipe',
+  EIO: 'Input/output error',
+};

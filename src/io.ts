@@ -1,0 +1,121 @@
+/**
+ * Low-level synchronous file-descriptor I/O.
+ *
+ * The CLI moves payloads between descriptors with plain read(2)/write(2) loops over one reused
+ * buffer: no per-chunk allocation, no stream machinery, constant memory whatever the payload size.
+ * Descriptors we inherit may be non-blocking (a pipe shared with a Node parent, say), so EAGAIN
+ * is waited out rather than treated as an error.
+ */
+import fs from 'node:fs';
+import { ShortReadError } from './errors.js';
+
+const CHUNK = 1 << 20;
+let shared: Buffer | undefined;
+function chunkBuffer(): Buffer {
+  return (shared ??= Buffer.allocUnsafe(CHUNK));
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+function pause(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
+
+function retriable(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'EAGAIN' || code === 'EINTR' || code === 'EWOULDBLOCK';
+}
+
+/** read(2) once, waiting out EAGAIN/EINTR. Returns 0 at end of file. */
+export function readSomeSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number | null = null): number {
+  for (;;) {
+    try {
+      return fs.readSync(fd, buf, offset, length, position);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EOF') return 0;
+      if (!retriable(err)) throw err;
+      pause(1);
+    }
+  }
+}
+
+/** Write all of buf to fd, coping with short writes and EAGAIN. */
+export function writeAllSync(fd: number, buf: Uint8Array, offset = 0, length = buf.length - offset): void {
+  let done = 0;
+  while (done < length) {
+    try {
+      done += fs.writeSync(fd, buf, offset + done, length - done);
+    } catch (err) {
+      if (!retriable(err)) throw err;
+      pause(1);
+    }
+  }
+}
+
+/**
+ * Read exactly n bytes from the descriptor's current position, consuming nothing more.
+ * Memory grows with the bytes that actually arrive, never with n itself, so a hostile
+ * length cannot make us allocate gigabytes up front.
+ */
+export function readExactSync(fd: number, n: number): Buffer {
+  if (n <= CHUNK) {
+    const out = Buffer.allocUnsafe(n);
+    let got = 0;
+    while (got < n) {
+      const r = readSomeSync(fd, out, got, n - got);
+      if (r === 0) throw new ShortReadError();
+      got += r;
+    }
+    return out;
+  }
+  const parts: Buffer[] = [];
+  let got = 0;
+  while (got < n) {
+    const part = readExactSync(fd, Math.min(CHUNK, n - got));
+    parts.push(part);
+    got += part.length;
+  }
+  return Buffer.concat(parts, n);
+}
+
+/** Copy everything from inFd (from its current position) to outFd. Returns the byte count. */
+export function copyFdSync(inFd: number, outFd: number): number {
+  const buf = chunkBuffer();
+  let total = 0;
+  for (;;) {
+    const r = readSomeSync(inFd, buf, 0, buf.length);
+    if (r === 0) return total;
+    writeAllSync(outFd, buf, 0, r);
+    total += r;
+  }
+}
+
+/** fsync, tolerating descriptors that cannot be synced (pipes, some special files). */
+export function fsyncSync(fd: number): void {
+  try {
+    fs.fsyncSync(fd);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EINVAL' || code === 'EROFS' || code === 'ENOTSUP') return;
+    throw err;
+  }
+}
+
+/** Close a descriptor and ignore errors: used on cleanup paths only. */
+export function closeQuietly(fd: number | undefined): void {
+  if (fd === undefined) return;
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* already closed or never valid */
+  }
+}
+
+/** Remove a file and ignore "not there": used on cleanup paths only. */
+export function unlinkQuietly(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch {
+    /* nothing to clean up */
+  }
+}
+

@@ -1,0 +1,228 @@
+/**
+ * The packet header: a 30-byte prefix followed by MessagePack metadata.
+ *
+ *   0  12  "*FILESPOOLER"
+ *  12   2  version (1), big-endian
+ *  14   8  metadata length, big-endian
+ *  22   4  CRC-32 of the metadata
+ *  26   4  CRC-32 of bytes 0..25
+ */
+import CRC32 from 'crc-32';
+import { Decoder } from '@msgpack/msgpack';
+import { BadPacketError, ShortReadError } from '../errors.js';
+import { MsgpackWriter } from './msgpack.js';
+import { I64_MAX, I64_MIN, U64_MAX, type Bytes, type CommandType, type Ctime, type PacketHeader } from './types.js';
+
+export const PREFIX_LENGTH = 30;
+export const TAG = Buffer.from('*FILESPOOLER', 'ascii');
+export const VERSION = 1;
+
+/** The largest metadata we accept. Real headers are well under 1 KiB; 200 MiB allows for absurd parameter lists. */
+export const MAX_METADATA_LENGTH = 200 * 1024 * 1024;
+
+export function crc32(data: Uint8Array): number {
+  return CRC32.buf(data) >>> 0;
+}
+
+/** Encode the MessagePack metadata, byte-identical to the reference writer. */
+export function encodeMetadata(header: PacketHeader): Buffer {
+  if (header.seq < 0n || header.seq > U64_MAX) throw new RangeError('seq must be an unsigned 64-bit integer');
+  if (header.ctime.secs < I64_MIN || header.ctime.secs > I64_MAX) throw new RangeError('ctime seconds must fit in 64 bits');
+  const w = new MsgpackWriter();
+  w.mapHeader(3);
+  w.str('seq');
+  w.uint(header.seq);
+  w.str('ctime');
+  w.arrayHeader(2);
+  w.sint(header.ctime.secs);
+  w.uint(header.ctime.nanos);
+  w.str('cmd_type');
+  const cmd = header.cmd;
+  if (cmd.kind === 'NOP' || cmd.kind === 'Fail') {
+    w.str(cmd.kind);
+  } else {
+    w.mapHeader(1);
+    w.str('Command');
+    w.mapHeader(2);
+    w.str('params');
+    w.arrayHeader(cmd.params.length);
+    for (const p of cmd.params) w.byteArray(p);
+    w.str('env');
+    w.arrayHeader(cmd.env.length);
+    for (const [k, v] of cmd.env) {
+      w.arrayHeader(2);
+      w.byteArray(k);
+      w.byteArray(v);
+    }
+  }
+  return w.finish();
+}
+
+/** Encode the whole header (prefix and metadata): what goes before the payload. */
+export function encodeHeader(header: PacketHeader): Buffer {
+  const meta = encodeMetadata(header);
+  const out = Buffer.allocUnsafe(PREFIX_LENGTH + meta.length);
+  TAG.copy(out, 0);
+  out.writeUInt16BE(VERSION, 12);
+  out.writeBigUInt64BE(BigInt(meta.length), 14);
+  out.writeUInt32BE(crc32(meta), 22);
+  out.writeUInt32BE(crc32(out.subarray(0, 26)), 26);
+  meta.copy(out, PREFIX_LENGTH);
+  return out;
+}
+
+export interface Prefix {
+  metadataLength: number;
+  metadataCrc: number;
+}
+
+/** Check a 30-byte prefix. Errors carry the reference's wording. */
+export function decodePrefix(prefix: Uint8Array): Prefix {
+  const b = Buffer.from(prefix.buffer, prefix.byteOffset, prefix.byteLength);
+  if (b.length < PREFIX_LENGTH) throw new ShortReadError();
+  if (!b.subarray(0, 12).equals(TAG)) throw new BadPacketError("Input doesn't appear to be a filespooler file");
+  const version = b.readUInt16BE(12);
+  if (version !== VERSION) throw new BadPacketError(`Input version ${version} != ${VERSION}`);
+  if (b.readUInt32BE(26) !== crc32(b.subarray(0, 26))) throw new BadPacketError('CRC-32 mismatch on file prefix');
+  const len = b.readBigUInt64BE(14);
+  if (len > BigInt(MAX_METADATA_LENGTH)) {
+    throw new BadPacketError(`Metadata length ${len} is larger than the limit of ${MAX_METADATA_LENGTH} bytes`);
+  }
+  return { metadataLength: Number(len), metadataCrc: b.readUInt32BE(22) };
+}
+
+/** Check the metadata CRC and decode it. */
+export function decodeMetadata(meta: Uint8Array, expectedCrc?: number): PacketHeader {
+  if (expectedCrc !== undefined && crc32(meta) !== expectedCrc) throw new BadPacketError('CRC-32 mismatch on metadata');
+  // No container can hold more elements than there are bytes, so cap every declared length by the
+  // size of the input: a hostile length fails fast instead of allocating.
+  const limit = Math.max(meta.length, 16);
+  const decoder = new Decoder({
+    useBigInt64: true,
+    maxArrayLength: limit,
+    maxMapLength: limit,
+    maxStrLength: limit,
+    maxBinLength: limit,
+    maxExtLength: limit,
+  });
+  let doc: unknown;
+  try {
+    doc = decoder.decode(meta);
+  } catch (err) {
+    throw new BadPacketError(`Invalid packet metadata: ${(err as Error).message}`);
+  }
+  return interpretMetadata(doc);
+}
+
+/** Decode a complete header held in memory; returns the header and its length in bytes. */
+export function decodeHeader(buf: Uint8Array): { header: PacketHeader; length: number } {
+  if (buf.length < PREFIX_LENGTH) throw new ShortReadError();
+  const { metadataLength, metadataCrc } = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
+  const end = PREFIX_LENGTH + metadataLength;
+  if (buf.length < end) throw new ShortReadError();
+  return { header: decodeMetadata(buf.subarray(PREFIX_LENGTH, end), metadataCrc), length: end };
+}
+
+// ---- liberal interpretation of the decoded MessagePack document ----
+
+function bad(what: string): never {
+  throw new BadPacketError(`Invalid packet metadata: ${what}`);
+}
+
+/** Fields of a struct, whether written as a map (any key order) or positionally as an array. */
+function fields(v: unknown, names: string[], what: string): unknown[] {
+  if (Array.isArray(v)) {
+    if (v.length < names.length) bad(`${what} has ${v.length} fields, expected ${names.length}`);
+    return v.slice(0, names.length);
+  }
+  if (v instanceof Map) v = Object.fromEntries(v);
+  if (v && typeof v === 'object' && !(v instanceof Uint8Array)) {
+    const o = v as Record<string, unknown>;
+    return names.map((n) => {
+      if (!Object.prototype.hasOwnProperty.call(o, n)) bad(`${what} lacks field ${n}`);
+      return o[n];
+    });
+  }
+  return bad(`${what} is not a map or an array`);
+}
+
+function integer(v: unknown, what: string): bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
+  return bad(`${what} is not an integer`);
+}
+
+function byteString(v: unknown, what: string): Bytes {
+  if (v instanceof Uint8Array) return v;
+  if (typeof v === 'string') return Buffer.from(v, 'utf8');
+  if (Array.isArray(v)) {
+    const out = Buffer.allocUnsafe(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const b = v[i];
+      if (typeof b !== 'number' || !Number.isInteger(b) || b < 0 || b > 255) bad(`${what} is not a byte string`);
+      out[i] = b;
+    }
+    return out;
+  }
+  return bad(`${what} is not a byte string`);
+}
+
+function interpretCtime(v: unknown): Ctime {
+  let secs: unknown;
+  let nanos: unknown;
+  if (Array.isArray(v)) {
+    [secs, nanos] = fields(v, ['secs', 'nanos'], 'ctime');
+  } else {
+    const o = (v && typeof v === 'object' ? v : {}) as Record<string, unknown>;
+    secs = o.secs ?? o.secs_since_epoch;
+    nanos = o.nanos ?? o.nanos_since_epoch;
+    if (secs === undefined || nanos === undefined) bad('ctime is not [seconds, nanoseconds]');
+  }
+  const s = integer(secs, 'ctime seconds');
+  const n = integer(nanos, 'ctime nanoseconds');
+  if (s < I64_MIN || s > I64_MAX) bad('ctime seconds out of range');
+  if (n < 0n || n > 0xffff_ffffn) bad('ctime nanoseconds out of range');
+  return { secs: s, nanos: Number(n) };
+}
+
+function interpretCmd(v: unknown): CommandType {
+  let variant: string;
+  let body: unknown;
+  if (typeof v === 'string') {
+    variant = v;
+  } else if (v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array)) {
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length !== 1) bad('cmd_type must have exactly one variant');
+    [variant, body] = entries[0]!;
+  } else {
+    return bad('cmd_type is not a string or a map');
+  }
+  switch (variant) {
+    case 'NOP':
+      return { kind: 'NOP' };
+    case 'Fail':
+      return { kind: 'Fail' };
+    case 'Command': {
+      const [params, env] = fields(body, ['params', 'env'], 'Command');
+      if (!Array.isArray(params)) bad('params is not an array');
+      if (!Array.isArray(env)) bad('env is not an array');
+      return {
+        kind: 'Command',
+        params: params.map((p, i) => byteString(p, `param ${i + 1}`)),
+        env: env.map((pair, i) => {
+          const [k, val] = fields(pair, ['0', '1'], `env entry ${i + 1}`);
+          return [byteString(k, 'env name'), byteString(val, 'env value')] as [Bytes, Bytes];
+        }),
+      };
+    }
+    default:
+      return bad(`unknown cmd_type ${JSON.stringify(variant)}`);
+  }
+}
+
+function interpretMetadata(doc: unknown): PacketHeader {
+  const [seq, ctime, cmd] = fields(doc, ['seq', 'ctime', 'cmd_type'], 'metadata');
+  const s = integer(seq, 'seq');
+  if (s < 0n || s > U64_MAX) bad('seq out of range');
+  return { seq: s, ctime: interpretCtime(ctime), cmd: interpretCmd(cmd) };
+}

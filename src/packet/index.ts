@@ -1,0 +1,12 @@
+export * from './types.js';
+export {
+  PREFIX_LENGTH,
+  MAX_METADATA_LENGTH,
+  encodeHeader,
+  encodeMetadata,
+  decodeHeader,
+  decodePrefix,
+  decodeMetadata,
+  crc32,
+} from './codec.js';
+export { readHeaderSync, readHeaderFromStream, readExactFromStream } from './read.js';

@@ -1,0 +1,32 @@
+/** A byte string as stored in a packet (parameters, environment names and values). */
+export type Bytes = Uint8Array;
+
+export interface Ctime {
+  /** Seconds since the Unix epoch (signed 64-bit). */
+  secs: bigint;
+  /** Nanoseconds within the second (0..999999999). */
+  nanos: number;
+}
+
+export type CommandType =
+  | { kind: 'NOP' }
+  | { kind: 'Fail' }
+  | {
+      kind: 'Command';
+      /** Job parameters, in order. */
+      params: Bytes[];
+      /** FSPL_SET_ variables, names stored without the FSPL_SET_ prefix, in environment order. */
+      env: Array<[Bytes, Bytes]>;
+    };
+
+/** The decoded metadata of a packet: everything before the payload. */
+export interface PacketHeader {
+  /** Sequence number, unsigned 64-bit. */
+  seq: bigint;
+  ctime: Ctime;
+  cmd: CommandType;
+}
+
+export const U64_MAX = 0xffff_ffff_ffff_ffffn;
+export const I64_MIN = -(1n << 63n);
+export const I64_MAX = (1n << 63n) - 1n;

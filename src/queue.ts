@@ -1,0 +1,272 @@
+/**
+ * A queue directory:
+ *
+ *   DIR/nextseq        the next sequence number to process
+ *   DIR/nextseq.lock   its lock
+ *   DIR/jobs/          job files, named fspl-*.fspl
+ *
+ * Writing needs no lock: a job is written under a temporary name, fsynced, then renamed into
+ * place, so anything named fspl-*.fspl is complete.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
+import { DuplicateSeqError, NotFoundError, QueueError, describeSystemError } from './errors.js';
+import { closeQuietly, copyFdSync, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { readHeaderSync } from './packet/read.js';
+import type { PacketHeader } from './packet/types.js';
+import { readHeaderThroughDecoder } from './decoder.js';
+import { silentLogger, type Logger } from './log.js';
+import { SeqFile } from './seqfile.js';
+
+export interface JobEntry {
+  /** File name inside jobs/. */
+  filename: string;
+  header: PacketHeader;
+}
+
+export interface QueueOptions {
+  /** Shell command that turns a stored job file into a packet (e.g. `zcat`, `gpg -d`). */
+  decoder?: string;
+  logger?: Logger;
+}
+
+export function isJobFilename(name: string): boolean {
+  return name.startsWith('fspl-') && name.endsWith('.fspl') && name.length >= 10;
+}
+
+/** A new job file name: fspl-UUIDv4.fspl. */
+export function genFilename(): string {
+  return `fspl-${uuidv4()}.fspl`;
+}
+
+/** How many decoders a scan runs at once. */
+const DECODER_CONCURRENCY = 4;
+
+export class Queue {
+  /** The directory as given (FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH use it verbatim). */
+  readonly dir: string;
+  readonly decoder: string | undefined;
+  readonly logger: Logger;
+
+  constructor(dir: string, options: QueueOptions = {}) {
+    this.dir = dir;
+    this.decoder = options.decoder;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  static open(dir: string, options: QueueOptions = {}): Queue {
+    return new Queue(dir, options);
+  }
+
+  /** Create a queue. Fails if dir exists. */
+  static init(dir: string, options: { appendOnly?: boolean } & QueueOptions = {}): Queue {
+    fs.mkdirSync(dir);
+    fs.mkdirSync(path.join(dir, 'jobs'));
+    const q = new Queue(dir, options);
+    if (!options.appendOnly) {
+      SeqFile.with(q.seqfilePath, { create: true }, () => {});
+    }
+    return q;
+  }
+
+  get jobsDir(): string {
+    return path.join(this.dir, 'jobs');
+  }
+
+  get seqfilePath(): string {
+    return path.join(this.dir, 'nextseq');
+  }
+
+  jobPath(filename: string): string {
+    return path.join(this.jobsDir, filename);
+  }
+
+  /** Lock the queue's seqfile (fails at once if another process holds it). */
+  lockSeqfile(): SeqFile {
+    return SeqFile.lock(this.seqfilePath, { create: false });
+  }
+
+  /**
+   * Copy a packet from a file descriptor into the queue. Nothing is decoded or validated.
+   * Returns the new job's file name.
+   */
+  writeFromFd(inFd: number): string {
+    const id = uuidv4();
+    const temp = path.join(this.jobsDir, `tmp-fspl-${id}.fspl.tmp`);
+    const filename = `fspl-${id}.fspl`;
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
+      copyFdSync(inFd, fd);
+      fsyncSync(fd);
+      fs.closeSync(fd);
+      fd = undefined;
+      fs.renameSync(temp, this.jobPath(filename));
+    } catch (err) {
+      closeQuietly(fd);
+      unlinkQuietly(temp);
+      throw err;
+    }
+    return filename;
+  }
+
+  /** Write a packet held in memory (header plus payload) into the queue. */
+  writeBuffer(packet: Uint8Array): string {
+    const id = uuidv4();
+    const temp = path.join(this.jobsDir, `tmp-fspl-${id}.fspl.tmp`);
+    const filename = `fspl-${id}.fspl`;
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
+      writeAllSync(fd, packet);
+      fsyncSync(fd);
+      fs.closeSync(fd);
+      fd = undefined;
+      fs.renameSync(temp, this.jobPath(filename));
+    } catch (err) {
+      closeQuietly(fd);
+      unlinkQuietly(temp);
+      throw err;
+    }
+    return filename;
+  }
+
+  /** The names in jobs/ that look like job files (unsorted). */
+  listJobFiles(): string[] {
+    return fs.readdirSync(this.jobsDir).filter(isJobFilename);
+  }
+
+  /** Read one job file's header, through the decoder if there is one. */
+  async readHeader(filename: string): Promise<PacketHeader> {
+    const p = this.jobPath(filename);
+    if (this.decoder !== undefined) return readHeaderThroughDecoder(p, this.decoder);
+    return readHeaderFileSync(p);
+  }
+
+  /**
+   * Read the header of every job file. Files that can't be read or decoded are skipped and
+   * logged at debug level, as the reference does: extra files never stop a queue.
+   */
+  async scan(): Promise<JobEntry[]> {
+    const names = this.listJobFiles();
+    const out: JobEntry[] = [];
+    const log = this.logger;
+    if (this.decoder === undefined) {
+      for (const filename of names) {
+        log.debug('queue', () => `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
+        try {
+          out.push({ filename, header: readHeaderFileSync(this.jobPath(filename)) });
+        } catch (err) {
+          log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
+        }
+      }
+      return out;
+    }
+    // Through a decoder each header costs a process; run a few at once.
+    let next = 0;
+    const results: Array<JobEntry | undefined> = new Array(names.length);
+    const worker = async () => {
+      while (next < names.length) {
+        const i = next++;
+        const filename = names[i]!;
+        log.debug('queue', () => `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
+        try {
+          results[i] = { filename, header: await this.readHeader(filename) };
+        } catch (err) {
+          log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(DECODER_CONCURRENCY, names.length) }, worker));
+    for (const r of results) if (r) out.push(r);
+    return out;
+  }
+
+  /** Scan and sort by sequence number (ties in directory order). */
+  async list(): Promise<JobEntry[]> {
+    const jobs = await this.scan();
+    return jobs.sort(compareBySeq);
+  }
+
+  /**
+   * The job with this sequence number. As in the reference (and its manual), a lookup by number
+   * fails with DuplicateSeqError when any two jobs in the queue share a number, and with
+   * NotFoundError when none has this one.
+   */
+  async find(seq: bigint): Promise<JobEntry> {
+    const jobs = await this.scan();
+    assertNoDuplicates(jobs);
+    return pickOne(jobs, seq, this.dir);
+  }
+
+  /** Delete a job file. */
+  delete(filename: string): void {
+    fs.unlinkSync(this.jobPath(filename));
+  }
+
+  getNext(): bigint {
+    return SeqFile.with(this.seqfilePath, {}, (sf) => sf.read());
+  }
+
+  setNext(seq: bigint): void {
+    SeqFile.with(this.seqfilePath, {}, (sf) => sf.write(seq));
+  }
+
+  /** Check that the directory looks like a queue; a one-line error otherwise. */
+  assertExists(): void {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(this.jobsDir);
+    } catch (err) {
+      throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${describeSystemError(err)}`, { cause: err });
+    }
+    if (!st.isDirectory()) throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${this.jobsDir} is not a directory`);
+  }
+}
+
+/** By sequence number; Array.prototype.sort is stable, so ties keep directory order (as the reference). */
+export function compareBySeq(a: JobEntry, b: JobEntry): number {
+  return a.header.seq === b.header.seq ? 0 : a.header.seq < b.header.seq ? -1 : 1;
+}
+
+export function compareByTimestamp(a: JobEntry, b: JobEntry): number {
+  const x = a.header.ctime;
+  const y = b.header.ctime;
+  if (x.secs !== y.secs) return x.secs < y.secs ? -1 : 1;
+  return x.nanos - y.nanos;
+}
+
+export function pickOne(jobs: JobEntry[], seq: bigint, queuedir?: string): JobEntry {
+  const hits = jobs.filter((j) => j.header.seq === seq);
+  if (hits.length === 0) {
+    throw new NotFoundError(`Job ${seq} not found${queuedir === undefined ? '' : ` in queue ${JSON.stringify(queuedir)}`}`);
+  }
+  if (hits.length > 1) throw new DuplicateSeqError(seq, hits.map((h) => h.filename));
+  return hits[0]!;
+}
+
+/** Index jobs by sequence number, failing on the first number held by two files. */
+export function indexBySeq(jobs: JobEntry[]): Map<bigint, JobEntry> {
+  const bySeq = new Map<bigint, JobEntry>();
+  for (const j of jobs) {
+    const seen = bySeq.get(j.header.seq);
+    if (seen) throw new DuplicateSeqError(j.header.seq, [seen.filename, j.filename]);
+    bySeq.set(j.header.seq, j);
+  }
+  return bySeq;
+}
+
+export function assertNoDuplicates(jobs: JobEntry[]): void {
+  indexBySeq(jobs);
+}
+
+/** Open a file, read its header, close it. */
+export function readHeaderFileSync(p: string): PacketHeader {
+  const fd = fs.openSync(p, 'r');
+  try {
+    return readHeaderSync(fd);
+  } finally {
+    closeQuietly(fd);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Sequence files: one decimal number and a newline, guarded by `<path>.lock`.
+ * Updates go to `<path>.temp`, are fsynced, then renamed over the file.
+ */
+import fs from 'node:fs';
+import { BadSeqfileError, QueueError, SeqOverflowError } from './errors.js';
+import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { FileLock } from './lock.js';
+import { U64_MAX } from './packet/types.js';
+
+/**
+ * Parse a sequence number the way the reference does (Rust's u64::from_str): decimal digits with
+ * an optional leading '+', within 0..2^64-1.
+ */
+export function parseSeq(text: string): bigint | undefined {
+  if (!/^\+?[0-9]+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n <= U64_MAX ? n : undefined;
+}
+
+/** Why a string is not a sequence number, in the reference's words. */
+export function seqParseProblem(text: string): string {
+  if (text === '' || text === '+') return 'cannot parse integer from empty string';
+  if (!/^\+?[0-9]+$/.test(text)) return 'invalid digit found in string';
+  return 'number too large to fit in target type';
+}
+
+/** A seqfile's value: its first line, surrounding white space trimmed. */
+export function parseSeqfileText(text: string): bigint | undefined {
+  const nl = text.indexOf('\n');
+  return parseSeq((nl < 0 ? text : text.slice(0, nl)).trim());
+}
+
+export interface SeqfileOptions {
+  /**
+   * Create the lock file when missing: the sender side. A queue's lock file must exist (it is
+   * missing in append-only queues). Either way, a missing seqfile is created holding 1 once the
+   * lock is held, as the reference does.
+   */
+  create?: boolean;
+}
+
+/** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
+export class SeqFile {
+  readonly path: string;
+  private readonly lock: FileLock;
+
+  private constructor(path: string, lock: FileLock) {
+    this.path = path;
+    this.lock = lock;
+  }
+
+  /** Take the seqfile's lock (failing at once with LockedError if it is busy). */
+  static lock(path: string, options: SeqfileOptions = {}): SeqFile {
+    let lock: FileLock;
+    try {
+      lock = FileLock.acquire(`${path}.lock`, { create: options.create ?? false });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new QueueError(`Cannot open lock file ${path}.lock: No such file or directory (an append-only queue, or not a queue?)`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+    const sf = new SeqFile(path, lock);
+    if (!fs.existsSync(path)) {
+      try {
+        sf.write(1n);
+      } catch (err) {
+        lock.release();
+        throw err;
+      }
+    }
+    return sf;
+  }
+
+  /** Run fn with the seqfile locked, releasing the lock afterwards. */
+  static with<T>(path: string, options: SeqfileOptions, fn: (sf: SeqFile) => T): T {
+    const sf = SeqFile.lock(path, options);
+    try {
+      return fn(sf);
+    } finally {
+      sf.release();
+    }
+  }
+
+  read(): bigint {
+    const text = fs.readFileSync(this.path, 'utf8');
+    const n = parseSeqfileText(text);
+    if (n === undefined) {
+      const first = text.split('\n')[0]!.trim();
+      throw new BadSeqfileError(`Invalid sequence file ${this.path}: ${seqParseProblem(first)} (it holds ${JSON.stringify(text.slice(0, 40))})`);
+    }
+    return n;
+  }
+
+  write(value: bigint): void {
+    if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
+    const temp = `${this.path}.temp`;
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(temp, 'w', 0o666);
+      writeAllSync(fd, Buffer.from(`${value}\n`));
+      fsyncSync(fd);
+      fs.closeSync(fd);
+      fd = undefined;
+      fs.renameSync(temp, this.path);
+    } catch (err) {
+      closeQuietly(fd);
+      unlinkQuietly(temp);
+      throw err;
+    }
+  }
+
+  /** Return the current value and store the next one; refuses to wrap past 2^64-1. */
+  take(): bigint {
+    const v = this.read();
+    if (v === U64_MAX) throw new SeqOverflowError(this.path);
+    this.write(v + 1n);
+    return v;
+  }
+
+  release(): void {
+    this.lock.release();
+  }
+}
