@@ -105,11 +105,19 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
   'prepare-get-next': (inv) => (writeOut(`${getSenderNext(required(inv, 'seqfile'))}\n`), 0),
-  'prepare-set-next': (inv) => (setSenderNext(required(inv, 'seqfile'), seqArg(inv, 'id')), 0),
+  'prepare-set-next': (inv) => {
+    const seq = seqArg(inv, 'id');
+    if (required(inv, 'seqfile') !== '-') setSenderNext(required(inv, 'seqfile'), seq);
+    return 0;
+  },
 
   'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: Boolean(inv.args['append-only']) }), 0),
   'queue-get-next': (inv) => (writeOut(`${queue(inv).getNext()}\n`), 0),
-  'queue-set-next': (inv) => (queue(inv).setNext(seqArg(inv, 'id')), 0),
+  'queue-set-next': (inv) => {
+    const seq = seqArg(inv, 'id');
+    queue(inv).setNext(seq);
+    return 0;
+  },
   'queue-write': (inv) => {
     const q = queue(inv);
     q.assertExists();
@@ -126,16 +134,18 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
     return 0;
   },
   'queue-info': async (inv) => {
+    const seq = seqArg(inv, 'job');
     const q = queue(inv);
     q.assertExists();
-    const job = await q.find(seqArg(inv, 'job'));
+    const job = await q.find(seq);
     writeOut(formatInfo(jobVariables(job.header, { queuedir: q.dir, filename: job.filename })));
     return 0;
   },
   'queue-payload': async (inv) => {
+    const seq = seqArg(inv, 'job');
     const q = queue(inv);
     q.assertExists();
-    const job = await q.find(seqArg(inv, 'job'));
+    const job = await q.find(seq);
     const p = q.jobPath(job.filename);
     if (q.decoder === undefined) {
       const fd = fs.openSync(p, 'r');
@@ -151,16 +161,17 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
     return 0;
   },
   'queue-process': async (inv) => {
-    const q = queue(inv);
-    q.assertExists();
-    await processQueue(q, {
+    const options = {
       ...processOptions(inv),
       onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
       orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
       outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
       neverDelete: Boolean(inv.args['never-delete']),
       maxJobs: intArg(inv, 'maxjobs'),
-    });
+    };
+    const q = queue(inv);
+    q.assertExists();
+    await processQueue(q, options);
     return 0;
   },
 

@@ -1,0 +1,190 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  DuplicateSeqError,
+  ExecError,
+  JobFailedError,
+  LockedError,
+  Queue,
+  SeqOverflowError,
+  encodeHeader,
+  processFd,
+  processQueue,
+  type CommandType,
+  type PacketHeader,
+} from '../src/index.js';
+import { tempDir } from './helpers.js';
+
+function packet(seq: bigint, opts: { payload?: string; cmd?: CommandType; secs?: bigint } = {}): Buffer {
+  const h: PacketHeader = {
+    seq,
+    ctime: { secs: opts.secs ?? 1700000000n, nanos: 0 },
+    cmd: opts.cmd ?? { kind: 'Command', params: [Buffer.from(`p${seq}`)], env: [[Buffer.from('WHO'), Buffer.from(`w${seq}`)]] },
+  };
+  return Buffer.concat([encodeHeader(h), Buffer.from(opts.payload ?? `payload ${seq}\n`)]);
+}
+
+/** A queue, a log file and a recording command that fails for the sequence numbers in FAIL. */
+function setup() {
+  const dir = tempDir();
+  const q = Queue.init(path.join(dir, 'q'));
+  const log = path.join(dir, 'log');
+  const script = path.join(dir, 'rec.sh');
+  fs.writeFileSync(
+    script,
+    `#!/bin/sh\nprintf '%s|%s|%s|%s|%s\\n' "$FSPL_SEQ" "$*" "$FSPL_SET_WHO" "$FSPL_JOB_FILENAME" "$(cat)" >> ${log}\ncase " $FAIL " in *" $FSPL_SEQ "*) exit 3;; esac\nexit 0\n`,
+    { mode: 0o755 },
+  );
+  const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => l.split('|'));
+  return { q, log, script, lines };
+}
+
+describe('processQueue', () => {
+  it('runs jobs in sequence order from nextseq, passing params, env and the payload', async () => {
+    const { q, script, lines } = setup();
+    for (const s of [3n, 1n, 2n, 5n]) q.writeBuffer(packet(s));
+    const r = await processQueue(q, { command: script, params: ['cli'], allowJobParams: true });
+    expect(r).toEqual({ processed: 3, succeeded: 3, failed: 0 });
+    expect(lines().map((l) => l.slice(0, 3).concat(l[4]!))).toEqual([
+      ['1', 'cli p1', 'w1', 'payload 1'],
+      ['2', 'cli p2', 'w2', 'payload 2'],
+      ['3', 'cli p3', 'w3', 'payload 3'],
+    ]);
+    expect(q.getNext()).toBe(4n);
+    expect((await q.list()).map((j) => j.header.seq)).toEqual([5n]);
+  });
+
+  it('leaves job params out without allowJobParams', async () => {
+    const { q, script, lines } = setup();
+    q.writeBuffer(packet(1n));
+    await processQueue(q, { command: script });
+    expect(lines()[0]![1]).toBe('');
+  });
+
+  it('Retry stops at a failure and keeps the job; Delete and Leave go on', async () => {
+    process.env.FAIL = '2';
+    try {
+      for (const onError of ['retry', 'delete', 'leave'] as const) {
+        const { q, script } = setup();
+        for (const s of [1n, 2n, 3n]) q.writeBuffer(packet(s));
+        const p = processQueue(q, { command: script, onError });
+        if (onError === 'retry') {
+          await expect(p).rejects.toThrow(JobFailedError);
+          expect(q.getNext()).toBe(2n);
+          expect((await q.list()).map((j) => j.header.seq)).toEqual([2n, 3n]);
+        } else {
+          expect(await p).toEqual({ processed: 3, succeeded: 2, failed: 1 });
+          expect(q.getNext()).toBe(4n);
+          expect((await q.list()).map((j) => j.header.seq)).toEqual(onError === 'leave' ? [2n] : []);
+        }
+      }
+    } finally {
+      delete process.env.FAIL;
+    }
+  });
+
+  it('NOP succeeds, Fail fails, neverDelete keeps files, maxJobs limits', async () => {
+    const { q, script, lines } = setup();
+    q.writeBuffer(packet(1n, { cmd: { kind: 'NOP' } }));
+    q.writeBuffer(packet(2n, { cmd: { kind: 'Fail' } }));
+    q.writeBuffer(packet(3n));
+    expect(await processQueue(q, { command: script, maxJobs: 1, neverDelete: true })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+    expect((await q.list()).length).toBe(3);
+    await expect(processQueue(q, { command: script })).rejects.toThrow(/Fail packet/);
+    expect(await processQueue(q, { command: script, onError: 'delete' })).toEqual({ processed: 2, succeeded: 1, failed: 1 });
+    expect(lines().map((l) => l[0])).toEqual(['3']);
+    // Job 1 was kept by neverDelete and is now behind nextseq: ignored, not re-run.
+    expect((await q.list()).map((j) => j.header.seq)).toEqual([1n]);
+    expect(q.getNext()).toBe(4n);
+  });
+
+  it('timestamp order runs everything by ctime and leaves nextseq alone', async () => {
+    const { q, script, lines } = setup();
+    q.writeBuffer(packet(7n, { secs: 30n }));
+    q.writeBuffer(packet(9n, { secs: 10n }));
+    q.writeBuffer(packet(7n, { secs: 20n }));
+    await processQueue(q, { command: script, orderBy: 'timestamp' });
+    expect(lines().map((l) => l[0])).toEqual(['9', '7', '7']);
+    expect(q.getNext()).toBe(1n);
+  });
+
+  it('refuses duplicate sequence numbers in sequence order', async () => {
+    const { q, script } = setup();
+    q.writeBuffer(packet(1n));
+    q.writeBuffer(packet(4n));
+    q.writeBuffer(packet(4n));
+    await expect(processQueue(q, { command: script })).rejects.toThrow(DuplicateSeqError);
+    expect(q.getNext()).toBe(1n);
+  });
+
+  it('saves output to FILE.out with SaveBoth, even for NOP jobs', async () => {
+    const { q } = setup();
+    const a = q.writeBuffer(packet(1n));
+    const b = q.writeBuffer(packet(2n, { cmd: { kind: 'NOP' } }));
+    await processQueue(q, { command: 'sh', params: ['-c', 'echo out; echo err >&2'], outputTo: 'saveboth' });
+    expect(fs.readFileSync(q.jobPath(`${a}.out`), 'utf8')).toBe('out\nerr\n');
+    expect(fs.readFileSync(q.jobPath(`${b}.out`), 'utf8')).toBe('');
+  });
+
+  it('kills a command at the timeout and counts it as a failure', async () => {
+    const { q } = setup();
+    q.writeBuffer(packet(1n));
+    await expect(processQueue(q, { command: 'sleep', params: ['10'], timeout: 0 })).rejects.toThrow(/timed out/);
+    expect(q.getNext()).toBe(1n);
+  });
+
+  it('a command that cannot start is an error whatever onError says, and nothing advances', async () => {
+    const { q } = setup();
+    q.writeBuffer(packet(1n));
+    await expect(processQueue(q, { command: '/nonexistent/cmd', onError: 'delete' })).rejects.toThrow(ExecError);
+    expect(q.getNext()).toBe(1n);
+    expect((await q.list()).length).toBe(1);
+  });
+
+  it('holds the lock while it runs', async () => {
+    const { q } = setup();
+    q.writeBuffer(packet(1n));
+    const running = processQueue(q, { command: 'sleep', params: ['0.3'] });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(() => q.getNext()).toThrow(LockedError);
+    await running;
+    expect(q.getNext()).toBe(2n);
+  });
+
+  it('does not wrap nextseq at 2^64-1', async () => {
+    const { q, script } = setup();
+    q.setNext(18446744073709551615n);
+    q.writeBuffer(packet(18446744073709551615n));
+    await expect(processQueue(q, { command: script })).rejects.toThrow(SeqOverflowError);
+  });
+
+  it('through a decoder: streams the payload, and a failing decoder fails the job', async () => {
+    const { q, script, lines } = setup();
+    const gz = (b: Buffer) => execFileSync('gzip', ['-c'], { input: b });
+    fs.writeFileSync(path.join(q.jobsDir, 'fspl-1.fspl'), gz(packet(1n, { payload: 'x'.repeat(300000) })));
+    // A packet followed by garbage gzip data: zcat prints the packet, then exits non-zero.
+    fs.writeFileSync(path.join(q.jobsDir, 'fspl-2.fspl'), Buffer.concat([gz(packet(2n)), Buffer.from('garbage')]));
+    const dq = Queue.open(q.dir, { decoder: 'zcat' });
+    await expect(processQueue(dq, { command: script })).rejects.toThrow(/Decoder "zcat" exited with status/);
+    expect(lines()[0]![4]).toBe('x'.repeat(300000));
+    expect(q.getNext()).toBe(2n);
+  });
+});
+
+describe('processFd (stdin-process)', () => {
+  it('reads only the header and hands the rest of the descriptor to the command', async () => {
+    const dir = tempDir();
+    const f = path.join(dir, 'p.fspl');
+    fs.writeFileSync(f, packet(5n, { payload: 'rest of it' }));
+    const out = path.join(dir, 'out');
+    const fd = fs.openSync(f, 'r');
+    try {
+      await processFd(fd, { command: 'sh', params: ['-c', `cat > ${out}; echo "$FSPL_SEQ $FSPL_JOB_FILENAME" >> ${out}`] });
+    } finally {
+      fs.closeSync(fd);
+    }
+    expect(fs.readFileSync(out, 'utf8')).toBe('rest of it5 \n');
+  });
+});
