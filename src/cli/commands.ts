@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { v4 as uuidv4 } from 'uuid';
 import { copyFdSync } from '../io.js';
-import { createLogger } from '../log.js';
+import { createLogger, parseLogLevel } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { CommandType } from '../packet/types.js';
@@ -15,7 +15,7 @@ import { Queue, genFilename } from '../queue.js';
 import { parseSeq } from '../seqfile.js';
 import { openThroughDecoder, decoderFailure } from '../decoder.js';
 import { rfc3339Local } from '../time.js';
-import type { Invocation } from './main.js';
+import type { Invocation } from './spec.js';
 import { UsageError, writeOut } from './output.js';
 import { LICENSE_TEXT } from './license.js';
 
@@ -52,8 +52,14 @@ function enumArg<T extends string>(inv: Invocation, name: string, values: readon
   return v;
 }
 
+function logger(inv: Invocation) {
+  const level = parseLogLevel(inv.logLevel);
+  if (!level) throw new UsageError(`invalid log level '${inv.logLevel}': use trace, debug, info, warn, error, or 1 to 5`);
+  return createLogger(level);
+}
+
 function queue(inv: Invocation): Queue {
-  return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: createLogger(inv.logLevel) });
+  return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: logger(inv) });
 }
 
 function openInput(input: string | undefined): number | undefined {
@@ -83,7 +89,7 @@ function processOptions(inv: Invocation) {
     allowJobParams: Boolean(inv.args['allow-job-params']),
     ignorePayload: Boolean(inv.args['ignore-payload']),
     timeout: intArg(inv, 'timeout'),
-    logger: createLogger(inv.logLevel),
+    logger: logger(inv),
   };
 }
 
@@ -187,6 +193,7 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
 export async function run(inv: Invocation): Promise<number> {
   const h = handlers[inv.command];
   if (!h) throw new UsageError(`unknown subcommand '${inv.command}'`);
+  logger(inv); // a bad level is a usage error whatever the subcommand
   return h(inv);
 }
 

@@ -1,0 +1,82 @@
+/**
+ * The fast path of argument parsing. Loading and running yargs costs more than the rest of a
+ * typical fspl run put together (it is most of our start-up time), so ordinary, well-formed
+ * command lines are parsed here straight from the grammar in spec.ts. Anything this parser is
+ * not sure of (help, version, unknown or repeated options, missing arguments, anything odd)
+ * returns undefined, and the caller hands the command line to yargs, which then gives the help
+ * text or the usage error. Values are not validated here: the handlers do that.
+ */
+import { COMMAND_BY_NAME, LOG_LEVEL, type Invocation, type OptionSpec } from './spec.js';
+
+export function fastParse(argv: string[]): Invocation | undefined {
+  let i = 0;
+  let logLevel: string | undefined;
+  const takeLogLevel = (a: string): boolean => {
+    if (a === '-l' || a === '--log-level') {
+      if (logLevel !== undefined || i + 1 >= argv.length) return false;
+      logLevel = argv[++i];
+      return true;
+    }
+    if (a.startsWith('--log-level=')) {
+      if (logLevel !== undefined) return false;
+      logLevel = a.slice('--log-level='.length);
+      return true;
+    }
+    return false;
+  };
+  for (; i < argv.length && argv[i]!.startsWith('-'); i++) {
+    if (!takeLogLevel(argv[i]!)) return undefined;
+  }
+  const spec = COMMAND_BY_NAME.get(argv[i++] ?? '');
+  if (!spec) return undefined;
+  const byLong = new Map<string, OptionSpec>();
+  const byShort = new Map<string, OptionSpec>();
+  for (const o of spec.options) {
+    byLong.set(o.long, o);
+    if (o.short) byShort.set(o.short, o);
+  }
+  const args: Record<string, unknown> = {};
+  const positionals: string[] = [];
+  let params: string[] = [];
+  for (; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      if (!spec.params) return undefined;
+      params = argv.slice(i + 1);
+      break;
+    }
+    if (!a.startsWith('-') || a === '-') {
+      positionals.push(a);
+      continue;
+    }
+    if (takeLogLevel(a)) continue;
+    let opt: OptionSpec | undefined;
+    let inline: string | undefined;
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      opt = byLong.get(eq < 0 ? a.slice(2) : a.slice(2, eq));
+      if (eq >= 0) inline = a.slice(eq + 1);
+    } else {
+      opt = byShort.get(a[1]!);
+      if (a.length > 2) inline = a.slice(2);
+    }
+    if (!opt || opt.long in args) return undefined;
+    if (opt.kind === 'boolean') {
+      if (inline !== undefined) return undefined;
+      args[opt.long] = true;
+    } else if (inline !== undefined) {
+      args[opt.long] = inline;
+    } else {
+      if (i + 1 >= argv.length) return undefined;
+      args[opt.long] = argv[++i];
+    }
+  }
+  if (positionals.length !== spec.positionals.length) return undefined;
+  spec.positionals.forEach((name, k) => (args[name] = positionals[k]));
+  for (const o of spec.options) {
+    if (o.long in args) continue;
+    if (o.required) return undefined;
+    if (o.default !== undefined) args[o.long] = o.default;
+  }
+  return { command: spec.name, args, params, logLevel: logLevel ?? LOG_LEVEL.default! };
+}

@@ -1,0 +1,181 @@
+/**
+ * The command-line grammar of fspl as data: every subcommand and option of Filespooler 1.2.2.
+ * Both parsers read it: the fast path (fastparse.ts) for ordinary invocations and yargs
+ * (parser.ts) for help, errors and everything unusual, so the two can never disagree on names.
+ */
+export interface OptionSpec {
+  long: string;
+  short?: string;
+  /** 'string' options take a value; 'boolean' ones are flags. */
+  kind: 'string' | 'boolean';
+  required?: boolean;
+  default?: string;
+  /** Accepted values, matched case-insensitively. */
+  choices?: string[];
+  describe: string;
+}
+
+export interface CommandSpec {
+  name: string;
+  usage: string;
+  describe: string;
+  options: OptionSpec[];
+  /** Required positional arguments, in order. */
+  positionals: string[];
+  /** Whether `-- PARAMS...` is accepted. */
+  params: boolean;
+}
+
+export const LOG_LEVEL: OptionSpec = {
+  long: 'log-level',
+  short: 'l',
+  kind: 'string',
+  default: 'info',
+  describe: 'Log detail on stderr: trace, debug, info, warn or error (any case), or 1 (error) to 5 (trace)',
+};
+
+const seqfile: OptionSpec = {
+  long: 'seqfile',
+  short: 's',
+  kind: 'string',
+  required: true,
+  describe: 'Sender sequence file (created holding 1 if missing); "-" for none, giving sequence 1',
+};
+const queuedir: OptionSpec = { long: 'queuedir', short: 'q', kind: 'string', required: true, describe: 'Queue directory' };
+const decoder: OptionSpec = {
+  long: 'decoder',
+  short: 'd',
+  kind: 'string',
+  describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
+};
+const job: OptionSpec = { long: 'job', short: 'j', kind: 'string', required: true, describe: 'Sequence number of the job' };
+const processCommon: OptionSpec[] = [
+  { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
+  { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
+  { long: 'timeout', kind: 'string', describe: 'Kill the command with SIGKILL after this many seconds (counts as a failure)' },
+];
+
+export const COMMANDS: CommandSpec[] = [
+  { name: 'gen-filename', usage: 'gen-filename', describe: 'Print a new job file name, fspl-UUID.fspl', options: [], positionals: [], params: false },
+  { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
+  {
+    name: 'prepare',
+    usage: 'prepare -s FILE [-i INPUT] [-- PARAMS...]',
+    describe: 'Write a command packet to stdout; FSPL_SET_* variables are saved in it',
+    options: [seqfile, { long: 'input', short: 'i', kind: 'string', describe: 'Payload: a file, or "-" for stdin (default: no payload)' }],
+    positionals: [],
+    params: true,
+  },
+  { name: 'prepare-fail', usage: 'prepare-fail -s FILE', describe: 'Write a Fail packet (always fails) to stdout', options: [seqfile], positionals: [], params: false },
+  { name: 'prepare-nop', usage: 'prepare-nop -s FILE', describe: 'Write a NOP packet (always succeeds) to stdout', options: [seqfile], positionals: [], params: false },
+  {
+    name: 'prepare-get-next',
+    usage: 'prepare-get-next -s FILE',
+    describe: 'Print the sequence number the next prepare will use',
+    options: [seqfile],
+    positionals: [],
+    params: false,
+  },
+  {
+    name: 'prepare-set-next',
+    usage: 'prepare-set-next -s FILE ID',
+    describe: 'Set the sequence number the next prepare will use',
+    options: [seqfile],
+    positionals: ['id'],
+    params: false,
+  },
+  {
+    name: 'queue-get-next',
+    usage: 'queue-get-next -q DIR',
+    describe: 'Print the sequence number the queue will process next',
+    options: [queuedir],
+    positionals: [],
+    params: false,
+  },
+  {
+    name: 'queue-info',
+    usage: 'queue-info -q DIR -j ID [-d DECODER]',
+    describe: "Print a queued job's variables, as its command would get them",
+    options: [queuedir, job, decoder],
+    positionals: [],
+    params: false,
+  },
+  {
+    name: 'queue-init',
+    usage: 'queue-init -q DIR [--append-only]',
+    describe: 'Create a queue directory',
+    options: [queuedir, { long: 'append-only', kind: 'boolean', describe: 'Leave out nextseq: jobs can be written and listed, not processed' }],
+    positionals: [],
+    params: false,
+  },
+  { name: 'queue-ls', usage: 'queue-ls -q DIR [-d DECODER]', describe: 'List the jobs in a queue', options: [queuedir, decoder], positionals: [], params: false },
+  {
+    name: 'queue-payload',
+    usage: 'queue-payload -q DIR -j ID [-d DECODER]',
+    describe: "Write a queued job's payload to stdout",
+    options: [queuedir, job, decoder],
+    positionals: [],
+    params: false,
+  },
+  {
+    name: 'queue-process',
+    usage: 'queue-process -q DIR [OPTIONS] COMMAND [-- PARAMS...]',
+    describe: 'Run the jobs of a queue, in order',
+    options: [
+      queuedir,
+      decoder,
+      { long: 'maxjobs', short: 'n', kind: 'string', describe: 'Stop after this many jobs' },
+      { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },
+      { long: 'order-by', kind: 'string', default: 'Sequence', choices: ['Sequence', 'Timestamp'], describe: 'Processing order' },
+      { long: 'on-error', kind: 'string', default: 'Retry', choices: ['Retry', 'Delete', 'Leave'], describe: 'What to do when a job fails' },
+      {
+        long: 'output-to',
+        kind: 'string',
+        default: 'PassBoth',
+        choices: ['PassBoth', 'SaveBoth'],
+        describe: "Where the command's stdout and stderr go (SaveBoth: jobs/FILE.out)",
+      },
+      ...processCommon,
+    ],
+    positionals: ['command'],
+    params: true,
+  },
+  {
+    name: 'queue-set-next',
+    usage: 'queue-set-next -q DIR ID',
+    describe: 'Set the sequence number the queue will process next',
+    options: [queuedir],
+    positionals: ['id'],
+    params: false,
+  },
+  {
+    name: 'queue-write',
+    usage: 'queue-write -q DIR',
+    describe: 'Store the packet on stdin in a queue (temporary name, fsync, rename)',
+    options: [queuedir],
+    positionals: [],
+    params: false,
+  },
+  { name: 'show-license', usage: 'show-license', describe: 'Print the copyright and license', options: [], positionals: [], params: false },
+  { name: 'stdin-info', usage: 'stdin-info', describe: 'Print the variables of the packet on stdin, as its command would get them', options: [], positionals: [], params: false },
+  { name: 'stdin-payload', usage: 'stdin-payload', describe: 'Write the payload of the packet on stdin to stdout', options: [], positionals: [], params: false },
+  {
+    name: 'stdin-process',
+    usage: 'stdin-process [OPTIONS] COMMAND [-- PARAMS...]',
+    describe: 'Run the packet on stdin',
+    options: processCommon,
+    positionals: ['command'],
+    params: true,
+  },
+];
+
+export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMANDS.map((c) => [c.name, c]));
+
+/** What a handler receives: the parsed options, the log level text and the arguments after `--`. */
+export interface Invocation {
+  command: string;
+  /** Options by long name (string or boolean), positionals by name; enum defaults filled in. */
+  args: Record<string, unknown>;
+  params: string[];
+  logLevel: string;
+}
