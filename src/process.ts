@@ -133,12 +133,24 @@ async function openJob(queue: Queue, filename: string): Promise<OpenJob> {
 
 /** Run one queue job; returns the outcome, counting a failed decoder as a failure. */
 async function runQueueJob(queue: Queue, entry: JobEntry, opts: ProcessQueueOptions, log: Logger): Promise<Outcome> {
-  const opened = await openJob(queue, entry.filename);
   let outFd: number | undefined;
+  if (opts.outputTo === 'saveboth') {
+    // Created (empty) for every kind of job, as the reference does.
+    outFd = fs.openSync(`${queue.jobPath(entry.filename)}.out`, 'w', 0o666);
+  }
+  if (entry.header.cmd.kind !== 'Command') {
+    // NOP and Fail jobs have nothing to run: the scan already read all we need.
+    closeQuietly(outFd);
+    return runJob({ header: entry.header, variables: [], payload: -1 }, opts, 'inherit', log);
+  }
+  let opened: OpenJob;
   try {
-    if (opts.outputTo === 'saveboth') {
-      outFd = fs.openSync(`${queue.jobPath(entry.filename)}.out`, 'w', 0o666);
-    }
+    opened = await openJob(queue, entry.filename);
+  } catch (err) {
+    closeQuietly(outFd);
+    throw err;
+  }
+  try {
     const job: Job = {
       header: opened.header,
       location: { queuedir: queue.dir, filename: entry.filename },
