@@ -1,0 +1,826 @@
+#!/usr/bin/env node
+/**
+ * Benchmark harness: our TypeScript `fspl` against the reference Filespooler 1.2.2 binary.
+ *
+ *   npm run bench                      # build, full run, writes docs/benchmarks.md
+ *   node bench/run.mjs --quick         # ~10-20 s smoke run of every workload (also BENCH_QUICK=1)
+ *
+ * Options (environment variable in brackets):
+ *   --quick              tiny sizes, 1-2 rounds, no docs/ update [BENCH_QUICK=1]
+ *   --out PATH           where to write the markdown (default docs/benchmarks.md; a temp file
+ *                        with --quick or --only) [BENCH_OUT]
+ *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
+ *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
+ *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 (for debugging)
+ *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
+ *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
+ *
+ * Every round runs ours then the reference, one after the other, on fresh copies of the same
+ * generated input. Each run is checked (exit status, end state of the queue, output equal to the
+ * reference's / to the expected checksum); any failure aborts the whole benchmark with exit 1.
+ * No thresholds make the run fail: the "met?" column only reports.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = path.join(ROOT, 'bin', 'fspl');
+const DIST = path.join(ROOT, 'dist');
+const NODE = process.execPath;
+const TIME = '/usr/bin/time';
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+// ---------------------------------------------------------------- options
+
+function parseArgs(argv) {
+  const env = process.env;
+  const o = {
+    quick: env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true',
+    out: env.BENCH_OUT || undefined,
+    rounds: env.BENCH_ROUNDS ? Number(env.BENCH_ROUNDS) : undefined,
+    bigRounds: env.BENCH_BIG_ROUNDS ? Number(env.BENCH_BIG_ROUNDS) : undefined,
+    coldRounds: env.BENCH_COLD_ROUNDS ? Number(env.BENCH_COLD_ROUNDS) : undefined,
+    only: undefined,
+    dir: env.BENCH_DIR || undefined,
+    ref: env.FSPL_REF || '/usr/bin/fspl',
+  };
+  const need = (i) => {
+    if (i + 1 >= argv.length) die(`option ${argv[i]} needs a value`);
+    return argv[i + 1];
+  };
+  for (let i = 0; i < argv.length; i++) {
+    let a = argv[i];
+    let inline;
+    if (a.startsWith('--') && a.includes('=')) [a, inline] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)];
+    const val = () => (inline !== undefined ? inline : need(i++));
+    switch (a) {
+      case '--quick': o.quick = true; break;
+      case '--out': o.out = val(); break;
+      case '--rounds': o.rounds = Number(val()); break;
+      case '--big-rounds': o.bigRounds = Number(val()); break;
+      case '--cold-rounds': o.coldRounds = Number(val()); break;
+      case '--only': o.only = new Set(val().split(',').map((s) => s.trim()).filter(Boolean)); break;
+      case '--dir': o.dir = val(); break;
+      case '--ref': o.ref = val(); break;
+      case '-h': case '--help':
+        process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 22).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+        process.exit(0);
+      // eslint-disable-next-line no-fallthrough
+      default: die(`unknown option ${a} (try --help)`);
+    }
+  }
+  o.rounds ??= o.quick ? 1 : 5;
+  o.bigRounds ??= o.quick ? 1 : 3;
+  o.coldRounds ??= o.quick ? 2 : 20;
+  for (const k of ['rounds', 'bigRounds', 'coldRounds']) {
+    if (!Number.isInteger(o[k]) || o[k] < 1) die(`--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} must be a positive integer`);
+  }
+  if (!o.dir) o.dir = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  if (!o.out) {
+    o.out = o.quick || o.only ? path.join(os.tmpdir(), `fspl-bench-${o.quick ? 'quick' : 'partial'}-${process.pid}.md`) : path.join(ROOT, 'docs', 'benchmarks.md');
+  }
+  return o;
+}
+
+function die(msg) {
+  process.stderr.write(`bench: ${msg}\n`);
+  process.exit(2);
+}
+
+class BenchError extends Error {}
+
+function fail(msg, res) {
+  let detail = '';
+  if (res) {
+    detail = `\n  command: ${res.argv.join(' ')}\n  status: ${res.status}${res.signal ? ` signal ${res.signal}` : ''}`;
+    if (res.stderr) detail += `\n  stderr: ${String(res.stderr).slice(0, 2000).trimEnd()}`;
+    if (res.stdout) detail += `\n  stdout: ${String(res.stdout).slice(0, 500).trimEnd()}`;
+  }
+  throw new BenchError(msg + detail);
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+
+// Sizes: full / quick.
+const SIZES = opts.quick
+  ? { trueJobs: 100, nopJobs: 1000, lsJobs: 1000, zcatJobs: 100, pipe1: 64 * MiB, pipe4: 256 * MiB, md5: 64 * MiB }
+  : { trueJobs: 1000, nopJobs: 10000, lsJobs: 10000, zcatJobs: 1000, pipe1: GiB, pipe4: 4 * GiB, md5: GiB };
+
+// A clean environment, the same for both sides: no FSPL_* variables (prepare would store
+// FSPL_SET_* ones), no NODE_OPTIONS, and a fixed shell for decoders.
+const ENV = {};
+for (const [k, v] of Object.entries(process.env)) {
+  if (k.startsWith('FSPL_') || k === 'NODE_OPTIONS') continue;
+  ENV[k] = v;
+}
+ENV.SHELL = '/bin/sh';
+
+const SIDES = {
+  ours: { name: 'ours', argv: [NODE, BIN] },
+  ref: { name: 'ref', argv: [opts.ref] },
+};
+
+// ---------------------------------------------------------------- running things
+
+const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
+
+/** Run argv directly (no /usr/bin/time): wall time only. For start-up measurements. */
+function runBare(argv, { cwd = ROOT } = {}) {
+  const start = process.hrtime.bigint();
+  const r = spawnSync(argv[0], argv.slice(1), { cwd, env: ENV, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * MiB });
+  const wall = ms(start);
+  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout?.toString() ?? '', stderr: r.stderr?.toString() ?? '' };
+  if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
+  return res;
+}
+
+let timeFileCounter = 0;
+/**
+ * Run argv under /usr/bin/time: wall time (hrtime around the spawn), user and system CPU seconds
+ * and max RSS (KiB) of the process (GNU time's rusage, which includes children it waited for).
+ */
+function runTimed(argv, { stdin, cwd = ROOT } = {}) {
+  const tf = path.join(WORK, `time-${timeFileCounter++}.txt`);
+  let fd = 'ignore';
+  if (stdin) fd = fs.openSync(stdin, 'r');
+  const start = process.hrtime.bigint();
+  let r;
+  try {
+    r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', tf, ...argv], {
+      cwd,
+      env: ENV,
+      stdio: [fd, 'pipe', 'pipe'],
+      maxBuffer: 512 * MiB,
+    });
+  } finally {
+    if (typeof fd === 'number') fs.closeSync(fd);
+  }
+  const wall = ms(start);
+  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout?.toString() ?? '', stderr: r.stderr?.toString() ?? '' };
+  if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
+  Object.assign(res, readTimeFile(tf, res));
+  return res;
+}
+
+function readTimeFile(tf, res) {
+  let text;
+  try {
+    text = fs.readFileSync(tf, 'utf8');
+  } catch {
+    fail(`/usr/bin/time wrote no report (${tf})`, res);
+  }
+  fs.rmSync(tf, { force: true });
+  const last = text.trim().split('\n').pop();
+  const [e, u, s, m] = last.split(' ').map(Number);
+  if (![e, u, s, m].every(Number.isFinite)) fail(`cannot parse /usr/bin/time output: ${JSON.stringify(text)}`, res);
+  return { cpu: u + s, user: u, sys: s, maxrssKiB: m };
+}
+
+function sh(cmd, args, what) {
+  const r = spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: ENV, maxBuffer: 64 * MiB });
+  if (r.error || r.status !== 0) {
+    throw new BenchError(`${what ?? cmd} failed: ${r.error?.message ?? ''} ${r.stderr?.toString() ?? ''}`.trim());
+  }
+  return r.stdout.toString();
+}
+
+const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
+
+function expectOk(res, what) {
+  if (res.status !== 0) fail(`${what}: exit status ${res.status} (expected 0)`, res);
+}
+
+// ---------------------------------------------------------------- statistics and formatting
+
+function median(xs) {
+  const a = [...xs].sort((x, y) => x - y);
+  const n = a.length;
+  return n % 2 ? a[(n - 1) / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
+}
+const stats = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length });
+
+function fmtMs(v) {
+  if (v === undefined || Number.isNaN(v)) return '—';
+  if (v >= 10000) return `${(v / 1000).toFixed(1)} s`;
+  if (v >= 1000) return `${(v / 1000).toFixed(2)} s`;
+  if (v >= 100) return `${v.toFixed(0)} ms`;
+  if (v >= 10) return `${v.toFixed(1)} ms`;
+  return `${v.toFixed(2)} ms`;
+}
+const fmtCpu = (s) => (s === undefined ? '—' : `${s.toFixed(2)} s CPU`);
+const fmtMiB = (kib) => (kib === undefined ? '—' : `${(kib / 1024).toFixed(1)} MiB`);
+const fmtRatio = (r) => (Number.isFinite(r) ? `${r.toFixed(2)}×` : '—');
+const fmtSize = (b) => (b >= GiB ? `${+(b / GiB).toFixed(1)} GiB` : `${+(b / MiB).toFixed(1)} MiB`);
+const fmtCount = (n) => n.toLocaleString('en-US');
+
+function met(value, limit) {
+  if (value <= limit) return 'yes';
+  return `**no** (+${((value / limit - 1) * 100).toFixed(0)}%)`;
+}
+
+// ---------------------------------------------------------------- queue generation
+
+let encodeHeader;
+let decodeHeader;
+const FIXED_SECS = 1767225600n; // 2026-01-01T00:00:00Z
+
+function header(seq, kind) {
+  const cmd = kind === 'nop' ? { kind: 'NOP' } : { kind: 'Command', params: [], env: [] };
+  return encodeHeader({ seq: BigInt(seq), ctime: { secs: FIXED_SECS, nanos: seq % 1e9 }, cmd });
+}
+
+function makeQueueDir(dir) {
+  fs.mkdirSync(path.join(dir, 'jobs'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'nextseq'), '1\n');
+  fs.writeFileSync(path.join(dir, 'nextseq.lock'), '');
+}
+
+/** A queue of n jobs with sequence numbers 1..n and empty payloads. */
+function makeQueue(dir, n, kind, { gzip = false } = {}) {
+  makeQueueDir(dir);
+  for (let i = 1; i <= n; i++) {
+    const h = header(i, kind);
+    fs.writeFileSync(path.join(dir, 'jobs', `fspl-${randomUUID()}.fspl`), gzip ? gzipSync(h) : h);
+  }
+}
+
+/** Write a packet with a payload of `size` zero bytes to `file`. */
+function writeBigPacket(file, size) {
+  const fd = fs.openSync(file, 'w');
+  try {
+    fs.writeSync(fd, header(1, 'command'));
+    const chunk = Buffer.alloc(16 * MiB);
+    let left = size;
+    while (left > 0) {
+      const n = Math.min(left, chunk.length);
+      fs.writeSync(fd, chunk, 0, n);
+      left -= n;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function freshCopy(template, name) {
+  const dst = path.join(WORK, name);
+  fs.rmSync(dst, { recursive: true, force: true });
+  sh('cp', ['-a', template, dst], 'cp -a');
+  return dst;
+}
+
+function jobFiles(q) {
+  return fs.readdirSync(path.join(q, 'jobs'));
+}
+
+function expectDrained(q, n, res, what) {
+  const left = jobFiles(q);
+  if (left.length !== 0) fail(`${what}: ${left.length} file(s) left in jobs/ (expected none), e.g. ${left[0]}`, res);
+  const next = fs.readFileSync(path.join(q, 'nextseq'), 'utf8');
+  if (next.trim() !== String(n + 1)) fail(`${what}: nextseq is ${JSON.stringify(next)} (expected ${n + 1})`, res);
+}
+
+// ---------------------------------------------------------------- the workloads
+
+const results = []; // rows of the main table
+const details = []; // rows of the raw-details table
+let floorMs; // median of `node -e 0`
+const startup = {}; // the start-up breakdown
+
+function want(id) {
+  return !opts.only || opts.only.has(String(id));
+}
+
+/**
+ * Alternate ours and the reference for `rounds` rounds. `prepare(side)` makes a fresh input
+ * (not timed) and returns a context; `run(side, ctx)` is timed inside; `check(side, ctx, res)`
+ * verifies; `cleanup(ctx)` removes the copy.
+ */
+function alternate(label, rounds, { prepare = () => ({}), run, check, cleanup = () => {} }) {
+  const out = { ours: [], ref: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const side of [SIDES.ours, SIDES.ref]) {
+      const ctx = prepare(side);
+      const res = run(side, ctx);
+      check(side, ctx, res);
+      cleanup(ctx);
+      out[side.name].push(res);
+    }
+    log(`  ${label} round ${r + 1}/${rounds}: ours ${fmtMs(out.ours[r].wall)}, ref ${fmtMs(out.ref[r].wall)}`);
+  }
+  return out;
+}
+
+function addDetails(id, label, runs, metrics = ['wall']) {
+  for (const side of ['ours', 'ref']) {
+    const xs = runs[side];
+    const w = stats(xs.map((x) => x.wall));
+    const row = { id, label, side, wall: w };
+    if (xs[0].cpu !== undefined) {
+      row.cpu = stats(xs.map((x) => x.cpu));
+      row.rss = stats(xs.map((x) => x.maxrssKiB));
+    }
+    if (metrics.includes('pipeline')) {
+      row.cpu = stats(xs.map((x) => x.cpu));
+      row.rss = stats(xs.map((x) => x.maxrssKiB));
+    }
+    details.push(row);
+  }
+}
+
+/** The module bin/fspl imports (what "module load only" loads), e.g. dist/cli/main.js. */
+function entryModule() {
+  const text = fs.readFileSync(BIN, 'utf8');
+  const m = /^\s*import\s[^;]*?from\s+['"]([^'"]+)['"]/m.exec(text) || /import\(\s*['"]([^'"]+)['"]\s*\)/.exec(text);
+  const file = m ? path.resolve(path.dirname(BIN), m[1]) : path.join(DIST, 'cli', 'main.js');
+  if (!fs.existsSync(file)) throw new BenchError(`${file} (imported by bin/fspl) is missing: run npm run build first`);
+  return file;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$/;
+
+// 1. Cold start, plus the start-up breakdown, all interleaved in one loop.
+function benchColdStart() {
+  const entry = entryModule();
+  const probes = [
+    { key: 'floor', argv: [NODE, '-e', '0'] },
+    { key: 'load', argv: [NODE, '--input-type=module', '-e', `await import(${JSON.stringify(pathToFileURL(entry).href)});`] },
+    { key: 'version', argv: [...SIDES.ours.argv, '-V'] },
+    { key: 'ours', argv: [...SIDES.ours.argv, 'gen-uuid'], uuid: true },
+    { key: 'ref', argv: [...SIDES.ref.argv, 'gen-uuid'], uuid: true },
+  ];
+  startup.entry = path.relative(ROOT, entry);
+  // Warm the page cache once, untimed.
+  for (const p of probes) runBare(p.argv);
+  const t = Object.fromEntries(probes.map((p) => [p.key, []]));
+  for (let r = 0; r < opts.coldRounds; r++) {
+    for (const p of probes) {
+      const res = runBare(p.argv);
+      expectOk(res, `start-up probe ${p.key}`);
+      if (p.uuid && !UUID_RE.test(res.stdout)) fail(`${p.key} gen-uuid printed ${JSON.stringify(res.stdout)}`, res);
+      if (p.key === 'version' && !res.stdout.startsWith('filespooler ')) fail(`fspl -V printed ${JSON.stringify(res.stdout)}`, res);
+      t[p.key].push(res.wall);
+    }
+  }
+  const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, stats(v)]));
+  floorMs = m.floor.median;
+  log(`  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}`);
+  Object.assign(startup, m);
+  results.push({
+    id: '1',
+    workload: '`node -e 0` (the Node floor)',
+    ours: fmtMs(m.floor.median),
+    ref: '—',
+    ratio: '—',
+    target: '(reference point)',
+    met: '',
+  });
+  const limit = 1.3 * floorMs;
+  results.push({
+    id: '1',
+    workload: 'cold start: `fspl gen-uuid`',
+    ours: fmtMs(m.ours.median),
+    ref: fmtMs(m.ref.median),
+    ratio: fmtRatio(m.ours.median / m.ref.median),
+    target: `≤ 1.3× node floor = ${fmtMs(limit)} (ours/floor ${fmtRatio(m.ours.median / floorMs)})`,
+    met: met(m.ours.median, limit),
+  });
+  for (const side of ['ours', 'ref']) details.push({ id: '1', label: 'cold start gen-uuid', side, wall: m[side] });
+  details.push({ id: '1', label: 'node -e 0', side: 'node', wall: m.floor });
+}
+
+function ratioRow(id, workload, runs, target, { metric = 'wall' } = {}) {
+  const pick = (x) => (metric === 'cpu' ? x.cpu * 1000 : x.wall);
+  const o = median(runs.ours.map(pick));
+  const r = median(runs.ref.map(pick));
+  const ratio = o / r;
+  results.push({
+    id: String(id),
+    workload,
+    ours: metric === 'cpu' ? fmtCpu(o / 1000) : fmtMs(o),
+    ref: metric === 'cpu' ? fmtCpu(r / 1000) : fmtMs(r),
+    ratio: fmtRatio(ratio),
+    target: `≤ ${target}× reference`,
+    met: met(ratio, target),
+  });
+}
+
+// 2 and 3: queue-process of many small jobs.
+function benchQueueProcess(id, n, kind, target) {
+  const label = `queue-process ${fmtCount(n)} ${kind === 'nop' ? 'NOP' : '/bin/true'} jobs`;
+  log(`${id}. ${label}`);
+  const tpl = path.join(WORK, `tpl-${id}`);
+  makeQueue(tpl, n, kind);
+  const runs = alternate(label, opts.rounds, {
+    prepare: () => ({ q: freshCopy(tpl, 'q') }),
+    run: (side, { q }) => runTimed([...side.argv, 'queue-process', '-q', q, '/bin/true']),
+    check: (side, { q }, res) => {
+      expectOk(res, `${side.name} ${label}`);
+      expectDrained(q, n, res, `${side.name} ${label}`);
+    },
+    cleanup: ({ q }) => fs.rmSync(q, { recursive: true, force: true }),
+  });
+  fs.rmSync(tpl, { recursive: true, force: true });
+  ratioRow(id, `\`queue-process\`, ${fmtCount(n)} ${kind === 'nop' ? 'NOP jobs' : 'command jobs running `/bin/true`'}`, runs, target);
+  addDetails(String(id), label, runs);
+}
+
+// 4 and 5: queue-ls.
+function benchQueueLs(id, n, { gzip }) {
+  const label = `queue-ls ${fmtCount(n)} jobs${gzip ? ' -d zcat' : ''}`;
+  log(`${id}. ${label}`);
+  const tpl = path.join(WORK, `tpl-${id}`);
+  makeQueue(tpl, n, 'command', { gzip });
+  const extra = gzip ? ['-d', 'zcat'] : [];
+  let refOut;
+  const outs = { ours: [], ref: [] };
+  const runs = alternate(label, opts.rounds, {
+    // queue-ls does not change the queue, but use a fresh copy anyway so both sides see the same state.
+    prepare: () => ({ q: freshCopy(tpl, 'q') }),
+    run: (side, { q }) => runTimed([...side.argv, 'queue-ls', ...extra, '-q', q]),
+    check: (side, { q }, res) => {
+      expectOk(res, `${side.name} ${label}`);
+      const lines = res.stdout.split('\n').filter(Boolean);
+      if (lines.length !== n + 1 || !lines[0].startsWith('ID')) fail(`${side.name} ${label}: ${lines.length} lines of output (expected a header and ${n} jobs)`, res);
+      // The same queue (copied to the same path) must list identically on both sides.
+      outs[side.name].push(res.stdout);
+      if (jobFiles(q).length !== n) fail(`${side.name} ${label}: queue-ls changed the queue`, res);
+    },
+    cleanup: ({ q }) => fs.rmSync(q, { recursive: true, force: true }),
+  });
+  refOut = outs.ref[0];
+  for (const [side, list] of Object.entries(outs)) {
+    for (const o of list) {
+      if (o !== refOut) {
+        const a = o.split('\n');
+        const b = refOut.split('\n');
+        const i = a.findIndex((l, k) => l !== b[k]);
+        throw new BenchError(`${side} ${label}: output differs from the reference's at line ${i + 1}:\n  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`);
+      }
+    }
+  }
+  fs.rmSync(tpl, { recursive: true, force: true });
+  if (gzip) {
+    ratioRow(id, `\`queue-ls -d zcat\`, ${fmtCount(n)} gzipped jobs`, runs, 1.3);
+  } else {
+    const o = median(runs.ours.map((x) => x.wall));
+    const r = median(runs.ref.map((x) => x.wall));
+    const limit = 1.5 * (r + floorMs);
+    results.push({
+      id: String(id),
+      workload: `\`queue-ls\`, ${fmtCount(n)} jobs`,
+      ours: fmtMs(o),
+      ref: fmtMs(r),
+      ratio: fmtRatio(o / r),
+      target: `≤ 1.5× (reference + node floor ${fmtMs(floorMs)}) = ${fmtMs(limit)}`,
+      met: met(o, limit),
+    });
+  }
+  addDetails(String(id), label, runs);
+}
+
+// 6 and 7: prepare -s - -i - | queue-write, CPU time and peak RSS of the two fspl processes.
+function runPipeline(side, size, q) {
+  const t1 = path.join(WORK, `time-${timeFileCounter++}.txt`);
+  const t2 = path.join(WORK, `time-${timeFileCounter++}.txt`);
+  const cmd = side.argv.map(shq).join(' ');
+  const tf = shq('%e %U %S %M');
+  const script =
+    `set -o pipefail; head -c ${size} /dev/zero ` +
+    `| ${TIME} -f ${tf} -o ${shq(t1)} ${cmd} prepare -s - -i - ` +
+    `| ${TIME} -f ${tf} -o ${shq(t2)} ${cmd} queue-write -q ${shq(q)}`;
+  const argv = ['bash', '-c', script];
+  const start = process.hrtime.bigint();
+  const r = spawnSync('bash', ['-c', script], { cwd: ROOT, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  const wall = ms(start);
+  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  if (r.error) fail(`cannot run bash: ${r.error.message}`, res);
+  expectOk(res, `${side.name} prepare | queue-write`);
+  const a = readTimeFile(t1, res);
+  const b = readTimeFile(t2, res);
+  return { ...res, cpu: a.cpu + b.cpu, maxrssKiB: Math.max(a.maxrssKiB, b.maxrssKiB), prepare: a, write: b };
+}
+
+function checkWritten(side, q, size, res) {
+  const files = jobFiles(q);
+  if (files.length !== 1 || !/^fspl-[0-9a-f-]{36}\.fspl$/.test(files[0])) fail(`${side.name}: expected one job file in jobs/, found ${JSON.stringify(files)}`, res);
+  const file = path.join(q, 'jobs', files[0]);
+  const st = fs.statSync(file);
+  const fd = fs.openSync(file, 'r');
+  const head = Buffer.alloc(Math.min(st.size, 64 * 1024));
+  fs.readSync(fd, head, 0, head.length, 0);
+  fs.closeSync(fd);
+  let h;
+  try {
+    h = decodeHeader(head);
+  } catch (e) {
+    fail(`${side.name}: the written job has a bad header: ${e.message}`, res);
+  }
+  if (h.header.seq !== 1n || h.header.cmd.kind !== 'Command') fail(`${side.name}: unexpected header ${JSON.stringify(h.header, (k, v) => (typeof v === 'bigint' ? String(v) : v))}`, res);
+  if (st.size - h.length !== size) fail(`${side.name}: payload is ${st.size - h.length} bytes (expected ${size})`, res);
+}
+
+function benchPipeline(id, size, rounds) {
+  const label = `prepare | queue-write ${fmtSize(size)}`;
+  log(`${id}. ${label}`);
+  const runs = alternate(label, rounds, {
+    prepare: () => {
+      const q = path.join(WORK, 'q');
+      fs.rmSync(q, { recursive: true, force: true });
+      makeQueueDir(q);
+      return { q };
+    },
+    run: (side, { q }) => runPipeline(side, size, q),
+    check: (side, { q }, res) => checkWritten(side, q, size, res),
+    cleanup: ({ q }) => fs.rmSync(q, { recursive: true, force: true }),
+  });
+  addDetails(String(id), label, runs, ['pipeline']);
+  return runs;
+}
+
+function benchPipelines() {
+  const runs1 = want(6) || want(7) ? benchPipeline(6, SIZES.pipe1, opts.rounds) : undefined;
+  const rss1 = runs1 && median(runs1.ours.map((x) => x.maxrssKiB));
+  if (want(6)) {
+    const name = `\`prepare -s - -i - | queue-write\`, ${fmtSize(SIZES.pipe1)}`;
+    ratioRow(6, `${name}: CPU (user+sys)`, runs1, 1.3, { metric: 'cpu' });
+    const refRss = median(runs1.ref.map((x) => x.maxrssKiB));
+    results.push({
+      id: '6',
+      workload: `${name}: peak RSS`,
+      ours: fmtMiB(rss1),
+      ref: fmtMiB(refRss),
+      ratio: fmtRatio(rss1 / refRss),
+      target: '≤ 80 MiB',
+      met: met(rss1, 80 * 1024),
+    });
+  }
+  if (want(7)) {
+    const runs4 = benchPipeline(7, SIZES.pipe4, opts.bigRounds);
+    const rss4 = median(runs4.ours.map((x) => x.maxrssKiB));
+    const refRss4 = median(runs4.ref.map((x) => x.maxrssKiB));
+    const growth = rss4 / rss1 - 1;
+    results.push({
+      id: '7',
+      workload: `same at ${fmtSize(SIZES.pipe4)}: peak RSS`,
+      ours: fmtMiB(rss4),
+      ref: fmtMiB(refRss4),
+      ratio: fmtRatio(rss4 / refRss4),
+      target: `within 5% of the ${fmtSize(SIZES.pipe1)} run (${fmtMiB(rss1)}): ${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%`,
+      met: Math.abs(growth) <= 0.05 ? 'yes' : `**no** (${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(0)}%)`,
+    });
+    const o = median(runs4.ours.map((x) => x.cpu));
+    const r = median(runs4.ref.map((x) => x.cpu));
+    results.push({
+      id: '7',
+      workload: `same at ${fmtSize(SIZES.pipe4)}: CPU (user+sys)`,
+      ours: fmtCpu(o),
+      ref: fmtCpu(r),
+      ratio: fmtRatio(o / r),
+      target: '(information)',
+      met: '',
+    });
+  }
+}
+
+// 8 and 9: one big job into md5sum.
+function benchMd5(packet, size, expectedMd5) {
+  const checkMd5 = (side, res, what) => {
+    expectOk(res, `${side.name} ${what}`);
+    if (res.stdout !== expectedMd5) fail(`${side.name} ${what}: md5sum printed ${JSON.stringify(res.stdout)}, expected ${JSON.stringify(expectedMd5)}`, res);
+  };
+  if (want(8)) {
+    const label = `queue-process 1 job of ${fmtSize(size)} into md5sum`;
+    log(`8. ${label}`);
+    const tpl = path.join(WORK, 'tpl-8');
+    makeQueueDir(tpl);
+    fs.linkSync(packet, path.join(tpl, 'jobs', `fspl-${randomUUID()}.fspl`));
+    const runs = alternate(label, opts.rounds, {
+      // cp -a gives each run its own copy of the job file (not a hard link).
+      prepare: () => ({ q: freshCopy(tpl, 'q') }),
+      run: (side, { q }) => runTimed([...side.argv, 'queue-process', '-q', q, 'md5sum']),
+      check: (side, { q }, res) => {
+        checkMd5(side, res, label);
+        expectDrained(q, 1, res, `${side.name} ${label}`);
+      },
+      cleanup: ({ q }) => fs.rmSync(q, { recursive: true, force: true }),
+    });
+    fs.rmSync(tpl, { recursive: true, force: true });
+    ratioRow(8, `\`queue-process\`, one ${fmtSize(size)} job into \`md5sum\``, runs, 1.15);
+    addDetails('8', label, runs);
+  }
+  if (want(9)) {
+    const label = `stdin-process ${fmtSize(size)} packet into md5sum`;
+    log(`9. ${label}`);
+    const runs = alternate(label, opts.rounds, {
+      run: (side) => runTimed([...side.argv, 'stdin-process', 'md5sum'], { stdin: packet }),
+      check: (side, _ctx, res) => checkMd5(side, res, label),
+    });
+    ratioRow(9, `\`stdin-process\`, a ${fmtSize(size)} packet into \`md5sum\` (stdin from the file)`, runs, 1.15);
+    addDetails('9', label, runs);
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+function machine() {
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  const cores = (cpuinfo.match(/^processor\s*:/gm) || []).length || os.cpus().length;
+  const memKiB = Number(/^MemTotal:\s*(\d+)/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0);
+  return { model, cores, ramGiB: memKiB / 1024 / 1024 };
+}
+
+function gitDescribe() {
+  try {
+    const rev = sh('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']).trim();
+    const dirty = sh('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src']).trim() ? ' (src/ has uncommitted changes)' : '';
+    return `${rev}${dirty}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function fsType(dir) {
+  try {
+    return sh('stat', ['-f', '-c', '%T', dir]).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+function table(headers, rows) {
+  const esc = (c) => String(c).replace(/\|/g, '\\|');
+  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+}
+
+function report(meta) {
+  const main = table(
+    ['#', 'Workload', 'Ours (median)', 'Reference (median)', 'Ratio ours/ref', 'Target', 'Met?'],
+    results.map((r) => [r.id, r.workload, r.ours, r.ref, r.ratio, r.target, r.met]),
+  );
+  const s = startup;
+  let startupSection = '';
+  if (s.floor && s.load && s.ours) {
+    const pct = (v) => `${((v / s.ours.median) * 100).toFixed(0)}%`;
+    const load = s.load.median - s.floor.median;
+    const rest = s.ours.median - s.load.median;
+    const rows = [
+      ['(a) `node -e 0`: the Node floor', fmtMs(s.floor.median), '—', 'Node itself: V8, bootstrap, exit'],
+      [`(b) \`node --input-type=module -e "await import('${s.entry}')"\`: module load only`, fmtMs(s.load.median), `${fmtMs(load)} (b − a)`, `loading the entry module bin/fspl imports and its static imports`],
+      ['(c) full `fspl gen-uuid`', fmtMs(s.ours.median), `${fmtMs(rest)} (c − b)`, 'argument parsing, modules imported on demand, the work, exit'],
+      ['for comparison: `fspl -V`', fmtMs(s.version.median), `${fmtMs(s.version.median - s.load.median)} (vs b)`, 'the same entry load, answered before any handler is imported'],
+      ['for comparison: reference `fspl gen-uuid`', fmtMs(s.ref.median), '', ''],
+    ];
+    startupSection = `## Where our start-up time goes
+
+Medians of ${opts.coldRounds} runs of each process, interleaved with the cold-start measurements above
+(wall time of a whole process spawned from the harness, so each includes the spawn itself).
+Differences of medians of noisy measurements: read them as estimates to within a few ms.
+
+${table(['Measurement', 'Median wall', 'Difference', 'What the difference is'], rows)}
+
+Of our ${fmtMs(s.ours.median)} for \`gen-uuid\`: ${fmtMs(s.floor.median)} (${pct(s.floor.median)}) is Node itself,
+${fmtMs(load)} (${pct(load)}) loading the entry module graph, and ${fmtMs(rest)} (${pct(rest)}) argument
+parsing, lazily imported modules and the work. To look deeper:
+\`node --cpu-prof --cpu-prof-dir=/tmp/prof bin/fspl gen-uuid\`, then open the \`.cpuprofile\` in
+Chrome DevTools.
+`;
+  }
+  const det = table(
+    ['#', 'Run', 'Side', 'Wall median', 'Wall min–max', 'CPU median (user+sys)', 'Max RSS median'],
+    details.map((d) => [
+      d.id,
+      d.label,
+      d.side,
+      fmtMs(d.wall.median),
+      `${fmtMs(d.wall.min)} – ${fmtMs(d.wall.max)}`,
+      d.cpu ? `${d.cpu.median.toFixed(2)} s` : '—',
+      d.rss ? fmtMiB(d.rss.median) : '—',
+    ]),
+  );
+  const m = meta.machine;
+  return `# Benchmarks: TypeScript \`fspl\` against the reference
+
+Generated by \`npm run bench\` (\`bench/run.mjs\`)${opts.quick ? ' in **quick mode** (tiny sizes, smoke test only: numbers mean nothing)' : ''}.
+Re-run it to refresh this page; \`node bench/run.mjs --help\` lists the options.
+
+| | |
+| --- | --- |
+| Date | ${meta.date} |
+| Machine | ${m.model}, ${m.cores} cores, ${m.ramGiB.toFixed(1)} GiB RAM (${os.type()} ${os.release()}) |
+| Node | ${process.version} |
+| Reference | ${meta.refVersion} (\`${opts.ref}\`) |
+| Ours | \`node bin/fspl\`, commit ${meta.commit} at the start of the run |
+| Queues and payloads | \`${opts.dir}\` (${meta.fs}) |
+| Rounds | ${opts.rounds} per workload, ${opts.bigRounds} for the ${fmtSize(SIZES.pipe4)} run, ${opts.coldRounds} for start-up |
+| Load average (1 min) | ${meta.loadStart} at the start, ${meta.loadEnd} at the end |
+| Total run time | ${(meta.elapsed / 1000).toFixed(0)} s |
+
+## Results
+
+${main}
+
+How it is measured:
+- Each round runs ours, then the reference, on fresh copies of the same generated input (a queue
+  template built once with \`encodeHeader\` and copied with \`cp -a\`; generation and copying are
+  not timed). Medians over the rounds; the ratio is ours / reference.
+- Wall time is \`process.hrtime\` around a synchronous spawn of the process (under
+  \`/usr/bin/time\`, which also reports CPU and max RSS; start-up probes are spawned bare).
+  CPU and RSS as reported by GNU time include the children the process waited for (e.g. \`md5sum\`).
+- Rows 6–7 run \`head -c SIZE /dev/zero | fspl prepare -s - -i - | fspl queue-write -q Q\`
+  with each fspl process under \`/usr/bin/time\`: CPU is the user+sys of the two fspl processes
+  together, peak RSS the larger max RSS of the two.
+- Every run is checked: exit status 0, \`jobs/\` empty and \`nextseq\` advanced after
+  \`queue-process\`, \`queue-ls\` output identical to the reference's, the written packet decodes
+  with the right payload size, \`md5sum\` printing the expected digest. A failed check aborts.
+- Environment of every run: the harness's, without \`FSPL_*\` and \`NODE_OPTIONS\`, with
+  \`SHELL=/bin/sh\` (the shell that runs \`-d zcat\`).
+- The machine may be shared with other work: compare ratios from the same run rather than
+  absolute numbers across runs; the details table below shows the spread.
+
+${startupSection}
+## Details
+
+${det}
+`;
+}
+
+// ---------------------------------------------------------------- main
+
+let WORK;
+
+async function main() {
+  const t0 = Date.now();
+  if (!fs.existsSync(TIME)) die(`${TIME} is missing: apt-get install -y time`);
+  if (!fs.existsSync(opts.ref)) die(`the reference ${opts.ref} is missing: apt-get install -y filespooler`);
+  ({ encodeHeader, decodeHeader } = await import(pathToFileURL(path.join(DIST, 'index.js')).href));
+  const refVersion = sh(opts.ref, ['--version']).trim();
+  const loadStart = os.loadavg()[0].toFixed(2);
+  const commit = gitDescribe(); // at the start: src/ may change while we run
+  // Room for the largest moment: the 4 GiB packet written by queue-write, or the md5 packet and its copy.
+  const need = Math.max(want(7) ? SIZES.pipe4 : want(6) ? SIZES.pipe1 : 0, want(8) ? 2 * SIZES.md5 : want(9) ? SIZES.md5 : 0) + 256 * MiB;
+  const st = fs.statfsSync(opts.dir);
+  if (st.bavail * st.bsize < need) die(`${opts.dir} has ${fmtSize(st.bavail * st.bsize)} free; this run needs about ${fmtSize(need)} (use --dir or --quick)`);
+  WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-bench-'));
+  const cleanupWork = () => fs.rmSync(WORK, { recursive: true, force: true });
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      cleanupWork();
+      process.exit(130);
+    });
+  }
+  log(`${opts.quick ? 'quick' : 'full'} run; work dir ${WORK}; ours: ${SIDES.ours.argv.join(' ')}; ref: ${opts.ref} (${refVersion})`);
+  try {
+    // The floor is needed by workload 4's target, so measure start-up if either is wanted.
+    if (want(1) || want(4)) {
+      log('1. cold start');
+      benchColdStart();
+    }
+    if (want(2)) benchQueueProcess(2, SIZES.trueJobs, 'command', 1.3);
+    if (want(3)) benchQueueProcess(3, SIZES.nopJobs, 'nop', 1.2);
+    if (want(4)) benchQueueLs(4, SIZES.lsJobs, { gzip: false });
+    if (want(5)) benchQueueLs(5, SIZES.zcatJobs, { gzip: true });
+    benchPipelines();
+    if (want(8) || want(9)) {
+      const packet = path.join(WORK, 'big.fspl');
+      log(`generating a ${fmtSize(SIZES.md5)} packet`);
+      writeBigPacket(packet, SIZES.md5);
+      const expected = sh('bash', ['-c', `head -c ${SIZES.md5} /dev/zero | md5sum`], 'md5sum of the payload');
+      benchMd5(packet, SIZES.md5, expected);
+      fs.rmSync(packet, { force: true });
+    }
+  } finally {
+    cleanupWork();
+  }
+  const md = report({
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    machine: machine(),
+    refVersion,
+    commit,
+    fs: fsType(opts.dir),
+    loadStart,
+    loadEnd: os.loadavg()[0].toFixed(2),
+    elapsed: Date.now() - t0,
+  });
+  fs.mkdirSync(path.dirname(opts.out), { recursive: true });
+  fs.writeFileSync(opts.out, md);
+  process.stdout.write(md);
+  log(`wrote ${opts.out} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+main().catch((err) => {
+  if (err instanceof BenchError) {
+    process.stderr.write(`\n[bench] ABORTED: ${err.message}\n`);
+  } else {
+    process.stderr.write(`\n[bench] ABORTED (harness error): ${err && err.stack ? err.stack : err}\n`);
+  }
+  process.exit(1);
+});
