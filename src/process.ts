@@ -102,7 +102,7 @@ export async function processFd(fd: number, opts: CommandOptions & { logger?: Lo
   const header = readHeaderSync(fd);
   const job: Job = { header, variables: jobVariables(header), payload: fd };
   const outcome = await runJob(job, opts, 'inherit', log);
-  log.debug('process', `Job ${header.seq} ${outcome.why}`);
+  log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
   if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} failed (${outcome.why})`);
   return true;
 }
@@ -188,7 +188,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
   const seqfile = queue.lockSeqfile();
   try {
     let next = seqfile.read();
-    log.debug('process', `Read next ID ${next} from seqfile`);
+    log.debug('process', () => `Read next ID ${next} from seqfile`);
     const jobs = await queue.scan();
     // Sequence order refuses a queue where two files share a number, wherever they are (as the
     // reference and its manual do); timestamp order does not care.
@@ -197,7 +197,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
     let index = 0;
     for (;;) {
       if (summary.processed >= maxJobs) {
-        log.debug('process', `Stopping: reached the limit of ${maxJobs} jobs`);
+        log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
         break;
       }
       if (opts.signal?.aborted) break;
@@ -213,23 +213,23 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
         break;
       }
       const seq = entry.header.seq;
-      log.debug('process', `Processing job ${seq} from ${entry.filename}`);
+      log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
       const outcome = await runQueueJob(queue, entry, opts, log);
       summary.processed++;
       if (outcome.ok) summary.succeeded++;
       else summary.failed++;
-      log.debug('process', `Job ${seq} ${outcome.why}`);
+      log.debug('process', () => `Job ${seq} ${outcome.why}`);
       if (!outcome.ok && onError === 'retry') {
         throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
       }
       if (!timestampOrder) {
         next = seq + 1n;
         seqfile.write(next);
-        log.debug('process', `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
+        log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
       }
       const remove = !opts.neverDelete && (outcome.ok || onError === 'delete');
       if (remove) {
-        log.debug('process', `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
+        log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
         queue.delete(entry.filename);
       }
     }

@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import { DuplicateSeqError, NotFoundError, QueueError, describeSystemError } from './errors.js';
-import { closeQuietly, copyFdSync, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
 import { readHeaderSync } from './packet/read.js';
 import type { PacketHeader } from './packet/types.js';
 import { readHeaderThroughDecoder } from './decoder.js';
@@ -49,8 +50,16 @@ export class Queue {
   readonly decoder: string | undefined;
   readonly logger: Logger;
 
+  /** DIR/jobs and DIR/nextseq, computed once: path.join is costly on the per-job path. */
+  readonly jobsDir: string;
+  readonly seqfilePath: string;
+  private readonly jobsPrefix: string;
+
   constructor(dir: string, options: QueueOptions = {}) {
     this.dir = dir;
+    this.jobsDir = path.join(dir, 'jobs');
+    this.seqfilePath = path.join(dir, 'nextseq');
+    this.jobsPrefix = `${this.jobsDir}/`;
     this.decoder = options.decoder;
     this.logger = options.logger ?? silentLogger;
   }
@@ -70,16 +79,8 @@ export class Queue {
     return q;
   }
 
-  get jobsDir(): string {
-    return path.join(this.dir, 'jobs');
-  }
-
-  get seqfilePath(): string {
-    return path.join(this.dir, 'nextseq');
-  }
-
   jobPath(filename: string): string {
-    return path.join(this.jobsDir, filename);
+    return this.jobsPrefix + filename;
   }
 
   /** Lock the queue's seqfile (fails at once if another process holds it). */
@@ -261,11 +262,25 @@ export function assertNoDuplicates(jobs: JobEntry[]): void {
   indexBySeq(jobs);
 }
 
-/** Open a file, read its header, close it. */
+const SCAN_READ = 4096;
+let scanBuffer: Buffer | undefined;
+
+/**
+ * Open a file, read its header, close it. Real headers are small, so one read of the first 4 KiB
+ * usually holds all of it (a scan of 10,000 jobs saves 10,000 system calls); longer ones are read
+ * exactly.
+ */
 export function readHeaderFileSync(p: string): PacketHeader {
   const fd = fs.openSync(p, 'r');
   try {
-    return readHeaderSync(fd);
+    const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
+    const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);
+    if (n >= PREFIX_LENGTH) {
+      const prefix = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
+      const end = PREFIX_LENGTH + prefix.metadataLength;
+      if (end <= n) return decodeMetadata(buf.subarray(PREFIX_LENGTH, end), prefix.metadataCrc);
+    }
+    return readHeaderSync(fd); // positional reads left the offset at 0
   } finally {
     closeQuietly(fd);
   }

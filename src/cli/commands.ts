@@ -3,21 +3,19 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { v4 as uuidv4 } from 'uuid';
 import { copyFdSync } from '../io.js';
-import { createLogger, parseLogLevel } from '../log.js';
+import { createLogger } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { CommandType } from '../packet/types.js';
 import { captureEnv, getSenderNext, makeHeader, setSenderNext, takeSenderSeq, writePacketSync } from '../prepare.js';
 import { processFd, processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
-import { Queue, genFilename } from '../queue.js';
+import { Queue } from '../queue.js';
 import { parseSeq } from '../seqfile.js';
 import { openThroughDecoder, decoderFailure } from '../decoder.js';
 import { rfc3339Local } from '../time.js';
 import type { Invocation } from './spec.js';
-import { UsageError, writeOut } from './output.js';
-import { LICENSE_TEXT } from './license.js';
+import { UsageError, checkLogLevel, writeOut } from './output.js';
 
 function str(inv: Invocation, name: string): string | undefined {
   const v = inv.args[name];
@@ -53,9 +51,7 @@ function enumArg<T extends string>(inv: Invocation, name: string, values: readon
 }
 
 function logger(inv: Invocation) {
-  const level = parseLogLevel(inv.logLevel);
-  if (!level) throw new UsageError(`invalid log level '${inv.logLevel}': use trace, debug, info, warn, error, or 1 to 5`);
-  return createLogger(level);
+  return createLogger(checkLogLevel(inv.logLevel));
 }
 
 function queue(inv: Invocation): Queue {
@@ -98,9 +94,6 @@ function lsLine(seq: string, time: string, filename: string): string {
 }
 
 const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = {
-  'gen-filename': () => (writeOut(`${genFilename()}\n`), 0),
-  'gen-uuid': () => (writeOut(`${uuidv4()}\n`), 0),
-  'show-license': () => (writeOut(LICENSE_TEXT), 0),
 
   prepare: (inv) =>
     prepareCmd(

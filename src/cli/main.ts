@@ -7,6 +7,8 @@ import { fastParse } from './fastparse.js';
 import { reportError, writeOut } from './output.js';
 import type { Invocation } from './spec.js';
 
+const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
+
 export const VERSION_LINE = 'filespooler 1.2.2 (TypeScript fspl 0.1.0)\n';
 
 /** -V/--version among the global options (before the subcommand) wins over everything else. */
@@ -41,7 +43,8 @@ export async function main(argv: string[]): Promise<number> {
     inv = r.invocation;
   }
   try {
-    const { run } = await import('./commands.js');
+    // The trivial subcommands get a module of their own, so they load almost nothing.
+    const { run } = LIGHT.has(inv.command) ? await import('./light.js') : await import('./commands.js');
     return await run(inv);
   } catch (err) {
     return reportError(err);

@@ -1,9 +1,17 @@
 /** Writing to stdout/stderr and turning errors into exit statuses. */
 import { describeSystemError } from '../errors.js';
 import { writeAllSync } from '../io.js';
+import { parseLogLevel, type LogLevel } from '../log.js';
 
 /** A usage error: exit status 2. */
 export class UsageError extends Error {}
+
+/** The log level named on the command line, or a usage error. */
+export function checkLogLevel(text: string): LogLevel {
+  const level = parseLogLevel(text);
+  if (!level) throw new UsageError(`invalid log level '${text}': use trace, debug, info, warn, error, or 1 to 5`);
+  return level;
+}
 
 /** Write to stdout synchronously (so nothing is lost at exit, and EPIPE is ours to handle). */
 export function writeOut(data: string | Uint8Array): void {

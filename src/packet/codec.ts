@@ -78,7 +78,7 @@ export interface Prefix {
 
 /** Check a 30-byte prefix. Errors carry the reference's wording. */
 export function decodePrefix(prefix: Uint8Array): Prefix {
-  const b = Buffer.from(prefix.buffer, prefix.byteOffset, prefix.byteLength);
+  const b = Buffer.isBuffer(prefix) ? prefix : Buffer.from(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   if (b.length < PREFIX_LENGTH) throw new ShortReadError();
   if (!b.subarray(0, 12).equals(TAG)) throw new BadPacketError("Input doesn't appear to be a filespooler file");
   const version = b.readUInt16BE(12);
@@ -94,24 +94,39 @@ export function decodePrefix(prefix: Uint8Array): Prefix {
 /** Check the metadata CRC and decode it. */
 export function decodeMetadata(meta: Uint8Array, expectedCrc?: number): PacketHeader {
   if (expectedCrc !== undefined && crc32(meta) !== expectedCrc) throw new BadPacketError('CRC-32 mismatch on metadata');
-  // No container can hold more elements than there are bytes, so cap every declared length by the
-  // size of the input: a hostile length fails fast instead of allocating.
-  const limit = Math.max(meta.length, 16);
-  const decoder = new Decoder({
-    useBigInt64: true,
-    maxArrayLength: limit,
-    maxMapLength: limit,
-    maxStrLength: limit,
-    maxBinLength: limit,
-    maxExtLength: limit,
-  });
   let doc: unknown;
   try {
-    doc = decoder.decode(meta);
+    doc = decoderFor(meta.length).decode(meta);
   } catch (err) {
     throw new BadPacketError(`Invalid packet metadata: ${(err as Error).message}`);
   }
   return interpretMetadata(doc);
+}
+
+const decoders = new Map<number, Decoder>();
+
+/**
+ * A MessagePack decoder whose length limits equal the input size: no container can hold more
+ * elements than there are bytes, so a hostile declared length fails fast instead of allocating.
+ * Decoders are reused per input size (queues hold many headers of the same few sizes), which
+ * keeps scans of large queues from churning the garbage collector.
+ */
+function decoderFor(size: number): Decoder {
+  const limit = Math.max(size, 16);
+  let d = decoders.get(limit);
+  if (!d) {
+    if (decoders.size >= 64) decoders.clear();
+    d = new Decoder({
+      useBigInt64: true,
+      maxArrayLength: limit,
+      maxMapLength: limit,
+      maxStrLength: limit,
+      maxBinLength: limit,
+      maxExtLength: limit,
+    });
+    decoders.set(limit, d);
+  }
+  return d;
 }
 
 /** Decode a complete header held in memory; returns the header and its length in bytes. */
@@ -153,7 +168,7 @@ function integer(v: unknown, what: string): bigint {
 }
 
 function byteString(v: unknown, what: string): Bytes {
-  if (v instanceof Uint8Array) return v;
+  if (v instanceof Uint8Array) return Buffer.from(v); // a copy: the decoder may return views into its input
   if (typeof v === 'string') return Buffer.from(v, 'utf8');
   if (Array.isArray(v)) {
     const out = Buffer.allocUnsafe(v.length);

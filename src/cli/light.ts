@@ -1,0 +1,17 @@
+/** Handlers for the subcommands that touch no queue or packet: kept apart so they load fast. */
+import { v4 as uuidv4 } from 'uuid';
+import { LICENSE_TEXT } from './license.js';
+import { checkLogLevel, writeOut } from './output.js';
+import type { Invocation } from './spec.js';
+
+const handlers: Record<string, () => string> = {
+  'gen-uuid': () => `${uuidv4()}\n`,
+  'gen-filename': () => `fspl-${uuidv4()}.fspl\n`,
+  'show-license': () => LICENSE_TEXT,
+};
+
+export async function run(inv: Invocation): Promise<number> {
+  checkLogLevel(inv.logLevel);
+  writeOut(handlers[inv.command]!());
+  return 0;
+}
