@@ -10,8 +10,8 @@
  * - Queues are built once and copied (`cp -a`) for each implementation, so job file names (random
  *   UUIDs) are identical on both sides.
  */
-import { execa, type ResultPromise } from 'execa';
-import { createHash } from 'node:crypto';
+import { execa, type Options, type ResultPromise } from 'execa';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -155,7 +155,7 @@ export function spawnFspl(impl: Impl, args: string[], opts: RunOptions = {}): Re
     killSignal: 'SIGKILL',
     detached: opts.detached ?? false,
     ...stdinOption,
-  }) as unknown as ResultPromise<{ encoding: 'buffer' }>;
+  } as Options) as unknown as ResultPromise<{ encoding: 'buffer' }>;
   if (fd !== undefined) {
     const close = () => fs.closeSync(fd);
     child.then(close, close);
@@ -201,7 +201,13 @@ export function expectBytes(actual: Buffer, expected: Buffer, what: string): voi
   if (actual.length + expected.length > 64 * 1024) {
     expect(`${actual.length} bytes, sha256 ${sha256(actual)}`, what).toBe(`${expected.length} bytes, sha256 ${sha256(expected)}`);
   }
+  if (isText(actual) && isText(expected)) expect(actual.toString('utf8'), what).toBe(expected.toString('utf8'));
   expect(hex(actual), what).toBe(hex(expected));
+}
+
+/** UTF-8 without NUL bytes: shown as text in a diff. */
+function isText(buf: Buffer): boolean {
+  return !buf.includes(0) && Buffer.from(buf.toString('utf8'), 'utf8').equals(buf);
 }
 
 export function sha256(data: Buffer | string): string {
@@ -417,14 +423,25 @@ export async function runOnCopies(
   builtQueue: string,
   root: string,
   args: string[],
-  opts: { stdin?: Buffer; executor?: string; env?: Record<string, string> } = {},
+  opts: {
+    stdin?: Buffer;
+    executor?: string;
+    env?: Record<string, string>;
+    /** Set nextseq in each copy before running. */
+    nextseq?: bigint | number | string;
+    /** Called on each copy (the queue directory) before running. */
+    setup?: (qdir: string) => void;
+  } = {},
 ): Promise<Record<Impl, ProcessState & { stderr: string }>> {
+  fs.mkdirSync(root, { recursive: true });
   const executor = opts.executor ?? writeExecutor(root);
   const out = {} as Record<Impl, ProcessState & { stderr: string }>;
   await Promise.all(
     IMPLS.map(async (impl) => {
       const cwd = path.join(root, impl);
       await copyTree(builtQueue, path.join(cwd, 'q'));
+      if (opts.nextseq !== undefined) fs.writeFileSync(path.join(cwd, 'q', 'nextseq'), `${opts.nextseq}\n`);
+      opts.setup?.(path.join(cwd, 'q'));
       const argv = args.map((a) => (a === 'EXEC' ? executor : a));
       const r = await fspl(impl, argv, { cwd, stdin: opts.stdin, env: opts.env });
       out[impl] = {
@@ -475,4 +492,33 @@ export function vector(name: string): string {
 
 export function listVectors(): string[] {
   return HAVE_VECTORS ? fs.readdirSync(VECTORS_DIR).sort() : [];
+}
+
+/** The entries of a directory in the order readdir(3) gives them (Node's readdirSync sorts them). */
+export function readdirOrder(dir: string): string[] {
+  const d = fs.opendirSync(dir);
+  const out: string[] = [];
+  try {
+    for (let e = d.readSync(); e !== null; e = d.readSync()) out.push(e.name);
+  } finally {
+    d.closeSync();
+  }
+  return out;
+}
+
+/**
+ * Rename some job files (to new random fspl-UUID.fspl names) until readdir lists them in an order
+ * that is NOT their name order. The reference breaks ties (same ctime, same seq) in readdir
+ * order; this makes a test tell that apart from name order. `select` picks the files by content.
+ * Returns the selected names in readdir order.
+ */
+export function arrangeReaddirNotSorted(jobsDir: string, select: (content: Buffer) => boolean): string[] {
+  for (let attempt = 0; attempt < 64; attempt++) {
+    const order = readdirOrder(jobsDir).filter((n) => select(fs.readFileSync(path.join(jobsDir, n))));
+    if (order.length < 2) throw new Error(`arrangeReaddirNotSorted: only ${order.length} files selected`);
+    const sorted = [...order].sort();
+    if (order.some((n, i) => n !== sorted[i])) return order;
+    fs.renameSync(path.join(jobsDir, order[0]!), path.join(jobsDir, `fspl-${randomUUID()}.fspl`));
+  }
+  throw new Error(`could not make readdir order differ from name order in ${jobsDir}`);
 }
