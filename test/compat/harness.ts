@@ -11,7 +11,7 @@
  *   UUIDs) are identical on both sides.
  */
 import { execa, type Options, type ResultPromise } from 'execa';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -507,7 +507,7 @@ export function readdirOrder(dir: string): string[] {
 }
 
 /**
- * Rename some job files (to new random fspl-UUID.fspl names) until readdir lists them in an order
+ * Rename some job files (to new fspl-*.fspl names, deterministically) until readdir lists them in an order
  * that is NOT their name order. The reference breaks ties (same ctime, same seq) in readdir
  * order; this makes a test tell that apart from name order. `select` picks the files by content.
  * Returns the selected names in readdir order.
@@ -518,7 +518,9 @@ export function arrangeReaddirNotSorted(jobsDir: string, select: (content: Buffe
     if (order.length < 2) throw new Error(`arrangeReaddirNotSorted: only ${order.length} files selected`);
     const sorted = [...order].sort();
     if (order.some((n, i) => n !== sorted[i])) return order;
-    fs.renameSync(path.join(jobsDir, order[0]!), path.join(jobsDir, `fspl-${randomUUID()}.fspl`));
+    // A new name derived from the old one: the same steps on two identical copies give the same names.
+    const renamed = `fspl-${sha256(`${order[0]}/${attempt}`).slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-')}.fspl`;
+    fs.renameSync(path.join(jobsDir, order[0]!), path.join(jobsDir, renamed));
   }
   throw new Error(`could not make readdir order differ from name order in ${jobsDir}`);
 }

@@ -2,9 +2,10 @@
  * Small commands and edge cases: --version, gen-uuid, gen-filename, help exit statuses, big
  * --timeout values.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { both, buildQueue, describeCompat, expectSameOutput, makePacket, runOnCopies, expectSameState, tmpDir, writeExecutor } from './harness.js';
+import { both, buildQueue, describeCompat, expectSameOutput, expectSameState, fspl, makePacket, runOnCopies, snapshot, tmpDir, writeExecutor } from './harness.js';
 
 describeCompat('misc commands', () => {
   test('-V / --version print the version, whatever follows', async () => {
@@ -51,6 +52,26 @@ describeCompat('misc commands', () => {
     expect(r.ref.code).toBe(0);
     expect(r.ours.code).toBe(0);
     expect(r.ours.stdout.length).toBeGreaterThan(0);
+  });
+
+  test('queue-write stores stdin verbatim (even junk or nothing) as jobs/fspl-UUID.fspl, mode and all', async () => {
+    const root = tmpDir();
+    const packet = await makePacket('ref', { seq: 3, payload: Buffer.alloc(200_000, 7) });
+    for (const [i, stdin] of [packet, Buffer.from('not a packet'), Buffer.alloc(0)].entries()) {
+      const shapes = {} as Record<'ref' | 'ours', string[]>;
+      for (const impl of ['ref', 'ours'] as const) {
+        const q = path.join(root, `${impl}${i}`);
+        await buildQueue('ref', q, []);
+        const r = await fspl(impl, ['queue-write', '-q', q], { stdin });
+        expect(r.code, `${impl}: ${r.stderr}`).toBe(0);
+        expect(r.stdout.length).toBe(0);
+        const names = fs.readdirSync(path.join(q, 'jobs'));
+        expect(names, `${impl}: one file named fspl-UUID.fspl`).toEqual([expect.stringMatching(/^fspl-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.fspl$/)]);
+        expect(fs.readFileSync(path.join(q, 'jobs', names[0]!)).equals(stdin), `${impl}: content`).toBe(true);
+        shapes[impl] = Object.values(snapshot(q)).map((v) => v.replace(/^(file \d+ \d+).*/, '$1'));
+      }
+      expect(shapes.ours, 'modes and sizes').toEqual(shapes.ref);
+    }
   });
 
   test('stdin-process --timeout beyond 2^31 ms (2147484 s, and u64 max) does not kill a quick command', async () => {

@@ -81,6 +81,12 @@ const Q = ['queue-process', '-q', 'q'];
 
 const SCENARIOS: Scenario[] = [
   { name: 'default options, all jobs succeed', queue: 'ok', args: [...Q, 'EXEC'], ref: { code: 0, nextseq: '4\n', ran: 2, left: 0 } },
+  {
+    name: '-q q/ (trailing slash): FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH verbatim; SaveBoth',
+    queue: 'ok',
+    args: ['queue-process', '--queuedir=q/', '--output-to', 'SaveBoth', 'EXEC'],
+    ref: { code: 0, nextseq: '4\n', ran: 2, left: 0 },
+  },
   { name: '--never-delete', queue: 'ok', args: [...Q, '--never-delete', 'EXEC'], ref: { code: 0, nextseq: '4\n', ran: 2, left: 3 } },
   { name: 'default (Retry): a failing command stops processing', queue: 'mixed', args: [...Q, 'EXEC'], ref: { code: 1, nextseq: '3\n', ran: 2, left: 3 } },
   { name: '--on-error RETRY (upper case)', queue: 'mixed', args: [...Q, '--on-error', 'RETRY', 'EXEC'], ref: { code: 1, nextseq: '3\n', ran: 2, left: 3 } },
@@ -256,10 +262,6 @@ export function defineProcessSuite(builder: Impl): void {
         Object.entries(QUEUES).map(async ([name, q]) => {
           const dir = path.join(root, name);
           await buildQueue(builder, dir, q.jobs, { nextseq: q.nextseq });
-          // Ties (same ctime in `timestamp`, same seq in `dups`) are broken in readdir order by the
-          // reference; make sure that order differs from name order so the tests can tell.
-          if (name === 'timestamp') arrangeReaddirNotSorted(path.join(dir, 'jobs'), (c) => c.toString('latin1').endsWith('three') || c.toString('latin1').endsWith('four'));
-          if (name === 'dups') arrangeReaddirNotSorted(path.join(dir, 'jobs'), (c) => c.toString('latin1').endsWith(' copy'));
           built[name] = dir;
         }),
       );
@@ -274,7 +276,16 @@ export function defineProcessSuite(builder: Impl): void {
         const noexec = path.join(dir, 'noexec.sh');
         fs.writeFileSync(noexec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
         const args = sc.args.map((a) => (a === 'NOEXEC' ? noexec : a));
-        const s = await runOnCopies(built[sc.queue]!, dir, args, { stdin: sc.stdin, nextseq: sc.nextseq, setup: sc.setup });
+        const setup = (q: string) => {
+          sc.setup?.(q);
+          // Ties (same ctime in `timestamp`, same seq in `dups`) are broken in readdir order by the
+          // reference; make that order differ from name order in each copy so the tests can tell.
+          // (Done on the copies: `cp -a` may not keep the order, e.g. on tmpfs.)
+          const jobs = path.join(q, 'jobs');
+          if (sc.queue === 'timestamp') arrangeReaddirNotSorted(jobs, (c) => /(three|four)$/.test(c.toString('latin1')));
+          if (sc.queue === 'dups') arrangeReaddirNotSorted(jobs, (c) => c.toString('latin1').endsWith(' copy'));
+        };
+        const s = await runOnCopies(built[sc.queue]!, dir, args, { stdin: sc.stdin, nextseq: sc.nextseq, setup });
         checkRef(s.ref, sc.ref, sc.name);
         expectSameState(s, `${sc.name} (${args.join(' ')})`);
       });
