@@ -23,6 +23,8 @@ export interface DecodedJob {
   exited: Promise<ExitStatus>;
   /** Stop the decoder early (the payload is not wanted). */
   abort(): void;
+  /** Whether abort() stopped the decoder before its output ended. */
+  readonly aborted: boolean;
 }
 
 export function decoderShell(): string {
@@ -51,13 +53,25 @@ export async function openThroughDecoder(file: string, decoder: string): Promise
     child.once('close', (code, signal) => resolve({ code, signal }));
   });
   const payload = child.stdout!;
+  let aborted = false;
   const abort = () => {
-    payload.destroy();
+    if (payload.readableEnded) return;
+    aborted = true;
+    // Signal first: a decoder that meets a closed socket first may complain and exit 1.
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    payload.destroy();
   };
   try {
     const header = await readHeaderFromStream(payload);
-    return { header, payload, exited, abort };
+    return {
+      header,
+      payload,
+      exited,
+      abort,
+      get aborted() {
+        return aborted;
+      },
+    };
   } catch (err) {
     abort();
     const status = await exited;

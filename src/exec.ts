@@ -56,10 +56,18 @@ export function runCommand(opts: RunOptions): Promise<RunResult> {
     let stdinClosedEarly = false;
     let timer: NodeJS.Timeout | undefined;
     if (opts.timeout !== undefined) {
-      timer = setTimeout(() => {
-        timedOut = true;
-        child.kill('SIGKILL');
-      }, opts.timeout * 1000);
+      // setTimeout holds at most 2^31-1 ms (about 24.8 days): wait longer ones out in steps.
+      let remaining = opts.timeout * 1000;
+      const arm = () => {
+        const step = Math.min(remaining, 0x7fff_ffff);
+        remaining -= step;
+        timer = setTimeout(() => {
+          if (remaining > 0) return arm();
+          timedOut = true;
+          child.kill('SIGKILL');
+        }, step);
+      };
+      arm();
     }
     if (typeof opts.stdin === 'object' && child.stdin) {
       const src = opts.stdin;

@@ -30,9 +30,11 @@ export function takeSenderSeq(seqfile: string | undefined): bigint {
   return SeqFile.with(seqfile, { create: true }, (sf) => sf.take());
 }
 
-/** Read the sender's next sequence number without changing it (creating the file if missing). */
+/**
+ * Read the sender's next sequence number without changing it (creating the file if missing).
+ * Unlike prepare, `-` here is an ordinary file name, as in the reference.
+ */
 export function getSenderNext(seqfile: string): bigint {
-  if (seqfile === '-') return 1n;
   return SeqFile.with(seqfile, { create: true }, (sf) => sf.read());
 }
 

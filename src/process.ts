@@ -160,11 +160,11 @@ async function runQueueJob(queue: Queue, entry: JobEntry, opts: ProcessQueueOpti
     const outcome = await runJob(job, opts, outFd ?? 'inherit', log);
     if (opened.decoded) {
       const dec = opened.decoded;
-      // Whatever the command left unread is not the decoder's fault: stop it now.
-      if (!dec.payload.readableEnded) dec.abort();
+      // Whatever the command left unread is not the decoder's fault: stop it, and then its exit
+      // status says nothing. Only a decoder whose output we read to the end is judged by it.
+      dec.abort();
       const status = await dec.exited;
-      const stoppedByUs = status.signal === 'SIGTERM' || status.signal === 'SIGPIPE';
-      if (outcome.ok && !stoppedByUs && status.code !== 0) {
+      if (outcome.ok && !dec.aborted && status.code !== 0) {
         return { ok: false, why: decoderFailure(queue.decoder!, status).message };
       }
     }

@@ -133,9 +133,22 @@ export class Queue {
     return filename;
   }
 
-  /** The names in jobs/ that look like job files (unsorted). */
+  /**
+   * The names in jobs/ that look like job files, in the directory's own order (readdir order,
+   * which the reference keeps for ties; fs.readdirSync would sort them).
+   */
   listJobFiles(): string[] {
-    return fs.readdirSync(this.jobsDir).filter(isJobFilename);
+    const dir = fs.opendirSync(this.jobsDir, { bufferSize: 256 });
+    const names: string[] = [];
+    try {
+      for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
+        if (isJobFilename(e.name)) names.push(e.name);
+        else this.logger.debug('queue', () => `Ignoring file ${JSON.stringify(e!.name)}`);
+      }
+    } finally {
+      dir.closeSync();
+    }
+    return names;
   }
 
   /** Read one job file's header, through the decoder if there is one. */

@@ -1,5 +1,6 @@
 /** Timestamps: the packet's ctime and its RFC 3339 renderings (whole seconds). */
 import type { Ctime } from './packet/types.js';
+import { posixOffset, posixZone } from './tz.js';
 
 const MAX_DATE_SECS = 8_640_000_000_000n; // the range of a JavaScript Date
 
@@ -38,8 +39,21 @@ export function rfc3339Utc(secs: bigint): string {
   );
 }
 
-/** e.g. 2030-01-01T21:04:05-06:00, in the zone given by TZ. */
+/** e.g. 2030-01-01T21:04:05-06:00, in the zone given by TZ (a zone name or a POSIX TZ string). */
 export function rfc3339Local(secs: bigint): string {
+  const zone = posixZone(process.env.TZ);
+  if (zone) {
+    const offset = posixOffset(zone, Number(secs));
+    const d = toDate(secs + BigInt(offset));
+    if (!d) return `${secs}`;
+    const a = Math.abs(offset);
+    const sign = offset < 0 ? '-' : '+';
+    return (
+      `${year(d.getUTCFullYear())}-${p2(d.getUTCMonth() + 1)}-${p2(d.getUTCDate())}` +
+      `T${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())}` +
+      `${sign}${p2(Math.floor(a / 3600))}:${p2(Math.floor(a / 60) % 60)}`
+    );
+  }
   const d = toDate(secs);
   if (!d) return `${secs}`;
   const off = -d.getTimezoneOffset();

@@ -31,3 +31,18 @@ describe('time', () => {
     expect(t.nanos).toBeLessThan(1_000_000_000);
   });
 });
+
+describe('POSIX TZ strings', () => {
+  it('fixed offsets and M-rule daylight time, as the C library reads them', () => {
+    process.env.TZ = 'UTC-3:30';
+    expect(rfc3339Local(1893553445n)).toBe('2030-01-02T06:34:05+03:30');
+    process.env.TZ = 'CET-1CEST,M3.5.0,M10.5.0/3';
+    expect(rfc3339Local(1893553445n)).toBe('2030-01-02T04:04:05+01:00');
+    expect(rfc3339Local(1909191845n)).toBe('2030-07-02T05:04:05+02:00');
+    process.env.TZ = 'AEST-10AEDT,M10.1.0,M4.1.0/3';
+    expect(rfc3339Local(1893553445n)).toBe('2030-01-02T14:04:05+11:00');
+    expect(rfc3339Local(1909191845n)).toBe('2030-07-02T13:04:05+10:00');
+    process.env.TZ = '<+0545>-5:45';
+    expect(rfc3339Local(1893553445n)).toBe('2030-01-02T08:49:05+05:45');
+  });
+});

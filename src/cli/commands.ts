@@ -106,7 +106,7 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
   'prepare-get-next': (inv) => (writeOut(`${getSenderNext(required(inv, 'seqfile'))}\n`), 0),
   'prepare-set-next': (inv) => {
     const seq = seqArg(inv, 'id');
-    if (required(inv, 'seqfile') !== '-') setSenderNext(required(inv, 'seqfile'), seq);
+    setSenderNext(required(inv, 'seqfile'), seq);
     return 0;
   },
 

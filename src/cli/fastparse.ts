@@ -17,9 +17,9 @@ export function fastParse(argv: string[]): Invocation | undefined {
       logLevel = argv[++i];
       return true;
     }
-    if (a.startsWith('--log-level=')) {
+    if (a.startsWith('--log-level=') || (a.startsWith('-l') && a.length > 2 && a[2] !== '=')) {
       if (logLevel !== undefined) return false;
-      logLevel = a.slice('--log-level='.length);
+      logLevel = a.startsWith('--') ? a.slice('--log-level='.length) : a.slice(2);
       return true;
     }
     return false;
@@ -49,7 +49,6 @@ export function fastParse(argv: string[]): Invocation | undefined {
       positionals.push(a);
       continue;
     }
-    if (takeLogLevel(a)) continue;
     let opt: OptionSpec | undefined;
     let inline: string | undefined;
     if (a.startsWith('--')) {

@@ -9,7 +9,8 @@ import type { Invocation } from './spec.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
 
-export const VERSION_LINE = 'filespooler 1.2.2 (TypeScript fspl 0.1.0)\n';
+/** Exactly the reference's line: scripts check it. Our own version is in package.json. */
+export const VERSION_LINE = 'filespooler 1.2.2\n';
 
 /** -V/--version among the global options (before the subcommand) wins over everything else. */
 function wantsVersion(argv: string[]): boolean {

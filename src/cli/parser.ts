@@ -31,9 +31,9 @@ function build(): Argv {
       'duplicate-arguments-array': false,
       'greedy-arrays': false,
     })
-    .option(LOG_LEVEL.long, { ...yargsOption(LOG_LEVEL), global: true })
+    .option(LOG_LEVEL.long, { ...yargsOption(LOG_LEVEL), global: false })
     .version(false)
-    .option('version', { alias: 'V', type: 'boolean', describe: 'Print the version and exit' })
+    .option('version', { alias: 'V', type: 'boolean', global: false, describe: 'Print the version and exit' })
     .help('help')
     .alias('help', 'h')
     .strict()
@@ -73,7 +73,50 @@ function usageError(message: string): ParseResult {
   return { kind: 'output', text: `error: ${message}\n\nFor more information try --help\n`, stream: 'stderr', status: 2 };
 }
 
-export async function parseFull(argv: string[]): Promise<ParseResult> {
+/**
+ * What yargs would let through but the reference refuses (and the other way round): an option
+ * given twice, and `help` with options. Also spells `-lLEVEL` as `-l LEVEL` for yargs.
+ * Returns the command line to hand to yargs, or a usage error.
+ */
+function precheck(argv: string[]): string[] | ParseResult {
+  const out: string[] = [];
+  let i = 0;
+  for (; i < argv.length && argv[i]!.startsWith('-') && argv[i] !== '--'; i++) {
+    const a = argv[i]!;
+    if (a.startsWith('-l') && a.length > 2 && !a.startsWith('--')) out.push('-l', a.slice(2));
+    else {
+      out.push(a);
+      if ((a === '-l' || a === '--log-level') && i + 1 < argv.length) out.push(argv[++i]!);
+    }
+  }
+  const name = argv[i];
+  const rest = argv.slice(i);
+  const spec = COMMANDS.find((c) => c.name === name);
+  if (name === 'help') {
+    const opt = rest.slice(1).find((a) => a.startsWith('-'));
+    if (opt !== undefined) return usageError(`unexpected argument '${opt}' for help`);
+  }
+  if (spec) {
+    const seen = new Set<string>();
+    for (let k = 1; k < rest.length; k++) {
+      const a = rest[k]!;
+      if (a === '--') break;
+      let o: OptionSpec | undefined;
+      if (a.startsWith('--')) o = spec.options.find((x) => x.long === a.slice(2).split('=')[0]);
+      else if (a.startsWith('-') && a.length > 1) o = spec.options.find((x) => x.short === a[1]);
+      if (!o) continue;
+      if (seen.has(o.long)) return usageError(`the option '--${o.long}' was given more than once`);
+      seen.add(o.long);
+      if (o.kind === 'string' && !a.includes('=') && !(a.length > 2 && !a.startsWith('--'))) k++;
+    }
+  }
+  return out.concat(rest);
+}
+
+export async function parseFull(rawArgv: string[]): Promise<ParseResult> {
+  const checked = precheck(rawArgv);
+  if (!Array.isArray(checked)) return checked;
+  const argv = checked;
   let failure: string | undefined;
   let help: string | undefined;
   let parsed: Record<string, unknown> = {};
@@ -105,7 +148,7 @@ export async function parseFull(argv: string[]): Promise<ParseResult> {
       command,
       args: parsed,
       params: ((parsed['--'] as unknown[] | undefined) ?? []).map(String),
-      logLevel: String(parsed[LOG_LEVEL.long]),
+      logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default),
     },
   };
 }
