@@ -17,6 +17,7 @@ function wantsVersion(argv: string[]): boolean {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '-V' || a === '--version') return true;
+    if (a === '-h' || a === '--help') return false; // the first of the two wins
     if (a === '-l' || a === '--log-level') {
       i++;
       continue;
