@@ -293,6 +293,7 @@ const results = []; // rows of the main table
 const details = []; // rows of the raw-details table
 let floorMs; // median of `node -e 0`
 const startup = {}; // the start-up breakdown
+const floors = {}; // what Node itself costs for the same work (bench/floors.mjs)
 
 function want(id) {
   return !opts.only || opts.only.has(String(id));
@@ -656,9 +657,69 @@ function fsType(dir) {
   }
 }
 
+function floorsSection() {
+  if (floors.spawnPerJob === undefined) return '';
+  const r2 = results.find((r) => r.id === 2 && r.workload.includes('/bin/true'));
+  const r3 = results.find((r) => r.id === 3);
+  return `## Floors: what Node itself costs for the per-job work
+
+Measured in the same run with \`bench/floors.mjs\` (loop time only, no start-up), to show how
+much of rows 2 and 3 is Node's own cost for the same system calls rather than fspl's code.
+
+| Measurement | Per job | For the workload |
+| --- | --- | --- |
+| bare \`child_process.spawn('/bin/true')\` loop in Node (row 2's floor) | ${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * floors.jobs)} for ${floors.jobs} jobs |
+| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * floors.jobs)} |
+| Node doing a NOP run's system calls, no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
+
+Why rows 2 and 3 miss their targets:
+- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): Node's \`child_process.spawn\` does a full
+  \`fork()\` of a ~50 MiB process (libuv 1.46 does not use vfork or posix_spawn on Linux), which
+  costs ${floors.spawnPerJob.toFixed(2)} ms a job here before the command even starts, against
+  ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. That floor alone, times ${floors.jobs} jobs, is
+  ${fmtMs(floors.spawnPerJob * floors.jobs)}. execa (on the design card) is worse still, about twice the bare spawn,
+  so it is kept off this path (see src/exec.ts). What would close it: a small native spawner
+  (posix_spawn/vfork through a node-gyp addon, like fs-ext) that takes the job file descriptor.
+- Row 3 (${r3 ? r3.ours : '?'} against ${r3 ? r3.ref : '?'}): the node start-up floor plus
+  ${fmtMs(floors.nopLoop)} for Node to make the same open/read/fsync/rename/unlink calls with no fspl logic at
+  all. On tmpfs fsync is free, so this is the cost of Node's synchronous fs bindings (several µs a
+  call). On a disk, fsync dominates both implementations and the ratio falls toward 1.
+`;
+}
+
 function table(headers, rows) {
   const esc = (c) => String(c).replace(/\|/g, '\\|');
   return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+}
+
+/**
+ * Floors for the per-job workloads: Node's own cost for the same system calls, without fspl.
+ * Medians of a few runs, each the loop time only (process start-up excluded).
+ */
+function benchFloors() {
+  log('floors: bare Node spawn loop and NOP-run system calls');
+  const floorScript = path.join(ROOT, 'bench', 'floors.mjs');
+  const n = SIZES.trueJobs;
+  const spawnMs = [];
+  const shMs = [];
+  const nopMs = [];
+  const template = path.join(WORK, 'floor-nop-template');
+  makeQueue(template, SIZES.nopJobs, 'nop');
+  for (let r = 0; r < Math.max(1, Math.min(opts.rounds, 3)); r++) {
+    spawnMs.push(Number(sh(process.execPath, [floorScript, 'spawn', String(n)], 'spawn floor').trim()));
+    const t = process.hrtime.bigint();
+    sh('sh', ['-c', `i=0; while [ $i -lt ${n} ]; do /bin/true; i=$((i+1)); done`], 'shell spawn loop');
+    shMs.push(ms(t));
+    const q = freshCopy(template, `floor-nop-${r}`);
+    nopMs.push(Number(sh(process.execPath, [floorScript, 'nop', q], 'nop floor').trim()));
+    fs.rmSync(q, { recursive: true, force: true });
+  }
+  fs.rmSync(template, { recursive: true, force: true });
+  floors.jobs = n;
+  floors.nopJobs = SIZES.nopJobs;
+  floors.spawnPerJob = median(spawnMs) / n;
+  floors.shPerJob = median(shMs) / n;
+  floors.nopLoop = median(nopMs);
 }
 
 function report(meta) {
@@ -747,6 +808,7 @@ How it is measured:
   absolute numbers across runs; the details table below shows the spread.
 
 ${startupSection}
+${floorsSection()}
 ## Details
 
 ${det}
@@ -784,6 +846,7 @@ async function main() {
       log('1. cold start');
       benchColdStart();
     }
+    if (want(2) || want(3)) benchFloors();
     if (want(2)) benchQueueProcess(2, SIZES.trueJobs, 'command', 1.3);
     if (want(3)) benchQueueProcess(3, SIZES.nopJobs, 'nop', 1.2);
     if (want(4)) benchQueueLs(4, SIZES.lsJobs, { gzip: false });
