@@ -93,34 +93,26 @@ export class Queue {
    * Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
-    const id = uuidv4();
-    const temp = path.join(this.jobsDir, `tmp-fspl-${id}.fspl.tmp`);
-    const filename = `fspl-${id}.fspl`;
-    let fd: number | undefined;
-    try {
-      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      copyFdSync(inFd, fd);
-      fsyncSync(fd);
-      fs.closeSync(fd);
-      fd = undefined;
-      fs.renameSync(temp, this.jobPath(filename));
-    } catch (err) {
-      closeQuietly(fd);
-      unlinkQuietly(temp);
-      throw err;
-    }
-    return filename;
+    return this.writeAtomically((fd) => copyFdSync(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */
   writeBuffer(packet: Uint8Array): string {
+    return this.writeAtomically((fd) => writeAllSync(fd, packet));
+  }
+
+  /**
+   * Write jobs/tmp-fspl-UUID.fspl.tmp, fsync it, rename it to jobs/fspl-UUID.fspl: a job file
+   * only ever appears complete. On any failure (a full disk, say) the temporary file is removed.
+   */
+  private writeAtomically(fill: (fd: number) => void): string {
     const id = uuidv4();
-    const temp = path.join(this.jobsDir, `tmp-fspl-${id}.fspl.tmp`);
+    const temp = this.jobPath(`tmp-fspl-${id}.fspl.tmp`);
     const filename = `fspl-${id}.fspl`;
     let fd: number | undefined;
     try {
       fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      writeAllSync(fd, packet);
+      fill(fd);
       fsyncSync(fd);
       fs.closeSync(fd);
       fd = undefined;
