@@ -41,8 +41,9 @@ export function fastParse(argv: string[]): Invocation | undefined {
   for (; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--') {
-      if (!spec.params) return undefined;
-      params = argv.slice(i + 1);
+      // After `--`, a subcommand without PARAMS still takes its positionals (set-next -- 5).
+      if (spec.params) params = argv.slice(i + 1);
+      else positionals.push(...argv.slice(i + 1));
       break;
     }
     if (!a.startsWith('-') || a === '-') {

@@ -100,7 +100,11 @@ function precheck(argv: string[]): string[] | ParseResult {
     const seen = new Set<string>();
     for (let k = 1; k < rest.length; k++) {
       const a = rest[k]!;
-      if (a === '--') break;
+      if (a === '--') {
+        // yargs would file what follows under `--`; positionals after it are still positionals.
+        if (!spec.params && spec.positionals.length > 0) rest.splice(k, 1);
+        break;
+      }
       let o: OptionSpec | undefined;
       if (a.startsWith('--')) o = spec.options.find((x) => x.long === a.slice(2).split('=')[0]);
       else if (a.startsWith('-') && a.length > 1) o = spec.options.find((x) => x.short === a[1]);

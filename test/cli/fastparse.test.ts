@@ -16,6 +16,7 @@ describe('fastParse', () => {
       logLevel: 'info',
     });
     expect(fastParse(['queue-init', '--append-only', '--queuedir', 'q'])?.args).toEqual({ 'append-only': true, queuedir: 'q' });
+    expect(fastParse(['queue-set-next', '-q', 'q', '--', '5'])?.args).toEqual({ queuedir: 'q', id: '5' });
   });
 
   it('leaves help, errors and anything unusual to yargs', () => {
