@@ -187,4 +187,18 @@ describe('processFd (stdin-process)', () => {
     }
     expect(fs.readFileSync(out, 'utf8')).toBe('rest of it5 \n');
   });
+
+  it('with ignorePayload gives the command /dev/null, not the packet', async () => {
+    const dir = tempDir();
+    const f = path.join(dir, 'p.fspl');
+    fs.writeFileSync(f, packet(5n, { payload: 'secret' }));
+    const out = path.join(dir, 'out');
+    const fd = fs.openSync(f, 'r');
+    try {
+      await processFd(fd, { command: 'sh', params: ['-c', `cat > ${out}`], ignorePayload: true });
+    } finally {
+      fs.closeSync(fd);
+    }
+    expect(fs.readFileSync(out, 'utf8')).toBe('');
+  });
 });
