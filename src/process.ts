@@ -65,11 +65,26 @@ interface Outcome {
   why: string;
 }
 
-/** Run one command job (or decide a NOP/Fail one). */
-async function runJob(job: Job, opts: CommandOptions, output: 'inherit' | number, log: Logger): Promise<Outcome> {
+/** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */
+function builtinOutcome(header: PacketHeader): Outcome | undefined {
+  if (header.cmd.kind === 'NOP') return { ok: true, why: 'it is a NOP packet' };
+  if (header.cmd.kind === 'Fail') return { ok: false, why: 'it is a Fail packet' };
+  return undefined;
+}
+
+/**
+ * Run a command packet's command. `baseEnv` is the inherited environment, read once per run:
+ * process.env is slow to enumerate and this is the per-job path.
+ */
+async function runCommandJob(
+  job: Job,
+  opts: CommandOptions,
+  output: 'inherit' | number,
+  log: Logger,
+  baseEnv: NodeJS.ProcessEnv,
+): Promise<Outcome> {
   const cmd = job.header.cmd;
-  if (cmd.kind === 'NOP') return { ok: true, why: 'it is a NOP packet' };
-  if (cmd.kind === 'Fail') return { ok: false, why: 'it is a Fail packet' };
+  if (cmd.kind !== 'Command') throw new TypeError('runCommandJob: not a command packet');
   const args = [...(opts.params ?? [])];
   if (opts.allowJobParams) {
     for (const p of cmd.params) args.push(Buffer.from(p).toString('utf8'));
@@ -83,7 +98,7 @@ async function runJob(job: Job, opts: CommandOptions, output: 'inherit' | number
   const r = await runCommand({
     command: opts.command,
     args,
-    env: jobEnvironment(job.variables),
+    env: jobEnvironment(job.variables, baseEnv),
     stdin,
     output,
     timeout: opts.timeout,
@@ -101,7 +116,7 @@ export async function processFd(fd: number, opts: CommandOptions & { logger?: Lo
   const log = opts.logger ?? silentLogger;
   const header = readHeaderSync(fd);
   const job: Job = { header, variables: jobVariables(header), payload: fd };
-  const outcome = await runJob(job, opts, 'inherit', log);
+  const outcome = builtinOutcome(header) ?? (await runCommandJob(job, opts, 'inherit', log, { ...process.env }));
   log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
   if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} failed (${outcome.why})`);
   return true;
@@ -132,16 +147,23 @@ async function openJob(queue: Queue, filename: string): Promise<OpenJob> {
 }
 
 /** Run one queue job; returns the outcome, counting a failed decoder as a failure. */
-async function runQueueJob(queue: Queue, entry: JobEntry, opts: ProcessQueueOptions, log: Logger): Promise<Outcome> {
+async function runQueueJob(
+  queue: Queue,
+  entry: JobEntry,
+  opts: ProcessQueueOptions,
+  log: Logger,
+  baseEnv: NodeJS.ProcessEnv,
+): Promise<Outcome> {
   let outFd: number | undefined;
   if (opts.outputTo === 'saveboth') {
     // Created (empty) for every kind of job, as the reference does.
     outFd = fs.openSync(`${queue.jobPath(entry.filename)}.out`, 'w', 0o666);
   }
-  if (entry.header.cmd.kind !== 'Command') {
+  const builtin = builtinOutcome(entry.header);
+  if (builtin) {
     // NOP and Fail jobs have nothing to run: the scan already read all we need.
     closeQuietly(outFd);
-    return runJob({ header: entry.header, variables: [], payload: -1 }, opts, 'inherit', log);
+    return builtin;
   }
   let opened: OpenJob;
   try {
@@ -157,7 +179,7 @@ async function runQueueJob(queue: Queue, entry: JobEntry, opts: ProcessQueueOpti
       variables: jobVariables(opened.header, { queuedir: queue.dir, filename: entry.filename }),
       payload: opened.payload,
     };
-    const outcome = await runJob(job, opts, outFd ?? 'inherit', log);
+    const outcome = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv);
     if (opened.decoded) {
       const dec = opened.decoded;
       // Whatever the command left unread is not the decoder's fault: stop it, and then its exit
@@ -185,6 +207,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
   const onError = opts.onError ?? 'retry';
   const maxJobs = opts.maxJobs ?? Infinity;
   const summary: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
+  const baseEnv = { ...process.env };
   const seqfile = queue.lockSeqfile();
   try {
     let next = seqfile.read();
@@ -214,7 +237,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
       }
       const seq = entry.header.seq;
       log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
-      const outcome = await runQueueJob(queue, entry, opts, log);
+      const outcome = await runQueueJob(queue, entry, opts, log, baseEnv);
       summary.processed++;
       if (outcome.ok) summary.succeeded++;
       else summary.failed++;

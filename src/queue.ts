@@ -156,37 +156,26 @@ export class Queue {
    */
   async scan(): Promise<JobEntry[]> {
     const names = this.listJobFiles();
-    const out: JobEntry[] = [];
-    const log = this.logger;
-    if (this.decoder === undefined) {
-      for (const filename of names) {
-        log.debug('queue', () => `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
-        try {
-          out.push({ filename, header: readHeaderFileSync(this.jobPath(filename)) });
-        } catch (err) {
-          log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
-        }
-      }
-      return out;
-    }
-    // Through a decoder each header costs a process; run a few at once.
-    let next = 0;
     const results: Array<JobEntry | undefined> = new Array(names.length);
-    const worker = async () => {
-      while (next < names.length) {
-        const i = next++;
-        const filename = names[i]!;
-        log.debug('queue', () => `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
-        try {
-          results[i] = { filename, header: await this.readHeader(filename) };
-        } catch (err) {
-          log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
-        }
+    const log = this.logger;
+    const read = async (i: number) => {
+      const filename = names[i]!;
+      log.debug('queue', () => `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
+      try {
+        results[i] = { filename, header: await this.readHeader(filename) };
+      } catch (err) {
+        log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(DECODER_CONCURRENCY, names.length) }, worker));
-    for (const r of results) if (r) out.push(r);
-    return out;
+    // Through a decoder each header costs a process, so a few run at once; plain files are
+    // read one after the other (the reads are synchronous anyway).
+    const lanes = this.decoder === undefined ? 1 : Math.min(DECODER_CONCURRENCY, names.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < names.length) await read(next++);
+    };
+    await Promise.all(Array.from({ length: lanes }, lane));
+    return results.filter((r): r is JobEntry => r !== undefined);
   }
 
   /** Scan and sort by sequence number (ties in directory order). */
@@ -202,8 +191,9 @@ export class Queue {
    */
   async find(seq: bigint): Promise<JobEntry> {
     const jobs = await this.scan();
-    assertNoDuplicates(jobs);
-    return pickOne(jobs, seq, this.dir);
+    const job = indexBySeq(jobs).get(seq);
+    if (!job) throw new NotFoundError(`Job ${seq} not found in queue ${JSON.stringify(this.dir)}`);
+    return job;
   }
 
   /** Delete a job file. */
@@ -243,15 +233,6 @@ export function compareByTimestamp(a: JobEntry, b: JobEntry): number {
   return x.nanos - y.nanos;
 }
 
-export function pickOne(jobs: JobEntry[], seq: bigint, queuedir?: string): JobEntry {
-  const hits = jobs.filter((j) => j.header.seq === seq);
-  if (hits.length === 0) {
-    throw new NotFoundError(`Job ${seq} not found${queuedir === undefined ? '' : ` in queue ${JSON.stringify(queuedir)}`}`);
-  }
-  if (hits.length > 1) throw new DuplicateSeqError(seq, hits.map((h) => h.filename));
-  return hits[0]!;
-}
-
 /** Index jobs by sequence number, failing on the first number held by two files. */
 export function indexBySeq(jobs: JobEntry[]): Map<bigint, JobEntry> {
   const bySeq = new Map<bigint, JobEntry>();
@@ -263,9 +244,6 @@ export function indexBySeq(jobs: JobEntry[]): Map<bigint, JobEntry> {
   return bySeq;
 }
 
-export function assertNoDuplicates(jobs: JobEntry[]): void {
-  indexBySeq(jobs);
-}
 
 const SCAN_READ = 4096;
 let scanBuffer: Buffer | undefined;

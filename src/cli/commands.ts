@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import { copyFdSync } from '../io.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { CommandType } from '../packet/types.js';
@@ -50,12 +50,8 @@ function enumArg<T extends string>(inv: Invocation, name: string, values: readon
   return v;
 }
 
-function logger(inv: Invocation) {
-  return createLogger(checkLogLevel(inv.logLevel));
-}
-
-function queue(inv: Invocation): Queue {
-  return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: logger(inv) });
+function queue(inv: Invocation, log: Logger): Queue {
+  return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: log });
 }
 
 function openInput(input: string | undefined): number | undefined {
@@ -78,14 +74,14 @@ function prepareCmd(inv: Invocation, cmd: CommandType, input?: string): number {
   return 0;
 }
 
-function processOptions(inv: Invocation) {
+function processOptions(inv: Invocation, log: Logger) {
   return {
     command: required(inv, 'command'),
     params: inv.params,
     allowJobParams: Boolean(inv.args['allow-job-params']),
     ignorePayload: Boolean(inv.args['ignore-payload']),
     timeout: intArg(inv, 'timeout'),
-    logger: logger(inv),
+    logger: log,
   };
 }
 
@@ -93,8 +89,7 @@ function lsLine(seq: string, time: string, filename: string): string {
   return `${seq.padEnd(20)} ${time.padEnd(27)} ${filename}\n`;
 }
 
-const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = {
-
+const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number> | number> = {
   prepare: (inv) =>
     prepareCmd(
       inv,
@@ -111,20 +106,20 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
   },
 
   'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: Boolean(inv.args['append-only']) }), 0),
-  'queue-get-next': (inv) => (writeOut(`${queue(inv).getNext()}\n`), 0),
-  'queue-set-next': (inv) => {
+  'queue-get-next': (inv, log) => (writeOut(`${queue(inv, log).getNext()}\n`), 0),
+  'queue-set-next': (inv, log) => {
     const seq = seqArg(inv, 'id');
-    queue(inv).setNext(seq);
+    queue(inv, log).setNext(seq);
     return 0;
   },
-  'queue-write': (inv) => {
-    const q = queue(inv);
+  'queue-write': (inv, log) => {
+    const q = queue(inv, log);
     q.assertExists();
     q.writeFromFd(0);
     return 0;
   },
-  'queue-ls': async (inv) => {
-    const q = queue(inv);
+  'queue-ls': async (inv, log) => {
+    const q = queue(inv, log);
     q.assertExists();
     const jobs = await q.list();
     let out = lsLine('ID', 'creation timestamp', 'filename');
@@ -132,17 +127,17 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
     writeOut(out);
     return 0;
   },
-  'queue-info': async (inv) => {
+  'queue-info': async (inv, log) => {
     const seq = seqArg(inv, 'job');
-    const q = queue(inv);
+    const q = queue(inv, log);
     q.assertExists();
     const job = await q.find(seq);
     writeOut(formatInfo(jobVariables(job.header, { queuedir: q.dir, filename: job.filename })));
     return 0;
   },
-  'queue-payload': async (inv) => {
+  'queue-payload': async (inv, log) => {
     const seq = seqArg(inv, 'job');
-    const q = queue(inv);
+    const q = queue(inv, log);
     q.assertExists();
     const job = await q.find(seq);
     const p = q.jobPath(job.filename);
@@ -159,16 +154,16 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
     if (status.code !== 0) throw decoderFailure(q.decoder, status);
     return 0;
   },
-  'queue-process': async (inv) => {
+  'queue-process': async (inv, log) => {
     const options = {
-      ...processOptions(inv),
+      ...processOptions(inv, log),
       onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
       orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
       outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
       neverDelete: Boolean(inv.args['never-delete']),
       maxJobs: intArg(inv, 'maxjobs'),
     };
-    const q = queue(inv);
+    const q = queue(inv, log);
     q.assertExists();
     await processQueue(q, options);
     return 0;
@@ -180,13 +175,13 @@ const handlers: Record<string, (inv: Invocation) => Promise<number> | number> = 
     copyFdSync(0, 1);
     return 0;
   },
-  'stdin-process': async (inv) => (await processFd(0, processOptions(inv)), 0),
+  'stdin-process': async (inv, log) => (await processFd(0, processOptions(inv, log)), 0),
 };
 
 export async function run(inv: Invocation): Promise<number> {
   const h = handlers[inv.command];
   if (!h) throw new UsageError(`unknown subcommand '${inv.command}'`);
-  logger(inv); // a bad level is a usage error whatever the subcommand
-  return h(inv);
+  // One logger for the run; a bad level is a usage error whatever the subcommand.
+  return h(inv, createLogger(checkLogLevel(inv.logLevel)));
 }
 

@@ -6,27 +6,13 @@
  * returns undefined, and the caller hands the command line to yargs, which then gives the help
  * text or the usage error. Values are not validated here: the handlers do that.
  */
-import { COMMAND_BY_NAME, LOG_LEVEL, type Invocation, type OptionSpec } from './spec.js';
+import { COMMAND_BY_NAME, LOG_LEVEL, scanGlobals, type Invocation, type OptionSpec } from './spec.js';
 
 export function fastParse(argv: string[]): Invocation | undefined {
-  let i = 0;
-  let logLevel: string | undefined;
-  const takeLogLevel = (a: string): boolean => {
-    if (a === '-l' || a === '--log-level') {
-      if (logLevel !== undefined || i + 1 >= argv.length) return false;
-      logLevel = argv[++i];
-      return true;
-    }
-    if (a.startsWith('--log-level=') || (a.startsWith('-l') && a.length > 2 && a[2] !== '=')) {
-      if (logLevel !== undefined) return false;
-      logLevel = a.startsWith('--') ? a.slice('--log-level='.length) : a.slice(2);
-      return true;
-    }
-    return false;
-  };
-  for (; i < argv.length && argv[i]!.startsWith('-'); i++) {
-    if (!takeLogLevel(argv[i]!)) return undefined;
-  }
+  const g = scanGlobals(argv);
+  if (g.version || g.help || g.other || g.logLevels.length > 1) return undefined;
+  const logLevel = g.logLevels[0];
+  let i = g.end;
   const spec = COMMAND_BY_NAME.get(argv[i++] ?? '');
   if (!spec) return undefined;
   const byLong = new Map<string, OptionSpec>();

@@ -5,31 +5,16 @@
  */
 import { fastParse } from './fastparse.js';
 import { reportError, writeOut } from './output.js';
-import type { Invocation } from './spec.js';
+import { scanGlobals, type Invocation } from './spec.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
 
 /** Exactly the reference's line: scripts check it. Our own version is in package.json. */
 export const VERSION_LINE = 'filespooler 1.2.2\n';
 
-/** -V/--version among the global options (before the subcommand) wins over everything else. */
-function wantsVersion(argv: string[]): boolean {
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '-V' || a === '--version') return true;
-    if (a === '-h' || a === '--help') return false; // the first of the two wins
-    if (a === '-l' || a === '--log-level') {
-      i++;
-      continue;
-    }
-    if (!a.startsWith('-') || a === '--') return false;
-  }
-  return false;
-}
-
 /** Run the CLI; resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  if (wantsVersion(argv)) {
+  if (scanGlobals(argv).version) {
     writeOut(VERSION_LINE);
     return 0;
   }

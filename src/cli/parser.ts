@@ -3,7 +3,7 @@
  * leaves to it. Built from the same grammar (spec.ts).
  */
 import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, type Invocation, type OptionSpec } from './spec.js';
+import { COMMANDS, LOG_LEVEL, scanGlobals, type Invocation, type OptionSpec } from './spec.js';
 import { UsageError } from './output.js';
 
 function yargsOption(o: OptionSpec): Options {
@@ -79,18 +79,10 @@ function usageError(message: string): ParseResult {
  * Returns the command line to hand to yargs, or a usage error.
  */
 function precheck(argv: string[]): string[] | ParseResult {
-  const out: string[] = [];
-  let i = 0;
-  for (; i < argv.length && argv[i]!.startsWith('-') && argv[i] !== '--'; i++) {
-    const a = argv[i]!;
-    if (a.startsWith('-l') && a.length > 2 && !a.startsWith('--')) out.push('-l', a.slice(2));
-    else {
-      out.push(a);
-      if ((a === '-l' || a === '--log-level') && i + 1 < argv.length) out.push(argv[++i]!);
-    }
-  }
-  const name = argv[i];
-  const rest = argv.slice(i);
+  const g = scanGlobals(argv);
+  const out = g.normalized;
+  const name = argv[g.end];
+  const rest = argv.slice(g.end);
   const spec = COMMANDS.find((c) => c.name === name);
   if (name === 'help') {
     const opt = rest.slice(1).find((a) => a.startsWith('-'));
