@@ -101,6 +101,8 @@ function precheck(argv: string[]): string[] | ParseResult {
       if (a.startsWith('--')) o = spec.options.find((x) => x.long === a.slice(2).split('=')[0]);
       else if (a.startsWith('-') && a.length > 1) o = spec.options.find((x) => x.short === a[1]);
       if (!o) continue;
+      // yargs would take `--flag=VALUE` for a flag (and ignore VALUE); the reference refuses it.
+      if (o.kind === 'boolean' && a.includes('=')) return usageError(`the option '--${o.long}' takes no value`);
       if (seen.has(o.long)) return usageError(`the option '--${o.long}' was given more than once`);
       seen.add(o.long);
       if (o.kind === 'string' && !a.includes('=') && !(a.length > 2 && !a.startsWith('--'))) k++;

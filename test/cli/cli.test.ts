@@ -53,6 +53,7 @@ describe('fspl CLI', () => {
       ['prepare-set-next', '-s', 'sf'],
       ['-l', 'loud', 'gen-uuid'],
       ['queue-ls', '-q', 'q', 'extra'],
+      ['queue-init', '-q', 'q', '--append-only=x'], // a flag takes no value, as in the reference
     ];
     for (const args of cases) {
       const r = fspl(args);

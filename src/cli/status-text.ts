@@ -1,0 +1,119 @@
+/**
+ * The text output of `fspl queue-status`: aligned `key: value` lines to read at a glance, then a
+ * blank line and one line per detail (problems first). The layout is described in the man page.
+ */
+import { formatRanges, type QueueStatus, type SeqRange, type StatusJob } from '../status.js';
+import { rfc3339Local } from '../time.js';
+
+/** At most this many runs of numbers on one line; the rest are counted. */
+const MAX_RANGES = 20;
+
+/** A duration in seconds, roughly: 45s, 12m 5s, 3h 20m, 2d 4h. */
+export function formatAge(seconds: number): string {
+  if (seconds < 0) return `${formatAge(-seconds)} in the future`;
+  const d = Math.floor(seconds / 86400);
+  const h = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = Math.floor(seconds % 60);
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${s}s`;
+  return `${s}s`;
+}
+
+function ago(seconds: number): string {
+  return seconds < 0 ? formatAge(seconds) : `${formatAge(seconds)} ago`;
+}
+
+function ranges(r: readonly SeqRange[]): string {
+  return formatRanges(r, MAX_RANGES);
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function job(j: StatusJob | undefined): string {
+  if (!j) return '-';
+  return `${j.seq}, created ${rfc3339Local(j.ctime.secs)} (${ago(j.ageSeconds)})`;
+}
+
+export function formatStatusText(s: QueueStatus): string {
+  const rows: Array<[string, string]> = [];
+  rows.push(['queue', s.dir]);
+  if (s.decoder !== undefined) rows.push(['decoder', s.decoder]);
+
+  let state: string;
+  switch (s.state) {
+    case 'ready':
+      state = `ready: ${plural(s.runnable, 'job')} can run now`;
+      break;
+    case 'idle':
+      state = 'idle: no jobs waiting';
+      break;
+    case 'append-only':
+      state = 'append-only: jobs are stored here, not processed';
+      break;
+    case 'stuck':
+      state = `stuck: ${s.problems[0]!.message}${s.problems.length > 1 ? ` (+${plural(s.problems.length - 1, 'more problem')} below)` : ''}`;
+      break;
+  }
+  rows.push(['state', state]);
+
+  const n = s.nextseq;
+  let nextseq: string;
+  switch (n.state) {
+    case 'present':
+      nextseq = `${n.value}`;
+      break;
+    case 'missing':
+      nextseq = '1 (no nextseq file: the next run recreates it holding 1)';
+      break;
+    case 'append-only':
+      nextseq = 'none (append-only queue)';
+      break;
+    case 'invalid':
+      nextseq = `invalid: ${n.problem} (it holds ${JSON.stringify(n.text)})`;
+      break;
+    case 'unreadable':
+      nextseq = `unreadable: ${n.problem}`;
+      break;
+  }
+  rows.push(['nextseq', nextseq]);
+
+  const lock = { free: 'free', held: 'held by another process (queue-process running?)', missing: 'no lock file' }[s.lock.state];
+  rows.push(['lock', s.nextseq.state === 'append-only' && s.lock.state === 'missing' ? 'none (append-only queue)' : lock]);
+
+  rows.push(['waiting', s.waiting === 0 ? '0 jobs' : `${plural(s.waiting, 'job')}: ${ranges(s.waitingSeqs)}`]);
+  rows.push(['runnable', `${s.runnable}`]);
+  if (s.nextseq.value !== undefined) {
+    rows.push(['below next', s.belowNext === 0 ? '0 jobs' : `${plural(s.belowNext, 'job')}: ${ranges(s.belowNextSeqs)} (already processed or skipped)`]);
+  }
+  rows.push(['oldest', job(s.oldest)]);
+  rows.push(['newest', job(s.newest)]);
+  rows.push(['duplicates', `${s.duplicates.length}`]);
+  rows.push(['unreadable', `${s.undecodable.length}`]);
+  rows.push(['temp files', `${s.tempFiles.length}`]);
+  rows.push(['output files', `${s.outputFiles.length}`]);
+  rows.push(['other files', `${s.otherFiles.length}`]);
+
+  const width = Math.max(...rows.map(([k]) => k.length)) + 2;
+  let out = rows.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}\n`).join('');
+
+  const details: string[] = [];
+  for (const p of s.problems) {
+    if (p.code === 'next-missing' && s.gap) details.push(`${p.message}; present: ${ranges(s.gap.presentBeyond)}`);
+    else details.push(p.message);
+  }
+  if (s.gap && !s.gap.isNext) details.push(`later gap: job ${s.gap.seq} is missing; present beyond it: ${ranges(s.gap.presentBeyond)}`);
+  for (const d of s.duplicates) details.push(`duplicate ${d.seq}: ${d.files.join(', ')}`);
+  for (const f of s.undecodable) details.push(`unreadable ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ${f.cause}`);
+  for (const t of s.tempFiles) {
+    const age = t.ageSeconds === undefined ? '' : `, modified ${ago(t.ageSeconds)}`;
+    const size = t.size === undefined ? 'gone' : plural(t.size, 'byte');
+    details.push(`temp file ${t.filename} (${size}${age}): a queue-write in progress, or left by one that was interrupted`);
+  }
+  for (const o of s.otherFiles) details.push(`other ${o.type === 'file' ? 'file' : o.type} ${o.filename}: not a job (jobs are named fspl-*.fspl)`);
+  if (details.length > 0) out += `\n${details.join('\n')}\n`;
+  return out;
+}
