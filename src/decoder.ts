@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { DecoderError } from './errors.js';
 import { closeQuietly } from './io.js';
 import { readHeaderFromStream } from './packet/read.js';
@@ -87,4 +87,22 @@ export async function readHeaderThroughDecoder(file: string, decoder: string): P
   const job = await openThroughDecoder(file, decoder);
   job.abort();
   return job.header;
+}
+
+/**
+ * The payload of a decoded job as a stream that ends only once the decoder has exited with
+ * status 0, and fails with DecoderError otherwise (a truncated gzip file, say). Destroying it
+ * stops the decoder.
+ */
+export function checkedPayload(job: DecodedJob, decoder: string): Readable {
+  async function* chunks() {
+    try {
+      for await (const chunk of job.payload) yield chunk as Buffer;
+      const status = await job.exited;
+      if (status.code !== 0) throw decoderFailure(decoder, status);
+    } finally {
+      job.abort(); // a consumer that stopped early: stop the decoder too
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
 }

@@ -59,3 +59,10 @@ export function jobEnvironment(vars: JobVariable[], base: NodeJS.ProcessEnv = pr
   for (const k of [...merged.keys()].sort()) env[k] = merged.get(k)!;
   return env;
 }
+
+/** The variables as an object of strings, for JS callers (bytes that are not UTF-8 replaced). */
+export function variablesRecord(vars: JobVariable[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of vars) out[k.toString('utf8')] = v.toString('utf8');
+  return out;
+}

@@ -2,8 +2,11 @@
  * Making packets on the sending side: take a sequence number from the sender's seqfile, capture
  * FSPL_SET_ variables, and write header then payload.
  */
-import { copyFdSync, writeAllSync } from './io.js';
+import fs from 'node:fs';
+import type { Readable } from 'node:stream';
+import { closeQuietly, copyFdSync, writeAllSync } from './io.js';
 import { encodeHeader } from './packet/codec.js';
+import { fdStream, packetStream } from './packet/stream.js';
 import type { Bytes, CommandType, Ctime, PacketHeader } from './packet/types.js';
 import { SeqFile } from './seqfile.js';
 import { now } from './time.js';
@@ -50,6 +53,74 @@ export interface HeaderSpec {
 
 export function makeHeader(spec: HeaderSpec): PacketHeader {
   return { seq: spec.seq, ctime: spec.ctime ?? now(), cmd: spec.cmd };
+}
+
+type Text = string | Uint8Array;
+const bytes = (t: Text): Bytes => (typeof t === 'string' ? Buffer.from(t, 'utf8') : t);
+
+export interface PrepareOptions {
+  /**
+   * The sender's seqfile: the packet takes its number under the file's lock (the file is created
+   * holding 1 if missing). Omitted or '-': sequence number 1, as `fspl prepare -s -`.
+   */
+  seqfile?: string;
+  /** The sequence number itself, instead of taking one from a seqfile. */
+  seq?: bigint;
+  /** 'Command' (the default) runs the processor's command; 'NOP' always succeeds; 'Fail' always fails. */
+  kind?: CommandType['kind'];
+  /** Job parameters (Command packets only). */
+  params?: Text[];
+  /**
+   * Variables for the job, stored without the FSPL_SET_ prefix and given to its command as
+   * FSPL_SET_<name>. Default: none. `captureEnv()` gives what `fspl prepare` stores.
+   */
+  env?: Record<string, string> | Array<[Text, Text]>;
+  /** Creation time; default now. */
+  ctime?: Ctime;
+}
+
+export interface PreparePacketOptions extends PrepareOptions {
+  /** The payload: a stream, bytes, or a file ({ path }). Default: none. */
+  payload?: Readable | Uint8Array | { path: string };
+}
+
+/** The header a new packet gets; takes a sequence number from the seqfile if one is named. */
+export function prepareHeader(options: PrepareOptions = {}): PacketHeader {
+  const kind = options.kind ?? 'Command';
+  let cmd: CommandType;
+  if (kind === 'Command') {
+    const env = Array.isArray(options.env) ? options.env : Object.entries(options.env ?? {});
+    cmd = { kind, params: (options.params ?? []).map(bytes), env: env.map(([k, v]) => [bytes(k), bytes(v)]) };
+  } else {
+    if (options.params?.length || (options.env && Object.keys(options.env).length)) {
+      throw new TypeError(`prepareHeader: a ${kind} packet has no params or env`);
+    }
+    cmd = { kind };
+  }
+  const seq = options.seq ?? takeSenderSeq(options.seqfile);
+  return makeHeader({ seq, cmd, ctime: options.ctime });
+}
+
+/**
+ * A new packet as a readable stream: the header, then the payload, streamed. A payload file is
+ * opened before a sequence number is taken, so a bad path uses none up.
+ */
+export function preparePacket(options: PreparePacketOptions = {}): Readable {
+  let payload: Readable | Uint8Array | undefined;
+  let fd: number | undefined;
+  if (options.payload && 'path' in options.payload) {
+    fd = fs.openSync(options.payload.path, 'r');
+    payload = fdStream(fd, true);
+  } else {
+    payload = options.payload as Readable | Uint8Array | undefined;
+  }
+  try {
+    return packetStream(prepareHeader(options), payload);
+  } catch (err) {
+    if (fd !== undefined && payload && 'destroy' in payload) payload.destroy();
+    else closeQuietly(fd);
+    throw err;
+  }
 }
 
 /** Write a packet to a descriptor: the header, then (if given) everything readable from payloadFd. */

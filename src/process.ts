@@ -3,15 +3,17 @@
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
-import { openThroughDecoder, decoderFailure, type DecodedJob } from './decoder.js';
-import { JobFailedError, SeqOverflowError } from './errors.js';
+import { decoderFailure } from './decoder.js';
+import { JobFailedError, SeqOverflowError, describeSystemError } from './errors.js';
 import { describeResult, runCommand, type StdinSource } from './exec.js';
 import { closeQuietly } from './io.js';
-import { jobEnvironment, jobVariables, type JobLocation, type JobVariable } from './jobenv.js';
+import { jobEnvironment, jobVariables, variablesRecord, type JobLocation, type JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
 import { readHeaderSync } from './packet/read.js';
+import { fdStream, metadataOf, type PacketMetadata } from './packet/stream.js';
 import { U64_MAX, type PacketHeader } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, type JobEntry, type Queue } from './queue.js';
+import { compareByTimestamp, indexBySeq, type JobEntry, type OpenJob, type Queue } from './queue.js';
+import { JobsWatcher } from './watch.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
 export type OrderBy = 'sequence' | 'timestamp';
@@ -39,18 +41,6 @@ export interface CommandOptions {
   ignorePayload?: boolean;
   /** Seconds before the command is killed with SIGKILL; a timeout is a failure. */
   timeout?: number;
-}
-
-export interface ProcessQueueOptions extends CommandOptions {
-  onError?: OnError;
-  neverDelete?: boolean;
-  /** Stop after this many jobs. */
-  maxJobs?: number;
-  orderBy?: OrderBy;
-  outputTo?: OutputTo;
-  logger?: Logger;
-  /** Stop cleanly between jobs when aborted. */
-  signal?: AbortSignal;
 }
 
 export interface ProcessSummary {
@@ -122,35 +112,61 @@ export async function processFd(fd: number, opts: CommandOptions & { logger?: Lo
   return true;
 }
 
-/** A job file opened for running: header read, payload ready. */
-interface OpenJob {
-  header: PacketHeader;
-  payload: number | Readable;
-  decoded?: DecodedJob;
-  close(): void;
+/** What a JS function executor receives for each job. */
+export interface JobContext extends PacketMetadata {
+  /** The job file's name inside jobs/. */
+  filename: string;
+  /** The queue directory, as given. */
+  queuedir: string;
+  /** The FSPL_* variables a command would get (bytes that are not UTF-8 replaced). */
+  variables: Record<string, string>;
+  /** The payload: read as much as you need; what is left unread is discarded. */
+  payload: Readable;
+  /** Aborted when the job's timeout passes. */
+  signal: AbortSignal;
 }
 
-async function openJob(queue: Queue, filename: string): Promise<OpenJob> {
-  const p = queue.jobPath(filename);
-  if (queue.decoder !== undefined) {
-    const decoded = await openThroughDecoder(p, queue.decoder);
-    return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
-  }
-  const fd = fs.openSync(p, 'r');
-  try {
-    const header = readHeaderSync(fd);
-    return { header, payload: fd, close: () => closeQuietly(fd) };
-  } catch (err) {
-    closeQuietly(fd);
-    throw err;
-  }
+/** A job executor written in JS: resolve for success; throw or reject for failure. */
+export type JobFunction = (job: JobContext) => unknown;
+
+/** What processQueue reports as it goes (the CLI's progress line is built on it). */
+export type ProcessEvent =
+  | { type: 'scan'; waiting: number }
+  | { type: 'start'; seq: bigint; filename: string }
+  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string }
+  | { type: 'idle' };
+
+export interface WatchMode {
+  /** Poll every this many seconds (for NFS, FUSE...) instead of using file system events. */
+  pollInterval?: number;
 }
 
-/** Run one queue job; returns the outcome, counting a failed decoder as a failure. */
-async function runQueueJob(
+export interface ProcessQueueOptions extends Partial<CommandOptions> {
+  /** Run this function for each job instead of a command. */
+  run?: JobFunction;
+  onError?: OnError;
+  neverDelete?: boolean;
+  /** Stop after this many jobs. */
+  maxJobs?: number;
+  orderBy?: OrderBy;
+  outputTo?: OutputTo;
+  logger?: Logger;
+  /** Stop cleanly between jobs when aborted (and stop waiting, in watch mode). */
+  signal?: AbortSignal;
+  /**
+   * Keep running: when no job is ready, wait for new ones (file system events, or polling) and
+   * go on. Ends when the signal aborts, maxJobs is reached, or a job fails under 'retry'.
+   */
+  watch?: boolean | WatchMode;
+  /** Called as processing goes. Must not throw. */
+  onEvent?: (event: ProcessEvent) => void;
+}
+
+/** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
+async function runCommandQueueJob(
   queue: Queue,
   entry: JobEntry,
-  opts: ProcessQueueOptions,
+  opts: ProcessQueueOptions & CommandOptions,
   log: Logger,
   baseEnv: NodeJS.ProcessEnv,
 ): Promise<Outcome> {
@@ -167,7 +183,7 @@ async function runQueueJob(
   }
   let opened: OpenJob;
   try {
-    opened = await openJob(queue, entry.filename);
+    opened = await queue.openJob(entry.filename);
   } catch (err) {
     closeQuietly(outFd);
     throw err;
@@ -180,17 +196,7 @@ async function runQueueJob(
       payload: opened.payload,
     };
     const outcome = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv);
-    if (opened.decoded) {
-      const dec = opened.decoded;
-      // Whatever the command left unread is not the decoder's fault: stop it, and then its exit
-      // status says nothing. Only a decoder whose output we read to the end is judged by it.
-      dec.abort();
-      const status = await dec.exited;
-      if (outcome.ok && !dec.aborted && status.code !== 0) {
-        return { ok: false, why: decoderFailure(queue.decoder!, status).message };
-      }
-    }
-    return outcome;
+    return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {
     opened.close();
     closeQuietly(outFd);
@@ -198,67 +204,156 @@ async function runQueueJob(
 }
 
 /**
+ * Whatever the executor left unread is not the decoder's fault: stop it, and then its exit
+ * status says nothing. Only a decoder whose output was read to the end is judged by it.
+ */
+async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string | undefined): Promise<Outcome> {
+  const dec = opened.decoded;
+  if (!dec) return outcome;
+  dec.abort();
+  const status = await dec.exited;
+  if (outcome.ok && !dec.aborted && status.code !== 0) return { ok: false, why: decoderFailure(decoder!, status).message };
+  return outcome;
+}
+
+/** Run one queue job with a JS function. */
+async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessQueueOptions, log: Logger): Promise<Outcome> {
+  const builtin = builtinOutcome(entry.header);
+  if (builtin) return builtin;
+  const opened = await queue.openJob(entry.filename);
+  // A plain job's descriptor becomes the stream's; the stream closes it (after any read in
+  // flight), so it must not also be closed here.
+  const payload = typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload;
+  const timeout = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  if (opts.timeout !== undefined) timer = setTimeout(() => timeout.abort(new Error('timed out')), Math.min(opts.timeout * 1000, 0x7fff_ffff));
+  const where = { queuedir: queue.dir, filename: entry.filename };
+  const variables = variablesRecord(jobVariables(opened.header, where));
+  let outcome: Outcome;
+  try {
+    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: timeout.signal });
+    outcome = timeout.signal.aborted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
+  } catch (err) {
+    const why = timeout.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
+    log.error('exec', `Job ${entry.header.seq}: ${why}`);
+    outcome = { ok: false, why };
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+  try {
+    return await judgeDecoder(opened, outcome, queue.decoder);
+  } finally {
+    payload.destroy();
+    if (opened.decoded) opened.close();
+  }
+}
+
+/**
  * Process a queue: in sequence order from nextseq (the default) or in timestamp order.
  * Holds the queue lock throughout. Failure handling follows onError; with 'retry' a failing job
- * stops processing with JobFailedError and stays in place.
+ * stops processing with JobFailedError and stays in place. In watch mode, waits for new jobs
+ * instead of returning when none is ready.
  */
 export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
   const log = opts.logger ?? queue.logger;
   const onError = opts.onError ?? 'retry';
   const maxJobs = opts.maxJobs ?? Infinity;
+  const emit = opts.onEvent ?? (() => {});
   const summary: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
+  if ((opts.run === undefined) === (opts.command === undefined)) {
+    throw new TypeError('processQueue: give exactly one of `command` and `run`');
+  }
+  const fn = opts.run;
+  const cmdOpts = opts as ProcessQueueOptions & CommandOptions;
   const baseEnv = { ...process.env };
+  const runJob = (entry: JobEntry) =>
+    fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
+  const timestampOrder = opts.orderBy === 'timestamp';
   const seqfile = queue.lockSeqfile();
+  let watcher: JobsWatcher | undefined;
   try {
+    if (opts.watch) {
+      const mode = typeof opts.watch === 'object' ? opts.watch : {};
+      // Before the first scan, so that a job arriving in between is not missed.
+      watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: log });
+      log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
+    }
     let next = seqfile.read();
     log.debug('process', () => `Read next ID ${next} from seqfile`);
-    const jobs = await queue.scan();
-    // Sequence order refuses a queue where two files share a number, wherever they are (as the
-    // reference and its manual do); timestamp order does not care.
-    const timestampOrder = opts.orderBy === 'timestamp' ? jobs.sort(compareByTimestamp) : undefined;
-    const bySeq = timestampOrder ? new Map<bigint, JobEntry>() : indexBySeq(jobs);
-    let index = 0;
+    let known = new Map<string, JobEntry>();
+    /** Timestamp order, watch mode: files already run (and left in place) in this run. */
+    const done = new Set<string>();
     for (;;) {
-      if (summary.processed >= maxJobs) {
-        log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
-        break;
-      }
-      if (opts.signal?.aborted) break;
-      let entry: JobEntry | undefined;
+      known = await queue.rescan(known);
+      // Sequence order refuses a queue where two files share a number, wherever they are (as the
+      // reference and its manual do); timestamp order does not care.
+      let pass: JobEntry[] | undefined;
+      let bySeq: Map<bigint, JobEntry> | undefined;
       if (timestampOrder) {
-        entry = timestampOrder[index++];
+        pass = [...known.values()].filter((e) => !done.has(e.filename)).sort(compareByTimestamp);
+        emit({ type: 'scan', waiting: pass.length });
       } else {
-        entry = bySeq.get(next);
-        if (entry && next === U64_MAX) throw new SeqOverflowError(queue.seqfilePath);
+        bySeq = indexBySeq([...known.values()]);
+        let waiting = 0;
+        for (const seq of bySeq.keys()) if (seq >= next) waiting++;
+        emit({ type: 'scan', waiting });
       }
-      if (!entry) {
-        log.debug('process', 'Stopping: there is no job with the next sequence number');
-        break;
+      let index = 0;
+      let stop = false;
+      for (;;) {
+        if (summary.processed >= maxJobs) {
+          log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
+          stop = true;
+          break;
+        }
+        if (opts.signal?.aborted) {
+          stop = true;
+          break;
+        }
+        let entry: JobEntry | undefined;
+        if (pass) {
+          entry = pass[index++];
+        } else {
+          entry = bySeq!.get(next);
+          if (entry && next === U64_MAX) throw new SeqOverflowError(queue.seqfilePath);
+        }
+        if (!entry) {
+          log.debug('process', 'Stopping: there is no job with the next sequence number');
+          break;
+        }
+        const seq = entry.header.seq;
+        log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
+        emit({ type: 'start', seq, filename: entry.filename });
+        const outcome = await runJob(entry);
+        summary.processed++;
+        if (outcome.ok) summary.succeeded++;
+        else summary.failed++;
+        log.debug('process', () => `Job ${seq} ${outcome.why}`);
+        emit({ type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why });
+        if (!outcome.ok && onError === 'retry') {
+          throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
+        }
+        if (pass) {
+          done.add(entry.filename);
+        } else {
+          next = seq + 1n;
+          seqfile.write(next);
+          log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
+        }
+        const remove = !opts.neverDelete && (outcome.ok || onError === 'delete');
+        if (remove) {
+          log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
+          queue.delete(entry.filename);
+          known.delete(entry.filename);
+        }
       }
-      const seq = entry.header.seq;
-      log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
-      const outcome = await runQueueJob(queue, entry, opts, log, baseEnv);
-      summary.processed++;
-      if (outcome.ok) summary.succeeded++;
-      else summary.failed++;
-      log.debug('process', () => `Job ${seq} ${outcome.why}`);
-      if (!outcome.ok && onError === 'retry') {
-        throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
-      }
-      if (!timestampOrder) {
-        next = seq + 1n;
-        seqfile.write(next);
-        log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
-      }
-      const remove = !opts.neverDelete && (outcome.ok || onError === 'delete');
-      if (remove) {
-        log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
-        queue.delete(entry.filename);
-      }
+      if (stop || !watcher) break;
+      emit({ type: 'idle' });
+      if (!(await watcher.wait(opts.signal))) break;
     }
     return summary;
   } finally {
+    watcher?.close();
     seqfile.release();
   }
 }
-

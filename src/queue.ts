@@ -10,21 +10,55 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { DuplicateSeqError, NotFoundError, QueueError, describeSystemError } from './errors.js';
 import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { jobVariables, variablesRecord } from './jobenv.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
 import { readHeaderSync } from './packet/read.js';
+import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
-import { readHeaderThroughDecoder } from './decoder.js';
+import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
 import { silentLogger, type Logger } from './log.js';
 import { SeqFile } from './seqfile.js';
+import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
 export interface JobEntry {
   /** File name inside jobs/. */
   filename: string;
   header: PacketHeader;
 }
+
+/** A job file opened for reading: header read, payload ready. close() releases it. */
+export interface OpenJob {
+  header: PacketHeader;
+  /** A descriptor positioned after the header (plain queues) or the decoder's output. */
+  payload: number | Readable;
+  /** Set when the job is read through a decoder. */
+  decoded?: DecodedJob;
+  close(): void;
+}
+
+/** A job as the queue's iterator gives it: metadata now, payload on request. */
+export interface QueuedJob extends PacketMetadata {
+  filename: string;
+  /** Full path of the job file. */
+  path: string;
+  /** Open the payload (through the decoder, if any). Read it to the end or destroy it. */
+  payload(): Promise<Readable>;
+}
+
+/** A job's metadata and the FSPL_* variables its command would get. */
+export interface JobDetails extends PacketMetadata {
+  filename: string;
+  path: string;
+  /** FSPL_* variables, as `queue-info` prints them (bytes that are not UTF-8 replaced). */
+  variables: Record<string, string>;
+}
+
+/** What Queue.process runs: a command (name, or name and arguments) or an async function. */
+export type Executor = string | readonly string[] | JobFunction;
 
 export interface QueueOptions {
   /** Shell command that turns a stored job file into a packet (e.g. `zcat`, `gpg -d`). */
@@ -102,6 +136,33 @@ export class Queue {
   }
 
   /**
+   * Store a packet (a stream, bytes, or any async iterable of bytes, such as preparePacket's
+   * output) with the same guarantees as queue-write: temporary name, fsync, rename. Resolves to
+   * the new job's file name. Nothing is decoded or validated.
+   */
+  async write(packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
+    const id = uuidv4();
+    const temp = this.jobPath(`tmp-fspl-${id}.fspl.tmp`);
+    const filename = `fspl-${id}.fspl`;
+    let handle: fs.promises.FileHandle | undefined;
+    try {
+      handle = await fs.promises.open(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
+      if (packet instanceof Uint8Array) await handle.writeFile(packet);
+      else for await (const chunk of packet) await handle.write(chunk as Uint8Array);
+      await handle.sync();
+      await handle.close();
+      handle = undefined;
+      await fs.promises.rename(temp, this.jobPath(filename));
+    } catch (err) {
+      await handle?.close().catch(() => {});
+      unlinkQuietly(temp);
+      if (packet instanceof Readable) packet.destroy();
+      throw err;
+    }
+    return filename;
+  }
+
+  /**
    * Write jobs/tmp-fspl-UUID.fspl.tmp, fsync it, rename it to jobs/fspl-UUID.fspl: a job file
    * only ever appears complete. On any failure (a full disk, say) the temporary file is removed.
    */
@@ -155,7 +216,26 @@ export class Queue {
    * logged at debug level, as the reference does: extra files never stop a queue.
    */
   async scan(): Promise<JobEntry[]> {
+    return this.readHeaders(this.listJobFiles());
+  }
+
+  /**
+   * Scan again, reading only the headers of files not in `known` (a previous scan, by file name).
+   * The result is in directory order; files gone since are dropped, unreadable ones left out.
+   */
+  async rescan(known: ReadonlyMap<string, JobEntry>): Promise<Map<string, JobEntry>> {
     const names = this.listJobFiles();
+    const fresh = names.filter((n) => !known.has(n));
+    const read = new Map((await this.readHeaders(fresh)).map((e) => [e.filename, e]));
+    const out = new Map<string, JobEntry>();
+    for (const n of names) {
+      const e = known.get(n) ?? read.get(n);
+      if (e) out.set(n, e);
+    }
+    return out;
+  }
+
+  private async readHeaders(names: string[]): Promise<JobEntry[]> {
     const results: Array<JobEntry | undefined> = new Array(names.length);
     const log = this.logger;
     const read = async (i: number) => {
@@ -194,6 +274,71 @@ export class Queue {
     const job = indexBySeq(jobs).get(seq);
     if (!job) throw new NotFoundError(`Job ${seq} not found in queue ${JSON.stringify(this.dir)}`);
     return job;
+  }
+
+  /** Open a job file for reading its payload (through the decoder, if any). */
+  async openJob(filename: string): Promise<OpenJob> {
+    const p = this.jobPath(filename);
+    if (this.decoder !== undefined) {
+      const decoded = await openThroughDecoder(p, this.decoder);
+      return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
+    }
+    const fd = fs.openSync(p, 'r');
+    try {
+      const header = readHeaderSync(fd);
+      return { header, payload: fd, close: () => closeQuietly(fd) };
+    } catch (err) {
+      closeQuietly(fd);
+      throw err;
+    }
+  }
+
+  /**
+   * A job file's payload as a stream. Through a decoder, the stream fails (with DecoderError)
+   * if the decoder does not exit with status 0.
+   */
+  async openPayload(filename: string): Promise<Readable> {
+    const p = this.jobPath(filename);
+    if (this.decoder !== undefined) return checkedPayload(await openThroughDecoder(p, this.decoder), this.decoder);
+    return (await readPacket({ path: p })).payload;
+  }
+
+  /** The jobs in sequence order (ties in directory order) or timestamp order, scanned once. */
+  async *jobs(options: { order?: OrderBy } = {}): AsyncGenerator<QueuedJob> {
+    const entries = await this.scan();
+    entries.sort(options.order === 'timestamp' ? compareByTimestamp : compareBySeq);
+    for (const e of entries) {
+      yield { ...metadataOf(e.header), filename: e.filename, path: this.jobPath(e.filename), payload: () => this.openPayload(e.filename) };
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<QueuedJob> {
+    return this.jobs();
+  }
+
+  /** A job's metadata and variables, by sequence number. */
+  async info(seq: bigint): Promise<JobDetails> {
+    const { filename, header } = await this.find(seq);
+    const variables = variablesRecord(jobVariables(header, { queuedir: this.dir, filename }));
+    return { ...metadataOf(header), filename, path: this.jobPath(filename), variables };
+  }
+
+  /** A job's payload, by sequence number. */
+  async payload(seq: bigint): Promise<Readable> {
+    return this.openPayload((await this.find(seq)).filename);
+  }
+
+  /**
+   * Run the queue's jobs with a command or an async function; see processQueue for the options.
+   * A function executor receives each job's metadata and payload stream; its throwing or
+   * rejecting is a failure, handled as options.onError says.
+   */
+  process(executor: Executor, options: Omit<ProcessQueueOptions, 'command' | 'params' | 'run'> & { params?: string[] } = {}): Promise<ProcessSummary> {
+    if (typeof executor === 'function') return processQueue(this, { ...options, run: executor });
+    if (typeof executor === 'string') return processQueue(this, { ...options, command: executor });
+    const [command, ...params] = executor;
+    if (command === undefined) throw new TypeError('Queue.process: empty command');
+    return processQueue(this, { ...options, command, params: [...params, ...(options.params ?? [])] });
   }
 
   /** Delete a job file. */

@@ -7,15 +7,17 @@ import { copyFdSync } from '../io.js';
 import { createLogger, type Logger } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
-import type { CommandType } from '../packet/types.js';
-import { captureEnv, getSenderNext, makeHeader, setSenderNext, takeSenderSeq, writePacketSync } from '../prepare.js';
+import { captureEnv, getSenderNext, prepareHeader, setSenderNext, writePacketSync, type PrepareOptions } from '../prepare.js';
 import { processFd, processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
 import { Queue } from '../queue.js';
 import { parseSeq } from '../seqfile.js';
-import { openThroughDecoder, decoderFailure } from '../decoder.js';
 import { rfc3339Local } from '../time.js';
+import { jobEntryToJson, jobInfoToJson, nextseqToJson, statusToJson, toJsonDocument, toJsonLine } from '../json.js';
+import { queueStatus } from '../status.js';
+import { formatStatusText } from './status-text.js';
 import type { Invocation } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';
+import { ProgressLine } from './progress.js';
 
 function str(inv: Invocation, name: string): string | undefined {
   const v = inv.args[name];
@@ -65,12 +67,11 @@ function openInput(input: string | undefined): number | undefined {
   return fd;
 }
 
-function prepareCmd(inv: Invocation, cmd: CommandType, input?: string): number {
+function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string): number {
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
   // bad path neither uses one up nor leaves half a packet on stdout.
   const inFd = openInput(input);
-  const seq = takeSenderSeq(required(inv, 'seqfile'));
-  writePacketSync(1, makeHeader({ seq, cmd }), inFd);
+  writePacketSync(1, prepareHeader({ ...spec, seqfile: required(inv, 'seqfile') }), inFd);
   return 0;
 }
 
@@ -90,12 +91,7 @@ function lsLine(seq: string, time: string, filename: string): string {
 }
 
 const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number> | number> = {
-  prepare: (inv) =>
-    prepareCmd(
-      inv,
-      { kind: 'Command', params: inv.params.map((p) => Buffer.from(p, 'utf8')), env: captureEnv() },
-      str(inv, 'input'),
-    ),
+  prepare: (inv) => prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input')),
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
   'prepare-get-next': (inv) => (writeOut(`${getSenderNext(required(inv, 'seqfile'))}\n`), 0),
@@ -106,7 +102,11 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
   },
 
   'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: Boolean(inv.args['append-only']) }), 0),
-  'queue-get-next': (inv, log) => (writeOut(`${queue(inv, log).getNext()}\n`), 0),
+  'queue-get-next': (inv, log) => {
+    const next = queue(inv, log).getNext();
+    writeOut(inv.args.json ? toJsonDocument(nextseqToJson(next)) : `${next}\n`);
+    return 0;
+  },
   'queue-set-next': (inv, log) => {
     const seq = seqArg(inv, 'id');
     queue(inv, log).setNext(seq);
@@ -122,6 +122,19 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const q = queue(inv, log);
     q.assertExists();
     const jobs = await q.list();
+    if (inv.args.json) {
+      // JSON Lines, written in batches of about 64 KiB (not one write per job).
+      let batch = '';
+      for (const j of jobs) {
+        batch += toJsonLine(jobEntryToJson(j));
+        if (batch.length >= 65536) {
+          writeOut(batch);
+          batch = '';
+        }
+      }
+      if (batch) writeOut(batch);
+      return 0;
+    }
     let out = lsLine('ID', 'creation timestamp', 'filename');
     for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename);
     writeOut(out);
@@ -132,29 +145,40 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const q = queue(inv, log);
     q.assertExists();
     const job = await q.find(seq);
-    writeOut(formatInfo(jobVariables(job.header, { queuedir: q.dir, filename: job.filename })));
+    const where = { queuedir: q.dir, filename: job.filename };
+    writeOut(inv.args.json ? toJsonDocument(jobInfoToJson(job.header, where)) : formatInfo(jobVariables(job.header, where)));
     return 0;
   },
   'queue-payload': async (inv, log) => {
     const seq = seqArg(inv, 'job');
     const q = queue(inv, log);
     q.assertExists();
-    const job = await q.find(seq);
-    const p = q.jobPath(job.filename);
+    const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
-      const fd = fs.openSync(p, 'r');
-      readHeaderSync(fd);
-      copyFdSync(fd, 1);
-      fs.closeSync(fd);
+      // Plain file: copy descriptor to descriptor, no stream machinery.
+      const job = await q.openJob(filename);
+      try {
+        copyFdSync(job.payload as number, 1);
+      } finally {
+        job.close();
+      }
       return 0;
     }
-    const decoded = await openThroughDecoder(p, q.decoder);
-    for await (const chunk of decoded.payload) writeOut(chunk as Buffer);
-    const status = await decoded.exited;
-    if (status.code !== 0) throw decoderFailure(q.decoder, status);
+    for await (const chunk of await q.openPayload(filename)) writeOut(chunk as Buffer);
     return 0;
   },
   'queue-process': async (inv, log) => {
+    const watch = Boolean(inv.args.watch);
+    const pollText = str(inv, 'poll-interval');
+    let pollInterval: number | undefined;
+    if (pollText !== undefined) {
+      pollInterval = Number(pollText);
+      if (!watch) throw new UsageError('--poll-interval only applies with --watch');
+      if (!/^\d*\.?\d+$/.test(pollText) || !(pollInterval >= 0.01)) {
+        throw new UsageError(`invalid value '${pollText}' for --poll-interval: expected a number of seconds, at least 0.01`);
+      }
+    }
+    // Every option is checked before the queue is looked at (usage errors first, as the reference).
     const options = {
       ...processOptions(inv, log),
       onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
@@ -162,14 +186,46 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
       neverDelete: Boolean(inv.args['never-delete']),
       maxJobs: intArg(inv, 'maxjobs'),
+      watch: watch && { pollInterval },
     };
+    const progress = process.stderr.isTTY && !inv.args['no-progress'] ? new ProgressLine(process.stderr) : undefined;
+    const stop = new AbortController();
+    const onSignal = () => {
+      log.info('process', 'Stopping after the current job');
+      stop.abort();
+    };
+    if (watch) {
+      // Once only: a second Ctrl-C kills at once, as users expect.
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
+    }
     const q = queue(inv, log);
     q.assertExists();
-    await processQueue(q, options);
+    try {
+      await processQueue(q, {
+        ...options,
+        signal: stop.signal,
+        onEvent: progress && ((e) => progress.update(e)),
+      });
+    } finally {
+      progress?.finish();
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
     return 0;
   },
 
-  'stdin-info': () => (writeOut(formatInfo(jobVariables(readHeaderSync(0)))), 0),
+  'stdin-info': (inv) => {
+    const header = readHeaderSync(0);
+    writeOut(inv.args.json ? toJsonDocument(jobInfoToJson(header)) : formatInfo(jobVariables(header)));
+    return 0;
+  },
+  'queue-status': async (inv, log) => {
+    // Exit 3 when the queue can not make progress (stuck); the diagnosis itself succeeded.
+    const status = await queueStatus(queue(inv, log));
+    writeOut(inv.args.json ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
+    return status.canProgress ? 0 : 3;
+  },
   'stdin-payload': () => {
     readHeaderSync(0);
     copyFdSync(0, 1);

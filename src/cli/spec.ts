@@ -49,6 +49,7 @@ const decoder: OptionSpec = {
   describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
 };
 const job: OptionSpec = { long: 'job', short: 'j', kind: 'string', required: true, describe: 'Sequence number of the job' };
+const json: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' };
 const processCommon: OptionSpec[] = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
@@ -86,17 +87,17 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: 'queue-get-next',
-    usage: 'queue-get-next -q DIR',
+    usage: 'queue-get-next -q DIR [--json]',
     describe: 'Print the sequence number the queue will process next',
-    options: [queuedir],
+    options: [queuedir, json],
     positionals: [],
     params: false,
   },
   {
     name: 'queue-info',
-    usage: 'queue-info -q DIR -j ID [-d DECODER]',
+    usage: 'queue-info -q DIR -j ID [-d DECODER] [--json]',
     describe: "Print a queued job's variables, as its command would get them",
-    options: [queuedir, job, decoder],
+    options: [queuedir, job, decoder, json],
     positionals: [],
     params: false,
   },
@@ -108,7 +109,7 @@ export const COMMANDS: CommandSpec[] = [
     positionals: [],
     params: false,
   },
-  { name: 'queue-ls', usage: 'queue-ls -q DIR [-d DECODER]', describe: 'List the jobs in a queue', options: [queuedir, decoder], positionals: [], params: false },
+  { name: 'queue-ls', usage: 'queue-ls -q DIR [-d DECODER] [--json]', describe: 'List the jobs in a queue', options: [queuedir, decoder, json], positionals: [], params: false },
   {
     name: 'queue-payload',
     usage: 'queue-payload -q DIR -j ID [-d DECODER]',
@@ -119,7 +120,7 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: 'queue-process',
-    usage: 'queue-process -q DIR [OPTIONS] COMMAND [-- PARAMS...]',
+    usage: 'queue-process -q DIR [OPTIONS] [--watch [--poll-interval SECONDS]] COMMAND [-- PARAMS...]',
     describe: 'Run the jobs of a queue, in order',
     options: [
       queuedir,
@@ -136,9 +137,28 @@ export const COMMANDS: CommandSpec[] = [
         describe: "Where the command's stdout and stderr go (SaveBoth: jobs/FILE.out)",
       },
       ...processCommon,
+      {
+        long: 'watch',
+        kind: 'boolean',
+        describe: 'Extension: keep running and process new jobs as they arrive; SIGTERM or SIGINT stops after the current job',
+      },
+      {
+        long: 'poll-interval',
+        kind: 'string',
+        describe: 'Extension, with --watch: look for new jobs every SECONDS (e.g. 0.5) instead of using file system events (NFS, FUSE)',
+      },
+      { long: 'no-progress', kind: 'boolean', describe: 'Extension: no progress line on stderr (it is shown only when stderr is a terminal)' },
     ],
     positionals: ['command'],
     params: true,
+  },
+  {
+    name: 'queue-status',
+    usage: 'queue-status -q DIR [-d DECODER] [--json]',
+    describe: 'Extension: diagnose a queue (next job, gaps, duplicates, unreadable or stray files, lock); exit 3 if it is stuck',
+    options: [queuedir, decoder, json],
+    positionals: [],
+    params: false,
   },
   {
     name: 'queue-set-next',
@@ -157,7 +177,14 @@ export const COMMANDS: CommandSpec[] = [
     params: false,
   },
   { name: 'show-license', usage: 'show-license', describe: 'Print the copyright and license', options: [], positionals: [], params: false },
-  { name: 'stdin-info', usage: 'stdin-info', describe: 'Print the variables of the packet on stdin, as its command would get them', options: [], positionals: [], params: false },
+  {
+    name: 'stdin-info',
+    usage: 'stdin-info [--json]',
+    describe: 'Print the variables of the packet on stdin, as its command would get them',
+    options: [json],
+    positionals: [],
+    params: false,
+  },
   { name: 'stdin-payload', usage: 'stdin-payload', describe: 'Write the payload of the packet on stdin to stdout', options: [], positionals: [], params: false },
   {
     name: 'stdin-process',

@@ -10,3 +10,5 @@ export {
   crc32,
 } from './codec.js';
 export { readHeaderSync, readHeaderFromStream, readExactFromStream } from './read.js';
+export { readHeaderAndLengthSync } from './read.js';
+export { readPacket, metadataOf, packetStream, fdStream, type PacketMetadata, type ReadPacket, type PacketSource } from './stream.js';

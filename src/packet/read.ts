@@ -10,8 +10,14 @@ import type { PacketHeader } from './types.js';
 
 /** Read and decode the header from a file descriptor's current position. */
 export function readHeaderSync(fd: number): PacketHeader {
+  return readHeaderAndLengthSync(fd).header;
+}
+
+/** As readHeaderSync, also giving the header's length in bytes (where the payload starts). */
+export function readHeaderAndLengthSync(fd: number): { header: PacketHeader; length: number } {
   const prefix = decodePrefix(readExactSync(fd, PREFIX_LENGTH));
-  return decodeMetadata(readExactSync(fd, prefix.metadataLength), prefix.metadataCrc);
+  const header = decodeMetadata(readExactSync(fd, prefix.metadataLength), prefix.metadataCrc);
+  return { header, length: PREFIX_LENGTH + prefix.metadataLength };
 }
 
 function nextChunk(stream: Readable): Promise<Buffer | null> {

@@ -1,0 +1,75 @@
+/**
+ * The progress line queue-process draws on stderr when stderr is a terminal: jobs done and
+ * waiting, rate and ETA, redrawn in place at most a few times a second.
+ */
+import type { ProcessEvent } from '../process.js';
+
+const REDRAW_MS = 200;
+
+function clock(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '?';
+  const s = Math.round(seconds);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+export class ProgressLine {
+  private done = 0;
+  private failed = 0;
+  private waiting = 0;
+  private started: number | undefined;
+  private lastDraw = 0;
+  private idle = false;
+  private drawn = false;
+
+  constructor(private readonly out: NodeJS.WriteStream) {}
+
+  update(e: ProcessEvent): void {
+    const now = Date.now();
+    switch (e.type) {
+      case 'scan':
+        this.waiting = e.waiting;
+        this.idle = false;
+        break;
+      case 'start':
+        this.started ??= now;
+        this.idle = false;
+        break;
+      case 'end':
+        this.done++;
+        if (!e.ok) this.failed++;
+        this.waiting = Math.max(0, this.waiting - 1);
+        break;
+      case 'idle':
+        this.idle = true;
+        this.draw(now);
+        return;
+    }
+    if (now - this.lastDraw >= REDRAW_MS) this.draw(now);
+  }
+
+  /** The line as it would be drawn now. */
+  text(now = Date.now()): string {
+    const elapsed = this.started === undefined ? 0 : (now - this.started) / 1000;
+    const rate = elapsed > 0 ? this.done / elapsed : 0;
+    let line = `fspl: ${this.done} done${this.failed ? ` (${this.failed} failed)` : ''}, ${this.waiting} waiting`;
+    if (this.idle) return `${line}; watching for new jobs`;
+    if (rate > 0) line += `, ${rate >= 10 ? rate.toFixed(0) : rate.toFixed(1)} jobs/s, ETA ${clock(this.waiting / rate)}`;
+    return line;
+  }
+
+  private draw(now: number): void {
+    this.lastDraw = now;
+    const width = (this.out.columns || 80) - 1;
+    this.out.write(`\r\x1b[K${this.text(now).slice(0, width)}`);
+    this.drawn = true;
+  }
+
+  /** Clear the line (call before exiting). */
+  finish(): void {
+    if (this.drawn) this.out.write('\r\x1b[K');
+    this.drawn = false;
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * The library as a user sees it: only the package's public exports (imported by its own name),
+ * no internals.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import { describe, expect, it } from 'vitest';
+import {
+  DecoderError,
+  FileLock,
+  JobFailedError,
+  LockedError,
+  Queue,
+  decodeHeader,
+  encodeHeader,
+  preparePacket,
+  readPacket,
+  type JobContext,
+  type ProcessEvent,
+} from 'filespooler';
+import { tempDir } from '../helpers.js';
+
+async function bytesOf(stream: Readable): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of stream) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}
+
+function newQueue(): { q: Queue; dir: string; seqfile: string } {
+  const dir = tempDir();
+  return { q: Queue.init(path.join(dir, 'q')), dir, seqfile: path.join(dir, 'seq') };
+}
+
+async function fill(q: Queue, seqfile: string, bodies: string[]): Promise<void> {
+  for (const b of bodies) await q.write(preparePacket({ seqfile, payload: Buffer.from(b) }));
+}
+
+describe('preparePacket and readPacket', () => {
+  it('make and read a packet through a stream, with the exact header bytes', async () => {
+    const ctime = { secs: 1_700_000_000n, nanos: 5 };
+    const stream = preparePacket({ seq: 9n, ctime, params: ['a', Buffer.from([0xff])], env: [['K', 'v']], payload: Readable.from([Buffer.from('pay'), Buffer.from('load')]) });
+    const all = await bytesOf(stream);
+    const { header, length } = decodeHeader(all);
+    expect(all.subarray(0, length)).toEqual(encodeHeader(header));
+    expect(all.subarray(length).toString()).toBe('payload');
+    const p = await readPacket(Readable.from([all.subarray(0, 7), all.subarray(7)]));
+    expect(p.seq).toBe(9n);
+    expect(p.ctime).toEqual(ctime);
+    expect(p.kind).toBe('Command');
+    expect(p.params.map((x) => Buffer.from(x).toString('hex'))).toEqual(['61', 'ff']);
+    expect(p.env.map(([k, v]) => `${k}=${v}`)).toEqual(['K=v']);
+    expect(await text(p.payload)).toBe('payload');
+  });
+
+  it('take numbers from a seqfile in order, and read from paths, buffers and descriptors', async () => {
+    const dir = tempDir();
+    const seqfile = path.join(dir, 'seq');
+    const files = [0, 1, 2].map((i) => path.join(dir, `p${i}`));
+    for (const f of files) fs.writeFileSync(f, await bytesOf(preparePacket({ seqfile, kind: 'NOP' })));
+    expect((await readPacket({ path: files[2]! })).seq).toBe(3n);
+    expect((await readPacket(fs.readFileSync(files[1]!))).seq).toBe(2n);
+    const fd = fs.openSync(files[0]!, 'r');
+    try {
+      const p = await readPacket({ fd });
+      expect([p.seq, p.kind]).toEqual([1n, 'NOP']);
+      expect((await bytesOf(p.payload)).length).toBe(0);
+    } finally {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* closed by the stream */
+      }
+    }
+    expect(fs.readFileSync(seqfile, 'utf8').trim()).toBe('4');
+  });
+
+  it('open a payload file before taking a number, so a bad path uses none up', () => {
+    const dir = tempDir();
+    const seqfile = path.join(dir, 'seq');
+    expect(() => preparePacket({ seqfile, payload: { path: path.join(dir, 'missing') } })).toThrow(/ENOENT/);
+    expect(fs.existsSync(seqfile)).toBe(false);
+  });
+
+  it('reject damaged packets with typed errors', async () => {
+    await expect(readPacket(Buffer.from('*FILESPOOLER nope nope nope nope'))).rejects.toMatchObject({ code: 'ERR_BAD_PACKET' });
+    await expect(readPacket(Readable.from([Buffer.from('*FILE')]))).rejects.toMatchObject({ code: 'ERR_SHORT_READ' });
+  });
+});
+
+describe('Queue', () => {
+  it('writes streams atomically, iterates in sequence and timestamp order, gives info and payloads', async () => {
+    const { q } = newQueue();
+    // Sequence numbers given out of creation order.
+    const specs: Array<[bigint, bigint]> = [[3n, 100n], [1n, 300n], [2n, 200n]];
+    for (const [seq, secs] of specs) {
+      await q.write(preparePacket({ seq, ctime: { secs, nanos: 0 }, params: [`p${seq}`], payload: Readable.from([`body ${seq}`]) }));
+    }
+    expect(fs.readdirSync(q.jobsDir).every((n) => /^fspl-[0-9a-f-]{36}\.fspl$/.test(n))).toBe(true);
+    const seqs: bigint[] = [];
+    for await (const job of q) seqs.push(job.seq);
+    expect(seqs).toEqual([1n, 2n, 3n]);
+    const byTime: bigint[] = [];
+    for await (const job of q.jobs({ order: 'timestamp' })) {
+      byTime.push(job.seq);
+      expect(await text(await job.payload())).toBe(`body ${job.seq}`);
+    }
+    expect(byTime).toEqual([3n, 2n, 1n]);
+    const info = await q.info(2n);
+    expect(info.variables.FSPL_PARAM_1).toBe('p2');
+    expect(info.variables.FSPL_JOB_FULLPATH).toBe(info.path);
+    expect(await text(await q.payload(3n))).toBe('body 3');
+    await expect(q.info(7n)).rejects.toMatchObject({ code: 'ERR_NOT_FOUND' });
+    q.setNext(2n);
+    expect(q.getNext()).toBe(2n);
+  });
+
+  it('leaves nothing behind when the packet stream fails midway', async () => {
+    const { q } = newQueue();
+    async function* broken() {
+      yield Buffer.alloc(100_000);
+      throw new Error('connection lost');
+    }
+    await expect(q.write(Readable.from(broken()))).rejects.toThrow('connection lost');
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+  });
+
+  it('reads gzipped jobs through a decoder, and a failing decoder fails the payload stream', async () => {
+    const { q, seqfile } = newQueue();
+    const raw = path.join(tempDir(), 'raw');
+    fs.writeFileSync(raw, await bytesOf(preparePacket({ seqfile, payload: Buffer.from('zipped body') })));
+    const gz = execFileSync('gzip', ['-c', raw]);
+    fs.writeFileSync(path.join(q.jobsDir, 'fspl-00000000-0000-4000-8000-000000000001.fspl'), gz);
+    const dq = Queue.open(q.dir, { decoder: 'zcat' });
+    expect(await text(await dq.payload(1n))).toBe('zipped body');
+    const failing = Queue.open(q.dir, { decoder: 'zcat; exit 3' });
+    await expect(text(await failing.payload(1n))).rejects.toBeInstanceOf(DecoderError);
+  });
+
+  it('refuses a second processor with LockedError', async () => {
+    const { q } = newQueue();
+    const lock = FileLock.acquire(path.join(q.dir, 'nextseq.lock'));
+    try {
+      await expect(q.process(async () => {})).rejects.toBeInstanceOf(LockedError);
+    } finally {
+      lock.release();
+    }
+  });
+});
+
+describe('Queue.process with a JS function', () => {
+  const failOn3 = (seen: bigint[]) => async (job: JobContext) => {
+    seen.push(job.seq);
+    expect(await text(job.payload)).toBe(`job ${job.seq}`);
+    if (job.seq === 3n) throw new Error('boom');
+  };
+
+  async function queueOf5() {
+    const { q, seqfile } = newQueue();
+    await fill(q, seqfile, ['job 1', 'job 2', 'job 3', 'job 4', 'job 5']);
+    return q;
+  }
+
+  it('retry: stops at the failing job, which stays and runs again next time', async () => {
+    const q = await queueOf5();
+    const seen: bigint[] = [];
+    const err = await q.process(failOn3(seen)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JobFailedError);
+    expect((err as JobFailedError).message).toMatch(/Job 3 failed \(function failed: boom\)/);
+    expect(seen).toEqual([1n, 2n, 3n]);
+    expect(q.getNext()).toBe(3n);
+    expect(fs.readdirSync(q.jobsDir)).toHaveLength(3);
+    const again: bigint[] = [];
+    await expect(q.process(failOn3(again))).rejects.toBeInstanceOf(JobFailedError);
+    expect(again).toEqual([3n]);
+  });
+
+  it('delete: the failing job is deleted and processing goes on', async () => {
+    const q = await queueOf5();
+    const seen: bigint[] = [];
+    expect(await q.process(failOn3(seen), { onError: 'delete' })).toEqual({ processed: 5, succeeded: 4, failed: 1 });
+    expect(seen).toEqual([1n, 2n, 3n, 4n, 5n]);
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+    expect(q.getNext()).toBe(6n);
+  });
+
+  it('leave: the failing job stays in place, the queue moves past it', async () => {
+    const q = await queueOf5();
+    const seen: bigint[] = [];
+    expect(await q.process(failOn3(seen), { onError: 'leave' })).toEqual({ processed: 5, succeeded: 4, failed: 1 });
+    const left: bigint[] = [];
+    for await (const j of q) left.push(j.seq);
+    expect(left).toEqual([3n]);
+    expect(q.getNext()).toBe(6n);
+  });
+
+  it('NOP and Fail packets decide themselves; the function never sees them', async () => {
+    const { q, seqfile } = newQueue();
+    await q.write(preparePacket({ seqfile, kind: 'NOP' }));
+    await q.write(preparePacket({ seqfile, kind: 'Fail' }));
+    await q.write(preparePacket({ seqfile }));
+    const seen: bigint[] = [];
+    const summary = await q.process(async (j) => void seen.push(j.seq), { onError: 'leave' });
+    expect(summary).toEqual({ processed: 3, succeeded: 2, failed: 1 });
+    expect(seen).toEqual([3n]);
+  });
+
+  it('a timeout aborts the job signal and counts as a failure', async () => {
+    const { q, seqfile } = newQueue();
+    await fill(q, seqfile, ['slow']);
+    const err = await q
+      .process((job) => new Promise((resolve) => job.signal.addEventListener('abort', resolve)), { timeout: 0.2 })
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/Job 1 failed \(function timed out\)/);
+    expect(q.getNext()).toBe(1n);
+  });
+
+  it('stops between jobs when the signal aborts, and reports events', async () => {
+    const q = await queueOf5();
+    const stop = new AbortController();
+    const events: ProcessEvent[] = [];
+    const summary = await q.process(
+      async (job) => {
+        if (job.seq === 2n) stop.abort();
+      },
+      { signal: stop.signal, onEvent: (e) => events.push(e) },
+    );
+    expect(summary.processed).toBe(2);
+    expect(q.getNext()).toBe(3n);
+    expect(events[0]).toEqual({ type: 'scan', waiting: 5 });
+    expect(events.filter((e) => e.type === 'end').map((e) => (e as { seq: bigint }).seq)).toEqual([1n, 2n]);
+  });
+
+  it('streams a payload far larger than it would want in memory', async () => {
+    const { q } = newQueue();
+    const size = 512 * 1024 * 1024;
+    const chunk = Buffer.alloc(1 << 20, 7);
+    async function* body() {
+      for (let sent = 0; sent < size; sent += chunk.length) yield chunk;
+    }
+    await q.write(preparePacket({ seq: 1n, payload: Readable.from(body()) }));
+    let peak = 0;
+    const sample = () => {
+      peak = Math.max(peak, process.memoryUsage().arrayBuffers);
+    };
+    const timer = setInterval(sample, 20);
+    let total = 0;
+    try {
+      await q.process(async (job) => {
+        for await (const c of job.payload) {
+          total += (c as Buffer).length;
+          sample();
+        }
+      });
+    } finally {
+      clearInterval(timer);
+    }
+    expect(total).toBe(size);
+    // Buffers in flight stay a few MiB whatever the payload size.
+    expect(peak).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it('reads payloads through a decoder', async () => {
+    const { q, seqfile } = newQueue();
+    for (const body of ['first', 'second']) {
+      const raw = path.join(tempDir(), 'raw');
+      fs.writeFileSync(raw, await bytesOf(preparePacket({ seqfile, payload: Buffer.from(body) })));
+      fs.writeFileSync(path.join(q.jobsDir, `fspl-${body}.fspl`), execFileSync('gzip', ['-c', raw]));
+    }
+    const got: string[] = [];
+    await Queue.open(q.dir, { decoder: 'zcat' }).process(async (j) => void got.push(await text(j.payload)));
+    expect(got).toEqual(['first', 'second']);
+  });
+});
