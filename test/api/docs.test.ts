@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers.js';
+import { ROOT, tempDir } from '../helpers.js';
 
 const page = fs.readFileSync(path.join(ROOT, 'docs', 'api.md'), 'utf8');
 const examples = [...page.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -39,6 +39,19 @@ const expected: Array<(out: string) => void> = [
   (out) => expect(out).toBe('{ processed: 3, succeeded: 3, failed: 0 } [ 1n, 2n, 3n ]\n'),
   (out) => expect(out).toBe('ERR_NOT_FOUND - Job 99 not found in queue "' + out.split('"')[1] + '"\nERR_SHORT_READ - failed to fill whole buffer\nERR_DUPLICATE_SEQ - More than one job has sequence number 1\n'),
 ];
+
+describe('README.md library example', () => {
+  it('runs as written, with a payload on stdin', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const code = /## The library[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)![1]!;
+    fs.mkdirSync(scratch, { recursive: true });
+    const file = path.join(scratch, 'readme.mjs');
+    fs.writeFileSync(file, code);
+    const cwd = tempDir();
+    const out = execFileSync(process.execPath, [file], { cwd, input: 'hello\n', encoding: 'utf8', timeout: 30_000 });
+    expect(out).toMatch(/^1n fspl-[0-9a-f-]{36}\.fspl Command\njob 1 for world: b1946ac92492d2347c6235b4d2611184\n\{ processed: 1, succeeded: 1, failed: 0 \}\n$/);
+  });
+});
 
 describe('docs/api.md examples', () => {
   it('has one expectation per example', () => {
