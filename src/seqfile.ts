@@ -109,6 +109,8 @@ export class SeqFile {
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);
+      // write(2) and fsync(2) errors name no file: name the seqfile (`No space left on device: PATH`).
+      if (err && typeof err === 'object' && 'code' in err && !('path' in err)) Object.assign(err, { path: this.path });
       throw err;
     }
   }

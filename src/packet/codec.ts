@@ -11,6 +11,7 @@ import CRC32 from 'crc-32';
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, ShortReadError } from '../errors.js';
 import { MsgpackWriter } from './msgpack.js';
+import { checkMsgpackShape } from './shape.js';
 import { I64_MAX, I64_MIN, U64_MAX, type Bytes, type CommandType, type Ctime, type PacketHeader } from './types.js';
 
 export const PREFIX_LENGTH = 30;
@@ -94,6 +95,7 @@ export function decodePrefix(prefix: Uint8Array): Prefix {
 /** Check the metadata CRC and decode it. */
 export function decodeMetadata(meta: Uint8Array, expectedCrc?: number): PacketHeader {
   if (expectedCrc !== undefined && crc32(meta) !== expectedCrc) throw new BadPacketError('CRC-32 mismatch on metadata');
+  checkMsgpackShape(meta); // before the decoder allocates anything: see shape.ts
   let doc: unknown;
   try {
     doc = decoderFor(meta.length).decode(meta);
