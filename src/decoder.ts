@@ -39,8 +39,17 @@ export function decoderFailure(decoder: string, s: ExitStatus): DecoderError {
   return new DecoderError(`Decoder ${JSON.stringify(decoder)} ${describeExit(s)}`);
 }
 
-/** Start the decoder on a job file and read the packet header from its output. */
-export async function openThroughDecoder(file: string, decoder: string): Promise<DecodedJob> {
+/** After SIGTERM, how long a decoder has to exit before SIGKILL. */
+const KILL_GRACE_MS = 1000;
+/** How long a decoder that has closed its output may take to exit before it is killed. */
+const EXIT_GRACE_MS = 5000;
+
+/**
+ * Start the decoder on a job file and read the packet header from its output. With `timeout`
+ * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
+ * a DecoderError whose `timedOut` is true.
+ */
+export async function openThroughDecoder(file: string, decoder: string, timeout?: number): Promise<DecodedJob> {
   const fd = fs.openSync(file, 'r');
   let child: ChildProcess;
   try {
@@ -48,21 +57,49 @@ export async function openThroughDecoder(file: string, decoder: string): Promise
   } finally {
     closeQuietly(fd); // the child has its own copy
   }
+  let killTimer: NodeJS.Timeout | undefined;
+  const running = () => child.exitCode === null && child.signalCode === null;
+  const killLater = (ms: number) => {
+    killTimer ??= setTimeout(() => running() && child.kill('SIGKILL'), ms).unref();
+  };
   const exited = new Promise<ExitStatus>((resolve) => {
     child.once('error', () => resolve({ code: 127, signal: null }));
-    child.once('close', (code, signal) => resolve({ code, signal }));
+    child.once('close', (code, signal) => {
+      if (killTimer) clearTimeout(killTimer);
+      resolve({ code, signal });
+    });
   });
   const payload = child.stdout!;
   let aborted = false;
   const abort = () => {
-    if (payload.readableEnded) return;
+    if (payload.readableEnded) {
+      // All its output was read: let it exit by itself, but not wait for ever.
+      if (running()) killLater(EXIT_GRACE_MS);
+      return;
+    }
+    // Its output was not read to the end (whether or not it has exited already, killed by a
+    // broken pipe say): its exit status then says nothing about the job.
     aborted = true;
-    // Signal first: a decoder that meets a closed socket first may complain and exit 1.
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    if (running()) {
+      // Signal first: a decoder that meets a closed socket first may complain and exit 1. One
+      // that ignores SIGTERM gets SIGKILL a moment later, so that nobody waits on it for ever.
+      child.kill('SIGTERM');
+      killLater(KILL_GRACE_MS);
+    }
     payload.destroy();
   };
+  let timedOut = false;
+  const headerTimer =
+    timeout === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGKILL');
+          payload.destroy(); // a grandchild may still hold the pipe open
+        }, Math.min(timeout * 1000, 0x7fff_ffff));
   try {
     const header = await readHeaderFromStream(payload);
+    if (timedOut) throw new Error('timed out');
     return {
       header,
       payload,
@@ -75,16 +112,21 @@ export async function openThroughDecoder(file: string, decoder: string): Promise
   } catch (err) {
     abort();
     const status = await exited;
+    if (timedOut) {
+      throw new DecoderError(`Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s for ${file}; killed it`, { timedOut: true });
+    }
     if (status.code !== 0 && status.signal !== 'SIGTERM') {
       throw new DecoderError(`${(err as Error).message} (decoder ${describeExit(status)})`);
     }
     throw err;
+  } finally {
+    if (headerTimer) clearTimeout(headerTimer);
   }
 }
 
 /** Read only the header of a job file through the decoder, then stop the decoder. */
-export async function readHeaderThroughDecoder(file: string, decoder: string): Promise<PacketHeader> {
-  const job = await openThroughDecoder(file, decoder);
+export async function readHeaderThroughDecoder(file: string, decoder: string, timeout?: number): Promise<PacketHeader> {
+  const job = await openThroughDecoder(file, decoder, timeout);
   job.abort();
   return job.header;
 }

@@ -100,8 +100,11 @@ export class JobFailedError extends FsplError {
 }
 
 export class DecoderError extends FsplError {
-  constructor(message: string) {
+  /** The decoder was killed because it gave no header within the time allowed. */
+  readonly timedOut: boolean;
+  constructor(message: string, options: { timedOut?: boolean } = {}) {
     super('ERR_DECODER', message);
+    this.timedOut = options.timedOut ?? false;
   }
 }
 

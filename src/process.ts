@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { decoderFailure } from './decoder.js';
-import { JobFailedError, SeqOverflowError, describeSystemError } from './errors.js';
+import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
 import { describeResult, runCommand, type StdinSource } from './exec.js';
 import { closeQuietly } from './io.js';
 import { jobEnvironment, jobVariables, variablesRecord, type JobLocation, type JobVariable } from './jobenv.js';
@@ -248,6 +248,14 @@ async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunctio
   }
 }
 
+function assertWritable(queue: Queue, dir: string): void {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (err) {
+    throw new QueueError(`Cannot process queue ${JSON.stringify(queue.dir)}: ${describeSystemError(err)}`, { cause: err });
+  }
+}
+
 /**
  * Process a queue: in sequence order from nextseq (the default) or in timestamp order.
  * Holds the queue lock throughout. Failure handling follows onError; with 'retry' a failing job
@@ -280,6 +288,10 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
     }
     let next = seqfile.read();
     log.debug('process', () => `Read next ID ${next} from seqfile`);
+    // Unlike the reference, make sure a job's completion can be recorded before running any:
+    // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
+    if (!timestampOrder) assertWritable(queue, queue.dir);
+    if (!opts.neverDelete) assertWritable(queue, queue.jobsDir);
     let known = new Map<string, JobEntry>();
     /** Timestamp order, watch mode: files already run (and left in place) in this run. */
     const done = new Set<string>();

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
-import { DuplicateSeqError, NotFoundError, QueueError, describeSystemError } from './errors.js';
+import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError } from './errors.js';
 import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
@@ -63,6 +63,11 @@ export type Executor = string | readonly string[] | JobFunction;
 export interface QueueOptions {
   /** Shell command that turns a stored job file into a packet (e.g. `zcat`, `gpg -d`). */
   decoder?: string;
+  /**
+   * Seconds a decoder may take to give a job's header before it is killed; the read then fails
+   * with DecoderError (timedOut). Default: no limit, as the reference.
+   */
+  decoderTimeout?: number;
   logger?: Logger;
 }
 
@@ -82,6 +87,7 @@ export class Queue {
   /** The directory as given (FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH use it verbatim). */
   readonly dir: string;
   readonly decoder: string | undefined;
+  readonly decoderTimeout: number | undefined;
   readonly logger: Logger;
 
   /** DIR/jobs and DIR/nextseq, computed once: path.join is costly on the per-job path. */
@@ -95,6 +101,7 @@ export class Queue {
     this.seqfilePath = path.join(dir, 'nextseq');
     this.jobsPrefix = `${this.jobsDir}/`;
     this.decoder = options.decoder;
+    this.decoderTimeout = options.decoderTimeout;
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -157,7 +164,7 @@ export class Queue {
       await handle?.close().catch(() => {});
       unlinkQuietly(temp);
       if (packet instanceof Readable) packet.destroy();
-      throw err;
+      throw this.placeWriteError(err);
     }
     return filename;
   }
@@ -181,9 +188,21 @@ export class Queue {
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);
-      throw err;
+      throw this.placeWriteError(err);
     }
     return filename;
+  }
+
+  /**
+   * write(2) and fsync(2) errors name no file: a full disk says "No space left on device: DIR/jobs"
+   * (the temporary file itself is gone by then).
+   */
+  private placeWriteError(err: unknown): unknown {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (err && typeof err === 'object' && !('path' in err) && (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG')) {
+      Object.assign(err, { path: this.jobsDir });
+    }
+    return err;
   }
 
   /**
@@ -207,7 +226,7 @@ export class Queue {
   /** Read one job file's header, through the decoder if there is one. */
   async readHeader(filename: string): Promise<PacketHeader> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return readHeaderThroughDecoder(p, this.decoder);
+    if (this.decoder !== undefined) return readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout);
     return readHeaderFileSync(p);
   }
 
@@ -244,7 +263,12 @@ export class Queue {
       try {
         results[i] = { filename, header: await this.readHeader(filename) };
       } catch (err) {
-        log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
+        // A hung decoder is not a bad file: stop. A failing one is worth a warning (a missing
+        // key or program would otherwise look like an empty queue); other files are skipped
+        // quietly, as the reference does.
+        if (err instanceof DecoderError && err.timedOut) throw err;
+        const level = err instanceof DecoderError ? 'warn' : 'debug';
+        log[level]('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
       }
     };
     // Through a decoder each header costs a process, so a few run at once; plain files are
@@ -280,7 +304,7 @@ export class Queue {
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await openThroughDecoder(p, this.decoder);
+      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
     const fd = fs.openSync(p, 'r');
@@ -299,7 +323,7 @@ export class Queue {
    */
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return checkedPayload(await openThroughDecoder(p, this.decoder), this.decoder);
+    if (this.decoder !== undefined) return checkedPayload(await openThroughDecoder(p, this.decoder, this.decoderTimeout), this.decoder);
     return (await readPacket({ path: p })).payload;
   }
 

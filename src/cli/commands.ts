@@ -199,7 +199,8 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       process.once('SIGTERM', onSignal);
       process.once('SIGINT', onSignal);
     }
-    const q = queue(inv, log);
+    // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
+    const q = Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, logger: log });
     q.assertExists();
     try {
       await processQueue(q, {
