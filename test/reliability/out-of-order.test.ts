@@ -6,13 +6,14 @@
  * goes on when the missing job arrives; nothing is left; nextseq ends at 101.
  *
  * How the queue is processed is a parameter (a Processor): the scenarios run against each entry
- * of PROCESSORS. Today that is repeated `fspl queue-process` runs, back to back.
+ * of PROCESSORS: repeated `fspl queue-process` runs, back to back, and one long-running
+ * `fspl queue-process --watch`, on file system events and on polling.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { Queue } from '../../src/queue.js';
-import { fspl, ls, packet, readLog, record, recorder, rngFor, sleep, tempDir, waitFor, type Rng } from './common.js';
+import { fspl, ls, packet, readLog, record, recorder, rngFor, sleep, startFspl, tempDir, waitFor, type Rng } from './common.js';
 
 const JOBS = 100;
 
@@ -54,12 +55,34 @@ const repeatedRuns: Processor = {
   },
 };
 
+/** One long-running `fspl queue-process --watch`, stopped with SIGTERM (file system events or polling). */
+function watcher(name: string, extra: string[]): Processor {
+  return {
+    name,
+    start(qdir, command) {
+      const { child, done } = startFspl(['queue-process', '-q', qdir, '--watch', ...extra, command], { timeoutMs: 120_000 });
+      return {
+        async stop() {
+          child.kill('SIGTERM');
+          const r = await done;
+          expect(r.code, r.stderr).toBe(0);
+          expect(r.stderr).not.toMatch(/Error/);
+          return { runs: 1, idleRuns: 0 };
+        },
+      };
+    },
+  };
+}
+
 /**
- * The processors every scenario runs against. Another way of processing (a long-running
- * `queue-process --watch`, say) is added here as one more Processor: start it in start(), and
- * end it in stop(); the scenarios wait for nextseq to reach JOBS + 1 before calling stop().
+ * The processors every scenario runs against: they start before the first job arrives; the
+ * scenarios wait for nextseq to reach JOBS + 1 before calling stop().
  */
-const PROCESSORS: Processor[] = [repeatedRuns];
+const PROCESSORS: Processor[] = [
+  repeatedRuns,
+  watcher('queue-process --watch (file system events)', []),
+  watcher('queue-process --watch --poll-interval 0.05', ['--poll-interval', '0.05']),
+];
 
 type Arrival = 'random order' | 'reverse order';
 
