@@ -7,6 +7,8 @@ import fsExt from 'fs-ext';
 import { LockedError } from './errors.js';
 import { closeQuietly } from './io.js';
 
+const NOTE_MAX = 1024;
+
 export class FileLock {
   private fd: number | undefined;
   readonly path: string;
@@ -36,6 +38,37 @@ export class FileLock {
 
   get held(): boolean {
     return this.fd !== undefined;
+  }
+
+  /**
+   * A one-line note kept inside the lock file while the lock is held: queue-process records
+   * there the job it is about to finish, so that a run killed half-way through finishing it can
+   * be completed by the next one. The reference never reads the lock file's contents.
+   */
+  readNote(): string {
+    const buf = Buffer.alloc(NOTE_MAX);
+    const n = fs.readSync(this.descriptor(), buf, 0, NOTE_MAX, 0);
+    const text = buf.toString('utf8', 0, n);
+    const nl = text.indexOf('\n');
+    return nl < 0 ? '' : text.slice(0, nl);
+  }
+
+  /** Replace the note (one positional write; a longer old note's tail is ignored by readNote). */
+  writeNote(line: string): void {
+    const buf = Buffer.from(`${line}\n`, 'utf8');
+    if (buf.length > NOTE_MAX) throw new RangeError('FileLock.writeNote: note too long');
+    // A regular file takes a write this small whole.
+    fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
+  }
+
+  /** Empty the lock file again. */
+  clearNote(): void {
+    fs.ftruncateSync(this.descriptor(), 0);
+  }
+
+  private descriptor(): number {
+    if (this.fd === undefined) throw new Error(`Lock on ${this.path} is not held`);
+    return this.fd;
   }
 
   /** Release the lock (closing the descriptor releases it). Safe to call twice. */

@@ -12,7 +12,8 @@ import { silentLogger, type Logger } from './log.js';
 import { readHeaderSync } from './packet/read.js';
 import { fdStream, metadataOf, type PacketMetadata } from './packet/stream.js';
 import { U64_MAX, type PacketHeader } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, type JobEntry, type OpenJob, type Queue } from './queue.js';
+import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry, type OpenJob, type Queue } from './queue.js';
+import type { SeqFile } from './seqfile.js';
 import { JobsWatcher } from './watch.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
@@ -286,7 +287,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
       watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: log });
       log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
     }
-    let next = seqfile.read();
+    let next = finishInterrupted(queue, seqfile, seqfile.read(), log);
     log.debug('process', () => `Read next ID ${next} from seqfile`);
     // Unlike the reference, make sure a job's completion can be recorded before running any:
     // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
@@ -345,6 +346,11 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
         if (!outcome.ok && onError === 'retry') {
           throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
         }
+        const remove = !opts.neverDelete && (outcome.ok || onError === 'delete');
+        // The job is finished: record that in the lock file before nextseq and the job file
+        // change, so that a run killed between the two steps is completed by the next one
+        // (finishInterrupted) instead of leaving a spent job file behind.
+        if (remove) seqfile.writeNote(`${pass ? 'T' : 'S'} ${seq} ${entry.filename}`);
         if (pass) {
           done.add(entry.filename);
         } else {
@@ -352,7 +358,6 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
           seqfile.write(next);
           log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
         }
-        const remove = !opts.neverDelete && (outcome.ok || onError === 'delete');
         if (remove) {
           log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
           queue.delete(entry.filename);
@@ -360,12 +365,44 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
         }
       }
       if (stop || !watcher) break;
+      seqfile.clearNote(); // nothing half-finished while we wait
       emit({ type: 'idle' });
       if (!(await watcher.wait(opts.signal))) break;
     }
     return summary;
   } finally {
     watcher?.close();
-    seqfile.release();
+    try {
+      seqfile.clearNote();
+    } finally {
+      seqfile.release();
+    }
   }
+}
+
+/**
+ * Complete a finished job that a killed run left half-recorded. The lock file's note names the
+ * last job a run was finishing: its command had succeeded (or failed under Delete), and nextseq
+ * and the job file were about to change. If nextseq still names it, move past it; then delete
+ * its file, which is spent. Without this, a kill in that window leaves a job file below nextseq
+ * that nothing ever runs or removes (as in the reference), or runs a finished job again.
+ */
+function finishInterrupted(queue: Queue, seqfile: SeqFile, next: bigint, log: Logger): bigint {
+  const note = /^([ST]) (\d+) (\S+)$/.exec(seqfile.readNote());
+  if (note) {
+    const [, mode, seqText, filename] = note as unknown as [string, 'S' | 'T', string, string];
+    const seq = BigInt(seqText);
+    if (isJobFilename(filename) && fs.existsSync(queue.jobPath(filename))) {
+      if (mode === 'S' && seq === next && seq !== U64_MAX) {
+        next = seq + 1n;
+        seqfile.write(next);
+      }
+      if (mode === 'T' || seq < next) {
+        log.info('process', `Removing ${JSON.stringify(filename)}: job ${seq} was finished by an interrupted run`);
+        queue.delete(filename);
+      }
+    }
+  }
+  seqfile.clearNote();
+  return next;
 }

@@ -123,6 +123,19 @@ export class SeqFile {
     return v;
   }
 
+  /** The note kept in the lock file (see FileLock.readNote); '' when none. */
+  readNote(): string {
+    return this.lock.readNote();
+  }
+
+  writeNote(line: string): void {
+    this.lock.writeNote(line);
+  }
+
+  clearNote(): void {
+    this.lock.clearNote();
+  }
+
   release(): void {
     this.lock.release();
   }

@@ -173,6 +173,77 @@ describe('processQueue', () => {
   });
 });
 
+describe('processQueue after a run killed while finishing a job', () => {
+  /** Leave the note a killed run would have left, as it would have left it. */
+  function killedWhileFinishing(q: Queue, note: string): void {
+    fs.writeFileSync(path.join(q.dir, 'nextseq.lock'), `${note}\n`);
+  }
+
+  it('killed before nextseq moved: moves it past the finished job and deletes it, without running it again', async () => {
+    const { q, script, lines } = setup();
+    const first = q.writeBuffer(packet(1n));
+    q.writeBuffer(packet(2n));
+    killedWhileFinishing(q, `S 1 ${first}`);
+    expect(await processQueue(q, { command: script })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+    expect(lines().map((l) => l[0])).toEqual(['2']);
+    expect(q.getNext()).toBe(3n);
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+    expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+  });
+
+  it('killed after nextseq moved, before the unlink: deletes the spent job file', async () => {
+    const { q, script, lines } = setup();
+    const first = q.writeBuffer(packet(1n));
+    q.writeBuffer(packet(2n));
+    q.setNext(2n);
+    killedWhileFinishing(q, `S 1 ${first}`);
+    await processQueue(q, { command: script });
+    expect(lines().map((l) => l[0])).toEqual(['2']);
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+  });
+
+  it('timestamp order: deletes the finished job file', async () => {
+    const { q, script, lines } = setup();
+    const first = q.writeBuffer(packet(7n));
+    killedWhileFinishing(q, `T 7 ${first}`);
+    expect(await processQueue(q, { command: script, orderBy: 'timestamp' })).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+    expect(lines()).toEqual([]);
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+  });
+
+  it('ignores a note naming a file that is gone, a job above nextseq, or nonsense', async () => {
+    for (const note of ['S 1 fspl-gone.fspl', 'S 5 FILE', 'garbage', 'S 1 ../nextseq']) {
+      const { q, script, lines } = setup();
+      const file = q.writeBuffer(packet(5n));
+      q.writeBuffer(packet(1n));
+      killedWhileFinishing(q, note.replace('FILE', file));
+      await processQueue(q, { command: script });
+      expect(lines().map((l) => l[0]), note).toEqual(['1']);
+      expect(fs.readdirSync(q.jobsDir), note).toHaveLength(1);
+      expect(q.getNext(), note).toBe(2n);
+    }
+  });
+
+  it('notes only a job whose file is to be deleted, and empties the lock file at the end', async () => {
+    for (const neverDelete of [false, true]) {
+      const { q, script } = setup();
+      const first = q.writeBuffer(packet(1n));
+      q.writeBuffer(packet(2n));
+      const notes: string[] = [];
+      await processQueue(q, {
+        command: script,
+        neverDelete,
+        onEvent: (e) => {
+          if (e.type === 'start') notes.push(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8'));
+        },
+      });
+      // What the lock file holds as job 2 starts: job 1's note, unless job 1 was to be kept.
+      expect(notes).toEqual(['', neverDelete ? '' : `S 1 ${first}\n`]);
+      expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+    }
+  });
+});
+
 describe('processFd (stdin-process)', () => {
   it('reads only the header and hands the rest of the descriptor to the command', async () => {
     const dir = tempDir();
