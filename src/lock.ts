@@ -8,6 +8,9 @@ import { LockedError } from './errors.js';
 import { closeQuietly } from './io.js';
 
 const NOTE_MAX = 1024;
+/** How long a busy lock is retried before giving up. */
+const BUSY_WAIT_MS = 100;
+const pauser = new Int32Array(new SharedArrayBuffer(4));
 
 export class FileLock {
   private fd: number | undefined;
@@ -25,15 +28,25 @@ export class FileLock {
   static acquire(path: string, options: { create?: boolean } = {}): FileLock {
     const flags = fs.constants.O_RDWR | (options.create === false ? 0 : fs.constants.O_CREAT);
     const fd = fs.openSync(path, flags, 0o666);
-    try {
-      fsExt.flockSync(fd, 'exnb');
-    } catch (err) {
-      closeQuietly(fd);
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') throw new LockedError(path);
-      throw err;
+    // A lock held for an instant (a `queue-status` or `flock -n` probe looking at it) is waited
+    // out; a lock that stays held (another queue-process) still fails within a tenth of a second.
+    const deadline = Date.now() + BUSY_WAIT_MS;
+    for (;;) {
+      try {
+        fsExt.flockSync(fd, 'exnb');
+        return new FileLock(path, fd);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        const busy = code === 'EAGAIN' || code === 'EWOULDBLOCK';
+        if (busy && Date.now() < deadline) {
+          Atomics.wait(pauser, 0, 0, 5);
+          continue;
+        }
+        closeQuietly(fd);
+        if (busy) throw new LockedError(path);
+        throw err;
+      }
     }
-    return new FileLock(path, fd);
   }
 
   get held(): boolean {

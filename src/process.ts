@@ -350,7 +350,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
         // The job is finished: record that in the lock file before nextseq and the job file
         // change, so that a run killed between the two steps is completed by the next one
         // (finishInterrupted) instead of leaving a spent job file behind.
-        if (remove) seqfile.writeNote(`${pass ? 'T' : 'S'} ${seq} ${entry.filename}`);
+        if (remove) noteFinishing(seqfile, `${pass ? 'T' : 'S'} ${seq} ${entry.filename}`, log);
         if (pass) {
           done.add(entry.filename);
         } else {
@@ -374,9 +374,22 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
     watcher?.close();
     try {
       seqfile.clearNote();
-    } finally {
-      seqfile.release();
+    } catch {
+      // Never hide the error that ended the run; a note left behind names a finished job anyway.
     }
+    seqfile.release();
+  }
+}
+
+/**
+ * Write the note naming the job being finished. It only helps a later run after a kill, so a
+ * failure (a full disk, say) is not an error: the update of nextseq that follows reports it.
+ */
+function noteFinishing(seqfile: SeqFile, line: string, log: Logger): void {
+  try {
+    seqfile.writeNote(line);
+  } catch (err) {
+    log.debug('process', () => `Could not note the job being finished in the lock file: ${describeSystemError(err)}`);
   }
 }
 

@@ -1,0 +1,51 @@
+/** FileLock: exclusive, non-blocking, with a short grace for locks held only for an instant. */
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LockedError } from '../src/errors.js';
+import { FileLock, isLocked } from '../src/lock.js';
+import { tempDir } from './helpers.js';
+
+/** Hold a lock on file from another process for `seconds`; resolves once it is held. */
+async function holdElsewhere(file: string, seconds: number) {
+  const child = spawn('flock', ['-x', file, 'sleep', String(seconds)], { stdio: 'ignore' });
+  const until = Date.now() + 10_000;
+  while (!isLocked(file) && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+  return child;
+}
+
+describe('FileLock', () => {
+  it('waits out a lock held for an instant (a probe), and fails on one that stays held', async () => {
+    const file = path.join(tempDir(), 'x.lock');
+    fs.writeFileSync(file, '');
+    const probe = await holdElsewhere(file, 0.02);
+    const lock = FileLock.acquire(file);
+    expect(lock.held).toBe(true);
+    lock.release();
+    if (probe.exitCode === null) await new Promise((r) => probe.once('exit', r));
+
+    const holder = await holdElsewhere(file, 5);
+    try {
+      expect(() => FileLock.acquire(file)).toThrow(LockedError);
+    } finally {
+      holder.kill();
+    }
+  });
+
+  it('keeps a one-line note in the lock file while held', () => {
+    const file = path.join(tempDir(), 'y.lock');
+    const lock = FileLock.acquire(file, { create: true });
+    try {
+      expect(lock.readNote()).toBe('');
+      lock.writeNote('S 12 fspl-a-long-file-name.fspl');
+      lock.writeNote('T 3 fspl-b.fspl');
+      expect(lock.readNote()).toBe('T 3 fspl-b.fspl');
+      lock.clearNote();
+      expect(fs.readFileSync(file, 'utf8')).toBe('');
+    } finally {
+      lock.release();
+    }
+    expect(spawnSync('flock', ['-n', file, 'true']).status).toBe(0);
+  });
+});
