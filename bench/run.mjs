@@ -15,6 +15,7 @@
  *   --only LIST          comma-separated workload ids to run, e.g. 1,4 (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
+ *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
  *
  * Every round runs ours then the reference, one after the other, on fresh copies of the same
  * generated input. Each run is checked (exit status, end state of the queue, output equal to the
@@ -50,6 +51,7 @@ function parseArgs(argv) {
     only: undefined,
     dir: env.BENCH_DIR || undefined,
     ref: env.FSPL_REF || '/usr/bin/fspl',
+    noNative: env.BENCH_NO_NATIVE === '1',
   };
   const need = (i) => {
     if (i + 1 >= argv.length) die(`option ${argv[i]} needs a value`);
@@ -69,8 +71,9 @@ function parseArgs(argv) {
       case '--only': o.only = new Set(val().split(',').map((s) => s.trim()).filter(Boolean)); break;
       case '--dir': o.dir = val(); break;
       case '--ref': o.ref = val(); break;
+      case '--no-native': o.noNative = true; break;
       case '-h': case '--help':
-        process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 22).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+        process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 23).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default: die(`unknown option ${a} (try --help)`);
@@ -122,6 +125,10 @@ for (const [k, v] of Object.entries(process.env)) {
   ENV[k] = v;
 }
 ENV.SHELL = '/bin/sh';
+if (opts.noNative) ENV.FSPL_NO_NATIVE = '1';
+
+const ADDON = path.join(ROOT, 'native', 'build', 'Release', 'fspl_native.node');
+const NATIVE = !opts.noNative && fs.existsSync(ADDON);
 
 const SIDES = {
   ours: { name: 'ours', argv: [NODE, BIN] },
@@ -661,6 +668,33 @@ function floorsSection() {
   if (floors.spawnPerJob === undefined) return '';
   const r2 = results.find((r) => r.id === '2');
   const r3 = results.find((r) => r.id === '3');
+  const d2 = details.find((d) => d.id === '2' && d.side === 'ours');
+  const n = floors.jobs;
+  const nativeRow =
+    floors.nativePerJob === undefined
+      ? ''
+      : `| the same loop through fspl's native addon (\`posix_spawn\`, the way ours starts jobs; row 2's floor) | ${floors.nativePerJob.toFixed(2)} ms | ${fmtMs(floors.nativePerJob * n)} |\n`;
+  let row2;
+  if (floors.nativePerJob !== undefined) {
+    // What is left above the spawn floor: start-up and the per-job JS work.
+    const start = startup.ours?.median;
+    const rest = d2 && start !== undefined ? d2.wall.median - start - floors.nativePerJob * n : undefined;
+    row2 = `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands with \`posix_spawn\`
+  through its native addon (native/fspl_native.c; glibc uses \`clone(CLONE_VM|CLONE_VFORK)\`, so
+  nothing of Node's ~50 MiB is copied): ${floors.nativePerJob.toFixed(2)} ms a job for the bare loop, against
+  ${floors.spawnPerJob.toFixed(2)} ms for \`child_process.spawn\` (a full \`fork()\`; libuv 1.46 uses neither vfork nor
+  posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. The reference's whole run costs about
+  what that loop costs, so the difference is Node's start-up plus the per-job work in JS (open the
+  job and decode its header again, build its environment, write the seqfile, delete the job)${
+    rest !== undefined ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job` : ''
+  }.\n  Without the addon (not built, or \`FSPL_NO_NATIVE=1\`) jobs start through \`child_process.spawn\`.`;
+  } else {
+    row2 = `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): measured ${opts.noNative ? 'with `--no-native`' : 'without the native addon (not built)'}:
+  Node's \`child_process.spawn\` does a full \`fork()\` of a ~50 MiB process (libuv 1.46 does not use
+  vfork or posix_spawn on Linux), which costs ${floors.spawnPerJob.toFixed(2)} ms a job here before the command even
+  starts, against ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. That floor alone, times ${n} jobs, is
+  ${fmtMs(floors.spawnPerJob * n)}. The native addon (\`npm run build\` builds it) starts jobs with \`posix_spawn\` instead.`;
+  }
   return `## Floors: what Node itself costs for the per-job work
 
 Measured in the same run with \`bench/floors.mjs\` (loop time only, no start-up), to show how
@@ -668,25 +702,29 @@ much of rows 2 and 3 is Node's own cost for the same system calls rather than fs
 
 | Measurement | Per job | For the workload |
 | --- | --- | --- |
-| bare \`child_process.spawn('/bin/true')\` loop in Node (row 2's floor) | ${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * floors.jobs)} for ${floors.jobs} jobs |
-| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * floors.jobs)} |
+| bare \`child_process.spawn('/bin/true')\` loop in Node | ${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * n)} for ${n} jobs |
+${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
 | Node doing a NOP run's system calls, no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
 
 Why rows 2 and 3 miss their targets:
-- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): Node's \`child_process.spawn\` does a full
-  \`fork()\` of a ~50 MiB process (libuv 1.46 does not use vfork or posix_spawn on Linux), which
-  costs ${floors.spawnPerJob.toFixed(2)} ms a job here before the command even starts, against
-  ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. That floor alone, times ${floors.jobs} jobs, is
-  ${fmtMs(floors.spawnPerJob * floors.jobs)}. execa (on the design card) is worse still, about twice the bare spawn,
-  so it is kept off this path (see src/exec.ts). What would close it: a small native spawner
-  (posix_spawn/vfork through a node-gyp addon, like fs-ext) that takes the job file descriptor.
+${row2}
+  execa (on the design card) is slower than even \`child_process.spawn\`, about twice the bare
+  spawn, so it is kept off this path (see src/exec.ts).
 - Row 3 (${r3 ? r3.ours : '?'} against ${r3 ? r3.ref : '?'}): the node start-up floor plus
   ${fmtMs(floors.nopLoop)} for Node to make the same open/read/fsync/rename/unlink calls with no fspl logic at
   all. On tmpfs fsync is free, so this is the cost of Node's synchronous fs bindings (several µs a
   call). On a disk, fsync dominates both implementations and the ratio falls toward 1.
-- Row 4 has no floor measured yet. A CPU profile of \`queue-ls\` over 10,000 jobs shows the time
-  spread over Node's start-up, the per-file open/read/close calls, MessagePack decoding and
-  garbage collection; headers are read with one 4 KiB read each and decoders are reused.
+- Row 4: ${
+    NATIVE
+      ? `the scan reads every job file's first 4 KiB (open, pread, close) and decodes the headers in
+  the usual encoding in one call to the native addon; what is left is Node's start-up, listing
+  \`jobs/\` (one \`fs.Dir\` entry object per file), building, sorting and printing the entries (local
+  timestamps included). Without the addon, the reads go through Node's synchronous fs bindings
+  and the headers through the JS MessagePack decoder.`
+      : `without the native addon, each header is read with one 4 KiB read through Node's synchronous
+  fs bindings and decoded by the JS MessagePack decoder (decoders are reused); a CPU profile shows
+  the time spread over start-up, those calls, decoding and garbage collection.`
+  }
 `;
 }
 
@@ -704,12 +742,14 @@ function benchFloors() {
   const floorScript = path.join(ROOT, 'bench', 'floors.mjs');
   const n = SIZES.trueJobs;
   const spawnMs = [];
+  const nativeMs = [];
   const shMs = [];
   const nopMs = [];
   const template = path.join(WORK, 'floor-nop-template');
   makeQueue(template, SIZES.nopJobs, 'nop');
   for (let r = 0; r < Math.max(1, Math.min(opts.rounds, 3)); r++) {
     spawnMs.push(Number(sh(process.execPath, [floorScript, 'spawn', String(n)], 'spawn floor').trim()));
+    if (NATIVE) nativeMs.push(Number(sh(process.execPath, [floorScript, 'native-spawn', String(n)], 'native spawn floor').trim()));
     const t = process.hrtime.bigint();
     sh('sh', ['-c', `i=0; while [ $i -lt ${n} ]; do /bin/true; i=$((i+1)); done`], 'shell spawn loop');
     shMs.push(ms(t));
@@ -721,6 +761,7 @@ function benchFloors() {
   floors.jobs = n;
   floors.nopJobs = SIZES.nopJobs;
   floors.spawnPerJob = median(spawnMs) / n;
+  floors.nativePerJob = NATIVE ? median(nativeMs) / n : undefined;
   floors.shPerJob = median(shMs) / n;
   floors.nopLoop = median(nopMs);
 }
@@ -783,6 +824,7 @@ Re-run it to refresh this page; \`node bench/run.mjs --help\` lists the options.
 | Node | ${process.version} |
 | Reference | ${meta.refVersion} (\`${opts.ref}\`) |
 | Ours | \`node bin/fspl\`, commit ${meta.commit} at the start of the run |
+| Native addon | ${NATIVE ? `used (\`native/build/Release/fspl_native.node\`: posix_spawn for job commands, header reads)` : opts.noNative ? 'not used (`--no-native`: FSPL_NO_NATIVE=1)' : 'not built: pure-Node code'} |
 | Queues and payloads | \`${opts.dir}\` (${meta.fs}) |
 | Rounds | ${opts.rounds} per workload, ${opts.bigRounds} for the ${fmtSize(SIZES.pipe4)} run, ${opts.coldRounds} for start-up |
 | Load average (1 min) | ${meta.loadStart} at the start, ${meta.loadEnd} at the end |

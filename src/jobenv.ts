@@ -52,12 +52,42 @@ export function formatInfo(vars: JobVariable[]): Buffer {
  * UTF-8 are replaced (documented in docs/compatibility.md).
  */
 export function jobEnvironment(vars: JobVariable[], base: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  const merged = new Map<string, string>();
-  for (const [k, v] of Object.entries(base)) if (v !== undefined) merged.set(k, v);
-  for (const [k, v] of vars) merged.set(k.toString('utf8'), v.toString('utf8'));
+  // The job's variables (a later one of the same name wins), sorted, merged into the inherited
+  // ones, sorted once per environment: a queue run passes the same object for every job, and
+  // sorting all of it each time was a measurable part of the per-job cost.
+  const own = new Map<string, string>();
+  for (const [k, v] of vars) own.set(k.toString('utf8'), v.toString('utf8'));
+  const ownKeys = [...own.keys()].sort();
+  const baseKeys = sortedKeys(base);
   const env: Record<string, string> = {};
-  for (const k of [...merged.keys()].sort()) env[k] = merged.get(k)!;
+  let i = 0;
+  let j = 0;
+  while (i < baseKeys.length || j < ownKeys.length) {
+    const a = baseKeys[i];
+    const b = ownKeys[j];
+    if (b === undefined || (a !== undefined && a < b)) {
+      const v = base[a!];
+      if (v !== undefined) env[a!] = v;
+      i++;
+    } else {
+      env[b] = own.get(b)!;
+      j++;
+      if (a === b) i++; // the job's value replaces the inherited one
+    }
+  }
   return env;
+}
+
+const sortedKeysCache = new WeakMap<object, { keys: string[]; sorted: string[] }>();
+
+/** Object.keys(env), sorted; remembered per object for as long as its keys stay the same. */
+function sortedKeys(env: NodeJS.ProcessEnv): string[] {
+  const keys = Object.keys(env);
+  const cached = sortedKeysCache.get(env);
+  if (cached && cached.keys.length === keys.length && cached.keys.every((k, i) => k === keys[i])) return cached.sorted;
+  const sorted = [...keys].sort();
+  sortedKeysCache.set(env, { keys, sorted });
+  return sorted;
 }
 
 /** The variables as an object of strings, for JS callers (bytes that are not UTF-8 replaced). */

@@ -1,0 +1,731 @@
+/*
+ * fspl_native: two small system-call helpers for the per-job hot paths of fspl.
+ *
+ * Why native code rather than a library or Node's own API (measured on a 2-core Xeon, Node 20.20,
+ * tmpfs; see docs/benchmarks.md):
+ *
+ *  1. spawn(): Node's child_process.spawn goes through libuv 1.46, which fork()s the whole Node
+ *     process (~50 MiB of address space: the page tables are copied for every child) before
+ *     exec'ing the command. That costs about 2.15 ms a job, against 0.68 ms for a shell's
+ *     fork+exec; a queue of 1,000 jobs running /bin/true took 2.95 s against the reference's
+ *     749 ms. glibc's posix_spawn uses clone(CLONE_VM|CLONE_VFORK): no page tables are copied.
+ *     No npm package does this without dragging in a large dependency (and execa, built on
+ *     child_process, is slower still), so this is a few dozen lines of C.
+ *
+ *  2. readHeads(): a queue scan opens every job file, reads its first 4 KiB and closes it.
+ *     Through Node's synchronous fs bindings each of those calls costs several microseconds of
+ *     binding overhead (argument checks, a FSReqCallback, exceptions built on errors); here a
+ *     scan of 10,000 files is three plain system calls a file, and the bytes come back in one
+ *     Buffer. Headers in the one encoding fspl and the reference write are decoded here too
+ *     (parse_header): the generic JS MessagePack decoder, still cold at start-up, was most of
+ *     the scan. The first scan of 10,000 jobs went from about 175 ms to 60 ms; `queue-ls` of
+ *     10,000 jobs from 419 ms to about 270 ms (node's own start-up is 100-130 ms of that).
+ *
+ * Everything here is optional: src/native.ts loads this addon if it was built and falls back to
+ * the pure-Node code otherwise (or when FSPL_NO_NATIVE=1).
+ *
+ * JS interface (see src/native.ts for the typed wrapper):
+ *
+ *   spawn(file, argv, env, stdinFd, stdoutFd, stderrFd, onExit) -> pid, or -errno
+ *     argv and env are strings of NUL-terminated entries ("a\0b\0"). stdinFd -1 means
+ *     /dev/null. onExit(code, signal) is called once the child has exited: code >= 0 and
+ *     signal 0 for a normal exit, code -1 and the signal number when killed. The program is
+ *     looked up as execvp(3) does, but in the CHILD's PATH (env), as libuv does.
+ *
+ *   readHeads(dir, names, count, max, parse) -> [bytes, lengths, parsed] or -errno (no dir)
+ *     names: count NUL-terminated file names in dir. For each file, up to max bytes from offset
+ *     0; lengths[i] is the byte count (the bytes follow each other in `bytes`) or -errno.
+ *     With parse, `parsed` holds the headers that are in the reference's exact encoding (see
+ *     parse_header), decoded; any other file is left to the JS decoder, which then gives the
+ *     same result or the same error as for a file read without this addon.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <node_api.h>
+
+#define CHECK(call)                                 \
+  do {                                              \
+    if ((call) != napi_ok) return fail(env, #call); \
+  } while (0)
+
+static napi_value fail(napi_env env, const char* what) {
+  const napi_extended_error_info* info = NULL;
+  napi_get_last_error_info(env, &info);
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (!pending) {
+    napi_throw_error(env, NULL, info && info->error_message ? info->error_message : what);
+  }
+  return NULL;
+}
+
+static napi_value make_int(napi_env env, int v) {
+  napi_value out;
+  if (napi_create_int32(env, v, &out) != napi_ok) return NULL;
+  return out;
+}
+
+/* A JS string as a malloc'd UTF-8 buffer (NULs inside are kept; *len excludes the final one). */
+static char* get_string(napi_env env, napi_value v, size_t* len) {
+  size_t n = 0;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &n) != napi_ok) return NULL;
+  char* s = malloc(n + 1);
+  if (!s) return NULL;
+  if (napi_get_value_string_utf8(env, v, s, n + 1, &n) != napi_ok) {
+    free(s);
+    return NULL;
+  }
+  if (len) *len = n;
+  return s;
+}
+
+/* Split "a\0b\0" (length n) into a NULL-terminated vector pointing into s. */
+static char** split_nul(char* s, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) count += s[i] == '\0';
+  char** v = malloc((count + 1) * sizeof(char*));
+  if (!v) return NULL;
+  size_t k = 0;
+  char* start = s;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '\0') {
+      v[k++] = start;
+      start = s + i + 1;
+    }
+  }
+  v[k] = NULL;
+  return v;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* spawn                                                                                      */
+
+typedef struct {
+  napi_async_work work;
+  napi_ref callback;
+  pid_t pid;
+} wait_req;
+
+/* On a thread-pool thread: wait until the child has exited, without reaping it. The zombie is
+ * reaped on the main thread (wait_complete), so a kill() from JS (the timeout) can never reach
+ * a recycled pid: until then the pid still belongs to our zombie. */
+static void wait_execute(napi_env env, void* data) {
+  (void)env;
+  wait_req* req = data;
+  siginfo_t info;
+  for (;;) {
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)req->pid, &info, WEXITED | WNOWAIT) == 0 || errno != EINTR) break;
+  }
+}
+
+static void wait_complete(napi_env env, napi_status status, void* data) {
+  wait_req* req = data;
+  int code = -1, sig = 0, st = 0;
+  pid_t r;
+  do r = waitpid(req->pid, &st, 0);
+  while (r < 0 && errno == EINTR);
+  if (r == req->pid) {
+    if (WIFEXITED(st)) code = WEXITSTATUS(st);
+    else if (WIFSIGNALED(st)) sig = WTERMSIG(st);
+  }
+  napi_value cb, global, argv[2];
+  if (status != napi_cancelled && napi_get_reference_value(env, req->callback, &cb) == napi_ok && cb &&
+      napi_get_global(env, &global) == napi_ok) {
+    argv[0] = make_int(env, code);
+    argv[1] = make_int(env, sig);
+    napi_call_function(env, global, cb, 2, argv, NULL); /* an exception propagates as uncaught */
+  }
+  napi_delete_reference(env, req->callback);
+  napi_delete_async_work(env, req->work);
+  free(req);
+}
+
+static int spawn_one(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
+                     char* const* argv, char* const* envp) {
+  int err = posix_spawn(pid, path, fa, attr, argv, envp);
+  return err;
+}
+
+/* execvp(3) semantics (glibc's __execvpe, minus its ENOEXEC retry through /bin/sh, which the
+ * JS side handles by falling back to child_process), with PATH taken from the child's env. */
+static int spawn_path(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
+                      char* const* argv, char* const* envp) {
+  if (*file == '\0') return ENOENT;
+  if (strchr(file, '/')) return spawn_one(pid, file, fa, attr, argv, envp);
+  const char* path = NULL;
+  for (char* const* e = envp; *e; e++) {
+    if (strncmp(*e, "PATH=", 5) == 0) {
+      path = *e + 5;
+      break;
+    }
+  }
+  if (!path) path = "/bin:/usr/bin"; /* glibc's default (confstr _CS_PATH) */
+  size_t flen = strlen(file);
+  size_t plen = strlen(path);
+  char* buf = malloc(plen + flen + 2);
+  if (!buf) return ENOMEM;
+  int got_eacces = 0;
+  int err = ENOENT;
+  const char* p = path;
+  for (;;) {
+    const char* end = strchrnul(p, ':');
+    size_t dlen = (size_t)(end - p);
+    char* w = buf;
+    if (dlen) {
+      memcpy(w, p, dlen);
+      w += dlen;
+      *w++ = '/';
+    }
+    memcpy(w, file, flen + 1); /* an empty PATH entry means the current directory */
+    struct stat st;
+    /* A candidate that does not exist fails execve with ENOENT/ENOTDIR: skip it without the cost
+     * of a failed spawn. Anything else is tried for real, so errors are execve's own. */
+    if (stat(buf, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+      err = errno;
+    } else {
+      err = spawn_one(pid, buf, fa, attr, argv, envp);
+      if (err == 0) break;
+    }
+    switch (err) {
+      case EACCES:
+        got_eacces = 1;
+        break;
+      case ENOENT:
+      case ESTALE:
+      case ENOTDIR:
+      case ENODEV:
+      case ETIMEDOUT:
+        break;
+      default:
+        free(buf);
+        return err;
+    }
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  free(buf);
+  if (err != 0 && got_eacces) err = EACCES;
+  return err;
+}
+
+static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 7;
+  napi_value args[7];
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
+  if (argc < 7) {
+    napi_throw_type_error(env, NULL, "spawn: 7 arguments expected");
+    return NULL;
+  }
+  int fds[3];
+  for (int i = 0; i < 3; i++) CHECK(napi_get_value_int32(env, args[3 + i], &fds[i]));
+  napi_valuetype t;
+  CHECK(napi_typeof(env, args[6], &t));
+  if (t != napi_function) {
+    napi_throw_type_error(env, NULL, "spawn: onExit must be a function");
+    return NULL;
+  }
+
+  size_t alen = 0, elen = 0;
+  char* file = get_string(env, args[0], NULL);
+  char* astr = get_string(env, args[1], &alen);
+  char* estr = get_string(env, args[2], &elen);
+  char** argv = astr ? split_nul(astr, alen) : NULL;
+  char** envp = estr ? split_nul(estr, elen) : NULL;
+  int err = 0;
+  pid_t pid = -1;
+  int tmp[3] = {-1, -1, -1};
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  int fa_ok = 0, attr_ok = 0;
+  if (!file || !argv || !envp) {
+    err = ENOMEM;
+    goto done;
+  }
+
+  /* The child's fds 0-2. A source that is itself one of 0-2 but bound elsewhere (stdin given as
+   * fd 1, say) is first copied above 2, so the dup2s cannot clobber each other. */
+  int src[3];
+  for (int i = 0; i < 3; i++) {
+    src[i] = fds[i];
+    if (src[i] >= 0 && src[i] <= 2 && src[i] != i) {
+      tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+      if (tmp[i] < 0) {
+        err = errno;
+        goto done;
+      }
+      src[i] = tmp[i];
+    }
+    /* As libuv does in its child for fds 0-2: the child gets blocking descriptors. (The flag
+     * belongs to the open file description, which the child shares: the effect is the same.) */
+    if (src[i] >= 0) {
+      int fl = fcntl(src[i], F_GETFL);
+      if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(src[i], F_SETFL, fl & ~O_NONBLOCK);
+    }
+  }
+  if ((err = posix_spawn_file_actions_init(&fa))) goto done;
+  fa_ok = 1;
+  for (int i = 0; i < 3; i++) {
+    if (src[i] < 0) {
+      if (i != 0) { err = EBADF; goto done; }
+      err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    } else {
+      /* Also for src == i: glibc then clears FD_CLOEXEC (POSIX, Austin Group issue 411). */
+      err = posix_spawn_file_actions_adddup2(&fa, src[i], i);
+    }
+    if (err) goto done;
+  }
+  if ((err = posix_spawnattr_init(&attr))) goto done;
+  attr_ok = 1;
+  /* Node ignores SIGPIPE and may block signals in this thread: the child gets every signal at
+   * its default disposition and an empty mask, as libuv's children do. (glibc's sigfillset
+   * leaves out its two internal signals, 32 and 33, and its posix_spawn then leaves them ignored
+   * in the child: the same as in the reference's children, which it also starts this way.) */
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  if ((err = posix_spawnattr_setsigdefault(&attr, &all))) goto done;
+  if ((err = posix_spawnattr_setsigmask(&attr, &none))) goto done;
+  if ((err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))) goto done;
+
+  err = spawn_path(&pid, file, &fa, &attr, argv, envp);
+
+done:
+  if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+  if (attr_ok) posix_spawnattr_destroy(&attr);
+  for (int i = 0; i < 3; i++)
+    if (tmp[i] >= 0) close(tmp[i]);
+  free(file);
+  free(astr);
+  free(estr);
+  free(argv);
+  free(envp);
+  if (err) return make_int(env, -err);
+
+  /* Wait for it on the thread pool. */
+  wait_req* req = calloc(1, sizeof *req);
+  napi_value name;
+  if (!req) return fail(env, "out of memory");
+  req->pid = pid;
+  if (napi_create_reference(env, args[6], 1, &req->callback) != napi_ok ||
+      napi_create_string_utf8(env, "fspl:waitpid", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_async_work(env, NULL, name, wait_execute, wait_complete, req, &req->work) != napi_ok ||
+      napi_queue_async_work(env, req->work) != napi_ok) {
+    /* Cannot happen in practice; do not leave a zombie behind. */
+    int st;
+    waitpid(pid, &st, 0);
+    free(req);
+    return fail(env, "spawn: cannot wait for the child");
+  }
+  return make_int(env, pid);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Header parsing: only the one encoding that fspl and the reference write                     */
+/*
+ * The packet header is a 30-byte prefix ("*FILESPOOLER", version 1, metadata length, CRC-32 of
+ * the metadata, CRC-32 of the prefix) and MessagePack metadata:
+ *
+ *   {"seq": uint, "ctime": [int secs, uint nanos],
+ *    "cmd_type": "NOP" | "Fail" | {"Command": {"params": [bytes...], "env": [[bytes, bytes]...]}}}
+ *
+ * with fixstr keys in that order and byte strings as arrays of integers 0..255 (positive fixint
+ * or uint8). That is what src/packet/codec.ts encodeMetadata and the reference write. For such a
+ * header the JS decoder (decodeMetadata) returns exactly what is decoded here; anything else (a
+ * bad CRC, other MessagePack forms it also accepts, trailing bytes, errors) is NOT parsed here
+ * (kind -1) and the JS side decodes the bytes itself. This must never accept a header the JS
+ * decoder would reject or read differently: test/native.test.ts compares the two.
+ */
+
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    crc_table[i] = c;
+  }
+}
+
+static uint32_t crc32_buf(const uint8_t* p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  while (n--) c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+static uint64_t be(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+  return v;
+}
+
+typedef struct {
+  const uint8_t* p;
+  const uint8_t* end;
+} reader;
+
+/* Growable outputs of the parse: decoded byte strings, and the layout of Command headers. */
+typedef struct {
+  uint8_t* data;
+  size_t data_len, data_cap;
+  int32_t* layout;
+  size_t layout_len, layout_cap;
+  int oom;
+} outputs;
+
+static int push_layout(outputs* o, int32_t v) {
+  if (o->layout_len == o->layout_cap) {
+    size_t ncap = o->layout_cap ? o->layout_cap * 2 : 1024;
+    int32_t* n = realloc(o->layout, ncap * sizeof(int32_t));
+    if (!n) return o->oom = 1, 0;
+    o->layout = n;
+    o->layout_cap = ncap;
+  }
+  o->layout[o->layout_len++] = v;
+  return 1;
+}
+
+static int need(reader* r, size_t n) { return (size_t)(r->end - r->p) >= n; }
+
+static int expect(reader* r, const char* bytes, size_t n) {
+  if (!need(r, n) || memcmp(r->p, bytes, n) != 0) return 0;
+  r->p += n;
+  return 1;
+}
+
+/* Any unsigned integer form; *v gets the value. */
+static int read_uint(reader* r, uint64_t* v) {
+  if (!need(r, 1)) return 0;
+  uint8_t b = *r->p++;
+  int n;
+  if (b <= 0x7f) return *v = b, 1;
+  switch (b) {
+    case 0xcc: n = 1; break;
+    case 0xcd: n = 2; break;
+    case 0xce: n = 4; break;
+    case 0xcf: n = 8; break;
+    default: return 0;
+  }
+  if (!need(r, (size_t)n)) return 0;
+  *v = be(r->p, n);
+  r->p += n;
+  return 1;
+}
+
+/* Any integer form whose value fits in an int64. */
+static int read_sint(reader* r, int64_t* v) {
+  if (!need(r, 1)) return 0;
+  uint8_t b = *r->p;
+  if (b >= 0xe0) return r->p++, *v = (int8_t)b, 1;
+  int n;
+  switch (b) {
+    case 0xd0: n = 1; break;
+    case 0xd1: n = 2; break;
+    case 0xd2: n = 4; break;
+    case 0xd3: n = 8; break;
+    default: {
+      uint64_t u;
+      if (!read_uint(r, &u) || u > (uint64_t)INT64_MAX) return 0;
+      return *v = (int64_t)u, 1;
+    }
+  }
+  r->p++;
+  if (!need(r, (size_t)n)) return 0;
+  uint64_t u = be(r->p, n);
+  r->p += n;
+  switch (n) {
+    case 1: *v = (int8_t)u; break;
+    case 2: *v = (int16_t)u; break;
+    case 4: *v = (int32_t)u; break;
+    default: *v = (int64_t)u; break;
+  }
+  return 1;
+}
+
+/* An array header (fixarray, array16, array32) declaring no more elements than bytes left. */
+static int read_array(reader* r, uint32_t* len) {
+  if (!need(r, 1)) return 0;
+  uint8_t b = *r->p++;
+  uint64_t n;
+  if (b >= 0x90 && b <= 0x9f) {
+    n = b & 0x0f;
+  } else if (b == 0xdc || b == 0xdd) {
+    int w = b == 0xdc ? 2 : 4;
+    if (!need(r, (size_t)w)) return 0;
+    n = be(r->p, w);
+    r->p += w;
+  } else {
+    return 0;
+  }
+  if (n > (uint64_t)(r->end - r->p)) return 0;
+  *len = (uint32_t)n;
+  return 1;
+}
+
+/* A byte string written as an array of integers 0..255; appended to o->data, with its offset and
+ * length pushed to the layout. */
+static int read_bytes(reader* r, outputs* o) {
+  uint32_t n;
+  if (!read_array(r, &n)) return 0;
+  if (o->data_cap - o->data_len < n) {
+    size_t ncap = o->data_cap ? o->data_cap : 4096;
+    while (ncap - o->data_len < n) ncap *= 2;
+    uint8_t* d = realloc(o->data, ncap);
+    if (!d) return o->oom = 1, 0;
+    o->data = d;
+    o->data_cap = ncap;
+  }
+  uint8_t* w = o->data + o->data_len;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!need(r, 1)) return 0;
+    uint8_t b = *r->p++;
+    if (b <= 0x7f) {
+      w[i] = b;
+    } else if (b == 0xcc && need(r, 1)) {
+      w[i] = *r->p++;
+    } else {
+      return 0;
+    }
+  }
+  if (o->data_len > INT32_MAX || !push_layout(o, (int32_t)o->data_len) || !push_layout(o, (int32_t)n)) return 0;
+  o->data_len += n;
+  return 1;
+}
+
+typedef struct {
+  uint64_t seq;
+  int64_t secs;
+  uint32_t nanos;
+  int32_t kind; /* -1: not parsed, 0: NOP, 1: Fail, 2: Command */
+  int32_t layout; /* Command: index in the layout of [nparams, (off, len)..., nenv, (koff, klen, voff, vlen)...] */
+} header;
+
+/* Parse the header at buf[0..n); 1 if parsed. On failure, the outputs are rolled back. */
+static int parse_header(const uint8_t* buf, size_t n, header* h, outputs* o) {
+  static const uint8_t tag[12] = {'*', 'F', 'I', 'L', 'E', 'S', 'P', 'O', 'O', 'L', 'E', 'R'};
+  h->kind = -1;
+  if (n < 30 || memcmp(buf, tag, 12) != 0 || be(buf + 12, 2) != 1) return 0;
+  if (be(buf + 26, 4) != crc32_buf(buf, 26)) return 0;
+  uint64_t mlen = be(buf + 14, 8);
+  if (mlen > n - 30) return 0;
+  const uint8_t* meta = buf + 30;
+  if (be(buf + 22, 4) != crc32_buf(meta, (size_t)mlen)) return 0;
+  reader rd = {meta, meta + mlen};
+  reader* r = &rd;
+  size_t data_mark = o->data_len, layout_mark = o->layout_len;
+  uint64_t nanos;
+  if (!expect(r, "\x83\xa3seq", 5) || !read_uint(r, &h->seq)) goto no;
+  if (!expect(r, "\xa5" "ctime\x92", 7) || !read_sint(r, &h->secs) || !read_uint(r, &nanos) || nanos > 0xFFFFFFFFu) goto no;
+  h->nanos = (uint32_t)nanos;
+  if (!expect(r, "\xa8" "cmd_type", 9)) goto no;
+  if (expect(r, "\xa3NOP", 4)) {
+    h->kind = 0;
+  } else if (expect(r, "\xa4" "Fail", 5)) {
+    h->kind = 1;
+  } else if (expect(r, "\x81\xa7" "Command\x82\xa6params", 17)) {
+    h->kind = 2;
+    if (o->layout_len > INT32_MAX) goto no;
+    h->layout = (int32_t)o->layout_len;
+    uint32_t count;
+    if (!read_array(r, &count) || !push_layout(o, (int32_t)count)) goto no;
+    for (uint32_t i = 0; i < count; i++)
+      if (!read_bytes(r, o)) goto no;
+    if (!expect(r, "\xa3" "env", 4) || !read_array(r, &count) || !push_layout(o, (int32_t)count)) goto no;
+    for (uint32_t i = 0; i < count; i++)
+      if (!expect(r, "\x92", 1) || !read_bytes(r, o) || !read_bytes(r, o)) goto no;
+  } else {
+    goto no;
+  }
+  if (r->p != r->end) goto no; /* trailing bytes: the JS decoder's error */
+  return 1;
+no:
+  o->data_len = data_mark;
+  o->layout_len = layout_mark;
+  h->kind = -1;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* readHeads                                                                                  */
+
+/* The parsed headers as JS values: [kinds, seqs, secs, nanos, layouts, layout, data]. */
+static napi_value parsed_value(napi_env env, const header* hs, uint32_t count, outputs* o) {
+  napi_value ab[5], arr[5], layout_ab, layout, data, result;
+  void* p[5];
+  static const napi_typedarray_type types[5] = {napi_int32_array, napi_biguint64_array, napi_bigint64_array, napi_uint32_array,
+                                                napi_int32_array};
+  static const size_t sizes[5] = {4, 8, 8, 4, 4};
+  for (int k = 0; k < 5; k++) {
+    CHECK(napi_create_arraybuffer(env, count * sizes[k], &p[k], &ab[k]));
+    CHECK(napi_create_typedarray(env, types[k], count, ab[k], 0, &arr[k]));
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    ((int32_t*)p[0])[i] = hs[i].kind;
+    ((uint64_t*)p[1])[i] = hs[i].seq;
+    ((int64_t*)p[2])[i] = hs[i].secs;
+    ((uint32_t*)p[3])[i] = hs[i].nanos;
+    ((int32_t*)p[4])[i] = hs[i].layout;
+  }
+  void* lp;
+  CHECK(napi_create_arraybuffer(env, o->layout_len * sizeof(int32_t), &lp, &layout_ab));
+  if (o->layout_len) memcpy(lp, o->layout, o->layout_len * sizeof(int32_t));
+  CHECK(napi_create_typedarray(env, napi_int32_array, o->layout_len, layout_ab, 0, &layout));
+  void* dp;
+  CHECK(napi_create_buffer(env, o->data_len, &dp, &data));
+  if (o->data_len) memcpy(dp, o->data, o->data_len);
+  CHECK(napi_create_array_with_length(env, 7, &result));
+  for (int k = 0; k < 5; k++) CHECK(napi_set_element(env, result, (uint32_t)k, arr[k]));
+  CHECK(napi_set_element(env, result, 5, layout));
+  CHECK(napi_set_element(env, result, 6, data));
+  return result;
+}
+
+static napi_value js_read_heads(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 5;
+  napi_value args[5];
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
+  if (argc < 5) {
+    napi_throw_type_error(env, NULL, "readHeads: 5 arguments expected");
+    return NULL;
+  }
+  uint32_t count, max;
+  bool parse;
+  CHECK(napi_get_value_uint32(env, args[2], &count));
+  CHECK(napi_get_value_uint32(env, args[3], &max));
+  CHECK(napi_get_value_bool(env, args[4], &parse));
+  if (max == 0 || max > (1u << 20)) max = 4096;
+  size_t nlen = 0;
+  char* dir = get_string(env, args[0], NULL);
+  char* names = get_string(env, args[1], &nlen);
+  if (!dir || !names) {
+    free(dir);
+    free(names);
+    return fail(env, "out of memory");
+  }
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free(dir);
+  if (dfd < 0) {
+    int e = errno;
+    free(names);
+    return make_int(env, -e);
+  }
+
+  napi_value lens_ab, lens;
+  int32_t* lv = NULL;
+  if (napi_create_arraybuffer(env, (size_t)count * sizeof(int32_t), (void**)&lv, &lens_ab) != napi_ok ||
+      napi_create_typedarray(env, napi_int32_array, count, lens_ab, 0, &lens) != napi_ok) {
+    close(dfd);
+    free(names);
+    return fail(env, "readHeads: cannot allocate");
+  }
+  size_t cap = (size_t)count * 256 + max, used = 0;
+  char* out = malloc(cap);
+  header* hs = parse ? calloc(count ? count : 1, sizeof(header)) : NULL;
+  outputs o = {0};
+  if (hs)
+    for (uint32_t i = 0; i < count; i++) hs[i].kind = -1;
+  if (!out || (parse && !hs)) {
+    free(out);
+    free(hs);
+    close(dfd);
+    free(names);
+    return fail(env, "out of memory");
+  }
+  const char* name = names;
+  const char* names_end = names + nlen;
+  for (uint32_t i = 0; i < count; i++) {
+    if (name >= names_end) {
+      lv[i] = -EINVAL;
+      if (hs) hs[i].kind = -1;
+      continue;
+    }
+    if (cap - used < max) {
+      size_t ncap = cap * 2;
+      char* nout = realloc(out, ncap);
+      if (!nout) {
+        free(out);
+        free(hs);
+        free(o.data);
+        free(o.layout);
+        close(dfd);
+        free(names);
+        return fail(env, "out of memory");
+      }
+      out = nout;
+      cap = ncap;
+    }
+    int fd;
+    do fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      lv[i] = -errno;
+    } else {
+      ssize_t n;
+      do n = pread(fd, out + used, max, 0);
+      while (n < 0 && errno == EINTR);
+      if (n < 0) {
+        lv[i] = -errno;
+      } else {
+        lv[i] = (int32_t)n;
+        if (hs) parse_header((const uint8_t*)out + used, (size_t)n, &hs[i], &o);
+        used += (size_t)n;
+      }
+      close(fd);
+    }
+    if (hs && lv[i] < 0) hs[i].kind = -1;
+    name += strlen(name) + 1;
+  }
+  close(dfd);
+  free(names);
+
+  napi_value buf, result, parsed = NULL;
+  void* bdata = NULL;
+  if (o.oom) {
+    /* Parsing is an optimisation: without memory for it, let JS decode everything. */
+    for (uint32_t i = 0; i < count; i++) hs[i].kind = -1;
+    o.layout_len = o.data_len = 0;
+  }
+  if (hs) parsed = parsed_value(env, hs, count, &o);
+  free(hs);
+  free(o.data);
+  free(o.layout);
+  if (hs && !parsed) {
+    free(out);
+    return NULL;
+  }
+  if (napi_create_buffer(env, used, &bdata, &buf) != napi_ok) {
+    free(out);
+    return fail(env, "readHeads: cannot allocate");
+  }
+  if (used) memcpy(bdata, out, used);
+  free(out);
+  CHECK(napi_create_array_with_length(env, 3, &result));
+  CHECK(napi_set_element(env, result, 0, buf));
+  CHECK(napi_set_element(env, result, 1, lens));
+  if (parsed) CHECK(napi_set_element(env, result, 2, parsed));
+  return result;
+}
+
+NAPI_MODULE_INIT() {
+  napi_value fn;
+  crc_init();
+  if (napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, js_spawn, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "spawn", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "readHeads", NAPI_AUTO_LENGTH, js_read_heads, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "readHeads", fn) != napi_ok)
+    return NULL;
+  napi_value v;
+  if (napi_create_int32(env, 1, &v) != napi_ok || napi_set_named_property(env, exports, "version", v) != napi_ok) return NULL;
+  return exports;
+}

@@ -1,0 +1,211 @@
+/**
+ * The optional native addon (native/fspl_native.c, built by `npm run build` into
+ * native/build/Release/fspl_native.node) and typed wrappers around it.
+ *
+ * Why native code: two per-job costs that Node's own APIs cannot bring down, measured on a
+ * 2-core Xeon with Node 20.20 (docs/benchmarks.md):
+ * - child_process.spawn fork()s the whole Node process (libuv 1.46 on Linux uses neither vfork
+ *   nor posix_spawn): 2.15 ms a job, so 2.95 s for a queue of 1,000 /bin/true jobs against the
+ *   reference's 749 ms. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the
+ *   same in about 0.6 ms. No npm library offers that without a far larger native dependency;
+ *   execa, built on child_process, is slower still.
+ * - A queue scan is open + pread + close per job file; through Node's synchronous fs bindings
+ *   each call carries microseconds of overhead, and a 10,000-job `queue-ls` took 419 ms against a
+ *   target near 300 ms. The addon does the three calls per file in C, and decodes the headers
+ *   written in the usual encoding there too (the JS MessagePack decoder, cold at start-up, was
+ *   most of the scan): about 60 ms instead of 175 ms for the first scan of 10,000 jobs.
+ *
+ * Everything works without it: loadNative() returns undefined when the addon was not built (no
+ * compiler on the machine, a failed build, another platform) or when FSPL_NO_NATIVE=1 is set in
+ * the environment, and callers then use the pure-Node code. The variable is read on every call,
+ * so tests can switch it.
+ */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Bytes, PacketHeader } from './packet/types.js';
+
+interface Binding {
+  version: number;
+  spawn(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, onExit: (code: number, signal: number) => void): number;
+  readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
+}
+
+/** kinds (-1 not parsed, 0 NOP, 1 Fail, 2 Command), seqs, secs, nanos, per-file layout index, layout, data. */
+type ParsedArrays = [Int32Array, BigUint64Array, BigInt64Array, Uint32Array, Int32Array, Int32Array, Buffer];
+
+const ADDON = 'native/build/Release/fspl_native.node';
+/** Where the addon is relative to this module: src/ or dist/ (../), or dist/bundle/ (../../). */
+const CANDIDATES = ['../', '../../'];
+
+let loaded: Binding | null | undefined;
+
+function load(): Binding | null {
+  if (process.platform !== 'linux') return null;
+  for (const up of CANDIDATES) {
+    let file: string;
+    try {
+      file = fileURLToPath(new URL(up + ADDON, import.meta.url));
+    } catch {
+      continue;
+    }
+    if (!fs.existsSync(file)) continue;
+    try {
+      const b = createRequire(import.meta.url)(file) as Binding;
+      if (b && b.version === 1 && typeof b.spawn === 'function' && typeof b.readHeads === 'function') return b;
+    } catch {
+      // Built for another platform or Node, or damaged: use the fallback.
+    }
+    return null;
+  }
+  return null;
+}
+
+/** Whether FSPL_NO_NATIVE asks for the pure-Node code. */
+export function nativeDisabled(): boolean {
+  const v = process.env.FSPL_NO_NATIVE;
+  return v !== undefined && v !== '' && v !== '0';
+}
+
+/** The addon, or undefined when it is missing, cannot be loaded, or FSPL_NO_NATIVE is set. */
+export function loadNative(): Binding | undefined {
+  if (nativeDisabled()) return undefined;
+  if (loaded === undefined) loaded = load();
+  return loaded ?? undefined;
+}
+
+// ------------------------------------------------------------------------------------------------
+// spawn
+
+export interface NativeExit {
+  /** The exit status, or null when the child was killed by a signal. */
+  code: number | null;
+  /** The signal's name (as child_process gives it), or null. */
+  signal: NodeJS.Signals | null;
+}
+
+/** What nativeSpawn did: started the child, failed with an errno, or left the job to child_process. */
+export type NativeSpawnResult = { pid: number } | { errno: number; code: string } | undefined;
+
+let signalNames: Map<number, NodeJS.Signals> | undefined;
+
+/** A signal number's name, as child_process reports it (SIGABRT rather than SIGIOT, and so on). */
+export function signalName(n: number): NodeJS.Signals | null {
+  if (!signalNames) {
+    signalNames = new Map();
+    // os.constants.signals lists the canonical name first (SIGABRT before SIGIOT, SIGIO before
+    // SIGPOLL), as Node's own signo_string() does.
+    for (const [name, num] of Object.entries(os.constants.signals)) if (!signalNames.has(num)) signalNames.set(num, name as NodeJS.Signals);
+  }
+  return signalNames.get(n) ?? null;
+}
+
+const hasNul = (s: string) => s.includes('\0');
+
+/**
+ * Start `command` (looked up in the PATH of `env`, as child_process does) with `args`, exactly
+ * the environment `env`, and the given descriptors as its stdin (-1: /dev/null), stdout and
+ * stderr. Every signal is at its default disposition in the child, with an empty signal mask.
+ * `onExit` is called once it has exited. Returns undefined (nothing started) when the addon is
+ * not available or the job needs child_process: strings holding NUL bytes (child_process
+ * rejects them with its own message), or a file that is not an executable format (ENOEXEC,
+ * which child_process retries through /bin/sh as execvp(3) does).
+ */
+export function nativeSpawn(
+  command: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  stdin: number,
+  stdout: number,
+  stderr: number,
+  onExit: (exit: NativeExit) => void,
+): NativeSpawnResult {
+  const b = loadNative();
+  if (!b || command === '' || hasNul(command)) return undefined;
+  let argv = command + '\0';
+  for (const a of args) {
+    if (hasNul(a)) return undefined;
+    argv += a + '\0';
+  }
+  let envs = '';
+  for (const k in env) {
+    const v = env[k];
+    if (v === undefined) continue;
+    if (hasNul(k) || hasNul(v)) return undefined;
+    envs += k + '=' + v + '\0';
+  }
+  const r = b.spawn(command, argv, envs, stdin, stdout, stderr, (code, sig) => {
+    onExit(sig ? { code: null, signal: signalName(sig) } : { code: code < 0 ? null : code, signal: null });
+  });
+  if (r > 0) return { pid: r };
+  const errno = -r;
+  const code = errnoName(errno);
+  if (code === 'ENOEXEC') return undefined;
+  return { errno, code };
+}
+
+let errnoNames: Map<number, string> | undefined;
+
+function errnoName(errno: number): string {
+  if (!errnoNames) {
+    errnoNames = new Map();
+    for (const [name, num] of Object.entries(os.constants.errno)) if (!errnoNames.has(num)) errnoNames.set(num, name);
+  }
+  return errnoNames.get(errno) ?? `Unknown system error ${-errno}`;
+}
+
+// ------------------------------------------------------------------------------------------------
+// header reads
+
+export interface HeadReads {
+  /** The bytes read, file after file. */
+  bytes: Buffer;
+  /** Per file: the number of bytes read (they start where the previous file's end), or -errno. */
+  lengths: Int32Array;
+  /**
+   * Per file: the header, when the bytes hold a complete header in the encoding fspl and the
+   * reference write (decoded in C); undefined otherwise: decode the bytes, or read the file.
+   */
+  header(i: number): PacketHeader | undefined;
+}
+
+/**
+ * Read up to `max` bytes from the start of each file `dir/name` (open, one pread, close), in C,
+ * and decode the headers found there. Undefined when the addon is not available or `dir` cannot
+ * be opened: read them one by one.
+ */
+export function nativeReadHeads(dir: string, names: readonly string[], max: number): HeadReads | undefined {
+  const b = loadNative();
+  if (!b || names.length === 0 || hasNul(dir) || names.some(hasNul)) return undefined;
+  const joined = names.join('\0') + '\0';
+  const r = b.readHeads(dir, joined, names.length, max, true);
+  if (typeof r === 'number') return undefined;
+  const [bytes, lengths, parsed] = r;
+  const none = () => undefined;
+  return { bytes, lengths, header: parsed ? headerReader(parsed) : none };
+}
+
+/** Build PacketHeader objects as decodeMetadata does (same shapes, fresh objects, copied bytes). */
+function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedArrays): (i: number) => PacketHeader | undefined {
+  const bytes = (at: number): Bytes => {
+    const off = layout[at]!;
+    const len = layout[at + 1]!;
+    const out = Buffer.allocUnsafe(len);
+    data.copy(out, 0, off, off + len);
+    return out;
+  };
+  return (i) => {
+    const kind = kinds[i];
+    if (kind === undefined || kind < 0) return undefined;
+    const ctime = { secs: secs[i]!, nanos: nanos[i]! };
+    if (kind === 0) return { seq: seqs[i]!, ctime, cmd: { kind: 'NOP' } };
+    if (kind === 1) return { seq: seqs[i]!, ctime, cmd: { kind: 'Fail' } };
+    let at = layouts[i]!;
+    const params: Bytes[] = [];
+    for (let k = layout[at++]!; k > 0; k--, at += 2) params.push(bytes(at));
+    const env: Array<[Bytes, Bytes]> = [];
+    for (let k = layout[at++]!; k > 0; k--, at += 4) env.push([bytes(at), bytes(at + 2)]);
+    return { seq: seqs[i]!, ctime, cmd: { kind: 'Command', params, env } };
+  };
+}

@@ -1,0 +1,514 @@
+/**
+ * The optional native addon (native/fspl_native.c, src/native.ts) and the code paths that use it,
+ * each checked against the pure-Node fallback (FSPL_NO_NATIVE=1): spawning job commands
+ * (src/exec.ts) and reading job headers for a scan (src/queue.ts).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ExecError } from '../src/errors.js';
+import { runCommand, type RunOptions, type RunResult } from '../src/exec.js';
+import { createLogger } from '../src/log.js';
+import { loadNative, nativeReadHeads, nativeSpawn } from '../src/native.js';
+import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../src/packet/codec.js';
+import type { PacketHeader } from '../src/packet/types.js';
+import { Queue } from '../src/queue.js';
+import { FSPL_BIN, ROOT, tempDir } from './helpers.js';
+
+/** Run fn with FSPL_NO_NATIVE set to `value` (undefined: unset), then restore it. */
+function withNoNative<T>(value: string | undefined, fn: () => T): T {
+  const saved = process.env.FSPL_NO_NATIVE;
+  if (value === undefined) delete process.env.FSPL_NO_NATIVE;
+  else process.env.FSPL_NO_NATIVE = value;
+  try {
+    return fn();
+  } finally {
+    if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+    else process.env.FSPL_NO_NATIVE = saved;
+  }
+}
+
+/** Whether the addon is built and loads (whatever FSPL_NO_NATIVE says in our environment). */
+const HAVE_NATIVE = withNoNative(undefined, () => loadNative() !== undefined);
+
+/** For the tests of the addon itself: FSPL_NO_NATIVE unset while they run. */
+function nativeOnly(): void {
+  let saved: string | undefined;
+  beforeEach(() => {
+    saved = process.env.FSPL_NO_NATIVE;
+    delete process.env.FSPL_NO_NATIVE;
+  });
+  afterEach(() => {
+    if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+    else process.env.FSPL_NO_NATIVE = saved;
+  });
+}
+
+describe('the native addon', () => {
+  it('is built and loads (on Linux, where npm run build builds it)', () => {
+    // A failed native build only warns (fspl then uses its fallback); CI must notice it.
+    if (process.platform === 'linux' && process.env.CI === 'true') expect(HAVE_NATIVE).toBe(true);
+    if (!HAVE_NATIVE) console.warn('native addon not built: native tests compare the fallback with itself');
+  });
+
+  it('is not used when FSPL_NO_NATIVE is set', () => {
+    withNoNative('1', () => {
+      expect(loadNative()).toBeUndefined();
+      expect(nativeSpawn('true', [], {}, -1, 1, 2, () => {})).toBeUndefined();
+      expect(nativeReadHeads('/', ['x'], 4096)).toBeUndefined();
+    });
+    for (const v of ['0', '', undefined]) withNoNative(v, () => expect(loadNative() !== undefined).toBe(HAVE_NATIVE));
+  });
+});
+
+/** Run the tests of `fn` once with the addon (when built) and once with the fallback forced. */
+function bothWays(fn: (mode: 'native' | 'fallback') => void): void {
+  for (const mode of ['native', 'fallback'] as const) {
+    describe.skipIf(mode === 'native' && !HAVE_NATIVE)(mode, () => {
+      let saved: string | undefined;
+      beforeEach(() => {
+        saved = process.env.FSPL_NO_NATIVE;
+        if (mode === 'fallback') process.env.FSPL_NO_NATIVE = '1';
+        else delete process.env.FSPL_NO_NATIVE;
+      });
+      afterEach(() => {
+        if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+        else process.env.FSPL_NO_NATIVE = saved;
+      });
+      fn(mode);
+    });
+  }
+}
+
+const PATH = process.env.PATH ?? '/usr/bin:/bin';
+const BASE_ENV = { PATH, LC_ALL: 'C' };
+
+/** Run a command with its output in a file; resolves to the result and the output. */
+async function run(opts: Partial<RunOptions> & { command: string }): Promise<RunResult & { out: string }> {
+  const dir = tempDir('fspl-native-');
+  const outPath = path.join(dir, 'out');
+  const out = fs.openSync(outPath, 'w');
+  try {
+    const r = await runCommand({ args: [], env: BASE_ENV, stdin: 'ignore', output: out, ...opts });
+    return { ...r, out: fs.readFileSync(outPath, 'utf8') };
+  } finally {
+    fs.closeSync(out);
+  }
+}
+
+function failure(p: Promise<unknown>): Promise<Error> {
+  return p.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (err: Error) => err,
+  );
+}
+
+describe('running commands (src/exec.ts)', () => {
+  bothWays(() => {
+    it('reports exit statuses', async () => {
+      expect(await run({ command: 'true' })).toMatchObject({ ok: true, code: 0, signal: null, timedOut: false, stdinClosedEarly: false });
+      expect(await run({ command: 'sh', args: ['-c', 'exit 3'] })).toMatchObject({ ok: false, code: 3, signal: null });
+      expect(await run({ command: 'sh', args: ['-c', 'exit 255'] })).toMatchObject({ ok: false, code: 255, signal: null });
+    });
+
+    it('reports the signal that killed the command, by the names child_process uses', async () => {
+      for (const sig of ['TERM', 'KILL', 'ABRT', 'IO', 'SYS', 'USR1', 'SEGV']) {
+        expect(await run({ command: 'sh', args: ['-c', `kill -${sig} $$`] })).toMatchObject({ ok: false, code: null, signal: `SIG${sig}` });
+      }
+    });
+
+    it('passes argv exactly, argv[0] being the command as given', async () => {
+      const args = ['-c', 'printf "[%s]\\n" "$0" "$@"', 'zero', '', 'a b', 'é ✓', '-x', '*'];
+      expect((await run({ command: 'sh', args })).out).toBe('[zero]\n[]\n[a b]\n[é ✓]\n[-x]\n[*]\n');
+      expect((await run({ command: 'sh', args: ['-c', 'tr "\\0" "\\n" < /proc/$$/cmdline'] })).out).toBe('sh\n-c\ntr "\\0" "\\n" < /proc/$$/cmdline\n');
+    });
+
+    it('passes exactly the given environment, in its order', async () => {
+      const env = { PATH, B_VAR: 'b', A_VAR: 'a=b=c', EMPTY: '', UNICODE: 'é ✓', LINES: 'x\ny' };
+      const r = await run({ command: 'sh', args: ['-c', 'cat /proc/$$/environ'], env });
+      // sh adds nothing to its own initial environment block.
+      expect(r.out.split('\0').filter(Boolean)).toEqual(Object.entries(env).map(([k, v]) => `${k}=${v}`));
+    });
+
+    it('gives the command every signal at its default disposition and an empty mask (SIGPIPE included)', async () => {
+      // grep reads its own status: the state it was started with. Signals 1-31 are all at their
+      // defaults. (posix_spawn leaves glibc's two internal signals, 32 and 33, ignored, as in the
+      // reference's children; libuv's fork leaves them at their defaults: the 0x180000000 bits.)
+      const r = await run({ command: 'grep', args: ['-E', '^Sig(Ign|Blk)', '/proc/self/status'] });
+      const [blk, ign] = r.out.split('\n').map((l) => BigInt(`0x${l.split('\t')[1] ?? '0'}`));
+      expect(r.out).toMatch(/^SigBlk:\t0{16}\nSigIgn:\t[0-9a-f]{16}\n$/);
+      expect([blk, ign! & ~0x180000000n]).toEqual([0n, 0n]);
+      const p = await run({ command: 'sh', args: ['-c', 'yes | head -n 1'], timeout: 20 });
+      expect(p).toMatchObject({ ok: true, timedOut: false, out: 'y\n' });
+    });
+
+    it('gives the command a descriptor as stdin, from its current offset', async () => {
+      const dir = tempDir();
+      const file = path.join(dir, 'payload');
+      fs.writeFileSync(file, 'HEADERpayload bytes\n');
+      const fd = fs.openSync(file, 'r');
+      try {
+        fs.readSync(fd, Buffer.alloc(6), 0, 6, null); // consume "HEADER"
+        const r = await run({ command: 'cat', stdin: fd });
+        expect(r).toMatchObject({ ok: true });
+        expect(r.out).toBe('payload bytes\n');
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
+
+    it("'ignore' gives /dev/null as stdin; stdout and stderr both go to the output descriptor", async () => {
+      const r = await run({ command: 'sh', args: ['-c', 'readlink /proc/self/fd/0; cat; echo to-stderr >&2'], stdin: 'ignore' });
+      expect(r.out).toBe('/dev/null\nto-stderr\n');
+    });
+
+    it("'inherit' passes our own stdin, stdout and stderr", () => {
+      // In a child Node process, so that its stdin and stdout are pipes we control.
+      const script = `
+        const { runCommand } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'exec.js'))});
+        const r = await runCommand({ command: 'sh', args: ['-c', 'cat; echo err >&2'], env: { PATH: process.env.PATH }, stdin: 'inherit', output: 'inherit' });
+        process.stdout.write('code ' + r.code + '\\n');`;
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+        input: 'from our stdin\n',
+        env: { ...process.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }).toString();
+      expect(out).toBe('from our stdin\ncode 0\n');
+    });
+
+    it('looks the command up in the PATH of the environment it is given', async () => {
+      const dir = tempDir();
+      const bin = path.join(dir, 'bin');
+      fs.mkdirSync(bin);
+      fs.writeFileSync(path.join(bin, 'fspl-test-cmd'), '#!/bin/sh\necho "found $0"\n', { mode: 0o755 });
+      const found = await run({ command: 'fspl-test-cmd', env: { PATH: `/nonexistent:${bin}:/usr/bin:/bin` } });
+      expect(found.out).toBe(`found ${bin}/fspl-test-cmd\n`);
+      // Not in the child's PATH: not found, whatever our own PATH says.
+      const saved = process.env.PATH;
+      process.env.PATH = `${bin}:${saved}`;
+      try {
+        const err = await failure(run({ command: 'fspl-test-cmd', env: { PATH: '/usr/bin:/bin' } }));
+        expect(err).toBeInstanceOf(ExecError);
+        expect(err.message).toBe('Failed to run "fspl-test-cmd": No such file or directory');
+      } finally {
+        process.env.PATH = saved;
+      }
+    });
+
+    it('fails with ExecError when the command does not exist or is not executable', async () => {
+      const dir = tempDir();
+      const noexec = path.join(dir, 'noexec');
+      fs.writeFileSync(noexec, '#!/bin/sh\necho hi\n', { mode: 0o644 });
+      const cases: Array<[Partial<RunOptions> & { command: string }, string]> = [
+        [{ command: 'fspl-no-such-command' }, 'Failed to run "fspl-no-such-command": No such file or directory'],
+        [{ command: path.join(dir, 'missing') }, `Failed to run ${JSON.stringify(path.join(dir, 'missing'))}: No such file or directory`],
+        [{ command: noexec }, `Failed to run ${JSON.stringify(noexec)}: Permission denied`],
+        // In PATH, but not executable: EACCES, as execvp(3) reports it.
+        [{ command: 'noexec', env: { PATH: `${dir}:/usr/bin` } }, 'Failed to run "noexec": Permission denied'],
+        [{ command: dir }, `Failed to run ${JSON.stringify(dir)}: Permission denied`],
+      ];
+      for (const [opts, message] of cases) {
+        const err = await failure(run(opts));
+        expect(err, opts.command).toBeInstanceOf(ExecError);
+        expect(err.message).toBe(message);
+      }
+    });
+
+    it('runs an executable file without #! through /bin/sh, as execvp(3) does', async () => {
+      const dir = tempDir();
+      const script = path.join(dir, 'script');
+      fs.writeFileSync(script, 'echo "no shebang $1"\n', { mode: 0o755 });
+      expect((await run({ command: script, args: ['arg'] })).out).toBe('no shebang arg\n');
+    });
+
+    it('refuses NUL bytes in arguments and variables as child_process does', async () => {
+      const a = await failure(run({ command: 'true', args: ['a\0b'] }));
+      expect(a).toBeInstanceOf(ExecError);
+      expect(a.message).toMatch(/^Failed to run "true": The argument 'args\[0\]' must be a string without null bytes/);
+      const e = await failure(run({ command: 'true', env: { PATH, X: 'a\0b' } }));
+      expect(e.message).toMatch(/^Failed to run "true": The property 'options\.env\['X'\]' must be a string without null bytes/);
+    });
+
+    it('kills the command with SIGKILL after the timeout', async () => {
+      const t0 = Date.now();
+      const r = await run({ command: 'sleep', args: ['30'], timeout: 0.2 });
+      expect(r).toMatchObject({ ok: false, code: null, signal: 'SIGKILL', timedOut: true });
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(await run({ command: 'true', timeout: 30 })).toMatchObject({ ok: true, timedOut: false });
+    });
+
+    it('runs many commands at once (more than the thread pool has threads)', async () => {
+      const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => run({ command: 'sh', args: ['-c', `sleep 0.2; echo ${i}; exit ${i % 3}`] })));
+      rs.forEach((r, i) => expect(r).toMatchObject({ code: i % 3, out: `${i}\n` }));
+    });
+
+    it('coexists with child_process children (their SIGCHLD handling leaves ours alone)', async () => {
+      const viaNode = new Promise<number | null>((resolve) => spawn('sh', ['-c', 'sleep 0.3; exit 4']).on('close', resolve));
+      const ours = Promise.all([run({ command: 'sh', args: ['-c', 'sleep 0.1; exit 5'] }), run({ command: 'sh', args: ['-c', 'sleep 0.5; exit 6'] })]);
+      expect(await viaNode).toBe(4);
+      expect((await ours).map((r) => r.code)).toEqual([5, 6]);
+    });
+  });
+});
+
+describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
+  nativeOnly();
+  it('reaps the child before reporting its exit', async () => {
+    let pid = 0;
+    const exit = await new Promise((resolve) => {
+      const r = nativeSpawn('sh', ['-c', 'exit 7'], { PATH }, -1, 1, 2, resolve);
+      expect(r && 'pid' in r).toBe(true);
+      pid = (r as { pid: number }).pid;
+    });
+    expect(exit).toEqual({ code: 7, signal: null });
+    expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+  });
+
+  it('reports errno codes and leaves ENOEXEC and NUL bytes to child_process', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'script'), 'echo hi\n', { mode: 0o755 });
+    const never = () => {
+      throw new Error('no child expected');
+    };
+    expect(nativeSpawn('fspl-no-such-command', [], { PATH }, -1, 1, 2, never)).toMatchObject({ code: 'ENOENT' });
+    expect(nativeSpawn(dir, [], { PATH }, -1, 1, 2, never)).toMatchObject({ code: 'EACCES' });
+    expect(nativeSpawn(path.join(dir, 'script'), [], { PATH }, -1, 1, 2, never)).toBeUndefined();
+    expect(nativeSpawn('true', ['a\0'], { PATH }, -1, 1, 2, never)).toBeUndefined();
+    expect(nativeSpawn('', [], { PATH }, -1, 1, 2, never)).toBeUndefined();
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// Header reads
+
+const header = (seq: bigint, cmd: PacketHeader['cmd'], secs = 1_700_000_000n, nanos = 5): PacketHeader => ({ seq, ctime: { secs, nanos }, cmd });
+const b = (s: string) => Buffer.from(s, 'latin1');
+
+/** Recompute both CRCs after editing a packet's metadata. */
+function fixCrcs(packet: Buffer): Buffer {
+  const meta = packet.subarray(PREFIX_LENGTH, PREFIX_LENGTH + Number(packet.readBigUInt64BE(14)));
+  packet.writeUInt32BE(crc32(meta), 22);
+  packet.writeUInt32BE(crc32(packet.subarray(0, 26)), 26);
+  return packet;
+}
+
+/** A packet whose metadata is `meta`, CRCs right. */
+function withMetadata(meta: Buffer): Buffer {
+  const p = Buffer.alloc(PREFIX_LENGTH + meta.length);
+  p.write('*FILESPOOLER', 'ascii');
+  p.writeUInt16BE(1, 12);
+  p.writeBigUInt64BE(BigInt(meta.length), 14);
+  meta.copy(p, PREFIX_LENGTH);
+  return fixCrcs(p);
+}
+
+/** What the pure-JS decoder makes of a file's first bytes: the header, or the error message. */
+function jsDecode(bytes: Buffer): PacketHeader | string {
+  try {
+    return decodeHeader(bytes).header;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
+  nativeOnly();
+  it('reads the first bytes of each file, with errno codes for the ones it cannot read', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'a'), 'hello');
+    fs.writeFileSync(path.join(dir, 'empty'), '');
+    fs.writeFileSync(path.join(dir, 'big'), Buffer.alloc(10_000, 7));
+    fs.mkdirSync(path.join(dir, 'sub'));
+    const r = nativeReadHeads(dir, ['a', 'missing', 'empty', 'big', 'sub', 'a'], 4096)!;
+    expect(Array.from(r.lengths)).toEqual([5, -2, 0, 4096, -21, 5]); // ENOENT, EISDIR
+    expect(r.bytes.length).toBe(5 + 4096 + 5);
+    expect(r.bytes.subarray(0, 5).toString()).toBe('hello');
+    expect(r.bytes.subarray(5, 5 + 4096).equals(Buffer.alloc(4096, 7))).toBe(true);
+    for (let i = 0; i < 6; i++) expect(r.header(i)).toBeUndefined();
+    expect(nativeReadHeads(path.join(dir, 'missing'), ['a'], 4096)).toBeUndefined();
+  });
+
+  it('decodes headers in the usual encoding exactly as the JS decoder, and leaves the others to it', () => {
+    const dir = tempDir();
+    const good: Array<[string, Buffer]> = [
+      ['nop', encodeHeader(header(1n, { kind: 'NOP' }))],
+      ['fail', encodeHeader(header(18446744073709551615n, { kind: 'Fail' }, -9223372036854775808n, 4294967295))],
+      ['cmd', encodeHeader(header(300n, { kind: 'Command', params: [b('a'), b(''), b('\x00\x7f\x80\xff')], env: [[b('K'), b('v\xe9')], [b(''), b('')]] }, -1n, 0))],
+      ['cmd-empty', encodeHeader(header(70000n, { kind: 'Command', params: [], env: [] }, 9223372036854775807n))],
+      ['cmd-many', encodeHeader(header(2n, { kind: 'Command', params: Array.from({ length: 40 }, (_, i) => b('p'.repeat(i))), env: [] }))],
+    ];
+    const nopMeta = encodeHeader(header(1n, { kind: 'NOP' })).subarray(PREFIX_LENGTH);
+    const other: Array<[string, Buffer]> = [
+      // Valid, but not in the usual encoding: the JS decoder reads them.
+      ['str8-key', withMetadata(Buffer.concat([b('\x83\xd9\x03seq\x01'), nopMeta.subarray(6)]))],
+      ['bin-param', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\xc4\x02hi\xa3env\x90')]))],
+      ['keys-reordered', withMetadata(Buffer.concat([b('\x83\xa5ctime\x92\x01\x02\xa3seq\x05\xa8cmd_type\xa3NOP')]))],
+      ['uint16-byte', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x00\x41\xa3env\x90')]))],
+      // Invalid: the JS decoder's errors.
+      ['trailing', withMetadata(Buffer.concat([nopMeta, b('\x00')]))],
+      ['negative-seq', withMetadata(Buffer.concat([b('\x83\xa3seq\xff'), nopMeta.subarray(6)]))],
+      ['byte-256', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x01\x00\xa3env\x90')]))],
+      ['bad-meta-crc', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[p.length - 1] ^= 1; return p; })()],
+      ['bad-prefix-crc', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[27] ^= 1; return p; })()],
+      ['bad-tag', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[0] = 0x21; return p; })()],
+      ['version-2', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p.writeUInt16BE(2, 12); return fixCrcs(p); })()],
+      ['short', encodeHeader(header(3n, { kind: 'NOP' })).subarray(0, 20)],
+      ['truncated-meta', encodeHeader(header(3n, { kind: 'NOP' })).subarray(0, 40)],
+      ['unknown-cmd', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\xa3BAD')]))],
+      ['garbage', Buffer.from('not a packet at all, just some text that is long enough')],
+    ];
+    const files = [...good, ...other];
+    for (const [name, bytes] of files) fs.writeFileSync(path.join(dir, name), Buffer.concat([bytes, b('payload')]));
+    const r = nativeReadHeads(dir, files.map(([n]) => n), 4096)!;
+    let offset = 0;
+    files.forEach(([name, bytes], i) => {
+      const n = r.lengths[i]!;
+      expect(n, name).toBe(bytes.length + 7);
+      expect(r.bytes.subarray(offset, offset + n).equals(Buffer.concat([bytes, b('payload')])), name).toBe(true);
+      offset += n;
+      const js = jsDecode(bytes);
+      const native = r.header(i);
+      if (i < good.length) {
+        expect(typeof js, `${name}: ${js as string}`).toBe('object');
+        expect(native, name).toEqual(js);
+      } else {
+        expect(native, name).toBeUndefined();
+      }
+    });
+    // The JS decoder does accept the valid unusual encodings (so the fallback matters).
+    for (const name of ['str8-key', 'bin-param', 'keys-reordered', 'uint16-byte']) expect(typeof jsDecode(other.find(([n]) => n === name)![1]), name).toBe('object');
+  });
+
+  it('agrees with the JS decoder on random headers and random corruptions of them', () => {
+    const bytesArb = fc.uint8Array({ maxLength: 40 }).map((u) => Buffer.from(u));
+    const cmdArb = fc.oneof(
+      fc.constant({ kind: 'NOP' as const }),
+      fc.constant({ kind: 'Fail' as const }),
+      fc.record({ kind: fc.constant('Command' as const), params: fc.array(bytesArb, { maxLength: 20 }), env: fc.array(fc.tuple(bytesArb, bytesArb), { maxLength: 8 }) }),
+    );
+    const headerArb = fc.record({
+      seq: fc.bigInt({ min: 0n, max: 18446744073709551615n }),
+      ctime: fc.record({ secs: fc.bigInt({ min: -9223372036854775808n, max: 9223372036854775807n }), nanos: fc.integer({ min: 0, max: 4294967295 }) }),
+      cmd: cmdArb,
+    }) as fc.Arbitrary<PacketHeader>;
+    const dir = tempDir();
+    let file = 0;
+    fc.assert(
+      fc.property(headerArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }), fc.boolean(), (h, edits, fix) => {
+        const packet = encodeHeader(h);
+        const metaLen = packet.length - PREFIX_LENGTH;
+        // Corrupt some metadata bytes, then (usually) make the CRCs right again so that the
+        // MessagePack parsers see the damage.
+        for (const [at, v] of edits) packet[PREFIX_LENGTH + (at % metaLen)] = v;
+        if (fix) fixCrcs(packet);
+        const name = `f${file++}`;
+        fs.writeFileSync(path.join(dir, name), packet);
+        const r = nativeReadHeads(dir, [name], 4096)!;
+        const js = jsDecode(packet);
+        const native = r.header(0);
+        if (edits.length === 0) expect(native).toEqual(h);
+        if (native !== undefined) expect(native).toEqual(js);
+        fs.rmSync(path.join(dir, name));
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe('queue scans (src/queue.ts)', () => {
+  /** A queue with good and bad job files; returns it and the debug log of a scan. */
+  async function scanWithLog(dir: string): Promise<{ entries: unknown[]; log: string[] }> {
+    const log: string[] = [];
+    const q = new Queue(dir, { logger: createLogger('debug', (line) => log.push(line)) });
+    const entries = await q.scan();
+    return { entries, log };
+  }
+
+  function makeQueue(): string {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    q.writeBuffer(encodeHeader(header(1n, { kind: 'NOP' })));
+    q.writeBuffer(Buffer.concat([encodeHeader(header(2n, { kind: 'Command', params: [b('x')], env: [[b('A'), b('1')]] })), b('payload')]));
+    q.writeBuffer(encodeHeader(header(3n, { kind: 'Command', params: [Buffer.alloc(5000, 0x61)], env: [] }))); // a header over 4 KiB
+    q.writeBuffer(withMetadata(b('\x83\xa5ctime\x92\x01\x02\xa3seq\x04\xa8cmd_type\xa4Fail'))); // unusual but valid
+    const jobs = q.jobsDir;
+    fs.writeFileSync(path.join(jobs, 'fspl-bad-crc.fspl'), (() => { const p = encodeHeader(header(5n, { kind: 'NOP' })); p[p.length - 1] ^= 1; return p; })());
+    fs.writeFileSync(path.join(jobs, 'fspl-short.fspl'), 'short');
+    fs.writeFileSync(path.join(jobs, 'fspl-empty.fspl'), '');
+    fs.mkdirSync(path.join(jobs, 'fspl-dir.fspl'));
+    fs.writeFileSync(path.join(jobs, 'not-a-job'), 'x');
+    return q.dir;
+  }
+
+  it('reads the same headers and logs the same lines with and without the addon', async () => {
+    const dir = makeQueue();
+    const saved = process.env.FSPL_NO_NATIVE;
+    try {
+      delete process.env.FSPL_NO_NATIVE;
+      const withNative = await scanWithLog(dir); // the fallback's when the addon is not built
+      process.env.FSPL_NO_NATIVE = '1';
+      const without = await scanWithLog(dir);
+      expect(withNative.entries).toEqual(without.entries);
+      expect(withNative.log).toEqual(without.log);
+      expect(without.entries).toHaveLength(4);
+      expect(without.log.filter((l) => l.includes('Skipping'))).toHaveLength(4);
+      expect(without.log.join('')).toContain('Skipping "fspl-dir.fspl": EISDIR: illegal operation on a directory, read');
+      expect(without.log.join('')).toContain('Skipping "fspl-bad-crc.fspl": CRC-32 mismatch on metadata');
+    } finally {
+      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+      else process.env.FSPL_NO_NATIVE = saved;
+    }
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// The CLI, both ways
+
+describe('fspl queue-process and queue-ls with and without the addon', () => {
+  it('run jobs with the same argv, environment, stdin and results', () => {
+    const dir = tempDir();
+    const qdir = path.join(dir, 'q');
+    const fspl = (args: string[], opts: { input?: string | Buffer; env?: Record<string, string> } = {}) =>
+      execFileSync(process.execPath, [FSPL_BIN, ...args], { input: opts.input, env: { PATH, TZ: 'UTC', ...opts.env }, cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    fspl(['queue-init', '-q', qdir]);
+    const seq = path.join(dir, 'seq');
+    for (const [payload, params] of [['first payload\n', ['p1', 'p 2']], ['', []], ['third\0binary\xff', ['x']]] as const) {
+      const packet = fspl(['prepare', '-s', seq, '-i', '-', '--', ...params], { input: Buffer.from(payload, 'latin1'), env: { FSPL_SET_FOO: 'bar' } });
+      fspl(['queue-write', '-q', qdir], { input: packet });
+    }
+    fspl(['queue-write', '-q', qdir], { input: fspl(['prepare-fail', '-s', seq]) });
+    const template = path.join(dir, 'template');
+    fs.cpSync(qdir, template, { recursive: true });
+    const record =
+      'printf "argv:%s\\n" "$0" "$@"; tr "\\0" "\\n" < /proc/$$/environ | grep -v "^FSPL_NO_NATIVE=" | LC_ALL=C sort; printf "stdin:"; md5sum; ' +
+      'test "$FSPL_SEQ" != 2 || exit 1; exec grep -E "^Sig(Blk|Ign|Cgt)" /proc/self/status';
+    const results: Record<string, { ls: string; out: string; status: number; left: string[] }> = {};
+    for (const mode of ['native', 'fallback']) {
+      fs.rmSync(qdir, { recursive: true, force: true });
+      fs.cpSync(template, qdir, { recursive: true });
+      const env = mode === 'fallback' ? { FSPL_NO_NATIVE: '1' } : {};
+      const ls = fspl(['queue-ls', '-q', qdir], { env }).toString();
+      let out = '';
+      let status = 0;
+      try {
+        out = fspl(['queue-process', '-q', qdir, '--allow-job-params', '--on-error', 'leave', '--output-to', 'saveboth', 'sh', '--', '-c', record, 'arg0'], { env }).toString();
+      } catch (err) {
+        status = (err as { status: number }).status;
+      }
+      const left = fs.readdirSync(path.join(qdir, 'jobs')).sort();
+      const outs = left.filter((f) => f.endsWith('.out')).map((f) => fs.readFileSync(path.join(qdir, 'jobs', f), 'utf8'));
+      results[mode] = { ls, out: out + outs.sort().join('----\n'), status, left };
+    }
+    // The signal state differs in glibc's internal signals 32 and 33 only (see above).
+    const internal = (o: string) => o.replace(/^SigIgn:\t0000000180000000$/gm, 'SigIgn:\t0000000000000000');
+    expect({ ...results.native, out: internal(results.native!.out) }).toEqual(results.fallback);
+    expect(results.native!.out).toContain('argv:arg0\nargv:p1\nargv:p 2\n');
+    expect(results.native!.out).toContain('FSPL_SET_FOO=bar\n');
+    expect(results.fallback!.out).toContain('SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n');
+    expect(results.native!.ls.split('\n').filter(Boolean)).toHaveLength(5); // a title and 4 jobs
+  });
+});
