@@ -42,6 +42,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -590,6 +591,58 @@ static napi_value parsed_value(napi_env env, const header* hs, uint32_t count, o
   return result;
 }
 
+/* One thread's share of a readHeads call: files [start, end). Each has its own byte buffer and
+ * parse outputs; lengths and headers go straight into the shared arrays (disjoint indices). */
+typedef struct {
+  int dfd;
+  char** names;
+  uint32_t start, end, max;
+  int32_t* lv;
+  header* hs; /* NULL: no parsing */
+  char* out;
+  size_t cap, used;
+  outputs o;
+  int fatal; /* out of memory for the bytes themselves */
+} range_job;
+
+static void* read_range(void* arg) {
+  range_job* j = arg;
+  j->cap = (size_t)(j->end - j->start) * 256 + j->max;
+  j->out = malloc(j->cap);
+  if (!j->out) return j->fatal = 1, NULL;
+  for (uint32_t i = j->start; i < j->end; i++) {
+    if (j->cap - j->used < j->max) {
+      char* nout = realloc(j->out, j->cap * 2);
+      if (!nout) return j->fatal = 1, NULL;
+      j->out = nout;
+      j->cap *= 2;
+    }
+    int fd;
+    do fd = openat(j->dfd, j->names[i], O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      j->lv[i] = -errno;
+      continue;
+    }
+    ssize_t n;
+    do n = pread(fd, j->out + j->used, j->max, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      j->lv[i] = -errno;
+    } else {
+      j->lv[i] = (int32_t)n;
+      if (j->hs) parse_header((const uint8_t*)j->out + j->used, (size_t)n, &j->hs[i], &j->o);
+      j->used += (size_t)n;
+    }
+    close(fd);
+  }
+  return NULL;
+}
+
+/* Below this many files one thread does it all; above, two share the work (the opens and reads
+ * dominate, and the calling thread would only wait). */
+#define THREAD_THRESHOLD 1024
+
 static napi_value js_read_heads(napi_env env, napi_callback_info cbinfo) {
   size_t argc = 5;
   napi_value args[5];
@@ -604,12 +657,22 @@ static napi_value js_read_heads(napi_env env, napi_callback_info cbinfo) {
   CHECK(napi_get_value_uint32(env, args[3], &max));
   CHECK(napi_get_value_bool(env, args[4], &parse));
   if (max == 0 || max > (1u << 20)) max = 4096;
+
+  napi_value lens_ab, lens;
+  int32_t* lv = NULL;
+  CHECK(napi_create_arraybuffer(env, (size_t)count * sizeof(int32_t), (void**)&lv, &lens_ab));
+  CHECK(napi_create_typedarray(env, napi_int32_array, count, lens_ab, 0, &lens));
+
   size_t nlen = 0;
   char* dir = get_string(env, args[0], NULL);
   char* names = get_string(env, args[1], &nlen);
-  if (!dir || !names) {
+  char** name_at = names ? split_nul(names, nlen) : NULL;
+  header* hs = parse ? malloc((count ? count : 1) * sizeof(header)) : NULL;
+  if (!dir || !name_at || (parse && !hs)) {
     free(dir);
     free(names);
+    free(name_at);
+    free(hs);
     return fail(env, "out of memory");
   }
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -617,102 +680,114 @@ static napi_value js_read_heads(napi_env env, napi_callback_info cbinfo) {
   if (dfd < 0) {
     int e = errno;
     free(names);
+    free(name_at);
+    free(hs);
     return make_int(env, -e);
   }
-
-  napi_value lens_ab, lens;
-  int32_t* lv = NULL;
-  if (napi_create_arraybuffer(env, (size_t)count * sizeof(int32_t), (void**)&lv, &lens_ab) != napi_ok ||
-      napi_create_typedarray(env, napi_int32_array, count, lens_ab, 0, &lens) != napi_ok) {
-    close(dfd);
-    free(names);
-    return fail(env, "readHeads: cannot allocate");
-  }
-  size_t cap = (size_t)count * 256 + max, used = 0;
-  char* out = malloc(cap);
-  header* hs = parse ? calloc(count ? count : 1, sizeof(header)) : NULL;
-  outputs o = {0};
-  if (hs)
-    for (uint32_t i = 0; i < count; i++) hs[i].kind = -1;
-  if (!out || (parse && !hs)) {
-    free(out);
-    free(hs);
-    close(dfd);
-    free(names);
-    return fail(env, "out of memory");
-  }
-  const char* name = names;
-  const char* names_end = names + nlen;
+  uint32_t have = 0; /* names actually given; any missing one is EINVAL */
+  while (have < count && name_at[have]) have++;
   for (uint32_t i = 0; i < count; i++) {
-    if (name >= names_end) {
-      lv[i] = -EINVAL;
-      if (hs) hs[i].kind = -1;
-      continue;
-    }
-    if (cap - used < max) {
-      size_t ncap = cap * 2;
-      char* nout = realloc(out, ncap);
-      if (!nout) {
-        free(out);
-        free(hs);
-        free(o.data);
-        free(o.layout);
-        close(dfd);
-        free(names);
-        return fail(env, "out of memory");
-      }
-      out = nout;
-      cap = ncap;
-    }
-    int fd;
-    do fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-      lv[i] = -errno;
-    } else {
-      ssize_t n;
-      do n = pread(fd, out + used, max, 0);
-      while (n < 0 && errno == EINTR);
-      if (n < 0) {
-        lv[i] = -errno;
-      } else {
-        lv[i] = (int32_t)n;
-        if (hs) parse_header((const uint8_t*)out + used, (size_t)n, &hs[i], &o);
-        used += (size_t)n;
-      }
-      close(fd);
-    }
-    if (hs && lv[i] < 0) hs[i].kind = -1;
-    name += strlen(name) + 1;
+    if (hs) hs[i].kind = -1;
+    if (i >= have) lv[i] = -EINVAL;
   }
+
+  range_job jobs[2];
+  memset(jobs, 0, sizeof jobs);
+  int parts = have >= THREAD_THRESHOLD && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+  for (int k = 0; k < parts; k++) {
+    jobs[k].dfd = dfd;
+    jobs[k].names = name_at;
+    jobs[k].start = (uint32_t)((uint64_t)have * (uint64_t)k / (uint64_t)parts);
+    jobs[k].end = (uint32_t)((uint64_t)have * (uint64_t)(k + 1) / (uint64_t)parts);
+    jobs[k].max = max;
+    jobs[k].lv = lv;
+    jobs[k].hs = hs;
+  }
+  pthread_t helper;
+  int threaded = parts == 2 && pthread_create(&helper, NULL, read_range, &jobs[1]) == 0;
+  read_range(&jobs[0]);
+  if (threaded) pthread_join(helper, NULL);
+  else if (parts == 2) read_range(&jobs[1]);
   close(dfd);
   free(names);
+  free(name_at);
 
-  napi_value buf, result, parsed = NULL;
-  void* bdata = NULL;
-  if (o.oom) {
-    /* Parsing is an optimisation: without memory for it, let JS decode everything. */
-    for (uint32_t i = 0; i < count; i++) hs[i].kind = -1;
-    o.layout_len = o.data_len = 0;
+  /* Put the parts together: bytes in file order; parse outputs with offsets shifted. */
+  int fatal = 0, oom = 0;
+  size_t used = 0, data_len = 0, layout_len = 0;
+  for (int k = 0; k < parts; k++) {
+    fatal |= jobs[k].fatal;
+    oom |= jobs[k].o.oom;
+    used += jobs[k].used;
+    data_len += jobs[k].o.data_len;
+    layout_len += jobs[k].o.layout_len;
   }
-  if (hs) parsed = parsed_value(env, hs, count, &o);
-  free(hs);
-  free(o.data);
-  free(o.layout);
-  if (hs && !parsed) {
-    free(out);
-    return NULL;
+  napi_value result = NULL, buf, parsed = NULL;
+  void* bdata = NULL;
+  outputs all = {0};
+  if (fatal) {
+    fail(env, "out of memory");
+    goto done;
+  }
+  if (hs) {
+    /* Parsing is an optimisation: without memory for it, let JS decode everything. */
+    int ok = !oom && data_len <= INT32_MAX && layout_len <= INT32_MAX;
+    if (ok) {
+      all.data = malloc(data_len ? data_len : 1);
+      all.layout = malloc((layout_len ? layout_len : 1) * sizeof(int32_t));
+      ok = all.data && all.layout;
+    }
+    for (int k = 0; k < parts && ok; k++) {
+      range_job* j = &jobs[k];
+      int32_t dshift = (int32_t)all.data_len, lshift = (int32_t)all.layout_len;
+      if (j->o.data_len) memcpy(all.data + all.data_len, j->o.data, j->o.data_len);
+      if (j->o.layout_len) memcpy(all.layout + all.layout_len, j->o.layout, j->o.layout_len * sizeof(int32_t));
+      if (k > 0) {
+        for (uint32_t i = j->start; i < j->end; i++) {
+          if (hs[i].kind != 2) continue;
+          int32_t at = hs[i].layout += lshift;
+          int32_t* L = all.layout;
+          int32_t np = L[at++];
+          for (int32_t q = 0; q < np; q++, at += 2) L[at] += dshift;
+          int32_t ne = L[at++];
+          for (int32_t q = 0; q < ne; q++, at += 4) {
+            L[at] += dshift;
+            L[at + 2] += dshift;
+          }
+        }
+      }
+      all.data_len += j->o.data_len;
+      all.layout_len += j->o.layout_len;
+    }
+    if (!ok) {
+      for (uint32_t i = 0; i < count; i++) hs[i].kind = -1;
+      all.data_len = all.layout_len = 0;
+    }
+    parsed = parsed_value(env, hs, count, &all);
+    if (!parsed) goto done;
   }
   if (napi_create_buffer(env, used, &bdata, &buf) != napi_ok) {
-    free(out);
-    return fail(env, "readHeads: cannot allocate");
+    fail(env, "readHeads: cannot allocate");
+    goto done;
   }
-  if (used) memcpy(bdata, out, used);
-  free(out);
-  CHECK(napi_create_array_with_length(env, 3, &result));
-  CHECK(napi_set_element(env, result, 0, buf));
-  CHECK(napi_set_element(env, result, 1, lens));
-  if (parsed) CHECK(napi_set_element(env, result, 2, parsed));
+  size_t at = 0;
+  for (int k = 0; k < parts; k++) {
+    if (jobs[k].used) memcpy((char*)bdata + at, jobs[k].out, jobs[k].used);
+    at += jobs[k].used;
+  }
+  if (napi_create_array_with_length(env, 3, &result) != napi_ok || napi_set_element(env, result, 0, buf) != napi_ok ||
+      napi_set_element(env, result, 1, lens) != napi_ok || (parsed && napi_set_element(env, result, 2, parsed) != napi_ok)) {
+    result = fail(env, "readHeads: cannot build the result");
+  }
+done:
+  for (int k = 0; k < parts; k++) {
+    free(jobs[k].out);
+    free(jobs[k].o.data);
+    free(jobs[k].o.layout);
+  }
+  free(all.data);
+  free(all.layout);
+  free(hs);
   return result;
 }
 
