@@ -685,7 +685,8 @@ function floorsSection() {
   ${floors.spawnPerJob.toFixed(2)} ms for \`child_process.spawn\` (a full \`fork()\`; libuv 1.46 uses neither vfork nor
   posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. The reference's whole run costs about
   what that loop costs, so the difference is Node's start-up plus the per-job work in JS (open the
-  job and decode its header again, build its environment, write the seqfile, delete the job)${
+  job and decode its header again, build its environment, note the job in the lock file, write the
+  seqfile, delete the job)${
     rest !== undefined ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job` : ''
   }.\n  Without the addon (not built, or \`FSPL_NO_NATIVE=1\`) jobs start through \`child_process.spawn\`.`;
   } else {
@@ -706,7 +707,7 @@ much of rows 2 and 3 is Node's own cost for the same system calls rather than fs
 ${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
 | Node doing a NOP run's system calls, no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
 
-Why rows 2 and 3 miss their targets:
+Why rows 2 and 3 miss their targets (and where row 4's time goes):
 ${row2}
   execa (on the design card) is slower than even \`child_process.spawn\`, about twice the bare
   spawn, so it is kept off this path (see src/exec.ts).

@@ -18,8 +18,9 @@
  *     scan of 10,000 files is three plain system calls a file, and the bytes come back in one
  *     Buffer. Headers in the one encoding fspl and the reference write are decoded here too
  *     (parse_header): the generic JS MessagePack decoder, still cold at start-up, was most of
- *     the scan. The first scan of 10,000 jobs went from about 175 ms to 60 ms; `queue-ls` of
- *     10,000 jobs from 419 ms to about 270 ms (node's own start-up is 100-130 ms of that).
+ *     the scan. Two threads share the opens and reads of a large scan. The first scan of 10,000
+ *     jobs went from about 200 ms to 45 ms; `queue-ls` of 10,000 jobs from 420-470 ms to
+ *     200-265 ms (Node's own start-up is 100-130 ms of that).
  *
  * Everything here is optional: src/native.ts loads this addon if it was built and falls back to
  * the pure-Node code otherwise (or when FSPL_NO_NATIVE=1).

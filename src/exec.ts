@@ -9,7 +9,7 @@
  *
  * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
  * optional native addon starts the command with posix_spawn instead (src/native.ts says why:
- * 0.6 ms a job instead of 2.15 ms), with the same semantics; without the addon, or with
+ * about 0.6 ms a job instead of 1.4-2.2 ms), with the same semantics; without the addon, or with
  * FSPL_NO_NATIVE=1, child_process does it all.
  */
 import { spawn } from 'node:child_process';
