@@ -619,7 +619,8 @@ static void* read_range(void* arg) {
       j->cap *= 2;
     }
     int fd;
-    do fd = openat(j->dfd, j->names[i], O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named like a job must not hang the scan (no effect on regular files). */
+    do fd = openat(j->dfd, j->names[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
       j->lv[i] = -errno;
@@ -668,7 +669,7 @@ static napi_value js_read_heads(napi_env env, napi_callback_info cbinfo) {
   char* dir = get_string(env, args[0], NULL);
   char* names = get_string(env, args[1], &nlen);
   char** name_at = names ? split_nul(names, nlen) : NULL;
-  header* hs = parse ? malloc((count ? count : 1) * sizeof(header)) : NULL;
+  header* hs = parse ? calloc(count ? count : 1, sizeof(header)) : NULL; /* zeroed: unparsed entries are copied out too */
   if (!dir || !name_at || (parse && !hs)) {
     free(dir);
     free(names);
@@ -677,9 +678,10 @@ static napi_value js_read_heads(napi_env env, napi_callback_info cbinfo) {
     return fail(env, "out of memory");
   }
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int open_errno = errno; /* before free() can change it */
   free(dir);
   if (dfd < 0) {
-    int e = errno;
+    int e = open_errno;
     free(names);
     free(name_at);
     free(hs);

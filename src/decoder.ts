@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { DecoderError } from './errors.js';
+import { killAfter } from './exec.js';
 import { closeQuietly } from './io.js';
 import { readHeaderFromStream } from './packet/read.js';
 import type { PacketHeader } from './packet/types.js';
@@ -23,7 +24,10 @@ export interface DecodedJob {
   exited: Promise<ExitStatus>;
   /** Stop the decoder early (the payload is not wanted). */
   abort(): void;
-  /** Whether abort() stopped the decoder before its output ended. */
+  /**
+   * Whether we stopped the decoder: abort() before its output ended, or SIGKILL because it had
+   * not exited 5 s after its output ended. Its exit status then says nothing about the job.
+   */
   readonly aborted: boolean;
 }
 
@@ -50,7 +54,8 @@ const EXIT_GRACE_MS = 5000;
  * a DecoderError whose `timedOut` is true.
  */
 export async function openThroughDecoder(file: string, decoder: string, timeout?: number): Promise<DecodedJob> {
-  const fd = fs.openSync(file, 'r');
+  // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   let child: ChildProcess;
   try {
     child = spawn(decoderShell(), ['-c', decoder], { stdio: [fd, 'pipe', 'inherit'] });
@@ -59,8 +64,14 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
   }
   let killTimer: NodeJS.Timeout | undefined;
   const running = () => child.exitCode === null && child.signalCode === null;
+  let aborted = false;
   const killLater = (ms: number) => {
-    killTimer ??= setTimeout(() => running() && child.kill('SIGKILL'), ms).unref();
+    killTimer ??= setTimeout(() => {
+      if (!running()) return;
+      // Killed by us: its exit status then says nothing about the job (the command's decides).
+      aborted = true;
+      child.kill('SIGKILL');
+    }, ms).unref();
   };
   const exited = new Promise<ExitStatus>((resolve) => {
     child.once('error', () => resolve({ code: 127, signal: null }));
@@ -70,7 +81,6 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
     });
   });
   const payload = child.stdout!;
-  let aborted = false;
   const abort = () => {
     if (payload.readableEnded) {
       // All its output was read: let it exit by itself, but not wait for ever.
@@ -89,14 +99,14 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
     payload.destroy();
   };
   let timedOut = false;
-  const headerTimer =
+  const cancelTimer =
     timeout === undefined
       ? undefined
-      : setTimeout(() => {
+      : killAfter(timeout, () => {
           timedOut = true;
           child.kill('SIGKILL');
           payload.destroy(); // a grandchild may still hold the pipe open
-        }, Math.min(timeout * 1000, 0x7fff_ffff));
+        });
   try {
     const header = await readHeaderFromStream(payload);
     if (timedOut) throw new Error('timed out');
@@ -120,7 +130,7 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
     }
     throw err;
   } finally {
-    if (headerTimer) clearTimeout(headerTimer);
+    cancelTimer?.();
   }
 }
 

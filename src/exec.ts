@@ -46,6 +46,9 @@ export function describeResult(r: RunResult): string {
   return `exited with status ${r.code}`;
 }
 
+/** Children started through the addon and not yet reaped. */
+let nativeRunning = 0;
+
 function startFailure(command: string, code: string | undefined, message: string, cause: unknown): ExecError {
   const why = code === 'ENOENT' ? 'No such file or directory' : code === 'EACCES' ? 'Permission denied' : message;
   return new ExecError(`Failed to run ${JSON.stringify(command)}: ${why}`, { cause });
@@ -55,7 +58,7 @@ function startFailure(command: string, code: string | undefined, message: string
  * Kill with SIGKILL once `seconds` have passed. setTimeout holds at most 2^31-1 ms (about
  * 24.8 days): longer ones are waited out in steps. Returns the function that cancels it.
  */
-function killAfter(seconds: number, kill: () => void): () => void {
+export function killAfter(seconds: number, kill: () => void): () => void {
   let timer: NodeJS.Timeout | undefined;
   let remaining = seconds * 1000;
   const arm = () => {
@@ -76,21 +79,30 @@ function killAfter(seconds: number, kill: () => void): () => void {
  */
 function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   const stdin = opts.stdin;
-  if (typeof stdin === 'object') return undefined;
+  // The addon waits for its child on a thread of libuv's pool (4 threads, shared with fs and
+  // crypto). The CLI runs one job at a time; a library user running several queues at once gets
+  // child_process for the others, so that long jobs never starve the pool.
+  if (typeof stdin === 'object' || nativeRunning > 0) return undefined;
   const inFd = stdin === 'inherit' ? 0 : stdin === 'ignore' ? -1 : stdin;
   const out = opts.output === 'inherit' ? undefined : opts.output;
   let settle: ((r: RunResult) => void) | undefined;
   let early: RunResult | undefined;
   let timedOut = false;
   let cancel: (() => void) | undefined;
+  nativeRunning++;
   const started = nativeSpawn(opts.command, opts.args, opts.env, inFd, out ?? 1, out ?? 2, ({ code, signal }) => {
+    nativeRunning--;
     cancel?.();
     const r: RunResult = { ok: code === 0 && !timedOut, code, signal, timedOut, stdinClosedEarly: false };
     if (settle) settle(r);
     else early = r;
   });
-  if (started === undefined) return undefined;
+  if (started === undefined) {
+    nativeRunning--;
+    return undefined;
+  }
   if ('errno' in started) {
+    nativeRunning--;
     const err = Object.assign(new Error(`spawn ${opts.command} ${started.code}`), { errno: -started.errno, code: started.code, syscall: `spawn ${opts.command}`, path: opts.command });
     return Promise.reject(startFailure(opts.command, started.code, err.message, err));
   }

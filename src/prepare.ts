@@ -3,7 +3,7 @@
  * FSPL_SET_ variables, and write header then payload.
  */
 import fs from 'node:fs';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { closeQuietly, copyFdSync, writeAllSync } from './io.js';
 import { encodeHeader } from './packet/codec.js';
 import { fdStream, packetStream } from './packet/stream.js';
@@ -106,19 +106,26 @@ export function prepareHeader(options: PrepareOptions = {}): PacketHeader {
  * opened before a sequence number is taken, so a bad path uses none up.
  */
 export function preparePacket(options: PreparePacketOptions = {}): Readable {
+  const given = options.payload;
   let payload: Readable | Uint8Array | undefined;
-  let fd: number | undefined;
-  if (options.payload && 'path' in options.payload) {
-    fd = fs.openSync(options.payload.path, 'r');
-    payload = fdStream(fd, true);
+  // A stream or bytes as they are (an fs.ReadStream has a `path` too, so test for these first).
+  if (given === undefined || given instanceof Readable || given instanceof Uint8Array) {
+    payload = given;
   } else {
-    payload = options.payload as Readable | Uint8Array | undefined;
+    const fd = fs.openSync(given.path, 'r');
+    try {
+      // Opening a directory succeeds; reading it would fail once the number is taken.
+      if (fs.fstatSync(fd).isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${given.path}'`), { code: 'EISDIR', path: given.path });
+    } catch (err) {
+      closeQuietly(fd);
+      throw err;
+    }
+    payload = fdStream(fd, true);
   }
   try {
     return packetStream(prepareHeader(options), payload);
   } catch (err) {
-    if (fd !== undefined && payload && 'destroy' in payload) payload.destroy();
-    else closeQuietly(fd);
+    if (given !== payload && payload instanceof Readable) payload.destroy(); // our own file stream
     throw err;
   }
 }

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { decoderFailure } from './decoder.js';
 import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
-import { describeResult, runCommand, type StdinSource } from './exec.js';
+import { describeResult, killAfter, runCommand, type StdinSource } from './exec.js';
 import { closeQuietly } from './io.js';
 import { jobEnvironment, jobVariables, variablesRecord, type JobLocation, type JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
@@ -226,8 +226,7 @@ async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunctio
   // flight), so it must not also be closed here.
   const payload = typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload;
   const timeout = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  if (opts.timeout !== undefined) timer = setTimeout(() => timeout.abort(new Error('timed out')), Math.min(opts.timeout * 1000, 0x7fff_ffff));
+  const cancelTimer = opts.timeout === undefined ? undefined : killAfter(opts.timeout, () => timeout.abort(new Error('timed out')));
   const where = { queuedir: queue.dir, filename: entry.filename };
   const variables = variablesRecord(jobVariables(opened.header, where));
   let outcome: Outcome;
@@ -239,7 +238,7 @@ async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunctio
     log.error('exec', `Job ${entry.header.seq}: ${why}`);
     outcome = { ok: false, why };
   } finally {
-    if (timer) clearTimeout(timer);
+    cancelTimer?.();
   }
   try {
     return await judgeDecoder(opened, outcome, queue.decoder);

@@ -155,8 +155,8 @@ export class Queue {
     let handle: fs.promises.FileHandle | undefined;
     try {
       handle = await fs.promises.open(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      if (packet instanceof Uint8Array) await handle.writeFile(packet);
-      else for await (const chunk of packet) await handle.write(chunk as Uint8Array);
+      if (packet instanceof Uint8Array) await writeAll(handle, packet);
+      else for await (const chunk of packet) await writeAll(handle, chunk as Uint8Array);
       await handle.sync();
       await handle.close();
       handle = undefined;
@@ -415,6 +415,12 @@ export class Queue {
   }
 }
 
+/** Write all of buf: a write may be cut short (a full disk, a file size limit), and then the
+ * next one reports why. */
+async function writeAll(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
+  for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
+}
+
 /** By sequence number; Array.prototype.sort is stable, so ties keep directory order (as the reference). */
 export function compareBySeq(a: JobEntry, b: JobEntry): number {
   return a.header.seq === b.header.seq ? 0 : a.header.seq < b.header.seq ? -1 : 1;
@@ -448,7 +454,8 @@ let scanBuffer: Buffer | undefined;
  * exactly.
  */
 export function readHeaderFileSync(p: string): PacketHeader {
-  const fd = fs.openSync(p, 'r');
+  // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing).
+  const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
     const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
     const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);

@@ -60,8 +60,10 @@ export class JobsWatcher {
   }
 
   private poll(seconds: number): void {
+    if (!(seconds > 0)) throw new RangeError(`JobsWatcher: invalid poll interval ${seconds}: give a number of seconds above 0`);
     if (this.timer) clearInterval(this.timer);
-    this.timer = setInterval(() => this.poke(), Math.max(1, seconds * 1000));
+    // setInterval holds at most 2^31-1 ms (24.8 days); nobody polls less often than that.
+    this.timer = setInterval(() => this.poke(), Math.min(Math.max(1, seconds * 1000), 0x7fff_ffff));
   }
 
   private poke(): void {

@@ -74,3 +74,25 @@ describe('Queue', () => {
     expect(q.getNext()).toBe(1n); // recreated holding 1, as the reference does
   });
 });
+
+describe('a FIFO named like a job', () => {
+  it('is skipped by scans (native or not) and diagnosed by queue-status, never waited on', async () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+    execFileSync('mkfifo', [path.join(q.jobsDir, 'fspl-fifo.fspl')]);
+    const saved = process.env.FSPL_NO_NATIVE;
+    try {
+      for (const noNative of ['1', '']) {
+        process.env.FSPL_NO_NATIVE = noNative;
+        expect((await q.list()).map((j) => j.header.seq), `FSPL_NO_NATIVE=${noNative}`).toEqual([1n]);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+      else process.env.FSPL_NO_NATIVE = saved;
+    }
+    const { queueStatus } = await import('../src/status.js');
+    const status = await queueStatus(q);
+    expect(status.undecodable.map((u) => u.filename)).toEqual(['fspl-fifo.fspl']);
+  });
+});

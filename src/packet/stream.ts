@@ -58,7 +58,8 @@ export type PacketSource = Readable | Uint8Array | { path: string } | { fd: numb
 export async function readPacket(source: PacketSource): Promise<ReadPacket> {
   if (source instanceof Uint8Array) {
     const { header, length } = decodeHeader(source);
-    return { ...metadataOf(header), payload: Readable.from([Buffer.from(source.buffer, source.byteOffset + length, source.length - length)]) };
+    const rest = Buffer.from(source.buffer, source.byteOffset + length, source.length - length);
+    return { ...metadataOf(header), payload: Readable.from([rest], { objectMode: false }) };
   }
   if (source instanceof Readable) {
     const header = await readHeaderFromStream(source);

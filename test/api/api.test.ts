@@ -84,6 +84,24 @@ describe('preparePacket and readPacket', () => {
     expect(fs.existsSync(seqfile)).toBe(false);
   });
 
+  it('take an fs.ReadStream as a stream (not as a path), and refuse a directory before taking a number', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'body');
+    fs.writeFileSync(file, '0123456789');
+    const p = await readPacket(preparePacket({ seq: 1n, payload: fs.createReadStream(file, { start: 5 }) }));
+    expect(await text(p.payload)).toBe('56789');
+    const seqfile = path.join(dir, 'seq');
+    expect(() => preparePacket({ seqfile, payload: { path: dir } })).toThrow(/EISDIR/);
+    expect(fs.existsSync(seqfile)).toBe(false);
+  });
+
+  it('give a byte stream (not object mode) for a packet read from bytes', async () => {
+    const p = await readPacket(await bytesOf(preparePacket({ seq: 1n, payload: Buffer.from('abcdef') })));
+    expect(p.payload.readableObjectMode).toBe(false);
+    await new Promise((r) => p.payload.once('readable', r));
+    expect(String(p.payload.read(2))).toBe('ab');
+  });
+
   it('reject damaged packets with typed errors', async () => {
     await expect(readPacket(Buffer.from('*FILESPOOLER nope nope nope nope'))).rejects.toMatchObject({ code: 'ERR_BAD_PACKET' });
     await expect(readPacket(Readable.from([Buffer.from('*FILE')]))).rejects.toMatchObject({ code: 'ERR_SHORT_READ' });
@@ -127,6 +145,25 @@ describe('Queue', () => {
     expect(fs.readdirSync(q.jobsDir)).toEqual([]);
   });
 
+  it('never commits a packet cut short by a file size limit', () => {
+    const { q } = newQueue();
+    const script = path.join(tempDir(), 'write.mjs');
+    fs.writeFileSync(
+      script,
+      `import { Queue, preparePacket } from ${JSON.stringify(path.resolve('dist/index.js'))};
+       import { Readable } from 'node:stream';
+       const q = Queue.open(process.argv[2]);
+       try {
+         await q.write(preparePacket({ seq: 1n, payload: Readable.from([Buffer.alloc(60 * 1024), Buffer.alloc(60 * 1024)]) }));
+         console.log('stored');
+       } catch (err) { console.log(err.code); }`,
+    );
+    // 100 blocks of 1 KiB: the second 60 KiB chunk is cut short, then the next write fails.
+    const out = execFileSync('sh', ['-c', 'trap "" XFSZ; ulimit -f 100; exec "$0" "$@"', process.execPath, script, q.dir], { encoding: 'utf8' });
+    expect(out.trim()).toBe('EFBIG');
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+  });
+
   it('reads gzipped jobs through a decoder, and a failing decoder fails the payload stream', async () => {
     const { q, seqfile } = newQueue();
     const raw = path.join(tempDir(), 'raw');
@@ -147,6 +184,21 @@ describe('Queue', () => {
     } finally {
       lock.release();
     }
+  });
+});
+
+describe('Queue.process with commands, several queues at once', () => {
+  it('runs them side by side (one through the native addon at a time, the others through child_process)', async () => {
+    const queues = await Promise.all(
+      [0, 1, 2, 3, 4].map(async () => {
+        const { q, seqfile } = newQueue();
+        await fill(q, seqfile, ['a', 'b']);
+        return q;
+      }),
+    );
+    const summaries = await Promise.all(queues.map((q) => q.process(['sh', '-c', 'sleep 0.1; cat > /dev/null'])));
+    expect(summaries).toEqual(queues.map(() => ({ processed: 2, succeeded: 2, failed: 0 })));
+    expect(queues.map((q) => fs.readdirSync(q.jobsDir).length)).toEqual([0, 0, 0, 0, 0]);
   });
 });
 

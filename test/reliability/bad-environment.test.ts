@@ -255,6 +255,15 @@ describe('the decoder', () => {
     expect(state(r, s)).toMatchObject({ exit: 0, nextseq: '2', jobFiles: 0 });
   });
 
+  test('closes its output but lingers: killed after 5 s, and the job (whose command succeeded) succeeds', { timeout: 30_000 }, async () => {
+    const s = setup(1);
+    const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'cat; exec >&-; exec sleep 30', s.cmd], { timeoutMs: 20_000 });
+    const st = state(r, s);
+    cases.decoderLingersAfterOutput = { timedOutAfter20s: r.timedOut, ...st };
+    expect(r.timedOut, 'queue-process hung').toBe(false);
+    expect(st).toMatchObject({ exit: 0, error: [], ran: [1], nextseq: '2', jobFiles: 0 });
+  });
+
   test('never gives a header: queue-process --timeout bounds it too, one error line, nothing run', { timeout: 30_000 }, async () => {
     // The reference waits for ever (and so do we without --timeout, and queue-ls). With --timeout,
     // queue-process applies it to each decoder run, during the scan and when opening the job.
