@@ -159,7 +159,7 @@ export interface ProcessQueueOptions extends Partial<CommandOptions> {
    * go on. Ends when the signal aborts, maxJobs is reached, or a job fails under 'retry'.
    */
   watch?: boolean | WatchMode;
-  /** Called as processing goes. Must not throw. */
+  /** Called as processing goes ('end' once the job is recorded). A listener that throws is logged and ignored. */
   onEvent?: (event: ProcessEvent) => void;
 }
 
@@ -266,7 +266,14 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
   const log = opts.logger ?? queue.logger;
   const onError = opts.onError ?? 'retry';
   const maxJobs = opts.maxJobs ?? Infinity;
-  const emit = opts.onEvent ?? (() => {});
+  const emit = (event: ProcessEvent) => {
+    try {
+      opts.onEvent?.(event);
+    } catch (err) {
+      // A listener (a progress display, say) must not break the run between a job and its record.
+      log.warn('process', `onEvent listener failed: ${describeSystemError(err)}`);
+    }
+  };
   const summary: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
   if ((opts.run === undefined) === (opts.command === undefined)) {
     throw new TypeError('processQueue: give exactly one of `command` and `run`');
@@ -341,8 +348,9 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
         if (outcome.ok) summary.succeeded++;
         else summary.failed++;
         log.debug('process', () => `Job ${seq} ${outcome.why}`);
-        emit({ type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why });
+        const ended: ProcessEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why };
         if (!outcome.ok && onError === 'retry') {
+          emit(ended);
           throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
         }
         const remove = !opts.neverDelete && (outcome.ok || onError === 'delete');
@@ -362,6 +370,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
           queue.delete(entry.filename);
           known.delete(entry.filename);
         }
+        emit(ended); // after the job is recorded: listeners see the queue as it now is
       }
       if (stop || !watcher) break;
       seqfile.clearNote(); // nothing half-finished while we wait

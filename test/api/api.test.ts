@@ -285,6 +285,21 @@ describe('Queue.process with a JS function', () => {
     expect(events.filter((e) => e.type === 'end').map((e) => (e as { seq: bigint }).seq)).toEqual([1n, 2n]);
   });
 
+  it("reports 'end' once the job is recorded, and survives a listener that throws", async () => {
+    const q = await queueOf5();
+    const nextAtEnd: bigint[] = [];
+    const summary = await q.process(async () => {}, {
+      maxJobs: 2,
+      onEvent: (e) => {
+        // (q.getNext() would need the lock the run holds: read the file.)
+        if (e.type === 'end') nextAtEnd.push(BigInt(fs.readFileSync(path.join(q.dir, 'nextseq'), 'utf8').trim()));
+        throw new Error('listener bug');
+      },
+    });
+    expect(summary.processed).toBe(2);
+    expect(nextAtEnd).toEqual([2n, 3n]);
+  });
+
   it('streams a payload far larger than it would want in memory', async () => {
     const { q } = newQueue();
     const size = 512 * 1024 * 1024;
