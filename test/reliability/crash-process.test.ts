@@ -117,7 +117,9 @@ test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order,
   // The final, clean run.
   const final = await fspl(['queue-process', '-q', qdir, command], { timeoutMs: 60_000 });
   expect(final.code, final.stderr).toBe(0);
-  expect(final.stderr).toBe('');
+  // Nothing but, when the last kill landed while a job was being finished, the line saying that
+  // this run completed it.
+  expect(final.stderr.split('\n').filter((l) => l && !/^ INFO fspl::process: Removing ".*": job \d+ was finished by an interrupted run$/.test(l))).toEqual([]);
 
   const all = readLog(log);
   const firsts: number[] = [];
