@@ -15,6 +15,7 @@ export {
   indexBySeq,
   type JobEntry,
   type QueueOptions,
+  type ScanOptions,
   type QueuedJob,
   type JobDetails,
   type OpenJob,

@@ -58,6 +58,14 @@ export interface JobDetails extends PacketMetadata {
   variables: Record<string, string>;
 }
 
+export interface ScanOptions {
+  /**
+   * Called for each job file whose header can not be read, which the scan then leaves out
+   * (queue-status diagnoses them). Without it, such files are only logged.
+   */
+  onFailure?: (filename: string, err: unknown) => void;
+}
+
 /** What Queue.process runs: a command (name, or name and arguments) or an async function. */
 export type Executor = string | readonly string[] | JobFunction;
 
@@ -235,8 +243,8 @@ export class Queue {
    * Read the header of every job file. Files that can't be read or decoded are skipped and
    * logged at debug level, as the reference does: extra files never stop a queue.
    */
-  async scan(): Promise<JobEntry[]> {
-    return this.readHeaders(this.listJobFiles());
+  async scan(options: ScanOptions = {}): Promise<JobEntry[]> {
+    return this.readHeaders(this.listJobFiles(), options.onFailure);
   }
 
   /**
@@ -255,9 +263,18 @@ export class Queue {
     return out;
   }
 
-  private async readHeaders(names: string[]): Promise<JobEntry[]> {
+  private async readHeaders(names: string[], onFailure?: ScanOptions['onFailure']): Promise<JobEntry[]> {
     const results: Array<JobEntry | undefined> = new Array(names.length);
     const log = this.logger;
+    const skip = (filename: string, err: unknown) => {
+      // A hung decoder is not a bad file: stop. A failing one is worth a warning (a missing key
+      // or program would otherwise look like an empty queue), unless the caller takes the
+      // failures itself; other files are skipped quietly, as the reference does.
+      if (err instanceof DecoderError && err.timedOut) throw err;
+      const level = err instanceof DecoderError && !onFailure ? 'warn' : 'debug';
+      log[level]('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
+      onFailure?.(filename, err);
+    };
     // Plain files with the native addon: all the reads in one call, and the headers in the usual
     // encoding decoded there too; the others are decoded here from memory.
     const heads = this.decoder === undefined ? nativeReadHeads(this.jobsDir, names, SCAN_READ) : undefined;
@@ -276,7 +293,7 @@ export class Queue {
             heads.header(i) ?? (n >= 0 ? headerFromStart(bytes.subarray(offset, offset + n)) : undefined) ?? readHeaderFileSync(this.jobPath(filename));
           results[i] = { filename, header };
         } catch (err) {
-          log.debug('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
+          skip(filename, err);
         }
         if (n > 0) offset += n;
       }
@@ -288,12 +305,7 @@ export class Queue {
       try {
         results[i] = { filename, header: await this.readHeader(filename) };
       } catch (err) {
-        // A hung decoder is not a bad file: stop. A failing one is worth a warning (a missing
-        // key or program would otherwise look like an empty queue); other files are skipped
-        // quietly, as the reference does.
-        if (err instanceof DecoderError && err.timedOut) throw err;
-        const level = err instanceof DecoderError ? 'warn' : 'debug';
-        log[level]('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
+        skip(filename, err);
       }
     };
     // Through a decoder each header costs a process, so a few run at once; plain files are

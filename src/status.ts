@@ -17,7 +17,7 @@ import { describeSystemError, BadPacketError, DecoderError, ShortReadError } fro
 import { closeQuietly, readSomeSync } from './io.js';
 import { isLocked } from './lock.js';
 import { PREFIX_LENGTH } from './packet/codec.js';
-import type { Ctime, PacketHeader } from './packet/types.js';
+import type { Ctime } from './packet/types.js';
 import { isJobFilename, type Queue } from './queue.js';
 import { parseSeqfileText, seqParseProblem } from './seqfile.js';
 
@@ -371,7 +371,6 @@ export interface QueueStatusOptions {
 }
 
 const TEMP_FILE = /^tmp-fspl-.*\.fspl\.tmp$/;
-const DECODER_CONCURRENCY = 4;
 
 function fileType(st: fs.Stats | fs.Dirent): FileType {
   if (st.isFile()) return 'file';
@@ -462,38 +461,22 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   otherFiles.sort(byName);
   outputFiles.sort();
 
-  // The job files: read every header, diagnosing those that fail.
-  const names = queue.listJobFiles();
-  const headers: Array<PacketHeader | undefined> = new Array(names.length);
-  const failures: Array<UndecodableFile | undefined> = new Array(names.length);
-  const read = async (i: number) => {
-    const filename = names[i]!;
+  // The job files: the queue's own scan reads every header, and those that fail are diagnosed.
+  const failures: UndecodableFile[] = [];
+  const diagnose = (filename: string, err: unknown) => {
+    let info: { head: Uint8Array; size: number; type: FileType };
     try {
-      headers[i] = await queue.readHeader(filename);
-    } catch (err) {
-      let info: { head: Uint8Array; size: number; type: FileType } | undefined;
-      try {
-        info = readFileHead(queue.jobPath(filename));
-      } catch (e2) {
-        failures[i] = { filename, size: undefined, kind: 'unknown', cause: `can not be read: ${describeSystemError(e2)}`, error: describeSystemError(err) };
-        return;
-      }
-      const { kind, cause } = diagnoseUnreadable(info, err, queue.decoder);
-      failures[i] = { filename, size: info.size, kind, cause, error: describeSystemError(err) };
+      info = readFileHead(queue.jobPath(filename));
+    } catch (e2) {
+      failures.push({ filename, size: undefined, kind: 'unknown', cause: `can not be read: ${describeSystemError(e2)}`, error: describeSystemError(err) });
+      return;
     }
+    const { kind, cause } = diagnoseUnreadable(info, err, queue.decoder);
+    failures.push({ filename, size: info.size, kind, cause, error: describeSystemError(err) });
   };
-  const lanes = queue.decoder === undefined ? 1 : Math.min(DECODER_CONCURRENCY, names.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: lanes }, async () => {
-      while (next < names.length) await read(next++);
-    }),
-  );
-  const undecodable = failures.filter((f): f is UndecodableFile => f !== undefined).sort(byName);
-  const jobs: Array<{ seq: bigint; filename: string; ctime: Ctime }> = [];
-  headers.forEach((h, i) => {
-    if (h) jobs.push({ seq: h.seq, filename: names[i]!, ctime: h.ctime });
-  });
+  const entries = await queue.scan({ onFailure: diagnose });
+  const undecodable = failures.sort(byName);
+  const jobs = entries.map((e) => ({ seq: e.header.seq, filename: e.filename, ctime: e.header.ctime }));
   jobs.sort((a, b) => cmpSeq(a.seq, b.seq)); // stable: ties keep directory order
 
   // Duplicates, anywhere in the queue.
