@@ -108,6 +108,18 @@ export class DecoderError extends FsplError {
   }
 }
 
+/**
+ * write(2) and fsync(2) errors name no file. Give such an error (one with an errno code, and
+ * with one of `codes` if given) the path it concerns, so that its message names it:
+ * `No space left on device: q/nextseq`. Returns the error.
+ */
+export function namePath(err: unknown, path: string, codes?: readonly string[]): unknown {
+  if (err && typeof err === 'object' && 'code' in err && !('path' in err)) {
+    if (!codes || codes.includes(String((err as NodeJS.ErrnoException).code))) Object.assign(err, { path });
+  }
+  return err;
+}
+
 /** Turn a Node system error into a one-line message that names the path. */
 export function describeSystemError(err: unknown): string {
   if (err instanceof FsplError) return err.message;

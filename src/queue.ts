@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
-import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError } from './errors.js';
+import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
 import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
@@ -88,6 +88,9 @@ export function isJobFilename(name: string): boolean {
 export function genFilename(): string {
   return `fspl-${uuidv4()}.fspl`;
 }
+
+/** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
+const SPACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG'] as const;
 
 /** How many decoders a scan runs at once. */
 const DECODER_CONCURRENCY = 4;
@@ -203,15 +206,11 @@ export class Queue {
   }
 
   /**
-   * write(2) and fsync(2) errors name no file: a full disk says "No space left on device: DIR/jobs"
-   * (the temporary file itself is gone by then).
+   * A full disk says "No space left on device: DIR/jobs" (the temporary file is gone by then);
+   * other errors (reading the input, say) keep their own wording.
    */
   private placeWriteError(err: unknown): unknown {
-    const code = (err as NodeJS.ErrnoException | undefined)?.code;
-    if (err && typeof err === 'object' && !('path' in err) && (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG')) {
-      Object.assign(err, { path: this.jobsDir });
-    }
-    return err;
+    return namePath(err, this.jobsDir, SPACE_ERRORS);
   }
 
   /**

@@ -3,7 +3,7 @@
  * Updates go to `<path>.temp`, are fsynced, then renamed over the file.
  */
 import fs from 'node:fs';
-import { BadSeqfileError, QueueError, SeqOverflowError } from './errors.js';
+import { BadSeqfileError, QueueError, SeqOverflowError, namePath } from './errors.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
 import { U64_MAX } from './packet/types.js';
@@ -109,9 +109,7 @@ export class SeqFile {
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);
-      // write(2) and fsync(2) errors name no file: name the seqfile (`No space left on device: PATH`).
-      if (err && typeof err === 'object' && 'code' in err && !('path' in err)) Object.assign(err, { path: this.path });
-      throw err;
+      throw namePath(err, this.path);
     }
   }
 

@@ -17,7 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
-import { describe, expect, onTestFinished, test } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
+import { describeIfPresent } from '../gate.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const OURS_BIN = path.join(REPO_ROOT, 'bin', 'fspl');
@@ -29,7 +30,6 @@ export const VECTORS_DIR = process.env.FSPL_VECTORS_DIR || path.resolve(REPO_ROO
 export const HAVE_REF = fs.existsSync(REF_BIN);
 export const HAVE_FAKETIME = fs.existsSync(FAKETIME_LIB);
 export const HAVE_VECTORS = fs.existsSync(path.join(VECTORS_DIR, 'nop.fspl'));
-export const IN_CI = process.env.CI === 'true';
 
 /** The PATH every process gets; nothing else is inherited. */
 export const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -58,24 +58,7 @@ function missing(needs: { vectors?: boolean }): string[] {
  * says what is missing; otherwise the suite is skipped with a console warning.
  */
 export function describeCompat(name: string, fn: () => void, needs: { vectors?: boolean } = {}): void {
-  const lacking = missing(needs);
-  if (lacking.length === 0) {
-    describe(name, fn);
-    return;
-  }
-  if (IN_CI) {
-    describe(name, () => {
-      test('the reference implementation and test tools are installed', () => {
-        expect(lacking, `compat suite cannot run in CI without: ${lacking.join(', ')}`).toEqual([]);
-      });
-    });
-    return;
-  }
-  console.warn(
-    `\n!!! COMPAT SUITE SKIPPED (${name}): missing ${lacking.join(', ')}.\n` +
-      '!!! Nothing was compared against Filespooler 1.2.2. Set CI=true to make this a failure.\n',
-  );
-  describe.skip(name, fn);
+  describeIfPresent(name, missing(needs), { what: 'compat suite', note: 'Nothing was compared against Filespooler 1.2.2.' }, fn);
 }
 
 // ------------------------------------------------------------------------------------------------

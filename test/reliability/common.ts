@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
+import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import type { CommandType, PacketHeader } from '../../src/packet/types.js';
 
@@ -20,8 +21,6 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const RESULTS_DIR = path.join(ROOT, 'test', 'reliability', '.results');
 export const REF_BIN = process.env.FSPL_REFERENCE_BIN || '/usr/bin/fspl';
 export const HAVE_REF = fs.existsSync(REF_BIN);
-/** CI=true (or any value but 0/false): missing prerequisites fail instead of skipping. */
-export const IN_CI = !!process.env.CI && !['0', 'false'].includes(process.env.CI.toLowerCase());
 export const IS_ROOT = process.getuid?.() === 0;
 /** The PATH every CLI run gets; nothing else is inherited from the test runner. */
 export const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -132,21 +131,7 @@ function lacking(needs: Needs): string[] {
  * elsewhere the part is skipped with a visible warning.
  */
 export function describeNeeding(name: string, needs: Needs, fn: () => void): void {
-  const missing = lacking(needs);
-  if (missing.length === 0) {
-    describe(name, fn);
-    return;
-  }
-  if (IN_CI) {
-    describe(name, () => {
-      test('its prerequisites are present', () => {
-        expect(missing, `reliability tests cannot run in CI without: ${missing.join(', ')}`).toEqual([]);
-      });
-    });
-    return;
-  }
-  console.warn(`\n!!! RELIABILITY TESTS SKIPPED (${name}): missing ${missing.join(', ')}.\n!!! Set CI=true to make this a failure.\n`);
-  describe.skip(name, fn);
+  describeIfPresent(name, lacking(needs), { what: 'reliability tests' }, fn);
 }
 
 // ------------------------------------------------------------------------------------------------
