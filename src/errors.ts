@@ -14,7 +14,9 @@ export type FsplErrorCode =
   | 'ERR_EXEC'
   | 'ERR_JOB_FAILED'
   | 'ERR_DECODER'
-  | 'ERR_IO';
+  | 'ERR_IO'
+  | 'ERR_NET'
+  | 'ERR_NET_FILE';
 
 export class FsplError extends Error {
   readonly code: FsplErrorCode;
@@ -145,3 +147,21 @@ const SYSTEM_MESSAGES: Record<string, string> = {
   EPIPE: 'Broken pipe',
   EIO: 'Input/output error',
 };
+
+/** A net that can't be built or run: a bad definition, a run already going, a place missing. */
+export class NetError extends FsplError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_NET', message, options);
+  }
+}
+
+/** A net file that does not parse or validate; each problem has file:line:column. */
+export class NetFileError extends FsplError {
+  readonly problems: Array<{ line: number; col: number; message: string }>;
+  readonly file: string;
+  constructor(file: string, problems: Array<{ line: number; col: number; message: string }>) {
+    super('ERR_NET_FILE', problems.map((p) => `${file}:${p.line}:${p.col}: ${p.message}`).join('\n'));
+    this.file = file;
+    this.problems = problems;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Tokens that wait forever, and why: what `net run --drain` lists when it exits 3 and what
+ * `net status` reports. A token in a place that no transition reads (a sink, an error place) is
+ * a result, not a leftover.
+ */
+import { isMerge, readersOf, type NetModel } from './model.js';
+import type { Place } from './place.js';
+
+export interface Leftover {
+  place: string;
+  seq: bigint;
+  key: string;
+  filename: string;
+  reason: string;
+}
+
+/**
+ * Why each token in a read place can't fire now. `next` gives the sequence places' next numbers;
+ * `stopped` the transitions stopped by a failure; `only` restricts the readers considered (a run
+ * of one host's transitions).
+ */
+export function describeLeftovers(net: NetModel, places: Map<string, Place>, next: Map<string, bigint>, stopped: Set<string>, only?: Set<string>): Leftover[] {
+  const out: Leftover[] = [];
+  for (const p of places.values()) {
+    const readers = readersOf(net, p.name).filter((t) => !only || only.has(t.name));
+    if (readers.length === 0) continue;
+    const tokens = [...p.tokens.values()].sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+    const nxt = next.get(p.name);
+    let expected = nxt;
+    for (const tok of tokens) {
+      if (tok.header.cmd.kind === 'NOP') continue;
+      let reason: string | undefined;
+      const stoppedReader = readers.find((t) => stopped.has(t.name));
+      if (stoppedReader) reason = `held by ${stoppedReader.name}, stopped after a failure`;
+      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) reason = `its number is below the place's next number ${nxt} (a duplicate or a late copy)`;
+      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) reason = `waits for token number ${expected}, which has not arrived`;
+      else {
+        for (const t of readers) {
+          const inhibitor = t.inhibit.find((name) => (places.get(name)?.tokens.size ?? 0) > 0);
+          if (inhibitor) {
+            reason = `${t.name} is inhibited by tokens in ${inhibitor}`;
+            break;
+          }
+          if (isMerge(t)) {
+            const missing = t.inputs.filter((a) => a.place !== p.name && ![...(places.get(a.place)?.tokens.values() ?? [])].some((x) => x.key === tok.key));
+            if (missing.length) {
+              reason = `no partner with key ${JSON.stringify(tok.key)} in ${missing.map((a) => a.place).join(', ')} (for ${t.name})`;
+              break;
+            }
+          }
+          const full = t.outputs.find((o) => {
+            const cap = net.places.get(o)?.capacity;
+            return cap !== undefined && (places.get(o)?.tokens.size ?? 0) >= cap;
+          });
+          if (full) {
+            reason = `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`;
+            break;
+          }
+          const arc = t.inputs.find((a) => a.place === p.name);
+          if (arc && arc.take > 1 && arc.maxWait === undefined && p.tokens.size < arc.take) {
+            reason = `${t.name} takes batches of ${arc.take}; only ${p.tokens.size} here`;
+            break;
+          }
+        }
+      }
+      if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
+      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason: reason ?? 'can not fire' });
+    }
+  }
+  return out;
+}

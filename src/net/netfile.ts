@@ -1,0 +1,145 @@
+/**
+ * Net files: YAML (the `yaml` package, which keeps every node's position) validated by a zod
+ * schema, then turned into the model. Every problem is reported as file:line:column, found by
+ * walking the problem's key path through the YAML document.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { LineCounter, isMap, isNode, isSeq, parseDocument, type Document, type Node } from 'yaml';
+import { z } from 'zod';
+import { NetFileError } from '../errors.js';
+import { buildModel, type NetDefinition, type NetModel } from './model.js';
+
+const name = z.string();
+const positiveInt = z.number().int().min(1);
+const seconds = z.number().positive();
+
+const placeSchema = z
+  .object({
+    dir: z.string().min(1).optional(),
+    order: z.enum(['sequence', 'arrival']).optional(),
+    capacity: positiveInt.optional(),
+    // Read by the distributed layer.
+    host: name.optional(),
+    sync: z.boolean().optional(),
+  })
+  .strict();
+
+const arcSchema = z.union([name, z.object({ place: name, take: positiveInt.optional(), 'max-wait': seconds.optional() }).strict()]);
+
+const transitionSchema = z
+  .object({
+    in: z.union([arcSchema, z.array(arcSchema).min(1)]),
+    out: z
+      .union([
+        name,
+        z.array(name).min(1),
+        z.object({ 'one-of': z.array(name).min(2) }).strict(),
+        z.object({ 'any-of': z.array(name).min(2) }).strict(),
+      ])
+      .optional(),
+    run: z.union([z.string().min(1), z.array(z.string()).min(1), z.null()]).optional(),
+    env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
+    cwd: z.string().min(1).optional(),
+    error: name.optional(),
+    retries: z.number().int().min(0).optional(),
+    timeout: seconds.optional(),
+    workers: positiveInt.optional(),
+    order: z.enum(['input', 'none']).optional(),
+    inhibit: z.array(name).optional(),
+    host: name.optional(),
+    user: z.union([z.string().min(1), z.number().int().min(0)]).optional(),
+    group: z.union([z.string().min(1), z.number().int().min(0)]).optional(),
+  })
+  .strict();
+
+const netSchema = z
+  .object({
+    state: z.string().min(1).optional(),
+    places: z.record(z.string(), placeSchema.nullable().transform((p) => p ?? {})),
+    transitions: z.record(z.string(), transitionSchema).optional(),
+    hosts: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+export interface Position {
+  line: number;
+  col: number;
+}
+
+/** The position of the deepest node along a key path (the key itself for a bad or unknown key). */
+function positionOf(doc: Document, lc: LineCounter, keys: ReadonlyArray<PropertyKey>): Position {
+  let node: unknown = doc.contents;
+  let offset = (doc.contents as Node | null)?.range?.[0] ?? 0;
+  for (const k of keys) {
+    if (isMap(node)) {
+      const pair = node.items.find((it) => (isNode(it.key) ? (it.key as { value?: unknown }).value : it.key) === k);
+      if (!pair) break;
+      const keyNode = pair.key as Node | undefined;
+      offset = keyNode?.range?.[0] ?? offset;
+      node = pair.value;
+      // Point at the value when there is one more level to go; at the key for the last step.
+      if (node && isNode(node) && keys.indexOf(k) < keys.length - 1) offset = node.range?.[0] ?? offset;
+    } else if (isSeq(node) && typeof k === 'number') {
+      const item = node.items[k];
+      if (!item) break;
+      node = item;
+      offset = (item as Node).range?.[0] ?? offset;
+    } else break;
+  }
+  const { line, col } = lc.linePos(offset);
+  return { line, col };
+}
+
+/** Parse and validate a net file's text; `file` names it in errors and anchors relative paths. */
+export function parseNetText(text: string, file: string): NetModel {
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new NetFileError(
+      file,
+      doc.errors.map((e) => {
+        const { line, col } = lc.linePos(e.pos[0]);
+        return { line, col, message: e.message.split('\n')[0]! };
+      }),
+    );
+  }
+  const raw = doc.toJS();
+  const parsed = netSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    throw new NetFileError(
+      file,
+      parsed.error.issues.map((issue) => {
+        const keys = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+        return { ...positionOf(doc, lc, keys), message: describeIssue(issue) };
+      }),
+    );
+  }
+  const def = { ...(parsed.data as unknown as Omit<NetDefinition, 'dir'>), dir: path.dirname(path.resolve(file)) } as NetDefinition;
+  const { model, problems } = buildModel(def, path.resolve(file));
+  if (!model) throw new NetFileError(file, problems.map((p) => ({ ...positionOf(doc, lc, p.path), message: p.message })));
+  return model;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return `${where}unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+    case 'invalid_union':
+      return `${where}not a valid value here`;
+    default:
+      return `${where}${issue.message}`;
+  }
+}
+
+/** Read, parse and validate a net file. */
+export function loadNetFile(file: string): NetModel {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new NetFileError(file, [{ line: 1, col: 1, message: `cannot read the net file: ${(err as Error).message}` }]);
+  }
+  return parseNetText(text, file);
+}

@@ -1,0 +1,294 @@
+/**
+ * A place: a Filespooler queue directory, plus the writers' sequence file beside it.
+ *
+ *   DIR/nextseq, DIR/nextseq.lock, DIR/jobs/   the queue, as `fspl queue-init` makes it
+ *   DIR/sendseq, DIR/sendseq.lock              the numbers of tokens put into the place by the
+ *                                              net (its transitions and `net put`); a sender
+ *                                              may use it as its `prepare -s` seqfile too
+ *
+ * Tokens are packets; their correlation key is the packet variable KEY (FSPL_SET_KEY).
+ *
+ * Writing a token never shows a partial file and never leaves a hole in the numbering that a
+ * sequence-ordered reader would wait on forever: under the sendseq lock the packet is written
+ * under a temporary name (net-*.part, which no Filespooler reader looks at), fsynced, the next
+ * number stored, and only then the packet renamed to its final fspl-*.fspl name. A crash after
+ * the number is stored and before the rename leaves a .part file holding a number nobody else
+ * has; recovery (`repairPart`) turns it into a NOP token, which readers skip, so the numbering
+ * has no hole.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
+import { closeQuietly, copyFdSync, fsyncSync, unlinkQuietly } from '../io.js';
+import { readHeaderSync, type PacketHeader } from '../packet/index.js';
+import { makeHeader, writePacketSync } from '../prepare.js';
+import { Queue, readHeaderFileSync, type JobEntry } from '../queue.js';
+import { SeqFile } from '../seqfile.js';
+import type { PlaceOrder, PlaceSpec } from './model.js';
+
+export const KEY_VAR = 'KEY';
+
+/** A token waiting in a place. */
+export interface Token {
+  place: string;
+  filename: string;
+  /** Absolute path of the job file. */
+  path: string;
+  seq: bigint;
+  /** The correlation key: the packet's KEY variable, or PLACE-SEQ for a token that came without. */
+  key: string;
+  header: PacketHeader;
+  /** When this runner first saw it (ms since the epoch). */
+  seen: number;
+}
+
+export function tokenKey(place: string, header: PacketHeader): string {
+  if (header.cmd.kind === 'Command') {
+    for (const [k, v] of header.cmd.env) if (Buffer.from(k).toString() === KEY_VAR) return Buffer.from(v).toString();
+  }
+  return `${place}-${header.seq}`;
+}
+
+/** What a new token carries: its kind, key, variables and params. */
+export interface TokenContent {
+  kind?: 'Command' | 'NOP';
+  /** Variables without the FSPL_SET_ prefix; KEY among them. */
+  env?: Array<[Uint8Array, Uint8Array]>;
+  params?: Uint8Array[];
+  /**
+   * Where the payload comes from: a file, the payloads of tokens (one after the other), a
+   * descriptor (read from its position), or none.
+   */
+  payload?: { path: string } | { tokens: string[] } | { fd: number };
+}
+
+export class Place {
+  readonly spec: PlaceSpec;
+  readonly queue: Queue;
+  readonly order: PlaceOrder;
+  readonly sendseqPath: string;
+  /** Tokens by file name, as last scanned. */
+  tokens = new Map<string, Token>();
+  private entries = new Map<string, JobEntry>();
+
+  constructor(spec: PlaceSpec, order: PlaceOrder) {
+    this.spec = spec;
+    this.order = order;
+    this.queue = new Queue(spec.dir);
+    this.sendseqPath = path.join(spec.dir, 'sendseq');
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  exists(): boolean {
+    try {
+      return fs.statSync(this.queue.jobsDir).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
+  /** Create the queue (and sendseq) if missing; an existing queue is left as it is. */
+  init(): void {
+    fs.mkdirSync(this.queue.jobsDir, { recursive: true });
+    if (!fs.existsSync(this.queue.seqfilePath)) SeqFile.with(this.queue.seqfilePath, { create: true }, () => {});
+    if (!fs.existsSync(this.sendseqPath)) SeqFile.with(this.sendseqPath, { create: true }, () => {});
+  }
+
+  /** Scan again (reading only new headers); returns the tokens that are new. */
+  async refresh(now: number): Promise<Token[]> {
+    this.entries = await this.queue.rescan(this.entries);
+    const fresh: Token[] = [];
+    const next = new Map<string, Token>();
+    for (const [filename, e] of this.entries) {
+      let t = this.tokens.get(filename);
+      if (!t) {
+        t = { place: this.name, filename, path: this.queue.jobPath(filename), seq: e.header.seq, key: tokenKey(this.name, e.header), header: e.header, seen: now };
+        fresh.push(t);
+      }
+      next.set(filename, t);
+    }
+    this.tokens = next;
+    return fresh;
+  }
+
+  /** Forget a token this runner consumed (its file is gone or going). */
+  forget(filename: string): void {
+    this.tokens.delete(filename);
+    this.entries.delete(filename);
+  }
+
+  /** Lock the writers' seqfile. Fails at once (LockedError) if another writer holds it. */
+  lockWriters(): SeqFile {
+    return SeqFile.lock(this.sendseqPath, { create: true });
+  }
+
+  /**
+   * Write a token under a temporary name with the next number, fsync it, and store the number
+   * after it. The caller holds the writers' lock and later renames temp to final (publish).
+   */
+  stage(writers: SeqFile, content: TokenContent, tag: string): { seq: bigint; temp: string; final: string } {
+    const seq = writers.read();
+    const id = uuidv4();
+    const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
+    const final = this.queue.jobPath(`fspl-${id}.fspl`);
+    const header =
+      content.kind === 'NOP'
+        ? makeHeader({ seq, cmd: { kind: 'NOP' } })
+        : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
+    const out = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    try {
+      const p = content.payload;
+      if (p && 'tokens' in p) {
+        writePacketSync(out, header);
+        for (const file of p.tokens) {
+          const inFd = openPayloadFd(file);
+          try {
+            copyFdSync(inFd, out);
+          } finally {
+            closeQuietly(inFd);
+          }
+        }
+      } else if (p && 'path' in p) {
+        const inFd = fs.openSync(p.path, 'r');
+        try {
+          writePacketSync(out, header, inFd);
+        } finally {
+          closeQuietly(inFd);
+        }
+      } else {
+        writePacketSync(out, header, p?.fd);
+      }
+      fsyncSync(out);
+      fs.closeSync(out);
+    } catch (err) {
+      closeQuietly(out);
+      unlinkQuietly(temp);
+      throw err;
+    }
+    writers.write(seq + 1n);
+    return { seq, temp, final };
+  }
+
+  /** Put one token into the place now (net put, error tokens written outside a commit). */
+  putNow(content: TokenContent): { seq: bigint; filename: string } {
+    const writers = this.lockWriters();
+    try {
+      const s = this.stage(writers, content, 'put');
+      publish(s.temp, s.final);
+      return { seq: s.seq, filename: path.basename(s.final) };
+    } finally {
+      writers.release();
+    }
+  }
+
+  /** The consumer's next sequence number (nextseq). */
+  readNext(): bigint {
+    return this.queue.getNext();
+  }
+
+  /**
+   * A .part file left by a writer that died (the caller holds the writers' lock, so no live
+   * writer owns it). If its number was stored as taken and no token holds it yet, it becomes a
+   * NOP token so that the numbering has no hole; otherwise it is removed.
+   */
+  repairPart(writers: SeqFile, partPath: string, consumerNext: bigint | undefined): 'nop' | 'removed' {
+    let header: PacketHeader | undefined;
+    try {
+      header = readHeaderFileSync(partPath);
+    } catch {
+      header = undefined; // cut short before its header was complete: the number was never stored
+    }
+    const taken = header !== undefined && writers.read() > header.seq;
+    const held = header !== undefined && this.holds(header.seq);
+    const wanted = header !== undefined && this.order === 'sequence' && (consumerNext === undefined || header.seq >= consumerNext);
+    if (header && taken && !held && wanted) {
+      const id = uuidv4();
+      const temp = this.queue.jobPath(`net-nop-${id}.part`);
+      const fd = fs.openSync(temp, 'w', 0o644);
+      try {
+        writePacketSync(fd, makeHeader({ seq: header.seq, cmd: { kind: 'NOP' } }));
+        fsyncSync(fd);
+      } finally {
+        closeQuietly(fd);
+      }
+      publish(temp, this.queue.jobPath(`fspl-${id}.fspl`));
+      unlinkQuietly(partPath);
+      return 'nop';
+    }
+    unlinkQuietly(partPath);
+    return 'removed';
+  }
+
+  /** Whether a job file in jobs/ has this number (read from the disk, not the last scan). */
+  holds(seq: bigint): boolean {
+    for (const name of this.queue.listJobFiles()) {
+      try {
+        if (readHeaderFileSync(this.queue.jobPath(name)).seq === seq) return true;
+      } catch {
+        // not a readable job: holds nothing
+      }
+    }
+    return false;
+  }
+
+  /** Temporary files of net writers in jobs/. */
+  partFiles(): string[] {
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.queue.jobsDir);
+    } catch {
+      return [];
+    }
+    return names.filter((n) => n.startsWith('net-') && n.endsWith('.part')).map((n) => this.queue.jobPath(n));
+  }
+}
+
+/** Rename a staged packet into place; done already (temp gone, final there) is fine. */
+export function publish(temp: string, final: string): void {
+  try {
+    fs.renameSync(temp, final);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && fs.existsSync(final)) return;
+    throw err;
+  }
+  syncDir(path.dirname(final));
+}
+
+export function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // Some file systems refuse fsync on a directory; the rename stands anyway.
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+/** Open a token's payload: a descriptor positioned after its header. */
+export function openPayloadFd(file: string): number {
+  const fd = fs.openSync(file, 'r');
+  try {
+    readHeaderSync(fd);
+    return fd;
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
+  }
+}
+
+/** Copy a token's payload into a file of its own (for commands that read inputs by name). */
+export function extractPayload(file: string, dest: string): void {
+  const inFd = openPayloadFd(file);
+  const out = fs.openSync(dest, 'w', 0o644);
+  try {
+    copyFdSync(inFd, out);
+  } finally {
+    closeQuietly(inFd);
+    closeQuietly(out);
+  }
+}

@@ -1,0 +1,702 @@
+/**
+ * The runner: the one event loop of `net run`. File events, timers and finished firings wake it;
+ * it rescans the places, asks the scheduler what to start, starts firings, and commits finished
+ * ones through the journal, one at a time and synchronously, so a commit is never interleaved
+ * with another.
+ *
+ * A commit: lock the writers of every output place; stage each output packet under a temporary
+ * name with its number (place.ts); record the commit in the journal (fsync); rename the outputs
+ * into their places; consume the inputs (a sequence place's nextseq moved past them, then the
+ * files deleted); record its end. After a crash, recovery redoes every recorded commit with no
+ * end (each step is idempotent) and turns the numbers of staged-but-unrecorded outputs into NOP
+ * tokens or drops them (place.ts), so every token has moved exactly once.
+ *
+ * Commits keep order: a finished firing waits until every firing started before it on the same
+ * sequence place has committed, and (unless `order: none`) every earlier firing of its own
+ * transition. A failed firing is retried on the same tokens, so what waits behind it waits.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
+import { LockedError, NetError } from '../errors.js';
+import { FileLock } from '../lock.js';
+import { silentLogger, type Logger } from '../log.js';
+import { SeqFile } from '../seqfile.js';
+import { JobsWatcher } from '../watch.js';
+import { fire, STDERR_TAIL_BYTES, type FiringOutcome, type OutputSource } from './firing.js';
+import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
+import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
+import { Place, publish, KEY_VAR, type Token, type TokenContent } from './place.js';
+import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
+import { describeLeftovers, type Leftover } from './leftovers.js';
+import { writeLiveState, type LiveState } from './live.js';
+
+export interface NetRunOptions {
+  /** Exit once nothing runs and nothing can fire. */
+  drain?: boolean;
+  signal?: AbortSignal;
+  /** Poll every this many seconds instead of using file system events. */
+  pollInterval?: number;
+  /** The shared pool of workers (default: the number of CPUs). */
+  workers?: number;
+  /** Seconds that running firings get to finish once the run is asked to stop (default 5). */
+  grace?: number;
+  /** Run only these transitions (default: all). */
+  only?: (t: TransitionSpec) => boolean;
+  onEvent?: (e: NetEvent) => void;
+  logger?: Logger;
+}
+
+export type NetEvent =
+  | { type: 'start'; firing: string; transition: string; key: string; tokens: Array<{ place: string; seq: bigint }>; attempt: number }
+  | { type: 'commit'; firing: string; transition: string; key: string; inputs: Array<{ place: string; seq: bigint }>; outputs: Array<{ place: string; seq: bigint }>; ms: number }
+  | { type: 'fail'; firing: string; transition: string; key: string; reason: string; attempt: number; willRetry: boolean }
+  | { type: 'error-token'; firing: string; transition: string; key: string; place: string; log: string }
+  | { type: 'stopped'; transition: string; reason: string; log: string }
+  | { type: 'recovered'; commits: number; nops: number; removed: number }
+  | { type: 'idle' };
+
+export interface NetRunSummary {
+  fired: number;
+  failed: number;
+  /** Tokens left that can never fire (with --drain), with why. */
+  leftovers: Leftover[];
+}
+
+/** A firing from its start to its commit. */
+interface Firing {
+  id: string;
+  transition: TransitionSpec;
+  key: string;
+  tokens: Token[];
+  attempt: number;
+  started: number;
+  dir: string;
+  outcome?: FiringOutcome;
+  /** Ordinal among the transition's firings, for commit order. */
+  ordinal: number;
+  running: boolean;
+}
+
+interface TransitionRun {
+  spec: TransitionSpec;
+  running: number;
+  stopped?: { reason: string; log: string; at: number };
+  serviceTimes: number[];
+  fired: number;
+  failed: number;
+  retried: number;
+  lastFired?: number;
+  nextOrdinal: number;
+  history: Array<{ firing: string; key: string; at: number; ms: number; ok: boolean; reason?: string }>;
+}
+
+const SERVICE_WINDOW = 20;
+const HISTORY = 20;
+const RETRY_DELAY_MS = 200;
+const LIVE_EVERY_MS = 500;
+
+export class NetRunner {
+  readonly net: NetModel;
+  private readonly opts: NetRunOptions;
+  private readonly log: Logger;
+  private readonly places = new Map<string, Place>();
+  /** Consumer seqfiles of the places this run reads, held for the whole run. */
+  private readonly consumers = new Map<string, SeqFile>();
+  private readonly next = new Map<string, bigint>();
+  private readonly claimed = new Set<string>();
+  private readonly firings = new Set<Firing>();
+  private readonly trans = new Map<string, TransitionRun>();
+  private journal!: Journal;
+  private runLock?: FileLock;
+  private watchers: JobsWatcher[] = [];
+  private wake: (() => void) | undefined;
+  private dirty = true;
+  private rotation = 0;
+  private retryTimers = new Set<NodeJS.Timeout>();
+  private readonly abort = new AbortController();
+  private stopping = false;
+  private fired = 0;
+  private failed = 0;
+  private lastLive = 0;
+  private readonly startedAt = Date.now();
+
+  constructor(net: NetModel, opts: NetRunOptions = {}) {
+    this.net = net;
+    this.opts = opts;
+    this.log = opts.logger ?? silentLogger;
+    for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
+    for (const t of net.transitions.values()) {
+      if (opts.only && !opts.only(t)) continue;
+      this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [] });
+    }
+  }
+
+  private get stagingDir(): string {
+    return path.join(this.net.stateDir, 'staging');
+  }
+
+  private get logsDir(): string {
+    return path.join(this.net.stateDir, 'logs');
+  }
+
+  private emit(e: NetEvent): void {
+    try {
+      this.opts.onEvent?.(e);
+    } catch (err) {
+      this.log.warn('net', `An event listener failed: ${(err as Error).message}`);
+    }
+  }
+
+  private poke = (): void => {
+    this.dirty = true;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  };
+
+  /** Places this run consumes from (the inputs of its transitions). */
+  private readPlaces(): Place[] {
+    const names = new Set<string>();
+    for (const t of this.trans.values()) for (const a of t.spec.inputs) names.add(a.place);
+    return [...names].map((n) => this.places.get(n)!);
+  }
+
+  /** Take the locks, create missing places, recover from a crash. */
+  private open(): void {
+    fs.mkdirSync(this.net.stateDir, { recursive: true });
+    const lockPath = path.join(this.net.stateDir, 'run.lock');
+    try {
+      this.runLock = FileLock.acquire(lockPath, { create: true });
+    } catch (err) {
+      if (err instanceof LockedError) throw new NetError(`The net ${this.net.file ?? this.net.dir} is already running (another fspl net run holds ${lockPath})`);
+      throw err;
+    }
+    try {
+      for (const p of this.places.values()) p.init();
+      for (const p of this.readPlaces()) {
+        try {
+          const sf = p.queue.lockSeqfile();
+          this.consumers.set(p.name, sf);
+          this.next.set(p.name, sf.read());
+        } catch (err) {
+          if (err instanceof LockedError) throw new NetError(`Place ${p.name} (${p.spec.dir}) is being processed by another program (its nextseq.lock is held)`);
+          throw err;
+        }
+      }
+      this.recover();
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+
+  private recover(): void {
+    const journalPath = path.join(this.net.stateDir, 'journal');
+    const pending = Journal.pending(journalPath);
+    this.journal = new Journal(journalPath);
+    for (const c of pending) this.carryOut(c);
+    let nops = 0;
+    let removed = 0;
+    for (const p of this.places.values()) {
+      const parts = p.partFiles();
+      if (parts.length === 0) continue;
+      const writers = this.lockWritersWaiting([p])!;
+      try {
+        for (const part of parts) {
+          if (p.repairPart(writers[0]!, part, this.next.get(p.name) ?? safeReadNext(p)) === 'nop') nops++;
+          else removed++;
+        }
+      } finally {
+        writers.forEach((w) => w.release());
+      }
+    }
+    this.journal.truncate();
+    fs.rmSync(this.stagingDir, { recursive: true, force: true });
+    fs.mkdirSync(this.stagingDir, { recursive: true });
+    if (pending.length || nops || removed) {
+      this.log.info('net', `Recovered: ${pending.length} commit(s) completed, ${nops} number(s) filled with NOP, ${removed} staged file(s) removed`);
+      this.emit({ type: 'recovered', commits: pending.length, nops, removed });
+    }
+  }
+
+  /** Lock the writers of these places (sorted, so two committers never deadlock); retries while busy. */
+  private lockWritersWaiting(places: Place[]): SeqFile[] | undefined {
+    const sorted = [...new Set(places)].sort((a, b) => (a.spec.dir < b.spec.dir ? -1 : 1));
+    for (let tries = 0; ; tries++) {
+      const held: SeqFile[] = [];
+      try {
+        for (const p of sorted) held.push(p.lockWriters());
+        return held;
+      } catch (err) {
+        held.forEach((h) => h.release());
+        if (!(err instanceof LockedError) || tries >= 50) throw err;
+      }
+    }
+  }
+
+  /** Carry out a recorded commit: every step may already have been done. */
+  private carryOut(c: CommitRecord): void {
+    for (const o of c.outputs) publish(o.temp, o.final);
+    for (const i of c.inputs) this.consume(i);
+    for (const i of c.inputs) this.places.get(i.place)?.forget(path.basename(i.file));
+    this.journal.done(c.firing, true);
+  }
+
+  private consume(i: ConsumedInput): void {
+    if (i.sequence) {
+      const sf = this.consumers.get(i.place);
+      const cur = this.next.get(i.place) ?? 0n;
+      if (sf && i.seq + 1n > cur) {
+        sf.write(i.seq + 1n);
+        this.next.set(i.place, i.seq + 1n);
+      }
+    }
+    try {
+      fs.unlinkSync(i.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+
+  /** Commit outputs and consume inputs, through the journal. False: a writer's lock was busy, try later. */
+  private commit(firing: string, t: TransitionSpec, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[]): Array<{ place: string; seq: bigint }> | false {
+    const outPlaces = outputs.map((o) => this.places.get(o.place)!);
+    let writers: SeqFile[];
+    try {
+      writers = this.lockWritersWaiting(outPlaces) ?? [];
+    } catch (err) {
+      if (err instanceof LockedError) return false;
+      throw err;
+    }
+    const byPlace = new Map(writers.map((w) => [path.dirname(w.path), w]));
+    const staged: CommitRecord['outputs'] = [];
+    try {
+      const tag = firing.slice(0, 8);
+      try {
+        for (const o of outputs) {
+          const p = this.places.get(o.place)!;
+          const s = p.stage(byPlace.get(p.spec.dir)!, o.content, tag);
+          staged.push({ place: o.place, seq: s.seq, temp: s.temp, final: s.final });
+        }
+      } catch (err) {
+        // Nothing is recorded: the staged files go; their numbers, if stored, become NOPs at the next recovery.
+        for (const s of staged) fs.rmSync(s.temp, { force: true });
+        throw err;
+      }
+      const record: CommitRecord = {
+        firing,
+        transition: t.name,
+        outputs: staged,
+        inputs: inputs.map((tok) => ({ place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' })),
+      };
+      this.journal.commit(record);
+      for (const o of record.outputs) publish(o.temp, o.final);
+    } finally {
+      writers.forEach((w) => w.release());
+    }
+    for (const tok of inputs) this.consume({ place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' });
+    for (const tok of inputs) {
+      this.places.get(tok.place)!.forget(tok.filename);
+      this.claimed.delete(tok.path);
+    }
+    this.journal.done(firing, true);
+    this.dirty = true;
+    return staged.map((s) => ({ place: s.place, seq: s.seq }));
+  }
+
+  /** The variables an output token carries: the inputs' FSPL_SET_* (first input first), KEY set. */
+  private inherited(tokens: Token[], key: string, extra: Array<[string, string]> = []): Array<[Uint8Array, Uint8Array]> {
+    const out = new Map<string, Uint8Array>();
+    for (const tok of tokens) {
+      if (tok.header.cmd.kind !== 'Command') continue;
+      for (const [k, v] of tok.header.cmd.env) {
+        const name = Buffer.from(k).toString();
+        if (!out.has(name)) out.set(name, v);
+      }
+    }
+    out.set(KEY_VAR, Buffer.from(key));
+    for (const [k, v] of extra) out.set(k, Buffer.from(v));
+    return [...out].map(([k, v]) => [Buffer.from(k), v]);
+  }
+
+  private marking(): Map<string, PlaceState> {
+    const m = new Map<string, PlaceState>();
+    for (const p of this.places.values()) {
+      const tokens = [...p.tokens.values()]
+        .filter((t) => !this.claimed.has(t.path))
+        .map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: t.header.cmd.kind === 'NOP' }))
+        .sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+      let next = this.next.get(p.name) ?? 0n;
+      for (const f of this.firings) for (const tok of f.tokens) if (tok.place === p.name && tok.seq >= next) next = tok.seq + 1n;
+      let incoming = 0;
+      for (const f of this.firings) if (f.transition.outputs.includes(p.name)) incoming++;
+      m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.tokens.size, incoming, capacity: p.spec.capacity });
+    }
+    return m;
+  }
+
+  private transitionStates(): Map<string, TransitionState> {
+    const m = new Map<string, TransitionState>();
+    for (const r of this.trans.values()) {
+      m.set(r.spec.name, {
+        name: r.spec.name,
+        inputs: r.spec.inputs,
+        outputs: r.spec.outputs,
+        inhibit: r.spec.inhibit,
+        workers: r.spec.workers,
+        running: [...this.firings].filter((f) => f.transition === r.spec).length,
+        stopped: !!r.stopped || this.stopping,
+        serviceTimes: r.serviceTimes,
+      });
+    }
+    return m;
+  }
+
+  private runningCount(): number {
+    let n = 0;
+    for (const f of this.firings) if (f.running) n++;
+    return n;
+  }
+
+  private startFirings(): number | undefined {
+    if (this.stopping) return undefined;
+    const total = this.opts.workers ?? os.availableParallelism();
+    const places = this.marking();
+    // A firing that has finished but waits to commit holds no worker.
+    const res = schedule({ places, transitions: this.transitionStates(), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
+    this.rotation = res.rotation;
+    for (const s of res.starts) this.begin(s);
+    return res.wakeAt;
+  }
+
+  private tokenOf(place: string, filename: string): Token {
+    return this.places.get(place)!.tokens.get(filename)!;
+  }
+
+  private begin(s: Start): void {
+    const run = this.trans.get(s.transition)!;
+    const tokens = s.tokens.map(({ place, token }) => this.tokenOf(place, token.filename));
+    for (const tok of tokens) this.claimed.add(tok.path);
+    const f: Firing = {
+      id: uuidv4(),
+      transition: run.spec,
+      key: tokens[0]!.key,
+      tokens,
+      attempt: 0,
+      started: Date.now(),
+      dir: '',
+      ordinal: run.nextOrdinal++,
+      running: !s.skip,
+    };
+    this.firings.add(f);
+    if (s.skip) {
+      // A NOP: nothing to run; it commits (is consumed) in its turn.
+      f.outcome = { ok: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0, abandoned: false, skip: true } as FiringOutcome & { skip: boolean };
+      return;
+    }
+    this.launch(f);
+  }
+
+  private launch(f: Firing): void {
+    const run = this.trans.get(f.transition.name)!;
+    f.attempt++;
+    f.running = true;
+    f.outcome = undefined;
+    f.started = Date.now();
+    f.dir = path.join(this.stagingDir, `${f.transition.name}-${f.id}-${f.attempt}`);
+    fs.mkdirSync(f.dir, { recursive: true });
+    this.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
+    run.running++;
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal }).then((outcome) => {
+      run.running--;
+      f.running = false;
+      f.outcome = outcome;
+      if (!outcome.abandoned) {
+        run.serviceTimes.push(outcome.durationMs);
+        if (run.serviceTimes.length > SERVICE_WINDOW) run.serviceTimes.shift();
+      }
+      this.poke();
+    });
+  }
+
+  /** Whether f may commit now: nothing started before it on its sequence inputs (or its own transition, when ordered) is still open. */
+  private mayCommit(f: Firing): boolean {
+    for (const g of this.firings) {
+      if (g === f) continue;
+      if (f.transition.ordered && g.transition === f.transition && g.ordinal < f.ordinal) return false;
+      for (const a of f.tokens) {
+        if (this.places.get(a.place)!.order !== 'sequence') continue;
+        if (g.tokens.some((b) => b.place === a.place && b.seq < a.seq)) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Commit or resolve every finished firing whose turn it is. */
+  private settle(): void {
+    for (let progress = true; progress; ) {
+      progress = false;
+      for (const f of [...this.firings].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started)) {
+        if (!f.outcome || !this.mayCommit(f)) continue;
+        if (this.resolve(f)) progress = true;
+      }
+    }
+  }
+
+  /** Resolve a finished firing; true when it is gone from the set. */
+  private resolve(f: Firing): boolean {
+    const o = f.outcome!;
+    const run = this.trans.get(f.transition.name)!;
+    if (o.abandoned) {
+      this.drop(f);
+      return true;
+    }
+    if ((o as FiringOutcome & { skip?: boolean }).skip) {
+      if (this.commit(f.id, f.transition, [], f.tokens) === false) return false;
+      this.drop(f, false);
+      return true;
+    }
+    if (o.ok) {
+      const outputs = [...o.outputs].map(([place, src]) => ({ place, content: this.content(f, src) }));
+      const committed = this.commit(f.id, f.transition, outputs, f.tokens);
+      if (committed === false) return false;
+      run.fired++;
+      this.fired++;
+      run.lastFired = Date.now();
+      this.remember(run, f, o);
+      this.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
+      this.drop(f);
+      return true;
+    }
+    // Failed. While the run stops, a failure may be the stop itself: the token stays, untouched.
+    if (this.stopping) {
+      this.drop(f);
+      return true;
+    }
+    const willRetry = f.attempt <= f.transition.retries && !this.stopping;
+    this.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
+    this.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
+    if (willRetry) {
+      run.retried++;
+      f.outcome = undefined;
+      f.running = true; // holds its worker while it waits to be retried
+      fs.rmSync(f.dir, { recursive: true, force: true });
+      const timer = setTimeout(() => {
+        this.retryTimers.delete(timer);
+        if (this.stopping) {
+          f.running = false;
+          f.outcome = { ok: false, abandoned: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0 };
+          this.poke();
+          return;
+        }
+        this.launch(f);
+      }, RETRY_DELAY_MS * f.attempt);
+      this.retryTimers.add(timer);
+      return false;
+    }
+    run.failed++;
+    this.failed++;
+    this.remember(run, f, o);
+    const log = this.keepLog(f, o);
+    const errorPlace = f.transition.error;
+    if (errorPlace) {
+      const extra: Array<[string, string]> = [
+        ['ERROR_TRANSITION', f.transition.name],
+        ['ERROR_REASON', o.reason ?? 'failed'],
+        ['ERROR_STATUS', o.status === undefined ? '' : String(o.status)],
+        ['ERROR_STDERR', o.stderrTail],
+        ['ERROR_LOG', log],
+      ];
+      const outputs = f.tokens.map((tok) => ({
+        place: errorPlace,
+        content: { env: this.inherited([tok], tok.key, extra), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
+      }));
+      if (this.commit(f.id, f.transition, outputs, f.tokens) === false) return false;
+      this.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
+      this.drop(f);
+      return true;
+    }
+    // No error place: the token stays, and this transition stops; the others go on.
+    run.stopped = { reason: `${o.reason ?? 'failed'} (key ${f.key})`, log, at: Date.now() };
+    this.log.error('net', `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`);
+    this.emit({ type: 'stopped', transition: f.transition.name, reason: run.stopped.reason, log });
+    this.drop(f);
+    // Firings of this transition after it give their tokens back.
+    for (const g of [...this.firings]) if (g.transition === f.transition && !g.running) this.drop(g);
+    return true;
+  }
+
+  private remember(run: TransitionRun, f: Firing, o: FiringOutcome): void {
+    run.history.push({ firing: f.id, key: f.key, at: Date.now(), ms: o.durationMs, ok: o.ok, reason: o.reason });
+    if (run.history.length > HISTORY) run.history.shift();
+  }
+
+  private content(f: Firing, src: OutputSource): TokenContent {
+    return { env: this.inherited(f.tokens, f.key), payload: src };
+  }
+
+  /** Keep a failed firing's stderr in the logs; returns the log's path. */
+  private keepLog(f: Firing, o: FiringOutcome): string {
+    const dir = path.join(this.logsDir, f.transition.name);
+    fs.mkdirSync(dir, { recursive: true });
+    const log = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`);
+    try {
+      if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log);
+      else fs.writeFileSync(log, `${o.reason ?? ''}\n`);
+    } catch (err) {
+      this.log.warn('net', `Cannot keep the log of a failed firing: ${(err as Error).message}`);
+    }
+    return log;
+  }
+
+  /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
+  private drop(f: Firing, removeDir = true): void {
+    this.firings.delete(f);
+    for (const tok of f.tokens) this.claimed.delete(tok.path);
+    if (removeDir && f.dir) fs.rmSync(f.dir, { recursive: true, force: true });
+    this.dirty = true;
+  }
+
+  private async refresh(): Promise<void> {
+    const now = Date.now();
+    for (const p of this.places.values()) {
+      try {
+        await p.refresh(now);
+      } catch (err) {
+        // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
+        this.log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
+        p.tokens.clear();
+      }
+    }
+  }
+
+  private writeLive(force = false): void {
+    const now = Date.now();
+    if (!force && now - this.lastLive < LIVE_EVERY_MS) return;
+    this.lastLive = now;
+    const state: LiveState = {
+      pid: process.pid,
+      startedAt: this.startedAt,
+      updatedAt: now,
+      stopping: this.stopping,
+      transitions: Object.fromEntries(
+        [...this.trans.values()].map((r) => [
+          r.spec.name,
+          {
+            running: r.running,
+            waiting: [...this.firings].filter((f) => f.transition === r.spec && !f.running).length,
+            fired: r.fired,
+            failed: r.failed,
+            retried: r.retried,
+            lastFired: r.lastFired,
+            stopped: r.stopped,
+            serviceTimes: r.serviceTimes,
+            history: r.history,
+          },
+        ]),
+      ),
+    };
+    try {
+      writeLiveState(this.net.stateDir, state);
+    } catch (err) {
+      this.log.debug('net', () => `Cannot write the live state: ${(err as Error).message}`);
+    }
+  }
+
+  private startWatching(): void {
+    for (const p of this.places.values()) {
+      const w = new JobsWatcher(p.queue.jobsDir, { pollInterval: this.opts.pollInterval, logger: this.log, safetyInterval: 5 });
+      this.watchers.push(w);
+      void (async () => {
+        while (await w.wait(this.abort.signal)) this.poke();
+      })();
+    }
+  }
+
+  private close(): void {
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
+    for (const t of this.retryTimers) clearTimeout(t);
+    this.retryTimers.clear();
+    for (const sf of this.consumers.values()) sf.release();
+    this.consumers.clear();
+    this.journal?.close();
+    this.runLock?.release();
+    this.runLock = undefined;
+  }
+
+  /** Run until stopped (signal) or, with drain, until nothing can fire. */
+  async run(): Promise<NetRunSummary> {
+    this.open();
+    const signal = this.opts.signal;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const onStop = () => {
+      if (this.stopping) return;
+      this.stopping = true;
+      this.log.info('net', 'Stopping: running firings get a moment to finish');
+      graceTimer = setTimeout(() => this.abort.abort(), (this.opts.grace ?? 5) * 1000);
+      this.poke();
+    };
+    if (signal?.aborted) onStop();
+    signal?.addEventListener('abort', onStop, { once: true });
+    let leftovers: Leftover[] = [];
+    try {
+      this.startWatching();
+      let idleReported = false;
+      for (;;) {
+        let wakeAt: number | undefined;
+        if (this.dirty) {
+          this.dirty = false;
+          await this.refresh();
+          this.settle();
+          wakeAt = this.startFirings();
+          this.settle(); // NOPs commit at once
+          if (this.dirty) continue;
+        }
+        this.writeLive();
+        const busy = this.firings.size > 0 || this.retryTimers.size > 0;
+        if (this.stopping && this.firings.size === 0) break;
+        if (!busy && wakeAt === undefined) {
+          if (!idleReported) this.emit({ type: 'idle' });
+          idleReported = true;
+          if (this.opts.drain) {
+            // One more look, in case something arrived since the last scan.
+            await this.refresh();
+            if (this.startFirings() === undefined && this.firings.size === 0) {
+              leftovers = describeLeftovers(this.net, this.places, this.next, new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name)), this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys()));
+              break;
+            }
+            continue;
+          }
+        } else idleReported = false;
+        await new Promise<void>((resolve) => {
+          if (this.dirty) return resolve();
+          const timer = wakeAt !== undefined ? setTimeout(() => this.poke(), Math.max(0, wakeAt - Date.now()) + 5) : undefined;
+          this.wake = () => {
+            if (timer) clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    } finally {
+      if (graceTimer) clearTimeout(graceTimer);
+      signal?.removeEventListener('abort', onStop);
+      this.abort.abort();
+      this.writeLive(true);
+      this.close();
+    }
+    return { fired: this.fired, failed: this.failed, leftovers };
+  }
+}
+
+function safeReadNext(p: Place): bigint | undefined {
+  try {
+    return p.readNext();
+  } catch {
+    return undefined;
+  }
+}
+
+export { isRead, STDERR_TAIL_BYTES };
