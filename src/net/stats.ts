@@ -135,8 +135,9 @@ const MINUTE_MS = 60_000;
  * bucket of `now` and the windowMs / bucketMs - 1 buckets before it: an event at t is in it
  * exactly when floor(now / bucketMs) - windowMs / bucketMs < floor(t / bucketMs) <=
  * floor(now / bucketMs). With the defaults, an event at t = 0 is in the 1-minute window until
- * now = 59 999 and out of it from now = 60 000. Events more than spanMs older than the newest one
- * recorded are dropped (they cannot fall in any window ending at or after it).
+ * now = 59 999 and out of it from now = 60 000. Events in buckets spanMs or more older than the
+ * newest bucket recorded are never counted (whatever `now`), and are dropped as they arrive;
+ * all others are counted exactly, whatever the order in which they were recorded.
  */
 export class RateWindow {
   readonly bucketMs: number;
@@ -147,6 +148,7 @@ export class RateWindow {
   private readonly counts: Float64Array;
   private events = 0;
   private last: number | undefined;
+  private newest = -Infinity;
 
   /** RangeError unless bucketMs is a positive integer and spanMs a positive multiple of it. */
   constructor(options: RateWindowOptions = {}) {
@@ -168,23 +170,26 @@ export class RateWindow {
     return ((bucket % this.buckets) + this.buckets) % this.buckets;
   }
 
-  /** Records `count` events (default 1) at time `at` (ms). */
+  /** Records `count` events (default 1; 0 does nothing) at time `at` (ms). */
   record(at: number, count = 1): void {
     checkFinite(at, 'event time');
     if (!Number.isSafeInteger(count) || count < 0) {
       throw new RangeError(`event count must be an integer >= 0, got ${String(count)}`);
     }
+    if (count === 0) return;
     this.events += count;
     if (this.last === undefined || at > this.last) this.last = at;
     const bucket = Math.floor(at / this.bucketMs);
+    if (bucket > this.newest) this.newest = bucket;
+    if (bucket <= this.newest - this.buckets) return; // older than the span: never counted
     const s = this.slot(bucket);
-    const held = this.index[s] as number;
-    if (held === bucket) {
+    if (this.index[s] === bucket) {
       this.counts[s] = (this.counts[s] as number) + count;
-    } else if (held < bucket) {
+    } else {
+      // the slot holds nothing or a bucket at least spanMs older than this one
       this.index[s] = bucket;
       this.counts[s] = count;
-    } // else: a bucket spanMs newer already uses the slot; this event is too old to count.
+    }
   }
 
   /** Events in the window of windowMs ending at `now` (see the class comment). */
@@ -199,6 +204,7 @@ export class RateWindow {
     let sum = 0;
     for (let k = 0; k < windowMs / this.bucketMs; k++) {
       const bucket = nowBucket - k;
+      if (bucket <= this.newest - this.buckets) break;
       const s = this.slot(bucket);
       if (this.index[s] === bucket) sum += this.counts[s] as number;
     }
