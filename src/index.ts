@@ -56,3 +56,27 @@ export { rfc3339Utc, rfc3339Local, now } from './time.js';
 export { createLogger, silentLogger, type Logger, type LogLevel } from './log.js';
 export { queueStatus, sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, toRanges, formatRanges, SNIFF_LENGTH, type QueueStatus, type QueueStatusOptions, type QueueState, type StatusProblem, type NextSeqInfo, type LockInfo, type StatusJob, type UndecodableFile, type TempFile, type OtherFile, type FileType, type SeqRange, type SniffKind } from './status.js';
 export { bytesToJson, bytesFromJson, bigintToJson, ctimeToJson, headerToJson, jobEntryToJson, jobInfoToJson, nextseqToJson, rangesToJson, statusToJson, toJsonDocument, toJsonLine, type JsonValue, type JsonBytes, type JsonCtime, type JsonHeader } from './json.js';
+export {
+  Net,
+  defineNet,
+  loadNetFile,
+  parseNetText,
+  allocateWorkers,
+  type NetDefinition,
+  type NetModel,
+  type TransitionDefinition,
+  type FiringContext,
+  type FiringInput,
+  type TransitionFunction,
+  type NetRunOptions,
+  type NetRunSummary,
+  type NetEvent,
+  type NetStatusReport,
+  type PlaceStatus,
+  type TransitionStatus,
+  type NetState,
+  type NetWarning,
+  type Leftover,
+  type PutOptions,
+  type PutResult,
+} from './net/index.js';

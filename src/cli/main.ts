@@ -18,6 +18,13 @@ export async function main(argv: string[]): Promise<number> {
     writeOut(VERSION_LINE);
     return 0;
   }
+  // `fspl net ...` (an extension) has a parser of its own.
+  let netAt = 0;
+  while (netAt < argv.length && argv[netAt]!.startsWith('-')) netAt += argv[netAt] === '-l' || argv[netAt] === '--log-level' ? 2 : 1;
+  if (argv[netAt] === 'net') {
+    const { runNet } = await import('./net.js');
+    return runNet([...argv.slice(0, netAt), ...argv.slice(netAt + 1)]);
+  }
   let inv: Invocation | undefined = fastParse(argv);
   if (!inv) {
     const { parseFull } = await import('./parser.js');

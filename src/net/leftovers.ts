@@ -11,7 +11,8 @@ export interface Leftover {
   seq: bigint;
   key: string;
   filename: string;
-  reason: string;
+  /** Why it can't fire; undefined when nothing stands in its way (it waits for a run). */
+  reason?: string;
 }
 
 /**
@@ -64,7 +65,7 @@ export function describeLeftovers(net: NetModel, places: Map<string, Place>, nex
         }
       }
       if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
-      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason: reason ?? 'can not fire' });
+      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason });
     }
   }
   return out;

@@ -620,6 +620,8 @@ export class NetRunner {
     this.watchers = [];
     for (const t of this.retryTimers) clearTimeout(t);
     this.retryTimers.clear();
+    // Every commit has ended by now (they are synchronous): the journal can start again empty.
+    if (this.journal && this.firings.size === 0) this.journal.truncate();
     for (const sf of this.consumers.values()) sf.release();
     this.consumers.clear();
     this.journal?.close();
@@ -665,7 +667,10 @@ export class NetRunner {
             // One more look, in case something arrived since the last scan.
             await this.refresh();
             if (this.startFirings() === undefined && this.firings.size === 0) {
-              leftovers = describeLeftovers(this.net, this.places, this.next, new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name)), this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys()));
+              const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
+              const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
+              // Nothing can start: whatever is left waits forever, for its own reason or none in particular.
+              leftovers = describeLeftovers(this.net, this.places, this.next, stopped, only).map((l) => ({ ...l, reason: l.reason ?? 'can not fire' }));
               break;
             }
             continue;

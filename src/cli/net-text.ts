@@ -1,0 +1,44 @@
+/** `fspl net status` as text and as JSON (schema in docs/json.md). */
+import type { NetStatusReport } from '../net/index.js';
+
+function age(ms: number | undefined): string {
+  if (ms === undefined) return '-';
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+export function formatNetStatus(r: NetStatusReport): string {
+  const out: string[] = [];
+  out.push(`net ${r.net}: ${r.state}${r.live ? ` (run pid ${r.pid})` : ' (no run going)'}`);
+  out.push('');
+  const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
+  for (const p of r.places) {
+    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, p.problem ?? '']);
+  }
+  out.push(table(placeRows));
+  out.push('');
+  const tRows = [['TRANSITION', 'RUNNING', 'FIRED', 'FAILED', 'RETRIED', 'MERGES WAITING', 'NOTE']];
+  for (const t of r.transitions) {
+    tRows.push([t.name, String(t.running), String(t.fired), String(t.failed), String(t.retried), String(t.waitingMerges), t.stopped ? `STOPPED: ${t.stopped.reason}; log ${t.stopped.log}` : '']);
+  }
+  out.push(table(tRows));
+  if (r.stuck.length > 0) {
+    out.push('');
+    out.push(`${r.stuck.length} token${r.stuck.length === 1 ? '' : 's'} can't fire:`);
+    for (const l of r.stuck.slice(0, 50)) out.push(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}`);
+    if (r.stuck.length > 50) out.push(`  ... and ${r.stuck.length - 50} more`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** Bigints as strings, as everywhere in our JSON. */
+export function netStatusToJson(r: NetStatusReport): unknown {
+  return JSON.parse(JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
+}

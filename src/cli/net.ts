@@ -1,0 +1,182 @@
+/**
+ * `fspl net ...`: argument parsing only; everything is done by the library's Net (src/net).
+ * Exit statuses: 0 success, 1 runtime error, 2 usage error or an invalid net file, 3 stuck
+ * (`status`) or tokens left that can never fire (`run --drain`).
+ */
+import yargs, { type Argv } from 'yargs';
+import { NetFileError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { Net } from '../net/index.js';
+import { formatNetStatus, netStatusToJson } from './net-text.js';
+import { checkLogLevel, reportError, writeOut } from './output.js';
+
+const NET_POSITIONAL = { describe: 'The net file (YAML)', type: 'string' } as const;
+
+function load(file: string): Net {
+  return Net.load(file);
+}
+
+function seconds(v: unknown, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new CliUsage(`invalid ${what} '${String(v)}': give a number of seconds above 0`);
+  return n;
+}
+
+class CliUsage extends Error {}
+
+export async function runNet(argv: string[]): Promise<number> {
+  const dashdash = argv.indexOf('--');
+  const params = dashdash >= 0 ? argv.slice(dashdash + 1) : [];
+  const args = dashdash >= 0 ? argv.slice(0, dashdash) : argv;
+  let status = 0;
+  let failure: unknown;
+  const act = (fn: (a: Record<string, unknown>) => Promise<number> | number) => async (a: Record<string, unknown>) => {
+    try {
+      status = await fn(a);
+    } catch (err) {
+      failure = err;
+    }
+  };
+  let usage: string | undefined;
+  const y: Argv = yargs(args)
+    .scriptName('fspl net')
+    .usage('fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.')
+    .option('log-level', { alias: 'l', type: 'string', default: 'info', describe: 'Log detail on stderr: trace, debug, info, warn or error' })
+    .command('check <net>', 'Validate a net file and warn about races, sources, sinks and unreachable parts', (b) => b.positional('net', NET_POSITIONAL), act((a) => check(String(a.net))))
+    .command(
+      'init <net>',
+      "Create every place's queue (existing ones are kept)",
+      (b) => b.positional('net', NET_POSITIONAL),
+      act((a) => {
+        const made = load(String(a.net)).init();
+        for (const p of made) writeOut(`created place ${p}\n`);
+        return 0;
+      }),
+    )
+    .command(
+      'put <net> <place>',
+      'Put one token into a place; its payload is read from stdin (or -i FILE); -- PARAMS... become its params',
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .positional('place', { type: 'string', describe: 'The place' })
+          .option('key', { alias: 'k', type: 'string', describe: 'The correlation key (default: a new UUID)' })
+          .option('input', { alias: 'i', type: 'string', describe: 'Read the payload from this file instead of stdin' })
+          .option('no-wait', { type: 'boolean', describe: 'Fail at once (exit 3) instead of waiting when the place is full' }),
+      act(async (a) => {
+        const net = load(String(a.net));
+        const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
+        const opts = { key: a.key === undefined ? undefined : String(a.key), params };
+        const r = a.noWait || a['no-wait'] ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
+        if (r === 'full') {
+          process.stderr.write(`Error: place ${String(a.place)} is full\n`);
+          return 3;
+        }
+        writeOut(`${r.place} ${r.seq} ${r.key}\n`);
+        return 0;
+      }),
+    )
+    .command(
+      'run <net>',
+      'Run the transitions, firing as tokens arrive, until SIGTERM/SIGINT (or, with --drain, until nothing can fire)',
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('drain', { type: 'boolean', describe: 'Exit once nothing runs and nothing can fire: 0, or 3 listing the tokens left' })
+          .option('poll-interval', { type: 'string', describe: 'Look for new tokens every this many seconds instead of using file system events (NFS, SSHFS, synced folders)' })
+          .option('workers', { alias: 'w', type: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' })
+          .option('grace', { type: 'string', describe: 'Seconds running firings get to finish on SIGTERM/SIGINT (default 5)' }),
+      act((a) => run(a)),
+    )
+    .command(
+      'status <net>',
+      'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)',
+      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }),
+      act(async (a) => {
+        const report = await load(String(a.net)).status();
+        writeOut(a.json ? `${JSON.stringify(netStatusToJson(report), null, 2)}\n` : formatNetStatus(report));
+        return report.state === 'stuck' ? 3 : 0;
+      }),
+    )
+    .command('dot <net>', 'Print the net as a Graphviz drawing (DOT)', (b) => b.positional('net', NET_POSITIONAL), act((a) => {
+      writeOut(load(String(a.net)).dot());
+      return 0;
+    }))
+    .demandCommand(1, 'give a net command: check, init, put, run, status or dot')
+    .strict()
+    .help()
+    .version(false)
+    .wrap(Math.min(100, process.stdout.columns || 100))
+    .exitProcess(false)
+    .fail((msg, err) => {
+      if (err) throw err;
+      usage = msg;
+    });
+  let helpText = '';
+  try {
+    await y.parseAsync(args, {}, (_err, _argv, output) => {
+      helpText = output;
+    });
+  } catch (err) {
+    failure = err;
+  }
+  if (usage !== undefined) {
+    process.stderr.write(`error: ${usage}\n\nFor more information try fspl net --help\n`);
+    return 2;
+  }
+  if (helpText && failure === undefined && status === 0) {
+    writeOut(`${helpText}\n`);
+    return 0;
+  }
+  if (failure !== undefined) {
+    if (failure instanceof CliUsage) {
+      process.stderr.write(`error: ${failure.message}\n`);
+      return 2;
+    }
+    if (failure instanceof NetFileError) {
+      process.stderr.write(`${failure.message}\n`);
+      return 2;
+    }
+    return reportError(failure);
+  }
+  return status;
+}
+
+function check(file: string): number {
+  const net = load(file);
+  const warnings = net.check();
+  for (const w of warnings) process.stderr.write(`${file}: warning: ${w.message}\n`);
+  writeOut(`${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`);
+  return 0;
+}
+
+async function run(a: Record<string, unknown>): Promise<number> {
+  const level = checkLevel(a);
+  const net = load(String(a.net));
+  const workers = a.workers === undefined ? undefined : Number(a.workers);
+  if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw new CliUsage(`invalid --workers '${String(a.workers)}': give a whole number of at least 1`);
+  const pollInterval = seconds(a.pollInterval ?? a['poll-interval'], '--poll-interval');
+  const grace = a.grace === undefined ? undefined : Number(a.grace);
+  if (grace !== undefined && !(grace >= 0)) throw new CliUsage(`invalid --grace '${String(a.grace)}'`);
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  try {
+    const summary = await net.run({ drain: !!a.drain, pollInterval, workers, grace, signal: controller.signal, logger: createLogger(level) });
+    if (summary.leftovers.length > 0) {
+      process.stderr.write(`${summary.leftovers.length} token${summary.leftovers.length === 1 ? '' : 's'} can never fire:\n`);
+      for (const l of summary.leftovers) process.stderr.write(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}\n`);
+      return 3;
+    }
+    return 0;
+  } finally {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
+  }
+}
+
+function checkLevel(a: Record<string, unknown>) {
+  return checkLogLevel(String(a.logLevel ?? a['log-level'] ?? 'info'));
+}

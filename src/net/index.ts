@@ -1,0 +1,145 @@
+/**
+ * Petri nets of queues, for library users: `Net.load(file)` or `Net.define({...})`, then
+ * `init()`, `put()`, `run()`, `status()`, `check()` and `dot()`. Places are Filespooler queues,
+ * transitions are commands (or async functions), tokens are packets.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { v4 as uuidv4 } from 'uuid';
+import { LockedError, NetError } from '../errors.js';
+import { checkNet, type NetWarning } from './check.js';
+import { netToDot, type DotState } from './dot.js';
+import { defineNet, effectiveOrder, type NetDefinition, type NetModel } from './model.js';
+import { loadNetFile } from './netfile.js';
+import { KEY_VAR, Place } from './place.js';
+import { NetRunner, type NetRunOptions, type NetRunSummary } from './runner.js';
+import { netStatus, type NetStatusReport } from './status.js';
+
+export interface PutOptions {
+  /** The token's correlation key; default: a new UUID. */
+  key?: string;
+  params?: Array<string | Uint8Array>;
+  /** Further variables (names without FSPL_SET_). */
+  env?: Record<string, string>;
+}
+
+export interface PutResult {
+  place: string;
+  seq: bigint;
+  key: string;
+  filename: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class Net {
+  readonly model: NetModel;
+
+  constructor(model: NetModel) {
+    this.model = model;
+  }
+
+  /** Load and validate a net file (NetFileError with file:line:column on problems). */
+  static load(file: string): Net {
+    return new Net(loadNetFile(file));
+  }
+
+  /** A net defined in JavaScript; transitions may have `fn: async (ctx) => ...` instead of `run`. */
+  static define(def: NetDefinition): Net {
+    return new Net(defineNet(def));
+  }
+
+  private place(name: string): Place {
+    const spec = this.model.places.get(name);
+    if (!spec) throw new NetError(`No place named ${JSON.stringify(name)} in the net (places: ${[...this.model.places.keys()].join(', ')})`);
+    return new Place(spec, effectiveOrder(this.model, name));
+  }
+
+  /** Create every place's queue and the state directory; existing ones are left as they are. */
+  init(options: { only?: (place: string) => boolean } = {}): string[] {
+    const made: string[] = [];
+    for (const spec of this.model.places.values()) {
+      if (options.only && !options.only(spec.name)) continue;
+      const p = new Place(spec, effectiveOrder(this.model, spec.name));
+      if (!p.exists()) made.push(spec.name);
+      p.init();
+    }
+    fs.mkdirSync(this.model.stateDir, { recursive: true });
+    return made;
+  }
+
+  /**
+   * Put a token into a place, waiting while the place is full (capacity). The payload (a stream,
+   * bytes or { path }) is spooled first, so the place's writers are held only for the final copy.
+   */
+  async put(place: string, payload: Readable | Uint8Array | { path: string } | undefined, options: PutOptions = {}): Promise<PutResult> {
+    for (;;) {
+      const r = await this.tryPut(place, payload, options);
+      if (r !== 'full') return r;
+      await sleep(100);
+    }
+  }
+
+  /** Put a token, or return 'full' at once (writing nothing) when the place is at its capacity. */
+  async tryPut(place: string, payload: Readable | Uint8Array | { path: string } | undefined, options: PutOptions = {}): Promise<PutResult | 'full'> {
+    const p = this.place(place);
+    if (!p.exists()) throw new NetError(`Place ${place} has no queue at ${p.spec.dir}: run fspl net init first`);
+    let spool: string | undefined;
+    let source: { path: string } | undefined;
+    try {
+      if (payload instanceof Uint8Array || payload instanceof Readable) {
+        spool = path.join(os.tmpdir(), `fspl-net-put-${uuidv4()}`);
+        if (payload instanceof Uint8Array) fs.writeFileSync(spool, payload);
+        else await pipeline(payload, fs.createWriteStream(spool));
+        source = { path: spool };
+      } else source = payload;
+      const key = options.key ?? uuidv4();
+      const env: Array<[Uint8Array, Uint8Array]> = Object.entries(options.env ?? {})
+        .filter(([k]) => k !== KEY_VAR)
+        .map(([k, v]) => [Buffer.from(k), Buffer.from(v)]);
+      env.unshift([Buffer.from(KEY_VAR), Buffer.from(key)]);
+      const params = (options.params ?? []).map((x) => (typeof x === 'string' ? Buffer.from(x) : x));
+      for (;;) {
+        try {
+          if (p.spec.capacity !== undefined && p.queue.listJobFiles().length >= p.spec.capacity) return 'full';
+          const r = p.putNow({ env, params, payload: source });
+          return { place, seq: r.seq, key, filename: r.filename };
+        } catch (err) {
+          if (!(err instanceof LockedError)) throw err;
+          await sleep(20); // a committing run holds the place's writers for a moment
+        }
+      }
+    } finally {
+      if (spool) fs.rmSync(spool, { force: true });
+    }
+  }
+
+  /** Run the net's transitions until the signal aborts or, with drain, until nothing can fire. */
+  run(options: NetRunOptions = {}): Promise<NetRunSummary> {
+    return new NetRunner(this.model, options).run();
+  }
+
+  status(): Promise<NetStatusReport> {
+    return netStatus(this.model);
+  }
+
+  check(): NetWarning[] {
+    return checkNet(this.model);
+  }
+
+  dot(state?: DotState): string {
+    return netToDot(this.model, state);
+  }
+}
+
+export { loadNetFile, parseNetText } from './netfile.js';
+export { defineNet, type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model.js';
+export { type NetRunOptions, type NetRunSummary, type NetEvent } from './runner.js';
+export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './status.js';
+export { type NetWarning } from './check.js';
+export { type Leftover } from './leftovers.js';
+export { allocateWorkers } from './allocate.js';
+export { schedule, type SchedulerInput, type SchedulerResult } from './scheduler.js';
