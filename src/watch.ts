@@ -16,6 +16,8 @@ export interface WatchOptions {
   /** With events, look again this often anyway, in case an event was lost (default 30 s). */
   safetyInterval?: number;
   logger?: Logger;
+  /** Events for names this returns false for are ignored (a writer's own renames, say). */
+  filter?: (name: string) => boolean;
 }
 
 const FALLBACK_POLL_SECONDS = 1;
@@ -41,7 +43,7 @@ export class JobsWatcher {
     try {
       this.watcher = fs.watch(dir, { persistent: true }, (_event, name) => {
         // Our own temporary files and deletions don't matter; a new fspl-*.fspl does.
-        if (name === null || isJobFilename(String(name))) this.poke();
+        if (name === null || (isJobFilename(String(name)) && (options.filter?.(String(name)) ?? true))) this.poke();
       });
       this.watcher.on('error', (err) => this.fallBack(err));
       this.poll(options.safetyInterval ?? 30);

@@ -75,15 +75,16 @@ export class Journal {
     return [...open.values()];
   }
 
-  private append(rec: Line): void {
+  private append(rec: Line, sync: boolean): void {
     const buf = Buffer.from(`${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`);
     writeAllSync(this.fd, buf);
-    fsyncSync(this.fd);
+    if (sync) fsyncSync(this.fd);
     this.size += buf.length;
   }
 
+  /** Record a commit, durably: nothing of it is done before this returns. */
   commit(c: CommitRecord): void {
-    this.append({ t: 'commit', c });
+    this.append({ t: 'commit', c }, true);
   }
 
   /**
@@ -91,7 +92,9 @@ export class Journal {
    * a journal past its size limit starts again empty.
    */
   done(firing: string, nothingOpen: boolean): void {
-    this.append({ t: 'done', f: firing });
+    // Not fsynced: should a power cut lose it, recovery redoes the commit, and every step of a
+    // commit is idempotent. (A process crash loses nothing: the page cache has it.)
+    this.append({ t: 'done', f: firing }, false);
     if (nothingOpen && this.size > COMPACT_BYTES) this.truncate();
   }
 

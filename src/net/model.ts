@@ -124,9 +124,13 @@ export function isKeyed(net: NetModel, place: string): boolean {
   return readersOf(net, place).some(isMerge);
 }
 
-/** The order a place is actually consumed in. */
+/**
+ * The order a place is actually consumed in: by arrival when an and-merge reads it (tokens are
+ * matched by key) or a transition with `order: none` does (it does not keep order anyway).
+ */
 export function effectiveOrder(net: NetModel, place: string): PlaceOrder {
-  return isKeyed(net, place) ? 'arrival' : net.places.get(place)!.order;
+  if (isKeyed(net, place) || readersOf(net, place).some((t) => !t.ordered)) return 'arrival';
+  return net.places.get(place)!.order;
 }
 
 /** Places that some transition reads (tokens there wait to fire); the others hold results. */

@@ -67,9 +67,14 @@ export class Place {
   readonly queue: Queue;
   readonly order: PlaceOrder;
   readonly sendseqPath: string;
-  /** Tokens by file name, as last scanned. */
+  /** Tokens by file name, as last scanned (plus the ones this process wrote since). */
   tokens = new Map<string, Token>();
   private entries = new Map<string, JobEntry>();
+  /** Tokens by sequence number (lazily sorted; may hold tokens gone since, skipped when read). */
+  private bySeq: Token[] = [];
+  private sorted = true;
+  /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
+  dirty = true;
 
   constructor(spec: PlaceSpec, order: PlaceOrder) {
     this.spec = spec;
@@ -99,25 +104,73 @@ export class Place {
 
   /** Scan again (reading only new headers); returns the tokens that are new. */
   async refresh(now: number): Promise<Token[]> {
+    this.dirty = false;
     this.entries = await this.queue.rescan(this.entries);
     const fresh: Token[] = [];
     const next = new Map<string, Token>();
     for (const [filename, e] of this.entries) {
       let t = this.tokens.get(filename);
       if (!t) {
-        t = { place: this.name, filename, path: this.queue.jobPath(filename), seq: e.header.seq, key: tokenKey(this.name, e.header), header: e.header, seen: now };
+        t = this.makeToken(filename, e.header, now);
         fresh.push(t);
       }
       next.set(filename, t);
     }
     this.tokens = next;
+    for (const t of fresh) this.index(t);
+    if (this.bySeq.length > 2 * this.tokens.size + 64) this.compact();
     return fresh;
+  }
+
+  private makeToken(filename: string, header: PacketHeader, now: number): Token {
+    return { place: this.name, filename, path: this.queue.jobPath(filename), seq: header.seq, key: tokenKey(this.name, header), header, seen: now };
+  }
+
+  private index(t: Token): void {
+    const last = this.bySeq[this.bySeq.length - 1];
+    if (last && last.seq > t.seq) this.sorted = false;
+    this.bySeq.push(t);
+  }
+
+  private compact(): void {
+    this.bySeq = this.bySeq.filter((t) => this.tokens.get(t.filename) === t);
+  }
+
+  /** A token this process has just written into the place (no need to read the directory for it). */
+  adopt(filename: string, header: PacketHeader, now: number): void {
+    const t = this.makeToken(filename, header, now);
+    this.entries.set(filename, { filename, header });
+    this.tokens.set(filename, t);
+    this.index(t);
   }
 
   /** Forget a token this runner consumed (its file is gone or going). */
   forget(filename: string): void {
     this.tokens.delete(filename);
     this.entries.delete(filename);
+  }
+
+  /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */
+  inOrder(limit: number, skip: (t: Token) => boolean): Token[] {
+    if (!this.sorted) {
+      this.compact();
+      this.bySeq.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+      this.sorted = true;
+    }
+    const out: Token[] = [];
+    let gone = 0;
+    for (const t of this.bySeq) {
+      if (this.tokens.get(t.filename) !== t) {
+        gone++;
+        continue;
+      }
+      if (skip(t)) continue;
+      out.push(t);
+      if (out.length >= limit) break;
+    }
+    // Consumed tokens collect at the front: drop them once they are many.
+    if (gone > 64 && gone > this.bySeq.length / 4) this.compact();
+    return out;
   }
 
   /** Lock the writers' seqfile. Fails at once (LockedError) if another writer holds it. */
@@ -129,7 +182,7 @@ export class Place {
    * Write a token under a temporary name with the next number, fsync it, and store the number
    * after it. The caller holds the writers' lock and later renames temp to final (publish).
    */
-  stage(writers: SeqFile, content: TokenContent, tag: string): { seq: bigint; temp: string; final: string } {
+  stage(writers: SeqFile, content: TokenContent, tag: string): { seq: bigint; temp: string; final: string; header: PacketHeader } {
     const seq = writers.read();
     const id = uuidv4();
     const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
@@ -169,7 +222,7 @@ export class Place {
       throw err;
     }
     writers.write(seq + 1n);
-    return { seq, temp, final };
+    return { seq, temp, final, header };
   }
 
   /** Put one token into the place now (net put, error tokens written outside a commit). */

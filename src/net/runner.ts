@@ -15,6 +15,7 @@
  * sequence place has committed, and (unless `order: none`) every earlier firing of its own
  * transition. A failed firing is retried on the same tokens, so what waits behind it waits.
  */
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +29,7 @@ import { fire, STDERR_TAIL_BYTES, type FiringOutcome, type OutputSource } from '
 import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
 import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
 import { Place, publish, KEY_VAR, type Token, type TokenContent } from './place.js';
+import type { PacketHeader } from '../packet/index.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
@@ -121,15 +123,28 @@ export class NetRunner {
   private failed = 0;
   private lastLive = 0;
   private readonly startedAt = Date.now();
+  /**
+   * How many of a place's tokens the scheduler is shown: all of them for a place an and-merge
+   * reads (it looks for keys), else as many as its readers could take at once, plus NOPs ahead.
+   */
+  private readonly lookahead = new Map<string, number>();
+  /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
+  private readonly ownNames = new Set<string>();
 
   constructor(net: NetModel, opts: NetRunOptions = {}) {
     this.net = net;
     this.opts = opts;
     this.log = opts.logger ?? silentLogger;
+    setMaxListeners(0, this.abort.signal); // one listener per running firing and per watched place
     for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
       this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [] });
+    }
+    for (const p of net.places.keys()) {
+      const readers = [...this.trans.values()].filter((r) => r.spec.inputs.some((a) => a.place === p)).map((r) => r.spec);
+      const keyed = readers.some((t) => t.inputs.length > 1);
+      this.lookahead.set(p, keyed ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64);
     }
   }
 
@@ -272,6 +287,7 @@ export class NetRunner {
     }
     const byPlace = new Map(writers.map((w) => [path.dirname(w.path), w]));
     const staged: CommitRecord['outputs'] = [];
+    const headers: PacketHeader[] = [];
     try {
       const tag = firing.slice(0, 8);
       try {
@@ -279,6 +295,7 @@ export class NetRunner {
           const p = this.places.get(o.place)!;
           const s = p.stage(byPlace.get(p.spec.dir)!, o.content, tag);
           staged.push({ place: o.place, seq: s.seq, temp: s.temp, final: s.final });
+          headers.push(s.header);
         }
       } catch (err) {
         // Nothing is recorded: the staged files go; their numbers, if stored, become NOPs at the next recovery.
@@ -292,10 +309,17 @@ export class NetRunner {
         inputs: inputs.map((tok) => ({ place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' })),
       };
       this.journal.commit(record);
-      for (const o of record.outputs) publish(o.temp, o.final);
+      const now = Date.now();
+      record.outputs.forEach((o, i) => {
+        const name = path.basename(o.final);
+        this.noteOwn(name);
+        publish(o.temp, o.final);
+        this.places.get(o.place)!.adopt(name, headers[i]!, now);
+      });
     } finally {
       writers.forEach((w) => w.release());
     }
+    for (const tok of inputs) this.noteOwn(tok.filename);
     for (const tok of inputs) this.consume({ place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' });
     for (const tok of inputs) {
       this.places.get(tok.place)!.forget(tok.filename);
@@ -304,6 +328,12 @@ export class NetRunner {
     this.journal.done(firing, true);
     this.dirty = true;
     return staged.map((s) => ({ place: s.place, seq: s.seq }));
+  }
+
+  private noteOwn(name: string): void {
+    if (this.opts.pollInterval !== undefined) return; // no events to filter
+    if (this.ownNames.size > 10_000) this.ownNames.clear(); // events lost: a spurious rescan at worst
+    this.ownNames.add(name);
   }
 
   /** The variables an output token carries: the inputs' FSPL_SET_* (first input first), KEY set. */
@@ -323,15 +353,15 @@ export class NetRunner {
 
   private marking(): Map<string, PlaceState> {
     const m = new Map<string, PlaceState>();
+    const isClaimed = (t: Token) => this.claimed.has(t.path);
     for (const p of this.places.values()) {
-      const tokens = [...p.tokens.values()]
-        .filter((t) => !this.claimed.has(t.path))
-        .map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: t.header.cmd.kind === 'NOP' }))
-        .sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: t.header.cmd.kind === 'NOP' }));
       let next = this.next.get(p.name) ?? 0n;
-      for (const f of this.firings) for (const tok of f.tokens) if (tok.place === p.name && tok.seq >= next) next = tok.seq + 1n;
       let incoming = 0;
-      for (const f of this.firings) if (f.transition.outputs.includes(p.name)) incoming++;
+      for (const f of this.firings) {
+        for (const tok of f.tokens) if (tok.place === p.name && tok.seq >= next) next = tok.seq + 1n;
+        if (f.transition.outputs.includes(p.name)) incoming++;
+      }
       m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.tokens.size, incoming, capacity: p.spec.capacity });
     }
     return m;
@@ -559,9 +589,10 @@ export class NetRunner {
     this.dirty = true;
   }
 
-  private async refresh(): Promise<void> {
+  private async refresh(all = false): Promise<void> {
     const now = Date.now();
     for (const p of this.places.values()) {
+      if (!all && !p.dirty) continue;
       try {
         await p.refresh(now);
       } catch (err) {
@@ -607,10 +638,18 @@ export class NetRunner {
 
   private startWatching(): void {
     for (const p of this.places.values()) {
-      const w = new JobsWatcher(p.queue.jobsDir, { pollInterval: this.opts.pollInterval, logger: this.log, safetyInterval: 5 });
+      const w = new JobsWatcher(p.queue.jobsDir, {
+        pollInterval: this.opts.pollInterval,
+        logger: this.log,
+        safetyInterval: 5,
+        filter: (name) => !this.ownNames.delete(name),
+      });
       this.watchers.push(w);
       void (async () => {
-        while (await w.wait(this.abort.signal)) this.poke();
+        while (await w.wait(this.abort.signal)) {
+          p.dirty = true;
+          this.poke();
+        }
       })();
     }
   }
@@ -665,7 +704,7 @@ export class NetRunner {
           idleReported = true;
           if (this.opts.drain) {
             // One more look, in case something arrived since the last scan.
-            await this.refresh();
+            await this.refresh(true);
             if (this.startFirings() === undefined && this.firings.size === 0) {
               const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
               const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
