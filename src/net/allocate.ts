@@ -59,17 +59,45 @@ function checkNumber(value: number, what: string): void {
   }
 }
 
-/** v_s = queue length x mean service time (1 when there are no service times), exactly. */
-function weight(name: string, stats: StageStats): Ratio {
+/** Below this, doubles may be subnormal and lose relative precision: use exact arithmetic. */
+const TINY = 2 ** -1000;
+
+/** A stage's weight v = queue length x mean service time (1 when there are none). */
+interface Weight {
+  /** Whether v > 0, exactly. */
+  readonly positive: boolean;
+  /** v in floating point, within (n + 2) ulps of the exact value; NaN where that may fail. */
+  readonly approx: number;
+  /** The exact v, computed when first needed. */
+  exact?: Ratio;
+}
+
+/** Validates a stage and computes its weight in floating point. */
+function weigh(name: string, stats: StageStats): Weight {
   checkNumber(stats.queueLength, `queueLength of stage ${JSON.stringify(name)}`);
+  const l = stats.queueLength;
+  const times = stats.serviceTimes;
+  let sum = 0;
+  let anyPositive = false;
+  for (const t of times) {
+    checkNumber(t, `service time of stage ${JSON.stringify(name)}`);
+    sum += t;
+    if (t > 0) anyPositive = true;
+  }
+  const positive = l > 0 && (times.length === 0 || anyPositive);
+  const mean = times.length === 0 ? 1 : sum / times.length;
+  const approx = l * mean;
+  const precise = l >= TINY && mean >= TINY && approx >= TINY && Number.isFinite(approx);
+  return { positive, approx: precise ? approx : Number.NaN };
+}
+
+/** The exact v of a stage (inputs already validated). */
+function exactWeight(stats: StageStats): Ratio {
   const l = exact(stats.queueLength);
   const times = stats.serviceTimes;
   if (times.length === 0) return l;
   let sum: Ratio = { num: 0n, den: 1n };
-  for (const t of times) {
-    checkNumber(t, `service time of stage ${JSON.stringify(name)}`);
-    sum = addPow2(sum, exact(t));
-  }
+  for (const t of times) sum = addPow2(sum, exact(t));
   return { num: l.num * sum.num, den: l.den * sum.den * BigInt(times.length) };
 }
 
@@ -106,12 +134,12 @@ export function compareCodePoints(a: string, b: string): number {
  *   article's enumeration order and stable sort break them: with stages sorted by name (code
  *   points), the allocation chosen is the one with the fewest workers on the last stage, then on
  *   the one before, and so on; i.e. tied workers go to the stages whose names sort first.
- * - Empty serviceTimes count as a mean of 1, as in the article. Scores are computed exactly
- *   (rational arithmetic on the inputs' binary values); the article floors the mean to whole
- *   picoseconds and sums in floating point, which only matters for values that differ by less
- *   than that.
+ * - Empty serviceTimes count as a mean of 1, as in the article. Scores are compared exactly
+ *   (rational arithmetic on the inputs' binary values, used where floating point cannot
+ *   decide); the article floors the mean to whole picoseconds and sums in floating point, which
+ *   only matters for values that differ by less than that.
  *
- * Runs in O(workers x stages) comparisons. Throws RangeError when `workers` is not a
+ * Runs in O(workers x stages) comparisons after one pass over the service times. Throws RangeError when `workers` is not a
  * non-negative safe integer, or a queue length or service time is negative, NaN or infinite.
  */
 export function allocateWorkers(
@@ -123,7 +151,8 @@ export function allocateWorkers(
     throw new RangeError(`allocateWorkers: workers must be an integer >= 0, got ${String(workers)}`);
   }
   const names = [...stats.keys()].sort(compareCodePoints);
-  const weights = names.map((name) => weight(name, stats.get(name) as StageStats));
+  const all = names.map((name) => stats.get(name) as StageStats);
+  const weights = names.map((name, i) => weigh(name, all[i] as StageStats));
   const counts = names.map(() => 0);
   const open: number[] = [];
   names.forEach((name, i) => {
@@ -131,13 +160,37 @@ export function allocateWorkers(
   });
   if (workers > 0 && open.length === 0) return null;
 
+  // Gains are compared in floating point when they differ by more than the rounding of both
+  // weights can explain (summing n values errs by at most (n - 1) ulps, the mean, product and
+  // gain add 3; the margin below is 16 times that), and exactly otherwise: ties and near ties.
+  const longest = Math.max(1, ...all.map((s) => s.serviceTimes.length));
+  const margin = (longest + 4) * 2 ** -49;
+  const exactOf = (i: number): Ratio => {
+    const w = weights[i] as Weight;
+    if (w.exact === undefined) w.exact = exactWeight(all[i] as StageStats);
+    return w.exact;
+  };
+
   /** Does the next worker of stage a lower the sum strictly more than that of stage b? */
   const gainsMore = (a: number, b: number): boolean => {
-    const va = weights[a] as Ratio;
-    const vb = weights[b] as Ratio;
-    const wa = BigInt(counts[a] as number);
-    const wb = BigInt(counts[b] as number);
-    return va.num * vb.den * (wb + 1n) * (wb + 2n) > vb.num * va.den * (wa + 1n) * (wa + 2n);
+    const va = weights[a] as Weight;
+    const vb = weights[b] as Weight;
+    if (!va.positive) return false;
+    if (!vb.positive) return true;
+    const wa = counts[a] as number;
+    const wb = counts[b] as number;
+    // (w + 1)(w + 2) is an exact integer in a double for any safe number of workers below 2^26
+    const ga = va.approx * ((wb + 1) * (wb + 2));
+    const gb = vb.approx * ((wa + 1) * (wa + 2));
+    if (Number.isFinite(ga) && Number.isFinite(gb) && wa < 2 ** 26 && wb < 2 ** 26) {
+      const diff = ga - gb;
+      if (Math.abs(diff) > margin * Math.max(ga, gb)) return diff > 0;
+    }
+    const ea = exactOf(a);
+    const eb = exactOf(b);
+    const xa = BigInt(wa);
+    const xb = BigInt(wb);
+    return ea.num * eb.den * (xb + 1n) * (xb + 2n) > eb.num * ea.den * (xa + 1n) * (xa + 2n);
   };
 
   for (let handed = 0; handed < workers; handed++) {

@@ -110,7 +110,7 @@ function possibleConfigs(cpus: number, stages: number): number[][] {
     .filter((counts) => counts.reduce((a, b) => a + b, 0) === cpus);
 }
 
-/** Exact fraction; times are given as integers over a common unit `per` (1 or 4). */
+/** Exact fraction. */
 interface Frac {
   num: bigint;
   den: bigint;
@@ -118,13 +118,25 @@ interface Frac {
 const add = (a: Frac, b: Frac): Frac => ({ num: a.num * b.den + b.num * a.den, den: a.den * b.den });
 const less = (a: Frac, b: Frac): boolean => a.num * b.den < b.num * a.den;
 
-interface Stage {
-  name: string;
-  queueLength: number;
-  ticks: number[]; // service times in units of 1/per
+/** The exact value of a finite double, from its bits (sign ignored: inputs are >= 0). */
+function fracOfDouble(x: number): Frac {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  const exponent = Number((bits >> 52n) & 0x7ffn);
+  const fraction = bits & ((1n << 52n) - 1n);
+  const mantissa = exponent === 0 ? fraction : fraction | (1n << 52n);
+  const e = (exponent === 0 ? 1 : exponent) - 1075; // x = mantissa * 2^e
+  return e >= 0 ? { num: mantissa << BigInt(e), den: 1n } : { num: mantissa, den: 1n << BigInt(-e) };
 }
 
-function bruteForce(workers: number, stages: Stage[], per: number, done: Set<string>): Map<string, number> | null {
+interface Stage {
+  name: string;
+  queueLength: Frac;
+  times: Frac[]; // service times
+}
+
+function bruteForce(workers: number, stages: Stage[], done: Set<string>): Map<string, number> | null {
   const byCodePoint = (a: string, b: string): number => {
     const x = [...a].map((c) => c.codePointAt(0) as number);
     const y = [...b].map((c) => c.codePointAt(0) as number);
@@ -142,10 +154,10 @@ function bruteForce(workers: number, stages: Stage[], per: number, done: Set<str
     cfg.forEach((w, i) => {
       const s = sorted[i] as Stage;
       // l * t / (w + 1), t = mean service time, 1 when there is none
-      const n = s.ticks.length;
-      const mean: Frac =
-        n === 0 ? { num: 1n, den: 1n } : { num: BigInt(s.ticks.reduce((a, b) => a + b, 0)), den: BigInt(n * per) };
-      score = add(score, { num: BigInt(s.queueLength) * mean.num, den: mean.den * BigInt(w + 1) });
+      const n = s.times.length;
+      const total = s.times.reduce(add, { num: 0n, den: 1n });
+      const mean: Frac = n === 0 ? { num: 1n, den: 1n } : { num: total.num, den: total.den * BigInt(n) };
+      score = add(score, { num: s.queueLength.num * mean.num, den: s.queueLength.den * mean.den * BigInt(w + 1) });
     });
     if (bestScore === undefined || less(score, bestScore)) {
       best = cfg;
@@ -189,10 +201,43 @@ describe('allocateWorkers against the article enumeration', () => {
         done.add('not a stage'); // names in done that are not stages are ignored
         const stats = new Map(stages.map((s) => [s.name, qs(s.queueLength, s.ticks.map((t) => t / per))]));
         const got = allocateWorkers(workers, stats, done);
-        const want = bruteForce(workers, stages, per, done);
+        const exactStages = stages.map((s) => ({
+          name: s.name,
+          queueLength: { num: BigInt(s.queueLength), den: 1n },
+          times: s.ticks.map((t) => ({ num: BigInt(t), den: BigInt(per) })),
+        }));
+        const want = bruteForce(workers, exactStages, done);
         expect(got === null ? null : [...got]).toEqual(want === null ? null : [...want]);
       }),
       { numRuns: 1500 },
+    );
+  });
+
+  it('equals the brute force on random doubles', () => {
+    const double = fc.oneof(
+      fc.double({ min: 0, max: 1e6, noNaN: true }),
+      fc.constantFrom(0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 2.3, 3, 3.3, 14.7, 1e-310, 1e300),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 5 }),
+        fc.uniqueArray(
+          fc.record({ name: fc.constantFrom(...names), queueLength: double, times: fc.array(double, { maxLength: 3 }) }),
+          { selector: (s) => s.name, maxLength: 4 },
+        ),
+        (workers, stages) => {
+          const stats = new Map(stages.map((s) => [s.name, qs(s.queueLength, s.times)]));
+          const got = allocateWorkers(workers, stats, new Set());
+          const exactStages = stages.map((s) => ({
+            name: s.name,
+            queueLength: fracOfDouble(s.queueLength),
+            times: s.times.map(fracOfDouble),
+          }));
+          const want = bruteForce(workers, exactStages, new Set());
+          expect(got === null ? null : [...got]).toEqual(want === null ? null : [...want]);
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 
@@ -294,7 +339,16 @@ describe('allocateWorkers: rules and edges', () => {
     ]);
   });
 
-  it('compares exactly: a tie of decimal fractions stays a tie', () => {
+  it('fracOfDouble (the brute force oracle) is exact', () => {
+    expect(fracOfDouble(0.5)).toEqual({ num: 1n << 52n, den: 1n << 53n });
+    expect(fracOfDouble(3)).toEqual({ num: 3n << 51n, den: 1n << 51n });
+    const tenth = fracOfDouble(0.1);
+    expect(Number(tenth.num) / Number(tenth.den)).toBe(0.1);
+    expect(fracOfDouble(5e-324)).toEqual({ num: 1n, den: 1n << 1074n });
+    expect(fracOfDouble(2 ** 60)).toEqual({ num: 1n << 60n, den: 1n });
+  });
+
+  it('compares exactly: ties stay ties and rounding never decides a near tie', () => {
     // 0.1 x 3 and 0.3 x 1 are the same score as real numbers but not as doubles
     // (0.1 * 3 = 0.30000000000000004); exactly, 3 x 0.1 (binary) is a bit more than 0.3 (binary).
     const got = allocateWorkers(
@@ -306,6 +360,21 @@ describe('allocateWorkers: rules and edges', () => {
       new Set(),
     );
     expect(got && [...got]).toEqual([
+      ['A', 0],
+      ['B', 1],
+    ]);
+    // 7 x mean(0.7, 3.3, 2.3) is 14.700000000000001 in floating point but, exactly, less than
+    // the double 14.7: floating point alone would pick A.
+    const reversed = allocateWorkers(
+      1,
+      new Map([
+        ['A', qs(7, [0.7, 3.3, 2.3])],
+        ['B', qs(1, [14.7])],
+      ]),
+      new Set(),
+    );
+    expect(7 * ((0.7 + 3.3 + 2.3) / 3)).toBeGreaterThan(14.7);
+    expect(reversed && [...reversed]).toEqual([
       ['A', 0],
       ['B', 1],
     ]);
