@@ -173,6 +173,8 @@ export interface InputArcDefinition {
 export interface ModelProblem {
   path: Array<string | number>;
   message: string;
+  /** The problem is the key itself (a name), not its value. */
+  atKey?: boolean;
 }
 
 /**
@@ -185,7 +187,7 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
   const dir = path.resolve(def.dir);
   const places = new Map<string, PlaceSpec>();
   for (const [name, p] of Object.entries(def.places ?? {})) {
-    if (!NAME_RE.test(name)) problems.push({ path: ['places', name], message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
+    if (!NAME_RE.test(name)) problems.push({ path: ['places', name], atKey: true, message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
     const { dir: pdir, order, capacity, ...extra } = p ?? {};
     places.set(name, {
       name,
@@ -201,8 +203,8 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
   const transitions = new Map<string, TransitionSpec>();
   for (const [name, t] of Object.entries(def.transitions ?? {})) {
     const at = (...rest: Array<string | number>) => ['transitions', name, ...rest];
-    if (!NAME_RE.test(name)) problems.push({ path: at(), message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-    if (places.has(name)) problems.push({ path: at(), message: `${JSON.stringify(name)} names both a place and a transition` });
+    if (!NAME_RE.test(name)) problems.push({ path: at(), atKey: true, message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
+    if (places.has(name)) problems.push({ path: at(), atKey: true, message: `${JSON.stringify(name)} names both a place and a transition` });
     const rawIn = Array.isArray(t.in) ? t.in : [t.in];
     const inputs: InputArc[] = rawIn.map((a, i) => {
       const arc = typeof a === 'string' ? { place: a, take: 1 } : { place: a.place, take: a.take ?? 1, maxWait: a['max-wait'] };

@@ -67,27 +67,34 @@ export interface Position {
   col: number;
 }
 
-/** The position of the deepest node along a key path (the key itself for a bad or unknown key). */
-function positionOf(doc: Document, lc: LineCounter, keys: ReadonlyArray<PropertyKey>): Position {
+/**
+ * Where a problem is: the value at the end of the key path (or its key, for an unknown key);
+ * for a missing key, the key of the map that lacks it.
+ */
+function positionOf(doc: Document, lc: LineCounter, keys: ReadonlyArray<PropertyKey>, atKey = false): Position {
   let node: unknown = doc.contents;
-  let offset = (doc.contents as Node | null)?.range?.[0] ?? 0;
+  let keyOffset = (doc.contents as Node | null)?.range?.[0] ?? 0;
+  let valueOffset = keyOffset;
+  let found = true;
   for (const k of keys) {
     if (isMap(node)) {
       const pair = node.items.find((it) => (isNode(it.key) ? (it.key as { value?: unknown }).value : it.key) === k);
-      if (!pair) break;
-      const keyNode = pair.key as Node | undefined;
-      offset = keyNode?.range?.[0] ?? offset;
+      if (!pair) {
+        found = false;
+        break;
+      }
+      keyOffset = (pair.key as Node | undefined)?.range?.[0] ?? keyOffset;
       node = pair.value;
-      // Point at the value when there is one more level to go; at the key for the last step.
-      if (node && isNode(node) && keys.indexOf(k) < keys.length - 1) offset = node.range?.[0] ?? offset;
-    } else if (isSeq(node) && typeof k === 'number') {
-      const item = node.items[k];
-      if (!item) break;
-      node = item;
-      offset = (item as Node).range?.[0] ?? offset;
-    } else break;
+      valueOffset = isNode(node) ? (node.range?.[0] ?? keyOffset) : keyOffset;
+    } else if (isSeq(node) && typeof k === 'number' && node.items[k]) {
+      node = node.items[k];
+      valueOffset = keyOffset = (node as Node).range?.[0] ?? keyOffset;
+    } else {
+      found = false;
+      break;
+    }
   }
-  const { line, col } = lc.linePos(offset);
+  const { line, col } = lc.linePos(found && !atKey ? valueOffset : keyOffset);
   return { line, col };
 }
 
@@ -110,14 +117,17 @@ export function parseNetText(text: string, file: string): NetModel {
     throw new NetFileError(
       file,
       parsed.error.issues.map((issue) => {
-        const keys = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
-        return { ...positionOf(doc, lc, keys), message: describeIssue(issue) };
+        const unknown = issue.code === 'unrecognized_keys';
+        const keys = unknown ? [...issue.path, issue.keys[0]!] : issue.path;
+        const missing = !unknown && issue.path.length > 0 && !doc.hasIn(issue.path as unknown[]);
+        const message = missing ? `${issue.path.join('.')}: missing (required)` : describeIssue(issue);
+        return { ...positionOf(doc, lc, keys, unknown), message };
       }),
     );
   }
   const def = { ...(parsed.data as unknown as Omit<NetDefinition, 'dir'>), dir: path.dirname(path.resolve(file)) } as NetDefinition;
   const { model, problems } = buildModel(def, path.resolve(file));
-  if (!model) throw new NetFileError(file, problems.map((p) => ({ ...positionOf(doc, lc, p.path), message: p.message })));
+  if (!model) throw new NetFileError(file, problems.map((p) => ({ ...positionOf(doc, lc, p.path, p.atKey), message: p.message })));
   return model;
 }
 
