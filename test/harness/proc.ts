@@ -18,7 +18,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Parent pid of a process, from /proc/PID/stat (undefined when it is gone). */
-function ppidOf(pid: number): number | undefined {
+export function ppidOf(pid: number): number | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
@@ -157,4 +157,28 @@ export function listeningSockets(pid: number): BoundSocket[] {
     }
   }
   return out;
+}
+
+const exitHooks = new Set<() => void>();
+let exitHookInstalled = false;
+
+/**
+ * Run fn (synchronously) when this process exits without the test having stopped what it started
+ * (a failed beforeAll, a test worker shutting down). Returns the function that unregisters it.
+ */
+export function cleanupOnExit(fn: () => void): () => void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', () => {
+      for (const hook of exitHooks) {
+        try {
+          hook();
+        } catch {
+          /* best effort */
+        }
+      }
+    });
+  }
+  exitHooks.add(fn);
+  return () => void exitHooks.delete(fn);
 }

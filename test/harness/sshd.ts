@@ -18,7 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, killTree, waitFor } from './proc.js';
+import { cleanupOnExit, freePort, killTree, waitFor } from './proc.js';
 
 export const SSHD_BIN = '/usr/sbin/sshd';
 export const SSH_BIN = 'ssh';
@@ -231,6 +231,11 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
     }
   }
 
+  const forget = cleanupOnExit(() => {
+    if (child) killTree(child.pid!);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   const kill = async (o: { sessions?: boolean } = {}): Promise<void> => {
     const c = child;
     if (!c) return;
@@ -266,6 +271,7 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       stopped = true;
       await kill();
       fs.rmSync(dir, { recursive: true, force: true });
+      forget();
     },
   };
 }
