@@ -3,10 +3,13 @@
  * Exit statuses: 0 success, 1 runtime error, 2 usage error or an invalid net file, 3 stuck
  * (`status`) or tokens left that can never fire (`run --drain`).
  */
+import os from 'node:os';
 import yargs, { type Argv } from 'yargs';
 import { NetFileError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { Net } from '../net/index.js';
+import { parseService, simulate, type ServiceTime } from '../net/simulate.js';
+import { formatSimulation } from './net-simulate-text.js';
 import { formatNetStatus, netStatusToJson } from './net-text.js';
 import { checkLogLevel, reportError, writeOut } from './output.js';
 
@@ -99,11 +102,24 @@ export async function runNet(argv: string[]): Promise<number> {
         return report.state === 'stuck' ? 3 : 0;
       }),
     )
+    .command(
+      'simulate <net>',
+      'Run the scheduler in virtual time (no command runs): makespan, peak of each place, busy share of each transition, lower bound',
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('tokens', { alias: 'n', type: 'string', demandOption: true, describe: 'Tokens put into each source place' })
+          .option('workers', { alias: 'w', type: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' })
+          .option('service', { alias: 's', type: 'string', array: true, describe: 'TRANSITION=MEAN[±JITTER%], MEAN with a unit (40ms, 2s); repeat per transition (default 100ms)' })
+          .option('seed', { type: 'string', describe: 'Seed of the random service times (default 1)' })
+          .option('json', { type: 'boolean', describe: 'Print the report as JSON' }),
+      act((a) => simulateCommand(a)),
+    )
     .command('dot <net>', 'Print the net as a Graphviz drawing (DOT)', (b) => b.positional('net', NET_POSITIONAL), act((a) => {
       writeOut(load(String(a.net)).dot());
       return 0;
     }))
-    .demandCommand(1, 'give a net command: check, init, put, run, status or dot')
+    .demandCommand(1, 'give a net command: check, init, put, run, simulate, status or dot')
     .strict()
     .help()
     .version(false)
@@ -179,4 +195,29 @@ async function run(a: Record<string, unknown>): Promise<number> {
 
 function checkLevel(a: Record<string, unknown>) {
   return checkLogLevel(String(a.logLevel ?? a['log-level'] ?? 'info'));
+}
+
+function simulateCommand(a: Record<string, unknown>): number {
+  const net = load(String(a.net));
+  const whole = (v: unknown, what: string, min: number) => {
+    const n = Number(v);
+    if (!(Number.isSafeInteger(n) && n >= min)) throw new CliUsage(`invalid ${what} '${String(v)}': give a whole number of at least ${min}`);
+    return n;
+  };
+  const tokens = whole(a.tokens, '--tokens', 0);
+  const workers = a.workers === undefined ? os.availableParallelism() : whole(a.workers, '--workers', 1);
+  const seed = a.seed === undefined ? undefined : whole(a.seed, '--seed', 0);
+  const service: Record<string, ServiceTime> = {};
+  for (const text of (a.service as string[] | undefined) ?? []) {
+    try {
+      const s = parseService(String(text));
+      service[s.transition] = s.service;
+    } catch (err) {
+      throw new CliUsage((err as Error).message);
+    }
+  }
+  for (const name of Object.keys(service)) if (!net.model.transitions.has(name)) throw new CliUsage(`--service names ${JSON.stringify(name)}, which is not a transition of the net`);
+  const report = simulate(net.model, { tokens, workers, service, seed });
+  writeOut(a.json ? `${JSON.stringify(report, null, 2)}\n` : formatSimulation(report));
+  return 0;
 }

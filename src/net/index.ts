@@ -143,3 +143,4 @@ export { type NetWarning } from './check.js';
 export { type Leftover } from './leftovers.js';
 export { allocateWorkers } from './allocate.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './scheduler.js';
+export { simulate, parseService, lowerBound, type SimulateOptions, type SimulationReport, type ServiceTime } from './simulate.js';

@@ -31,6 +31,7 @@ import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './mo
 import { Place, publish, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
+import { mayCommit } from './commit-order.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
 
@@ -453,15 +454,7 @@ export class NetRunner {
 
   /** Whether f may commit now: nothing started before it on its sequence inputs (or its own transition, when ordered) is still open. */
   private mayCommit(f: Firing): boolean {
-    for (const g of this.firings) {
-      if (g === f) continue;
-      if (f.transition.ordered && g.transition === f.transition && g.ordinal < f.ordinal) return false;
-      for (const a of f.tokens) {
-        if (this.places.get(a.place)!.order !== 'sequence') continue;
-        if (g.tokens.some((b) => b.place === a.place && b.seq < a.seq)) return false;
-      }
-    }
-    return true;
+    return mayCommit(f, this.firings, (place) => this.places.get(place)!.order === 'sequence');
   }
 
   /** Commit or resolve every finished firing whose turn it is. */

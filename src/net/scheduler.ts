@@ -180,6 +180,30 @@ function nopSkips(t: TransitionState, places: Map<string, PlaceState>): Start[] 
 }
 
 /**
+ * Transitions that can never fire again, as the article's "done" stages: stopped, or nothing to
+ * fire, nothing running, and nothing upstream that could still feed them (no transition writing
+ * one of their input places is running, has tokens to fire, or is itself fed). Tokens that arrive
+ * from outside the net (put) make a transition live again at the next decision.
+ */
+export function doneTransitions(transitions: Map<string, TransitionState>, places: Map<string, PlaceState>): Set<string> {
+  const live = new Set<string>();
+  for (const t of transitions.values()) if (!t.stopped && (t.running > 0 || queueLength(t, places) > 0)) live.add(t.name);
+  for (let grew = true; grew; ) {
+    grew = false;
+    const fed = new Set<string>();
+    for (const t of transitions.values()) if (live.has(t.name)) for (const o of t.outputs) fed.add(o);
+    for (const t of transitions.values()) {
+      if (live.has(t.name) || t.stopped) continue;
+      if (t.inputs.some((a) => fed.has(a.place))) {
+        live.add(t.name);
+        grew = true;
+      }
+    }
+  }
+  return new Set([...transitions.keys()].filter((n) => !live.has(n)));
+}
+
+/**
  * Decide the firings to start now. The input is not modified; what it returns is in start order.
  */
 export function schedule(input: SchedulerInput): SchedulerResult {
@@ -208,10 +232,9 @@ export function schedule(input: SchedulerInput): SchedulerResult {
     if (ready.size === 0) break;
     // The objective's share for each transition, over the whole pool.
     const stats = new Map<string, { queueLength: number; serviceTimes: number[] }>();
-    const done = new Set<string>();
+    const done = doneTransitions(transitions, places);
     for (const t of transitions.values()) {
       const q = queueLength(t, places) + t.running;
-      if (t.stopped || (q === 0 && t.running === 0)) done.add(t.name);
       stats.set(t.name, { queueLength: q, serviceTimes: t.serviceTimes.length ? t.serviceTimes : [input.defaultServiceTime ?? DEFAULT_SERVICE_MS] });
     }
     const share = allocateWorkers(input.totalWorkers, stats, done) ?? new Map<string, number>();
