@@ -231,13 +231,22 @@ export function schedule(input: SchedulerInput): SchedulerResult {
     }
     if (ready.size === 0) break;
     // The objective's share for each transition, over the whole pool.
+    // allocateWorkers gives tied workers to the names that sort first: the stages are named here
+    // by their place in the round-robin order, so that ties go round (Perpetuum), not always to
+    // the same transition.
     const stats = new Map<string, { queueLength: number; serviceTimes: number[] }>();
-    const done = doneTransitions(transitions, places);
-    for (const t of transitions.values()) {
+    const alias = new Map<string, string>();
+    const doneNames = doneTransitions(transitions, places);
+    const done = new Set<string>();
+    for (let i = 0; i < names.length; i++) {
+      const t = transitions.get(names[(rotation + i) % names.length]!)!;
+      const id = String(i).padStart(8, '0');
+      alias.set(id, t.name);
+      if (doneNames.has(t.name)) done.add(id);
       const q = queueLength(t, places) + t.running;
-      stats.set(t.name, { queueLength: q, serviceTimes: t.serviceTimes.length ? t.serviceTimes : [input.defaultServiceTime ?? DEFAULT_SERVICE_MS] });
+      stats.set(id, { queueLength: q, serviceTimes: t.serviceTimes.length ? t.serviceTimes : [input.defaultServiceTime ?? DEFAULT_SERVICE_MS] });
     }
-    const share = allocateWorkers(input.totalWorkers, stats, done) ?? new Map<string, number>();
+    const share = new Map([...(allocateWorkers(input.totalWorkers, stats, done) ?? [])].map(([id, n]) => [alias.get(id)!, n]));
     // The ready transition furthest below its share; ties (and no one below) in round-robin order.
     let pick: string | undefined;
     let best = -Infinity;
