@@ -104,8 +104,9 @@ export class Net {
       const params = (options.params ?? []).map((x) => (typeof x === 'string' ? Buffer.from(x) : x));
       for (;;) {
         try {
-          if (p.spec.capacity !== undefined && p.queue.listJobFiles().length >= p.spec.capacity) return 'full';
-          const r = p.putNow({ env, params, payload: source });
+          // Checked under the writers' lock, as the runner checks before it commits into a place.
+          const r = p.putIfRoom({ env, params, payload: source }, p.spec.capacity);
+          if (r === 'full') return 'full';
           return { place, seq: r.seq, key, filename: r.filename };
         } catch (err) {
           if (!(err instanceof LockedError)) throw err;

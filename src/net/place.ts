@@ -237,6 +237,30 @@ export class Place {
     }
   }
 
+  /**
+   * Tokens in the place as its capacity counts them: job files plus tokens being written
+   * (net-*.part). Read from the directory, so it sees every writer; call it holding the
+   * writers' lock for an answer that stays true until the lock is released.
+   */
+  occupancy(): number {
+    let n = 0;
+    for (const name of fs.readdirSync(this.queue.jobsDir)) if ((name.startsWith('fspl-') && name.endsWith('.fspl')) || (name.startsWith('net-') && name.endsWith('.part'))) n++;
+    return n;
+  }
+
+  /** putNow, unless the place holds `capacity` tokens or more: then 'full', and nothing is written. */
+  putIfRoom(content: TokenContent, capacity: number | undefined): { seq: bigint; filename: string } | 'full' {
+    const writers = this.lockWriters();
+    try {
+      if (capacity !== undefined && this.occupancy() >= capacity) return 'full';
+      const s = this.stage(writers, content, 'put');
+      publish(s.temp, s.final);
+      return { seq: s.seq, filename: path.basename(s.final) };
+    } finally {
+      writers.release();
+    }
+  }
+
   /** The consumer's next sequence number (nextseq). */
   readNext(): bigint {
     return this.queue.getNext();

@@ -286,6 +286,11 @@ export class NetRunner {
       if (err instanceof LockedError) return false;
       throw err;
     }
+    if (!this.roomFor(outPlaces)) {
+      // Someone else (a put) filled a bounded place since this firing started: commit later.
+      writers.forEach((w) => w.release());
+      return false;
+    }
     const byPlace = new Map(writers.map((w) => [path.dirname(w.path), w]));
     const staged: CommitRecord['outputs'] = [];
     const headers: PacketHeader[] = [];
@@ -329,6 +334,15 @@ export class NetRunner {
     this.journal.done(firing, true);
     this.dirty = true;
     return staged.map((s) => ({ place: s.place, seq: s.seq }));
+  }
+
+  /** Whether bounded places have room for these outputs (writers' locks held): capacity is never exceeded. */
+  private roomFor(outPlaces: Place[]): boolean {
+    for (const p of new Set(outPlaces)) {
+      const cap = p.spec.capacity;
+      if (cap !== undefined && p.occupancy() + outPlaces.filter((x) => x === p).length > cap) return false;
+    }
+    return true;
   }
 
   private noteOwn(name: string): void {

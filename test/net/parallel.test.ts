@@ -179,6 +179,32 @@ transitions:
     expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['1', '2', '3']);
   }, 60_000);
 
+  test('a bounded place written both by the net and by put() from outside never exceeds its capacity', async () => {
+    const { dir, net } = makeNet(`
+places: { a: {}, b: { capacity: 2 }, c: {} }
+transitions:
+  t: { in: a, out: b, workers: 4, run: [cat] }
+  u: { in: b, out: c, workers: 1, run: 'sleep 0.01; cat' }
+`);
+    const N = 30;
+    for (let i = 0; i < N; i++) await net.put('a', Buffer.from(`t${i}\n`), { key: `t${i}` });
+    let worst = 0;
+    const sample = () => (worst = Math.max(worst, countIn(path.join(dir, 'places/b'))));
+    const poll = setInterval(sample, 2);
+    const ctl = new AbortController();
+    const run = net.run({ workers: 4, signal: ctl.signal, onEvent: sample });
+    const outside = net.model.places.get('b')!;
+    expect(outside.capacity).toBe(2);
+    for (let i = 0; i < N; i++) await net.put('b', Buffer.from(`p${i}\n`), { key: `p${i}` });
+    while ((await tokensIn(path.join(dir, 'places/c'))).length < 2 * N) await sleep(50);
+    ctl.abort();
+    await run;
+    clearInterval(poll);
+    expect(worst).toBeLessThanOrEqual(2);
+    const keys = (await tokensIn(path.join(dir, 'places/c'))).map((t) => t.key);
+    expect(new Set(keys).size).toBe(2 * N);
+  }, 120_000);
+
   test('inhibitor: a transition inhibited by a non-empty pause place fires only after pause is emptied', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, pause: {} }
