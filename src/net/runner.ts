@@ -287,7 +287,8 @@ export class NetRunner {
       throw err;
     }
     if (!this.roomFor(outPlaces)) {
-      // Someone else (a put) filled a bounded place since this firing started: commit later.
+      // A bounded place is full: its reader has not yet committed the tokens it took, or a put
+      // filled it since this firing started. Commit later (the reader's commit wakes the loop).
       writers.forEach((w) => w.release());
       return false;
     }
@@ -373,11 +374,16 @@ export class NetRunner {
       const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: t.header.cmd.kind === 'NOP' }));
       let next = this.next.get(p.name) ?? 0n;
       let incoming = 0;
+      let claimed = 0;
       for (const f of this.firings) {
-        for (const tok of f.tokens) if (tok.place === p.name && tok.seq >= next) next = tok.seq + 1n;
+        for (const tok of f.tokens) {
+          if (tok.place !== p.name) continue;
+          claimed++;
+          if (tok.seq >= next) next = tok.seq + 1n;
+        }
         if (f.transition.outputs.includes(p.name)) incoming++;
       }
-      m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.tokens.size, incoming, capacity: p.spec.capacity });
+      m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.tokens.size, claimed: Math.min(claimed, p.tokens.size), incoming, capacity: p.spec.capacity });
     }
     return m;
   }

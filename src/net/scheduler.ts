@@ -9,7 +9,9 @@
  *   the oldest has waited `max-wait`. An and-merge fires on one token of each input place with
  *   one key; keys still missing a partner wait and block nothing. An inhibited transition (a
  *   token in any `inhibit` place) is disabled. A firing that could push an output place past its
- *   capacity, counting the tokens already on their way there, does not start.
+ *   capacity, counting the tokens already on their way there (and not the ones that running
+ *   firings have taken from it: the commit that would overfill it waits for them to leave),
+ *   does not start.
  * - Allocation. Free workers go to enabled transitions by the Jefferson/D'Hondt objective of
  *   allocateWorkers (the article: queue length x mean service time / (workers + 1)); each
  *   transition is capped by its own `workers`. Ties, and the workers the objective leaves over,
@@ -40,6 +42,12 @@ export interface PlaceState {
   count: number;
   /** Tokens on their way in: one per running firing that may write here. */
   incoming: number;
+  /**
+   * Of `count`, the tokens that firings have claimed: they leave when those firings commit. A
+   * producer may start while they are still there; its commit waits for room (the runner checks
+   * the place under its writers' lock), which is "blocking after service" in a pipeline.
+   */
+  claimed?: number;
   capacity?: number;
 }
 
@@ -150,7 +158,7 @@ function inhibited(t: TransitionState, places: Map<string, PlaceState>): boolean
 function hasRoom(t: TransitionState, places: Map<string, PlaceState>): boolean {
   return t.outputs.every((name) => {
     const p = places.get(name)!;
-    return p.capacity === undefined || p.count + p.incoming + 1 <= p.capacity;
+    return p.capacity === undefined || p.count - (p.claimed ?? 0) + p.incoming + 1 <= p.capacity;
   });
 }
 
@@ -159,6 +167,7 @@ function claim(start: Start, places: Map<string, PlaceState>): void {
   for (const { place, token } of start.tokens) {
     const p = places.get(place)!;
     p.tokens = p.tokens.filter((x) => x !== token);
+    p.claimed = (p.claimed ?? 0) + 1;
     if (p.order === 'sequence' && token.seq >= p.next) p.next = token.seq + 1n;
   }
 }

@@ -100,6 +100,8 @@ interface SimFiring {
   /** Its service time (ms). */
   ms: number;
   running: boolean;
+  /** The output places chosen (one-of: drawn once). */
+  outs?: string[];
 }
 
 /**
@@ -199,8 +201,14 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
       const sorted = [...open].sort((a, b) => a.ordinal - b.ordinal);
       for (const f of sorted) {
         if (f.running || f.finish > now || !mayCommit(f, open, (p) => places.get(p)!.order === 'sequence')) continue;
-        let outs = f.transition.outputs;
-        if (f.transition.outMode === 'one-of') outs = [outs[Math.floor(rand() * outs.length)]!];
+        let outs = f.outs;
+        if (!outs) {
+          outs = f.transition.outputs;
+          if (f.transition.outMode === 'one-of') outs = [outs[Math.floor(rand() * outs.length)]!];
+          f.outs = outs;
+        }
+        // As the runner: a bounded place must have room on disk (claimed tokens still count).
+        if (outs.some((o) => { const p = places.get(o)!; return p.capacity !== undefined && p.count + 1 > p.capacity; })) continue;
         for (const o of outs) add(places.get(o)!, f.tokens[0]!.key);
         for (const tok of f.tokens) {
           const p = places.get(tok.place)!;
@@ -224,11 +232,16 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     for (const p of places.values()) {
       let next = p.next;
       let incoming = 0;
+      let claimed = 0;
       for (const f of open) {
-        for (const tok of f.tokens) if (tok.place === p.name && tok.seq >= next) next = tok.seq + 1n;
+        for (const tok of f.tokens) {
+          if (tok.place !== p.name) continue;
+          claimed++;
+          if (tok.seq >= next) next = tok.seq + 1n;
+        }
         if (f.transition.outputs.includes(p.name)) incoming++;
       }
-      marking.set(p.name, { name: p.name, order: p.order, next, tokens: p.tokens.length > lookahead.get(p.name)! ? p.tokens.slice(0, lookahead.get(p.name)) : p.tokens, count: p.count, incoming, capacity: p.capacity });
+      marking.set(p.name, { name: p.name, order: p.order, next, tokens: p.tokens.length > lookahead.get(p.name)! ? p.tokens.slice(0, lookahead.get(p.name)) : p.tokens, count: p.count, claimed, incoming, capacity: p.capacity });
     }
     const tstates = new Map<string, TransitionState>();
     for (const t of net.transitions.values()) {

@@ -66,6 +66,16 @@ describe('schedule', () => {
     expect(full.starts).toEqual([]);
   });
 
+  it('lets a producer start while the reader of the place holds its token (the commit waits for room)', () => {
+    // b (capacity 1) holds one token that u has claimed: t may start, its output replaces it.
+    const ts = [trans('t', 'a', ['b'], { workers: 4 }), trans('u', 'b', ['c'], { running: 1 })];
+    const r = schedule(input([place('a', [tok(1), tok(2)]), place('b', [], { count: 1, claimed: 1, capacity: 1 }), place('c', [])], ts));
+    expect(r.starts.map((s) => s.transition)).toEqual(['t']);
+    // An unclaimed token there, or one already on its way: no start.
+    expect(schedule(input([place('a', [tok(1)]), place('b', [tok(5)], { capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
+    expect(schedule(input([place('a', [tok(1)]), place('b', [], { count: 1, claimed: 1, incoming: 1, capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
+  });
+
   it('capacity holds over random markings (property)', () => {
     let seed = 7;
     const rnd = (n: number) => {
