@@ -82,7 +82,7 @@ export async function fire(req: FiringRequest): Promise<FiringOutcome> {
   const started = Date.now();
   const stderrPath = path.join(dir, 'stderr');
   const outDir = path.join(dir, 'out');
-  fs.mkdirSync(outDir, { recursive: true });
+  if (t.fn || t.run) fs.mkdirSync(outDir, { recursive: true }); // a move writes nothing here
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = path.join(outDir, o);

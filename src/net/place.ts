@@ -73,6 +73,8 @@ export class Place {
   /** Tokens by sequence number (lazily sorted; may hold tokens gone since, skipped when read). */
   private bySeq: Token[] = [];
   private sorted = true;
+  /** bySeq before this index holds only tokens gone since. */
+  private head = 0;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
   dirty = true;
 
@@ -134,6 +136,7 @@ export class Place {
 
   private compact(): void {
     this.bySeq = this.bySeq.filter((t) => this.tokens.get(t.filename) === t);
+    this.head = 0;
   }
 
   /** A token this process has just written into the place (no need to read the directory for it). */
@@ -157,9 +160,17 @@ export class Place {
       this.bySeq.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
       this.sorted = true;
     }
+    // Consumed tokens collect at the front: step past them for good (head), so that a reader
+    // taking tokens one by one does not rescan them at every decision; compact now and then.
+    while (this.head < this.bySeq.length && this.tokens.get(this.bySeq[this.head]!.filename) !== this.bySeq[this.head]) this.head++;
+    if (this.head > 1024 && this.head > this.bySeq.length / 2) {
+      this.bySeq = this.bySeq.slice(this.head);
+      this.head = 0;
+    }
     const out: Token[] = [];
     let gone = 0;
-    for (const t of this.bySeq) {
+    for (let i = this.head; i < this.bySeq.length; i++) {
+      const t = this.bySeq[i]!;
       if (this.tokens.get(t.filename) !== t) {
         gone++;
         continue;
@@ -168,8 +179,7 @@ export class Place {
       out.push(t);
       if (out.length >= limit) break;
     }
-    // Consumed tokens collect at the front: drop them once they are many.
-    if (gone > 64 && gone > this.bySeq.length / 4) this.compact();
+    if (gone > 64 && gone > (this.bySeq.length - this.head) / 4) this.compact();
     return out;
   }
 

@@ -457,7 +457,7 @@ export class NetRunner {
     f.outcome = undefined;
     f.started = Date.now();
     f.dir = path.join(this.stagingDir, `${f.transition.name}-${f.id}-${f.attempt}`);
-    fs.mkdirSync(f.dir, { recursive: true });
+    if (f.transition.run || f.transition.fn) fs.mkdirSync(f.dir, { recursive: true }); // a move needs no staging
     this.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
     void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal }).then((outcome) => {
@@ -598,7 +598,7 @@ export class NetRunner {
   private drop(f: Firing, removeDir = true): void {
     this.firings.delete(f);
     for (const tok of f.tokens) this.claimed.delete(tok.path);
-    if (removeDir && f.dir) fs.rmSync(f.dir, { recursive: true, force: true });
+    if (removeDir && f.dir && (f.transition.run || f.transition.fn)) fs.rmSync(f.dir, { recursive: true, force: true });
     this.dirty = true;
   }
 

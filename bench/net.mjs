@@ -1,0 +1,422 @@
+#!/usr/bin/env node
+/**
+ * Benchmarks of `fspl net` (issue 11): Jefferson sharing of workers, jitter against place
+ * capacity, per-hop overhead, and scale. Prints a markdown section on stdout; bench/run.mjs
+ * calls it and puts the section into docs/benchmarks.md. Run alone:
+ *
+ *   node bench/net.mjs [--quick] [--rounds N] [--only jefferson,jitter,hop,scale] [--dir DIR]
+ *                      [--ref /usr/bin/fspl] [--splice docs/benchmarks.md]
+ *
+ * --splice replaces the section between its markers in that file (appends it when missing), so
+ * these figures can be refreshed without the whole harness. Needs `npm run build` first.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = path.join(ROOT, 'bin', 'fspl');
+const NODE = process.execPath;
+const TIME = '/usr/bin/time';
+const BEGIN = '<!-- net-bench:begin -->';
+const END = '<!-- net-bench:end -->';
+
+function parseArgs(argv) {
+  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') o.quick = true;
+    else if (a === '--rounds') o.rounds = Number(argv[++i]);
+    else if (a === '--only') o.only = new Set(argv[++i].split(','));
+    else if (a === '--dir') o.dir = argv[++i];
+    else if (a === '--ref') o.ref = argv[++i];
+    else if (a === '--splice') o.splice = argv[++i];
+    else if (a === '--help' || a === '-h') {
+      process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
+      process.exit(0);
+    } else {
+      process.stderr.write(`bench/net.mjs: unknown option ${a}\n`);
+      process.exit(2);
+    }
+  }
+  o.rounds ??= o.quick ? 1 : 3;
+  o.dir ??= fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  return o;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const want = (id) => !opts.only || opts.only.has(id);
+const log = (m) => process.stderr.write(`[net-bench] ${m}\n`);
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const sec = (ms) => `${(ms / 1000).toFixed(2)} s`;
+const x = (v) => `${v.toFixed(2)}×`;
+const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+
+const lib = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
+const { Net, simulate } = lib;
+
+let WORK;
+let counter = 0;
+function freshDir(name) {
+  const d = path.join(WORK, `${name}-${counter++}`);
+  fs.mkdirSync(d, { recursive: true });
+  return d;
+}
+
+function table(headers, rows) {
+  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+/** Run a command under GNU time: wall ms, CPU s (user+sys, children included), max RSS KiB. */
+function timed(argv, { cwd, env = ENV } = {}) {
+  const tf = path.join(WORK, `time-${counter++}`);
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', tf, ...argv], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
+  const wall = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-2000)}`);
+  const [, u, s, m] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
+  return { wall, cpu: u + s, rssKiB: m, stdout: r.stdout.toString() };
+}
+
+function writeNet(dir, yaml) {
+  const file = path.join(dir, 'net.yaml');
+  fs.writeFileSync(file, yaml);
+  const net = Net.load(file);
+  net.init();
+  return { file, net };
+}
+
+async function fill(net, place, n, payload = (i) => `${i}\n`) {
+  for (let i = 0; i < n; i++) await net.put(place, Buffer.from(payload(i)), { key: `k${i}` });
+}
+
+function jobsIn(dir) {
+  return fs.readdirSync(path.join(dir, 'jobs')).filter((n) => /^fspl-.*\.fspl$/.test(n)).length;
+}
+
+function expectAll(dir, n, what) {
+  const got = jobsIn(dir);
+  if (got !== n) throw new Error(`${what}: ${got} tokens arrived, expected ${n}`);
+}
+
+/** Mean measured service time (ms) of each transition, from the run's live state (its last 20 firings). */
+function measuredService(stateDir) {
+  const live = JSON.parse(fs.readFileSync(path.join(stateDir, 'live.json'), 'utf8'));
+  return Object.fromEntries(Object.entries(live.transitions).map(([t, s]) => [t, mean(s.serviceTimes)]));
+}
+
+// ---------------------------------------------------------------- Jefferson
+
+async function benchJefferson() {
+  const N = opts.quick ? 20 : 200;
+  const stages = [
+    ['s10', 10],
+    ['s20', 20],
+    ['s40', 40],
+  ];
+  const yaml = (cap) => `places: { a: {}, b: {}, c: {}, d: {} }
+transitions:
+  s10: { in: a, out: b, workers: ${cap}, run: "sleep 0.01; cat" }
+  s20: { in: b, out: c, workers: ${cap}, run: "sleep 0.02; cat" }
+  s40: { in: c, out: d, workers: ${cap}, run: "sleep 0.04; cat" }
+`;
+  const nominal = Object.fromEntries(stages.map(([t, ms]) => [t, { mean: ms, jitter: 0 }]));
+  const rows = [];
+  const realRun = async (cap, workers) => {
+    const dir = freshDir('jefferson');
+    const { file, net } = writeNet(dir, yaml(cap));
+    await fill(net, 'a', N);
+    const r = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', String(workers), file], { cwd: dir });
+    expectAll(path.join(dir, 'places/d'), N, 'jefferson');
+    const svc = measuredService(net.model.stateDir);
+    fs.rmSync(dir, { recursive: true, force: true });
+    return { ...r, svc, model: net.model };
+  };
+  for (const W of [2, 4]) {
+    log(`Jefferson: ${N} tokens, stages 10/20/40 ms, --workers ${W} (${opts.rounds} rounds)`);
+    const runs = [];
+    for (let i = 0; i < opts.rounds; i++) runs.push(await realRun(W, W));
+    const wall = median(runs.map((r) => r.wall));
+    const model = runs[0].model;
+    const svc = Object.fromEntries(stages.map(([t]) => [t, { mean: median(runs.map((r) => r.svc[t])), jitter: 0 }]));
+    const simNom = simulate(model, { tokens: N, workers: W, service: nominal });
+    const simMeas = simulate(model, { tokens: N, workers: W, service: svc });
+    const slowNom = 40;
+    const slowMeas = svc.s40.mean;
+    // A static equal split gives each stage W/3 of the pool for the whole run: the slowest stage
+    // then needs N x its time / (W/3), after the first token reached it.
+    const staticNom = (N * slowNom * 3) / W + 10 + 20;
+    const staticMeas = (N * slowMeas * 3) / W + svc.s10.mean + svc.s20.mean;
+    rows.push({ W, wall, cpu: median(runs.map((r) => r.cpu)), simNom, simMeas, staticNom, staticMeas, svc });
+  }
+  log(`Jefferson: one worker per stage (caps 1, --workers 3)`);
+  const one = [];
+  for (let i = 0; i < opts.rounds; i++) one.push(await realRun(1, 3));
+  const oneWall = median(one.map((r) => r.wall));
+  const oneSim = simulate(one[0].model, { tokens: N, workers: 3, service: nominal });
+
+  const t = table(
+    ['--workers', 'real run (median wall)', '`net simulate`, measured service times', 'real / simulated', 'lower bound, nominal times', 'real / bound', 'lower bound, measured times', 'real / bound', 'static equal split (W/3 per stage), nominal / measured', 'CPU of the run'],
+    rows.map((r) => [
+      String(r.W),
+      sec(r.wall),
+      sec(r.simMeas.makespan),
+      x(r.wall / r.simMeas.makespan),
+      sec(r.simNom.lowerBound),
+      x(r.wall / r.simNom.lowerBound),
+      sec(r.simMeas.lowerBound),
+      x(r.wall / r.simMeas.lowerBound),
+      `${sec(r.staticNom)} / ${sec(r.staticMeas)}`,
+      `${r.cpu.toFixed(2)} s`,
+    ]),
+  );
+  const svcLine = rows.map((r) => `--workers ${r.W}: ${Object.entries(r.svc).map(([k, v]) => `${k} ${v.mean.toFixed(1)} ms`).join(', ')}`).join('; ');
+  return `### Jefferson: sharing the workers among the stages
+
+Three stages whose commands sleep 10, 20 and 40 ms (\`sleep 0.0N; cat\`), ${N} tokens put into the
+first place before the run, \`fspl net run --drain --workers W\` with \`workers: W\` on every
+transition (so only the allocation limits them). Median of ${opts.rounds} runs.
+
+${t}
+
+- The measured service times (a firing's duration as the runner sees it: spawn of \`sh\`, \`sleep\`,
+  \`cat\`, exit; mean of the last 20 firings of each stage, median over the runs): ${svcLine}.
+  The difference from the nominal 10/20/40 ms is the cost of starting processes on this machine.
+- Lower bound: the larger of the total work over the pool and, for each stage, its own work over
+  the workers it may use plus the time one token needs before and after it (\`lowerBound\` in
+  src/net/simulate.ts). "Nominal" uses 10/20/40 ms; "measured" the measured service times.
+- \`net simulate\` is run with the measured mean service times (no jitter): the same scheduler in
+  virtual time. Its makespans with the nominal times: ${rows.map((r) => `${sec(r.simNom.makespan)} (W=${r.W})`).join(', ')}.
+- Static equal split: each stage has W/3 of the pool for the whole run (fluid: W=2 cannot be
+  split into whole workers), so the 40 ms stage alone needs N × 40 ms × 3 / W.
+- One worker per stage (\`workers: 1\` on each, \`--workers 3\`): real ${sec(oneWall)}, simulated ${sec(oneSim.makespan)} with nominal times (the 40 ms stage alone: ${sec(N * 40)}).
+`;
+}
+
+// ---------------------------------------------------------------- jitter and capacity
+
+function chainNet(dir, cap, runFor) {
+  const places = { p0: {} };
+  const transitions = {};
+  for (let i = 1; i <= 8; i++) {
+    places[`p${i}`] = i < 8 && cap !== undefined ? { capacity: cap } : {};
+    transitions[`s${i}`] = { in: `p${i - 1}`, out: `p${i}`, ...runFor(i) };
+  }
+  return { places, transitions, dir };
+}
+
+async function benchJitter() {
+  const N = opts.quick ? 30 : 300;
+  const seeds = opts.quick ? [1, 2] : [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+  const caps = [1, 2, 4, 8, undefined];
+  const capName = (c) => (c === undefined ? 'unbounded' : String(c));
+  log(`jitter: simulated, 8 stages of 20 ms, ${N} tokens, ${seeds.length} seeds`);
+  const sim = new Map();
+  for (const cap of caps) {
+    const model = lib.defineNet(chainNet(WORK, cap, () => ({ run: null })));
+    for (const j of [0, 1]) {
+      const ms = seeds.map((seed) => simulate(model, { tokens: N, workers: 8, seed, defaultService: { mean: 20, jitter: j } }).makespan);
+      sim.set(`${capName(cap)}/${j}`, mean(ms));
+    }
+  }
+  const pen = (cap) => sim.get(`${capName(cap)}/1`) / sim.get(`${capName(cap)}/0`) - 1;
+  const simRows = caps.map((cap) => [capName(cap), sec(sim.get(`${capName(cap)}/0`)), sec(sim.get(`${capName(cap)}/1`)), `${(pen(cap) * 100).toFixed(1)}%`, x(pen(cap) / pen(1))]);
+  const zero = caps.map((c) => sim.get(`${capName(c)}/0`));
+  const spread0 = Math.max(...zero) / Math.min(...zero) - 1;
+
+  // Real runs: each token carries its 8 service times (uniform 0-40 ms for ±100%, 20 ms for 0%);
+  // stage i sleeps the i-th with shell built-ins and \`sleep\`, and passes the payload on.
+  const realCaps = opts.quick ? [1, 2] : [1, 2, undefined];
+  const real = new Map();
+  let rnd = 12345;
+  const rand = () => ((rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (const cap of realCaps) {
+    for (const j of [0, 1]) {
+      log(`jitter: real run, capacity ${capName(cap)}, jitter ${j * 100}%`);
+      const walls = [];
+      for (let r = 0; r < (opts.quick ? 1 : Math.min(2, opts.rounds)); r++) {
+        const dir = freshDir('jitter');
+        const yamlT = Array.from({ length: 8 }, (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`).join('\n');
+        const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
+        const { file, net } = writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`);
+        await fill(net, 'p0', N, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
+        const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', '8', file], { cwd: dir });
+        expectAll(path.join(dir, 'places/p8'), N, 'jitter');
+        walls.push(t.wall);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+      real.set(`${capName(cap)}/${j}`, median(walls));
+    }
+  }
+  const realRows = realCaps.map((cap) => {
+    const p = real.get(`${capName(cap)}/1`) / real.get(`${capName(cap)}/0`) - 1;
+    const p1 = real.get('1/1') / real.get('1/0') - 1;
+    return [`${capName(cap)} (real run)`, sec(real.get(`${capName(cap)}/0`)), sec(real.get(`${capName(cap)}/1`)), `${(p * 100).toFixed(1)}%`, x(p / p1)];
+  });
+  return `### Jitter and place capacity (the thesis's experiment)
+
+A chain of 8 stages of 20 ms nominal, ${N} tokens, one worker per stage (\`workers: 1\`, a pool
+of 8), capacity 1, 2, 4, 8 or unbounded on the 7 places between stages. Jitter ±100%: each
+service time uniform in 0–40 ms; 0%: exactly 20 ms. Penalty: makespan with jitter over the
+makespan without, minus 1. The upper rows are \`net simulate\` (the scheduler in virtual time;
+mean over ${seeds.length} seeds); the "real run" rows run \`fspl net run --drain --workers 8\` with
+commands sleeping each token's own service times (median of ${opts.quick ? 1 : Math.min(2, opts.rounds)} runs).
+
+${table(['capacity', 'makespan, 0% jitter', 'makespan, ±100%', 'penalty', 'penalty / penalty at capacity 1'], [...simRows, ...realRows])}
+
+- Target: penalty(capacity 2) ≤ 0.6 × penalty(capacity 1) at ±100%: simulated ${x(pen(2) / pen(1))}${real.has('2/1') ? `, real ${x((real.get('2/1') / real.get('2/0') - 1) / (real.get('1/1') / real.get('1/0') - 1))}` : ''}.
+- Target: at 0% jitter all capacities agree within 3%: simulated spread ${(spread0 * 100).toFixed(2)}%${real.has('2/0') ? `; real runs ${realCaps.map((c) => sec(real.get(`${capName(c)}/0`))).join(', ')}` : ''}.
+- Capacity counts every token in a place, also one its reader is working on; a stage may start
+  while its output place is full, and its commit waits until the reader has committed (the
+  thesis's "blocking after service"). The real runs are slower than the simulation by the cost
+  of starting ${8 * N} processes on two shared cores.
+`;
+}
+
+// ---------------------------------------------------------------- per-hop overhead
+
+async function benchHop() {
+  const N = opts.quick ? 30 : 1000;
+  const M = opts.quick ? 5 : 60; // tokens for the queue-process chains: 3 processes per token per hop
+  const hops = 5;
+  const lines = [];
+  for (const workers of [1, 2]) {
+    log(`hop: net chain of ${hops} cat, ${N} tokens, --workers ${workers}`);
+    const walls = [];
+    const cpus = [];
+    for (let r = 0; r < opts.rounds; r++) {
+      const dir = freshDir('hop');
+      const yaml = `places: { ${Array.from({ length: hops + 1 }, (_, i) => `q${i}: {}`).join(', ')} }\ntransitions:\n${Array.from({ length: hops }, (_, i) => `  t${i}: { in: q${i}, out: q${i + 1}, run: [cat] }`).join('\n')}\n`;
+      const { file, net } = writeNet(dir, yaml);
+      await fill(net, 'q0', N);
+      const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', String(workers), file], { cwd: dir });
+      expectAll(path.join(dir, `places/q${hops}`), N, 'hop');
+      walls.push(t.wall);
+      cpus.push(t.cpu);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    lines.push([`\`fspl net run --workers ${workers}\`, ${hops} transitions \`cat\``, String(N), (median(walls) / (N * hops)).toFixed(2), ((median(cpus) * 1000) / (N * hops)).toFixed(2)]);
+  }
+  const sides = [
+    ['ours', [NODE, BIN]],
+    ['reference', [opts.ref]],
+  ];
+  for (const [name, argv] of sides) {
+    if (name === 'reference' && !fs.existsSync(opts.ref)) continue;
+    log(`hop: queue-process chain (${name}), ${M} tokens`);
+    const walls = [];
+    const cpus = [];
+    for (let r = 0; r < opts.rounds; r++) {
+      const dir = freshDir('qp');
+      const q = (i) => path.join(dir, `q${i}`);
+      const fsplCmd = argv.map((a) => `'${a}'`).join(' ');
+      for (let i = 0; i <= hops; i++) spawnSync(argv[0], [...argv.slice(1), 'queue-init', '-q', q(i)], { env: ENV });
+      // Tokens for the first queue: prepared by the same side (not timed).
+      for (let i = 0; i < M; i++) {
+        const s = spawnSync('sh', ['-c', `printf '%s\\n' ${i} | ${fsplCmd} prepare -s '${dir}/seq0' -i - | ${fsplCmd} queue-write -q '${q(0)}'`], { env: ENV });
+        if (s.status !== 0) throw new Error(`queue-write: ${s.stderr}`);
+      }
+      let wall = 0;
+      let cpu = 0;
+      for (let i = 0; i < hops; i++) {
+        const script = `cat | ${fsplCmd} prepare -s '${dir}/seq${i + 1}' -i - | ${fsplCmd} queue-write -q '${q(i + 1)}'`;
+        const t = timed([...argv, 'queue-process', '-q', q(i), 'sh', '--', '-c', script]);
+        wall += t.wall;
+        cpu += t.cpu;
+      }
+      expectAll(q(hops), M, `queue-process chain (${name})`);
+      walls.push(wall);
+      cpus.push(cpu);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    lines.push([`\`queue-process\` → \`sh -c 'cat | fspl prepare | fspl queue-write'\` (${name}), ${hops} hops one after the other`, String(M), (median(walls) / (M * hops)).toFixed(2), ((median(cpus) * 1000) / (M * hops)).toFixed(2)]);
+  }
+  const netMs = Number(lines[0][2]);
+  const oursQp = lines.find((l) => l[0].includes('(ours)'));
+  return `### Per-hop overhead
+
+A chain of ${hops} transitions running \`cat\` (one process per firing), small tokens; against the
+same chain built from Filespooler commands: each hop a \`queue-process\` whose command pipes the
+payload through \`cat\`, \`fspl prepare\` and \`fspl queue-write\` into the next queue (so 3 more
+processes per token and hop, two of them \`fspl\`). Milliseconds per token per hop: wall time,
+and CPU (user+sys of the whole process tree) — the better measure on a shared machine. Median
+of ${opts.rounds} runs.
+
+${table(['chain', 'tokens', 'ms per token per hop (wall)', 'CPU ms per token per hop'], lines)}
+
+- Target: no slower than our own \`queue-process\` chain: ${oursQp ? `${netMs} ms against ${oursQp[2]} ms (${x(netMs / Number(oursQp[2]))})` : 'not measured'}.
+`;
+}
+
+// ---------------------------------------------------------------- scale
+
+async function benchScale() {
+  const sizes = opts.quick ? [1000, 3000] : [10_000, 100_000];
+  const rows = [];
+  for (const n of sizes) {
+    log(`scale: ${n} tokens through 2 moves`);
+    const dir = freshDir('scale');
+    const { file, net } = writeNet(dir, `places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`);
+    const t0 = Date.now();
+    await fill(net, 'a', n, () => 'x');
+    const putMs = Date.now() - t0;
+    const t = timed([NODE, BIN, 'net', 'run', '--drain', file], { cwd: dir });
+    expectAll(path.join(dir, 'places/c'), n, 'scale');
+    rows.push({ n, ...t, putMs });
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return `### Scale: many tokens through moves
+
+${sizes.map((n) => n.toLocaleString('en')).join(' and ')} tokens (1-byte payloads) through a chain of two
+transitions with \`run: null\` (tokens are moved, no process runs); \`fspl net run --drain\` with
+the default pool. One run each.
+
+${table(
+  ['tokens', 'wall', 'tokens per second (each moved twice)', 'CPU (user+sys)', 'peak RSS', 'putting them first (library \`put\`)'],
+  rows.map((r) => [r.n.toLocaleString('en'), sec(r.wall), Math.round(r.n / (r.wall / 1000)).toLocaleString('en'), `${r.cpu.toFixed(2)} s`, `${(r.rssKiB / 1024).toFixed(0)} MiB`, sec(r.putMs)]),
+)}
+
+- RSS ${(rows[1].rssKiB / rows[0].rssKiB).toFixed(2)}× for ${(rows[1].n / rows[0].n).toFixed(0)}× the tokens.
+`;
+}
+
+// ---------------------------------------------------------------- main
+
+WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-net-bench-'));
+const t0 = Date.now();
+let md = '';
+try {
+  const load = os.loadavg()[0].toFixed(2);
+  const parts = [];
+  if (want('jefferson')) parts.push(await benchJefferson());
+  if (want('jitter')) parts.push(await benchJitter());
+  if (want('hop')) parts.push(await benchHop());
+  if (want('scale')) parts.push(await benchScale());
+  md = `${BEGIN}
+## Nets (\`fspl net\`)
+
+Generated by \`bench/net.mjs\`${opts.quick ? ' in **quick mode** (tiny sizes: numbers mean nothing)' : ''} on ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, ${os.cpus().length} cores,
+places in \`${opts.dir}\`; load average ${load} at the start, ${os.loadavg()[0].toFixed(2)} at the end (the machine was
+shared with other work: wall times are noisy, CPU times less so). ${((Date.now() - t0) / 1000).toFixed(0)} s in all.
+
+${parts.join('\n')}${END}
+`;
+} finally {
+  fs.rmSync(WORK, { recursive: true, force: true });
+}
+if (opts.splice) {
+  const old = fs.existsSync(opts.splice) ? fs.readFileSync(opts.splice, 'utf8') : '';
+  const i = old.indexOf(BEGIN);
+  const j = old.indexOf(END);
+  const next = i >= 0 && j > i ? `${old.slice(0, i)}${md.trimEnd()}${old.slice(j + END.length)}` : `${old.trimEnd()}\n\n${md}`;
+  fs.writeFileSync(opts.splice, next);
+  log(`wrote the section into ${opts.splice}`);
+}
+process.stdout.write(md);
