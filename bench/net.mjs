@@ -115,7 +115,7 @@ function measuredService(stateDir) {
 // ---------------------------------------------------------------- Jefferson
 
 async function benchJefferson() {
-  const N = opts.quick ? 20 : 200;
+  const N = opts.quick ? 10 : 200;
   const stages = [
     ['s10', 10],
     ['s20', 20],
@@ -214,6 +214,7 @@ function chainNet(dir, cap, runFor) {
 
 async function benchJitter() {
   const N = opts.quick ? 30 : 300;
+  const NREAL = opts.quick ? 8 : N;
   const seeds = opts.quick ? [1, 2] : [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
   const caps = [1, 2, 4, 8, undefined];
   const capName = (c) => (c === undefined ? 'unbounded' : String(c));
@@ -246,9 +247,9 @@ async function benchJitter() {
         const yamlT = Array.from({ length: 8 }, (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`).join('\n');
         const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
         const { file, net } = writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`);
-        await fill(net, 'p0', N, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
+        await fill(net, 'p0', NREAL, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
         const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', '8', file], { cwd: dir });
-        expectAll(path.join(dir, 'places/p8'), N, 'jitter');
+        expectAll(path.join(dir, 'places/p8'), NREAL, 'jitter');
         walls.push(t.wall);
         fs.rmSync(dir, { recursive: true, force: true });
       }
@@ -267,7 +268,7 @@ of 8), capacity 1, 2, 4, 8 or unbounded on the 7 places between stages. Jitter �
 service time uniform in 0–40 ms; 0%: exactly 20 ms. Penalty: makespan with jitter over the
 makespan without, minus 1. The upper rows are \`net simulate\` (the scheduler in virtual time;
 mean over ${seeds.length} seeds); the "real run" rows run \`fspl net run --drain --workers 8\` with
-commands sleeping each token's own service times (median of ${opts.quick ? 1 : Math.min(2, opts.rounds)} runs).
+commands sleeping each token's own service times (${NREAL} tokens; median of ${opts.quick ? 1 : Math.min(2, opts.rounds)} runs).
 
 ${table(['capacity', 'makespan, 0% jitter', 'makespan, ±100%', 'penalty', 'penalty / penalty at capacity 1'], [...simRows, ...realRows])}
 
@@ -283,8 +284,8 @@ ${table(['capacity', 'makespan, 0% jitter', 'makespan, ±100%', 'penalty', 'pena
 // ---------------------------------------------------------------- per-hop overhead
 
 async function benchHop() {
-  const N = opts.quick ? 30 : 1000;
-  const M = opts.quick ? 5 : 60; // tokens for the queue-process chains: 3 processes per token per hop
+  const N = opts.quick ? 10 : 1000;
+  const M = opts.quick ? 1 : 60; // tokens for the queue-process chains: 3 processes per token per hop
   const hops = 5;
   const lines = [];
   for (const workers of [1, 2]) {
@@ -336,10 +337,10 @@ async function benchHop() {
       cpus.push(cpu);
       fs.rmSync(dir, { recursive: true, force: true });
     }
-    lines.push([`\`queue-process\` → \`sh -c 'cat | fspl prepare | fspl queue-write'\` (${name}), ${hops} hops one after the other`, String(M), (median(walls) / (M * hops)).toFixed(2), ((median(cpus) * 1000) / (M * hops)).toFixed(2)]);
+    lines.push([`\`queue-process\` → \`sh -c 'cat \\| fspl prepare \\| fspl queue-write'\`, ${name}, ${hops} hops one after the other`, String(M), (median(walls) / (M * hops)).toFixed(2), ((median(cpus) * 1000) / (M * hops)).toFixed(2)]);
   }
   const netMs = Number(lines[0][2]);
-  const oursQp = lines.find((l) => l[0].includes('(ours)'));
+  const oursQp = lines.find((l) => l[0].includes(', ours,'));
   return `### Per-hop overhead
 
 A chain of ${hops} transitions running \`cat\` (one process per firing), small tokens; against the
@@ -358,7 +359,7 @@ ${table(['chain', 'tokens', 'ms per token per hop (wall)', 'CPU ms per token per
 // ---------------------------------------------------------------- scale
 
 async function benchScale() {
-  const sizes = opts.quick ? [1000, 3000] : [10_000, 100_000];
+  const sizes = opts.quick ? [300, 1000] : [10_000, 100_000];
   const rows = [];
   for (const n of sizes) {
     log(`scale: ${n} tokens through 2 moves`);
