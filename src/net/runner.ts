@@ -129,6 +129,12 @@ export class NetRunner {
    * reads (it looks for keys), else as many as its readers could take at once, plus NOPs ahead.
    */
   private readonly lookahead = new Map<string, number>();
+  /**
+   * Places whose tokens this run must know: the ones it reads, bounded ones and inhibiting ones.
+   * The others (sinks, error places) are written, never scanned: memory stays flat however many
+   * tokens pile up there.
+   */
+  private readonly indexed = new Set<string>();
   /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
   private readonly ownNames = new Set<string>();
 
@@ -142,6 +148,11 @@ export class NetRunner {
       if (opts.only && !opts.only(t)) continue;
       this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [] });
     }
+    for (const t of this.trans.values()) {
+      for (const a of t.spec.inputs) this.indexed.add(a.place);
+      for (const p of t.spec.inhibit) this.indexed.add(p);
+    }
+    for (const p of net.places.values()) if (p.capacity !== undefined) this.indexed.add(p.name);
     for (const p of net.places.keys()) {
       const readers = [...this.trans.values()].filter((r) => r.spec.inputs.some((a) => a.place === p)).map((r) => r.spec);
       const keyed = readers.some((t) => t.inputs.length > 1);
@@ -321,7 +332,7 @@ export class NetRunner {
         const name = path.basename(o.final);
         this.noteOwn(name);
         publish(o.temp, o.final);
-        this.places.get(o.place)!.adopt(name, headers[i]!, now);
+        if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(name, headers[i]!, now);
       });
     } finally {
       writers.forEach((w) => w.release());
@@ -605,7 +616,7 @@ export class NetRunner {
   private async refresh(all = false): Promise<void> {
     const now = Date.now();
     for (const p of this.places.values()) {
-      if (!all && !p.dirty) continue;
+      if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
       try {
         await p.refresh(now);
       } catch (err) {
