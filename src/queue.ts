@@ -246,6 +246,11 @@ export class Queue {
     return this.readHeaders(this.listJobFiles(), options.onFailure);
   }
 
+  /** Read the headers of these job files (unreadable ones left out), in the given order. */
+  readJobHeaders(names: string[]): Promise<JobEntry[]> {
+    return this.readHeaders(names);
+  }
+
   /**
    * Scan again, reading only the headers of files not in `known` (a previous scan, by file name).
    * The result is in directory order; files gone since are dropped, unreadable ones left out.

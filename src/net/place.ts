@@ -22,7 +22,7 @@ import { v4 as uuidv4 } from 'uuid';
 import { closeQuietly, copyFdSync, fsyncSync, unlinkQuietly } from '../io.js';
 import { readHeaderSync, type PacketHeader } from '../packet/index.js';
 import { makeHeader, writePacketSync } from '../prepare.js';
-import { Queue, readHeaderFileSync, type JobEntry } from '../queue.js';
+import { Queue, readHeaderFileSync } from '../queue.js';
 import { SeqFile } from '../seqfile.js';
 import type { PlaceOrder, PlaceSpec } from './model.js';
 
@@ -62,6 +62,54 @@ export interface TokenContent {
   payload?: { path: string } | { tokens: string[] } | { fd: number };
 }
 
+/**
+ * A token as the place index keeps it. Its header may be dropped to save memory while the token
+ * is far from the head of the place (see Place.keepHeaders); reading `header` then reads it from
+ * the file again.
+ */
+class IndexedToken implements Token {
+  readonly place: string;
+  readonly filename: string;
+  readonly seq: bigint;
+  readonly key: string;
+  readonly seen: number;
+  readonly nop: boolean;
+  private readonly jobsDir: string;
+  private kept: PacketHeader | undefined;
+
+  constructor(place: string, jobsDir: string, filename: string, header: PacketHeader, seen: number) {
+    this.place = place;
+    this.jobsDir = jobsDir;
+    this.filename = filename;
+    this.seq = header.seq;
+    this.key = tokenKey(place, header);
+    this.seen = seen;
+    this.nop = header.cmd.kind === 'NOP';
+    this.kept = header;
+  }
+
+  get path(): string {
+    return `${this.jobsDir}/${this.filename}`;
+  }
+
+  get header(): PacketHeader {
+    this.kept ??= readHeaderFileSync(this.path);
+    return this.kept;
+  }
+
+  dropHeader(): void {
+    this.kept = undefined;
+  }
+}
+
+/** Whether a token is a NOP (known without its header for indexed tokens). */
+export function isNop(t: Token): boolean {
+  return t instanceof IndexedToken ? t.nop : t.header.cmd.kind === 'NOP';
+}
+
+/** Headers read per batch during a scan: bounds the memory a scan of a big place needs at once. */
+const SCAN_CHUNK = 2048;
+
 export class Place {
   readonly spec: PlaceSpec;
   readonly queue: Queue;
@@ -69,7 +117,12 @@ export class Place {
   readonly sendseqPath: string;
   /** Tokens by file name, as last scanned (plus the ones this process wrote since). */
   tokens = new Map<string, Token>();
-  private entries = new Map<string, JobEntry>();
+  /**
+   * How many tokens from the head of the place keep their header in memory (the runner sets it
+   * to what its readers may look at); the others keep only their name, number and key, so that
+   * a place holding many tokens costs little memory. Infinity: all (and-merge inputs, by key).
+   */
+  keepHeaders = Infinity;
   /** Tokens by sequence number (lazily sorted; may hold tokens gone since, skipped when read). */
   private bySeq: Token[] = [];
   private sorted = true;
@@ -107,25 +160,38 @@ export class Place {
   /** Scan again (reading only new headers); returns the tokens that are new. */
   async refresh(now: number): Promise<Token[]> {
     this.dirty = false;
-    this.entries = await this.queue.rescan(this.entries);
-    const fresh: Token[] = [];
+    const names = this.queue.listJobFiles();
     const next = new Map<string, Token>();
-    for (const [filename, e] of this.entries) {
-      let t = this.tokens.get(filename);
-      if (!t) {
-        t = this.makeToken(filename, e.header, now);
-        fresh.push(t);
-      }
-      next.set(filename, t);
+    const unknown: string[] = [];
+    for (const n of names) {
+      const t = this.tokens.get(n);
+      if (t) next.set(n, t);
+      else unknown.push(n);
     }
     this.tokens = next;
+    // Headers within keepHeaders of the lowest number known stay in memory; the others are read again when needed.
+    let floor: bigint | undefined;
+    for (const t of this.tokens.values()) if (floor === undefined || t.seq < floor) floor = t.seq;
+    const fresh: Token[] = [];
+    for (let i = 0; i < unknown.length; i += SCAN_CHUNK) {
+      for (const e of await this.queue.readJobHeaders(unknown.slice(i, i + SCAN_CHUNK))) {
+        const t = this.makeToken(e.filename, e.header, now);
+        if (floor === undefined || t.seq < floor) floor = t.seq;
+        fresh.push(t);
+        this.tokens.set(e.filename, t);
+      }
+      if (this.keepHeaders !== Infinity && floor !== undefined) {
+        const horizon = floor + BigInt(this.keepHeaders);
+        for (const t of fresh) if (t.seq >= horizon) (t as IndexedToken).dropHeader();
+      }
+    }
     for (const t of fresh) this.index(t);
     if (this.bySeq.length > 2 * this.tokens.size + 64) this.compact();
     return fresh;
   }
 
   private makeToken(filename: string, header: PacketHeader, now: number): Token {
-    return { place: this.name, filename, path: this.queue.jobPath(filename), seq: header.seq, key: tokenKey(this.name, header), header, seen: now };
+    return new IndexedToken(this.name, this.queue.jobsDir, filename, header, now);
   }
 
   private index(t: Token): void {
@@ -142,7 +208,6 @@ export class Place {
   /** A token this process has just written into the place (no need to read the directory for it). */
   adopt(filename: string, header: PacketHeader, now: number): void {
     const t = this.makeToken(filename, header, now);
-    this.entries.set(filename, { filename, header });
     this.tokens.set(filename, t);
     this.index(t);
   }
@@ -150,7 +215,6 @@ export class Place {
   /** Forget a token this runner consumed (its file is gone or going). */
   forget(filename: string): void {
     this.tokens.delete(filename);
-    this.entries.delete(filename);
   }
 
   /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */

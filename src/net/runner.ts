@@ -28,7 +28,7 @@ import { JobsWatcher } from '../watch.js';
 import { fire, STDERR_TAIL_BYTES, type FiringOutcome, type OutputSource } from './firing.js';
 import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
 import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
-import { Place, publish, KEY_VAR, type Token, type TokenContent } from './place.js';
+import { Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
 import { mayCommit } from './commit-order.js';
@@ -157,6 +157,7 @@ export class NetRunner {
       const readers = [...this.trans.values()].filter((r) => r.spec.inputs.some((a) => a.place === p)).map((r) => r.spec);
       const keyed = readers.some((t) => t.inputs.length > 1);
       this.lookahead.set(p, keyed ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64);
+      this.places.get(p)!.keepHeaders = 2 * this.lookahead.get(p)!;
     }
   }
 
@@ -382,7 +383,7 @@ export class NetRunner {
     const m = new Map<string, PlaceState>();
     const isClaimed = (t: Token) => this.claimed.has(t.path);
     for (const p of this.places.values()) {
-      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: t.header.cmd.kind === 'NOP' }));
+      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: isNop(t) }));
       let next = this.next.get(p.name) ?? 0n;
       let incoming = 0;
       let claimed = 0;
