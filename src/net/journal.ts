@@ -76,10 +76,14 @@ export class Journal {
   }
 
   private append(rec: Line, sync: boolean): void {
-    const buf = Buffer.from(`${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`);
-    writeAllSync(this.fd, buf);
+    const line = `${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`;
+    // Written as a string: a Buffer per record would come from Node's shared pool, whose 8 KiB
+    // slabs live long enough to be collected only by full GCs, and a long run's RSS would grow.
+    const length = Buffer.byteLength(line);
+    const n = fs.writeSync(this.fd, line);
+    if (n < length) writeAllSync(this.fd, Buffer.from(line).subarray(n));
     if (sync) fsyncSync(this.fd);
-    this.size += buf.length;
+    this.size += length;
   }
 
   /** Record a commit, durably: nothing of it is done before this returns. */

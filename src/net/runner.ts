@@ -500,6 +500,22 @@ export class NetRunner {
     }
   }
 
+  /**
+   * With --drain or while stopping: when nothing runs any more and finished firings are left, they
+   * wait for room in a bounded place that nothing in this run will empty (its reader stopped, or
+   * a put filled it). Their tokens go back (their work is lost, the tokens are not); they are
+   * left over if they still cannot fire.
+   */
+  private dropBlocked(): void {
+    if (!this.opts.drain && !this.stopping) return;
+    if (this.firings.size === 0 || this.retryTimers.size > 0) return;
+    for (const f of this.firings) if (f.running || !f.outcome) return;
+    for (const f of [...this.firings]) {
+      this.log.warn('net', `${f.transition.name}: a finished firing on key ${f.key} can not commit (a bounded output place stays full); its tokens go back`);
+      this.drop(f);
+    }
+  }
+
   /** Resolve a finished firing; true when it is gone from the set. */
   private resolve(f: Firing): boolean {
     const o = f.outcome!;
@@ -711,7 +727,13 @@ export class NetRunner {
     try {
       this.startWatching();
       let idleReported = false;
+      let yielded = Date.now();
       for (;;) {
+        // Moves and JS transitions finish in microtasks: let timers, signals and file events in now and then.
+        if (Date.now() - yielded > 20) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          yielded = Date.now();
+        }
         let wakeAt: number | undefined;
         if (this.dirty) {
           this.dirty = false;
@@ -719,6 +741,7 @@ export class NetRunner {
           this.settle();
           wakeAt = this.startFirings();
           this.settle(); // NOPs commit at once
+          this.dropBlocked();
           if (this.dirty) continue;
         }
         this.writeLive();

@@ -14,6 +14,8 @@ function countIn(dir: string): number {
   return fs.readdirSync(path.join(dir, 'jobs')).filter((n) => /^fspl-.*\.fspl$/.test(n) || n.endsWith('.part')).length;
 }
 
+const count = (dir: string, p: string) => countIn(path.join(dir, 'places', p));
+
 describe('parallel firings, capacity, inhibit, batches', () => {
   test('8 workers and capacity 2 on every inner place, 2,000 tokens: no place ever holds more than 2, all arrive in order', async () => {
     const dir = netDir();
@@ -156,6 +158,21 @@ transitions:
     expect(out.map((t) => t.key)).toEqual(Array.from({ length: N }, (_, i) => `k${i}`));
     expect(out.map((t) => t.payload)).toEqual(Array.from({ length: N }, (_, i) => `${i}\n`));
   }, 120_000);
+
+  test('a bounded place whose reader stopped does not hang --drain: the blocked producer gives its token back', async () => {
+    const { dir, net } = makeNet(`
+places: { a: {}, p: { capacity: 1 }, b: {} }
+transitions:
+  t1: { in: a, out: p, run: [cat] }
+  t2: { in: p, out: b, run: 'exit 3' }
+`);
+    for (let i = 0; i < 3; i++) await net.put('a', Buffer.from(`${i}`), { key: `k${i}` });
+    const s = await net.run({ drain: true, workers: 2 });
+    expect(count(dir, 'p')).toBe(1);
+    expect(count(dir, 'a') + count(dir, 'p')).toBe(3);
+    expect(s.leftovers.length).toBe(3);
+    expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
+  }, 60_000);
 
   test('tryPut says "full" at once and writes nothing; put waits until there is room', async () => {
     const { dir, net } = makeNet(`
