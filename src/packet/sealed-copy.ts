@@ -89,8 +89,8 @@ export function fdOffset(fd: number): number | undefined {
  * Write a sealed packet to outFd: the header with the payload's seal, then the payload.
  *
  * - A regular file (-i FILE, or stdin redirected from one) is read twice: once to checksum it
- *   (its length is its size from the current offset), then to copy it, checked against the seal
- *   so that a file changed in between fails here (exit 1) rather than at the receiver.
+ *   (its length is its size from the current offset), then to copy it. A file that shrinks in
+ *   between fails here (exit 1); one changed in place gives a packet its readers refuse.
  * - Anything else (a pipe, a socket, a terminal) is spooled first to a nameless file in $TMPDIR
  *   (spool.ts: it vanishes even on SIGKILL), checksummed on the way in, then copied from there.
  *   That costs disk space for the whole payload and a second pass over it.
@@ -105,7 +105,7 @@ export function writeSealedPacketSync(outFd: number, header: PacketHeader, paylo
     const start = fdOffset(payloadFd) ?? 0;
     const seal = sealFileRangeSync(payloadFd, start, Math.max(0, st.size - start));
     writeAllSync(outFd, encodeHeader({ ...header, seal }));
-    copyExactSealedSync(payloadFd, outFd, seal, start, 'the payload file changed while being read');
+    copyExactSealedSync(payloadFd, outFd, seal, start, 'the payload file shrank while being read');
     return;
   }
   const spool = openSpoolSync();
@@ -123,31 +123,26 @@ export function writeSealedPacketSync(outFd: number, header: PacketHeader, paylo
     }
     const seal = { length: BigInt(length), crc32: crc };
     writeAllSync(outFd, encodeHeader({ ...header, seal }));
-    copyExactSealedSync(spool, outFd, seal, 0, 'the spool file changed while being read');
+    copyExactSealedSync(spool, outFd, seal, 0, 'the spool file shrank while being read');
   } finally {
     fs.closeSync(spool);
   }
 }
 
-/** Copy exactly seal.length bytes from `position` (pread), checked against the seal. */
+/**
+ * Copy exactly seal.length bytes from `position` (pread). Only the length is checked here: a
+ * second CRC pass would cost as much as the first (docs/benchmarks.md), and a file changed in
+ * place between the passes gives a packet that every reader refuses anyway.
+ */
 function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: number, what: string): void {
-  const v = new SealVerifier(seal);
   const buf = chunkBuffer();
   const length = Number(seal.length);
   let done = 0;
-  try {
-    while (done < length) {
-      const r = readSomeSync(inFd, buf, 0, Math.min(buf.length, length - done), position + done);
-      if (r === 0) break;
-      const chunk = buf.subarray(0, r);
-      v.update(chunk);
-      writeAllSync(outFd, chunk);
-      done += r;
-    }
-    v.finish();
-  } catch (err) {
-    if (err instanceof PayloadSealError) throw new PayloadSealError(err.code, `Cannot seal: ${what} (${err.message})`);
-    throw err;
+  while (done < length) {
+    const r = readSomeSync(inFd, buf, 0, Math.min(buf.length, length - done), position + done);
+    if (r === 0) throw new PayloadSealError('ERR_PAYLOAD_SHORT', `Cannot seal: ${what} (it ended after ${done} of ${length} bytes)`);
+    writeAllSync(outFd, buf, 0, r);
+    done += r;
   }
 }
 
