@@ -553,6 +553,81 @@ function benchPipeline(id, size, rounds) {
   return runs;
 }
 
+// S: the cost of sealing (ours only): `prepare --seal -s - -i FILE | queue-write` against the
+// same without --seal. Sealed, prepare reads the file twice (CRC-32, then copy, checked again)
+// and queue-write reads every byte through its CRC-32 instead of copying blindly.
+function runFilePipeline(sealed, file, q) {
+  const t1 = path.join(WORK, `time-${timeFileCounter++}.txt`);
+  const t2 = path.join(WORK, `time-${timeFileCounter++}.txt`);
+  const cmd = SIDES.ours.argv.map(shq).join(' ');
+  const tf = shq('%e %U %S %M');
+  const script =
+    `set -o pipefail; ${TIME} -f ${tf} -o ${shq(t1)} ${cmd} prepare ${sealed ? '--seal ' : ''}-s - -i ${shq(file)} ` +
+    `| ${TIME} -f ${tf} -o ${shq(t2)} ${cmd} queue-write -q ${shq(q)}`;
+  const argv = ['bash', '-c', script];
+  const start = process.hrtime.bigint();
+  const r = spawnSync('bash', argv.slice(1), { cwd: ROOT, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  const wall = ms(start);
+  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  if (r.error) fail(`cannot run bash: ${r.error.message}`, res);
+  expectOk(res, `prepare${sealed ? ' --seal' : ''} | queue-write`);
+  const a = readTimeFile(t1, res);
+  const b = readTimeFile(t2, res);
+  return { ...res, cpu: a.cpu + b.cpu, maxrssKiB: Math.max(a.maxrssKiB, b.maxrssKiB), prepare: a, write: b };
+}
+
+function benchSeal() {
+  const size = SIZES.pipe1;
+  const label = `prepare [--seal] -i FILE | queue-write ${fmtSize(size)}`;
+  log(`S. ${label}`);
+  const file = path.join(WORK, 'seal-payload');
+  const block = Buffer.alloc(MiB);
+  for (let i = 0; i < block.length; i++) block[i] = (i * 2654435761) >>> 24;
+  const fd = fs.openSync(file, 'w');
+  for (let done = 0; done < size; done += MiB) {
+    block.writeUInt32BE(done / MiB, 0);
+    fs.writeSync(fd, block, 0, Math.min(MiB, size - done));
+  }
+  fs.closeSync(fd);
+  // `ours` is sealed, `ref` is our own unsealed run (the columns of the table).
+  const runs = { ours: [], ref: [] };
+  for (let r = 0; r < opts.rounds; r++) {
+    for (const sealed of [false, true]) {
+      const q = path.join(WORK, 'q');
+      fs.rmSync(q, { recursive: true, force: true });
+      makeQueueDir(q);
+      const res = runFilePipeline(sealed, file, q);
+      checkWritten({ name: sealed ? 'sealed' : 'unsealed' }, q, size, res);
+      fs.rmSync(q, { recursive: true, force: true });
+      runs[sealed ? 'ours' : 'ref'].push(res);
+    }
+    log(`  ${label} round ${r + 1}/${opts.rounds}: sealed ${fmtCpu(runs.ours[r].cpu)}, unsealed ${fmtCpu(runs.ref[r].cpu)}`);
+  }
+  fs.rmSync(file, { force: true });
+  const o = median(runs.ours.map((x) => x.cpu));
+  const u = median(runs.ref.map((x) => x.cpu));
+  const part = (side, which) => median(runs[side].map((x) => x[which].cpu));
+  results.push({
+    id: 'S',
+    workload: `\`prepare --seal -s - -i FILE | queue-write\`, ${fmtSize(size)}: CPU (user+sys), against the same without --seal (both ours; the "ref" column is the unsealed run)`,
+    ours: fmtCpu(o),
+    ref: fmtCpu(u),
+    ratio: fmtRatio(o / u),
+    target: '≤ 1.2× unsealed',
+    met: met(o / u, 1.2),
+  });
+  results.push({
+    id: 'S',
+    workload: `same, by process: prepare / queue-write`,
+    ours: `${fmtCpu(part('ours', 'prepare'))} / ${fmtCpu(part('ours', 'write'))}`,
+    ref: `${fmtCpu(part('ref', 'prepare'))} / ${fmtCpu(part('ref', 'write'))}`,
+    ratio: '',
+    target: '(information)',
+    met: '',
+  });
+  addDetails('S', `${label} (ours = sealed, ref = unsealed)`, runs, ['pipeline']);
+}
+
 function benchPipelines() {
   const runs1 = want(6) || want(7) ? benchPipeline(6, SIZES.pipe1, opts.rounds) : undefined;
   const rss1 = runs1 && median(runs1.ours.map((x) => x.maxrssKiB));
@@ -932,6 +1007,7 @@ async function main() {
     if (want(5)) benchQueueLs(5, SIZES.zcatJobs, { gzip: true });
     if (want('W')) benchWatch();
     benchPipelines();
+    if (want('S')) benchSeal();
     if (want(8) || want(9)) {
       const packet = path.join(WORK, 'big.fspl');
       log(`generating a ${fmtSize(SIZES.md5)} packet`);

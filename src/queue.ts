@@ -13,10 +13,12 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { closeQuietly, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { copyPacketSync } from './packet/sealed-copy.js';
+import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
-import { readHeaderSync } from './packet/read.js';
+import { readHeaderAndLengthSync, readHeaderSync } from './packet/read.js';
 import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
 import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
@@ -38,6 +40,8 @@ export interface OpenJob {
   payload: number | Readable;
   /** Set when the job is read through a decoder. */
   decoded?: DecodedJob;
+  /** Plain queues: where the payload starts in the job file (the header's length). */
+  payloadOffset?: number;
   close(): void;
 }
 
@@ -142,11 +146,12 @@ export class Queue {
   }
 
   /**
-   * Copy a packet from a file descriptor into the queue. Nothing is decoded or validated.
-   * Returns the new job's file name.
+   * Copy a packet from a file descriptor into the queue. Nothing is validated, except that the
+   * input is not empty and that a sealed packet's payload matches its seal (see
+   * packet/sealed-copy.ts): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
-    return this.writeAtomically((fd) => copyFdSync(inFd, fd));
+    return this.writeAtomically((fd) => copyPacketSync(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */
@@ -345,8 +350,8 @@ export class Queue {
     }
     const fd = fs.openSync(p, 'r');
     try {
-      const header = readHeaderSync(fd);
-      return { header, payload: fd, close: () => closeQuietly(fd) };
+      const { header, length } = readHeaderAndLengthSync(fd);
+      return { header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
     } catch (err) {
       closeQuietly(fd);
       throw err;
@@ -359,7 +364,10 @@ export class Queue {
    */
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return checkedPayload(await openThroughDecoder(p, this.decoder, this.decoderTimeout), this.decoder);
+    if (this.decoder !== undefined) {
+      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
+      return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
+    }
     return (await readPacket({ path: p })).payload;
   }
 
