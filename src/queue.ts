@@ -13,7 +13,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { copy } from './copy.js';
+import { closeQuietly, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
 import { readHeaderSync } from './packet/read.js';
@@ -146,7 +147,7 @@ export class Queue {
    * Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
-    return this.writeAtomically((fd) => copyFdSync(inFd, fd));
+    return this.writeAtomically((fd) => copy(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */

@@ -3,7 +3,7 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { copyFdSync } from '../io.js';
+import { copy } from '../copy.js';
 import { createLogger, type Logger } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
@@ -158,7 +158,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       // Plain file: copy descriptor to descriptor, no stream machinery.
       const job = await q.openJob(filename);
       try {
-        copyFdSync(job.payload as number, 1);
+        copy(job.payload as number, 1);
       } finally {
         job.close();
       }
@@ -229,7 +229,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
   },
   'stdin-payload': () => {
     readHeaderSync(0);
-    copyFdSync(0, 1);
+    copy(0, 1);
     return 0;
   },
   'stdin-process': async (inv, log) => (await processFd(0, processOptions(inv, log)), 0),
