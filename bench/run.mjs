@@ -950,6 +950,12 @@ How it is measured:
   of 8 KiB), and ours with \`FSPL_NO_NATIVE=1\` (read/write over one reused 64 KiB buffer).
   The system time of writing 1 GiB into tmpfs varies a lot from run to run on this virtual
   machine (0.6–2.4 s for the same command), for both implementations: read the medians.
+  Issue 9 measured 1.5–1.9× where an earlier version of this page said 1.14×: single runs of
+  this workload spread that widely (the same command measured 1.2–4.3 s of CPU in one sitting),
+  and the two fspl processes also pay Node's start-up, about 0.3 s of CPU between them, a fixed
+  cost the reference does not have. The CLI already copied synchronously over one buffer then;
+  what allocates a chunk per read on the thread pool is the library's stream API
+  (\`preparePacket\`, \`Queue.write\`), which the CLI does not use.
 - Rows W (\`bench/watch-latency.mjs\`): one \`queue-process --watch\` runs \`sh -c 'date +%s%N >> LOG'\`;
   jobs are renamed into \`jobs/\` one at a time, 20–60 ms after the previous one ran, and the
   latency is the logged start time minus the time the rename returned (\`sh\` and \`date\`

@@ -12,9 +12,9 @@ import { nativeCopy } from './native.js';
 import { readSomeSync, writeAllSync } from './io.js';
 
 /**
- * The loop's buffer: 64 KiB, a pipe's default capacity (a read from a pipe returns at most
- * that), small enough to stay in the CPU's cache between the read and the write. 1 MiB measured
- * slower on the 1 GiB prepare | queue-write benchmark (docs/benchmarks.md).
+ * The loop's buffer: 64 KiB, a pipe's default capacity (a read from a pipe returns at most that,
+ * so a larger buffer saves no calls there), and small enough to stay in the CPU's cache between
+ * the read and the write. Allocated once, on first use.
  */
 const BUFFER_SIZE = 64 * 1024;
 let shared: Buffer | undefined;
