@@ -4,7 +4,8 @@
  */
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { closeQuietly, copyFdSync, writeAllSync } from './io.js';
+import { copy } from './copy.js';
+import { closeQuietly, writeAllSync } from './io.js';
 import { encodeHeader } from './packet/codec.js';
 import { sealedPacketStream } from './packet/sealed-stream.js';
 import { fdStream, packetStream } from './packet/stream.js';
@@ -157,5 +158,5 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
 /** Write a packet to a descriptor: the header, then (if given) everything readable from payloadFd. */
 export function writePacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
   writeAllSync(outFd, encodeHeader(header));
-  if (payloadFd !== undefined) copyFdSync(payloadFd, outFd);
+  if (payloadFd !== undefined) copy(payloadFd, outFd);
 }

@@ -3,7 +3,7 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { copyFdSync } from '../io.js';
+import { copy } from '../copy.js';
 import { createLogger, type Logger } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
@@ -163,7 +163,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       const job = await q.openJob(filename);
       try {
         if (job.header.seal) copySealedSync(job.payload as number, 1, job.header.seal);
-        else copyFdSync(job.payload as number, 1);
+        else copy(job.payload as number, 1);
       } finally {
         job.close();
       }
@@ -236,7 +236,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
   'stdin-payload': () => {
     const { seal } = readHeaderSync(0);
     if (seal) copySealedSync(0, 1, seal);
-    else copyFdSync(0, 1);
+    else copy(0, 1);
     return 0;
   },
   'stdin-process': async (inv, log) => (await processFd(0, processOptions(inv, log)), 0),

@@ -21,7 +21,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { closeQuietly, copyFdSync } from '../io.js';
+import { copy } from '../copy.js';
+import { closeQuietly } from '../io.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../jobenv.js';
 import { fdStream } from '../packet/index.js';
 import type { FiringInput, TransitionSpec } from './model.js';
@@ -156,7 +157,7 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
     for (const tok of tokens) {
       const inFd = openPayloadFd(tok.path);
       try {
-        lengths.push(copyFdSync(inFd, out));
+        lengths.push(copy(inFd, out));
       } finally {
         closeQuietly(inFd);
       }

@@ -19,7 +19,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { closeQuietly, copyFdSync, fsyncSync, unlinkQuietly } from '../io.js';
+import { copy } from '../copy.js';
+import { closeQuietly, fsyncSync, unlinkQuietly } from '../io.js';
 import { readHeaderSync, type PacketHeader } from '../packet/index.js';
 import { makeHeader, writePacketSync } from '../prepare.js';
 import { Queue, readHeaderFileSync, type JobEntry } from '../queue.js';
@@ -199,7 +200,7 @@ export class Place {
         for (const file of p.tokens) {
           const inFd = openPayloadFd(file);
           try {
-            copyFdSync(inFd, out);
+            copy(inFd, out);
           } finally {
             closeQuietly(inFd);
           }
@@ -339,7 +340,7 @@ export function extractPayload(file: string, dest: string): void {
   const inFd = openPayloadFd(file);
   const out = fs.openSync(dest, 'w', 0o644);
   try {
-    copyFdSync(inFd, out);
+    copy(inFd, out);
   } finally {
     closeQuietly(inFd);
     closeQuietly(out);

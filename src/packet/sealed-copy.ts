@@ -3,12 +3,13 @@
  * paths: making a sealed packet (prepare --seal), storing a packet while checking its seal
  * (queue-write), and copying a sealed payload out (stdin-payload, queue-payload).
  *
- * These read every byte (a checksum needs them), so they are kept apart from io.ts's copyFdSync,
+ * These read every byte (a checksum needs them), so they are kept apart from copy.ts's copy(),
  * which unsealed packets keep using (and which may move bytes without reading them).
  */
 import fs from 'node:fs';
 import { PayloadSealError, ShortReadError } from '../errors.js';
-import { copyFdSync, readSomeSync, writeAllSync } from '../io.js';
+import { copy } from '../copy.js';
+import { readSomeSync, writeAllSync } from '../io.js';
 import { openSpoolSync } from '../spool.js';
 import { PREFIX_LENGTH, TAG, decodeMetadata, decodePrefix, encodeHeader, type Prefix } from './codec.js';
 import { SealVerifier, checksumMismatch, crc32Update } from './seal.js';
@@ -168,7 +169,7 @@ export function copyPacketSync(inFd: number, outFd: number): number {
   try {
     p = decodePrefix(prefix);
   } catch {
-    return PREFIX_LENGTH + copyFdSync(inFd, outFd); // not a plain packet: stored unchecked
+    return PREFIX_LENGTH + copy(inFd, outFd); // not a plain packet: stored unchecked
   }
   const meta = readUpToSync(inFd, p.metadataLength);
   if (meta.length < p.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
@@ -180,7 +181,7 @@ export function copyPacketSync(inFd: number, outFd: number): number {
     seal = undefined; // a bad header is the processor's business, as it always was
   }
   const head = PREFIX_LENGTH + meta.length;
-  return head + (seal ? copySealedSync(inFd, outFd, seal) : copyFdSync(inFd, outFd));
+  return head + (seal ? copySealedSync(inFd, outFd, seal) : copy(inFd, outFd));
 }
 
 function cutInHeader(n: number): ShortReadError {
