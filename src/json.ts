@@ -14,7 +14,7 @@
 import { isUtf8 } from 'node:buffer';
 import { jobVariables, type JobLocation } from './jobenv.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
-import type { JobEntry } from './queue.js';
+import type { JobEntry } from './jobs.js';
 import type { QueueStatus, SeqRange, StatusJob } from './status.js';
 import { rfc3339Local, rfc3339Utc } from './time.js';
 

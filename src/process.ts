@@ -13,7 +13,8 @@ import { readHeaderSync } from './packet/read.js';
 import { fdStream, metadataOf, type PacketMetadata } from './packet/stream.js';
 import { checkSealedJob, checkSealedStdin, judgeSeal, sealChecked } from './seal-check.js';
 import { U64_MAX, type PacketHeader } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry, type OpenJob, type Queue } from './queue.js';
+import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+import type { OpenJob, Queue } from './queue.js';
 import type { SeqFile } from './seqfile.js';
 import { JobsWatcher } from './watch.js';
 

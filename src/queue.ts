@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
-import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
+import { DecoderError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
 import { closeQuietly, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { withSealCheck } from './packet/stream.js';
@@ -25,13 +25,10 @@ import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type Deco
 import { silentLogger, type Logger } from './log.js';
 import { nativeReadHeads } from './native.js';
 import { SeqFile } from './seqfile.js';
+import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
-export interface JobEntry {
-  /** File name inside jobs/. */
-  filename: string;
-  header: PacketHeader;
-}
+export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
 
 /** A job file opened for reading: header read, payload ready. close() releases it. */
 export interface OpenJob {
@@ -82,15 +79,6 @@ export interface QueueOptions {
    */
   decoderTimeout?: number;
   logger?: Logger;
-}
-
-export function isJobFilename(name: string): boolean {
-  return name.startsWith('fspl-') && name.endsWith('.fspl') && name.length >= 10;
-}
-
-/** A new job file name: fspl-UUIDv4.fspl. */
-export function genFilename(): string {
-  return `fspl-${uuidv4()}.fspl`;
 }
 
 /** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
@@ -439,30 +427,6 @@ export class Queue {
 async function writeAll(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
   for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
 }
-
-/** By sequence number; Array.prototype.sort is stable, so ties keep directory order (as the reference). */
-export function compareBySeq(a: JobEntry, b: JobEntry): number {
-  return a.header.seq === b.header.seq ? 0 : a.header.seq < b.header.seq ? -1 : 1;
-}
-
-export function compareByTimestamp(a: JobEntry, b: JobEntry): number {
-  const x = a.header.ctime;
-  const y = b.header.ctime;
-  if (x.secs !== y.secs) return x.secs < y.secs ? -1 : 1;
-  return x.nanos - y.nanos;
-}
-
-/** Index jobs by sequence number, failing on the first number held by two files. */
-export function indexBySeq(jobs: JobEntry[]): Map<bigint, JobEntry> {
-  const bySeq = new Map<bigint, JobEntry>();
-  for (const j of jobs) {
-    const seen = bySeq.get(j.header.seq);
-    if (seen) throw new DuplicateSeqError(j.header.seq, [seen.filename, j.filename]);
-    bySeq.set(j.header.seq, j);
-  }
-  return bySeq;
-}
-
 
 const SCAN_READ = 4096;
 let scanBuffer: Buffer | undefined;

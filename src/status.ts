@@ -18,7 +18,8 @@ import { closeQuietly, readSomeSync } from './io.js';
 import { isLocked } from './lock.js';
 import { PREFIX_LENGTH } from './packet/codec.js';
 import type { Ctime } from './packet/types.js';
-import { isJobFilename, type JobEntry, type Queue } from './queue.js';
+import { isJobFilename, type JobEntry } from './jobs.js';
+import type { Queue } from './queue.js';
 import { parseSeqfileText, seqParseProblem } from './seqfile.js';
 
 // ---------------------------------------------------------------------------------------------
