@@ -75,6 +75,15 @@ describe('the packed package', () => {
     expect(stdout).toBe('function true\n');
   });
 
+  it('has a lower-level entry point, filespooler/lowlevel, holding the main one too', async () => {
+    const { stdout } = await node([
+      '--input-type=module',
+      '-e',
+      "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const r = (await import('node:module')).createRequire(process.cwd() + '/x.cjs')('filespooler/lowlevel'); console.log(typeof low.SeqFile, typeof low.processQueue, low.Queue === main.Queue, r.FileLock === low.FileLock, 'SeqFile' in main)",
+    ]);
+    expect(stdout).toBe('function function true true false\n');
+  });
+
   it('runs its CLI from the installed files', async () => {
     const { stdout } = await node([path.join('node_modules', 'filespooler', 'bin', 'fspl'), 'prepare-get-next', '-s', path.join(project, 'seq')]);
     expect(stdout).toBe('1\n');
