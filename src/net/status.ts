@@ -4,6 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { LockedError } from '../errors.js';
+import { parseSeqfileText } from '../seqfile.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { readLiveState, type LiveState } from './live.js';
 import { isFailing, type LastFailure } from './metrics.js';
@@ -97,8 +99,8 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
         st.tokens = p.tokens.size;
         st.oldestAgeMs = oldestAge(now, arrivals(p));
         if (p.order === 'sequence' && isRead(net, spec.name)) {
-          st.next = p.readNext();
-          next.set(spec.name, st.next);
+          st.next = peekNext(p);
+          if (st.next !== undefined) next.set(spec.name, st.next);
         }
       } catch (err) {
         st.problem = (err as Error).message;
@@ -151,6 +153,23 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
   // Stuck is stuck even while other parts run: tokens that can never fire make the net stuck.
   if (stuck.length > 0 && !busy) state = 'stuck';
   return { net: net.file ?? net.dir, state, live: running, pid: running ? live?.pid : undefined, updatedAt: live?.updatedAt, startedAt: live?.startedAt, at: now, places: placeStatus, transitions, stuck };
+}
+
+/**
+ * The consumer's next number. A running net holds every read place's nextseq lock for the whole
+ * run, so then the file is read without the lock (it is rewritten whole; a torn read gives none).
+ */
+function peekNext(p: Place): bigint | undefined {
+  try {
+    return p.readNext();
+  } catch (err) {
+    if (!(err instanceof LockedError)) throw err;
+    try {
+      return parseSeqfileText(fs.readFileSync(p.queue.seqfilePath, 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
 }
 
 /** When each token of a scanned place arrived, by its file's time (tokens consumed meanwhile are left out). */
