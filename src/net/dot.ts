@@ -32,9 +32,10 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
     const n = state.tokens?.get(p.name);
     const label = [n === undefined ? p.name : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`, ...(state.lines?.('place', p.name) ?? [])].join('\n');
     const attrs = [`shape=ellipse`, `label=${dotString(label)}`, `id=${dotString(`place-${p.name}`)}`];
-    if (errorPlaces.has(p.name)) attrs.push('color=red', 'fontcolor=red', 'style=dashed');
-    if (state.alarm?.has(p.name)) attrs.push('style=filled', 'fillcolor="#ffd6d6"');
-    else if (n) attrs.push('style=filled', 'fillcolor="#e8f0ff"');
+    const fill = state.alarm?.has(p.name) ? '#ffd6d6' : n ? '#e8f0ff' : undefined;
+    if (errorPlaces.has(p.name)) attrs.push('color=red', 'fontcolor=red', fill ? 'style="dashed,filled"' : 'style=dashed');
+    else if (fill) attrs.push('style=filled');
+    if (fill) attrs.push(`fillcolor="${fill}"`);
     lines.push(`  ${dotString(`p:${p.name}`)} [${attrs.join(', ')}];`);
   }
   for (const t of net.transitions.values()) {
