@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NetProgressLine } from '../../src/cli/net-progress.js';
 import { FSPL_BIN } from '../helpers.js';
+import { onTerminal } from './terminal.js';
 import { makeNet } from '../net/helpers.js';
 
 function fakeTerminal() {
@@ -40,14 +41,6 @@ transitions:
     const { file, net } = makeNet(NET);
     for (let i = 0; i < n; i++) await net.put('inbox', Buffer.from(`t${i}`));
     return file;
-  }
-
-  /** Run under a pseudo-terminal (script(1)), so that stderr is a TTY. */
-  function onTerminal(args: string[]): string {
-    const cmd = [process.execPath, FSPL_BIN, ...args].map((a) => `'${a}'`).join(' ');
-    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'], { encoding: 'utf8' });
-    expect(r.status).toBe(0);
-    return r.stdout;
   }
 
   it('is drawn when stderr is a terminal, and not with --no-progress', async () => {
