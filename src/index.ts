@@ -56,4 +56,11 @@ export {
   type Leftover,
   type PutOptions,
   type PutResult,
+  serveNet,
+  type ServeOptions,
+  type NetServer,
+  netMetricsText,
+  netStatusJson,
+  dotToSvg,
+  type DotState,
 } from './net/index.js';

@@ -55,5 +55,16 @@ export {
   type JsonCtime,
   type JsonHeader,
 } from './json.js';
-export { loadNetFile, type NetModel } from './net/index.js';
+export {
+  loadNetFile,
+  netMetricFamilies,
+  TransitionMonitor,
+  placeTokens,
+  transitionDetail,
+  liveDotState,
+  type NetModel,
+  type TransitionRates,
+  type LastFailure,
+  type TokenInfo,
+} from './net/index.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './net/scheduler.js';

@@ -38,7 +38,4 @@ export function formatNetStatus(r: NetStatusReport): string {
   return `${out.join('\n')}\n`;
 }
 
-/** Bigints as strings, as everywhere in our JSON. */
-export function netStatusToJson(r: NetStatusReport): unknown {
-  return JSON.parse(JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
-}
+export { netStatusJson as netStatusToJson } from '../net/metrics.js';

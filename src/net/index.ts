@@ -142,4 +142,9 @@ export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type Net
 export { type NetWarning } from './check.js';
 export { type Leftover } from './leftovers.js';
 export { allocateWorkers } from './allocate.js';
+export { serveNet, type ServeOptions, type NetServer } from './serve.js';
+export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './metrics.js';
+export { placeTokens, transitionDetail, type TokenInfo } from './status.js';
+export { dotToSvg } from './svg.js';
+export { liveDotState, type DotState } from './dot.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './scheduler.js';

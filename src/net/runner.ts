@@ -33,6 +33,7 @@ import type { PacketHeader } from '../packet/index.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
+import { TransitionMonitor } from './metrics.js';
 
 export interface NetRunOptions {
   /** Exit once nothing runs and nothing can fire. */
@@ -47,6 +48,8 @@ export interface NetRunOptions {
   /** Run only these transitions (default: all). */
   only?: (t: TransitionSpec) => boolean;
   onEvent?: (e: NetEvent) => void;
+  /** Called with each live state the run writes (about twice a second while anything happens). */
+  onLive?: (state: LiveState) => void;
   logger?: Logger;
 }
 
@@ -92,6 +95,7 @@ interface TransitionRun {
   lastFired?: number;
   nextOrdinal: number;
   history: Array<{ firing: string; key: string; at: number; ms: number; ok: boolean; reason?: string }>;
+  monitor: TransitionMonitor;
 }
 
 const SERVICE_WINDOW = 20;
@@ -122,6 +126,7 @@ export class NetRunner {
   private fired = 0;
   private failed = 0;
   private lastLive = 0;
+  private liveTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
   /**
    * How many of a place's tokens the scheduler is shown: all of them for a place an and-merge
@@ -139,7 +144,7 @@ export class NetRunner {
     for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
-      this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [] });
+      this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() });
     }
     for (const p of net.places.keys()) {
       const readers = [...this.trans.values()].filter((r) => r.spec.inputs.some((a) => a.place === p)).map((r) => r.spec);
@@ -495,6 +500,7 @@ export class NetRunner {
       run.fired++;
       this.fired++;
       run.lastFired = Date.now();
+      run.monitor.fired(run.lastFired, o.durationMs);
       this.remember(run, f, o);
       this.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
       this.drop(f);
@@ -506,6 +512,7 @@ export class NetRunner {
       return true;
     }
     const willRetry = f.attempt <= f.transition.retries && !this.stopping;
+    run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
     this.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
     this.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
     if (willRetry) {
@@ -530,6 +537,7 @@ export class NetRunner {
     this.failed++;
     this.remember(run, f, o);
     const log = this.keepLog(f, o);
+    if (run.monitor.lastFailure) run.monitor.lastFailure.log = log;
     const errorPlace = f.transition.error;
     if (errorPlace) {
       const extra: Array<[string, string]> = [
@@ -605,7 +613,16 @@ export class NetRunner {
 
   private writeLive(force = false): void {
     const now = Date.now();
-    if (!force && now - this.lastLive < LIVE_EVERY_MS) return;
+    if (!force && now - this.lastLive < LIVE_EVERY_MS) {
+      // Written later all the same, so the last change shows even if the run then goes quiet.
+      this.liveTimer ??= setTimeout(() => {
+        this.liveTimer = undefined;
+        this.writeLive(true);
+      }, LIVE_EVERY_MS - (now - this.lastLive)).unref();
+      return;
+    }
+    clearTimeout(this.liveTimer);
+    this.liveTimer = undefined;
     this.lastLive = now;
     const state: LiveState = {
       pid: process.pid,
@@ -625,14 +642,22 @@ export class NetRunner {
             stopped: r.stopped,
             serviceTimes: r.serviceTimes,
             history: r.history,
+            rates: r.monitor.snapshot(now),
+            lastFailure: r.monitor.lastFailure,
           },
         ]),
       ),
+      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, p.tokens.size])),
     };
     try {
       writeLiveState(this.net.stateDir, state);
     } catch (err) {
       this.log.debug('net', () => `Cannot write the live state: ${(err as Error).message}`);
+    }
+    try {
+      this.opts.onLive?.(state);
+    } catch (err) {
+      this.log.warn('net', `A live state listener failed: ${(err as Error).message}`);
     }
   }
 
@@ -728,7 +753,10 @@ export class NetRunner {
       if (graceTimer) clearTimeout(graceTimer);
       signal?.removeEventListener('abort', onStop);
       this.abort.abort();
+      clearTimeout(this.liveTimer);
       this.writeLive(true);
+      clearTimeout(this.liveTimer);
+      this.liveTimer = undefined;
       this.close();
     }
     return { fired: this.fired, failed: this.failed, leftovers };
