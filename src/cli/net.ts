@@ -46,10 +46,14 @@ export async function runNet(argv: string[]): Promise<number> {
     .command('check <net>', 'Validate a net file and warn about races, sources, sinks and unreachable parts', (b) => b.positional('net', NET_POSITIONAL), act((a) => check(String(a.net))))
     .command(
       'init <net>',
-      "Create every place's queue (existing ones are kept)",
-      (b) => b.positional('net', NET_POSITIONAL),
+      "Create every place's queue (existing ones are kept); --host: only that host's places",
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
+          .option('permissions', { type: 'boolean', describe: 'Set owners and modes (as root): a place is owned by its reader, its writers are its group' }),
       act((a) => {
-        const made = load(String(a.net)).init();
+        const made = load(String(a.net)).init({ host: hostArg(a), permissions: !!a.permissions });
         for (const p of made) writeOut(`created place ${p}\n`);
         return 0;
       }),
@@ -83,6 +87,7 @@ export async function runNet(argv: string[]): Promise<number> {
       (b) =>
         b
           .positional('net', NET_POSITIONAL)
+          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
           .option('drain', { type: 'boolean', describe: 'Exit once nothing runs and nothing can fire: 0, or 3 listing the tokens left' })
           .option('poll-interval', { type: 'string', describe: 'Look for new tokens every this many seconds instead of using file system events (NFS, SSHFS, synced folders)' })
           .option('workers', { alias: 'w', type: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' })
@@ -92,9 +97,9 @@ export async function runNet(argv: string[]): Promise<number> {
     .command(
       'status <net>',
       'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)',
-      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }),
+      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }).option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' }),
       act(async (a) => {
-        const report = await load(String(a.net)).status();
+        const report = await load(String(a.net)).status({ host: hostArg(a) });
         writeOut(a.json ? `${JSON.stringify(netStatusToJson(report), null, 2)}\n` : formatNetStatus(report));
         return report.state === 'stuck' ? 3 : 0;
       }),
@@ -164,7 +169,7 @@ async function run(a: Record<string, unknown>): Promise<number> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   try {
-    const summary = await net.run({ drain: !!a.drain, pollInterval, workers, grace, signal: controller.signal, logger: createLogger(level) });
+    const summary = await net.run({ host: hostArg(a), drain: !!a.drain, pollInterval, workers, grace, signal: controller.signal, logger: createLogger(level) });
     if (summary.leftovers.length > 0) {
       process.stderr.write(`${summary.leftovers.length} token${summary.leftovers.length === 1 ? '' : 's'} can never fire:\n`);
       for (const l of summary.leftovers) process.stderr.write(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}\n`);
@@ -175,6 +180,10 @@ async function run(a: Record<string, unknown>): Promise<number> {
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
   }
+}
+
+function hostArg(a: Record<string, unknown>): string | undefined {
+  return a.host === undefined ? undefined : String(a.host);
 }
 
 function checkLevel(a: Record<string, unknown>) {

@@ -30,6 +30,7 @@ import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
 import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
 import { Place, publish, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
+import { runAsOf } from './permissions.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
@@ -439,7 +440,7 @@ export class NetRunner {
     fs.mkdirSync(f.dir, { recursive: true });
     this.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal }).then((outcome) => {
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.running = false;
       f.outcome = outcome;

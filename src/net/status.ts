@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { readLiveState, type LiveState } from './live.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from './model.js';
+import type { OutboxStatus } from './outbox-status.js';
 import { Place } from './place.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
@@ -13,8 +14,8 @@ export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 export interface PlaceStatus {
   name: string;
   dir: string;
-  /** source (no writer), sink (no reader), error (an error place), or inner. */
-  role: 'source' | 'sink' | 'error' | 'inner';
+  /** source (no writer), sink (no reader), error (an error place), inner, or outbox (a place on another host: outbox-status.ts). */
+  role: 'source' | 'sink' | 'error' | 'inner' | 'outbox';
   exists: boolean;
   /** Why the directory can't be read, when it can't. */
   problem?: string;
@@ -26,6 +27,8 @@ export interface PlaceStatus {
   fill?: number;
   /** The consumer's next number, for a sequence place that is read. */
   next?: bigint;
+  /** For a place on another host: its outbox here (net status --host). */
+  outbox?: OutboxStatus;
 }
 
 export interface TransitionStatus {
