@@ -79,4 +79,9 @@ export {
   type Leftover,
   type PutOptions,
   type PutResult,
+  type HostRunOptions,
+  sendPacket,
+  sendPackets,
+  type SendResult,
+  type OutgoingPacket,
 } from './net/index.js';

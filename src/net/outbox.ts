@@ -31,7 +31,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { once } from 'node:events';
 import { LockedError, NetError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { Queue, type JobEntry } from '../queue.js';
@@ -114,8 +113,19 @@ export interface SendOptions {
 
 const ID_RE = /^[A-Za-z0-9-]+$/;
 
-function drained(stream: NodeJS.WritableStream): Promise<unknown> {
-  return Promise.race([once(stream, 'drain'), once(stream, 'close')]);
+/** Until the stream takes more, or is gone (its listeners removed either way). */
+function drained(stream: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      stream.off('error', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+    stream.on('error', done);
+  });
 }
 
 /** The identity of an outbox file: fspl-ID.fspl. */
