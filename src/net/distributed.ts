@@ -21,8 +21,7 @@ export interface HostRunOptions extends NetRunOptions {
 export async function runHost(net: NetModel, options: HostRunOptions): Promise<NetRunSummary> {
   const view = hostView(net, options.host);
   checkRunAs(view);
-  const pollInterval = options.pollInterval ?? syncPollInterval(view);
-  const runner = new NetRunner(view, { ...options, pollInterval });
+  const runner = new NetRunner(view, options);
   const remotes = [...remotePlaces(view)].filter(([, r]) => !r.sync);
   if (remotes.length === 0) return runner.run();
   const running = runner.run(); // opens the places (outboxes included) before its first await
@@ -53,9 +52,4 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
     }
   }
   return { ...summary, leftovers };
-}
-
-/** A place filled by a synchronisation tool is looked at every 2 s as well (events may not come). */
-function syncPollInterval(view: NetModel): number | undefined {
-  return [...view.places.values()].some((p) => p.extra.sync === true && !p.extra.remote) ? 2 : undefined;
 }
