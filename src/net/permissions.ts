@@ -74,6 +74,7 @@ export function checkRunAs(net: NetModel): void {
   const isRoot = process.getuid?.() === 0;
   for (const t of net.transitions.values()) {
     const r = runAsOf(t);
+    if (r && t.fn) throw new NetError(`Transition ${t.name} has a user or group but is a JavaScript function: only commands (run) can run as another user`);
     if (r && !isRoot && (r.uid !== process.getuid?.() || r.gid !== process.getgid?.())) {
       throw new NetError(`Transition ${t.name} runs as ${r.label}: fspl net run must run as root to run commands as other users (it runs as uid ${process.getuid?.()})`);
     }
