@@ -88,7 +88,15 @@ transitions:
     expect(count(placeDir('done'))).toBeLessThan(500);
 
     await sshd.restart();
-    await waitFor('all 500 back on a', () => count(placeDir('done')) >= 500, 180_000, 200);
+    const where = () =>
+      `src ${count(placeDir('src'))}, outbox a->b ${count(outboxA)}, mid ${count(placeDir('mid'))}, outbox b->a ${count(path.join(dir, 'net.state/b/outbox/done'))}, done ${count(placeDir('done'))}`;
+    try {
+      await waitFor('all 500 back on a', () => count(placeDir('done')) >= 500, 240_000, 200);
+    } catch (err) {
+      const sa = await runFspl(['net', 'status', file, '--host', 'a']);
+      const sb = await runFspl(['net', 'status', file, '--host', 'b']);
+      throw new Error(`${(err as Error).message}: ${where()}\n${sa.stdout}\n${sb.stdout}\n${logA.slice(-3000)}`);
+    }
     await waitFor('the outboxes to drain', () => count(outboxA) === 0 && count(path.join(dir, 'net.state/b/outbox/done')) === 0, 30_000, 100);
     const up = await runFspl(['net', 'status', file, '--host', 'a']);
     expect(up.stdout).toMatch(/outbox to b:.*: 0 waiting/);
