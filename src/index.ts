@@ -63,4 +63,5 @@ export {
   netStatusJson,
   dotToSvg,
   type DotState,
+  type HostRunOptions,
 } from './net/index.js';

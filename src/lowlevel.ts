@@ -66,5 +66,9 @@ export {
   type TransitionRates,
   type LastFailure,
   type TokenInfo,
+  sendPacket,
+  sendPackets,
+  type SendResult,
+  type OutgoingPacket,
 } from './net/index.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './net/scheduler.js';

@@ -51,10 +51,14 @@ export async function runNet(argv: string[]): Promise<number> {
     .command('check <net>', 'Validate a net file and warn about races, sources, sinks and unreachable parts', (b) => b.positional('net', NET_POSITIONAL), act((a) => check(String(a.net))))
     .command(
       'init <net>',
-      "Create every place's queue (existing ones are kept)",
-      (b) => b.positional('net', NET_POSITIONAL),
+      "Create every place's queue (existing ones are kept); --host: only that host's places",
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
+          .option('permissions', { type: 'boolean', describe: 'Set owners and modes (as root): a place is owned by its reader, its writers are its group' }),
       act((a) => {
-        const made = load(String(a.net)).init();
+        const made = load(String(a.net)).init({ host: hostArg(a), permissions: !!a.permissions });
         for (const p of made) writeOut(`created place ${p}\n`);
         return 0;
       }),
@@ -88,6 +92,7 @@ export async function runNet(argv: string[]): Promise<number> {
       (b) =>
         b
           .positional('net', NET_POSITIONAL)
+          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
           .option('drain', { type: 'boolean', describe: 'Exit once nothing runs and nothing can fire: 0, or 3 listing the tokens left' })
           .option('poll-interval', { type: 'string', describe: 'Look for new tokens every this many seconds instead of using file system events (NFS, SSHFS, synced folders)' })
           .option('workers', { alias: 'w', type: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' })
@@ -98,9 +103,9 @@ export async function runNet(argv: string[]): Promise<number> {
     .command(
       'status <net>',
       'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)',
-      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }),
+      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }).option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' }),
       act(async (a) => {
-        const report = await load(String(a.net)).status();
+        const report = await load(String(a.net)).status({ host: hostArg(a) });
         writeOut(a.json ? `${JSON.stringify(netStatusJson(report), null, 2)}\n` : formatNetStatus(report));
         return report.state === 'stuck' ? 3 : 0;
       }),
@@ -193,6 +198,7 @@ async function run(a: Record<string, unknown>): Promise<number> {
   const progress = process.stderr.isTTY && a.progress !== false ? new NetProgressLine(process.stderr, [...net.model.places.keys()]) : undefined;
   try {
     const summary = await net.run({
+      host: hostArg(a),
       drain: !!a.drain,
       pollInterval,
       workers,
@@ -229,6 +235,10 @@ async function serve(a: Record<string, unknown>): Promise<number> {
   });
   await server.close();
   return 0;
+}
+
+function hostArg(a: Record<string, unknown>): string | undefined {
+  return a.host === undefined ? undefined : String(a.host);
 }
 
 function checkLevel(a: Record<string, unknown>) {

@@ -26,6 +26,7 @@ import { closeQuietly } from '../io.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../jobenv.js';
 import { fdStream } from '../packet/index.js';
 import type { FiringInput, TransitionSpec } from './model.js';
+import { giveDir, type RunAs } from './permissions.js';
 import { extractPayload, openPayloadFd, type Token } from './place.js';
 
 /** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
@@ -75,6 +76,8 @@ export interface FiringRequest {
   /** A fresh directory for this firing's files. */
   dir: string;
   signal: AbortSignal;
+  /** Run the command as this user and group (the runner is root); the directory becomes theirs. */
+  runAs?: RunAs;
 }
 
 /** Run a firing to its outcome. Never throws: a failure to start is a failed outcome. */
@@ -84,6 +87,8 @@ export async function fire(req: FiringRequest): Promise<FiringOutcome> {
   const stderrPath = path.join(dir, 'stderr');
   const outDir = path.join(dir, 'out');
   fs.mkdirSync(outDir, { recursive: true });
+  giveDir(dir, req.runAs);
+  giveDir(outDir, req.runAs);
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = path.join(outDir, o);
@@ -199,7 +204,7 @@ async function runCommandFiring(
     return await new Promise((resolve) => {
       let timedOut = false;
       let abandoned = false;
-      const child = spawn(command, args, { cwd: t.cwd, env: vars, stdio: [stdin.fd, stdoutFd, stderrFd], detached: true });
+      const child = spawn(command, args, { cwd: t.cwd, env: vars, stdio: [stdin.fd, stdoutFd, stderrFd], detached: true, uid: req.runAs?.uid, gid: req.runAs?.gid });
       const killGroup = (sig: NodeJS.Signals) => {
         try {
           if (child.pid) process.kill(-child.pid, sig);

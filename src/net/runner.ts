@@ -30,6 +30,7 @@ import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
 import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
 import { Place, publish, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
+import { runAsOf } from './permissions.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
@@ -444,7 +445,7 @@ export class NetRunner {
     fs.mkdirSync(f.dir, { recursive: true });
     this.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal }).then((outcome) => {
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.running = false;
       f.outcome = outcome;
@@ -484,6 +485,14 @@ export class NetRunner {
   private resolve(f: Firing): boolean {
     const o = f.outcome!;
     const run = this.trans.get(f.transition.name)!;
+    // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
+    const vanished = f.tokens.find((t) => !fs.existsSync(t.path));
+    if (vanished) {
+      this.log.warn('net', `${f.transition.name}: token ${vanished.filename} of place ${vanished.place} vanished while it fired; its firing is dropped`);
+      this.places.get(vanished.place)!.dirty = true;
+      this.drop(f);
+      return true;
+    }
     if (o.abandoned) {
       this.drop(f);
       return true;
@@ -602,7 +611,8 @@ export class NetRunner {
     for (const p of this.places.values()) {
       if (!all && !p.dirty) continue;
       try {
-        await p.refresh(now);
+        const fresh = await p.refresh(now);
+        for (const t of fresh) this.log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
       } catch (err) {
         // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
         this.log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
@@ -666,7 +676,8 @@ export class NetRunner {
       const w = new JobsWatcher(p.queue.jobsDir, {
         pollInterval: this.opts.pollInterval,
         logger: this.log,
-        safetyInterval: 5,
+        // A place filled by a synchronisation tool is looked at more often: events may not come.
+        safetyInterval: p.spec.extra.sync === true ? 2 : 5,
         filter: (name) => !this.ownNames.delete(name),
       });
       this.watchers.push(w);

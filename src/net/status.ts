@@ -10,6 +10,7 @@ import { describeLeftovers, type Leftover } from './leftovers.js';
 import { readLiveState, type LiveState } from './live.js';
 import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from './model.js';
+import type { OutboxStatus } from './outbox-status.js';
 import { Place } from './place.js';
 import { mean, oldestAge, p95, timeSince } from './stats.js';
 
@@ -18,8 +19,8 @@ export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 export interface PlaceStatus {
   name: string;
   dir: string;
-  /** source (no writer), sink (no reader), error (an error place), or inner. */
-  role: 'source' | 'sink' | 'error' | 'inner';
+  /** source (no writer), sink (no reader), error (an error place), inner, or outbox (a place on another host: outbox-status.ts). */
+  role: 'source' | 'sink' | 'error' | 'inner' | 'outbox';
   exists: boolean;
   /** Why the directory can't be read, when it can't. */
   problem?: string;
@@ -33,6 +34,8 @@ export interface PlaceStatus {
   next?: bigint;
   /** Tokens in this place that can't fire (listed in the report's `stuck`). */
   stuck: number;
+  /** For a place on another host: its outbox here (net status --host). */
+  outbox?: OutboxStatus;
 }
 
 export interface TransitionStatus {
