@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { U64_MAX, type PacketHeader } from '../src/index.js';
+import { U64_MAX, type PacketHeader } from '../src/lowlevel.js';
 import { bytesFromJson, bytesToJson, ctimeToJson, headerToJson, jobEntryToJson, jobInfoToJson, nextseqToJson, toJsonLine } from '../src/json.js';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
