@@ -23,8 +23,11 @@ export interface HostConfig {
   name: string;
   /** The ssh command and its destination; a remote command is appended. */
   ssh: string[];
-  /** The fspl to run on that host (default `fspl` on its PATH); used for remote checks. */
-  fspl: string;
+  /**
+   * fspl on that host (ours): when given, the receiver checks each token's seal with it (one
+   * fspl start per token); without it, the framed length is checked.
+   */
+  fspl?: string;
 }
 
 /** Where a remote place's tokens wait on this host before they leave. */
@@ -63,7 +66,7 @@ export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'extra'
 export function hostConfig(net: NetModel, host: string): HostConfig {
   const raw = ((net.extra.hosts ?? {}) as Record<string, unknown>)[host] as { ssh?: string | string[]; fspl?: string } | null | undefined;
   const ssh = raw?.ssh === undefined ? ['ssh', host] : typeof raw.ssh === 'string' ? ['ssh', raw.ssh] : raw.ssh;
-  return { name: host, ssh, fspl: raw?.fspl ?? 'fspl' };
+  return { name: host, ssh, fspl: raw?.fspl };
 }
 
 /**

@@ -24,8 +24,8 @@
  * Speed: one ssh connection carries every packet waiting (up to BATCH_PACKETS), one frame each
  * (`ID SEQ LENGTH` line, then the bytes), acknowledged one by one while the next are sent.
  *
- * Sealed packets (length and CRC-32 in the header) will make the receiver's check stronger than a
- * length: `verify` in the script is the one place to change (see docs/distributed.md).
+ * Outbox tokens are sealed packets (length and CRC-32 in the header, place.ts): where the remote
+ * host has an fspl of ours, the receiver checks the seal too, not only the framed length.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,7 +49,13 @@ d=$1; j="$d/jobs"
 [ -d "$j" ] || { echo "fspl receive: no queue at $d on $(hostname) (run fspl net init --host there)" >&2; exit 3; }
 exec 9>>"$d/recv.lock" || exit 3
 flock 9 || { echo "fspl receive: cannot lock $d/recv.lock (flock from util-linux is needed)" >&2; exit 3; }
-verify() { s=$(wc -c <"$1") && [ "$s" -eq "$2" ]; }
+F=$2
+verify() {
+  s=$(wc -c <"$1") && [ "$s" -eq "$2" ] || return 1
+  # A sealed packet (the outboxes write them so) is also checked against its CRC-32 by an fspl
+  # of ours there, whose stdin-payload verifies seals; without one, the length check stands.
+  if [ -n "$F" ] && command -v "$F" >/dev/null 2>&1; then "$F" stdin-payload <"$1" >/dev/null 2>&1 || return 1; fi
+}
 r=1
 if [ -s "$d/recvseq" ]; then read -r r <"$d/recvseq"; fi
 echo "ready $r"
@@ -62,7 +68,7 @@ while read -r id seq n; do
     echo "dup $id"
   else
     head -c "$n" >"$t" || exit 5
-    verify "$t" "$n" || { rm -f "$t"; echo "fspl receive: packet $id cut short" >&2; exit 6; }
+    verify "$t" "$n" || { rm -f "$t"; echo "fspl receive: packet $id cut short or damaged" >&2; exit 6; }
     sync "$t" "$j" || exit 5
     r=$((seq + 1))
     echo "$r" >"$d/recvseq.tmp" && sync "$d/recvseq.tmp" && mv -f "$d/recvseq.tmp" "$d/recvseq" || exit 5
@@ -77,9 +83,12 @@ export function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The remote command line that receives packets into the place at `remoteDir`. */
-export function receiveCommand(remoteDir: string): string {
-  return `sh -c ${shellQuote(RECEIVE_SCRIPT)} fspl-receive ${shellQuote(remoteDir)}`;
+/**
+ * The remote command line that receives packets into the place at `remoteDir`; `fspl`, when
+ * given and found there, checks each packet's seal.
+ */
+export function receiveCommand(remoteDir: string, fspl = ''): string {
+  return `sh -c ${shellQuote(RECEIVE_SCRIPT)} fspl-receive ${shellQuote(remoteDir)} ${shellQuote(fspl)}`;
 }
 
 export interface OutgoingPacket {
@@ -102,6 +111,8 @@ export interface SendResult {
 }
 
 export interface SendOptions {
+  /** fspl on the remote host, to check the seal of each packet there (see RECEIVE_SCRIPT). */
+  fspl?: string;
   /** Called for each packet acknowledged, in order, before the next acknowledgement is read. */
   onAck?: (p: OutgoingPacket, duplicate: boolean) => void;
   /** Checked once the receiver says `ready R`: return an error to send nothing. */
@@ -142,7 +153,7 @@ export function packetId(filename: string): string {
  */
 export async function sendPackets(ssh: string[], remoteDir: string, packets: OutgoingPacket[], opts: SendOptions = {}): Promise<SendResult> {
   const [cmd, ...args] = ssh;
-  const child = spawn(cmd!, [...args, receiveCommand(remoteDir)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(cmd!, [...args, receiveCommand(remoteDir, opts.fspl)], { stdio: ['pipe', 'pipe', 'pipe'] });
   opts.onSpawn?.(child);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
@@ -383,6 +394,7 @@ export class OutboxSender {
           continue;
         }
         const r = await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
+          fspl: this.opts.host.fspl,
           signal,
           onReady: (remoteNext) => {
             const mine = this.sendseqNext!();

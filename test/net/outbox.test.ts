@@ -6,11 +6,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { Net, sendPackets, type OutgoingPacket } from 'filespooler';
+import { Net } from 'filespooler';
+import { sendPackets, type OutgoingPacket } from 'filespooler/lowlevel';
 import { describeIfPresent } from '../gate.js';
 import { onPath, waitFor } from '../harness/proc.js';
 import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
 import { netDir, tokensIn } from './helpers.js';
+import { FSPL_BIN, ROOT } from '../helpers.js';
+import { spawnSync } from 'node:child_process';
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
 
@@ -105,6 +108,28 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.readdirSync(jobs).filter((n) => !n.startsWith('fspl-'))).toEqual([]);
     expect([...seen].every((n) => n.startsWith('fspl-') || n.startsWith('.fspl-in-'))).toBe(true);
   }, 120_000);
+
+  test('a sealed packet damaged on the way (same length) is refused where the remote host has our fspl; whole, it is taken', async () => {
+    const dir = netDir();
+    const good = path.join(dir, 'fspl-00000000-0000-4000-8000-000000000001.fspl');
+    const payload = path.join(dir, 'payload');
+    fs.writeFileSync(payload, Buffer.alloc(100_000, 7));
+    const made = spawnSync('sh', ['-c', `node ${FSPL_BIN} prepare --seal -s - -i ${payload} > ${good}`]);
+    expect(made.status, String(made.stderr)).toBe(0);
+    const bad = path.join(dir, 'fspl-00000000-0000-4000-8000-000000000002.fspl');
+    const bytes = fs.readFileSync(good);
+    bytes[bytes.length - 10] ^= 1;
+    fs.writeFileSync(bad, bytes);
+    const remote = remotePlace();
+    const fspl = path.join(ROOT, 'bin', 'fspl');
+    const refused = await sendPackets(ssh, remote, [{ path: bad, id: '00000000-0000-4000-8000-000000000002', seq: 1n }], { fspl });
+    expect(refused.acked).toBe(0);
+    expect(refused.error).toMatch(/cut short or damaged/);
+    expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
+    const taken = await sendPackets(ssh, remote, [{ path: good, id: '00000000-0000-4000-8000-000000000001', seq: 1n }], { fspl });
+    expect(taken).toMatchObject({ acked: 1, duplicates: 0 });
+    expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual(['fspl-00000000-0000-4000-8000-000000000001.fspl']);
+  }, 60_000);
 
   test('a receiver with no queue there says so', async () => {
     const { packets } = await outboxWith(1, () => 1);
