@@ -5,7 +5,10 @@ export default defineConfig({
   resolve: {
     // Tests of the public API import the package by its name, as users do. Node resolves that
     // through package.json "exports"; Vite's resolver mishandles a package importing itself.
-    alias: [{ find: /^filespooler$/, replacement: fileURLToPath(new URL('./dist/index.js', import.meta.url)) }],
+    alias: [
+      { find: /^filespooler$/, replacement: fileURLToPath(new URL('./dist/index.js', import.meta.url)) },
+      { find: /^filespooler\/lowlevel$/, replacement: fileURLToPath(new URL('./dist/lowlevel.js', import.meta.url)) },
+    ],
   },
   test: {
     include: ['test/**/*.test.ts'],

@@ -105,4 +105,8 @@ if [ "$extensions" = yes ]; then
   [ "$(cat watched.txt)" = "watched job 3: third payload
 watched job 4: fourth payload" ] || { echo "unexpected output from the watcher" >&2; exit 1; }
 fi
+if [ -z "${FSPL:-}" ]; then
+  echo "== a Petri net of queues: the video pipeline of docs/nets/video on 10 clips"
+  FSPL="$here/../bin/fspl" bash "$here/nets/video/try.sh" 10
+fi
 echo "example OK"

@@ -1,5 +1,5 @@
 /*
- * fspl_native: two small system-call helpers for the per-job hot paths of fspl.
+ * fspl_native: small system-call helpers for the hot paths of fspl.
  *
  * Why native code rather than a library or Node's own API (measured on a 2-core Xeon, Node 20.20,
  * tmpfs; see docs/benchmarks.md):
@@ -22,6 +22,10 @@
  *     jobs went from about 200 ms to 45 ms; `queue-ls` of 10,000 jobs from 420-470 ms to
  *     200-265 ms (Node's own start-up is 100-130 ms of that).
  *
+ *  3. copy(): payloads (prepare, queue-write, queue-payload, stdin-payload) are copied by the
+ *     kernel without passing through user space: one copy fewer for pipe <-> file, none for a
+ *     pipe to a pipe.
+ *
  * Everything here is optional: src/native.ts loads this addon if it was built and falls back to
  * the pure-Node code otherwise (or when FSPL_NO_NATIVE=1).
  *
@@ -32,6 +36,17 @@
  *     /dev/null. onExit(code, signal) is called once the child has exited: code >= 0 and
  *     signal 0 for a normal exit, code -1 and the signal number when killed. The program is
  *     looked up as execvp(3) does, but in the CHILD's PATH (env), as libuv does.
+ *
+ *   copy(inFd, outFd, limit) -> [copied, errno]
+ *     Moves up to limit bytes (-1: no limit) from inFd to outFd, from and at their current
+ *     offsets, inside the kernel: splice(2) when either end is a pipe, copy_file_range(2) between
+ *     two regular files. Stops at the limit (errno 0), at the first 0 return (errno 0, copied
+ *     below the limit: maybe the end, but copy_file_range also returns 0 on some pseudo-files, so
+ *     the caller confirms the end with read(2)), or at the first error (its errno; nothing of the
+ *     failed call was moved). Any other pair of descriptors gives EINVAL at once. The caller goes
+ *     on with its read/write loop in every case but the limit: that loop is the fallback for
+ *     kernels and files that refuse (EINVAL, EXDEV, ENOSYS, O_APPEND, non-blocking ends...), and
+ *     reports a genuine error (EPIPE, ENOSPC, EIO) the way Node reports it.
  *
  *   readHeads(dir, names, count, max, parse) -> [bytes, lengths, parsed] or -errno (no dir)
  *     names: count NUL-terminated file names in dir. For each file, up to max bytes from offset
@@ -794,6 +809,64 @@ done:
   return result;
 }
 
+// ------------------------------------------------------------------------------------------------
+// copy
+
+enum { K_OTHER, K_PIPE, K_FILE };
+
+static int fd_kind(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return K_OTHER;
+  if (S_ISFIFO(st.st_mode)) return K_PIPE;
+  if (S_ISREG(st.st_mode)) return K_FILE;
+  return K_OTHER;
+}
+
+static napi_value js_copy(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  int32_t in_fd, out_fd;
+  double limit_d;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) return fail(env, "copy: expected (inFd, outFd, limit)");
+  CHECK(napi_get_value_int32(env, argv[0], &in_fd));
+  CHECK(napi_get_value_int32(env, argv[1], &out_fd));
+  CHECK(napi_get_value_double(env, argv[2], &limit_d));
+  int ki = fd_kind(in_fd), ko = fd_kind(out_fd);
+  int use_cfr = ki == K_FILE && ko == K_FILE;
+  int use_splice = !use_cfr && (ki == K_PIPE || ko == K_PIPE) && ki != K_OTHER && ko != K_OTHER;
+  int err = 0;
+  uint64_t copied = 0;
+  int unlimited = limit_d < 0;
+  uint64_t limit = unlimited ? 0 : (uint64_t)limit_d;
+  if (!use_cfr && !use_splice) {
+    err = EINVAL;
+  } else {
+    for (;;) {
+      size_t want = use_cfr ? (size_t)1 << 30 : (size_t)1 << 20;
+      if (!unlimited) {
+        if (copied >= limit) break;
+        if (limit - copied < want) want = (size_t)(limit - copied);
+      }
+      ssize_t n = use_cfr ? copy_file_range(in_fd, NULL, out_fd, NULL, want, 0) : splice(in_fd, NULL, out_fd, NULL, want, SPLICE_F_MOVE);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      if (n == 0) break;
+      copied += (uint64_t)n;
+    }
+  }
+  napi_value result, v;
+  CHECK(napi_create_array_with_length(env, 2, &result));
+  CHECK(napi_create_double(env, (double)copied, &v));
+  CHECK(napi_set_element(env, result, 0, v));
+  CHECK(napi_create_int32(env, err, &v));
+  CHECK(napi_set_element(env, result, 1, v));
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_value fn;
   crc_init();
@@ -802,6 +875,9 @@ NAPI_MODULE_INIT() {
     return NULL;
   if (napi_create_function(env, "readHeads", NAPI_AUTO_LENGTH, js_read_heads, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "readHeads", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "copy", NAPI_AUTO_LENGTH, js_copy, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "copy", fn) != napi_ok)
     return NULL;
   napi_value v;
   if (napi_create_int32(env, 1, &v) != napi_ok || napi_set_named_property(env, exports, "version", v) != napi_ok) return NULL;

@@ -15,6 +15,9 @@ export type FsplErrorCode =
   | 'ERR_JOB_FAILED'
   | 'ERR_DECODER'
   | 'ERR_IO'
+  | 'ERR_PAYLOAD_SHORT'
+  | 'ERR_PAYLOAD_LONG'
+  | 'ERR_PAYLOAD_CHECKSUM'
   | 'ERR_NET'
   | 'ERR_NET_FILE';
 
@@ -38,6 +41,18 @@ export class BadPacketError extends FsplError {
 export class ShortReadError extends BadPacketError {
   constructor(message = 'failed to fill whole buffer') {
     super(message, 'ERR_SHORT_READ');
+  }
+}
+
+/**
+ * A sealed packet's payload does not match its seal (see src/packet/seal.ts): it ended before
+ * the sealed length (ERR_PAYLOAD_SHORT: a transfer cut mid-way), ran past it (ERR_PAYLOAD_LONG)
+ * or failed the checksum (ERR_PAYLOAD_CHECKSUM).
+ */
+export class PayloadSealError extends FsplError {
+  declare readonly code: 'ERR_PAYLOAD_SHORT' | 'ERR_PAYLOAD_LONG' | 'ERR_PAYLOAD_CHECKSUM';
+  constructor(code: 'ERR_PAYLOAD_SHORT' | 'ERR_PAYLOAD_LONG' | 'ERR_PAYLOAD_CHECKSUM', message: string) {
+    super(code, message);
   }
 }
 

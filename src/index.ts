@@ -1,18 +1,17 @@
 /**
- * filespooler: ordered, distributed job queues on plain files.
- * The public API; the fspl CLI is built on these same functions.
+ * filespooler: ordered, distributed job queues on plain files, and Petri nets of them.
+ *
+ * The main entry point: packets (make, read, encode a header), queues (write, list, read,
+ * process with a command or an async function), queue diagnosis, nets, and the typed errors.
+ * The pieces these are built from are in `filespooler/lowlevel` (docs/api.md).
  */
 export * from './errors.js';
-export * from './packet/index.js';
-export { SeqFile, parseSeq } from './seqfile.js';
-export { FileLock, isLocked } from './lock.js';
+export type { Bytes, Ctime, CommandType, PacketHeader, Seal } from './packet/types.js';
+export { encodeHeader, decodeHeader } from './packet/codec.js';
+export { readPacket, metadataOf, type PacketMetadata, type ReadPacket, type PacketSource } from './packet/stream.js';
+export { preparePacket, prepareHeader, captureEnv, makeHeader, type PrepareOptions, type PreparePacketOptions } from './prepare.js';
 export {
   Queue,
-  genFilename,
-  isJobFilename,
-  compareBySeq,
-  compareByTimestamp,
-  indexBySeq,
   type JobEntry,
   type QueueOptions,
   type ScanOptions,
@@ -21,45 +20,24 @@ export {
   type OpenJob,
   type Executor,
 } from './queue.js';
-export { openThroughDecoder, readHeaderThroughDecoder, checkedPayload, type DecodedJob, type ExitStatus } from './decoder.js';
-export { runCommand, type RunOptions, type RunResult } from './exec.js';
-export {
-  processQueue,
-  processFd,
-  type Job,
-  type CommandOptions,
-  type ProcessQueueOptions,
-  type JobContext,
-  type JobFunction,
-  type ProcessEvent,
-  type WatchMode,
-  type ProcessSummary,
-  type OnError,
-  type OrderBy,
-  type OutputTo,
+export type {
+  Job,
+  CommandOptions,
+  ProcessQueueOptions,
+  JobContext,
+  JobFunction,
+  ProcessEvent,
+  WatchMode,
+  ProcessSummary,
+  OnError,
+  OrderBy,
+  OutputTo,
 } from './process.js';
-export {
-  preparePacket,
-  prepareHeader,
-  captureEnv,
-  takeSenderSeq,
-  getSenderNext,
-  setSenderNext,
-  makeHeader,
-  writePacketSync,
-  type PrepareOptions,
-  type PreparePacketOptions,
-} from './prepare.js';
-export { JobsWatcher, type WatchOptions } from './watch.js';
-export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './jobenv.js';
-export { rfc3339Utc, rfc3339Local, now } from './time.js';
+export { queueStatus, type QueueStatus, type QueueStatusOptions, type QueueState, type StatusProblem } from './status.js';
 export { createLogger, silentLogger, type Logger, type LogLevel } from './log.js';
-export { queueStatus, sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, toRanges, formatRanges, SNIFF_LENGTH, type QueueStatus, type QueueStatusOptions, type QueueState, type StatusProblem, type NextSeqInfo, type LockInfo, type StatusJob, type UndecodableFile, type TempFile, type OtherFile, type FileType, type SeqRange, type SniffKind } from './status.js';
-export { bytesToJson, bytesFromJson, bigintToJson, ctimeToJson, headerToJson, jobEntryToJson, jobInfoToJson, nextseqToJson, rangesToJson, statusToJson, toJsonDocument, toJsonLine, type JsonValue, type JsonBytes, type JsonCtime, type JsonHeader } from './json.js';
 export {
   Net,
   defineNet,
-  loadNetFile,
   parseNetText,
   allocateWorkers,
   simulate,
@@ -68,7 +46,6 @@ export {
   type SimulationReport,
   type ServiceTime,
   type NetDefinition,
-  type NetModel,
   type TransitionDefinition,
   type FiringContext,
   type FiringInput,
@@ -84,4 +61,12 @@ export {
   type Leftover,
   type PutOptions,
   type PutResult,
+  serveNet,
+  type ServeOptions,
+  type NetServer,
+  netMetricsText,
+  netStatusJson,
+  dotToSvg,
+  type DotState,
+  type HostRunOptions,
 } from './net/index.js';

@@ -1,19 +1,14 @@
 /**
  * Low-level synchronous file-descriptor I/O.
  *
- * The CLI moves payloads between descriptors with plain read(2)/write(2) loops over one reused
- * buffer: no per-chunk allocation, no stream machinery, constant memory whatever the payload size.
  * Descriptors we inherit may be non-blocking (a pipe shared with a Node parent, say), so EAGAIN
- * is waited out rather than treated as an error.
+ * is waited out rather than treated as an error. Payload copies between descriptors are in
+ * src/copy.ts.
  */
 import fs from 'node:fs';
 import { ShortReadError } from './errors.js';
 
 const CHUNK = 1 << 20;
-let shared: Buffer | undefined;
-function chunkBuffer(): Buffer {
-  return (shared ??= Buffer.allocUnsafe(CHUNK));
-}
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 function pause(ms: number): void {
@@ -75,18 +70,6 @@ export function readExactSync(fd: number, n: number): Buffer {
     got += part.length;
   }
   return Buffer.concat(parts, n);
-}
-
-/** Copy everything from inFd (from its current position) to outFd. Returns the byte count. */
-export function copyFdSync(inFd: number, outFd: number): number {
-  const buf = chunkBuffer();
-  let total = 0;
-  for (;;) {
-    const r = readSomeSync(inFd, buf, 0, buf.length);
-    if (r === 0) return total;
-    writeAllSync(outFd, buf, 0, r);
-    total += r;
-  }
 }
 
 /** fsync, tolerating descriptors that cannot be synced (pipes, some special files). */

@@ -14,7 +14,7 @@
 import { isUtf8 } from 'node:buffer';
 import { jobVariables, type JobLocation } from './jobenv.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
-import type { JobEntry } from './queue.js';
+import type { JobEntry } from './jobs.js';
 import type { QueueStatus, SeqRange, StatusJob } from './status.js';
 import { rfc3339Local, rfc3339Utc } from './time.js';
 
@@ -82,7 +82,8 @@ export function headerToJson(h: PacketHeader): JsonHeader {
 /** One `queue-ls --json` line: the header with the job's file name after the seq. */
 export function jobEntryToJson(job: JobEntry): { [key: string]: JsonValue } {
   const { seq, ...rest } = headerToJson(job.header);
-  return { seq, filename: job.filename, ...rest };
+  const seal = job.header.seal;
+  return { seq, filename: job.filename, ...rest, sealed: seal !== undefined, ...(seal ? { payload_len: seal.length.toString(), payload_crc32: seal.crc32 } : {}) };
 }
 
 /**
@@ -113,7 +114,7 @@ export function rangesToJson(ranges: readonly SeqRange[]): Array<{ first: string
 
 function statusJobToJson(j: StatusJob | undefined): JsonValue {
   if (!j) return null;
-  return { seq: j.seq.toString(), filename: j.filename, ctime: ctimeToJson(j.ctime), age_seconds: j.ageSeconds };
+  return { seq: j.seq.toString(), filename: j.filename, ctime: ctimeToJson(j.ctime), age_seconds: j.ageSeconds, sealed: j.sealed };
 }
 
 /** `queue-status --json`. */
@@ -140,6 +141,8 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
     oldest: statusJobToJson(s.oldest),
     newest: statusJobToJson(s.newest),
     undecodable: s.undecodable.map((f) => ({ filename: f.filename, size: f.size ?? null, kind: f.kind, cause: f.cause, error: f.error })),
+    sealed: s.sealed,
+    damaged: s.damaged.map((d) => ({ seq: d.seq.toString(), filename: d.filename, payload_size: d.payloadSize, sealed_size: d.sealedSize.toString() })),
     temp_files: s.tempFiles.map((f) => ({ filename: f.filename, size: f.size ?? null, age_seconds: f.ageSeconds ?? null })),
     output_files: s.outputFiles,
     other_files: s.otherFiles.map((f) => ({ filename: f.filename, type: f.type })),

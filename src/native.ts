@@ -2,7 +2,7 @@
  * The optional native addon (native/fspl_native.c, built by `npm run build` into
  * native/build/Release/fspl_native.node) and typed wrappers around it.
  *
- * Why native code: two per-job costs that Node's own APIs cannot bring down, measured on a
+ * Why native code: costs that Node's own APIs cannot bring down, measured on a
  * 2-core Xeon with Node 20.20 (docs/benchmarks.md):
  * - child_process.spawn fork()s the whole Node process (libuv 1.46 on Linux uses neither vfork
  *   nor posix_spawn): 2.15 ms a job, so 2.95 s for a queue of 1,000 /bin/true jobs against the
@@ -15,6 +15,8 @@
  *   written in the usual encoding there too (the JS MessagePack decoder, cold at start-up, was
  *   most of the scan), with two threads sharing the system calls: about 45 ms instead of 200 ms
  *   for the first scan of 10,000 jobs, and `queue-ls` of them in 200-265 ms instead of 420-470.
+ * - Payload copies (src/copy.ts): splice(2) and copy_file_range(2) move the bytes inside the
+ *   kernel, which Node has no API for; a read/write loop copies every byte in and out of a buffer.
  *
  * Everything works without it: loadNative() returns undefined when the addon was not built (no
  * compiler on the machine, a failed build, another platform) or when FSPL_NO_NATIVE=1 is set in
@@ -31,6 +33,8 @@ interface Binding {
   version: number;
   spawn(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, onExit: (code: number, signal: number) => void): number;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
+  /** Absent from addons built before it was added. */
+  copy?(inFd: number, outFd: number, limit: number): [number, number];
 }
 
 /** kinds (-1 not parsed, 0 NOP, 1 Fail, 2 Command), seqs, secs, nanos, per-file layout index, layout, data. */
@@ -209,4 +213,21 @@ function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedA
     for (let k = layout[at++]!; k > 0; k--, at += 4) env.push([bytes(at), bytes(at + 2)]);
     return { seq: seqs[i]!, ctime, cmd: { kind: 'Command', params, env } };
   };
+}
+
+// ------------------------------------------------------------------------------------------------
+// copy
+
+/**
+ * Move up to `limit` bytes (undefined: all) from inFd to outFd inside the kernel: splice(2) when
+ * either is a pipe, copy_file_range(2) between regular files. Returns the bytes moved and 0, or
+ * the bytes moved before the kernel refused or failed and that errno; undefined when the addon
+ * (or its copy) is not available. Either way the caller finishes with its read/write loop,
+ * which also confirms the end of the input (see native/fspl_native.c).
+ */
+export function nativeCopy(inFd: number, outFd: number, limit?: number): { copied: number; errno: number } | undefined {
+  const b = loadNative();
+  if (!b?.copy) return undefined;
+  const [copied, errno] = b.copy(inFd, outFd, limit ?? -1);
+  return { copied, errno };
 }

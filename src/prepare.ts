@@ -4,14 +4,21 @@
  */
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { closeQuietly, copyFdSync, writeAllSync } from './io.js';
+import { copy } from './copy.js';
+import { closeQuietly, writeAllSync } from './io.js';
 import { encodeHeader } from './packet/codec.js';
+import { sealedPacketStream } from './packet/sealed-stream.js';
 import { fdStream, packetStream } from './packet/stream.js';
 import type { Bytes, CommandType, Ctime, PacketHeader } from './packet/types.js';
 import { SeqFile } from './seqfile.js';
 import { now } from './time.js';
 
 export const ENV_PREFIX = 'FSPL_SET_';
+
+/** Whether `fspl prepare` seals packets without --seal: FSPL_SEAL=1 (or true, yes) in the environment. */
+export function sealByDefault(env: NodeJS.ProcessEnv = process.env): boolean {
+  return /^(1|true|yes)$/i.test(env.FSPL_SEAL ?? '');
+}
 
 /** FSPL_SET_* variables of an environment, in its order, names without the prefix. */
 export function captureEnv(env: NodeJS.ProcessEnv = process.env): Array<[Bytes, Bytes]> {
@@ -82,6 +89,13 @@ export interface PrepareOptions {
 export interface PreparePacketOptions extends PrepareOptions {
   /** The payload: a stream, bytes, or a file ({ path }). Default: none. */
   payload?: Readable | Uint8Array | { path: string };
+  /**
+   * Seal the packet (an extension; see docs/api.md): record the payload's length and CRC-32 in
+   * the header, so that readers refuse it when it arrives cut short or corrupted. A stream
+   * payload is first spooled to a nameless temporary file in $TMPDIR (as much disk space as the
+   * payload) so that its length is known before the header. Default: false.
+   */
+  seal?: boolean;
 }
 
 /** The header a new packet gets; takes a sequence number from the seqfile if one is named. */
@@ -120,10 +134,21 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
       closeQuietly(fd);
       throw err;
     }
+    if (options.seal) {
+      let header: PacketHeader;
+      try {
+        header = prepareHeader(options);
+      } catch (err) {
+        closeQuietly(fd);
+        throw err;
+      }
+      return sealedPacketStream(header, { fd });
+    }
     payload = fdStream(fd, true);
   }
   try {
-    return packetStream(prepareHeader(options), payload);
+    const header = prepareHeader(options);
+    return options.seal ? sealedPacketStream(header, payload) : packetStream(header, payload);
   } catch (err) {
     if (given !== payload && payload instanceof Readable) payload.destroy(); // our own file stream
     throw err;
@@ -133,5 +158,5 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
 /** Write a packet to a descriptor: the header, then (if given) everything readable from payloadFd. */
 export function writePacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
   writeAllSync(outFd, encodeHeader(header));
-  if (payloadFd !== undefined) copyFdSync(payloadFd, outFd);
+  if (payloadFd !== undefined) copy(payloadFd, outFd);
 }

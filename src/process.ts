@@ -11,8 +11,10 @@ import { jobEnvironment, jobVariables, variablesRecord, type JobLocation, type J
 import { silentLogger, type Logger } from './log.js';
 import { readHeaderSync } from './packet/read.js';
 import { fdStream, metadataOf, type PacketMetadata } from './packet/stream.js';
+import { checkSealedJob, checkSealedStdin, judgeSeal, sealChecked } from './seal-check.js';
 import { U64_MAX, type PacketHeader } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry, type OpenJob, type Queue } from './queue.js';
+import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+import type { OpenJob, Queue } from './queue.js';
 import type { SeqFile } from './seqfile.js';
 import { JobsWatcher } from './watch.js';
 
@@ -107,7 +109,10 @@ export async function processFd(fd: number, opts: CommandOptions & { logger?: Lo
   const log = opts.logger ?? silentLogger;
   const header = readHeaderSync(fd);
   const job: Job = { header, variables: jobVariables(header), payload: fd };
-  const outcome = builtinOutcome(header) ?? (await runCommandJob(job, opts, 'inherit', log, { ...process.env }));
+  // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
+  const check = builtinOutcome(header) || opts.ignorePayload ? undefined : checkSealedStdin(fd, header.seal);
+  if (check?.payload) job.payload = check.payload;
+  const outcome = builtinOutcome(header) ?? (check?.refused ? { ok: false, why: check.refused } : undefined) ?? judgeSeal(await runCommandJob(job, opts, 'inherit', log, { ...process.env }), check);
   log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
   if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} failed (${outcome.why})`);
   return true;
@@ -161,6 +166,18 @@ export interface ProcessQueueOptions extends Partial<CommandOptions> {
   watch?: boolean | WatchMode;
   /** Called as processing goes ('end' once the job is recorded). A listener that throws is logged and ignored. */
   onEvent?: (event: ProcessEvent) => void;
+  /**
+   * Sealed jobs in plain queues: read the payload once to check its CRC-32 before running the
+   * job (its length is always checked, from the file size). Jobs read through a decoder, or by
+   * a function executor, are checked as the payload is read, whatever this says.
+   */
+  verify?: boolean;
+}
+
+/** A sealed job whose payload does not match its seal: not run, failed. */
+function refuseJob(why: string, entry: JobEntry, log: Logger): Outcome {
+  log.error('process', `Job ${entry.header.seq} not run: ${why}`);
+  return { ok: false, why };
 }
 
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
@@ -196,7 +213,10 @@ async function runCommandQueueJob(
       variables: jobVariables(opened.header, { queuedir: queue.dir, filename: entry.filename }),
       payload: opened.payload,
     };
-    const outcome = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv);
+    const check = opts.ignorePayload ? undefined : checkSealedJob(opened, opts.verify ?? false);
+    if (check?.refused) return refuseJob(check.refused, entry, log);
+    if (check?.payload) job.payload = check.payload;
+    const outcome = judgeSeal(await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv), check);
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {
     opened.close();
@@ -222,9 +242,14 @@ async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunctio
   const builtin = builtinOutcome(entry.header);
   if (builtin) return builtin;
   const opened = await queue.openJob(entry.filename);
+  const check = checkSealedJob(opened, opts.verify ?? false, false);
+  if (check?.refused) {
+    opened.close();
+    return refuseJob(check.refused, entry, log);
+  }
   // A plain job's descriptor becomes the stream's; the stream closes it (after any read in
   // flight), so it must not also be closed here.
-  const payload = typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload;
+  const payload = sealChecked(typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload, opened.header.seal, check);
   const timeout = new AbortController();
   const cancelTimer = opts.timeout === undefined ? undefined : killAfter(opts.timeout, () => timeout.abort(new Error('timed out')));
   const where = { queuedir: queue.dir, filename: entry.filename };
@@ -240,6 +265,7 @@ async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunctio
   } finally {
     cancelTimer?.();
   }
+  outcome = judgeSeal(outcome, check);
   try {
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {

@@ -12,24 +12,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
-import { DecoderError, DuplicateSeqError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, copyFdSync, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { DecoderError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
+import { closeQuietly, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { copyPacketSync } from './packet/sealed-copy.js';
+import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
-import { readHeaderSync } from './packet/read.js';
+import { readHeaderAndLengthSync, readHeaderSync } from './packet/read.js';
 import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
 import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
 import { silentLogger, type Logger } from './log.js';
 import { nativeReadHeads } from './native.js';
 import { SeqFile } from './seqfile.js';
+import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
-export interface JobEntry {
-  /** File name inside jobs/. */
-  filename: string;
-  header: PacketHeader;
-}
+export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
 
 /** A job file opened for reading: header read, payload ready. close() releases it. */
 export interface OpenJob {
@@ -38,6 +37,8 @@ export interface OpenJob {
   payload: number | Readable;
   /** Set when the job is read through a decoder. */
   decoded?: DecodedJob;
+  /** Plain queues: where the payload starts in the job file (the header's length). */
+  payloadOffset?: number;
   close(): void;
 }
 
@@ -78,15 +79,6 @@ export interface QueueOptions {
    */
   decoderTimeout?: number;
   logger?: Logger;
-}
-
-export function isJobFilename(name: string): boolean {
-  return name.startsWith('fspl-') && name.endsWith('.fspl') && name.length >= 10;
-}
-
-/** A new job file name: fspl-UUIDv4.fspl. */
-export function genFilename(): string {
-  return `fspl-${uuidv4()}.fspl`;
 }
 
 /** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
@@ -142,11 +134,12 @@ export class Queue {
   }
 
   /**
-   * Copy a packet from a file descriptor into the queue. Nothing is decoded or validated.
-   * Returns the new job's file name.
+   * Copy a packet from a file descriptor into the queue. Nothing is validated, except that the
+   * input is not empty and that a sealed packet's payload matches its seal (see
+   * packet/sealed-copy.ts): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
-    return this.writeAtomically((fd) => copyFdSync(inFd, fd));
+    return this.writeAtomically((fd) => copyPacketSync(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */
@@ -350,8 +343,8 @@ export class Queue {
     }
     const fd = fs.openSync(p, 'r');
     try {
-      const header = readHeaderSync(fd);
-      return { header, payload: fd, close: () => closeQuietly(fd) };
+      const { header, length } = readHeaderAndLengthSync(fd);
+      return { header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
     } catch (err) {
       closeQuietly(fd);
       throw err;
@@ -364,7 +357,10 @@ export class Queue {
    */
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return checkedPayload(await openThroughDecoder(p, this.decoder, this.decoderTimeout), this.decoder);
+    if (this.decoder !== undefined) {
+      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
+      return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
+    }
     return (await readPacket({ path: p })).payload;
   }
 
@@ -436,30 +432,6 @@ export class Queue {
 async function writeAll(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
   for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
 }
-
-/** By sequence number; Array.prototype.sort is stable, so ties keep directory order (as the reference). */
-export function compareBySeq(a: JobEntry, b: JobEntry): number {
-  return a.header.seq === b.header.seq ? 0 : a.header.seq < b.header.seq ? -1 : 1;
-}
-
-export function compareByTimestamp(a: JobEntry, b: JobEntry): number {
-  const x = a.header.ctime;
-  const y = b.header.ctime;
-  if (x.secs !== y.secs) return x.secs < y.secs ? -1 : 1;
-  return x.nanos - y.nanos;
-}
-
-/** Index jobs by sequence number, failing on the first number held by two files. */
-export function indexBySeq(jobs: JobEntry[]): Map<bigint, JobEntry> {
-  const bySeq = new Map<bigint, JobEntry>();
-  for (const j of jobs) {
-    const seen = bySeq.get(j.header.seq);
-    if (seen) throw new DuplicateSeqError(j.header.seq, [seen.filename, j.filename]);
-    bySeq.set(j.header.seq, j);
-  }
-  return bySeq;
-}
-
 
 const SCAN_READ = 4096;
 let scanBuffer: Buffer | undefined;

@@ -18,7 +18,8 @@ import { closeQuietly, readSomeSync } from './io.js';
 import { isLocked } from './lock.js';
 import { PREFIX_LENGTH } from './packet/codec.js';
 import type { Ctime } from './packet/types.js';
-import { isJobFilename, type Queue } from './queue.js';
+import { isJobFilename, type JobEntry } from './jobs.js';
+import type { Queue } from './queue.js';
 import { parseSeqfileText, seqParseProblem } from './seqfile.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -267,6 +268,21 @@ export interface StatusJob {
   ctime: Ctime;
   /** Whole seconds from the job's creation to the check; negative if created "in the future". */
   ageSeconds: number;
+  /** Whether the job is a sealed packet (its header records its payload's length and CRC-32). */
+  sealed: boolean;
+}
+
+/**
+ * A sealed job whose file is not as long as its seal says (plain queues only: through a decoder
+ * the stored size says nothing): cut short, usually, by an interrupted copy that bypassed
+ * queue-write. queue-process fails it without running it.
+ */
+export interface DamagedJob {
+  seq: bigint;
+  filename: string;
+  /** The payload's length in the file, and the length it was sealed with. */
+  payloadSize: number;
+  sealedSize: bigint;
 }
 
 /** A file named like a job (fspl-*.fspl) whose header could not be read. */
@@ -359,6 +375,10 @@ export interface QueueStatus {
   oldest: StatusJob | undefined;
   newest: StatusJob | undefined;
   undecodable: UndecodableFile[];
+  /** How many readable jobs are sealed packets. */
+  sealed: number;
+  /** Sealed jobs whose file is shorter (or longer) than their seal says. */
+  damaged: DamagedJob[];
   tempFiles: TempFile[];
   /** jobs/fspl-*.fspl.out files (written by --output-to saveboth). */
   outputFiles: string[];
@@ -476,8 +496,10 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   };
   const entries = await queue.scan({ onFailure: diagnose });
   const undecodable = failures.sort(byName);
-  const jobs = entries.map((e) => ({ seq: e.header.seq, filename: e.filename, ctime: e.header.ctime }));
+  const jobs = entries.map((e) => ({ seq: e.header.seq, filename: e.filename, ctime: e.header.ctime, sealed: e.header.seal !== undefined }));
   jobs.sort((a, b) => cmpSeq(a.seq, b.seq)); // stable: ties keep directory order
+  const damaged = queue.decoder === undefined ? damagedJobs(queue, entries) : [];
+  damaged.sort((a, b) => cmpSeq(a.seq, b.seq));
 
   // Duplicates, anywhere in the queue.
   const duplicates: Array<{ seq: bigint; files: string[] }> = [];
@@ -540,7 +562,7 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
     } else state = waitingJobs.length === 0 ? 'idle' : 'ready';
   }
 
-  const asJob = (j: { seq: bigint; filename: string; ctime: Ctime }): StatusJob => ({
+  const asJob = (j: { seq: bigint; filename: string; ctime: Ctime; sealed: boolean }): StatusJob => ({
     ...j,
     ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs),
   });
@@ -571,8 +593,27 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
     oldest: oldest && asJob(oldest),
     newest: newest && asJob(newest),
     undecodable,
+    sealed: jobs.filter((j) => j.sealed).length,
+    damaged,
     tempFiles,
     outputFiles,
     otherFiles,
   };
+}
+
+/** Sealed jobs of a plain queue whose payload is not the sealed length (stat plus a 30-byte read each). */
+function damagedJobs(queue: Queue, entries: JobEntry[]): DamagedJob[] {
+  const out: DamagedJob[] = [];
+  for (const e of entries) {
+    const seal = e.header.seal;
+    if (!seal) continue;
+    try {
+      const { head, size } = readFileHead(queue.jobPath(e.filename));
+      const payloadSize = size - PREFIX_LENGTH - Number(head.readBigUInt64BE(14));
+      if (BigInt(payloadSize) !== seal.length) out.push({ seq: e.header.seq, filename: e.filename, payloadSize, sealedSize: seal.length });
+    } catch {
+      /* gone meanwhile, or unreadable now: nothing to say about its seal */
+    }
+  }
+  return out;
 }

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import type { Logger } from './log.js';
-import { isJobFilename } from './queue.js';
+import { isJobFilename } from './jobs.js';
 
 export interface WatchOptions {
   /**

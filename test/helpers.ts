@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const VECTORS = path.resolve(ROOT, '..', 'shared', 'vectors');
+/** Golden packets written by the reference (copied from shared/vectors; see their README). */
+export const VECTORS = path.join(ROOT, 'test', 'fixtures', 'vectors');
 export const FSPL_BIN = path.join(ROOT, 'bin', 'fspl');
 
 const dirs: string[] = [];

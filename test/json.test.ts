@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { U64_MAX, type PacketHeader } from '../src/index.js';
+import { U64_MAX, type PacketHeader } from '../src/lowlevel.js';
 import { bytesFromJson, bytesToJson, ctimeToJson, headerToJson, jobEntryToJson, jobInfoToJson, nextseqToJson, toJsonLine } from '../src/json.js';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
@@ -47,7 +47,7 @@ describe('JSON conversion', () => {
       ],
     });
     const entry = jobEntryToJson({ filename: 'fspl-x.fspl', header: h });
-    expect(Object.keys(entry)).toEqual(['seq', 'filename', 'ctime', 'type', 'params', 'env']);
+    expect(Object.keys(entry)).toEqual(['seq', 'filename', 'ctime', 'type', 'params', 'env', 'sealed']);
     const line = toJsonLine(entry);
     expect(line.endsWith('\n')).toBe(true);
     expect(line.slice(0, -1)).not.toContain('\n');

@@ -14,7 +14,7 @@ import {
   processQueue,
   type CommandType,
   type PacketHeader,
-} from '../src/index.js';
+} from '../src/lowlevel.js';
 import { tempDir } from './helpers.js';
 
 function packet(seq: bigint, opts: { payload?: string; cmd?: CommandType; secs?: bigint } = {}): Buffer {

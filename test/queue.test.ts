@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DuplicateSeqError, NotFoundError, Queue, QueueError, encodeHeader, isJobFilename, type PacketHeader } from '../src/index.js';
+import { DuplicateSeqError, NotFoundError, Queue, QueueError, encodeHeader, isJobFilename, type PacketHeader } from '../src/lowlevel.js';
 import { tempDir } from './helpers.js';
 
 function packet(seq: bigint, payload = '', secs = 1700000000n): Buffer {

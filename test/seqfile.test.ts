@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BadSeqfileError, LockedError, SeqFile, SeqOverflowError, parseSeq } from '../src/index.js';
+import { BadSeqfileError, LockedError, SeqFile, SeqOverflowError, parseSeq } from '../src/lowlevel.js';
 import { parseSeqfileText } from '../src/seqfile.js';
 import { getSenderNext, setSenderNext, takeSenderSeq } from '../src/prepare.js';
 import { tempDir } from './helpers.js';

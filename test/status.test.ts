@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileLock, Queue, QueueError, encodeHeader, makeHeader } from '../src/index.js';
+import { FileLock, Queue, QueueError, encodeHeader, makeHeader } from '../src/lowlevel.js';
 import { diagnoseUnreadable, formatRanges, queueStatus, sniffBytes, toRanges } from '../src/status.js';
 import { tempDir } from './helpers.js';
 

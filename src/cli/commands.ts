@@ -3,11 +3,12 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { copyFdSync } from '../io.js';
+import { copy } from '../copy.js';
 import { createLogger, type Logger } from '../log.js';
 import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
-import { captureEnv, getSenderNext, prepareHeader, setSenderNext, writePacketSync, type PrepareOptions } from '../prepare.js';
+import { copySealedSync, writeSealedPacketSync } from '../packet/sealed-copy.js';
+import { captureEnv, getSenderNext, prepareHeader, sealByDefault, setSenderNext, writePacketSync, type PrepareOptions } from '../prepare.js';
 import { processFd, processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
 import { Queue } from '../queue.js';
 import { parseSeq } from '../seqfile.js';
@@ -67,11 +68,13 @@ function openInput(input: string | undefined): number | undefined {
   return fd;
 }
 
-function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string): number {
+function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal = false): number {
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
   // bad path neither uses one up nor leaves half a packet on stdout.
   const inFd = openInput(input);
-  writePacketSync(1, prepareHeader({ ...spec, seqfile: required(inv, 'seqfile') }), inFd);
+  const header = prepareHeader({ ...spec, seqfile: required(inv, 'seqfile') });
+  if (seal) writeSealedPacketSync(1, header, inFd);
+  else writePacketSync(1, header, inFd);
   return 0;
 }
 
@@ -91,7 +94,8 @@ function lsLine(seq: string, time: string, filename: string): string {
 }
 
 const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number> | number> = {
-  prepare: (inv) => prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input')),
+  prepare: (inv) =>
+    prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input'), Boolean(inv.args.seal) || sealByDefault()),
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
   'prepare-get-next': (inv) => (writeOut(`${getSenderNext(required(inv, 'seqfile'))}\n`), 0),
@@ -158,7 +162,8 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       // Plain file: copy descriptor to descriptor, no stream machinery.
       const job = await q.openJob(filename);
       try {
-        copyFdSync(job.payload as number, 1);
+        if (job.header.seal) copySealedSync(job.payload as number, 1, job.header.seal);
+        else copy(job.payload as number, 1);
       } finally {
         job.close();
       }
@@ -185,6 +190,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
       outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
       neverDelete: Boolean(inv.args['never-delete']),
+      verify: Boolean(inv.args.verify),
       maxJobs: intArg(inv, 'maxjobs'),
       watch: watch && { pollInterval },
     };
@@ -228,8 +234,9 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     return status.canProgress ? 0 : 3;
   },
   'stdin-payload': () => {
-    readHeaderSync(0);
-    copyFdSync(0, 1);
+    const { seal } = readHeaderSync(0);
+    if (seal) copySealedSync(0, 1, seal);
+    else copy(0, 1);
     return 0;
   },
   'stdin-process': async (inv, log) => (await processFd(0, processOptions(inv, log)), 0),

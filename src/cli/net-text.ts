@@ -1,4 +1,5 @@
 /** `fspl net status` as text and as JSON (schema in docs/json.md). */
+import { describeOutbox } from '../net/outbox-status.js';
 import type { NetStatusReport } from '../net/index.js';
 
 function age(ms: number | undefined): string {
@@ -20,7 +21,7 @@ export function formatNetStatus(r: NetStatusReport): string {
   out.push('');
   const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
   for (const p of r.places) {
-    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, p.problem ?? '']);
+    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, p.problem ?? (p.outbox ? describeOutbox(p.outbox, r.live) : '')]);
   }
   out.push(table(placeRows));
   out.push('');
@@ -38,7 +39,4 @@ export function formatNetStatus(r: NetStatusReport): string {
   return `${out.join('\n')}\n`;
 }
 
-/** Bigints as strings, as everywhere in our JSON. */
-export function netStatusToJson(r: NetStatusReport): unknown {
-  return JSON.parse(JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
-}
+export { netStatusJson as netStatusToJson } from '../net/metrics.js';

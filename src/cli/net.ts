@@ -8,9 +8,14 @@ import yargs, { type Argv } from 'yargs';
 import { NetFileError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { Net } from '../net/index.js';
+import { liveDotState } from '../net/dot.js';
+import { netStatusJson } from '../net/metrics.js';
+import { serveNet } from '../net/serve.js';
+import { dotToSvg } from '../net/svg.js';
+import { NetProgressLine } from './net-progress.js';
+import { formatNetStatus } from './net-text.js';
 import { parseService, simulate, type ServiceTime } from '../net/simulate.js';
 import { formatSimulation } from './net-simulate-text.js';
-import { formatNetStatus, netStatusToJson } from './net-text.js';
 import { checkLogLevel, reportError, writeOut } from './output.js';
 
 const NET_POSITIONAL = { describe: 'The net file (YAML)', type: 'string' } as const;
@@ -49,10 +54,14 @@ export async function runNet(argv: string[]): Promise<number> {
     .command('check <net>', 'Validate a net file and warn about races, sources, sinks and unreachable parts', (b) => b.positional('net', NET_POSITIONAL), act((a) => check(String(a.net))))
     .command(
       'init <net>',
-      "Create every place's queue (existing ones are kept)",
-      (b) => b.positional('net', NET_POSITIONAL),
+      "Create every place's queue (existing ones are kept); --host: only that host's places",
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
+          .option('permissions', { type: 'boolean', describe: 'Set owners and modes (as root): a place is owned by its reader, its writers are its group' }),
       act((a) => {
-        const made = load(String(a.net)).init();
+        const made = load(String(a.net)).init({ host: hostArg(a), permissions: !!a.permissions });
         for (const p of made) writeOut(`created place ${p}\n`);
         return 0;
       }),
@@ -86,19 +95,21 @@ export async function runNet(argv: string[]): Promise<number> {
       (b) =>
         b
           .positional('net', NET_POSITIONAL)
+          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
           .option('drain', { type: 'boolean', describe: 'Exit once nothing runs and nothing can fire: 0, or 3 listing the tokens left' })
           .option('poll-interval', { type: 'string', describe: 'Look for new tokens every this many seconds instead of using file system events (NFS, SSHFS, synced folders)' })
           .option('workers', { alias: 'w', type: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' })
-          .option('grace', { type: 'string', describe: 'Seconds running firings get to finish on SIGTERM/SIGINT (default 5)' }),
+          .option('grace', { type: 'string', describe: 'Seconds running firings get to finish on SIGTERM/SIGINT (default 5)' })
+          .option('progress', { type: 'boolean', default: true, describe: 'Show a status line on stderr when it is a terminal (--no-progress: never)' }),
       act((a) => run(a)),
     )
     .command(
       'status <net>',
       'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)',
-      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }),
+      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }).option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' }),
       act(async (a) => {
-        const report = await load(String(a.net)).status();
-        writeOut(a.json ? `${JSON.stringify(netStatusToJson(report), null, 2)}\n` : formatNetStatus(report));
+        const report = await load(String(a.net)).status({ host: hostArg(a) });
+        writeOut(a.json ? `${JSON.stringify(netStatusJson(report), null, 2)}\n` : formatNetStatus(report));
         return report.state === 'stuck' ? 3 : 0;
       }),
     )
@@ -115,11 +126,32 @@ export async function runNet(argv: string[]): Promise<number> {
           .option('json', { type: 'boolean', describe: 'Print the report as JSON' }),
       act((a) => simulateCommand(a)),
     )
-    .command('dot <net>', 'Print the net as a Graphviz drawing (DOT)', (b) => b.positional('net', NET_POSITIONAL), act((a) => {
-      writeOut(load(String(a.net)).dot());
-      return 0;
-    }))
-    .demandCommand(1, 'give a net command: check, init, put, run, simulate, status or dot')
+    .command(
+      'dot <net>',
+      'Print the net as a Graphviz drawing (DOT, or SVG with --svg)',
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('svg', { type: 'boolean', describe: 'Print SVG, drawn in-process (no Graphviz needed)' })
+          .option('live', { type: 'boolean', describe: 'Colour it by the current state: token counts, running transitions, stuck places and failing transitions in red' }),
+      act(async (a) => {
+        const net = load(String(a.net));
+        const dot = net.dot(a.live ? liveDotState(await net.status()) : undefined);
+        writeOut(a.svg ? await dotToSvg(dot) : dot);
+        return 0;
+      }),
+    )
+    .command(
+      'serve <net>',
+      'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT',
+      (b) =>
+        b
+          .positional('net', NET_POSITIONAL)
+          .option('port', { alias: 'p', type: 'string', default: '8484', describe: 'TCP port (0: any free one)' })
+          .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' }),
+      act((a) => serve(a)),
+    )
+    .demandCommand(1, 'give a net command: check, init, put, run, simulate, status, dot or serve')
     .strict()
     .help()
     .version(false)
@@ -179,8 +211,20 @@ async function run(a: Record<string, unknown>): Promise<number> {
   const stop = () => controller.abort();
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  const progress = process.stderr.isTTY && a.progress !== false ? new NetProgressLine(process.stderr, [...net.model.places.keys()]) : undefined;
   try {
-    const summary = await net.run({ drain: !!a.drain, pollInterval, workers, grace, signal: controller.signal, logger: createLogger(level) });
+    const summary = await net.run({
+      host: hostArg(a),
+      drain: !!a.drain,
+      pollInterval,
+      workers,
+      grace,
+      signal: controller.signal,
+      logger: createLogger(level, progress?.sink),
+      onEvent: progress && ((e) => progress.event(e)),
+      onLive: progress && ((s) => progress.live(s)),
+    });
+    progress?.finish();
     if (summary.leftovers.length > 0) {
       process.stderr.write(`${summary.leftovers.length} token${summary.leftovers.length === 1 ? '' : 's'} can never fire:\n`);
       for (const l of summary.leftovers) process.stderr.write(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}\n`);
@@ -188,9 +232,29 @@ async function run(a: Record<string, unknown>): Promise<number> {
     }
     return 0;
   } finally {
+    progress?.finish();
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
   }
+}
+
+async function serve(a: Record<string, unknown>): Promise<number> {
+  const level = checkLevel(a);
+  const port = Number(a.port);
+  if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new CliUsage(`invalid --port '${String(a.port)}': give a number from 0 to 65535`);
+  const net = load(String(a.net));
+  const server = await serveNet(net.model, { port, host: String(a.host), logger: createLogger(level) });
+  writeOut(`Serving ${net.model.file ?? net.model.dir} at ${server.url} (read-only; Ctrl-C stops)\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await server.close();
+  return 0;
+}
+
+function hostArg(a: Record<string, unknown>): string | undefined {
+  return a.host === undefined ? undefined : String(a.host);
 }
 
 function checkLevel(a: Record<string, unknown>) {

@@ -61,9 +61,17 @@ export const COMMANDS: CommandSpec[] = [
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
   {
     name: 'prepare',
-    usage: 'prepare -s FILE [-i INPUT] [-- PARAMS...]',
+    usage: 'prepare -s FILE [-i INPUT] [--seal] [-- PARAMS...]',
     describe: 'Write a command packet to stdout; FSPL_SET_* variables are saved in it',
-    options: [seqfile, { long: 'input', short: 'i', kind: 'string', describe: 'Payload: a file, or "-" for stdin (default: no payload)' }],
+    options: [
+      seqfile,
+      { long: 'input', short: 'i', kind: 'string', describe: 'Payload: a file, or "-" for stdin (default: no payload)' },
+      {
+        long: 'seal',
+        kind: 'boolean',
+        describe: "Record the payload's length and CRC-32 in the header, so that readers refuse a cut or corrupted payload (an extension; default with FSPL_SEAL=1; a piped payload is spooled to $TMPDIR first)",
+      },
+    ],
     positionals: [],
     params: true,
   },
@@ -148,6 +156,11 @@ export const COMMANDS: CommandSpec[] = [
         describe: 'Extension, with --watch: look for new jobs every SECONDS (e.g. 0.5) instead of using file system events (NFS, FUSE)',
       },
       { long: 'no-progress', kind: 'boolean', describe: 'Extension: no progress line on stderr (it is shown only when stderr is a terminal)' },
+      {
+        long: 'verify',
+        kind: 'boolean',
+        describe: "Extension: read a sealed job's payload once to check its CRC-32 before running the command (its length is always checked)",
+      },
     ],
     positionals: ['command'],
     params: true,

@@ -93,6 +93,7 @@ export function formatStatusText(s: QueueStatus): string {
   rows.push(['newest', job(s.newest)]);
   rows.push(['duplicates', `${s.duplicates.length}`]);
   rows.push(['unreadable', `${s.undecodable.length}`]);
+  if (s.sealed > 0 || s.damaged.length > 0) rows.push(['sealed', `${s.sealed} (${s.damaged.length} damaged)`]);
   rows.push(['temp files', `${s.tempFiles.length}`]);
   rows.push(['output files', `${s.outputFiles.length}`]);
   rows.push(['other files', `${s.otherFiles.length}`]);
@@ -108,6 +109,9 @@ export function formatStatusText(s: QueueStatus): string {
   if (s.gap && !s.gap.isNext) details.push(`later gap: job ${s.gap.seq} is missing; present beyond it: ${ranges(s.gap.presentBeyond)}`);
   for (const d of s.duplicates) details.push(`duplicate ${d.seq}: ${d.files.join(', ')}`);
   for (const f of s.undecodable) details.push(`unreadable ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ${f.cause}`);
+  for (const d of s.damaged) {
+    details.push(`damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, the file holds ${d.payloadSize}; queue-process will fail it`);
+  }
   for (const t of s.tempFiles) {
     const age = t.ageSeconds === undefined ? '' : `, modified ${ago(t.ageSeconds)}`;
     const size = t.size === undefined ? 'gone' : plural(t.size, 'byte');

@@ -6,7 +6,7 @@
 import { readersOf, writersOf, type NetModel } from './model.js';
 
 export interface NetWarning {
-  kind: 'shared-input' | 'source' | 'sink' | 'unreachable';
+  kind: 'shared-input' | 'source' | 'sink' | 'unreachable' | 'permissions';
   /** The place or transition concerned. */
   name: string;
   message: string;

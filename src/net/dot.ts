@@ -7,6 +7,7 @@
  * batches say ×N. The output is stable: it follows the order of the net file.
  */
 import { isMerge, type NetModel } from './model.js';
+import type { NetStatusReport } from './status.js';
 
 export interface DotState {
   /** Tokens per place. */
@@ -15,6 +16,8 @@ export interface DotState {
   alarm?: Set<string>;
   /** Transitions running now (drawn filled). */
   running?: Map<string, number>;
+  /** Lines added at the end of a node's label (net serve draws placeholders it fills in live). */
+  lines?: (kind: 'place' | 'transition', name: string) => string[];
 }
 
 /** A DOT string literal. */
@@ -27,17 +30,18 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
   const lines = ['digraph net {', '  rankdir=LR;', '  node [fontname="Helvetica", fontsize=11];', '  edge [fontname="Helvetica", fontsize=9];'];
   for (const p of net.places.values()) {
     const n = state.tokens?.get(p.name);
-    const label = n === undefined ? p.name : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`;
+    const label = [n === undefined ? p.name : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`, ...(state.lines?.('place', p.name) ?? [])].join('\n');
     const attrs = [`shape=ellipse`, `label=${dotString(label)}`, `id=${dotString(`place-${p.name}`)}`];
-    if (errorPlaces.has(p.name)) attrs.push('color=red', 'fontcolor=red', 'style=dashed');
-    if (state.alarm?.has(p.name)) attrs.push('style=filled', 'fillcolor="#ffd6d6"');
-    else if (n) attrs.push('style=filled', 'fillcolor="#e8f0ff"');
+    const fill = state.alarm?.has(p.name) ? '#ffd6d6' : n ? '#e8f0ff' : undefined;
+    if (errorPlaces.has(p.name)) attrs.push('color=red', 'fontcolor=red', fill ? 'style="dashed,filled"' : 'style=dashed');
+    else if (fill) attrs.push('style=filled');
+    if (fill) attrs.push(`fillcolor="${fill}"`);
     lines.push(`  ${dotString(`p:${p.name}`)} [${attrs.join(', ')}];`);
   }
   for (const t of net.transitions.values()) {
     const kind = !t.run && !t.fn ? '\n(move)' : '';
     const running = state.running?.get(t.name);
-    const label = `${t.name}${kind}${running ? `\n${running} running` : ''}`;
+    const label = [`${t.name}${kind}${running ? `\n${running} running` : ''}`, ...(state.lines?.('transition', t.name) ?? [])].join('\n');
     const attrs = [`shape=box`, `label=${dotString(label)}`, `id=${dotString(`transition-${t.name}`)}`];
     if (isMerge(t)) attrs.push('peripheries=2');
     if (state.alarm?.has(t.name)) attrs.push('style=filled', 'fillcolor="#ffb3b3"', 'color=red');
@@ -66,4 +70,16 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
   }
   lines.push('}');
   return `${lines.join('\n')}\n`;
+}
+
+/** The colouring of `net dot --live`: token counts, running transitions, and in red stuck or missing places and failing transitions. */
+export function liveDotState(r: NetStatusReport): DotState {
+  const alarm = new Set<string>();
+  for (const p of r.places) if (p.stuck > 0 || p.problem) alarm.add(p.name);
+  for (const t of r.transitions) if (t.failing) alarm.add(t.name);
+  return {
+    tokens: new Map(r.places.map((p) => [p.name, p.tokens])),
+    running: new Map(r.transitions.filter((t) => t.running > 0).map((t) => [t.name, t.running])),
+    alarm,
+  };
 }

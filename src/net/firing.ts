@@ -21,10 +21,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { closeQuietly, copyFdSync } from '../io.js';
+import { copy } from '../copy.js';
+import { closeQuietly } from '../io.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../jobenv.js';
 import { fdStream } from '../packet/index.js';
 import type { FiringInput, TransitionSpec } from './model.js';
+import { giveDir, type RunAs } from './permissions.js';
 import { extractPayload, openPayloadFd, type Token } from './place.js';
 
 /** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
@@ -74,6 +76,8 @@ export interface FiringRequest {
   /** A fresh directory for this firing's files. */
   dir: string;
   signal: AbortSignal;
+  /** Run the command as this user and group (the runner is root); the directory becomes theirs. */
+  runAs?: RunAs;
 }
 
 /** Run a firing to its outcome. Never throws: a failure to start is a failed outcome. */
@@ -82,7 +86,12 @@ export async function fire(req: FiringRequest): Promise<FiringOutcome> {
   const started = Date.now();
   const stderrPath = path.join(dir, 'stderr');
   const outDir = path.join(dir, 'out');
-  if (t.fn || t.run) fs.mkdirSync(outDir, { recursive: true }); // a move writes nothing here
+  if (t.fn || t.run) {
+    // (a move writes nothing here)
+    fs.mkdirSync(outDir, { recursive: true });
+    giveDir(dir, req.runAs);
+    giveDir(outDir, req.runAs);
+  }
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = path.join(outDir, o);
@@ -156,7 +165,7 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
     for (const tok of tokens) {
       const inFd = openPayloadFd(tok.path);
       try {
-        lengths.push(copyFdSync(inFd, out));
+        lengths.push(copy(inFd, out));
       } finally {
         closeQuietly(inFd);
       }
@@ -198,7 +207,7 @@ async function runCommandFiring(
     return await new Promise((resolve) => {
       let timedOut = false;
       let abandoned = false;
-      const child = spawn(command, args, { cwd: t.cwd, env: vars, stdio: [stdin.fd, stdoutFd, stderrFd], detached: true });
+      const child = spawn(command, args, { cwd: t.cwd, env: vars, stdio: [stdin.fd, stdoutFd, stderrFd], detached: true, uid: req.runAs?.uid, gid: req.runAs?.gid });
       const killGroup = (sig: NodeJS.Signals) => {
         try {
           if (child.pid) process.kill(-child.pid, sig);

@@ -15,7 +15,11 @@ import { netToDot, type DotState } from './dot.js';
 import { defineNet, effectiveOrder, type NetDefinition, type NetModel } from './model.js';
 import { loadNetFile } from './netfile.js';
 import { KEY_VAR, Place } from './place.js';
-import { NetRunner, type NetRunOptions, type NetRunSummary } from './runner.js';
+import { type NetRunSummary } from './runner.js';
+import { runHost, type HostRunOptions } from './distributed.js';
+import { hostView, placesOf } from './hosts.js';
+import { addOutboxes } from './outbox-status.js';
+import { applyPermissions, permissionWarnings } from './permissions.js';
 import { netStatus, type NetStatusReport } from './status.js';
 
 export interface PutOptions {
@@ -58,16 +62,25 @@ export class Net {
     return new Place(spec, effectiveOrder(this.model, name));
   }
 
-  /** Create every place's queue and the state directory; existing ones are left as they are. */
-  init(options: { only?: (place: string) => boolean } = {}): string[] {
+  /**
+   * Create every place's queue and the state directory; existing ones are left as they are.
+   * With `host`, only that host's places (a net on several hosts); with `permissions`, owners and
+   * modes by the rule of permissions.ts (as root).
+   */
+  init(options: { only?: (place: string) => boolean; host?: string; permissions?: boolean } = {}): string[] {
     const made: string[] = [];
+    const view = hostView(this.model, options.host);
+    const mine = new Set(options.host === undefined ? view.places.keys() : placesOf(this.model, options.host));
+    const names: string[] = [];
     for (const spec of this.model.places.values()) {
-      if (options.only && !options.only(spec.name)) continue;
+      if (!mine.has(spec.name) || (options.only && !options.only(spec.name))) continue;
       const p = new Place(spec, effectiveOrder(this.model, spec.name));
       if (!p.exists()) made.push(spec.name);
       p.init();
+      names.push(spec.name);
     }
-    fs.mkdirSync(this.model.stateDir, { recursive: true });
+    fs.mkdirSync(view.stateDir, { recursive: true });
+    if (options.permissions) applyPermissions(this.model, names);
     return made;
   }
 
@@ -118,17 +131,25 @@ export class Net {
     }
   }
 
-  /** Run the net's transitions until the signal aborts or, with drain, until nothing can fire. */
-  run(options: NetRunOptions = {}): Promise<NetRunSummary> {
-    return new NetRunner(this.model, options).run();
+  /**
+   * Run the net's transitions until the signal aborts or, with drain, until nothing can fire.
+   * On a net with hosts, `host` says which host this is: its transitions run, and tokens for
+   * places on other hosts leave through outboxes (docs/distributed.md).
+   */
+  run(options: HostRunOptions = {}): Promise<NetRunSummary> {
+    return runHost(this.model, options);
   }
 
-  status(): Promise<NetStatusReport> {
-    return netStatus(this.model);
+  /** Where the tokens are; on a net with hosts, `host` adds that host's run and outboxes. */
+  async status(options: { host?: string } = {}): Promise<NetStatusReport> {
+    if (options.host === undefined) return netStatus(this.model);
+    const view = hostView(this.model, options.host);
+    return addOutboxes(await netStatus(view), view);
   }
 
+  /** Warnings about the net (and, for nets with users, about owners and modes on disk). */
   check(): NetWarning[] {
-    return checkNet(this.model);
+    return [...checkNet(this.model), ...permissionWarnings(this.model)];
   }
 
   dot(state?: DotState): string {
@@ -139,9 +160,16 @@ export class Net {
 export { loadNetFile, parseNetText } from './netfile.js';
 export { defineNet, type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model.js';
 export { type NetRunOptions, type NetRunSummary, type NetEvent } from './runner.js';
+export { type HostRunOptions } from './distributed.js';
+export { sendPacket, sendPackets, RECEIVE_SCRIPT, type SendResult, type OutgoingPacket } from './outbox.js';
 export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './status.js';
 export { type NetWarning } from './check.js';
 export { type Leftover } from './leftovers.js';
 export { allocateWorkers } from './allocate.js';
+export { serveNet, type ServeOptions, type NetServer } from './serve.js';
+export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './metrics.js';
+export { placeTokens, transitionDetail, type TokenInfo } from './status.js';
+export { dotToSvg } from './svg.js';
+export { liveDotState, type DotState } from './dot.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './scheduler.js';
 export { simulate, parseService, lowerBound, type SimulateOptions, type SimulationReport, type ServiceTime } from './simulate.js';

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLocked } from '../lock.js';
+import type { LastFailure, TransitionRates } from './metrics.js';
 
 export interface LiveTransition {
   running: number;
@@ -20,6 +21,10 @@ export interface LiveTransition {
   /** Recent service times, ms. */
   serviceTimes: number[];
   history: Array<{ firing: string; key: string; at: number; ms: number; ok: boolean; reason?: string }>;
+  /** Rates and service times at updatedAt (metrics.ts TransitionMonitor). */
+  rates?: TransitionRates;
+  /** The last failed attempt, with the end of its stderr. */
+  lastFailure?: LastFailure;
 }
 
 export interface LiveState {
@@ -28,6 +33,8 @@ export interface LiveState {
   updatedAt: number;
   stopping: boolean;
   transitions: Record<string, LiveTransition>;
+  /** Tokens per place as the run's index holds them (status and serve count the directories). */
+  places?: Record<string, number>;
 }
 
 export function liveStatePath(stateDir: string): string {

@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { NetError } from '../errors.js';
+import { hostProblems } from './hosts.js';
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;
 
@@ -264,8 +265,9 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
       extra,
     });
   }
-  if (problems.length > 0) return { problems };
   const { dir: _d, state, places: _p, transitions: _t, ...extra } = def as NetDefinition & Record<string, unknown>;
+  if (problems.length === 0) problems.push(...hostProblems(places, transitions, extra));
+  if (problems.length > 0) return { problems };
   const stateDir = path.resolve(dir, state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'));
   return { model: { file, dir, stateDir, places, transitions, extra }, problems };
 }

@@ -19,8 +19,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { closeQuietly, copyFdSync, fsyncSync, unlinkQuietly } from '../io.js';
-import { readHeaderSync, type PacketHeader } from '../packet/index.js';
+import { copy } from '../copy.js';
+import { closeQuietly, fsyncSync, unlinkQuietly } from '../io.js';
+import { crc32Update, readHeaderSync, type PacketHeader, type Seal } from '../packet/index.js';
+import { fdOffset } from '../packet/sealed-copy.js';
 import { makeHeader, writePacketSync } from '../prepare.js';
 import { Queue, readHeaderFileSync } from '../queue.js';
 import { SeqFile } from '../seqfile.js';
@@ -265,6 +267,10 @@ export class Place {
       content.kind === 'NOP'
         ? makeHeader({ seq, cmd: { kind: 'NOP' } })
         : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
+    // Tokens bound for another host (an outbox) are sealed: their length and CRC-32 go in the
+    // header, so that a transfer cut or damaged on the way is refused, never committed.
+    const sealed = this.spec.extra.remote !== undefined;
+    if (sealed) header.seal = sealOfPayload(content.payload);
     const out = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
     try {
       const p = content.payload;
@@ -273,7 +279,7 @@ export class Place {
         for (const file of p.tokens) {
           const inFd = openPayloadFd(file);
           try {
-            copyFdSync(inFd, out);
+            copy(inFd, out);
           } finally {
             closeQuietly(inFd);
           }
@@ -397,6 +403,36 @@ export class Place {
   }
 }
 
+/** The seal (length and CRC-32) of a token's payload, read once from its sources. */
+function sealOfPayload(p: TokenContent['payload']): Seal {
+  if (!p) return { length: 0n, crc32: 0 };
+  const fds: number[] = [];
+  try {
+    if ('tokens' in p) for (const file of p.tokens) fds.push(openPayloadFd(file));
+    else if ('path' in p) fds.push(fs.openSync(p.path, 'r'));
+    else throw new TypeError('a sealed token needs its payload as a file or tokens, not a descriptor');
+    const buf = (sealBuffer ??= Buffer.allocUnsafe(1 << 16));
+    let crc = 0;
+    let length = 0n;
+    for (const fd of fds) {
+      // Positional reads: the descriptors' own offsets stay where the copy will start.
+      let pos = fdOffset(fd) ?? 0;
+      for (;;) {
+        const n = fs.readSync(fd, buf, 0, buf.length, pos);
+        if (n === 0) break;
+        crc = crc32Update(buf.subarray(0, n), crc);
+        length += BigInt(n);
+        pos += n;
+      }
+    }
+    return { length, crc32: crc };
+  } finally {
+    for (const fd of fds) closeQuietly(fd);
+  }
+}
+
+let sealBuffer: Buffer | undefined;
+
 /** Rename a staged packet into place; done already (temp gone, final there) is fine. */
 export function publish(temp: string, final: string): void {
   try {
@@ -437,7 +473,7 @@ export function extractPayload(file: string, dest: string): void {
   const inFd = openPayloadFd(file);
   const out = fs.openSync(dest, 'w', 0o644);
   try {
-    copyFdSync(inFd, out);
+    copy(inFd, out);
   } finally {
     closeQuietly(inFd);
     closeQuietly(out);

@@ -30,10 +30,12 @@ import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
 import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
 import { Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
+import { runAsOf } from './permissions.js';
 import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
 import { mayCommit } from './commit-order.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
+import { TransitionMonitor } from './metrics.js';
 
 export interface NetRunOptions {
   /** Exit once nothing runs and nothing can fire. */
@@ -48,6 +50,8 @@ export interface NetRunOptions {
   /** Run only these transitions (default: all). */
   only?: (t: TransitionSpec) => boolean;
   onEvent?: (e: NetEvent) => void;
+  /** Called with each live state the run writes (about twice a second while anything happens). */
+  onLive?: (state: LiveState) => void;
   logger?: Logger;
 }
 
@@ -93,6 +97,7 @@ interface TransitionRun {
   lastFired?: number;
   nextOrdinal: number;
   history: Array<{ firing: string; key: string; at: number; ms: number; ok: boolean; reason?: string }>;
+  monitor: TransitionMonitor;
 }
 
 const SERVICE_WINDOW = 20;
@@ -123,6 +128,7 @@ export class NetRunner {
   private fired = 0;
   private failed = 0;
   private lastLive = 0;
+  private liveTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
   /**
    * How many of a place's tokens the scheduler is shown: all of them for a place an and-merge
@@ -146,7 +152,7 @@ export class NetRunner {
     for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
-      this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [] });
+      this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() });
     }
     for (const t of this.trans.values()) {
       for (const a of t.spec.inputs) this.indexed.add(a.place);
@@ -472,7 +478,7 @@ export class NetRunner {
     if (f.transition.run || f.transition.fn) fs.mkdirSync(f.dir, { recursive: true }); // a move needs no staging
     this.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal }).then((outcome) => {
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.running = false;
       f.outcome = outcome;
@@ -520,6 +526,14 @@ export class NetRunner {
   private resolve(f: Firing): boolean {
     const o = f.outcome!;
     const run = this.trans.get(f.transition.name)!;
+    // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
+    const vanished = f.tokens.find((t) => !fs.existsSync(t.path));
+    if (vanished) {
+      this.log.warn('net', `${f.transition.name}: token ${vanished.filename} of place ${vanished.place} vanished while it fired; its firing is dropped`);
+      this.places.get(vanished.place)!.dirty = true;
+      this.drop(f);
+      return true;
+    }
     if (o.abandoned) {
       this.drop(f);
       return true;
@@ -536,6 +550,7 @@ export class NetRunner {
       run.fired++;
       this.fired++;
       run.lastFired = Date.now();
+      run.monitor.fired(run.lastFired, o.durationMs);
       this.remember(run, f, o);
       this.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
       this.drop(f);
@@ -547,6 +562,7 @@ export class NetRunner {
       return true;
     }
     const willRetry = f.attempt <= f.transition.retries && !this.stopping;
+    run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
     this.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
     this.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
     if (willRetry) {
@@ -571,6 +587,7 @@ export class NetRunner {
     this.failed++;
     this.remember(run, f, o);
     const log = this.keepLog(f, o);
+    if (run.monitor.lastFailure) run.monitor.lastFailure.log = log;
     const errorPlace = f.transition.error;
     if (errorPlace) {
       const extra: Array<[string, string]> = [
@@ -635,7 +652,8 @@ export class NetRunner {
     for (const p of this.places.values()) {
       if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
       try {
-        await p.refresh(now);
+        const fresh = await p.refresh(now);
+        for (const t of fresh) this.log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
       } catch (err) {
         // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
         this.log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
@@ -646,7 +664,16 @@ export class NetRunner {
 
   private writeLive(force = false): void {
     const now = Date.now();
-    if (!force && now - this.lastLive < LIVE_EVERY_MS) return;
+    if (!force && now - this.lastLive < LIVE_EVERY_MS) {
+      // Written later all the same, so the last change shows even if the run then goes quiet.
+      this.liveTimer ??= setTimeout(() => {
+        this.liveTimer = undefined;
+        this.writeLive(true);
+      }, LIVE_EVERY_MS - (now - this.lastLive)).unref();
+      return;
+    }
+    clearTimeout(this.liveTimer);
+    this.liveTimer = undefined;
     this.lastLive = now;
     const state: LiveState = {
       pid: process.pid,
@@ -666,14 +693,22 @@ export class NetRunner {
             stopped: r.stopped,
             serviceTimes: r.serviceTimes,
             history: r.history,
+            rates: r.monitor.snapshot(now),
+            lastFailure: r.monitor.lastFailure,
           },
         ]),
       ),
+      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, p.tokens.size])),
     };
     try {
       writeLiveState(this.net.stateDir, state);
     } catch (err) {
       this.log.debug('net', () => `Cannot write the live state: ${(err as Error).message}`);
+    }
+    try {
+      this.opts.onLive?.(state);
+    } catch (err) {
+      this.log.warn('net', `A live state listener failed: ${(err as Error).message}`);
     }
   }
 
@@ -682,7 +717,8 @@ export class NetRunner {
       const w = new JobsWatcher(p.queue.jobsDir, {
         pollInterval: this.opts.pollInterval,
         logger: this.log,
-        safetyInterval: 5,
+        // A place filled by a synchronisation tool is looked at more often: events may not come.
+        safetyInterval: p.spec.extra.sync === true ? 2 : 5,
         filter: (name) => !this.ownNames.delete(name),
       });
       this.watchers.push(w);
@@ -776,7 +812,10 @@ export class NetRunner {
       if (graceTimer) clearTimeout(graceTimer);
       signal?.removeEventListener('abort', onStop);
       this.abort.abort();
+      clearTimeout(this.liveTimer);
       this.writeLive(true);
+      clearTimeout(this.liveTimer);
+      this.liveTimer = undefined;
       this.close();
     }
     return { fired: this.fired, failed: this.failed, leftovers };

@@ -3,18 +3,24 @@
  * going, from its live state (live.ts). Works with no run, and with places that have vanished.
  */
 import fs from 'node:fs';
+import path from 'node:path';
+import { LockedError } from '../errors.js';
+import { parseSeqfileText } from '../seqfile.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { readLiveState, type LiveState } from './live.js';
+import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from './model.js';
+import type { OutboxStatus } from './outbox-status.js';
 import { Place } from './place.js';
+import { mean, oldestAge, p95, timeSince } from './stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 
 export interface PlaceStatus {
   name: string;
   dir: string;
-  /** source (no writer), sink (no reader), error (an error place), or inner. */
-  role: 'source' | 'sink' | 'error' | 'inner';
+  /** source (no writer), sink (no reader), error (an error place), inner, or outbox (a place on another host: outbox-status.ts). */
+  role: 'source' | 'sink' | 'error' | 'inner' | 'outbox';
   exists: boolean;
   /** Why the directory can't be read, when it can't. */
   problem?: string;
@@ -26,6 +32,10 @@ export interface PlaceStatus {
   fill?: number;
   /** The consumer's next number, for a sequence place that is read. */
   next?: bigint;
+  /** Tokens in this place that can't fire (listed in the report's `stuck`). */
+  stuck: number;
+  /** For a place on another host: its outbox here (net status --host). */
+  outbox?: OutboxStatus;
 }
 
 export interface TransitionStatus {
@@ -40,6 +50,19 @@ export interface TransitionStatus {
   waitingMerges: number;
   stopped?: { reason: string; log: string; at: number };
   lastFiredAt?: number;
+  /** Time since it last fired, ms. */
+  sinceLastFiredMs?: number;
+  /** Firings per minute over the last 1 and 15 minutes (0 when no run is going). */
+  perMinute1: number;
+  perMinute15: number;
+  /** Failed attempts per minute over the last 15 minutes (0 when no run is going). */
+  failedPerMinute15: number;
+  /** Mean and nearest-rank 95th percentile of recent service times, ms. */
+  meanServiceMs?: number;
+  p95ServiceMs?: number;
+  /** Stopped, or an attempt failed in the last 5 minutes. */
+  failing: boolean;
+  lastFailure?: LastFailure;
   serviceTimes: number[];
   history: LiveState['transitions'][string]['history'];
 }
@@ -52,6 +75,10 @@ export interface NetStatusReport {
   pid?: number;
   /** When the live figures were written (ms since the epoch). */
   updatedAt?: number;
+  /** When the run that wrote them started. */
+  startedAt?: number;
+  /** When this report was made. */
+  at: number;
   places: PlaceStatus[];
   transitions: TransitionStatus[];
   /** Tokens that can't fire, and why. */
@@ -68,24 +95,15 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     const p = new Place(spec, effectiveOrder(net, spec.name));
     places.set(spec.name, p);
     const role = errorPlaces.has(spec.name) ? 'error' : writersOf(net, spec.name).length === 0 ? 'source' : readersOf(net, spec.name).length === 0 ? 'sink' : 'inner';
-    const st: PlaceStatus = { name: spec.name, dir: spec.dir, role, exists: p.exists(), tokens: 0, capacity: spec.capacity };
+    const st: PlaceStatus = { name: spec.name, dir: spec.dir, role, exists: p.exists(), tokens: 0, capacity: spec.capacity, stuck: 0 };
     if (st.exists) {
       try {
         await p.refresh(now);
         st.tokens = p.tokens.size;
-        let oldest: number | undefined;
-        for (const t of p.tokens.values()) {
-          try {
-            const m = fs.statSync(t.path).mtimeMs;
-            if (oldest === undefined || m < oldest) oldest = m;
-          } catch {
-            // consumed meanwhile
-          }
-        }
-        if (oldest !== undefined) st.oldestAgeMs = Math.max(0, now - oldest);
+        st.oldestAgeMs = oldestAge(now, arrivals(p));
         if (p.order === 'sequence' && isRead(net, spec.name)) {
-          st.next = p.readNext();
-          next.set(spec.name, st.next);
+          st.next = peekNext(p);
+          if (st.next !== undefined) next.set(spec.name, st.next);
         }
       } catch (err) {
         st.problem = (err as Error).message;
@@ -97,9 +115,15 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
   const stoppedNames = new Set(Object.entries(live?.transitions ?? {}).filter(([, t]) => running && t.stopped).map(([n]) => n));
   const all = describeLeftovers(net, places, next, stoppedNames);
   const stuck = all.filter((l) => l.reason !== undefined);
+  for (const l of stuck) {
+    const st = placeStatus.find((p) => p.name === l.place);
+    if (st) st.stuck++;
+  }
   const transitions: TransitionStatus[] = [...net.transitions.values()].map((t) => {
     const lt = live?.transitions[t.name];
     const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.reason?.includes('no partner')).length : 0;
+    const serviceTimes = lt?.serviceTimes ?? [];
+    const stopped = running ? lt?.stopped : undefined;
     return {
       name: t.name,
       running: running ? (lt?.running ?? 0) : 0,
@@ -108,9 +132,17 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
       failed: lt?.failed ?? 0,
       retried: lt?.retried ?? 0,
       waitingMerges: merges,
-      stopped: running ? lt?.stopped : undefined,
+      stopped,
       lastFiredAt: lt?.lastFired,
-      serviceTimes: lt?.serviceTimes ?? [],
+      sinceLastFiredMs: timeSince(now, lt?.lastFired),
+      perMinute1: running ? (lt?.rates?.perMinute1 ?? 0) : 0,
+      perMinute15: running ? (lt?.rates?.perMinute15 ?? 0) : 0,
+      failedPerMinute15: running ? (lt?.rates?.failedPerMinute15 ?? 0) : 0,
+      meanServiceMs: lt?.rates ? lt.rates.meanServiceMs : mean(serviceTimes),
+      p95ServiceMs: lt?.rates ? lt.rates.p95ServiceMs : p95(serviceTimes),
+      failing: isFailing({ stopped, lastFailure: lt?.lastFailure }, now),
+      lastFailure: lt?.lastFailure,
+      serviceTimes,
       history: lt?.history ?? [],
     };
   });
@@ -123,5 +155,106 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
   else state = 'drained';
   // Stuck is stuck even while other parts run: tokens that can never fire make the net stuck.
   if (stuck.length > 0 && !busy) state = 'stuck';
-  return { net: net.file ?? net.dir, state, live: running, pid: running ? live?.pid : undefined, updatedAt: live?.updatedAt, places: placeStatus, transitions, stuck };
+  return { net: net.file ?? net.dir, state, live: running, pid: running ? live?.pid : undefined, updatedAt: live?.updatedAt, startedAt: live?.startedAt, at: now, places: placeStatus, transitions, stuck };
+}
+
+/**
+ * The consumer's next number. A running net holds every read place's nextseq lock for the whole
+ * run, so then the file is read without the lock (it is rewritten whole; a torn read gives none).
+ */
+function peekNext(p: Place): bigint | undefined {
+  try {
+    return p.readNext();
+  } catch (err) {
+    if (!(err instanceof LockedError)) throw err;
+    try {
+      return parseSeqfileText(fs.readFileSync(p.queue.seqfilePath, 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** When each token of a scanned place arrived, by its file's time (tokens consumed meanwhile are left out). */
+function* arrivals(p: Place): Generator<number> {
+  for (const t of p.tokens.values()) {
+    try {
+      yield fs.statSync(t.path).mtimeMs;
+    } catch {
+      // consumed meanwhile
+    }
+  }
+}
+
+/** One token of a place, as `net serve` lists it. */
+export interface TokenInfo {
+  seq: bigint;
+  key: string;
+  /** Age by its file's time, ms. */
+  ageMs?: number;
+  nop: boolean;
+  /** Params as text (invalid UTF-8 replaced). */
+  params: string[];
+  filename: string;
+}
+
+/** The first `limit` tokens of a place in its order, and how many it holds; an empty list when its directory can't be read. */
+export async function placeTokens(net: NetModel, name: string, options: { limit?: number; now?: number } = {}): Promise<{ total: number; tokens: TokenInfo[]; problem?: string }> {
+  const spec = net.places.get(name);
+  if (!spec) throw new RangeError(`no place named ${name}`);
+  const now = options.now ?? Date.now();
+  const p = new Place(spec, effectiveOrder(net, name));
+  if (!p.exists()) return { total: 0, tokens: [], problem: `no queue at ${spec.dir}` };
+  try {
+    await p.refresh(now);
+  } catch (err) {
+    return { total: 0, tokens: [], problem: (err as Error).message };
+  }
+  const all = [...p.tokens.values()].sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+  const tokens = all.slice(0, options.limit ?? 200).map((t) => {
+    let ageMs: number | undefined;
+    try {
+      ageMs = timeSince(now, fs.statSync(t.path).mtimeMs);
+    } catch {
+      // consumed meanwhile
+    }
+    const cmd = t.header.cmd;
+    return { seq: t.seq, key: t.key, ageMs, nop: cmd.kind === 'NOP', params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [], filename: t.filename };
+  });
+  return { total: all.length, tokens };
+}
+
+/** A transition's recent firings and its last failure, with the end of that failure's kept log. */
+export function transitionDetail(net: NetModel, name: string, options: { tailBytes?: number } = {}): {
+  history: LiveState['transitions'][string]['history'];
+  lastFailure?: LastFailure;
+  stopped?: { reason: string; log: string; at: number };
+  /** The end of the last failure's stderr: from its log file when kept, else from the live state. */
+  stderrTail?: string;
+} {
+  if (!net.transitions.has(name)) throw new RangeError(`no transition named ${name}`);
+  const { state, running } = readLiveState(net.stateDir);
+  const lt = state?.transitions[name];
+  const lastFailure = lt?.lastFailure;
+  let stderrTail = lastFailure?.stderrTail;
+  const log = lastFailure?.log;
+  // Only a log under STATE/logs is read: live.json names it, but it is not trusted to name any file.
+  const logs = path.join(path.resolve(net.stateDir), 'logs') + path.sep;
+  if (log && path.resolve(log).startsWith(logs)) {
+    try {
+      const fd = fs.openSync(log, 'r');
+      try {
+        const size = fs.fstatSync(fd).size;
+        const n = Math.min(size, options.tailBytes ?? 4096);
+        const buf = Buffer.alloc(n);
+        fs.readSync(fd, buf, 0, n, size - n);
+        stderrTail = buf.toString('utf8');
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch {
+      // rotated away: the live state's tail will do
+    }
+  }
+  return { history: lt?.history ?? [], lastFailure, stopped: running ? lt?.stopped : undefined, stderrTail };
 }

@@ -11,6 +11,7 @@ import CRC32 from 'crc-32';
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, ShortReadError } from '../errors.js';
 import { MsgpackWriter } from './msgpack.js';
+import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, interpretSeal } from './seal.js';
 import { checkMsgpackShape } from './shape.js';
 import { I64_MAX, I64_MIN, U64_MAX, type Bytes, type CommandType, type Ctime, type PacketHeader } from './types.js';
 
@@ -30,7 +31,8 @@ export function encodeMetadata(header: PacketHeader): Buffer {
   if (header.seq < 0n || header.seq > U64_MAX) throw new RangeError('seq must be an unsigned 64-bit integer');
   if (header.ctime.secs < I64_MIN || header.ctime.secs > I64_MAX) throw new RangeError('ctime seconds must fit in 64 bits');
   const w = new MsgpackWriter();
-  w.mapHeader(3);
+  const seal = header.seal;
+  w.mapHeader(seal ? 5 : 3);
   w.str('seq');
   w.uint(header.seq);
   w.str('ctime');
@@ -55,6 +57,15 @@ export function encodeMetadata(header: PacketHeader): Buffer {
       w.byteArray(k);
       w.byteArray(v);
     }
+  }
+  if (seal) {
+    if (seal.length < 0n || seal.length > U64_MAX) throw new RangeError('seal length must be an unsigned 64-bit integer');
+    if (!Number.isInteger(seal.crc32) || seal.crc32 < 0 || seal.crc32 > 0xffff_ffff) throw new RangeError('seal crc32 must be an unsigned 32-bit integer');
+    // After the reference's keys, which it reads by name and ignores the rest (an extension).
+    w.str(SEAL_LENGTH_KEY);
+    w.uint(seal.length);
+    w.str(SEAL_CRC_KEY);
+    w.uint(seal.crc32);
   }
   return w.finish();
 }
@@ -241,5 +252,8 @@ function interpretMetadata(doc: unknown): PacketHeader {
   const [seq, ctime, cmd] = fields(doc, ['seq', 'ctime', 'cmd_type'], 'metadata');
   const s = integer(seq, 'seq');
   if (s < 0n || s > U64_MAX) bad('seq out of range');
-  return { seq: s, ctime: interpretCtime(ctime), cmd: interpretCmd(cmd) };
+  const header: PacketHeader = { seq: s, ctime: interpretCtime(ctime), cmd: interpretCmd(cmd) };
+  const seal = interpretSeal(doc);
+  if (seal) header.seal = seal;
+  return header;
 }

@@ -4,11 +4,12 @@
  * holds a payload in memory.
  */
 import fs from 'node:fs';
-import { Readable } from 'node:stream';
+import { Readable, pipeline } from 'node:stream';
 import { closeQuietly } from '../io.js';
 import { decodeHeader, encodeHeader } from './codec.js';
 import { readHeaderAndLengthSync, readHeaderFromStream } from './read.js';
-import type { Bytes, Ctime, PacketHeader } from './types.js';
+import { SealTransform } from './seal.js';
+import type { Bytes, Ctime, PacketHeader, Seal } from './types.js';
 
 /** What a packet says about itself, flattened for convenience. */
 export interface PacketMetadata {
@@ -25,6 +26,8 @@ export interface PacketMetadata {
   env: Array<[name: Bytes, value: Bytes]>;
   /** The header as decoded. */
   header: PacketHeader;
+  /** The payload's length and CRC-32, on sealed packets only (an extension; see docs/api.md). */
+  seal?: Seal;
 }
 
 export function metadataOf(header: PacketHeader): PacketMetadata {
@@ -38,6 +41,7 @@ export function metadataOf(header: PacketHeader): PacketMetadata {
     params: cmd.kind === 'Command' ? cmd.params : [],
     env: cmd.kind === 'Command' ? cmd.env : [],
     header,
+    ...(header.seal ? { seal: header.seal } : {}),
   };
 }
 
@@ -54,8 +58,27 @@ export type PacketSource = Readable | Uint8Array | { path: string } | { fd: numb
  * Read a packet's header from a stream, a buffer, a file ({ path }) or an open descriptor
  * ({ fd }, read from its current position, left open). The payload stream starts right after
  * the header. Bad packets reject with BadPacketError (code ERR_BAD_PACKET or ERR_SHORT_READ).
+ * A sealed packet's payload stream is checked as it is read, and fails at the end of a bad
+ * payload with PayloadSealError (ERR_PAYLOAD_SHORT, ERR_PAYLOAD_LONG or ERR_PAYLOAD_CHECKSUM).
  */
 export async function readPacket(source: PacketSource): Promise<ReadPacket> {
+  const packet = await readUnchecked(source);
+  if (packet.seal) packet.payload = withSealCheck(packet.payload, packet.seal);
+  return packet;
+}
+
+/**
+ * The payload stream checked against a seal (as is, without one): a bad payload fails the
+ * stream at its end with PayloadSealError. Destroying the result destroys `payload` too.
+ */
+export function withSealCheck(payload: Readable, seal: Seal | undefined): Readable {
+  if (!seal) return payload;
+  const checked = new SealTransform(seal);
+  pipeline(payload, checked, () => {}); // errors reach `checked`, whose reader sees them
+  return checked;
+}
+
+async function readUnchecked(source: PacketSource): Promise<ReadPacket> {
   if (source instanceof Uint8Array) {
     const { header, length } = decodeHeader(source);
     const rest = Buffer.from(source.buffer, source.byteOffset + length, source.length - length);

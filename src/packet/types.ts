@@ -19,12 +19,25 @@ export type CommandType =
       env: Array<[Bytes, Bytes]>;
     };
 
+/**
+ * An extension (see src/packet/seal.ts): the payload's length and CRC-32, stored as two extra
+ * metadata keys that the reference ignores.
+ */
+export interface Seal {
+  /** Payload length in bytes. */
+  length: bigint;
+  /** CRC-32 (IEEE, as zlib) of the payload, unsigned. */
+  crc32: number;
+}
+
 /** The decoded metadata of a packet: everything before the payload. */
 export interface PacketHeader {
   /** Sequence number, unsigned 64-bit. */
   seq: bigint;
   ctime: Ctime;
   cmd: CommandType;
+  /** Present on sealed packets only. */
+  seal?: Seal;
 }
 
 export const U64_MAX = 0xffff_ffff_ffff_ffffn;

@@ -10,7 +10,6 @@ import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
 import {
   DecoderError,
-  FileLock,
   JobFailedError,
   LockedError,
   Queue,
@@ -21,6 +20,7 @@ import {
   type JobContext,
   type ProcessEvent,
 } from 'filespooler';
+import { FileLock } from 'filespooler/lowlevel';
 import { tempDir } from '../helpers.js';
 
 async function bytesOf(stream: Readable): Promise<Buffer> {

@@ -7,6 +7,7 @@ import { encodeHeader } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/prepare.js';
 import { Queue } from '../../src/queue.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
+import { onTerminal } from './terminal.js';
 
 function fakeTerminal() {
   let written = '';
@@ -37,14 +38,6 @@ describe('queue-process progress on stderr', () => {
     const q = Queue.init(dir);
     for (let i = 1; i <= n; i++) q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(i), cmd: { kind: 'NOP' } })));
     return dir;
-  }
-
-  /** Run under a pseudo-terminal (script(1)), so that stderr is a TTY. */
-  function onTerminal(args: string[]): string {
-    const cmd = [process.execPath, FSPL_BIN, ...args].map((a) => `'${a}'`).join(' ');
-    const r = spawnSync('script', ['-qfec', cmd, '/dev/null'], { encoding: 'utf8' });
-    expect(r.status).toBe(0);
-    return r.stdout;
   }
 
   it('is drawn when stderr is a terminal, and not with --no-progress', () => {

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Queue, encodeHeader, makeHeader } from '../../src/index.js';
+import { Queue, encodeHeader, makeHeader } from '../../src/lowlevel.js';
 import { bytesFromJson, type JsonBytes } from '../../src/json.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
 

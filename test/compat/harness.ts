@@ -24,8 +24,8 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const OURS_BIN = path.join(REPO_ROOT, 'bin', 'fspl');
 export const REF_BIN = process.env.FSPL_REFERENCE_BIN || '/usr/bin/fspl';
 export const FAKETIME_LIB = process.env.FSPL_FAKETIME_LIB || '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-/** Golden packets live in shared/vectors, beside the repository. */
-export const VECTORS_DIR = process.env.FSPL_VECTORS_DIR || path.resolve(REPO_ROOT, '..', 'shared', 'vectors');
+/** Golden packets written by the reference, kept in the repository (see test/fixtures/vectors/README.md). */
+export const VECTORS_DIR = process.env.FSPL_VECTORS_DIR || path.join(REPO_ROOT, 'test', 'fixtures', 'vectors');
 
 export const HAVE_REF = fs.existsSync(REF_BIN);
 export const HAVE_FAKETIME = fs.existsSync(FAKETIME_LIB);

@@ -54,10 +54,10 @@ describeCompat('misc commands', () => {
     expect(r.ours.stdout.length).toBeGreaterThan(0);
   });
 
-  test('queue-write stores stdin verbatim (even junk or nothing) as jobs/fspl-UUID.fspl, mode and all', async () => {
+  test('queue-write stores stdin verbatim (even junk) as jobs/fspl-UUID.fspl, mode and all', async () => {
     const root = tmpDir();
     const packet = await makePacket('ref', { seq: 3, payload: Buffer.alloc(200_000, 7) });
-    for (const [i, stdin] of [packet, Buffer.from('not a packet'), Buffer.alloc(0)].entries()) {
+    for (const [i, stdin] of [packet, Buffer.from('not a packet')].entries()) {
       const shapes = {} as Record<'ref' | 'ours', string[]>;
       for (const impl of ['ref', 'ours'] as const) {
         const q = path.join(root, `${impl}${i}`);
@@ -71,6 +71,24 @@ describeCompat('misc commands', () => {
         shapes[impl] = Object.values(snapshot(q)).map((v) => v.replace(/^(file \d+ \d+).*/, '$1'));
       }
       expect(shapes.ours, 'modes and sizes').toEqual(shapes.ref);
+    }
+  });
+
+  test('queue-write of an empty stdin (a failed prepare upstream): the reference stores an empty job, ours refuses it (deliberate)', async () => {
+    const root = tmpDir();
+    for (const impl of ['ref', 'ours'] as const) {
+      const q = path.join(root, impl);
+      await buildQueue('ref', q, []);
+      const r = await fspl(impl, ['queue-write', '-q', q], { stdin: Buffer.alloc(0) });
+      const names = fs.readdirSync(path.join(q, 'jobs'));
+      if (impl === 'ref') {
+        expect(r.code).toBe(0);
+        expect(names).toHaveLength(1);
+      } else {
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(/^Error: Empty input: there is no packet to write[^\n]*\n$/);
+        expect(names).toEqual([]);
+      }
     }
   });
 

@@ -16,8 +16,8 @@ function netYaml(workers: number): string {
 places: { src: {}, l: {}, r: {}, l2: {}, r2: {}, sink: {} }
 transitions:
   split: { in: src, run: 'tee "$FSPL_OUT_l" > "$FSPL_OUT_r"', out: [l, r], workers: ${workers} }
-  tl: { in: l, run: "sleep 0.00$(( RANDOM % 10 )); sed s/^/L:/", out: l2, workers: ${workers} }
-  tr: { in: r, run: "sleep 0.00$(( RANDOM % 10 )); sed s/^/R:/", out: r2, workers: ${workers} }
+  tl: { in: l, run: "sleep 0.0$(( RANDOM % 10 ))$(( RANDOM % 10 )); sed s/^/L:/", out: l2, workers: ${workers} }
+  tr: { in: r, run: "sleep 0.0$(( RANDOM % 10 ))$(( RANDOM % 10 )); sed s/^/R:/", out: r2, workers: ${workers} }
   join: { in: [l2, r2], run: 'cat "$FSPL_IN_l2" "$FSPL_IN_r2"', out: sink, workers: ${workers} }
 `;
 }
@@ -46,7 +46,8 @@ async function crashRun(workers: number): Promise<void> {
     child.stderr!.on('data', (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     if (kills < KILLS) {
-      const delay = 150 + random() * 900;
+      // Short enough that 30 kills land before the net drains (its commands sleep 0-99 ms).
+      const delay = 100 + random() * 500;
       const code = await Promise.race([exited, sleep(delay).then(() => 'timeout' as const)]);
       if (code === 'timeout') {
         child.kill('SIGKILL');
@@ -65,7 +66,6 @@ async function crashRun(workers: number): Promise<void> {
       if (kills >= KILLS || clean > 0) break;
     }
   }
-  expect(kills, `seed ${seed}`).toBeGreaterThanOrEqual(Math.min(KILLS, kills)); // recorded below
   const sink = await tokensIn(path.join(dir, 'places/sink'));
   const keys = sink.map((t) => t.key);
   expect(new Set(keys).size, `seed ${seed}: duplicate keys`).toBe(keys.length);

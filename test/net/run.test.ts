@@ -282,3 +282,32 @@ transitions:
     expect(t!.payload).toBe('k1:HELLO');
   });
 });
+
+describe('net run: stopping', () => {
+  test('SIGTERM lets a short firing finish and commit, abandons a long one after --grace, and exits 0', async () => {
+    const { dir, file, net } = makeNet(`
+places: { a: {}, b: {}, c: {}, d: {} }
+transitions:
+  quick: { in: a, run: "sleep 1; cat", out: b }
+  slow: { in: c, run: "sleep 60; cat", out: d }
+`);
+    await net.put('a', Buffer.from('q'), { key: 'q' });
+    await net.put('c', Buffer.from('s'), { key: 's' });
+    const { spawnFspl } = await import('./helpers.js');
+    const child = spawnFspl(['net', 'run', '--grace', '2', file]);
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    // Wait until both firings run.
+    const staging = path.join(dir, 'net.state/staging');
+    const running = () => (fs.existsSync(staging) ? fs.readdirSync(staging).length : 0);
+    for (let i = 0; i < 200 && running() < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(running()).toBe(2);
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code, stderr).toBe(0);
+    expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.key)).toEqual(['q']);
+    expect((await tokensIn(path.join(dir, 'places/c'))).map((t) => t.key)).toEqual(['s']);
+    expect(await tokensIn(path.join(dir, 'places/d'))).toEqual([]);
+    expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
+  }, 30_000);
+});

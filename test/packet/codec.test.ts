@@ -11,7 +11,7 @@ import {
   formatInfo,
   jobVariables,
   type PacketHeader,
-} from '../../src/index.js';
+} from '../../src/lowlevel.js';
 import { VECTORS } from '../helpers.js';
 
 const good = fs

@@ -1,7 +1,7 @@
 import { Decoder, encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BadPacketError, crc32, decodeHeader } from '../../src/index.js';
+import { BadPacketError, crc32, decodeHeader } from '../../src/lowlevel.js';
 import { MAX_METADATA_DEPTH, checkMsgpackShape } from '../../src/packet/shape.js';
 
 function wrap(meta: Buffer): Buffer {

@@ -14,7 +14,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { FsplError } from '../../src/errors.js';
+import { FsplError, PayloadSealError } from '../../src/errors.js';
+import { sealOf } from '../../src/packet/seal.js';
+import { copyPacketSync } from '../../src/packet/sealed-copy.js';
+import { readPacket } from '../../src/packet/stream.js';
 import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../../src/packet/codec.js';
 import { readHeaderFromStream, readHeaderSync } from '../../src/packet/read.js';
 import { MAX_METADATA_DEPTH } from '../../src/packet/shape.js';
@@ -45,6 +48,10 @@ function outcome(fn: () => PacketHeader): Outcome {
   if (h.cmd.kind === 'Command') {
     for (const p of h.cmd.params) expect(p).toBeInstanceOf(Uint8Array);
     for (const [k, v] of h.cmd.env) expect([k, v].every((b) => b instanceof Uint8Array)).toBe(true);
+  }
+  if (h.seal) {
+    expect(h.seal.length >= 0n && h.seal.length <= U64_MAX).toBe(true);
+    expect(Number.isInteger(h.seal.crc32) && h.seal.crc32 >= 0 && h.seal.crc32 <= 0xffffffff).toBe(true);
   }
   return 'ok';
 }
@@ -87,7 +94,13 @@ const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((u) => Buff
 /** Lengths spread over the whole range (fast-check favours short arrays by default). */
 const anyBytes = (max: number) => fc.uint8Array({ maxLength: max, size: 'max' }).map((u) => Buffer.from(u));
 
-const headerArb: fc.Arbitrary<PacketHeader> = fc.record({
+/** A seal (payload_len, payload_crc32): any value in range, huge lengths included. */
+const sealArb = fc.record({
+  length: fc.oneof(fc.bigInt({ min: 0n, max: U64_MAX }), fc.bigInt({ min: 0n, max: 200n }), fc.constant(U64_MAX)),
+  crc32: fc.oneof(fc.integer({ min: 0, max: 0xffffffff }), fc.constant(0)),
+});
+
+const unsealedHeaderArb: fc.Arbitrary<PacketHeader> = fc.record({
   seq: fc.oneof(fc.bigInt({ min: 0n, max: U64_MAX }), fc.bigInt({ min: 0n, max: 1000n })),
   ctime: fc.record({ secs: fc.bigInt({ min: I64_MIN, max: I64_MAX }), nanos: fc.integer({ min: 0, max: 999_999_999 }) }),
   cmd: fc.oneof(
@@ -101,10 +114,15 @@ const headerArb: fc.Arbitrary<PacketHeader> = fc.record({
   ),
 });
 
+/** Headers, sealed (with seals that lie about the payload, mostly) or not. */
+const headerArb: fc.Arbitrary<PacketHeader> = fc
+  .tuple(unsealedHeaderArb, fc.option(sealArb))
+  .map(([h, seal]) => (seal === null ? h : { ...h, seal }));
+
 const validPacketArb = fc.tuple(headerArb, bytes(64)).map(([h, payload]) => ({ h, packet: Buffer.concat([encodeHeader(h), payload]) }));
 
 /** MessagePack values, biased towards the names and shapes a header uses. */
-const keyArb = fc.constantFrom('seq', 'ctime', 'cmd_type', 'Command', 'params', 'env', 'NOP', 'Fail', 'secs', 'nanos', 'secs_since_epoch', '0', '1', 'x', '__proto__');
+const keyArb = fc.constantFrom('seq', 'ctime', 'cmd_type', 'Command', 'params', 'env', 'NOP', 'Fail', 'secs', 'nanos', 'secs_since_epoch', '0', '1', 'x', '__proto__', 'payload_len', 'payload_crc32');
 const { value: valueArb } = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
@@ -133,10 +151,14 @@ const nearHeaderArb = fc
       valueArb,
     ),
     extra: fc.option(valueArb),
+    // The seal's keys, with values in range or anything at all, one or both of them.
+    payload_len: fc.option(fc.oneof(fc.bigInt({ min: -(1n << 63n), max: U64_MAX }), valueArb)),
+    payload_crc32: fc.option(fc.oneof(fc.bigInt({ min: -(1n << 33n), max: 1n << 34n }), valueArb)),
     positional: fc.boolean(),
   })
-  .map(({ seq, ctime, cmd_type, extra, positional }) => {
-    const doc = positional ? [seq, ctime, cmd_type] : { seq, ctime, cmd_type, ...(extra === null ? {} : { x: extra }) };
+  .map(({ seq, ctime, cmd_type, extra, payload_len, payload_crc32, positional }) => {
+    const seal = { ...(payload_len === null ? {} : { payload_len }), ...(payload_crc32 === null ? {} : { payload_crc32 }) };
+    const doc = positional ? [seq, ctime, cmd_type] : { seq, ctime, cmd_type, ...(extra === null ? {} : { x: extra }), ...seal };
     return Buffer.from(msgpackEncode(doc, { useBigInt64: true }));
   });
 
@@ -199,6 +221,7 @@ describe('header decoder under hostile input (library)', () => {
   fs.mkdirSync(dir, { recursive: true });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   const scratch = path.join(dir, 'case');
+  const scratchSeal = path.join(dir, 'sealed');
   /** decodeHeader on the buffer and readHeaderSync on a file with the same bytes agree. */
   const both = (category: string, buf: Buffer): Outcome => {
     const a = outcome(() => decodeHeader(buf).header);
@@ -367,6 +390,49 @@ describe('header decoder under hostile input (library)', () => {
     expect(await outcomeAsync(() => readHeaderFromStream(Readable.from([b], { objectMode: false })))).toBe('ERR_SHORT_READ');
     count('streams', 'ERR_SHORT_READ');
     expect(largestAlloc).toBeLessThanOrEqual(READ_CHUNK);
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
+  });
+
+  test('sealed packets whose seal lies (any length up to 2^64-1, any CRC): payload readers end in a typed result, allocating nothing', async () => {
+    const devnull = fs.openSync('/dev/null', 'w');
+    const before = process.memoryUsage().arrayBuffers;
+    try {
+      await fc.assert(
+        fc.asyncProperty(unsealedHeaderArb, sealArb, fc.boolean(), bytes(300), async (h, lie, honest, payload) => {
+          const seal = honest ? sealOf(payload) : lie;
+          const packet = Buffer.concat([encodeHeader({ ...h, seal }), payload]);
+          const expected = seal.length === BigInt(payload.length) && seal.crc32 === sealOf(payload).crc32 ? 'ok' : 'bad';
+          // The library's payload stream.
+          let got: string;
+          try {
+            const read = await readPacket(packet);
+            for await (const _ of read.payload) void _;
+            got = 'ok';
+          } catch (err) {
+            if (!(err instanceof PayloadSealError)) throw err;
+            got = 'bad';
+          }
+          expect(got).toBe(expected);
+          // queue-write's copy loop, from a file.
+          fs.writeFileSync(scratchSeal, packet);
+          const fd = fs.openSync(scratchSeal, 'r');
+          try {
+            copyPacketSync(fd, devnull);
+            got = 'ok';
+          } catch (err) {
+            if (!(err instanceof PayloadSealError)) throw err;
+            got = 'bad';
+          } finally {
+            fs.closeSync(fd);
+          }
+          expect(got).toBe(expected);
+          count('sealed payloads', expected === 'ok' ? 'ok' : 'ERR_BAD_PACKET');
+        }),
+        params(2000),
+      );
+    } finally {
+      fs.closeSync(devnull);
+    }
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
   });
 

@@ -1,0 +1,74 @@
+/**
+ * `filespooler/lowlevel`: everything `filespooler` exports, plus the pieces it is built from
+ * (the header codec's parts, seqfiles and locks, decoders, the job-processing loop, job
+ * variables, the --json conversions, queue-status's sniffing, the net layer's model and
+ * scheduler), for tools that need them. The CLI is built on these. They are listed in
+ * docs/api.md ("Lower-level pieces") and may change more often than the main entry point.
+ */
+export * from './index.js';
+export * from './packet/index.js';
+export { SeqFile, parseSeq } from './seqfile.js';
+export { FileLock, isLocked } from './lock.js';
+export { genFilename, isJobFilename, compareBySeq, compareByTimestamp, indexBySeq } from './jobs.js';
+export { copy, type CopyOptions } from './copy.js';
+export { openThroughDecoder, readHeaderThroughDecoder, checkedPayload, type DecodedJob, type ExitStatus } from './decoder.js';
+export { runCommand, type RunOptions, type RunResult } from './exec.js';
+export { processQueue, processFd } from './process.js';
+export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync } from './prepare.js';
+export { JobsWatcher, type WatchOptions } from './watch.js';
+export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './jobenv.js';
+export { rfc3339Utc, rfc3339Local, now } from './time.js';
+export {
+  sniffBytes,
+  readFileHead,
+  diagnoseUnreadable,
+  describeKind,
+  suggestedDecoder,
+  toRanges,
+  formatRanges,
+  SNIFF_LENGTH,
+  type NextSeqInfo,
+  type LockInfo,
+  type StatusJob,
+  type UndecodableFile,
+  type TempFile,
+  type OtherFile,
+  type FileType,
+  type SeqRange,
+  type SniffKind,
+} from './status.js';
+export {
+  bytesToJson,
+  bytesFromJson,
+  bigintToJson,
+  ctimeToJson,
+  headerToJson,
+  jobEntryToJson,
+  jobInfoToJson,
+  nextseqToJson,
+  rangesToJson,
+  statusToJson,
+  toJsonDocument,
+  toJsonLine,
+  type JsonValue,
+  type JsonBytes,
+  type JsonCtime,
+  type JsonHeader,
+} from './json.js';
+export {
+  loadNetFile,
+  netMetricFamilies,
+  TransitionMonitor,
+  placeTokens,
+  transitionDetail,
+  liveDotState,
+  type NetModel,
+  type TransitionRates,
+  type LastFailure,
+  type TokenInfo,
+  sendPacket,
+  sendPackets,
+  type SendResult,
+  type OutgoingPacket,
+} from './net/index.js';
+export { schedule, type SchedulerInput, type SchedulerResult } from './net/scheduler.js';

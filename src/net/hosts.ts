@@ -1,0 +1,172 @@
+/**
+ * One net, several hosts. Places and transitions may say `host: NAME`; the top-level `hosts:`
+ * says how to reach each host (`ssh:` the command and destination, as a list or one word;
+ * default `ssh NAME`, with the user's own ssh configuration).
+ *
+ * Each host runs `fspl net run NET --host NAME`, which sees the net through `hostView`: its own
+ * transitions, its own places, and for every place on another host that its transitions write,
+ * a local outbox (a Filespooler queue in STATE/outbox/PLACE) that stands in for the place. A
+ * commit into a remote place is then an ordinary local commit into the outbox, with the journal's
+ * exactly-once guarantees; the outbox is emptied towards the place by ssh (outbox.ts) or, for a
+ * `sync: true` place, by a file synchronisation tool that shares the outbox's jobs/ with the
+ * place's jobs/ (docs/distributed.md).
+ *
+ * Sequence numbers: a place's numbers are given by its writers. A place written from another
+ * host is numbered by that host's outbox (its sendseq), so all the writers of a place must be on
+ * one host; this is checked here.
+ */
+import path from 'node:path';
+import { NetError } from '../errors.js';
+import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from './model.js';
+
+export interface HostConfig {
+  name: string;
+  /** The ssh command and its destination; a remote command is appended. */
+  ssh: string[];
+  /**
+   * fspl on that host (ours): when given, the receiver checks each token's seal with it (one
+   * fspl start per token); without it, the framed length is checked.
+   */
+  fspl?: string;
+}
+
+/** Where a remote place's tokens wait on this host before they leave. */
+export interface RemotePlace {
+  /** The place's host. */
+  host: string;
+  /** The place's directory on its host. */
+  dir: string;
+  /** Delivered by a synchronisation tool (sync: true) rather than over ssh. */
+  sync: boolean;
+}
+
+export function hostOf(item: { extra: Record<string, unknown> }): string | undefined {
+  const h = item.extra.host;
+  return typeof h === 'string' ? h : undefined;
+}
+
+/** Whether the net names hosts at all. */
+export function isDistributed(net: Pick<NetModel, 'places' | 'transitions' | 'extra'>): boolean {
+  if (net.extra.hosts !== undefined) return true;
+  for (const p of net.places.values()) if (hostOf(p) !== undefined) return true;
+  for (const t of net.transitions.values()) if (hostOf(t) !== undefined) return true;
+  return false;
+}
+
+/** The hosts named anywhere in the net, in the order they first appear. */
+export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'extra'>): string[] {
+  const names = new Set<string>();
+  const hosts = net.extra.hosts;
+  if (hosts && typeof hosts === 'object') for (const h of Object.keys(hosts)) names.add(h);
+  for (const p of net.places.values()) if (hostOf(p)) names.add(hostOf(p)!);
+  for (const t of net.transitions.values()) if (hostOf(t)) names.add(hostOf(t)!);
+  return [...names];
+}
+
+export function hostConfig(net: NetModel, host: string): HostConfig {
+  const raw = ((net.extra.hosts ?? {}) as Record<string, unknown>)[host] as { ssh?: string | string[]; fspl?: string } | null | undefined;
+  const ssh = raw?.ssh === undefined ? ['ssh', host] : typeof raw.ssh === 'string' ? ['ssh', raw.ssh] : raw.ssh;
+  return { name: host, ssh, fspl: raw?.fspl };
+}
+
+/**
+ * Problems with hosts, reported by buildModel with the other cross-checks: every item has a
+ * host or none has; hosts are known; a transition reads only places of its own host; all the
+ * writers of a place are on one host (they share its numbering).
+ */
+export function hostProblems(places: Map<string, PlaceSpec>, transitions: Map<string, TransitionSpec>, extra: Record<string, unknown>): ModelProblem[] {
+  const net = { places, transitions, extra };
+  if (!isDistributed(net)) return [];
+  const problems: ModelProblem[] = [];
+  const hosts = extra.hosts as Record<string, unknown> | undefined;
+  if (hosts !== undefined) {
+    for (const [name, h] of Object.entries(hosts)) {
+      if (!NAME_RE.test(name)) problems.push({ path: ['hosts', name], atKey: true, message: `Invalid host name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
+      if (h === null || h === undefined) continue;
+      if (typeof h !== 'object' || Array.isArray(h)) {
+        problems.push({ path: ['hosts', name], message: 'A host is a map: { ssh: [COMMAND..., DESTINATION], fspl: PATH }' });
+        continue;
+      }
+      for (const [k, v] of Object.entries(h)) {
+        if (k === 'ssh') {
+          const ok = (typeof v === 'string' && v.length > 0) || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0));
+          if (!ok) problems.push({ path: ['hosts', name, 'ssh'], message: 'ssh is a destination (a word) or the whole command as a list: [ssh, -F, CONFIG, DESTINATION]' });
+        } else if (k === 'fspl') {
+          if (typeof v !== 'string' || v.length === 0) problems.push({ path: ['hosts', name, 'fspl'], message: 'fspl is the path of fspl on that host' });
+        } else problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl)` });
+      }
+    }
+  }
+  const known = (where: Array<string | number>, host: string | undefined, what: string) => {
+    if (host === undefined) problems.push({ path: where, message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)` });
+    else if (hosts !== undefined && !(host in hosts)) problems.push({ path: [...where, 'host'], message: `Unknown host ${JSON.stringify(host)} (hosts: ${Object.keys(hosts).join(', ')})` });
+  };
+  for (const p of places.values()) known(['places', p.name], hostOf(p), `Place ${p.name}`);
+  for (const t of transitions.values()) {
+    known(['transitions', t.name], hostOf(t), `Transition ${t.name}`);
+    for (const [i, a] of t.inputs.entries()) {
+      const ph = hostOf(places.get(a.place) ?? { extra: {} });
+      if (ph !== undefined && hostOf(t) !== undefined && ph !== hostOf(t)) {
+        problems.push({ path: ['transitions', t.name, 'in', ...(t.inputs.length > 1 ? [i] : [])], message: `Transition ${t.name} (host ${hostOf(t)}) reads place ${a.place} on host ${ph}: a transition reads places of its own host only` });
+      }
+    }
+  }
+  const model = net as unknown as NetModel;
+  for (const p of places.values()) {
+    const writerHosts = new Set(writersOf(model, p.name).map((t) => hostOf(t)).filter((h): h is string => !!h));
+    if (writerHosts.size > 1) {
+      problems.push({ path: ['places', p.name], atKey: true, message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host` });
+    }
+  }
+  return problems;
+}
+
+/** The state directory of one host's run (several hosts may share a file system, as in tests). */
+export function hostStateDir(net: NetModel, host: string): string {
+  return path.join(net.stateDir, host);
+}
+
+export function outboxDir(stateDir: string, place: string): string {
+  return path.join(stateDir, 'outbox', place);
+}
+
+/** Remote places written from this view, by place name. */
+export function remotePlaces(view: NetModel): Map<string, RemotePlace> {
+  const out = new Map<string, RemotePlace>();
+  for (const p of view.places.values()) {
+    const r = p.extra.remote as RemotePlace | undefined;
+    if (r) out.set(p.name, r);
+  }
+  return out;
+}
+
+/**
+ * The net as one host runs it: its transitions; its places; and in place of each place on another
+ * host that its transitions write, the outbox (extra.remote says where the place really is).
+ * Places it neither owns nor writes are left out. A net without hosts is returned as it is.
+ */
+export function hostView(net: NetModel, host: string | undefined): NetModel {
+  if (!isDistributed(net)) {
+    if (host !== undefined) throw new NetError(`--host ${host}: the net names no hosts`);
+    return net;
+  }
+  const names = hostNames(net);
+  if (host === undefined) throw new NetError(`The net runs on several hosts (${names.join(', ')}): say which one this is with --host NAME`);
+  if (!names.includes(host)) throw new NetError(`Unknown host ${JSON.stringify(host)}: the net's hosts are ${names.join(', ')}`);
+  const stateDir = hostStateDir(net, host);
+  const transitions = new Map([...net.transitions].filter(([, t]) => hostOf(t) === host));
+  const places = new Map<string, PlaceSpec>();
+  for (const p of net.places.values()) {
+    if (hostOf(p) === host) places.set(p.name, p);
+    else if ([...transitions.values()].some((t) => t.outputs.includes(p.name) || t.error === p.name)) {
+      const remote: RemotePlace = { host: hostOf(p)!, dir: p.dir, sync: p.extra.sync === true };
+      places.set(p.name, { ...p, dir: outboxDir(stateDir, p.name), capacity: undefined, extra: { ...p.extra, remote } });
+    }
+  }
+  return { ...net, stateDir, places, transitions };
+}
+
+/** Places of one host (for `net init --host`). */
+export function placesOf(net: NetModel, host: string): string[] {
+  return [...net.places.values()].filter((p) => hostOf(p) === host).map((p) => p.name);
+}

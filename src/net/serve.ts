@@ -1,0 +1,209 @@
+/**
+ * `fspl net serve`: a read-only web page that watches a net. It draws the net from its file (SVG
+ * rendered in-process, svg.ts), fills in token counts, ages, firing counts and rates live over
+ * Server-Sent Events, lists a place's tokens or a transition's recent firings on click, and serves
+ * the same figures to Prometheus at /metrics.
+ *
+ * Safety: it binds to 127.0.0.1 unless told otherwise; only GET and HEAD are answered (405
+ * otherwise); the only files it serves are its own assets, looked up by exact name in a fixed
+ * table (never by joining a path from the URL); names, keys, params and stderr reach the page as
+ * JSON and are put there as text by the page's script (never as HTML); and a Content Security
+ * Policy forbids inline scripts, so a key like `<script>` is shown, not run. Every figure is
+ * recomputed from the directories and STATE/live.json (status.ts), so a run that stops or a
+ * directory that vanishes shows as such.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { silentLogger, type Logger } from '../log.js';
+import { netToDot } from './dot.js';
+import { netMetricsText, netStatusJson } from './metrics.js';
+import type { NetModel } from './model.js';
+import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
+import { netStatus, placeTokens, transitionDetail, type NetStatusReport } from './status.js';
+import { dotToSvg } from './svg.js';
+
+export interface ServeOptions {
+  /** Port (default 8484; 0 picks a free one). */
+  port?: number;
+  /** Address to bind (default 127.0.0.1). */
+  host?: string;
+  /** How often the figures are recomputed while a page watches, ms (default 300). */
+  pollMs?: number;
+  logger?: Logger;
+}
+
+export interface NetServer {
+  /** The page's address, e.g. http://127.0.0.1:8484/ */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Placeholder lines drawn into each node, which the page replaces with live figures: they give
+ * every node its final size up front, so the layout does not move as numbers change.
+ */
+export const PLACE_LINES = ['0000 tokens', 'oldest 00m00s'];
+export const TRANSITION_LINES = ['run 00  ok 000000', 'failed 0000  00.0/min'];
+
+/** The static assets, by exact URL path: the table is the only way to a file. */
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/assets/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/assets/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+};
+
+/**
+ * Where the assets are: src/net/web when running from the sources, dist/net/web once built (the
+ * build copies them); from dist/net/serve.js and from dist/bundle/*.js alike that is ../net/web.
+ */
+const WEB_DIR = new URL('../net/web/', import.meta.url);
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+  'Cache-Control': 'no-store',
+};
+
+function loadAssets(): Map<string, { body: Buffer; type: string }> {
+  const out = new Map<string, { body: Buffer; type: string }>();
+  for (const [route, a] of Object.entries(ASSETS)) out.set(route, { body: fs.readFileSync(new URL(a.file, WEB_DIR)), type: a.type });
+  return out;
+}
+
+/** The drawing the page starts from: the net with placeholder lines in every node. */
+export async function serveSvg(net: NetModel): Promise<string> {
+  return dotToSvg(netToDot(net, { lines: (kind) => (kind === 'place' ? PLACE_LINES : TRANSITION_LINES) }));
+}
+
+/** The figures the page shows, as sent over the event stream and by /api/status. */
+function pageJson(r: NetStatusReport): string {
+  return JSON.stringify(netStatusJson(r));
+}
+
+export async function serveNet(net: NetModel, options: ServeOptions = {}): Promise<NetServer> {
+  const log = options.logger ?? silentLogger;
+  const pollMs = options.pollMs ?? 300;
+  const assets = loadAssets();
+  const svg = Buffer.from(await serveSvg(net));
+  const clients = new Set<http.ServerResponse>();
+  let last = '';
+  let lastSent = 0;
+  let polling = false;
+  let timer: NodeJS.Timeout | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
+
+  const status = async (): Promise<string> => pageJson(await netStatus(net));
+
+  const tick = async () => {
+    if (polling || clients.size === 0) return;
+    polling = true;
+    try {
+      const json = await status();
+      const now = Date.now();
+      // Ages change all the time; anything else is sent at once, ages at least once a second.
+      const shape = json.replace(/"(oldestAgeMs|sinceLastFiredMs|at)":[0-9.e+-]+/g, '');
+      if (shape !== last || now - lastSent >= 1000) {
+        last = shape;
+        lastSent = now;
+        for (const c of clients) c.write(`data: ${json}\n\n`);
+      }
+    } catch (err) {
+      log.warn('net', `serve: cannot read the net's state: ${(err as Error).message}`);
+    } finally {
+      polling = false;
+    }
+  };
+
+  const send = (res: http.ServerResponse, head: boolean, code: number, type: string, body: string | Buffer, extra: Record<string, string> = {}) => {
+    const buf = typeof body === 'string' ? Buffer.from(body) : body;
+    res.writeHead(code, { ...SECURITY_HEADERS, 'Content-Type': type, 'Content-Length': String(buf.length), ...extra });
+    res.end(head ? undefined : buf);
+  };
+  const notFound = (res: http.ServerResponse, head: boolean) => send(res, head, 404, 'text/plain; charset=utf-8', 'not found\n');
+  const json = (res: http.ServerResponse, head: boolean, value: unknown) => send(res, head, 200, 'application/json; charset=utf-8', `${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}\n`);
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const method = req.method ?? '';
+    if (method !== 'GET' && method !== 'HEAD') {
+      send(res, false, 405, 'text/plain; charset=utf-8', 'method not allowed: this page only reads\n', { Allow: 'GET, HEAD' });
+      return;
+    }
+    const head = method === 'HEAD';
+    const target = req.url ?? '';
+    if (!target.startsWith('/')) {
+      send(res, head, 400, 'text/plain; charset=utf-8', 'bad request\n');
+      return;
+    }
+    // The path as sent, without its query: never decoded or normalised before the table lookup,
+    // so /../x, %2e%2e%2f and their double encodings are simply names that are not in it.
+    const route = target.split('?')[0]!;
+    const asset = assets.get(route);
+    if (asset) return send(res, head, 200, asset.type, asset.body);
+    if (route === '/net.svg') return send(res, head, 200, 'image/svg+xml; charset=utf-8', svg);
+    if (route === '/metrics') return send(res, head, 200, PROMETHEUS_CONTENT_TYPE, netMetricsText(await netStatus(net)));
+    if (route === '/api/status') return send(res, head, 200, 'application/json; charset=utf-8', `${await status()}\n`);
+    if (route === '/api/events') {
+      res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'keep-alive' });
+      if (head) return void res.end();
+      res.write(`retry: 1000\ndata: ${await status()}\n\n`);
+      clients.add(res);
+      req.on('close', () => clients.delete(res));
+      return;
+    }
+    const m = /^\/api\/(place|transition)\/([^/]+)$/.exec(route);
+    if (m) {
+      let name: string;
+      try {
+        name = decodeURIComponent(m[2]!);
+      } catch {
+        return send(res, head, 400, 'text/plain; charset=utf-8', 'bad request\n');
+      }
+      if (m[1] === 'place') {
+        if (!net.places.has(name)) return notFound(res, head);
+        return json(res, head, { place: name, ...(await placeTokens(net, name, { limit: 200 })) });
+      }
+      if (!net.transitions.has(name)) return notFound(res, head);
+      return json(res, head, { transition: name, ...transitionDetail(net, name) });
+    }
+    return notFound(res, head);
+  };
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      log.warn('net', `serve: ${req.method} ${req.url}: ${(err as Error).message}`);
+      if (!res.headersSent) send(res, false, 500, 'text/plain; charset=utf-8', 'internal error\n');
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 8484, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  timer = setInterval(() => void tick(), pollMs);
+  heartbeat = setInterval(() => {
+    for (const c of clients) c.write(': keep-alive\n\n');
+  }, 15_000);
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${host}:${addr.port}/`,
+    port: addr.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        clearInterval(timer);
+        clearInterval(heartbeat);
+        for (const c of clients) c.end();
+        clients.clear();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

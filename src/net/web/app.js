@@ -1,0 +1,196 @@
+// The `fspl net serve` page. Everything that comes from the net (names, keys, params, stderr) is
+// put on the page with textContent or as text nodes, never as HTML.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+let current = null; // the last status report
+let selected = null; // { kind: 'place' | 'transition', name }
+
+function age(ms) {
+  if (ms === undefined || ms === null) return '–';
+  const s = ms / 1000;
+  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.floor(s)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+function rate(x) {
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1);
+}
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function row(cells, alarm) {
+  const tr = document.createElement('tr');
+  if (alarm) tr.className = 'alarm';
+  for (const c of cells) tr.appendChild(typeof c === 'object' && c !== null ? c : el('td', c));
+  return tr;
+}
+
+function num(v) {
+  return el('td', v, 'num');
+}
+
+/** The last `n` <text> lines of a node: the placeholders the server drew. */
+function lines(g, n) {
+  const texts = g.querySelectorAll('text');
+  return Array.from(texts).slice(Math.max(0, texts.length - n));
+}
+
+function nodeOf(kind, name) {
+  return document.getElementById(`${kind}-${name}`);
+}
+
+async function loadDrawing() {
+  const res = await fetch('/net.svg');
+  const doc = new DOMParser().parseFromString(await res.text(), 'image/svg+xml');
+  const svg = document.importNode(doc.documentElement, true);
+  const box = $('drawing');
+  box.textContent = '';
+  box.appendChild(svg);
+  for (const g of svg.querySelectorAll('g.node')) {
+    const m = /^(place|transition)-(.*)$/.exec(g.id);
+    if (!m) continue;
+    g.dataset.kind = m[1];
+    g.dataset.name = m[2];
+    for (const t of lines(g, 2)) t.textContent = '';
+    g.addEventListener('click', () => select(m[1], m[2]));
+  }
+  if (current) update(current);
+}
+
+function update(r) {
+  current = r;
+  $('net-name').textContent = r.net;
+  const banner = $('banner');
+  banner.className = `banner ${r.state}`;
+  banner.textContent = `${r.state}${r.live ? ` — net run pid ${r.pid}` : ' — no net run going'}${r.stuck.length ? ` — ${r.stuck.length} token${r.stuck.length === 1 ? '' : 's'} can't fire` : ''}`;
+
+  const places = $('places').tBodies[0];
+  places.textContent = '';
+  for (const p of r.places) {
+    const note = p.problem || '';
+    places.appendChild(row([p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note], p.stuck > 0 || !!p.problem));
+    const g = nodeOf('place', p.name);
+    if (!g) continue;
+    const [a, b] = lines(g, 2);
+    a.textContent = `${p.tokens}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${p.tokens === 1 ? '' : 's'}`;
+    b.textContent = p.problem ? 'missing' : p.tokens ? `oldest ${age(p.oldestAgeMs)}` : '';
+    g.classList.toggle('has-tokens', p.tokens > 0);
+    g.classList.toggle('stuck', p.stuck > 0);
+    g.classList.toggle('missing', !!p.problem);
+    g.dataset.tokens = String(p.tokens);
+  }
+
+  const transitions = $('transitions').tBodies[0];
+  transitions.textContent = '';
+  for (const t of r.transitions) {
+    const note = t.stopped ? `STOPPED: ${t.stopped.reason}` : t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '';
+    const service = t.meanServiceMs === undefined ? '–' : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
+    transitions.appendChild(
+      row([t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), num(t.sinceLastFiredMs === undefined ? '–' : `${age(t.sinceLastFiredMs)} ago`), note], t.failing),
+    );
+    const g = nodeOf('transition', t.name);
+    if (!g) continue;
+    const [a, b] = lines(g, 2);
+    a.textContent = `run ${t.running}  ok ${t.fired}`;
+    b.textContent = `failed ${t.failed}  ${rate(t.perMinute1)}/min`;
+    g.classList.toggle('running', t.running > 0);
+    g.classList.toggle('failing', !!t.failing);
+    g.dataset.fired = String(t.fired);
+    g.dataset.failed = String(t.failed);
+  }
+
+  const stuck = $('stuck');
+  stuck.textContent = '';
+  $('stuck-title').hidden = r.stuck.length === 0;
+  for (const l of r.stuck.slice(0, 100)) stuck.appendChild(el('li', `${l.place} #${l.seq} key ${l.key}: ${l.reason}`));
+  if (selected) void showDetail();
+}
+
+function select(kind, name) {
+  for (const g of document.querySelectorAll('g.node.selected')) g.classList.remove('selected');
+  selected = { kind, name };
+  nodeOf(kind, name)?.classList.add('selected');
+  $('detail').hidden = false;
+  $('detail-title').textContent = `${kind} ${name}`;
+  void showDetail();
+}
+
+let detailBusy = false;
+async function showDetail() {
+  if (!selected || detailBusy) return;
+  detailBusy = true;
+  const { kind, name } = selected;
+  try {
+    const res = await fetch(`/api/${kind}/${encodeURIComponent(name)}`);
+    if (!res.ok) throw new Error(`${res.status}`);
+    const d = await res.json();
+    if (!selected || selected.kind !== kind || selected.name !== name) return;
+    const body = document.createElement('div');
+    if (kind === 'place') renderPlace(body, d);
+    else renderTransition(body, d);
+    $('detail-body').replaceChildren(body);
+  } catch (err) {
+    $('detail-body').replaceChildren(el('p', `cannot read the ${kind}: ${err.message}`));
+  } finally {
+    detailBusy = false;
+  }
+}
+
+function renderPlace(body, d) {
+  body.appendChild(el('p', d.problem ? d.problem : `${d.total} token${d.total === 1 ? '' : 's'}${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`));
+  if (!d.tokens.length) return;
+  const t = el('table');
+  t.id = 'tokens';
+  t.appendChild(row(['seq', 'key', 'age', 'params'].map((h) => el('th', h))));
+  for (const tok of d.tokens) t.appendChild(row([num(tok.seq), tok.nop ? '(NOP)' : tok.key, num(age(tok.ageMs)), el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params')]));
+  body.appendChild(t);
+}
+
+function renderTransition(body, d) {
+  if (d.stopped) body.appendChild(el('p', `STOPPED: ${d.stopped.reason} (log ${d.stopped.log})`, 'alarm'));
+  if (d.lastFailure) {
+    body.appendChild(el('h3', 'Last failure'));
+    body.appendChild(el('p', `${new Date(d.lastFailure.at).toLocaleString()}, key ${d.lastFailure.key}: ${d.lastFailure.reason}`));
+    if (d.lastFailure.log) body.appendChild(el('p', `log: ${d.lastFailure.log}`));
+    const pre = el('pre', d.stderrTail || '(no stderr)');
+    pre.id = 'stderr';
+    body.appendChild(pre);
+  }
+  body.appendChild(el('h3', 'Recent firings'));
+  if (!d.history.length) {
+    body.appendChild(el('p', 'none yet'));
+    return;
+  }
+  const t = el('table');
+  t.id = 'firings';
+  t.appendChild(row(['when', 'key', 'took', 'result'].map((h) => el('th', h))));
+  for (const h of d.history.slice().reverse()) t.appendChild(row([new Date(h.at).toLocaleTimeString(), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`], !h.ok));
+  body.appendChild(t);
+}
+
+function connect() {
+  const es = new EventSource('/api/events');
+  es.onmessage = (e) => update(JSON.parse(e.data));
+  es.onerror = () => {
+    const banner = $('banner');
+    banner.className = 'banner lost';
+    banner.textContent = 'connection to fspl net serve lost; retrying…';
+  };
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('detail-close').addEventListener('click', () => {
+    selected = null;
+    $('detail').hidden = true;
+    for (const g of document.querySelectorAll('g.node.selected')) g.classList.remove('selected');
+  });
+  loadDrawing().catch((err) => ($('drawing').textContent = `cannot draw the net: ${err.message}`));
+  connect();
+});

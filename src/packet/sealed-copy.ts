@@ -1,0 +1,205 @@
+/**
+ * Synchronous copy loops for sealed packets (see seal.ts), for the CLI's descriptor-to-descriptor
+ * paths: making a sealed packet (prepare --seal), storing a packet while checking its seal
+ * (queue-write), and copying a sealed payload out (stdin-payload, queue-payload).
+ *
+ * These read every byte (a checksum needs them), so they are kept apart from copy.ts's copy(),
+ * which unsealed packets keep using (and which may move bytes without reading them).
+ */
+import fs from 'node:fs';
+import { PayloadSealError, ShortReadError } from '../errors.js';
+import { copy } from '../copy.js';
+import { readSomeSync, writeAllSync } from '../io.js';
+import { openSpoolSync } from '../spool.js';
+import { PREFIX_LENGTH, TAG, decodeMetadata, decodePrefix, encodeHeader, type Prefix } from './codec.js';
+import { SealVerifier, checksumMismatch, crc32Update } from './seal.js';
+import type { PacketHeader, Seal } from './types.js';
+
+const CHUNK = 1 << 20;
+let shared: Buffer | undefined;
+const chunkBuffer = () => (shared ??= Buffer.allocUnsafe(CHUNK));
+
+/**
+ * Read up to n bytes (fewer only at end of file). Memory grows with the bytes that arrive, not
+ * with n, so a hostile declared length costs nothing up front.
+ */
+export function readUpToSync(fd: number, n: number): Buffer {
+  const parts: Buffer[] = [];
+  let got = 0;
+  while (got < n) {
+    const part = Buffer.allocUnsafe(Math.min(CHUNK, n - got));
+    let filled = 0;
+    while (filled < part.length) {
+      const r = readSomeSync(fd, part, filled, part.length - filled);
+      if (r === 0) break;
+      filled += r;
+    }
+    parts.push(filled === part.length ? part : part.subarray(0, filled));
+    got += filled;
+    if (filled < part.length) break;
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, got);
+}
+
+/**
+ * Copy from inFd to outFd (from the current position, or from `position` with pread), checking
+ * the bytes against the seal; throws PayloadSealError when they run long (before writing the
+ * excess), end early, or fail the checksum. Returns the byte count.
+ */
+export function copySealedSync(inFd: number, outFd: number, seal: Seal, position?: number): number {
+  const v = new SealVerifier(seal);
+  const buf = chunkBuffer();
+  let pos = position;
+  for (;;) {
+    const r = readSomeSync(inFd, buf, 0, buf.length, pos ?? null);
+    if (r === 0) break;
+    if (pos !== undefined) pos += r;
+    const chunk = buf.subarray(0, r);
+    v.update(chunk);
+    writeAllSync(outFd, chunk);
+  }
+  v.finish();
+  return v.seen;
+}
+
+/** Checksum `length` bytes of a file from `position` (pread); fewer if the file is shorter. */
+export function sealFileRangeSync(fd: number, position: number, length: number): Seal {
+  const buf = chunkBuffer();
+  let crc = 0;
+  let done = 0;
+  while (done < length) {
+    const r = readSomeSync(fd, buf, 0, Math.min(buf.length, length - done), position + done);
+    if (r === 0) break;
+    crc = crc32Update(buf.subarray(0, r), crc);
+    done += r;
+  }
+  return { length: BigInt(done), crc32: crc };
+}
+
+/** A descriptor's file offset, from /proc (Linux); undefined where that can not be read. */
+export function fdOffset(fd: number): number | undefined {
+  try {
+    const m = /^pos:\s*(\d+)/m.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Write a sealed packet to outFd: the header with the payload's seal, then the payload.
+ *
+ * - A regular file (-i FILE, or stdin redirected from one) is read twice: once to checksum it
+ *   (its length is its size from the current offset), then to copy it. A file that shrinks in
+ *   between fails here (exit 1); one changed in place gives a packet its readers refuse.
+ * - Anything else (a pipe, a socket, a terminal) is spooled first to a nameless file in $TMPDIR
+ *   (spool.ts: it vanishes even on SIGKILL), checksummed on the way in, then copied from there.
+ *   That costs disk space for the whole payload and a second pass over it.
+ */
+export function writeSealedPacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
+  if (payloadFd === undefined) {
+    writeAllSync(outFd, encodeHeader({ ...header, seal: { length: 0n, crc32: 0 } }));
+    return;
+  }
+  const st = fs.fstatSync(payloadFd);
+  if (st.isFile()) {
+    const start = fdOffset(payloadFd) ?? 0;
+    const seal = sealFileRangeSync(payloadFd, start, Math.max(0, st.size - start));
+    writeAllSync(outFd, encodeHeader({ ...header, seal }));
+    copyExactSealedSync(payloadFd, outFd, seal, start, 'the payload file shrank while being read');
+    return;
+  }
+  const spool = openSpoolSync();
+  try {
+    const buf = chunkBuffer();
+    let crc = 0;
+    let length = 0;
+    for (;;) {
+      const r = readSomeSync(payloadFd, buf, 0, buf.length);
+      if (r === 0) break;
+      const chunk = buf.subarray(0, r);
+      crc = crc32Update(chunk, crc);
+      writeAllSync(spool, chunk);
+      length += r;
+    }
+    const seal = { length: BigInt(length), crc32: crc };
+    writeAllSync(outFd, encodeHeader({ ...header, seal }));
+    copyExactSealedSync(spool, outFd, seal, 0, 'the spool file shrank while being read');
+  } finally {
+    fs.closeSync(spool);
+  }
+}
+
+/**
+ * Copy exactly seal.length bytes from `position` (pread). Only the length is checked here: a
+ * second CRC pass would cost as much as the first (docs/benchmarks.md), and a file changed in
+ * place between the passes gives a packet that every reader refuses anyway.
+ */
+function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: number, what: string): void {
+  const buf = chunkBuffer();
+  const length = Number(seal.length);
+  let done = 0;
+  while (done < length) {
+    const r = readSomeSync(inFd, buf, 0, Math.min(buf.length, length - done), position + done);
+    if (r === 0) throw new PayloadSealError('ERR_PAYLOAD_SHORT', `Cannot seal: ${what} (it ended after ${done} of ${length} bytes)`);
+    writeAllSync(outFd, buf, 0, r);
+    done += r;
+  }
+}
+
+function taggedStart(b: Buffer): boolean {
+  const n = Math.min(b.length, TAG.length);
+  return n > 0 && b.subarray(0, n).equals(TAG.subarray(0, n));
+}
+
+/**
+ * Store a packet from inFd into outFd, as queue-write does: the bytes are copied as they are,
+ * but a plain packet's header is decoded on the way, and a sealed one's payload is checked
+ * against its seal (PayloadSealError). Input that is not a plain packet (gzip, gpg...) or whose
+ * header does not decode is copied unchecked, as before; an empty input, or a plain packet that
+ * ends within its header, is refused (ShortReadError). Returns the byte count.
+ */
+export function copyPacketSync(inFd: number, outFd: number): number {
+  const prefix = readUpToSync(inFd, PREFIX_LENGTH);
+  if (prefix.length === 0) throw new ShortReadError('Empty input: there is no packet to write (did the command that makes it fail?)');
+  if (prefix.length < PREFIX_LENGTH && taggedStart(prefix)) throw cutInHeader(prefix.length);
+  writeAllSync(outFd, prefix);
+  if (prefix.length < PREFIX_LENGTH) return prefix.length;
+  let p: Prefix | undefined;
+  try {
+    p = decodePrefix(prefix);
+  } catch {
+    return PREFIX_LENGTH + copy(inFd, outFd); // not a plain packet: stored unchecked
+  }
+  const meta = readUpToSync(inFd, p.metadataLength);
+  if (meta.length < p.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
+  writeAllSync(outFd, meta);
+  let seal: Seal | undefined;
+  try {
+    seal = decodeMetadata(meta, p.metadataCrc).seal;
+  } catch {
+    seal = undefined; // a bad header is the processor's business, as it always was
+  }
+  const head = PREFIX_LENGTH + meta.length;
+  return head + (seal ? copySealedSync(inFd, outFd, seal) : copy(inFd, outFd));
+}
+
+function cutInHeader(n: number): ShortReadError {
+  return new ShortReadError(`Input ends within the packet header, after ${n} bytes (cut short in transit?)`);
+}
+
+/**
+ * Check a sealed payload held in a file from `offset` to its end, without copying it: its length
+ * from the file size (no read at all), and with `verify` its CRC-32 too (one read). Returns the
+ * failure, or undefined when it holds.
+ */
+export function checkSealedFileSync(fd: number, offset: number, seal: Seal, verify: boolean): PayloadSealError | undefined {
+  const size = BigInt(fs.fstatSync(fd).size - offset);
+  if (size !== seal.length) {
+    if (size < seal.length) return new PayloadSealError('ERR_PAYLOAD_SHORT', `Payload ends early: ${size} of ${seal.length} bytes (cut short?)`);
+    return new PayloadSealError('ERR_PAYLOAD_LONG', `Payload runs long: ${size} bytes, sealed as ${seal.length}`);
+  }
+  if (!verify) return undefined;
+  const got = sealFileRangeSync(fd, offset, Number(size));
+  return got.crc32 === seal.crc32 ? undefined : checksumMismatch(got.crc32, seal.crc32);
+}

@@ -1,0 +1,117 @@
+/**
+ * The package as npm publishes it: `npm pack`, installed into a scratch project, then loaded with
+ * import and with require (Node >= 20.19 loads an ES module through require() when "exports"
+ * lets it), its CLI run, and a TypeScript consumer compiled under the node16, nodenext and
+ * bundler resolutions. A file missing from "files" or an undeclared dependency fails here.
+ *
+ * Installing: the test must not download anything, so instead of `npm install` the tarball is
+ * unpacked into the scratch project's node_modules/filespooler (what npm does for a tarball), and
+ * each dependency the packed package.json declares is a symlink to this repository's copy (its
+ * own dependencies then resolve from there). Only declared dependencies are linked, so an import
+ * of an undeclared package fails as it would for a user. Scripts are not run (`--ignore-scripts`):
+ * the native addon is optional and dist/ is already built by `npm test`.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import os from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers.js';
+
+const run = promisify(execFile);
+const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+let project: string;
+let pkg: { name: string; version: string; dependencies?: Record<string, string> };
+
+function link(name: string, from: string): void {
+  const to = path.join(project, 'node_modules', name);
+  fs.mkdirSync(path.dirname(to), { recursive: true });
+  fs.symlinkSync(from, to, 'dir');
+}
+
+beforeAll(() => {
+  // Not helpers' tempDir(): that one is removed after each test, and this lives for the file.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-pack-'));
+  project = path.join(dir, 'consumer');
+  // --ignore-scripts: no "prepare" rebuild of dist/ while other test files use it.
+  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const tarball = path.join(dir, out.trim().split('\n').pop()!);
+  const installed = path.join(project, 'node_modules', 'filespooler');
+  fs.mkdirSync(installed, { recursive: true });
+  execFileSync('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
+  pkg = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
+  for (const dep of Object.keys(pkg.dependencies ?? {})) link(dep, path.join(ROOT, 'node_modules', dep));
+  link('@types/node', path.join(ROOT, 'node_modules', '@types', 'node')); // for the TS consumer only
+  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'commonjs' }));
+}, 120_000);
+
+afterAll(() => {
+  if (project) fs.rmSync(path.dirname(project), { recursive: true, force: true });
+});
+
+async function node(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return run(process.execPath, args, { cwd: project, encoding: 'utf8' });
+}
+
+describe('the packed package', () => {
+  it('is named and versioned as package.json says', () => {
+    expect(pkg.name).toBe('filespooler');
+  });
+
+  it('loads with require() from CommonJS', async () => {
+    const { stdout, stderr } = await node(['-e', "const f = require('filespooler'); console.log(typeof f.Queue, typeof f.preparePacket, typeof f.encodeHeader)"]);
+    expect(stdout).toBe('function function function\n');
+    expect(stderr).toBe('');
+  });
+
+  it('loads with import from an ES module, the same module as require() gives', async () => {
+    const { stdout } = await node([
+      '--input-type=module',
+      '-e',
+      "import { createRequire } from 'node:module'; const f = await import('filespooler'); const r = createRequire(process.cwd() + '/x.cjs')('filespooler'); console.log(typeof f.Queue, f.Queue === r.Queue)",
+    ]);
+    expect(stdout).toBe('function true\n');
+  });
+
+  it('has a lower-level entry point, filespooler/lowlevel, holding the main one too', async () => {
+    const { stdout } = await node([
+      '--input-type=module',
+      '-e',
+      "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const r = (await import('node:module')).createRequire(process.cwd() + '/x.cjs')('filespooler/lowlevel'); console.log(typeof low.SeqFile, typeof low.processQueue, low.Queue === main.Queue, r.FileLock === low.FileLock, 'SeqFile' in main)",
+    ]);
+    expect(stdout).toBe('function function true true false\n');
+  });
+
+  it('runs its CLI from the installed files', async () => {
+    const { stdout } = await node([path.join('node_modules', 'filespooler', 'bin', 'fspl'), 'prepare-get-next', '-s', path.join(project, 'seq')]);
+    expect(stdout).toBe('1\n');
+  });
+
+  // The API consumer test/api/consumer.ts (an ES module) compiled against the installed types under
+  // each resolution a TypeScript user may choose; a CommonJS consumer under nodenext, which models
+  // Node's require() of ES modules (node16 does not, and refuses it by design).
+  const consumer = fs.readFileSync(path.join(ROOT, 'test', 'api', 'consumer.ts'), 'utf8');
+  const cjsConsumer = "import fspl = require('filespooler');\nexport const open = (dir: string): InstanceType<typeof fspl.Queue> => fspl.Queue.open(dir);\n";
+  const modes: Array<[string, string, string, string]> = [
+    ['node16', 'node16', 'node16', 'consumer.mts'],
+    ['nodenext', 'nodenext', 'nodenext', 'consumer.mts'],
+    ['bundler', 'esnext', 'bundler', 'consumer.ts'],
+    ['nodenext (CommonJS, require)', 'nodenext', 'nodenext', 'consumer.cts'],
+  ];
+  it.each(modes)('typechecks a TypeScript consumer under %s', async (_name, module, resolution, file) => {
+    const dir = path.join(project, `ts-${resolution}-${file.replace('.', '-')}`);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, file), file.endsWith('.cts') ? cjsConsumer : consumer);
+    const args = [TSC, '--noEmit', '--strict', '--skipLibCheck', 'false', '--target', 'es2022', '--lib', 'es2022', '--types', 'node'];
+    args.push('--module', module, '--moduleResolution', resolution, path.join(dir, file));
+    let out = '';
+    try {
+      await run(process.execPath, args, { cwd: project, encoding: 'utf8' });
+    } catch (err) {
+      out = String((err as { stdout?: string }).stdout || err);
+    }
+    expect(out).toBe('');
+  });
+});

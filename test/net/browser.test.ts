@@ -1,0 +1,132 @@
+/**
+ * The net serve page in a real browser: Debian's chromium driven by playwright-core. It starts
+ * `fspl net run` and `fspl net serve` on a small net, opens the page, and checks that the drawing
+ * is complete, that counts change live (no reload), that clicking a place lists its tokens (a key
+ * holding HTML shows as text and runs nothing), and that a failing command is shown with its
+ * stderr. FSPL_SCREENSHOT=FILE keeps the screenshot (docs/net-serve.png was made so).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { expect, test } from 'vitest';
+import { describeIfPresent } from '../gate.js';
+import { makeNet, spawnFspl } from './helpers.js';
+
+const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
+const hasChromium = fs.existsSync(CHROMIUM);
+
+const NET = `
+places:
+  inbox: {}
+  work: {}
+  done: {}
+  failed: {}
+transitions:
+  prep:
+    in: inbox
+    out: work
+    run: [cat]
+  finish:
+    in: work
+    out: done
+    run: 'if grep -q bad; then echo "boom: <script>window.pwned=1</script>" >&2; exit 1; fi; echo finished'
+    error: failed
+`;
+
+/** The first line of a child's stdout that matches. */
+function lineOf(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = re.exec(out);
+      if (m) resolve(m);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+  });
+}
+
+describeIfPresent('net serve in a browser', hasChromium ? [] : [`chromium (${CHROMIUM})`], { what: 'browser test', note: 'apt-get install -y chromium' }, () => {
+  test('the page draws the net, follows it live, lists tokens and shows failures', { timeout: 120_000 }, async () => {
+    const { chromium } = await import('playwright-core');
+    const { file, net } = makeNet(NET);
+    const run = spawnFspl(['net', 'run', file]);
+    const serve = spawnFspl(['net', 'serve', file, '--port', '0']);
+    const [, url] = await lineOf(serve, /at (http:\/\/127\.0\.0\.1:\d+\/)/);
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-chromium-'));
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      viewport: { width: 1280, height: 900 },
+    });
+    try {
+      const page = browser.pages()[0] ?? (await browser.newPage());
+      const dialogs: string[] = [];
+      page.on('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await page.goto(url!);
+      // Every place and transition is drawn.
+      for (const p of net.model.places.keys()) await page.locator(`svg g#place-${p}`).waitFor();
+      for (const t of net.model.transitions.keys()) await page.locator(`svg g#transition-${t}`).waitFor();
+      await page.waitForFunction(() => document.querySelector('#banner')?.textContent?.includes('net run pid'));
+      expect(await page.locator('#place-inbox text').first().textContent()).toBe('inbox');
+
+      // Live: tokens put now show up without a reload, within 2 s.
+      await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
+      const key = '<img src=x onerror="window.pwned=1">';
+      await net.put('done', Buffer.from('a'), { key, params: ['<b>bold</b>', '"quoted"'] });
+      await net.put('done', Buffer.from('b'), { key: 'second' });
+      await page.waitForFunction(() => document.querySelector('#place-done')?.getAttribute('data-tokens') === '2', undefined, { timeout: 2000 });
+      expect(await page.locator('#place-done text').nth(1).textContent()).toBe('2 tokens');
+      expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
+
+      // A token through the whole net: the transitions' counts change.
+      await net.put('inbox', Buffer.from('good'), { key: 'good-1' });
+      await page.waitForFunction(() => document.querySelector('#transition-finish')?.getAttribute('data-fired') === '1', undefined, { timeout: 30_000 });
+      await page.waitForFunction(() => document.querySelector('#place-done')?.getAttribute('data-tokens') === '3', undefined, { timeout: 2000 });
+
+      // Clicking a place lists its tokens; the key and params are text, not markup.
+      await page.locator('#place-done').click();
+      await page.locator('#tokens').waitFor();
+      const rows = page.locator('#tokens tr');
+      await expect.poll(() => rows.count()).toBe(4);
+      expect(await rows.nth(1).locator('td').nth(1).textContent()).toBe(key);
+      expect(await rows.nth(1).locator('td').nth(3).textContent()).toBe('"<b>bold</b>" "\\"quoted\\""');
+      expect(await page.locator('#detail img, #detail b').count()).toBe(0);
+
+      // A failing command is shown: the transition highlighted, its failure and stderr listed.
+      await net.put('inbox', Buffer.from('bad'), { key: 'bad-1' });
+      await page.waitForFunction(() => document.querySelector('#transition-finish')?.classList.contains('failing'), undefined, { timeout: 30_000 });
+      expect(await page.locator('#transition-finish').getAttribute('data-failed')).toBe('1');
+      await page.locator('#transition-finish').click();
+      await page.locator('#stderr').waitFor();
+      expect(await page.locator('#stderr').textContent()).toContain('boom: <script>window.pwned=1</script>');
+      expect(await page.locator('#detail').textContent()).toContain('exited with status 1');
+      await page.waitForFunction(() => document.querySelector('#place-failed')?.getAttribute('data-tokens') === '1', undefined, { timeout: 5000 });
+
+      // Nothing from the net ran as script.
+      expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+      expect(dialogs).toEqual([]);
+
+      const shot = await page.screenshot({ fullPage: true });
+      expect(shot.subarray(1, 4).toString()).toBe('PNG');
+      if (process.env.FSPL_SCREENSHOT) fs.writeFileSync(process.env.FSPL_SCREENSHOT, shot);
+
+      // The run stops: the page says so and keeps working.
+      run.kill('SIGTERM');
+      await page.waitForFunction(() => document.querySelector('#banner')?.textContent?.includes('no net run going'), undefined, { timeout: 15_000 });
+      expect(await page.locator('#place-done').getAttribute('data-tokens')).toBe('3');
+    } finally {
+      await browser.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+      serve.kill('SIGTERM');
+      run.kill('SIGTERM');
+    }
+  });
+});

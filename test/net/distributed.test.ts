@@ -1,0 +1,118 @@
+/**
+ * A net on two hosts, a and b (both this machine; b, and a seen from b, reached through a real
+ * sshd: test/harness/sshd.ts). 500 tokens go from a place on a, through a transition on b, back to
+ * a sink on a. sshd is killed half-way: the outboxes grow and `status` says so; once it is back
+ * they drain, and every token arrives exactly once and in order.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Net } from 'filespooler';
+import { describeIfPresent } from '../gate.js';
+import { onPath, waitFor } from '../harness/proc.js';
+import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
+import { netDir, runFspl, spawnFspl, tokensIn } from './helpers.js';
+
+const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
+
+const count = (dir: string) => {
+  try {
+    return fs.readdirSync(path.join(dir, 'jobs')).filter((n) => n.startsWith('fspl-')).length;
+  } catch {
+    return 0;
+  }
+};
+
+describeIfPresent('a net on two hosts over ssh', missing, { what: 'ssh net tests' }, () => {
+  let sshd: Sshd;
+  beforeAll(async () => {
+    sshd = await startSshd({ aliases: ['a', 'b'] });
+  });
+  afterAll(async () => {
+    await sshd?.stop();
+  });
+
+  test('500 tokens a -> b -> a exactly once and in order, through sshd killed and restarted', async () => {
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
+    fs.writeFileSync(
+      file,
+      `
+hosts:
+  a: { ssh: ${ssh('a')} }
+  b: { ssh: ${ssh('b')} }
+places:
+  src: { host: a }
+  mid: { host: b }
+  done: { host: a }
+transitions:
+  ship: { host: a, in: src, out: mid }
+  work: { host: b, in: mid, run: "tr a-z A-Z", out: done }
+`,
+    );
+    const net = Net.load(file);
+    expect(net.check().filter((w) => w.kind !== 'source' && w.kind !== 'sink')).toEqual([]);
+    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\n');
+    const placeDir = (p: string) => path.join(dir, 'places', p);
+    const outboxA = path.join(dir, 'net.state/a/outbox/mid');
+    for (let i = 0; i < 250; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
+
+    const runA = spawnFspl(['net', 'run', file, '--host', 'a', '--log-level', 'warn']);
+    const runB = spawnFspl(['net', 'run', file, '--host', 'b', '--log-level', 'warn']);
+    let logA = '';
+    runA.stderr!.on('data', (d) => (logA += d));
+    runB.stderr!.on('data', () => {});
+    await waitFor('tokens back on a', () => count(placeDir('done')) >= 100, 120_000, 100);
+
+    await sshd.kill();
+    for (let i = 250; i < 500; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
+    await waitFor('the outbox to grow', () => count(outboxA) >= 200, 60_000, 100);
+    const down = await waitFor(
+      'status to show the unreachable host',
+      async () => {
+        const r = await runFspl(['net', 'status', file, '--host', 'a']);
+        return /mid\s+outbox.*outbox to b:.*HOST UNREACHABLE/.test(r.stdout) ? r.stdout : undefined;
+      },
+      30_000,
+      300,
+    );
+    expect(down).toMatch(/(\d+) waiting/);
+    const json = JSON.parse((await runFspl(['net', 'status', file, '--host', 'a', '--json'])).stdout);
+    const mid = json.places.find((p: { name: string }) => p.name === 'mid');
+    expect(mid.role).toBe('outbox');
+    expect(mid.outbox.waiting).toBeGreaterThanOrEqual(200);
+    expect(mid.outbox.sender.failing.attempts).toBeGreaterThanOrEqual(1);
+    expect(logA).toMatch(/cannot deliver to b/);
+    expect(count(placeDir('done'))).toBeLessThan(500);
+
+    await sshd.restart();
+    const where = () =>
+      `src ${count(placeDir('src'))}, outbox a->b ${count(outboxA)}, mid ${count(placeDir('mid'))}, outbox b->a ${count(path.join(dir, 'net.state/b/outbox/done'))}, done ${count(placeDir('done'))}`;
+    try {
+      await waitFor('all 500 back on a', () => count(placeDir('done')) >= 500, 240_000, 200);
+    } catch (err) {
+      const sa = await runFspl(['net', 'status', file, '--host', 'a']);
+      const sb = await runFspl(['net', 'status', file, '--host', 'b']);
+      throw new Error(`${(err as Error).message}: ${where()}\n${sa.stdout}\n${sb.stdout}\n${logA.slice(-3000)}`);
+    }
+    await waitFor('the outboxes to drain', () => count(outboxA) === 0 && count(path.join(dir, 'net.state/b/outbox/done')) === 0, 30_000, 100);
+    const up = await runFspl(['net', 'status', file, '--host', 'a']);
+    expect(up.stdout).toMatch(/outbox to b:.*: 0 waiting/);
+    expect(up.stdout).not.toMatch(/UNREACHABLE/);
+
+    for (const c of [runA, runB]) c.kill('SIGTERM');
+    await Promise.all([runA, runB].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.on('exit', r)))));
+    expect([runA.exitCode, runB.exitCode]).toEqual([0, 0]);
+
+    const done = await tokensIn(placeDir('done'));
+    expect(done.map((t) => t.key)).toEqual(Array.from({ length: 500 }, (_, i) => `k${i}`));
+    expect(done.map((t) => t.payload)).toEqual(Array.from({ length: 500 }, (_, i) => `TOKEN ${i}\n`));
+    expect(done.map((t) => t.seq)).toEqual(Array.from({ length: 500 }, (_, i) => BigInt(i + 1)));
+    for (const p of ['src', 'mid']) expect(fs.readdirSync(path.join(placeDir(p), 'jobs'))).toEqual([]);
+    // Nothing half-received is left, on either side.
+    expect(fs.readdirSync(path.join(placeDir('done'), 'jobs')).filter((n) => !n.startsWith('fspl-'))).toEqual([]);
+    expect(fs.readFileSync(path.join(placeDir('mid'), 'recvseq'), 'utf8').trim()).toBe('501');
+  }, 400_000);
+});
