@@ -141,6 +141,8 @@ export class NetRunner {
    * tokens pile up there.
    */
   private readonly indexed = new Set<string>();
+  /** Tokens in the places not indexed: counted at the start, plus what this run wrote there (for the live state). */
+  private readonly written = new Map<string, number>();
   /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
   private readonly ownNames = new Set<string>();
 
@@ -220,6 +222,14 @@ export class NetRunner {
         }
       }
       this.recover();
+      for (const p of this.places.values()) {
+        if (this.indexed.has(p.name)) continue;
+        try {
+          this.written.set(p.name, p.occupancy());
+        } catch {
+          // a place gone: status reports it
+        }
+      }
     } catch (err) {
       this.close();
       throw err;
@@ -340,6 +350,7 @@ export class NetRunner {
         this.noteOwn(name);
         publish(o.temp, o.final);
         if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(name, headers[i]!, now);
+        else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
       });
     } finally {
       writers.forEach((w) => w.release());
@@ -698,7 +709,7 @@ export class NetRunner {
           },
         ]),
       ),
-      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, p.tokens.size])),
+      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.tokens.size : (this.written.get(p.name) ?? 0)])),
     };
     try {
       writeLiveState(this.net.stateDir, state);
