@@ -70,7 +70,7 @@ export function hostConfig(net: NetModel, host: string): HostConfig {
 }
 
 /**
- * Problems with hosts, reported by buildModel with the other cross-checks: every item has a
+ * Problems with hosts, reported by buildNet (build.ts) after the model's own checks: every item has a
  * host or none has; hosts are known; a transition reads only places of its own host; all the
  * writers of a place are on one host (they share its numbering).
  */

@@ -12,7 +12,8 @@ import { v4 as uuidv4 } from 'uuid';
 import { LockedError, NetError } from '../errors.js';
 import { checkNet, type NetWarning } from './check.js';
 import { netToDot, type DotState } from './dot.js';
-import { defineNet, effectiveOrder, type NetDefinition, type NetModel } from './model.js';
+import { defineNet } from './build.js';
+import { effectiveOrder, type NetDefinition, type NetModel } from './model.js';
 import { loadNetFile } from './netfile.js';
 import { KEY_VAR, Place } from './place.js';
 import { type NetRunSummary } from './runner.js';
@@ -158,7 +159,8 @@ export class Net {
 }
 
 export { loadNetFile, parseNetText } from './netfile.js';
-export { defineNet, type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model.js';
+export { defineNet } from './build.js';
+export { type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model.js';
 export { type NetRunOptions, type NetRunSummary, type NetEvent } from './runner.js';
 export { type HostRunOptions } from './distributed.js';
 export { sendPacket, sendPackets, RECEIVE_SCRIPT, type SendResult, type OutgoingPacket } from './outbox.js';

@@ -1,12 +1,10 @@
 /**
  * A net as plain data: places (queues), transitions (commands or functions) and the arcs between
  * them, plus the facts derived from them (who reads and writes each place). Built from a net file
- * by netfile.ts or from JavaScript by `defineNet`; everything above reads only this.
+ * by build.ts (from a net file or from JavaScript); everything above reads only this.
  */
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { NetError } from '../errors.js';
-import { hostProblems } from './hosts.js';
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;
 
@@ -266,15 +264,7 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
     });
   }
   const { dir: _d, state, places: _p, transitions: _t, ...extra } = def as NetDefinition & Record<string, unknown>;
-  if (problems.length === 0) problems.push(...hostProblems(places, transitions, extra));
   if (problems.length > 0) return { problems };
   const stateDir = path.resolve(dir, state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'));
   return { model: { file, dir, stateDir, places, transitions, extra }, problems };
-}
-
-/** Build a model from JavaScript, throwing NetError listing every problem. */
-export function defineNet(def: NetDefinition): NetModel {
-  const { model, problems } = buildModel(def);
-  if (!model) throw new NetError(problems.map((p) => `${p.path.join('.')}: ${p.message}`).join('; '));
-  return model;
 }

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { LineCounter, isMap, isNode, isSeq, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
 import { NetFileError } from '../errors.js';
-import { buildModel, type NetDefinition, type NetModel } from './model.js';
+import { buildNet } from './build.js';
+import type { NetDefinition, NetModel } from './model.js';
 
 const name = z.string();
 const positiveInt = z.number().int().min(1);
@@ -126,7 +127,7 @@ export function parseNetText(text: string, file: string): NetModel {
     );
   }
   const def = { ...(parsed.data as unknown as Omit<NetDefinition, 'dir'>), dir: path.dirname(path.resolve(file)) } as NetDefinition;
-  const { model, problems } = buildModel(def, path.resolve(file));
+  const { model, problems } = buildNet(def, path.resolve(file));
   if (!model) throw new NetFileError(file, problems.map((p) => ({ ...positionOf(doc, lc, p.path, p.atKey), message: p.message })));
   return model;
 }
