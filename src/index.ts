@@ -41,7 +41,6 @@ export {
   parseNetText,
   allocateWorkers,
   simulate,
-  schedule,
   type SimulateOptions,
   type SimulationReport,
   type ServiceTime,
