@@ -24,6 +24,7 @@ import { closeQuietly, fsyncSync, unlinkQuietly } from '../io.js';
 import { crc32Update, readHeaderSync, type PacketHeader, type Seal } from '../packet/index.js';
 import { fdOffset } from '../packet/sealed-copy.js';
 import { makeHeader, writePacketSync } from '../prepare.js';
+import { isJobFilename } from '../jobs.js';
 import { Queue, readHeaderFileSync } from '../queue.js';
 import { SeqFile } from '../seqfile.js';
 import type { PlaceOrder, PlaceSpec } from './model.js';
@@ -305,16 +306,9 @@ export class Place {
     return { seq, temp, final, header };
   }
 
-  /** Put one token into the place now (net put, error tokens written outside a commit). */
+  /** Put one token into the place now, whatever its capacity. */
   putNow(content: TokenContent): { seq: bigint; filename: string } {
-    const writers = this.lockWriters();
-    try {
-      const s = this.stage(writers, content, 'put');
-      publish(s.temp, s.final);
-      return { seq: s.seq, filename: path.basename(s.final) };
-    } finally {
-      writers.release();
-    }
+    return this.putIfRoom(content, undefined) as { seq: bigint; filename: string };
   }
 
   /**
@@ -324,7 +318,7 @@ export class Place {
    */
   occupancy(): number {
     let n = 0;
-    for (const name of fs.readdirSync(this.queue.jobsDir)) if ((name.startsWith('fspl-') && name.endsWith('.fspl')) || (name.startsWith('net-') && name.endsWith('.part'))) n++;
+    for (const name of fs.readdirSync(this.queue.jobsDir)) if (isJobFilename(name) || isPartName(name)) n++;
     return n;
   }
 
@@ -399,7 +393,7 @@ export class Place {
     } catch {
       return [];
     }
-    return names.filter((n) => n.startsWith('net-') && n.endsWith('.part')).map((n) => this.queue.jobPath(n));
+    return names.filter(isPartName).map((n) => this.queue.jobPath(n));
   }
 }
 
@@ -432,6 +426,11 @@ function sealOfPayload(p: TokenContent['payload']): Seal {
 }
 
 let sealBuffer: Buffer | undefined;
+
+/** A token being written by a net writer: jobs/net-*.part. */
+function isPartName(name: string): boolean {
+  return name.startsWith('net-') && name.endsWith('.part');
+}
 
 /** Rename a staged packet into place; done already (temp gone, final there) is fine. */
 export function publish(temp: string, final: string): void {
