@@ -177,20 +177,20 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
     const stdin = child.stdin!;
     for (const p of packets) {
       if (stopWriting || stdin.destroyed) break;
-      let fd: number | undefined;
       try {
-        fd = fs.openSync(p.path, 'r');
-        const size = fs.fstatSync(fd).size;
+        const size = fs.statSync(p.path).size; // outbox files never change once written
         if (!stdin.write(`${p.id} ${p.seq} ${size}\n`)) await drained(stdin);
-        // Exactly `size` bytes: the length was promised in the frame line.
-        for await (const chunk of fs.createReadStream('', { fd, autoClose: false, start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
-          if (stopWriting || stdin.destroyed) break;
-          if (!stdin.write(chunk)) await drained(stdin);
+        // Exactly `size` bytes: the length was promised in the frame line. The stream owns its
+        // descriptor: breaking out destroys it, and it closes the descriptor only once no read is
+        // in flight (closing it ourselves could let a pending read land on a reused number).
+        if (size > 0) {
+          for await (const chunk of fs.createReadStream(p.path, { start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
+            if (stopWriting || stdin.destroyed) break;
+            if (!stdin.write(chunk)) await drained(stdin);
+          }
         }
       } catch {
         break; // the connection went (or the file): the reader or exit status has the story
-      } finally {
-        if (fd !== undefined) fs.closeSync(fd);
       }
     }
     stdin.end();
