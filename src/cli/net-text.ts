@@ -39,4 +39,3 @@ export function formatNetStatus(r: NetStatusReport): string {
   return `${out.join('\n')}\n`;
 }
 
-export { netStatusJson as netStatusToJson } from '../net/metrics.js';

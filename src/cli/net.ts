@@ -19,6 +19,7 @@ import { formatSimulation } from './net-simulate-text.js';
 import { checkLogLevel, reportError, writeOut } from './output.js';
 
 const NET_POSITIONAL = { describe: 'The net file (YAML)', type: 'string' } as const;
+const HOST_OPTION = { type: 'string', describe: 'On a net that spans hosts: which host this is' } as const;
 
 function load(file: string): Net {
   return Net.load(file);
@@ -58,7 +59,7 @@ export async function runNet(argv: string[]): Promise<number> {
       (b) =>
         b
           .positional('net', NET_POSITIONAL)
-          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
+          .option('host', HOST_OPTION)
           .option('permissions', { type: 'boolean', describe: 'Set owners and modes (as root): a place is owned by its reader, its writers are its group' }),
       act((a) => {
         const made = load(String(a.net)).init({ host: hostArg(a), permissions: !!a.permissions });
@@ -95,7 +96,7 @@ export async function runNet(argv: string[]): Promise<number> {
       (b) =>
         b
           .positional('net', NET_POSITIONAL)
-          .option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' })
+          .option('host', HOST_OPTION)
           .option('drain', { type: 'boolean', describe: 'Exit once nothing runs and nothing can fire: 0, or 3 listing the tokens left' })
           .option('poll-interval', { type: 'string', describe: 'Look for new tokens every this many seconds instead of using file system events (NFS, SSHFS, synced folders)' })
           .option('workers', { alias: 'w', type: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' })
@@ -106,7 +107,7 @@ export async function runNet(argv: string[]): Promise<number> {
     .command(
       'status <net>',
       'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)',
-      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }).option('host', { type: 'string', describe: 'On a net that spans hosts: which host this is' }),
+      (b) => b.positional('net', NET_POSITIONAL).option('json', { type: 'boolean', describe: 'Print JSON (docs/json.md)' }).option('host', HOST_OPTION),
       act(async (a) => {
         const report = await load(String(a.net)).status({ host: hostArg(a) });
         writeOut(a.json ? `${JSON.stringify(netStatusJson(report), null, 2)}\n` : formatNetStatus(report));

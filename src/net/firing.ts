@@ -21,13 +21,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { copy } from '../copy.js';
 import { closeQuietly } from '../io.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../jobenv.js';
 import { fdStream } from '../packet/index.js';
 import type { FiringInput, TransitionSpec } from './model.js';
 import { giveDir, type RunAs } from './permissions.js';
-import { extractPayload, openPayloadFd, type Token } from './place.js';
+import { copyPayloads, extractPayload, openPayloadFd, type Token } from './place.js';
 
 /** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
 export type OutputSource = { path: string } | { tokens: string[] };
@@ -160,16 +159,9 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
   if (tokens.length === 1 && t.inputs[0]!.take === 1) return { fd: openPayloadFd(tokens[0]!.path) };
   const file = path.join(dir, 'batch');
   const out = fs.openSync(file, 'w', 0o600);
-  const lengths: number[] = [];
+  let lengths: number[];
   try {
-    for (const tok of tokens) {
-      const inFd = openPayloadFd(tok.path);
-      try {
-        lengths.push(copy(inFd, out));
-      } finally {
-        closeQuietly(inFd);
-      }
-    }
+    lengths = copyPayloads(tokens.map((tok) => tok.path), out);
   } finally {
     closeQuietly(out);
   }

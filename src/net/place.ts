@@ -277,14 +277,7 @@ export class Place {
       const p = content.payload;
       if (p && 'tokens' in p) {
         writePacketSync(out, header);
-        for (const file of p.tokens) {
-          const inFd = openPayloadFd(file);
-          try {
-            copy(inFd, out);
-          } finally {
-            closeQuietly(inFd);
-          }
-        }
+        copyPayloads(p.tokens, out);
       } else if (p && 'path' in p) {
         const inFd = fs.openSync(p.path, 'r');
         try {
@@ -469,12 +462,22 @@ export function openPayloadFd(file: string): number {
 
 /** Copy a token's payload into a file of its own (for commands that read inputs by name). */
 export function extractPayload(file: string, dest: string): void {
-  const inFd = openPayloadFd(file);
   const out = fs.openSync(dest, 'w', 0o644);
   try {
-    copy(inFd, out);
+    copyPayloads([file], out);
   } finally {
-    closeQuietly(inFd);
     closeQuietly(out);
   }
+}
+
+/** Copy the payloads of these token files, one after the other, to a descriptor; their lengths. */
+export function copyPayloads(files: readonly string[], out: number): number[] {
+  return files.map((file) => {
+    const inFd = openPayloadFd(file);
+    try {
+      return copy(inFd, out);
+    } finally {
+      closeQuietly(inFd);
+    }
+  });
 }

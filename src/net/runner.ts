@@ -25,13 +25,14 @@ import { FileLock } from '../lock.js';
 import { silentLogger, type Logger } from '../log.js';
 import { SeqFile } from '../seqfile.js';
 import { JobsWatcher } from '../watch.js';
-import { fire, STDERR_TAIL_BYTES, type FiringOutcome, type OutputSource } from './firing.js';
+import { fire, type FiringOutcome, type OutputSource } from './firing.js';
 import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
-import { effectiveOrder, isRead, type NetModel, type TransitionSpec } from './model.js';
+import { effectiveOrder, type NetModel, type TransitionSpec } from './model.js';
 import { Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
 import { runAsOf } from './permissions.js';
-import { schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
+import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
+import { SERVICE_WINDOW, ServiceTimeEstimator } from './service-time.js';
 import { mayCommit } from './commit-order.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
@@ -90,7 +91,8 @@ interface TransitionRun {
   spec: TransitionSpec;
   running: number;
   stopped?: { reason: string; log: string; at: number };
-  serviceTimes: number[];
+  /** Recent service times (ms), for the allocation. */
+  service: ServiceTimeEstimator;
   fired: number;
   failed: number;
   retried: number;
@@ -100,7 +102,6 @@ interface TransitionRun {
   monitor: TransitionMonitor;
 }
 
-const SERVICE_WINDOW = 20;
 const HISTORY = 20;
 const RETRY_DELAY_MS = 200;
 const LIVE_EVERY_MS = 500;
@@ -154,7 +155,7 @@ export class NetRunner {
     for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
-      this.trans.set(t.name, { spec: t, running: 0, serviceTimes: [], fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() });
+      this.trans.set(t.name, { spec: t, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() });
     }
     for (const t of this.trans.values()) {
       for (const a of t.spec.inputs) this.indexed.add(a.place);
@@ -428,7 +429,7 @@ export class NetRunner {
         workers: r.spec.workers,
         running: [...this.firings].filter((f) => f.transition === r.spec).length,
         stopped: !!r.stopped || this.stopping,
-        serviceTimes: r.serviceTimes,
+        serviceTimes: r.service.samples(),
       });
     }
     return m;
@@ -494,8 +495,7 @@ export class NetRunner {
       f.running = false;
       f.outcome = outcome;
       if (!outcome.abandoned) {
-        run.serviceTimes.push(outcome.durationMs);
-        if (run.serviceTimes.length > SERVICE_WINDOW) run.serviceTimes.shift();
+        run.service.record(outcome.durationMs);
       }
       this.poke();
     });
@@ -702,7 +702,7 @@ export class NetRunner {
             retried: r.retried,
             lastFired: r.lastFired,
             stopped: r.stopped,
-            serviceTimes: r.serviceTimes,
+            serviceTimes: r.service.count ? r.service.samples() : [],
             history: r.history,
             rates: r.monitor.snapshot(now),
             lastFailure: r.monitor.lastFailure,
@@ -841,4 +841,3 @@ function safeReadNext(p: Place): bigint | undefined {
   }
 }
 
-export { isRead, STDERR_TAIL_BYTES };

@@ -93,7 +93,8 @@ export interface SchedulerResult {
   wakeAt?: number;
 }
 
-const DEFAULT_SERVICE_MS = 100;
+/** Service time assumed for a transition with no measurements yet (ms). */
+export const DEFAULT_SERVICE_MS = 100;
 
 /** The next firing a transition could start on the current marking, without claiming it. */
 function candidate(t: TransitionState, places: Map<string, PlaceState>, now: number): { tokens: Array<{ place: string; token: TokenRef }>; wakeAt?: number } | undefined {

@@ -32,6 +32,9 @@ export function movingMean(values: readonly number[], window: number, start: num
   return sum / recent.length;
 }
 
+/** How many recent service times the runner and the simulation average (the same, so they agree). */
+export const SERVICE_WINDOW = 20;
+
 /** Moving mean of a stage's last `window` service times, `start` until there is one. */
 export class ServiceTimeEstimator {
   readonly start: number;

@@ -13,7 +13,8 @@
 import { NetError } from '../errors.js';
 import { mayCommit } from './commit-order.js';
 import { effectiveOrder, writersOf, type NetModel, type TransitionSpec } from './model.js';
-import { schedule, type PlaceState, type TokenRef, type TransitionState } from './scheduler.js';
+import { SERVICE_WINDOW, ServiceTimeEstimator } from './service-time.js';
+import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type TokenRef, type TransitionState } from './scheduler.js';
 
 /** A transition's service time: uniform in mean x [1 - jitter, 1 + jitter]. */
 export interface ServiceTime {
@@ -51,7 +52,6 @@ export interface SimulationReport {
   leftover: number;
 }
 
-const SERVICE_WINDOW = 20;
 
 /** Parse `T=MEAN[±JITTER%]` (MEAN with a unit: 40ms, 1.5s; ± may be written +-). */
 export function parseService(text: string): { transition: string; service: ServiceTime } {
@@ -157,7 +157,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
   for (const name of Object.keys(opts.service ?? {})) {
     if (!net.transitions.has(name)) throw new NetError(`--service names ${JSON.stringify(name)}, which is not a transition (transitions: ${[...net.transitions.keys()].join(', ')})`);
   }
-  const defaultService = opts.defaultService ?? { mean: 100, jitter: 0 };
+  const defaultService = opts.defaultService ?? { mean: DEFAULT_SERVICE_MS, jitter: 0 };
   const serviceOf = (t: string) => opts.service?.[t] ?? defaultService;
   const rand = random(opts.seed ?? 1);
   const maxFirings = opts.maxFirings ?? 10_000_000;
@@ -173,7 +173,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     const readers = [...net.transitions.values()].filter((t) => t.inputs.some((a) => a.place === p));
     lookahead.set(p, readers.some((t) => t.inputs.length > 1) ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64);
   }
-  const stats = new Map([...net.transitions.keys()].map((t) => [t, { firings: 0, busy: 0, times: [] as number[], nextOrdinal: 0 }]));
+  const stats = new Map([...net.transitions.keys()].map((t) => [t, { firings: 0, busy: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, defaultService.mean), nextOrdinal: 0 }]));
   const open = new Set<SimFiring>();
   let now = 0;
   let rotation = 0;
@@ -247,7 +247,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     for (const t of net.transitions.values()) {
       let running = 0;
       for (const f of open) if (f.transition === t) running++;
-      tstates.set(t.name, { name: t.name, inputs: t.inputs, outputs: t.outputs, inhibit: t.inhibit, workers: t.workers, running, stopped: false, serviceTimes: stats.get(t.name)!.times });
+      tstates.set(t.name, { name: t.name, inputs: t.inputs, outputs: t.outputs, inhibit: t.inhibit, workers: t.workers, running, stopped: false, serviceTimes: stats.get(t.name)!.service.samples() });
     }
     let busy = 0;
     for (const f of open) if (f.running) busy++;
@@ -283,8 +283,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
       if (f.running && f.finish <= now) {
         f.running = false;
         const st = stats.get(f.transition.name)!;
-        if (f.ms > 0 || f.tokens.length > 0) st.times.push(f.ms);
-        if (st.times.length > SERVICE_WINDOW) st.times.shift();
+        if (f.ms > 0 || f.tokens.length > 0) st.service.record(f.ms);
       }
     }
     lastEvent = Math.max(lastEvent, now);
