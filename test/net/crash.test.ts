@@ -35,7 +35,15 @@ function rng(seed: number): () => number {
 
 async function crashRun(workers: number): Promise<void> {
   const { dir, file, net } = makeNet(netYaml(workers));
-  for (let i = 0; i < TOKENS; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
+  // Tokens are put in batches of TOKENS: if the net drains before it has been killed KILLS times
+  // (a quick machine, or lucky kill times), another batch goes in, so the test always gets its
+  // kills, each while work is under way, whatever the speed of the machine.
+  let total = 0;
+  const putBatch = async (): Promise<void> => {
+    for (let i = total; i < total + TOKENS; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
+    total += TOKENS;
+  };
+  await putBatch();
   const seed = Number(process.env.FSPL_CRASH_SEED ?? Date.now() % 100000);
   const random = rng(seed);
   let kills = 0;
@@ -46,7 +54,7 @@ async function crashRun(workers: number): Promise<void> {
     child.stderr!.on('data', (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     if (kills < KILLS) {
-      // Short enough that 30 kills land before the net drains (its commands sleep 0-99 ms).
+      // Kill times of 100-600 ms: the commands sleep 0-99 ms, so each kill lands mid-work.
       const delay = 100 + random() * 500;
       const code = await Promise.race([exited, sleep(delay).then(() => 'timeout' as const)]);
       if (code === 'timeout') {
@@ -57,19 +65,19 @@ async function crashRun(workers: number): Promise<void> {
       }
       expect(code, `seed ${seed}: ${stderr}`).toBe(0);
       clean++;
+      await putBatch();
+      continue;
     } else {
       const code = await exited;
       expect(code, `seed ${seed}: ${stderr}`).toBe(0);
       clean++;
     }
-    if ((await tokensIn(path.join(dir, 'places/sink'))).length >= TOKENS) {
-      if (kills >= KILLS || clean > 0) break;
-    }
+    if (kills >= KILLS && (await tokensIn(path.join(dir, 'places/sink'))).length >= total) break;
   }
   const sink = await tokensIn(path.join(dir, 'places/sink'));
   const keys = sink.map((t) => t.key);
   expect(new Set(keys).size, `seed ${seed}: duplicate keys`).toBe(keys.length);
-  expect(keys.sort(), `seed ${seed}`).toEqual(Array.from({ length: TOKENS }, (_, i) => `k${i}`).sort());
+  expect(keys.sort(), `seed ${seed}`).toEqual(Array.from({ length: total }, (_, i) => `k${i}`).sort());
   for (const t of sink) {
     const i = t.key.slice(1);
     expect(t.payload, `seed ${seed}`).toBe(`L:p${i}\nR:p${i}\n`);
