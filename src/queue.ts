@@ -211,17 +211,25 @@ export class Queue {
    * which the reference keeps for ties; fs.readdirSync would sort them).
    */
   listJobFiles(): string[] {
-    const dir = fs.opendirSync(this.jobsDir, { bufferSize: 256 });
     const names: string[] = [];
+    this.forEachJobFile((name) => names.push(name));
+    return names;
+  }
+
+  /**
+   * Call `fn` with the name of each job file, in directory order, as the directory is read: the
+   * memory it takes does not grow with the number of files (a place holding 100,000 tokens).
+   */
+  forEachJobFile(fn: (name: string) => void): void {
+    const dir = fs.opendirSync(this.jobsDir, { bufferSize: 256 });
     try {
       for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
-        if (isJobFilename(e.name)) names.push(e.name);
+        if (isJobFilename(e.name)) fn(e.name);
         else this.logger.debug('queue', () => `Ignoring file ${JSON.stringify(e!.name)}`);
       }
     } finally {
       dir.closeSync();
     }
-    return names;
   }
 
   /** Read one job file's header, through the decoder if there is one. */

@@ -37,7 +37,7 @@ export function describeLeftovers(net: NetModel, places: Map<string, Place>, nex
       else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) reason = `waits for token number ${expected}, which has not arrived`;
       else {
         for (const t of readers) {
-          const inhibitor = t.inhibit.find((name) => (places.get(name)?.tokens.size ?? 0) > 0);
+          const inhibitor = t.inhibit.find((name) => (places.get(name)?.count ?? 0) > 0);
           if (inhibitor) {
             reason = `${t.name} is inhibited by tokens in ${inhibitor}`;
             break;
@@ -51,15 +51,15 @@ export function describeLeftovers(net: NetModel, places: Map<string, Place>, nex
           }
           const full = t.outputs.find((o) => {
             const cap = net.places.get(o)?.capacity;
-            return cap !== undefined && (places.get(o)?.tokens.size ?? 0) >= cap;
+            return cap !== undefined && (places.get(o)?.count ?? 0) >= cap;
           });
           if (full) {
             reason = `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`;
             break;
           }
           const arc = t.inputs.find((a) => a.place === p.name);
-          if (arc && arc.take > 1 && arc.maxWait === undefined && p.tokens.size < arc.take) {
-            reason = `${t.name} takes batches of ${arc.take}; only ${p.tokens.size} here`;
+          if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) {
+            reason = `${t.name} takes batches of ${arc.take}; only ${p.count} here`;
             break;
           }
         }

@@ -74,6 +74,8 @@ class IndexedToken implements Token {
   readonly place: string;
   readonly filename: string;
   readonly seq: bigint;
+  /** seq as orderKey() writes it. */
+  readonly order: string;
   readonly key: string;
   readonly seen: number;
   readonly nop: boolean;
@@ -85,6 +87,7 @@ class IndexedToken implements Token {
     this.jobsDir = jobsDir;
     this.filename = filename;
     this.seq = header.seq;
+    this.order = orderKey(header.seq);
     this.key = tokenKey(place, header);
     this.seen = seen;
     this.nop = header.cmd.kind === 'NOP';
@@ -113,19 +116,141 @@ export function isNop(t: Token): boolean {
 /** Headers read per batch during a scan: bounds the memory a scan of a big place needs at once. */
 const SCAN_CHUNK = 2048;
 
+/**
+ * How many tokens of a place a reader indexes at most (Place.window): those with the lowest
+ * numbers. Refilling it costs a scan of the directory, once three quarters have been consumed:
+ * 16,384 tokens take about 5 MiB, and a place of 100,000 is scanned about 8 times.
+ */
+export const INDEX_WINDOW = 16384;
+
+/** Tokens below a place's next number indexed at most, with a window (see Place.floor): 64, or a quarter of a small window. */
+const BELOW_FLOOR_INDEXED = 64;
+
+/** A sequence number as a string that sorts as the number does (a u64 has at most 20 digits). */
+export function orderKey(seq: bigint): string {
+  return seq.toString().padStart(20, '0');
+}
+
+/**
+ * The name a net writer gives a token: fspl-NUMBER-UUID.fspl, NUMBER its sequence number as
+ * orderKey() writes it. To any Filespooler reader it is a job file like another (fspl-*.fspl);
+ * to a reader of the place, a directory listing tells where each token stands in the order
+ * without opening it, which is what lets a reader index only the lowest numbers of a place that
+ * holds many tokens. Files named otherwise (fspl-UUID.fspl, from queue-write) have their header
+ * read once; a name whose number is not its header's is found out when it is read, and from
+ * then on placed by its header.
+ */
+export function numberedName(seq: bigint, id: string = uuidv4()): string {
+  return `fspl-${orderKey(seq)}-${id}.fspl`;
+}
+
+const NUMBERED = /^fspl-\d{20}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.fspl$/;
+
+/** The order key a numbered name carries. */
+function nameOrder(name: string): string | undefined {
+  return name.length === 67 && NUMBERED.test(name) ? name.slice(5, 25) : undefined;
+}
+
+/**
+ * The `limit` lowest (order key, name) pairs offered: a max-heap, so that a pair beyond them costs
+ * one comparison. Hand-written: a scan offers every file of the place, and no library heap keeps
+ * two parallel string arrays without an object per entry.
+ */
+class Lowest {
+  readonly keys: string[] = [];
+  readonly names: string[] = [];
+  /** Pairs offered and left out. */
+  rejected = 0;
+  constructor(private readonly limit: number) {}
+
+  private above(i: number, j: number): boolean {
+    const a = this.keys[i]!;
+    const b = this.keys[j]!;
+    return a > b || (a === b && this.names[i]! > this.names[j]!);
+  }
+
+  private swap(i: number, j: number): void {
+    const k = this.keys[i]!;
+    this.keys[i] = this.keys[j]!;
+    this.keys[j] = k;
+    const n = this.names[i]!;
+    this.names[i] = this.names[j]!;
+    this.names[j] = n;
+  }
+
+  offer(key: string, name: string): void {
+    const n = this.keys.length;
+    if (this.limit === Infinity) {
+      this.keys.push(key);
+      this.names.push(name);
+      return;
+    }
+    if (n < this.limit) {
+      this.keys.push(key);
+      this.names.push(name);
+      for (let i = n; i > 0; ) {
+        const up = (i - 1) >> 1;
+        if (!this.above(i, up)) break;
+        this.swap(i, up);
+        i = up;
+      }
+      return;
+    }
+    this.rejected++;
+    const top = this.keys[0]!;
+    if (key > top || (key === top && name >= this.names[0]!)) return;
+    this.keys[0] = key;
+    this.names[0] = name;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.above(l, m)) m = l;
+      if (r < n && this.above(r, m)) m = r;
+      if (m === i) break;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+}
+
 export class Place {
   readonly spec: PlaceSpec;
   readonly queue: Queue;
   readonly order: PlaceOrder;
   readonly sendseqPath: string;
-  /** Tokens by file name, as last scanned (plus the ones this process wrote since). */
+  /**
+   * The tokens indexed, by file name, as last scanned (plus the ones this process wrote since):
+   * every token of the place, or the `window` lowest numbers of it.
+   */
   tokens = new Map<string, Token>();
+  /** Job files in the place, indexed or not, as last scanned (plus own writes, minus own consumes). */
+  count = 0;
+  /**
+   * How many tokens are indexed at most: the runner sets it for the places it reads in sequence
+   * (INDEX_WINDOW or more), so that its memory does not grow with the tokens waiting. Those
+   * beyond are counted, not indexed; a scan brings them in as the indexed ones are consumed.
+   * Infinity (the default): every token (and-merge inputs are looked up by key).
+   */
+  window = Infinity;
   /**
    * How many tokens from the head of the place keep their header in memory (the runner sets it
-   * to what its readers may look at); the others keep only their name, number and key, so that
-   * a place holding many tokens costs little memory. Infinity: all (and-merge inputs, by key).
+   * to what its readers may look at); the others keep only their name, number and key.
+   * Infinity: all.
    */
   keepHeaders = Infinity;
+  /**
+   * The consumer's next number, for a place read in sequence (the runner sets it): tokens below
+   * it are never consumed (late copies, duplicates), so with a window only a few of them are
+   * indexed, enough to report them, and they can't crowd out the tokens that are.
+   */
+  floor: bigint | undefined;
+  /** Whether `tokens` holds every token of the place; if not, all those left out number above `top`. */
+  private complete = true;
+  /** The highest order key indexed (a bound: it may have been consumed since). */
+  private top = '';
+  /** Order keys of job files whose name does not tell their number (read from their header once). */
+  private foreign = new Map<string, string>();
   /** Tokens by sequence number (lazily sorted; may hold tokens gone since, skipped when read). */
   private bySeq: Token[] = [];
   private sorted = true;
@@ -160,37 +285,102 @@ export class Place {
     if (!fs.existsSync(this.sendseqPath)) SeqFile.with(this.sendseqPath, { create: true }, () => {});
   }
 
-  /** Scan again (reading only new headers); returns the tokens that are new. */
+  /**
+   * Scan again: index the tokens with the lowest numbers (all of them, with no window), reading
+   * only the headers of files not seen before; returns the tokens newly indexed. The directory is
+   * read as a stream and only the window is kept, so the memory a scan needs does not grow with
+   * the number of files either.
+   */
   async refresh(now: number): Promise<Token[]> {
     this.dirty = false;
-    const names = this.queue.listJobFiles();
+    const lowest = new Lowest(this.window);
+    const foreign = new Map<string, string>();
+    const unread: string[] = [];
+    let count = 0;
+    const floorKey = this.window !== Infinity && this.floor !== undefined ? orderKey(this.floor) : undefined;
+    let below = 0;
+    const belowMax = Math.min(BELOW_FLOOR_INDEXED, Math.floor(this.window / 4));
+    const offer = (key: string, name: string): void => {
+      // Left out for good (not "beyond the window": no scan is due for them).
+      if (floorKey !== undefined && key < floorKey && ++below > belowMax) return;
+      lowest.offer(key, name);
+    };
+    this.queue.forEachJobFile((name) => {
+      count++;
+      let key = this.foreign.get(name);
+      if (key !== undefined) foreign.set(name, key);
+      else key = (this.tokens.get(name) as IndexedToken | undefined)?.order ?? nameOrder(name);
+      if (key === undefined) unread.push(name);
+      else offer(key, name);
+    });
+    // Files named without their number: their headers tell it (kept for the ones indexed below).
+    const read = new Map<string, PacketHeader>();
+    for (let i = 0; i < unread.length; i += SCAN_CHUNK) {
+      const chunk = unread.slice(i, i + SCAN_CHUNK);
+      const entries = await this.queue.readJobHeaders(chunk);
+      count -= chunk.length - entries.length; // unreadable: not tokens
+      for (const e of entries) {
+        const key = orderKey(e.header.seq);
+        foreign.set(e.filename, key);
+        read.set(e.filename, e.header);
+        offer(key, e.filename);
+      }
+      // Only what can still be in the window needs its header kept.
+      if (lowest.keys.length >= this.window) for (const e of entries) if (lowest.keys[0]! < foreign.get(e.filename)!) read.delete(e.filename);
+    }
+    this.foreign = foreign;
     const next = new Map<string, Token>();
-    const unknown: string[] = [];
-    for (const n of names) {
-      const t = this.tokens.get(n);
-      if (t) next.set(n, t);
-      else unknown.push(n);
-    }
-    this.tokens = next;
-    // Headers within keepHeaders of the lowest number known stay in memory; the others are read again when needed.
-    let floor: bigint | undefined;
-    for (const t of this.tokens.values()) if (floor === undefined || t.seq < floor) floor = t.seq;
     const fresh: Token[] = [];
-    for (let i = 0; i < unknown.length; i += SCAN_CHUNK) {
-      for (const e of await this.queue.readJobHeaders(unknown.slice(i, i + SCAN_CHUNK))) {
-        const t = this.makeToken(e.filename, e.header, now);
-        if (floor === undefined || t.seq < floor) floor = t.seq;
+    const toRead: string[] = [];
+    let top = '';
+    for (let i = 0; i < lowest.names.length; i++) {
+      const name = lowest.names[i]!;
+      if (lowest.keys[i]! > top) top = lowest.keys[i]!;
+      const t = this.tokens.get(name);
+      const h = read.get(name);
+      if (t) next.set(name, t);
+      else if (h) fresh.push(this.makeToken(name, h, now));
+      else toRead.push(name);
+    }
+    for (let i = 0; i < toRead.length; i += SCAN_CHUNK) {
+      const chunk = toRead.slice(i, i + SCAN_CHUNK);
+      const entries = await this.queue.readJobHeaders(chunk);
+      count -= chunk.length - entries.length;
+      for (const e of entries) {
+        const t = this.makeToken(e.filename, e.header, now) as IndexedToken;
+        if (t.order !== nameOrder(e.filename)) {
+          // Named with a number that is not its own: placed by its header from now on.
+          this.foreign.set(e.filename, t.order);
+          this.dirty = true;
+        }
         fresh.push(t);
-        this.tokens.set(e.filename, t);
-      }
-      if (this.keepHeaders !== Infinity && floor !== undefined) {
-        const horizon = floor + BigInt(this.keepHeaders);
-        for (const t of fresh) if (t.seq >= horizon) (t as IndexedToken).dropHeader();
       }
     }
+    this.count = count;
+    this.complete = lowest.rejected === 0;
+    this.top = top;
+    // Headers within keepHeaders of the lowest number stay in memory; the others are read again when needed.
+    let floor: bigint | undefined;
+    for (const t of next.values()) if (floor === undefined || t.seq < floor) floor = t.seq;
+    for (const t of fresh) if (floor === undefined || t.seq < floor) floor = t.seq;
+    if (this.keepHeaders !== Infinity && floor !== undefined) {
+      const horizon = floor + BigInt(this.keepHeaders);
+      for (const t of fresh) if (t.seq >= horizon) (t as IndexedToken).dropHeader();
+    }
+    for (const t of fresh) next.set(t.filename, t);
+    this.tokens = next;
     for (const t of fresh) this.index(t);
     if (this.bySeq.length > 2 * this.tokens.size + 64) this.compact();
     return fresh;
+  }
+
+  /** Forget everything indexed (the place can't be read). */
+  clear(): void {
+    this.tokens.clear();
+    this.foreign.clear();
+    this.count = 0;
+    this.complete = true;
+    this.top = '';
   }
 
   private makeToken(filename: string, header: PacketHeader, now: number): Token {
@@ -210,6 +400,14 @@ export class Place {
 
   /** A token this process has just written into the place (no need to read the directory for it). */
   adopt(filename: string, header: PacketHeader, now: number): void {
+    this.count++;
+    const key = orderKey(header.seq);
+    if (this.complete ? this.tokens.size >= this.window : key > this.top) {
+      // Beyond the window: a later scan indexes it, when its turn comes.
+      this.complete = false;
+      return;
+    }
+    if (key > this.top) this.top = key;
     const t = this.makeToken(filename, header, now);
     this.tokens.set(filename, t);
     this.index(t);
@@ -217,7 +415,9 @@ export class Place {
 
   /** Forget a token this runner consumed (its file is gone or going). */
   forget(filename: string): void {
-    this.tokens.delete(filename);
+    if (this.tokens.delete(filename)) this.count = Math.max(0, this.count - 1);
+    // Most of the window consumed, and tokens beyond it: time to scan for them.
+    if (!this.complete && this.tokens.size <= this.window / 4) this.dirty = true;
   }
 
   /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */
@@ -263,7 +463,7 @@ export class Place {
     const seq = writers.read();
     const id = uuidv4();
     const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
-    const final = this.queue.jobPath(`fspl-${id}.fspl`);
+    const final = this.queue.jobPath(numberedName(seq, id));
     const header =
       content.kind === 'NOP'
         ? makeHeader({ seq, cmd: { kind: 'NOP' } })
@@ -311,7 +511,12 @@ export class Place {
    */
   occupancy(): number {
     let n = 0;
-    for (const name of fs.readdirSync(this.queue.jobsDir)) if (isJobFilename(name) || isPartName(name)) n++;
+    const dir = fs.opendirSync(this.queue.jobsDir, { bufferSize: 256 });
+    try {
+      for (let e = dir.readSync(); e !== null; e = dir.readSync()) if (isJobFilename(e.name) || isPartName(e.name)) n++;
+    } finally {
+      dir.closeSync();
+    }
     return n;
   }
 
@@ -358,7 +563,7 @@ export class Place {
       } finally {
         closeQuietly(fd);
       }
-      publish(temp, this.queue.jobPath(`fspl-${id}.fspl`));
+      publish(temp, this.queue.jobPath(numberedName(header.seq, id)));
       unlinkQuietly(partPath);
       return 'nop';
     }
@@ -368,14 +573,19 @@ export class Place {
 
   /** Whether a job file in jobs/ has this number (read from the disk, not the last scan). */
   holds(seq: bigint): boolean {
-    for (const name of this.queue.listJobFiles()) {
+    let found = false;
+    this.queue.forEachJobFile((name) => {
+      if (found) return;
       try {
-        if (readHeaderFileSync(this.queue.jobPath(name)).seq === seq) return true;
+        // A numbered name is taken at its word when it says no (net writers name tokens so); the header confirms a yes.
+        const o = nameOrder(name);
+        if (o !== undefined && o !== orderKey(seq)) return;
+        if (readHeaderFileSync(this.queue.jobPath(name)).seq === seq) found = true;
       } catch {
         // not a readable job: holds nothing
       }
-    }
-    return false;
+    });
+    return found;
   }
 
   /** Temporary files of net writers in jobs/. */

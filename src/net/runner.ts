@@ -28,7 +28,7 @@ import { JobsWatcher } from '../watch.js';
 import { fire, type FiringOutcome, type OutputSource } from './firing.js';
 import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
 import { effectiveOrder, type NetModel, type TransitionSpec } from './model.js';
-import { Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from './place.js';
+import { INDEX_WINDOW, Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
 import { runAsOf } from './permissions.js';
 import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type Start, type TransitionState } from './scheduler.js';
@@ -54,6 +54,11 @@ export interface NetRunOptions {
   /** Called with each live state the run writes (about twice a second while anything happens). */
   onLive?: (state: LiveState) => void;
   logger?: Logger;
+  /**
+   * How many tokens of a place read in sequence are indexed at once, at least (default
+   * INDEX_WINDOW): memory against directory scans. Tests set it low to exercise refills.
+   */
+  indexWindow?: number;
 }
 
 export type NetEvent =
@@ -166,7 +171,10 @@ export class NetRunner {
       const readers = [...this.trans.values()].filter((r) => r.spec.inputs.some((a) => a.place === p)).map((r) => r.spec);
       const keyed = readers.some((t) => t.inputs.length > 1);
       this.lookahead.set(p, keyed ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64);
-      this.places.get(p)!.keepHeaders = 2 * this.lookahead.get(p)!;
+      const place = this.places.get(p)!;
+      place.keepHeaders = 2 * this.lookahead.get(p)!;
+      // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole (looked up by key).
+      if (!keyed) place.window = Math.max(opts.indexWindow ?? INDEX_WINDOW, 4 * this.lookahead.get(p)!);
     }
   }
 
@@ -413,7 +421,7 @@ export class NetRunner {
         }
         if (f.transition.outputs.includes(p.name)) incoming++;
       }
-      m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.tokens.size, claimed: Math.min(claimed, p.tokens.size), incoming, capacity: p.spec.capacity });
+      m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.count, claimed: Math.min(claimed, p.count), incoming, capacity: p.spec.capacity });
     }
     return m;
   }
@@ -663,12 +671,13 @@ export class NetRunner {
     for (const p of this.places.values()) {
       if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
       try {
+        if (p.order === 'sequence') p.floor = this.next.get(p.name);
         const fresh = await p.refresh(now);
         for (const t of fresh) this.log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
       } catch (err) {
         // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
         this.log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
-        p.tokens.clear();
+        p.clear();
       }
     }
   }
@@ -709,7 +718,7 @@ export class NetRunner {
           },
         ]),
       ),
-      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.tokens.size : (this.written.get(p.name) ?? 0)])),
+      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.count : (this.written.get(p.name) ?? 0)])),
     };
     try {
       writeLiveState(this.net.stateDir, state);

@@ -99,7 +99,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     if (st.exists) {
       try {
         await p.refresh(now);
-        st.tokens = p.tokens.size;
+        st.tokens = p.count;
         st.oldestAgeMs = oldestAge(now, arrivals(p));
         if (p.order === 'sequence' && isRead(net, spec.name)) {
           st.next = peekNext(p);
@@ -204,6 +204,8 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
   if (!spec) throw new RangeError(`no place named ${name}`);
   const now = options.now ?? Date.now();
   const p = new Place(spec, effectiveOrder(net, name));
+  // Only the first `limit` are listed: only they are indexed.
+  p.window = Math.max(1, options.limit ?? 200);
   if (!p.exists()) return { total: 0, tokens: [], problem: `no queue at ${spec.dir}` };
   try {
     await p.refresh(now);
@@ -221,7 +223,7 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
     const cmd = t.header.cmd;
     return { seq: t.seq, key: t.key, ageMs, nop: cmd.kind === 'NOP', params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [], filename: t.filename };
   });
-  return { total: all.length, tokens };
+  return { total: p.count, tokens };
 }
 
 /** A transition's recent firings and its last failure, with the end of that failure's kept log. */

@@ -7,6 +7,9 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { NetEvent } from 'filespooler';
 import { makeNet, runFspl, strayFiles, tokensIn } from './helpers.js';
+import { randomUUID } from 'node:crypto';
+import { SeqFile } from '../../src/seqfile.js';
+import { makeHeader, writePacketSync } from '../../src/prepare.js';
 
 describe('net run', () => {
   test('a chain of 3 transitions moves 1,000 tokens to the sink exactly once, in order, leaving no stray files', async () => {
@@ -29,6 +32,37 @@ transitions:
     expect(strayFiles(dir)).toEqual([]);
     expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   }, 300_000);
+
+  test('an index window far smaller than the place (264 of 800 waiting tokens, some from other writers named without their number): all arrive once, in order', async () => {
+    const { dir, net } = makeNet(`
+places: { a: {}, b: {}, c: {} }
+transitions:
+  t1: { in: a, run: null, out: b, workers: 2 }
+  t2: { in: b, run: cat, out: c, workers: 2 }
+`);
+    const foreign = (i: number) => {
+      // As `fspl prepare -s places/a/sendseq | fspl queue-write` would: the next number, a UUID name.
+      SeqFile.with(path.join(dir, 'places/a/sendseq'), {}, (sf) => {
+        const seq = sf.read();
+        const fd = fs.openSync(path.join(dir, `places/a/jobs/fspl-${randomUUID()}.fspl`), 'w');
+        writePacketSync(fd, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(`k${i}`)]] } }));
+        fs.writeSync(fd, `token ${i}\n`);
+        fs.closeSync(fd);
+        sf.write(seq + 1n);
+      });
+    };
+    for (let i = 0; i < 800; i++) {
+      if (i % 8 === 3) foreign(i);
+      else await net.put('a', Buffer.from(`token ${i}\n`), { key: `k${i}` });
+    }
+    // The window is at least 4 times what the readers may look at (2 workers + 64): 264.
+    const summary = await net.run({ drain: true, workers: 2, indexWindow: 16 });
+    expect(summary.leftovers).toEqual([]);
+    const out = await tokensIn(path.join(dir, 'places/c'));
+    expect(out.map((t) => t.key)).toEqual(Array.from({ length: 800 }, (_, i) => `k${i}`));
+    expect(out.map((t) => t.payload)).toEqual(Array.from({ length: 800 }, (_, i) => `token ${i}\n`));
+    for (const p of ['a', 'b']) expect(fs.readdirSync(path.join(dir, 'places', p, 'jobs'))).toEqual([]);
+  }, 120_000);
 
   test('an and-merge pairs A(k) with B(k) for 1,000 keys arriving out of order; a token with no partner stays, is reported, and blocks no other key', async () => {
     const { dir, net } = makeNet(`
