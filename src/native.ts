@@ -8,7 +8,8 @@
  *   nor posix_spawn): 2.15 ms a job, so 2.95 s for a queue of 1,000 /bin/true jobs against the
  *   reference's 749 ms. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the
  *   same in about 0.6 ms. No npm library offers that without a far larger native dependency;
- *   execa, built on child_process, is slower still.
+ *   execa, built on child_process, is slower still. A net runner starts its firings the same
+ *   way (nativeSpawnDetached): there the fork held the main thread 3.4 ms per firing.
  * - A queue scan is open + pread + close per job file; through Node's synchronous fs bindings
  *   each call carries microseconds of overhead, and a 10,000-job `queue-ls` took 419 ms against a
  *   target near 300 ms. The addon does the three calls per file in C, and decodes the headers
@@ -31,7 +32,19 @@ import type { Bytes, PacketHeader } from './packet/types.js';
 
 interface Binding {
   version: number;
-  spawn(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, onExit: (code: number, signal: number) => void): number;
+  spawn(
+    file: string,
+    argv: string,
+    env: string,
+    stdin: number,
+    stdout: number,
+    stderr: number,
+    onExit: ((code: number, signal: number) => void) | null,
+    cwd?: string | null,
+    flags?: number,
+  ): number;
+  /** Absent from addons built before it was added (as are spawn's cwd and flags). */
+  reap?(pid: number): [number, number] | null;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
@@ -127,7 +140,15 @@ export function nativeSpawn(
   onExit: (exit: NativeExit) => void,
 ): NativeSpawnResult {
   const b = loadNative();
-  if (!b || command === '' || hasNul(command)) return undefined;
+  const packed = b && pack(command, args, env);
+  if (!b || !packed) return undefined;
+  const r = b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, (code, sig) => onExit(exitOf(code, sig)));
+  return spawnResult(r);
+}
+
+/** argv and the environment as the addon takes them (NUL-separated); undefined if a string holds a NUL. */
+function pack(command: string, args: readonly string[], env: Readonly<Record<string, string | undefined>>): { argv: string; env: string } | undefined {
+  if (command === '' || hasNul(command)) return undefined;
   let argv = command + '\0';
   for (const a of args) {
     if (hasNul(a)) return undefined;
@@ -140,14 +161,84 @@ export function nativeSpawn(
     if (hasNul(k) || hasNul(v)) return undefined;
     envs += k + '=' + v + '\0';
   }
-  const r = b.spawn(command, argv, envs, stdin, stdout, stderr, (code, sig) => {
-    onExit(sig ? { code: null, signal: signalName(sig) } : { code: code < 0 ? null : code, signal: null });
-  });
+  return { argv, env: envs };
+}
+
+function exitOf(code: number, sig: number): NativeExit {
+  return sig ? { code: null, signal: signalName(sig) } : { code: code < 0 ? null : code, signal: null };
+}
+
+function spawnResult(r: number): NativeSpawnResult {
   if (r > 0) return { pid: r };
   const errno = -r;
   const code = errnoName(errno);
   if (code === 'ENOEXEC') return undefined;
   return { errno, code };
+}
+
+/** The addon's spawn flags (native/fspl_native.c). */
+const SPAWN_SETSID = 1;
+const SPAWN_NOWAIT = 2;
+
+/** Children of nativeSpawnDetached still running, by pid; reaped when SIGCHLD comes. */
+const running = new Map<number, (exit: NativeExit) => void>();
+let sweeper: NodeJS.Timeout | undefined;
+
+/** Reap the children of nativeSpawnDetached that have exited, and call their onExit. */
+function sweep(): void {
+  const b = loaded;
+  if (!b?.reap) return;
+  const exited: Array<[(exit: NativeExit) => void, NativeExit]> = [];
+  for (const [pid, onExit] of running) {
+    const r = b.reap(pid);
+    if (r === null) continue;
+    running.delete(pid);
+    exited.push([onExit, exitOf(r[0], r[1])]);
+  }
+  if (running.size === 0) unwatch();
+  for (const [onExit, exit] of exited) onExit(exit);
+}
+
+function watch(): void {
+  if (sweeper) return;
+  process.on('SIGCHLD', sweep);
+  // Signals of the same kind coalesce, and one could come before this listener is in place
+  // for a child that exits at once: a slow sweep catches whatever a signal did not.
+  sweeper = setInterval(sweep, 500).unref();
+}
+
+function unwatch(): void {
+  if (!sweeper) return;
+  process.off('SIGCHLD', sweep);
+  clearInterval(sweeper);
+  sweeper = undefined;
+}
+
+/**
+ * nativeSpawn for a child that leads a session (and process group) of its own, as
+ * child_process's `detached: true`, started in `cwd` (undefined: ours). Many can run at once:
+ * nothing waits for them on libuv's thread pool (whose 4 threads they would hold); they are
+ * reaped on SIGCHLD. Undefined when the addon is missing, or built before this was added.
+ */
+export function nativeSpawnDetached(
+  command: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  stdin: number,
+  stdout: number,
+  stderr: number,
+  cwd: string | undefined,
+  onExit: (exit: NativeExit) => void,
+): NativeSpawnResult {
+  const b = loadNative();
+  const packed = b?.reap && pack(command, args, env);
+  if (!b || !packed) return undefined;
+  // Listening before the child exists, so that its SIGCHLD can't come first.
+  watch();
+  const r = spawnResult(b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT));
+  if (r && 'pid' in r) running.set(r.pid, onExit);
+  else if (running.size === 0) unwatch();
+  return r;
 }
 
 let errnoNames: Map<number, string> | undefined;

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../src/errors.js';
 import { runCommand, type RunOptions, type RunResult } from '../src/exec.js';
 import { createLogger } from '../src/log.js';
-import { loadNative, nativeReadHeads, nativeSpawn } from '../src/native.js';
+import { loadNative, nativeReadHeads, nativeSpawn, nativeSpawnDetached, type NativeExit } from '../src/native.js';
 import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../src/packet/codec.js';
 import type { PacketHeader } from '../src/packet/types.js';
 import { Queue } from '../src/queue.js';
@@ -279,6 +279,56 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     expect(nativeSpawn(path.join(dir, 'script'), [], { PATH }, -1, 1, 2, never)).toBeUndefined();
     expect(nativeSpawn('true', ['a\0'], { PATH }, -1, 1, 2, never)).toBeUndefined();
     expect(nativeSpawn('', [], { PATH }, -1, 1, 2, never)).toBeUndefined();
+  });
+});
+
+describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
+  nativeOnly();
+  it('starts the child in the given directory, leading a session and process group of its own; reports its exit once it is reaped', async () => {
+    const dir = fs.realpathSync(tempDir());
+    const out = path.join(dir, 'out');
+    const fd = fs.openSync(out, 'w');
+    let pid = 0;
+    const exit = await new Promise<NativeExit>((resolve) => {
+      const r = nativeSpawnDetached('sh', ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'], { PATH }, -1, fd, 2, dir, resolve);
+      expect(r && 'pid' in r).toBe(true);
+      pid = (r as { pid: number }).pid;
+    });
+    fs.closeSync(fd);
+    expect(exit).toEqual({ code: 3, signal: null });
+    const [cwd, ids] = fs.readFileSync(out, 'utf8').trim().split('\n');
+    expect(cwd).toBe(dir);
+    expect(ids!.trim().split(/\s+/).map(Number)).toEqual([pid, pid, pid]);
+    expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+  });
+
+  it('runs many at once (more than libuv has pool threads), each reaped and reported once; a signal is reported by name', async () => {
+    const exits = new Map<number, NativeExit[]>();
+    const waits: Array<Promise<void>> = [];
+    for (let i = 0; i < 10; i++) {
+      waits.push(
+        new Promise<void>((resolve) => {
+          const script = i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`;
+          const r = nativeSpawnDetached('sh', ['-c', script], { PATH }, -1, 1, 2, undefined, (e) => {
+            exits.set(i, [...(exits.get(i) ?? []), e]);
+            resolve();
+          });
+          expect(r && 'pid' in r).toBe(true);
+        }),
+      );
+    }
+    await Promise.all(waits);
+    await new Promise((r) => setTimeout(r, 700)); // a slow sweep in between would report nothing twice
+    for (let i = 0; i < 9; i++) expect(exits.get(i)).toEqual([{ code: i, signal: null }]);
+    expect(exits.get(9)).toEqual([{ code: null, signal: 'SIGTERM' }]);
+  });
+
+  it('reports a command or directory that is not there as ENOENT', () => {
+    const never = () => {
+      throw new Error('no child expected');
+    };
+    expect(nativeSpawnDetached('fspl-no-such-command', [], { PATH }, -1, 1, 2, undefined, never)).toMatchObject({ code: 'ENOENT' });
+    expect(nativeSpawnDetached('sh', ['-c', 'true'], { PATH }, -1, 1, 2, '/no/such/dir', never)).toMatchObject({ code: 'ENOENT' });
   });
 });
 
