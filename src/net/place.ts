@@ -227,8 +227,8 @@ export class Place {
   /** Job files in the place, indexed or not, as last scanned (plus own writes, minus own consumes). */
   count = 0;
   /**
-   * How many tokens are indexed at most: the runner sets it for the places it reads in sequence
-   * (INDEX_WINDOW or more), so that its memory does not grow with the tokens waiting. Those
+   * How many tokens are indexed at most: the runner sets it for the places it reads, and-merge
+   * inputs aside (INDEX_WINDOW or more), so that its memory does not grow with the tokens waiting. Those
    * beyond are counted, not indexed; a scan brings them in as the indexed ones are consumed.
    * Infinity (the default): every token (and-merge inputs are looked up by key).
    */

@@ -55,8 +55,9 @@ export interface NetRunOptions {
   onLive?: (state: LiveState) => void;
   logger?: Logger;
   /**
-   * How many tokens of a place read in sequence are indexed at once, at least (default
-   * INDEX_WINDOW): memory against directory scans. Tests set it low to exercise refills.
+   * How many tokens of a place the run reads (and-merge inputs aside) are indexed at once, at
+   * least (default INDEX_WINDOW): memory against directory scans. Tests set it low to exercise
+   * refills.
    */
   indexWindow?: number;
 }
