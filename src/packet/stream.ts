@@ -106,7 +106,24 @@ async function readUnchecked(source: PacketSource): Promise<ReadPacket> {
 
 /** A stream over a descriptor from its current position. */
 export function fdStream(fd: number, autoClose: boolean): Readable {
-  return fs.createReadStream('', { fd, autoClose, highWaterMark: 1 << 20 });
+  return fs.createReadStream('', { fd, autoClose, highWaterMark: readSize(fd) });
+}
+
+/**
+ * Bytes per read for a stream of fd: 1 MiB, or less for a smaller regular file. A read stream
+ * allocates a buffer of that size for every read, so a net's JavaScript transitions reading
+ * 40-byte tokens allocated 1 MiB each (2,400 firings: 2.4 GB of garbage, 1.3 s of GC in a
+ * 10 s run).
+ */
+function readSize(fd: number): number {
+  const max = 1 << 20;
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.isFile()) return Math.min(max, Math.max(4096, st.size + 1));
+  } catch {
+    // not ours to judge here: the read reports it
+  }
+  return max;
 }
 
 /** One readable packet: the encoded header, then the payload (if any), streamed. */
