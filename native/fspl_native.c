@@ -315,8 +315,16 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   }
   if ((err = posix_spawn_file_actions_init(&fa))) goto done;
   fa_ok = 1;
-  /* glibc >= 2.29; a directory that can't be entered fails the spawn with chdir's errno. */
-  if (cwd && (err = posix_spawn_file_actions_addchdir_np(&fa, cwd))) goto done;
+  /* glibc >= 2.29; a directory that can't be entered fails the spawn with chdir's errno.
+   * Without it (or without POSIX_SPAWN_SETSID, below): ENOSYS, and the JS side uses child_process. */
+  if (cwd) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+    if ((err = posix_spawn_file_actions_addchdir_np(&fa, cwd))) goto done;
+#else
+    err = ENOSYS;
+    goto done;
+#endif
+  }
   for (int i = 0; i < 3; i++) {
     if (src[i] < 0) {
       if (i != 0) { err = EBADF; goto done; }
@@ -339,7 +347,14 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   if ((err = posix_spawnattr_setsigdefault(&attr, &all))) goto done;
   if ((err = posix_spawnattr_setsigmask(&attr, &none))) goto done;
   short sflags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-  if (flags & SPAWN_SETSID) sflags |= POSIX_SPAWN_SETSID; /* glibc >= 2.26 */
+  if (flags & SPAWN_SETSID) {
+#ifdef POSIX_SPAWN_SETSID /* glibc >= 2.26 */
+    sflags |= POSIX_SPAWN_SETSID;
+#else
+    err = ENOSYS;
+    goto done;
+#endif
+  }
   if ((err = posix_spawnattr_setflags(&attr, sflags))) goto done;
 
   err = spawn_path(&pid, file, cwd, &fa, &attr, argv, envp);

@@ -238,7 +238,8 @@ export function nativeSpawnDetached(
   const r = spawnResult(b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT));
   if (r && 'pid' in r) running.set(r.pid, onExit);
   else if (running.size === 0) unwatch();
-  return r;
+  // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
+  return r && 'code' in r && r.code === 'ENOSYS' ? undefined : r;
 }
 
 let errnoNames: Map<number, string> | undefined;
