@@ -795,6 +795,9 @@ export class NetRunner {
         if (this.dirty) {
           this.dirty = false;
           await this.refresh();
+          // Workers freed by finished firings start again before the commits (each some system
+          // calls and fsyncs): the next firing's process is under way while they are made.
+          this.startFirings();
           this.settle();
           wakeAt = this.startFirings();
           this.settle(); // NOPs commit at once
