@@ -293,33 +293,39 @@ async function benchJitter() {
   // Real runs: each token carries its 8 service times (uniform 0-40 ms for ±100%, 20 ms for 0%);
   // stage i sleeps the i-th with shell built-ins and \`sleep\`, and passes the payload on.
   const realCaps = opts.quick ? [1, 2] : [1, 2, undefined];
-  const real = new Map();
   let rnd = 12345;
   const rand = () => ((rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  for (const cap of realCaps) {
-    for (const j of [0, 1]) {
-      log(`jitter: real run, capacity ${capName(cap)}, jitter ${j * 100}%`);
-      const walls = [];
-      for (let r = 0; r < (opts.quick ? 1 : Math.min(2, opts.rounds)); r++) {
-        rnd = 12345; // every capacity sees the same service times
-        const dir = freshDir('jitter');
-        const yamlT = Array.from({ length: 8 }, (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`).join('\n');
-        const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
-        const { net } = writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`);
-        await fill(net, 'p0', NREAL, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
-        const t = await inProcessRun(net, 8);
-        expectAll(path.join(dir, 'places/p8'), NREAL, 'jitter');
-        walls.push(t.makespan);
-        fs.rmSync(dir, { recursive: true, force: true });
+  /** Median makespans by `cap/jitter` of real runs of the nets `make(dir, cap)` builds. */
+  const realRuns = async (caps, what, make) => {
+    const out = new Map();
+    for (const cap of caps) {
+      for (const j of [0, 1]) {
+        log(`jitter: real run, ${what}, capacity ${capName(cap)}, jitter ${j * 100}%`);
+        const walls = [];
+        for (let r = 0; r < (opts.quick ? 1 : Math.min(2, opts.rounds)); r++) {
+          rnd = 12345; // every capacity sees the same service times
+          const dir = freshDir('jitter');
+          const net = make(dir, cap);
+          await fill(net, 'p0', NREAL, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
+          const t = await inProcessRun(net, 8);
+          expectAll(path.join(dir, 'places/p8'), NREAL, `jitter (${what})`);
+          walls.push(t.makespan);
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+        out.set(`${capName(cap)}/${j}`, median(walls));
       }
-      real.set(`${capName(cap)}/${j}`, median(walls));
     }
-  }
+    return out;
+  };
+  const real = await realRuns(realCaps, 'commands', (dir, cap) => {
+    const yamlT = Array.from({ length: 8 }, (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`).join('\n');
+    const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
+    return writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`).net;
+  });
   // The same in real time with JavaScript transitions (\`fn\`): real places, files, journal and
   // commits, the runner's scheduling, and no process started per firing, which is what the
   // command runs above mostly measure on 2 cores (8 stages starting processes at once).
   const jsCaps = opts.quick ? [1, 2] : [1, 2, 8, undefined];
-  const js = new Map();
   const fnFor = (i) => ({
     fn: async (ctx) => {
       let text = '';
@@ -328,24 +334,11 @@ async function benchJitter() {
       return text;
     },
   });
-  for (const cap of jsCaps) {
-    for (const j of [0, 1]) {
-      log(`jitter: real run, JavaScript transitions, capacity ${capName(cap)}, jitter ${j * 100}%`);
-      const walls = [];
-      for (let r = 0; r < (opts.quick ? 1 : Math.min(2, opts.rounds)); r++) {
-        rnd = 12345;
-        const dir = freshDir('jitter-js');
-        const net = Net.define(chainNet(dir, cap, fnFor));
-        net.init();
-        await fill(net, 'p0', NREAL, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
-        const t = await inProcessRun(net, 8);
-        expectAll(path.join(dir, 'places/p8'), NREAL, 'jitter (JavaScript transitions)');
-        walls.push(t.makespan);
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
-      js.set(`${capName(cap)}/${j}`, median(walls));
-    }
-  }
+  const js = await realRuns(jsCaps, 'JavaScript transitions', (dir, cap) => {
+    const net = Net.define(chainNet(dir, cap, fnFor));
+    net.init();
+    return net;
+  });
   const rowsOf = (m, caps, label) =>
     caps.map((cap) => {
       const p = m.get(`${capName(cap)}/1`) / m.get(`${capName(cap)}/0`) - 1;
