@@ -93,6 +93,19 @@ export function closeQuietly(fd: number | undefined): void {
   }
 }
 
+/**
+ * Call `fn` with each entry of a directory, in directory order, as it is read (opendir, 256
+ * entries a batch): no array of every name, so the memory does not grow with the directory.
+ */
+export function forEachDirEntry(dir: string, fn: (entry: fs.Dirent) => void): void {
+  const d = fs.opendirSync(dir, { bufferSize: 256 });
+  try {
+    for (let e = d.readSync(); e !== null; e = d.readSync()) fn(e);
+  } finally {
+    d.closeSync();
+  }
+}
+
 /** Remove a file and ignore "not there": used on cleanup paths only. */
 export function unlinkQuietly(path: string): void {
   try {

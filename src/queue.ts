@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { DecoderError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { closeQuietly, forEachDirEntry, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
@@ -221,15 +221,10 @@ export class Queue {
    * memory it takes does not grow with the number of files (a place holding 100,000 tokens).
    */
   forEachJobFile(fn: (name: string) => void): void {
-    const dir = fs.opendirSync(this.jobsDir, { bufferSize: 256 });
-    try {
-      for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
-        if (isJobFilename(e.name)) fn(e.name);
-        else this.logger.debug('queue', () => `Ignoring file ${JSON.stringify(e!.name)}`);
-      }
-    } finally {
-      dir.closeSync();
-    }
+    forEachDirEntry(this.jobsDir, (e) => {
+      if (isJobFilename(e.name)) fn(e.name);
+      else this.logger.debug('queue', () => `Ignoring file ${JSON.stringify(e.name)}`);
+    });
   }
 
   /** Read one job file's header, through the decoder if there is one. */

@@ -14,7 +14,7 @@
  */
 import fs from 'node:fs';
 import { describeSystemError, BadPacketError, DecoderError, ShortReadError } from './errors.js';
-import { closeQuietly, readSomeSync } from './io.js';
+import { closeQuietly, forEachDirEntry, readSomeSync } from './io.js';
 import { isLocked } from './lock.js';
 import { PREFIX_LENGTH } from './packet/codec.js';
 import type { Ctime } from './packet/types.js';
@@ -443,39 +443,34 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   const tempFiles: TempFile[] = [];
   const outputFiles: string[] = [];
   const otherFiles: OtherFile[] = [];
-  const dir = fs.opendirSync(queue.jobsDir, { bufferSize: 256 });
-  try {
-    for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
-      const name = e.name;
-      if (isJobFilename(name)) continue;
-      if (TEMP_FILE.test(name)) {
-        let size: number | undefined;
-        let ageSeconds: number | undefined;
-        try {
-          const st = fs.lstatSync(queue.jobPath(name));
-          size = st.size;
-          ageSeconds = Math.floor((nowMs - st.mtimeMs) / 1000);
-        } catch {
-          /* gone meanwhile: renamed into place by its writer */
-        }
-        tempFiles.push({ filename: name, size, ageSeconds });
-      } else if (name.endsWith('.out') && isJobFilename(name.slice(0, -4))) {
-        outputFiles.push(name);
-      } else {
-        let type = fileType(e);
-        if (type === 'other') {
-          try {
-            type = fileType(fs.lstatSync(queue.jobPath(name)));
-          } catch {
-            /* keep 'other' */
-          }
-        }
-        otherFiles.push({ filename: name, type });
+  forEachDirEntry(queue.jobsDir, (e) => {
+    const name = e.name;
+    if (isJobFilename(name)) return;
+    if (TEMP_FILE.test(name)) {
+      let size: number | undefined;
+      let ageSeconds: number | undefined;
+      try {
+        const st = fs.lstatSync(queue.jobPath(name));
+        size = st.size;
+        ageSeconds = Math.floor((nowMs - st.mtimeMs) / 1000);
+      } catch {
+        /* gone meanwhile: renamed into place by its writer */
       }
+      tempFiles.push({ filename: name, size, ageSeconds });
+    } else if (name.endsWith('.out') && isJobFilename(name.slice(0, -4))) {
+      outputFiles.push(name);
+    } else {
+      let type = fileType(e);
+      if (type === 'other') {
+        try {
+          type = fileType(fs.lstatSync(queue.jobPath(name)));
+        } catch {
+          /* keep 'other' */
+        }
+      }
+      otherFiles.push({ filename: name, type });
     }
-  } finally {
-    dir.closeSync();
-  }
+  });
   const byName = (a: { filename: string }, b: { filename: string }) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0);
   tempFiles.sort(byName);
   otherFiles.sort(byName);

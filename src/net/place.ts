@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import { copy } from '../copy.js';
-import { closeQuietly, fsyncSync, unlinkQuietly } from '../io.js';
+import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly } from '../io.js';
 import { crc32Update, readHeaderSync, type PacketHeader, type Seal } from '../packet/index.js';
 import { fdOffset } from '../packet/sealed-copy.js';
 import { makeHeader, writePacketSync } from '../prepare.js';
@@ -511,12 +511,9 @@ export class Place {
    */
   occupancy(): number {
     let n = 0;
-    const dir = fs.opendirSync(this.queue.jobsDir, { bufferSize: 256 });
-    try {
-      for (let e = dir.readSync(); e !== null; e = dir.readSync()) if (isJobFilename(e.name) || isPartName(e.name)) n++;
-    } finally {
-      dir.closeSync();
-    }
+    forEachDirEntry(this.queue.jobsDir, (e) => {
+      if (isJobFilename(e.name) || isPartName(e.name)) n++;
+    });
     return n;
   }
 
@@ -590,13 +587,15 @@ export class Place {
 
   /** Temporary files of net writers in jobs/. */
   partFiles(): string[] {
-    let names: string[];
+    const parts: string[] = [];
     try {
-      names = fs.readdirSync(this.queue.jobsDir);
+      forEachDirEntry(this.queue.jobsDir, (e) => {
+        if (isPartName(e.name)) parts.push(this.queue.jobPath(e.name));
+      });
     } catch {
       return [];
     }
-    return names.filter(isPartName).map((n) => this.queue.jobPath(n));
+    return parts;
   }
 }
 

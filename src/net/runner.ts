@@ -444,6 +444,11 @@ export class NetRunner {
     return m;
   }
 
+  /** The shared pool of workers. */
+  private poolSize(): number {
+    return this.opts.workers ?? os.availableParallelism();
+  }
+
   private runningCount(): number {
     let n = 0;
     for (const f of this.firings) if (f.running) n++;
@@ -452,7 +457,7 @@ export class NetRunner {
 
   private startFirings(): number | undefined {
     if (this.stopping) return undefined;
-    const total = this.opts.workers ?? os.availableParallelism();
+    const total = this.poolSize();
     const places = this.marking();
     // A firing that has finished but waits to commit holds no worker.
     const res = schedule({ places, transitions: this.transitionStates(), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
@@ -797,7 +802,7 @@ export class NetRunner {
           await this.refresh();
           // Workers freed by finished firings start again before the commits (each some system
           // calls and fsyncs): the next firing's process is under way while they are made.
-          this.startFirings();
+          if (this.runningCount() < this.poolSize()) this.startFirings();
           this.settle();
           wakeAt = this.startFirings();
           this.settle(); // NOPs commit at once
