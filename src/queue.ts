@@ -25,6 +25,7 @@ import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type Deco
 import { silentLogger, type Logger } from './log.js';
 import { nativeReadHeads } from './native.js';
 import { SeqFile } from './seqfile.js';
+import { fsyncDir, fsyncDirAsync } from './durable.js';
 import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
@@ -121,6 +122,10 @@ export class Queue {
     if (!options.appendOnly) {
       SeqFile.with(q.seqfilePath, { create: true }, () => {});
     }
+    // A queue that `queue-init` reported made is there after a power cut: jobs/ (and, above,
+    // nextseq and its lock) by the fsync of dir, dir itself by the fsync of its parent.
+    fsyncDir(dir);
+    fsyncDir(path.dirname(path.resolve(dir)));
     return q;
   }
 
@@ -165,6 +170,8 @@ export class Queue {
       await handle.close();
       handle = undefined;
       await fs.promises.rename(temp, this.jobPath(filename));
+      // Only now is the job there to stay: a sender told "written" may delete its copy.
+      await fsyncDirAsync(this.jobsDir);
     } catch (err) {
       await handle?.close().catch(() => {});
       unlinkQuietly(temp);
@@ -190,6 +197,9 @@ export class Queue {
       fs.closeSync(fd);
       fd = undefined;
       fs.renameSync(temp, this.jobPath(filename));
+      // The rename is durable only once jobs/ is fsynced; a sender told "written" (queue-write
+      // exits 0, an ssh pipe closes) may delete its copy, so this comes before we return.
+      fsyncDir(this.jobsDir);
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);

@@ -1,8 +1,11 @@
 /**
  * Sequence files: one decimal number and a newline, guarded by `<path>.lock`.
- * Updates go to `<path>.temp`, are fsynced, then renamed over the file.
+ * Updates go to `<path>.temp`, are fsynced, renamed over the file, and the directory is fsynced
+ * (src/durable.ts): a number written is a number kept, across a power cut too.
  */
 import fs from 'node:fs';
+import path from 'node:path';
+import { fsyncDir } from './durable.js';
 import { BadSeqfileError, QueueError, SeqOverflowError, namePath } from './errors.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
@@ -106,6 +109,11 @@ export class SeqFile {
       fs.closeSync(fd);
       fd = undefined;
       fs.renameSync(temp, this.path);
+      // The rename is durable only with its directory. Every caller depends on it: queue-process
+      // would run a finished job again (nextseq), a writer would hand out a number that a durable
+      // job already holds (sendseq, prepare -s), a receiver would take a packet twice (recvseq).
+      // It also makes the lock file's name durable when the lock created it with the seqfile.
+      fsyncDir(path.dirname(this.path));
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);

@@ -4,6 +4,7 @@
  * transitions are commands (or async functions), tokens are packets.
  */
 import fs from 'node:fs';
+import { mkdirDurable } from '../durable.js';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -80,7 +81,7 @@ export class Net {
       p.init();
       names.push(spec.name);
     }
-    fs.mkdirSync(view.stateDir, { recursive: true });
+    mkdirDurable(view.stateDir);
     if (options.permissions) applyPermissions(this.model, names);
     return made;
   }

@@ -7,8 +7,14 @@
  *
  * Records are written with one write(2) each and fsynced. A torn last line (a crash during the
  * write) is ignored: its commit had not happened yet, since nothing is done before the fsync.
+ *
+ * A power cut keeps only what was fsynced (src/durable.ts), so the journal itself is made durable
+ * when opened (the file's name, by an fsync of its directory), and the runner makes each step of
+ * a commit durable before the next depends on it (runner.ts, `commit`).
  */
 import fs from 'node:fs';
+import path from 'node:path';
+import { fsyncDir } from '../durable.js';
 import { closeQuietly, fsyncSync, writeAllSync } from '../io.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
@@ -49,6 +55,9 @@ export class Journal {
     this.path = file;
     this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT, 0o644);
     this.size = fs.fstatSync(this.fd).size;
+    // The journal's name is durable before any commit is recorded in it: otherwise a power cut
+    // takes the whole file, fsynced records and all, and recovery finds no commit to finish.
+    fsyncDir(path.dirname(file));
   }
 
   /** The commits recorded and not ended, in journal order. */
@@ -96,8 +105,11 @@ export class Journal {
    * a journal past its size limit starts again empty.
    */
   done(firing: string, nothingOpen: boolean): void {
-    // Not fsynced: should a power cut lose it, recovery redoes the commit, and every step of a
-    // commit is idempotent. (A process crash loses nothing: the page cache has it.)
+    // Not fsynced, and it needs none: the runner calls this only once every step of the commit is
+    // durable, so should a power cut lose the record, recovery redoes a commit that is complete,
+    // and each of its steps is idempotent (a renamed output already there, or since consumed, is
+    // left alone). The next commit record's fsync makes it durable anyway. A truncation (below)
+    // is fsynced, and comes only once every commit recorded is complete and durable.
     this.append({ t: 'done', f: firing }, false);
     if (nothingOpen && this.size > COMPACT_BYTES) this.truncate();
   }

@@ -69,10 +69,14 @@ while read -r id seq n; do
   else
     head -c "$n" >"$t" || exit 5
     verify "$t" "$n" || { rm -f "$t"; echo "fspl receive: packet $id cut short or damaged" >&2; exit 6; }
+    # Durable in this order (sync FILE/DIR fsyncs it), so that a power cut here at any instant
+    # neither loses an acknowledged packet nor makes one token of it twice: the packet under its
+    # hidden name; then recvseq past it (a resend is now a dup, which finishes the rename); then
+    # the packet under its job name, before the ok that lets the sender delete its copy.
     sync "$t" "$j" || exit 5
     r=$((seq + 1))
-    echo "$r" >"$d/recvseq.tmp" && sync "$d/recvseq.tmp" && mv -f "$d/recvseq.tmp" "$d/recvseq" || exit 5
-    mv -f "$t" "$f" && sync "$j" "$d" || exit 5
+    echo "$r" >"$d/recvseq.tmp" && sync "$d/recvseq.tmp" && mv -f "$d/recvseq.tmp" "$d/recvseq" && sync "$d" || exit 5
+    mv -f "$t" "$f" && sync "$j" || exit 5
     echo "ok $id"
   fi
 done

@@ -20,6 +20,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import { copy } from '../copy.js';
+import { fsyncDir, mkdirDurable } from '../durable.js';
+import { NetError } from '../errors.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly } from '../io.js';
 import { crc32Update, readHeaderSync, type PacketHeader, type Seal } from '../packet/index.js';
 import { fdOffset } from '../packet/sealed-copy.js';
@@ -280,7 +282,9 @@ export class Place {
 
   /** Create the queue (and sendseq) if missing; an existing queue is left as it is. */
   init(): void {
-    fs.mkdirSync(this.queue.jobsDir, { recursive: true });
+    // Durable (the new directories and, by SeqFile.write, the seqfiles): a place that init made
+    // is there after a power cut, so no token written into it is lost with its directory.
+    mkdirDurable(this.queue.jobsDir);
     if (!fs.existsSync(this.queue.seqfilePath)) SeqFile.with(this.queue.seqfilePath, { create: true }, () => {});
     if (!fs.existsSync(this.sendseqPath)) SeqFile.with(this.sendseqPath, { create: true }, () => {});
   }
@@ -488,14 +492,18 @@ export class Place {
       } else {
         writePacketSync(out, header, p?.fd);
       }
-      fsyncSync(out);
+      fsyncSync(out); // its bytes are durable...
       fs.closeSync(out);
+      // ...and its name: once the number is stored as taken (next line), recovery must find this
+      // file to publish it or turn it into a NOP; without it the numbering would have a hole that
+      // a sequence-ordered reader waits on forever.
+      fsyncDir(this.queue.jobsDir);
     } catch (err) {
       closeQuietly(out);
       unlinkQuietly(temp);
       throw err;
     }
-    writers.write(seq + 1n);
+    writers.write(seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
     return { seq, temp, final, header };
   }
 
@@ -523,7 +531,7 @@ export class Place {
     try {
       if (capacity !== undefined && this.occupancy() >= capacity) return 'full';
       const s = this.stage(writers, content, 'put');
-      publish(s.temp, s.final);
+      publishDurably(s.temp, s.final);
       return { seq: s.seq, filename: path.basename(s.final) };
     } finally {
       writers.release();
@@ -560,8 +568,8 @@ export class Place {
       } finally {
         closeQuietly(fd);
       }
-      publish(temp, this.queue.jobPath(numberedName(header.seq, id)));
-      unlinkQuietly(partPath);
+      publishDurably(temp, this.queue.jobPath(numberedName(header.seq, id)));
+      unlinkQuietly(partPath); // not made durable: should it come back, the NOP now holds its number and it is removed
       return 'nop';
     }
     unlinkQuietly(partPath);
@@ -634,27 +642,27 @@ function isPartName(name: string): boolean {
   return name.startsWith('net-') && name.endsWith('.part');
 }
 
-/** Rename a staged packet into place; done already (temp gone, final there) is fine. */
-export function publish(temp: string, final: string): void {
+/**
+ * Rename a staged packet into place, not yet durable: the caller fsyncs the directory (once for
+ * all it published, see fsyncDirs). 'done' when it had been renamed already (temp gone, final
+ * there); 'gone' when neither is there, which only a redone commit meets: its output was renamed,
+ * made durable and consumed by a reader since, and the journal's end record for it was lost (a
+ * staged file is durable before its commit is recorded, so it can't have vanished unpublished).
+ */
+export function publish(temp: string, final: string): 'renamed' | 'done' | 'gone' {
   try {
     fs.renameSync(temp, final);
+    return 'renamed';
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && fs.existsSync(final)) return;
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return fs.existsSync(final) ? 'done' : 'gone';
   }
-  syncDir(path.dirname(final));
 }
 
-export function syncDir(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(dir, 'r');
-    fsyncSync(fd);
-  } catch {
-    // Some file systems refuse fsync on a directory; the rename stands anyway.
-  } finally {
-    closeQuietly(fd);
-  }
+/** Publish one staged packet and make it durable (its directory fsynced) before returning. */
+export function publishDurably(temp: string, final: string): void {
+  if (publish(temp, final) === 'gone') throw new NetError(`The staged token ${temp} vanished before it was renamed to ${path.basename(final)}`);
+  fsyncDir(path.dirname(final)); // the new name is durable: the token is in the place to stay
 }
 
 /** Open a token's payload: a descriptor positioned after its header. */

@@ -11,6 +11,19 @@
  * end (each step is idempotent) and turns the numbers of staged-but-unrecorded outputs into NOP
  * tokens or drops them (place.ts), so every token has moved exactly once.
  *
+ * Through a power cut too (docs/reliability.md, "Power cuts"): each step is durable before the
+ * next depends on it.
+ *   | step                                  | made durable by                                     |
+ *   | ------------------------------------- | --------------------------------------------------- |
+ *   | 1. outputs staged (net-*.part)        | fsync of each file, then of its jobs/ (Place.stage) |
+ *   | 2. their numbers taken (sendseq)      | SeqFile.write: fsync, rename, fsync of the place    |
+ *   | 3. the commit recorded                | fsync of the journal (its name: at open)            |
+ *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finishCommit)           |
+ *   | 5. inputs consumed (nextseq, unlink)  | SeqFile.write; fsync of each input jobs/            |
+ *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
+ * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
+ * empties the journal.
+ *
  * Commits keep order: a finished firing waits until every firing started before it on the same
  * sequence place has committed, and (unless `order: none`) every earlier firing of its own
  * transition. A failed firing is retried on the same tokens, so what waits behind it waits.
@@ -20,13 +33,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
+import { fsyncDirs, mkdirDurable } from '../durable.js';
 import { LockedError, NetError } from '../errors.js';
 import { FileLock } from '../lock.js';
 import { silentLogger, type Logger } from '../log.js';
 import { SeqFile } from '../seqfile.js';
 import { JobsWatcher } from '../watch.js';
 import { fire, type FiringOutcome, type OutputSource } from './firing.js';
-import { Journal, type CommitRecord, type ConsumedInput } from './journal.js';
+import { Journal, type CommitRecord, type ConsumedInput, type StagedOutput } from './journal.js';
 import { effectiveOrder, type NetModel, type TransitionSpec } from './model.js';
 import { INDEX_WINDOW, Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from './place.js';
 import type { PacketHeader } from '../packet/index.js';
@@ -211,7 +225,7 @@ export class NetRunner {
 
   /** Take the locks, create missing places, recover from a crash. */
   private open(): void {
-    fs.mkdirSync(this.net.stateDir, { recursive: true });
+    mkdirDurable(this.net.stateDir); // the journal goes in it: see Journal's constructor
     const lockPath = path.join(this.net.stateDir, 'run.lock');
     try {
       this.runLock = FileLock.acquire(lockPath, { create: true });
@@ -292,10 +306,26 @@ export class NetRunner {
 
   /** Carry out a recorded commit: every step may already have been done. */
   private carryOut(c: CommitRecord): void {
-    for (const o of c.outputs) publish(o.temp, o.final);
-    for (const i of c.inputs) this.consume(i);
+    this.finishCommit(c);
     for (const i of c.inputs) this.places.get(i.place)?.forget(path.basename(i.file));
     this.journal.done(c.firing, true);
+  }
+
+  /**
+   * Steps 4 and 5 of a recorded commit (see the table at the top), each durable before the next:
+   * the outputs renamed into their places and their jobs/ fsynced, so that no consume is durable
+   * while an output it led to could still vanish; then the inputs consumed and their jobs/
+   * fsynced, so that the end record, once written, never stands for a consume a power cut undoes.
+   * Idempotent: recovery calls it again for commits that may have done any part of it.
+   */
+  private finishCommit(c: CommitRecord, published?: (o: StagedOutput) => void): void {
+    for (const o of c.outputs) {
+      // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
+      if (publish(o.temp, o.final) !== 'gone') published?.(o);
+    }
+    fsyncDirs(c.outputs.map((o) => path.dirname(o.final)));
+    for (const i of c.inputs) this.consume(i);
+    fsyncDirs(c.inputs.map((i) => path.dirname(i.file)));
   }
 
   private consume(i: ConsumedInput): void {
@@ -303,7 +333,7 @@ export class NetRunner {
       const sf = this.consumers.get(i.place);
       const cur = this.next.get(i.place) ?? 0n;
       if (sf && i.seq + 1n > cur) {
-        sf.write(i.seq + 1n);
+        sf.write(i.seq + 1n); // durable before the unlink: a place never waits for a number whose file is gone
         this.next.set(i.place, i.seq + 1n);
       }
     }
@@ -355,18 +385,17 @@ export class NetRunner {
       };
       this.journal.commit(record);
       const now = Date.now();
-      record.outputs.forEach((o, i) => {
+      const headerOf = new Map(record.outputs.map((o, i) => [o, headers[i]!]));
+      for (const o of record.outputs) this.noteOwn(path.basename(o.final));
+      for (const tok of inputs) this.noteOwn(tok.filename);
+      this.finishCommit(record, (o) => {
         const name = path.basename(o.final);
-        this.noteOwn(name);
-        publish(o.temp, o.final);
-        if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(name, headers[i]!, now);
+        if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(name, headerOf.get(o)!, now);
         else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
       });
     } finally {
       writers.forEach((w) => w.release());
     }
-    for (const tok of inputs) this.noteOwn(tok.filename);
-    for (const tok of inputs) this.consume({ place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' });
     for (const tok of inputs) {
       this.places.get(tok.place)!.forget(tok.filename);
       this.claimed.delete(tok.path);
