@@ -47,6 +47,7 @@ export function powercutMissing(): string[] {
   else if (spawnSync('unshare', ['--pid', '--fork', '--kill-child', '--', 'true'], { timeout: 10_000 }).status !== 0) {
     missing.push('permission for a PID namespace (unshare --pid: root)');
   }
+  if (!onPath('setpriv')) missing.push('setpriv (util-linux), for workloads run as another user');
   return missing;
 }
 

@@ -54,8 +54,9 @@
  *   is reused: unlink and a rename over a file first hard-link the victim into WORKDIR/grave/INO;
  *   rmdir and a rename over a directory move it there. A file unlinked while open is renamed by
  *   libfuse to .fuse_hiddenXXXX beside it until its last close (so fstat still works on it):
- *   pcfs counts that rename as the unlink, and such names are never listed nor durable. (As with
- *   any high-level libfuse file system, rmdir of a directory holding one fails with ENOTEMPTY.)
+ *   pcfs counts that rename as the unlink, and such names are never listed nor durable. rmdir
+ *   ignores them (and drops them: fstat of such a file, once its directory is removed, fails with
+ *   ENOENT; reads and writes still work).
  * - THE CUT: walk the live tree and the graveyard (inode -> where it is), then build the durable
  *   tree in WORKDIR/next from the root down: directories are made anew (mode, owner and times
  *   copied), every other inode is hard-linked from where it lives (CLEAN), truncated to n
@@ -486,7 +487,12 @@ static int rmtree_at(int dirfd, const char *name) {
   return r;
 }
 
-static int dir_is_empty(const char *relpath) {
+/*
+ * Whether a directory is empty (1) or not (0), for rmdir: hidden names do not count (they are no
+ * entries). With drop_hidden, an empty directory's hidden names are unlinked, so that it can go
+ * (their inodes are in the graveyard already).
+ */
+static int dir_is_empty(const char *relpath, int drop_hidden) {
   int fd = openat(rootfd, relpath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -errno;
   DIR *dir = fdopendir(fd);
@@ -495,12 +501,21 @@ static int dir_is_empty(const char *relpath) {
     return -EIO;
   }
   struct dirent *de;
-  int empty = 1;
-  while ((de = readdir(dir)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-      empty = 0;
-      break;
+  int empty = 1, hidden = 0;
+  while ((de = readdir(dir))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (is_hidden_name(de->d_name)) {
+      hidden = 1;
+      continue;
     }
+    empty = 0;
+    break;
+  }
+  if (empty && hidden && drop_hidden) {
+    rewinddir(dir);
+    while ((de = readdir(dir)))
+      if (is_hidden_name(de->d_name)) unlinkat(fd, de->d_name, 0);
+  }
   closedir(dir);
   return empty;
 }
@@ -989,7 +1004,7 @@ static int pc_unlink(const char *path) {
 
 /* Move an empty directory into the graveyard (rmdir, or the victim of a rename). */
 static int bury_dir(const char *relpath, ino_t ino) {
-  int e = dir_is_empty(relpath);
+  int e = dir_is_empty(relpath, 1);
   if (e < 0) return e;
   if (!e) return -ENOTEMPTY;
   char name[32];
@@ -1008,7 +1023,7 @@ static int pc_rmdir(const char *path) {
   if ((r = split(path, &s)) < 0) return r;
   if (fstatat(rootfd, rel(path), &st, AT_SYMLINK_NOFOLLOW) < 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
-  if (dir_is_empty(rel(path)) == 0) return -ENOTEMPTY;
+  if (dir_is_empty(rel(path), 0) == 0) return -ENOTEMPTY;
   if ((r = dir_note(s.parent, s.name)) < 0) return r;
   return bury_dir(rel(path), st.st_ino);
 }
@@ -1032,7 +1047,7 @@ static int pc_rename(const char *from, const char *to, unsigned int flags) {
     return renameat(rootfd, rel(from), rootfd, rel(to)) < 0 ? -errno : 0;
   if (exists && S_ISDIR(b.st_mode)) {
     if (!S_ISDIR(a.st_mode)) return -EISDIR;
-    if (dir_is_empty(rel(to)) == 0) return -ENOTEMPTY;
+    if (dir_is_empty(rel(to), 0) == 0) return -ENOTEMPTY;
   }
   if (exists && !S_ISDIR(b.st_mode) && S_ISDIR(a.st_mode)) return -ENOTDIR;
   if ((r = dir_note(sf.parent, sf.name)) < 0 || (r = dir_note(st_.parent, st_.name)) < 0) return r;
