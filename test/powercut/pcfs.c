@@ -37,8 +37,11 @@
  * durable descendant, after renames of directories) are broken by dropping the entry that closes
  * the cycle; a directory durably named twice comes back as two copies. Locks (flock, fcntl) are
  * not implemented here, so the kernel keeps them locally, which is what we want: processes see
- * each other's locks, and a cut (which kills every holder) drops them. xattrs, fallocate,
- * copy_file_range and O_TMPFILE are not implemented (the kernel falls back or fails cleanly).
+ * each other's locks, and a cut (which kills every holder) drops them. But libfuse's high-level
+ * API gives each NAME its own kernel inode: locks taken through two hard links of one file do not
+ * see each other (locks through one name, from any process, do). xattrs, fallocate and O_TMPFILE
+ * are not implemented (they fail cleanly); copy_file_range is not either, and the kernel falls
+ * back to reads and writes, which pcfs tracks.
  *
  * HOW (inode numbers of the backing file system are the keys)
  * - A file is CLEAN (durable = live) until its first data change after mount, cut or fsync. Just
