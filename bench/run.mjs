@@ -12,7 +12,7 @@
  *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
- *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets (for debugging)
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, D for durability (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
@@ -1047,6 +1047,7 @@ ${startupSection}
 ${floorsSection()}
 ${profileSection()}
 ${netSection}
+${durabilitySection}
 ## Details
 
 ${det}
@@ -1062,6 +1063,17 @@ function benchNets() {
   const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
   if (r.status !== 0) throw new BenchError(`bench/net.mjs failed with status ${r.status}`);
   netSection = r.stdout;
+}
+
+// D: the cost of durability (bench/durability.mjs): on a disk, not opts.dir (tmpfs makes fsync free).
+let durabilitySection = '';
+function benchDurability() {
+  log('D. durability: bench/durability.mjs');
+  const args = [path.join(ROOT, 'bench', 'durability.mjs'), '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
+  if (opts.quick) args.push('--quick');
+  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
+  if (r.status !== 0) throw new BenchError(`bench/durability.mjs failed with status ${r.status}`);
+  durabilitySection = r.stdout;
 }
 
 // ---------------------------------------------------------------- main
@@ -1105,6 +1117,7 @@ async function main() {
     benchPipelines();
     if (want('S')) benchSeal();
     if (want('N')) benchNets();
+    if (want('D')) benchDurability();
     if (want(8) || want(9)) {
       const packet = path.join(WORK, 'big.fspl');
       log(`generating a ${fmtSize(SIZES.md5)} packet`);

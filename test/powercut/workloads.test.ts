@@ -1,0 +1,223 @@
+/**
+ * Power cuts: each workload runs on the power-cut file system (pcfs.c, harness.ts), is cut at
+ * random moments (every process killed, and every write that no fsync made durable forgotten),
+ * and is then simply run again, as a user would after the machine comes back.
+ *
+ * FSPL_POWERCUT_CUTS sets the cuts per workload (30 in `npm test`, 300 in `npm run test:powercut`);
+ * FSPL_POWERCUT_SEED repeats a run. Each test prints what it saw; docs/reliability.md reports
+ * the 300-cut run.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Queue, preparePacket, readPacket } from 'filespooler';
+import { describeIfPresent } from '../gate.js';
+import { FSPL_BIN } from '../helpers.js';
+import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
+
+const CUTS = Number(process.env.FSPL_POWERCUT_CUTS ?? 30);
+const SEED = Number(process.env.FSPL_POWERCUT_SEED ?? Date.now() % 100000);
+const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
+
+/** A small deterministic generator, so that a failing run can be repeated (FSPL_POWERCUT_SEED). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** What the workload knows for sure, kept outside the cut file system (the sender's own disk). */
+function outsideDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-powercut-'));
+}
+
+function lines(file: string): string[] {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+async function payloadOf(file: string): Promise<string> {
+  const p = await readPacket({ path: file });
+  const chunks: Buffer[] = [];
+  for await (const c of p.payload) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString();
+}
+
+/**
+ * Run `script` (sh) as a workload until a random moment `minMs`..`maxMs` later, then cut the
+ * power. Returns 'cut', or 0 if it finished first (any other exit status fails the test).
+ * With maxMs Infinity: no cut, run to the end.
+ */
+async function runUntilCut(pc: PowercutFs, script: string, random: () => number, minMs: number, maxMs: number): Promise<'cut' | number> {
+  const w = spawnWorkload(['sh', '-c', script]);
+  const delay = minMs + random() * (maxMs - minMs);
+  const r = await Promise.race([w.exited, ...(delay === Infinity ? [] : [sleep(delay).then(() => 'timeout' as const)])]);
+  if (r === 'timeout') {
+    await pc.cut();
+    return 'cut';
+  }
+  if (r.code !== 0) throw new Error(`workload exited ${r.code ?? r.signal}: ${r.stderr}`);
+  return 0;
+}
+
+describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', note: 'apt-get install fuse3 libfuse3-dev gcc' }, () => {
+  let pc: PowercutFs;
+  let outside: string;
+  beforeAll(async () => {
+    pc = await mountPowercut();
+  });
+  afterAll(async () => {
+    await pc?.unmount();
+  });
+
+  function fresh(name: string): { inside: string; outside: string } {
+    outside = outsideDir();
+    const inside = path.join(pc.root, name);
+    fs.mkdirSync(inside);
+    return { inside, outside };
+  }
+
+  test(`queue-write: every acknowledged job survives ${CUTS} cuts, whole`, async () => {
+    const { inside, outside } = fresh('write');
+    const q = path.join(inside, 'q');
+    Queue.init(q);
+    // Packets are prepared outside (the sender's disk), so that the loop is all queue-write.
+    const packets = path.join(outside, 'packets');
+    fs.mkdirSync(packets);
+    const acks = path.join(outside, 'acks');
+    await pc.sync(); // the test's own setup (its directories) is not under test
+    const random = rng(SEED);
+    let next = 0;
+    let cuts = 0;
+    for (let round = 0; cuts < CUTS; round++) {
+      const batch = 20;
+      for (let i = next; i < next + batch; i++) {
+        const prep = spawnWorkload(['sh', '-c', `printf 'job %s\\n' ${i} | ${FSPL} prepare -s - -i - > ${packets}/${i}`]);
+        const r = await prep.exited;
+        expect(r.code, r.stderr).toBe(0);
+      }
+      const script = `i=${next}; while [ $i -lt ${next + batch} ]; do ${FSPL} queue-write -q ${q} < ${packets}/$i && echo $i >> ${acks}; i=$((i+1)); done`;
+      const r = await runUntilCut(pc, script, random, 50, 400);
+      if (r === 'cut') cuts++;
+      next += batch;
+      // Every write acknowledged so far is there, whole, after every cut.
+      const found = new Map<string, number>();
+      for (const name of fs.readdirSync(path.join(q, 'jobs'))) {
+        if (!/^fspl-.*\.fspl$/.test(name)) continue;
+        const text = await payloadOf(path.join(q, 'jobs', name));
+        found.set(text, (found.get(text) ?? 0) + 1);
+      }
+      const acked = lines(acks);
+      const lost = acked.filter((i) => !found.has(`job ${i}\n`));
+      expect(lost, `seed ${SEED}: acknowledged jobs lost after cut ${cuts}`).toEqual([]);
+      for (const [text, n] of found) expect(n, `seed ${SEED}: ${text} twice`).toBe(1);
+    }
+    console.log(`power cuts, queue-write (seed ${SEED}): ${cuts} cuts, ${lines(acks).length} writes acknowledged, 0 lost`);
+  }, 600_000);
+
+  test(`queue-process: over ${CUTS} cuts no job is skipped, jobs run in order, and each cut re-runs at most the job in flight`, async () => {
+    const { inside, outside } = fresh('process');
+    const qdir = path.join(inside, 'q');
+    const queue = Queue.init(qdir);
+    const runs = path.join(outside, 'runs');
+    let total = 0;
+    const addJobs = async (n: number) => {
+      for (let i = 0; i < n; i++) await queue.write(preparePacket({ seq: BigInt(++total), payload: Buffer.from(`job ${total}\n`) }));
+    };
+    await addJobs(300);
+    await pc.sync();
+    const random = rng(SEED + 1);
+    let cuts = 0;
+    // The command notes its job outside the cut file system, where a note is never lost.
+    const script = `exec ${FSPL} queue-process -q ${qdir} sh -- -c 'cat >/dev/null; sleep 0.005; echo $FSPL_SEQ >> ${runs}'`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, script, random, 50, cuts < CUTS ? 300 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) await addJobs(100); // drained before its cuts: more work, so every cut lands mid-run (queue.write is durable)
+      else break;
+    }
+    const ran = lines(runs).map(BigInt);
+    const distinct = new Set(ran);
+    // None skipped: every job ran, and every job file is gone.
+    expect(distinct.size, `seed ${SEED}`).toBe(total);
+    for (let s = 1; s <= total; s++) expect(distinct.has(BigInt(s)), `seed ${SEED}: job ${s} never ran`).toBe(true);
+    // In order: a job runs only after every job before it (a re-run repeats the last, never an earlier one).
+    for (let i = 1; i < ran.length; i++) expect(ran[i]! >= ran[i - 1]!, `seed ${SEED}: job ${ran[i]} ran after ${ran[i - 1]}`).toBe(true);
+    const reruns = ran.length - distinct.size;
+    expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(cuts);
+    const left = fs.readdirSync(path.join(qdir, 'jobs'));
+    console.log(`power cuts, queue-process (seed ${SEED}): ${cuts} cuts, ${total} jobs, ${reruns} re-runs, ${left.length} spent job files left below nextseq`);
+    expect(left.length, `seed ${SEED}: ${left.join(' ')}`).toBeLessThanOrEqual(cuts);
+  }, 600_000);
+
+  test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches the sink exactly once, nothing is stranded, no number is used twice`, async () => {
+    const { inside } = fresh('net');
+    const netFile = path.join(inside, 'net.yaml');
+    fs.writeFileSync(
+      netFile,
+      `
+places: { src: {}, a: {}, l: {}, r: {}, l2: {}, r2: {}, sink: {} }
+transitions:
+  first: { in: src, run: 'sed s/^/A:/', out: a }
+  split: { in: a, run: 'tee "$FSPL_OUT_l" > "$FSPL_OUT_r"', out: [l, r], workers: 2 }
+  tl: { in: l, run: "sleep 0.0$(( RANDOM % 5 )); sed s/^/L:/", out: l2, workers: 2 }
+  tr: { in: r, run: "sleep 0.0$(( RANDOM % 5 )); sed s/^/R:/", out: r2, workers: 2 }
+  join: { in: [l2, r2], run: 'cat "$FSPL_IN_l2" "$FSPL_IN_r2"', out: sink }
+`,
+    );
+    const init = await spawnWorkload(['sh', '-c', `${FSPL} net init ${netFile}`]).exited;
+    expect(init.code, init.stderr).toBe(0);
+    const random = rng(SEED + 2);
+    let total = 0;
+    const putBatch = async (n: number) => {
+      const script = `i=${total}; while [ $i -lt ${total + n} ]; do echo p$i | ${FSPL} net put ${netFile} src --key k$i || exit 1; i=$((i+1)); done`;
+      total += n;
+      const r = await spawnWorkload(['sh', '-c', script]).exited;
+      expect(r.code, r.stderr).toBe(0);
+    };
+    await putBatch(60);
+    await pc.sync();
+    let cuts = 0;
+    const run = `exec ${FSPL} net run --drain -l error ${netFile}`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, run, random, 200, cuts < CUTS ? 900 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) await putBatch(30);
+      else break;
+    }
+    // The last run was a clean --drain (exit 0, or runUntilCut would have thrown).
+    const sink = path.join(inside, 'places/sink/jobs');
+    const keys = new Map<string, number>();
+    const seqs = new Set<bigint>();
+    for (const name of fs.readdirSync(sink)) {
+      expect(name, `seed ${SEED}: a stray file in the sink`).toMatch(/^fspl-.*\.fspl$/);
+      const p = await readPacket({ path: path.join(sink, name) });
+      expect(seqs.has(p.seq), `seed ${SEED}: number ${p.seq} used twice in the sink`).toBe(false);
+      seqs.add(p.seq);
+      const env = Object.fromEntries(p.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
+      if (env.KEY === undefined) continue; // a NOP filler
+      keys.set(env.KEY, (keys.get(env.KEY) ?? 0) + 1);
+      const i = env.KEY.slice(1);
+      expect(await payloadOf(path.join(sink, name)), `seed ${SEED}`).toBe(`L:A:p${i}\nR:A:p${i}\n`);
+    }
+    const doubled = [...keys].filter(([, n]) => n > 1).map(([k]) => k);
+    expect(doubled, `seed ${SEED}: keys that arrived twice`).toEqual([]);
+    const missing = Array.from({ length: total }, (_, i) => `k${i}`).filter((k) => !keys.has(k));
+    expect(missing, `seed ${SEED}: keys lost`).toEqual([]);
+    for (const p of ['src', 'a', 'l', 'r', 'l2', 'r2']) {
+      const left = fs.readdirSync(path.join(inside, 'places', p, 'jobs'));
+      expect(left, `seed ${SEED}: stranded in ${p}`).toEqual([]);
+    }
+    console.log(`power cuts, net (seed ${SEED}): ${cuts} cuts, ${total} keys, each in the sink once`);
+  }, 900_000);
+});
