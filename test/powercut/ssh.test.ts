@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { readPacket } from 'filespooler';
+import { Net, readPacket } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN } from '../helpers.js';
 import { onPath } from '../harness/proc.js';
@@ -72,8 +72,10 @@ transitions:
     };
     await sh(`${FSPL} net init ${file} --host a && ${FSPL} net init ${file} --host b`);
     let total = 0;
+    const net = Net.load(file);
+    // Tokens are put by the library in this process (a put is durable before it returns).
     const putBatch = async (n: number) => {
-      await sh(`i=${total}; while [ $i -lt ${total + n} ]; do echo t$i | ${FSPL} net put ${file} src --key k$i || exit 1; i=$((i+1)); done`);
+      for (let i = total; i < total + n; i++) await net.put('src', Buffer.from(`t${i}\n`), { key: `k${i}` });
       total += n;
     };
     await pc.sync(); // the test's own setup is not under test
