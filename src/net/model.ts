@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { didYouMean } from './suggest.js';
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;
 
@@ -206,7 +207,10 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
     });
   }
   const known = (where: Array<string | number>, place: string) => {
-    if (!places.has(place)) problems.push({ path: where, message: `Unknown place ${JSON.stringify(place)}` });
+    if (places.has(place)) return;
+    // Arcs join places to transitions: a transition's name here is a mistake of its own kind.
+    const hint = def.transitions && Object.hasOwn(def.transitions, place) ? ` (${JSON.stringify(place)} is a transition: arcs name places)` : didYouMean(place, places.keys());
+    problems.push({ path: where, message: `Unknown place ${JSON.stringify(place)}${hint}` });
   };
   const transitions = new Map<string, TransitionSpec>();
   for (const [name, t] of Object.entries(def.transitions ?? {})) {
