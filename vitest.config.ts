@@ -3,11 +3,15 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   resolve: {
-    // Tests of the public API import the package by its name, as users do. Node resolves that
-    // through package.json "exports"; Vite's resolver mishandles a package importing itself.
+    // Tests of the public API import the package by its name, as users do; Vite's resolver
+    // mishandles a package importing itself, so the name is mapped here. To src/, not dist/: the
+    // tests then test the current source even before a build, and a test that imports src/ as
+    // well gets the same classes, not a second copy. The build as published is tested where
+    // Node itself resolves the package (test/api/pack.test.ts, test/api/docs.test.ts) and by
+    // every test that runs bin/fspl; every test script builds first (package.json).
     alias: [
-      { find: /^filespooler$/, replacement: fileURLToPath(new URL('./dist/index.js', import.meta.url)) },
-      { find: /^filespooler\/lowlevel$/, replacement: fileURLToPath(new URL('./dist/lowlevel.js', import.meta.url)) },
+      { find: /^filespooler$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+      { find: /^filespooler\/lowlevel$/, replacement: fileURLToPath(new URL('./src/lowlevel.ts', import.meta.url)) },
     ],
   },
   test: {

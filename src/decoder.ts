@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { DecoderError } from './errors.js';
-import { killAfter } from './exec.js';
+import { checkSeconds, setLongTimeout } from './timer.js';
 import { closeQuietly } from './io.js';
 import { readHeaderFromStream } from './packet/read.js';
 import type { PacketHeader } from './packet/types.js';
@@ -54,6 +54,7 @@ const EXIT_GRACE_MS = 5000;
  * a DecoderError whose `timedOut` is true.
  */
 export async function openThroughDecoder(file: string, decoder: string, timeout?: number): Promise<DecodedJob> {
+  checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   let child: ChildProcess;
@@ -102,11 +103,11 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
   const cancelTimer =
     timeout === undefined
       ? undefined
-      : killAfter(timeout, () => {
+      : setLongTimeout(() => {
           timedOut = true;
           child.kill('SIGKILL');
           payload.destroy(); // a grandchild may still hold the pipe open
-        });
+        }, timeout * 1000);
   try {
     const header = await readHeaderFromStream(payload);
     if (timedOut) throw new Error('timed out');

@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { ExecError } from './errors.js';
 import { nativeSpawn } from './native.js';
+import { checkSeconds, setLongTimeout } from './timer.js';
 
 export type StdinSource = number | Readable | 'inherit' | 'ignore';
 
@@ -55,25 +56,6 @@ function startFailure(command: string, code: string | undefined, message: string
 }
 
 /**
- * Kill with SIGKILL once `seconds` have passed. setTimeout holds at most 2^31-1 ms (about
- * 24.8 days): longer ones are waited out in steps. Returns the function that cancels it.
- */
-export function killAfter(seconds: number, kill: () => void): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  let remaining = seconds * 1000;
-  const arm = () => {
-    const step = Math.min(remaining, 0x7fff_ffff);
-    remaining -= step;
-    timer = setTimeout(() => {
-      if (remaining > 0) return arm();
-      kill();
-    }, step);
-  };
-  arm();
-  return () => clearTimeout(timer);
-}
-
-/**
  * The native path: posix_spawn, then a wait on the thread pool. Undefined when the addon is
  * missing or the job needs child_process (see nativeSpawn).
  */
@@ -108,7 +90,7 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   }
   const pid = started.pid;
   if (opts.timeout !== undefined) {
-    cancel = killAfter(opts.timeout, () => {
+    cancel = setLongTimeout(() => {
       timedOut = true;
       try {
         // The child is not reaped before onExit runs (on this thread), so the pid is still ours.
@@ -116,7 +98,7 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
       } catch {
         // Already gone.
       }
-    });
+    }, opts.timeout * 1000);
   }
   return new Promise((resolve) => {
     if (early) resolve(early);
@@ -126,6 +108,7 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
 
 /** Run a command to completion. Rejects with ExecError if it cannot be started at all. */
 export function runCommand(opts: RunOptions): Promise<RunResult> {
+  checkSeconds(opts.timeout, 'runCommand: timeout');
   return runNative(opts) ?? runChildProcess(opts);
 }
 
@@ -145,10 +128,10 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
     const cancel =
       opts.timeout === undefined
         ? undefined
-        : killAfter(opts.timeout, () => {
+        : setLongTimeout(() => {
             timedOut = true;
             child.kill('SIGKILL');
-          });
+          }, opts.timeout * 1000);
     if (typeof opts.stdin === 'object' && child.stdin) {
       const src = opts.stdin;
       const sink = child.stdin;

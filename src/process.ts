@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { decoderFailure } from './decoder.js';
 import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
-import { describeResult, killAfter, runCommand, type StdinSource } from './exec.js';
+import { describeResult, runCommand, type StdinSource } from './exec.js';
 import { fsyncDir } from './durable.js';
 import { closeQuietly } from './io.js';
 import { jobEnvironment, jobVariables, variablesRecord, type JobLocation, type JobVariable } from './jobenv.js';
@@ -17,6 +17,7 @@ import { U64_MAX, type PacketHeader } from './packet/types.js';
 import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
 import type { OpenJob, Queue } from './queue.js';
 import type { SeqFile } from './seqfile.js';
+import { checkSeconds, setLongTimeout } from './timer.js';
 import { JobsWatcher } from './watch.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
@@ -108,6 +109,7 @@ async function runCommandJob(
  */
 export async function processFd(fd: number, opts: CommandOptions & { logger?: Logger }): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
+  checkSeconds(opts.timeout, 'processFd: timeout');
   const header = readHeaderSync(fd);
   const job: Job = { header, variables: jobVariables(header), payload: fd };
   // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
@@ -252,7 +254,7 @@ async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunctio
   // flight), so it must not also be closed here.
   const payload = sealChecked(typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload, opened.header.seal, check);
   const timeout = new AbortController();
-  const cancelTimer = opts.timeout === undefined ? undefined : killAfter(opts.timeout, () => timeout.abort(new Error('timed out')));
+  const cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => timeout.abort(new Error('timed out')), opts.timeout * 1000);
   const where = { queuedir: queue.dir, filename: entry.filename };
   const variables = variablesRecord(jobVariables(opened.header, where));
   let outcome: Outcome;
@@ -305,6 +307,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
   if ((opts.run === undefined) === (opts.command === undefined)) {
     throw new TypeError('processQueue: give exactly one of `command` and `run`');
   }
+  checkSeconds(opts.timeout, 'processQueue: timeout');
   const fn = opts.run;
   const cmdOpts = opts as ProcessQueueOptions & CommandOptions;
   const baseEnv = { ...process.env };

@@ -26,6 +26,7 @@ import { silentLogger, type Logger } from './log.js';
 import { nativeReadHeads } from './native.js';
 import { SeqFile } from './seqfile.js';
 import { fsyncDir, fsyncDirAsync } from './durable.js';
+import { checkSeconds } from './timer.js';
 import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
@@ -106,6 +107,7 @@ export class Queue {
     this.seqfilePath = path.join(dir, 'nextseq');
     this.jobsPrefix = `${this.jobsDir}/`;
     this.decoder = options.decoder;
+    checkSeconds(options.decoderTimeout, 'Queue: decoderTimeout');
     this.decoderTimeout = options.decoderTimeout;
     this.logger = options.logger ?? silentLogger;
   }

@@ -63,3 +63,16 @@ test('nothing below src/net imports it (the net layer sits on top), except the p
     expect(imports(f).filter((d) => d.startsWith(net)).map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
   }
 });
+
+test('the tests test the current source: the package name resolves to src/ (one copy of each class), and every test script builds first', async () => {
+  // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
+  // tests of the package as published, which is why every script that runs vitest builds first.
+  const [pkg, low, src, srcLow] = await Promise.all([import('filespooler'), import('filespooler/lowlevel'), import('../src/index.js'), import('../src/lowlevel.js')]);
+  expect(pkg.Net).toBe(src.Net);
+  expect(pkg.Queue).toBe(src.Queue);
+  expect(low.processQueue).toBe(srcLow.processQueue);
+  const scripts = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
+  expect(testing.map(([name]) => name)).toContain('test:unit');
+  for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build && /);
+});

@@ -25,6 +25,7 @@ import { closeQuietly } from '../io.js';
 import { nativeSpawnDetached } from '../native.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../jobenv.js';
 import { fdStream } from '../packet/index.js';
+import { setLongTimeout } from '../timer.js';
 import type { FiringInput, TransitionSpec } from './model.js';
 import { giveDir, type RunAs } from './permissions.js';
 import { copyPayloads, extractPayload, openPayloadFd, type Token } from './place.js';
@@ -215,17 +216,17 @@ async function runCommandFiring(
         killGroup('SIGTERM');
         hardKill = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
       };
-      const timer = t.timeout !== undefined ? setTimeout(() => stop('timeout'), Math.min(t.timeout * 1000, 0x7fff_ffff)) : undefined;
+      const cancelTimer = t.timeout !== undefined ? setLongTimeout(() => stop('timeout'), t.timeout * 1000) : undefined;
       const onAbort = () => stop('abort');
       req.signal.addEventListener('abort', onAbort, { once: true });
       const onError = (err: NodeJS.ErrnoException) => {
-        if (timer) clearTimeout(timer);
+        cancelTimer?.();
         req.signal.removeEventListener('abort', onAbort);
         const why = err.code === 'ENOENT' ? 'No such file or directory' : err.code === 'EACCES' ? 'Permission denied' : err.message;
         resolve({ ok: false, reason: `could not start ${JSON.stringify(command)}: ${why}`, abandoned: false, message: `fspl net: cannot run ${JSON.stringify(command)}: ${why}` });
       };
       const onExit = ({ code, signal }: { code: number | null; signal: NodeJS.Signals | null }) => {
-        if (timer) clearTimeout(timer);
+        cancelTimer?.();
         if (hardKill) clearTimeout(hardKill);
         req.signal.removeEventListener('abort', onAbort);
         // Whatever the command left running in its group goes with it.
@@ -282,7 +283,7 @@ async function runFunction(
   const controller = new AbortController();
   const onAbort = () => controller.abort(new Error('the run is stopping'));
   req.signal.addEventListener('abort', onAbort, { once: true });
-  const timer = t.timeout !== undefined ? setTimeout(() => controller.abort(new Error(`timed out after ${t.timeout} s`)), t.timeout * 1000) : undefined;
+  const cancelTimer = t.timeout !== undefined ? setLongTimeout(() => controller.abort(new Error(`timed out after ${t.timeout} s`)), t.timeout * 1000) : undefined;
   const inputs: FiringInput[] = tokens.map((tok) => ({
     place: tok.place,
     seq: tok.seq,
@@ -310,7 +311,7 @@ async function runFunction(
     const message = err instanceof Error ? err.message : String(err);
     return { ok: false, reason: `failed: ${message}`, abandoned: false, message };
   } finally {
-    if (timer) clearTimeout(timer);
+    cancelTimer?.();
     req.signal.removeEventListener('abort', onAbort);
   }
 }

@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { didYouMean } from './suggest.js';
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;
 
@@ -177,6 +178,15 @@ export interface ModelProblem {
 }
 
 /**
+ * A duration in a definition: absent, or a number of seconds above 0. Net files are checked by
+ * their schema already; this holds nets defined in JavaScript to the same rule (NaN or a negative
+ * timeout would fire at once). Any length is fine: timers are chained (src/timer.ts).
+ */
+function seconds(value: unknown): boolean {
+  return value === undefined || (typeof value === 'number' && value > 0);
+}
+
+/**
  * Build the model from an already shape-checked definition. Cross-references (unknown places,
  * merges with batches...) are checked here; problems are collected, not thrown, so that a net
  * file reports all of them with their positions.
@@ -197,7 +207,10 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
     });
   }
   const known = (where: Array<string | number>, place: string) => {
-    if (!places.has(place)) problems.push({ path: where, message: `Unknown place ${JSON.stringify(place)}` });
+    if (places.has(place)) return;
+    // Arcs join places to transitions: a transition's name here is a mistake of its own kind.
+    const hint = def.transitions && Object.hasOwn(def.transitions, place) ? ` (${JSON.stringify(place)} is a transition: arcs name places)` : didYouMean(place, places.keys());
+    problems.push({ path: where, message: `Unknown place ${JSON.stringify(place)}${hint}` });
   };
   const transitions = new Map<string, TransitionSpec>();
   for (const [name, t] of Object.entries(def.transitions ?? {})) {
@@ -208,6 +221,7 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
     const inputs: InputArc[] = rawIn.map((a, i) => {
       const arc = typeof a === 'string' ? { place: a, take: 1 } : { place: a.place, take: a.take ?? 1, maxWait: a['max-wait'] };
       known(Array.isArray(t.in) ? at('in', i) : at('in'), arc.place);
+      if (!seconds(arc.maxWait)) problems.push({ path: [...(Array.isArray(t.in) ? at('in', i) : at('in')), 'max-wait'], message: `max-wait must be a number of seconds above 0 (got ${String(arc.maxWait)})` });
       return arc;
     });
     if (inputs.length === 0) problems.push({ path: at('in'), message: 'A transition needs at least one input place' });
@@ -245,6 +259,7 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
       problems.push({ path: at('out'), message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose` });
     }
     const { in: _i, out: _o, run: _r, fn, env, cwd, error, retries, timeout, workers, order, inhibit, ...extra } = t;
+    if (!seconds(timeout)) problems.push({ path: at('timeout'), message: `timeout must be a number of seconds above 0 (got ${String(timeout)})` });
     transitions.set(name, {
       name,
       inputs,

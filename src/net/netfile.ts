@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { NetFileError } from '../errors.js';
 import { buildNet } from './build.js';
 import type { NetDefinition, NetModel } from './model.js';
+import { didYouMean } from './suggest.js';
 
 const name = z.string();
 const positiveInt = z.number().int().min(1);
@@ -117,12 +118,18 @@ export function parseNetText(text: string, file: string): NetModel {
   if (!parsed.success) {
     throw new NetFileError(
       file,
-      parsed.error.issues.map((issue) => {
-        const unknown = issue.code === 'unrecognized_keys';
-        const keys = unknown ? [...issue.path, issue.keys[0]!] : issue.path;
-        const missing = !unknown && issue.path.length > 0 && !doc.hasIn(issue.path as unknown[]);
+      parsed.error.issues.flatMap((issue) => {
+        // Each unknown key on its own line, at its own position, with the allowed key it is
+        // probably a typo of.
+        const unknown = issue.code === 'unrecognized_keys' ? issue.keys : issue.code === 'invalid_union' ? unknownInEveryObject(issue) : [];
+        if (unknown.length > 0) {
+          const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+          const allowed = allowedKeys(netSchema, issue.path);
+          return unknown.map((k) => ({ ...positionOf(doc, lc, [...issue.path, k], true), message: `${where}unknown key ${JSON.stringify(k)}${didYouMean(k, allowed)}` }));
+        }
+        const missing = issue.path.length > 0 && !doc.hasIn(issue.path as unknown[]);
         const message = missing ? `${issue.path.join('.')}: missing (required)` : describeIssue(issue);
-        return { ...positionOf(doc, lc, keys, unknown), message };
+        return [{ ...positionOf(doc, lc, issue.path), message }];
       }),
     );
   }
@@ -132,11 +139,41 @@ export function parseNetText(text: string, file: string): NetModel {
   return model;
 }
 
+/**
+ * A map that matches none of a union's forms only because of a key none of them has (`out:
+ * { one-off: [...] }`): that key, rather than "not a valid value".
+ */
+function unknownInEveryObject(issue: z.core.$ZodIssueInvalidUnion): string[] {
+  const perBranch = issue.errors
+    .map((branch) => branch.flatMap((i) => (i.code === 'unrecognized_keys' && i.path.length === 0 ? i.keys : [])))
+    .filter((keys) => keys.length > 0);
+  if (perBranch.length === 0) return [];
+  return perBranch[0]!.filter((k) => perBranch.every((keys) => keys.includes(k)));
+}
+
+/** The keys that the maps at a path of the schema may have (of every form a union allows there). */
+function allowedKeys(schema: z.core.$ZodType, keys: ReadonlyArray<PropertyKey>): string[] {
+  const unwrap = (s: z.core.$ZodType): z.core.$ZodType[] => {
+    if (s instanceof z.ZodOptional || s instanceof z.ZodNullable) return unwrap(s.unwrap());
+    if (s instanceof z.ZodPipe) return unwrap(s.in);
+    if (s instanceof z.ZodUnion) return s.options.flatMap(unwrap);
+    return [s];
+  };
+  let here = unwrap(schema);
+  for (const k of keys) {
+    here = here.flatMap((s): z.core.$ZodType[] => {
+      if (s instanceof z.ZodObject && typeof k === 'string' && k in s.shape) return unwrap(s.shape[k]!);
+      if (s instanceof z.ZodRecord && typeof k === 'string') return unwrap(s.valueType);
+      if (s instanceof z.ZodArray && typeof k === 'number') return unwrap(s.element);
+      return [];
+    });
+  }
+  return [...new Set(here.flatMap((s) => (s instanceof z.ZodObject ? Object.keys(s.shape) : [])))];
+}
+
 function describeIssue(issue: z.core.$ZodIssue): string {
   const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
   switch (issue.code) {
-    case 'unrecognized_keys':
-      return `${where}unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
     case 'invalid_union':
       return `${where}not a valid value here`;
     default:

@@ -38,6 +38,7 @@ import { LockedError, NetError } from '../errors.js';
 import { FileLock } from '../lock.js';
 import { silentLogger, type Logger } from '../log.js';
 import { SeqFile } from '../seqfile.js';
+import { checkSeconds, setLongTimeout } from '../timer.js';
 import { JobsWatcher } from '../watch.js';
 import { fire, type FiringOutcome, type OutputSource } from './firing.js';
 import { Journal, type CommitRecord, type ConsumedInput, type StagedOutput } from './journal.js';
@@ -802,14 +803,15 @@ export class NetRunner {
 
   /** Run until stopped (signal) or, with drain, until nothing can fire. */
   async run(): Promise<NetRunSummary> {
+    checkSeconds(this.opts.grace, 'Net.run: grace');
     this.open();
     const signal = this.opts.signal;
-    let graceTimer: NodeJS.Timeout | undefined;
+    let cancelGrace: (() => void) | undefined;
     const onStop = () => {
       if (this.stopping) return;
       this.stopping = true;
       this.log.info('net', 'Stopping: running firings get a moment to finish');
-      graceTimer = setTimeout(() => this.abort.abort(), (this.opts.grace ?? 5) * 1000);
+      cancelGrace = setLongTimeout(() => this.abort.abort(), (this.opts.grace ?? 5) * 1000);
       this.poke();
     };
     if (signal?.aborted) onStop();
@@ -859,15 +861,16 @@ export class NetRunner {
         } else idleReported = false;
         await new Promise<void>((resolve) => {
           if (this.dirty) return resolve();
-          const timer = wakeAt !== undefined ? setTimeout(() => this.poke(), Math.max(0, wakeAt - Date.now()) + 5) : undefined;
+          // A batch's max-wait may be months away: setLongTimeout, not setTimeout, which would fire at once.
+          const cancelWake = wakeAt !== undefined ? setLongTimeout(() => this.poke(), Math.max(0, wakeAt - Date.now()) + 5) : undefined;
           this.wake = () => {
-            if (timer) clearTimeout(timer);
+            cancelWake?.();
             resolve();
           };
         });
       }
     } finally {
-      if (graceTimer) clearTimeout(graceTimer);
+      cancelGrace?.();
       signal?.removeEventListener('abort', onStop);
       this.abort.abort();
       clearTimeout(this.liveTimer);

@@ -11,7 +11,7 @@
  * of an undeclared package fails as it would for a user. Scripts are not run (`--ignore-scripts`):
  * the native addon is optional and dist/ is already built by `npm test`.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -113,5 +113,72 @@ describe('the packed package', () => {
       out = String((err as { stdout?: string }).stdout || err);
     }
     expect(out).toBe('');
+  });
+});
+
+/**
+ * README.md's cron and systemd lines, run as cron and systemd would run them, against the packed
+ * package installed as `npm install -g` lays it out (PREFIX/bin/fspl, a symlink to
+ * PREFIX/lib/node_modules/filespooler/bin/fspl; here, the package unpacked above). Cron runs a
+ * line with `/bin/sh -c`, with HOME, LOGNAME, SHELL=/bin/sh and the crontab's PATH (or
+ * /usr/bin:/bin) and nothing else; systemd runs ExecStart directly, with the unit's Environment=.
+ * The README's /usr/local/bin stands for npm's global bin, here PREFIX/bin, which also holds the
+ * handler.
+ */
+describe("README's cron and systemd lines", () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const block = (lang: string): string[] => {
+    const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(readme);
+    expect(m, `a \`\`\`${lang} block in README.md`).not.toBeNull();
+    return m![1]!.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+  };
+  let home = '';
+  let bin = '';
+  const local = (s: string) => s.replaceAll('/usr/local/bin/', `${bin}/`);
+  /** A PATH as the README writes it, with PREFIX/bin where it names /usr/local/bin. */
+  const localPath = (p: string): string => {
+    const dirs = p.split(':').flatMap((d) => (d === '/usr/local/bin' ? [bin, d] : [d]));
+    // The README says to name node's directory too; it is there already unless node lives outside them.
+    if (!dirs.includes(path.dirname(process.execPath))) dirs.push(path.dirname(process.execPath));
+    return dirs.join(':');
+  };
+  const queueJob = (payload: string) =>
+    execFileSync('sh', ['-c', `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - | "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`], { input: payload });
+
+  beforeAll(() => {
+    home = path.join(path.dirname(project), 'home');
+    bin = path.join(path.dirname(project), 'prefix', 'bin');
+    fs.mkdirSync(home);
+    fs.mkdirSync(bin, { recursive: true });
+    fs.symlinkSync(path.join(project, 'node_modules', 'filespooler', 'bin', 'fspl'), path.join(bin, 'fspl'));
+    fs.writeFileSync(path.join(bin, 'handler'), '#!/bin/sh\ncat > "$HOME/ran-$FSPL_SEQ"\n', { mode: 0o755 });
+    execFileSync(process.execPath, [path.join(bin, 'fspl'), 'queue-init', '-q', path.join(home, 'queue')]);
+  });
+
+  it('the crontab line runs our fspl and the handler in cron\'s environment', () => {
+    const lines = block('cron');
+    const pathLine = lines.find((l) => l.startsWith('PATH='));
+    expect(pathLine, 'a PATH= line: cron gives /usr/bin:/bin, which holds neither npm\'s global bin nor every node').toBeDefined();
+    const job = lines.find((l) => /^\S+ \S+ \S+ \S+ \S+ /.test(l))!;
+    const command = local(job.split(' ').slice(5).join(' '));
+    const env = { HOME: home, LOGNAME: 'fspl-test', SHELL: '/bin/sh', PATH: localPath(pathLine!.slice('PATH='.length)) };
+    expect(execFileSync('/bin/sh', ['-c', 'command -v fspl'], { env, encoding: 'utf8' })).toBe(`${bin}/fspl\n`);
+    queueJob('from cron\n');
+    const r = spawnSync('/bin/sh', ['-c', command], { env, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(fs.readFileSync(path.join(home, 'ran-1'), 'utf8')).toBe('from cron\n');
+  });
+
+  it('the systemd unit runs in an environment of its Environment= lines alone', () => {
+    const lines = block('ini');
+    const pathLine = lines.find((l) => l.startsWith('Environment=PATH='));
+    expect(pathLine, 'Environment=PATH=: fspl starts with #!/usr/bin/env node').toBeDefined();
+    const argv = local(lines.find((l) => l.startsWith('ExecStart='))!.slice('ExecStart='.length)).replaceAll('%h', home).split(' ');
+    queueJob('from systemd\n');
+    const r = spawnSync(argv[0]!, argv.slice(1), { env: { HOME: home, PATH: localPath(pathLine!.slice('Environment=PATH='.length)) }, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(fs.readFileSync(path.join(home, 'ran-2'), 'utf8')).toBe('from systemd\n');
   });
 });

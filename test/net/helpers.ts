@@ -42,6 +42,8 @@ export function makeNet(yaml: string, files: Record<string, string> = {}): { dir
 
 export interface Found {
   seq: bigint;
+  /** NOP: a number filled by recovery (no key, no payload); Command: a token. */
+  kind: 'Command' | 'NOP' | 'Fail';
   key: string;
   env: Record<string, string>;
   payload: string;
@@ -58,7 +60,7 @@ export async function tokensIn(dir: string): Promise<Found[]> {
     const chunks: Buffer[] = [];
     for await (const c of p.payload) chunks.push(c as Buffer);
     const env = Object.fromEntries(p.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
-    out.push({ seq: p.seq, key: env.KEY ?? '', env, payload: Buffer.concat(chunks).toString(), filename: name });
+    out.push({ seq: p.seq, kind: p.kind, key: env.KEY ?? '', env, payload: Buffer.concat(chunks).toString(), filename: name });
   }
   return out.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
 }

@@ -6,6 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { NetFileError, Net, parseNetText } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
 import { netDir, runFspl } from './helpers.js';
+import { closest, editDistance } from '../../src/net/suggest.js';
 
 function problems(text: string): string[] {
   try {
@@ -56,7 +57,7 @@ describe('net check: errors with file:line:column', () => {
     fs.writeFileSync(bad, 'places:\n  a: { dri: x }\ntransitions:\n  t: { in: b }\n');
     const r = await runFspl(['net', 'check', bad]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(new RegExp(`^${bad}:2:8: places\\.a: unknown key "dri"\\n$`));
+    expect(r.stderr).toMatch(new RegExp(`^${bad}:2:8: places\\.a: unknown key "dri"; did you mean "dir"\\?\\n$`));
     fs.writeFileSync(bad, 'places: { a: {} }\ntransitions:\n  t: { in: b }\n');
     const r2 = await runFspl(['net', 'check', bad]);
     expect(r2.status).toBe(2);
@@ -67,6 +68,35 @@ describe('net check: errors with file:line:column', () => {
     const good = await runFspl(['net', 'check', VIDEO]);
     expect(good.status).toBe(0);
     expect(good.stdout).toMatch(/ok: 9 places, 6 transitions/);
+  });
+});
+
+describe('net check: did you mean ...?', () => {
+  const cases: Array<[string, string, string[]]> = [
+    ['a misspelt transition key', 'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n', ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?']],
+    ['a misspelt place key (two letters swapped)', 'places:\n  a: { dri: x }\n', ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?']],
+    ['a misspelt top-level key', 'stat: s\nplaces: { a: {} }\n', ['net.yaml:1:1: unknown key "stat"; did you mean "state"?']],
+    ['a misspelt key of an input arc', 'places: { a: {} }\ntransitions:\n  t: { in: { place: a, tkae: 2 } }\n', ['net.yaml:3:24: transitions.t.in: unknown key "tkae"; did you mean "take"?']],
+    ['a misspelt key of a branch', 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-off: [b, c] } }\n', ['net.yaml:3:30: transitions.t.out: unknown key "one-off"; did you mean "one-of"?']],
+    ['two unknown keys: one line each, at each key', 'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n', ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"']],
+    ['a misspelt place in in, out and error', 'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n', ['net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:3:32: Unknown place "doen"; did you mean "done"?', 'net.yaml:3:46: Unknown place "faild"; did you mean "failed"?']],
+    ['a transition named where a place belongs', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: b }\n  u: { in: t, run: x }\n', ['net.yaml:4:12: Unknown place "t" ("t" is a transition: arcs name places)']],
+    ['nothing close: no guess', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: c, run: x, colour: red }\n', ['net.yaml:3:23: transitions.t: unknown key "colour"']],
+  ];
+  for (const [what, text, expected] of cases) {
+    test(what, () => {
+      expect(problems(text)).toEqual(expected);
+    });
+  }
+
+  test('edit distance counts a swap of neighbours as one edit; guesses need 1 or 2 edits, fewer for short words', () => {
+    expect([editDistance('retrys', 'retries'), editDistance('dri', 'dir'), editDistance('', 'ab'), editDistance('kitten', 'sitting')]).toEqual([2, 1, 2, 3]);
+    expect(closest('retrys', ['in', 'out', 'retries', 'run'])).toBe('retries');
+    expect(closest('rn', ['in', 'run'])).toBe('run');
+    expect(closest('x', ['a', 'b'])).toBeUndefined();
+    expect(closest('worker', ['workers'])).toBe('workers');
+    expect(closest('timeout', ['timeout'])).toBeUndefined();
+    expect(closest('abcdef', ['uvwxyz'])).toBeUndefined();
   });
 });
 

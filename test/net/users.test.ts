@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { copyBuild } from '../build-copy.js';
 import { describeIfPresent } from '../gate.js';
 import { onPath } from '../harness/proc.js';
 import { makeNet, runFspl, tokensIn } from './helpers.js';
@@ -18,10 +19,14 @@ const U1 = `fspltA${process.pid}`;
 const U2 = `fspltB${process.pid}`;
 
 describeIfPresent('transitions as users', missing, { what: 'per-transition user tests' }, () => {
+  /** A copy of the CLI that the users made here can reach, wherever the checkout is. */
+  let build = '';
   beforeAll(() => {
     for (const u of [U1, U2]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
+    build = copyBuild();
   });
   afterAll(() => {
+    if (build !== '') fs.rmSync(build, { recursive: true, force: true });
     for (const u of [U1, U2]) {
       try {
         execFileSync('userdel', [u], { stdio: 'ignore' });
@@ -86,7 +91,7 @@ transitions:
   t1: { in: p1, user: ${U1}, run: [cat], out: p2 }
 `);
     fs.chmodSync(dir, 0o755);
-    const r = execFileSync('sh', ['-c', `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ${path.resolve('bin/fspl')} net run ${file} --drain 2>&1; echo "status $?"`], { encoding: 'utf8' });
+    const r = execFileSync('sh', ['-c', `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`], { encoding: 'utf8' });
     expect(r).toMatch(/^Error: Transition t1 runs as fspltA\d+: fspl net run must run as root/);
     expect(r).toMatch(/status 1\n$/);
   }, 30_000);

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
+import { copyBuild } from '../build-copy.js';
 import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import type { CommandType, PacketHeader } from '../../src/packet/types.js';
@@ -154,43 +155,16 @@ afterEach(() => {
 // A private copy of the built CLI and library.
 //
 // `npm run build` starts with `rm -rf dist`, so a rebuild during a run would make every CLI call
-// fail for a while. Each test file copies bin/, dist/ and the native addon if built, once, under
-// test/reliability/.cache (so that node_modules still resolves), and runs that copy.
-// RELIABILITY_BUILD=DIR copies another checkout's build instead.
+// fail for a while. Each test file copies bin/, dist/ and the native addon if built, once, into a
+// temporary directory that nobody (the permission cases run as nobody) can reach even when the
+// checkout can't be (test/build-copy.ts), and runs that copy. RELIABILITY_BUILD=DIR copies
+// another checkout's build instead.
 
-const CACHE_DIR = path.join(ROOT, 'test', 'reliability', '.cache');
 let buildDir: string | undefined;
-
-function copyBuild(): string {
-  const from = process.env.RELIABILITY_BUILD || ROOT;
-  const need = ['bin/fspl', 'dist/bundle/main.js', 'dist/index.js'];
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const dest = path.join(CACHE_DIR, `build-${process.pid}-${randomInt(1e9)}`);
-    try {
-      if (!need.every((f) => fs.existsSync(path.join(from, f)))) throw new Error(`no build in ${from} (run npm run build)`);
-      fs.mkdirSync(dest, { recursive: true });
-      fs.cpSync(path.join(from, 'bin'), path.join(dest, 'bin'), { recursive: true });
-      fs.cpSync(path.join(from, 'dist'), path.join(dest, 'dist'), { recursive: true });
-      // The optional native addon, found relative to dist/: the CLI must be tested as it ships.
-      const addon = path.join(from, 'native', 'build', 'Release', 'fspl_native.node');
-      if (fs.existsSync(addon)) {
-        fs.mkdirSync(path.join(dest, 'native', 'build', 'Release'), { recursive: true });
-        fs.copyFileSync(addon, path.join(dest, 'native', 'build', 'Release', 'fspl_native.node'));
-      }
-      if (!need.every((f) => fs.existsSync(path.join(dest, f)))) throw new Error('the build changed while it was copied');
-      return dest;
-    } catch (err) {
-      fs.rmSync(dest, { recursive: true, force: true });
-      if (Date.now() > deadline) throw err;
-      spawnSync('sleep', ['2']); // a rebuild is probably under way
-    }
-  }
-}
 
 /** The directory holding this file's copy of bin/ and dist/. */
 export function build(): string {
-  return (buildDir ??= copyBuild());
+  return (buildDir ??= copyBuild(process.env.RELIABILITY_BUILD || ROOT));
 }
 
 /** Our CLI (the copy). */

@@ -1,0 +1,40 @@
+/**
+ * Timers for delays of any length. Node's setTimeout holds at most 2^31-1 ms (about 24.8 days):
+ * a longer delay is turned into 1 ms, so a timeout of a month would fire at once. Every timeout
+ * and wait that a user can set (`queue-process --timeout`, a net's `timeout:` and `max-wait:`,
+ * `net run --grace`, the library's `timeout` options) is armed through here, and a long delay
+ * is waited out in steps.
+ */
+
+/** The longest delay setTimeout takes as it is. */
+export const MAX_TIMER_MS = 0x7fff_ffff;
+
+/**
+ * Call `fn` once `ms` milliseconds have passed; Infinity means never. Returns the function that
+ * cancels it. `unref`: the timer does not keep the process alive (as Timeout.unref()).
+ */
+export function setLongTimeout(fn: () => void, ms: number, opts: { unref?: boolean } = {}): () => void {
+  if (Number.isNaN(ms)) throw new RangeError('setLongTimeout: the delay is NaN');
+  if (ms === Infinity) return () => {};
+  let timer: NodeJS.Timeout | undefined;
+  let remaining = Math.max(0, ms);
+  const arm = () => {
+    const step = Math.min(remaining, MAX_TIMER_MS);
+    remaining -= step;
+    timer = setTimeout(() => (remaining > 0 ? arm() : fn()), step);
+    if (opts.unref) timer.unref();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+/**
+ * Check a timeout given to the library, in seconds: a number, 0 or more (0: at once, as
+ * `--timeout 0`; Infinity: never). NaN or a negative number would otherwise fire at once.
+ */
+export function checkSeconds(value: number | undefined, what: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !(value >= 0)) {
+    throw new RangeError(`${what}: expected a number of seconds, 0 or more (got ${String(value)})`);
+  }
+}
