@@ -107,7 +107,7 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
         fs.writeFileSync(`${packets}/${i}`, Buffer.concat(chunks));
       }
       const script = `i=${next}; while [ $i -lt ${next + batch} ]; do ${FSPL} queue-write -q ${q} < ${packets}/$i && echo $i >> ${acks}; i=$((i+1)); done`;
-      const r = await runUntilCut(pc, script, random, 50, 400);
+      const r = await runUntilCut(pc, script, random, 150, 800);
       if (r === 'cut') cuts++;
       next += batch;
       // Every write acknowledged so far is there, whole, after every cut.
@@ -213,7 +213,7 @@ transitions:
     let cuts = 0;
     const run = `exec ${FSPL} net run --drain -l error ${netFile}`;
     for (let round = 0; round < 10 * CUTS + 50; round++) {
-      const r = await runUntilCut(pc, run, random, 200, cuts < CUTS ? 900 : Infinity);
+      const r = await runUntilCut(pc, run, random, 400, cuts < CUTS ? 1400 : Infinity);
       if (r === 'cut') cuts++;
       else if (cuts < CUTS) await putBatch(30);
       else break;
