@@ -102,9 +102,19 @@ transitions:
     expect(fs.readdirSync(outbox).filter((n) => n.startsWith('fspl-')), `seed ${SEED}: left in the outbox`).toEqual([]);
     const jobs = path.join(dir, 'places/mid/jobs');
     const keys = new Map<string, number>();
+    const seqs = new Set<bigint>();
+    let nops = 0;
     for (const name of fs.readdirSync(jobs)) {
       if (!/^fspl-.*\.fspl$/.test(name)) continue;
       const p = await readPacket({ path: path.join(jobs, name) });
+      expect(seqs.has(p.seq), `seed ${SEED}: number ${p.seq} used twice on b`).toBe(false);
+      seqs.add(p.seq);
+      // A NOP fills a number the outbox took for a token a cut undid before it was published
+      // (Place.repairPart): it carries no key, and readers skip it.
+      if (p.kind === 'NOP') {
+        nops++;
+        continue;
+      }
       const env = Object.fromEntries(p.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
       keys.set(env.KEY!, (keys.get(env.KEY!) ?? 0) + 1);
     }
@@ -113,6 +123,6 @@ transitions:
     const lost = Array.from({ length: total }, (_, i) => `k${i}`).filter((k) => !keys.has(k));
     expect(lost, `seed ${SEED}: lost`).toEqual([]);
     expect(fs.readdirSync(path.join(dir, 'places/src/jobs')), `seed ${SEED}: stranded in src`).toEqual([]);
-    console.log(`power cuts, ssh outbox (seed ${SEED}): ${cuts} cuts, ${total} tokens, each on b once`);
+    console.log(`power cuts, ssh outbox (seed ${SEED}): ${cuts} cuts, ${total} tokens, each on b once (and ${nops} NOP fillers)`);
   }, 900_000);
 });
