@@ -12,6 +12,7 @@ import { describeIfPresent } from '../gate.js';
 import { onPath, waitFor } from '../harness/proc.js';
 import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
 import { netDir, runFspl, spawnFspl, tokensIn } from './helpers.js';
+import { ROOT } from '../helpers.js';
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
 
@@ -53,8 +54,8 @@ transitions:
     );
     const net = Net.load(file);
     expect(net.check().filter((w) => w.kind !== 'source' && w.kind !== 'sink')).toEqual([]);
-    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\n');
-    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\ncreated outbox done (its tokens leave for host a)\n');
     const placeDir = (p: string) => path.join(dir, 'places', p);
     const outboxA = path.join(dir, 'net.state/a/outbox/mid');
     for (let i = 0; i < 250; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
@@ -115,4 +116,86 @@ transitions:
     expect(fs.readdirSync(path.join(placeDir('done'), 'jobs')).filter((n) => !n.startsWith('fspl-'))).toEqual([]);
     expect(fs.readFileSync(path.join(placeDir('mid'), 'recvseq'), 'utf8').trim()).toBe('501');
   }, 400_000);
+
+  test("a host's fspl: that is not there stops its outbox, keeping the tokens, and says why everywhere; net check --host finds it first", async () => {
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
+    const netText = (fspl: string) => `
+hosts:
+  a: { ssh: ${ssh('a')} }
+  b: { ssh: ${ssh('b')}, fspl: ${fspl} }
+places:
+  src: { host: a }
+  mid: { host: b }
+transitions:
+  ship: { host: a, in: src, out: mid }
+`;
+    fs.writeFileSync(file, netText('/opt/typo/fspl'));
+    await runFspl(['net', 'init', file, '--host', 'a']);
+    await runFspl(['net', 'init', file, '--host', 'b']);
+    const mid = path.join(dir, 'places/mid');
+    const outbox = path.join(dir, 'net.state/a/outbox/mid');
+    const reason = 'fspl at /opt/typo/fspl on b: not found';
+
+    // Asked, the check tries the way to b as the sender would.
+    const checked = await runFspl(['net', 'check', file, '--host', 'a']);
+    expect(checked.status).toBe(1);
+    expect(checked.stderr).toContain(`\n${file}: host a sends mid to b:${mid} over ssh: ${reason}\n`);
+
+    const net = Net.load(file);
+    for (let i = 0; i < 3; i++) await net.put('src', Buffer.from(`token ${i}\n`));
+    const run = spawnFspl(['net', 'run', file, '--host', 'a', '--log-level', 'warn']);
+    let log = '';
+    run.stderr!.on('data', (d) => (log += d));
+    const text = await waitFor(
+      'status to show the stopped outbox',
+      async () => {
+        const r = await runFspl(['net', 'status', file, '--host', 'a']);
+        return /STOPPED/.test(r.stdout) ? r : undefined;
+      },
+      30_000,
+      200,
+    );
+    expect(text.status).toBe(3); // stuck: the tokens can't leave until the run is restarted
+    expect(text.stdout).toMatch(/\nmid +outbox +3 /);
+    expect(text.stdout).toContain(`outbox to b:${mid}: 3 waiting; STOPPED: ${reason} (the tokens stay here; restart net run once fixed)`);
+    const json = JSON.parse((await runFspl(['net', 'status', file, '--host', 'a', '--json'])).stdout);
+    expect(json.state).toBe('stuck');
+    const place = json.places.find((p: { name: string }) => p.name === 'mid');
+    expect(place.outbox.sender.stopped.error).toBe(reason);
+    expect(place.note).toContain(`STOPPED: ${reason}`);
+    expect(log).toMatch(new RegExp(`Outbox mid: stopped sending to b:${mid}: ${reason}; 3 token\\(s\\) stay in ${outbox}`));
+    // The web page's figures (net serve --net-host) carry the same note.
+    const serve = spawnFspl(['net', 'serve', file, '--net-host', 'a', '--port', '0']);
+    const url = await new Promise<string>((resolve) => {
+      let out = '';
+      serve.stdout!.on('data', (d) => {
+        out += d;
+        const m = /at (http:\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+    });
+    const page = (await (await fetch(`${url}api/status`)).json()) as { places: Array<{ name: string; note?: string }> };
+    expect(page.places.find((p) => p.name === 'mid')!.note).toContain(`STOPPED: ${reason}`);
+    serve.kill('SIGTERM');
+
+    // Nothing lost, nothing taken unverified.
+    expect(count(outbox)).toBe(3);
+    expect(count(mid)).toBe(0);
+    run.kill('SIGTERM');
+    await new Promise((r) => (run.exitCode !== null ? r(null) : run.on('exit', r)));
+    expect(run.exitCode).toBe(0);
+
+    // Fixed: the check passes, and a run delivers the three.
+    fs.writeFileSync(file, netText(path.join(ROOT, 'bin', 'fspl')));
+    const ok = await runFspl(['net', 'check', file, '--host', 'a']);
+    expect(ok.stdout).toContain(`host a sends mid to b:${mid} over ssh: ok (seals checked there by ${path.join(ROOT, 'bin', 'fspl')})`);
+    expect(ok.status).toBe(0);
+    const drained = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'warn']);
+    expect(drained.stderr).toBe('');
+    expect(drained.status).toBe(0);
+    expect(count(mid)).toBe(3);
+    expect(count(outbox)).toBe(0);
+  }, 120_000);
 });
