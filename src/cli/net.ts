@@ -9,6 +9,7 @@ import { NetFileError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { Net } from '../net/index.js';
 import { hostOf } from '../net/hosts.js';
+import { describeRemoteLeftover } from '../net/drain.js';
 import { liveDotState } from '../net/dot.js';
 import { netStatusJson } from '../net/metrics.js';
 import { serveNet } from '../net/serve.js';
@@ -246,11 +247,18 @@ async function run(a: Record<string, unknown>): Promise<number> {
       onLive: progress && ((s) => progress.live(s)),
     });
     progress?.finish();
-    if (summary.leftovers.length > 0) {
-      process.stderr.write(`${summary.leftovers.length} token${summary.leftovers.length === 1 ? '' : 's'} can never fire:\n`);
+    const n = summary.leftovers.length;
+    if (n > 0) {
+      process.stderr.write(`${n} token${n === 1 ? '' : 's'} can never fire:\n`);
       for (const l of summary.leftovers) process.stderr.write(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}\n`);
-      return 3;
     }
+    const elsewhere = summary.elsewhere ?? [];
+    const m = elsewhere.reduce((sum, x) => sum + x.count, 0);
+    if (m > 0) {
+      process.stderr.write(`${m} token${m === 1 ? '' : 's'} on other hosts can't come here in this drain:\n`);
+      for (const x of elsewhere) process.stderr.write(`  ${describeRemoteLeftover(x)}\n`);
+    }
+    if (n + m > 0) return 3;
     return 0;
   } finally {
     progress?.finish();

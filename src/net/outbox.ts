@@ -24,8 +24,11 @@
  * Speed: one ssh connection carries every packet waiting (up to BATCH_PACKETS), one frame each
  * (`ID SEQ LENGTH` line, then the bytes), acknowledged one by one while the next are sent.
  *
- * Outbox tokens are sealed packets (length and CRC-32 in the header, place.ts): where the remote
- * host has an fspl of ours, the receiver checks the seal too, not only the framed length.
+ * Outbox tokens are sealed packets (length and CRC-32 in the header, place.ts): where the host's
+ * `fspl:` names an fspl of ours, the receiver checks the seal too, not only the framed length. It
+ * first makes sure that this fspl is there, runs and checks seals (a verifier that silently does
+ * nothing would let damaged packets in); when not, it takes nothing, and the sender stops that
+ * outbox (VerifierProblem) instead of retrying forever.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

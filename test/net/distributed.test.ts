@@ -117,6 +117,88 @@ transitions:
     expect(fs.readFileSync(path.join(placeDir('mid'), 'recvseq'), 'utf8').trim()).toBe('501');
   }, 400_000);
 
+  /** A net whose results come back to a: a -> b -> a, with transitions on a at both ends. */
+  function roundTrip(fsplOfB?: string): { dir: string; file: string; placeDir: (p: string) => string; activity: (h: string) => string } {
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
+    fs.writeFileSync(
+      file,
+      `
+hosts:
+  a: { ssh: ${ssh('a')} }
+  b: { ssh: ${ssh('b')}${fsplOfB ? `, fspl: ${fsplOfB}` : ''} }
+places:
+  src:  { host: a }
+  mid:  { host: b }
+  back: { host: a }
+  done: { host: a }
+transitions:
+  ship:   { host: a, in: src, out: mid }
+  work:   { host: b, in: mid, run: "tr a-z A-Z", out: back }
+  finish: { host: a, in: back, run: "sed s/^/done:/", out: done }
+`,
+    );
+    return { dir, file, placeDir: (p) => path.join(dir, 'places', p), activity: (h) => path.join(dir, 'net.state', h, 'activity') };
+  }
+
+  /** Until the file's content matches. */
+  const fileMatching = (file: string, re: RegExp) =>
+    waitFor(`${file} to match ${re}`, () => {
+      try {
+        return re.test(fs.readFileSync(file, 'utf8'));
+      } catch {
+        return false;
+      }
+    }, 30_000, 50);
+
+  const exited = (c: ReturnType<typeof spawnFspl>) => new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
+
+  test('--drain on every host finishes a run across hosts: b waits for a, which is not even started yet, and a waits for what b sends back', async () => {
+    const { file, placeDir, activity } = roundTrip();
+    await runFspl(['net', 'init', file, '--host', 'a']);
+    await runFspl(['net', 'init', file, '--host', 'b']);
+    const net = Net.load(file);
+    for (let i = 0; i < 20; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
+
+    // b first: it has nothing to do, but a holds tokens for it and no run goes there yet.
+    const b = spawnFspl(['net', 'run', file, '--host', 'b', '--drain', '--log-level', 'info']);
+    let logB = '';
+    b.stderr!.on('data', (d) => (logB += d));
+    await fileMatching(activity('b'), /^\d+ idle /);
+    await waitFor('b to say what it waits for', () => /Drain: waiting: no net run on host a, which holds 20 tokens in src/.test(logB), 30_000, 50);
+    expect(b.exitCode).toBeNull();
+
+    const a = spawnFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'warn']);
+    let logA = '';
+    a.stderr!.on('data', (d) => (logA += d));
+    expect([await exited(a), await exited(b)]).toEqual([0, 0]);
+    expect(logA).toBe('');
+    const done = await tokensIn(placeDir('done'));
+    expect(done.map((t) => t.payload)).toEqual(Array.from({ length: 20 }, (_, i) => `done:TOKEN ${i}\n`));
+    for (const p of ['src', 'mid', 'back']) expect(count(placeDir(p))).toBe(0);
+    expect(fs.readFileSync(activity('a'), 'utf8')).toMatch(/^\d+ ended /);
+  }, 120_000);
+
+  test('--drain exits 3 naming the tokens that another host ended its run with, still to send here', async () => {
+    const { file, placeDir, activity } = roundTrip('/opt/typo/fspl');
+    await runFspl(['net', 'init', file, '--host', 'a']);
+    await runFspl(['net', 'init', file, '--host', 'b']);
+    const net = Net.load(file);
+    for (let i = 0; i < 3; i++) await net.put('src', Buffer.from(`token ${i}\n`));
+    const b = spawnFspl(['net', 'run', file, '--host', 'b', '--drain', '--log-level', 'warn']);
+    let logB = '';
+    b.stderr!.on('data', (d) => (logB += d));
+    await fileMatching(activity('b'), /^\d+ idle /);
+    // a ships the three into its outbox, whose sender stops (b's fspl: is not there): a's drain ends.
+    const a = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'error']);
+    expect(a.status).toBe(3);
+    expect(a.stderr).toMatch(/3 tokens can never fire:\n(  mid #\d key \S+: waits in the outbox for host b \(fspl at \/opt\/typo\/fspl on b: not found\)\n){3}/);
+    expect(await exited(b)).toBe(3);
+    expect(logB).toBe("3 tokens on other hosts can't come here in this drain:\n  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n");
+    expect(count(placeDir('mid'))).toBe(0);
+  }, 120_000);
+
   test("a host's fspl: that is not there stops its outbox, keeping the tokens, and says why everywhere; net check --host finds it first", async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
