@@ -40,8 +40,7 @@ import { Queue, type JobEntry } from '../queue.js';
 import type { SeqFile } from '../seqfile.js';
 import { JobsWatcher } from '../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
-import { encodeHeader } from '../packet/codec.js';
-import { sealOf } from '../packet/seal.js';
+import { encodeHeader, sealOf } from '../packet/index.js';
 
 /**
  * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special
