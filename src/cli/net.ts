@@ -8,7 +8,7 @@ import yargs, { type Argv } from 'yargs';
 import { NetFileError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { Net } from '../net/index.js';
-import { hostOf } from '../net/hosts.js';
+import { hostOf, hostView } from '../net/hosts.js';
 import { describeRemoteLeftover } from '../net/drain.js';
 import { liveDotState } from '../net/dot.js';
 import { netStatusJson } from '../net/metrics.js';
@@ -206,6 +206,7 @@ export async function runNet(argv: string[]): Promise<number> {
 /** Exit 0, or 1 when a way to another host (--host) would fail now. */
 async function check(file: string, host: string | undefined): Promise<number> {
   const net = load(file);
+  if (host !== undefined) hostView(net.model, host); // an unknown host is refused before anything is said to be ok
   const warnings = net.check();
   for (const w of warnings) process.stderr.write(`${file}: warning: ${w.message}\n`);
   writeOut(`${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`);

@@ -247,7 +247,8 @@ transitions:
     const place = json.places.find((p: { name: string }) => p.name === 'mid');
     expect(place.outbox.sender.stopped.error).toBe(reason);
     expect(place.note).toContain(`STOPPED: ${reason}`);
-    expect(log).toMatch(new RegExp(`Outbox mid: stopped sending to b:${mid}: ${reason}; 3 token\\(s\\) stay in ${outbox}`));
+    // How many had reached the outbox when the sender stopped: ship may still have been firing.
+    expect(log).toMatch(new RegExp(`Outbox mid: stopped sending to b:${mid}: ${reason}; [1-3] token\\(s\\) stay in ${outbox}`));
     // The web page's figures (net serve --net-host) carry the same note.
     const serve = spawnFspl(['net', 'serve', file, '--net-host', 'a', '--port', '0']);
     const url = await new Promise<string>((resolve) => {

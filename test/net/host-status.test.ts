@@ -74,6 +74,18 @@ describe('net status --host on a net across hosts', () => {
     expect(row(b.text, 'done')[1]).toBe('outbox');
   });
 
+  test('an unknown --host: one line and a non-zero exit, before anything is said to be ok', async () => {
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    fs.writeFileSync(file, NET);
+    for (const cmd of ['check', 'status', 'init']) {
+      const r = await runFspl(['net', cmd, file, '--host', 'zzz']);
+      expect(r.stdout, cmd).toBe('');
+      expect(r.stderr, cmd).toBe('Error: Unknown host "zzz": the net\'s hosts are a, b\n');
+      expect(r.status, cmd).toBe(1);
+    }
+  });
+
   test('an outbox not made yet (a host initialised by an older fspl) is "nothing sent yet", not a missing queue', async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
