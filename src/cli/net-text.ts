@@ -1,5 +1,4 @@
 /** `fspl net status` as text and as JSON (schema in docs/json.md). */
-import { describeOutbox } from '../net/outbox-status.js';
 import type { NetStatusReport } from '../net/index.js';
 
 function age(ms: number | undefined): string {
@@ -21,7 +20,7 @@ export function formatNetStatus(r: NetStatusReport): string {
   out.push('');
   const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
   for (const p of r.places) {
-    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, p.problem ?? (p.outbox ? describeOutbox(p.outbox, r.live) : '')]);
+    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, p.problem ?? p.note ?? '']);
   }
   out.push(table(placeRows));
   out.push('');

@@ -8,6 +8,8 @@ import yargs, { type Argv } from 'yargs';
 import { NetFileError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { Net } from '../net/index.js';
+import { hostOf, hostView } from '../net/hosts.js';
+import { describeRemoteLeftover } from '../net/drain.js';
 import { liveDotState } from '../net/dot.js';
 import { netStatusJson } from '../net/metrics.js';
 import { serveNet } from '../net/serve.js';
@@ -52,7 +54,12 @@ export async function runNet(argv: string[]): Promise<number> {
     .scriptName('fspl net')
     .usage('fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.')
     .option('log-level', { alias: 'l', type: 'string', default: 'info', describe: 'Log detail on stderr: trace, debug, info, warn or error' })
-    .command('check <net>', 'Validate a net file and warn about races, sources, sinks and unreachable parts', (b) => b.positional('net', NET_POSITIONAL), act((a) => check(String(a.net))))
+    .command(
+      'check <net>',
+      'Validate a net file and warn about races, sources, sinks and unreachable parts; --host: also try the way to every place that host sends to over ssh',
+      (b) => b.positional('net', NET_POSITIONAL).option('host', HOST_OPTION),
+      act((a) => check(String(a.net), hostArg(a))),
+    )
     .command(
       'init <net>',
       "Create every place's queue (existing ones are kept); --host: only that host's places",
@@ -62,8 +69,11 @@ export async function runNet(argv: string[]): Promise<number> {
           .option('host', HOST_OPTION)
           .option('permissions', { type: 'boolean', describe: 'Set owners and modes (as root): a place is owned by its reader, its writers are its group' }),
       act((a) => {
-        const made = load(String(a.net)).init({ host: hostArg(a), permissions: !!a.permissions });
-        for (const p of made) writeOut(`created place ${p}\n`);
+        const net = load(String(a.net));
+        const host = hostArg(a);
+        const made = host === undefined ? { places: net.init({ permissions: !!a.permissions }), outboxes: [] } : net.initHost(host, { permissions: !!a.permissions });
+        for (const p of made.places) writeOut(`created place ${p}\n`);
+        for (const p of made.outboxes) writeOut(`created outbox ${p} (its tokens leave for host ${hostOf(net.model.places.get(p)!)})\n`);
         return 0;
       }),
     )
@@ -149,7 +159,8 @@ export async function runNet(argv: string[]): Promise<number> {
         b
           .positional('net', NET_POSITIONAL)
           .option('port', { alias: 'p', type: 'string', default: '8484', describe: 'TCP port (0: any free one)' })
-          .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' }),
+          .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' })
+          .option('net-host', { type: 'string', describe: 'On a net that spans hosts: which host this is (its part is shown, as by net status --host)' }),
       act((a) => serve(a)),
     )
     .demandCommand(1, 'give a net command: check, init, put, run, simulate, status, dot or serve')
@@ -192,12 +203,23 @@ export async function runNet(argv: string[]): Promise<number> {
   return status;
 }
 
-function check(file: string): number {
+/** Exit 0, or 1 when a way to another host (--host) would fail now. */
+async function check(file: string, host: string | undefined): Promise<number> {
   const net = load(file);
+  if (host !== undefined) hostView(net.model, host); // an unknown host is refused before anything is said to be ok
   const warnings = net.check();
   for (const w of warnings) process.stderr.write(`${file}: warning: ${w.message}\n`);
   writeOut(`${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`);
-  return 0;
+  if (host === undefined) return 0;
+  let failed = 0;
+  for (const p of await net.probeHost(host)) {
+    const where = `${file}: host ${host} sends ${p.place} to ${p.host}:${p.remoteDir} over ssh`;
+    if (p.error !== undefined) {
+      failed++;
+      process.stderr.write(`${where}: ${p.error}\n`);
+    } else writeOut(`${where}: ok (${p.fspl ? `seals checked there by ${p.fspl}` : 'no fspl: there, lengths checked only'})\n`);
+  }
+  return failed > 0 ? 1 : 0;
 }
 
 async function run(a: Record<string, unknown>): Promise<number> {
@@ -226,11 +248,18 @@ async function run(a: Record<string, unknown>): Promise<number> {
       onLive: progress && ((s) => progress.live(s)),
     });
     progress?.finish();
-    if (summary.leftovers.length > 0) {
-      process.stderr.write(`${summary.leftovers.length} token${summary.leftovers.length === 1 ? '' : 's'} can never fire:\n`);
+    const n = summary.leftovers.length;
+    if (n > 0) {
+      process.stderr.write(`${n} token${n === 1 ? '' : 's'} can never fire:\n`);
       for (const l of summary.leftovers) process.stderr.write(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}\n`);
-      return 3;
     }
+    const elsewhere = summary.elsewhere ?? [];
+    const m = elsewhere.reduce((sum, x) => sum + x.count, 0);
+    if (m > 0) {
+      process.stderr.write(`${m} token${m === 1 ? '' : 's'} on other hosts can't come here in this drain:\n`);
+      for (const x of elsewhere) process.stderr.write(`  ${describeRemoteLeftover(x)}\n`);
+    }
+    if (n + m > 0) return 3;
     return 0;
   } finally {
     progress?.finish();
@@ -244,7 +273,8 @@ async function serve(a: Record<string, unknown>): Promise<number> {
   const port = Number(a.port);
   if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new CliUsage(`invalid --port '${String(a.port)}': give a number from 0 to 65535`);
   const net = load(String(a.net));
-  const server = await serveNet(net.model, { port, host: String(a.host), logger: createLogger(level) });
+  const netHost = a.netHost ?? a['net-host'];
+  const server = await serveNet(net.model, { port, host: String(a.host), netHost: netHost === undefined ? undefined : String(netHost), logger: createLogger(level) });
   writeOut(`Serving ${net.model.file ?? net.model.dir} at ${server.url} (read-only; Ctrl-C stops)\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

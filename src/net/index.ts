@@ -19,8 +19,9 @@ import { loadNetFile } from './netfile.js';
 import { KEY_VAR, Place } from './place.js';
 import { type NetRunSummary } from './runner.js';
 import { runHost, type HostRunOptions } from './distributed.js';
-import { hostView, placesOf } from './hosts.js';
-import { addOutboxes } from './outbox-status.js';
+import { hostConfig, hostView, placesOf, remotePlaces } from './hosts.js';
+import { probeOutbox, type OutboxProbe } from './outbox.js';
+import { addHostDetails } from './outbox-status.js';
 import { applyPermissions, permissionWarnings } from './permissions.js';
 import { netStatus, type NetStatusReport } from './status.js';
 
@@ -66,10 +67,34 @@ export class Net {
 
   /**
    * Create every place's queue and the state directory; existing ones are left as they are.
-   * With `host`, only that host's places (a net on several hosts); with `permissions`, owners and
-   * modes by the rule of permissions.ts (as root).
+   * With `host`, only that host's places and its outboxes (a net on several hosts, see initHost);
+   * with `permissions`, owners and modes by the rule of permissions.ts (as root). Returns the
+   * places created.
    */
   init(options: { only?: (place: string) => boolean; host?: string; permissions?: boolean } = {}): string[] {
+    if (options.host !== undefined) return this.initHost(options.host, options).places;
+    return this.initPlaces(options);
+  }
+
+  /**
+   * One host of a net on several hosts: its places, and the outboxes of the places on other hosts
+   * that it writes (so that status can tell an empty outbox from a missing one, and a sync tool
+   * can be pointed at the outbox's jobs/ before the first run). Returns the names of both made.
+   */
+  initHost(host: string, options: { only?: (place: string) => boolean; permissions?: boolean } = {}): { places: string[]; outboxes: string[] } {
+    const places = this.initPlaces({ ...options, host });
+    const view = hostView(this.model, host);
+    const outboxes: string[] = [];
+    for (const name of remotePlaces(view).keys()) {
+      if (options.only && !options.only(name)) continue;
+      const p = new Place(view.places.get(name)!, effectiveOrder(view, name));
+      if (!p.exists()) outboxes.push(name);
+      p.init();
+    }
+    return { places, outboxes };
+  }
+
+  private initPlaces(options: { only?: (place: string) => boolean; host?: string; permissions?: boolean }): string[] {
     const made: string[] = [];
     const view = hostView(this.model, options.host);
     const mine = new Set(options.host === undefined ? view.places.keys() : placesOf(this.model, options.host));
@@ -142,11 +167,27 @@ export class Net {
     return runHost(this.model, options);
   }
 
-  /** Where the tokens are; on a net with hosts, `host` adds that host's run and outboxes. */
+  /**
+   * Where the tokens are; on a net with hosts, `host` gives that host's view: its places, its run,
+   * its outboxes, and which of its places other hosts feed.
+   */
   async status(options: { host?: string } = {}): Promise<NetStatusReport> {
     if (options.host === undefined) return netStatus(this.model);
     const view = hostView(this.model, options.host);
-    return addOutboxes(await netStatus(view), view);
+    return addHostDetails(await netStatus(view), view, this.model, options.host);
+  }
+
+  /**
+   * Try, from `host`, the way to every place on another host that it sends to over ssh, as its
+   * sender would (ssh, the queue there, the lock, the `fspl:` that checks seals, the numbering),
+   * sending nothing. Places delivered by a sync tool are not tried.
+   */
+  async probeHost(host: string, options: { signal?: AbortSignal } = {}): Promise<OutboxProbe[]> {
+    const view = hostView(this.model, host);
+    const probes = [...remotePlaces(view)]
+      .filter(([, r]) => !r.sync)
+      .map(([place, remote]) => probeOutbox({ place, outbox: view.places.get(place)!.dir, remote, host: hostConfig(this.model, remote.host), signal: options.signal }));
+    return Promise.all(probes);
   }
 
   /** Warnings about the net (and, for nets with users, about owners and modes on disk). */
@@ -164,7 +205,7 @@ export { defineNet } from './build.js';
 export { type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model.js';
 export { type NetRunOptions, type NetRunSummary, type NetEvent } from './runner.js';
 export { type HostRunOptions } from './distributed.js';
-export { sendPacket, sendPackets, RECEIVE_SCRIPT, type SendResult, type OutgoingPacket } from './outbox.js';
+export { sendPacket, sendPackets, RECEIVE_SCRIPT, describeVerifierProblem, type SendResult, type OutgoingPacket, type OutboxProbe, type VerifierProblem } from './outbox.js';
 export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './status.js';
 export { type NetWarning } from './check.js';
 export { type Leftover } from './leftovers.js';

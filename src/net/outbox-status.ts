@@ -1,10 +1,13 @@
 /**
- * What `net status --host NAME` says about the outboxes of that host: per place on another host,
- * how many tokens wait to leave, where they go, and, while deliveries fail, since when and why
- * (from the sender's STATE/outbox/PLACE/sender.json).
+ * What `net status --host NAME` says about the places that cross hosts:
+ * - per place on another host that this host writes, its outbox here: how many tokens wait to
+ *   leave, where they go, and, while deliveries fail or once the sender stopped, since when and
+ *   why (from the sender's STATE/outbox/PLACE/sender.json);
+ * - per place of this host written from another host (by that host's outbox), which host feeds
+ *   it: such a place is not a source, though nothing here writes it.
  */
-import { remotePlaces } from './hosts.js';
-import type { NetModel } from './model.js';
+import { hostOf, remotePlaces, type RemotePlace } from './hosts.js';
+import { writersOf, type NetModel } from './model.js';
 import { readSenderState, type SenderState } from './outbox.js';
 import type { NetStatusReport } from './status.js';
 
@@ -16,27 +19,73 @@ export interface OutboxStatus {
   via: 'ssh' | 'sync';
   /** Tokens waiting to leave (the outbox's tokens). */
   waiting: number;
+  /** The outbox has no queue yet: no run has committed into it, nor has `net init --host` made it. */
+  empty?: true;
   /** The sender's last report (ssh only). */
   sender?: SenderState;
 }
 
-export function addOutboxes(report: NetStatusReport, view: NetModel): NetStatusReport {
+/** For a place of this host that another host writes: who feeds it. */
+export interface FeedStatus {
+  host: string;
+  /** That host's outbox, emptied over ssh or shared by a synchronisation tool. */
+  via: 'ssh' | 'sync';
+}
+
+/**
+ * Adds the outboxes of `view` (a host's view, hosts.ts) and the feeds of its places from other
+ * hosts (from `net`, the whole net) to a status report of that view; sets each such place's role
+ * and note. A stopped outbox makes a live report `stuck`: its tokens can't leave until the run is
+ * restarted.
+ */
+export function addHostDetails(report: NetStatusReport, view: NetModel, net: NetModel, host: string): NetStatusReport {
+  const errorPlaces = new Set([...net.transitions.values()].map((t) => t.error).filter((e): e is string => !!e));
   for (const [name, r] of remotePlaces(view)) {
     const st = report.places.find((p) => p.name === name);
     if (!st) continue;
-    const sender = r.sync ? undefined : readSenderState(view.places.get(name)!.dir);
-    st.outbox = { host: r.host, remoteDir: r.dir, via: r.sync ? 'sync' : 'ssh', waiting: st.tokens, sender };
+    st.outbox = outboxStatus(view, name, r, st.tokens);
     st.role = 'outbox';
+    if (!st.exists) {
+      // The sender's queue is made by `net init --host` or by the first commit into it: missing,
+      // it only means that nothing was sent yet.
+      st.outbox.empty = true;
+      st.problem = undefined;
+    }
+    st.note = describeOutbox(st.outbox, report.live, report.at);
+    if (report.live && st.outbox.sender?.stopped) report.state = 'stuck';
+  }
+  for (const st of report.places) {
+    const spec = net.places.get(st.name);
+    if (!spec || hostOf(spec) !== host || st.outbox) continue;
+    const feeders = [...new Set(writersOf(net, st.name).map(hostOf).filter((h): h is string => h !== undefined && h !== host))];
+    if (feeders.length === 0) continue;
+    // One writing host at most (hosts.ts checks it): the place's numbers have one owner.
+    st.fedBy = { host: feeders[0]!, via: spec.extra.sync === true ? 'sync' : 'ssh' };
+    const readHere = [...view.transitions.values()].some((t) => t.inputs.some((a) => a.place === st.name));
+    st.role = errorPlaces.has(st.name) ? 'error' : readHere ? 'inbox' : 'sink';
+    st.note = st.problem ?? describeFeed(st.fedBy);
   }
   return report;
 }
 
+function outboxStatus(view: NetModel, name: string, r: RemotePlace, tokens: number): OutboxStatus {
+  const sender = r.sync ? undefined : readSenderState(view.places.get(name)!.dir);
+  return { host: r.host, remoteDir: r.dir, via: r.sync ? 'sync' : 'ssh', waiting: tokens, sender };
+}
+
+export function describeFeed(f: FeedStatus): string {
+  return `written by host ${f.host} (${f.via === 'sync' ? 'its outbox, through the sync tool' : 'outbox'})`;
+}
+
 /** One line for the NOTE column. */
 export function describeOutbox(o: OutboxStatus, live: boolean, now = Date.now()): string {
-  if (o.via === 'sync') return `outbox to ${o.host}:${o.remoteDir} (shared by the sync tool; ${o.waiting} kept)`;
+  if (o.via === 'sync') return `outbox to ${o.host}:${o.remoteDir} (shared by the sync tool; ${o.empty ? 'nothing sent yet' : `${o.waiting} kept`})`;
   let s = `outbox to ${o.host}:${o.remoteDir}: ${o.waiting} waiting`;
+  const stopped = o.sender?.stopped;
   const f = o.sender?.failing;
-  if (f && live) s += `; HOST UNREACHABLE for ${Math.round((now - f.since) / 1000)} s (${f.attempts} attempts): ${f.error}`;
+  if (stopped) s += live ? `; STOPPED: ${stopped.error} (the tokens stay here; restart net run once fixed)` : `; the last run stopped sending: ${stopped.error}`;
+  else if (f && live) s += `; HOST UNREACHABLE for ${Math.round((now - f.since) / 1000)} s (${f.attempts} attempts): ${f.error}`;
   else if (o.sender?.lastSentAt) s += `; last sent ${Math.round((now - o.sender.lastSentAt) / 1000)} s ago`;
+  else if (o.empty || !o.sender) s += '; nothing sent yet';
   return s;
 }

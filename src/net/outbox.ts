@@ -24,8 +24,11 @@
  * Speed: one ssh connection carries every packet waiting (up to BATCH_PACKETS), one frame each
  * (`ID SEQ LENGTH` line, then the bytes), acknowledged one by one while the next are sent.
  *
- * Outbox tokens are sealed packets (length and CRC-32 in the header, place.ts): where the remote
- * host has an fspl of ours, the receiver checks the seal too, not only the framed length.
+ * Outbox tokens are sealed packets (length and CRC-32 in the header, place.ts): where the host's
+ * `fspl:` names an fspl of ours, the receiver checks the seal too, not only the framed length. It
+ * first makes sure that this fspl is there, runs and checks seals (a verifier that silently does
+ * nothing would let damaged packets in); when not, it takes nothing, and the sender stops that
+ * outbox (VerifierProblem) instead of retrying forever.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,11 +40,31 @@ import { Queue, type JobEntry } from '../queue.js';
 import type { SeqFile } from '../seqfile.js';
 import { JobsWatcher } from '../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
+import { encodeHeader, sealOf } from '../packet/index.js';
 
 /**
- * The receiving side. $1 is the place's directory. Reads frames from stdin; writes `ready R` once
- * it holds the place's receive lock, then `ok ID` or `dup ID` per packet. Exit status non-zero on
- * any problem (no queue there, a packet cut short, a bad frame, a failed write).
+ * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special
+ * to the shell or to printf): a sealed packet, and the same packet with one payload byte changed.
+ * The verifier must take the first and refuse the second; a program that takes both (the
+ * reference fspl, which ignores seals, or anything that exits 0) would let damaged packets in.
+ */
+function probePackets(): { good: string; bad: string } {
+  const payload = Buffer.from('fspl seal probe\n');
+  const header = encodeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] }, seal: sealOf(payload) });
+  const damaged = Buffer.from(payload);
+  damaged[0] ^= 1;
+  const octal = (b: Buffer) => [...b].map((x) => `\\${x.toString(8).padStart(3, '0')}`).join('');
+  return { good: octal(Buffer.concat([header, payload])), bad: octal(Buffer.concat([header, damaged])) };
+}
+const { good: PROBE_GOOD, bad: PROBE_BAD } = probePackets();
+
+/**
+ * The receiving side. $1 is the place's directory, $2 the fspl that checks seals (or empty).
+ * Reads frames from stdin; writes `ready R` once it holds the place's receive lock (and, with $2,
+ * its verifier passed the probe), then `ok ID` or `dup ID` per packet. Exit status non-zero on
+ * any problem (no queue there, a packet cut short, a bad frame, a failed write); when the
+ * verifier is missing or unusable, it says so first on stdout (`fspl-unusable KIND DETAIL`) and
+ * exits 7.
  * No single quote may appear in it (it travels inside one).
  */
 export const RECEIVE_SCRIPT = `
@@ -50,11 +73,31 @@ d=$1; j="$d/jobs"
 exec 9>>"$d/recv.lock" || exit 3
 flock 9 || { echo "fspl receive: cannot lock $d/recv.lock (flock from util-linux is needed)" >&2; exit 3; }
 F=$2
+unusable() {
+  echo "fspl-unusable $1 $2"
+  echo "fspl receive: fspl at $F on $(hostname): $3" >&2
+  exit 7
+}
+# With fspl: set, no packet is taken unverified: the verifier must be there, run, and check seals
+# (an intact probe packet passes, the same packet with its payload changed fails), or the
+# receiver refuses with the verifier's own reason, never calling a packet damaged.
+probe() {
+  command -v "$F" >/dev/null 2>&1 || unusable not-found "" "not found"
+  e=$(printf "${PROBE_GOOD}" | "$F" stdin-payload 2>&1 >/dev/null) || {
+    c=$?; e=$(printf "%s\n" "$e" | head -n 1); [ -n "$e" ] || e="exited with status $c"
+    unusable cannot-run "$e" "cannot run: $e"
+  }
+  if printf "${PROBE_BAD}" | "$F" stdin-payload >/dev/null 2>&1; then
+    unusable no-seal-check "" "does not check seals (the reference fspl? fspl: must name this implementation)"
+  fi
+}
+[ -z "$F" ] || probe
 verify() {
   s=$(wc -c <"$1") && [ "$s" -eq "$2" ] || return 1
-  # A sealed packet (the outboxes write them so) is also checked against its CRC-32 by an fspl
-  # of ours there, whose stdin-payload verifies seals; without one, the length check stands.
-  if [ -n "$F" ] && command -v "$F" >/dev/null 2>&1; then "$F" stdin-payload <"$1" >/dev/null 2>&1 || return 1; fi
+  # A sealed packet (the outboxes write them so) is also checked against its CRC-32.
+  [ -z "$F" ] || "$F" stdin-payload <"$1" >/dev/null 2>&1 && return 0
+  # Refused: damaged on the way, unless the verifier itself stopped working (then probe exits).
+  rm -f "$1"; probe; return 1
 }
 r=1
 if [ -s "$d/recvseq" ]; then read -r r <"$d/recvseq"; fi
@@ -103,6 +146,25 @@ export interface OutgoingPacket {
   seq: bigint;
 }
 
+/**
+ * Why the fspl named by a host's `fspl:` can't check seals there. Not a passing problem of the
+ * network: sending again does not help until someone fixes the host or the net file.
+ */
+export type VerifierProblem = { kind: 'not-found' } | { kind: 'cannot-run'; detail: string } | { kind: 'no-seal-check' };
+
+/** The one line an operator reads: "fspl at PATH on HOST: ...". */
+export function describeVerifierProblem(p: VerifierProblem, fspl: string, host: string): string {
+  const where = `fspl at ${fspl} on ${host}`;
+  switch (p.kind) {
+    case 'not-found':
+      return `${where}: not found`;
+    case 'cannot-run':
+      return `${where}: cannot run: ${p.detail}`;
+    case 'no-seal-check':
+      return `${where}: does not check seals (the reference fspl? fspl: must name this implementation's fspl)`;
+  }
+}
+
 export interface SendResult {
   /** Packets acknowledged, in order (a prefix of those given). */
   acked: number;
@@ -110,13 +172,17 @@ export interface SendResult {
   duplicates: number;
   /** The receiver's number after the packets it holds, as it said on connecting. */
   remoteNext?: bigint;
-  /** Why the connection ended early. */
+  /** Why the connection ended early (or, for a probe with no packets, failed). */
   error?: string;
+  /** The seal verifier (`fspl:`) is unusable on the remote host: nothing was or will be taken. */
+  verifier?: VerifierProblem;
 }
 
 export interface SendOptions {
   /** fspl on the remote host, to check the seal of each packet there (see RECEIVE_SCRIPT). */
   fspl?: string;
+  /** The remote host's name in messages (default: the ssh destination, ssh's last word). */
+  host?: string;
   /** Called for each packet acknowledged, in order, before the next acknowledgement is read. */
   onAck?: (p: OutgoingPacket, duplicate: boolean) => void;
   /** Checked once the receiver says `ready R`: return an error to send nothing. */
@@ -127,6 +193,15 @@ export interface SendOptions {
 }
 
 const ID_RE = /^[A-Za-z0-9-]+$/;
+const VERIFIER_KINDS = ['not-found', 'cannot-run', 'no-seal-check'] as const;
+
+/** The receiver's `fspl-unusable KIND DETAIL` line, if that is what the line is. */
+function parseUnusable(line: string): VerifierProblem | undefined {
+  const m = /^fspl-unusable (\S+) ?(.*)$/.exec(line);
+  const kind = VERIFIER_KINDS.find((k) => k === m?.[1]);
+  if (!m || !kind) return undefined;
+  return kind === 'cannot-run' ? { kind, detail: m[2]! } : { kind };
+}
 
 /** Until the stream takes more, or is gone (its listeners removed either way). */
 function drained(stream: NodeJS.WritableStream): Promise<void> {
@@ -153,7 +228,8 @@ export function packetId(filename: string): string {
 /**
  * Send packets, in the order given, to the place at `remoteDir` through `ssh` (the ssh command and
  * destination; the remote command is appended). Never throws for a failed connection: the result
- * says how far it went.
+ * says how far it went. With no packets it is a probe: connect, find the queue, take its lock and
+ * try the verifier, as a delivery would (`net check --host`).
  */
 export async function sendPackets(ssh: string[], remoteDir: string, packets: OutgoingPacket[], opts: SendOptions = {}): Promise<SendResult> {
   const [cmd, ...args] = ssh;
@@ -203,6 +279,12 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
   let next = 0;
   try {
     for await (const line of lines) {
+      const unusable = parseUnusable(line);
+      if (unusable) {
+        result.verifier = unusable;
+        refused = describeVerifierProblem(unusable, opts.fspl ?? '', opts.host ?? ssh[ssh.length - 1]!);
+        break;
+      }
       const m = /^(ready|ok|dup) (\S+)$/.exec(line);
       if (!m) {
         refused = `unexpected answer from the receiver: ${JSON.stringify(line.slice(0, 200))}`;
@@ -236,7 +318,8 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
   await writer;
   const exit = await exited;
   opts.signal?.removeEventListener('abort', onAbort);
-  if (result.acked < packets.length) {
+  // No `ready`: the receiver never started taking packets (a probe with none to send has only this).
+  if (refused !== undefined || result.acked < packets.length || result.remoteNext === undefined) {
     const why =
       refused ??
       (exit.error
@@ -266,6 +349,11 @@ export interface SenderState {
   lastSentAt?: number;
   /** Set while deliveries fail. */
   failing?: { since: number; attempts: number; error: string };
+  /**
+   * Set when this sender gave up until the run is restarted: the host's `fspl:` can't check seals
+   * (VerifierProblem). The tokens stay in the outbox.
+   */
+  stopped?: { at: number; error: string };
 }
 
 export function senderStatePath(outbox: string): string {
@@ -278,6 +366,47 @@ export function readSenderState(outbox: string): SenderState | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The number the outbox gives next (its sendseq): the remote place's numbering. */
+function outboxNext(outbox: string): bigint {
+  try {
+    return BigInt(fs.readFileSync(path.join(outbox, 'sendseq'), 'utf8').trim() || '1');
+  } catch {
+    return 1n;
+  }
+}
+
+/** Why nothing may be sent, when the remote place has numbers this outbox never gave. */
+function aheadOfOutbox(place: string, host: string, remoteNext: bigint, mine: bigint): string | undefined {
+  if (remoteNext <= mine) return undefined;
+  return `the place ${place} on ${host} has received numbers up to ${remoteNext - 1n}, but this outbox has only given numbers below ${mine}: was this host's state directory removed? Nothing is sent (it would be dropped as already received)`;
+}
+
+/** What `net check --host` found out about one outbox's way to its place. */
+export interface OutboxProbe {
+  place: string;
+  host: string;
+  remoteDir: string;
+  /** The verifier tried there (the host's `fspl:`), if any. */
+  fspl?: string;
+  /** Why a delivery would fail now; undefined when it would work. */
+  error?: string;
+  verifier?: VerifierProblem;
+}
+
+/**
+ * Try the way from an outbox to its place as the sender would (one connection, no packets): ssh,
+ * the queue there, its receive lock, the verifier, and the numbering.
+ */
+export async function probeOutbox(opts: { place: string; outbox: string; remote: RemotePlace; host: HostConfig; signal?: AbortSignal }): Promise<OutboxProbe> {
+  const r = await sendPackets(opts.host.ssh, opts.remote.dir, [], {
+    fspl: opts.host.fspl,
+    host: opts.remote.host,
+    signal: opts.signal,
+    onReady: (remoteNext) => aheadOfOutbox(opts.place, opts.remote.host, remoteNext, outboxNext(opts.outbox)),
+  });
+  return { place: opts.place, host: opts.remote.host, remoteDir: opts.remote.dir, fspl: opts.host.fspl, error: r.error, verifier: r.verifier };
 }
 
 const BATCH_PACKETS = 1000;
@@ -323,6 +452,10 @@ export class OutboxSender {
 
   get failing(): SenderState['failing'] {
     return this.state.failing;
+  }
+
+  get stopped(): SenderState['stopped'] {
+    return this.state.stopped;
   }
 
   private poke = () => {
@@ -373,14 +506,7 @@ export class OutboxSender {
       if (err instanceof LockedError) throw new NetError(`The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`);
       throw err;
     }
-    const sendseq = path.join(this.opts.outbox, 'sendseq');
-    this.sendseqNext = () => {
-      try {
-        return BigInt(fs.readFileSync(sendseq, 'utf8').trim() || '1');
-      } catch {
-        return 1n;
-      }
-    };
+    this.sendseqNext = () => outboxNext(this.opts.outbox);
     const watcher = new JobsWatcher(this.queue.jobsDir, { pollInterval: this.opts.pollInterval, safetyInterval: 5, logger: this.log });
     void (async () => {
       while (await watcher.wait(signal)) this.poke();
@@ -388,6 +514,7 @@ export class OutboxSender {
     const onAbort = () => this.poke();
     signal.addEventListener('abort', onAbort, { once: true });
     let attempts = 0;
+    this.state.stopped = undefined; // each run tries the host's fspl again
     try {
       while (!signal.aborted) {
         this.dirty = false;
@@ -399,14 +526,9 @@ export class OutboxSender {
         }
         const r = await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
           fspl: this.opts.host.fspl,
+          host: this.opts.remote.host,
           signal,
-          onReady: (remoteNext) => {
-            const mine = this.sendseqNext!();
-            if (remoteNext > mine) {
-              return `the place ${this.opts.place} on ${this.opts.remote.host} has received numbers up to ${remoteNext - 1n}, but this outbox has only given numbers below ${mine}: was this host's state directory removed? Nothing is sent (it would be dropped as already received)`;
-            }
-            return undefined;
-          },
+          onReady: (remoteNext) => aheadOfOutbox(this.opts.place, this.opts.remote.host, remoteNext, this.sendseqNext!()),
           onAck: (p, dup) => {
             // As queue-process: the number first, then the file.
             this.consumer!.write(p.seq + 1n);
@@ -424,6 +546,14 @@ export class OutboxSender {
           attempts = 0;
           this.saveState();
           continue;
+        }
+        if (r.verifier) {
+          // Retrying can't help: the tokens wait here, whole, until the host's fspl is fixed.
+          this.state.failing = undefined;
+          this.state.stopped = { at: Date.now(), error: r.error ?? 'the remote fspl cannot check seals' };
+          this.saveState();
+          this.log.error('net', `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.entries.size} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`);
+          return;
         }
         attempts++;
         this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: r.error };

@@ -52,6 +52,7 @@ import { mayCommit } from './commit-order.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { writeLiveState, type LiveState } from './live.js';
 import { TransitionMonitor } from './metrics.js';
+import type { RemoteLeftover } from './drain.js';
 
 export interface NetRunOptions {
   /** Exit once nothing runs and nothing can fire. */
@@ -70,11 +71,29 @@ export interface NetRunOptions {
   onLive?: (state: LiveState) => void;
   logger?: Logger;
   /**
+   * For a net across hosts (drain.ts): told when the run is about to judge itself idle (before its
+   * last look at the places), when it is idle, and when it starts firing again, so that other
+   * hosts can tell whether tokens may still come from here.
+   */
+  activity?: RunActivity;
+  /**
+   * With drain: asked once the run is idle and nothing can fire, before it exits; false keeps
+   * it going (it looks again at the places on every file event, and every second), as while
+   * another host may still send it tokens (drain.ts).
+   */
+  drainGate?: () => Promise<boolean>;
+  /**
    * How many tokens of a place the run reads (and-merge inputs aside) are indexed at once, at
    * least (default INDEX_WINDOW): memory against directory scans. Tests set it low to exercise
    * refills.
    */
   indexWindow?: number;
+}
+
+export interface RunActivity {
+  beforeIdleCheck(): void;
+  idle(): void;
+  busy(): void;
 }
 
 export type NetEvent =
@@ -91,6 +110,11 @@ export interface NetRunSummary {
   failed: number;
   /** Tokens left that can never fire (with --drain), with why. */
   leftovers: Leftover[];
+  /**
+   * A drain on a net across hosts: tokens on other hosts, for this one, that can't come in this
+   * drain (drain.ts). Absent when there are none.
+   */
+  elsewhere?: RemoteLeftover[];
 }
 
 /** A firing from its start to its commit. */
@@ -126,6 +150,8 @@ interface TransitionRun {
 const HISTORY = 20;
 const RETRY_DELAY_MS = 200;
 const LIVE_EVERY_MS = 500;
+/** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
+const DRAIN_LOOK_MS = 1000;
 
 export class NetRunner {
   readonly net: NetModel;
@@ -234,6 +260,8 @@ export class NetRunner {
       if (err instanceof LockedError) throw new NetError(`The net ${this.net.file ?? this.net.dir} is already running (another fspl net run holds ${lockPath})`);
       throw err;
     }
+    // Only now, holding the lock: recovery may move tokens, and the activity file is this run's.
+    this.opts.activity?.busy();
     try {
       for (const p of this.places.values()) p.init();
       for (const p of this.readPlaces()) {
@@ -501,6 +529,7 @@ export class NetRunner {
   }
 
   private begin(s: Start): void {
+    this.opts.activity?.busy(); // before any token is claimed: others must never see "idle" while it moves
     const run = this.trans.get(s.transition)!;
     const tokens = s.tokens.map(({ place, token }) => this.tokenOf(place, token.filename));
     for (const tok of tokens) this.claimed.add(tok.path);
@@ -846,17 +875,44 @@ export class NetRunner {
         if (!busy && wakeAt === undefined) {
           if (!idleReported) this.emit({ type: 'idle' });
           idleReported = true;
-          if (this.opts.drain) {
-            // One more look, in case something arrived since the last scan.
+          let quiet = true;
+          if (this.opts.drain || this.opts.activity) {
+            // One more look, in case something arrived since the last scan. Other hosts take this
+            // run as idle with the tokens it counted before this look (drain.ts).
+            this.opts.activity?.beforeIdleCheck();
             await this.refresh(true);
-            if (this.startFirings() === undefined && this.firings.size === 0) {
+            wakeAt = this.startFirings();
+            if (this.firings.size > 0) continue;
+            quiet = wakeAt === undefined;
+            if (quiet) this.opts.activity?.idle();
+          }
+          if (this.opts.drain && quiet) {
+            if (this.opts.drainGate) {
+              if (!(await this.opts.drainGate())) {
+                // Tokens may still come from another host: look again on the next event, or soon.
+                await new Promise<void>((resolve) => {
+                  if (this.dirty || this.stopping) return resolve();
+                  const timer = setTimeout(() => this.poke(), DRAIN_LOOK_MS);
+                  this.wake = () => {
+                    clearTimeout(timer);
+                    resolve();
+                  };
+                });
+                continue;
+              }
+              // The gate took its time: what arrived meanwhile is fired first.
+              await this.refresh(true);
+              wakeAt = this.startFirings();
+              if (this.firings.size > 0) continue;
+              quiet = wakeAt === undefined;
+            }
+            if (quiet) {
               const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
               const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
               // Nothing can start: whatever is left waits forever, for its own reason or none in particular.
               leftovers = describeLeftovers(this.net, this.places, this.next, stopped, only).map((l) => ({ ...l, reason: l.reason ?? 'can not fire' }));
               break;
             }
-            continue;
           }
         } else idleReported = false;
         await new Promise<void>((resolve) => {

@@ -17,6 +17,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../log.js';
 import { netToDot } from './dot.js';
+import { hostView } from './hosts.js';
+import { addHostDetails } from './outbox-status.js';
 import { netMetricsText, netStatusJson } from './metrics.js';
 import type { NetModel } from './model.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
@@ -28,6 +30,11 @@ export interface ServeOptions {
   port?: number;
   /** Address to bind (default 127.0.0.1). */
   host?: string;
+  /**
+   * On a net that spans hosts: the host whose part is shown (its places, its run, its outboxes and
+   * the places other hosts feed), as `net status --host` shows it.
+   */
+  netHost?: string;
   /** How often the figures are recomputed while a page watches, ms (default 300). */
   pollMs?: number;
   logger?: Logger;
@@ -85,8 +92,11 @@ function pageJson(r: NetStatusReport): string {
   return JSON.stringify(netStatusJson(r));
 }
 
-export async function serveNet(net: NetModel, options: ServeOptions = {}): Promise<NetServer> {
+export async function serveNet(whole: NetModel, options: ServeOptions = {}): Promise<NetServer> {
   const log = options.logger ?? silentLogger;
+  const netHost = options.netHost;
+  const net = netHost === undefined ? whole : hostView(whole, netHost);
+  const report = async (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : addHostDetails(await netStatus(net), net, whole, netHost));
   const pollMs = options.pollMs ?? 300;
   const assets = loadAssets();
   const svg = Buffer.from(await serveSvg(net));
@@ -97,7 +107,7 @@ export async function serveNet(net: NetModel, options: ServeOptions = {}): Promi
   let timer: NodeJS.Timeout | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
 
-  const status = async (): Promise<string> => pageJson(await netStatus(net));
+  const status = async (): Promise<string> => pageJson(await report());
 
   const tick = async () => {
     if (polling || clients.size === 0) return;
@@ -145,7 +155,7 @@ export async function serveNet(net: NetModel, options: ServeOptions = {}): Promi
     const asset = assets.get(route);
     if (asset) return send(res, head, 200, asset.type, asset.body);
     if (route === '/net.svg') return send(res, head, 200, 'image/svg+xml; charset=utf-8', svg);
-    if (route === '/metrics') return send(res, head, 200, PROMETHEUS_CONTENT_TYPE, netMetricsText(await netStatus(net)));
+    if (route === '/metrics') return send(res, head, 200, PROMETHEUS_CONTENT_TYPE, netMetricsText(await report()));
     if (route === '/api/status') return send(res, head, 200, 'application/json; charset=utf-8', `${await status()}\n`);
     if (route === '/api/events') {
       res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'keep-alive' });

@@ -10,7 +10,7 @@ import { describeLeftovers, type Leftover } from './leftovers.js';
 import { readLiveState, type LiveState } from './live.js';
 import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from './model.js';
-import type { OutboxStatus } from './outbox-status.js';
+import type { FeedStatus, OutboxStatus } from './outbox-status.js';
 import { Place } from './place.js';
 import { mean, oldestAge, p95, timeSince } from './stats.js';
 
@@ -19,8 +19,12 @@ export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 export interface PlaceStatus {
   name: string;
   dir: string;
-  /** source (no writer), sink (no reader), error (an error place), inner, or outbox (a place on another host: outbox-status.ts). */
-  role: 'source' | 'sink' | 'error' | 'inner' | 'outbox';
+  /**
+   * source (no writer), sink (no reader), error (an error place), inner; with --host, outbox (a
+   * place on another host, written here) and inbox (a place of this host written from another
+   * host and read here; one read by nothing here is a sink): outbox-status.ts.
+   */
+  role: 'source' | 'sink' | 'error' | 'inner' | 'outbox' | 'inbox';
   exists: boolean;
   /** Why the directory can't be read, when it can't. */
   problem?: string;
@@ -36,6 +40,10 @@ export interface PlaceStatus {
   stuck: number;
   /** For a place on another host: its outbox here (net status --host). */
   outbox?: OutboxStatus;
+  /** For a place of this host written from another host: that host (net status --host). */
+  fedBy?: FeedStatus;
+  /** What the NOTE column says of an outbox or a fed place (net status --host). */
+  note?: string;
 }
 
 export interface TransitionStatus {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
-import { makeNet, spawnFspl } from './helpers.js';
+import { makeNet, netDir, runFspl, spawnFspl } from './helpers.js';
 
 const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -127,6 +127,54 @@ describeIfPresent('net serve in a browser', hasChromium ? [] : [`chromium (${CHR
       fs.rmSync(profile, { recursive: true, force: true });
       serve.kill('SIGTERM');
       run.kill('SIGTERM');
+    }
+  });
+
+  test("one host's part of a net across hosts (--net-host): outboxes and places fed from elsewhere say so, a stopped outbox in red", { timeout: 60_000 }, async () => {
+    const { chromium } = await import('playwright-core');
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    fs.writeFileSync(
+      file,
+      `
+hosts: { a: {}, b: {} }
+places:
+  src: { host: a }
+  mid: { host: b }
+  done: { host: a }
+transitions:
+  ship: { host: a, in: src, out: mid }
+  work: { host: b, in: mid, out: done }
+`,
+    );
+    expect((await runFspl(['net', 'init', file, '--host', 'b'])).status).toBe(0);
+    // As the sender of b's outbox leaves it once it stopped (outbox.ts SenderState).
+    const outbox = path.join(dir, 'net.state/b/outbox/done');
+    fs.writeFileSync(path.join(outbox, 'sender.json'), JSON.stringify({ host: 'a', remoteDir: path.join(dir, 'places/done'), pid: 1, updatedAt: Date.now(), sent: 0, duplicates: 0, stopped: { at: Date.now(), error: 'fspl at /opt/typo/fspl on a: not found' } }));
+    const serve = spawnFspl(['net', 'serve', file, '--net-host', 'b', '--port', '0']);
+    const [, url] = await lineOf(serve, /at (http:\/\/127\.0\.0\.1:\d+\/)/);
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-chromium-'));
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    try {
+      const page = browser.pages()[0] ?? (await browser.newPage());
+      await page.goto(url!);
+      await page.locator('svg g#transition-work').waitFor();
+      expect(await page.locator('svg g#transition-ship').count()).toBe(0); // a's part is not drawn
+      const cells = async (place: string) => page.locator('#places tbody tr', { hasText: new RegExp(`^${place}`) }).locator('td').allTextContents();
+      await expect.poll(async () => (await cells('mid'))[1]).toBe('inbox');
+      expect((await cells('mid'))[6]).toBe('written by host a (outbox)');
+      expect((await cells('done'))[1]).toBe('outbox');
+      expect((await cells('done'))[6]).toBe(`outbox to a:${path.join(dir, 'places/done')}: 0 waiting; the last run stopped sending: fspl at /opt/typo/fspl on a: not found`);
+      expect(await page.locator('#places tbody tr', { hasText: /^done/ }).getAttribute('class')).toBe('alarm');
+      expect(await page.locator('svg g#place-done').getAttribute('class')).toContain('stuck');
+    } finally {
+      await browser.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+      serve.kill('SIGTERM');
     }
   });
 });

@@ -12,6 +12,7 @@ import { describeIfPresent } from '../gate.js';
 import { onPath, waitFor } from '../harness/proc.js';
 import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
 import { netDir, runFspl, spawnFspl, tokensIn } from './helpers.js';
+import { ROOT } from '../helpers.js';
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
 
@@ -53,8 +54,8 @@ transitions:
     );
     const net = Net.load(file);
     expect(net.check().filter((w) => w.kind !== 'source' && w.kind !== 'sink')).toEqual([]);
-    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\n');
-    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\ncreated outbox done (its tokens leave for host a)\n');
     const placeDir = (p: string) => path.join(dir, 'places', p);
     const outboxA = path.join(dir, 'net.state/a/outbox/mid');
     for (let i = 0; i < 250; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
@@ -115,4 +116,169 @@ transitions:
     expect(fs.readdirSync(path.join(placeDir('done'), 'jobs')).filter((n) => !n.startsWith('fspl-'))).toEqual([]);
     expect(fs.readFileSync(path.join(placeDir('mid'), 'recvseq'), 'utf8').trim()).toBe('501');
   }, 400_000);
+
+  /** A net whose results come back to a: a -> b -> a, with transitions on a at both ends. */
+  function roundTrip(fsplOfB?: string): { dir: string; file: string; placeDir: (p: string) => string; activity: (h: string) => string } {
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
+    fs.writeFileSync(
+      file,
+      `
+hosts:
+  a: { ssh: ${ssh('a')} }
+  b: { ssh: ${ssh('b')}${fsplOfB ? `, fspl: ${fsplOfB}` : ''} }
+places:
+  src:  { host: a }
+  mid:  { host: b }
+  back: { host: a }
+  done: { host: a }
+transitions:
+  ship:   { host: a, in: src, out: mid }
+  work:   { host: b, in: mid, run: "tr a-z A-Z", out: back }
+  finish: { host: a, in: back, run: "sed s/^/done:/", out: done }
+`,
+    );
+    return { dir, file, placeDir: (p) => path.join(dir, 'places', p), activity: (h) => path.join(dir, 'net.state', h, 'activity') };
+  }
+
+  /** Until the file's content matches. */
+  const fileMatching = (file: string, re: RegExp) =>
+    waitFor(`${file} to match ${re}`, () => {
+      try {
+        return re.test(fs.readFileSync(file, 'utf8'));
+      } catch {
+        return false;
+      }
+    }, 30_000, 50);
+
+  const exited = (c: ReturnType<typeof spawnFspl>) => new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
+
+  test('--drain on every host finishes a run across hosts: b waits for a, which is not even started yet, and a waits for what b sends back', async () => {
+    const { file, placeDir, activity } = roundTrip();
+    await runFspl(['net', 'init', file, '--host', 'a']);
+    await runFspl(['net', 'init', file, '--host', 'b']);
+    const net = Net.load(file);
+    for (let i = 0; i < 20; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
+
+    // b first: it has nothing to do, but a holds tokens for it and no run goes there yet.
+    const b = spawnFspl(['net', 'run', file, '--host', 'b', '--drain', '--log-level', 'info']);
+    let logB = '';
+    b.stderr!.on('data', (d) => (logB += d));
+    await fileMatching(activity('b'), /^\d+ idle /);
+    await waitFor('b to say what it waits for', () => /Drain: waiting: no net run on host a, which holds 20 tokens in src/.test(logB), 30_000, 50);
+    expect(b.exitCode).toBeNull();
+
+    const a = spawnFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'warn']);
+    let logA = '';
+    a.stderr!.on('data', (d) => (logA += d));
+    expect([await exited(a), await exited(b)]).toEqual([0, 0]);
+    expect(logA).toBe('');
+    const done = await tokensIn(placeDir('done'));
+    expect(done.map((t) => t.payload)).toEqual(Array.from({ length: 20 }, (_, i) => `done:TOKEN ${i}\n`));
+    for (const p of ['src', 'mid', 'back']) expect(count(placeDir(p))).toBe(0);
+    expect(fs.readFileSync(activity('a'), 'utf8')).toMatch(/^\d+ ended /);
+  }, 120_000);
+
+  test('--drain exits 3 naming the tokens that another host ended its run with, still to send here', async () => {
+    const { file, placeDir, activity } = roundTrip('/opt/typo/fspl');
+    await runFspl(['net', 'init', file, '--host', 'a']);
+    await runFspl(['net', 'init', file, '--host', 'b']);
+    const net = Net.load(file);
+    for (let i = 0; i < 3; i++) await net.put('src', Buffer.from(`token ${i}\n`));
+    const b = spawnFspl(['net', 'run', file, '--host', 'b', '--drain', '--log-level', 'warn']);
+    let logB = '';
+    b.stderr!.on('data', (d) => (logB += d));
+    await fileMatching(activity('b'), /^\d+ idle /);
+    // a ships the three into its outbox, whose sender stops (b's fspl: is not there): a's drain ends.
+    const a = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'error']);
+    expect(a.status).toBe(3);
+    expect(a.stderr).toMatch(/3 tokens can never fire:\n(  mid #\d key \S+: waits in the outbox for host b \(fspl at \/opt\/typo\/fspl on b: not found\)\n){3}/);
+    expect(await exited(b)).toBe(3);
+    expect(logB).toBe("3 tokens on other hosts can't come here in this drain:\n  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n");
+    expect(count(placeDir('mid'))).toBe(0);
+  }, 120_000);
+
+  test("a host's fspl: that is not there stops its outbox, keeping the tokens, and says why everywhere; net check --host finds it first", async () => {
+    const dir = netDir();
+    const file = path.join(dir, 'net.yaml');
+    const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
+    const netText = (fspl: string) => `
+hosts:
+  a: { ssh: ${ssh('a')} }
+  b: { ssh: ${ssh('b')}, fspl: ${fspl} }
+places:
+  src: { host: a }
+  mid: { host: b }
+transitions:
+  ship: { host: a, in: src, out: mid }
+`;
+    fs.writeFileSync(file, netText('/opt/typo/fspl'));
+    await runFspl(['net', 'init', file, '--host', 'a']);
+    await runFspl(['net', 'init', file, '--host', 'b']);
+    const mid = path.join(dir, 'places/mid');
+    const outbox = path.join(dir, 'net.state/a/outbox/mid');
+    const reason = 'fspl at /opt/typo/fspl on b: not found';
+
+    // Asked, the check tries the way to b as the sender would.
+    const checked = await runFspl(['net', 'check', file, '--host', 'a']);
+    expect(checked.status).toBe(1);
+    expect(checked.stderr).toContain(`\n${file}: host a sends mid to b:${mid} over ssh: ${reason}\n`);
+
+    const net = Net.load(file);
+    for (let i = 0; i < 3; i++) await net.put('src', Buffer.from(`token ${i}\n`));
+    const run = spawnFspl(['net', 'run', file, '--host', 'a', '--log-level', 'warn']);
+    let log = '';
+    run.stderr!.on('data', (d) => (log += d));
+    const text = await waitFor(
+      'status to show the stopped outbox',
+      async () => {
+        const r = await runFspl(['net', 'status', file, '--host', 'a']);
+        return /STOPPED/.test(r.stdout) ? r : undefined;
+      },
+      30_000,
+      200,
+    );
+    expect(text.status).toBe(3); // stuck: the tokens can't leave until the run is restarted
+    expect(text.stdout).toMatch(/\nmid +outbox +3 /);
+    expect(text.stdout).toContain(`outbox to b:${mid}: 3 waiting; STOPPED: ${reason} (the tokens stay here; restart net run once fixed)`);
+    const json = JSON.parse((await runFspl(['net', 'status', file, '--host', 'a', '--json'])).stdout);
+    expect(json.state).toBe('stuck');
+    const place = json.places.find((p: { name: string }) => p.name === 'mid');
+    expect(place.outbox.sender.stopped.error).toBe(reason);
+    expect(place.note).toContain(`STOPPED: ${reason}`);
+    // How many had reached the outbox when the sender stopped: ship may still have been firing.
+    expect(log).toMatch(new RegExp(`Outbox mid: stopped sending to b:${mid}: ${reason}; [1-3] token\\(s\\) stay in ${outbox}`));
+    // The web page's figures (net serve --net-host) carry the same note.
+    const serve = spawnFspl(['net', 'serve', file, '--net-host', 'a', '--port', '0']);
+    const url = await new Promise<string>((resolve) => {
+      let out = '';
+      serve.stdout!.on('data', (d) => {
+        out += d;
+        const m = /at (http:\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+    });
+    const page = (await (await fetch(`${url}api/status`)).json()) as { places: Array<{ name: string; note?: string }> };
+    expect(page.places.find((p) => p.name === 'mid')!.note).toContain(`STOPPED: ${reason}`);
+    serve.kill('SIGTERM');
+
+    // Nothing lost, nothing taken unverified.
+    expect(count(outbox)).toBe(3);
+    expect(count(mid)).toBe(0);
+    run.kill('SIGTERM');
+    await new Promise((r) => (run.exitCode !== null ? r(null) : run.on('exit', r)));
+    expect(run.exitCode).toBe(0);
+
+    // Fixed: the check passes, and a run delivers the three.
+    fs.writeFileSync(file, netText(path.join(ROOT, 'bin', 'fspl')));
+    const ok = await runFspl(['net', 'check', file, '--host', 'a']);
+    expect(ok.stdout).toContain(`host a sends mid to b:${mid} over ssh: ok (seals checked there by ${path.join(ROOT, 'bin', 'fspl')})`);
+    expect(ok.status).toBe(0);
+    const drained = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'warn']);
+    expect(drained.stderr).toBe('');
+    expect(drained.status).toBe(0);
+    expect(count(mid)).toBe(3);
+    expect(count(outbox)).toBe(0);
+  }, 120_000);
 });

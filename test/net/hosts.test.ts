@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parseNetText } from 'filespooler';
 import { hostView } from '../../src/net/hosts.js';
+import { drainPlan, judge, type Look, type UpstreamHost } from '../../src/net/drain.js';
 
 const problems = (yaml: string): string[] => {
   try {
@@ -63,5 +64,53 @@ transitions:
     expect(b.places.get('done')!.extra.remote).toMatchObject({ host: 'a', sync: false });
     expect(() => hostView(net, undefined)).toThrow(/say which one this is with --host NAME/);
     expect(() => hostView(net, 'c')).toThrow(/Unknown host "c"/);
+  });
+
+  test('a drain waits for the hosts that can still send it tokens, looking at the places and outboxes on the way', () => {
+    const net = parseNetText(
+      `places:
+  src: { host: a }
+  mid: { host: b }
+  back: { host: a }
+  done: { host: a }
+  side: { host: c }
+transitions:
+  ship: { host: a, in: src, out: mid }
+  work: { host: b, in: mid, run: [cat], out: [back, side] }
+  finish: { host: a, in: back, out: done }
+`,
+      '/tmp/n/net.yaml',
+    );
+    // b reads mid, fed by a from src.
+    expect(drainPlan(net, 'b')).toMatchObject({
+      upstream: [{ host: 'a', activity: '/tmp/n/net.state/a/activity', places: [{ place: 'src', dir: '/tmp/n/places/src' }], outboxes: [{ place: 'mid', dir: '/tmp/n/net.state/a/outbox/mid' }] }],
+      ownOutboxes: [],
+    });
+    // a reads back, fed by b from mid, which a itself feeds: each waits for the other.
+    const a = drainPlan(net, 'a');
+    expect(a.upstream.map((u) => [u.host, u.places.map((p) => p.place), u.outboxes.map((o) => o.place)])).toEqual([['b', ['mid'], ['back']]]);
+    expect(a.ownOutboxes).toEqual(['mid']);
+    // c reads nothing: it waits for nobody.
+    expect(drainPlan(net, 'c')).toEqual({ upstream: [], ownOutboxes: [] });
+  });
+
+  test('judging an upstream host from two looks', () => {
+    const u = { host: 'a', places: [{ place: 'src', dir: '/s' }], outboxes: [{ place: 'mid', dir: '/o' }] } as unknown as UpstreamHost;
+    const at = (activity: string, alive: boolean, places: number[], outboxes: number[]): Look => {
+      const [state, , ...counts] = activity.split(' ');
+      return { activity, state: state as Look['state'], alive, places, outboxes, idleCounts: new Map(counts.map((c) => [c.split('=')[0]!, Number(c.split('=')[1])])) };
+    };
+    const idle = at('idle r.1 src=2', true, [2], [0]);
+    expect(judge(u, idle, idle, idle)).toEqual({ kind: 'quiet' }); // two tokens it can't fire
+    expect(judge(u, idle, at('idle r.1 src=2', true, [3], [0]), idle).kind).toBe('wait'); // the looks differ
+    expect(judge(u, at('idle r.1 src=2', true, [3], [0]), at('idle r.1 src=2', true, [3], [0]), idle)).toMatchObject({ kind: 'wait', why: expect.stringMatching(/since its run went idle/) });
+    expect(judge(u, at('busy r.2', true, [2], [0]), at('busy r.2', true, [2], [0]), idle)).toMatchObject({ kind: 'wait', why: 'host a is firing' });
+    expect(judge(u, at('idle r.3 src=0', true, [0], [4]), at('idle r.3 src=0', true, [0], [4]), idle)).toMatchObject({ kind: 'wait', why: 'host a has 4 tokens in its outbox for mid to send' });
+    // No run there: tokens left there are waited for, unless its run ended during this drain.
+    const never = at('', false, [5], [0]);
+    expect(judge(u, never, never, never)).toMatchObject({ kind: 'wait', why: 'no net run on host a, which holds 5 tokens in src' });
+    const ended = at('ended r.9', false, [0], [3]);
+    expect(judge(u, ended, ended, idle)).toEqual({ kind: 'left', tokens: [{ place: 'mid', where: 'outbox', count: 3 }] });
+    expect(judge(u, at('ended r.9', false, [0], [0]), at('ended r.9', false, [0], [0]), idle)).toEqual({ kind: 'quiet' });
   });
 });

@@ -131,6 +131,85 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual(['fspl-00000000-0000-4000-8000-000000000001.fspl']);
   }, 60_000);
 
+  /** A sealed packet file, and a copy with one payload byte flipped (same length). */
+  function sealedPair(): { good: OutgoingPacket; bad: OutgoingPacket } {
+    const dir = netDir();
+    const ids = ['00000000-0000-4000-8000-000000000011', '00000000-0000-4000-8000-000000000012'];
+    const good = path.join(dir, `fspl-${ids[0]}.fspl`);
+    const payload = path.join(dir, 'payload');
+    fs.writeFileSync(payload, Buffer.alloc(1000, 7));
+    const made = spawnSync('sh', ['-c', `node ${FSPL_BIN} prepare --seal -s - -i ${payload} > ${good}`]);
+    expect(made.status, String(made.stderr)).toBe(0);
+    const bytes = fs.readFileSync(good);
+    bytes[bytes.length - 10] ^= 1;
+    const bad = path.join(dir, `fspl-${ids[1]}.fspl`);
+    fs.writeFileSync(bad, bytes);
+    return { good: { path: good, id: ids[0]!, seq: 1n }, bad: { path: bad, id: ids[1]!, seq: 1n } };
+  }
+
+  /** An executable script in a fresh directory. */
+  function script(text: string): string {
+    const p = path.join(netDir(), 'fspl');
+    fs.writeFileSync(p, text, { mode: 0o755 });
+    return p;
+  }
+
+  test('fspl: naming nothing on the host: a damaged packet is refused, "fspl at PATH on HOST: not found", never committed', async () => {
+    const { bad } = sealedPair();
+    const remote = remotePlace();
+    const r = await sendPackets(ssh, remote, [bad], { fspl: '/opt/typo/fspl', host: 'b' });
+    expect(r.acked).toBe(0);
+    expect(r.verifier).toEqual({ kind: 'not-found' });
+    expect(r.error).toBe('fspl at /opt/typo/fspl on b: not found');
+    expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
+    expect(fs.existsSync(path.join(remote, 'recvseq'))).toBe(false);
+  }, 30_000);
+
+  test('fspl: a program that cannot run (its interpreter is not on the session\'s PATH): refused as such, not as "damaged"', async () => {
+    const { good } = sealedPair();
+    const remote = remotePlace();
+    // As `#!/usr/bin/env node` does when node is not on the PATH of a non-interactive ssh session.
+    const fspl = script('#!/usr/bin/env fspl-test-no-such-node\n');
+    const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
+    expect(r.acked).toBe(0);
+    expect(r.verifier).toMatchObject({ kind: 'cannot-run' });
+    expect(r.error).toMatch(new RegExp(`^fspl at ${fspl} on b: cannot run: .*fspl-test-no-such-node.*No such file or directory`));
+    expect(r.error).not.toMatch(/damaged/);
+    expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
+  }, 30_000);
+
+  test('fspl: a program that takes any packet (it does not check seals): a damaged packet is refused, never committed', async () => {
+    const { bad } = sealedPair();
+    const remote = remotePlace();
+    const fspl = script('#!/bin/sh\ncat >/dev/null\n');
+    const r = await sendPackets(ssh, remote, [bad], { fspl, host: 'b' });
+    expect(r.acked).toBe(0);
+    expect(r.verifier).toEqual({ kind: 'no-seal-check' });
+    expect(r.error).toMatch(new RegExp(`^fspl at ${fspl} on b: does not check seals`));
+    expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
+  }, 30_000);
+
+  test('fspl: a verifier that works for the probe and then stops: refused as "cannot run", the packet not committed', async () => {
+    const { good } = sealedPair();
+    const remote = remotePlace();
+    // Passes the probes (the first two runs), then fails the way a missing interpreter does.
+    const count = path.join(netDir(), 'runs');
+    const fspl = script(`#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\nif [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`);
+    const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
+    expect(r.acked).toBe(0);
+    expect(r.verifier).toEqual({ kind: 'cannot-run', detail: 'gone now' });
+    expect(r.error).not.toMatch(/damaged/);
+    expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
+  }, 30_000);
+
+  test('a probe (no packets): ok where the queue and the verifier are there; the reason where not', async () => {
+    const remote = remotePlace();
+    const fspl = path.join(ROOT, 'bin', 'fspl');
+    expect(await sendPackets(ssh, remote, [], { fspl })).toEqual({ acked: 0, duplicates: 0, remoteNext: 1n });
+    expect((await sendPackets(ssh, remote, [], { fspl: '/opt/typo/fspl', host: 'b' })).error).toBe('fspl at /opt/typo/fspl on b: not found');
+    expect((await sendPackets(ssh, path.join(netDir(), 'nothing'), [])).error).toMatch(/no queue at/);
+  }, 30_000);
+
   test('a receiver with no queue there says so', async () => {
     const { packets } = await outboxWith(1, () => 1);
     const r = await sendPackets(ssh, path.join(netDir(), 'nothing'), packets);

@@ -74,15 +74,18 @@ function update(r) {
   const places = $('places').tBodies[0];
   places.textContent = '';
   for (const p of r.places) {
-    const note = p.problem || '';
-    places.appendChild(row([p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note], p.stuck > 0 || !!p.problem));
+    // note: what crosses hosts (an outbox and how its deliveries go, or who feeds the place).
+    const note = p.problem || p.note || '';
+    const sender = p.outbox && p.outbox.sender;
+    const outboxAlarm = !!sender && (!!sender.stopped || (!!sender.failing && r.live));
+    places.appendChild(row([p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note], p.stuck > 0 || !!p.problem || outboxAlarm));
     const g = nodeOf('place', p.name);
     if (!g) continue;
     const [a, b] = lines(g, 2);
     a.textContent = `${p.tokens}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${p.tokens === 1 ? '' : 's'}`;
     b.textContent = p.problem ? 'missing' : p.tokens ? `oldest ${age(p.oldestAgeMs)}` : '';
     g.classList.toggle('has-tokens', p.tokens > 0);
-    g.classList.toggle('stuck', p.stuck > 0);
+    g.classList.toggle('stuck', p.stuck > 0 || outboxAlarm);
     g.classList.toggle('missing', !!p.problem);
     g.dataset.tokens = String(p.tokens);
   }
