@@ -30,9 +30,10 @@ function cannotSync(err: unknown): boolean {
 }
 
 /**
- * For bench/durability.mjs only: FSPL_BENCH_NO_DIRSYNC=1 skips every directory fsync, so that the
- * bench can measure what they cost beside a run that pays it. It gives up the power-cut promise
- * (a job reported written may vanish), so it is named for the bench and documented nowhere else.
+ * For bench/durability.mjs only: FSPL_BENCH_NO_DIRSYNC=1 skips the fsyncs the power-cut protocol
+ * added (every directory fsync, and queue-process's note), so that the bench can measure what they
+ * cost beside a run that pays it. It gives up the power-cut promise (a job reported written may
+ * vanish), so it is named for the bench and documented nowhere else.
  */
 const SKIP_DIRSYNC = process.env.FSPL_BENCH_NO_DIRSYNC === '1';
 
@@ -89,4 +90,17 @@ export function mkdirDurable(dir: string): void {
   }
   fsyncDir(path.dirname(created[0]!));
   for (const d of created) fsyncDir(d);
+}
+
+/**
+ * fdatasync that never fails: for data that only helps a later run (queue-process's note in its
+ * lock file), where a file system that cannot sync leaves it as good as a `kill -9` would.
+ */
+export function fdatasyncQuietly(fd: number): void {
+  if (SKIP_DIRSYNC) return;
+  try {
+    fs.fdatasyncSync(fd);
+  } catch {
+    /* EINVAL, EROFS...: nothing more to do */
+  }
 }

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import fsExt from 'fs-ext';
 import { LockedError } from './errors.js';
+import { fdatasyncQuietly } from './durable.js';
 import { closeQuietly } from './io.js';
 
 const NOTE_MAX = 1024;
@@ -66,12 +67,19 @@ export class FileLock {
     return nl < 0 ? '' : text.slice(0, nl);
   }
 
-  /** Replace the note (one positional write; a longer old note's tail is ignored by readNote). */
+  /**
+   * Replace the note (one positional write; a longer old note's tail is ignored by readNote), and
+   * make it durable: queue-process writes it before `nextseq` and the job file change, and a run
+   * after a power cut reads it to finish that job (delete its spent file, move `nextseq` past it)
+   * instead of leaving the file below `nextseq` or running the job again. A note lost with the
+   * page cache would leave exactly that.
+   */
   writeNote(line: string): void {
     const buf = Buffer.from(`${line}\n`, 'utf8');
     if (buf.length > NOTE_MAX) throw new RangeError('FileLock.writeNote: note too long');
     // A regular file takes a write this small whole.
     fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
+    fdatasyncQuietly(this.descriptor());
   }
 
   /** Empty the lock file again. */

@@ -180,7 +180,9 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(cuts);
     const left = fs.readdirSync(path.join(qdir, 'jobs'));
     console.log(`power cuts, queue-process (seed ${SEED}): ${cuts} cuts, ${total} jobs, ${reruns} re-runs, ${left.length} spent job files left below nextseq`);
-    expect(left.length, `seed ${SEED}: ${left.join(' ')}`).toBeLessThanOrEqual(cuts);
+    // The note queue-process makes durable before it finishes a job lets the next run delete a
+    // spent file that a cut brought back (finishInterrupted): none is left.
+    expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
   }, 600_000);
 
   test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches the sink exactly once, nothing is stranded, no number is used twice`, async () => {
