@@ -4,7 +4,7 @@
  * (from the sender's STATE/outbox/PLACE/sender.json).
  */
 import { remotePlaces } from './hosts.js';
-import type { NetModel } from './model.js';
+import type { NetModel } from './model/model.js';
 import { readSenderState, type SenderState } from './outbox.js';
 import type { NetStatusReport } from './status.js';
 

@@ -16,12 +16,12 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../log.js';
-import { netToDot } from './dot.js';
-import { netMetricsText, netStatusJson } from './metrics.js';
-import type { NetModel } from './model.js';
-import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
+import { netToDot } from './observe/dot.js';
+import { netMetricsText, netStatusJson } from './observe/metrics.js';
+import type { NetModel } from './model/model.js';
+import { PROMETHEUS_CONTENT_TYPE } from './observe/prometheus.js';
 import { netStatus, placeTokens, transitionDetail, type NetStatusReport } from './status.js';
-import { dotToSvg } from './svg.js';
+import { dotToSvg } from './observe/svg.js';
 
 export interface ServeOptions {
   /** Port (default 8484; 0 picks a free one). */

@@ -1,16 +1,6 @@
 /**
- * DOT to SVG in-process, with Graphviz compiled to WebAssembly (@viz-js/viz): no system Graphviz
- * needed. The module (about 1 MB) is loaded on first use only.
+ * Moved to ./observe/svg.ts (issue 18). This re-export keeps the old path for the files another branch is
+ * changing (outbox, hosts, status, leftovers, distributed, cli/net), so that their merge does not
+ * conflict; it goes once they import ./observe/svg.js themselves.
  */
-import type { Viz } from '@viz-js/viz';
-import { NetError } from '../errors.js';
-
-let viz: Promise<Viz> | undefined;
-
-/** The SVG drawing of a DOT graph; NetError when Graphviz rejects it. */
-export async function dotToSvg(dot: string): Promise<string> {
-  viz ??= import('@viz-js/viz').then((m) => m.instance());
-  const r = (await viz).render(dot, { format: 'svg' });
-  if (r.status !== 'success') throw new NetError(`Graphviz could not draw the net: ${r.errors.map((e) => e.message).join('; ')}`);
-  return r.output;
-}
+export * from './observe/svg.js';

@@ -12,7 +12,7 @@ import {
   PROMETHEUS_CONTENT_TYPE,
   type Sample,
   type SampleSuffix,
-} from '../../src/net/prometheus.js';
+} from '../../../src/net/observe/prometheus.js';
 
 import { ExpositionError, parseExposition, VALUE } from './prometheus-reader.js';
 

@@ -8,10 +8,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { copyBuild } from '../build-copy.js';
-import { describeIfPresent } from '../gate.js';
-import { onPath } from '../harness/proc.js';
-import { makeNet, runFspl, tokensIn } from './helpers.js';
+import { copyBuild } from '../../build-copy.js';
+import { describeIfPresent } from '../../gate.js';
+import { onPath } from '../../harness/proc.js';
+import { makeNet, runFspl, tokensIn } from '../helpers.js';
 
 const isRoot = process.getuid?.() === 0;
 const missing = [...(isRoot ? [] : ['root (run the tests as root)']), ...['useradd', 'userdel', 'getent', 'setpriv'].filter((c) => !onPath(c))];

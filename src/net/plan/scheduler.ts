@@ -20,7 +20,7 @@
  *   never written) are consumed without firing and without a worker.
  */
 import { allocateWorkers } from './allocate.js';
-import type { InputArc } from './model.js';
+import type { InputArc } from '../model/model.js';
 
 export interface TokenRef {
   filename: string;

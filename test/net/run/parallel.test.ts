@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { Net, type NetEvent } from 'filespooler';
-import { makeNet, netDir, sleep, tokensIn } from './helpers.js';
+import { makeNet, netDir, sleep, tokensIn } from '../helpers.js';
 
 /** Tokens in a place right now: its job files plus any staged .part (what capacity counts). */
 function countIn(dir: string): number {

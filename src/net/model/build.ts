@@ -3,8 +3,8 @@
  * of the layers above it that need the whole model (hosts.ts). netfile.ts and `defineNet` both
  * go through here, so a net defined in JavaScript is held to the same rules as a net file.
  */
-import { NetError } from '../errors.js';
-import { hostProblems } from './hosts.js';
+import { NetError } from '../../errors.js';
+import { hostProblems } from '../hosts.js';
 import { buildModel, type ModelProblem, type NetDefinition, type NetModel } from './model.js';
 
 export function buildNet(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {

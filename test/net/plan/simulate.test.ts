@@ -1,8 +1,8 @@
-/** `net simulate`: the scheduler in virtual time (src/net/simulate.ts) and its CLI. */
+/** `net simulate`: the scheduler in virtual time (src/net/plan/simulate.ts) and its CLI. */
 import { describe, expect, it } from 'vitest';
 import { defineNet, simulate } from 'filespooler';
-import { parseService } from '../../src/net/simulate.js';
-import { makeNet, runFspl } from './helpers.js';
+import { parseService } from '../../../src/net/plan/simulate.js';
+import { makeNet, runFspl } from '../helpers.js';
 
 const chain = (caps: { workers?: number; capacity?: number } = {}) =>
   defineNet({

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { allocateWorkers, compareCodePoints, type StageStats } from '../../src/net/allocate.js';
+import { allocateWorkers, compareCodePoints, type StageStats } from '../../../src/net/plan/allocate.js';
 
 /** QueueStats l ts, as the article writes it. */
 function qs(queueLength: number, serviceTimes: number[]): StageStats {

@@ -4,11 +4,11 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { readPacket } from 'filespooler';
 import { randomUUID } from 'node:crypto';
-import { Place, numberedName } from '../../src/net/place.js';
-import { isJobFilename } from '../../src/jobs.js';
-import { makeHeader, writePacketSync } from '../../src/prepare.js';
-import { SeqFile } from '../../src/seqfile.js';
-import { netDir } from './helpers.js';
+import { Place, numberedName } from '../../../src/net/place/place.js';
+import { isJobFilename } from '../../../src/jobs.js';
+import { makeHeader, writePacketSync } from '../../../src/prepare.js';
+import { SeqFile } from '../../../src/seqfile.js';
+import { netDir } from '../helpers.js';
 
 function place(remote: boolean): Place {
   const dir = path.join(netDir(), 'p');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { allocateWorkers } from '../../src/net/allocate.js';
-import { movingMean, ServiceTimeEstimator } from '../../src/net/service-time.js';
+import { allocateWorkers } from '../../../src/net/plan/allocate.js';
+import { movingMean, ServiceTimeEstimator } from '../../../src/net/plan/service-time.js';
 
 describe('movingMean', () => {
   it('averages the last window values, or gives the start value', () => {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { makeNet, sleep, spawnFspl, tokensIn } from './helpers.js';
+import { makeNet, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 const TOKENS = 200;
 const KILLS = 30;

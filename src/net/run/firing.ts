@@ -21,14 +21,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { closeQuietly } from '../io.js';
-import { nativeSpawnDetached } from '../native.js';
-import { jobEnvironment, jobVariables, type JobVariable } from '../jobenv.js';
-import { fdStream } from '../packet/index.js';
-import { setLongTimeout } from '../timer.js';
-import type { FiringInput, TransitionSpec } from './model.js';
+import { closeQuietly } from '../../io.js';
+import { nativeSpawnDetached } from '../../native.js';
+import { jobEnvironment, jobVariables, type JobVariable } from '../../jobenv.js';
+import { fdStream } from '../../packet/index.js';
+import { setLongTimeout } from '../../timer.js';
+import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
-import { copyPayloads, extractPayload, openPayloadFd, type Token } from './place.js';
+import { copyPayloads, extractPayload, openPayloadFd, type Token } from '../place/place.js';
 
 /** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
 export type OutputSource = { path: string } | { tokens: string[] };

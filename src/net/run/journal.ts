@@ -14,8 +14,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir } from '../durable.js';
-import { closeQuietly, fsyncSync, writeAllSync } from '../io.js';
+import { fsyncDir } from '../../durable.js';
+import { closeQuietly, fsyncSync, writeAllSync } from '../../io.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
 export interface StagedOutput {

@@ -6,10 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { NetEvent } from 'filespooler';
-import { makeNet, runFspl, strayFiles, tokensIn } from './helpers.js';
+import { makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 import { randomUUID } from 'node:crypto';
-import { SeqFile } from '../../src/seqfile.js';
-import { makeHeader, writePacketSync } from '../../src/prepare.js';
+import { SeqFile } from '../../../src/seqfile.js';
+import { makeHeader, writePacketSync } from '../../../src/prepare.js';
 
 describe('net run', () => {
   test('a chain of 3 transitions moves 1,000 tokens to the sink exactly once, in order, leaving no stray files', async () => {
@@ -327,7 +327,7 @@ transitions:
 `);
     await net.put('a', Buffer.from('q'), { key: 'q' });
     await net.put('c', Buffer.from('s'), { key: 's' });
-    const { spawnFspl } = await import('./helpers.js');
+    const { spawnFspl } = await import('../helpers.js');
     const child = spawnFspl(['net', 'run', '--grace', '2', file]);
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));

@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { NetFileError, Net, parseNetText } from 'filespooler';
-import { describeIfPresent } from '../gate.js';
-import { netDir, runFspl } from './helpers.js';
-import { closest, editDistance } from '../../src/net/suggest.js';
+import { describeIfPresent } from '../../gate.js';
+import { netDir, runFspl } from '../helpers.js';
+import { closest, editDistance } from '../../../src/net/model/suggest.js';
 
 function problems(text: string): string[] {
   try {
@@ -18,9 +18,9 @@ function problems(text: string): string[] {
   throw new Error('expected an error');
 }
 
-const FIXTURES = path.resolve(__dirname, '../fixtures/net');
+const FIXTURES = path.resolve(__dirname, '../../fixtures/net');
 /** The worked example of docs/nets.md. */
-const VIDEO = path.resolve(__dirname, '../../docs/nets/video/video.yaml');
+const VIDEO = path.resolve(__dirname, '../../../docs/nets/video/video.yaml');
 
 describe('net check: errors with file:line:column', () => {
   const cases: Array<[string, string, RegExp]> = [

@@ -2,15 +2,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { liveDotState, netToDot } from '../../src/net/dot.js';
-import { FAILING_FOR_MS, isFailing, netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor } from '../../src/net/metrics.js';
-import { loadNetFile } from '../../src/net/netfile.js';
-import type { NetStatusReport } from '../../src/net/status.js';
-import { dotToSvg } from '../../src/net/svg.js';
+import { liveDotState, netToDot } from '../../../src/net/observe/dot.js';
+import { FAILING_FOR_MS, isFailing, netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor } from '../../../src/net/observe/metrics.js';
+import { loadNetFile } from '../../../src/net/model/netfile.js';
+import type { NetStatusReport } from '../../../src/net/status.js';
+import { dotToSvg } from '../../../src/net/observe/svg.js';
 import { parseExposition } from './prometheus-reader.js';
 
-const FIXTURES = path.resolve(__dirname, '../fixtures/net');
-const VIDEO = path.resolve(__dirname, '../../docs/nets/video/video.yaml');
+const FIXTURES = path.resolve(__dirname, '../../fixtures/net');
+const VIDEO = path.resolve(__dirname, '../../../docs/nets/video/video.yaml');
 const T0 = 1_700_000_000_000; // a whole second
 
 describe('TransitionMonitor', () => {

@@ -1,6 +1,6 @@
-/** Pure unit tests of the scheduler (src/net/scheduler.ts): no files, no clock. */
+/** Pure unit tests of the scheduler (src/net/plan/scheduler.ts): no files, no clock. */
 import { describe, expect, it } from 'vitest';
-import { doneTransitions, schedule, type PlaceState, type SchedulerInput, type TokenRef, type TransitionState } from '../../src/net/scheduler.js';
+import { doneTransitions, schedule, type PlaceState, type SchedulerInput, type TokenRef, type TransitionState } from '../../../src/net/plan/scheduler.js';
 
 function tok(seq: number, opts: { key?: string; seen?: number; nop?: boolean } = {}): TokenRef {
   return { filename: `f${seq}`, seq: BigInt(seq), key: opts.key ?? `k${seq}`, seen: opts.seen ?? 0, nop: opts.nop ?? false };
