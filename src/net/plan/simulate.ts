@@ -12,7 +12,8 @@
  */
 import { NetError } from '../../errors.js';
 import { mayCommit } from './commit-order.js';
-import { effectiveOrder, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import { effectiveOrder, isRead, readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import { heldBy, lookaheadOf, transitionState } from './marking.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from './service-time.js';
 import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type TokenRef, type TransitionState } from './scheduler.js';
 
@@ -164,14 +165,13 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
 
   const places = new Map<string, SimPlace>();
   for (const spec of net.places.values()) {
-    const isSource = writersOf(net, spec.name).length === 0 && [...net.transitions.values()].some((t) => t.inputs.some((a) => a.place === spec.name));
+    const isSource = writersOf(net, spec.name).length === 0 && isRead(net, spec.name);
     places.set(spec.name, { name: spec.name, order: effectiveOrder(net, spec.name), capacity: spec.capacity, next: 1n, sendseq: 1n, tokens: [], count: 0, peak: 0, toPut: isSource ? opts.tokens : 0 });
   }
   // As the runner: the scheduler sees as many tokens of a place as its readers could take at once.
   const lookahead = new Map<string, number>();
   for (const p of net.places.keys()) {
-    const readers = [...net.transitions.values()].filter((t) => t.inputs.some((a) => a.place === p));
-    lookahead.set(p, readers.some((t) => t.inputs.length > 1) ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64);
+    lookahead.set(p, lookaheadOf(readersOf(net, p)));
   }
   const stats = new Map([...net.transitions.keys()].map((t) => [t, { firings: 0, busy: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, defaultService.mean), nextOrdinal: 0 }]));
   const open = new Set<SimFiring>();
@@ -230,24 +230,14 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     putSources();
     const marking = new Map<string, PlaceState>();
     for (const p of places.values()) {
-      let next = p.next;
-      let incoming = 0;
-      let claimed = 0;
-      for (const f of open) {
-        for (const tok of f.tokens) {
-          if (tok.place !== p.name) continue;
-          claimed++;
-          if (tok.seq >= next) next = tok.seq + 1n;
-        }
-        if (f.transition.outputs.includes(p.name)) incoming++;
-      }
+      const { next, claimed, incoming } = heldBy(p.name, p.next, open);
       marking.set(p.name, { name: p.name, order: p.order, next, tokens: p.tokens.length > lookahead.get(p.name)! ? p.tokens.slice(0, lookahead.get(p.name)) : p.tokens, count: p.count, claimed, incoming, capacity: p.capacity });
     }
     const tstates = new Map<string, TransitionState>();
     for (const t of net.transitions.values()) {
       let running = 0;
       for (const f of open) if (f.transition === t) running++;
-      tstates.set(t.name, { name: t.name, inputs: t.inputs, outputs: t.outputs, inhibit: t.inhibit, workers: t.workers, running, stopped: false, serviceTimes: stats.get(t.name)!.service.samples() });
+      tstates.set(t.name, transitionState(t, running, false, stats.get(t.name)!.service.samples()));
     }
     let busy = 0;
     for (const f of open) if (f.running) busy++;
@@ -300,7 +290,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     transitions: Object.fromEntries(
       [...stats].map(([t, s]) => [t, { firings: s.firings, busyMs: s.busy, meanMs: s.firings ? s.busy / s.firings : 0, service: serviceOf(t), assumed: !opts.service?.[t], share: makespan > 0 ? s.busy / (makespan * opts.workers) : 0 }]),
     ),
-    leftover: [...places.values()].filter((p) => [...net.transitions.values()].some((t) => t.inputs.some((a) => a.place === p.name))).reduce((n, p) => n + p.count, 0),
+    leftover: [...places.values()].filter((p) => isRead(net, p.name)).reduce((n, p) => n + p.count, 0),
   };
   return report;
 }

@@ -4,25 +4,8 @@
  * ones through the journal, one at a time and synchronously, so a commit is never interleaved
  * with another.
  *
- * A commit: lock the writers of every output place; stage each output packet under a temporary
- * name with its number (place.ts); record the commit in the journal (fsync); rename the outputs
- * into their places; consume the inputs (a sequence place's nextseq moved past them, then the
- * files deleted); record its end. After a crash, recovery redoes every recorded commit with no
- * end (each step is idempotent) and turns the numbers of staged-but-unrecorded outputs into NOP
- * tokens or drops them (place.ts), so every token has moved exactly once.
- *
- * Through a power cut too (docs/reliability.md, "Power cuts"): each step is durable before the
- * next depends on it.
- *   | step                                  | made durable by                                     |
- *   | ------------------------------------- | --------------------------------------------------- |
- *   | 1. outputs staged (net-*.part)        | fsync of each file, then of its jobs/ (Place.stage) |
- *   | 2. their numbers taken (sendseq)      | SeqFile.write: fsync, rename, fsync of the place    |
- *   | 3. the commit recorded                | fsync of the journal (its name: at open)            |
- *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finishCommit)           |
- *   | 5. inputs consumed (nextseq, unlink)  | SeqFile.write; fsync of each input jobs/            |
- *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
- * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
- * empties the journal.
+ * A commit (commit.ts) moves a finished firing's tokens through the journal, so that every token
+ * moves exactly once, through a crash (recovery.ts) and a power cut.
  *
  * Commits keep order: a finished firing waits until every firing started before it on the same
  * sequence place has committed, and (unless `order: none`) every earlier firing of its own
@@ -33,98 +16,32 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { fsyncDirs, mkdirDurable } from '../../durable.js';
+import { mkdirDurable } from '../../durable.js';
 import { LockedError, NetError } from '../../errors.js';
 import { FileLock } from '../../lock.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { SeqFile } from '../../seqfile.js';
 import { checkSeconds, setLongTimeout } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
-import { fire, type FiringOutcome, type OutputSource } from './firing.js';
-import { Journal, type CommitRecord, type ConsumedInput, type StagedOutput } from './journal.js';
-import { effectiveOrder, type NetModel, type TransitionSpec } from '../model/model.js';
-import { INDEX_WINDOW, Place, publish, isNop, KEY_VAR, type Token, type TokenContent } from '../place/place.js';
-import type { PacketHeader } from '../../packet/index.js';
+import { fire, type FiringOutcome } from './firing.js';
+import { Committer, type CommitHooks } from './commit.js';
+import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
+import { resolve, type OutcomeContext } from './outcome.js';
+import { liveState, type Firing, type TransitionRun } from './state.js';
+import { recover } from './recovery.js';
+import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import { INDEX_WINDOW, Place, isNop, type Token, type TokenContent } from '../place/place.js';
 import { runAsOf } from './permissions.js';
 import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type Start, type TransitionState } from '../plan/scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import { mayCommit } from '../plan/commit-order.js';
+import { heldBy, lookaheadOf, transitionState } from '../plan/marking.js';
 import { describeLeftovers, type Leftover } from '../leftovers.js';
-import { writeLiveState, type LiveState } from '../observe/live.js';
+import { writeLiveState } from '../observe/live.js';
 import { TransitionMonitor } from '../observe/metrics.js';
 
-export interface NetRunOptions {
-  /** Exit once nothing runs and nothing can fire. */
-  drain?: boolean;
-  signal?: AbortSignal;
-  /** Poll every this many seconds instead of using file system events. */
-  pollInterval?: number;
-  /** The shared pool of workers (default: the number of CPUs). */
-  workers?: number;
-  /** Seconds that running firings get to finish once the run is asked to stop (default 5). */
-  grace?: number;
-  /** Run only these transitions (default: all). */
-  only?: (t: TransitionSpec) => boolean;
-  onEvent?: (e: NetEvent) => void;
-  /** Called with each live state the run writes (about twice a second while anything happens). */
-  onLive?: (state: LiveState) => void;
-  logger?: Logger;
-  /**
-   * How many tokens of a place the run reads (and-merge inputs aside) are indexed at once, at
-   * least (default INDEX_WINDOW): memory against directory scans. Tests set it low to exercise
-   * refills.
-   */
-  indexWindow?: number;
-}
+export type { NetEvent, NetRunOptions, NetRunSummary };
 
-export type NetEvent =
-  | { type: 'start'; firing: string; transition: string; key: string; tokens: Array<{ place: string; seq: bigint }>; attempt: number }
-  | { type: 'commit'; firing: string; transition: string; key: string; inputs: Array<{ place: string; seq: bigint }>; outputs: Array<{ place: string; seq: bigint }>; ms: number }
-  | { type: 'fail'; firing: string; transition: string; key: string; reason: string; attempt: number; willRetry: boolean }
-  | { type: 'error-token'; firing: string; transition: string; key: string; place: string; log: string }
-  | { type: 'stopped'; transition: string; reason: string; log: string }
-  | { type: 'recovered'; commits: number; nops: number; removed: number }
-  | { type: 'idle' };
-
-export interface NetRunSummary {
-  fired: number;
-  failed: number;
-  /** Tokens left that can never fire (with --drain), with why. */
-  leftovers: Leftover[];
-}
-
-/** A firing from its start to its commit. */
-interface Firing {
-  id: string;
-  transition: TransitionSpec;
-  key: string;
-  tokens: Token[];
-  attempt: number;
-  started: number;
-  dir: string;
-  outcome?: FiringOutcome;
-  /** Ordinal among the transition's firings, for commit order. */
-  ordinal: number;
-  running: boolean;
-}
-
-interface TransitionRun {
-  spec: TransitionSpec;
-  running: number;
-  stopped?: { reason: string; log: string; at: number };
-  /** Recent service times (ms), for the allocation. */
-  service: ServiceTimeEstimator;
-  fired: number;
-  failed: number;
-  retried: number;
-  lastFired?: number;
-  nextOrdinal: number;
-  history: Array<{ firing: string; key: string; at: number; ms: number; ok: boolean; reason?: string }>;
-  monitor: TransitionMonitor;
-}
-
-const HISTORY = 20;
-const RETRY_DELAY_MS = 200;
 const LIVE_EVERY_MS = 500;
 
 export class NetRunner {
@@ -138,7 +55,16 @@ export class NetRunner {
   private readonly claimed = new Set<string>();
   private readonly firings = new Set<Firing>();
   private readonly trans = new Map<string, TransitionRun>();
-  private journal!: Journal;
+  private readonly committer = new Committer(this.places, this.consumers, this.next);
+  /** What a commit tells this run: names it wrote, outputs to index or count, inputs no longer claimed. */
+  private readonly hooks: CommitHooks = {
+    own: (name) => this.noteOwn(name),
+    published: (o, header, now) => {
+      if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(path.basename(o.final), header, now);
+      else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
+    },
+    consumed: (tok) => this.claimed.delete(tok.path),
+  };
   private runLock?: FileLock;
   private watchers: JobsWatcher[] = [];
   private wake: (() => void) | undefined;
@@ -147,8 +73,8 @@ export class NetRunner {
   private retryTimers = new Set<NodeJS.Timeout>();
   private readonly abort = new AbortController();
   private stopping = false;
-  private fired = 0;
-  private failed = 0;
+  private readonly totals = { fired: 0, failed: 0 };
+  private readonly outcomes: OutcomeContext;
   private lastLive = 0;
   private liveTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
@@ -173,6 +99,7 @@ export class NetRunner {
     this.opts = opts;
     this.log = opts.logger ?? silentLogger;
     setMaxListeners(0, this.abort.signal); // one listener per running firing and per watched place
+    this.outcomes = this.outcomeContext();
     for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
@@ -184,9 +111,9 @@ export class NetRunner {
     }
     for (const p of net.places.values()) if (p.capacity !== undefined) this.indexed.add(p.name);
     for (const p of net.places.keys()) {
-      const readers = [...this.trans.values()].filter((r) => r.spec.inputs.some((a) => a.place === p)).map((r) => r.spec);
-      const keyed = readers.some((t) => t.inputs.length > 1);
-      this.lookahead.set(p, keyed ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64);
+      const readers = readersOf(net, p).filter((t) => this.trans.has(t.name));
+      const keyed = readers.some(isMerge);
+      this.lookahead.set(p, lookaheadOf(readers));
       const place = this.places.get(p)!;
       place.keepHeaders = 2 * this.lookahead.get(p)!;
       // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole (looked up by key).
@@ -262,158 +189,20 @@ export class NetRunner {
   }
 
   private recover(): void {
-    const journalPath = path.join(this.net.stateDir, 'journal');
-    const pending = Journal.pending(journalPath);
-    this.journal = new Journal(journalPath);
-    for (const c of pending) this.carryOut(c);
-    let nops = 0;
-    let removed = 0;
-    for (const p of this.places.values()) {
-      const parts = p.partFiles();
-      if (parts.length === 0) continue;
-      const writers = this.lockWritersWaiting([p])!;
-      try {
-        for (const part of parts) {
-          if (p.repairPart(writers[0]!, part, this.next.get(p.name) ?? safeReadNext(p)) === 'nop') nops++;
-          else removed++;
-        }
-      } finally {
-        writers.forEach((w) => w.release());
-      }
-    }
-    this.journal.truncate();
-    fs.rmSync(this.stagingDir, { recursive: true, force: true });
-    fs.mkdirSync(this.stagingDir, { recursive: true });
-    if (pending.length || nops || removed) {
-      this.log.info('net', `Recovered: ${pending.length} commit(s) completed, ${nops} number(s) filled with NOP, ${removed} staged file(s) removed`);
-      this.emit({ type: 'recovered', commits: pending.length, nops, removed });
+    const r = recover(this.committer, this.places.values(), this.next, this.net.stateDir, this.stagingDir);
+    if (r.commits || r.nops || r.removed) {
+      this.log.info('net', `Recovered: ${r.commits} commit(s) completed, ${r.nops} number(s) filled with NOP, ${r.removed} staged file(s) removed`);
+      this.emit({ type: 'recovered', ...r });
     }
   }
 
-  /** Lock the writers of these places (sorted, so two committers never deadlock); retries while busy. */
-  private lockWritersWaiting(places: Place[]): SeqFile[] | undefined {
-    const sorted = [...new Set(places)].sort((a, b) => (a.spec.dir < b.spec.dir ? -1 : 1));
-    for (let tries = 0; ; tries++) {
-      const held: SeqFile[] = [];
-      try {
-        for (const p of sorted) held.push(p.lockWriters());
-        return held;
-      } catch (err) {
-        held.forEach((h) => h.release());
-        if (!(err instanceof LockedError) || tries >= 50) throw err;
-      }
-    }
-  }
-
-  /** Carry out a recorded commit: every step may already have been done. */
-  private carryOut(c: CommitRecord): void {
-    this.finishCommit(c);
-    for (const i of c.inputs) this.places.get(i.place)?.forget(path.basename(i.file));
-    this.journal.done(c.firing, true);
-  }
-
-  /**
-   * Steps 4 and 5 of a recorded commit (see the table at the top), each durable before the next:
-   * the outputs renamed into their places and their jobs/ fsynced, so that no consume is durable
-   * while an output it led to could still vanish; then the inputs consumed and their jobs/
-   * fsynced, so that the end record, once written, never stands for a consume a power cut undoes.
-   * Idempotent: recovery calls it again for commits that may have done any part of it.
-   */
-  private finishCommit(c: CommitRecord, published?: (o: StagedOutput) => void): void {
-    for (const o of c.outputs) {
-      // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
-      if (publish(o.temp, o.final) !== 'gone') published?.(o);
-    }
-    fsyncDirs(c.outputs.map((o) => path.dirname(o.final)));
-    for (const i of c.inputs) this.consume(i);
-    fsyncDirs(c.inputs.map((i) => path.dirname(i.file)));
-  }
-
-  private consume(i: ConsumedInput): void {
-    if (i.sequence) {
-      const sf = this.consumers.get(i.place);
-      const cur = this.next.get(i.place) ?? 0n;
-      if (sf && i.seq + 1n > cur) {
-        sf.write(i.seq + 1n); // durable before the unlink: a place never waits for a number whose file is gone
-        this.next.set(i.place, i.seq + 1n);
-      }
-    }
-    try {
-      fs.unlinkSync(i.file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-
-  /** Commit outputs and consume inputs, through the journal. False: a writer's lock was busy, try later. */
+  /** Commit through the committer, keeping this run's view of the places up to date. */
   private commit(firing: string, t: TransitionSpec, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[]): Array<{ place: string; seq: bigint }> | false {
-    const outPlaces = outputs.map((o) => this.places.get(o.place)!);
-    let writers: SeqFile[];
-    try {
-      writers = this.lockWritersWaiting(outPlaces) ?? [];
-    } catch (err) {
-      if (err instanceof LockedError) return false;
-      throw err;
-    }
-    if (!this.roomFor(outPlaces)) {
-      // A bounded place is full: its reader has not yet committed the tokens it took, or a put
-      // filled it since this firing started. Commit later (the reader's commit wakes the loop).
-      writers.forEach((w) => w.release());
-      return false;
-    }
-    const byPlace = new Map(writers.map((w) => [path.dirname(w.path), w]));
-    const staged: CommitRecord['outputs'] = [];
-    const headers: PacketHeader[] = [];
-    try {
-      const tag = firing.slice(0, 8);
-      try {
-        for (const o of outputs) {
-          const p = this.places.get(o.place)!;
-          const s = p.stage(byPlace.get(p.spec.dir)!, o.content, tag);
-          staged.push({ place: o.place, seq: s.seq, temp: s.temp, final: s.final });
-          headers.push(s.header);
-        }
-      } catch (err) {
-        // Nothing is recorded: the staged files go; their numbers, if stored, become NOPs at the next recovery.
-        for (const s of staged) fs.rmSync(s.temp, { force: true });
-        throw err;
-      }
-      const record: CommitRecord = {
-        firing,
-        transition: t.name,
-        outputs: staged,
-        inputs: inputs.map((tok) => ({ place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' })),
-      };
-      this.journal.commit(record);
-      const now = Date.now();
-      const headerOf = new Map(record.outputs.map((o, i) => [o, headers[i]!]));
-      for (const o of record.outputs) this.noteOwn(path.basename(o.final));
-      for (const tok of inputs) this.noteOwn(tok.filename);
-      this.finishCommit(record, (o) => {
-        const name = path.basename(o.final);
-        if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(name, headerOf.get(o)!, now);
-        else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
-      });
-    } finally {
-      writers.forEach((w) => w.release());
-    }
-    for (const tok of inputs) {
-      this.places.get(tok.place)!.forget(tok.filename);
-      this.claimed.delete(tok.path);
-    }
-    this.journal.done(firing, true);
-    this.dirty = true;
-    return staged.map((s) => ({ place: s.place, seq: s.seq }));
+    const committed = this.committer.commit(firing, t, outputs, inputs, this.hooks);
+    if (committed !== false) this.dirty = true;
+    return committed;
   }
 
-  /** Whether bounded places have room for these outputs (writers' locks held): capacity is never exceeded. */
-  private roomFor(outPlaces: Place[]): boolean {
-    for (const p of new Set(outPlaces)) {
-      const cap = p.spec.capacity;
-      if (cap !== undefined && p.occupancy() + outPlaces.filter((x) => x === p).length > cap) return false;
-    }
-    return true;
-  }
 
   private noteOwn(name: string): void {
     if (this.opts.pollInterval !== undefined) return; // no events to filter
@@ -421,38 +210,13 @@ export class NetRunner {
     this.ownNames.add(name);
   }
 
-  /** The variables an output token carries: the inputs' FSPL_SET_* (first input first), KEY set. */
-  private inherited(tokens: Token[], key: string, extra: Array<[string, string]> = []): Array<[Uint8Array, Uint8Array]> {
-    const out = new Map<string, Uint8Array>();
-    for (const tok of tokens) {
-      if (tok.header.cmd.kind !== 'Command') continue;
-      for (const [k, v] of tok.header.cmd.env) {
-        const name = Buffer.from(k).toString();
-        if (!out.has(name)) out.set(name, v);
-      }
-    }
-    out.set(KEY_VAR, Buffer.from(key));
-    for (const [k, v] of extra) out.set(k, Buffer.from(v));
-    return [...out].map(([k, v]) => [Buffer.from(k), v]);
-  }
-
   private marking(): Map<string, PlaceState> {
     const m = new Map<string, PlaceState>();
     const isClaimed = (t: Token) => this.claimed.has(t.path);
     for (const p of this.places.values()) {
       const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: isNop(t) }));
-      let next = this.next.get(p.name) ?? 0n;
-      let incoming = 0;
-      let claimed = 0;
-      for (const f of this.firings) {
-        for (const tok of f.tokens) {
-          if (tok.place !== p.name) continue;
-          claimed++;
-          if (tok.seq >= next) next = tok.seq + 1n;
-        }
-        if (f.transition.outputs.includes(p.name)) incoming++;
-      }
-      m.set(p.name, { name: p.name, order: p.order, next, tokens, count: p.count, claimed: Math.min(claimed, p.count), incoming, capacity: p.spec.capacity });
+      const held = heldBy(p.name, this.next.get(p.name) ?? 0n, this.firings);
+      m.set(p.name, { name: p.name, order: p.order, next: held.next, tokens, count: p.count, claimed: Math.min(held.claimed, p.count), incoming: held.incoming, capacity: p.spec.capacity });
     }
     return m;
   }
@@ -460,16 +224,7 @@ export class NetRunner {
   private transitionStates(): Map<string, TransitionState> {
     const m = new Map<string, TransitionState>();
     for (const r of this.trans.values()) {
-      m.set(r.spec.name, {
-        name: r.spec.name,
-        inputs: r.spec.inputs,
-        outputs: r.spec.outputs,
-        inhibit: r.spec.inhibit,
-        workers: r.spec.workers,
-        running: [...this.firings].filter((f) => f.transition === r.spec).length,
-        stopped: !!r.stopped || this.stopping,
-        serviceTimes: r.service.samples(),
-      });
+      m.set(r.spec.name, transitionState(r.spec, [...this.firings].filter((f) => f.transition === r.spec).length, !!r.stopped || this.stopping, r.service.samples()));
     }
     return m;
   }
@@ -556,7 +311,7 @@ export class NetRunner {
       progress = false;
       for (const f of [...this.firings].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started)) {
         if (!f.outcome || !this.mayCommit(f)) continue;
-        if (this.resolve(f)) progress = true;
+        if (resolve(this.outcomes, f)) progress = true;
       }
     }
   }
@@ -577,121 +332,35 @@ export class NetRunner {
     }
   }
 
-  /** Resolve a finished firing; true when it is gone from the set. */
-  private resolve(f: Firing): boolean {
-    const o = f.outcome!;
-    const run = this.trans.get(f.transition.name)!;
-    // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
-    const vanished = f.tokens.find((t) => !fs.existsSync(t.path));
-    if (vanished) {
-      this.log.warn('net', `${f.transition.name}: token ${vanished.filename} of place ${vanished.place} vanished while it fired; its firing is dropped`);
-      this.places.get(vanished.place)!.dirty = true;
-      this.drop(f);
-      return true;
-    }
-    if (o.abandoned) {
-      this.drop(f);
-      return true;
-    }
-    if ((o as FiringOutcome & { skip?: boolean }).skip) {
-      if (this.commit(f.id, f.transition, [], f.tokens) === false) return false;
-      this.drop(f, false);
-      return true;
-    }
-    if (o.ok) {
-      const outputs = [...o.outputs].map(([place, src]) => ({ place, content: this.content(f, src) }));
-      const committed = this.commit(f.id, f.transition, outputs, f.tokens);
-      if (committed === false) return false;
-      run.fired++;
-      this.fired++;
-      run.lastFired = Date.now();
-      run.monitor.fired(run.lastFired, o.durationMs);
-      this.remember(run, f, o);
-      this.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
-      this.drop(f);
-      return true;
-    }
-    // Failed. While the run stops, a failure may be the stop itself: the token stays, untouched.
-    if (this.stopping) {
-      this.drop(f);
-      return true;
-    }
-    const willRetry = f.attempt <= f.transition.retries && !this.stopping;
-    run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
-    this.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
-    this.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
-    if (willRetry) {
-      run.retried++;
-      f.outcome = undefined;
-      f.running = true; // holds its worker while it waits to be retried
-      fs.rmSync(f.dir, { recursive: true, force: true });
-      const timer = setTimeout(() => {
-        this.retryTimers.delete(timer);
-        if (this.stopping) {
-          f.running = false;
-          f.outcome = { ok: false, abandoned: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0 };
-          this.poke();
-          return;
-        }
-        this.launch(f);
-      }, RETRY_DELAY_MS * f.attempt);
-      this.retryTimers.add(timer);
-      return false;
-    }
-    run.failed++;
-    this.failed++;
-    this.remember(run, f, o);
-    const log = this.keepLog(f, o);
-    if (run.monitor.lastFailure) run.monitor.lastFailure.log = log;
-    const errorPlace = f.transition.error;
-    if (errorPlace) {
-      const extra: Array<[string, string]> = [
-        ['ERROR_TRANSITION', f.transition.name],
-        ['ERROR_REASON', o.reason ?? 'failed'],
-        ['ERROR_STATUS', o.status === undefined ? '' : String(o.status)],
-        ['ERROR_STDERR', o.stderrTail],
-        ['ERROR_LOG', log],
-      ];
-      const outputs = f.tokens.map((tok) => ({
-        place: errorPlace,
-        content: { env: this.inherited([tok], tok.key, extra), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
-      }));
-      if (this.commit(f.id, f.transition, outputs, f.tokens) === false) return false;
-      this.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
-      this.drop(f);
-      return true;
-    }
-    // No error place: the token stays, and this transition stops; the others go on.
-    run.stopped = { reason: `${o.reason ?? 'failed'} (key ${f.key})`, log, at: Date.now() };
-    this.log.error('net', `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`);
-    this.emit({ type: 'stopped', transition: f.transition.name, reason: run.stopped.reason, log });
-    this.drop(f);
-    // Firings of this transition after it give their tokens back.
-    for (const g of [...this.firings]) if (g.transition === f.transition && !g.running) this.drop(g);
-    return true;
+  /** What the failure policy (outcome.ts) may do to this run (built once the constructor has set log and net). */
+  private outcomeContext(): OutcomeContext {
+    return {
+      log: this.log,
+      logsDir: this.logsDir,
+      totals: this.totals,
+      stopping: () => this.stopping,
+      transition: (name) => this.trans.get(name)!,
+      place: (name) => this.places.get(name)!,
+      firings: () => this.firings,
+      commit: (firing, t, outputs, inputs) => this.commit(firing, t, outputs, inputs),
+      drop: (f, removeDir) => this.drop(f, removeDir),
+      retryAfter: (f, ms) => this.retryAfter(f, ms),
+      emit: (e) => this.emit(e),
+    };
   }
 
-  private remember(run: TransitionRun, f: Firing, o: FiringOutcome): void {
-    run.history.push({ firing: f.id, key: f.key, at: Date.now(), ms: o.durationMs, ok: o.ok, reason: o.reason });
-    if (run.history.length > HISTORY) run.history.shift();
-  }
-
-  private content(f: Firing, src: OutputSource): TokenContent {
-    return { env: this.inherited(f.tokens, f.key), payload: src };
-  }
-
-  /** Keep a failed firing's stderr in the logs; returns the log's path. */
-  private keepLog(f: Firing, o: FiringOutcome): string {
-    const dir = path.join(this.logsDir, f.transition.name);
-    fs.mkdirSync(dir, { recursive: true });
-    const log = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`);
-    try {
-      if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log);
-      else fs.writeFileSync(log, `${o.reason ?? ''}\n`);
-    } catch (err) {
-      this.log.warn('net', `Cannot keep the log of a failed firing: ${(err as Error).message}`);
-    }
-    return log;
+  private retryAfter(f: Firing, ms: number): void {
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      if (this.stopping) {
+        f.running = false;
+        f.outcome = { ok: false, abandoned: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0 };
+        this.poke();
+        return;
+      }
+      this.launch(f);
+    }, ms);
+    this.retryTimers.add(timer);
   }
 
   /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
@@ -731,31 +400,7 @@ export class NetRunner {
     clearTimeout(this.liveTimer);
     this.liveTimer = undefined;
     this.lastLive = now;
-    const state: LiveState = {
-      pid: process.pid,
-      startedAt: this.startedAt,
-      updatedAt: now,
-      stopping: this.stopping,
-      transitions: Object.fromEntries(
-        [...this.trans.values()].map((r) => [
-          r.spec.name,
-          {
-            running: r.running,
-            waiting: [...this.firings].filter((f) => f.transition === r.spec && !f.running).length,
-            fired: r.fired,
-            failed: r.failed,
-            retried: r.retried,
-            lastFired: r.lastFired,
-            stopped: r.stopped,
-            serviceTimes: r.service.count ? r.service.samples() : [],
-            history: r.history,
-            rates: r.monitor.snapshot(now),
-            lastFailure: r.monitor.lastFailure,
-          },
-        ]),
-      ),
-      places: Object.fromEntries([...this.places.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.count : (this.written.get(p.name) ?? 0)])),
-    };
+    const state = liveState(this.trans.values(), this.firings, this.startedAt, now, this.stopping, [...this.places.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.count : (this.written.get(p.name) ?? 0)]));
     try {
       writeLiveState(this.net.stateDir, state);
     } catch (err) {
@@ -793,10 +438,10 @@ export class NetRunner {
     for (const t of this.retryTimers) clearTimeout(t);
     this.retryTimers.clear();
     // Every commit has ended by now (they are synchronous): the journal can start again empty.
-    if (this.journal && this.firings.size === 0) this.journal.truncate();
+    if (this.committer.journal && this.firings.size === 0) this.committer.journal.truncate();
     for (const sf of this.consumers.values()) sf.release();
     this.consumers.clear();
-    this.journal?.close();
+    this.committer.journal?.close();
     this.runLock?.release();
     this.runLock = undefined;
   }
@@ -879,15 +524,6 @@ export class NetRunner {
       this.liveTimer = undefined;
       this.close();
     }
-    return { fired: this.fired, failed: this.failed, leftovers };
+    return { fired: this.totals.fired, failed: this.totals.failed, leftovers };
   }
 }
-
-function safeReadNext(p: Place): bigint | undefined {
-  try {
-    return p.readNext();
-  } catch {
-    return undefined;
-  }
-}
-

@@ -1,0 +1,45 @@
+/** What a run is given (NetRunOptions), what it tells as it goes (NetEvent) and what it returns. */
+import type { Logger } from '../../log.js';
+import type { Leftover } from '../leftovers.js';
+import type { TransitionSpec } from '../model/model.js';
+import type { LiveState } from '../observe/live.js';
+
+export interface NetRunOptions {
+  /** Exit once nothing runs and nothing can fire. */
+  drain?: boolean;
+  signal?: AbortSignal;
+  /** Poll every this many seconds instead of using file system events. */
+  pollInterval?: number;
+  /** The shared pool of workers (default: the number of CPUs). */
+  workers?: number;
+  /** Seconds that running firings get to finish once the run is asked to stop (default 5). */
+  grace?: number;
+  /** Run only these transitions (default: all). */
+  only?: (t: TransitionSpec) => boolean;
+  onEvent?: (e: NetEvent) => void;
+  /** Called with each live state the run writes (about twice a second while anything happens). */
+  onLive?: (state: LiveState) => void;
+  logger?: Logger;
+  /**
+   * How many tokens of a place the run reads (and-merge inputs aside) are indexed at once, at
+   * least (default INDEX_WINDOW): memory against directory scans. Tests set it low to exercise
+   * refills.
+   */
+  indexWindow?: number;
+}
+
+export type NetEvent =
+  | { type: 'start'; firing: string; transition: string; key: string; tokens: Array<{ place: string; seq: bigint }>; attempt: number }
+  | { type: 'commit'; firing: string; transition: string; key: string; inputs: Array<{ place: string; seq: bigint }>; outputs: Array<{ place: string; seq: bigint }>; ms: number }
+  | { type: 'fail'; firing: string; transition: string; key: string; reason: string; attempt: number; willRetry: boolean }
+  | { type: 'error-token'; firing: string; transition: string; key: string; place: string; log: string }
+  | { type: 'stopped'; transition: string; reason: string; log: string }
+  | { type: 'recovered'; commits: number; nops: number; removed: number }
+  | { type: 'idle' };
+
+export interface NetRunSummary {
+  fired: number;
+  failed: number;
+  /** Tokens left that can never fire (with --drain), with why. */
+  leftovers: Leftover[];
+}
