@@ -30,7 +30,8 @@ import { LockedError } from '../../errors.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
 import type { TransitionSpec } from '../model/model.js';
-import { publish, type Place, type Token, type TokenContent } from '../place/place.js';
+import { publish, type Place } from '../place/place.js';
+import type { Token, TokenContent } from '../place/token.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
 
 /** What the run learns as a commit goes: its in-memory view only, nothing here is durable. */

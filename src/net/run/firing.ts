@@ -28,7 +28,9 @@ import { fdStream } from '../../packet/index.js';
 import { setLongTimeout } from '../../timer.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
-import { copyPayloads, extractPayload, openPayloadFd, type Token } from '../place/place.js';
+import { openPayloadSync } from '../../queue.js';
+import { copyPayloads, extractPayload } from '../place/payload.js';
+import type { Token } from '../place/token.js';
 
 /** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
 export type OutputSource = { path: string } | { tokens: string[] };
@@ -158,7 +160,7 @@ function tail(file: string): string {
 function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number[] } {
   const { transition: t, tokens, dir } = req;
   if (t.inputs.length > 1) return { fd: 'ignore' };
-  if (tokens.length === 1 && t.inputs[0]!.take === 1) return { fd: openPayloadFd(tokens[0]!.path) };
+  if (tokens.length === 1 && t.inputs[0]!.take === 1) return { fd: openPayloadSync(tokens[0]!.path) };
   const file = path.join(dir, 'batch');
   const out = fs.openSync(file, 'w', 0o600);
   let lengths: number[];
@@ -290,7 +292,7 @@ async function runFunction(
     key: tok.key,
     env: tok.header.cmd.kind === 'Command' ? Object.fromEntries(tok.header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
     params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params.map((p) => Buffer.from(p).toString()) : [],
-    payload: () => fdStream(openPayloadFd(tok.path), true),
+    payload: () => fdStream(openPayloadSync(tok.path), true),
   }));
   try {
     const value = await Promise.race([

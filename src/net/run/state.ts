@@ -6,7 +6,7 @@ import type { TransitionSpec } from '../model/model.js';
 import type { LiveState } from '../observe/live.js';
 import type { TransitionMonitor } from '../observe/metrics.js';
 import type { ServiceTimeEstimator } from '../plan/service-time.js';
-import type { Token } from '../place/place.js';
+import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
 
 /** A firing from its start to its commit. */
