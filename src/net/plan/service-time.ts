@@ -3,7 +3,7 @@
  * times, and a start value until the first one is known (the allocator would otherwise count an
  * unknown stage as taking 1 unit per item).
  */
-import { SampleWindow } from '../observe/stats.js';
+import { SampleWindow } from './samples.js';
 
 function checkStart(start: number): void {
   if (typeof start !== 'number' || !Number.isFinite(start) || start < 0) {
