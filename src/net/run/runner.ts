@@ -20,7 +20,6 @@ import { mkdirDurable } from '../../durable.js';
 import { LockedError, NetError } from '../../errors.js';
 import { FileLock } from '../../lock.js';
 import { silentLogger, type Logger } from '../../log.js';
-import { SeqFile } from '../../seqfile.js';
 import { checkSeconds, setLongTimeout } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
 import { fire, type FiringOutcome } from './firing.js';
@@ -28,16 +27,15 @@ import { Committer, type CommitHooks } from './commit.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { resolve, type OutcomeContext } from './outcome.js';
 import { liveState, type Firing, type TransitionRun } from './state.js';
+import { RunPlaces } from './places.js';
 import { recover } from './recovery.js';
-import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
-import { Place } from '../place/place.js';
-import { isNop, type Token, type TokenContent } from '../place/token.js';
-import { INDEX_WINDOW } from '../place/token-index.js';
+import type { NetModel, TransitionSpec } from '../model/model.js';
+import type { Token, TokenContent } from '../place/token.js';
 import { runAsOf } from './permissions.js';
-import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type Start, type TransitionState } from '../plan/scheduler.js';
+import { DEFAULT_SERVICE_MS, schedule, type Start, type TransitionState } from '../plan/scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import { mayCommit } from '../plan/commit-order.js';
-import { heldBy, lookaheadOf, transitionState } from '../plan/marking.js';
+import { transitionState } from '../plan/marking.js';
 import { describeLeftovers, type Leftover } from '../leftovers.js';
 import { writeLiveState } from '../observe/live.js';
 import { TransitionMonitor } from '../observe/metrics.js';
@@ -50,21 +48,15 @@ export class NetRunner {
   readonly net: NetModel;
   private readonly opts: NetRunOptions;
   private readonly log: Logger;
-  private readonly places = new Map<string, Place>();
-  /** Consumer seqfiles of the places this run reads, held for the whole run. */
-  private readonly consumers = new Map<string, SeqFile>();
-  private readonly next = new Map<string, bigint>();
+  private readonly places: RunPlaces;
   private readonly claimed = new Set<string>();
   private readonly firings = new Set<Firing>();
   private readonly trans = new Map<string, TransitionRun>();
-  private readonly committer = new Committer(this.places, this.consumers, this.next);
+  private readonly committer: Committer;
   /** What a commit tells this run: names it wrote, outputs to index or count, inputs no longer claimed. */
   private readonly hooks: CommitHooks = {
-    own: (name) => this.noteOwn(name),
-    published: (o, header, now) => {
-      if (this.indexed.has(o.place)) this.places.get(o.place)!.adopt(path.basename(o.final), header, now);
-      else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
-    },
+    own: (name) => this.places.own(name),
+    published: (o, header, now) => this.places.published(o, header, now),
     consumed: (tok) => this.claimed.delete(tok.path),
   };
   private runLock?: FileLock;
@@ -80,21 +72,6 @@ export class NetRunner {
   private lastLive = 0;
   private liveTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
-  /**
-   * How many of a place's tokens the scheduler is shown: all of them for a place an and-merge
-   * reads (it looks for keys), else as many as its readers could take at once, plus NOPs ahead.
-   */
-  private readonly lookahead = new Map<string, number>();
-  /**
-   * Places whose tokens this run must know: the ones it reads, bounded ones and inhibiting ones.
-   * The others (sinks, error places) are written, never scanned: memory stays flat however many
-   * tokens pile up there.
-   */
-  private readonly indexed = new Set<string>();
-  /** Tokens in the places not indexed: counted at the start, plus what this run wrote there (for the live state). */
-  private readonly written = new Map<string, number>();
-  /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
-  private readonly ownNames = new Set<string>();
 
   constructor(net: NetModel, opts: NetRunOptions = {}) {
     this.net = net;
@@ -102,25 +79,12 @@ export class NetRunner {
     this.log = opts.logger ?? silentLogger;
     setMaxListeners(0, this.abort.signal); // one listener per running firing and per watched place
     this.outcomes = this.outcomeContext();
-    for (const spec of net.places.values()) this.places.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
       this.trans.set(t.name, { spec: t, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() });
     }
-    for (const t of this.trans.values()) {
-      for (const a of t.spec.inputs) this.indexed.add(a.place);
-      for (const p of t.spec.inhibit) this.indexed.add(p);
-    }
-    for (const p of net.places.values()) if (p.capacity !== undefined) this.indexed.add(p.name);
-    for (const p of net.places.keys()) {
-      const readers = readersOf(net, p).filter((t) => this.trans.has(t.name));
-      const keyed = readers.some(isMerge);
-      this.lookahead.set(p, lookaheadOf(readers));
-      const place = this.places.get(p)!;
-      place.keepHeaders = 2 * this.lookahead.get(p)!;
-      // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole (looked up by key).
-      if (!keyed) place.window = Math.max(opts.indexWindow ?? INDEX_WINDOW, 4 * this.lookahead.get(p)!);
-    }
+    this.places = new RunPlaces(net, [...this.trans.values()].map((r) => r.spec), opts);
+    this.committer = new Committer(this.places.byName, this.places.consumers, this.places.next);
   }
 
   private get stagingDir(): string {
@@ -146,13 +110,6 @@ export class NetRunner {
     w?.();
   };
 
-  /** Places this run consumes from (the inputs of its transitions). */
-  private readPlaces(): Place[] {
-    const names = new Set<string>();
-    for (const t of this.trans.values()) for (const a of t.spec.inputs) names.add(a.place);
-    return [...names].map((n) => this.places.get(n)!);
-  }
-
   /** Take the locks, create missing places, recover from a crash. */
   private open(): void {
     mkdirDurable(this.net.stateDir); // the journal goes in it: see Journal's constructor
@@ -164,26 +121,9 @@ export class NetRunner {
       throw err;
     }
     try {
-      for (const p of this.places.values()) p.init();
-      for (const p of this.readPlaces()) {
-        try {
-          const sf = p.queue.lockSeqfile();
-          this.consumers.set(p.name, sf);
-          this.next.set(p.name, sf.read());
-        } catch (err) {
-          if (err instanceof LockedError) throw new NetError(`Place ${p.name} (${p.spec.dir}) is being processed by another program (its nextseq.lock is held)`);
-          throw err;
-        }
-      }
+      this.places.open();
       this.recover();
-      for (const p of this.places.values()) {
-        if (this.indexed.has(p.name)) continue;
-        try {
-          this.written.set(p.name, p.occupancy());
-        } catch {
-          // a place gone: status reports it
-        }
-      }
+      this.places.countUnindexed();
     } catch (err) {
       this.close();
       throw err;
@@ -191,7 +131,7 @@ export class NetRunner {
   }
 
   private recover(): void {
-    const r = recover(this.committer, this.places.values(), this.next, this.net.stateDir, this.stagingDir);
+    const r = recover(this.committer, this.places.values(), this.places.next, this.net.stateDir, this.stagingDir);
     if (r.commits || r.nops || r.removed) {
       this.log.info('net', `Recovered: ${r.commits} commit(s) completed, ${r.nops} number(s) filled with NOP, ${r.removed} staged file(s) removed`);
       this.emit({ type: 'recovered', ...r });
@@ -203,24 +143,6 @@ export class NetRunner {
     const committed = this.committer.commit(firing, t, outputs, inputs, this.hooks);
     if (committed !== false) this.dirty = true;
     return committed;
-  }
-
-
-  private noteOwn(name: string): void {
-    if (this.opts.pollInterval !== undefined) return; // no events to filter
-    if (this.ownNames.size > 10_000) this.ownNames.clear(); // events lost: a spurious rescan at worst
-    this.ownNames.add(name);
-  }
-
-  private marking(): Map<string, PlaceState> {
-    const m = new Map<string, PlaceState>();
-    const isClaimed = (t: Token) => this.claimed.has(t.path);
-    for (const p of this.places.values()) {
-      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: isNop(t) }));
-      const held = heldBy(p.name, this.next.get(p.name) ?? 0n, this.firings);
-      m.set(p.name, { name: p.name, order: p.order, next: held.next, tokens, count: p.count, claimed: Math.min(held.claimed, p.count), incoming: held.incoming, capacity: p.spec.capacity });
-    }
-    return m;
   }
 
   private transitionStates(): Map<string, TransitionState> {
@@ -245,7 +167,7 @@ export class NetRunner {
   private startFirings(): number | undefined {
     if (this.stopping) return undefined;
     const total = this.poolSize();
-    const places = this.marking();
+    const places = this.places.marking(this.claimed, this.firings);
     // A firing that has finished but waits to commit holds no worker.
     const res = schedule({ places, transitions: this.transitionStates(), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
     this.rotation = res.rotation;
@@ -373,22 +295,6 @@ export class NetRunner {
     this.dirty = true;
   }
 
-  private async refresh(all = false): Promise<void> {
-    const now = Date.now();
-    for (const p of this.places.values()) {
-      if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
-      try {
-        if (p.order === 'sequence') p.floor = this.next.get(p.name);
-        const fresh = await p.refresh(now);
-        for (const t of fresh) this.log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
-      } catch (err) {
-        // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
-        this.log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
-        p.clear();
-      }
-    }
-  }
-
   private writeLive(force = false): void {
     const now = Date.now();
     if (!force && now - this.lastLive < LIVE_EVERY_MS) {
@@ -402,7 +308,7 @@ export class NetRunner {
     clearTimeout(this.liveTimer);
     this.liveTimer = undefined;
     this.lastLive = now;
-    const state = liveState(this.trans.values(), this.firings, this.startedAt, now, this.stopping, [...this.places.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.count : (this.written.get(p.name) ?? 0)]));
+    const state = liveState(this.trans.values(), this.firings, this.startedAt, now, this.stopping, this.places.counts());
     try {
       writeLiveState(this.net.stateDir, state);
     } catch (err) {
@@ -415,25 +321,6 @@ export class NetRunner {
     }
   }
 
-  private startWatching(): void {
-    for (const p of this.places.values()) {
-      const w = new JobsWatcher(p.queue.jobsDir, {
-        pollInterval: this.opts.pollInterval,
-        logger: this.log,
-        // A place filled by a synchronisation tool is looked at more often: events may not come.
-        safetyInterval: p.spec.extra.sync === true ? 2 : 5,
-        filter: (name) => !this.ownNames.delete(name),
-      });
-      this.watchers.push(w);
-      void (async () => {
-        while (await w.wait(this.abort.signal)) {
-          p.dirty = true;
-          this.poke();
-        }
-      })();
-    }
-  }
-
   private close(): void {
     for (const w of this.watchers) w.close();
     this.watchers = [];
@@ -441,8 +328,7 @@ export class NetRunner {
     this.retryTimers.clear();
     // Every commit has ended by now (they are synchronous): the journal can start again empty.
     if (this.committer.journal && this.firings.size === 0) this.committer.journal.truncate();
-    for (const sf of this.consumers.values()) sf.release();
-    this.consumers.clear();
+    this.places.close();
     this.committer.journal?.close();
     this.runLock?.release();
     this.runLock = undefined;
@@ -465,7 +351,7 @@ export class NetRunner {
     signal?.addEventListener('abort', onStop, { once: true });
     let leftovers: Leftover[] = [];
     try {
-      this.startWatching();
+      this.places.watch(this.watchers, this.poke, this.abort.signal, this.log);
       let idleReported = false;
       let yielded = Date.now();
       for (;;) {
@@ -477,7 +363,7 @@ export class NetRunner {
         let wakeAt: number | undefined;
         if (this.dirty) {
           this.dirty = false;
-          await this.refresh();
+          await this.places.refresh(false, this.log);
           // Workers freed by finished firings start again before the commits (each some system
           // calls and fsyncs): the next firing's process is under way while they are made.
           if (this.runningCount() < this.poolSize()) this.startFirings();
@@ -495,12 +381,12 @@ export class NetRunner {
           idleReported = true;
           if (this.opts.drain) {
             // One more look, in case something arrived since the last scan.
-            await this.refresh(true);
+            await this.places.refresh(true, this.log);
             if (this.startFirings() === undefined && this.firings.size === 0) {
               const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
               const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
               // Nothing can start: whatever is left waits forever, for its own reason or none in particular.
-              leftovers = describeLeftovers(this.net, this.places, this.next, stopped, only).map((l) => ({ ...l, reason: l.reason ?? 'can not fire' }));
+              leftovers = describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only).map((l) => ({ ...l, reason: l.reason ?? 'can not fire' }));
               break;
             }
             continue;
