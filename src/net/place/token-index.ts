@@ -17,7 +17,7 @@ const SCAN_CHUNK = 2048;
  */
 export const INDEX_WINDOW = 16384;
 
-/** Tokens below a place's next number indexed at most, with a window (see Place.floor): 64, or a quarter of a small window. */
+/** Tokens below a place's next number indexed at most, with a window (see refresh): 64, or a quarter of a small window. */
 const BELOW_FLOOR_INDEXED = 64;
 
 /**
@@ -98,24 +98,20 @@ export abstract class TokenIndex {
   /** Job files in the place, indexed or not, as last scanned (plus own writes, minus own consumes). */
   count = 0;
   /**
-   * How many tokens are indexed at most: the runner sets it for the places it reads, and-merge
+   * How many tokens are indexed at most: the runner bounds it for the places it reads, and-merge
    * inputs aside (INDEX_WINDOW or more), so that its memory does not grow with the tokens waiting. Those
    * beyond are counted, not indexed; a scan brings them in as the indexed ones are consumed.
-   * Infinity (the default): every token (and-merge inputs are looked up by key).
+   * Infinity (the default): every token (and-merge inputs are looked up by key). Set it through
+   * bound(); net status (status.ts) still assigns it directly, until the branch changing that
+   * file is merged.
    */
   window = Infinity;
   /**
-   * How many tokens from the head of the place keep their header in memory (the runner sets it
+   * How many tokens from the head of the place keep their header in memory (the runner bounds it
    * to what its readers may look at); the others keep only their name, number and key.
    * Infinity: all.
    */
-  keepHeaders = Infinity;
-  /**
-   * The consumer's next number, for a place read in sequence (the runner sets it): tokens below
-   * it are never consumed (late copies, duplicates), so with a window only a few of them are
-   * indexed, enough to report them, and they can't crowd out the tokens that are.
-   */
-  floor: bigint | undefined;
+  private keepHeaders = Infinity;
   /** Whether `tokens` holds every token of the place; if not, all those left out number above `top`. */
   private complete = true;
   /** The highest order key indexed (a bound: it may have been consumed since). */
@@ -128,7 +124,23 @@ export abstract class TokenIndex {
   /** bySeq before this index holds only tokens gone since. */
   private head = 0;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
-  dirty = true;
+  private stale = true;
+
+  /** Whether the directory must be read again. */
+  get dirty(): boolean {
+    return this.stale;
+  }
+
+  /** The directory changed (an event, a poll, a token vanished): read it again at the next refresh. */
+  markDirty(): void {
+    this.stale = true;
+  }
+
+  /** Index at most `window` tokens (undefined: all of them), and keep the headers of the first `keepHeaders`. */
+  bound(window: number | undefined, keepHeaders: number): void {
+    this.keepHeaders = keepHeaders;
+    if (window !== undefined) this.window = window;
+  }
 
 
   /**
@@ -136,16 +148,20 @@ export abstract class TokenIndex {
    * only the headers of files not seen before; returns the tokens newly indexed. The directory is
    * read as a stream and only the window is kept, so the memory a scan needs does not grow with
    * the number of files either.
+   *
+   * consumerNext: the consumer's next number, for a place read in sequence: tokens below it are
+   * never consumed (late copies, duplicates), so with a window only a few of them are indexed,
+   * enough to report them, and they can't crowd out the tokens that are.
    */
   // One function (about 80 lines): its three passes (names, unnamed headers, new tokens) share
   // the scan's state (lowest, foreign, read, count); apart, they would hand it all around.
-  async refresh(now: number): Promise<Token[]> {
-    this.dirty = false;
+  async refresh(now: number, consumerNext?: bigint): Promise<Token[]> {
+    this.stale = false;
     const lowest = new Lowest(this.window);
     const foreign = new Map<string, string>();
     const unread: string[] = [];
     let count = 0;
-    const floorKey = this.window !== Infinity && this.floor !== undefined ? orderKey(this.floor) : undefined;
+    const floorKey = this.window !== Infinity && consumerNext !== undefined ? orderKey(consumerNext) : undefined;
     let below = 0;
     const belowMax = Math.min(BELOW_FLOOR_INDEXED, Math.floor(this.window / 4));
     const offer = (key: string, name: string): void => {
@@ -199,7 +215,7 @@ export abstract class TokenIndex {
         if (t.order !== nameOrder(e.filename)) {
           // Named with a number that is not its own: placed by its header from now on.
           this.foreign.set(e.filename, t.order);
-          this.dirty = true;
+          this.stale = true;
         }
         fresh.push(t);
       }
@@ -265,7 +281,7 @@ export abstract class TokenIndex {
   forget(filename: string): void {
     if (this.tokens.delete(filename)) this.count = Math.max(0, this.count - 1);
     // Most of the window consumed, and tokens beyond it: time to scan for them.
-    if (!this.complete && this.tokens.size <= this.window / 4) this.dirty = true;
+    if (!this.complete && this.tokens.size <= this.window / 4) this.stale = true;
   }
 
   /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */

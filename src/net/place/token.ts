@@ -44,7 +44,7 @@ export interface TokenContent {
 
 /**
  * A token as the place index keeps it. Its header may be dropped to save memory while the token
- * is far from the head of the place (see Place.keepHeaders); reading `header` then reads it from
+ * is far from the head of the place (see TokenIndex.bound); reading `header` then reads it from
  * the file again.
  */
 export class IndexedToken implements Token {

@@ -35,7 +35,8 @@ import type { Token } from '../place/token.js';
 /** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
 export type OutputSource = { path: string } | { tokens: string[] };
 
-export interface FiringOutcome {
+/** How a firing that ran ended: a command, a function or a move. */
+export interface RanOutcome {
   ok: boolean;
   /** Why it failed, in a few words ("exited with status 3", "wrote no output file"...). */
   reason?: string;
@@ -51,6 +52,14 @@ export interface FiringOutcome {
   /** The run stopped while it ran: neither a success nor a failure. */
   abandoned: boolean;
 }
+
+/** The firing of a NOP token: nothing runs; it commits (the NOP is consumed) in its turn. */
+export interface NopOutcome {
+  readonly nop: true;
+}
+
+/** What became of a firing once it finished. */
+export type FiringOutcome = RanOutcome | NopOutcome;
 
 export const STDERR_TAIL_BYTES = 2048;
 const KILL_GRACE_MS = 2000;
@@ -84,7 +93,7 @@ export interface FiringRequest {
 }
 
 /** Run a firing to its outcome. Never throws: a failure to start is a failed outcome. */
-export async function fire(req: FiringRequest): Promise<FiringOutcome> {
+export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const { transition: t, tokens, dir } = req;
   const started = Date.now();
   const stderrPath = path.join(dir, 'stderr');

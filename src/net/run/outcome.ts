@@ -10,7 +10,7 @@ import type { Logger } from '../../log.js';
 import type { TransitionSpec } from '../model/model.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
-import type { FiringOutcome, OutputSource } from './firing.js';
+import type { OutputSource, RanOutcome } from './firing.js';
 import type { NetEvent } from './options.js';
 import type { Firing, TransitionRun } from './state.js';
 
@@ -45,17 +45,17 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
   const vanished = f.tokens.find((t) => !fs.existsSync(t.path));
   if (vanished) {
     ctx.log.warn('net', `${f.transition.name}: token ${vanished.filename} of place ${vanished.place} vanished while it fired; its firing is dropped`);
-    ctx.place(vanished.place).dirty = true;
+    ctx.place(vanished.place).markDirty();
     ctx.drop(f);
+    return true;
+  }
+  if ('nop' in o) {
+    if (ctx.commit(f.id, f.transition, [], f.tokens) === false) return false;
+    ctx.drop(f, false);
     return true;
   }
   if (o.abandoned) {
     ctx.drop(f);
-    return true;
-  }
-  if ((o as FiringOutcome & { skip?: boolean }).skip) {
-    if (ctx.commit(f.id, f.transition, [], f.tokens) === false) return false;
-    ctx.drop(f, false);
     return true;
   }
   if (o.ok) return succeed(ctx, run, f, o);
@@ -67,7 +67,7 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
   return fail(ctx, run, f, o);
 }
 
-function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: FiringOutcome): boolean {
+function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {
   const outputs = [...o.outputs].map(([place, src]) => ({ place, content: content(f, src) }));
   const committed = ctx.commit(f.id, f.transition, outputs, f.tokens);
   if (committed === false) return false;
@@ -82,7 +82,7 @@ function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: FiringOu
 }
 
 /** A failure: retried while attempts remain, else error tokens, else the transition stops. */
-function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: FiringOutcome): boolean {
+function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {
   const willRetry = f.attempt <= f.transition.retries && !ctx.stopping();
   run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
   ctx.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
@@ -113,7 +113,7 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: FiringOutco
 }
 
 /** One error token per input token, carrying why the firing failed. */
-function toErrorPlace(ctx: OutcomeContext, f: Firing, o: FiringOutcome, errorPlace: string, log: string): boolean {
+function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace: string, log: string): boolean {
   const extra: Array<[string, string]> = [
     ['ERROR_TRANSITION', f.transition.name],
     ['ERROR_REASON', o.reason ?? 'failed'],
@@ -131,7 +131,7 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: FiringOutcome, errorPla
   return true;
 }
 
-function remember(run: TransitionRun, f: Firing, o: FiringOutcome): void {
+function remember(run: TransitionRun, f: Firing, o: RanOutcome): void {
   run.history.push({ firing: f.id, key: f.key, at: Date.now(), ms: o.durationMs, ok: o.ok, reason: o.reason });
   if (run.history.length > HISTORY) run.history.shift();
 }
@@ -156,7 +156,7 @@ function inherited(tokens: Token[], key: string, extra: Array<[string, string]> 
 }
 
 /** Keep a failed firing's stderr in the logs; returns the log's path. */
-function keepLog(ctx: OutcomeContext, f: Firing, o: FiringOutcome): string {
+function keepLog(ctx: OutcomeContext, f: Firing, o: RanOutcome): string {
   const dir = path.join(ctx.logsDir, f.transition.name);
   fs.mkdirSync(dir, { recursive: true });
   const log = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`);

@@ -57,10 +57,8 @@ export class RunPlaces {
       const readers = readersOf(net, p).filter((t) => inRun.has(t));
       const keyed = readers.some(isMerge);
       this.lookahead.set(p, lookaheadOf(readers));
-      const place = this.byName.get(p)!;
-      place.keepHeaders = 2 * this.lookahead.get(p)!;
       // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole (looked up by key).
-      if (!keyed) place.window = Math.max(opts.indexWindow ?? INDEX_WINDOW, 4 * this.lookahead.get(p)!);
+      this.byName.get(p)!.bound(keyed ? undefined : Math.max(opts.indexWindow ?? INDEX_WINDOW, 4 * this.lookahead.get(p)!), 2 * this.lookahead.get(p)!);
     }
   }
 
@@ -143,8 +141,7 @@ export class RunPlaces {
     for (const p of this.byName.values()) {
       if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
       try {
-        if (p.order === 'sequence') p.floor = this.next.get(p.name);
-        const fresh = await p.refresh(now);
+        const fresh = await p.refresh(now, p.order === 'sequence' ? this.next.get(p.name) : undefined);
         for (const t of fresh) log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
       } catch (err) {
         // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
@@ -167,7 +164,7 @@ export class RunPlaces {
       watchers.push(w);
       void (async () => {
         while (await w.wait(signal)) {
-          p.dirty = true;
+          p.markDirty();
           onChange();
         }
       })();

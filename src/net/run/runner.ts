@@ -22,7 +22,7 @@ import { FileLock } from '../../lock.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { checkSeconds, setLongTimeout } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
-import { fire, type FiringOutcome } from './firing.js';
+import { fire } from './firing.js';
 import { Committer, type CommitHooks } from './commit.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { resolve, type OutcomeContext } from './outcome.js';
@@ -197,7 +197,7 @@ export class NetRunner {
     this.firings.add(f);
     if (s.skip) {
       // A NOP: nothing to run; it commits (is consumed) in its turn.
-      f.outcome = { ok: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0, abandoned: false, skip: true } as FiringOutcome & { skip: boolean };
+      f.outcome = { nop: true };
       return;
     }
     this.launch(f);

@@ -95,8 +95,7 @@ test('with a window, tokens below the next number cannot crowd out the ones to c
   for (let i = 1; i <= 200; i++) writeForeign(p, BigInt(i), `late${i}`);
   for (let i = 201; i <= 210; i++) writeForeign(p, BigInt(i), `k${i}`);
   p.window = 20;
-  p.floor = 201n;
-  await p.refresh(Date.now());
+  await p.refresh(Date.now(), 201n); // 201: the consumer's next number
   expect(p.count).toBe(210);
   expect(p.inOrder(100, (t) => t.seq < 201n).map((t) => t.seq)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(201 + i)));
 });
