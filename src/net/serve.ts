@@ -85,6 +85,11 @@ function pageJson(r: NetStatusReport): string {
   return JSON.stringify(netStatusJson(r));
 }
 
+/**
+ * Serve a net's status page, its figures and its drawing over HTTP. One function (about 120 lines)
+ * on purpose: the server's state (the clients, the last page sent, the poll and heartbeat timers)
+ * lives in closures that the request handler and the returned NetServer's close() share.
+ */
 export async function serveNet(net: NetModel, options: ServeOptions = {}): Promise<NetServer> {
   const log = options.logger ?? silentLogger;
   const pollMs = options.pollMs ?? 300;

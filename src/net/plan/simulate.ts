@@ -151,7 +151,12 @@ export function lowerBound(net: NetModel, firings: Map<string, number>, service:
   return Math.max(bound, work / workers);
 }
 
-/** Run the net in virtual time; see the module comment. */
+/**
+ * Run the net in virtual time; see the module comment. One function (about 140 lines) on purpose:
+ * the simulated places, the open firings and the virtual clock are shared by the loop and its
+ * helpers (putSources, commitReady), closures over them; a class would be the same code behind
+ * `this.`, and the loop reads best beside what it drives.
+ */
 export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport {
   if (!Number.isSafeInteger(opts.tokens) || opts.tokens < 0) throw new NetError(`tokens must be a whole number >= 0, got ${String(opts.tokens)}`);
   if (!Number.isSafeInteger(opts.workers) || opts.workers < 1) throw new NetError(`workers must be a whole number >= 1, got ${String(opts.workers)}`);
