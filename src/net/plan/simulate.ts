@@ -131,7 +131,7 @@ export function lowerBound(net: NetModel, firings: Map<string, number>, service:
     if (memoAfter.has(t)) return memoAfter.get(t)!;
     let best = 0;
     for (const o of net.transitions.get(t)!.outputs) {
-      for (const r of names.filter((n) => net.transitions.get(n)!.inputs.some((a) => a.place === o))) {
+      for (const r of readersOf(net, o).map((x) => x.name)) {
         if (seen.has(r)) continue;
         best = Math.max(best, service(r) + after(r, new Set([...seen, r])));
       }

@@ -26,23 +26,18 @@ import { fire } from './firing.js';
 import { Committer, type CommitHooks } from './commit.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { resolve, type OutcomeContext } from './outcome.js';
-import { liveState, type Firing, type TransitionRun } from './state.js';
+import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, transitionStates, type Firing, type TransitionRun } from './state.js';
 import { RunPlaces } from './places.js';
 import { recover } from './recovery.js';
 import type { NetModel, TransitionSpec } from '../model/model.js';
 import type { Token, TokenContent } from '../place/token.js';
 import { runAsOf } from './permissions.js';
-import { DEFAULT_SERVICE_MS, schedule, type Start, type TransitionState } from '../plan/scheduler.js';
-import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
+import { schedule, type Start } from '../plan/scheduler.js';
 import { mayCommit } from '../plan/commit-order.js';
-import { transitionState } from '../plan/marking.js';
 import { describeLeftovers, type Leftover } from '../leftovers.js';
 import { writeLiveState } from '../observe/live.js';
-import { TransitionMonitor } from '../observe/metrics.js';
 
 export type { NetEvent, NetRunOptions, NetRunSummary };
-
-const LIVE_EVERY_MS = 500;
 
 export class NetRunner {
   readonly net: NetModel;
@@ -69,8 +64,7 @@ export class NetRunner {
   private stopping = false;
   private readonly totals = { fired: 0, failed: 0 };
   private readonly outcomes: OutcomeContext;
-  private lastLive = 0;
-  private liveTimer: NodeJS.Timeout | undefined;
+  private readonly live = new Throttled(LIVE_EVERY_MS, (now) => this.writeLive(now));
   private readonly startedAt = Date.now();
 
   constructor(net: NetModel, opts: NetRunOptions = {}) {
@@ -81,7 +75,7 @@ export class NetRunner {
     this.outcomes = this.outcomeContext();
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
-      this.trans.set(t.name, { spec: t, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() });
+      this.trans.set(t.name, newTransitionRun(t));
     }
     this.places = new RunPlaces(net, [...this.trans.values()].map((r) => r.spec), opts);
     this.committer = new Committer(this.places.byName, this.places.consumers, this.places.next);
@@ -145,14 +139,6 @@ export class NetRunner {
     return committed;
   }
 
-  private transitionStates(): Map<string, TransitionState> {
-    const m = new Map<string, TransitionState>();
-    for (const r of this.trans.values()) {
-      m.set(r.spec.name, transitionState(r.spec, [...this.firings].filter((f) => f.transition === r.spec).length, !!r.stopped || this.stopping, r.service.samples()));
-    }
-    return m;
-  }
-
   /** The shared pool of workers. */
   private poolSize(): number {
     return this.opts.workers ?? os.availableParallelism();
@@ -169,7 +155,7 @@ export class NetRunner {
     const total = this.poolSize();
     const places = this.places.marking(this.claimed, this.firings);
     // A firing that has finished but waits to commit holds no worker.
-    const res = schedule({ places, transitions: this.transitionStates(), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
+    const res = schedule({ places, transitions: transitionStates(this.trans.values(), this.firings, this.stopping), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
     this.rotation = res.rotation;
     for (const s of res.starts) this.begin(s);
     return res.wakeAt;
@@ -295,19 +281,8 @@ export class NetRunner {
     this.dirty = true;
   }
 
-  private writeLive(force = false): void {
-    const now = Date.now();
-    if (!force && now - this.lastLive < LIVE_EVERY_MS) {
-      // Written later all the same, so the last change shows even if the run then goes quiet.
-      this.liveTimer ??= setTimeout(() => {
-        this.liveTimer = undefined;
-        this.writeLive(true);
-      }, LIVE_EVERY_MS - (now - this.lastLive)).unref();
-      return;
-    }
-    clearTimeout(this.liveTimer);
-    this.liveTimer = undefined;
-    this.lastLive = now;
+  /** Write the live state (through this.live, at most every LIVE_EVERY_MS). */
+  private writeLive(now: number): void {
     const state = liveState(this.trans.values(), this.firings, this.startedAt, now, this.stopping, this.places.counts());
     try {
       writeLiveState(this.net.stateDir, state);
@@ -373,7 +348,7 @@ export class NetRunner {
           this.dropBlocked();
           if (this.dirty) continue;
         }
-        this.writeLive();
+        this.live.run();
         const busy = this.firings.size > 0 || this.retryTimers.size > 0;
         if (this.stopping && this.firings.size === 0) break;
         if (!busy && wakeAt === undefined) {
@@ -406,10 +381,9 @@ export class NetRunner {
       cancelGrace?.();
       signal?.removeEventListener('abort', onStop);
       this.abort.abort();
-      clearTimeout(this.liveTimer);
-      this.writeLive(true);
-      clearTimeout(this.liveTimer);
-      this.liveTimer = undefined;
+      this.live.cancel();
+      this.live.run(true);
+      this.live.cancel();
       this.close();
     }
     return { fired: this.totals.fired, failed: this.totals.failed, leftovers };

@@ -4,8 +4,10 @@
  */
 import type { TransitionSpec } from '../model/model.js';
 import type { LiveState } from '../observe/live.js';
-import type { TransitionMonitor } from '../observe/metrics.js';
-import type { ServiceTimeEstimator } from '../plan/service-time.js';
+import { TransitionMonitor } from '../observe/metrics.js';
+import { transitionState } from '../plan/marking.js';
+import { DEFAULT_SERVICE_MS, type TransitionState } from '../plan/scheduler.js';
+import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
 
@@ -66,4 +68,58 @@ export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, s
     ),
     places: Object.fromEntries(placeCounts),
   };
+}
+
+/** A transition of the run before its first firing. */
+export function newTransitionRun(spec: TransitionSpec): TransitionRun {
+  return { spec, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() };
+}
+
+/** The transitions as the scheduler sees them (all stopped while the run stops). */
+export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean): Map<string, TransitionState> {
+  const m = new Map<string, TransitionState>();
+  for (const r of runs) {
+    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, !!r.stopped || stopping, r.service.samples()));
+  }
+  return m;
+}
+
+/** How often the live state is written at most (ms). */
+export const LIVE_EVERY_MS = 500;
+
+/**
+ * A task run at most every `everyMs`: asked sooner, it runs once that time is up, so that the last
+ * change shows even if nothing asks again (the live state when the run goes quiet).
+ */
+export class Throttled {
+  private last = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly everyMs: number,
+    private readonly task: (now: number) => void,
+  ) {}
+
+  /** Run the task now if it last ran long enough ago (or force), else once that time is up. */
+  run(force = false): void {
+    const now = Date.now();
+    if (!force && now - this.last < this.everyMs) {
+      // Written later all the same, so the last change shows even if the run then goes quiet.
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        this.run(true);
+      }, this.everyMs - (now - this.last)).unref();
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.last = now;
+    this.task(now);
+  }
+
+  /** Forget a pending run. */
+  cancel(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
