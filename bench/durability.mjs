@@ -229,7 +229,7 @@ ${table}
 
 - queue-write: one fsync of \`jobs/\` after the rename, so that a job reported written is there after a power cut (the reference skips it and loses such jobs).
 - queue-process: per job, the note naming the finished job is fdatasynced, \`nextseq\`'s directory is fsynced after the rename (the job is not run again) and \`jobs/\` after the deletion (the spent file stays gone). Chosen over a sync interval because it costs little beside starting a command.
-- net commit: each step of a commit is durable before the next (the table in src/net/runner.ts): the staged token's \`jobs/\`, \`sendseq\`'s directory, the output's \`jobs/\` after the rename, \`nextseq\`'s directory and the input's \`jobs/\` after the consume. Group commit (one fsync per directory for several firings) is the way to win this back.
+- net commit: each step of a commit is durable before the next (the table in src/net/run/commit.ts): the staged token's \`jobs/\`, \`sendseq\`'s directory, the output's \`jobs/\` after the rename, \`nextseq\`'s directory and the input's \`jobs/\` after the consume. Group commit (one fsync per directory for several firings) is the way to win this back.
 ${END}
 `;
 if (opts.splice) {

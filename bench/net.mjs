@@ -243,7 +243,7 @@ ${t}
   time, and on 2 cores W of them at once slow one another down.
 - Lower bound: the larger of the total work over the pool and, for each stage, its own work over
   the workers it may use plus the time one token needs before and after it (\`lowerBound\` in
-  src/net/simulate.ts). "Nominal" uses 10/20/40 ms; "the commands alone" the times just above
+  src/net/plan/simulate.ts). "Nominal" uses 10/20/40 ms; "the commands alone" the times just above
   (the floor for any runner on this machine); "measured" the service times the run itself saw.
 - \`net simulate\` is run with the measured mean service times (no jitter): the same scheduler in
   virtual time. Its makespans with the nominal times: ${rows.map((r) => `${sec(r.simNom.makespan)} (W=${r.W})`).join(', ')}.

@@ -71,4 +71,4 @@ export {
   type SendResult,
   type OutgoingPacket,
 } from './net/index.js';
-export { schedule, type SchedulerInput, type SchedulerResult } from './net/scheduler.js';
+export { schedule, type SchedulerInput, type SchedulerResult } from './net/plan/scheduler.js';

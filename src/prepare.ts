@@ -160,3 +160,8 @@ export function writePacketSync(outFd: number, header: PacketHeader, payloadFd?:
   writeAllSync(outFd, encodeHeader(header));
   if (payloadFd !== undefined) copy(payloadFd, outFd);
 }
+
+/** A small packet whole in memory (header and payload): for packets code builds, such as probes. */
+export function packetBytes(header: PacketHeader, payload: Uint8Array = new Uint8Array(0)): Buffer {
+  return Buffer.concat([encodeHeader(header), payload]);
+}

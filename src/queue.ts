@@ -478,3 +478,15 @@ function headerFromStart(buf: Buffer): PacketHeader | undefined {
   const end = PREFIX_LENGTH + prefix.metadataLength;
   return end <= buf.length ? decodeMetadata(buf.subarray(PREFIX_LENGTH, end), prefix.metadataCrc) : undefined;
 }
+
+/** Open a job file with its descriptor at the start of its payload (just after the header). */
+export function openPayloadSync(p: string): number {
+  const fd = fs.openSync(p, 'r');
+  try {
+    readHeaderSync(fd);
+    return fd;
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
+  }
+}

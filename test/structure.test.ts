@@ -1,7 +1,7 @@
 /**
  * The layers stay honest: no module imports itself back through others at run time, the net
- * layer uses the queue API and never the packet codec's internals, and the CLI holds no logic
- * of the net layer's.
+ * layer uses the queue API and never the packet codec's internals (not even through a barrel),
+ * the net's planner is pure, and the CLI holds no logic of the net layer's.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,6 +29,70 @@ function imports(file: string): string[] {
   return out;
 }
 
+/** Named run-time imports of a file: [module, names] (names undefined: the whole module, `import *` or `export *`). */
+function namedImports(file: string): Array<[string, string[] | undefined]> {
+  const text = fs.readFileSync(file, 'utf8');
+  const out: Array<[string, string[] | undefined]> = [];
+  for (const m of text.matchAll(/^(?:import|export)\s+(?!type\b)([^;]*?)\s+from\s+'(\.[^']+)'/gms)) {
+    const target = path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts'));
+    const clause = m[1]!.trim();
+    const braces = /\{([^}]*)\}/s.exec(clause);
+    const names = braces
+      ? braces[1]!
+          .split(',')
+          .map((x) => x.trim())
+          .filter((x) => x && !x.startsWith('type '))
+          .map((x) => x.split(/\s+as\s+/)[0]!.trim())
+      : [];
+    // A default or namespace import, or `export *`: the whole module.
+    if (clause.replace(/\{[^}]*\}/s, '').replace(/,/g, '').trim()) out.push([target, undefined]);
+    if (names.length) out.push([target, names]);
+  }
+  return out;
+}
+
+/** The module that declares `name` as reached from `file`: through barrels (export ... from) to its definition. */
+function definer(file: string, name: string, seen = new Set<string>()): string | undefined {
+  if (seen.has(file) || !fs.existsSync(file)) return undefined;
+  seen.add(file);
+  const text = fs.readFileSync(file, 'utf8');
+  const declared = new RegExp(`^export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:const|let|var|function\\*?|class|enum)\\s+${name.replace(/\$/g, '\\$')}\\b`, 'm');
+  if (declared.test(text)) return file;
+  for (const m of text.matchAll(/^export\s+\{([^}]*)\}\s+from\s+'(\.[^']+)'/gms)) {
+    for (const part of m[1]!.split(',').map((x) => x.trim())) {
+      const [orig, alias] = part.replace(/^type\s+/, '').split(/\s+as\s+/).map((x) => x.trim());
+      if ((alias ?? orig) === name) return definer(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')), orig!, seen);
+    }
+  }
+  for (const m of text.matchAll(/^export\s+\*\s+from\s+'(\.[^']+)'/gm)) {
+    const d = definer(path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')), name, seen);
+    if (d) return d;
+  }
+  return undefined;
+}
+
+/** Every module whose code a file's run-time imports reach by name, barrels followed (a whole-module import reaches the barrel's every source). */
+function reached(file: string): string[] {
+  const out = new Set<string>();
+  const whole = (m: string, seen: Set<string>) => {
+    if (seen.has(m) || !fs.existsSync(m)) return;
+    seen.add(m);
+    out.add(m);
+    for (const dep of reexports(m)) whole(dep, seen);
+  };
+  for (const [mod, names] of namedImports(file)) {
+    if (names === undefined) whole(mod, new Set());
+    else for (const n of names) out.add(definer(mod, n) ?? mod);
+  }
+  return [...out];
+}
+
+/** The modules a barrel re-exports from. */
+function reexports(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/^export\s+(?!type\b)[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+}
+
 test('no import cycles among the modules of src/', () => {
   const graph = new Map(sources().map((f) => [f, imports(f)]));
   const cycles: string[] = [];
@@ -54,6 +118,46 @@ test('src/net uses the queue API and packet streams, never the codec internals',
     const bad = imports(f).filter((d) => internals.includes(d));
     expect(bad.map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
   }
+});
+
+test('src/net reaches no codec internal by any way, barrels included (packet/index re-exports some)', () => {
+  const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) => path.join(SRC, f));
+  // Internals that live beside public functions: the queue and packet-stream APIs cover what the net needs.
+  const internalNames = ['readHeaderSync', 'readHeaderAndLengthSync', 'crc32Update', 'fdOffset', 'decodeHeader', 'decodePrefix', 'decodeMetadata', 'encodeHeader'];
+  for (const f of sources(path.join(SRC, 'net'))) {
+    const bad = reached(f).filter((d) => internals.includes(d));
+    expect(bad.map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
+    const names = namedImports(f)
+      .filter(([mod]) => mod.startsWith(path.join(SRC, 'packet')))
+      .flatMap(([, n]) => n ?? [])
+      .filter((n) => internalNames.includes(n));
+    expect(names, path.relative(SRC, f)).toEqual([]);
+  }
+});
+
+test('src/net/plan is pure: no node: module, no clock or timer, nothing outside plan/ and model/ (errors aside)', () => {
+  const plan = path.join(SRC, 'net', 'plan');
+  const model = path.join(SRC, 'net', 'model');
+  // Error classes are values, not I/O: the planner may throw them.
+  const allowed = (d: string) => d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'errors.ts');
+  const files = sources(plan);
+  expect(files.length).toBeGreaterThan(0);
+  for (const f of files) {
+    const rel = path.relative(SRC, f);
+    const text = fs.readFileSync(f, 'utf8');
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+    expect([...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]), rel).toEqual([]);
+    expect(code.match(/\b(?:Date\.now|new Date|performance\.now|setTimeout|setInterval|setImmediate|process\.)/g) ?? [], rel).toEqual([]);
+    const outside = [...new Set([...imports(f), ...reached(f)])].filter((d) => !allowed(d));
+    expect(outside.map((d) => path.relative(SRC, d)), rel).toEqual([]);
+  }
+});
+
+test('test/net mirrors src/net: every folder of tests has its folder of modules', () => {
+  const tests = path.join(ROOT, 'test', 'net');
+  const folders = fs.readdirSync(tests, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  expect(folders.length).toBeGreaterThan(0);
+  for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
 });
 
 test('nothing below src/net imports it (the net layer sits on top), except the public entry points and the CLI', () => {

@@ -17,7 +17,7 @@
  */
 import path from 'node:path';
 import { NetError } from '../errors.js';
-import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from './model.js';
+import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from './model/model.js';
 
 export interface HostConfig {
   name: string;

@@ -11,18 +11,19 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
 import { LockedError, NetError } from '../errors.js';
-import { checkNet, type NetWarning } from './check.js';
-import { netToDot, type DotState } from './dot.js';
-import { defineNet } from './build.js';
-import { effectiveOrder, type NetDefinition, type NetModel } from './model.js';
-import { loadNetFile } from './netfile.js';
-import { KEY_VAR, Place } from './place.js';
-import { type NetRunSummary } from './runner.js';
+import { checkNet, type NetWarning } from './model/check.js';
+import { netToDot, type DotState } from './observe/dot.js';
+import { defineNet } from './model/build.js';
+import { effectiveOrder, type NetDefinition, type NetModel } from './model/model.js';
+import { loadNetFile } from './model/netfile.js';
+import { Place } from './place/place.js';
+import { KEY_VAR } from './place/token.js';
+import { type NetRunSummary } from './run/runner.js';
 import { runHost, type HostRunOptions } from './distributed.js';
 import { hostConfig, hostView, placesOf, remotePlaces } from './hosts.js';
 import { probeOutbox, type OutboxProbe } from './outbox.js';
 import { addHostDetails } from './outbox-status.js';
-import { applyPermissions, permissionWarnings } from './permissions.js';
+import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import { netStatus, type NetStatusReport } from './status.js';
 
 export interface PutOptions {
@@ -200,20 +201,20 @@ export class Net {
   }
 }
 
-export { loadNetFile, parseNetText } from './netfile.js';
-export { defineNet } from './build.js';
-export { type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model.js';
-export { type NetRunOptions, type NetRunSummary, type NetEvent } from './runner.js';
+export { loadNetFile, parseNetText } from './model/netfile.js';
+export { defineNet } from './model/build.js';
+export { type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model/model.js';
+export { type NetRunOptions, type NetRunSummary, type NetEvent } from './run/runner.js';
 export { type HostRunOptions } from './distributed.js';
 export { sendPacket, sendPackets, RECEIVE_SCRIPT, describeVerifierProblem, type SendResult, type OutgoingPacket, type OutboxProbe, type VerifierProblem } from './outbox.js';
 export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './status.js';
-export { type NetWarning } from './check.js';
+export { type NetWarning } from './model/check.js';
 export { type Leftover } from './leftovers.js';
-export { allocateWorkers } from './allocate.js';
+export { allocateWorkers } from './plan/allocate.js';
 export { serveNet, type ServeOptions, type NetServer } from './serve.js';
-export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './metrics.js';
+export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './observe/metrics.js';
 export { placeTokens, transitionDetail, type TokenInfo } from './status.js';
-export { dotToSvg } from './svg.js';
-export { liveDotState, type DotState } from './dot.js';
-export { schedule, type SchedulerInput, type SchedulerResult } from './scheduler.js';
-export { simulate, parseService, lowerBound, type SimulateOptions, type SimulationReport, type ServiceTime } from './simulate.js';
+export { dotToSvg } from './observe/svg.js';
+export { liveDotState, type DotState } from './observe/dot.js';
+export { schedule, type SchedulerInput, type SchedulerResult } from './plan/scheduler.js';
+export { simulate, parseService, lowerBound, type SimulateOptions, type SimulationReport, type ServiceTime } from './plan/simulate.js';

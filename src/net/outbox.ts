@@ -40,7 +40,8 @@ import { Queue, type JobEntry } from '../queue.js';
 import type { SeqFile } from '../seqfile.js';
 import { JobsWatcher } from '../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
-import { encodeHeader, sealOf } from '../packet/index.js';
+import { sealOf } from '../packet/index.js';
+import { makeHeader, packetBytes } from '../prepare.js';
 
 /**
  * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special
@@ -50,11 +51,11 @@ import { encodeHeader, sealOf } from '../packet/index.js';
  */
 function probePackets(): { good: string; bad: string } {
   const payload = Buffer.from('fspl seal probe\n');
-  const header = encodeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] }, seal: sealOf(payload) });
+  const header = { ...makeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }), seal: sealOf(payload) };
   const damaged = Buffer.from(payload);
   damaged[0] ^= 1;
   const octal = (b: Buffer) => [...b].map((x) => `\\${x.toString(8).padStart(3, '0')}`).join('');
-  return { good: octal(Buffer.concat([header, payload])), bad: octal(Buffer.concat([header, damaged])) };
+  return { good: octal(packetBytes(header, payload)), bad: octal(packetBytes(header, damaged)) };
 }
 const { good: PROBE_GOOD, bad: PROBE_BAD } = probePackets();
 

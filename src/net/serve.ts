@@ -16,14 +16,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../log.js';
-import { netToDot } from './dot.js';
+import { netToDot } from './observe/dot.js';
 import { hostView } from './hosts.js';
 import { addHostDetails } from './outbox-status.js';
-import { netMetricsText, netStatusJson } from './metrics.js';
-import type { NetModel } from './model.js';
-import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
+import { netMetricsText, netStatusJson } from './observe/metrics.js';
+import type { NetModel } from './model/model.js';
+import { PROMETHEUS_CONTENT_TYPE } from './observe/prometheus.js';
 import { netStatus, placeTokens, transitionDetail, type NetStatusReport } from './status.js';
-import { dotToSvg } from './svg.js';
+import { dotToSvg } from './observe/svg.js';
 
 export interface ServeOptions {
   /** Port (default 8484; 0 picks a free one). */
@@ -92,6 +92,11 @@ function pageJson(r: NetStatusReport): string {
   return JSON.stringify(netStatusJson(r));
 }
 
+/**
+ * Serve a net's status page, its figures and its drawing over HTTP. One function (about 120 lines)
+ * on purpose: the server's state (the clients, the last page sent, the poll and heartbeat timers)
+ * lives in closures that the request handler and the returned NetServer's close() share.
+ */
 export async function serveNet(whole: NetModel, options: ServeOptions = {}): Promise<NetServer> {
   const log = options.logger ?? silentLogger;
   const netHost = options.netHost;

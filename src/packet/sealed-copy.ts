@@ -62,10 +62,12 @@ export function copySealedSync(inFd: number, outFd: number, seal: Seal, position
   return v.seen;
 }
 
-/** Checksum `length` bytes of a file from `position` (pread); fewer if the file is shorter. */
-export function sealFileRangeSync(fd: number, position: number, length: number): Seal {
+/**
+ * Checksum `length` bytes of a file from `position` (pread); fewer if the file is shorter. `crc`:
+ * the CRC-32 of bytes that come before (to go on from them).
+ */
+export function sealFileRangeSync(fd: number, position: number, length: number, crc = 0): Seal {
   const buf = chunkBuffer();
-  let crc = 0;
   let done = 0;
   while (done < length) {
     const r = readSomeSync(fd, buf, 0, Math.min(buf.length, length - done), position + done);
@@ -74,6 +76,16 @@ export function sealFileRangeSync(fd: number, position: number, length: number):
     done += r;
   }
   return { length: BigInt(done), crc32: crc };
+}
+
+/**
+ * Checksum a file from its descriptor's offset to its end with positional reads (the offset stays
+ * where it is), going on from `before`: the seal of the bytes that come first (earlier files of
+ * one payload).
+ */
+export function sealRestOfFileSync(fd: number, before: Seal = { length: 0n, crc32: 0 }): Seal {
+  const s = sealFileRangeSync(fd, fdOffset(fd) ?? 0, Infinity, before.crc32);
+  return { length: before.length + s.length, crc32: s.crc32 };
 }
 
 /** A descriptor's file offset, from /proc (Linux); undefined where that can not be read. */

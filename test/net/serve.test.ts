@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { serveNet, type NetServer } from '../../src/net/serve.js';
 import { makeNet } from './helpers.js';
-import { parseExposition } from './prometheus-reader.js';
+import { parseExposition } from './observe/prometheus-reader.js';
 
 const NET = `
 places:

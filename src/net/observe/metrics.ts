@@ -1,0 +1,134 @@
+/**
+ * The figures operators watch a net by, built on the pure pieces in stats.ts (rates, samples,
+ * quantiles) and prometheus.ts (the text format): a TransitionMonitor the runner keeps per
+ * transition (its snapshot goes into STATE/live.json), the status report as the documented JSON
+ * (docs/json.md), and the same report as Prometheus metric families. Nothing here reads a clock
+ * or a file: time is always passed in.
+ */
+import { formatMetrics, type MetricFamily, type Sample } from './prometheus.js';
+import { RateWindow, TransitionStats, timeSince } from './stats.js';
+import type { NetStatusReport } from '../status.js';
+
+const MINUTE_MS = 60_000;
+/** A transition that failed this recently (or is stopped) is "failing". */
+export const FAILING_FOR_MS = 5 * MINUTE_MS;
+/** Characters of a failure's stderr kept in the live state. */
+const STDERR_KEPT = 2048;
+
+/** The last failed attempt of a transition. */
+export interface LastFailure {
+  /** When it failed, ms since the epoch. */
+  at: number;
+  key: string;
+  reason: string;
+  /** The end of its stderr (at most 2 KiB). */
+  stderrTail: string;
+  /** Where its whole stderr was kept (STATE/logs/...), when it was not retried. */
+  log?: string;
+}
+
+/** A TransitionMonitor's figures at one moment (written into live.json). */
+export interface TransitionRates {
+  /** Successful firings per minute, over the last minute and the last 15 minutes. */
+  perMinute1: number;
+  perMinute15: number;
+  /** Failed attempts (retried or not) per minute over the last 15 minutes. */
+  failedPerMinute15: number;
+  /** Over the last 1000 successful firings, ms; absent before the first. */
+  meanServiceMs?: number;
+  p95ServiceMs?: number;
+}
+
+/** What the runner keeps per transition for monitoring: rates, service times, the last failure. */
+export class TransitionMonitor {
+  readonly stats = new TransitionStats();
+  readonly failures = new RateWindow();
+  lastFailure?: LastFailure;
+
+  /** A firing committed at `now` after running `serviceMs`. */
+  fired(now: number, serviceMs: number): void {
+    this.stats.fired(now, Math.max(0, serviceMs));
+  }
+
+  /** An attempt failed at `now`. */
+  failed(now: number, f: Omit<LastFailure, 'at'>): void {
+    this.failures.record(now);
+    this.lastFailure = { at: now, ...f, stderrTail: f.stderrTail.slice(-STDERR_KEPT) };
+  }
+
+  snapshot(now: number): TransitionRates {
+    const s = this.stats.snapshot(now);
+    return {
+      perMinute1: s.perMinute1,
+      perMinute15: s.perMinute15,
+      failedPerMinute15: this.failures.perMinute(now, 15 * MINUTE_MS),
+      meanServiceMs: s.meanServiceMs,
+      p95ServiceMs: s.p95ServiceMs,
+    };
+  }
+}
+
+/** Whether a transition counts as failing at `now`: stopped, or an attempt failed recently. */
+export function isFailing(t: { stopped?: unknown; lastFailure?: { at: number } }, now: number): boolean {
+  return !!t.stopped || (t.lastFailure !== undefined && (timeSince(now, t.lastFailure.at) ?? Infinity) < FAILING_FOR_MS);
+}
+
+/** The status report as `fspl net status --json` prints it (docs/json.md): bigints as strings. */
+export function netStatusJson(r: NetStatusReport): unknown {
+  return JSON.parse(JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
+}
+
+const seconds = (ms: number) => ms / 1000;
+
+/**
+ * The status report as Prometheus metric families (names fspl_net_*). Counters are the live run's
+ * (they start again at 0 with each `net run`, which Prometheus reads as a counter reset); rates and
+ * service times are gauges; a value that is not known yet (no firing so far) is left out.
+ */
+export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
+  const perPlace = (pick: (p: NetStatusReport['places'][number]) => number | undefined): Sample[] =>
+    r.places.flatMap((p) => {
+      const v = pick(p);
+      return v === undefined ? [] : [{ labels: { place: p.name }, value: v }];
+    });
+  const perTransition = (pick: (t: NetStatusReport['transitions'][number]) => number | undefined): Sample[] =>
+    r.transitions.flatMap((t) => {
+      const v = pick(t);
+      return v === undefined ? [] : [{ labels: { transition: t.name }, value: v }];
+    });
+  const states = ['running', 'idle', 'stuck', 'drained'] as const;
+  return [
+    { name: 'fspl_net_live', help: '1 when a net run holds the net, else 0', type: 'gauge', samples: [{ value: r.live ? 1 : 0 }] },
+    { name: 'fspl_net_state', help: 'The state of the net: 1 for the current one', type: 'gauge', samples: states.map((s) => ({ labels: { state: s }, value: r.state === s ? 1 : 0 })) },
+    { name: 'fspl_net_stuck_tokens', help: 'Tokens that cannot fire', type: 'gauge', samples: [{ value: r.stuck.length }] },
+    { name: 'fspl_net_place_tokens', help: 'Tokens in the place', type: 'gauge', samples: perPlace((p) => p.tokens) },
+    { name: 'fspl_net_place_present', help: '1 when the place directory can be read, else 0', type: 'gauge', samples: perPlace((p) => (p.exists && !p.problem ? 1 : 0)) },
+    { name: 'fspl_net_place_oldest_token_age_seconds', help: 'Age of the oldest token in the place', type: 'gauge', samples: perPlace((p) => (p.oldestAgeMs === undefined ? undefined : seconds(p.oldestAgeMs))) },
+    { name: 'fspl_net_place_capacity', help: 'Capacity of the place (places with one)', type: 'gauge', samples: perPlace((p) => p.capacity) },
+    { name: 'fspl_net_place_fill_ratio', help: 'Tokens divided by capacity (places with one)', type: 'gauge', samples: perPlace((p) => p.fill) },
+    { name: 'fspl_net_place_stuck_tokens', help: 'Tokens in the place that cannot fire', type: 'gauge', samples: perPlace((p) => p.stuck) },
+    { name: 'fspl_net_transition_running', help: 'Firings running now', type: 'gauge', samples: perTransition((t) => t.running) },
+    { name: 'fspl_net_transition_fired_total', help: 'Firings committed by the current (or last) run', type: 'counter', samples: perTransition((t) => t.fired) },
+    { name: 'fspl_net_transition_failed_total', help: 'Firings that failed for good (error place or stop)', type: 'counter', samples: perTransition((t) => t.failed) },
+    { name: 'fspl_net_transition_retried_total', help: 'Failed attempts that were retried', type: 'counter', samples: perTransition((t) => t.retried) },
+    {
+      name: 'fspl_net_transition_firings_per_minute',
+      help: 'Firings per minute over the window',
+      type: 'gauge',
+      samples: r.transitions.flatMap((t) => [
+        { labels: { transition: t.name, window: '1m' }, value: t.perMinute1 },
+        { labels: { transition: t.name, window: '15m' }, value: t.perMinute15 },
+      ]),
+    },
+    { name: 'fspl_net_transition_service_seconds_mean', help: 'Mean service time of recent firings', type: 'gauge', samples: perTransition((t) => (t.meanServiceMs === undefined ? undefined : seconds(t.meanServiceMs))) },
+    { name: 'fspl_net_transition_service_seconds_p95', help: '95th percentile (nearest rank) of recent service times', type: 'gauge', samples: perTransition((t) => (t.p95ServiceMs === undefined ? undefined : seconds(t.p95ServiceMs))) },
+    { name: 'fspl_net_transition_seconds_since_last_firing', help: 'Time since the transition last fired', type: 'gauge', samples: perTransition((t) => (t.sinceLastFiredMs === undefined ? undefined : seconds(t.sinceLastFiredMs))) },
+    { name: 'fspl_net_transition_failing', help: '1 when the transition is stopped or failed in the last 5 minutes', type: 'gauge', samples: perTransition((t) => (t.failing ? 1 : 0)) },
+    { name: 'fspl_net_transition_stopped', help: '1 when the transition stopped after a failure', type: 'gauge', samples: perTransition((t) => (t.stopped ? 1 : 0)) },
+  ];
+}
+
+/** The report in the Prometheus text format 0.0.4. */
+export function netMetricsText(r: NetStatusReport): string {
+  return formatMetrics(netMetricFamilies(r));
+}

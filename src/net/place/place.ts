@@ -1,0 +1,246 @@
+/**
+ * A place: a Filespooler queue directory, plus the writers' sequence file beside it.
+ *
+ *   DIR/nextseq, DIR/nextseq.lock, DIR/jobs/   the queue, as `fspl queue-init` makes it
+ *   DIR/sendseq, DIR/sendseq.lock              the numbers of tokens put into the place by the
+ *                                              net (its transitions and `net put`); a sender
+ *                                              may use it as its `prepare -s` seqfile too
+ *
+ * Tokens are packets (token.ts), indexed as the place is scanned (token-index.ts); their payloads
+ * are read and sealed in payload.ts.
+ *
+ * Writing a token never shows a partial file and never leaves a hole in the numbering that a
+ * sequence-ordered reader would wait on forever: under the sendseq lock the packet is written
+ * under a temporary name (net-*.part, which no Filespooler reader looks at), fsynced, the next
+ * number stored, and only then the packet renamed to its final fspl-*.fspl name. A crash after
+ * the number is stored and before the rename leaves a .part file holding a number nobody else
+ * has; recovery (`repairPart`) turns it into a NOP token, which readers skip, so the numbering
+ * has no hole.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
+import { fsyncDir, mkdirDurable } from '../../durable.js';
+import { NetError } from '../../errors.js';
+import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly } from '../../io.js';
+import type { PacketHeader } from '../../packet/index.js';
+import { makeHeader, writePacketSync } from '../../prepare.js';
+import { isJobFilename } from '../../jobs.js';
+import { Queue, readHeaderFileSync } from '../../queue.js';
+import { SeqFile } from '../../seqfile.js';
+import type { PlaceOrder, PlaceSpec } from '../model/model.js';
+import { copyPayloads, sealOfPayload } from './payload.js';
+import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
+import { TokenIndex } from './token-index.js';
+
+/** A place: its queue directory, the writers' sequence file beside it, and the index of its tokens. */
+export class Place extends TokenIndex {
+  readonly spec: PlaceSpec;
+  readonly queue: Queue;
+  readonly order: PlaceOrder;
+  readonly sendseqPath: string;
+
+  constructor(spec: PlaceSpec, order: PlaceOrder) {
+    super();
+    this.spec = spec;
+    this.order = order;
+    this.queue = new Queue(spec.dir);
+    this.sendseqPath = path.join(spec.dir, 'sendseq');
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  exists(): boolean {
+    try {
+      return fs.statSync(this.queue.jobsDir).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
+  /** Create the queue (and sendseq) if missing; an existing queue is left as it is. */
+  init(): void {
+    // Durable (the new directories and, by SeqFile.write, the seqfiles): a place that init made
+    // is there after a power cut, so no token written into it is lost with its directory.
+    mkdirDurable(this.queue.jobsDir);
+    if (!fs.existsSync(this.queue.seqfilePath)) SeqFile.with(this.queue.seqfilePath, { create: true }, () => {});
+    if (!fs.existsSync(this.sendseqPath)) SeqFile.with(this.sendseqPath, { create: true }, () => {});
+  }
+
+  /** Lock the writers' seqfile. Fails at once (LockedError) if another writer holds it. */
+  lockWriters(): SeqFile {
+    return SeqFile.lock(this.sendseqPath, { create: true });
+  }
+
+  /**
+   * Write a token under a temporary name with the next number, fsync it, and store the number
+   * after it. The caller holds the writers' lock and later renames temp to final (publish).
+   */
+  stage(writers: SeqFile, content: TokenContent, tag: string): { seq: bigint; temp: string; final: string; header: PacketHeader } {
+    const seq = writers.read();
+    const id = uuidv4();
+    const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
+    const final = this.queue.jobPath(numberedName(seq, id));
+    const header =
+      content.kind === 'NOP'
+        ? makeHeader({ seq, cmd: { kind: 'NOP' } })
+        : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
+    // Tokens bound for another host (an outbox) are sealed: their length and CRC-32 go in the
+    // header, so that a transfer cut or damaged on the way is refused, never committed.
+    const sealed = this.spec.extra.remote !== undefined;
+    if (sealed) header.seal = sealOfPayload(content.payload);
+    const out = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    try {
+      const p = content.payload;
+      if (p && 'tokens' in p) {
+        writePacketSync(out, header);
+        copyPayloads(p.tokens, out);
+      } else if (p && 'path' in p) {
+        const inFd = fs.openSync(p.path, 'r');
+        try {
+          writePacketSync(out, header, inFd);
+        } finally {
+          closeQuietly(inFd);
+        }
+      } else {
+        writePacketSync(out, header, p?.fd);
+      }
+      fsyncSync(out); // its bytes are durable...
+      fs.closeSync(out);
+      // ...and its name: once the number is stored as taken (next line), recovery must find this
+      // file to publish it or turn it into a NOP; without it the numbering would have a hole that
+      // a sequence-ordered reader waits on forever.
+      fsyncDir(this.queue.jobsDir);
+    } catch (err) {
+      closeQuietly(out);
+      unlinkQuietly(temp);
+      throw err;
+    }
+    writers.write(seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
+    return { seq, temp, final, header };
+  }
+
+  /** Put one token into the place now, whatever its capacity. */
+  putNow(content: TokenContent): { seq: bigint; filename: string } {
+    return this.putIfRoom(content, undefined) as { seq: bigint; filename: string };
+  }
+
+  /**
+   * Tokens in the place as its capacity counts them: job files plus tokens being written
+   * (net-*.part). Read from the directory, so it sees every writer; call it holding the
+   * writers' lock for an answer that stays true until the lock is released.
+   */
+  occupancy(): number {
+    let n = 0;
+    forEachDirEntry(this.queue.jobsDir, (e) => {
+      if (isJobFilename(e.name) || isPartName(e.name)) n++;
+    });
+    return n;
+  }
+
+  /** putNow, unless the place holds `capacity` tokens or more: then 'full', and nothing is written. */
+  putIfRoom(content: TokenContent, capacity: number | undefined): { seq: bigint; filename: string } | 'full' {
+    const writers = this.lockWriters();
+    try {
+      if (capacity !== undefined && this.occupancy() >= capacity) return 'full';
+      const s = this.stage(writers, content, 'put');
+      publishDurably(s.temp, s.final);
+      return { seq: s.seq, filename: path.basename(s.final) };
+    } finally {
+      writers.release();
+    }
+  }
+
+  /** The consumer's next sequence number (nextseq). */
+  readNext(): bigint {
+    return this.queue.getNext();
+  }
+
+  /**
+   * A .part file left by a writer that died (the caller holds the writers' lock, so no live
+   * writer owns it). If its number was stored as taken and no token holds it yet, it becomes a
+   * NOP token so that the numbering has no hole; otherwise it is removed.
+   */
+  repairPart(writers: SeqFile, partPath: string, consumerNext: bigint | undefined): 'nop' | 'removed' {
+    let header: PacketHeader | undefined;
+    try {
+      header = readHeaderFileSync(partPath);
+    } catch {
+      header = undefined; // cut short before its header was complete: the number was never stored
+    }
+    const taken = header !== undefined && writers.read() > header.seq;
+    const held = header !== undefined && this.holds(header.seq);
+    const wanted = header !== undefined && this.order === 'sequence' && (consumerNext === undefined || header.seq >= consumerNext);
+    if (header && taken && !held && wanted) {
+      const id = uuidv4();
+      const temp = this.queue.jobPath(`net-nop-${id}.part`);
+      const fd = fs.openSync(temp, 'w', 0o644);
+      try {
+        writePacketSync(fd, makeHeader({ seq: header.seq, cmd: { kind: 'NOP' } }));
+        fsyncSync(fd);
+      } finally {
+        closeQuietly(fd);
+      }
+      publishDurably(temp, this.queue.jobPath(numberedName(header.seq, id)));
+      unlinkQuietly(partPath); // not made durable: should it come back, the NOP now holds its number and it is removed
+      return 'nop';
+    }
+    unlinkQuietly(partPath);
+    return 'removed';
+  }
+
+  /** Whether a job file in jobs/ has this number (read from the disk, not the last scan). */
+  holds(seq: bigint): boolean {
+    let found = false;
+    this.queue.forEachJobFile((name) => {
+      if (found) return;
+      try {
+        // A numbered name is taken at its word when it says no (net writers name tokens so); the header confirms a yes.
+        const o = nameOrder(name);
+        if (o !== undefined && o !== orderKey(seq)) return;
+        if (readHeaderFileSync(this.queue.jobPath(name)).seq === seq) found = true;
+      } catch {
+        // not a readable job: holds nothing
+      }
+    });
+    return found;
+  }
+
+  /** Temporary files of net writers in jobs/. */
+  partFiles(): string[] {
+    const parts: string[] = [];
+    try {
+      forEachDirEntry(this.queue.jobsDir, (e) => {
+        if (isPartName(e.name)) parts.push(this.queue.jobPath(e.name));
+      });
+    } catch {
+      return [];
+    }
+    return parts;
+  }
+}
+
+/**
+ * Rename a staged packet into place, not yet durable: the caller fsyncs the directory (once for
+ * all it published, see fsyncDirs). 'done' when it had been renamed already (temp gone, final
+ * there); 'gone' when neither is there, which only a redone commit meets: its output was renamed,
+ * made durable and consumed by a reader since, and the journal's end record for it was lost (a
+ * staged file is durable before its commit is recorded, so it can't have vanished unpublished).
+ */
+export function publish(temp: string, final: string): 'renamed' | 'done' | 'gone' {
+  try {
+    fs.renameSync(temp, final);
+    return 'renamed';
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return fs.existsSync(final) ? 'done' : 'gone';
+  }
+}
+
+/** Publish one staged packet and make it durable (its directory fsynced) before returning. */
+export function publishDurably(temp: string, final: string): void {
+  if (publish(temp, final) === 'gone') throw new NetError(`The staged token ${temp} vanished before it was renamed to ${path.basename(final)}`);
+  fsyncDir(path.dirname(final)); // the new name is durable: the token is in the place to stay
+}

@@ -1,0 +1,316 @@
+/**
+ * The index of a place's tokens: the ones with the lowest numbers (a window), by name and by
+ * number, with their headers kept near the head of the place only, so that a reader's memory
+ * does not grow with the tokens waiting.
+ */
+import type { PacketHeader } from '../../packet/index.js';
+import type { Queue } from '../../queue.js';
+import { IndexedToken, nameOrder, orderKey, type Token } from './token.js';
+
+/** Headers read per batch during a scan: bounds the memory a scan of a big place needs at once. */
+const SCAN_CHUNK = 2048;
+
+/**
+ * How many tokens of a place a reader indexes at most (Place.window): those with the lowest
+ * numbers. Refilling it costs a scan of the directory, once three quarters have been consumed:
+ * 16,384 tokens take about 5 MiB, and a place of 100,000 is scanned about 8 times.
+ */
+export const INDEX_WINDOW = 16384;
+
+/** Tokens below a place's next number indexed at most, with a window (see refresh): 64, or a quarter of a small window. */
+const BELOW_FLOOR_INDEXED = 64;
+
+/**
+ * The `limit` lowest (order key, name) pairs offered: a max-heap, so that a pair beyond them costs
+ * one comparison. Hand-written: a scan offers every file of the place, and no library heap keeps
+ * two parallel string arrays without an object per entry.
+ */
+class Lowest {
+  readonly keys: string[] = [];
+  readonly names: string[] = [];
+  /** Pairs offered and left out. */
+  rejected = 0;
+  constructor(private readonly limit: number) {}
+
+  private above(i: number, j: number): boolean {
+    const a = this.keys[i]!;
+    const b = this.keys[j]!;
+    return a > b || (a === b && this.names[i]! > this.names[j]!);
+  }
+
+  private swap(i: number, j: number): void {
+    const k = this.keys[i]!;
+    this.keys[i] = this.keys[j]!;
+    this.keys[j] = k;
+    const n = this.names[i]!;
+    this.names[i] = this.names[j]!;
+    this.names[j] = n;
+  }
+
+  offer(key: string, name: string): void {
+    const n = this.keys.length;
+    if (this.limit === Infinity) {
+      this.keys.push(key);
+      this.names.push(name);
+      return;
+    }
+    if (n < this.limit) {
+      this.keys.push(key);
+      this.names.push(name);
+      for (let i = n; i > 0; ) {
+        const up = (i - 1) >> 1;
+        if (!this.above(i, up)) break;
+        this.swap(i, up);
+        i = up;
+      }
+      return;
+    }
+    this.rejected++;
+    const top = this.keys[0]!;
+    if (key > top || (key === top && name >= this.names[0]!)) return;
+    this.keys[0] = key;
+    this.names[0] = name;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.above(l, m)) m = l;
+      if (r < n && this.above(r, m)) m = r;
+      if (m === i) break;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+}
+
+/**
+ * A place's tokens as last scanned. Place extends it (place.ts): the runner and `net status` read
+ * these fields on every decision, so they stay plain fields of the place.
+ */
+export abstract class TokenIndex {
+  abstract get name(): string;
+  abstract readonly queue: Queue;
+  /**
+   * The tokens indexed, by file name, as last scanned (plus the ones this process wrote since):
+   * every token of the place, or the `window` lowest numbers of it.
+   */
+  tokens = new Map<string, Token>();
+  /** Job files in the place, indexed or not, as last scanned (plus own writes, minus own consumes). */
+  count = 0;
+  /**
+   * How many tokens are indexed at most: the runner bounds it for the places it reads, and-merge
+   * inputs aside (INDEX_WINDOW or more), so that its memory does not grow with the tokens waiting. Those
+   * beyond are counted, not indexed; a scan brings them in as the indexed ones are consumed.
+   * Infinity (the default): every token (and-merge inputs are looked up by key). Set it through
+   * bound(); net status (status.ts) still assigns it directly, until the branch changing that
+   * file is merged.
+   */
+  window = Infinity;
+  /**
+   * How many tokens from the head of the place keep their header in memory (the runner bounds it
+   * to what its readers may look at); the others keep only their name, number and key.
+   * Infinity: all.
+   */
+  private keepHeaders = Infinity;
+  /** Whether `tokens` holds every token of the place; if not, all those left out number above `top`. */
+  private complete = true;
+  /** The highest order key indexed (a bound: it may have been consumed since). */
+  private top = '';
+  /** Order keys of job files whose name does not tell their number (read from their header once). */
+  private foreign = new Map<string, string>();
+  /** Tokens by sequence number (lazily sorted; may hold tokens gone since, skipped when read). */
+  private bySeq: Token[] = [];
+  private sorted = true;
+  /** bySeq before this index holds only tokens gone since. */
+  private head = 0;
+  /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
+  private stale = true;
+
+  /** Whether the directory must be read again. */
+  get dirty(): boolean {
+    return this.stale;
+  }
+
+  /** The directory changed (an event, a poll, a token vanished): read it again at the next refresh. */
+  markDirty(): void {
+    this.stale = true;
+  }
+
+  /** Index at most `window` tokens (undefined: all of them), and keep the headers of the first `keepHeaders`. */
+  bound(window: number | undefined, keepHeaders: number): void {
+    this.keepHeaders = keepHeaders;
+    if (window !== undefined) this.window = window;
+  }
+
+
+  /**
+   * Scan again: index the tokens with the lowest numbers (all of them, with no window), reading
+   * only the headers of files not seen before; returns the tokens newly indexed. The directory is
+   * read as a stream and only the window is kept, so the memory a scan needs does not grow with
+   * the number of files either.
+   *
+   * consumerNext: the consumer's next number, for a place read in sequence: tokens below it are
+   * never consumed (late copies, duplicates), so with a window only a few of them are indexed,
+   * enough to report them, and they can't crowd out the tokens that are.
+   */
+  // One function (about 80 lines): its three passes (names, unnamed headers, new tokens) share
+  // the scan's state (lowest, foreign, read, count); apart, they would hand it all around.
+  async refresh(now: number, consumerNext?: bigint): Promise<Token[]> {
+    this.stale = false;
+    const lowest = new Lowest(this.window);
+    const foreign = new Map<string, string>();
+    const unread: string[] = [];
+    let count = 0;
+    const floorKey = this.window !== Infinity && consumerNext !== undefined ? orderKey(consumerNext) : undefined;
+    let below = 0;
+    const belowMax = Math.min(BELOW_FLOOR_INDEXED, Math.floor(this.window / 4));
+    const offer = (key: string, name: string): void => {
+      // Left out for good (not "beyond the window": no scan is due for them).
+      if (floorKey !== undefined && key < floorKey && ++below > belowMax) return;
+      lowest.offer(key, name);
+    };
+    this.queue.forEachJobFile((name) => {
+      count++;
+      let key = this.foreign.get(name);
+      if (key !== undefined) foreign.set(name, key);
+      else key = (this.tokens.get(name) as IndexedToken | undefined)?.order ?? nameOrder(name);
+      if (key === undefined) unread.push(name);
+      else offer(key, name);
+    });
+    // Files named without their number: their headers tell it (kept for the ones indexed below).
+    const read = new Map<string, PacketHeader>();
+    for (let i = 0; i < unread.length; i += SCAN_CHUNK) {
+      const chunk = unread.slice(i, i + SCAN_CHUNK);
+      const entries = await this.queue.readJobHeaders(chunk);
+      count -= chunk.length - entries.length; // unreadable: not tokens
+      for (const e of entries) {
+        const key = orderKey(e.header.seq);
+        foreign.set(e.filename, key);
+        read.set(e.filename, e.header);
+        offer(key, e.filename);
+      }
+      // Only what can still be in the window needs its header kept.
+      if (lowest.keys.length >= this.window) for (const e of entries) if (lowest.keys[0]! < foreign.get(e.filename)!) read.delete(e.filename);
+    }
+    this.foreign = foreign;
+    const next = new Map<string, Token>();
+    const fresh: Token[] = [];
+    const toRead: string[] = [];
+    let top = '';
+    for (let i = 0; i < lowest.names.length; i++) {
+      const name = lowest.names[i]!;
+      if (lowest.keys[i]! > top) top = lowest.keys[i]!;
+      const t = this.tokens.get(name);
+      const h = read.get(name);
+      if (t) next.set(name, t);
+      else if (h) fresh.push(this.makeToken(name, h, now));
+      else toRead.push(name);
+    }
+    for (let i = 0; i < toRead.length; i += SCAN_CHUNK) {
+      const chunk = toRead.slice(i, i + SCAN_CHUNK);
+      const entries = await this.queue.readJobHeaders(chunk);
+      count -= chunk.length - entries.length;
+      for (const e of entries) {
+        const t = this.makeToken(e.filename, e.header, now) as IndexedToken;
+        if (t.order !== nameOrder(e.filename)) {
+          // Named with a number that is not its own: placed by its header from now on.
+          this.foreign.set(e.filename, t.order);
+          this.stale = true;
+        }
+        fresh.push(t);
+      }
+    }
+    this.count = count;
+    this.complete = lowest.rejected === 0;
+    this.top = top;
+    // Headers within keepHeaders of the lowest number stay in memory; the others are read again when needed.
+    let floor: bigint | undefined;
+    for (const t of next.values()) if (floor === undefined || t.seq < floor) floor = t.seq;
+    for (const t of fresh) if (floor === undefined || t.seq < floor) floor = t.seq;
+    if (this.keepHeaders !== Infinity && floor !== undefined) {
+      const horizon = floor + BigInt(this.keepHeaders);
+      for (const t of fresh) if (t.seq >= horizon) (t as IndexedToken).dropHeader();
+    }
+    for (const t of fresh) next.set(t.filename, t);
+    this.tokens = next;
+    for (const t of fresh) this.index(t);
+    if (this.bySeq.length > 2 * this.tokens.size + 64) this.compact();
+    return fresh;
+  }
+
+  /** Forget everything indexed (the place can't be read). */
+  clear(): void {
+    this.tokens.clear();
+    this.foreign.clear();
+    this.count = 0;
+    this.complete = true;
+    this.top = '';
+  }
+
+  private makeToken(filename: string, header: PacketHeader, now: number): Token {
+    return new IndexedToken(this.name, this.queue.jobsDir, filename, header, now);
+  }
+
+  private index(t: Token): void {
+    const last = this.bySeq[this.bySeq.length - 1];
+    if (last && last.seq > t.seq) this.sorted = false;
+    this.bySeq.push(t);
+  }
+
+  private compact(): void {
+    this.bySeq = this.bySeq.filter((t) => this.tokens.get(t.filename) === t);
+    this.head = 0;
+  }
+
+  /** A token this process has just written into the place (no need to read the directory for it). */
+  adopt(filename: string, header: PacketHeader, now: number): void {
+    this.count++;
+    const key = orderKey(header.seq);
+    if (this.complete ? this.tokens.size >= this.window : key > this.top) {
+      // Beyond the window: a later scan indexes it, when its turn comes.
+      this.complete = false;
+      return;
+    }
+    if (key > this.top) this.top = key;
+    const t = this.makeToken(filename, header, now);
+    this.tokens.set(filename, t);
+    this.index(t);
+  }
+
+  /** Forget a token this runner consumed (its file is gone or going). */
+  forget(filename: string): void {
+    if (this.tokens.delete(filename)) this.count = Math.max(0, this.count - 1);
+    // Most of the window consumed, and tokens beyond it: time to scan for them.
+    if (!this.complete && this.tokens.size <= this.window / 4) this.stale = true;
+  }
+
+  /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */
+  inOrder(limit: number, skip: (t: Token) => boolean): Token[] {
+    if (!this.sorted) {
+      this.compact();
+      this.bySeq.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+      this.sorted = true;
+    }
+    // Consumed tokens collect at the front: step past them for good (head), so that a reader
+    // taking tokens one by one does not rescan them at every decision; compact now and then.
+    while (this.head < this.bySeq.length && this.tokens.get(this.bySeq[this.head]!.filename) !== this.bySeq[this.head]) this.head++;
+    if (this.head > 1024 && this.head > this.bySeq.length / 2) {
+      this.bySeq = this.bySeq.slice(this.head);
+      this.head = 0;
+    }
+    const out: Token[] = [];
+    let gone = 0;
+    for (let i = this.head; i < this.bySeq.length; i++) {
+      const t = this.bySeq[i]!;
+      if (this.tokens.get(t.filename) !== t) {
+        gone++;
+        continue;
+      }
+      if (skip(t)) continue;
+      out.push(t);
+      if (out.length >= limit) break;
+    }
+    if (gone > 64 && gone > (this.bySeq.length - this.head) / 4) this.compact();
+    return out;
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * A token: a packet in a place's jobs/, known by its number and its correlation key (the packet
+ * variable KEY, FSPL_SET_KEY); and the names net writers give token files.
+ */
+import { v4 as uuidv4 } from 'uuid';
+import type { PacketHeader } from '../../packet/index.js';
+import { readHeaderFileSync } from '../../queue.js';
+
+export const KEY_VAR = 'KEY';
+
+/** A token waiting in a place. */
+export interface Token {
+  place: string;
+  filename: string;
+  /** Absolute path of the job file. */
+  path: string;
+  seq: bigint;
+  /** The correlation key: the packet's KEY variable, or PLACE-SEQ for a token that came without. */
+  key: string;
+  header: PacketHeader;
+  /** When this runner first saw it (ms since the epoch). */
+  seen: number;
+}
+
+export function tokenKey(place: string, header: PacketHeader): string {
+  if (header.cmd.kind === 'Command') {
+    for (const [k, v] of header.cmd.env) if (Buffer.from(k).toString() === KEY_VAR) return Buffer.from(v).toString();
+  }
+  return `${place}-${header.seq}`;
+}
+
+/** What a new token carries: its kind, key, variables and params. */
+export interface TokenContent {
+  kind?: 'Command' | 'NOP';
+  /** Variables without the FSPL_SET_ prefix; KEY among them. */
+  env?: Array<[Uint8Array, Uint8Array]>;
+  params?: Uint8Array[];
+  /**
+   * Where the payload comes from: a file, the payloads of tokens (one after the other), a
+   * descriptor (read from its position), or none.
+   */
+  payload?: { path: string } | { tokens: string[] } | { fd: number };
+}
+
+/**
+ * A token as the place index keeps it. Its header may be dropped to save memory while the token
+ * is far from the head of the place (see TokenIndex.bound); reading `header` then reads it from
+ * the file again.
+ */
+export class IndexedToken implements Token {
+  readonly place: string;
+  readonly filename: string;
+  readonly seq: bigint;
+  /** seq as orderKey() writes it. */
+  readonly order: string;
+  readonly key: string;
+  readonly seen: number;
+  readonly nop: boolean;
+  private readonly jobsDir: string;
+  private kept: PacketHeader | undefined;
+
+  constructor(place: string, jobsDir: string, filename: string, header: PacketHeader, seen: number) {
+    this.place = place;
+    this.jobsDir = jobsDir;
+    this.filename = filename;
+    this.seq = header.seq;
+    this.order = orderKey(header.seq);
+    this.key = tokenKey(place, header);
+    this.seen = seen;
+    this.nop = header.cmd.kind === 'NOP';
+    this.kept = header;
+  }
+
+  get path(): string {
+    return `${this.jobsDir}/${this.filename}`;
+  }
+
+  get header(): PacketHeader {
+    this.kept ??= readHeaderFileSync(this.path);
+    return this.kept;
+  }
+
+  dropHeader(): void {
+    this.kept = undefined;
+  }
+}
+
+/** Whether a token is a NOP (known without its header for indexed tokens). */
+export function isNop(t: Token): boolean {
+  return t instanceof IndexedToken ? t.nop : t.header.cmd.kind === 'NOP';
+}
+
+/** A sequence number as a string that sorts as the number does (a u64 has at most 20 digits). */
+export function orderKey(seq: bigint): string {
+  return seq.toString().padStart(20, '0');
+}
+
+/**
+ * The name a net writer gives a token: fspl-NUMBER-UUID.fspl, NUMBER its sequence number as
+ * orderKey() writes it. To any Filespooler reader it is a job file like another (fspl-*.fspl);
+ * to a reader of the place, a directory listing tells where each token stands in the order
+ * without opening it, which is what lets a reader index only the lowest numbers of a place that
+ * holds many tokens. Files named otherwise (fspl-UUID.fspl, from queue-write) have their header
+ * read once; a name whose number is not its header's is found out when it is read, and from
+ * then on placed by its header.
+ */
+export function numberedName(seq: bigint, id: string = uuidv4()): string {
+  return `fspl-${orderKey(seq)}-${id}.fspl`;
+}
+
+const NUMBERED = /^fspl-\d{20}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.fspl$/;
+
+/** The order key a numbered name carries. */
+export function nameOrder(name: string): string | undefined {
+  return name.length === 67 && NUMBERED.test(name) ? name.slice(5, 25) : undefined;
+}
+
+/** A token being written by a net writer: jobs/net-*.part. */
+export function isPartName(name: string): boolean {
+  return name.startsWith('net-') && name.endsWith('.part');
+}

@@ -1,0 +1,170 @@
+/**
+ * The failure policy: what becomes of a finished firing once its turn to commit has come. It
+ * succeeds (its outputs are committed), is retried on the same tokens, puts error tokens into its
+ * transition's error place, or stops its transition (the tokens stay). A NOP commits with no
+ * outputs; a firing whose token vanished, or that the run abandoned, is dropped.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../../log.js';
+import type { TransitionSpec } from '../model/model.js';
+import type { Place } from '../place/place.js';
+import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
+import type { OutputSource, RanOutcome } from './firing.js';
+import type { NetEvent } from './options.js';
+import type { Firing, TransitionRun } from './state.js';
+
+const HISTORY = 20;
+const RETRY_DELAY_MS = 200;
+
+/** What the policy needs of the run. */
+export interface OutcomeContext {
+  readonly log: Logger;
+  /** Where failed firings' stderr is kept. */
+  readonly logsDir: string;
+  /** Firings committed and failed for good, over the run. */
+  readonly totals: { fired: number; failed: number };
+  stopping(): boolean;
+  transition(name: string): TransitionRun;
+  place(name: string): Place;
+  firings(): Iterable<Firing>;
+  /** Commit through the journal (commit.ts); false: try later. */
+  commit(firing: string, t: TransitionSpec, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[]): Array<{ place: string; seq: bigint }> | false;
+  /** Forget a firing: its staging goes (unless removeDir is false), its tokens are free again. */
+  drop(f: Firing, removeDir?: boolean): void;
+  /** Launch the firing again after this many ms (unless the run stops meanwhile). */
+  retryAfter(f: Firing, ms: number): void;
+  emit(e: NetEvent): void;
+}
+
+/** Resolve a finished firing; true when it is gone from the set. */
+export function resolve(ctx: OutcomeContext, f: Firing): boolean {
+  const o = f.outcome!;
+  const run = ctx.transition(f.transition.name);
+  // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
+  const vanished = f.tokens.find((t) => !fs.existsSync(t.path));
+  if (vanished) {
+    ctx.log.warn('net', `${f.transition.name}: token ${vanished.filename} of place ${vanished.place} vanished while it fired; its firing is dropped`);
+    ctx.place(vanished.place).markDirty();
+    ctx.drop(f);
+    return true;
+  }
+  if ('nop' in o) {
+    if (ctx.commit(f.id, f.transition, [], f.tokens) === false) return false;
+    ctx.drop(f, false);
+    return true;
+  }
+  if (o.abandoned) {
+    ctx.drop(f);
+    return true;
+  }
+  if (o.ok) return succeed(ctx, run, f, o);
+  // Failed. While the run stops, a failure may be the stop itself: the token stays, untouched.
+  if (ctx.stopping()) {
+    ctx.drop(f);
+    return true;
+  }
+  return fail(ctx, run, f, o);
+}
+
+function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {
+  const outputs = [...o.outputs].map(([place, src]) => ({ place, content: content(f, src) }));
+  const committed = ctx.commit(f.id, f.transition, outputs, f.tokens);
+  if (committed === false) return false;
+  run.fired++;
+  ctx.totals.fired++;
+  run.lastFired = Date.now();
+  run.monitor.fired(run.lastFired, o.durationMs);
+  remember(run, f, o);
+  ctx.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
+  ctx.drop(f);
+  return true;
+}
+
+/** A failure: retried while attempts remain, else error tokens, else the transition stops. */
+function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {
+  const willRetry = f.attempt <= f.transition.retries && !ctx.stopping();
+  run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
+  ctx.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
+  ctx.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
+  if (willRetry) {
+    run.retried++;
+    f.outcome = undefined;
+    f.running = true; // holds its worker while it waits to be retried
+    fs.rmSync(f.dir, { recursive: true, force: true });
+    ctx.retryAfter(f, RETRY_DELAY_MS * f.attempt);
+    return false;
+  }
+  run.failed++;
+  ctx.totals.failed++;
+  remember(run, f, o);
+  const log = keepLog(ctx, f, o);
+  if (run.monitor.lastFailure) run.monitor.lastFailure.log = log;
+  const errorPlace = f.transition.error;
+  if (errorPlace) return toErrorPlace(ctx, f, o, errorPlace, log);
+  // No error place: the token stays, and this transition stops; the others go on.
+  run.stopped = { reason: `${o.reason ?? 'failed'} (key ${f.key})`, log, at: Date.now() };
+  ctx.log.error('net', `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`);
+  ctx.emit({ type: 'stopped', transition: f.transition.name, reason: run.stopped.reason, log });
+  ctx.drop(f);
+  // Firings of this transition after it give their tokens back.
+  for (const g of [...ctx.firings()]) if (g.transition === f.transition && !g.running) ctx.drop(g);
+  return true;
+}
+
+/** One error token per input token, carrying why the firing failed. */
+function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace: string, log: string): boolean {
+  const extra: Array<[string, string]> = [
+    ['ERROR_TRANSITION', f.transition.name],
+    ['ERROR_REASON', o.reason ?? 'failed'],
+    ['ERROR_STATUS', o.status === undefined ? '' : String(o.status)],
+    ['ERROR_STDERR', o.stderrTail],
+    ['ERROR_LOG', log],
+  ];
+  const outputs = f.tokens.map((tok) => ({
+    place: errorPlace,
+    content: { env: inherited([tok], tok.key, extra), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
+  }));
+  if (ctx.commit(f.id, f.transition, outputs, f.tokens) === false) return false;
+  ctx.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
+  ctx.drop(f);
+  return true;
+}
+
+function remember(run: TransitionRun, f: Firing, o: RanOutcome): void {
+  run.history.push({ firing: f.id, key: f.key, at: Date.now(), ms: o.durationMs, ok: o.ok, reason: o.reason });
+  if (run.history.length > HISTORY) run.history.shift();
+}
+
+function content(f: Firing, src: OutputSource): TokenContent {
+  return { env: inherited(f.tokens, f.key), payload: src };
+}
+
+/** The variables an output token carries: the inputs' FSPL_SET_* (first input first), KEY set. */
+function inherited(tokens: Token[], key: string, extra: Array<[string, string]> = []): Array<[Uint8Array, Uint8Array]> {
+  const out = new Map<string, Uint8Array>();
+  for (const tok of tokens) {
+    if (tok.header.cmd.kind !== 'Command') continue;
+    for (const [k, v] of tok.header.cmd.env) {
+      const name = Buffer.from(k).toString();
+      if (!out.has(name)) out.set(name, v);
+    }
+  }
+  out.set(KEY_VAR, Buffer.from(key));
+  for (const [k, v] of extra) out.set(k, Buffer.from(v));
+  return [...out].map(([k, v]) => [Buffer.from(k), v]);
+}
+
+/** Keep a failed firing's stderr in the logs; returns the log's path. */
+function keepLog(ctx: OutcomeContext, f: Firing, o: RanOutcome): string {
+  const dir = path.join(ctx.logsDir, f.transition.name);
+  fs.mkdirSync(dir, { recursive: true });
+  const log = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`);
+  try {
+    if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log);
+    else fs.writeFileSync(log, `${o.reason ?? ''}\n`);
+  } catch (err) {
+    ctx.log.warn('net', `Cannot keep the log of a failed firing: ${(err as Error).message}`);
+  }
+  return log;
+}

@@ -1,0 +1,125 @@
+/**
+ * What a run keeps in memory about its firings and its transitions (nothing here is durable: a
+ * crash loses it, and recovery needs none of it).
+ */
+import type { TransitionSpec } from '../model/model.js';
+import type { LiveState } from '../observe/live.js';
+import { TransitionMonitor } from '../observe/metrics.js';
+import { transitionState } from '../plan/marking.js';
+import { DEFAULT_SERVICE_MS, type TransitionState } from '../plan/scheduler.js';
+import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
+import type { Token } from '../place/token.js';
+import type { FiringOutcome } from './firing.js';
+
+/** A firing from its start to its commit. */
+export interface Firing {
+  id: string;
+  transition: TransitionSpec;
+  key: string;
+  tokens: Token[];
+  attempt: number;
+  started: number;
+  dir: string;
+  outcome?: FiringOutcome;
+  /** Ordinal among the transition's firings, for commit order. */
+  ordinal: number;
+  running: boolean;
+}
+
+export interface TransitionRun {
+  spec: TransitionSpec;
+  running: number;
+  stopped?: { reason: string; log: string; at: number };
+  /** Recent service times (ms), for the allocation. */
+  service: ServiceTimeEstimator;
+  fired: number;
+  failed: number;
+  retried: number;
+  lastFired?: number;
+  nextOrdinal: number;
+  history: Array<{ firing: string; key: string; at: number; ms: number; ok: boolean; reason?: string }>;
+  monitor: TransitionMonitor;
+}
+
+/** The run as the live state shows it (observe/live.ts): its transitions, and each place's token count. */
+export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, startedAt: number, now: number, stopping: boolean, placeCounts: Array<[string, number]>): LiveState {
+  return {
+    pid: process.pid,
+    startedAt,
+    updatedAt: now,
+    stopping,
+    transitions: Object.fromEntries(
+      [...runs].map((r) => [
+        r.spec.name,
+        {
+          running: r.running,
+          waiting: [...firings].filter((f) => f.transition === r.spec && !f.running).length,
+          fired: r.fired,
+          failed: r.failed,
+          retried: r.retried,
+          lastFired: r.lastFired,
+          stopped: r.stopped,
+          serviceTimes: r.service.count ? r.service.samples() : [],
+          history: r.history,
+          rates: r.monitor.snapshot(now),
+          lastFailure: r.monitor.lastFailure,
+        },
+      ]),
+    ),
+    places: Object.fromEntries(placeCounts),
+  };
+}
+
+/** A transition of the run before its first firing. */
+export function newTransitionRun(spec: TransitionSpec): TransitionRun {
+  return { spec, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() };
+}
+
+/** The transitions as the scheduler sees them (all stopped while the run stops). */
+export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean): Map<string, TransitionState> {
+  const m = new Map<string, TransitionState>();
+  for (const r of runs) {
+    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, !!r.stopped || stopping, r.service.samples()));
+  }
+  return m;
+}
+
+/** How often the live state is written at most (ms). */
+export const LIVE_EVERY_MS = 500;
+
+/**
+ * A task run at most every `everyMs`: asked sooner, it runs once that time is up, so that the last
+ * change shows even if nothing asks again (the live state when the run goes quiet).
+ */
+export class Throttled {
+  private last = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly everyMs: number,
+    private readonly task: (now: number) => void,
+  ) {}
+
+  /** Run the task now if it last ran long enough ago (or force), else once that time is up. */
+  run(force = false): void {
+    const now = Date.now();
+    if (!force && now - this.last < this.everyMs) {
+      // Written later all the same, so the last change shows even if the run then goes quiet.
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        this.run(true);
+      }, this.everyMs - (now - this.last)).unref();
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.last = now;
+    this.task(now);
+  }
+
+  /** Forget a pending run. */
+  cancel(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

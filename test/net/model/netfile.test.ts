@@ -1,0 +1,148 @@
+/** Net files: every kind of error with file:line:column, warnings, and the DOT drawing. */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { NetFileError, Net, parseNetText } from 'filespooler';
+import { describeIfPresent } from '../../gate.js';
+import { netDir, runFspl } from '../helpers.js';
+import { closest, editDistance } from '../../../src/net/model/suggest.js';
+
+function problems(text: string): string[] {
+  try {
+    parseNetText(text, 'net.yaml');
+  } catch (err) {
+    expect(err).toBeInstanceOf(NetFileError);
+    return (err as NetFileError).message.split('\n');
+  }
+  throw new Error('expected an error');
+}
+
+const FIXTURES = path.resolve(__dirname, '../../fixtures/net');
+/** The worked example of docs/nets.md. */
+const VIDEO = path.resolve(__dirname, '../../../docs/nets/video/video.yaml');
+
+describe('net check: errors with file:line:column', () => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['YAML syntax', 'places:\n  a: {\n', /^net\.yaml:3:1: /],
+    ['duplicate key', 'places:\n  a: {}\n  a: {}\n', /^net\.yaml:3:3: .*[Mm]ap keys must be unique/],
+    ['unknown top-level key', 'places: {}\nplaces2: {}\n', /^net\.yaml:2:1: unknown key "places2"/],
+    ['unknown place key', 'places:\n  a: { dri: x }\n', /^net\.yaml:2:8: places\.a: unknown key "dri"/],
+    ['bad order value', 'places:\n  a: { order: random }\n', /^net\.yaml:2:15: places\.a\.order: Invalid option/],
+    ['bad capacity', 'places:\n  a: { capacity: 0 }\n', /^net\.yaml:2:18: places\.a\.capacity: /],
+    ['missing in', 'places: { a: {} }\ntransitions:\n  t: { out: a }\n', /^net\.yaml:3:3: transitions\.t\.in: missing \(required\)/],
+    ['unknown input place', 'places: { a: {} }\ntransitions:\n  t: { in: b, run: cat }\n', /^net\.yaml:3:12: Unknown place "b"/],
+    ['unknown output place', 'places: { a: {} }\ntransitions:\n  t:\n    in: a\n    out: [a, zz]\n', /^net\.yaml:5:14: Unknown place "zz"/],
+    ['unknown error place', 'places: { a: {} }\ntransitions:\n  t: { in: a, error: e }\n', /^net\.yaml:3:22: Unknown place "e"/],
+    ['bad place name', 'places:\n  9a: {}\n', /^net\.yaml:2:3: Invalid place name "9a"/],
+    ['bad transition name', 'places: { a: {} }\ntransitions:\n  my-t: { in: a }\n', /^net\.yaml:3:3: Invalid transition name "my-t"/],
+    ['one-of with one place', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-of: [b] } }\n', /^net\.yaml:3:38: transitions\.t\.out\.one-of: Too small/],
+    ['batch in a merge', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: [{ place: a, take: 2 }, b], run: x }\n', /^net\.yaml:3:12: An and-merge takes one token of each place/],
+    ['negative retries', 'places: { a: {} }\ntransitions:\n  t: { in: a, retries: -1 }\n', /^net\.yaml:3:24: transitions\.t\.retries: /],
+    ['run of the wrong type', 'places: { a: {} }\ntransitions:\n  t: { in: a, run: 3 }\n', /^net\.yaml:3:20: transitions\.t\.run: not a valid value/],
+    ['same input twice', 'places: { a: {} }\ntransitions:\n  t: { in: [a, a], run: x }\n', /^net\.yaml:3:16: Place "a" is an input twice/],
+    ['name used twice', 'places: { t: {} }\ntransitions:\n  t: { in: t, run: x }\n', /^net\.yaml:3:3: "t" names both a place and a transition/],
+    ['xor without run', 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, out: { one-of: [b, c] } }\n', /^net\.yaml:3:20: Without run/],
+  ];
+  for (const [what, text, expected] of cases) {
+    test(what, () => {
+      const lines = problems(text);
+      expect(lines.some((l) => expected.test(l)), lines.join('\n')).toBe(true);
+    });
+  }
+
+  test('the CLI prints every problem, one per line, and exits 2; a good file exits 0 with its warnings', async () => {
+    const dir = netDir();
+    const bad = path.join(dir, 'bad.yaml');
+    fs.writeFileSync(bad, 'places:\n  a: { dri: x }\ntransitions:\n  t: { in: b }\n');
+    const r = await runFspl(['net', 'check', bad]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`^${bad}:2:8: places\\.a: unknown key "dri"; did you mean "dir"\\?\\n$`));
+    fs.writeFileSync(bad, 'places: { a: {} }\ntransitions:\n  t: { in: b }\n');
+    const r2 = await runFspl(['net', 'check', bad]);
+    expect(r2.status).toBe(2);
+    expect(r2.stderr).toBe(`${bad}:3:12: Unknown place "b"\n`);
+    const missing = await runFspl(['net', 'check', path.join(dir, 'nope.yaml')]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/nope\.yaml:1:1: cannot read the net file/);
+    const good = await runFspl(['net', 'check', VIDEO]);
+    expect(good.status).toBe(0);
+    expect(good.stdout).toMatch(/ok: 9 places, 6 transitions/);
+  });
+});
+
+describe('net check: did you mean ...?', () => {
+  const cases: Array<[string, string, string[]]> = [
+    ['a misspelt transition key', 'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n', ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?']],
+    ['a misspelt place key (two letters swapped)', 'places:\n  a: { dri: x }\n', ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?']],
+    ['a misspelt top-level key', 'stat: s\nplaces: { a: {} }\n', ['net.yaml:1:1: unknown key "stat"; did you mean "state"?']],
+    ['a misspelt key of an input arc', 'places: { a: {} }\ntransitions:\n  t: { in: { place: a, tkae: 2 } }\n', ['net.yaml:3:24: transitions.t.in: unknown key "tkae"; did you mean "take"?']],
+    ['a misspelt key of a branch', 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-off: [b, c] } }\n', ['net.yaml:3:30: transitions.t.out: unknown key "one-off"; did you mean "one-of"?']],
+    ['two unknown keys: one line each, at each key', 'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n', ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"']],
+    ['a misspelt place in in, out and error', 'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n', ['net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:3:32: Unknown place "doen"; did you mean "done"?', 'net.yaml:3:46: Unknown place "faild"; did you mean "failed"?']],
+    ['a transition named where a place belongs', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: b }\n  u: { in: t, run: x }\n', ['net.yaml:4:12: Unknown place "t" ("t" is a transition: arcs name places)']],
+    ['nothing close: no guess', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: c, run: x, colour: red }\n', ['net.yaml:3:23: transitions.t: unknown key "colour"']],
+  ];
+  for (const [what, text, expected] of cases) {
+    test(what, () => {
+      expect(problems(text)).toEqual(expected);
+    });
+  }
+
+  test('edit distance counts a swap of neighbours as one edit; guesses need 1 or 2 edits, fewer for short words', () => {
+    expect([editDistance('retrys', 'retries'), editDistance('dri', 'dir'), editDistance('', 'ab'), editDistance('kitten', 'sitting')]).toEqual([2, 1, 2, 3]);
+    expect(closest('retrys', ['in', 'out', 'retries', 'run'])).toBe('retries');
+    expect(closest('rn', ['in', 'run'])).toBe('run');
+    expect(closest('x', ['a', 'b'])).toBeUndefined();
+    expect(closest('worker', ['workers'])).toBe('workers');
+    expect(closest('timeout', ['timeout'])).toBeUndefined();
+    expect(closest('abcdef', ['uvwxyz'])).toBeUndefined();
+  });
+});
+
+describe('net check: warnings', () => {
+  test('a place read by two transitions, sources, sinks, unreachable parts', () => {
+    const net = new Net(
+      parseNetText(
+        `
+places: { in: {}, shared: {}, x: {}, y: {}, island: {}, island2: {}, out: {} }
+transitions:
+  first: { in: in, run: cat, out: shared }
+  r1: { in: shared, run: cat, out: x }
+  r2: { in: shared, run: cat, out: y }
+  loop: { in: [island, island2], run: cat, out: island2 }
+  sinkit: { in: x, run: cat, out: out }
+`,
+        '/tmp/net.yaml',
+      ),
+    );
+    const w = net.check().map((x) => `${x.kind} ${x.name}`);
+    expect(w).toContain('shared-input shared');
+    expect(w).toContain('source in');
+    expect(w).toContain('source island');
+    expect(w).toContain('sink y');
+    expect(w).toContain('sink out');
+    expect(w).toContain('unreachable island2');
+    expect(w).toContain('unreachable loop');
+    expect(w).not.toContain('unreachable x');
+  });
+});
+
+describe('net dot', () => {
+  test('the drawing of the video net is stable (golden file)', async () => {
+    const r = await runFspl(['net', 'dot', VIDEO]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(fs.readFileSync(path.join(FIXTURES, 'video.dot'), 'utf8'));
+  });
+
+  const hasDot = spawnSync('dot', ['-V']).status === 0;
+  describeIfPresent('dot -Tsvg', hasDot ? [] : ['graphviz (dot)'], { what: 'graphviz check', note: 'apt-get install graphviz' }, () => {
+    test('Graphviz accepts the drawing', async () => {
+      const r = await runFspl(['net', 'dot', VIDEO]);
+      const svg = spawnSync('dot', ['-Tsvg'], { input: r.stdout });
+      expect(svg.status, String(svg.stderr)).toBe(0);
+      expect(String(svg.stdout)).toMatch(/<svg/);
+      expect(String(svg.stdout)).toContain('stabilize');
+    });
+  });
+});

@@ -1,0 +1,177 @@
+/** The monitoring figures: rates, ages, p95 and failures on synthetic histories; the status as Prometheus text; the live colouring of the drawing. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { liveDotState, netToDot } from '../../../src/net/observe/dot.js';
+import { FAILING_FOR_MS, isFailing, netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor } from '../../../src/net/observe/metrics.js';
+import { loadNetFile } from '../../../src/net/model/netfile.js';
+import type { NetStatusReport } from '../../../src/net/status.js';
+import { dotToSvg } from '../../../src/net/observe/svg.js';
+import { parseExposition } from './prometheus-reader.js';
+
+const FIXTURES = path.resolve(__dirname, '../../fixtures/net');
+const VIDEO = path.resolve(__dirname, '../../../docs/nets/video/video.yaml');
+const T0 = 1_700_000_000_000; // a whole second
+
+describe('TransitionMonitor', () => {
+  test('firing rates over 1 and 15 minutes follow the history', () => {
+    const m = new TransitionMonitor();
+    // One firing a second for 2 minutes, then silence.
+    for (let s = 0; s < 120; s++) m.fired(T0 + s * 1000, 10);
+    let r = m.snapshot(T0 + 119_500);
+    expect(r.perMinute1).toBe(60);
+    expect(r.perMinute15).toBe(120 / 15);
+    r = m.snapshot(T0 + 150_000); // the last minute holds seconds 91..119
+    expect(r.perMinute1).toBe(29);
+    r = m.snapshot(T0 + 180_000 + 120_000); // 3 minutes after the last one
+    expect(r.perMinute1).toBe(0);
+    expect(r.perMinute15).toBe(8);
+    r = m.snapshot(T0 + 16 * 60_000 + 120_000); // beyond 15 minutes
+    expect(r.perMinute15).toBe(0);
+  });
+
+  test('mean and nearest-rank p95 of the service times', () => {
+    const m = new TransitionMonitor();
+    expect(m.snapshot(T0).meanServiceMs).toBeUndefined();
+    expect(m.snapshot(T0).p95ServiceMs).toBeUndefined();
+    for (let i = 1; i <= 100; i++) m.fired(T0 + i, i * 10); // 10, 20, ... 1000 ms
+    const r = m.snapshot(T0 + 200);
+    expect(r.meanServiceMs).toBe(505);
+    expect(r.p95ServiceMs).toBe(950);
+    // A single slow outlier among many fast ones moves the mean, not the p95.
+    const n = new TransitionMonitor();
+    for (let i = 0; i < 99; i++) n.fired(T0, 100);
+    n.fired(T0, 100_000);
+    expect(n.snapshot(T0).p95ServiceMs).toBe(100);
+    expect(n.snapshot(T0).meanServiceMs).toBeCloseTo(1099, 6);
+  });
+
+  test('failures: their rate and the last one, stderr trimmed to its end', () => {
+    const m = new TransitionMonitor();
+    for (let i = 0; i < 30; i++) m.failed(T0 + i * 1000, { key: `k${i}`, reason: 'exited with status 1', stderrTail: 'x' });
+    m.failed(T0 + 30_000, { key: 'last', reason: 'timed out', stderrTail: `${'a'.repeat(5000)}END` });
+    const r = m.snapshot(T0 + 30_000);
+    expect(r.failedPerMinute15).toBeCloseTo(31 / 15, 10);
+    expect(r.perMinute1).toBe(0);
+    expect(m.lastFailure).toMatchObject({ at: T0 + 30_000, key: 'last', reason: 'timed out' });
+    expect(m.lastFailure!.stderrTail.length).toBe(2048);
+    expect(m.lastFailure!.stderrTail.endsWith('END')).toBe(true);
+  });
+
+  test('failing: stopped, or an attempt failed in the last 5 minutes', () => {
+    expect(isFailing({}, T0)).toBe(false);
+    expect(isFailing({ stopped: { reason: 'x' } }, T0)).toBe(true);
+    expect(isFailing({ lastFailure: { at: T0 } }, T0 + FAILING_FOR_MS - 1)).toBe(true);
+    expect(isFailing({ lastFailure: { at: T0 } }, T0 + FAILING_FOR_MS)).toBe(false);
+    expect(isFailing({ lastFailure: { at: T0 + 5000 } }, T0)).toBe(true); // a clock stepped back
+  });
+});
+
+/** A report as netStatus makes it, with fixed figures. */
+function report(): NetStatusReport {
+  const t = (name: string, over: Partial<NetStatusReport['transitions'][number]> = {}): NetStatusReport['transitions'][number] => ({
+    name,
+    running: 0,
+    waiting: 0,
+    fired: 0,
+    failed: 0,
+    retried: 0,
+    waitingMerges: 0,
+    perMinute1: 0,
+    perMinute15: 0,
+    failedPerMinute15: 0,
+    failing: false,
+    serviceTimes: [],
+    history: [],
+    ...over,
+  });
+  return {
+    net: '/nets/video.yaml',
+    state: 'running',
+    live: true,
+    pid: 42,
+    updatedAt: T0,
+    startedAt: T0 - 60_000,
+    at: T0,
+    places: [
+      { name: 'inbox', dir: '/p/inbox', role: 'source', exists: true, tokens: 3, oldestAgeMs: 12_500, stuck: 0, next: 7n },
+      { name: 'decoded', dir: '/p/decoded', role: 'inner', exists: true, tokens: 8, oldestAgeMs: 1500, capacity: 10, fill: 0.8, stuck: 0 },
+      { name: 'shaky', dir: '/p/shaky', role: 'inner', exists: true, tokens: 1, oldestAgeMs: 600_000, stuck: 1 },
+      { name: 'audio', dir: '/p/audio', role: 'inner', exists: false, problem: 'no queue at /p/audio', tokens: 0, stuck: 0 },
+    ],
+    transitions: [
+      t('decode', { running: 2, fired: 120, perMinute1: 30, perMinute15: 8, meanServiceMs: 1500, p95ServiceMs: 4000, sinceLastFiredMs: 2000, lastFiredAt: T0 - 2000 }),
+      t('stabilize', { fired: 3, failed: 2, retried: 4, failing: true, stopped: { reason: 'exited with status 1 (key a"b)', log: '/s/logs/x', at: T0 } }),
+      t('mux'),
+    ],
+    stuck: [{ place: 'shaky', seq: 4n, key: 'clip-4', reason: 'stabilize stopped' }],
+  };
+}
+
+describe('the status as Prometheus text', () => {
+  test('every line is valid text format 0.0.4, with the figures of the report', () => {
+    const text = netMetricsText(report());
+    const families = parseExposition(text); // throws on any bad line
+    const value = (name: string, labels: Record<string, string> = {}) => {
+      const f = families.find((x) => name.startsWith(x.name));
+      const s = f?.samples.find((x) => x.name === name && x.labels.length === Object.keys(labels).length && x.labels.every(([k, v]) => labels[k] === v));
+      return s?.value;
+    };
+    expect(value('fspl_net_live')).toBe('1');
+    expect(value('fspl_net_state', { state: 'running' })).toBe('1');
+    expect(value('fspl_net_state', { state: 'stuck' })).toBe('0');
+    expect(value('fspl_net_stuck_tokens')).toBe('1');
+    expect(value('fspl_net_place_tokens', { place: 'decoded' })).toBe('8');
+    expect(value('fspl_net_place_oldest_token_age_seconds', { place: 'inbox' })).toBe('12.5');
+    expect(value('fspl_net_place_oldest_token_age_seconds', { place: 'audio' })).toBeUndefined();
+    expect(value('fspl_net_place_present', { place: 'audio' })).toBe('0');
+    expect(value('fspl_net_place_capacity', { place: 'decoded' })).toBe('10');
+    expect(value('fspl_net_place_fill_ratio', { place: 'decoded' })).toBe('0.8');
+    expect(value('fspl_net_transition_fired_total', { transition: 'decode' })).toBe('120');
+    expect(value('fspl_net_transition_firings_per_minute', { transition: 'decode', window: '1m' })).toBe('30');
+    expect(value('fspl_net_transition_firings_per_minute', { transition: 'decode', window: '15m' })).toBe('8');
+    expect(value('fspl_net_transition_service_seconds_p95', { transition: 'decode' })).toBe('4');
+    expect(value('fspl_net_transition_service_seconds_mean', { transition: 'mux' })).toBeUndefined();
+    expect(value('fspl_net_transition_failing', { transition: 'stabilize' })).toBe('1');
+    expect(value('fspl_net_transition_stopped', { transition: 'stabilize' })).toBe('1');
+    expect(value('fspl_net_transition_seconds_since_last_firing', { transition: 'decode' })).toBe('2');
+    expect(families.find((f) => f.name === 'fspl_net_transition_fired_total')?.type).toBe('counter');
+    // Every family is declared once, with HELP and TYPE.
+    expect(new Set(families.map((f) => f.name)).size).toBe(netMetricFamilies(report()).length);
+    expect(families.every((f) => f.help && f.type)).toBe(true);
+  });
+
+  test('the JSON form writes bigints as strings', () => {
+    const j = netStatusJson(report()) as { places: Array<{ next?: string }>; stuck: Array<{ seq: string }> };
+    expect(j.places[0]!.next).toBe('7');
+    expect(j.stuck[0]!.seq).toBe('4');
+  });
+});
+
+describe('the live drawing', () => {
+  const net = loadNetFile(VIDEO);
+  const state = () => {
+    const r = report();
+    // The video net's own places and transitions, with the fixed figures above where names match.
+    r.places.push({ name: 'failed', dir: '/p/failed', role: 'error', exists: true, tokens: 2, stuck: 0 });
+    return liveDotState(r);
+  };
+
+  test('colours by the state: counts, running, stuck and missing places and failing transitions in red (golden file)', () => {
+    const s = state();
+    expect([...s.alarm!].sort()).toEqual(['audio', 'shaky', 'stabilize']);
+    expect(s.running).toEqual(new Map([['decode', 2]]));
+    const dot = netToDot(net, s);
+    expect(dot).toBe(fs.readFileSync(path.join(FIXTURES, 'video-live.dot'), 'utf8'));
+  });
+
+  test('renders to SVG in-process, every place and transition drawn with its id', async () => {
+    const svg = await dotToSvg(netToDot(net, state()));
+    expect(svg).toMatch(/^<\?xml/);
+    for (const p of net.places.keys()) expect(svg).toContain(`id="place&#45;${p}"`);
+    for (const t of net.transitions.keys()) expect(svg).toContain(`id="transition&#45;${t}"`);
+    expect(svg).toContain('#ffb3b3'); // the failing transition
+    // Rendering is deterministic: the same drawing twice.
+    expect(await dotToSvg(netToDot(net, state()))).toBe(svg);
+  });
+});

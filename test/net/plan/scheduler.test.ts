@@ -1,0 +1,237 @@
+/** Pure unit tests of the scheduler (src/net/plan/scheduler.ts): no files, no clock. */
+import { describe, expect, it } from 'vitest';
+import { doneTransitions, schedule, type PlaceState, type SchedulerInput, type TokenRef, type TransitionState } from '../../../src/net/plan/scheduler.js';
+
+function tok(seq: number, opts: { key?: string; seen?: number; nop?: boolean } = {}): TokenRef {
+  return { filename: `f${seq}`, seq: BigInt(seq), key: opts.key ?? `k${seq}`, seen: opts.seen ?? 0, nop: opts.nop ?? false };
+}
+
+function place(name: string, tokens: TokenRef[], opts: Partial<PlaceState> = {}): PlaceState {
+  return { name, order: 'sequence', next: tokens.length ? tokens[0]!.seq : 1n, tokens, count: tokens.length, incoming: 0, ...opts };
+}
+
+function trans(name: string, inp: string | Array<{ place: string; take?: number; maxWait?: number }>, out: string[], opts: Partial<TransitionState> = {}): TransitionState {
+  const inputs = (typeof inp === 'string' ? [{ place: inp }] : inp).map((a) => ({ place: a.place, take: a.take ?? 1, maxWait: a.maxWait }));
+  return { name, inputs, outputs: out, inhibit: [], workers: 1, running: 0, stopped: false, serviceTimes: [], ...opts };
+}
+
+function input(places: PlaceState[], transitions: TransitionState[], extra: Partial<SchedulerInput> = {}): SchedulerInput {
+  return {
+    places: new Map(places.map((p) => [p.name, p])),
+    transitions: new Map(transitions.map((t) => [t.name, t])),
+    totalWorkers: 4,
+    freeWorkers: 4,
+    now: 0,
+    rotation: 0,
+    ...extra,
+  };
+}
+
+const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+const seqsOf = (s: { tokens: Array<{ token: TokenRef }> }) => s.tokens.map((x) => Number(x.token.seq));
+
+describe('schedule', () => {
+  it('starts up to the transition cap, on consecutive tokens in order', () => {
+    const r = schedule(input([place('a', range(1, 11).map((i) => tok(i))), place('b', [])], [trans('t', 'a', ['b'], { workers: 3 })], { freeWorkers: 8, totalWorkers: 8 }));
+    expect(r.starts.map(seqsOf)).toEqual([[1], [2], [3]]);
+  });
+
+  it('does not start past the free workers of the pool', () => {
+    const r = schedule(input([place('a', range(1, 11).map((i) => tok(i))), place('b', [])], [trans('t', 'a', ['b'], { workers: 8 })], { freeWorkers: 2 }));
+    expect(r.starts).toHaveLength(2);
+  });
+
+  it('counts running firings against the cap', () => {
+    const r = schedule(input([place('a', range(5, 11).map((i) => tok(i))), place('b', [])], [trans('t', 'a', ['b'], { workers: 3, running: 2 })]));
+    expect(r.starts.map(seqsOf)).toEqual([[5]]);
+  });
+
+  it('waits for the next number of a sequence place: a gap stops it', () => {
+    const r = schedule(input([place('a', [tok(1), tok(2), tok(4)], { next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]));
+    expect(r.starts.map(seqsOf)).toEqual([[1], [2]]);
+    const r2 = schedule(input([place('a', [tok(2), tok(3)], { next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]));
+    expect(r2.starts).toEqual([]);
+  });
+
+  it('takes an arrival place by lowest number, gaps or not', () => {
+    const r = schedule(input([place('a', [tok(2), tok(5), tok(9)], { order: 'arrival', next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]));
+    expect(r.starts.map(seqsOf)).toEqual([[2], [5], [9]]);
+  });
+
+  it('never lets a place exceed its capacity, counting tokens there and on their way', () => {
+    // b holds 1 and one firing already writes there: with capacity 3 one more may start.
+    const r = schedule(input([place('a', range(1, 11).map((i) => tok(i))), place('b', [tok(1)], { capacity: 3, incoming: 1 })], [trans('t', 'a', ['b'], { workers: 8, running: 1 })], { freeWorkers: 8, totalWorkers: 9 }));
+    expect(r.starts).toHaveLength(1);
+    const full = schedule(input([place('a', [tok(1)]), place('b', [tok(1), tok(2)], { capacity: 2 })], [trans('t', 'a', ['b'], { workers: 8 })]));
+    expect(full.starts).toEqual([]);
+  });
+
+  it('lets a producer start while the reader of the place holds its token (the commit waits for room)', () => {
+    // b (capacity 1) holds one token that u has claimed: t may start, its output replaces it.
+    const ts = [trans('t', 'a', ['b'], { workers: 4 }), trans('u', 'b', ['c'], { running: 1 })];
+    const r = schedule(input([place('a', [tok(1), tok(2)]), place('b', [], { count: 1, claimed: 1, capacity: 1 }), place('c', [])], ts));
+    expect(r.starts.map((s) => s.transition)).toEqual(['t']);
+    // An unclaimed token there, or one already on its way: no start.
+    expect(schedule(input([place('a', [tok(1)]), place('b', [tok(5)], { capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
+    expect(schedule(input([place('a', [tok(1)]), place('b', [], { count: 1, claimed: 1, incoming: 1, capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
+  });
+
+  it('capacity holds over random markings (property)', () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let round = 0; round < 300; round++) {
+      const cap = 1 + rnd(4);
+      const count = rnd(cap + 1);
+      const incoming = rnd(cap + 1 - count);
+      const a = place('a', range(1, 2 + rnd(10)).map((i) => tok(i)));
+      const b = place('b', range(1, count + 1).map((i) => tok(i)), { capacity: cap, incoming });
+      const c = place('c', [], { capacity: 1 + rnd(3) });
+      const ts = [trans('t', 'a', ['b'], { workers: 1 + rnd(6) }), trans('u', 'b', ['c'], { workers: 1 + rnd(6) })];
+      const r = schedule(input([a, b, c], ts, { freeWorkers: 1 + rnd(8), totalWorkers: 8 }));
+      const into = (p: PlaceState, name: string) => p.count + p.incoming + r.starts.filter((s) => ts.find((t) => t.name === s.transition)!.outputs.includes(name)).length;
+      expect(into(b, 'b')).toBeLessThanOrEqual(Math.max(cap, count + incoming));
+      expect(into(c, 'c')).toBeLessThanOrEqual(c.capacity!);
+    }
+  });
+
+  it('does not start an inhibited transition, and starts it once the place is empty', () => {
+    const a = place('a', [tok(1)]);
+    const b = place('b', []);
+    const t = trans('t', 'a', ['b'], { inhibit: ['pause'] });
+    expect(schedule(input([a, b, place('pause', [tok(1)])], [t])).starts).toEqual([]);
+    // Claimed but not yet consumed counts too: count, not the unclaimed tokens.
+    expect(schedule(input([a, b, place('pause', [], { count: 1 })], [t])).starts).toEqual([]);
+    expect(schedule(input([a, b, place('pause', [])], [t])).starts.map(seqsOf)).toEqual([[1]]);
+  });
+
+  it('matches an and-merge by key, the rest waiting', () => {
+    const l = place('l', [tok(1, { key: 'x' }), tok(2, { key: 'y' })], { order: 'arrival' });
+    const r = place('r', [tok(1, { key: 'y' }), tok(2, { key: 'z' })], { order: 'arrival' });
+    const res = schedule(input([l, r, place('o', [])], [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })]));
+    expect(res.starts).toHaveLength(1);
+    expect(res.starts[0]!.tokens.map((x) => [x.place, x.token.key])).toEqual([
+      ['l', 'y'],
+      ['r', 'y'],
+    ]);
+  });
+
+  it('consumes NOP tokens at the head without a worker, and not behind a gap', () => {
+    const a = place('a', [tok(1, { nop: true }), tok(2), tok(3, { nop: true }), tok(4)]);
+    const r = schedule(input([a, place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })], { freeWorkers: 1 }));
+    const skips = r.starts.filter((s) => s.skip);
+    const fires = r.starts.filter((s) => !s.skip);
+    expect(skips.map(seqsOf)).toEqual([[1]]);
+    expect(fires.map(seqsOf)).toEqual([[2]]);
+    const gap = schedule(input([place('a', [tok(3, { nop: true })], { next: 2n }), place('b', [])], [trans('t', 'a', ['b'])]));
+    expect(gap.starts).toEqual([]);
+  });
+
+  it('batches: N tokens in order, or what there is once the oldest has waited max-wait; wakeAt says when', () => {
+    const mk = (n: number, seen: number) => place('a', range(1, n + 1).map((i) => tok(i, { seen })));
+    const t = trans('t', [{ place: 'a', take: 10, maxWait: 0.2 }], ['b'], { workers: 4 });
+    const full = schedule(input([mk(23, 1000), place('b', [])], [t], { now: 1000 }));
+    expect(full.starts.map(seqsOf)).toEqual([range(1, 11), range(11, 21)]);
+    expect(full.wakeAt).toBe(1200); // the 3 left wait for max-wait
+    const early = schedule(input([mk(3, 1000), place('b', [])], [t], { now: 1100 }));
+    expect(early.starts).toEqual([]);
+    expect(early.wakeAt).toBe(1200);
+    const due = schedule(input([mk(3, 1000), place('b', [])], [t], { now: 1200 }));
+    expect(due.starts.map(seqsOf)).toEqual([[1, 2, 3]]);
+    const noWait = schedule(input([mk(3, 1000), place('b', [])], [trans('t', [{ place: 'a', take: 10 }], ['b'])], { now: 99_999 }));
+    expect(noWait.starts).toEqual([]);
+    expect(noWait.wakeAt).toBeUndefined();
+  });
+
+  it('shares the pool by the Jefferson objective: the heavier stage gets more workers', () => {
+    const a = place('a', range(1, 21).map((i) => tok(i)));
+    const b = place('b', range(1, 21).map((i) => tok(i)));
+    const ts = [trans('fast', 'a', ['x'], { workers: 8, serviceTimes: [10] }), trans('slow', 'b', ['y'], { workers: 8, serviceTimes: [40] })];
+    const r = schedule(input([a, b, place('x', []), place('y', [])], ts, { freeWorkers: 5, totalWorkers: 5 }));
+    const n = (t: string) => r.starts.filter((s) => s.transition === t).length;
+    expect(n('fast') + n('slow')).toBe(5);
+    expect(n('slow')).toBeGreaterThan(n('fast'));
+    expect(n('fast')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('gives workers the objective leaves over to whoever is ready (work conserving)', () => {
+    const r = schedule(input([place('a', [tok(1)]), place('b', range(1, 9).map((i) => tok(i))), place('o', [])], [trans('p', 'a', ['o'], { workers: 4 }), trans('q', 'b', ['o'], { workers: 2 })], { freeWorkers: 4 }));
+    expect(r.starts).toHaveLength(3); // p has one token, q its cap of 2
+  });
+
+  it('does not modify its input', () => {
+    const a = place('a', range(1, 5).map((i) => tok(i)));
+    const inp = input([a, place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]);
+    const before = JSON.stringify(inp, (_k, v) => (typeof v === 'bigint' ? String(v) : v instanceof Map ? [...v] : v));
+    schedule(inp);
+    expect(JSON.stringify(inp, (_k, v) => (typeof v === 'bigint' ? String(v) : v instanceof Map ? [...v] : v))).toBe(before);
+  });
+
+  it('no starvation: two transitions with equal scores and one worker both fire within a few rounds', () => {
+    // Each round: one worker, both transitions with the same queue and service time; the winner's
+    // firing ends before the next round. Both must get turns, alternately.
+    let rotation = 0;
+    const wins = new Map([
+      ['p', 0],
+      ['q', 0],
+    ]);
+    const firstWin = new Map<string, number>();
+    for (let round = 0; round < 20; round++) {
+      const r = schedule(
+        input([place('a', range(1, 6).map((i) => tok(i))), place('b', range(1, 6).map((i) => tok(i))), place('o', [])], [trans('p', 'a', ['o'], { serviceTimes: [5] }), trans('q', 'b', ['o'], { serviceTimes: [5] })], {
+          freeWorkers: 1,
+          totalWorkers: 1,
+          rotation,
+        }),
+      );
+      expect(r.starts).toHaveLength(1);
+      const w = r.starts[0]!.transition;
+      wins.set(w, wins.get(w)! + 1);
+      if (!firstWin.has(w)) firstWin.set(w, round);
+      rotation = r.rotation;
+    }
+    expect(firstWin.get('p')).toBeLessThanOrEqual(1);
+    expect(firstWin.get('q')).toBeLessThanOrEqual(1);
+    expect(wins.get('p')).toBe(10);
+    expect(wins.get('q')).toBe(10);
+  });
+
+  it('no starvation with three tied transitions and one worker: each within 3 rounds', () => {
+    let rotation = 0;
+    const last = new Map<string, number>();
+    for (let round = 0; round < 30; round++) {
+      const ts = ['p', 'q', 'r'].map((n) => trans(n, n + 'in', ['o'], { serviceTimes: [7] }));
+      const ps = ['p', 'q', 'r'].map((n) => place(n + 'in', range(1, 4).map((i) => tok(i))));
+      const r = schedule(input([...ps, place('o', [])], ts, { freeWorkers: 1, totalWorkers: 1, rotation }));
+      last.set(r.starts[0]!.transition, round);
+      rotation = r.rotation;
+      if (round >= 2) for (const n of ['p', 'q', 'r']) expect(round - (last.get(n) ?? -99)).toBeLessThan(3);
+    }
+  });
+});
+
+describe('doneTransitions', () => {
+  it('is done when nothing to fire and nothing upstream can feed it', () => {
+    const ts = new Map([
+      ['t1', trans('t1', 'a', ['b'])],
+      ['t2', trans('t2', 'b', ['c'])],
+      ['t3', trans('t3', 'c', ['d'])],
+    ]);
+    const ps = (a: number, b: number, c: number) =>
+      new Map([
+        ['a', place('a', range(1, a + 1).map((i) => tok(i)))],
+        ['b', place('b', range(1, b + 1).map((i) => tok(i)))],
+        ['c', place('c', range(1, c + 1).map((i) => tok(i)))],
+        ['d', place('d', [])],
+      ]);
+    expect([...doneTransitions(ts, ps(1, 0, 0))]).toEqual([]); // t2 and t3 will get work
+    expect([...doneTransitions(ts, ps(0, 1, 0))]).toEqual(['t1']);
+    expect([...doneTransitions(ts, ps(0, 0, 0))].sort()).toEqual(['t1', 't2', 't3']);
+    ts.set('t1', { ...ts.get('t1')!, running: 1 });
+    expect([...doneTransitions(ts, ps(0, 0, 0))]).toEqual([]);
+    ts.set('t1', { ...ts.get('t1')!, running: 0, stopped: true });
+    expect([...doneTransitions(ts, ps(3, 0, 0))].sort()).toEqual(['t1', 't2', 't3']);
+  });
+});
