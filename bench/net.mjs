@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { spliceSection } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -531,11 +532,7 @@ ${parts.join('\n')}${END}
   fs.rmSync(WORK, { recursive: true, force: true });
 }
 if (opts.splice) {
-  const old = fs.existsSync(opts.splice) ? fs.readFileSync(opts.splice, 'utf8') : '';
-  const i = old.indexOf(BEGIN);
-  const j = old.indexOf(END);
-  const next = i >= 0 && j > i ? `${old.slice(0, i)}${md.trimEnd()}${old.slice(j + END.length)}` : `${old.trimEnd()}\n\n${md}`;
-  fs.writeFileSync(opts.splice, next);
+  spliceSection(opts.splice, md, BEGIN, END);
   log(`wrote the section into ${opts.splice}`);
 }
 process.stdout.write(md);

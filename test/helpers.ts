@@ -22,3 +22,17 @@ export function tempDir(prefix = 'fspl-test-'): string {
 afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
+
+/**
+ * A small deterministic generator (xorshift32) for tests that choose kill or cut times at random:
+ * a failing run is repeated from the seed it prints.
+ */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}

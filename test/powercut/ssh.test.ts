@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net, readPacket } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
-import { FSPL_BIN } from '../helpers.js';
+import { FSPL_BIN, rng } from '../helpers.js';
 import { onPath } from '../harness/proc.js';
 import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
 import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
@@ -21,16 +21,6 @@ const CUTS = Number(process.env.FSPL_POWERCUT_CUTS ?? 30);
 const SEED = Number(process.env.FSPL_POWERCUT_SEED ?? Date.now() % 100000);
 const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 const missing = [
   ...powercutMissing(),

@@ -13,23 +13,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net, Queue, preparePacket, readPacket } from 'filespooler';
 import { IN_CI, describeIfPresent } from '../gate.js';
-import { FSPL_BIN } from '../helpers.js';
+import { FSPL_BIN, rng } from '../helpers.js';
 import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
 
 const CUTS = Number(process.env.FSPL_POWERCUT_CUTS ?? 30);
 const SEED = Number(process.env.FSPL_POWERCUT_SEED ?? Date.now() % 100000);
 const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
-
-/** A small deterministic generator, so that a failing run can be repeated (FSPL_POWERCUT_SEED). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

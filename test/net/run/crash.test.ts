@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { makeNet, sleep, spawnFspl, tokensIn } from '../helpers.js';
+import { rng } from '../../helpers.js';
 
 const TOKENS = 200;
 const KILLS = 30;
@@ -20,17 +21,6 @@ transitions:
   tr: { in: r, run: "sleep 0.0$(( RANDOM % 10 ))$(( RANDOM % 10 )); sed s/^/R:/", out: r2, workers: ${workers} }
   join: { in: [l2, r2], run: 'cat "$FSPL_IN_l2" "$FSPL_IN_r2"', out: sink, workers: ${workers} }
 `;
-}
-
-/** A small deterministic generator, so that a failing run can be repeated (FSPL_CRASH_SEED). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
 }
 
 async function crashRun(workers: number): Promise<void> {
