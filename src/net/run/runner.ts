@@ -34,7 +34,7 @@ import type { Token, TokenContent } from '../place/token.js';
 import { runAsOf } from './permissions.js';
 import { schedule, type Start } from '../plan/scheduler.js';
 import { mayCommit } from '../plan/commit-order.js';
-import { describeLeftovers, type Leftover } from '../leftovers.js';
+import { describeLeftovers, type Leftover } from '../observe/leftovers.js';
 import { writeLiveState } from '../observe/live.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */

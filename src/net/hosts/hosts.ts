@@ -16,8 +16,8 @@
  * one host; this is checked here.
  */
 import path from 'node:path';
-import { NetError } from '../errors.js';
-import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from './model/model.js';
+import { NetError } from '../../errors.js';
+import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from '../model/model.js';
 
 export interface HostConfig {
   name: string;

@@ -9,16 +9,16 @@
  * come to it from other hosts.
  */
 import path from 'node:path';
-import type { Logger } from '../log.js';
-import type { Leftover } from './leftovers.js';
-import type { NetModel } from './model/model.js';
+import type { Logger } from '../../log.js';
+import type { Leftover } from '../observe/leftovers.js';
+import type { NetModel } from '../model/model.js';
 import { hostConfig, hostView, remotePlaces } from './hosts.js';
 import { ActivityFile, activityPath, countJobs, drainPlan, judge, look, type DrainPlan, type Look, type RemoteLeftover } from './drain.js';
 import { OutboxSender } from './outbox.js';
-import { NetRunner } from './run/runner.js';
-import type { NetRunOptions, NetRunSummary } from './run/options.js';
-import { checkRunAs } from './run/permissions.js';
-import { Queue } from '../queue.js';
+import { NetRunner } from '../run/runner.js';
+import type { NetRunOptions, NetRunSummary } from '../run/options.js';
+import { checkRunAs } from '../run/permissions.js';
+import { Queue } from '../../queue.js';
 
 export interface HostRunOptions extends NetRunOptions {
   /** The host this run is (required when the net names hosts). */

@@ -34,14 +34,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { LockedError, NetError } from '../errors.js';
-import { silentLogger, type Logger } from '../log.js';
-import { Queue, type JobEntry } from '../queue.js';
-import type { SeqFile } from '../seqfile.js';
-import { JobsWatcher } from '../watch.js';
+import { LockedError, NetError } from '../../errors.js';
+import { silentLogger, type Logger } from '../../log.js';
+import { Queue, type JobEntry } from '../../queue.js';
+import type { SeqFile } from '../../seqfile.js';
+import { JobsWatcher } from '../../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
-import { sealOf } from '../packet/index.js';
-import { makeHeader, packetBytes } from '../prepare.js';
+import { sealOf } from '../../packet/index.js';
+import { makeHeader, packetBytes } from '../../prepare.js';
 
 /**
  * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special

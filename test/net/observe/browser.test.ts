@@ -10,8 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { expect, test } from 'vitest';
-import { describeIfPresent } from '../gate.js';
-import { makeNet, netDir, runFspl, spawnFspl } from './helpers.js';
+import { describeIfPresent } from '../../gate.js';
+import { makeNet, netDir, runFspl, spawnFspl } from '../helpers.js';
 
 const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);

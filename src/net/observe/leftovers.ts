@@ -3,8 +3,8 @@
  * `net status` reports. A token in a place that no transition reads (a sink, an error place) is
  * a result, not a leftover.
  */
-import { isMerge, readersOf, type NetModel } from './model/model.js';
-import type { Place } from './place/place.js';
+import { isMerge, readersOf, type NetModel } from '../model/model.js';
+import type { Place } from '../place/place.js';
 
 export interface Leftover {
   place: string;
