@@ -8,7 +8,7 @@
  */
 import { hostOf, remotePlaces, type RemotePlace } from './hosts.js';
 import { writersOf, type NetModel } from '../model/model.js';
-import { readSenderState, type SenderState } from './outbox.js';
+import { readSenderState, type SenderState } from './outbox-sender.js';
 import type { NetStatusReport } from '../observe/status.js';
 
 export interface OutboxStatus {

@@ -129,7 +129,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
   }
   const transitions: TransitionStatus[] = [...net.transitions.values()].map((t) => {
     const lt = live?.transitions[t.name];
-    const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.reason?.includes('no partner')).length : 0;
+    const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
     const serviceTimes = lt?.serviceTimes ?? [];
     const stopped = running ? lt?.stopped : undefined;
     return {
