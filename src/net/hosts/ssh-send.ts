@@ -75,6 +75,10 @@ export function packetId(filename: string): string {
  * destination; the remote command is appended). Never throws for a failed connection: the result
  * says how far it went. With no packets it is a probe: connect, find the queue, take its lock and
  * try the verifier, as a delivery would (`net check --host`).
+ *
+ * One function (about 100 lines) on purpose: the writer of frames and the reader of
+ * acknowledgements run at once on the same child and share its state (ready, stopWriting,
+ * refused, the packet acknowledged next); the finally block that ends both must see all of it.
  */
 export async function sendPackets(ssh: string[], remoteDir: string, packets: OutgoingPacket[], opts: SendOptions = {}): Promise<SendResult> {
   const [cmd, ...args] = ssh;
