@@ -4,7 +4,7 @@
  * go through here, so a net defined in JavaScript is held to the same rules as a net file.
  */
 import { NetError } from '../../errors.js';
-import { hostProblems } from '../hosts.js';
+import { hostProblems } from '../hosts/hosts.js';
 import { buildModel, type ModelProblem, type NetDefinition, type NetModel } from './model.js';
 
 export function buildNet(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {

@@ -7,7 +7,7 @@
  * batches say ×N. The output is stable: it follows the order of the net file.
  */
 import { isMerge, type NetModel } from '../model/model.js';
-import type { NetStatusReport } from '../status.js';
+import type { NetStatusReport } from './status.js';
 
 export interface DotState {
   /** Tokens per place. */

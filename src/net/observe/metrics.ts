@@ -7,7 +7,7 @@
  */
 import { formatMetrics, type MetricFamily, type Sample } from './prometheus.js';
 import { RateWindow, TransitionStats, timeSince } from './stats.js';
-import type { NetStatusReport } from '../status.js';
+import type { NetStatusReport } from './status.js';
 
 const MINUTE_MS = 60_000;
 /** A transition that failed this recently (or is stopped) is "failing". */

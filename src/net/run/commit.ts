@@ -79,7 +79,7 @@ export class Committer {
   carryOut(c: CommitRecord): void {
     this.finishCommit(c);
     for (const i of c.inputs) this.places.get(i.place)?.forget(path.basename(i.file));
-    this.journal.done(c.firing, true);
+    this.journal.done(c.firing);
   }
 
   /**
@@ -167,7 +167,7 @@ export class Committer {
       this.places.get(tok.place)!.forget(tok.filename);
       hooks.consumed(tok);
     }
-    this.journal.done(firing, true);
+    this.journal.done(firing);
     return staged.map((s) => ({ place: s.place, seq: s.seq }));
   }
 

@@ -104,14 +104,14 @@ export class Journal {
    * The commit is fully carried out. With no commit open (the runner makes one commit at a time),
    * a journal past its size limit starts again empty.
    */
-  done(firing: string, nothingOpen: boolean): void {
+  done(firing: string): void {
     // Not fsynced, and it needs none: the runner calls this only once every step of the commit is
     // durable, so should a power cut lose the record, recovery redoes a commit that is complete,
     // and each of its steps is idempotent (a renamed output already there, or since consumed, is
     // left alone). The next commit record's fsync makes it durable anyway. A truncation (below)
     // is fsynced, and comes only once every commit recorded is complete and durable.
     this.append({ t: 'done', f: firing }, false);
-    if (nothingOpen && this.size > COMPACT_BYTES) this.truncate();
+    if (this.size > COMPACT_BYTES) this.truncate();
   }
 
   /** Empty the journal: only when no commit is open. */

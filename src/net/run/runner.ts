@@ -34,7 +34,7 @@ import type { Token, TokenContent } from '../place/token.js';
 import { runAsOf } from './permissions.js';
 import { schedule, type Start } from '../plan/scheduler.js';
 import { mayCommit } from '../plan/commit-order.js';
-import { describeLeftovers, type Leftover } from '../leftovers.js';
+import { describeLeftovers, leftover, type Leftover } from '../observe/leftovers.js';
 import { writeLiveState } from '../observe/live.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
@@ -399,7 +399,7 @@ export class NetRunner {
               const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
               const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
               // Nothing can start: whatever is left waits forever, for its own reason or none in particular.
-              leftovers = describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only).map((l) => ({ ...l, reason: l.reason ?? 'can not fire' }));
+              leftovers = describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only).map((l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l));
               break;
             }
           }

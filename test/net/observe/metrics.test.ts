@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { liveDotState, netToDot } from '../../../src/net/observe/dot.js';
 import { FAILING_FOR_MS, isFailing, netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor } from '../../../src/net/observe/metrics.js';
 import { loadNetFile } from '../../../src/net/model/netfile.js';
-import type { NetStatusReport } from '../../../src/net/status.js';
+import type { NetStatusReport } from '../../../src/net/observe/status.js';
 import { dotToSvg } from '../../../src/net/observe/svg.js';
 import { parseExposition } from './prometheus-reader.js';
 

@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
-import { describeIfPresent } from '../gate.js';
-import { onPath, waitFor } from '../harness/proc.js';
-import { netnsSupport, startSyncthingPair, SYNCTHING_BIN, type SyncthingPair } from '../harness/syncthing.js';
-import { netDir, runFspl, spawnFspl, tokensIn } from './helpers.js';
+import { describeIfPresent } from '../../gate.js';
+import { onPath, waitFor } from '../../harness/proc.js';
+import { netnsSupport, startSyncthingPair, SYNCTHING_BIN, type SyncthingPair } from '../../harness/syncthing.js';
+import { netDir, runFspl, spawnFspl, tokensIn } from '../helpers.js';
 
 function missing(): string[] {
   const out = [SYNCTHING_BIN, 'unshare', 'ip'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);

@@ -15,15 +15,15 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { silentLogger, type Logger } from '../log.js';
-import { netToDot } from './observe/dot.js';
-import { hostView } from './hosts.js';
-import { addHostDetails } from './outbox-status.js';
-import { netMetricsText, netStatusJson } from './observe/metrics.js';
-import type { NetModel } from './model/model.js';
-import { PROMETHEUS_CONTENT_TYPE } from './observe/prometheus.js';
+import { silentLogger, type Logger } from '../../log.js';
+import { netToDot } from './dot.js';
+import { hostView } from '../hosts/hosts.js';
+import { addHostDetails } from '../hosts/outbox-status.js';
+import { netMetricsText, netStatusJson } from './metrics.js';
+import type { NetModel } from '../model/model.js';
+import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 import { netStatus, placeTokens, transitionDetail, type NetStatusReport } from './status.js';
-import { dotToSvg } from './observe/svg.js';
+import { dotToSvg } from './svg.js';
 
 export interface ServeOptions {
   /** Port (default 8484; 0 picks a free one). */
@@ -63,10 +63,14 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 };
 
 /**
- * Where the assets are: src/net/web when running from the sources, dist/net/web once built (the
- * build copies them); from dist/net/serve.js and from dist/bundle/*.js alike that is ../net/web.
+ * Where the assets are: beside this module (src/net/observe/web from the sources,
+ * dist/net/observe/web once built: the build copies them), or, from the bundle (dist/bundle/*.js),
+ * at ../net/observe/web. The first of the two that holds the page is the one.
  */
-const WEB_DIR = new URL('../net/web/', import.meta.url);
+const WEB_DIRS = [new URL('./web/', import.meta.url), new URL('../net/observe/web/', import.meta.url)];
+function webDir(): URL {
+  return WEB_DIRS.find((d) => fs.existsSync(new URL('index.html', d))) ?? WEB_DIRS[0]!;
+}
 
 const SECURITY_HEADERS: Record<string, string> = {
   'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -78,7 +82,8 @@ const SECURITY_HEADERS: Record<string, string> = {
 
 function loadAssets(): Map<string, { body: Buffer; type: string }> {
   const out = new Map<string, { body: Buffer; type: string }>();
-  for (const [route, a] of Object.entries(ASSETS)) out.set(route, { body: fs.readFileSync(new URL(a.file, WEB_DIR)), type: a.type });
+  const dir = webDir();
+  for (const [route, a] of Object.entries(ASSETS)) out.set(route, { body: fs.readFileSync(new URL(a.file, dir)), type: a.type });
   return out;
 }
 

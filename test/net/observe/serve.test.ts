@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { serveNet, type NetServer } from '../../src/net/serve.js';
-import { makeNet } from './helpers.js';
-import { parseExposition } from './observe/prometheus-reader.js';
+import { serveNet, type NetServer } from '../../../src/net/observe/serve.js';
+import { makeNet } from '../helpers.js';
+import { parseExposition } from './prometheus-reader.js';
 
 const NET = `
 places:

@@ -7,7 +7,7 @@
  * transitions, its own places, and for every place on another host that its transitions write,
  * a local outbox (a Filespooler queue in STATE/outbox/PLACE) that stands in for the place. A
  * commit into a remote place is then an ordinary local commit into the outbox, with the journal's
- * exactly-once guarantees; the outbox is emptied towards the place by ssh (outbox.ts) or, for a
+ * exactly-once guarantees; the outbox is emptied towards the place by ssh (outbox-sender.ts) or, for a
  * `sync: true` place, by a file synchronisation tool that shares the outbox's jobs/ with the
  * place's jobs/ (docs/distributed.md).
  *
@@ -16,8 +16,8 @@
  * one host; this is checked here.
  */
 import path from 'node:path';
-import { NetError } from '../errors.js';
-import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from './model/model.js';
+import { NetError } from '../../errors.js';
+import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from '../model/model.js';
 
 export interface HostConfig {
   name: string;

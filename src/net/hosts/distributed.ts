@@ -1,6 +1,6 @@
 /**
  * `net run --host NAME`: the runner on the host's view of the net (hosts.ts), plus one sender per
- * outbox of a place reached over ssh (outbox.ts). The runner never waits for a remote host: a
+ * outbox of a place reached over ssh (outbox-sender.ts). The runner never waits for a remote host: a
  * commit into a remote place is a local commit into its outbox, so every other transition keeps
  * going while a host is down; the outbox grows meanwhile and drains once the host is back.
  *
@@ -9,16 +9,16 @@
  * come to it from other hosts.
  */
 import path from 'node:path';
-import type { Logger } from '../log.js';
-import type { Leftover } from './leftovers.js';
-import type { NetModel } from './model/model.js';
+import type { Logger } from '../../log.js';
+import { leftover, type Leftover } from '../observe/leftovers.js';
+import type { NetModel } from '../model/model.js';
 import { hostConfig, hostView, remotePlaces } from './hosts.js';
 import { ActivityFile, activityPath, countJobs, drainPlan, judge, look, type DrainPlan, type Look, type RemoteLeftover } from './drain.js';
-import { OutboxSender } from './outbox.js';
-import { NetRunner } from './run/runner.js';
-import type { NetRunOptions, NetRunSummary } from './run/options.js';
-import { checkRunAs } from './run/permissions.js';
-import { Queue } from '../queue.js';
+import { OutboxSender } from './outbox-sender.js';
+import { NetRunner } from '../run/runner.js';
+import type { NetRunOptions, NetRunSummary } from '../run/options.js';
+import { checkRunAs } from '../run/permissions.js';
+import { Queue } from '../../queue.js';
 
 export interface HostRunOptions extends NetRunOptions {
   /** The host this run is (required when the net names hosts). */
@@ -65,7 +65,7 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
       const left = await new Queue(view.places.get(place)!.dir).scan();
       for (const e of left.sort((a, b) => (a.header.seq < b.header.seq ? -1 : 1))) {
         const why = s.stopped?.error ?? s.failing?.error;
-        leftovers.push({ place, seq: e.header.seq, key: path.basename(e.filename), filename: e.filename, reason: `waits in the outbox for host ${remote.host}${why ? ` (${why})` : ''}` });
+        leftovers.push(leftover({ place, seq: e.header.seq, key: path.basename(e.filename), filename: e.filename }, 'in-outbox', `waits in the outbox for host ${remote.host}${why ? ` (${why})` : ''}`));
       }
     }
     return { ...summary, leftovers, ...(elsewhere.length ? { elsewhere } : {}) };

@@ -3,8 +3,18 @@
  * `net status` reports. A token in a place that no transition reads (a sink, an error place) is
  * a result, not a leftover.
  */
-import { isMerge, readersOf, type NetModel } from './model/model.js';
-import type { Place } from './place/place.js';
+import { isMerge, readersOf, type NetModel } from '../model/model.js';
+import type { Place } from '../place/place.js';
+
+/**
+ * Why a token can't fire, as a code (what programs count) beside the reason's text (what the
+ * operator reads): `stopped` (a reader stopped after a failure), `below-next` (a number below the
+ * place's next), `waits-for-number` (an earlier number has not arrived), `inhibited`, `no-partner`
+ * (an and-merge lacks the token's key in another input), `no-room` (an output is full),
+ * `short-batch` (fewer tokens than a batch), `in-outbox` (it waits to be sent to another host),
+ * `unexplained` (a drained run found nothing that stands in its way).
+ */
+export type LeftoverCode = 'stopped' | 'below-next' | 'waits-for-number' | 'inhibited' | 'no-partner' | 'no-room' | 'short-batch' | 'in-outbox' | 'unexplained';
 
 export interface Leftover {
   place: string;
@@ -13,6 +23,13 @@ export interface Leftover {
   filename: string;
   /** Why it can't fire; undefined when nothing stands in its way (it waits for a run). */
   reason?: string;
+  /** The reason's code; set with `reason`. */
+  code?: LeftoverCode;
+}
+
+/** A leftover with its reason. */
+export function leftover(tok: { place: string; seq: bigint; key: string; filename: string }, code: LeftoverCode, reason: string): Leftover {
+  return { place: tok.place, seq: tok.seq, key: tok.key, filename: tok.filename, reason, code };
 }
 
 /**
@@ -30,22 +47,22 @@ export function describeLeftovers(net: NetModel, places: Map<string, Place>, nex
     let expected = nxt;
     for (const tok of tokens) {
       if (tok.header.cmd.kind === 'NOP') continue;
-      let reason: string | undefined;
+      let why: [LeftoverCode, string] | undefined;
       const stoppedReader = readers.find((t) => stopped.has(t.name));
-      if (stoppedReader) reason = `held by ${stoppedReader.name}, stopped after a failure`;
-      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) reason = `its number is below the place's next number ${nxt} (a duplicate or a late copy)`;
-      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) reason = `waits for token number ${expected}, which has not arrived`;
+      if (stoppedReader) why = ['stopped', `held by ${stoppedReader.name}, stopped after a failure`];
+      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) why = ['below-next', `its number is below the place's next number ${nxt} (a duplicate or a late copy)`];
+      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = ['waits-for-number', `waits for token number ${expected}, which has not arrived`];
       else {
         for (const t of readers) {
           const inhibitor = t.inhibit.find((name) => (places.get(name)?.count ?? 0) > 0);
           if (inhibitor) {
-            reason = `${t.name} is inhibited by tokens in ${inhibitor}`;
+            why = ['inhibited', `${t.name} is inhibited by tokens in ${inhibitor}`];
             break;
           }
           if (isMerge(t)) {
             const missing = t.inputs.filter((a) => a.place !== p.name && ![...(places.get(a.place)?.tokens.values() ?? [])].some((x) => x.key === tok.key));
             if (missing.length) {
-              reason = `no partner with key ${JSON.stringify(tok.key)} in ${missing.map((a) => a.place).join(', ')} (for ${t.name})`;
+              why = ['no-partner', `no partner with key ${JSON.stringify(tok.key)} in ${missing.map((a) => a.place).join(', ')} (for ${t.name})`];
               break;
             }
           }
@@ -54,18 +71,18 @@ export function describeLeftovers(net: NetModel, places: Map<string, Place>, nex
             return cap !== undefined && (places.get(o)?.count ?? 0) >= cap;
           });
           if (full) {
-            reason = `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`;
+            why = ['no-room', `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`];
             break;
           }
           const arc = t.inputs.find((a) => a.place === p.name);
           if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) {
-            reason = `${t.name} takes batches of ${arc.take}; only ${p.count} here`;
+            why = ['short-batch', `${t.name} takes batches of ${arc.take}; only ${p.count} here`];
             break;
           }
         }
       }
       if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
-      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason });
+      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason: why?.[1], code: why?.[0] });
     }
   }
   return out;

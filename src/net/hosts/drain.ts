@@ -33,9 +33,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from './hosts.js';
-import type { NetModel } from './model/model.js';
-import { shellQuote } from './outbox.js';
-import type { RunActivity } from './run/options.js';
+import type { NetModel } from '../model/model.js';
+import { shellQuote } from './receive-script.js';
+import type { RunActivity } from '../run/options.js';
 
 /** What is looked at on one upstream host. */
 export interface UpstreamHost {

@@ -4,15 +4,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LockedError } from '../errors.js';
-import { parseSeqfileText } from '../seqfile.js';
+import { LockedError } from '../../errors.js';
+import { parseSeqfileText } from '../../seqfile.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
-import { readLiveState, type LiveState } from './observe/live.js';
-import { isFailing, type LastFailure } from './observe/metrics.js';
-import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from './model/model.js';
-import type { FeedStatus, OutboxStatus } from './outbox-status.js';
-import { Place } from './place/place.js';
-import { mean, oldestAge, p95, timeSince } from './observe/stats.js';
+import { readLiveState, type LiveState } from './live.js';
+import { isFailing, type LastFailure } from './metrics.js';
+import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
+import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
+import { Place } from '../place/place.js';
+import { mean, oldestAge, p95, timeSince } from './stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 
@@ -129,7 +129,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
   }
   const transitions: TransitionStatus[] = [...net.transitions.values()].map((t) => {
     const lt = live?.transitions[t.name];
-    const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.reason?.includes('no partner')).length : 0;
+    const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
     const serviceTimes = lt?.serviceTimes ?? [];
     const stopped = running ? lt?.stopped : undefined;
     return {

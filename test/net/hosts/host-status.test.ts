@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { netDir, runFspl } from './helpers.js';
+import { netDir, runFspl } from '../helpers.js';
 
 const NET = `
 hosts:

@@ -10,8 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { expect, test } from 'vitest';
-import { describeIfPresent } from '../gate.js';
-import { makeNet, netDir, runFspl, spawnFspl } from './helpers.js';
+import { describeIfPresent } from '../../gate.js';
+import { makeNet, netDir, runFspl, spawnFspl } from '../helpers.js';
 
 const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -148,7 +148,7 @@ transitions:
 `,
     );
     expect((await runFspl(['net', 'init', file, '--host', 'b'])).status).toBe(0);
-    // As the sender of b's outbox leaves it once it stopped (outbox.ts SenderState).
+    // As the sender of b's outbox leaves it once it stopped (outbox-sender.ts SenderState).
     const outbox = path.join(dir, 'net.state/b/outbox/done');
     fs.writeFileSync(path.join(outbox, 'sender.json'), JSON.stringify({ host: 'a', remoteDir: path.join(dir, 'places/done'), pid: 1, updatedAt: Date.now(), sent: 0, duplicates: 0, stopped: { at: Date.now(), error: 'fspl at /opt/typo/fspl on a: not found' } }));
     const serve = spawnFspl(['net', 'serve', file, '--net-host', 'b', '--port', '0']);

@@ -8,11 +8,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
 import { sendPackets, type OutgoingPacket } from 'filespooler/lowlevel';
-import { describeIfPresent } from '../gate.js';
-import { onPath, waitFor } from '../harness/proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
-import { netDir, tokensIn } from './helpers.js';
-import { FSPL_BIN, ROOT } from '../helpers.js';
+import { describeIfPresent } from '../../gate.js';
+import { onPath, waitFor } from '../../harness/proc.js';
+import { SSHD_BIN, startSshd, type Sshd } from '../../harness/sshd.js';
+import { netDir, tokensIn } from '../helpers.js';
+import { FSPL_BIN, ROOT } from '../../helpers.js';
 import { spawnSync } from 'node:child_process';
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);

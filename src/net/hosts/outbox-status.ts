@@ -7,9 +7,9 @@
  *   it: such a place is not a source, though nothing here writes it.
  */
 import { hostOf, remotePlaces, type RemotePlace } from './hosts.js';
-import { writersOf, type NetModel } from './model/model.js';
-import { readSenderState, type SenderState } from './outbox.js';
-import type { NetStatusReport } from './status.js';
+import { writersOf, type NetModel } from '../model/model.js';
+import { readSenderState, type SenderState } from './outbox-sender.js';
+import type { NetStatusReport } from '../observe/status.js';
 
 export interface OutboxStatus {
   host: string;

@@ -1,0 +1,273 @@
+/**
+ * The sender of an outbox: the outbox of a remote place (a local Filespooler queue, written by
+ * the runner's ordinary commits, see hosts.ts) is emptied in sequence order into the place's jobs/
+ * on its host (ssh-send.ts, receive-script.ts). It removes a packet from its outbox only once the
+ * receiver acknowledged it: it moves the outbox's nextseq past it, then deletes the file (as
+ * queue-process does), so after a crash here a packet is at worst sent again, and then dropped.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { LockedError, NetError } from '../../errors.js';
+import { silentLogger, type Logger } from '../../log.js';
+import { Queue, type JobEntry } from '../../queue.js';
+import { parseSeqfileText, type SeqFile } from '../../seqfile.js';
+import { JobsWatcher } from '../../watch.js';
+import type { HostConfig, RemotePlace } from './hosts.js';
+import type { VerifierProblem } from './receive-script.js';
+import { packetId, sendPackets, type OutgoingPacket } from './ssh-send.js';
+
+/** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
+export interface SenderState {
+  host: string;
+  remoteDir: string;
+  pid: number;
+  updatedAt: number;
+  /** Tokens sent (acknowledged) by this run. */
+  sent: number;
+  duplicates: number;
+  lastSentAt?: number;
+  /** Set while deliveries fail. */
+  failing?: { since: number; attempts: number; error: string };
+  /**
+   * Set when this sender gave up until the run is restarted: the host's `fspl:` can't check seals
+   * (VerifierProblem). The tokens stay in the outbox.
+   */
+  stopped?: { at: number; error: string };
+}
+
+export function senderStatePath(outbox: string): string {
+  return path.join(outbox, 'sender.json');
+}
+
+export function readSenderState(outbox: string): SenderState | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(senderStatePath(outbox), 'utf8')) as SenderState;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The number the outbox gives next (its sendseq): the remote place's numbering. */
+function outboxNext(outbox: string): bigint {
+  try {
+    return parseSeqfileText(fs.readFileSync(path.join(outbox, 'sendseq'), 'utf8')) ?? 1n;
+  } catch {
+    return 1n;
+  }
+}
+
+/** Why nothing may be sent, when the remote place has numbers this outbox never gave. */
+function aheadOfOutbox(place: string, host: string, remoteNext: bigint, mine: bigint): string | undefined {
+  if (remoteNext <= mine) return undefined;
+  return `the place ${place} on ${host} has received numbers up to ${remoteNext - 1n}, but this outbox has only given numbers below ${mine}: was this host's state directory removed? Nothing is sent (it would be dropped as already received)`;
+}
+
+/** What `net check --host` found out about one outbox's way to its place. */
+export interface OutboxProbe {
+  place: string;
+  host: string;
+  remoteDir: string;
+  /** The verifier tried there (the host's `fspl:`), if any. */
+  fspl?: string;
+  /** Why a delivery would fail now; undefined when it would work. */
+  error?: string;
+  verifier?: VerifierProblem;
+}
+
+/**
+ * Try the way from an outbox to its place as the sender would (one connection, no packets): ssh,
+ * the queue there, its receive lock, the verifier, and the numbering.
+ */
+export async function probeOutbox(opts: { place: string; outbox: string; remote: RemotePlace; host: HostConfig; signal?: AbortSignal }): Promise<OutboxProbe> {
+  const r = await sendPackets(opts.host.ssh, opts.remote.dir, [], {
+    fspl: opts.host.fspl,
+    host: opts.remote.host,
+    signal: opts.signal,
+    onReady: (remoteNext) => aheadOfOutbox(opts.place, opts.remote.host, remoteNext, outboxNext(opts.outbox)),
+  });
+  return { place: opts.place, host: opts.remote.host, remoteDir: opts.remote.dir, fspl: opts.host.fspl, error: r.error, verifier: r.verifier };
+}
+
+const BATCH_PACKETS = 1000;
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 10_000;
+
+export interface OutboxSenderOptions {
+  place: string;
+  /** The outbox directory (a queue). */
+  outbox: string;
+  remote: RemotePlace;
+  host: HostConfig;
+  logger?: Logger;
+  pollInterval?: number;
+}
+
+/**
+ * Empties one outbox into its remote place for as long as the run lasts, retrying with back-off
+ * while the host can't be reached (the outbox grows meanwhile; status shows it).
+ */
+export class OutboxSender {
+  private readonly opts: OutboxSenderOptions;
+  private readonly queue: Queue;
+  private readonly log: Logger;
+  private entries = new Map<string, JobEntry>();
+  private consumer?: SeqFile;
+  private sendseqNext?: () => bigint;
+  private state: SenderState;
+  private wake?: () => void;
+  private dirty = true;
+
+  constructor(opts: OutboxSenderOptions) {
+    this.opts = opts;
+    this.queue = new Queue(opts.outbox);
+    this.log = opts.logger ?? silentLogger;
+    this.state = { host: opts.remote.host, remoteDir: opts.remote.dir, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
+  }
+
+  /** Tokens waiting in the outbox (as last seen). */
+  get waiting(): number {
+    return this.entries.size;
+  }
+
+  get failing(): SenderState['failing'] {
+    return this.state.failing;
+  }
+
+  get stopped(): SenderState['stopped'] {
+    return this.state.stopped;
+  }
+
+  private poke = () => {
+    this.dirty = true;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  };
+
+  private saveState(): void {
+    this.state.updatedAt = Date.now();
+    const file = senderStatePath(this.opts.outbox);
+    try {
+      fs.writeFileSync(`${file}.tmp`, JSON.stringify(this.state));
+      fs.renameSync(`${file}.tmp`, file);
+    } catch (err) {
+      this.log.debug('net', () => `Cannot write ${file}: ${(err as Error).message}`);
+    }
+  }
+
+  /** The packets to send now: consecutive numbers from the outbox's nextseq. */
+  private async due(): Promise<OutgoingPacket[]> {
+    this.entries = await this.queue.rescan(this.entries);
+    const next = this.consumer!.read();
+    const bySeq = new Map<bigint, JobEntry>();
+    for (const e of this.entries.values()) {
+      if (e.header.seq < next) {
+        // Acknowledged, but this process stopped before deleting it.
+        fs.rmSync(this.queue.jobPath(e.filename), { force: true });
+        this.entries.delete(e.filename);
+      } else bySeq.set(e.header.seq, e);
+    }
+    const out: OutgoingPacket[] = [];
+    for (let s = next; out.length < BATCH_PACKETS; s++) {
+      const e = bySeq.get(s);
+      if (!e) break;
+      out.push({ path: this.queue.jobPath(e.filename), id: packetId(e.filename), seq: s });
+    }
+    return out;
+  }
+
+  /** Send until the signal aborts; with `untilEmpty`, return once the outbox is empty or a send fails. */
+  async run(signal: AbortSignal, options: { untilEmpty?: boolean } = {}): Promise<void> {
+    fs.mkdirSync(this.queue.jobsDir, { recursive: true });
+    try {
+      this.consumer = this.queue.lockSeqfile();
+    } catch (err) {
+      if (err instanceof LockedError) throw new NetError(`The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`);
+      throw err;
+    }
+    this.sendseqNext = () => outboxNext(this.opts.outbox);
+    const watcher = new JobsWatcher(this.queue.jobsDir, { pollInterval: this.opts.pollInterval, safetyInterval: 5, logger: this.log });
+    void (async () => {
+      while (await watcher.wait(signal)) this.poke();
+    })();
+    const onAbort = () => this.poke();
+    signal.addEventListener('abort', onAbort, { once: true });
+    let attempts = 0;
+    this.state.stopped = undefined; // each run tries the host's fspl again
+    try {
+      while (!signal.aborted) {
+        this.dirty = false;
+        const batch = await this.due();
+        if (batch.length === 0) {
+          if (options.untilEmpty) return;
+          await this.sleep();
+          continue;
+        }
+        const r = await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
+          fspl: this.opts.host.fspl,
+          host: this.opts.remote.host,
+          signal,
+          onReady: (remoteNext) => aheadOfOutbox(this.opts.place, this.opts.remote.host, remoteNext, this.sendseqNext!()),
+          onAck: (p, dup) => {
+            // As queue-process: the number first, then the file.
+            this.consumer!.write(p.seq + 1n);
+            fs.rmSync(p.path, { force: true });
+            this.entries.delete(path.basename(p.path));
+            this.state.sent++;
+            if (dup) this.state.duplicates++;
+            this.state.lastSentAt = Date.now();
+          },
+        });
+        if (signal.aborted) break;
+        if (r.error === undefined) {
+          if (this.state.failing) this.log.info('net', `Outbox ${this.opts.place}: host ${this.opts.remote.host} reachable again`);
+          this.state.failing = undefined;
+          attempts = 0;
+          this.saveState();
+          continue;
+        }
+        if (r.verifier) {
+          // Retrying can't help: the tokens wait here, whole, until the host's fspl is fixed.
+          this.state.failing = undefined;
+          this.state.stopped = { at: Date.now(), error: r.error ?? 'the remote fspl cannot check seals' };
+          this.saveState();
+          this.log.error('net', `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.entries.size} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`);
+          return;
+        }
+        attempts++;
+        this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: r.error };
+        this.saveState();
+        if (attempts === 1 || attempts % 10 === 0) this.log.warn('net', `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.entries.size} token(s) wait, retrying`);
+        if (options.untilEmpty) return;
+        await backOff(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      watcher.close();
+      this.saveState();
+      this.consumer?.release();
+      this.consumer = undefined;
+    }
+  }
+
+  /** Until new tokens arrive (or the run stops). */
+  private sleep(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.dirty) return resolve();
+      this.wake = resolve;
+    });
+  }
+}
+
+/** Wait before trying a host again; new tokens don't cut it short, stopping does. */
+function backOff(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,187 @@
+/**
+ * The ssh client of a delivery: sends an outbox's packets, in order, to the receiver
+ * (receive-script.ts) on the place's host, through the user's own ssh.
+ *
+ * Speed: one ssh connection carries every packet waiting (up to outbox-sender.ts's BATCH_PACKETS),
+ * one frame each (`ID SEQ LENGTH` line, then the bytes), acknowledged one by one while the next
+ * are sent.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { NetError } from '../../errors.js';
+import { describeVerifierProblem, parseUnusable, receiveCommand, type VerifierProblem } from './receive-script.js';
+
+export interface OutgoingPacket {
+  /** The packet file (an outbox job). */
+  path: string;
+  /** Its stable identity: the UUID of its fspl-UUID.fspl name, kept on the remote side. */
+  id: string;
+  seq: bigint;
+}
+export interface SendResult {
+  /** Packets acknowledged, in order (a prefix of those given). */
+  acked: number;
+  /** Of those, how many the receiver already had. */
+  duplicates: number;
+  /** The receiver's number after the packets it holds, as it said on connecting. */
+  remoteNext?: bigint;
+  /** Why the connection ended early (or, for a probe with no packets, failed). */
+  error?: string;
+  /** The seal verifier (`fspl:`) is unusable on the remote host: nothing was or will be taken. */
+  verifier?: VerifierProblem;
+}
+
+export interface SendOptions {
+  /** fspl on the remote host, to check the seal of each packet there (see RECEIVE_SCRIPT). */
+  fspl?: string;
+  /** The remote host's name in messages (default: the ssh destination, ssh's last word). */
+  host?: string;
+  /** Called for each packet acknowledged, in order, before the next acknowledgement is read. */
+  onAck?: (p: OutgoingPacket, duplicate: boolean) => void;
+  /** Checked once the receiver says `ready R`: return an error to send nothing. */
+  onReady?: (remoteNext: bigint) => string | undefined;
+  signal?: AbortSignal;
+  /** The ssh child, once spawned (tests cut it). */
+  onSpawn?: (child: ChildProcess) => void;
+}
+
+const ID_RE = /^[A-Za-z0-9-]+$/;
+/** Until the stream takes more, or is gone (its listeners removed either way). */
+function drained(stream: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      stream.off('error', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+    stream.on('error', done);
+  });
+}
+
+/** The identity of an outbox file: fspl-ID.fspl. */
+export function packetId(filename: string): string {
+  const id = filename.replace(/^fspl-/, '').replace(/\.fspl$/, '');
+  if (!ID_RE.test(id)) throw new NetError(`Outbox file ${filename} has no usable name`);
+  return id;
+}
+
+/**
+ * Send packets, in the order given, to the place at `remoteDir` through `ssh` (the ssh command and
+ * destination; the remote command is appended). Never throws for a failed connection: the result
+ * says how far it went. With no packets it is a probe: connect, find the queue, take its lock and
+ * try the verifier, as a delivery would (`net check --host`).
+ *
+ * One function (about 100 lines) on purpose: the writer of frames and the reader of
+ * acknowledgements run at once on the same child and share its state (ready, stopWriting,
+ * refused, the packet acknowledged next); the finally block that ends both must see all of it.
+ */
+export async function sendPackets(ssh: string[], remoteDir: string, packets: OutgoingPacket[], opts: SendOptions = {}): Promise<SendResult> {
+  const [cmd, ...args] = ssh;
+  const child = spawn(cmd!, [...args, receiveCommand(remoteDir, opts.fspl)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  opts.onSpawn?.(child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-2048);
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+    child.on('error', (error) => resolve({ code: null, signal: null, error }));
+    child.on('close', (code, signal) => resolve({ code, signal }));
+  });
+  const onAbort = () => child.kill('SIGTERM');
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  child.stdin!.on('error', () => {}); // EPIPE when the far side goes: the exit status says why
+  const result: SendResult = { acked: 0, duplicates: 0 };
+  let refused: string | undefined;
+  // Writing: frames one after the other, with back-pressure; stops when the reader gives up.
+  let stopWriting = false;
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  const writer = (async () => {
+    await isReady;
+    const stdin = child.stdin!;
+    for (const p of packets) {
+      if (stopWriting || stdin.destroyed) break;
+      try {
+        const size = fs.statSync(p.path).size; // outbox files never change once written
+        if (!stdin.write(`${p.id} ${p.seq} ${size}\n`)) await drained(stdin);
+        // Exactly `size` bytes: the length was promised in the frame line. The stream owns its
+        // descriptor: breaking out destroys it, and it closes the descriptor only once no read is
+        // in flight (closing it ourselves could let a pending read land on a reused number).
+        if (size > 0) {
+          for await (const chunk of fs.createReadStream(p.path, { start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
+            if (stopWriting || stdin.destroyed) break;
+            if (!stdin.write(chunk)) await drained(stdin);
+          }
+        }
+      } catch {
+        break; // the connection went (or the file): the reader or exit status has the story
+      }
+    }
+    stdin.end();
+  })();
+  const lines = readline.createInterface({ input: child.stdout! });
+  let next = 0;
+  try {
+    for await (const line of lines) {
+      const unusable = parseUnusable(line);
+      if (unusable) {
+        result.verifier = unusable;
+        refused = describeVerifierProblem(unusable, opts.fspl ?? '', opts.host ?? ssh[ssh.length - 1]!);
+        break;
+      }
+      const m = /^(ready|ok|dup) (\S+)$/.exec(line);
+      if (!m) {
+        refused = `unexpected answer from the receiver: ${JSON.stringify(line.slice(0, 200))}`;
+        break;
+      }
+      if (m[1] === 'ready') {
+        result.remoteNext = BigInt(m[2]!);
+        refused = opts.onReady?.(result.remoteNext);
+        if (refused) break;
+        ready();
+        continue;
+      }
+      const p = packets[next];
+      if (!p || p.id !== m[2]) {
+        refused = `the receiver acknowledged ${m[2]}, expected ${p?.id ?? 'nothing'}`;
+        break;
+      }
+      next++;
+      result.acked++;
+      if (m[1] === 'dup') result.duplicates++;
+      opts.onAck?.(p, m[1] === 'dup');
+      if (next === packets.length) break;
+    }
+  } finally {
+    stopWriting = true;
+    ready();
+    if (refused || result.acked < packets.length) child.kill('SIGTERM');
+    else child.stdin!.end();
+    lines.close();
+  }
+  await writer;
+  const exit = await exited;
+  opts.signal?.removeEventListener('abort', onAbort);
+  // No `ready`: the receiver never started taking packets (a probe with none to send has only this).
+  if (refused !== undefined || result.acked < packets.length || result.remoteNext === undefined) {
+    const why =
+      refused ??
+      (exit.error
+        ? `cannot run ${cmd}: ${exit.error.message}`
+        : opts.signal?.aborted
+          ? 'stopped'
+          : `${cmd} ${exit.signal ? `was killed by ${exit.signal}` : `exited with status ${exit.code}`}${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-2).join(' / ')}` : ''}`);
+    result.error = why;
+  }
+  return result;
+}
+
+/** Send one packet file (it keeps its name, fspl-ID.fspl, on the remote side). */
+export async function sendPacket(ssh: string[], remoteDir: string, packetFile: string, seq: bigint): Promise<SendResult> {
+  return sendPackets(ssh, remoteDir, [{ path: packetFile, id: packetId(path.basename(packetFile)), seq }]);
+}
