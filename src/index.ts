@@ -33,7 +33,7 @@ export type {
   OrderBy,
   OutputTo,
 } from './process.js';
-export { queueStatus, type QueueStatus, type QueueStatusOptions, type QueueState, type StatusProblem } from './status.js';
+export { queueStatus, type QueueStatus, type QueueStatusOptions, type QueueState, type StatusProblem } from './status/report.js';
 export { createLogger, silentLogger, type Logger, type LogLevel } from './log.js';
 export {
   Net,

@@ -15,7 +15,8 @@ import { isUtf8 } from 'node:buffer';
 import { jobVariables, type JobLocation } from './jobenv.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
 import type { JobEntry } from './jobs.js';
-import type { QueueStatus, SeqRange, StatusJob } from './status.js';
+import type { SeqRange } from './status/ranges.js';
+import type { QueueStatus, StatusJob } from './status/report.js';
 import { rfc3339Local, rfc3339Utc } from './time.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

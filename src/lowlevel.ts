@@ -18,25 +18,10 @@ export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync } from './
 export { JobsWatcher, type WatchOptions } from './watch.js';
 export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './jobenv.js';
 export { rfc3339Utc, rfc3339Local, now } from './time.js';
-export {
-  sniffBytes,
-  readFileHead,
-  diagnoseUnreadable,
-  describeKind,
-  suggestedDecoder,
-  toRanges,
-  formatRanges,
-  SNIFF_LENGTH,
-  type NextSeqInfo,
-  type LockInfo,
-  type StatusJob,
-  type UndecodableFile,
-  type TempFile,
-  type OtherFile,
-  type FileType,
-  type SeqRange,
-  type SniffKind,
-} from './status.js';
+export { sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, SNIFF_LENGTH, type FileType, type SniffKind } from './status/sniff.js';
+export { toRanges, formatRanges, type SeqRange } from './status/ranges.js';
+export { type NextSeqInfo, type LockInfo, type StatusJob } from './status/report.js';
+export { type UndecodableFile, type TempFile, type OtherFile } from './status/files.js';
 export {
   bytesToJson,
   bytesFromJson,

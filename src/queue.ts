@@ -12,18 +12,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
-import { DecoderError, NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, forEachDirEntry, fsyncSync, readSomeSync, unlinkQuietly, writeAllSync } from './io.js';
+import { NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
+import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
-import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
 import { readHeaderAndLengthSync, readHeaderSync } from './packet/read.js';
 import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
 import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
 import { silentLogger, type Logger } from './log.js';
-import { nativeReadHeads } from './native.js';
+import { readHeaderFileSync, readHeaders } from './job-headers.js';
 import { SeqFile } from './seqfile.js';
 import { fsyncDir, fsyncDirAsync } from './durable.js';
 import { checkSeconds } from './timer.js';
@@ -85,9 +84,6 @@ export interface QueueOptions {
 
 /** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
 const SPACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG'] as const;
-
-/** How many decoders a scan runs at once. */
-const DECODER_CONCURRENCY = 4;
 
 export class Queue {
   /** The directory as given (FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH use it verbatim). */
@@ -218,11 +214,15 @@ export class Queue {
     return namePath(err, this.jobsDir, SPACE_ERRORS);
   }
 
+  // Enumerating the jobs, from the lowest level up: forEachJobFile (names, as jobs/ is read),
+  // readJobHeaders (the headers of given names), scan (every header) and rescan (the new ones
+  // only), then list (by number), find (one number) and jobs() (an iterator with payloads).
+
   /**
    * The names in jobs/ that look like job files, in the directory's own order (readdir order,
    * which the reference keeps for ties; fs.readdirSync would sort them).
    */
-  listJobFiles(): string[] {
+  private listJobFiles(): string[] {
     const names: string[] = [];
     this.forEachJobFile((name) => names.push(name));
     return names;
@@ -251,12 +251,12 @@ export class Queue {
    * logged at debug level, as the reference does: extra files never stop a queue.
    */
   async scan(options: ScanOptions = {}): Promise<JobEntry[]> {
-    return this.readHeaders(this.listJobFiles(), options.onFailure);
+    return readHeaders(this, this.listJobFiles(), options.onFailure);
   }
 
   /** Read the headers of these job files (unreadable ones left out), in the given order. */
   readJobHeaders(names: string[]): Promise<JobEntry[]> {
-    return this.readHeaders(names);
+    return readHeaders(this, names);
   }
 
   /**
@@ -266,69 +266,13 @@ export class Queue {
   async rescan(known: ReadonlyMap<string, JobEntry>): Promise<Map<string, JobEntry>> {
     const names = this.listJobFiles();
     const fresh = names.filter((n) => !known.has(n));
-    const read = new Map((await this.readHeaders(fresh)).map((e) => [e.filename, e]));
+    const read = new Map((await readHeaders(this, fresh)).map((e) => [e.filename, e]));
     const out = new Map<string, JobEntry>();
     for (const n of names) {
       const e = known.get(n) ?? read.get(n);
       if (e) out.set(n, e);
     }
     return out;
-  }
-
-  private async readHeaders(names: string[], onFailure?: ScanOptions['onFailure']): Promise<JobEntry[]> {
-    const results: Array<JobEntry | undefined> = new Array(names.length);
-    const log = this.logger;
-    const skip = (filename: string, err: unknown) => {
-      // A hung decoder is not a bad file: stop. A failing one is worth a warning (a missing key
-      // or program would otherwise look like an empty queue), unless the caller takes the
-      // failures itself; other files are skipped quietly, as the reference does.
-      if (err instanceof DecoderError && err.timedOut) throw err;
-      const level = err instanceof DecoderError && !onFailure ? 'warn' : 'debug';
-      log[level]('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
-      onFailure?.(filename, err);
-    };
-    // Plain files with the native addon: all the reads in one call, and the headers in the usual
-    // encoding decoded there too; the others are decoded here from memory.
-    const heads = this.decoder === undefined ? nativeReadHeads(this.jobsDir, names, SCAN_READ) : undefined;
-    if (heads) {
-      const { bytes, lengths } = heads;
-      const debug = log.enabled('debug'); // a call per file is measurable here
-      let offset = 0;
-      for (let i = 0; i < names.length; i++) {
-        const filename = names[i]!;
-        const n = lengths[i]!;
-        if (debug) log.debug('queue', `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
-        try {
-          // A failed open or read, or a header longer than the bytes read: read it again the
-          // usual way, which also gives the usual error.
-          const header =
-            heads.header(i) ?? (n >= 0 ? headerFromStart(bytes.subarray(offset, offset + n)) : undefined) ?? readHeaderFileSync(this.jobPath(filename));
-          results[i] = { filename, header };
-        } catch (err) {
-          skip(filename, err);
-        }
-        if (n > 0) offset += n;
-      }
-      return results.filter((r): r is JobEntry => r !== undefined);
-    }
-    const read = async (i: number) => {
-      const filename = names[i]!;
-      log.debug('queue', () => `Queue scan reading header from ${JSON.stringify(this.jobPath(filename))}`);
-      try {
-        results[i] = { filename, header: await this.readHeader(filename) };
-      } catch (err) {
-        skip(filename, err);
-      }
-    };
-    // Through a decoder each header costs a process, so a few run at once; plain files are
-    // read one after the other (the reads are synchronous anyway).
-    const lanes = this.decoder === undefined ? 1 : Math.min(DECODER_CONCURRENCY, names.length);
-    let next = 0;
-    const lane = async () => {
-      while (next < names.length) await read(next++);
-    };
-    await Promise.all(Array.from({ length: lanes }, lane));
-    return results.filter((r): r is JobEntry => r !== undefined);
   }
 
   /** Scan and sort by sequence number (ties in directory order). */
@@ -446,37 +390,6 @@ export class Queue {
  * next one reports why. */
 async function writeAll(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
   for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
-}
-
-const SCAN_READ = 4096;
-let scanBuffer: Buffer | undefined;
-
-/**
- * Open a file, read its header, close it. Real headers are small, so one read of the first 4 KiB
- * usually holds all of it (a scan of 10,000 jobs saves 10,000 system calls); longer ones are read
- * exactly.
- */
-export function readHeaderFileSync(p: string): PacketHeader {
-  // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing).
-  const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  try {
-    const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
-    const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);
-    return headerFromStart(buf.subarray(0, n)) ?? readHeaderSync(fd); // positional reads left the offset at 0
-  } finally {
-    closeQuietly(fd);
-  }
-}
-
-/**
- * Decode a header from the first bytes of a file, or undefined when they do not hold all of it
- * (read it from the file then). A bad prefix or metadata throws as reading it would.
- */
-function headerFromStart(buf: Buffer): PacketHeader | undefined {
-  if (buf.length < PREFIX_LENGTH) return undefined;
-  const prefix = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
-  const end = PREFIX_LENGTH + prefix.metadataLength;
-  return end <= buf.length ? decodeMetadata(buf.subarray(PREFIX_LENGTH, end), prefix.metadataCrc) : undefined;
 }
 
 /** Open a job file with its descriptor at the start of its payload (just after the header). */

@@ -91,7 +91,7 @@ describe('a FIFO named like a job', () => {
       if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
       else process.env.FSPL_NO_NATIVE = saved;
     }
-    const { queueStatus } = await import('../src/status.js');
+    const { queueStatus } = await import('../src/status/report.js');
     const status = await queueStatus(q);
     expect(status.undecodable.map((u) => u.filename)).toEqual(['fspl-fifo.fspl']);
   });

@@ -14,7 +14,7 @@ import { Queue } from '../queue.js';
 import { parseSeq } from '../seqfile.js';
 import { rfc3339Local } from '../time.js';
 import { jobEntryToJson, jobInfoToJson, nextseqToJson, statusToJson, toJsonDocument, toJsonLine } from '../json.js';
-import { queueStatus } from '../status.js';
+import { queueStatus } from '../status/report.js';
 import { formatStatusText } from './status-text.js';
 import type { Invocation } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';

@@ -2,7 +2,8 @@
  * The text output of `fspl queue-status`: aligned `key: value` lines to read at a glance, then a
  * blank line and one line per detail (problems first). The layout is described in the man page.
  */
-import { formatRanges, type QueueStatus, type SeqRange, type StatusJob } from '../status.js';
+import { formatRanges, type SeqRange } from '../status/ranges.js';
+import type { QueueStatus, StatusJob } from '../status/report.js';
 import { rfc3339Local } from '../time.js';
 
 /** At most this many runs of numbers on one line; the rest are counted. */

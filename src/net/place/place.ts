@@ -26,7 +26,8 @@ import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly } from '../../i
 import type { PacketHeader } from '../../packet/index.js';
 import { makeHeader, writePacketSync } from '../../prepare.js';
 import { isJobFilename } from '../../jobs.js';
-import { Queue, readHeaderFileSync } from '../../queue.js';
+import { readHeaderFileSync } from '../../job-headers.js';
+import { Queue } from '../../queue.js';
 import { SeqFile } from '../../seqfile.js';
 import type { PlaceOrder, PlaceSpec } from '../model/model.js';
 import { copyPayloads, sealOfPayload } from './payload.js';

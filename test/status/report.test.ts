@@ -2,9 +2,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileLock, Queue, QueueError, encodeHeader, makeHeader } from '../src/lowlevel.js';
-import { diagnoseUnreadable, formatRanges, queueStatus, sniffBytes, toRanges } from '../src/status.js';
-import { tempDir } from './helpers.js';
+import { FileLock, Queue, QueueError, encodeHeader, makeHeader } from '../../src/lowlevel.js';
+import { formatRanges, toRanges } from '../../src/status/ranges.js';
+import { queueStatus } from '../../src/status/report.js';
+import { tempDir } from '../helpers.js';
 
 const NOW = new Date('2030-01-02T03:04:05Z');
 const NOW_SECS = BigInt(NOW.getTime() / 1000);
@@ -23,44 +24,6 @@ function write(q: Queue, ...seqs: bigint[]): string[] {
 }
 
 const status = (q: Queue) => queueStatus(q, { now: NOW });
-
-describe('sniffBytes', () => {
-  it('recognises the usual encodings by their magic bytes', () => {
-    const gz = execFileSync('gzip', ['-c'], { input: 'x' });
-    expect(sniffBytes(gz)).toBe('gzip');
-    expect(sniffBytes(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0]))).toBe('zstd');
-    expect(sniffBytes(Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 0]))).toBe('xz');
-    expect(sniffBytes(Buffer.from('BZh91AY&SY'))).toBe('bzip2');
-    expect(sniffBytes(Buffer.from([0x04, 0x22, 0x4d, 0x18]))).toBe('lz4');
-    expect(sniffBytes(Buffer.from([0x85, 0x01, 0x0c]))).toBe('openpgp'); // old-format PKESK
-    expect(sniffBytes(Buffer.from([0xc1, 0x0c, 0x03]))).toBe('openpgp'); // new-format PKESK
-    expect(sniffBytes(Buffer.from([0x8c, 0x0d, 0x04]))).toBe('openpgp'); // SKESK (gpg -c)
-    expect(sniffBytes(Buffer.from('-----BEGIN PGP MESSAGE-----\n'))).toBe('openpgp-armored');
-    expect(sniffBytes(Buffer.from('age-encryption.org/v1\n-> X25519 '))).toBe('age');
-    expect(sniffBytes(Buffer.from('-----BEGIN AGE ENCRYPTED FILE-----\n'))).toBe('age-armored');
-    expect(sniffBytes(Buffer.alloc(0))).toBe('empty');
-    expect(sniffBytes(packet(1n))).toBe('filespooler');
-    expect(sniffBytes(Buffer.from('*FILES'))).toBe('filespooler'); // cut inside the tag
-    expect(sniffBytes(Buffer.from('hello'))).toBe('unknown');
-  });
-
-  it('diagnoses with a hint, or says the decoder failed', () => {
-    const gz = execFileSync('gzip', ['-c'], { input: packet(1n) });
-    expect(diagnoseUnreadable({ head: gz, size: gz.length }).cause).toBe('gzip data: did you forget -d zcat?');
-    expect(diagnoseUnreadable({ head: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), size: 9 }).cause).toMatch(/zstd data: did you forget -d zstdcat\?/);
-    expect(diagnoseUnreadable({ head: Buffer.from('-----BEGIN PGP MESSAGE-----'), size: 99 }).cause).toMatch(/OpenPGP.*gpg -q -d/);
-    expect(diagnoseUnreadable({ head: Buffer.from('age-encryption.org/v1'), size: 99 }).cause).toMatch(/age-encrypted.*age -d/);
-    const viaDecoder = diagnoseUnreadable({ head: packet(1n), size: 50 }, new Error('boom'), 'zcat');
-    expect(viaDecoder.cause).toMatch(/^decoder "zcat" failed: boom; the file itself is a plain packet/);
-  });
-
-  it('compresses sequence numbers into runs', () => {
-    expect(formatRanges(toRanges([7n, 8n, 9n, 12n]))).toBe('7-9, 12');
-    expect(formatRanges(toRanges([1n, 3n, 5n, 7n]), 2)).toBe('1, 3, ... (2 more runs)');
-    expect(toRanges([])).toEqual([]);
-  });
-});
-
 describe('queueStatus', () => {
   it('an empty queue is idle', async () => {
     const s = await status(newQueue());

@@ -1,0 +1,310 @@
+/**
+ * A diagnosis of a queue (`fspl queue-status`): where processing stands, whether it can go on,
+ * and why not. Read-only: it changes nothing and does not take the queue lock (it only probes it
+ * for an instant, with a shared lock, to tell whether another process holds it), so it can run at
+ * any time, even while `queue-process` holds the queue.
+ *
+ * It answers the questions an operator asks about a queue that "does nothing": which number runs
+ * next, whether that job is there, which numbers arrived beyond a gap, whether two files share a
+ * number, which files in jobs/ look like jobs but can not be read (and the likely reason: a
+ * compressed or encrypted file read without its decoder, an empty or truncated file...), what
+ * else lies in jobs/, how old the waiting jobs are, and whether another process holds the lock.
+ *
+ * Built on Queue's public methods only; the files that are not jobs come from a readdir of our
+ * own (files.ts). Read it from `queueStatus` down: each step is a function of its own below it.
+ */
+import fs from 'node:fs';
+import { describeSystemError } from '../errors.js';
+import { isLocked } from '../lock.js';
+import type { Ctime } from '../packet/types.js';
+import type { JobEntry } from '../jobs.js';
+import type { Queue } from '../queue.js';
+import { parseSeqfileText, seqParseProblem } from '../seqfile.js';
+import { damagedJobs, filesBesideJobs, scanJobFiles, type DamagedJob, type OtherFile, type TempFile, type UndecodableFile } from './files.js';
+import { formatRanges, toRanges, type SeqRange } from './ranges.js';
+
+/** The state of the queue's nextseq file. */
+export interface NextSeqInfo {
+  /**
+   * - `present`: nextseq holds a valid number (`value`);
+   * - `missing`: nextseq is absent but its lock file exists: the next `queue-process` (or
+   *   `queue-get-next`) recreates it holding 1, so `value` is 1;
+   * - `append-only`: neither nextseq nor its lock exists: an append-only queue, never processed;
+   * - `invalid`: nextseq does not hold a number (`problem` says why, `text` is its start);
+   * - `unreadable`: nextseq can not be read (`problem`).
+   */
+  state: 'present' | 'missing' | 'append-only' | 'invalid' | 'unreadable';
+  /** The number processing goes on from (present and missing only). */
+  value?: bigint;
+  problem?: string;
+  /** The first 40 characters of an invalid nextseq. */
+  text?: string;
+}
+
+/** The queue lock, DIR/nextseq.lock. */
+export interface LockInfo {
+  path: string;
+  /** `held`: another process (queue-process, queue-get-next, queue-set-next) holds it now. */
+  state: 'free' | 'held' | 'missing';
+}
+
+/** A job, as the status reports it. */
+export interface StatusJob {
+  seq: bigint;
+  filename: string;
+  ctime: Ctime;
+  /** Whole seconds from the job's creation to the check; negative if created "in the future". */
+  ageSeconds: number;
+  /** Whether the job is a sealed packet (its header records its payload's length and CRC-32). */
+  sealed: boolean;
+}
+
+/**
+ * - `ready`: the next job is present and `queue-process` would run `runnable` jobs now;
+ * - `idle`: no job waits;
+ * - `stuck`: jobs wait but none can run (the next one is missing), or something makes
+ *   `queue-process` refuse the queue (a duplicate sequence number, a bad nextseq, a missing lock
+ *   file): see `problems`;
+ * - `append-only`: an append-only queue, never processed here.
+ */
+export type QueueState = 'ready' | 'idle' | 'stuck' | 'append-only';
+
+/** A reason why a queue is stuck. */
+export interface StatusProblem {
+  /**
+   * - `next-missing`: jobs wait but the one numbered nextseq is not there (see `gap`);
+   * - `duplicate-seq`: two job files share a sequence number (see `duplicates`);
+   * - `bad-nextseq`: nextseq does not hold a number, or can not be read;
+   * - `no-lock-file`: nextseq exists but nextseq.lock does not.
+   */
+  code: 'next-missing' | 'duplicate-seq' | 'bad-nextseq' | 'no-lock-file';
+  /** One sentence, e.g. "next job 5 is missing". */
+  message: string;
+}
+
+export interface QueueStatus {
+  /** The queue directory as given. */
+  dir: string;
+  decoder: string | undefined;
+  /** When the check was made. */
+  checkedAt: Ctime;
+  state: QueueState;
+  /** Whether processing can make progress: false exactly when `state` is `stuck`. */
+  canProgress: boolean;
+  /** Why the queue is stuck (empty unless it is). */
+  problems: StatusProblem[];
+  nextseq: NextSeqInfo;
+  lock: LockInfo;
+  /** Readable jobs in the queue, waiting or not. */
+  jobs: number;
+  /** Jobs at or after nextseq (every job in an append-only queue or when nextseq is unusable). */
+  waiting: number;
+  /** Their sequence numbers, as runs. */
+  waitingSeqs: SeqRange[];
+  /** How many jobs queue-process would run now, in sequence order, before reaching a gap. */
+  runnable: number;
+  /**
+   * The first missing number while jobs wait beyond it: `seq` is nextseq itself when the next
+   * job is missing (`isNext`), otherwise the number after the last runnable job.
+   */
+  gap: { seq: bigint; isNext: boolean; presentBeyond: SeqRange[] } | undefined;
+  /**
+   * Jobs numbered below nextseq: already processed but kept (--never-delete, --on-error leave), or
+   * skipped with queue-set-next. queue-process never runs them in sequence order.
+   */
+  belowNext: number;
+  belowNextSeqs: SeqRange[];
+  /** Sequence numbers held by more than one job file, with the files (directory order). */
+  duplicates: Array<{ seq: bigint; files: string[] }>;
+  /** The waiting jobs created first and last (by header ctime). */
+  oldest: StatusJob | undefined;
+  newest: StatusJob | undefined;
+  undecodable: UndecodableFile[];
+  /** How many readable jobs are sealed packets. */
+  sealed: number;
+  /** Sealed jobs whose file is shorter (or longer) than their seal says. */
+  damaged: DamagedJob[];
+  tempFiles: TempFile[];
+  /** jobs/fspl-*.fspl.out files (written by --output-to saveboth). */
+  outputFiles: string[];
+  otherFiles: OtherFile[];
+}
+
+export interface QueueStatusOptions {
+  /** The time to measure ages against (default: now). */
+  now?: Date;
+}
+
+/** A readable job, as the steps below see it. */
+interface ReadJob {
+  seq: bigint;
+  filename: string;
+  ctime: Ctime;
+  sealed: boolean;
+}
+
+/** Examine a queue. Fails (QueueError) only when DIR is not a queue or jobs/ can not be read. */
+export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}): Promise<QueueStatus> {
+  queue.assertExists();
+  const nowMs = (options.now ?? new Date()).getTime();
+  const nowSecs = Math.floor(nowMs / 1000);
+  const checkedAt: Ctime = { secs: BigInt(nowSecs), nanos: (nowMs - nowSecs * 1000) * 1_000_000 };
+
+  const { tempFiles, outputFiles, otherFiles } = filesBesideJobs(queue, nowMs);
+  const { entries, undecodable } = await scanJobFiles(queue);
+  const jobs = sortedJobs(entries);
+  const damaged = queue.decoder === undefined ? damagedJobs(queue, entries) : [];
+  damaged.sort((a, b) => cmpSeq(a.seq, b.seq));
+  const duplicates = duplicateSeqs(jobs);
+
+  const nextseq = readNextseq(queue);
+  const lock = readLock(queue);
+  const nextValue = nextseq.value;
+  const waitingJobs = nextValue === undefined ? jobs : jobs.filter((j) => j.seq >= nextValue);
+  const belowJobs = nextValue === undefined ? [] : jobs.filter((j) => j.seq < nextValue);
+  const waitingUnique = uniqueSeqs(waitingJobs);
+  const { runnable, gap } = runFromNext(nextValue, waitingUnique);
+  const verdict = judge(nextseq, lock, gap, duplicates, waitingJobs.length);
+  const { oldest, newest } = oldestAndNewest(waitingJobs);
+  const asJob = (j: ReadJob): StatusJob => ({ ...j, ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs) });
+
+  return {
+    dir: queue.dir,
+    decoder: queue.decoder,
+    checkedAt,
+    state: verdict.state,
+    canProgress: verdict.state !== 'stuck',
+    problems: verdict.problems,
+    nextseq,
+    lock,
+    jobs: jobs.length,
+    waiting: waitingJobs.length,
+    waitingSeqs: toRanges(waitingUnique),
+    // Nothing runs in an append-only queue, nor in a stuck one.
+    runnable: verdict.state === 'append-only' || verdict.state === 'stuck' ? 0 : runnable,
+    gap,
+    belowNext: belowJobs.length,
+    belowNextSeqs: toRanges(uniqueSeqs(belowJobs)),
+    duplicates,
+    oldest: oldest && asJob(oldest),
+    newest: newest && asJob(newest),
+    undecodable,
+    sealed: jobs.filter((j) => j.sealed).length,
+    damaged,
+    tempFiles,
+    outputFiles,
+    otherFiles,
+  };
+}
+
+/** The readable jobs in sequence order; ties keep directory order (the sort is stable). */
+function sortedJobs(entries: readonly JobEntry[]): ReadJob[] {
+  const jobs = entries.map((e) => ({ seq: e.header.seq, filename: e.filename, ctime: e.header.ctime, sealed: e.header.seal !== undefined }));
+  jobs.sort((a, b) => cmpSeq(a.seq, b.seq));
+  return jobs;
+}
+
+/** Sequence numbers held by more than one job file, anywhere in the queue (jobs sorted by number). */
+function duplicateSeqs(jobs: readonly ReadJob[]): Array<{ seq: bigint; files: string[] }> {
+  const duplicates: Array<{ seq: bigint; files: string[] }> = [];
+  for (let i = 0; i < jobs.length; ) {
+    let j = i + 1;
+    while (j < jobs.length && jobs[j]!.seq === jobs[i]!.seq) j++;
+    if (j - i > 1) duplicates.push({ seq: jobs[i]!.seq, files: jobs.slice(i, j).map((x) => x.filename) });
+    i = j;
+  }
+  return duplicates;
+}
+
+/** The distinct numbers of jobs sorted by number. */
+function uniqueSeqs(list: readonly ReadJob[]): bigint[] {
+  const out: bigint[] = [];
+  for (const j of list) if (out.length === 0 || out[out.length - 1] !== j.seq) out.push(j.seq);
+  return out;
+}
+
+/** What queue-process would run now from nextseq, and the first gap (none without a nextseq). */
+function runFromNext(nextValue: bigint | undefined, waitingUnique: readonly bigint[]): { runnable: number; gap: QueueStatus['gap'] } {
+  if (nextValue === undefined) return { runnable: 0, gap: undefined };
+  let k = 0;
+  while (k < waitingUnique.length && waitingUnique[k] === nextValue + BigInt(k)) k++;
+  let gap: QueueStatus['gap'];
+  if (k < waitingUnique.length) {
+    const seq = nextValue + BigInt(k);
+    gap = { seq, isNext: k === 0, presentBeyond: toRanges(waitingUnique.slice(k)) };
+  }
+  return { runnable: k, gap };
+}
+
+/** The queue's state, and the problems that make it stuck. */
+function judge(
+  nextseq: NextSeqInfo,
+  lock: LockInfo,
+  gap: QueueStatus['gap'],
+  duplicates: QueueStatus['duplicates'],
+  waiting: number,
+): { state: QueueState; problems: StatusProblem[] } {
+  const problems: StatusProblem[] = [];
+  if (nextseq.state === 'append-only') return { state: 'append-only', problems };
+  if (gap?.isNext) problems.push({ code: 'next-missing', message: `next job ${gap.seq} is missing` });
+  if (nextseq.state === 'invalid') {
+    problems.push({ code: 'bad-nextseq', message: `nextseq is not a valid number (${nextseq.problem}); fix it with queue-set-next` });
+  }
+  if (nextseq.state === 'unreadable') problems.push({ code: 'bad-nextseq', message: `nextseq can not be read: ${nextseq.problem}` });
+  if (lock.state === 'missing') {
+    problems.push({ code: 'no-lock-file', message: `${lock.path} is missing, so queue-process can not lock the queue` });
+  }
+  if (duplicates.length > 0) {
+    const one = duplicates.length === 1;
+    problems.push({
+      code: 'duplicate-seq',
+      message: `duplicate sequence ${one ? 'number' : 'numbers'} ${formatRanges(toRanges(duplicates.map((d) => d.seq)), 10)}: queue-process refuses the queue`,
+    });
+  }
+  if (problems.length > 0) return { state: 'stuck', problems };
+  return { state: waiting === 0 ? 'idle' : 'ready', problems };
+}
+
+/** The waiting jobs created first and last (by header ctime; the first found wins a tie). */
+function oldestAndNewest(waitingJobs: readonly ReadJob[]): { oldest: ReadJob | undefined; newest: ReadJob | undefined } {
+  let oldest: ReadJob | undefined;
+  let newest: ReadJob | undefined;
+  for (const j of waitingJobs) {
+    if (!oldest || cmpCtime(j.ctime, oldest.ctime) < 0) oldest = j;
+    if (!newest || cmpCtime(j.ctime, newest.ctime) > 0) newest = j;
+  }
+  return { oldest, newest };
+}
+
+function readNextseq(queue: Queue): NextSeqInfo {
+  let text: string | undefined;
+  try {
+    text = fs.readFileSync(queue.seqfilePath, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return { state: 'unreadable', problem: describeSystemError(err) };
+  }
+  if (text === undefined) {
+    return fs.existsSync(`${queue.seqfilePath}.lock`) ? { state: 'missing', value: 1n } : { state: 'append-only' };
+  }
+  const value = parseSeqfileText(text);
+  if (value === undefined) {
+    const nl = text.indexOf('\n');
+    return { state: 'invalid', problem: seqParseProblem((nl < 0 ? text : text.slice(0, nl)).trim()), text: text.slice(0, 40) };
+  }
+  return { state: 'present', value };
+}
+
+function readLock(queue: Queue): LockInfo {
+  const p = `${queue.seqfilePath}.lock`;
+  if (!fs.existsSync(p)) return { path: p, state: 'missing' };
+  return { path: p, state: isLocked(p) ? 'held' : 'free' };
+}
+
+function cmpSeq(a: bigint, b: bigint): number {
+  return a === b ? 0 : a < b ? -1 : 1;
+}
+
+function cmpCtime(a: Ctime, b: Ctime): number {
+  if (a.secs !== b.secs) return a.secs < b.secs ? -1 : 1;
+  return a.nanos - b.nanos;
+}
