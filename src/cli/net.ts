@@ -5,18 +5,10 @@
  */
 import os from 'node:os';
 import yargs, { type Argv } from 'yargs';
-import { NetFileError } from '../errors.js';
-import { createLogger } from '../log.js';
-import { Net } from '../net/index.js';
-import { hostOf, hostView } from '../net/hosts.js';
-import { describeRemoteLeftover } from '../net/drain.js';
-import { liveDotState } from '../net/observe/dot.js';
-import { netStatusJson } from '../net/observe/metrics.js';
-import { serveNet } from '../net/serve.js';
-import { dotToSvg } from '../net/observe/svg.js';
+import { Net, NetFileError, createLogger } from '../index.js';
+import { describeRemoteLeftover, dotToSvg, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
 import { NetProgressLine } from './net-progress.js';
 import { formatNetStatus } from './net-text.js';
-import { parseService, simulate, type ServiceTime } from '../net/plan/simulate.js';
 import { formatSimulation } from './net-simulate-text.js';
 import { checkLogLevel, reportError, writeOut } from './output.js';
 
