@@ -12,6 +12,7 @@ export default defineConfig({
     alias: [
       { find: /^filespooler$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
       { find: /^filespooler\/lowlevel$/, replacement: fileURLToPath(new URL('./src/lowlevel.ts', import.meta.url)) },
+      { find: /^filespooler\/net$/, replacement: fileURLToPath(new URL('./src/net-tools.ts', import.meta.url)) },
     ],
   },
   test: {

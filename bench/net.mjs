@@ -61,7 +61,8 @@ const x = (v) => `${v.toFixed(2)}×`;
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
 
 const lib = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
-const { Net, simulate } = lib;
+const { Net } = lib;
+const { simulate } = await import(pathToFileURL(path.join(ROOT, 'dist', 'net-tools.js')).href);
 
 let WORK;
 let counter = 0;

@@ -3,9 +3,27 @@
  *
  * The main entry point: packets (make, read, encode a header), queues (write, list, read,
  * process with a command or an async function), queue diagnosis, nets, and the typed errors.
- * The pieces these are built from are in `filespooler/lowlevel` (docs/api.md).
+ * The pieces these are built from are in `filespooler/lowlevel`, the operator's tooling for nets
+ * (serving, metrics, drawing, simulating) in `filespooler/net` (docs/api.md).
  */
-export * from './errors.js';
+export {
+  FsplError,
+  BadPacketError,
+  ShortReadError,
+  PayloadSealError,
+  LockedError,
+  NotFoundError,
+  DuplicateSeqError,
+  SeqOverflowError,
+  BadSeqfileError,
+  QueueError,
+  ExecError,
+  JobFailedError,
+  DecoderError,
+  NetError,
+  NetFileError,
+  type FsplErrorCode,
+} from './errors.js';
 export type { Bytes, Ctime, CommandType, PacketHeader, Seal } from './packet/types.js';
 export { encodeHeader, decodeHeader } from './packet/codec.js';
 export { readPacket, metadataOf, type PacketMetadata, type ReadPacket, type PacketSource } from './packet/stream.js';
@@ -39,17 +57,13 @@ export {
   Net,
   defineNet,
   parseNetText,
-  allocateWorkers,
-  simulate,
-  type SimulateOptions,
-  type SimulationReport,
-  type ServiceTime,
   type NetDefinition,
   type TransitionDefinition,
   type FiringContext,
   type FiringInput,
   type TransitionFunction,
   type NetRunOptions,
+  type HostRunOptions,
   type NetRunSummary,
   type NetEvent,
   type NetStatusReport,
@@ -60,12 +74,4 @@ export {
   type Leftover,
   type PutOptions,
   type PutResult,
-  serveNet,
-  type ServeOptions,
-  type NetServer,
-  netMetricsText,
-  netStatusJson,
-  dotToSvg,
-  type DotState,
-  type HostRunOptions,
 } from './net/index.js';

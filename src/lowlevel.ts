@@ -6,6 +6,10 @@
  * docs/api.md ("Lower-level pieces") and may change more often than the main entry point.
  */
 export * from './index.js';
+export { namePath, describeSystemError } from './errors.js';
+export { parseLogLevel, LEVELS, type LogSink } from './log.js';
+export { writeAllSync } from './io.js';
+export { copySealedSync, writeSealedPacketSync } from './packet/sealed-copy.js';
 export * from './packet/index.js';
 export { SeqFile, parseSeq } from './seqfile.js';
 export { FileLock, isLocked } from './lock.js';
@@ -14,7 +18,7 @@ export { copy, type CopyOptions } from './copy.js';
 export { openThroughDecoder, readHeaderThroughDecoder, checkedPayload, type DecodedJob, type ExitStatus } from './decoder.js';
 export { runCommand, type RunOptions, type RunResult } from './exec.js';
 export { processQueue, processFd } from './process.js';
-export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync } from './prepare.js';
+export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync, sealByDefault } from './prepare.js';
 export { JobsWatcher, type WatchOptions } from './watch.js';
 export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './jobenv.js';
 export { rfc3339Utc, rfc3339Local, now } from './time.js';
@@ -42,15 +46,7 @@ export {
 } from './json.js';
 export {
   loadNetFile,
-  netMetricFamilies,
-  TransitionMonitor,
-  placeTokens,
-  transitionDetail,
-  liveDotState,
   type NetModel,
-  type TransitionRates,
-  type LastFailure,
-  type TokenInfo,
   sendPacket,
   sendPackets,
   type SendResult,

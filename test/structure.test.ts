@@ -52,20 +52,21 @@ function namedImports(file: string): Array<[string, string[] | undefined]> {
 }
 
 /** The module that declares `name` as reached from `file`: through barrels (export ... from) to its definition. */
-function definer(file: string, name: string, seen = new Set<string>()): string | undefined {
+function definer(file: string, name: string, seen = new Set<string>(), types = false): string | undefined {
   if (seen.has(file) || !fs.existsSync(file)) return undefined;
   seen.add(file);
   const text = fs.readFileSync(file, 'utf8');
-  const declared = new RegExp(`^export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:const|let|var|function\\*?|class|enum)\\s+${name.replace(/\$/g, '\\$')}\\b`, 'm');
+  const kinds = types ? 'const|let|var|function\\*?|class|enum|interface|type' : 'const|let|var|function\\*?|class|enum';
+  const declared = new RegExp(`^export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:${kinds})\\s+${name.replace(/\$/g, '\\$')}\\b`, 'm');
   if (declared.test(text)) return file;
-  for (const m of text.matchAll(/^export\s+\{([^}]*)\}\s+from\s+'(\.[^']+)'/gms)) {
+  for (const m of text.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(\.[^']+)'/gms)) {
     for (const part of m[1]!.split(',').map((x) => x.trim())) {
       const [orig, alias] = part.replace(/^type\s+/, '').split(/\s+as\s+/).map((x) => x.trim());
-      if ((alias ?? orig) === name) return definer(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')), orig!, seen);
+      if ((alias ?? orig) === name) return definer(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')), orig!, seen, types);
     }
   }
   for (const m of text.matchAll(/^export\s+\*\s+from\s+'(\.[^']+)'/gm)) {
-    const d = definer(path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')), name, seen);
+    const d = definer(path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')), name, seen, types);
     if (d) return d;
   }
   return undefined;
@@ -160,10 +161,13 @@ test('test/net mirrors src/net: every folder of tests has its folder of modules'
   for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
 });
 
+/** The public entries: filespooler, filespooler/lowlevel and filespooler/net (package.json "exports"). */
+const ENTRIES = ['index.ts', 'lowlevel.ts', 'net-tools.ts'].map((f) => path.join(SRC, f));
+
 test('nothing below src/net imports it (the net layer sits on top), except the public entry points and the CLI', () => {
   const net = path.join(SRC, 'net');
   for (const f of sources()) {
-    if (f.startsWith(net) || f.startsWith(path.join(SRC, 'cli')) || ['index.ts', 'lowlevel.ts'].includes(path.basename(f))) continue;
+    if (f.startsWith(net) || f.startsWith(path.join(SRC, 'cli')) || ENTRIES.includes(f)) continue;
     expect(imports(f).filter((d) => d.startsWith(net)).map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
   }
 });
@@ -179,4 +183,43 @@ test('the tests test the current source: the package name resolves to src/ (one 
   const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
   expect(testing.map(([name]) => name)).toContain('test:unit');
   for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build && /);
+});
+
+/** Every import of a file, type-only ones too: [module, names imported] (undefined: a default or namespace import). */
+function allImports(file: string): Array<[string, string[] | undefined]> {
+  const text = fs.readFileSync(file, 'utf8');
+  const out: Array<[string, string[] | undefined]> = [];
+  for (const m of text.matchAll(/^(?:import|export)\s+(?:type\s+)?([^;]*?)\s+from\s+'(\.[^']+)'/gms)) {
+    const target = path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts'));
+    const braces = /^\{([^}]*)\}$/s.exec(m[1]!.trim());
+    const names = braces?.[1]!
+      .split(',')
+      .map((x) => x.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!.trim())
+      .filter(Boolean);
+    out.push([target, names]);
+  }
+  return out;
+}
+
+test('the CLI uses the public API only: the net layer through the entries, and no name that no entry exports', () => {
+  // The net layer is reached through the entries' files (its modules move; the entries follow
+  // them). The core may be imported from the module that defines a name, so that the bundle of
+  // the common path loads only what it uses, but only a name that a public entry exports too.
+  const cli = path.join(SRC, 'cli');
+  const bypass: string[] = [];
+  for (const f of sources(cli)) {
+    for (const [mod, names] of allImports(f)) {
+      if (mod.startsWith(cli + path.sep) || ENTRIES.includes(mod)) continue;
+      const where = `${path.relative(SRC, f)} imports ${path.relative(SRC, mod)}`;
+      if (mod.startsWith(path.join(SRC, 'net') + path.sep)) bypass.push(`${where} (the net layer: import it through an entry)`);
+      else if (names === undefined) bypass.push(`${where} whole`);
+      else {
+        for (const n of names) {
+          const source = definer(mod, n, new Set(), true);
+          if (!source || !ENTRIES.some((e) => definer(e, n, new Set(), true) === source)) bypass.push(`${where}: ${n}, which no entry exports`);
+        }
+      }
+    }
+  }
+  expect(bypass).toEqual([]);
 });

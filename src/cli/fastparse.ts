@@ -6,7 +6,7 @@
  * returns undefined, and the caller hands the command line to yargs, which then gives the help
  * text or the usage error. Values are not validated here: the handlers do that.
  */
-import { COMMAND_BY_NAME, LOG_LEVEL, scanGlobals, type Invocation, type OptionSpec } from './spec.js';
+import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL, scanGlobals, type Invocation, type OptionSpec } from './spec.js';
 
 export function fastParse(argv: string[]): Invocation | undefined {
   const g = scanGlobals(argv);
@@ -64,5 +64,5 @@ export function fastParse(argv: string[]): Invocation | undefined {
     if (o.required) return undefined;
     if (o.default !== undefined) args[o.long] = o.default;
   }
-  return { command: spec.name, args, params, logLevel: logLevel ?? LOG_LEVEL.default! };
+  return { command: spec.name, args, params, logLevel: logLevel ?? DEFAULT_LOG_LEVEL };
 }

@@ -5,6 +5,7 @@
  */
 import { fastParse } from './fastparse.js';
 import { reportError, writeOut } from './output.js';
+import type { ParseResult } from './parser.js';
 import { scanGlobals, type Invocation } from './spec.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
@@ -18,22 +19,15 @@ export async function main(argv: string[]): Promise<number> {
     writeOut(VERSION_LINE);
     return 0;
   }
-  // `fspl net ...` (an extension) has a parser of its own.
+  // `fspl net ...` (an extension): its subcommands, in the same grammar, always through yargs.
   let netAt = 0;
   while (netAt < argv.length && argv[netAt]!.startsWith('-')) netAt += argv[netAt] === '-l' || argv[netAt] === '--log-level' ? 2 : 1;
-  if (argv[netAt] === 'net') {
-    const { runNet } = await import('./net.js');
-    return runNet([...argv.slice(0, netAt), ...argv.slice(netAt + 1)]);
-  }
+  if (argv[netAt] === 'net') return net([...argv.slice(0, netAt), ...argv.slice(netAt + 1)]);
   let inv: Invocation | undefined = fastParse(argv);
   if (!inv) {
     const { parseFull } = await import('./parser.js');
     const r = await parseFull(argv);
-    if (r.kind === 'output') {
-      if (r.stream === 'stdout') writeOut(r.text);
-      else process.stderr.write(r.text);
-      return r.status;
-    }
+    if (r.kind === 'output') return print(r);
     inv = r.invocation;
   }
   try {
@@ -43,4 +37,25 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return reportError(err);
   }
+}
+
+/** Help or a usage error, as the parser gave it. */
+function print(r: Extract<ParseResult, { kind: 'output' }>): number {
+  if (r.stream === 'stdout') writeOut(r.text);
+  else process.stderr.write(r.text);
+  return r.status;
+}
+
+/** `fspl net ...`, given the arguments after `net` (and the globals before it). */
+async function net(argv: string[]): Promise<number> {
+  const { parseNet } = await import('./parser.js');
+  let r: ParseResult;
+  try {
+    r = await parseNet(argv);
+  } catch (err) {
+    return reportError(err); // yargs failing by itself, not a usage error
+  }
+  if (r.kind === 'output') return print(r);
+  const { runNet } = await import('./net.js');
+  return runNet(r.invocation);
 }

@@ -4,9 +4,7 @@
  * Log lines are written above it (see sink()).
  */
 import fs from 'node:fs';
-import type { LiveState } from '../net/observe/live.js';
-import type { NetEvent } from '../net/run/runner.js';
-import { RateWindow } from '../net/observe/stats.js';
+import { RateWindow, type LiveState, type NetEvent } from '../net-tools.js';
 
 const REDRAW_MS = 200;
 const RATE_WINDOW_MS = 10_000;

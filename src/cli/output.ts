@@ -3,8 +3,23 @@ import { describeSystemError } from '../errors.js';
 import { writeAllSync } from '../io.js';
 import { parseLogLevel, type LogLevel } from '../log.js';
 
-/** A usage error: exit status 2. */
-export class UsageError extends Error {}
+/**
+ * A usage error: exit status 2. `more` is the help its message points to (`--help`, or
+ * `fspl net --help`), or false when the message says all (a bad value given to `fspl net`).
+ */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly more: string | false = '--help',
+  ) {
+    super(message);
+  }
+}
+
+/** What a usage error prints on stderr. */
+export function usageText(err: UsageError): string {
+  return `error: ${err.message}\n${err.more === false ? '' : `\nFor more information try ${err.more}\n`}`;
+}
 
 /** The log level named on the command line, or a usage error. */
 export function checkLogLevel(text: string): LogLevel {
@@ -21,7 +36,7 @@ export function writeOut(data: string | Uint8Array): void {
 /** Print one `Error: ...` line on stderr and return the exit status for the error. */
 export function reportError(err: unknown): number {
   if (err instanceof UsageError) {
-    process.stderr.write(`error: ${err.message}\n\nFor more information try --help\n`);
+    process.stderr.write(usageText(err));
     return 2;
   }
   const message = describeSystemError(err).split('\n')[0];

@@ -1,21 +1,41 @@
 /**
- * The full parser, on yargs: help texts, usage errors, and every command line the fast path
- * leaves to it. Built from the same grammar (spec.ts).
+ * The full parser, on yargs: help texts, usage errors, every command line the fast path leaves
+ * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, scanGlobals, type Invocation, type OptionSpec } from './spec.js';
-import { UsageError } from './output.js';
+import { COMMANDS, LOG_LEVEL, NET_COMMANDS, NET_DEMAND, NET_USAGE, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import { UsageError, usageText } from './output.js';
 
-function yargsOption(o: OptionSpec): Options {
+/**
+ * An option for yargs. The reference's subcommands want a value after every string option
+ * (`requiresArg`); `fspl net`'s check their values themselves, as they always have.
+ */
+function yargsOption(o: OptionSpec, requiresArg = true): Options {
   const describe = o.choices ? `${o.describe} (${o.choices.join(', ')}; any case)` : o.describe;
-  return {
+  const option: Options = {
     alias: o.short,
     type: o.kind,
     demandOption: o.required,
-    requiresArg: o.kind === 'string',
+    requiresArg: requiresArg && o.kind === 'string',
     default: o.default,
     describe,
   };
+  // An array option given `default: undefined` would default to [undefined]: no key at all.
+  if (o.array) {
+    option.array = true;
+    if (o.default === undefined) delete option.default;
+  }
+  return option;
+}
+
+/** A subcommand's positionals and options, as yargs declares them. */
+function declare(b: Argv, spec: CommandSpec, requiresArg: boolean): Argv {
+  for (const p of spec.positionals) {
+    const describe = spec.positionalHelp?.[p];
+    b = b.positional(p, describe === undefined ? { type: 'string' } : { type: 'string', describe });
+  }
+  for (const o of spec.options) b = b.option(o.long, yargsOption(o, requiresArg));
+  return b;
 }
 
 function build(): Argv {
@@ -42,9 +62,7 @@ function build(): Argv {
   for (const spec of COMMANDS) {
     const pos = spec.positionals.map((p) => ` <${p}>`).join('');
     y = y.command(`${spec.name}${pos}`, spec.describe, (yy: Argv) => {
-      let b = yy.usage(`fspl ${spec.usage}\n\n${spec.describe}`).strict();
-      for (const p of spec.positionals) b = b.positional(p, { type: 'string' });
-      for (const o of spec.options) b = b.option(o.long, yargsOption(o));
+      let b = declare(yy.usage(`fspl ${spec.usage}\n\n${spec.describe}`).strict(), spec, true);
       if (!spec.params) {
         b = b.check((a) => {
           const extra = a['--'];
@@ -69,8 +87,8 @@ export async function helpText(sub?: string): Promise<string> {
   });
 }
 
-function usageError(message: string): ParseResult {
-  return { kind: 'output', text: `error: ${message}\n\nFor more information try --help\n`, stream: 'stderr', status: 2 };
+function usageError(message: string, more?: string): ParseResult {
+  return { kind: 'output', text: usageText(new UsageError(message, more)), stream: 'stderr', status: 2 };
 }
 
 /**
@@ -148,5 +166,54 @@ export async function parseFull(rawArgv: string[]): Promise<ParseResult> {
       params: ((parsed['--'] as unknown[] | undefined) ?? []).map(String),
       logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default),
     },
+  };
+}
+
+/**
+ * `fspl net`'s grammar for yargs: the net commands of spec.ts under the program name `fspl net`,
+ * with yargs' defaults for the rest (its own help, its own `help` command, no `-h`), as it has
+ * always had. Options are global here, as `--log-level` has always been.
+ */
+function buildNet(): Argv {
+  let y = yargs()
+    .scriptName('fspl net')
+    .usage(NET_USAGE)
+    .option(LOG_LEVEL.long, yargsOption(LOG_LEVEL, false));
+  for (const spec of NET_COMMANDS) {
+    const pos = spec.positionals.map((p) => ` <${p}>`).join('');
+    y = y.command(`${spec.name}${pos}`, spec.describe, (b: Argv) => declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec, false));
+  }
+  return y
+    .demandCommand(1, NET_DEMAND)
+    .strict()
+    .help()
+    .version(false)
+    .wrap(Math.min(100, process.stdout.columns || 100))
+    .exitProcess(false);
+}
+
+/**
+ * `fspl net ...` (the arguments after `net`, globals before it kept): the invocation of one net
+ * subcommand (named without `net`), or its help, or its usage error. What follows `--` is the
+ * invocation's params, whatever the subcommand.
+ */
+export async function parseNet(argv: string[]): Promise<ParseResult> {
+  const dashdash = argv.indexOf('--');
+  const params = dashdash >= 0 ? argv.slice(dashdash + 1) : [];
+  const args = dashdash >= 0 ? argv.slice(0, dashdash) : argv;
+  let usage: string | undefined;
+  let help = '';
+  const parser = buildNet().fail((msg, err) => {
+    if (err) throw err;
+    usage = msg;
+  });
+  const parsed = (await parser.parseAsync(args, {}, (_err, _argv, output) => {
+    help = output;
+  })) as Record<string, unknown>;
+  if (usage !== undefined) return usageError(usage, 'fspl net --help');
+  if (help) return { kind: 'output', text: `${help}\n`, stream: 'stdout', status: 0 };
+  return {
+    kind: 'run',
+    invocation: { command: String((parsed._ as unknown[])[0]), args: parsed, params, logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default) },
   };
 }

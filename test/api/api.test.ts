@@ -20,6 +20,9 @@ import {
   type JobContext,
   type ProcessEvent,
 } from 'filespooler';
+import * as main from 'filespooler';
+import * as lowlevel from 'filespooler/lowlevel';
+import * as netTools from 'filespooler/net';
 import { FileLock } from 'filespooler/lowlevel';
 import { tempDir } from '../helpers.js';
 
@@ -340,5 +343,35 @@ describe('Queue.process with a JS function', () => {
     const got: string[] = [];
     await Queue.open(q.dir, { decoder: 'zcat' }).process(async (j) => void got.push(await text(j.payload)));
     expect(got).toEqual(['first', 'second']);
+  });
+});
+
+describe('the entry points', () => {
+  // The run-time names of each entry (types are checked by test/api/consumer.ts): the main entry
+  // a newcomer reads in one screen, the operator's tooling for nets apart, lowlevel a superset.
+  const MAIN = [
+    'BadPacketError', 'BadSeqfileError', 'DecoderError', 'DuplicateSeqError', 'ExecError', 'FsplError', 'JobFailedError', 'LockedError',
+    'Net', 'NetError', 'NetFileError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError',
+    'captureEnv', 'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText', 'prepareHeader',
+    'preparePacket', 'queueStatus', 'readPacket', 'silentLogger',
+  ];
+  const NET = [
+    'RateWindow', 'TransitionMonitor', 'allocateWorkers', 'describeRemoteLeftover', 'dotToSvg', 'hostOf', 'hostView', 'liveDotState',
+    'loadNetFile', 'lowerBound', 'netMetricFamilies', 'netMetricsText', 'netStatusJson', 'parseService', 'placeTokens', 'serveNet',
+    'simulate', 'transitionDetail',
+  ];
+
+  it('filespooler holds packets, queues, nets and errors, and no operator tooling', () => {
+    expect(Object.keys(main).sort()).toEqual([...MAIN].sort());
+  });
+
+  it('filespooler/net holds the operator tooling', () => {
+    expect(Object.keys(netTools).sort()).toEqual([...NET].sort());
+    for (const name of NET) expect(typeof (netTools as Record<string, unknown>)[name], name).toBe('function');
+  });
+
+  it('filespooler/lowlevel holds everything of filespooler, the same objects, and more', () => {
+    for (const name of MAIN) expect((lowlevel as Record<string, unknown>)[name], name).toBe((main as Record<string, unknown>)[name]);
+    expect(Object.keys(lowlevel).length).toBeGreaterThan(MAIN.length + 50);
   });
 });

@@ -17,7 +17,9 @@ import {
   type ProcessSummary,
   type QueuedJob,
   type ReadPacket,
+  Net,
 } from 'filespooler';
+import { simulate, netMetricsText, type SimulationReport } from 'filespooler/net';
 
 export async function typedUse(dir: string): Promise<ProcessSummary> {
   const q: Queue = Queue.init(dir, { appendOnly: false });
@@ -59,3 +61,9 @@ export async function typedUse(dir: string): Promise<ProcessSummary> {
 
 // @ts-expect-error: sequence numbers are bigints, never numbers
 Queue.open('/q').setNext(5);
+
+// The operator tooling, from filespooler/net, on the main entry's Net.
+export function plan(net: Net): SimulationReport {
+  return simulate(net.model, { tokens: 10, workers: 2 });
+}
+export const metrics: typeof netMetricsText = netMetricsText;

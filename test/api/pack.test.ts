@@ -75,13 +75,13 @@ describe('the packed package', () => {
     expect(stdout).toBe('function true\n');
   });
 
-  it('has a lower-level entry point, filespooler/lowlevel, holding the main one too', async () => {
+  it('has a lower-level entry point, filespooler/lowlevel, holding the main one too, and filespooler/net, the operator tooling, apart', async () => {
     const { stdout } = await node([
       '--input-type=module',
       '-e',
-      "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const r = (await import('node:module')).createRequire(process.cwd() + '/x.cjs')('filespooler/lowlevel'); console.log(typeof low.SeqFile, typeof low.processQueue, low.Queue === main.Queue, r.FileLock === low.FileLock, 'SeqFile' in main)",
+      "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const net = await import('filespooler/net'); const req = (await import('node:module')).createRequire(process.cwd() + '/x.cjs'); console.log(typeof low.SeqFile, typeof low.processQueue, low.Queue === main.Queue, req('filespooler/lowlevel').FileLock === low.FileLock, 'SeqFile' in main, typeof net.serveNet, typeof net.simulate, req('filespooler/net').dotToSvg === net.dotToSvg, 'serveNet' in main, 'simulate' in main)",
     ]);
-    expect(stdout).toBe('function function true true false\n');
+    expect(stdout).toBe('function function true true false function function true false false\n');
   });
 
   it('runs its CLI from the installed files', async () => {

@@ -1,6 +1,7 @@
 /** `net simulate`: the scheduler in virtual time (src/net/plan/simulate.ts) and its CLI. */
 import { describe, expect, it } from 'vitest';
-import { defineNet, simulate } from 'filespooler';
+import { defineNet } from 'filespooler';
+import { simulate } from 'filespooler/net';
 import { parseService } from '../../../src/net/plan/simulate.js';
 import { makeNet, runFspl } from '../helpers.js';
 
