@@ -78,7 +78,7 @@ export function drainPlan(net: NetModel, host: string): DrainPlan {
     const g = hostOf(t);
     const targets = writes(t).filter((p) => reach.has(p));
     if (g === undefined || targets.length === 0) continue;
-    const viaSsh = targets.filter((p) => hostOf(net.places.get(p)!) !== g && net.places.get(p)!.extra.sync !== true);
+    const viaSsh = targets.filter((p) => hostOf(net.places.get(p)!) !== g && net.places.get(p)!.sync !== true);
     if (g === host) {
       for (const p of viaSsh) if (!ownOutboxes.includes(p)) ownOutboxes.push(p);
       continue;

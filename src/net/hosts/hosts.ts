@@ -17,7 +17,9 @@
  */
 import path from 'node:path';
 import { NetError } from '../../errors.js';
-import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type TransitionSpec } from '../model/model.js';
+import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type RemotePlace } from '../model/model.js';
+
+export type { RemotePlace } from '../model/model.js';
 
 export interface HostConfig {
   name: string;
@@ -30,33 +32,23 @@ export interface HostConfig {
   fspl?: string;
 }
 
-/** Where a remote place's tokens wait on this host before they leave. */
-export interface RemotePlace {
-  /** The place's host. */
-  host: string;
-  /** The place's directory on its host. */
-  dir: string;
-  /** Delivered by a synchronisation tool (sync: true) rather than over ssh. */
-  sync: boolean;
-}
-
-export function hostOf(item: { extra: Record<string, unknown> }): string | undefined {
-  const h = item.extra.host;
+export function hostOf(item: { host?: string }): string | undefined {
+  const h: unknown = item.host;
   return typeof h === 'string' ? h : undefined;
 }
 
 /** Whether the net names hosts at all. */
-export function isDistributed(net: Pick<NetModel, 'places' | 'transitions' | 'extra'>): boolean {
-  if (net.extra.hosts !== undefined) return true;
+export function isDistributed(net: Pick<NetModel, 'places' | 'transitions' | 'hosts'>): boolean {
+  if (net.hosts !== undefined) return true;
   for (const p of net.places.values()) if (hostOf(p) !== undefined) return true;
   for (const t of net.transitions.values()) if (hostOf(t) !== undefined) return true;
   return false;
 }
 
 /** The hosts named anywhere in the net, in the order they first appear. */
-export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'extra'>): string[] {
+export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'hosts'>): string[] {
   const names = new Set<string>();
-  const hosts = net.extra.hosts;
+  const hosts = net.hosts;
   if (hosts && typeof hosts === 'object') for (const h of Object.keys(hosts)) names.add(h);
   for (const p of net.places.values()) if (hostOf(p)) names.add(hostOf(p)!);
   for (const t of net.transitions.values()) if (hostOf(t)) names.add(hostOf(t)!);
@@ -64,7 +56,7 @@ export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'extra'
 }
 
 export function hostConfig(net: NetModel, host: string): HostConfig {
-  const raw = ((net.extra.hosts ?? {}) as Record<string, unknown>)[host] as { ssh?: string | string[]; fspl?: string } | null | undefined;
+  const raw = (net.hosts ?? {})[host];
   const ssh = raw?.ssh === undefined ? ['ssh', host] : typeof raw.ssh === 'string' ? ['ssh', raw.ssh] : raw.ssh;
   return { name: host, ssh, fspl: raw?.fspl };
 }
@@ -74,13 +66,14 @@ export function hostConfig(net: NetModel, host: string): HostConfig {
  * host or none has; hosts are known; a transition reads only places of its own host; all the
  * writers of a place are on one host (they share its numbering).
  */
-export function hostProblems(places: Map<string, PlaceSpec>, transitions: Map<string, TransitionSpec>, extra: Record<string, unknown>): ModelProblem[] {
-  const net = { places, transitions, extra };
+export function hostProblems(net: NetModel): ModelProblem[] {
+  const { places, transitions, hosts } = net;
   if (!isDistributed(net)) return [];
   const problems: ModelProblem[] = [];
-  const hosts = extra.hosts as Record<string, unknown> | undefined;
   if (hosts !== undefined) {
-    for (const [name, h] of Object.entries(hosts)) {
+    for (const [name, value] of Object.entries(hosts)) {
+      // As written: a net defined in JavaScript may hold anything here.
+      const h: unknown = value;
       if (!NAME_RE.test(name)) problems.push({ path: ['hosts', name], atKey: true, message: `Invalid host name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
       if (h === null || h === undefined) continue;
       if (typeof h !== 'object' || Array.isArray(h)) {
@@ -105,15 +98,14 @@ export function hostProblems(places: Map<string, PlaceSpec>, transitions: Map<st
   for (const t of transitions.values()) {
     known(['transitions', t.name], hostOf(t), `Transition ${t.name}`);
     for (const [i, a] of t.inputs.entries()) {
-      const ph = hostOf(places.get(a.place) ?? { extra: {} });
+      const ph = hostOf(places.get(a.place) ?? {});
       if (ph !== undefined && hostOf(t) !== undefined && ph !== hostOf(t)) {
         problems.push({ path: ['transitions', t.name, 'in', ...(t.inputs.length > 1 ? [i] : [])], message: `Transition ${t.name} (host ${hostOf(t)}) reads place ${a.place} on host ${ph}: a transition reads places of its own host only` });
       }
     }
   }
-  const model = net as unknown as NetModel;
   for (const p of places.values()) {
-    const writerHosts = new Set(writersOf(model, p.name).map((t) => hostOf(t)).filter((h): h is string => !!h));
+    const writerHosts = new Set(writersOf(net, p.name).map((t) => hostOf(t)).filter((h): h is string => !!h));
     if (writerHosts.size > 1) {
       problems.push({ path: ['places', p.name], atKey: true, message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host` });
     }
@@ -134,7 +126,7 @@ export function outboxDir(stateDir: string, place: string): string {
 export function remotePlaces(view: NetModel): Map<string, RemotePlace> {
   const out = new Map<string, RemotePlace>();
   for (const p of view.places.values()) {
-    const r = p.extra.remote as RemotePlace | undefined;
+    const r = p.remote;
     if (r) out.set(p.name, r);
   }
   return out;
@@ -142,7 +134,7 @@ export function remotePlaces(view: NetModel): Map<string, RemotePlace> {
 
 /**
  * The net as one host runs it: its transitions; its places; and in place of each place on another
- * host that its transitions write, the outbox (extra.remote says where the place really is).
+ * host that its transitions write, the outbox (its `remote` says where the place really is).
  * Places it neither owns nor writes are left out. A net without hosts is returned as it is.
  */
 export function hostView(net: NetModel, host: string | undefined): NetModel {
@@ -159,8 +151,8 @@ export function hostView(net: NetModel, host: string | undefined): NetModel {
   for (const p of net.places.values()) {
     if (hostOf(p) === host) places.set(p.name, p);
     else if ([...transitions.values()].some((t) => t.outputs.includes(p.name) || t.error === p.name)) {
-      const remote: RemotePlace = { host: hostOf(p)!, dir: p.dir, sync: p.extra.sync === true };
-      places.set(p.name, { ...p, dir: outboxDir(stateDir, p.name), capacity: undefined, extra: { ...p.extra, remote } });
+      const remote: RemotePlace = { host: hostOf(p)!, dir: p.dir, sync: p.sync === true };
+      places.set(p.name, { ...p, dir: outboxDir(stateDir, p.name), capacity: undefined, remote });
     }
   }
   return { ...net, stateDir, places, transitions };

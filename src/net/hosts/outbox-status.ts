@@ -60,7 +60,7 @@ export function addHostDetails(report: NetStatusReport, view: NetModel, net: Net
     const feeders = [...new Set(writersOf(net, st.name).map(hostOf).filter((h): h is string => h !== undefined && h !== host))];
     if (feeders.length === 0) continue;
     // One writing host at most (hosts.ts checks it): the place's numbers have one owner.
-    st.fedBy = { host: feeders[0]!, via: spec.extra.sync === true ? 'sync' : 'ssh' };
+    st.fedBy = { host: feeders[0]!, via: spec.sync === true ? 'sync' : 'ssh' };
     const readHere = [...view.transitions.values()].some((t) => t.inputs.some((a) => a.place === st.name));
     st.role = errorPlaces.has(st.name) ? 'error' : readHere ? 'inbox' : 'sink';
     st.note = st.problem ?? describeFeed(st.fedBy);

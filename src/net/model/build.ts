@@ -10,7 +10,7 @@ import { buildModel, type ModelProblem, type NetDefinition, type NetModel } from
 export function buildNet(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {
   const built = buildModel(def, file);
   if (!built.model) return built;
-  const problems = hostProblems(built.model.places, built.model.transitions, built.model.extra);
+  const problems = hostProblems(built.model);
   return problems.length > 0 ? { problems } : built;
 }
 

@@ -20,8 +20,30 @@ export interface PlaceSpec {
   order: PlaceOrder;
   /** At most this many tokens (counting staged outputs); undefined: unbounded. */
   capacity?: number;
-  /** Further keys (host, sync, ...) that later layers read. */
-  extra: Record<string, unknown>;
+  /** The host the place is on (distributed nets, src/net/hosts). */
+  host?: string;
+  /** On another host, filled by a file synchronisation tool rather than over ssh. */
+  sync?: boolean;
+  /** Set by hostView on a place of another host: the place is this host's outbox towards it. */
+  remote?: RemotePlace;
+}
+
+/** Where a remote place's tokens wait on this host before they leave. */
+export interface RemotePlace {
+  /** The place's host. */
+  host: string;
+  /** The place's directory on its host. */
+  dir: string;
+  /** Delivered by a synchronisation tool (sync: true) rather than over ssh. */
+  sync: boolean;
+}
+
+/** How to reach a host, as written under `hosts:` (checked by hostProblems). */
+export interface HostDefinition {
+  /** A destination (one word) or the whole ssh command as a list. */
+  ssh?: string | string[];
+  /** The path of fspl on that host. */
+  fspl?: string;
 }
 
 export interface InputArc {
@@ -88,7 +110,11 @@ export interface TransitionSpec {
   ordered: boolean;
   /** Disabled while any of these places holds a token. */
   inhibit: string[];
-  extra: Record<string, unknown>;
+  /** The host the transition runs on (distributed nets). */
+  host?: string;
+  /** Run the command as this user and group (a name or an id). */
+  user?: string | number;
+  group?: string | number;
 }
 
 export interface NetModel {
@@ -100,8 +126,8 @@ export interface NetModel {
   stateDir: string;
   places: Map<string, PlaceSpec>;
   transitions: Map<string, TransitionSpec>;
-  /** Top-level keys the model does not interpret (hosts, ...). */
-  extra: Record<string, unknown>;
+  /** How to reach each host, as written (`hosts:`). */
+  hosts?: Record<string, HostDefinition | null | undefined>;
 }
 
 /** Transitions that take tokens from each place. */
@@ -143,8 +169,9 @@ export interface NetDefinition {
   /** Directory for relative paths and the default place directories. */
   dir: string;
   state?: string;
-  places: Record<string, { dir?: string; order?: PlaceOrder; capacity?: number; [k: string]: unknown }>;
+  places: Record<string, { dir?: string; order?: PlaceOrder; capacity?: number; host?: string; sync?: boolean; [k: string]: unknown }>;
   transitions: Record<string, TransitionDefinition>;
+  hosts?: Record<string, HostDefinition | null | undefined>;
 }
 
 export interface TransitionDefinition {
@@ -160,6 +187,9 @@ export interface TransitionDefinition {
   workers?: number;
   order?: 'input' | 'none';
   inhibit?: string[];
+  host?: string;
+  user?: string | number;
+  group?: string | number;
   [k: string]: unknown;
 }
 
@@ -199,13 +229,14 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
   const places = new Map<string, PlaceSpec>();
   for (const [name, p] of Object.entries(def.places ?? {})) {
     if (!NAME_RE.test(name)) problems.push({ path: ['places', name], atKey: true, message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-    const { dir: pdir, order, capacity, ...extra } = p ?? {};
+    const { dir: pdir, order, capacity, host, sync } = p ?? {};
     places.set(name, {
       name,
       dir: path.resolve(dir, typeof pdir === 'string' ? pdir : path.join('places', name)),
       order: order ?? 'sequence',
       capacity,
-      extra,
+      host,
+      sync,
     });
   }
   const known = (where: Array<string | number>, place: string) => {
@@ -260,7 +291,7 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
     if (!run && !t.fn && outputs.length > 0 && outMode !== 'all') {
       problems.push({ path: at('out'), message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose` });
     }
-    const { in: _i, out: _o, run: _r, fn, env, cwd, error, retries, timeout, workers, order, inhibit, ...extra } = t;
+    const { fn, env, cwd, error, retries, timeout, workers, order, inhibit, host, user, group } = t;
     if (!seconds(timeout)) problems.push({ path: at('timeout'), message: `timeout must be a number of seconds above 0 (got ${String(timeout)})` });
     transitions.set(name, {
       name,
@@ -277,11 +308,13 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
       workers: workers ?? 1,
       ordered: order !== 'none',
       inhibit: inhibit ?? [],
-      extra,
+      host,
+      user,
+      group,
     });
   }
-  const { dir: _d, state, places: _p, transitions: _t, ...extra } = def as NetDefinition & Record<string, unknown>;
+  const { state, hosts } = def;
   if (problems.length > 0) return { problems };
   const stateDir = path.resolve(dir, state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'));
-  return { model: { file, dir, stateDir, places, transitions, extra }, problems };
+  return { model: { file, dir, stateDir, places, transitions, hosts }, problems };
 }

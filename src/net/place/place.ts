@@ -90,7 +90,7 @@ export class Place extends TokenIndex {
         : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
     // Tokens bound for another host (an outbox) are sealed: their length and CRC-32 go in the
     // header, so that a transfer cut or damaged on the way is refused, never committed.
-    const sealed = this.spec.extra.remote !== undefined;
+    const sealed = this.spec.remote !== undefined;
     if (sealed) header.seal = sealOfPayload(content.payload);
     const out = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
     try {

@@ -40,8 +40,8 @@ const cache = new Map<string, RunAs | undefined>();
 
 /** The uid/gid a transition's command runs as; undefined when it has no user: or group:. */
 export function runAsOf(t: TransitionSpec): RunAs | undefined {
-  const user = t.extra.user as string | number | undefined;
-  const group = t.extra.group as string | number | undefined;
+  const user = t.user;
+  const group = t.group;
   if (user === undefined && group === undefined) return undefined;
   const id = `${user ?? ''}:${group ?? ''}`;
   if (cache.has(id)) return cache.get(id);
@@ -105,7 +105,7 @@ const DIR_MODE = 0o2770;
 const FILE_MODES: Record<string, number> = { nextseq: 0o640, 'nextseq.lock': 0o640, sendseq: 0o660, 'sendseq.lock': 0o660, 'recvseq': 0o640, 'recv.lock': 0o640 };
 
 function usesUsers(net: NetModel): boolean {
-  return [...net.transitions.values()].some((t) => t.extra.user !== undefined || t.extra.group !== undefined);
+  return [...net.transitions.values()].some((t) => t.user !== undefined || t.group !== undefined);
 }
 
 /** `net init --permissions`: owners and modes of these places by the rule. Returns what was done. */

@@ -158,7 +158,7 @@ export class RunPlaces {
         pollInterval: this.pollInterval,
         logger: log,
         // A place filled by a synchronisation tool is looked at more often: events may not come.
-        safetyInterval: p.spec.extra.sync === true ? 2 : 5,
+        safetyInterval: p.spec.sync === true ? 2 : 5,
         filter: (name) => !this.ownNames.delete(name),
       });
       watchers.push(w);

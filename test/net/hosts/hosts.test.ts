@@ -58,10 +58,10 @@ transitions:
     expect([...a.places.keys()]).toEqual(['src', 'mid', 'done']);
     expect(a.stateDir).toBe('/tmp/n/net.state/a');
     expect(a.places.get('mid')!.dir).toBe(path.join('/tmp/n/net.state/a/outbox/mid'));
-    expect(a.places.get('mid')!.extra.remote).toEqual({ host: 'b', dir: '/tmp/n/places/mid', sync: true });
+    expect(a.places.get('mid')!.remote).toEqual({ host: 'b', dir: '/tmp/n/places/mid', sync: true });
     const b = hostView(net, 'b');
     expect([...b.places.keys()]).toEqual(['mid', 'done', 'other']);
-    expect(b.places.get('done')!.extra.remote).toMatchObject({ host: 'a', sync: false });
+    expect(b.places.get('done')!.remote).toMatchObject({ host: 'a', sync: false });
     expect(() => hostView(net, undefined)).toThrow(/say which one this is with --host NAME/);
     expect(() => hostView(net, 'c')).toThrow(/Unknown host "c"/);
   });

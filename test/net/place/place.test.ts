@@ -13,7 +13,7 @@ import { netDir } from '../helpers.js';
 
 function place(remote: boolean): Place {
   const dir = path.join(netDir(), 'p');
-  const p = new Place({ name: 'p', dir, order: 'sequence', extra: remote ? { remote: { host: 'b', dir: '/x', sync: false } } : {} }, 'sequence');
+  const p = new Place({ name: 'p', dir, order: 'sequence', remote: remote ? { host: 'b', dir: '/x', sync: false } : undefined }, 'sequence');
   p.init();
   return p;
 }
