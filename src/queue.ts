@@ -120,9 +120,10 @@ export class Queue {
     if (!options.appendOnly) {
       SeqFile.with(q.seqfilePath, { create: true }, () => {});
     }
-    // A queue that `queue-init` reported made is there after a power cut: jobs/ (and, above,
-    // nextseq and its lock) by the fsync of dir, dir itself by the fsync of its parent.
-    fsyncDir(dir);
+    // A queue that `queue-init` reported made is there after a power cut: jobs/, nextseq and its
+    // lock by the fsync of dir (SeqFile.write's, above; ours for an append-only queue, which has
+    // no seqfile), dir itself by the fsync of its parent.
+    if (options.appendOnly) fsyncDir(dir);
     fsyncDir(path.dirname(path.resolve(dir)));
     return q;
   }

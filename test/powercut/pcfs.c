@@ -928,12 +928,17 @@ static int pc_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
   return 0;
 }
 
-static int pc_releasedir(const char *path, struct fuse_file_info *fi) {
-  (void)path;
+/* Close and free a handle: the one release of files and directories alike. */
+static int drop_handle(struct fuse_file_info *fi) {
   struct handle *h = H(fi);
-  close(h->fd);
+  if (h->fd >= 0) close(h->fd);
   free(h);
   return 0;
+}
+
+static int pc_releasedir(const char *path, struct fuse_file_info *fi) {
+  (void)path;
+  return drop_handle(fi);
 }
 
 static int pc_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi) {
@@ -1257,10 +1262,7 @@ static int pc_flush(const char *path, struct fuse_file_info *fi) {
 
 static int pc_release(const char *path, struct fuse_file_info *fi) {
   (void)path;
-  struct handle *h = H(fi);
-  if (h->fd >= 0) close(h->fd);
-  free(h);
-  return 0;
+  return drop_handle(fi);
 }
 
 static int pc_fsync(const char *path, int datasync, struct fuse_file_info *fi) {

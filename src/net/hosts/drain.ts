@@ -145,6 +145,10 @@ export class ActivityFile implements RunActivity {
     const [state, ...counts] = what.split(' ');
     const line = [process.pid, state, `${this.runId}.${this.gen + 1}`, ...counts.filter(Boolean)].join(' ');
     try {
+      // Not fsynced, on purpose: the file says what a live run is doing, and a power cut ends that
+      // run. What a cut may leave (an older line, or none) names a pid that no longer runs, which
+      // readers take as "no run" (they wait while such a host holds tokens); the next run's
+      // busy() rewrites it. No token or number depends on it.
       fs.writeFileSync(`${this.file}.tmp`, `${line}\n`);
       fs.renameSync(`${this.file}.tmp`, this.file);
       this.last = what;

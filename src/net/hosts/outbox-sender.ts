@@ -6,6 +6,7 @@
  * queue-process does), so after a crash here a packet is at worst sent again, and then dropped.
  */
 import fs from 'node:fs';
+import { mkdirDurable } from '../../durable.js';
 import path from 'node:path';
 import { LockedError, NetError } from '../../errors.js';
 import { silentLogger, type Logger } from '../../log.js';
@@ -148,6 +149,8 @@ export class OutboxSender {
     this.state.updatedAt = Date.now();
     const file = senderStatePath(this.opts.outbox);
     try {
+      // Not fsynced, on purpose: counters and the last failure, for `net status`; a power cut may
+      // roll them back, and the next send rewrites them. No token depends on them.
       fs.writeFileSync(`${file}.tmp`, JSON.stringify(this.state));
       fs.renameSync(`${file}.tmp`, file);
     } catch (err) {
@@ -178,7 +181,9 @@ export class OutboxSender {
 
   /** Send until the signal aborts; with `untilEmpty`, return once the outbox is empty or a send fails. */
   async run(signal: AbortSignal, options: { untilEmpty?: boolean } = {}): Promise<void> {
-    fs.mkdirSync(this.queue.jobsDir, { recursive: true });
+    // Durable like any place (the runner's Place.init made it so already when it committed into
+    // this outbox); a sender started alone must not rely on a name a power cut could take back.
+    mkdirDurable(this.queue.jobsDir);
     try {
       this.consumer = this.queue.lockSeqfile();
     } catch (err) {

@@ -44,6 +44,7 @@ export function liveStatePath(stateDir: string): string {
 export function writeLiveState(stateDir: string, state: LiveState): void {
   const file = liveStatePath(stateDir);
   const temp = `${file}.${process.pid}.tmp`;
+  // Not fsynced: a view for status and the web page, rewritten twice a second by a live run.
   fs.writeFileSync(temp, JSON.stringify(state));
   fs.renameSync(temp, file);
 }

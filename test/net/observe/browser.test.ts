@@ -51,18 +51,11 @@ function lineOf(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
 
 describeIfPresent('net serve in a browser', hasChromium ? [] : [`chromium (${CHROMIUM})`], { what: 'browser test', note: 'apt-get install -y chromium' }, () => {
   test('the page draws the net, follows it live, lists tokens and shows failures', { timeout: 120_000 }, async () => {
-    const { chromium } = await import('playwright-core');
     const { file, net } = makeNet(NET);
     const run = spawnFspl(['net', 'run', file]);
     const serve = spawnFspl(['net', 'serve', file, '--port', '0']);
     const [, url] = await lineOf(serve, /at (http:\/\/127\.0\.0\.1:\d+\/)/);
-    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-chromium-'));
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 900 },
-    });
+    const { browser, profile } = await launchChromium({ width: 1280, height: 900 });
     try {
       const page = browser.pages()[0] ?? (await browser.newPage());
       const dialogs: string[] = [];
@@ -131,7 +124,6 @@ describeIfPresent('net serve in a browser', hasChromium ? [] : [`chromium (${CHR
   });
 
   test("one host's part of a net across hosts (--net-host): outboxes and places fed from elsewhere say so, a stopped outbox in red", { timeout: 60_000 }, async () => {
-    const { chromium } = await import('playwright-core');
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     fs.writeFileSync(
@@ -153,12 +145,7 @@ transitions:
     fs.writeFileSync(path.join(outbox, 'sender.json'), JSON.stringify({ host: 'a', remoteDir: path.join(dir, 'places/done'), pid: 1, updatedAt: Date.now(), sent: 0, duplicates: 0, stopped: { at: Date.now(), error: 'fspl at /opt/typo/fspl on a: not found' } }));
     const serve = spawnFspl(['net', 'serve', file, '--net-host', 'b', '--port', '0']);
     const [, url] = await lineOf(serve, /at (http:\/\/127\.0\.0\.1:\d+\/)/);
-    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-chromium-'));
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    const { browser, profile } = await launchChromium();
     try {
       const page = browser.pages()[0] ?? (await browser.newPage());
       await page.goto(url!);
@@ -178,3 +165,17 @@ transitions:
     }
   });
 });
+
+/** Debian's chromium, headless, in a throw-away profile (the caller closes it and removes the profile). */
+async function launchChromium(viewport?: { width: number; height: number }) {
+  // Imported here, not at the top: without chromium the suite is skipped, and needs no playwright.
+  const { chromium } = await import('playwright-core');
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-chromium-'));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    ...(viewport ? { viewport } : {}),
+  });
+  return { browser, profile };
+}
