@@ -5,6 +5,7 @@
  */
 import type { PacketHeader } from '../../packet/index.js';
 import type { Queue } from '../../queue.js';
+import { siftDown, siftUp, swapIn } from '../plan/heap.js';
 import { IndexedToken, nameOrder, orderKey, type Token } from './token.js';
 
 /** Headers read per batch during a scan: bounds the memory a scan of a big place needs at once. */
@@ -32,20 +33,13 @@ class Lowest {
   rejected = 0;
   constructor(private readonly limit: number) {}
 
-  private above(i: number, j: number): boolean {
+  private readonly above = (i: number, j: number): boolean => {
     const a = this.keys[i]!;
     const b = this.keys[j]!;
     return a > b || (a === b && this.names[i]! > this.names[j]!);
-  }
+  };
 
-  private swap(i: number, j: number): void {
-    const k = this.keys[i]!;
-    this.keys[i] = this.keys[j]!;
-    this.keys[j] = k;
-    const n = this.names[i]!;
-    this.names[i] = this.names[j]!;
-    this.names[j] = n;
-  }
+  private readonly swap = (i: number, j: number): void => swapIn([this.keys, this.names], i, j);
 
   offer(key: string, name: string): void {
     const n = this.keys.length;
@@ -57,12 +51,7 @@ class Lowest {
     if (n < this.limit) {
       this.keys.push(key);
       this.names.push(name);
-      for (let i = n; i > 0; ) {
-        const up = (i - 1) >> 1;
-        if (!this.above(i, up)) break;
-        this.swap(i, up);
-        i = up;
-      }
+      siftUp(n, this.above, this.swap);
       return;
     }
     this.rejected++;
@@ -70,16 +59,7 @@ class Lowest {
     if (key > top || (key === top && name >= this.names[0]!)) return;
     this.keys[0] = key;
     this.names[0] = name;
-    for (let i = 0; ; ) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < n && this.above(l, m)) m = l;
-      if (r < n && this.above(r, m)) m = r;
-      if (m === i) break;
-      this.swap(i, m);
-      i = m;
-    }
+    siftDown(0, n, this.above, this.swap);
   }
 }
 
@@ -94,7 +74,7 @@ export abstract class TokenIndex {
    * The tokens indexed, by file name, as last scanned (plus the ones this process wrote since):
    * every token of the place, or the `window` lowest numbers of it.
    */
-  tokens = new Map<string, Token>();
+  tokens = new Map<string, IndexedToken>();
   /** Job files in the place, indexed or not, as last scanned (plus own writes, minus own consumes). */
   count = 0;
   /**
@@ -119,7 +99,7 @@ export abstract class TokenIndex {
   /** Order keys of job files whose name does not tell their number (read from their header once). */
   private foreign = new Map<string, string>();
   /** Tokens by sequence number (lazily sorted; may hold tokens gone since, skipped when read). */
-  private bySeq: Token[] = [];
+  private bySeq: IndexedToken[] = [];
   private sorted = true;
   /** bySeq before this index holds only tokens gone since. */
   private head = 0;
@@ -155,7 +135,7 @@ export abstract class TokenIndex {
    */
   // One function (about 80 lines): its three passes (names, unnamed headers, new tokens) share
   // the scan's state (lowest, foreign, read, count); apart, they would hand it all around.
-  async refresh(now: number, consumerNext?: bigint): Promise<Token[]> {
+  async refresh(now: number, consumerNext?: bigint): Promise<IndexedToken[]> {
     this.stale = false;
     const lowest = new Lowest(this.window);
     const foreign = new Map<string, string>();
@@ -173,7 +153,7 @@ export abstract class TokenIndex {
       count++;
       let key = this.foreign.get(name);
       if (key !== undefined) foreign.set(name, key);
-      else key = (this.tokens.get(name) as IndexedToken | undefined)?.order ?? nameOrder(name);
+      else key = this.tokens.get(name)?.order ?? nameOrder(name);
       if (key === undefined) unread.push(name);
       else offer(key, name);
     });
@@ -193,8 +173,8 @@ export abstract class TokenIndex {
       if (lowest.keys.length >= this.window) for (const e of entries) if (lowest.keys[0]! < foreign.get(e.filename)!) read.delete(e.filename);
     }
     this.foreign = foreign;
-    const next = new Map<string, Token>();
-    const fresh: Token[] = [];
+    const next = new Map<string, IndexedToken>();
+    const fresh: IndexedToken[] = [];
     const toRead: string[] = [];
     let top = '';
     for (let i = 0; i < lowest.names.length; i++) {
@@ -211,7 +191,7 @@ export abstract class TokenIndex {
       const entries = await this.queue.readJobHeaders(chunk);
       count -= chunk.length - entries.length;
       for (const e of entries) {
-        const t = this.makeToken(e.filename, e.header, now) as IndexedToken;
+        const t = this.makeToken(e.filename, e.header, now);
         if (t.order !== nameOrder(e.filename)) {
           // Named with a number that is not its own: placed by its header from now on.
           this.foreign.set(e.filename, t.order);
@@ -229,7 +209,7 @@ export abstract class TokenIndex {
     for (const t of fresh) if (floor === undefined || t.seq < floor) floor = t.seq;
     if (this.keepHeaders !== Infinity && floor !== undefined) {
       const horizon = floor + BigInt(this.keepHeaders);
-      for (const t of fresh) if (t.seq >= horizon) (t as IndexedToken).dropHeader();
+      for (const t of fresh) if (t.seq >= horizon) t.dropHeader();
     }
     for (const t of fresh) next.set(t.filename, t);
     this.tokens = next;
@@ -247,11 +227,11 @@ export abstract class TokenIndex {
     this.top = '';
   }
 
-  private makeToken(filename: string, header: PacketHeader, now: number): Token {
+  private makeToken(filename: string, header: PacketHeader, now: number): IndexedToken {
     return new IndexedToken(this.name, this.queue.jobsDir, filename, header, now);
   }
 
-  private index(t: Token): void {
+  private index(t: IndexedToken): void {
     const last = this.bySeq[this.bySeq.length - 1];
     if (last && last.seq > t.seq) this.sorted = false;
     this.bySeq.push(t);
@@ -262,19 +242,20 @@ export abstract class TokenIndex {
     this.head = 0;
   }
 
-  /** A token this process has just written into the place (no need to read the directory for it). */
-  adopt(filename: string, header: PacketHeader, now: number): void {
+  /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed. */
+  adopt(filename: string, header: PacketHeader, now: number): IndexedToken | undefined {
     this.count++;
     const key = orderKey(header.seq);
     if (this.complete ? this.tokens.size >= this.window : key > this.top) {
       // Beyond the window: a later scan indexes it, when its turn comes.
       this.complete = false;
-      return;
+      return undefined;
     }
     if (key > this.top) this.top = key;
     const t = this.makeToken(filename, header, now);
     this.tokens.set(filename, t);
     this.index(t);
+    return t;
   }
 
   /** Forget a token this runner consumed (its file is gone or going). */
@@ -285,7 +266,7 @@ export abstract class TokenIndex {
   }
 
   /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */
-  inOrder(limit: number, skip: (t: Token) => boolean): Token[] {
+  inOrder(limit: number, skip: (t: Token) => boolean): IndexedToken[] {
     if (!this.sorted) {
       this.compact();
       this.bySeq.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
@@ -298,7 +279,7 @@ export abstract class TokenIndex {
       this.bySeq = this.bySeq.slice(this.head);
       this.head = 0;
     }
-    const out: Token[] = [];
+    const out: IndexedToken[] = [];
     let gone = 0;
     for (let i = this.head; i < this.bySeq.length; i++) {
       const t = this.bySeq[i]!;

@@ -3,16 +3,17 @@
  * of a place's tokens the scheduler is shown, what the open firings mean for a place, and a
  * transition's state. One formula each, so that the simulation does what the runner does.
  */
-import { isMerge, type TransitionSpec } from '../model/model.js';
-import type { TransitionState } from './scheduler.js';
+import type { TransitionSpec } from '../model/model.js';
+import type { MergeView } from './key-join.js';
+import type { TokenRef, TransitionState } from './scheduler.js';
 
 /**
- * How many of a place's tokens the scheduler is shown, given the transitions that read it: all of
- * them for a place an and-merge reads (it looks for keys), else as many as its readers could take
- * at once, plus NOPs ahead.
+ * How many of a place's tokens the scheduler is shown, given the transitions that read it: as
+ * many as its readers could take at once, plus NOPs ahead. An and-merge finds its sets by key in
+ * its join (key-join.ts), not in this head of the place, which it needs only for NOPs.
  */
 export function lookaheadOf(readers: readonly TransitionSpec[]): number {
-  return readers.some(isMerge) ? Infinity : readers.reduce((n, t) => n + t.workers * t.inputs[0]!.take, 0) + 64;
+  return readers.reduce((n, t) => n + t.workers * Math.max(...t.inputs.map((a) => a.take)), 0) + 64;
 }
 
 /** A firing started and not yet committed, as the marking sees it. */
@@ -40,6 +41,6 @@ export function heldBy(place: string, next: bigint, open: Iterable<OpenFiring>):
 }
 
 /** A transition as the scheduler sees it. */
-export function transitionState(t: TransitionSpec, running: number, stopped: boolean, serviceTimes: number[]): TransitionState {
-  return { name: t.name, inputs: t.inputs, outputs: t.outputs, inhibit: t.inhibit, workers: t.workers, running, stopped, serviceTimes };
+export function transitionState(t: TransitionSpec, running: number, stopped: boolean, serviceTimes: number[], merge?: MergeView<TokenRef>): TransitionState {
+  return { name: t.name, inputs: t.inputs, outputs: t.outputs, inhibit: t.inhibit, workers: t.workers, running, stopped, serviceTimes, merge };
 }

@@ -20,6 +20,7 @@
  *   never written) are consumed without firing and without a worker.
  */
 import { allocateWorkers } from './allocate.js';
+import { KeyJoin, type MergeView } from './key-join.js';
 import type { InputArc } from '../model/model.js';
 
 export interface TokenRef {
@@ -63,6 +64,12 @@ export interface TransitionState {
   stopped: boolean;
   /** Recent service times in ms (for the allocation); empty until it has data. */
   serviceTimes: number[];
+  /**
+   * An and-merge's complete sets, kept up to date by the caller (key-join.ts), so that its
+   * places need show only their head (NOPs): O(1) in the tokens waiting. Without it, the sets
+   * are found in the places' tokens (which must then be all of them).
+   */
+  merge?: MergeView<TokenRef>;
 }
 
 export interface SchedulerInput {
@@ -109,21 +116,17 @@ function candidate(t: TransitionState, places: Map<string, PlaceState>, now: num
     if (now >= due) return { tokens: run.map((token) => ({ place: p.name, token })) };
     return { tokens: [], wakeAt: due };
   }
-  // And-merge: the key whose tokens are all present, taking the earliest-seen complete set.
-  const [first, ...rest] = t.inputs.map((a) => places.get(a.place)!);
-  const byKey = rest.map((p) => {
-    const m = new Map<string, TokenRef>();
-    for (const tok of p.tokens) if (!tok.nop && !m.has(tok.key)) m.set(tok.key, tok);
-    return m;
-  });
-  for (const tok of first!.tokens) {
-    if (tok.nop) continue;
-    const partners = byKey.map((m) => m.get(tok.key));
-    if (partners.every((x) => x !== undefined)) {
-      return { tokens: [{ place: first!.name, token: tok }, ...partners.map((x, i) => ({ place: rest[i]!.name, token: x! }))] };
-    }
-  }
-  return undefined;
+  // And-merge: the earliest complete set (claim() drops the sets a start has taken from).
+  const set = mergeOf(t, places).sets[0];
+  return set && { tokens: set.map((token, i) => ({ place: t.inputs[i]!.place, token })) };
+}
+
+/** An and-merge's complete sets: as the caller keeps them, or found in the places' tokens. */
+function mergeOf(t: TransitionState, places: Map<string, PlaceState>): MergeView<TokenRef> {
+  if (t.merge) return t.merge;
+  const j = new KeyJoin<TokenRef>(t.inputs.map((a) => a.place));
+  for (const a of t.inputs) for (const tok of places.get(a.place)!.tokens) if (!tok.nop) j.add(a.place, tok);
+  return j.view(Infinity);
 }
 
 /** The tokens a reader may take now, in order: a gap-free run from `next`, or all by number. */
@@ -146,10 +149,7 @@ export function queueLength(t: TransitionState, places: Map<string, PlaceState>)
     const arc = t.inputs[0]!;
     return Math.ceil(available(places.get(arc.place)!).length / arc.take);
   }
-  const sets = t.inputs.map((a) => new Set(places.get(a.place)!.tokens.filter((x) => !x.nop).map((x) => x.key)));
-  let n = 0;
-  for (const k of sets[0]!) if (sets.every((s) => s.has(k))) n++;
-  return n;
+  return mergeOf(t, places).complete;
 }
 
 function inhibited(t: TransitionState, places: Map<string, PlaceState>): boolean {
@@ -163,18 +163,33 @@ function hasRoom(t: TransitionState, places: Map<string, PlaceState>): boolean {
   });
 }
 
-/** Claim a start's tokens in the marking (so the next candidate looks past them). */
-function claim(start: Start, places: Map<string, PlaceState>): void {
+/**
+ * Claim a start's tokens in the marking (so the next candidate looks past them), and in the
+ * and-merges' sets: a set with a claimed token is gone, and a key with no set left is no longer
+ * complete.
+ */
+function claim(start: Start, places: Map<string, PlaceState>, transitions: Map<string, TransitionState>): void {
+  const claimed = new Set<TokenRef>();
   for (const { place, token } of start.tokens) {
     const p = places.get(place)!;
     p.tokens = p.tokens.filter((x) => x !== token);
     p.claimed = (p.claimed ?? 0) + 1;
     if (p.order === 'sequence' && token.seq >= p.next) p.next = token.seq + 1n;
+    claimed.add(token);
+  }
+  for (const t of transitions.values()) {
+    if (!t.merge) continue;
+    const gone = t.merge.sets.filter((set) => set.some((tok) => claimed.has(tok)));
+    if (gone.length === 0) continue;
+    const sets = t.merge.sets.filter((set) => !gone.includes(set));
+    const keys = new Set(gone.map((set) => set[0]!.key));
+    for (const set of sets) keys.delete(set[0]!.key);
+    t.merge = { complete: t.merge.complete - keys.size, sets };
   }
 }
 
 /** NOP tokens to consume now: at the head of a sequence place, anywhere in an arrival place. */
-function nopSkips(t: TransitionState, places: Map<string, PlaceState>): Start[] {
+function nopSkips(t: TransitionState, places: Map<string, PlaceState>, transitions: Map<string, TransitionState>): Start[] {
   const out: Start[] = [];
   for (const arc of t.inputs) {
     const p = places.get(arc.place)!;
@@ -182,7 +197,7 @@ function nopSkips(t: TransitionState, places: Map<string, PlaceState>): Start[] 
       const head = p.order === 'sequence' ? p.tokens.find((x) => x.seq >= p.next) : p.tokens.find((x) => x.nop);
       if (!head || !head.nop || (p.order === 'sequence' && head.seq !== p.next)) break;
       const s: Start = { transition: t.name, tokens: [{ place: p.name, token: head }], skip: true };
-      claim(s, places);
+      claim(s, places, transitions);
       out.push(s);
     }
   }
@@ -218,11 +233,12 @@ export function doneTransitions(transitions: Map<string, TransitionState>, place
  */
 export function schedule(input: SchedulerInput): SchedulerResult {
   const places = new Map([...input.places].map(([k, p]) => [k, { ...p, tokens: [...p.tokens] }]));
-  const transitions = new Map([...input.transitions].map(([k, t]) => [k, { ...t }]));
+  // An and-merge's sets are found once (when the caller does not keep them), then claims update them.
+  const transitions = new Map([...input.transitions].map(([k, t]) => [k, { ...t, merge: t.inputs.length > 1 ? mergeOf(t, places) : undefined }]));
   const names = [...transitions.keys()];
   const starts: Start[] = [];
   let wakeAt: number | undefined;
-  for (const t of transitions.values()) if (!t.stopped) starts.push(...nopSkips(t, places));
+  for (const t of transitions.values()) if (!t.stopped) starts.push(...nopSkips(t, places, transitions));
 
   let free = input.freeWorkers;
   let rotation = input.rotation % Math.max(1, names.length);
@@ -271,7 +287,7 @@ export function schedule(input: SchedulerInput): SchedulerResult {
     }
     const t = transitions.get(pick!)!;
     const start: Start = { transition: t.name, tokens: ready.get(t.name)!.tokens, skip: false };
-    claim(start, places);
+    claim(start, places, transitions);
     for (const o of t.outputs) places.get(o)!.incoming++;
     t.running++;
     free--;

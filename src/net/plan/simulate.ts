@@ -13,6 +13,7 @@
 import { NetError } from '../../errors.js';
 import { mayCommit } from './commit-order.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import { MergeJoins } from './key-join.js';
 import { heldBy, lookaheadOf, transitionState } from './marking.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from './service-time.js';
 import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type TokenRef, type TransitionState } from './scheduler.js';
@@ -178,6 +179,8 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
   for (const p of net.places.keys()) {
     lookahead.set(p, lookaheadOf(readersOf(net, p)));
   }
+  // As the runner: each and-merge's complete sets kept up to date as tokens come and go.
+  const joins = new MergeJoins<TokenRef>(net.transitions.values());
   const stats = new Map([...net.transitions.keys()].map((t) => [t, { firings: 0, busy: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, defaultService.mean), nextOrdinal: 0 }]));
   const open = new Set<SimFiring>();
   let now = 0;
@@ -186,7 +189,9 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
   let lastEvent = 0;
 
   const add = (p: SimPlace, key: string) => {
-    p.tokens.push({ filename: `${p.name}-${p.sendseq}`, seq: p.sendseq, key, seen: now, nop: false });
+    const tok: TokenRef = { filename: `${p.name}-${p.sendseq}`, seq: p.sendseq, key, seen: now, nop: false };
+    p.tokens.push(tok);
+    joins.add(p.name, tok);
     p.sendseq++;
     p.count++;
     if (p.count > p.peak) p.peak = p.count;
@@ -242,7 +247,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     for (const t of net.transitions.values()) {
       let running = 0;
       for (const f of open) if (f.transition === t) running++;
-      tstates.set(t.name, transitionState(t, running, false, stats.get(t.name)!.service.samples()));
+      tstates.set(t.name, transitionState(t, running, false, stats.get(t.name)!.service.samples(), joins.view(t)));
     }
     let busy = 0;
     for (const f of open) if (f.running) busy++;
@@ -254,6 +259,7 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
       for (const { place, token } of s.tokens) {
         const p = places.get(place)!;
         p.tokens = p.tokens.filter((x) => x !== token);
+        joins.remove(place, token);
       }
       const sv = serviceOf(t.name);
       const ms = s.skip ? 0 : Math.max(0, sv.mean * (1 + sv.jitter * (2 * rand() - 1)));

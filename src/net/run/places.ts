@@ -10,11 +10,12 @@ import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
 import { JobsWatcher } from '../../watch.js';
 import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import { MergeJoins, type MergeView } from '../plan/key-join.js';
 import { heldBy, lookaheadOf, type OpenFiring } from '../plan/marking.js';
 import type { PlaceState } from '../plan/scheduler.js';
 import { Place } from '../place/place.js';
 import { INDEX_WINDOW } from '../place/token-index.js';
-import { isNop, type Token } from '../place/token.js';
+import type { IndexedToken, Token } from '../place/token.js';
 import type { StagedOutput } from './journal.js';
 
 export class RunPlaces {
@@ -24,11 +25,12 @@ export class RunPlaces {
   readonly consumers = new Map<string, SeqFile>();
   /** Each read place's next number: the run's view of its nextseq. */
   readonly next = new Map<string, bigint>();
-  /**
-   * How many of a place's tokens the scheduler is shown: all of them for a place an and-merge
-   * reads (it looks for keys), else as many as its readers could take at once, plus NOPs ahead.
-   */
+  /** How many of a place's tokens the scheduler is shown (lookaheadOf): the head of the place. */
   private readonly lookahead = new Map<string, number>();
+  /** Tokens claimed by this run's firings, by place: file names (a set lookup per token). */
+  private readonly claimed = new Map<string, Set<string>>();
+  /** The and-merges' complete sets, kept up to date as tokens are indexed, claimed, freed and gone. */
+  private readonly joins: MergeJoins<IndexedToken>;
   /**
    * Places whose tokens this run must know: the ones it reads, bounded ones and inhibiting ones.
    * The others (sinks, error places) are written, never scanned: memory stays flat however many
@@ -46,7 +48,11 @@ export class RunPlaces {
   constructor(net: NetModel, transitions: TransitionSpec[], opts: { indexWindow?: number; pollInterval?: number }) {
     this.transitions = transitions;
     this.pollInterval = opts.pollInterval;
-    for (const spec of net.places.values()) this.byName.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
+    this.joins = new MergeJoins(transitions);
+    for (const spec of net.places.values()) {
+      this.byName.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
+      this.claimed.set(spec.name, new Set());
+    }
     for (const t of transitions) {
       for (const a of t.inputs) this.indexed.add(a.place);
       for (const p of t.inhibit) this.indexed.add(p);
@@ -119,16 +125,47 @@ export class RunPlaces {
 
   /** An output this run committed into its place: indexed at once, or counted. */
   published(o: StagedOutput, header: PacketHeader, now: number): void {
-    if (this.indexed.has(o.place)) this.byName.get(o.place)!.adopt(path.basename(o.final), header, now);
-    else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
+    if (this.indexed.has(o.place)) {
+      const t = this.byName.get(o.place)!.adopt(path.basename(o.final), header, now);
+      if (t && !t.nop) this.joins.add(o.place, t);
+    } else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
   }
 
-  /** The places as the scheduler sees them: the tokens not claimed, and what the open firings hold. */
-  marking(claimed: Set<string>, open: Iterable<OpenFiring>): Map<string, PlaceState> {
+  /** Tokens a firing takes: no other firing may take them until they are consumed or released. */
+  claim(tokens: readonly Token[]): void {
+    for (const t of tokens) {
+      this.claimed.get(t.place)!.add(t.filename);
+      this.joins.remove(t.place, t);
+    }
+  }
+
+  /** A claimed token given back (its firing dropped): free again, if its place still holds it. */
+  release(t: Token): void {
+    this.claimed.get(t.place)!.delete(t.filename);
+    const now = this.byName.get(t.place)!.tokens.get(t.filename);
+    if (now && !now.nop) this.joins.add(t.place, now);
+  }
+
+  /** A claimed token consumed (its place has forgotten it). */
+  consumed(t: Token): void {
+    this.claimed.get(t.place)!.delete(t.filename);
+  }
+
+  /** An and-merge's complete sets, for the scheduler (undefined for another transition). */
+  mergeView(t: TransitionSpec): MergeView<IndexedToken> | undefined {
+    return this.joins.view(t);
+  }
+
+  /**
+   * The places as the scheduler sees them: the head of each (its first unclaimed tokens), and what
+   * the open firings hold. O(lookahead) per place, whatever the tokens waiting: an and-merge's
+   * sets come from its join (mergeView), and the index's tokens are the scheduler's TokenRefs.
+   */
+  marking(open: Iterable<OpenFiring>): Map<string, PlaceState> {
     const m = new Map<string, PlaceState>();
-    const isClaimed = (t: Token) => claimed.has(t.path);
     for (const p of this.byName.values()) {
-      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, isClaimed).map((t) => ({ filename: t.filename, seq: t.seq, key: t.key, seen: t.seen, nop: isNop(t) }));
+      const claimed = this.claimed.get(p.name)!;
+      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, (t) => claimed.has(t.filename));
       const held = heldBy(p.name, this.next.get(p.name) ?? 0n, open);
       m.set(p.name, { name: p.name, order: p.order, next: held.next, tokens, count: p.count, claimed: Math.min(held.claimed, p.count), incoming: held.incoming, capacity: p.spec.capacity });
     }
@@ -141,14 +178,24 @@ export class RunPlaces {
     for (const p of this.byName.values()) {
       if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
       try {
+        const before = p.tokens;
         const fresh = await p.refresh(now, p.order === 'sequence' ? this.next.get(p.name) : undefined);
         for (const t of fresh) log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
+        if (this.joins.reads(p.name)) this.joined(p, before.values(), fresh);
       } catch (err) {
         // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
         log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
+        if (this.joins.reads(p.name)) this.joined(p, p.tokens.values(), []);
         p.clear();
       }
     }
+  }
+
+  /** A scan's news for the and-merges reading p: tokens gone from the index (of `before`), tokens new to it. */
+  private joined(p: Place, before: Iterable<IndexedToken>, fresh: readonly IndexedToken[]): void {
+    for (const t of before) if (p.tokens.get(t.filename) !== t) this.joins.remove(p.name, t);
+    const claimed = this.claimed.get(p.name)!;
+    for (const t of fresh) if (!t.nop && !claimed.has(t.filename)) this.joins.add(p.name, t);
   }
 
   /** Watch every place's jobs/ (into watchers, which the caller closes); a change marks the place dirty and calls onChange. */

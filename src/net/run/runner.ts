@@ -47,7 +47,6 @@ export class NetRunner {
   private readonly opts: NetRunOptions;
   private readonly log: Logger;
   private readonly places: RunPlaces;
-  private readonly claimed = new Set<string>();
   private readonly firings = new Set<Firing>();
   private readonly trans = new Map<string, TransitionRun>();
   private readonly committer: Committer;
@@ -55,7 +54,7 @@ export class NetRunner {
   private readonly hooks: CommitHooks = {
     own: (name) => this.places.own(name),
     published: (o, header, now) => this.places.published(o, header, now),
-    consumed: (tok) => this.claimed.delete(tok.path),
+    consumed: (tok) => this.places.consumed(tok),
   };
   private runLock?: FileLock;
   private watchers: JobsWatcher[] = [];
@@ -170,9 +169,9 @@ export class NetRunner {
   private startFirings(): number | undefined {
     if (this.stopping) return undefined;
     const total = this.poolSize();
-    const places = this.places.marking(this.claimed, this.firings);
+    const places = this.places.marking(this.firings);
     // A firing that has finished but waits to commit holds no worker.
-    const res = schedule({ places, transitions: transitionStates(this.trans.values(), this.firings, this.stopping), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
+    const res = schedule({ places, transitions: transitionStates(this.trans.values(), this.firings, this.stopping, (t) => this.places.mergeView(t)), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
     this.rotation = res.rotation;
     for (const s of res.starts) this.begin(s);
     return res.wakeAt;
@@ -186,7 +185,7 @@ export class NetRunner {
     this.opts.activity?.busy(); // before any token is claimed: others must never see "idle" while it moves
     const run = this.trans.get(s.transition)!;
     const tokens = s.tokens.map(({ place, token }) => this.tokenOf(place, token.filename));
-    for (const tok of tokens) this.claimed.add(tok.path);
+    this.places.claim(tokens);
     const f: Firing = {
       id: uuidv4(),
       transition: run.spec,
@@ -294,7 +293,7 @@ export class NetRunner {
   /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
   private drop(f: Firing, removeDir = true): void {
     this.firings.delete(f);
-    for (const tok of f.tokens) this.claimed.delete(tok.path);
+    for (const tok of f.tokens) this.places.release(tok);
     if (removeDir && f.dir && (f.transition.run || f.transition.fn)) fs.rmSync(f.dir, { recursive: true, force: true });
     this.dirty = true;
   }

@@ -5,8 +5,9 @@
 import type { TransitionSpec } from '../model/model.js';
 import type { LiveState } from '../observe/live.js';
 import { TransitionMonitor } from '../observe/metrics.js';
+import type { MergeView } from '../plan/key-join.js';
 import { transitionState } from '../plan/marking.js';
-import { DEFAULT_SERVICE_MS, type TransitionState } from '../plan/scheduler.js';
+import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan/scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
@@ -75,11 +76,13 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
   return { spec, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() };
 }
 
-/** The transitions as the scheduler sees them (all stopped while the run stops). */
-export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean): Map<string, TransitionState> {
+/** The transitions as the scheduler sees them (all stopped while the run stops), and-merges with their sets (mergeView). */
+export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
+  const open = new Map<TransitionSpec, number>();
+  for (const f of firings) open.set(f.transition, (open.get(f.transition) ?? 0) + 1);
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
-    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, !!r.stopped || stopping, r.service.samples()));
+    m.set(r.spec.name, transitionState(r.spec, open.get(r.spec) ?? 0, !!r.stopped || stopping, r.service.samples(), mergeView(r.spec)));
   }
   return m;
 }

@@ -118,6 +118,32 @@ describe('schedule', () => {
     ]);
   });
 
+  it('an and-merge given its join (merge): starts its first sets, up to its cap, with only the heads of its places shown', () => {
+    const l = place('l', [tok(1, { key: 'x' })], { order: 'arrival', count: 3 });
+    const r = place('r', [tok(1, { key: 'y' })], { order: 'arrival', count: 3 });
+    const [l2, l3, r2, r3] = [tok(2, { key: 'y' }), tok(3, { key: 'z' }), tok(2, { key: 'z' }), tok(3, { key: 'w' })];
+    const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4, merge: { complete: 2, sets: [[l2, tok(1, { key: 'y' })], [l3, r2]] } });
+    const res = schedule(input([l, r, place('o', [])], [m]));
+    expect(res.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
+      ['l2', 'r1'],
+      ['l3', 'r2'],
+    ]);
+    // The same sets found in the places' tokens (no join given): the same starts.
+    const all = schedule(input([place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }), place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }), place('o', [])], [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })]));
+    expect(all.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
+      ['l2', 'r1'],
+      ['l3', 'r2'],
+    ]);
+  });
+
+  it('a set taken by one and-merge is gone for another reading the same place, and its key no longer counts', () => {
+    const [r1, s1, l1] = [tok(1, { key: 'k' }), tok(1, { key: 'k' }), tok(1, { key: 'k' })];
+    const m1 = trans('m1', [{ place: 'l' }, { place: 'r' }], ['o'], { merge: { complete: 1, sets: [[l1, r1]] } });
+    const m2 = trans('m2', [{ place: 'r' }, { place: 's' }], ['o'], { merge: { complete: 1, sets: [[r1, s1]] } });
+    const res = schedule(input([place('l', [], { order: 'arrival' }), place('r', [], { order: 'arrival' }), place('s', [], { order: 'arrival' }), place('o', [])], [m1, m2]));
+    expect(res.starts).toHaveLength(1);
+  });
+
   it('consumes NOP tokens at the head without a worker, and not behind a gap', () => {
     const a = place('a', [tok(1, { nop: true }), tok(2), tok(3, { nop: true }), tok(4)]);
     const r = schedule(input([a, place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })], { freeWorkers: 1 }));
