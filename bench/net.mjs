@@ -4,8 +4,11 @@
  * capacity, per-hop overhead, and scale. Prints a markdown section on stdout; bench/run.mjs
  * calls it and puts the section into docs/benchmarks.md. Run alone:
  *
- *   node bench/net.mjs [--quick] [--rounds N] [--only jefferson,jitter,hop,scale] [--dir DIR]
- *                      [--ref /usr/bin/fspl] [--splice docs/benchmarks.md]
+ *   node bench/net.mjs [--quick] [--rounds N] [--only targets,jefferson,jitter,hop,scale] [--dir DIR]
+ *                      [--disk-dir /var/tmp] [--ref /usr/bin/fspl] [--splice docs/benchmarks.md]
+ *
+ * targets: the table of issue 20 (bench/net-targets.mjs), each figure against a floor measured in
+ * the same run. --disk-dir: where the JavaScript moves run (a disk: fsync on tmpfs is free).
  *
  * --splice replaces the section between its markers in that file (appends it when missing), so
  * these figures can be refreshed without the whole harness. Needs `npm run build` first.
@@ -16,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { spliceSection } from './splice.mjs';
+import { benchTargets } from './net-targets.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -25,13 +29,14 @@ const BEGIN = '<!-- net-bench:begin -->';
 const END = '<!-- net-bench:end -->';
 
 function parseArgs(argv) {
-  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined };
+  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, diskDir: '/var/tmp', ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') o.quick = true;
     else if (a === '--rounds') o.rounds = Number(argv[++i]);
     else if (a === '--only') o.only = new Set(argv[++i].split(','));
     else if (a === '--dir') o.dir = argv[++i];
+    else if (a === '--disk-dir') o.diskDir = argv[++i];
     else if (a === '--ref') o.ref = argv[++i];
     else if (a === '--splice') o.splice = argv[++i];
     else if (a === '--help' || a === '-h') {
@@ -516,6 +521,9 @@ try {
       process.exitCode = 1;
     }
   };
+  await section('targets', "Targets of issue 20: the runner against the machine's floor", () =>
+    benchTargets({ opts: { ...opts, rounds: opts.quick ? 1 : 3 }, log, median, table, freshDir, writeNet, fill, timed, Net, NODE, BIN, expectAll, diskDir: fs.existsSync(opts.diskDir) ? opts.diskDir : os.tmpdir() }),
+  );
   await section('jefferson', 'Jefferson: sharing the workers among the stages', benchJefferson);
   await section('jitter', 'Jitter and place capacity', benchJitter);
   await section('hop', 'Per-hop overhead', benchHop);

@@ -6,7 +6,7 @@
 import type { PacketHeader } from '../../packet/index.js';
 import type { Queue } from '../../queue.js';
 import { siftDown, siftUp, swapIn } from '../plan/heap.js';
-import { IndexedToken, nameOrder, orderKey, type Token } from './token.js';
+import { IndexedToken, nameNumber, nameOrder, orderKey, type Token } from './token.js';
 
 /** Headers read per batch during a scan: bounds the memory a scan of a big place needs at once. */
 const SCAN_CHUNK = 2048;
@@ -149,12 +149,16 @@ export abstract class TokenIndex {
       if (floorKey !== undefined && key < floorKey && ++below > belowMax) return;
       lowest.offer(key, name);
     };
+    const floorNum = floorKey !== undefined ? Number(consumerNext) : -Infinity;
+    const bound = this.window === Infinity ? Infinity : this.windowBound(floorNum);
+    let beyond = 0;
     this.queue.forEachJobFile((name) => {
       count++;
       let key = this.foreign.get(name);
       if (key !== undefined) foreign.set(name, key);
-      else key = this.tokens.get(name)?.order ?? nameOrder(name);
+      else key = nameOrder(name) ?? this.tokens.get(name)?.order;
       if (key === undefined) unread.push(name);
+      else if (bound !== Infinity && Number(key) > bound && Number(key) >= floorNum) beyond++;
       else offer(key, name);
     });
     // Files named without their number: their headers tell it (kept for the ones indexed below).
@@ -201,7 +205,7 @@ export abstract class TokenIndex {
       }
     }
     this.count = count;
-    this.complete = lowest.rejected === 0;
+    this.complete = lowest.rejected === 0 && beyond === 0;
     this.top = top;
     // Headers within keepHeaders of the lowest number stay in memory; the others are read again when needed.
     let floor: bigint | undefined;
@@ -216,6 +220,26 @@ export abstract class TokenIndex {
     for (const t of fresh) this.index(t);
     if (this.bySeq.length > 2 * this.tokens.size + 64) this.compact();
     return fresh;
+  }
+
+  /**
+   * The highest number the window can reach, as a first pass over the directory finds it (the
+   * window-th lowest number at or above `floor`; Infinity if fewer): names above it need not be
+   * offered to the window at all. Without it a directory listed from the highest number down
+   * (tmpfs lists the newest first) passes every name through the window, each held long enough
+   * to reach V8's old generation: garbage that grows with the tokens waiting. This pass keeps
+   * one double per name, no string. Numbers as doubles: exact up to 2^53, and above that a
+   * rounded bound only lets more names through (the window still picks exactly).
+   */
+  private windowBound(floor: number): number {
+    const nums: number[] = [];
+    this.queue.forEachJobFile((name) => {
+      const f = this.foreign.get(name);
+      const n = f !== undefined ? Number(f) : nameNumber(name);
+      if (n !== undefined && n >= floor) nums.push(n);
+    });
+    if (nums.length <= this.window) return Infinity;
+    return Float64Array.from(nums).sort()[this.window - 1]!;
   }
 
   /** Forget everything indexed (the place can't be read). */

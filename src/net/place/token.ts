@@ -51,8 +51,6 @@ export class IndexedToken implements Token {
   readonly place: string;
   readonly filename: string;
   readonly seq: bigint;
-  /** seq as orderKey() writes it. */
-  readonly order: string;
   readonly key: string;
   readonly seen: number;
   readonly nop: boolean;
@@ -64,11 +62,15 @@ export class IndexedToken implements Token {
     this.jobsDir = jobsDir;
     this.filename = filename;
     this.seq = header.seq;
-    this.order = orderKey(header.seq);
     this.key = tokenKey(place, header);
     this.seen = seen;
     this.nop = header.cmd.kind === 'NOP';
     this.kept = header;
+  }
+
+  /** seq as orderKey() writes it (made when asked: one string less per token indexed). */
+  get order(): string {
+    return orderKey(this.seq);
   }
 
   get path(): string {
@@ -113,6 +115,14 @@ const NUMBERED = /^fspl-\d{20}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 /** The order key a numbered name carries. */
 export function nameOrder(name: string): string | undefined {
   return name.length === 67 && NUMBERED.test(name) ? name.slice(5, 25) : undefined;
+}
+
+/** The number a numbered name carries, as a double (exact up to 2^53), read without making a string. */
+export function nameNumber(name: string): number | undefined {
+  if (name.length !== 67 || !NUMBERED.test(name)) return undefined;
+  let n = 0;
+  for (let i = 5; i < 25; i++) n = n * 10 + (name.charCodeAt(i) - 48);
+  return n;
 }
 
 /** A token being written by a net writer: jobs/net-*.part. */
