@@ -161,7 +161,7 @@ export async function benchTargets(ctx) {
   row(`chain of 3 \`cat\`, ${CN.toLocaleString('en')} tokens, W=2, start-up included`, `the ${(3 * CN).toLocaleString('en')} \`cat\`s by \`xargs -P 2\``, chain, s, '≤ 1.5×', chain.ours / chain.floor <= 1.5);
 
   // ---- JavaScript moves, durable commits, on a disk (fsync on tmpfs is free).
-  const JN = Q ? 300 : 5000;
+  const JN = Q ? 300 : 3000;
   const disk = ctx.diskDir;
   const js = await measure(`JavaScript moves, ${JN} tokens in ${disk}`, async () => {
     const dir = fs.mkdtempSync(path.join(disk, 'fspl-net-targets-'));
