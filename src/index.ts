@@ -21,6 +21,7 @@ export {
   JobFailedError,
   DecoderError,
   NetError,
+  NetRequestError,
   NetFileError,
   type FsplErrorCode,
 } from './errors.js';
@@ -74,4 +75,8 @@ export {
   type Leftover,
   type PutOptions,
   type PutResult,
+  type RetryOptions,
+  type RetryResult,
+  type RetryMove,
+  type PauseRecord,
 } from './net/index.js';

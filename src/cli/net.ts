@@ -5,8 +5,8 @@
  * (`status`) or tokens left that can never fire (`run --drain`).
  */
 import os from 'node:os';
-import { Net, NetFileError, createLogger } from '../index.js';
-import { describeRemoteLeftover, dotToSvg, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
+import { Net, NetFileError, NetRequestError, createLogger } from '../index.js';
+import { describeRemoteLeftover, dotToSvg, pauseText, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
 import { NetProgressLine } from './net-progress.js';
 import { formatNetStatus } from './net-text.js';
 import { formatSimulation } from './net-simulate-text.js';
@@ -68,7 +68,41 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     return 0;
   },
   serve: (a) => serve(a),
+  retry: (a) => retry(a),
+  pause: (a) => {
+    const rec = load(String(a.net)).pause(String(a.transition), { reason: optional(a.reason), host: hostArg(a) });
+    writeOut(`${rec.transition} ${pauseText(rec)}\n`);
+    return 0;
+  },
+  resume: (a) => {
+    const rec = load(String(a.net)).resume(String(a.transition), { host: hostArg(a) });
+    writeOut(rec ? `${rec.transition} resumed (it was ${pauseText(rec)})\n` : `${String(a.transition)} was not paused\n`);
+    return 0;
+  },
 };
+
+function optional(v: unknown): string | undefined {
+  return v === undefined ? undefined : String(v);
+}
+
+/** `net retry`: one line per token moved (or, with --dry-run, that would move). */
+async function retry(a: Args): Promise<number> {
+  const keys = a.key === undefined ? undefined : (Array.isArray(a.key) ? a.key : [a.key]).map(String);
+  const r = await load(String(a.net)).retry({
+    errorPlace: optional(a['error-place']),
+    keys,
+    transition: optional(a.transition),
+    all: !!a.all,
+    to: optional(a.to),
+    dryRun: !!a['dry-run'],
+  });
+  for (const m of r.moves) {
+    const to = m.to.seq === undefined ? m.to.place : `${m.to.place} #${m.to.seq}`;
+    writeOut(`${r.dryRun ? 'would move' : 'moved'} ${m.key}: ${m.from.place} #${m.from.seq} -> ${to} (${m.transition}, RETRIED=${m.retried})\n`);
+  }
+  if (r.moves.length === 0) writeOut('no error token to retry\n');
+  return 0;
+}
 
 /** Run one parsed `fspl net` subcommand (parser.ts's parseNet); resolves to the exit status. */
 export async function runNet(inv: Invocation): Promise<number> {
@@ -79,6 +113,10 @@ export async function runNet(inv: Invocation): Promise<number> {
   } catch (err) {
     if (err instanceof NetFileError) {
       process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof NetRequestError) {
+      process.stderr.write(`Error: ${err.message.split('\n')[0]}\n`); // bad input: one line, exit 2
       return 2;
     }
     return reportError(err);

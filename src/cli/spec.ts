@@ -26,6 +26,8 @@ export interface CommandSpec {
   options: OptionSpec[];
   /** Required positional arguments, in order. */
   positionals: string[];
+  /** Optional positional arguments, after the required ones (`fspl net retry NET [ERROR_PLACE]`). */
+  optionalPositionals?: string[];
   /** What help says of each positional, when it says something. */
   positionalHelp?: Readonly<Record<string, string>>;
   /** Whether `-- PARAMS...` is accepted. */
@@ -222,17 +224,27 @@ export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMAND
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
 /** The usage error of `fspl net` without a subcommand. */
-export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot or serve';
+export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause or resume';
 
 const netHost: OptionSpec = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' };
 const netWorkers: OptionSpec = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' };
 const netJson: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON (docs/json.md)' };
-const NET_POSITIONALS = { net: 'The net file (YAML)', place: 'The place' } as const;
+const NET_POSITIONALS = {
+  net: 'The net file (YAML)',
+  place: 'The place',
+  transition: 'The transition',
+  'error-place': 'The error place to take tokens from (default: every error place)',
+} as const;
 
 /** One `fspl net` subcommand: its positionals are described in help, its usage line is yargs' own. */
-function netCommand(name: string, positionals: string[], describe: string, options: OptionSpec[], params = false): CommandSpec {
-  const usage = `net ${name}${positionals.map((p) => ` <${p}>`).join('')}`;
-  return { name, usage, describe, options, positionals, positionalHelp: NET_POSITIONALS, params };
+function netCommand(name: string, positionals: string[], describe: string, options: OptionSpec[], params = false, optionalPositionals: string[] = []): CommandSpec {
+  const usage = `net ${name}${netPositionals({ positionals, optionalPositionals })}`;
+  return { name, usage, describe, options, positionals, optionalPositionals, positionalHelp: NET_POSITIONALS, params };
+}
+
+/** The positionals of a net command as its usage line (and yargs' command) writes them: <required> [optional]. */
+export function netPositionals(spec: Pick<CommandSpec, 'positionals' | 'optionalPositionals'>): string {
+  return spec.positionals.map((p) => ` <${p}>`).join('') + (spec.optionalPositionals ?? []).map((p) => ` [${p}]`).join('');
 }
 
 export const NET_COMMANDS: CommandSpec[] = [
@@ -296,6 +308,25 @@ export const NET_COMMANDS: CommandSpec[] = [
       describe: 'Colour it by the current state: token counts, running transitions, stuck places and failing transitions in red',
     },
   ]),
+  netCommand(
+    'retry',
+    ['net'],
+    'Put error tokens back into the places they were taken from, without their ERROR_* variables and with RETRIED counted, each exactly once',
+    [
+      { long: 'key', short: 'k', kind: 'string', array: true, describe: 'Only the tokens with this key (repeat for more)' },
+      { long: 'transition', short: 't', kind: 'string', describe: 'Only the tokens of this failed transition' },
+      { long: 'all', kind: 'boolean', describe: 'Every error token' },
+      { long: 'to', kind: 'string', describe: 'Put them into this place (a token whose transition is gone, or that does not say its place)' },
+      { long: 'dry-run', kind: 'boolean', describe: 'Say what would move where; move nothing' },
+    ],
+    false,
+    ['error-place'],
+  ),
+  netCommand('pause', ['net', 'transition'], 'Start no new firing of a transition (running ones finish) until resumed; kept across restarts', [
+    { long: 'reason', kind: 'string', describe: 'Why, as status shows it' },
+    netHost,
+  ]),
+  netCommand('resume', ['net', 'transition'], 'Let a paused transition fire again', [netHost]),
   netCommand('serve', ['net'], 'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT', [
     { long: 'port', short: 'p', kind: 'string', default: '8484', describe: 'TCP port (0: any free one)' },
     { long: 'host', kind: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' },

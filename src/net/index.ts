@@ -25,6 +25,8 @@ import { probeOutbox, type OutboxProbe } from './hosts/outbox-sender.js';
 import { addHostDetails } from './hosts/outbox-status.js';
 import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import { netStatus, type NetStatusReport } from './observe/status.js';
+import { retryTokens, type RetryOptions, type RetryResult } from './operate/retry.js';
+import { pauseTransition, readPauses, resumeTransition, type PauseRecord } from './operate/pause.js';
 
 export interface PutOptions {
   /** The token's correlation key; default: a new UUID. */
@@ -191,6 +193,33 @@ export class Net {
     return Promise.all(probes);
   }
 
+  /**
+   * Put error tokens back into the places they were taken from (docs/nets.md, "Operating a net"),
+   * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
+   */
+  retry(options: RetryOptions): Promise<RetryResult> {
+    return retryTokens(this.model, options);
+  }
+
+  /** Pause a transition: a run starts no new firing of it, now or after a restart, until resume. */
+  pause(transition: string, options: { reason?: string; by?: string; host?: string } = {}): PauseRecord {
+    return pauseTransition(this.viewOf(options.host), transition, options);
+  }
+
+  /** Resume a paused transition; the pause it ends, or undefined when it was not paused. */
+  resume(transition: string, options: { host?: string } = {}): PauseRecord | undefined {
+    return resumeTransition(this.viewOf(options.host), transition, options);
+  }
+
+  /** The paused transitions (on a net with hosts, of `host`). */
+  pauses(options: { host?: string } = {}): PauseRecord[] {
+    return [...readPauses(this.viewOf(options.host).stateDir).values()];
+  }
+
+  private viewOf(host: string | undefined): NetModel {
+    return host === undefined ? this.model : hostView(this.model, host);
+  }
+
   /** Warnings about the net (and, for nets with users, about owners and modes on disk). */
   check(): NetWarning[] {
     return [...checkNet(this.model), ...permissionWarnings(this.model)];
@@ -211,7 +240,9 @@ export { RECEIVE_SCRIPT, describeVerifierProblem, type VerifierProblem } from '.
 export { type OutboxProbe } from './hosts/outbox-sender.js';
 export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './observe/status.js';
 export { type NetWarning } from './model/check.js';
-export { type Leftover } from './observe/leftovers.js';
+export { type Leftover, type LeftoverCode } from './observe/leftovers.js';
+export { type RetryOptions, type RetryResult, type RetryMove } from './operate/retry.js';
+export { pauseText, type PauseRecord } from './operate/pause.js';
 export { allocateWorkers } from './plan/allocate.js';
 export { serveNet, type ServeOptions, type NetServer } from './observe/serve.js';
 export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './observe/metrics.js';

@@ -12,6 +12,7 @@ import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
 import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
 import { Place } from '../place/place.js';
+import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
 import { mean, oldestAge, p95, timeSince } from './stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
@@ -57,6 +58,8 @@ export interface TransitionStatus {
   /** Keys waiting for a partner (and-merges only). */
   waitingMerges: number;
   stopped?: { reason: string; log: string; at: number };
+  /** Paused by an operator (`net pause`), with the pause as status says it ("paused since T by USER: reason"). */
+  paused?: PauseRecord & { text: string };
   lastFiredAt?: number;
   /** Time since it last fired, ms. */
   sinceLastFiredMs?: number;
@@ -121,7 +124,8 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     placeStatus.push(st);
   }
   const stoppedNames = new Set(Object.entries(live?.transitions ?? {}).filter(([, t]) => running && t.stopped).map(([n]) => n));
-  const all = describeLeftovers(net, places, next, stoppedNames);
+  const pauses = readPauses(net.stateDir);
+  const all = describeLeftovers(net, places, next, stoppedNames, undefined, pauses);
   const stuck = all.filter((l) => l.reason !== undefined);
   for (const l of stuck) {
     const st = placeStatus.find((p) => p.name === l.place);
@@ -132,6 +136,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
     const serviceTimes = lt?.serviceTimes ?? [];
     const stopped = running ? lt?.stopped : undefined;
+    const pause = pauses.get(t.name);
     return {
       name: t.name,
       running: running ? (lt?.running ?? 0) : 0,
@@ -141,6 +146,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
       retried: lt?.retried ?? 0,
       waitingMerges: merges,
       stopped,
+      paused: pause && { ...pause, text: pauseText(pause) },
       lastFiredAt: lt?.lastFired,
       sinceLastFiredMs: timeSince(now, lt?.lastFired),
       perMinute1: running ? (lt?.rates?.perMinute1 ?? 0) : 0,

@@ -116,7 +116,7 @@ export class Committer {
   }
 
   /** Commit outputs and consume inputs, through the journal. False: a writer's lock was busy, try later. */
-  commit(firing: string, t: TransitionSpec, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[], hooks: CommitHooks): Array<{ place: string; seq: bigint }> | false {
+  commit(firing: string, t: Pick<TransitionSpec, 'name'>, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[], hooks: CommitHooks): Array<{ place: string; seq: bigint }> | false {
     const outPlaces = outputs.map((o) => this.places.get(o.place)!);
     let writers: SeqFile[];
     try {

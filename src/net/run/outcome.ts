@@ -123,7 +123,8 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
   ];
   const outputs = f.tokens.map((tok) => ({
     place: errorPlace,
-    content: { env: inherited([tok], tok.key, extra), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
+    // ERROR_PLACE: where `net retry` puts it back (each input of an and-merge to its own place).
+    content: { env: inherited([tok], tok.key, [...extra, ['ERROR_PLACE', tok.place]]), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
   }));
   if (ctx.commit(f.id, f.transition, outputs, f.tokens) === false) return false;
   ctx.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });

@@ -29,6 +29,8 @@ import { resolve, type OutcomeContext } from './outcome.js';
 import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, transitionStates, type Firing, type TransitionRun } from './state.js';
 import { RunPlaces } from './places.js';
 import { recover } from './recovery.js';
+import { recoverOperations } from '../operate/operator.js';
+import { Pauses } from '../operate/pause.js';
 import type { NetModel, TransitionSpec } from '../model/model.js';
 import type { Token, TokenContent } from '../place/token.js';
 import { runAsOf } from './permissions.js';
@@ -69,6 +71,8 @@ export class NetRunner {
   private readonly outcomes: OutcomeContext;
   private readonly live = new Throttled(LIVE_EVERY_MS, (now) => this.writeLive(now));
   private readonly startedAt = Date.now();
+  /** Transitions an operator paused (operate/pause.ts): they start nothing new. */
+  private pauses?: Pauses;
 
   constructor(net: NetModel, opts: NetRunOptions = {}) {
     this.net = net;
@@ -142,6 +146,7 @@ export class NetRunner {
   }
 
   private recover(): void {
+    recoverOperations(this.net); // first: an operator's recorded move publishes its staged outputs (operate/operator.ts)
     const r = recover(this.committer, this.places.values(), this.places.next, this.net.stateDir, this.stagingDir);
     if (r.commits || r.nops || r.removed) {
       this.log.info('net', `Recovered: ${r.commits} commit(s) completed, ${r.nops} number(s) filled with NOP, ${r.removed} staged file(s) removed`);
@@ -172,7 +177,7 @@ export class NetRunner {
     const total = this.poolSize();
     const places = this.places.marking(this.claimed, this.firings);
     // A firing that has finished but waits to commit holds no worker.
-    const res = schedule({ places, transitions: transitionStates(this.trans.values(), this.firings, this.stopping), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
+    const res = schedule({ places, transitions: transitionStates(this.trans.values(), this.firings, this.stopping, this.pauses?.names()), totalWorkers: total, freeWorkers: total - this.runningCount(), now: Date.now(), rotation: this.rotation });
     this.rotation = res.rotation;
     for (const s of res.starts) this.begin(s);
     return res.wakeAt;
@@ -343,8 +348,11 @@ export class NetRunner {
     if (signal?.aborted) onStop();
     signal?.addEventListener('abort', onStop, { once: true });
     let leftovers: Leftover[] = [];
+    let stopWatchingPauses: (() => void) | undefined;
     try {
       this.places.watch(this.watchers, this.poke, this.abort.signal, this.log);
+      this.pauses = new Pauses(this.net.stateDir);
+      stopWatchingPauses = this.pauses.watch(this.poke);
       let idleReported = false;
       let yielded = Date.now();
       for (;;) {
@@ -399,7 +407,7 @@ export class NetRunner {
               const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
               const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
               // Nothing can start: whatever is left waits forever, for its own reason or none in particular.
-              leftovers = describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only).map((l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l));
+              leftovers = describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map((l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l));
               break;
             }
           }
@@ -416,6 +424,7 @@ export class NetRunner {
       }
     } finally {
       cancelGrace?.();
+      stopWatchingPauses?.();
       signal?.removeEventListener('abort', onStop);
       this.abort.abort();
       this.live.cancel();

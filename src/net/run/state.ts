@@ -75,11 +75,12 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
   return { spec, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() };
 }
 
-/** The transitions as the scheduler sees them (all stopped while the run stops). */
-export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean): Map<string, TransitionState> {
+/** The transitions as the scheduler sees them (all stopped while the run stops; a paused one starts nothing). */
+export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, paused?: ReadonlySet<string>): Map<string, TransitionState> {
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
-    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, !!r.stopped || stopping, r.service.samples()));
+    const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
+    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, halted, r.service.samples()));
   }
   return m;
 }

@@ -93,7 +93,7 @@ function update(r) {
   const transitions = $('transitions').tBodies[0];
   transitions.textContent = '';
   for (const t of r.transitions) {
-    const note = t.stopped ? `STOPPED: ${t.stopped.reason}` : t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '';
+    const note = t.stopped ? `STOPPED: ${t.stopped.reason}` : t.paused ? t.paused.text : t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '';
     const service = t.meanServiceMs === undefined ? '–' : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
     transitions.appendChild(
       row([t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), num(t.sinceLastFiredMs === undefined ? '–' : `${age(t.sinceLastFiredMs)} ago`), note], t.failing),
