@@ -203,21 +203,17 @@ export class Net {
 
   /** Pause a transition: a run starts no new firing of it, now or after a restart, until resume. */
   pause(transition: string, options: { reason?: string; by?: string; host?: string } = {}): PauseRecord {
-    return pauseTransition(this.viewOf(options.host), transition, options);
+    return pauseTransition(this.model, transition, options);
   }
 
   /** Resume a paused transition; the pause it ends, or undefined when it was not paused. */
   resume(transition: string, options: { host?: string } = {}): PauseRecord | undefined {
-    return resumeTransition(this.viewOf(options.host), transition, options);
+    return resumeTransition(this.model, transition, options);
   }
 
   /** The paused transitions (on a net with hosts, of `host`). */
   pauses(options: { host?: string } = {}): PauseRecord[] {
-    return [...readPauses(this.viewOf(options.host).stateDir).values()];
-  }
-
-  private viewOf(host: string | undefined): NetModel {
-    return host === undefined ? this.model : hostView(this.model, host);
+    return [...readPauses(options.host === undefined ? this.model.stateDir : hostView(this.model, options.host).stateDir).values()];
   }
 
   /** Warnings about the net (and, for nets with users, about owners and modes on disk). */

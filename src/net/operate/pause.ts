@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fsyncDir, mkdirDurable } from '../../durable.js';
 import { NetRequestError } from '../../errors.js';
 import { closeQuietly, fsyncSync, unlinkQuietly } from '../../io.js';
+import { hostView } from '../hosts/hosts.js';
 import type { NetModel } from '../model/model.js';
 
 /** How often a runner looks for pauses and resumes (ms): within a second, as promised. */
@@ -70,13 +71,19 @@ function transitionOf(net: NetModel, name: string, host: string | undefined): vo
   if (t.host !== undefined && host === undefined) throw new NetRequestError(`Transition ${name} runs on host ${t.host}: pause it there, with --host ${t.host}`);
 }
 
+/** The state directory of the host that runs the transition (the net's own on a net of one host). */
+function stateDirOf(net: NetModel, host: string | undefined): string {
+  return host === undefined ? net.stateDir : hostView(net, host).stateDir;
+}
+
 /** Pause a transition (again: the record is replaced). Durable before it returns. */
-export function pauseTransition(net: NetModel, name: string, options: { reason?: string; by?: string; host?: string } = {}): PauseRecord {
-  transitionOf(net, name, options.host);
+export function pauseTransition(model: NetModel, name: string, options: { reason?: string; by?: string; host?: string } = {}): PauseRecord {
+  transitionOf(model, name, options.host);
+  const stateDir = stateDirOf(model, options.host);
   const rec: PauseRecord = { transition: name, since: Date.now(), by: options.by ?? userName(), reason: options.reason ?? '' };
-  const dir = pausesDir(net.stateDir);
+  const dir = pausesDir(stateDir);
   mkdirDurable(dir);
-  const file = fileOf(net.stateDir, name);
+  const file = fileOf(stateDir, name);
   const temp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(temp, 'w', 0o644);
   try {
@@ -91,12 +98,13 @@ export function pauseTransition(net: NetModel, name: string, options: { reason?:
 }
 
 /** Resume a paused transition; returns the pause it ends, or undefined when it was not paused. */
-export function resumeTransition(net: NetModel, name: string, options: { host?: string } = {}): PauseRecord | undefined {
-  transitionOf(net, name, options.host);
-  const rec = readPauses(net.stateDir).get(name);
+export function resumeTransition(model: NetModel, name: string, options: { host?: string } = {}): PauseRecord | undefined {
+  transitionOf(model, name, options.host);
+  const stateDir = stateDirOf(model, options.host);
+  const rec = readPauses(stateDir).get(name);
   if (!rec) return undefined;
-  unlinkQuietly(fileOf(net.stateDir, name));
-  fsyncDir(pausesDir(net.stateDir)); // the removal is durable: a power cut does not pause it again
+  unlinkQuietly(fileOf(stateDir, name));
+  fsyncDir(pausesDir(stateDir)); // the removal is durable: a power cut does not pause it again
   return rec;
 }
 
