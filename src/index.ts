@@ -79,4 +79,5 @@ export {
   type RetryResult,
   type RetryMove,
   type PauseRecord,
+  type TokenListing,
 } from './net/index.js';

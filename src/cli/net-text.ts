@@ -1,7 +1,7 @@
 /** `fspl net status` as text and as JSON (schema in docs/json.md). */
 import type { NetStatusReport } from '../index.js';
 
-function age(ms: number | undefined): string {
+export function age(ms: number | undefined): string {
   if (ms === undefined) return '-';
   const s = ms / 1000;
   if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)}s`;

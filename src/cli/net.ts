@@ -9,6 +9,7 @@ import { Net, NetFileError, NetRequestError, createLogger } from '../index.js';
 import { describeRemoteLeftover, dotToSvg, pauseText, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
 import { NetProgressLine } from './net-progress.js';
 import { formatNetStatus } from './net-text.js';
+import { printRetry, printToken, printTokens } from './net-operate.js';
 import { formatSimulation } from './net-simulate-text.js';
 import { UsageError, checkLogLevel, reportError, writeOut } from './output.js';
 import type { Invocation } from './spec.js';
@@ -69,6 +70,14 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
   },
   serve: (a) => serve(a),
   retry: (a) => retry(a),
+  ls: async (a) => {
+    await printTokens(load(String(a.net)), String(a.place), !!a.json);
+    return 0;
+  },
+  show: async (a) => {
+    await printToken(load(String(a.net)), String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, !!a.payload);
+    return 0;
+  },
   pause: (a) => {
     const rec = load(String(a.net)).pause(String(a.transition), { reason: optional(a.reason), host: hostArg(a) });
     writeOut(`${rec.transition} ${pauseText(rec)}\n`);
@@ -80,6 +89,12 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     return 0;
   },
 };
+
+function seqArg(v: unknown): bigint | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(String(v))) throw badValue(`invalid --seq '${String(v)}': give a token's number`);
+  return BigInt(String(v));
+}
 
 function optional(v: unknown): string | undefined {
   return v === undefined ? undefined : String(v);
@@ -96,11 +111,7 @@ async function retry(a: Args): Promise<number> {
     to: optional(a.to),
     dryRun: !!a['dry-run'],
   });
-  for (const m of r.moves) {
-    const to = m.to.seq === undefined ? m.to.place : `${m.to.place} #${m.to.seq}`;
-    writeOut(`${r.dryRun ? 'would move' : 'moved'} ${m.key}: ${m.from.place} #${m.from.seq} -> ${to} (${m.transition}, RETRIED=${m.retried})\n`);
-  }
-  if (r.moves.length === 0) writeOut('no error token to retry\n');
+  printRetry(r);
   return 0;
 }
 

@@ -224,7 +224,7 @@ export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMAND
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
 /** The usage error of `fspl net` without a subcommand. */
-export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause or resume';
+export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls or show';
 
 const netHost: OptionSpec = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' };
 const netWorkers: OptionSpec = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' };
@@ -327,6 +327,14 @@ export const NET_COMMANDS: CommandSpec[] = [
     netHost,
   ]),
   netCommand('resume', ['net', 'transition'], 'Let a paused transition fire again', [netHost]),
+  netCommand('ls', ['net', 'place'], 'List the tokens of a place in the order they will be taken: number, key, age, size, params, and for error tokens why', [
+    { long: 'json', kind: 'boolean', describe: 'Print one JSON object per token (JSON lines)' },
+  ]),
+  netCommand('show', ['net', 'place'], 'Show one token: its variables, where it came from (an error token: its log), or its payload', [
+    { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
+    { long: 'seq', kind: 'string', describe: 'The token with this number' },
+    { long: 'payload', kind: 'boolean', describe: 'Write its payload (only) to stdout' },
+  ]),
   netCommand('serve', ['net'], 'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT', [
     { long: 'port', short: 'p', kind: 'string', default: '8484', describe: 'TCP port (0: any free one)' },
     { long: 'host', kind: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' },

@@ -27,6 +27,7 @@ import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import { netStatus, type NetStatusReport } from './observe/status.js';
 import { retryTokens, type RetryOptions, type RetryResult } from './operate/retry.js';
 import { pauseTransition, readPauses, resumeTransition, type PauseRecord } from './operate/pause.js';
+import { findToken, listTokens, tokenPayload, type TokenListing } from './operate/tokens.js';
 
 export interface PutOptions {
   /** The token's correlation key; default: a new UUID. */
@@ -216,6 +217,17 @@ export class Net {
     return [...readPauses(options.host === undefined ? this.model.stateDir : hostView(this.model, options.host).stateDir).values()];
   }
 
+  /** The tokens of a place in the order a reader takes them, streamed (flat memory on any number). */
+  tokens(place: string): AsyncIterable<TokenListing> {
+    return listTokens(this.model, place);
+  }
+
+  /** One token of a place, by key or number, with its payload as a stream on request. */
+  async token(place: string, which: { key?: string; seq?: bigint }): Promise<TokenListing & { payload(): Readable }> {
+    const t = await findToken(this.model, place, which);
+    return { ...t, payload: () => tokenPayload(t) };
+  }
+
   /** Warnings about the net (and, for nets with users, about owners and modes on disk). */
   check(): NetWarning[] {
     return [...checkNet(this.model), ...permissionWarnings(this.model)];
@@ -239,6 +251,7 @@ export { type NetWarning } from './model/check.js';
 export { type Leftover, type LeftoverCode } from './observe/leftovers.js';
 export { type RetryOptions, type RetryResult, type RetryMove } from './operate/retry.js';
 export { pauseText, type PauseRecord } from './operate/pause.js';
+export { type TokenListing } from './operate/tokens.js';
 export { allocateWorkers } from './plan/allocate.js';
 export { serveNet, type ServeOptions, type NetServer } from './observe/serve.js';
 export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './observe/metrics.js';

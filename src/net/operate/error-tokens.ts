@@ -35,9 +35,9 @@ export function* readTokens(place: Place): Generator<ReadToken> {
   }
 }
 
-/** How many times a token has been retried. */
-export function retriedCount(vars: Map<string, string>): number {
-  const n = Number(vars.get(RETRIED_VAR) ?? '0');
+/** How many times a token has been retried, from its RETRIED variable. */
+export function retriedCount(value: string | undefined): number {
+  const n = Number(value ?? '0');
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
@@ -48,7 +48,7 @@ export function retriedContent(tok: ReadToken): TokenContent {
     if (k.startsWith(ERROR_PREFIX) || k === RETRIED_VAR) continue;
     env.push([Buffer.from(k), Buffer.from(v)]);
   }
-  env.push([Buffer.from(RETRIED_VAR), Buffer.from(String(retriedCount(tok.vars) + 1))]);
+  env.push([Buffer.from(RETRIED_VAR), Buffer.from(String(retriedCount(tok.vars.get(RETRIED_VAR)) + 1))]);
   const params = tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [];
   return { env, params, payload: { tokens: [tok.path] } };
 }

@@ -8,7 +8,7 @@
 import { NetRequestError } from '../../errors.js';
 import { readersOf, type NetModel } from '../model/model.js';
 import type { Place } from '../place/place.js';
-import { readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
+import { RETRIED_VAR, readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
 import { Operator } from './operator.js';
 
 export interface RetryOptions {
@@ -116,7 +116,7 @@ const moveOf = (p: Planned, seq?: bigint): RetryMove => ({
   transition: p.transition,
   from: { place: p.tok.place, seq: p.tok.seq },
   to: { place: p.to, seq },
-  retried: retriedCount(p.tok.vars) + 1,
+  retried: retriedCount(p.tok.vars.get(RETRIED_VAR)) + 1,
 });
 
 /** Put error tokens back (see the top of this file). */
