@@ -80,4 +80,5 @@ export {
   type RetryMove,
   type PauseRecord,
   type TokenListing,
+  type SetAsideResult,
 } from './net/index.js';

@@ -44,7 +44,8 @@ export async function printToken(net: Net, place: string, which: { key?: string;
 export function printRetry(r: RetryResult): void {
   for (const m of r.moves) {
     const to = m.to.seq === undefined ? m.to.place : `${m.to.place} #${m.to.seq}`;
-    writeOut(`${r.dryRun ? 'would move' : 'moved'} ${m.key}: ${m.from.place} #${m.from.seq} -> ${to} (${m.transition}, RETRIED=${m.retried})\n`);
+    const what = m.transition ? ` (${m.transition}, RETRIED=${m.retried})` : ''; // none: a token set aside coming back
+    writeOut(`${r.dryRun ? 'would move' : 'moved'} ${m.key}: ${m.from.place} #${m.from.seq} -> ${to}${what}\n`);
   }
   if (r.moves.length === 0) writeOut('no error token to retry\n');
 }

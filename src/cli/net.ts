@@ -74,6 +74,11 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     await printTokens(load(String(a.net)), String(a.place), !!a.json);
     return 0;
   },
+  'set-aside': async (a) => {
+    const r = await load(String(a.net)).setAside(String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, { reason: optional(a.reason) });
+    writeOut(`set aside ${r.key}: ${r.place} #${r.seq} -> set-aside #${r.asideSeq}${r.nop ? ` (a NOP took number ${r.seq})` : ''}\n`);
+    return 0;
+  },
   show: async (a) => {
     await printToken(load(String(a.net)), String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, !!a.payload);
     return 0;
@@ -110,6 +115,8 @@ async function retry(a: Args): Promise<number> {
     all: !!a.all,
     to: optional(a.to),
     dryRun: !!a['dry-run'],
+    setAside: !!a['set-aside'],
+    seq: seqArg(a.seq),
   });
   printRetry(r);
   return 0;

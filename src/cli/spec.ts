@@ -224,7 +224,7 @@ export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMAND
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
 /** The usage error of `fspl net` without a subcommand. */
-export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls or show';
+export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show or set-aside';
 
 const netHost: OptionSpec = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' };
 const netWorkers: OptionSpec = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' };
@@ -318,6 +318,8 @@ export const NET_COMMANDS: CommandSpec[] = [
       { long: 'all', kind: 'boolean', describe: 'Every error token' },
       { long: 'to', kind: 'string', describe: 'Put them into this place (a token whose transition is gone, or that does not say its place)' },
       { long: 'dry-run', kind: 'boolean', describe: 'Say what would move where; move nothing' },
+      { long: 'set-aside', kind: 'boolean', describe: 'Bring back tokens set aside (net set-aside) instead, by --key, --seq or --all' },
+      { long: 'seq', kind: 'string', describe: 'With --set-aside: the token that had this number in its place' },
     ],
     false,
     ['error-place'],
@@ -334,6 +336,11 @@ export const NET_COMMANDS: CommandSpec[] = [
     { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
     { long: 'seq', kind: 'string', describe: 'The token with this number' },
     { long: 'payload', kind: 'boolean', describe: 'Write its payload (only) to stdout' },
+  ]),
+  netCommand('set-aside', ['net', 'place'], 'Take a poison token out of its place into STATE/set-aside, losing nothing (a sequence place gets a NOP in its number)', [
+    { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
+    { long: 'seq', kind: 'string', describe: 'The token with this number' },
+    { long: 'reason', kind: 'string', describe: 'Why, kept with the token' },
   ]),
   netCommand('serve', ['net'], 'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT', [
     { long: 'port', short: 'p', kind: 'string', default: '8484', describe: 'TCP port (0: any free one)' },

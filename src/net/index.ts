@@ -27,6 +27,7 @@ import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import { netStatus, type NetStatusReport } from './observe/status.js';
 import { retryTokens, type RetryOptions, type RetryResult } from './operate/retry.js';
 import { pauseTransition, readPauses, resumeTransition, type PauseRecord } from './operate/pause.js';
+import { restoreSetAside, setAside, type SetAsideResult } from './operate/set-aside.js';
 import { findToken, listTokens, tokenPayload, type TokenListing } from './operate/tokens.js';
 
 export interface PutOptions {
@@ -199,7 +200,15 @@ export class Net {
    * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
    */
   retry(options: RetryOptions): Promise<RetryResult> {
-    return retryTokens(this.model, options);
+    return options.setAside ? restoreSetAside(this.model, options) : retryTokens(this.model, options);
+  }
+
+  /**
+   * Take a poison token out of its place without losing it: into STATE/set-aside with the reason
+   * (a sequence place gets a NOP in its number). `retry({ setAside: true, ... })` brings it back.
+   */
+  setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string } = {}): Promise<SetAsideResult> {
+    return setAside(this.model, place, which, options);
   }
 
   /** Pause a transition: a run starts no new firing of it, now or after a restart, until resume. */
@@ -252,6 +261,7 @@ export { type Leftover, type LeftoverCode } from './observe/leftovers.js';
 export { type RetryOptions, type RetryResult, type RetryMove } from './operate/retry.js';
 export { pauseText, type PauseRecord } from './operate/pause.js';
 export { type TokenListing } from './operate/tokens.js';
+export { type SetAsideResult } from './operate/set-aside.js';
 export { allocateWorkers } from './plan/allocate.js';
 export { serveNet, type ServeOptions, type NetServer } from './observe/serve.js';
 export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './observe/metrics.js';

@@ -24,6 +24,7 @@ import { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
 import { Committer, type CommitHooks } from '../run/commit.js';
 import { Journal } from '../run/journal.js';
+import { NOP_PART_PREFIX, setAsidePlace, settleNopPart } from './aside-queue.js';
 
 /** The staging tag of operator moves: their .part files are named net-op-*.part (Place.stage). */
 const OP_TAG = 'op-';
@@ -34,9 +35,11 @@ function operateDir(net: NetModel): string {
   return path.join(net.stateDir, 'operate');
 }
 
-/** The net's local places whose queue exists, as an operator sees them. */
-function localPlaces(net: NetModel): Map<string, Place> {
+/** The net's local places whose queue exists, as an operator sees them, and the set-aside queue when it exists. */
+function localPlaces(net: NetModel, extra: Place[] = []): Map<string, Place> {
   const out = new Map<string, Place>();
+  const aside = setAsidePlace(net);
+  for (const p of [...extra, aside]) if (p.exists()) out.set(p.name, p);
   for (const spec of net.places.values()) {
     const p = new Place(spec, effectiveOrder(net, spec.name));
     if (p.exists()) out.set(spec.name, p);
@@ -61,14 +64,15 @@ export class Operator {
    * Take the operate lock (waiting while another operator holds it) and recover. Read-only (a dry
    * run): no lock, no recovery, and no move.
    */
-  static async open(net: NetModel, options: { readOnly?: boolean } = {}): Promise<Operator> {
-    if (options.readOnly) return new Operator(undefined, localPlaces(net), undefined);
+  static async open(net: NetModel, options: { readOnly?: boolean; extra?: Place[] } = {}): Promise<Operator> {
+    const places = localPlaces(net, options.extra);
+    if (options.readOnly) return new Operator(undefined, places, undefined);
     const dir = operateDir(net);
     mkdirDurable(dir); // the journal goes in it: see Journal's constructor
     for (let tries = 0; ; tries++) {
       try {
         const lock = FileLock.acquire(path.join(dir, 'lock'), { create: true });
-        return new Operator(lock, localPlaces(net), path.join(dir, 'journal'));
+        return new Operator(lock, places, path.join(dir, 'journal'));
       } catch (err) {
         if (!(err instanceof LockedError)) throw err;
         if (tries >= 600) throw new NetError(`Another operator command holds ${path.join(dir, 'lock')}: try again once it has finished`);
@@ -108,7 +112,10 @@ function finishPending(committer: Committer, places: Map<string, Place>, journal
     if (parts.length === 0) continue;
     const writers = committer.lockWriters([p]);
     try {
-      for (const part of parts) p.repairPart(writers[0]!, part, readNext(p));
+      for (const part of parts) {
+        if (path.basename(part).startsWith(NOP_PART_PREFIX)) settleNopPart(p, part);
+        else p.repairPart(writers[0]!, part, readNext(p));
+      }
     } finally {
       writers.forEach((w) => w.release());
     }

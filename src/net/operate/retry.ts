@@ -24,6 +24,10 @@ export interface RetryOptions {
   to?: string;
   /** Say what would move where; move nothing. */
   dryRun?: boolean;
+  /** Bring back tokens set aside (`net set-aside`) instead: chosen by keys, `seq` or all. */
+  setAside?: boolean;
+  /** With setAside: the token that had this number in its place. */
+  seq?: bigint;
 }
 
 /** One token put back (or, in a dry run, that would be). */
