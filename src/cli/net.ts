@@ -166,8 +166,9 @@ async function run(a: Args): Promise<number> {
   const workers = a.workers === undefined ? undefined : Number(a.workers);
   if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw badValue(`invalid --workers '${String(a.workers)}': give a whole number of at least 1`);
   const pollInterval = seconds(a.pollInterval ?? a['poll-interval'], '--poll-interval');
-  const grace = a.grace === undefined ? undefined : Number(a.grace);
-  if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid --grace '${String(a.grace)}'`);
+  const graceText = a['stop-timeout'] ?? a.grace;
+  const grace = graceText === undefined ? undefined : Number(graceText);
+  if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.on('SIGTERM', stop);

@@ -279,6 +279,11 @@ export const NET_COMMANDS: CommandSpec[] = [
     },
     netWorkers,
     { long: 'grace', kind: 'string', describe: 'Seconds running firings get to finish on SIGTERM/SIGINT (default 5)' },
+    {
+      long: 'stop-timeout',
+      kind: 'string',
+      describe: 'The same as --grace: on SIGTERM/SIGINT, running firings finish within this many seconds or are abandoned (their tokens stay); then exit 0',
+    },
     { long: 'progress', kind: 'boolean', default: true, describe: 'Show a status line on stderr when it is a terminal (--no-progress: never)' },
   ]),
   netCommand('status', ['net'], 'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)', [netJson, netHost]),
