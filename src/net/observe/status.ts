@@ -13,6 +13,7 @@ import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../
 import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
 import { Place } from '../place/place.js';
 import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
+import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
 import { mean, oldestAge, p95, timeSince } from './stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
@@ -210,6 +211,10 @@ export interface TokenInfo {
   /** Params as text (invalid UTF-8 replaced). */
   params: string[];
   filename: string;
+  /** RETRIED: how often `net retry` put it back (0 when never). */
+  retried: number;
+  /** For an error token: the transition it failed in, and why. */
+  error?: { transition: string; reason: string };
 }
 
 /** The first `limit` tokens of a place in its order, and how many it holds; an empty list when its directory can't be read. */
@@ -235,7 +240,18 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
       // consumed meanwhile
     }
     const cmd = t.header.cmd;
-    return { seq: t.seq, key: t.key, ageMs, nop: cmd.kind === 'NOP', params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [], filename: t.filename };
+    const vars = new Map(cmd.kind === 'Command' ? cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : []);
+    const failedIn = vars.get('ERROR_TRANSITION');
+    return {
+      seq: t.seq,
+      key: t.key,
+      ageMs,
+      nop: cmd.kind === 'NOP',
+      params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [],
+      filename: t.filename,
+      retried: retriedCount(vars.get(RETRIED_VAR)),
+      error: failedIn === undefined ? undefined : { transition: failedIn, reason: vars.get('ERROR_REASON') ?? '' },
+    };
   });
   return { total: p.count, tokens };
 }

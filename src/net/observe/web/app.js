@@ -151,8 +151,11 @@ function renderPlace(body, d) {
   if (!d.tokens.length) return;
   const t = el('table');
   t.id = 'tokens';
-  t.appendChild(row(['seq', 'key', 'age', 'params'].map((h) => el('th', h))));
-  for (const tok of d.tokens) t.appendChild(row([num(tok.seq), tok.nop ? '(NOP)' : tok.key, num(age(tok.ageMs)), el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params')]));
+  t.appendChild(row(['seq', 'key', 'age', 'params', 'retried', 'failed in'].map((h) => el('th', h))));
+  for (const tok of d.tokens) {
+    const failed = tok.error ? `${tok.error.transition}: ${tok.error.reason}` : '';
+    t.appendChild(row([num(tok.seq), tok.nop ? '(NOP)' : tok.key, num(age(tok.ageMs)), el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params'), num(tok.retried || ''), failed]));
+  }
   body.appendChild(t);
 }
 
