@@ -84,7 +84,7 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     return 0;
   },
   pause: (a) => {
-    const rec = load(String(a.net)).pause(String(a.transition), { reason: optional(a.reason), host: hostArg(a) });
+    const rec = load(String(a.net)).pause(String(a.transition), { reason: optional(a.reason), host: hostArg(a), kill: !!a.kill });
     writeOut(`${rec.transition} ${pauseText(rec)}\n`);
     return 0;
   },

@@ -331,6 +331,7 @@ export const NET_COMMANDS: CommandSpec[] = [
   ),
   netCommand('pause', ['net', 'transition'], 'Start no new firing of a transition (running ones finish) until resumed; kept across restarts', [
     { long: 'reason', kind: 'string', describe: 'Why, as status shows it' },
+    { long: 'kill', kind: 'boolean', describe: 'Stop its running firings too (their tokens stay), instead of letting them finish' },
     netHost,
   ]),
   netCommand('resume', ['net', 'transition'], 'Let a paused transition fire again', [netHost]),

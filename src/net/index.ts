@@ -211,8 +211,11 @@ export class Net {
     return setAside(this.model, place, which, options);
   }
 
-  /** Pause a transition: a run starts no new firing of it, now or after a restart, until resume. */
-  pause(transition: string, options: { reason?: string; by?: string; host?: string } = {}): PauseRecord {
+  /**
+   * Pause a transition: a run starts no new firing of it, now or after a restart, until resume.
+   * Its running firings finish, or with `kill` are abandoned (their tokens stay).
+   */
+  pause(transition: string, options: { reason?: string; by?: string; host?: string; kill?: boolean } = {}): PauseRecord {
     return pauseTransition(this.model, transition, options);
   }
 

@@ -2,7 +2,8 @@
  * Paused transitions: `net pause` / `net resume`. A pause is a file in the net's state directory,
  * STATE/paused/NAME.json (who, when, why), so it survives restarts and is seen by a running
  * runner, which looks at the directory at least every PAUSE_LOOK_MS and starts no new firing of
- * a paused transition; firings under way finish. Tokens wait upstream meanwhile.
+ * a paused transition; firings under way finish, or with `kill` are abandoned as on a stop (their
+ * tokens stay). Tokens wait upstream meanwhile.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,6 +25,8 @@ export interface PauseRecord {
   /** Who paused it (the user name). */
   by: string;
   reason: string;
+  /** Its running firings were stopped too (`--kill`), not let finish. */
+  kill: boolean;
 }
 
 /** "paused since T by USER: reason", as status, leftovers and the web page say it. */
@@ -53,7 +56,7 @@ export function readPauses(stateDir: string): Map<string, PauseRecord> {
     try {
       const r = JSON.parse(fs.readFileSync(path.join(pausesDir(stateDir), n), 'utf8')) as Partial<PauseRecord>;
       const transition = decodeURIComponent(n.slice(0, -'.json'.length));
-      out.set(transition, { transition, since: Number(r.since ?? 0), by: String(r.by ?? ''), reason: String(r.reason ?? '') });
+      out.set(transition, { transition, since: Number(r.since ?? 0), by: String(r.by ?? ''), reason: String(r.reason ?? ''), kill: r.kill === true });
     } catch {
       // being replaced, or not ours: not a pause
     }
@@ -77,10 +80,10 @@ function stateDirOf(net: NetModel, host: string | undefined): string {
 }
 
 /** Pause a transition (again: the record is replaced). Durable before it returns. */
-export function pauseTransition(model: NetModel, name: string, options: { reason?: string; by?: string; host?: string } = {}): PauseRecord {
+export function pauseTransition(model: NetModel, name: string, options: { reason?: string; by?: string; host?: string; kill?: boolean } = {}): PauseRecord {
   transitionOf(model, name, options.host);
   const stateDir = stateDirOf(model, options.host);
-  const rec: PauseRecord = { transition: name, since: Date.now(), by: options.by ?? userName(), reason: options.reason ?? '' };
+  const rec: PauseRecord = { transition: name, since: Date.now(), by: options.by ?? userName(), reason: options.reason ?? '', kill: !!options.kill };
   const dir = pausesDir(stateDir);
   mkdirDurable(dir);
   const file = fileOf(stateDir, name);

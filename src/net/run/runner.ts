@@ -222,7 +222,9 @@ export class NetRunner {
     if (f.transition.run || f.transition.fn) fs.mkdirSync(f.dir, { recursive: true }); // a move needs no staging
     this.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: this.abort.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
+    f.stop = new AbortController();
+    const signal = AbortSignal.any([this.abort.signal, f.stop.signal]);
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.running = false;
       f.outcome = outcome;
@@ -352,7 +354,11 @@ export class NetRunner {
     try {
       this.places.watch(this.watchers, this.poke, this.abort.signal, this.log);
       this.pauses = new Pauses(this.net.stateDir);
-      stopWatchingPauses = this.pauses.watch(this.poke);
+      stopWatchingPauses = this.pauses.watch(() => {
+        // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
+        for (const f of this.firings) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort();
+        this.poke();
+      });
       let idleReported = false;
       let yielded = Date.now();
       for (;;) {

@@ -24,6 +24,8 @@ export interface Firing {
   /** Ordinal among the transition's firings, for commit order. */
   ordinal: number;
   running: boolean;
+  /** Aborts this firing alone (`net pause --kill`); the run's stop aborts every firing. */
+  stop?: AbortController;
 }
 
 export interface TransitionRun {

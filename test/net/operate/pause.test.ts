@@ -89,6 +89,29 @@ describe('net pause', () => {
     expect(net.pauses()).toEqual([]);
   }, 60_000);
 
+  test('--kill: a running firing is abandoned, its token stays; resumed, it fires again', async () => {
+    const { dir, file, net } = makeNet(`
+places: { in: {}, out: {} }
+transitions:
+  stuck: { in: in, run: 'if [ ! -e once ]; then touch once; sleep 60; fi; cat', out: out }
+`);
+    await net.put('in', Buffer.from('x\n'), { key: 'k' });
+    const controller = new AbortController();
+    const events: string[] = [];
+    const running = net.run({ signal: controller.signal, onEvent: (e: NetEvent) => events.push(e.type) });
+    await until(() => fs.existsSync(path.join(dir, 'once')), 'the firing started');
+    const p = await runFspl(['net', 'pause', file, 'stuck', '--kill']);
+    expect(p.status, p.stderr).toBe(0);
+    await until(async () => (await net.status()).transitions[0]!.running === 0 && events.filter((e) => e === 'start').length === 1, 'the firing abandoned');
+    expect(await tokensIn(path.join(dir, 'places/out'))).toEqual([]);
+    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => t.key)).toEqual(['k']);
+    net.resume('stuck');
+    await until(async () => (await tokensIn(path.join(dir, 'places/out'))).length === 1, 'fired again');
+    controller.abort();
+    await running;
+    expect(events.filter((e) => e === 'start')).toHaveLength(2);
+  }, 60_000);
+
   test('a transition of another host: say which host runs it (exit 2)', async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
