@@ -7,9 +7,9 @@ import { writeOut } from './output.js';
 const bigintText = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
 /** One line per token, tab-separated (streamed: no column is padded to the widest), or JSON lines. */
-export async function printTokens(net: Net, place: string, json: boolean): Promise<void> {
+export async function printTokens(net: Net, place: string, json: boolean, host?: string): Promise<void> {
   if (!json) writeOut('SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n');
-  for await (const t of net.tokens(place)) {
+  for await (const t of net.tokens(place, { host })) {
     if (json) {
       const { path: _path, ...rest } = t;
       writeOut(`${JSON.stringify(rest, bigintText)}\n`);
@@ -23,8 +23,8 @@ function errorText(t: TokenListing): string {
 }
 
 /** A token's description, or with `payload` its payload alone (to pipe). */
-export async function printToken(net: Net, place: string, which: { key?: string; seq?: bigint }, payload: boolean): Promise<void> {
-  const t = await net.token(place, which);
+export async function printToken(net: Net, place: string, which: { key?: string; seq?: bigint }, payload: boolean, host?: string): Promise<void> {
+  const t = await net.token(place, which, { host });
   if (payload) {
     await pipeline(t.payload(), process.stdout, { end: false });
     return;

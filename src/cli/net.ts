@@ -71,16 +71,16 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
   serve: (a) => serve(a),
   retry: (a) => retry(a),
   ls: async (a) => {
-    await printTokens(load(String(a.net)), String(a.place), !!a.json);
+    await printTokens(load(String(a.net)), String(a.place), !!a.json, hostArg(a));
     return 0;
   },
   'set-aside': async (a) => {
-    const r = await load(String(a.net)).setAside(String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, { reason: optional(a.reason) });
+    const r = await load(String(a.net)).setAside(String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, { reason: optional(a.reason), host: hostArg(a) });
     writeOut(`set aside ${r.key}: ${r.place} #${r.seq} -> set-aside #${r.asideSeq}${r.nop ? ` (a NOP took number ${r.seq})` : ''}\n`);
     return 0;
   },
   show: async (a) => {
-    await printToken(load(String(a.net)), String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, !!a.payload);
+    await printToken(load(String(a.net)), String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, !!a.payload, hostArg(a));
     return 0;
   },
   pause: (a) => {
@@ -117,6 +117,7 @@ async function retry(a: Args): Promise<number> {
     dryRun: !!a['dry-run'],
     setAside: !!a['set-aside'],
     seq: seqArg(a.seq),
+    host: hostArg(a),
   });
   printRetry(r);
   return 0;

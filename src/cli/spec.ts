@@ -325,6 +325,7 @@ export const NET_COMMANDS: CommandSpec[] = [
       { long: 'dry-run', kind: 'boolean', describe: 'Say what would move where; move nothing' },
       { long: 'set-aside', kind: 'boolean', describe: 'Bring back tokens set aside (net set-aside) instead, by --key, --seq or --all' },
       { long: 'seq', kind: 'string', describe: 'With --set-aside: the token that had this number in its place' },
+      netHost,
     ],
     false,
     ['error-place'],
@@ -337,16 +338,19 @@ export const NET_COMMANDS: CommandSpec[] = [
   netCommand('resume', ['net', 'transition'], 'Let a paused transition fire again', [netHost]),
   netCommand('ls', ['net', 'place'], 'List the tokens of a place in the order they will be taken: number, key, age, size, params, and for error tokens why', [
     { long: 'json', kind: 'boolean', describe: 'Print one JSON object per token (JSON lines)' },
+    netHost,
   ]),
   netCommand('show', ['net', 'place'], 'Show one token: its variables, where it came from (an error token: its log), or its payload', [
     { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
     { long: 'seq', kind: 'string', describe: 'The token with this number' },
     { long: 'payload', kind: 'boolean', describe: 'Write its payload (only) to stdout' },
+    netHost,
   ]),
   netCommand('set-aside', ['net', 'place'], 'Take a poison token out of its place into STATE/set-aside, losing nothing (a sequence place gets a NOP in its number)', [
     { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
     { long: 'seq', kind: 'string', describe: 'The token with this number' },
     { long: 'reason', kind: 'string', describe: 'Why, kept with the token' },
+    netHost,
   ]),
   netCommand('serve', ['net'], 'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT', [
     { long: 'port', short: 'p', kind: 'string', default: '8484', describe: 'TCP port (0: any free one)' },

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
-import { LockedError, NetError } from '../errors.js';
+import { LockedError, NetError, NetRequestError } from '../errors.js';
 import { checkNet, type NetWarning } from './model/check.js';
 import { netToDot, type DotState } from './observe/dot.js';
 import { defineNet } from './model/build.js';
@@ -199,16 +199,27 @@ export class Net {
    * Put error tokens back into the places they were taken from (docs/nets.md, "Operating a net"),
    * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
    */
-  retry(options: RetryOptions): Promise<RetryResult> {
-    return options.setAside ? restoreSetAside(this.model, options) : retryTokens(this.model, options);
+  retry(options: RetryOptions & { host?: string }): Promise<RetryResult> {
+    const view = this.operatorView(options.host);
+    return options.setAside ? restoreSetAside(view, options) : retryTokens(view, options);
   }
 
   /**
    * Take a poison token out of its place without losing it: into STATE/set-aside with the reason
    * (a sequence place gets a NOP in its number). `retry({ setAside: true, ... })` brings it back.
    */
-  setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string } = {}): Promise<SetAsideResult> {
-    return setAside(this.model, place, which, options);
+  setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string; host?: string } = {}): Promise<SetAsideResult> {
+    return setAside(this.operatorView(options.host), place, which, options);
+  }
+
+  /** The net as the host an operator acts on sees it (the whole net when it names no hosts); a bad host is a bad request. */
+  private operatorView(host: string | undefined): NetModel {
+    try {
+      return hostView(this.model, host);
+    } catch (err) {
+      if (err instanceof NetError) throw new NetRequestError(err.message);
+      throw err;
+    }
   }
 
   /**
@@ -230,13 +241,13 @@ export class Net {
   }
 
   /** The tokens of a place in the order a reader takes them, streamed (flat memory on any number). */
-  tokens(place: string): AsyncIterable<TokenListing> {
-    return listTokens(this.model, place);
+  tokens(place: string, options: { host?: string } = {}): AsyncIterable<TokenListing> {
+    return listTokens(this.operatorView(options.host), place);
   }
 
   /** One token of a place, by key or number, with its payload as a stream on request. */
-  async token(place: string, which: { key?: string; seq?: bigint }): Promise<TokenListing & { payload(): Readable }> {
-    const t = await findToken(this.model, place, which);
+  async token(place: string, which: { key?: string; seq?: bigint }, options: { host?: string } = {}): Promise<TokenListing & { payload(): Readable }> {
+    const t = await findToken(this.operatorView(options.host), place, which);
     return { ...t, payload: () => tokenPayload(t) };
   }
 

@@ -112,7 +112,7 @@ transitions:
     expect(events.filter((e) => e === 'start')).toHaveLength(2);
   }, 60_000);
 
-  test('a transition of another host: say which host runs it (exit 2)', async () => {
+  test('a transition of another host: say which host runs it (exit 2); the other commands name the host too', async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     fs.writeFileSync(
@@ -132,5 +132,11 @@ transitions:
     expect([none.status, none.stderr]).toEqual([2, 'Error: Transition t runs on host a: pause it there, with --host a\n']);
     const ok = await runFspl(['net', 'pause', file, 't', '--host', 'a']);
     expect(ok.status, ok.stderr).toBe(0);
+    // The other operator commands act on one host's part of the net, named with --host.
+    expect((await runFspl(['net', 'init', file, '--host', 'a'])).status).toBe(0);
+    const ls = await runFspl(['net', 'ls', file, 'in', '--host', 'a']);
+    expect([ls.status, ls.stdout]).toEqual([0, 'SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n']);
+    const which = await runFspl(['net', 'retry', file, '--all']);
+    expect([which.status, which.stderr]).toEqual([2, 'Error: The net runs on several hosts (a, b): say which one this is with --host NAME\n']);
   });
 });
