@@ -32,7 +32,7 @@ function seconds(v: unknown, what: string): number | undefined {
 
 type Args = Record<string, unknown>;
 
-/** The net subcommands by name (spec.ts's NET_COMMANDS); each resolves to the exit status. */
+/** The net subcommands by name (net-spec.ts's NET_COMMANDS); each resolves to the exit status. */
 const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | number> = {
   check: (a) => check(String(a.net), hostArg(a)),
   init: (a) => {

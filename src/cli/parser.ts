@@ -3,7 +3,8 @@
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, NET_COMMANDS, NET_DEMAND, NET_USAGE, netPositionals, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import { COMMANDS, LOG_LEVEL, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import { NET_COMMANDS, NET_DEMAND, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
 
 /**
