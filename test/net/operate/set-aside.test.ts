@@ -5,6 +5,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { makeHeader } from 'filespooler';
+import { writePacketSync } from '../../../src/prepare.js';
+import { NOP_PART_PREFIX } from '../../../src/net/operate/aside-queue.js';
+import { recoverOperations } from '../../../src/net/operate/operator.js';
 import { makeNet, runFspl, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 const NET = `
@@ -70,5 +74,43 @@ describe('net set-aside', () => {
       expect(r.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
     }
     expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => t.key)).toEqual(['a', 'b']);
+  });
+});
+
+describe('net set-aside, killed half-way', () => {
+  /** A NOP staged for number `seq`, as set-aside stages it before its move is recorded. */
+  function stageNopPart(jobs: string, seq: bigint): string {
+    const part = path.join(jobs, `${NOP_PART_PREFIX}${seq}.part`);
+    const fd = fs.openSync(part, 'w');
+    writePacketSync(fd, makeHeader({ seq, cmd: { kind: 'NOP' } }));
+    fs.closeSync(fd);
+    return part;
+  }
+
+  test('recovery removes the staged NOP while the token is still there, and publishes it once the token is gone', async () => {
+    const { dir, net } = makeNet(NET);
+    for (let i = 0; i < 3; i++) await net.put('in', Buffer.from(`p${i}\n`), { key: `k${i}` });
+    await net.retry({ setAside: true, all: true }); // an operator command: the operate journal exists
+    const jobs = path.join(dir, 'places/in/jobs');
+    // Killed before its move was recorded: the token stays, the NOP goes.
+    const part = stageNopPart(jobs, 2n);
+    recoverOperations(net.model);
+    expect(fs.existsSync(part)).toBe(false);
+    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
+      [1n, 'Command'],
+      [2n, 'Command'],
+      [3n, 'Command'],
+    ]);
+    // Killed after the token was removed, before the NOP was published: the NOP takes the number.
+    const token = (await tokensIn(path.join(dir, 'places/in')))[1]!;
+    fs.unlinkSync(path.join(jobs, token.filename));
+    stageNopPart(jobs, 2n);
+    recoverOperations(net.model);
+    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
+      [1n, 'Command'],
+      [2n, 'NOP'],
+      [3n, 'Command'],
+    ]);
+    expect(fs.readdirSync(jobs).filter((n) => n.endsWith('.part'))).toEqual([]);
   });
 });
