@@ -22,17 +22,23 @@ export function* readTokens(place: Place): Generator<ReadToken> {
   const names: string[] = [];
   place.queue.forEachJobFile((name) => names.push(name));
   for (const filename of names) {
-    const file = place.queue.jobPath(filename);
-    let header;
-    try {
-      header = readHeaderFileSync(file);
-    } catch {
-      continue; // gone since the listing, or not a packet: no token
-    }
-    if (header.cmd.kind !== 'Command') continue;
-    const vars = new Map(header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
-    yield { place: place.name, filename, path: file, seq: header.seq, key: tokenKey(place.name, header), header, seen: 0, vars };
+    const tok = readToken(place, filename);
+    if (tok) yield tok;
   }
+}
+
+/** One token of a place, read from its file; undefined when it is gone, not a packet, or a NOP. */
+export function readToken(place: Place, filename: string): ReadToken | undefined {
+  const file = place.queue.jobPath(filename);
+  let header;
+  try {
+    header = readHeaderFileSync(file);
+  } catch {
+    return undefined;
+  }
+  if (header.cmd.kind !== 'Command') return undefined;
+  const vars = new Map(header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
+  return { place: place.name, filename, path: file, seq: header.seq, key: tokenKey(place.name, header), header, seen: 0, vars };
 }
 
 /** How many times a token has been retried, from its RETRIED variable. */

@@ -8,7 +8,7 @@
 import { NetRequestError } from '../../errors.js';
 import { readersOf, type NetModel } from '../model/model.js';
 import type { Place } from '../place/place.js';
-import { RETRIED_VAR, readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
+import { RETRIED_VAR, readToken, readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
 import { Operator } from './operator.js';
 
 export interface RetryOptions {
@@ -45,8 +45,9 @@ export interface RetryResult {
   dryRun: boolean;
 }
 
+/** A token chosen, without its header (error tokens carry up to 2 KiB of stderr each): read again as it moves. */
 interface Planned {
-  tok: ReadToken;
+  tok: { place: string; filename: string; seq: bigint; key: string; retried: number };
   transition: string;
   to: string;
 }
@@ -94,7 +95,7 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
       seenKeys.add(tok.key);
       const d = destination(net, tok, opts.to);
       if (!places.has(d.to)) throw new NetRequestError(`Place ${d.to} has no queue here (${net.places.get(d.to)!.dir}): run fspl net init, or retry on the host that has it`);
-      chosen.push({ tok, ...d });
+      chosen.push({ tok: { place: tok.place, filename: tok.filename, seq: tok.seq, key: tok.key, retried: retriedCount(tok.vars.get(RETRIED_VAR)) }, ...d });
     }
   }
   if (!transitionSeen) throw new NetRequestError(`No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`);
@@ -120,7 +121,7 @@ const moveOf = (p: Planned, seq?: bigint): RetryMove => ({
   transition: p.transition,
   from: { place: p.tok.place, seq: p.tok.seq },
   to: { place: p.to, seq },
-  retried: retriedCount(p.tok.vars.get(RETRIED_VAR)) + 1,
+  retried: p.tok.retried + 1,
 });
 
 /** Put error tokens back (see the top of this file). */
@@ -131,10 +132,12 @@ export async function retryTokens(net: NetModel, opts: RetryOptions): Promise<Re
     if (opts.dryRun) return { moves: chosen.map((p) => moveOf(p)), dryRun: true };
     const moves: RetryMove[] = [];
     for (const group of firings(chosen)) {
+      const toks = group.map((p) => readToken(op.places.get(p.tok.place)!, p.tok.filename));
+      if (toks.some((t) => t === undefined)) continue; // taken meanwhile (by a Filespooler reader of the error place): nothing to put back
       const seqs = await op.move(
         'retry',
-        group.map((p) => ({ place: p.to, content: retriedContent(p.tok) })),
-        group.map((p) => p.tok),
+        group.map((p, i) => ({ place: p.to, content: retriedContent(toks[i]!) })),
+        toks.map((t) => t!),
       );
       group.forEach((p, i) => moves.push(moveOf(p, seqs[i]!.seq)));
     }
