@@ -1,6 +1,7 @@
 /** `fspl net ls`, `net show` and `net retry` as text (and JSON lines): what they print, token by token. */
 import { pipeline } from 'node:stream/promises';
-import type { Net, RetryResult, TokenListing } from '../index.js';
+import type { Net } from '../index.js';
+import type { RetryResult, TokenListing } from '../lowlevel.js';
 import { age } from './net-text.js';
 import { writeOut } from './output.js';
 

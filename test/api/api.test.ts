@@ -352,8 +352,8 @@ describe('the entry points', () => {
   const MAIN = [
     'BadPacketError', 'BadSeqfileError', 'DecoderError', 'DuplicateSeqError', 'ExecError', 'FsplError', 'JobFailedError', 'LockedError',
     'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError',
-    'captureEnv', 'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText', 'prepareHeader',
-    'preparePacket', 'queueStatus', 'readPacket', 'silentLogger',
+    'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText',
+    'preparePacket', 'queueStatus', 'readPacket',
   ];
   const NET = [
     'RateWindow', 'TransitionMonitor', 'allocateWorkers', 'describeRemoteLeftover', 'dotToSvg', 'hostOf', 'hostView', 'liveDotState',

@@ -8,8 +8,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { NetRequestError } from '../../errors.js';
-import { readHeaderFileSync } from '../../job-headers.js';
-import { openPayloadSync } from '../../queue.js';
+import { openPayloadSync, readHeaderFileSync } from '../../job-headers.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import { nameOrder, orderKey, tokenKey } from '../place/token.js';

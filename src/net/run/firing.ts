@@ -28,7 +28,7 @@ import { fdStream } from '../../packet/index.js';
 import { setLongTimeout } from '../../timer.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
-import { openPayloadSync } from '../../queue.js';
+import { openPayloadSync } from '../../job-headers.js';
 import { copyPayloads, extractPayload } from '../place/payload.js';
 import type { Token } from '../place/token.js';
 
