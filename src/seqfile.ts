@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir } from './durable.js';
+import { fsyncDir, fsyncDirAsync } from './durable.js';
 import { BadSeqfileError, QueueError, SeqOverflowError, namePath } from './errors.js';
-import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { closeQuietly, fsyncAsync, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
 import { U64_MAX } from './packet/types.js';
 
@@ -114,6 +114,29 @@ export class SeqFile {
       // job already holds (sendseq, prepare -s), a receiver would take a packet twice (recvseq).
       // It also makes the lock file's name durable when the lock created it with the seqfile.
       fsyncDir(path.dirname(this.path));
+    } catch (err) {
+      closeQuietly(fd);
+      unlinkQuietly(temp);
+      throw namePath(err, this.path);
+    }
+  }
+
+  /**
+   * write, with its fsyncs and its rename off the event loop (libuv's thread pool): the net
+   * runner's group commit stores numbers while firings start. Durable in the same way as write.
+   */
+  async writeAsync(value: bigint): Promise<void> {
+    if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
+    const temp = `${this.path}.temp`;
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(temp, 'w', 0o666);
+      writeAllSync(fd, Buffer.from(`${value}\n`)); // a few bytes into the page cache
+      await fsyncAsync(fd);
+      fs.closeSync(fd);
+      fd = undefined;
+      await fs.promises.rename(temp, this.path);
+      await fsyncDirAsync(path.dirname(this.path)); // the rename is durable (see write)
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);

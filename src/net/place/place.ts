@@ -34,6 +34,14 @@ import { copyPayloads, sealOfPayload } from './payload.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
 
+/** A token written under a temporary name, to be renamed to its final name (publish). */
+export interface StagedFile {
+  seq: bigint;
+  temp: string;
+  final: string;
+  header: PacketHeader;
+}
+
 /** A place: its queue directory, the writers' sequence file beside it, and the index of its tokens. */
 export class Place extends TokenIndex {
   readonly spec: PlaceSpec;
@@ -79,8 +87,30 @@ export class Place extends TokenIndex {
    * Write a token under a temporary name with the next number, fsync it, and store the number
    * after it. The caller holds the writers' lock and later renames temp to final (publish).
    */
-  stage(writers: SeqFile, content: TokenContent, tag: string): { seq: bigint; temp: string; final: string; header: PacketHeader } {
-    const seq = writers.read();
+  stage(writers: SeqFile, content: TokenContent, tag: string): StagedFile {
+    const s = this.writePart(writers.read(), content, tag);
+    try {
+      fsyncSync(s.fd); // its bytes are durable...
+      fs.closeSync(s.fd);
+      // ...and its name: once the number is stored as taken (next line), recovery must find this
+      // file to publish it or turn it into a NOP; without it the numbering would have a hole that
+      // a sequence-ordered reader waits on forever.
+      fsyncDir(this.queue.jobsDir);
+    } catch (err) {
+      closeQuietly(s.fd);
+      unlinkQuietly(s.temp);
+      throw err;
+    }
+    writers.write(s.seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
+    return s;
+  }
+
+  /**
+   * Write a token numbered seq under a temporary name (net-*.part), and leave it open, neither
+   * fsynced nor its number stored: the caller (a group commit, or stage) does both, in that order.
+   * On failure nothing is left.
+   */
+  writePart(seq: bigint, content: TokenContent, tag: string): StagedFile & { fd: number } {
     const id = uuidv4();
     const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
     const final = this.queue.jobPath(numberedName(seq, id));
@@ -108,19 +138,12 @@ export class Place extends TokenIndex {
       } else {
         writePacketSync(out, header, p?.fd);
       }
-      fsyncSync(out); // its bytes are durable...
-      fs.closeSync(out);
-      // ...and its name: once the number is stored as taken (next line), recovery must find this
-      // file to publish it or turn it into a NOP; without it the numbering would have a hole that
-      // a sequence-ordered reader waits on forever.
-      fsyncDir(this.queue.jobsDir);
     } catch (err) {
       closeQuietly(out);
       unlinkQuietly(temp);
       throw err;
     }
-    writers.write(seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
-    return { seq, temp, final, header };
+    return { seq, temp, final, header, fd: out };
   }
 
   /** Put one token into the place now, whatever its capacity. */
@@ -233,6 +256,17 @@ export class Place extends TokenIndex {
 export function publish(temp: string, final: string): 'renamed' | 'done' | 'gone' {
   try {
     fs.renameSync(temp, final);
+    return 'renamed';
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return fs.existsSync(final) ? 'done' : 'gone';
+  }
+}
+
+/** publish, with its rename off the event loop (libuv's thread pool). */
+export async function publishAsync(temp: string, final: string): Promise<'renamed' | 'done' | 'gone'> {
+  try {
+    await fs.promises.rename(temp, final);
     return 'renamed';
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

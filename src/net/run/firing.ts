@@ -1,5 +1,5 @@
 /**
- * One firing: the inputs presented to the command, its outputs staged in a directory of its own
+ * One firing: the inputs presented to the command, its outputs staged in files of its own
  * (invisible to every place), the command run, and the outcome judged. Nothing here touches a
  * place: committing is the runner's, through the journal.
  *
@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { closeQuietly } from '../../io.js';
+import { closeQuietly, unlinkQuietly } from '../../io.js';
 import { nativeSpawnDetached } from '../../native.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../../jobenv.js';
 import { fdStream } from '../../packet/index.js';
@@ -85,7 +85,7 @@ export interface FiringRequest {
   key: string;
   /** Input tokens in arc order (a batch in sequence order). */
   tokens: Token[];
-  /** A fresh directory for this firing's files. */
+  /** Where this firing's files go (stagingOf): a prefix in the run's staging directory. */
   dir: string;
   signal: AbortSignal;
   /** Run the command as this user and group (the runner is root); the directory becomes theirs. */
@@ -94,19 +94,18 @@ export interface FiringRequest {
 
 /** Run a firing to its outcome. Never throws: a failure to start is a failed outcome. */
 export async function fire(req: FiringRequest): Promise<RanOutcome> {
-  const { transition: t, tokens, dir } = req;
+  const { transition: t, tokens } = req;
   const started = Date.now();
-  const stderrPath = path.join(dir, 'stderr');
-  const outDir = path.join(dir, 'out');
-  if (t.fn || t.run) {
-    // (a move writes nothing here)
-    fs.mkdirSync(outDir, { recursive: true });
-    giveDir(dir, req.runAs);
-    giveDir(outDir, req.runAs);
+  const files = stagingOf(req.dir, req.runAs);
+  if ((t.fn || t.run) && req.runAs) {
+    // Its command creates files as another user: a directory of theirs (a move writes nothing).
+    fs.mkdirSync(req.dir, { recursive: true });
+    giveDir(req.dir, req.runAs);
   }
+  const stderrPath = files.stderr;
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
-  for (const o of t.outputs) outPaths[o] = path.join(outDir, o);
+  for (const o of t.outputs) outPaths[o] = files.out(o);
   let result: { ok: boolean; reason?: string; status?: number; abandoned: boolean; message?: string };
   try {
     if (t.fn) result = await runFunction(req, outPaths, single);
@@ -138,6 +137,24 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   };
 }
 
+/**
+ * A firing's files. In the run's one staging directory, named by the firing (its transition, id
+ * and attempt, in `dir`): no directory is made or removed per firing. A firing run as another
+ * user gets a directory of its own (`dir`), which that user owns, to create its files in.
+ */
+export function stagingOf(dir: string, runAs: RunAs | undefined): { stderr: string; stdout: string; batch: string; out(place: string): string; in(place: string): string } {
+  const at = runAs ? `${dir}${path.sep}f` : dir;
+  return { stderr: `${at}.stderr`, stdout: `${at}.stdout`, batch: `${at}.batch`, out: (p) => `${at}.out-${p}`, in: (p) => `${at}.in-${p}` };
+}
+
+/** Remove a firing's files (those it may have made: the others are not there). */
+export function removeStaging(t: TransitionSpec, dir: string, runAs: RunAs | undefined): void {
+  if (!t.run && !t.fn) return; // a move stages nothing
+  if (runAs) return fs.rmSync(dir, { recursive: true, force: true });
+  const files = stagingOf(dir, runAs);
+  for (const f of [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))]) unlinkQuietly(f);
+}
+
 /** A missing or extra output file is a failure. */
 function judgeOutputs(t: TransitionSpec, written: Map<string, OutputSource>): string | undefined {
   const n = written.size;
@@ -167,10 +184,10 @@ function tail(file: string): string {
 
 /** The payload for stdin: the token's (a descriptor), or a batch's concatenated into a file. */
 function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number[] } {
-  const { transition: t, tokens, dir } = req;
+  const { transition: t, tokens } = req;
   if (t.inputs.length > 1) return { fd: 'ignore' };
   if (tokens.length === 1 && t.inputs[0]!.take === 1) return { fd: openPayloadSync(tokens[0]!.path) };
-  const file = path.join(dir, 'batch');
+  const file = stagingOf(req.dir, req.runAs).batch;
   const out = fs.openSync(file, 'w', 0o600);
   let lengths: number[];
   try {
@@ -187,11 +204,12 @@ async function runCommandFiring(
   single: boolean,
   stderrPath: string,
 ): Promise<{ ok: boolean; reason?: string; status?: number; abandoned: boolean; message?: string }> {
-  const { transition: t, tokens, dir } = req;
+  const { transition: t, tokens } = req;
+  const files = stagingOf(req.dir, req.runAs);
   const vars = env(tokens, t, req.firing, req.key);
   if (t.inputs.length > 1) {
     for (const tok of tokens) {
-      const file = path.join(dir, `in-${tok.place}`);
+      const file = files.in(tok.place); // by copy_file_range where the file system has it (copy.ts)
       extractPayload(tok.path, file);
       vars[`FSPL_IN_${tok.place}`] = file;
     }
@@ -204,7 +222,7 @@ async function runCommandFiring(
     vars.FSPL_BATCH_KEYS = tokens.map((x) => x.key).join(' ');
     vars.FSPL_BATCH_SIZE = String(tokens.length);
   }
-  const stdoutFd = fs.openSync(single ? outPaths[t.outputs[0]!]! : path.join(dir, 'stdout'), 'w', 0o644);
+  const stdoutFd = fs.openSync(single ? outPaths[t.outputs[0]!]! : files.stdout, 'w', 0o644);
   const stderrFd = fs.openSync(stderrPath, 'w', 0o644);
   const run = t.run!;
   const [command, args] = 'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];

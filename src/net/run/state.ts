@@ -24,6 +24,10 @@ export interface Firing {
   /** Ordinal among the transition's firings, for commit order. */
   ordinal: number;
   running: boolean;
+  /** Asked to commit, its group not yet ended: it blocks nothing behind it (commits keep their order). */
+  committing?: boolean;
+  /** Its commit was refused (a bounded place full): not asked again until something changes. */
+  refused?: boolean;
 }
 
 export interface TransitionRun {
