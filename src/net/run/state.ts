@@ -83,7 +83,10 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
 export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean): Map<string, TransitionState> {
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
-    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, !!r.stopped || stopping, r.service.samples()));
+    // A firing whose commit is under way no longer counts against its transition's workers: it is
+    // gone within a group's time (so a transition gets at most GROUP_MAX of them beyond its share),
+    // and its successors can run while its group commits.
+    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec && !f.committing).length, !!r.stopped || stopping, r.service.samples()));
   }
   return m;
 }
