@@ -23,6 +23,8 @@ import { runAsOf } from './permissions.js';
 import type { RunPlaces } from './places.js';
 import type { Firing, TransitionRun } from './state.js';
 
+type Committed = Extract<CommitResult, { committed: true }>;
+
 /** What the open firings need of their run. */
 export interface FiringsContext {
   readonly log: Logger;
@@ -49,7 +51,7 @@ export class OpenFirings {
   readonly claimed = new Set<string>();
   readonly retryTimers = new Set<NodeJS.Timeout>();
   /** Groups' results not yet applied to the run's view. */
-  private readonly results: Array<{ f: Firing; r: CommitResult; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
+  private readonly results: Array<{ f: Firing; r: Committed; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
   /** A refused commit may go through now: something changed since it was refused. */
   private retryRefused = false;
   private readonly outcomes: OutcomeContext;
@@ -149,13 +151,15 @@ export class OpenFirings {
   private commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void {
     f.committing = true;
     this.ctx.committer.submit({ firing: f.id, transition: f.transition.name, outputs, inputs: f.tokens }, (r) => {
-      this.results.push({ f, r, then });
-      if (r.committed || r.behind) this.ctx.poke();
+      if (r.committed) this.results.push({ f, then, r });
       else {
-        f.committing = false; // it waits for a change (a reader's commit, a file event)
-        f.refused = true;
-        this.ctx.nudge();
+        f.committing = false; // resolved again in its turn
+        f.refused = !r.behind; // refused itself: it waits for a change (a reader's commit, a file event)
       }
+      // Not a poke: that would ask the refused ones again at once, and a firing refused behind
+      // one of them would be refused with it, again and again. A commit applied asks them again.
+      if (r.committed || r.behind) this.ctx.changed();
+      this.ctx.nudge();
     });
   }
 
@@ -164,7 +168,6 @@ export class OpenFirings {
     const now = Date.now();
     for (const { f, r, then } of this.results.splice(0)) {
       f.committing = false;
-      if (!r.committed) continue; // resolved again in its turn
       for (const p of r.published) this.ctx.places.published(p.output, p.header, now);
       for (const tok of f.tokens) {
         this.ctx.places.get(tok.place)!.forget(tok.filename);

@@ -83,10 +83,9 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
 export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean): Map<string, TransitionState> {
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
-    // A firing whose commit is under way no longer counts against its transition's workers: it is
-    // gone within a group's time (so a transition gets at most GROUP_MAX of them beyond its share),
-    // and its successors can run while its group commits.
-    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec && !f.committing).length, !!r.stopped || stopping, r.service.samples()));
+    // Every open firing counts against its transition's workers, those whose group is committing
+    // too: a transition never has more than `workers` firings between start and commit.
+    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, !!r.stopped || stopping, r.service.samples()));
   }
   return m;
 }
