@@ -130,7 +130,8 @@ export class SeqFile {
     const temp = `${this.path}.temp`;
     let fd: number | undefined;
     try {
-      fd = fs.openSync(temp, 'w', 0o666);
+      // Created (or truncated) on the thread pool: that waits for the file system's journal.
+      fd = await new Promise<number>((resolve, reject) => fs.open(temp, 'w', 0o666, (err, fd) => (err ? reject(err) : resolve(fd))));
       writeAllSync(fd, Buffer.from(`${value}\n`)); // a few bytes into the page cache
       await fsyncAsync(fd);
       fs.closeSync(fd);

@@ -34,6 +34,8 @@ import { copyPayloads, sealOfPayload } from './payload.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
 
+const PART_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
+
 /** A token written under a temporary name, to be renamed to its final name (publish). */
 export interface StagedFile {
   seq: bigint;
@@ -111,6 +113,22 @@ export class Place extends TokenIndex {
    * On failure nothing is left.
    */
   writePart(seq: bigint, content: TokenContent, tag: string): StagedFile & { fd: number } {
+    const s = this.partOf(seq, content, tag);
+    return this.fillPart(s, content, fs.openSync(s.temp, PART_FLAGS, 0o644));
+  }
+
+  /**
+   * writePart with the file created on libuv's thread pool: a create waits for the file
+   * system's journal, which other threads' fsyncs hold (ext4), and must not stop the event loop.
+   */
+  async writePartAsync(seq: bigint, content: TokenContent, tag: string): Promise<StagedFile & { fd: number }> {
+    const s = this.partOf(seq, content, tag);
+    const fd = await new Promise<number>((resolve, reject) => fs.open(s.temp, PART_FLAGS, 0o644, (err, fd) => (err ? reject(err) : resolve(fd))));
+    return this.fillPart(s, content, fd);
+  }
+
+  /** A part's names and header. */
+  private partOf(seq: bigint, content: TokenContent, tag: string): StagedFile {
     const id = uuidv4();
     const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
     const final = this.queue.jobPath(numberedName(seq, id));
@@ -120,30 +138,33 @@ export class Place extends TokenIndex {
         : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
     // Tokens bound for another host (an outbox) are sealed: their length and CRC-32 go in the
     // header, so that a transfer cut or damaged on the way is refused, never committed.
-    const sealed = this.spec.remote !== undefined;
-    if (sealed) header.seal = sealOfPayload(content.payload);
-    const out = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    if (this.spec.remote !== undefined) header.seal = sealOfPayload(content.payload);
+    return { seq, temp, final, header };
+  }
+
+  /** Write the packet into the part just created (into the page cache); on failure it goes. */
+  private fillPart(s: StagedFile, content: TokenContent, out: number): StagedFile & { fd: number } {
     try {
       const p = content.payload;
       if (p && 'tokens' in p) {
-        writePacketSync(out, header);
+        writePacketSync(out, s.header);
         copyPayloads(p.tokens, out);
       } else if (p && 'path' in p) {
         const inFd = fs.openSync(p.path, 'r');
         try {
-          writePacketSync(out, header, inFd);
+          writePacketSync(out, s.header, inFd);
         } finally {
           closeQuietly(inFd);
         }
       } else {
-        writePacketSync(out, header, p?.fd);
+        writePacketSync(out, s.header, p?.fd);
       }
     } catch (err) {
       closeQuietly(out);
-      unlinkQuietly(temp);
+      unlinkQuietly(s.temp);
       throw err;
     }
-    return { seq, temp, final, header, fd: out };
+    return { ...s, fd: out };
   }
 
   /** Put one token into the place now, whatever its capacity. */

@@ -242,9 +242,10 @@ export class Committer {
         for (const o of req.outputs) {
           const p = this.places.get(o.place)!;
           const seq = nextSeq.get(p) ?? byDir.get(p.spec.dir)!.read();
-          const s = p.writePart(seq, o.content, req.firing.slice(0, 8));
-          files.push(s);
           nextSeq.set(p, seq + 1n);
+          // One at a time: a file is known (files) as soon as it exists, for the cleanup below.
+          const s = await p.writePartAsync(seq, o.content, req.firing.slice(0, 8));
+          files.push(s);
           const staged = { place: o.place, seq, temp: s.temp, final: s.final };
           outputs.push(staged);
           headers.set(staged, s.header);
