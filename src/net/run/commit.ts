@@ -24,15 +24,18 @@
  * next depends on it.
  *   | step                                  | made durable by                                     |
  *   | ------------------------------------- | --------------------------------------------------- |
- *   | 1. outputs staged (net-*.part)        | fsync of each file, then of each jobs/ (stage)      |
- *   | 2. their numbers taken (sendseq)      | SeqFile.writeAsync: fsync, rename, fsync of place   |
+ *   | 1. outputs staged (net-*.part)        | fsync of each file and of each jobs/ (stage)        |
+ *   | 2. their numbers taken (sendseq)      | SeqFile.prepareAsync (fsync), rename, fsync of place|
  *   | 3. the group recorded (one line)      | fsync of the journal (its name: at open)            |
  *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finish)                 |
- *   | 5. inputs consumed (nextseq, unlink)  | SeqFile.writeAsync; fsync of each input jobs/       |
+ *   | 5. inputs consumed (nextseq, unlink)  | as 2 for nextseq; fsync of each input jobs/         |
  *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
- * A failure before step 2 removes the staged files: no number of theirs is stored. From step 2
- * on they stay, for recovery to publish or to fill with NOPs. Recovery redoes 4 and 5 for every
- * commit without an end, makes them durable, and only then empties the journal.
+ * What changes nothing runs ahead, beside the step before: the seqfiles' new values are written
+ * and fsynced aside (`.temp`) while the step before waits for its fsyncs, and only renamed over
+ * the seqfile in their turn. A failure before step 2 removes the staged files: no number of
+ * theirs is stored. From step 2 on they stay, for recovery to publish or to fill with NOPs.
+ * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
+ * empties the journal.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -41,7 +44,7 @@ import { LockedError } from '../../errors.js';
 import { closeQuietly, fsyncAsync, unlinkQuietly } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
-import { publishAsync, type Place, type StagedFile } from '../place/place.js';
+import { publishAsync, type Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
 
@@ -233,29 +236,35 @@ export class Committer {
   private async stage(entries: Entry[], writers: SeqFile[]): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
     const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
     const nextSeq = new Map<Place, bigint>();
-    const files: Array<StagedFile & { fd: number }> = [];
     const records: CommitRecord[] = [];
     const headers = new Map<StagedOutput, PacketHeader>();
-    try {
-      for (const { req } of entries) {
-        const outputs: StagedOutput[] = [];
-        for (const o of req.outputs) {
-          const p = this.places.get(o.place)!;
-          const seq = nextSeq.get(p) ?? byDir.get(p.spec.dir)!.read();
-          nextSeq.set(p, seq + 1n);
-          // One at a time: a file is known (files) as soon as it exists, for the cleanup below.
-          const s = await p.writePartAsync(seq, o.content, req.firing.slice(0, 8));
-          files.push(s);
-          const staged = { place: o.place, seq, temp: s.temp, final: s.final };
-          outputs.push(staged);
-          headers.set(staged, s.header);
-        }
-        records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => this.consumed(tok)) });
+    const planned: Array<{ p: Place; seq: bigint; content: TokenContent; tag: string; staged: StagedOutput }> = [];
+    for (const { req } of entries) {
+      const outputs: StagedOutput[] = [];
+      for (const o of req.outputs) {
+        const p = this.places.get(o.place)!;
+        const seq = nextSeq.get(p) ?? byDir.get(p.spec.dir)!.read();
+        nextSeq.set(p, seq + 1n);
+        const staged: StagedOutput = { place: o.place, seq, temp: '', final: '' };
+        outputs.push(staged);
+        planned.push({ p, seq, content: o.content, tag: req.firing.slice(0, 8), staged });
       }
-      // Step 1: the files' bytes, then their names: once a number is stored (step 2), recovery
-      // must find its file, to publish it or to fill its number with a NOP.
-      await Promise.all(files.map((f) => fsyncAsync(f.fd)));
-      await Promise.all([...nextSeq.keys()].map((p) => fsyncDirAsync(p.queue.jobsDir)));
+      records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => this.consumed(tok)) });
+    }
+    const written = await Promise.allSettled(planned.map((x) => x.p.writePartAsync(x.seq, x.content, x.tag)));
+    const files = written.flatMap((w) => (w.status === 'fulfilled' ? [w.value] : []));
+    let store: Array<() => Promise<void>>;
+    try {
+      const failed = written.find((w) => w.status === 'rejected');
+      if (failed) throw failed.reason;
+      // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
+      // find its file, to publish it or to fill its number with a NOP. Meanwhile each sendseq's
+      // new value is written aside (prepareAsync), which stores nothing yet.
+      [, , store] = await Promise.all([
+        Promise.all(files.map((f) => fsyncAsync(f.fd))),
+        Promise.all([...nextSeq.keys()].map((p) => fsyncDirAsync(p.queue.jobsDir))),
+        Promise.all([...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.prepareAsync(seq))),
+      ]);
     } catch (err) {
       // No number of theirs is stored yet: the staged files go, and leave no hole.
       for (const f of files) unlinkQuietly(f.temp);
@@ -263,9 +272,16 @@ export class Committer {
     } finally {
       for (const f of files) closeQuietly(f.fd);
     }
-    // Step 2: durable (SeqFile.writeAsync): after a power cut, no number is handed out again.
-    // Should it fail, the staged files stay: their numbers may be stored, and recovery fills them.
-    await Promise.all([...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.writeAsync(seq)));
+    planned.forEach((x, n) => {
+      const s = files[n]!;
+      x.staged.temp = s.temp;
+      x.staged.final = s.final;
+      headers.set(x.staged, s.header);
+    });
+    // Step 2: durable (SeqFile: rename, fsync of the place): after a power cut, no number is
+    // handed out again. Should it fail, the staged files stay: their numbers may be stored, and
+    // recovery fills them.
+    await Promise.all(store.map((s) => s()));
     return { records, headers };
   }
 
@@ -289,36 +305,44 @@ export class Committer {
    */
   private async finish(commits: CommitRecord[]): Promise<StagedOutput[]> {
     const outputs = commits.flatMap((c) => c.outputs);
-    // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
-    const states = await Promise.all(outputs.map((o) => publishAsync(o.temp, o.final)));
-    await fsyncDirsAsync(outputs.map((o) => path.dirname(o.final)));
     const inputs = commits.flatMap((c) => c.inputs);
-    await this.consume(inputs);
+    // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
+    // Meanwhile each nextseq's new value is written aside, which consumes nothing yet.
+    const [states, consume] = await Promise.all([Promise.all(outputs.map((o) => publishAsync(o.temp, o.final))), this.prepareConsume(inputs)]);
+    await fsyncDirsAsync(outputs.map((o) => path.dirname(o.final)));
+    await consume();
     await fsyncDirsAsync(inputs.map((i) => path.dirname(i.file)));
     return outputs.filter((_, n) => states[n] !== 'gone');
   }
 
-  /** A sequence place's nextseq moved past the last of its inputs, durably before any unlink: a place never waits for a number whose file is gone. */
-  private async consume(inputs: ConsumedInput[]): Promise<void> {
+  /**
+   * Consuming these inputs, prepared: a sequence place's nextseq is to move past the last of its
+   * inputs, durably before any unlink (a place never waits for a number whose file is gone). The
+   * new values are written aside now; the returned function stores them, then unlinks.
+   */
+  private async prepareConsume(inputs: ConsumedInput[]): Promise<() => Promise<void>> {
     const past = new Map<string, bigint>();
     for (const i of inputs) {
       if (!i.sequence || !this.consumers.has(i.place)) continue;
       const v = i.seq + 1n;
       if (v > (past.get(i.place) ?? this.next.get(i.place) ?? 0n)) past.set(i.place, v);
     }
-    await Promise.all(
-      [...past].map(async ([place, v]) => {
-        await this.consumers.get(place)!.writeAsync(v);
-        this.next.set(place, v);
-      }),
-    );
-    await Promise.all(
-      inputs.map((i) =>
-        fs.promises.unlink(i.file).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== 'ENOENT') throw err;
+    const stores = await Promise.all([...past].map(async ([place, v]) => ({ place, v, store: await this.consumers.get(place)!.prepareAsync(v) })));
+    return async () => {
+      await Promise.all(
+        stores.map(async ({ place, v, store }) => {
+          await store();
+          this.next.set(place, v);
         }),
-      ),
-    );
+      );
+      await Promise.all(
+        inputs.map((i) =>
+          fs.promises.unlink(i.file).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== 'ENOENT') throw err;
+          }),
+        ),
+      );
+    };
   }
 }
 
