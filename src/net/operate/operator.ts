@@ -22,13 +22,12 @@ import { FileLock } from '../../lock.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import { Committer, type CommitHooks } from '../run/commit.js';
+import { Committer, type CommitHooks, type CommitResult } from '../run/commit.js';
 import { Journal } from '../run/journal.js';
 import { NOP_PART_PREFIX, setAsidePlace, settleNopPart } from './aside-queue.js';
 
 /** The staging tag of operator moves: their .part files are named net-op-*.part (Place.stage). */
 const OP_TAG = 'op-';
-const NO_HOOKS: CommitHooks = { own: () => {}, published: () => {}, consumed: () => {} };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function operateDir(net: NetModel): string {
@@ -50,14 +49,14 @@ function localPlaces(net: NetModel, extra: Place[] = []): Map<string, Place> {
 /** One operator session: the operate lock held, what a killed one left finished. */
 export class Operator {
   private readonly committer: Committer;
+  /** The move under way: a group that fails (an I/O error) rejects it. */
+  private failMove: ((err: unknown) => void) | undefined;
 
   private constructor(
     private readonly lock: FileLock | undefined,
     readonly places: Map<string, Place>,
-    journalPath: string | undefined,
   ) {
-    this.committer = new Committer(places, new Map(), new Map());
-    if (journalPath !== undefined) finishPending(this.committer, places, journalPath);
+    this.committer = newCommitter(places, (err) => this.failMove?.(err));
   }
 
   /**
@@ -66,13 +65,20 @@ export class Operator {
    */
   static async open(net: NetModel, options: { readOnly?: boolean; extra?: Place[] } = {}): Promise<Operator> {
     const places = localPlaces(net, options.extra);
-    if (options.readOnly) return new Operator(undefined, places, undefined);
+    if (options.readOnly) return new Operator(undefined, places);
     const dir = operateDir(net);
     mkdirDurable(dir); // the journal goes in it: see Journal's constructor
     for (let tries = 0; ; tries++) {
       try {
         const lock = FileLock.acquire(path.join(dir, 'lock'), { create: true });
-        return new Operator(lock, places, path.join(dir, 'journal'));
+        const op = new Operator(lock, places);
+        try {
+          await finishPending(op.committer, places, path.join(dir, 'journal'));
+        } catch (err) {
+          op.close();
+          throw err;
+        }
+        return op;
       } catch (err) {
         if (!(err instanceof LockedError)) throw err;
         if (tries >= 600) throw new NetError(`Another operator command holds ${path.join(dir, 'lock')}: try again once it has finished`);
@@ -89,24 +95,33 @@ export class Operator {
     if (!this.lock) throw new NetError('A read-only operator moves nothing');
     const id = `${OP_TAG}${kind}-${uuidv4()}`; // its first 8 characters name the staged files: net-op-*.part
     for (;;) {
-      const done = this.committer.commit(id, { name: `(${kind})` }, outputs, inputs, NO_HOOKS);
-      if (done !== false) return done;
+      const done = await new Promise<CommitResult>((resolve, reject) => {
+        this.failMove = reject;
+        this.committer.submit({ firing: id, transition: `(${kind})`, outputs, inputs }, resolve);
+      });
+      this.failMove = undefined;
+      if (done.committed) return done.outputs;
       await sleep(50);
     }
   }
 
   close(): void {
     if (!this.lock) return;
-    this.committer.journal.close();
+    this.committer.journal?.close();
     this.lock.release();
   }
 }
 
+/** A committer of operator moves: no run reads these places, nothing to tell but a failure. */
+function newCommitter(places: Map<string, Place>, failed: CommitHooks['failed']): Committer {
+  return new Committer(places, new Map(), new Map(), { own: () => {}, failed });
+}
+
 /** Carry out every move recorded without an end, then drop the staged files of moves never recorded. */
-function finishPending(committer: Committer, places: Map<string, Place>, journalPath: string): void {
+async function finishPending(committer: Committer, places: Map<string, Place>, journalPath: string): Promise<void> {
   const pending = Journal.pending(journalPath);
   committer.journal = new Journal(journalPath);
-  for (const c of pending) committer.carryOut(c);
+  await committer.carryOut(pending);
   for (const p of places.values()) {
     const parts = p.partFiles().filter((f) => path.basename(f).startsWith(`net-${OP_TAG}`));
     if (parts.length === 0) continue;
@@ -127,7 +142,7 @@ function finishPending(committer: Committer, places: Map<string, Place>, journal
  * For `net run` as it opens, before its own recovery: finish the moves of an operator that was
  * killed. Nothing to do when no operator has ever run, or while one runs (it finishes its own).
  */
-export function recoverOperations(net: NetModel): void {
+export async function recoverOperations(net: NetModel): Promise<void> {
   const dir = operateDir(net);
   if (!fs.existsSync(path.join(dir, 'journal'))) return;
   let lock: FileLock;
@@ -139,9 +154,12 @@ export function recoverOperations(net: NetModel): void {
   }
   try {
     const places = localPlaces(net);
-    const committer = new Committer(places, new Map(), new Map());
-    finishPending(committer, places, path.join(dir, 'journal'));
-    committer.journal.close();
+    const committer = newCommitter(places, () => {});
+    try {
+      await finishPending(committer, places, path.join(dir, 'journal'));
+    } finally {
+      committer.journal?.close();
+    }
   } finally {
     lock.release();
   }

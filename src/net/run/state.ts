@@ -26,6 +26,10 @@ export interface Firing {
   running: boolean;
   /** Aborts this firing alone (`net pause --kill`); the run's stop aborts every firing. */
   stop?: AbortController;
+  /** Asked to commit, its group not yet ended: it blocks nothing behind it (commits keep their order). */
+  committing?: boolean;
+  /** Its commit was refused (a bounded place full): not asked again until something changes. */
+  refused?: boolean;
 }
 
 export interface TransitionRun {
@@ -82,6 +86,8 @@ export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Fir
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
     const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
+    // Every open firing counts against its transition's workers, those whose group is committing
+    // too: a transition never has more than `workers` firings between start and commit.
     m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, halted, r.service.samples()));
   }
   return m;

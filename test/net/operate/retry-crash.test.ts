@@ -63,7 +63,7 @@ transitions:
     child.kill('SIGKILL');
     await done;
     kills++;
-    recoverOperations(net.model);
+    await recoverOperations(net.model);
     const up = headersIn(inJobs);
     const err = headersIn(path.join(dir, 'places/failed/jobs'));
     const keys = [...up, ...err].flatMap((t) => (t.key === undefined ? [] : [t.key]));

@@ -94,7 +94,7 @@ describe('net set-aside, killed half-way', () => {
     const jobs = path.join(dir, 'places/in/jobs');
     // Killed before its move was recorded: the token stays, the NOP goes.
     const part = stageNopPart(jobs, 2n);
-    recoverOperations(net.model);
+    await recoverOperations(net.model);
     expect(fs.existsSync(part)).toBe(false);
     expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
       [1n, 'Command'],
@@ -105,7 +105,7 @@ describe('net set-aside, killed half-way', () => {
     const token = (await tokensIn(path.join(dir, 'places/in')))[1]!;
     fs.unlinkSync(path.join(jobs, token.filename));
     stageNopPart(jobs, 2n);
-    recoverOperations(net.model);
+    await recoverOperations(net.model);
     expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
       [1n, 'Command'],
       [2n, 'NOP'],
