@@ -86,9 +86,11 @@ export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Fir
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
     const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
-    // Every open firing counts against its transition's workers, those whose group is committing
-    // too: a transition never has more than `workers` firings between start and commit.
-    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec).length, halted, r.service.samples()));
+    // A transition's workers bound its commands running at once. A firing whose command has ended
+    // and whose group is committing holds none: its successors run while the group commits (the
+    // pool counts only running firings too). It is gone within a group's time, so a transition has
+    // at most GROUP_MAX such firings beyond its workers.
+    m.set(r.spec.name, transitionState(r.spec, [...firings].filter((f) => f.transition === r.spec && !f.committing).length, halted, r.service.samples()));
   }
   return m;
 }
