@@ -2,10 +2,11 @@
  * Decoder pipelines: `$SHELL -c DECODER` (or /bin/sh) reads the stored job file on stdin and
  * writes the packet on stdout. Used for compressed or encrypted queues (zcat, gpg -d, age -d).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { DecoderError } from './errors.js';
+import { spawnPiped } from './exec.js';
 import { checkSeconds, setLongTimeout } from './timer.js';
 import { closeQuietly } from './io.js';
 import { readHeaderFromStream } from './packet/read.js';
@@ -59,7 +60,7 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   let child: ChildProcess;
   try {
-    child = spawn(decoderShell(), ['-c', decoder], { stdio: [fd, 'pipe', 'inherit'] });
+    child = spawnPiped(decoderShell(), ['-c', decoder], fd);
   } finally {
     closeQuietly(fd); // the child has its own copy
   }

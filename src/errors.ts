@@ -170,6 +170,16 @@ export class NetError extends FsplError {
   }
 }
 
+/**
+ * An operator's request that the net can't carry out as asked (`net retry`, `net pause` ...): an
+ * unknown place, transition or key, a token with nowhere to go. Bad input: the CLI exits 2.
+ */
+export class NetRequestError extends NetError {
+  constructor(message: string) {
+    super(message);
+  }
+}
+
 /** A net file that does not parse or validate; each problem has file:line:column. */
 export class NetFileError extends FsplError {
   readonly problems: Array<{ line: number; col: number; message: string }>;

@@ -5,6 +5,10 @@
  * process with a command or an async function), queue diagnosis, nets, and the typed errors.
  * The pieces these are built from are in `filespooler/lowlevel`, the operator's tooling for nets
  * (serving, metrics, drawing, simulating) in `filespooler/net` (docs/api.md).
+ *
+ * It is kept to what a newcomer reads in one screen: the functions and classes, and the types
+ * of the options and results a program names most often. Every other type (a job's details,
+ * a status's parts, a net definition's pieces) is exported by `filespooler/lowlevel`.
  */
 export {
   FsplError,
@@ -21,57 +25,16 @@ export {
   JobFailedError,
   DecoderError,
   NetError,
+  NetRequestError,
   NetFileError,
   type FsplErrorCode,
 } from './errors.js';
-export type { Bytes, Ctime, CommandType, PacketHeader, Seal } from './packet/types.js';
+export type { PacketHeader } from './packet/types.js';
 export { encodeHeader, decodeHeader } from './packet/codec.js';
-export { readPacket, metadataOf, type PacketMetadata, type ReadPacket, type PacketSource } from './packet/stream.js';
-export { preparePacket, prepareHeader, captureEnv, makeHeader, type PrepareOptions, type PreparePacketOptions } from './prepare.js';
-export {
-  Queue,
-  type JobEntry,
-  type QueueOptions,
-  type ScanOptions,
-  type QueuedJob,
-  type JobDetails,
-  type OpenJob,
-  type Executor,
-} from './queue.js';
-export type {
-  Job,
-  CommandOptions,
-  ProcessQueueOptions,
-  JobContext,
-  JobFunction,
-  ProcessEvent,
-  WatchMode,
-  ProcessSummary,
-  OnError,
-  OrderBy,
-  OutputTo,
-} from './process.js';
-export { queueStatus, type QueueStatus, type QueueStatusOptions, type QueueState, type StatusProblem } from './status/report.js';
-export { createLogger, silentLogger, type Logger, type LogLevel } from './log.js';
-export {
-  Net,
-  defineNet,
-  parseNetText,
-  type NetDefinition,
-  type TransitionDefinition,
-  type FiringContext,
-  type FiringInput,
-  type TransitionFunction,
-  type NetRunOptions,
-  type HostRunOptions,
-  type NetRunSummary,
-  type NetEvent,
-  type NetStatusReport,
-  type PlaceStatus,
-  type TransitionStatus,
-  type NetState,
-  type NetWarning,
-  type Leftover,
-  type PutOptions,
-  type PutResult,
-} from './net/index.js';
+export { readPacket, metadataOf, type PacketMetadata, type ReadPacket } from './packet/stream.js';
+export { preparePacket, makeHeader, type PreparePacketOptions } from './prepare.js';
+export { Queue, type QueueOptions, type QueuedJob } from './queue.js';
+export type { JobContext, JobFunction, ProcessQueueOptions, ProcessEvent, ProcessSummary } from './process.js';
+export { queueStatus, type QueueStatus } from './status/report.js';
+export { createLogger } from './log.js';
+export { Net, defineNet, parseNetText, type NetDefinition, type NetRunOptions, type NetEvent, type NetStatusReport } from './net/index.js';

@@ -83,6 +83,17 @@ export function fsyncSync(fd: number): void {
   }
 }
 
+/** fsyncSync off the event loop (libuv's thread pool), tolerating the same descriptors. */
+export function fsyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) =>
+    fs.fsync(fd, (err) => {
+      const code = err?.code;
+      if (!err || code === 'EINVAL' || code === 'EROFS' || code === 'ENOTSUP') resolve();
+      else reject(err);
+    }),
+  );
+}
+
 /** Close a descriptor and ignore errors: used on cleanup paths only. */
 export function closeQuietly(fd: number | undefined): void {
   if (fd === undefined) return;
@@ -115,3 +126,8 @@ export function unlinkQuietly(path: string): void {
   }
 }
 
+/** Write all of buf: a write may be cut short (a full disk, a file size limit), and then the
+ * next one reports why. */
+export async function writeAllAsync(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
+  for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
+}

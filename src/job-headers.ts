@@ -1,8 +1,9 @@
 /**
- * Reading the headers of many job files, for a queue's scans (Queue.scan, rescan, readJobHeaders):
- * plain files in one native call when the addon is there, else one 4 KiB read each; through a
- * decoder, a few decoders at once. A file that does not read is left out, and logged or handed to
- * the caller's onFailure.
+ * Reading job files' headers: one file opened at its payload (openPayloadSync), and the headers
+ * of many job files for a queue's scans (Queue.scan, rescan, readJobHeaders): plain files in one
+ * native call when the addon is there, else one 4 KiB read each; through a decoder, a few
+ * decoders at once. A file that does not read is left out, and logged or handed to the caller's
+ * onFailure.
  */
 import fs from 'node:fs';
 import { DecoderError } from './errors.js';
@@ -103,4 +104,16 @@ function headerFromStart(buf: Buffer): PacketHeader | undefined {
   const prefix = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
   const end = PREFIX_LENGTH + prefix.metadataLength;
   return end <= buf.length ? decodeMetadata(buf.subarray(PREFIX_LENGTH, end), prefix.metadataCrc) : undefined;
+}
+
+/** Open a job file with its descriptor at the start of its payload (just after the header). */
+export function openPayloadSync(p: string): number {
+  const fd = fs.openSync(p, 'r');
+  try {
+    readHeaderSync(fd);
+    return fd;
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
+  }
 }

@@ -6,6 +6,35 @@
  * docs/api.md ("Lower-level pieces") and may change more often than the main entry point.
  */
 export * from './index.js';
+// The types and helpers the main entry leaves out, to stay one screen long.
+export type { Bytes, Ctime, CommandType, Seal } from './packet/types.js';
+export type { PacketSource } from './packet/stream.js';
+export { prepareHeader, captureEnv, type PrepareOptions, type HeaderSpec } from './prepare.js';
+export type { JobEntry, ScanOptions, JobDetails, OpenJob, Executor } from './queue.js';
+export type { Job, CommandOptions, WatchMode, OnError, OrderBy, OutputTo } from './process.js';
+export type { QueueStatusOptions, QueueState, StatusProblem } from './status/report.js';
+export { silentLogger, type Logger, type LogLevel } from './log.js';
+export type {
+  TransitionDefinition,
+  FiringContext,
+  FiringInput,
+  TransitionFunction,
+  HostRunOptions,
+  NetRunSummary,
+  PlaceStatus,
+  TransitionStatus,
+  NetState,
+  NetWarning,
+  Leftover,
+  PutOptions,
+  PutResult,
+  RetryOptions,
+  RetryResult,
+  RetryMove,
+  PauseRecord,
+  TokenListing,
+  SetAsideResult,
+} from './net/index.js';
 export { namePath, describeSystemError } from './errors.js';
 export { parseLogLevel, LEVELS, type LogSink } from './log.js';
 export { writeAllSync } from './io.js';

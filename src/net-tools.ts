@@ -18,3 +18,5 @@ export type { LiveState, LiveTransition } from './net/observe/live.js';
 // Nets that span hosts: which host an item belongs to, one host's part, tokens left on others.
 export { hostOf, hostView } from './net/hosts/hosts.js';
 export { describeRemoteLeftover, type RemoteLeftover } from './net/hosts/drain.js';
+// Operating: how a pause is said (status, leftovers, the web page).
+export { pauseText } from './net/index.js';

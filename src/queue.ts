@@ -13,11 +13,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllAsync, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
-import { readHeaderAndLengthSync, readHeaderSync } from './packet/read.js';
+import { readHeaderAndLengthSync } from './packet/read.js';
 import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
 import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
@@ -163,8 +163,8 @@ export class Queue {
     let handle: fs.promises.FileHandle | undefined;
     try {
       handle = await fs.promises.open(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      if (packet instanceof Uint8Array) await writeAll(handle, packet);
-      else for await (const chunk of packet) await writeAll(handle, chunk as Uint8Array);
+      if (packet instanceof Uint8Array) await writeAllAsync(handle, packet);
+      else for await (const chunk of packet) await writeAllAsync(handle, chunk as Uint8Array);
       await handle.sync();
       await handle.close();
       handle = undefined;
@@ -384,23 +384,5 @@ export class Queue {
       throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${describeSystemError(err)}`, { cause: err });
     }
     if (!st.isDirectory()) throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${this.jobsDir} is not a directory`);
-  }
-}
-
-/** Write all of buf: a write may be cut short (a full disk, a file size limit), and then the
- * next one reports why. */
-async function writeAll(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
-  for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
-}
-
-/** Open a job file with its descriptor at the start of its payload (just after the header). */
-export function openPayloadSync(p: string): number {
-  const fd = fs.openSync(p, 'r');
-  try {
-    readHeaderSync(fd);
-    return fd;
-  } catch (err) {
-    closeQuietly(fd);
-    throw err;
   }
 }

@@ -1,7 +1,7 @@
 /** `fspl net status` as text and as JSON (schema in docs/json.md). */
 import type { NetStatusReport } from '../index.js';
 
-function age(ms: number | undefined): string {
+export function age(ms: number | undefined): string {
   if (ms === undefined) return '-';
   const s = ms / 1000;
   if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)}s`;
@@ -26,7 +26,7 @@ export function formatNetStatus(r: NetStatusReport): string {
   out.push('');
   const tRows = [['TRANSITION', 'RUNNING', 'FIRED', 'FAILED', 'RETRIED', 'MERGES WAITING', 'NOTE']];
   for (const t of r.transitions) {
-    tRows.push([t.name, String(t.running), String(t.fired), String(t.failed), String(t.retried), String(t.waitingMerges), t.stopped ? `STOPPED: ${t.stopped.reason}; log ${t.stopped.log}` : '']);
+    tRows.push([t.name, String(t.running), String(t.fired), String(t.failed), String(t.retried), String(t.waitingMerges), t.stopped ? `STOPPED: ${t.stopped.reason}; log ${t.stopped.log}` : t.paused ? t.paused.text : '']);
   }
   out.push(table(tRows));
   if (r.stuck.length > 0) {

@@ -5,10 +5,11 @@
  * (`status`) or tokens left that can never fire (`run --drain`).
  */
 import os from 'node:os';
-import { Net, NetFileError, createLogger } from '../index.js';
-import { describeRemoteLeftover, dotToSvg, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
+import { Net, NetFileError, NetRequestError, createLogger } from '../index.js';
+import { describeRemoteLeftover, dotToSvg, pauseText, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
 import { NetProgressLine } from './net-progress.js';
 import { formatNetStatus } from './net-text.js';
+import { printRetry, printToken, printTokens } from './net-operate.js';
 import { formatSimulation } from './net-simulate-text.js';
 import { UsageError, checkLogLevel, reportError, writeOut } from './output.js';
 import type { Invocation } from './spec.js';
@@ -31,7 +32,7 @@ function seconds(v: unknown, what: string): number | undefined {
 
 type Args = Record<string, unknown>;
 
-/** The net subcommands by name (spec.ts's NET_COMMANDS); each resolves to the exit status. */
+/** The net subcommands by name (net-spec.ts's NET_COMMANDS); each resolves to the exit status. */
 const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | number> = {
   check: (a) => check(String(a.net), hostArg(a)),
   init: (a) => {
@@ -68,7 +69,59 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     return 0;
   },
   serve: (a) => serve(a),
+  retry: (a) => retry(a),
+  ls: async (a) => {
+    await printTokens(load(String(a.net)), String(a.place), !!a.json, hostArg(a));
+    return 0;
+  },
+  'set-aside': async (a) => {
+    const r = await load(String(a.net)).setAside(String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, { reason: optional(a.reason), host: hostArg(a) });
+    writeOut(`set aside ${r.key}: ${r.place} #${r.seq} -> set-aside #${r.asideSeq}${r.nop ? ` (a NOP took number ${r.seq})` : ''}\n`);
+    return 0;
+  },
+  show: async (a) => {
+    await printToken(load(String(a.net)), String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, !!a.payload, hostArg(a));
+    return 0;
+  },
+  pause: (a) => {
+    const rec = load(String(a.net)).pause(String(a.transition), { reason: optional(a.reason), host: hostArg(a), kill: !!a.kill });
+    writeOut(`${rec.transition} ${pauseText(rec)}\n`);
+    return 0;
+  },
+  resume: (a) => {
+    const rec = load(String(a.net)).resume(String(a.transition), { host: hostArg(a) });
+    writeOut(rec ? `${rec.transition} resumed (it was ${pauseText(rec)})\n` : `${String(a.transition)} was not paused\n`);
+    return 0;
+  },
 };
+
+function seqArg(v: unknown): bigint | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(String(v))) throw badValue(`invalid --seq '${String(v)}': give a token's number`);
+  return BigInt(String(v));
+}
+
+function optional(v: unknown): string | undefined {
+  return v === undefined ? undefined : String(v);
+}
+
+/** `net retry`: one line per token moved (or, with --dry-run, that would move). */
+async function retry(a: Args): Promise<number> {
+  const keys = a.key === undefined ? undefined : (Array.isArray(a.key) ? a.key : [a.key]).map(String);
+  const r = await load(String(a.net)).retry({
+    errorPlace: optional(a['error-place']),
+    keys,
+    transition: optional(a.transition),
+    all: !!a.all,
+    to: optional(a.to),
+    dryRun: !!a['dry-run'],
+    setAside: !!a['set-aside'],
+    seq: seqArg(a.seq),
+    host: hostArg(a),
+  });
+  printRetry(r);
+  return 0;
+}
 
 /** Run one parsed `fspl net` subcommand (parser.ts's parseNet); resolves to the exit status. */
 export async function runNet(inv: Invocation): Promise<number> {
@@ -79,6 +132,10 @@ export async function runNet(inv: Invocation): Promise<number> {
   } catch (err) {
     if (err instanceof NetFileError) {
       process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof NetRequestError) {
+      process.stderr.write(`Error: ${err.message.split('\n')[0]}\n`); // bad input: one line, exit 2
       return 2;
     }
     return reportError(err);
@@ -110,8 +167,9 @@ async function run(a: Args): Promise<number> {
   const workers = a.workers === undefined ? undefined : Number(a.workers);
   if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw badValue(`invalid --workers '${String(a.workers)}': give a whole number of at least 1`);
   const pollInterval = seconds(a.pollInterval ?? a['poll-interval'], '--poll-interval');
-  const grace = a.grace === undefined ? undefined : Number(a.grace);
-  if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid --grace '${String(a.grace)}'`);
+  const graceText = a['stop-timeout'] ?? a.grace;
+  const grace = graceText === undefined ? undefined : Number(graceText);
+  if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.on('SIGTERM', stop);

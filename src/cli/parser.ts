@@ -3,7 +3,8 @@
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, NET_COMMANDS, NET_DEMAND, NET_USAGE, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import { COMMANDS, LOG_LEVEL, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import { NET_COMMANDS, NET_DEMAND, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
 
 /**
@@ -30,7 +31,7 @@ function yargsOption(o: OptionSpec, requiresArg = true): Options {
 
 /** A subcommand's positionals and options, as yargs declares them. */
 function declare(b: Argv, spec: CommandSpec, requiresArg: boolean): Argv {
-  for (const p of spec.positionals) {
+  for (const p of [...spec.positionals, ...(spec.optionalPositionals ?? [])]) {
     const describe = spec.positionalHelp?.[p];
     b = b.positional(p, describe === undefined ? { type: 'string' } : { type: 'string', describe });
   }
@@ -180,8 +181,7 @@ function buildNet(): Argv {
     .usage(NET_USAGE)
     .option(LOG_LEVEL.long, yargsOption(LOG_LEVEL, false));
   for (const spec of NET_COMMANDS) {
-    const pos = spec.positionals.map((p) => ` <${p}>`).join('');
-    y = y.command(`${spec.name}${pos}`, spec.describe, (b: Argv) => declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec, false));
+    y = y.command(`${spec.name}${netPositionals(spec)}`, spec.describe, (b: Argv) => declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec, false));
   }
   return y
     .demandCommand(1, NET_DEMAND)

@@ -1,8 +1,9 @@
 /**
- * The command-line grammar of fspl as data: every subcommand and option of Filespooler 1.2.2,
- * and the `fspl net` subcommands (an extension). Both parsers read it: the fast path
- * (fastparse.ts) for ordinary invocations and yargs (parser.ts) for help, errors and everything
- * unusual, so the two can never disagree on names; `fspl net` always goes through yargs.
+ * The command-line grammar of fspl as data: every subcommand and option of Filespooler 1.2.2
+ * (the `fspl net` subcommands, an extension, are in net-spec.ts, in these types). Both parsers
+ * read it: the fast path (fastparse.ts) for ordinary invocations and yargs (parser.ts) for help,
+ * errors and everything unusual, so the two can never disagree on names; `fspl net` always goes
+ * through yargs.
  */
 export interface OptionSpec {
   long: string;
@@ -26,6 +27,8 @@ export interface CommandSpec {
   options: OptionSpec[];
   /** Required positional arguments, in order. */
   positionals: string[];
+  /** Optional positional arguments, after the required ones (`fspl net retry NET [ERROR_PLACE]`). */
+  optionalPositionals?: string[];
   /** What help says of each positional, when it says something. */
   positionalHelp?: Readonly<Record<string, string>>;
   /** Whether `-- PARAMS...` is accepted. */
@@ -218,94 +221,6 @@ export const COMMANDS: CommandSpec[] = [
 ];
 
 export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMANDS.map((c) => [c.name, c]));
-
-/** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
-export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
-/** The usage error of `fspl net` without a subcommand. */
-export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot or serve';
-
-const netHost: OptionSpec = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' };
-const netWorkers: OptionSpec = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' };
-const netJson: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON (docs/json.md)' };
-const NET_POSITIONALS = { net: 'The net file (YAML)', place: 'The place' } as const;
-
-/** One `fspl net` subcommand: its positionals are described in help, its usage line is yargs' own. */
-function netCommand(name: string, positionals: string[], describe: string, options: OptionSpec[], params = false): CommandSpec {
-  const usage = `net ${name}${positionals.map((p) => ` <${p}>`).join('')}`;
-  return { name, usage, describe, options, positionals, positionalHelp: NET_POSITIONALS, params };
-}
-
-export const NET_COMMANDS: CommandSpec[] = [
-  netCommand(
-    'check',
-    ['net'],
-    'Validate a net file and warn about races, sources, sinks and unreachable parts; --host: also try the way to every place that host sends to over ssh',
-    [netHost],
-  ),
-  netCommand('init', ['net'], "Create every place's queue (existing ones are kept); --host: only that host's places", [
-    netHost,
-    { long: 'permissions', kind: 'boolean', describe: 'Set owners and modes (as root): a place is owned by its reader, its writers are its group' },
-  ]),
-  netCommand(
-    'put',
-    ['net', 'place'],
-    'Put one token into a place; its payload is read from stdin (or -i FILE); -- PARAMS... become its params',
-    [
-      { long: 'key', short: 'k', kind: 'string', describe: 'The correlation key (default: a new UUID)' },
-      { long: 'input', short: 'i', kind: 'string', describe: 'Read the payload from this file instead of stdin' },
-      { long: 'no-wait', kind: 'boolean', describe: 'Fail at once (exit 3) instead of waiting when the place is full' },
-    ],
-    true,
-  ),
-  netCommand('run', ['net'], 'Run the transitions, firing as tokens arrive, until SIGTERM/SIGINT (or, with --drain, until nothing can fire)', [
-    netHost,
-    { long: 'drain', kind: 'boolean', describe: 'Exit once nothing runs and nothing can fire: 0, or 3 listing the tokens left' },
-    {
-      long: 'poll-interval',
-      kind: 'string',
-      describe: 'Look for new tokens every this many seconds instead of using file system events (NFS, SSHFS, synced folders)',
-    },
-    netWorkers,
-    { long: 'grace', kind: 'string', describe: 'Seconds running firings get to finish on SIGTERM/SIGINT (default 5)' },
-    { long: 'progress', kind: 'boolean', default: true, describe: 'Show a status line on stderr when it is a terminal (--no-progress: never)' },
-  ]),
-  netCommand('status', ['net'], 'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)', [netJson, netHost]),
-  netCommand(
-    'simulate',
-    ['net'],
-    'Run the scheduler in virtual time (no command runs): makespan, peak of each place, busy share of each transition, lower bound',
-    [
-      { long: 'tokens', short: 'n', kind: 'string', required: true, describe: 'Tokens put into each source place' },
-      netWorkers,
-      {
-        long: 'service',
-        short: 's',
-        kind: 'string',
-        array: true,
-        describe: 'TRANSITION=MEAN[±JITTER%], MEAN with a unit (40ms, 2s); repeat per transition (default 100ms)',
-      },
-      { long: 'seed', kind: 'string', describe: 'Seed of the random service times (default 1)' },
-      { long: 'json', kind: 'boolean', describe: 'Print the report as JSON' },
-    ],
-  ),
-  netCommand('dot', ['net'], 'Print the net as a Graphviz drawing (DOT, or SVG with --svg)', [
-    { long: 'svg', kind: 'boolean', describe: 'Print SVG, drawn in-process (no Graphviz needed)' },
-    {
-      long: 'live',
-      kind: 'boolean',
-      describe: 'Colour it by the current state: token counts, running transitions, stuck places and failing transitions in red',
-    },
-  ]),
-  netCommand('serve', ['net'], 'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT', [
-    { long: 'port', short: 'p', kind: 'string', default: '8484', describe: 'TCP port (0: any free one)' },
-    { long: 'host', kind: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' },
-    {
-      long: 'net-host',
-      kind: 'string',
-      describe: 'On a net that spans hosts: which host this is (its part is shown, as by net status --host)',
-    },
-  ]),
-];
 
 /** What a handler receives: the parsed options, the log level text and the arguments after `--`. */
 export interface Invocation {

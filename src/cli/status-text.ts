@@ -39,69 +39,37 @@ function job(j: StatusJob | undefined): string {
   return `${j.seq}, created ${rfc3339Local(j.ctime.secs)} (${ago(j.ageSeconds)})`;
 }
 
-export function formatStatusText(s: QueueStatus): string {
-  const rows: Array<[string, string]> = [];
-  rows.push(['queue', s.dir]);
-  if (s.decoder !== undefined) rows.push(['decoder', s.decoder]);
-
-  let state: string;
+/** The state row: what a queue-process run would do now. */
+function stateText(s: QueueStatus): string {
   switch (s.state) {
     case 'ready':
-      state = `ready: ${plural(s.runnable, 'job')} can run now`;
-      break;
+      return `ready: ${plural(s.runnable, 'job')} can run now`;
     case 'idle':
-      state = 'idle: no jobs waiting';
-      break;
+      return 'idle: no jobs waiting';
     case 'append-only':
-      state = 'append-only: jobs are stored here, not processed';
-      break;
+      return 'append-only: jobs are stored here, not processed';
     case 'stuck':
-      state = `stuck: ${s.problems[0]!.message}${s.problems.length > 1 ? ` (+${plural(s.problems.length - 1, 'more problem')} below)` : ''}`;
-      break;
+      return `stuck: ${s.problems[0]!.message}${s.problems.length > 1 ? ` (+${plural(s.problems.length - 1, 'more problem')} below)` : ''}`;
   }
-  rows.push(['state', state]);
+}
 
-  const n = s.nextseq;
-  let nextseq: string;
+function nextseqText(n: QueueStatus['nextseq']): string {
   switch (n.state) {
     case 'present':
-      nextseq = `${n.value}`;
-      break;
+      return `${n.value}`;
     case 'missing':
-      nextseq = '1 (no nextseq file: the next run recreates it holding 1)';
-      break;
+      return '1 (no nextseq file: the next run recreates it holding 1)';
     case 'append-only':
-      nextseq = 'none (append-only queue)';
-      break;
+      return 'none (append-only queue)';
     case 'invalid':
-      nextseq = `invalid: ${n.problem} (it holds ${JSON.stringify(n.text)})`;
-      break;
+      return `invalid: ${n.problem} (it holds ${JSON.stringify(n.text)})`;
     case 'unreadable':
-      nextseq = `unreadable: ${n.problem}`;
-      break;
+      return `unreadable: ${n.problem}`;
   }
-  rows.push(['nextseq', nextseq]);
+}
 
-  const lock = { free: 'free', held: 'held by another process (queue-process running?)', missing: 'no lock file' }[s.lock.state];
-  rows.push(['lock', s.nextseq.state === 'append-only' && s.lock.state === 'missing' ? 'none (append-only queue)' : lock]);
-
-  rows.push(['waiting', s.waiting === 0 ? '0 jobs' : `${plural(s.waiting, 'job')}: ${ranges(s.waitingSeqs)}`]);
-  rows.push(['runnable', `${s.runnable}`]);
-  if (s.nextseq.value !== undefined) {
-    rows.push(['below next', s.belowNext === 0 ? '0 jobs' : `${plural(s.belowNext, 'job')}: ${ranges(s.belowNextSeqs)} (already processed or skipped)`]);
-  }
-  rows.push(['oldest', job(s.oldest)]);
-  rows.push(['newest', job(s.newest)]);
-  rows.push(['duplicates', `${s.duplicates.length}`]);
-  rows.push(['unreadable', `${s.undecodable.length}`]);
-  if (s.sealed > 0 || s.damaged.length > 0) rows.push(['sealed', `${s.sealed} (${s.damaged.length} damaged)`]);
-  rows.push(['temp files', `${s.tempFiles.length}`]);
-  rows.push(['output files', `${s.outputFiles.length}`]);
-  rows.push(['other files', `${s.otherFiles.length}`]);
-
-  const width = Math.max(...rows.map(([k]) => k.length)) + 2;
-  let out = rows.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}\n`).join('');
-
+/** The lines below the table: each problem, and each file that is not a plain job, explained. */
+function detailLines(s: QueueStatus): string[] {
   const details: string[] = [];
   for (const p of s.problems) {
     if (p.code === 'next-missing' && s.gap) details.push(`${p.message}; present: ${ranges(s.gap.presentBeyond)}`);
@@ -119,6 +87,31 @@ export function formatStatusText(s: QueueStatus): string {
     details.push(`temp file ${t.filename} (${size}${age}): a queue-write in progress, or left by one that was interrupted`);
   }
   for (const o of s.otherFiles) details.push(`other ${o.type === 'file' ? 'file' : o.type} ${o.filename}: not a job (jobs are named fspl-*.fspl)`);
-  if (details.length > 0) out += `\n${details.join('\n')}\n`;
-  return out;
+  return details;
+}
+
+export function formatStatusText(s: QueueStatus): string {
+  const rows: Array<[string, string]> = [];
+  rows.push(['queue', s.dir]);
+  if (s.decoder !== undefined) rows.push(['decoder', s.decoder]);
+  rows.push(['state', stateText(s)]);
+  rows.push(['nextseq', nextseqText(s.nextseq)]);
+  const lock = { free: 'free', held: 'held by another process (queue-process running?)', missing: 'no lock file' }[s.lock.state];
+  rows.push(['lock', s.nextseq.state === 'append-only' && s.lock.state === 'missing' ? 'none (append-only queue)' : lock]);
+  rows.push(['waiting', s.waiting === 0 ? '0 jobs' : `${plural(s.waiting, 'job')}: ${ranges(s.waitingSeqs)}`]);
+  rows.push(['runnable', `${s.runnable}`]);
+  if (s.nextseq.value !== undefined) {
+    rows.push(['below next', s.belowNext === 0 ? '0 jobs' : `${plural(s.belowNext, 'job')}: ${ranges(s.belowNextSeqs)} (already processed or skipped)`]);
+  }
+  rows.push(['oldest', job(s.oldest)]);
+  rows.push(['newest', job(s.newest)]);
+  rows.push(['duplicates', `${s.duplicates.length}`]);
+  rows.push(['unreadable', `${s.undecodable.length}`]);
+  if (s.sealed > 0 || s.damaged.length > 0) rows.push(['sealed', `${s.sealed} (${s.damaged.length} damaged)`]);
+  rows.push(['temp files', `${s.tempFiles.length}`]);
+  rows.push(['output files', `${s.outputFiles.length}`]);
+  rows.push(['other files', `${s.otherFiles.length}`]);
+  const width = Math.max(...rows.map(([k]) => k.length)) + 2;
+  const details = detailLines(s);
+  return rows.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}\n`).join('') + (details.length > 0 ? `\n${details.join('\n')}\n` : '');
 }

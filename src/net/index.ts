@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
-import { LockedError, NetError } from '../errors.js';
+import { LockedError, NetError, NetRequestError } from '../errors.js';
 import { checkNet, type NetWarning } from './model/check.js';
 import { netToDot, type DotState } from './observe/dot.js';
 import { defineNet } from './model/build.js';
@@ -25,6 +25,10 @@ import { probeOutbox, type OutboxProbe } from './hosts/outbox-sender.js';
 import { addHostDetails } from './hosts/outbox-status.js';
 import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import { netStatus, type NetStatusReport } from './observe/status.js';
+import { retryTokens, type RetryOptions, type RetryResult } from './operate/retry.js';
+import { pauseTransition, readPauses, resumeTransition, type PauseRecord } from './operate/pause.js';
+import { restoreSetAside, setAside, type SetAsideResult } from './operate/set-aside.js';
+import { findToken, listTokens, tokenPayload, type TokenListing } from './operate/tokens.js';
 
 export interface PutOptions {
   /** The token's correlation key; default: a new UUID. */
@@ -191,6 +195,62 @@ export class Net {
     return Promise.all(probes);
   }
 
+  /**
+   * Put error tokens back into the places they were taken from (docs/nets.md, "Operating a net"),
+   * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
+   */
+  retry(options: RetryOptions & { host?: string }): Promise<RetryResult> {
+    const view = this.operatorView(options.host);
+    return options.setAside ? restoreSetAside(view, options) : retryTokens(view, options);
+  }
+
+  /**
+   * Take a poison token out of its place without losing it: into STATE/set-aside with the reason
+   * (a sequence place gets a NOP in its number). `retry({ setAside: true, ... })` brings it back.
+   */
+  setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string; host?: string } = {}): Promise<SetAsideResult> {
+    return setAside(this.operatorView(options.host), place, which, options);
+  }
+
+  /** The net as the host an operator acts on sees it (the whole net when it names no hosts); a bad host is a bad request. */
+  private operatorView(host: string | undefined): NetModel {
+    try {
+      return hostView(this.model, host);
+    } catch (err) {
+      if (err instanceof NetError) throw new NetRequestError(err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * Pause a transition: a run starts no new firing of it, now or after a restart, until resume.
+   * Its running firings finish, or with `kill` are abandoned (their tokens stay).
+   */
+  pause(transition: string, options: { reason?: string; by?: string; host?: string; kill?: boolean } = {}): PauseRecord {
+    return pauseTransition(this.model, transition, options);
+  }
+
+  /** Resume a paused transition; the pause it ends, or undefined when it was not paused. */
+  resume(transition: string, options: { host?: string } = {}): PauseRecord | undefined {
+    return resumeTransition(this.model, transition, options);
+  }
+
+  /** The paused transitions (on a net with hosts, of `host`). */
+  pauses(options: { host?: string } = {}): PauseRecord[] {
+    return [...readPauses(options.host === undefined ? this.model.stateDir : hostView(this.model, options.host).stateDir).values()];
+  }
+
+  /** The tokens of a place in the order a reader takes them, streamed (flat memory on any number). */
+  tokens(place: string, options: { host?: string } = {}): AsyncIterable<TokenListing> {
+    return listTokens(this.operatorView(options.host), place);
+  }
+
+  /** One token of a place, by key or number, with its payload as a stream on request. */
+  async token(place: string, which: { key?: string; seq?: bigint }, options: { host?: string } = {}): Promise<TokenListing & { payload(): Readable }> {
+    const t = await findToken(this.operatorView(options.host), place, which);
+    return { ...t, payload: () => tokenPayload(t) };
+  }
+
   /** Warnings about the net (and, for nets with users, about owners and modes on disk). */
   check(): NetWarning[] {
     return [...checkNet(this.model), ...permissionWarnings(this.model)];
@@ -211,7 +271,11 @@ export { RECEIVE_SCRIPT, describeVerifierProblem, type VerifierProblem } from '.
 export { type OutboxProbe } from './hosts/outbox-sender.js';
 export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './observe/status.js';
 export { type NetWarning } from './model/check.js';
-export { type Leftover } from './observe/leftovers.js';
+export { type Leftover, type LeftoverCode } from './observe/leftovers.js';
+export { type RetryOptions, type RetryResult, type RetryMove } from './operate/retry.js';
+export { pauseText, type PauseRecord } from './operate/pause.js';
+export { type TokenListing } from './operate/tokens.js';
+export { type SetAsideResult } from './operate/set-aside.js';
 export { allocateWorkers } from './plan/allocate.js';
 export { serveNet, type ServeOptions, type NetServer } from './observe/serve.js';
 export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './observe/metrics.js';

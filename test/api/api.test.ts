@@ -351,13 +351,13 @@ describe('the entry points', () => {
   // a newcomer reads in one screen, the operator's tooling for nets apart, lowlevel a superset.
   const MAIN = [
     'BadPacketError', 'BadSeqfileError', 'DecoderError', 'DuplicateSeqError', 'ExecError', 'FsplError', 'JobFailedError', 'LockedError',
-    'Net', 'NetError', 'NetFileError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError',
-    'captureEnv', 'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText', 'prepareHeader',
-    'preparePacket', 'queueStatus', 'readPacket', 'silentLogger',
+    'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError',
+    'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText',
+    'preparePacket', 'queueStatus', 'readPacket',
   ];
   const NET = [
     'RateWindow', 'TransitionMonitor', 'allocateWorkers', 'describeRemoteLeftover', 'dotToSvg', 'hostOf', 'hostView', 'liveDotState',
-    'loadNetFile', 'lowerBound', 'netMetricFamilies', 'netMetricsText', 'netStatusJson', 'parseService', 'placeTokens', 'serveNet',
+    'loadNetFile', 'lowerBound', 'netMetricFamilies', 'netMetricsText', 'netStatusJson', 'parseService', 'pauseText', 'placeTokens', 'serveNet',
     'simulate', 'transitionDetail',
   ];
 

@@ -1,11 +1,12 @@
 /**
- * A net's definition to its model, with every check: the structure (model.ts), then the checks
+ * A net's definition to its model, with every check: the structure (define.ts), then the checks
  * of the layers above it that need the whole model (hosts.ts). netfile.ts and `defineNet` both
  * go through here, so a net defined in JavaScript is held to the same rules as a net file.
  */
 import { NetError } from '../../errors.js';
 import { hostProblems } from '../hosts/hosts.js';
-import { buildModel, type ModelProblem, type NetDefinition, type NetModel } from './model.js';
+import { buildModel } from './define.js';
+import type { ModelProblem, NetDefinition, NetModel } from './model.js';
 
 export function buildNet(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {
   const built = buildModel(def, file);

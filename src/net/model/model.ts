@@ -1,11 +1,9 @@
 /**
  * A net as plain data: places (queues), transitions (commands or functions) and the arcs between
  * them, plus the facts derived from them (who reads and writes each place). Built from a net file
- * by build.ts (from a net file or from JavaScript); everything above reads only this.
+ * by define.ts and build.ts (from a net file or from JavaScript); everything above reads only this.
  */
-import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { didYouMean } from './suggest.js';
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;
 
@@ -205,116 +203,4 @@ export interface ModelProblem {
   message: string;
   /** The problem is the key itself (a name), not its value. */
   atKey?: boolean;
-}
-
-/**
- * A duration in a definition: absent, or a number of seconds above 0. Net files are checked by
- * their schema already; this holds nets defined in JavaScript to the same rule (NaN or a negative
- * timeout would fire at once). Any length is fine: timers are chained (src/timer.ts).
- */
-function seconds(value: unknown): boolean {
-  return value === undefined || (typeof value === 'number' && value > 0);
-}
-
-/**
- * Build the model from an already shape-checked definition. Cross-references (unknown places,
- * merges with batches...) are checked here; problems are collected, not thrown, so that a net
- * file reports all of them with their positions. One function (about 90 lines): places, then
- * transitions, then the checks across them, all filling one list of problems in the order a net
- * file reads.
- */
-export function buildModel(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {
-  const problems: ModelProblem[] = [];
-  const dir = path.resolve(def.dir);
-  const places = new Map<string, PlaceSpec>();
-  for (const [name, p] of Object.entries(def.places ?? {})) {
-    if (!NAME_RE.test(name)) problems.push({ path: ['places', name], atKey: true, message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-    const { dir: pdir, order, capacity, host, sync } = p ?? {};
-    places.set(name, {
-      name,
-      dir: path.resolve(dir, typeof pdir === 'string' ? pdir : path.join('places', name)),
-      order: order ?? 'sequence',
-      capacity,
-      host,
-      sync,
-    });
-  }
-  const known = (where: Array<string | number>, place: string) => {
-    if (places.has(place)) return;
-    // Arcs join places to transitions: a transition's name here is a mistake of its own kind.
-    const hint = def.transitions && Object.hasOwn(def.transitions, place) ? ` (${JSON.stringify(place)} is a transition: arcs name places)` : didYouMean(place, places.keys());
-    problems.push({ path: where, message: `Unknown place ${JSON.stringify(place)}${hint}` });
-  };
-  const transitions = new Map<string, TransitionSpec>();
-  for (const [name, t] of Object.entries(def.transitions ?? {})) {
-    const at = (...rest: Array<string | number>) => ['transitions', name, ...rest];
-    if (!NAME_RE.test(name)) problems.push({ path: at(), atKey: true, message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-    if (places.has(name)) problems.push({ path: at(), atKey: true, message: `${JSON.stringify(name)} names both a place and a transition` });
-    const rawIn = Array.isArray(t.in) ? t.in : [t.in];
-    const inputs: InputArc[] = rawIn.map((a, i) => {
-      const arc = typeof a === 'string' ? { place: a, take: 1 } : { place: a.place, take: a.take ?? 1, maxWait: a['max-wait'] };
-      known(Array.isArray(t.in) ? at('in', i) : at('in'), arc.place);
-      if (!seconds(arc.maxWait)) problems.push({ path: [...(Array.isArray(t.in) ? at('in', i) : at('in')), 'max-wait'], message: `max-wait must be a number of seconds above 0 (got ${String(arc.maxWait)})` });
-      return arc;
-    });
-    if (inputs.length === 0) problems.push({ path: at('in'), message: 'A transition needs at least one input place' });
-    const seen = new Set<string>();
-    for (const [i, a] of inputs.entries()) {
-      if (seen.has(a.place)) problems.push({ path: at('in', i), message: `Place ${JSON.stringify(a.place)} is an input twice` });
-      seen.add(a.place);
-    }
-    if (inputs.length > 1 && inputs.some((a) => a.take !== 1)) {
-      problems.push({ path: at('in'), message: 'An and-merge takes one token of each place: batches (take) need a single input place' });
-    }
-    let outputs: string[] = [];
-    let outMode: OutMode = 'all';
-    const out = t.out;
-    if (typeof out === 'string') outputs = [out];
-    else if (Array.isArray(out)) outputs = out;
-    else if (out && 'one-of' in out) [outMode, outputs] = ['one-of', out['one-of']];
-    else if (out && 'any-of' in out) [outMode, outputs] = ['any-of', out['any-of']];
-    const outPath = out && typeof out === 'object' && !Array.isArray(out) ? at('out', outMode) : at('out');
-    outputs.forEach((p, i) => known(typeof out === 'string' ? outPath : [...outPath, i], p));
-    if (new Set(outputs).size !== outputs.length) problems.push({ path: outPath, message: 'A place is named twice among the outputs' });
-    if (outMode !== 'all' && outputs.length < 2) problems.push({ path: outPath, message: `${outMode} needs at least two places` });
-    if (t.error !== undefined) {
-      known(at('error'), t.error);
-      if (outputs.includes(t.error)) problems.push({ path: at('error'), message: 'The error place is also an output' });
-    }
-    for (const [i, p] of (t.inhibit ?? []).entries()) known(at('inhibit', i), p);
-    let run: RunSpec | undefined;
-    if (typeof t.run === 'string') run = { shell: t.run };
-    else if (Array.isArray(t.run)) run = { argv: t.run };
-    if (run && t.fn) problems.push({ path: at('run'), message: 'Give run or fn, not both' });
-    if (!run && !t.fn && t.run !== null && t.run !== undefined) problems.push({ path: at('run'), message: 'run must be a string, a list of strings, or null' });
-    if (run && 'argv' in run && run.argv.length === 0) problems.push({ path: at('run'), message: 'run is an empty list' });
-    if (!run && !t.fn && outputs.length > 0 && outMode !== 'all') {
-      problems.push({ path: at('out'), message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose` });
-    }
-    const { fn, env, cwd, error, retries, timeout, workers, order, inhibit, host, user, group } = t;
-    if (!seconds(timeout)) problems.push({ path: at('timeout'), message: `timeout must be a number of seconds above 0 (got ${String(timeout)})` });
-    transitions.set(name, {
-      name,
-      inputs,
-      outputs,
-      outMode,
-      run,
-      fn,
-      env: env ?? {},
-      cwd: path.resolve(dir, cwd ?? '.'),
-      error,
-      retries: retries ?? 0,
-      timeout,
-      workers: workers ?? 1,
-      ordered: order !== 'none',
-      inhibit: inhibit ?? [],
-      host,
-      user,
-      group,
-    });
-  }
-  const { state, hosts } = def;
-  if (problems.length > 0) return { problems };
-  const stateDir = path.resolve(dir, state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'));
-  return { model: { file, dir, stateDir, places, transitions, hosts }, problems };
 }

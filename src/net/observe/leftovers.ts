@@ -5,16 +5,17 @@
  */
 import { isMerge, readersOf, type NetModel } from '../model/model.js';
 import type { Place } from '../place/place.js';
+import { pauseText, type PauseRecord } from '../operate/pause.js';
 
 /**
  * Why a token can't fire, as a code (what programs count) beside the reason's text (what the
  * operator reads): `stopped` (a reader stopped after a failure), `below-next` (a number below the
  * place's next), `waits-for-number` (an earlier number has not arrived), `inhibited`, `no-partner`
  * (an and-merge lacks the token's key in another input), `no-room` (an output is full),
- * `short-batch` (fewer tokens than a batch), `in-outbox` (it waits to be sent to another host),
+ * `short-batch` (fewer tokens than a batch), `paused` (its reader was paused by an operator), `in-outbox` (it waits to be sent to another host),
  * `unexplained` (a drained run found nothing that stands in its way).
  */
-export type LeftoverCode = 'stopped' | 'below-next' | 'waits-for-number' | 'inhibited' | 'no-partner' | 'no-room' | 'short-batch' | 'in-outbox' | 'unexplained';
+export type LeftoverCode = 'stopped' | 'below-next' | 'waits-for-number' | 'inhibited' | 'no-partner' | 'no-room' | 'short-batch' | 'paused' | 'in-outbox' | 'unexplained';
 
 export interface Leftover {
   place: string;
@@ -35,9 +36,16 @@ export function leftover(tok: { place: string; seq: bigint; key: string; filenam
 /**
  * Why each token in a read place can't fire now. `next` gives the sequence places' next numbers;
  * `stopped` the transitions stopped by a failure; `only` restricts the readers considered (a run
- * of one host's transitions).
+ * of one host's transitions); `paused` the transitions an operator paused (operate/pause.ts).
  */
-export function describeLeftovers(net: NetModel, places: Map<string, Place>, next: Map<string, bigint>, stopped: Set<string>, only?: Set<string>): Leftover[] {
+export function describeLeftovers(
+  net: NetModel,
+  places: Map<string, Place>,
+  next: Map<string, bigint>,
+  stopped: Set<string>,
+  only?: Set<string>,
+  paused?: ReadonlyMap<string, PauseRecord>,
+): Leftover[] {
   const out: Leftover[] = [];
   for (const p of places.values()) {
     const readers = readersOf(net, p.name).filter((t) => !only || only.has(t.name));
@@ -49,7 +57,9 @@ export function describeLeftovers(net: NetModel, places: Map<string, Place>, nex
       if (tok.header.cmd.kind === 'NOP') continue;
       let why: [LeftoverCode, string] | undefined;
       const stoppedReader = readers.find((t) => stopped.has(t.name));
+      const pausedReader = readers.find((t) => paused?.has(t.name));
       if (stoppedReader) why = ['stopped', `held by ${stoppedReader.name}, stopped after a failure`];
+      else if (pausedReader) why = ['paused', `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`];
       else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) why = ['below-next', `its number is below the place's next number ${nxt} (a duplicate or a late copy)`];
       else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = ['waits-for-number', `waits for token number ${expected}, which has not arrived`];
       else {

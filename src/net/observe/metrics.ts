@@ -125,6 +125,7 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
     { name: 'fspl_net_transition_seconds_since_last_firing', help: 'Time since the transition last fired', type: 'gauge', samples: perTransition((t) => (t.sinceLastFiredMs === undefined ? undefined : seconds(t.sinceLastFiredMs))) },
     { name: 'fspl_net_transition_failing', help: '1 when the transition is stopped or failed in the last 5 minutes', type: 'gauge', samples: perTransition((t) => (t.failing ? 1 : 0)) },
     { name: 'fspl_net_transition_stopped', help: '1 when the transition stopped after a failure', type: 'gauge', samples: perTransition((t) => (t.stopped ? 1 : 0)) },
+    { name: 'fspl_net_transition_paused', help: '1 while an operator has paused the transition (net pause)', type: 'gauge', samples: perTransition((t) => (t.paused ? 1 : 0)) },
   ];
 }
 

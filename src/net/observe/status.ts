@@ -12,6 +12,8 @@ import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
 import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
 import { Place } from '../place/place.js';
+import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
+import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
 import { mean, oldestAge, p95, timeSince } from './stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
@@ -57,6 +59,8 @@ export interface TransitionStatus {
   /** Keys waiting for a partner (and-merges only). */
   waitingMerges: number;
   stopped?: { reason: string; log: string; at: number };
+  /** Paused by an operator (`net pause`), with the pause as status says it ("paused since T by USER: reason"). */
+  paused?: PauseRecord & { text: string };
   lastFiredAt?: number;
   /** Time since it last fired, ms. */
   sinceLastFiredMs?: number;
@@ -121,7 +125,8 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     placeStatus.push(st);
   }
   const stoppedNames = new Set(Object.entries(live?.transitions ?? {}).filter(([, t]) => running && t.stopped).map(([n]) => n));
-  const all = describeLeftovers(net, places, next, stoppedNames);
+  const pauses = readPauses(net.stateDir);
+  const all = describeLeftovers(net, places, next, stoppedNames, undefined, pauses);
   const stuck = all.filter((l) => l.reason !== undefined);
   for (const l of stuck) {
     const st = placeStatus.find((p) => p.name === l.place);
@@ -132,6 +137,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
     const serviceTimes = lt?.serviceTimes ?? [];
     const stopped = running ? lt?.stopped : undefined;
+    const pause = pauses.get(t.name);
     return {
       name: t.name,
       running: running ? (lt?.running ?? 0) : 0,
@@ -141,6 +147,7 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
       retried: lt?.retried ?? 0,
       waitingMerges: merges,
       stopped,
+      paused: pause && { ...pause, text: pauseText(pause) },
       lastFiredAt: lt?.lastFired,
       sinceLastFiredMs: timeSince(now, lt?.lastFired),
       perMinute1: running ? (lt?.rates?.perMinute1 ?? 0) : 0,
@@ -204,6 +211,10 @@ export interface TokenInfo {
   /** Params as text (invalid UTF-8 replaced). */
   params: string[];
   filename: string;
+  /** RETRIED: how often `net retry` put it back (0 when never). */
+  retried: number;
+  /** For an error token: the transition it failed in, and why. */
+  error?: { transition: string; reason: string };
 }
 
 /** The first `limit` tokens of a place in its order, and how many it holds; an empty list when its directory can't be read. */
@@ -229,7 +240,18 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
       // consumed meanwhile
     }
     const cmd = t.header.cmd;
-    return { seq: t.seq, key: t.key, ageMs, nop: cmd.kind === 'NOP', params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [], filename: t.filename };
+    const vars = new Map(cmd.kind === 'Command' ? cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : []);
+    const failedIn = vars.get('ERROR_TRANSITION');
+    return {
+      seq: t.seq,
+      key: t.key,
+      ageMs,
+      nop: cmd.kind === 'NOP',
+      params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [],
+      filename: t.filename,
+      retried: retriedCount(vars.get(RETRIED_VAR)),
+      error: failedIn === undefined ? undefined : { transition: failedIn, reason: vars.get('ERROR_REASON') ?? '' },
+    };
   });
   return { total: p.count, tokens };
 }

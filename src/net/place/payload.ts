@@ -7,7 +7,7 @@ import { copy } from '../../copy.js';
 import { closeQuietly } from '../../io.js';
 import type { Seal } from '../../packet/index.js';
 import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
-import { openPayloadSync } from '../../queue.js';
+import { openPayloadSync } from '../../job-headers.js';
 import type { TokenContent } from './token.js';
 
 /** The seal (length and CRC-32) of a token's payload, read once from its sources. */

@@ -34,6 +34,16 @@ import { copyPayloads, sealOfPayload } from './payload.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
 
+const PART_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
+
+/** A token written under a temporary name, to be renamed to its final name (publish). */
+export interface StagedFile {
+  seq: bigint;
+  temp: string;
+  final: string;
+  header: PacketHeader;
+}
+
 /** A place: its queue directory, the writers' sequence file beside it, and the index of its tokens. */
 export class Place extends TokenIndex {
   readonly spec: PlaceSpec;
@@ -79,8 +89,46 @@ export class Place extends TokenIndex {
    * Write a token under a temporary name with the next number, fsync it, and store the number
    * after it. The caller holds the writers' lock and later renames temp to final (publish).
    */
-  stage(writers: SeqFile, content: TokenContent, tag: string): { seq: bigint; temp: string; final: string; header: PacketHeader } {
-    const seq = writers.read();
+  stage(writers: SeqFile, content: TokenContent, tag: string): StagedFile {
+    const s = this.writePart(writers.read(), content, tag);
+    try {
+      fsyncSync(s.fd); // its bytes are durable...
+      fs.closeSync(s.fd);
+      // ...and its name: once the number is stored as taken (next line), recovery must find this
+      // file to publish it or turn it into a NOP; without it the numbering would have a hole that
+      // a sequence-ordered reader waits on forever.
+      fsyncDir(this.queue.jobsDir);
+    } catch (err) {
+      closeQuietly(s.fd);
+      unlinkQuietly(s.temp);
+      throw err;
+    }
+    writers.write(s.seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
+    return s;
+  }
+
+  /**
+   * Write a token numbered seq under a temporary name (net-*.part), and leave it open, neither
+   * fsynced nor its number stored: the caller (a group commit, or stage) does both, in that order.
+   * On failure nothing is left.
+   */
+  writePart(seq: bigint, content: TokenContent, tag: string): StagedFile & { fd: number } {
+    const s = this.partOf(seq, content, tag);
+    return this.fillPart(s, content, fs.openSync(s.temp, PART_FLAGS, 0o644));
+  }
+
+  /**
+   * writePart with the file created on libuv's thread pool: a create waits for the file
+   * system's journal, which other threads' fsyncs hold (ext4), and must not stop the event loop.
+   */
+  async writePartAsync(seq: bigint, content: TokenContent, tag: string): Promise<StagedFile & { fd: number }> {
+    const s = this.partOf(seq, content, tag);
+    const fd = await new Promise<number>((resolve, reject) => fs.open(s.temp, PART_FLAGS, 0o644, (err, fd) => (err ? reject(err) : resolve(fd))));
+    return this.fillPart(s, content, fd);
+  }
+
+  /** A part's names and header. */
+  private partOf(seq: bigint, content: TokenContent, tag: string): StagedFile {
     const id = uuidv4();
     const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
     const final = this.queue.jobPath(numberedName(seq, id));
@@ -90,37 +138,33 @@ export class Place extends TokenIndex {
         : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
     // Tokens bound for another host (an outbox) are sealed: their length and CRC-32 go in the
     // header, so that a transfer cut or damaged on the way is refused, never committed.
-    const sealed = this.spec.remote !== undefined;
-    if (sealed) header.seal = sealOfPayload(content.payload);
-    const out = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    if (this.spec.remote !== undefined) header.seal = sealOfPayload(content.payload);
+    return { seq, temp, final, header };
+  }
+
+  /** Write the packet into the part just created (into the page cache); on failure it goes. */
+  private fillPart(s: StagedFile, content: TokenContent, out: number): StagedFile & { fd: number } {
     try {
       const p = content.payload;
       if (p && 'tokens' in p) {
-        writePacketSync(out, header);
+        writePacketSync(out, s.header);
         copyPayloads(p.tokens, out);
       } else if (p && 'path' in p) {
         const inFd = fs.openSync(p.path, 'r');
         try {
-          writePacketSync(out, header, inFd);
+          writePacketSync(out, s.header, inFd);
         } finally {
           closeQuietly(inFd);
         }
       } else {
-        writePacketSync(out, header, p?.fd);
+        writePacketSync(out, s.header, p?.fd);
       }
-      fsyncSync(out); // its bytes are durable...
-      fs.closeSync(out);
-      // ...and its name: once the number is stored as taken (next line), recovery must find this
-      // file to publish it or turn it into a NOP; without it the numbering would have a hole that
-      // a sequence-ordered reader waits on forever.
-      fsyncDir(this.queue.jobsDir);
     } catch (err) {
       closeQuietly(out);
-      unlinkQuietly(temp);
+      unlinkQuietly(s.temp);
       throw err;
     }
-    writers.write(seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
-    return { seq, temp, final, header };
+    return { ...s, fd: out };
   }
 
   /** Put one token into the place now, whatever its capacity. */
@@ -233,6 +277,17 @@ export class Place extends TokenIndex {
 export function publish(temp: string, final: string): 'renamed' | 'done' | 'gone' {
   try {
     fs.renameSync(temp, final);
+    return 'renamed';
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return fs.existsSync(final) ? 'done' : 'gone';
+  }
+}
+
+/** publish, with its rename off the event loop (libuv's thread pool). */
+export async function publishAsync(temp: string, final: string): Promise<'renamed' | 'done' | 'gone'> {
+  try {
+    await fs.promises.rename(temp, final);
     return 'renamed';
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

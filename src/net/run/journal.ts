@@ -5,17 +5,20 @@
  * idempotent, so after a crash at any instant the runner redoes the commits that have no end
  * record and the net is as if each had completed exactly once.
  *
- * Records are written with one write(2) each and fsynced. A torn last line (a crash during the
- * write) is ignored: its commit had not happened yet, since nothing is done before the fsync.
+ * Commits are recorded by group (commit.ts): the records of a group go on one line, written with
+ * one write(2) and fsynced once, so a group is recorded whole or not at all. A torn last line (a
+ * crash during the write) is ignored: its commits had not happened yet, since nothing is done
+ * before the fsync. The group's end is one line too. Lines of one commit (`commit`, `done` with
+ * `f`), as earlier versions wrote them, are still read.
  *
  * A power cut keeps only what was fsynced (src/durable.ts), so the journal itself is made durable
  * when opened (the file's name, by an fsync of its directory), and the runner makes each step of
- * a commit durable before the next depends on it (runner.ts, `commit`).
+ * a commit durable before the next depends on it (commit.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fsyncDir } from '../../durable.js';
-import { closeQuietly, fsyncSync, writeAllSync } from '../../io.js';
+import { closeQuietly, fsyncAsync, fsyncSync, writeAllSync } from '../../io.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
 export interface StagedOutput {
@@ -42,7 +45,7 @@ export interface CommitRecord {
   inputs: ConsumedInput[];
 }
 
-type Line = { t: 'commit'; c: CommitRecord } | { t: 'done'; f: string };
+type Line = { t: 'commit'; c: CommitRecord } | { t: 'group'; cs: CommitRecord[] } | { t: 'done'; f: string } | { t: 'done'; fs: string[] };
 
 const COMPACT_BYTES = 256 * 1024;
 
@@ -79,39 +82,48 @@ export class Journal {
         continue; // a torn last line
       }
       if (rec.t === 'commit') open.set(rec.c.firing, rec.c);
-      else if (rec.t === 'done') open.delete(rec.f);
+      else if (rec.t === 'group') for (const c of rec.cs) open.set(c.firing, c);
+      else if ('fs' in rec) for (const f of rec.fs) open.delete(f);
+      else open.delete(rec.f);
     }
     return [...open.values()];
   }
 
-  private append(rec: Line, sync: boolean): void {
+  /** Append one line with one write(2) (into the page cache: it is not fsynced here). */
+  private append(rec: Line): void {
     const line = `${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`;
     // Written as a string: a Buffer per record would come from Node's shared pool, whose 8 KiB
     // slabs live long enough to be collected only by full GCs, and a long run's RSS would grow.
     const length = Buffer.byteLength(line);
     const n = fs.writeSync(this.fd, line);
     if (n < length) writeAllSync(this.fd, Buffer.from(line).subarray(n));
-    if (sync) fsyncSync(this.fd);
     this.size += length;
   }
 
-  /** Record a commit, durably: nothing of it is done before this returns. */
-  commit(c: CommitRecord): void {
-    this.append({ t: 'commit', c }, true);
+  /**
+   * Record a group of commits, durably (one line, one fsync, off the event loop): nothing of
+   * them is done before this resolves.
+   */
+  async record(group: CommitRecord[]): Promise<void> {
+    this.append({ t: 'group', cs: group });
+    await fsyncAsync(this.fd);
   }
 
   /**
-   * The commit is fully carried out. With no commit open (the runner makes one commit at a time),
-   * a journal past its size limit starts again empty.
+   * The group is fully carried out. With no commit open (the committer records one group at a
+   * time), a journal past its size limit starts again empty.
    */
-  done(firing: string): void {
-    // Not fsynced, and it needs none: the runner calls this only once every step of the commit is
-    // durable, so should a power cut lose the record, recovery redoes a commit that is complete,
-    // and each of its steps is idempotent (a renamed output already there, or since consumed, is
-    // left alone). The next commit record's fsync makes it durable anyway. A truncation (below)
-    // is fsynced, and comes only once every commit recorded is complete and durable.
-    this.append({ t: 'done', f: firing }, false);
-    if (this.size > COMPACT_BYTES) this.truncate();
+  async done(firings: string[]): Promise<void> {
+    // Not fsynced, and it needs none: the committer calls this only once every step of the group
+    // is durable, so should a power cut lose the record, recovery redoes commits that are
+    // complete, and each of their steps is idempotent (a renamed output already there, or since
+    // consumed, is left alone). The next group's fsync makes it durable anyway. A truncation
+    // (below) is fsynced, and comes only once every commit recorded is complete and durable.
+    this.append({ t: 'done', fs: firings });
+    if (this.size <= COMPACT_BYTES) return;
+    await new Promise<void>((resolve, reject) => fs.ftruncate(this.fd, 0, (err) => (err ? reject(err) : resolve())));
+    await fsyncAsync(this.fd);
+    this.size = 0;
   }
 
   /** Empty the journal: only when no commit is open. */

@@ -39,6 +39,12 @@ export interface NetRunOptions {
    * refills.
    */
   indexWindow?: number;
+  /**
+   * For the kill -9 tests only (test/net/run/group-crash.test.ts): called each time a group of
+   * commits is recorded in the journal, before any of it is carried out, with its size.
+   * @internal
+   */
+  commitProbe?: (size: number) => void;
 }
 
 export interface RunActivity {

@@ -7,10 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../log.js';
-import type { TransitionSpec } from '../model/model.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
-import type { OutputSource, RanOutcome } from './firing.js';
+import { removeStaging, type OutputSource, type RanOutcome } from './firing.js';
+import { runAsOf } from './permissions.js';
 import type { NetEvent } from './options.js';
 import type { Firing, TransitionRun } from './state.js';
 
@@ -28,8 +28,12 @@ export interface OutcomeContext {
   transition(name: string): TransitionRun;
   place(name: string): Place;
   firings(): Iterable<Firing>;
-  /** Commit through the journal (commit.ts); false: try later. */
-  commit(firing: string, t: TransitionSpec, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[]): Array<{ place: string; seq: bigint }> | false;
+  /**
+   * Commit the firing's outputs and consume its tokens through the journal (commit.ts), in a
+   * group: `then` runs once it has committed. Refused (a bounded place full), the firing is
+   * resolved again later.
+   */
+  commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void;
   /** Forget a firing: its staging goes (unless removeDir is false), its tokens are free again. */
   drop(f: Firing, removeDir?: boolean): void;
   /** Launch the firing again after this many ms (unless the run stops meanwhile). */
@@ -37,7 +41,7 @@ export interface OutcomeContext {
   emit(e: NetEvent): void;
 }
 
-/** Resolve a finished firing; true when it is gone from the set. */
+/** Resolve a finished firing; true when it is gone from the set or on its way to commit. */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
   const o = f.outcome!;
   const run = ctx.transition(f.transition.name);
@@ -50,8 +54,7 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
     return true;
   }
   if ('nop' in o) {
-    if (ctx.commit(f.id, f.transition, [], f.tokens) === false) return false;
-    ctx.drop(f, false);
+    ctx.commit(f, [], () => ctx.drop(f, false));
     return true;
   }
   if (o.abandoned) {
@@ -69,15 +72,15 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
 
 function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {
   const outputs = [...o.outputs].map(([place, src]) => ({ place, content: content(f, src) }));
-  const committed = ctx.commit(f.id, f.transition, outputs, f.tokens);
-  if (committed === false) return false;
-  run.fired++;
-  ctx.totals.fired++;
-  run.lastFired = Date.now();
-  run.monitor.fired(run.lastFired, o.durationMs);
-  remember(run, f, o);
-  ctx.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
-  ctx.drop(f);
+  ctx.commit(f, outputs, (committed) => {
+    run.fired++;
+    ctx.totals.fired++;
+    run.lastFired = Date.now();
+    run.monitor.fired(run.lastFired, o.durationMs);
+    remember(run, f, o);
+    ctx.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
+    ctx.drop(f);
+  });
   return true;
 }
 
@@ -91,7 +94,7 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome)
     run.retried++;
     f.outcome = undefined;
     f.running = true; // holds its worker while it waits to be retried
-    fs.rmSync(f.dir, { recursive: true, force: true });
+    removeStaging(f.transition, f.dir, runAsOf(f.transition));
     ctx.retryAfter(f, RETRY_DELAY_MS * f.attempt);
     return false;
   }
@@ -123,11 +126,13 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
   ];
   const outputs = f.tokens.map((tok) => ({
     place: errorPlace,
-    content: { env: inherited([tok], tok.key, extra), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
+    // ERROR_PLACE: where `net retry` puts it back (each input of an and-merge to its own place).
+    content: { env: inherited([tok], tok.key, [...extra, ['ERROR_PLACE', tok.place]]), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
   }));
-  if (ctx.commit(f.id, f.transition, outputs, f.tokens) === false) return false;
-  ctx.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
-  ctx.drop(f);
+  ctx.commit(f, outputs, () => {
+    ctx.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
+    ctx.drop(f);
+  });
   return true;
 }
 

@@ -19,11 +19,11 @@ export interface Recovered {
 }
 
 /** Recover the net whose state is in stateDir, and open the committer's journal. */
-export function recover(committer: Committer, places: Iterable<Place>, next: Map<string, bigint>, stateDir: string, stagingDir: string): Recovered {
+export async function recover(committer: Committer, places: Iterable<Place>, next: Map<string, bigint>, stateDir: string, stagingDir: string): Promise<Recovered> {
   const journalPath = path.join(stateDir, 'journal');
   const pending = Journal.pending(journalPath);
   committer.journal = new Journal(journalPath);
-  for (const c of pending) committer.carryOut(c);
+  await committer.carryOut(pending);
   let nops = 0;
   let removed = 0;
   for (const p of places) {

@@ -25,6 +25,12 @@ export interface Firing {
   /** Ordinal among the transition's firings, for commit order. */
   ordinal: number;
   running: boolean;
+  /** Aborts this firing alone (`net pause --kill`); the run's stop aborts every firing. */
+  stop?: AbortController;
+  /** Asked to commit, its group not yet ended: it blocks nothing behind it (commits keep their order). */
+  committing?: boolean;
+  /** Its commit was refused (a bounded place full): not asked again until something changes. */
+  refused?: boolean;
 }
 
 export interface TransitionRun {
@@ -76,13 +82,21 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
   return { spec, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() };
 }
 
-/** The transitions as the scheduler sees them (all stopped while the run stops), and-merges with their sets (mergeView). */
-export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
+/**
+ * The transitions as the scheduler sees them (all stopped while the run stops; a paused one starts
+ * nothing), and-merges with their complete sets (mergeView).
+ */
+export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, paused: ReadonlySet<string> | undefined, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
+  // A transition's workers bound its commands running at once. A firing whose command has ended
+  // and whose group is committing holds none: its successors run while the group commits (the
+  // pool counts only running firings too). It is gone within a group's time, so a transition has
+  // at most GROUP_MAX such firings beyond its workers.
   const open = new Map<TransitionSpec, number>();
-  for (const f of firings) open.set(f.transition, (open.get(f.transition) ?? 0) + 1);
+  for (const f of firings) if (!f.committing) open.set(f.transition, (open.get(f.transition) ?? 0) + 1);
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
-    m.set(r.spec.name, transitionState(r.spec, open.get(r.spec) ?? 0, !!r.stopped || stopping, r.service.samples(), mergeView(r.spec)));
+    const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
+    m.set(r.spec.name, transitionState(r.spec, open.get(r.spec) ?? 0, halted, r.service.samples(), mergeView(r.spec)));
   }
   return m;
 }

@@ -103,6 +103,14 @@ describeIfPresent('net serve in a browser', hasChromium ? [] : [`chromium (${CHR
       expect(await page.locator('#detail').textContent()).toContain('exited with status 1');
       await page.waitForFunction(() => document.querySelector('#place-failed')?.getAttribute('data-tokens') === '1', undefined, { timeout: 5000 });
 
+      // An error token says where it failed and how often it was retried; a paused transition says so.
+      await page.locator('#place-failed').click();
+      await page.waitForFunction(() => document.querySelector('#tokens tr:nth-child(2) td:nth-child(6)')?.textContent?.startsWith('finish: exited with status 1'), undefined, { timeout: 5000 });
+      expect(await page.locator('#tokens tr').first().textContent()).toBe('seqkeyageparamsretriedfailed in');
+      net.pause('finish', { reason: 'look <b>here</b>', by: 'tester' });
+      await page.waitForFunction(() => document.body.textContent?.includes('by tester: look <b>here</b>'), undefined, { timeout: 5000 });
+      net.resume('finish');
+
       // Nothing from the net ran as script.
       expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
       expect(dialogs).toEqual([]);

@@ -133,6 +133,13 @@ describe('net serve over HTTP', () => {
     expect((await raw(server, 'GET', '/')).body).not.toContain('alert');
   });
 
+  test('an error token lists its RETRIED count and where it failed', async () => {
+    const { server, net } = await start();
+    await net.put('done', Buffer.from('x'), { key: 'e', env: { ERROR_TRANSITION: 'finish', ERROR_REASON: 'exited with status 1', RETRIED: '2' } });
+    const j = JSON.parse((await raw(server, 'GET', '/api/place/done')).body);
+    expect(j.tokens[0]).toMatchObject({ key: 'e', retried: 2, error: { transition: 'finish', reason: 'exited with status 1' } });
+  });
+
   test('/metrics parses as Prometheus text with the places and transitions', async () => {
     const { server, net } = await start();
     await net.put('inbox', Buffer.from('x'));

@@ -93,7 +93,7 @@ function update(r) {
   const transitions = $('transitions').tBodies[0];
   transitions.textContent = '';
   for (const t of r.transitions) {
-    const note = t.stopped ? `STOPPED: ${t.stopped.reason}` : t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '';
+    const note = t.stopped ? `STOPPED: ${t.stopped.reason}` : t.paused ? t.paused.text : t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '';
     const service = t.meanServiceMs === undefined ? '–' : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
     transitions.appendChild(
       row([t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), num(t.sinceLastFiredMs === undefined ? '–' : `${age(t.sinceLastFiredMs)} ago`), note], t.failing),
@@ -151,8 +151,11 @@ function renderPlace(body, d) {
   if (!d.tokens.length) return;
   const t = el('table');
   t.id = 'tokens';
-  t.appendChild(row(['seq', 'key', 'age', 'params'].map((h) => el('th', h))));
-  for (const tok of d.tokens) t.appendChild(row([num(tok.seq), tok.nop ? '(NOP)' : tok.key, num(age(tok.ageMs)), el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params')]));
+  t.appendChild(row(['seq', 'key', 'age', 'params', 'retried', 'failed in'].map((h) => el('th', h))));
+  for (const tok of d.tokens) {
+    const failed = tok.error ? `${tok.error.transition}: ${tok.error.reason}` : '';
+    t.appendChild(row([num(tok.seq), tok.nop ? '(NOP)' : tok.key, num(age(tok.ageMs)), el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params'), num(tok.retried || ''), failed]));
+  }
   body.appendChild(t);
 }
 

@@ -1,0 +1,37 @@
+/**
+ * The net's set-aside queue (STATE/set-aside, set-aside.ts) and the NOPs that take set-aside
+ * tokens' numbers, as both an operator's move and its recovery (operator.ts) need them.
+ */
+import path from 'node:path';
+import { unlinkQuietly } from '../../io.js';
+import { readHeaderFileSync } from '../../job-headers.js';
+import type { NetModel, PlaceSpec } from '../model/model.js';
+import { Place, publishDurably } from '../place/place.js';
+import { numberedName } from '../place/token.js';
+
+/** The set-aside queue's name among the places a move writes (no net place can be named so). */
+export const SET_ASIDE = '(set-aside)';
+/** The staged NOP that takes a set-aside token's number: net-op-nop-*.part. */
+export const NOP_PART_PREFIX = 'net-op-nop-';
+
+/** The set-aside queue of a net. */
+export function setAsidePlace(net: NetModel): Place {
+  const spec: PlaceSpec = { name: SET_ASIDE, dir: path.join(net.stateDir, 'set-aside'), order: 'arrival' };
+  return new Place(spec, 'arrival');
+}
+
+/**
+ * Recovery of a staged NOP (the caller holds the place's writers): published when no token holds
+ * its number any more (the move consumed the token), removed when the token is still there.
+ */
+export function settleNopPart(p: Place, part: string): void {
+  let seq: bigint;
+  try {
+    seq = readHeaderFileSync(part).seq;
+  } catch {
+    unlinkQuietly(part); // cut short before it was complete: the move was never recorded
+    return;
+  }
+  if (p.holds(seq)) unlinkQuietly(part);
+  else publishDurably(part, p.queue.jobPath(numberedName(seq)));
+}

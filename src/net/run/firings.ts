@@ -1,0 +1,223 @@
+/**
+ * A run's open firings, from their start to their commit: started on the tokens the scheduler
+ * chose, launched (and launched again on a retry), and, once finished, resolved in commit order
+ * by the failure policy (outcome.ts), whose commits go to the committer in groups (commit.ts).
+ *
+ * Commits keep order: a finished firing waits until every firing started before it on the same
+ * sequence place has committed or is committing, and (unless `order: none`) every earlier firing
+ * of its own transition. A failed firing is retried on the same tokens, so what waits behind it
+ * waits. A group's results come back while the run does other things; the run applies them
+ * (applyCommits) between two scans of the places, never during one.
+ */
+import path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
+import type { Logger } from '../../log.js';
+import { mayCommit } from '../plan/commit-order.js';
+import type { Start } from '../plan/scheduler.js';
+import type { TokenContent } from '../place/token.js';
+import type { CommitResult, Committer } from './commit.js';
+import { fire, removeStaging } from './firing.js';
+import type { NetEvent } from './options.js';
+import { resolve, type OutcomeContext } from './outcome.js';
+import { runAsOf } from './permissions.js';
+import type { RunPlaces } from './places.js';
+import type { Firing, TransitionRun } from './state.js';
+
+type Committed = Extract<CommitResult, { committed: true }>;
+
+/** What the open firings need of their run. */
+export interface FiringsContext {
+  readonly log: Logger;
+  readonly stateDir: string;
+  readonly places: RunPlaces;
+  readonly committer: Committer;
+  readonly trans: Map<string, TransitionRun>;
+  readonly signal: AbortSignal;
+  /** Firings committed and failed for good, over the run. */
+  readonly totals: { fired: number; failed: number };
+  stopping(): boolean;
+  emit(e: NetEvent): void;
+  /** Something changed: the run looks again. */
+  poke(): void;
+  /** Wake the run without anything to rescan (a refused commit: a drain may drop it). */
+  nudge(): void;
+  /** The run's view changed (tokens freed or committed): schedule again. */
+  changed(): void;
+}
+
+export class OpenFirings {
+  readonly set = new Set<Firing>();
+  readonly retryTimers = new Set<NodeJS.Timeout>();
+  /** Groups' results not yet applied to the run's view. */
+  private readonly results: Array<{ f: Firing; r: Committed; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
+  /** A refused commit may go through now: something changed since it was refused. */
+  private retryRefused = false;
+  private readonly outcomes: OutcomeContext;
+
+  constructor(private readonly ctx: FiringsContext) {
+    this.outcomes = {
+      log: ctx.log,
+      logsDir: path.join(ctx.stateDir, 'logs'),
+      totals: ctx.totals,
+      stopping: () => ctx.stopping(),
+      transition: (name) => ctx.trans.get(name)!,
+      place: (name) => ctx.places.get(name)!,
+      firings: () => this.set,
+      commit: (f, outputs, then) => this.commit(f, outputs, then),
+      drop: (f, removeDir) => this.drop(f, removeDir),
+      retryAfter: (f, ms) => this.retryAfter(f, ms),
+      emit: (e) => ctx.emit(e),
+    };
+  }
+
+  private get stagingDir(): string {
+    return path.join(this.ctx.stateDir, 'staging');
+  }
+
+  /** Workers held: firings running, or waiting to be retried. */
+  running(): number {
+    let n = 0;
+    for (const f of this.set) if (f.running) n++;
+    return n;
+  }
+
+  /** Anything a file event or a finished firing may change: refused commits are asked again. */
+  wake(): void {
+    this.retryRefused = true;
+  }
+
+  /** Start a firing on the tokens the scheduler chose. */
+  begin(s: Start): void {
+    const run = this.ctx.trans.get(s.transition)!;
+    const tokens = s.tokens.map(({ place, token }) => this.ctx.places.get(place)!.tokens.get(token.filename)!);
+    this.ctx.places.claim(tokens);
+    const f: Firing = { id: uuidv4(), transition: run.spec, key: tokens[0]!.key, tokens, attempt: 0, started: Date.now(), dir: '', ordinal: run.nextOrdinal++, running: !s.skip };
+    this.set.add(f);
+    if (s.skip) {
+      // A NOP: nothing to run; it commits (is consumed) in its turn.
+      f.outcome = { nop: true };
+      return;
+    }
+    this.launch(f);
+  }
+
+  private launch(f: Firing): void {
+    const run = this.ctx.trans.get(f.transition.name)!;
+    f.attempt++;
+    f.running = true;
+    f.outcome = undefined;
+    f.started = Date.now();
+    f.dir = path.join(this.stagingDir, `${f.transition.name}-${f.id}-${f.attempt}`); // a prefix: see stagingOf
+    this.ctx.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
+    run.running++;
+    f.stop = new AbortController(); // this firing alone (`net pause --kill`); the run's stop aborts every firing
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: AbortSignal.any([this.ctx.signal, f.stop.signal]), runAs: runAsOf(f.transition) }).then((outcome) => {
+      run.running--;
+      f.running = false;
+      f.outcome = outcome;
+      if (!outcome.abandoned) run.service.record(outcome.durationMs);
+      this.ctx.poke();
+    });
+  }
+
+  /** Commit or resolve every finished firing whose turn it is. */
+  settle(): void {
+    if (this.retryRefused) for (const f of this.set) f.refused = false;
+    this.retryRefused = false;
+    const isSequence = (place: string) => this.ctx.places.get(place)!.order === 'sequence';
+    // Those committing block nothing: their group commits before any later one.
+    const blocking = this.notCommitting();
+    for (let progress = true; progress; ) {
+      progress = false;
+      for (const f of [...blocking].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started)) {
+        if (!f.outcome || f.refused || f.committing || !this.set.has(f) || !mayCommit(f, blocking, isSequence)) continue;
+        if (resolve(this.outcomes, f)) progress = true;
+      }
+    }
+  }
+
+  /** The open firings not committing, as they are whenever iterated. */
+  private notCommitting(): Iterable<Firing> {
+    const set = this.set;
+    return {
+      *[Symbol.iterator]() {
+        for (const f of set) if (!f.committing) yield f;
+      },
+    };
+  }
+
+  /** Ask the committer for f's commit; its result waits for applyCommits. */
+  private commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void {
+    f.committing = true;
+    this.ctx.committer.submit({ firing: f.id, transition: f.transition.name, outputs, inputs: f.tokens }, (r) => {
+      if (r.committed) this.results.push({ f, then, r });
+      else {
+        f.committing = false; // resolved again in its turn
+        f.refused = !r.behind; // refused itself: it waits for a change (a reader's commit, a file event)
+      }
+      // Not a poke: that would ask the refused ones again at once, and a firing refused behind
+      // one of them would be refused with it, again and again. A commit applied asks them again.
+      if (r.committed || r.behind) this.ctx.changed();
+      this.ctx.nudge();
+    });
+  }
+
+  /** Apply the groups' results to the run's view: outputs indexed, inputs forgotten, then what the policy does on commit. */
+  applyCommits(): void {
+    const now = Date.now();
+    for (const { f, r, then } of this.results.splice(0)) {
+      f.committing = false;
+      for (const p of r.published) this.ctx.places.published(p.output, p.header, now);
+      for (const tok of f.tokens) {
+        this.ctx.places.get(tok.place)!.forget(tok.filename);
+        this.ctx.places.consumed(tok);
+      }
+      this.retryRefused = true;
+      this.ctx.changed();
+      then(r.outputs);
+    }
+  }
+
+  /**
+   * With --drain or while stopping: when nothing runs any more and finished firings are left, they
+   * wait for room in a bounded place that nothing in this run will empty (its reader stopped, or
+   * a put filled it). Their tokens go back (their work is lost, the tokens are not); they are
+   * left over if they still cannot fire.
+   */
+  dropBlocked(drain: boolean): void {
+    if (!drain && !this.ctx.stopping()) return;
+    if (this.set.size === 0 || this.retryTimers.size > 0) return;
+    for (const f of this.set) if (f.running || !f.outcome || f.committing) return;
+    for (const f of [...this.set]) {
+      this.ctx.log.warn('net', `${f.transition.name}: a finished firing on key ${f.key} can not commit (a bounded output place stays full); its tokens go back`);
+      this.drop(f);
+    }
+  }
+
+  private retryAfter(f: Firing, ms: number): void {
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      if (this.ctx.stopping()) {
+        f.running = false;
+        f.outcome = { ok: false, abandoned: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0 };
+        this.ctx.poke();
+        return;
+      }
+      this.launch(f);
+    }, ms);
+    this.retryTimers.add(timer);
+  }
+
+  /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
+  drop(f: Firing, removeDir = true): void {
+    this.set.delete(f);
+    for (const tok of f.tokens) this.ctx.places.release(tok);
+    if (removeDir && f.dir) removeStaging(f.transition, f.dir, runAsOf(f.transition));
+    this.ctx.changed();
+  }
+
+  clearTimers(): void {
+    for (const t of this.retryTimers) clearTimeout(t);
+    this.retryTimers.clear();
+  }
+}
