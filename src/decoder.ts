@@ -52,7 +52,9 @@ const EXIT_GRACE_MS = 5000;
 /**
  * Start the decoder on a job file and read the packet header from its output. With `timeout`
  * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
- * a DecoderError whose `timedOut` is true.
+ * a DecoderError whose `timedOut` is true. One function (about 80 lines) on purpose: the child,
+ * its kill timer and the `aborted` flag are shared by abort(), the timeout and the returned
+ * DecodedJob's getter.
  */
 export async function openThroughDecoder(file: string, decoder: string, timeout?: number): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');

@@ -223,3 +223,29 @@ test('the CLI uses the public API only: the net layer through the entries, and n
   }
   expect(bypass).toEqual([]);
 });
+
+test('no file in src/ over 400 lines, and no function over 80 lines without a comment saying why it is one', async () => {
+  const ts = (await import('typescript')).default;
+  const long: string[] = [];
+  const big: string[] = [];
+  for (const file of sources()) {
+    const text = fs.readFileSync(file, 'utf8');
+    const lines = text.split('\n');
+    const rel = path.relative(ROOT, file);
+    if (lines.length > 400) big.push(`${rel}: ${lines.length} lines`);
+    const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const visit = (node: import('typescript').Node): void => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+        const first = src.getLineAndCharacterOfPosition(node.getStart()).line;
+        const last = src.getLineAndCharacterOfPosition(node.end).line;
+        // The reason is written just above it: its doc comment or a line comment.
+        const above = lines.slice(Math.max(0, first - 12), first).join('\n');
+        if (last - first + 1 > 80 && !/One function/.test(above)) long.push(`${rel}:${first + 1} (${last - first + 1} lines)`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(src);
+  }
+  expect(big).toEqual([]);
+  expect(long).toEqual([]);
+});

@@ -202,7 +202,41 @@ export class NetRunner {
     this.runLock = undefined;
   }
 
-  /** Run until stopped (signal) or, with drain, until nothing can fire. */
+  /** Until poked (a file event, a firing's end, a commit), or until wakeAt (a batch's max-wait, a retry's delay). */
+  private nextWake(wakeAt: number | undefined): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.dirty) return resolve();
+      // A batch's max-wait may be months away: setLongTimeout, not setTimeout, which would fire at once.
+      const cancelWake = wakeAt !== undefined ? setLongTimeout(() => this.poke(), Math.max(0, wakeAt - Date.now()) + 5) : undefined;
+      this.wake = () => {
+        cancelWake?.();
+        resolve();
+      };
+    });
+  }
+
+  /** Follow the operators' pauses (operate/pause.ts); returns how to stop following them. */
+  private watchPauses(): () => void {
+    this.pauses = new Pauses(this.net.stateDir);
+    return this.pauses.watch(() => {
+      // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
+      for (const f of this.firings.set) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort();
+      this.poke();
+    });
+  }
+
+  /** Nothing can start: whatever is left waits forever, for its own reason or none in particular. */
+  private leftovers(): Leftover[] {
+    const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
+    const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
+    return describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map((l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l));
+  }
+
+  /**
+   * Run until stopped (signal) or, with drain, until nothing can fire. One function (about 90
+   * lines) on purpose: the loop's state (the stop handler and its grace timer, idleReported, the
+   * last yield, wakeAt) is shared by its steps and by the finally block that ends the run.
+   */
   async run(): Promise<NetRunSummary> {
     checkSeconds(this.opts.grace, 'Net.run: grace');
     await this.open();
@@ -221,12 +255,7 @@ export class NetRunner {
     let stopWatchingPauses: (() => void) | undefined;
     try {
       this.places.watch(this.watchers, this.poke, this.abort.signal, this.log);
-      this.pauses = new Pauses(this.net.stateDir);
-      stopWatchingPauses = this.pauses.watch(() => {
-        // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
-        for (const f of this.firings.set) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort();
-        this.poke();
-      });
+      stopWatchingPauses = this.watchPauses();
       let idleReported = false;
       let yielded = Date.now();
       for (;;) {
@@ -279,23 +308,12 @@ export class NetRunner {
               quiet = wakeAt === undefined;
             }
             if (quiet) {
-              const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
-              const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
-              // Nothing can start: whatever is left waits forever, for its own reason or none in particular.
-              leftovers = describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map((l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l));
+              leftovers = this.leftovers();
               break;
             }
           }
         } else idleReported = false;
-        await new Promise<void>((resolve) => {
-          if (this.dirty) return resolve();
-          // A batch's max-wait may be months away: setLongTimeout, not setTimeout, which would fire at once.
-          const cancelWake = wakeAt !== undefined ? setLongTimeout(() => this.poke(), Math.max(0, wakeAt - Date.now()) + 5) : undefined;
-          this.wake = () => {
-            cancelWake?.();
-            resolve();
-          };
-        });
+        await this.nextWake(wakeAt);
       }
     } finally {
       cancelGrace?.();
