@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { closeQuietly, unlinkQuietly } from '../../io.js';
+import { closeQuietly } from '../../io.js';
 import { runDetached, StartError } from '../../exec.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../../jobenv.js';
 import { fdStream } from '../../packet/index.js';
@@ -159,11 +159,13 @@ export function stagingOf(dir: string, runAs: RunAs | undefined): { stderr: stri
 }
 
 /** Remove a firing's files (those it may have made: the others are not there). */
-export function removeStaging(t: TransitionSpec, dir: string, runAs: RunAs | undefined): void {
+export async function removeStaging(t: TransitionSpec, dir: string, runAs: RunAs | undefined): Promise<void> {
   if (!t.run && !t.fn) return; // a move stages nothing
-  if (runAs) return fs.rmSync(dir, { recursive: true, force: true });
+  if (runAs) return fs.promises.rm(dir, { recursive: true, force: true });
   const files = stagingOf(dir, runAs);
-  for (const f of [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))]) unlinkQuietly(f);
+  // On libuv's pool: the names are this firing's alone and nothing reads them again.
+  const names = [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
+  await Promise.all(names.map((f) => fs.promises.unlink(f).catch(() => {})));
 }
 
 /** A missing or extra output file is a failure. */
@@ -279,10 +281,11 @@ async function runFunction(
     if (value !== undefined && value !== null) {
       if (!single) throw new Error('returned a value, but it has no single output place: write the files in ctx.outputs');
       const dest = outPaths[t.outputs[0]!]!;
-      if (typeof value === 'string' || value instanceof Uint8Array) fs.writeFileSync(dest, value);
+      // On libuv's pool: creating a file waits on the file system's journal while groups commit.
+      if (typeof value === 'string' || value instanceof Uint8Array) await fs.promises.writeFile(dest, value);
       else await pipeline(value as Readable, fs.createWriteStream(dest));
     } else if (single && !fs.existsSync(outPaths[t.outputs[0]!]!)) {
-      fs.writeFileSync(outPaths[t.outputs[0]!]!, ''); // like a command that printed nothing
+      await fs.promises.writeFile(outPaths[t.outputs[0]!]!, ''); // like a command that printed nothing
     }
     return { ok: true, abandoned: false };
   } catch (err) {

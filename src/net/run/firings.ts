@@ -48,6 +48,8 @@ export interface FiringsContext {
 export class OpenFirings {
   readonly set = new Set<Firing>();
   readonly retryTimers = new Set<NodeJS.Timeout>();
+  /** Staging files being removed (off the event loop): the run waits for them as it ends. */
+  private readonly removing = new Set<Promise<void>>();
   /** Groups' results not yet applied to the run's view. */
   private readonly results: Array<{ f: Firing; r: Committed; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
   /** A refused commit may go through now: something changed since it was refused. */
@@ -209,10 +211,19 @@ export class OpenFirings {
   }
 
   /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
+  /** Resolves once every staging file dropped so far is removed. */
+  async removed(): Promise<void> {
+    await Promise.all([...this.removing]);
+  }
+
   drop(f: Firing, removeDir = true): void {
     this.set.delete(f);
     for (const tok of f.tokens) this.ctx.places.release(tok);
-    if (removeDir && f.dir) removeStaging(f.transition, f.dir, runAsOf(f.transition));
+    if (removeDir && f.dir) {
+      const p = removeStaging(f.transition, f.dir, runAsOf(f.transition)).catch(() => {});
+      this.removing.add(p);
+      void p.then(() => this.removing.delete(p));
+    }
     this.ctx.changed();
   }
 

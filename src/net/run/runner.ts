@@ -321,6 +321,7 @@ export class NetRunner {
       signal?.removeEventListener('abort', onStop);
       this.abort.abort();
       await this.committer.idle(); // a group under way ends before the journal closes
+      await this.firings.removed();
       this.live.cancel();
       this.live.run(true);
       this.live.cancel();

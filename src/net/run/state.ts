@@ -11,6 +11,7 @@ import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
+import { GROUP_MAX } from './commit.js';
 
 /** A firing from its start to its commit. */
 export interface Firing {
@@ -88,11 +89,16 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
  */
 export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, paused: ReadonlySet<string> | undefined, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
   // A transition's workers bound its commands running at once. A firing whose command has ended
-  // and whose group is committing holds none: its successors run while the group commits (the
-  // pool counts only running firings too). It is gone within a group's time, so a transition has
-  // at most GROUP_MAX such firings beyond its workers.
+  // and whose commit is asked for holds none while up to a group's worth (GROUP_MAX) of them wait:
+  // its successors run while the group commits (the pool counts only running firings too). Beyond
+  // that they count again, so that the open firings, which every decision walks, stay few.
   const open = new Map<TransitionSpec, number>();
-  for (const f of firings) if (!f.committing) open.set(f.transition, (open.get(f.transition) ?? 0) + 1);
+  const committing = new Map<TransitionSpec, number>();
+  for (const f of firings) {
+    const counts = f.committing ? committing : open;
+    counts.set(f.transition, (counts.get(f.transition) ?? 0) + 1);
+  }
+  for (const [t, n] of committing) if (n > GROUP_MAX) open.set(t, (open.get(t) ?? 0) + n - GROUP_MAX);
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
     const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
