@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { DecoderError } from './errors.js';
-import { spawnPiped } from './exec.js';
+import { spawnTalking } from './exec.js';
 import { checkSeconds, setLongTimeout } from './timer.js';
 import { closeQuietly } from './io.js';
 import { readHeaderFromStream } from './packet/read.js';
@@ -62,7 +62,7 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   let child: ChildProcess;
   try {
-    child = spawnPiped(decoderShell(), ['-c', decoder], fd);
+    child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit']);
   } finally {
     closeQuietly(fd); // the child has its own copy
   }

@@ -14,7 +14,7 @@
  * about 0.6 ms a job instead of 1.4-2.2 ms), with the same semantics; without the addon, or with
  * FSPL_NO_NATIVE=1, child_process does it all.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { ExecError } from './errors.js';
@@ -266,10 +266,24 @@ function startDetached(o: DetachedOptions, onExit: (exit: { code: number | null;
   return child.pid;
 }
 
+/** Where a talking child's stdin, stdout and stderr go: a descriptor of ours, a pipe to us, ours, or nowhere. */
+export type ChildStdio = [number | 'pipe' | 'ignore', 'pipe' | 'ignore', 'pipe' | 'inherit' | 'ignore'];
+
 /**
- * A child reading `stdin` (a descriptor), its stdout a pipe to us, its stderr ours: a decoder
- * (decoder.ts), which reads what it writes as it comes and has its own kill policy.
+ * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder
+ * (decoder.ts: stdin a job file, stdout read as it comes), an ssh connection to another host
+ * (hosts/ssh-send.ts, hosts/drain.ts). Beside runCommand (jobs), runDetached (firings) and
+ * lookupSync, the only way src/ starts a process (test/structure.test.ts holds it so).
  */
-export function spawnPiped(command: string, args: string[], stdin: number): ChildProcess {
-  return spawn(command, args, { stdio: [stdin, 'pipe', 'inherit'] });
+export function spawnTalking(command: string, args: readonly string[], stdio: ChildStdio, signal?: AbortSignal): ChildProcess {
+  return spawn(command, args, { stdio, signal });
+}
+
+/** The output of a short lookup command (getent), or undefined when it fails or cannot start. */
+export function lookupSync(command: string, args: readonly string[]): string | undefined {
+  try {
+    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return undefined;
+  }
 }

@@ -249,3 +249,14 @@ test('no file in src/ over 400 lines, and no function over 80 lines without a co
   expect(big).toEqual([]);
   expect(long).toEqual([]);
 });
+
+test('one spawner: only exec.ts starts processes (node:child_process at run time) and calls the addon to spawn', () => {
+  const spawners: string[] = [];
+  for (const file of sources()) {
+    const rel = path.relative(SRC, file);
+    if (rel === 'exec.ts' || rel === 'native.ts') continue;
+    const text = fs.readFileSync(file, 'utf8');
+    if (/^import\s+(?!type\b)[^;]*from\s+'node:child_process'/m.test(text) || /\bnativeSpawn\w*\(/.test(text)) spawners.push(rel);
+  }
+  expect(spawners).toEqual([]);
+});

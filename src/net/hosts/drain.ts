@@ -29,9 +29,9 @@
  * keeps its copies, so it can't tell what was delivered). Start the runs that write synced
  * places before draining the host that reads them.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnTalking } from '../../exec.js';
 import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from './hosts.js';
 import type { NetModel } from '../model/model.js';
 import { shellQuote } from './receive-script.js';
@@ -199,7 +199,7 @@ export async function look(u: UpstreamHost, signal?: AbortSignal): Promise<{ loo
   const [cmd, ...args] = u.config.ssh;
   const remote = `sh -c ${shellQuote(LOOK_SCRIPT)} fspl-look ${[u.activity, ...dirs].map(shellQuote).join(' ')}`;
   return new Promise((resolve) => {
-    const child = spawn(cmd!, [...args, remote], { stdio: ['ignore', 'pipe', 'pipe'], signal });
+    const child = spawnTalking(cmd!, [...args, remote], ['ignore', 'pipe', 'pipe'], signal);
     let out = '';
     let err = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -6,11 +6,12 @@
  * one frame each (`ID SEQ LENGTH` line, then the bytes), acknowledged one by one while the next
  * are sent.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { NetError } from '../../errors.js';
+import { spawnTalking } from '../../exec.js';
 import { describeVerifierProblem, parseUnusable, receiveCommand, type VerifierProblem } from './receive-script.js';
 
 export interface OutgoingPacket {
@@ -82,7 +83,7 @@ export function packetId(filename: string): string {
  */
 export async function sendPackets(ssh: string[], remoteDir: string, packets: OutgoingPacket[], opts: SendOptions = {}): Promise<SendResult> {
   const [cmd, ...args] = ssh;
-  const child = spawn(cmd!, [...args, receiveCommand(remoteDir, opts.fspl)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawnTalking(cmd!, [...args, receiveCommand(remoteDir, opts.fspl)], ['pipe', 'pipe', 'pipe']);
   opts.onSpawn?.(child);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {

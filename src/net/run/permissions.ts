@@ -13,10 +13,10 @@
  *
  * Users and groups are looked up with getent (so NSS users work too), once per run.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { NetError } from '../../errors.js';
+import { lookupSync } from '../../exec.js';
 import { readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import type { NetWarning } from '../model/check.js';
 
@@ -28,12 +28,7 @@ export interface RunAs {
 }
 
 function getent(db: 'passwd' | 'group', key: string): string[] | undefined {
-  try {
-    const out = execFileSync('getent', [db, key], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    return out.split('\n')[0]!.split(':');
-  } catch {
-    return undefined;
-  }
+  return lookupSync('getent', [db, key])?.split('\n')[0]!.split(':');
 }
 
 const cache = new Map<string, RunAs | undefined>();
