@@ -23,6 +23,9 @@ export function setAsidePlace(net: NetModel): Place {
 /**
  * Recovery of a staged NOP (the caller holds the place's writers): published when no token holds
  * its number any more (the move consumed the token), removed when the token is still there.
+ * The publish is durable (publishDurably: rename, then fsync of jobs/). The removals need no
+ * fsync: should a power cut undo one, the .part comes back and the next recovery settles it the
+ * same way (a .part is never read as a token).
  */
 export function settleNopPart(p: Place, part: string): void {
   let seq: bigint;
