@@ -256,6 +256,7 @@ transitions:
       for (const name of fs.readdirSync(jobs)) {
         if (!/^fspl-.*\.fspl$/.test(name)) continue;
         const p = await readPacket({ path: path.join(jobs, name) });
+        p.payload.destroy(); // only the header is read: the file's descriptor goes now, not at GC
         if (p.kind === 'NOP') continue; // a filler for a number a cut undid before its token was published
         out.push(Buffer.from(p.env.find(([k]) => Buffer.from(k).toString() === 'KEY')![1]).toString());
       }
