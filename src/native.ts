@@ -45,6 +45,8 @@ interface Binding {
   ): number;
   /** Absent from addons built before it was added (as are spawn's cwd and flags). */
   reap?(pid: number): [number, number] | null;
+  /** spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; absent from older addons. */
+  spawnStart?(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
@@ -214,11 +216,23 @@ function unwatch(): void {
   sweeper = undefined;
 }
 
+/** What nativeSpawnDetached reports once the start has happened: as NativeSpawnResult. */
+export type DetachedStart = NativeSpawnResult;
+
 /**
  * nativeSpawn for a child that leads a session (and process group) of its own, as
  * child_process's `detached: true`, started in `cwd` (undefined: ours). Many can run at once:
  * nothing waits for them on libuv's thread pool (whose 4 threads they would hold); they are
- * reaped on SIGCHLD. Undefined when the addon is missing, or built before this was added.
+ * reaped on SIGCHLD.
+ *
+ * The start itself happens on the addon's spawner thread, not on this one: posix_spawn holds its
+ * caller until the child has exec'd, 0.15-0.6 ms a start and about 3 ms on a loaded machine,
+ * which the event loop of a net runner paid per firing. `onStarted` comes later (never before
+ * this returns) with the pid, or the errno of a start that failed, or undefined: leave it to
+ * child_process (ENOEXEC, or a C library without posix_spawn's chdir or setsid). Until then the
+ * descriptors must stay open. `onExit` comes after `onStarted`, once the child is reaped.
+ * Returns false (and calls nothing) when the addon is missing or can't take the job; an addon
+ * built before the spawner thread starts it here and calls `onStarted` in a microtask.
  */
 export function nativeSpawnDetached(
   command: string,
@@ -228,18 +242,39 @@ export function nativeSpawnDetached(
   stdout: number,
   stderr: number,
   cwd: string | undefined,
+  onStarted: (start: DetachedStart) => void,
   onExit: (exit: NativeExit) => void,
-): NativeSpawnResult {
+): boolean {
   const b = loadNative();
   const packed = b?.reap && pack(command, args, env);
-  if (!b || !packed) return undefined;
-  // Listening before the child exists, so that its SIGCHLD can't come first.
-  watch();
-  const r = spawnResult(b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT));
-  if (r && 'pid' in r) running.set(r.pid, onExit);
-  else if (running.size === 0) unwatch();
-  // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
-  return r && 'code' in r && r.code === 'ENOSYS' ? undefined : r;
+  if (!b || !packed) return false;
+  const started = (r: number) => {
+    const res = spawnResult(r);
+    // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
+    if (!res || !('pid' in res)) return onStarted(res && res.code === 'ENOSYS' ? undefined : res);
+    running.set(res.pid, onExit);
+    watch();
+    onStarted(res); // first: a kill asked for before the pid was known is sent while it is ours
+    // Its SIGCHLD may have come and gone before the pid was in `running`: it is then a zombie
+    // that only this reap will see (the 500 ms sweep aside).
+    reapOne(res.pid);
+  };
+  if (b.spawnStart) b.spawnStart(command, packed.argv, packed.env, stdin, stdout, stderr, cwd ?? null, SPAWN_SETSID, started);
+  else {
+    const r = b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT);
+    queueMicrotask(() => started(r));
+  }
+  return true;
+}
+
+/** Reap one child of nativeSpawnDetached if it has exited, and call its onExit. */
+function reapOne(pid: number): void {
+  const onExit = running.get(pid);
+  const r = onExit && loaded?.reap?.(pid);
+  if (!onExit || !r) return;
+  running.delete(pid);
+  if (running.size === 0) unwatch();
+  onExit(exitOf(r[0], r[1]));
 }
 
 let errnoNames: Map<number, string> | undefined;
