@@ -14,7 +14,10 @@
  *     Net firings use it too, with a working directory, a session of their own (SPAWN_SETSID)
  *     and no waiter on libuv's thread pool (SPAWN_NOWAIT: a net runs many at once and the pool
  *     has 4 threads); the JS side reaps them with reap() when SIGCHLD comes. In a net runner of
- *     about 100 MiB, a fork per firing held the main thread 3.4 ms; this takes about 1.3 ms.
+ *     about 100 MiB, a fork per firing held the main thread 3.4 ms. posix_spawn still holds its
+ *     caller until the child has exec'd (0.15-0.6 ms, about 2 ms on a loaded machine), so net
+ *     firings go through spawnStart, which performs the same start on a thread of the addon's
+ *     and calls back on the main thread with the pid (see its section below).
  *
  *  2. readHeads(): a queue scan opens every job file, reads its first 4 KiB and closes it.
  *     Through Node's synchronous fs bindings each of those calls costs several microseconds of
@@ -40,6 +43,13 @@
  *     /dev/null. onExit(code, signal) is called once the child has exited: code >= 0 and
  *     signal 0 for a normal exit, code -1 and the signal number when killed. The program is
  *     looked up as execvp(3) does, but in the CHILD's PATH (env), as libuv does.
+ *
+ *     With cwd (a string) the child starts there; flags: SPAWN_SETSID, SPAWN_NOWAIT (no onExit:
+ *     reap the child with reap(pid) -> [code, signal] or null while it runs).
+ *
+ *   spawnStart(file, argv, env, stdinFd, stdoutFd, stderrFd, cwd, flags, onStarted) -> undefined
+ *     spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; onStarted(pid or -errno)
+ *     comes later on the main thread. The fds must stay open until then.
  *
  *   copy(inFd, outFd, limit) -> [copied, errno]
  *     Moves up to limit bytes (-1: no limit) from inFd to outFd, from and at their current
@@ -516,6 +526,7 @@ static void spawner_release(spawner* s) {
 
 static void* spawner_main(void* arg) {
   spawner* s = arg;
+  pthread_setname_np(pthread_self(), "fspl-spawner"); /* as ps and top show it */
   pthread_mutex_lock(&s->lock);
   for (;;) {
     while (!s->head && !s->stopping) pthread_cond_wait(&s->wake, &s->lock);

@@ -12,7 +12,9 @@
  * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
  * optional native addon starts the command with posix_spawn instead (src/native.ts says why:
  * about 0.6 ms a job instead of 1.4-2.2 ms), with the same semantics; without the addon, or with
- * FSPL_NO_NATIVE=1, child_process does it all.
+ * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the
+ * addon's spawner thread, so that the event loop does not wait for the child's exec: its pid
+ * comes back a moment later, and what needs it (a kill) waits for it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';

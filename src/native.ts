@@ -9,7 +9,9 @@
  *   reference's 749 ms. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the
  *   same in about 0.6 ms. No npm library offers that without a far larger native dependency;
  *   execa, built on child_process, is slower still. A net runner starts its firings the same
- *   way (nativeSpawnDetached): there the fork held the main thread 3.4 ms per firing.
+ *   way (nativeSpawnDetached): there the fork held the main thread 3.4 ms per firing. And as
+ *   posix_spawn itself waits for the child's exec (0.15-0.6 ms, about 2 ms on a loaded machine),
+ *   a firing's start happens on a thread of the addon's, off the event loop.
  * - A queue scan is open + pread + close per job file; through Node's synchronous fs bindings
  *   each call carries microseconds of overhead, and a 10,000-job `queue-ls` took 419 ms against a
  *   target near 300 ms. The addon does the three calls per file in C, and decodes the headers
