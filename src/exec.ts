@@ -225,8 +225,8 @@ export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
         return;
       }
       try {
-        // The leader is reaped only on this thread, after its exit is reported: until then its
-        // pid, and so the group's id, cannot have been given to another process.
+        // A leader started by the addon is reaped only on this thread, just before its exit is
+        // reported: until then its pid, and so the group's id, is still ours.
         process.kill(-pid, sig);
       } catch {
         // gone already
