@@ -14,7 +14,10 @@
  *     Net firings use it too, with a working directory, a session of their own (SPAWN_SETSID)
  *     and no waiter on libuv's thread pool (SPAWN_NOWAIT: a net runs many at once and the pool
  *     has 4 threads); the JS side reaps them with reap() when SIGCHLD comes. In a net runner of
- *     about 100 MiB, a fork per firing held the main thread 3.4 ms; this takes about 1.3 ms.
+ *     about 100 MiB, a fork per firing held the main thread 3.4 ms. posix_spawn still holds its
+ *     caller until the child has exec'd (0.15-0.6 ms, about 2 ms on a loaded machine), so net
+ *     firings go through spawnStart, which performs the same start on a thread of the addon's
+ *     and calls back on the main thread with the pid (see its section below).
  *
  *  2. readHeads(): a queue scan opens every job file, reads its first 4 KiB and closes it.
  *     Through Node's synchronous fs bindings each of those calls costs several microseconds of
@@ -40,6 +43,13 @@
  *     /dev/null. onExit(code, signal) is called once the child has exited: code >= 0 and
  *     signal 0 for a normal exit, code -1 and the signal number when killed. The program is
  *     looked up as execvp(3) does, but in the CHILD's PATH (env), as libuv does.
+ *
+ *     With cwd (a string) the child starts there; flags: SPAWN_SETSID, SPAWN_NOWAIT (no onExit:
+ *     reap the child with reap(pid) -> [code, signal] or null while it runs).
+ *
+ *   spawnStart(file, argv, env, stdinFd, stdoutFd, stderrFd, cwd, flags, onStarted) -> undefined
+ *     spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; onStarted(pid or -errno)
+ *     comes later on the main thread. The fds must stay open until then.
  *
  *   copy(inFd, outFd, limit) -> [copied, errno]
  *     Moves up to limit bytes (-1: no limit) from inFd to outFd, from and at their current
@@ -241,63 +251,68 @@ static int spawn_path(pid_t* pid, const char* file, const char* cwd, const posix
   return err;
 }
 
-/* Flags of spawn's 9th argument. */
+/* Flags of spawn's 9th argument (and of spawnStart's 8th). */
 #define SPAWN_SETSID 1 /* the child leads a new session and process group (detached) */
 #define SPAWN_NOWAIT 2 /* no waiter: the caller reaps the child with reap() (on SIGCHLD) */
 
-/* spawn(file, argv, env, stdin, stdout, stderr, onExit, [cwd], [flags]) */
-static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
-  size_t argc = 9;
-  napi_value args[9];
-  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
-  if (argc < 7) {
-    napi_throw_type_error(env, NULL, "spawn: 7 arguments expected");
-    return NULL;
-  }
+/* One start's arguments, owned (malloc'd copies of the JS strings), so that another thread can
+ * perform it (spawnStart) after the JS call has returned. */
+typedef struct {
+  char* file;
+  char* cwd; /* NULL: ours */
+  char* astr;
+  char* estr;
+  char** argv; /* into astr */
+  char** envp; /* into estr */
   int fds[3];
-  for (int i = 0; i < 3; i++) CHECK(napi_get_value_int32(env, args[3 + i], &fds[i]));
-  int flags = 0;
-  if (argc >= 9) {
-    napi_valuetype ft;
-    CHECK(napi_typeof(env, args[8], &ft));
-    if (ft == napi_number) CHECK(napi_get_value_int32(env, args[8], &flags));
-  }
-  char* cwd = NULL;
-  if (argc >= 8) {
-    napi_valuetype ct;
-    CHECK(napi_typeof(env, args[7], &ct));
-    if (ct == napi_string) cwd = get_string(env, args[7], NULL);
-  }
-  napi_valuetype t;
-  CHECK(napi_typeof(env, args[6], &t));
-  if (t != napi_function && !(flags & SPAWN_NOWAIT)) {
-    free(cwd);
-    napi_throw_type_error(env, NULL, "spawn: onExit must be a function");
-    return NULL;
-  }
+  int flags;
+} spawn_args;
 
+static void spawn_args_free(spawn_args* a) {
+  free(a->file);
+  free(a->cwd);
+  free(a->astr);
+  free(a->estr);
+  free(a->argv);
+  free(a->envp);
+}
+
+/* Read file (args[0]), argv (args[1]), env (args[2]), the three fds (args[3..5]) and an optional
+ * cwd (a string, or anything else for none) into `a`. A napi failure has thrown (returns -1);
+ * out of memory returns ENOMEM, to be reported like a failed start. */
+static int spawn_args_read(napi_env env, napi_value* args, napi_value cwd_arg, spawn_args* a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 0; i < 3; i++) {
+    if (napi_get_value_int32(env, args[3 + i], &a->fds[i]) != napi_ok) return fail(env, "spawn: fds expected"), -1;
+  }
+  if (cwd_arg) {
+    napi_valuetype ct;
+    if (napi_typeof(env, cwd_arg, &ct) != napi_ok) return fail(env, "spawn: cwd"), -1;
+    if (ct == napi_string && !(a->cwd = get_string(env, cwd_arg, NULL))) return ENOMEM;
+  }
   size_t alen = 0, elen = 0;
-  char* file = get_string(env, args[0], NULL);
-  char* astr = get_string(env, args[1], &alen);
-  char* estr = get_string(env, args[2], &elen);
-  char** argv = astr ? split_nul(astr, alen) : NULL;
-  char** envp = estr ? split_nul(estr, elen) : NULL;
+  a->file = get_string(env, args[0], NULL);
+  a->astr = get_string(env, args[1], &alen);
+  a->estr = get_string(env, args[2], &elen);
+  a->argv = a->astr ? split_nul(a->astr, alen) : NULL;
+  a->envp = a->estr ? split_nul(a->estr, elen) : NULL;
+  return a->file && a->argv && a->envp ? 0 : ENOMEM;
+}
+
+/* Start the child `a` describes: its pid in *pid, or an errno. Touches no JS value, so it can run
+ * on any thread (js_spawn calls it on the main thread, the spawner thread for spawnStart). */
+static int spawn_run(const spawn_args* a, pid_t* pid) {
   int err = 0;
-  pid_t pid = -1;
   int tmp[3] = {-1, -1, -1};
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   int fa_ok = 0, attr_ok = 0;
-  if (!file || !argv || !envp) {
-    err = ENOMEM;
-    goto done;
-  }
 
   /* The child's fds 0-2. A source that is itself one of 0-2 but bound elsewhere (stdin given as
    * fd 1, say) is first copied above 2, so the dup2s cannot clobber each other. */
   int src[3];
   for (int i = 0; i < 3; i++) {
-    src[i] = fds[i];
+    src[i] = a->fds[i];
     if (src[i] >= 0 && src[i] <= 2 && src[i] != i) {
       tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
       if (tmp[i] < 0) {
@@ -317,9 +332,9 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   fa_ok = 1;
   /* glibc >= 2.29; a directory that can't be entered fails the spawn with chdir's errno.
    * Without it (or without POSIX_SPAWN_SETSID, below): ENOSYS, and the JS side uses child_process. */
-  if (cwd) {
+  if (a->cwd) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
-    if ((err = posix_spawn_file_actions_addchdir_np(&fa, cwd))) goto done;
+    if ((err = posix_spawn_file_actions_addchdir_np(&fa, a->cwd))) goto done;
 #else
     err = ENOSYS;
     goto done;
@@ -347,7 +362,7 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   if ((err = posix_spawnattr_setsigdefault(&attr, &all))) goto done;
   if ((err = posix_spawnattr_setsigmask(&attr, &none))) goto done;
   short sflags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-  if (flags & SPAWN_SETSID) {
+  if (a->flags & SPAWN_SETSID) {
 #ifdef POSIX_SPAWN_SETSID /* glibc >= 2.26 */
     sflags |= POSIX_SPAWN_SETSID;
 #else
@@ -357,22 +372,46 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   }
   if ((err = posix_spawnattr_setflags(&attr, sflags))) goto done;
 
-  err = spawn_path(&pid, file, cwd, &fa, &attr, argv, envp);
+  err = spawn_path(pid, a->file, a->cwd, &fa, &attr, a->argv, a->envp);
 
 done:
   if (fa_ok) posix_spawn_file_actions_destroy(&fa);
   if (attr_ok) posix_spawnattr_destroy(&attr);
   for (int i = 0; i < 3; i++)
     if (tmp[i] >= 0) close(tmp[i]);
-  free(file);
-  free(cwd);
-  free(astr);
-  free(estr);
-  free(argv);
-  free(envp);
+  return err;
+}
+
+/* spawn(file, argv, env, stdin, stdout, stderr, onExit, [cwd], [flags]) */
+static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 9;
+  napi_value args[9];
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
+  if (argc < 7) {
+    napi_throw_type_error(env, NULL, "spawn: 7 arguments expected");
+    return NULL;
+  }
+  int flags = 0;
+  if (argc >= 9) {
+    napi_valuetype ft;
+    CHECK(napi_typeof(env, args[8], &ft));
+    if (ft == napi_number) CHECK(napi_get_value_int32(env, args[8], &flags));
+  }
+  napi_valuetype t;
+  CHECK(napi_typeof(env, args[6], &t));
+  if (t != napi_function && !(flags & SPAWN_NOWAIT)) {
+    napi_throw_type_error(env, NULL, "spawn: onExit must be a function");
+    return NULL;
+  }
+  spawn_args a;
+  int err = spawn_args_read(env, args, argc >= 8 ? args[7] : NULL, &a);
+  a.flags = flags;
+  pid_t pid = -1;
+  if (err == 0) err = spawn_run(&a, &pid);
+  spawn_args_free(&a);
+  if (err < 0) return NULL; /* thrown */
   if (err) return make_int(env, -err);
   if (flags & SPAWN_NOWAIT) return make_int(env, pid);
-
   /* Wait for it on the thread pool. */
   wait_req* req = calloc(1, sizeof *req);
   napi_value name;
@@ -421,6 +460,209 @@ static napi_value js_reap(napi_env env, napi_callback_info cbinfo) {
   CHECK(napi_set_element(env, out, 0, make_int(env, code)));
   CHECK(napi_set_element(env, out, 1, make_int(env, sig)));
   return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* spawnStart: net firings started on a thread of their own                                    */
+/*
+ * posix_spawn returns only once the child has called exec (CLONE_VFORK suspends the calling
+ * thread until then): 0.15-0.6 ms on an idle machine, about 3 ms under load, and a net runner
+ * called it on its event loop for every firing (2.1 ms a firing in the profile of a chain of
+ * `cat`s under load). spawnStart hands the start to one dedicated thread and calls back on the
+ * main thread with the pid (or -errno) through a napi_threadsafe_function.
+ *
+ * Not libuv's pool (napi async work): its 4 threads are shared with the commit's fs calls,
+ * which a start would then wait behind, and the reverse. One thread does the starts one after
+ * the other, in the order asked; that is enough, as a start is well under a millisecond.
+ *
+ * The children are SPAWN_NOWAIT ones: the JS side reaps them with reap() on the main thread
+ * (on SIGCHLD), as before. A child can exit before its pid reaches the main thread; it then
+ * stays a zombie (nothing else reaps it) until the JS side, having registered the pid, tries
+ * reap() once. The caller keeps the child's descriptors open until the callback has come.
+ *
+ * One spawner per napi_env (main thread or worker), made on first use: the state is the data of
+ * the spawnStart function. It is freed once both the env's cleanup hook (which stops and joins
+ * the thread) and the threadsafe function's finaliser have run: Node runs cleanup hooks in
+ * reverse order of registration, so the function (made later) is finalised first, and the
+ * thread must never call it after that (calls are made under the lock, which the finaliser
+ * takes to clear it).
+ */
+
+typedef struct spawn_job {
+  struct spawn_job* next;
+  spawn_args args;
+  napi_ref callback;
+  int result; /* pid, or -errno */
+} spawn_job;
+
+typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  spawn_job *head, *tail; /* waiting to be started, oldest first */
+  int stopping;
+  int thread_ok;
+  pthread_t thread;
+  napi_threadsafe_function tsfn; /* NULL before first use and once finalised */
+  uint32_t in_flight;            /* asked for and not yet called back (main thread only) */
+  int owners;                    /* the cleanup hook, and the tsfn while it lives */
+} spawner;
+
+static void spawn_job_free(spawn_job* j) {
+  spawn_args_free(&j->args);
+  free(j);
+}
+
+static void spawner_release(spawner* s) {
+  if (--s->owners > 0) return;
+  for (spawn_job* j = s->head; j;) {
+    spawn_job* next = j->next;
+    spawn_job_free(j); /* their napi_refs die with the env */
+    j = next;
+  }
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->wake);
+  free(s);
+}
+
+static void* spawner_main(void* arg) {
+  spawner* s = arg;
+  pthread_setname_np(pthread_self(), "fspl-spawner"); /* as ps and top show it */
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    while (!s->head && !s->stopping) pthread_cond_wait(&s->wake, &s->lock);
+    if (s->stopping) break;
+    spawn_job* j = s->head;
+    s->head = j->next;
+    if (!s->head) s->tail = NULL;
+    pthread_mutex_unlock(&s->lock);
+    pid_t pid = -1;
+    int err = spawn_run(&j->args, &pid);
+    j->result = err ? -err : (int)pid;
+    pthread_mutex_lock(&s->lock);
+    /* Under the lock: the finaliser clears tsfn under it too. Unbounded queue: never blocks. */
+    if (!s->tsfn || napi_call_threadsafe_function(s->tsfn, j, napi_tsfn_nonblocking) != napi_ok) spawn_job_free(j);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* On the main thread: hand the result to the JS callback. env is NULL when the function is being
+ * torn down with calls still queued. */
+static void spawner_deliver(napi_env env, napi_value js_cb, void* context, void* data) {
+  (void)js_cb;
+  spawner* s = context;
+  spawn_job* j = data;
+  if (env) {
+    napi_value cb, global, argv[1];
+    if (--s->in_flight == 0) napi_unref_threadsafe_function(env, s->tsfn);
+    if (napi_get_reference_value(env, j->callback, &cb) == napi_ok && cb && napi_get_global(env, &global) == napi_ok &&
+        (argv[0] = make_int(env, j->result))) {
+      napi_call_function(env, global, cb, 1, argv, NULL); /* an exception propagates as uncaught */
+    }
+    napi_delete_reference(env, j->callback);
+  }
+  spawn_job_free(j);
+}
+
+static void spawner_finalize(napi_env env, void* data, void* hint) {
+  (void)env;
+  (void)hint;
+  spawner* s = data;
+  pthread_mutex_lock(&s->lock);
+  s->tsfn = NULL;
+  s->stopping = 1;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->lock);
+  spawner_release(s);
+}
+
+static void spawner_cleanup(void* arg) {
+  spawner* s = arg;
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->lock);
+  if (s->thread_ok) pthread_join(s->thread, NULL); /* at most one start to finish */
+  spawner_release(s);
+}
+
+/* The threadsafe function and the thread, on first use. 0, or -1 with an exception thrown. */
+static int spawner_start(napi_env env, spawner* s) {
+  if (s->thread_ok) return 0;
+  napi_value name;
+  if (napi_create_string_utf8(env, "fspl:spawner", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, s, spawner_finalize, s, spawner_deliver, &s->tsfn) != napi_ok)
+    return fail(env, "spawnStart: cannot make the threadsafe function"), -1;
+  s->owners++;
+  /* Referenced only while starts are in flight: an idle spawner keeps no process alive. */
+  napi_unref_threadsafe_function(env, s->tsfn);
+  /* Every signal blocked in the thread (it inherits the mask): they go to Node's threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = pthread_create(&s->thread, NULL, spawner_main, s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err) {
+    napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
+    napi_throw_error(env, NULL, "spawnStart: cannot start the spawner thread");
+    return -1;
+  }
+  s->thread_ok = 1;
+  return 0;
+}
+
+/* spawnStart(file, argv, env, stdin, stdout, stderr, cwd, flags, onStarted) -> undefined.
+ * onStarted(pid or -errno) comes later, on the main thread. Always SPAWN_NOWAIT: reap() them. */
+static napi_value js_spawn_start(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 9;
+  napi_value args[9];
+  void* data = NULL;
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, &data));
+  spawner* s = data;
+  napi_valuetype t = napi_undefined;
+  if (argc >= 9) CHECK(napi_typeof(env, args[8], &t));
+  if (t != napi_function) {
+    napi_throw_type_error(env, NULL, "spawnStart: 9 arguments expected, the last a function");
+    return NULL;
+  }
+  int flags = 0;
+  CHECK(napi_get_value_int32(env, args[7], &flags));
+  if (spawner_start(env, s) < 0) return NULL;
+  spawn_job* j = calloc(1, sizeof *j);
+  if (!j) return fail(env, "out of memory");
+  int err = spawn_args_read(env, args, args[6], &j->args);
+  j->args.flags = flags | SPAWN_NOWAIT;
+  if (err == 0 && napi_create_reference(env, args[8], 1, &j->callback) != napi_ok) err = -1;
+  if (err) {
+    spawn_job_free(j);
+    return err < 0 ? NULL : fail(env, "out of memory");
+  }
+  if (s->in_flight++ == 0) napi_ref_threadsafe_function(env, s->tsfn);
+  pthread_mutex_lock(&s->lock);
+  if (s->tail) s->tail->next = j;
+  else s->head = j;
+  s->tail = j;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* Make the per-env spawner state and the spawnStart function that carries it. */
+static int spawner_export(napi_env env, napi_value exports) {
+  spawner* s = calloc(1, sizeof *s);
+  napi_value fn;
+  if (!s) return -1;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->wake, NULL);
+  s->owners = 1;
+  if (napi_add_env_cleanup_hook(env, spawner_cleanup, s) != napi_ok) {
+    spawner_release(s);
+    return -1;
+  }
+  if (napi_create_function(env, "spawnStart", NAPI_AUTO_LENGTH, js_spawn_start, s, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "spawnStart", fn) != napi_ok)
+    return -1;
+  return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -952,6 +1194,7 @@ NAPI_MODULE_INIT() {
   if (napi_create_function(env, "reap", NAPI_AUTO_LENGTH, js_reap, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "reap", fn) != napi_ok)
     return NULL;
+  if (spawner_export(env, exports) != 0) return NULL;
   if (napi_create_function(env, "readHeads", NAPI_AUTO_LENGTH, js_read_heads, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "readHeads", fn) != napi_ok)
     return NULL;

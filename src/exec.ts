@@ -12,7 +12,9 @@
  * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
  * optional native addon starts the command with posix_spawn instead (src/native.ts says why:
  * about 0.6 ms a job instead of 1.4-2.2 ms), with the same semantics; without the addon, or with
- * FSPL_NO_NATIVE=1, child_process does it all.
+ * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the
+ * addon's spawner thread, so that the event loop does not wait for the child's exec: its pid
+ * comes back a moment later, and what needs it (a kill) waits for it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
@@ -200,21 +202,32 @@ export class StartError extends Error {
 /**
  * Run a command in a process group of its own to its exit. A timeout or the abort signal kills
  * the group: SIGTERM, then SIGKILL after killGraceMs; once the leader exits, whatever it left in
- * its group is killed too. Rejects with StartError when it can't start.
+ * its group is killed too. Rejects with StartError when it can't start. The descriptors in `o`
+ * must stay open until it settles (the start may happen after this returns).
  *
- * Through the native addon's posix_spawn where it can: child_process fork()s the whole process,
- * which holds its main thread for milliseconds per start (about 3.4 ms here, 2 s of a 6 s net run
- * of 600 short firings); the addon's vfork-style start takes about 0.2 ms. child_process where
- * the addon is missing, and to start a command as another user.
+ * Through the native addon where it can: child_process fork()s the whole process, which holds
+ * its main thread for milliseconds per start (about 3.4 ms here, 2 s of a 6 s net run of 600
+ * short firings). The addon's posix_spawn (vfork-style) runs on a thread of its own, so the
+ * event loop pays only for building the arguments; the pid comes back a little later, and a kill
+ * asked for before it has come is sent as soon as it does. child_process where the addon is
+ * missing, and to start a command as another user.
  */
 export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
   return new Promise((resolve, reject) => {
     let timedOut = false;
     let abandoned = false;
     let pid: number | undefined;
+    /** The last kill asked for before the pid was known: sent once it is. */
+    let pending: NodeJS.Signals | undefined;
     const killGroup = (sig: NodeJS.Signals) => {
+      if (pid === undefined) {
+        pending = sig;
+        return;
+      }
       try {
-        if (pid) process.kill(-pid, sig);
+        // A leader started by the addon is reaped only on this thread, just before its exit is
+        // reported: until then its pid, and so the group's id, is still ours.
+        process.kill(-pid, sig);
       } catch {
         // gone already
       }
@@ -234,36 +247,60 @@ export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
       if (hardKill) clearTimeout(hardKill);
       o.signal?.removeEventListener('abort', onAbort);
     };
-    const onError = (err: NodeJS.ErrnoException) => {
-      done();
-      reject(new StartError(startProblem(err.code, err.message)));
-    };
-    const onExit = ({ code, signal }: { code: number | null; signal: NodeJS.Signals | null }) => {
-      done();
-      // Whatever the command left running in its group goes with it.
-      if (timedOut || abandoned) killGroup('SIGKILL');
-      const status = signal ? 128 + ((os.constants.signals as Record<string, number>)[signal] ?? 0) : code;
-      resolve({ code, signal, status, timedOut, abandoned });
-    };
-    pid = startDetached(o, onExit, onError);
+    startDetached(o, {
+      started(p) {
+        pid = p;
+        if (pending) killGroup(pending);
+      },
+      failed(err) {
+        done();
+        reject(new StartError(startProblem(err.code, err.message)));
+      },
+      exited({ code, signal }) {
+        done();
+        // Whatever the command left running in its group goes with it.
+        if (timedOut || abandoned) killGroup('SIGKILL');
+        const status = signal ? 128 + ((os.constants.signals as Record<string, number>)[signal] ?? 0) : code;
+        resolve({ code, signal, status, timedOut, abandoned });
+      },
+    });
   });
 }
 
-/** Start the group's leader; its pid, or undefined when it could not start (onError then comes). */
-function startDetached(o: DetachedOptions, onExit: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void, onError: (err: NodeJS.ErrnoException) => void): number | undefined {
-  if (!o.runAs) {
-    const r = nativeSpawnDetached(o.command, o.args, o.env, o.stdin === 'ignore' ? -1 : o.stdin, o.stdout, o.stderr, o.cwd, onExit);
-    if (r && 'pid' in r) return r.pid;
-    if (r) {
-      const err: NodeJS.ErrnoException = Object.assign(new Error(`spawn ${o.command} ${r.code}`), { code: r.code, errno: -r.errno, syscall: 'spawn' });
-      queueMicrotask(() => onError(err));
-      return undefined;
-    }
-  }
+/** What becomes of a detached start: its pid, then its exit; or it could not start. */
+interface DetachedEvents {
+  started(pid: number): void;
+  failed(err: NodeJS.ErrnoException): void;
+  exited(exit: { code: number | null; signal: NodeJS.Signals | null }): void;
+}
+
+/** Start the group's leader: through the addon (on its spawner thread) where it can, else child_process. */
+function startDetached(o: DetachedOptions, on: DetachedEvents): void {
+  const viaChildProcess = () => startChildProcess(o, on);
+  if (o.runAs) return viaChildProcess();
+  const taken = nativeSpawnDetached(
+    o.command,
+    o.args,
+    o.env,
+    o.stdin === 'ignore' ? -1 : o.stdin,
+    o.stdout,
+    o.stderr,
+    o.cwd,
+    (r) => {
+      if (r === undefined) viaChildProcess();
+      else if ('pid' in r) on.started(r.pid);
+      else on.failed(Object.assign(new Error(`spawn ${o.command} ${r.code}`), { code: r.code, errno: -r.errno, syscall: 'spawn' }));
+    },
+    on.exited,
+  );
+  if (!taken) viaChildProcess();
+}
+
+function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
   const child = spawn(o.command, o.args, { cwd: o.cwd, env: o.env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
-  child.on('error', onError);
-  child.on('exit', (code, signal) => onExit({ code, signal }));
-  return child.pid;
+  child.on('error', on.failed);
+  child.on('exit', (code, signal) => on.exited({ code, signal }));
+  if (child.pid !== undefined) on.started(child.pid);
 }
 
 /** Where a talking child's stdin, stdout and stderr go: a descriptor of ours, a pipe to us, ours, or nowhere. */

@@ -92,10 +92,12 @@ export class FileLock {
     return this.fd;
   }
 
-  /** Release the lock (closing the descriptor releases it). Safe to call twice. */
+  /** Release the lock. Safe to call twice. */
   release(): void {
     const fd = this.fd;
     this.fd = undefined;
+    if (fd === undefined) return;
+    unlockQuietly(fd);
     closeQuietly(fd);
   }
 }
@@ -110,11 +112,29 @@ export function isLocked(path: string): boolean {
   }
   try {
     fsExt.flockSync(fd, 'shnb');
+    unlockQuietly(fd);
     return false;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     return code === 'EAGAIN' || code === 'EWOULDBLOCK';
   } finally {
     closeQuietly(fd);
+  }
+}
+
+/**
+ * Drop the lock held through fd before closing it. Closing alone would do, but only once every
+ * copy of the descriptor is closed: a child being started on the addon's spawner thread
+ * (src/native.ts) holds a copy of all our descriptors from its clone until its exec closes them
+ * (they are close-on-exec), and meanwhile the lock would stay held, so that the next acquire,
+ * ours or another process's, found it busy (5 ms waits on the event loop, seen per firing in a
+ * net run). flock(2) locks belong to the open file description: LOCK_UN through this descriptor
+ * releases it for every copy.
+ */
+function unlockQuietly(fd: number): void {
+  try {
+    fsExt.flockSync(fd, 'un');
+  } catch {
+    // Closing releases it anyway, once the copies are gone.
   }
 }

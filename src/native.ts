@@ -9,7 +9,9 @@
  *   reference's 749 ms. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the
  *   same in about 0.6 ms. No npm library offers that without a far larger native dependency;
  *   execa, built on child_process, is slower still. A net runner starts its firings the same
- *   way (nativeSpawnDetached): there the fork held the main thread 3.4 ms per firing.
+ *   way (nativeSpawnDetached): there the fork held the main thread 3.4 ms per firing. And as
+ *   posix_spawn itself waits for the child's exec (0.15-0.6 ms, about 2 ms on a loaded machine),
+ *   a firing's start happens on a thread of the addon's, off the event loop.
  * - A queue scan is open + pread + close per job file; through Node's synchronous fs bindings
  *   each call carries microseconds of overhead, and a 10,000-job `queue-ls` took 419 ms against a
  *   target near 300 ms. The addon does the three calls per file in C, and decodes the headers
@@ -45,6 +47,8 @@ interface Binding {
   ): number;
   /** Absent from addons built before it was added (as are spawn's cwd and flags). */
   reap?(pid: number): [number, number] | null;
+  /** spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; absent from older addons. */
+  spawnStart?(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
@@ -195,7 +199,6 @@ function sweep(): void {
     running.delete(pid);
     exited.push([onExit, exitOf(r[0], r[1])]);
   }
-  if (running.size === 0) unwatch();
   for (const [onExit, exit] of exited) onExit(exit);
 }
 
@@ -203,8 +206,13 @@ function watch(): void {
   if (sweeper) return;
   process.on('SIGCHLD', sweep);
   // Signals of the same kind coalesce, and one could come before this listener is in place
-  // for a child that exits at once: a slow sweep catches whatever a signal did not.
-  sweeper = setInterval(sweep, 500).unref();
+  // for a child that exits at once: a slow sweep catches whatever a signal did not. It also
+  // stops listening once no child is left; not at once, since a net runner with few workers
+  // often has none for an instant, and listening again for each firing cost about 15 µs.
+  sweeper = setInterval(() => {
+    sweep();
+    if (running.size === 0) unwatch();
+  }, 500).unref();
 }
 
 function unwatch(): void {
@@ -214,11 +222,23 @@ function unwatch(): void {
   sweeper = undefined;
 }
 
+/** What nativeSpawnDetached reports once the start has happened: as NativeSpawnResult. */
+export type DetachedStart = NativeSpawnResult;
+
 /**
  * nativeSpawn for a child that leads a session (and process group) of its own, as
  * child_process's `detached: true`, started in `cwd` (undefined: ours). Many can run at once:
  * nothing waits for them on libuv's thread pool (whose 4 threads they would hold); they are
- * reaped on SIGCHLD. Undefined when the addon is missing, or built before this was added.
+ * reaped on SIGCHLD.
+ *
+ * The start itself happens on the addon's spawner thread, not on this one: posix_spawn holds its
+ * caller until the child has exec'd, 0.15-0.6 ms a start and about 3 ms on a loaded machine,
+ * which the event loop of a net runner paid per firing. `onStarted` comes later (never before
+ * this returns) with the pid, or the errno of a start that failed, or undefined: leave it to
+ * child_process (ENOEXEC, or a C library without posix_spawn's chdir or setsid). Until then the
+ * descriptors must stay open. `onExit` comes after `onStarted`, once the child is reaped.
+ * Returns false (and calls nothing) when the addon is missing or can't take the job; an addon
+ * built before the spawner thread starts it here and calls `onStarted` in a microtask.
  */
 export function nativeSpawnDetached(
   command: string,
@@ -228,18 +248,38 @@ export function nativeSpawnDetached(
   stdout: number,
   stderr: number,
   cwd: string | undefined,
+  onStarted: (start: DetachedStart) => void,
   onExit: (exit: NativeExit) => void,
-): NativeSpawnResult {
+): boolean {
   const b = loadNative();
   const packed = b?.reap && pack(command, args, env);
-  if (!b || !packed) return undefined;
-  // Listening before the child exists, so that its SIGCHLD can't come first.
-  watch();
-  const r = spawnResult(b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT));
-  if (r && 'pid' in r) running.set(r.pid, onExit);
-  else if (running.size === 0) unwatch();
-  // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
-  return r && 'code' in r && r.code === 'ENOSYS' ? undefined : r;
+  if (!b || !packed) return false;
+  const started = (r: number) => {
+    const res = spawnResult(r);
+    // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
+    if (!res || !('pid' in res)) return onStarted(res && res.code === 'ENOSYS' ? undefined : res);
+    running.set(res.pid, onExit);
+    watch();
+    onStarted(res); // first: a kill asked for before the pid was known is sent while it is ours
+    // Its SIGCHLD may have come and gone before the pid was in `running`: it is then a zombie
+    // that only this reap will see (the 500 ms sweep aside).
+    reapOne(res.pid);
+  };
+  if (b.spawnStart) b.spawnStart(command, packed.argv, packed.env, stdin, stdout, stderr, cwd ?? null, SPAWN_SETSID, started);
+  else {
+    const r = b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT);
+    queueMicrotask(() => started(r));
+  }
+  return true;
+}
+
+/** Reap one child of nativeSpawnDetached if it has exited, and call its onExit. */
+function reapOne(pid: number): void {
+  const onExit = running.get(pid);
+  const r = onExit && loaded?.reap?.(pid);
+  if (!onExit || !r) return;
+  running.delete(pid);
+  onExit(exitOf(r[0], r[1]));
 }
 
 let errnoNames: Map<number, string> | undefined;

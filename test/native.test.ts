@@ -9,9 +9,9 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../src/errors.js';
-import { runCommand, type RunOptions, type RunResult } from '../src/exec.js';
+import { runCommand, runDetached, type RunOptions, type RunResult } from '../src/exec.js';
 import { createLogger } from '../src/log.js';
-import { loadNative, nativeReadHeads, nativeSpawn, nativeSpawnDetached, type NativeExit } from '../src/native.js';
+import { loadNative, nativeReadHeads, nativeSpawn, nativeSpawnDetached, type DetachedStart, type NativeExit } from '../src/native.js';
 import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../src/packet/codec.js';
 import type { PacketHeader } from '../src/packet/types.js';
 import { Queue } from '../src/queue.js';
@@ -282,54 +282,118 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
   });
 });
 
+/** Start through nativeSpawnDetached: what onStarted said, and a promise of the exit (if it started). */
+function startDetached(command: string, args: string[], fds: [number, number, number] = [-1, 1, 2], cwd?: string): Promise<{ start: DetachedStart; exit?: Promise<NativeExit> }> {
+  return new Promise((resolve) => {
+    let exited: (e: NativeExit) => void = () => {};
+    const exit = new Promise<NativeExit>((r) => (exited = r));
+    let exits = 0;
+    const taken = nativeSpawnDetached(command, args, { PATH }, fds[0], fds[1], fds[2], cwd, (start) => resolve({ start, exit: start && 'pid' in start ? exit : undefined }), (e) => {
+      if (++exits > 1) throw new Error('onExit called twice');
+      exited(e);
+    });
+    expect(taken).toBe(true);
+  });
+}
+
 describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
   nativeOnly();
   it('starts the child in the given directory, leading a session and process group of its own; reports its exit once it is reaped', async () => {
     const dir = fs.realpathSync(tempDir());
     const out = path.join(dir, 'out');
     const fd = fs.openSync(out, 'w');
-    let pid = 0;
-    const exit = await new Promise<NativeExit>((resolve) => {
-      const r = nativeSpawnDetached('sh', ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'], { PATH }, -1, fd, 2, dir, resolve);
-      expect(r && 'pid' in r).toBe(true);
-      pid = (r as { pid: number }).pid;
-    });
+    const { start, exit } = await startDetached('sh', ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'], [-1, fd, 2], dir);
+    expect(start && 'pid' in start).toBe(true);
+    const pid = (start as { pid: number }).pid;
+    expect(await exit).toEqual({ code: 3, signal: null });
     fs.closeSync(fd);
-    expect(exit).toEqual({ code: 3, signal: null });
     const [cwd, ids] = fs.readFileSync(out, 'utf8').trim().split('\n');
     expect(cwd).toBe(dir);
     expect(ids!.trim().split(/\s+/).map(Number)).toEqual([pid, pid, pid]);
     expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
   });
 
-  it('runs many at once (more than libuv has pool threads), each reaped and reported once; a signal is reported by name', async () => {
-    const exits = new Map<number, NativeExit[]>();
-    const waits: Array<Promise<void>> = [];
-    for (let i = 0; i < 10; i++) {
-      waits.push(
-        new Promise<void>((resolve) => {
-          const script = i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`;
-          const r = nativeSpawnDetached('sh', ['-c', script], { PATH }, -1, 1, 2, undefined, (e) => {
-            exits.set(i, [...(exits.get(i) ?? []), e]);
-            resolve();
-          });
-          expect(r && 'pid' in r).toBe(true);
-        }),
-      );
-    }
-    await Promise.all(waits);
-    await new Promise((r) => setTimeout(r, 700)); // a slow sweep in between would report nothing twice
-    for (let i = 0; i < 9; i++) expect(exits.get(i)).toEqual([{ code: i, signal: null }]);
-    expect(exits.get(9)).toEqual([{ code: null, signal: 'SIGTERM' }]);
+  it('calls back only after returning: the start happens on the addon\'s thread', () => {
+    let called = false;
+    expect(nativeSpawnDetached('true', [], { PATH }, -1, 1, 2, undefined, () => (called = true), () => {})).toBe(true);
+    expect(called).toBe(false);
   });
 
-  it('reports a command or directory that is not there as ENOENT', () => {
-    const never = () => {
-      throw new Error('no child expected');
-    };
-    expect(nativeSpawnDetached('fspl-no-such-command', [], { PATH }, -1, 1, 2, undefined, never)).toMatchObject({ code: 'ENOENT' });
-    expect(nativeSpawnDetached('sh', ['-c', 'true'], { PATH }, -1, 1, 2, '/no/such/dir', never)).toMatchObject({ code: 'ENOENT' });
+  it('runs many at once (more than libuv has pool threads), each reaped and reported once; a signal is reported by name', async () => {
+    const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`])));
+    const exits = await Promise.all(runs.map((r) => r.exit));
+    await new Promise((r) => setTimeout(r, 700)); // a slow sweep in between would report nothing twice (startDetached throws)
+    for (let i = 0; i < 9; i++) expect(exits[i]).toEqual({ code: i, signal: null });
+    expect(exits[9]).toEqual({ code: null, signal: 'SIGTERM' });
   });
+
+  it('starts 200 at once, each with its own descriptors, all reported with distinct pids', async () => {
+    const dir = tempDir();
+    const fds = Array.from({ length: 200 }, (_, i) => fs.openSync(path.join(dir, `o${i}`), 'w'));
+    const runs = await Promise.all(fds.map((fd, i) => startDetached('sh', ['-c', `echo ${i}; exit ${i % 7}`], [-1, fd, 2])));
+    const exits = await Promise.all(runs.map((r) => r.exit));
+    for (const fd of fds) fs.closeSync(fd);
+    expect(new Set(runs.map((r) => (r.start as { pid: number }).pid)).size).toBe(200);
+    exits.forEach((e, i) => expect(e).toEqual({ code: i % 7, signal: null }));
+    fds.forEach((_, i) => expect(fs.readFileSync(path.join(dir, `o${i}`), 'utf8')).toBe(`${i}\n`));
+  });
+
+  it('reports the exit of a child that exited before its pid reached this thread (its SIGCHLD gone already)', async () => {
+    // The event loop is held while the child starts and exits: its SIGCHLD is handled before the
+    // pid is known; only the reap after registering it can see the zombie.
+    const pending = startDetached('sh', ['-c', 'exit 5']);
+    const until = Date.now() + 300;
+    while (Date.now() < until);
+    await new Promise((r) => setTimeout(r, 50)); // let the SIGCHLD listener run, if any
+    const { exit } = await pending;
+    expect(await exit).toEqual({ code: 5, signal: null });
+  });
+
+  it('reports a command or directory that is not there as ENOENT', async () => {
+    expect((await startDetached('fspl-no-such-command', [])).start).toMatchObject({ code: 'ENOENT' });
+    expect((await startDetached('sh', ['-c', 'true'], [-1, 1, 2], '/no/such/dir')).start).toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('runDetached (src/exec.ts), with and without the addon', () => {
+  for (const mode of HAVE_NATIVE ? ['native', 'child_process'] : ['child_process']) {
+    describe(mode, () => {
+      let saved: string | undefined;
+      beforeEach(() => {
+        saved = process.env.FSPL_NO_NATIVE;
+        if (mode === 'native') delete process.env.FSPL_NO_NATIVE;
+        else process.env.FSPL_NO_NATIVE = '1';
+      });
+      afterEach(() => {
+        if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+        else process.env.FSPL_NO_NATIVE = saved;
+      });
+      const base = { args: [], env: { PATH }, stdin: 'ignore' as const, stdout: 1, stderr: 2, killGraceMs: 200 };
+
+      it('rejects with StartError "No such file or directory" for a command that is not there', async () => {
+        await expect(runDetached({ ...base, command: 'fspl-no-such-command' })).rejects.toMatchObject({ why: 'No such file or directory' });
+      });
+
+      it('kills the group when aborted at once, before the pid can be known; the whole group goes', async () => {
+        const dir = tempDir();
+        const mark = path.join(dir, 'grandchild');
+        const ac = new AbortController();
+        // A grandchild that would outlive a kill of the leader alone.
+        const run = runDetached({ ...base, command: 'sh', args: ['-c', `sh -c 'sleep 1; touch ${mark}' & wait`], signal: ac.signal });
+        ac.abort();
+        const r = await run;
+        expect(r).toMatchObject({ abandoned: true, timedOut: false });
+        expect(r.signal === 'SIGTERM' || r.signal === 'SIGKILL').toBe(true);
+        await new Promise((res) => setTimeout(res, 1300));
+        expect(fs.existsSync(mark)).toBe(false);
+      });
+
+      it('times out many commands racing their starts, each killed and reported once', async () => {
+        const runs = await Promise.all(Array.from({ length: 20 }, () => runDetached({ ...base, command: 'sleep', args: ['5'], timeout: 0.001 })));
+        for (const r of runs) expect(r).toMatchObject({ timedOut: true, abandoned: false, signal: 'SIGTERM', status: 128 + 15 });
+      });
+    });
+  }
 });
 
 // ------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
  * and run the chosen subcommand's handler. Usage errors exit 2; runtime errors exit 1 with one
  * `Error: ...` line on stderr.
  */
-import { fastParse } from './fastparse.js';
+import { fastParse, fastParseNet } from './fastparse.js';
 import { reportError, writeOut } from './output.js';
 import type { ParseResult } from './parser.js';
 import { scanGlobals, type Invocation } from './spec.js';
@@ -19,7 +19,8 @@ export async function main(argv: string[]): Promise<number> {
     writeOut(VERSION_LINE);
     return 0;
   }
-  // `fspl net ...` (an extension): its subcommands, in the same grammar, always through yargs.
+  // `fspl net ...` (an extension): its subcommands, in the same grammar, through yargs (`net run`
+  // on the fast path first).
   let netAt = 0;
   while (netAt < argv.length && argv[netAt]!.startsWith('-')) netAt += argv[netAt] === '-l' || argv[netAt] === '--log-level' ? 2 : 1;
   if (argv[netAt] === 'net') return net([...argv.slice(0, netAt), ...argv.slice(netAt + 1)]);
@@ -48,6 +49,8 @@ function print(r: Extract<ParseResult, { kind: 'output' }>): number {
 
 /** `fspl net ...`, given the arguments after `net` (and the globals before it). */
 async function net(argv: string[]): Promise<number> {
+  const fast = fastParseNet(argv);
+  if (fast) return (await import('./net.js')).runNet(fast);
   const { parseNet } = await import('./parser.js');
   let r: ParseResult;
   try {

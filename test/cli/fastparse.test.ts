@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fastParse } from '../../src/cli/fastparse.js';
+import { fastParse, fastParseNet } from '../../src/cli/fastparse.js';
+import { parseNet } from '../../src/cli/parser.js';
 
 describe('fastParse', () => {
   it('parses ordinary command lines, filling enum defaults', () => {
@@ -37,6 +38,48 @@ describe('fastParse', () => {
       ['prepare-set-next', '-s', 'sf', '-1'],
     ]) {
       expect(fastParse(argv)).toBeUndefined();
+    }
+  });
+});
+
+describe('fastParseNet (`fspl net run`)', () => {
+  /** What the run handler reads (src/cli/net.ts). */
+  const KEYS = ['net', 'drain', 'workers', 'poll-interval', 'pollInterval', 'grace', 'stop-timeout', 'progress', 'host', 'log-level', 'logLevel'];
+  const pick = (a: Record<string, unknown>) => Object.fromEntries(KEYS.map((k) => [k, a[k]]).filter(([k, v]) => v !== undefined && k !== 'pollInterval' && k !== 'logLevel'));
+
+  it('gives what yargs gives for the keys the run handler reads', async () => {
+    for (const argv of [
+      ['run', 'net.yaml'],
+      ['run', '--drain', '--workers', '2', 'net.yaml'],
+      ['-l', 'debug', 'run', 'n.yaml', '-w3', '--grace=2', '--poll-interval', '0.5', '--host', 'h1'],
+      ['run', '--stop-timeout', '4', 'n.yaml', '--drain'],
+    ]) {
+      const fast = fastParseNet(argv);
+      const full = await parseNet(argv);
+      expect(full.kind).toBe('run');
+      if (full.kind !== 'run') continue;
+      expect(fast?.command).toBe(full.invocation.command);
+      expect(fast?.logLevel).toBe(full.invocation.logLevel);
+      expect(fast?.params).toEqual(full.invocation.params);
+      const yargsArgs = pick(full.invocation.args);
+      if (yargsArgs.drain === false) delete yargsArgs.drain; // the handler reads !!drain
+      expect(pick(fast!.args)).toEqual(yargsArgs);
+    }
+  });
+
+  it('leaves other commands, help, --no-progress and anything unusual to yargs', () => {
+    for (const argv of [
+      ['status', 'net.yaml'],
+      ['run'],
+      ['run', '--help'],
+      ['run', '--no-progress', 'n.yaml'],
+      ['run', 'n.yaml', '-l', 'debug'],
+      ['run', 'n.yaml', 'extra'],
+      ['run', 'n.yaml', '--', 'x'],
+      ['run', '--drain', '--drain', 'n.yaml'],
+      ['--bogus', 'run', 'n.yaml'],
+    ]) {
+      expect(fastParseNet(argv)).toBeUndefined();
     }
   });
 });

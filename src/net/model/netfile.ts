@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LineCounter, isMap, isNode, isSeq, parseDocument, type Document, type Node } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { NetFileError } from '../../errors.js';
 import { buildNet } from './build.js';
 import type { NetDefinition, NetModel } from './model.js';
