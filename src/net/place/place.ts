@@ -22,6 +22,7 @@ import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import { fsyncDir, mkdirDurable } from '../../durable.js';
 import { NetError } from '../../errors.js';
+import { firstFailure, runBatch, type BatchOp } from '../../fs-batch.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
 import { makeHeader, packetBytes, writePacketSync } from '../../prepare.js';
@@ -294,4 +295,35 @@ export function published(final: string, err: NodeJS.ErrnoException | undefined)
 export function publishDurably(temp: string, final: string): void {
   if (publish(temp, final) === 'gone') throw new NetError(`The staged token ${temp} vanished before it was renamed to ${path.basename(final)}`);
   fsyncDir(path.dirname(final)); // the new name is durable: the token is in the place to stay
+}
+
+/**
+ * Create the planned parts (one batch) and fill them (on the event loop, into the page cache).
+ * All or nothing: on a failure, those made are closed and removed, and the error thrown.
+ */
+export async function createParts(planned: Array<{ p: Place; content: TokenContent; part: StagedFile }>): Promise<Array<StagedFile & { fd: number }>> {
+  const opens = planned.map((x): BatchOp => ({ op: 'open', path: x.part.temp, flags: PART_FLAGS, mode: 0o644 }));
+  const fds = await runBatch(opens);
+  const files: Array<StagedFile & { fd: number }> = [];
+  let failure: unknown = firstFailure(opens, fds);
+  planned.forEach((x, n) => {
+    const fd = fds[n]!;
+    if (fd < 0) return;
+    if (failure !== undefined) {
+      closeQuietly(fd);
+      unlinkQuietly(x.part.temp);
+      return;
+    }
+    try {
+      files.push(x.p.fillPart(x.part, x.content, fd)); // on failure it closes and removes its part
+    } catch (err) {
+      failure = err;
+    }
+  });
+  if (failure === undefined) return files;
+  for (const f of files) {
+    closeQuietly(f.fd);
+    unlinkQuietly(f.temp);
+  }
+  throw failure;
 }

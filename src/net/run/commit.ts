@@ -31,11 +31,11 @@
  *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finish)                 |
  *   | 5. inputs consumed (nextseq, unlink)  | as 2 for nextseq; fsync of each input jobs/         |
  *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
- * What changes nothing runs ahead, in the step before's batch: the seqfiles' new values are
- * written and fsynced aside (`.temp`) after that step's fsyncs, and only renamed over the
- * seqfile in their turn (a nextseq: at the head of step 5's batch, before any unlink, which
- * runs only if the store succeeded). A failure before step 2 removes the staged files: no number of
- * theirs is stored. From step 2 on they stay, for recovery to publish or to fill with NOPs.
+ * What changes nothing runs ahead, beside the step before's batch: the seqfiles' new values are
+ * written and fsynced aside (`.temp`), and only renamed over the seqfile in their turn (a
+ * nextseq: at the head of step 5's batch; its unlinks run only if that store succeeded). A
+ * failure before step 2 removes the staged files: no number of theirs is stored. From step 2
+ * on they stay, for recovery to publish or to fill with NOPs.
  * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
  * empties the journal.
  */
@@ -45,7 +45,7 @@ import { batchError, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } fr
 import { closeQuietly, unlinkQuietly } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
-import { PART_FLAGS, published, type Place, type StagedFile } from '../place/place.js';
+import { createParts, published, type Place, type StagedFile } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
 
@@ -234,7 +234,8 @@ export class Committer {
    * Steps 1 and 2: every output written under a temporary name with its number, the files and
    * their names made durable, and only then the numbers stored, once per place. Three batches of
    * file operations (fs-batch.ts), each one hand-off to the thread pool: the parts created; their
-   * fsyncs, their directories' and the sendseqs' new values written aside; the numbers stored.
+   * fsyncs, their directories' and the sendseqs' new values written aside (side by side); the
+   * numbers stored.
    */
   private async stage(entries: Entry[], writers: SeqFile[]): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
     const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
@@ -260,11 +261,15 @@ export class Committer {
       // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
       // find its file, to publish it or to fill its number with a NOP. Meanwhile each sendseq's
       // new value is written aside, which stores nothing yet.
+      // Independent fsyncs, side by side (on a disk, one after the other each waits for its own
+      // journal commit).
       const fsyncs = files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd }));
-      const aside: BatchOp[] = [...[...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir })), ...sendseqs.map((w) => w.prepare)];
-      const [synced, set] = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(aside)]);
-      throwFailure(fsyncs, synced);
-      throwFailure(aside, set);
+      const dirs = [...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir }));
+      const aside = sendseqs.map((w) => w.prepare);
+      const done = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(dirs), runBatch(aside)]);
+      throwFailure(fsyncs, done[0]);
+      throwFailure(dirs, done[1]);
+      throwFailure(aside, done[2]);
     } catch (err) {
       // No number of theirs is stored yet: the staged files go, and leave no hole.
       for (const f of files) unlinkQuietly(f.temp);
@@ -304,7 +309,7 @@ export class Committer {
    * the outputs renamed into their places and their jobs/ fsynced, so that no consume is durable
    * while an output it led to could still vanish; then the inputs consumed and their jobs/
    * fsynced, so that the end record, once written, never stands for a consume a power cut undoes.
-   * Two batches (fs-batch.ts), in order within each. Idempotent: recovery calls it again for
+   * In batches (fs-batch.ts), in order within each. Idempotent: recovery calls it again for
    * commits that may have done any part of it. Returns the outputs renamed now or before (not
    * those gone since).
    */
@@ -313,14 +318,14 @@ export class Committer {
     const inputs = commits.flatMap((c) => c.inputs);
     const consume = this.prepareConsume(inputs);
     // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
-    // Meanwhile (after the directories' fsyncs) each nextseq's new value is written aside, which
-    // consumes nothing yet.
+    // Meanwhile, side by side, each nextseq's new value is written aside: that consumes nothing.
     const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final }));
-    const publish = [...renames, ...fsyncDirOps(outputs.map((o) => path.dirname(o.final))), ...consume.prepare];
-    const r = await runBatch(publish);
+    const dirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
+    const [r, aside] = await Promise.all([runBatch([...renames, ...dirs]), runBatch(consume.prepare)]);
     const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
-    if (firstFailure(publish.slice(renames.length), r.subarray(renames.length))) consume.failed();
-    throwFailure(publish.slice(renames.length), r.subarray(renames.length));
+    if (firstFailure(consume.prepare, aside)) consume.failed();
+    throwFailure(dirs, r.subarray(renames.length));
+    throwFailure(consume.prepare, aside);
     // Step 5: each nextseq stored (durably) before any unlink: a place never waits for a number
     // whose file is gone. Then the unlinks, and their directories' fsyncs.
     const unlinks: BatchOp[] = [...consume.store, ...inputs.map((i): BatchOp => ({ op: 'unlink', path: i.file, missingOk: true })), ...fsyncDirOps(inputs.map((i) => path.dirname(i.file)))];
@@ -354,44 +359,12 @@ export class Committer {
   }
 }
 
-/** One fsync per directory, in a batch. */
 function fsyncDirOps(dirs: string[]): BatchOp[] {
   return [...new Set(dirs)].map((d) => ({ op: 'fsyncDir', path: d }));
 }
 
-/** Throw the batch's first failure, if any (fs-batch.ts: firstFailure). */
+/** Throw the batch's first failure, if any. */
 function throwFailure(ops: readonly BatchOp[], results: Int32Array): void {
   const err = firstFailure(ops, results);
   if (err) throw err;
-}
-
-/**
- * Create the planned parts (one batch) and fill them (on the event loop, into the page cache).
- * All or nothing: on a failure, those made are closed and removed, and the error thrown.
- */
-async function createParts(planned: Array<{ p: Place; content: TokenContent; part: StagedFile }>): Promise<Array<StagedFile & { fd: number }>> {
-  const opens = planned.map((x): BatchOp => ({ op: 'open', path: x.part.temp, flags: PART_FLAGS, mode: 0o644 }));
-  const fds = await runBatch(opens);
-  const files: Array<StagedFile & { fd: number }> = [];
-  let failure: unknown = firstFailure(opens, fds);
-  planned.forEach((x, n) => {
-    const fd = fds[n]!;
-    if (fd < 0) return;
-    if (failure !== undefined) {
-      closeQuietly(fd);
-      unlinkQuietly(x.part.temp);
-      return;
-    }
-    try {
-      files.push(x.p.fillPart(x.part, x.content, fd)); // on failure it closes and removes its part
-    } catch (err) {
-      failure = err;
-    }
-  });
-  if (failure === undefined) return files;
-  for (const f of files) {
-    closeQuietly(f.fd);
-    unlinkQuietly(f.temp);
-  }
-  throw failure;
 }
