@@ -72,9 +72,9 @@ const KILL_GRACE_MS = 2000;
  * A JavaScript transition's returned value up to this size is kept in memory until its commit
  * writes it into the token (no staging file: no create, write, close and unlink of one); a
  * larger one goes to a staging file at once, so that finished firings waiting for their turn to
- * commit do not hold it in memory.
+ * commit (up to two groups' worth per transition, state.ts) hold at most a few MiB.
  */
-const KEEP_RETURNED_BYTES = 1 << 20;
+const KEEP_RETURNED_BYTES = 64 * 1024;
 
 function env(tokens: Token[], t: TransitionSpec, firing: string, key: string): Record<string, string> {
   const first = tokens[0]!;
