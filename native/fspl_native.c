@@ -1185,6 +1185,9 @@ static napi_value js_copy(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* fsBatch: file operations in order on one pool thread (fs_batch.c). */
+napi_status fspl_register_fs_batch(napi_env env, napi_value exports);
+
 NAPI_MODULE_INIT() {
   napi_value fn;
   crc_init();
@@ -1201,6 +1204,7 @@ NAPI_MODULE_INIT() {
   if (napi_create_function(env, "copy", NAPI_AUTO_LENGTH, js_copy, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "copy", fn) != napi_ok)
     return NULL;
+  if (fspl_register_fs_batch(env, exports) != napi_ok) return NULL;
   napi_value v;
   if (napi_create_int32(env, 1, &v) != napi_ok || napi_set_named_property(env, exports, "version", v) != napi_ok) return NULL;
   return exports;

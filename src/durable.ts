@@ -22,7 +22,7 @@ import path from 'node:path';
 import { closeQuietly } from './io.js';
 
 /** Errors that mean "this file system or directory cannot be fsynced", not "the data is at risk". */
-function cannotSync(err: unknown): boolean {
+export function cannotSync(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException).code;
   // EINVAL/ENOTSUP: a file system without fsync on directories; EROFS: nothing changes anyway;
   // EACCES/EPERM: a directory we may write but not read (a drop box), which open(O_RDONLY) refuses.
@@ -36,6 +36,11 @@ function cannotSync(err: unknown): boolean {
  * vanish), so it is named for the bench and documented nowhere else.
  */
 const SKIP_DIRSYNC = process.env.FSPL_BENCH_NO_DIRSYNC === '1';
+
+/** Whether FSPL_BENCH_NO_DIRSYNC skips directory fsyncs (for fs-batch.ts, which runs them too). */
+export function dirSyncSkipped(): boolean {
+  return SKIP_DIRSYNC;
+}
 
 /**
  * fsync a directory: the creates, renames and unlinks made in it so far become durable. An I/O

@@ -96,6 +96,15 @@ export function readHeaderFileSync(p: string): PacketHeader {
 }
 
 /**
+ * Where the payload starts in a packet whose first bytes are these: the header's length, read
+ * from its prefix (which is checked: a bad one throws as reading it would). The bytes need not
+ * hold the whole header.
+ */
+export function payloadOffset(start: Uint8Array): number {
+  return PREFIX_LENGTH + decodePrefix(start.subarray(0, PREFIX_LENGTH)).metadataLength;
+}
+
+/**
  * Decode a header from the first bytes of a file, or undefined when they do not hold all of it
  * (read it from the file then). A bad prefix or metadata throws as reading it would.
  */

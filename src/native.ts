@@ -52,6 +52,8 @@ interface Binding {
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
+  /** File operations in order on one pool thread (src/fs-batch.ts). Absent from addons built before it was added. */
+  fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
 }
 
 /** kinds (-1 not parsed, 0 NOP, 1 Fail, 2 Command), seqs, secs, nanos, per-file layout index, layout, data. */

@@ -5,9 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, fsyncDirAsync } from './durable.js';
+import { fsyncDir } from './durable.js';
 import { BadSeqfileError, QueueError, SeqOverflowError, namePath } from './errors.js';
-import { closeQuietly, fsyncAsync, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import type { BatchOp } from './fs-batch.js';
 import { FileLock } from './lock.js';
 import { U64_MAX } from './packet/types.js';
 
@@ -122,45 +123,24 @@ export class SeqFile {
   }
 
   /**
-   * write, with its fsyncs and its rename off the event loop (libuv's thread pool): the net
-   * runner's group commit stores numbers while firings start. Durable in the same way as write.
+   * write in two halves of file operations, for a caller that runs them in batches with others,
+   * off the event loop (fs-batch.ts; the net runner's group commit stores numbers while firings
+   * start): `prepare` writes the new value to `.temp` and fsyncs it (changes nothing);
+   * `store`, run after it, renames it over the file and fsyncs the directory (the value is
+   * stored, durably, as by write). Should either fail, the caller calls `failed`.
    */
-  async writeAsync(value: bigint): Promise<void> {
-    await (await this.prepareAsync(value))();
-  }
-
-  /**
-   * writeAsync in two halves: the new value written to `.temp` and fsynced (this, which changes
-   * nothing yet), then, when the returned function is called, renamed over the file and its
-   * directory fsynced (the value is stored). The group commit prepares while it waits for
-   * something else. Nothing else may write this seqfile in between (its lock is held).
-   */
-  async prepareAsync(value: bigint): Promise<() => Promise<void>> {
+  batchWrite(value: bigint): { prepare: BatchOp; store: BatchOp[]; failed(): void } {
     if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
     const temp = `${this.path}.temp`;
-    let fd: number | undefined;
-    const failed = (err: unknown): never => {
-      closeQuietly(fd);
-      unlinkQuietly(temp);
-      throw namePath(err, this.path);
-    };
-    try {
-      // Created (or truncated) on the thread pool: that waits for the file system's journal.
-      fd = await new Promise<number>((resolve, reject) => fs.open(temp, 'w', 0o666, (err, fd) => (err ? reject(err) : resolve(fd))));
-      writeAllSync(fd, Buffer.from(`${value}\n`)); // a few bytes into the page cache
-      await fsyncAsync(fd);
-      fs.closeSync(fd);
-      fd = undefined;
-    } catch (err) {
-      failed(err);
-    }
-    return async () => {
-      try {
-        await fs.promises.rename(temp, this.path);
-        await fsyncDirAsync(path.dirname(this.path)); // the rename is durable (see write)
-      } catch (err) {
-        failed(err);
-      }
+    const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC;
+    return {
+      prepare: { op: 'writeFile', path: temp, flags, mode: 0o666, data: Buffer.from(`${value}\n`), must: true },
+      // The rename is durable only with its directory (see write).
+      store: [
+        { op: 'rename', from: temp, to: this.path, must: true },
+        { op: 'fsyncDir', path: path.dirname(this.path), must: true },
+      ],
+      failed: () => unlinkQuietly(temp),
     };
   }
 

@@ -22,9 +22,10 @@ import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import { fsyncDir, mkdirDurable } from '../../durable.js';
 import { NetError } from '../../errors.js';
-import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly } from '../../io.js';
+import { firstFailure, runBatch, type BatchOp } from '../../fs-batch.js';
+import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
-import { makeHeader, writePacketSync } from '../../prepare.js';
+import { makeHeader, packetBytes, writePacketSync } from '../../prepare.js';
 import { isJobFilename } from '../../jobs.js';
 import { readHeaderFileSync } from '../../job-headers.js';
 import { Queue } from '../../queue.js';
@@ -34,7 +35,8 @@ import { copyPayloads, sealOfPayload } from './payload.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
 
-const PART_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
+/** How a part is created: never over another file. */
+export const PART_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
 
 /** A token written under a temporary name, to be renamed to its final name (publish). */
 export interface StagedFile {
@@ -113,22 +115,17 @@ export class Place extends TokenIndex {
    * On failure nothing is left.
    */
   writePart(seq: bigint, content: TokenContent, tag: string): StagedFile & { fd: number } {
-    const s = this.partOf(seq, content, tag);
+    const s = this.planPart(seq, content, tag);
     return this.fillPart(s, content, fs.openSync(s.temp, PART_FLAGS, 0o644));
   }
 
   /**
-   * writePart with the file created on libuv's thread pool: a create waits for the file
-   * system's journal, which other threads' fsyncs hold (ext4), and must not stop the event loop.
+   * A part's names and header, before it is created (PART_FLAGS, mode 0o644) and filled
+   * (fillPart). The group commit creates its parts on libuv's thread pool, all in one batch: a
+   * create waits for the file system's journal, which other threads' fsyncs hold (ext4), and
+   * must not stop the event loop.
    */
-  async writePartAsync(seq: bigint, content: TokenContent, tag: string): Promise<StagedFile & { fd: number }> {
-    const s = this.partOf(seq, content, tag);
-    const fd = await new Promise<number>((resolve, reject) => fs.open(s.temp, PART_FLAGS, 0o644, (err, fd) => (err ? reject(err) : resolve(fd))));
-    return this.fillPart(s, content, fd);
-  }
-
-  /** A part's names and header. */
-  private partOf(seq: bigint, content: TokenContent, tag: string): StagedFile {
+  planPart(seq: bigint, content: TokenContent, tag: string): StagedFile {
     const id = uuidv4();
     const temp = this.queue.jobPath(`net-${tag}-${id}.part`);
     const final = this.queue.jobPath(numberedName(seq, id));
@@ -143,10 +140,13 @@ export class Place extends TokenIndex {
   }
 
   /** Write the packet into the part just created (into the page cache); on failure it goes. */
-  private fillPart(s: StagedFile, content: TokenContent, out: number): StagedFile & { fd: number } {
+  fillPart(s: StagedFile, content: TokenContent, out: number): StagedFile & { fd: number } {
     try {
       const p = content.payload;
-      if (p && 'tokens' in p) {
+      if (p && 'data' in p) {
+        // One write: the header and the bytes together.
+        writeAllSync(out, packetBytes(s.header, p.data));
+      } else if (p && 'tokens' in p) {
         writePacketSync(out, s.header);
         copyPayloads(p.tokens, out);
       } else if (p && 'path' in p) {
@@ -284,19 +284,46 @@ export function publish(temp: string, final: string): 'renamed' | 'done' | 'gone
   }
 }
 
-/** publish, with its rename off the event loop (libuv's thread pool). */
-export async function publishAsync(temp: string, final: string): Promise<'renamed' | 'done' | 'gone'> {
-  try {
-    await fs.promises.rename(temp, final);
-    return 'renamed';
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return fs.existsSync(final) ? 'done' : 'gone';
-  }
+/** What a publish's rename, run elsewhere (a batch), came to: as publish says, or its error. */
+export function published(final: string, err: NodeJS.ErrnoException | undefined): 'renamed' | 'done' | 'gone' {
+  if (!err) return 'renamed';
+  if (err.code !== 'ENOENT') throw err;
+  return fs.existsSync(final) ? 'done' : 'gone';
 }
 
 /** Publish one staged packet and make it durable (its directory fsynced) before returning. */
 export function publishDurably(temp: string, final: string): void {
   if (publish(temp, final) === 'gone') throw new NetError(`The staged token ${temp} vanished before it was renamed to ${path.basename(final)}`);
   fsyncDir(path.dirname(final)); // the new name is durable: the token is in the place to stay
+}
+
+/**
+ * Create the planned parts (one batch) and fill them (on the event loop, into the page cache).
+ * All or nothing: on a failure, those made are closed and removed, and the error thrown.
+ */
+export async function createParts(planned: Array<{ p: Place; content: TokenContent; part: StagedFile }>): Promise<Array<StagedFile & { fd: number }>> {
+  const opens = planned.map((x): BatchOp => ({ op: 'open', path: x.part.temp, flags: PART_FLAGS, mode: 0o644 }));
+  const fds = await runBatch(opens);
+  const files: Array<StagedFile & { fd: number }> = [];
+  let failure: unknown = firstFailure(opens, fds);
+  planned.forEach((x, n) => {
+    const fd = fds[n]!;
+    if (fd < 0) return;
+    if (failure !== undefined) {
+      closeQuietly(fd);
+      unlinkQuietly(x.part.temp);
+      return;
+    }
+    try {
+      files.push(x.p.fillPart(x.part, x.content, fd)); // on failure it closes and removes its part
+    } catch (err) {
+      failure = err;
+    }
+  });
+  if (failure === undefined) return files;
+  for (const f of files) {
+    closeQuietly(f.fd);
+    unlinkQuietly(f.temp);
+  }
+  throw failure;
 }

@@ -268,6 +268,11 @@ export abstract class TokenIndex {
 
   /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed. */
   adopt(filename: string, header: PacketHeader, now: number): IndexedToken | undefined {
+    // A scan found it first (between the commit's rename and the run applying the commit: a
+    // safety rescan, or an event for another file): it is indexed, counted and joined already.
+    // Indexing it again would leave its first object in the and-merges' joins, where a firing
+    // could take it after the token was consumed.
+    if (this.tokens.has(filename)) return undefined;
     this.count++;
     const key = orderKey(header.seq);
     if (this.complete ? this.tokens.size >= this.window : key > this.top) {

@@ -37,9 +37,10 @@ export interface TokenContent {
   params?: Uint8Array[];
   /**
    * Where the payload comes from: a file, the payloads of tokens (one after the other), a
-   * descriptor (read from its position), or none.
+   * descriptor (read from its position), bytes in memory (a JavaScript transition's returned
+   * value), or none.
    */
-  payload?: { path: string } | { tokens: string[] } | { fd: number };
+  payload?: { path: string } | { tokens: string[] } | { fd: number } | { data: Uint8Array };
 }
 
 /**

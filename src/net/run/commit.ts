@@ -8,9 +8,10 @@
  * first request commits at once, and what is asked while a group is under way waits for it and
  * goes in the next (at most GROUP_MAX requests), so a quiet net commits each firing alone, with
  * no added wait, and a busy one pays the fsyncs once per group. Every step's I/O that waits on
- * the disk (fsyncs, renames, unlinks) runs on libuv's thread pool: firings start, and file
- * events come in, while a group commits. Only the packets' bytes are written on the event loop
- * (into the page cache).
+ * the disk (creates, fsyncs, renames, unlinks) runs on libuv's thread pool, a step's operations
+ * in order in one batch (fs-batch.ts: one hand-off to the pool, not one per call): firings
+ * start, and file events come in, while a group commits. Only the packets' bytes are written on
+ * the event loop (into the page cache).
  *
  * A group: lock the writers of every output place; write each output packet under a temporary
  * name with its number (place.ts); store the numbers; record the group in the journal (fsync);
@@ -25,26 +26,26 @@
  *   | step                                  | made durable by                                     |
  *   | ------------------------------------- | --------------------------------------------------- |
  *   | 1. outputs staged (net-*.part)        | fsync of each file and of each jobs/ (stage)        |
- *   | 2. their numbers taken (sendseq)      | SeqFile.prepareAsync (fsync), rename, fsync of place|
+ *   | 2. their numbers taken (sendseq)      | SeqFile.batchWrite: fsync, rename, fsync of place   |
  *   | 3. the group recorded (one line)      | fsync of the journal (its name: at open)            |
  *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finish)                 |
  *   | 5. inputs consumed (nextseq, unlink)  | as 2 for nextseq; fsync of each input jobs/         |
  *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
- * What changes nothing runs ahead, beside the step before: the seqfiles' new values are written
- * and fsynced aside (`.temp`) while the step before waits for its fsyncs, and only renamed over
- * the seqfile in their turn. A failure before step 2 removes the staged files: no number of
- * theirs is stored. From step 2 on they stay, for recovery to publish or to fill with NOPs.
+ * What changes nothing runs ahead, beside the step before's batch: the seqfiles' new values are
+ * written and fsynced aside (`.temp`), and only renamed over the seqfile in their turn (a
+ * nextseq: at the head of step 5's batch; its unlinks run only if that store succeeded). A
+ * failure before step 2 removes the staged files: no number of theirs is stored. From step 2
+ * on they stay, for recovery to publish or to fill with NOPs.
  * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
  * empties the journal.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDirAsync } from '../../durable.js';
 import { LockedError } from '../../errors.js';
-import { closeQuietly, fsyncAsync, unlinkQuietly } from '../../io.js';
+import { batchError, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
+import { closeQuietly, unlinkQuietly } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
-import { publishAsync, type Place } from '../place/place.js';
+import { createParts, published, type Place, type StagedFile } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
 
@@ -231,14 +232,17 @@ export class Committer {
 
   /**
    * Steps 1 and 2: every output written under a temporary name with its number, the files and
-   * their names made durable, and only then the numbers stored, once per place.
+   * their names made durable, and only then the numbers stored, once per place. Three batches of
+   * file operations (fs-batch.ts), each one hand-off to the thread pool: the parts created; their
+   * fsyncs, their directories' and the sendseqs' new values written aside (side by side); the
+   * numbers stored.
    */
   private async stage(entries: Entry[], writers: SeqFile[]): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
     const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
     const nextSeq = new Map<Place, bigint>();
     const records: CommitRecord[] = [];
     const headers = new Map<StagedOutput, PacketHeader>();
-    const planned: Array<{ p: Place; seq: bigint; content: TokenContent; tag: string; staged: StagedOutput }> = [];
+    const planned: Array<{ p: Place; content: TokenContent; part: StagedFile; staged: StagedOutput }> = [];
     for (const { req } of entries) {
       const outputs: StagedOutput[] = [];
       for (const o of req.outputs) {
@@ -247,27 +251,29 @@ export class Committer {
         nextSeq.set(p, seq + 1n);
         const staged: StagedOutput = { place: o.place, seq, temp: '', final: '' };
         outputs.push(staged);
-        planned.push({ p, seq, content: o.content, tag: req.firing.slice(0, 8), staged });
+        planned.push({ p, content: o.content, part: p.planPart(seq, o.content, req.firing.slice(0, 8)), staged });
       }
       records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => this.consumed(tok)) });
     }
-    const written = await Promise.allSettled(planned.map((x) => x.p.writePartAsync(x.seq, x.content, x.tag)));
-    const files = written.flatMap((w) => (w.status === 'fulfilled' ? [w.value] : []));
-    let store: Array<() => Promise<void>>;
+    const files = await createParts(planned);
+    const sendseqs = [...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.batchWrite(seq));
     try {
-      const failed = written.find((w) => w.status === 'rejected');
-      if (failed) throw failed.reason;
       // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
       // find its file, to publish it or to fill its number with a NOP. Meanwhile each sendseq's
-      // new value is written aside (prepareAsync), which stores nothing yet.
-      [, , store] = await Promise.all([
-        Promise.all(files.map((f) => fsyncAsync(f.fd))),
-        Promise.all([...nextSeq.keys()].map((p) => fsyncDirAsync(p.queue.jobsDir))),
-        Promise.all([...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.prepareAsync(seq))),
-      ]);
+      // new value is written aside, which stores nothing yet.
+      // Independent fsyncs, side by side (on a disk, one after the other each waits for its own
+      // journal commit).
+      const fsyncs = files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd }));
+      const dirs = [...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir }));
+      const aside = sendseqs.map((w) => w.prepare);
+      const done = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(dirs), runBatch(aside)]);
+      throwFailure(fsyncs, done[0]);
+      throwFailure(dirs, done[1]);
+      throwFailure(aside, done[2]);
     } catch (err) {
       // No number of theirs is stored yet: the staged files go, and leave no hole.
       for (const f of files) unlinkQuietly(f.temp);
+      for (const w of sendseqs) w.failed();
       throw err;
     } finally {
       for (const f of files) closeQuietly(f.fd);
@@ -278,10 +284,13 @@ export class Committer {
       x.staged.final = s.final;
       headers.set(x.staged, s.header);
     });
-    // Step 2: durable (SeqFile: rename, fsync of the place): after a power cut, no number is
+    // Step 2: durable (each sendseq renamed, its place fsynced): after a power cut, no number is
     // handed out again. Should it fail, the staged files stay: their numbers may be stored, and
     // recovery fills them.
-    await Promise.all(store.map((s) => s()));
+    const store = sendseqs.flatMap((w) => w.store);
+    const stored = await runBatch(store);
+    if (firstFailure(store, stored)) sendseqs.forEach((w) => w.failed());
+    throwFailure(store, stored);
     return { records, headers };
   }
 
@@ -300,53 +309,62 @@ export class Committer {
    * the outputs renamed into their places and their jobs/ fsynced, so that no consume is durable
    * while an output it led to could still vanish; then the inputs consumed and their jobs/
    * fsynced, so that the end record, once written, never stands for a consume a power cut undoes.
-   * Idempotent: recovery calls it again for commits that may have done any part of it. Returns
-   * the outputs renamed now or before (not those gone since).
+   * In batches (fs-batch.ts), in order within each. Idempotent: recovery calls it again for
+   * commits that may have done any part of it. Returns the outputs renamed now or before (not
+   * those gone since).
    */
   private async finish(commits: CommitRecord[]): Promise<StagedOutput[]> {
     const outputs = commits.flatMap((c) => c.outputs);
     const inputs = commits.flatMap((c) => c.inputs);
+    const consume = this.prepareConsume(inputs);
     // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
-    // Meanwhile each nextseq's new value is written aside, which consumes nothing yet.
-    const [states, consume] = await Promise.all([Promise.all(outputs.map((o) => publishAsync(o.temp, o.final))), this.prepareConsume(inputs)]);
-    await fsyncDirsAsync(outputs.map((o) => path.dirname(o.final)));
-    await consume();
-    await fsyncDirsAsync(inputs.map((i) => path.dirname(i.file)));
+    // Meanwhile, side by side, each nextseq's new value is written aside: that consumes nothing.
+    const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final }));
+    const dirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
+    const [r, aside] = await Promise.all([runBatch([...renames, ...dirs]), runBatch(consume.prepare)]);
+    const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
+    if (firstFailure(consume.prepare, aside)) consume.failed();
+    throwFailure(dirs, r.subarray(renames.length));
+    throwFailure(consume.prepare, aside);
+    // Step 5: each nextseq stored (durably) before any unlink: a place never waits for a number
+    // whose file is gone. Then the unlinks, and their directories' fsyncs.
+    const unlinks: BatchOp[] = [...consume.store, ...inputs.map((i): BatchOp => ({ op: 'unlink', path: i.file, missingOk: true })), ...fsyncDirOps(inputs.map((i) => path.dirname(i.file)))];
+    const u = await runBatch(unlinks);
+    const storeFailed = firstFailure(consume.store, u);
+    if (storeFailed) consume.failed();
+    else consume.stored();
+    throwFailure(unlinks, u);
     return outputs.filter((_, n) => states[n] !== 'gone');
   }
 
   /**
    * Consuming these inputs, prepared: a sequence place's nextseq is to move past the last of its
-   * inputs, durably before any unlink (a place never waits for a number whose file is gone). The
-   * new values are written aside now; the returned function stores them, then unlinks.
+   * inputs, durably before any unlink. `prepare` writes the new values aside; `store` (must, at
+   * the head of the unlinks' batch) stores them; `stored` then updates the run's view.
    */
-  private async prepareConsume(inputs: ConsumedInput[]): Promise<() => Promise<void>> {
+  private prepareConsume(inputs: ConsumedInput[]): { prepare: BatchOp[]; store: BatchOp[]; stored(): void; failed(): void } {
     const past = new Map<string, bigint>();
     for (const i of inputs) {
       if (!i.sequence || !this.consumers.has(i.place)) continue;
       const v = i.seq + 1n;
       if (v > (past.get(i.place) ?? this.next.get(i.place) ?? 0n)) past.set(i.place, v);
     }
-    const stores = await Promise.all([...past].map(async ([place, v]) => ({ place, v, store: await this.consumers.get(place)!.prepareAsync(v) })));
-    return async () => {
-      await Promise.all(
-        stores.map(async ({ place, v, store }) => {
-          await store();
-          this.next.set(place, v);
-        }),
-      );
-      await Promise.all(
-        inputs.map((i) =>
-          fs.promises.unlink(i.file).catch((err: NodeJS.ErrnoException) => {
-            if (err.code !== 'ENOENT') throw err;
-          }),
-        ),
-      );
+    const writes = [...past].map(([place, v]) => ({ place, v, w: this.consumers.get(place)!.batchWrite(v) }));
+    return {
+      prepare: writes.map((x) => x.w.prepare),
+      store: writes.flatMap((x) => x.w.store),
+      stored: () => writes.forEach((x) => this.next.set(x.place, x.v)),
+      failed: () => writes.forEach((x) => x.w.failed()),
     };
   }
 }
 
-/** fsync each of these directories once, in parallel on the thread pool. */
-function fsyncDirsAsync(dirs: string[]): Promise<void[]> {
-  return Promise.all([...new Set(dirs)].map((d) => fsyncDirAsync(d)));
+function fsyncDirOps(dirs: string[]): BatchOp[] {
+  return [...new Set(dirs)].map((d) => ({ op: 'fsyncDir', path: d }));
+}
+
+/** Throw the batch's first failure, if any. */
+function throwFailure(ops: readonly BatchOp[], results: Int32Array): void {
+  const err = firstFailure(ops, results);
+  if (err) throw err;
 }

@@ -22,16 +22,18 @@ import { pipeline } from 'node:stream/promises';
 import { closeQuietly } from '../../io.js';
 import { runDetached, StartError } from '../../exec.js';
 import { jobEnvironment, jobVariables, type JobVariable } from '../../jobenv.js';
-import { fdStream } from '../../packet/index.js';
 import { setLongTimeout } from '../../timer.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
 import { openPayloadSync } from '../../job-headers.js';
-import { copyPayloads, extractPayload } from '../place/payload.js';
+import { copyPayloads, extractPayload, payloadStream } from '../place/payload.js';
 import type { Token } from '../place/token.js';
 
-/** A staged output's payload: a file the firing wrote, or the payloads of input tokens as they are. */
-export type OutputSource = { path: string } | { tokens: string[] };
+/**
+ * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
+ * or the bytes a JavaScript transition returned (written straight into the token at commit).
+ */
+export type OutputSource = { path: string } | { tokens: string[] } | { data: Uint8Array };
 
 /** How a firing that ran ended: a command, a function or a move. */
 export interface RanOutcome {
@@ -49,6 +51,11 @@ export interface RanOutcome {
   durationMs: number;
   /** The run stopped while it ran: neither a success nor a failure. */
   abandoned: boolean;
+  /**
+   * The staging files this firing made, when that is known (a JavaScript transition that
+   * succeeded): removeStaging removes those alone. Undefined: any of them may be there.
+   */
+  made?: string[];
 }
 
 /** The firing of a NOP token: nothing runs; it commits (the NOP is consumed) in its turn. */
@@ -61,6 +68,13 @@ export type FiringOutcome = RanOutcome | NopOutcome;
 
 export const STDERR_TAIL_BYTES = 2048;
 const KILL_GRACE_MS = 2000;
+/**
+ * A JavaScript transition's returned value up to this size is kept in memory until its commit
+ * writes it into the token (no staging file: no create, write, close and unlink of one); a
+ * larger one goes to a staging file at once, so that finished firings waiting for their turn to
+ * commit (up to two groups' worth per transition, state.ts) hold at most a few MiB.
+ */
+const KEEP_RETURNED_BYTES = 64 * 1024;
 
 function env(tokens: Token[], t: TransitionSpec, firing: string, key: string): Record<string, string> {
   const first = tokens[0]!;
@@ -117,7 +131,7 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = files.out(o);
-  let result: { ok: boolean; reason?: string; status?: number; abandoned: boolean; message?: string };
+  let result: { ok: boolean; reason?: string; status?: number; abandoned: boolean; message?: string; data?: Uint8Array };
   try {
     if (t.fn) result = await runFunction(req, outPaths, single);
     else if (t.run) result = await runCommandFiring(req, outPaths, single, stderrPath);
@@ -130,8 +144,13 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const moved = !t.fn && !t.run;
   for (const o of t.outputs) {
     if (moved) outputs.set(o, { tokens: tokens.map((x) => x.path) });
+    else if (result.data && single) outputs.set(o, { data: result.data });
     else if (fs.existsSync(outPaths[o]!)) outputs.set(o, { path: outPaths[o]! });
   }
+  // What a JavaScript transition that succeeded left in staging: its output files and, with a
+  // message, its stderr (a command's files are all of them, whether made or not).
+  const made = t.fn && result.ok ? [...outputs.values()].flatMap((src) => ('path' in src ? [src.path] : [])) : undefined;
+  if (made && result.message !== undefined) made.push(stderrPath);
   if (result.ok && !result.abandoned) {
     const problem = judgeOutputs(t, outputs);
     if (problem) result = { ok: false, reason: problem, abandoned: false };
@@ -141,10 +160,12 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     reason: result.reason,
     status: result.status,
     outputs,
-    stderrTail: tail(stderrPath),
+    // A function's stderr file exists only with its message.
+    stderrTail: t.run || result.message !== undefined ? tail(stderrPath) : '',
     stderrPath,
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
+    made,
   };
 }
 
@@ -158,13 +179,16 @@ export function stagingOf(dir: string, runAs: RunAs | undefined): { stderr: stri
   return { stderr: `${at}.stderr`, stdout: `${at}.stdout`, batch: `${at}.batch`, out: (p) => `${at}.out-${p}`, in: (p) => `${at}.in-${p}` };
 }
 
-/** Remove a firing's files (those it may have made: the others are not there). */
-export async function removeStaging(t: TransitionSpec, dir: string, runAs: RunAs | undefined): Promise<void> {
+/**
+ * Remove a firing's files: those it made (RanOutcome.made), when known, else every name it may
+ * have made (unlinking one that is not there costs a hand-off to the pool and an error object).
+ */
+export async function removeStaging(t: TransitionSpec, dir: string, runAs: RunAs | undefined, made?: readonly string[]): Promise<void> {
   if (!t.run && !t.fn) return; // a move stages nothing
   if (runAs) return fs.promises.rm(dir, { recursive: true, force: true });
   const files = stagingOf(dir, runAs);
   // On libuv's pool: the names are this firing's alone and nothing reads them again.
-  const names = [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
+  const names = made ?? [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
   await Promise.all(names.map((f) => fs.promises.unlink(f).catch(() => {})));
 }
 
@@ -259,7 +283,7 @@ async function runFunction(
   req: FiringRequest,
   outPaths: Record<string, string>,
   single: boolean,
-): Promise<{ ok: boolean; reason?: string; abandoned: boolean; message?: string }> {
+): Promise<{ ok: boolean; reason?: string; abandoned: boolean; message?: string; data?: Uint8Array }> {
   const { transition: t, tokens } = req;
   const controller = new AbortController();
   const onAbort = () => controller.abort(new Error('the run is stopping'));
@@ -271,7 +295,7 @@ async function runFunction(
     key: tok.key,
     env: tok.header.cmd.kind === 'Command' ? Object.fromEntries(tok.header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
     params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params.map((p) => Buffer.from(p).toString()) : [],
-    payload: () => fdStream(openPayloadSync(tok.path), true),
+    payload: () => payloadStream(tok.path),
   }));
   try {
     const value = await Promise.race([
@@ -281,11 +305,14 @@ async function runFunction(
     if (value !== undefined && value !== null) {
       if (!single) throw new Error('returned a value, but it has no single output place: write the files in ctx.outputs');
       const dest = outPaths[t.outputs[0]!]!;
+      // Copied: the function may reuse its buffer once it has returned it.
+      const bytes = typeof value === 'string' ? Buffer.from(value) : value instanceof Uint8Array ? Buffer.from(value) : undefined;
+      if (bytes && bytes.length <= KEEP_RETURNED_BYTES) return { ok: true, abandoned: false, data: bytes };
       // On libuv's pool: creating a file waits on the file system's journal while groups commit.
-      if (typeof value === 'string' || value instanceof Uint8Array) await fs.promises.writeFile(dest, value);
+      if (bytes) await fs.promises.writeFile(dest, bytes);
       else await pipeline(value as Readable, fs.createWriteStream(dest));
     } else if (single && !fs.existsSync(outPaths[t.outputs[0]!]!)) {
-      await fs.promises.writeFile(outPaths[t.outputs[0]!]!, ''); // like a command that printed nothing
+      return { ok: true, abandoned: false, data: Buffer.alloc(0) }; // like a command that printed nothing
     }
     return { ok: true, abandoned: false };
   } catch (err) {

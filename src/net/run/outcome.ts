@@ -94,7 +94,7 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome)
     run.retried++;
     f.outcome = undefined;
     f.running = true; // holds its worker while it waits to be retried
-    void removeStaging(f.transition, f.dir, runAsOf(f.transition)).catch(() => {}); // the next attempt stages under names of its own
+    void removeStaging(f.transition, f.dir, runAsOf(f.transition), o.made).catch(() => {}); // the next attempt stages under names of its own
     ctx.retryAfter(f, RETRY_DELAY_MS * f.attempt);
     return false;
   }

@@ -56,6 +56,7 @@ export class NetRunner {
   private readonly totals = { fired: 0, failed: 0 };
   private readonly live = new Throttled(LIVE_EVERY_MS, (now) => this.writeLive(now));
   private readonly startedAt = Date.now();
+  private workers: number | undefined;
 
   constructor(net: NetModel, opts: NetRunOptions = {}) {
     this.net = net;
@@ -157,7 +158,8 @@ export class NetRunner {
 
   /** The shared pool of workers. */
   private poolSize(): number {
-    return this.opts.workers ?? os.availableParallelism();
+    // Asked once: the call costs microseconds (sched_getaffinity), and the loop asks per turn.
+    return (this.workers ??= this.opts.workers ?? os.availableParallelism());
   }
 
   private startFirings(): number | undefined {

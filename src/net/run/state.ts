@@ -89,16 +89,19 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
  */
 export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, paused: ReadonlySet<string> | undefined, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
   // A transition's workers bound its commands running at once. A firing whose command has ended
-  // and whose commit is asked for holds none while up to a group's worth (GROUP_MAX) of them wait:
-  // its successors run while the group commits (the pool counts only running firings too). Beyond
-  // that they count again, so that the open firings, which every decision walks, stay few.
+  // and whose commit is asked for holds none while up to two groups' worth (2 × GROUP_MAX) of them
+  // wait: its successors run while the group commits (the pool counts only running firings too),
+  // and the next group fills up meanwhile (with one group's worth, a full group under way let one
+  // more firing finish, and every other group was a group of one, which pays a whole group's
+  // fsyncs). Beyond that they count again, so that the open firings, which every decision walks,
+  // stay few.
   const open = new Map<TransitionSpec, number>();
   const committing = new Map<TransitionSpec, number>();
   for (const f of firings) {
     const counts = f.committing ? committing : open;
     counts.set(f.transition, (counts.get(f.transition) ?? 0) + 1);
   }
-  for (const [t, n] of committing) if (n > GROUP_MAX) open.set(t, (open.get(t) ?? 0) + n - GROUP_MAX);
+  for (const [t, n] of committing) if (n > 2 * GROUP_MAX) open.set(t, (open.get(t) ?? 0) + n - 2 * GROUP_MAX);
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
     const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);

@@ -100,6 +100,17 @@ test('with a window, tokens below the next number cannot crowd out the ones to c
   expect(p.inOrder(100, (t) => t.seq < 201n).map((t) => t.seq)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(201 + i)));
 });
 
+test('a token a scan found before its writer adopted it is indexed and counted once', async () => {
+  const p = place(false);
+  const { seq, filename } = p.putNow({});
+  await p.refresh(Date.now());
+  const found = p.tokens.get(filename);
+  expect(found).toBeDefined();
+  expect(p.adopt(filename, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } }), Date.now())).toBeUndefined();
+  expect(p.tokens.get(filename)).toBe(found);
+  expect(p.count).toBe(1);
+});
+
 test('tokens written into a place whose window is full are counted, and indexed by a later scan', async () => {
   const p = place(false);
   p.window = 10;

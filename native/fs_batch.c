@@ -1,0 +1,274 @@
+/*
+ * fsBatch(): a list of file operations run in order on ONE of libuv's pool threads (napi async
+ * work), for the net runner's group commit (src/net/run/commit.ts through src/fs-batch.ts).
+ *
+ * Why: every asynchronous call of Node's fs API is one round trip to the pool (a work item
+ * queued, a pool thread woken, its result queued back to the event loop). A group commit made
+ * dozens of them (an open, an fsync, a rename and an unlink per firing, and three per directory
+ * fsync), and on 2 cores each hand-off cost tens of microseconds of CPU in futex wake-ups and
+ * context switches: more than the system calls themselves on tmpfs. Here one step of a commit
+ * (say: rename every output, then fsync their directories) is one hand-off.
+ *
+ * JS interface (see src/fs-batch.ts for the typed wrapper and the pure-Node fallback):
+ *
+ *   fsBatch(ops, callback) -> undefined
+ *     ops: an array of arrays, each [code, ...arguments] (codes below; code | 0x100 = "must":
+ *     if this operation fails, the ones after it are not run and report -ECANCELED).
+ *     callback(results): an Int32Array, one entry per operation: >= 0 on success (a descriptor
+ *     for OPEN), -errno on failure.
+ *       1 FSYNC_DIR  [path]                         open(O_RDONLY|O_DIRECTORY), fsync, close;
+ *                                                    a directory that cannot be fsynced at all
+ *                                                    (EINVAL, ENOTSUP, EROFS, EACCES, EPERM) is 0
+ *       2 FSYNC      [fd]
+ *       3 RENAME     [from, to]
+ *       4 UNLINK     [path]
+ *       5 OPEN       [path, flags, mode]            -> the descriptor
+ *       6 WRITE_FILE [path, flags, mode, buffer]    open, write all, fsync, close
+ *       7 CLOSE      [fd]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <node_api.h>
+
+enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7 };
+#define OP_MUST 0x100
+
+typedef struct {
+  int code;
+  int must;
+  char* a;
+  char* b;
+  int fd; /* FSYNC, CLOSE */
+  int flags;
+  int mode;
+  char* data;
+  size_t len;
+  int32_t result;
+} batch_op;
+
+typedef struct {
+  napi_async_work work;
+  napi_ref callback;
+  uint32_t count;
+  batch_op* ops;
+} batch_job;
+
+static char* batch_string(napi_env env, napi_value v) {
+  size_t n = 0;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &n) != napi_ok) return NULL;
+  char* s = malloc(n + 1);
+  if (!s) return NULL;
+  if (napi_get_value_string_utf8(env, v, s, n + 1, &n) != napi_ok || strlen(s) != n) {
+    free(s); /* a NUL inside a path: refused, as Node refuses it */
+    return NULL;
+  }
+  return s;
+}
+
+static void batch_free(batch_job* job) {
+  if (!job) return;
+  for (uint32_t i = 0; i < job->count && job->ops; i++) {
+    free(job->ops[i].a);
+    free(job->ops[i].b);
+    free(job->ops[i].data);
+  }
+  free(job->ops);
+  free(job);
+}
+
+static int32_t batch_errno(void) { return errno > 0 ? -errno : -EIO; }
+
+/* A directory that cannot be fsynced at all is no failure, as in src/durable.ts (cannotSync). */
+static int32_t batch_dir_sync_result(int32_t r) {
+  return r == -EINVAL || r == -ENOTSUP || r == -EOPNOTSUPP || r == -EROFS || r == -EACCES || r == -EPERM ? 0 : r;
+}
+
+static int32_t batch_fsync_dir(const char* path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return batch_dir_sync_result(batch_errno());
+  int32_t r = fsync(fd) == 0 ? 0 : batch_dir_sync_result(batch_errno());
+  close(fd);
+  return r;
+}
+
+static int32_t batch_write_file(const batch_op* op) {
+  int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
+  if (fd < 0) return batch_errno();
+  size_t done = 0;
+  while (done < op->len) {
+    ssize_t n = write(fd, op->data + done, op->len - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int32_t r = batch_errno();
+      close(fd);
+      return r;
+    }
+    done += (size_t)n;
+  }
+  if (fsync(fd) != 0) {
+    int32_t r = batch_errno();
+    close(fd);
+    return r;
+  }
+  return close(fd) == 0 || errno == EINTR ? 0 : batch_errno();
+}
+
+static int32_t batch_run_one(const batch_op* op) {
+  switch (op->code) {
+    case OP_FSYNC_DIR:
+      return batch_fsync_dir(op->a);
+    case OP_FSYNC:
+      return fsync(op->fd) == 0 ? 0 : batch_errno();
+    case OP_RENAME:
+      return rename(op->a, op->b) == 0 ? 0 : batch_errno();
+    case OP_UNLINK:
+      return unlink(op->a) == 0 ? 0 : batch_errno();
+    case OP_OPEN: {
+      int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
+      return fd >= 0 ? fd : batch_errno();
+    }
+    case OP_WRITE_FILE:
+      return batch_write_file(op);
+    case OP_CLOSE:
+      return close(op->fd) == 0 || errno == EINTR ? 0 : batch_errno();
+    default:
+      return -EINVAL;
+  }
+}
+
+/* On a pool thread: every operation in order; after a failed "must" one, none. */
+static void batch_execute(napi_env env, void* data) {
+  batch_job* job = data;
+  int skip = 0;
+  for (uint32_t i = 0; i < job->count; i++) {
+    batch_op* op = &job->ops[i];
+    if (skip) {
+      op->result = -ECANCELED;
+      continue;
+    }
+    op->result = batch_run_one(op);
+    if (op->result < 0 && op->must) skip = 1;
+  }
+}
+
+static void batch_complete(napi_env env, napi_status status, void* data) {
+  batch_job* job = data;
+  napi_value cb, ab, arr, global;
+  void* raw = NULL;
+  if (napi_get_reference_value(env, job->callback, &cb) == napi_ok &&
+      napi_create_arraybuffer(env, job->count * sizeof(int32_t), &raw, &ab) == napi_ok &&
+      napi_create_typedarray(env, napi_int32_array, job->count, ab, 0, &arr) == napi_ok && napi_get_global(env, &global) == napi_ok) {
+    int32_t* out = raw;
+    for (uint32_t i = 0; i < job->count; i++) out[i] = status == napi_ok ? job->ops[i].result : -ECANCELED;
+    napi_call_function(env, global, cb, 1, &arr, NULL);
+  }
+  napi_delete_reference(env, job->callback);
+  napi_delete_async_work(env, job->work);
+  batch_free(job);
+}
+
+static napi_value batch_throw(napi_env env, batch_job* job, const char* what) {
+  batch_free(job);
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (!pending) napi_throw_type_error(env, NULL, what);
+  return NULL;
+}
+
+static int batch_int(napi_env env, napi_value arr, uint32_t at, int* out) {
+  napi_value v;
+  return napi_get_element(env, arr, at, &v) == napi_ok && napi_get_value_int32(env, v, out) == napi_ok;
+}
+
+static char* batch_string_at(napi_env env, napi_value arr, uint32_t at) {
+  napi_value v;
+  return napi_get_element(env, arr, at, &v) == napi_ok ? batch_string(env, v) : NULL;
+}
+
+/* One operation's arguments, from JS; 0 when they are not what the code needs. */
+static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
+  int code = 0;
+  if (!batch_int(env, item, 0, &code)) return 0;
+  op->must = (code & OP_MUST) != 0;
+  op->code = code & 0xff;
+  switch (op->code) {
+    case OP_FSYNC_DIR:
+    case OP_UNLINK:
+      return (op->a = batch_string_at(env, item, 1)) != NULL;
+    case OP_FSYNC:
+    case OP_CLOSE:
+      return batch_int(env, item, 1, &op->fd);
+    case OP_RENAME:
+      return (op->a = batch_string_at(env, item, 1)) != NULL && (op->b = batch_string_at(env, item, 2)) != NULL;
+    case OP_OPEN:
+      return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode);
+    case OP_WRITE_FILE: {
+      if ((op->a = batch_string_at(env, item, 1)) == NULL || !batch_int(env, item, 2, &op->flags) || !batch_int(env, item, 3, &op->mode)) return 0;
+      napi_value v;
+      void* bytes = NULL;
+      size_t len = 0;
+      bool is_buffer = false;
+      if (napi_get_element(env, item, 4, &v) != napi_ok || napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer) return 0;
+      if (napi_get_buffer_info(env, v, &bytes, &len) != napi_ok) return 0;
+      op->data = malloc(len ? len : 1); /* copied: the pool thread must not see JS memory move */
+      if (!op->data) return 0;
+      if (len) memcpy(op->data, bytes, len);
+      op->len = len;
+      return 1;
+    }
+    default:
+      return 0;
+  }
+}
+
+static napi_value js_fs_batch(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2) return batch_throw(env, NULL, "fsBatch(ops, callback)");
+  uint32_t count = 0;
+  bool is_array = false;
+  napi_valuetype cb_type;
+  if (napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[0], &count) != napi_ok ||
+      napi_typeof(env, argv[1], &cb_type) != napi_ok || cb_type != napi_function)
+    return batch_throw(env, NULL, "fsBatch(ops, callback): an array and a function");
+  batch_job* job = calloc(1, sizeof *job);
+  if (!job) return batch_throw(env, NULL, "fsBatch: out of memory");
+  job->ops = calloc(count ? count : 1, sizeof *job->ops);
+  if (!job->ops) return batch_throw(env, job, "fsBatch: out of memory");
+  job->count = count;
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value item;
+    bool item_array = false;
+    if (napi_get_element(env, argv[0], i, &item) != napi_ok || napi_is_array(env, item, &item_array) != napi_ok || !item_array ||
+        !batch_parse_op(env, item, &job->ops[i]))
+      return batch_throw(env, job, "fsBatch: a malformed operation");
+  }
+  napi_value name;
+  if (napi_create_reference(env, argv[1], 1, &job->callback) != napi_ok) return batch_throw(env, job, "fsBatch: no reference");
+  if (napi_create_string_utf8(env, "fsplFsBatch", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_async_work(env, NULL, name, batch_execute, batch_complete, job, &job->work) != napi_ok) {
+    napi_delete_reference(env, job->callback);
+    return batch_throw(env, job, "fsBatch: cannot queue the work");
+  }
+  if (napi_queue_async_work(env, job->work) != napi_ok) {
+    napi_delete_async_work(env, job->work);
+    napi_delete_reference(env, job->callback);
+    return batch_throw(env, job, "fsBatch: cannot queue the work");
+  }
+  return NULL;
+}
+
+/* Called from fspl_native.c's module init. */
+napi_status fspl_register_fs_batch(napi_env env, napi_value exports) {
+  napi_value fn;
+  napi_status s = napi_create_function(env, "fsBatch", NAPI_AUTO_LENGTH, js_fs_batch, NULL, &fn);
+  return s != napi_ok ? s : napi_set_named_property(env, exports, "fsBatch", fn);
+}

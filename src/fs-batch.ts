@@ -1,0 +1,203 @@
+/**
+ * File operations run in order, as one batch: with the native addon, all of them on one of
+ * libuv's pool threads, in one hand-off (native/fs_batch.c); without it (or with FSPL_NO_NATIVE=1),
+ * one after the other through Node's fs API, one hand-off each, with the same results.
+ *
+ * Why: the net runner's group commit (src/net/run/commit.ts) made dozens of asynchronous fs calls
+ * per group (an open, an fsync, a rename and an unlink per firing, three per directory fsync),
+ * each a round trip between the event loop and a pool thread. On 2 cores those hand-offs cost
+ * more CPU than the system calls on tmpfs. A batch is one step of a commit: its operations run in
+ * the order given, so that "rename these, then fsync their directory" keeps its order.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import util from 'node:util';
+import { cannotSync, dirSyncSkipped } from './durable.js';
+import { loadNative } from './native.js';
+
+/** One operation. */
+export type FsOp =
+  /**
+   * open(O_RDONLY|O_DIRECTORY), fsync, close: the names made in it so far are durable. A
+   * directory that cannot be fsynced at all succeeds (as durable.ts's fsyncDir). Skipped under
+   * FSPL_BENCH_NO_DIRSYNC.
+   */
+  | { op: 'fsyncDir'; path: string }
+  | { op: 'fsync'; fd: number }
+  | { op: 'rename'; from: string; to: string }
+  /** missingOk: ENOENT is no failure (firstFailure). */
+  | { op: 'unlink'; path: string; missingOk?: boolean }
+  /** Its result is the descriptor. */
+  | { op: 'open'; path: string; flags: number; mode: number }
+  /** open, write all of data, fsync, close. */
+  | { op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer }
+  | { op: 'close'; fd: number };
+
+/** must: should it fail, the operations after it are not run (their result: -ECANCELED). */
+export type BatchOp = FsOp & { must?: boolean };
+
+const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7 } as const;
+const MUST = 0x100;
+const ECANCELED = -os.constants.errno.ECANCELED;
+
+/**
+ * Run the operations in order. Never rejects for a failed operation: each one's result is in the
+ * array, >= 0 on success (open: its descriptor), -errno on failure. See firstFailure.
+ */
+export async function runBatch(ops: readonly BatchOp[]): Promise<Int32Array> {
+  // Directory fsyncs the bench switched off succeed without running.
+  const run = dirSyncSkipped() ? ops.filter((o) => o.op !== 'fsyncDir') : ops;
+  const results = run.length === 0 ? new Int32Array(0) : await runOps(run);
+  if (run === ops) return results;
+  const all = new Int32Array(ops.length);
+  let k = 0;
+  ops.forEach((o, i) => (all[i] = o.op === 'fsyncDir' ? 0 : results[k++]!));
+  return all;
+}
+
+/** libuv's pool has 4 threads unless UV_THREADPOOL_SIZE says otherwise. */
+const POOL_THREADS = 4;
+
+/**
+ * Independent operations (no order among them, no `must`) split into up to 4 batches that run at
+ * once, one operation per 8 or more in each: fsyncs of many files on a disk (ext4) finish far
+ * sooner side by side (the file system commits its journal once for several of them) than one
+ * after the other on one thread: 64 small files, 13-40 ms against 40-200 ms here.
+ */
+export async function runBatchesAtOnce(ops: readonly BatchOp[]): Promise<Int32Array> {
+  const lanes = Math.min(POOL_THREADS, Math.ceil(ops.length / 8));
+  if (lanes <= 1) return runBatch(ops);
+  const split = Array.from({ length: lanes }, (_, k) => ops.filter((_, i) => i % lanes === k));
+  const done = await Promise.all(split.map((part) => runBatch(part)));
+  const out = new Int32Array(ops.length);
+  for (let i = 0; i < ops.length; i++) out[i] = done[i % lanes]![Math.floor(i / lanes)]!;
+  return out;
+}
+
+function runOps(ops: readonly BatchOp[]): Promise<Int32Array> {
+  const b = loadNative();
+  // A NUL in a path: Node's own calls refuse it with their usual error.
+  if (!b?.fsBatch || ops.some((o) => pathsOf(o).some((p) => p.includes('\0')))) return fallback(ops);
+  return new Promise((resolve) => b.fsBatch!(ops.map(encode), resolve));
+}
+
+function encode(o: BatchOp): Array<number | string | Buffer> {
+  const code = CODES[o.op] | (o.must ? MUST : 0);
+  switch (o.op) {
+    case 'fsyncDir':
+    case 'unlink':
+      return [code, o.path];
+    case 'fsync':
+    case 'close':
+      return [code, o.fd];
+    case 'rename':
+      return [code, o.from, o.to];
+    case 'open':
+      return [code, o.path, o.flags, o.mode];
+    case 'writeFile':
+      return [code, o.path, o.flags, o.mode, o.data];
+  }
+}
+
+function pathsOf(o: FsOp): string[] {
+  if (o.op === 'rename') return [o.from, o.to];
+  return 'path' in o ? [o.path] : [];
+}
+
+/**
+ * The first failure among the results, as the error Node's fs would have thrown, leaving out a
+ * missing file for an unlink with missingOk. Undefined when all went well.
+ */
+export function firstFailure(ops: readonly FsOp[], results: Int32Array): NodeJS.ErrnoException | undefined {
+  for (let i = 0; i < ops.length; i++) {
+    const r = results[i]!;
+    if (r >= 0) continue;
+    const o = ops[i]!;
+    const err = batchError(o, r);
+    if (o.op === 'unlink' && o.missingOk && err.code === 'ENOENT') continue;
+    return err;
+  }
+  return undefined;
+}
+
+/** An operation's failure as Node reports one (code, errno, syscall, path). */
+export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
+  const code = util.getSystemErrorName(errno);
+  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' ? 'write' : o.op;
+  const where = o.op === 'rename' ? ` '${o.from}' -> '${o.to}'` : 'path' in o ? ` '${o.path}'` : '';
+  const err: NodeJS.ErrnoException = new Error(`${code}: ${syscall}${where}`);
+  err.errno = errno;
+  err.code = code;
+  err.syscall = syscall;
+  if (o.op === 'rename') err.path = o.from;
+  else if ('path' in o) err.path = o.path;
+  return err;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The pure-Node fallback
+
+async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
+  const out = new Int32Array(ops.length);
+  let skip = false;
+  for (let i = 0; i < ops.length; i++) {
+    if (skip) {
+      out[i] = ECANCELED;
+      continue;
+    }
+    out[i] = await runOne(ops[i]!).then(
+      (r) => r,
+      (err: NodeJS.ErrnoException) => (typeof err.errno === 'number' && err.errno < 0 ? err.errno : -os.constants.errno.EIO),
+    );
+    if (out[i]! < 0 && ops[i]!.must) skip = true;
+  }
+  return out;
+}
+
+const open = util.promisify(fs.open);
+const fsync = util.promisify(fs.fsync);
+const close = util.promisify(fs.close);
+const write = util.promisify(fs.write);
+
+async function runOne(o: FsOp): Promise<number> {
+  switch (o.op) {
+    case 'fsyncDir':
+      try {
+        return await withFd(await open(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY), async (fd) => fsync(fd));
+      } catch (err) {
+        if (cannotSync(err)) return 0; // as fsyncDir does
+        throw err;
+      }
+    case 'fsync':
+      await fsync(o.fd);
+      return 0;
+    case 'rename':
+      await fs.promises.rename(o.from, o.to);
+      return 0;
+    case 'unlink':
+      await fs.promises.unlink(o.path);
+      return 0;
+    case 'open':
+      return open(o.path, o.flags, o.mode);
+    case 'writeFile':
+      return withFd(await open(o.path, o.flags, o.mode), async (fd) => {
+        for (let done = 0; done < o.data.length; ) done += (await write(fd, o.data, done, o.data.length - done)).bytesWritten;
+        await fsync(fd);
+      });
+    case 'close':
+      await close(o.fd);
+      return 0;
+  }
+}
+
+/** Run fn on fd, then close it (a failed close after a failed fn: fn's error). */
+async function withFd(fd: number, fn: (fd: number) => Promise<void>): Promise<number> {
+  try {
+    await fn(fd);
+  } catch (err) {
+    await close(fd).catch(() => {});
+    throw err;
+  }
+  await close(fd);
+  return 0;
+}

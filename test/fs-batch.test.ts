@@ -1,0 +1,85 @@
+/**
+ * File operations in batches (src/fs-batch.ts): the native addon's one-hand-off path
+ * (native/fs_batch.c) and the pure-Node fallback (FSPL_NO_NATIVE=1) give the same results.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../src/fs-batch.js';
+import { loadNative } from '../src/native.js';
+import { tempDir } from './helpers.js';
+
+const ENOENT = -os.constants.errno.ENOENT;
+const EEXIST = -os.constants.errno.EEXIST;
+const ECANCELED = -os.constants.errno.ECANCELED;
+const CREATE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
+
+const saved = process.env.FSPL_NO_NATIVE;
+const haveNative = (() => {
+  delete process.env.FSPL_NO_NATIVE;
+  const b = loadNative();
+  if (saved !== undefined) process.env.FSPL_NO_NATIVE = saved;
+  return typeof b?.fsBatch === 'function';
+})();
+
+for (const mode of ['native', 'fallback'] as const) {
+  describe.skipIf(mode === 'native' && !haveNative)(`runBatch (${mode})`, () => {
+    let dir: string;
+    beforeEach(() => {
+      if (mode === 'native') delete process.env.FSPL_NO_NATIVE;
+      else process.env.FSPL_NO_NATIVE = '1';
+      dir = tempDir();
+    });
+    afterEach(() => {
+      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+      else process.env.FSPL_NO_NATIVE = saved;
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('runs the operations in order and reports each one', async () => {
+      const a = path.join(dir, 'a');
+      const b = path.join(dir, 'b');
+      const [fd] = await runBatch([{ op: 'open', path: a, flags: CREATE, mode: 0o600 }]);
+      expect(fd).toBeGreaterThanOrEqual(0);
+      fs.writeSync(fd!, 'part');
+      const ops: BatchOp[] = [
+        { op: 'fsync', fd: fd! },
+        { op: 'close', fd: fd! },
+        { op: 'rename', from: a, to: b },
+        { op: 'fsyncDir', path: dir },
+        { op: 'writeFile', path: path.join(dir, 'seq.temp'), flags: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, mode: 0o644, data: Buffer.from('7\n') },
+        { op: 'unlink', path: path.join(dir, 'missing'), missingOk: true },
+        { op: 'open', path: b, flags: CREATE, mode: 0o600 },
+      ];
+      const r = await runBatch(ops);
+      expect([...r]).toEqual([0, 0, 0, 0, 0, ENOENT, EEXIST]);
+      expect(fs.readFileSync(b, 'utf8')).toBe('part');
+      expect(fs.readFileSync(path.join(dir, 'seq.temp'), 'utf8')).toBe('7\n');
+      // The missing unlink is allowed; the open over an existing file is the first failure.
+      const err = firstFailure(ops, r);
+      expect(err?.code).toBe('EEXIST');
+      expect(err?.path).toBe(b);
+    });
+
+    it('runs nothing after a failed `must` operation', async () => {
+      const kept = path.join(dir, 'kept');
+      fs.writeFileSync(kept, 'x');
+      const ops: BatchOp[] = [
+        { op: 'rename', from: path.join(dir, 'nothing'), to: path.join(dir, 'x'), must: true },
+        { op: 'unlink', path: kept },
+      ];
+      const r = await runBatch(ops);
+      expect([...r]).toEqual([ENOENT, ECANCELED]);
+      expect(fs.existsSync(kept)).toBe(true);
+      expect(firstFailure(ops, r)?.code).toBe('ENOENT');
+    });
+
+    it('splits independent operations over several batches and keeps their order in the results', async () => {
+      const ops: BatchOp[] = Array.from({ length: 40 }, (_, i) => ({ op: 'unlink', path: path.join(dir, `f${i}`) }));
+      for (let i = 0; i < 40; i += 3) fs.writeFileSync(path.join(dir, `f${i}`), '');
+      const r = await runBatchesAtOnce(ops);
+      expect([...r]).toEqual(ops.map((_, i) => (i % 3 === 0 ? 0 : ENOENT)));
+    });
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * JavaScript transitions' inputs and outputs: a payload read whole or streamed (payloadStream),
+ * a returned value kept in memory and written straight into its token at commit, a larger one
+ * through a staging file, and nothing left in staging afterwards.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, test } from 'vitest';
+import { makeNet, strayFiles, tokensIn } from '../helpers.js';
+
+async function text(r: Readable): Promise<string> {
+  let t = '';
+  for await (const c of r) t += c;
+  return t;
+}
+
+describe('net run: JavaScript transitions', () => {
+  test('small and large payloads read in full; strings, buffers, streams and nothing returned become tokens', async () => {
+    const { dir, net } = makeNet(`places: { a: {}, b: {} }\ntransitions: {}\n`);
+    const big = 'x'.repeat(200 * 1024) + 'end';
+    const huge = Buffer.alloc(300_000, 'h'); // beyond what is kept in memory: a staging file
+    const inputs: Record<string, string> = { s: 'small', e: '', b: big, buf: 'buffer', st: 'stream', none: 'n', h: 'huge' };
+    for (const [key, payload] of Object.entries(inputs)) await net.put('a', Buffer.from(payload), { key });
+    const { Net } = await import('filespooler');
+    const js = Net.define({
+      dir,
+      places: { a: {}, b: {} },
+      transitions: {
+        t: {
+          in: 'a',
+          out: 'b',
+          fn: async (ctx) => {
+            const got = await text(ctx.inputs[0]!.payload());
+            if (ctx.key === 'buf') return Buffer.from(`${ctx.key}:${got}`);
+            if (ctx.key === 'st') return Readable.from([Buffer.from(`${ctx.key}:`), Buffer.from(got)]);
+            if (ctx.key === 'none') return undefined;
+            if (ctx.key === 'h') return huge;
+            return `${ctx.key}:${got.length}:${got.slice(-3)}`;
+          },
+        },
+      },
+    });
+    const summary = await js.run({ drain: true });
+    expect(summary.fired).toBe(7);
+    const out = Object.fromEntries((await tokensIn(path.join(dir, 'places/b'))).map((t) => [t.key, t.payload]));
+    expect(out).toEqual({ s: 's:5:all', e: 'e:0:', b: `b:${big.length}:end`, buf: 'buf:buffer', st: 'st:stream', none: '', h: huge.toString() });
+    expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
+    expect(strayFiles(dir)).toEqual([]);
+  }, 60_000);
+
+  test("a failing function's message is its error; its staging is removed", async () => {
+    const { dir, net } = makeNet(`places: { a: {}, b: {}, err: {} }\ntransitions: {}\n`);
+    await net.put('a', Buffer.from('p'), { key: 'k' });
+    const { Net } = await import('filespooler');
+    const js = Net.define({
+      dir,
+      places: { a: {}, b: {}, err: {} },
+      transitions: {
+        t: {
+          in: 'a',
+          out: 'b',
+          error: 'err',
+          fn: async () => {
+            throw new Error('no luck');
+          },
+        },
+      },
+    });
+    await js.run({ drain: true });
+    const [e] = await tokensIn(path.join(dir, 'places/err'));
+    expect(e!.env.ERROR_STDERR).toContain('no luck');
+    expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
+  }, 60_000);
+});
