@@ -57,6 +57,12 @@ export class OpenFirings {
   private readonly outcomes: OutcomeContext;
 
   constructor(private readonly ctx: FiringsContext) {
+    // The run's stop reaches each running firing through its own controller: one listener for the
+    // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
+    // signal per firing (the largest source of garbage a long run's old generation collected).
+    ctx.signal.addEventListener('abort', () => {
+      for (const f of this.set) f.stop?.abort(ctx.signal.reason);
+    }, { once: true });
     this.outcomes = {
       log: ctx.log,
       logsDir: path.join(ctx.stateDir, 'logs'),
@@ -112,8 +118,10 @@ export class OpenFirings {
     f.dir = path.join(this.stagingDir, `${f.transition.name}-${f.id}-${f.attempt}`); // a prefix: see stagingOf
     this.ctx.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
-    f.stop = new AbortController(); // this firing alone (`net pause --kill`); the run's stop aborts every firing
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: AbortSignal.any([this.ctx.signal, f.stop.signal]), runAs: runAsOf(f.transition) }).then((outcome) => {
+    // This firing alone (`net pause --kill`), and the run's stop (the listener in the constructor).
+    f.stop = new AbortController();
+    if (this.ctx.signal.aborted) f.stop.abort(this.ctx.signal.reason);
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: f.stop.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.running = false;
       f.outcome = outcome;
