@@ -277,6 +277,10 @@ export abstract class TokenIndex {
     }
     if (key > this.top) this.top = key;
     const t = this.makeToken(filename, header, now);
+    // Far from the head (a backlog in this place): its header is read again when its turn comes,
+    // as for the tokens a scan finds there. Kept, a place filling faster than it drains held a
+    // header (and the 8 KiB pool slab its bytes sit in) per token of its window.
+    if (this.tokens.size >= this.keepHeaders) t.dropHeader();
     this.tokens.set(filename, t);
     this.index(t);
     return t;
