@@ -55,8 +55,11 @@ export class OpenFirings {
   /** A refused commit may go through now: something changed since it was refused. */
   private retryRefused = false;
   private readonly outcomes: OutcomeContext;
+  /** Where firings stage their files (joined once: a path per firing is garbage enough). */
+  private readonly stagingDir: string;
 
   constructor(private readonly ctx: FiringsContext) {
+    this.stagingDir = path.join(ctx.stateDir, 'staging');
     // The run's stop reaches each running firing through its own controller: one listener for the
     // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
     // signal per firing (the largest source of garbage a long run's old generation collected).
@@ -78,9 +81,6 @@ export class OpenFirings {
     };
   }
 
-  private get stagingDir(): string {
-    return path.join(this.ctx.stateDir, 'staging');
-  }
 
   /** Workers held: firings running, or waiting to be retried. */
   running(): number {
@@ -119,9 +119,12 @@ export class OpenFirings {
     this.ctx.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
     run.running++;
     // This firing alone (`net pause --kill`), and the run's stop (the listener in the constructor).
-    f.stop = new AbortController();
-    if (this.ctx.signal.aborted) f.stop.abort(this.ctx.signal.reason);
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: f.stop.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
+    // A move (no command, no function) ends in a microtask: nothing to stop, and no controller
+    // (with its signal, an event target) made per token moved.
+    const moves = !f.transition.run && !f.transition.fn;
+    f.stop = moves ? undefined : new AbortController();
+    if (this.ctx.signal.aborted) f.stop?.abort(this.ctx.signal.reason);
+    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: f.stop?.signal ?? this.ctx.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.running = false;
       f.outcome = outcome;
