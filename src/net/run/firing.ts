@@ -141,7 +141,9 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     reason: result.reason,
     status: result.status,
     outputs,
-    stderrTail: tail(stderrPath),
+    // A move writes no stderr unless it failed with a message: opening the missing file made an
+    // ENOENT error (a stack trace) per token moved.
+    stderrTail: moved && result.message === undefined ? '' : tail(stderrPath),
     stderrPath,
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
