@@ -268,6 +268,11 @@ export abstract class TokenIndex {
 
   /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed. */
   adopt(filename: string, header: PacketHeader, now: number): IndexedToken | undefined {
+    // A scan between the rename and this call found it first: indexed and counted already, and
+    // maybe claimed since. A second token for the same file would leave the first one in an
+    // and-merge's join, found there once the file is consumed, and not in the index.
+    const known = this.tokens.get(filename);
+    if (known) return known;
     this.count++;
     const key = orderKey(header.seq);
     if (this.complete ? this.tokens.size >= this.window : key > this.top) {

@@ -119,3 +119,15 @@ test('tokens written into a place whose window is full are counted, and indexed 
   }
   expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => BigInt(i + 1)));
 });
+
+test('a token a scan indexed before the writer adopts it stays one token, counted once', async () => {
+  const p = place(false);
+  const { seq, filename } = p.putNow({});
+  await p.refresh(Date.now());
+  const scanned = p.tokens.get(filename)!;
+  expect(p.count).toBe(1);
+  const adopted = p.adopt(filename, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } }), Date.now());
+  expect(adopted).toBe(scanned);
+  expect(p.tokens.get(filename)).toBe(scanned);
+  expect(p.count).toBe(1);
+});
