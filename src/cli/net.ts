@@ -7,6 +7,7 @@
 import os from 'node:os';
 import { Net, NetFileError, NetRequestError, createLogger } from '../index.js';
 import { describeRemoteLeftover, dotToSvg, pauseText, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
+import { tuneHeapForNetRun } from './net-heap.js';
 import { NetProgressLine } from './net-progress.js';
 import { formatNetStatus } from './net-text.js';
 import { printRetry, printToken, printTokens } from './net-operate.js';
@@ -170,6 +171,7 @@ async function run(a: Args): Promise<number> {
   const graceText = a['stop-timeout'] ?? a.grace;
   const grace = graceText === undefined ? undefined : Number(graceText);
   if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
+  tuneHeapForNetRun();
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.on('SIGTERM', stop);

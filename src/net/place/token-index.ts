@@ -266,7 +266,7 @@ export abstract class TokenIndex {
     this.head = 0;
   }
 
-  /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed. */
+  /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed now (undefined when a scan indexed it first, or it falls outside the window). */
   adopt(filename: string, header: PacketHeader, now: number): IndexedToken | undefined {
     // A scan found it first (between the commit's rename and the run applying the commit: a
     // safety rescan, or an event for another file): it is indexed, counted and joined already.
@@ -282,6 +282,10 @@ export abstract class TokenIndex {
     }
     if (key > this.top) this.top = key;
     const t = this.makeToken(filename, header, now);
+    // Far from the head (a backlog in this place): its header is read again when its turn comes,
+    // as for the tokens a scan finds there. Kept, a place filling faster than it drains held a
+    // header (and the 8 KiB pool slab its bytes sit in) per token of its window.
+    if (this.tokens.size >= this.keepHeaders) t.dropHeader();
     this.tokens.set(filename, t);
     this.index(t);
     return t;

@@ -127,7 +127,8 @@ export class RunPlaces {
   published(o: StagedOutput, header: PacketHeader, now: number): void {
     if (this.indexed.has(o.place)) {
       const t = this.byName.get(o.place)!.adopt(path.basename(o.final), header, now);
-      if (t && !t.nop) this.joins.add(o.place, t);
+      // Claimed already, if a scan found it before this call and a firing took it.
+      if (t && !t.nop && !this.claimed.get(o.place)!.has(t.filename)) this.joins.add(o.place, t);
     } else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
   }
 

@@ -3,9 +3,11 @@
  * claimed, freed, consumed and gone, and shows the scheduler only the head of each place.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { expect, test } from 'vitest';
 import { defineNet } from 'filespooler';
 import { silentLogger } from '../../../src/log.js';
+import { makeHeader } from '../../../src/prepare.js';
 import { RunPlaces } from '../../../src/net/run/places.js';
 import { netDir } from '../helpers.js';
 
@@ -66,5 +68,32 @@ test('a token gone from the directory (another reader, a hand) leaves the join a
   places.get('r')!.markDirty();
   await places.refresh(false, silentLogger);
   expect(places.mergeView(m)!.complete).toBe(5);
+  places.close();
+});
+
+test('outputs a scan found before the run adopted them stay one token each in the join: consumed, their set is gone', async () => {
+  const net = defineNet({ dir: netDir(), places: { l: {}, r: {}, o: {} }, transitions: { m: { in: ['l', 'r'], out: 'o', run: null } } });
+  const m = net.transitions.get('m')!;
+  const places = new RunPlaces(net, [...net.transitions.values()], {});
+  places.open();
+  const env: Array<[Uint8Array, Uint8Array]> = [[Buffer.from('KEY'), Buffer.from('k0')]];
+  const written = ['l', 'r'].map((name) => {
+    const p = places.get(name)!;
+    const { seq, filename } = p.putNow({ env });
+    return { name, seq, file: path.join(p.queue.jobsDir, filename) };
+  });
+  // The scan comes between the commit's renames and the run applying the commit's result.
+  await places.refresh(true, silentLogger);
+  for (const w of written) places.published({ place: w.name, seq: w.seq, temp: `${w.file}.part`, final: w.file }, makeHeader({ seq: w.seq, cmd: { kind: 'Command', params: [], env } }), Date.now());
+  expect(places.mergeView(m)!.complete).toBe(1);
+  const [set] = places.mergeView(m)!.sets;
+  places.claim(set!);
+  for (const t of set!) {
+    fs.unlinkSync(t.path);
+    places.get(t.place)!.forget(t.filename);
+    places.consumed(t);
+  }
+  expect(places.mergeView(m)!.complete).toBe(0);
+  expect(places.mergeView(m)!.sets).toEqual([]);
   places.close();
 });
