@@ -11,7 +11,7 @@ import type { SeqFile } from '../../seqfile.js';
 import { JobsWatcher } from '../../watch.js';
 import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
-import { heldBy, lookaheadOf, type OpenFiring } from '../plan/marking.js';
+import { lookaheadOf } from '../plan/marking.js';
 import type { PlaceState } from '../plan/scheduler.js';
 import { Place } from '../place/place.js';
 import { INDEX_WINDOW } from '../place/token-index.js';
@@ -159,16 +159,17 @@ export class RunPlaces {
 
   /**
    * The places as the scheduler sees them: the head of each (its first unclaimed tokens), and what
-   * the open firings hold. O(lookahead) per place, whatever the tokens waiting: an and-merge's
-   * sets come from its join (mergeView), and the index's tokens are the scheduler's TokenRefs.
+   * the open firings hold (`held`: as heldBy in plan/marking.ts, from the open firings' tally).
+   * O(lookahead) per place, whatever the tokens waiting: an and-merge's sets come from its join
+   * (mergeView), and the index's tokens are the scheduler's TokenRefs.
    */
-  marking(open: Iterable<OpenFiring>): Map<string, PlaceState> {
+  marking(held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number }): Map<string, PlaceState> {
     const m = new Map<string, PlaceState>();
     for (const p of this.byName.values()) {
       const claimed = this.claimed.get(p.name)!;
       const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, (t) => claimed.has(t.filename));
-      const held = heldBy(p.name, this.next.get(p.name) ?? 0n, open);
-      m.set(p.name, { name: p.name, order: p.order, next: held.next, tokens, count: p.count, claimed: Math.min(held.claimed, p.count), incoming: held.incoming, capacity: p.spec.capacity });
+      const h = held(p.name, this.next.get(p.name) ?? 0n);
+      m.set(p.name, { name: p.name, order: p.order, next: h.next, tokens, count: p.count, claimed: Math.min(h.claimed, p.count), incoming: h.incoming, capacity: p.spec.capacity });
     }
     return m;
   }
