@@ -142,7 +142,7 @@ export class RunPlaces {
 
   /** A claimed token given back (its firing dropped): free again, if its place still holds it. */
   release(t: Token): void {
-    this.claimed.get(t.place)!.delete(t.filename);
+    if (this.claimed.get(t.place)!.delete(t.filename)) this.byName.get(t.place)!.unskip(); // inOrder skipped it: it may be taken again
     const now = this.byName.get(t.place)!.tokens.get(t.filename);
     if (now && !now.nop) this.joins.add(t.place, now);
   }
