@@ -106,9 +106,11 @@ export abstract class TokenIndex {
   /**
    * bySeq before this index held, at the last inOrder, only tokens gone or skipped (a run's
    * claimed tokens, its open firings': a few hundred at the head of a place it reads): the next
-   * inOrder starts here. A skipped token can be skipped no longer only through unskip().
+   * inOrder starts here, if asked with the same `skip` (the run's, one per place). A skipped
+   * token can be skipped no longer only through unskip().
    */
   private skipped = 0;
+  private skippedBy: ((t: Token) => boolean) | undefined;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
   private stale = true;
 
@@ -312,10 +314,15 @@ export abstract class TokenIndex {
 
   /**
    * The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most
-   * `limit`. A token `skip` said yes to stays skipped until unskip() is called (the runner's
-   * claims: they are taken back through RunPlaces.release, which calls it).
+   * `limit`. Asked again with the same `skip`, a token it said yes to stays skipped until
+   * unskip() is called (the runner's claims: they are taken back through RunPlaces.release,
+   * which calls it).
    */
   inOrder(limit: number, skip: (t: Token) => boolean): IndexedToken[] {
+    if (skip !== this.skippedBy) {
+      this.skippedBy = skip;
+      this.skipped = 0;
+    }
     if (!this.sorted) {
       this.compact();
       this.bySeq.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));

@@ -29,6 +29,8 @@ export class RunPlaces {
   private readonly lookahead = new Map<string, number>();
   /** Tokens claimed by this run's firings, by place: file names (a set lookup per token). */
   private readonly claimed = new Map<string, Set<string>>();
+  /** Whether a token is claimed, by place: one function each, so that inOrder starts past the claimed tokens it skipped last time. */
+  private readonly isClaimed = new Map<string, (t: Token) => boolean>();
   /** The and-merges' complete sets, kept up to date as tokens are indexed, claimed, freed and gone. */
   private readonly joins: MergeJoins<IndexedToken>;
   /**
@@ -51,7 +53,9 @@ export class RunPlaces {
     this.joins = new MergeJoins(transitions);
     for (const spec of net.places.values()) {
       this.byName.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
-      this.claimed.set(spec.name, new Set());
+      const claimed = new Set<string>();
+      this.claimed.set(spec.name, claimed);
+      this.isClaimed.set(spec.name, (t) => claimed.has(t.filename));
     }
     for (const t of transitions) {
       for (const a of t.inputs) this.indexed.add(a.place);
@@ -166,8 +170,7 @@ export class RunPlaces {
   marking(held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number }): Map<string, PlaceState> {
     const m = new Map<string, PlaceState>();
     for (const p of this.byName.values()) {
-      const claimed = this.claimed.get(p.name)!;
-      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, (t) => claimed.has(t.filename));
+      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, this.isClaimed.get(p.name)!);
       const h = held(p.name, this.next.get(p.name) ?? 0n);
       m.set(p.name, { name: p.name, order: p.order, next: h.next, tokens, count: p.count, claimed: Math.min(h.claimed, p.count), incoming: h.incoming, capacity: p.spec.capacity });
     }
