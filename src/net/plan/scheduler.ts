@@ -251,7 +251,8 @@ export function doneTransitions(transitions: Map<string, TransitionState>, place
  * Decide the firings to start now. The input is not modified; what it returns is in start order.
  */
 export function schedule(input: SchedulerInput): SchedulerResult {
-  const places = new Map([...input.places].map(([k, p]) => [k, { ...p, tokens: [...p.tokens] }]));
+  // Each place copied, not its tokens: claim() gives a place a new array, never changes one.
+  const places = new Map([...input.places].map(([k, p]) => [k, { ...p }]));
   for (const p of places.values()) lastAvailable.set(p, { tokens: undefined, next: p.next, run: [] });
   // An and-merge's sets are found once (when the caller does not keep them), then claims update them.
   const transitions = new Map([...input.transitions].map(([k, t]) => [k, { ...t, merge: t.inputs.length > 1 ? mergeOf(t, places) : undefined }]));
