@@ -103,6 +103,14 @@ export abstract class TokenIndex {
   private sorted = true;
   /** bySeq before this index holds only tokens gone since. */
   private head = 0;
+  /**
+   * bySeq before this index held, at the last inOrder, only tokens gone or skipped (a run's
+   * claimed tokens, its open firings': a few hundred at the head of a place it reads): the next
+   * inOrder starts here, if asked with the same `skip` (the run's, one per place). A skipped
+   * token can be skipped no longer only through unskip().
+   */
+  private skipped = 0;
+  private skippedBy: ((t: Token) => boolean) | undefined;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
   private stale = true;
 
@@ -264,6 +272,12 @@ export abstract class TokenIndex {
   private compact(): void {
     this.bySeq = this.bySeq.filter((t) => this.tokens.get(t.filename) === t);
     this.head = 0;
+    this.skipped = 0;
+  }
+
+  /** A token inOrder's caller skipped may be taken again (a claim released): inOrder looks from the head again. */
+  unskip(): void {
+    this.skipped = 0;
   }
 
   /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed now (undefined when a scan indexed it first, or it falls outside the window). */
@@ -298,8 +312,17 @@ export abstract class TokenIndex {
     if (!this.complete && this.tokens.size <= this.window / 4) this.stale = true;
   }
 
-  /** The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most `limit`. */
+  /**
+   * The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most
+   * `limit`. Asked again with the same `skip`, a token it said yes to stays skipped until
+   * unskip() is called (the runner's claims: they are taken back through RunPlaces.release,
+   * which calls it).
+   */
   inOrder(limit: number, skip: (t: Token) => boolean): IndexedToken[] {
+    if (skip !== this.skippedBy) {
+      this.skippedBy = skip;
+      this.skipped = 0;
+    }
     if (!this.sorted) {
       this.compact();
       this.bySeq.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
@@ -310,17 +333,25 @@ export abstract class TokenIndex {
     while (this.head < this.bySeq.length && this.tokens.get(this.bySeq[this.head]!.filename) !== this.bySeq[this.head]) this.head++;
     if (this.head > 1024 && this.head > this.bySeq.length / 2) {
       this.bySeq = this.bySeq.slice(this.head);
+      this.skipped = Math.max(0, this.skipped - this.head);
       this.head = 0;
     }
     const out: IndexedToken[] = [];
     let gone = 0;
-    for (let i = this.head; i < this.bySeq.length; i++) {
+    // Past the tokens skipped last time (still gone or skipped), and those found so now.
+    let prefix = true;
+    for (let i = Math.max(this.head, this.skipped); i < this.bySeq.length; i++) {
       const t = this.bySeq[i]!;
       if (this.tokens.get(t.filename) !== t) {
         gone++;
+        if (prefix) this.skipped = i + 1;
         continue;
       }
-      if (skip(t)) continue;
+      if (skip(t)) {
+        if (prefix) this.skipped = i + 1;
+        continue;
+      }
+      prefix = false;
       out.push(t);
       if (out.length >= limit) break;
     }

@@ -53,9 +53,10 @@ function addPow2(a: Ratio, b: Ratio): Ratio {
   return { num: b.num + a.num * (b.den / a.den), den: b.den };
 }
 
-function checkNumber(value: number, what: string): void {
+/** `what` is called only to word the error: the scheduler weighs every service time per decision. */
+function checkNumber(value: number, what: () => string): void {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new RangeError(`allocateWorkers: ${what} must be a finite number >= 0, got ${String(value)}`);
+    throw new RangeError(`allocateWorkers: ${what()} must be a finite number >= 0, got ${String(value)}`);
   }
 }
 
@@ -74,13 +75,14 @@ interface Weight {
 
 /** Validates a stage and computes its weight in floating point. */
 function weigh(name: string, stats: StageStats): Weight {
-  checkNumber(stats.queueLength, `queueLength of stage ${JSON.stringify(name)}`);
+  checkNumber(stats.queueLength, () => `queueLength of stage ${JSON.stringify(name)}`);
   const l = stats.queueLength;
   const times = stats.serviceTimes;
   let sum = 0;
   let anyPositive = false;
+  const what = () => `service time of stage ${JSON.stringify(name)}`;
   for (const t of times) {
-    checkNumber(t, `service time of stage ${JSON.stringify(name)}`);
+    checkNumber(t, what);
     sum += t;
     if (t > 0) anyPositive = true;
   }

@@ -129,8 +129,27 @@ function mergeOf(t: TransitionState, places: Map<string, PlaceState>): MergeView
   return j.view(Infinity);
 }
 
+/**
+ * available()'s last answer for each place of a schedule() call (its own copies: nothing else
+ * changes them, and claim() gives a place a new tokens array): candidate, queueLength and
+ * doneTransitions ask it several times per start, each a walk of the place's head.
+ */
+const lastAvailable = new WeakMap<PlaceState, { tokens: TokenRef[] | undefined; next: bigint; run: TokenRef[] }>();
+
 /** The tokens a reader may take now, in order: a gap-free run from `next`, or all by number. */
 function available(p: PlaceState): TokenRef[] {
+  const last = lastAvailable.get(p);
+  if (last && last.tokens === p.tokens && last.next === p.next) return last.run;
+  const run = availableNow(p);
+  if (last) {
+    last.tokens = p.tokens;
+    last.next = p.next;
+    last.run = run;
+  }
+  return run;
+}
+
+function availableNow(p: PlaceState): TokenRef[] {
   if (p.order === 'arrival') return p.tokens.filter((t) => !t.nop);
   const out: TokenRef[] = [];
   let want = p.next;
@@ -232,7 +251,9 @@ export function doneTransitions(transitions: Map<string, TransitionState>, place
  * Decide the firings to start now. The input is not modified; what it returns is in start order.
  */
 export function schedule(input: SchedulerInput): SchedulerResult {
-  const places = new Map([...input.places].map(([k, p]) => [k, { ...p, tokens: [...p.tokens] }]));
+  // Each place copied, not its tokens: claim() gives a place a new array, never changes one.
+  const places = new Map([...input.places].map(([k, p]) => [k, { ...p }]));
+  for (const p of places.values()) lastAvailable.set(p, { tokens: undefined, next: p.next, run: [] });
   // An and-merge's sets are found once (when the caller does not keep them), then claims update them.
   const transitions = new Map([...input.transitions].map(([k, t]) => [k, { ...t, merge: t.inputs.length > 1 ? mergeOf(t, places) : undefined }]));
   const names = [...transitions.keys()];

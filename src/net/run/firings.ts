@@ -12,7 +12,6 @@
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import type { Logger } from '../../log.js';
-import { mayCommit } from '../plan/commit-order.js';
 import type { Start } from '../plan/scheduler.js';
 import type { TokenContent } from '../place/token.js';
 import type { CommitResult, Committer } from './commit.js';
@@ -22,6 +21,7 @@ import { resolve, type OutcomeContext } from './outcome.js';
 import { runAsOf } from './permissions.js';
 import type { RunPlaces } from './places.js';
 import type { Firing, TransitionRun } from './state.js';
+import { FiringTally } from './tally.js';
 
 type Committed = Extract<CommitResult, { committed: true }>;
 
@@ -46,7 +46,14 @@ export interface FiringsContext {
 }
 
 export class OpenFirings {
+  /** The open firings, in the order they began (only this class adds and deletes). */
   readonly set = new Set<Firing>();
+  /** What they amount to (running, committing, tokens held), kept up to date as they change. */
+  readonly tally: FiringTally;
+  /** Firings begun so far: the commit order's last tie-break (the order they began). */
+  private begun = 0;
+  /** Firings whose commit was refused (a bounded place full): not asked again until something changes. */
+  private readonly refused = new Set<Firing>();
   readonly retryTimers = new Set<NodeJS.Timeout>();
   /** Staging files being removed (off the event loop): the run waits for them as it ends. */
   private readonly removing = new Set<Promise<void>>();
@@ -60,6 +67,7 @@ export class OpenFirings {
 
   constructor(private readonly ctx: FiringsContext) {
     this.stagingDir = path.join(ctx.stateDir, 'staging');
+    this.tally = new FiringTally((place) => ctx.places.get(place)!.order === 'sequence');
     // The run's stop reaches each running firing through its own controller: one listener for the
     // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
     // signal per firing (the largest source of garbage a long run's old generation collected).
@@ -84,9 +92,19 @@ export class OpenFirings {
 
   /** Workers held: firings running, or waiting to be retried. */
   running(): number {
-    let n = 0;
-    for (const f of this.set) if (f.running) n++;
-    return n;
+    return this.tally.running;
+  }
+
+  /** f.running, counted (a firing already dropped is no longer counted). */
+  private setRunning(f: Firing, running: boolean): void {
+    if (this.set.has(f)) this.tally.setRunning(f, running);
+    else f.running = running;
+  }
+
+  /** f.committing, counted (a firing already dropped is no longer counted). */
+  private setCommitting(f: Firing, committing: boolean): void {
+    if (this.set.has(f)) this.tally.setCommitting(f, committing);
+    else f.committing = committing;
   }
 
   /** Anything a file event or a finished firing may change: refused commits are asked again. */
@@ -99,20 +117,18 @@ export class OpenFirings {
     const run = this.ctx.trans.get(s.transition)!;
     const tokens = s.tokens.map(({ place, token }) => this.ctx.places.get(place)!.tokens.get(token.filename)!);
     this.ctx.places.claim(tokens);
-    const f: Firing = { id: uuidv4(), transition: run.spec, key: tokens[0]!.key, tokens, attempt: 0, started: Date.now(), dir: '', ordinal: run.nextOrdinal++, running: !s.skip };
+    const f: Firing = { id: uuidv4(), transition: run.spec, key: tokens[0]!.key, tokens, attempt: 0, started: Date.now(), dir: '', ordinal: run.nextOrdinal++, begun: this.begun++, running: !s.skip };
+    if (s.skip) f.outcome = { nop: true };
     this.set.add(f);
-    if (s.skip) {
-      // A NOP: nothing to run; it commits (is consumed) in its turn.
-      f.outcome = { nop: true };
-      return;
-    }
-    this.launch(f);
+    this.tally.opened(f);
+    // A NOP: nothing to run; it commits (is consumed) in its turn.
+    if (!s.skip) this.launch(f);
   }
 
   private launch(f: Firing): void {
     const run = this.ctx.trans.get(f.transition.name)!;
     f.attempt++;
-    f.running = true;
+    this.setRunning(f, true);
     f.outcome = undefined;
     f.started = Date.now();
     f.dir = path.join(this.stagingDir, `${f.transition.name}-${f.id}-${f.attempt}`); // a prefix: see stagingOf
@@ -126,47 +142,43 @@ export class OpenFirings {
     if (this.ctx.signal.aborted) f.stop?.abort(this.ctx.signal.reason);
     void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: f.stop?.signal ?? this.ctx.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
-      f.running = false;
       f.outcome = outcome;
+      this.setRunning(f, false);
       if (!outcome.abandoned) run.service.record(outcome.durationMs);
       this.ctx.poke();
     });
   }
 
-  /** Commit or resolve every finished firing whose turn it is. */
+  /**
+   * Commit or resolve every finished firing whose turn it is: the finished ones not committing,
+   * in the order they began per transition (ordinal), then by start time, then the order they
+   * began in the run. Those committing block nothing: their group commits before any later one.
+   */
   settle(): void {
-    if (this.retryRefused) for (const f of this.set) f.refused = false;
+    if (this.retryRefused) this.refused.clear();
     this.retryRefused = false;
-    const isSequence = (place: string) => this.ctx.places.get(place)!.order === 'sequence';
-    // Those committing block nothing: their group commits before any later one.
-    const blocking = this.notCommitting();
     for (let progress = true; progress; ) {
       progress = false;
-      for (const f of [...blocking].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started)) {
-        if (!f.outcome || f.refused || f.committing || !this.set.has(f) || !mayCommit(f, blocking, isSequence)) continue;
+      const due = this.tally.finished;
+      if (due.size === 0) break;
+      const order = due.size === 1 ? [...due] : [...due].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started || a.begun - b.begun);
+      for (const f of order) {
+        if (!f.outcome || this.refused.has(f) || f.committing || !this.set.has(f) || !this.tally.mayCommit(f)) continue;
         if (resolve(this.outcomes, f)) progress = true;
       }
     }
   }
 
-  /** The open firings not committing, as they are whenever iterated. */
-  private notCommitting(): Iterable<Firing> {
-    const set = this.set;
-    return {
-      *[Symbol.iterator]() {
-        for (const f of set) if (!f.committing) yield f;
-      },
-    };
-  }
-
   /** Ask the committer for f's commit; its result waits for applyCommits. */
   private commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void {
-    f.committing = true;
+    this.setCommitting(f, true);
     this.ctx.committer.submit({ firing: f.id, transition: f.transition.name, outputs, inputs: f.tokens }, (r) => {
       if (r.committed) this.results.push({ f, then, r });
       else {
-        f.committing = false; // resolved again in its turn
-        f.refused = !r.behind; // refused itself: it waits for a change (a reader's commit, a file event)
+        this.setCommitting(f, false); // resolved again in its turn
+        // Refused itself: it waits for a change (a reader's commit, a file event).
+        if (r.behind || !this.set.has(f)) this.refused.delete(f);
+        else this.refused.add(f);
       }
       // Not a poke: that would ask the refused ones again at once, and a firing refused behind
       // one of them would be refused with it, again and again. A commit applied asks them again.
@@ -179,7 +191,7 @@ export class OpenFirings {
   applyCommits(): void {
     const now = Date.now();
     for (const { f, r, then } of this.results.splice(0)) {
-      f.committing = false;
+      this.setCommitting(f, false);
       for (const p of r.published) this.ctx.places.published(p.output, p.header, now);
       for (const tok of f.tokens) {
         this.ctx.places.get(tok.place)!.forget(tok.filename);
@@ -207,12 +219,14 @@ export class OpenFirings {
     }
   }
 
+  /** f holds its worker while it waits to be retried. */
   private retryAfter(f: Firing, ms: number): void {
+    this.setRunning(f, true);
     const timer = setTimeout(() => {
       this.retryTimers.delete(timer);
       if (this.ctx.stopping()) {
-        f.running = false;
         f.outcome = { ok: false, abandoned: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0 };
+        this.setRunning(f, false);
         this.ctx.poke();
         return;
       }
@@ -228,7 +242,9 @@ export class OpenFirings {
   }
 
   drop(f: Firing, removeDir = true): void {
+    if (this.set.has(f)) this.tally.closed(f);
     this.set.delete(f);
+    this.refused.delete(f);
     for (const tok of f.tokens) this.ctx.places.release(tok);
     if (removeDir && f.dir) {
       const made = f.outcome && !('nop' in f.outcome) ? f.outcome.made : undefined;

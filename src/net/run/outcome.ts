@@ -36,7 +36,7 @@ export interface OutcomeContext {
   commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void;
   /** Forget a firing: its staging goes (unless removeDir is false), its tokens are free again. */
   drop(f: Firing, removeDir?: boolean): void;
-  /** Launch the firing again after this many ms (unless the run stops meanwhile). */
+  /** Launch the firing again after this many ms (unless the run stops meanwhile); it holds its worker meanwhile. */
   retryAfter(f: Firing, ms: number): void;
   emit(e: NetEvent): void;
 }
@@ -93,7 +93,6 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome)
   if (willRetry) {
     run.retried++;
     f.outcome = undefined;
-    f.running = true; // holds its worker while it waits to be retried
     void removeStaging(f.transition, f.dir, runAsOf(f.transition), o.made).catch(() => {}); // the next attempt stages under names of its own
     ctx.retryAfter(f, RETRY_DELAY_MS * f.attempt);
     return false;

@@ -11,7 +11,7 @@ import type { SeqFile } from '../../seqfile.js';
 import { JobsWatcher } from '../../watch.js';
 import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
-import { heldBy, lookaheadOf, type OpenFiring } from '../plan/marking.js';
+import { lookaheadOf } from '../plan/marking.js';
 import type { PlaceState } from '../plan/scheduler.js';
 import { Place } from '../place/place.js';
 import { INDEX_WINDOW } from '../place/token-index.js';
@@ -29,6 +29,8 @@ export class RunPlaces {
   private readonly lookahead = new Map<string, number>();
   /** Tokens claimed by this run's firings, by place: file names (a set lookup per token). */
   private readonly claimed = new Map<string, Set<string>>();
+  /** Whether a token is claimed, by place: one function each, so that inOrder starts past the claimed tokens it skipped last time. */
+  private readonly isClaimed = new Map<string, (t: Token) => boolean>();
   /** The and-merges' complete sets, kept up to date as tokens are indexed, claimed, freed and gone. */
   private readonly joins: MergeJoins<IndexedToken>;
   /**
@@ -51,7 +53,9 @@ export class RunPlaces {
     this.joins = new MergeJoins(transitions);
     for (const spec of net.places.values()) {
       this.byName.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
-      this.claimed.set(spec.name, new Set());
+      const claimed = new Set<string>();
+      this.claimed.set(spec.name, claimed);
+      this.isClaimed.set(spec.name, (t) => claimed.has(t.filename));
     }
     for (const t of transitions) {
       for (const a of t.inputs) this.indexed.add(a.place);
@@ -142,7 +146,7 @@ export class RunPlaces {
 
   /** A claimed token given back (its firing dropped): free again, if its place still holds it. */
   release(t: Token): void {
-    this.claimed.get(t.place)!.delete(t.filename);
+    if (this.claimed.get(t.place)!.delete(t.filename)) this.byName.get(t.place)!.unskip(); // inOrder skipped it: it may be taken again
     const now = this.byName.get(t.place)!.tokens.get(t.filename);
     if (now && !now.nop) this.joins.add(t.place, now);
   }
@@ -159,16 +163,16 @@ export class RunPlaces {
 
   /**
    * The places as the scheduler sees them: the head of each (its first unclaimed tokens), and what
-   * the open firings hold. O(lookahead) per place, whatever the tokens waiting: an and-merge's
-   * sets come from its join (mergeView), and the index's tokens are the scheduler's TokenRefs.
+   * the open firings hold (`held`: as heldBy in plan/marking.ts, from the open firings' tally).
+   * O(lookahead) per place, whatever the tokens waiting: an and-merge's sets come from its join
+   * (mergeView), and the index's tokens are the scheduler's TokenRefs.
    */
-  marking(open: Iterable<OpenFiring>): Map<string, PlaceState> {
+  marking(held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number }): Map<string, PlaceState> {
     const m = new Map<string, PlaceState>();
     for (const p of this.byName.values()) {
-      const claimed = this.claimed.get(p.name)!;
-      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, (t) => claimed.has(t.filename));
-      const held = heldBy(p.name, this.next.get(p.name) ?? 0n, open);
-      m.set(p.name, { name: p.name, order: p.order, next: held.next, tokens, count: p.count, claimed: Math.min(held.claimed, p.count), incoming: held.incoming, capacity: p.spec.capacity });
+      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, this.isClaimed.get(p.name)!);
+      const h = held(p.name, this.next.get(p.name) ?? 0n);
+      m.set(p.name, { name: p.name, order: p.order, next: h.next, tokens, count: p.count, claimed: Math.min(h.claimed, p.count), incoming: h.incoming, capacity: p.spec.capacity });
     }
     return m;
   }

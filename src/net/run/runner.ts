@@ -166,9 +166,9 @@ export class NetRunner {
     if (this.stopping) return undefined;
     const total = this.poolSize();
     const f = this.firings;
-    const places = this.places.marking(f.set);
+    const places = this.places.marking((place, next) => f.tally.held(place, next));
     // A firing that has finished but waits to commit holds no worker.
-    const res = schedule({ places, transitions: transitionStates(this.trans.values(), f.set, this.stopping, this.pauses?.names(), (t) => this.places.mergeView(t)), totalWorkers: total, freeWorkers: total - f.running(), now: Date.now(), rotation: this.rotation });
+    const res = schedule({ places, transitions: transitionStates(this.trans.values(), (name) => f.tally.counts(name), this.stopping, this.pauses?.names(), (t) => this.places.mergeView(t)), totalWorkers: total, freeWorkers: total - f.running(), now: Date.now(), rotation: this.rotation });
     this.rotation = res.rotation;
     for (const s of res.starts) {
       this.opts.activity?.busy(); // before any token is claimed: others must never see "idle" while it moves

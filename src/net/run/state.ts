@@ -25,13 +25,17 @@ export interface Firing {
   outcome?: FiringOutcome;
   /** Ordinal among the transition's firings, for commit order. */
   ordinal: number;
+  /** How many firings the run began before it (ties in the commit order go by it). */
+  begun: number;
+  /** Holds a worker: running, or waiting to be retried. Changed through OpenFirings only (its tally counts it). */
   running: boolean;
   /** Aborts this firing alone (`net pause --kill`); the run's stop aborts every firing. */
   stop?: AbortController;
-  /** Asked to commit, its group not yet ended: it blocks nothing behind it (commits keep their order). */
+  /**
+   * Asked to commit, its group not yet ended: it blocks nothing behind it (commits keep their
+   * order). Changed through OpenFirings only (its tally counts it).
+   */
   committing?: boolean;
-  /** Its commit was refused (a bounded place full): not asked again until something changes. */
-  refused?: boolean;
 }
 
 export interface TransitionRun {
@@ -87,25 +91,20 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
  * The transitions as the scheduler sees them (all stopped while the run stops; a paused one starts
  * nothing), and-merges with their complete sets (mergeView).
  */
-export function transitionStates(runs: Iterable<TransitionRun>, firings: Set<Firing>, stopping: boolean, paused: ReadonlySet<string> | undefined, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
+export function transitionStates(runs: Iterable<TransitionRun>, counts: (transition: string) => { open: number; committing: number }, stopping: boolean, paused: ReadonlySet<string> | undefined, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
   // A transition's workers bound its commands running at once. A firing whose command has ended
   // and whose commit is asked for holds none while up to two groups' worth (2 × GROUP_MAX) of them
   // wait: its successors run while the group commits (the pool counts only running firings too),
   // and the next group fills up meanwhile (with one group's worth, a full group under way let one
   // more firing finish, and every other group was a group of one, which pays a whole group's
   // fsyncs). Beyond that they count again, so that the open firings, which every decision walks,
-  // stay few.
-  const open = new Map<TransitionSpec, number>();
-  const committing = new Map<TransitionSpec, number>();
-  for (const f of firings) {
-    const counts = f.committing ? committing : open;
-    counts.set(f.transition, (counts.get(f.transition) ?? 0) + 1);
-  }
-  for (const [t, n] of committing) if (n > 2 * GROUP_MAX) open.set(t, (open.get(t) ?? 0) + n - 2 * GROUP_MAX);
+  // stay few. `counts` are the tally's (tally.ts): the open firings are not walked.
   const m = new Map<string, TransitionState>();
   for (const r of runs) {
     const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
-    m.set(r.spec.name, transitionState(r.spec, open.get(r.spec) ?? 0, halted, r.service.samples(), mergeView(r.spec)));
+    const c = counts(r.spec.name);
+    const open = c.open + Math.max(0, c.committing - 2 * GROUP_MAX);
+    m.set(r.spec.name, transitionState(r.spec, open, halted, r.service.samples(), mergeView(r.spec)));
   }
   return m;
 }

@@ -130,3 +130,25 @@ test('tokens written into a place whose window is full are counted, and indexed 
   }
   expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => BigInt(i + 1)));
 });
+
+test('inOrder starts past the head it skipped last time; a token given back (unskip) is seen again', async () => {
+  const p = place(false);
+  for (let i = 1; i <= 20; i++) p.putNow({});
+  await p.refresh(Date.now());
+  const claimed = new Set<bigint>([1n, 2n, 3n, 5n]);
+  const skip = (t: { seq: bigint }) => claimed.has(t.seq);
+  expect(p.inOrder(3, skip).map((t) => t.seq)).toEqual([4n, 6n, 7n]);
+  // More claimed, as a run's firings take them: still skipped, the answer as a full walk's.
+  claimed.add(4n);
+  claimed.add(6n);
+  expect(p.inOrder(3, skip).map((t) => t.seq)).toEqual([7n, 8n, 9n]);
+  // A claimed token consumed: gone from the index, and still not returned.
+  p.forget([...p.tokens.values()].find((t) => t.seq === 1n)!.filename);
+  expect(p.inOrder(2, skip).map((t) => t.seq)).toEqual([7n, 8n]);
+  // A claim released: seen again once the caller says so.
+  claimed.delete(3n);
+  p.unskip();
+  expect(p.inOrder(2, skip).map((t) => t.seq)).toEqual([3n, 7n]);
+  // Another caller's skip: a walk from the head.
+  expect(p.inOrder(2, () => false).map((t) => t.seq)).toEqual([2n, 3n]);
+});

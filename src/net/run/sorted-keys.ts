@@ -1,0 +1,45 @@
+/**
+ * A multiset of numbers (or bigints) kept sorted in an array, for the run's counts of its open
+ * firings (tally.ts): "how many are below k" is a binary search. The firings it holds come and go
+ * mostly in order (added at the end, removed from the front), which an array does in O(1); a key
+ * out of order costs a move of the entries after it (a memmove of at most a few hundred).
+ */
+export class SortedKeys<K extends number | bigint> {
+  private readonly keys: K[] = [];
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  /** How many keys are below k (where k would go). */
+  below(k: K): number {
+    const keys = this.keys;
+    let lo = 0;
+    let hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (keys[mid]! < k) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  add(k: K): void {
+    const n = this.keys.length;
+    if (n === 0 || this.keys[n - 1]! <= k) this.keys.push(k);
+    else this.keys.splice(this.below(k), 0, k);
+  }
+
+  /** Remove one k (none if it holds none). */
+  delete(k: K): void {
+    const i = this.below(k);
+    if (i >= this.keys.length || this.keys[i] !== k) return;
+    if (i === 0) this.keys.shift();
+    else this.keys.splice(i, 1);
+  }
+
+  /** The highest key, if any. */
+  max(): K | undefined {
+    return this.keys[this.keys.length - 1];
+  }
+}
