@@ -24,12 +24,16 @@ export type FsOp =
    */
   | { op: 'fsyncDir'; path: string }
   | { op: 'fsync'; fd: number }
+  /**
+   * Durable only once its directory is fsynced: a caller that needs it to survive a power cut puts
+   * an fsyncDir of the target's directory after it (the commit's steps 2, 4 and 5 do).
+   */
   | { op: 'rename'; from: string; to: string }
   /** missingOk: ENOENT is no failure (firstFailure). */
   | { op: 'unlink'; path: string; missingOk?: boolean }
   /** Its result is the descriptor. */
   | { op: 'open'; path: string; flags: number; mode: number }
-  /** open, write all of data, fsync, close. */
+  /** open, write all of data, fsync, close: the bytes are durable; the new name only with an fsyncDir after. */
   | { op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer }
   | { op: 'close'; fd: number };
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { Net, readPacket } from 'filespooler';
+import { Net, readPacket, type NetDefinition } from 'filespooler';
 import { FSPL_BIN } from '../helpers.js';
 
 const dirs: string[] = [];
@@ -105,3 +105,10 @@ export function runFspl(args: string[], opts: { cwd?: string; env?: NodeJS.Proce
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type TransitionDef = NetDefinition['transitions'][string];
+
+/** A net of one JavaScript transition `t` from place `a` to place `b` in `dir` (not initialised); `extra` adds to t's definition. */
+export function fnNet(dir: string, fn: NonNullable<TransitionDef['fn']>, extra: Partial<TransitionDef> = {}): Net {
+  return Net.define({ dir, places: { a: {}, b: {} }, transitions: { t: { in: 'a', out: 'b', fn, ...extra } } });
+}

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { copy } from '../../copy.js';
-import { closeQuietly, readSomeSync } from '../../io.js';
+import { closeQuietly, readExactSync } from '../../io.js';
 import type { Seal } from '../../packet/index.js';
 import { sealOf } from '../../packet/seal.js';
 import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
@@ -67,14 +67,9 @@ export function payloadStream(file: string): Readable {
   let streamed = false;
   try {
     const size = fs.fstatSync(fd).size;
-    const buf = Buffer.allocUnsafeSlow(Math.min(size, WHOLE_READ));
-    let n = 0;
-    while (n < buf.length) {
-      const got = readSomeSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
-    }
-    const start = payloadOffset(buf.subarray(0, n));
+    const buf = readExactSync(fd, Math.min(size, WHOLE_READ));
+    const n = buf.length;
+    const start = payloadOffset(buf);
     if (start > n || size > WHOLE_READ) {
       // A long header or payload: streamed from the payload's start (positional reads).
       streamed = true;

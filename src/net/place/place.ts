@@ -300,6 +300,9 @@ export function publishDurably(temp: string, final: string): void {
 /**
  * Create the planned parts (one batch) and fill them (on the event loop, into the page cache).
  * All or nothing: on a failure, those made are closed and removed, and the error thrown.
+ * Nothing here is durable yet: the commit's step 1 (commit.ts) fsyncs each part and its jobs/
+ * before any of their numbers is stored. The removals need no fsync: a part that comes back after
+ * a power cut has no stored number, and recovery removes it (repairPart).
  */
 export async function createParts(planned: Array<{ p: Place; content: TokenContent; part: StagedFile }>): Promise<Array<StagedFile & { fd: number }>> {
   const opens = planned.map((x): BatchOp => ({ op: 'open', path: x.part.temp, flags: PART_FLAGS, mode: 0o644 }));

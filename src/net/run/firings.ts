@@ -89,7 +89,6 @@ export class OpenFirings {
     };
   }
 
-
   /** Workers held: firings running, or waiting to be retried. */
   running(): number {
     return this.tally.running;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { makeNet, strayFiles, tokensIn } from '../helpers.js';
+import { fnNet, makeNet, strayFiles, tokensIn } from '../helpers.js';
 
 async function text(r: Readable): Promise<string> {
   let t = '';
@@ -22,24 +22,13 @@ describe('net run: JavaScript transitions', () => {
     const huge = Buffer.alloc(300_000, 'h'); // beyond what is kept in memory: a staging file
     const inputs: Record<string, string> = { s: 'small', e: '', b: big, buf: 'buffer', st: 'stream', none: 'n', h: 'huge' };
     for (const [key, payload] of Object.entries(inputs)) await net.put('a', Buffer.from(payload), { key });
-    const { Net } = await import('filespooler');
-    const js = Net.define({
-      dir,
-      places: { a: {}, b: {} },
-      transitions: {
-        t: {
-          in: 'a',
-          out: 'b',
-          fn: async (ctx) => {
-            const got = await text(ctx.inputs[0]!.payload());
-            if (ctx.key === 'buf') return Buffer.from(`${ctx.key}:${got}`);
-            if (ctx.key === 'st') return Readable.from([Buffer.from(`${ctx.key}:`), Buffer.from(got)]);
-            if (ctx.key === 'none') return undefined;
-            if (ctx.key === 'h') return huge;
-            return `${ctx.key}:${got.length}:${got.slice(-3)}`;
-          },
-        },
-      },
+    const js = fnNet(dir, async (ctx) => {
+      const got = await text(ctx.inputs[0]!.payload());
+      if (ctx.key === 'buf') return Buffer.from(`${ctx.key}:${got}`);
+      if (ctx.key === 'st') return Readable.from([Buffer.from(`${ctx.key}:`), Buffer.from(got)]);
+      if (ctx.key === 'none') return undefined;
+      if (ctx.key === 'h') return huge;
+      return `${ctx.key}:${got.length}:${got.slice(-3)}`;
     });
     const summary = await js.run({ drain: true });
     expect(summary.fired).toBe(7);

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { NetEvent } from 'filespooler';
-import { makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
+import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 import { randomUUID } from 'node:crypto';
 import { SeqFile } from '../../../src/seqfile.js';
 import { makeHeader, writePacketSync } from '../../../src/prepare.js';
@@ -294,21 +294,10 @@ places: { a: {}, b: {} }
 transitions:
   t: { in: a, run: null, out: b }
 `);
-    const { Net } = await import('filespooler');
-    const js = Net.define({
-      dir,
-      places: { a: {}, b: {} },
-      transitions: {
-        t: {
-          in: 'a',
-          out: 'b',
-          fn: async (ctx) => {
-            let text = '';
-            for await (const c of ctx.inputs[0]!.payload()) text += c;
-            return `${ctx.key}:${text.toUpperCase()}`;
-          },
-        },
-      },
+    const js = fnNet(dir, async (ctx) => {
+      let text = '';
+      for await (const c of ctx.inputs[0]!.payload()) text += c;
+      return `${ctx.key}:${text.toUpperCase()}`;
     });
     await net.put('a', Buffer.from('hello'), { key: 'k1', params: ['p'] });
     await js.run({ drain: true });
