@@ -25,6 +25,10 @@
  *       5 OPEN       [path, flags, mode]            -> the descriptor
  *       6 WRITE_FILE [path, flags, mode, buffer]    open, write all, fsync, close
  *       7 CLOSE      [fd]
+ *       8 APPEND     [fd, buffer]                   write all at the descriptor's offset (an
+ *                                                    O_APPEND file: its end), then fsync
+ *     code | 0x200 = "missing ok": with "must", an ENOENT does not stop the operations after it
+ *     (a rename whose source is gone, an unlink of a file that is not there).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,12 +42,14 @@
 
 #include <node_api.h>
 
-enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7 };
+enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7, OP_APPEND = 8 };
 #define OP_MUST 0x100
+#define OP_MISSING_OK 0x200
 
 typedef struct {
   int code;
   int must;
+  int missing_ok;
   char* a;
   char* b;
   int fd; /* FSYNC, CLOSE */
@@ -99,22 +105,25 @@ static int32_t batch_fsync_dir(const char* path) {
   return r;
 }
 
-static int32_t batch_write_file(const batch_op* op) {
-  int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
-  if (fd < 0) return batch_errno();
+/* Write all of op's data to fd (EINTR retried), then fsync it: 0, or -errno. */
+static int32_t batch_write_all_sync(int fd, const batch_op* op) {
   size_t done = 0;
   while (done < op->len) {
     ssize_t n = write(fd, op->data + done, op->len - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int32_t r = batch_errno();
-      close(fd);
-      return r;
+      return batch_errno();
     }
     done += (size_t)n;
   }
-  if (fsync(fd) != 0) {
-    int32_t r = batch_errno();
+  return fsync(fd) == 0 ? 0 : batch_errno();
+}
+
+static int32_t batch_write_file(const batch_op* op) {
+  int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
+  if (fd < 0) return batch_errno();
+  int32_t r = batch_write_all_sync(fd, op);
+  if (r < 0) {
     close(fd);
     return r;
   }
@@ -139,6 +148,8 @@ static int32_t batch_run_one(const batch_op* op) {
       return batch_write_file(op);
     case OP_CLOSE:
       return close(op->fd) == 0 || errno == EINTR ? 0 : batch_errno();
+    case OP_APPEND:
+      return batch_write_all_sync(op->fd, op);
     default:
       return -EINVAL;
   }
@@ -155,7 +166,7 @@ static void batch_execute(napi_env env, void* data) {
       continue;
     }
     op->result = batch_run_one(op);
-    if (op->result < 0 && op->must) skip = 1;
+    if (op->result < 0 && op->must && !(op->missing_ok && op->result == -ENOENT)) skip = 1;
   }
 }
 
@@ -193,11 +204,27 @@ static char* batch_string_at(napi_env env, napi_value arr, uint32_t at) {
   return napi_get_element(env, arr, at, &v) == napi_ok ? batch_string(env, v) : NULL;
 }
 
+/* A Buffer argument, copied into op->data: the pool thread must not see JS memory move. */
+static int batch_buffer_at(napi_env env, napi_value item, uint32_t at, batch_op* op) {
+  napi_value v;
+  void* bytes = NULL;
+  size_t len = 0;
+  bool is_buffer = false;
+  if (napi_get_element(env, item, at, &v) != napi_ok || napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer) return 0;
+  if (napi_get_buffer_info(env, v, &bytes, &len) != napi_ok) return 0;
+  op->data = malloc(len ? len : 1);
+  if (!op->data) return 0;
+  if (len) memcpy(op->data, bytes, len);
+  op->len = len;
+  return 1;
+}
+
 /* One operation's arguments, from JS; 0 when they are not what the code needs. */
 static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
   int code = 0;
   if (!batch_int(env, item, 0, &code)) return 0;
   op->must = (code & OP_MUST) != 0;
+  op->missing_ok = (code & OP_MISSING_OK) != 0;
   op->code = code & 0xff;
   switch (op->code) {
     case OP_FSYNC_DIR:
@@ -210,20 +237,11 @@ static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
       return (op->a = batch_string_at(env, item, 1)) != NULL && (op->b = batch_string_at(env, item, 2)) != NULL;
     case OP_OPEN:
       return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode);
-    case OP_WRITE_FILE: {
-      if ((op->a = batch_string_at(env, item, 1)) == NULL || !batch_int(env, item, 2, &op->flags) || !batch_int(env, item, 3, &op->mode)) return 0;
-      napi_value v;
-      void* bytes = NULL;
-      size_t len = 0;
-      bool is_buffer = false;
-      if (napi_get_element(env, item, 4, &v) != napi_ok || napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer) return 0;
-      if (napi_get_buffer_info(env, v, &bytes, &len) != napi_ok) return 0;
-      op->data = malloc(len ? len : 1); /* copied: the pool thread must not see JS memory move */
-      if (!op->data) return 0;
-      if (len) memcpy(op->data, bytes, len);
-      op->len = len;
-      return 1;
-    }
+    case OP_WRITE_FILE:
+      return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode) &&
+             batch_buffer_at(env, item, 4, op);
+    case OP_APPEND:
+      return batch_int(env, item, 1, &op->fd) && batch_buffer_at(env, item, 2, op);
     default:
       return 0;
   }

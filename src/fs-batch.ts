@@ -28,20 +28,26 @@ export type FsOp =
    * Durable only once its directory is fsynced: a caller that needs it to survive a power cut puts
    * an fsyncDir of the target's directory after it (the commit's steps 2, 4 and 5 do).
    */
-  | { op: 'rename'; from: string; to: string }
-  /** missingOk: ENOENT is no failure (firstFailure). */
+  | { op: 'rename'; from: string; to: string; missingOk?: boolean }
   | { op: 'unlink'; path: string; missingOk?: boolean }
   /** Its result is the descriptor. */
   | { op: 'open'; path: string; flags: number; mode: number }
   /** open, write all of data, fsync, close: the bytes are durable; the new name only with an fsyncDir after. */
   | { op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer }
-  | { op: 'close'; fd: number };
+  | { op: 'close'; fd: number }
+  /** Write all of data at the descriptor's offset (an O_APPEND file: its end), then fsync it. */
+  | { op: 'append'; fd: number; data: Buffer };
 
-/** must: should it fail, the operations after it are not run (their result: -ECANCELED). */
+/**
+ * must: should it fail, the operations after it are not run (their result: -ECANCELED).
+ * missingOk (a rename or an unlink): ENOENT is no failure, neither for `must` nor for firstFailure.
+ */
 export type BatchOp = FsOp & { must?: boolean };
 
-const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7 } as const;
+const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8 } as const;
 const MUST = 0x100;
+const MISSING_OK = 0x200;
+const ENOENT = -os.constants.errno.ENOENT;
 const ECANCELED = -os.constants.errno.ECANCELED;
 
 /**
@@ -86,7 +92,7 @@ function runOps(ops: readonly BatchOp[]): Promise<Int32Array> {
 }
 
 function encode(o: BatchOp): Array<number | string | Buffer> {
-  const code = CODES[o.op] | (o.must ? MUST : 0);
+  const code = CODES[o.op] | (o.must ? MUST : 0) | ('missingOk' in o && o.missingOk ? MISSING_OK : 0);
   switch (o.op) {
     case 'fsyncDir':
     case 'unlink':
@@ -100,6 +106,8 @@ function encode(o: BatchOp): Array<number | string | Buffer> {
       return [code, o.path, o.flags, o.mode];
     case 'writeFile':
       return [code, o.path, o.flags, o.mode, o.data];
+    case 'append':
+      return [code, o.fd, o.data];
   }
 }
 
@@ -118,16 +126,21 @@ export function firstFailure(ops: readonly FsOp[], results: Int32Array): NodeJS.
     if (r >= 0) continue;
     const o = ops[i]!;
     const err = batchError(o, r);
-    if (o.op === 'unlink' && o.missingOk && err.code === 'ENOENT') continue;
+    if (missingIsOk(o, r)) continue;
     return err;
   }
   return undefined;
 }
 
+/** A failure that is none: ENOENT for an operation with missingOk. */
+function missingIsOk(o: FsOp, result: number): boolean {
+  return result === ENOENT && 'missingOk' in o && o.missingOk === true;
+}
+
 /** An operation's failure as Node reports one (code, errno, syscall, path). */
 export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(errno);
-  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' ? 'write' : o.op;
+  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' || o.op === 'append' ? 'write' : o.op;
   const where = o.op === 'rename' ? ` '${o.from}' -> '${o.to}'` : 'path' in o ? ` '${o.path}'` : '';
   const err: NodeJS.ErrnoException = new Error(`${code}: ${syscall}${where}`);
   err.errno = errno;
@@ -153,7 +166,7 @@ async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
       (r) => r,
       (err: NodeJS.ErrnoException) => (typeof err.errno === 'number' && err.errno < 0 ? err.errno : -os.constants.errno.EIO),
     );
-    if (out[i]! < 0 && ops[i]!.must) skip = true;
+    if (out[i]! < 0 && ops[i]!.must && !missingIsOk(ops[i]!, out[i]!)) skip = true;
   }
   return out;
 }
@@ -184,14 +197,19 @@ async function runOne(o: FsOp): Promise<number> {
     case 'open':
       return open(o.path, o.flags, o.mode);
     case 'writeFile':
-      return withFd(await open(o.path, o.flags, o.mode), async (fd) => {
-        for (let done = 0; done < o.data.length; ) done += (await write(fd, o.data, done, o.data.length - done)).bytesWritten;
-        await fsync(fd);
-      });
+      return withFd(await open(o.path, o.flags, o.mode), (fd) => writeAllAndSync(fd, o.data));
+    case 'append':
+      await writeAllAndSync(o.fd, o.data);
+      return 0;
     case 'close':
       await close(o.fd);
       return 0;
   }
+}
+
+async function writeAllAndSync(fd: number, data: Buffer): Promise<void> {
+  for (let done = 0; done < data.length; ) done += (await write(fd, data, done, data.length - done)).bytesWritten;
+  await fsync(fd);
 }
 
 /** Run fn on fd, then close it (a failed close after a failed fn: fn's error). */

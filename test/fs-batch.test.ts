@@ -75,6 +75,59 @@ for (const mode of ['native', 'fallback'] as const) {
       expect(firstFailure(ops, r)?.code).toBe('ENOENT');
     });
 
+    it('a missing file is no failure for `must` with missingOk: what follows runs', async () => {
+      const kept = path.join(dir, 'kept');
+      fs.writeFileSync(kept, 'x');
+      const ops: BatchOp[] = [
+        { op: 'rename', from: path.join(dir, 'nothing'), to: path.join(dir, 'x'), must: true, missingOk: true },
+        { op: 'unlink', path: path.join(dir, 'nothing'), must: true, missingOk: true },
+        { op: 'unlink', path: kept },
+      ];
+      const r = await runBatch(ops);
+      expect([...r]).toEqual([ENOENT, ENOENT, 0]);
+      expect(fs.existsSync(kept)).toBe(false);
+      expect(firstFailure(ops, r)).toBeUndefined();
+      // Any other failure still stops the batch.
+      fs.mkdirSync(path.join(dir, 'sub'));
+      fs.writeFileSync(path.join(dir, 'sub', 'f'), '');
+      fs.writeFileSync(kept, 'x');
+      const r2 = await runBatch([
+        { op: 'rename', from: kept, to: path.join(dir, 'sub'), must: true, missingOk: true },
+        { op: 'unlink', path: kept },
+      ]);
+      expect(r2[0]).toBeLessThan(0);
+      expect(r2[0]).not.toBe(ENOENT);
+      expect(r2[1]).toBe(ECANCELED);
+      expect(fs.existsSync(kept)).toBe(true);
+    });
+
+    it('appends to a descriptor and fsyncs it, in its turn', async () => {
+      const file = path.join(dir, 'journal');
+      fs.writeFileSync(file, 'first\n');
+      const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND);
+      try {
+        const ops: BatchOp[] = [
+          { op: 'append', fd, data: Buffer.from('second\n'), must: true },
+          { op: 'append', fd, data: Buffer.alloc(0) },
+          { op: 'append', fd, data: Buffer.from('third\n') },
+        ];
+        expect([...(await runBatch(ops))]).toEqual([0, 0, 0]);
+        expect(fs.readFileSync(file, 'utf8')).toBe('first\nsecond\nthird\n');
+        // A closed descriptor: EBADF, and nothing after a `must` one.
+        const bad: BatchOp[] = [
+          { op: 'append', fd: 1_000_000, data: Buffer.from('x'), must: true },
+          { op: 'append', fd, data: Buffer.from('never\n') },
+        ];
+        const r = await runBatch(bad);
+        expect(r[0]).toBe(-os.constants.errno.EBADF);
+        expect(r[1]).toBe(ECANCELED);
+        expect(firstFailure(bad, r)?.syscall).toBe('write');
+        expect(fs.readFileSync(file, 'utf8')).toBe('first\nsecond\nthird\n');
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
+
     it('splits independent operations over several batches and keeps their order in the results', async () => {
       const ops: BatchOp[] = Array.from({ length: 40 }, (_, i) => ({ op: 'unlink', path: path.join(dir, `f${i}`) }));
       for (let i = 0; i < 40; i += 3) fs.writeFileSync(path.join(dir, `f${i}`), '');

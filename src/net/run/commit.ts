@@ -8,10 +8,12 @@
  * first request commits at once, and what is asked while a group is under way waits for it and
  * goes in the next (at most GROUP_MAX requests), so a quiet net commits each firing alone, with
  * no added wait, and a busy one pays the fsyncs once per group. Every step's I/O that waits on
- * the disk (creates, fsyncs, renames, unlinks) runs on libuv's thread pool, a step's operations
- * in order in one batch (fs-batch.ts: one hand-off to the pool, not one per call): firings
- * start, and file events come in, while a group commits. Only the packets' bytes are written on
- * the event loop (into the page cache).
+ * the disk (creates, fsyncs, renames, unlinks, the journal's line) runs on libuv's thread pool,
+ * in order, in batches (fs-batch.ts): three hand-offs to the pool a group (the parts created;
+ * steps 1 to 3; steps 4 and 5), not one per call or per step. On 2 busy cores a hand-off (a pool
+ * thread woken, its result sent back) cost about 60 µs of the event loop's time, more than the
+ * system calls themselves on tmpfs. Firings start, and file events come in, while a group
+ * commits. Only the packets' bytes are written on the event loop (into the page cache).
  *
  * A group: lock the writers of every output place; write each output packet under a temporary
  * name with its number (place.ts); store the numbers; record the group in the journal (fsync);
@@ -31,10 +33,13 @@
  *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finish)                 |
  *   | 5. inputs consumed (nextseq, unlink)  | as 2 for nextseq; fsync of each input jobs/         |
  *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
- * What changes nothing runs ahead, beside the step before's batch: the seqfiles' new values are
- * written and fsynced aside (`.temp`), and only renamed over the seqfile in their turn (a
- * nextseq: at the head of step 5's batch; its unlinks run only if that store succeeded). A
- * failure before step 2 removes the staged files: no number of theirs is stored. From step 2
+ * Each batch runs its operations in the table's order, and a failed one (each is `must`, but the
+ * unlinks of step 5) stops the rest of its batch: no step runs before the one it depends on is
+ * durable. The seqfiles' new values are written and fsynced aside (`.temp`) just before their
+ * turn, and only renamed over the seqfile in it (a nextseq: just before step 5's unlinks, which
+ * run only if that store succeeded). The journal's line is written by the batch of steps 1-3, in
+ * its turn: written earlier, the kernel could put it on the disk before the numbers it needs.
+ * A failure before step 2 removes the staged files: no number of theirs is stored. From step 2
  * on they stay, for recovery to publish or to fill with NOPs.
  * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
  * empties the journal.
@@ -51,6 +56,12 @@ import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journ
 
 /** The most firings one group commits. */
 export const GROUP_MAX = 64;
+
+/**
+ * A group with more parts than this fsyncs them side by side, in batches of their own (fs-batch.ts
+ * runBatchesAtOnce); a smaller one, in order in the step's one batch: one hand-off to the pool.
+ */
+const LANE_FILES = 8;
 
 /** One firing's commit, as asked. */
 export interface CommitRequest {
@@ -194,13 +205,15 @@ export class Committer {
       // reader's commit wakes the run).
       const fit = this.fitting(entries);
       if (fit === 0) return entries.map((_, n) => (n === 0 ? REFUSED : BEHIND));
-      ({ records, headers } = await this.stage(entries.slice(0, fit), writers));
-      await this.journal.record(records);
+      // Steps 1 to 3. The names it is about to write or delete in the jobs/ are owned first: their
+      // file events are not news (should the group fail, the run stops anyway).
+      ({ records, headers } = await this.stage(entries.slice(0, fit), writers, (rs) => {
+        for (const c of rs) {
+          for (const o of c.outputs) this.hooks.own(path.basename(o.final));
+          for (const i of c.inputs) this.hooks.own(path.basename(i.file));
+        }
+      }));
       this.hooks.recorded?.(records.length);
-      for (const c of records) {
-        for (const o of c.outputs) this.hooks.own(path.basename(o.final));
-        for (const i of c.inputs) this.hooks.own(path.basename(i.file));
-      }
       published = new Set(await this.finish(records));
     } finally {
       writers.forEach((w) => w.release());
@@ -231,13 +244,16 @@ export class Committer {
   }
 
   /**
-   * Steps 1 and 2: every output written under a temporary name with its number, the files and
-   * their names made durable, and only then the numbers stored, once per place. Three batches of
-   * file operations (fs-batch.ts), each one hand-off to the thread pool: the parts created; their
-   * fsyncs, their directories' and the sendseqs' new values written aside (side by side); the
-   * numbers stored.
+   * Steps 1 to 3: every output written under a temporary name with its number, the files and
+   * their names made durable, then the numbers stored, once per place, then the group recorded in
+   * the journal. The parts are created in one batch of file operations (fs-batch.ts: one hand-off
+   * to the thread pool) and filled on the event loop; the rest is a second batch, in order, each
+   * operation `must` (a failure stops what follows). A group of more than LANE_FILES parts fsyncs
+   * them first, side by side (on a disk, fsyncs one after the other each wait for their own
+   * journal commit), alongside the first half of that batch. `owning` is told the records before
+   * anything of them is published.
    */
-  private async stage(entries: Entry[], writers: SeqFile[]): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
+  private async stage(entries: Entry[], writers: SeqFile[], owning: (records: CommitRecord[]) => void): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
     const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
     const nextSeq = new Map<Place, bigint>();
     const records: CommitRecord[] = [];
@@ -256,41 +272,43 @@ export class Committer {
       records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => this.consumed(tok)) });
     }
     const files = await createParts(planned);
-    const sendseqs = [...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.batchWrite(seq));
-    try {
-      // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
-      // find its file, to publish it or to fill its number with a NOP. Meanwhile each sendseq's
-      // new value is written aside, which stores nothing yet.
-      // Independent fsyncs, side by side (on a disk, one after the other each waits for its own
-      // journal commit).
-      const fsyncs = files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd }));
-      const dirs = [...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir }));
-      const aside = sendseqs.map((w) => w.prepare);
-      const done = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(dirs), runBatch(aside)]);
-      throwFailure(fsyncs, done[0]);
-      throwFailure(dirs, done[1]);
-      throwFailure(aside, done[2]);
-    } catch (err) {
-      // No number of theirs is stored yet: the staged files go, and leave no hole.
-      for (const f of files) unlinkQuietly(f.temp);
-      for (const w of sendseqs) w.failed();
-      throw err;
-    } finally {
-      for (const f of files) closeQuietly(f.fd);
-    }
     planned.forEach((x, n) => {
       const s = files[n]!;
       x.staged.temp = s.temp;
       x.staged.final = s.final;
       headers.set(x.staged, s.header);
     });
-    // Step 2: durable (each sendseq renamed, its place fsynced): after a power cut, no number is
-    // handed out again. Should it fail, the staged files stay: their numbers may be stored, and
-    // recovery fills them.
+    owning(records);
+    const sendseqs = [...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.batchWrite(seq));
+    // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
+    // find its file, to publish it or to fill its number with a NOP. Beside them each sendseq's
+    // new value is written aside, which stores nothing yet.
+    const fsyncs = files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd, must: true }));
+    const lanes = files.length > LANE_FILES;
+    const step1 = [...(lanes ? [] : fsyncs), ...[...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir, must: true })), ...sendseqs.map((w) => w.prepare)];
+    // Step 2: each sendseq renamed, its place fsynced: after a power cut, no number is handed out
+    // again. Step 3: the group's line, written and fsynced.
     const store = sendseqs.flatMap((w) => w.store);
-    const stored = await runBatch(store);
-    if (firstFailure(store, stored)) sendseqs.forEach((w) => w.failed());
-    throwFailure(store, stored);
+    const steps = [step1, store, [this.journal.recordOp(records)]];
+    let failure: { step: number; err: NodeJS.ErrnoException } | undefined;
+    try {
+      if (lanes) {
+        const [synced, before] = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(step1)]);
+        const err = firstFailure(fsyncs, synced) ?? firstFailure(step1, before);
+        failure = err ? { step: 0, err } : failedStep(steps, 1, await runBatch(steps.slice(1).flat()));
+      } else {
+        failure = failedStep(steps, 0, await runBatch(steps.flat()));
+      }
+    } finally {
+      for (const f of files) closeQuietly(f.fd);
+    }
+    if (failure) {
+      // Before step 2: no number of theirs is stored, the staged files go and leave no hole. From
+      // step 2 on they stay: their numbers may be stored, and recovery fills them.
+      if (failure.step === 0) for (const f of files) unlinkQuietly(f.temp);
+      if (failure.step <= 1) for (const w of sendseqs) w.failed();
+      throw failure.err;
+    }
     return { records, headers };
   }
 
@@ -317,23 +335,26 @@ export class Committer {
     const outputs = commits.flatMap((c) => c.outputs);
     const inputs = commits.flatMap((c) => c.inputs);
     const consume = this.prepareConsume(inputs);
-    // 'gone' only in recovery: renamed, made durable and consumed downstream before the cut.
-    // Meanwhile, side by side, each nextseq's new value is written aside: that consumes nothing.
-    const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final }));
-    const dirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
-    const [r, aside] = await Promise.all([runBatch([...renames, ...dirs]), runBatch(consume.prepare)]);
-    const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
-    if (firstFailure(consume.prepare, aside)) consume.failed();
-    throwFailure(dirs, r.subarray(renames.length));
-    throwFailure(consume.prepare, aside);
-    // Step 5: each nextseq stored (durably) before any unlink: a place never waits for a number
-    // whose file is gone. Then the unlinks, and their directories' fsyncs.
-    const unlinks: BatchOp[] = [...consume.store, ...inputs.map((i): BatchOp => ({ op: 'unlink', path: i.file, missingOk: true })), ...fsyncDirOps(inputs.map((i) => path.dirname(i.file)))];
-    const u = await runBatch(unlinks);
-    const storeFailed = firstFailure(consume.store, u);
-    if (storeFailed) consume.failed();
+    // One batch, in order, each operation but the unlinks `must` (a failure stops what follows: no input is
+    // consumed while an output it led to may not be in its place). A rename's ENOENT is no
+    // failure: in recovery the output was renamed before, or renamed, made durable and consumed
+    // downstream before the cut ('gone'); published() tells which.
+    const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final, must: true, missingOk: true }));
+    const outDirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
+    // Step 5: each nextseq's new value written aside, then stored (durably) before any unlink: a
+    // place never waits for a number whose file is gone. Then the unlinks, and their directories'
+    // fsyncs.
+    // Not `must`: an unlink that fails leaves the others, and the directories' fsyncs, to be done.
+    const unlinks = inputs.map((i): BatchOp => ({ op: 'unlink', path: i.file, missingOk: true }));
+    const inDirs = fsyncDirOps(inputs.map((i) => path.dirname(i.file)));
+    const steps = [renames, outDirs, consume.prepare, consume.store, unlinks, inDirs];
+    const r = await runBatch(steps.flat());
+    const failure = failedStep(steps, 0, r);
+    // The nextseqs: stored when every operation up to them succeeded.
+    if (failure && failure.step <= 3) consume.failed();
     else consume.stored();
-    throwFailure(unlinks, u);
+    if (failure) throw failure.err;
+    const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
     return outputs.filter((_, n) => states[n] !== 'gone');
   }
 
@@ -359,12 +380,21 @@ export class Committer {
   }
 }
 
-function fsyncDirOps(dirs: string[]): BatchOp[] {
-  return [...new Set(dirs)].map((d) => ({ op: 'fsyncDir', path: d }));
+/**
+ * The first of these steps (run as one batch, from step `from` on) that failed, with its error.
+ * A step after a failed `must` operation was not run (ECANCELED): the first failure is the one.
+ */
+function failedStep(steps: BatchOp[][], from: number, results: Int32Array): { step: number; err: NodeJS.ErrnoException } | undefined {
+  let at = 0;
+  for (let step = from; step < steps.length; step++) {
+    const ops = steps[step]!;
+    const err = firstFailure(ops, results.subarray(at, at + ops.length));
+    if (err) return { step, err };
+    at += ops.length;
+  }
+  return undefined;
 }
 
-/** Throw the batch's first failure, if any. */
-function throwFailure(ops: readonly BatchOp[], results: Int32Array): void {
-  const err = firstFailure(ops, results);
-  if (err) throw err;
+function fsyncDirOps(dirs: string[]): BatchOp[] {
+  return [...new Set(dirs)].map((d) => ({ op: 'fsyncDir', path: d, must: true }));
 }

@@ -27,6 +27,7 @@ import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
 import { openPayloadSync } from '../../job-headers.js';
 import { copyPayloads, extractPayload, payloadStream } from '../place/payload.js';
+import { stagingOf } from './staging.js';
 import type { Token } from '../place/token.js';
 
 /**
@@ -117,6 +118,37 @@ export interface FiringRequest {
   runAs?: RunAs;
 }
 
+/** How a command or function ended, before its outputs are judged. */
+interface Ran {
+  ok: boolean;
+  reason?: string;
+  status?: number;
+  abandoned: boolean;
+  /** Said into the firing's stderr file. */
+  message?: string;
+  /** A function's returned bytes. */
+  data?: Uint8Array;
+  /** The staging files a command's runner made (undefined: not known, it stopped half-way). */
+  made?: string[];
+  /** The size of a command's stderr when it ended. */
+  stderrBytes?: number;
+}
+
+/**
+ * The staging files a firing made, when known: a command's (what the runner made for it, and the
+ * output files it wrote itself), or those of a JavaScript transition that succeeded (its output
+ * files). With a message, its stderr file too. Undefined: any of them may be there.
+ */
+function stagedBy(t: TransitionSpec, result: Ran, outputs: Map<string, OutputSource>, stderrPath: string): string[] | undefined {
+  let made: string[] | undefined;
+  if (t.run && result.made) made = [...result.made];
+  else if (t.fn && result.ok) made = [];
+  if (!made) return undefined;
+  for (const src of outputs.values()) if ('path' in src && !made.includes(src.path)) made.push(src.path);
+  if (result.message !== undefined && !made.includes(stderrPath)) made.push(stderrPath);
+  return made;
+}
+
 /** Run a firing to its outcome. Never throws: a failure to start is a failed outcome. */
 export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const { transition: t, tokens } = req;
@@ -131,7 +163,7 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = files.out(o);
-  let result: { ok: boolean; reason?: string; status?: number; abandoned: boolean; message?: string; data?: Uint8Array };
+  let result: Ran;
   try {
     if (t.fn) result = await runFunction(req, outPaths, single);
     else if (t.run) result = await runCommandFiring(req, outPaths, single, stderrPath);
@@ -145,12 +177,10 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   for (const o of t.outputs) {
     if (moved) outputs.set(o, { tokens: tokens.map((x) => x.path) });
     else if (result.data && single) outputs.set(o, { data: result.data });
-    else if (fs.existsSync(outPaths[o]!)) outputs.set(o, { path: outPaths[o]! });
+    // A command's single output is its stdout: the file the runner opened for it is there.
+    else if ((t.run && single && result.made) || fs.existsSync(outPaths[o]!)) outputs.set(o, { path: outPaths[o]! });
   }
-  // What a JavaScript transition that succeeded left in staging: its output files and, with a
-  // message, its stderr (a command's files are all of them, whether made or not).
-  const made = t.fn && result.ok ? [...outputs.values()].flatMap((src) => ('path' in src ? [src.path] : [])) : undefined;
-  if (made && result.message !== undefined) made.push(stderrPath);
+  const made = stagedBy(t, result, outputs, stderrPath);
   if (result.ok && !result.abandoned) {
     const problem = judgeOutputs(t, outputs);
     if (problem) result = { ok: false, reason: problem, abandoned: false };
@@ -160,36 +190,13 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     reason: result.reason,
     status: result.status,
     outputs,
-    // A function's stderr file exists only with its message.
-    stderrTail: t.run || result.message !== undefined ? tail(stderrPath) : '',
+    // A function's stderr file exists only with its message; a command's that wrote none is empty.
+    stderrTail: (t.run && result.stderrBytes !== 0) || result.message !== undefined ? tail(stderrPath) : '',
     stderrPath,
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
     made,
   };
-}
-
-/**
- * A firing's files. In the run's one staging directory, named by the firing (its transition, id
- * and attempt, in `dir`): no directory is made or removed per firing. A firing run as another
- * user gets a directory of its own (`dir`), which that user owns, to create its files in.
- */
-export function stagingOf(dir: string, runAs: RunAs | undefined): { stderr: string; stdout: string; batch: string; out(place: string): string; in(place: string): string } {
-  const at = runAs ? `${dir}${path.sep}f` : dir;
-  return { stderr: `${at}.stderr`, stdout: `${at}.stdout`, batch: `${at}.batch`, out: (p) => `${at}.out-${p}`, in: (p) => `${at}.in-${p}` };
-}
-
-/**
- * Remove a firing's files: those it made (RanOutcome.made), when known, else every name it may
- * have made (unlinking one that is not there costs a hand-off to the pool and an error object).
- */
-export async function removeStaging(t: TransitionSpec, dir: string, runAs: RunAs | undefined, made?: readonly string[]): Promise<void> {
-  if (!t.run && !t.fn) return; // a move stages nothing
-  if (runAs) return fs.promises.rm(dir, { recursive: true, force: true });
-  const files = stagingOf(dir, runAs);
-  // On libuv's pool: the names are this firing's alone and nothing reads them again.
-  const names = made ?? [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
-  await Promise.all(names.map((f) => fs.promises.unlink(f).catch(() => {})));
 }
 
 /** A missing or extra output file is a failure. */
@@ -235,43 +242,42 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
   return { fd: fs.openSync(file, 'r'), lengths };
 }
 
-async function runCommandFiring(
-  req: FiringRequest,
-  outPaths: Record<string, string>,
-  single: boolean,
-  stderrPath: string,
-): Promise<{ ok: boolean; reason?: string; status?: number; abandoned: boolean; message?: string }> {
+async function runCommandFiring(req: FiringRequest, outPaths: Record<string, string>, single: boolean, stderrPath: string): Promise<Ran> {
   const { transition: t, tokens } = req;
   const files = stagingOf(req.dir, req.runAs);
   const vars = env(tokens, t, req.firing, req.key);
+  // What the runner makes in staging, for removeStaging to remove those alone (not known, should
+  // this throw half-way: then every name goes).
+  const made: string[] = [];
   if (t.inputs.length > 1) {
     for (const tok of tokens) {
       const file = files.in(tok.place); // by copy_file_range where the file system has it (copy.ts)
       extractPayload(tok.path, file);
+      made.push(file);
       vars[`FSPL_IN_${tok.place}`] = file;
     }
   }
   if (!single) for (const [o, p] of Object.entries(outPaths)) vars[`FSPL_OUT_${o}`] = p;
   const stdin = stdinFor(req);
   if (stdin.lengths) {
+    made.push(files.batch);
     vars.FSPL_BATCH_LENGTHS = stdin.lengths.join(' ');
     vars.FSPL_BATCH_SEQS = tokens.map((x) => x.seq).join(' ');
     vars.FSPL_BATCH_KEYS = tokens.map((x) => x.key).join(' ');
     vars.FSPL_BATCH_SIZE = String(tokens.length);
   }
-  const stdoutFd = fs.openSync(single ? outPaths[t.outputs[0]!]! : files.stdout, 'w', 0o644);
-  const stderrFd = fs.openSync(stderrPath, 'w', 0o644);
-  const run = t.run!;
-  const [command, args] = 'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];
+  const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
+  const stdoutFd = fs.openSync(stdoutPath, 'w', 0o644);
+  made.push(stdoutPath);
+  let stderrFd: number | undefined;
+  let stderrBytes: number | undefined;
   try {
-    const r = await runDetached({ command, args, cwd: t.cwd, env: vars, stdin: stdin.fd, stdout: stdoutFd, stderr: stderrFd, runAs: req.runAs, timeout: t.timeout, signal: req.signal, killGraceMs: KILL_GRACE_MS });
-    if (r.abandoned) return { ok: false, reason: 'abandoned', abandoned: true };
-    if (r.timedOut) return { ok: false, reason: `timed out after ${t.timeout} s`, status: 128 + 9, abandoned: false };
-    if (r.signal) return { ok: false, reason: `was killed by signal ${r.signal}`, status: r.status ?? undefined, abandoned: false };
-    return r.code === 0 ? { ok: true, status: 0, abandoned: false } : { ok: false, reason: `exited with status ${r.code}`, status: r.code ?? undefined, abandoned: false };
-  } catch (err) {
-    if (!(err instanceof StartError)) throw err;
-    return { ok: false, reason: `could not start ${JSON.stringify(command)}: ${err.why}`, abandoned: false, message: `fspl net: cannot run ${JSON.stringify(command)}: ${err.why}` };
+    stderrFd = fs.openSync(stderrPath, 'w', 0o644);
+    made.push(stderrPath);
+    const ended = await runCommand(req, vars, stdin.fd, stdoutFd, stderrFd);
+    // Its size, from the descriptor at hand: an empty stderr (the usual case) is not read again.
+    stderrBytes = fs.fstatSync(stderrFd).size;
+    return { ...ended, made, stderrBytes };
   } finally {
     if (typeof stdin.fd === 'number') closeQuietly(stdin.fd);
     closeQuietly(stdoutFd);
@@ -279,11 +285,28 @@ async function runCommandFiring(
   }
 }
 
+/** The command itself, from its start to its end, judged by how it ended. */
+async function runCommand(req: FiringRequest, env: Record<string, string>, stdin: number | 'ignore', stdout: number, stderr: number): Promise<Ran> {
+  const t = req.transition;
+  const run = t.run!;
+  const [command, args] = 'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];
+  try {
+    const r = await runDetached({ command, args, cwd: t.cwd, env, stdin, stdout, stderr, runAs: req.runAs, timeout: t.timeout, signal: req.signal, killGraceMs: KILL_GRACE_MS });
+    if (r.abandoned) return { ok: false, reason: 'abandoned', abandoned: true };
+    if (r.timedOut) return { ok: false, reason: `timed out after ${t.timeout} s`, status: 128 + 9, abandoned: false };
+    if (r.signal) return { ok: false, reason: `was killed by signal ${r.signal}`, status: r.status ?? undefined, abandoned: false };
+    return r.code === 0 ? { ok: true, status: 0, abandoned: false } : { ok: false, reason: `exited with status ${r.code}`, status: r.code ?? undefined, abandoned: false };
+  } catch (err) {
+    if (!(err instanceof StartError)) throw err;
+    return { ok: false, reason: `could not start ${JSON.stringify(command)}: ${err.why}`, abandoned: false, message: `fspl net: cannot run ${JSON.stringify(command)}: ${err.why}` };
+  }
+}
+
 async function runFunction(
   req: FiringRequest,
   outPaths: Record<string, string>,
   single: boolean,
-): Promise<{ ok: boolean; reason?: string; abandoned: boolean; message?: string; data?: Uint8Array }> {
+): Promise<Ran> {
   const { transition: t, tokens } = req;
   const controller = new AbortController();
   const onAbort = () => controller.abort(new Error('the run is stopping'));

@@ -15,11 +15,12 @@ import type { Logger } from '../../log.js';
 import type { Start } from '../plan/scheduler.js';
 import type { TokenContent } from '../place/token.js';
 import type { CommitResult, Committer } from './commit.js';
-import { fire, removeStaging } from './firing.js';
+import { fire } from './firing.js';
 import type { NetEvent } from './options.js';
 import { resolve, type OutcomeContext } from './outcome.js';
 import { runAsOf } from './permissions.js';
 import type { RunPlaces } from './places.js';
+import { StagingSweeper } from './staging.js';
 import type { Firing, TransitionRun } from './state.js';
 import { FiringTally } from './tally.js';
 
@@ -55,8 +56,8 @@ export class OpenFirings {
   /** Firings whose commit was refused (a bounded place full): not asked again until something changes. */
   private readonly refused = new Set<Firing>();
   readonly retryTimers = new Set<NodeJS.Timeout>();
-  /** Staging files being removed (off the event loop): the run waits for them as it ends. */
-  private readonly removing = new Set<Promise<void>>();
+  /** Removes staging files off the event loop, many firings' at once: the run waits for it as it ends. */
+  private readonly sweeper = new StagingSweeper();
   /** Groups' results not yet applied to the run's view. */
   private readonly results: Array<{ f: Firing; r: Committed; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
   /** A refused commit may go through now: something changed since it was refused. */
@@ -84,6 +85,7 @@ export class OpenFirings {
       firings: () => this.set,
       commit: (f, outputs, then) => this.commit(f, outputs, then),
       drop: (f, removeDir) => this.drop(f, removeDir),
+      unstage: (f, made) => this.sweeper.remove(f.transition, f.dir, runAsOf(f.transition), made),
       retryAfter: (f, ms) => this.retryAfter(f, ms),
       emit: (e) => ctx.emit(e),
     };
@@ -234,12 +236,12 @@ export class OpenFirings {
     this.retryTimers.add(timer);
   }
 
-  /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
   /** Resolves once every staging file dropped so far is removed. */
-  async removed(): Promise<void> {
-    await Promise.all([...this.removing]);
+  removed(): Promise<void> {
+    return this.sweeper.idle();
   }
 
+  /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
   drop(f: Firing, removeDir = true): void {
     if (this.set.has(f)) this.tally.closed(f);
     this.set.delete(f);
@@ -247,9 +249,7 @@ export class OpenFirings {
     for (const tok of f.tokens) this.ctx.places.release(tok);
     if (removeDir && f.dir) {
       const made = f.outcome && !('nop' in f.outcome) ? f.outcome.made : undefined;
-      const p = removeStaging(f.transition, f.dir, runAsOf(f.transition), made).catch(() => {});
-      this.removing.add(p);
-      void p.then(() => this.removing.delete(p));
+      this.sweeper.remove(f.transition, f.dir, runAsOf(f.transition), made);
     }
     this.ctx.changed();
   }

@@ -18,6 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fsyncDir } from '../../durable.js';
+import type { BatchOp } from '../../fs-batch.js';
 import { closeQuietly, fsyncAsync, fsyncSync, writeAllSync } from '../../io.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
@@ -91,7 +92,7 @@ export class Journal {
 
   /** Append one line with one write(2) (into the page cache: it is not fsynced here). */
   private append(rec: Line): void {
-    const line = `${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`;
+    const line = lineOf(rec);
     // Written as a string: a Buffer per record would come from Node's shared pool, whose 8 KiB
     // slabs live long enough to be collected only by full GCs, and a long run's RSS would grow.
     const length = Buffer.byteLength(line);
@@ -107,6 +108,21 @@ export class Journal {
   async record(group: CommitRecord[]): Promise<void> {
     this.append({ t: 'group', cs: group });
     await fsyncAsync(this.fd);
+  }
+
+  /**
+   * Recording a group, as an operation of a batch (fs-batch.ts): its line written with one
+   * write(2) and fsynced, on the pool thread, in its turn among the commit's steps (the line
+   * must not reach the file before the steps ahead of it are durable: the kernel may write a
+   * page back at any time). The group is recorded once the operation has succeeded.
+   */
+  recordOp(group: CommitRecord[]): BatchOp {
+    const line = lineOf({ t: 'group', cs: group });
+    // Not from Node's shared pool (see append); copied by the batch, so it is garbage at once.
+    const data = Buffer.allocUnsafeSlow(Buffer.byteLength(line));
+    data.write(line);
+    this.size += data.length;
+    return { op: 'append', fd: this.fd, data, must: true };
   }
 
   /**
@@ -137,6 +153,10 @@ export class Journal {
     closeQuietly(this.fd);
     this.fd = -1;
   }
+}
+
+function lineOf(rec: Line): string {
+  return `${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`;
 }
 
 function reviveBigints(_k: string, v: unknown): unknown {

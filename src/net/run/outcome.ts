@@ -9,8 +9,7 @@ import path from 'node:path';
 import type { Logger } from '../../log.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
-import { removeStaging, type OutputSource, type RanOutcome } from './firing.js';
-import { runAsOf } from './permissions.js';
+import type { OutputSource, RanOutcome } from './firing.js';
 import type { NetEvent } from './options.js';
 import type { Firing, TransitionRun } from './state.js';
 
@@ -36,6 +35,8 @@ export interface OutcomeContext {
   commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void;
   /** Forget a firing: its staging goes (unless removeDir is false), its tokens are free again. */
   drop(f: Firing, removeDir?: boolean): void;
+  /** Remove the staging files of f's attempt (those in `made` when known), off the event loop. */
+  unstage(f: Firing, made: string[] | undefined): void;
   /** Launch the firing again after this many ms (unless the run stops meanwhile); it holds its worker meanwhile. */
   retryAfter(f: Firing, ms: number): void;
   emit(e: NetEvent): void;
@@ -93,7 +94,7 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome)
   if (willRetry) {
     run.retried++;
     f.outcome = undefined;
-    void removeStaging(f.transition, f.dir, runAsOf(f.transition), o.made).catch(() => {}); // the next attempt stages under names of its own
+    ctx.unstage(f, o.made); // the next attempt stages under names of its own
     ctx.retryAfter(f, RETRY_DELAY_MS * f.attempt);
     return false;
   }
