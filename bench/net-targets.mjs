@@ -224,6 +224,8 @@ the same run, interleaved with ours round by round; the last column is the 1-min
 
 ${table(['measure', 'floor', 'ours', 'floor', 'ratio', 'target', '', 'load'], rows)}
 
+- Commands in shell form (Jefferson's, the merge's) run with \`SHELL=/bin/sh\`, the shell the floors
+  use (a net runs them with \`$SHELL -c\`).
 - Jefferson and the chain: \`fspl net run --drain --workers 2\` as a command, its start-up (node,
   loading the net, recovery, the first scan) included; tokens put before, not timed. The floor
   runs every firing's command (\`sh -c 'sleep 0.0N; cat'\` for Jefferson, \`cat\` for the chain) by

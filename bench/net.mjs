@@ -63,6 +63,11 @@ const median = (xs) => {
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const sec = (ms) => `${(ms / 1000).toFixed(2)} s`;
 const x = (v) => `${v.toFixed(2)}×`;
+// A net's command in shell form runs `$SHELL -c` (docs/nets.md), and every floor here runs its
+// commands with `sh -c`: the nets run with SHELL=/bin/sh too, so that both sides start the same
+// shell (with a login shell's SHELL=/bin/bash, each of our commands started bash and each of the
+// floor's dash: about 0.5 ms more a command here, charged to the runner).
+process.env.SHELL = '/bin/sh';
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
 
 const lib = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
