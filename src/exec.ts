@@ -20,7 +20,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { ExecError } from './errors.js';
-import { nativeSpawn, nativeSpawnDetached } from './native.js';
+import { isPackable, nativeSpawn, nativeSpawnDetached, type PackableEnv } from './native.js';
 import { checkSeconds, setLongTimeout } from './timer.js';
 
 export type StdinSource = number | Readable | 'inherit' | 'ignore';
@@ -167,8 +167,8 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
 export interface DetachedOptions {
   command: string;
   args: string[];
-  /** The complete environment for the child. */
-  env: Record<string, string>;
+  /** The complete environment for the child (jobenv.ts ChildEnv: packed once for the addon). */
+  env: Record<string, string> | PackableEnv;
   cwd?: string;
   /** Descriptors: stdin ('ignore': /dev/null), stdout and stderr. */
   stdin: number | 'ignore';
@@ -297,7 +297,8 @@ function startDetached(o: DetachedOptions, on: DetachedEvents): void {
 }
 
 function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
-  const child = spawn(o.command, o.args, { cwd: o.cwd, env: o.env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
+  const env = isPackable(o.env) ? o.env.record() : o.env;
+  const child = spawn(o.command, o.args, { cwd: o.cwd, env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
   child.on('error', on.failed);
   child.on('exit', (code, signal) => on.exited({ code, signal }));
   if (child.pid !== undefined) on.started(child.pid);

@@ -108,7 +108,7 @@ export function payloadOffset(start: Uint8Array): number {
  * Decode a header from the first bytes of a file, or undefined when they do not hold all of it
  * (read it from the file then). A bad prefix or metadata throws as reading it would.
  */
-function headerFromStart(buf: Buffer): PacketHeader | undefined {
+export function headerFromStart(buf: Buffer): PacketHeader | undefined {
   if (buf.length < PREFIX_LENGTH) return undefined;
   const prefix = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
   const end = PREFIX_LENGTH + prefix.metadataLength;

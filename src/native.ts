@@ -153,12 +153,16 @@ export function nativeSpawn(
 }
 
 /** argv and the environment as the addon takes them (NUL-separated); undefined if a string holds a NUL. */
-function pack(command: string, args: readonly string[], env: Readonly<Record<string, string | undefined>>): { argv: string; env: string } | undefined {
+function pack(command: string, args: readonly string[], env: SpawnEnv): { argv: string; env: string } | undefined {
   if (command === '' || hasNul(command)) return undefined;
   let argv = command + '\0';
   for (const a of args) {
     if (hasNul(a)) return undefined;
     argv += a + '\0';
+  }
+  if (isPackable(env)) {
+    const envs = env.packed();
+    return envs === undefined ? undefined : { argv, env: envs };
   }
   let envs = '';
   for (const k in env) {
@@ -168,6 +172,23 @@ function pack(command: string, args: readonly string[], env: Readonly<Record<str
     envs += k + '=' + v + '\0';
   }
   return { argv, env: envs };
+}
+
+/**
+ * An environment that packs itself (jobenv.ts ChildEnv): NAME=value\0 each, undefined when one
+ * holds a NUL; and as an object, for child_process.
+ */
+export interface PackableEnv {
+  packed(): string | undefined;
+  record(): Record<string, string>;
+}
+
+/** A child's environment: an object, or one that packs itself. */
+export type SpawnEnv = Readonly<Record<string, string | undefined>> | PackableEnv;
+
+/** Whether env packs itself (a variable named `packed` is a string, never a function). */
+export function isPackable(env: SpawnEnv): env is PackableEnv {
+  return typeof (env as PackableEnv).packed === 'function';
 }
 
 function exitOf(code: number, sig: number): NativeExit {
@@ -245,7 +266,7 @@ export type DetachedStart = NativeSpawnResult;
 export function nativeSpawnDetached(
   command: string,
   args: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
+  env: SpawnEnv,
   stdin: number,
   stdout: number,
   stderr: number,

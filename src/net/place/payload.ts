@@ -5,11 +5,11 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { copy } from '../../copy.js';
-import { closeQuietly, readExactSync } from '../../io.js';
-import type { Seal } from '../../packet/index.js';
+import { closeQuietly, readExactSync, readSomeSync, writeAllSync } from '../../io.js';
+import type { PacketHeader, Seal } from '../../packet/index.js';
 import { sealOf } from '../../packet/seal.js';
 import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
-import { openPayloadSync, payloadOffset } from '../../job-headers.js';
+import { headerFromStart, openPayloadSync, payloadOffset, readHeaderFileSync } from '../../job-headers.js';
 import type { TokenContent } from './token.js';
 
 /** The seal (length and CRC-32) of a token's payload, read once from its sources. */
@@ -30,14 +30,47 @@ export function sealOfPayload(p: TokenContent['payload']): Seal {
   }
 }
 
-/** Copy a token's payload into a file of its own (for commands that read inputs by name). */
-export function extractPayload(file: string, dest: string): void {
-  const out = fs.openSync(dest, 'w', 0o644);
+/** What extractPayload reads of a token in one go: its header and often all of its payload. */
+const START_READ = 64 * 1024;
+let startBuffer: Buffer | undefined;
+
+/**
+ * Copy a token's payload into a file of its own (for commands that read inputs by name), and
+ * return its header, decoded from the same read. One open and one read of the token do for both
+ * (the payload's first bytes written from that read, the rest, if any, copied on by
+ * copy_file_range): the header alone cost an open, a read and a close more (an and-merge's tokens
+ * far from the head of their place keep no header), and the copy a second open and two reads,
+ * on the way to starting the command.
+ */
+export function extractPayload(file: string, dest: string): PacketHeader {
+  const inFd = fs.openSync(file, 'r');
   try {
-    copyPayloads([file], out);
+    const buf = (startBuffer ??= Buffer.allocUnsafe(START_READ));
+    const n = readSomeSync(inFd, buf, 0, START_READ);
+    const header = headerFromStart(buf.subarray(0, n));
+    const out = fs.openSync(dest, 'w', 0o644);
+    try {
+      if (header === undefined) {
+        // A header longer than the read (or a file cut short, which readHeaderSync reports).
+        return extractFromScratch(file, out);
+      }
+      const start = payloadOffset(buf);
+      writeAllSync(out, buf, start, n - start);
+      copy(inFd, out); // what is left past the read (none for most tokens)
+      return header;
+    } finally {
+      closeQuietly(out);
+    }
   } finally {
-    closeQuietly(out);
+    closeQuietly(inFd);
   }
+}
+
+/** extractPayload the long way: the header read on its own, then the payload copied. */
+function extractFromScratch(file: string, out: number): PacketHeader {
+  const header = readHeaderFileSync(file);
+  copyPayloads([file], out);
+  return header;
 }
 
 /** Copy the payloads of these token files, one after the other, to a descriptor; their lengths. */

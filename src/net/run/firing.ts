@@ -21,8 +21,9 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { closeQuietly } from '../../io.js';
 import { runDetached, StartError } from '../../exec.js';
-import { jobEnvironment, jobVariables, type JobVariable } from '../../jobenv.js';
+import { ChildEnv, jobVariableStrings, type EnvVariable } from '../../jobenv.js';
 import { setLongTimeout } from '../../timer.js';
+import type { PacketHeader } from '../../packet/index.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
 import { openPayloadSync } from '../../job-headers.js';
@@ -77,26 +78,26 @@ const KILL_GRACE_MS = 2000;
  */
 const KEEP_RETURNED_BYTES = 64 * 1024;
 
-function env(tokens: Token[], t: TransitionSpec, firing: string, key: string): Record<string, string> {
+/** The command's environment; `headers`: the tokens' headers where already read (else token.header). */
+function env(tokens: Token[], t: TransitionSpec, firing: string, key: string, headers: readonly PacketHeader[], extra: readonly EnvVariable[]): ChildEnv {
   const first = tokens[0]!;
-  const vars: JobVariable[] = jobVariables(first.header, { queuedir: path.dirname(path.dirname(first.path)), filename: first.filename });
+  const vars = jobVariableStrings(headers[0] ?? first.header, { queuedir: path.dirname(path.dirname(first.path)), filename: first.filename });
   // Variables of the other inputs of a merge, where the first has none of that name.
-  const names = new Set(vars.map(([k]) => k.toString()));
-  for (const tok of tokens.slice(1)) {
-    for (const [k, v] of jobVariables(tok.header)) {
-      const n = k.toString();
-      if (n.startsWith('FSPL_SET_') && !names.has(n)) vars.push([k, v]);
+  if (tokens.length > 1) {
+    const names = new Set(vars.map(([k]) => k));
+    for (let i = 1; i < tokens.length; i++) {
+      for (const [k, v] of jobVariableStrings(headers[i] ?? tokens[i]!.header)) if (k.startsWith('FSPL_SET_') && !names.has(k)) vars.push([k, v]);
     }
   }
-  vars.push([Buffer.from('FSPL_NET_FIRING'), Buffer.from(firing)], [Buffer.from('FSPL_NET_KEY'), Buffer.from(key)]);
-  return jobEnvironment(vars, baseEnv(t));
+  vars.push(['FSPL_NET_FIRING', firing], ['FSPL_NET_KEY', key], ...extra);
+  return new ChildEnv(vars, baseEnv(t));
 }
 
 /**
  * What every firing of a transition inherits: the runner's environment, the transition's `env`,
  * FSPL_NET_TRANSITION. Made once per transition, not per firing: copying process.env (each of
  * its variables a call into C++) and sorting it cost about 40 µs a firing, the merge into a kept
- * base (jobEnvironment sorts it once) about 8 µs.
+ * base (childEnvironment sorts it once) about 8 µs.
  */
 const baseEnvs = new WeakMap<TransitionSpec, Record<string, string | undefined>>();
 function baseEnv(t: TransitionSpec): Record<string, string | undefined> {
@@ -245,33 +246,34 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
 async function runCommandFiring(req: FiringRequest, outPaths: Record<string, string>, single: boolean, stderrPath: string): Promise<Ran> {
   const { transition: t, tokens } = req;
   const files = stagingOf(req.dir, req.runAs);
-  const vars = env(tokens, t, req.firing, req.key);
-  // What the runner makes in staging, for removeStaging to remove those alone (not known, should
+  // What the runner makes in staging, for the sweeper to remove those alone (not known, should
   // this throw half-way: then every name goes).
   const made: string[] = [];
+  // An and-merge's inputs, each in a file of its own (their headers read on the way).
+  const headers: PacketHeader[] = [];
+  const extra: EnvVariable[] = [];
   if (t.inputs.length > 1) {
     for (const tok of tokens) {
-      const file = files.in(tok.place); // by copy_file_range where the file system has it (copy.ts)
-      extractPayload(tok.path, file);
+      const file = files.in(tok.place);
+      headers.push(extractPayload(tok.path, file));
       made.push(file);
-      vars[`FSPL_IN_${tok.place}`] = file;
+      extra.push([`FSPL_IN_${tok.place}`, file]);
     }
   }
-  if (!single) for (const [o, p] of Object.entries(outPaths)) vars[`FSPL_OUT_${o}`] = p;
+  if (!single) for (const [o, p] of Object.entries(outPaths)) extra.push([`FSPL_OUT_${o}`, p]);
   const stdin = stdinFor(req);
-  if (stdin.lengths) {
-    made.push(files.batch);
-    vars.FSPL_BATCH_LENGTHS = stdin.lengths.join(' ');
-    vars.FSPL_BATCH_SEQS = tokens.map((x) => x.seq).join(' ');
-    vars.FSPL_BATCH_KEYS = tokens.map((x) => x.key).join(' ');
-    vars.FSPL_BATCH_SIZE = String(tokens.length);
-  }
-  const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
-  const stdoutFd = fs.openSync(stdoutPath, 'w', 0o644);
-  made.push(stdoutPath);
+  let stdoutFd: number | undefined;
   let stderrFd: number | undefined;
   let stderrBytes: number | undefined;
   try {
+    if (stdin.lengths) {
+      made.push(files.batch);
+      extra.push(['FSPL_BATCH_LENGTHS', stdin.lengths.join(' ')], ['FSPL_BATCH_SEQS', tokens.map((x) => x.seq).join(' ')], ['FSPL_BATCH_KEYS', tokens.map((x) => x.key).join(' ')], ['FSPL_BATCH_SIZE', String(tokens.length)]);
+    }
+    const vars = env(tokens, t, req.firing, req.key, headers, extra);
+    const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
+    stdoutFd = fs.openSync(stdoutPath, 'w', 0o644);
+    made.push(stdoutPath);
     stderrFd = fs.openSync(stderrPath, 'w', 0o644);
     made.push(stderrPath);
     const ended = await runCommand(req, vars, stdin.fd, stdoutFd, stderrFd);
@@ -286,7 +288,7 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
 }
 
 /** The command itself, from its start to its end, judged by how it ended. */
-async function runCommand(req: FiringRequest, env: Record<string, string>, stdin: number | 'ignore', stdout: number, stderr: number): Promise<Ran> {
+async function runCommand(req: FiringRequest, env: ChildEnv, stdin: number | 'ignore', stdout: number, stderr: number): Promise<Ran> {
   const t = req.transition;
   const run = t.run!;
   const [command, args] = 'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];
