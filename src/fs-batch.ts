@@ -132,6 +132,22 @@ export function firstFailure(ops: readonly FsOp[], results: Int32Array): NodeJS.
   return undefined;
 }
 
+/**
+ * Steps run as one batch, one after the other (from step `from` on; `results` are the batch's):
+ * the first that failed, and its first failure (as firstFailure). A step after a failed `must`
+ * operation was not run (ECANCELED): the first failure is the one that stopped the batch.
+ */
+export function firstFailedStep(steps: readonly (readonly BatchOp[])[], from: number, results: Int32Array): { step: number; err: NodeJS.ErrnoException } | undefined {
+  let at = 0;
+  for (let step = from; step < steps.length; step++) {
+    const ops = steps[step]!;
+    const err = firstFailure(ops, results.subarray(at, at + ops.length));
+    if (err) return { step, err };
+    at += ops.length;
+  }
+  return undefined;
+}
+
 /** A failure that is none: ENOENT for an operation with missingOk. */
 function missingIsOk(o: FsOp, result: number): boolean {
   return result === ENOENT && 'missingOk' in o && o.missingOk === true;

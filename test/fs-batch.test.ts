@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../src/fs-batch.js';
+import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../src/fs-batch.js';
 import { loadNative } from '../src/native.js';
 import { tempDir } from './helpers.js';
 
@@ -136,3 +136,17 @@ for (const mode of ['native', 'fallback'] as const) {
     });
   });
 }
+
+describe('firstFailedStep', () => {
+  it('names the first step of a batch that failed, past the missing files that are no failure', () => {
+    const step = (n: number, must = true): BatchOp[] => Array.from({ length: n }, (_, i) => ({ op: 'unlink', path: `/x/${n}-${i}`, missingOk: i === 0, must }));
+    const steps = [step(2), step(3), step(1)];
+    expect(firstFailedStep(steps, 0, Int32Array.from([ENOENT, 0, 0, 0, 0, 0]))).toBeUndefined();
+    const r = firstFailedStep(steps, 0, Int32Array.from([0, 0, 0, EEXIST, ECANCELED, ECANCELED]));
+    expect(r?.step).toBe(1);
+    expect(r?.err.code).toBe('EEXIST');
+    expect(r?.err.path).toBe('/x/3-1');
+    // From a later step on: the results are those of the steps from there.
+    expect(firstFailedStep(steps, 1, Int32Array.from([0, 0, 0, ENOENT]))?.step).toBe(2);
+  });
+});

@@ -46,7 +46,7 @@
  */
 import path from 'node:path';
 import { LockedError } from '../../errors.js';
-import { batchError, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
+import { batchError, firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
 import { closeQuietly, unlinkQuietly } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
@@ -295,9 +295,9 @@ export class Committer {
       if (lanes) {
         const [synced, before] = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(step1)]);
         const err = firstFailure(fsyncs, synced) ?? firstFailure(step1, before);
-        failure = err ? { step: 0, err } : failedStep(steps, 1, await runBatch(steps.slice(1).flat()));
+        failure = err ? { step: 0, err } : firstFailedStep(steps, 1, await runBatch(steps.slice(1).flat()));
       } else {
-        failure = failedStep(steps, 0, await runBatch(steps.flat()));
+        failure = firstFailedStep(steps, 0, await runBatch(steps.flat()));
       }
     } finally {
       for (const f of files) closeQuietly(f.fd);
@@ -349,7 +349,7 @@ export class Committer {
     const inDirs = fsyncDirOps(inputs.map((i) => path.dirname(i.file)));
     const steps = [renames, outDirs, consume.prepare, consume.store, unlinks, inDirs];
     const r = await runBatch(steps.flat());
-    const failure = failedStep(steps, 0, r);
+    const failure = firstFailedStep(steps, 0, r);
     // The nextseqs: stored when every operation up to them succeeded.
     if (failure && failure.step <= 3) consume.failed();
     else consume.stored();
@@ -378,21 +378,6 @@ export class Committer {
       failed: () => writes.forEach((x) => x.w.failed()),
     };
   }
-}
-
-/**
- * The first of these steps (run as one batch, from step `from` on) that failed, with its error.
- * A step after a failed `must` operation was not run (ECANCELED): the first failure is the one.
- */
-function failedStep(steps: BatchOp[][], from: number, results: Int32Array): { step: number; err: NodeJS.ErrnoException } | undefined {
-  let at = 0;
-  for (let step = from; step < steps.length; step++) {
-    const ops = steps[step]!;
-    const err = firstFailure(ops, results.subarray(at, at + ops.length));
-    if (err) return { step, err };
-    at += ops.length;
-  }
-  return undefined;
 }
 
 function fsyncDirOps(dirs: string[]): BatchOp[] {
