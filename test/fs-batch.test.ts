@@ -147,6 +147,6 @@ describe('firstFailedStep', () => {
     expect(r?.err.code).toBe('EEXIST');
     expect(r?.err.path).toBe('/x/3-1');
     // From a later step on: the results are those of the steps from there.
-    expect(firstFailedStep(steps, 1, Int32Array.from([0, 0, 0, ENOENT]))?.step).toBe(2);
+    expect(firstFailedStep(steps, 1, Int32Array.from([0, 0, 0, EEXIST]))?.step).toBe(2);
   });
 });
