@@ -27,9 +27,15 @@
  *       7 CLOSE      [fd]
  *       8 APPEND     [fd, buffer]                   write all at the descriptor's offset (an
  *                                                    O_APPEND file: its end), then fsync
+ *       9 WRITE_FILE_FROM [path, flags, mode, buffer, source]
+ *                                                    as WRITE_FILE, with all of the file `source`
+ *                                                    after the buffer (copy_file_range where the
+ *                                                    file system has it, else read and write),
+ *                                                    then fsync, close
  *     code | 0x200 = "missing ok": with "must", an ENOENT does not stop the operations after it
  *     (a rename whose source is gone, an unlink of a file that is not there).
  */
+#define _GNU_SOURCE /* copy_file_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -42,7 +48,7 @@
 
 #include <node_api.h>
 
-enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7, OP_APPEND = 8 };
+enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7, OP_APPEND = 8, OP_WRITE_FILE_FROM = 9 };
 #define OP_MUST 0x100
 #define OP_MISSING_OK 0x200
 
@@ -105,24 +111,70 @@ static int32_t batch_fsync_dir(const char* path) {
   return r;
 }
 
-/* Write all of op's data to fd (EINTR retried), then fsync it: 0, or -errno. */
-static int32_t batch_write_all_sync(int fd, const batch_op* op) {
+/* Write all of these bytes to fd (EINTR retried): 0, or -errno. */
+static int32_t batch_write_all(int fd, const char* data, size_t len) {
   size_t done = 0;
-  while (done < op->len) {
-    ssize_t n = write(fd, op->data + done, op->len - done);
+  while (done < len) {
+    ssize_t n = write(fd, data + done, len - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return batch_errno();
     }
     done += (size_t)n;
   }
+  return 0;
+}
+
+/* Write all of op's data to fd, then fsync it: 0, or -errno. */
+static int32_t batch_write_all_sync(int fd, const batch_op* op) {
+  int32_t r = batch_write_all(fd, op->data, op->len);
+  if (r < 0) return r;
   return fsync(fd) == 0 ? 0 : batch_errno();
+}
+
+/*
+ * Append all of the file `source` to out, from its start: copy_file_range (the kernel copies, or
+ * shares, the blocks) until it reports the end; where it can't be used between these two files
+ * (another file system on an older kernel, a file system without it), read and write.
+ */
+static int32_t batch_copy_from(int out, const char* source) {
+  int in = open(source, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return batch_errno();
+  int32_t r = 0;
+  int use_cfr = 1;
+  char buf[65536];
+  for (;;) {
+    ssize_t n;
+    if (use_cfr) {
+      n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF)) {
+        use_cfr = 0; /* nothing was copied by the failed call: go on by hand from here */
+        continue;
+      }
+    } else {
+      n = read(in, buf, sizeof buf);
+      if (n > 0) {
+        r = batch_write_all(out, buf, (size_t)n);
+        if (r < 0) break;
+      }
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      r = batch_errno();
+      break;
+    }
+    if (n == 0) break;
+  }
+  close(in);
+  return r;
 }
 
 static int32_t batch_write_file(const batch_op* op) {
   int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
   if (fd < 0) return batch_errno();
-  int32_t r = batch_write_all_sync(fd, op);
+  int32_t r = batch_write_all(fd, op->data, op->len);
+  if (r == 0 && op->code == OP_WRITE_FILE_FROM) r = batch_copy_from(fd, op->b);
+  if (r == 0 && fsync(fd) != 0) r = batch_errno();
   if (r < 0) {
     close(fd);
     return r;
@@ -145,6 +197,7 @@ static int32_t batch_run_one(const batch_op* op) {
       return fd >= 0 ? fd : batch_errno();
     }
     case OP_WRITE_FILE:
+    case OP_WRITE_FILE_FROM:
       return batch_write_file(op);
     case OP_CLOSE:
       return close(op->fd) == 0 || errno == EINTR ? 0 : batch_errno();
@@ -242,6 +295,9 @@ static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
              batch_buffer_at(env, item, 4, op);
     case OP_APPEND:
       return batch_int(env, item, 1, &op->fd) && batch_buffer_at(env, item, 2, op);
+    case OP_WRITE_FILE_FROM:
+      return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode) &&
+             batch_buffer_at(env, item, 4, op) && (op->b = batch_string_at(env, item, 5)) != NULL;
     default:
       return 0;
   }

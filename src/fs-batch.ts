@@ -36,7 +36,9 @@ export type FsOp =
   | { op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer }
   | { op: 'close'; fd: number }
   /** Write all of data at the descriptor's offset (an O_APPEND file: its end), then fsync it. */
-  | { op: 'append'; fd: number; data: Buffer };
+  | { op: 'append'; fd: number; data: Buffer }
+  /** As writeFile, with all of the file `from` after data (copy_file_range where it can). */
+  | { op: 'writeFileFrom'; path: string; flags: number; mode: number; data: Buffer; from: string };
 
 /**
  * must: should it fail, the operations after it are not run (their result: -ECANCELED).
@@ -44,7 +46,7 @@ export type FsOp =
  */
 export type BatchOp = FsOp & { must?: boolean };
 
-const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8 } as const;
+const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8, writeFileFrom: 9 } as const;
 const MUST = 0x100;
 const MISSING_OK = 0x200;
 const ENOENT = -os.constants.errno.ENOENT;
@@ -108,11 +110,14 @@ function encode(o: BatchOp): Array<number | string | Buffer> {
       return [code, o.path, o.flags, o.mode, o.data];
     case 'append':
       return [code, o.fd, o.data];
+    case 'writeFileFrom':
+      return [code, o.path, o.flags, o.mode, o.data, o.from];
   }
 }
 
 function pathsOf(o: FsOp): string[] {
   if (o.op === 'rename') return [o.from, o.to];
+  if (o.op === 'writeFileFrom') return [o.path, o.from];
   return 'path' in o ? [o.path] : [];
 }
 
@@ -156,7 +161,7 @@ function missingIsOk(o: FsOp, result: number): boolean {
 /** An operation's failure as Node reports one (code, errno, syscall, path). */
 export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(errno);
-  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' || o.op === 'append' ? 'write' : o.op;
+  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' || o.op === 'writeFileFrom' || o.op === 'append' ? 'write' : o.op;
   const where = o.op === 'rename' ? ` '${o.from}' -> '${o.to}'` : 'path' in o ? ` '${o.path}'` : '';
   const err: NodeJS.ErrnoException = new Error(`${code}: ${syscall}${where}`);
   err.errno = errno;
@@ -217,15 +222,40 @@ async function runOne(o: FsOp): Promise<number> {
     case 'append':
       await writeAllAndSync(o.fd, o.data);
       return 0;
+    case 'writeFileFrom':
+      return withFd(await open(o.path, o.flags, o.mode), async (fd) => {
+        await writeAll(fd, o.data);
+        await copyFileInto(o.from, fd);
+        await fsync(fd);
+      });
     case 'close':
       await close(o.fd);
       return 0;
   }
 }
 
-async function writeAllAndSync(fd: number, data: Buffer): Promise<void> {
+async function writeAll(fd: number, data: Buffer): Promise<void> {
   for (let done = 0; done < data.length; ) done += (await write(fd, data, done, data.length - done)).bytesWritten;
+}
+
+async function writeAllAndSync(fd: number, data: Buffer): Promise<void> {
+  await writeAll(fd, data);
   await fsync(fd);
+}
+
+/** Append all of the file `from` to fd. */
+async function copyFileInto(from: string, fd: number): Promise<void> {
+  const src = await fs.promises.open(from, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (;;) {
+      const { bytesRead } = await src.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) return;
+      await writeAll(fd, buf.subarray(0, bytesRead));
+    }
+  } finally {
+    await src.close();
+  }
 }
 
 /** Run fn on fd, then close it (a failed close after a failed fn: fn's error). */

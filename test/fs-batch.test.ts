@@ -128,6 +128,25 @@ for (const mode of ['native', 'fallback'] as const) {
       }
     });
 
+    it('writes a file from bytes and another file, durably, and reports a missing source', async () => {
+      const src = path.join(dir, 'src');
+      const big = Buffer.alloc(200_000, 'p'); // more than one copy or read
+      fs.writeFileSync(src, big);
+      const dest = path.join(dir, 'dest');
+      const ops: BatchOp[] = [
+        { op: 'writeFileFrom', path: dest, flags: CREATE, mode: 0o644, data: Buffer.from('head:'), from: src, must: true },
+        { op: 'writeFileFrom', path: path.join(dir, 'empty'), flags: CREATE, mode: 0o644, data: Buffer.alloc(0), from: path.join(dir, 'dest'), must: true },
+        { op: 'writeFileFrom', path: path.join(dir, 'never'), flags: CREATE, mode: 0o644, data: Buffer.from('x'), from: path.join(dir, 'missing'), must: true },
+        { op: 'unlink', path: src },
+      ];
+      const r = await runBatch(ops);
+      expect([...r]).toEqual([0, 0, ENOENT, ECANCELED]);
+      expect(fs.readFileSync(dest)).toEqual(Buffer.concat([Buffer.from('head:'), big]));
+      expect(fs.readFileSync(path.join(dir, 'empty'))).toEqual(fs.readFileSync(dest));
+      expect(firstFailure(ops, r)?.syscall).toBe('write');
+      expect(fs.existsSync(src)).toBe(true);
+    });
+
     it('splits independent operations over several batches and keeps their order in the results', async () => {
       const ops: BatchOp[] = Array.from({ length: 40 }, (_, i) => ({ op: 'unlink', path: path.join(dir, `f${i}`) }));
       for (let i = 0; i < 40; i += 3) fs.writeFileSync(path.join(dir, `f${i}`), '');

@@ -139,6 +139,21 @@ export class Place extends TokenIndex {
     return { seq, temp, final, header };
   }
 
+  /**
+   * The part as one operation of a batch (fs-batch.ts: created, written, fsynced and closed on a
+   * pool thread), for a payload in memory or in a file of its own (a function's returned bytes, a
+   * command's output) or none; undefined for the payloads of input tokens or a descriptor, which
+   * fillPart copies on the event loop. Its name is durable only with an fsyncDir of jobs/ after.
+   */
+  partOp(s: StagedFile, content: TokenContent): BatchOp | undefined {
+    const p = content.payload;
+    const at = { path: s.temp, flags: PART_FLAGS, mode: 0o644, must: true };
+    if (!p) return { op: 'writeFile', ...at, data: packetBytes(s.header) };
+    if ('data' in p) return { op: 'writeFile', ...at, data: packetBytes(s.header, p.data) };
+    if ('path' in p) return { op: 'writeFileFrom', ...at, data: packetBytes(s.header), from: p.path };
+    return undefined;
+  }
+
   /** Write the packet into the part just created (into the page cache); on failure it goes. */
   fillPart(s: StagedFile, content: TokenContent, out: number): StagedFile & { fd: number } {
     try {

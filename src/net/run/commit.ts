@@ -9,8 +9,8 @@
  * goes in the next (at most GROUP_MAX requests), so a quiet net commits each firing alone, with
  * no added wait, and a busy one pays the fsyncs once per group. Every step's I/O that waits on
  * the disk (creates, fsyncs, renames, unlinks, the journal's line) runs on libuv's thread pool,
- * in order, in batches (fs-batch.ts): three hand-offs to the pool a group (the parts created;
- * steps 1 to 3; steps 4 and 5), not one per call or per step. On 2 busy cores a hand-off (a pool
+ * in order, in batches (fs-batch.ts): two hand-offs to the pool a group (steps 1 to 3; steps 4
+ * and 5; a third first for parts filled from other tokens), not one per call or per step. On 2 busy cores a hand-off (a pool
  * thread woken, its result sent back) cost about 60 µs of the event loop's time, more than the
  * system calls themselves on tmpfs. Firings start, and file events come in, while a group
  * commits. Only the packets' bytes are written on the event loop (into the page cache).
@@ -246,12 +246,12 @@ export class Committer {
   /**
    * Steps 1 to 3: every output written under a temporary name with its number, the files and
    * their names made durable, then the numbers stored, once per place, then the group recorded in
-   * the journal. The parts are created in one batch of file operations (fs-batch.ts: one hand-off
-   * to the thread pool) and filled on the event loop; the rest is a second batch, in order, each
-   * operation `must` (a failure stops what follows). A group of more than LANE_FILES parts fsyncs
-   * them first, side by side (on a disk, fsyncs one after the other each wait for their own
-   * journal commit), alongside the first half of that batch. `owning` is told the records before
-   * anything of them is published.
+   * the journal: one batch of file operations (fs-batch.ts: one hand-off to the thread pool), in
+   * order, each `must` (a failure stops what follows). A part whose payload is another token's
+   * is created in a batch before it and filled on the event loop (createParts). A group of more
+   * than LANE_FILES parts writes and fsyncs them first, side by side (on a disk, fsyncs one after
+   * the other each wait for their own journal commit), with the sendseqs' new values written
+   * aside meanwhile. `owning` is told the records before anything of them is published.
    */
   private async stage(entries: Entry[], writers: SeqFile[], owning: (records: CommitRecord[]) => void): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
     const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
@@ -271,32 +271,38 @@ export class Committer {
       }
       records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => this.consumed(tok)) });
     }
-    const files = await createParts(planned);
-    planned.forEach((x, n) => {
-      const s = files[n]!;
-      x.staged.temp = s.temp;
-      x.staged.final = s.final;
-      headers.set(x.staged, s.header);
+    // A part whose payload is in memory or in a file of its own is written whole on the pool
+    // (Place.partOp: created, filled and fsynced in step 1's batch); the others are created in a
+    // batch of their own and filled on the event loop (createParts), then fsynced in step 1.
+    const direct = planned.map((x) => x.p.partOp(x.part, x.content));
+    const files = await createParts(planned.filter((_, n) => direct[n] === undefined));
+    planned.forEach((x) => {
+      x.staged.temp = x.part.temp;
+      x.staged.final = x.part.final;
+      headers.set(x.staged, x.part.header);
     });
     owning(records);
     const sendseqs = [...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.batchWrite(seq));
     // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
     // find its file, to publish it or to fill its number with a NOP. Beside them each sendseq's
     // new value is written aside, which stores nothing yet.
-    const fsyncs = files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd, must: true }));
-    const lanes = files.length > LANE_FILES;
-    const step1 = [...(lanes ? [] : fsyncs), ...[...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir, must: true })), ...sendseqs.map((w) => w.prepare)];
+    const perFile = [...direct.filter((op): op is BatchOp => op !== undefined), ...files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd, must: true }))];
+    // The directories' fsyncs after every part is created: they make the parts' names durable.
+    const dirs = [...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir, must: true }));
+    const aside = sendseqs.map((w) => w.prepare);
     // Step 2: each sendseq renamed, its place fsynced: after a power cut, no number is handed out
     // again. Step 3: the group's line, written and fsynced.
     const store = sendseqs.flatMap((w) => w.store);
-    const steps = [step1, store, [this.journal.recordOp(records)]];
+    const record = [this.journal.recordOp(records)];
     let failure: { step: number; err: NodeJS.ErrnoException } | undefined;
     try {
-      if (lanes) {
-        const [synced, before] = await Promise.all([runBatchesAtOnce(fsyncs), runBatch(step1)]);
-        const err = firstFailure(fsyncs, synced) ?? firstFailure(step1, before);
-        failure = err ? { step: 0, err } : firstFailedStep(steps, 1, await runBatch(steps.slice(1).flat()));
+      if (perFile.length > LANE_FILES) {
+        const [synced, asideDone] = await Promise.all([runBatchesAtOnce(perFile), runBatch(aside)]);
+        const err = firstFailure(perFile, synced) ?? firstFailure(aside, asideDone);
+        const steps = [dirs, store, record];
+        failure = err ? { step: 0, err } : firstFailedStep(steps, 0, await runBatch(steps.flat()));
       } else {
+        const steps = [[...perFile, ...dirs, ...aside], store, record];
         failure = firstFailedStep(steps, 0, await runBatch(steps.flat()));
       }
     } finally {
@@ -305,7 +311,7 @@ export class Committer {
     if (failure) {
       // Before step 2: no number of theirs is stored, the staged files go and leave no hole. From
       // step 2 on they stay: their numbers may be stored, and recovery fills them.
-      if (failure.step === 0) for (const f of files) unlinkQuietly(f.temp);
+      if (failure.step === 0) for (const x of planned) unlinkQuietly(x.part.temp);
       if (failure.step <= 1) for (const w of sendseqs) w.failed();
       throw failure.err;
     }
