@@ -10,10 +10,11 @@
  * no added wait, and a busy one pays the fsyncs once per group. Every step's I/O that waits on
  * the disk (creates, fsyncs, renames, unlinks, the journal's line) runs on libuv's thread pool,
  * in order, in batches (fs-batch.ts): two hand-offs to the pool a group (steps 1 to 3; steps 4
- * and 5; a third first for parts filled from other tokens), not one per call or per step. On 2 busy cores a hand-off (a pool
- * thread woken, its result sent back) cost about 60 µs of the event loop's time, more than the
- * system calls themselves on tmpfs. Firings start, and file events come in, while a group
- * commits. Only the packets' bytes are written on the event loop (into the page cache).
+ * and 5; a third before them for parts filled from other tokens), not one per call or per step.
+ * On 2 busy cores a hand-off (a pool thread woken, its result sent back) cost about 50 µs of the
+ * event loop's time, more than the system calls themselves on tmpfs. Firings start, and file
+ * events come in, while a group commits. Only the bytes of parts filled from other tokens are
+ * written on the event loop (into the page cache).
  *
  * A group: lock the writers of every output place; write each output packet under a temporary
  * name with its number (place.ts); store the numbers; record the group in the journal (fsync);
@@ -341,10 +342,10 @@ export class Committer {
     const outputs = commits.flatMap((c) => c.outputs);
     const inputs = commits.flatMap((c) => c.inputs);
     const consume = this.prepareConsume(inputs);
-    // One batch, in order, each operation but the unlinks `must` (a failure stops what follows: no input is
-    // consumed while an output it led to may not be in its place). A rename's ENOENT is no
-    // failure: in recovery the output was renamed before, or renamed, made durable and consumed
-    // downstream before the cut ('gone'); published() tells which.
+    // One batch, in order, each operation but the unlinks `must` (a failure stops what follows:
+    // no input is consumed while an output it led to may not be in its place). A rename's ENOENT
+    // is no failure: in recovery the output was renamed before, or renamed, made durable and
+    // consumed downstream before the cut ('gone'); published() tells which.
     const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final, must: true, missingOk: true }));
     const outDirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
     // Step 5: each nextseq's new value written aside, then stored (durably) before any unlink: a
