@@ -54,8 +54,9 @@ export interface RanOutcome {
   /** The run stopped while it ran: neither a success nor a failure. */
   abandoned: boolean;
   /**
-   * The staging files this firing made, when that is known (a JavaScript transition that
-   * succeeded): removeStaging removes those alone. Undefined: any of them may be there.
+   * The staging files this firing made, when that is known (a command's, or a JavaScript
+   * transition's that succeeded): the staging sweeper (staging.ts) removes those alone.
+   * Undefined: any of them may be there.
    */
   made?: string[];
 }

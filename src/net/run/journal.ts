@@ -102,19 +102,11 @@ export class Journal {
   }
 
   /**
-   * Record a group of commits, durably (one line, one fsync, off the event loop): nothing of
-   * them is done before this resolves.
-   */
-  async record(group: CommitRecord[]): Promise<void> {
-    this.append({ t: 'group', cs: group });
-    await fsyncAsync(this.fd);
-  }
-
-  /**
-   * Recording a group, as an operation of a batch (fs-batch.ts): its line written with one
-   * write(2) and fsynced, on the pool thread, in its turn among the commit's steps (the line
+   * Recording a group, durably, as an operation of a batch (fs-batch.ts): its line written with
+   * one write(2) and fsynced, on the pool thread, in its turn among the commit's steps (the line
    * must not reach the file before the steps ahead of it are durable: the kernel may write a
-   * page back at any time). The group is recorded once the operation has succeeded.
+   * page back at any time). The group is recorded once the operation has succeeded: nothing of
+   * it is done before.
    */
   recordOp(group: CommitRecord[]): BatchOp {
     const line = lineOf({ t: 'group', cs: group });
