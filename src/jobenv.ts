@@ -96,30 +96,42 @@ export function jobEnvironment(vars: JobVariable[], base: NodeJS.ProcessEnv = pr
 
 /** jobEnvironment of variables already strings (jobVariableStrings and others). */
 export function childEnvironment(vars: readonly EnvVariable[], base: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  // The job's variables (a later one of the same name wins), sorted, merged into the inherited
-  // ones, sorted once per environment: a queue run passes the same object for every job, and
-  // sorting all of it each time was a measurable part of the per-job cost.
+  const env: Record<string, string> = {};
+  mergeSorted(vars, sortedKeys(base), (k) => {
+    const v = base[k];
+    if (v !== undefined) env[k] = v;
+    return true;
+  }, (k, v) => {
+    env[k] = v;
+    return true;
+  });
+  return env;
+}
+
+/**
+ * Walk the job's variables (a later one of the same name wins) merged into the inherited names
+ * (sorted once per inherited object: a queue run passes the same object for every job, and
+ * sorting all of it each time was a measurable part of the per-job cost), in name order: an
+ * inherited name the job replaces is skipped. A callback returning false stops the walk (false).
+ */
+function mergeSorted(vars: readonly EnvVariable[], baseKeys: readonly string[], onBase: (name: string, at: number) => boolean, onOwn: (name: string, value: string) => boolean): boolean {
   const own = new Map<string, string>();
   for (const [k, v] of vars) own.set(k, v);
   const ownKeys = [...own.keys()].sort();
-  const baseKeys = sortedKeys(base);
-  const env: Record<string, string> = {};
   let i = 0;
   let j = 0;
   while (i < baseKeys.length || j < ownKeys.length) {
     const a = baseKeys[i];
     const b = ownKeys[j];
     if (b === undefined || (a !== undefined && a < b)) {
-      const v = base[a!];
-      if (v !== undefined) env[a!] = v;
-      i++;
+      if (!onBase(a!, i++)) return false;
     } else {
-      env[b] = own.get(b)!;
+      if (!onOwn(b, own.get(b)!)) return false;
       j++;
       if (a === b) i++; // the job's value replaces the inherited one
     }
   }
-  return env;
+  return true;
 }
 
 /**
@@ -143,30 +155,21 @@ export class ChildEnv {
 
   /** Packed, in the same order; undefined when a variable it holds has a NUL (no C string can). */
   packed(): string | undefined {
-    const own = new Map<string, string>();
-    for (const [k, v] of this.own) own.set(k, v);
-    const ownKeys = [...own.keys()].sort();
     const base = packedBase(this.base);
     let out = '';
-    let i = 0;
-    let j = 0;
-    while (i < base.keys.length || j < ownKeys.length) {
-      const a = base.keys[i];
-      const b = ownKeys[j];
-      if (b === undefined || (a !== undefined && a < b)) {
-        const seg = base.segments[i++];
-        if (seg === null) return undefined;
-        out += seg;
-      } else {
-        const v = own.get(b)!;
-        if (b.includes('\0') || v.includes('\0')) return undefined;
-        out += `${b}=${v}\0`;
-        j++;
-        if (a === b) i++; // the job's value replaces the inherited one
-      }
-    }
-    return out;
+    const whole = mergeSorted(this.own, base.keys, (_, at) => {
+      const seg = base.segments[at];
+      if (seg === null) return false;
+      out += seg;
+      return true;
+    }, (k, v) => {
+      if (k.includes('\0') || v.includes('\0')) return false;
+      out += `${k}=${v}\0`;
+      return true;
+    });
+    return whole ? out : undefined;
   }
+
 }
 
 /** An inherited object, packed: its defined variables sorted, each NAME=value\0 (null: it has a NUL). */
