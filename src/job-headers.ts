@@ -117,10 +117,14 @@ export function headerFromStart(buf: Buffer): PacketHeader | undefined {
 
 /** Open a job file with its descriptor at the start of its payload (just after the header). */
 export function openPayloadSync(p: string): number {
+  return openPayloadAndHeaderSync(p).fd;
+}
+
+/** As openPayloadSync, also giving the header read on the way. */
+export function openPayloadAndHeaderSync(p: string): { fd: number; header: PacketHeader } {
   const fd = fs.openSync(p, 'r');
   try {
-    readHeaderSync(fd);
-    return fd;
+    return { fd, header: readHeaderSync(fd) };
   } catch (err) {
     closeQuietly(fd);
     throw err;

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { copy } from '../../copy.js';
-import { closeQuietly, readExactSync, readSomeSync, writeAllSync } from '../../io.js';
+import { closeQuietly, readSomeSync, writeAllSync } from '../../io.js';
 import type { PacketHeader, Seal } from '../../packet/index.js';
 import { sealOf } from '../../packet/seal.js';
 import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
@@ -85,37 +85,56 @@ export function copyPayloads(files: readonly string[], out: number): number[] {
   });
 }
 
-/** Payloads up to this size are read whole, at once, for a JavaScript transition (payloadStream). */
+/** Tokens up to this size are read whole, at once, for a JavaScript transition (readSmallToken). */
 const WHOLE_READ = 64 * 1024;
+let wholeBuffer: Buffer | undefined;
+
+/** A small token read whole: its header and its payload (a copy of its own). */
+export interface WholeToken {
+  header: PacketHeader;
+  payload: Buffer;
+}
 
 /**
- * A token's payload as a stream, for a JavaScript transition's `payload()`. A small file (most
- * tokens) is read whole with one positional read, beside the header it was just opened for, and
- * handed over as one chunk: a read stream costs two reads and a close on libuv's pool (each a
- * hand-off between threads), about 100 µs a token on 2 cores. A larger one is streamed from just
- * after its header.
+ * Read a token whole in one open and one read when it is small (most are), its header decoded
+ * from that read; undefined when it is larger than WHOLE_READ or its header longer than the read
+ * (stream it then: payloadStream). A JavaScript transition's inputs are read so: reading the
+ * header, then the payload, cost an open, a read and a close more for a token whose header was
+ * dropped far from the head of a backlog (about 20 µs a firing), and a read stream two reads
+ * and a close on libuv's pool (each a hand-off between threads, about 100 µs a token on 2 cores).
+ */
+export function readSmallToken(file: string): WholeToken | undefined {
+  const fd = fs.openSync(file, 'r');
+  try {
+    // One byte more than WHOLE_READ: a read that fills it says the token is larger.
+    const buf = (wholeBuffer ??= Buffer.allocUnsafe(WHOLE_READ + 1));
+    const n = readSomeSync(fd, buf, 0, buf.length, 0);
+    if (n > WHOLE_READ) return undefined;
+    const header = headerFromStart(buf.subarray(0, n));
+    return header && { header, payload: Buffer.from(buf.subarray(payloadOffset(buf), n)) };
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+/** Bytes in memory as a payload stream (one chunk). */
+export function payloadOf(chunk: Buffer): Readable {
+  return new Readable({
+    read() {
+      if (chunk.length > 0) this.push(chunk);
+      this.push(null);
+    },
+  });
+}
+
+/**
+ * A token's payload as a stream, for a JavaScript transition's `payload()` or `fspl net` tools:
+ * a small token read whole (readSmallToken), a larger one streamed from just after its header
+ * (positional reads).
  */
 export function payloadStream(file: string): Readable {
-  const fd = fs.openSync(file, 'r');
-  let streamed = false;
-  try {
-    const size = fs.fstatSync(fd).size;
-    const buf = readExactSync(fd, Math.min(size, WHOLE_READ));
-    const n = buf.length;
-    const start = payloadOffset(buf);
-    if (start > n || size > WHOLE_READ) {
-      // A long header or payload: streamed from the payload's start (positional reads).
-      streamed = true;
-      return fs.createReadStream('', { fd, autoClose: true, start, highWaterMark: Math.min(1 << 20, Math.max(4096, size - start + 1)) });
-    }
-    const chunk = buf.subarray(start, n);
-    return new Readable({
-      read() {
-        if (chunk.length > 0) this.push(chunk);
-        this.push(null);
-      },
-    });
-  } finally {
-    if (!streamed) closeQuietly(fd);
-  }
+  const whole = readSmallToken(file);
+  if (whole) return payloadOf(whole.payload);
+  // From the descriptor's offset: openPayloadSync leaves it just after the header.
+  return fs.createReadStream('', { fd: openPayloadSync(file), autoClose: true, highWaterMark: 1 << 20 });
 }

@@ -86,6 +86,19 @@ export class IndexedToken implements Token {
   dropHeader(): void {
     this.kept = undefined;
   }
+
+  /** Its header, read by a caller anyway (a firing opening its file): kept again until it is consumed. */
+  keepHeader(header: PacketHeader): void {
+    this.kept ??= header;
+  }
+}
+
+/**
+ * Hand a token the header its caller has just read from its file: an indexed token whose header
+ * was dropped (far from the head when scanned) need not read it a second time when it fires.
+ */
+export function rememberHeader(t: Token, header: PacketHeader): void {
+  if (t instanceof IndexedToken) t.keepHeader(header);
 }
 
 /** Whether a token is a NOP (known without its header for indexed tokens). */

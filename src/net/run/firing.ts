@@ -26,10 +26,10 @@ import { setLongTimeout } from '../../timer.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
-import { openPayloadSync } from '../../job-headers.js';
-import { copyPayloads, extractPayload, payloadStream } from '../place/payload.js';
+import { openPayloadAndHeaderSync } from '../../job-headers.js';
+import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
 import { stagingOf } from './staging.js';
-import type { Token } from '../place/token.js';
+import { rememberHeader, type Token } from '../place/token.js';
 
 /**
  * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
@@ -232,7 +232,12 @@ function tail(file: string): string {
 function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number[] } {
   const { transition: t, tokens } = req;
   if (t.inputs.length > 1) return { fd: 'ignore' };
-  if (tokens.length === 1 && t.inputs[0]!.take === 1) return { fd: openPayloadSync(tokens[0]!.path) };
+  if (tokens.length === 1 && t.inputs[0]!.take === 1) {
+    // Its header, read to reach the payload, is the one the job's variables need (env below).
+    const { fd, header } = openPayloadAndHeaderSync(tokens[0]!.path);
+    rememberHeader(tokens[0]!, header);
+    return { fd };
+  }
   const file = stagingOf(req.dir, req.runAs).batch;
   const out = fs.openSync(file, 'w', 0o600);
   let lengths: number[];
@@ -315,14 +320,7 @@ async function runFunction(
   const onAbort = () => controller.abort(new Error('the run is stopping'));
   req.signal.addEventListener('abort', onAbort, { once: true });
   const cancelTimer = t.timeout !== undefined ? setLongTimeout(() => controller.abort(new Error(`timed out after ${t.timeout} s`)), t.timeout * 1000) : undefined;
-  const inputs: FiringInput[] = tokens.map((tok) => ({
-    place: tok.place,
-    seq: tok.seq,
-    key: tok.key,
-    env: tok.header.cmd.kind === 'Command' ? Object.fromEntries(tok.header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
-    params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params.map((p) => Buffer.from(p).toString()) : [],
-    payload: () => payloadStream(tok.path),
-  }));
+  const inputs = tokens.map(functionInput);
   try {
     const value = await Promise.race([
       Promise.resolve(t.fn!({ transition: t.name, key: req.key, inputs, outputs: { ...outPaths }, signal: controller.signal })),
@@ -349,6 +347,24 @@ async function runFunction(
     cancelTimer?.();
     req.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * What a function is given of a token. A small one (most) is read whole here, once, for both its
+ * header and its payload; a larger one's payload is streamed when asked for.
+ */
+function functionInput(tok: Token): FiringInput {
+  const whole = readSmallToken(tok.path);
+  if (whole) rememberHeader(tok, whole.header);
+  const cmd = (whole?.header ?? tok.header).cmd;
+  return {
+    place: tok.place,
+    seq: tok.seq,
+    key: tok.key,
+    env: cmd.kind === 'Command' ? Object.fromEntries(cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
+    params: cmd.kind === 'Command' ? cmd.params.map((p) => Buffer.from(p).toString()) : [],
+    payload: whole ? () => payloadOf(whole.payload) : () => payloadStream(tok.path),
+  };
 }
 
 /**
