@@ -316,15 +316,12 @@ async function runFunction(
   single: boolean,
 ): Promise<Ran> {
   const { transition: t, tokens } = req;
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(new Error('the run is stopping'));
-  req.signal.addEventListener('abort', onAbort, { once: true });
-  const cancelTimer = t.timeout !== undefined ? setLongTimeout(() => controller.abort(new Error(`timed out after ${t.timeout} s`)), t.timeout * 1000) : undefined;
+  const { signal, cancel } = functionSignal(req);
   const inputs = tokens.map(functionInput);
   try {
     const value = await Promise.race([
-      Promise.resolve(t.fn!({ transition: t.name, key: req.key, inputs, outputs: { ...outPaths }, signal: controller.signal })),
-      new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })),
+      Promise.resolve(t.fn!({ transition: t.name, key: req.key, inputs, outputs: { ...outPaths }, signal })),
+      new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
     ]);
     if (value !== undefined && value !== null) {
       if (!single) throw new Error('returned a value, but it has no single output place: write the files in ctx.outputs');
@@ -344,9 +341,30 @@ async function runFunction(
     const message = err instanceof Error ? err.message : String(err);
     return { ok: false, reason: `failed: ${message}`, abandoned: false, message };
   } finally {
-    cancelTimer?.();
-    req.signal.removeEventListener('abort', onAbort);
+    cancel?.();
   }
+}
+
+/**
+ * A function's signal: the firing's own (aborted, with the reason, when the run stops or its
+ * transition is paused with --kill), or with a timeout, one of its own that the timeout aborts
+ * too. The firing's own is not wrapped in another controller: with its signal and its listener,
+ * that cost about 8 µs a firing, a tenth of what a warm runner spends on a JavaScript move.
+ */
+function functionSignal(req: FiringRequest): { signal: AbortSignal; cancel?: () => void } {
+  const timeout = req.transition.timeout;
+  if (timeout === undefined) return { signal: req.signal };
+  const own = new AbortController();
+  const onAbort = () => own.abort(req.signal.reason);
+  req.signal.addEventListener('abort', onAbort, { once: true });
+  const cancelTimer = setLongTimeout(() => own.abort(new Error(`timed out after ${timeout} s`)), timeout * 1000);
+  return {
+    signal: own.signal,
+    cancel: () => {
+      cancelTimer();
+      req.signal.removeEventListener('abort', onAbort);
+    },
+  };
 }
 
 /**

@@ -31,6 +31,8 @@ import { writeLiveState } from '../observe/live.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
 const DRAIN_LOOK_MS = 1000;
+/** Why running firings are abandoned when the run stops: what a function's `signal.reason` says. */
+const runStopping = () => new Error('the run is stopping');
 
 export type { NetEvent, NetRunOptions, NetRunSummary };
 
@@ -222,7 +224,7 @@ export class NetRunner {
     this.pauses = new Pauses(this.net.stateDir);
     return this.pauses.watch(() => {
       // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
-      for (const f of this.firings.set) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort();
+      for (const f of this.firings.set) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
       this.poke();
     });
   }
@@ -248,7 +250,7 @@ export class NetRunner {
       if (this.stopping) return;
       this.stopping = true;
       this.log.info('net', 'Stopping: running firings get a moment to finish');
-      cancelGrace = setLongTimeout(() => this.abort.abort(), (this.opts.grace ?? 5) * 1000);
+      cancelGrace = setLongTimeout(() => this.abort.abort(runStopping()), (this.opts.grace ?? 5) * 1000);
       this.poke();
     };
     if (signal?.aborted) onStop();
@@ -321,7 +323,7 @@ export class NetRunner {
       cancelGrace?.();
       stopWatchingPauses?.();
       signal?.removeEventListener('abort', onStop);
-      this.abort.abort();
+      this.abort.abort(runStopping());
       await this.committer.idle(); // a group under way ends before the journal closes
       await this.firings.removed();
       this.live.cancel();

@@ -61,4 +61,29 @@ describe('net run: JavaScript transitions', () => {
     expect(e!.env.ERROR_STDERR).toContain('no luck');
     expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   }, 60_000);
+
+  test("a function's signal says why it was aborted: the run's stop, or its timeout; its token stays for the one, goes to the error place for the other", async () => {
+    const { dir, net } = makeNet(`places: { a: {}, b: {}, err: {} }\ntransitions: {}\n`);
+    await net.put('a', Buffer.from('p'), { key: 'k' });
+    const reasons: string[] = [];
+    // Waits for its signal, whatever it is, and says its reason.
+    const waiting = async (ctx: { signal: AbortSignal }) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      reasons.push((ctx.signal.reason as Error).message);
+      return 'never';
+    };
+    const stop = new AbortController();
+    const stopped = await fnNet(dir, waiting).run({ signal: stop.signal, grace: 0.05, onEvent: (e) => e.type === 'start' && stop.abort() });
+    expect(stopped.fired).toBe(0);
+    expect(reasons).toEqual(['the run is stopping']);
+    expect((await tokensIn(path.join(dir, 'places/a'))).map((t) => t.key)).toEqual(['k']);
+
+    const { Net } = await import('filespooler');
+    const timed = Net.define({ dir, places: { a: {}, b: {}, err: {} }, transitions: { t: { in: 'a', out: 'b', error: 'err', timeout: 0.05, fn: waiting } } });
+    await timed.run({ drain: true });
+    expect(reasons).toEqual(['the run is stopping', 'timed out after 0.05 s']);
+    const [e] = await tokensIn(path.join(dir, 'places/err'));
+    expect(e!.env.ERROR_REASON).toContain('timed out after 0.05 s');
+    expect(strayFiles(dir)).toEqual([]);
+  }, 60_000);
 });
