@@ -264,7 +264,8 @@ ${table(['measure', 'floor', 'ours', 'floor', 'ratio', 'target', '', 'load'], ro
 - JavaScript moves: a \`fn\` transition handing its input's payload on, ${JN.toLocaleString('en')} tokens, in
   \`${disk}\` (a disk: fsync on tmpfs costs nothing) and in \`${opts.dir}\`, timed from the run's start to its
   end, in a process of its own (\`bench/js-moves.mjs\`): the 4th of 4 runs, each on a new net, once V8
-  has optimised the runner's code (the 1st: in the notes below). The floor: \`node bench/floors.mjs moves DIR ${JN} LANES\` in the same directory, the system calls
+  has optimised the runner's code (the 1st: in the notes below).
+  The floor: \`node bench/floors.mjs moves DIR ${JN} LANES\` in the same directory, the system calls
   of the commit's table for groups of 64 (each output read, created, written and fsynced; the
   directories, seqfiles and journal fsynced as the table says), with nothing else; the faster of
   the outputs one after the other (LANES 1) and in 4 lanes at once (LANES 4). Its ratio is the
