@@ -71,11 +71,11 @@ process.stdout.write(`${(performance.now() - t0).toFixed(1)}\n`);
  * The system calls a net's group commit makes to move small tokens durably (src/net/run/commit.ts,
  * its table), with no decoding, scheduling or JavaScript function. Per group of 64: each output
  * read from its input, created, written and fsynced (one after the other, or in lanes at once,
- * each a chain of asynchronous calls, as the commit's many parts are), their
- * directory fsynced; the numbers stored (a seqfile: temp, fsync, rename, fsync of the place); one
- * journal line appended and fsynced; the outputs renamed and their directory fsynced; the inputs'
- * nextseq stored as the numbers were, the inputs unlinked and their directory fsynced. Returns the
- * loop's milliseconds.
+ * each a chain of asynchronous calls, as the commit's many parts are), their directory fsynced;
+ * the numbers stored (a seqfile: temp, fsync, rename, fsync of the place); one journal line
+ * appended and fsynced; the outputs renamed and their directory fsynced; the inputs' nextseq
+ * stored as the numbers were, the inputs unlinked and their directory fsynced. Returns the loop's
+ * milliseconds.
  */
 async function durableMoves(dir, n, lanes) {
   const [a, b] = ['a', 'b'].map((p) => path.join(dir, p));
