@@ -381,7 +381,8 @@ function functionInput(tok: Token): FiringInput {
     key: tok.key,
     env: cmd.kind === 'Command' ? Object.fromEntries(cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
     params: cmd.kind === 'Command' ? cmd.params.map((p) => Buffer.from(p).toString()) : [],
-    payload: whole ? () => payloadOf(whole.payload) : () => payloadStream(tok.path),
+    // A copy per call: a reader that changes its chunks in place leaves the next call's intact.
+    payload: whole ? () => payloadOf(Buffer.from(whole.payload)) : () => payloadStream(tok.path),
   };
 }
 

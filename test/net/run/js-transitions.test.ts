@@ -62,6 +62,17 @@ describe('net run: JavaScript transitions', () => {
     expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   }, 60_000);
 
+  test('a payload asked for twice comes whole both times, even when the first reader changed its chunks', async () => {
+    const { dir, net } = makeNet(`places: { a: {}, b: {} }\ntransitions: {}\n`);
+    await net.put('a', Buffer.from('abc'), { key: 'k' });
+    const js = fnNet(dir, async (ctx) => {
+      for await (const chunk of ctx.inputs[0]!.payload()) (chunk as Buffer).fill(0x78);
+      return text(ctx.inputs[0]!.payload());
+    });
+    await js.run({ drain: true });
+    expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['abc']);
+  }, 60_000);
+
   test("a function's signal says why it was aborted: the run's stop, or its timeout; its token stays for the one, goes to the error place for the other", async () => {
     const { dir, net } = makeNet(`places: { a: {}, b: {}, err: {} }\ntransitions: {}\n`);
     await net.put('a', Buffer.from('p'), { key: 'k' });
