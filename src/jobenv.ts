@@ -169,40 +169,46 @@ export class ChildEnv {
     });
     return whole ? out : undefined;
   }
-
 }
 
-/** An inherited object, packed: its defined variables sorted, each NAME=value\0 (null: it has a NUL). */
+/**
+ * An inherited object, packed: per name of sortedKeys, NAME=value\0 ('' for an undefined value,
+ * null when it has a NUL), with the values it was made of.
+ */
 interface PackedBase {
-  /** Object.keys and the values, as they were when packed: the cache holds while they are the same. */
-  seenKeys: string[];
-  seenValues: Array<string | undefined>;
-  keys: string[];
+  keys: readonly string[];
+  values: Array<string | undefined>;
   segments: Array<string | null>;
 }
 
 const packedBases = new WeakMap<object, PackedBase>();
 
+/** Packed once per object, again only when its names (sortedKeys) or values changed; a frozen object's never do. */
 function packedBase(env: Readonly<Record<string, string | undefined>>): PackedBase {
-  const seenKeys = Object.keys(env);
+  const keys = sortedKeys(env);
   const cached = packedBases.get(env);
-  if (cached && cached.seenKeys.length === seenKeys.length && seenKeys.every((k, n) => k === cached.seenKeys[n] && env[k] === cached.seenValues[n])) return cached;
-  const keys = [...seenKeys].filter((k) => env[k] !== undefined).sort();
-  const segments = keys.map((k) => {
-    const v = env[k]!;
+  if (cached && cached.keys === keys && (Object.isFrozen(env) || keys.every((k, n) => env[k] === cached.values[n]))) return cached;
+  const values = keys.map((k) => env[k]);
+  const segments = keys.map((k, n) => {
+    const v = values[n];
+    if (v === undefined) return '';
     return k.includes('\0') || v.includes('\0') ? null : `${k}=${v}\0`;
   });
-  const made = { seenKeys, seenValues: seenKeys.map((k) => env[k]), keys, segments };
+  const made = { keys, values, segments };
   packedBases.set(env, made);
   return made;
 }
 
 const sortedKeysCache = new WeakMap<object, { keys: string[]; sorted: string[] }>();
 
-/** Object.keys(env), sorted; remembered per object for as long as its keys stay the same. */
-function sortedKeys(env: NodeJS.ProcessEnv): string[] {
-  const keys = Object.keys(env);
+/**
+ * Object.keys(env), sorted; remembered per object for as long as its keys stay the same (the
+ * same array: callers may key on it), which a frozen object's always do.
+ */
+function sortedKeys(env: Readonly<Record<string, string | undefined>>): string[] {
   const cached = sortedKeysCache.get(env);
+  if (cached && Object.isFrozen(env)) return cached.sorted;
+  const keys = Object.keys(env);
   if (cached && cached.keys.length === keys.length && cached.keys.every((k, i) => k === keys[i])) return cached.sorted;
   const sorted = [...keys].sort();
   sortedKeysCache.set(env, { keys, sorted });

@@ -30,9 +30,21 @@ export function sealOfPayload(p: TokenContent['payload']): Seal {
   }
 }
 
-/** What extractPayload reads of a token in one go: its header and often all of its payload. */
+/**
+ * What a token's first read takes: its header and, for most tokens, all of its payload (one byte
+ * more, so that a read that fills it says the token is larger).
+ */
 const START_READ = 64 * 1024;
 let startBuffer: Buffer | undefined;
+
+/**
+ * The first bytes of a token, into a buffer shared by the synchronous readers below (valid until
+ * the next call), read from the descriptor's offset, which moves past them.
+ */
+function readStart(fd: number): { buf: Buffer; n: number } {
+  const buf = (startBuffer ??= Buffer.allocUnsafe(START_READ + 1));
+  return { buf, n: readSomeSync(fd, buf, 0, buf.length) };
+}
 
 /**
  * Copy a token's payload into a file of its own (for commands that read inputs by name), and
@@ -45,8 +57,7 @@ let startBuffer: Buffer | undefined;
 export function extractPayload(file: string, dest: string): PacketHeader {
   const inFd = fs.openSync(file, 'r');
   try {
-    const buf = (startBuffer ??= Buffer.allocUnsafe(START_READ));
-    const n = readSomeSync(inFd, buf, 0, START_READ);
+    const { buf, n } = readStart(inFd);
     const header = headerFromStart(buf.subarray(0, n));
     const out = fs.openSync(dest, 'w', 0o644);
     try {
@@ -85,10 +96,6 @@ export function copyPayloads(files: readonly string[], out: number): number[] {
   });
 }
 
-/** Tokens up to this size are read whole, at once, for a JavaScript transition (readSmallToken). */
-const WHOLE_READ = 64 * 1024;
-let wholeBuffer: Buffer | undefined;
-
 /** A small token read whole: its header and its payload (a copy of its own). */
 export interface WholeToken {
   header: PacketHeader;
@@ -97,7 +104,7 @@ export interface WholeToken {
 
 /**
  * Read a token whole in one open and one read when it is small (most are), its header decoded
- * from that read; undefined when it is larger than WHOLE_READ or its header longer than the read
+ * from that read; undefined when it is larger than START_READ or its header longer than the read
  * (stream it then: payloadStream). A JavaScript transition's inputs are read so: reading the
  * header, then the payload, cost an open, a read and a close more for a token whose header was
  * dropped far from the head of a backlog (about 20 µs a firing), and a read stream two reads
@@ -106,10 +113,8 @@ export interface WholeToken {
 export function readSmallToken(file: string): WholeToken | undefined {
   const fd = fs.openSync(file, 'r');
   try {
-    // One byte more than WHOLE_READ: a read that fills it says the token is larger.
-    const buf = (wholeBuffer ??= Buffer.allocUnsafe(WHOLE_READ + 1));
-    const n = readSomeSync(fd, buf, 0, buf.length, 0);
-    if (n > WHOLE_READ) return undefined;
+    const { buf, n } = readStart(fd);
+    if (n > START_READ) return undefined;
     const header = headerFromStart(buf.subarray(0, n));
     return header && { header, payload: Buffer.from(buf.subarray(payloadOffset(buf), n)) };
   } finally {

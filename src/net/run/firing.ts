@@ -23,7 +23,6 @@ import { closeQuietly } from '../../io.js';
 import { runDetached, StartError } from '../../exec.js';
 import { ChildEnv, jobVariableStrings, type EnvVariable } from '../../jobenv.js';
 import { setLongTimeout } from '../../timer.js';
-import type { PacketHeader } from '../../packet/index.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
 import { openPayloadAndHeaderSync } from '../../job-headers.js';
@@ -79,15 +78,15 @@ const KILL_GRACE_MS = 2000;
  */
 const KEEP_RETURNED_BYTES = 64 * 1024;
 
-/** The command's environment; `headers`: the tokens' headers where already read (else token.header). */
-function env(tokens: Token[], t: TransitionSpec, firing: string, key: string, headers: readonly PacketHeader[], extra: readonly EnvVariable[]): ChildEnv {
+/** The command's environment. */
+function env(tokens: Token[], t: TransitionSpec, firing: string, key: string, extra: readonly EnvVariable[]): ChildEnv {
   const first = tokens[0]!;
-  const vars = jobVariableStrings(headers[0] ?? first.header, { queuedir: path.dirname(path.dirname(first.path)), filename: first.filename });
+  const vars = jobVariableStrings(first.header, { queuedir: path.dirname(path.dirname(first.path)), filename: first.filename });
   // Variables of the other inputs of a merge, where the first has none of that name.
   if (tokens.length > 1) {
     const names = new Set(vars.map(([k]) => k));
     for (let i = 1; i < tokens.length; i++) {
-      for (const [k, v] of jobVariableStrings(headers[i] ?? tokens[i]!.header)) if (k.startsWith('FSPL_SET_') && !names.has(k)) vars.push([k, v]);
+      for (const [k, v] of jobVariableStrings(tokens[i]!.header)) if (k.startsWith('FSPL_SET_') && !names.has(k)) vars.push([k, v]);
     }
   }
   vars.push(['FSPL_NET_FIRING', firing], ['FSPL_NET_KEY', key], ...extra);
@@ -100,10 +99,11 @@ function env(tokens: Token[], t: TransitionSpec, firing: string, key: string, he
  * its variables a call into C++) and sorting it cost about 40 µs a firing, the merge into a kept
  * base (childEnvironment sorts it once) about 8 µs.
  */
-const baseEnvs = new WeakMap<TransitionSpec, Record<string, string | undefined>>();
-function baseEnv(t: TransitionSpec): Record<string, string | undefined> {
+const baseEnvs = new WeakMap<TransitionSpec, Readonly<Record<string, string | undefined>>>();
+function baseEnv(t: TransitionSpec): Readonly<Record<string, string | undefined>> {
   let base = baseEnvs.get(t);
-  if (!base) baseEnvs.set(t, (base = { ...process.env, ...t.env, FSPL_NET_TRANSITION: t.name }));
+  // Frozen: jobenv.ts trusts what it worked out of a frozen object, with no check per firing.
+  if (!base) baseEnvs.set(t, (base = Object.freeze({ ...process.env, ...t.env, FSPL_NET_TRANSITION: t.name })));
   return base;
 }
 
@@ -255,13 +255,12 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
   // What the runner makes in staging, for the sweeper to remove those alone (not known, should
   // this throw half-way: then every name goes).
   const made: string[] = [];
-  // An and-merge's inputs, each in a file of its own (their headers read on the way).
-  const headers: PacketHeader[] = [];
+  // An and-merge's inputs, each in a file of its own (their headers, read on the way, kept for env).
   const extra: EnvVariable[] = [];
   if (t.inputs.length > 1) {
     for (const tok of tokens) {
       const file = files.in(tok.place);
-      headers.push(extractPayload(tok.path, file));
+      rememberHeader(tok, extractPayload(tok.path, file));
       made.push(file);
       extra.push([`FSPL_IN_${tok.place}`, file]);
     }
@@ -276,7 +275,7 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
       made.push(files.batch);
       extra.push(['FSPL_BATCH_LENGTHS', stdin.lengths.join(' ')], ['FSPL_BATCH_SEQS', tokens.map((x) => x.seq).join(' ')], ['FSPL_BATCH_KEYS', tokens.map((x) => x.key).join(' ')], ['FSPL_BATCH_SIZE', String(tokens.length)]);
     }
-    const vars = env(tokens, t, req.firing, req.key, headers, extra);
+    const vars = env(tokens, t, req.firing, req.key, extra);
     const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
     stdoutFd = fs.openSync(stdoutPath, 'w', 0o644);
     made.push(stdoutPath);
