@@ -7,6 +7,9 @@
 //                                         the syscalls of N durable moves of small tokens from
 //                                         DIR/a to DIR/b, in groups of 64 (made here first), the
 //                                         outputs one after the other or in LANES at once
+//   node bench/floors.mjs chain DIR N [W]  N tokens through a chain of 3 `cat`, W (2) at once, each
+//                                         firing's command started and its output committed with
+//                                         the system calls of a net's commit (group of one)
 // Prints the elapsed milliseconds of the loop (start-up excluded).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -62,8 +65,11 @@ if (what === 'spawn') {
 } else if (what === 'moves') {
   process.stdout.write(`${(await durableMoves(arg, Number(process.argv[4]), Number(process.argv[5] ?? 1))).toFixed(1)}\n`);
   process.exit(0);
+} else if (what === 'chain') {
+  process.stdout.write(`${(await durableChain(arg, Number(process.argv[4]), Number(process.argv[5] ?? 2))).toFixed(1)}\n`);
+  process.exit(0);
 } else {
-  throw new Error('usage: floors.mjs spawn N | native-spawn N | nop DIR | moves DIR N [LANES]');
+  throw new Error('usage: floors.mjs spawn N | native-spawn N | nop DIR | moves DIR N [LANES] | chain DIR N [W]');
 }
 process.stdout.write(`${(performance.now() - t0).toFixed(1)}\n`);
 
@@ -136,5 +142,104 @@ async function durableMoves(dir, n, lanes) {
   }
   const ms = performance.now() - start;
   fs.closeSync(journal);
+  return ms;
+}
+
+/**
+ * A chain of 3 `cat` with a net's protocol and nothing else: per firing, the command started
+ * (the native addon's posix_spawn where it is built, as the runner's) with its input token as
+ * stdin (opened, its 96-byte header read past) and its stdout and stderr into staging files; once
+ * it has exited, the commit's system calls for a group of one (src/net/run/commit.ts, its table):
+ * the output packet created, written (a header, then the staged bytes), fsynced, its directory
+ * fsynced; the output place's number stored (seqfile); one journal line appended and fsynced;
+ * the output renamed and its directory fsynced; the input place's number stored, the input
+ * unlinked and its directory fsynced; the staging files unlinked. No decoding, scheduling,
+ * indexing or environment beyond the caller's: W firings at once, the latest hop first. Returns
+ * the loop's milliseconds.
+ */
+async function durableChain(dir, n, w) {
+  const HOPS = 3;
+  const places = Array.from({ length: HOPS + 1 }, (_, h) => path.join(dir, `q${h}`));
+  for (const p of places) fs.mkdirSync(path.join(p, 'jobs'), { recursive: true });
+  const staging = path.join(dir, 'staging');
+  fs.mkdirSync(staging);
+  const header = Buffer.alloc(96, 'h');
+  const token = (h, i) => path.join(places[h], 'jobs', `${i}.fspl`);
+  for (let i = 0; i < n; i++) fs.writeFileSync(token(0, i), Buffer.concat([header, Buffer.from(`${i}\n`)]));
+  const fsyncDir = (d) => {
+    const fd = fs.openSync(d, 'r');
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+  };
+  const store = (place, value) => {
+    const file = path.join(place, 'seq');
+    const fd = fs.openSync(`${file}.temp`, 'w');
+    fs.writeSync(fd, `${value}\n`);
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+    fs.renameSync(`${file}.temp`, file);
+    fsyncDir(place);
+  };
+  const addon = new URL('../native/build/Release/fspl_native.node', import.meta.url);
+  const b = fs.existsSync(addon) ? createRequire(import.meta.url)(addon.pathname) : undefined;
+  const env = Object.entries(process.env).map(([k, v]) => `${k}=${v}\0`).join('');
+  const run = (stdin, stdout, stderr) =>
+    new Promise((resolve, reject) => {
+      if (!b) {
+        spawn('cat', [], { stdio: [stdin, stdout, stderr] }).on('error', reject).on('close', resolve);
+        return;
+      }
+      const r = b.spawn('cat', 'cat\0', env, stdin, stdout, stderr, resolve);
+      if (r < 0) reject(new Error(`spawn failed: ${r}`));
+    });
+  const journal = fs.openSync(path.join(dir, 'journal'), 'a');
+  const waiting = places.map((_, h) => (h === 0 ? Array.from({ length: n }, (_, i) => i) : []));
+  const seq = places.map(() => 0);
+  const fire = async (h, i) => {
+    const input = fs.openSync(token(h, i), 'r');
+    fs.readSync(input, Buffer.alloc(96), 0, 96, null);
+    const [out, err] = ['out', 'stderr'].map((x) => path.join(staging, `${h}-${i}.${x}`));
+    const fds = [out, err].map((f) => fs.openSync(f, 'w'));
+    const done = run(input, fds[0], fds[1]);
+    for (const fd of [input, ...fds]) fs.closeSync(fd);
+    await done;
+    const part = path.join(places[h + 1], 'jobs', `${i}.part`);
+    const fd = fs.openSync(part, 'wx');
+    fs.writeSync(fd, header);
+    fs.writeSync(fd, fs.readFileSync(out));
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+    fsyncDir(path.join(places[h + 1], 'jobs'));
+    store(places[h + 1], ++seq[h + 1]);
+    fs.writeSync(journal, `${'x'.repeat(400)}\n`);
+    fs.fsyncSync(journal);
+    fs.renameSync(part, token(h + 1, i));
+    fsyncDir(path.join(places[h + 1], 'jobs'));
+    store(places[h], ++seq[h]);
+    fs.unlinkSync(token(h, i));
+    fsyncDir(path.join(places[h], 'jobs'));
+    for (const f of [out, err]) fs.unlinkSync(f);
+    if (h + 1 < HOPS) waiting[h + 1].push(i);
+  };
+  const start = performance.now();
+  await new Promise((resolve, reject) => {
+    let running = 0;
+    const next = () => {
+      while (running < w) {
+        const h = [2, 1, 0].find((k) => waiting[k].length > 0);
+        if (h === undefined) break;
+        running++;
+        fire(h, waiting[h].shift()).then(() => {
+          running--;
+          next();
+        }, reject);
+      }
+      if (running === 0) resolve();
+    };
+    next();
+  });
+  const ms = performance.now() - start;
+  fs.closeSync(journal);
+  if (fs.readdirSync(path.join(places[HOPS], 'jobs')).length !== n) throw new Error('chain floor: tokens missing');
   return ms;
 }
