@@ -42,6 +42,15 @@ export function everyStagedName(t: TransitionSpec, files: StagingFiles): string[
   return [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
 }
 
+/**
+ * A sweep waits this long for more firings' names (or until SWEEP_NAMES are queued): firings
+ * that finish one by one (a chain's, two workers) each cost a hand-off to the pool otherwise,
+ * with its wake-ups on 2 busy cores. Scratch lingering a few milliseconds costs nothing: its
+ * names are the firing's own, never used again.
+ */
+const SWEEP_DELAY_MS = 20;
+const SWEEP_NAMES = 256;
+
 /** Removes firings' staging files, many firings' in one batch. */
 export class StagingSweeper {
   private queued: string[] = [];
@@ -49,6 +58,8 @@ export class StagingSweeper {
   /** Directories of firings run as another user, being removed. */
   private readonly dirs = new Set<Promise<void>>();
   private idleWaiters: Array<() => void> = [];
+  /** The wait for more names before a sweep (SWEEP_DELAY_MS). */
+  private timer: NodeJS.Timeout | undefined;
 
   /**
    * Remove a firing's files: those it made, when known (RanOutcome.made), else every name it may
@@ -65,18 +76,28 @@ export class StagingSweeper {
     const names = made ?? everyStagedName(t, stagingOf(dir, runAs));
     if (names.length === 0) return;
     for (const n of names) this.queued.push(n);
-    if (!this.sweeping) {
-      this.sweeping = true;
-      // After the current task: the firings a group's results drop go in one batch.
-      setImmediate(() => void this.sweep());
+    if (this.queued.length >= SWEEP_NAMES) this.sweepNow();
+    else if (!this.sweeping && !this.timer) {
+      this.timer = setTimeout(() => this.sweepNow(), SWEEP_DELAY_MS);
+      this.timer.unref();
     }
   }
 
   /** Resolves once every file handed to remove() so far is gone. */
   async idle(): Promise<void> {
     await Promise.all([...this.dirs]);
+    if (this.timer) this.sweepNow();
     if (!this.sweeping) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Sweep what is queued now (or, with a sweep under way, when it ends: it takes the queue too). */
+  private sweepNow(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.sweeping) return;
+    this.sweeping = true;
+    void this.sweep();
   }
 
   private async sweep(): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { StagingSweeper, everyStagedName, stagingOf } from '../../../src/net/run/staging.js';
 import type { TransitionSpec } from '../../../src/net/model/model.js';
 import { tempDir } from '../../helpers.js';
@@ -37,6 +37,30 @@ describe('StagingSweeper', () => {
     sweeper.remove(t, path.join(dir, 'u-1'), undefined);
     await sweeper.idle();
     expect(fs.readdirSync(dir)).toEqual(['other']);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a few names wait briefly for more (no idle() needed for them to go); idle() sweeps at once', async () => {
+    const dir = tempDir();
+    const t = spec({});
+    const one = (i: number): string[] => {
+      const files = stagingOf(path.join(dir, `t-${i}-1`), undefined);
+      fs.writeFileSync(files.stderr, 'x');
+      return [files.stderr];
+    };
+    const sweeper = new StagingSweeper();
+    sweeper.remove(t, path.join(dir, 't-0-1'), undefined, one(0));
+    // Left for the sweep after the wait, with no one asking: they go on their own.
+    await expect.poll(() => fs.readdirSync(dir), { timeout: 2000, interval: 5 }).toEqual([]);
+    // With the clock stopped, the wait never ends: idle() must sweep without it.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      sweeper.remove(t, path.join(dir, 't-1-1'), undefined, one(1));
+      await sweeper.idle();
+      expect(fs.readdirSync(dir)).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
