@@ -9,8 +9,9 @@
  * goes in the next (at most GROUP_MAX requests), so a quiet net commits each firing alone, with
  * no added wait, and a busy one pays the fsyncs once per group. Every step's I/O that waits on
  * the disk (creates, fsyncs, renames, unlinks, the journal's line) runs on libuv's thread pool,
- * in order, in batches (fs-batch.ts): two hand-offs to the pool a group (steps 1 to 3; steps 4
- * and 5; a third before them for parts filled from other tokens), not one per call or per step.
+ * in order, in batches (fs-batch.ts): one hand-off to the pool a group (steps 1 to 5 in one
+ * batch; one more before it for parts filled from other tokens, and for parts written side by
+ * side), not one per call or per step.
  * On 2 busy cores a hand-off (a pool thread woken, its result sent back) cost about 50 µs of the
  * event loop's time, more than the system calls themselves on tmpfs. Firings start, and file
  * events come in, while a group commits. Only the bytes of parts filled from other tokens are
@@ -38,8 +39,10 @@
  * unlinks of step 5) stops the rest of its batch: no step runs before the one it depends on is
  * durable. The seqfiles' new values are written and fsynced aside (`.temp`) just before their
  * turn, and only renamed over the seqfile in it (a nextseq: just before step 5's unlinks, which
- * run only if that store succeeded). The journal's line is written by the batch of steps 1-3, in
- * its turn: written earlier, the kernel could put it on the disk before the numbers it needs.
+ * run only if that store succeeded). The journal's line is written in its turn (step 3), after
+ * the numbers' fsyncs: written earlier, the kernel could put it on the disk before the numbers it
+ * needs. Steps 4 and 5 follow it in the same batch, on the same thread, so they run only after
+ * the journal's fsync has returned; a failure up to step 3 cancels them.
  * A failure before step 2 removes the staged files: no number of theirs is stored. From step 2
  * on they stay, for recovery to publish or to fill with NOPs.
  * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
@@ -98,6 +101,16 @@ export interface CommitHooks {
 interface Entry {
   req: CommitRequest;
   done: (r: CommitResult) => void;
+}
+
+/** Steps 4 and 5 of some commits, planned (Committer.planFinish). */
+interface FinishPlan {
+  /** The batch's operations, by step. */
+  steps: BatchOp[][];
+  /** What the batch's results (one per operation, in order) make of them: the outputs renamed now or before (throws the first failure). */
+  settle(results: Int32Array): StagedOutput[];
+  /** Not run at all (an earlier step failed): nothing is stored. */
+  abandon(): void;
 }
 
 const REFUSED: CommitResult = { committed: false, behind: false };
@@ -208,14 +221,26 @@ export class Committer {
       if (fit === 0) return entries.map((_, n) => (n === 0 ? REFUSED : BEHIND));
       // Steps 1 to 3. The names it is about to write or delete in the jobs/ are owned first: their
       // file events are not news (should the group fail, the run stops anyway).
-      ({ records, headers } = await this.stage(entries.slice(0, fit), writers, (rs) => {
-        for (const c of rs) {
-          for (const o of c.outputs) this.hooks.own(path.basename(o.final));
-          for (const i of c.inputs) this.hooks.own(path.basename(i.file));
-        }
-      }));
-      this.hooks.recorded?.(records.length);
-      published = new Set(await this.finish(records));
+      // Steps 4 and 5 go in the same batch as 1 to 3 (one hand-off to the pool a group), unless
+      // the kill -9 tests' probe wants the moment between them (it runs between two batches).
+      const probe = this.hooks.recorded;
+      let finished: StagedOutput[] | undefined;
+      ({ records, headers, finished } = await this.stage(
+        entries.slice(0, fit),
+        writers,
+        (rs) => {
+          for (const c of rs) {
+            for (const o of c.outputs) this.hooks.own(path.basename(o.final));
+            for (const i of c.inputs) this.hooks.own(path.basename(i.file));
+          }
+        },
+        probe ? undefined : (rs) => this.planFinish(rs),
+      ));
+      if (!finished) {
+        probe?.(records.length);
+        finished = await this.finish(records);
+      }
+      published = new Set(finished);
     } finally {
       writers.forEach((w) => w.release());
     }
@@ -252,9 +277,16 @@ export class Committer {
    * is created in a batch before it and filled on the event loop (createParts). A group of more
    * than LANE_FILES parts writes and fsyncs them first, side by side (on a disk, fsyncs one after
    * the other each wait for their own journal commit), with the sendseqs' new values written
-   * aside meanwhile. `owning` is told the records before anything of them is published.
+   * aside meanwhile. `owning` is told the records before anything of them is published. With
+   * `then`, steps 4 and 5 (planned by it once the records exist) run at the end of the same last
+   * batch, after the journal's fsync, and `finished` is what finish() would have returned.
    */
-  private async stage(entries: Entry[], writers: SeqFile[], owning: (records: CommitRecord[]) => void): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader> }> {
+  private async stage(
+    entries: Entry[],
+    writers: SeqFile[],
+    owning: (records: CommitRecord[]) => void,
+    then?: (records: CommitRecord[]) => FinishPlan,
+  ): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader>; finished?: StagedOutput[] }> {
     const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
     const nextSeq = new Map<Place, bigint>();
     const records: CommitRecord[] = [];
@@ -295,16 +327,25 @@ export class Committer {
     // again. Step 3: the group's line, written and fsynced.
     const store = sendseqs.flatMap((w) => w.store);
     const record = [this.journal.recordOp(records)];
+    // Steps 4 and 5 after the journal's line, in the same batch: a failure up to step 3 cancels
+    // them (each operation of 1 to 3 is `must`), so none runs before the group is recorded.
+    const tail = then?.(records);
     let failure: { step: number; err: NodeJS.ErrnoException } | undefined;
+    let tailResults: Int32Array | undefined;
+    /** The last batch: these steps, then the tail's; the failure is of these steps only. */
+    const last = async (steps: BatchOp[][]): Promise<typeof failure> => {
+      const ops = steps.flat();
+      const r = await runBatch(tail ? [...ops, ...tail.steps.flat()] : ops);
+      tailResults = r.subarray(ops.length);
+      return firstFailedStep(steps, 0, r);
+    };
     try {
       if (perFile.length > LANE_FILES) {
         const [synced, asideDone] = await Promise.all([runBatchesAtOnce(perFile), runBatch(aside)]);
         const err = firstFailure(perFile, synced) ?? firstFailure(aside, asideDone);
-        const steps = [dirs, store, record];
-        failure = err ? { step: 0, err } : firstFailedStep(steps, 0, await runBatch(steps.flat()));
+        failure = err ? { step: 0, err } : await last([dirs, store, record]);
       } else {
-        const steps = [[...perFile, ...dirs, ...aside], store, record];
-        failure = firstFailedStep(steps, 0, await runBatch(steps.flat()));
+        failure = await last([[...perFile, ...dirs, ...aside], store, record]);
       }
     } finally {
       for (const f of files) closeQuietly(f.fd);
@@ -314,9 +355,10 @@ export class Committer {
       // step 2 on they stay: their numbers may be stored, and recovery fills them.
       if (failure.step === 0) for (const x of planned) unlinkQuietly(x.part.temp);
       if (failure.step <= 1) for (const w of sendseqs) w.failed();
+      tail?.abandon();
       throw failure.err;
     }
-    return { records, headers };
+    return { records, headers, finished: tail ? tail.settle(tailResults!) : undefined };
   }
 
   private consumed(tok: Token): ConsumedInput {
@@ -339,6 +381,12 @@ export class Committer {
    * those gone since).
    */
   private async finish(commits: CommitRecord[]): Promise<StagedOutput[]> {
+    const plan = this.planFinish(commits);
+    return plan.settle(await runBatch(plan.steps.flat()));
+  }
+
+  /** Steps 4 and 5 of these commits as one batch's operations (finish(), or the tail of step 3's batch). */
+  private planFinish(commits: CommitRecord[]): FinishPlan {
     const outputs = commits.flatMap((c) => c.outputs);
     const inputs = commits.flatMap((c) => c.inputs);
     const consume = this.prepareConsume(inputs);
@@ -355,14 +403,19 @@ export class Committer {
     const unlinks = inputs.map((i): BatchOp => ({ op: 'unlink', path: i.file, missingOk: true }));
     const inDirs = fsyncDirOps(inputs.map((i) => path.dirname(i.file)));
     const steps = [renames, outDirs, consume.prepare, consume.store, unlinks, inDirs];
-    const r = await runBatch(steps.flat());
-    const failure = firstFailedStep(steps, 0, r);
-    // The nextseqs: stored when every operation up to them succeeded.
-    if (failure && failure.step <= 3) consume.failed();
-    else consume.stored();
-    if (failure) throw failure.err;
-    const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
-    return outputs.filter((_, n) => states[n] !== 'gone');
+    return {
+      steps,
+      settle: (r) => {
+        const failure = firstFailedStep(steps, 0, r);
+        // The nextseqs: stored when every operation up to them succeeded.
+        if (failure && failure.step <= 3) consume.failed();
+        else consume.stored();
+        if (failure) throw failure.err;
+        const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
+        return outputs.filter((_, n) => states[n] !== 'gone');
+      },
+      abandon: () => consume.failed(),
+    };
   }
 
   /**
