@@ -73,6 +73,24 @@ if (what === 'spawn') {
 }
 process.stdout.write(`${(performance.now() - t0).toFixed(1)}\n`);
 
+/** A directory's fsync: open, fsync, close. */
+function fsyncDir(d) {
+  const fd = fs.openSync(d, 'r');
+  fs.fsyncSync(fd);
+  fs.closeSync(fd);
+}
+
+/** A seqfile's durable store, as SeqFile's: a temp written and fsynced, renamed, its place fsynced. */
+function store(place, value) {
+  const file = path.join(place, 'seq');
+  const fd = fs.openSync(`${file}.temp`, 'w');
+  fs.writeSync(fd, `${value}\n`);
+  fs.fsyncSync(fd);
+  fs.closeSync(fd);
+  fs.renameSync(`${file}.temp`, file);
+  fsyncDir(place);
+}
+
 /**
  * The system calls a net's group commit makes to move small tokens durably (src/net/run/commit.ts,
  * its table), with no decoding, scheduling or JavaScript function. Per group of 64: each output
@@ -88,20 +106,6 @@ async function durableMoves(dir, n, lanes) {
   for (const p of [a, b]) fs.mkdirSync(path.join(p, 'jobs'), { recursive: true });
   const body = Buffer.alloc(120, 'x');
   for (let i = 0; i < n; i++) fs.writeFileSync(path.join(a, 'jobs', `${i}.fspl`), body);
-  const fsyncDir = (d) => {
-    const fd = fs.openSync(d, 'r');
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-  };
-  const store = (place, value) => {
-    const file = path.join(place, 'seq');
-    const fd = fs.openSync(`${file}.temp`, 'w');
-    fs.writeSync(fd, `${value}\n`);
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fs.renameSync(`${file}.temp`, file);
-    fsyncDir(place);
-  };
   fsyncDir(path.join(a, 'jobs'));
   const journal = fs.openSync(path.join(dir, 'journal'), 'a');
   const start = performance.now();
@@ -166,20 +170,6 @@ async function durableChain(dir, n, w) {
   const header = Buffer.alloc(96, 'h');
   const token = (h, i) => path.join(places[h], 'jobs', `${i}.fspl`);
   for (let i = 0; i < n; i++) fs.writeFileSync(token(0, i), Buffer.concat([header, Buffer.from(`${i}\n`)]));
-  const fsyncDir = (d) => {
-    const fd = fs.openSync(d, 'r');
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-  };
-  const store = (place, value) => {
-    const file = path.join(place, 'seq');
-    const fd = fs.openSync(`${file}.temp`, 'w');
-    fs.writeSync(fd, `${value}\n`);
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fs.renameSync(`${file}.temp`, file);
-    fsyncDir(place);
-  };
   const addon = new URL('../native/build/Release/fspl_native.node', import.meta.url);
   const b = fs.existsSync(addon) ? createRequire(import.meta.url)(addon.pathname) : undefined;
   const env = Object.entries(process.env).map(([k, v]) => `${k}=${v}\0`).join('');
