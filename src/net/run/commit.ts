@@ -32,7 +32,7 @@
  *   | 1. outputs staged (net-*.part)        | fsync of each file and of each jobs/ (stage)        |
  *   | 2. their numbers taken (sendseq)      | SeqFile.batchWrite: fsync, rename, fsync of place   |
  *   | 3. the group recorded (one line)      | fsync of the journal (its name: at open)            |
- *   | 4. outputs published (renamed)        | fsync of each output jobs/ (finish)                 |
+ *   | 4. outputs published (renamed)        | fsync of each output jobs/ (publish.ts)             |
  *   | 5. inputs consumed (nextseq, unlink)  | as 2 for nextseq; fsync of each input jobs/         |
  *   | 6. the end recorded                   | none needed: 1-5 are durable, and redoing is safe   |
  * Each batch runs its operations in the table's order, and a failed one (each is `must`, but the
@@ -50,13 +50,14 @@
  */
 import path from 'node:path';
 import { LockedError } from '../../errors.js';
-import { batchError, firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
+import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
 import { closeQuietly, unlinkQuietly } from '../../io.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
-import { createParts, published, type Place, type StagedFile } from '../place/place.js';
+import { createParts, type Place, type StagedFile } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
+import { planFinish, type FinishPlan } from './publish.js';
 
 /** The most firings one group commits. */
 export const GROUP_MAX = 64;
@@ -101,16 +102,6 @@ export interface CommitHooks {
 interface Entry {
   req: CommitRequest;
   done: (r: CommitResult) => void;
-}
-
-/** Steps 4 and 5 of some commits, planned (Committer.planFinish). */
-interface FinishPlan {
-  /** The batch's operations, by step. */
-  steps: BatchOp[][];
-  /** What the batch's results (one per operation, in order) make of them: the outputs renamed now or before (throws the first failure). */
-  settle(results: Int32Array): StagedOutput[];
-  /** Not run at all (an earlier step failed): nothing is stored. */
-  abandon(): void;
 }
 
 const REFUSED: CommitResult = { committed: false, behind: false };
@@ -234,7 +225,7 @@ export class Committer {
             for (const i of c.inputs) this.hooks.own(path.basename(i.file));
           }
         },
-        probe ? undefined : (rs) => this.planFinish(rs),
+        probe ? undefined : (rs) => planFinish(rs, this.consumers, this.next),
       ));
       if (!finished) {
         probe?.(records.length);
@@ -381,65 +372,7 @@ export class Committer {
    * those gone since).
    */
   private async finish(commits: CommitRecord[]): Promise<StagedOutput[]> {
-    const plan = this.planFinish(commits);
+    const plan = planFinish(commits, this.consumers, this.next);
     return plan.settle(await runBatch(plan.steps.flat()));
   }
-
-  /** Steps 4 and 5 of these commits as one batch's operations (finish(), or the tail of step 3's batch). */
-  private planFinish(commits: CommitRecord[]): FinishPlan {
-    const outputs = commits.flatMap((c) => c.outputs);
-    const inputs = commits.flatMap((c) => c.inputs);
-    const consume = this.prepareConsume(inputs);
-    // One batch, in order, each operation but the unlinks `must` (a failure stops what follows:
-    // no input is consumed while an output it led to may not be in its place). A rename's ENOENT
-    // is no failure: in recovery the output was renamed before, or renamed, made durable and
-    // consumed downstream before the cut ('gone'); published() tells which.
-    const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final, must: true, missingOk: true }));
-    const outDirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
-    // Step 5: each nextseq's new value written aside, then stored (durably) before any unlink: a
-    // place never waits for a number whose file is gone. Then the unlinks, and their directories'
-    // fsyncs.
-    // Not `must`: an unlink that fails leaves the others, and the directories' fsyncs, to be done.
-    const unlinks = inputs.map((i): BatchOp => ({ op: 'unlink', path: i.file, missingOk: true }));
-    const inDirs = fsyncDirOps(inputs.map((i) => path.dirname(i.file)));
-    const steps = [renames, outDirs, consume.prepare, consume.store, unlinks, inDirs];
-    return {
-      steps,
-      settle: (r) => {
-        const failure = firstFailedStep(steps, 0, r);
-        // The nextseqs: stored when every operation up to them succeeded.
-        if (failure && failure.step <= 3) consume.failed();
-        else consume.stored();
-        if (failure) throw failure.err;
-        const states = outputs.map((o, n) => published(o.final, r[n]! < 0 ? batchError(renames[n]!, r[n]!) : undefined));
-        return outputs.filter((_, n) => states[n] !== 'gone');
-      },
-      abandon: () => consume.failed(),
-    };
-  }
-
-  /**
-   * Consuming these inputs, prepared: a sequence place's nextseq is to move past the last of its
-   * inputs, durably before any unlink. `prepare` writes the new values aside; `store` (must, at
-   * the head of the unlinks' batch) stores them; `stored` then updates the run's view.
-   */
-  private prepareConsume(inputs: ConsumedInput[]): { prepare: BatchOp[]; store: BatchOp[]; stored(): void; failed(): void } {
-    const past = new Map<string, bigint>();
-    for (const i of inputs) {
-      if (!i.sequence || !this.consumers.has(i.place)) continue;
-      const v = i.seq + 1n;
-      if (v > (past.get(i.place) ?? this.next.get(i.place) ?? 0n)) past.set(i.place, v);
-    }
-    const writes = [...past].map(([place, v]) => ({ place, v, w: this.consumers.get(place)!.batchWrite(v) }));
-    return {
-      prepare: writes.map((x) => x.w.prepare),
-      store: writes.flatMap((x) => x.w.store),
-      stored: () => writes.forEach((x) => this.next.set(x.place, x.v)),
-      failed: () => writes.forEach((x) => x.w.failed()),
-    };
-  }
-}
-
-function fsyncDirOps(dirs: string[]): BatchOp[] {
-  return [...new Set(dirs)].map((d) => ({ op: 'fsyncDir', path: d, must: true }));
 }
