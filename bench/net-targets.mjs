@@ -52,6 +52,15 @@ export async function benchTargets(ctx) {
     return { ours: median(a), floor: floor ? median(b) : undefined, all: a, load: `${l0.toFixed(2)}–${load().toFixed(2)}` };
   };
   const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+  /** `node bench/floors.mjs WHAT DIR N K` in a new directory under `where`: the milliseconds it prints. */
+  const floorMs = (where, what, n, k) => {
+    const dir = fs.mkdtempSync(path.join(where, `fspl-${what}-floor-`));
+    try {
+      return Number(timed([NODE, FLOORS, what, dir, String(n), String(k)], {}).stdout.trim());
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
   const row = (name, floorName, m, fmt, target, ok, ratio = m.ours / m.floor) =>
     rows.push([name, floorName, fmt(m.ours), m.floor === undefined ? '—' : fmt(m.floor), m.floor === undefined ? '—' : `${ratio.toFixed(2)}×`, target, typeof ok === 'string' ? ok : ok ? 'met' : '**missed**', m.load]);
 
@@ -164,12 +173,7 @@ export async function benchTargets(ctx) {
     async () => {
       // A second floor, in the same rounds: the same cats with the commit's system calls (what
       // the protocol itself costs, no fspl), to split a miss between the protocol and the runner.
-      const dir = fs.mkdtempSync(path.join(opts.dir, 'fspl-chain-floor-'));
-      try {
-        protocolFloor.push(Number(timed([NODE, FLOORS, 'chain', dir, String(CN), '2'], {}).stdout.trim()));
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      protocolFloor.push(floorMs(opts.dir, 'chain', CN, 2));
       return shWall(`yes /dev/null | head -n ${3 * CN} | xargs -P 2 -n 1 cat`);
     },
   );
@@ -194,15 +198,7 @@ export async function benchTargets(ctx) {
   // The faster of two ways: the outputs one after the other (synchronous calls: the cheapest on
   // tmpfs), or in 4 lanes (a disk's journal takes several fsyncs at once).
   const movesFloor = async (where) => {
-    const rates = [1, 4].map((lanes) => {
-      const dir = fs.mkdtempSync(path.join(where, 'fspl-net-floor-'));
-      try {
-        const t = timed([NODE, FLOORS, 'moves', dir, String(JN), String(lanes)], {});
-        return JN / (Number(t.stdout.trim()) / 1000);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
-    });
+    const rates = [1, 4].map((lanes) => JN / (floorMs(where, 'moves', JN, lanes) / 1000));
     return Math.max(...rates);
   };
   const perSecond = (v) => `${Math.round(v).toLocaleString('en')}/s`;

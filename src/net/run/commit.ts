@@ -321,22 +321,21 @@ export class Committer {
     // Steps 4 and 5 after the journal's line, in the same batch: a failure up to step 3 cancels
     // them (each operation of 1 to 3 is `must`), so none runs before the group is recorded.
     const tail = then?.(records);
-    let failure: { step: number; err: NodeJS.ErrnoException } | undefined;
-    let tailResults: Int32Array | undefined;
-    /** The last batch: these steps, then the tail's; the failure is of these steps only. */
-    const last = async (steps: BatchOp[][]): Promise<typeof failure> => {
+    /** The last batch: these steps, then the tail's; the failure is of these steps only, `rest` the tail's results. */
+    const last = async (steps: BatchOp[][]) => {
       const ops = steps.flat();
       const r = await runBatch(tail ? [...ops, ...tail.steps.flat()] : ops);
-      tailResults = r.subarray(ops.length);
-      return firstFailedStep(steps, 0, r);
+      return { failure: firstFailedStep(steps, 0, r), rest: r.subarray(ops.length) };
     };
+    let failure: { step: number; err: NodeJS.ErrnoException } | undefined;
+    let rest: Int32Array | undefined;
     try {
       if (perFile.length > LANE_FILES) {
         const [synced, asideDone] = await Promise.all([runBatchesAtOnce(perFile), runBatch(aside)]);
         const err = firstFailure(perFile, synced) ?? firstFailure(aside, asideDone);
-        failure = err ? { step: 0, err } : await last([dirs, store, record]);
+        ({ failure, rest } = err ? { failure: { step: 0, err }, rest: undefined } : await last([dirs, store, record]));
       } else {
-        failure = await last([[...perFile, ...dirs, ...aside], store, record]);
+        ({ failure, rest } = await last([[...perFile, ...dirs, ...aside], store, record]));
       }
     } finally {
       for (const f of files) closeQuietly(f.fd);
@@ -349,7 +348,7 @@ export class Committer {
       tail?.abandon();
       throw failure.err;
     }
-    return { records, headers, finished: tail ? tail.settle(tailResults!) : undefined };
+    return { records, headers, finished: tail ? tail.settle(rest!) : undefined };
   }
 
   private consumed(tok: Token): ConsumedInput {
