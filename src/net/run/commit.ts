@@ -107,6 +107,12 @@ interface Entry {
 const REFUSED: CommitResult = { committed: false, behind: false };
 const BEHIND: CommitResult = { committed: false, behind: true };
 
+/** What a group's last batch did: the first of steps 1 to 3 that failed, if one did, and the results of steps 4 and 5 run after them. */
+interface LastBatch {
+  failure?: { step: number; err: NodeJS.ErrnoException } | undefined;
+  rest?: Int32Array;
+}
+
 /** The places' writers and consumers, and the journal, as a commit needs them. */
 export class Committer {
   /** Opened by recovery (recovery.ts) once it has read what was pending. */
@@ -322,24 +328,24 @@ export class Committer {
     // them (each operation of 1 to 3 is `must`), so none runs before the group is recorded.
     const tail = then?.(records);
     /** The last batch: these steps, then the tail's; the failure is of these steps only, `rest` the tail's results. */
-    const last = async (steps: BatchOp[][]) => {
+    const last = async (steps: BatchOp[][]): Promise<LastBatch> => {
       const ops = steps.flat();
       const r = await runBatch(tail ? [...ops, ...tail.steps.flat()] : ops);
       return { failure: firstFailedStep(steps, 0, r), rest: r.subarray(ops.length) };
     };
-    let failure: { step: number; err: NodeJS.ErrnoException } | undefined;
-    let rest: Int32Array | undefined;
+    let ran: LastBatch;
     try {
       if (perFile.length > LANE_FILES) {
         const [synced, asideDone] = await Promise.all([runBatchesAtOnce(perFile), runBatch(aside)]);
         const err = firstFailure(perFile, synced) ?? firstFailure(aside, asideDone);
-        ({ failure, rest } = err ? { failure: { step: 0, err }, rest: undefined } : await last([dirs, store, record]));
+        ran = err ? { failure: { step: 0, err } } : await last([dirs, store, record]);
       } else {
-        ({ failure, rest } = await last([[...perFile, ...dirs, ...aside], store, record]));
+        ran = await last([[...perFile, ...dirs, ...aside], store, record]);
       }
     } finally {
       for (const f of files) closeQuietly(f.fd);
     }
+    const { failure, rest } = ran;
     if (failure) {
       // Before step 2: no number of theirs is stored, the staged files go and leave no hole. From
       // step 2 on they stay: their numbers may be stored, and recovery fills them.
