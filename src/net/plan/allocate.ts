@@ -126,6 +126,7 @@ export function compareWeights(a: StageWeight, b: StageWeight): number {
   const va = a.weight;
   const vb = b.weight;
   if (!va.positive || !vb.positive) return (va.positive ? 1 : 0) - (vb.positive ? 1 : 0);
+  if (sameStats(a.stats, b.stats)) return 0; // the usual tie (stages not yet measured): no rational arithmetic
   if (!Number.isNaN(va.approx) && !Number.isNaN(vb.approx)) {
     const margin = (Math.max(1, a.stats.serviceTimes.length, b.stats.serviceTimes.length) + 4) * 2 ** -49;
     const diff = va.approx - vb.approx;
@@ -136,6 +137,13 @@ export function compareWeights(a: StageWeight, b: StageWeight): number {
   const x = va.exact.num * vb.exact.den;
   const y = vb.exact.num * va.exact.den;
   return x === y ? 0 : x > y ? 1 : -1;
+}
+
+/** Whether two stages have the same queue length and the same service times (so the same weight). */
+export function sameStats(a: StageStats, b: StageStats): boolean {
+  if (a.queueLength !== b.queueLength || a.serviceTimes.length !== b.serviceTimes.length) return false;
+  for (let i = 0; i < a.serviceTimes.length; i++) if (a.serviceTimes[i] !== b.serviceTimes[i]) return false;
+  return true;
 }
 
 /** Orders strings by Unicode code point, as Haskell's Map orders its String keys. */

@@ -16,7 +16,7 @@
  * round-robin order): one of the at most W stages with a share, or, among the ready ones without,
  * the one running fewest, first in round-robin order (ready stages are kept by how many they run).
  */
-import { allocateWorkers, compareWeights, weighStage, type StageStats, type StageWeight } from './allocate.js';
+import { allocateWorkers, compareWeights, sameStats, weighStage, type StageStats, type StageWeight } from './allocate.js';
 import { IndexSet } from './index-set.js';
 
 /** A transition as the allocation sees it (only while it has something queued or running). */
@@ -55,6 +55,8 @@ export class Shares {
 
   /** Stage i as it is now; undefined when it has nothing queued or running (or is halted). */
   set(i: number, s: StageState | undefined): void {
+    const h = this.stages.get(i);
+    if (h && s && h.running === s.running && h.ready === s.ready && sameStats(h.w.stats, s.stats)) return; // as it was
     this.remove(i);
     if (!s) return;
     const w = weighStage(s.stats, s.name);
@@ -115,6 +117,7 @@ export class Shares {
    * at index `rotation` of `n`; undefined when none is ready.
    */
   pick(rotation: number, n: number, workers: number): number | undefined {
+    if (this.readyKeys.length === 0) return undefined; // nothing could start: no need for the shares
     const place = (i: number) => (i - rotation + n) % n;
     const share = this.shares(rotation, n, workers, place);
     let pick: number | undefined;
