@@ -4,6 +4,18 @@
  * search and a move of the members after it (a memmove: microseconds for 10,000 members); the
  * questions cost a binary search and the members they walk.
  */
+/** How many of the sorted `keys` are below k (where k is, or would go): a binary search. */
+export function lowerBound<K extends number | bigint>(keys: readonly K[], k: K): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (keys[mid]! < k) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export class IndexSet {
   private readonly items: number[] = [];
 
@@ -13,15 +25,7 @@ export class IndexSet {
 
   /** Where i is, or would go. */
   private at(i: number): number {
-    const items = this.items;
-    let lo = 0;
-    let hi = items.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (items[mid]! < i) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.items, i);
   }
 
   has(i: number): boolean {

@@ -22,7 +22,7 @@
  */
 import type { InputArc } from '../model/model.js';
 import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, queueLength, watch, withoutClaimed, type PlaceLookup, type StartTokens } from './enabling.js';
-import { siftDown, siftUp, swapIn } from './heap.js';
+import { PairHeap } from './heap.js';
 import type { MergeView } from './key-join.js';
 import { Shares } from './shares.js';
 
@@ -130,34 +130,6 @@ export interface DecisionVisits {
   places: number;
 }
 
-/** Batches waiting for their max-wait, earliest first (a min-heap; an entry is stale once the transition's due moved). */
-class Dues {
-  private readonly at: number[] = [];
-  private readonly who: number[] = [];
-  private readonly before = (i: number, j: number): boolean => this.at[i]! < this.at[j]!;
-  private readonly swap = (i: number, j: number): void => swapIn([this.at, this.who], i, j);
-
-  push(due: number, i: number): void {
-    this.at.push(due);
-    this.who.push(i);
-    siftUp(this.at.length - 1, this.before, this.swap);
-  }
-
-  /** The earliest entry for which `current` holds (stale ones on the way are dropped). */
-  peek(current: (due: number, i: number) => boolean): { due: number; i: number } | undefined {
-    while (this.at.length > 0 && !current(this.at[0]!, this.who[0]!)) this.pop();
-    return this.at.length > 0 ? { due: this.at[0]!, i: this.who[0]! } : undefined;
-  }
-
-  pop(): void {
-    const n = this.at.length - 1;
-    this.swap(0, n);
-    this.at.pop();
-    this.who.pop();
-    siftDown(0, n, this.before, this.swap);
-  }
-}
-
 export class Scheduler {
   /** Where the round-robin starts at the next decision (moved past each transition started). */
   rotation = 0;
@@ -172,18 +144,20 @@ export class Scheduler {
   /** Each transition's next firing (tokens), or when its batch is due. */
   private readonly next: Array<{ tokens?: StartTokens; due?: number } | undefined> = [];
   private readonly shares = new Shares();
-  private readonly dues = new Dues();
+  /** Batches waiting for their max-wait: when each is due, and its transition (an entry is stale once the transition's due moved). */
+  private readonly dues = new PairHeap<number, number>();
   private readonly changedPlaces = new Set<string>();
   private readonly changedTransitions = new Set<number>();
   private readonly index = new Map<string, number>();
+  /** For each transition, the batch it was last put in (enqueue): a list each, no set per decision. */
+  private readonly stamps: number[] = [];
+  private stamp = 0;
   /** Places with a capacity: the only ones whose incoming firings matter, to their writers. */
   private readonly bounded = new Set<string>();
   private everything = true;
   private now = 0;
   private readonly defaultServiceTime: number;
   private readonly lookup: PlaceLookup = (name) => this.place(name);
-  /** Whether transition i still waits for its batch until `due` (a heap entry is current). */
-  private readonly waiting = (due: number, i: number): boolean => this.next[i]?.due === due;
 
   constructor(
     transitions: Iterable<TransitionShape>,
@@ -236,8 +210,9 @@ export class Scheduler {
     const dirty = this.dirty(pool.now);
     for (const i of dirty) this.fetch(i);
     const starts: Start[] = [];
-    const again = new Set<number>(dirty);
-    for (const i of dirty) if (!this.states[i]!.stopped) starts.push(...this.nopSkips(i, again));
+    const again = this.batch();
+    for (const i of dirty) this.enqueue(i, again);
+    for (const i of dirty) if (!this.states[i]!.stopped) this.nopSkips(i, again, starts);
     for (const i of again) this.evaluate(i);
     let free = pool.freeWorkers;
     const n = this.names.length;
@@ -246,7 +221,7 @@ export class Scheduler {
       if (i === undefined) break;
       const t = this.states[i]!;
       const start: Start = { transition: t.name, tokens: this.next[i]!.tokens!, skip: false };
-      const touched = new Set<number>();
+      const touched = this.batch();
       this.claim(start, touched);
       t.running++;
       this.changedTransitions.add(i); // read again at the next decision: the caller's view has it by then
@@ -254,42 +229,64 @@ export class Scheduler {
         if (!this.bounded.has(o)) continue; // what is on its way into a place matters only against a capacity
         this.place(o).incoming++;
         this.changedPlaces.add(o);
-        for (const j of this.deps.get(o) ?? []) touched.add(j);
+        for (const j of this.deps.get(o) ?? []) this.enqueue(j, touched);
       }
-      touched.add(i);
+      this.enqueue(i, touched);
       for (const j of touched) this.evaluate(j);
       free--;
       starts.push(start);
       this.rotation = (i + 1) % n;
     }
-    const wakeAt = pool.freeWorkers > 0 ? this.dues.peek(this.waiting)?.due : undefined;
+    const wakeAt = pool.freeWorkers > 0 ? this.earliestDue()?.priority : undefined;
     return { starts, rotation: this.rotation, wakeAt };
+  }
+
+  /** A new list of transitions to weigh again, each once (enqueue). */
+  private batch(): number[] {
+    this.stamp++;
+    return [];
+  }
+
+  /** Put transition i in the current batch, unless it is there already. */
+  private enqueue(i: number, batch: number[]): void {
+    if (this.stamps[i] === this.stamp) return;
+    this.stamps[i] = this.stamp;
+    batch.push(i);
   }
 
   /** The transitions to look at again, in index order; what the caller said changed is forgotten. */
   private dirty(now: number): number[] {
-    const dirty = new Set<number>();
+    const dirty = this.batch();
     if (this.everything) {
       this.everything = false;
       this.places.clear();
-      for (let i = 0; i < this.names.length; i++) dirty.add(i);
-    } else {
-      for (const p of this.changedPlaces) {
-        this.places.delete(p);
-        for (const i of this.deps.get(p) ?? []) dirty.add(i);
-      }
-      for (const i of this.changedTransitions) dirty.add(i);
-      // Batches whose max-wait has come.
-      for (;;) {
-        const d = this.dues.peek(this.waiting);
-        if (!d || d.due > now) break;
-        dirty.add(d.i);
-        this.dues.pop();
-      }
+      for (let i = 0; i < this.names.length; i++) dirty.push(i);
+      this.changedPlaces.clear();
+      this.changedTransitions.clear();
+      return dirty;
+    }
+    for (const p of this.changedPlaces) {
+      this.places.delete(p);
+      for (const i of this.deps.get(p) ?? []) this.enqueue(i, dirty);
+    }
+    for (const i of this.changedTransitions) this.enqueue(i, dirty);
+    // Batches whose max-wait has come.
+    for (let d = this.earliestDue(); d && d.priority <= now; d = this.earliestDue()) {
+      this.enqueue(d.value, dirty);
+      this.dues.pop();
     }
     this.changedPlaces.clear();
     this.changedTransitions.clear();
-    return [...dirty].sort((a, b) => a - b);
+    return dirty.length > 1 ? dirty.sort((a, b) => a - b) : dirty;
+  }
+
+  /** The earliest batch still waiting for its max-wait (stale entries on the way are dropped). */
+  private earliestDue(): { priority: number; value: number } | undefined {
+    for (let d = this.dues.peek(); d; d = this.dues.peek()) {
+      if (this.next[d.value]?.due === d.priority) return d;
+      this.dues.pop();
+    }
+    return undefined;
   }
 
   /** A place, as this decision sees it (read from the marking once). */
@@ -338,23 +335,22 @@ export class Scheduler {
    * Claim a start's tokens in this decision's places (so the next candidate looks past them) and
    * in the and-merges' sets; the transitions to weigh again go into `touched`.
    */
-  private claim(start: Start, touched: Set<number>): void {
+  private claim(start: Start, touched: number[]): void {
     claimTokens(start, this.lookup);
-    const claimed = new Set(start.tokens.map((x) => x.token));
+    let claimed: Set<TokenRef> | undefined;
     for (const { place } of start.tokens) {
       this.changedPlaces.add(place); // read again at the next decision
       for (const j of this.deps.get(place) ?? []) {
-        touched.add(j);
+        this.enqueue(j, touched);
         const s = this.states[j];
-        if (s?.merge) s.merge = withoutClaimed(s.merge, claimed);
+        if (s?.merge) s.merge = withoutClaimed(s.merge, (claimed ??= new Set(start.tokens.map((x) => x.token))));
       }
     }
   }
 
   /** NOP tokens transition i consumes now (claimed): at the head of a sequence place, anywhere in an arrival place. */
-  private nopSkips(i: number, touched: Set<number>): Start[] {
+  private nopSkips(i: number, touched: number[], out: Start[]): void {
     const t = this.states[i]!;
-    const out: Start[] = [];
     for (const arc of t.inputs) {
       const p = this.place(arc.place);
       for (let head = nopAtHead(p); head; head = nopAtHead(p)) {
@@ -363,7 +359,6 @@ export class Scheduler {
         out.push(s);
       }
     }
-    return out;
   }
 }
 

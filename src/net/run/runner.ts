@@ -64,7 +64,7 @@ export class NetRunner {
     this.net = net;
     this.opts = opts;
     this.log = opts.logger ?? silentLogger;
-    setMaxListeners(0, this.abort.signal); // a listener per running move (no controller of its own), and the open firings' one
+    setMaxListeners(0, this.abort.signal); // the run's parts may each listen on it
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
       this.trans.set(t.name, newTransitionRun(t));

@@ -1,5 +1,6 @@
 /** Pure unit tests of the scheduler (src/net/plan/scheduler.ts): no files, no clock. */
 import { describe, expect, it } from 'vitest';
+import { seeded } from '../helpers.js';
 import { schedule, Scheduler, type DecisionVisits, type MarkingSource, type PlaceState, type SchedulerInput, type SchedulerResult, type Start, type TokenRef, type TransitionState } from '../../../src/net/plan/scheduler.js';
 
 function tok(seq: number, opts: { key?: string; seen?: number; nop?: boolean } = {}): TokenRef {
@@ -77,11 +78,7 @@ describe('schedule', () => {
   });
 
   it('capacity holds over random markings (property)', () => {
-    let seed = 7;
-    const rnd = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const rnd = seeded(7);
     for (let round = 0; round < 300; round++) {
       const cap = 1 + rnd(4);
       const count = rnd(cap + 1);
@@ -346,11 +343,7 @@ class World {
 describe('Scheduler: decisions told what changed', () => {
   it('decides as schedule() over the whole marking, through random changes (property)', () => {
     for (let round = 0; round < 150; round++) {
-      let seed = round * 7919 + 1;
-      const rnd = (n: number) => {
-        seed = (seed * 1103515245 + 12345) % 2 ** 31;
-        return seed % n;
-      };
+      const rnd = seeded(round * 7919 + 1);
       const w = new World(rnd);
       const np = 2 + rnd(6);
       for (let i = 0; i < np; i++) w.places.set(`p${i}`, { name: `p${i}`, order: rnd(2) ? 'sequence' : 'arrival', next: 1n, tokens: [], count: 0, incoming: 0, claimed: 0, capacity: rnd(4) === 0 ? 1 + rnd(3) : undefined });

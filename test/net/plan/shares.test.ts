@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { allocateWorkers, type StageStats } from '../../../src/net/plan/allocate.js';
 import { Shares, type StageState } from '../../../src/net/plan/shares.js';
+import { seeded } from '../helpers.js';
 
 /** The pick by its definition: allocateWorkers over all stages, then the largest deficit, ties in round-robin order. */
 function reference(stages: Array<StageState | undefined>, rotation: number, workers: number): number | undefined {
@@ -31,11 +32,7 @@ function reference(stages: Array<StageState | undefined>, rotation: number, work
 
 describe('Shares', () => {
   it('picks as allocateWorkers over every stage does, through random changes (property)', () => {
-    let seed = 99;
-    const rnd = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const rnd = seeded(99);
     for (let round = 0; round < 300; round++) {
       const n = 1 + rnd(25);
       const stages: Array<StageState | undefined> = Array.from({ length: n }, () => undefined);
