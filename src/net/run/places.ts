@@ -134,9 +134,11 @@ export class RunPlaces {
     this.consumers.clear();
   }
 
-  /** A name this run is about to write or delete in a jobs/: its file event is not news. */
-  own(name: string): void {
+  /** A name this run is about to write or delete in a place's jobs/: its file event is not news. */
+  own(place: string, name: string): void {
     if (this.pollInterval !== undefined) return; // no events to filter
+    // A place this run does not scan is not watched (watch): no event will take the name out.
+    if (!this.indexed.has(place)) return;
     if (this.ownNames.size > 10_000) this.ownNames.clear(); // events lost: a spurious rescan at worst
     this.ownNames.add(name);
   }

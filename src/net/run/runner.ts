@@ -83,7 +83,7 @@ export class NetRunner {
       { check: opts.checkDecisions, probe: opts.decisionProbe },
     );
     this.committer = new Committer(this.places.byName, this.places.consumers, this.places.next, {
-      own: (name) => this.places.own(name),
+      own: (place, name) => this.places.own(place, name),
       failed: (err) => {
         this.failure = { err };
         this.poke();
