@@ -10,7 +10,7 @@ import { closeQuietly } from './io.js';
 
 const NOTE_MAX = 1024;
 /** How long a busy lock is retried before giving up. */
-const BUSY_WAIT_MS = 100;
+export const BUSY_WAIT_MS = 100;
 const pauser = new Int32Array(new SharedArrayBuffer(4));
 
 export class FileLock {
@@ -24,14 +24,16 @@ export class FileLock {
 
   /**
    * Take the lock now or fail with LockedError. With `create`, the lock file is created when
-   * missing; without it, a missing lock file is an ENOENT error.
+   * missing; without it, a missing lock file is an ENOENT error. With `wait: false`, one attempt
+   * only: a caller that must not block its event loop waits out a busy lock itself
+   * (processQueues, asynchronously, for BUSY_WAIT_MS).
    */
-  static acquire(path: string, options: { create?: boolean } = {}): FileLock {
+  static acquire(path: string, options: { create?: boolean; wait?: boolean } = {}): FileLock {
     const flags = fs.constants.O_RDWR | (options.create === false ? 0 : fs.constants.O_CREAT);
     const fd = fs.openSync(path, flags, 0o666);
     // A lock held for an instant (a `queue-status` or `flock -n` probe looking at it) is waited
     // out; a lock that stays held (another queue-process) still fails within a tenth of a second.
-    const deadline = Date.now() + BUSY_WAIT_MS;
+    const deadline = options.wait === false ? 0 : Date.now() + BUSY_WAIT_MS;
     for (;;) {
       try {
         fsExt.flockSync(fd, 'exnb');

@@ -132,9 +132,12 @@ export class Queue {
     return this.jobsPrefix + filename;
   }
 
-  /** Lock the queue's seqfile (fails at once if another process holds it). */
-  lockSeqfile(): SeqFile {
-    return SeqFile.lock(this.seqfilePath, { create: false });
+  /**
+   * Lock the queue's seqfile (LockedError if another process holds it for more than a moment;
+   * at once with `wait: false`).
+   */
+  lockSeqfile(options: { wait?: boolean } = {}): SeqFile {
+    return SeqFile.lock(this.seqfilePath, { create: false, wait: options.wait });
   }
 
   /**

@@ -13,7 +13,7 @@ import type { JobEntry } from './jobs.js';
 import type { Logger } from './log.js';
 import { fdStream, metadataOf } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
-import type { CommandOptions, Job, JobFunction, ProcessQueueOptions } from './process.js';
+import type { CommandOptions, Job, JobFunction, ProcessRunOptions } from './process.js';
 import type { OpenJob, Queue } from './queue.js';
 import { checkSealedJob, judgeSeal, sealChecked } from './seal-check.js';
 import { setLongTimeout } from './timer.js';
@@ -77,7 +77,7 @@ function refuseJob(why: string, entry: JobEntry, log: Logger): Outcome {
 export async function runCommandQueueJob(
   queue: Queue,
   entry: JobEntry,
-  opts: ProcessQueueOptions & CommandOptions,
+  opts: ProcessRunOptions & CommandOptions,
   log: Logger,
   baseEnv: NodeJS.ProcessEnv,
 ): Promise<Outcome> {
@@ -131,7 +131,7 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
 }
 
 /** Run one queue job with a JS function. */
-export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessQueueOptions, log: Logger): Promise<Outcome> {
+export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessRunOptions, log: Logger): Promise<Outcome> {
   const builtin = builtinOutcome(entry.header);
   if (builtin) return builtin;
   const opened = await queue.openJob(entry.filename);

@@ -42,6 +42,8 @@ export interface SeqfileOptions {
    * lock is held, as the reference does.
    */
   create?: boolean;
+  /** false: fail at once when the lock is busy, instead of waiting it out for a moment (FileLock.acquire). */
+  wait?: boolean;
 }
 
 /** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
@@ -58,7 +60,7 @@ export class SeqFile {
   static lock(path: string, options: SeqfileOptions = {}): SeqFile {
     let lock: FileLock;
     try {
-      lock = FileLock.acquire(`${path}.lock`, { create: options.create ?? false });
+      lock = FileLock.acquire(`${path}.lock`, { create: options.create ?? false, wait: options.wait });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new QueueError(`Cannot open lock file ${path}.lock: No such file or directory (an append-only queue, or not a queue?)`, {
@@ -86,6 +88,19 @@ export class SeqFile {
       return fn(sf);
     } finally {
       sf.release();
+    }
+  }
+
+  /**
+   * The value read without the lock: a hint for a reader that takes the lock before acting on it
+   * (the file is replaced whole, by a rename, so it is never read half-written). Undefined when
+   * it can't be read or holds no number; read() under the lock says why.
+   */
+  static peek(path: string): bigint | undefined {
+    try {
+      return parseSeqfileText(fs.readFileSync(path, 'utf8'));
+    } catch {
+      return undefined;
     }
   }
 

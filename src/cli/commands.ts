@@ -9,49 +9,16 @@ import { formatInfo, jobVariables } from '../jobenv.js';
 import { readHeaderSync } from '../packet/read.js';
 import { copySealedSync, writeSealedPacketSync } from '../packet/sealed-copy.js';
 import { captureEnv, getSenderNext, prepareHeader, sealByDefault, setSenderNext, writePacketSync, type PrepareOptions } from '../prepare.js';
-import { processFd, processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
+import { processFd } from '../process.js';
 import { Queue } from '../queue.js';
-import { parseSeq } from '../seqfile.js';
 import { rfc3339Local } from '../time.js';
 import { jobEntryToJson, jobInfoToJson, nextseqToJson, statusToJson, toJsonDocument, toJsonLine } from '../json.js';
 import { queueStatus } from '../status/report.js';
 import { formatStatusText } from './status-text.js';
 import type { Invocation } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';
-import { ProgressLine } from './progress.js';
-
-function str(inv: Invocation, name: string): string | undefined {
-  const v = inv.args[name];
-  return v === undefined || v === null ? undefined : String(v);
-}
-
-function required(inv: Invocation, name: string): string {
-  const v = str(inv, name);
-  if (v === undefined) throw new UsageError(`missing required argument <${name.toUpperCase()}>`);
-  return v;
-}
-
-function seqArg(inv: Invocation, name: string): bigint {
-  const text = required(inv, name);
-  const n = parseSeq(text);
-  if (n === undefined) throw new UsageError(`invalid value '${text}' for <${name.toUpperCase()}>: expected a whole number from 0 to 18446744073709551615`);
-  return n;
-}
-
-function intArg(inv: Invocation, name: string): number | undefined {
-  const text = str(inv, name);
-  if (text === undefined) return undefined;
-  const n = parseSeq(text);
-  if (n === undefined) throw new UsageError(`invalid value '${text}' for --${name}: expected a whole number`);
-  return Number(n);
-}
-
-function enumArg<T extends string>(inv: Invocation, name: string, values: readonly T[]): T {
-  const text = required(inv, name);
-  const v = text.toLowerCase() as T;
-  if (!values.includes(v)) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
-  return v;
-}
+import { processOptions, required, seqArg, str } from './args.js';
+import { queueProcess } from './queue-process.js';
 
 function queue(inv: Invocation, log: Logger): Queue {
   return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: log });
@@ -76,17 +43,6 @@ function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal 
   if (seal) writeSealedPacketSync(1, header, inFd);
   else writePacketSync(1, header, inFd);
   return 0;
-}
-
-function processOptions(inv: Invocation, log: Logger) {
-  return {
-    command: required(inv, 'command'),
-    params: inv.params,
-    allowJobParams: Boolean(inv.args['allow-job-params']),
-    ignorePayload: Boolean(inv.args['ignore-payload']),
-    timeout: intArg(inv, 'timeout'),
-    logger: log,
-  };
 }
 
 function lsLine(seq: string, time: string, filename: string): string {
@@ -172,55 +128,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     for await (const chunk of await q.openPayload(filename)) writeOut(chunk as Buffer);
     return 0;
   },
-  'queue-process': async (inv, log) => {
-    const watch = Boolean(inv.args.watch);
-    const pollText = str(inv, 'poll-interval');
-    let pollInterval: number | undefined;
-    if (pollText !== undefined) {
-      pollInterval = Number(pollText);
-      if (!watch) throw new UsageError('--poll-interval only applies with --watch');
-      if (!/^\d*\.?\d+$/.test(pollText) || !(pollInterval >= 0.01)) {
-        throw new UsageError(`invalid value '${pollText}' for --poll-interval: expected a number of seconds, at least 0.01`);
-      }
-    }
-    // Every option is checked before the queue is looked at (usage errors first, as the reference).
-    const options = {
-      ...processOptions(inv, log),
-      onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
-      orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
-      outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
-      neverDelete: Boolean(inv.args['never-delete']),
-      verify: Boolean(inv.args.verify),
-      maxJobs: intArg(inv, 'maxjobs'),
-      watch: watch && { pollInterval },
-    };
-    const progress = process.stderr.isTTY && !inv.args['no-progress'] ? new ProgressLine(process.stderr) : undefined;
-    const stop = new AbortController();
-    const onSignal = () => {
-      log.info('process', 'Stopping after the current job');
-      stop.abort();
-    };
-    if (watch) {
-      // Once only: a second Ctrl-C kills at once, as users expect.
-      process.once('SIGTERM', onSignal);
-      process.once('SIGINT', onSignal);
-    }
-    // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
-    const q = Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, logger: log });
-    q.assertExists();
-    try {
-      await processQueue(q, {
-        ...options,
-        signal: stop.signal,
-        onEvent: progress && ((e) => progress.update(e)),
-      });
-    } finally {
-      progress?.finish();
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-    }
-    return 0;
-  },
+  'queue-process': queueProcess,
 
   'stdin-info': (inv) => {
     const header = readHeaderSync(0);

@@ -47,16 +47,19 @@ export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandS
       opt = byShort.get(a[1]!);
       if (a.length > 2) inline = a.slice(2);
     }
-    if (!opt || opt.long in args) return undefined;
+    if (!opt || (opt.long in args && !opt.array)) return undefined;
+    let value: unknown;
     if (opt.kind === 'boolean') {
       if (inline !== undefined) return undefined;
-      args[opt.long] = true;
+      value = true;
     } else if (inline !== undefined) {
-      args[opt.long] = inline;
+      value = inline;
     } else {
       if (i + 1 >= argv.length) return undefined;
-      args[opt.long] = argv[++i];
+      value = argv[++i];
     }
+    if (opt.array) ((args[opt.long] ??= []) as unknown[]).push(value);
+    else args[opt.long] = value;
   }
   if (positionals.length !== spec.positionals.length) return undefined;
   spec.positionals.forEach((name, k) => (args[name] = positionals[k]));

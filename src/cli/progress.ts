@@ -3,6 +3,7 @@
  * waiting, rate and ETA, redrawn in place at most a few times a second.
  */
 import type { ProcessEvent } from '../process.js';
+import type { QueuesEvent } from '../process-many.js';
 
 const REDRAW_MS = 200;
 
@@ -71,5 +72,43 @@ export class ProgressLine {
   finish(): void {
     if (this.drawn) this.out.write('\r\x1b[K');
     this.drawn = false;
+  }
+}
+
+/**
+ * The same line for a run over many queues: jobs done across them, and the jobs waiting in all
+ * (each queue's last scan, less what has run since).
+ */
+export class ManyProgress {
+  private readonly waiting = new Map<string, number>();
+  private total = 0;
+
+  constructor(private readonly line: ProgressLine) {}
+
+  update(e: QueuesEvent): void {
+    switch (e.type) {
+      case 'scan':
+        this.set(e.queue, e.waiting);
+        this.line.update({ type: 'scan', waiting: this.total });
+        return;
+      case 'end':
+        this.set(e.queue, (this.waiting.get(e.queue) ?? 1) - 1);
+        this.line.update(e);
+        return;
+      case 'start':
+      case 'idle':
+        this.line.update(e);
+        return;
+      case 'removed':
+      case 'stopped':
+        this.set(e.queue, 0);
+    }
+  }
+
+  private set(queue: string, n: number): void {
+    const m = Math.max(0, n);
+    this.total += m - (this.waiting.get(queue) ?? 0);
+    if (m === 0) this.waiting.delete(queue);
+    else this.waiting.set(queue, m);
   }
 }
