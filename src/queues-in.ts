@@ -42,7 +42,8 @@ export class QueueParents<M extends { kind: 'queue' }> {
     try {
       entries = listQueueDirs(dir);
     } catch (err) {
-      throw new QueueError(`Cannot read the queues in ${JSON.stringify(dir)}: ${describeSystemError(err)}`, { cause: err });
+      // The error names the parent itself: said once, at the start.
+      throw new QueueError(`Cannot read the queues of --queues-in: ${describeSystemError(err)}`, { cause: err });
     }
     const parent: Parent<M> = { kind: 'parent', dir, names: new Map() };
     this.hooks.watch?.add(parent, dir);
