@@ -174,6 +174,48 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
   }, 600_000);
 
+  test(`queue-process over many queues (--queues-in, --jobs 3): over ${CUTS} cuts no queue skips a job, each runs in its order, and a cut re-runs at most the jobs in flight`, async () => {
+    const { inside, outside } = fresh('many');
+    const parent = path.join(inside, 'queues');
+    fs.mkdirSync(parent);
+    const QUEUES = 5;
+    const WORKERS = 3;
+    const queues = Array.from({ length: QUEUES }, (_, i) => Queue.init(path.join(parent, `q${i}`)));
+    const runs = path.join(outside, 'runs');
+    const totals = queues.map(() => 0);
+    const addJobs = async (n: number) => {
+      for (const [i, q] of queues.entries()) {
+        for (let k = 0; k < n; k++) await q.write(preparePacket({ seq: BigInt(++totals[i]!), payload: Buffer.from(`job ${totals[i]}\n`) }));
+      }
+    };
+    await addJobs(60);
+    await pc.sync();
+    const random = rng(SEED + 4);
+    let cuts = 0;
+    const script = `exec ${FSPL} queue-process --queues-in ${parent} --jobs ${WORKERS} sh -- -c 'cat >/dev/null; sleep 0.005; echo "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> ${runs}'`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) await addJobs(20);
+      else break;
+    }
+    let reruns = 0;
+    for (const [i, q] of queues.entries()) {
+      const ran = lines(runs)
+        .filter((l) => l.startsWith(`q${i} `))
+        .map((l) => BigInt(l.split(' ')[1]!));
+      const distinct = new Set(ran);
+      for (let s = 1; s <= totals[i]!; s++) expect(distinct.has(BigInt(s)), `seed ${SEED}: queue ${i}, job ${s} never ran`).toBe(true);
+      for (let k = 1; k < ran.length; k++) expect(ran[k]! >= ran[k - 1]!, `seed ${SEED}: queue ${i}, job ${ran[k]} ran after ${ran[k - 1]}`).toBe(true);
+      expect(ran.length - distinct.size, `seed ${SEED}: queue ${i} re-runs`).toBeLessThanOrEqual(cuts);
+      reruns += ran.length - distinct.size;
+      expect(fs.readdirSync(q.jobsDir), `seed ${SEED}: queue ${i}, spent job files left`).toEqual([]);
+    }
+    // A cut re-runs at most the jobs that were running: --jobs of them.
+    expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(WORKERS * cuts);
+    console.log(`power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`);
+  }, 600_000);
+
   test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches the sink exactly once, nothing is stranded, no number is used twice`, async () => {
     const { inside } = fresh('net');
     const netFile = path.join(inside, 'net.yaml');
