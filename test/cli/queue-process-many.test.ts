@@ -7,11 +7,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, test } from 'vitest';
+import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/prepare.js';
 import { Queue } from '../../src/queue.js';
-import { FSPL_BIN, memTempDir } from '../helpers.js';
+import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
 
 function put(q: Queue, seq: number): void {
   q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } })));
@@ -130,5 +131,44 @@ describe('queue-process over many queues', () => {
     const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
     expect(code).toBe(0);
     expect(stderr.split('\n').filter((l) => l && !/INFO fspl::process: Stopping after the running jobs/.test(l))).toEqual([]);
+  });
+});
+
+// README.md, "Many queues": the cron line and the systemd unit it gives.
+const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('## Many queues')[1]!.split('\n## ')[0]!;
+const unit = /```ini\n([\s\S]*?)```/.exec(readme)![1]!;
+const cronLine = /```cron\n[^\n]*\n(\S+ \S+ \S+ \S+ \S+ )([^\n]*)\n```/.exec(readme)![2]!;
+
+test('README\'s cron line over --queues-in runs every queue under cron\'s environment', () => {
+  const { dir, parent, queues, log } = setup(3, 1);
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin);
+  fs.symlinkSync(FSPL_BIN, path.join(bin, 'fspl'));
+  fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+  fs.mkdirSync(path.join(dir, 'home'));
+  fs.renameSync(parent, path.join(dir, 'home', 'queues'));
+  const handler = path.join(bin, 'handler');
+  fs.writeFileSync(handler, `#!/bin/sh\n${RECORD}\n`, { mode: 0o755 });
+  const line = cronLine.replaceAll('/usr/local/bin/handler', handler).replace(/^fspl /, `${bin}/fspl `);
+  const r = spawnSync('/bin/sh', ['-c', line], { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: path.join(dir, 'home'), SHELL: '/bin/sh', LOG: log }, encoding: 'utf8' });
+  expect(r.status, r.stderr).toBe(0);
+  expect(logLines(log).filter((l) => l.startsWith('end')).sort()).toEqual(queues.map((q) => `end ${path.basename(q.dir)} 1`).sort());
+});
+
+test('README\'s unit for --watch --queues-in runs fspl by an absolute path, restarted on failure', () => {
+  expect(unit).toMatch(/^ExecStart=\/\S+\/fspl queue-process --watch --queues-in \S+ /m);
+  expect(unit).toMatch(/^Restart=on-failure$/m);
+  expect(unit).toMatch(/^Environment=PATH=\/usr\/local\/bin:/m);
+});
+
+const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
+describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
+  it('README\'s unit for --watch --queues-in verifies (with this checkout\'s fspl as its ExecStart)', () => {
+    const dir = memTempDir();
+    const file = path.join(dir, 'fspl-queues.service');
+    fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));
+    const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/fspl-queues\.service:/);
   });
 });
