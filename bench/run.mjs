@@ -12,7 +12,7 @@
  *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
- *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, D for durability (for debugging)
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues, D for durability (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
@@ -1047,6 +1047,7 @@ ${startupSection}
 ${floorsSection()}
 ${profileSection()}
 ${netSection}
+${manySection}
 ${durabilitySection}
 ## Details
 
@@ -1063,6 +1064,17 @@ function benchNets() {
   const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
   if (r.status !== 0) throw new BenchError(`bench/net.mjs failed with status ${r.status}`);
   netSection = r.stdout;
+}
+
+// M: many queues in one process (bench/many.mjs, issue 30): its own section, as the nets'.
+let manySection = '';
+function benchMany() {
+  log('M. many queues: bench/many.mjs');
+  const args = [path.join(ROOT, 'bench', 'many.mjs'), '--dir', opts.dir, '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
+  if (opts.quick) args.push('--quick');
+  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
+  if (r.status !== 0) throw new BenchError(`bench/many.mjs failed with status ${r.status}`);
+  manySection = r.stdout;
 }
 
 // D: the cost of durability (bench/durability.mjs): on a disk, not opts.dir (tmpfs makes fsync free).
@@ -1117,6 +1129,7 @@ async function main() {
     benchPipelines();
     if (want('S')) benchSeal();
     if (want('N')) benchNets();
+    if (want('M')) benchMany();
     if (want('D')) benchDurability();
     if (want(8) || want(9)) {
       const packet = path.join(WORK, 'big.fspl');
