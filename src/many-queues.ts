@@ -21,6 +21,8 @@ const LOCK_BUDGET = 64;
  * 10,000 looks, and the garbage of 10,000 scans at once never swells the heap (RSS stays low).
  */
 const LOOKS_AT_ONCE = 64;
+/** Through a decoder a look runs processes (a scan runs up to 4 decoders at once): fewer looks at once. */
+const DECODED_LOOKS_AT_ONCE = 2;
 
 interface Member {
   kind: 'queue';
@@ -63,6 +65,7 @@ export class ManyQueues {
   private started = 0;
   private wakeUp: (() => void) | undefined;
   private idleReported = false;
+  private readonly looksAtOnce: number;
 
   constructor(
     private readonly given: Iterable<string | Queue>,
@@ -75,6 +78,7 @@ export class ManyQueues {
     this.ctx = runContext(opts, silentLogger);
     this.log = this.ctx.log;
     this.maxJobs = opts.maxJobs ?? Infinity;
+    this.looksAtOnce = opts.decoder === undefined ? LOOKS_AT_ONCE : DECODED_LOOKS_AT_ONCE;
     this.watching = Boolean(opts.watch);
     const mode = typeof opts.watch === 'object' ? opts.watch : {};
     const watch = this.watching ? new DirWatchSet<Watched>((w) => this.changed(w), { pollInterval: mode.pollInterval, logger: this.log }) : undefined;
@@ -167,10 +171,10 @@ export class ManyQueues {
     this.poke();
   }
 
-  /** Look at what was marked, up to LOOKS_AT_ONCE queues at a time (the rest wait for them to end). */
+  /** Look at what was marked, up to looksAtOnce queues at a time (the rest wait for them to end). */
   private lookAtMarked(): void {
     for (const w of this.toLook) {
-      if (this.stopping || this.looking >= LOOKS_AT_ONCE) return;
+      if (this.stopping || this.looking >= this.looksAtOnce) return;
       this.toLook.delete(w);
       if (w.kind === 'queue') this.lookAtQueue(w);
       else this.parents.look(w);
@@ -336,7 +340,7 @@ export class ManyQueues {
 
   /** Until a job ends, a look ends, a directory changes or the signal aborts. */
   private sleep(): Promise<void> {
-    if (this.toLook.size > 0 && this.looking < LOOKS_AT_ONCE && !this.stopping) return Promise.resolve();
+    if (this.toLook.size > 0 && this.looking < this.looksAtOnce && !this.stopping) return Promise.resolve();
     return new Promise<void>((resolve) => (this.wakeUp = resolve));
   }
 }

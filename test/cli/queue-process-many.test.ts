@@ -89,6 +89,20 @@ describe('queue-process over many queues', () => {
     expect(fs.readFileSync(c.seqfilePath, 'utf8')).toBe('1\n');
   });
 
+  it('reads every queue through the decoder (-d)', () => {
+    const { parent, queues } = setup(3, 0);
+    for (const q of queues) {
+      for (const seq of [1, 2]) {
+        const packet = encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } }));
+        const gz = spawnSync('gzip', ['-c'], { input: Buffer.concat([packet, Buffer.from(`${path.basename(q.dir)}-${seq}`)]) }).stdout;
+        fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), gz);
+      }
+    }
+    const r = fspl(['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat; echo']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(['q0-1', 'q0-2', 'q1-1', 'q1-2', 'q2-1', 'q2-2']);
+  });
+
   it('gives the job its own queue in FSPL_JOB_QUEUEDIR, as given', () => {
     const { parent } = setup(2, 1);
     const r = fspl(['queue-process', '--queues-in', parent, 'sh', '--', '-c', 'echo "$FSPL_JOB_QUEUEDIR"']);
