@@ -2,6 +2,7 @@
  * The progress line queue-process draws on stderr when stderr is a terminal: jobs done and
  * waiting, rate and ETA, redrawn in place at most a few times a second.
  */
+import fs from 'node:fs';
 import type { ProcessEvent } from '../process.js';
 
 const REDRAW_MS = 200;
@@ -72,4 +73,18 @@ export class ProgressLine {
     if (this.drawn) this.out.write('\r\x1b[K');
     this.drawn = false;
   }
+}
+
+/**
+ * Whether stderr is a terminal, asked without making process.stderr when it cannot be: for a
+ * pipe, making it loads net and streams, about 1.5 ms of every start (docs/benchmarks.md). Only
+ * a character device can be a terminal; for one (a terminal, or /dev/null), Node is asked.
+ */
+export function stderrIsTerminal(): boolean {
+  try {
+    if (!fs.fstatSync(2).isCharacterDevice()) return false;
+  } catch {
+    return false;
+  }
+  return process.stderr.isTTY === true;
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * V8's code cache for the CLI bundle: dist/bundle/NAME.cjs.cache beside each chunk that the
+ * commands below load, which bin/fspl compiles the chunk with (run by `npm run build`, after
+ * scripts/bundle.mjs). Compiling the chunks is a good part of what fspl's start-up costs beyond
+ * Node's own; with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
+ *
+ * How: a child process loads the bundle through bin/fspl's own loader, runs the commands whose
+ * start-up counts most (in that process, one after the other, their output thrown away), then
+ * writes each loaded chunk's cache. Made after the commands ran, a cache holds the functions they
+ * ran too, which then need no compiling either. V8 rejects a cache made from other source, by
+ * another V8 or with other flags, and bin/fspl then compiles as usual: a stale cache costs time,
+ * never correctness.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The child: run the commands through bin/fspl's loader, then write the caches. */
+async function child(dir) {
+  const { requireChunk, scripts } = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'fspl'));
+  const { main } = requireChunk(path.join(ROOT, 'dist', 'bundle', 'main.cjs'));
+  const { Queue, encodeHeader } = await import(path.join(ROOT, 'dist', 'index.js'));
+  const empty = path.join(dir, 'empty');
+  const one = path.join(dir, 'one');
+  const seq = path.join(dir, 'seq');
+  const commands = [
+    ['-V'],
+    ['gen-uuid'],
+    ['queue-init', '-q', empty],
+    ['queue-process', '-q', empty, 'true'],
+    ['queue-init', '-q', one],
+    ['write-one-job'],
+    ['queue-process', '-q', one, 'true'],
+    ['queue-ls', '-q', empty],
+    ['prepare-get-next', '-s', seq],
+    ['prepare', '-s', seq, '--', 'true'],
+    ['queue-write', '-q', empty], // stdin is /dev/null: refused, having loaded what it needs
+  ];
+  for (const argv of commands) {
+    if (argv[0] === 'write-one-job') {
+      Queue.open(one).writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }));
+      continue;
+    }
+    await main(argv);
+  }
+  for (const [file, script] of scripts) fs.writeFileSync(`${file}.cache`, script.createCachedData());
+}
+
+if (process.argv[2] === '--child') {
+  await child(process.argv[3]);
+} else {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-code-cache-'));
+  try {
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', dir], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (r.status !== 0) {
+      process.stderr.write(r.stderr);
+      throw new Error(`making the code cache failed (${r.error?.message ?? `exit status ${r.status}`})`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
