@@ -7,11 +7,10 @@
  *  22   4  CRC-32 of the metadata
  *  26   4  CRC-32 of bytes 0..25
  */
-import CRC32 from 'crc-32';
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, ShortReadError } from '../errors.js';
 import { MsgpackWriter } from './msgpack.js';
-import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, interpretSeal } from './seal.js';
+import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, crc32Update, interpretSeal } from './seal.js';
 import { checkMsgpackShape } from './shape.js';
 import { I64_MAX, I64_MIN, U64_MAX, type Bytes, type CommandType, type Ctime, type PacketHeader } from './types.js';
 
@@ -22,8 +21,9 @@ export const VERSION = 1;
 /** The largest metadata we accept. Real headers are well under 1 KiB; 200 MiB allows for absurd parameter lists. */
 export const MAX_METADATA_LENGTH = 200 * 1024 * 1024;
 
+/** CRC-32 (IEEE 802.3) of the prefix and the metadata: zlib's, as for the seal (seal.ts). */
 export function crc32(data: Uint8Array): number {
-  return CRC32.buf(data) >>> 0;
+  return crc32Update(data);
 }
 
 /** Encode the MessagePack metadata, byte-identical to the reference writer. */
