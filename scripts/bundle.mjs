@@ -48,7 +48,7 @@ async function esmChunks() {
 /**
  * One chunk as CommonJS. `import.meta.url` (native.ts and serve.ts find their files beside their
  * module; yargs its own) becomes the chunk file's URL; `url` is loaded by Node's bootstrap, so
- * this costs nothing.
+ * this costs nothing. Imports of other chunks name them with `.cjs`.
  */
 async function toCommonJs(name, text) {
   const { code } = await transform(text, {
@@ -59,9 +59,18 @@ async function toCommonJs(name, text) {
     define: { 'import.meta.url': '__fsplModuleUrl' },
     sourcefile: name,
   });
-  const renamed = code.replace(/require\("(\.\/[^"]+)\.js"\)/g, 'require("$1.cjs")');
-  const url = /\b__fsplModuleUrl\b/.test(renamed) ? 'const __fsplModuleUrl=require("url").pathToFileURL(__filename).href;\n' : '';
-  return `"use strict";\n${url}${renamed}`;
+  const renamed = code
+    .replace(/require\("(\.\/[^"]+)\.js"\)/g, 'require("$1.cjs")')
+    // A default import of a node: module (`import fs from 'node:fs'`) is a namespace object that
+    // esbuild's __toESM fills with a getter per export, a hundred for node:fs, in every chunk that
+    // imports it: about a millisecond of every start. An object that inherits from the module
+    // reads the same (`.default`, and any export), with nothing copied.
+    .replace(/__toESM\(require\("(node:[\w/]+)"\)\)/g, '__fsplBuiltin(require("$1"))');
+  const helpers = [
+    /\b__fsplModuleUrl\b/.test(renamed) && 'const __fsplModuleUrl=require("url").pathToFileURL(__filename).href;',
+    /\b__fsplBuiltin\b/.test(renamed) && 'const __fsplBuiltin=(m)=>Object.create(m,{default:{value:m,enumerable:true}});',
+  ];
+  return `"use strict";\n${helpers.filter(Boolean).join('\n')}\n${renamed}`;
 }
 
 export async function bundle() {
