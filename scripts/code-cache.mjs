@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * V8's code cache for the CLI bundle: dist/bundle/NAME.cjs.cache beside each chunk that the
- * commands below load, which bin/fspl compiles the chunk with (run by `npm run build`, after
- * scripts/bundle.mjs). Compiling the chunks is a good part of what fspl's start-up costs beyond
+ * V8's code cache for the CLI bundle: dist/bundle/code-cache.bin, the cache of each chunk that the
+ * commands below load, with the chunk's source beside it, which bin/fspl compiles the chunk with
+ * when the chunk's bytes are those (run by `npm run build`, after scripts/bundle.mjs). Compiling the chunks is a good part of what fspl's start-up costs beyond
  * Node's own; with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
  *
  * How: a child process loads the bundle through bin/fspl's own loader, runs the commands whose
@@ -49,7 +49,28 @@ async function child(dir) {
     }
     await main(argv);
   }
-  for (const [file, script] of scripts) fs.writeFileSync(`${file}.cache`, script.createCachedData());
+  writePack(path.join(ROOT, 'dist', 'bundle', 'code-cache.bin'), scripts);
+}
+
+/**
+ * The pack bin/fspl reads: a u32 LE, the length of a JSON index (chunk name: [source offset,
+ * source length, cache offset, cache length], offsets from the end of the index), the index, then
+ * each chunk's source and cache.
+ */
+function writePack(file, scripts) {
+  const parts = [];
+  const index = {};
+  let offset = 0;
+  const add = (bytes) => {
+    parts.push(bytes);
+    offset += bytes.length;
+    return [offset - bytes.length, bytes.length];
+  };
+  for (const [chunk, script] of scripts) index[path.basename(chunk)] = [...add(fs.readFileSync(chunk)), ...add(script.createCachedData())];
+  const json = Buffer.from(JSON.stringify(index));
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(json.length);
+  fs.writeFileSync(file, Buffer.concat([length, json, ...parts]));
 }
 
 if (process.argv[2] === '--child') {
