@@ -76,13 +76,15 @@ export class ProgressLine {
 }
 
 /**
- * Whether stderr is a terminal, asked without making process.stderr when it cannot be: for a
- * pipe, making it loads net and streams, about 1.5 ms of every start (docs/benchmarks.md). Only
- * a character device can be a terminal; for one (a terminal, or /dev/null), Node is asked.
+ * Whether stderr is a terminal, asked without making process.stderr when it cannot be: making it
+ * loads net and streams (a pipe) or tty (a character device), about 1.5 ms of every start
+ * (docs/benchmarks.md). Only a character device can be a terminal, and /dev/null (cron's
+ * `>/dev/null 2>&1`) is not one; for any other, Node is asked.
  */
 export function stderrIsTerminal(): boolean {
   try {
-    if (!fs.fstatSync(2).isCharacterDevice()) return false;
+    const st = fs.fstatSync(2);
+    if (!st.isCharacterDevice() || st.rdev === fs.statSync('/dev/null').rdev) return false;
   } catch {
     return false;
   }
