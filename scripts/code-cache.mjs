@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 /**
- * V8's code cache for the CLI bundle: dist/bundle/code-cache.bin, the cache of each chunk that the
- * commands below load, with the chunk's source beside it, which bin/fspl compiles the chunk with
- * when the chunk's bytes are those (run by `npm run build`, after scripts/bundle.mjs). Compiling the chunks is a good part of what fspl's start-up costs beyond
- * Node's own; with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
+ * V8's code cache for the CLI bundle, dist/bundle/code-cache.bin (run by `npm run build`, after
+ * scripts/bundle.mjs): for each chunk that the commands below load, its cache and a copy of the
+ * source it was made from. bin/fspl compiles a chunk with its cache when the chunk's bytes equal
+ * that copy. Compiling the chunks is a good part of what fspl's start-up costs beyond Node's own;
+ * with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
  *
  * How: a child process loads the bundle through bin/fspl's own loader, runs the commands whose
  * start-up counts most (in that process, one after the other, their output thrown away), then
  * writes each loaded chunk's cache. Made after the commands ran, a cache holds the functions they
- * ran too, which then need no compiling either. V8 rejects a cache made from other source, by
- * another V8 or with other flags, and bin/fspl then compiles as usual: a stale cache costs time,
- * never correctness.
+ * ran too, which then need no compiling either. A chunk whose bytes changed since, a cache V8
+ * refuses (another V8, other flags) or no pack at all: bin/fspl compiles the source as usual, so a
+ * stale cache costs time, never correctness.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
