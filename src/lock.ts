@@ -3,15 +3,37 @@
  * so that the two implementations exclude each other.
  */
 import fs from 'node:fs';
-import fsExt from 'fs-ext';
+import { createRequire } from 'node:module';
 import { LockedError } from './errors.js';
 import { fdatasyncQuietly } from './durable.js';
 import { closeQuietly } from './io.js';
+import { nativeFlock } from './native.js';
 
 const NOTE_MAX = 1024;
 /** How long a busy lock is retried before giving up. */
 const BUSY_WAIT_MS = 100;
 const pauser = new Int32Array(new SharedArrayBuffer(4));
+
+/** flock(2)'s operations, as fs-ext names them, and their bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8). */
+const OPERATIONS = { exnb: 6, shnb: 5, un: 8 } as const;
+let fsExt: typeof import('fs-ext') | undefined;
+
+/**
+ * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use:
+ * loading fs-ext (its resolution, its JavaScript, its own dlopen) was about 1 ms of every
+ * queue-process start (docs/benchmarks.md). Fails as fs-ext does: an error with the errno's code
+ * (EAGAIN for a lock held elsewhere), its message `CODE, Description`.
+ */
+function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
+  const errno = nativeFlock(fd, OPERATIONS[operation]);
+  if (errno === undefined) {
+    fsExt ??= createRequire(import.meta.url)('fs-ext') as typeof import('fs-ext');
+    fsExt.flockSync(fd, operation);
+  } else if (errno !== 0) {
+    const [code, text] = process.getBuiltinModule('node:util').getSystemErrorMap().get(-errno) ?? [`E${errno}`, 'unknown error'];
+    throw Object.assign(new Error(`${code}, ${text.charAt(0).toUpperCase()}${text.slice(1)}`), { errno, code, syscall: 'Flock' });
+  }
+}
 
 export class FileLock {
   private fd: number | undefined;
@@ -34,7 +56,7 @@ export class FileLock {
     const deadline = Date.now() + BUSY_WAIT_MS;
     for (;;) {
       try {
-        fsExt.flockSync(fd, 'exnb');
+        flockSync(fd, 'exnb');
         return new FileLock(path, fd);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -111,7 +133,7 @@ export function isLocked(path: string): boolean {
     return false;
   }
   try {
-    fsExt.flockSync(fd, 'shnb');
+    flockSync(fd, 'shnb');
     unlockQuietly(fd);
     return false;
   } catch (err) {
@@ -133,7 +155,7 @@ export function isLocked(path: string): boolean {
  */
 function unlockQuietly(fd: number): void {
   try {
-    fsExt.flockSync(fd, 'un');
+    flockSync(fd, 'un');
   } catch {
     // Closing releases it anyway, once the copies are gone.
   }

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { EXTERNAL } from '../scripts/bundle.mjs';
 import { ROOT } from './helpers.js';
 
-const NEEDED = ['bin/fspl', 'dist/bundle/main.cjs', 'dist/index.js'];
+const NEEDED = ['bin/fspl', 'dist/bundle/group-start.cjs', 'dist/index.js'];
 const ADDON = path.join('native', 'build', 'Release', 'fspl_native.node');
 
 /** Copy the build of `from` (default: this checkout); remove the directory returned when done. */
