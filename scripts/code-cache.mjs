@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 /**
  * V8's code cache for the CLI bundle, dist/bundle/code-cache.bin (run by `npm run build`, after
- * scripts/bundle.mjs): for each chunk that the commands below load, its cache and a copy of the
- * source it was made from. bin/fspl compiles a chunk with its cache when the chunk's bytes equal
- * that copy. Compiling the chunks is a good part of what fspl's start-up costs beyond Node's own;
- * with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
+ * scripts/bundle.mjs): for each file of the bundle that the commands below load, its cache and a
+ * copy of the bytes it was made from. bin/fspl compiles a file with its cache when the file's
+ * bytes equal that copy. Compiling the bundle is a good part of what fspl's start-up costs
+ * beyond Node's own; with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
  *
  * How: a child process loads the bundle through bin/fspl's own loader, runs the commands whose
  * start-up counts most (in that process, one after the other, their output thrown away), then
- * writes each loaded chunk's cache. Made after the commands ran, a cache holds the functions they
- * ran too, which then need no compiling either. A chunk whose bytes changed since, a cache V8
+ * writes each loaded file's cache. Made after the commands ran, a cache holds the functions they
+ * ran too, which then need no compiling either. A file whose bytes changed since, a cache V8
  * refuses (another V8, other flags) or no pack at all: bin/fspl compiles the source as usual, so a
  * stale cache costs time, never correctness.
  */
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** The child: run the commands through bin/fspl's loader, then write the caches. */
+/** The child: run the commands through bin/fspl's loader, then write the caches of the files it compiled. */
 async function child(dir) {
   const { requireChunk, scripts } = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'fspl'));
   const { main } = requireChunk(path.join(ROOT, 'dist', 'bundle', 'main.cjs'));
@@ -54,9 +54,9 @@ async function child(dir) {
 }
 
 /**
- * The pack bin/fspl reads: a u32 LE, the length of a JSON index (chunk name: [source offset,
+ * The pack bin/fspl reads: a u32 LE, the length of a JSON index (file name: [source offset,
  * source length, cache offset, cache length], offsets from the end of the index), the index, then
- * each chunk's source and cache.
+ * each file's bytes and cache.
  */
 function writePack(file, scripts) {
   const parts = [];
@@ -67,7 +67,7 @@ function writePack(file, scripts) {
     offset += bytes.length;
     return [offset - bytes.length, bytes.length];
   };
-  for (const [chunk, script] of scripts) index[path.basename(chunk)] = [...add(fs.readFileSync(chunk)), ...add(script.createCachedData())];
+  for (const [file, script] of scripts) index[path.basename(file)] = [...add(fs.readFileSync(file)), ...add(script.createCachedData())];
   const json = Buffer.from(JSON.stringify(index));
   const length = Buffer.alloc(4);
   length.writeUInt32LE(json.length);
