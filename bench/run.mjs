@@ -1004,7 +1004,7 @@ function report(meta) {
       [`(b) \`node -e "require('bin/fspl').requireChunk('${s.entry}')"\`: module load only`, wall('load'), cpu('load'), `${fmtMs(load)} (b − a)`, 'bin/fspl\'s loader, and the first chunk (group-start.cjs) with the chunks it requires'],
       ['(c) full `fspl gen-uuid`', wall('ours'), cpu('ours'), `${fmtMs(rest)} (c − b)`, 'argument parsing, modules imported on demand, the work, exit'],
       ['for comparison: `fspl -V`', wall('version'), cpu('version'), `${fmtMs(s.version.median - s.load.median)} (vs b)`, 'the same entry load, answered before any handler is imported'],
-      ['`fspl queue-process -q EMPTY true`', wall('process'), cpu('process'), `${fmtMs(s.process.median - s.load.median)} (vs b)`, 'the queue-process handler, the queue and processing modules, fs-ext, the lock, one scan'],
+      ['`fspl queue-process -q EMPTY true`', wall('process'), cpu('process'), `${fmtMs(s.process.median - s.load.median)} (vs b)`, 'the queue-process handler, the queue and processing modules, the lock (the native addon), one scan'],
       ['for comparison: reference `fspl gen-uuid`', fmtMs(s.ref.median), fmtMs(s.ref.cpu.median), '', ''],
       ['for comparison: reference `fspl queue-process -q EMPTY true`', fmtMs(s.refProcess.median), fmtMs(s.refProcess.cpu.median), '', ''],
     ];
