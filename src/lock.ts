@@ -30,8 +30,10 @@ function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
     fsExt ??= createRequire(import.meta.url)('fs-ext') as typeof import('fs-ext');
     fsExt.flockSync(fd, operation);
   } else if (errno !== 0) {
-    const [code, text] = process.getBuiltinModule('node:util').getSystemErrorMap().get(-errno) ?? [`E${errno}`, 'unknown error'];
-    throw Object.assign(new Error(`${code}, ${text.charAt(0).toUpperCase()}${text.slice(1)}`), { errno, code, syscall: 'Flock' });
+    const names = process.getBuiltinModule('node:util').getSystemErrorMap();
+    const [code, text] = names.get(-errno) ?? [`E${errno}`, 'unknown error'];
+    const message = `${code}, ${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+    throw Object.assign(new Error(message), { errno, code, syscall: 'Flock' });
   }
 }
 

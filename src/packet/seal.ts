@@ -78,9 +78,10 @@ export function checksumMismatch(got: number, sealed: number): PayloadSealError 
 
 /**
  * Checks a payload against its seal as the bytes pass: update() with every chunk in order, then
- * finish() at the end. Usable from a synchronous copy loop and from a stream (SealTransform, seal-transform.ts).
- * update() throws as soon as the payload runs past the sealed length; finish() throws if it
- * ended early or fails the checksum. The first failure is also kept in `failure`.
+ * finish() at the end. Usable from a synchronous copy loop and from a stream (SealTransform, in
+ * seal-transform.ts). update() throws as soon as the payload runs past the sealed length;
+ * finish() throws if it ended early or fails the checksum. The first failure is also kept in
+ * `failure`.
  */
 export class SealVerifier {
   readonly seal: Seal;
