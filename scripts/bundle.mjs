@@ -34,6 +34,7 @@ const common = { platform: 'node', target: 'node20', minifyWhitespace: true, min
 async function esmChunks() {
   const result = await build({
     ...common,
+    absWorkingDir: ROOT, // the metafile's paths are relative to it (commonPath)
     entryPoints: [path.join(ROOT, 'dist', 'cli', 'main.js')],
     bundle: true,
     splitting: true,
