@@ -33,6 +33,11 @@
  *     kernel without passing through user space: one copy fewer for pipe <-> file, none for a
  *     pipe to a pipe.
  *
+ *  4. flock(): the queue lock (src/lock.ts) without fs-ext, whose loading (its resolution, its
+ *     JavaScript, its own dlopen) was about 1 ms of every `queue-process` start; this addon is
+ *     loaded anyway for the jobs (docs/benchmarks.md, issue 30). fs-ext stays for when the addon
+ *     is not built.
+ *
  * Everything here is optional: src/native.ts loads this addon if it was built and falls back to
  * the pure-Node code otherwise (or when FSPL_NO_NATIVE=1).
  *
@@ -62,6 +67,10 @@
  *     kernels and files that refuse (EINVAL, EXDEV, ENOSYS, O_APPEND, non-blocking ends...), and
  *     reports a genuine error (EPIPE, ENOSPC, EIO) the way Node reports it.
  *
+ *   flock(fd, operation) -> 0 or errno
+ *     flock(2) with the operation's bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8), retried
+ *     on EINTR.
+ *
  *   readHeads(dir, names, count, max, parse) -> [bytes, lengths, parsed] or -errno (no dir)
  *     names: count NUL-terminated file names in dir. For each file, up to max bytes from offset
  *     0; lengths[i] is the byte count (the bytes follow each other in `bytes`) or -errno.
@@ -77,6 +86,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -1185,6 +1195,20 @@ static napi_value js_copy(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static napi_value js_flock(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  int32_t fd, op;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 2) return fail(env, "flock: expected (fd, operation)");
+  CHECK(napi_get_value_int32(env, argv[0], &fd));
+  CHECK(napi_get_value_int32(env, argv[1], &op));
+  int r;
+  do r = flock(fd, op);
+  while (r != 0 && errno == EINTR);
+  return make_int(env, r == 0 ? 0 : errno);
+}
+
 /* fsBatch: file operations in order on one pool thread (fs_batch.c). */
 napi_status fspl_register_fs_batch(napi_env env, napi_value exports);
 
@@ -1203,6 +1227,9 @@ NAPI_MODULE_INIT() {
     return NULL;
   if (napi_create_function(env, "copy", NAPI_AUTO_LENGTH, js_copy, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "copy", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "flock", NAPI_AUTO_LENGTH, js_flock, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "flock", fn) != napi_ok)
     return NULL;
   if (fspl_register_fs_batch(env, exports) != napi_ok) return NULL;
   napi_value v;

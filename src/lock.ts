@@ -3,15 +3,39 @@
  * so that the two implementations exclude each other.
  */
 import fs from 'node:fs';
-import fsExt from 'fs-ext';
+import { createRequire } from 'node:module';
 import { LockedError } from './errors.js';
 import { fdatasyncQuietly } from './durable.js';
 import { closeQuietly } from './io.js';
+import { nativeFlock } from './native.js';
 
 const NOTE_MAX = 1024;
 /** How long a busy lock is retried before giving up. */
 export const BUSY_WAIT_MS = 100;
 const pauser = new Int32Array(new SharedArrayBuffer(4));
+
+/** flock(2)'s operations, as fs-ext names them, and their bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8). */
+const OPERATIONS = { exnb: 6, shnb: 5, un: 8 } as const;
+let fsExt: typeof import('fs-ext') | undefined;
+
+/**
+ * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use:
+ * loading fs-ext (its resolution, its JavaScript, its own dlopen) was about 1 ms of every
+ * queue-process start (docs/benchmarks.md). Fails as fs-ext does: an error with the errno's code
+ * (EAGAIN for a lock held elsewhere), its message `CODE, Description`.
+ */
+function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
+  const errno = nativeFlock(fd, OPERATIONS[operation]);
+  if (errno === undefined) {
+    fsExt ??= createRequire(import.meta.url)('fs-ext') as typeof import('fs-ext');
+    fsExt.flockSync(fd, operation);
+  } else if (errno !== 0) {
+    const names = process.getBuiltinModule('node:util').getSystemErrorMap();
+    const [code, text] = names.get(-errno) ?? [`E${errno}`, 'unknown error'];
+    const message = `${code}, ${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+    throw Object.assign(new Error(message), { errno, code, syscall: 'Flock' });
+  }
+}
 
 export class FileLock {
   private fd: number | undefined;
@@ -36,7 +60,7 @@ export class FileLock {
     const deadline = options.wait === false ? 0 : Date.now() + BUSY_WAIT_MS;
     for (;;) {
       try {
-        fsExt.flockSync(fd, 'exnb');
+        flockSync(fd, 'exnb');
         return new FileLock(path, fd);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -113,7 +137,7 @@ export function isLocked(path: string): boolean {
     return false;
   }
   try {
-    fsExt.flockSync(fd, 'shnb');
+    flockSync(fd, 'shnb');
     unlockQuietly(fd);
     return false;
   } catch (err) {
@@ -135,7 +159,7 @@ export function isLocked(path: string): boolean {
  */
 function unlockQuietly(fd: number): void {
   try {
-    fsExt.flockSync(fd, 'un');
+    flockSync(fd, 'un');
   } catch {
     // Closing releases it anyway, once the copies are gone.
   }

@@ -52,6 +52,8 @@ interface Binding {
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
+  /** flock(2): 0 or the errno (src/lock.ts). Absent from addons built before it was added. */
+  flock?(fd: number, operation: number): number;
   /** File operations in order on one pool thread (src/fs-batch.ts). Absent from addons built before it was added. */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
 }
@@ -385,4 +387,9 @@ export function nativeCopy(inFd: number, outFd: number, limit?: number): { copie
   if (!b?.copy) return undefined;
   const [copied, errno] = b.copy(inFd, outFd, limit ?? -1);
   return { copied, errno };
+}
+
+/** flock(2) through the addon: 0 or the errno; undefined without it (or its flock). */
+export function nativeFlock(fd: number, operation: number): number | undefined {
+  return loadNative()?.flock?.(fd, operation);
 }

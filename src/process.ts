@@ -3,22 +3,27 @@
  */
 import type { Readable } from 'node:stream';
 import { JobFailedError, describeSystemError } from './errors.js';
-import { jobVariables, type JobLocation, type JobVariable } from './jobenv.js';
+import type { JobLocation, JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
-import { readHeaderSync } from './packet/read.js';
 import type { PacketMetadata } from './packet/stream.js';
-import { checkSealedStdin, judgeSeal } from './seal-check.js';
 import type { PacketHeader } from './packet/types.js';
 import type { JobEntry } from './jobs.js';
 import type { Queue } from './queue.js';
 import { QueueRun, type RunContext } from './queue-run.js';
-import { builtinOutcome, runCommandJob, runCommandQueueJob, runFunctionQueueJob } from './run-job.js';
 import { checkSeconds } from './timer.js';
 import { JobsWatcher } from './watch.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
 export type OrderBy = 'sequence' | 'timestamp';
 export type OutputTo = 'passboth' | 'saveboth';
+
+/**
+ * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
+ * streams), loaded when the first job runs: a pass that finds nothing to run, as a cron job over
+ * an empty queue does, does not pay for loading them (docs/benchmarks.md, start-up).
+ */
+let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
+const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
 
 /** A job as an executor sees it. */
 export interface Job {
@@ -58,6 +63,12 @@ export interface ProcessSummary {
 export async function processFd(fd: number, opts: CommandOptions & { logger?: Logger }): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
   checkSeconds(opts.timeout, 'processFd: timeout');
+  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, judgeSeal }, { builtinOutcome, runCommandJob }] = await Promise.all([
+    import('./packet/read.js'),
+    import('./jobenv.js'),
+    import('./seal-check.js'),
+    loadRunJob(),
+  ]);
   const header = readHeaderSync(fd);
   const job: Job = { header, variables: jobVariables(header), payload: fd };
   // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
@@ -182,8 +193,10 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   const cmdOpts = opts as ProcessRunOptions & CommandOptions;
   // Read once per run: process.env is slow to enumerate, and this is the per-job path.
   const baseEnv = { ...process.env };
-  const runJob = (queue: Queue, entry: JobEntry) =>
-    fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
+  const runJob = async (queue: Queue, entry: JobEntry) => {
+    const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
+    return fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
+  };
   return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', runJob };
 }
 

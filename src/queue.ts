@@ -10,19 +10,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllAsync, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
-import { withSealCheck } from './packet/stream.js';
-import { jobVariables, variablesRecord } from './jobenv.js';
-import { readHeaderAndLengthSync } from './packet/read.js';
-import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
+import type { PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
-import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
+import type { DecodedJob } from './decoder.js';
 import { silentLogger, type Logger } from './log.js';
-import { readHeaderFileSync, readHeaders } from './job-headers.js';
 import { SeqFile } from './seqfile.js';
 import { fsyncDir, fsyncDirAsync } from './durable.js';
 import { checkSeconds } from './timer.js';
@@ -30,6 +26,12 @@ import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEn
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+
+// Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
+// empty queue, from cron) does not load the codec, streams and decoders (docs/benchmarks.md).
+const headers = () => import('./job-headers.js');
+const decoding = () => import('./decoder.js');
+const packets = () => import('./packet/stream.js');
 
 /** A job file opened for reading: header read, payload ready. close() releases it. */
 export interface OpenJob {
@@ -177,7 +179,7 @@ export class Queue {
     } catch (err) {
       await handle?.close().catch(() => {});
       unlinkQuietly(temp);
-      if (packet instanceof Readable) packet.destroy();
+      if (!(packet instanceof Uint8Array)) (packet as Partial<Readable>).destroy?.(); // a stream
       throw this.placeWriteError(err);
     }
     return filename;
@@ -246,8 +248,8 @@ export class Queue {
   /** Read one job file's header, through the decoder if there is one. */
   async readHeader(filename: string): Promise<PacketHeader> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout);
-    return readHeaderFileSync(p);
+    if (this.decoder !== undefined) return (await decoding()).readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout);
+    return (await headers()).readHeaderFileSync(p);
   }
 
   /**
@@ -255,12 +257,12 @@ export class Queue {
    * logged at debug level, as the reference does: extra files never stop a queue.
    */
   async scan(options: ScanOptions = {}): Promise<JobEntry[]> {
-    return readHeaders(this, this.listJobFiles(), options.onFailure);
+    return (await headers()).readHeaders(this, this.listJobFiles(), options.onFailure);
   }
 
   /** Read the headers of these job files (unreadable ones left out), in the given order. */
-  readJobHeaders(names: string[]): Promise<JobEntry[]> {
-    return readHeaders(this, names);
+  async readJobHeaders(names: string[]): Promise<JobEntry[]> {
+    return (await headers()).readHeaders(this, names);
   }
 
   /**
@@ -270,7 +272,7 @@ export class Queue {
   async rescan(known: ReadonlyMap<string, JobEntry>): Promise<Map<string, JobEntry>> {
     const names = this.listJobFiles();
     const fresh = names.filter((n) => !known.has(n));
-    const read = new Map((await readHeaders(this, fresh)).map((e) => [e.filename, e]));
+    const read = new Map(fresh.length === 0 ? [] : (await this.readJobHeaders(fresh)).map((e) => [e.filename, e]));
     const out = new Map<string, JobEntry>();
     for (const n of names) {
       const e = known.get(n) ?? read.get(n);
@@ -301,9 +303,10 @@ export class Queue {
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
+      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
+    const { readHeaderAndLengthSync } = await import('./packet/read.js');
     const fd = fs.openSync(p, 'r');
     try {
       const { header, length } = readHeaderAndLengthSync(fd);
@@ -321,15 +324,16 @@ export class Queue {
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
+      const [{ checkedPayload, openThroughDecoder }, { withSealCheck }] = await Promise.all([decoding(), packets()]);
       const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
     }
-    return (await readPacket({ path: p })).payload;
+    return (await (await packets()).readPacket({ path: p })).payload;
   }
 
   /** The jobs in sequence order (ties in directory order) or timestamp order, scanned once. */
   async *jobs(options: { order?: OrderBy } = {}): AsyncGenerator<QueuedJob> {
-    const entries = await this.scan();
+    const [entries, { metadataOf }] = await Promise.all([this.scan(), packets()]);
     entries.sort(options.order === 'timestamp' ? compareByTimestamp : compareBySeq);
     for (const e of entries) {
       yield { ...metadataOf(e.header), filename: e.filename, path: this.jobPath(e.filename), payload: () => this.openPayload(e.filename) };
@@ -342,7 +346,7 @@ export class Queue {
 
   /** A job's metadata and variables, by sequence number. */
   async info(seq: bigint): Promise<JobDetails> {
-    const { filename, header } = await this.find(seq);
+    const [{ filename, header }, { metadataOf }, { jobVariables, variablesRecord }] = await Promise.all([this.find(seq), packets(), import('./jobenv.js')]);
     const variables = variablesRecord(jobVariables(header, { queuedir: this.dir, filename }));
     return { ...metadataOf(header), filename, path: this.jobPath(filename), variables };
   }

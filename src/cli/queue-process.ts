@@ -6,13 +6,13 @@
  */
 import type { Logger } from '../log.js';
 import { processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
-import { processQueues, type ProcessQueuesSummary } from '../process-many.js';
+import type { ProcessQueuesSummary } from '../process-many.js';
 import { Queue } from '../queue.js';
 import { describeSystemError } from '../errors.js';
 import { enumArg, intArg, processOptions, str, strings } from './args.js';
 import type { Invocation } from './spec.js';
 import { UsageError } from './output.js';
-import { ManyProgress, ProgressLine } from './progress.js';
+import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
 
 export async function queueProcess(inv: Invocation, log: Logger): Promise<number> {
   const dirs = strings(inv, 'queuedir');
@@ -41,7 +41,7 @@ export async function queueProcess(inv: Invocation, log: Logger): Promise<number
     maxJobs: intArg(inv, 'maxjobs'),
     watch: watch && { pollInterval },
   };
-  const progress = process.stderr.isTTY && !inv.args['no-progress'] ? new ProgressLine(process.stderr) : undefined;
+  const progress = !inv.args['no-progress'] && stderrIsTerminal() ? new ProgressLine(process.stderr) : undefined;
   const many = dirs.length > 1 || parents.length > 0;
   const stop = new AbortController();
   const onSignal = () => {
@@ -62,6 +62,8 @@ export async function queueProcess(inv: Invocation, log: Logger): Promise<number
       await processQueue(q, { ...options, signal: stop.signal, onEvent: progress && ((e) => progress.update(e)) });
       return 0;
     }
+    // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
+    const { processQueues } = await import('../process-many.js');
     const shown = progress && new ManyProgress(progress);
     const summary = await processQueues(dirs, {
       ...options,

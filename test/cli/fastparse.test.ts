@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fastParse, fastParseNet } from '../../src/cli/fastparse.js';
+import { fastParse } from '../../src/cli/fastparse.js';
+import { fastParseNet } from '../../src/cli/net-fastparse.js';
 import { parseNet } from '../../src/cli/parser.js';
 
 describe('fastParse', () => {
