@@ -98,9 +98,13 @@ describe('queue-process over many queues', () => {
         fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), gz);
       }
     }
-    const r = fspl(['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat; echo']);
+    const out = path.join(path.dirname(parent), 'out');
+    fs.mkdirSync(out);
+    const r = fspl(['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"'], { OUT: out });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(['q0-1', 'q0-2', 'q1-1', 'q1-2', 'q2-1', 'q2-2']);
+    const got = fs.readdirSync(out).sort();
+    expect(got).toEqual(['q0-1', 'q0-2', 'q1-1', 'q1-2', 'q2-1', 'q2-2']);
+    for (const f of got) expect(fs.readFileSync(path.join(out, f), 'utf8')).toBe(f);
   });
 
   it('gives the job its own queue in FSPL_JOB_QUEUEDIR, as given', () => {
