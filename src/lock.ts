@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import fsExt from 'fs-ext';
 import { LockedError } from './errors.js';
-import { fdatasyncQuietly } from './durable.js';
+import { dirSyncSkipped, fdatasyncQuietly } from './durable.js';
+import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
 
 const NOTE_MAX = 1024;
@@ -80,6 +81,17 @@ export class FileLock {
     // A regular file takes a write this small whole.
     fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
     fdatasyncQuietly(this.descriptor());
+  }
+
+  /**
+   * writeNote as an operation of a batch (fs-batch.ts), for a caller that runs it with the steps
+   * that must follow it: one positional write at the start of the lock file, then fdatasync (as
+   * writeNote; not under FSPL_BENCH_NO_DIRSYNC, as fdatasyncQuietly). Valid while the lock is held.
+   */
+  noteOp(line: string): BatchOp {
+    const data = Buffer.from(`${line}\n`, 'utf8');
+    if (data.length > NOTE_MAX) throw new RangeError('FileLock.noteOp: note too long');
+    return { op: 'pwrite', fd: this.descriptor(), position: 0, data, datasync: !dirSyncSkipped() };
   }
 
   /** Empty the lock file again. */

@@ -54,6 +54,8 @@ interface Binding {
   copy?(inFd: number, outFd: number, limit: number): [number, number];
   /** File operations in order on one pool thread (src/fs-batch.ts). Absent from addons built before it was added. */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
+  /** The same, on the calling thread (src/fs-batch.ts runBatchSync). Absent from addons built before it was added. */
+  fsBatchSync?(ops: Array<Array<number | string | Buffer>>): Int32Array;
 }
 
 /** kinds (-1 not parsed, 0 NOP, 1 Fail, 2 Command), seqs, secs, nanos, per-file layout index, layout, data. */

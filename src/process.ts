@@ -4,14 +4,14 @@
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
-import { fsyncDir } from './durable.js';
+import { finishInterrupted, jobRecord, nopRunAt, nopRunRecord, record } from './finish.js';
 import { jobVariables, type JobLocation, type JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
 import { readHeaderSync } from './packet/read.js';
 import type { PacketMetadata } from './packet/stream.js';
 import { checkSealedStdin, judgeSeal } from './seal-check.js';
 import { U64_MAX, type PacketHeader } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+import { compareByTimestamp, indexBySeq, type JobEntry } from './jobs.js';
 import type { Queue } from './queue.js';
 import { builtinOutcome, runCommandJob, runCommandQueueJob, runFunctionQueueJob, type Outcome } from './run-job.js';
 import type { SeqFile } from './seqfile.js';
@@ -181,7 +181,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
       watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: log });
       log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
     }
-    const next = finishInterrupted(queue, seqfile, seqfile.read(), log);
+    const next = await finishInterrupted(queue, seqfile, seqfile.read(), log);
     log.debug('process', () => `Read next ID ${next} from seqfile`);
     // Unlike the reference, make sure a job's completion can be recorded before running any:
     // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
@@ -270,7 +270,9 @@ async function runPass(run: QueueRun, pass: Pass): Promise<boolean> {
       run.log.debug('process', 'Stopping: there is no job with the next sequence number');
       return false;
     }
-    await runOne(run, entry, pass.byTimestamp !== undefined);
+    const nops = pass.bySeq && run.opts.outputTo !== 'saveboth' ? nopRunAt(pass.bySeq, run.next, run.maxJobs - run.summary.processed) : [];
+    if (nops.length > 0) runNops(run, nops);
+    else await runOne(run, entry, pass.byTimestamp !== undefined);
   }
 }
 
@@ -294,72 +296,35 @@ async function runOne(run: QueueRun, entry: JobEntry, timestampOrder: boolean): 
   emit(ended); // after the job is recorded: listeners see the queue as it now is
 }
 
-/** Record a finished job: nextseq past it (sequence order), its file deleted unless kept. */
+/**
+ * Record a finished job, durably (finish.ts): a note naming it, nextseq past it (sequence
+ * order), its file deleted unless kept.
+ */
 function recordFinished(run: QueueRun, entry: JobEntry, outcome: Outcome, timestampOrder: boolean): void {
-  const { queue, opts, log, seqfile } = run;
-  const seq = entry.header.seq;
-  const remove = !opts.neverDelete && (outcome.ok || run.onError === 'delete');
-  // The job is finished: record that in the lock file before nextseq and the job file
-  // change, so that a run killed between the two steps is completed by the next one
-  // (finishInterrupted) instead of leaving a spent job file behind.
-  if (remove) noteFinishing(seqfile, `${timestampOrder ? 'T' : 'S'} ${seq} ${entry.filename}`, log);
-  if (timestampOrder) {
-    run.done.add(entry.filename);
-  } else {
-    const next = seq + 1n;
-    run.next = next;
-    // Durable before the job file goes (SeqFile.write fsyncs the queue directory): after a
-    // power cut the job is not run again, and a queue never waits for a job already deleted.
-    seqfile.write(next);
-    log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
-  }
-  if (remove) {
-    log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
-    queue.delete(entry.filename);
-    run.known.delete(entry.filename);
-    // The deletion is durable with jobs/: without this fsync a power cut brings the spent
-    // file back (below nextseq in sequence order, to run again in timestamp order). About
-    // 0.2 ms a job here, beside the milliseconds of starting its command (docs/benchmarks.md).
-    fsyncDir(queue.jobsDir);
-  }
+  const { seq } = entry.header;
+  const remove = !run.opts.neverDelete && (outcome.ok || run.onError === 'delete');
+  record(run.queue, run.seqfile, jobRecord({ seq, filename: entry.filename, order: timestampOrder ? 'timestamp' : 'sequence', remove }), run.log);
+  if (timestampOrder) run.done.add(entry.filename);
+  else run.next = seq + 1n;
+  if (remove) run.known.delete(entry.filename);
 }
 
 /**
- * Write the note naming the job being finished. It only helps a later run after a kill, so a
- * failure (a full disk, say) is not an error: the update of nextseq that follows reports it.
+ * A run of NOP jobs in sequence order (nopRunAt): nothing to run, so they are recorded as one
+ * (finish.ts), and each is reported once they are.
  */
-function noteFinishing(seqfile: SeqFile, line: string, log: Logger): void {
-  try {
-    seqfile.writeNote(line);
-  } catch (err) {
-    log.debug('process', () => `Could not note the job being finished in the lock file: ${describeSystemError(err)}`);
+function runNops(run: QueueRun, nops: JobEntry[]): void {
+  const remove = !run.opts.neverDelete;
+  record(run.queue, run.seqfile, nopRunRecord(nops, remove), run.log);
+  run.next = nops[nops.length - 1]!.header.seq + 1n;
+  run.summary.processed += nops.length;
+  run.summary.succeeded += nops.length;
+  for (const { header, filename } of nops) {
+    const { seq } = header;
+    if (remove) run.known.delete(filename);
+    const { why } = builtinOutcome(header)!;
+    run.log.debug('process', () => `Job ${seq} from ${filename} ${why}`);
+    run.emit({ type: 'start', seq, filename });
+    run.emit({ type: 'end', seq, filename, ok: true, why });
   }
-}
-
-/**
- * Complete a finished job that a killed run left half-recorded. The lock file's note names the
- * last job a run was finishing: its command had succeeded (or failed under Delete), and nextseq
- * and the job file were about to change. If nextseq still names it, move past it; then delete
- * its file, which is spent. Without this, a kill in that window leaves a job file below nextseq
- * that nothing ever runs or removes (as in the reference), or runs a finished job again.
- */
-function finishInterrupted(queue: Queue, seqfile: SeqFile, next: bigint, log: Logger): bigint {
-  const note = /^([ST]) (\d+) (\S+)$/.exec(seqfile.readNote());
-  if (note) {
-    const [, mode, seqText, filename] = note as unknown as [string, 'S' | 'T', string, string];
-    const seq = BigInt(seqText);
-    if (isJobFilename(filename) && fs.existsSync(queue.jobPath(filename))) {
-      if (mode === 'S' && seq === next && seq !== U64_MAX) {
-        next = seq + 1n;
-        seqfile.write(next);
-      }
-      if (mode === 'T' || seq < next) {
-        log.info('process', `Removing ${JSON.stringify(filename)}: job ${seq} was finished by an interrupted run`);
-        queue.delete(filename);
-        fsyncDir(queue.jobsDir); // as after any job: the spent file stays gone
-      }
-    }
-  }
-  seqfile.clearNote();
-  return next;
 }

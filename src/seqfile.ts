@@ -161,6 +161,11 @@ export class SeqFile {
     this.lock.writeNote(line);
   }
 
+  /** writeNote as an operation of a batch (see FileLock.noteOp). */
+  noteOp(line: string): BatchOp {
+    return this.lock.noteOp(line);
+  }
+
   clearNote(): void {
     this.lock.clearNote();
   }
