@@ -141,7 +141,7 @@ const hasNul = (s: string) => s.includes('\0');
 export function nativeSpawn(
   command: string,
   args: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
+  env: SpawnEnv,
   stdin: number,
   stdout: number,
   stderr: number,
