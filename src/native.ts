@@ -51,6 +51,8 @@ interface Binding {
   spawnStart?(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
+  openHead?(path: string, max: number): [number, number, ParsedArrays | null] | number;
+  /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
   /** File operations in order on one pool thread (src/fs-batch.ts). Absent from addons built before it was added. */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
@@ -370,6 +372,21 @@ function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedA
     for (let k = layout[at++]!; k > 0; k--, at += 4) env.push([bytes(at), bytes(at + 2)]);
     return { seq: seqs[i]!, ctime, cmd: { kind: 'Command', params, env } };
   };
+}
+
+/**
+ * Open a job file for its payload, its header read and decoded in C when it is in the usual
+ * encoding (as nativeReadHeads): the descriptor is then at the payload, `payloadOffset` bytes in.
+ * Without `header`, the descriptor is at 0: decode the header in JS from there. Undefined when the
+ * addon is not available or the open fails (open it the usual way, which gives the usual error).
+ */
+export function nativeOpenHead(path: string, max: number): { fd: number; header?: PacketHeader; payloadOffset: number } | undefined {
+  const b = loadNative();
+  if (!b?.openHead || hasNul(path)) return undefined;
+  const r = b.openHead(path, max);
+  if (typeof r === 'number') return undefined;
+  const [fd, payloadOffset, parsed] = r;
+  return { fd, payloadOffset, header: parsed ? headerReader(parsed)(0) : undefined };
 }
 
 // ------------------------------------------------------------------------------------------------

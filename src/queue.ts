@@ -17,6 +17,7 @@ import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllAsync,
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
+import { nativeOpenHead } from './native.js';
 import { readHeaderAndLengthSync } from './packet/read.js';
 import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
@@ -84,6 +85,9 @@ export interface QueueOptions {
 
 /** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
 const SPACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG'] as const;
+
+/** What openJob reads at once for the header: real headers are far smaller. */
+const HEAD_READ = 4096;
 
 export class Queue {
   /** The directory as given (FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH use it verbatim). */
@@ -301,7 +305,9 @@ export class Queue {
       const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
-    const fd = fs.openSync(p, 'r');
+    const head = nativeOpenHead(p, HEAD_READ);
+    if (head?.header) return { header: head.header, payload: head.fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(head.fd) };
+    const fd = head?.fd ?? fs.openSync(p, 'r');
     try {
       const { header, length } = readHeaderAndLengthSync(fd);
       return { header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
