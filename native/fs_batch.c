@@ -16,9 +16,11 @@
  *     if this operation fails, the ones after it are not run and report -ECANCELED).
  *     callback(results): an Int32Array, one entry per operation: >= 0 on success (a descriptor
  *     for OPEN), -errno on failure.
- *       1 FSYNC_DIR  [path]                         open(O_RDONLY|O_DIRECTORY), fsync, close;
- *                                                    a directory that cannot be fsynced at all
- *                                                    (EINVAL, ENOTSUP, EROFS, EACCES, EPERM) is 0
+ *       1 FSYNC_DIR  [path, fd?]                    open(O_RDONLY|O_DIRECTORY), fsync, close; or,
+ *                                                    given fd >= 0 (that directory, held open by
+ *                                                    the caller), fsync(fd); a directory that
+ *                                                    cannot be fsynced at all (EINVAL, ENOTSUP,
+ *                                                    EROFS, EACCES, EPERM) is 0
  *       2 FSYNC      [fd]
  *       3 RENAME     [from, to]
  *       4 UNLINK     [path]
@@ -68,7 +70,7 @@ typedef struct {
   int missing_ok;
   char* a;
   char* b;
-  int fd; /* FSYNC, CLOSE, APPEND, PWRITE */
+  int fd; /* FSYNC, CLOSE, APPEND, PWRITE; FSYNC_DIR: held open, or -1 */
   int flags;
   int mode;
   int64_t pos; /* PWRITE */
@@ -115,7 +117,8 @@ static int32_t batch_dir_sync_result(int32_t r) {
   return r == -EINVAL || r == -ENOTSUP || r == -EOPNOTSUPP || r == -EROFS || r == -EACCES || r == -EPERM ? 0 : r;
 }
 
-static int32_t batch_fsync_dir(const char* path) {
+static int32_t batch_fsync_dir(const char* path, int held) {
+  if (held >= 0) return fsync(held) == 0 ? 0 : batch_dir_sync_result(batch_errno());
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return batch_dir_sync_result(batch_errno());
   int32_t r = fsync(fd) == 0 ? 0 : batch_dir_sync_result(batch_errno());
@@ -211,7 +214,7 @@ static int32_t batch_write_file(const batch_op* op) {
 static int32_t batch_run_one(const batch_op* op) {
   switch (op->code) {
     case OP_FSYNC_DIR:
-      return batch_fsync_dir(op->a);
+      return batch_fsync_dir(op->a, op->fd);
     case OP_FSYNC:
       return fsync(op->fd) == 0 ? 0 : batch_errno();
     case OP_RENAME:
@@ -308,7 +311,11 @@ static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
   op->missing_ok = (code & OP_MISSING_OK) != 0;
   op->code = code & 0xff;
   switch (op->code) {
-    case OP_FSYNC_DIR:
+    case OP_FSYNC_DIR: {
+      uint32_t n = 0;
+      op->fd = -1;
+      return (op->a = batch_string_at(env, item, 1)) != NULL && napi_get_array_length(env, item, &n) == napi_ok && (n < 3 || batch_int(env, item, 2, &op->fd));
+    }
     case OP_UNLINK:
       return (op->a = batch_string_at(env, item, 1)) != NULL;
     case OP_FSYNC:

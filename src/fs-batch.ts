@@ -23,9 +23,10 @@ export type FsOp =
   /**
    * open(O_RDONLY|O_DIRECTORY), fsync, close: the names made in it so far are durable. A
    * directory that cannot be fsynced at all succeeds (as durable.ts's fsyncDir). Skipped under
-   * FSPL_BENCH_NO_DIRSYNC.
+   * FSPL_BENCH_NO_DIRSYNC. With `fd`, a descriptor of that directory the caller holds open, only
+   * the fsync.
    */
-  | { op: 'fsyncDir'; path: string }
+  | { op: 'fsyncDir'; path: string; fd?: number }
   | { op: 'fsync'; fd: number }
   /**
    * Durable only once its directory is fsynced: a caller that needs it to survive a power cut puts
@@ -127,6 +128,7 @@ function encode(o: BatchOp): Array<number | string | Buffer> {
   const code = CODES[o.op] | (o.must ? MUST : 0) | ('missingOk' in o && o.missingOk ? MISSING_OK : 0);
   switch (o.op) {
     case 'fsyncDir':
+      return o.fd === undefined ? [code, o.path] : [code, o.path, o.fd];
     case 'unlink':
       return [code, o.path];
     case 'fsync':
@@ -233,6 +235,7 @@ async function runOne(o: FsOp): Promise<number> {
   switch (o.op) {
     case 'fsyncDir':
       try {
+        if (o.fd !== undefined) return (await fsync(o.fd), 0);
         return await withFd(await open(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY), async (fd) => fsync(fd));
       } catch (err) {
         if (cannotSync(err)) return 0; // as fsyncDir does
@@ -332,7 +335,8 @@ function fallbackSync(ops: readonly BatchOp[]): Int32Array {
 function runOneSync(o: FsOp): number {
   switch (o.op) {
     case 'fsyncDir':
-      fsyncDir(o.path);
+      if (o.fd === undefined) fsyncDir(o.path);
+      else fsyncHeldDir(o.fd);
       return 0;
     case 'fsync':
       fs.fsyncSync(o.fd);
@@ -370,6 +374,15 @@ function runOneSync(o: FsOp): number {
       for (let done = 0; done < o.data.length; ) done += fs.writeSync(o.fd, o.data, done, o.data.length - done, o.position + done);
       if (o.datasync) fs.fdatasyncSync(o.fd);
       return 0;
+  }
+}
+
+/** fsync a directory the caller holds open; one that cannot be fsynced at all succeeds (as fsyncDir). */
+function fsyncHeldDir(fd: number): void {
+  try {
+    fs.fsyncSync(fd);
+  } catch (err) {
+    if (!cannotSync(err)) throw err;
   }
 }
 

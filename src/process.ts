@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
-import { finishInterrupted, jobRecord, nopRunAt, nopRunRecord, record } from './finish.js';
+import { Finisher, nopRunAt } from './finish.js';
 import { jobVariables, type JobLocation, type JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
 import { readHeaderSync } from './packet/read.js';
@@ -143,6 +143,8 @@ interface QueueRun {
   onError: OnError;
   maxJobs: number;
   seqfile: SeqFile;
+  /** Records finished jobs, durably (finish.ts). */
+  finisher: Finisher;
   summary: ProcessSummary;
   /** Report an event; a listener's failure is logged, never thrown. */
   emit: (event: ProcessEvent) => void;
@@ -173,6 +175,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
   const { log, emit, summary, runJob } = openRun(queue, opts);
   const timestampOrder = opts.orderBy === 'timestamp';
   const seqfile = queue.lockSeqfile();
+  const finisher = new Finisher(queue, seqfile, log);
   let watcher: JobsWatcher | undefined;
   try {
     if (opts.watch) {
@@ -181,29 +184,26 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
       watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: log });
       log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
     }
-    const next = await finishInterrupted(queue, seqfile, seqfile.read(), log);
+    const next = await finisher.recover(seqfile.read());
     log.debug('process', () => `Read next ID ${next} from seqfile`);
     // Unlike the reference, make sure a job's completion can be recorded before running any:
     // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
     if (!timestampOrder) assertWritable(queue, queue.dir);
     if (!opts.neverDelete) assertWritable(queue, queue.jobsDir);
-    const run: QueueRun = { queue, opts, log, onError: opts.onError ?? 'retry', maxJobs: opts.maxJobs ?? Infinity, seqfile, summary, emit, runJob, next, known: new Map(), done: new Set() };
+    const run: QueueRun = { queue, opts, log, onError: opts.onError ?? 'retry', maxJobs: opts.maxJobs ?? Infinity, seqfile, finisher, summary, emit, runJob, next, known: new Map(), done: new Set() };
     for (;;) {
       run.known = await queue.rescan(run.known);
       const stop = await runPass(run, planPass(run, timestampOrder));
       if (stop || !watcher) break;
-      seqfile.clearNote(); // nothing half-finished while we wait
+      finisher.settle(); // nothing half-finished while we wait
       emit({ type: 'idle' });
       if (!(await watcher.wait(opts.signal))) break;
     }
+    finisher.settle();
     return summary;
   } finally {
     watcher?.close();
-    try {
-      seqfile.clearNote();
-    } catch {
-      // Never hide the error that ended the run; a note left behind names a finished job anyway.
-    }
+    finisher.close();
     seqfile.release();
   }
 }
@@ -303,7 +303,7 @@ async function runOne(run: QueueRun, entry: JobEntry, timestampOrder: boolean): 
 function recordFinished(run: QueueRun, entry: JobEntry, outcome: Outcome, timestampOrder: boolean): void {
   const { seq } = entry.header;
   const remove = !run.opts.neverDelete && (outcome.ok || run.onError === 'delete');
-  record(run.queue, run.seqfile, jobRecord({ seq, filename: entry.filename, order: timestampOrder ? 'timestamp' : 'sequence', remove }), run.log);
+  run.finisher.finishJob({ seq, filename: entry.filename, order: timestampOrder ? 'timestamp' : 'sequence', remove });
   if (timestampOrder) run.done.add(entry.filename);
   else run.next = seq + 1n;
   if (remove) run.known.delete(entry.filename);
@@ -315,7 +315,7 @@ function recordFinished(run: QueueRun, entry: JobEntry, outcome: Outcome, timest
  */
 function runNops(run: QueueRun, nops: JobEntry[]): void {
   const remove = !run.opts.neverDelete;
-  record(run.queue, run.seqfile, nopRunRecord(nops, remove), run.log);
+  run.finisher.finishNops(nops, remove);
   run.next = nops[nops.length - 1]!.header.seq + 1n;
   run.summary.processed += nops.length;
   run.summary.succeeded += nops.length;

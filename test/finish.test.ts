@@ -7,9 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NOP_RUN_MAX, jobRecord, nopRunAt, nopRunRecord, recordSteps, type FinishRecord } from '../src/finish.js';
+import { Finisher, GROUP_MAX, NOP_RUN_MAX, jobRecord, nopRunAt, nopRunRecord, type FinishRecord } from '../src/finish.js';
 import { runBatchSync } from '../src/fs-batch.js';
 import type { JobEntry } from '../src/jobs.js';
+import { silentLogger } from '../src/log.js';
 import { Queue, encodeHeader, processQueue, type CommandType } from '../src/lowlevel.js';
 import { tempDir } from './helpers.js';
 
@@ -41,7 +42,7 @@ async function cutAfter(q: Queue, k: number, make: MakeRecord): Promise<number> 
   const record = make(await bySeq(q));
   const sf = q.lockSeqfile();
   try {
-    const ops = recordSteps(q, sf, record).steps.flat();
+    const ops = new Finisher(q, sf, silentLogger).steps(record).steps.flat();
     const results = runBatchSync(ops.slice(0, k));
     expect([...results].filter((r) => r < 0), `operation ${k}`).toEqual([]);
     return ops.length;
@@ -89,8 +90,10 @@ describe('a record cut short at every step, then the next run', () => {
   it('a job: not run again once its note is written, and its file never left behind', async () => {
     const kinds = [COMMAND, COMMAND];
     const make: MakeRecord = (jobs) => jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
+    // The note, nextseq.temp written, renamed, the queue directory fsynced, the unlink (jobs/ is
+    // fsynced later, once for several jobs).
     const steps = await cutAfter(queueOf(kinds).q, 0, make);
-    expect(steps).toBe(6);
+    expect(steps).toBe(5);
     for (let k = 0; k <= steps; k++) {
       const { q, command, ran } = queueOf(kinds);
       await cutAfter(q, k, make);
@@ -103,7 +106,55 @@ describe('a record cut short at every step, then the next run', () => {
   });
 });
 
-describe('finishInterrupted, a run of NOPs', () => {
+describe('deletions made durable together', () => {
+  it('each note names the deletions not yet durable; after a power cut brings them back, the next run removes them', async () => {
+    const n = GROUP_MAX + 3;
+    const { q, command, ran } = queueOf(Array.from({ length: n + 1 }, () => COMMAND));
+    const jobs = await bySeq(q);
+    const copies = new Map([...jobs.values()].map((e) => [e.filename, fs.readFileSync(q.jobPath(e.filename))]));
+    const sf = q.lockSeqfile();
+    const finisher = new Finisher(q, sf, silentLogger);
+    const notes: string[] = [];
+    for (let s = 1n; s <= BigInt(n); s++) {
+      finisher.finishJob({ seq: s, filename: jobs.get(s)!.filename, order: 'sequence', remove: true });
+      notes.push(sf.readNote());
+    }
+    // Job s's note names its file and the deletions since jobs/ was last fsynced (GROUP_MAX at most).
+    expect(notes[0]).toBe(`S 1 ${jobs.get(1n)!.filename}`);
+    expect(notes[GROUP_MAX - 1]!.split(' ')).toHaveLength(2 + GROUP_MAX);
+    expect(notes[GROUP_MAX]!.split(' ')).toHaveLength(3);
+    expect(notes[n - 1]!.split(' ').slice(2)).toEqual([n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map((s) => jobs.get(BigInt(s))!.filename));
+    // A power cut now: the last jobs' deletions were not durable, so their files come back; the
+    // run ends without settling (the note stays).
+    for (const s of [n, n - 1, n - 2]) fs.writeFileSync(q.jobPath(jobs.get(BigInt(s))!.filename), copies.get(jobs.get(BigInt(s))!.filename)!);
+    sf.release();
+    expect(await processQueue(q, command)).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+    expect(ran()).toEqual([n + 1]);
+    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+    expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+  });
+
+  it('a job kept (--never-delete) writes no note; the one before still names the deletions waiting', async () => {
+    const { q } = queueOf([COMMAND, COMMAND, COMMAND]);
+    const jobs = await bySeq(q);
+    const sf = q.lockSeqfile();
+    try {
+      const finisher = new Finisher(q, sf, silentLogger);
+      finisher.finishJob({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
+      finisher.finishJob({ seq: 2n, filename: jobs.get(2n)!.filename, order: 'sequence', remove: false });
+      expect(sf.readNote()).toBe(`S 1 ${jobs.get(1n)!.filename}`);
+      finisher.finishJob({ seq: 3n, filename: jobs.get(3n)!.filename, order: 'sequence', remove: true });
+      expect(sf.readNote()).toBe(`S 3 ${jobs.get(3n)!.filename} ${jobs.get(1n)!.filename}`);
+      finisher.settle();
+      expect(sf.readNote()).toBe('');
+    } finally {
+      sf.release();
+    }
+    expect(fs.readdirSync(q.jobsDir)).toEqual([jobs.get(2n)!.filename]);
+  });
+});
+
+describe('recovery from a run of NOPs', () => {
   it('deletes only the NOPs of the noted run below nextseq', async () => {
     const { q, command, ran } = queueOf([NOP, NOP, COMMAND, NOP, NOP, NOP]);
     const jobs = await bySeq(q);

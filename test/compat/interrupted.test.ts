@@ -8,9 +8,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { jobRecord, nopRunAt, nopRunRecord, recordSteps, type FinishRecord } from '../../src/finish.js';
+import { Finisher, jobRecord, nopRunAt, nopRunRecord, type FinishRecord } from '../../src/finish.js';
 import { runBatchSync } from '../../src/fs-batch.js';
 import type { JobEntry } from '../../src/jobs.js';
+import { silentLogger } from '../../src/log.js';
 import { Queue, encodeHeader, type CommandType } from '../../src/lowlevel.js';
 import { describeCompat, fspl, tmpDir, type Impl } from './harness.js';
 
@@ -24,7 +25,7 @@ async function cutQueue(kinds: CommandType[], k: number, make: (jobs: Map<bigint
   const record = make(new Map((await q.scan()).map((e) => [e.header.seq, e])));
   const sf = q.lockSeqfile();
   try {
-    const ops = recordSteps(q, sf, record).steps.flat();
+    const ops = new Finisher(q, sf, silentLogger).steps(record).steps.flat();
     expect([...runBatchSync(ops.slice(0, k))].filter((r) => r < 0)).toEqual([]);
     return { q, ops: ops.length };
   } finally {
