@@ -17,7 +17,7 @@ import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllAsync,
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { withSealCheck } from './packet/stream.js';
 import { jobVariables, variablesRecord } from './jobenv.js';
-import { nativeOpenHead } from './native.js';
+import { nativeOpenHead } from './native-heads.js';
 import { readHeaderAndLengthSync } from './packet/read.js';
 import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
