@@ -50,7 +50,6 @@
  * a note behind.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { closeQuietly } from './io.js';
 import { firstFailedStep, runBatchSync, type BatchOp } from './fs-batch.js';
 import { isJobFilename, type JobEntry } from './jobs.js';
@@ -263,15 +262,15 @@ export class Finisher {
   /** A directory's fsync through a descriptor held for the run (opened on first use): no open and close each time. */
   private held(o: BatchOp): BatchOp {
     if (o.op !== 'fsyncDir') return o;
-    const dir = path.resolve(o.path);
-    let fd = this.dirs.get(dir);
+    // By the path as given: the queue's own strings, the same for the whole run.
+    let fd = this.dirs.get(o.path);
     if (fd === undefined) {
       try {
-        fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+        fd = fs.openSync(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
       } catch {
         return o; // opened (and its error reported) by the operation itself
       }
-      this.dirs.set(dir, fd);
+      this.dirs.set(o.path, fd);
     }
     return { ...o, fd };
   }

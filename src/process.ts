@@ -226,7 +226,8 @@ function openRun(queue: Queue, opts: ProcessQueueOptions): Pick<QueueRun, 'log' 
   checkSeconds(opts.timeout, 'processQueue: timeout');
   const fn = opts.run;
   const cmdOpts = opts as ProcessQueueOptions & CommandOptions;
-  const baseEnv = { ...process.env };
+  // Frozen: the addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
+  const baseEnv = Object.freeze({ ...process.env });
   const runJob = (entry: JobEntry) =>
     fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
   return { log, emit, summary, runJob };
