@@ -157,10 +157,6 @@ export class SeqFile {
     return this.lock.readNote();
   }
 
-  writeNote(line: string): void {
-    this.lock.writeNote(line);
-  }
-
   /** writeNote as an operation of a batch (see FileLock.noteOp). */
   noteOp(line: string): BatchOp {
     return this.lock.noteOp(line);
