@@ -210,20 +210,23 @@ export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
 // The pure-Node fallback
 
 async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
-  const out = new Int32Array(ops.length);
-  let skip = false;
+  const out = new Int32Array(ops.length).fill(ECANCELED);
   for (let i = 0; i < ops.length; i++) {
-    if (skip) {
-      out[i] = ECANCELED;
-      continue;
-    }
-    out[i] = await runOne(ops[i]!).then(
-      (r) => r,
-      (err: NodeJS.ErrnoException) => (typeof err.errno === 'number' && err.errno < 0 ? err.errno : -os.constants.errno.EIO),
-    );
-    if (out[i]! < 0 && ops[i]!.must && !missingIsOk(ops[i]!, out[i]!)) skip = true;
+    out[i] = await runOne(ops[i]!).catch(errnoOf);
+    if (stops(ops[i]!, out[i]!)) break;
   }
   return out;
+}
+
+/** A failed operation's result: its -errno (EIO if it has none). */
+function errnoOf(err: unknown): number {
+  const errno = (err as NodeJS.ErrnoException).errno;
+  return typeof errno === 'number' && errno < 0 ? errno : -os.constants.errno.EIO;
+}
+
+/** Whether a result stops the batch: a failed `must` operation (a missing file with missingOk aside). */
+function stops(o: BatchOp, result: number): boolean {
+  return result < 0 && o.must === true && !missingIsOk(o, result);
 }
 
 const open = util.promisify(fs.open);
@@ -313,20 +316,14 @@ async function withFd(fd: number, fn: (fd: number) => Promise<void>): Promise<nu
 // The pure-Node fallback of runBatchSync
 
 function fallbackSync(ops: readonly BatchOp[]): Int32Array {
-  const out = new Int32Array(ops.length);
-  let skip = false;
+  const out = new Int32Array(ops.length).fill(ECANCELED);
   for (let i = 0; i < ops.length; i++) {
-    if (skip) {
-      out[i] = ECANCELED;
-      continue;
-    }
     try {
       out[i] = runOneSync(ops[i]!);
     } catch (err) {
-      const errno = (err as NodeJS.ErrnoException).errno;
-      out[i] = typeof errno === 'number' && errno < 0 ? errno : -os.constants.errno.EIO;
+      out[i] = errnoOf(err);
     }
-    if (out[i]! < 0 && ops[i]!.must && !missingIsOk(ops[i]!, out[i]!)) skip = true;
+    if (stops(ops[i]!, out[i]!)) break;
   }
   return out;
 }
