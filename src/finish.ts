@@ -143,7 +143,11 @@ function parseNote(text: string): Note | undefined {
 export class Finisher {
   /** Deleted, but not yet durably: named in every note until jobs/ is fsynced. */
   private waiting: string[] = [];
+  /** The length of their names in a note. */
+  private waitingLength = 0;
   private readonly dirs = new Map<string, number>();
+  /** SeqFile.batchWrite's store (the same array each time), and it with the directory held. */
+  private store: { given?: readonly BatchOp[]; held: BatchOp[] } = { held: [] };
 
   constructor(
     private readonly queue: Queue,
@@ -153,10 +157,13 @@ export class Finisher {
 
   /** Record a job that has run (its deletion durable with a later fsync of jobs/). */
   finishJob(job: FinishedJob): void {
-    const full = this.waiting.length >= GROUP_MAX || job.filename.length + 1 + this.waiting.reduce((n, f) => n + f.length + 1, 40) > NOTE_MAX;
+    const full = this.waiting.length >= GROUP_MAX || 40 + job.filename.length + this.waitingLength > NOTE_MAX;
     if (job.remove && full) this.syncDeletions();
     const noteFailed = this.record(jobRecord(job, this.waiting));
-    if (job.remove) this.waiting.push(job.filename);
+    if (job.remove) {
+      this.waiting.push(job.filename);
+      this.waitingLength += job.filename.length + 1;
+    }
     // Without its note, nothing names the deletions that wait: make them durable now.
     if (noteFailed) this.syncDeletions();
   }
@@ -172,6 +179,7 @@ export class Finisher {
     if (this.waiting.length === 0) return;
     this.record({ remove: [], syncDeletions: true });
     this.waiting = [];
+    this.waitingLength = 0;
   }
 
   /** At rest (watching, idle) and at the end: every deletion durable, then the note emptied (nothing to complete). */
@@ -234,7 +242,8 @@ export class Finisher {
     // A failed note only weakens what a later run can complete after a crash (a full disk, say):
     // the record goes on, and step 2 reports the disk's state.
     const note: BatchOp[] = r.note === undefined ? [] : [this.seqfile.noteOp(r.note)];
-    const next: BatchOp[] = write ? [{ ...write.prepare, must: true }, ...write.store.map((o) => this.held(o))] : [];
+    if (write && write.store !== this.store.given) this.store = { given: write.store, held: write.store.map((o) => this.held(o)) };
+    const next: BatchOp[] = write ? [{ ...write.prepare, must: true }, ...this.store.held] : [];
     const remove = r.remove.map((f): BatchOp => ({ op: 'unlink', path: this.queue.jobPath(f), must: true }));
     if (r.syncDeletions) remove.push(this.held({ op: 'fsyncDir', path: this.queue.jobsDir, must: true }));
     return { steps: [note, next, remove], failed: () => write?.failed() };
