@@ -37,7 +37,7 @@ export function builtinOutcome(header: PacketHeader): Outcome | undefined {
  * from its header and location (the job's own `variables`, Buffers, are not needed here):
  * merged into the inherited environment as the addon takes it (ChildEnv, jobenv.ts), which packs
  * the inherited part once per run. Building an object of the whole environment per job, and
- * packing all of it again, was about 40 us of a job's 100 us of JS (docs/benchmarks.md).
+ * packing all of it again, was about 40 us a job in the profile of docs/benchmarks.md.
  */
 export async function runCommandJob(
   job: Omit<Job, 'variables'>,

@@ -48,6 +48,8 @@ export interface SeqfileOptions {
 export class SeqFile {
   readonly path: string;
   private readonly lock: FileLock;
+  /** batchWrite's parts that are the same for every value, made on first use. */
+  private batch: ReturnType<SeqFile['batchParts']> | undefined;
 
   private constructor(path: string, lock: FileLock) {
     this.path = path;
@@ -150,8 +152,6 @@ export class SeqFile {
       failed: () => unlinkQuietly(temp),
     };
   }
-
-  private batch: ReturnType<SeqFile['batchParts']> | undefined;
 
   /** Return the current value and store the next one; refuses to wrap past 2^64-1. */
   take(): bigint {
