@@ -12,10 +12,12 @@
  *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
- *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, D for durability (for debugging)
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues, D for durability (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
+ *   --baseline DIR       another checkout (built: DIR/bin/fspl) measured as a third side in
+ *                        workloads 2 and 3, e.g. main in a scratch worktree [BENCH_BASELINE]
  *
  * Every round runs ours then the reference, one after the other, on fresh copies of the same
  * generated input. Each run is checked (exit status, end state of the queue, output equal to the
@@ -53,6 +55,7 @@ function parseArgs(argv) {
     dir: env.BENCH_DIR || undefined,
     ref: env.FSPL_REF || '/usr/bin/fspl',
     noNative: env.BENCH_NO_NATIVE === '1',
+    baseline: env.BENCH_BASELINE || undefined,
   };
   const need = (i) => {
     if (i + 1 >= argv.length) die(`option ${argv[i]} needs a value`);
@@ -73,8 +76,9 @@ function parseArgs(argv) {
       case '--dir': o.dir = val(); break;
       case '--ref': o.ref = val(); break;
       case '--no-native': o.noNative = true; break;
+      case '--baseline': o.baseline = path.resolve(val()); break;
       case '-h': case '--help':
-        process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 23).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+        process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 25).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
         process.exit(0);
       // eslint-disable-next-line no-fallthrough
       default: die(`unknown option ${a} (try --help)`);
@@ -87,6 +91,7 @@ function parseArgs(argv) {
     if (!Number.isInteger(o[k]) || o[k] < 1) die(`--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} must be a positive integer`);
   }
   if (!o.dir) o.dir = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  if (o.baseline && !fs.existsSync(path.join(o.baseline, 'bin', 'fspl'))) die(`--baseline ${o.baseline}: no bin/fspl there`);
   if (!o.out) {
     o.out = o.quick || o.only ? path.join(os.tmpdir(), `fspl-bench-${o.quick ? 'quick' : 'partial'}-${process.pid}.md`) : path.join(ROOT, 'docs', 'benchmarks.md');
   }
@@ -136,6 +141,8 @@ const SIDES = {
   ref: { name: 'ref', argv: [opts.ref] },
   /** Ours without the native addon (row 6 measures both when the addon is built). */
   oursJs: { name: 'ours-js', argv: [NODE, BIN], env: { ...ENV, FSPL_NO_NATIVE: '1' } },
+  /** Another checkout (--baseline): a third side in workloads 2 and 3. */
+  base: opts.baseline ? { name: 'base', argv: [NODE, path.join(opts.baseline, 'bin', 'fspl')] } : undefined,
 };
 
 // ---------------------------------------------------------------- running things
@@ -324,7 +331,7 @@ function alternate(label, rounds, { prepare = () => ({}), run, check, cleanup = 
       cleanup(ctx);
       out[side.name].push(res);
     }
-    log(`  ${label} round ${r + 1}/${rounds}: ours ${fmtMs(out.ours[r].wall)}, ref ${fmtMs(out.ref[r].wall)}`);
+    log(`  ${label} round ${r + 1}/${rounds}: ${sides.map((s) => `${s.name} ${fmtMs(out[s.name][r].wall)}`).join(', ')}`);
   }
   return out;
 }
@@ -346,48 +353,78 @@ function addDetails(id, label, runs, metrics = ['wall']) {
   }
 }
 
-/** The module bin/fspl imports (what "module load only" loads), e.g. dist/cli/main.js. */
+/** The chunk bin/fspl runs first (what "module load only" loads), from dist/bundle/group-start.cjs. */
 function entryModule() {
   const text = fs.readFileSync(BIN, 'utf8');
-  const m = /^\s*import\s[^;]*?from\s+['"]([^'"]+)['"]/m.exec(text) || /import\(\s*['"]([^'"]+)['"]\s*\)/.exec(text);
-  const file = m ? path.resolve(path.dirname(BIN), m[1]) : path.join(DIST, 'cli', 'main.js');
-  if (!fs.existsSync(file)) throw new BenchError(`${file} (imported by bin/fspl) is missing: run npm run build first`);
+  const m = /['"]([^'"]*main\.c?js)['"]/.exec(text);
+  const file = path.join(DIST, 'bundle', m ? path.basename(m[1]) : 'main.cjs');
+  if (!fs.existsSync(path.join(DIST, 'bundle', 'group-start.cjs'))) throw new BenchError('dist/bundle/group-start.cjs (loaded by bin/fspl) is missing: run npm run build first');
   return file;
+}
+
+/**
+ * A start-up probe's CPU: the process run by bash, whose `times` prints the user and system time
+ * of its children from getrusage (to the millisecond; dash's `times` counts 10 ms ticks, and GNU
+ * time prints hundredths of seconds). Milliseconds, user+sys.
+ */
+function probeCpu(argv, what) {
+  const r = spawnSync('bash', ['-c', '"$@" >/dev/null 2>&1; s=$?; times >&2; exit $s', 'bash', ...argv], { cwd: ROOT, env: ENV, encoding: 'utf8' });
+  if (r.status !== 0) fail(`${what} (CPU run): exit status ${r.status}`, { argv, stderr: r.stderr });
+  const last = r.stderr.trim().split('\n').pop();
+  const m = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/.exec(last ?? '');
+  if (!m) fail(`${what}: cannot read bash's times from ${JSON.stringify(r.stderr)}`, { argv });
+  return (Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4])) * 1000;
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$/;
 
-// 1. Cold start, plus the start-up breakdown, all interleaved in one loop.
+// 1. Cold start, plus the start-up breakdown, all interleaved in one loop: each round runs every
+// probe once bare (wall time) and once under bash (CPU), in the same order.
 function benchColdStart() {
   const entry = entryModule();
+  const empty = path.join(WORK, 'empty-queue');
+  expectOk(runBare([...SIDES.ref.argv, 'queue-init', '-q', empty]), 'queue-init of the empty queue');
   const probes = [
     { key: 'floor', argv: [NODE, '-e', '0'] },
-    { key: 'load', argv: [NODE, '--input-type=module', '-e', `await import(${JSON.stringify(pathToFileURL(entry).href)});`] },
+    { key: 'load', argv: [NODE, '-e', `require(${JSON.stringify(BIN)}).requireChunk(${JSON.stringify(entry)})`] },
     { key: 'version', argv: [...SIDES.ours.argv, '-V'] },
     { key: 'ours', argv: [...SIDES.ours.argv, 'gen-uuid'], uuid: true },
     { key: 'ref', argv: [...SIDES.ref.argv, 'gen-uuid'], uuid: true },
+    { key: 'process', argv: [...SIDES.ours.argv, 'queue-process', '-q', empty, 'true'], empty: true },
+    { key: 'refProcess', argv: [...SIDES.ref.argv, 'queue-process', '-q', empty, 'true'], empty: true },
   ];
   startup.entry = path.relative(ROOT, entry);
   // Warm the page cache once, untimed.
   for (const p of probes) runBare(p.argv);
   const t = Object.fromEntries(probes.map((p) => [p.key, []]));
+  const cpu = Object.fromEntries(probes.map((p) => [p.key, []]));
   for (let r = 0; r < opts.coldRounds; r++) {
     for (const p of probes) {
       const res = runBare(p.argv);
       expectOk(res, `start-up probe ${p.key}`);
       if (p.uuid && !UUID_RE.test(res.stdout)) fail(`${p.key} gen-uuid printed ${JSON.stringify(res.stdout)}`, res);
       if (p.key === 'version' && !res.stdout.startsWith('filespooler ')) fail(`fspl -V printed ${JSON.stringify(res.stdout)}`, res);
+      if (p.empty && (res.stdout !== '' || res.stderr !== '')) fail(`${p.key} of an empty queue printed something`, res);
       t[p.key].push(res.wall);
+      cpu[p.key].push(probeCpu(p.argv, `start-up probe ${p.key}`));
     }
   }
-  const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, stats(v)]));
+  if (fs.readdirSync(path.join(empty, 'jobs')).length !== 0) fail('the empty queue is no longer empty', {});
+  // bash's times counts whole milliseconds: the CPU figure is the mean of the middle half of the
+  // runs (less noisy than a median of such steps), in place of the median.
+  const iqm = (xs) => {
+    const a = [...xs].sort((x, y) => x - y);
+    const mid = a.slice(Math.floor(a.length / 4), Math.ceil((a.length * 3) / 4));
+    return mid.reduce((x, y) => x + y, 0) / mid.length;
+  };
+  const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, { ...stats(v), cpu: { ...stats(cpu[k]), median: iqm(cpu[k]) } }]));
   floorMs = m.floor.median;
-  log(`  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}`);
+  log(`  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`);
   Object.assign(startup, m);
   results.push({
     id: '1',
     workload: '`node -e 0` (the Node floor)',
-    ours: fmtMs(m.floor.median),
+    ours: `${fmtMs(m.floor.median)} (${fmtMs(m.floor.cpu.median)} CPU)`,
     ref: '—',
     ratio: '—',
     target: '(reference point)',
@@ -403,8 +440,22 @@ function benchColdStart() {
     target: `≤ 1.3× node floor = ${fmtMs(limit)} (ours/floor ${fmtRatio(m.ours.median / floorMs)})`,
     met: met(m.ours.median, limit),
   });
+  // Issue 30: every cron pass over a queue pays this; wall and CPU, each against the floor's.
+  const wallRatio = m.process.median / floorMs;
+  const cpuRatio = m.process.cpu.median / m.floor.cpu.median;
+  results.push({
+    id: '1',
+    workload: 'cold start: `fspl queue-process` of an empty queue (wall, and CPU user+sys)',
+    ours: `${fmtMs(m.process.median)} (${fmtMs(m.process.cpu.median)} CPU)`,
+    ref: `${fmtMs(m.refProcess.median)} (${fmtMs(m.refProcess.cpu.median)} CPU)`,
+    ratio: fmtRatio(m.process.median / m.refProcess.median),
+    target: `≤ 1.1× node floor, wall and CPU (ours/floor: wall ${fmtRatio(wallRatio)}, CPU ${fmtRatio(cpuRatio)})`,
+    met: wallRatio <= 1.1 && cpuRatio <= 1.1 ? 'yes' : `**no** (${fmtRatio(Math.max(wallRatio, cpuRatio))})`,
+  });
   for (const side of ['ours', 'ref']) details.push({ id: '1', label: 'cold start gen-uuid', side, wall: m[side] });
   details.push({ id: '1', label: 'node -e 0', side: 'node', wall: m.floor });
+  details.push({ id: '1', label: 'queue-process, empty queue', side: 'ours', wall: m.process });
+  details.push({ id: '1', label: 'queue-process, empty queue', side: 'ref', wall: m.refProcess });
 }
 
 function ratioRow(id, workload, runs, target, { metric = 'wall' } = {}) {
@@ -437,9 +488,21 @@ function benchQueueProcess(id, n, kind, target) {
       expectDrained(q, n, res, `${side.name} ${label}`);
     },
     cleanup: ({ q }) => fs.rmSync(q, { recursive: true, force: true }),
+    sides: [SIDES.ours, SIDES.ref, ...(SIDES.base ? [SIDES.base] : [])],
   });
   fs.rmSync(tpl, { recursive: true, force: true });
-  ratioRow(id, `\`queue-process\`, ${fmtCount(n)} ${kind === 'nop' ? 'NOP jobs' : 'command jobs running `/bin/true`'}`, runs, target);
+  const what = `\`queue-process\`, ${fmtCount(n)} ${kind === 'nop' ? 'NOP jobs' : 'command jobs running `/bin/true`'}`;
+  ratioRow(id, what, runs, target);
+  // CPU too (user+sys, the commands included): steadier than wall time on a shared machine.
+  ratioRow(id, `same: CPU (user+sys, commands included)`, runs, target, { metric: 'cpu' });
+  if (runs.base) {
+    // The baseline in the ref column: what a change gained, in the same run.
+    for (const metric of ['wall', 'cpu']) {
+      ratioRow(id, `same, against the baseline (${gitDescribe(opts.baseline)})${metric === 'cpu' ? ': CPU' : ''}`, { ours: runs.ours, ref: runs.base }, 1.0, { metric });
+      results.at(-1).target = '(information)';
+      results.at(-1).met = '';
+    }
+  }
   addDetails(String(id), label, runs);
 }
 
@@ -792,10 +855,10 @@ function machine() {
   return { model, cores, ramGiB: memKiB / 1024 / 1024 };
 }
 
-function gitDescribe() {
+function gitDescribe(dir = ROOT) {
   try {
-    const rev = sh('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']).trim();
-    const dirty = sh('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src']).trim() ? ' (src/ has uncommitted changes)' : '';
+    const rev = sh('git', ['-C', dir, 'rev-parse', '--short', 'HEAD']).trim();
+    const dirty = sh('git', ['-C', dir, 'status', '--porcelain', '--', 'src']).trim() ? ' (src/ has uncommitted changes)' : '';
     return `${rev}${dirty}`;
   } catch {
     return 'unknown';
@@ -830,9 +893,9 @@ function floorsSection() {
   nothing of Node's ~50 MiB is copied): ${floors.nativePerJob.toFixed(2)} ms a job for the bare loop, against
   ${floors.spawnPerJob.toFixed(2)} ms for \`child_process.spawn\` (a full \`fork()\`; libuv 1.46 uses neither vfork nor
   posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. The reference's whole run costs about
-  what that loop costs, so the difference is Node's start-up plus the per-job work in JS (open the
-  job and decode its header again, build its environment, note the job in the lock file, write the
-  seqfile, delete the job)${
+  what that loop costs, so the difference is Node's start-up plus the per-job work (open the job
+  and read its header, build its environment, record the job: the note in the lock file, nextseq,
+  the unlink, their fsyncs, src/finish.ts)${
     rest !== undefined ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job` : ''
   }.\n  Without the addon (not built, or \`FSPL_NO_NATIVE=1\`) jobs start through \`child_process.spawn\`.`;
   } else {
@@ -851,16 +914,17 @@ much of rows 2 and 3 is Node's own cost for the same system calls rather than fs
 | --- | --- | --- |
 | bare \`child_process.spawn('/bin/true')\` loop in Node | ${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * n)} for ${n} jobs |
 ${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
-| Node doing a NOP run's system calls, no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
+| Node doing a NOP run's system calls (the scan, then runs of NOPs recorded as one), no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
 
-Why rows 2 and 3 miss their targets (and where row 4's time goes):
+Where the time of rows 2 and 3 goes (and row 4's):
 ${row2}
   execa (on the design card) is slower than even \`child_process.spawn\`, about twice the bare
   spawn, so it is kept off this path (see src/exec.ts).
-- Row 3 (${r3 ? r3.ours : '?'} against ${r3 ? r3.ref : '?'}): the node start-up floor plus
-  ${fmtMs(floors.nopLoop)} for Node to make the same open/read/fsync/rename/unlink calls with no fspl logic at
-  all. On tmpfs fsync is free, so this is the cost of Node's synchronous fs bindings (several µs a
-  call). On a disk, fsync dominates both implementations and the ratio falls toward 1.
+- Row 3 (${r3 ? r3.ours : '?'} against ${r3 ? r3.ref : '?'}): a run of NOP jobs is recorded as one
+  (src/finish.ts): one note, one nextseq update and one fsync of \`jobs/\` for up to 1,024 NOPs, and
+  an unlink each, where the reference writes \`nextseq\` (temp, rename) for every job. What is left
+  is the node start-up floor, the scan and the unlinks: ${fmtMs(floors.nopLoop)} for Node to make the
+  same calls with no fspl logic at all.
 - Row 4: ${
     NATIVE
       ? `the scan reads every job file's first 4 KiB (open, pread, close) and decodes the headers in
@@ -953,20 +1017,27 @@ function report(meta) {
     const pct = (v) => `${((v / s.ours.median) * 100).toFixed(0)}%`;
     const load = s.load.median - s.floor.median;
     const rest = s.ours.median - s.load.median;
+    const cpu = (k) => `${fmtMs(s[k].cpu.median)} (${fmtRatio(s[k].cpu.median / s.floor.cpu.median)})`;
+    const wall = (k) => `${fmtMs(s[k].median)} (${fmtRatio(s[k].median / s.floor.median)})`;
     const rows = [
-      ['(a) `node -e 0`: the Node floor', fmtMs(s.floor.median), '—', 'Node itself: V8, bootstrap, exit'],
-      [`(b) \`node --input-type=module -e "await import('${s.entry}')"\`: module load only`, fmtMs(s.load.median), `${fmtMs(load)} (b − a)`, `loading the entry module bin/fspl imports and its static imports`],
-      ['(c) full `fspl gen-uuid`', fmtMs(s.ours.median), `${fmtMs(rest)} (c − b)`, 'argument parsing, modules imported on demand, the work, exit'],
-      ['for comparison: `fspl -V`', fmtMs(s.version.median), `${fmtMs(s.version.median - s.load.median)} (vs b)`, 'the same entry load, answered before any handler is imported'],
-      ['for comparison: reference `fspl gen-uuid`', fmtMs(s.ref.median), '', ''],
+      ['(a) `node -e 0`: the Node floor', wall('floor'), cpu('floor'), '—', 'Node itself: V8, bootstrap, exit'],
+      [`(b) \`node -e "require('bin/fspl').requireChunk('${s.entry}')"\`: module load only`, wall('load'), cpu('load'), `${fmtMs(load)} (b − a)`, 'bin/fspl\'s loader, and the first chunk (group-start.cjs) with the chunks it requires'],
+      ['(c) full `fspl gen-uuid`', wall('ours'), cpu('ours'), `${fmtMs(rest)} (c − b)`, 'argument parsing, modules imported on demand, the work, exit'],
+      ['for comparison: `fspl -V`', wall('version'), cpu('version'), `${fmtMs(s.version.median - s.load.median)} (vs b)`, 'the same entry load, answered before any handler is imported'],
+      ['`fspl queue-process -q EMPTY true`', wall('process'), cpu('process'), `${fmtMs(s.process.median - s.load.median)} (vs b)`, 'the queue-process handler, the queue and processing modules, the lock (the native addon), one scan'],
+      ['for comparison: reference `fspl gen-uuid`', fmtMs(s.ref.median), fmtMs(s.ref.cpu.median), '', ''],
+      ['for comparison: reference `fspl queue-process -q EMPTY true`', fmtMs(s.refProcess.median), fmtMs(s.refProcess.cpu.median), '', ''],
     ];
     startupSection = `## Where our start-up time goes
 
-Medians of ${opts.coldRounds} runs of each process, interleaved with the cold-start measurements above
-(wall time of a whole process spawned from the harness, so each includes the spawn itself).
+Medians of ${opts.coldRounds} runs of each process, interleaved with the cold-start measurements above:
+each round runs every probe once bare (wall time of the whole process spawned from the harness,
+the spawn included) and once under bash, whose \`times\` gives the user+sys CPU of its child
+(getrusage, to the millisecond; the CPU column is the mean of the middle half of the runs, the
+wall column the median). Ratios are to (a), measured in the same rounds.
 Differences of medians of noisy measurements: read them as estimates to within a few ms.
 
-${table(['Measurement', 'Median wall', 'Difference', 'What the difference is'], rows)}
+${table(['Measurement', 'Median wall (/ a)', 'Median CPU (/ a)', 'Difference (wall)', 'What the difference is'], rows)}
 
 Of our ${fmtMs(s.ours.median)} for \`gen-uuid\`: ${fmtMs(s.floor.median)} (${pct(s.floor.median)}) is Node itself,
 ${fmtMs(load)} (${pct(load)}) loading the entry module graph, and ${fmtMs(rest)} (${pct(rest)}) argument
@@ -1015,7 +1086,8 @@ How it is measured:
   template built once with \`encodeHeader\` and copied with \`cp -a\`; generation and copying are
   not timed). Medians over the rounds; the ratio is ours / reference.
 - Wall time is \`process.hrtime\` around a synchronous spawn of the process (under
-  \`/usr/bin/time\`, which also reports CPU and max RSS; start-up probes are spawned bare).
+  \`/usr/bin/time\`, which also reports CPU and max RSS; start-up probes are spawned bare, and
+  again under bash for their CPU: see "Where our start-up time goes").
   CPU and RSS as reported by GNU time include the children the process waited for (e.g. \`md5sum\`).
 - Rows 6–7 run \`head -c SIZE /dev/zero | fspl prepare -s - -i - | fspl queue-write -q Q\`
   with each fspl process under \`/usr/bin/time\`: CPU is the user+sys of the two fspl processes
@@ -1031,6 +1103,11 @@ How it is measured:
   cost the reference does not have. The CLI already copied synchronously over one buffer then;
   what allocates a chunk per read on the thread pool is the library's stream API
   (\`preparePacket\`, \`Queue.write\`), which the CLI does not use.
+- Rows 2 and 3 (issue 30's targets for one queue's per-job cost: ≤ 1.3× and ≤ 1.2× the
+  reference) are given by wall time and by CPU (user+sys, the commands included, from GNU time),
+  which a shared machine disturbs less. With \`--baseline DIR\` (another checkout, built; e.g.
+  main in a scratch worktree) its \`bin/fspl\` runs as a third side in the same rounds, and two
+  more rows give ours against it.
 - Rows W (\`bench/watch-latency.mjs\`): one \`queue-process --watch\` runs \`sh -c 'date +%s%N >> LOG'\`;
   jobs are renamed into \`jobs/\` one at a time, 20–60 ms after the previous one ran, and the
   latency is the logged start time minus the time the rename returned (\`sh\` and \`date\`
@@ -1047,6 +1124,7 @@ ${startupSection}
 ${floorsSection()}
 ${profileSection()}
 ${netSection}
+${manySection}
 ${durabilitySection}
 ## Details
 
@@ -1063,6 +1141,17 @@ function benchNets() {
   const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
   if (r.status !== 0) throw new BenchError(`bench/net.mjs failed with status ${r.status}`);
   netSection = r.stdout;
+}
+
+// M: many queues in one process (bench/many.mjs, issue 30): its own section, as the nets'.
+let manySection = '';
+function benchMany() {
+  log('M. many queues: bench/many.mjs');
+  const args = [path.join(ROOT, 'bench', 'many.mjs'), '--dir', opts.dir, '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
+  if (opts.quick) args.push('--quick');
+  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
+  if (r.status !== 0) throw new BenchError(`bench/many.mjs failed with status ${r.status}`);
+  manySection = r.stdout;
 }
 
 // D: the cost of durability (bench/durability.mjs): on a disk, not opts.dir (tmpfs makes fsync free).
@@ -1117,6 +1206,7 @@ async function main() {
     benchPipelines();
     if (want('S')) benchSeal();
     if (want('N')) benchNets();
+    if (want('M')) benchMany();
     if (want('D')) benchDurability();
     if (want(8) || want(9)) {
       const packet = path.join(WORK, 'big.fspl');

@@ -33,6 +33,11 @@
  *     kernel without passing through user space: one copy fewer for pipe <-> file, none for a
  *     pipe to a pipe.
  *
+ *  4. flock(): the queue lock (src/lock.ts) without fs-ext, whose loading (its resolution, its
+ *     JavaScript, its own dlopen) was about 1 ms of every `queue-process` start; this addon is
+ *     loaded anyway for the jobs (docs/benchmarks.md, issue 30). fs-ext stays for when the addon
+ *     is not built.
+ *
  * Everything here is optional: src/native.ts loads this addon if it was built and falls back to
  * the pure-Node code otherwise (or when FSPL_NO_NATIVE=1).
  *
@@ -62,6 +67,10 @@
  *     kernels and files that refuse (EINVAL, EXDEV, ENOSYS, O_APPEND, non-blocking ends...), and
  *     reports a genuine error (EPIPE, ENOSPC, EIO) the way Node reports it.
  *
+ *   flock(fd, operation) -> 0 or errno
+ *     flock(2) with the operation's bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8), retried
+ *     on EINTR.
+ *
  *   readHeads(dir, names, count, max, parse) -> [bytes, lengths, parsed] or -errno (no dir)
  *     names: count NUL-terminated file names in dir. For each file, up to max bytes from offset
  *     0; lengths[i] is the byte count (the bytes follow each other in `bytes`) or -errno.
@@ -77,6 +86,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -1127,6 +1137,68 @@ done:
   return result;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* openHead                                                                                   */
+/*
+ * openHead(path, max) -> [fd, payloadOffset, parsed | null], or -errno
+ *   A job file opened for its payload: open(O_RDONLY), one pread of up to max bytes at 0, the
+ *   header parsed (parse_header, as readHeads does) and, when it is, the descriptor moved to the
+ *   payload (lseek). Otherwise payloadOffset is 0, parsed null, and the descriptor is at 0 for
+ *   the JS decoder. queue-process opens every job this way before running it: through Node's
+ *   open, two reads and the JS decoder, that was some 20 us a job (docs/benchmarks.md).
+ */
+static napi_value js_open_head(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 2;
+  napi_value args[2];
+  uint32_t max;
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
+  if (argc < 2 || napi_get_value_uint32(env, args[1], &max) != napi_ok) return fail(env, "openHead(path, max)");
+  if (max < 30 || max > (1u << 20)) max = 4096;
+  size_t plen = 0;
+  char* path = get_string(env, args[0], &plen);
+  uint8_t* buf = malloc(max);
+  if (!path || !buf || strlen(path) != plen) {
+    free(path);
+    free(buf);
+    return path && buf ? make_int(env, -EINVAL) : fail(env, "out of memory");
+  }
+  int fd;
+  do fd = open(path, O_RDONLY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  int e = errno;
+  free(path);
+  if (fd < 0) {
+    free(buf);
+    return make_int(env, -e);
+  }
+  ssize_t n;
+  do n = pread(fd, buf, max, 0);
+  while (n < 0 && errno == EINTR);
+  header h = {0};
+  outputs o = {0};
+  int parsed = n > 0 && parse_header(buf, (size_t)n, &h, &o);
+  int64_t offset = parsed ? 30 + (int64_t)be(buf + 14, 8) : 0;
+  free(buf);
+  if (n < 0 || (parsed && lseek(fd, (off_t)offset, SEEK_SET) != (off_t)offset)) {
+    e = errno;
+    close(fd);
+    free(o.data);
+    free(o.layout);
+    return make_int(env, -e);
+  }
+  napi_value result, v, heads = NULL;
+  if (parsed) heads = parsed_value(env, &h, 1, &o);
+  free(o.data);
+  free(o.layout);
+  if (napi_create_array_with_length(env, 3, &result) != napi_ok || napi_set_element(env, result, 0, make_int(env, fd)) != napi_ok ||
+      napi_create_int64(env, offset, &v) != napi_ok || napi_set_element(env, result, 1, v) != napi_ok ||
+      (heads ? napi_set_element(env, result, 2, heads) : napi_get_null(env, &v) == napi_ok ? napi_set_element(env, result, 2, v) : napi_generic_failure) != napi_ok) {
+    close(fd);
+    return fail(env, "openHead: cannot build the result");
+  }
+  return result;
+}
+
 // ------------------------------------------------------------------------------------------------
 // copy
 
@@ -1185,6 +1257,20 @@ static napi_value js_copy(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static napi_value js_flock(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  int32_t fd, op;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 2) return fail(env, "flock: expected (fd, operation)");
+  CHECK(napi_get_value_int32(env, argv[0], &fd));
+  CHECK(napi_get_value_int32(env, argv[1], &op));
+  int r;
+  do r = flock(fd, op);
+  while (r != 0 && errno == EINTR);
+  return make_int(env, r == 0 ? 0 : errno);
+}
+
 /* fsBatch: file operations in order on one pool thread (fs_batch.c). */
 napi_status fspl_register_fs_batch(napi_env env, napi_value exports);
 
@@ -1201,8 +1287,14 @@ NAPI_MODULE_INIT() {
   if (napi_create_function(env, "readHeads", NAPI_AUTO_LENGTH, js_read_heads, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "readHeads", fn) != napi_ok)
     return NULL;
+  if (napi_create_function(env, "openHead", NAPI_AUTO_LENGTH, js_open_head, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "openHead", fn) != napi_ok)
+    return NULL;
   if (napi_create_function(env, "copy", NAPI_AUTO_LENGTH, js_copy, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "copy", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "flock", NAPI_AUTO_LENGTH, js_flock, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "flock", fn) != napi_ok)
     return NULL;
   if (fspl_register_fs_batch(env, exports) != napi_ok) return NULL;
   napi_value v;

@@ -3,15 +3,40 @@
  * so that the two implementations exclude each other.
  */
 import fs from 'node:fs';
-import fsExt from 'fs-ext';
+import { createRequire } from 'node:module';
 import { LockedError } from './errors.js';
-import { fdatasyncQuietly } from './durable.js';
+import { dirSyncSkipped, fdatasyncQuietly } from './durable.js';
+import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
+import { nativeFlock } from './native.js';
 
 const NOTE_MAX = 1024;
 /** How long a busy lock is retried before giving up. */
-const BUSY_WAIT_MS = 100;
+export const BUSY_WAIT_MS = 100;
 const pauser = new Int32Array(new SharedArrayBuffer(4));
+
+/** flock(2)'s operations, as fs-ext names them, and their bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8). */
+const OPERATIONS = { exnb: 6, shnb: 5, un: 8 } as const;
+let fsExt: typeof import('fs-ext') | undefined;
+
+/**
+ * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use:
+ * loading fs-ext (its resolution, its JavaScript, its own dlopen) was about 1 ms of every
+ * queue-process start (docs/benchmarks.md). Fails as fs-ext does: an error with the errno's code
+ * (EAGAIN for a lock held elsewhere), its message `CODE, Description`.
+ */
+function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
+  const errno = nativeFlock(fd, OPERATIONS[operation]);
+  if (errno === undefined) {
+    fsExt ??= createRequire(import.meta.url)('fs-ext') as typeof import('fs-ext');
+    fsExt.flockSync(fd, operation);
+  } else if (errno !== 0) {
+    const names = process.getBuiltinModule('node:util').getSystemErrorMap();
+    const [code, text] = names.get(-errno) ?? [`E${errno}`, 'unknown error'];
+    const message = `${code}, ${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+    throw Object.assign(new Error(message), { errno, code, syscall: 'Flock' });
+  }
+}
 
 export class FileLock {
   private fd: number | undefined;
@@ -24,17 +49,19 @@ export class FileLock {
 
   /**
    * Take the lock now or fail with LockedError. With `create`, the lock file is created when
-   * missing; without it, a missing lock file is an ENOENT error.
+   * missing; without it, a missing lock file is an ENOENT error. With `wait: false`, one attempt
+   * only: a caller that must not block its event loop waits out a busy lock itself
+   * (processQueues, asynchronously, for BUSY_WAIT_MS).
    */
-  static acquire(path: string, options: { create?: boolean } = {}): FileLock {
+  static acquire(path: string, options: { create?: boolean; wait?: boolean } = {}): FileLock {
     const flags = fs.constants.O_RDWR | (options.create === false ? 0 : fs.constants.O_CREAT);
     const fd = fs.openSync(path, flags, 0o666);
     // A lock held for an instant (a `queue-status` or `flock -n` probe looking at it) is waited
     // out; a lock that stays held (another queue-process) still fails within a tenth of a second.
-    const deadline = Date.now() + BUSY_WAIT_MS;
+    const deadline = options.wait === false ? 0 : Date.now() + BUSY_WAIT_MS;
     for (;;) {
       try {
-        fsExt.flockSync(fd, 'exnb');
+        flockSync(fd, 'exnb');
         return new FileLock(path, fd);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -75,11 +102,19 @@ export class FileLock {
    * page cache would leave exactly that.
    */
   writeNote(line: string): void {
-    const buf = Buffer.from(`${line}\n`, 'utf8');
-    if (buf.length > NOTE_MAX) throw new RangeError('FileLock.writeNote: note too long');
+    const buf = noteBytes(line);
     // A regular file takes a write this small whole.
     fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
     fdatasyncQuietly(this.descriptor());
+  }
+
+  /**
+   * writeNote as an operation of a batch (fs-batch.ts), for a caller that runs it with the steps
+   * that must follow it: one positional write at the start of the lock file, then fdatasync (as
+   * writeNote; not under FSPL_BENCH_NO_DIRSYNC, as fdatasyncQuietly). Valid while the lock is held.
+   */
+  noteOp(line: string): BatchOp {
+    return { op: 'pwrite', fd: this.descriptor(), position: 0, data: noteBytes(line), datasync: !dirSyncSkipped() };
   }
 
   /** Empty the lock file again. */
@@ -102,6 +137,19 @@ export class FileLock {
   }
 }
 
+/**
+ * A note as written: its line, then spaces up to NOTE_MAX bytes (readNote stops at the newline).
+ * The lock file keeps one size from note to note, so that the fdatasync after each flushes the
+ * data alone: a size that changed would be metadata to commit too (a journal commit on ext4).
+ */
+function noteBytes(line: string): Buffer {
+  const text = Buffer.from(`${line}\n`, 'utf8');
+  if (text.length > NOTE_MAX) throw new RangeError('FileLock: note too long');
+  const buf = Buffer.alloc(NOTE_MAX, 0x20);
+  text.copy(buf);
+  return buf;
+}
+
 /** True if some process holds the lock on path (probes with a non-blocking shared lock). */
 export function isLocked(path: string): boolean {
   let fd: number;
@@ -111,7 +159,7 @@ export function isLocked(path: string): boolean {
     return false;
   }
   try {
-    fsExt.flockSync(fd, 'shnb');
+    flockSync(fd, 'shnb');
     unlockQuietly(fd);
     return false;
   } catch (err) {
@@ -133,7 +181,7 @@ export function isLocked(path: string): boolean {
  */
 function unlockQuietly(fd: number): void {
   try {
-    fsExt.flockSync(fd, 'un');
+    flockSync(fd, 'un');
   } catch {
     // Closing releases it anyway, once the copies are gone.
   }

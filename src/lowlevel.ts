@@ -11,7 +11,7 @@ export type { Bytes, Ctime, CommandType, Seal } from './packet/types.js';
 export type { PacketSource } from './packet/stream.js';
 export { prepareHeader, captureEnv, type PrepareOptions, type HeaderSpec } from './prepare.js';
 export type { JobEntry, ScanOptions, JobDetails, OpenJob, Executor } from './queue.js';
-export type { Job, CommandOptions, WatchMode, OnError, OrderBy, OutputTo } from './process.js';
+export type { Job, CommandOptions, WatchMode, OnError, OrderBy, OutputTo, QueueJobEvent, ProcessRunOptions } from './process.js';
 export type { QueueStatusOptions, QueueState, StatusProblem } from './status/report.js';
 export { silentLogger, type Logger, type LogLevel } from './log.js';
 export type {
@@ -49,6 +49,8 @@ export { runCommand, type RunOptions, type RunResult } from './exec.js';
 export { processQueue, processFd } from './process.js';
 export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync, sealByDefault } from './prepare.js';
 export { JobsWatcher, type WatchOptions } from './watch.js';
+export { DirWatchSet, type DirWatchSetOptions, type DirWatchOptions } from './watch-set.js';
+export { listQueueDirs, queueDirKind, type QueueDirEntry } from './queue-dirs.js';
 export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './jobenv.js';
 export { rfc3339Utc, rfc3339Local, now } from './time.js';
 export { sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, SNIFF_LENGTH, type FileType, type SniffKind } from './status/sniff.js';

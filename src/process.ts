@@ -1,26 +1,29 @@
 /**
  * Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process).
  */
-import fs from 'node:fs';
 import type { Readable } from 'node:stream';
-import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
-import { fsyncDir } from './durable.js';
-import { jobVariables, type JobLocation, type JobVariable } from './jobenv.js';
+import { JobFailedError, describeSystemError } from './errors.js';
+import type { JobLocation, JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
-import { readHeaderSync } from './packet/read.js';
 import type { PacketMetadata } from './packet/stream.js';
-import { checkSealedStdin, judgeSeal } from './seal-check.js';
-import { U64_MAX, type PacketHeader } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+import type { PacketHeader } from './packet/types.js';
+import type { JobEntry } from './jobs.js';
 import type { Queue } from './queue.js';
-import { builtinOutcome, runCommandJob, runCommandQueueJob, runFunctionQueueJob, type Outcome } from './run-job.js';
-import type { SeqFile } from './seqfile.js';
+import { QueueRun, type RunContext } from './queue-run.js';
 import { checkSeconds } from './timer.js';
 import { JobsWatcher } from './watch.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
 export type OrderBy = 'sequence' | 'timestamp';
 export type OutputTo = 'passboth' | 'saveboth';
+
+/**
+ * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
+ * streams), loaded when the first job runs: a pass that finds nothing to run, as a cron job over
+ * an empty queue does, does not pay for loading them (docs/benchmarks.md, start-up).
+ */
+let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
+const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
 
 /** A job as an executor sees it. */
 export interface Job {
@@ -60,6 +63,12 @@ export interface ProcessSummary {
 export async function processFd(fd: number, opts: CommandOptions & { logger?: Logger }): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
   checkSeconds(opts.timeout, 'processFd: timeout');
+  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, judgeSeal }, { builtinOutcome, runCommandJob }] = await Promise.all([
+    import('./packet/read.js'),
+    import('./jobenv.js'),
+    import('./seal-check.js'),
+    loadRunJob(),
+  ]);
   const header = readHeaderSync(fd);
   const job: Job = { header, variables: jobVariables(header), payload: fd };
   // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
@@ -88,12 +97,14 @@ export interface JobContext extends PacketMetadata {
 /** A job executor written in JS: resolve for success; throw or reject for failure. */
 export type JobFunction = (job: JobContext) => unknown;
 
-/** What processQueue reports as it goes (the CLI's progress line is built on it). */
-export type ProcessEvent =
+/** What one queue's run reports as it goes: a scan, and each job's start and end. */
+export type QueueJobEvent =
   | { type: 'scan'; waiting: number }
   | { type: 'start'; seq: bigint; filename: string }
-  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string }
-  | { type: 'idle' };
+  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string };
+
+/** What processQueue reports as it goes (the CLI's progress line is built on it). */
+export type ProcessEvent = QueueJobEvent | { type: 'idle' };
 
 export interface WatchMode {
   /** Poll every this many seconds (for NFS, FUSE...) instead of using file system events. */
@@ -127,37 +138,8 @@ export interface ProcessQueueOptions extends Partial<CommandOptions> {
   verify?: boolean;
 }
 
-function assertWritable(queue: Queue, dir: string): void {
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch (err) {
-    throw new QueueError(`Cannot process queue ${JSON.stringify(queue.dir)}: ${describeSystemError(err)}`, { cause: err });
-  }
-}
-
-/** What one processQueue call keeps between its steps. */
-interface QueueRun {
-  queue: Queue;
-  opts: ProcessQueueOptions;
-  log: Logger;
-  onError: OnError;
-  maxJobs: number;
-  seqfile: SeqFile;
-  summary: ProcessSummary;
-  /** Report an event; a listener's failure is logged, never thrown. */
-  emit: (event: ProcessEvent) => void;
-  /** Run one job with the command or the function. */
-  runJob: (entry: JobEntry) => Promise<Outcome>;
-  /** Sequence order: the number of the job to run next. */
-  next: bigint;
-  /** The last scan, by file name. */
-  known: Map<string, JobEntry>;
-  /** Timestamp order, watch mode: files already run (and left in place) in this run. */
-  done: Set<string>;
-}
-
-/** The jobs of one pass: in timestamp order, the list to run; in sequence order, the jobs by number. */
-type Pass = { byTimestamp: JobEntry[]; bySeq?: undefined } | { byTimestamp?: undefined; bySeq: Map<bigint, JobEntry> };
+/** The options of a run that every queue of it shares (processQueue's, without its listener). */
+export type ProcessRunOptions = Omit<ProcessQueueOptions, 'onEvent'>;
 
 /**
  * Process a queue: in sequence order from nextseq (the default) or in timestamp order.
@@ -165,53 +147,65 @@ type Pass = { byTimestamp: JobEntry[]; bySeq?: undefined } | { byTimestamp?: und
  * stops processing with JobFailedError and stays in place. In watch mode, waits for new jobs
  * instead of returning when none is ready.
  *
- * The steps: openRun (the options, the executor), then under the lock finishInterrupted, and
- * passes until nothing is left to run (or, watching, until stopped): planPass, runPass, and for
- * each job runOne and recordFinished.
+ * The steps (queue-run.ts): runContext (the options, the executor), lock, then passes until
+ * nothing is left to run (or, watching, until stopped): scan, and runPass's runNext; rest before
+ * waiting and before returning (every record durable), release.
  */
 export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
-  const { log, emit, summary, runJob } = openRun(queue, opts);
-  const timestampOrder = opts.orderBy === 'timestamp';
-  const seqfile = queue.lockSeqfile();
+  const ctx = runContext(opts, queue.logger);
+  const emit = eventSink(opts, ctx.log);
+  const run = new QueueRun(queue, ctx, emit);
+  await run.lock();
   let watcher: JobsWatcher | undefined;
   try {
     if (opts.watch) {
       const mode = typeof opts.watch === 'object' ? opts.watch : {};
       // Before the first scan, so that a job arriving in between is not missed.
-      watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: log });
-      log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
+      watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: ctx.log });
+      ctx.log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
     }
-    const next = finishInterrupted(queue, seqfile, seqfile.read(), log);
-    log.debug('process', () => `Read next ID ${next} from seqfile`);
-    // Unlike the reference, make sure a job's completion can be recorded before running any:
-    // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
-    if (!timestampOrder) assertWritable(queue, queue.dir);
-    if (!opts.neverDelete) assertWritable(queue, queue.jobsDir);
-    const run: QueueRun = { queue, opts, log, onError: opts.onError ?? 'retry', maxJobs: opts.maxJobs ?? Infinity, seqfile, summary, emit, runJob, next, known: new Map(), done: new Set() };
+    const maxJobs = opts.maxJobs ?? Infinity;
     for (;;) {
-      run.known = await queue.rescan(run.known);
-      const stop = await runPass(run, planPass(run, timestampOrder));
+      await run.scan();
+      const stop = await runPass(run, maxJobs, opts.signal);
       if (stop || !watcher) break;
-      seqfile.clearNote(); // nothing half-finished while we wait
+      run.rest(); // nothing half-finished while we wait
       emit({ type: 'idle' });
       if (!(await watcher.wait(opts.signal))) break;
     }
-    return summary;
+    run.rest(); // every record durable before the run says it is done (release would swallow a failure)
+    return run.summary;
   } finally {
     watcher?.close();
-    try {
-      seqfile.clearNote();
-    } catch {
-      // Never hide the error that ended the run; a note left behind names a finished job anyway.
-    }
-    seqfile.release();
+    run.release();
   }
 }
 
-/** Check processQueue's options and choose its executor; nothing is locked yet. */
-function openRun(queue: Queue, opts: ProcessQueueOptions): Pick<QueueRun, 'log' | 'emit' | 'summary' | 'runJob'> {
-  const log = opts.logger ?? queue.logger;
-  const emit = (event: ProcessEvent) => {
+/**
+ * Check the options of a run (one queue or many) and choose its executor; nothing is locked yet.
+ * `logger` is the one to use when the options give none.
+ */
+export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext {
+  const log = opts.logger ?? logger;
+  if ((opts.run === undefined) === (opts.command === undefined)) {
+    throw new TypeError('processQueue: give exactly one of `command` and `run`');
+  }
+  checkSeconds(opts.timeout, 'processQueue: timeout');
+  const fn = opts.run;
+  const cmdOpts = opts as ProcessRunOptions & CommandOptions;
+  // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
+  // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
+  const baseEnv = Object.freeze({ ...process.env });
+  const runJob = async (queue: Queue, entry: JobEntry) => {
+    const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
+    return fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
+  };
+  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', runJob };
+}
+
+/** Report an event to opts.onEvent; a listener's failure is logged, never thrown. */
+function eventSink(opts: { onEvent?: (event: ProcessEvent) => void }, log: Logger): (event: ProcessEvent) => void {
+  return (event) => {
     try {
       opts.onEvent?.(event);
     } catch (err) {
@@ -219,147 +213,19 @@ function openRun(queue: Queue, opts: ProcessQueueOptions): Pick<QueueRun, 'log' 
       log.warn('process', `onEvent listener failed: ${describeSystemError(err)}`);
     }
   };
-  const summary: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
-  if ((opts.run === undefined) === (opts.command === undefined)) {
-    throw new TypeError('processQueue: give exactly one of `command` and `run`');
-  }
-  checkSeconds(opts.timeout, 'processQueue: timeout');
-  const fn = opts.run;
-  const cmdOpts = opts as ProcessQueueOptions & CommandOptions;
-  const baseEnv = { ...process.env };
-  const runJob = (entry: JobEntry) =>
-    fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
-  return { log, emit, summary, runJob };
-}
-
-/**
- * The jobs of the next pass, from the last scan. Sequence order refuses a queue where two files
- * share a number, wherever they are (as the reference and its manual do); timestamp order does
- * not care.
- */
-function planPass(run: QueueRun, timestampOrder: boolean): Pass {
-  if (timestampOrder) {
-    const byTimestamp = [...run.known.values()].filter((e) => !run.done.has(e.filename)).sort(compareByTimestamp);
-    run.emit({ type: 'scan', waiting: byTimestamp.length });
-    return { byTimestamp };
-  }
-  const bySeq = indexBySeq([...run.known.values()]);
-  let waiting = 0;
-  for (const seq of bySeq.keys()) if (seq >= run.next) waiting++;
-  run.emit({ type: 'scan', waiting });
-  return { bySeq };
 }
 
 /** Run the pass's jobs one after the other; true when the run must stop (limit reached, aborted). */
-async function runPass(run: QueueRun, pass: Pass): Promise<boolean> {
-  let index = 0;
+async function runPass(run: QueueRun, maxJobs: number, signal: AbortSignal | undefined): Promise<boolean> {
   for (;;) {
-    if (run.summary.processed >= run.maxJobs) {
-      run.log.debug('process', () => `Stopping: reached the limit of ${run.maxJobs} jobs`);
+    if (run.summary.processed >= maxJobs) {
+      run.log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
       return true;
     }
-    if (run.opts.signal?.aborted) return true;
-    let entry: JobEntry | undefined;
-    if (pass.byTimestamp) {
-      entry = pass.byTimestamp[index++];
-    } else {
-      entry = pass.bySeq.get(run.next);
-      if (entry && run.next === U64_MAX) throw new SeqOverflowError(run.queue.seqfilePath);
-    }
-    if (!entry) {
+    if (signal?.aborted) return true;
+    if ((await run.runNext(maxJobs - run.summary.processed)) === 0) {
       run.log.debug('process', 'Stopping: there is no job with the next sequence number');
       return false;
     }
-    await runOne(run, entry, pass.byTimestamp !== undefined);
   }
-}
-
-/** Run one job and record its end; under 'retry' a failure ends the run (JobFailedError). */
-async function runOne(run: QueueRun, entry: JobEntry, timestampOrder: boolean): Promise<void> {
-  const { log, emit, summary } = run;
-  const seq = entry.header.seq;
-  log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
-  emit({ type: 'start', seq, filename: entry.filename });
-  const outcome = await run.runJob(entry);
-  summary.processed++;
-  if (outcome.ok) summary.succeeded++;
-  else summary.failed++;
-  log.debug('process', () => `Job ${seq} ${outcome.why}`);
-  const ended: ProcessEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why };
-  if (!outcome.ok && run.onError === 'retry') {
-    emit(ended);
-    throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
-  }
-  recordFinished(run, entry, outcome, timestampOrder);
-  emit(ended); // after the job is recorded: listeners see the queue as it now is
-}
-
-/** Record a finished job: nextseq past it (sequence order), its file deleted unless kept. */
-function recordFinished(run: QueueRun, entry: JobEntry, outcome: Outcome, timestampOrder: boolean): void {
-  const { queue, opts, log, seqfile } = run;
-  const seq = entry.header.seq;
-  const remove = !opts.neverDelete && (outcome.ok || run.onError === 'delete');
-  // The job is finished: record that in the lock file before nextseq and the job file
-  // change, so that a run killed between the two steps is completed by the next one
-  // (finishInterrupted) instead of leaving a spent job file behind.
-  if (remove) noteFinishing(seqfile, `${timestampOrder ? 'T' : 'S'} ${seq} ${entry.filename}`, log);
-  if (timestampOrder) {
-    run.done.add(entry.filename);
-  } else {
-    const next = seq + 1n;
-    run.next = next;
-    // Durable before the job file goes (SeqFile.write fsyncs the queue directory): after a
-    // power cut the job is not run again, and a queue never waits for a job already deleted.
-    seqfile.write(next);
-    log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
-  }
-  if (remove) {
-    log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
-    queue.delete(entry.filename);
-    run.known.delete(entry.filename);
-    // The deletion is durable with jobs/: without this fsync a power cut brings the spent
-    // file back (below nextseq in sequence order, to run again in timestamp order). About
-    // 0.2 ms a job here, beside the milliseconds of starting its command (docs/benchmarks.md).
-    fsyncDir(queue.jobsDir);
-  }
-}
-
-/**
- * Write the note naming the job being finished. It only helps a later run after a kill, so a
- * failure (a full disk, say) is not an error: the update of nextseq that follows reports it.
- */
-function noteFinishing(seqfile: SeqFile, line: string, log: Logger): void {
-  try {
-    seqfile.writeNote(line);
-  } catch (err) {
-    log.debug('process', () => `Could not note the job being finished in the lock file: ${describeSystemError(err)}`);
-  }
-}
-
-/**
- * Complete a finished job that a killed run left half-recorded. The lock file's note names the
- * last job a run was finishing: its command had succeeded (or failed under Delete), and nextseq
- * and the job file were about to change. If nextseq still names it, move past it; then delete
- * its file, which is spent. Without this, a kill in that window leaves a job file below nextseq
- * that nothing ever runs or removes (as in the reference), or runs a finished job again.
- */
-function finishInterrupted(queue: Queue, seqfile: SeqFile, next: bigint, log: Logger): bigint {
-  const note = /^([ST]) (\d+) (\S+)$/.exec(seqfile.readNote());
-  if (note) {
-    const [, mode, seqText, filename] = note as unknown as [string, 'S' | 'T', string, string];
-    const seq = BigInt(seqText);
-    if (isJobFilename(filename) && fs.existsSync(queue.jobPath(filename))) {
-      if (mode === 'S' && seq === next && seq !== U64_MAX) {
-        next = seq + 1n;
-        seqfile.write(next);
-      }
-      if (mode === 'T' || seq < next) {
-        log.info('process', `Removing ${JSON.stringify(filename)}: job ${seq} was finished by an interrupted run`);
-        queue.delete(filename);
-        fsyncDir(queue.jobsDir); // as after any job: the spent file stays gone
-      }
-    }
-  }
-  seqfile.clearNote();
-  return next;
 }

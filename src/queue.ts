@@ -10,26 +10,29 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { v4 as uuidv4 } from 'uuid';
-import { NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllAsync, writeAllSync } from './io.js';
+import type { Readable } from 'node:stream';
+import { NotFoundError, QueueError, describeSystemError } from './errors.js';
+import { closeQuietly, forEachDirEntry, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
-import { withSealCheck } from './packet/stream.js';
-import { jobVariables, variablesRecord } from './jobenv.js';
-import { readHeaderAndLengthSync } from './packet/read.js';
-import { metadataOf, readPacket, type PacketMetadata } from './packet/stream.js';
+import { writeJob, writeJobSync } from './job-write.js';
+import { nativeOpenHead } from './native-heads.js';
+import type { PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
-import { checkedPayload, openThroughDecoder, readHeaderThroughDecoder, type DecodedJob } from './decoder.js';
+import type { DecodedJob } from './decoder.js';
 import { silentLogger, type Logger } from './log.js';
-import { readHeaderFileSync, readHeaders } from './job-headers.js';
 import { SeqFile } from './seqfile.js';
-import { fsyncDir, fsyncDirAsync } from './durable.js';
+import { fsyncDir } from './durable.js';
 import { checkSeconds } from './timer.js';
 import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
 
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+
+// Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
+// empty queue, from cron) does not load the codec, streams and decoders (docs/benchmarks.md).
+const headers = () => import('./job-headers.js');
+const decoding = () => import('./decoder.js');
+const packets = () => import('./packet/stream.js');
 
 /** A job file opened for reading: header read, payload ready. close() releases it. */
 export interface OpenJob {
@@ -82,8 +85,8 @@ export interface QueueOptions {
   logger?: Logger;
 }
 
-/** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
-const SPACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG'] as const;
+/** What openJob reads at once for the header: real headers are far smaller. */
+const HEAD_READ = 4096;
 
 export class Queue {
   /** The directory as given (FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH use it verbatim). */
@@ -132,9 +135,12 @@ export class Queue {
     return this.jobsPrefix + filename;
   }
 
-  /** Lock the queue's seqfile (fails at once if another process holds it). */
-  lockSeqfile(): SeqFile {
-    return SeqFile.lock(this.seqfilePath, { create: false });
+  /**
+   * Lock the queue's seqfile (LockedError if another process holds it for more than a moment;
+   * at once with `wait: false`).
+   */
+  lockSeqfile(options: { wait?: boolean } = {}): SeqFile {
+    return SeqFile.lock(this.seqfilePath, { create: false, wait: options.wait });
   }
 
   /**
@@ -143,12 +149,12 @@ export class Queue {
    * packet/sealed-copy.ts): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
-    return this.writeAtomically((fd) => copyPacketSync(inFd, fd));
+    return writeJobSync(this.jobsDir, (fd) => copyPacketSync(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */
   writeBuffer(packet: Uint8Array): string {
-    return this.writeAtomically((fd) => writeAllSync(fd, packet));
+    return writeJobSync(this.jobsDir, (fd) => writeAllSync(fd, packet));
   }
 
   /**
@@ -156,63 +162,8 @@ export class Queue {
    * output) with the same guarantees as queue-write: temporary name, fsync, rename. Resolves to
    * the new job's file name. Nothing is decoded or validated.
    */
-  async write(packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
-    const id = uuidv4();
-    const temp = this.jobPath(`tmp-fspl-${id}.fspl.tmp`);
-    const filename = `fspl-${id}.fspl`;
-    let handle: fs.promises.FileHandle | undefined;
-    try {
-      handle = await fs.promises.open(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      if (packet instanceof Uint8Array) await writeAllAsync(handle, packet);
-      else for await (const chunk of packet) await writeAllAsync(handle, chunk as Uint8Array);
-      await handle.sync();
-      await handle.close();
-      handle = undefined;
-      await fs.promises.rename(temp, this.jobPath(filename));
-      // Only now is the job there to stay: a sender told "written" may delete its copy.
-      await fsyncDirAsync(this.jobsDir);
-    } catch (err) {
-      await handle?.close().catch(() => {});
-      unlinkQuietly(temp);
-      if (packet instanceof Readable) packet.destroy();
-      throw this.placeWriteError(err);
-    }
-    return filename;
-  }
-
-  /**
-   * Write jobs/tmp-fspl-UUID.fspl.tmp, fsync it, rename it to jobs/fspl-UUID.fspl: a job file
-   * only ever appears complete. On any failure (a full disk, say) the temporary file is removed.
-   */
-  private writeAtomically(fill: (fd: number) => void): string {
-    const id = uuidv4();
-    const temp = this.jobPath(`tmp-fspl-${id}.fspl.tmp`);
-    const filename = `fspl-${id}.fspl`;
-    let fd: number | undefined;
-    try {
-      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      fill(fd);
-      fsyncSync(fd);
-      fs.closeSync(fd);
-      fd = undefined;
-      fs.renameSync(temp, this.jobPath(filename));
-      // The rename is durable only once jobs/ is fsynced; a sender told "written" (queue-write
-      // exits 0, an ssh pipe closes) may delete its copy, so this comes before we return.
-      fsyncDir(this.jobsDir);
-    } catch (err) {
-      closeQuietly(fd);
-      unlinkQuietly(temp);
-      throw this.placeWriteError(err);
-    }
-    return filename;
-  }
-
-  /**
-   * A full disk says "No space left on device: DIR/jobs" (the temporary file is gone by then);
-   * other errors (reading the input, say) keep their own wording.
-   */
-  private placeWriteError(err: unknown): unknown {
-    return namePath(err, this.jobsDir, SPACE_ERRORS);
+  write(packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
+    return writeJob(this.jobsDir, packet);
   }
 
   // Enumerating the jobs, from the lowest level up: forEachJobFile (names, as jobs/ is read),
@@ -243,8 +194,8 @@ export class Queue {
   /** Read one job file's header, through the decoder if there is one. */
   async readHeader(filename: string): Promise<PacketHeader> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout);
-    return readHeaderFileSync(p);
+    if (this.decoder !== undefined) return (await decoding()).readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout);
+    return (await headers()).readHeaderFileSync(p);
   }
 
   /**
@@ -252,12 +203,12 @@ export class Queue {
    * logged at debug level, as the reference does: extra files never stop a queue.
    */
   async scan(options: ScanOptions = {}): Promise<JobEntry[]> {
-    return readHeaders(this, this.listJobFiles(), options.onFailure);
+    return (await headers()).readHeaders(this, this.listJobFiles(), options.onFailure);
   }
 
   /** Read the headers of these job files (unreadable ones left out), in the given order. */
-  readJobHeaders(names: string[]): Promise<JobEntry[]> {
-    return readHeaders(this, names);
+  async readJobHeaders(names: string[]): Promise<JobEntry[]> {
+    return (await headers()).readHeaders(this, names);
   }
 
   /**
@@ -267,7 +218,7 @@ export class Queue {
   async rescan(known: ReadonlyMap<string, JobEntry>): Promise<Map<string, JobEntry>> {
     const names = this.listJobFiles();
     const fresh = names.filter((n) => !known.has(n));
-    const read = new Map((await readHeaders(this, fresh)).map((e) => [e.filename, e]));
+    const read = new Map(fresh.length === 0 ? [] : (await this.readJobHeaders(fresh)).map((e) => [e.filename, e]));
     const out = new Map<string, JobEntry>();
     for (const n of names) {
       const e = known.get(n) ?? read.get(n);
@@ -298,10 +249,13 @@ export class Queue {
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
+      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
-    const fd = fs.openSync(p, 'r');
+    const head = nativeOpenHead(p, HEAD_READ);
+    if (head?.header) return { header: head.header, payload: head.fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(head.fd) };
+    const { readHeaderAndLengthSync } = await import('./packet/read.js');
+    const fd = head?.fd ?? fs.openSync(p, 'r');
     try {
       const { header, length } = readHeaderAndLengthSync(fd);
       return { header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
@@ -318,15 +272,16 @@ export class Queue {
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
+      const [{ checkedPayload, openThroughDecoder }, { withSealCheck }] = await Promise.all([decoding(), packets()]);
       const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
     }
-    return (await readPacket({ path: p })).payload;
+    return (await (await packets()).readPacket({ path: p })).payload;
   }
 
   /** The jobs in sequence order (ties in directory order) or timestamp order, scanned once. */
   async *jobs(options: { order?: OrderBy } = {}): AsyncGenerator<QueuedJob> {
-    const entries = await this.scan();
+    const [entries, { metadataOf }] = await Promise.all([this.scan(), packets()]);
     entries.sort(options.order === 'timestamp' ? compareByTimestamp : compareBySeq);
     for (const e of entries) {
       yield { ...metadataOf(e.header), filename: e.filename, path: this.jobPath(e.filename), payload: () => this.openPayload(e.filename) };
@@ -339,7 +294,7 @@ export class Queue {
 
   /** A job's metadata and variables, by sequence number. */
   async info(seq: bigint): Promise<JobDetails> {
-    const { filename, header } = await this.find(seq);
+    const [{ filename, header }, { metadataOf }, { jobVariables, variablesRecord }] = await Promise.all([this.find(seq), packets(), import('./jobenv.js')]);
     const variables = variablesRecord(jobVariables(header, { queuedir: this.dir, filename }));
     return { ...metadataOf(header), filename, path: this.jobPath(filename), variables };
   }

@@ -13,7 +13,8 @@
  */
 import fs from 'node:fs';
 import { Readable, pipeline } from 'node:stream';
-import { SealTransform, type SealVerifier } from './packet/seal.js';
+import type { SealVerifier } from './packet/seal.js';
+import { SealTransform } from './packet/seal-transform.js';
 import { checkSealedFileSync, fdOffset } from './packet/sealed-copy.js';
 import type { Seal } from './packet/types.js';
 import type { OpenJob } from './queue.js';

@@ -7,10 +7,10 @@
  * without support, other kernels), the file is created under a random name and unlinked at once:
  * only a kill within those few microseconds could leave it behind.
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
 
 /** Linux: O_TMPFILE is __O_TMPFILE | O_DIRECTORY (not in Node's fs.constants). */
 const O_TMPFILE = 0o20000000 | fs.constants.O_DIRECTORY;
@@ -26,7 +26,7 @@ export function openSpoolSync(dir: string = os.tmpdir()): number {
       if (code !== 'EOPNOTSUPP' && code !== 'EISDIR' && code !== 'EINVAL' && code !== 'ENOTSUP') throw err;
     }
   }
-  const p = path.join(dir, `fspl-spool-${crypto.randomUUID()}.tmp`);
+  const p = path.join(dir, `fspl-spool-${uuidv4()}.tmp`);
   const fd = fs.openSync(p, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
   fs.unlinkSync(p);
   return fd;

@@ -5,25 +5,19 @@
  * The copy lives in a directory of its own under the temp dir, mode 0755, so that another user
  * (nobody, or a user made by the test) can run it even when the checkout itself is out of that
  * user's reach: a clone in /root, mode 0700, is a common way to try the project as root. It holds
- * bin/, dist/, package.json (which makes bin/fspl an ES module), the native addon if built, and
- * node_modules/ with a real copy of each package the CLI bundle leaves out (esbuild's
- * `--external:` in the build script) and a symlink to the checkout's copy of every other one
- * (for the library in dist/, loaded by the tests' own user).
+ * bin/, dist/, package.json, the native addon if built, and node_modules/ with a real copy of
+ * each package the CLI bundle leaves out (EXTERNAL in scripts/bundle.mjs) and a symlink to the
+ * checkout's copy of every other one (for the library in dist/, loaded by the tests' own user).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { EXTERNAL } from '../scripts/bundle.mjs';
 import { ROOT } from './helpers.js';
 
-const NEEDED = ['bin/fspl', 'dist/bundle/main.js', 'dist/index.js'];
+const NEEDED = ['bin/fspl', 'dist/bundle/group-start.cjs', 'dist/index.js'];
 const ADDON = path.join('native', 'build', 'Release', 'fspl_native.node');
-
-/** The packages the CLI bundle loads from node_modules at run time. */
-function bundleExternals(): string[] {
-  const scripts = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  return [...(scripts.build ?? '').matchAll(/--external:(\S+)/g)].map((m) => m[1]!);
-}
 
 /** Copy the build of `from` (default: this checkout); remove the directory returned when done. */
 export function copyBuild(from = ROOT): string {
@@ -42,11 +36,10 @@ export function copyBuild(from = ROOT): string {
       }
       const modules = path.join(dest, 'node_modules');
       fs.mkdirSync(modules);
-      const externals = bundleExternals();
-      for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
+            for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
         if (name.startsWith('.')) continue;
         const source = path.join(ROOT, 'node_modules', name);
-        if (externals.some((e) => e === name || e.startsWith(`${name}/`))) fs.cpSync(source, path.join(modules, name), { recursive: true, dereference: true });
+        if (EXTERNAL.some((e) => e === name || e.startsWith(`${name}/`))) fs.cpSync(source, path.join(modules, name), { recursive: true, dereference: true });
         else fs.symlinkSync(source, path.join(modules, name));
       }
       if (!NEEDED.every((f) => fs.existsSync(path.join(dest, f)))) throw new Error('the build changed while it was copied');

@@ -19,6 +19,17 @@ export function tempDir(prefix = 'fspl-test-'): string {
   return d;
 }
 
+/**
+ * A fresh temporary directory in memory (/dev/shm) where there is one, else as tempDir: for tests
+ * of many jobs whose durability costs nothing to the logic they check (fsync is free on tmpfs).
+ */
+export function memTempDir(prefix = 'fspl-test-'): string {
+  if (!fs.existsSync('/dev/shm')) return tempDir(prefix);
+  const d = fs.mkdtempSync(path.join('/dev/shm', prefix));
+  dirs.push(d);
+  return d;
+}
+
 afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });

@@ -58,3 +58,34 @@ describe('FileLock', () => {
     expect(spawnSync('flock', ['-n', file, 'true']).status).toBe(0);
   });
 });
+
+describe('flock through the native addon or fs-ext (FSPL_NO_NATIVE=1)', () => {
+  for (const noNative of [undefined, '1']) {
+    it(`excludes another holder and sees it in isLocked${noNative ? ', through fs-ext' : ''}`, async () => {
+      const saved = process.env.FSPL_NO_NATIVE;
+      if (noNative) process.env.FSPL_NO_NATIVE = noNative;
+      else delete process.env.FSPL_NO_NATIVE;
+      try {
+        const file = path.join(tempDir(), 'z.lock');
+        const lock = FileLock.acquire(file, { create: true });
+        expect(isLocked(file)).toBe(true);
+        // Another open file description is refused while this one holds the lock...
+        expect(() => FileLock.acquire(file)).toThrow(LockedError);
+        // ...and so is another process (flock(1) -n exits 1 on a busy lock).
+        expect(spawnSync('flock', ['-n', file, 'true']).status).toBe(1);
+        lock.release();
+        expect(isLocked(file)).toBe(false);
+        expect(spawnSync('flock', ['-n', file, 'true']).status).toBe(0);
+        const holder = await holdElsewhere(file, 5);
+        try {
+          expect(() => FileLock.acquire(file)).toThrow(LockedError);
+        } finally {
+          holder.kill();
+        }
+      } finally {
+        if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+        else process.env.FSPL_NO_NATIVE = saved;
+      }
+    });
+  }
+});

@@ -3,55 +3,23 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { copy } from '../copy.js';
 import { createLogger, type Logger } from '../log.js';
-import { formatInfo, jobVariables } from '../jobenv.js';
-import { readHeaderSync } from '../packet/read.js';
-import { copySealedSync, writeSealedPacketSync } from '../packet/sealed-copy.js';
-import { captureEnv, getSenderNext, prepareHeader, sealByDefault, setSenderNext, writePacketSync, type PrepareOptions } from '../prepare.js';
-import { processFd, processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
+import type { JobLocation } from '../jobenv.js';
+import type { PacketHeader } from '../packet/types.js';
+import type { PrepareOptions } from '../prepare.js';
+import { processFd } from '../process.js';
 import { Queue } from '../queue.js';
-import { parseSeq } from '../seqfile.js';
-import { rfc3339Local } from '../time.js';
-import { jobEntryToJson, jobInfoToJson, nextseqToJson, statusToJson, toJsonDocument, toJsonLine } from '../json.js';
-import { queueStatus } from '../status/report.js';
-import { formatStatusText } from './status-text.js';
 import type { Invocation } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';
-import { ProgressLine } from './progress.js';
+import { processOptions, required, seqArg, str } from './args.js';
+import { queueProcess } from './queue-process.js';
 
-function str(inv: Invocation, name: string): string | undefined {
-  const v = inv.args[name];
-  return v === undefined || v === null ? undefined : String(v);
-}
-
-function required(inv: Invocation, name: string): string {
-  const v = str(inv, name);
-  if (v === undefined) throw new UsageError(`missing required argument <${name.toUpperCase()}>`);
-  return v;
-}
-
-function seqArg(inv: Invocation, name: string): bigint {
-  const text = required(inv, name);
-  const n = parseSeq(text);
-  if (n === undefined) throw new UsageError(`invalid value '${text}' for <${name.toUpperCase()}>: expected a whole number from 0 to 18446744073709551615`);
-  return n;
-}
-
-function intArg(inv: Invocation, name: string): number | undefined {
-  const text = str(inv, name);
-  if (text === undefined) return undefined;
-  const n = parseSeq(text);
-  if (n === undefined) throw new UsageError(`invalid value '${text}' for --${name}: expected a whole number`);
-  return Number(n);
-}
-
-function enumArg<T extends string>(inv: Invocation, name: string, values: readonly T[]): T {
-  const text = required(inv, name);
-  const v = text.toLowerCase() as T;
-  if (!values.includes(v)) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
-  return v;
-}
+// What only some subcommands use is imported by them, when they run: every command pays for
+// loading what is imported here (start-up, docs/benchmarks.md), and `queue-process` most often.
+const preparing = () => import('../prepare.js');
+const sealedCopy = () => import('../packet/sealed-copy.js');
+const json = () => import('../json.js');
+const jobenv = () => import('../jobenv.js');
 
 function queue(inv: Invocation, log: Logger): Queue {
   return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: log });
@@ -68,7 +36,8 @@ function openInput(input: string | undefined): number | undefined {
   return fd;
 }
 
-function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal = false): number {
+async function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
+  const [{ prepareHeader, writePacketSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
   // bad path neither uses one up nor leaves half a packet on stdout.
   const inFd = openInput(input);
@@ -78,15 +47,14 @@ function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal 
   return 0;
 }
 
-function processOptions(inv: Invocation, log: Logger) {
-  return {
-    command: required(inv, 'command'),
-    params: inv.params,
-    allowJobParams: Boolean(inv.args['allow-job-params']),
-    ignorePayload: Boolean(inv.args['ignore-payload']),
-    timeout: intArg(inv, 'timeout'),
-    logger: log,
-  };
+/** `queue-info` and `stdin-info`: a job's variables, or its JSON document. */
+async function infoText(header: PacketHeader, asJson: unknown, where?: JobLocation): Promise<string | Buffer> {
+  if (asJson) {
+    const { jobInfoToJson, toJsonDocument } = await json();
+    return toJsonDocument(jobInfoToJson(header, where));
+  }
+  const { formatInfo, jobVariables } = await jobenv();
+  return formatInfo(jobVariables(header, where));
 }
 
 function lsLine(seq: string, time: string, filename: string): string {
@@ -94,21 +62,26 @@ function lsLine(seq: string, time: string, filename: string): string {
 }
 
 const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number> | number> = {
-  prepare: (inv) =>
-    prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input'), Boolean(inv.args.seal) || sealByDefault()),
+  prepare: async (inv) => {
+    const { captureEnv, sealByDefault } = await preparing();
+    return prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input'), Boolean(inv.args.seal) || sealByDefault());
+  },
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
-  'prepare-get-next': (inv) => (writeOut(`${getSenderNext(required(inv, 'seqfile'))}\n`), 0),
-  'prepare-set-next': (inv) => {
+  'prepare-get-next': async (inv) => (writeOut(`${(await preparing()).getSenderNext(required(inv, 'seqfile'))}\n`), 0),
+  'prepare-set-next': async (inv) => {
     const seq = seqArg(inv, 'id');
-    setSenderNext(required(inv, 'seqfile'), seq);
+    (await preparing()).setSenderNext(required(inv, 'seqfile'), seq);
     return 0;
   },
 
   'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: Boolean(inv.args['append-only']) }), 0),
-  'queue-get-next': (inv, log) => {
+  'queue-get-next': async (inv, log) => {
     const next = queue(inv, log).getNext();
-    writeOut(inv.args.json ? toJsonDocument(nextseqToJson(next)) : `${next}\n`);
+    if (inv.args.json) {
+      const { nextseqToJson, toJsonDocument } = await json();
+      writeOut(toJsonDocument(nextseqToJson(next)));
+    } else writeOut(`${next}\n`);
     return 0;
   },
   'queue-set-next': (inv, log) => {
@@ -127,6 +100,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     q.assertExists();
     const jobs = await q.list();
     if (inv.args.json) {
+      const { jobEntryToJson, toJsonLine } = await json();
       // JSON Lines, written in batches of about 64 KiB (not one write per job).
       let batch = '';
       for (const j of jobs) {
@@ -139,6 +113,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
       if (batch) writeOut(batch);
       return 0;
     }
+    const { rfc3339Local } = await import('../time.js');
     let out = lsLine('ID', 'creation timestamp', 'filename');
     for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename);
     writeOut(out);
@@ -149,8 +124,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const q = queue(inv, log);
     q.assertExists();
     const job = await q.find(seq);
-    const where = { queuedir: q.dir, filename: job.filename };
-    writeOut(inv.args.json ? toJsonDocument(jobInfoToJson(job.header, where)) : formatInfo(jobVariables(job.header, where)));
+    writeOut(await infoText(job.header, inv.args.json, { queuedir: q.dir, filename: job.filename }));
     return 0;
   },
   'queue-payload': async (inv, log) => {
@@ -160,7 +134,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
       // Plain file: copy descriptor to descriptor, no stream machinery.
-      const job = await q.openJob(filename);
+      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openJob(filename), sealedCopy(), import('../copy.js')]);
       try {
         if (job.header.seal) copySealedSync(job.payload as number, 1, job.header.seal);
         else copy(job.payload as number, 1);
@@ -172,68 +146,22 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     for await (const chunk of await q.openPayload(filename)) writeOut(chunk as Buffer);
     return 0;
   },
-  'queue-process': async (inv, log) => {
-    const watch = Boolean(inv.args.watch);
-    const pollText = str(inv, 'poll-interval');
-    let pollInterval: number | undefined;
-    if (pollText !== undefined) {
-      pollInterval = Number(pollText);
-      if (!watch) throw new UsageError('--poll-interval only applies with --watch');
-      if (!/^\d*\.?\d+$/.test(pollText) || !(pollInterval >= 0.01)) {
-        throw new UsageError(`invalid value '${pollText}' for --poll-interval: expected a number of seconds, at least 0.01`);
-      }
-    }
-    // Every option is checked before the queue is looked at (usage errors first, as the reference).
-    const options = {
-      ...processOptions(inv, log),
-      onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
-      orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
-      outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
-      neverDelete: Boolean(inv.args['never-delete']),
-      verify: Boolean(inv.args.verify),
-      maxJobs: intArg(inv, 'maxjobs'),
-      watch: watch && { pollInterval },
-    };
-    const progress = process.stderr.isTTY && !inv.args['no-progress'] ? new ProgressLine(process.stderr) : undefined;
-    const stop = new AbortController();
-    const onSignal = () => {
-      log.info('process', 'Stopping after the current job');
-      stop.abort();
-    };
-    if (watch) {
-      // Once only: a second Ctrl-C kills at once, as users expect.
-      process.once('SIGTERM', onSignal);
-      process.once('SIGINT', onSignal);
-    }
-    // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
-    const q = Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, logger: log });
-    q.assertExists();
-    try {
-      await processQueue(q, {
-        ...options,
-        signal: stop.signal,
-        onEvent: progress && ((e) => progress.update(e)),
-      });
-    } finally {
-      progress?.finish();
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-    }
-    return 0;
-  },
+  'queue-process': queueProcess,
 
-  'stdin-info': (inv) => {
-    const header = readHeaderSync(0);
-    writeOut(inv.args.json ? toJsonDocument(jobInfoToJson(header)) : formatInfo(jobVariables(header)));
+  'stdin-info': async (inv) => {
+    const { readHeaderSync } = await import('../packet/read.js');
+    writeOut(await infoText(readHeaderSync(0), inv.args.json));
     return 0;
   },
   'queue-status': async (inv, log) => {
     // Exit 3 when the queue can not make progress (stuck); the diagnosis itself succeeded.
+    const [{ queueStatus }, { statusToJson, toJsonDocument }, { formatStatusText }] = await Promise.all([import('../status/report.js'), json(), import('./status-text.js')]);
     const status = await queueStatus(queue(inv, log));
     writeOut(inv.args.json ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
     return status.canProgress ? 0 : 3;
   },
-  'stdin-payload': () => {
+  'stdin-payload': async () => {
+    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../packet/read.js'), sealedCopy(), import('../copy.js')]);
     const { seal } = readHeaderSync(0);
     if (seal) copySealedSync(0, 1, seal);
     else copy(0, 1);

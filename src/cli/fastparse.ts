@@ -6,7 +6,6 @@
  * returns undefined, and the caller hands the command line to yargs, which then gives the help
  * text or the usage error. Values are not validated here: the handlers do that.
  */
-import { NET_COMMANDS } from './net-spec.js';
 import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
 
 export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandSpec> = COMMAND_BY_NAME): Invocation | undefined {
@@ -47,16 +46,19 @@ export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandS
       opt = byShort.get(a[1]!);
       if (a.length > 2) inline = a.slice(2);
     }
-    if (!opt || opt.long in args) return undefined;
+    if (!opt || (opt.long in args && !opt.array)) return undefined;
+    let value: unknown;
     if (opt.kind === 'boolean') {
       if (inline !== undefined) return undefined;
-      args[opt.long] = true;
+      value = true;
     } else if (inline !== undefined) {
-      args[opt.long] = inline;
+      value = inline;
     } else {
       if (i + 1 >= argv.length) return undefined;
-      args[opt.long] = argv[++i];
+      value = argv[++i];
     }
+    if (opt.array) ((args[opt.long] ??= []) as unknown[]).push(value);
+    else args[opt.long] = value;
   }
   if (positionals.length !== spec.positionals.length) return undefined;
   spec.positionals.forEach((name, k) => (args[name] = positionals[k]));
@@ -66,20 +68,4 @@ export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandS
     if (o.default !== undefined) args[o.long] = o.default;
   }
   return { command: spec.name, args, params, logLevel: logLevel ?? DEFAULT_LOG_LEVEL };
-}
-
-/** The one net command parsed here: its start-up is part of every net run's time (issue 20). */
-const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) => [c.name, c]));
-
-/**
- * `fspl net run ...` (the arguments after `net`, globals before it kept) parsed as fastParse
- * does, without loading yargs: 40-70 ms of CPU at start-up, most of a net run's own start. The
- * invocation is the one parseNet gives for the keys the handler reads: the log level is also in
- * its args (`log-level`), as yargs puts it there. Anything else: undefined, and yargs parses it.
- */
-export function fastParseNet(argv: string[]): Invocation | undefined {
-  const inv = fastParse(argv, NET_FAST);
-  if (!inv || inv.params.length > 0) return undefined;
-  inv.args['log-level'] = inv.logLevel;
-  return inv;
 }

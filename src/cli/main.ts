@@ -3,7 +3,7 @@
  * and run the chosen subcommand's handler. Usage errors exit 2; runtime errors exit 1 with one
  * `Error: ...` line on stderr.
  */
-import { fastParse, fastParseNet } from './fastparse.js';
+import { fastParse } from './fastparse.js';
 import { reportError, writeOut } from './output.js';
 import type { ParseResult } from './parser.js';
 import { scanGlobals, type Invocation } from './spec.js';
@@ -49,7 +49,7 @@ function print(r: Extract<ParseResult, { kind: 'output' }>): number {
 
 /** `fspl net ...`, given the arguments after `net` (and the globals before it). */
 async function net(argv: string[]): Promise<number> {
-  const fast = fastParseNet(argv);
+  const fast = (await import('./net-fastparse.js')).fastParseNet(argv);
   if (fast) return (await import('./net.js')).runNet(fast);
   const { parseNet } = await import('./parser.js');
   let r: ParseResult;

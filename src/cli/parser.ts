@@ -49,7 +49,9 @@ function build(): Argv {
       'populate--': true,
       'boolean-negation': false,
       'dot-notation': false,
-      'duplicate-arguments-array': false,
+      // Repeated options are refused by precheck unless the grammar says they repeat (`-q` of
+      // queue-process): those keep every value.
+      'duplicate-arguments-array': true,
       'greedy-arrays': false,
     })
     .option(LOG_LEVEL.long, { ...yargsOption(LOG_LEVEL), global: false })
@@ -122,7 +124,7 @@ function precheck(argv: string[]): string[] | ParseResult {
       if (!o) continue;
       // yargs would take `--flag=VALUE` for a flag (and ignore VALUE); the reference refuses it.
       if (o.kind === 'boolean' && a.includes('=')) return usageError(`the option '--${o.long}' takes no value`);
-      if (seen.has(o.long)) return usageError(`the option '--${o.long}' was given more than once`);
+      if (seen.has(o.long) && !o.array) return usageError(`the option '--${o.long}' was given more than once`);
       seen.add(o.long);
       if (o.kind === 'string' && !a.includes('=') && !(a.length > 2 && !a.startsWith('--'))) k++;
     }

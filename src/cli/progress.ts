@@ -2,7 +2,9 @@
  * The progress line queue-process draws on stderr when stderr is a terminal: jobs done and
  * waiting, rate and ETA, redrawn in place at most a few times a second.
  */
+import fs from 'node:fs';
 import type { ProcessEvent } from '../process.js';
+import type { QueuesEvent } from '../process-many.js';
 
 const REDRAW_MS = 200;
 
@@ -72,4 +74,58 @@ export class ProgressLine {
     if (this.drawn) this.out.write('\r\x1b[K');
     this.drawn = false;
   }
+}
+
+/**
+ * The same line for a run over many queues: jobs done across them, and the jobs waiting in all
+ * (each queue's last scan, less what has run since).
+ */
+export class ManyProgress {
+  private readonly waiting = new Map<string, number>();
+  private total = 0;
+
+  constructor(private readonly line: ProgressLine) {}
+
+  update(e: QueuesEvent): void {
+    switch (e.type) {
+      case 'scan':
+        this.set(e.queue, e.waiting);
+        this.line.update({ type: 'scan', waiting: this.total });
+        return;
+      case 'end':
+        this.set(e.queue, (this.waiting.get(e.queue) ?? 1) - 1);
+        this.line.update(e);
+        return;
+      case 'start':
+      case 'idle':
+        this.line.update(e);
+        return;
+      case 'removed':
+      case 'stopped':
+        this.set(e.queue, 0);
+    }
+  }
+
+  private set(queue: string, n: number): void {
+    const m = Math.max(0, n);
+    this.total += m - (this.waiting.get(queue) ?? 0);
+    if (m === 0) this.waiting.delete(queue);
+    else this.waiting.set(queue, m);
+  }
+}
+
+/**
+ * Whether stderr is a terminal, asked without making process.stderr when it cannot be: making it
+ * loads net and streams (a pipe) or tty (a character device), about 1.5 ms of every start
+ * (docs/benchmarks.md). Only a character device can be a terminal, and /dev/null (cron's
+ * `>/dev/null 2>&1`) is not one; for any other, Node is asked.
+ */
+export function stderrIsTerminal(): boolean {
+  try {
+    const st = fs.fstatSync(2);
+    if (!st.isCharacterDevice() || st.rdev === fs.statSync('/dev/null').rdev) return false;
+  } catch {
+    return false;
+  }
+  return process.stderr.isTTY === true;
 }

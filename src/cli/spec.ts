@@ -139,10 +139,26 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: 'queue-process',
-    usage: 'queue-process -q DIR [OPTIONS] [--watch [--poll-interval SECONDS]] COMMAND [-- PARAMS...]',
-    describe: 'Run the jobs of a queue, in order',
+    usage: 'queue-process {-q DIR... | --queues-in PARENT...} [--jobs N] [OPTIONS] [--watch [--poll-interval SECONDS]] COMMAND [-- PARAMS...]',
+    describe: 'Run the jobs of a queue, in order (or of many queues, each in its own order)',
     options: [
-      queuedir,
+      {
+        ...queuedir,
+        required: false,
+        array: true,
+        describe: 'Queue directory; give -q more than once to serve several queues in one process (an extension)',
+      },
+      {
+        long: 'queues-in',
+        kind: 'string',
+        array: true,
+        describe: 'Extension: serve every queue directory directly under PARENT (with --watch, also those made later); may be repeated',
+      },
+      {
+        long: 'jobs',
+        kind: 'string',
+        describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
+      },
       decoder,
       { long: 'maxjobs', short: 'n', kind: 'string', describe: 'Stop after this many jobs' },
       { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },

@@ -7,7 +7,7 @@
  *  22   4  CRC-32 of the metadata
  *  26   4  CRC-32 of bytes 0..25
  */
-import CRC32 from 'crc-32';
+import { createRequire } from 'node:module';
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, ShortReadError } from '../errors.js';
 import { MsgpackWriter } from './msgpack.js';
@@ -22,8 +22,17 @@ export const VERSION = 1;
 /** The largest metadata we accept. Real headers are well under 1 KiB; 200 MiB allows for absurd parameter lists. */
 export const MAX_METADATA_LENGTH = 200 * 1024 * 1024;
 
+let crcBuf: ((data: Uint8Array) => number) | undefined;
+
+/**
+ * CRC-32 (IEEE 802.3) of the prefix and the metadata, by the crc-32 package (the project's choice
+ * for it). Loaded on the first header this process encodes or decodes in JavaScript: the package
+ * builds its tables as it loads, a cost that a command which reads no header (queue-process of an
+ * empty queue, or headers read by the native addon) does not pay.
+ */
 export function crc32(data: Uint8Array): number {
-  return CRC32.buf(data) >>> 0;
+  crcBuf ??= (createRequire(import.meta.url)('crc-32') as typeof import('crc-32')).buf;
+  return crcBuf(data) >>> 0;
 }
 
 /** Encode the MessagePack metadata, byte-identical to the reference writer. */

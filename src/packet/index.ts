@@ -12,5 +12,6 @@ export {
 export { readHeaderSync, readHeaderFromStream, readExactFromStream } from './read.js';
 export { readHeaderAndLengthSync } from './read.js';
 export { readPacket, metadataOf, packetStream, fdStream, type PacketMetadata, type ReadPacket, type PacketSource } from './stream.js';
-export { SEAL_LENGTH_KEY, SEAL_CRC_KEY, SealVerifier, SealTransform, crc32Update, sealOf, type SealTransformOptions } from './seal.js';
+export { SEAL_LENGTH_KEY, SEAL_CRC_KEY, SealVerifier, crc32Update, sealOf } from './seal.js';
+export { SealTransform, type SealTransformOptions } from './seal-transform.js';
 export { withSealCheck } from './stream.js';

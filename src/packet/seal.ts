@@ -21,10 +21,19 @@
  * what gpg/age decoders are for), so a CRC is enough, and it is the cheapest. docs/benchmarks.md
  * has the cost on a 1 GiB transfer.
  */
-import { Transform, type TransformCallback } from 'node:stream';
-import zlib from 'node:zlib';
+import type zlib from 'node:zlib';
 import { BadPacketError, PayloadSealError } from '../errors.js';
 import type { Seal } from './types.js';
+
+/**
+ * zlib.crc32, node:zlib loaded on the first checksum: loading it (and the streams it brings) is
+ * otherwise a cost of every fspl start, sealed packets or not (docs/benchmarks.md, start-up).
+ */
+let zlibCrc32: typeof zlib.crc32 | undefined;
+function crc32Of(data: Uint8Array, value: number): number {
+  zlibCrc32 ??= process.getBuiltinModule('node:zlib').crc32;
+  return zlibCrc32(data, value);
+}
 
 export const SEAL_LENGTH_KEY = 'payload_len';
 export const SEAL_CRC_KEY = 'payload_crc32';
@@ -53,7 +62,7 @@ export function interpretSeal(doc: unknown): Seal | undefined {
 
 /** CRC-32 of data, continuing from `value` (the CRC of what came before; 0 to start). */
 export function crc32Update(data: Uint8Array, value = 0): number {
-  return zlib.crc32(data, value) >>> 0;
+  return crc32Of(data, value) >>> 0;
 }
 
 /** Whether a header's seal holds for a payload held in memory. */
@@ -69,9 +78,10 @@ export function checksumMismatch(got: number, sealed: number): PayloadSealError 
 
 /**
  * Checks a payload against its seal as the bytes pass: update() with every chunk in order, then
- * finish() at the end. Usable from a synchronous copy loop and from a stream (sealTransform).
- * update() throws as soon as the payload runs past the sealed length; finish() throws if it
- * ended early or fails the checksum. The first failure is also kept in `failure`.
+ * finish() at the end. Usable from a synchronous copy loop and from a stream (SealTransform, in
+ * seal-transform.ts). update() throws as soon as the payload runs past the sealed length;
+ * finish() throws if it ended early or fails the checksum. The first failure is also kept in
+ * `failure`.
  */
 export class SealVerifier {
   readonly seal: Seal;
@@ -95,7 +105,7 @@ export class SealVerifier {
       throw this.fail('ERR_PAYLOAD_LONG', `Payload runs long: more than the ${this.seal.length} bytes it was sealed with`);
     }
     this.seen += chunk.length;
-    this.crc = zlib.crc32(chunk, this.crc);
+    this.crc = crc32Of(chunk, this.crc);
   }
 
   /** The payload has ended: throws PayloadSealError if it is short or fails the checksum. */
@@ -121,45 +131,5 @@ export class SealVerifier {
   private fail(code: PayloadSealError['code'], message: string): PayloadSealError {
     this.failure = new PayloadSealError(code, message);
     return this.failure;
-  }
-}
-
-export interface SealTransformOptions {
-  /**
-   * Instead of failing the stream, stop passing bytes on at the first failure and end normally;
-   * the failure is then only in `verifier.failure`. For a child's stdin, which must see end of
-   * file whatever happens, the job then being judged by the verifier afterwards.
-   */
-  soft?: boolean;
-}
-
-/** A pass-through stream that checks what passes against the seal. */
-export class SealTransform extends Transform {
-  readonly verifier: SealVerifier;
-  private readonly soft: boolean;
-
-  constructor(seal: Seal, options: SealTransformOptions = {}) {
-    super();
-    this.verifier = new SealVerifier(seal);
-    this.soft = options.soft ?? false;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    if (this.soft && this.verifier.failure) return done(); // drop the rest
-    try {
-      this.verifier.update(chunk);
-    } catch (err) {
-      return this.soft ? done() : done(err as Error);
-    }
-    done(null, chunk);
-  }
-
-  override _flush(done: TransformCallback): void {
-    try {
-      this.verifier.finish();
-    } catch (err) {
-      return this.soft ? done() : done(err as Error);
-    }
-    done();
   }
 }

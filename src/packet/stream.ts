@@ -8,7 +8,7 @@ import { Readable, pipeline } from 'node:stream';
 import { closeQuietly } from '../io.js';
 import { decodeHeader, encodeHeader } from './codec.js';
 import { readHeaderAndLengthSync, readHeaderFromStream } from './read.js';
-import { SealTransform } from './seal.js';
+import { SealTransform } from './seal-transform.js';
 import type { Bytes, Ctime, PacketHeader, Seal } from './types.js';
 
 /** What a packet says about itself, flattened for convenience. */

@@ -353,7 +353,7 @@ describe('the entry points', () => {
     'BadPacketError', 'BadSeqfileError', 'DecoderError', 'DuplicateSeqError', 'ExecError', 'FsplError', 'JobFailedError', 'LockedError',
     'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError',
     'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText',
-    'preparePacket', 'queueStatus', 'readPacket',
+    'preparePacket', 'processQueues', 'queueStatus', 'readPacket',
   ];
   const NET = [
     'RateWindow', 'TransitionMonitor', 'allocateWorkers', 'describeRemoteLeftover', 'dotToSvg', 'hostOf', 'hostView', 'liveDotState',

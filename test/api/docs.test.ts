@@ -37,6 +37,13 @@ const expected: Array<(out: string) => void> = [
     expect(lines[6]).toBe('{ processed: 1, succeeded: 1, failed: 0 }');
   },
   (out) => expect(out).toBe('{ processed: 3, succeeded: 3, failed: 0 } [ 1n, 2n, 3n ]\n'),
+  (out) => {
+    // Turns: each queue's first job before any queue's second; bob stops at its failed job 2.
+    expect(out).toBe(
+      'alice 1n hello\nbob 1n hello\ncarol 1n hello\nalice 2n again\ncarol 2n again\n' +
+        'alice done 2 \nbob stopped 2 Job 2 failed (function failed: bob is busy); stopping, the job stays in the queue\ncarol done 2 \n',
+    );
+  },
   (out) => expect(out).toBe('ERR_NOT_FOUND - Job 99 not found in queue "' + out.split('"')[1] + '"\nERR_SHORT_READ - failed to fill whole buffer\nERR_DUPLICATE_SEQ - More than one job has sequence number 1\n'),
 ];
 

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { fastParse, fastParseNet } from '../../src/cli/fastparse.js';
+import { fastParse } from '../../src/cli/fastparse.js';
+import { fastParseNet } from '../../src/cli/net-fastparse.js';
 import { parseNet } from '../../src/cli/parser.js';
 
 describe('fastParse', () => {
   it('parses ordinary command lines, filling enum defaults', () => {
     expect(fastParse(['-l', 'debug', 'queue-process', '-q', 'q', '--on-error=delete', '-n5', 'cmd', '--', 'a', '-b'])).toEqual({
       command: 'queue-process',
-      args: { queuedir: 'q', 'on-error': 'delete', maxjobs: '5', command: 'cmd', 'order-by': 'Sequence', 'output-to': 'PassBoth' },
+      args: { queuedir: ['q'], 'on-error': 'delete', maxjobs: '5', command: 'cmd', 'order-by': 'Sequence', 'output-to': 'PassBoth' },
       params: ['a', '-b'],
       logLevel: 'debug',
     });
@@ -18,6 +19,12 @@ describe('fastParse', () => {
     });
     expect(fastParse(['queue-init', '--append-only', '--queuedir', 'q'])?.args).toEqual({ 'append-only': true, queuedir: 'q' });
     expect(fastParse(['queue-set-next', '-q', 'q', '--', '5'])?.args).toEqual({ queuedir: 'q', id: '5' });
+    // queue-process serves many queues: -q and --queues-in repeat, each value kept in order.
+    expect(fastParse(['queue-process', '-q', 'a', '-qb', '--queues-in', 'p1', '--queues-in=p2', '--jobs', '4', 'cmd'])?.args).toMatchObject({
+      queuedir: ['a', 'b'],
+      'queues-in': ['p1', 'p2'],
+      jobs: '4',
+    });
   });
 
   it('leaves help, errors and anything unusual to yargs', () => {

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { Net, Queue, preparePacket, readPacket } from 'filespooler';
+import { Net, Queue, encodeHeader, preparePacket, readPacket } from 'filespooler';
 import { IN_CI, describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
@@ -173,6 +173,91 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     // spent file that a cut brought back (finishInterrupted): none is left.
     expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
   }, 600_000);
+
+  test(`queue-process over many queues (--queues-in, --jobs 3): over ${CUTS} cuts no queue skips a job, each runs in its order, and a cut re-runs at most the jobs in flight`, async () => {
+    const { inside, outside } = fresh('many');
+    const parent = path.join(inside, 'queues');
+    fs.mkdirSync(parent);
+    const QUEUES = 5;
+    const WORKERS = 3;
+    const queues = Array.from({ length: QUEUES }, (_, i) => Queue.init(path.join(parent, `q${i}`)));
+    const runs = path.join(outside, 'runs');
+    const totals = queues.map(() => 0);
+    const addJobs = async (n: number) => {
+      for (const [i, q] of queues.entries()) {
+        for (let k = 0; k < n; k++) await q.write(preparePacket({ seq: BigInt(++totals[i]!), payload: Buffer.from(`job ${totals[i]}\n`) }));
+      }
+    };
+    await addJobs(60);
+    await pc.sync();
+    const random = rng(SEED + 4);
+    let cuts = 0;
+    const script = `exec ${FSPL} queue-process --queues-in ${parent} --jobs ${WORKERS} sh -- -c 'cat >/dev/null; sleep 0.005; echo "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> ${runs}'`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) await addJobs(20);
+      else break;
+    }
+    let reruns = 0;
+    for (const [i, q] of queues.entries()) {
+      const ran = lines(runs)
+        .filter((l) => l.startsWith(`q${i} `))
+        .map((l) => BigInt(l.split(' ')[1]!));
+      const distinct = new Set(ran);
+      for (let s = 1; s <= totals[i]!; s++) expect(distinct.has(BigInt(s)), `seed ${SEED}: queue ${i}, job ${s} never ran`).toBe(true);
+      for (let k = 1; k < ran.length; k++) expect(ran[k]! >= ran[k - 1]!, `seed ${SEED}: queue ${i}, job ${ran[k]} ran after ${ran[k - 1]}`).toBe(true);
+      expect(ran.length - distinct.size, `seed ${SEED}: queue ${i} re-runs`).toBeLessThanOrEqual(cuts);
+      reruns += ran.length - distinct.size;
+      expect(fs.readdirSync(q.jobsDir), `seed ${SEED}: queue ${i}, spent job files left`).toEqual([]);
+    }
+    // A cut re-runs at most the jobs that were running: --jobs of them.
+    expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(WORKERS * cuts);
+    console.log(`power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`);
+  }, 600_000);
+
+  test(`queue-process over runs of NOPs (each run recorded as one): over ${CUTS} cuts no command is skipped or run out of order, each cut re-runs at most the job in flight, no spent NOP file is left`, async () => {
+    const { inside, outside } = fresh('nops');
+    const qdir = path.join(inside, 'q');
+    const queue = Queue.init(qdir);
+    const runs = path.join(outside, 'runs');
+    const random = rng(SEED + 5);
+    const commands = new Set<bigint>();
+    let total = 0n;
+    // Runs of 1 to 80 NOPs between commands: most cuts land in a run's record or between two.
+    const addJobs = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        for (let k = Math.floor(random() * 80) + 1; k > 0; k--) queue.writeBuffer(encodeHeader({ seq: ++total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+        commands.add(++total);
+        queue.writeBuffer(encodeHeader({ seq: total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }));
+      }
+    };
+    addJobs(40);
+    await pc.sync();
+    let cuts = 0;
+    const script = `exec ${FSPL} queue-process -q ${qdir} sh -- -c 'echo $FSPL_SEQ >> ${runs}'`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, script, random, 100, cuts < CUTS ? 600 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) {
+        addJobs(20); // drained before its cuts: more work (writeBuffer is durable)
+        await pc.sync();
+      } else break;
+    }
+    const ran = lines(runs).map(BigInt);
+    const distinct = new Set(ran);
+    // Only commands ran (a NOP runs nothing), every one of them, in order; a re-run repeats the last.
+    expect([...distinct].filter((s) => !commands.has(s)), `seed ${SEED}`).toEqual([]);
+    expect(distinct.size, `seed ${SEED}: commands run`).toBe(commands.size);
+    for (let i = 1; i < ran.length; i++) expect(ran[i]! >= ran[i - 1]!, `seed ${SEED}: job ${ran[i]} ran after ${ran[i - 1]}`).toBe(true);
+    const reruns = ran.length - distinct.size;
+    expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(cuts);
+    const left = fs.readdirSync(path.join(qdir, 'jobs'));
+    expect(fs.readFileSync(path.join(qdir, 'nextseq'), 'utf8'), `seed ${SEED}`).toBe(`${total + 1n}\n`);
+    console.log(`power cuts, queue-process over runs of NOPs (seed ${SEED}): ${cuts} cuts, ${total} jobs (${commands.size} commands), ${reruns} re-runs, ${left.length} spent job files left`);
+    // The note of a run of NOPs (N FIRST LAST) lets the next run delete the spent NOPs a cut brought back.
+    expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
+  }, 900_000);
 
   test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches the sink exactly once, nothing is stranded, no number is used twice`, async () => {
     const { inside } = fresh('net');

@@ -64,7 +64,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 
 /**
  * Where the assets are: beside this module (src/net/observe/web from the sources,
- * dist/net/observe/web once built: the build copies them), or, from the bundle (dist/bundle/*.js),
+ * dist/net/observe/web once built: the build copies them), or, from the bundle (dist/bundle/*.cjs),
  * at ../net/observe/web. The first of the two that holds the page is the one.
  */
 const WEB_DIRS = [new URL('./web/', import.meta.url), new URL('../net/observe/web/', import.meta.url)];

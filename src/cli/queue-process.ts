@@ -1,0 +1,98 @@
+/**
+ * `fspl queue-process`: one queue (`-q DIR`, as the reference), or many in one process (`-q`
+ * more than once, `--queues-in PARENT`: an extension). Parses and checks the options, then calls
+ * processQueue or processQueues; prints the progress line on a terminal and, after a pass over
+ * many queues, one line per queue that stopped.
+ */
+import type { Logger } from '../log.js';
+import { processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
+import type { ProcessQueuesSummary } from '../process-many.js';
+import { Queue } from '../queue.js';
+import { describeSystemError } from '../errors.js';
+import { enumArg, intArg, processOptions, str, strings } from './args.js';
+import type { Invocation } from './spec.js';
+import { UsageError } from './output.js';
+import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
+
+export async function queueProcess(inv: Invocation, log: Logger): Promise<number> {
+  const dirs = strings(inv, 'queuedir');
+  const parents = strings(inv, 'queues-in');
+  if (dirs.length === 0 && parents.length === 0) throw new UsageError('missing required argument <QUEUEDIR>: give -q DIR (or, to serve many queues, -q more than once or --queues-in PARENT)');
+  const watch = Boolean(inv.args.watch);
+  const pollText = str(inv, 'poll-interval');
+  let pollInterval: number | undefined;
+  if (pollText !== undefined) {
+    pollInterval = Number(pollText);
+    if (!watch) throw new UsageError('--poll-interval only applies with --watch');
+    if (!/^\d*\.?\d+$/.test(pollText) || !(pollInterval >= 0.01)) {
+      throw new UsageError(`invalid value '${pollText}' for --poll-interval: expected a number of seconds, at least 0.01`);
+    }
+  }
+  const jobs = intArg(inv, 'jobs');
+  if (jobs !== undefined && jobs < 1) throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
+  // Every option is checked before the queue is looked at (usage errors first, as the reference).
+  const options = {
+    ...processOptions(inv, log),
+    onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
+    orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
+    outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
+    neverDelete: Boolean(inv.args['never-delete']),
+    verify: Boolean(inv.args.verify),
+    maxJobs: intArg(inv, 'maxjobs'),
+    watch: watch && { pollInterval },
+  };
+  const progress = !inv.args['no-progress'] && stderrIsTerminal() ? new ProgressLine(process.stderr) : undefined;
+  const many = dirs.length > 1 || parents.length > 0;
+  const stop = new AbortController();
+  const onSignal = () => {
+    log.info('process', many ? 'Stopping after the running jobs' : 'Stopping after the current job');
+    stop.abort();
+  };
+  if (watch || many) {
+    // Once only: a second Ctrl-C kills at once, as users expect.
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
+  // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
+  const queueOptions = { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, logger: log };
+  try {
+    if (!many) {
+      const q = Queue.open(dirs[0]!, queueOptions);
+      q.assertExists();
+      await processQueue(q, { ...options, signal: stop.signal, onEvent: progress && ((e) => progress.update(e)) });
+      return 0;
+    }
+    // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
+    const { processQueues } = await import('../process-many.js');
+    const shown = progress && new ManyProgress(progress);
+    const summary = await processQueues(dirs, {
+      ...options,
+      ...queueOptions,
+      jobs,
+      queuesIn: parents,
+      signal: stop.signal,
+      onEvent: (e) => {
+        shown?.update(e);
+        // Watching, a stop is said when it happens; after a pass, in the summary below.
+        if (e.type === 'stopped' && watch) log.error('process', `Queue ${JSON.stringify(e.queue)} stopped: ${describeSystemError(e.error)}`);
+      },
+    });
+    progress?.finish();
+    return watch ? 0 : reportStopped(summary);
+  } finally {
+    progress?.finish();
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}
+
+/** After a pass: one `Error:` line per queue that stopped, and exit status 1 if any did. */
+function reportStopped(summary: ProcessQueuesSummary): number {
+  let status = 0;
+  for (const q of summary.queues) {
+    if (q.state !== 'stopped') continue;
+    process.stderr.write(`Error: queue ${JSON.stringify(q.queue)} stopped: ${describeSystemError(q.error)}\n`);
+    status = 1;
+  }
+  return status;
+}
