@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { spliceSection } from './splice.mjs';
+import { parseSectionArgs } from './section-args.mjs';
 import { benchFlat } from './net-flat.mjs';
 import { benchTargets } from './net-targets.mjs';
 
@@ -32,32 +33,10 @@ const TIME = '/usr/bin/time';
 const BEGIN = '<!-- net-bench:begin -->';
 const END = '<!-- net-bench:end -->';
 
-function parseArgs(argv) {
-  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, diskDir: '/var/tmp', ref: process.env.FSPL_REF ?? '/usr/bin/fspl', root: undefined, splice: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--quick') o.quick = true;
-    else if (a === '--rounds') o.rounds = Number(argv[++i]);
-    else if (a === '--only') o.only = new Set(argv[++i].split(','));
-    else if (a === '--dir') o.dir = argv[++i];
-    else if (a === '--disk-dir') o.diskDir = argv[++i];
-    else if (a === '--ref') o.ref = argv[++i];
-    else if (a === '--root') o.root = path.resolve(argv[++i]);
-    else if (a === '--splice') o.splice = argv[++i];
-    else if (a === '--help' || a === '-h') {
-      process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-      process.exit(0);
-    } else {
-      process.stderr.write(`bench/net.mjs: unknown option ${a}\n`);
-      process.exit(2);
-    }
-  }
-  o.rounds ??= o.quick ? 1 : 3;
-  o.dir ??= fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-  return o;
-}
-
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseSectionArgs(process.argv.slice(2), import.meta.url, { diskDir: '/var/tmp', root: undefined }, {
+  '--disk-dir': (o, v) => (o.diskDir = v),
+  '--root': (o, v) => (o.root = path.resolve(v)),
+});
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[net-bench] ${m}\n`);
 const median = (xs) => {

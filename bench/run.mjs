@@ -1132,26 +1132,30 @@ ${det}
 `;
 }
 
-// N: nets (bench/net.mjs, issue 11): its own markdown section, put in before the details.
+/**
+ * A bench of its own that prints a markdown section (bench/net.mjs, bench/many.mjs), run with this
+ * run's directory, reference and rounds (at most 3): its section, put in before the details.
+ */
+function sectionBench(script) {
+  const args = [path.join(ROOT, 'bench', script), '--dir', opts.dir, '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
+  if (opts.quick) args.push('--quick');
+  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
+  if (r.status !== 0) throw new BenchError(`bench/${script} failed with status ${r.status}`);
+  return r.stdout;
+}
+
+// N: nets (bench/net.mjs, issue 11).
 let netSection = '';
 function benchNets() {
   log('N. nets: bench/net.mjs');
-  const args = [path.join(ROOT, 'bench', 'net.mjs'), '--dir', opts.dir, '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
-  if (opts.quick) args.push('--quick');
-  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
-  if (r.status !== 0) throw new BenchError(`bench/net.mjs failed with status ${r.status}`);
-  netSection = r.stdout;
+  netSection = sectionBench('net.mjs');
 }
 
-// M: many queues in one process (bench/many.mjs, issue 30): its own section, as the nets'.
+// M: many queues in one process (bench/many.mjs, issue 30).
 let manySection = '';
 function benchMany() {
   log('M. many queues: bench/many.mjs');
-  const args = [path.join(ROOT, 'bench', 'many.mjs'), '--dir', opts.dir, '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
-  if (opts.quick) args.push('--quick');
-  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
-  if (r.status !== 0) throw new BenchError(`bench/many.mjs failed with status ${r.status}`);
-  manySection = r.stdout;
+  manySection = sectionBench('many.mjs');
 }
 
 // D: the cost of durability (bench/durability.mjs): on a disk, not opts.dir (tmpfs makes fsync free).
