@@ -22,8 +22,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = path.join(ROOT, 'dist', 'bundle');
 
-/** Packages left out of the bundle, loaded from node_modules at run time (fs-ext: a native addon). */
-export const EXTERNAL = ['fs-ext'];
+/**
+ * Packages left out of the bundle, loaded from node_modules at run time: fs-ext (a native addon),
+ * crc-32 (required by the packet codec on its first header, through createRequire, so that a
+ * command that decodes no header in JavaScript does not build its tables).
+ */
+export const EXTERNAL = ['fs-ext', 'crc-32'];
 
 const common = { platform: 'node', target: 'node20', minifyWhitespace: true, minifySyntax: true, logLevel: 'warning' };
 
