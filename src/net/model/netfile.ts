@@ -10,7 +10,7 @@ import * as z from 'zod';
 import { NetFileError } from '../../errors.js';
 import { buildNet } from './build.js';
 import type { NetDefinition, NetModel } from './model.js';
-import { didYouMean } from './suggest.js';
+import { didYouMean } from '../../suggest.js';
 
 const name = z.string();
 const positiveInt = z.number().int().min(1);

@@ -6,7 +6,6 @@ import { describe, expect, test } from 'vitest';
 import { NetFileError, Net, parseNetText } from 'filespooler';
 import { describeIfPresent } from '../../gate.js';
 import { netDir, runFspl } from '../helpers.js';
-import { closest, editDistance } from '../../../src/net/model/suggest.js';
 
 function problems(text: string): string[] {
   try {
@@ -88,16 +87,6 @@ describe('net check: did you mean ...?', () => {
       expect(problems(text)).toEqual(expected);
     });
   }
-
-  test('edit distance counts a swap of neighbours as one edit; guesses need 1 or 2 edits, fewer for short words', () => {
-    expect([editDistance('retrys', 'retries'), editDistance('dri', 'dir'), editDistance('', 'ab'), editDistance('kitten', 'sitting')]).toEqual([2, 1, 2, 3]);
-    expect(closest('retrys', ['in', 'out', 'retries', 'run'])).toBe('retries');
-    expect(closest('rn', ['in', 'run'])).toBe('run');
-    expect(closest('x', ['a', 'b'])).toBeUndefined();
-    expect(closest('worker', ['workers'])).toBe('workers');
-    expect(closest('timeout', ['timeout'])).toBeUndefined();
-    expect(closest('abcdef', ['uvwxyz'])).toBeUndefined();
-  });
 });
 
 describe('net check: warnings', () => {
