@@ -49,7 +49,9 @@ describe('fspl CLI', () => {
       ['queue-process', '-q', 'q'],
       ['queue-process', '-q', 'q', '--on-error', 'sometimes', 'true'],
       ['queue-process', '-q', 'q', '-n', 'x', 'true'],
-      ['queue-process', '-q', 'q', '--timeout', '1.5', 'true'],
+      ['queue-process', '-q', 'q', '--timeout', '1.5s', 'true'],
+      ['queue-process', '-q', 'q', '--timeout', '-0.5', 'true'],
+      ['stdin-process', '--timeout', '1e3', 'true'],
       ['prepare-set-next', '-s', 'sf'],
       ['-l', 'loud', 'gen-uuid'],
       ['queue-ls', '-q', 'q', 'extra'],
@@ -117,6 +119,23 @@ describe('fspl CLI', () => {
     for (const n of [20, 40]) {
       expect(fspl(['stdin-process', 'cat'], { input: packet.subarray(0, n) }).stderr).toBe(`Error: Input ends within the packet header, after ${n} bytes (cut short in transit?)\n`);
     }
+  });
+
+  it('takes --timeout in fractions of a second (an extension: the reference takes whole seconds)', () => {
+    const d = tempDir();
+    expect(fspl(['queue-init', '-q', 'q'], { cwd: d }).code).toBe(0);
+    const packet = fspl(['prepare', '-s', 'seq'], { cwd: d }).stdout;
+    expect(fspl(['queue-write', '-q', 'q'], { cwd: d, input: packet }).code).toBe(0);
+    const started = Date.now();
+    const r = fspl(['queue-process', '-q', 'q', '--timeout', '0.5', 'sleep', '--', '30'], { cwd: d });
+    expect(r.code).toBe(1); // a timeout is a failure; the job stays (--on-error retry)
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(fspl(['queue-get-next', '-q', 'q'], { cwd: d }).stdout.toString()).toBe('1\n');
+    const s = fspl(['stdin-process', '--timeout', '.25', 'sleep', '--', '30'], { input: packet });
+    expect(s.code).toBe(1);
+    const quick = fspl(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], { cwd: d });
+    expect([quick.code, quick.stderr]).toEqual([0, '']);
+    expect(fspl(['queue-get-next', '-q', 'q'], { cwd: d }).stdout.toString()).toBe('2\n');
   });
 
   it('runs the end-to-end flow: prepare | queue-write, queue-ls, queue-info, queue-process', () => {
