@@ -150,8 +150,8 @@ function cliWrite(argv0, n, env) {
   }
 }
 
-/** ms per job of `fspl queue-process` running `true`, for one implementation. */
-function cliProcess(argv0, n, env) {
+/** ms per job of `fspl queue-process` running `true` (or over NOP jobs), for one implementation. */
+function cliProcess(argv0, n, env, kind = 'command') {
   const dir = fresh();
   try {
     const q = path.join(dir, 'q');
@@ -160,7 +160,11 @@ function cliProcess(argv0, n, env) {
     const r0 = spawnSync(NODE, ['--input-type=module', '-e', `
       const { Queue, preparePacket } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href)});
       const q = Queue.open(${JSON.stringify(q)});
-      for (let i = 1; i <= ${n}; i++) await q.write(preparePacket({ seq: BigInt(i) }));`], { env, encoding: 'utf8' });
+      const { encodeHeader } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href)});
+      for (let i = 1; i <= ${n}; i++) {
+        if (${JSON.stringify(kind)} === 'nop') q.writeBuffer(encodeHeader({ seq: BigInt(i), ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+        else await q.write(preparePacket({ seq: BigInt(i) }));
+      }`], { env, encoding: 'utf8' });
     if (r0.status !== 0) throw new Error(`filling the queue failed: ${r0.stderr}`);
     const t0 = process.hrtime.bigint();
     const r = spawnSync(argv0[0], [...argv0.slice(1), 'queue-process', '-q', q, 'true'], { env });
@@ -188,7 +192,7 @@ const load = os.loadavg()[0].toFixed(2);
 const rows = [];
 const haveRef = fs.existsSync(opts.ref);
 try {
-  const N = opts.quick ? { lib: 100, cli: 5, proc: 20, net: 50 } : { lib: 2000, cli: 100, proc: 300, net: 1000 };
+  const N = opts.quick ? { lib: 100, cli: 5, proc: 20, nop: 100, net: 50 } : { lib: 2000, cli: 100, proc: 300, nop: 3000, net: 1000 };
   measure(rows, 'Queue.writeBuffer (library), per job', N.lib, 'job', SIDES.map((s) => ({ side: s.label, fn: () => runChild('write', N.lib, s.env) })));
   measure(rows, '`fspl queue-write` (a process per job), per job', N.cli, 'job', [
     ...SIDES.map((s) => ({ side: s.label, fn: () => cliWrite([NODE, BIN], N.cli, s.env) })),
@@ -198,6 +202,10 @@ try {
   measure(rows, '`fspl queue-process` running `true`, per job', N.proc, 'job', [
     ...SIDES.map((s) => ({ side: s.label, fn: () => cliProcess([NODE, BIN], N.proc, s.env) })),
     ...(haveRef ? [{ side: 'reference', fn: () => cliProcess([opts.ref], N.proc, ENV) }] : []),
+  ]);
+  measure(rows, '`fspl queue-process` of NOP jobs, per job', N.nop, 'job', [
+    ...SIDES.map((s) => ({ side: s.label, fn: () => cliProcess([NODE, BIN], N.nop, s.env, 'nop') })),
+    ...(haveRef ? [{ side: 'reference', fn: () => cliProcess([opts.ref], N.nop, ENV, 'nop') }] : []),
   ]);
   measure(rows, 'net commit: moves (`run: null`) through 2 transitions (library `run --drain`), per firing', N.net, 'firing', SIDES.map((s) => ({ side: s.label, fn: () => runChild('net', N.net, s.env) })));
 } finally {
@@ -229,7 +237,7 @@ queue-process's note; the code as it was before, as far as its cost goes. The di
 ${table}
 
 - queue-write: one fsync of \`jobs/\` after the rename, so that a job reported written is there after a power cut (the reference skips it and loses such jobs).
-- queue-process: per job, the note naming the finished job is fdatasynced, \`nextseq\`'s directory is fsynced after the rename (the job is not run again) and \`jobs/\` after the deletion (the spent file stays gone). Chosen over a sync interval because it costs little beside starting a command.
+- queue-process (src/finish.ts): per job, the note naming the finished job (and the deletions not yet durable) is fdatasynced and \`nextseq\`'s directory is fsynced after the rename (the job is not run again); \`jobs/\` is fsynced once for the deletions of up to 16 jobs, and when the run rests or ends (the spent files stay gone). A run of NOP jobs is recorded as one: one note, one \`nextseq\` update, one fsync of \`jobs/\` for up to 1,024 NOPs (the reference writes \`nextseq\` for each, with its fsync).
 - net commit: each step of a commit is durable before the next (the table in src/net/run/commit.ts): the staged token's \`jobs/\`, \`sendseq\`'s directory, the output's \`jobs/\` after the rename, \`nextseq\`'s directory and the input's \`jobs/\` after the consume. Group commit (one fsync per directory for several firings) is the way to win this back.
 ${END}
 `;

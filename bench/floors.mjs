@@ -2,7 +2,8 @@
 //   node bench/floors.mjs spawn N         N sequential child_process.spawn of /bin/true
 //   node bench/floors.mjs native-spawn N  the same through the native addon's posix_spawn
 //                                         (prints "none" when the addon is not built)
-//   node bench/floors.mjs nop DIR         the syscalls of a NOP run over the queue DIR
+//   node bench/floors.mjs nop DIR         the syscalls of a NOP run over the queue DIR (runs of
+//                                         NOPs recorded as one, as queue-process does)
 //   node bench/floors.mjs moves DIR N [LANES]
 //                                         the syscalls of N durable moves of small tokens from
 //                                         DIR/a to DIR/b, in groups of 64 (made here first), the
@@ -43,8 +44,10 @@ if (what === 'spawn') {
   process.stdout.write(`${(performance.now() - start).toFixed(1)}\n`);
   process.exit(0);
 } else if (what === 'nop') {
-  // One scan (open, one read, close per file), then per job: seqfile temp, write, fsync, close,
-  // rename, unlink: the same system calls as a queue run of NOP jobs, with no decoding at all.
+  // One scan (open, one read, close per file), then the records of runs of up to 1024 NOPs as
+  // queue-process makes them (src/finish.ts): per run, the note in the lock file (pwrite,
+  // fdatasync), nextseq (temp, write, fsync, close, rename, fsync of the directory), an unlink per
+  // job, one fsync of jobs/: the same system calls, with no decoding and no logic at all.
   const jobs = path.join(arg, 'jobs');
   const buf = Buffer.alloc(4096);
   const names = fs.readdirSync(jobs);
@@ -54,14 +57,21 @@ if (what === 'spawn') {
     fs.closeSync(fd);
   }
   const seq = path.join(arg, 'nextseq');
-  names.forEach((n, i) => {
+  const lock = fs.openSync(`${seq}.lock`, 'r+');
+  for (let at = 0; at < names.length; at += 1024) {
+    const run = names.slice(at, at + 1024);
+    fs.writeSync(lock, `N ${at + 1} ${at + run.length}\n`, 0);
+    fs.fdatasyncSync(lock);
     const fd = fs.openSync(`${seq}.temp`, 'w');
-    fs.writeSync(fd, `${i + 2}\n`);
+    fs.writeSync(fd, `${at + run.length + 1}\n`);
     fs.fsyncSync(fd);
     fs.closeSync(fd);
     fs.renameSync(`${seq}.temp`, seq);
-    fs.unlinkSync(path.join(jobs, n));
-  });
+    fsyncDir(arg);
+    for (const n of run) fs.unlinkSync(path.join(jobs, n));
+    fsyncDir(jobs);
+  }
+  fs.closeSync(lock);
 } else if (what === 'moves') {
   process.stdout.write(`${(await durableMoves(arg, Number(process.argv[4]), Number(process.argv[5] ?? 1))).toFixed(1)}\n`);
   process.exit(0);

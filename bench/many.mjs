@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spliceSection } from './splice.mjs';
+import { parseSectionArgs } from './section-args.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -25,30 +26,7 @@ const TIME = '/usr/bin/time';
 const BEGIN = '<!-- many-bench:begin -->';
 const END = '<!-- many-bench:end -->';
 
-function parseArgs(argv) {
-  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--quick') o.quick = true;
-    else if (a === '--rounds') o.rounds = Number(argv[++i]);
-    else if (a === '--only') o.only = new Set(argv[++i].split(','));
-    else if (a === '--dir') o.dir = argv[++i];
-    else if (a === '--ref') o.ref = argv[++i];
-    else if (a === '--splice') o.splice = argv[++i];
-    else if (a === '--help' || a === '-h') {
-      process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-      process.exit(0);
-    } else {
-      process.stderr.write(`bench/many.mjs: unknown option ${a}\n`);
-      process.exit(2);
-    }
-  }
-  o.rounds ??= o.quick ? 1 : 3;
-  o.dir ??= fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-  return o;
-}
-
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseSectionArgs(process.argv.slice(2), import.meta.url);
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[many-bench] ${m}\n`);
 const median = (xs) => {

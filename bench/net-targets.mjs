@@ -15,7 +15,7 @@ const FLOORS = fileURLToPath(new URL('./floors.mjs', import.meta.url));
 const JS_MOVES = fileURLToPath(new URL('./js-moves.mjs', import.meta.url));
 
 /** The 1-minute load average, as /proc/loadavg says (os.loadavg elsewhere). */
-function load() {
+export function load() {
   try {
     return Number(fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
   } catch {

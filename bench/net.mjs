@@ -4,11 +4,14 @@
  * capacity, per-hop overhead, and scale. Prints a markdown section on stdout; bench/run.mjs
  * calls it and puts the section into docs/benchmarks.md. Run alone:
  *
- *   node bench/net.mjs [--quick] [--rounds N] [--only targets,jefferson,jitter,hop,scale] [--dir DIR]
- *                      [--disk-dir /var/tmp] [--ref /usr/bin/fspl] [--splice docs/benchmarks.md]
+ *   node bench/net.mjs [--quick] [--rounds N] [--only targets,flat,jefferson,jitter,hop,scale] [--dir DIR]
+ *                      [--disk-dir /var/tmp] [--ref /usr/bin/fspl] [--root DIR] [--splice docs/benchmarks.md]
  *
  * targets: the table of issue 20 (bench/net-targets.mjs), each figure against a floor measured in
- * the same run. --disk-dir: where the JavaScript moves run (a disk: fsync on tmpfs is free).
+ * the same run. flat: issue 30's net runner flat in the number of places (bench/net-flat.mjs).
+ * --disk-dir: where the JavaScript moves run (a disk: fsync on tmpfs is free). --root: the
+ * checkout (built) whose runner the flat section measures (default this one): another build's,
+ * to compare it side by side.
  *
  * --splice replaces the section between its markers in that file (appends it when missing), so
  * these figures can be refreshed without the whole harness. Needs `npm run build` first.
@@ -19,6 +22,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { spliceSection } from './splice.mjs';
+import { parseSectionArgs } from './section-args.mjs';
+import { benchFlat } from './net-flat.mjs';
 import { benchTargets } from './net-targets.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -28,31 +33,10 @@ const TIME = '/usr/bin/time';
 const BEGIN = '<!-- net-bench:begin -->';
 const END = '<!-- net-bench:end -->';
 
-function parseArgs(argv) {
-  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, diskDir: '/var/tmp', ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--quick') o.quick = true;
-    else if (a === '--rounds') o.rounds = Number(argv[++i]);
-    else if (a === '--only') o.only = new Set(argv[++i].split(','));
-    else if (a === '--dir') o.dir = argv[++i];
-    else if (a === '--disk-dir') o.diskDir = argv[++i];
-    else if (a === '--ref') o.ref = argv[++i];
-    else if (a === '--splice') o.splice = argv[++i];
-    else if (a === '--help' || a === '-h') {
-      process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('*/')[0]);
-      process.exit(0);
-    } else {
-      process.stderr.write(`bench/net.mjs: unknown option ${a}\n`);
-      process.exit(2);
-    }
-  }
-  o.rounds ??= o.quick ? 1 : 3;
-  o.dir ??= fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-  return o;
-}
-
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseSectionArgs(process.argv.slice(2), import.meta.url, { diskDir: '/var/tmp', root: undefined }, {
+  '--disk-dir': (o, v) => (o.diskDir = v),
+  '--root': (o, v) => (o.root = path.resolve(v)),
+});
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[net-bench] ${m}\n`);
 const median = (xs) => {
@@ -528,6 +512,9 @@ try {
   };
   await section('targets', "Targets of issue 20: the runner against the machine's floor", () =>
     benchTargets({ opts: { ...opts, rounds: opts.quick ? 1 : 3 }, log, median, table, freshDir, writeNet, fill, timed, Net, NODE, BIN, expectAll, diskDir: fs.existsSync(opts.diskDir) ? opts.diskDir : os.tmpdir() }),
+  );
+  await section('flat', 'Issue 30: the net runner flat in the number of places', () =>
+    benchFlat({ opts, log, median, table, freshDir, timed, NODE, Net, root: opts.root ?? ROOT, self: ROOT }),
   );
   await section('jefferson', 'Jefferson: sharing the workers among the stages', benchJefferson);
   await section('jitter', 'Jitter and place capacity', benchJitter);

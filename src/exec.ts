@@ -20,7 +20,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { ExecError } from './errors.js';
-import { isPackable, nativeSpawn, nativeSpawnDetached, type PackableEnv } from './native.js';
+import { isPackable, nativeSpawn, nativeSpawnDetached, type PackableEnv, type SpawnEnv } from './native.js';
 import { checkSeconds, setLongTimeout } from './timer.js';
 
 export type StdinSource = number | Readable | 'inherit' | 'ignore';
@@ -28,8 +28,8 @@ export type StdinSource = number | Readable | 'inherit' | 'ignore';
 export interface RunOptions {
   command: string;
   args: string[];
-  /** The complete environment for the child. */
-  env: NodeJS.ProcessEnv;
+  /** The complete environment for the child (an object, or jobenv.ts ChildEnv: packed once for the addon). */
+  env: SpawnEnv;
   stdin: StdinSource;
   /** Where stdout and stderr go: our own (PassBoth) or a file descriptor (SaveBoth). */
   output: 'inherit' | number;
@@ -127,7 +127,7 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
     const out = opts.output;
     let child;
     try {
-      child = spawn(opts.command, opts.args, { stdio: [stdin, out, out], env: opts.env });
+      child = spawn(opts.command, opts.args, { stdio: [stdin, out, out], env: isPackable(opts.env) ? opts.env.record() : opts.env });
     } catch (err) {
       reject(new ExecError(`Failed to run ${JSON.stringify(opts.command)}: ${(err as Error).message}`, { cause: err }));
       return;

@@ -2,6 +2,8 @@
  * File operations run in order, as one batch: with the native addon, all of them on one of
  * libuv's pool threads, in one hand-off (native/fs_batch.c); without it (or with FSPL_NO_NATIVE=1),
  * one after the other through Node's fs API, one hand-off each, with the same results.
+ * runBatchSync runs a batch on the calling thread: in one call into the addon, or through Node's
+ * synchronous fs calls.
  *
  * Why: the net runner's group commit (src/net/run/commit.ts) made dozens of asynchronous fs calls
  * per group (an open, an fsync, a rename and an unlink per firing, three per directory fsync),
@@ -12,7 +14,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import util from 'node:util';
-import { cannotSync, dirSyncSkipped } from './durable.js';
+import { cannotSync, dirSyncSkipped, fsyncDir } from './durable.js';
+import { closeQuietly, writeAllSync } from './io.js';
 import { loadNative } from './native.js';
 
 /** One operation. */
@@ -20,9 +23,10 @@ export type FsOp =
   /**
    * open(O_RDONLY|O_DIRECTORY), fsync, close: the names made in it so far are durable. A
    * directory that cannot be fsynced at all succeeds (as durable.ts's fsyncDir). Skipped under
-   * FSPL_BENCH_NO_DIRSYNC.
+   * FSPL_BENCH_NO_DIRSYNC. With `fd`, a descriptor of that directory the caller holds open, only
+   * the fsync.
    */
-  | { op: 'fsyncDir'; path: string }
+  | { op: 'fsyncDir'; path: string; fd?: number }
   | { op: 'fsync'; fd: number }
   /**
    * Durable only once its directory is fsynced: a caller that needs it to survive a power cut puts
@@ -38,7 +42,9 @@ export type FsOp =
   /** Write all of data at the descriptor's offset (an O_APPEND file: its end), then fsync it. */
   | { op: 'append'; fd: number; data: Buffer }
   /** As writeFile, with all of the file `from` after data (copy_file_range where it can). */
-  | { op: 'writeFileFrom'; path: string; flags: number; mode: number; data: Buffer; from: string };
+  | { op: 'writeFileFrom'; path: string; flags: number; mode: number; data: Buffer; from: string }
+  /** Write all of data at this position (the descriptor's offset unchanged), then fdatasync if `datasync`. */
+  | { op: 'pwrite'; fd: number; position: number; data: Buffer; datasync: boolean };
 
 /**
  * must: should it fail, the operations after it are not run (their result: -ECANCELED).
@@ -46,7 +52,7 @@ export type FsOp =
  */
 export type BatchOp = FsOp & { must?: boolean };
 
-const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8, writeFileFrom: 9 } as const;
+const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8, writeFileFrom: 9, pwrite: 10 } as const;
 const MUST = 0x100;
 const MISSING_OK = 0x200;
 const ENOENT = -os.constants.errno.ENOENT;
@@ -57,14 +63,40 @@ const ECANCELED = -os.constants.errno.ECANCELED;
  * array, >= 0 on success (open: its descriptor), -errno on failure. See firstFailure.
  */
 export async function runBatch(ops: readonly BatchOp[]): Promise<Int32Array> {
-  // Directory fsyncs the bench switched off succeed without running.
-  const run = dirSyncSkipped() ? ops.filter((o) => o.op !== 'fsyncDir') : ops;
-  const results = run.length === 0 ? new Int32Array(0) : await runOps(run);
+  const run = opsToRun(ops);
+  return resultsOfAll(ops, run, run.length === 0 ? new Int32Array(0) : await runOps(run));
+}
+
+/**
+ * runBatch on the calling thread: the operations are done when it returns. For a caller that has
+ * nothing else to do meanwhile (queue-process recording a finished job before the next starts):
+ * one call into the addon, no hand-off to a pool thread and back. Without the addon, Node's
+ * synchronous fs calls, with the same results.
+ */
+export function runBatchSync(ops: readonly BatchOp[]): Int32Array {
+  const run = opsToRun(ops);
+  const b = loadNative();
+  const native = b?.fsBatchSync && !hasNul(run);
+  return resultsOfAll(ops, run, run.length === 0 ? new Int32Array(0) : native ? b.fsBatchSync!(run.map(encode)) : fallbackSync(run));
+}
+
+/** Directory fsyncs the bench switched off (FSPL_BENCH_NO_DIRSYNC) succeed without running. */
+function opsToRun(ops: readonly BatchOp[]): readonly BatchOp[] {
+  return dirSyncSkipped() ? ops.filter((o) => o.op !== 'fsyncDir') : ops;
+}
+
+/** The results of `ops`, from those of the operations that ran (opsToRun): 0 for the others. */
+function resultsOfAll(ops: readonly BatchOp[], run: readonly BatchOp[], results: Int32Array): Int32Array {
   if (run === ops) return results;
   const all = new Int32Array(ops.length);
   let k = 0;
   ops.forEach((o, i) => (all[i] = o.op === 'fsyncDir' ? 0 : results[k++]!));
   return all;
+}
+
+/** A NUL in a path: Node's own calls refuse it with their usual error. */
+function hasNul(ops: readonly BatchOp[]): boolean {
+  return ops.some((o) => pathsOf(o).some((p) => p.includes('\0')));
 }
 
 /** libuv's pool has 4 threads unless UV_THREADPOOL_SIZE says otherwise. */
@@ -88,8 +120,7 @@ export async function runBatchesAtOnce(ops: readonly BatchOp[]): Promise<Int32Ar
 
 function runOps(ops: readonly BatchOp[]): Promise<Int32Array> {
   const b = loadNative();
-  // A NUL in a path: Node's own calls refuse it with their usual error.
-  if (!b?.fsBatch || ops.some((o) => pathsOf(o).some((p) => p.includes('\0')))) return fallback(ops);
+  if (!b?.fsBatch || hasNul(ops)) return fallback(ops);
   return new Promise((resolve) => b.fsBatch!(ops.map(encode), resolve));
 }
 
@@ -97,6 +128,7 @@ function encode(o: BatchOp): Array<number | string | Buffer> {
   const code = CODES[o.op] | (o.must ? MUST : 0) | ('missingOk' in o && o.missingOk ? MISSING_OK : 0);
   switch (o.op) {
     case 'fsyncDir':
+      return o.fd === undefined ? [code, o.path] : [code, o.path, o.fd];
     case 'unlink':
       return [code, o.path];
     case 'fsync':
@@ -112,6 +144,8 @@ function encode(o: BatchOp): Array<number | string | Buffer> {
       return [code, o.fd, o.data];
     case 'writeFileFrom':
       return [code, o.path, o.flags, o.mode, o.data, o.from];
+    case 'pwrite':
+      return [code, o.fd, o.position, o.data, o.datasync ? 1 : 0];
   }
 }
 
@@ -161,7 +195,7 @@ function missingIsOk(o: FsOp, result: number): boolean {
 /** An operation's failure as Node reports one (code, errno, syscall, path). */
 export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(errno);
-  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' || o.op === 'writeFileFrom' || o.op === 'append' ? 'write' : o.op;
+  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' || o.op === 'writeFileFrom' || o.op === 'append' || o.op === 'pwrite' ? 'write' : o.op;
   const where = o.op === 'rename' ? ` '${o.from}' -> '${o.to}'` : 'path' in o ? ` '${o.path}'` : '';
   const err: NodeJS.ErrnoException = new Error(`${code}: ${syscall}${where}`);
   err.errno = errno;
@@ -176,20 +210,23 @@ export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
 // The pure-Node fallback
 
 async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
-  const out = new Int32Array(ops.length);
-  let skip = false;
+  const out = new Int32Array(ops.length).fill(ECANCELED);
   for (let i = 0; i < ops.length; i++) {
-    if (skip) {
-      out[i] = ECANCELED;
-      continue;
-    }
-    out[i] = await runOne(ops[i]!).then(
-      (r) => r,
-      (err: NodeJS.ErrnoException) => (typeof err.errno === 'number' && err.errno < 0 ? err.errno : -os.constants.errno.EIO),
-    );
-    if (out[i]! < 0 && ops[i]!.must && !missingIsOk(ops[i]!, out[i]!)) skip = true;
+    out[i] = await runOne(ops[i]!).catch(errnoOf);
+    if (stops(ops[i]!, out[i]!)) break;
   }
   return out;
+}
+
+/** A failed operation's result: its -errno (EIO if it has none). */
+function errnoOf(err: unknown): number {
+  const errno = (err as NodeJS.ErrnoException).errno;
+  return typeof errno === 'number' && errno < 0 ? errno : -os.constants.errno.EIO;
+}
+
+/** Whether a result stops the batch: a failed `must` operation (a missing file with missingOk aside). */
+function stops(o: BatchOp, result: number): boolean {
+  return result < 0 && o.must === true && !missingIsOk(o, result);
 }
 
 const open = util.promisify(fs.open);
@@ -201,6 +238,7 @@ async function runOne(o: FsOp): Promise<number> {
   switch (o.op) {
     case 'fsyncDir':
       try {
+        if (o.fd !== undefined) return (await fsync(o.fd), 0);
         return await withFd(await open(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY), async (fd) => fsync(fd));
       } catch (err) {
         if (cannotSync(err)) return 0; // as fsyncDir does
@@ -230,6 +268,10 @@ async function runOne(o: FsOp): Promise<number> {
       });
     case 'close':
       await close(o.fd);
+      return 0;
+    case 'pwrite':
+      for (let done = 0; done < o.data.length; ) done += (await write(o.fd, o.data, done, o.data.length - done, o.position + done)).bytesWritten;
+      if (o.datasync) await util.promisify(fs.fdatasync)(o.fd);
       return 0;
   }
 }
@@ -268,4 +310,86 @@ async function withFd(fd: number, fn: (fd: number) => Promise<void>): Promise<nu
   }
   await close(fd);
   return 0;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The pure-Node fallback of runBatchSync
+
+function fallbackSync(ops: readonly BatchOp[]): Int32Array {
+  const out = new Int32Array(ops.length).fill(ECANCELED);
+  for (let i = 0; i < ops.length; i++) {
+    try {
+      out[i] = runOneSync(ops[i]!);
+    } catch (err) {
+      out[i] = errnoOf(err);
+    }
+    if (stops(ops[i]!, out[i]!)) break;
+  }
+  return out;
+}
+
+/** One operation through Node's synchronous calls (the operations runBatchSync's callers use, and the rest). */
+function runOneSync(o: FsOp): number {
+  switch (o.op) {
+    case 'fsyncDir':
+      if (o.fd === undefined) fsyncDir(o.path);
+      else fsyncHeldDir(o.fd);
+      return 0;
+    case 'fsync':
+      fs.fsyncSync(o.fd);
+      return 0;
+    case 'rename':
+      fs.renameSync(o.from, o.to);
+      return 0;
+    case 'unlink':
+      fs.unlinkSync(o.path);
+      return 0;
+    case 'open':
+      return fs.openSync(o.path, o.flags, o.mode);
+    case 'close':
+      fs.closeSync(o.fd);
+      return 0;
+    case 'writeFile':
+    case 'writeFileFrom': {
+      const fd = fs.openSync(o.path, o.flags, o.mode);
+      try {
+        writeAllSync(fd, o.data);
+        if (o.op === 'writeFileFrom') copyFileIntoSync(o.from, fd);
+        fs.fsyncSync(fd);
+      } catch (err) {
+        closeQuietly(fd);
+        throw err;
+      }
+      fs.closeSync(fd);
+      return 0;
+    }
+    case 'append':
+      writeAllSync(o.fd, o.data);
+      fs.fsyncSync(o.fd);
+      return 0;
+    case 'pwrite':
+      for (let done = 0; done < o.data.length; ) done += fs.writeSync(o.fd, o.data, done, o.data.length - done, o.position + done);
+      if (o.datasync) fs.fdatasyncSync(o.fd);
+      return 0;
+  }
+}
+
+/** fsync a directory the caller holds open; one that cannot be fsynced at all succeeds (as fsyncDir). */
+function fsyncHeldDir(fd: number): void {
+  try {
+    fs.fsyncSync(fd);
+  } catch (err) {
+    if (!cannotSync(err)) throw err;
+  }
+}
+
+/** Append all of the file `from` to fd. */
+function copyFileIntoSync(from: string, fd: number): void {
+  const src = fs.openSync(from, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (let n; (n = fs.readSync(src, buf, 0, buf.length, null)) > 0; ) writeAllSync(fd, buf.subarray(0, n));
+  } finally {
+    closeQuietly(src);
+  }
 }

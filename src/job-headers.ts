@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { DecoderError } from './errors.js';
 import { closeQuietly, readSomeSync } from './io.js';
 import type { JobEntry } from './jobs.js';
-import { nativeReadHeads } from './native.js';
+import { nativeReadHeads } from './native-heads.js';
 import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './packet/codec.js';
 import { readHeaderSync } from './packet/read.js';
 import type { PacketHeader } from './packet/types.js';

@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { LockedError } from './errors.js';
-import { fdatasyncQuietly } from './durable.js';
+import { dirSyncSkipped, fdatasyncQuietly } from './durable.js';
+import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
 import { nativeFlock } from './native.js';
 
@@ -101,11 +102,19 @@ export class FileLock {
    * page cache would leave exactly that.
    */
   writeNote(line: string): void {
-    const buf = Buffer.from(`${line}\n`, 'utf8');
-    if (buf.length > NOTE_MAX) throw new RangeError('FileLock.writeNote: note too long');
+    const buf = noteBytes(line);
     // A regular file takes a write this small whole.
     fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
     fdatasyncQuietly(this.descriptor());
+  }
+
+  /**
+   * writeNote as an operation of a batch (fs-batch.ts), for a caller that runs it with the steps
+   * that must follow it: one positional write at the start of the lock file, then fdatasync (as
+   * writeNote; not under FSPL_BENCH_NO_DIRSYNC, as fdatasyncQuietly). Valid while the lock is held.
+   */
+  noteOp(line: string): BatchOp {
+    return { op: 'pwrite', fd: this.descriptor(), position: 0, data: noteBytes(line), datasync: !dirSyncSkipped() };
   }
 
   /** Empty the lock file again. */
@@ -126,6 +135,19 @@ export class FileLock {
     unlockQuietly(fd);
     closeQuietly(fd);
   }
+}
+
+/**
+ * A note as written: its line, then spaces up to NOTE_MAX bytes (readNote stops at the newline).
+ * The lock file keeps one size from note to note, so that the fdatasync after each flushes the
+ * data alone: a size that changed would be metadata to commit too (a journal commit on ext4).
+ */
+function noteBytes(line: string): Buffer {
+  const text = Buffer.from(`${line}\n`, 'utf8');
+  if (text.length > NOTE_MAX) throw new RangeError('FileLock: note too long');
+  const buf = Buffer.alloc(NOTE_MAX, 0x20);
+  text.copy(buf);
+  return buf;
 }
 
 /** True if some process holds the lock on path (probes with a non-blocking shared lock). */

@@ -224,27 +224,28 @@ export class ManyQueues {
     }
   }
 
-  /** One turn of a queue: lock it if needed, run its next job, then decide where it goes. */
+  /**
+   * One turn of a queue: lock it if needed, run its next job (or a run of NOP jobs), then decide
+   * where it goes: back in line, or at rest with its records durable and its lock released.
+   */
   private async turn(m: Member): Promise<void> {
     const run = m.run;
-    let ran = false;
+    const before = run.summary.processed; // jobs count against maxJobs, failed ones too
     try {
       if (!run.locked && !(await this.lock(m))) return;
       if (!run.planned) await run.scan();
-      const entry = run.takeNext();
-      if (entry) {
-        ran = true;
-        await run.runOne(entry);
-      }
+      // This turn was counted against maxJobs when it began; a run of NOPs may take the rest.
+      await run.runNext(this.maxJobs - this.started + 1);
       if (!run.hasNext() && m.dirty && this.watching && m.state === 'running') {
         m.dirty = false;
         await run.scan(); // what arrived while it ran
       }
+      if (m.state === 'gone' || !run.hasNext() || this.stopping) run.rest(); // a failure stops the queue
     } catch (err) {
       this.failed(m, err);
       return;
     } finally {
-      if (!ran) this.started--; // nothing ran: the turn does not count against maxJobs
+      this.started += run.summary.processed - before - 1;
     }
     if (m.state === 'gone') {
       run.release(); // forgotten while its job ran
@@ -267,7 +268,7 @@ export class ManyQueues {
     const deadline = Date.now() + BUSY_WAIT_MS;
     for (;;) {
       try {
-        m.run.lock({ wait: false });
+        await m.run.lock({ wait: false });
         m.skipNoted = false;
         return true;
       } catch (err) {

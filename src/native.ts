@@ -30,7 +30,6 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { Bytes, PacketHeader } from './packet/types.js';
 
 interface Binding {
   version: number;
@@ -51,15 +50,19 @@ interface Binding {
   spawnStart?(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
+  openHead?(path: string, max: number): [number, number, ParsedArrays | null] | number;
+  /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
   /** flock(2): 0 or the errno (src/lock.ts). Absent from addons built before it was added. */
   flock?(fd: number, operation: number): number;
   /** File operations in order on one pool thread (src/fs-batch.ts). Absent from addons built before it was added. */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
+  /** The same, on the calling thread (src/fs-batch.ts runBatchSync). Absent from addons built before it was added. */
+  fsBatchSync?(ops: Array<Array<number | string | Buffer>>): Int32Array;
 }
 
 /** kinds (-1 not parsed, 0 NOP, 1 Fail, 2 Command), seqs, secs, nanos, per-file layout index, layout, data. */
-type ParsedArrays = [Int32Array, BigUint64Array, BigInt64Array, Uint32Array, Int32Array, Int32Array, Buffer];
+export type ParsedArrays = [Int32Array, BigUint64Array, BigInt64Array, Uint32Array, Int32Array, Int32Array, Buffer];
 
 const ADDON = 'native/build/Release/fspl_native.node';
 /** Where the addon is relative to this module: src/ or dist/ (../), or dist/bundle/ (../../). */
@@ -141,7 +144,7 @@ const hasNul = (s: string) => s.includes('\0');
 export function nativeSpawn(
   command: string,
   args: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
+  env: SpawnEnv,
   stdin: number,
   stdout: number,
   stderr: number,
@@ -315,61 +318,6 @@ function errnoName(errno: number): string {
     for (const [name, num] of Object.entries(os.constants.errno)) if (!errnoNames.has(num)) errnoNames.set(num, name);
   }
   return errnoNames.get(errno) ?? `Unknown system error ${-errno}`;
-}
-
-// ------------------------------------------------------------------------------------------------
-// header reads
-
-export interface HeadReads {
-  /** The bytes read, file after file. */
-  bytes: Buffer;
-  /** Per file: the number of bytes read (they start where the previous file's end), or -errno. */
-  lengths: Int32Array;
-  /**
-   * Per file: the header, when the bytes hold a complete header in the encoding fspl and the
-   * reference write (decoded in C); undefined otherwise: decode the bytes, or read the file.
-   */
-  header(i: number): PacketHeader | undefined;
-}
-
-/**
- * Read up to `max` bytes from the start of each file `dir/name` (open, one pread, close), in C,
- * and decode the headers found there. Undefined when the addon is not available or `dir` cannot
- * be opened: read them one by one.
- */
-export function nativeReadHeads(dir: string, names: readonly string[], max: number): HeadReads | undefined {
-  const b = loadNative();
-  if (!b || names.length === 0 || hasNul(dir) || names.some(hasNul)) return undefined;
-  const joined = names.join('\0') + '\0';
-  const r = b.readHeads(dir, joined, names.length, max, true);
-  if (typeof r === 'number') return undefined;
-  const [bytes, lengths, parsed] = r;
-  const none = () => undefined;
-  return { bytes, lengths, header: parsed ? headerReader(parsed) : none };
-}
-
-/** Build PacketHeader objects as decodeMetadata does (same shapes, fresh objects, copied bytes). */
-function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedArrays): (i: number) => PacketHeader | undefined {
-  const bytes = (at: number): Bytes => {
-    const off = layout[at]!;
-    const len = layout[at + 1]!;
-    const out = Buffer.allocUnsafe(len);
-    data.copy(out, 0, off, off + len);
-    return out;
-  };
-  return (i) => {
-    const kind = kinds[i];
-    if (kind === undefined || kind < 0) return undefined;
-    const ctime = { secs: secs[i]!, nanos: nanos[i]! };
-    if (kind === 0) return { seq: seqs[i]!, ctime, cmd: { kind: 'NOP' } };
-    if (kind === 1) return { seq: seqs[i]!, ctime, cmd: { kind: 'Fail' } };
-    let at = layouts[i]!;
-    const params: Bytes[] = [];
-    for (let k = layout[at++]!; k > 0; k--, at += 2) params.push(bytes(at));
-    const env: Array<[Bytes, Bytes]> = [];
-    for (let k = layout[at++]!; k > 0; k--, at += 4) env.push([bytes(at), bytes(at + 2)]);
-    return { seq: seqs[i]!, ctime, cmd: { kind: 'Command', params, env } };
-  };
 }
 
 // ------------------------------------------------------------------------------------------------

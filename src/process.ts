@@ -148,13 +148,14 @@ export type ProcessRunOptions = Omit<ProcessQueueOptions, 'onEvent'>;
  * instead of returning when none is ready.
  *
  * The steps (queue-run.ts): runContext (the options, the executor), lock, then passes until
- * nothing is left to run (or, watching, until stopped): scan, and runPass's takeNext and runOne.
+ * nothing is left to run (or, watching, until stopped): scan, and runPass's runNext; rest before
+ * waiting and before returning (every record durable), release.
  */
 export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
   const ctx = runContext(opts, queue.logger);
   const emit = eventSink(opts, ctx.log);
   const run = new QueueRun(queue, ctx, emit);
-  run.lock();
+  await run.lock();
   let watcher: JobsWatcher | undefined;
   try {
     if (opts.watch) {
@@ -172,6 +173,7 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
       emit({ type: 'idle' });
       if (!(await watcher.wait(opts.signal))) break;
     }
+    run.rest(); // every record durable before the run says it is done (release would swallow a failure)
     return run.summary;
   } finally {
     watcher?.close();
@@ -191,8 +193,9 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   checkSeconds(opts.timeout, 'processQueue: timeout');
   const fn = opts.run;
   const cmdOpts = opts as ProcessRunOptions & CommandOptions;
-  // Read once per run: process.env is slow to enumerate, and this is the per-job path.
-  const baseEnv = { ...process.env };
+  // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
+  // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
+  const baseEnv = Object.freeze({ ...process.env });
   const runJob = async (queue: Queue, entry: JobEntry) => {
     const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
     return fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
@@ -220,11 +223,9 @@ async function runPass(run: QueueRun, maxJobs: number, signal: AbortSignal | und
       return true;
     }
     if (signal?.aborted) return true;
-    const entry = run.takeNext();
-    if (!entry) {
+    if ((await run.runNext(maxJobs - run.summary.processed)) === 0) {
       run.log.debug('process', 'Stopping: there is no job with the next sequence number');
       return false;
     }
-    await run.runOne(entry);
   }
 }

@@ -2,21 +2,23 @@
  * One queue's run of queue-process: its lock, its next number, its scans and the jobs it runs.
  * processQueue (one queue) and processQueues (many, process-many.ts) are both made of these steps:
  *
- *   lock       take nextseq.lock (LockedError if another processor has it), finish a job that a
- *              killed run left half-recorded (finishInterrupted), make sure a job's end can be
- *              recorded before running any
+ *   lock       take nextseq.lock (LockedError if another processor has it), complete a record that
+ *              a killed run left half made (Finisher.recover, finish.ts), make sure a job's end
+ *              can be recorded before running any
  *   peek       without the lock: is there a job to run? (processQueues, to choose what to lock)
  *   scan       list jobs/, reading only the headers not read before, and plan the pass
- *   takeNext   the pass's next job: the one numbered nextseq, or the oldest not yet run
- *   runOne     run it (the command or the function), then recordFinished
- *   release    give the lock back, with its note cleared
+ *   runNext    the pass's next job (takeNext: the one numbered nextseq, or the oldest not yet
+ *              run) run by runOne (the command or the function, then recordFinished), or a run
+ *              of NOP jobs recorded as one (runNops)
+ *   rest       between passes: every record durable, the note cleared (Finisher.settle)
+ *   release    give the lock back, the same done first
  */
 import fs from 'node:fs';
 import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from './errors.js';
-import { fsyncDir } from './durable.js';
+import { Finisher, nopRunAt } from './finish.js';
 import type { Logger } from './log.js';
 import { U64_MAX } from './packet/types.js';
-import { compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+import { compareByTimestamp, indexBySeq, type JobEntry } from './jobs.js';
 import type { OnError, ProcessSummary, QueueJobEvent, ProcessRunOptions } from './process.js';
 import type { Queue } from './queue.js';
 import type { Outcome } from './run-job.js';
@@ -43,6 +45,8 @@ export class QueueRun {
   private readonly ctx: RunContext;
   private readonly emit: (event: QueueJobEvent) => void;
   private seqfile: SeqFile | undefined;
+  /** Records finished jobs while the lock is held (finish.ts). */
+  private finisher: Finisher | undefined;
   /** The last scan, by file name. */
   private known = new Map<string, JobEntry>();
   /** Timestamp order: files already run (and left in place) in this run. */
@@ -73,11 +77,12 @@ export class QueueRun {
    * Take the queue's lock: LockedError if another processor holds it (at once with `wait:
    * false`, after a moment otherwise: Queue.lockSeqfile).
    */
-  lock(options: { wait?: boolean } = {}): void {
+  async lock(options: { wait?: boolean } = {}): Promise<void> {
     const { queue, ctx } = this;
     const seqfile = queue.lockSeqfile(options);
+    const finisher = new Finisher(queue, seqfile, ctx.log);
     try {
-      const next = finishInterrupted(queue, seqfile, seqfile.read(), ctx.log);
+      const next = await finisher.recover(seqfile.read());
       ctx.log.debug('process', () => `Read next ID ${next} from seqfile`);
       // Unlike the reference, make sure a job's completion can be recorded before running any:
       // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
@@ -87,7 +92,9 @@ export class QueueRun {
       if (this.pass && next !== this.next) this.pass = undefined;
       this.next = next;
       this.seqfile = seqfile;
+      this.finisher = finisher;
     } catch (err) {
+      finisher.close();
       seqfile.release();
       throw err;
     }
@@ -99,6 +106,8 @@ export class QueueRun {
    */
   async peek(): Promise<boolean> {
     if (!this.locked) {
+      // A note in the lock file: a record to complete (or another processor at work): lock() sees.
+      if (lockFileSize(this.queue) !== 0) return true;
       const next = SeqFile.peek(this.queue.seqfilePath);
       if (next === undefined) return true; // no number to read: lock() says what is wrong
       this.next = next;
@@ -143,6 +152,23 @@ export class QueueRun {
     return entry;
   }
 
+  /**
+   * Run the pass's next job, or record a run of NOP jobs as one (at most `limit` jobs); resolves
+   * to how many jobs were done, 0 when the pass has none left. Under 'retry' a failure ends the
+   * run (JobFailedError, from runOne).
+   */
+  async runNext(limit: number): Promise<number> {
+    const entry = this.takeNext();
+    if (!entry) return 0;
+    const nops = this.pass?.bySeq && this.ctx.opts.outputTo !== 'saveboth' ? nopRunAt(this.pass.bySeq, this.next, limit) : [];
+    if (nops.length === 0) {
+      await this.runOne(entry);
+      return 1;
+    }
+    this.runNops(nops);
+    return nops.length;
+  }
+
   /** Run one job and record its end; under 'retry' a failure ends the run (JobFailedError). */
   async runOne(entry: JobEntry): Promise<Outcome> {
     const { ctx, emit, summary } = this;
@@ -164,53 +190,51 @@ export class QueueRun {
     return outcome;
   }
 
-  /** Between passes, holding the lock: nothing is half-finished. */
+  /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */
   rest(): void {
-    this.seqfile?.clearNote();
+    this.finisher?.settle();
   }
 
-  /** Give the lock back (safe when not held). */
+  /** Give the lock back, every record made durable first if it can be (safe when not held). */
   release(): void {
     const seqfile = this.seqfile;
+    const finisher = this.finisher;
     this.seqfile = undefined;
+    this.finisher = undefined;
     if (!seqfile) return;
-    try {
-      seqfile.clearNote();
-    } catch {
-      // Never hide the error that ended the run; a note left behind names a finished job anyway.
-    }
+    finisher?.close(); // never throws: after a failure the note stays for the next run
     seqfile.release();
   }
 
-  /** Record a finished job: nextseq past it (sequence order), its file deleted unless kept. */
+  /**
+   * Record a finished job, durably (finish.ts): a note naming it, nextseq past it (sequence
+   * order), its file deleted unless kept.
+   */
   private recordFinished(entry: JobEntry, outcome: Outcome): void {
-    const { queue, ctx } = this;
-    const { log, opts } = ctx;
-    const seqfile = this.seqfile!;
-    const seq = entry.header.seq;
-    const remove = !opts.neverDelete && (outcome.ok || ctx.onError === 'delete');
-    // The job is finished: record that in the lock file before nextseq and the job file
-    // change, so that a run killed between the two steps is completed by the next one
-    // (finishInterrupted) instead of leaving a spent job file behind.
-    if (remove) noteFinishing(seqfile, `${ctx.timestampOrder ? 'T' : 'S'} ${seq} ${entry.filename}`, log);
-    if (ctx.timestampOrder) {
-      this.done.add(entry.filename);
-    } else {
-      const next = seq + 1n;
-      this.next = next;
-      // Durable before the job file goes (SeqFile.write fsyncs the queue directory): after a
-      // power cut the job is not run again, and a queue never waits for a job already deleted.
-      seqfile.write(next);
-      log.debug('process', () => `Sequence ${next} written to ${JSON.stringify(queue.seqfilePath)}`);
-    }
-    if (remove) {
-      log.debug('process', () => `Deleting ${JSON.stringify(queue.jobPath(entry.filename))}`);
-      queue.delete(entry.filename);
-      this.known.delete(entry.filename);
-      // The deletion is durable with jobs/: without this fsync a power cut brings the spent
-      // file back (below nextseq in sequence order, to run again in timestamp order). About
-      // 0.2 ms a job here, beside the milliseconds of starting its command (docs/benchmarks.md).
-      fsyncDir(queue.jobsDir);
+    const { seq } = entry.header;
+    const remove = !this.ctx.opts.neverDelete && (outcome.ok || this.ctx.onError === 'delete');
+    this.finisher!.finishJob({ seq, filename: entry.filename, order: this.ctx.timestampOrder ? 'timestamp' : 'sequence', remove });
+    if (this.ctx.timestampOrder) this.done.add(entry.filename);
+    else this.next = seq + 1n;
+    if (remove) this.known.delete(entry.filename);
+  }
+
+  /**
+   * A run of NOP jobs in sequence order (nopRunAt): nothing to run, so they are recorded as one
+   * (finish.ts), and each is reported once they are.
+   */
+  private runNops(nops: JobEntry[]): void {
+    const remove = !this.ctx.opts.neverDelete;
+    this.finisher!.finishNops(nops, remove);
+    this.next = nops[nops.length - 1]!.header.seq + 1n;
+    this.summary.processed += nops.length;
+    this.summary.succeeded += nops.length;
+    for (const { header, filename } of nops) {
+      const { seq } = header;
+      if (remove) this.known.delete(filename);
+      this.ctx.log.debug('process', () => `Job ${seq} from ${filename} it is a NOP packet`);
+      this.emit({ type: 'start', seq, filename });
+      this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet' });
     }
   }
 }
@@ -223,42 +247,11 @@ function assertWritable(queue: Queue, dir: string): void {
   }
 }
 
-/**
- * Write the note naming the job being finished. It only helps a later run after a kill, so a
- * failure (a full disk, say) is not an error: the update of nextseq that follows reports it.
- */
-function noteFinishing(seqfile: SeqFile, line: string, log: Logger): void {
+/** The size of the queue's lock file: 0 when no note is in it (finish.ts pads a note to a fixed size). */
+function lockFileSize(queue: Queue): number {
   try {
-    seqfile.writeNote(line);
-  } catch (err) {
-    log.debug('process', () => `Could not note the job being finished in the lock file: ${describeSystemError(err)}`);
+    return fs.statSync(`${queue.seqfilePath}.lock`).size;
+  } catch {
+    return 0; // no lock file: lock() says so
   }
-}
-
-/**
- * Complete a finished job that a killed run left half-recorded. The lock file's note names the
- * last job a run was finishing: its command had succeeded (or failed under Delete), and nextseq
- * and the job file were about to change. If nextseq still names it, move past it; then delete
- * its file, which is spent. Without this, a kill in that window leaves a job file below nextseq
- * that nothing ever runs or removes (as in the reference), or runs a finished job again.
- */
-function finishInterrupted(queue: Queue, seqfile: SeqFile, next: bigint, log: Logger): bigint {
-  const note = /^([ST]) (\d+) (\S+)$/.exec(seqfile.readNote());
-  if (note) {
-    const [, mode, seqText, filename] = note as unknown as [string, 'S' | 'T', string, string];
-    const seq = BigInt(seqText);
-    if (isJobFilename(filename) && fs.existsSync(queue.jobPath(filename))) {
-      if (mode === 'S' && seq === next && seq !== U64_MAX) {
-        next = seq + 1n;
-        seqfile.write(next);
-      }
-      if (mode === 'T' || seq < next) {
-        log.info('process', `Removing ${JSON.stringify(filename)}: job ${seq} was finished by an interrupted run`);
-        queue.delete(filename);
-        fsyncDir(queue.jobsDir); // as after any job: the spent file stays gone
-      }
-    }
-  }
-  seqfile.clearNote();
-  return next;
 }

@@ -11,16 +11,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { v4 as uuidv4 } from 'uuid';
-import { NotFoundError, QueueError, describeSystemError, namePath } from './errors.js';
-import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllAsync, writeAllSync } from './io.js';
+import { NotFoundError, QueueError, describeSystemError } from './errors.js';
+import { closeQuietly, forEachDirEntry, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
+import { writeJob, writeJobSync } from './job-write.js';
+import { nativeOpenHead } from './native-heads.js';
 import type { PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
 import type { DecodedJob } from './decoder.js';
 import { silentLogger, type Logger } from './log.js';
 import { SeqFile } from './seqfile.js';
-import { fsyncDir, fsyncDirAsync } from './durable.js';
+import { fsyncDir } from './durable.js';
 import { checkSeconds } from './timer.js';
 import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
 import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
@@ -84,8 +85,8 @@ export interface QueueOptions {
   logger?: Logger;
 }
 
-/** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
-const SPACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG'] as const;
+/** What openJob reads at once for the header: real headers are far smaller. */
+const HEAD_READ = 4096;
 
 export class Queue {
   /** The directory as given (FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH use it verbatim). */
@@ -148,12 +149,12 @@ export class Queue {
    * packet/sealed-copy.ts): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
-    return this.writeAtomically((fd) => copyPacketSync(inFd, fd));
+    return writeJobSync(this.jobsDir, (fd) => copyPacketSync(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */
   writeBuffer(packet: Uint8Array): string {
-    return this.writeAtomically((fd) => writeAllSync(fd, packet));
+    return writeJobSync(this.jobsDir, (fd) => writeAllSync(fd, packet));
   }
 
   /**
@@ -161,63 +162,8 @@ export class Queue {
    * output) with the same guarantees as queue-write: temporary name, fsync, rename. Resolves to
    * the new job's file name. Nothing is decoded or validated.
    */
-  async write(packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
-    const id = uuidv4();
-    const temp = this.jobPath(`tmp-fspl-${id}.fspl.tmp`);
-    const filename = `fspl-${id}.fspl`;
-    let handle: fs.promises.FileHandle | undefined;
-    try {
-      handle = await fs.promises.open(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      if (packet instanceof Uint8Array) await writeAllAsync(handle, packet);
-      else for await (const chunk of packet) await writeAllAsync(handle, chunk as Uint8Array);
-      await handle.sync();
-      await handle.close();
-      handle = undefined;
-      await fs.promises.rename(temp, this.jobPath(filename));
-      // Only now is the job there to stay: a sender told "written" may delete its copy.
-      await fsyncDirAsync(this.jobsDir);
-    } catch (err) {
-      await handle?.close().catch(() => {});
-      unlinkQuietly(temp);
-      if (!(packet instanceof Uint8Array)) (packet as Partial<Readable>).destroy?.(); // a stream
-      throw this.placeWriteError(err);
-    }
-    return filename;
-  }
-
-  /**
-   * Write jobs/tmp-fspl-UUID.fspl.tmp, fsync it, rename it to jobs/fspl-UUID.fspl: a job file
-   * only ever appears complete. On any failure (a full disk, say) the temporary file is removed.
-   */
-  private writeAtomically(fill: (fd: number) => void): string {
-    const id = uuidv4();
-    const temp = this.jobPath(`tmp-fspl-${id}.fspl.tmp`);
-    const filename = `fspl-${id}.fspl`;
-    let fd: number | undefined;
-    try {
-      fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o666);
-      fill(fd);
-      fsyncSync(fd);
-      fs.closeSync(fd);
-      fd = undefined;
-      fs.renameSync(temp, this.jobPath(filename));
-      // The rename is durable only once jobs/ is fsynced; a sender told "written" (queue-write
-      // exits 0, an ssh pipe closes) may delete its copy, so this comes before we return.
-      fsyncDir(this.jobsDir);
-    } catch (err) {
-      closeQuietly(fd);
-      unlinkQuietly(temp);
-      throw this.placeWriteError(err);
-    }
-    return filename;
-  }
-
-  /**
-   * A full disk says "No space left on device: DIR/jobs" (the temporary file is gone by then);
-   * other errors (reading the input, say) keep their own wording.
-   */
-  private placeWriteError(err: unknown): unknown {
-    return namePath(err, this.jobsDir, SPACE_ERRORS);
+  write(packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
+    return writeJob(this.jobsDir, packet);
   }
 
   // Enumerating the jobs, from the lowest level up: forEachJobFile (names, as jobs/ is read),
@@ -306,8 +252,10 @@ export class Queue {
       const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout);
       return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
+    const head = nativeOpenHead(p, HEAD_READ);
+    if (head?.header) return { header: head.header, payload: head.fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(head.fd) };
     const { readHeaderAndLengthSync } = await import('./packet/read.js');
-    const fd = fs.openSync(p, 'r');
+    const fd = head?.fd ?? fs.openSync(p, 'r');
     try {
       const { header, length } = readHeaderAndLengthSync(fd);
       return { header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };

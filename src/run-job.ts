@@ -8,7 +8,7 @@ import { decoderFailure } from './decoder.js';
 import { describeSystemError } from './errors.js';
 import { describeResult, runCommand, type StdinSource } from './exec.js';
 import { closeQuietly } from './io.js';
-import { jobEnvironment, jobVariables, variablesRecord } from './jobenv.js';
+import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from './jobenv.js';
 import type { JobEntry } from './jobs.js';
 import type { Logger } from './log.js';
 import { fdStream, metadataOf } from './packet/stream.js';
@@ -33,10 +33,14 @@ export function builtinOutcome(header: PacketHeader): Outcome | undefined {
 
 /**
  * Run a command packet's command. `baseEnv` is the inherited environment, read once per run:
- * process.env is slow to enumerate and this is the per-job path.
+ * process.env is slow to enumerate and this is the per-job path. The job's FSPL_* variables come
+ * from its header and location (the job's own `variables`, Buffers, are not needed here):
+ * merged into the inherited environment as the addon takes it (ChildEnv, jobenv.ts), which packs
+ * the inherited part once per run. Building an object of the whole environment per job, and
+ * packing all of it again, was about 40 us a job in the profile of docs/benchmarks.md.
  */
 export async function runCommandJob(
-  job: Job,
+  job: Omit<Job, 'variables'>,
   opts: CommandOptions,
   output: 'inherit' | number,
   log: Logger,
@@ -57,7 +61,7 @@ export async function runCommandJob(
   const r = await runCommand({
     command: opts.command,
     args,
-    env: jobEnvironment(job.variables, baseEnv),
+    env: new ChildEnv(jobVariableStrings(job.header, job.location), baseEnv),
     stdin,
     output,
     timeout: opts.timeout,
@@ -100,10 +104,9 @@ export async function runCommandQueueJob(
     throw err;
   }
   try {
-    const job: Job = {
+    const job: Omit<Job, 'variables'> = {
       header: opened.header,
       location: { queuedir: queue.dir, filename: entry.filename },
-      variables: jobVariables(opened.header, { queuedir: queue.dir, filename: entry.filename }),
       payload: opened.payload,
     };
     const check = opts.ignorePayload ? undefined : checkSealedJob(opened, opts.verify ?? false);

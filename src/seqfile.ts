@@ -56,6 +56,8 @@ function missingDirectory(file: string, code: string): string {
 export class SeqFile {
   readonly path: string;
   private readonly lock: FileLock;
+  /** batchWrite's parts that are the same for every value, made on first use. */
+  private batch: ReturnType<SeqFile['batchParts']> | undefined;
 
   private constructor(path: string, lock: FileLock) {
     this.path = path;
@@ -156,17 +158,24 @@ export class SeqFile {
    * `store`, run after it, renames it over the file and fsyncs the directory (the value is
    * stored, durably, as by write). Should either fail, the caller calls `failed`.
    */
-  batchWrite(value: bigint): { prepare: BatchOp; store: BatchOp[]; failed(): void } {
+  batchWrite(value: bigint): { prepare: BatchOp; store: readonly BatchOp[]; failed(): void } {
     if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
+    // What does not change from one value to the next is made once (queue-process writes one a job).
+    const b = (this.batch ??= this.batchParts());
+    return { prepare: { ...b.prepare, data: Buffer.from(`${value}\n`) }, store: b.store, failed: b.failed };
+  }
+
+  /** batchWrite's parts that are the same for every value (the same `store` array each time). */
+  private batchParts(): { prepare: BatchOp & { op: 'writeFile' }; store: readonly BatchOp[]; failed(): void } {
     const temp = `${this.path}.temp`;
     const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC;
     return {
-      prepare: { op: 'writeFile', path: temp, flags, mode: 0o666, data: Buffer.from(`${value}\n`), must: true },
+      prepare: { op: 'writeFile', path: temp, flags, mode: 0o666, data: Buffer.alloc(0), must: true },
       // The rename is durable only with its directory (see write).
-      store: [
+      store: Object.freeze([
         { op: 'rename', from: temp, to: this.path, must: true },
         { op: 'fsyncDir', path: path.dirname(this.path), must: true },
-      ],
+      ] as const),
       failed: () => unlinkQuietly(temp),
     };
   }
@@ -184,8 +193,9 @@ export class SeqFile {
     return this.lock.readNote();
   }
 
-  writeNote(line: string): void {
-    this.lock.writeNote(line);
+  /** writeNote as an operation of a batch (see FileLock.noteOp). */
+  noteOp(line: string): BatchOp {
+    return this.lock.noteOp(line);
   }
 
   clearNote(): void {

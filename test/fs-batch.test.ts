@@ -1,12 +1,13 @@
 /**
  * File operations in batches (src/fs-batch.ts): the native addon's one-hand-off path
- * (native/fs_batch.c) and the pure-Node fallback (FSPL_NO_NATIVE=1) give the same results.
+ * (native/fs_batch.c) and the pure-Node fallback (FSPL_NO_NATIVE=1) give the same results, on a
+ * pool thread (runBatch) and on the calling thread (runBatchSync).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../src/fs-batch.js';
+import { firstFailedStep, firstFailure, runBatch as runBatchAsync, runBatchSync, runBatchesAtOnce, type BatchOp } from '../src/fs-batch.js';
 import { loadNative } from '../src/native.js';
 import { tempDir } from './helpers.js';
 
@@ -23,8 +24,9 @@ const haveNative = (() => {
   return typeof b?.fsBatch === 'function';
 })();
 
-for (const mode of ['native', 'fallback'] as const) {
-  describe.skipIf(mode === 'native' && !haveNative)(`runBatch (${mode})`, () => {
+for (const [mode, thread] of [['native', 'pool'], ['fallback', 'pool'], ['native', 'caller'], ['fallback', 'caller']] as const) {
+  const runBatch = thread === 'pool' ? runBatchAsync : async (ops: readonly BatchOp[]) => runBatchSync(ops);
+  describe.skipIf(mode === 'native' && !haveNative)(`${thread === 'pool' ? 'runBatch' : 'runBatchSync'} (${mode})`, () => {
     let dir: string;
     beforeEach(() => {
       if (mode === 'native') delete process.env.FSPL_NO_NATIVE;
@@ -147,7 +149,35 @@ for (const mode of ['native', 'fallback'] as const) {
       expect(fs.existsSync(src)).toBe(true);
     });
 
-    it('splits independent operations over several batches and keeps their order in the results', async () => {
+    it('writes at a position (the offset unchanged) and fsyncs a directory through a descriptor held open', async () => {
+      const file = path.join(dir, 'lock');
+      fs.writeFileSync(file, 'an old, longer line\n');
+      const fd = fs.openSync(file, fs.constants.O_RDWR);
+      const dfd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+      try {
+        const ops: BatchOp[] = [
+          { op: 'pwrite', fd, position: 0, data: Buffer.from('new\n'), datasync: true, must: true },
+          { op: 'pwrite', fd, position: 8, data: Buffer.from('X'), datasync: false },
+          { op: 'fsyncDir', path: dir, fd: dfd, must: true },
+          { op: 'fsyncDir', path: path.join(dir, 'missing'), fd: dfd },
+        ];
+        expect([...(await runBatch(ops))]).toEqual([0, 0, 0, 0]);
+        expect(fs.readFileSync(file, 'utf8')).toBe('new\nld, Xonger line\n');
+        // The descriptor's own offset did not move.
+        const buf = Buffer.alloc(4);
+        expect(fs.readSync(fd, buf, 0, 4, null)).toBe(4);
+        expect(buf.toString()).toBe('new\n');
+        const bad: BatchOp[] = [{ op: 'pwrite', fd: 1_000_000, position: 0, data: Buffer.from('x'), datasync: true, must: true }, { op: 'fsyncDir', path: dir }];
+        const r = await runBatch(bad);
+        expect([...r]).toEqual([-os.constants.errno.EBADF, ECANCELED]);
+        expect(firstFailure(bad, r)?.syscall).toBe('write');
+      } finally {
+        fs.closeSync(fd);
+        fs.closeSync(dfd);
+      }
+    });
+
+    it.skipIf(thread === 'caller')('splits independent operations over several batches and keeps their order in the results', async () => {
       const ops: BatchOp[] = Array.from({ length: 40 }, (_, i) => ({ op: 'unlink', path: path.join(dir, `f${i}`) }));
       for (let i = 0; i < 40; i += 3) fs.writeFileSync(path.join(dir, `f${i}`), '');
       const r = await runBatchesAtOnce(ops);

@@ -11,7 +11,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../src/errors.js';
 import { runCommand, runDetached, type RunOptions, type RunResult } from '../src/exec.js';
 import { createLogger } from '../src/log.js';
-import { loadNative, nativeReadHeads, nativeSpawn, nativeSpawnDetached, type DetachedStart, type NativeExit } from '../src/native.js';
+import { nativeOpenHead, nativeReadHeads } from '../src/native-heads.js';
+import { loadNative, nativeSpawn, nativeSpawnDetached, type DetachedStart, type NativeExit } from '../src/native.js';
 import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../src/packet/codec.js';
 import type { PacketHeader } from '../src/packet/types.js';
 import { Queue } from '../src/queue.js';
@@ -564,6 +565,63 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
       }),
       { numRuns: 400 },
     );
+  });
+});
+
+describe.skipIf(!HAVE_NATIVE)('nativeOpenHead', () => {
+  nativeOnly();
+  it('decodes a header in the usual encoding and leaves the descriptor at the payload; leaves the others at 0, for the JS decoder', () => {
+    const dir = tempDir();
+    const files: Array<[string, Buffer, boolean]> = [
+      ['nop', encodeHeader(header(1n, { kind: 'NOP' })), true],
+      ['cmd', encodeHeader(header(300n, { kind: 'Command', params: [b('a'), b('\x00\xff')], env: [[b('K'), b('v\xe9')]] }, -1n, 7)), true],
+      // Longer than the 4 KiB read at once.
+      ['long', encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), false],
+      ['bad-meta-crc', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[p.length - 1] ^= 1; return p; })(), false],
+      ['garbage', b('not a packet'), false],
+      ['empty', b(''), false],
+    ];
+    for (const [name, bytes] of files) {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, Buffer.concat([bytes, b('payload')]));
+      const r = nativeOpenHead(file, 4096)!;
+      try {
+        const rest = Buffer.alloc(bytes.length + 100);
+        const n = fs.readSync(r.fd, rest, 0, rest.length, null);
+        if (files.find(([f]) => f === name)![2]) {
+          expect(r.header, name).toEqual(jsDecode(bytes));
+          expect(r.payloadOffset, name).toBe(bytes.length);
+          expect(rest.subarray(0, n).toString('latin1'), name).toBe('payload');
+        } else {
+          expect(r.header, name).toBeUndefined();
+          expect(r.payloadOffset, name).toBe(0);
+          expect(rest.subarray(0, n).equals(Buffer.concat([bytes, b('payload')]).subarray(0, n)), name).toBe(true);
+        }
+      } finally {
+        fs.closeSync(r.fd);
+      }
+    }
+    expect(nativeOpenHead(path.join(dir, 'missing'), 4096)).toBeUndefined();
+  });
+
+  it('opens jobs for Queue.openJob as the JS path does: the same header, offset and payload', async () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    const names = [
+      q.writeBuffer(Buffer.concat([encodeHeader(header(1n, { kind: 'Command', params: [b('x')], env: [] })), b('one')])),
+      q.writeBuffer(Buffer.concat([encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), b('two')])),
+    ];
+    const open = async (name: string) => {
+      const o = await q.openJob(name);
+      try {
+        const buf = Buffer.alloc(100);
+        const n = fs.readSync(o.payload as number, buf, 0, 100, null);
+        return { header: o.header, payloadOffset: o.payloadOffset, payload: buf.subarray(0, n).toString() };
+      } finally {
+        o.close();
+      }
+    };
+    for (const name of names) expect(await open(name), name).toEqual(await withNoNative('1', () => open(name)));
   });
 });
 

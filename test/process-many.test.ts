@@ -135,6 +135,19 @@ describe('processQueues', () => {
     });
   }
 
+  it('completes a record that a killed run left half made, in a queue with nothing to run', async () => {
+    const parent = memTempDir();
+    const [q] = queues(parent, 1, 1);
+    // A run killed after moving nextseq past job 1, before its file was deleted: the note names it.
+    const [file] = jobFiles(q!);
+    fs.writeFileSync(q!.seqfilePath, '2\n');
+    fs.writeFileSync(`${q!.seqfilePath}.lock`, `S 1 ${file}\n`);
+    const summary = await processQueues([q!.dir], { command: 'true' });
+    expect(summary.processed).toBe(0);
+    expect(jobFiles(q!)).toEqual([]);
+    expect(fs.readFileSync(`${q!.seqfilePath}.lock`, 'utf8')).toBe('');
+  });
+
   it('serves a queue given twice (two paths to it) once', async () => {
     const parent = memTempDir();
     const [q] = queues(parent, 1, 3);

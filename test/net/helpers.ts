@@ -106,6 +106,14 @@ export function runFspl(args: string[], opts: { cwd?: string; env?: NodeJS.Proce
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A seeded generator of whole numbers below n (a linear congruential one), so that property tests repeat. */
+export function seeded(seed: number): (n: number) => number {
+  return (n) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+}
+
 type TransitionDef = NetDefinition['transitions'][string];
 
 /** A net of one JavaScript transition `t` from place `a` to place `b` in `dir` (not initialised); `extra` adds to t's definition. */

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { Net, Queue, preparePacket, readPacket } from 'filespooler';
+import { Net, Queue, encodeHeader, preparePacket, readPacket } from 'filespooler';
 import { IN_CI, describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
@@ -215,6 +215,49 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(WORKERS * cuts);
     console.log(`power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`);
   }, 600_000);
+
+  test(`queue-process over runs of NOPs (each run recorded as one): over ${CUTS} cuts no command is skipped or run out of order, each cut re-runs at most the job in flight, no spent NOP file is left`, async () => {
+    const { inside, outside } = fresh('nops');
+    const qdir = path.join(inside, 'q');
+    const queue = Queue.init(qdir);
+    const runs = path.join(outside, 'runs');
+    const random = rng(SEED + 5);
+    const commands = new Set<bigint>();
+    let total = 0n;
+    // Runs of 1 to 80 NOPs between commands: most cuts land in a run's record or between two.
+    const addJobs = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        for (let k = Math.floor(random() * 80) + 1; k > 0; k--) queue.writeBuffer(encodeHeader({ seq: ++total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+        commands.add(++total);
+        queue.writeBuffer(encodeHeader({ seq: total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }));
+      }
+    };
+    addJobs(40);
+    await pc.sync();
+    let cuts = 0;
+    const script = `exec ${FSPL} queue-process -q ${qdir} sh -- -c 'echo $FSPL_SEQ >> ${runs}'`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, script, random, 100, cuts < CUTS ? 600 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) {
+        addJobs(20); // drained before its cuts: more work (writeBuffer is durable)
+        await pc.sync();
+      } else break;
+    }
+    const ran = lines(runs).map(BigInt);
+    const distinct = new Set(ran);
+    // Only commands ran (a NOP runs nothing), every one of them, in order; a re-run repeats the last.
+    expect([...distinct].filter((s) => !commands.has(s)), `seed ${SEED}`).toEqual([]);
+    expect(distinct.size, `seed ${SEED}: commands run`).toBe(commands.size);
+    for (let i = 1; i < ran.length; i++) expect(ran[i]! >= ran[i - 1]!, `seed ${SEED}: job ${ran[i]} ran after ${ran[i - 1]}`).toBe(true);
+    const reruns = ran.length - distinct.size;
+    expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(cuts);
+    const left = fs.readdirSync(path.join(qdir, 'jobs'));
+    expect(fs.readFileSync(path.join(qdir, 'nextseq'), 'utf8'), `seed ${SEED}`).toBe(`${total + 1n}\n`);
+    console.log(`power cuts, queue-process over runs of NOPs (seed ${SEED}): ${cuts} cuts, ${total} jobs (${commands.size} commands), ${reruns} re-runs, ${left.length} spent job files left`);
+    // The note of a run of NOPs (N FIRST LAST) lets the next run delete the spent NOPs a cut brought back.
+    expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
+  }, 900_000);
 
   test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches the sink exactly once, nothing is stranded, no number is used twice`, async () => {
     const { inside } = fresh('net');

@@ -53,7 +53,7 @@ test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order,
   let finishedByNextRun = 0; // killed after the job, before nextseq moved: the next run moved it
   let spentFilesRemovedByNextRun = 0; // killed after nextseq moved, before the unlink
   const pendingNote = () => {
-    const m = /^S (\d+) (\S+)\n/.exec(fs.readFileSync(path.join(qdir, 'nextseq.lock'), 'utf8'));
+    const m = /^S (\d+) (\S+)[^\n]*\n/.exec(fs.readFileSync(path.join(qdir, 'nextseq.lock'), 'utf8'));
     return m && fs.existsSync(q.jobPath(m[2]!)) ? { seq: Number(m[1]) } : undefined;
   };
   let finishedOnTheirOwn = 0;

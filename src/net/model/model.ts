@@ -128,14 +128,43 @@ export interface NetModel {
   hosts?: Record<string, HostDefinition | null | undefined>;
 }
 
+/** Each place's readers and writers, in the transitions' order. */
+interface Arcs {
+  /** The transitions map it was built from, at this size (a model is not changed once built). */
+  size: number;
+  readers: Map<string, TransitionSpec[]>;
+  writers: Map<string, TransitionSpec[]>;
+}
+
+/** Built once per model, on first use: one pass over the arcs, where a walk per place made a net's checks quadratic. */
+const arcsCache = new WeakMap<Map<string, TransitionSpec>, Arcs>();
+
+function arcsOf(net: NetModel): Arcs {
+  const cached = arcsCache.get(net.transitions);
+  if (cached && cached.size === net.transitions.size) return cached;
+  const arcs: Arcs = { size: net.transitions.size, readers: new Map(), writers: new Map() };
+  const add = (m: Map<string, TransitionSpec[]>, place: string, t: TransitionSpec) => {
+    const list = m.get(place);
+    if (!list) m.set(place, [t]);
+    else if (list[list.length - 1] !== t) list.push(t);
+  };
+  for (const t of net.transitions.values()) {
+    for (const a of t.inputs) add(arcs.readers, a.place, t);
+    for (const o of t.outputs) add(arcs.writers, o, t);
+    if (t.error !== undefined) add(arcs.writers, t.error, t);
+  }
+  arcsCache.set(net.transitions, arcs);
+  return arcs;
+}
+
 /** Transitions that take tokens from each place. */
 export function readersOf(net: NetModel, place: string): TransitionSpec[] {
-  return [...net.transitions.values()].filter((t) => t.inputs.some((a) => a.place === place));
+  return [...(arcsOf(net).readers.get(place) ?? [])];
 }
 
 /** Transitions that put tokens into each place (outputs and error places). */
 export function writersOf(net: NetModel, place: string): TransitionSpec[] {
-  return [...net.transitions.values()].filter((t) => t.outputs.includes(place) || t.error === place);
+  return [...(arcsOf(net).writers.get(place) ?? [])];
 }
 
 /** Whether a transition is an and-merge: it fires on one token of each of several places with one key. */

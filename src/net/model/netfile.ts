@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LineCounter, isMap, isNode, isSeq, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node } from 'yaml';
 import * as z from 'zod';
 import { NetFileError, systemErrorWords } from '../../errors.js';
 import { buildNet } from './build.js';
@@ -100,17 +100,41 @@ function positionOf(doc: Document, lc: LineCounter, keys: ReadonlyArray<Property
   return { line, col };
 }
 
+/**
+ * Keys that a map has twice (a scalar key with the value of one before it), where they are: what
+ * the yaml package's `uniqueKeys` reports, found with a set per map.
+ */
+function duplicateKeys(doc: Document): Array<{ at: number; message: string }> {
+  const out: Array<{ at: number; message: string }> = [];
+  visit(doc, {
+    Map(_key, map) {
+      const seen = new Set<unknown>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        if (seen.has(pair.key.value)) out.push({ at: pair.key.range?.[0] ?? 0, message: 'Map keys must be unique' });
+        seen.add(pair.key.value);
+      }
+    },
+  });
+  return out;
+}
+
 /** Parse and validate a net file's text; `file` names it in errors and anchors relative paths. */
 export function parseNetText(text: string, file: string): NetModel {
   const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
+  // Duplicate keys are found below: the yaml package's own check compares each key with every
+  // key before it, quadratic in a map's size (seconds for a net of 10,000 places).
+  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: false });
+  const errors = [...doc.errors.map((e) => ({ at: e.pos[0], message: e.message.split('\n')[0]! })), ...duplicateKeys(doc)];
+  if (errors.length > 0) {
     throw new NetFileError(
       file,
-      doc.errors.map((e) => {
-        const { line, col } = lc.linePos(e.pos[0]);
-        return { line, col, message: e.message.split('\n')[0]! };
-      }),
+      errors
+        .sort((a, b) => a.at - b.at)
+        .map((e) => {
+          const { line, col } = lc.linePos(e.at);
+          return { line, col, message: e.message };
+        }),
     );
   }
   const raw = doc.toJS();

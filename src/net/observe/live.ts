@@ -32,8 +32,9 @@ export interface LiveState {
   startedAt: number;
   updatedAt: number;
   stopping: boolean;
+  /** The transitions that have done something in this run (the others are idle: nothing running, nothing fired). */
   transitions: Record<string, LiveTransition>;
-  /** Tokens per place as the run's index holds them (status and serve count the directories). */
+  /** Tokens per place as the run's index holds them, places holding none left out (status and serve count the directories). */
   places?: Record<string, number>;
 }
 

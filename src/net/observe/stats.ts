@@ -36,8 +36,9 @@ export class RateWindow {
   readonly spanMs: number;
   /** Number of buckets kept: the bound on memory. */
   readonly buckets: number;
-  private readonly index: Float64Array;
-  private readonly counts: Float64Array;
+  /** Made at the first event: a net's idle transitions (thousands, maybe) hold none. */
+  private index: Float64Array | undefined;
+  private counts: Float64Array | undefined;
   private events = 0;
   private last: number | undefined;
   private newest = -Infinity;
@@ -54,8 +55,6 @@ export class RateWindow {
     this.bucketMs = bucketMs;
     this.spanMs = spanMs;
     this.buckets = spanMs / bucketMs;
-    this.index = new Float64Array(this.buckets).fill(-Infinity);
-    this.counts = new Float64Array(this.buckets);
   }
 
   private slot(bucket: number): number {
@@ -74,13 +73,15 @@ export class RateWindow {
     const bucket = Math.floor(at / this.bucketMs);
     if (bucket > this.newest) this.newest = bucket;
     if (bucket <= this.newest - this.buckets) return; // older than the span: never counted
+    const index = (this.index ??= new Float64Array(this.buckets).fill(-Infinity));
+    const counts = (this.counts ??= new Float64Array(this.buckets));
     const s = this.slot(bucket);
-    if (this.index[s] === bucket) {
-      this.counts[s] = (this.counts[s] as number) + count;
+    if (index[s] === bucket) {
+      counts[s] = (counts[s] as number) + count;
     } else {
       // the slot holds nothing or a bucket at least spanMs older than this one
-      this.index[s] = bucket;
-      this.counts[s] = count;
+      index[s] = bucket;
+      counts[s] = count;
     }
   }
 
@@ -92,13 +93,16 @@ export class RateWindow {
         `window must be a positive multiple of ${this.bucketMs} ms up to ${this.spanMs} ms, got ${String(windowMs)}`,
       );
     }
+    const index = this.index;
+    const counts = this.counts;
+    if (!index || !counts) return 0; // nothing recorded
     const nowBucket = Math.floor(now / this.bucketMs);
     let sum = 0;
     for (let k = 0; k < windowMs / this.bucketMs; k++) {
       const bucket = nowBucket - k;
       if (bucket <= this.newest - this.buckets) break;
       const s = this.slot(bucket);
-      if (this.index[s] === bucket) sum += this.counts[s] as number;
+      if (index[s] === bucket) sum += counts[s] as number;
     }
     return sum;
   }

@@ -113,6 +113,8 @@ export abstract class TokenIndex {
   private skippedBy: ((t: Token) => boolean) | undefined;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
   private stale = true;
+  /** Told each time the directory must be read again (a runner keeps the places to scan so, rather than asking each). */
+  onStale: (() => void) | undefined;
 
   /** Whether the directory must be read again. */
   get dirty(): boolean {
@@ -122,6 +124,7 @@ export abstract class TokenIndex {
   /** The directory changed (an event, a poll, a token vanished): read it again at the next refresh. */
   markDirty(): void {
     this.stale = true;
+    this.onStale?.();
   }
 
   /** Index at most `window` tokens (undefined: all of them), and keep the headers of the first `keepHeaders`. */
@@ -158,9 +161,10 @@ export abstract class TokenIndex {
       lowest.offer(key, name);
     };
     const floorNum = floorKey !== undefined ? Number(consumerNext) : -Infinity;
-    const bound = this.window === Infinity ? Infinity : this.windowBound(floorNum);
+    const { bound, names } = this.window === Infinity ? { bound: Infinity, names: undefined } : this.windowBound(floorNum);
     let beyond = 0;
-    this.queue.forEachJobFile((name) => {
+    const each = names ? (fn: (name: string) => void) => names.forEach(fn) : (fn: (name: string) => void) => this.queue.forEachJobFile(fn);
+    each((name) => {
       count++;
       let key = this.foreign.get(name);
       if (key !== undefined) foreign.set(name, key);
@@ -207,7 +211,7 @@ export abstract class TokenIndex {
         if (t.order !== nameOrder(e.filename)) {
           // Named with a number that is not its own: placed by its header from now on.
           this.foreign.set(e.filename, t.order);
-          this.stale = true;
+          this.markDirty();
         }
         fresh.push(t);
       }
@@ -236,18 +240,22 @@ export abstract class TokenIndex {
    * offered to the window at all. Without it a directory listed from the highest number down
    * (tmpfs lists the newest first) passes every name through the window, each held long enough
    * to reach V8's old generation: garbage that grows with the tokens waiting. This pass keeps
-   * one double per name, no string. Numbers as doubles: exact up to 2^53, and above that a
+   * one double per name, and the names themselves only while there are no more than the window
+   * holds: then they are the listing (`names`), and the directory is not read a second time (a
+   * run scans thousands of small places). Numbers as doubles: exact up to 2^53, and above that a
    * rounded bound only lets more names through (the window still picks exactly).
    */
-  private windowBound(floor: number): number {
+  private windowBound(floor: number): { bound: number; names?: string[] } {
     const nums: number[] = [];
+    let names: string[] | undefined = [];
     this.queue.forEachJobFile((name) => {
+      if (names && names.push(name) > this.window) names = undefined;
       const f = this.foreign.get(name);
       const n = f !== undefined ? Number(f) : nameNumber(name);
       if (n !== undefined && n >= floor) nums.push(n);
     });
-    if (nums.length <= this.window) return Infinity;
-    return Float64Array.from(nums).sort()[this.window - 1]!;
+    if (nums.length <= this.window) return { bound: Infinity, names };
+    return { bound: Float64Array.from(nums).sort()[this.window - 1]! };
   }
 
   /** Forget everything indexed (the place can't be read). */
@@ -309,7 +317,7 @@ export abstract class TokenIndex {
   forget(filename: string): void {
     if (this.tokens.delete(filename)) this.count = Math.max(0, this.count - 1);
     // Most of the window consumed, and tokens beyond it: time to scan for them.
-    if (!this.complete && this.tokens.size <= this.window / 4) this.stale = true;
+    if (!this.complete && this.tokens.size <= this.window / 4) this.markDirty();
   }
 
   /**

@@ -26,7 +26,7 @@ export interface StageStats {
 }
 
 /** An exact non-negative rational num/den, den > 0. */
-interface Ratio {
+export interface Ratio {
   readonly num: bigint;
   readonly den: bigint;
 }
@@ -64,7 +64,7 @@ function checkNumber(value: number, what: () => string): void {
 const TINY = 2 ** -1000;
 
 /** A stage's weight v = queue length x mean service time (1 when there are none). */
-interface Weight {
+export interface Weight {
   /** Whether v > 0, exactly. */
   readonly positive: boolean;
   /** v in floating point, within (n + 2) ulps of the exact value; NaN where that may fail. */
@@ -101,6 +101,49 @@ function exactWeight(stats: StageStats): Ratio {
   let sum: Ratio = { num: 0n, den: 1n };
   for (const t of times) sum = addPow2(sum, exact(t));
   return { num: l.num * sum.num, den: l.den * sum.den * BigInt(times.length) };
+}
+
+/** A stage's weight v (queue length x mean service time), for ranking stages (compareWeights). */
+export interface StageWeight {
+  readonly stats: StageStats;
+  readonly weight: Weight;
+}
+
+/**
+ * Weighs a stage (validating it as allocateWorkers does: RangeError on a negative, NaN or
+ * infinite number).
+ */
+export function weighStage(stats: StageStats, name = 'stage'): StageWeight {
+  return { stats, weight: weigh(name, stats) };
+}
+
+/**
+ * The sign of v_a - v_b, exactly: in floating point where the difference is beyond the rounding
+ * of both (as gainsMore decides), in rational arithmetic otherwise. Every weight that is not
+ * positive (an empty queue, or service times of 0) is equal to every other.
+ */
+export function compareWeights(a: StageWeight, b: StageWeight): number {
+  const va = a.weight;
+  const vb = b.weight;
+  if (!va.positive || !vb.positive) return (va.positive ? 1 : 0) - (vb.positive ? 1 : 0);
+  if (sameStats(a.stats, b.stats)) return 0; // the usual tie (stages not yet measured): no rational arithmetic
+  if (!Number.isNaN(va.approx) && !Number.isNaN(vb.approx)) {
+    const margin = (Math.max(1, a.stats.serviceTimes.length, b.stats.serviceTimes.length) + 4) * 2 ** -49;
+    const diff = va.approx - vb.approx;
+    if (Math.abs(diff) > margin * Math.max(va.approx, vb.approx)) return diff > 0 ? 1 : -1;
+  }
+  va.exact ??= exactWeight(a.stats);
+  vb.exact ??= exactWeight(b.stats);
+  const x = va.exact.num * vb.exact.den;
+  const y = vb.exact.num * va.exact.den;
+  return x === y ? 0 : x > y ? 1 : -1;
+}
+
+/** Whether two stages have the same queue length and the same service times (so the same weight). */
+export function sameStats(a: StageStats, b: StageStats): boolean {
+  if (a.queueLength !== b.queueLength || a.serviceTimes.length !== b.serviceTimes.length) return false;
+  for (let i = 0; i < a.serviceTimes.length; i++) if (a.serviceTimes[i] !== b.serviceTimes[i]) return false;
+  return true;
 }
 
 /** Orders strings by Unicode code point, as Haskell's Map orders its String keys. */

@@ -35,3 +35,50 @@ export function swapIn(arrays: ReadonlyArray<unknown[]>, i: number, j: number): 
     a[j] = t;
   }
 }
+
+/**
+ * A min-heap of (priority, value) pairs in two parallel arrays (no object per entry), the lowest
+ * priority first: an and-merge's complete keys by number (key-join.ts), batches by when they are
+ * due (scheduler.ts).
+ */
+export class PairHeap<P extends number | bigint, V> {
+  private priorities: P[] = [];
+  private values: V[] = [];
+
+  get size(): number {
+    return this.priorities.length;
+  }
+
+  private readonly before = (i: number, j: number): boolean => this.priorities[i]! < this.priorities[j]!;
+
+  private readonly swap = (i: number, j: number): void => swapIn([this.priorities, this.values], i, j);
+
+  push(priority: P, value: V): void {
+    this.priorities.push(priority);
+    this.values.push(value);
+    siftUp(this.priorities.length - 1, this.before, this.swap);
+  }
+
+  /** The lowest pair, left in the heap; undefined when it is empty. */
+  peek(): { priority: P; value: V } | undefined {
+    return this.priorities.length > 0 ? { priority: this.priorities[0]!, value: this.values[0]! } : undefined;
+  }
+
+  /** Take the lowest pair out (the heap must not be empty). */
+  pop(): { priority: P; value: V } {
+    const top = { priority: this.priorities[0]!, value: this.values[0]! };
+    const priority = this.priorities.pop()!;
+    const value = this.values.pop()!;
+    if (this.priorities.length > 0) {
+      this.priorities[0] = priority;
+      this.values[0] = value;
+      siftDown(0, this.priorities.length, this.before, this.swap);
+    }
+    return top;
+  }
+
+  clear(): void {
+    this.priorities = [];
+    this.values = [];
+  }
+}

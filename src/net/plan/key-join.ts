@@ -9,7 +9,7 @@
  * the lowest). NOP tokens have no partner: they are never added (the scheduler skips them).
  */
 import { isMerge, type TransitionSpec } from '../model/model.js';
-import { siftDown, siftUp, swapIn } from './heap.js';
+import { PairHeap } from './heap.js';
 
 /** What the join needs of a token: its number and its key. */
 export interface Keyed {
@@ -34,46 +34,6 @@ interface Entry<T> {
   queued?: bigint;
 }
 
-/**
- * A min-heap of (number, key) pairs, as two parallel arrays (no object per entry). Entries go
- * stale as tokens come and go: the reader checks each against the key's entry and drops stale ones.
- */
-class Heap {
-  seqs: bigint[] = [];
-  keys: string[] = [];
-
-  get size(): number {
-    return this.seqs.length;
-  }
-
-  private readonly before = (i: number, j: number): boolean => this.seqs[i]! < this.seqs[j]!;
-
-  private readonly swap = (i: number, j: number): void => swapIn([this.seqs, this.keys], i, j);
-
-  push(seq: bigint, key: string): void {
-    this.seqs.push(seq);
-    this.keys.push(key);
-    siftUp(this.seqs.length - 1, this.before, this.swap);
-  }
-
-  pop(): { seq: bigint; key: string } {
-    const top = { seq: this.seqs[0]!, key: this.keys[0]! };
-    const seq = this.seqs.pop()!;
-    const key = this.keys.pop()!;
-    if (this.seqs.length > 0) {
-      this.seqs[0] = seq;
-      this.keys[0] = key;
-      siftDown(0, this.seqs.length, this.before, this.swap);
-    }
-    return top;
-  }
-
-  clear(): void {
-    this.seqs = [];
-    this.keys = [];
-  }
-}
-
 /** Insert t into a list sorted by number (usually at its end: tokens arrive in order). */
 function insertSorted<T extends Keyed>(list: T[], t: T): void {
   let i = list.length;
@@ -87,7 +47,8 @@ export class KeyJoin<T extends Keyed> {
   private readonly arcsOf = new Map<string, number[]>();
   private readonly arity: number;
   private readonly entries = new Map<string, Entry<T>>();
-  private readonly heap = new Heap();
+  /** Complete keys by the number of their first token in the first place. Entries go stale as tokens come and go: the reader checks each against the key's entry and drops stale ones. */
+  private readonly heap = new PairHeap<bigint, string>();
   /** Keys with a token in every input place. */
   complete = 0;
 
@@ -173,19 +134,19 @@ export class KeyJoin<T extends Keyed> {
    * many live heap entries, and puts them back: O(limit x (limit + log n)).
    */
   first(limit: number): T[][] {
-    const taken: Array<{ seq: bigint; key: string }> = [];
+    const taken: Array<{ priority: bigint; value: string }> = [];
     const keys = new Set<string>();
     const sets: T[][] = [];
     while (keys.size < limit && this.heap.size > 0) {
       const top = this.heap.pop();
-      const e = this.current(top.seq, top.key);
-      if (!e || keys.has(top.key)) continue; // stale, or a second copy (dropped: one stays)
-      keys.add(top.key);
+      const e = this.current(top.priority, top.value);
+      if (!e || keys.has(top.value)) continue; // stale, or a second copy (dropped: one stays)
+      keys.add(top.value);
       taken.push(top);
       const depth = Math.min(limit, ...e.lists.map((l) => l.length));
       for (let i = 0; i < depth; i++) sets.push(e.lists.map((l) => l[i]!));
     }
-    for (const t of taken) this.heap.push(t.seq, t.key);
+    for (const t of taken) this.heap.push(t.priority, t.value);
     sets.sort((a, b) => (a[0]!.seq < b[0]!.seq ? -1 : a[0]!.seq > b[0]!.seq ? 1 : 0));
     return sets.slice(0, limit);
   }

@@ -55,7 +55,8 @@ export function p95(values: readonly number[]): number | undefined {
  */
 export class SampleWindow {
   readonly capacity: number;
-  private readonly ring: Float64Array;
+  /** Made at the first sample: a net's idle transitions (thousands, maybe) hold none. */
+  private ring: Float64Array | undefined;
   private next = 0;
   private held = 0;
   private added = 0;
@@ -64,12 +65,12 @@ export class SampleWindow {
   constructor(capacity: number) {
     checkPositiveInteger(capacity, 'SampleWindow capacity');
     this.capacity = capacity;
-    this.ring = new Float64Array(capacity);
   }
 
   /** Adds a sample; RangeError when it is NaN or infinite. */
   add(sample: number): void {
     checkFinite(sample, 'sample');
+    this.ring ??= new Float64Array(this.capacity);
     this.ring[this.next] = sample;
     this.next = (this.next + 1) % this.capacity;
     if (this.held < this.capacity) this.held++;
@@ -90,7 +91,7 @@ export class SampleWindow {
   values(): number[] {
     const out: number[] = [];
     const start = this.held < this.capacity ? 0 : this.next;
-    for (let k = 0; k < this.held; k++) out.push(this.ring[(start + k) % this.capacity] as number);
+    for (let k = 0; k < this.held; k++) out.push(this.ring![(start + k) % this.capacity] as number);
     return out;
   }
 

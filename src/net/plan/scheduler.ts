@@ -3,25 +3,28 @@
  * `net simulate`. Given the marking (the unclaimed tokens of each place, how full each place is,
  * what is running), it says which firings to start now, on which tokens.
  *
- * - Enabling. A transition with one input place takes its tokens in the place's order: for a
- *   sequence place the next numbers with no gap (as queue-process), for an arrival place the
- *   lowest numbers present. A batch (`take: N`) waits for N tokens, or for what there is once
- *   the oldest has waited `max-wait`. An and-merge fires on one token of each input place with
- *   one key; keys still missing a partner wait and block nothing. An inhibited transition (a
- *   token in any `inhibit` place) is disabled. A firing that could push an output place past its
- *   capacity, counting the tokens already on their way there (and not the ones that running
- *   firings have taken from it: the commit that would overfill it waits for them to leave),
- *   does not start.
- * - Allocation. Free workers go to enabled transitions by the Jefferson/D'Hondt objective of
- *   allocateWorkers (the article: queue length x mean service time / (workers + 1)); each
- *   transition is capped by its own `workers`. Ties, and the workers the objective leaves over,
- *   go round-robin from a rotating start, so no enabled transition starves (Perpetuum).
- * - NOP tokens (a sender's no-op, or the filler recovery writes for a number whose token was
- *   never written) are consumed without firing and without a worker.
+ * - Enabling (enabling.ts): which transitions could start a firing, on which tokens; NOP tokens
+ *   (a sender's no-op, or the filler recovery writes for a number whose token was never
+ *   written) are consumed without firing and without a worker.
+ * - Allocation (shares.ts): free workers go to enabled transitions by the Jefferson/D'Hondt
+ *   objective of allocateWorkers (the article: queue length x mean service time / (workers +
+ *   1)); each transition is capped by its own `workers`. Ties, and the workers the objective
+ *   leaves over, go round-robin from a rotating start, so no enabled transition starves
+ *   (Perpetuum). A transition with nothing queued and nothing running weighs nothing and gets no
+ *   share (the article's "done" stages among them).
+ *
+ * A Scheduler keeps what it found out about each transition between decisions, and is told what
+ * changed since (placeChanged, transitionChanged): a decision looks again only at the
+ * transitions that read, are inhibited by, or write into (when it is bounded) a place that
+ * changed, at the transitions that changed, and at those its own starts touch. Places and
+ * transitions untouched since the last decision cost nothing. `schedule` is one decision of a
+ * new Scheduler over a whole marking.
  */
-import { allocateWorkers } from './allocate.js';
-import { KeyJoin, type MergeView } from './key-join.js';
 import type { InputArc } from '../model/model.js';
+import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, queueLength, watch, withoutClaimed, type PlaceLookup, type StartTokens } from './enabling.js';
+import { PairHeap } from './heap.js';
+import type { MergeView } from './key-join.js';
+import { Shares } from './shares.js';
 
 export interface TokenRef {
   filename: string;
@@ -88,7 +91,7 @@ export interface SchedulerInput {
 export interface Start {
   transition: string;
   /** Claimed tokens per input arc, in arc order; a batch is in sequence order. */
-  tokens: Array<{ place: string; token: TokenRef }>;
+  tokens: StartTokens;
   /** A NOP token consumed with no firing (no worker, no command). */
   skip: boolean;
 }
@@ -103,217 +106,269 @@ export interface SchedulerResult {
 /** Service time assumed for a transition with no measurements yet (ms). */
 export const DEFAULT_SERVICE_MS = 100;
 
-/** The next firing a transition could start on the current marking, without claiming it. */
-function candidate(t: TransitionState, places: Map<string, PlaceState>, now: number): { tokens: Array<{ place: string; token: TokenRef }>; wakeAt?: number } | undefined {
-  if (t.inputs.length === 1) {
-    const arc = t.inputs[0]!;
-    const p = places.get(arc.place)!;
-    const run = available(p);
-    if (run.length === 0) return undefined;
-    if (run.length >= arc.take) return { tokens: run.slice(0, arc.take).map((token) => ({ place: p.name, token })) };
-    if (arc.maxWait === undefined) return undefined;
-    const due = run[0]!.seen + arc.maxWait * 1000;
-    if (now >= due) return { tokens: run.map((token) => ({ place: p.name, token })) };
-    return { tokens: [], wakeAt: due };
+/** Where a Scheduler reads the marking: one place or one transition at a time, when it needs it. */
+export interface MarkingSource {
+  place(name: string): PlaceState;
+  transition(name: string): TransitionState;
+}
+
+/** A decision's pool: all workers, how many are free, and the time. */
+export interface Pool {
+  totalWorkers: number;
+  freeWorkers: number;
+  now: number;
+}
+
+/** A net's shape as the scheduler needs it: its transitions (in round-robin order) and the places' capacities. */
+export type TransitionShape = Pick<TransitionState, 'name' | 'inputs' | 'outputs' | 'inhibit'>;
+
+/** What one decision looked at (a test's measure: it must not grow with the places left alone). */
+export interface DecisionVisits {
+  /** Transitions weighed (some more than once: again after a start touches their places). */
+  transitions: number;
+  /** Places read from the marking. */
+  places: number;
+}
+
+export class Scheduler {
+  /** Where the round-robin starts at the next decision (moved past each transition started). */
+  rotation = 0;
+  /** What the last decision looked at. */
+  visits: DecisionVisits = { transitions: 0, places: 0 };
+  private readonly names: string[];
+  /** For each place, the transitions to look at again when it changes: its readers and inhibited transitions, and its writers if it is bounded. */
+  private readonly deps = new Map<string, number[]>();
+  /** The decision's copies of the places and transitions (claims and starts change them). */
+  private readonly places = new Map<string, PlaceState>();
+  private readonly states: Array<TransitionState | undefined> = [];
+  /** Each transition's next firing (tokens), or when its batch is due. */
+  private readonly next: Array<{ tokens?: StartTokens; due?: number } | undefined> = [];
+  private readonly shares = new Shares();
+  /** Batches waiting for their max-wait: when each is due, and its transition (an entry is stale once the transition's due moved). */
+  private readonly dues = new PairHeap<number, number>();
+  private readonly changedPlaces = new Set<string>();
+  private readonly changedTransitions = new Set<number>();
+  private readonly index = new Map<string, number>();
+  /** For each transition, the batch it was last put in (enqueue): a list each, no set per decision. */
+  private readonly stamps: number[] = [];
+  private stamp = 0;
+  /** Places with a capacity: the only ones whose incoming firings matter, to their writers. */
+  private readonly bounded = new Set<string>();
+  private everything = true;
+  private now = 0;
+  private readonly defaultServiceTime: number;
+  private readonly lookup: PlaceLookup = (name) => this.place(name);
+
+  constructor(
+    transitions: Iterable<TransitionShape>,
+    places: Iterable<{ name: string; capacity?: number }>,
+    private readonly source: MarkingSource,
+    opts: { defaultServiceTime?: number } = {},
+  ) {
+    this.defaultServiceTime = opts.defaultServiceTime ?? DEFAULT_SERVICE_MS;
+    const shapes = [...transitions];
+    this.names = shapes.map((t) => t.name);
+    const bounded = this.bounded;
+    for (const p of places) if (p.capacity !== undefined) bounded.add(p.name);
+    const deps = new Map<string, Set<number>>();
+    const add = (place: string, i: number) => {
+      let s = deps.get(place);
+      if (!s) deps.set(place, (s = new Set()));
+      s.add(i);
+    };
+    shapes.forEach((t, i) => {
+      this.index.set(t.name, i);
+      for (const a of t.inputs) add(a.place, i);
+      for (const p of t.inhibit) add(p, i);
+      for (const o of t.outputs) if (bounded.has(o)) add(o, i);
+    });
+    for (const [p, s] of deps) this.deps.set(p, [...s]);
   }
-  // And-merge: the earliest complete set (claim() drops the sets a start has taken from).
-  const set = mergeOf(t, places).sets[0];
-  return set && { tokens: set.map((token, i) => ({ place: t.inputs[i]!.place, token })) };
-}
 
-/** An and-merge's complete sets: as the caller keeps them, or found in the places' tokens. */
-function mergeOf(t: TransitionState, places: Map<string, PlaceState>): MergeView<TokenRef> {
-  if (t.merge) return t.merge;
-  const j = new KeyJoin<TokenRef>(t.inputs.map((a) => a.place));
-  for (const a of t.inputs) for (const tok of places.get(a.place)!.tokens) if (!tok.nop) j.add(a.place, tok);
-  return j.view(Infinity);
-}
-
-/**
- * available()'s last answer for each place of a schedule() call (its own copies: nothing else
- * changes them, and claim() gives a place a new tokens array): candidate, queueLength and
- * doneTransitions ask it several times per start, each a walk of the place's head.
- */
-const lastAvailable = new WeakMap<PlaceState, { tokens: TokenRef[] | undefined; next: bigint; run: TokenRef[] }>();
-
-/** The tokens a reader may take now, in order: a gap-free run from `next`, or all by number. */
-function available(p: PlaceState): TokenRef[] {
-  const last = lastAvailable.get(p);
-  if (last && last.tokens === p.tokens && last.next === p.next) return last.run;
-  const run = availableNow(p);
-  if (last) {
-    last.tokens = p.tokens;
-    last.next = p.next;
-    last.run = run;
+  /** A place's tokens, count, claims or incoming firings changed since the last decision. */
+  placeChanged(name: string): void {
+    if (!this.everything) this.changedPlaces.add(name);
   }
-  return run;
-}
 
-function availableNow(p: PlaceState): TokenRef[] {
-  if (p.order === 'arrival') return p.tokens.filter((t) => !t.nop);
-  const out: TokenRef[] = [];
-  let want = p.next;
-  for (const t of p.tokens) {
-    if (t.seq < want) continue;
-    if (t.seq !== want || t.nop) break;
-    out.push(t);
-    want++;
+  /** A transition's state (running, stopped, service times, and-merge sets) changed. */
+  transitionChanged(name: string): void {
+    const i = this.index.get(name);
+    if (i !== undefined && !this.everything) this.changedTransitions.add(i);
   }
-  return out;
-}
 
-/** How many firings a transition could start on the current marking (its queue length). */
-export function queueLength(t: TransitionState, places: Map<string, PlaceState>): number {
-  if (t.inputs.length === 1) {
-    const arc = t.inputs[0]!;
-    return Math.ceil(available(places.get(arc.place)!).length / arc.take);
+  /** Look at everything again at the next decision. */
+  everythingChanged(): void {
+    this.everything = true;
+    this.changedPlaces.clear();
+    this.changedTransitions.clear();
   }
-  return mergeOf(t, places).complete;
-}
 
-function inhibited(t: TransitionState, places: Map<string, PlaceState>): boolean {
-  return t.inhibit.some((name) => places.get(name)!.count > 0);
-}
-
-function hasRoom(t: TransitionState, places: Map<string, PlaceState>): boolean {
-  return t.outputs.every((name) => {
-    const p = places.get(name)!;
-    return p.capacity === undefined || p.count - (p.claimed ?? 0) + p.incoming + 1 <= p.capacity;
-  });
-}
-
-/**
- * Claim a start's tokens in the marking (so the next candidate looks past them), and in the
- * and-merges' sets: a set with a claimed token is gone, and a key with no set left is no longer
- * complete.
- */
-function claim(start: Start, places: Map<string, PlaceState>, transitions: Map<string, TransitionState>): void {
-  const claimed = new Set<TokenRef>();
-  for (const { place, token } of start.tokens) {
-    const p = places.get(place)!;
-    p.tokens = p.tokens.filter((x) => x !== token);
-    p.claimed = (p.claimed ?? 0) + 1;
-    if (p.order === 'sequence' && token.seq >= p.next) p.next = token.seq + 1n;
-    claimed.add(token);
-  }
-  for (const t of transitions.values()) {
-    if (!t.merge) continue;
-    const gone = t.merge.sets.filter((set) => set.some((tok) => claimed.has(tok)));
-    if (gone.length === 0) continue;
-    const sets = t.merge.sets.filter((set) => !gone.includes(set));
-    const keys = new Set(gone.map((set) => set[0]!.key));
-    for (const set of sets) keys.delete(set[0]!.key);
-    t.merge = { complete: t.merge.complete - keys.size, sets };
-  }
-}
-
-/** NOP tokens to consume now: at the head of a sequence place, anywhere in an arrival place. */
-function nopSkips(t: TransitionState, places: Map<string, PlaceState>, transitions: Map<string, TransitionState>): Start[] {
-  const out: Start[] = [];
-  for (const arc of t.inputs) {
-    const p = places.get(arc.place)!;
-    for (;;) {
-      const head = p.order === 'sequence' ? p.tokens.find((x) => x.seq >= p.next) : p.tokens.find((x) => x.nop);
-      if (!head || !head.nop || (p.order === 'sequence' && head.seq !== p.next)) break;
-      const s: Start = { transition: t.name, tokens: [{ place: p.name, token: head }], skip: true };
-      claim(s, places, transitions);
-      out.push(s);
+  /** Decide the firings to start now, in start order; the caller starts all of them, and says what changed before the next decision. */
+  decide(pool: Pool): SchedulerResult {
+    this.visits = { transitions: 0, places: 0 };
+    this.now = pool.now;
+    const dirty = this.dirty(pool.now);
+    for (const i of dirty) this.fetch(i);
+    const starts: Start[] = [];
+    const again = this.batch();
+    for (const i of dirty) this.enqueue(i, again);
+    for (const i of dirty) if (!this.states[i]!.stopped) this.nopSkips(i, again, starts);
+    for (const i of again) this.evaluate(i);
+    let free = pool.freeWorkers;
+    const n = this.names.length;
+    while (free > 0) {
+      const i = this.shares.pick(this.rotation, n, pool.totalWorkers);
+      if (i === undefined) break;
+      const t = this.states[i]!;
+      const start: Start = { transition: t.name, tokens: this.next[i]!.tokens!, skip: false };
+      const touched = this.batch();
+      this.claim(start, touched);
+      t.running++;
+      this.changedTransitions.add(i); // read again at the next decision: the caller's view has it by then
+      for (const o of t.outputs) {
+        if (!this.bounded.has(o)) continue; // what is on its way into a place matters only against a capacity
+        this.place(o).incoming++;
+        this.changedPlaces.add(o);
+        for (const j of this.deps.get(o) ?? []) this.enqueue(j, touched);
+      }
+      this.enqueue(i, touched);
+      for (const j of touched) this.evaluate(j);
+      free--;
+      starts.push(start);
+      this.rotation = (i + 1) % n;
     }
+    const wakeAt = pool.freeWorkers > 0 ? this.earliestDue()?.priority : undefined;
+    return { starts, rotation: this.rotation, wakeAt };
   }
-  return out;
-}
 
-/**
- * Transitions that can never fire again, as the article's "done" stages: stopped, or nothing to
- * fire, nothing running, and nothing upstream that could still feed them (no transition writing
- * one of their input places is running, has tokens to fire, or is itself fed). Tokens that arrive
- * from outside the net (put) make a transition live again at the next decision.
- */
-export function doneTransitions(transitions: Map<string, TransitionState>, places: Map<string, PlaceState>): Set<string> {
-  const live = new Set<string>();
-  for (const t of transitions.values()) if (!t.stopped && (t.running > 0 || queueLength(t, places) > 0)) live.add(t.name);
-  for (let grew = true; grew; ) {
-    grew = false;
-    const fed = new Set<string>();
-    for (const t of transitions.values()) if (live.has(t.name)) for (const o of t.outputs) fed.add(o);
-    for (const t of transitions.values()) {
-      if (live.has(t.name) || t.stopped) continue;
-      if (t.inputs.some((a) => fed.has(a.place))) {
-        live.add(t.name);
-        grew = true;
+  /** A new list of transitions to weigh again, each once (enqueue). */
+  private batch(): number[] {
+    this.stamp++;
+    return [];
+  }
+
+  /** Put transition i in the current batch, unless it is there already. */
+  private enqueue(i: number, batch: number[]): void {
+    if (this.stamps[i] === this.stamp) return;
+    this.stamps[i] = this.stamp;
+    batch.push(i);
+  }
+
+  /** The transitions to look at again, in index order; what the caller said changed is forgotten. */
+  private dirty(now: number): number[] {
+    const dirty = this.batch();
+    if (this.everything) {
+      this.everything = false;
+      this.places.clear();
+      for (let i = 0; i < this.names.length; i++) dirty.push(i);
+      this.changedPlaces.clear();
+      this.changedTransitions.clear();
+      return dirty;
+    }
+    for (const p of this.changedPlaces) {
+      this.places.delete(p);
+      for (const i of this.deps.get(p) ?? []) this.enqueue(i, dirty);
+    }
+    for (const i of this.changedTransitions) this.enqueue(i, dirty);
+    // Batches whose max-wait has come.
+    for (let d = this.earliestDue(); d && d.priority <= now; d = this.earliestDue()) {
+      this.enqueue(d.value, dirty);
+      this.dues.pop();
+    }
+    this.changedPlaces.clear();
+    this.changedTransitions.clear();
+    return dirty.length > 1 ? dirty.sort((a, b) => a - b) : dirty;
+  }
+
+  /** The earliest batch still waiting for its max-wait (stale entries on the way are dropped). */
+  private earliestDue(): { priority: number; value: number } | undefined {
+    for (let d = this.dues.peek(); d; d = this.dues.peek()) {
+      if (this.next[d.value]?.due === d.priority) return d;
+      this.dues.pop();
+    }
+    return undefined;
+  }
+
+  /** A place, as this decision sees it (read from the marking once). */
+  private place(name: string): PlaceState {
+    let p = this.places.get(name);
+    if (!p) {
+      this.visits.places++;
+      p = { ...this.source.place(name) };
+      watch(p);
+      this.places.set(name, p);
+    }
+    return p;
+  }
+
+  /** Read a transition's state from the marking again. */
+  private fetch(i: number): TransitionState {
+    const t = { ...this.source.transition(this.names[i]!) };
+    // An and-merge's sets are found once (when the caller does not keep them), then claims update them.
+    t.merge = t.inputs.length > 1 ? mergeOf(t, this.lookup) : undefined;
+    this.states[i] = t;
+    return t;
+  }
+
+  /** Weigh transition i again: its queue, whether it could start a firing, on which tokens. */
+  private evaluate(i: number): void {
+    this.visits.transitions++;
+    const t = this.states[i] ?? this.fetch(i);
+    if (t.stopped) {
+      this.next[i] = undefined;
+      this.shares.set(i, undefined);
+      return;
+    }
+    const places = this.lookup;
+    const queue = queueLength(t, places);
+    const c = t.running < t.workers && !inhibited(t, places) && hasRoom(t, places, this.bounded) ? candidate(t, places, this.now) : undefined;
+    const tokens = c && c.tokens.length > 0 ? c.tokens : undefined;
+    const due = c && !tokens ? c.wakeAt : undefined;
+    if (due !== undefined && this.next[i]?.due !== due) this.dues.push(due, i);
+    this.next[i] = tokens || due !== undefined ? { tokens, due } : undefined;
+    const l = queue + t.running;
+    const serviceTimes = t.serviceTimes.length ? t.serviceTimes : [this.defaultServiceTime];
+    this.shares.set(i, l > 0 ? { name: t.name, stats: { queueLength: l, serviceTimes }, running: t.running, ready: !!tokens } : undefined);
+  }
+
+  /**
+   * Claim a start's tokens in this decision's places (so the next candidate looks past them) and
+   * in the and-merges' sets; the transitions to weigh again go into `touched`.
+   */
+  private claim(start: Start, touched: number[]): void {
+    claimTokens(start, this.lookup);
+    let claimed: Set<TokenRef> | undefined;
+    for (const { place } of start.tokens) {
+      this.changedPlaces.add(place); // read again at the next decision
+      for (const j of this.deps.get(place) ?? []) {
+        this.enqueue(j, touched);
+        const s = this.states[j];
+        if (s?.merge) s.merge = withoutClaimed(s.merge, (claimed ??= new Set(start.tokens.map((x) => x.token))));
       }
     }
   }
-  return new Set([...transitions.keys()].filter((n) => !live.has(n)));
+
+  /** NOP tokens transition i consumes now (claimed): at the head of a sequence place, anywhere in an arrival place. */
+  private nopSkips(i: number, touched: number[], out: Start[]): void {
+    const t = this.states[i]!;
+    for (const arc of t.inputs) {
+      const p = this.place(arc.place);
+      for (let head = nopAtHead(p); head; head = nopAtHead(p)) {
+        const s: Start = { transition: t.name, tokens: [{ place: p.name, token: head }], skip: true };
+        this.claim(s, touched);
+        out.push(s);
+      }
+    }
+  }
 }
 
 /**
- * Decide the firings to start now. The input is not modified; what it returns is in start order.
+ * Decide the firings to start now over a whole marking (one decision of a new Scheduler). The
+ * input is not modified; what it returns is in start order.
  */
 export function schedule(input: SchedulerInput): SchedulerResult {
-  // Each place copied, not its tokens: claim() gives a place a new array, never changes one.
-  const places = new Map([...input.places].map(([k, p]) => [k, { ...p }]));
-  for (const p of places.values()) lastAvailable.set(p, { tokens: undefined, next: p.next, run: [] });
-  // An and-merge's sets are found once (when the caller does not keep them), then claims update them.
-  const transitions = new Map([...input.transitions].map(([k, t]) => [k, { ...t, merge: t.inputs.length > 1 ? mergeOf(t, places) : undefined }]));
-  const names = [...transitions.keys()];
-  const starts: Start[] = [];
-  let wakeAt: number | undefined;
-  for (const t of transitions.values()) if (!t.stopped) starts.push(...nopSkips(t, places, transitions));
-
-  let free = input.freeWorkers;
-  let rotation = input.rotation % Math.max(1, names.length);
-  while (free > 0) {
-    // Which transitions could start a firing now.
-    const ready = new Map<string, { tokens: Array<{ place: string; token: TokenRef }> }>();
-    for (const t of transitions.values()) {
-      if (t.stopped || t.running >= t.workers || inhibited(t, places) || !hasRoom(t, places)) continue;
-      const c = candidate(t, places, input.now);
-      if (!c) continue;
-      if (c.tokens.length === 0) {
-        if (c.wakeAt !== undefined) wakeAt = wakeAt === undefined ? c.wakeAt : Math.min(wakeAt, c.wakeAt);
-        continue;
-      }
-      ready.set(t.name, c);
-    }
-    if (ready.size === 0) break;
-    // The objective's share for each transition, over the whole pool.
-    // allocateWorkers gives tied workers to the names that sort first: the stages are named here
-    // by their place in the round-robin order, so that ties go round (Perpetuum), not always to
-    // the same transition.
-    const stats = new Map<string, { queueLength: number; serviceTimes: number[] }>();
-    const alias = new Map<string, string>();
-    const doneNames = doneTransitions(transitions, places);
-    const done = new Set<string>();
-    for (let i = 0; i < names.length; i++) {
-      const t = transitions.get(names[(rotation + i) % names.length]!)!;
-      const id = String(i).padStart(8, '0');
-      alias.set(id, t.name);
-      if (doneNames.has(t.name)) done.add(id);
-      const q = queueLength(t, places) + t.running;
-      stats.set(id, { queueLength: q, serviceTimes: t.serviceTimes.length ? t.serviceTimes : [input.defaultServiceTime ?? DEFAULT_SERVICE_MS] });
-    }
-    const share = new Map([...(allocateWorkers(input.totalWorkers, stats, done) ?? [])].map(([id, n]) => [alias.get(id)!, n]));
-    // The ready transition furthest below its share; ties (and no one below) in round-robin order.
-    let pick: string | undefined;
-    let best = -Infinity;
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(rotation + i) % names.length]!;
-      if (!ready.has(name)) continue;
-      const deficit = (share.get(name) ?? 0) - transitions.get(name)!.running;
-      if (deficit > best) {
-        best = deficit;
-        pick = name;
-      }
-    }
-    const t = transitions.get(pick!)!;
-    const start: Start = { transition: t.name, tokens: ready.get(t.name)!.tokens, skip: false };
-    claim(start, places, transitions);
-    for (const o of t.outputs) places.get(o)!.incoming++;
-    t.running++;
-    free--;
-    starts.push(start);
-    rotation = (names.indexOf(t.name) + 1) % names.length;
-  }
-  return { starts, rotation, wakeAt };
+  const source: MarkingSource = { place: (name) => input.places.get(name)!, transition: (name) => input.transitions.get(name)! };
+  const s = new Scheduler(input.transitions.values(), input.places.values(), source, { defaultServiceTime: input.defaultServiceTime });
+  s.rotation = input.rotation % Math.max(1, input.transitions.size);
+  return s.decide(input);
 }

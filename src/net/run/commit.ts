@@ -91,8 +91,8 @@ export type CommitResult =
 
 /** What the committer tells its run. */
 export interface CommitHooks {
-  /** A name a commit is about to write or delete in a jobs/: its file event is not news. Called on the event loop. */
-  own(name: string): void;
+  /** A name a commit is about to write or delete in a place's jobs/: its file event is not news. Called on the event loop. */
+  own(place: string, name: string): void;
   /** A group failed (an I/O error): the run must stop; recovery finishes what was recorded. */
   failed(err: unknown): void;
   /** For the kill -9 tests only: called once a group is recorded, before anything of it is done. */
@@ -227,8 +227,8 @@ export class Committer {
         writers,
         (rs) => {
           for (const c of rs) {
-            for (const o of c.outputs) this.hooks.own(path.basename(o.final));
-            for (const i of c.inputs) this.hooks.own(path.basename(i.file));
+            for (const o of c.outputs) this.hooks.own(o.place, path.basename(o.final));
+            for (const i of c.inputs) this.hooks.own(i.place, path.basename(i.file));
           }
         },
         probe ? undefined : (rs) => planFinish(rs, this.consumers, this.next),

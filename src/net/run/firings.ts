@@ -22,7 +22,7 @@ import { runAsOf } from './permissions.js';
 import type { RunPlaces } from './places.js';
 import { StagingSweeper } from './staging.js';
 import type { Firing, TransitionRun } from './state.js';
-import { FiringTally } from './tally.js';
+import { FiringTally, type TallyListener } from './tally.js';
 
 type Committed = Extract<CommitResult, { committed: true }>;
 
@@ -44,6 +44,8 @@ export interface FiringsContext {
   nudge(): void;
   /** The run's view changed (tokens freed or committed): schedule again. */
   changed(): void;
+  /** Told what each change of the open firings means for the scheduler's view (the tally's, and a service time recorded). */
+  readonly scheduler: TallyListener;
 }
 
 export class OpenFirings {
@@ -68,7 +70,7 @@ export class OpenFirings {
 
   constructor(private readonly ctx: FiringsContext) {
     this.stagingDir = path.join(ctx.stateDir, 'staging');
-    this.tally = new FiringTally((place) => ctx.places.get(place)!.order === 'sequence');
+    this.tally = new FiringTally((place) => ctx.places.get(place)!.order === 'sequence', ctx.scheduler);
     // The run's stop reaches each running firing through its own controller: one listener for the
     // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
     // signal per firing (the largest source of garbage a long run's old generation collected).
@@ -145,7 +147,10 @@ export class OpenFirings {
       run.running--;
       f.outcome = outcome;
       this.setRunning(f, false);
-      if (!outcome.abandoned) run.service.record(outcome.durationMs);
+      if (!outcome.abandoned) {
+        run.service.record(outcome.durationMs);
+        this.ctx.scheduler.transition(f.transition.name); // its weight in the allocation
+      }
       this.ctx.poke();
     });
   }

@@ -45,6 +45,18 @@ export interface NetRunOptions {
    * @internal
    */
   commitProbe?: (size: number) => void;
+  /**
+   * For tests: take each decision again from scratch over the whole marking and fail the run if
+   * it differs (the scheduler is told what changed between decisions: a change it missed shows).
+   * @internal
+   */
+  checkDecisions?: boolean;
+  /**
+   * For tests: told, after each decision, how many transitions it weighed and places it read (a
+   * decision's work must not grow with the places left alone).
+   * @internal
+   */
+  decisionProbe?: (visits: { transitions: number; places: number }) => void;
 }
 
 export interface RunActivity {

@@ -8,7 +8,7 @@ import { LockedError, NetError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
-import { JobsWatcher } from '../../watch.js';
+import { DirWatchSet } from '../../watch-set.js';
 import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
 import { lookaheadOf } from '../plan/marking.js';
@@ -17,6 +17,11 @@ import { Place } from '../place/place.js';
 import { INDEX_WINDOW } from '../place/token-index.js';
 import type { IndexedToken, Token } from '../place/token.js';
 import type { StagedOutput } from './journal.js';
+
+/** How often each place is looked at (one stat) in case a file event was lost, in seconds. */
+const SAFETY_SECONDS = 5;
+/** The same for a place a synchronisation tool fills (its events may never come). */
+const SYNC_SAFETY_SECONDS = 2;
 
 export class RunPlaces {
   /** Every place of the net, by name. */
@@ -43,25 +48,34 @@ export class RunPlaces {
   private readonly written = new Map<string, number>();
   /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
   private readonly ownNames = new Set<string>();
+  /** Indexed places whose directory must be read again (an event, a look, a window running low): the next refresh scans these alone. */
+  private readonly stale = new Set<Place>();
   /** The transitions of this run. */
   private readonly transitions: TransitionSpec[];
   private readonly pollInterval: number | undefined;
+  /** Told of every change to what the scheduler sees of an indexed place (its tokens, claims, count). */
+  private readonly changed: (place: string) => void;
 
-  constructor(net: NetModel, transitions: TransitionSpec[], opts: { indexWindow?: number; pollInterval?: number }) {
+  constructor(net: NetModel, transitions: TransitionSpec[], opts: { indexWindow?: number; pollInterval?: number; changed?: (place: string) => void }) {
     this.transitions = transitions;
     this.pollInterval = opts.pollInterval;
+    this.changed = opts.changed ?? (() => {});
     this.joins = new MergeJoins(transitions);
-    for (const spec of net.places.values()) {
-      this.byName.set(spec.name, new Place(spec, effectiveOrder(net, spec.name)));
-      const claimed = new Set<string>();
-      this.claimed.set(spec.name, claimed);
-      this.isClaimed.set(spec.name, (t) => claimed.has(t.filename));
-    }
     for (const t of transitions) {
       for (const a of t.inputs) this.indexed.add(a.place);
       for (const p of t.inhibit) this.indexed.add(p);
     }
     for (const p of net.places.values()) if (p.capacity !== undefined) this.indexed.add(p.name);
+    for (const spec of net.places.values()) {
+      const p = new Place(spec, effectiveOrder(net, spec.name));
+      this.byName.set(spec.name, p);
+      const claimed = new Set<string>();
+      this.claimed.set(spec.name, claimed);
+      this.isClaimed.set(spec.name, (t) => claimed.has(t.filename));
+      if (!this.indexed.has(spec.name)) continue;
+      this.stale.add(p); // never scanned yet
+      p.onStale = () => this.stale.add(p);
+    }
     const inRun = new Set(transitions);
     for (const p of net.places.keys()) {
       const readers = readersOf(net, p).filter((t) => inRun.has(t));
@@ -120,9 +134,11 @@ export class RunPlaces {
     this.consumers.clear();
   }
 
-  /** A name this run is about to write or delete in a jobs/: its file event is not news. */
-  own(name: string): void {
+  /** A name this run is about to write or delete in a place's jobs/: its file event is not news. */
+  own(place: string, name: string): void {
     if (this.pollInterval !== undefined) return; // no events to filter
+    // A place this run does not scan is not watched (watch): no event will take the name out.
+    if (!this.indexed.has(place)) return;
     if (this.ownNames.size > 10_000) this.ownNames.clear(); // events lost: a spurious rescan at worst
     this.ownNames.add(name);
   }
@@ -133,6 +149,7 @@ export class RunPlaces {
       const t = this.byName.get(o.place)!.adopt(path.basename(o.final), header, now);
       // Claimed already, if a scan found it before this call and a firing took it.
       if (t && !t.nop && !this.claimed.get(o.place)!.has(t.filename)) this.joins.add(o.place, t);
+      this.changed(o.place);
     } else this.written.set(o.place, (this.written.get(o.place) ?? 0) + 1);
   }
 
@@ -141,6 +158,7 @@ export class RunPlaces {
     for (const t of tokens) {
       this.claimed.get(t.place)!.add(t.filename);
       this.joins.remove(t.place, t);
+      this.changed(t.place);
     }
   }
 
@@ -149,11 +167,13 @@ export class RunPlaces {
     if (this.claimed.get(t.place)!.delete(t.filename)) this.byName.get(t.place)!.unskip(); // inOrder skipped it: it may be taken again
     const now = this.byName.get(t.place)!.tokens.get(t.filename);
     if (now && !now.nop) this.joins.add(t.place, now);
+    this.changed(t.place);
   }
 
   /** A claimed token consumed (its place has forgotten it). */
   consumed(t: Token): void {
     this.claimed.get(t.place)!.delete(t.filename);
+    this.changed(t.place);
   }
 
   /** An and-merge's complete sets, for the scheduler (undefined for another transition). */
@@ -162,37 +182,39 @@ export class RunPlaces {
   }
 
   /**
-   * The places as the scheduler sees them: the head of each (its first unclaimed tokens), and what
-   * the open firings hold (`held`: as heldBy in plan/marking.ts, from the open firings' tally).
-   * O(lookahead) per place, whatever the tokens waiting: an and-merge's sets come from its join
+   * A place as the scheduler sees it: its head (its first unclaimed tokens), and what the open
+   * firings hold (`held`: as heldBy in plan/marking.ts, from the open firings' tally).
+   * O(lookahead), whatever the tokens waiting: an and-merge's sets come from its join
    * (mergeView), and the index's tokens are the scheduler's TokenRefs.
    */
-  marking(held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number }): Map<string, PlaceState> {
-    const m = new Map<string, PlaceState>();
-    for (const p of this.byName.values()) {
-      const tokens = p.inOrder(this.lookahead.get(p.name) ?? 0, this.isClaimed.get(p.name)!);
-      const h = held(p.name, this.next.get(p.name) ?? 0n);
-      m.set(p.name, { name: p.name, order: p.order, next: h.next, tokens, count: p.count, claimed: Math.min(h.claimed, p.count), incoming: h.incoming, capacity: p.spec.capacity });
-    }
-    return m;
+  placeState(name: string, held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number }): PlaceState {
+    const p = this.byName.get(name)!;
+    const tokens = p.inOrder(this.lookahead.get(name) ?? 0, this.isClaimed.get(name)!);
+    const h = held(name, this.next.get(name) ?? 0n);
+    return { name, order: p.order, next: h.next, tokens, count: p.count, claimed: Math.min(h.claimed, p.count), incoming: h.incoming, capacity: p.spec.capacity };
   }
 
-  /** Scan the indexed places that changed (all of them: every indexed place). */
+  /** Scan the indexed places that changed (all: every indexed place). */
   async refresh(all: boolean, log: Logger): Promise<void> {
     const now = Date.now();
-    for (const p of this.byName.values()) {
-      if (!this.indexed.has(p.name) || (!all && !p.dirty)) continue;
+    const todo = all ? [...this.byName.values()].filter((p) => this.indexed.has(p.name)) : [...this.stale];
+    this.stale.clear(); // a place found stale again while it is scanned goes back in
+    for (const p of todo) {
+      const before = p.tokens;
+      const count = p.count;
       try {
-        const before = p.tokens;
         const fresh = await p.refresh(now, p.order === 'sequence' ? this.next.get(p.name) : undefined);
         for (const t of fresh) log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
         if (this.joins.reads(p.name)) this.joined(p, before.values(), fresh);
+        // The same tokens (none new, none gone) and the same count: nothing the scheduler sees has changed.
+        if (fresh.length === 0 && p.tokens.size === before.size && p.count === count) continue;
       } catch (err) {
         // A place gone (unmounted, deleted) is reported by status; its tokens are unknown meanwhile.
         log.debug('net', () => `Cannot scan ${p.name}: ${(err as Error).message}`);
         if (this.joins.reads(p.name)) this.joined(p, p.tokens.values(), []);
         p.clear();
       }
+      this.changed(p.name);
     }
   }
 
@@ -203,24 +225,23 @@ export class RunPlaces {
     for (const t of fresh) if (!t.nop && !claimed.has(t.filename)) this.joins.add(p.name, t);
   }
 
-  /** Watch every place's jobs/ (into watchers, which the caller closes); a change marks the place dirty and calls onChange. */
-  watch(watchers: JobsWatcher[], onChange: () => void, signal: AbortSignal, log: Logger): void {
-    for (const p of this.byName.values()) {
-      const w = new JobsWatcher(p.queue.jobsDir, {
-        pollInterval: this.pollInterval,
-        logger: log,
-        // A place filled by a synchronisation tool is looked at more often: events may not come.
-        safetyInterval: p.spec.sync === true ? 2 : 5,
-        filter: (name) => !this.ownNames.delete(name),
-      });
-      watchers.push(w);
-      void (async () => {
-        while (await w.wait(signal)) {
-          p.markDirty();
-          onChange();
-        }
-      })();
-    }
+  /**
+   * Watch the jobs/ of every place this run scans, all through one DirWatchSet (one inotify instance, one timer for
+   * every safety look): a change marks the place to scan and calls onChange. Returns the stop.
+   */
+  watch(onChange: () => void, log: Logger): () => void {
+    const set = new DirWatchSet<Place>(
+      (p) => {
+        p.markDirty();
+        onChange();
+      },
+      { pollInterval: this.pollInterval, safetyInterval: SAFETY_SECONDS, logger: log },
+    );
+    const filter = (name: string) => !this.ownNames.delete(name);
+    // Only the places this run scans: an event elsewhere (a sink, an error place) would change nothing here.
+    // A place filled by a synchronisation tool is looked at more often: events may not come.
+    for (const p of this.byName.values()) if (this.indexed.has(p.name)) set.add(p, p.queue.jobsDir, { filter, safetyInterval: p.spec.sync === true ? SYNC_SAFETY_SECONDS : SAFETY_SECONDS });
+    return () => set.close();
   }
 
   /** Each place's token count, for the live state: indexed ones as last scanned, the others as counted. */

@@ -15,17 +15,16 @@ import { LockedError, NetError } from '../../errors.js';
 import { FileLock } from '../../lock.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { checkSeconds, setLongTimeout } from '../../timer.js';
-import { JobsWatcher } from '../../watch.js';
 import { Committer } from './commit.js';
 import { OpenFirings } from './firings.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
-import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, transitionStates, type TransitionRun } from './state.js';
+import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
+import { RunDecisions } from './decisions.js';
 import { RunPlaces } from './places.js';
 import { recover } from './recovery.js';
 import { recoverOperations } from '../operate/operator.js';
 import { Pauses } from '../operate/pause.js';
 import type { NetModel } from '../model/model.js';
-import { schedule } from '../plan/scheduler.js';
 import { describeLeftovers, leftover, type Leftover } from '../observe/leftovers.js';
 import { writeLiveState } from '../observe/live.js';
 
@@ -44,11 +43,12 @@ export class NetRunner {
   private readonly trans = new Map<string, TransitionRun>();
   private readonly committer: Committer;
   private readonly firings: OpenFirings;
+  private readonly decisions: RunDecisions;
   private runLock?: FileLock;
-  private watchers: JobsWatcher[] = [];
+  /** Stops watching the places (set while the run watches them). */
+  private stopWatching: (() => void) | undefined;
   private wake: (() => void) | undefined;
   private dirty = true;
-  private rotation = 0;
   private readonly abort = new AbortController();
   private stopping = false;
   /** A group's commit failed: the run stops with this error (recovery finishes the group). */
@@ -64,14 +64,26 @@ export class NetRunner {
     this.net = net;
     this.opts = opts;
     this.log = opts.logger ?? silentLogger;
-    setMaxListeners(0, this.abort.signal); // one listener per running firing and per watched place
+    setMaxListeners(0, this.abort.signal); // the run's parts may each listen on it
     for (const t of net.transitions.values()) {
       if (opts.only && !opts.only(t)) continue;
       this.trans.set(t.name, newTransitionRun(t));
     }
-    this.places = new RunPlaces(net, [...this.trans.values()].map((r) => r.spec), opts);
+    this.places = new RunPlaces(net, [...this.trans.values()].map((r) => r.spec), { ...opts, changed: (place) => this.decisions.placeChanged(place) });
+    this.decisions = new RunDecisions(
+      {
+        net,
+        trans: this.trans,
+        places: this.places,
+        tally: () => this.firings.tally,
+        stopping: () => this.stopping,
+        paused: () => this.pauses?.current,
+        mergeView: (t) => this.places.mergeView(t),
+      },
+      { check: opts.checkDecisions, probe: opts.decisionProbe },
+    );
     this.committer = new Committer(this.places.byName, this.places.consumers, this.places.next, {
-      own: (name) => this.places.own(name),
+      own: (place, name) => this.places.own(place, name),
       failed: (err) => {
         this.failure = { err };
         this.poke();
@@ -91,6 +103,7 @@ export class NetRunner {
       poke: () => this.poke(),
       nudge: () => this.nudge(),
       changed: () => (this.dirty = true),
+      scheduler: this.decisions.listener,
     });
   }
 
@@ -168,10 +181,8 @@ export class NetRunner {
     if (this.stopping) return undefined;
     const total = this.poolSize();
     const f = this.firings;
-    const places = this.places.marking((place, next) => f.tally.held(place, next));
     // A firing that has finished but waits to commit holds no worker.
-    const res = schedule({ places, transitions: transitionStates(this.trans.values(), (name) => f.tally.counts(name), this.stopping, this.pauses?.names(), (t) => this.places.mergeView(t)), totalWorkers: total, freeWorkers: total - f.running(), now: Date.now(), rotation: this.rotation });
-    this.rotation = res.rotation;
+    const res = this.decisions.decide({ totalWorkers: total, freeWorkers: total - f.running(), now: Date.now() });
     for (const s of res.starts) {
       this.opts.activity?.busy(); // before any token is claimed: others must never see "idle" while it moves
       f.begin(s);
@@ -195,8 +206,8 @@ export class NetRunner {
   }
 
   private close(): void {
-    for (const w of this.watchers) w.close();
-    this.watchers = [];
+    this.stopWatching?.();
+    this.stopWatching = undefined;
     this.firings.clearTimers();
     // With no firing open, every commit has ended: the journal can start again empty.
     if (this.committer.journal && this.firings.set.size === 0 && !this.failure) this.committer.journal.truncate();
@@ -225,6 +236,7 @@ export class NetRunner {
     return this.pauses.watch(() => {
       // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
       for (const f of this.firings.set) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
+      this.decisions.everythingChanged(); // pauses are rare: every transition is looked at again
       this.poke();
     });
   }
@@ -249,6 +261,7 @@ export class NetRunner {
     const onStop = () => {
       if (this.stopping) return;
       this.stopping = true;
+      this.decisions.everythingChanged();
       this.log.info('net', 'Stopping: running firings get a moment to finish');
       cancelGrace = setLongTimeout(() => this.abort.abort(runStopping()), (this.opts.grace ?? 5) * 1000);
       this.poke();
@@ -258,7 +271,7 @@ export class NetRunner {
     let leftovers: Leftover[] = [];
     let stopWatchingPauses: (() => void) | undefined;
     try {
-      this.places.watch(this.watchers, this.poke, this.abort.signal, this.log);
+      this.stopWatching = this.places.watch(this.poke, this.log);
       stopWatchingPauses = this.watchPauses();
       let idleReported = false;
       let yielded = Date.now();

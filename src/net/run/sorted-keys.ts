@@ -4,6 +4,8 @@
  * mostly in order (added at the end, removed from the front), which an array does in O(1); a key
  * out of order costs a move of the entries after it (a memmove of at most a few hundred).
  */
+import { lowerBound } from '../plan/index-set.js';
+
 export class SortedKeys<K extends number | bigint> {
   private readonly keys: K[] = [];
 
@@ -13,15 +15,7 @@ export class SortedKeys<K extends number | bigint> {
 
   /** How many keys are below k (where k would go). */
   below(k: K): number {
-    const keys = this.keys;
-    let lo = 0;
-    let hi = keys.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (keys[mid]! < k) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.keys, k);
   }
 
   add(k: K): void {

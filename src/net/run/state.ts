@@ -53,19 +53,32 @@ export interface TransitionRun {
   monitor: TransitionMonitor;
 }
 
-/** The run as the live state shows it (observe/live.ts): its transitions, and each place's token count. */
+/** Whether a transition has done nothing yet in this run: the live state leaves it out (it reads as idle). */
+function untouched(r: TransitionRun, waiting: number): boolean {
+  return r.running === 0 && waiting === 0 && r.fired === 0 && r.failed === 0 && r.retried === 0 && !r.stopped && r.history.length === 0 && r.service.count === 0 && !r.monitor.lastFailure;
+}
+
+/**
+ * The run as the live state shows it (observe/live.ts): its transitions, and each place's token
+ * count. Transitions that have done nothing yet and places holding nothing are left out (readers
+ * take them as idle and empty), so that a net of 10,000 places, most of them idle, does not write
+ * 10,000 entries twice a second.
+ */
 export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, startedAt: number, now: number, stopping: boolean, placeCounts: Array<[string, number]>): LiveState {
+  // Finished firings waiting to commit, by transition: one walk of the open firings, not one per transition.
+  const waiting = new Map<TransitionSpec, number>();
+  for (const f of firings) if (!f.running) waiting.set(f.transition, (waiting.get(f.transition) ?? 0) + 1);
   return {
     pid: process.pid,
     startedAt,
     updatedAt: now,
     stopping,
     transitions: Object.fromEntries(
-      [...runs].map((r) => [
+      [...runs].filter((r) => !untouched(r, waiting.get(r.spec) ?? 0)).map((r) => [
         r.spec.name,
         {
           running: r.running,
-          waiting: [...firings].filter((f) => f.transition === r.spec && !f.running).length,
+          waiting: waiting.get(r.spec) ?? 0,
           fired: r.fired,
           failed: r.failed,
           retried: r.retried,
@@ -78,7 +91,7 @@ export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, s
         },
       ]),
     ),
-    places: Object.fromEntries(placeCounts),
+    places: Object.fromEntries(placeCounts.filter(([, n]) => n > 0)),
   };
 }
 
@@ -88,25 +101,20 @@ export function newTransitionRun(spec: TransitionSpec): TransitionRun {
 }
 
 /**
- * The transitions as the scheduler sees them (all stopped while the run stops; a paused one starts
- * nothing), and-merges with their complete sets (mergeView).
+ * A transition as the scheduler sees it (halted while the run stops; a paused one starts
+ * nothing), an and-merge with its complete sets (mergeView).
  */
-export function transitionStates(runs: Iterable<TransitionRun>, counts: (transition: string) => { open: number; committing: number }, stopping: boolean, paused: ReadonlySet<string> | undefined, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): Map<string, TransitionState> {
+export function transitionStateOf(r: TransitionRun, counts: { open: number; committing: number }, stopping: boolean, paused: boolean, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): TransitionState {
   // A transition's workers bound its commands running at once. A firing whose command has ended
   // and whose commit is asked for holds none while up to two groups' worth (2 × GROUP_MAX) of them
   // wait: its successors run while the group commits (the pool counts only running firings too),
   // and the next group fills up meanwhile (with one group's worth, a full group under way let one
   // more firing finish, and every other group was a group of one, which pays a whole group's
-  // fsyncs). Beyond that they count again, so that the open firings, which every decision walks,
-  // stay few. `counts` are the tally's (tally.ts): the open firings are not walked.
-  const m = new Map<string, TransitionState>();
-  for (const r of runs) {
-    const halted = !!r.stopped || stopping || !!paused?.has(r.spec.name);
-    const c = counts(r.spec.name);
-    const open = c.open + Math.max(0, c.committing - 2 * GROUP_MAX);
-    m.set(r.spec.name, transitionState(r.spec, open, halted, r.service.samples(), mergeView(r.spec)));
-  }
-  return m;
+  // fsyncs). Beyond that they count again, so that the open firings stay few. `counts` are the
+  // tally's (tally.ts): the open firings are not walked.
+  const halted = !!r.stopped || stopping || paused;
+  const open = counts.open + Math.max(0, counts.committing - 2 * GROUP_MAX);
+  return transitionState(r.spec, open, halted, r.service.samples(), mergeView(r.spec));
 }
 
 /** How often the live state is written at most (ms). */

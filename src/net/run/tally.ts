@@ -28,6 +28,18 @@ interface PlaceTally {
   incoming: number;
 }
 
+/**
+ * Who is told what each change means for the scheduler's view (the run's Scheduler): the tokens a
+ * place's open firings hold, the firings on their way into a place, a transition's counts.
+ */
+export interface TallyListener {
+  held(place: string): void;
+  incoming(place: string): void;
+  transition(name: string): void;
+}
+
+const nobody: TallyListener = { held: () => {}, incoming: () => {}, transition: () => {} };
+
 export class FiringTally {
   /** Open firings holding a worker: running, or waiting to be retried. */
   running = 0;
@@ -36,7 +48,10 @@ export class FiringTally {
   private readonly transitions = new Map<string, TransitionTally>();
   private readonly places = new Map<string, PlaceTally>();
 
-  constructor(private readonly isSequence: (place: string) => boolean) {}
+  constructor(
+    private readonly isSequence: (place: string) => boolean,
+    private readonly listener: TallyListener = nobody,
+  ) {}
 
   private transition(name: string): TransitionTally {
     let t = this.transitions.get(name);
@@ -53,18 +68,32 @@ export class FiringTally {
   /** A firing joins the open ones (not committing). */
   opened(f: Firing): void {
     if (f.running) this.running++;
-    for (const tok of f.tokens) this.place(tok.place).held.add(tok.seq);
-    for (const o of new Set(f.transition.outputs)) this.place(o).incoming++;
+    for (const tok of f.tokens) {
+      this.place(tok.place).held.add(tok.seq);
+      this.listener.held(tok.place);
+    }
+    for (const o of new Set(f.transition.outputs)) {
+      this.place(o).incoming++;
+      this.listener.incoming(o);
+    }
     this.enter(f);
   }
 
   /** A firing leaves the open ones (committed, or dropped). */
   closed(f: Firing): void {
     if (f.running) this.running--;
-    for (const tok of f.tokens) this.place(tok.place).held.delete(tok.seq);
-    for (const o of new Set(f.transition.outputs)) this.place(o).incoming--;
-    if (f.committing) this.transition(f.transition.name).committing--;
-    else this.leave(f);
+    for (const tok of f.tokens) {
+      this.place(tok.place).held.delete(tok.seq);
+      this.listener.held(tok.place);
+    }
+    for (const o of new Set(f.transition.outputs)) {
+      this.place(o).incoming--;
+      this.listener.incoming(o);
+    }
+    if (f.committing) {
+      this.transition(f.transition.name).committing--;
+      this.listener.transition(f.transition.name);
+    } else this.leave(f);
   }
 
   /** A firing starts running (or waits to be retried, holding its worker), or has finished. */
@@ -94,6 +123,7 @@ export class FiringTally {
   /** Among the firings not committing. */
   private enter(f: Firing): void {
     this.transition(f.transition.name).ordinals.add(f.ordinal);
+    this.listener.transition(f.transition.name);
     for (const tok of f.tokens) if (this.isSequence(tok.place)) this.place(tok.place).waiting.add(tok.seq);
     if (!f.running) this.finished.add(f);
   }
@@ -101,12 +131,13 @@ export class FiringTally {
   /** No longer among the firings not committing. */
   private leave(f: Firing): void {
     this.transition(f.transition.name).ordinals.delete(f.ordinal);
+    this.listener.transition(f.transition.name);
     for (const tok of f.tokens) if (this.isSequence(tok.place)) this.place(tok.place).waiting.delete(tok.seq);
     this.finished.delete(f);
   }
 
   /**
-   * A transition's open firings, not committing and committing (for transitionStates).
+   * A transition's open firings, not committing and committing (for transitionState).
    */
   counts(transition: string): { open: number; committing: number } {
     const t = this.transitions.get(transition);

@@ -1,6 +1,7 @@
 /** Pure unit tests of the scheduler (src/net/plan/scheduler.ts): no files, no clock. */
 import { describe, expect, it } from 'vitest';
-import { doneTransitions, schedule, type PlaceState, type SchedulerInput, type TokenRef, type TransitionState } from '../../../src/net/plan/scheduler.js';
+import { seeded } from '../helpers.js';
+import { schedule, Scheduler, type DecisionVisits, type MarkingSource, type PlaceState, type SchedulerInput, type SchedulerResult, type Start, type TokenRef, type TransitionState } from '../../../src/net/plan/scheduler.js';
 
 function tok(seq: number, opts: { key?: string; seen?: number; nop?: boolean } = {}): TokenRef {
   return { filename: `f${seq}`, seq: BigInt(seq), key: opts.key ?? `k${seq}`, seen: opts.seen ?? 0, nop: opts.nop ?? false };
@@ -77,11 +78,7 @@ describe('schedule', () => {
   });
 
   it('capacity holds over random markings (property)', () => {
-    let seed = 7;
-    const rnd = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const rnd = seeded(7);
     for (let round = 0; round < 300; round++) {
       const cap = 1 + rnd(4);
       const count = rnd(cap + 1);
@@ -238,26 +235,187 @@ describe('schedule', () => {
   });
 });
 
-describe('doneTransitions', () => {
-  it('is done when nothing to fire and nothing upstream can feed it', () => {
-    const ts = new Map([
-      ['t1', trans('t1', 'a', ['b'])],
-      ['t2', trans('t2', 'b', ['c'])],
-      ['t3', trans('t3', 'c', ['d'])],
-    ]);
-    const ps = (a: number, b: number, c: number) =>
-      new Map([
-        ['a', place('a', range(1, a + 1).map((i) => tok(i)))],
-        ['b', place('b', range(1, b + 1).map((i) => tok(i)))],
-        ['c', place('c', range(1, c + 1).map((i) => tok(i)))],
-        ['d', place('d', [])],
-      ]);
-    expect([...doneTransitions(ts, ps(1, 0, 0))]).toEqual([]); // t2 and t3 will get work
-    expect([...doneTransitions(ts, ps(0, 1, 0))]).toEqual(['t1']);
-    expect([...doneTransitions(ts, ps(0, 0, 0))].sort()).toEqual(['t1', 't2', 't3']);
-    ts.set('t1', { ...ts.get('t1')!, running: 1 });
-    expect([...doneTransitions(ts, ps(0, 0, 0))]).toEqual([]);
-    ts.set('t1', { ...ts.get('t1')!, running: 0, stopped: true });
-    expect([...doneTransitions(ts, ps(3, 0, 0))].sort()).toEqual(['t1', 't2', 't3']);
+describe('idle transitions and the allocation', () => {
+  it('a transition with nothing queued and nothing running gets no share, even when upstream could still feed it', () => {
+    // t1 runs and writes b, so t2 (reading b, empty) could still get work: the article counts it as
+    // not done. It weighs nothing either way, and never takes a worker from a stage that weighs
+    // more: t3, the only weighed stage, gets both workers' worth of share, and both starts.
+    const ts = [trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }), trans('t2', 'b', ['c'], { serviceTimes: [10] }), trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] })];
+    const r = schedule(input([place('a', []), place('b', []), place('c', []), place('d', range(1, 6).map((i) => tok(i))), place('e', [])], ts, { totalWorkers: 3, freeWorkers: 2, rotation: 1 }));
+    expect(r.starts.map((s) => s.transition)).toEqual(['t3', 't3']);
+  });
+
+  it('with every weight zero (service times of 0), the first transition with work in round-robin order has the share: a deliberate difference from the article', () => {
+    // Moves and quick functions measure 0 ms: every stage weighs 0, and allocateWorkers gives every
+    // worker to the first stage that is not done. The article's "done" leaves t2 in (t1, running,
+    // feeds it), and t2 would get the share though it has nothing to fire; the scheduler leaves out
+    // every transition with nothing queued and nothing running, so the share goes to t3, the
+    // first in round-robin order (from t2) with work, and its deficit (2 - 1) is the largest.
+    // Knowing what upstream could still feed would cost a walk of the net per decision.
+    const ts = [trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }), trans('t2', 'b', ['c'], { serviceTimes: [0] }), trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }), trans('t4', 'f', ['x'], { serviceTimes: [0] })];
+    const ps = [place('a', []), place('b', []), place('c', []), place('d', [tok(1)]), place('f', [tok(1)]), place('x', [])];
+    const r = schedule(input(ps, ts, { totalWorkers: 2, freeWorkers: 1, rotation: 1 }));
+    expect(r.starts.map((s) => s.transition)).toEqual(['t3']);
+    // With a weighed stage anywhere, nothing of this matters: t4's share (it weighs more) wins.
+    const weighed = ts.map((t) => (t.name === 't4' ? { ...t, serviceTimes: [5] } : t));
+    expect(schedule(input(ps, weighed, { totalWorkers: 2, freeWorkers: 1, rotation: 1 })).starts.map((s) => s.transition)).toEqual(['t4']);
+  });
+});
+
+/** A marking that changes as a run's would, for the incremental scheduler. */
+class World {
+  places = new Map<string, PlaceState>();
+  transitions = new Map<string, TransitionState>();
+  /** Firings started and not ended: their transition and tokens. */
+  open: Array<{ t: string; tokens: Array<{ place: string; token: TokenRef }> }> = [];
+  seq = new Map<string, number>();
+  now = 0;
+  constructor(private readonly rnd: (n: number) => number) {}
+
+  /** As the runner shows them: the head of each place only (its lookahead, here 3 tokens). */
+  source(): MarkingSource {
+    return {
+      place: (n) => {
+        const p = this.places.get(n)!;
+        return p.tokens.length > 3 ? { ...p, tokens: p.tokens.slice(0, 3) } : p;
+      },
+      transition: (n) => this.transitions.get(n)!,
+    };
+  }
+
+  /** The whole marking, as the source shows it. */
+  marking(): { places: Map<string, PlaceState>; transitions: Map<string, TransitionState> } {
+    const src = this.source();
+    return { places: new Map([...this.places.keys()].map((n) => [n, src.place(n)])), transitions: this.transitions };
+  }
+
+  setPlace(name: string, change: (p: PlaceState) => Partial<PlaceState>): void {
+    const p = this.places.get(name)!;
+    this.places.set(name, { ...p, ...change(p) });
+  }
+
+  setTransition(name: string, change: (t: TransitionState) => Partial<TransitionState>): void {
+    const t = this.transitions.get(name)!;
+    this.transitions.set(name, { ...t, ...change(t) });
+  }
+
+  /** A new token (sometimes a NOP) arrives in a place. */
+  arrive(name: string): void {
+    const n = this.seq.get(name) ?? 1;
+    this.seq.set(name, n + 1);
+    const t = { filename: `${name}-${n}`, seq: BigInt(n), key: `k${this.rnd(4)}`, seen: this.now, nop: this.rnd(8) === 0 };
+    this.setPlace(name, (p) => ({ tokens: [...p.tokens, t], count: p.count + 1 }));
+  }
+
+  /** A start, as the runner's claims and tally make it. */
+  begin(s: Start): void {
+    for (const { place, token } of s.tokens) {
+      this.setPlace(place, (p) => ({ tokens: p.tokens.filter((x) => x.filename !== token.filename), claimed: (p.claimed ?? 0) + 1, next: p.order === 'sequence' && token.seq >= p.next ? token.seq + 1n : p.next }));
+    }
+    if (s.skip) {
+      this.consume(s.tokens);
+      return;
+    }
+    const t = this.transitions.get(s.transition)!;
+    this.setTransition(t.name, (x) => ({ running: x.running + 1 }));
+    for (const o of t.outputs) this.setPlace(o, (p) => ({ incoming: p.incoming + 1 }));
+    this.open.push({ t: t.name, tokens: s.tokens });
+  }
+
+  private consume(tokens: Array<{ place: string }>): void {
+    for (const { place } of tokens) this.setPlace(place, (p) => ({ claimed: (p.claimed ?? 0) - 1, count: p.count - 1 }));
+  }
+
+  /** The k-th open firing ends and commits: its outputs written, its inputs consumed, a service time recorded. */
+  end(k: number): { places: string[]; transition: string } {
+    const [f] = this.open.splice(k, 1);
+    const t = this.transitions.get(f!.t)!;
+    this.consume(f!.tokens);
+    this.setTransition(t.name, (x) => ({ running: x.running - 1, serviceTimes: [...x.serviceTimes, this.rnd(3) * 10].slice(-3) }));
+    for (const o of t.outputs) {
+      this.setPlace(o, (p) => ({ incoming: p.incoming - 1 }));
+      this.arrive(o);
+    }
+    return { places: [...f!.tokens.map((x) => x.place), ...t.outputs], transition: t.name };
+  }
+}
+
+describe('Scheduler: decisions told what changed', () => {
+  it('decides as schedule() over the whole marking, through random changes (property)', () => {
+    for (let round = 0; round < 150; round++) {
+      const rnd = seeded(round * 7919 + 1);
+      const w = new World(rnd);
+      const np = 2 + rnd(6);
+      for (let i = 0; i < np; i++) w.places.set(`p${i}`, { name: `p${i}`, order: rnd(2) ? 'sequence' : 'arrival', next: 1n, tokens: [], count: 0, incoming: 0, claimed: 0, capacity: rnd(4) === 0 ? 1 + rnd(3) : undefined });
+      for (let i = 0; i < 2 + rnd(6); i++) {
+        const a = rnd(np);
+        const b = (a + 1 + rnd(np - 1)) % np;
+        const merge = rnd(5) === 0;
+        const inputs = merge ? [{ place: `p${a}`, take: 1 }, { place: `p${b}`, take: 1 }] : [{ place: `p${a}`, take: rnd(4) === 0 ? 2 : 1, maxWait: rnd(3) === 0 ? 0.05 : undefined }];
+        w.transitions.set(`t${i}`, { name: `t${i}`, inputs, outputs: rnd(3) ? [`p${rnd(np)}`] : [], inhibit: rnd(6) === 0 ? [`p${rnd(np)}`] : [], workers: 1 + rnd(3), running: 0, stopped: false, serviceTimes: rnd(2) ? [] : [rnd(3) * 10] });
+      }
+      const pool = 1 + rnd(4);
+      const s = new Scheduler(w.transitions.values(), w.places.values(), w.source());
+      for (let step = 0; step < 60; step++) {
+        // What happens between two decisions, told to the scheduler as the runner tells it.
+        for (let k = rnd(3); k > 0; k--) {
+          const what = rnd(10);
+          if (what < 4) {
+            const p = `p${rnd(np)}`;
+            w.arrive(p);
+            s.placeChanged(p);
+          } else if (what < 8 && w.open.length > 0) {
+            const e = w.end(rnd(w.open.length));
+            for (const p of e.places) s.placeChanged(p);
+            s.transitionChanged(e.transition);
+          } else if (what === 8) {
+            const t = `t${rnd(w.transitions.size)}`;
+            w.setTransition(t, (x) => ({ stopped: !x.stopped }));
+            s.transitionChanged(t);
+          } else w.now += 30;
+        }
+        const running = w.open.length;
+        const inputOf = { totalWorkers: pool, freeWorkers: pool - running, now: w.now };
+        const expected = schedule({ ...w.marking(), ...inputOf, rotation: s.rotation });
+        const got = s.decide(inputOf);
+        const show = (r: SchedulerResult) => JSON.stringify({ starts: r.starts.map((x) => [x.transition, x.skip, x.tokens.map((t) => t.token.filename)]), rotation: r.rotation, wakeAt: r.wakeAt });
+        expect(show(got), `round ${round}, step ${step}`).toBe(show(expected));
+        // The starts change the marking; the scheduler is not told (it knows what it started).
+        for (const x of got.starts) w.begin(x);
+      }
+    }
+  });
+
+  it("a decision's work does not grow with the places and transitions left alone", () => {
+    const visits = (idle: number) => {
+      const w = new World(() => 0);
+      const add = (i: number) => {
+        w.places.set(`p${i}`, { name: `p${i}`, order: 'sequence', next: 1n, tokens: [], count: 0, incoming: 0, claimed: 0 });
+        w.transitions.set(`t${i}`, { name: `t${i}`, inputs: [{ place: `p${i}`, take: 1 }], outputs: [], inhibit: [], workers: 1, running: 0, stopped: false, serviceTimes: [] });
+      };
+      for (let i = 0; i < idle + 3; i++) add(i);
+      const s = new Scheduler(w.transitions.values(), w.places.values(), w.source());
+      s.decide({ totalWorkers: 2, freeWorkers: 2, now: 0 }); // the first decision reads everything
+      expect(s.visits.transitions).toBe(idle + 3);
+      const seen: DecisionVisits[] = [];
+      for (let k = 0; k < 20; k++) {
+        // Tokens arrive in three places; firings start, end, start again.
+        const p = `p${idle + (k % 3)}`;
+        w.arrive(p);
+        s.placeChanged(p);
+        if (w.open.length > 0) {
+          const e = w.end(0);
+          for (const q of e.places) s.placeChanged(q);
+          s.transitionChanged(e.transition);
+        }
+        const r = s.decide({ totalWorkers: 2, freeWorkers: 2 - w.open.length, now: 0 });
+        for (const x of r.starts) w.begin(x);
+        seen.push({ ...s.visits });
+      }
+      return seen;
+    };
+    const few = visits(10);
+    expect(visits(10_000)).toEqual(few);
+    for (const v of few) expect(v.transitions + v.places).toBeLessThanOrEqual(12);
   });
 });

@@ -40,12 +40,12 @@ test('the join finds the sets by key after a scan; a claim takes a set out, a re
   expect(v.complete).toBe(99);
   expect(keysOf(v.sets)).toEqual(['k1', 'k2']);
   // The marking shows the head of each place (lookahead), claimed tokens left out.
-  const marking = places.marking(nothingHeld);
-  expect(marking.get('l')!.tokens.length).toBeLessThan(101);
-  expect(marking.get('l')!.tokens.some((t) => t.key === 'k0')).toBe(false);
+  const l = places.placeState('l', nothingHeld);
+  expect(l.tokens.length).toBeLessThan(101);
+  expect(l.tokens.some((t) => t.key === 'k0')).toBe(false);
   for (const t of first!) places.release(t);
   expect(keysOf(places.mergeView(m)!.sets)).toEqual(['k0', 'k1']);
-  expect(places.marking(nothingHeld).get('l')!.tokens[0]!.key).toBe('k0');
+  expect(places.placeState('l', nothingHeld).tokens[0]!.key).toBe('k0');
   // Claimed, then consumed: the set stays gone.
   places.claim(first!);
   for (const t of first!) {
