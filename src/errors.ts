@@ -140,13 +140,19 @@ export function namePath(err: unknown, path: string, codes?: readonly string[]):
 /** Turn a Node system error into a one-line message that names the path. */
 export function describeSystemError(err: unknown): string {
   if (err instanceof FsplError) return err.message;
-  if (err && typeof err === 'object' && 'code' in err) {
+  const what = systemErrorWords(err);
+  if (what) {
     const e = err as NodeJS.ErrnoException;
-    const what = SYSTEM_MESSAGES[e.code ?? ''];
-    if (what) return e.path ? `${what}: ${e.path}` : what;
+    return e.path ? `${what}: ${e.path}` : what;
   }
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/** A Node system error's meaning in words, without its path or code (`No such file or directory`), if it is a common one. */
+export function systemErrorWords(err: unknown): string | undefined {
+  if (!err || typeof err !== 'object' || !('code' in err)) return undefined;
+  return SYSTEM_MESSAGES[String((err as NodeJS.ErrnoException).code)];
 }
 
 const SYSTEM_MESSAGES: Record<string, string> = {
@@ -180,12 +186,15 @@ export class NetRequestError extends NetError {
   }
 }
 
-/** A net file that does not parse or validate; each problem has file:line:column. */
+/**
+ * A net file that does not parse or validate; each problem has file:line:column, or only the
+ * file when it concerns the whole file (one that can't be read).
+ */
 export class NetFileError extends FsplError {
-  readonly problems: Array<{ line: number; col: number; message: string }>;
+  readonly problems: Array<{ line?: number; col?: number; message: string }>;
   readonly file: string;
-  constructor(file: string, problems: Array<{ line: number; col: number; message: string }>) {
-    super('ERR_NET_FILE', problems.map((p) => `${file}:${p.line}:${p.col}: ${p.message}`).join('\n'));
+  constructor(file: string, problems: Array<{ line?: number; col?: number; message: string }>) {
+    super('ERR_NET_FILE', problems.map((p) => `${file}${p.line === undefined ? '' : `:${p.line}:${p.col}`}: ${p.message}`).join('\n'));
     this.file = file;
     this.problems = problems;
   }

@@ -6,7 +6,6 @@
  * src/copy.ts.
  */
 import fs from 'node:fs';
-import { ShortReadError } from './errors.js';
 
 const CHUNK = 1 << 20;
 
@@ -47,29 +46,25 @@ export function writeAllSync(fd: number, buf: Uint8Array, offset = 0, length = b
 }
 
 /**
- * Read exactly n bytes from the descriptor's current position, consuming nothing more.
- * Memory grows with the bytes that actually arrive, never with n itself, so a hostile
- * length cannot make us allocate gigabytes up front.
+ * Read up to n bytes (fewer only at end of file). Memory grows with the bytes that arrive, not
+ * with n, so a hostile declared length costs nothing up front.
  */
-export function readExactSync(fd: number, n: number): Buffer {
-  if (n <= CHUNK) {
-    const out = Buffer.allocUnsafe(n);
-    let got = 0;
-    while (got < n) {
-      const r = readSomeSync(fd, out, got, n - got);
-      if (r === 0) throw new ShortReadError();
-      got += r;
-    }
-    return out;
-  }
+export function readUpToSync(fd: number, n: number): Buffer {
   const parts: Buffer[] = [];
   let got = 0;
   while (got < n) {
-    const part = readExactSync(fd, Math.min(CHUNK, n - got));
-    parts.push(part);
-    got += part.length;
+    const part = Buffer.allocUnsafe(Math.min(CHUNK, n - got));
+    let filled = 0;
+    while (filled < part.length) {
+      const r = readSomeSync(fd, part, filled, part.length - filled);
+      if (r === 0) break;
+      filled += r;
+    }
+    parts.push(filled === part.length ? part : part.subarray(0, filled));
+    got += filled;
+    if (filled < part.length) break;
   }
-  return Buffer.concat(parts, n);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, got);
 }
 
 /** fsync, tolerating descriptors that cannot be synced (pipes, some special files). */

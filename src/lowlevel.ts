@@ -55,6 +55,7 @@ export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLoca
 export { rfc3339Utc, rfc3339Local, now } from './time.js';
 export { sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, SNIFF_LENGTH, type FileType, type SniffKind } from './status/sniff.js';
 export { toRanges, formatRanges, type SeqRange } from './status/ranges.js';
+export { closest, didYouMean, editDistance } from './suggest.js';
 export { type NextSeqInfo, type LockInfo, type StatusJob } from './status/report.js';
 export { type UndecodableFile, type TempFile, type OtherFile } from './status/files.js';
 export {

@@ -46,6 +46,12 @@ export interface SeqfileOptions {
   wait?: boolean;
 }
 
+/** Why a seqfile (and its lock file) can't be created: its directory. */
+function missingDirectory(file: string, code: string): string {
+  const what = code === 'ENOENT' ? 'does not exist' : 'is not a directory (or one above it is not)';
+  return `Cannot create the sequence file ${file}: its directory ${path.dirname(file)} ${what}`;
+}
+
 /** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
 export class SeqFile {
   readonly path: string;
@@ -64,7 +70,13 @@ export class SeqFile {
     try {
       lock = FileLock.acquire(`${path}.lock`, { create: options.create ?? false, wait: options.wait });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Creating it (a sender's seqfile), only its directory can be missing; opening it, the
+      // lock file itself: a queue's nextseq.lock, absent from append-only queues.
+      if (options.create && (code === 'ENOENT' || code === 'ENOTDIR')) {
+        throw new BadSeqfileError(missingDirectory(path, code));
+      }
+      if (code === 'ENOENT') {
         throw new QueueError(`Cannot open lock file ${path}.lock: No such file or directory (an append-only queue, or not a queue?)`, {
           cause: err,
         });

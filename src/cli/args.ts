@@ -30,6 +30,20 @@ export function intArg(inv: Invocation, name: string): number | undefined {
   return Number(n);
 }
 
+/**
+ * A number of seconds: a whole number as the reference takes it (`+5`, `007`), or with a
+ * fraction (`0.5`, `.25`: an extension, the reference takes whole seconds only), at least `min`.
+ */
+export function secondsArg(inv: Invocation, name: string, min = 0): number | undefined {
+  const text = str(inv, name);
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\+?(\d+\.?\d*|\.\d+)$/.test(text) || !(n >= min)) {
+    throw new UsageError(`invalid value '${text}' for --${name}: expected a number of seconds${min > 0 ? `, at least ${min}` : ''} (fractions allowed, e.g. 0.5)`);
+  }
+  return n;
+}
+
 export function enumArg<T extends string>(inv: Invocation, name: string, values: readonly T[]): T {
   const text = required(inv, name);
   const v = text.toLowerCase() as T;
@@ -51,7 +65,7 @@ export function processOptions(inv: Invocation, log: Logger) {
     params: inv.params,
     allowJobParams: Boolean(inv.args['allow-job-params']),
     ignorePayload: Boolean(inv.args['ignore-payload']),
-    timeout: intArg(inv, 'timeout'),
+    timeout: secondsArg(inv, 'timeout'),
     logger: log,
   };
 }

@@ -10,7 +10,7 @@ import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL, scanGlobals, type CommandSpec, type
 
 export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandSpec> = COMMAND_BY_NAME): Invocation | undefined {
   const g = scanGlobals(argv);
-  if (g.version || g.help || g.other || g.logLevels.length > 1) return undefined;
+  if (g.version || g.help || g.implementation || g.other || g.logLevels.length > 1) return undefined;
   const logLevel = g.logLevels[0];
   let i = g.end;
   const spec = commands.get(argv[i++] ?? '');

@@ -15,8 +15,13 @@ export const VERSION_LINE = 'filespooler 1.2.2\n';
 
 /** Run the CLI; resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  if (scanGlobals(argv).version) {
+  const globals = scanGlobals(argv);
+  if (globals.version) {
     writeOut(VERSION_LINE);
+    return 0;
+  }
+  if (globals.implementation) {
+    writeOut((await import('./implementation.js')).implementationLine());
     return 0;
   }
   // `fspl net ...` (an extension): its subcommands, in the same grammar, through yargs (`net run`

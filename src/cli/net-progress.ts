@@ -3,8 +3,8 @@
  * firings per second (over the last 10 seconds), redrawn in place at most five times a second.
  * Log lines are written above it (see sink()).
  */
-import fs from 'node:fs';
 import { RateWindow, type LiveState, type NetEvent } from '../net-tools.js';
+import { StatusLine } from './status-line.js';
 
 const REDRAW_MS = 200;
 const RATE_WINDOW_MS = 10_000;
@@ -16,13 +16,15 @@ export class NetProgressLine {
   private fired = 0;
   private failed = 0;
   private lastDraw = 0;
-  private drawn = false;
+  private readonly line: StatusLine;
 
   /** `places`: the net's places in the order of its file. */
   constructor(
-    private readonly out: NodeJS.WriteStream,
+    out: NodeJS.WriteStream,
     private readonly places: string[],
-  ) {}
+  ) {
+    this.line = new StatusLine(out);
+  }
 
   event(e: NetEvent, now = Date.now()): void {
     if (e.type === 'commit') {
@@ -53,25 +55,16 @@ export class NetProgressLine {
 
   private draw(now: number): void {
     this.lastDraw = now;
-    const width = (this.out.columns || 80) - 1;
-    this.out.write(`\r\x1b[K${this.text(now).slice(0, width)}`);
-    this.drawn = true;
+    this.line.draw(this.text(now));
   }
 
   /** A log sink that writes the line above the status line, then draws it again. */
-  sink = (line: string): void => {
-    if (this.drawn) this.out.write('\r\x1b[K');
-    try {
-      fs.writeSync(2, line);
-    } catch {
-      // stderr gone
-    }
-    if (this.drawn) this.draw(Date.now());
-  };
+  get sink(): (line: string) => void {
+    return this.line.sink;
+  }
 
   /** Clear the line (call before exiting). */
   finish(): void {
-    if (this.drawn) this.out.write('\r\x1b[K');
-    this.drawn = false;
+    this.line.clear();
   }
 }

@@ -6,6 +6,8 @@ import type { CommandSpec, OptionSpec } from './spec.js';
 
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
+/** What `fspl --help` says of `fspl net`. */
+export const NET_SUMMARY = 'Extension: Petri nets of queues (places are queues, transitions are commands); fspl net --help, or fspl help net, lists its commands';
 /** The usage error of `fspl net` without a subcommand. */
 export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show or set-aside';
 
@@ -14,7 +16,7 @@ const netWorkers: OptionSpec = { long: 'workers', short: 'w', kind: 'string', de
 const netJson: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON (docs/json.md)' };
 const NET_POSITIONALS = {
   net: 'The net file (YAML)',
-  place: 'The place',
+  place: 'The place, by its name in the net file',
   transition: 'The transition',
   'error-place': 'The error place to take tokens from (default: every error place)',
 } as const;
@@ -75,7 +77,7 @@ export const NET_COMMANDS: CommandSpec[] = [
     ['net'],
     'Run the scheduler in virtual time (no command runs): makespan, peak of each place, busy share of each transition, lower bound',
     [
-      { long: 'tokens', short: 'n', kind: 'string', required: true, describe: 'Tokens put into each source place' },
+      { long: 'tokens', short: 'n', kind: 'string', required: true, value: 'N', what: 'how many tokens to put into each source place', describe: 'Tokens put into each source place' },
       netWorkers,
       {
         long: 'service',

@@ -46,6 +46,10 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
   },
   put: async (a, params) => {
     const net = load(String(a.net));
+    if (a.input === undefined && process.stdin.isTTY) {
+      // Waiting on a terminal looks like a hang: say what it waits for.
+      process.stderr.write("fspl net put: reading the token's payload from the terminal; end it with Ctrl-D (or give -i FILE, or pipe it in)\n");
+    }
     const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
     const opts = { key: a.key === undefined ? undefined : String(a.key), params };
     const r = a.noWait || a['no-wait'] ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);

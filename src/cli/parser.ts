@@ -3,9 +3,11 @@
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
-import { NET_COMMANDS, NET_DEMAND, NET_USAGE, netPositionals } from './net-spec.js';
+import { COMMANDS, LOG_LEVEL, scanGlobals, type CommandSpec, type Globals, type Invocation, type OptionSpec } from './spec.js';
+import { NET_COMMANDS, NET_DEMAND, NET_SUMMARY, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
+import { checkArguments, checkGlobals, unknownSubcommand, type Reading } from './usage.js';
+import { IMPLEMENTATION_NOTE } from './implementation.js';
 
 /**
  * An option for yargs. The reference's subcommands want a value after every string option
@@ -42,7 +44,7 @@ function declare(b: Argv, spec: CommandSpec, requiresArg: boolean): Argv {
 function build(): Argv {
   let y = yargs()
     .scriptName('fspl')
-    .usage('fspl [-l LEVEL] COMMAND [OPTIONS]\n\nOrdered, distributed job queues on plain files (Filespooler 1.2.2 compatible).')
+    .usage(`fspl [-l LEVEL] COMMAND [OPTIONS]\n\nOrdered, distributed job queues on plain files (Filespooler 1.2.2 compatible).\n${IMPLEMENTATION_NOTE}`)
     .parserConfiguration({
       'parse-numbers': false,
       'parse-positional-numbers': false,
@@ -53,10 +55,13 @@ function build(): Argv {
       // queue-process): those keep every value.
       'duplicate-arguments-array': true,
       'greedy-arrays': false,
+      // Options are known by their own names only: no camelCase twin to leak into a message.
+      'camel-case-expansion': false,
     })
     .option(LOG_LEVEL.long, { ...yargsOption(LOG_LEVEL), global: false })
     .version(false)
-    .option('version', { alias: 'V', type: 'boolean', global: false, describe: 'Print the version and exit' })
+    .option('version', { alias: 'V', type: 'boolean', global: false, describe: 'Print the version (of Filespooler, as the reference does) and exit' })
+    .option('implementation', { type: 'boolean', global: false, describe: 'Say which fspl this is (this TypeScript one: its version and where it runs from) and exit' })
     .help('help')
     .alias('help', 'h')
     .strict()
@@ -76,7 +81,8 @@ function build(): Argv {
       return b;
     });
   }
-  return y.command('help [subcommand]', 'Show help for fspl or one of its subcommands');
+  // `fspl net` is parsed apart (main.ts): listed here for the help alone.
+  return y.command('net <command>', NET_SUMMARY).command('help [subcommand]', 'Show help for fspl or one of its subcommands (help net [COMMAND]: of fspl net)');
 }
 
 export type ParseResult =
@@ -90,50 +96,63 @@ export async function helpText(sub?: string): Promise<string> {
   });
 }
 
-function usageError(message: string, more?: string): ParseResult {
-  return { kind: 'output', text: usageText(new UsageError(message, more)), stream: 'stderr', status: 2 };
+/** A usage error as the parser gives it: on stderr, exit status 2. */
+function output(err: UsageError): ParseResult {
+  return { kind: 'output', text: usageText(err), stream: 'stderr', status: 2 };
 }
 
+function usageError(message: string, more?: string): ParseResult {
+  return output(new UsageError(message, more));
+}
+
+/** How fspl's own subcommands read their arguments (usage.ts). */
+const FSPL_READING: Reading = { prefix: '', more: '--help', requiresArg: true, help: ['-h', '--help'], globalsBefore: true };
+
+/** What `fspl help` names: a subcommand or `net` (then maybe one of its commands); also the words that may come where fspl wants its subcommand. */
+const HELP_TOPICS = [...COMMANDS.map((c) => c.name), 'net', 'help'];
+
 /**
- * What yargs would let through but the reference refuses (and the other way round): an option
- * given twice, and `help` with options. Also spells `-lLEVEL` as `-l LEVEL` for yargs.
- * Returns the command line to hand to yargs, or a usage error.
+ * The usage errors found on the grammar (usage.ts), before yargs: an unknown subcommand or
+ * option, a value or an argument missing, and what yargs would let through but the reference
+ * refuses (an option given twice, a flag with a value, `help` with options). Also spells
+ * `-lLEVEL` as `-l LEVEL` for yargs. Returns the command line to hand to yargs, or a usage error.
  */
-function precheck(argv: string[]): string[] | ParseResult {
-  const g = scanGlobals(argv);
+function precheck(argv: string[], g: Globals): string[] | ParseResult {
+  const globals = checkGlobals(g);
+  if (globals && !g.help) return output(globals);
   const out = g.normalized;
   const name = argv[g.end];
   const rest = argv.slice(g.end);
+  if (name === undefined || g.help) return out.concat(rest);
   const spec = COMMANDS.find((c) => c.name === name);
-  if (name === 'help') {
-    const opt = rest.slice(1).find((a) => a.startsWith('-'));
-    if (opt !== undefined) return usageError(`unexpected argument '${opt}' for help`);
-  }
-  if (spec) {
-    const seen = new Set<string>();
-    for (let k = 1; k < rest.length; k++) {
-      const a = rest[k]!;
-      if (a === '--') {
-        // yargs would file what follows under `--`; positionals after it are still positionals.
-        if (!spec.params && spec.positionals.length > 0) rest.splice(k, 1);
-        break;
-      }
-      let o: OptionSpec | undefined;
-      if (a.startsWith('--')) o = spec.options.find((x) => x.long === a.slice(2).split('=')[0]);
-      else if (a.startsWith('-') && a.length > 1) o = spec.options.find((x) => x.short === a[1]);
-      if (!o) continue;
-      // yargs would take `--flag=VALUE` for a flag (and ignore VALUE); the reference refuses it.
-      if (o.kind === 'boolean' && a.includes('=')) return usageError(`the option '--${o.long}' takes no value`);
-      if (seen.has(o.long) && !o.array) return usageError(`the option '--${o.long}' was given more than once`);
-      seen.add(o.long);
-      if (o.kind === 'string' && !a.includes('=') && !(a.length > 2 && !a.startsWith('--'))) k++;
-    }
-  }
+  if (!spec) return output(unknownSubcommand(name, HELP_TOPICS, 'subcommand', '--help'));
+  const problem = checkArguments(spec, rest.slice(1), FSPL_READING);
+  if (problem) return output(problem);
+  // yargs would file what follows `--` under `--`; without PARAMS, those are still positionals.
+  const dashdash = rest.indexOf('--');
+  if (dashdash > 0 && !spec.params && spec.positionals.length > 0) rest.splice(dashdash, 1);
   return out.concat(rest);
 }
 
+/** `fspl help [SUBCOMMAND]` and `fspl help net [COMMAND]`, given what follows `help`. */
+async function helpCommand(words: string[]): Promise<ParseResult> {
+  const opt = words.find((a) => a.startsWith('-'));
+  if (opt !== undefined) return usageError(`unexpected argument '${opt}' for help`);
+  const [topic, netCommand, extra] = words;
+  if (topic !== undefined && !HELP_TOPICS.includes(topic)) return output(unknownSubcommand(topic, HELP_TOPICS, 'subcommand', '--help'));
+  const unexpected = topic === 'net' ? extra : netCommand;
+  if (unexpected !== undefined) return usageError(`unexpected argument '${unexpected}'`);
+  if (netCommand !== undefined && !NET_COMMANDS.some((c) => c.name === netCommand)) {
+    return output(unknownSubcommand(netCommand, NET_COMMANDS.map((c) => c.name), 'net command', 'fspl net --help'));
+  }
+  const text = topic === 'net' ? await netHelpText(netCommand) : await helpText(topic === 'help' ? undefined : topic);
+  return { kind: 'output', text: `${text}\n`, stream: 'stdout', status: 0 };
+}
+
 export async function parseFull(rawArgv: string[]): Promise<ParseResult> {
-  const checked = precheck(rawArgv);
+  const g = scanGlobals(rawArgv);
+  if (!g.help && !g.version && rawArgv[g.end] === 'help') return helpCommand(rawArgv.slice(g.end + 1));
+  const checked = precheck(rawArgv, g);
   if (!Array.isArray(checked)) return checked;
   const argv = checked;
   let failure: string | undefined;
@@ -154,11 +173,6 @@ export async function parseFull(rawArgv: string[]): Promise<ParseResult> {
   if (help !== undefined) return { kind: 'output', text: `${help}\n`, stream: 'stdout', status: 0 };
   const rest = parsed._ as unknown[];
   const command = String(rest[0] ?? '');
-  if (command === 'help') {
-    const sub = parsed.subcommand as string | undefined;
-    if (sub !== undefined && !COMMANDS.some((c) => c.name === sub)) return usageError(`unknown subcommand '${sub}'`);
-    return { kind: 'output', text: `${await helpText(sub)}\n`, stream: 'stdout', status: 0 };
-  }
   if (!command) return { kind: 'output', text: `${await helpText()}\n`, stream: 'stderr', status: 2 };
   if (rest.length > 1) return usageError(`unexpected argument '${String(rest[1])}'`);
   return {
@@ -181,6 +195,7 @@ function buildNet(): Argv {
   let y = yargs()
     .scriptName('fspl net')
     .usage(NET_USAGE)
+    .parserConfiguration({ 'camel-case-expansion': false })
     .option(LOG_LEVEL.long, yargsOption(LOG_LEVEL, false));
   for (const spec of NET_COMMANDS) {
     y = y.command(`${spec.name}${netPositionals(spec)}`, spec.describe, (b: Argv) => declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec, false));
@@ -194,6 +209,32 @@ function buildNet(): Argv {
     .exitProcess(false);
 }
 
+/** `fspl net --help`, or one net command's. */
+async function netHelpText(command?: string): Promise<string> {
+  const args = command ? [command, '--help'] : ['--help'];
+  return new Promise((resolve) => {
+    buildNet().parse(args, {}, (_err, _argv, output) => resolve(output));
+  });
+}
+
+/** How `fspl net`'s commands read their arguments (usage.ts): options anywhere, --log-level too. */
+const NET_READING: Reading = { prefix: 'net ', more: 'fspl net --help', requiresArg: false, shared: [LOG_LEVEL], help: ['--help'], negation: true };
+
+/**
+ * The usage errors of a net command line found on the grammar (usage.ts), before yargs: the net
+ * command is its first word that is neither an option nor the log level's value.
+ */
+function precheckNet(args: string[]): UsageError | undefined {
+  if (args.includes('--help')) return undefined;
+  let k = 0;
+  while (k < args.length && args[k]!.startsWith('-') && args[k] !== '-') k += args[k] === '-l' || args[k] === '--log-level' ? 2 : 1;
+  const name = args[k];
+  if (name === undefined || name === 'help') return undefined; // yargs says what is missing, or shows the help
+  const spec = NET_COMMANDS.find((c) => c.name === name);
+  if (!spec) return unknownSubcommand(name, NET_COMMANDS.map((c) => c.name), 'net command', NET_READING.more);
+  return checkArguments(spec, [...args.slice(0, k), ...args.slice(k + 1)], NET_READING);
+}
+
 /**
  * `fspl net ...` (the arguments after `net`, globals before it kept): the invocation of one net
  * subcommand (named without `net`), or its help, or its usage error. What follows `--` is the
@@ -203,6 +244,8 @@ export async function parseNet(argv: string[]): Promise<ParseResult> {
   const dashdash = argv.indexOf('--');
   const params = dashdash >= 0 ? argv.slice(dashdash + 1) : [];
   const args = dashdash >= 0 ? argv.slice(0, dashdash) : argv;
+  const problem = precheckNet(args);
+  if (problem) return output(problem);
   let usage: string | undefined;
   let help = '';
   const parser = buildNet().fail((msg, err) => {

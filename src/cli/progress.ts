@@ -1,10 +1,15 @@
 /**
  * The progress line queue-process draws on stderr when stderr is a terminal: jobs done and
- * waiting, rate and ETA, redrawn in place at most a few times a second.
+ * waiting, rate and ETA, redrawn in place at most a few times a second. It never shares a line
+ * with anything else: log lines are written where it was, and it is drawn again under them
+ * (sink); a job whose output goes to the terminal (--output-to PassBoth) gets the terminal with
+ * the line cleared, and the line comes back when no job runs, as a build tool does for a
+ * command that has the console.
  */
 import fs from 'node:fs';
 import type { ProcessEvent } from '../process.js';
 import type { QueuesEvent } from '../process-many.js';
+import { StatusLine } from './status-line.js';
 
 const REDRAW_MS = 200;
 
@@ -24,9 +29,22 @@ export class ProgressLine {
   private started: number | undefined;
   private lastDraw = 0;
   private idle = false;
-  private drawn = false;
+  /** Jobs running whose output goes to the terminal: while any runs, the line stays cleared. */
+  private holding = 0;
+  private readonly line: StatusLine;
 
-  constructor(private readonly out: NodeJS.WriteStream) {}
+  /** `jobsWriteHere`: the jobs' stdout and stderr are the terminal's (PassBoth). */
+  constructor(
+    out: NodeJS.WriteStream,
+    private readonly jobsWriteHere = false,
+  ) {
+    this.line = new StatusLine(out);
+  }
+
+  /** A log sink: each log line written where the progress line was, then the line drawn under it. */
+  get sink(): (line: string) => void {
+    return this.line.sink;
+  }
 
   update(e: ProcessEvent): void {
     const now = Date.now();
@@ -38,11 +56,22 @@ export class ProgressLine {
       case 'start':
         this.started ??= now;
         this.idle = false;
+        if (this.jobsWriteHere) {
+          this.holding++;
+          this.line.clear(); // the job may write at once
+          return;
+        }
         break;
       case 'end':
         this.done++;
         if (!e.ok) this.failed++;
         this.waiting = Math.max(0, this.waiting - 1);
+        if (this.jobsWriteHere) {
+          this.holding = Math.max(0, this.holding - 1);
+          // Back at once: between jobs is the only time the line can be seen.
+          if (this.holding === 0) this.draw(now);
+          return;
+        }
         break;
       case 'idle':
         this.idle = true;
@@ -63,16 +92,14 @@ export class ProgressLine {
   }
 
   private draw(now: number): void {
+    if (this.holding > 0) return; // a job has the terminal
     this.lastDraw = now;
-    const width = (this.out.columns || 80) - 1;
-    this.out.write(`\r\x1b[K${this.text(now).slice(0, width)}`);
-    this.drawn = true;
+    this.line.draw(this.text(now));
   }
 
   /** Clear the line (call before exiting). */
   finish(): void {
-    if (this.drawn) this.out.write('\r\x1b[K');
-    this.drawn = false;
+    this.line.clear();
   }
 }
 

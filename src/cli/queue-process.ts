@@ -4,35 +4,28 @@
  * processQueue or processQueues; prints the progress line on a terminal and, after a pass over
  * many queues, one line per queue that stopped.
  */
-import type { Logger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
 import type { ProcessQueuesSummary } from '../process-many.js';
 import { Queue } from '../queue.js';
 import { describeSystemError } from '../errors.js';
-import { enumArg, intArg, processOptions, str, strings } from './args.js';
+import { enumArg, intArg, processOptions, secondsArg, str, strings } from './args.js';
 import type { Invocation } from './spec.js';
-import { UsageError } from './output.js';
+import { UsageError, checkLogLevel } from './output.js';
 import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
 
-export async function queueProcess(inv: Invocation, log: Logger): Promise<number> {
+export async function queueProcess(inv: Invocation, given: Logger): Promise<number> {
   const dirs = strings(inv, 'queuedir');
   const parents = strings(inv, 'queues-in');
-  if (dirs.length === 0 && parents.length === 0) throw new UsageError('missing required argument <QUEUEDIR>: give -q DIR (or, to serve many queues, -q more than once or --queues-in PARENT)');
+  if (dirs.length === 0 && parents.length === 0) throw new UsageError('missing -q DIR: the queue directory (or, to serve many queues, -q more than once or --queues-in PARENT)');
   const watch = Boolean(inv.args.watch);
-  const pollText = str(inv, 'poll-interval');
-  let pollInterval: number | undefined;
-  if (pollText !== undefined) {
-    pollInterval = Number(pollText);
-    if (!watch) throw new UsageError('--poll-interval only applies with --watch');
-    if (!/^\d*\.?\d+$/.test(pollText) || !(pollInterval >= 0.01)) {
-      throw new UsageError(`invalid value '${pollText}' for --poll-interval: expected a number of seconds, at least 0.01`);
-    }
-  }
+  if (str(inv, 'poll-interval') !== undefined && !watch) throw new UsageError('--poll-interval only applies with --watch');
+  const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
   const jobs = intArg(inv, 'jobs');
   if (jobs !== undefined && jobs < 1) throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
   // Every option is checked before the queue is looked at (usage errors first, as the reference).
   const options = {
-    ...processOptions(inv, log),
+    ...processOptions(inv, given),
     onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
     orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
     outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
@@ -41,7 +34,10 @@ export async function queueProcess(inv: Invocation, log: Logger): Promise<number
     maxJobs: intArg(inv, 'maxjobs'),
     watch: watch && { pollInterval },
   };
-  const progress = !inv.args['no-progress'] && stderrIsTerminal() ? new ProgressLine(process.stderr) : undefined;
+  const progress = !inv.args['no-progress'] && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
+  // Log lines go through the progress line, which clears itself for them.
+  const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
+  options.logger = log;
   const many = dirs.length > 1 || parents.length > 0;
   const stop = new AbortController();
   const onSignal = () => {

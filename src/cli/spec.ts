@@ -17,6 +17,10 @@ export interface OptionSpec {
   choices?: string[];
   /** May be given more than once, each value kept (`--service`). */
   array?: boolean;
+  /** What its value is called in usage lines and errors: `-q DIR`. */
+  value?: string;
+  /** A required option: what it is, said when it is missing (`missing -q DIR: the queue directory`). */
+  what?: string;
   describe: string;
 }
 
@@ -41,6 +45,7 @@ export const LOG_LEVEL: OptionSpec = {
   long: 'log-level',
   short: 'l',
   kind: 'string',
+  value: 'LEVEL',
   default: DEFAULT_LOG_LEVEL,
   describe: 'Log detail on stderr: trace, debug, info, warn or error (any case), or 1 (error) to 5 (trace)',
 };
@@ -50,21 +55,24 @@ const seqfile: OptionSpec = {
   short: 's',
   kind: 'string',
   required: true,
+  value: 'FILE',
+  what: "the sender's sequence file",
   describe: 'Sender sequence file (created holding 1 if missing); "-" for none, giving sequence 1',
 };
-const queuedir: OptionSpec = { long: 'queuedir', short: 'q', kind: 'string', required: true, describe: 'Queue directory' };
+const queuedir: OptionSpec = { long: 'queuedir', short: 'q', kind: 'string', required: true, value: 'DIR', what: 'the queue directory', describe: 'Queue directory' };
 const decoder: OptionSpec = {
   long: 'decoder',
   short: 'd',
   kind: 'string',
+  value: 'DECODER',
   describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
 };
-const job: OptionSpec = { long: 'job', short: 'j', kind: 'string', required: true, describe: 'Sequence number of the job' };
+const job: OptionSpec = { long: 'job', short: 'j', kind: 'string', required: true, value: 'ID', what: "the job's sequence number", describe: 'Sequence number of the job' };
 const json: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' };
 const processCommon: OptionSpec[] = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
-  { long: 'timeout', kind: 'string', describe: 'Kill the command with SIGKILL after this many seconds (counts as a failure)' },
+  { long: 'timeout', kind: 'string', value: 'SECONDS', describe: 'Kill the command with SIGKILL after this many seconds, fractions allowed (counts as a failure)' },
 ];
 
 export const COMMANDS: CommandSpec[] = [
@@ -76,7 +84,7 @@ export const COMMANDS: CommandSpec[] = [
     describe: 'Write a command packet to stdout; FSPL_SET_* variables are saved in it',
     options: [
       seqfile,
-      { long: 'input', short: 'i', kind: 'string', describe: 'Payload: a file, or "-" for stdin (default: no payload)' },
+      { long: 'input', short: 'i', kind: 'string', value: 'INPUT', describe: 'Payload: a file, or "-" for stdin (default: no payload)' },
       {
         long: 'seal',
         kind: 'boolean',
@@ -102,6 +110,7 @@ export const COMMANDS: CommandSpec[] = [
     describe: 'Set the sequence number the next prepare will use',
     options: [seqfile],
     positionals: ['id'],
+    positionalHelp: { id: 'the sequence number the next prepare will use' },
     params: false,
   },
   {
@@ -152,21 +161,24 @@ export const COMMANDS: CommandSpec[] = [
         long: 'queues-in',
         kind: 'string',
         array: true,
+        value: 'PARENT',
         describe: 'Extension: serve every queue directory directly under PARENT (with --watch, also those made later); may be repeated',
       },
       {
         long: 'jobs',
         kind: 'string',
+        value: 'N',
         describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
       },
       decoder,
-      { long: 'maxjobs', short: 'n', kind: 'string', describe: 'Stop after this many jobs' },
+      { long: 'maxjobs', short: 'n', kind: 'string', value: 'N', describe: 'Stop after this many jobs' },
       { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },
-      { long: 'order-by', kind: 'string', default: 'Sequence', choices: ['Sequence', 'Timestamp'], describe: 'Processing order' },
-      { long: 'on-error', kind: 'string', default: 'Retry', choices: ['Retry', 'Delete', 'Leave'], describe: 'What to do when a job fails' },
+      { long: 'order-by', kind: 'string', value: 'ORDER', default: 'Sequence', choices: ['Sequence', 'Timestamp'], describe: 'Processing order' },
+      { long: 'on-error', kind: 'string', value: 'ACTION', default: 'Retry', choices: ['Retry', 'Delete', 'Leave'], describe: 'What to do when a job fails' },
       {
         long: 'output-to',
         kind: 'string',
+        value: 'WHERE',
         default: 'PassBoth',
         choices: ['PassBoth', 'SaveBoth'],
         describe: "Where the command's stdout and stderr go (SaveBoth: jobs/FILE.out)",
@@ -180,6 +192,7 @@ export const COMMANDS: CommandSpec[] = [
       {
         long: 'poll-interval',
         kind: 'string',
+        value: 'SECONDS',
         describe: 'Extension, with --watch: look for new jobs every SECONDS (e.g. 0.5) instead of using file system events (NFS, FUSE)',
       },
       { long: 'no-progress', kind: 'boolean', describe: 'Extension: no progress line on stderr (it is shown only when stderr is a terminal)' },
@@ -190,6 +203,7 @@ export const COMMANDS: CommandSpec[] = [
       },
     ],
     positionals: ['command'],
+    positionalHelp: { command: 'the command to run for each job (its arguments go after --)' },
     params: true,
   },
   {
@@ -206,6 +220,7 @@ export const COMMANDS: CommandSpec[] = [
     describe: 'Set the sequence number the queue will process next',
     options: [queuedir],
     positionals: ['id'],
+    positionalHelp: { id: 'the sequence number the queue will process next' },
     params: false,
   },
   {
@@ -232,6 +247,7 @@ export const COMMANDS: CommandSpec[] = [
     describe: 'Run the packet on stdin',
     options: processCommon,
     positionals: ['command'],
+    positionalHelp: { command: 'the command to run for the packet (its arguments go after --)' },
     params: true,
   },
 ];
@@ -255,8 +271,12 @@ export interface Globals {
   version: boolean;
   /** -h/--help came first. */
   help: boolean;
+  /** --implementation (an extension): which fspl this is. */
+  implementation: boolean;
   /** Something else starting with '-', or -l without its value. */
   other: boolean;
+  /** The first of those something elses (undefined: -l without its value). */
+  unknown?: string;
   /** The globals spelled out for yargs (`-lLEVEL` as `-l LEVEL`). */
   normalized: string[];
   /** Index of the subcommand (argv.length if none). */
@@ -264,12 +284,15 @@ export interface Globals {
 }
 
 export function scanGlobals(argv: string[]): Globals {
-  const g: Globals = { logLevels: [], version: false, help: false, other: false, normalized: [], end: argv.length };
+  const g: Globals = { logLevels: [], version: false, help: false, implementation: false, other: false, normalized: [], end: argv.length };
   let i = 0;
   for (; i < argv.length && argv[i]!.startsWith('-') && argv[i] !== '--'; i++) {
     const a = argv[i]!;
     if (a === '-V' || a === '--version' || a === '-h' || a === '--help') {
-      if (!g.version && !g.help) (a === '-h' || a === '--help' ? (g.help = true) : (g.version = true));
+      if (!g.version && !g.help && !g.implementation) (a === '-h' || a === '--help' ? (g.help = true) : (g.version = true));
+      g.normalized.push(a);
+    } else if (a === '--implementation') {
+      if (!g.version && !g.help) g.implementation = true;
       g.normalized.push(a);
     } else if (a === '-l' || a === '--log-level') {
       if (i + 1 >= argv.length) {
@@ -287,6 +310,7 @@ export function scanGlobals(argv: string[]): Globals {
       g.normalized.push('-l', a.slice(2));
     } else {
       g.other = true;
+      g.unknown ??= a;
       g.normalized.push(a);
     }
   }

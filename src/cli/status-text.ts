@@ -68,11 +68,31 @@ function nextseqText(n: QueueStatus['nextseq']): string {
   }
 }
 
+/** A word as the shell reads it: quoted unless it is plain. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./~-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * What to do about a missing next job: wait for it (resend it), or, when it is lost for good,
+ * the command that moves past it, to the first job that is there.
+ */
+function skipHint(dir: string, gap: NonNullable<QueueStatus['gap']>): string[] {
+  const to = gap.presentBeyond[0]?.first;
+  if (to === undefined) return [];
+  const one = to - gap.seq === 1n;
+  const missing = one ? `job ${gap.seq}` : `jobs ${gap.seq} to ${to - 1n}`;
+  return [
+    `  the queue waits for ${missing}: send ${one ? 'it again (the same packet, if the sender kept it)' : 'them again (the same packets, if the sender kept them)'};`,
+    `  or, if ${one ? 'it is' : 'they are'} lost for good, skip to job ${to}: fspl queue-set-next -q ${shellWord(dir)} ${to}`,
+  ];
+}
+
 /** The lines below the table: each problem, and each file that is not a plain job, explained. */
 function detailLines(s: QueueStatus): string[] {
   const details: string[] = [];
   for (const p of s.problems) {
-    if (p.code === 'next-missing' && s.gap) details.push(`${p.message}; present: ${ranges(s.gap.presentBeyond)}`);
+    if (p.code === 'next-missing' && s.gap) details.push(`${p.message}; present: ${ranges(s.gap.presentBeyond)}`, ...skipHint(s.dir, s.gap));
     else details.push(p.message);
   }
   if (s.gap && !s.gap.isNext) details.push(`later gap: job ${s.gap.seq} is missing; present beyond it: ${ranges(s.gap.presentBeyond)}`);

@@ -97,6 +97,17 @@ export interface Prefix {
   metadataCrc: number;
 }
 
+/** Whether bytes start as a packet does (its tag, or as much of it as there is). */
+export function startsAsPacket(b: Uint8Array): boolean {
+  const n = Math.min(b.length, TAG.length);
+  return n > 0 && Buffer.from(b.buffer, b.byteOffset, n).equals(TAG.subarray(0, n));
+}
+
+/** A packet that ends within its header, after n bytes: most likely a transfer cut short. */
+export function cutInHeader(n: number): ShortReadError {
+  return new ShortReadError(`Input ends within the packet header, after ${n} bytes (cut short in transit?)`);
+}
+
 /** Check a 30-byte prefix. Errors carry the reference's wording. */
 export function decodePrefix(prefix: Uint8Array): Prefix {
   const b = Buffer.isBuffer(prefix) ? prefix : Buffer.from(prefix.buffer, prefix.byteOffset, prefix.byteLength);

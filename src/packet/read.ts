@@ -3,9 +3,9 @@
  * place for whoever reads next (a child process given the same descriptor, or a stream consumer).
  */
 import type { Readable } from 'node:stream';
-import { ShortReadError } from '../errors.js';
-import { readExactSync } from '../io.js';
-import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from './codec.js';
+import { BadPacketError, ShortReadError } from '../errors.js';
+import { readUpToSync } from '../io.js';
+import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, startsAsPacket } from './codec.js';
 import type { PacketHeader } from './types.js';
 
 /** Read and decode the header from a file descriptor's current position. */
@@ -13,11 +13,26 @@ export function readHeaderSync(fd: number): PacketHeader {
   return readHeaderAndLengthSync(fd).header;
 }
 
-/** As readHeaderSync, also giving the header's length in bytes (where the payload starts). */
+/**
+ * As readHeaderSync, also giving the header's length in bytes (where the payload starts). Input
+ * that ends within the header is said for what it is, as queue-write and queue-status say it:
+ * nothing at all, a packet cut short, or bytes that are no packet.
+ */
 export function readHeaderAndLengthSync(fd: number): { header: PacketHeader; length: number } {
-  const prefix = decodePrefix(readExactSync(fd, PREFIX_LENGTH));
-  const header = decodeMetadata(readExactSync(fd, prefix.metadataLength), prefix.metadataCrc);
+  const head = readUpToSync(fd, PREFIX_LENGTH);
+  if (head.length < PREFIX_LENGTH) throw endsEarly(head);
+  const prefix = decodePrefix(head);
+  const meta = readUpToSync(fd, prefix.metadataLength);
+  if (meta.length < prefix.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
+  const header = decodeMetadata(meta, prefix.metadataCrc);
   return { header, length: PREFIX_LENGTH + prefix.metadataLength };
+}
+
+/** Input shorter than a packet's prefix. */
+function endsEarly(head: Buffer): BadPacketError {
+  if (head.length === 0) return new ShortReadError('Empty input: there is no packet (did the command that makes it fail?)');
+  if (startsAsPacket(head)) return cutInHeader(head.length);
+  return new BadPacketError(`Input is not a filespooler packet: ${head.length} byte${head.length === 1 ? '' : 's'}, fewer than a packet's header`);
 }
 
 function nextChunk(stream: Readable): Promise<Buffer | null> {

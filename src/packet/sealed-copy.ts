@@ -9,37 +9,15 @@
 import fs from 'node:fs';
 import { PayloadSealError, ShortReadError } from '../errors.js';
 import { copy } from '../copy.js';
-import { readSomeSync, writeAllSync } from '../io.js';
+import { readSomeSync, readUpToSync, writeAllSync } from '../io.js';
 import { openSpoolSync } from '../spool.js';
-import { PREFIX_LENGTH, TAG, decodeMetadata, decodePrefix, encodeHeader, type Prefix } from './codec.js';
+import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, encodeHeader, startsAsPacket, type Prefix } from './codec.js';
 import { SealVerifier, checksumMismatch, crc32Update } from './seal.js';
 import type { PacketHeader, Seal } from './types.js';
 
 const CHUNK = 1 << 20;
 let shared: Buffer | undefined;
 const chunkBuffer = () => (shared ??= Buffer.allocUnsafe(CHUNK));
-
-/**
- * Read up to n bytes (fewer only at end of file). Memory grows with the bytes that arrive, not
- * with n, so a hostile declared length costs nothing up front.
- */
-export function readUpToSync(fd: number, n: number): Buffer {
-  const parts: Buffer[] = [];
-  let got = 0;
-  while (got < n) {
-    const part = Buffer.allocUnsafe(Math.min(CHUNK, n - got));
-    let filled = 0;
-    while (filled < part.length) {
-      const r = readSomeSync(fd, part, filled, part.length - filled);
-      if (r === 0) break;
-      filled += r;
-    }
-    parts.push(filled === part.length ? part : part.subarray(0, filled));
-    got += filled;
-    if (filled < part.length) break;
-  }
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, got);
-}
 
 /**
  * Copy from inFd to outFd (from the current position, or from `position` with pread), checking
@@ -159,11 +137,6 @@ function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: 
   }
 }
 
-function taggedStart(b: Buffer): boolean {
-  const n = Math.min(b.length, TAG.length);
-  return n > 0 && b.subarray(0, n).equals(TAG.subarray(0, n));
-}
-
 /**
  * Store a packet from inFd into outFd, as queue-write does: the bytes are copied as they are,
  * but a plain packet's header is decoded on the way, and a sealed one's payload is checked
@@ -174,7 +147,7 @@ function taggedStart(b: Buffer): boolean {
 export function copyPacketSync(inFd: number, outFd: number): number {
   const prefix = readUpToSync(inFd, PREFIX_LENGTH);
   if (prefix.length === 0) throw new ShortReadError('Empty input: there is no packet to write (did the command that makes it fail?)');
-  if (prefix.length < PREFIX_LENGTH && taggedStart(prefix)) throw cutInHeader(prefix.length);
+  if (prefix.length < PREFIX_LENGTH && startsAsPacket(prefix)) throw cutInHeader(prefix.length);
   writeAllSync(outFd, prefix);
   if (prefix.length < PREFIX_LENGTH) return prefix.length;
   let p: Prefix | undefined;
@@ -194,10 +167,6 @@ export function copyPacketSync(inFd: number, outFd: number): number {
   }
   const head = PREFIX_LENGTH + meta.length;
   return head + (seal ? copySealedSync(inFd, outFd, seal) : copy(inFd, outFd));
-}
-
-function cutInHeader(n: number): ShortReadError {
-  return new ShortReadError(`Input ends within the packet header, after ${n} bytes (cut short in transit?)`);
 }
 
 /**

@@ -23,6 +23,7 @@ const run = promisify(execFile);
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 let project: string;
+let tarball: string;
 let pkg: { name: string; version: string; dependencies?: Record<string, string> };
 
 function link(name: string, from: string): void {
@@ -37,7 +38,7 @@ beforeAll(() => {
   project = path.join(dir, 'consumer');
   // --ignore-scripts: no "prepare" rebuild of dist/ while other test files use it.
   const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  const tarball = path.join(dir, out.trim().split('\n').pop()!);
+  tarball = path.join(dir, out.trim().split('\n').pop()!);
   const installed = path.join(project, 'node_modules', 'filespooler');
   fs.mkdirSync(installed, { recursive: true });
   execFileSync('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
@@ -113,6 +114,43 @@ describe('the packed package', () => {
       out = String((err as { stdout?: string }).stdout || err);
     }
     expect(out).toBe('');
+  });
+});
+
+/**
+ * README.md's install: the packed package installed globally, as a copy, so that the clone can
+ * move or go (`npm install -g .` would link to it). Run as written, with `--prefix` (a scratch
+ * global directory) and `--offline` (the dependencies from npm's cache, where `npm ci` left them:
+ * the test downloads nothing).
+ */
+describe("README's install", () => {
+  it('installs a copy: nothing of it leads back into the clone, and fspl runs from it', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const block = /## Install\n\n```sh\n([\s\S]*?)```/.exec(readme)![1]!;
+    const install = block.split('\n').find((l) => l.startsWith('npm install -g'))!.replace(/#.*/, '').trim();
+    expect(install.split(/\s+/).at(-1), 'the tarball npm pack makes').toBe(`./${path.basename(tarball)}`);
+    const prefix = path.join(path.dirname(project), 'global');
+    // In the directory where npm pack left the tarball, as the README runs it.
+    const r = spawnSync('sh', ['-c', `${install} --prefix "${prefix}" --offline --no-audit --no-fund`], { cwd: path.dirname(tarball), encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr, 'every install script it runs is named by --allow-scripts').not.toMatch(/install-scripts/);
+    const installed = path.join(prefix, 'lib', 'node_modules', 'filespooler');
+    const fsplBin = path.join(prefix, 'bin', 'fspl');
+    expect(fs.realpathSync(fsplBin)).toBe(path.join(fs.realpathSync(installed), 'bin', 'fspl'));
+    const links = execFileSync('find', [installed, '-type', 'l'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    const intoClone = links.filter((l) => fs.realpathSync(l).startsWith(fs.realpathSync(ROOT) + path.sep));
+    expect(intoClone).toEqual([]);
+    expect(fs.existsSync(path.join(prefix, 'share', 'man', 'man1', 'fspl.1'))).toBe(true);
+    const which = spawnSync(fsplBin, ['--implementation'], { cwd: os.tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+    expect([which.status, which.stderr]).toEqual([0, '']);
+    expect(which.stdout).toContain(`filespooler ${pkg.version}, the TypeScript fspl`);
+    expect(which.stdout).toContain(`-> ${fs.realpathSync(installed)}/bin/fspl`);
+  }, 180_000);
+
+  it('npm ci runs no install script that allowScripts does not name (npm 11 would warn)', () => {
+    const r = spawnSync('npm', ['install-scripts', 'ls', '--json'], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ allowScripts: [] });
   });
 });
 

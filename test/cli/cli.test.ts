@@ -49,7 +49,9 @@ describe('fspl CLI', () => {
       ['queue-process', '-q', 'q'],
       ['queue-process', '-q', 'q', '--on-error', 'sometimes', 'true'],
       ['queue-process', '-q', 'q', '-n', 'x', 'true'],
-      ['queue-process', '-q', 'q', '--timeout', '1.5', 'true'],
+      ['queue-process', '-q', 'q', '--timeout', '1.5s', 'true'],
+      ['queue-process', '-q', 'q', '--timeout', '-0.5', 'true'],
+      ['stdin-process', '--timeout', '1e3', 'true'],
       ['prepare-set-next', '-s', 'sf'],
       ['-l', 'loud', 'gen-uuid'],
       ['queue-ls', '-q', 'q', 'extra'],
@@ -99,6 +101,41 @@ describe('fspl CLI', () => {
         oneErrorLine(r.stderr);
       }
     }
+  });
+
+  it("says what is wrong, where it is: a seqfile's missing directory, input that is no packet", () => {
+    const d = tempDir();
+    const seq = fspl(['prepare', '-s', path.join(d, 'nonexist', 'seq')]);
+    expect([seq.code, seq.stderr]).toEqual([1, `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}: its directory ${path.join(d, 'nonexist')} does not exist\n`]);
+    fs.writeFileSync(path.join(d, 'file'), '');
+    const file = fspl(['prepare-get-next', '-s', path.join(d, 'file', 'seq')]);
+    expect([file.code, file.stderr]).toEqual([1, `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`]);
+    // As queue-status says of such a file: not a packet (not "failed to fill whole buffer").
+    for (const sub of [['stdin-process', 'cat'], ['stdin-info'], ['stdin-payload']]) {
+      expect(fspl(sub, { input: 'garbage\n' }), sub[0]).toMatchObject({ code: 1, stderr: "Error: Input is not a filespooler packet: 8 bytes, fewer than a packet's header\n" });
+      expect(fspl(sub, { input: '' }), sub[0]).toMatchObject({ code: 1, stderr: 'Error: Empty input: there is no packet (did the command that makes it fail?)\n' });
+    }
+    const packet = fspl(['prepare', '-s', '-', '--', 'a', 'b']).stdout;
+    for (const n of [20, 40]) {
+      expect(fspl(['stdin-process', 'cat'], { input: packet.subarray(0, n) }).stderr).toBe(`Error: Input ends within the packet header, after ${n} bytes (cut short in transit?)\n`);
+    }
+  });
+
+  it('takes --timeout in fractions of a second (an extension: the reference takes whole seconds)', () => {
+    const d = tempDir();
+    expect(fspl(['queue-init', '-q', 'q'], { cwd: d }).code).toBe(0);
+    const packet = fspl(['prepare', '-s', 'seq'], { cwd: d }).stdout;
+    expect(fspl(['queue-write', '-q', 'q'], { cwd: d, input: packet }).code).toBe(0);
+    const started = Date.now();
+    const r = fspl(['queue-process', '-q', 'q', '--timeout', '0.5', 'sleep', '--', '30'], { cwd: d });
+    expect(r.code).toBe(1); // a timeout is a failure; the job stays (--on-error retry)
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(fspl(['queue-get-next', '-q', 'q'], { cwd: d }).stdout.toString()).toBe('1\n');
+    const s = fspl(['stdin-process', '--timeout', '.25', 'sleep', '--', '30'], { input: packet });
+    expect(s.code).toBe(1);
+    const quick = fspl(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], { cwd: d });
+    expect([quick.code, quick.stderr]).toEqual([0, '']);
+    expect(fspl(['queue-get-next', '-q', 'q'], { cwd: d }).stdout.toString()).toBe('2\n');
   });
 
   it('runs the end-to-end flow: prepare | queue-write, queue-ls, queue-info, queue-process', () => {

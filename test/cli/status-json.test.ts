@@ -71,7 +71,24 @@ describe('fspl queue-status', () => {
     expect(k.state).toBe('stuck: next job 5 is missing');
     expect(k['below next']).toBe('1 job: 1 (already processed or skipped)');
     expect(k.waiting).toBe('4 jobs: 7-9, 12');
-    expect(r.stdout).toContain('\nnext job 5 is missing; present: 7-9, 12\n');
+    expect(r.stdout).toContain(
+      '\nnext job 5 is missing; present: 7-9, 12\n' +
+        '  the queue waits for jobs 5 to 6: send them again (the same packets, if the sender kept them);\n' +
+        '  or, if they are lost for good, skip to job 7: fspl queue-set-next -q q 7\n',
+    );
+  });
+
+  it('names the command that moves past a missing next job, ready to paste, and it does', () => {
+    const { d } = setup([1n, 3n], 2n);
+    fs.renameSync(path.join(d, 'q'), path.join(d, "my q's"));
+    const r = fspl(['queue-status', '-q', "my q's"], { cwd: d });
+    expect(r.code).toBe(3);
+    const line = r.stdout.split('\n').find((l) => l.includes('skip to job'))!;
+    expect(line).toBe(`  or, if it is lost for good, skip to job 3: fspl queue-set-next -q 'my q'\\''s' 3`);
+    const command = line.slice(line.indexOf('fspl '));
+    const run = spawnSync('sh', ['-c', command.replace(/^fspl /, `"${process.execPath}" "${FSPL_BIN}" `)], { cwd: d, encoding: 'utf8' });
+    expect([run.status, run.stderr]).toEqual([0, '']);
+    expect(fspl(['queue-status', '-q', "my q's"], { cwd: d }).code).toBe(0);
   });
 
   it('exits 3 on a duplicate, and explains files it can not read', () => {

@@ -78,7 +78,7 @@ describeCompat('usage errors and accepted option forms', () => {
     ['queue-process', '-q', 'q', '--output-to', 'stdout', 'true'],
     ['queue-process', '-q', 'q', '-n', 'abc', 'true'],
     ['queue-process', '-q', 'q', '-n', '-1', 'true'],
-    ['queue-process', '-q', 'q', '--timeout', '1.5', 'true'],
+    ['queue-process', '-q', 'q', '--timeout', '1.5s', 'true'],
     ['queue-process', '-q', 'q', '--timeout', 'abc', 'true'],
     ['queue-process', '-q', 'q', '--timeout', '-1', 'true'],
     ['queue-process', '-q', 'q', 'true', 'extra'],
@@ -148,6 +148,16 @@ describeCompat('usage errors and accepted option forms', () => {
     for (const args of [['queue-ls'], ['queue-process', '-q', 'q', '--on-error', 'Foo', 'true'], ['prepare-set-next', '-s', 'sf', 'abc']]) {
       expectUsageError(await both(args, opts()), args.join(' '));
     }
+  });
+
+  test('--timeout with a fraction of a second: the reference refuses it, ours takes it (an extension, docs/compatibility.md)', async () => {
+    const dir = tmpDir();
+    await buildQueue('ref', path.join(dir, 'built'), [{ seq: 1, payload: 'one' }]);
+    for (const impl of ['ref', 'ours'] as const) await copyTree(path.join(dir, 'built'), path.join(dir, impl, 'q'));
+    const r = await both(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], (impl) => ({ cwd: path.join(dir, impl) }));
+    expect([r.ref.code, r.ours.code]).toEqual([2, 0]);
+    const s = await both(['stdin-process', '--timeout', '0.5', 'true'], opts({ stdin: packet }));
+    expect([s.ref.code, s.ours.code]).toEqual([2, 0]);
   });
 
   // Accepted forms (exit 0), compared on stdout where it is deterministic.

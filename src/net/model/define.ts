@@ -18,7 +18,7 @@ import {
   type TransitionDefinition,
   type TransitionSpec,
 } from './model.js';
-import { didYouMean } from './suggest.js';
+import { didYouMean } from '../../suggest.js';
 
 type Where = Array<string | number>;
 

@@ -7,10 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node } from 'yaml';
 import * as z from 'zod';
-import { NetFileError } from '../../errors.js';
+import { NetFileError, systemErrorWords } from '../../errors.js';
 import { buildNet } from './build.js';
 import type { NetDefinition, NetModel } from './model.js';
-import { didYouMean } from './suggest.js';
+import { didYouMean } from '../../suggest.js';
 
 const name = z.string();
 const positiveInt = z.number().int().min(1);
@@ -211,7 +211,7 @@ export function loadNetFile(file: string): NetModel {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new NetFileError(file, [{ line: 1, col: 1, message: `cannot read the net file: ${(err as Error).message}` }]);
+    throw new NetFileError(file, [{ message: `cannot read the net file: ${systemErrorWords(err) ?? (err as Error).message}` }]);
   }
   return parseNetText(text, file);
 }

@@ -1,6 +1,7 @@
 /**
- * "Did you mean ...?" for a misspelt key or name in a net file: the closest allowed word by
- * edit distance, when it is close enough to be a typo rather than another word.
+ * "Did you mean ...?" for a misspelt word: the closest allowed word by edit distance, when it is
+ * close enough to be a typo rather than another word. A net file's keys and names use it, and so
+ * do the command line's subcommands and options.
  */
 
 /**
