@@ -177,12 +177,15 @@ for (const [mode, thread] of [['native', 'pool'], ['fallback', 'pool'], ['native
       }
     });
 
-    it.skipIf(thread === 'caller')('splits independent operations over several batches and keeps their order in the results', async () => {
-      const ops: BatchOp[] = Array.from({ length: 40 }, (_, i) => ({ op: 'unlink', path: path.join(dir, `f${i}`) }));
-      for (let i = 0; i < 40; i += 3) fs.writeFileSync(path.join(dir, `f${i}`), '');
-      const r = await runBatchesAtOnce(ops);
-      expect([...r]).toEqual(ops.map((_, i) => (i % 3 === 0 ? 0 : ENOENT)));
-    });
+    // Only the pool's batches run side by side: the caller's thread runs one batch at a time.
+    if (thread === 'pool') {
+      it('splits independent operations over several batches and keeps their order in the results', async () => {
+        const ops: BatchOp[] = Array.from({ length: 40 }, (_, i) => ({ op: 'unlink', path: path.join(dir, `f${i}`) }));
+        for (let i = 0; i < 40; i += 3) fs.writeFileSync(path.join(dir, `f${i}`), '');
+        const r = await runBatchesAtOnce(ops);
+        expect([...r]).toEqual(ops.map((_, i) => (i % 3 === 0 ? 0 : ENOENT)));
+      });
+    }
   });
 }
 
