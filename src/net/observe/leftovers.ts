@@ -26,6 +26,12 @@ export interface Leftover {
   reason?: string;
   /** The reason's code; set with `reason`. */
   code?: LeftoverCode;
+  /**
+   * The places it waits on, set with some codes: `no-partner` the inputs that lack its key,
+   * `short-batch` and `waits-for-number` its own place, `inhibited` the inhibiting place,
+   * `no-room` the full place (prospects.ts tells from them whether it is stuck or waiting).
+   */
+  on?: string[];
 }
 
 /** A leftover with its reason. */
@@ -47,6 +53,13 @@ export function describeLeftovers(
   paused?: ReadonlyMap<string, PauseRecord>,
 ): Leftover[] {
   const out: Leftover[] = [];
+  // The keys of each place, made once when a merge first asks (a lookup per token, not a walk).
+  const keySets = new Map<string, Set<string>>();
+  const keysOf = (place: string): Set<string> => {
+    let keys = keySets.get(place);
+    if (!keys) keySets.set(place, (keys = new Set([...(places.get(place)?.tokens.values() ?? [])].map((x) => x.key))));
+    return keys;
+  };
   for (const p of places.values()) {
     const readers = readersOf(net, p.name).filter((t) => !only || only.has(t.name));
     if (readers.length === 0) continue;
@@ -55,24 +68,24 @@ export function describeLeftovers(
     let expected = nxt;
     for (const tok of tokens) {
       if (tok.header.cmd.kind === 'NOP') continue;
-      let why: [LeftoverCode, string] | undefined;
+      let why: [LeftoverCode, string, string[]?] | undefined;
       const stoppedReader = readers.find((t) => stopped.has(t.name));
       const pausedReader = readers.find((t) => paused?.has(t.name));
       if (stoppedReader) why = ['stopped', `held by ${stoppedReader.name}, stopped after a failure`];
       else if (pausedReader) why = ['paused', `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`];
       else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) why = ['below-next', `its number is below the place's next number ${nxt} (a duplicate or a late copy)`];
-      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = ['waits-for-number', `waits for token number ${expected}, which has not arrived`];
+      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = ['waits-for-number', `waits for token number ${expected}, which has not arrived`, [p.name]];
       else {
         for (const t of readers) {
           const inhibitor = t.inhibit.find((name) => (places.get(name)?.count ?? 0) > 0);
           if (inhibitor) {
-            why = ['inhibited', `${t.name} is inhibited by tokens in ${inhibitor}`];
+            why = ['inhibited', `${t.name} is inhibited by tokens in ${inhibitor}`, [inhibitor]];
             break;
           }
           if (isMerge(t)) {
-            const missing = t.inputs.filter((a) => a.place !== p.name && ![...(places.get(a.place)?.tokens.values() ?? [])].some((x) => x.key === tok.key));
+            const missing = t.inputs.filter((a) => a.place !== p.name && !keysOf(a.place).has(tok.key)).map((a) => a.place);
             if (missing.length) {
-              why = ['no-partner', `no partner with key ${JSON.stringify(tok.key)} in ${missing.map((a) => a.place).join(', ')} (for ${t.name})`];
+              why = ['no-partner', `no partner with key ${JSON.stringify(tok.key)} in ${missing.join(', ')} (for ${t.name})`, missing];
               break;
             }
           }
@@ -81,18 +94,18 @@ export function describeLeftovers(
             return cap !== undefined && (places.get(o)?.count ?? 0) >= cap;
           });
           if (full) {
-            why = ['no-room', `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`];
+            why = ['no-room', `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`, [full]];
             break;
           }
           const arc = t.inputs.find((a) => a.place === p.name);
           if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) {
-            why = ['short-batch', `${t.name} takes batches of ${arc.take}; only ${p.count} here`];
+            why = ['short-batch', `${t.name} takes batches of ${arc.take}; only ${p.count} here`, [p.name]];
             break;
           }
         }
       }
       if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
-      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason: why?.[1], code: why?.[0] });
+      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason: why?.[1], code: why?.[0], ...(why?.[2] ? { on: why[2] } : {}) });
     }
   }
   return out;

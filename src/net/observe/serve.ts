@@ -18,11 +18,12 @@ import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../../log.js';
 import { netToDot } from './dot.js';
 import { hostView } from '../hosts/hosts.js';
-import { addHostDetails } from '../hosts/outbox-status.js';
+import { hostStatus } from '../hosts/outbox-status.js';
 import { netMetricsText, netStatusJson } from './metrics.js';
 import type { NetModel } from '../model/model.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
-import { netStatus, placeTokens, transitionDetail, type NetStatusReport } from './status.js';
+import { placeTokens, transitionDetail } from './detail.js';
+import { netStatus, type NetStatusReport } from './status.js';
 import { dotToSvg } from './svg.js';
 
 export interface ServeOptions {
@@ -106,7 +107,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
   const log = options.logger ?? silentLogger;
   const netHost = options.netHost;
   const net = netHost === undefined ? whole : hostView(whole, netHost);
-  const report = async (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : addHostDetails(await netStatus(net), net, whole, netHost));
+  const report = (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net));
   const pollMs = options.pollMs ?? 300;
   const assets = loadAssets();
   const svg = Buffer.from(await serveSvg(net));

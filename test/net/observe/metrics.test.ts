@@ -105,6 +105,7 @@ function report(): NetStatusReport {
       t('mux'),
     ],
     stuck: [{ place: 'shaky', seq: 4n, key: 'clip-4', reason: 'stabilize stopped' }],
+    waiting: [],
   };
 }
 
