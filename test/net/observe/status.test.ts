@@ -28,7 +28,7 @@ interface StatusJson {
   live: boolean;
   stuck: Array<{ place: string; key: string; code: string }>;
   waiting: Array<{ place: string; key: string; code: string; on?: string[] }>;
-  places: Array<{ name: string; stuck: number; problem?: string }>;
+  places: Array<{ name: string; tokens: number; stuck: number; problem?: string }>;
   transitions: Array<{ name: string; running: number; waitingMerges: number }>;
   notes?: Array<{ code: string; text: string }>;
 }
@@ -87,7 +87,7 @@ describe('stuck or waiting', () => {
     const run = spawnFspl(['net', 'run', file, '--stop-timeout', '1']);
     for (let i = 0; i < 300; i++) {
       const j = await statusJson(file);
-      if (j.live && j.transitions.find((t) => t.name === 'slow')!.running > 0 && j.waiting.length === 2) break;
+      if (j.live && j.transitions.find((t) => t.name === 'slow')!.running > 0 && j.places.find((p) => p.name === 'a')!.tokens === 2) break;
       await sleep(100);
     }
     // Stable now, for 30 s: slow sleeps.
