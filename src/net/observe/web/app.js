@@ -26,12 +26,12 @@ function ago(ms) {
 }
 
 /** A moment as "3 min ago", with the exact time on hover. */
-function when(ms, before = '', after = '') {
+function when(ms, before = '') {
   const t = document.createElement('time');
   const date = new Date(ms);
   t.dateTime = date.toISOString();
   t.title = date.toLocaleString();
-  t.textContent = `${before}${ago(ms)}${after}`;
+  t.textContent = `${before}${ago(ms)}`;
   return t;
 }
 
@@ -267,7 +267,6 @@ document.addEventListener('DOMContentLoaded', () => {
     $('detail').hidden = true;
     for (const g of document.querySelectorAll('g.node.selected')) g.classList.remove('selected');
   });
-  // The figures the page was served with: shown before the event stream answers.
   // The drawing first (inline, so at once), then the figures the page was served with: both
   // are shown before the event stream answers.
   loadDrawing().catch((err) => ($('drawing').textContent = `cannot draw the net: ${err.message}`));
