@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { copyBuild } from '../../build-copy.js';
+import { describeIfPresent } from '../../gate.js';
 import { onPath } from '../../harness/proc.js';
 import { serveNet } from '../../../src/net/observe/serve.js';
 import { makeNet, runFspl, sleep, spawnFspl, tokensIn } from '../helpers.js';
@@ -160,14 +161,14 @@ transitions:
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
 
-describe('a user who may read the net but not write it', () => {
+describeIfPresent('a user who may read the net but not write it', isRoot && !onPath('setpriv') ? ['setpriv (to run the CLI as nobody)'] : [], { what: 'read-only status test' }, () => {
   let build = '';
   afterAll(() => {
     if (build !== '') fs.rmSync(build, { recursive: true, force: true });
   });
 
   /** As nobody when root (root ignores permission bits); as ourselves, with the lock files read-only, otherwise. */
-  async function readOnlyStatus(dir: string, file: string, json: boolean): Promise<{ status: number; stdout: string; stderr: string }> {
+  async function readOnlyStatus(file: string, json: boolean): Promise<{ status: number; stdout: string; stderr: string }> {
     const args = ['net', 'status', file, ...(json ? ['--json'] : [])];
     if (!isRoot) {
       const r = await runFspl(args);
@@ -183,7 +184,7 @@ describe('a user who may read the net but not write it', () => {
     }
   }
 
-  test.skipIf(isRoot && !onPath('setpriv'))('a clean status: no raw EACCES in the places, the permission said once', async () => {
+  test('a clean status: no raw EACCES in the places, the permission said once', async () => {
     const { dir, file, net } = makeNet(`
 places: { inbox: {}, work: {}, done: {} }
 transitions:
@@ -193,7 +194,7 @@ transitions:
     fs.chmodSync(dir, 0o755);
     for (let i = 0; i < 3; i++) await net.put('inbox', Buffer.from(`t${i}`), { key: `k${i}` });
     if (!isRoot) for (const p of ['inbox', 'work', 'done']) fs.chmodSync(path.join(dir, 'places', p, 'nextseq.lock'), 0o444);
-    const text = await readOnlyStatus(dir, file, false);
+    const text = await readOnlyStatus(file, false);
     expect(text.stderr).toBe('');
     expect(text.status).toBe(0);
     expect(text.stdout).not.toMatch(/EACCES|permission denied, open/);
@@ -206,7 +207,7 @@ transitions:
       ['work', 'inner', '0', '-', '-'],
       ['done', 'sink', '0', '-', '-'],
     ]);
-    const json = JSON.parse((await readOnlyStatus(dir, file, true)).stdout) as StatusJson;
+    const json = JSON.parse((await readOnlyStatus(file, true)).stdout) as StatusJson;
     expect(json.places.map((p) => p.problem)).toEqual([undefined, undefined, undefined]);
     expect(json.notes).toEqual([{ code: 'read-only', text: expect.stringContaining('may read this net but not lock its places') }]);
     expect(json.state).toBe('idle');
