@@ -148,6 +148,12 @@ export class Finisher {
   private readonly dirs = new Map<string, number>();
   /** SeqFile.batchWrite's store (the same array each time), and it with the directory held. */
   private store: { given?: readonly BatchOp[]; held: BatchOp[] } = { held: [] };
+  /**
+   * A record failed (a full disk, an I/O error): nothing more is recorded in this run, and close()
+   * leaves the note for the next run, which completes the record (recover). Settling here would
+   * retry a failed fsync and trust it, and empty the note that says what is not durable.
+   */
+  private broken = false;
 
   constructor(
     private readonly queue: Queue,
@@ -191,7 +197,7 @@ export class Finisher {
   /** The run is over: settle if it can (after a failure the note stays for the next run), and close the directories. */
   close(): void {
     try {
-      this.settle();
+      if (!this.broken) this.settle();
     } catch {
       // Never hide the error that ended the run; the note still names what is not durable.
     }
@@ -210,11 +216,15 @@ export class Finisher {
     const exists = (f: string) => fs.existsSync(this.queue.jobPath(f));
     const spent: string[] = [];
     let moved: bigint | undefined;
+    /** nextseq as found is past the note's job: written again, durably (below). */
+    let past = false;
     if (note?.kind === 'N' && note.first < next) {
+      past = true;
       spent.push(...(await this.spentNops(note.first, note.last < next ? note.last : next - 1n)));
       if (spent.length > 0) this.log.info('process', `Removing ${spent.length} NOP job file(s) numbered ${note.first} to ${note.last}: finished by an interrupted run`);
     } else if (note && note.kind !== 'N') {
       const { seq, file } = note;
+      past = note.kind === 'S' && seq < next;
       if (file !== undefined && exists(file)) {
         if (note.kind === 'S' && seq === next && seq !== U64_MAX) moved = next = seq + 1n;
         if (note.kind === 'T' || seq < next) spent.push(file);
@@ -222,7 +232,12 @@ export class Finisher {
       for (const f of note.waiting) if (exists(f)) spent.push(f);
       for (const f of spent) this.log.info('process', `Removing ${JSON.stringify(f)}: ${f === file ? `job ${seq}` : `a job before ${seq}`} was finished by an interrupted run`);
     }
-    if (moved !== undefined || spent.length > 0) this.record({ next: moved, remove: spent, syncDeletions: true });
+    // The run that wrote the note may have stopped on a failed fsync (of the queue directory after
+    // nextseq's rename, of jobs/ after deletions): what it did is there to see, but not durable, and
+    // fsyncing again would not make it so (a failed fsync is not retried and trusted). So nextseq
+    // is written again, as a new file renamed in, and jobs/ fsynced after the deletions it names,
+    // before the note goes. A note whose job ran nothing past it (an N note at nextseq) needs none.
+    if (note && (note.kind !== 'N' || past)) this.record({ next: moved ?? (past ? next : undefined), remove: spent, syncDeletions: true });
     this.seqfile.clearNote();
     return next;
   }
@@ -260,6 +275,7 @@ export class Finisher {
     // Step 1 never fails the record; only the first failure of steps 2 and 3 counts.
     const failure = firstFailedStep(steps, 1, results.subarray(steps[0]!.length));
     if (failure) {
+      this.broken = true;
       failed();
       throw failure.step === 1 ? Object.assign(failure.err, { path: this.seqfile.path }) : failure.err;
     }
