@@ -96,8 +96,9 @@
  * fsync failed has lost the data it was to make durable (the durable state stays as it was),
  * reads still return the new data, and later fsyncs of it report success while making nothing
  * durable, until every byte of the file has been written again ("fsyncgate"; counted in lies=).
- * A cut then shows the loss. A failed fsync of a directory makes nothing durable; the next one
- * is real. Rules and call counts survive cuts; poisoned files are healed by a cut or a sync.
+ * Likewise a failed fsync of a directory: the names changed before it stay as they durably were
+ * through later fsyncs of the directory, each until it changes again (a directory made since the
+ * last cut, though, is durable at its next fsync). A cut then shows the loss. Rules and call counts survive cuts; poisoned files are healed by a cut or a sync.
  * Real full disks: put BACKING_DIR on a small tmpfs (statfs passes through).
  *
  * Other options: --work WORKDIR; --watch-stdin: when standard input reaches end of file (the
@@ -350,6 +351,7 @@ struct undo {
   char *name;
   int present; /* the entry this name had when it first changed: present? then its inode */
   ino_t ino;
+  int lost; /* changed before a failed fsyncdir (fault mode): no later fsyncdir makes it durable, until it changes again */
   struct undo *next;
 };
 struct dstate {
@@ -391,9 +393,30 @@ static void dstate_free(struct dstate *d) {
 }
 
 /* fsyncdir: the live entries are durable now. */
+static unsigned long nlies;
+
 static void dir_synced(ino_t ino) {
   struct dstate *d = dstate_get(ino);
   if (!d) return;
+  int lost = 0;
+  for (struct undo *u = d->list; u; u = u->next) lost |= u->lost;
+  if (lost) { /* keep the entries a failed fsyncdir lost; the others are durable now */
+    struct undo **link = &d->list;
+    while (*link) {
+      struct undo *u = *link;
+      if (u->lost) {
+        link = &u->next;
+        continue;
+      }
+      *link = u->next;
+      tdelete(u, &d->names, cmp_undo);
+      free(u->name);
+      free(u);
+      nundo--;
+    }
+    nlies++;
+    return;
+  }
   tdelete(&ino, &dtree, cmp_ino);
   dstate_free(d);
   ndstates--;
@@ -421,7 +444,11 @@ static int dir_note(const char *parent, const char *name) {
   if (!d) d = dstate_add(dino, 0);
   if (d->is_new) return 0;
   struct undo key = {.name = (char *)name};
-  if (tfind(&key, &d->names, cmp_undo)) return 0;
+  void *found = tfind(&key, &d->names, cmp_undo);
+  if (found) {
+    (*(struct undo **)found)->lost = 0; /* changed again: the next fsyncdir makes its new state durable */
+    return 0;
+  }
   char p[PATH_MAX];
   if ((r = join(p, sizeof p, parent, name)) < 0) return r;
   struct stat st;
@@ -597,7 +624,7 @@ struct rule {
   char glob[PATH_MAX]; /* "": every path; else fnmatch(3) on the path (either path of a rename) */
 };
 static struct rule rules[MAX_RULES];
-static unsigned long op_calls[NOPS], nfaults, nlies;
+static unsigned long op_calls[NOPS], nfaults;
 
 static uint64_t rng_next(uint64_t *s) {
   uint64_t x = *s;
@@ -1176,8 +1203,16 @@ static int pc_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
   int err = 0;
   struct handle *h = live_handle(fi, &err);
   if (err) return err;
-  /* A failed fsync of a directory makes nothing durable; the next one is a real one again. */
-  if ((err = fault_check_fd(OP_FSYNC, h->fd)) < 0) return err;
+  /*
+   * A failed fsync of a directory makes nothing durable, and (as for a file) a later one does not
+   * make durable the changes made before it: each such name stays as it was until it changes again.
+   */
+  if ((err = fault_check_fd(OP_FSYNC, h->fd)) < 0) {
+    struct dstate *d = dstate_get(h->ino);
+    if (d)
+      for (struct undo *u = d->list; u; u = u->next) u->lost = 1;
+    return err;
+  }
   dir_synced(h->ino);
   return 0;
 }
