@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
+import { processQueues } from '../../src/process-many.js';
 import { Queue } from '../../src/queue.js';
 import { describeIfPresent } from '../gate.js';
 import { envFor, fspl, fsplBin, isJobName, isTempName, lines, packet, readLog, recorder, tempDir, type RunResult } from '../reliability/common.js';
@@ -215,4 +216,41 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
     expect(nextseq(q)).toBe('2\n');
     expect(jobsIn(q)).toEqual([]);
   });
+
+  test('queue-process --watch with many queues: a queue stopped by a full disk resumes by itself once there is room (no new job needed)', async () => {
+    const q2 = path.join(ffs.root, 'q2');
+    Queue.init(q2);
+    Queue.open(q).writeBuffer(packet(1));
+    await fault({ op: 'rename', error: 'ENOSPC', when: 'always', path: '/q/nextseq' });
+    const stopped: string[] = [];
+    const ran: string[] = [];
+    const abort = new AbortController();
+    const done = processQueues([q, q2], {
+      watch: true,
+      run: async (job) => void ran.push(String(job.seq)),
+      signal: abort.signal,
+      onEvent: (e) => {
+        if (e.type === 'stopped') stopped.push(String((e.error as NodeJS.ErrnoException).code));
+      },
+    });
+    try {
+      await waitUntil(() => stopped.length > 0, 10_000, 'the queue to stop');
+      expect(stopped[0]).toBe('ENOSPC');
+      await ffs.clear(); // room again: nothing else changes
+      await waitUntil(() => nextseq(q) === '2\n', 10_000, 'the queue to resume by itself');
+      expect(ran, 'job 1 ran once: recorded as done by its note, then completed').toEqual(['1']);
+      expect(jobsIn(q)).toEqual([]);
+    } finally {
+      abort.abort();
+      await done;
+    }
+  });
 });
+
+async function waitUntil(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
