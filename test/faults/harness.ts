@@ -28,11 +28,12 @@ export const FAULT_OPS: readonly FaultOp[] = ['write', 'fsync', 'rename', 'creat
 export type FaultErrno = 'ENOSPC' | 'EIO' | 'EDQUOT' | 'EROFS';
 
 /**
- * When a rule fires: the Nth matching call after it is set (once, then it is spent); each call
- * with probability `rate`, from a PRNG seeded with `seed` (the same seed, the same choices); or
- * every call from now on, until clear().
+ * When a rule fires: the Nth matching call after it is set (once, then it is spent); every call
+ * from the Nth on (a disk that fills at some point); each call with probability `rate`, from a
+ * PRNG seeded with `seed` (the same seed, the same choices); or every call from now on. All but
+ * `nth` last until clear().
  */
-export type FaultWhen = { nth: number } | { rate: number; seed: number } | 'always';
+export type FaultWhen = { nth: number } | { from: number } | { rate: number; seed: number } | 'always';
 
 export interface FaultRule {
   op: FaultOp;
@@ -72,9 +73,10 @@ export function faultsMissing(): string[] {
 
 function whenWords(w: FaultWhen): string {
   if (w === 'always') return 'always';
-  if ('nth' in w) {
-    if (!Number.isInteger(w.nth) || w.nth < 1) throw new RangeError(`fault rule: nth must be a whole number from 1 (got ${w.nth})`);
-    return `nth=${w.nth}`;
+  if ('nth' in w || 'from' in w) {
+    const [key, n] = 'nth' in w ? ['nth', w.nth] : ['from', w.from];
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`fault rule: ${key} must be a whole number from 1 (got ${n})`);
+    return `${key}=${n}`;
   }
   if (!(w.rate >= 0 && w.rate <= 1) || !Number.isSafeInteger(w.seed) || w.seed < 0) {
     throw new RangeError(`fault rule: rate must be within 0..1 and seed a whole number (got ${JSON.stringify(w)})`);

@@ -89,6 +89,7 @@
  *          unlink (files; rmdir too)
  *   WHEN   nth=N            the Nth matching call after the rule was set, once (then it is spent)
  *          rate=P seed=S    each matching call with probability P (0..1), from a seeded PRNG
+ *          from=N           every matching call from the Nth on, until "clear"
  *          always           every matching call from now on, until "clear"
  *   path=GLOB               only calls on paths (from the mount's root, "/q/jobs") that fnmatch(3)
  *                           GLOB ('*' also matches '/'); a rename matches by either path
@@ -613,11 +614,11 @@ static void forget_all(void) {
  */
 enum { OP_WRITE, OP_FSYNC, OP_RENAME, OP_CREATE, OP_MKDIR, OP_UNLINK, NOPS };
 static const char *const op_names[NOPS] = {"write", "fsync", "rename", "create", "mkdir", "unlink"};
-enum { WHEN_NTH, WHEN_RATE, WHEN_ALWAYS };
+enum { WHEN_NTH, WHEN_RATE, WHEN_ALWAYS, WHEN_FROM };
 #define MAX_RULES 32
 struct rule {
   int used, op, err, when;
-  unsigned long n;    /* WHEN_NTH: fail the nth matching call after the rule was set, once */
+  unsigned long n;    /* WHEN_NTH: fail the nth matching call after the rule was set, once; WHEN_FROM: every one from the nth on */
   unsigned long seen; /* matching calls since the rule was set */
   double rate;        /* WHEN_RATE: each matching call fails with this probability */
   uint64_t rng;       /* xorshift64* state, from the seed */
@@ -651,7 +652,7 @@ static int fault_check(int op, const char *path, const char *path2) {
     if (!r->used || r->op != op) continue;
     if (r->glob[0] && fnmatch(r->glob, path, 0) != 0 && !(path2 && fnmatch(r->glob, path2, 0) == 0)) continue;
     r->seen++;
-    int hit = r->when == WHEN_ALWAYS || (r->when == WHEN_NTH && r->seen == r->n) ||
+    int hit = r->when == WHEN_ALWAYS || (r->when == WHEN_NTH && r->seen == r->n) || (r->when == WHEN_FROM && r->seen >= r->n) ||
               (r->when == WHEN_RATE && (double)(rng_next(&r->rng) >> 11) / 9007199254740992.0 < r->rate);
     if (r->when == WHEN_NTH && r->seen >= r->n) r->used = 0; /* spent */
     if (hit && !fail) fail = r->err;
@@ -762,7 +763,7 @@ static int parse_errno(const char *s) {
   return 0;
 }
 
-/* "fault OP ERRNO (nth=N | rate=P seed=S | always) [path=GLOB]" */
+/* "fault OP ERRNO (nth=N | from=N | rate=P seed=S | always) [path=GLOB]" */
 static int add_rule(char *args) {
   struct rule r = {.used = 1, .op = -1, .when = -1};
   int seeded = 0;
@@ -777,6 +778,10 @@ static int add_rule(char *args) {
     } else if (!strncmp(w, "nth=", 4)) {
       r.when = WHEN_NTH;
       r.n = strtoul(w + 4, NULL, 10);
+      if (r.n == 0) return -EINVAL;
+    } else if (!strncmp(w, "from=", 5)) {
+      r.when = WHEN_FROM;
+      r.n = strtoul(w + 5, NULL, 10);
       if (r.n == 0) return -EINVAL;
     } else if (!strncmp(w, "rate=", 5)) {
       r.when = WHEN_RATE;
