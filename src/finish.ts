@@ -24,6 +24,10 @@
  * Step 1 is written only when step 3 deletes the job (a job kept by --never-delete or --on-error
  * leave needs no cleaning; the note before it still names the deletions that wait), and is
  * durable before steps 2 and 3 begin: the kernel may write their names to the disk at any moment.
+ * A step that fails (a full disk, an I/O error) stops the record and the run, with an error that
+ * names its file; the run then leaves the note as it is (it never retries a failed fsync and
+ * trusts it), and the next run completes the record from it, or runs the job again if its note
+ * was never made durable.
  * Each note replaces the last, and names every deletion not yet durable, so nothing a note said
  * is lost while it is needed. nextseq is durable job by job: after a power cut the reference, which
  * never reads the note, runs again at most the job ours was running.
@@ -165,13 +169,11 @@ export class Finisher {
   finishJob(job: FinishedJob): void {
     const full = this.waiting.length >= GROUP_MAX || 40 + job.filename.length + this.waitingLength > NOTE_MAX;
     if (job.remove && full) this.syncDeletions();
-    const noteFailed = this.record(jobRecord(job, this.waiting));
+    this.record(jobRecord(job, this.waiting));
     if (job.remove) {
       this.waiting.push(job.filename);
       this.waitingLength += job.filename.length + 1;
     }
-    // Without its note, nothing names the deletions that wait: make them durable now.
-    if (noteFailed) this.syncDeletions();
   }
 
   /** Record a run of NOP jobs (nopRunAt) as one, its deletions durable. */
@@ -254,9 +256,11 @@ export class Finisher {
    */
   steps(r: FinishRecord): { steps: BatchOp[][]; failed(): void } {
     const write = r.next === undefined ? undefined : this.seqfile.batchWrite(r.next);
-    // A failed note only weakens what a later run can complete after a crash (a full disk, say):
-    // the record goes on, and step 2 reports the disk's state.
-    const note: BatchOp[] = r.note === undefined ? [] : [this.seqfile.noteOp(r.note)];
+    // A note that can't be made durable (a full disk, a failed fdatasync) stops the record: going
+    // on, a crash or power cut would bring back a deleted job file below nextseq that no note
+    // names, there for ever. Stopped, the job runs again (it is not recorded), or the next run
+    // completes the record from the note it reads (what the disk still holds).
+    const note: BatchOp[] = r.note === undefined ? [] : [{ ...this.seqfile.noteOp(r.note), must: true }];
     if (write && write.store !== this.store.given) this.store = { given: write.store, held: write.store.map((o) => this.held(o)) };
     const next: BatchOp[] = write ? [{ ...write.prepare, must: true }, ...this.store.held] : [];
     const remove = r.remove.map((f): BatchOp => ({ op: 'unlink', path: this.queue.jobPath(f), must: true }));
@@ -265,23 +269,22 @@ export class Finisher {
   }
 
   /**
-   * Make a record, durably, step after step (the table above); true when its note could not be
-   * written. A failure of the rest throws as the fs call would: step 2's names nextseq (a full
-   * disk says "No space left on device: DIR/nextseq").
+   * Make a record, durably, step after step (the table above). A failure throws as the fs call
+   * would, naming the file of its step: the lock file (the note), nextseq (a full disk says "No
+   * space left on device: DIR/nextseq"), the job file or jobs/.
    */
-  private record(r: FinishRecord): boolean {
+  private record(r: FinishRecord): void {
     const { steps, failed } = this.steps(r);
     const results = runBatchSync(steps.flat());
-    // Step 1 never fails the record; only the first failure of steps 2 and 3 counts.
-    const failure = firstFailedStep(steps, 1, results.subarray(steps[0]!.length));
+    const failure = firstFailedStep(steps, 0, results);
     if (failure) {
       this.broken = true;
       failed();
-      throw failure.step === 1 ? Object.assign(failure.err, { path: this.seqfile.path }) : failure.err;
+      const path = failure.step === 0 ? `${this.seqfile.path}.lock` : failure.step === 1 ? this.seqfile.path : undefined;
+      throw path === undefined ? failure.err : Object.assign(failure.err, { path });
     }
     if (r.next !== undefined) this.log.debug('process', () => `Sequence ${r.next} written to ${JSON.stringify(this.seqfile.path)}`);
     for (const f of r.remove) this.log.debug('process', () => `Deleted ${JSON.stringify(this.queue.jobPath(f))}`);
-    return steps[0]!.length > 0 && results[0]! < 0;
   }
 
   /** A directory's fsync through a descriptor held for the run (opened on first use): no open and close each time. */

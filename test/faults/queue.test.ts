@@ -181,6 +181,23 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
     expect(nextseq(q)).toBe('2\n');
   });
 
+  test("queue-process: the note can't be made durable (fdatasync EIO), then jobs/ can't be fsynced either: the record stops at the note, and a cut leaves no spent file below nextseq", async () => {
+    Queue.open(q).writeBuffer(packet(1));
+    await ffs.sync();
+    await fault({ op: 'fsync', error: 'EIO', path: '/q/nextseq.lock' });
+    await fault({ op: 'fsync', error: 'EIO', path: '/q/jobs' });
+    const r = await fspl(['queue-process', '-q', q, cmd]);
+    expectOneErrorLine(r, /^Error: Input\/output error: .*\/q\/nextseq\.lock$/, 'queue-process');
+    await ffs.cut();
+    await ffs.clear();
+    const again = await fspl(['queue-process', '-q', q, cmd]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(jobsIn(q), 'no spent job file below nextseq, with no note to name it').toEqual([]);
+    expect(nextseq(q)).toBe('2\n');
+    // Its note never durable, job 1 was not recorded as done: it may run again (at-least-once).
+    expect(readLog(log)).toEqual([1, 1]);
+  });
+
   test("queue-process: the queue directory can not be fsynced after nextseq's rename: the next run makes nextseq durable again (a cut does not bring job 1 back)", async () => {
     Queue.open(q).writeBuffer(packet(1));
     await ffs.sync();
