@@ -26,6 +26,8 @@ const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
 
 interface Tally {
   runs: number;
+  /** queue-write: writes acknowledged; queue-process: jobs in the queues. */
+  work: number;
   faultsInjected: number;
   failedCommands: number;
   cuts: number;
@@ -36,7 +38,7 @@ interface Tally {
   /** A job run again because its run failed before its record (its note) was written: at-least-once, allowed. */
   reRunUnrecorded: number;
 }
-const newTally = (): Tally => ({ runs: 0, faultsInjected: 0, failedCommands: 0, cuts: 0, ackLost: 0, doubled: 0, stranded: 0, manualSteps: 0, reRunUnrecorded: 0 });
+const newTally = (): Tally => ({ runs: 0, work: 0, faultsInjected: 0, failedCommands: 0, cuts: 0, ackLost: 0, doubled: 0, stranded: 0, manualSteps: 0, reRunUnrecorded: 0 });
 
 function lines(file: string): string[] {
   try {
@@ -164,6 +166,7 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
       t.doubled += doubled;
       t.stranded += gaps.length;
       t.ackLost += Math.max(0, acked - count.size);
+      t.work = acked;
       expect(doubled, `seed ${SEED}, run ${run} (${f.describe}): numbers twice in the queue`).toBe(0);
       expect(gaps, `seed ${SEED}, run ${run} (${f.describe}): numbers the seqfile handed out that no packet holds (stranded)`).toEqual([]);
       expect(count.size, `seed ${SEED}, run ${run} (${f.describe}): acknowledged packets (${acked}) against jobs in the queue`).toBe(acked);
@@ -264,6 +267,7 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
         const state = () => `${cut ? 'cut; ' : ''}nextseq ${fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()}, notes before the finish ${JSON.stringify([...noted])}, the faulty run: exit ${r.code} ${r.stderr.trim()}`;
         expect(left, `seed ${SEED}, run ${run} (${f.describe}): ${name}: files left in jobs/ (${state()})`).toEqual([]);
         expect(fs.readFileSync(path.join(q, 'nextseq'), 'utf8')).toBe(`${total.get(q)! + 1}\n`);
+        t.work = [...total.values()].reduce((a, b) => a + b, 0);
         // Run again in this round: only the job in flight when the faulty run stopped (the last it
         // ran), and only if nothing recorded it as done (no note naming it, and the run did not succeed).
         const earlier = before.get(name)?.length ?? 0;
