@@ -250,7 +250,7 @@ export class ManyQueues {
       if (!run.planned) await run.scan();
       // This turn was counted against maxJobs when it began; a run of NOPs may take the rest.
       await run.runNext(this.maxJobs - this.started + 1);
-      m.diskFailures = 0;
+      if (m.diskFailures > 0) this.resumed(m);
       if (!run.hasNext() && m.dirty && this.watching && m.state === 'running') {
         m.dirty = false;
         await run.scan(); // what arrived while it ran
@@ -326,6 +326,15 @@ export class ManyQueues {
     this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} stopped: ${describeSystemError(err)}`);
     this.emit({ type: 'stopped', queue: m.run.queue.dir, error });
     if (this.watching && DISK_ERRORS.has(String((err as NodeJS.ErrnoException).code))) this.lookLater(m);
+  }
+
+  /** A queue its disk had stopped runs again: no longer stopped (the run's summary says done). */
+  private resumed(m: Member): void {
+    m.diskFailures = 0;
+    if (m.outcome !== 'stopped') return;
+    m.outcome = 'done';
+    m.error = undefined;
+    this.log.info('process', `Queue ${JSON.stringify(m.run.queue.dir)} resumed`);
   }
 
   /** Watching, after a disk error: look at the queue again in a while (DISK_RETRY_MS, doubling). */

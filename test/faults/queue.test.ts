@@ -259,8 +259,9 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
       expect(jobsIn(q)).toEqual([]);
     } finally {
       abort.abort();
-      await done;
     }
+    const summary = await done;
+    expect(summary.queues.map((r) => r.state), 'resumed: no longer stopped').toEqual(['done', 'done']);
   });
 });
 
