@@ -136,10 +136,13 @@ const hasNul = (s: string) => s.includes('\0');
  * Start `command` (looked up in the PATH of `env`, as child_process does) with `args`, exactly
  * the environment `env`, and the given descriptors as its stdin (-1: /dev/null), stdout and
  * stderr. Every signal is at its default disposition in the child, with an empty signal mask.
- * `onExit` is called once it has exited. Returns undefined (nothing started) when the addon is
- * not available or the job needs child_process: strings holding NUL bytes (child_process
- * rejects them with its own message), or a file that is not an executable format (ENOEXEC,
- * which child_process retries through /bin/sh as execvp(3) does).
+ * With `newSession` the child leads a session (and process group) of its own, as
+ * child_process's `detached: true`. `onExit` is called once it has exited. Returns undefined
+ * (nothing started) when the addon is not available or the job needs child_process: strings
+ * holding NUL bytes (child_process rejects them with its own message), a file that is not an
+ * executable format (ENOEXEC, which child_process retries through /bin/sh as execvp(3) does),
+ * or a new session that this addon or C library can't give (an addon built before spawn took
+ * flags; ENOSYS).
  */
 export function nativeSpawn(
   command: string,
@@ -149,12 +152,16 @@ export function nativeSpawn(
   stdout: number,
   stderr: number,
   onExit: (exit: NativeExit) => void,
+  newSession = false,
 ): NativeSpawnResult {
   const b = loadNative();
-  const packed = b && pack(command, args, env);
+  // reap() came with spawn's flags: an addon without it would ignore SPAWN_SETSID.
+  const packed = b && (!newSession || b.reap) && pack(command, args, env);
   if (!b || !packed) return undefined;
-  const r = b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, (code, sig) => onExit(exitOf(code, sig)));
-  return spawnResult(r);
+  const onExited = (code: number, sig: number) => onExit(exitOf(code, sig));
+  const r = newSession ? b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited, null, SPAWN_SETSID) : b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited);
+  const res = spawnResult(r);
+  return res && 'code' in res && res.code === 'ENOSYS' ? undefined : res;
 }
 
 /** argv and the environment as the addon takes them (NUL-separated); undefined if a string holds a NUL. */

@@ -6,6 +6,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../src/errors.js';
@@ -96,6 +97,20 @@ async function run(opts: Partial<RunOptions> & { command: string }): Promise<Run
     return { ...r, out: fs.readFileSync(outPath, 'utf8') };
   } finally {
     fs.closeSync(out);
+  }
+}
+
+/** Wait until a process is gone (a zombie that no reaper takes counts as gone). */
+async function gone(pid: number): Promise<void> {
+  const running = () => {
+    try {
+      return !/^\d+ \(.*\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  for (const end = Date.now() + 20_000; running(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > end) throw new Error(`process ${pid} is still running`);
   }
 }
 
@@ -240,6 +255,39 @@ describe('running commands (src/exec.ts)', () => {
       expect(r).toMatchObject({ ok: false, code: null, signal: 'SIGKILL', timedOut: true });
       expect(Date.now() - t0).toBeLessThan(20_000);
       expect(await run({ command: 'true', timeout: 30 })).toMatchObject({ ok: true, timedOut: false });
+    });
+
+    it('starts the command leading a session and process group of its own (a terminal\'s or a service\'s signals to ours miss it)', async () => {
+      const script = 'echo $$; cut -d" " -f5,6 /proc/$$/stat';
+      for (const stdin of ['ignore', Readable.from([Buffer.from('x')])] as const) {
+        const r = await run({ command: 'sh', args: ['-c', `cat > /dev/null; ${script}`], stdin });
+        const [pid, ids] = r.out.trim().split('\n');
+        expect(ids!.split(' ')).toEqual([pid, pid]);
+      }
+    });
+
+    it('kills the whole process group at the timeout: what the command started goes too', async () => {
+      const r = await run({ command: 'sh', args: ['-c', 'sleep 300 & echo $!; wait'], timeout: 0.2 });
+      expect(r).toMatchObject({ ok: false, signal: 'SIGKILL', timedOut: true, stopped: false });
+      await gone(Number(r.out.trim()));
+    });
+
+    it('stop: kills the whole group and says stopped, unless the command has succeeded by then', async () => {
+      const dir = tempDir();
+      const started = path.join(dir, 'started');
+      const stop = new AbortController();
+      const pending = run({ command: 'sh', args: ['-c', `sleep 300 & echo $!; touch ${started}; wait`], stop: stop.signal });
+      while (!fs.existsSync(started)) await new Promise((r) => setTimeout(r, 10));
+      stop.abort();
+      const r = await pending;
+      expect(r).toMatchObject({ ok: false, signal: 'SIGKILL', timedOut: false, stopped: true });
+      await gone(Number(r.out.trim()));
+      // Aborted before it starts: stopped at once. Aborted after it succeeded: a success.
+      expect(await run({ command: 'sleep', args: ['300'], stop: AbortSignal.abort() })).toMatchObject({ ok: false, stopped: true });
+      const late = new AbortController();
+      const done = await run({ command: 'true', stop: late.signal });
+      late.abort();
+      expect(done).toMatchObject({ ok: true, stopped: false });
     });
 
     it('runs many commands at once (more than the thread pool has threads)', async () => {

@@ -1,0 +1,347 @@
+/**
+ * Stopping queue-process and stdin-process with signals sent as a terminal or a service manager
+ * sends them: to fspl's whole process group (fspl is started `detached`, leading a group of its
+ * own, as a shell starts a foreground job). A job's command runs in a session of its own
+ * (src/exec.ts), so the first SIGINT or SIGTERM lets it finish; a second one, SIGHUP, or
+ * --stop-timeout stops it, and it stays in the queue. Tested on the one-queue path (with and
+ * without --watch), over many queues (-q twice with --jobs 2: the second job runs through
+ * child_process, the first through the addon; --watch --queues-in), through a decoder, and for
+ * stdin-process; Ctrl-C typed on a real terminal (script(1)) too.
+ *
+ * No timing assertions: each step waits for what fspl or the job says it did (a line of the
+ * log, a line on fspl's stderr); the deadlines only turn a hang into a failure.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { encodeHeader } from '../../src/packet/codec.js';
+import { makeHeader } from '../../src/prepare.js';
+import { Queue } from '../../src/queue.js';
+import { FSPL_BIN, memTempDir } from '../helpers.js';
+
+/**
+ * The job: says it started (with its pid, its session's leader), starts a grandchild that would
+ * outlive it (its pid said too), waits for the file $GO, says it ended. Its queue is the
+ * basename of FSPL_JOB_QUEUEDIR ("-" for stdin-process).
+ */
+const JOB = [
+  'q=$(basename "${FSPL_JOB_QUEUEDIR:--}")',
+  'sleep 300 & echo "grandchild $q $!" >> "$LOG"',
+  'echo "start $q $FSPL_SEQ $$" >> "$LOG"',
+  'while [ ! -e "$GO" ]; do sleep 0.02; done',
+  'cat > /dev/null',
+  'echo "end $q $FSPL_SEQ" >> "$LOG"',
+].join('\n');
+
+const packet = (seq: number) => encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } }));
+
+interface Setup {
+  dir: string;
+  parent: string;
+  queues: Queue[];
+  log: string;
+  go: string;
+}
+
+/** `count` queues of `jobs` jobs each, under one parent. */
+function setup(count: number, jobs: number): Setup {
+  const dir = memTempDir('fspl-stop-');
+  const parent = path.join(dir, 'queues');
+  fs.mkdirSync(parent);
+  const queues = Array.from({ length: count }, (_, i) => {
+    const q = Queue.init(path.join(parent, `q${i}`));
+    for (let s = 1; s <= jobs; s++) q.writeBuffer(packet(s));
+    return q;
+  });
+  const log = path.join(dir, 'log');
+  fs.writeFileSync(log, '');
+  return { dir, parent, queues, log, go: path.join(dir, 'go') };
+}
+
+const lines = (log: string) => fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+
+async function until(what: string, cond: () => boolean, child?: ChildProcess & { err?: string }): Promise<void> {
+  for (const end = Date.now() + 30_000; !cond(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > end) throw new Error(`waiting for ${what}${child ? `; fspl said: ${child.err}` : ''}`);
+    if (child && (child.exitCode ?? child.signalCode) !== null && !cond()) throw new Error(`fspl ended (${child.exitCode ?? child.signalCode}) before ${what}: ${child.err}`);
+  }
+}
+
+type Fspl = ChildProcess & { err: string };
+
+/** fspl ARGS, leading a process group of its own, as a terminal's foreground job; stderr kept. */
+function start(s: Setup, args: string[], stdin: number | 'ignore' = 'ignore', env: Record<string, string> = {}): Fspl {
+  const child = spawn(process.execPath, [FSPL_BIN, ...args, 'sh', '--', '-c', JOB], {
+    detached: true,
+    stdio: [stdin, 'ignore', 'pipe'],
+    env: { ...process.env, LOG: s.log, GO: s.go, SHELL: '/bin/sh', ...env },
+  }) as Fspl;
+  child.err = '';
+  child.stderr!.on('data', (d) => (child.err += d));
+  return child;
+}
+
+/** Signal fspl's whole process group, as Ctrl-C on a terminal or a stop of systemd's. */
+function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  process.kill(-child.pid!, sig);
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+}
+
+/** Whether a process is still running (a zombie no reaper took counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+const starts = (log: string) => lines(log).filter((l) => l.startsWith('start'));
+const ends = (log: string) => lines(log).filter((l) => l.startsWith('end'));
+const grandchildren = (log: string) => lines(log).flatMap((l) => (l.startsWith('grandchild') ? [Number(l.split(' ')[2])] : []));
+const jobFiles = (q: Queue) => fs.readdirSync(q.jobsDir).length;
+
+/** Once fspl has taken the first signal: its line on stderr. */
+const stopping = (child: Fspl) => until('the stop to be said', () => /INFO fspl::process: Stopping after /.test(child.err), child);
+
+/** The paths a queue-process run can take: one queue, or many, with and without --watch. */
+const PATHS = [
+  { name: 'one queue', queues: 1, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir] },
+  { name: 'one queue, --watch', queues: 1, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir, '--watch'] },
+  { name: 'two queues (-q twice, --jobs 2)', queues: 2, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir, '-q', s.queues[1]!.dir, '--jobs', '2'] },
+  { name: '--watch --queues-in, --jobs 2', queues: 2, args: (s: Setup) => ['queue-process', '--watch', '--queues-in', s.parent, '--jobs', '2'] },
+];
+
+describe('queue-process: SIGINT to the whole process group', () => {
+  for (const p of PATHS) {
+    it(`${p.name}: the first lets the running jobs finish; they are recorded, no other starts, exit 0`, async () => {
+      const s = setup(p.queues, 3);
+      const child = start(s, p.args(s));
+      try {
+        await until('the jobs to start', () => starts(s.log).length === p.queues, child);
+        signalGroup(child, 'SIGINT');
+        await stopping(child);
+        fs.writeFileSync(s.go, '');
+        expect(await exited(child), child.err).toBe(0);
+      } finally {
+        child.kill('SIGKILL');
+      }
+      expect(ends(s.log).sort()).toEqual(s.queues.map((q) => `end ${path.basename(q.dir)} 1`));
+      expect(starts(s.log)).toHaveLength(p.queues);
+      for (const q of s.queues) {
+        expect(q.getNext()).toBe(2n);
+        expect(jobFiles(q)).toBe(2);
+      }
+      expect(child.err).not.toMatch(/killed|ERROR|Error/);
+    });
+  }
+
+  for (const p of [PATHS[0]!, PATHS[3]!]) {
+    it(`${p.name}: a second signal stops the running jobs and their children; they stay in their queues (even under --on-error delete)`, async () => {
+      const s = setup(p.queues, 2);
+      const child = start(s, [...p.args(s), '--on-error', 'delete']);
+      try {
+        await until('the jobs to start', () => starts(s.log).length === p.queues, child);
+        signalGroup(child, 'SIGINT');
+        await stopping(child);
+        signalGroup(child, 'SIGTERM');
+        expect(await exited(child), child.err).toBe(0);
+      } finally {
+        child.kill('SIGKILL');
+      }
+      expect(ends(s.log)).toEqual([]);
+      expect(child.err).toMatch(/INFO fspl::process: SIGTERM again: stopping the (current job|running jobs) now/);
+      expect(child.err).toMatch(/INFO fspl::process: Job 1 interrupted \(command was stopped before it finished\): it stays in the queue/);
+      for (const q of s.queues) {
+        expect(q.getNext()).toBe(1n);
+        expect(jobFiles(q)).toBe(2);
+      }
+      // The whole group went, the job's own children too.
+      await until('the grandchildren to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
+    });
+  }
+
+  it('--stop-timeout: a job still running that long after the first signal is stopped, and stays', async () => {
+    const s = setup(1, 1);
+    const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--stop-timeout', '0.2']);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGTERM');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(child.err).toMatch(/Stopping after the current job \(or in 0.2 s\)/);
+    expect(child.err).toMatch(/The running jobs had 0.2 s to finish: stopping them now/);
+    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
+  });
+
+  it('SIGHUP (the terminal hung up) stops the running job at once; it stays', async () => {
+    const s = setup(1, 1);
+    const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch']);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGHUP');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(child.err).toMatch(/INFO fspl::process: SIGHUP: stopping the current job now/);
+    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
+  });
+
+  it("systemd's default KillMode=control-group (SIGTERM to fspl and to the job): the job killed with the run stays, even under --on-error delete", async () => {
+    const s = setup(1, 1);
+    const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', '--on-error', 'delete']);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      const jobPid = Number(starts(s.log)[0]!.split(' ')[3]);
+      signalGroup(child, 'SIGTERM');
+      process.kill(-jobPid, 'SIGTERM');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(child.err).toMatch(/Job 1 interrupted \(command was killed by signal SIGTERM as fspl was stopped\): it stays in the queue/);
+    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
+  });
+
+  it('through a decoder: the decoder of the running job is not signalled either', async () => {
+    const s = setup(1, 0);
+    const q = s.queues[0]!;
+    for (const seq of [1, 2]) fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), packet(seq));
+    // The decoder gives the packet, then holds its output open until $GO: the job reads to its end.
+    const decoder = 'cat; while [ ! -e "$GO" ]; do sleep 0.02; done';
+    const child = start(s, ['queue-process', '-q', q.dir, '-d', decoder]);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGINT');
+      await stopping(child);
+      fs.writeFileSync(s.go, '');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect([ends(s.log), q.getNext(), jobFiles(q)]).toEqual([['end q0 1'], 2n, 1]);
+  });
+
+  it('without the addon (FSPL_NO_NATIVE=1): the same, through child_process', async () => {
+    const s = setup(1, 2);
+    const child = start(s, ['queue-process', '-q', s.queues[0]!.dir], 'ignore', { FSPL_NO_NATIVE: '1' });
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGINT');
+      await stopping(child);
+      fs.writeFileSync(s.go, '');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
+  });
+});
+
+describe('stdin-process: signals to the whole process group', () => {
+  /** stdin-process with the packet of job 7 on its stdin (a file). */
+  function startStdin(s: Setup, extra: string[] = []): Fspl {
+    const file = path.join(s.dir, 'packet');
+    fs.writeFileSync(file, Buffer.concat([packet(7), Buffer.from('payload')]));
+    const fd = fs.openSync(file, 'r');
+    try {
+      return start(s, ['stdin-process', ...extra], fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  it('the first SIGINT lets the job finish, and its status is fspl\'s', async () => {
+    const s = setup(0, 0);
+    const child = startStdin(s);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGINT');
+      await stopping(child);
+      fs.writeFileSync(s.go, '');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(ends(s.log)).toEqual(['end - 7']);
+  });
+
+  it('a second signal stops it: exit 1, the job said to be interrupted', async () => {
+    const s = setup(0, 0);
+    const child = startStdin(s);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGTERM');
+      await stopping(child);
+      signalGroup(child, 'SIGINT');
+      expect(await exited(child), child.err).toBe(1);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(ends(s.log)).toEqual([]);
+    expect(child.err).toMatch(/^Error: Job 7 interrupted \(command was stopped before it finished\)$/m);
+    await until('the grandchild to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
+  });
+
+  it('--stop-timeout stops it that long after the first signal', async () => {
+    const s = setup(0, 0);
+    const child = startStdin(s, ['--stop-timeout', '0.1']);
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      signalGroup(child, 'SIGINT');
+      expect(await exited(child), child.err).toBe(1);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(child.err).toMatch(/^Error: Job 7 interrupted/m);
+  });
+
+  it('a signal while it waits for the header ends fspl at once, as it always did (nothing runs yet)', async () => {
+    // stdin a socket that gives nothing: fspl waits for the header, blocked in a read.
+    const child = spawn(process.execPath, [FSPL_BIN, 'stdin-process', 'true'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    try {
+      await until('fspl to wait for its stdin', () => /read|recv|pipe_wait/.test(waitsIn(child.pid!)));
+      signalGroup(child, 'SIGINT');
+      expect(await new Promise((resolve) => child.once('exit', (_code, sig) => resolve(sig)))).toBe('SIGINT');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+/** What a process's main thread waits in, as the kernel says (e.g. unix_stream_read_generic; 0 when it runs). */
+function waitsIn(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/wchan`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
+describe.skipIf(!hasScript)('Ctrl-C typed on a terminal (script(1))', () => {
+  it('queue-process --watch: the job finishes and is recorded, exit 0', async () => {
+    const s = setup(1, 2);
+    const cmd = [process.execPath, FSPL_BIN, 'queue-process', '-q', s.queues[0]!.dir, '--watch', 'sh', '--', '-c', JOB].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, LOG: s.log, GO: s.go } }) as Fspl;
+    child.err = '';
+    child.stdout!.on('data', (d) => (child.err += d));
+    try {
+      await until('the job to start', () => starts(s.log).length === 1, child);
+      child.stdin!.write('\x03');
+      await until('the stop to be said', () => /Stopping after the current job/.test(child.err), child);
+      fs.writeFileSync(s.go, '');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
+  });
+});
