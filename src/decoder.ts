@@ -53,8 +53,8 @@ const EXIT_GRACE_MS = 5000;
  * Start the decoder on a job file and read the packet header from its output. With `timeout`
  * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
  * a DecoderError whose `timedOut` is true. With `newSession`, the decoder leads a session of its
- * own: the decoder of a job about to run is part of the job, and is kept from the terminal's
- * signals as its command is (exec.ts says why). One function (about 80 lines) on purpose: the
+ * own: the decoder of a job about to run is part of the job, and is kept out of our process
+ * group as its command is (exec.ts says why). One function (about 80 lines) on purpose: the
  * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
  * returned DecodedJob's getter.
  */

@@ -246,8 +246,8 @@ export class Queue {
   }
 
   /**
-   * Open a job file for reading its payload, to run it (through the decoder, if any: in a session
-   * of its own, as the job's command).
+   * Open a job file for reading its payload, to run it (through the decoder, if any: out of our
+   * process group, as the job's command).
    */
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);

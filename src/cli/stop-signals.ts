@@ -1,8 +1,8 @@
 /**
  * How queue-process and stdin-process answer the signals that end them. A job's command runs in
- * a session of its own (exec.ts says why), so these reach fspl alone, whoever sends them: a
- * terminal (Ctrl-C signals its whole foreground process group), systemd (KillMode=mixed: the
- * main process), kill(1).
+ * a process group of its own (exec.ts says why), so these reach fspl alone when they are sent to
+ * its process group: by a terminal (Ctrl-C signals its whole foreground process group), or kill(1);
+ * or to fspl alone: by systemd with KillMode=mixed.
  *
  *   SIGINT or SIGTERM   the first stops the run: the running jobs finish (within --stop-timeout,
  *                       if given) and are recorded, and none starts after them

@@ -344,4 +344,21 @@ describe.skipIf(!hasScript)('Ctrl-C typed on a terminal (script(1))', () => {
     }
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
   });
+
+  it('a job reads the terminal (--ignore-payload) without being stopped for it, but has no /dev/tty', async () => {
+    const s = setup(1, 1);
+    const job = 'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) 2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
+    const cmd = [process.execPath, FSPL_BIN, 'queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, LOG: s.log } }) as Fspl;
+    child.err = '';
+    child.stdout!.on('data', (d) => (child.err += d));
+    try {
+      await until('the job to start', () => lines(s.log).includes('ready'), child);
+      child.stdin!.write('hello\r');
+      expect(await exited(child), child.err).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(lines(s.log)).toEqual(['ready', 'got hello', 'no tty']);
+  });
 });
