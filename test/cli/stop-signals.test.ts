@@ -15,10 +15,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/prepare.js';
 import { Queue } from '../../src/queue.js';
-import { FSPL_BIN, memTempDir } from '../helpers.js';
+import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
 
 /**
  * The job: says it started (with its pid, its session's leader), starts a grandchild that would
@@ -360,5 +361,71 @@ describe.skipIf(!hasScript)('Ctrl-C typed on a terminal (script(1))', () => {
       child.kill('SIGKILL');
     }
     expect(lines(s.log)).toEqual(['ready', 'got hello', 'no tty']);
+  });
+});
+
+// README.md's systemd units, for one queue (a timer's oneshot) and for many (--watch --queues-in).
+const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const units = [...readme.matchAll(/```ini\n([\s\S]*?)```/g)]
+  .map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!)
+  .filter((u) => /^ExecStart=.* queue-process /m.test(u));
+
+describe("README's systemd units stop cleanly", () => {
+  it('are two (one queue, many queues), each with KillMode=mixed and a --stop-timeout below TimeoutStopSec', () => {
+    expect(units.map((u) => /^# ~\/\.config\/systemd\/user\/(\S+)/.exec(u)?.[1])).toEqual(['fspl-queue.service', 'fspl-queues.service']);
+    for (const u of units) {
+      expect(u).toMatch(/^KillMode=mixed$/m);
+      const stopTimeout = Number(/ --stop-timeout (\d+) /.exec(u)?.[1]);
+      const timeoutStopSec = Number(/^TimeoutStopSec=(\d+)$/m.exec(u)?.[1]);
+      expect(stopTimeout).toBeGreaterThan(0);
+      expect(timeoutStopSec).toBeGreaterThan(stopTimeout);
+    }
+  });
+
+  for (const unit of units) {
+    const name = /^# ~\/\.config\/systemd\/user\/(\S+)/m.exec(unit)![1]!;
+    it(`${name}: a stop as KillMode=mixed makes it (SIGTERM to fspl alone) lets the running job finish, then exits 0`, async () => {
+      const s = setup(1, 2);
+      const home = path.join(s.dir, 'home');
+      fs.mkdirSync(home);
+      fs.renameSync(s.parent, path.join(home, 'queues'));
+      fs.symlinkSync(path.join(home, 'queues', 'q0'), path.join(home, 'queue'));
+      const handler = path.join(s.dir, 'handler');
+      fs.writeFileSync(handler, `#!/bin/sh\n${JOB}\n`, { mode: 0o755 });
+      const argv = /^ExecStart=(.*)$/m
+        .exec(unit)![1]!
+        .replaceAll('%h', home)
+        .replaceAll('/usr/local/bin/handler', handler)
+        .split(' ');
+      expect(argv[0]).toBe('/usr/local/bin/fspl');
+      const child = spawn(process.execPath, [FSPL_BIN, ...argv.slice(1)], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG: s.log, GO: s.go } }) as Fspl;
+      child.err = '';
+      child.stderr!.on('data', (d) => (child.err += d));
+      try {
+        await until('the job to start', () => starts(s.log).length === 1, child);
+        child.kill('SIGTERM');
+        await stopping(child);
+        fs.writeFileSync(s.go, '');
+        expect(await exited(child), child.err).toBe(0);
+      } finally {
+        child.kill('SIGKILL');
+      }
+      const q = Queue.open(path.join(home, 'queues', 'q0'));
+      expect([ends(s.log).map((l) => l.split(' ')[2]), q.getNext(), jobFiles(q)]).toEqual([['1'], 2n, 1]);
+    });
+  }
+
+  const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
+  describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
+    for (const unit of units) {
+      const name = /^# ~\/\.config\/systemd\/user\/(\S+)/m.exec(unit)![1]!;
+      it(`${name} verifies (with this checkout's fspl as its ExecStart)`, () => {
+        const file = path.join(memTempDir(), name);
+        fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));
+        const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stderr).not.toMatch(new RegExp(`${name.replace('.', '\\.')}:`));
+      });
+    }
   });
 });
