@@ -108,6 +108,16 @@ export function cutInHeader(n: number): ShortReadError {
   return new ShortReadError(`Input ends within the packet header, after ${n} bytes (cut short in transit?)`);
 }
 
+/**
+ * Input shorter than a packet's prefix, said for what it is (by every reader of headers alike):
+ * nothing at all, a packet cut short (ShortReadError), or bytes that are no packet (BadPacketError).
+ */
+export function shortOfPrefix(head: Uint8Array): BadPacketError {
+  if (head.length === 0) return new ShortReadError('Empty input: there is no packet (did the command that makes it fail?)');
+  if (startsAsPacket(head)) return cutInHeader(head.length);
+  return new BadPacketError(`Input is not a filespooler packet: ${head.length} byte${head.length === 1 ? '' : 's'}, fewer than a packet's header`);
+}
+
 /** Check a 30-byte prefix. Errors carry the reference's wording. */
 export function decodePrefix(prefix: Uint8Array): Prefix {
   const b = Buffer.isBuffer(prefix) ? prefix : Buffer.from(prefix.buffer, prefix.byteOffset, prefix.byteLength);
@@ -164,10 +174,10 @@ function decoderFor(size: number): Decoder {
 
 /** Decode a complete header held in memory; returns the header and its length in bytes. */
 export function decodeHeader(buf: Uint8Array): { header: PacketHeader; length: number } {
-  if (buf.length < PREFIX_LENGTH) throw new ShortReadError();
+  if (buf.length < PREFIX_LENGTH) throw shortOfPrefix(buf);
   const { metadataLength, metadataCrc } = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
   const end = PREFIX_LENGTH + metadataLength;
-  if (buf.length < end) throw new ShortReadError();
+  if (buf.length < end) throw cutInHeader(buf.length);
   return { header: decodeMetadata(buf.subarray(PREFIX_LENGTH, end), metadataCrc), length: end };
 }
 

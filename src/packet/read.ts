@@ -3,9 +3,9 @@
  * place for whoever reads next (a child process given the same descriptor, or a stream consumer).
  */
 import type { Readable } from 'node:stream';
-import { BadPacketError, ShortReadError } from '../errors.js';
+import { ShortReadError } from '../errors.js';
 import { readUpToSync } from '../io.js';
-import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, startsAsPacket } from './codec.js';
+import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, shortOfPrefix } from './codec.js';
 import type { PacketHeader } from './types.js';
 
 /** Read and decode the header from a file descriptor's current position. */
@@ -20,19 +20,12 @@ export function readHeaderSync(fd: number): PacketHeader {
  */
 export function readHeaderAndLengthSync(fd: number): { header: PacketHeader; length: number } {
   const head = readUpToSync(fd, PREFIX_LENGTH);
-  if (head.length < PREFIX_LENGTH) throw endsEarly(head);
+  if (head.length < PREFIX_LENGTH) throw shortOfPrefix(head);
   const prefix = decodePrefix(head);
   const meta = readUpToSync(fd, prefix.metadataLength);
   if (meta.length < prefix.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
   const header = decodeMetadata(meta, prefix.metadataCrc);
   return { header, length: PREFIX_LENGTH + prefix.metadataLength };
-}
-
-/** Input shorter than a packet's prefix. */
-function endsEarly(head: Buffer): BadPacketError {
-  if (head.length === 0) return new ShortReadError('Empty input: there is no packet (did the command that makes it fail?)');
-  if (startsAsPacket(head)) return cutInHeader(head.length);
-  return new BadPacketError(`Input is not a filespooler packet: ${head.length} byte${head.length === 1 ? '' : 's'}, fewer than a packet's header`);
 }
 
 function nextChunk(stream: Readable): Promise<Buffer | null> {
@@ -67,13 +60,16 @@ function nextChunk(stream: Readable): Promise<Buffer | null> {
   });
 }
 
-/** Read exactly n bytes from a readable stream; anything read beyond them is put back. */
-export async function readExactFromStream(stream: Readable, n: number): Promise<Buffer> {
+/**
+ * Read up to n bytes from a readable stream: fewer only at its end. Anything read beyond them is
+ * put back. Memory grows with the bytes received, never with n (a header may declare any length).
+ */
+async function readUpToFromStream(stream: Readable, n: number): Promise<Buffer> {
   const parts: Buffer[] = [];
   let got = 0;
   while (got < n) {
     const chunk = await nextChunk(stream);
-    if (chunk === null) throw new ShortReadError();
+    if (chunk === null) break;
     const need = n - got;
     if (chunk.length > need) {
       parts.push(chunk.subarray(0, need));
@@ -84,11 +80,25 @@ export async function readExactFromStream(stream: Readable, n: number): Promise<
       got += chunk.length;
     }
   }
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, n);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, got);
 }
 
-/** Read and decode the header from a stream, leaving the payload unread in it. */
+/** Read exactly n bytes from a readable stream (ShortReadError at its end); anything read beyond them is put back. */
+export async function readExactFromStream(stream: Readable, n: number): Promise<Buffer> {
+  const b = await readUpToFromStream(stream, n);
+  if (b.length < n) throw new ShortReadError();
+  return b;
+}
+
+/**
+ * Read and decode the header from a stream, leaving the payload unread in it. Input that ends
+ * within the header is said for what it is, as by the other readers (shortOfPrefix, cutInHeader).
+ */
 export async function readHeaderFromStream(stream: Readable): Promise<PacketHeader> {
-  const prefix = decodePrefix(await readExactFromStream(stream, PREFIX_LENGTH));
-  return decodeMetadata(await readExactFromStream(stream, prefix.metadataLength), prefix.metadataCrc);
+  const head = await readUpToFromStream(stream, PREFIX_LENGTH);
+  if (head.length < PREFIX_LENGTH) throw shortOfPrefix(head);
+  const prefix = decodePrefix(head);
+  const meta = await readUpToFromStream(stream, prefix.metadataLength);
+  if (meta.length < prefix.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
+  return decodeMetadata(meta, prefix.metadataCrc);
 }

@@ -41,9 +41,10 @@ describe('golden vectors', () => {
     ['bad-version', BadPacketError, 'Input version 2 != 1'],
     ['bad-prefix-crc', BadPacketError, 'CRC-32 mismatch on file prefix'],
     ['bad-meta-crc', BadPacketError, 'CRC-32 mismatch on metadata'],
-    ['truncated-prefix', ShortReadError, 'failed to fill whole buffer'],
-    ['truncated-meta', ShortReadError, 'failed to fill whole buffer'],
-    ['empty', ShortReadError, 'failed to fill whole buffer'],
+    // The reference says "failed to fill whole buffer" for all three (docs/compatibility.md).
+    ['truncated-prefix', ShortReadError, 'Input ends within the packet header, after 20 bytes (cut short in transit?)'],
+    ['truncated-meta', ShortReadError, 'Input ends within the packet header, after 40 bytes (cut short in transit?)'],
+    ['empty', ShortReadError, 'Empty input: there is no packet (did the command that makes it fail?)'],
   ];
   for (const [name, cls, message] of damaged) {
     it(`${name}: refused with ${cls.name}`, () => {
