@@ -17,7 +17,7 @@ import type { CommandOptions, Job, JobFunction, ProcessRunOptions } from './proc
 import type { OpenJob, Queue } from './queue.js';
 import { checkSealedJob, judgeSeal, sealChecked } from './seal-check.js';
 import type { Stopping } from './stopping.js';
-import { setLongTimeout } from './timer.js';
+import { setLongTimeout, waitUnlessAborted } from './timer.js';
 
 /** A job's verdict, and why in words (for the log and the 'end' event). */
 export interface Outcome {
@@ -53,17 +53,7 @@ const SIGNAL_LAG_MS = 100;
  */
 async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Promise<boolean> {
   if (!stop || !r.signal || !GROUP_STOP_SIGNALS.has(r.signal)) return false;
-  if (!stop.aborted) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        stop.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, SIGNAL_LAG_MS);
-      stop.addEventListener('abort', done, { once: true });
-    });
-  }
+  await waitUnlessAborted(SIGNAL_LAG_MS, stop);
   return stop.aborted;
 }
 

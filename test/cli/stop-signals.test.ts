@@ -71,16 +71,32 @@ async function until(what: string, cond: () => boolean, child?: ChildProcess & {
 
 type Fspl = ChildProcess & { err: string };
 
-/** fspl ARGS, leading a process group of its own, as a terminal's foreground job; stderr kept. */
-function start(s: Setup, args: string[], stdin: number | 'ignore' = 'ignore', env: Record<string, string> = {}): Fspl {
-  const child = spawn(process.execPath, [FSPL_BIN, ...args, 'sh', '--', '-c', JOB], {
-    detached: true,
-    stdio: [stdin, 'ignore', 'pipe'],
-    env: { ...process.env, LOG: s.log, GO: s.go, SHELL: '/bin/sh', ...env },
-  }) as Fspl;
+/**
+ * `file ARGS` with $LOG and $GO set (and `env`), stdin `stdin`; what it says on `said` (stderr
+ * or, for script(1), stdout) kept in `err`. `detached`: leading a process group of its own.
+ */
+function launch(s: Setup, file: string, args: string[], o: { stdin?: number | 'pipe' | 'ignore'; said?: 'stdout' | 'stderr'; detached?: boolean; env?: Record<string, string> } = {}): Fspl {
+  const said = o.said ?? 'stderr';
+  const stdio = said === 'stderr' ? ([o.stdin ?? 'ignore', 'ignore', 'pipe'] as const) : ([o.stdin ?? 'ignore', 'pipe', 'inherit'] as const);
+  const child = spawn(file, args, { detached: o.detached ?? false, stdio: [...stdio], env: { ...process.env, LOG: s.log, GO: s.go, SHELL: '/bin/sh', ...o.env } }) as Fspl;
   child.err = '';
-  child.stderr!.on('data', (d) => (child.err += d));
+  child[said]!.on('data', (d) => (child.err += d));
   return child;
+}
+
+/** fspl ARGS with JOB as its command, leading a process group of its own, as a terminal's foreground job. */
+function start(s: Setup, args: string[], stdin: number | 'ignore' = 'ignore', env: Record<string, string> = {}): Fspl {
+  return launch(s, process.execPath, [FSPL_BIN, ...args, 'sh', '--', '-c', JOB], { stdin, detached: true, env });
+}
+
+/**
+ * fspl ARGS under a pseudo-terminal (script(1)), whose input the test types; what it shows kept.
+ * script runs `$SHELL -c`: `exec`, so that no shell waits between (one that took the Ctrl-C too
+ * may end by it once fspl has exited 0, as dash does).
+ */
+function onTerminal(s: Setup, args: string[]): Fspl {
+  const cmd = 'exec ' + [process.execPath, FSPL_BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  return launch(s, 'script', ['-qfec', cmd, '/dev/null'], { stdin: 'pipe', said: 'stdout' });
 }
 
 /** Signal fspl's whole process group, as Ctrl-C on a terminal or a stop of systemd's. */
@@ -109,6 +125,34 @@ const jobFiles = (q: Queue) => fs.readdirSync(q.jobsDir).length;
 /** Once fspl has taken the first signal: its line on stderr. */
 const stopping = (child: Fspl) => until('the stop to be said', () => /INFO fspl::process: Stopping after /.test(child.err), child);
 
+/**
+ * Once `ready` holds (by default: `jobs` jobs have started), do `act`; then fspl's exit status.
+ * fspl is killed if anything fails on the way.
+ */
+async function drive(child: Fspl, s: Setup, act: () => unknown, ready: number | (() => boolean) = 1): Promise<number | null> {
+  try {
+    await until('the jobs to start', typeof ready === 'number' ? () => starts(s.log).length === ready : ready, child);
+    await act();
+    return await exited(child);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+/** The first signal to fspl's process group, then (once fspl has said it stops) the jobs may finish. */
+const stopThenFinish = (child: Fspl, s: Setup, sig: NodeJS.Signals = 'SIGINT') => async () => {
+  signalGroup(child, sig);
+  await stopping(child);
+  fs.writeFileSync(s.go, '');
+};
+
+/** Two signals to fspl's process group, the second once fspl has said it stops. */
+const twoSignals = (child: Fspl, first: NodeJS.Signals, second: NodeJS.Signals) => async () => {
+  signalGroup(child, first);
+  await stopping(child);
+  signalGroup(child, second);
+};
+
 /** The paths a queue-process run can take: one queue, or many, with and without --watch. */
 const PATHS = [
   { name: 'one queue', queues: 1, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir] },
@@ -122,15 +166,7 @@ describe('queue-process: SIGINT to the whole process group', () => {
     it(`${p.name}: the first lets the running jobs finish; they are recorded, no other starts, exit 0`, async () => {
       const s = setup(p.queues, 3);
       const child = start(s, p.args(s));
-      try {
-        await until('the jobs to start', () => starts(s.log).length === p.queues, child);
-        signalGroup(child, 'SIGINT');
-        await stopping(child);
-        fs.writeFileSync(s.go, '');
-        expect(await exited(child), child.err).toBe(0);
-      } finally {
-        child.kill('SIGKILL');
-      }
+      expect(await drive(child, s, stopThenFinish(child, s), p.queues), child.err).toBe(0);
       expect(ends(s.log).sort()).toEqual(s.queues.map((q) => `end ${path.basename(q.dir)} 1`));
       expect(starts(s.log)).toHaveLength(p.queues);
       for (const q of s.queues) {
@@ -145,15 +181,7 @@ describe('queue-process: SIGINT to the whole process group', () => {
     it(`${p.name}: a second signal stops the running jobs and their children; they stay in their queues (even under --on-error delete)`, async () => {
       const s = setup(p.queues, 2);
       const child = start(s, [...p.args(s), '--on-error', 'delete']);
-      try {
-        await until('the jobs to start', () => starts(s.log).length === p.queues, child);
-        signalGroup(child, 'SIGINT');
-        await stopping(child);
-        signalGroup(child, 'SIGTERM');
-        expect(await exited(child), child.err).toBe(0);
-      } finally {
-        child.kill('SIGKILL');
-      }
+      expect(await drive(child, s, twoSignals(child, 'SIGINT', 'SIGTERM'), p.queues), child.err).toBe(0);
       expect(ends(s.log)).toEqual([]);
       expect(child.err).toMatch(/INFO fspl::process: SIGTERM again: stopping the (current job|running jobs) now/);
       expect(child.err).toMatch(/INFO fspl::process: Job 1 interrupted \(command was stopped before it finished\): it stays in the queue/);
@@ -169,13 +197,7 @@ describe('queue-process: SIGINT to the whole process group', () => {
   it('--stop-timeout: a job still running that long after the first signal is stopped, and stays', async () => {
     const s = setup(1, 1);
     const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--stop-timeout', '0.2']);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGTERM');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, () => signalGroup(child, 'SIGTERM')), child.err).toBe(0);
     expect(child.err).toMatch(/Stopping after the current job \(or in 0.2 s\)/);
     expect(child.err).toMatch(/The running jobs had 0.2 s to finish: stopping them now/);
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
@@ -184,13 +206,7 @@ describe('queue-process: SIGINT to the whole process group', () => {
   it('SIGHUP (the terminal hung up) stops the running job at once; it stays', async () => {
     const s = setup(1, 1);
     const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch']);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGHUP');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, () => signalGroup(child, 'SIGHUP')), child.err).toBe(0);
     expect(child.err).toMatch(/INFO fspl::process: SIGHUP: stopping the current job now/);
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
   });
@@ -198,15 +214,11 @@ describe('queue-process: SIGINT to the whole process group', () => {
   it("systemd's default KillMode=control-group (SIGTERM to fspl and to the job): the job killed with the run stays, even under --on-error delete", async () => {
     const s = setup(1, 1);
     const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', '--on-error', 'delete']);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      const jobPid = Number(starts(s.log)[0]!.split(' ')[3]);
+    const asSystemdDoes = () => {
       signalGroup(child, 'SIGTERM');
-      process.kill(-jobPid, 'SIGTERM');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+      process.kill(-Number(starts(s.log)[0]!.split(' ')[3]), 'SIGTERM'); // the job's group
+    };
+    expect(await drive(child, s, asSystemdDoes), child.err).toBe(0);
     expect(child.err).toMatch(/Job 1 interrupted \(command was killed by signal SIGTERM as fspl was stopped\): it stays in the queue/);
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
   });
@@ -218,30 +230,14 @@ describe('queue-process: SIGINT to the whole process group', () => {
     // The decoder gives the packet, then holds its output open until $GO: the job reads to its end.
     const decoder = 'cat; while [ ! -e "$GO" ]; do sleep 0.02; done';
     const child = start(s, ['queue-process', '-q', q.dir, '-d', decoder]);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGINT');
-      await stopping(child);
-      fs.writeFileSync(s.go, '');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, stopThenFinish(child, s)), child.err).toBe(0);
     expect([ends(s.log), q.getNext(), jobFiles(q)]).toEqual([['end q0 1'], 2n, 1]);
   });
 
   it('without the addon (FSPL_NO_NATIVE=1): the same, through child_process', async () => {
     const s = setup(1, 2);
     const child = start(s, ['queue-process', '-q', s.queues[0]!.dir], 'ignore', { FSPL_NO_NATIVE: '1' });
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGINT');
-      await stopping(child);
-      fs.writeFileSync(s.go, '');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, stopThenFinish(child, s)), child.err).toBe(0);
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
   });
 });
@@ -262,30 +258,14 @@ describe('stdin-process: signals to the whole process group', () => {
   it('the first SIGINT lets the job finish, and its status is fspl\'s', async () => {
     const s = setup(0, 0);
     const child = startStdin(s);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGINT');
-      await stopping(child);
-      fs.writeFileSync(s.go, '');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, stopThenFinish(child, s)), child.err).toBe(0);
     expect(ends(s.log)).toEqual(['end - 7']);
   });
 
   it('a second signal stops it: exit 1, the job said to be interrupted', async () => {
     const s = setup(0, 0);
     const child = startStdin(s);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGTERM');
-      await stopping(child);
-      signalGroup(child, 'SIGINT');
-      expect(await exited(child), child.err).toBe(1);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, twoSignals(child, 'SIGTERM', 'SIGINT')), child.err).toBe(1);
     expect(ends(s.log)).toEqual([]);
     expect(child.err).toMatch(/^Error: Job 7 interrupted \(command was stopped before it finished\)$/m);
     await until('the grandchild to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
@@ -294,13 +274,7 @@ describe('stdin-process: signals to the whole process group', () => {
   it('--stop-timeout stops it that long after the first signal', async () => {
     const s = setup(0, 0);
     const child = startStdin(s, ['--stop-timeout', '0.1']);
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
-      signalGroup(child, 'SIGINT');
-      expect(await exited(child), child.err).toBe(1);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    expect(await drive(child, s, () => signalGroup(child, 'SIGINT')), child.err).toBe(1);
     expect(child.err).toMatch(/^Error: Job 7 interrupted/m);
   });
 
@@ -330,36 +304,21 @@ const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
 describe.skipIf(!hasScript)('Ctrl-C typed on a terminal (script(1))', () => {
   it('queue-process --watch: the job finishes and is recorded, exit 0', async () => {
     const s = setup(1, 2);
-    const cmd = [process.execPath, FSPL_BIN, 'queue-process', '-q', s.queues[0]!.dir, '--watch', 'sh', '--', '-c', JOB].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, LOG: s.log, GO: s.go } }) as Fspl;
-    child.err = '';
-    child.stdout!.on('data', (d) => (child.err += d));
-    try {
-      await until('the job to start', () => starts(s.log).length === 1, child);
+    const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', 'sh', '--', '-c', JOB]);
+    const ctrlC = async () => {
       child.stdin!.write('\x03');
-      await until('the stop to be said', () => /Stopping after the current job/.test(child.err), child);
+      await stopping(child);
       fs.writeFileSync(s.go, '');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    };
+    expect(await drive(child, s, ctrlC), child.err).toBe(0);
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
   });
 
   it('a job reads the terminal (--ignore-payload) without being stopped for it, but has no /dev/tty', async () => {
     const s = setup(1, 1);
     const job = 'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) 2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
-    const cmd = [process.execPath, FSPL_BIN, 'queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, LOG: s.log } }) as Fspl;
-    child.err = '';
-    child.stdout!.on('data', (d) => (child.err += d));
-    try {
-      await until('the job to start', () => lines(s.log).includes('ready'), child);
-      child.stdin!.write('hello\r');
-      expect(await exited(child), child.err).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job]);
+    expect(await drive(child, s, () => child.stdin!.write('hello\r'), () => lines(s.log).includes('ready')), child.err).toBe(0);
     expect(lines(s.log)).toEqual(['ready', 'got hello', 'no tty']);
   });
 });
@@ -398,18 +357,13 @@ describe("README's systemd units stop cleanly", () => {
         .replaceAll('/usr/local/bin/handler', handler)
         .split(' ');
       expect(argv[0]).toBe('/usr/local/bin/fspl');
-      const child = spawn(process.execPath, [FSPL_BIN, ...argv.slice(1)], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG: s.log, GO: s.go } }) as Fspl;
-      child.err = '';
-      child.stderr!.on('data', (d) => (child.err += d));
-      try {
-        await until('the job to start', () => starts(s.log).length === 1, child);
-        child.kill('SIGTERM');
+      const child = launch(s, process.execPath, [FSPL_BIN, ...argv.slice(1)]);
+      const asKillModeMixed = async () => {
+        child.kill('SIGTERM'); // fspl alone
         await stopping(child);
         fs.writeFileSync(s.go, '');
-        expect(await exited(child), child.err).toBe(0);
-      } finally {
-        child.kill('SIGKILL');
-      }
+      };
+      expect(await drive(child, s, asKillModeMixed), child.err).toBe(0);
       const q = Queue.open(path.join(home, 'queues', 'q0'));
       expect([ends(s.log).map((l) => l.split(' ')[2]), q.getNext(), jobFiles(q)]).toEqual([['1'], 2n, 1]);
     });
