@@ -24,8 +24,9 @@ export interface Outcome {
   ok: boolean;
   why: string;
   /**
-   * Stopped before it finished, by the run's `interrupt`: not the job's failure. It is not
-   * recorded (it stays in the queue, whatever onError says) and the run ends.
+   * Stopped before it finished as the run stopped (by its interrupt, or by a signal that reached
+   * the command along with fspl: killedWithTheRun): not the job's failure. It is not recorded
+   * (it stays in the queue, whatever onError says) and the run ends.
    */
   interrupted?: boolean;
 }
@@ -60,13 +61,13 @@ async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Pr
 /**
  * Run a command packet's command. The run's interrupt stops it (its process group killed, as its
  * timeout would), and the outcome is then `interrupted`; so it is when a terminal or a service
- * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv` is the inherited environment, read
- * once per run: process.env is slow to enumerate and this is the per-job path. The job's FSPL_*
- * variables come from its header and location (the job's own `variables`, Buffers, are not
- * needed here): merged into the inherited environment as the addon takes it (ChildEnv,
- * jobenv.ts), which packs the inherited part once per run. Building an object of the whole
- * environment per job, and packing all of it again, was about 40 us a job in the profile of
- * docs/benchmarks.md.
+ * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv` is the inherited
+ * environment, read once per run: process.env is slow to enumerate and this is the per-job path.
+ * The job's FSPL_* variables come from its header and location (the job's own `variables`,
+ * Buffers, are not needed here): merged into the inherited environment as the addon takes it
+ * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
+ * whole environment per job, and packing all of it again, was about 40 us a job in the profile
+ * of docs/benchmarks.md.
  */
 export async function runCommandJob(
   job: Omit<Job, 'variables'>,
