@@ -220,9 +220,11 @@ export class DirWatchSet<K> {
     const seen = look(entry.dir);
     const before = entry.seen;
     entry.seen = seen;
+    // `at` is Date.now(), in whole milliseconds, and a file time has a fraction of one: compared
+    // whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
     const changed =
       entry.force ||
-      !seen || !before || seen.ino !== before.ino || seen.mtimeMs !== before.mtimeMs || seen.ctimeMs !== before.ctimeMs || before.at - Math.max(before.mtimeMs, before.ctimeMs) < this.coarseMs;
+      !seen || !before || seen.ino !== before.ino || seen.mtimeMs !== before.mtimeMs || seen.ctimeMs !== before.ctimeMs || before.at - Math.floor(Math.max(before.mtimeMs, before.ctimeMs)) < this.coarseMs;
     entry.force = false;
     this.enqueue(entry, now);
     if (changed) this.onChange(entry.key);

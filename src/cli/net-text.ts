@@ -17,6 +17,7 @@ function table(rows: string[][]): string {
 export function formatNetStatus(r: NetStatusReport): string {
   const out: string[] = [];
   out.push(`net ${r.net}: ${r.state}${r.live ? ` (run pid ${r.pid})` : ' (no run going)'}`);
+  for (const n of r.notes ?? []) out.push(`note: ${n.text}`);
   out.push('');
   const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
   for (const p of r.places) {
@@ -29,12 +30,17 @@ export function formatNetStatus(r: NetStatusReport): string {
     tRows.push([t.name, String(t.running), String(t.fired), String(t.failed), String(t.retried), String(t.waitingMerges), t.stopped ? `STOPPED: ${t.stopped.reason}; log ${t.stopped.log}` : t.paused ? t.paused.text : '']);
   }
   out.push(table(tRows));
-  if (r.stuck.length > 0) {
-    out.push('');
-    out.push(`${r.stuck.length} token${r.stuck.length === 1 ? '' : 's'} can't fire:`);
-    for (const l of r.stuck.slice(0, 50)) out.push(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}`);
-    if (r.stuck.length > 50) out.push(`  ... and ${r.stuck.length - 50} more`);
-  }
+  tokenList(out, r.stuck, () => `can't fire:`, 50);
+  tokenList(out, r.waiting, (one) => `${one ? 'waits' : 'wait'} for what can still come:`, 20);
   return `${out.join('\n')}\n`;
+}
+
+/** Tokens with their reasons, the first `max` of them. */
+function tokenList(out: string[], list: NetStatusReport['stuck'], title: (one: boolean) => string, max: number): void {
+  if (list.length === 0) return;
+  out.push('');
+  out.push(`${list.length} token${list.length === 1 ? '' : 's'} ${title(list.length === 1)}`);
+  for (const l of list.slice(0, max)) out.push(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}`);
+  if (list.length > max) out.push(`  ... and ${list.length - max} more`);
 }
 

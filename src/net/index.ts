@@ -22,7 +22,7 @@ import { type NetRunSummary } from './run/runner.js';
 import { runHost, type HostRunOptions } from './hosts/distributed.js';
 import { hostConfig, hostView, placesOf, remotePlaces } from './hosts/hosts.js';
 import { probeOutbox, type OutboxProbe } from './hosts/outbox-sender.js';
-import { addHostDetails } from './hosts/outbox-status.js';
+import { hostStatus } from './hosts/outbox-status.js';
 import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import { netStatus, type NetStatusReport } from './observe/status.js';
 import { retryTokens, type RetryOptions, type RetryResult } from './operate/retry.js';
@@ -177,9 +177,7 @@ export class Net {
    * its outboxes, and which of its places other hosts feed.
    */
   async status(options: { host?: string } = {}): Promise<NetStatusReport> {
-    if (options.host === undefined) return netStatus(this.model);
-    const view = hostView(this.model, options.host);
-    return addHostDetails(await netStatus(view), view, this.model, options.host);
+    return options.host === undefined ? netStatus(this.model) : hostStatus(this.model, options.host);
   }
 
   /**
@@ -279,7 +277,7 @@ export { type SetAsideResult } from './operate/set-aside.js';
 export { allocateWorkers } from './plan/allocate.js';
 export { serveNet, type ServeOptions, type NetServer } from './observe/serve.js';
 export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './observe/metrics.js';
-export { placeTokens, transitionDetail, type TokenInfo } from './observe/status.js';
+export { placeTokens, transitionDetail, type TokenInfo } from './observe/detail.js';
 export { dotToSvg } from './observe/svg.js';
 export { liveDotState, type DotState } from './observe/dot.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './plan/scheduler.js';

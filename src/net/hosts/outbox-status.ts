@@ -6,10 +6,10 @@
  * - per place of this host written from another host (by that host's outbox), which host feeds
  *   it: such a place is not a source, though nothing here writes it.
  */
-import { hostOf, remotePlaces, type RemotePlace } from './hosts.js';
+import { hostOf, hostView, remotePlaces, type RemotePlace } from './hosts.js';
 import { writersOf, type NetModel } from '../model/model.js';
 import { readSenderState, type SenderState } from './outbox-sender.js';
-import type { NetStatusReport } from '../observe/status.js';
+import { netStatus, type NetStatusReport } from '../observe/status.js';
 
 export interface OutboxStatus {
   host: string;
@@ -30,6 +30,20 @@ export interface FeedStatus {
   host: string;
   /** That host's outbox, emptied over ssh or shared by a synchronisation tool. */
   via: 'ssh' | 'sync';
+}
+
+/** The hosts other than `host` that write a place. */
+function feedersOf(net: NetModel, place: string, host: string): string[] {
+  return [...new Set(writersOf(net, place).map(hostOf).filter((h): h is string => h !== undefined && h !== host))];
+}
+
+/**
+ * `net status --host HOST` (and `net serve --net-host`): the status of host's view of `net` (its
+ * places, its run, its outboxes), where tokens may still come into the places other hosts feed.
+ */
+export async function hostStatus(net: NetModel, host: string, view = hostView(net, host)): Promise<NetStatusReport> {
+  const fed = new Set([...view.places.values()].filter((p) => hostOf(p) === host && feedersOf(net, p.name, host).length > 0).map((p) => p.name));
+  return addHostDetails(await netStatus(view, { fedFromElsewhere: fed }), view, net, host);
 }
 
 /**
@@ -57,7 +71,7 @@ export function addHostDetails(report: NetStatusReport, view: NetModel, net: Net
   for (const st of report.places) {
     const spec = net.places.get(st.name);
     if (!spec || hostOf(spec) !== host || st.outbox) continue;
-    const feeders = [...new Set(writersOf(net, st.name).map(hostOf).filter((h): h is string => h !== undefined && h !== host))];
+    const feeders = feedersOf(net, st.name, host);
     if (feeders.length === 0) continue;
     // One writing host at most (hosts.ts checks it): the place's numbers have one owner.
     st.fedBy = { host: feeders[0]!, via: spec.sync === true ? 'sync' : 'ssh' };

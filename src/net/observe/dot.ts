@@ -16,6 +16,8 @@ export interface DotState {
   alarm?: Set<string>;
   /** Transitions running now (drawn filled). */
   running?: Map<string, number>;
+  /** Transitions an operator paused (drawn dashed, in amber, and saying so). */
+  paused?: Set<string>;
   /** Lines added at the end of a node's label (net serve draws placeholders it fills in live). */
   lines?: (kind: 'place' | 'transition', name: string) => string[];
 }
@@ -41,10 +43,12 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
   for (const t of net.transitions.values()) {
     const kind = !t.run && !t.fn ? '\n(move)' : '';
     const running = state.running?.get(t.name);
-    const label = [`${t.name}${kind}${running ? `\n${running} running` : ''}`, ...(state.lines?.('transition', t.name) ?? [])].join('\n');
+    const paused = state.paused?.has(t.name);
+    const label = [`${t.name}${kind}${paused ? '\npaused' : ''}${running ? `\n${running} running` : ''}`, ...(state.lines?.('transition', t.name) ?? [])].join('\n');
     const attrs = [`shape=box`, `label=${dotString(label)}`, `id=${dotString(`transition-${t.name}`)}`];
     if (isMerge(t)) attrs.push('peripheries=2');
     if (state.alarm?.has(t.name)) attrs.push('style=filled', 'fillcolor="#ffb3b3"', 'color=red');
+    else if (paused) attrs.push('style="filled,dashed"', 'fillcolor="#fff1c2"', 'color="#a07000"');
     else if (running) attrs.push('style=filled', 'fillcolor="#d6f5d6"');
     lines.push(`  ${dotString(`t:${t.name}`)} [${attrs.join(', ')}];`);
   }
@@ -72,7 +76,7 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The colouring of `net dot --live`: token counts, running transitions, and in red stuck or missing places and failing transitions. */
+/** The colouring of `net dot --live`: token counts, running and paused transitions, and in red stuck or missing places and failing transitions. */
 export function liveDotState(r: NetStatusReport): DotState {
   const alarm = new Set<string>();
   for (const p of r.places) if (p.stuck > 0 || p.problem) alarm.add(p.name);
@@ -80,6 +84,7 @@ export function liveDotState(r: NetStatusReport): DotState {
   return {
     tokens: new Map(r.places.map((p) => [p.name, p.tokens])),
     running: new Map(r.transitions.filter((t) => t.running > 0).map((t) => [t.name, t.running])),
+    paused: new Set(r.transitions.filter((t) => t.paused).map((t) => t.name)),
     alarm,
   };
 }

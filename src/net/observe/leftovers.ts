@@ -3,7 +3,7 @@
  * `net status` reports. A token in a place that no transition reads (a sink, an error place) is
  * a result, not a leftover.
  */
-import { isMerge, readersOf, type NetModel } from '../model/model.js';
+import { isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import type { Place } from '../place/place.js';
 import { pauseText, type PauseRecord } from '../operate/pause.js';
 
@@ -26,6 +26,14 @@ export interface Leftover {
   reason?: string;
   /** The reason's code; set with `reason`. */
   code?: LeftoverCode;
+  /**
+   * The places it waits on, set with some codes: `no-partner` the inputs that lack its key,
+   * `short-batch` and `waits-for-number` its own place, `inhibited` the inhibiting place,
+   * `no-room` the full place (prospects.ts tells from them whether it is stuck or waiting).
+   */
+  on?: string[];
+  /** The transition that can't take it (set with `code`). */
+  transition?: string;
 }
 
 /** A leftover with its reason. */
@@ -47,53 +55,54 @@ export function describeLeftovers(
   paused?: ReadonlyMap<string, PauseRecord>,
 ): Leftover[] {
   const out: Leftover[] = [];
+  // The keys of each place, made once when a merge first asks (a lookup per token, not a walk).
+  const keySets = new Map<string, Set<string>>();
+  const keysOf = (place: string): Set<string> => {
+    let keys = keySets.get(place);
+    if (!keys) keySets.set(place, (keys = new Set([...(places.get(place)?.tokens.values() ?? [])].map((x) => x.key))));
+    return keys;
+  };
+  const count = (place: string) => places.get(place)?.count ?? 0;
   for (const p of places.values()) {
     const readers = readersOf(net, p.name).filter((t) => !only || only.has(t.name));
     if (readers.length === 0) continue;
     const tokens = [...p.tokens.values()].sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
     const nxt = next.get(p.name);
     let expected = nxt;
+    const stoppedReader = readers.find((t) => stopped.has(t.name));
+    const pausedReader = readers.find((t) => paused?.has(t.name));
     for (const tok of tokens) {
       if (tok.header.cmd.kind === 'NOP') continue;
-      let why: [LeftoverCode, string] | undefined;
-      const stoppedReader = readers.find((t) => stopped.has(t.name));
-      const pausedReader = readers.find((t) => paused?.has(t.name));
-      if (stoppedReader) why = ['stopped', `held by ${stoppedReader.name}, stopped after a failure`];
-      else if (pausedReader) why = ['paused', `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`];
-      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) why = ['below-next', `its number is below the place's next number ${nxt} (a duplicate or a late copy)`];
-      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = ['waits-for-number', `waits for token number ${expected}, which has not arrived`];
-      else {
-        for (const t of readers) {
-          const inhibitor = t.inhibit.find((name) => (places.get(name)?.count ?? 0) > 0);
-          if (inhibitor) {
-            why = ['inhibited', `${t.name} is inhibited by tokens in ${inhibitor}`];
-            break;
-          }
-          if (isMerge(t)) {
-            const missing = t.inputs.filter((a) => a.place !== p.name && ![...(places.get(a.place)?.tokens.values() ?? [])].some((x) => x.key === tok.key));
-            if (missing.length) {
-              why = ['no-partner', `no partner with key ${JSON.stringify(tok.key)} in ${missing.map((a) => a.place).join(', ')} (for ${t.name})`];
-              break;
-            }
-          }
-          const full = t.outputs.find((o) => {
-            const cap = net.places.get(o)?.capacity;
-            return cap !== undefined && (places.get(o)?.count ?? 0) >= cap;
-          });
-          if (full) {
-            why = ['no-room', `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`];
-            break;
-          }
-          const arc = t.inputs.find((a) => a.place === p.name);
-          if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) {
-            why = ['short-batch', `${t.name} takes batches of ${arc.take}; only ${p.count} here`];
-            break;
-          }
-        }
-      }
+      let why: Why | undefined;
+      if (stoppedReader) why = { code: 'stopped', reason: `held by ${stoppedReader.name}, stopped after a failure`, transition: stoppedReader.name };
+      else if (pausedReader) why = { code: 'paused', reason: `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`, transition: pausedReader.name };
+      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) why = { code: 'below-next', reason: `its number is below the place's next number ${nxt} (a duplicate or a late copy)` };
+      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = { code: 'waits-for-number', reason: `waits for token number ${expected}, which has not arrived`, on: [p.name] };
+      else for (const t of readers) if ((why = blocked(net, t, p, tok.key, keysOf, count))) break;
       if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
-      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, reason: why?.[1], code: why?.[0] });
+      out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, ...why });
     }
   }
   return out;
+}
+
+/** Why a token can't fire, as a leftover says it. */
+type Why = Required<Pick<Leftover, 'code' | 'reason'>> & Pick<Leftover, 'on' | 'transition'>;
+
+/** What stops reader `t` from taking a token with key `key` from place `p`, if anything. */
+function blocked(net: NetModel, t: TransitionSpec, p: Place, key: string, keysOf: (place: string) => Set<string>, count: (place: string) => number): Why | undefined {
+  const inhibitor = t.inhibit.find((name) => count(name) > 0);
+  if (inhibitor) return { code: 'inhibited', reason: `${t.name} is inhibited by tokens in ${inhibitor}`, on: [inhibitor], transition: t.name };
+  if (isMerge(t)) {
+    const missing = t.inputs.filter((a) => a.place !== p.name && !keysOf(a.place).has(key)).map((a) => a.place);
+    if (missing.length) return { code: 'no-partner', reason: `no partner with key ${JSON.stringify(key)} in ${missing.join(', ')} (for ${t.name})`, on: missing, transition: t.name };
+  }
+  const full = t.outputs.find((o) => {
+    const cap = net.places.get(o)?.capacity;
+    return cap !== undefined && count(o) >= cap;
+  });
+  if (full) return { code: 'no-room', reason: `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`, on: [full], transition: t.name };
+  const arc = t.inputs.find((a) => a.place === p.name);
+  if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) return { code: 'short-batch', reason: `${t.name} takes batches of ${arc.take}; only ${p.count} here`, on: [p.name], transition: t.name };
+  return undefined;
 }

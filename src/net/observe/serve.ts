@@ -1,13 +1,15 @@
 /**
  * `fspl net serve`: a read-only web page that watches a net. It draws the net from its file (SVG
- * rendered in-process, svg.ts), fills in token counts, ages, firing counts and rates live over
- * Server-Sent Events, lists a place's tokens or a transition's recent firings on click, and serves
- * the same figures to Prometheus at /metrics.
+ * rendered in-process, svg.ts), serves the page with that drawing and the figures of the moment
+ * in it (renderPage: its first paint shows them), keeps the figures live over Server-Sent Events,
+ * lists a place's tokens or a transition's recent firings on click, and serves the same figures
+ * to Prometheus at /metrics.
  *
  * Safety: it binds to 127.0.0.1 unless told otherwise; only GET and HEAD are answered (405
  * otherwise); the only files it serves are its own assets, looked up by exact name in a fixed
  * table (never by joining a path from the URL); names, keys, params and stderr reach the page as
- * JSON and are put there as text by the page's script (never as HTML); and a Content Security
+ * JSON (in the page, a data block with every `<` escaped) and are put there as text by the
+ * page's script (never as HTML); and a Content Security
  * Policy forbids inline scripts, so a key like `<script>` is shown, not run. Every figure is
  * recomputed from the directories and STATE/live.json (status.ts), so a run that stops or a
  * directory that vanishes shows as such.
@@ -18,11 +20,12 @@ import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '../../log.js';
 import { netToDot } from './dot.js';
 import { hostView } from '../hosts/hosts.js';
-import { addHostDetails } from '../hosts/outbox-status.js';
+import { hostStatus } from '../hosts/outbox-status.js';
 import { netMetricsText, netStatusJson } from './metrics.js';
 import type { NetModel } from '../model/model.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
-import { netStatus, placeTokens, transitionDetail, type NetStatusReport } from './status.js';
+import { placeTokens, transitionDetail } from './detail.js';
+import { netStatus, type NetStatusReport } from './status.js';
 import { dotToSvg } from './svg.js';
 
 export interface ServeOptions {
@@ -97,6 +100,24 @@ function pageJson(r: NetStatusReport): string {
   return JSON.stringify(netStatusJson(r));
 }
 
+/** Where the page's template takes the drawing and the figures (index.html). */
+const DRAWING_SLOT = '<!--fspl:drawing-->';
+const STATE_SLOT = '<!--fspl:state-->';
+
+/**
+ * The page as served: the drawing inline and the figures of now in a JSON data block that the
+ * page's script reads first, so that its first paint (a screenshot at load) shows them, before
+ * the event stream answers. In the data block every `<` is escaped (\u003c, which JSON reads as
+ * the same character), so no text from the net can end the block or open markup; the drawing is
+ * our own renderer's, of names that are `[A-Za-z][A-Za-z0-9_]*`.
+ */
+export function renderPage(template: string, svg: string, r: NetStatusReport): string {
+  const inline = svg.slice(Math.max(0, svg.indexOf('<svg'))).trimEnd();
+  const state = pageJson(r).replace(/</g, '\\u003c');
+  // Functions, not strings, as replacements: `$&` and the like in the text stay as they are.
+  return template.replace(DRAWING_SLOT, () => inline).replace(STATE_SLOT, () => state);
+}
+
 /**
  * Serve a net's status page, its figures and its drawing over HTTP. One function (about 120 lines)
  * on purpose: the server's state (the clients, the last page sent, the poll and heartbeat timers)
@@ -106,10 +127,12 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
   const log = options.logger ?? silentLogger;
   const netHost = options.netHost;
   const net = netHost === undefined ? whole : hostView(whole, netHost);
-  const report = async (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : addHostDetails(await netStatus(net), net, whole, netHost));
+  const report = (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net));
   const pollMs = options.pollMs ?? 300;
   const assets = loadAssets();
-  const svg = Buffer.from(await serveSvg(net));
+  const svgText = await serveSvg(net);
+  const svg = Buffer.from(svgText);
+  const template = assets.get('/')!.body.toString('utf8');
   const clients = new Set<http.ServerResponse>();
   let last = '';
   let lastSent = 0;
@@ -163,6 +186,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
     // so /../x, %2e%2e%2f and their double encodings are simply names that are not in it.
     const route = target.split('?')[0]!;
     const asset = assets.get(route);
+    if (asset && asset.type.startsWith('text/html')) return send(res, head, 200, asset.type, renderPage(template, svgText, await report()));
     if (asset) return send(res, head, 200, asset.type, asset.body);
     if (route === '/net.svg') return send(res, head, 200, 'image/svg+xml; charset=utf-8', svg);
     if (route === '/metrics') return send(res, head, 200, PROMETHEUS_CONTENT_TYPE, netMetricsText(await report()));

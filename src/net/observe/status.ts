@@ -3,17 +3,17 @@
  * going, from its live state (live.ts). Works with no run, and with places that have vanished.
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { LockedError } from '../../errors.js';
-import { parseSeqfileText } from '../../seqfile.js';
+import os from 'node:os';
+import { describeSystemError, LockedError, systemErrorWords } from '../../errors.js';
+import { SeqFile } from '../../seqfile.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
+import { mayStillCome, prospects, type NetNow } from './prospects.js';
 import { readLiveState, type LiveState } from './live.js';
 import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
 import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
 import { Place } from '../place/place.js';
 import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
-import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
 import { mean, oldestAge, p95, timeSince } from './stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
@@ -79,6 +79,12 @@ export interface TransitionStatus {
   history: LiveState['transitions'][string]['history'];
 }
 
+/** Something said once about the report as a whole: `read-only` (this user may read the net but not lock its places). */
+export interface StatusNote {
+  code: 'read-only';
+  text: string;
+}
+
 export interface NetStatusReport {
   net: string;
   state: NetState;
@@ -93,19 +99,36 @@ export interface NetStatusReport {
   at: number;
   places: PlaceStatus[];
   transitions: TransitionStatus[];
-  /** Tokens that can't fire, and why. */
+  /** Tokens that can never fire, and why: nothing in the net can bring what they wait for (prospects.ts). */
   stuck: Leftover[];
+  /** Tokens that can't fire now, and why, but whose partner, number, room, batch or resume can still come. */
+  waiting: Leftover[];
+  /** What is said once about the whole report (absent when nothing). */
+  notes?: StatusNote[];
 }
 
-export async function netStatus(net: NetModel, now = Date.now()): Promise<NetStatusReport> {
-  const { state: live, running } = readLiveState(net.stateDir);
-  const places = new Map<string, Place>();
-  const next = new Map<string, bigint>();
-  const placeStatus: PlaceStatus[] = [];
+export interface NetStatusOptions {
+  /** The time of the report (ms since the epoch). */
+  now?: number;
+  /** Places another host writes (net status --host): tokens may still come from there. */
+  fedFromElsewhere?: ReadonlySet<string>;
+}
+
+/** The places as read from their directories: their status rows, and what the leftovers are found from. */
+interface PlacesRead {
+  rows: PlaceStatus[];
+  places: Map<string, Place>;
+  next: Map<string, bigint>;
+  /** A place's lock could not be taken for want of permission (a user who may read, not write). */
+  lockDenied?: string;
+}
+
+async function readPlaces(net: NetModel, now: number): Promise<PlacesRead> {
+  const read: PlacesRead = { rows: [], places: new Map(), next: new Map() };
   const errorPlaces = new Set([...net.transitions.values()].map((t) => t.error).filter((e): e is string => !!e));
   for (const spec of net.places.values()) {
     const p = new Place(spec, effectiveOrder(net, spec.name));
-    places.set(spec.name, p);
+    read.places.set(spec.name, p);
     const role = errorPlaces.has(spec.name) ? 'error' : writersOf(net, spec.name).length === 0 ? 'source' : readersOf(net, spec.name).length === 0 ? 'sink' : 'inner';
     const st: PlaceStatus = { name: spec.name, dir: spec.dir, role, exists: p.exists(), tokens: 0, capacity: spec.capacity, stuck: 0 };
     if (st.exists) {
@@ -114,27 +137,52 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
         st.tokens = p.count;
         st.oldestAgeMs = oldestAge(now, arrivals(p));
         if (p.order === 'sequence' && isRead(net, spec.name)) {
-          st.next = peekNext(p);
-          if (st.next !== undefined) next.set(spec.name, st.next);
+          const peeked = peekNext(p);
+          st.next = peeked.next;
+          if (st.next !== undefined) read.next.set(spec.name, st.next);
+          read.lockDenied ??= peeked.denied;
         }
       } catch (err) {
-        st.problem = (err as Error).message;
+        st.problem = describeSystemError(err);
       }
     } else st.problem = `no queue at ${spec.dir} (run fspl net init)`;
     if (spec.capacity !== undefined) st.fill = st.tokens / spec.capacity;
-    placeStatus.push(st);
+    read.rows.push(st);
   }
-  const stoppedNames = new Set(Object.entries(live?.transitions ?? {}).filter(([, t]) => running && t.stopped).map(([n]) => n));
+  return read;
+}
+
+/** Leftovers split into the stuck and the waiting (prospects.ts), with the prospects' inputs. */
+function sortLeftovers(net: NetModel, read: PlacesRead, all: Leftover[], open: ReadonlySet<string>, stopped: ReadonlySet<string>, fedFromElsewhere?: ReadonlySet<string>): { stuck: Leftover[]; waiting: Leftover[] } {
+  const holds = new Map<string, number>();
+  for (const l of all) if (l.code !== 'below-next') holds.set(l.place, (holds.get(l.place) ?? 0) + 1);
+  const now: NetNow = { holds: (place) => holds.get(place) ?? 0, open, stopped, fedFromElsewhere };
+  const p = prospects(net, now);
+  const stuck: Leftover[] = [];
+  const waiting: Leftover[] = [];
+  for (const l of all) {
+    if (l.reason === undefined) continue;
+    if (mayStillCome(l, p, now, (place) => readersOf(net, place), (place) => writersOf(net, place))) waiting.push(l);
+    else stuck.push(l);
+  }
+  const rows = new Map(read.rows.map((r) => [r.name, r]));
+  for (const l of stuck) rows.get(l.place)!.stuck++;
+  return { stuck, waiting };
+}
+
+export async function netStatus(net: NetModel, options: NetStatusOptions = {}): Promise<NetStatusReport> {
+  const now = options.now ?? Date.now();
+  const { state: live, running } = readLiveState(net.stateDir);
+  const read = await readPlaces(net, now);
+  const liveOf = Object.entries(live?.transitions ?? {});
+  const stoppedNames = new Set(liveOf.filter(([, t]) => running && t.stopped).map(([n]) => n));
+  const open = new Set(liveOf.filter(([, t]) => running && (t.running > 0 || t.waiting > 0)).map(([n]) => n));
   const pauses = readPauses(net.stateDir);
-  const all = describeLeftovers(net, places, next, stoppedNames, undefined, pauses);
-  const stuck = all.filter((l) => l.reason !== undefined);
-  for (const l of stuck) {
-    const st = placeStatus.find((p) => p.name === l.place);
-    if (st) st.stuck++;
-  }
+  const all = describeLeftovers(net, read.places, read.next, stoppedNames, undefined, pauses);
+  const { stuck, waiting } = sortLeftovers(net, read, all, open, stoppedNames, options.fedFromElsewhere);
   const transitions: TransitionStatus[] = [...net.transitions.values()].map((t) => {
     const lt = live?.transitions[t.name];
-    const merges = t.inputs.length > 1 ? stuck.filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
+    const merges = t.inputs.length > 1 ? [...stuck, ...waiting].filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
     const serviceTimes = lt?.serviceTimes ?? [];
     const stopped = running ? lt?.stopped : undefined;
     const pause = pauses.get(t.name);
@@ -162,31 +210,59 @@ export async function netStatus(net: NetModel, now = Date.now()): Promise<NetSta
     };
   });
   const busy = transitions.some((t) => t.running > 0 || t.waiting > 0);
-  const pending = all.length;
   let state: NetState;
   if (stuck.length > 0 || transitions.some((t) => t.stopped)) state = busy ? 'running' : 'stuck';
   else if (busy) state = 'running';
-  else if (pending > 0) state = running ? 'running' : 'idle';
+  else if (all.length > 0) state = running ? 'running' : 'idle';
   else state = 'drained';
-  // Stuck is stuck even while other parts run: tokens that can never fire make the net stuck.
-  if (stuck.length > 0 && !busy) state = 'stuck';
-  return { net: net.file ?? net.dir, state, live: running, pid: running ? live?.pid : undefined, updatedAt: live?.updatedAt, startedAt: live?.startedAt, at: now, places: placeStatus, transitions, stuck };
+  const notes: StatusNote[] = read.lockDenied ? [{ code: 'read-only', text: read.lockDenied }] : [];
+  return {
+    net: net.file ?? net.dir,
+    state,
+    live: running,
+    pid: running ? live?.pid : undefined,
+    updatedAt: live?.updatedAt,
+    startedAt: live?.startedAt,
+    at: now,
+    places: read.rows,
+    transitions,
+    stuck,
+    waiting,
+    ...(notes.length ? { notes } : {}),
+  };
+}
+
+/** Errors that say this user may not open a file for writing (a monitoring user), not that something is wrong. */
+function isDenied(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
+}
+
+/** Who runs this, for a note: the user name, or the uid when it has none. */
+function whoAmI(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return `uid ${process.getuid?.() ?? '?'}`;
+  }
 }
 
 /**
- * The consumer's next number. A running net holds every read place's nextseq lock for the whole
- * run, so then the file is read without the lock (it is rewritten whole; a torn read gives none).
+ * The consumer's next number, read under the place's lock. A running net holds every read place's
+ * nextseq lock for the whole run, and a user who may read the places but not write them can't
+ * open the lock file: then the file is read without the lock (it is replaced whole, by a rename,
+ * so a read never sees half of it; a torn one gives none). `denied` says, in words, why a lock
+ * could not be taken for want of permission.
  */
-function peekNext(p: Place): bigint | undefined {
+function peekNext(p: Place): { next?: bigint; denied?: string } {
   try {
-    return p.readNext();
+    return { next: p.readNext() };
   } catch (err) {
-    if (!(err instanceof LockedError)) throw err;
-    try {
-      return parseSeqfileText(fs.readFileSync(p.queue.seqfilePath, 'utf8'));
-    } catch {
-      return undefined;
-    }
+    if (!(err instanceof LockedError) && !isDenied(err)) throw err;
+    const next = SeqFile.peek(p.queue.seqfilePath);
+    if (err instanceof LockedError) return { next };
+    const why = `nextseq.lock: ${systemErrorWords(err) ?? (err as Error).message}`;
+    return { next, denied: `user ${whoAmI()} may read this net but not lock its places (${why}), so their next numbers were read without the lock` };
   }
 }
 
@@ -199,94 +275,4 @@ function* arrivals(p: Place): Generator<number> {
       // consumed meanwhile
     }
   }
-}
-
-/** One token of a place, as `net serve` lists it. */
-export interface TokenInfo {
-  seq: bigint;
-  key: string;
-  /** Age by its file's time, ms. */
-  ageMs?: number;
-  nop: boolean;
-  /** Params as text (invalid UTF-8 replaced). */
-  params: string[];
-  filename: string;
-  /** RETRIED: how often `net retry` put it back (0 when never). */
-  retried: number;
-  /** For an error token: the transition it failed in, and why. */
-  error?: { transition: string; reason: string };
-}
-
-/** The first `limit` tokens of a place in its order, and how many it holds; an empty list when its directory can't be read. */
-export async function placeTokens(net: NetModel, name: string, options: { limit?: number; now?: number } = {}): Promise<{ total: number; tokens: TokenInfo[]; problem?: string }> {
-  const spec = net.places.get(name);
-  if (!spec) throw new RangeError(`no place named ${name}`);
-  const now = options.now ?? Date.now();
-  const p = new Place(spec, effectiveOrder(net, name));
-  // Only the first `limit` are listed: only they are indexed.
-  p.window = Math.max(1, options.limit ?? 200);
-  if (!p.exists()) return { total: 0, tokens: [], problem: `no queue at ${spec.dir}` };
-  try {
-    await p.refresh(now);
-  } catch (err) {
-    return { total: 0, tokens: [], problem: (err as Error).message };
-  }
-  const all = [...p.tokens.values()].sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
-  const tokens = all.slice(0, options.limit ?? 200).map((t) => {
-    let ageMs: number | undefined;
-    try {
-      ageMs = timeSince(now, fs.statSync(t.path).mtimeMs);
-    } catch {
-      // consumed meanwhile
-    }
-    const cmd = t.header.cmd;
-    const vars = new Map(cmd.kind === 'Command' ? cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : []);
-    const failedIn = vars.get('ERROR_TRANSITION');
-    return {
-      seq: t.seq,
-      key: t.key,
-      ageMs,
-      nop: cmd.kind === 'NOP',
-      params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [],
-      filename: t.filename,
-      retried: retriedCount(vars.get(RETRIED_VAR)),
-      error: failedIn === undefined ? undefined : { transition: failedIn, reason: vars.get('ERROR_REASON') ?? '' },
-    };
-  });
-  return { total: p.count, tokens };
-}
-
-/** A transition's recent firings and its last failure, with the end of that failure's kept log. */
-export function transitionDetail(net: NetModel, name: string, options: { tailBytes?: number } = {}): {
-  history: LiveState['transitions'][string]['history'];
-  lastFailure?: LastFailure;
-  stopped?: { reason: string; log: string; at: number };
-  /** The end of the last failure's stderr: from its log file when kept, else from the live state. */
-  stderrTail?: string;
-} {
-  if (!net.transitions.has(name)) throw new RangeError(`no transition named ${name}`);
-  const { state, running } = readLiveState(net.stateDir);
-  const lt = state?.transitions[name];
-  const lastFailure = lt?.lastFailure;
-  let stderrTail = lastFailure?.stderrTail;
-  const log = lastFailure?.log;
-  // Only a log under STATE/logs is read: live.json names it, but it is not trusted to name any file.
-  const logs = path.join(path.resolve(net.stateDir), 'logs') + path.sep;
-  if (log && path.resolve(log).startsWith(logs)) {
-    try {
-      const fd = fs.openSync(log, 'r');
-      try {
-        const size = fs.fstatSync(fd).size;
-        const n = Math.min(size, options.tailBytes ?? 4096);
-        const buf = Buffer.alloc(n);
-        fs.readSync(fd, buf, 0, n, size - n);
-        stderrTail = buf.toString('utf8');
-      } finally {
-        fs.closeSync(fd);
-      }
-    } catch {
-      // rotated away: the live state's tail will do
-    }
-  }
-  return { history: lt?.history ?? [], lastFailure, stopped: running ? lt?.stopped : undefined, stderrTail };
 }

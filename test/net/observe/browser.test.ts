@@ -131,6 +131,74 @@ describeIfPresent('net serve in a browser', hasChromium ? [] : [`chromium (${CHR
     }
   });
 
+  test('the first paint has the figures, before the event stream answers; a pause is marked, not stuck; times are "3 min ago", exact on hover', { timeout: 60_000 }, async () => {
+    const { dir, file, net } = makeNet(NET);
+    for (let i = 0; i < 3; i++) await net.put('inbox', Buffer.from(`t${i}`), { key: `k${i}` });
+    net.pause('prep', { reason: 'codec upgrade', by: 'tester' });
+    // Paused three minutes ago, as its record says (operate/pause.ts).
+    const since = Date.now() - 3 * 60_000 - 5_000;
+    const record = path.join(dir, 'net.state/paused/prep.json');
+    fs.writeFileSync(record, JSON.stringify({ ...JSON.parse(fs.readFileSync(record, 'utf8')), since }));
+    const serve = spawnFspl(['net', 'serve', file, '--port', '0']);
+    const [, url] = await lineOf(serve, /at (http:\/\/127\.0\.0\.1:\d+\/)/);
+    const { browser, profile } = await launchChromium({ width: 1280, height: 900 });
+    try {
+      const page = browser.pages()[0] ?? (await browser.newPage());
+      // The event stream never answers, and no drawing comes but the page's own: what shows at
+      // load is what the page was served with.
+      await page.route('**/api/events', () => {});
+      await page.route('**/net.svg', (r) => r.abort());
+      await page.goto(url!, { waitUntil: 'load' });
+      const shot = await page.screenshot({ fullPage: true });
+      expect(shot.subarray(1, 4).toString()).toBe('PNG');
+      if (process.env.FSPL_SCREENSHOT_FIRST) fs.writeFileSync(process.env.FSPL_SCREENSHOT_FIRST, shot);
+
+      // Figures, not "connecting…"; and a pause alone is not stuck: no red banner.
+      expect(await page.locator('#banner').textContent()).toBe('idle — no net run going — 3 tokens waiting — 1 transition paused');
+      expect(await page.locator('#banner').getAttribute('class')).toBe('banner idle');
+      expect(await page.locator('#place-inbox').getAttribute('data-tokens')).toBe('3');
+      expect(await page.locator('#place-inbox text').nth(1).textContent()).toBe('3 tokens');
+      expect(await page.locator('#places tbody tr').count()).toBe(4);
+      expect(await page.locator('#stuck-title').isHidden()).toBe(true);
+
+      // The paused transition is marked in the drawing, and says since when, exactly on hover.
+      expect(await page.locator('#transition-prep').getAttribute('class')).toContain('paused');
+      expect(await page.locator('#transition-finish').getAttribute('class')).not.toContain('paused');
+      expect(await page.locator('#transition-prep text').nth(1).textContent()).toBe('paused  ok 0');
+      expect(await page.locator('#transition-prep title').textContent()).toMatch(/^prep: paused since \d{4}-.* by tester: codec upgrade$/);
+      const note = page.locator('#transitions tbody tr', { hasText: /^prep/ }).locator('td').last();
+      expect(await note.textContent()).toBe('paused 3 min ago by tester: codec upgrade');
+      const exact = await page.evaluate((ms) => new Date(ms).toLocaleString(), since);
+      expect(await note.locator('time').getAttribute('title')).toBe(exact);
+      expect(await note.locator('time').getAttribute('datetime')).toBe(new Date(since).toISOString());
+      expect(await page.locator('#waiting li').allTextContents()).toEqual([0, 1, 2].map((i) => `inbox #${i + 1} key k${i}: held by prep, paused 3 min ago by tester: codec upgrade`));
+      expect(await page.locator('#waiting li time').first().getAttribute('title')).toBe(exact);
+
+      // A firing's time too: "... ago", the exact time on hover. The stream answers from now on.
+      await page.unroute('**/api/events');
+      const run = spawnFspl(['net', 'run', file]);
+      try {
+        net.resume('prep');
+        await page.reload();
+        await page.waitForFunction(() => document.querySelector('#transition-finish')?.getAttribute('data-fired') === '3', undefined, { timeout: 30_000 });
+        await page.waitForFunction(() => !document.querySelector('#transition-prep')?.classList.contains('paused'));
+        const fired = page.locator('#transitions tbody tr', { hasText: /^finish/ }).locator('td').nth(7);
+        expect(await fired.textContent()).toMatch(/^(just now|\d+ s ago)$/);
+        expect(await fired.locator('time').getAttribute('title')).toBeTruthy();
+        await page.locator('#transition-finish').click();
+        await page.locator('#firings').waitFor();
+        expect(await page.locator('#firings tr').nth(1).locator('td').first().textContent()).toMatch(/^(just now|\d+ s ago)$/);
+        expect(await page.locator('#firings tr').nth(1).locator('time').getAttribute('title')).toBeTruthy();
+      } finally {
+        run.kill('SIGTERM');
+      }
+    } finally {
+      await browser.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+      serve.kill('SIGTERM');
+    }
+  });
+
   test("one host's part of a net across hosts (--net-host): outboxes and places fed from elsewhere say so, a stopped outbox in red", { timeout: 60_000 }, async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');

@@ -105,6 +105,7 @@ function report(): NetStatusReport {
       t('mux'),
     ],
     stuck: [{ place: 'shaky', seq: 4n, key: 'clip-4', reason: 'stabilize stopped' }],
+    waiting: [],
   };
 }
 
@@ -163,6 +164,14 @@ describe('the live drawing', () => {
     expect(s.running).toEqual(new Map([['decode', 2]]));
     const dot = netToDot(net, s);
     expect(dot).toBe(fs.readFileSync(path.join(FIXTURES, 'video-live.dot'), 'utf8'));
+  });
+
+  test('a paused transition is drawn dashed, in amber, and says so', () => {
+    const r = report();
+    r.transitions.push({ ...r.transitions[2]!, name: 'pass', paused: { transition: 'pass', since: T0, by: 'op', reason: 'upgrade', kill: false, text: 'paused since then by op: upgrade' } });
+    const dot = netToDot(net, liveDotState(r));
+    expect(dot).toContain('"t:pass" [shape=box, label="pass\\npaused", id="transition-pass", style="filled,dashed", fillcolor="#fff1c2", color="#a07000"];');
+    expect(dot).toContain('"t:mux" [shape=box, label="mux", id="transition-mux", peripheries=2];');
   });
 
   test('renders to SVG in-process, every place and transition drawn with its id', async () => {

@@ -58,6 +58,11 @@ describe('net serve over HTTP', () => {
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
     expect(page.headers['x-content-type-options']).toBe('nosniff');
     expect(page.body).toContain('/assets/app.js');
+    // The page carries its drawing and the figures of now: its first paint needs no other request.
+    expect(page.body).toMatch(/<section id="drawing" aria-label="The net"><svg [^]*id="place&#45;inbox"[^]*<\/svg><\/section>/);
+    const served = JSON.parse(/<script type="application\/json" id="state">([^<]*)<\/script>/.exec(page.body)![1]!);
+    expect(served.places.map((p: { name: string }) => p.name)).toEqual(['inbox', 'done']);
+    expect(served.state).toBe('drained');
     expect((await raw(server, 'GET', '/assets/app.js')).status).toBe(200);
     expect((await raw(server, 'GET', '/assets/app.css')).headers['content-type']).toMatch(/^text\/css/);
     const svg = await raw(server, 'GET', '/net.svg');
@@ -129,8 +134,15 @@ describe('net serve over HTTP', () => {
     const j = JSON.parse(r.body);
     expect(j.tokens).toHaveLength(1);
     expect(j.tokens[0]).toMatchObject({ seq: '1', key, params: [param, 'plain'], nop: false });
-    // The page is static: no name from the net is in it.
-    expect((await raw(server, 'GET', '/')).body).not.toContain('alert');
+    // The page carries the figures of now, this key among them (waiting for the paused move), as
+    // JSON in a data block whose every < is escaped: nothing from the net ends it or opens markup.
+    net.pause('move', { reason: '</script><script>alert("reason")</script>', by: 'tester' });
+    const page = (await raw(server, 'GET', '/')).body;
+    expect(page).not.toContain('<script>alert');
+    expect(page.match(/<\/script>/gi)).toHaveLength(2); // app.js's and the data block's
+    const served = JSON.parse(/<script type="application\/json" id="state">([^<]*)<\/script>/.exec(page)![1]!);
+    expect(served.waiting.map((l: { key: string }) => l.key)).toEqual([key]);
+    expect(served.transitions[0].paused.reason).toBe('</script><script>alert("reason")</script>');
   });
 
   test('an error token lists its RETRIED count and where it failed', async () => {

@@ -14,6 +14,39 @@ function age(ms) {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
+/** How long ago `ms` (since the epoch) was, as of the report's time: "3 min ago". */
+function ago(ms) {
+  const s = Math.max(0, ((current ? current.at : Date.now()) - ms) / 1000);
+  if (s < 1) return 'just now';
+  if (s < 60) return `${Math.floor(s)} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  const d = Math.floor(s / 86400);
+  return `${d} day${d === 1 ? '' : 's'} ago`;
+}
+
+/** A moment as "3 min ago", with the exact time on hover. */
+function when(ms, before = '') {
+  const t = document.createElement('time');
+  const date = new Date(ms);
+  t.dateTime = date.toISOString();
+  t.title = date.toLocaleString();
+  t.textContent = `${before}${ago(ms)}`;
+  return t;
+}
+
+/** A table cell holding text and moments (`when` elements). */
+function cell(...parts) {
+  const td = document.createElement('td');
+  for (const p of parts) td.append(p);
+  return td;
+}
+
+/** "paused 3 min ago by USER: reason", the moment with its exact time on hover. */
+function pausedSince(p) {
+  return [when(p.since, 'paused '), ` by ${p.by}${p.reason ? `: ${p.reason}` : ''}`];
+}
+
 function rate(x) {
   return x >= 10 ? x.toFixed(0) : x.toFixed(1);
 }
@@ -46,13 +79,17 @@ function nodeOf(kind, name) {
   return document.getElementById(`${kind}-${name}`);
 }
 
+/** The drawing, served inline with the page (or fetched, from a page served without it). */
 async function loadDrawing() {
-  const res = await fetch('/net.svg');
-  const doc = new DOMParser().parseFromString(await res.text(), 'image/svg+xml');
-  const svg = document.importNode(doc.documentElement, true);
   const box = $('drawing');
-  box.textContent = '';
-  box.appendChild(svg);
+  let svg = box.querySelector('svg');
+  if (!svg) {
+    const res = await fetch('/net.svg');
+    const doc = new DOMParser().parseFromString(await res.text(), 'image/svg+xml');
+    svg = document.importNode(doc.documentElement, true);
+    box.textContent = '';
+    box.appendChild(svg);
+  }
   for (const g of svg.querySelectorAll('g.node')) {
     const m = /^(place|transition)-(.*)$/.exec(g.id);
     if (!m) continue;
@@ -61,15 +98,44 @@ async function loadDrawing() {
     for (const t of lines(g, 2)) t.textContent = '';
     g.addEventListener('click', () => select(m[1], m[2]));
   }
+  box.classList.add('ready');
   if (current) update(current);
+}
+
+/** The banner: red for stuck only; what waits, and what is paused, said beside. */
+function banner(r) {
+  const b = $('banner');
+  b.className = `banner ${r.state}`;
+  const paused = r.transitions.filter((t) => t.paused).length;
+  const parts = [r.state, r.live ? `net run pid ${r.pid}` : 'no net run going'];
+  if (r.stuck.length) parts.push(`${r.stuck.length} token${r.stuck.length === 1 ? '' : 's'} can't fire`);
+  if (r.waiting.length) parts.push(`${r.waiting.length} token${r.waiting.length === 1 ? '' : 's'} waiting`);
+  if (paused) parts.push(`${paused} transition${paused === 1 ? '' : 's'} paused`);
+  b.textContent = parts.join(' — ');
+  for (const n of r.notes || []) b.appendChild(el('div', n.text, 'note'));
+}
+
+/** A token that can't fire, as a list item; a pause's time as "3 min ago". */
+function leftoverItem(r, l) {
+  const li = el('li', `${l.place} #${l.seq} key ${l.key}: `);
+  const t = l.code === 'paused' && r.transitions.find((x) => x.name === l.transition);
+  if (t && t.paused) li.append(`held by ${t.name}, `, ...pausedSince(t.paused));
+  else li.append(l.reason);
+  return li;
+}
+
+function leftoverList(r, list, id) {
+  const ul = $(id);
+  ul.textContent = '';
+  $(`${id}-title`).hidden = list.length === 0;
+  for (const l of list.slice(0, 100)) ul.appendChild(leftoverItem(r, l));
+  if (list.length > 100) ul.appendChild(el('li', `... and ${list.length - 100} more`));
 }
 
 function update(r) {
   current = r;
   $('net-name').textContent = r.net;
-  const banner = $('banner');
-  banner.className = `banner ${r.state}`;
-  banner.textContent = `${r.state}${r.live ? ` — net run pid ${r.pid}` : ' — no net run going'}${r.stuck.length ? ` — ${r.stuck.length} token${r.stuck.length === 1 ? '' : 's'} can't fire` : ''}`;
+  banner(r);
 
   const places = $('places').tBodies[0];
   places.textContent = '';
@@ -93,26 +159,28 @@ function update(r) {
   const transitions = $('transitions').tBodies[0];
   transitions.textContent = '';
   for (const t of r.transitions) {
-    const note = t.stopped ? `STOPPED: ${t.stopped.reason}` : t.paused ? t.paused.text : t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '';
+    const note = t.stopped ? cell(`STOPPED: ${t.stopped.reason}`) : t.paused ? cell(...pausedSince(t.paused)) : cell(t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '');
     const service = t.meanServiceMs === undefined ? '–' : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
-    transitions.appendChild(
-      row([t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), num(t.sinceLastFiredMs === undefined ? '–' : `${age(t.sinceLastFiredMs)} ago`), note], t.failing),
-    );
+    const fired = t.lastFiredAt === undefined ? num('–') : cell(when(t.lastFiredAt));
+    fired.className = 'num';
+    transitions.appendChild(row([t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), fired, note], t.failing));
     const g = nodeOf('transition', t.name);
     if (!g) continue;
     const [a, b] = lines(g, 2);
-    a.textContent = `run ${t.running}  ok ${t.fired}`;
+    a.textContent = `${t.paused ? 'paused' : `run ${t.running}`}  ok ${t.fired}`;
     b.textContent = `failed ${t.failed}  ${rate(t.perMinute1)}/min`;
     g.classList.toggle('running', t.running > 0);
     g.classList.toggle('failing', !!t.failing);
+    g.classList.toggle('paused', !!t.paused);
+    // The node's tooltip: its name, and why it is paused or stopped.
+    const title = g.querySelector('title');
+    if (title) title.textContent = t.paused ? `${t.name}: ${t.paused.text}` : t.stopped ? `${t.name}: STOPPED: ${t.stopped.reason}` : t.name;
     g.dataset.fired = String(t.fired);
     g.dataset.failed = String(t.failed);
   }
 
-  const stuck = $('stuck');
-  stuck.textContent = '';
-  $('stuck-title').hidden = r.stuck.length === 0;
-  for (const l of r.stuck.slice(0, 100)) stuck.appendChild(el('li', `${l.place} #${l.seq} key ${l.key}: ${l.reason}`));
+  leftoverList(r, r.stuck, 'stuck');
+  leftoverList(r, r.waiting, 'waiting');
   if (selected) void showDetail();
 }
 
@@ -163,7 +231,9 @@ function renderTransition(body, d) {
   if (d.stopped) body.appendChild(el('p', `STOPPED: ${d.stopped.reason} (log ${d.stopped.log})`, 'alarm'));
   if (d.lastFailure) {
     body.appendChild(el('h3', 'Last failure'));
-    body.appendChild(el('p', `${new Date(d.lastFailure.at).toLocaleString()}, key ${d.lastFailure.key}: ${d.lastFailure.reason}`));
+    const p = el('p');
+    p.append(when(d.lastFailure.at), `, key ${d.lastFailure.key}: ${d.lastFailure.reason}`);
+    body.appendChild(p);
     if (d.lastFailure.log) body.appendChild(el('p', `log: ${d.lastFailure.log}`));
     const pre = el('pre', d.stderrTail || '(no stderr)');
     pre.id = 'stderr';
@@ -177,7 +247,7 @@ function renderTransition(body, d) {
   const t = el('table');
   t.id = 'firings';
   t.appendChild(row(['when', 'key', 'took', 'result'].map((h) => el('th', h))));
-  for (const h of d.history.slice().reverse()) t.appendChild(row([new Date(h.at).toLocaleTimeString(), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`], !h.ok));
+  for (const h of d.history.slice().reverse()) t.appendChild(row([cell(when(h.at)), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`], !h.ok));
   body.appendChild(t);
 }
 
@@ -197,6 +267,10 @@ document.addEventListener('DOMContentLoaded', () => {
     $('detail').hidden = true;
     for (const g of document.querySelectorAll('g.node.selected')) g.classList.remove('selected');
   });
+  // The drawing first (inline, so at once), then the figures the page was served with: both
+  // are shown before the event stream answers.
   loadDrawing().catch((err) => ($('drawing').textContent = `cannot draw the net: ${err.message}`));
+  const served = $('state');
+  if (served && served.textContent.trim().startsWith('{')) update(JSON.parse(served.textContent));
   connect();
 });
