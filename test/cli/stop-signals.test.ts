@@ -301,7 +301,7 @@ function waitsIn(pid: number): string {
 }
 
 const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
-describe.skipIf(!hasScript)('Ctrl-C typed on a terminal (script(1))', () => {
+describeIfPresent('Ctrl-C typed on a terminal (script(1))', hasScript ? [] : ['script'], { what: 'terminal test' }, () => {
   it('queue-process --watch: the job finishes and is recorded, exit 0', async () => {
     const s = setup(1, 2);
     const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', 'sh', '--', '-c', JOB]);
