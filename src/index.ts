@@ -35,6 +35,7 @@ export { readPacket, metadataOf, type PacketMetadata, type ReadPacket } from './
 export { preparePacket, makeHeader, type PreparePacketOptions } from './prepare.js';
 export { Queue, type QueueOptions, type QueuedJob } from './queue.js';
 export type { JobContext, JobFunction, ProcessQueueOptions, ProcessEvent, ProcessSummary } from './process.js';
+export type { StopOptions } from './stopping.js';
 export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process-many.js';
 export { queueStatus, type QueueStatus } from './status/report.js';
 export { createLogger } from './log.js';

@@ -92,7 +92,7 @@ export class ManyQueues {
   }
 
   async run(): Promise<ProcessQueuesSummary> {
-    const signal = this.opts.signal;
+    const signal = this.ctx.stopping.stop;
     const onAbort = () => this.poke();
     signal?.addEventListener('abort', onAbort);
     try {
@@ -103,12 +103,13 @@ export class ManyQueues {
         if (this.finished()) break;
         await this.sleep();
       }
-      // Stopping (a signal, or the limit): the running jobs finish first.
+      // Stopping (a signal, or the limit): the running jobs finish first (or, interrupted, end now).
       while (this.running > 0) await this.sleep();
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.watch?.close();
       for (const m of this.members.values()) m.run.release();
+      this.ctx.stopping.close();
     }
     const total: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
     const queues = this.joined.map((m): QueueResult => {
@@ -122,7 +123,7 @@ export class ManyQueues {
   }
 
   private get stopping(): boolean {
-    return Boolean(this.opts.signal?.aborted) || this.started >= this.maxJobs;
+    return Boolean(this.ctx.stopping.stop?.aborted) || this.started >= this.maxJobs;
   }
 
   /** Whether the run is over: nothing runs, and nothing will (one pass), or it is stopping. */
