@@ -62,7 +62,7 @@ export function hostConfig(net: NetModel, host: string): HostConfig {
 }
 
 /**
- * Problems with hosts, reported by buildNet (build.ts) after the model's own checks: every item has a
+ * Problems with hosts, reported by buildNet (build.ts) with the model's own checks: every item has a
  * host or none has; hosts are known; a transition reads only places of its own host; all the
  * writers of a place are on one host (they share its numbering).
  */
@@ -91,7 +91,7 @@ export function hostProblems(net: NetModel): ModelProblem[] {
     }
   }
   const known = (where: Array<string | number>, host: string | undefined, what: string) => {
-    if (host === undefined) problems.push({ path: where, message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)` });
+    if (host === undefined) problems.push({ path: where, absent: [...where, 'host'], message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)` });
     else if (hosts !== undefined && !(host in hosts)) problems.push({ path: [...where, 'host'], message: `Unknown host ${JSON.stringify(host)} (hosts: ${Object.keys(hosts).join(', ')})` });
   };
   for (const p of places.values()) known(['places', p.name], hostOf(p), `Place ${p.name}`);

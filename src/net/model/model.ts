@@ -232,4 +232,9 @@ export interface ModelProblem {
   message: string;
   /** The problem is the key itself (a name), not its value. */
   atKey?: boolean;
+  /**
+   * The problem is that the value at this path is missing (no host, no command): a net file's
+   * check says nothing of it when the file gave a value there that its schema refused.
+   */
+  absent?: Array<string | number>;
 }
