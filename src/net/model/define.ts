@@ -70,12 +70,13 @@ function placesOf(def: NetDefinition, dir: string, problems: ModelProblem[]): Ma
   const places = new Map<string, PlaceSpec>();
   for (const [name, p] of Object.entries(def.places ?? {})) {
     if (!NAME_RE.test(name)) problems.push({ path: ['places', name], atKey: true, message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-    const { dir: pdir, order, capacity, host, sync } = p ?? {};
+    const { dir: pdir, order, capacity, sink, host, sync } = p ?? {};
     places.set(name, {
       name,
       dir: path.resolve(dir, typeof pdir === 'string' ? pdir : path.join('places', name)),
       order: order ?? 'sequence',
       capacity,
+      sink,
       host,
       sync,
     });

@@ -17,6 +17,8 @@ const placeSchema = z
     dir: z.string().min(1).optional(),
     order: z.enum(['sequence', 'arrival']).optional(),
     capacity: positiveInt.optional(),
+    // No transition reads it, on purpose: the net's results (check.ts does not warn about it).
+    sink: z.boolean().optional(),
     // Read by the distributed layer.
     host: name.optional(),
     sync: z.boolean().optional(),

@@ -1,9 +1,9 @@
-/** Net files: every kind of error with file:line:column, warnings, and the DOT drawing. */
+/** Net files: every kind of error with file:line:column, all in one run, and the DOT drawing (warnings: check.test.ts). */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { NetFileError, Net, parseNetText } from 'filespooler';
+import { NetFileError, parseNetText } from 'filespooler';
 import { describeIfPresent } from '../../gate.js';
 import { netDir, runFspl } from '../helpers.js';
 
@@ -151,34 +151,6 @@ describe('net check: did you mean ...?', () => {
       expect(problems(text)).toEqual(expected);
     });
   }
-});
-
-describe('net check: warnings', () => {
-  test('a place read by two transitions, sources, sinks, unreachable parts', () => {
-    const net = new Net(
-      parseNetText(
-        `
-places: { in: {}, shared: {}, x: {}, y: {}, island: {}, island2: {}, out: {} }
-transitions:
-  first: { in: in, run: cat, out: shared }
-  r1: { in: shared, run: cat, out: x }
-  r2: { in: shared, run: cat, out: y }
-  loop: { in: [island, island2], run: cat, out: island2 }
-  sinkit: { in: x, run: cat, out: out }
-`,
-        '/tmp/net.yaml',
-      ),
-    );
-    const w = net.check().map((x) => `${x.kind} ${x.name}`);
-    expect(w).toContain('shared-input shared');
-    expect(w).toContain('source in');
-    expect(w).toContain('source island');
-    expect(w).toContain('sink y');
-    expect(w).toContain('sink out');
-    expect(w).toContain('unreachable island2');
-    expect(w).toContain('unreachable loop');
-    expect(w).not.toContain('unreachable x');
-  });
 });
 
 describe('net dot', () => {
