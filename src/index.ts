@@ -26,8 +26,10 @@ export {
   DecoderError,
   NetError,
   NetRequestError,
+  UnknownNameError,
   NetFileError,
   type FsplErrorCode,
+  type NetNameKind,
 } from './errors.js';
 export type { PacketHeader } from './packet/types.js';
 export { encodeHeader, decodeHeader } from './packet/codec.js';
