@@ -49,8 +49,10 @@
  *     signal 0 for a normal exit, code -1 and the signal number when killed. The program is
  *     looked up as execvp(3) does, but in the CHILD's PATH (env), as libuv does.
  *
- *     With cwd (a string) the child starts there; flags: SPAWN_SETSID, SPAWN_NOWAIT (no onExit:
- *     reap the child with reap(pid) -> [code, signal] or null while it runs).
+ *     With cwd (a string) the child starts there; flags: SPAWN_SETSID (a session of its own),
+ *     SPAWN_SETPGID (a process group of its own, in our session), SPAWN_NOWAIT (no onExit:
+ *     reap the child with reap(pid) -> [code, signal] or null while it runs). `spawnFlags`
+ *     says which flags this build knows (an older one ignores the others).
  *
  *   spawnStart(file, argv, env, stdinFd, stdoutFd, stderrFd, cwd, flags, onStarted) -> undefined
  *     spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; onStarted(pid or -errno)
@@ -264,6 +266,7 @@ static int spawn_path(pid_t* pid, const char* file, const char* cwd, const posix
 /* Flags of spawn's 9th argument (and of spawnStart's 8th). */
 #define SPAWN_SETSID 1 /* the child leads a new session and process group (detached) */
 #define SPAWN_NOWAIT 2 /* no waiter: the caller reaps the child with reap() (on SIGCHLD) */
+#define SPAWN_SETPGID 4 /* the child leads a new process group, in our session */
 
 /* One start's arguments, owned (malloc'd copies of the JS strings), so that another thread can
  * perform it (spawnStart) after the JS call has returned. */
@@ -379,6 +382,10 @@ static int spawn_run(const spawn_args* a, pid_t* pid) {
     err = ENOSYS;
     goto done;
 #endif
+  }
+  if (a->flags & SPAWN_SETPGID) {
+    if ((err = posix_spawnattr_setpgroup(&attr, 0))) goto done;
+    sflags |= POSIX_SPAWN_SETPGROUP;
   }
   if ((err = posix_spawnattr_setflags(&attr, sflags))) goto done;
 
@@ -1299,5 +1306,8 @@ NAPI_MODULE_INIT() {
   if (fspl_register_fs_batch(env, exports) != napi_ok) return NULL;
   napi_value v;
   if (napi_create_int32(env, 1, &v) != napi_ok || napi_set_named_property(env, exports, "version", v) != napi_ok) return NULL;
+  if (napi_create_int32(env, SPAWN_SETSID | SPAWN_NOWAIT | SPAWN_SETPGID, &v) != napi_ok ||
+      napi_set_named_property(env, exports, "spawnFlags", v) != napi_ok)
+    return NULL;
   return exports;
 }

@@ -52,17 +52,19 @@ const EXIT_GRACE_MS = 5000;
 /**
  * Start the decoder on a job file and read the packet header from its output. With `timeout`
  * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
- * a DecoderError whose `timedOut` is true. One function (about 80 lines) on purpose: the child,
- * its kill timer and the `aborted` flag are shared by abort(), the timeout and the returned
- * DecodedJob's getter.
+ * a DecoderError whose `timedOut` is true. With `newSession`, the decoder leads a session of its
+ * own: the decoder of a job about to run is part of the job, and is kept out of our process
+ * group as its command is (exec.ts says why). One function (about 80 lines) on purpose: the
+ * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
+ * returned DecodedJob's getter.
  */
-export async function openThroughDecoder(file: string, decoder: string, timeout?: number): Promise<DecodedJob> {
+export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   let child: ChildProcess;
   try {
-    child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit']);
+    child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, newSession);
   } finally {
     closeQuietly(fd); // the child has its own copy
   }

@@ -19,6 +19,7 @@ export type FsplErrorCode =
   | 'ERR_PAYLOAD_LONG'
   | 'ERR_PAYLOAD_CHECKSUM'
   | 'ERR_NET'
+  | 'ERR_NET_UNKNOWN_NAME'
   | 'ERR_NET_FILE';
 
 export class FsplError extends Error {
@@ -171,18 +172,39 @@ const SYSTEM_MESSAGES: Record<string, string> = {
 
 /** A net that can't be built or run: a bad definition, a run already going, a place missing. */
 export class NetError extends FsplError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_NET', message, options);
+  constructor(message: string, options?: { cause?: unknown; code?: 'ERR_NET' | 'ERR_NET_UNKNOWN_NAME' }) {
+    super(options?.code ?? 'ERR_NET', message, options);
   }
 }
 
 /**
- * An operator's request that the net can't carry out as asked (`net retry`, `net pause` ...): an
- * unknown place, transition or key, a token with nowhere to go. Bad input: the CLI exits 2.
+ * A request that the net can't carry out as asked (`net put`, `net retry`, `net pause`, a
+ * `--host` ...): an unknown name (UnknownNameError), a token with nowhere to go, a missing choice.
+ * Bad input, not a failure: the CLI exits 2, as for any usage error.
  */
 export class NetRequestError extends NetError {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, code: 'ERR_NET' | 'ERR_NET_UNKNOWN_NAME' = 'ERR_NET') {
+    super(message, { code });
+  }
+}
+
+/** What a name that a net does not have was given for: a place, a transition, a host, or a token (by key or number). */
+export type NetNameKind = 'place' | 'transition' | 'host' | 'token';
+
+/**
+ * A name given (on the command line, or to the Net facade) that the net does not have: a place,
+ * a transition, a host, a token's key or number. A NetRequestError (the CLI exits 2), with what
+ * was given and for what, typed.
+ */
+export class UnknownNameError extends NetRequestError {
+  declare readonly code: 'ERR_NET_UNKNOWN_NAME';
+  readonly kind: NetNameKind;
+  /** The name as given (a token's number in decimal). */
+  readonly given: string;
+  constructor(kind: NetNameKind, given: string, message: string) {
+    super(message, 'ERR_NET_UNKNOWN_NAME');
+    this.kind = kind;
+    this.given = given;
   }
 }
 

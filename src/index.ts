@@ -26,8 +26,10 @@ export {
   DecoderError,
   NetError,
   NetRequestError,
+  UnknownNameError,
   NetFileError,
   type FsplErrorCode,
+  type NetNameKind,
 } from './errors.js';
 export type { PacketHeader } from './packet/types.js';
 export { encodeHeader, decodeHeader } from './packet/codec.js';
@@ -35,6 +37,7 @@ export { readPacket, metadataOf, type PacketMetadata, type ReadPacket } from './
 export { preparePacket, makeHeader, type PreparePacketOptions } from './prepare.js';
 export { Queue, type QueueOptions, type QueuedJob } from './queue.js';
 export type { JobContext, JobFunction, ProcessQueueOptions, ProcessEvent, ProcessSummary } from './process.js';
+export type { StopOptions } from './stopping.js';
 export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process-many.js';
 export { queueStatus, type QueueStatus } from './status/report.js';
 export { createLogger } from './log.js';

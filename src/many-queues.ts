@@ -105,7 +105,7 @@ export class ManyQueues {
   }
 
   async run(): Promise<ProcessQueuesSummary> {
-    const signal = this.opts.signal;
+    const signal = this.ctx.stopping.stop;
     const onAbort = () => this.poke();
     signal?.addEventListener('abort', onAbort);
     try {
@@ -116,13 +116,14 @@ export class ManyQueues {
         if (this.finished()) break;
         await this.sleep();
       }
-      // Stopping (a signal, or the limit): the running jobs finish first.
+      // Stopping (a signal, or the limit): the running jobs finish first (or, interrupted, end now).
       while (this.running > 0) await this.sleep();
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.watch?.close();
       for (const t of this.retries) clearTimeout(t);
       for (const m of this.members.values()) m.run.release();
+      this.ctx.stopping.close();
     }
     const total: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
     const queues = this.joined.map((m): QueueResult => {
@@ -136,7 +137,7 @@ export class ManyQueues {
   }
 
   private get stopping(): boolean {
-    return Boolean(this.opts.signal?.aborted) || this.started >= this.maxJobs;
+    return Boolean(this.ctx.stopping.stop?.aborted) || this.started >= this.maxJobs;
   }
 
   /** Whether the run is over: nothing runs, and nothing will (one pass), or it is stopping. */

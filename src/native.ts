@@ -46,6 +46,8 @@ interface Binding {
   ): number;
   /** Absent from addons built before it was added (as are spawn's cwd and flags). */
   reap?(pid: number): [number, number] | null;
+  /** The spawn flags this build knows; absent from addons built before SPAWN_SETPGID. */
+  spawnFlags?: number;
   /** spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; absent from older addons. */
   spawnStart?(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
@@ -136,10 +138,14 @@ const hasNul = (s: string) => s.includes('\0');
  * Start `command` (looked up in the PATH of `env`, as child_process does) with `args`, exactly
  * the environment `env`, and the given descriptors as its stdin (-1: /dev/null), stdout and
  * stderr. Every signal is at its default disposition in the child, with an empty signal mask.
+ * `group` 'session': the child leads a session (and process group) of its own, as
+ * child_process's `detached: true`; 'group': a process group of its own, in our session.
  * `onExit` is called once it has exited. Returns undefined (nothing started) when the addon is
  * not available or the job needs child_process: strings holding NUL bytes (child_process
- * rejects them with its own message), or a file that is not an executable format (ENOEXEC,
- * which child_process retries through /bin/sh as execvp(3) does).
+ * rejects them with its own message), a file that is not an executable format (ENOEXEC, which
+ * child_process retries through /bin/sh as execvp(3) does), or a session that this addon or C
+ * library can't give (an addon built before spawn took flags; ENOSYS). An addon built before
+ * it knew process groups gives a session instead.
  */
 export function nativeSpawn(
   command: string,
@@ -149,12 +155,17 @@ export function nativeSpawn(
   stdout: number,
   stderr: number,
   onExit: (exit: NativeExit) => void,
+  group: 'ours' | 'group' | 'session' = 'ours',
 ): NativeSpawnResult {
   const b = loadNative();
-  const packed = b && pack(command, args, env);
+  // reap() came with spawn's flags: an addon without it would ignore them.
+  const packed = b && (group === 'ours' || b.reap) && pack(command, args, env);
   if (!b || !packed) return undefined;
-  const r = b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, (code, sig) => onExit(exitOf(code, sig)));
-  return spawnResult(r);
+  const onExited = (code: number, sig: number) => onExit(exitOf(code, sig));
+  const flags = group === 'ours' ? 0 : group === 'group' && (b.spawnFlags ?? 0) & SPAWN_SETPGID ? SPAWN_SETPGID : SPAWN_SETSID;
+  const r = flags ? b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited, null, flags) : b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited);
+  const res = spawnResult(r);
+  return res && 'code' in res && res.code === 'ENOSYS' ? undefined : res;
 }
 
 /** argv and the environment as the addon takes them (NUL-separated); undefined if a string holds a NUL. */
@@ -211,6 +222,7 @@ function spawnResult(r: number): NativeSpawnResult {
 /** The addon's spawn flags (native/fspl_native.c). */
 const SPAWN_SETSID = 1;
 const SPAWN_NOWAIT = 2;
+const SPAWN_SETPGID = 4;
 
 /** Children of nativeSpawnDetached still running, by pid; reaped when SIGCHLD comes. */
 const running = new Map<number, (exit: NativeExit) => void>();

@@ -10,6 +10,8 @@ import type { PacketHeader } from './packet/types.js';
 import type { JobEntry } from './jobs.js';
 import type { Queue } from './queue.js';
 import { QueueRun, type RunContext } from './queue-run.js';
+import type { Outcome } from './run-job.js';
+import { Stopping, type StopOptions } from './stopping.js';
 import { checkSeconds } from './timer.js';
 import { JobsWatcher } from './watch.js';
 
@@ -45,7 +47,7 @@ export interface CommandOptions {
   allowJobParams?: boolean;
   /** Do not give the payload to the command; it inherits our stdin instead. */
   ignorePayload?: boolean;
-  /** Seconds before the command is killed with SIGKILL; a timeout is a failure. */
+  /** Seconds before the command's process group is killed with SIGKILL; a timeout is a failure. */
   timeout?: number;
 }
 
@@ -58,11 +60,24 @@ export interface ProcessSummary {
 
 /**
  * Process the packet on a descriptor (normally fd 0): read exactly its header, then let the
- * command read the rest of the same descriptor. Returns whether the job succeeded.
+ * command read the rest of the same descriptor. Returns whether the job succeeded; throws
+ * JobFailedError when it failed or was interrupted (StopOptions: `signal` lets the job finish,
+ * within `stopTimeout` if given). `onStart` is called once the header is read, as the command
+ * is about to start (the CLI catches SIGINT and SIGTERM from there on: before, fspl waits for
+ * its input, and a signal ends it).
  */
-export async function processFd(fd: number, opts: CommandOptions & { logger?: Logger }): Promise<boolean> {
+export async function processFd(fd: number, opts: CommandOptions & StopOptions & { logger?: Logger; onStart?: () => void }): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
   checkSeconds(opts.timeout, 'processFd: timeout');
+  const stopping = new Stopping(opts, log, 'processFd');
+  try {
+    return await processHeaderAndRun(fd, opts, log, stopping);
+  } finally {
+    stopping.close();
+  }
+}
+
+async function processHeaderAndRun(fd: number, opts: CommandOptions & { onStart?: () => void }, log: Logger, stopping: Stopping): Promise<boolean> {
   const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, judgeSeal }, { builtinOutcome, runCommandJob }] = await Promise.all([
     import('./packet/read.js'),
     import('./jobenv.js'),
@@ -74,9 +89,14 @@ export async function processFd(fd: number, opts: CommandOptions & { logger?: Lo
   // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
   const check = builtinOutcome(header) || opts.ignorePayload ? undefined : checkSealedStdin(fd, header.seal);
   if (check?.payload) job.payload = check.payload;
-  const outcome = builtinOutcome(header) ?? (check?.refused ? { ok: false, why: check.refused } : undefined) ?? judgeSeal(await runCommandJob(job, opts, 'inherit', log, { ...process.env }), check);
+  const run = async () => {
+    opts.onStart?.();
+    const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
+    return ran.interrupted ? ran : judgeSeal(ran, check);
+  };
+  const outcome: Outcome = builtinOutcome(header) ?? (check?.refused ? { ok: false, why: check.refused } : undefined) ?? (await run());
   log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
-  if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} failed (${outcome.why})`);
+  if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
   return true;
 }
 
@@ -90,7 +110,7 @@ export interface JobContext extends PacketMetadata {
   variables: Record<string, string>;
   /** The payload: read as much as you need; what is left unread is discarded. */
   payload: Readable;
-  /** Aborted when the job's timeout passes. */
+  /** Aborted when the job's timeout passes, or when the run is interrupted (its `interrupt`). */
   signal: AbortSignal;
 }
 
@@ -101,7 +121,8 @@ export type JobFunction = (job: JobContext) => unknown;
 export type QueueJobEvent =
   | { type: 'scan'; waiting: number }
   | { type: 'start'; seq: bigint; filename: string }
-  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string };
+  /** The job is done and recorded; or, `interrupted`, stopped by the run's interrupt and left in the queue. */
+  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string; interrupted?: true };
 
 /** What processQueue reports as it goes (the CLI's progress line is built on it). */
 export type ProcessEvent = QueueJobEvent | { type: 'idle' };
@@ -111,7 +132,7 @@ export interface WatchMode {
   pollInterval?: number;
 }
 
-export interface ProcessQueueOptions extends Partial<CommandOptions> {
+export interface ProcessQueueOptions extends Partial<CommandOptions>, StopOptions {
   /** Run this function for each job instead of a command. */
   run?: JobFunction;
   onError?: OnError;
@@ -121,8 +142,6 @@ export interface ProcessQueueOptions extends Partial<CommandOptions> {
   orderBy?: OrderBy;
   outputTo?: OutputTo;
   logger?: Logger;
-  /** Stop cleanly between jobs when aborted (and stop waiting, in watch mode). */
-  signal?: AbortSignal;
   /**
    * Keep running: when no job is ready, wait for new ones (file system events, or polling) and
    * go on. Ends when the signal aborts, maxJobs is reached, or a job fails under 'retry'.
@@ -153,6 +172,15 @@ export type ProcessRunOptions = Omit<ProcessQueueOptions, 'onEvent'>;
  */
 export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
   const ctx = runContext(opts, queue.logger);
+  try {
+    return await processLocked(queue, opts, ctx);
+  } finally {
+    ctx.stopping.close();
+  }
+}
+
+/** processQueue's run, from its lock to its release. */
+async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunContext): Promise<ProcessSummary> {
   const emit = eventSink(opts, ctx.log);
   const run = new QueueRun(queue, ctx, emit);
   await run.lock();
@@ -167,11 +195,11 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
     const maxJobs = opts.maxJobs ?? Infinity;
     for (;;) {
       await run.scan();
-      const stop = await runPass(run, maxJobs, opts.signal);
+      const stop = await runPass(run, maxJobs, ctx.stopping.stop);
       if (stop || !watcher) break;
       run.rest(); // nothing half-finished while we wait
       emit({ type: 'idle' });
-      if (!(await watcher.wait(opts.signal))) break;
+      if (!(await watcher.wait(ctx.stopping.stop))) break;
     }
     run.rest(); // every record durable before the run says it is done (release would swallow a failure)
     return run.summary;
@@ -183,7 +211,8 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
 
 /**
  * Check the options of a run (one queue or many) and choose its executor; nothing is locked yet.
- * `logger` is the one to use when the options give none.
+ * `logger` is the one to use when the options give none. The caller closes its `stopping` when
+ * the run is over.
  */
 export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext {
   const log = opts.logger ?? logger;
@@ -196,11 +225,12 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
   // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
   const baseEnv = Object.freeze({ ...process.env });
+  const stopping = new Stopping(opts, log, 'processQueue');
   const runJob = async (queue: Queue, entry: JobEntry) => {
     const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
-    return fn ? runFunctionQueueJob(queue, entry, fn, opts, log) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv);
+    return fn ? runFunctionQueueJob(queue, entry, fn, opts, log, stopping) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv, stopping);
   };
-  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', runJob };
+  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', stopping, runJob };
 }
 
 /** Report an event to opts.onEvent; a listener's failure is logged, never thrown. */

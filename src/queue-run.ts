@@ -8,8 +8,8 @@
  *   peek       without the lock: is there a job to run? (processQueues, to choose what to lock)
  *   scan       list jobs/, reading only the headers not read before, and plan the pass
  *   runNext    the pass's next job (takeNext: the one numbered nextseq, or the oldest not yet
- *              run) run by runOne (the command or the function, then recordFinished), or a run
- *              of NOP jobs recorded as one (runNops)
+ *              run) run by runOne (the command or the function, then recordFinished, unless
+ *              the run's interrupt stopped it), or a run of NOP jobs recorded as one (runNops)
  *   rest       between passes: every record durable, the note cleared (Finisher.settle)
  *   release    give the lock back, the same done first
  */
@@ -23,6 +23,7 @@ import type { OnError, ProcessSummary, QueueJobEvent, ProcessRunOptions } from '
 import type { Queue } from './queue.js';
 import type { Outcome } from './run-job.js';
 import { SeqFile } from './seqfile.js';
+import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
 export interface RunContext {
@@ -30,6 +31,8 @@ export interface RunContext {
   log: Logger;
   onError: OnError;
   timestampOrder: boolean;
+  /** When the run stops, and when its running jobs must stop now (closed by the caller). */
+  stopping: Stopping;
   /** Run one job of a queue with the command or the function. */
   runJob: (queue: Queue, entry: JobEntry) => Promise<Outcome>;
 }
@@ -176,6 +179,12 @@ export class QueueRun {
     ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
     emit({ type: 'start', seq, filename: entry.filename });
     const outcome = await ctx.runJob(this.queue, entry);
+    if (outcome.interrupted) {
+      // Not recorded: nextseq stays, the file stays, whatever onError says; the run is ending.
+      ctx.log.info('process', `Job ${seq} interrupted (${outcome.why}): it stays in the queue`);
+      emit({ type: 'end', seq, filename: entry.filename, ok: false, why: outcome.why, interrupted: true });
+      return outcome;
+    }
     summary.processed++;
     if (outcome.ok) summary.succeeded++;
     else summary.failed++;

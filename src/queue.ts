@@ -245,11 +245,14 @@ export class Queue {
     return job;
   }
 
-  /** Open a job file for reading its payload (through the decoder, if any). */
+  /**
+   * Open a job file for reading its payload, to run it (through the decoder, if any: out of our
+   * process group, as the job's command).
+   */
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout);
+      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, true);
       return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
     const head = nativeOpenHead(p, HEAD_READ);

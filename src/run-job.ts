@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { decoderFailure } from './decoder.js';
 import { describeSystemError } from './errors.js';
-import { describeResult, runCommand, type StdinSource } from './exec.js';
+import { describeResult, runCommand, type RunResult, type StdinSource } from './exec.js';
 import { closeQuietly } from './io.js';
 import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from './jobenv.js';
 import type { JobEntry } from './jobs.js';
@@ -16,12 +16,19 @@ import type { PacketHeader } from './packet/types.js';
 import type { CommandOptions, Job, JobFunction, ProcessRunOptions } from './process.js';
 import type { OpenJob, Queue } from './queue.js';
 import { checkSealedJob, judgeSeal, sealChecked } from './seal-check.js';
-import { setLongTimeout } from './timer.js';
+import type { Stopping } from './stopping.js';
+import { setLongTimeout, waitUnlessAborted } from './timer.js';
 
 /** A job's verdict, and why in words (for the log and the 'end' event). */
 export interface Outcome {
   ok: boolean;
   why: string;
+  /**
+   * Stopped before it finished as the run stopped (by its interrupt, or by a signal that reached
+   * the command along with fspl: killedWithTheRun): not the job's failure. It is not recorded
+   * (it stays in the queue, whatever onError says) and the run ends.
+   */
+  interrupted?: boolean;
 }
 
 /** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */
@@ -32,12 +39,35 @@ export function builtinOutcome(header: PacketHeader): Outcome | undefined {
 }
 
 /**
- * Run a command packet's command. `baseEnv` is the inherited environment, read once per run:
- * process.env is slow to enumerate and this is the per-job path. The job's FSPL_* variables come
- * from its header and location (the job's own `variables`, Buffers, are not needed here):
- * merged into the inherited environment as the addon takes it (ChildEnv, jobenv.ts), which packs
- * the inherited part once per run. Building an object of the whole environment per job, and
- * packing all of it again, was about 40 us a job in the profile of docs/benchmarks.md.
+ * Signals that a terminal or a service manager sends to every process of what it stops, a job's
+ * command as well as fspl (a terminal's foreground process group; systemd's default
+ * KillMode=control-group).
+ */
+const GROUP_STOP_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGQUIT', 'SIGTERM', 'SIGHUP']);
+/** How long fspl's own copy of such a signal may come after the command's death. */
+const SIGNAL_LAG_MS = 100;
+
+/**
+ * Whether a command killed by a signal was killed as a part of the run's stop: by one of
+ * GROUP_STOP_SIGNALS, when the run is stopping, or starts stopping a moment later (fspl's own
+ * copy of the signal may come an instant after the command's death).
+ */
+async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Promise<boolean> {
+  if (!stop || !r.signal || !GROUP_STOP_SIGNALS.has(r.signal)) return false;
+  await waitUnlessAborted(SIGNAL_LAG_MS, stop);
+  return stop.aborted;
+}
+
+/**
+ * Run a command packet's command. The run's interrupt stops it (its process group killed, as its
+ * timeout would), and the outcome is then `interrupted`; so it is when a terminal or a service
+ * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv` is the inherited
+ * environment, read once per run: process.env is slow to enumerate and this is the per-job path.
+ * The job's FSPL_* variables come from its header and location (the job's own `variables`,
+ * Buffers, are not needed here): merged into the inherited environment as the addon takes it
+ * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
+ * whole environment per job, and packing all of it again, was about 40 us a job in the profile
+ * of docs/benchmarks.md.
  */
 export async function runCommandJob(
   job: Omit<Job, 'variables'>,
@@ -45,6 +75,7 @@ export async function runCommandJob(
   output: 'inherit' | number,
   log: Logger,
   baseEnv: NodeJS.ProcessEnv,
+  stopping: Stopping | undefined,
 ): Promise<Outcome> {
   const cmd = job.header.cmd;
   if (cmd.kind !== 'Command') throw new TypeError('runCommandJob: not a command packet');
@@ -65,8 +96,11 @@ export async function runCommandJob(
     stdin,
     output,
     timeout: opts.timeout,
+    stop: stopping?.interrupt,
   });
   const why = `command ${describeResult(r)}`;
+  if (r.stopped) return { ok: false, why, interrupted: true };
+  if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
   if (!r.ok) log.error('exec', `Command ${JSON.stringify(opts.command)} ${describeResult(r)}`);
   return { ok: r.ok, why };
 }
@@ -84,6 +118,7 @@ export async function runCommandQueueJob(
   opts: ProcessRunOptions & CommandOptions,
   log: Logger,
   baseEnv: NodeJS.ProcessEnv,
+  stopping: Stopping | undefined,
 ): Promise<Outcome> {
   let outFd: number | undefined;
   if (opts.outputTo === 'saveboth') {
@@ -112,7 +147,9 @@ export async function runCommandQueueJob(
     const check = opts.ignorePayload ? undefined : checkSealedJob(opened, opts.verify ?? false);
     if (check?.refused) return refuseJob(check.refused, entry, log);
     if (check?.payload) job.payload = check.payload;
-    const outcome = judgeSeal(await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv), check);
+    const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping);
+    // An interrupted job's payload was not read to its end: its seal says nothing.
+    const outcome = ran.interrupted ? ran : judgeSeal(ran, check);
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {
     opened.close();
@@ -133,8 +170,9 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
   return outcome;
 }
 
-/** Run one queue job with a JS function. */
-export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessRunOptions, log: Logger): Promise<Outcome> {
+/** Run one queue job with a JS function; the run's interrupt aborts its signal, as its timeout does. */
+export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessRunOptions, log: Logger, stopping: Stopping | undefined): Promise<Outcome> {
+  const interrupt = stopping?.interrupt;
   const builtin = builtinOutcome(entry.header);
   if (builtin) return builtin;
   const opened = await queue.openJob(entry.filename);
@@ -146,22 +184,35 @@ export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: Job
   // A plain job's descriptor becomes the stream's; the stream closes it (after any read in
   // flight), so it must not also be closed here.
   const payload = sealChecked(typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload, opened.header.seal, check);
-  const timeout = new AbortController();
-  const cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => timeout.abort(new Error('timed out')), opts.timeout * 1000);
+  // Aborted when the job's timeout passes, or the run is interrupted (whichever comes first).
+  const aborts = new AbortController();
+  let interrupted = false;
+  const cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), opts.timeout * 1000);
+  const onInterrupt = () => {
+    if (aborts.signal.aborted) return;
+    interrupted = true;
+    aborts.abort(new Error('interrupted'));
+  };
+  if (interrupt?.aborted) onInterrupt();
+  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
   const where = { queuedir: queue.dir, filename: entry.filename };
   const variables = variablesRecord(jobVariables(opened.header, where));
   let outcome: Outcome;
   try {
-    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: timeout.signal });
-    outcome = timeout.signal.aborted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
+    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: aborts.signal });
+    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
   } catch (err) {
-    const why = timeout.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
-    log.error('exec', `Job ${entry.header.seq}: ${why}`);
-    outcome = { ok: false, why };
+    if (interrupted) outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };
+    else {
+      const why = aborts.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
+      log.error('exec', `Job ${entry.header.seq}: ${why}`);
+      outcome = { ok: false, why };
+    }
   } finally {
     cancelTimer?.();
+    interrupt?.removeEventListener('abort', onInterrupt);
   }
-  outcome = judgeSeal(outcome, check);
+  if (!outcome.interrupted) outcome = judgeSeal(outcome, check);
   try {
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {

@@ -38,3 +38,17 @@ export function checkSeconds(value: number | undefined, what: string): void {
     throw new RangeError(`${what}: expected a number of seconds, 0 or more (got ${String(value)})`);
   }
 }
+
+/** Wait `ms` milliseconds, or until `signal` aborts if it does first (at once if it has). */
+export function waitUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

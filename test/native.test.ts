@@ -6,6 +6,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../src/errors.js';
@@ -99,6 +100,20 @@ async function run(opts: Partial<RunOptions> & { command: string }): Promise<Run
   }
 }
 
+/** Wait until a process is gone (a zombie that no reaper takes counts as gone). */
+async function gone(pid: number): Promise<void> {
+  const running = () => {
+    try {
+      return !/^\d+ \(.*\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  for (const end = Date.now() + 20_000; running(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > end) throw new Error(`process ${pid} is still running`);
+  }
+}
+
 function failure(p: Promise<unknown>): Promise<Error> {
   return p.then(
     () => {
@@ -109,7 +124,7 @@ function failure(p: Promise<unknown>): Promise<Error> {
 }
 
 describe('running commands (src/exec.ts)', () => {
-  bothWays(() => {
+  bothWays((mode) => {
     it('reports exit statuses', async () => {
       expect(await run({ command: 'true' })).toMatchObject({ ok: true, code: 0, signal: null, timedOut: false, stdinClosedEarly: false });
       expect(await run({ command: 'sh', args: ['-c', 'exit 3'] })).toMatchObject({ ok: false, code: 3, signal: null });
@@ -240,6 +255,46 @@ describe('running commands (src/exec.ts)', () => {
       expect(r).toMatchObject({ ok: false, code: null, signal: 'SIGKILL', timedOut: true });
       expect(Date.now() - t0).toBeLessThan(20_000);
       expect(await run({ command: 'true', timeout: 30 })).toMatchObject({ ok: true, timedOut: false });
+    });
+
+    it('starts the command leading a process group of its own (signals to ours miss it); a session too on a terminal, or through child_process', async () => {
+      const script = 'echo $$; cut -d" " -f5,6 /proc/$$/stat';
+      const ours = fs.readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
+      const [ourSession, ourTty] = [ours[3]!, ours[4]!];
+      for (const stdin of ['ignore', Readable.from([Buffer.from('x')])] as const) {
+        const r = await run({ command: 'sh', args: ['-c', `cat > /dev/null; ${script}`], stdin });
+        const [pid, ids] = r.out.trim().split('\n');
+        const [pgid, sid] = ids!.split(' ');
+        expect(pgid).toBe(pid);
+        // child_process (a piped payload, or no addon) can only give a session; the addon gives
+        // one only when we have a controlling terminal (exec.ts says why).
+        const viaChildProcess = typeof stdin === 'object' || mode === 'fallback';
+        expect(sid).toBe(viaChildProcess || ourTty !== '0' ? pid : ourSession);
+      }
+    });
+
+    it('kills the whole process group at the timeout: what the command started goes too', async () => {
+      const r = await run({ command: 'sh', args: ['-c', 'sleep 300 & echo $!; wait'], timeout: 0.2 });
+      expect(r).toMatchObject({ ok: false, signal: 'SIGKILL', timedOut: true, stopped: false });
+      await gone(Number(r.out.trim()));
+    });
+
+    it('stop: kills the whole group and says stopped, unless the command has succeeded by then', async () => {
+      const dir = tempDir();
+      const started = path.join(dir, 'started');
+      const stop = new AbortController();
+      const pending = run({ command: 'sh', args: ['-c', `sleep 300 & echo $!; touch ${started}; wait`], stop: stop.signal });
+      while (!fs.existsSync(started)) await new Promise((r) => setTimeout(r, 10));
+      stop.abort();
+      const r = await pending;
+      expect(r).toMatchObject({ ok: false, signal: 'SIGKILL', timedOut: false, stopped: true });
+      await gone(Number(r.out.trim()));
+      // Aborted before it starts: stopped at once. Aborted after it succeeded: a success.
+      expect(await run({ command: 'sleep', args: ['300'], stop: AbortSignal.abort() })).toMatchObject({ ok: false, stopped: true });
+      const late = new AbortController();
+      const done = await run({ command: 'true', stop: late.signal });
+      late.abort();
+      expect(done).toMatchObject({ ok: true, stopped: false });
     });
 
     it('runs many commands at once (more than the thread pool has threads)', async () => {

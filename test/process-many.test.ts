@@ -290,6 +290,60 @@ describe('processQueues with watch', () => {
   });
 });
 
+describe('processQueues stopped by its interrupt', () => {
+  it('stops the running commands and leaves their jobs in their queues, whatever onError says; every lock released', async () => {
+    const parent = memTempDir();
+    const all = queues(parent, 3, 2);
+    const marks = memTempDir();
+    const interrupt = new AbortController();
+    const events: QueuesEvent[] = [];
+    const done = processQueues([], {
+      queuesIn: parent,
+      jobs: 3,
+      onError: 'delete',
+      interrupt: interrupt.signal,
+      onEvent: (e) => events.push(e),
+      command: 'sh',
+      params: ['-c', `touch "${marks}/$(basename "$FSPL_JOB_QUEUEDIR")"; sleep 300`],
+    });
+    while (fs.readdirSync(marks).length < 3) await sleep(10);
+    interrupt.abort();
+    const summary = await done;
+    expect(summary).toMatchObject({ processed: 0, succeeded: 0, failed: 0 });
+    for (const q of all) {
+      expect(nextseq(q)).toBe('1');
+      expect(jobFiles(q)).toHaveLength(2);
+      FileLock.acquire(`${q.seqfilePath}.lock`, { create: false }).release();
+    }
+    const ends = events.filter((e) => e.type === 'end');
+    expect(ends.map((e) => [e.ok, e.interrupted, e.why])).toEqual(Array(3).fill([false, true, 'command was stopped before it finished']));
+  });
+
+  it('stopTimeout: once the signal aborts, the running functions have that long, then their signal aborts too', async () => {
+    const parent = memTempDir();
+    const all = queues(parent, 2, 1);
+    const signal = new AbortController();
+    let aborted = 0;
+    const summary = await processQueues([], {
+      queuesIn: parent,
+      jobs: 2,
+      signal: signal.signal,
+      stopTimeout: 0.05,
+      run: async (job) => {
+        job.payload.resume();
+        signal.abort();
+        // A job that runs until it is told to stop.
+        await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+        aborted++;
+        throw job.signal.reason;
+      },
+    });
+    expect(aborted).toBe(2);
+    expect(summary).toMatchObject({ processed: 0, failed: 0 });
+    for (const q of all) expect([nextseq(q), jobFiles(q).length]).toEqual(['1', 1]);
+  });
+});
+
 describe('processQueues at scale', () => {
   it('10,000 queues of one job each, in one pass', { timeout: 120_000 }, async () => {
     const parent = memTempDir();

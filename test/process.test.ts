@@ -173,6 +173,75 @@ describe('processQueue', () => {
   });
 });
 
+describe('processQueue stopped by its signal or its interrupt', () => {
+  /** A queue of jobs 1-3 whose command says it started (a file), then waits for $GO. */
+  function waiting() {
+    const { q, log } = setup();
+    for (const s of [1n, 2n, 3n]) q.writeBuffer(packet(s));
+    const dir = path.dirname(log);
+    const started = path.join(dir, 'started');
+    const go = path.join(dir, 'go');
+    const params = ['-c', `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! -e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`];
+    const until = async (cond: () => boolean) => {
+      while (!cond()) await new Promise((r) => setTimeout(r, 10));
+    };
+    return { q, log, go, params, runningJob: () => until(() => fs.existsSync(started)) };
+  }
+
+  it('signal: the running job finishes and is recorded, no other starts', async () => {
+    const { q, log, go, params, runningJob } = waiting();
+    const signal = new AbortController();
+    const run = processQueue(q, { command: 'sh', params, signal: signal.signal });
+    await runningJob();
+    signal.abort();
+    fs.writeFileSync(go, '');
+    expect(await run).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+    expect([fs.readFileSync(log, 'utf8'), q.getNext()]).toEqual(['1\n', 2n]);
+  });
+
+  it('interrupt: the running job is stopped and stays in the queue, even under onError delete; its end event says so', async () => {
+    const { q, log, params, runningJob } = waiting();
+    const interrupt = new AbortController();
+    const ends: unknown[] = [];
+    const run = processQueue(q, { command: 'sh', params, onError: 'delete', interrupt: interrupt.signal, onEvent: (e) => e.type === 'end' && ends.push(e) });
+    await runningJob();
+    interrupt.abort();
+    expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+    expect([fs.existsSync(log), q.getNext(), (await q.list()).length]).toEqual([false, 1n, 3]);
+    expect(ends).toEqual([{ type: 'end', seq: 1n, filename: expect.any(String), ok: false, why: 'command was stopped before it finished', interrupted: true }]);
+  });
+
+  it('stopTimeout: a job still running that long after the signal is interrupted; a function sees its signal abort', async () => {
+    const { q, params, runningJob } = waiting();
+    const signal = new AbortController();
+    const run = processQueue(q, { command: 'sh', params, signal: signal.signal, stopTimeout: 0.05 });
+    await runningJob();
+    signal.abort();
+    expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+    expect(q.getNext()).toBe(1n);
+
+    const fnSignal = new AbortController();
+    let reason: unknown;
+    const fnRun = processQueue(q, {
+      signal: fnSignal.signal,
+      stopTimeout: 0.05,
+      run: async (job) => {
+        fnSignal.abort();
+        await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+        reason = job.signal.reason;
+        throw reason;
+      },
+    });
+    expect(await fnRun).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+    expect([String(reason), q.getNext(), (await q.list()).length]).toEqual(['Error: interrupted', 1n, 3]);
+  });
+
+  it('rejects a stopTimeout that is not a number of seconds', async () => {
+    const { q } = setup();
+    await expect(processQueue(q, { command: 'true', stopTimeout: -1 })).rejects.toThrow(/processQueue: stopTimeout: expected a number of seconds/);
+  });
+});
+
 describe('processQueue after a run killed while finishing a job', () => {
   /** Leave the note a killed run would have left, as it would have left it. */
   function killedWhileFinishing(q: Queue, note: string): void {
@@ -257,6 +326,20 @@ describe('processFd (stdin-process)', () => {
       fs.closeSync(fd);
     }
     expect(fs.readFileSync(out, 'utf8')).toBe('rest of it5 \n');
+  });
+
+  it('interrupt stops the command: JobFailedError, the job said to be interrupted', async () => {
+    const dir = tempDir();
+    const f = path.join(dir, 'p.fspl');
+    fs.writeFileSync(f, packet(5n));
+    const fd = fs.openSync(f, 'r');
+    const interrupt = new AbortController();
+    try {
+      const run = processFd(fd, { command: 'sleep', params: ['300'], interrupt: interrupt.signal, onStart: () => setTimeout(() => interrupt.abort(), 10) });
+      await expect(run).rejects.toThrow(new JobFailedError('Job 5 interrupted (command was stopped before it finished)'));
+    } finally {
+      fs.closeSync(fd);
+    }
   });
 
   it('with ignorePayload gives the command /dev/null, not the packet', async () => {

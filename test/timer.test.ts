@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { Queue, encodeHeader, makeHeader, processFd, runCommand } from '../src/lowlevel.js';
-import { MAX_TIMER_MS, setLongTimeout } from '../src/timer.js';
+import { MAX_TIMER_MS, setLongTimeout, waitUnlessAborted } from '../src/timer.js';
 import { tempDir } from './helpers.js';
 
 const makePacket = (seq: bigint) => Buffer.concat([encodeHeader(makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } })), Buffer.from('payload\n')]);
@@ -41,6 +41,17 @@ describe('setLongTimeout', () => {
     expect(long).not.toHaveBeenCalled();
     expect(never).not.toHaveBeenCalled();
     expect(short).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('waitUnlessAborted', () => {
+  test('ends when the signal aborts (at once if it has), else after the delay', async () => {
+    await waitUnlessAborted(MAX_TIMER_MS, AbortSignal.abort());
+    const ac = new AbortController();
+    const waiting = waitUnlessAborted(MAX_TIMER_MS, ac.signal);
+    ac.abort();
+    await waiting;
+    await waitUnlessAborted(1, new AbortController().signal);
   });
 });
 

@@ -66,6 +66,7 @@ export function processOptions(inv: Invocation, log: Logger) {
     allowJobParams: Boolean(inv.args['allow-job-params']),
     ignorePayload: Boolean(inv.args['ignore-payload']),
     timeout: secondsArg(inv, 'timeout'),
+    stopTimeout: secondsArg(inv, 'stop-timeout'),
     logger: log,
   };
 }

@@ -13,6 +13,7 @@ import type { Invocation } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';
 import { processOptions, required, seqArg, str } from './args.js';
 import { queueProcess } from './queue-process.js';
+import { STDIN_JOB, StopSignals } from './stop-signals.js';
 
 // What only some subcommands use is imported by them, when they run: every command pays for
 // loading what is imported here (start-up, docs/benchmarks.md), and `queue-process` most often.
@@ -168,7 +169,17 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     else copy(0, 1);
     return 0;
   },
-  'stdin-process': async (inv, log) => (await processFd(0, processOptions(inv, log)), 0),
+  'stdin-process': async (inv, log) => {
+    const options = processOptions(inv, log);
+    // From the command's start, the first SIGINT or SIGTERM lets it finish (stop-signals.ts).
+    const signals = new StopSignals(log, STDIN_JOB, options.stopTimeout);
+    try {
+      await processFd(0, { ...options, signal: signals.stop.signal, interrupt: signals.interrupt.signal, onStart: () => signals.listen() });
+      return 0;
+    } finally {
+      signals.close();
+    }
+  },
 };
 
 export async function run(inv: Invocation): Promise<number> {

@@ -9,8 +9,9 @@ const bigintText = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toStri
 
 /** One line per token, tab-separated (streamed: no column is padded to the widest), or JSON lines. */
 export async function printTokens(net: Net, place: string, json: boolean, host?: string): Promise<void> {
+  const tokens = net.tokens(place, { host }); // a bad place or host is refused here, before the header
   if (!json) writeOut('SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n');
-  for await (const t of net.tokens(place, { host })) {
+  for await (const t of tokens) {
     if (json) {
       const { path: _path, ...rest } = t;
       writeOut(`${JSON.stringify(rest, bigintText)}\n`);

@@ -36,7 +36,7 @@ export const NET_COMMANDS: CommandSpec[] = [
   netCommand(
     'check',
     ['net'],
-    'Validate a net file and warn about races, sources, sinks and unreachable parts; --host: also try the way to every place that host sends to over ssh',
+    'Validate a net file (every problem in one run) and warn where a mistake is likely: races, typos in place names, unused or unreachable parts; --host: also try the way to every place that host sends to over ssh',
     [netHost],
   ),
   netCommand('init', ['net'], "Create every place's queue (existing ones are kept); --host: only that host's places", [

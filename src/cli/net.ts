@@ -1,7 +1,8 @@
 /**
  * `fspl net ...`: the handlers of its subcommands, on arguments parsed by parser.ts from the
  * grammar in spec.ts; everything is done by the library's Net and filespooler/net.
- * Exit statuses: 0 success, 1 runtime error, 2 usage error or an invalid net file, 3 stuck
+ * Exit statuses: 0 success, 1 runtime error, 2 usage error, an invalid net file (NetFileError) or
+ * a bad request (NetRequestError: a name the net does not have, in any subcommand), 3 stuck
  * (`status`) or tokens left that can never fire (`run --drain`).
  */
 import os from 'node:os';

@@ -63,9 +63,12 @@ export class ProgressLine {
         }
         break;
       case 'end':
-        this.done++;
-        if (!e.ok) this.failed++;
-        this.waiting = Math.max(0, this.waiting - 1);
+        if (!e.interrupted) {
+          // An interrupted job is neither done nor gone: it stays in the queue.
+          this.done++;
+          if (!e.ok) this.failed++;
+          this.waiting = Math.max(0, this.waiting - 1);
+        }
         if (this.jobsWriteHere) {
           this.holding = Math.max(0, this.holding - 1);
           // Back at once: between jobs is the only time the line can be seen.
@@ -120,7 +123,7 @@ export class ManyProgress {
         this.line.update({ type: 'scan', waiting: this.total });
         return;
       case 'end':
-        this.set(e.queue, (this.waiting.get(e.queue) ?? 1) - 1);
+        if (!e.interrupted) this.set(e.queue, (this.waiting.get(e.queue) ?? 1) - 1);
         this.line.update(e);
         return;
       case 'start':

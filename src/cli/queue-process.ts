@@ -5,7 +5,7 @@
  * many queues, one line per queue that stopped.
  */
 import { createLogger, type Logger } from '../log.js';
-import { processQueue, type OnError, type OrderBy, type OutputTo } from '../process.js';
+import { processQueue, type OnError, type OrderBy, type OutputTo, type ProcessEvent } from '../process.js';
 import type { ProcessQueuesSummary } from '../process-many.js';
 import { Queue } from '../queue.js';
 import { describeSystemError } from '../errors.js';
@@ -13,6 +13,7 @@ import { enumArg, intArg, processOptions, secondsArg, str, strings } from './arg
 import type { Invocation } from './spec.js';
 import { UsageError, checkLogLevel } from './output.js';
 import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
+import { MANY_QUEUES, ONE_QUEUE, StopSignals } from './stop-signals.js';
 
 export async function queueProcess(inv: Invocation, given: Logger): Promise<number> {
   const dirs = strings(inv, 'queuedir');
@@ -39,23 +40,24 @@ export async function queueProcess(inv: Invocation, given: Logger): Promise<numb
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
   options.logger = log;
   const many = dirs.length > 1 || parents.length > 0;
-  const stop = new AbortController();
-  const onSignal = () => {
-    log.info('process', many ? 'Stopping after the running jobs' : 'Stopping after the current job');
-    stop.abort();
-  };
-  if (watch || many) {
-    // Once only: a second Ctrl-C kills at once, as users expect.
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
-  }
+  // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts).
+  // Watching, or over many queues, from the start (a stop while idle exits 0); one pass over one
+  // queue from its first job (until then a signal ends fspl, and a run over an empty queue, as
+  // cron's often are, does not load Node's signal handling).
+  const signals = new StopSignals(log, many ? MANY_QUEUES : ONE_QUEUE, options.stopTimeout);
+  const stopping = { signal: signals.stop.signal, interrupt: signals.interrupt.signal };
+  if (watch || many) signals.listen();
   // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
   const queueOptions = { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, logger: log };
   try {
     if (!many) {
       const q = Queue.open(dirs[0]!, queueOptions);
       q.assertExists();
-      await processQueue(q, { ...options, signal: stop.signal, onEvent: progress && ((e) => progress.update(e)) });
+      const onEvent = (e: ProcessEvent) => {
+        if (e.type === 'start') signals.listen();
+        progress?.update(e);
+      };
+      await processQueue(q, { ...options, ...stopping, onEvent });
       return 0;
     }
     // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
@@ -66,7 +68,7 @@ export async function queueProcess(inv: Invocation, given: Logger): Promise<numb
       ...queueOptions,
       jobs,
       queuesIn: parents,
-      signal: stop.signal,
+      ...stopping,
       onEvent: (e) => {
         shown?.update(e);
         // Watching, a stop is said when it happens; after a pass, in the summary below.
@@ -77,8 +79,7 @@ export async function queueProcess(inv: Invocation, given: Logger): Promise<numb
     return watch ? 0 : reportStopped(summary);
   } finally {
     progress?.finish();
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
+    signals.close();
   }
 }
 

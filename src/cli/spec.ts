@@ -72,7 +72,13 @@ const json: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON 
 const processCommon: OptionSpec[] = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
-  { long: 'timeout', kind: 'string', value: 'SECONDS', describe: 'Kill the command with SIGKILL after this many seconds, fractions allowed (counts as a failure)' },
+  { long: 'timeout', kind: 'string', value: 'SECONDS', describe: "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)" },
+  {
+    long: 'stop-timeout',
+    kind: 'string',
+    value: 'SECONDS',
+    describe: 'Extension: on SIGINT or SIGTERM, let the running job go on at most this many seconds, then stop it as a second signal does (default: no limit)',
+  },
 ];
 
 export const COMMANDS: CommandSpec[] = [
@@ -187,7 +193,7 @@ export const COMMANDS: CommandSpec[] = [
       {
         long: 'watch',
         kind: 'boolean',
-        describe: 'Extension: keep running and process new jobs as they arrive; SIGTERM or SIGINT stops after the current job',
+        describe: 'Extension: keep running and process new jobs as they arrive; SIGTERM or SIGINT stops after the current job, a second one stops it',
       },
       {
         long: 'poll-interval',

@@ -10,12 +10,13 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
-import { LockedError, NetError, NetRequestError } from '../errors.js';
+import { LockedError, NetRequestError } from '../errors.js';
 import { checkNet, type NetWarning } from './model/check.js';
 import { netToDot, type DotState } from './observe/dot.js';
 import { defineNet } from './model/build.js';
 import { effectiveOrder, type NetDefinition, type NetModel } from './model/model.js';
 import { loadNetFile } from './model/netfile.js';
+import { placeNamed } from './model/names.js';
 import { Place } from './place/place.js';
 import { KEY_VAR } from './place/token.js';
 import { type NetRunSummary } from './run/runner.js';
@@ -65,9 +66,7 @@ export class Net {
   }
 
   private place(name: string): Place {
-    const spec = this.model.places.get(name);
-    if (!spec) throw new NetError(`No place named ${JSON.stringify(name)} in the net (places: ${[...this.model.places.keys()].join(', ')})`);
-    return new Place(spec, effectiveOrder(this.model, name));
+    return new Place(placeNamed(this.model, name), effectiveOrder(this.model, name));
   }
 
   /**
@@ -131,7 +130,7 @@ export class Net {
   /** Put a token, or return 'full' at once (writing nothing) when the place is at its capacity. */
   async tryPut(place: string, payload: Readable | Uint8Array | { path: string } | undefined, options: PutOptions = {}): Promise<PutResult | 'full'> {
     const p = this.place(place);
-    if (!p.exists()) throw new NetError(`Place ${place} has no queue at ${p.spec.dir}: run fspl net init first`);
+    if (!p.exists()) throw new NetRequestError(`Place ${place} has no queue at ${p.spec.dir}: run fspl net init first`);
     let spool: string | undefined;
     let source: { path: string } | undefined;
     try {
@@ -198,7 +197,7 @@ export class Net {
    * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
    */
   retry(options: RetryOptions & { host?: string }): Promise<RetryResult> {
-    const view = this.operatorView(options.host);
+    const view = hostView(this.model, options.host);
     return options.setAside ? restoreSetAside(view, options) : retryTokens(view, options);
   }
 
@@ -207,17 +206,7 @@ export class Net {
    * (a sequence place gets a NOP in its number). `retry({ setAside: true, ... })` brings it back.
    */
   setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string; host?: string } = {}): Promise<SetAsideResult> {
-    return setAside(this.operatorView(options.host), place, which, options);
-  }
-
-  /** The net as the host an operator acts on sees it (the whole net when it names no hosts); a bad host is a bad request. */
-  private operatorView(host: string | undefined): NetModel {
-    try {
-      return hostView(this.model, host);
-    } catch (err) {
-      if (err instanceof NetError) throw new NetRequestError(err.message);
-      throw err;
-    }
+    return setAside(hostView(this.model, options.host), place, which, options);
   }
 
   /**
@@ -240,12 +229,12 @@ export class Net {
 
   /** The tokens of a place in the order a reader takes them, streamed (flat memory on any number). */
   tokens(place: string, options: { host?: string } = {}): AsyncIterable<TokenListing> {
-    return listTokens(this.operatorView(options.host), place);
+    return listTokens(hostView(this.model, options.host), place);
   }
 
   /** One token of a place, by key or number, with its payload as a stream on request. */
   async token(place: string, which: { key?: string; seq?: bigint }, options: { host?: string } = {}): Promise<TokenListing & { payload(): Readable }> {
-    const t = await findToken(this.operatorView(options.host), place, which);
+    const t = await findToken(hostView(this.model, options.host), place, which);
     return { ...t, payload: () => tokenPayload(t) };
   }
 

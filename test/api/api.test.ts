@@ -351,7 +351,7 @@ describe('the entry points', () => {
   // a newcomer reads in one screen, the operator's tooling for nets apart, lowlevel a superset.
   const MAIN = [
     'BadPacketError', 'BadSeqfileError', 'DecoderError', 'DuplicateSeqError', 'ExecError', 'FsplError', 'JobFailedError', 'LockedError',
-    'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError',
+    'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError', 'UnknownNameError',
     'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText',
     'preparePacket', 'processQueues', 'queueStatus', 'readPacket',
   ];

@@ -16,7 +16,8 @@
  * one host; this is checked here.
  */
 import path from 'node:path';
-import { NetError } from '../../errors.js';
+import { NetRequestError, UnknownNameError } from '../../errors.js';
+import { didYouMean } from '../../suggest.js';
 import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type RemotePlace } from '../model/model.js';
 
 export type { RemotePlace } from '../model/model.js';
@@ -62,7 +63,7 @@ export function hostConfig(net: NetModel, host: string): HostConfig {
 }
 
 /**
- * Problems with hosts, reported by buildNet (build.ts) after the model's own checks: every item has a
+ * Problems with hosts, reported by buildNet (build.ts) with the model's own checks: every item has a
  * host or none has; hosts are known; a transition reads only places of its own host; all the
  * writers of a place are on one host (they share its numbering).
  */
@@ -91,7 +92,7 @@ export function hostProblems(net: NetModel): ModelProblem[] {
     }
   }
   const known = (where: Array<string | number>, host: string | undefined, what: string) => {
-    if (host === undefined) problems.push({ path: where, message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)` });
+    if (host === undefined) problems.push({ path: where, absent: [...where, 'host'], message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)` });
     else if (hosts !== undefined && !(host in hosts)) problems.push({ path: [...where, 'host'], message: `Unknown host ${JSON.stringify(host)} (hosts: ${Object.keys(hosts).join(', ')})` });
   };
   for (const p of places.values()) known(['places', p.name], hostOf(p), `Place ${p.name}`);
@@ -139,12 +140,12 @@ export function remotePlaces(view: NetModel): Map<string, RemotePlace> {
  */
 export function hostView(net: NetModel, host: string | undefined): NetModel {
   if (!isDistributed(net)) {
-    if (host !== undefined) throw new NetError(`--host ${host}: the net names no hosts`);
+    if (host !== undefined) throw new NetRequestError(`--host ${host}: the net names no hosts`);
     return net;
   }
   const names = hostNames(net);
-  if (host === undefined) throw new NetError(`The net runs on several hosts (${names.join(', ')}): say which one this is with --host NAME`);
-  if (!names.includes(host)) throw new NetError(`Unknown host ${JSON.stringify(host)}: the net's hosts are ${names.join(', ')}`);
+  if (host === undefined) throw new NetRequestError(`The net runs on several hosts (${names.join(', ')}): say which one this is with --host NAME`);
+  if (!names.includes(host)) throw new UnknownNameError('host', host, `Unknown host ${JSON.stringify(host)}: the net's hosts are ${names.join(', ')}${didYouMean(host, names)}`);
   const stateDir = hostStateDir(net, host);
   const transitions = new Map([...net.transitions].filter(([, t]) => hostOf(t) === host));
   const places = new Map<string, PlaceSpec>();

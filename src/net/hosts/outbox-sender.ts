@@ -12,6 +12,7 @@ import { LockedError, NetError } from '../../errors.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { Queue, type JobEntry } from '../../queue.js';
 import { parseSeqfileText, type SeqFile } from '../../seqfile.js';
+import { waitUnlessAborted } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
 import type { VerifierProblem } from './receive-script.js';
@@ -244,7 +245,8 @@ export class OutboxSender {
         this.saveState();
         if (attempts === 1 || attempts % 10 === 0) this.log.warn('net', `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.entries.size} token(s) wait, retrying`);
         if (options.untilEmpty) return;
-        await backOff(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
+        // Before trying the host again: new tokens don't cut it short, stopping does.
+        await waitUnlessAborted(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -262,17 +264,4 @@ export class OutboxSender {
       this.wake = resolve;
     });
   }
-}
-
-/** Wait before trying a host again; new tokens don't cut it short, stopping does. */
-function backOff(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

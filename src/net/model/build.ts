@@ -8,11 +8,11 @@ import { hostProblems } from '../hosts/hosts.js';
 import { buildModel } from './define.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';
 
+/** The model, or (with no model) every problem: the structure's and the hosts' together. */
 export function buildNet(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {
-  const built = buildModel(def, file);
-  if (!built.model) return built;
-  const problems = hostProblems(built.model);
-  return problems.length > 0 ? { problems } : built;
+  const { model, problems } = buildModel(def, file);
+  problems.push(...hostProblems(model));
+  return problems.length > 0 ? { problems } : { model, problems };
 }
 
 /** Build a model from JavaScript, throwing NetError listing every problem. */

@@ -1,12 +1,22 @@
 /**
- * Static warnings about a valid net: a place read by two transitions (they race for its tokens,
- * unless that is intended), sources (places no transition writes: tokens come from outside),
- * sinks (places no transition reads: results), and places or transitions that no token can reach.
+ * Static warnings about a valid net: what is likely a mistake, never what is merely normal.
+ * Sources (places no transition writes: tokens come from `net put` or other senders) and sinks
+ * (places no transition reads: the net's results) are normal and get no warning. Warned about:
+ *
+ * - a place read by two transitions: they race for its tokens, unless that is intended;
+ * - a place no transition uses (reads, writes, or is inhibited by): a leftover, or a misspelt copy
+ *   of another place's name;
+ * - a place that transitions write but none reads (and that is not an error place, nor declared
+ *   `sink: true`) whose name is one or two typos from another place's: an arc probably misspells
+ *   it (the place read but never written with that name, or the place read that was meant);
+ * - a place declared `sink: true` that a transition reads;
+ * - places and transitions that no token can reach.
  */
 import { readersOf, writersOf, type NetModel, type TransitionSpec } from './model.js';
+import { closest } from '../../suggest.js';
 
 export interface NetWarning {
-  kind: 'shared-input' | 'source' | 'sink' | 'unreachable' | 'permissions';
+  kind: 'shared-input' | 'unused' | 'look-alike' | 'sink-read' | 'unreachable' | 'permissions';
   /** The place or transition concerned. */
   name: string;
   message: string;
@@ -15,17 +25,105 @@ export interface NetWarning {
 export function checkNet(net: NetModel): NetWarning[] {
   const out: NetWarning[] = [];
   const errorPlaces = new Set([...net.transitions.values()].map((t) => t.error).filter((e): e is string => !!e));
-  for (const p of net.places.keys()) {
-    const readers = readersOf(net, p);
-    const writers = writersOf(net, p);
+  const inhibitors = new Set([...net.transitions.values()].flatMap((t) => t.inhibit));
+  const unused: string[] = [];
+  const unread: string[] = [];
+  for (const p of net.places.values()) {
+    const readers = readersOf(net, p.name);
+    const writers = writersOf(net, p.name);
     if (readers.length > 1) {
-      out.push({ kind: 'shared-input', name: p, message: `place ${p} is read by ${readers.map((t) => t.name).join(' and ')}: they race for its tokens (each token goes to one of them)` });
+      out.push({ kind: 'shared-input', name: p.name, message: `place ${p.name} is read by ${names(readers)}: they race for its tokens (each token goes to one of them)` });
     }
-    if (writers.length === 0) out.push({ kind: 'source', name: p, message: `place ${p} is a source: no transition writes it (tokens come from fspl net put or other senders)` });
-    if (readers.length === 0 && !errorPlaces.has(p)) out.push({ kind: 'sink', name: p, message: `place ${p} is a sink: no transition reads it (its tokens are results)` });
+    if (readers.length === 0 && writers.length === 0 && !inhibitors.has(p.name)) unused.push(p.name);
+    else if (readers.length === 0 && writers.length > 0 && !errorPlaces.has(p.name) && !p.sink) unread.push(p.name);
+    if (readers.length > 0 && p.sink) {
+      out.push({ kind: 'sink-read', name: p.name, message: `place ${p.name} is declared sink: true, but ${names(readers)} read${readers.length > 1 ? '' : 's'} it` });
+    }
   }
-  // Reachability from the sources, along input and output arcs: a transition fires once all its
-  // input places are reached (each place reached once, each of its readers told once).
+  const like = new LookAlikes(net, unused.length + unread.length);
+  for (const p of unused) {
+    const twin = like.of(p, like.places);
+    out.push({ kind: 'unused', name: p, message: `place ${p} is not used: no transition reads, writes or is inhibited by it${twin ? ` (a misspelt copy of ${twin}?)` : ''}` });
+  }
+  // Unused places have their warning: not twins of another.
+  const paired = new Set(unused);
+  for (const p of unread) {
+    const warning = lookAlike(net, like, p, paired);
+    if (!warning) continue;
+    out.push(warning.warning);
+    paired.add(p).add(warning.twin);
+  }
+  out.push(...unreachable(net));
+  return out;
+}
+
+function names(ts: TransitionSpec[]): string {
+  return ts.map((t) => t.name).join(' and ');
+}
+
+/**
+ * A place written but read by nothing is a sink, normal, unless its name is one or two typos from
+ * another place's: then an arc probably misspells one of them. Its twin is looked for first among
+ * the places read but never written (the two halves of one misspelt place), then among the places
+ * read (the place the writer meant), then among the other places but those `paired` already (in a
+ * warning of their own: a pair is warned about once).
+ */
+function lookAlike(net: NetModel, like: LookAlikes, p: string, paired: ReadonlySet<string>): { warning: NetWarning; twin: string } | undefined {
+  const writers = names(writersOf(net, p));
+  const head = `place ${p} is written by ${writers} but no transition reads it`;
+  const meant = `(if it holds results, declare it sink: true)`;
+  const warn = (twin: string, message: string) => ({ warning: { kind: 'look-alike' as const, name: p, message }, twin });
+  const source = like.of(p, like.sources);
+  if (source) return warn(source, `${head}, and place ${source} is read by ${names(readersOf(net, source))} but none writes it: is one of them misspelt in an arc? ${meant}`);
+  const read = like.of(p, like.read);
+  if (read) return warn(read, `${head}: did ${writers} mean ${read}, which is read? ${meant}`);
+  const other = like.of(p, like.places, paired);
+  if (other) return warn(other, `${head}, and its name is close to place ${other}'s: a typo? ${meant}`);
+  return undefined;
+}
+
+/**
+ * The place a name is probably a typo of (suggest.ts's rule), unless the two differ only in their
+ * numbers: `stage1` and `stage2` are two places, not a typo.
+ */
+class LookAlikes {
+  readonly places: string[];
+  /** Places some transition reads. */
+  readonly read: string[];
+  /** Of those, the ones no transition writes. */
+  readonly sources: string[];
+  /**
+   * Whether names are compared at all: each is compared with every place, so on a net with very
+   * many places to compare the guesses (and the look-alike warnings, which are nothing else) are
+   * left out, rather than a check that takes minutes.
+   */
+  private readonly enabled: boolean;
+
+  constructor(net: NetModel, asked: number) {
+    this.places = [...net.places.keys()];
+    this.read = this.places.filter((q) => readersOf(net, q).length > 0);
+    this.sources = this.read.filter((q) => writersOf(net, q).length === 0);
+    this.enabled = asked * this.places.length <= 1_000_000;
+  }
+
+  /** The closest of `candidates` (but those in `skip`). */
+  of(name: string, candidates: string[], skip?: ReadonlySet<string>): string | undefined {
+    if (!this.enabled) return undefined;
+    const shape = numbersOut(name);
+    return closest(name, candidates.filter((c) => numbersOut(c) !== shape && !skip?.has(c)));
+  }
+}
+
+function numbersOut(name: string): string {
+  return name.replace(/[0-9]+/g, '#');
+}
+
+/**
+ * Reachability from the sources, along input and output arcs: a transition fires once all its
+ * input places are reached (each place reached once, each of its readers told once).
+ */
+function unreachable(net: NetModel): NetWarning[] {
+  const out: NetWarning[] = [];
   const reached = new Set<string>();
   const fired = new Set<string>();
   const missing = new Map([...net.transitions.values()].map((t) => [t.name, new Set(t.inputs.map((a) => a.place)).size]));

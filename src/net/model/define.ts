@@ -39,8 +39,12 @@ function seconds(value: unknown): boolean {
   return value === undefined || (typeof value === 'number' && value > 0);
 }
 
-/** Build the model from an already shape-checked definition: the model, or every problem. */
-export function buildModel(def: NetDefinition, file?: string): { model?: NetModel; problems: ModelProblem[] } {
+/**
+ * Build the model from an already shape-checked definition, and every problem found: the model is
+ * built even then, for the checks of the layers above (build.ts), and is only used when there is
+ * none.
+ */
+export function buildModel(def: NetDefinition, file?: string): { model: NetModel; problems: ModelProblem[] } {
   const problems: ModelProblem[] = [];
   const dir = path.resolve(def.dir);
   const places = placesOf(def, dir, problems);
@@ -58,7 +62,6 @@ export function buildModel(def: NetDefinition, file?: string): { model?: NetMode
   for (const [name, t] of Object.entries(def.transitions ?? {})) {
     transitions.set(name, transitionOf(name, t, dir, check));
   }
-  if (problems.length > 0) return { problems };
   const stateDir = path.resolve(dir, def.state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'));
   return { model: { file, dir, stateDir, places, transitions, hosts: def.hosts }, problems };
 }
@@ -67,12 +70,13 @@ function placesOf(def: NetDefinition, dir: string, problems: ModelProblem[]): Ma
   const places = new Map<string, PlaceSpec>();
   for (const [name, p] of Object.entries(def.places ?? {})) {
     if (!NAME_RE.test(name)) problems.push({ path: ['places', name], atKey: true, message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-    const { dir: pdir, order, capacity, host, sync } = p ?? {};
+    const { dir: pdir, order, capacity, sink, host, sync } = p ?? {};
     places.set(name, {
       name,
       dir: path.resolve(dir, typeof pdir === 'string' ? pdir : path.join('places', name)),
       order: order ?? 'sequence',
       capacity,
+      sink,
       host,
       sync,
     });
@@ -94,7 +98,7 @@ function transitionOf(name: string, t: TransitionDefinition, dir: string, check:
   for (const [i, p] of (t.inhibit ?? []).entries()) check.known(at('inhibit', i), p);
   const run = runOf(t, at, problems);
   if (!run && !t.fn && outputs.length > 0 && outMode !== 'all') {
-    problems.push({ path: at('out'), message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose` });
+    problems.push({ path: at('out'), absent: at('run'), message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose` });
   }
   const { fn, env, cwd, error, retries, timeout, workers, order, inhibit, host, user, group } = t;
   if (!seconds(timeout)) problems.push({ path: at('timeout'), message: `timeout must be a number of seconds above 0 (got ${String(timeout)})` });

@@ -18,6 +18,8 @@ export interface PlaceSpec {
   order: PlaceOrder;
   /** At most this many tokens (counting staged outputs); undefined: unbounded. */
   capacity?: number;
+  /** Declared to hold the net's results (`sink: true`): no transition is meant to read it (check.ts). */
+  sink?: boolean;
   /** The host the place is on (distributed nets, src/net/hosts). */
   host?: string;
   /** On another host, filled by a file synchronisation tool rather than over ssh. */
@@ -196,7 +198,7 @@ export interface NetDefinition {
   /** Directory for relative paths and the default place directories. */
   dir: string;
   state?: string;
-  places: Record<string, { dir?: string; order?: PlaceOrder; capacity?: number; host?: string; sync?: boolean; [k: string]: unknown }>;
+  places: Record<string, { dir?: string; order?: PlaceOrder; capacity?: number; sink?: boolean; host?: string; sync?: boolean; [k: string]: unknown }>;
   transitions: Record<string, TransitionDefinition>;
   hosts?: Record<string, HostDefinition | null | undefined>;
 }
@@ -232,4 +234,9 @@ export interface ModelProblem {
   message: string;
   /** The problem is the key itself (a name), not its value. */
   atKey?: boolean;
+  /**
+   * The problem is that the value at this path is missing (no host, no command): a net file's
+   * check says nothing of it when the file gave a value there that its schema refused.
+   */
+  absent?: Array<string | number>;
 }

@@ -1,68 +1,15 @@
 /**
  * Net files: YAML (the `yaml` package, which keeps every node's position) validated by a zod
- * schema, then turned into the model. Every problem is reported as file:line:column, found by
- * walking the problem's key path through the YAML document.
+ * schema (schema.ts), then turned into the model. Every problem is reported as file:line:column,
+ * found by walking the problem's key path through the YAML document.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node } from 'yaml';
-import * as z from 'zod';
 import { NetFileError, systemErrorWords } from '../../errors.js';
 import { buildNet } from './build.js';
-import type { NetDefinition, NetModel } from './model.js';
-import { didYouMean } from '../../suggest.js';
-
-const name = z.string();
-const positiveInt = z.number().int().min(1);
-const seconds = z.number().positive();
-
-const placeSchema = z
-  .object({
-    dir: z.string().min(1).optional(),
-    order: z.enum(['sequence', 'arrival']).optional(),
-    capacity: positiveInt.optional(),
-    // Read by the distributed layer.
-    host: name.optional(),
-    sync: z.boolean().optional(),
-  })
-  .strict();
-
-const arcSchema = z.union([name, z.object({ place: name, take: positiveInt.optional(), 'max-wait': seconds.optional() }).strict()]);
-
-const transitionSchema = z
-  .object({
-    in: z.union([arcSchema, z.array(arcSchema).min(1)]),
-    out: z
-      .union([
-        name,
-        z.array(name).min(1),
-        z.object({ 'one-of': z.array(name).min(2) }).strict(),
-        z.object({ 'any-of': z.array(name).min(2) }).strict(),
-      ])
-      .optional(),
-    run: z.union([z.string().min(1), z.array(z.string()).min(1), z.null()]).optional(),
-    env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
-    cwd: z.string().min(1).optional(),
-    error: name.optional(),
-    retries: z.number().int().min(0).optional(),
-    timeout: seconds.optional(),
-    workers: positiveInt.optional(),
-    order: z.enum(['input', 'none']).optional(),
-    inhibit: z.array(name).optional(),
-    host: name.optional(),
-    user: z.union([z.string().min(1), z.number().int().min(0)]).optional(),
-    group: z.union([z.string().min(1), z.number().int().min(0)]).optional(),
-  })
-  .strict();
-
-const netSchema = z
-  .object({
-    state: z.string().min(1).optional(),
-    places: z.record(z.string(), placeSchema.nullable().transform((p) => p ?? {})),
-    transitions: z.record(z.string(), transitionSchema).optional(),
-    hosts: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict();
+import type { ModelProblem, NetDefinition, NetModel } from './model.js';
+import { checkShape } from './schema.js';
 
 export interface Position {
   line: number;
@@ -80,7 +27,8 @@ function positionOf(doc: Document, lc: LineCounter, keys: ReadonlyArray<Property
   let found = true;
   for (const k of keys) {
     if (isMap(node)) {
-      const pair = node.items.find((it) => (isNode(it.key) ? (it.key as { value?: unknown }).value : it.key) === k);
+      // The last of a key given twice: its value is the one the file's data holds.
+      const pair = [...node.items].reverse().find((it) => (isNode(it.key) ? (it.key as { value?: unknown }).value : it.key) === k);
       if (!pair) {
         found = false;
         break;
@@ -119,90 +67,49 @@ function duplicateKeys(doc: Document): Array<{ at: number; message: string }> {
   return out;
 }
 
-/** Parse and validate a net file's text; `file` names it in errors and anchors relative paths. */
+/**
+ * Parse and validate a net file's text; `file` names it in errors and anchors relative paths.
+ * Every problem is reported at once, in the order the file reads: the schema's (schema.ts) and
+ * the cross-checks' (an unknown place, a host...) together, the cross-checks made on what the
+ * schema left (a follow-on of a refused value is not reported again). Only a YAML syntax error
+ * stops before them: past it, the file's structure is a guess.
+ */
 export function parseNetText(text: string, file: string): NetModel {
   const lc = new LineCounter();
   // Duplicate keys are found below: the yaml package's own check compares each key with every
   // key before it, quadratic in a map's size (seconds for a net of 10,000 places).
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: false });
-  const errors = [...doc.errors.map((e) => ({ at: e.pos[0], message: e.message.split('\n')[0]! })), ...duplicateKeys(doc)];
-  if (errors.length > 0) {
-    throw new NetFileError(
-      file,
-      errors
-        .sort((a, b) => a.at - b.at)
-        .map((e) => {
-          const { line, col } = lc.linePos(e.at);
-          return { line, col, message: e.message };
-        }),
-    );
+  const at = (offset: number, message: string): Located => ({ ...lc.linePos(offset), message });
+  const syntax = doc.errors.map((e) => at(e.pos[0], e.message.split('\n')[0]!));
+  if (syntax.length > 0) throw new NetFileError(file, inFileOrder(syntax));
+  const located: Located[] = duplicateKeys(doc).map((d) => at(d.at, d.message));
+  const shape = checkShape(doc.toJS() ?? {});
+  const problems = [...shape.problems];
+  let model: NetModel | undefined;
+  if (shape.data !== undefined) {
+    const def = { ...(shape.data as Omit<NetDefinition, 'dir'>), dir: path.dirname(path.resolve(file)) } as NetDefinition;
+    const built = buildNet(def, path.resolve(file));
+    model = built.model;
+    problems.push(...built.problems.filter((p) => !followsOn(p, shape.pruned)));
   }
-  const raw = doc.toJS();
-  const parsed = netSchema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    throw new NetFileError(
-      file,
-      parsed.error.issues.flatMap((issue) => {
-        // Each unknown key on its own line, at its own position, with the allowed key it is
-        // probably a typo of.
-        const unknown = issue.code === 'unrecognized_keys' ? issue.keys : issue.code === 'invalid_union' ? unknownInEveryObject(issue) : [];
-        if (unknown.length > 0) {
-          const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-          const allowed = allowedKeys(netSchema, issue.path);
-          return unknown.map((k) => ({ ...positionOf(doc, lc, [...issue.path, k], true), message: `${where}unknown key ${JSON.stringify(k)}${didYouMean(k, allowed)}` }));
-        }
-        const missing = issue.path.length > 0 && !doc.hasIn(issue.path as unknown[]);
-        const message = missing ? `${issue.path.join('.')}: missing (required)` : describeIssue(issue);
-        return [{ ...positionOf(doc, lc, issue.path), message }];
-      }),
-    );
-  }
-  const def = { ...(parsed.data as unknown as Omit<NetDefinition, 'dir'>), dir: path.dirname(path.resolve(file)) } as NetDefinition;
-  const { model, problems } = buildNet(def, path.resolve(file));
-  if (!model) throw new NetFileError(file, problems.map((p) => ({ ...positionOf(doc, lc, p.path, p.atKey), message: p.message })));
+  located.push(...problems.map((p) => ({ ...positionOf(doc, lc, p.path, p.atKey), message: p.message })));
+  if (located.length > 0 || !model) throw new NetFileError(file, inFileOrder(located));
   return model;
 }
 
-/**
- * A map that matches none of a union's forms only because of a key none of them has (`out:
- * { one-off: [...] }`): that key, rather than "not a valid value".
- */
-function unknownInEveryObject(issue: z.core.$ZodIssueInvalidUnion): string[] {
-  const perBranch = issue.errors
-    .map((branch) => branch.flatMap((i) => (i.code === 'unrecognized_keys' && i.path.length === 0 ? i.keys : [])))
-    .filter((keys) => keys.length > 0);
-  if (perBranch.length === 0) return [];
-  return perBranch[0]!.filter((k) => perBranch.every((keys) => keys.includes(k)));
+interface Located extends Position {
+  message: string;
 }
 
-/** The keys that the maps at a path of the schema may have (of every form a union allows there). */
-function allowedKeys(schema: z.core.$ZodType, keys: ReadonlyArray<PropertyKey>): string[] {
-  const unwrap = (s: z.core.$ZodType): z.core.$ZodType[] => {
-    if (s instanceof z.ZodOptional || s instanceof z.ZodNullable) return unwrap(s.unwrap());
-    if (s instanceof z.ZodPipe) return unwrap(s.in);
-    if (s instanceof z.ZodUnion) return s.options.flatMap(unwrap);
-    return [s];
-  };
-  let here = unwrap(schema);
-  for (const k of keys) {
-    here = here.flatMap((s): z.core.$ZodType[] => {
-      if (s instanceof z.ZodObject && typeof k === 'string' && k in s.shape) return unwrap(s.shape[k]!);
-      if (s instanceof z.ZodRecord && typeof k === 'string') return unwrap(s.valueType);
-      if (s instanceof z.ZodArray && typeof k === 'number') return unwrap(s.element);
-      return [];
-    });
-  }
-  return [...new Set(here.flatMap((s) => (s instanceof z.ZodObject ? Object.keys(s.shape) : [])))];
+/** Problems sorted by where they are (a stable sort: those at one place keep their order). */
+function inFileOrder(problems: Located[]): Located[] {
+  return problems.sort((a, b) => a.line - b.line || a.col - b.col);
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-  switch (issue.code) {
-    case 'invalid_union':
-      return `${where}not a valid value here`;
-    default:
-      return `${where}${issue.message}`;
-  }
+/** A cross-check that finds missing a value the schema refused (and salvage took out) says nothing new. */
+function followsOn(problem: ModelProblem, pruned: ReadonlyArray<ReadonlyArray<string | number>>): boolean {
+  const absent = problem.absent;
+  return absent !== undefined && pruned.some((p) => p.length <= absent.length && p.every((k, i) => k === absent[i]));
 }
 
 /** Read, parse and validate a net file. */

@@ -13,6 +13,7 @@ import { NetRequestError } from '../../errors.js';
 import { closeQuietly, fsyncSync, unlinkQuietly } from '../../io.js';
 import { hostView } from '../hosts/hosts.js';
 import type { NetModel } from '../model/model.js';
+import { transitionNamed } from '../model/names.js';
 
 /** How often a runner looks for pauses and resumes (ms): within a second, as promised. */
 export const PAUSE_LOOK_MS = 500;
@@ -66,8 +67,7 @@ export function readPauses(stateDir: string): Map<string, PauseRecord> {
 
 /** The transition, or a one-line refusal: unknown, or run by another host than this one. */
 function transitionOf(net: NetModel, name: string, host: string | undefined): void {
-  const t = net.transitions.get(name);
-  if (!t) throw new NetRequestError(`No transition named ${JSON.stringify(name)} in the net (transitions: ${[...net.transitions.keys()].join(', ')})`);
+  const t = transitionNamed(net, name);
   if (t.host !== undefined && host !== undefined && t.host !== host) {
     throw new NetRequestError(`Transition ${name} runs on host ${t.host}, not ${host}: pause it there (fspl net pause NET ${name} --host ${t.host})`);
   }

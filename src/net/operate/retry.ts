@@ -5,8 +5,9 @@
  * tokens of one failed firing (an and-merge's pair: same transition, same key) go back in one
  * move, so they pair again. Each move is a commit (operator.ts): exactly once through a kill -9.
  */
-import { NetRequestError } from '../../errors.js';
+import { NetRequestError, UnknownNameError } from '../../errors.js';
 import { readersOf, type NetModel } from '../model/model.js';
+import { placeNamed } from '../model/names.js';
 import type { Place } from '../place/place.js';
 import { RETRIED_VAR, readToken, readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
 import { Operator } from './operator.js';
@@ -54,7 +55,7 @@ interface Planned {
 
 function errorPlaces(net: NetModel, only?: string): string[] {
   if (only !== undefined) {
-    if (!net.places.has(only)) throw new NetRequestError(`No place named ${JSON.stringify(only)} in the net (places: ${[...net.places.keys()].join(', ')})`);
+    placeNamed(net, only);
     const readers = readersOf(net, only);
     if (readers.length > 0) throw new NetRequestError(`Place ${only} is read by ${readers.map((t) => t.name).join(', ')}: net retry takes tokens only from a place no transition reads (an error place)`);
     return [only];
@@ -79,7 +80,7 @@ function destination(net: NetModel, tok: ReadToken, to: string | undefined): { t
 /** The tokens chosen, each with where it goes; every bad input found before anything moves. */
 function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Planned[] {
   if (!opts.all && !opts.keys?.length && opts.transition === undefined) throw new NetRequestError('Say which error tokens to retry: --key K, --transition T or --all');
-  if (opts.to !== undefined && !net.places.has(opts.to)) throw new NetRequestError(`No place named ${JSON.stringify(opts.to)} in the net (places: ${[...net.places.keys()].join(', ')})`);
+  if (opts.to !== undefined) placeNamed(net, opts.to);
   const keys = opts.keys?.length ? new Set(opts.keys) : undefined;
   const seenKeys = new Set<string>();
   let transitionSeen = opts.transition === undefined || net.transitions.has(opts.transition);
@@ -98,9 +99,9 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
       chosen.push({ tok: { place: tok.place, filename: tok.filename, seq: tok.seq, key: tok.key, retried: retriedCount(tok.vars.get(RETRIED_VAR)) }, ...d });
     }
   }
-  if (!transitionSeen) throw new NetRequestError(`No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`);
+  if (!transitionSeen && opts.transition !== undefined) throw new UnknownNameError('transition', opts.transition, `No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`);
   const missing = [...(keys ?? [])].filter((k) => !seenKeys.has(k));
-  if (missing.length > 0) throw new NetRequestError(`No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${opts.transition !== undefined ? ` from ${opts.transition}` : ''}`);
+  if (missing.length > 0) throw new UnknownNameError('token', missing[0]!, `No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${opts.transition !== undefined ? ` from ${opts.transition}` : ''}`);
   return chosen.sort((a, b) => (a.tok.place < b.tok.place ? -1 : a.tok.place > b.tok.place ? 1 : a.tok.seq < b.tok.seq ? -1 : a.tok.seq > b.tok.seq ? 1 : 0));
 }
 

@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
 import { fsyncDir } from '../../durable.js';
-import { LockedError, NetError, NetRequestError } from '../../errors.js';
+import { LockedError, NetError, NetRequestError, UnknownNameError } from '../../errors.js';
 import { closeQuietly, fsyncSync } from '../../io.js';
 import { readHeaderFileSync } from '../../job-headers.js';
 import { makeHeader, writePacketSync } from '../../prepare.js';
@@ -107,7 +107,7 @@ export async function restoreSetAside(net: NetModel, opts: { keys?: string[]; se
         chosen.push(tok);
       }
     }
-    if (chosen.length === 0 && !opts.all) throw new NetRequestError(`No token set aside with ${opts.keys?.length ? `key ${opts.keys.map((k) => JSON.stringify(k)).join(', ')}` : `number ${opts.seq}`}`);
+    if (chosen.length === 0 && !opts.all) throw new UnknownNameError('token', opts.keys?.[0] ?? String(opts.seq), `No token set aside with ${opts.keys?.length ? `key ${opts.keys.map((k) => JSON.stringify(k)).join(', ')}` : `number ${opts.seq}`}`);
     chosen.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
     const moves: RetryMove[] = [];
     for (const tok of chosen) {

@@ -7,9 +7,10 @@
  */
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { NetRequestError } from '../../errors.js';
+import { NetRequestError, UnknownNameError } from '../../errors.js';
 import { openPayloadSync, readHeaderFileSync } from '../../job-headers.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
+import { placeNamed } from '../model/names.js';
 import { Place } from '../place/place.js';
 import { nameOrder, orderKey, tokenKey } from '../place/token.js';
 import { RETRIED_VAR, retriedCount } from './error-tokens.js';
@@ -38,10 +39,9 @@ export interface TokenListing {
   error?: { transition: string; reason: string; place?: string; log?: string };
 }
 
-/** The place, or a one-line refusal naming the places there are. */
+/** The place, or a one-line refusal: a name the net does not have (names.ts), a place with no queue. */
 export function placeOf(net: NetModel, name: string): Place {
-  const spec = net.places.get(name);
-  if (!spec) throw new NetRequestError(`No place named ${JSON.stringify(name)} in the net (places: ${[...net.places.keys()].join(', ')})`);
+  const spec = placeNamed(net, name);
   const p = new Place(spec, effectiveOrder(net, name));
   if (!p.exists()) throw new NetRequestError(`Place ${name} has no queue at ${spec.dir}: run fspl net init first`);
   return p;
@@ -70,9 +70,15 @@ function nextPass(p: Place, after: Entry | undefined, pass: number): Entry[] {
   return batch.sort(before).slice(0, pass);
 }
 
-/** The tokens of a place in order, read as they are listed (`pass`: names per pass, PASS by default). */
-export async function* listTokens(net: NetModel, place: string, options: { now?: number; pass?: number } = {}): AsyncGenerator<TokenListing> {
-  const p = placeOf(net, place);
+/**
+ * The tokens of a place in order, read as they are listed (`pass`: names per pass, PASS by
+ * default). A bad place is refused at once, before anything is listed (or printed).
+ */
+export function listTokens(net: NetModel, place: string, options: { now?: number; pass?: number } = {}): AsyncGenerator<TokenListing> {
+  return tokensOf(placeOf(net, place), options);
+}
+
+async function* tokensOf(p: Place, options: { now?: number; pass?: number }): AsyncGenerator<TokenListing> {
   const pass = options.pass ?? PASS;
   let after: Entry | undefined;
   for (;;) {
@@ -124,7 +130,7 @@ export async function findToken(net: NetModel, place: string, which: { key?: str
     if (t.nop) continue;
     if (which.key !== undefined ? t.key === which.key : t.seq === which.seq) return t;
   }
-  throw new NetRequestError(`No token with ${which.key !== undefined ? `key ${JSON.stringify(which.key)}` : `number ${which.seq}`} in place ${place}`);
+  throw new UnknownNameError('token', which.key ?? String(which.seq), `No token with ${which.key !== undefined ? `key ${JSON.stringify(which.key)}` : `number ${which.seq}`} in place ${place}`);
 }
 
 /** A token's payload, as a stream. */

@@ -74,7 +74,7 @@ describe('net status --host on a net across hosts', () => {
     expect(row(b.text, 'done')[1]).toBe('outbox');
   });
 
-  test('an unknown --host: one line and a non-zero exit, before anything is said to be ok', async () => {
+  test('an unknown --host: one line and exit 2 (a bad request), before anything is said to be ok', async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     fs.writeFileSync(file, NET);
@@ -82,7 +82,7 @@ describe('net status --host on a net across hosts', () => {
       const r = await runFspl(['net', cmd, file, '--host', 'zzz']);
       expect(r.stdout, cmd).toBe('');
       expect(r.stderr, cmd).toBe('Error: Unknown host "zzz": the net\'s hosts are a, b\n');
-      expect(r.status, cmd).toBe(1);
+      expect(r.status, cmd).toBe(2);
     }
   });
 

@@ -33,9 +33,9 @@ transitions:
       '1: unknown key "color" (a host has ssh and fspl)',
       '4: Place y has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)',
       '5: Unknown host "c" (hosts: a, b)',
+      '6: Place w is written from hosts a and b: its sequence numbers have one owner, so its writers must be on one host',
       '8: Transition t (host a) reads place w on host b: a transition reads places of its own host only',
       '9: Transition u (host b) reads place x on host a: a transition reads places of its own host only',
-      '6: Place w is written from hosts a and b: its sequence numbers have one owner, so its writers must be on one host',
     ]);
   });
 

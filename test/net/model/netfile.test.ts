@@ -1,9 +1,9 @@
-/** Net files: every kind of error with file:line:column, warnings, and the DOT drawing. */
+/** Net files: every kind of error with file:line:column, all in one run, and the DOT drawing (warnings: check.test.ts). */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { NetFileError, Net, parseNetText } from 'filespooler';
+import { NetFileError, parseNetText } from 'filespooler';
 import { describeIfPresent } from '../../gate.js';
 import { netDir, runFspl } from '../helpers.js';
 
@@ -56,7 +56,7 @@ describe('net check: errors with file:line:column', () => {
     fs.writeFileSync(bad, 'places:\n  a: { dri: x }\ntransitions:\n  t: { in: b }\n');
     const r = await runFspl(['net', 'check', bad]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(new RegExp(`^${bad}:2:8: places\\.a: unknown key "dri"; did you mean "dir"\\?\\n$`));
+    expect(r.stderr).toBe(`${bad}:2:8: places.a: unknown key "dri"; did you mean "dir"?\n${bad}:4:12: Unknown place "b"\n`);
     fs.writeFileSync(bad, 'places: { a: {} }\ntransitions:\n  t: { in: b }\n');
     const r2 = await runFspl(['net', 'check', bad]);
     expect(r2.status).toBe(2);
@@ -71,6 +71,69 @@ describe('net check: errors with file:line:column', () => {
   });
 });
 
+describe('net check: every problem in one run', () => {
+  const cases: Array<[string, string, string[]]> = [
+    [
+      'an unknown key and an unknown place: both, in the order the file reads',
+      'places:\n  inbox: {}\n  done: {}\ntransitions:\n  work:\n    in: inbx\n    out: done\n    retires: 2\n    run: cat\n',
+      ['net.yaml:6:9: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:8:5: transitions.work: unknown key "retires"; did you mean "retries"?'],
+    ],
+    [
+      "the schema's problems, the cross-checks' and duplicate keys, together",
+      'places:\n  a: { capacty: 1 }\n  b: {}\n  b: {}\ntransitions:\n  t: { in: a, out: bb, timeout: 0 }\n  u: { in: zz }\n',
+      [
+        'net.yaml:2:8: places.a: unknown key "capacty"; did you mean "capacity"?',
+        'net.yaml:4:3: Map keys must be unique',
+        'net.yaml:6:20: Unknown place "bb"; did you mean "b"?',
+        'net.yaml:6:33: transitions.t.timeout: Too small: expected number to be >0',
+        'net.yaml:7:12: Unknown place "zz"',
+      ],
+    ],
+    [
+      'a transition without in: said once, and the other transitions still checked',
+      'places: { a: {} }\ntransitions:\n  t: { out: q }\n  u: { in: zz }\n',
+      ['net.yaml:3:3: transitions.t.in: missing (required)', 'net.yaml:4:12: Unknown place "zz"'],
+    ],
+    [
+      'a place whose settings are refused is still a place: arcs that name it are fine',
+      'places:\n  a: 3\n  b: {}\ntransitions:\n  t: { in: a, out: b }\n  u: { in: b, out: q }\n',
+      ['net.yaml:2:6: places.a: Invalid input: expected object, received number', 'net.yaml:6:20: Unknown place "q"'],
+    ],
+    [
+      'a refused run: not also "needs a command" for the same transition',
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: 3, out: { one-of: [b, c] } }\n  u: { in: zz }\n',
+      ['net.yaml:3:20: transitions.t.run: not a valid value here', 'net.yaml:4:12: Unknown place "zz"'],
+    ],
+    [
+      'a refused host: not also "has no host"; the other hosts still checked',
+      'hosts: { h1: {} }\nplaces:\n  a: { host: h1 }\ntransitions:\n  t: { in: a, host: 3 }\n  u: { in: a, host: h2 }\n',
+      [
+        'net.yaml:5:21: transitions.t.host: Invalid input: expected string, received number',
+        'net.yaml:6:12: Transition u (host h2) reads place a on host h1: a transition reads places of its own host only',
+        'net.yaml:6:21: Unknown host "h2" (hosts: h1)',
+      ],
+    ],
+    ['no places: that alone (every arc would be "unknown")', 'transitions:\n  t: { in: a, colour: red }\n', ['net.yaml:1:1: places: missing (required)', 'net.yaml:2:15: transitions.t: unknown key "colour"']],
+    ['a YAML syntax error alone: past it, the structure is a guess', 'places:\n  a: {\ntransitions:\n  t: { in: zz }\n', ['net.yaml:3:1: Flow map in block collection must be sufficiently indented and end with a }']],
+  ];
+  for (const [what, text, expected] of cases) {
+    test(what, () => {
+      expect(problems(text)).toEqual(expected);
+    });
+  }
+
+  test('every command that loads the net says them all, the same way, and exits 2', async () => {
+    const dir = netDir();
+    const bad = path.join(dir, 'bad.yaml');
+    fs.writeFileSync(bad, 'places:\n  inbox: {}\ntransitions:\n  work: { in: inbx, run: cat, colour: red }\n');
+    const said = `${bad}:4:15: Unknown place "inbx"; did you mean "inbox"?\n${bad}:4:31: transitions.work: unknown key "colour"\n`;
+    for (const args of [['check', bad], ['status', bad], ['run', bad, '--drain'], ['put', bad, 'inbox'], ['ls', bad, 'inbox'], ['dot', bad]]) {
+      const r = await runFspl(['net', ...args], { input: '' });
+      expect([r.status, r.stdout, r.stderr], args.join(' ')).toEqual([2, '', said]);
+    }
+  });
+});
+
 describe('net check: did you mean ...?', () => {
   const cases: Array<[string, string, string[]]> = [
     ['a misspelt transition key', 'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n', ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?']],
@@ -81,41 +144,13 @@ describe('net check: did you mean ...?', () => {
     ['two unknown keys: one line each, at each key', 'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n', ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"']],
     ['a misspelt place in in, out and error', 'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n', ['net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:3:32: Unknown place "doen"; did you mean "done"?', 'net.yaml:3:46: Unknown place "faild"; did you mean "failed"?']],
     ['a transition named where a place belongs', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: b }\n  u: { in: t, run: x }\n', ['net.yaml:4:12: Unknown place "t" ("t" is a transition: arcs name places)']],
-    ['nothing close: no guess', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: c, run: x, colour: red }\n', ['net.yaml:3:23: transitions.t: unknown key "colour"']],
+    ['nothing close: no guess', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: c, run: x, colour: red }\n', ['net.yaml:3:12: Unknown place "c"', 'net.yaml:3:23: transitions.t: unknown key "colour"']],
   ];
   for (const [what, text, expected] of cases) {
     test(what, () => {
       expect(problems(text)).toEqual(expected);
     });
   }
-});
-
-describe('net check: warnings', () => {
-  test('a place read by two transitions, sources, sinks, unreachable parts', () => {
-    const net = new Net(
-      parseNetText(
-        `
-places: { in: {}, shared: {}, x: {}, y: {}, island: {}, island2: {}, out: {} }
-transitions:
-  first: { in: in, run: cat, out: shared }
-  r1: { in: shared, run: cat, out: x }
-  r2: { in: shared, run: cat, out: y }
-  loop: { in: [island, island2], run: cat, out: island2 }
-  sinkit: { in: x, run: cat, out: out }
-`,
-        '/tmp/net.yaml',
-      ),
-    );
-    const w = net.check().map((x) => `${x.kind} ${x.name}`);
-    expect(w).toContain('shared-input shared');
-    expect(w).toContain('source in');
-    expect(w).toContain('source island');
-    expect(w).toContain('sink y');
-    expect(w).toContain('sink out');
-    expect(w).toContain('unreachable island2');
-    expect(w).toContain('unreachable loop');
-    expect(w).not.toContain('unreachable x');
-  });
 });
 
 describe('net dot', () => {
