@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { copy } from './copy.js';
+import { namePath } from './errors.js';
 import { closeQuietly, writeAllSync } from './io.js';
 import { encodeHeader } from './packet/codec.js';
 import { sealedPacketStream } from './packet/sealed-stream.js';
@@ -38,6 +39,42 @@ export function captureEnv(env: NodeJS.ProcessEnv = process.env): Array<[Bytes, 
 export function takeSenderSeq(seqfile: string | undefined): bigint {
   if (seqfile === undefined || seqfile === '-') return 1n;
   return SeqFile.with(seqfile, { create: true }, (sf) => sf.take());
+}
+
+/** Errors of writing a packet out that name where it went: a full disk under it, a reader gone. */
+const OUTPUT_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EPIPE'] as const;
+
+/** Errors of the output's own file system: what was written is a local file cut short, no packet. */
+const DISK_ERRORS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO']);
+
+/**
+ * Write out a packet whose number `seq` was taken from the sender's seqfile (takeSenderSeq).
+ * Should the writing fail on the output's disk (full, or failing: stdout is a file there), no
+ * packet was made: the number is given back when no one has taken another since (the seqfile
+ * still holds seq + 1), so that the receiver does not wait for it for ever. Not when the reader
+ * went away (EPIPE): it may have taken the packet in part, and a plain packet cut short still
+ * reads as a packet (`queue-write` over a dropped ssh stores it), so the number is spent and
+ * another packet must not get it. The error names `where`.
+ */
+export function writeTakenSync(seqfile: string | undefined, seq: bigint, write: () => void, where = 'standard output'): void {
+  try {
+    write();
+  } catch (err) {
+    if (DISK_ERRORS.has(String((err as NodeJS.ErrnoException).code))) giveBackSenderSeq(seqfile, seq);
+    throw namePath(err, where, OUTPUT_ERRORS);
+  }
+}
+
+/** Put `seq` back as the sender's next number if the seqfile still holds the one after it (best effort). */
+function giveBackSenderSeq(seqfile: string | undefined, seq: bigint): void {
+  if (seqfile === undefined || seqfile === '-') return;
+  try {
+    SeqFile.with(seqfile, {}, (sf) => {
+      if (sf.read() === seq + 1n) sf.write(seq, seq + 1n);
+    });
+  } catch {
+    // The seqfile can't be changed now: the error that ended the packet is the one to report.
+  }
 }
 
 /**

@@ -121,6 +121,20 @@ describe('fspl CLI', () => {
     }
   });
 
+  it('prepare -s: a reader gone mid-packet (EPIPE) spends the number: it may hold the packet in part', () => {
+    const dir = tempDir();
+    const sf = path.join(dir, 'seq');
+    fs.writeFileSync(sf, '5\n');
+    const big = path.join(dir, 'payload');
+    fs.writeFileSync(big, Buffer.alloc(4 << 20, 0x61));
+    const q = (s: string) => `'${s}'`;
+    const r = spawnSync('sh', ['-c', `${q(process.execPath)} ${q(FSPL_BIN)} prepare -s ${q(sf)} -i ${q(big)} -- true | head -c 100 > /dev/null`], { encoding: 'utf8' });
+    expect(r.stderr).toMatch(/Broken pipe/);
+    // A plain packet cut short still reads as one (queue-write over a dropped ssh stores it):
+    // giving 5 back would make two packets numbered 5.
+    expect(fs.readFileSync(sf, 'utf8')).toBe('6\n');
+  });
+
   it('takes --timeout in fractions of a second (an extension: the reference takes whole seconds)', () => {
     const d = tempDir();
     expect(fspl(['queue-init', '-q', 'q'], { cwd: d }).code).toBe(0);
