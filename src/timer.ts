@@ -38,3 +38,16 @@ export function checkSeconds(value: number | undefined, what: string): void {
     throw new RangeError(`${what}: expected a number of seconds, 0 or more (got ${String(value)})`);
   }
 }
+
+/** Resolves after ms, or at once when the signal aborts (never rejects). */
+export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
