@@ -98,14 +98,18 @@ export function mkdirDurable(dir: string): void {
 }
 
 /**
- * fdatasync that never fails: for data that only helps a later run (queue-process's note in its
- * lock file), where a file system that cannot sync leaves it as good as a `kill -9` would.
+ * fdatasync for data that must be durable before what follows it (queue-process's note in its
+ * lock file): an I/O error or a full disk is thrown, never swallowed, since the data is lost to
+ * the disk and a second fdatasync would report success all the same (the "fsyncgate" of 2018); a
+ * descriptor that cannot be synced at all (EINVAL, EROFS, ENOTSUP) is left as it is, as io.ts's
+ * fsyncSync does. Skipped under FSPL_BENCH_NO_DIRSYNC.
  */
-export function fdatasyncQuietly(fd: number): void {
+export function fdatasyncSync(fd: number): void {
   if (SKIP_DIRSYNC) return;
   try {
     fs.fdatasyncSync(fd);
-  } catch {
-    /* EINVAL, EROFS...: nothing more to do */
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'EROFS' && code !== 'ENOTSUP') throw err;
   }
 }

@@ -24,6 +24,10 @@
  * Step 1 is written only when step 3 deletes the job (a job kept by --never-delete or --on-error
  * leave needs no cleaning; the note before it still names the deletions that wait), and is
  * durable before steps 2 and 3 begin: the kernel may write their names to the disk at any moment.
+ * A step that fails (a full disk, an I/O error) stops the record and the run, with an error that
+ * names its file; the run then leaves the note as it is (it never retries a failed fsync and
+ * trusts it), and the next run completes the record from it, or runs the job again if its note
+ * was never made durable.
  * Each note replaces the last, and names every deletion not yet durable, so nothing a note said
  * is lost while it is needed. nextseq is durable job by job: after a power cut the reference, which
  * never reads the note, runs again at most the job ours was running.
@@ -148,6 +152,12 @@ export class Finisher {
   private readonly dirs = new Map<string, number>();
   /** SeqFile.batchWrite's store (the same array each time), and it with the directory held. */
   private store: { given?: readonly BatchOp[]; held: BatchOp[] } = { held: [] };
+  /**
+   * A record failed (a full disk, an I/O error): nothing more is recorded in this run, and close()
+   * leaves the note for the next run, which completes the record (recover). Settling here would
+   * retry a failed fsync and trust it, and empty the note that says what is not durable.
+   */
+  private broken = false;
 
   constructor(
     private readonly queue: Queue,
@@ -159,13 +169,11 @@ export class Finisher {
   finishJob(job: FinishedJob): void {
     const full = this.waiting.length >= GROUP_MAX || 40 + job.filename.length + this.waitingLength > NOTE_MAX;
     if (job.remove && full) this.syncDeletions();
-    const noteFailed = this.record(jobRecord(job, this.waiting));
+    this.record(jobRecord(job, this.waiting));
     if (job.remove) {
       this.waiting.push(job.filename);
       this.waitingLength += job.filename.length + 1;
     }
-    // Without its note, nothing names the deletions that wait: make them durable now.
-    if (noteFailed) this.syncDeletions();
   }
 
   /** Record a run of NOP jobs (nopRunAt) as one, its deletions durable. */
@@ -191,7 +199,7 @@ export class Finisher {
   /** The run is over: settle if it can (after a failure the note stays for the next run), and close the directories. */
   close(): void {
     try {
-      this.settle();
+      if (!this.broken) this.settle();
     } catch {
       // Never hide the error that ended the run; the note still names what is not durable.
     }
@@ -210,11 +218,15 @@ export class Finisher {
     const exists = (f: string) => fs.existsSync(this.queue.jobPath(f));
     const spent: string[] = [];
     let moved: bigint | undefined;
+    /** nextseq as found is past the note's job: written again, durably (below). */
+    let past = false;
     if (note?.kind === 'N' && note.first < next) {
+      past = true;
       spent.push(...(await this.spentNops(note.first, note.last < next ? note.last : next - 1n)));
       if (spent.length > 0) this.log.info('process', `Removing ${spent.length} NOP job file(s) numbered ${note.first} to ${note.last}: finished by an interrupted run`);
     } else if (note && note.kind !== 'N') {
       const { seq, file } = note;
+      past = note.kind === 'S' && seq < next;
       if (file !== undefined && exists(file)) {
         if (note.kind === 'S' && seq === next && seq !== U64_MAX) moved = next = seq + 1n;
         if (note.kind === 'T' || seq < next) spent.push(file);
@@ -222,7 +234,12 @@ export class Finisher {
       for (const f of note.waiting) if (exists(f)) spent.push(f);
       for (const f of spent) this.log.info('process', `Removing ${JSON.stringify(f)}: ${f === file ? `job ${seq}` : `a job before ${seq}`} was finished by an interrupted run`);
     }
-    if (moved !== undefined || spent.length > 0) this.record({ next: moved, remove: spent, syncDeletions: true });
+    // The run that wrote the note may have stopped on a failed fsync (of the queue directory after
+    // nextseq's rename, of jobs/ after deletions): what it did is there to see, but not durable, and
+    // fsyncing again would not make it so (a failed fsync is not retried and trusted). So nextseq
+    // is written again, as a new file renamed in, and jobs/ fsynced after the deletions it names,
+    // before the note goes. A note whose job ran nothing past it (an N note at nextseq) needs none.
+    if (note && (note.kind !== 'N' || past)) this.record({ next: moved ?? (past ? next : undefined), remove: spent, syncDeletions: true });
     this.seqfile.clearNote();
     return next;
   }
@@ -239,9 +256,11 @@ export class Finisher {
    */
   steps(r: FinishRecord): { steps: BatchOp[][]; failed(): void } {
     const write = r.next === undefined ? undefined : this.seqfile.batchWrite(r.next);
-    // A failed note only weakens what a later run can complete after a crash (a full disk, say):
-    // the record goes on, and step 2 reports the disk's state.
-    const note: BatchOp[] = r.note === undefined ? [] : [this.seqfile.noteOp(r.note)];
+    // A note that can't be made durable (a full disk, a failed fdatasync) stops the record: going
+    // on, a crash or power cut would bring back a deleted job file below nextseq that no note
+    // names, there for ever. Stopped, the job runs again (it is not recorded), or the next run
+    // completes the record from the note it reads (what the disk still holds).
+    const note: BatchOp[] = r.note === undefined ? [] : [{ ...this.seqfile.noteOp(r.note), must: true }];
     if (write && write.store !== this.store.given) this.store = { given: write.store, held: write.store.map((o) => this.held(o)) };
     const next: BatchOp[] = write ? [{ ...write.prepare, must: true }, ...this.store.held] : [];
     const remove = r.remove.map((f): BatchOp => ({ op: 'unlink', path: this.queue.jobPath(f), must: true }));
@@ -250,22 +269,22 @@ export class Finisher {
   }
 
   /**
-   * Make a record, durably, step after step (the table above); true when its note could not be
-   * written. A failure of the rest throws as the fs call would: step 2's names nextseq (a full
-   * disk says "No space left on device: DIR/nextseq").
+   * Make a record, durably, step after step (the table above). A failure throws as the fs call
+   * would, naming the file of its step: the lock file (the note), nextseq (a full disk says "No
+   * space left on device: DIR/nextseq"), the job file or jobs/.
    */
-  private record(r: FinishRecord): boolean {
+  private record(r: FinishRecord): void {
     const { steps, failed } = this.steps(r);
     const results = runBatchSync(steps.flat());
-    // Step 1 never fails the record; only the first failure of steps 2 and 3 counts.
-    const failure = firstFailedStep(steps, 1, results.subarray(steps[0]!.length));
+    const failure = firstFailedStep(steps, 0, results);
     if (failure) {
+      this.broken = true;
       failed();
-      throw failure.step === 1 ? Object.assign(failure.err, { path: this.seqfile.path }) : failure.err;
+      const path = failure.step === 0 ? `${this.seqfile.path}.lock` : failure.step === 1 ? this.seqfile.path : undefined;
+      throw path === undefined ? failure.err : Object.assign(failure.err, { path });
     }
     if (r.next !== undefined) this.log.debug('process', () => `Sequence ${r.next} written to ${JSON.stringify(this.seqfile.path)}`);
     for (const f of r.remove) this.log.debug('process', () => `Deleted ${JSON.stringify(this.queue.jobPath(f))}`);
-    return steps[0]!.length > 0 && results[0]! < 0;
   }
 
   /** A directory's fsync through a descriptor held for the run (opened on first use): no open and close each time. */

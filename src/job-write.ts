@@ -2,8 +2,10 @@
  * Writing a job into a queue's jobs/, as `queue-write` does: under a temporary name
  * (tmp-fspl-UUID.fspl.tmp, which no reader takes for a job), fsynced, renamed to fspl-UUID.fspl,
  * and jobs/ fsynced: a job file only ever appears complete, and once the call returns it is there
- * to stay (a sender told "written" may delete its copy). On any failure (a full disk, say) the
- * temporary file is removed and no job is stored.
+ * to stay (a sender told "written" may delete its copy). On any failure (a full disk, an I/O
+ * error) the temporary file is removed and no job is stored: should the fsync of jobs/ after the
+ * rename fail, the job is not durable, and the sender, told so, will send it again; the renamed
+ * file is removed too, so that the second copy does not double it.
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
@@ -12,8 +14,8 @@ import { namePath } from './errors.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllAsync } from './io.js';
 import { fsyncDir, fsyncDirAsync } from './durable.js';
 
-/** Errors that mean the file system is full: a failed write then names the queue's jobs/. */
-const SPACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG'] as const;
+/** Errors of the file system (full, or failing): a failed write then names the queue's jobs/. */
+const PLACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO'] as const;
 
 const CREATE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
 
@@ -24,11 +26,18 @@ function names(): { temp: string; filename: string } {
 }
 
 /**
- * A full disk says "No space left on device: DIR/jobs" (the temporary file is gone by then);
- * other errors (reading the input, say) keep their own wording.
+ * A full disk says "No space left on device: DIR/jobs" (the temporary file is gone by then), an
+ * I/O error "Input/output error: DIR/jobs"; other errors (reading the input, say) keep their own
+ * wording.
  */
 function placeWriteError(err: unknown, jobsDir: string): unknown {
-  return namePath(err, jobsDir, SPACE_ERRORS);
+  return namePath(err, jobsDir, PLACE_ERRORS);
+}
+
+/** After a failure: the temporary file goes, and the job itself if it was renamed in (not durable, not acknowledged). */
+function takeBack(tempPath: string, finalPath: string | undefined): void {
+  unlinkQuietly(tempPath);
+  if (finalPath !== undefined) unlinkQuietly(finalPath);
 }
 
 /** Write a job whose bytes `fill` writes to a descriptor; returns its file name. */
@@ -36,6 +45,7 @@ export function writeJobSync(jobsDir: string, fill: (fd: number) => void): strin
   const { temp, filename } = names();
   const tempPath = `${jobsDir}/${temp}`;
   let fd: number | undefined;
+  let renamed: string | undefined;
   try {
     fd = fs.openSync(tempPath, CREATE, 0o666);
     fill(fd);
@@ -43,12 +53,13 @@ export function writeJobSync(jobsDir: string, fill: (fd: number) => void): strin
     fs.closeSync(fd);
     fd = undefined;
     fs.renameSync(tempPath, `${jobsDir}/${filename}`);
+    renamed = `${jobsDir}/${filename}`;
     // The rename is durable only once jobs/ is fsynced; a sender told "written" (queue-write
     // exits 0, an ssh pipe closes) may delete its copy, so this comes before we return.
     fsyncDir(jobsDir);
   } catch (err) {
     closeQuietly(fd);
-    unlinkQuietly(tempPath);
+    takeBack(tempPath, renamed);
     throw placeWriteError(err, jobsDir);
   }
   return filename;
@@ -59,6 +70,7 @@ export async function writeJob(jobsDir: string, packet: Readable | Uint8Array | 
   const { temp, filename } = names();
   const tempPath = `${jobsDir}/${temp}`;
   let handle: fs.promises.FileHandle | undefined;
+  let renamed: string | undefined;
   try {
     handle = await fs.promises.open(tempPath, CREATE, 0o666);
     if (packet instanceof Uint8Array) await writeAllAsync(handle, packet);
@@ -67,11 +79,12 @@ export async function writeJob(jobsDir: string, packet: Readable | Uint8Array | 
     await handle.close();
     handle = undefined;
     await fs.promises.rename(tempPath, `${jobsDir}/${filename}`);
+    renamed = `${jobsDir}/${filename}`;
     // Only now is the job there to stay: a sender told "written" may delete its copy.
     await fsyncDirAsync(jobsDir);
   } catch (err) {
     await handle?.close().catch(() => {});
-    unlinkQuietly(tempPath);
+    takeBack(tempPath, renamed);
     if (!(packet instanceof Uint8Array)) (packet as Partial<Readable>).destroy?.(); // a stream
     throw placeWriteError(err, jobsDir);
   }

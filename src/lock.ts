@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { LockedError } from './errors.js';
-import { dirSyncSkipped, fdatasyncQuietly } from './durable.js';
+import { dirSyncSkipped, fdatasyncSync } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
 import { nativeFlock } from './native.js';
@@ -105,13 +105,13 @@ export class FileLock {
     const buf = noteBytes(line);
     // A regular file takes a write this small whole.
     fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
-    fdatasyncQuietly(this.descriptor());
+    fdatasyncSync(this.descriptor()); // a failure is thrown: the caller must not go on as if the note were durable
   }
 
   /**
    * writeNote as an operation of a batch (fs-batch.ts), for a caller that runs it with the steps
    * that must follow it: one positional write at the start of the lock file, then fdatasync (as
-   * writeNote; not under FSPL_BENCH_NO_DIRSYNC, as fdatasyncQuietly). Valid while the lock is held.
+   * writeNote; not under FSPL_BENCH_NO_DIRSYNC, as fdatasyncSync). Valid while the lock is held.
    */
   noteOp(line: string): BatchOp {
     return { op: 'pwrite', fd: this.descriptor(), position: 0, data: noteBytes(line), datasync: !dirSyncSkipped() };

@@ -23,6 +23,15 @@ const LOCK_BUDGET = 64;
 const LOOKS_AT_ONCE = 64;
 /** Through a decoder a look runs processes (a scan runs up to 4 decoders at once): fewer looks at once. */
 const DECODED_LOOKS_AT_ONCE = 2;
+/**
+ * Watching: a queue stopped by its disk (full, or failing) is looked at again after this long,
+ * doubled at each failure up to DISK_RETRY_MAX_MS, so that it resumes by itself once there is
+ * room, without waiting for a change in its jobs/. A look is cheap (a scan), a run resumes from
+ * its note (finish.ts).
+ */
+const DISK_RETRY_MS = 1000;
+const DISK_RETRY_MAX_MS = 60_000;
+const DISK_ERRORS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO']);
 
 interface Member {
   kind: 'queue';
@@ -37,6 +46,8 @@ interface Member {
   looking: boolean;
   /** Its skip (another processor holds its lock) was said: not again until it is locked. */
   skipNoted: boolean;
+  /** Disk errors in a row that stopped it (watching: the next look waits longer each time). */
+  diskFailures: number;
   identity: string;
   parent?: Parent<Member>;
 }
@@ -66,6 +77,8 @@ export class ManyQueues {
   private wakeUp: (() => void) | undefined;
   private idleReported = false;
   private readonly looksAtOnce: number;
+  /** The looks due after a disk error (watching), cleared when the run ends. */
+  private readonly retries = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly given: Iterable<string | Queue>,
@@ -108,6 +121,7 @@ export class ManyQueues {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.watch?.close();
+      for (const t of this.retries) clearTimeout(t);
       for (const m of this.members.values()) m.run.release();
     }
     const total: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
@@ -155,7 +169,7 @@ export class ManyQueues {
     const identity = queueIdentity(queue.dir);
     if (this.members.has(identity)) return undefined;
     const run = new QueueRun(queue, this.ctx, (e) => this.emit({ ...e, queue: queue.dir }));
-    const m: Member = { kind: 'queue', run, outcome: 'done', state: 'idle', dirty: true, looking: false, skipNoted: false, identity, parent };
+    const m: Member = { kind: 'queue', run, outcome: 'done', state: 'idle', dirty: true, looking: false, skipNoted: false, diskFailures: 0, identity, parent };
     this.members.set(identity, m);
     this.joined.push(m);
     this.watch?.add(m, queue.jobsDir); // before the first scan: nothing arriving in between is missed
@@ -236,6 +250,7 @@ export class ManyQueues {
       if (!run.planned) await run.scan();
       // This turn was counted against maxJobs when it began; a run of NOPs may take the rest.
       await run.runNext(this.maxJobs - this.started + 1);
+      m.diskFailures = 0;
       if (!run.hasNext() && m.dirty && this.watching && m.state === 'running') {
         m.dirty = false;
         await run.scan(); // what arrived while it ran
@@ -310,6 +325,17 @@ export class ManyQueues {
     if (gone) this.watch?.remove(m); // no error loop on a queue that is not there
     this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} stopped: ${describeSystemError(err)}`);
     this.emit({ type: 'stopped', queue: m.run.queue.dir, error });
+    if (this.watching && DISK_ERRORS.has(String((err as NodeJS.ErrnoException).code))) this.lookLater(m);
+  }
+
+  /** Watching, after a disk error: look at the queue again in a while (DISK_RETRY_MS, doubling). */
+  private lookLater(m: Member): void {
+    const delay = Math.min(DISK_RETRY_MAX_MS, DISK_RETRY_MS * 2 ** Math.min(m.diskFailures++, 16));
+    const timer = setTimeout(() => {
+      this.retries.delete(timer);
+      if (m.state === 'stopped') this.changed(m);
+    }, delay);
+    this.retries.add(timer);
   }
 
   /** A queue gone from its parent: no more looks, no error loop. A running job ends first (turn). */

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { copy } from './copy.js';
+import { namePath } from './errors.js';
 import { closeQuietly, writeAllSync } from './io.js';
 import { encodeHeader } from './packet/codec.js';
 import { sealedPacketStream } from './packet/sealed-stream.js';
@@ -38,6 +39,36 @@ export function captureEnv(env: NodeJS.ProcessEnv = process.env): Array<[Bytes, 
 export function takeSenderSeq(seqfile: string | undefined): bigint {
   if (seqfile === undefined || seqfile === '-') return 1n;
   return SeqFile.with(seqfile, { create: true }, (sf) => sf.take());
+}
+
+/** Errors of writing a packet out that name where it went: a full disk under it, a reader gone. */
+const OUTPUT_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EPIPE'] as const;
+
+/**
+ * Write out a packet whose number `seq` was taken from the sender's seqfile (takeSenderSeq).
+ * Should the writing fail (a full disk under stdout, a reader gone), no packet was made: the
+ * number is given back when no one has taken another since (the seqfile still holds seq + 1), so
+ * that the receiver does not wait for it for ever; the error names `where`.
+ */
+export function writeTakenSync(seqfile: string | undefined, seq: bigint, write: () => void, where = 'standard output'): void {
+  try {
+    write();
+  } catch (err) {
+    giveBackSenderSeq(seqfile, seq);
+    throw namePath(err, where, OUTPUT_ERRORS);
+  }
+}
+
+/** Put `seq` back as the sender's next number if the seqfile still holds the one after it (best effort). */
+function giveBackSenderSeq(seqfile: string | undefined, seq: bigint): void {
+  if (seqfile === undefined || seqfile === '-') return;
+  try {
+    SeqFile.with(seqfile, {}, (sf) => {
+      if (sf.read() === seq + 1n) sf.write(seq, seq + 1n);
+    });
+  } catch {
+    // The seqfile can't be changed now: the error that ended the packet is the one to report.
+  }
 }
 
 /**

@@ -17,7 +17,8 @@
  *   the parents of --queues-in for queues made or removed later, and the directories under them
  *   that are not queues yet. A change marks only its own queue for a look: the work of a change
  *   does not grow with the number of queues. A queue stopped by a failed job is tried again
- *   when its jobs/ changes.
+ *   when its jobs/ changes; one stopped by its disk (ENOSPC, EDQUOT, EIO) also after a while
+ *   (1 s, doubling up to a minute), so that it resumes by itself once there is room.
  */
 import type { ProcessSummary, QueueJobEvent, ProcessRunOptions } from './process.js';
 import type { Queue } from './queue.js';

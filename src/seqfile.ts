@@ -128,10 +128,17 @@ export class SeqFile {
     return n;
   }
 
-  write(value: bigint): void {
+  /**
+   * Store a value, durably (the module's comment). Should it fail after the rename (the directory's
+   * fsync: an I/O error), the new value is there to read but not durable, and the write counts as
+   * not done: with `previous` (the value it replaces), that value is put back, so that no one is
+   * handed a number that the caller, told of the failure, did not use (a stranded number).
+   */
+  write(value: bigint, previous?: bigint): void {
     if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
     const temp = `${this.path}.temp`;
     let fd: number | undefined;
+    let renamed = false;
     try {
       fd = fs.openSync(temp, 'w', 0o666);
       writeAllSync(fd, Buffer.from(`${value}\n`));
@@ -139,6 +146,7 @@ export class SeqFile {
       fs.closeSync(fd);
       fd = undefined;
       fs.renameSync(temp, this.path);
+      renamed = true;
       // The rename is durable only with its directory. Every caller depends on it: queue-process
       // would run a finished job again (nextseq), a writer would hand out a number that a durable
       // job already holds (sendseq, prepare -s), a receiver would take a packet twice (recvseq).
@@ -147,7 +155,17 @@ export class SeqFile {
     } catch (err) {
       closeQuietly(fd);
       unlinkQuietly(temp);
+      if (renamed && previous !== undefined) this.putBack(previous);
       throw namePath(err, this.path);
+    }
+  }
+
+  /** After a write that failed once renamed: the value it replaced, back in place (best effort: the caller reports the first error). */
+  private putBack(previous: bigint): void {
+    try {
+      this.write(previous);
+    } catch {
+      // The disk refuses this too: the caller's error says so, and the file says what it holds.
     }
   }
 
@@ -184,7 +202,7 @@ export class SeqFile {
   take(): bigint {
     const v = this.read();
     if (v === U64_MAX) throw new SeqOverflowError(this.path);
-    this.write(v + 1n);
+    this.write(v + 1n, v);
     return v;
   }
 

@@ -37,13 +37,14 @@ function openInput(input: string | undefined): number | undefined {
 }
 
 async function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
-  const [{ prepareHeader, writePacketSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
+  const [{ prepareHeader, writePacketSync, writeTakenSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
-  // bad path neither uses one up nor leaves half a packet on stdout.
+  // bad path neither uses one up nor leaves half a packet on stdout; and give the number back if
+  // the packet can't be written out.
   const inFd = openInput(input);
-  const header = prepareHeader({ ...spec, seqfile: required(inv, 'seqfile') });
-  if (seal) writeSealedPacketSync(1, header, inFd);
-  else writePacketSync(1, header, inFd);
+  const seqfile = required(inv, 'seqfile');
+  const header = prepareHeader({ ...spec, seqfile });
+  writeTakenSync(seqfile, header.seq, () => (seal ? writeSealedPacketSync(1, header, inFd) : writePacketSync(1, header, inFd)));
   return 0;
 }
 

@@ -102,6 +102,21 @@ export interface PcfsCounters {
   missing: number;
   /** Entries dropped to break a durable directory cycle. */
   cycles: number;
+  /** Fault mode (test/faults/harness.ts): rules in force. */
+  rules: number;
+  /** Operations failed by a rule. */
+  faults: number;
+  /** fsyncs that reported success while making nothing durable (a file whose fsync failed before). */
+  lies: number;
+  /** Files whose failed fsync lost data that a later fsync will not bring back (until rewritten whole). */
+  poisoned: number;
+  /** Operations seen since mount, by kind (whether a rule matched or not). */
+  callsWrite: number;
+  callsFsync: number;
+  callsRename: number;
+  callsCreate: number;
+  callsMkdir: number;
+  callsUnlink: number;
 }
 
 export interface PowercutFs {
@@ -122,6 +137,8 @@ export interface PowercutFs {
   /** Make everything durable now (for a test's setup, before the workload starts). */
   sync(): Promise<void>;
   counters(): Promise<PcfsCounters>;
+  /** Write one command (a line) to the control file: "cut", "sync", "fault ...", "clear" (pcfs.c's header). */
+  control(command: string): Promise<void>;
   /** pcfs's stderr so far. */
   log(): string;
   /** Kill what uses the mount, unmount, stop pcfs, remove the temp dir. Safe to call twice. */
@@ -145,10 +162,19 @@ function parseCounters(text: string): PcfsCounters {
   return out as unknown as PcfsCounters;
 }
 
-/** Mount a fresh, empty pcfs under os.tmpdir(). */
-export async function mountPowercut(): Promise<PowercutFs> {
+export interface MountOptions {
+  /**
+   * Where its temp dir (backing tree, work dir, mount point) goes (default os.tmpdir()): a small
+   * tmpfs, say, for a real full disk under pcfs. Deleted files keep their space until the next cut
+   * or sync there (pcfs keeps them for the cut).
+   */
+  parent?: string;
+}
+
+/** Mount a fresh, empty pcfs under os.tmpdir() (or opts.parent). */
+export async function mountPowercut(opts: MountOptions = {}): Promise<PowercutFs> {
   const bin = await buildPcfs();
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-pcfs-mnt-')));
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(opts.parent ?? os.tmpdir(), 'fspl-pcfs-mnt-')));
   // mkdtemp makes 0700; tests run commands as nobody on the mount, who must get through.
   fs.chmodSync(dir, 0o755);
   const backing = path.join(dir, 'backing');
@@ -216,6 +242,7 @@ export async function mountPowercut(): Promise<PowercutFs> {
       await command('cut');
     },
     sync: () => command('sync'),
+    control: command,
     async counters() {
       return parseCounters(await fs.promises.readFile(ctl, 'utf8'));
     },

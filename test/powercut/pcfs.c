@@ -76,7 +76,31 @@
  *   undo_entries= grave= shadow_copies= last_cut_us= last_cut_inodes= missing= cycles=
  *   (missing: durable entries naming an inode found nowhere, which would be a bug of pcfs;
  *   cycles: entries dropped to break a directory cycle).
- * Several commands may be written at once, one a line.
+ * - Writing "fault OP ERRNO WHEN [path=GLOB]" adds a fault rule (below); "clear" removes them all.
+ * - Reading it also returns: rules= (in force) faults= (operations failed by a rule) lies=
+ *   (fsyncs that reported success but made nothing durable, below) poisoned= (such files now)
+ *   calls_write= calls_fsync= calls_rename= calls_create= calls_mkdir= calls_unlink= (the
+ *   operations of each kind seen since mount, whether a rule matched or not).
+ * Several commands may be written at once, one a line. A bad command fails with EINVAL.
+ *
+ * FAULTS (the second mode; test/faults/harness.ts is its TypeScript side)
+ * A rule makes one kind of operation fail with ENOSPC, EIO, EDQUOT or EROFS:
+ *   OP     write | fsync (files and directories) | rename | create (a new file) | mkdir |
+ *          unlink (files; rmdir too)
+ *   WHEN   nth=N            the Nth matching call after the rule was set, once (then it is spent)
+ *          rate=P seed=S    each matching call with probability P (0..1), from a seeded PRNG
+ *          from=N           every matching call from the Nth on, until "clear"
+ *          always           every matching call from now on, until "clear"
+ *   path=GLOB               only calls on paths (from the mount's root, "/q/jobs") that fnmatch(3)
+ *                           GLOB ('*' also matches '/'); a rename matches by either path
+ * A failing operation changes nothing, live or durable, except fsync: as on Linux, a file whose
+ * fsync failed has lost the data it was to make durable (the durable state stays as it was),
+ * reads still return the new data, and later fsyncs of it report success while making nothing
+ * durable, until every byte of the file has been written again ("fsyncgate"; counted in lies=).
+ * Likewise a failed fsync of a directory: the names changed before it stay as they durably were
+ * through later fsyncs of the directory, each until it changes again (a directory made since the
+ * last cut, though, is durable at its next fsync). A cut then shows the loss. Rules and call counts survive cuts; poisoned files are healed by a cut or a sync.
+ * Real full disks: put BACKING_DIR on a small tmpfs (statfs passes through).
  *
  * Other options: --work WORKDIR; --watch-stdin: when standard input reaches end of file (the
  * process that started pcfs died), unmount lazily (fusermount3 -u -z) and exit, so that a crashed
@@ -92,6 +116,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <search.h>
@@ -327,6 +352,7 @@ struct undo {
   char *name;
   int present; /* the entry this name had when it first changed: present? then its inode */
   ino_t ino;
+  int lost; /* changed before a failed fsyncdir (fault mode): no later fsyncdir makes it durable, until it changes again */
   struct undo *next;
 };
 struct dstate {
@@ -368,9 +394,30 @@ static void dstate_free(struct dstate *d) {
 }
 
 /* fsyncdir: the live entries are durable now. */
+static unsigned long nlies;
+
 static void dir_synced(ino_t ino) {
   struct dstate *d = dstate_get(ino);
   if (!d) return;
+  int lost = 0;
+  for (struct undo *u = d->list; u; u = u->next) lost |= u->lost;
+  if (lost) { /* keep the entries a failed fsyncdir lost; the others are durable now */
+    struct undo **link = &d->list;
+    while (*link) {
+      struct undo *u = *link;
+      if (u->lost) {
+        link = &u->next;
+        continue;
+      }
+      *link = u->next;
+      tdelete(u, &d->names, cmp_undo);
+      free(u->name);
+      free(u);
+      nundo--;
+    }
+    nlies++;
+    return;
+  }
   tdelete(&ino, &dtree, cmp_ino);
   dstate_free(d);
   ndstates--;
@@ -398,7 +445,11 @@ static int dir_note(const char *parent, const char *name) {
   if (!d) d = dstate_add(dino, 0);
   if (d->is_new) return 0;
   struct undo key = {.name = (char *)name};
-  if (tfind(&key, &d->names, cmp_undo)) return 0;
+  void *found = tfind(&key, &d->names, cmp_undo);
+  if (found) {
+    (*(struct undo **)found)->lost = 0; /* changed again: the next fsyncdir makes its new state durable */
+    return 0;
+  }
   char p[PATH_MAX];
   if ((r = join(p, sizeof p, parent, name)) < 0) return r;
   struct stat st;
@@ -538,7 +589,10 @@ static int reset_work_dirs(void) {
   return gravefd < 0 || shadowfd < 0 ? -errno : 0;
 }
 
+static void forget_faults_state(void);
+
 static void forget_all(void) {
+  forget_faults_state();
   tdestroy(ftree, free);
   ftree = NULL;
   nfstates = 0;
@@ -549,6 +603,211 @@ static void forget_all(void) {
   gtree = NULL;
   ngrave = 0;
 }
+
+/* ---------- faults (the second mode) ---------- */
+
+/*
+ * Rules that make chosen operations fail, set and cleared at run time through the control file.
+ * An operation checked against the rules fails before it changes anything (the live tree and the
+ * durable state stay as they were), except fsync, whose failure has the consequence it has on
+ * Linux (below).
+ */
+enum { OP_WRITE, OP_FSYNC, OP_RENAME, OP_CREATE, OP_MKDIR, OP_UNLINK, NOPS };
+static const char *const op_names[NOPS] = {"write", "fsync", "rename", "create", "mkdir", "unlink"};
+enum { WHEN_NTH, WHEN_RATE, WHEN_ALWAYS, WHEN_FROM };
+#define MAX_RULES 32
+struct rule {
+  int used, op, err, when;
+  unsigned long n;    /* WHEN_NTH: fail the nth matching call after the rule was set, once; WHEN_FROM: every one from the nth on */
+  unsigned long seen; /* matching calls since the rule was set */
+  double rate;        /* WHEN_RATE: each matching call fails with this probability */
+  uint64_t rng;       /* xorshift64* state, from the seed */
+  char glob[PATH_MAX]; /* "": every path; else fnmatch(3) on the path (either path of a rename) */
+};
+static struct rule rules[MAX_RULES];
+static unsigned long op_calls[NOPS], nfaults;
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* 0, or the error an operation on path (and path2, a rename's target) must fail with. */
+static int nrules(void) {
+  int n = 0;
+  for (int i = 0; i < MAX_RULES; i++) n += rules[i].used;
+  return n;
+}
+
+static int fault_check(int op, const char *path, const char *path2) {
+  op_calls[op]++;
+  if (!path) path = "";
+  int fail = 0;
+  for (int i = 0; i < MAX_RULES; i++) {
+    struct rule *r = &rules[i];
+    if (!r->used || r->op != op) continue;
+    if (r->glob[0] && fnmatch(r->glob, path, 0) != 0 && !(path2 && fnmatch(r->glob, path2, 0) == 0)) continue;
+    r->seen++;
+    int hit = r->when == WHEN_ALWAYS || (r->when == WHEN_NTH && r->seen == r->n) || (r->when == WHEN_FROM && r->seen >= r->n) ||
+              (r->when == WHEN_RATE && (double)(rng_next(&r->rng) >> 11) / 9007199254740992.0 < r->rate);
+    if (r->when == WHEN_NTH && r->seen >= r->n) r->used = 0; /* spent */
+    if (hit && !fail) fail = r->err;
+  }
+  if (fail) nfaults++;
+  return fail ? -fail : 0;
+}
+
+/*
+ * A file whose fsync failed (injected). On Linux the pages that fsync was to write are then
+ * marked clean and their data is lost to the disk, though reads still see it, and the next fsync
+ * reports success ("fsyncgate", PostgreSQL, 2018). Here: the durable state stays what it was,
+ * and later fsyncs of the file succeed without making anything durable, until every byte of the
+ * file has been written again since the failure (then the next fsync is a real one again). The
+ * rewritten bytes are tracked as one range [lo, hi); a truncate cuts it. Counted in `lies`.
+ */
+struct poison {
+  ino_t ino;
+  off_t lo, hi;
+};
+static void *ptree;
+static unsigned long npoisoned;
+
+static struct poison *poison_get(ino_t ino) {
+  void *p = tfind(&ino, &ptree, cmp_ino);
+  return p ? *(struct poison **)p : NULL;
+}
+
+static void poison_add(ino_t ino) {
+  if (poison_get(ino)) return;
+  struct poison *p = calloc(1, sizeof *p);
+  p->ino = ino;
+  tsearch(p, &ptree, cmp_ino);
+  npoisoned++;
+}
+
+static void poison_del(ino_t ino) {
+  struct poison *p = poison_get(ino);
+  if (!p) return;
+  tdelete(&ino, &ptree, cmp_ino);
+  free(p);
+  npoisoned--;
+}
+
+/* Bytes [a, b) of a poisoned file written again. */
+static void poison_wrote(ino_t ino, off_t a, off_t b) {
+  struct poison *p = poison_get(ino);
+  if (!p || a >= b) return;
+  if (p->lo == p->hi) p->lo = a, p->hi = b;
+  else if (a <= p->hi && b >= p->lo) p->lo = a < p->lo ? a : p->lo, p->hi = b > p->hi ? b : p->hi;
+  else if (a == 0 || (p->lo != 0 && b - a > p->hi - p->lo)) p->lo = a, p->hi = b; /* keep one range */
+}
+
+static void poison_truncated(ino_t ino, off_t size) {
+  struct poison *p = poison_get(ino);
+  if (!p) return;
+  if (p->hi > size) p->hi = size;
+  if (p->lo >= p->hi) p->lo = p->hi = 0;
+}
+
+/* Whether an fsync of a poisoned file of this live size is a real one (everything rewritten). */
+static int poison_healed(struct poison *p, off_t size) { return size == 0 || (p->lo == 0 && p->hi >= size); }
+
+static void forget_faults_state(void) {
+  tdestroy(ptree, free);
+  ptree = NULL;
+  npoisoned = 0;
+}
+
+/* A successful fsync of the file behind h: its live content is durable, unless it is poisoned. */
+static void fsync_done(struct handle *h) {
+  struct poison *p = poison_get(h->ino);
+  if (p) {
+    struct stat st;
+    if (fstat(h->fd, &st) < 0 || !poison_healed(p, st.st_size)) {
+      nlies++;
+      return;
+    }
+    poison_del(h->ino);
+  }
+  file_synced(h->ino);
+}
+
+/*
+ * fault_check for an operation on an open file or directory (write, fsync): libfuse gives no path
+ * there (nullpath_ok), so the path is the descriptor's, as the kernel knows it now.
+ */
+static int fault_check_fd(int op, int fd) {
+  char path[PATH_MAX] = "";
+  if (nrules() > 0) {
+    char proc[64], link[PATH_MAX];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, link, sizeof link - 1);
+    size_t b = strlen(backing_path);
+    if (n > 0) {
+      link[n] = 0;
+      if (!strncmp(link, backing_path, b) && (link[b] == '/' || link[b] == 0)) snprintf(path, sizeof path, "%s", link[b] ? link + b : "/");
+    }
+  }
+  return fault_check(op, path, NULL);
+}
+
+static int parse_errno(const char *s) {
+  if (!strcmp(s, "ENOSPC")) return ENOSPC;
+  if (!strcmp(s, "EIO")) return EIO;
+  if (!strcmp(s, "EDQUOT")) return EDQUOT;
+  if (!strcmp(s, "EROFS")) return EROFS;
+  return 0;
+}
+
+/* "fault OP ERRNO (nth=N | from=N | rate=P seed=S | always) [path=GLOB]" */
+static int add_rule(char *args) {
+  struct rule r = {.used = 1, .op = -1, .when = -1};
+  int seeded = 0;
+  char *save = NULL;
+  for (char *w = strtok_r(args, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+    if (r.op < 0) {
+      for (int i = 0; i < NOPS; i++)
+        if (!strcmp(w, op_names[i])) r.op = i;
+      if (r.op < 0) return -EINVAL;
+    } else if (!r.err) {
+      if (!(r.err = parse_errno(w))) return -EINVAL;
+    } else if (!strncmp(w, "nth=", 4)) {
+      r.when = WHEN_NTH;
+      r.n = strtoul(w + 4, NULL, 10);
+      if (r.n == 0) return -EINVAL;
+    } else if (!strncmp(w, "from=", 5)) {
+      r.when = WHEN_FROM;
+      r.n = strtoul(w + 5, NULL, 10);
+      if (r.n == 0) return -EINVAL;
+    } else if (!strncmp(w, "rate=", 5)) {
+      r.when = WHEN_RATE;
+      r.rate = strtod(w + 5, NULL);
+    } else if (!strncmp(w, "seed=", 5)) {
+      r.rng = strtoull(w + 5, NULL, 10) * 0x9E3779B97F4A7C15ULL + 1;
+      seeded = 1;
+    } else if (!strcmp(w, "always")) {
+      r.when = WHEN_ALWAYS;
+    } else if (!strncmp(w, "path=", 5) && strlen(w + 5) < sizeof r.glob) {
+      strcpy(r.glob, w + 5);
+    } else {
+      return -EINVAL;
+    }
+  }
+  if (r.op < 0 || !r.err || r.when < 0 || (r.when == WHEN_RATE && !seeded)) return -EINVAL;
+  for (int i = 0; i < MAX_RULES; i++) {
+    if (rules[i].used) continue;
+    rules[i] = r;
+    return 0;
+  }
+  return -ENOSPC;
+}
+
+static void clear_rules(void) { memset(rules, 0, sizeof rules); }
+
 
 /* ---------- the cut ---------- */
 
@@ -828,9 +1087,11 @@ static int do_sync(void) {
 static int counters(char *buf, size_t size) {
   return snprintf(buf, size,
                   "gen=%lu cuts=%lu syncs=%lu dirty_files=%lu dirty_dirs=%lu undo_entries=%lu grave=%lu shadow_copies=%lu "
-                  "last_cut_us=%lu last_cut_inodes=%lu missing=%lu cycles=%lu\n",
+                  "last_cut_us=%lu last_cut_inodes=%lu missing=%lu cycles=%lu rules=%d faults=%lu lies=%lu poisoned=%lu "
+                  "calls_write=%lu calls_fsync=%lu calls_rename=%lu calls_create=%lu calls_mkdir=%lu calls_unlink=%lu\n",
                   generation, ncuts, nsyncs, nfstates, ndstates, nundo, ngrave, ncopies, last_cut_us, last_cut_inodes, nmissing,
-                  ncycles);
+                  ncycles, nrules(), nfaults, nlies, npoisoned, op_calls[OP_WRITE], op_calls[OP_FSYNC], op_calls[OP_RENAME],
+                  op_calls[OP_CREATE], op_calls[OP_MKDIR], op_calls[OP_UNLINK]);
 }
 
 /* ---------- operations ---------- */
@@ -947,6 +1208,16 @@ static int pc_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
   int err = 0;
   struct handle *h = live_handle(fi, &err);
   if (err) return err;
+  /*
+   * A failed fsync of a directory makes nothing durable, and (as for a file) a later one does not
+   * make durable the changes made before it: each such name stays as it was until it changes again.
+   */
+  if ((err = fault_check_fd(OP_FSYNC, h->fd)) < 0) {
+    struct dstate *d = dstate_get(h->ino);
+    if (d)
+      for (struct undo *u = d->list; u; u = u->next) u->lost = 1;
+    return err;
+  }
   dir_synced(h->ino);
   return 0;
 }
@@ -955,6 +1226,7 @@ static int pc_mkdir(const char *path, mode_t mode) {
   struct split s;
   int r;
   if (is_ctl(path)) return -EEXIST;
+  if ((r = fault_check(OP_MKDIR, path, NULL)) < 0) return r;
   if ((r = split(path, &s)) < 0 || (r = dir_note(s.parent, s.name)) < 0) return r;
   if (mkdirat(rootfd, rel(path), mode) < 0) return -errno;
   ino_t ino = 0;
@@ -968,6 +1240,7 @@ static int pc_mknod(const char *path, mode_t mode, dev_t rdev) {
   struct split s;
   int r;
   if (is_ctl(path)) return -EEXIST;
+  if ((r = fault_check(OP_CREATE, path, NULL)) < 0) return r;
   if ((r = split(path, &s)) < 0 || (r = dir_note(s.parent, s.name)) < 0) return r;
   if (mknodat(rootfd, rel(path), mode, rdev) < 0) return -errno;
   ino_t ino = 0;
@@ -1006,6 +1279,7 @@ static int pc_unlink(const char *path) {
   if ((r = split(path, &s)) < 0) return r;
   if (fstatat(rootfd, rel(path), &st, AT_SYMLINK_NOFOLLOW) < 0) return -errno;
   if (S_ISDIR(st.st_mode)) return -EISDIR;
+  if ((r = fault_check(OP_UNLINK, path, NULL)) < 0) return r;
   if ((r = dir_note(s.parent, s.name)) < 0 || (r = bury_file(rel(path), st.st_ino)) < 0) return r;
   return unlinkat(rootfd, rel(path), 0) < 0 ? -errno : 0;
 }
@@ -1032,6 +1306,7 @@ static int pc_rmdir(const char *path) {
   if (fstatat(rootfd, rel(path), &st, AT_SYMLINK_NOFOLLOW) < 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
   if (dir_is_empty(rel(path), 0) == 0) return -ENOTEMPTY;
+  if ((r = fault_check(OP_UNLINK, path, NULL)) < 0) return r;
   if ((r = dir_note(s.parent, s.name)) < 0) return r;
   return bury_dir(rel(path), st.st_ino);
 }
@@ -1045,9 +1320,11 @@ static int pc_rename(const char *from, const char *to, unsigned int flags) {
   if ((r = split(from, &sf)) < 0 || (r = split(to, &st_)) < 0) return r;
   if (fstatat(rootfd, rel(from), &a, AT_SYMLINK_NOFOLLOW) < 0) return -errno;
   if (is_hidden_path(to) && !is_hidden_path(from)) { /* libfuse hides a file unlinked while open */
+    if ((r = fault_check(OP_UNLINK, from, NULL)) < 0) return r;
     if ((r = dir_note(sf.parent, sf.name)) < 0 || (r = bury_file(rel(from), a.st_ino)) < 0) return r;
     return renameat(rootfd, rel(from), rootfd, rel(to)) < 0 ? -errno : 0;
   }
+  if ((r = fault_check(OP_RENAME, from, to)) < 0) return r;
   int exists = fstatat(rootfd, rel(to), &b, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT) return -errno;
   if (exists && (flags & RENAME_NOREPLACE)) return -EEXIST;
@@ -1111,13 +1388,16 @@ static int pc_truncate(const char *path, off_t size, struct fuse_file_info *fi) 
   if (h && h->ctl) return 0;
   if (h) {
     if ((r = file_before_modify(h->ino, h->fd, NULL, size)) < 0) return r;
-    return ftruncate(h->fd, size) < 0 ? -errno : 0;
+    if (ftruncate(h->fd, size) < 0) return -errno;
+    poison_truncated(h->ino, size);
+    return 0;
   }
   int fd = openat(rootfd, rel(path), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -errno;
   struct stat st;
   if (fstat(fd, &st) < 0) r = -errno;
   else if ((r = file_before_modify(st.st_ino, fd, NULL, size)) == 0 && ftruncate(fd, size) < 0) r = -errno;
+  else if (r == 0) poison_truncated(st.st_ino, size);
   close(fd);
   return r;
 }
@@ -1152,9 +1432,10 @@ static int pc_open(const char *path, struct fuse_file_info *fi) {
   const char *p = rel(path);
   if (fi->flags & O_TRUNC) { /* the kernel passes O_TRUNC through (atomic_o_trunc) */
     struct stat st;
-    if (fstatat(rootfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-        (r = file_before_modify(st.st_ino, -1, p, 0)) < 0)
-      return r;
+    if (fstatat(rootfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      if ((r = file_before_modify(st.st_ino, -1, p, 0)) < 0) return r;
+      poison_truncated(st.st_ino, 0);
+    }
   }
   int fd = openat(rootfd, p, backing_flags(fi->flags));
   if (fd < 0) return -errno;
@@ -1179,6 +1460,7 @@ static int pc_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
     if (fi->flags & O_EXCL) return -EEXIST;
     return pc_open(path, fi);
   }
+  if ((r = fault_check(OP_CREATE, path, NULL)) < 0) return r;
   if ((r = dir_note(s.parent, s.name)) < 0) return r;
   int fd = openat(rootfd, rel(path), backing_flags(fi->flags) | O_CREAT | O_EXCL, mode);
   if (fd < 0) return -errno;
@@ -1212,7 +1494,7 @@ static int pc_read(const char *path, char *buf, size_t size, off_t off, struct f
 }
 
 static int ctl_write(const char *buf, size_t size) {
-  char line[64];
+  char line[PATH_MAX + 64];
   size_t i = 0;
   while (i < size) {
     size_t j = i;
@@ -1224,6 +1506,8 @@ static int ctl_write(const char *buf, size_t size) {
     int r = 0;
     if (!strcmp(line, "cut")) r = do_cut();
     else if (!strcmp(line, "sync")) r = do_sync();
+    else if (!strncmp(line, "fault ", 6)) r = add_rule(line + 6);
+    else if (!strcmp(line, "clear")) clear_rules();
     else if (line[0]) r = -EINVAL;
     if (r < 0) return r == -EINVAL ? r : -EIO;
   }
@@ -1236,6 +1520,7 @@ static int pc_write(const char *path, const char *buf, size_t size, off_t off, s
   struct handle *h = live_handle(fi, &err);
   if (err) return err;
   if (h->ctl) return ctl_write(buf, size);
+  if ((r = fault_check_fd(OP_WRITE, h->fd)) < 0) return r;
   off_t at = off;
   if (h->flags & O_APPEND) { /* the backing descriptor appends wherever the kernel thinks the end is */
     struct stat st;
@@ -1245,7 +1530,8 @@ static int pc_write(const char *path, const char *buf, size_t size, off_t off, s
   if (size && (r = file_before_modify(h->ino, h->fd, NULL, at)) < 0) return r;
   ssize_t n = pwrite(h->fd, buf, size, off);
   if (n < 0) return -errno;
-  if (h->flags & O_DSYNC) file_synced(h->ino); /* O_SYNC includes O_DSYNC */
+  poison_wrote(h->ino, at, at + n);
+  if (h->flags & O_DSYNC) fsync_done(h); /* O_SYNC includes O_DSYNC */
   return (int)n;
 }
 
@@ -1271,7 +1557,12 @@ static int pc_fsync(const char *path, int datasync, struct fuse_file_info *fi) {
   int err = 0;
   struct handle *h = live_handle(fi, &err);
   if (err) return err;
-  if (!h->ctl) file_synced(h->ino);
+  if (h->ctl) return 0;
+  if ((err = fault_check_fd(OP_FSYNC, h->fd)) < 0) {
+    poison_add(h->ino); /* the data is lost to the disk, and the next fsync will not say so */
+    return err;
+  }
+  fsync_done(h);
   return 0;
 }
 
