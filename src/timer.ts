@@ -39,16 +39,16 @@ export function checkSeconds(value: number | undefined, what: string): void {
   }
 }
 
-/** Wait `ms` milliseconds, or until `signal` aborts if it does first (at once if it has). */
-export function waitUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+/** Wait `ms` milliseconds, or until `signal` aborts if it does first (at once if it has); never rejects. */
+export function waitUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
+    if (signal?.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+      signal?.removeEventListener('abort', done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
+    signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -18,6 +18,7 @@ export function formatNetStatus(r: NetStatusReport): string {
   const out: string[] = [];
   out.push(`net ${r.net}: ${r.state}${r.live ? ` (run pid ${r.pid})` : ' (no run going)'}`);
   for (const n of r.notes ?? []) out.push(`note: ${n.text}`);
+  for (const f of r.ioFaults ?? []) out.push(`disk: ${ioFaultText(f, r.at)}`);
   out.push('');
   const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
   for (const p of r.places) {
@@ -33,6 +34,12 @@ export function formatNetStatus(r: NetStatusReport): string {
   tokenList(out, r.stuck, () => `can't fire:`, 50);
   tokenList(out, r.waiting, (one) => `${one ? 'waits' : 'wait'} for what can still come:`, 20);
   return `${out.join('\n')}\n`;
+}
+
+/** A place's full disk or I/O error, as status says it. */
+export function ioFaultText(f: NonNullable<NetStatusReport['ioFaults']>[number], now: number): string {
+  const where = f.place === '(state)' ? 'the state directory' : `place ${f.place}`;
+  return `${where}: ${f.message} (${f.code}) since ${new Date(f.since).toISOString()} (${age(now - f.since)} ago, ${f.count} time${f.count === 1 ? '' : 's'}); what needs it waits and tries again`;
 }
 
 /** Tokens with their reasons, the first `max` of them. */

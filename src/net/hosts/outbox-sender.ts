@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import { mkdirDurable } from '../../durable.js';
 import path from 'node:path';
-import { LockedError, NetError } from '../../errors.js';
+import { describeSystemError, LockedError, NetError } from '../../errors.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { Queue, type JobEntry } from '../../queue.js';
 import { parseSeqfileText, type SeqFile } from '../../seqfile.js';
@@ -16,7 +16,8 @@ import { waitUnlessAborted } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
 import type { VerifierProblem } from './receive-script.js';
-import { packetId, sendPackets, type OutgoingPacket } from './ssh-send.js';
+import { isIoFault } from '../run/io-faults.js';
+import { packetId, sendPackets, type OutgoingPacket, type SendResult } from './ssh-send.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
 export interface SenderState {
@@ -209,21 +210,7 @@ export class OutboxSender {
           await this.sleep();
           continue;
         }
-        const r = await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
-          fspl: this.opts.host.fspl,
-          host: this.opts.remote.host,
-          signal,
-          onReady: (remoteNext) => aheadOfOutbox(this.opts.place, this.opts.remote.host, remoteNext, this.sendseqNext!()),
-          onAck: (p, dup) => {
-            // As queue-process: the number first, then the file.
-            this.consumer!.write(p.seq + 1n);
-            fs.rmSync(p.path, { force: true });
-            this.entries.delete(path.basename(p.path));
-            this.state.sent++;
-            if (dup) this.state.duplicates++;
-            this.state.lastSentAt = Date.now();
-          },
-        });
+        const r = await this.send(batch, signal);
         if (signal.aborted) break;
         if (r.error === undefined) {
           if (this.state.failing) this.log.info('net', `Outbox ${this.opts.place}: host ${this.opts.remote.host} reachable again`);
@@ -254,6 +241,34 @@ export class OutboxSender {
       this.saveState();
       this.consumer?.release();
       this.consumer = undefined;
+    }
+  }
+
+  /**
+   * One batch sent. This host's own disk full or failing as the acknowledged packets are taken off
+   * the outbox (nextseq, the unlink): a failed attempt like a lost connection, tried again after
+   * the backoff; the receiver has the packets, and says `dup` for them when they come again.
+   */
+  private async send(batch: OutgoingPacket[], signal: AbortSignal): Promise<SendResult> {
+    try {
+      return await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
+        fspl: this.opts.host.fspl,
+        host: this.opts.remote.host,
+        signal,
+        onReady: (remoteNext) => aheadOfOutbox(this.opts.place, this.opts.remote.host, remoteNext, this.sendseqNext!()),
+        onAck: (p, dup) => {
+          // As queue-process: the number first, then the file.
+          this.consumer!.write(p.seq + 1n);
+          fs.rmSync(p.path, { force: true });
+          this.entries.delete(path.basename(p.path));
+          this.state.sent++;
+          if (dup) this.state.duplicates++;
+          this.state.lastSentAt = Date.now();
+        },
+      });
+    } catch (err) {
+      if (!isIoFault(err)) throw err;
+      return { acked: 0, duplicates: 0, error: `this host's disk: ${describeSystemError(err)}` };
     }
   }
 

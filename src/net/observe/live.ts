@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLocked } from '../../lock.js';
+import type { IoErrorCount, PlaceFault } from '../run/io-faults.js';
 import type { LastFailure, TransitionRates } from './metrics.js';
 
 export interface LiveTransition {
@@ -36,6 +37,10 @@ export interface LiveState {
   transitions: Record<string, LiveTransition>;
   /** Tokens per place as the run's index holds them, places holding none left out (status and serve count the directories). */
   places?: Record<string, number>;
+  /** Places whose disk is full or failing now (or `(state)`, the state directory's), and since when (run/io-faults.ts). */
+  ioFaults?: PlaceFault[];
+  /** I/O errors met over the run, by place and error (absent when none). */
+  ioErrors?: IoErrorCount[];
 }
 
 export function liveStatePath(stateDir: string): string {
@@ -45,9 +50,32 @@ export function liveStatePath(stateDir: string): string {
 export function writeLiveState(stateDir: string, state: LiveState): void {
   const file = liveStatePath(stateDir);
   const temp = `${file}.${process.pid}.tmp`;
+  const text = JSON.stringify(state);
   // Not fsynced: a view for status and the web page, rewritten twice a second by a live run.
-  fs.writeFileSync(temp, JSON.stringify(state));
+  try {
+    fs.writeFileSync(temp, text);
+  } catch (err) {
+    fs.rmSync(temp, { force: true });
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' && (err as NodeJS.ErrnoException).code !== 'EDQUOT') throw err;
+    // The state's disk is full: the file is written over in place, in the blocks it has (a reader
+    // may meet it half-written, and reads it again on its next look), so that status still
+    // says what the run waits for.
+    writeInPlace(file, text);
+    return;
+  }
   fs.renameSync(temp, file);
+}
+
+/** Overwrite a file's bytes without a new file: its own blocks first (on a full disk, what it grows by may not fit). */
+function writeInPlace(file: string, text: string): void {
+  const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT, 0o644);
+  try {
+    const data = Buffer.from(text);
+    fs.writeSync(fd, data, 0, data.length, 0);
+    fs.ftruncateSync(fd, data.length);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** The last live state, and whether a run holds the net now. */

@@ -126,6 +126,18 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
     { name: 'fspl_net_transition_failing', help: '1 when the transition is stopped or failed in the last 5 minutes', type: 'gauge', samples: perTransition((t) => (t.failing ? 1 : 0)) },
     { name: 'fspl_net_transition_stopped', help: '1 when the transition stopped after a failure', type: 'gauge', samples: perTransition((t) => (t.stopped ? 1 : 0)) },
     { name: 'fspl_net_transition_paused', help: '1 while an operator has paused the transition (net pause)', type: 'gauge', samples: perTransition((t) => (t.paused ? 1 : 0)) },
+    {
+      name: 'fspl_net_io_errors_total',
+      help: 'Full disks and I/O errors the run met (and waited out), by place ("(state)": the state directory) and error',
+      type: 'counter',
+      samples: (r.ioErrors ?? []).map((e) => ({ labels: { place: e.place, error: e.error }, value: e.count })),
+    },
+    {
+      name: 'fspl_net_io_fault_since_seconds',
+      help: 'Since when (Unix time) the place\'s disk has been full or failing, while it is',
+      type: 'gauge',
+      samples: (r.ioFaults ?? []).map((f) => ({ labels: { place: f.place, error: f.code }, value: seconds(f.since) })),
+    },
   ];
 }
 

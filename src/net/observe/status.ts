@@ -8,6 +8,7 @@ import { describeSystemError, LockedError, systemErrorWords } from '../../errors
 import { SeqFile } from '../../seqfile.js';
 import { describeLeftovers, type Leftover } from './leftovers.js';
 import { mayStillCome, prospects, type NetNow } from './prospects.js';
+import type { IoErrorCount, PlaceFault } from '../run/io-faults.js';
 import { readLiveState, type LiveState } from './live.js';
 import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
@@ -105,6 +106,13 @@ export interface NetStatusReport {
   waiting: Leftover[];
   /** What is said once about the whole report (absent when nothing). */
   notes?: StatusNote[];
+  /**
+   * Places whose disk is full or failing now, as the live run met it (`(state)`: the state
+   * directory's), and since when: what needs them waits and tries again (absent when none).
+   */
+  ioFaults?: PlaceFault[];
+  /** I/O errors the live run met, by place and error (absent when none). */
+  ioErrors?: IoErrorCount[];
 }
 
 export interface NetStatusOptions {
@@ -229,6 +237,8 @@ export async function netStatus(net: NetModel, options: NetStatusOptions = {}): 
     stuck,
     waiting,
     ...(notes.length ? { notes } : {}),
+    ...(running && live?.ioFaults?.length ? { ioFaults: live.ioFaults } : {}),
+    ...(running && live?.ioErrors?.length ? { ioErrors: live.ioErrors } : {}),
   };
 }
 

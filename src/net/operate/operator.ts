@@ -101,6 +101,9 @@ export class Operator {
       });
       this.failMove = undefined;
       if (done.committed) return done.outputs;
+      // A full disk or an I/O error: the move was undone (its numbers filled), nothing moved; the
+      // command ends with the error, and the operator runs it again once there is room.
+      if (done.fault) throw done.fault.err;
       await sleep(50);
     }
   }

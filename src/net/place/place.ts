@@ -105,7 +105,19 @@ export class Place extends TokenIndex {
       unlinkQuietly(s.temp);
       throw err;
     }
-    writers.write(s.seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
+    try {
+      writers.write(s.seq + 1n); // durable (SeqFile.write): after a power cut this number is not handed out again
+    } catch (err) {
+      // A full disk (sendseq.temp not written) or an I/O error: the part goes, or, if its number
+      // was stored after all (the rename done, its directory's fsync failed), becomes a NOP. If
+      // even that fails, it stays, holding its number, for the next run's recovery.
+      try {
+        this.repairPart(writers, s.temp, readNextQuietly(this));
+      } catch {
+        // left for recovery
+      }
+      throw err;
+    }
     return s;
   }
 
@@ -206,7 +218,21 @@ export class Place extends TokenIndex {
     try {
       if (capacity !== undefined && this.occupancy() >= capacity) return 'full';
       const s = this.stage(writers, content, 'put');
-      publishDurably(s.temp, s.final);
+      try {
+        publishDurably(s.temp, s.final);
+      } catch (err) {
+        // Not renamed (an I/O error): its number is stored, so the part becomes a NOP (or stays
+        // for recovery). Renamed, and its directory's fsync failed: the token is there, not known
+        // to be durable, and the error is said.
+        if (fs.existsSync(s.temp)) {
+          try {
+            this.repairPart(writers, s.temp, readNextQuietly(this));
+          } catch {
+            // left for recovery
+          }
+        }
+        throw err;
+      }
       return { seq: s.seq, filename: path.basename(s.final) };
     } finally {
       writers.release();
@@ -240,6 +266,10 @@ export class Place extends TokenIndex {
       try {
         writePacketSync(fd, makeHeader({ seq: header.seq, cmd: { kind: 'NOP' } }));
         fsyncSync(fd);
+      } catch (err) {
+        // A full disk: the part stays, holding its number, for the caller to try again.
+        unlinkQuietly(temp);
+        throw err;
       } finally {
         closeQuietly(fd);
       }
@@ -344,4 +374,12 @@ export async function createParts(planned: Array<{ p: Place; content: TokenConte
     unlinkQuietly(f.temp);
   }
   throw failure;
+}
+
+function readNextQuietly(p: Place): bigint | undefined {
+  try {
+    return p.readNext();
+  } catch {
+    return undefined;
+  }
 }

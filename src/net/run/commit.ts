@@ -43,30 +43,29 @@
  * the numbers' fsyncs: written earlier, the kernel could put it on the disk before the numbers it
  * needs. Steps 4 and 5 follow it in the same batch, on the same thread, so they run only after
  * the journal's fsync has returned; a failure up to step 3 cancels them.
- * A failure before step 2 removes the staged files: no number of theirs is stored. From step 2
- * on they stay, for recovery to publish or to fill with NOPs.
+ * A full disk or an I/O error at any step stops neither the run nor the numbering: the group is
+ * undone or carried out later, as the table of commit-faults.ts says, and its firings commit again
+ * after a backoff. Any other failure stops the run, as a crash would: before step 2 the staged
+ * files are removed (no number of theirs is stored), from step 2 on they stay, for recovery to
+ * publish or to fill with NOPs.
  * Recovery redoes 4 and 5 for every commit without an end, makes them durable, and only then
  * empties the journal.
  */
 import path from 'node:path';
 import { LockedError } from '../../errors.js';
-import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
-import { closeQuietly, unlinkQuietly } from '../../io.js';
+import { runBatch } from '../../fs-batch.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
-import { createParts, type Place, type StagedFile } from '../place/place.js';
+import type { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
-import { planFinish, type FinishPlan } from './publish.js';
+import { GroupFailed, GroupFaults } from './commit-faults.js';
+import { isIoFault } from './io-faults.js';
+import type { CommitRecord, Journal, StagedOutput } from './journal.js';
+import { planFinish } from './publish.js';
+import { stageGroup, type Staged } from './stage-group.js';
 
 /** The most firings one group commits. */
 export const GROUP_MAX = 64;
-
-/**
- * A group with more parts than this fsyncs them side by side, in batches of their own (fs-batch.ts
- * runBatchesAtOnce); a smaller one, in order in the step's one batch: one hand-off to the pool.
- */
-const LANE_FILES = 8;
 
 /** One firing's commit, as asked. */
 export interface CommitRequest {
@@ -86,15 +85,31 @@ export interface CommitRequest {
  */
 export type CommitResult =
   | { committed: true; outputs: Array<{ place: string; seq: bigint }>; published: Array<{ output: StagedOutput; header: PacketHeader }> }
-  /** `behind`: refused only because an earlier request was: it may well commit if asked again at once. */
-  | { committed: false; behind: boolean };
+  /**
+   * `behind`: refused only because an earlier request was: it may well commit if asked again at once.
+   * `fault`: its group met a full disk or an I/O error (in `place`, or the state's), and was undone: ask again after a backoff.
+   */
+  | { committed: false; behind: boolean; fault?: { place: string; err: NodeJS.ErrnoException } };
 
 /** What the committer tells its run. */
 export interface CommitHooks {
   /** A name a commit is about to write or delete in a place's jobs/: its file event is not news. Called on the event loop. */
   own(place: string, name: string): void;
-  /** A group failed (an I/O error): the run must stop; recovery finishes what was recorded. */
+  /**
+   * A group failed: the run must stop; recovery finishes what was recorded. Not called for a full
+   * disk or an I/O error when `carryOn` is set, but for a CommitPostponed once `stop` gave up on one.
+   */
   failed(err: unknown): void;
+  /** A full disk or an I/O error met in `place` (or the state's, io-faults.ts STATE_PLACE). */
+  fault?(place: string, err: NodeJS.ErrnoException): void;
+  /** A group committed, writing or consuming in these places. */
+  committed?(places: Set<string>): void;
+  /**
+   * Carry recorded groups out through full disks and I/O errors, trying again after a backoff
+   * (the runner); without it such a group fails (`failed`), left to the next recovery (an
+   * operator's move, whose command then ends with the error).
+   */
+  carryOn?: boolean;
   /** For the kill -9 tests only: called once a group is recorded, before anything of it is done. */
   recorded?(size: number): void;
 }
@@ -107,10 +122,9 @@ interface Entry {
 const REFUSED: CommitResult = { committed: false, behind: false };
 const BEHIND: CommitResult = { committed: false, behind: true };
 
-/** What a group's last batch did: the first of steps 1 to 3 that failed, if one did, and the results of steps 4 and 5 run after them. */
-interface LastBatch {
-  failure?: { step: number; err: NodeJS.ErrnoException } | undefined;
-  rest?: Int32Array;
+/** The places a group wrote or consumed in. */
+function placesOf(records: CommitRecord[]): Set<string> {
+  return new Set(records.flatMap((c) => [...c.outputs.map((o) => o.place), ...c.inputs.map((i) => i.place)]));
 }
 
 /** The places' writers and consumers, and the journal, as a commit needs them. */
@@ -120,6 +134,8 @@ export class Committer {
   private pending: Entry[] = [];
   private busy = false;
   private idleWaiters: Array<() => void> = [];
+  /** What a group that met a full disk or an I/O error does (commit-faults.ts). */
+  private readonly faults: GroupFaults;
 
   constructor(
     private readonly places: Map<string, Place>,
@@ -128,7 +144,27 @@ export class Committer {
     /** Each read place's next number: the run's view of its nextseq. */
     private readonly next: Map<string, bigint>,
     private readonly hooks: CommitHooks,
-  ) {}
+  ) {
+    this.faults = new GroupFaults({
+      journal: () => this.journal,
+      finish: (records) => this.finish(records),
+      lockWriters: (places) => this.lockWriters(places),
+      busy: () => this.busy,
+      places,
+      next,
+      hooks,
+    });
+  }
+
+  /** Give up waiting for the disk (the run stops): a recorded group stays in the journal for recovery. */
+  stop(): void {
+    this.faults.stop();
+  }
+
+  /** Parts of undone groups waiting for room to become NOPs. */
+  get undoneWaiting(): number {
+    return this.faults.undoneWaiting;
+  }
 
   /**
    * Ask for a commit; `done` is called with what became of it, once its group has ended. Requests
@@ -199,6 +235,7 @@ export class Committer {
 
   /** Commit a group: the table at the top, steps 1 to 6. */
   private async group(entries: Entry[]): Promise<CommitResult[]> {
+    this.faults.retryUndone(); // numbers of undone groups, first
     const outPlaces = entries.flatMap((e) => e.req.outputs.map((o) => this.places.get(o.place)!));
     let writers: SeqFile[];
     try {
@@ -207,47 +244,58 @@ export class Committer {
       if (err instanceof LockedError) return entries.map(() => REFUSED);
       throw err;
     }
-    let records: CommitRecord[];
-    let headers: Map<StagedOutput, PacketHeader>;
-    let published: Set<StagedOutput>;
+    let staged: Staged;
+    let failed: GroupFailed | undefined;
+    let fit: number;
     try {
       // A bounded place that is full: its reader has not yet committed the tokens it took, or a
       // put filled it since the firing started. The requests from there on commit later (the
       // reader's commit wakes the run).
-      const fit = this.fitting(entries);
+      fit = this.fitting(entries);
       if (fit === 0) return entries.map((_, n) => (n === 0 ? REFUSED : BEHIND));
       // Steps 1 to 3. The names it is about to write or delete in the jobs/ are owned first: their
-      // file events are not news (should the group fail, the run stops anyway).
+      // file events are not news (should the group be undone, those names never appear).
       // Steps 4 and 5 go in the same batch as 1 to 3 (one hand-off to the pool a group), unless
       // the kill -9 tests' probe wants the moment between them (it runs between two batches).
       const probe = this.hooks.recorded;
-      let finished: StagedOutput[] | undefined;
-      ({ records, headers, finished } = await this.stage(
-        entries.slice(0, fit),
-        writers,
-        (rs) => {
-          for (const c of rs) {
-            for (const o of c.outputs) this.hooks.own(o.place, path.basename(o.final));
-            for (const i of c.inputs) this.hooks.own(i.place, path.basename(i.file));
-          }
-        },
-        probe ? undefined : (rs) => planFinish(rs, this.consumers, this.next),
-      ));
-      if (!finished) {
-        probe?.(records.length);
-        finished = await this.finish(records);
+      try {
+        const requests = entries.slice(0, fit).map((e) => e.req);
+        staged = await stageGroup(this.places, this.journal, requests, writers, (rs) => this.owning(rs), probe ? undefined : (rs) => planFinish(rs, this.consumers, this.next));
+        if (!staged.finished) {
+          probe?.(staged.records.length);
+          staged.finished = await this.finish(staged.records).catch((err: unknown) => {
+            throw new GroupFailed(3, err as NodeJS.ErrnoException, [], staged.records, staged.headers, -1);
+          });
+        }
+      } catch (err) {
+        if (!(err instanceof GroupFailed)) throw err;
+        if (!isIoFault(err.err)) throw err.err;
+        const place = this.faults.report(err.err);
+        if (this.faults.undo(err, writers)) return entries.map((_, n) => (n < fit ? { committed: false, behind: false, fault: { place, err: err.err } } : BEHIND));
+        failed = err;
+        staged = { records: err.records, headers: err.headers };
       }
-      published = new Set(finished);
     } finally {
       writers.forEach((w) => w.release());
     }
-    await this.journal.done(records.map((c) => c.firing));
+    // Recorded, and a step after it failed for a full disk or an I/O error: carried out later.
+    const published = new Set(staged.finished ?? (await this.faults.carryOutLater(failed!)));
+    await this.journal.done(staged.records.map((c) => c.firing));
+    this.hooks.committed?.(placesOf(staged.records));
     return entries.map((_, n) => {
-      const c = records[n];
-      if (!c) return n === records.length ? REFUSED : BEHIND;
-      const out = c.outputs.filter((o) => published.has(o)).map((o) => ({ output: o, header: headers.get(o)! }));
+      const c = staged.records[n];
+      if (!c) return n === staged.records.length ? REFUSED : BEHIND;
+      const out = c.outputs.filter((o) => published.has(o)).map((o) => ({ output: o, header: staged.headers.get(o)! }));
       return { committed: true, outputs: c.outputs.map((o) => ({ place: o.place, seq: o.seq })), published: out };
     });
+  }
+
+  /** The names a group is about to write or delete in places' jobs/: their file events are not news. */
+  private owning(records: CommitRecord[]): void {
+    for (const c of records) {
+      for (const o of c.outputs) this.hooks.own(o.place, path.basename(o.final));
+      for (const i of c.inputs) this.hooks.own(i.place, path.basename(i.file));
+    }
   }
 
   /** How many of these requests, from the first, fit in their bounded output places (writers' locks held). */
@@ -264,101 +312,6 @@ export class Committer {
       }
     }
     return entries.length;
-  }
-
-  /**
-   * Steps 1 to 3: every output written under a temporary name with its number, the files and
-   * their names made durable, then the numbers stored, once per place, then the group recorded in
-   * the journal: one batch of file operations (fs-batch.ts: one hand-off to the thread pool), in
-   * order, each `must` (a failure stops what follows). A part whose payload is another token's
-   * is created in a batch before it and filled on the event loop (createParts). A group of more
-   * than LANE_FILES parts writes and fsyncs them first, side by side (on a disk, fsyncs one after
-   * the other each wait for their own journal commit), with the sendseqs' new values written
-   * aside meanwhile. `owning` is told the records before anything of them is published. With
-   * `then`, steps 4 and 5 (planned by it once the records exist) run at the end of the same last
-   * batch, after the journal's fsync, and `finished` is what finish() would have returned.
-   */
-  private async stage(
-    entries: Entry[],
-    writers: SeqFile[],
-    owning: (records: CommitRecord[]) => void,
-    then?: (records: CommitRecord[]) => FinishPlan,
-  ): Promise<{ records: CommitRecord[]; headers: Map<StagedOutput, PacketHeader>; finished?: StagedOutput[] }> {
-    const byDir = new Map(writers.map((w) => [path.dirname(w.path), w]));
-    const nextSeq = new Map<Place, bigint>();
-    const records: CommitRecord[] = [];
-    const headers = new Map<StagedOutput, PacketHeader>();
-    const planned: Array<{ p: Place; content: TokenContent; part: StagedFile; staged: StagedOutput }> = [];
-    for (const { req } of entries) {
-      const outputs: StagedOutput[] = [];
-      for (const o of req.outputs) {
-        const p = this.places.get(o.place)!;
-        const seq = nextSeq.get(p) ?? byDir.get(p.spec.dir)!.read();
-        nextSeq.set(p, seq + 1n);
-        const staged: StagedOutput = { place: o.place, seq, temp: '', final: '' };
-        outputs.push(staged);
-        planned.push({ p, content: o.content, part: p.planPart(seq, o.content, req.firing.slice(0, 8)), staged });
-      }
-      records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => this.consumed(tok)) });
-    }
-    // A part whose payload is in memory or in a file of its own is written whole on the pool
-    // (Place.partOp: created, filled and fsynced in step 1's batch); the others are created in a
-    // batch of their own and filled on the event loop (createParts), then fsynced in step 1.
-    const direct = planned.map((x) => x.p.partOp(x.part, x.content));
-    const files = await createParts(planned.filter((_, n) => direct[n] === undefined));
-    planned.forEach((x) => {
-      x.staged.temp = x.part.temp;
-      x.staged.final = x.part.final;
-      headers.set(x.staged, x.part.header);
-    });
-    owning(records);
-    const sendseqs = [...nextSeq].map(([p, seq]) => byDir.get(p.spec.dir)!.batchWrite(seq));
-    // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
-    // find its file, to publish it or to fill its number with a NOP. Beside them each sendseq's
-    // new value is written aside, which stores nothing yet.
-    const perFile = [...direct.filter((op): op is BatchOp => op !== undefined), ...files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd, must: true }))];
-    // The directories' fsyncs after every part is created: they make the parts' names durable.
-    const dirs = [...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir, must: true }));
-    const aside = sendseqs.map((w) => w.prepare);
-    // Step 2: each sendseq renamed, its place fsynced: after a power cut, no number is handed out
-    // again. Step 3: the group's line, written and fsynced.
-    const store = sendseqs.flatMap((w) => w.store);
-    const record = [this.journal.recordOp(records)];
-    // Steps 4 and 5 after the journal's line, in the same batch: a failure up to step 3 cancels
-    // them (each operation of 1 to 3 is `must`), so none runs before the group is recorded.
-    const tail = then?.(records);
-    /** The last batch: these steps, then the tail's; the failure is of these steps only, `rest` the tail's results. */
-    const last = async (steps: BatchOp[][]): Promise<LastBatch> => {
-      const ops = steps.flat();
-      const r = await runBatch(tail ? [...ops, ...tail.steps.flat()] : ops);
-      return { failure: firstFailedStep(steps, 0, r), rest: r.subarray(ops.length) };
-    };
-    let ran: LastBatch;
-    try {
-      if (perFile.length > LANE_FILES) {
-        const [synced, asideDone] = await Promise.all([runBatchesAtOnce(perFile), runBatch(aside)]);
-        const err = firstFailure(perFile, synced) ?? firstFailure(aside, asideDone);
-        ran = err ? { failure: { step: 0, err } } : await last([dirs, store, record]);
-      } else {
-        ran = await last([[...perFile, ...dirs, ...aside], store, record]);
-      }
-    } finally {
-      for (const f of files) closeQuietly(f.fd);
-    }
-    const { failure, rest } = ran;
-    if (failure) {
-      // Before step 2: no number of theirs is stored, the staged files go and leave no hole. From
-      // step 2 on they stay: their numbers may be stored, and recovery fills them.
-      if (failure.step === 0) for (const x of planned) unlinkQuietly(x.part.temp);
-      if (failure.step <= 1) for (const w of sendseqs) w.failed();
-      tail?.abandon();
-      throw failure.err;
-    }
-    return { records, headers, finished: tail ? tail.settle(rest!) : undefined };
-  }
-
-  private consumed(tok: Token): ConsumedInput {
-    return { place: tok.place, seq: tok.seq, file: tok.path, sequence: this.places.get(tok.place)!.order === 'sequence' };
   }
 
   /** Recovery: carry out recorded commits again (every step may already have been done). */

@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { closeQuietly } from '../../io.js';
+import { appendQuietly, closeQuietly } from '../../io.js';
 import { runDetached, StartError } from '../../exec.js';
 import { ChildEnv, jobVariableStrings, type EnvVariable } from '../../jobenv.js';
 import { setLongTimeout } from '../../timer.js';
@@ -156,24 +156,25 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const { transition: t, tokens } = req;
   const started = Date.now();
   const files = stagingOf(req.dir, req.runAs);
-  if ((t.fn || t.run) && req.runAs) {
-    // Its command creates files as another user: a directory of theirs (a move writes nothing).
-    fs.mkdirSync(req.dir, { recursive: true });
-    giveDir(req.dir, req.runAs);
-  }
   const stderrPath = files.stderr;
   const single = t.outputs.length === 1 && t.outMode === 'all';
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = files.out(o);
   let result: Ran;
   try {
+    if ((t.fn || t.run) && req.runAs) {
+      // Its command creates files as another user: a directory of theirs (a move writes nothing).
+      fs.mkdirSync(req.dir, { recursive: true });
+      giveDir(req.dir, req.runAs);
+    }
     if (t.fn) result = await runFunction(req, outPaths, single);
     else if (t.run) result = await runCommandFiring(req, outPaths, single, stderrPath);
     else result = moveOnly();
   } catch (err) {
     result = { ok: false, reason: (err as Error).message, abandoned: false, message: (err as Error).message };
   }
-  if (result.message !== undefined) fs.appendFileSync(stderrPath, `${result.message}\n`);
+  // Not on a full disk: the message is the outcome's reason anyway (this function never throws).
+  if (result.message !== undefined) appendQuietly(stderrPath, `${result.message}\n`);
   const outputs = new Map<string, OutputSource>();
   const moved = !t.fn && !t.run;
   for (const o of t.outputs) {

@@ -16,6 +16,7 @@ import type { Start } from '../plan/scheduler.js';
 import type { TokenContent } from '../place/token.js';
 import type { CommitResult, Committer } from './commit.js';
 import { fire } from './firing.js';
+import { backoffMs, STATE_PLACE, stagingFull } from './io-faults.js';
 import type { NetEvent } from './options.js';
 import { resolve, type OutcomeContext } from './outcome.js';
 import { runAsOf } from './permissions.js';
@@ -46,6 +47,8 @@ export interface FiringsContext {
   changed(): void;
   /** Told what each change of the open firings means for the scheduler's view (the tally's, and a service time recorded). */
   readonly scheduler: TallyListener;
+  /** A full disk or an I/O error met in a place (or the state's: io-faults.ts STATE_PLACE). */
+  fault(place: string, err: NodeJS.ErrnoException): void;
 }
 
 export class OpenFirings {
@@ -62,6 +65,8 @@ export class OpenFirings {
   private readonly sweeper = new StagingSweeper();
   /** Groups' results not yet applied to the run's view. */
   private readonly results: Array<{ f: Firing; r: Committed; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
+  /** Firings whose group met a full disk or an I/O error (commit.ts): each commits again once its timer fires. */
+  private readonly diskWaits = new Map<Firing, NodeJS.Timeout>();
   /** A refused commit may go through now: something changed since it was refused. */
   private retryRefused = false;
   private readonly outcomes: OutcomeContext;
@@ -90,6 +95,7 @@ export class OpenFirings {
       unstage: (f, made) => this.sweeper.remove(f.transition, f.dir, runAsOf(f.transition), made),
       retryAfter: (f, ms) => this.retryAfter(f, ms),
       emit: (e) => ctx.emit(e),
+      fault: (err) => ctx.fault(STATE_PLACE, err),
     };
   }
 
@@ -146,6 +152,9 @@ export class OpenFirings {
     void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: f.stop?.signal ?? this.ctx.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
       run.running--;
       f.outcome = outcome;
+      // A failure while the staging files' disk is full is most likely the disk's (outcome.ts):
+      // looked at now, before other firings' staging files come and go.
+      f.stagingFull = !outcome.ok && !outcome.abandoned && f.transition.run ? stagingFull(this.stagingDir) : undefined;
       this.setRunning(f, false);
       if (!outcome.abandoned) {
         run.service.record(outcome.durationMs);
@@ -169,7 +178,7 @@ export class OpenFirings {
       if (due.size === 0) break;
       const order = due.size === 1 ? [...due] : [...due].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started || a.begun - b.begun);
       for (const f of order) {
-        if (!f.outcome || this.refused.has(f) || f.committing || !this.set.has(f) || !this.tally.mayCommit(f)) continue;
+        if (!f.outcome || this.refused.has(f) || this.diskWaits.has(f) || f.committing || !this.set.has(f) || !this.tally.mayCommit(f)) continue;
         if (resolve(this.outcomes, f)) progress = true;
       }
     }
@@ -180,7 +189,10 @@ export class OpenFirings {
     this.setCommitting(f, true);
     this.ctx.committer.submit({ firing: f.id, transition: f.transition.name, outputs, inputs: f.tokens }, (r) => {
       if (r.committed) this.results.push({ f, then, r });
-      else {
+      else if (r.fault && this.set.has(f)) {
+        this.setCommitting(f, false);
+        this.waitForDisk(f); // what waits behind it in commit order waits too
+      } else {
         this.setCommitting(f, false); // resolved again in its turn
         // Refused itself: it waits for a change (a reader's commit, a file event).
         if (r.behind || !this.set.has(f)) this.refused.delete(f);
@@ -210,6 +222,27 @@ export class OpenFirings {
   }
 
   /**
+   * f's group was undone for a full disk or an I/O error: it commits again after a backoff (200 ms,
+   * doubling with each fault of the firing, at most 5 s), unless the run stops meanwhile.
+   */
+  private waitForDisk(f: Firing): void {
+    f.diskWaits = (f.diskWaits ?? 0) + 1;
+    clearTimeout(this.diskWaits.get(f));
+    this.diskWaits.set(
+      f,
+      setTimeout(() => {
+        this.diskWaits.delete(f);
+        this.ctx.poke();
+      }, backoffMs(f.diskWaits)),
+    );
+  }
+
+  /** Firings waiting to commit again after a full disk or an I/O error. */
+  get waitingForDisk(): number {
+    return this.diskWaits.size;
+  }
+
+  /**
    * With --drain or while stopping: when nothing runs any more and finished firings are left, they
    * wait for room in a bounded place that nothing in this run will empty (its reader stopped, or
    * a put filled it). Their tokens go back (their work is lost, the tokens are not); they are
@@ -217,7 +250,9 @@ export class OpenFirings {
    */
   dropBlocked(drain: boolean): void {
     if (!drain && !this.ctx.stopping()) return;
-    if (this.set.size === 0 || this.retryTimers.size > 0) return;
+    // Stopping, a firing waiting for the disk gives its tokens back (the next run fires them again).
+    if (this.ctx.stopping()) for (const f of [...this.diskWaits.keys()]) this.drop(f);
+    if (this.set.size === 0 || this.retryTimers.size > 0 || this.diskWaits.size > 0) return;
     for (const f of this.set) if (f.running || !f.outcome || f.committing) return;
     for (const f of [...this.set]) {
       this.ctx.log.warn('net', `${f.transition.name}: a finished firing on key ${f.key} can not commit (a bounded output place stays full); its tokens go back`);
@@ -248,6 +283,8 @@ export class OpenFirings {
 
   /** Forget a firing: its staging goes, its unconsumed tokens are free again. */
   drop(f: Firing, removeDir = true): void {
+    clearTimeout(this.diskWaits.get(f));
+    this.diskWaits.delete(f);
     if (this.set.has(f)) this.tally.closed(f);
     this.set.delete(f);
     this.refused.delete(f);
@@ -262,5 +299,7 @@ export class OpenFirings {
   clearTimers(): void {
     for (const t of this.retryTimers) clearTimeout(t);
     this.retryTimers.clear();
+    for (const t of this.diskWaits.values()) clearTimeout(t);
+    this.diskWaits.clear();
   }
 }

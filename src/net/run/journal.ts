@@ -14,6 +14,14 @@
  * A power cut keeps only what was fsynced (src/durable.ts), so the journal itself is made durable
  * when opened (the file's name, by an fsync of its directory), and the runner makes each step of
  * a commit durable before the next depends on it (commit.ts).
+ *
+ * A full disk or an I/O error may cut a line short, and the next line would then be glued to the
+ * fragment and be lost with it. So a group whose line failed is taken back (`rollback`: the file
+ * truncated to its size before the line, and fsynced; a line whose fsync failed may be on the
+ * disk or not, and is taken back the same way), and while that is not known to have worked the
+ * next line starts with a newline of its own: the fragment is a line of its own, which readers
+ * skip as a torn one. A failed end record (`done`) is taken back too, or left: the commits it
+ * ended are complete, and recovery redoing them changes nothing.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,6 +62,8 @@ export class Journal {
   readonly path: string;
   private fd: number;
   private size: number;
+  /** A line may have been cut short at the end of the file: the next one starts on a line of its own. */
+  private torn = false;
 
   constructor(file: string) {
     this.path = file;
@@ -92,7 +102,7 @@ export class Journal {
 
   /** Append one line with one write(2) (into the page cache: it is not fsynced here). */
   private append(rec: Line): void {
-    const line = lineOf(rec);
+    const line = this.lead() + lineOf(rec);
     // Written as a string: a Buffer per record would come from Node's shared pool, whose 8 KiB
     // slabs live long enough to be collected only by full GCs, and a long run's RSS would grow.
     const length = Buffer.byteLength(line);
@@ -109,7 +119,7 @@ export class Journal {
    * it is done before.
    */
   recordOp(group: CommitRecord[]): BatchOp {
-    const line = lineOf({ t: 'group', cs: group });
+    const line = this.lead() + lineOf({ t: 'group', cs: group });
     // Not from Node's shared pool (see append); copied by the batch, so it is garbage at once.
     const data = Buffer.allocUnsafeSlow(Buffer.byteLength(line));
     data.write(line);
@@ -127,11 +137,63 @@ export class Journal {
     // complete, and each of their steps is idempotent (a renamed output already there, or since
     // consumed, is left alone). The next group's fsync makes it durable anyway. A truncation
     // (below) is fsynced, and comes only once every commit recorded is complete and durable.
-    this.append({ t: 'done', fs: firings });
+    const before = this.size;
+    try {
+      this.append({ t: 'done', fs: firings });
+    } catch {
+      // A full disk or an I/O error: the commits stay open in the journal, and recovery would
+      // redo them, which changes nothing. A fragment of the line is taken back if it can be.
+      this.takeBack(before);
+      return;
+    }
     if (this.size <= COMPACT_BYTES) return;
-    await new Promise<void>((resolve, reject) => fs.ftruncate(this.fd, 0, (err) => (err ? reject(err) : resolve())));
-    await fsyncAsync(this.fd);
-    this.size = 0;
+    try {
+      await new Promise<void>((resolve, reject) => fs.ftruncate(this.fd, 0, (err) => (err ? reject(err) : resolve())));
+      await fsyncAsync(this.fd);
+      this.size = 0;
+      this.torn = false;
+    } catch {
+      this.torn = true; // compacted next time; meanwhile its lines are as good as ever
+    }
+  }
+
+  /** The journal's size now: what `rollback` takes it back to. */
+  mark(): number {
+    return this.size;
+  }
+
+  /** The line of a group was written in full and fsynced: the end of the file is a line's end. */
+  recorded(): void {
+    this.torn = false;
+  }
+
+  /**
+   * Take back what was appended since `mark` (a group's line that failed, or whose fsync failed):
+   * the file truncated to that size and fsynced. Throws if that fails: then the line may still be
+   * on the disk, and the group must be carried out (commit.ts).
+   */
+  rollback(size: number): void {
+    this.torn = true;
+    fs.ftruncateSync(this.fd, size);
+    fsyncSync(this.fd);
+    this.size = size;
+    this.torn = false;
+  }
+
+  /** As rollback, for a line that needs no durability (an end record): on failure, the next line starts on its own. */
+  private takeBack(size: number): void {
+    try {
+      fs.ftruncateSync(this.fd, size);
+      this.size = size;
+      this.torn = false;
+    } catch {
+      this.torn = true;
+    }
+  }
+
+  /** What a line starts with: a newline after a line that may have been cut short. */
+  private lead(): string {
+    return this.torn ? '\n' : '';
   }
 
   /** Empty the journal: only when no commit is open. */

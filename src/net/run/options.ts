@@ -72,6 +72,8 @@ export type NetEvent =
   | { type: 'error-token'; firing: string; transition: string; key: string; place: string; log: string }
   | { type: 'stopped'; transition: string; reason: string; log: string }
   | { type: 'recovered'; commits: number; nops: number; removed: number }
+  /** A full disk or an I/O error met in a place (or `(state)`): what needs it waits and tries again (io-faults.ts). */
+  | { type: 'io-error'; place: string; code: string; message: string }
   | { type: 'idle' };
 
 export interface NetRunSummary {

@@ -6,11 +6,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { describeSystemError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
 import type { OutputSource, RanOutcome } from './firing.js';
 import type { NetEvent } from './options.js';
+import { backoffMs } from './io-faults.js';
 import type { Firing, TransitionRun } from './state.js';
 
 const HISTORY = 20;
@@ -40,6 +42,8 @@ export interface OutcomeContext {
   /** Launch the firing again after this many ms (unless the run stops meanwhile); it holds its worker meanwhile. */
   retryAfter(f: Firing, ms: number): void;
   emit(e: NetEvent): void;
+  /** Report a full disk or an I/O error of the state's (the staging files'). */
+  fault(err: NodeJS.ErrnoException): void;
 }
 
 /** Resolve a finished firing; true when it is gone from the set or on its way to commit. */
@@ -68,7 +72,25 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
     ctx.drop(f);
     return true;
   }
+  if (f.stagingFull) return waitForRoom(ctx, f, o, f.stagingFull);
   return fail(ctx, run, f, o);
+}
+
+/**
+ * A command that failed while the disk of its staging files was full most likely could not write
+ * its output: the disk's failure, not the command's. It runs again after a backoff, and the
+ * attempt does not count against its retries (nor does it make an error token).
+ */
+function waitForRoom(ctx: OutcomeContext, f: Firing, o: RanOutcome, err: NodeJS.ErrnoException): boolean {
+  ctx.fault(err);
+  f.diskWaits = (f.diskWaits ?? 0) + 1;
+  const ms = backoffMs(f.diskWaits);
+  ctx.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason ?? 'failed'} while the disk of the staging files is full (${describeSystemError(err)}); it runs again in ${ms} ms`);
+  f.outcome = undefined;
+  ctx.unstage(f, o.made); // the next attempt stages under names of its own
+  f.attempt--; // launch counts it again: this one was the disk's
+  ctx.retryAfter(f, ms);
+  return false;
 }
 
 function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {

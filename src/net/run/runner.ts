@@ -11,11 +11,13 @@ import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdirDurable } from '../../durable.js';
-import { LockedError, NetError } from '../../errors.js';
+import { describeSystemError, LockedError, NetError } from '../../errors.js';
 import { FileLock } from '../../lock.js';
 import { silentLogger, type Logger } from '../../log.js';
-import { checkSeconds, setLongTimeout } from '../../timer.js';
+import { checkSeconds, setLongTimeout, waitUnlessAborted } from '../../timer.js';
 import { Committer } from './commit.js';
+import { CommitPostponed } from './commit-faults.js';
+import { backoffMs, IoFaults, isIoFault, placeOfPath } from './io-faults.js';
 import { OpenFirings } from './firings.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
@@ -53,6 +55,8 @@ export class NetRunner {
   private stopping = false;
   /** A group's commit failed: the run stops with this error (recovery finishes the group). */
   private failure: { err: unknown } | undefined;
+  /** Full disks and I/O errors met, by place (io-faults.ts): the run waits them out, and says so. */
+  private readonly faults = new IoFaults(() => this.live.run(true));
   /** Transitions an operator paused (operate/pause.ts): they start nothing new. */
   private pauses?: Pauses;
   private readonly totals = { fired: 0, failed: 0 };
@@ -88,6 +92,12 @@ export class NetRunner {
         this.failure = { err };
         this.poke();
       },
+      fault: (place, err) => this.fault(place, err),
+      committed: (places) => {
+        this.faults.cleared(places);
+        this.poke();
+      },
+      carryOn: true,
       recorded: opts.commitProbe,
     });
     this.firings = new OpenFirings({
@@ -104,7 +114,16 @@ export class NetRunner {
       nudge: () => this.nudge(),
       changed: () => (this.dirty = true),
       scheduler: this.decisions.listener,
+      fault: (place, err) => this.fault(place, err),
     });
+  }
+
+  /** A full disk or an I/O error met in a place: said in the log (once a fault), the live state and the events. */
+  private fault(place: string, err: NodeJS.ErrnoException): void {
+    const known = this.faults.list().some((f) => f.place === place && f.code === err.code);
+    this.faults.report(place, err);
+    if (!known) this.log.warn('net', `${place}: ${describeSystemError(err)}; what needs it waits and tries again`);
+    this.emit({ type: 'io-error', place, code: err.code ?? 'EIO', message: describeSystemError(err) });
   }
 
   private emit(e: NetEvent): void {
@@ -154,11 +173,30 @@ export class NetRunner {
     this.opts.activity?.busy();
     try {
       this.places.open();
-      await this.recover();
+      await this.recoverThroughFaults();
       this.places.countUnindexed();
     } catch (err) {
       this.close();
       throw err;
+    }
+  }
+
+  /**
+   * Recovery, tried again after a backoff while it meets a full disk or an I/O error (it is
+   * idempotent), until it succeeds or the run is stopped: a run started on a full disk waits for
+   * room rather than exiting (and being restarted into the same disk).
+   */
+  private async recoverThroughFaults(): Promise<void> {
+    for (let n = 1; ; n++) {
+      try {
+        await this.recover();
+        this.faults.cleared([]);
+        return;
+      } catch (err) {
+        if (!isIoFault(err) || this.opts.signal?.aborted) throw err;
+        this.fault(placeOfPath(err.path, [...this.places.values()].map((p) => ({ name: p.name, dir: p.spec.dir }))), err);
+        await waitUnlessAborted(backoffMs(n), this.opts.signal);
+      }
     }
   }
 
@@ -192,7 +230,7 @@ export class NetRunner {
 
   /** Write the live state (through this.live, at most every LIVE_EVERY_MS). */
   private writeLive(now: number): void {
-    const state = liveState(this.trans.values(), this.firings.set, this.startedAt, now, this.stopping, this.places.counts());
+    const state = liveState(this.trans.values(), this.firings.set, this.startedAt, now, this.stopping, this.places.counts(), this.faults);
     try {
       writeLiveState(this.net.stateDir, state);
     } catch (err) {
@@ -261,6 +299,7 @@ export class NetRunner {
     const onStop = () => {
       if (this.stopping) return;
       this.stopping = true;
+      this.committer.stop(); // a recorded group waiting for the disk is left to the next run's recovery
       this.decisions.everythingChanged();
       this.log.info('net', 'Stopping: running firings get a moment to finish');
       cancelGrace = setLongTimeout(() => this.abort.abort(runStopping()), (this.opts.grace ?? 5) * 1000);
@@ -276,7 +315,10 @@ export class NetRunner {
       let idleReported = false;
       let yielded = Date.now();
       for (;;) {
-        if (this.failure) throw this.failure.err;
+        if (this.failure) {
+          if (this.failure.err instanceof CommitPostponed) break; // stopping: the journal keeps it
+          throw this.failure.err;
+        }
         // Moves and JS transitions finish in microtasks: let timers, signals and file events in now and then.
         if (Date.now() - yielded > 20) {
           await new Promise<void>((resolve) => setImmediate(resolve));
@@ -296,7 +338,8 @@ export class NetRunner {
         }
         this.firings.dropBlocked(!!this.opts.drain);
         this.live.run();
-        const busy = this.firings.set.size > 0 || this.firings.retryTimers.size > 0;
+        // Numbers of undone groups waiting for room to be filled: a drain waits for them too.
+        const busy = this.firings.set.size > 0 || this.firings.retryTimers.size > 0 || this.committer.undoneWaiting > 0;
         if (this.stopping && this.firings.set.size === 0) break;
         if (!busy && wakeAt === undefined) {
           if (!idleReported) this.emit({ type: 'idle' });

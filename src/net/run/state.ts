@@ -3,6 +3,7 @@
  * crash loses it, and recovery needs none of it).
  */
 import type { TransitionSpec } from '../model/model.js';
+import type { IoFaults } from './io-faults.js';
 import type { LiveState } from '../observe/live.js';
 import { TransitionMonitor } from '../observe/metrics.js';
 import type { MergeView } from '../plan/key-join.js';
@@ -36,6 +37,10 @@ export interface Firing {
    * order). Changed through OpenFirings only (its tally counts it).
    */
   committing?: boolean;
+  /** How often it waited for a full disk or an I/O error to pass (its backoff grows with it). */
+  diskWaits?: number;
+  /** Its command failed while the disk of the staging files was full: that error (io-faults.ts stagingFull). */
+  stagingFull?: NodeJS.ErrnoException;
 }
 
 export interface TransitionRun {
@@ -64,7 +69,7 @@ function untouched(r: TransitionRun, waiting: number): boolean {
  * take them as idle and empty), so that a net of 10,000 places, most of them idle, does not write
  * 10,000 entries twice a second.
  */
-export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, startedAt: number, now: number, stopping: boolean, placeCounts: Array<[string, number]>): LiveState {
+export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, startedAt: number, now: number, stopping: boolean, placeCounts: Array<[string, number]>, faults?: IoFaults): LiveState {
   // Finished firings waiting to commit, by transition: one walk of the open firings, not one per transition.
   const waiting = new Map<TransitionSpec, number>();
   for (const f of firings) if (!f.running) waiting.set(f.transition, (waiting.get(f.transition) ?? 0) + 1);
@@ -92,6 +97,8 @@ export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, s
       ]),
     ),
     places: Object.fromEntries(placeCounts.filter(([, n]) => n > 0)),
+    ...(faults?.any ? { ioFaults: faults.list() } : {}),
+    ...(faults && faults.counts().length > 0 ? { ioErrors: faults.counts() } : {}),
   };
 }
 

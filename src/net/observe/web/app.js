@@ -113,6 +113,13 @@ function banner(r) {
   if (paused) parts.push(`${paused} transition${paused === 1 ? '' : 's'} paused`);
   b.textContent = parts.join(' — ');
   for (const n of r.notes || []) b.appendChild(el('div', n.text, 'note'));
+  // A place whose disk is full or failing: what needs it waits and tries again (the run goes on).
+  for (const f of r.ioFaults || []) {
+    const where = f.place === '(state)' ? 'the state directory' : `place ${f.place}`;
+    const d = el('div', `disk: ${where}: ${f.message} (${f.code}), ${f.count} time${f.count === 1 ? '' : 's'}, `, 'note io-fault');
+    d.append(when(f.since, 'since '), '; what needs it waits and tries again');
+    b.appendChild(d);
+  }
 }
 
 /** A token that can't fire, as a list item; a pause's time as "3 min ago". */

@@ -1,0 +1,180 @@
+/**
+ * Nets under faults at random points: each run starts `net run --drain` on the fault file system
+ * (harness.ts), injects one fault (ENOSPC or EIO, on the Nth write, fsync, rename, create or
+ * unlink, at a random rate, or on every call from a point on) at a random moment, clears it a
+ * moment later, and then only waits: the run must get through by itself and drain. A third of
+ * the runs are cut (a power cut) while the fault holds; then the same command is run again, as
+ * systemd would restart it.
+ *
+ * Counted, per workload: tokens lost, tokens doubled, numbers stranded (a number a place's
+ * sendseq handed out that is neither a token, a NOP, nor consumed), runs that needed a manual
+ * step (a run that exited non-zero, or a file left behind); all must be 0. FSPL_FAULT_RUNS sets the
+ * runs per workload (3 in `npm test`, 120 in `npm run test:faults`); FSPL_FAULT_SEED repeats a
+ * run. docs/reliability.md reports the long run.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Net, readPacket } from 'filespooler';
+import { describeIfPresent } from '../gate.js';
+import { FSPL_BIN, rng } from '../helpers.js';
+import { FAULT_OPS, faultsMissing, mountFaulty, spawnWorkload, type FaultCounters, type FaultOp, type FaultRule, type FaultyFs } from './harness.js';
+
+const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 3);
+const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
+const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Tally {
+  runs: number;
+  tokens: number;
+  faultsInjected: number;
+  cuts: number;
+  lost: number;
+  doubled: number;
+  stranded: number;
+  manualSteps: number;
+  /** The longest a run took to drain after its fault was cleared, ms. */
+  slowestResumeMs: number;
+}
+const newTally = (): Tally => ({ runs: 0, tokens: 0, faultsInjected: 0, cuts: 0, lost: 0, doubled: 0, stranded: 0, manualSteps: 0, slowestResumeMs: 0 });
+
+const callsBetween = (a: FaultCounters, b: FaultCounters) => Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
+
+function randomFault(random: () => number, calls: Record<FaultOp, number>, under: string): FaultRule & { describe: string } {
+  const ops = FAULT_OPS.filter((op) => calls[op] > 0 && op !== 'mkdir');
+  const total = ops.reduce((s, op) => s + calls[op], 0);
+  let pick = random() * total;
+  const op = ops.find((o) => (pick -= calls[o]) < 0) ?? ops[ops.length - 1]!;
+  const error = random() < 0.5 ? 'ENOSPC' : 'EIO';
+  const nth = 1 + Math.floor(random() * Math.max(1, calls[op] / 2));
+  const kind = random();
+  const when: FaultRule['when'] = kind < 0.5 ? { nth } : kind < 0.8 ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
+  return { op, error, when, path: `${under}/*`, describe: `${op} ${error} ${JSON.stringify(when)}` };
+}
+
+/** Every packet of a place: its number and key (undefined for a NOP). */
+async function packets(dir: string): Promise<Array<{ seq: bigint; key?: string }>> {
+  const out: Array<{ seq: bigint; key?: string }> = [];
+  for (const name of fs.readdirSync(path.join(dir, 'jobs'))) {
+    if (!/^fspl-.*\.fspl$/.test(name)) continue;
+    const p = await readPacket({ path: path.join(dir, 'jobs', name) });
+    p.payload.destroy();
+    const key = p.env.find(([k]) => Buffer.from(k).toString() === 'KEY');
+    out.push({ seq: p.seq, key: p.kind === 'NOP' ? undefined : Buffer.from(key![1]).toString() });
+  }
+  return out;
+}
+
+const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
+
+/** What a net's places hold after a drain, against the keys put: counted into the tally. */
+async function judge(t: Tally, placesDir: string, inner: string[], sink: string, keys: number, label: string): Promise<void> {
+  const got = await packets(path.join(placesDir, sink));
+  const count = new Map<string, number>();
+  const seqs = new Map<bigint, number>();
+  for (const p of got) {
+    seqs.set(p.seq, (seqs.get(p.seq) ?? 0) + 1);
+    if (p.key !== undefined) count.set(p.key, (count.get(p.key) ?? 0) + 1);
+  }
+  const lost = Array.from({ length: keys }, (_, i) => `k${i}`).filter((k) => !count.has(k));
+  const doubled = [...count].filter(([, n]) => n > 1).map(([k]) => k);
+  const end = seqOf(path.join(placesDir, sink, 'sendseq'));
+  let stranded = 0;
+  for (let s = 1n; s < end; s++) if (seqs.get(s) !== 1) stranded++;
+  // An inner place read in sequence order: its reader's nextseq has reached its writers' sendseq
+  // (a place read in arrival order, an and-merge's inputs, keeps no nextseq: a gap there strands
+  // nothing, and what is left shows in `left`).
+  for (const p of inner) {
+    const next = seqOf(path.join(placesDir, p, 'nextseq'));
+    if (next > 1n) stranded += Number(seqOf(path.join(placesDir, p, 'sendseq')) - next);
+  }
+  const left = [...inner, sink].flatMap((p) => fs.readdirSync(path.join(placesDir, p, 'jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n) || inner.includes(p)).map((n) => `${p}/${n}`));
+  t.lost += lost.length;
+  t.doubled += doubled.length;
+  t.stranded += stranded;
+  if (left.length > 0) t.manualSteps++;
+  expect(lost, `${label}: tokens lost`).toEqual([]);
+  expect(doubled, `${label}: tokens doubled`).toEqual([]);
+  expect(stranded, `${label}: numbers stranded`).toBe(0);
+  expect(left, `${label}: files left in the places`).toEqual([]);
+}
+
+describeIfPresent('nets under faults at random points', faultsMissing(), { what: 'fault-injection tests', note: 'apt-get install fuse3 libfuse3-dev gcc' }, () => {
+  let ffs: FaultyFs;
+  const report: Record<string, Tally> = {};
+  beforeAll(async () => {
+    ffs = await mountFaulty();
+  });
+  afterAll(async () => {
+    await ffs?.unmount();
+    for (const [name, t] of Object.entries(report)) console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
+  });
+
+  test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a fault at a random moment, cleared, and the run drains by itself`, async () => {
+    const t = (report['net'] = newTally());
+    const inside = path.join(ffs.root, 'net');
+    fs.mkdirSync(inside);
+    const netFile = path.join(inside, 'net.yaml');
+    // Retries: a command whose output write met an injected fault fails (the disk is not really
+    // full, so nothing tells it from the command's own failure); its retries get it through.
+    fs.writeFileSync(
+      netFile,
+      `
+places: { src: {}, a: {}, l: {}, r: {}, l2: {}, r2: {}, sink: {} }
+transitions:
+  first: { in: src, run: 'sed s/^/A:/', out: a, retries: 8 }
+  split: { in: a, run: 'tee "$FSPL_OUT_l" > "$FSPL_OUT_r"', out: [l, r], workers: 2, retries: 8 }
+  tl: { in: l, run: 'sed s/^/L:/', out: l2, retries: 8 }
+  tr: { in: r, run: 'sed s/^/R:/', out: r2, retries: 8 }
+  join: { in: [l2, r2], run: 'cat "$FSPL_IN_l2" "$FSPL_IN_r2"', out: sink, retries: 8 }
+`,
+    );
+    const net = Net.load(netFile);
+    net.init();
+    let total = 0;
+    const put = async (n: number) => {
+      for (let i = total; i < total + n; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
+      total += n;
+      t.tokens = total;
+    };
+    const run = `exec ${FSPL} net run --drain -l error ${netFile}`;
+    const places = path.join(inside, 'places');
+    const inner = ['src', 'a', 'l', 'r', 'l2', 'r2'];
+    // Calibrate: the calls of one run of 6 tokens without a fault.
+    await put(6);
+    const c0 = await ffs.faultCounters();
+    const first = await spawnWorkload(['sh', '-c', run]).exited;
+    expect(first.code, first.stderr).toBe(0);
+    const calls = callsBetween(c0, await ffs.faultCounters());
+    const random = rng(SEED + 11);
+    for (let n = 0; n < RUNS; n++) {
+      t.runs++;
+      await put(6);
+      await ffs.sync();
+      const f = randomFault(random, calls, '/net');
+      const label = `seed ${SEED}, run ${n} (${f.describe})`;
+      const before = (await ffs.faultCounters()).faults;
+      const w = spawnWorkload(['sh', '-c', run]);
+      await sleep(random() * 300);
+      await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
+      await sleep(200 + random() * 600);
+      let r;
+      if (random() < 1 / 3) {
+        await ffs.cut();
+        t.cuts++;
+        await ffs.clear();
+        r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
+      } else {
+        await ffs.clear();
+        const cleared = Date.now();
+        r = await w.exited;
+        t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
+      }
+      t.faultsInjected += (await ffs.faultCounters()).faults - before;
+      if (r.code !== 0) t.manualSteps++;
+      expect(r.code, `${label}: net run --drain: ${r.stderr}`).toBe(0);
+      await judge(t, places, inner, 'sink', total, label);
+    }
+  }, 1_800_000);
+});
