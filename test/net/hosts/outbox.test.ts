@@ -94,7 +94,10 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
       },
     });
     expect(cut).toBe(true);
-    expect(r.acked).toBe(1);
+    // The first packet is stored before the cut; its acknowledgement may still be on its way back
+    // through ssh when the client is killed (a loaded machine): then the sender counts none, and
+    // the resend below finds it a duplicate all the same.
+    expect(r.acked).toBeLessThanOrEqual(1);
     expect(r.error).toMatch(/killed by SIGKILL/);
     // Only the first packet is a job; the cut one never had its final name.
     await waitFor('the remote side to give up', () => !fs.readdirSync(jobs).some((n) => n.startsWith('.fspl-in-')) || fs.readdirSync(jobs), 10_000);
