@@ -136,10 +136,10 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
       // Plain file: copy descriptor to descriptor, no stream machinery.
-      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openJob(filename), sealedCopy(), import('../copy.js')]);
+      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../copy.js')]);
       try {
-        if (job.header.seal) copySealedSync(job.payload as number, 1, job.header.seal);
-        else copy(job.payload as number, 1);
+        if (job.header.seal) copySealedSync(job.payload, 1, job.header.seal);
+        else copy(job.payload, 1);
       } finally {
         job.close();
       }
