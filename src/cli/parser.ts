@@ -3,7 +3,7 @@
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, scanGlobals, type CommandSpec, type Globals, type Invocation, type OptionSpec } from './spec.js';
+import { COMMANDS, LOG_LEVEL, argsOf, scanGlobals, type CommandSpec, type Globals, type Invocation, type OptionSpec } from './spec.js';
 import { NET_COMMANDS, NET_DEMAND, NET_SUMMARY, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
 import { checkArguments, checkGlobals, unknownSubcommand, type Reading } from './usage.js';
@@ -175,11 +175,13 @@ export async function parseFull(rawArgv: string[]): Promise<ParseResult> {
   const command = String(rest[0] ?? '');
   if (!command) return { kind: 'output', text: `${await helpText()}\n`, stream: 'stderr', status: 2 };
   if (rest.length > 1) return usageError(`unexpected argument '${String(rest[1])}'`);
+  const spec = COMMANDS.find((c) => c.name === command);
+  if (!spec) return output(unknownSubcommand(command, HELP_TOPICS, 'subcommand', '--help'));
   return {
     kind: 'run',
     invocation: {
       command,
-      args: parsed,
+      args: argsOf(spec, (name) => parsed[name]),
       params: ((parsed['--'] as unknown[] | undefined) ?? []).map(String),
       logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default),
     },
@@ -257,8 +259,11 @@ export async function parseNet(argv: string[]): Promise<ParseResult> {
   })) as Record<string, unknown>;
   if (usage !== undefined) return usageError(usage, 'fspl net --help');
   if (help) return { kind: 'output', text: `${help}\n`, stream: 'stdout', status: 0 };
+  const command = String((parsed._ as unknown[])[0]);
+  const spec = NET_COMMANDS.find((c) => c.name === command);
+  if (!spec) return output(unknownSubcommand(command, NET_COMMANDS.map((c) => c.name), 'net command', NET_READING.more));
   return {
     kind: 'run',
-    invocation: { command: String((parsed._ as unknown[])[0]), args: parsed, params, logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default) },
+    invocation: { command, args: argsOf(spec, (name) => parsed[name]), params, logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default) },
   };
 }

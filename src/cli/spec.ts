@@ -6,38 +6,60 @@
  * through yargs.
  */
 export interface OptionSpec {
-  long: string;
-  short?: string;
+  readonly long: string;
+  readonly short?: string;
   /** 'string' options take a value; 'boolean' ones are flags. */
-  kind: 'string' | 'boolean';
-  required?: boolean;
+  readonly kind: 'string' | 'boolean';
+  readonly required?: boolean;
   /** A flag's default is a boolean (`--progress`, which `--no-progress` turns off). */
-  default?: string | boolean;
+  readonly default?: string | boolean;
   /** Accepted values, matched case-insensitively. */
-  choices?: string[];
+  readonly choices?: readonly string[];
   /** May be given more than once, each value kept (`--service`). */
-  array?: boolean;
+  readonly array?: boolean;
   /** What its value is called in usage lines and errors: `-q DIR`. */
-  value?: string;
+  readonly value?: string;
   /** A required option: what it is, said when it is missing (`missing -q DIR: the queue directory`). */
-  what?: string;
-  describe: string;
+  readonly what?: string;
+  readonly describe: string;
 }
 
 export interface CommandSpec {
-  name: string;
-  usage: string;
-  describe: string;
-  options: OptionSpec[];
+  readonly name: string;
+  readonly usage: string;
+  readonly describe: string;
+  readonly options: readonly OptionSpec[];
   /** Required positional arguments, in order. */
-  positionals: string[];
+  readonly positionals: readonly string[];
   /** Optional positional arguments, after the required ones (`fspl net retry NET [ERROR_PLACE]`). */
-  optionalPositionals?: string[];
+  readonly optionalPositionals?: readonly string[];
   /** What help says of each positional, when it says something. */
-  positionalHelp?: Readonly<Record<string, string>>;
+  readonly positionalHelp?: Readonly<Record<string, string>>;
   /** Whether `-- PARAMS...` is accepted. */
-  params: boolean;
+  readonly params: boolean;
 }
+
+/** A parsed argument's value: a string option's or a positional's text, a flag, or a repeated option's values. */
+export type ArgValue = string | boolean | readonly string[];
+
+/** The value an option of this spec has once parsed. */
+type OptionValue<O extends OptionSpec> = O extends { array: true } ? readonly string[] : O extends { kind: 'boolean' } ? boolean : string;
+
+/**
+ * A command's parsed arguments, typed from its grammar (declared `as const`): each option by its
+ * long name, each positional by its name, undefined when not given (defaults are filled in). A
+ * name the command does not have is a type error, so a handler can't misspell one.
+ */
+export type ArgsOf<C extends CommandSpec> = {
+  readonly [O in C['options'][number] as O['long']]: OptionValue<O> | undefined;
+} & {
+  readonly [P in C['positionals'][number] | OptionalPositionals<C>]: string | undefined;
+};
+
+type OptionalPositionals<C extends CommandSpec> = C extends { optionalPositionals: readonly (infer P extends string)[] } ? P : never;
+
+/** Arguments as a parser gives them, by the grammar's names only (normalised: no alias, no camelCase twin). */
+export type ParsedArgs = { readonly [name: string]: ArgValue | undefined };
 
 export const DEFAULT_LOG_LEVEL = 'info';
 
@@ -50,7 +72,7 @@ export const LOG_LEVEL: OptionSpec = {
   describe: 'Log detail on stderr: trace, debug, info, warn or error (any case), or 1 (error) to 5 (trace)',
 };
 
-const seqfile: OptionSpec = {
+const seqfile = {
   long: 'seqfile',
   short: 's',
   kind: 'string',
@@ -58,18 +80,18 @@ const seqfile: OptionSpec = {
   value: 'FILE',
   what: "the sender's sequence file",
   describe: 'Sender sequence file (created holding 1 if missing); "-" for none, giving sequence 1',
-};
-const queuedir: OptionSpec = { long: 'queuedir', short: 'q', kind: 'string', required: true, value: 'DIR', what: 'the queue directory', describe: 'Queue directory' };
-const decoder: OptionSpec = {
+} as const satisfies OptionSpec;
+const queuedir = { long: 'queuedir', short: 'q', kind: 'string', required: true, value: 'DIR', what: 'the queue directory', describe: 'Queue directory' } as const satisfies OptionSpec;
+const decoder = {
   long: 'decoder',
   short: 'd',
   kind: 'string',
   value: 'DECODER',
   describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
-};
-const job: OptionSpec = { long: 'job', short: 'j', kind: 'string', required: true, value: 'ID', what: "the job's sequence number", describe: 'Sequence number of the job' };
-const json: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' };
-const processCommon: OptionSpec[] = [
+} as const satisfies OptionSpec;
+const job = { long: 'job', short: 'j', kind: 'string', required: true, value: 'ID', what: "the job's sequence number", describe: 'Sequence number of the job' } as const satisfies OptionSpec;
+const json = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' } as const satisfies OptionSpec;
+const processCommon = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
   { long: 'timeout', kind: 'string', value: 'SECONDS', describe: "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)" },
@@ -79,9 +101,9 @@ const processCommon: OptionSpec[] = [
     value: 'SECONDS',
     describe: 'Extension: on SIGINT or SIGTERM, let the running job go on at most this many seconds, then stop it as a second signal does (default: no limit)',
   },
-];
+] as const satisfies readonly OptionSpec[];
 
-export const COMMANDS: CommandSpec[] = [
+export const COMMANDS = [
   { name: 'gen-filename', usage: 'gen-filename', describe: 'Print a new job file name, fspl-UUID.fspl', options: [], positionals: [], params: false },
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
   {
@@ -256,17 +278,61 @@ export const COMMANDS: CommandSpec[] = [
     positionalHelp: { command: 'the command to run for the packet (its arguments go after --)' },
     params: true,
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMANDS.map((c) => [c.name, c]));
 
+/** An fspl subcommand's grammar, and its name. */
+export type FsplCommand = (typeof COMMANDS)[number];
+export type FsplCommandName = FsplCommand['name'];
+/** An fspl subcommand's parsed arguments, typed from its grammar. */
+export type FsplArgs<N extends FsplCommandName> = ArgsOf<Extract<FsplCommand, { name: N }>>;
+
+/** An fspl subcommand's invocation, typed from its grammar (invocationOf). */
+export function fsplInvocation<N extends FsplCommandName>(inv: Invocation, name: N): Invocation<FsplArgs<N>> {
+  return invocationOf(inv, COMMAND_BY_NAME.get(name)!);
+}
+
 /** What a handler receives: the parsed options, the log level text and the arguments after `--`. */
-export interface Invocation {
+export interface Invocation<A = ParsedArgs> {
   command: string;
-  /** Options by long name (string or boolean), positionals by name; enum defaults filled in. */
-  args: Record<string, unknown>;
+  /** Options by long name, positionals by name; enum defaults filled in. */
+  args: A;
   params: string[];
   logLevel: string;
+}
+
+/**
+ * The arguments of `spec` from a parser's values (`value`: what it holds under a name, or
+ * undefined), by the grammar's names only, each of its kind: a flag a boolean, a repeated
+ * option its strings, anything else its text. Both parsers end with it, so that handlers read
+ * one spelling whichever parsed the line.
+ */
+export function argsOf(spec: CommandSpec, value: (name: string) => unknown): ParsedArgs {
+  const args: { [name: string]: ArgValue } = {};
+  for (const o of spec.options) {
+    const v = value(o.long);
+    if (v === undefined || v === null) continue;
+    if (o.array) args[o.long] = (Array.isArray(v) ? v : [v]).map(String);
+    else if (o.kind === 'boolean') args[o.long] = Boolean(v);
+    else args[o.long] = String(v);
+  }
+  for (const p of [...spec.positionals, ...(spec.optionalPositionals ?? [])]) {
+    const v = value(p);
+    if (v !== undefined && v !== null) args[p] = String(v);
+  }
+  return args;
+}
+
+/**
+ * An invocation of `spec`'s command as its handler reads it, typed A (ArgsOf that spec, which
+ * the caller names). Its args were made by argsOf, or fastParse, from that same spec, so they
+ * have that shape: the one place where the grammar as data meets its type (a parser can't know
+ * at compile time which command a line names).
+ */
+export function invocationOf<A>(inv: Invocation, spec: CommandSpec): Invocation<A> {
+  if (inv.command !== spec.name) throw new TypeError(`invocationOf: ${inv.command} is not ${spec.name}`);
+  return inv as Invocation<A>;
 }
 
 /** The global options before the subcommand, read once for every parser. */
