@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { parseSeq } from '../seqfile.js';
 import { UsageError } from './output.js';
-import type { Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
 
 /** Arguments that have these string options or positionals. */
 export type StringArgs<N extends string> = { readonly [K in N]: string | undefined };

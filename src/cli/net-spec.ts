@@ -2,7 +2,7 @@
  * The grammar of `fspl net` as data (spec.ts's for the rest of fspl): its subcommands, their
  * positionals and options. parser.ts's parseNet reads it; help and usage errors come from it.
  */
-import { invocationOf, type ArgsOf, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import { invocationOf, type ArgsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
 
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';

@@ -15,7 +15,7 @@ import { printRetry, printToken, printTokens } from './net-operate.js';
 import { formatSimulation } from './net-simulate-text.js';
 import { UsageError, checkLogLevel, reportError, writeOut } from './output.js';
 import { netInvocation, type NetArgs, type NetCommandName } from './net-spec.js';
-import type { Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
 
 /** A usage error in a value: its message says all (no pointer to --help), exit 2. */
 function badValue(message: string): UsageError {

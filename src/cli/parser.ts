@@ -3,7 +3,8 @@
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Arguments, type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, argsOf, scanGlobals, type CommandSpec, type Globals, type Invocation, type OptionSpec } from './spec.js';
+import { argsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
+import { COMMANDS, LOG_LEVEL, scanGlobals, type Globals } from './spec.js';
 import { NET_COMMANDS, NET_DEMAND, NET_SUMMARY, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
 import { checkArguments, checkGlobals, unknownSubcommand, type Reading } from './usage.js';
