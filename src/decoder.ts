@@ -11,26 +11,9 @@ import { checkSeconds, setLongTimeout } from './timer.js';
 import { closeQuietly } from './io.js';
 import { readHeaderFromStream } from './packet/read.js';
 import type { PacketHeader } from './packet/types.js';
+import type { DecodedJob, ExitStatus } from './types.js';
 
-export interface ExitStatus {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-export interface DecodedJob {
-  header: PacketHeader;
-  /** The decoder's stdout, positioned just after the header: the payload. */
-  payload: Readable;
-  /** Resolves when the decoder has exited. */
-  exited: Promise<ExitStatus>;
-  /** Stop the decoder early (the payload is not wanted). */
-  abort(): void;
-  /**
-   * Whether we stopped the decoder: abort() before its output ended, or SIGKILL because it had
-   * not exited 5 s after its output ended. Its exit status then says nothing about the job.
-   */
-  readonly aborted: boolean;
-}
+export type { DecodedJob, ExitStatus } from './types.js';
 
 export function decoderShell(): string {
   return process.env.SHELL || '/bin/sh';

@@ -56,7 +56,8 @@
 import fs from 'node:fs';
 import { closeQuietly } from './io.js';
 import { firstFailedStep, runBatchSync, type BatchOp } from './fs-batch.js';
-import { isJobFilename, type JobEntry } from './jobs.js';
+import type { JobEntry } from './jobs.js';
+import { formatLockNote, parseLockNote, type LockNote } from './lock-note.js';
 import type { Logger } from './log.js';
 import { U64_MAX } from './packet/types.js';
 import type { Queue } from './queue.js';
@@ -73,8 +74,8 @@ const NOTE_MAX = 1000;
 
 /** A record to make: the steps above that apply. */
 export interface FinishRecord {
-  /** Step 1's note (without its newline). */
-  note?: string;
+  /** Step 1's note. */
+  note?: LockNote;
   /** Step 2: nextseq's new value (sequence order). */
   next?: bigint;
   /** Step 3: the job files to delete (names inside jobs/). */
@@ -97,7 +98,7 @@ export interface FinishedJob {
 export function jobRecord(job: FinishedJob, waiting: readonly string[] = []): FinishRecord {
   const sequence = job.order === 'sequence';
   return {
-    note: job.remove ? [sequence ? 'S' : 'T', job.seq, job.filename, ...waiting].join(' ') : undefined,
+    note: job.remove ? { kind: sequence ? 'S' : 'T', seq: job.seq, file: job.filename, waiting: [...waiting] } : undefined,
     next: sequence ? job.seq + 1n : undefined,
     remove: job.remove ? [job.filename] : [],
     syncDeletions: false,
@@ -108,7 +109,7 @@ export function jobRecord(job: FinishedJob, waiting: readonly string[] = []): Fi
 export function nopRunRecord(jobs: readonly JobEntry[], remove: boolean): FinishRecord {
   const first = jobs[0]!.header.seq;
   const last = jobs[jobs.length - 1]!.header.seq;
-  return { note: remove ? `N ${first} ${last}` : undefined, next: last + 1n, remove: remove ? jobs.map((j) => j.filename) : [], syncDeletions: remove };
+  return { note: remove ? { kind: 'N', first, last } : undefined, next: last + 1n, remove: remove ? jobs.map((j) => j.filename) : [], syncDeletions: remove };
 }
 
 /**
@@ -123,20 +124,6 @@ export function nopRunAt(bySeq: ReadonlyMap<bigint, JobEntry>, next: bigint, lim
     run.push(entry);
   }
   return run;
-}
-
-/** A note: a job (its file, if it is a job file's name) and the deletions that waited; or a run of NOPs. */
-type Note = { kind: 'S' | 'T'; seq: bigint; file?: string; waiting: string[] } | { kind: 'N'; first: bigint; last: bigint };
-
-function parseNote(text: string): Note | undefined {
-  const job = /^([ST]) (\d+) (\S+(?: \S+)*)$/.exec(text);
-  if (job) {
-    const [file, ...waiting] = job[3]!.split(' ');
-    return { kind: job[1] as 'S' | 'T', seq: BigInt(job[2]!), file: isJobFilename(file!) ? file : undefined, waiting: waiting.filter(isJobFilename) };
-  }
-  const nops = /^N (\d+) (\d+)$/.exec(text);
-  if (nops) return { kind: 'N', first: BigInt(nops[1]!), last: BigInt(nops[2]!) };
-  return undefined;
 }
 
 /**
@@ -214,7 +201,7 @@ export class Finisher {
    * removes (as in the reference), or runs a finished job again.
    */
   async recover(next: bigint): Promise<bigint> {
-    const note = parseNote(this.seqfile.readNote());
+    const note = parseLockNote(this.seqfile.readNote());
     const exists = (f: string) => fs.existsSync(this.queue.jobPath(f));
     const spent: string[] = [];
     let moved: bigint | undefined;
@@ -260,7 +247,7 @@ export class Finisher {
     // on, a crash or power cut would bring back a deleted job file below nextseq that no note
     // names, there for ever. Stopped, the job runs again (it is not recorded), or the next run
     // completes the record from the note it reads (what the disk still holds).
-    const note: BatchOp[] = r.note === undefined ? [] : [{ ...this.seqfile.noteOp(r.note), must: true }];
+    const note: BatchOp[] = r.note === undefined ? [] : [{ ...this.seqfile.noteOp(formatLockNote(r.note)), must: true }];
     if (write && write.store !== this.store.given) this.store = { given: write.store, held: write.store.map((o) => this.held(o)) };
     const next: BatchOp[] = write ? [{ ...write.prepare, must: true }, ...this.store.held] : [];
     const remove = r.remove.map((f): BatchOp => ({ op: 'unlink', path: this.queue.jobPath(f), must: true }));

@@ -4,16 +4,9 @@
  */
 import type { PacketHeader } from './packet/types.js';
 import { rfc3339Local, rfc3339Utc } from './time.js';
+import type { JobLocation, JobVariable } from './types.js';
 
-/** Where a job lives, for the FSPL_JOB_* variables (absent for stdin-* commands). */
-export interface JobLocation {
-  /** The queue directory exactly as the user gave it. */
-  queuedir: string;
-  /** The file name inside jobs/. */
-  filename: string;
-}
-
-export type JobVariable = [name: Buffer, value: Buffer];
+export type { JobLocation, JobVariable } from './types.js';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
 

@@ -5,14 +5,9 @@
  */
 import { v4 as uuidv4 } from 'uuid';
 import { DuplicateSeqError } from './errors.js';
-import type { PacketHeader } from './packet/types.js';
+import type { JobEntry } from './types.js';
 
-/** A job file and its header, as a scan reads them. */
-export interface JobEntry {
-  /** File name inside jobs/. */
-  filename: string;
-  header: PacketHeader;
-}
+export type { JobEntry } from './types.js';
 
 export function isJobFilename(name: string): boolean {
   return name.startsWith('fspl-') && name.endsWith('.fspl') && name.length >= 10;

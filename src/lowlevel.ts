@@ -10,8 +10,22 @@ export * from './index.js';
 export type { Bytes, Ctime, CommandType, Seal } from './packet/types.js';
 export type { PacketSource } from './packet/stream.js';
 export { prepareHeader, captureEnv, type PrepareOptions, type HeaderSpec } from './prepare.js';
-export type { JobEntry, ScanOptions, JobDetails, OpenJob, Executor } from './queue.js';
-export type { Job, CommandOptions, WatchMode, OnError, OrderBy, OutputTo, QueueJobEvent, ProcessRunOptions } from './process.js';
+export type { JobEntry, ScanOptions, JobDetails, OpenJob, PlainOpenJob, DecodedOpenJob, Executor } from './queue.js';
+export type {
+  Job,
+  CommandOptions,
+  CommandExecutor,
+  FunctionExecutor,
+  ExecutorOptions,
+  RunSettings,
+  QueueProcessOptions,
+  WatchMode,
+  OnError,
+  OrderBy,
+  OutputTo,
+  QueueJobEvent,
+  ProcessRunOptions,
+} from './process.js';
 export type { QueueStatusOptions, QueueState, StatusProblem } from './status/report.js';
 export { silentLogger, type Logger, type LogLevel } from './log.js';
 export type {

@@ -24,7 +24,7 @@ import type { ProcessSummary, QueueJobEvent, ProcessRunOptions } from './process
 import type { Queue } from './queue.js';
 import { ManyQueues } from './many-queues.js';
 
-export interface ProcessQueuesOptions extends ProcessRunOptions {
+export type ProcessQueuesOptions = ProcessRunOptions & {
   /** At most this many jobs at once, across the queues (default 1). Jobs of one queue never overlap. */
   jobs?: number;
   /** Every queue directory directly under each of these (with watch, also those made later). */
@@ -33,7 +33,7 @@ export interface ProcessQueuesOptions extends ProcessRunOptions {
   decoder?: string;
   decoderTimeout?: number;
   onEvent?: (event: QueuesEvent) => void;
-}
+};
 
 /** What processQueues reports as it goes; `queue` is the queue directory as given (or found). */
 export type QueuesEvent =

@@ -1,19 +1,17 @@
 /**
  * Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process).
  */
-import type { Readable } from 'node:stream';
 import { JobFailedError, describeSystemError } from './errors.js';
-import type { JobLocation, JobVariable } from './jobenv.js';
 import { silentLogger, type Logger } from './log.js';
-import type { PacketMetadata } from './packet/stream.js';
-import type { PacketHeader } from './packet/types.js';
-import type { JobEntry } from './jobs.js';
+import type { Job, JobEntry, JobFunction } from './types.js';
 import type { Queue } from './queue.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import type { Outcome } from './run-job.js';
 import { Stopping, type StopOptions } from './stopping.js';
 import { checkSeconds } from './timer.js';
 import { JobsWatcher } from './watch.js';
+
+export type { Job, JobContext, JobFunction } from './types.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
 export type OrderBy = 'sequence' | 'timestamp';
@@ -26,17 +24,6 @@ export type OutputTo = 'passboth' | 'saveboth';
  */
 let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
 const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
-
-/** A job as an executor sees it. */
-export interface Job {
-  header: PacketHeader;
-  /** Set for queue jobs, absent for stdin-process. */
-  location?: JobLocation;
-  /** The FSPL_* variables, in info order. */
-  variables: JobVariable[];
-  /** The payload: a descriptor positioned after the header, or a stream (decoded packets). */
-  payload: number | Readable;
-}
 
 export interface CommandOptions {
   /** Program to run (not through a shell). */
@@ -78,44 +65,26 @@ export async function processFd(fd: number, opts: CommandOptions & StopOptions &
 }
 
 async function processHeaderAndRun(fd: number, opts: CommandOptions & { onStart?: () => void }, log: Logger, stopping: Stopping): Promise<boolean> {
-  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, judgeSeal }, { builtinOutcome, runCommandJob }] = await Promise.all([
+  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all([
     import('./packet/read.js'),
     import('./jobenv.js'),
     import('./seal-check.js'),
     loadRunJob(),
   ]);
   const header = readHeaderSync(fd);
-  const job: Job = { header, variables: jobVariables(header), payload: fd };
   // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
-  const check = builtinOutcome(header) || opts.ignorePayload ? undefined : checkSealedStdin(fd, header.seal);
-  if (check?.payload) job.payload = check.payload;
+  const guard = builtinOutcome(header) || opts.ignorePayload ? NO_SEAL : checkSealedStdin(fd, header.seal);
+  const job: Job = { header, variables: jobVariables(header), payload: guardedPayload(guard, fd) };
   const run = async () => {
     opts.onStart?.();
     const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
-    return ran.interrupted ? ran : judgeSeal(ran, check);
+    return ran.interrupted ? ran : judgeSeal(ran, guard);
   };
-  const outcome: Outcome = builtinOutcome(header) ?? (check?.refused ? { ok: false, why: check.refused } : undefined) ?? (await run());
+  const outcome: Outcome = builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
   log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
   if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
   return true;
 }
-
-/** What a JS function executor receives for each job. */
-export interface JobContext extends PacketMetadata {
-  /** The job file's name inside jobs/. */
-  filename: string;
-  /** The queue directory, as given. */
-  queuedir: string;
-  /** The FSPL_* variables a command would get (bytes that are not UTF-8 replaced). */
-  variables: Record<string, string>;
-  /** The payload: read as much as you need; what is left unread is discarded. */
-  payload: Readable;
-  /** Aborted when the job's timeout passes, or when the run is interrupted (its `interrupt`). */
-  signal: AbortSignal;
-}
-
-/** A job executor written in JS: resolve for success; throw or reject for failure. */
-export type JobFunction = (job: JobContext) => unknown;
 
 /** What one queue's run reports as it goes: a scan, and each job's start and end. */
 export type QueueJobEvent =
@@ -132,9 +101,31 @@ export interface WatchMode {
   pollInterval?: number;
 }
 
-export interface ProcessQueueOptions extends Partial<CommandOptions>, StopOptions {
+/** A run whose jobs run a command: CommandOptions, and no `run`. */
+export interface CommandExecutor extends CommandOptions {
+  run?: never;
+}
+
+/** A run whose jobs run a JS function: `run`, and none of a command's options. */
+export interface FunctionExecutor {
   /** Run this function for each job instead of a command. */
-  run?: JobFunction;
+  run: JobFunction;
+  command?: never;
+  params?: never;
+  allowJobParams?: never;
+  ignorePayload?: never;
+}
+
+/**
+ * What runs a run's jobs: a command or a function, exactly one (a TypeScript caller that gives
+ * both, or neither, does not compile; a JavaScript one gets a TypeError from runContext).
+ */
+export type ExecutorOptions = CommandExecutor | FunctionExecutor;
+
+/** The options of a run that do not depend on its executor. */
+export interface RunSettings extends StopOptions {
+  /** Seconds a job may take: its command's process group is then killed, its function's signal aborted. */
+  timeout?: number;
   onError?: OnError;
   neverDelete?: boolean;
   /** Stop after this many jobs. */
@@ -147,8 +138,6 @@ export interface ProcessQueueOptions extends Partial<CommandOptions>, StopOption
    * go on. Ends when the signal aborts, maxJobs is reached, or a job fails under 'retry'.
    */
   watch?: boolean | WatchMode;
-  /** Called as processing goes ('end' once the job is recorded). A listener that throws is logged and ignored. */
-  onEvent?: (event: ProcessEvent) => void;
   /**
    * Sealed jobs in plain queues: read the payload once to check its CRC-32 before running the
    * job (its length is always checked, from the file size). Jobs read through a decoder, or by
@@ -158,7 +147,15 @@ export interface ProcessQueueOptions extends Partial<CommandOptions>, StopOption
 }
 
 /** The options of a run that every queue of it shares (processQueue's, without its listener). */
-export type ProcessRunOptions = Omit<ProcessQueueOptions, 'onEvent'>;
+export type ProcessRunOptions = RunSettings & ExecutorOptions;
+
+export type ProcessQueueOptions = ProcessRunOptions & {
+  /** Called as processing goes ('end' once the job is recorded). A listener that throws is logged and ignored. */
+  onEvent?: (event: ProcessEvent) => void;
+};
+
+/** Queue.process's options: the executor is its first argument; a command's options apply to a command only. */
+export type QueueProcessOptions = RunSettings & Omit<CommandOptions, 'command'> & Pick<ProcessQueueOptions, 'onEvent'>;
 
 /**
  * Process a queue: in sequence order from nextseq (the default) or in timestamp order.
@@ -220,15 +217,13 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
     throw new TypeError('processQueue: give exactly one of `command` and `run`');
   }
   checkSeconds(opts.timeout, 'processQueue: timeout');
-  const fn = opts.run;
-  const cmdOpts = opts as ProcessRunOptions & CommandOptions;
   // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
   // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
   const baseEnv = Object.freeze({ ...process.env });
   const stopping = new Stopping(opts, log, 'processQueue');
   const runJob = async (queue: Queue, entry: JobEntry) => {
     const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
-    return fn ? runFunctionQueueJob(queue, entry, fn, opts, log, stopping) : runCommandQueueJob(queue, entry, cmdOpts, log, baseEnv, stopping);
+    return opts.run ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping) : runCommandQueueJob(queue, entry, opts, log, baseEnv, stopping);
   };
   return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', stopping, runJob };
 }

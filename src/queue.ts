@@ -16,16 +16,16 @@ import { closeQuietly, forEachDirEntry, writeAllSync } from './io.js';
 import { copyPacketSync } from './packet/sealed-copy.js';
 import { writeJob, writeJobSync } from './job-write.js';
 import { nativeOpenHead } from './native-heads.js';
-import type { PacketMetadata } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
-import type { DecodedJob } from './decoder.js';
+import type { JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
 import { silentLogger, type Logger } from './log.js';
 import { SeqFile } from './seqfile.js';
 import { fsyncDir } from './durable.js';
 import { checkSeconds } from './timer.js';
 import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
-import { processQueue, type JobFunction, type OrderBy, type ProcessQueueOptions, type ProcessSummary } from './process.js';
+import { processQueue, type JobFunction, type OrderBy, type QueueProcessOptions, type ProcessSummary } from './process.js';
 
+export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
 
 // Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
@@ -33,35 +33,6 @@ export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilenam
 const headers = () => import('./job-headers.js');
 const decoding = () => import('./decoder.js');
 const packets = () => import('./packet/stream.js');
-
-/** A job file opened for reading: header read, payload ready. close() releases it. */
-export interface OpenJob {
-  header: PacketHeader;
-  /** A descriptor positioned after the header (plain queues) or the decoder's output. */
-  payload: number | Readable;
-  /** Set when the job is read through a decoder. */
-  decoded?: DecodedJob;
-  /** Plain queues: where the payload starts in the job file (the header's length). */
-  payloadOffset?: number;
-  close(): void;
-}
-
-/** A job as the queue's iterator gives it: metadata now, payload on request. */
-export interface QueuedJob extends PacketMetadata {
-  filename: string;
-  /** Full path of the job file. */
-  path: string;
-  /** Open the payload (through the decoder, if any). Read it to the end or destroy it. */
-  payload(): Promise<Readable>;
-}
-
-/** A job's metadata and the FSPL_* variables its command would get. */
-export interface JobDetails extends PacketMetadata {
-  filename: string;
-  path: string;
-  /** FSPL_* variables, as `queue-info` prints them (bytes that are not UTF-8 replaced). */
-  variables: Record<string, string>;
-}
 
 export interface ScanOptions {
   /**
@@ -253,15 +224,22 @@ export class Queue {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
       const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, true);
-      return { header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
+      return { kind: 'decoded', header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
+    return this.openPlainJob(filename);
+  }
+
+  /** A job of a queue without a decoder, opened: its file's descriptor, after the header. */
+  async openPlainJob(filename: string): Promise<PlainOpenJob> {
+    if (this.decoder !== undefined) throw new QueueError(`Queue ${JSON.stringify(this.dir)} has a decoder: its jobs are opened through it (openJob)`);
+    const p = this.jobPath(filename);
     const head = nativeOpenHead(p, HEAD_READ);
-    if (head?.header) return { header: head.header, payload: head.fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(head.fd) };
+    if (head?.header) return { kind: 'plain', header: head.header, payload: head.fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(head.fd) };
     const { readHeaderAndLengthSync } = await import('./packet/read.js');
     const fd = head?.fd ?? fs.openSync(p, 'r');
     try {
       const { header, length } = readHeaderAndLengthSync(fd);
-      return { header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
+      return { kind: 'plain', header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
     } catch (err) {
       closeQuietly(fd);
       throw err;
@@ -312,8 +290,12 @@ export class Queue {
    * A function executor receives each job's metadata and payload stream; its throwing or
    * rejecting is a failure, handled as options.onError says.
    */
-  process(executor: Executor, options: Omit<ProcessQueueOptions, 'command' | 'params' | 'run'> & { params?: string[] } = {}): Promise<ProcessSummary> {
-    if (typeof executor === 'function') return processQueue(this, { ...options, run: executor });
+  process(executor: Executor, options: QueueProcessOptions = {}): Promise<ProcessSummary> {
+    if (typeof executor === 'function') {
+      // A command's options say nothing to a function: left out, as they always were ignored.
+      const { params: _params, allowJobParams: _allow, ignorePayload: _ignore, ...settings } = options;
+      return processQueue(this, { ...settings, run: executor });
+    }
     if (typeof executor === 'string') return processQueue(this, { ...options, command: executor });
     const [command, ...params] = executor;
     if (command === undefined) throw new TypeError('Queue.process: empty command');

@@ -9,15 +9,15 @@ import { describeSystemError } from './errors.js';
 import { describeResult, runCommand, type RunResult, type StdinSource } from './exec.js';
 import { closeQuietly } from './io.js';
 import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from './jobenv.js';
-import type { JobEntry } from './jobs.js';
 import type { Logger } from './log.js';
 import { fdStream, metadataOf } from './packet/stream.js';
 import type { PacketHeader } from './packet/types.js';
-import type { CommandOptions, Job, JobFunction, ProcessRunOptions } from './process.js';
-import type { OpenJob, Queue } from './queue.js';
-import { checkSealedJob, judgeSeal, sealChecked } from './seal-check.js';
+import type { CommandOptions, ProcessRunOptions } from './process.js';
+import type { Queue } from './queue.js';
+import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
 import type { Stopping } from './stopping.js';
 import { setLongTimeout, waitUnlessAborted } from './timer.js';
+import type { Job, JobEntry, JobFunction, OpenJob } from './types.js';
 
 /** A job's verdict, and why in words (for the log and the 'end' event). */
 export interface Outcome {
@@ -139,17 +139,16 @@ export async function runCommandQueueJob(
     throw err;
   }
   try {
+    const guard = opts.ignorePayload ? NO_SEAL : checkSealedJob(opened, opts.verify ?? false);
+    if (guard.kind === 'refused') return refuseJob(guard.why, entry, log);
     const job: Omit<Job, 'variables'> = {
       header: opened.header,
       location: { queuedir: queue.dir, filename: entry.filename },
-      payload: opened.payload,
+      payload: guardedPayload(guard, opened.payload),
     };
-    const check = opts.ignorePayload ? undefined : checkSealedJob(opened, opts.verify ?? false);
-    if (check?.refused) return refuseJob(check.refused, entry, log);
-    if (check?.payload) job.payload = check.payload;
     const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping);
     // An interrupted job's payload was not read to its end: its seal says nothing.
-    const outcome = ran.interrupted ? ran : judgeSeal(ran, check);
+    const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {
     opened.close();
@@ -162,8 +161,8 @@ export async function runCommandQueueJob(
  * status says nothing. Only a decoder whose output was read to the end is judged by it.
  */
 async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string | undefined): Promise<Outcome> {
+  if (opened.kind !== 'decoded') return outcome;
   const dec = opened.decoded;
-  if (!dec) return outcome;
   dec.abort();
   const status = await dec.exited;
   if (outcome.ok && !dec.aborted && status.code !== 0) return { ok: false, why: decoderFailure(decoder!, status).message };
@@ -176,14 +175,17 @@ export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: Job
   const builtin = builtinOutcome(entry.header);
   if (builtin) return builtin;
   const opened = await queue.openJob(entry.filename);
-  const check = checkSealedJob(opened, opts.verify ?? false, false);
-  if (check?.refused) {
+  const checked = opened.kind === 'plain' ? checkSealedFile(opened, opts.verify ?? false) : NO_SEAL;
+  if (checked.kind === 'refused') {
     opened.close();
-    return refuseJob(check.refused, entry, log);
+    return refuseJob(checked.why, entry, log);
   }
   // A plain job's descriptor becomes the stream's; the stream closes it (after any read in
-  // flight), so it must not also be closed here.
-  const payload = sealChecked(typeof opened.payload === 'number' ? fdStream(opened.payload, true) : opened.payload, opened.header.seal, check);
+  // flight), so it must not also be closed here. A sealed payload is checked as the function
+  // reads it, failing with PayloadSealError.
+  const raw = opened.kind === 'plain' ? fdStream(opened.payload, true) : opened.payload;
+  const guard = watchStream(raw, opened.header.seal, false);
+  const payload = guardedPayload(guard, raw);
   // Aborted when the job's timeout passes, or the run is interrupted (whichever comes first).
   const aborts = new AbortController();
   let interrupted = false;
@@ -212,11 +214,11 @@ export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: Job
     cancelTimer?.();
     interrupt?.removeEventListener('abort', onInterrupt);
   }
-  if (!outcome.interrupted) outcome = judgeSeal(outcome, check);
+  if (!outcome.interrupted) outcome = judgeSeal(outcome, guard);
   try {
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {
     payload.destroy();
-    if (opened.decoded) opened.close();
+    if (opened.kind === 'decoded') opened.close();
   }
 }

@@ -17,62 +17,71 @@ import type { SealVerifier } from './packet/seal.js';
 import { SealTransform } from './packet/seal-transform.js';
 import { checkSealedFileSync, fdOffset } from './packet/sealed-copy.js';
 import type { Seal } from './packet/types.js';
-import type { OpenJob } from './queue.js';
+import type { OpenJob, PlainOpenJob } from './types.js';
 
-export interface SealCheck {
-  /** Why the job must not run: its payload already fails the seal. */
-  refused?: string;
-  /** The checked stream to give the command instead of the payload. */
-  payload?: Readable;
-  /** Judges the payload once it has been read (judgeSeal). */
-  verifier?: SealVerifier;
+/**
+ * What a seal check says of a job's payload, made once and never changed: the job must not run
+ * (`refused`); nothing to check (`none`: no seal, or the payload not given); checked whole
+ * before the job runs (`checked`: a file, from its size); or checked as it is read (`watching`:
+ * the stream to give the executor instead of the payload, judged once read, judgeSeal).
+ */
+export type SealGuard =
+  | { readonly kind: 'refused'; readonly why: string }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'checked' }
+  | { readonly kind: 'watching'; readonly payload: Readable; readonly verifier: SealVerifier };
+
+/** The guard of a payload that has no seal, or is not given to the job. */
+export const NO_SEAL: SealGuard = Object.freeze({ kind: 'none' });
+const CHECKED: SealGuard = Object.freeze({ kind: 'checked' });
+
+/** A checked file's verdict: checkSealedFileSync's error, or none. */
+function fileVerdict(err: Error | undefined): SealGuard {
+  return err ? { kind: 'refused', why: err.message } : CHECKED;
 }
 
-function checkStream(payload: Readable, seal: Seal, soft: boolean): SealCheck {
+/** A stream checked as it passes: `soft` ends it cleanly at the first problem (a command's), else it fails. */
+export function watchStream(payload: Readable, seal: Seal | undefined, soft: boolean): SealGuard {
+  if (!seal) return NO_SEAL;
   const checked = new SealTransform(seal, { soft });
   pipeline(payload, checked, () => {}); // errors and early destruction reach both ends
-  return { payload: checked, verifier: checked.verifier };
+  return { kind: 'watching', payload: checked, verifier: checked.verifier };
 }
 
 /** stdin-process: check a sealed packet's payload on `fd` (after its header). */
-export function checkSealedStdin(fd: number, seal: Seal | undefined): SealCheck | undefined {
-  if (!seal) return undefined;
+export function checkSealedStdin(fd: number, seal: Seal | undefined): SealGuard {
+  if (!seal) return NO_SEAL;
   if (fs.fstatSync(fd).isFile()) {
     const offset = fdOffset(fd);
-    if (offset !== undefined) {
-      const err = checkSealedFileSync(fd, offset, seal, false);
-      return err ? { refused: err.message } : {};
-    }
+    if (offset !== undefined) return fileVerdict(checkSealedFileSync(fd, offset, seal, false));
   }
   // A pipe: relay it through us so that it can be counted.
-  return checkStream(relayStream(fd), seal, true);
+  return watchStream(relayStream(fd), seal, true);
 }
 
 /**
- * A queue job, once opened: a plain file's seal is checked from its size (and with `verify`,
- * its CRC-32); a decoded stream is wrapped when `wrapStream` (a command's, soft).
+ * A queue job, once opened: a plain file's seal is checked from its size (and with `verify`, its
+ * CRC-32); a decoded stream is watched as a command reads it (soft).
  */
-export function checkSealedJob(opened: OpenJob, verify: boolean, wrapStream = true): SealCheck | undefined {
-  const seal = opened.header.seal;
-  if (!seal) return undefined;
-  if (typeof opened.payload === 'number') {
-    const err = checkSealedFileSync(opened.payload, opened.payloadOffset ?? 0, seal, verify);
-    return err ? { refused: err.message } : {};
-  }
-  return wrapStream ? checkStream(opened.payload, seal, true) : {};
+export function checkSealedJob(opened: OpenJob, verify: boolean): SealGuard {
+  if (opened.kind === 'decoded') return watchStream(opened.payload, opened.header.seal, true);
+  return checkSealedFile(opened, verify);
 }
 
-/** A function executor's payload stream, checked (failing with PayloadSealError) when sealed. */
-export function sealChecked(payload: Readable, seal: Seal | undefined, check: SealCheck | undefined): Readable {
-  if (!seal || !check) return payload;
-  const c = checkStream(payload, seal, false);
-  check.verifier = c.verifier;
-  return c.payload!;
+/** A plain job file's seal, checked from its size (and with `verify`, its CRC-32). */
+export function checkSealedFile(opened: PlainOpenJob, verify: boolean): SealGuard {
+  const seal = opened.header.seal;
+  return seal ? fileVerdict(checkSealedFileSync(opened.payload, opened.payloadOffset, seal, verify)) : NO_SEAL;
+}
+
+/** The payload to give the executor: the watched stream, if the guard watches one. */
+export function guardedPayload<P extends number | Readable>(guard: SealGuard, payload: P): P | Readable {
+  return guard.kind === 'watching' ? guard.payload : payload;
 }
 
 /** After the job ran: a payload that failed its seal fails the job, whatever the command said. */
-export function judgeSeal<T extends { ok: boolean; why: string }>(outcome: T, check: SealCheck | undefined): T | { ok: false; why: string } {
-  const failure = check?.verifier?.failure;
+export function judgeSeal<T extends { ok: boolean; why: string }>(outcome: T, guard: SealGuard): T | { ok: false; why: string } {
+  const failure = guard.kind === 'watching' ? guard.verifier.failure : undefined;
   if (!failure) return outcome;
   return { ok: false, why: `payload failed its seal: ${failure.message}` };
 }

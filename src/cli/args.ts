@@ -1,29 +1,39 @@
-/** Reading a subcommand's parsed arguments: each a value of the right kind, or a usage error. */
+/**
+ * Reading a subcommand's parsed arguments: each a value of the right kind, or a usage error.
+ * Each reader takes the name of an argument its command has, of the kind it reads (spec.ts's
+ * ArgsOf): a misspelt name, or one of another command, does not compile.
+ */
 import type { Logger } from '../log.js';
 import { parseSeq } from '../seqfile.js';
 import { UsageError } from './output.js';
-import type { Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
 
-export function str(inv: Invocation, name: string): string | undefined {
-  const v = inv.args[name];
-  return v === undefined || v === null ? undefined : String(v);
+/** Arguments that have these string options or positionals. */
+export type StringArgs<N extends string> = { readonly [K in N]: string | undefined };
+/** Arguments that have these flags. */
+export type FlagArgs<N extends string> = { readonly [K in N]: boolean | undefined };
+/** Arguments that have these repeatable options. */
+export type ListArgs<N extends string> = { readonly [K in N]: readonly string[] | undefined };
+
+export function str<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N): string | undefined {
+  return inv.args[name];
 }
 
-export function required(inv: Invocation, name: string): string {
-  const v = str(inv, name);
+export function required<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N): string {
+  const v = inv.args[name];
   if (v === undefined) throw new UsageError(`missing required argument <${name.toUpperCase()}>`);
   return v;
 }
 
-export function seqArg(inv: Invocation, name: string): bigint {
+export function seqArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N): bigint {
   const text = required(inv, name);
   const n = parseSeq(text);
   if (n === undefined) throw new UsageError(`invalid value '${text}' for <${name.toUpperCase()}>: expected a whole number from 0 to 18446744073709551615`);
   return n;
 }
 
-export function intArg(inv: Invocation, name: string): number | undefined {
-  const text = str(inv, name);
+export function intArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N): number | undefined {
+  const text = inv.args[name];
   if (text === undefined) return undefined;
   const n = parseSeq(text);
   if (n === undefined) throw new UsageError(`invalid value '${text}' for --${name}: expected a whole number`);
@@ -34,8 +44,8 @@ export function intArg(inv: Invocation, name: string): number | undefined {
  * A number of seconds: a whole number as the reference takes it (`+5`, `007`), or with a
  * fraction (`0.5`, `.25`: an extension, the reference takes whole seconds only), at least `min`.
  */
-export function secondsArg(inv: Invocation, name: string, min = 0): number | undefined {
-  const text = str(inv, name);
+export function secondsArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N, min = 0): number | undefined {
+  const text = inv.args[name];
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!/^\+?(\d+\.?\d*|\.\d+)$/.test(text) || !(n >= min)) {
@@ -44,27 +54,33 @@ export function secondsArg(inv: Invocation, name: string, min = 0): number | und
   return n;
 }
 
-export function enumArg<T extends string>(inv: Invocation, name: string, values: readonly T[]): T {
+export function enumArg<T extends string, N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N, values: readonly T[]): T {
   const text = required(inv, name);
-  const v = text.toLowerCase() as T;
-  if (!values.includes(v)) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
+  const v = values.find((value) => value === text.toLowerCase());
+  if (v === undefined) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
   return v;
 }
 
-/** An option that may be given more than once (`-q` of queue-process): its values, in order. */
-export function strings(inv: Invocation, name: string): string[] {
-  const v = inv.args[name];
-  if (v === undefined || v === null) return [];
-  return (Array.isArray(v) ? v : [v]).map(String);
+/** A flag: given or not. */
+export function flag<N extends string>(inv: Invocation<FlagArgs<NoInfer<N>>>, name: N): boolean {
+  return inv.args[name] === true;
 }
 
+/** An option that may be given more than once (`-q` of queue-process): its values, in order. */
+export function strings<N extends string>(inv: Invocation<ListArgs<NoInfer<N>>>, name: N): string[] {
+  return [...(inv.args[name] ?? [])];
+}
+
+/** The arguments stdin-process and queue-process share. */
+type ProcessArgs = StringArgs<'command' | 'timeout' | 'stop-timeout'> & FlagArgs<'allow-job-params' | 'ignore-payload'>;
+
 /** The options stdin-process and queue-process share. */
-export function processOptions(inv: Invocation, log: Logger) {
+export function processOptions(inv: Invocation<ProcessArgs>, log: Logger) {
   return {
     command: required(inv, 'command'),
     params: inv.params,
-    allowJobParams: Boolean(inv.args['allow-job-params']),
-    ignorePayload: Boolean(inv.args['ignore-payload']),
+    allowJobParams: flag(inv, 'allow-job-params'),
+    ignorePayload: flag(inv, 'ignore-payload'),
     timeout: secondsArg(inv, 'timeout'),
     stopTimeout: secondsArg(inv, 'stop-timeout'),
     logger: log,

@@ -9,9 +9,10 @@ import type { PacketHeader } from '../packet/types.js';
 import type { PrepareOptions } from '../prepare.js';
 import { processFd } from '../process.js';
 import { Queue } from '../queue.js';
-import type { Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
+import { fsplInvocation, type FsplArgs, type FsplCommandName } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';
-import { processOptions, required, seqArg, str } from './args.js';
+import { flag, processOptions, required, seqArg, str, type StringArgs } from './args.js';
 import { queueProcess } from './queue-process.js';
 import { STDIN_JOB, StopSignals } from './stop-signals.js';
 
@@ -22,8 +23,9 @@ const sealedCopy = () => import('../packet/sealed-copy.js');
 const json = () => import('../json.js');
 const jobenv = () => import('../jobenv.js');
 
-function queue(inv: Invocation, log: Logger): Queue {
-  return Queue.open(required(inv, 'queuedir'), { decoder: str(inv, 'decoder'), logger: log });
+/** The queue of -q DIR, read through -d DECODER when the command has it and it is given. */
+function queue(inv: Invocation<StringArgs<'queuedir'> & Partial<StringArgs<'decoder'>>>, log: Logger): Queue {
+  return Queue.open(required(inv, 'queuedir'), { decoder: inv.args.decoder, logger: log });
 }
 
 function openInput(input: string | undefined): number | undefined {
@@ -37,7 +39,7 @@ function openInput(input: string | undefined): number | undefined {
   return fd;
 }
 
-async function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
+async function prepareCmd(inv: Invocation<StringArgs<'seqfile'>>, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
   const [{ prepareHeader, writePacketSync, writeTakenSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
   // bad path neither uses one up nor leaves half a packet on stdout; and give the number back if
@@ -50,7 +52,7 @@ async function prepareCmd(inv: Invocation, spec: PrepareOptions, input?: string,
 }
 
 /** `queue-info` and `stdin-info`: a job's variables, or its JSON document. */
-async function infoText(header: PacketHeader, asJson: unknown, where?: JobLocation): Promise<string | Buffer> {
+async function infoText(header: PacketHeader, asJson: boolean, where?: JobLocation): Promise<string | Buffer> {
   if (asJson) {
     const { jobInfoToJson, toJsonDocument } = await json();
     return toJsonDocument(jobInfoToJson(header, where));
@@ -63,10 +65,16 @@ function lsLine(seq: string, time: string, filename: string): string {
   return `${seq.padEnd(20)} ${time.padEnd(27)} ${filename}\n`;
 }
 
-const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number> | number> = {
+/** The subcommands handled here: all but light.ts's. */
+type Handled = Exclude<FsplCommandName, 'gen-uuid' | 'gen-filename' | 'show-license'>;
+
+/** Each subcommand's handler, on its own arguments (FsplArgs): it resolves to the exit status. */
+type Handlers = { [N in Handled]: (inv: Invocation<FsplArgs<N>>, log: Logger) => Promise<number> | number };
+
+const handlers: Handlers = {
   prepare: async (inv) => {
     const { captureEnv, sealByDefault } = await preparing();
-    return prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input'), Boolean(inv.args.seal) || sealByDefault());
+    return prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input'), flag(inv, 'seal') || sealByDefault());
   },
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
@@ -77,10 +85,10 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     return 0;
   },
 
-  'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: Boolean(inv.args['append-only']) }), 0),
+  'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: flag(inv, 'append-only') }), 0),
   'queue-get-next': async (inv, log) => {
     const next = queue(inv, log).getNext();
-    if (inv.args.json) {
+    if (flag(inv, 'json')) {
       const { nextseqToJson, toJsonDocument } = await json();
       writeOut(toJsonDocument(nextseqToJson(next)));
     } else writeOut(`${next}\n`);
@@ -101,7 +109,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const q = queue(inv, log);
     q.assertExists();
     const jobs = await q.list();
-    if (inv.args.json) {
+    if (flag(inv, 'json')) {
       const { jobEntryToJson, toJsonLine } = await json();
       // JSON Lines, written in batches of about 64 KiB (not one write per job).
       let batch = '';
@@ -126,7 +134,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const q = queue(inv, log);
     q.assertExists();
     const job = await q.find(seq);
-    writeOut(await infoText(job.header, inv.args.json, { queuedir: q.dir, filename: job.filename }));
+    writeOut(await infoText(job.header, flag(inv, 'json'), { queuedir: q.dir, filename: job.filename }));
     return 0;
   },
   'queue-payload': async (inv, log) => {
@@ -136,10 +144,10 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
       // Plain file: copy descriptor to descriptor, no stream machinery.
-      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openJob(filename), sealedCopy(), import('../copy.js')]);
+      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../copy.js')]);
       try {
-        if (job.header.seal) copySealedSync(job.payload as number, 1, job.header.seal);
-        else copy(job.payload as number, 1);
+        if (job.header.seal) copySealedSync(job.payload, 1, job.header.seal);
+        else copy(job.payload, 1);
       } finally {
         job.close();
       }
@@ -152,14 +160,14 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
 
   'stdin-info': async (inv) => {
     const { readHeaderSync } = await import('../packet/read.js');
-    writeOut(await infoText(readHeaderSync(0), inv.args.json));
+    writeOut(await infoText(readHeaderSync(0), flag(inv, 'json')));
     return 0;
   },
   'queue-status': async (inv, log) => {
     // Exit 3 when the queue can not make progress (stuck); the diagnosis itself succeeded.
     const [{ queueStatus }, { statusToJson, toJsonDocument }, { formatStatusText }] = await Promise.all([import('../status/report.js'), json(), import('./status-text.js')]);
     const status = await queueStatus(queue(inv, log));
-    writeOut(inv.args.json ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
+    writeOut(flag(inv, 'json') ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
     return status.canProgress ? 0 : 3;
   },
   'stdin-payload': async () => {
@@ -183,9 +191,20 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
 };
 
 export async function run(inv: Invocation): Promise<number> {
-  const h = handlers[inv.command];
-  if (!h) throw new UsageError(`unknown subcommand '${inv.command}'`);
+  const name = inv.command;
+  if (!isHandled(name)) throw new UsageError(`unknown subcommand '${name}'`);
   // One logger for the run; a bad level is a usage error whatever the subcommand.
-  return h(inv, createLogger(checkLogLevel(inv.logLevel)));
+  return handle(name, inv, createLogger(checkLogLevel(inv.logLevel)));
 }
+
+function isHandled(name: string): name is Handled {
+  return Object.hasOwn(handlers, name);
+}
+
+/** Subcommand `name`'s handler, on its invocation as it reads it (typed from its grammar). */
+function handle<N extends Handled>(name: N, inv: Invocation, log: Logger): Promise<number> | number {
+  const handler: Handlers[N] = handlers[name];
+  return handler(fsplInvocation(inv, name), log);
+}
+
 

@@ -6,7 +6,8 @@
  * returns undefined, and the caller hands the command line to yargs, which then gives the help
  * text or the usage error. Values are not validated here: the handlers do that.
  */
-import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL, scanGlobals, type CommandSpec, type Invocation, type OptionSpec } from './spec.js';
+import type { ArgValue, CommandSpec, Invocation, OptionSpec } from './grammar.js';
+import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL, scanGlobals } from './spec.js';
 
 export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandSpec> = COMMAND_BY_NAME): Invocation | undefined {
   const g = scanGlobals(argv);
@@ -21,7 +22,9 @@ export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandS
     byLong.set(o.long, o);
     if (o.short) byShort.set(o.short, o);
   }
-  const args: Record<string, unknown> = {};
+  // By the grammar's names only, each of its kind, as spec.ts's argsOf makes them for yargs.
+  const args: { [name: string]: ArgValue } = {};
+  const values: { [name: string]: string[] } = {};
   const positionals: string[] = [];
   let params: string[] = [];
   for (; i < argv.length; i++) {
@@ -47,21 +50,18 @@ export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandS
       if (a.length > 2) inline = a.slice(2);
     }
     if (!opt || (opt.long in args && !opt.array)) return undefined;
-    let value: unknown;
     if (opt.kind === 'boolean') {
       if (inline !== undefined) return undefined;
-      value = true;
-    } else if (inline !== undefined) {
-      value = inline;
-    } else {
-      if (i + 1 >= argv.length) return undefined;
-      value = argv[++i];
+      args[opt.long] = true;
+      continue;
     }
-    if (opt.array) ((args[opt.long] ??= []) as unknown[]).push(value);
+    if (inline === undefined && i + 1 >= argv.length) return undefined;
+    const value = inline ?? argv[++i]!;
+    if (opt.array) (args[opt.long] = values[opt.long] ??= []).push(value);
     else args[opt.long] = value;
   }
   if (positionals.length !== spec.positionals.length) return undefined;
-  spec.positionals.forEach((name, k) => (args[name] = positionals[k]));
+  spec.positionals.forEach((name, k) => (args[name] = positionals[k]!));
   for (const o of spec.options) {
     if (o.long in args) continue;
     if (o.required) return undefined;

@@ -2,7 +2,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import { LICENSE_TEXT } from './license.js';
 import { checkLogLevel, writeOut } from './output.js';
-import type { Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
 
 const handlers: Record<string, () => string> = {
   'gen-uuid': () => `${uuidv4()}\n`,

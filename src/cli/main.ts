@@ -6,7 +6,8 @@
 import { fastParse } from './fastparse.js';
 import { reportError, writeOut } from './output.js';
 import type { ParseResult } from './parser.js';
-import { scanGlobals, type Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
+import { scanGlobals } from './spec.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
 

@@ -5,7 +5,7 @@
  */
 import { fastParse } from './fastparse.js';
 import { NET_COMMANDS } from './net-spec.js';
-import type { Invocation } from './spec.js';
+import type { Invocation } from './grammar.js';
 
 /** The one net command parsed here: its start-up is part of every net run's time (issue 20). */
 const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) => [c.name, c]));
@@ -13,12 +13,10 @@ const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) =>
 /**
  * `fspl net run ...` (the arguments after `net`, globals before it kept) parsed as fastParse
  * does, without loading yargs: 40-70 ms of CPU at start-up, most of a net run's own start. The
- * invocation is the one parseNet gives for the keys the handler reads: the log level is also in
- * its args (`log-level`), as yargs puts it there. Anything else: undefined, and yargs parses it.
+ * invocation is the one parseNet gives. Anything else: undefined, and yargs parses it.
  */
 export function fastParseNet(argv: string[]): Invocation | undefined {
   const inv = fastParse(argv, NET_FAST);
   if (!inv || inv.params.length > 0) return undefined;
-  inv.args['log-level'] = inv.logLevel;
   return inv;
 }

@@ -2,7 +2,7 @@
  * The grammar of `fspl net` as data (spec.ts's for the rest of fspl): its subcommands, their
  * positionals and options. parser.ts's parseNet reads it; help and usage errors come from it.
  */
-import type { CommandSpec, OptionSpec } from './spec.js';
+import { invocationOf, type ArgsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
 
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
@@ -11,9 +11,9 @@ export const NET_SUMMARY = 'Extension: Petri nets of queues (places are queues, 
 /** The usage error of `fspl net` without a subcommand. */
 export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show or set-aside';
 
-const netHost: OptionSpec = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' };
-const netWorkers: OptionSpec = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' };
-const netJson: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON (docs/json.md)' };
+const netHost = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' } as const satisfies OptionSpec;
+const netWorkers = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' } as const satisfies OptionSpec;
+const netJson = { long: 'json', kind: 'boolean', describe: 'Print JSON (docs/json.md)' } as const satisfies OptionSpec;
 const NET_POSITIONALS = {
   net: 'The net file (YAML)',
   place: 'The place, by its name in the net file',
@@ -22,9 +22,17 @@ const NET_POSITIONALS = {
 } as const;
 
 /** One `fspl net` subcommand: its positionals are described in help, its usage line is yargs' own. */
-function netCommand(name: string, positionals: string[], describe: string, options: OptionSpec[], params = false, optionalPositionals: string[] = []): CommandSpec {
+function netCommand<const N extends string, const P extends readonly string[], const O extends readonly OptionSpec[], const Q extends readonly string[] = []>(
+  name: N,
+  positionals: P,
+  describe: string,
+  options: O,
+  params = false,
+  given?: Q,
+) {
+  const optionalPositionals = given ?? ([] as const);
   const usage = `net ${name}${netPositionals({ positionals, optionalPositionals })}`;
-  return { name, usage, describe, options, positionals, optionalPositionals, positionalHelp: NET_POSITIONALS, params };
+  return { name, usage, describe, options, positionals, optionalPositionals, positionalHelp: NET_POSITIONALS, params } satisfies CommandSpec;
 }
 
 /** The positionals of a net command as its usage line (and yargs' command) writes them: <required> [optional]. */
@@ -32,7 +40,7 @@ export function netPositionals(spec: Pick<CommandSpec, 'positionals' | 'optional
   return spec.positionals.map((p) => ` <${p}>`).join('') + (spec.optionalPositionals ?? []).map((p) => ` [${p}]`).join('');
 }
 
-export const NET_COMMANDS: CommandSpec[] = [
+export const NET_COMMANDS = [
   netCommand(
     'check',
     ['net'],
@@ -146,4 +154,15 @@ export const NET_COMMANDS: CommandSpec[] = [
       describe: 'On a net that spans hosts: which host this is (its part is shown, as by net status --host)',
     },
   ]),
-];
+] as const satisfies readonly CommandSpec[];
+
+/** A net subcommand's grammar, and its name. */
+export type NetCommand = (typeof NET_COMMANDS)[number];
+export type NetCommandName = NetCommand['name'];
+/** A net subcommand's parsed arguments, typed from its grammar. */
+export type NetArgs<N extends NetCommandName> = ArgsOf<Extract<NetCommand, { name: N }>>;
+
+/** A net subcommand's invocation, typed from its grammar (spec.ts's invocationOf). */
+export function netInvocation<N extends NetCommandName>(inv: Invocation, name: N): Invocation<NetArgs<N>> {
+  return invocationOf(inv, NET_COMMANDS.find((c) => c.name === name)!);
+}

@@ -14,7 +14,8 @@ import { formatNetStatus } from './net-text.js';
 import { printRetry, printToken, printTokens } from './net-operate.js';
 import { formatSimulation } from './net-simulate-text.js';
 import { UsageError, checkLogLevel, reportError, writeOut } from './output.js';
-import type { Invocation } from './spec.js';
+import { netInvocation, type NetArgs, type NetCommandName } from './net-spec.js';
+import type { Invocation } from './grammar.js';
 
 /** A usage error in a value: its message says all (no pointer to --help), exit 2. */
 function badValue(message: string): UsageError {
@@ -32,12 +33,15 @@ function seconds(v: unknown, what: string): number | undefined {
   return n;
 }
 
-type Args = Record<string, unknown>;
+/** A net subcommand's invocation, typed from its grammar (net-spec.ts's NetArgs). */
+type NetInvocation<N extends NetCommandName> = Invocation<NetArgs<N>>;
 
 /** The net subcommands by name (net-spec.ts's NET_COMMANDS); each resolves to the exit status. */
-const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | number> = {
-  check: (a) => check(String(a.net), hostArg(a)),
-  init: (a) => {
+type Handlers = { [N in NetCommandName]: (inv: NetInvocation<N>) => Promise<number> | number };
+
+const handlers: Handlers = {
+  check: ({ args: a }) => check(String(a.net), hostArg(a)),
+  init: ({ args: a }) => {
     const net = load(String(a.net));
     const host = hostArg(a);
     const made = host === undefined ? { places: net.init({ permissions: !!a.permissions }), outboxes: [] } : net.initHost(host, { permissions: !!a.permissions });
@@ -45,15 +49,15 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     for (const p of made.outboxes) writeOut(`created outbox ${p} (its tokens leave for host ${hostOf(net.model.places.get(p)!)})\n`);
     return 0;
   },
-  put: async (a, params) => {
+  put: async ({ args: a, params }) => {
     const net = load(String(a.net));
     if (a.input === undefined && process.stdin.isTTY) {
       // Waiting on a terminal looks like a hang: say what it waits for.
       process.stderr.write("fspl net put: reading the token's payload from the terminal; end it with Ctrl-D (or give -i FILE, or pipe it in)\n");
     }
     const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
-    const opts = { key: a.key === undefined ? undefined : String(a.key), params };
-    const r = a.noWait || a['no-wait'] ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
+    const opts = { key: a.key, params };
+    const r = a['no-wait'] ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
     if (r === 'full') {
       process.stderr.write(`Error: place ${String(a.place)} is full\n`);
       return 3;
@@ -61,65 +65,61 @@ const handlers: Record<string, (a: Args, params: string[]) => Promise<number> | 
     writeOut(`${r.place} ${r.seq} ${r.key}\n`);
     return 0;
   },
-  run: (a) => run(a),
-  status: async (a) => {
+  run: (inv) => run(inv),
+  status: async ({ args: a }) => {
     const report = await load(String(a.net)).status({ host: hostArg(a) });
     writeOut(a.json ? `${JSON.stringify(netStatusJson(report), null, 2)}\n` : formatNetStatus(report));
     return report.state === 'stuck' ? 3 : 0;
   },
-  simulate: (a) => simulateCommand(a),
-  dot: async (a) => {
+  simulate: ({ args: a }) => simulateCommand(a),
+  dot: async ({ args: a }) => {
     const net = load(String(a.net));
     const dot = net.dot(a.live ? liveDotState(await net.status()) : undefined);
     writeOut(a.svg ? await dotToSvg(dot) : dot);
     return 0;
   },
-  serve: (a) => serve(a),
-  retry: (a) => retry(a),
-  ls: async (a) => {
+  serve: (inv) => serve(inv),
+  retry: ({ args: a }) => retry(a),
+  ls: async ({ args: a }) => {
     await printTokens(load(String(a.net)), String(a.place), !!a.json, hostArg(a));
     return 0;
   },
-  'set-aside': async (a) => {
-    const r = await load(String(a.net)).setAside(String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, { reason: optional(a.reason), host: hostArg(a) });
+  'set-aside': async ({ args: a }) => {
+    const r = await load(String(a.net)).setAside(String(a.place), { key: a.key, seq: seqArg(a.seq) }, { reason: a.reason, host: hostArg(a) });
     writeOut(`set aside ${r.key}: ${r.place} #${r.seq} -> set-aside #${r.asideSeq}${r.nop ? ` (a NOP took number ${r.seq})` : ''}\n`);
     return 0;
   },
-  show: async (a) => {
-    await printToken(load(String(a.net)), String(a.place), { key: optional(a.key), seq: seqArg(a.seq) }, !!a.payload, hostArg(a));
+  show: async ({ args: a }) => {
+    await printToken(load(String(a.net)), String(a.place), { key: a.key, seq: seqArg(a.seq) }, !!a.payload, hostArg(a));
     return 0;
   },
-  pause: (a) => {
-    const rec = load(String(a.net)).pause(String(a.transition), { reason: optional(a.reason), host: hostArg(a), kill: !!a.kill });
+  pause: ({ args: a }) => {
+    const rec = load(String(a.net)).pause(String(a.transition), { reason: a.reason, host: hostArg(a), kill: !!a.kill });
     writeOut(`${rec.transition} ${pauseText(rec)}\n`);
     return 0;
   },
-  resume: (a) => {
+  resume: ({ args: a }) => {
     const rec = load(String(a.net)).resume(String(a.transition), { host: hostArg(a) });
     writeOut(rec ? `${rec.transition} resumed (it was ${pauseText(rec)})\n` : `${String(a.transition)} was not paused\n`);
     return 0;
   },
 };
 
-function seqArg(v: unknown): bigint | undefined {
+function seqArg(v: string | undefined): bigint | undefined {
   if (v === undefined) return undefined;
-  if (!/^\d+$/.test(String(v))) throw badValue(`invalid --seq '${String(v)}': give a token's number`);
-  return BigInt(String(v));
-}
-
-function optional(v: unknown): string | undefined {
-  return v === undefined ? undefined : String(v);
+  if (!/^\d+$/.test(v)) throw badValue(`invalid --seq '${v}': give a token's number`);
+  return BigInt(v);
 }
 
 /** `net retry`: one line per token moved (or, with --dry-run, that would move). */
-async function retry(a: Args): Promise<number> {
-  const keys = a.key === undefined ? undefined : (Array.isArray(a.key) ? a.key : [a.key]).map(String);
+async function retry(a: NetArgs<'retry'>): Promise<number> {
+  const keys = a.key === undefined ? undefined : [...a.key];
   const r = await load(String(a.net)).retry({
-    errorPlace: optional(a['error-place']),
+    errorPlace: a['error-place'],
     keys,
-    transition: optional(a.transition),
+    transition: a.transition,
     all: !!a.all,
-    to: optional(a.to),
+    to: a.to,
     dryRun: !!a['dry-run'],
     setAside: !!a['set-aside'],
     seq: seqArg(a.seq),
@@ -132,9 +132,9 @@ async function retry(a: Args): Promise<number> {
 /** Run one parsed `fspl net` subcommand (parser.ts's parseNet); resolves to the exit status. */
 export async function runNet(inv: Invocation): Promise<number> {
   try {
-    const handler = handlers[inv.command];
-    if (!handler) throw new UsageError(`unknown net command '${inv.command}'`, 'fspl net --help');
-    return await handler(inv.args, inv.params);
+    const name = inv.command;
+    if (!isNetCommand(name)) throw new UsageError(`unknown net command '${name}'`, 'fspl net --help');
+    return await handle(name, inv);
   } catch (err) {
     if (err instanceof NetFileError) {
       process.stderr.write(`${err.message}\n`);
@@ -146,6 +146,16 @@ export async function runNet(inv: Invocation): Promise<number> {
     }
     return reportError(err);
   }
+}
+
+function isNetCommand(name: string): name is NetCommandName {
+  return Object.hasOwn(handlers, name);
+}
+
+/** Net subcommand `name`'s handler, on its invocation as it reads it (typed from its grammar). */
+function handle<N extends NetCommandName>(name: N, inv: Invocation): Promise<number> | number {
+  const handler: Handlers[N] = handlers[name];
+  return handler(netInvocation(inv, name));
 }
 
 /** Exit 0, or 1 when a way to another host (--host) would fail now. */
@@ -167,12 +177,12 @@ async function check(file: string, host: string | undefined): Promise<number> {
   return failed > 0 ? 1 : 0;
 }
 
-async function run(a: Args): Promise<number> {
-  const level = checkLevel(a);
+async function run({ args: a, logLevel }: NetInvocation<'run'>): Promise<number> {
+  const level = checkLogLevel(logLevel);
   const net = load(String(a.net));
   const workers = a.workers === undefined ? undefined : Number(a.workers);
   if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw badValue(`invalid --workers '${String(a.workers)}': give a whole number of at least 1`);
-  const pollInterval = seconds(a.pollInterval ?? a['poll-interval'], '--poll-interval');
+  const pollInterval = seconds(a['poll-interval'], '--poll-interval');
   const graceText = a['stop-timeout'] ?? a.grace;
   const grace = graceText === undefined ? undefined : Number(graceText);
   if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
@@ -215,13 +225,12 @@ async function run(a: Args): Promise<number> {
   }
 }
 
-async function serve(a: Args): Promise<number> {
-  const level = checkLevel(a);
+async function serve({ args: a, logLevel }: NetInvocation<'serve'>): Promise<number> {
+  const level = checkLogLevel(logLevel);
   const port = Number(a.port);
   if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw badValue(`invalid --port '${String(a.port)}': give a number from 0 to 65535`);
   const net = load(String(a.net));
-  const netHost = a.netHost ?? a['net-host'];
-  const server = await serveNet(net.model, { port, host: String(a.host), netHost: netHost === undefined ? undefined : String(netHost), logger: createLogger(level) });
+  const server = await serveNet(net.model, { port, host: String(a.host), netHost: a['net-host'], logger: createLogger(level) });
   writeOut(`Serving ${net.model.file ?? net.model.dir} at ${server.url} (read-only; Ctrl-C stops)\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
@@ -231,15 +240,11 @@ async function serve(a: Args): Promise<number> {
   return 0;
 }
 
-function hostArg(a: Args): string | undefined {
-  return a.host === undefined ? undefined : String(a.host);
+function hostArg(a: { readonly host: string | undefined }): string | undefined {
+  return a.host;
 }
 
-function checkLevel(a: Args) {
-  return checkLogLevel(String(a.logLevel ?? a['log-level'] ?? 'info'));
-}
-
-function simulateCommand(a: Args): number {
+function simulateCommand(a: NetArgs<'simulate'>): number {
   const net = load(String(a.net));
   const whole = (v: unknown, what: string, min: number) => {
     const n = Number(v);
@@ -250,9 +255,9 @@ function simulateCommand(a: Args): number {
   const workers = a.workers === undefined ? os.availableParallelism() : whole(a.workers, '--workers', 1);
   const seed = a.seed === undefined ? undefined : whole(a.seed, '--seed', 0);
   const service: Record<string, ServiceTime> = {};
-  for (const text of Array.isArray(a.service) ? a.service : []) {
+  for (const text of a.service ?? []) {
     try {
-      const s = parseService(String(text));
+      const s = parseService(text);
       service[s.transition] = s.service;
     } catch (err) {
       throw badValue(err instanceof Error ? err.message : String(err));

@@ -2,8 +2,9 @@
  * The full parser, on yargs: help texts, usage errors, every command line the fast path leaves
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
-import yargs, { type Argv, type Options } from 'yargs';
-import { COMMANDS, LOG_LEVEL, scanGlobals, type CommandSpec, type Globals, type Invocation, type OptionSpec } from './spec.js';
+import yargs, { type Arguments, type Argv, type Options } from 'yargs';
+import { argsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
+import { COMMANDS, LOG_LEVEL, scanGlobals, type Globals } from './spec.js';
 import { NET_COMMANDS, NET_DEMAND, NET_SUMMARY, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
 import { checkArguments, checkGlobals, unknownSubcommand, type Reading } from './usage.js';
@@ -85,6 +86,11 @@ function build(): Argv {
   return y.command('net <command>', NET_SUMMARY).command('help [subcommand]', 'Show help for fspl or one of its subcommands (help net [COMMAND]: of fspl net)');
 }
 
+/** The words after `--`, as yargs keeps them. */
+function listOf(v: unknown): string[] {
+  return Array.isArray(v) ? v.map(String) : [];
+}
+
 export type ParseResult =
   | { kind: 'run'; invocation: Invocation }
   | { kind: 'output'; text: string; stream: 'stdout' | 'stderr'; status: number };
@@ -157,30 +163,33 @@ export async function parseFull(rawArgv: string[]): Promise<ParseResult> {
   const argv = checked;
   let failure: string | undefined;
   let help: string | undefined;
-  let parsed: Record<string, unknown> = {};
+  let parsed: Arguments | undefined;
   const parser = build().fail((msg, err) => {
     throw new UsageError(msg || err?.message || 'invalid arguments');
   });
   try {
-    parsed = (await parser.parseAsync(argv, {}, (err, _argv, output) => {
+    parsed = await parser.parseAsync(argv, {}, (err, _argv, output) => {
       if (err) failure = err.message;
       else if (output) help = output;
-    })) as Record<string, unknown>;
+    });
   } catch (err) {
     failure ??= (err as Error).message;
   }
   if (failure !== undefined) return usageError(failure);
   if (help !== undefined) return { kind: 'output', text: `${help}\n`, stream: 'stdout', status: 0 };
-  const rest = parsed._ as unknown[];
+  if (!parsed) return usageError('invalid arguments');
+  const rest = parsed._;
   const command = String(rest[0] ?? '');
   if (!command) return { kind: 'output', text: `${await helpText()}\n`, stream: 'stderr', status: 2 };
   if (rest.length > 1) return usageError(`unexpected argument '${String(rest[1])}'`);
+  const spec = COMMANDS.find((c) => c.name === command);
+  if (!spec) return output(unknownSubcommand(command, HELP_TOPICS, 'subcommand', '--help'));
   return {
     kind: 'run',
     invocation: {
       command,
-      args: parsed,
-      params: ((parsed['--'] as unknown[] | undefined) ?? []).map(String),
+      args: argsOf(spec, (name) => parsed[name]),
+      params: listOf(parsed['--']),
       logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default),
     },
   };
@@ -252,13 +261,16 @@ export async function parseNet(argv: string[]): Promise<ParseResult> {
     if (err) throw err;
     usage = msg;
   });
-  const parsed = (await parser.parseAsync(args, {}, (_err, _argv, output) => {
+  const parsed = await parser.parseAsync(args, {}, (_err, _argv, output) => {
     help = output;
-  })) as Record<string, unknown>;
+  });
   if (usage !== undefined) return usageError(usage, 'fspl net --help');
   if (help) return { kind: 'output', text: `${help}\n`, stream: 'stdout', status: 0 };
+  const command = String(parsed._[0]);
+  const spec = NET_COMMANDS.find((c) => c.name === command);
+  if (!spec) return output(unknownSubcommand(command, NET_COMMANDS.map((c) => c.name), 'net command', NET_READING.more));
   return {
     kind: 'run',
-    invocation: { command: String((parsed._ as unknown[])[0]), args: parsed, params, logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default) },
+    invocation: { command, args: argsOf(spec, (name) => parsed[name]), params, logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default) },
   };
 }

@@ -9,17 +9,22 @@ import { processQueue, type OnError, type OrderBy, type OutputTo, type ProcessEv
 import type { ProcessQueuesSummary } from '../process-many.js';
 import { Queue } from '../queue.js';
 import { describeSystemError } from '../errors.js';
-import { enumArg, intArg, processOptions, secondsArg, str, strings } from './args.js';
-import type { Invocation } from './spec.js';
+import { enumArg, flag, intArg, processOptions, secondsArg, str, strings } from './args.js';
+import type { Invocation } from './grammar.js';
+import type { FsplArgs } from './spec.js';
 import { UsageError, checkLogLevel } from './output.js';
 import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
 import { MANY_QUEUES, ONE_QUEUE, StopSignals } from './stop-signals.js';
 
-export async function queueProcess(inv: Invocation, given: Logger): Promise<number> {
+const ON_ERROR: readonly OnError[] = ['retry', 'delete', 'leave'];
+const ORDER_BY: readonly OrderBy[] = ['sequence', 'timestamp'];
+const OUTPUT_TO: readonly OutputTo[] = ['passboth', 'saveboth'];
+
+export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, given: Logger): Promise<number> {
   const dirs = strings(inv, 'queuedir');
   const parents = strings(inv, 'queues-in');
   if (dirs.length === 0 && parents.length === 0) throw new UsageError('missing -q DIR: the queue directory (or, to serve many queues, -q more than once or --queues-in PARENT)');
-  const watch = Boolean(inv.args.watch);
+  const watch = flag(inv, 'watch');
   if (str(inv, 'poll-interval') !== undefined && !watch) throw new UsageError('--poll-interval only applies with --watch');
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
   const jobs = intArg(inv, 'jobs');
@@ -27,15 +32,15 @@ export async function queueProcess(inv: Invocation, given: Logger): Promise<numb
   // Every option is checked before the queue is looked at (usage errors first, as the reference).
   const options = {
     ...processOptions(inv, given),
-    onError: enumArg<OnError>(inv, 'on-error', ['retry', 'delete', 'leave']),
-    orderBy: enumArg<OrderBy>(inv, 'order-by', ['sequence', 'timestamp']),
-    outputTo: enumArg<OutputTo>(inv, 'output-to', ['passboth', 'saveboth']),
-    neverDelete: Boolean(inv.args['never-delete']),
-    verify: Boolean(inv.args.verify),
+    onError: enumArg(inv, 'on-error', ON_ERROR),
+    orderBy: enumArg(inv, 'order-by', ORDER_BY),
+    outputTo: enumArg(inv, 'output-to', OUTPUT_TO),
+    neverDelete: flag(inv, 'never-delete'),
+    verify: flag(inv, 'verify'),
     maxJobs: intArg(inv, 'maxjobs'),
     watch: watch && { pollInterval },
   };
-  const progress = !inv.args['no-progress'] && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
+  const progress = !flag(inv, 'no-progress') && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
   // Log lines go through the progress line, which clears itself for them.
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
   options.logger = log;

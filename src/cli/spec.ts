@@ -5,39 +5,7 @@
  * errors and everything unusual, so the two can never disagree on names; `fspl net` always goes
  * through yargs.
  */
-export interface OptionSpec {
-  long: string;
-  short?: string;
-  /** 'string' options take a value; 'boolean' ones are flags. */
-  kind: 'string' | 'boolean';
-  required?: boolean;
-  /** A flag's default is a boolean (`--progress`, which `--no-progress` turns off). */
-  default?: string | boolean;
-  /** Accepted values, matched case-insensitively. */
-  choices?: string[];
-  /** May be given more than once, each value kept (`--service`). */
-  array?: boolean;
-  /** What its value is called in usage lines and errors: `-q DIR`. */
-  value?: string;
-  /** A required option: what it is, said when it is missing (`missing -q DIR: the queue directory`). */
-  what?: string;
-  describe: string;
-}
-
-export interface CommandSpec {
-  name: string;
-  usage: string;
-  describe: string;
-  options: OptionSpec[];
-  /** Required positional arguments, in order. */
-  positionals: string[];
-  /** Optional positional arguments, after the required ones (`fspl net retry NET [ERROR_PLACE]`). */
-  optionalPositionals?: string[];
-  /** What help says of each positional, when it says something. */
-  positionalHelp?: Readonly<Record<string, string>>;
-  /** Whether `-- PARAMS...` is accepted. */
-  params: boolean;
-}
+import { invocationOf, type ArgsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
 
 export const DEFAULT_LOG_LEVEL = 'info';
 
@@ -50,7 +18,7 @@ export const LOG_LEVEL: OptionSpec = {
   describe: 'Log detail on stderr: trace, debug, info, warn or error (any case), or 1 (error) to 5 (trace)',
 };
 
-const seqfile: OptionSpec = {
+const seqfile = {
   long: 'seqfile',
   short: 's',
   kind: 'string',
@@ -58,18 +26,18 @@ const seqfile: OptionSpec = {
   value: 'FILE',
   what: "the sender's sequence file",
   describe: 'Sender sequence file (created holding 1 if missing); "-" for none, giving sequence 1',
-};
-const queuedir: OptionSpec = { long: 'queuedir', short: 'q', kind: 'string', required: true, value: 'DIR', what: 'the queue directory', describe: 'Queue directory' };
-const decoder: OptionSpec = {
+} as const satisfies OptionSpec;
+const queuedir = { long: 'queuedir', short: 'q', kind: 'string', required: true, value: 'DIR', what: 'the queue directory', describe: 'Queue directory' } as const satisfies OptionSpec;
+const decoder = {
   long: 'decoder',
   short: 'd',
   kind: 'string',
   value: 'DECODER',
   describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
-};
-const job: OptionSpec = { long: 'job', short: 'j', kind: 'string', required: true, value: 'ID', what: "the job's sequence number", describe: 'Sequence number of the job' };
-const json: OptionSpec = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' };
-const processCommon: OptionSpec[] = [
+} as const satisfies OptionSpec;
+const job = { long: 'job', short: 'j', kind: 'string', required: true, value: 'ID', what: "the job's sequence number", describe: 'Sequence number of the job' } as const satisfies OptionSpec;
+const json = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' } as const satisfies OptionSpec;
+const processCommon = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
   { long: 'timeout', kind: 'string', value: 'SECONDS', describe: "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)" },
@@ -79,9 +47,9 @@ const processCommon: OptionSpec[] = [
     value: 'SECONDS',
     describe: 'Extension: on SIGINT or SIGTERM, let the running job go on at most this many seconds, then stop it as a second signal does (default: no limit)',
   },
-];
+] as const satisfies readonly OptionSpec[];
 
-export const COMMANDS: CommandSpec[] = [
+export const COMMANDS = [
   { name: 'gen-filename', usage: 'gen-filename', describe: 'Print a new job file name, fspl-UUID.fspl', options: [], positionals: [], params: false },
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
   {
@@ -256,17 +224,19 @@ export const COMMANDS: CommandSpec[] = [
     positionalHelp: { command: 'the command to run for the packet (its arguments go after --)' },
     params: true,
   },
-];
+] as const satisfies readonly CommandSpec[];
 
 export const COMMAND_BY_NAME: ReadonlyMap<string, CommandSpec> = new Map(COMMANDS.map((c) => [c.name, c]));
 
-/** What a handler receives: the parsed options, the log level text and the arguments after `--`. */
-export interface Invocation {
-  command: string;
-  /** Options by long name (string or boolean), positionals by name; enum defaults filled in. */
-  args: Record<string, unknown>;
-  params: string[];
-  logLevel: string;
+/** An fspl subcommand's grammar, and its name. */
+export type FsplCommand = (typeof COMMANDS)[number];
+export type FsplCommandName = FsplCommand['name'];
+/** An fspl subcommand's parsed arguments, typed from its grammar. */
+export type FsplArgs<N extends FsplCommandName> = ArgsOf<Extract<FsplCommand, { name: N }>>;
+
+/** An fspl subcommand's invocation, typed from its grammar (invocationOf). */
+export function fsplInvocation<N extends FsplCommandName>(inv: Invocation, name: N): Invocation<FsplArgs<N>> {
+  return invocationOf(inv, COMMAND_BY_NAME.get(name)!);
 }
 
 /** The global options before the subcommand, read once for every parser. */

@@ -8,7 +8,8 @@
  */
 import { closest } from '../suggest.js';
 import { UsageError } from './output.js';
-import type { CommandSpec, Globals, OptionSpec } from './spec.js';
+import type { CommandSpec, OptionSpec } from './grammar.js';
+import type { Globals } from './spec.js';
 
 /** How a grammar reads its command lines. */
 export interface Reading {

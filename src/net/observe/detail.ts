@@ -7,6 +7,7 @@ import path from 'node:path';
 import { readLiveState, type LiveState } from './live.js';
 import type { LastFailure } from './metrics.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
+import { readErrorVars } from '../place/error-vars.js';
 import { Place } from '../place/place.js';
 import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
 import { timeSince } from './stats.js';
@@ -51,7 +52,7 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
     }
     const cmd = t.header.cmd;
     const vars = new Map(cmd.kind === 'Command' ? cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : []);
-    const failedIn = vars.get('ERROR_TRANSITION');
+    const failed = readErrorVars((name) => vars.get(name));
     return {
       seq: t.seq,
       key: t.key,
@@ -60,7 +61,7 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
       params: cmd.kind === 'Command' ? cmd.params.map((x) => Buffer.from(x).toString('utf8')) : [],
       filename: t.filename,
       retried: retriedCount(vars.get(RETRIED_VAR)),
-      error: failedIn === undefined ? undefined : { transition: failedIn, reason: vars.get('ERROR_REASON') ?? '' },
+      error: failed && { transition: failed.transition, reason: failed.reason },
     };
   });
   return { total: p.count, tokens };

@@ -4,12 +4,12 @@
  * been retried (RETRIED); and what a token put back carries (the same, without ERROR_*).
  */
 import { readHeaderFileSync } from '../../job-headers.js';
+import { isErrorVar } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { tokenKey, type Token, type TokenContent } from '../place/token.js';
 
 /** The variable counting how many times a token has been put back by `net retry`. */
 export const RETRIED_VAR = 'RETRIED';
-const ERROR_PREFIX = 'ERROR_';
 
 /** A token of a place, read from its file. */
 export interface ReadToken extends Token {
@@ -51,7 +51,7 @@ export function retriedCount(value: string | undefined): number {
 export function retriedContent(tok: ReadToken): TokenContent {
   const env: Array<[Uint8Array, Uint8Array]> = [];
   for (const [k, v] of tok.vars) {
-    if (k.startsWith(ERROR_PREFIX) || k === RETRIED_VAR) continue;
+    if (isErrorVar(k) || k === RETRIED_VAR) continue;
     env.push([Buffer.from(k), Buffer.from(v)]);
   }
   env.push([Buffer.from(RETRIED_VAR), Buffer.from(String(retriedCount(tok.vars.get(RETRIED_VAR)) + 1))]);

@@ -8,6 +8,7 @@
 import { NetRequestError, UnknownNameError } from '../../errors.js';
 import { readersOf, type NetModel } from '../model/model.js';
 import { placeNamed } from '../model/names.js';
+import { readErrorVars } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { RETRIED_VAR, readToken, readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
 import { Operator } from './operator.js';
@@ -67,11 +68,12 @@ function errorPlaces(net: NetModel, only?: string): string[] {
 
 /** Where a token goes back to, or why it can't. */
 function destination(net: NetModel, tok: ReadToken, to: string | undefined): { transition: string; to: string } {
-  const transition = tok.vars.get('ERROR_TRANSITION') ?? '';
+  const error = readErrorVars((name) => tok.vars.get(name));
+  const transition = error?.transition ?? '';
   if (to !== undefined) return { transition, to };
   const t = net.transitions.get(transition);
   if (!t) throw new NetRequestError(`Token ${tok.key} (${tok.place} #${tok.seq}) failed in transition ${JSON.stringify(transition)}, which the net no longer has: retry it with --to PLACE`);
-  const from = tok.vars.get('ERROR_PLACE');
+  const from = error?.place;
   if (from !== undefined && net.places.has(from)) return { transition, to: from };
   if (t.inputs.length === 1) return { transition, to: t.inputs[0]!.place };
   throw new NetRequestError(`Token ${tok.key} (${tok.place} #${tok.seq}) does not say which input of ${transition} it came from (${t.inputs.map((a) => a.place).join(', ')}): retry it with --to PLACE`);
@@ -89,7 +91,7 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
     const place = places.get(name);
     if (!place) continue; // no queue here (never made, or on another host): no error token either
     for (const tok of readTokens(place)) {
-      const failedIn = tok.vars.get('ERROR_TRANSITION');
+      const failedIn = readErrorVars((name) => tok.vars.get(name))?.transition;
       if (opts.transition !== undefined && failedIn !== opts.transition) continue;
       if (failedIn === opts.transition) transitionSeen = true;
       if (keys && !keys.has(tok.key)) continue;

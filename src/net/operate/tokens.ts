@@ -11,6 +11,7 @@ import { NetRequestError, UnknownNameError } from '../../errors.js';
 import { openPayloadSync, readHeaderFileSync } from '../../job-headers.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { placeNamed } from '../model/names.js';
+import { readErrorVars } from '../place/error-vars.js';
 import { Place } from '../place/place.js';
 import { nameOrder, orderKey, tokenKey } from '../place/token.js';
 import { RETRIED_VAR, retriedCount } from './error-tokens.js';
@@ -119,7 +120,8 @@ function describe(p: Place, filename: string, now: number): TokenListing | undef
     vars,
     retried: retriedCount(vars[RETRIED_VAR]),
   };
-  if (vars.ERROR_TRANSITION !== undefined) t.error = { transition: vars.ERROR_TRANSITION, reason: vars.ERROR_REASON ?? '', place: vars.ERROR_PLACE, log: vars.ERROR_LOG };
+  const error = readErrorVars((name) => vars[name]);
+  if (error) t.error = { transition: error.transition, reason: error.reason, place: error.place, log: error.log };
   return t;
 }
 

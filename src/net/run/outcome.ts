@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describeSystemError } from '../../errors.js';
 import type { Logger } from '../../log.js';
+import { errorVars, type FiringError } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
 import type { OutputSource, RanOutcome } from './firing.js';
@@ -139,17 +140,11 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome)
 
 /** One error token per input token, carrying why the firing failed. */
 function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace: string, log: string): boolean {
-  const extra: Array<[string, string]> = [
-    ['ERROR_TRANSITION', f.transition.name],
-    ['ERROR_REASON', o.reason ?? 'failed'],
-    ['ERROR_STATUS', o.status === undefined ? '' : String(o.status)],
-    ['ERROR_STDERR', o.stderrTail],
-    ['ERROR_LOG', log],
-  ];
+  const error: FiringError = { transition: f.transition.name, reason: o.reason ?? 'failed', status: o.status, stderrTail: o.stderrTail, log };
   const outputs = f.tokens.map((tok) => ({
     place: errorPlace,
     // ERROR_PLACE: where `net retry` puts it back (each input of an and-merge to its own place).
-    content: { env: inherited([tok], tok.key, [...extra, ['ERROR_PLACE', tok.place]]), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
+    content: { env: inherited([tok], tok.key, errorVars(error, tok.place)), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
   }));
   ctx.commit(f, outputs, () => {
     ctx.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
