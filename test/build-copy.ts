@@ -36,7 +36,7 @@ export function copyBuild(from = ROOT): string {
       }
       const modules = path.join(dest, 'node_modules');
       fs.mkdirSync(modules);
-            for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
+      for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
         if (name.startsWith('.')) continue;
         const source = path.join(ROOT, 'node_modules', name);
         if (EXTERNAL.some((e) => e === name || e.startsWith(`${name}/`))) fs.cpSync(source, path.join(modules, name), { recursive: true, dereference: true });

@@ -752,7 +752,7 @@ describe('fspl queue-process and queue-ls with and without the addon', () => {
     for (const mode of ['native', 'fallback']) {
       fs.rmSync(qdir, { recursive: true, force: true });
       fs.cpSync(template, qdir, { recursive: true });
-      const env = mode === 'fallback' ? { FSPL_NO_NATIVE: '1' } : {};
+      const env: Record<string, string> = mode === 'fallback' ? { FSPL_NO_NATIVE: '1' } : {};
       const ls = fspl(['queue-ls', '-q', qdir], { env }).toString();
       let out = '';
       let status = 0;

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader } from '../src/packet/codec.js';
+import type { CommandType } from '../src/packet/types.js';
 import { makeHeader } from '../src/prepare.js';
 import { FileLock } from '../src/lock.js';
 import { processQueues, type QueuesEvent } from '../src/process-many.js';
@@ -18,7 +19,7 @@ import { memTempDir, rng } from './helpers.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function put(q: Queue, seq: number | bigint, kind: 'Command' | 'NOP' = 'Command'): void {
-  const cmd = kind === 'NOP' ? ({ kind: 'NOP' } as const) : ({ kind: 'Command', params: [], env: [] } as const);
+  const cmd: CommandType = kind === 'NOP' ? { kind: 'NOP' } : { kind: 'Command', params: [], env: [] };
   q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), cmd })));
 }
 

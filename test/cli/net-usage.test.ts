@@ -10,7 +10,7 @@ const NET = 'places: { a: {}, b: {} }\ntransitions: { copy: { in: a, out: b, run
 
 describe('fspl net usage errors', () => {
   it('refuses a bad command line before acting: no token is put, nothing is printed on stdout', async () => {
-    const { dir, file, net } = makeNet(NET);
+    const { dir, file } = makeNet(NET);
     const said: Array<[string[], string]> = [
       [['--nope'], "unknown option '--nope' for net put"],
       [['--kye', 'k1'], "unknown option '--kye' for net put; did you mean '--key'?"],

@@ -104,7 +104,7 @@ function report(): NetStatusReport {
       t('stabilize', { fired: 3, failed: 2, retried: 4, failing: true, stopped: { reason: 'exited with status 1 (key a"b)', log: '/s/logs/x', at: T0 } }),
       t('mux'),
     ],
-    stuck: [{ place: 'shaky', seq: 4n, key: 'clip-4', reason: 'stabilize stopped' }],
+    stuck: [{ place: 'shaky', seq: 4n, key: 'clip-4', filename: 'fspl-4.fspl', reason: 'stabilize stopped' }],
     waiting: [],
   };
 }

@@ -14,7 +14,7 @@ import {
   type SampleSuffix,
 } from '../../../src/net/observe/prometheus.js';
 
-import { ExpositionError, parseExposition, VALUE } from './prometheus-reader.js';
+import { ExpositionError, parseExposition, VALUE, type ParsedFamily, type ParsedSample } from './prometheus-reader.js';
 
 // ---------------------------------------------------------------------------------------------
 
