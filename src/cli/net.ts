@@ -57,7 +57,7 @@ const handlers: Handlers = {
     }
     const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
     const opts = { key: a.key, params };
-    const r = a['no-wait'] ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
+    const r = a.wait === false ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
     if (r === 'full') {
       process.stderr.write(`Error: place ${String(a.place)} is full\n`);
       return 3;

@@ -22,7 +22,7 @@ export const ok: unknown[] = [
   flag(process, 'never-delete'),
   str(process, 'command'),
   put.key satisfies string | undefined,
-  put['no-wait'] satisfies boolean | undefined,
+  put.wait satisfies boolean | undefined,
   retry.key satisfies readonly string[] | undefined,
   retry['error-place'] satisfies string | undefined,
 ];

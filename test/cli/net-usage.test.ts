@@ -45,6 +45,15 @@ describe('fspl net usage errors', () => {
     expect((await runFspl(['net', 'run', file, '--bogus', '--help'])).status).toBe(0);
   });
 
+  it('net put --no-wait: a full place fails at once with exit 3, and the token is not put', async () => {
+    const { dir, file } = makeNet('places: { a: { capacity: 1 }, b: {} }\ntransitions: { copy: { in: a, out: b, run: [cat] } }\n');
+    const first = await runFspl(['net', 'put', file, 'a', '--no-wait'], { input: 'x' });
+    expect([first.status, first.stderr]).toEqual([0, '']);
+    const full = await runFspl(['net', 'put', file, 'a', '--no-wait'], { input: 'y' });
+    expect([full.status, full.stderr]).toEqual([3, 'Error: place a is full\n']);
+    expect(fs.readdirSync(path.join(dir, 'places', 'a', 'jobs')).filter((n) => n.startsWith('fspl-'))).toHaveLength(1);
+  });
+
   it('says a bad value on one line, and a bad log level with a pointer to --help', async () => {
     const { file } = makeNet(NET);
     const w = await runFspl(['net', 'run', file, '--workers', '0']);
