@@ -174,7 +174,7 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
     settle(stopper!.result(code, signal, false)); // onExit comes through the event loop: stopper is set
   };
   // In a process group of its own (the top of this file says why).
-  const started = nativeSpawn(opts.command, opts.args, opts.env, inFd, out ?? 1, out ?? 2, onExit, jobGroupKind());
+  const started = nativeSpawn({ command: opts.command, args: opts.args, env: opts.env, stdin: inFd, stdout: out ?? 1, stderr: out ?? 2 }, onExit, jobGroupKind());
   if (started === undefined) {
     nativeRunning--;
     return undefined;
@@ -349,12 +349,7 @@ function startDetached(o: DetachedOptions, on: DetachedEvents): void {
   const viaChildProcess = () => startChildProcess(o, on);
   if (o.runAs) return viaChildProcess();
   const taken = nativeSpawnDetached(
-    o.command,
-    o.args,
-    o.env,
-    o.stdin === 'ignore' ? -1 : o.stdin,
-    o.stdout,
-    o.stderr,
+    { command: o.command, args: o.args, env: o.env, stdin: o.stdin === 'ignore' ? -1 : o.stdin, stdout: o.stdout, stderr: o.stderr },
     o.cwd,
     (r) => {
       if (r === undefined) viaChildProcess();

@@ -135,6 +135,20 @@ export function signalName(n: number): NodeJS.Signals | null {
 const hasNul = (s: string) => s.includes('\0');
 
 /**
+ * What a child is started with: `command`, looked up in the PATH of `env` (as child_process does),
+ * its arguments, exactly the environment `env`, and the descriptors that become its stdin (-1:
+ * /dev/null), stdout and stderr.
+ */
+export interface SpawnIo {
+  command: string;
+  args: readonly string[];
+  env: SpawnEnv;
+  stdin: number;
+  stdout: number;
+  stderr: number;
+}
+
+/**
  * Start `command` (looked up in the PATH of `env`, as child_process does) with `args`, exactly
  * the environment `env`, and the given descriptors as its stdin (-1: /dev/null), stdout and
  * stderr. Every signal is at its default disposition in the child, with an empty signal mask.
@@ -147,16 +161,8 @@ const hasNul = (s: string) => s.includes('\0');
  * library can't give (an addon built before spawn took flags; ENOSYS). An addon built before
  * it knew process groups gives a session instead.
  */
-export function nativeSpawn(
-  command: string,
-  args: readonly string[],
-  env: SpawnEnv,
-  stdin: number,
-  stdout: number,
-  stderr: number,
-  onExit: (exit: NativeExit) => void,
-  group: 'ours' | 'group' | 'session' = 'ours',
-): NativeSpawnResult {
+export function nativeSpawn(io: SpawnIo, onExit: (exit: NativeExit) => void, group: 'ours' | 'group' | 'session' = 'ours'): NativeSpawnResult {
+  const { command, args, env, stdin, stdout, stderr } = io;
   const b = loadNative();
   // reap() came with spawn's flags: an addon without it would ignore them.
   const packed = b && (group === 'ours' || b.reap) && pack(command, args, env);
@@ -281,16 +287,12 @@ export type DetachedStart = NativeSpawnResult;
  * built before the spawner thread starts it here and calls `onStarted` in a microtask.
  */
 export function nativeSpawnDetached(
-  command: string,
-  args: readonly string[],
-  env: SpawnEnv,
-  stdin: number,
-  stdout: number,
-  stderr: number,
+  io: SpawnIo,
   cwd: string | undefined,
   onStarted: (start: DetachedStart) => void,
   onExit: (exit: NativeExit) => void,
 ): boolean {
+  const { command, args, env, stdin, stdout, stderr } = io;
   const b = loadNative();
   const packed = b?.reap && pack(command, args, env);
   if (!b || !packed) return false;

@@ -58,7 +58,7 @@ describe('the native addon', () => {
   it('is not used when FSPL_NO_NATIVE is set', () => {
     withNoNative('1', () => {
       expect(loadNative()).toBeUndefined();
-      expect(nativeSpawn('true', [], {}, -1, 1, 2, () => {})).toBeUndefined();
+      expect(nativeSpawn({ command: 'true', args: [], env: {}, stdin: -1, stdout: 1, stderr: 2 }, () => {})).toBeUndefined();
       expect(nativeReadHeads('/', ['x'], 4096)).toBeUndefined();
     });
     for (const v of ['0', '', undefined]) withNoNative(v, () => expect(loadNative() !== undefined).toBe(HAVE_NATIVE));
@@ -316,7 +316,7 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
   it('reaps the child before reporting its exit', async () => {
     let pid = 0;
     const exit = await new Promise((resolve) => {
-      const r = nativeSpawn('sh', ['-c', 'exit 7'], { PATH }, -1, 1, 2, resolve);
+      const r = nativeSpawn({ command: 'sh', args: ['-c', 'exit 7'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, resolve);
       expect(r && 'pid' in r).toBe(true);
       pid = (r as { pid: number }).pid;
     });
@@ -330,11 +330,11 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     const never = () => {
       throw new Error('no child expected');
     };
-    expect(nativeSpawn('fspl-no-such-command', [], { PATH }, -1, 1, 2, never)).toMatchObject({ code: 'ENOENT' });
-    expect(nativeSpawn(dir, [], { PATH }, -1, 1, 2, never)).toMatchObject({ code: 'EACCES' });
-    expect(nativeSpawn(path.join(dir, 'script'), [], { PATH }, -1, 1, 2, never)).toBeUndefined();
-    expect(nativeSpawn('true', ['a\0'], { PATH }, -1, 1, 2, never)).toBeUndefined();
-    expect(nativeSpawn('', [], { PATH }, -1, 1, 2, never)).toBeUndefined();
+    expect(nativeSpawn({ command: 'fspl-no-such-command', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toMatchObject({ code: 'ENOENT' });
+    expect(nativeSpawn({ command: dir, args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toMatchObject({ code: 'EACCES' });
+    expect(nativeSpawn({ command: path.join(dir, 'script'), args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
+    expect(nativeSpawn({ command: 'true', args: ['a\0'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
+    expect(nativeSpawn({ command: '', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
   });
 });
 
@@ -344,7 +344,7 @@ function startDetached(command: string, args: string[], fds: [number, number, nu
     let exited: (e: NativeExit) => void = () => {};
     const exit = new Promise<NativeExit>((r) => (exited = r));
     let exits = 0;
-    const taken = nativeSpawnDetached(command, args, { PATH }, fds[0], fds[1], fds[2], cwd, (start) => resolve({ start, exit: start && 'pid' in start ? exit : undefined }), (e) => {
+    const taken = nativeSpawnDetached({ command, args, env: { PATH }, stdin: fds[0], stdout: fds[1], stderr: fds[2] }, cwd, (start) => resolve({ start, exit: start && 'pid' in start ? exit : undefined }), (e) => {
       if (++exits > 1) throw new Error('onExit called twice');
       exited(e);
     });
@@ -371,7 +371,7 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
 
   it('calls back only after returning: the start happens on the addon\'s thread', () => {
     let called = false;
-    expect(nativeSpawnDetached('true', [], { PATH }, -1, 1, 2, undefined, () => (called = true), () => {})).toBe(true);
+    expect(nativeSpawnDetached({ command: 'true', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, undefined, () => (called = true), () => {})).toBe(true);
     expect(called).toBe(false);
   });
 

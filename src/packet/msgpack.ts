@@ -28,118 +28,61 @@ export class MsgpackWriter {
     this.buf[this.pos++] = b;
   }
 
+  /** A marker byte, then the `size` bytes that `write` puts at the position it is given. */
+  private marked(marker: number, size: number, write: (buf: Buffer, at: number) => unknown): void {
+    this.ensure(1 + size);
+    this.buf[this.pos++] = marker;
+    write(this.buf, this.pos);
+    this.pos += size;
+  }
+
   /** An unsigned integer in its smallest form. */
   uint(v: bigint | number): void {
     const n = BigInt(v);
     if (n < 0n) throw new RangeError('uint: negative value');
-    if (n < 0x80n) {
-      this.byte(Number(n));
-    } else if (n <= 0xffn) {
-      this.ensure(2);
-      this.buf[this.pos++] = 0xcc;
-      this.buf[this.pos++] = Number(n);
-    } else if (n <= 0xffffn) {
-      this.ensure(3);
-      this.buf[this.pos++] = 0xcd;
-      this.buf.writeUInt16BE(Number(n), this.pos);
-      this.pos += 2;
-    } else if (n <= 0xffff_ffffn) {
-      this.ensure(5);
-      this.buf[this.pos++] = 0xce;
-      this.buf.writeUInt32BE(Number(n), this.pos);
-      this.pos += 4;
-    } else if (n <= 0xffff_ffff_ffff_ffffn) {
-      this.ensure(9);
-      this.buf[this.pos++] = 0xcf;
-      this.buf.writeBigUInt64BE(n, this.pos);
-      this.pos += 8;
-    } else {
-      throw new RangeError('uint: value exceeds 64 bits');
-    }
+    if (n < 0x80n) this.byte(Number(n));
+    else if (n <= 0xffn) this.marked(0xcc, 1, (b, at) => b.writeUInt8(Number(n), at));
+    else if (n <= 0xffffn) this.marked(0xcd, 2, (b, at) => b.writeUInt16BE(Number(n), at));
+    else if (n <= 0xffff_ffffn) this.marked(0xce, 4, (b, at) => b.writeUInt32BE(Number(n), at));
+    else if (n <= 0xffff_ffff_ffff_ffffn) this.marked(0xcf, 8, (b, at) => b.writeBigUInt64BE(n, at));
+    else throw new RangeError('uint: value exceeds 64 bits');
   }
 
   /** A signed integer: non-negative values as uint, negative ones in their smallest signed form. */
   sint(v: bigint | number): void {
     const n = BigInt(v);
     if (n >= 0n) return this.uint(n);
-    if (n >= -32n) {
-      this.byte(Number(n) & 0xff);
-    } else if (n >= -128n) {
-      this.ensure(2);
-      this.buf[this.pos++] = 0xd0;
-      this.buf.writeInt8(Number(n), this.pos++);
-    } else if (n >= -32768n) {
-      this.ensure(3);
-      this.buf[this.pos++] = 0xd1;
-      this.buf.writeInt16BE(Number(n), this.pos);
-      this.pos += 2;
-    } else if (n >= -2147483648n) {
-      this.ensure(5);
-      this.buf[this.pos++] = 0xd2;
-      this.buf.writeInt32BE(Number(n), this.pos);
-      this.pos += 4;
-    } else if (n >= -(1n << 63n)) {
-      this.ensure(9);
-      this.buf[this.pos++] = 0xd3;
-      this.buf.writeBigInt64BE(n, this.pos);
-      this.pos += 8;
-    } else {
-      throw new RangeError('sint: value exceeds 64 bits');
-    }
+    if (n >= -32n) this.byte(Number(n) & 0xff);
+    else if (n >= -128n) this.marked(0xd0, 1, (b, at) => b.writeInt8(Number(n), at));
+    else if (n >= -32768n) this.marked(0xd1, 2, (b, at) => b.writeInt16BE(Number(n), at));
+    else if (n >= -2147483648n) this.marked(0xd2, 4, (b, at) => b.writeInt32BE(Number(n), at));
+    else if (n >= -(1n << 63n)) this.marked(0xd3, 8, (b, at) => b.writeBigInt64BE(n, at));
+    else throw new RangeError('sint: value exceeds 64 bits');
   }
 
   arrayHeader(len: number): void {
-    if (len < 16) {
-      this.byte(0x90 | len);
-    } else if (len <= 0xffff) {
-      this.ensure(3);
-      this.buf[this.pos++] = 0xdc;
-      this.buf.writeUInt16BE(len, this.pos);
-      this.pos += 2;
-    } else {
-      this.ensure(5);
-      this.buf[this.pos++] = 0xdd;
-      this.buf.writeUInt32BE(len, this.pos);
-      this.pos += 4;
-    }
+    this.lengthHeader(len, 0x90, 0xdc, 0xdd);
   }
 
   mapHeader(len: number): void {
-    if (len < 16) {
-      this.byte(0x80 | len);
-    } else if (len <= 0xffff) {
-      this.ensure(3);
-      this.buf[this.pos++] = 0xde;
-      this.buf.writeUInt16BE(len, this.pos);
-      this.pos += 2;
-    } else {
-      this.ensure(5);
-      this.buf[this.pos++] = 0xdf;
-      this.buf.writeUInt32BE(len, this.pos);
-      this.pos += 4;
-    }
+    this.lengthHeader(len, 0x80, 0xde, 0xdf);
+  }
+
+  /** An array's or a map's length: in its first byte (fix), or after a 16-bit or 32-bit marker. */
+  private lengthHeader(len: number, fix: number, marker16: number, marker32: number): void {
+    if (len < 16) this.byte(fix | len);
+    else if (len <= 0xffff) this.marked(marker16, 2, (b, at) => b.writeUInt16BE(len, at));
+    else this.marked(marker32, 4, (b, at) => b.writeUInt32BE(len, at));
   }
 
   /** A UTF-8 string (only used for the fixed key and variant names). */
   str(s: string): void {
     const b = Buffer.from(s, 'utf8');
     const len = b.length;
-    if (len < 32) {
-      this.byte(0xa0 | len);
-    } else if (len <= 0xff) {
-      this.byte(0xd9);
-      this.byte(len);
-    } else if (len <= 0xffff) {
-      this.ensure(3);
-      this.buf[this.pos++] = 0xda;
-      this.buf.writeUInt16BE(len, this.pos);
-      this.pos += 2;
-    } else {
-      this.ensure(5);
-      this.buf[this.pos++] = 0xdb;
-      this.buf.writeUInt32BE(len, this.pos);
-      this.pos += 4;
-    }
+    if (len < 32) this.byte(0xa0 | len);
+    else if (len <= 0xff) this.marked(0xd9, 1, (buf, at) => buf.writeUInt8(len, at));
+    else if (len <= 0xffff) this.marked(0xda, 2, (buf, at) => buf.writeUInt16BE(len, at));
+    else this.marked(0xdb, 4, (buf, at) => buf.writeUInt32BE(len, at));
     this.ensure(len);
     b.copy(this.buf, this.pos);
     this.pos += len;
