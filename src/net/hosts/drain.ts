@@ -32,7 +32,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnTalking } from '../../exec.js';
-import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from './hosts.js';
+import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { shellQuote } from './receive-script.js';
 import type { RunActivity } from '../run/options.js';

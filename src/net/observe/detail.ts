@@ -4,12 +4,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { readLiveState, type LiveState } from './live.js';
+import { readLiveState, type LiveState } from '../run/live.js';
 import type { LastFailure } from './metrics.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
-import { timeSince } from './stats.js';
+import { timeSince } from '../run/stats.js';
 
 /** One token of a place, as `net serve` lists it. */
 export interface TokenInfo {

@@ -6,7 +6,7 @@
  * or a file: time is always passed in.
  */
 import { formatMetrics, type MetricFamily, type Sample } from './prometheus.js';
-import { RateWindow, TransitionStats, timeSince } from './stats.js';
+import { RateWindow, TransitionStats, timeSince } from '../run/stats.js';
 import type { NetStatusReport } from './status.js';
 
 const MINUTE_MS = 60_000;

@@ -6,16 +6,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { describeSystemError, LockedError, systemErrorWords } from '../../errors.js';
 import { SeqFile } from '../../seqfile.js';
-import { describeLeftovers, type Leftover } from './leftovers.js';
+import { describeLeftovers, type Leftover } from '../run/leftovers.js';
 import { mayStillCome, prospects, type NetNow } from './prospects.js';
-import type { IoErrorCount, PlaceFault } from '../run/io-faults.js';
-import { readLiveState, type LiveState } from './live.js';
+import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
+import { readLiveState, type LiveState } from '../run/live.js';
 import { isFailing, type LastFailure } from './metrics.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
-import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
+import type { FeedStatus, OutboxStatus } from './outbox-status.js';
 import { Place } from '../place/place.js';
 import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
-import { mean, oldestAge, p95, timeSince } from './stats.js';
+import { mean, oldestAge, p95, timeSince } from '../run/stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 

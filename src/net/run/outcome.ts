@@ -12,7 +12,7 @@ import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
 import type { OutputSource, RanOutcome } from './firing.js';
 import type { NetEvent } from './options.js';
-import { backoffMs } from './io-faults.js';
+import { backoffMs } from '../commit/io-faults.js';
 import type { Firing, TransitionRun } from './state.js';
 
 const HISTORY = 20;

@@ -3,8 +3,8 @@
  * crash loses it, and recovery needs none of it).
  */
 import type { TransitionSpec } from '../model/model.js';
-import type { IoFaults } from './io-faults.js';
-import type { LiveState } from '../observe/live.js';
+import type { IoFaults } from '../commit/io-faults.js';
+import type { LiveState } from './live.js';
 import { TransitionMonitor } from '../observe/metrics.js';
 import type { MergeView } from '../plan/key-join.js';
 import { transitionState } from '../plan/marking.js';
@@ -12,7 +12,7 @@ import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
-import { GROUP_MAX } from './commit.js';
+import { GROUP_MAX } from '../commit/commit.js';
 
 /** A firing from its start to its commit. */
 export interface Firing {

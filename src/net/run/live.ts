@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLocked } from '../../lock.js';
-import type { IoErrorCount, PlaceFault } from '../run/io-faults.js';
-import type { LastFailure, TransitionRates } from './metrics.js';
+import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
+import type { LastFailure, TransitionRates } from '../observe/metrics.js';
 
 export interface LiveTransition {
   running: number;

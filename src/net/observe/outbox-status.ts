@@ -6,10 +6,10 @@
  * - per place of this host written from another host (by that host's outbox), which host feeds
  *   it: such a place is not a source, though nothing here writes it.
  */
-import { hostOf, hostView, remotePlaces, type RemotePlace } from './hosts.js';
+import { hostOf, hostView, remotePlaces, type RemotePlace } from '../model/hosts.js';
 import { writersOf, type NetModel } from '../model/model.js';
-import { readSenderState, type SenderState } from './outbox-sender.js';
-import { netStatus, type NetStatusReport } from '../observe/status.js';
+import { readSenderState, type SenderState } from '../hosts/outbox-sender.js';
+import { netStatus, type NetStatusReport } from './status.js';
 
 export interface OutboxStatus {
   host: string;
