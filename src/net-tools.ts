@@ -17,6 +17,7 @@ export { RateWindow } from './net/run/stats.js';
 export type { LiveState, LiveTransition } from './net/run/live.js';
 // Nets that span hosts: which host an item belongs to, one host's part, tokens left on others.
 export { hostOf, hostView } from './net/model/hosts.js';
-export { describeRemoteLeftover, type RemoteLeftover } from './net/hosts/drain.js';
+export { describeRemoteLeftover } from './net/hosts/drain.js';
+export type { RemoteLeftover } from './net/run/leftovers.js';
 // Operating: how a pause is said (status, leftovers, the web page).
 export { pauseText } from './net/index.js';

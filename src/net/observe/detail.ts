@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { readLiveState, type LiveState } from '../run/live.js';
-import type { LastFailure } from './metrics.js';
+import type { LastFailure } from '../run/monitor.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';

@@ -22,7 +22,8 @@ import { FileLock } from '../../lock.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import { Committer, type CommitHooks, type CommitResult } from '../commit/commit.js';
+import { Committer } from '../commit/commit.js';
+import type { CommitHooks, CommitResult } from '../commit/request.js';
 import { Journal } from '../commit/journal.js';
 import { NOP_PART_PREFIX, setAsidePlace, settleNopPart } from './aside-queue.js';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isLocked } from '../../lock.js';
 import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
-import type { LastFailure, TransitionRates } from '../observe/metrics.js';
+import type { LastFailure, TransitionRates } from './monitor.js';
 
 export interface LiveTransition {
   running: number;

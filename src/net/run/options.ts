@@ -1,9 +1,8 @@
 /** What a run is given (NetRunOptions), what it tells as it goes (NetEvent) and what it returns. */
 import type { Logger } from '../../log.js';
-import type { Leftover } from './leftovers.js';
+import type { Leftover, RemoteLeftover } from './leftovers.js';
 import type { TransitionSpec } from '../model/model.js';
 import type { LiveState } from './live.js';
-import type { RemoteLeftover } from '../hosts/drain.js';
 
 export interface NetRunOptions {
   /** Exit once nothing runs and nothing can fire. */

@@ -5,7 +5,7 @@
 import type { TransitionSpec } from '../model/model.js';
 import type { IoFaults } from '../commit/io-faults.js';
 import type { LiveState } from './live.js';
-import { TransitionMonitor } from '../observe/metrics.js';
+import { TransitionMonitor } from './monitor.js';
 import type { MergeView } from '../plan/key-join.js';
 import { transitionState } from '../plan/marking.js';
 import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan/scheduler.js';
