@@ -39,7 +39,7 @@ export interface NetRunOptions {
    */
   indexWindow?: number;
   /**
-   * For the kill -9 tests only (test/net/run/group-crash.test.ts): called each time a group of
+   * For the kill -9 tests only (test/net/commit/group-crash.test.ts): called each time a group of
    * commits is recorded in the journal, before any of it is carried out, with its size.
    * @internal
    */

@@ -64,7 +64,7 @@ function untouched(r: TransitionRun, waiting: number): boolean {
 }
 
 /**
- * The run as the live state shows it (observe/live.ts): its transitions, and each place's token
+ * The run as the live state shows it (run/live.ts): its transitions, and each place's token
  * count. Transitions that have done nothing yet and places holding nothing are left out (readers
  * take them as idle and empty), so that a net of 10,000 places, most of them idle, does not write
  * 10,000 entries twice a second.

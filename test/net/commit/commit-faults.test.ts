@@ -1,5 +1,5 @@
 /**
- * A full disk or an I/O error at each step of a group commit (src/net/run/commit.ts, and the
+ * A full disk or an I/O error at each step of a group commit (src/net/commit/commit.ts, and the
  * table of commit-faults.ts): the run goes on, the group is undone or carried out later, and in
  * the end every token has moved exactly once and no number taken from a sendseq is stranded
  * (each is a token or a NOP, or was consumed).
