@@ -238,7 +238,7 @@ ${table}
 
 - queue-write: one fsync of \`jobs/\` after the rename, so that a job reported written is there after a power cut (the reference skips it and loses such jobs).
 - queue-process (src/finish.ts): per job, the note naming the finished job (and the deletions not yet durable) is fdatasynced and \`nextseq\`'s directory is fsynced after the rename (the job is not run again); \`jobs/\` is fsynced once for the deletions of up to 16 jobs, and when the run rests or ends (the spent files stay gone). A run of NOP jobs is recorded as one: one note, one \`nextseq\` update, one fsync of \`jobs/\` for up to 1,024 NOPs (the reference writes \`nextseq\` for each, with its fsync).
-- net commit: each step of a commit is durable before the next (the table in src/net/run/commit.ts): the staged token's \`jobs/\`, \`sendseq\`'s directory, the output's \`jobs/\` after the rename, \`nextseq\`'s directory and the input's \`jobs/\` after the consume. Group commit (one fsync per directory for several firings) is the way to win this back.
+- net commit: each step of a commit is durable before the next (the table in src/net/commit/commit.ts): the staged token's \`jobs/\`, \`sendseq\`'s directory, the output's \`jobs/\` after the rename, \`nextseq\`'s directory and the input's \`jobs/\` after the consume. Group commit (one fsync per directory for several firings) is the way to win this back.
 ${END}
 `;
 if (opts.splice) {

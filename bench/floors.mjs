@@ -102,7 +102,7 @@ function store(place, value) {
 }
 
 /**
- * The system calls a net's group commit makes to move small tokens durably (src/net/run/commit.ts,
+ * The system calls a net's group commit makes to move small tokens durably (src/net/commit/commit.ts,
  * its table), with no decoding, scheduling or JavaScript function. Per group of 64: each output
  * read from its input, created, written and fsynced (one after the other, or in lanes at once,
  * each a chain of asynchronous calls, as the commit's many parts are), their directory fsynced;
@@ -163,7 +163,7 @@ async function durableMoves(dir, n, lanes) {
  * A chain of 3 `cat` with a net's protocol and nothing else: per firing, the command started
  * (the native addon's posix_spawn where it is built, as the runner's) with its input token as
  * stdin (opened, its 96-byte header read past) and its stdout and stderr into staging files; once
- * it has exited, the commit's system calls for a group of one (src/net/run/commit.ts, its table):
+ * it has exited, the commit's system calls for a group of one (src/net/commit/commit.ts, its table):
  * the output packet created, written (a header, then the staged bytes), fsynced, its directory
  * fsynced; the output place's number stored (seqfile); one journal line appended and fsynced;
  * the output renamed and its directory fsynced; the input place's number stored, the input

@@ -5,7 +5,7 @@
  * runBatchSync runs a batch on the calling thread: in one call into the addon, or through Node's
  * synchronous fs calls.
  *
- * Why: the net runner's group commit (src/net/run/commit.ts) made dozens of asynchronous fs calls
+ * Why: the net runner's group commit (src/net/commit/commit.ts) made dozens of asynchronous fs calls
  * per group (an open, an fsync, a rename and an unlink per firing, three per directory fsync),
  * each a round trip between the event loop and a pool thread. On 2 cores those hand-offs cost
  * more CPU than the system calls on tmpfs. A batch is one step of a commit: its operations run in

@@ -13,10 +13,11 @@ export { serveNet, type ServeOptions, type NetServer } from './net/index.js';
 export { netMetricFamilies, netMetricsText, netStatusJson, TransitionMonitor, type TransitionRates, type LastFailure } from './net/index.js';
 export { placeTokens, transitionDetail, type TokenInfo } from './net/index.js';
 export { dotToSvg, liveDotState, type DotState } from './net/index.js';
-export { RateWindow } from './net/observe/stats.js';
-export type { LiveState, LiveTransition } from './net/observe/live.js';
+export { RateWindow } from './net/run/stats.js';
+export type { LiveState, LiveTransition } from './net/run/live.js';
 // Nets that span hosts: which host an item belongs to, one host's part, tokens left on others.
-export { hostOf, hostView } from './net/hosts/hosts.js';
-export { describeRemoteLeftover, type RemoteLeftover } from './net/hosts/drain.js';
+export { hostOf, hostView } from './net/model/hosts.js';
+export { describeRemoteLeftover } from './net/hosts/drain.js';
+export type { RemoteLeftover } from './net/run/leftovers.js';
 // Operating: how a pause is said (status, leftovers, the web page).
 export { pauseText } from './net/index.js';

@@ -10,10 +10,10 @@
  */
 import path from 'node:path';
 import type { Logger } from '../../log.js';
-import { leftover, type Leftover } from '../observe/leftovers.js';
+import { leftover, type Leftover, type RemoteLeftover } from '../run/leftovers.js';
 import type { NetModel } from '../model/model.js';
-import { hostConfig, hostView, remotePlaces } from './hosts.js';
-import { ActivityFile, activityPath, countJobs, drainPlan, judge, look, type DrainPlan, type Look, type RemoteLeftover } from './drain.js';
+import { hostConfig, hostView, remotePlaces } from '../model/hosts.js';
+import { ActivityFile, activityPath, countJobs, drainPlan, judge, look, type DrainPlan, type Look } from './drain.js';
 import { OutboxSender } from './outbox-sender.js';
 import { NetRunner } from '../run/runner.js';
 import type { NetRunOptions, NetRunSummary } from '../run/options.js';

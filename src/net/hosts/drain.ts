@@ -32,10 +32,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnTalking } from '../../exec.js';
-import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from './hosts.js';
+import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { shellQuote } from './receive-script.js';
 import type { RunActivity } from '../run/options.js';
+import type { RemoteLeftover } from '../run/leftovers.js';
 
 /** What is looked at on one upstream host. */
 export interface UpstreamHost {
@@ -229,15 +230,6 @@ export async function look(u: UpstreamHost, signal?: AbortSignal): Promise<{ loo
       resolve({ look: l });
     });
   });
-}
-
-/** Tokens on another host that can't come here in this drain (its run ended with them). */
-export interface RemoteLeftover {
-  host: string;
-  place: string;
-  /** In a place it reads, or in its outbox towards the place. */
-  where: 'place' | 'outbox';
-  count: number;
 }
 
 /** What one upstream host means for this drain. */

@@ -14,9 +14,9 @@ import { Queue, type JobEntry } from '../../queue.js';
 import { parseSeqfileText, type SeqFile } from '../../seqfile.js';
 import { waitUnlessAborted } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
-import type { HostConfig, RemotePlace } from './hosts.js';
+import type { HostConfig, RemotePlace } from '../model/hosts.js';
 import type { VerifierProblem } from './receive-script.js';
-import { isIoFault } from '../run/io-faults.js';
+import { isIoFault } from '../commit/io-faults.js';
 import { packetId, sendPackets, type OutgoingPacket, type SendResult } from './ssh-send.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */

@@ -4,7 +4,7 @@
  * go through here, so a net defined in JavaScript is held to the same rules as a net file.
  */
 import { NetError } from '../../errors.js';
-import { hostProblems } from '../hosts/hosts.js';
+import { hostProblems } from './hosts.js';
 import { buildModel } from './define.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';
 

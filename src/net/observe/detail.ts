@@ -4,13 +4,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { readLiveState, type LiveState } from './live.js';
-import type { LastFailure } from './metrics.js';
+import { readLiveState, type LiveState } from '../run/live.js';
+import type { LastFailure } from '../run/monitor.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { readErrorVars } from '../place/error-vars.js';
 import { Place } from '../place/place.js';
 import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
-import { timeSince } from './stats.js';
+import { timeSince } from '../run/stats.js';
 
 /** One token of a place, as `net serve` lists it. */
 export interface TokenInfo {

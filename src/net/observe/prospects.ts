@@ -22,7 +22,7 @@
  * upstream has moved, and is then called so.
  */
 import type { InputArc, NetModel, TransitionSpec } from '../model/model.js';
-import type { Leftover } from './leftovers.js';
+import type { Leftover } from '../run/leftovers.js';
 
 /** What the prospects are computed from. */
 export interface NetNow {

@@ -6,18 +6,40 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { describeSystemError, LockedError, systemErrorWords } from '../../errors.js';
 import { SeqFile } from '../../seqfile.js';
-import { describeLeftovers, type Leftover } from './leftovers.js';
+import { describeLeftovers, type Leftover } from '../run/leftovers.js';
 import { mayStillCome, prospects, type NetNow } from './prospects.js';
-import type { IoErrorCount, PlaceFault } from '../run/io-faults.js';
-import { readLiveState, type LiveState } from './live.js';
-import { isFailing, type LastFailure } from './metrics.js';
+import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
+import { readLiveState, type LiveState } from '../run/live.js';
+import { isFailing, type LastFailure } from '../run/monitor.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
-import type { FeedStatus, OutboxStatus } from '../hosts/outbox-status.js';
+import type { SenderState } from '../hosts/outbox-sender.js';
 import { Place } from '../place/place.js';
 import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
-import { mean, oldestAge, p95, timeSince } from './stats.js';
+import { mean, oldestAge, p95, timeSince } from '../run/stats.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
+
+/** A place on another host that this host writes: its outbox here (`net status --host`, outbox-status.ts). */
+export interface OutboxStatus {
+  host: string;
+  /** The place's directory on its host. */
+  remoteDir: string;
+  /** ssh, or a synchronisation tool that shares the outbox's jobs/ (sync: true). */
+  via: 'ssh' | 'sync';
+  /** Tokens waiting to leave (the outbox's tokens). */
+  waiting: number;
+  /** The outbox has no queue yet: no run has committed into it, nor has `net init --host` made it. */
+  empty?: true;
+  /** The sender's last report (ssh only). */
+  sender?: SenderState;
+}
+
+/** For a place of this host that another host writes: who feeds it. */
+export interface FeedStatus {
+  host: string;
+  /** That host's outbox, emptied over ssh or shared by a synchronisation tool. */
+  via: 'ssh' | 'sync';
+}
 
 export interface PlaceStatus {
   name: string;

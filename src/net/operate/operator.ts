@@ -1,7 +1,7 @@
 /**
  * An operator's move (a retry, later a set-aside) is a commit like a firing's: its outputs staged
  * in their places, the move recorded in a journal of its own, the outputs published, the inputs
- * consumed, the end recorded (run/commit.ts, whose durability table holds here step for step).
+ * consumed, the end recorded (commit/commit.ts, whose durability table holds here step for step).
  * This file is the one place where operate/ reaches the commit protocol.
  *
  * It keeps its own journal, STATE/operate/journal, under STATE/operate/lock, so that it works
@@ -22,8 +22,9 @@ import { FileLock } from '../../lock.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import { Committer, type CommitHooks, type CommitResult } from '../run/commit.js';
-import { Journal } from '../run/journal.js';
+import { Committer } from '../commit/commit.js';
+import type { CommitHooks, CommitResult } from '../commit/request.js';
+import { Journal } from '../commit/journal.js';
 import { NOP_PART_PREFIX, setAsidePlace, settleNopPart } from './aside-queue.js';
 
 /** The staging tag of operator moves: their .part files are named net-op-*.part (Place.stage). */

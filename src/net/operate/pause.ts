@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fsyncDir, mkdirDurable } from '../../durable.js';
 import { NetRequestError } from '../../errors.js';
 import { closeQuietly, fsyncSync, unlinkQuietly } from '../../io.js';
-import { hostView } from '../hosts/hosts.js';
+import { hostView } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { transitionNamed } from '../model/names.js';
 

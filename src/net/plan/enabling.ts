@@ -18,13 +18,11 @@
  *   arrival place.
  */
 import { KeyJoin, type MergeView } from './key-join.js';
-import type { PlaceState, Start, TokenRef, TransitionState } from './scheduler.js';
+import type { PlaceState, Start, StartTokens, TokenRef, TransitionState } from './marking.js';
 
 /** The places as one decision sees them, by name (its own copies: claims change them). */
 export type PlaceLookup = (name: string) => PlaceState;
 
-/** A start's tokens, per input arc in arc order. */
-export type StartTokens = Array<{ place: string; token: TokenRef }>;
 
 /**
  * available()'s last answer for each place copy of a decision (its own copies: nothing else

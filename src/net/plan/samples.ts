@@ -1,7 +1,7 @@
 /**
  * Samples and their statistics, computed without I/O or a clock: the mean, nearest-rank
  * quantiles, and a bounded ring of the last samples (service times), which the planner's
- * estimates (service-time.ts) and the run's metrics (observe/stats.ts) both use.
+ * estimates (service-time.ts) and the run's metrics (run/stats.ts) both use.
  */
 
 export function checkFinite(value: number, what: string): void {

@@ -20,60 +20,12 @@
  * transitions untouched since the last decision cost nothing. `schedule` is one decision of a
  * new Scheduler over a whole marking.
  */
-import type { InputArc } from '../model/model.js';
-import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, queueLength, watch, withoutClaimed, type PlaceLookup, type StartTokens } from './enabling.js';
+import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, queueLength, watch, withoutClaimed, type PlaceLookup } from './enabling.js';
 import { PairHeap } from './heap.js';
-import type { MergeView } from './key-join.js';
 import { Shares } from './shares.js';
+import type { PlaceState, Start, StartTokens, TokenRef, TransitionState } from './marking.js';
 
-export interface TokenRef {
-  filename: string;
-  seq: bigint;
-  key: string;
-  /** ms when first seen. */
-  seen: number;
-  nop: boolean;
-}
-
-export interface PlaceState {
-  name: string;
-  order: 'sequence' | 'arrival';
-  /** For sequence places: the next number to claim (nextseq, past what is already claimed). */
-  next: bigint;
-  /** Unclaimed tokens, sorted by sequence number. */
-  tokens: TokenRef[];
-  /** Tokens in the place, claimed or not (what counts against the capacity). */
-  count: number;
-  /** Tokens on their way in: one per running firing that may write here. */
-  incoming: number;
-  /**
-   * Of `count`, the tokens that firings have claimed: they leave when those firings commit. A
-   * producer may start while they are still there; its commit waits for room (the runner checks
-   * the place under its writers' lock), which is "blocking after service" in a pipeline.
-   */
-  claimed?: number;
-  capacity?: number;
-}
-
-export interface TransitionState {
-  name: string;
-  inputs: InputArc[];
-  outputs: string[];
-  inhibit: string[];
-  /** The transition's own cap on simultaneous firings. */
-  workers: number;
-  running: number;
-  /** A transition that failed with no error place stops; it starts nothing more. */
-  stopped: boolean;
-  /** Recent service times in ms (for the allocation); empty until it has data. */
-  serviceTimes: number[];
-  /**
-   * An and-merge's complete sets, kept up to date by the caller (key-join.ts), so that its
-   * places need show only their head (NOPs): O(1) in the tokens waiting. Without it, the sets
-   * are found in the places' tokens (which must then be all of them).
-   */
-  merge?: MergeView<TokenRef>;
-}
+export type { PlaceState, Start, TokenRef, TransitionState } from './marking.js';
 
 export interface SchedulerInput {
   places: Map<string, PlaceState>;
@@ -86,14 +38,6 @@ export interface SchedulerInput {
   rotation: number;
   /** Service time assumed for a transition with no measurements yet (ms). */
   defaultServiceTime?: number;
-}
-
-export interface Start {
-  transition: string;
-  /** Claimed tokens per input arc, in arc order; a batch is in sequence order. */
-  tokens: StartTokens;
-  /** A NOP token consumed with no firing (no worker, no command). */
-  skip: boolean;
 }
 
 export interface SchedulerResult {

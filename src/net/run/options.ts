@@ -1,9 +1,8 @@
 /** What a run is given (NetRunOptions), what it tells as it goes (NetEvent) and what it returns. */
 import type { Logger } from '../../log.js';
-import type { Leftover } from '../observe/leftovers.js';
+import type { Leftover, RemoteLeftover } from './leftovers.js';
 import type { TransitionSpec } from '../model/model.js';
-import type { LiveState } from '../observe/live.js';
-import type { RemoteLeftover } from '../hosts/drain.js';
+import type { LiveState } from './live.js';
 
 export interface NetRunOptions {
   /** Exit once nothing runs and nothing can fire. */
@@ -40,7 +39,7 @@ export interface NetRunOptions {
    */
   indexWindow?: number;
   /**
-   * For the kill -9 tests only (test/net/run/group-crash.test.ts): called each time a group of
+   * For the kill -9 tests only (test/net/commit/group-crash.test.ts): called each time a group of
    * commits is recorded in the journal, before any of it is carried out, with its size.
    * @internal
    */

@@ -1,8 +1,8 @@
 /**
- * The failure policy: what becomes of a finished firing once its turn to commit has come. It
- * succeeds (its outputs are committed), is retried on the same tokens, puts error tokens into its
- * transition's error place, or stops its transition (the tokens stay). A NOP commits with no
- * outputs; a firing whose token vanished, or that the run abandoned, is dropped.
+ * The failure policy applied: what the run does with a finished firing once its turn to commit
+ * has come. What becomes of it is decided in plan/outcome.ts (`decide`, pure: a Verdict); here
+ * are the effects: the commit or the drop, the retry, the error tokens, the kept log, the counts
+ * and the events.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,11 +13,11 @@ import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
 import type { OutputSource, RanOutcome } from './firing.js';
 import type { NetEvent } from './options.js';
-import { backoffMs } from './io-faults.js';
+import { backoffMs } from '../commit/io-faults.js';
 import type { Firing, TransitionRun } from './state.js';
+import { decide, type Failure, type Verdict } from '../plan/outcome.js';
 
 const HISTORY = 20;
-const RETRY_DELAY_MS = 200;
 
 /** What the policy needs of the run. */
 export interface OutcomeContext {
@@ -47,34 +47,43 @@ export interface OutcomeContext {
   fault(err: NodeJS.ErrnoException): void;
 }
 
-/** Resolve a finished firing; true when it is gone from the set or on its way to commit. */
+/** Resolve a finished firing: decide (plan/outcome.ts), then apply; true when it is gone from the set or on its way to commit. */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
-  const o = f.outcome!;
+  const verdict = decide({
+    ended: f.outcome!,
+    vanished: f.tokens.find((t) => !fs.existsSync(t.path)),
+    stopping: ctx.stopping(),
+    stagingFull: f.stagingFull,
+    attempt: f.attempt,
+    retries: f.transition.retries,
+    errorPlace: f.transition.error,
+  });
+  return apply(ctx, f, verdict);
+}
+
+/** Carry a verdict out: the commit, the drop or the retry, with the logs, counts and events that go with it. */
+function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException>): boolean {
   const run = ctx.transition(f.transition.name);
-  // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
-  const vanished = f.tokens.find((t) => !fs.existsSync(t.path));
-  if (vanished) {
-    ctx.log.warn('net', `${f.transition.name}: token ${vanished.filename} of place ${vanished.place} vanished while it fired; its firing is dropped`);
-    ctx.place(vanished.place).markDirty();
-    ctx.drop(f);
-    return true;
+  switch (verdict.kind) {
+    case 'vanished':
+      // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
+      ctx.log.warn('net', `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} vanished while it fired; its firing is dropped`);
+      ctx.place(verdict.token.place).markDirty();
+      ctx.drop(f);
+      return true;
+    case 'nop':
+      ctx.commit(f, [], () => ctx.drop(f, false));
+      return true;
+    case 'drop':
+      ctx.drop(f);
+      return true;
+    case 'commit':
+      return succeed(ctx, run, f, verdict.ran);
+    case 'wait-for-room':
+      return waitForRoom(ctx, f, verdict.ran, verdict.err);
+    default:
+      return fail(ctx, run, f, verdict);
   }
-  if ('nop' in o) {
-    ctx.commit(f, [], () => ctx.drop(f, false));
-    return true;
-  }
-  if (o.abandoned) {
-    ctx.drop(f);
-    return true;
-  }
-  if (o.ok) return succeed(ctx, run, f, o);
-  // Failed. While the run stops, a failure may be the stop itself: the token stays, untouched.
-  if (ctx.stopping()) {
-    ctx.drop(f);
-    return true;
-  }
-  if (f.stagingFull) return waitForRoom(ctx, f, o, f.stagingFull);
-  return fail(ctx, run, f, o);
 }
 
 /**
@@ -109,16 +118,17 @@ function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutco
 }
 
 /** A failure: retried while attempts remain, else error tokens, else the transition stops. */
-function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome): boolean {
-  const willRetry = f.attempt <= f.transition.retries && !ctx.stopping();
+function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, verdict: Failure<RanOutcome>): boolean {
+  const o = verdict.ran;
+  const willRetry = verdict.kind === 'retry';
   run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
   ctx.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
   ctx.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
-  if (willRetry) {
+  if (verdict.kind === 'retry') {
     run.retried++;
     f.outcome = undefined;
     ctx.unstage(f, o.made); // the next attempt stages under names of its own
-    ctx.retryAfter(f, RETRY_DELAY_MS * f.attempt);
+    ctx.retryAfter(f, verdict.delayMs);
     return false;
   }
   run.failed++;
@@ -126,8 +136,7 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutcome)
   remember(run, f, o);
   const log = keepLog(ctx, f, o);
   if (run.monitor.lastFailure) run.monitor.lastFailure.log = log;
-  const errorPlace = f.transition.error;
-  if (errorPlace) return toErrorPlace(ctx, f, o, errorPlace, log);
+  if (verdict.kind === 'error-tokens') return toErrorPlace(ctx, f, o, verdict.place, log);
   // No error place: the token stays, and this transition stops; the others go on.
   run.stopped = { reason: `${o.reason ?? 'failed'} (key ${f.key})`, log, at: Date.now() };
   ctx.log.error('net', `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`);

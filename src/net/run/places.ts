@@ -16,7 +16,7 @@ import type { PlaceState } from '../plan/scheduler.js';
 import { Place } from '../place/place.js';
 import { INDEX_WINDOW } from '../place/token-index.js';
 import type { IndexedToken, Token } from '../place/token.js';
-import type { StagedOutput } from './journal.js';
+import type { StagedOutput } from '../commit/journal.js';
 
 /** How often each place is looked at (one stat) in case a file event was lost, in seconds. */
 const SAFETY_SECONDS = 5;

@@ -15,20 +15,20 @@ import { describeSystemError, LockedError, NetError } from '../../errors.js';
 import { FileLock } from '../../lock.js';
 import { silentLogger, type Logger } from '../../log.js';
 import { checkSeconds, setLongTimeout, waitUnlessAborted } from '../../timer.js';
-import { Committer } from './commit.js';
-import { CommitPostponed } from './commit-faults.js';
-import { backoffMs, IoFaults, isIoFault, placeOfPath } from './io-faults.js';
+import { Committer } from '../commit/commit.js';
+import { CommitPostponed } from '../commit/commit-faults.js';
+import { backoffMs, IoFaults, isIoFault, placeOfPath } from '../commit/io-faults.js';
 import { OpenFirings } from './firings.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
 import { RunDecisions } from './decisions.js';
 import { RunPlaces } from './places.js';
-import { recover } from './recovery.js';
+import { recover } from '../commit/recovery.js';
 import { recoverOperations } from '../operate/operator.js';
 import { Pauses } from '../operate/pause.js';
 import type { NetModel } from '../model/model.js';
-import { describeLeftovers, leftover, type Leftover } from '../observe/leftovers.js';
-import { writeLiveState } from '../observe/live.js';
+import { describeLeftovers, leftover, type Leftover } from './leftovers.js';
+import { writeLiveState } from './live.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
 const DRAIN_LOOK_MS = 1000;

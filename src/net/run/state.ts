@@ -3,16 +3,16 @@
  * crash loses it, and recovery needs none of it).
  */
 import type { TransitionSpec } from '../model/model.js';
-import type { IoFaults } from './io-faults.js';
-import type { LiveState } from '../observe/live.js';
-import { TransitionMonitor } from '../observe/metrics.js';
+import type { IoFaults } from '../commit/io-faults.js';
+import type { LiveState } from './live.js';
+import { TransitionMonitor } from './monitor.js';
 import type { MergeView } from '../plan/key-join.js';
 import { transitionState } from '../plan/marking.js';
 import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan/scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
 import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
-import { GROUP_MAX } from './commit.js';
+import { GROUP_MAX } from '../commit/commit.js';
 
 /** A firing from its start to its commit. */
 export interface Firing {
@@ -64,7 +64,7 @@ function untouched(r: TransitionRun, waiting: number): boolean {
 }
 
 /**
- * The run as the live state shows it (observe/live.ts): its transitions, and each place's token
+ * The run as the live state shows it (run/live.ts): its transitions, and each place's token
  * count. Transitions that have done nothing yet and places holding nothing are left out (readers
  * take them as idle and empty), so that a net of 10,000 places, most of them idle, does not write
  * 10,000 entries twice a second.

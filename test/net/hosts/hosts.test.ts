@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parseNetText } from 'filespooler';
-import { hostView } from '../../../src/net/hosts/hosts.js';
+import { hostView } from '../../../src/net/model/hosts.js';
 import { drainPlan, judge, type Look, type UpstreamHost } from '../../../src/net/hosts/drain.js';
 
 const problems = (yaml: string): string[] => {

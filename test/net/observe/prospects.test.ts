@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest';
 import { defineNet, type NetDefinition } from 'filespooler';
 import { mayStillCome, prospects, type NetNow } from '../../../src/net/observe/prospects.js';
 import { readersOf, writersOf, type NetModel } from '../../../src/net/model/model.js';
-import type { Leftover, LeftoverCode } from '../../../src/net/observe/leftovers.js';
+import type { Leftover, LeftoverCode } from '../../../src/net/run/leftovers.js';
 
 const net = (transitions: NetDefinition['transitions'], places: string[]): NetModel =>
   defineNet({ dir: '/nonexistent-prospects', places: Object.fromEntries(places.map((p) => [p, {}])), transitions });

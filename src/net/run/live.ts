@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLocked } from '../../lock.js';
-import type { IoErrorCount, PlaceFault } from '../run/io-faults.js';
-import type { LastFailure, TransitionRates } from './metrics.js';
+import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
+import type { LastFailure, TransitionRates } from './monitor.js';
 
 export interface LiveTransition {
   running: number;
@@ -37,7 +37,7 @@ export interface LiveState {
   transitions: Record<string, LiveTransition>;
   /** Tokens per place as the run's index holds them, places holding none left out (status and serve count the directories). */
   places?: Record<string, number>;
-  /** Places whose disk is full or failing now (or `(state)`, the state directory's), and since when (run/io-faults.ts). */
+  /** Places whose disk is full or failing now (or `(state)`, the state directory's), and since when (commit/io-faults.ts). */
   ioFaults?: PlaceFault[];
   /** I/O errors met over the run, by place and error (absent when none). */
   ioErrors?: IoErrorCount[];

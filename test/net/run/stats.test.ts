@@ -9,7 +9,7 @@ import {
   SampleWindow,
   timeSince,
   TransitionStats,
-} from '../../../src/net/observe/stats.js';
+} from '../../../src/net/run/stats.js';
 
 const MIN = 60_000;
 

@@ -54,65 +54,17 @@
 import path from 'node:path';
 import { LockedError } from '../../errors.js';
 import { runBatch } from '../../fs-batch.js';
-import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
 import type { Place } from '../place/place.js';
-import type { Token, TokenContent } from '../place/token.js';
 import { GroupFailed, GroupFaults } from './commit-faults.js';
 import { isIoFault } from './io-faults.js';
 import type { CommitRecord, Journal, StagedOutput } from './journal.js';
 import { planFinish } from './publish.js';
 import { stageGroup, type Staged } from './stage-group.js';
+import type { CommitHooks, CommitRequest, CommitResult } from './request.js';
 
 /** The most firings one group commits. */
 export const GROUP_MAX = 64;
-
-/** One firing's commit, as asked. */
-export interface CommitRequest {
-  firing: string;
-  transition: string;
-  outputs: Array<{ place: string; content: TokenContent }>;
-  inputs: Token[];
-}
-
-/**
- * What became of a request: committed (its outputs numbered; those renamed into their places,
- * with the headers they were staged with, for the run's index), or refused (a writer's lock was
- * busy, or a bounded output place full, or an earlier request it may depend on was refused),
- * nothing of it was done, ask again later. The caller updates its view: it forgets the inputs
- * (Place.forget), indexes what was published, and so on, at a moment of its choosing (the runner:
- * between two scans of the places, never during one).
- */
-export type CommitResult =
-  | { committed: true; outputs: Array<{ place: string; seq: bigint }>; published: Array<{ output: StagedOutput; header: PacketHeader }> }
-  /**
-   * `behind`: refused only because an earlier request was: it may well commit if asked again at once.
-   * `fault`: its group met a full disk or an I/O error (in `place`, or the state's), and was undone: ask again after a backoff.
-   */
-  | { committed: false; behind: boolean; fault?: { place: string; err: NodeJS.ErrnoException } };
-
-/** What the committer tells its run. */
-export interface CommitHooks {
-  /** A name a commit is about to write or delete in a place's jobs/: its file event is not news. Called on the event loop. */
-  own(place: string, name: string): void;
-  /**
-   * A group failed: the run must stop; recovery finishes what was recorded. Not called for a full
-   * disk or an I/O error when `carryOn` is set, but for a CommitPostponed once `stop` gave up on one.
-   */
-  failed(err: unknown): void;
-  /** A full disk or an I/O error met in `place` (or the state's, io-faults.ts STATE_PLACE). */
-  fault?(place: string, err: NodeJS.ErrnoException): void;
-  /** A group committed, writing or consuming in these places. */
-  committed?(places: Set<string>): void;
-  /**
-   * Carry recorded groups out through full disks and I/O errors, trying again after a backoff
-   * (the runner); without it such a group fails (`failed`), left to the next recovery (an
-   * operator's move, whose command then ends with the error).
-   */
-  carryOn?: boolean;
-  /** For the kill -9 tests only: called once a group is recorded, before anything of it is done. */
-  recorded?(size: number): void;
-}
 
 interface Entry {
   req: CommitRequest;

@@ -18,9 +18,9 @@
 import path from 'node:path';
 import { NetRequestError, UnknownNameError } from '../../errors.js';
 import { didYouMean } from '../../suggest.js';
-import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type RemotePlace } from '../model/model.js';
+import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type RemotePlace } from './model.js';
 
-export type { RemotePlace } from '../model/model.js';
+export type { RemotePlace } from './model.js';
 
 export interface HostConfig {
   name: string;

@@ -1,5 +1,5 @@
 /**
- * A full disk or an I/O error at each step of a group commit (src/net/run/commit.ts, and the
+ * A full disk or an I/O error at each step of a group commit (src/net/commit/commit.ts, and the
  * table of commit-faults.ts): the run goes on, the group is undone or carried out later, and in
  * the end every token has moved exactly once and no number taken from a sendseq is stranded
  * (each is a token or a NOP, or was consumed).
@@ -103,7 +103,7 @@ describe('a full disk or an I/O error at each step of a commit', () => {
   });
 
   test('the end record refused (ENOSPC): the run goes on, and the journal reads back whole', async () => {
-    const { Journal } = await import('../../../src/net/run/journal.js');
+    const { Journal } = await import('../../../src/net/commit/journal.js');
     let refused = 0;
     const write = fs.writeSync;
     vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, data: string | NodeJS.ArrayBufferView, ...rest: unknown[]) => {
@@ -122,7 +122,7 @@ describe('a full disk or an I/O error at each step of a commit', () => {
   });
 
   test('a line cut short is never glued to the next one: the journal starts the next on a line of its own', async () => {
-    const { Journal } = await import('../../../src/net/run/journal.js');
+    const { Journal } = await import('../../../src/net/commit/journal.js');
     const { runBatch } = await import('../../../src/fs-batch.js');
     const d = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-journal-'));
     try {

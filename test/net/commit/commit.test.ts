@@ -1,5 +1,5 @@
 /**
- * The group commit's one batch (src/net/run/commit.ts): steps 1 to 5 of a group go to the pool
+ * The group commit's one batch (src/net/commit/commit.ts): steps 1 to 5 of a group go to the pool
  * as one batch of file operations, in the table's order. A failure there must stop what depends
  * on it, as two batches did: a failure up to step 3 cancels the renames and consumes after it;
  * a failure in step 4 leaves the recorded group for the next run's recovery. Failures are

@@ -106,3 +106,12 @@ function blocked(net: NetModel, t: TransitionSpec, p: Place, key: string, keysOf
   if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) return { code: 'short-batch', reason: `${t.name} takes batches of ${arc.take}; only ${p.count} here`, on: [p.name], transition: t.name };
   return undefined;
 }
+
+/** Tokens on another host that can't come here in this drain (its run ended with them). */
+export interface RemoteLeftover {
+  host: string;
+  place: string;
+  /** In a place it reads, or in its outbox towards the place. */
+  where: 'place' | 'outbox';
+  count: number;
+}

@@ -11,7 +11,7 @@ import type { PacketHeader } from '../../packet/index.js';
 import type { SeqFile } from '../../seqfile.js';
 import { createParts, type Place, type StagedFile } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import type { CommitRequest } from './commit.js';
+import type { CommitRequest } from './request.js';
 import { GroupFailed } from './commit-faults.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
 import type { FinishPlan } from './publish.js';

@@ -25,7 +25,7 @@ import { LockedError } from '../../errors.js';
 import { firstFailure, runBatch } from '../../fs-batch.js';
 import type { SeqFile } from '../../seqfile.js';
 import type { Place } from '../place/place.js';
-import type { CommitHooks } from './commit.js';
+import type { CommitHooks } from './request.js';
 import type { PacketHeader } from '../../packet/index.js';
 import type { CommitRecord, Journal, StagedOutput } from './journal.js';
 import { backoffMs, isIoFault, placeOfPath } from './io-faults.js';

@@ -6,31 +6,10 @@
  * - per place of this host written from another host (by that host's outbox), which host feeds
  *   it: such a place is not a source, though nothing here writes it.
  */
-import { hostOf, hostView, remotePlaces, type RemotePlace } from './hosts.js';
+import { hostOf, hostView, remotePlaces, type RemotePlace } from '../model/hosts.js';
 import { writersOf, type NetModel } from '../model/model.js';
-import { readSenderState, type SenderState } from './outbox-sender.js';
-import { netStatus, type NetStatusReport } from '../observe/status.js';
-
-export interface OutboxStatus {
-  host: string;
-  /** The place's directory on its host. */
-  remoteDir: string;
-  /** ssh, or a synchronisation tool that shares the outbox's jobs/ (sync: true). */
-  via: 'ssh' | 'sync';
-  /** Tokens waiting to leave (the outbox's tokens). */
-  waiting: number;
-  /** The outbox has no queue yet: no run has committed into it, nor has `net init --host` made it. */
-  empty?: true;
-  /** The sender's last report (ssh only). */
-  sender?: SenderState;
-}
-
-/** For a place of this host that another host writes: who feeds it. */
-export interface FeedStatus {
-  host: string;
-  /** That host's outbox, emptied over ssh or shared by a synchronisation tool. */
-  via: 'ssh' | 'sync';
-}
+import { readSenderState } from '../hosts/outbox-sender.js';
+import { netStatus, type FeedStatus, type NetStatusReport, type OutboxStatus } from './status.js';
 
 /** The hosts other than `host` that write a place. */
 function feedersOf(net: NetModel, place: string, host: string): string[] {
