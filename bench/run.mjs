@@ -1006,6 +1006,25 @@ function benchWatch() {
   }
 }
 
+/**
+ * The report, with the marked blocks of the file it replaces that it does not make itself: the
+ * other benches' tables (`<!-- net-bench:begin -->` ... `<!-- net-bench:end -->`, spliced in by
+ * bench/net.mjs and the like) and the sections written by hand (`<!-- notes:begin NAME -->` ...
+ * `<!-- notes:end NAME -->`), in their order, after it. A full run refreshes its own part and
+ * loses nothing else.
+ */
+function keptBlocks(md, file) {
+  let old;
+  try {
+    old = fs.readFileSync(file, 'utf8');
+  } catch {
+    return md;
+  }
+  const blocks = [...old.matchAll(/^<!-- ([\w-]+):begin( [\w-]+)? -->\n[\s\S]*?^<!-- \1:end\2 -->$/gm)];
+  const kept = blocks.map((m) => m[0]).filter((b) => !md.includes(b.slice(0, b.indexOf('\n'))));
+  return kept.length === 0 ? md : `${md.replace(/\n*$/, '\n')}\n${kept.join('\n\n')}\n`;
+}
+
 function report(meta) {
   const main = table(
     ['#', 'Workload', 'Ours (median)', 'Reference (median)', 'Ratio ours/ref', 'Target', 'Met?'],
@@ -1234,7 +1253,7 @@ async function main() {
     elapsed: Date.now() - t0,
   });
   fs.mkdirSync(path.dirname(opts.out), { recursive: true });
-  fs.writeFileSync(opts.out, md);
+  fs.writeFileSync(opts.out, keptBlocks(md, opts.out));
   process.stdout.write(md);
   log(`wrote ${opts.out} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }

@@ -12,22 +12,24 @@
  * controlling terminal: it still reads and writes the descriptors it is given (a terminal among
  * them), but can't open /dev/tty, and the terminal's signals (Ctrl-C, Ctrl-Z, a hang-up) reach
  * only fspl. Not a session always: setsid(2) also gives the child a scheduler autogroup of its
- * own (Linux), which cost about 40 us a job here (1,000 /bin/true jobs: 0.905 s against
- * 0.865 s with a process group only, or none). child_process can only give a session
- * (`detached`), and costs far more than that anyway.
+ * own (Linux), a measurable cost per job against a process group only (docs/benchmarks.md,
+ * "Measurements behind the code": "A session for the job's command only with a terminal").
+ * child_process can only give a session (`detached`), and costs far more than that anyway.
  *
  * The command is spawned directly (no shell) with node:child_process. We measured execa on this
- * path: importing it costs about 220 ms and each spawn about 5.5 ms against 2.3 ms for a bare
- * spawn, which would more than double the per-job cost of a queue run. The payload reaches the
- * child as a file descriptor (the open job file, positioned after the header) so the kernel, not
- * Node, moves the bytes; only decoded payloads are piped through us.
+ * path: its import is slow, and each spawn through it costs more than twice a bare spawn, which
+ * would more than double the per-job cost of a queue run (docs/benchmarks.md, "Measurements behind
+ * the code": "Not execa on the spawn path"). The payload reaches the child as a file descriptor
+ * (the open job file, positioned after the header) so the kernel, not Node, moves the bytes; only
+ * decoded payloads are piped through us.
  *
  * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
- * optional native addon starts the command with posix_spawn instead (src/native.ts says why:
- * about 0.6 ms a job instead of 1.4-2.2 ms), with the same semantics; without the addon, or with
- * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the
- * addon's spawner thread, so that the event loop does not wait for the child's exec: its pid
- * comes back a moment later, and what needs it (a kill) waits for it.
+ * optional native addon starts the command with posix_spawn instead (src/native.ts says why: it is
+ * several times cheaper per job; docs/benchmarks.md, "Measurements behind the code": "Spawning
+ * jobs: posix_spawn through the addon"), with the same semantics; without the addon, or with
+ * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the addon's
+ * spawner thread, so that the event loop does not wait for the child's exec: its pid comes back a
+ * moment later, and what needs it (a kill) waits for it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -276,11 +278,12 @@ export class StartError extends Error {
  * must stay open until it settles (the start may happen after this returns).
  *
  * Through the native addon where it can: child_process fork()s the whole process, which holds
- * its main thread for milliseconds per start (about 3.4 ms here, 2 s of a 6 s net run of 600
- * short firings). The addon's posix_spawn (vfork-style) runs on a thread of its own, so the
- * event loop pays only for building the arguments; the pid comes back a little later, and a kill
- * asked for before it has come is sent as soon as it does. child_process where the addon is
- * missing, and to start a command as another user.
+ * its main thread for milliseconds per start, a large share of a net run of short firings
+ * (docs/benchmarks.md, "Measurements behind the code": "Starting a firing off the event loop"). The
+ * addon's posix_spawn (vfork-style) runs on a thread of its own, so the event loop pays only for
+ * building the arguments; the pid comes back a little later, and a kill asked for before it has
+ * come is sent as soon as it does. child_process where the addon is missing, and to start a command
+ * as another user.
  */
 export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
   return new Promise((resolve, reject) => {

@@ -42,7 +42,8 @@ let lastCtime: { secs: bigint; tz: string | undefined; utc: string; local: strin
  * jobVariables as strings, for a child's environment: the same names and values, in the same
  * order, that jobEnvironment makes of jobVariables (a net runner's command firing makes them per
  * firing: the Buffers of jobVariables, decoded again at once, and the time formatted per token,
- * were about half of what building its environment cost).
+ * were a large part of what building its environment cost; docs/benchmarks.md, "Measurements behind
+ * the code": "The job's environment packed once per run").
  */
 export function jobVariableStrings(header: PacketHeader, where?: JobLocation): EnvVariable[] {
   const secs = header.ctime.secs;
@@ -133,7 +134,9 @@ function mergeSorted(vars: readonly EnvVariable[], baseKeys: readonly string[], 
  * or packed (NAME=value\0 each, sorted) for the addon's spawner, the inherited part of it packed
  * once per inherited object. A net runner starts a command per firing with the same inherited
  * object (its transition's): making the merged object and packing it again from that object cost
- * about 30 µs a firing; merging the job's dozen variables into a packed base costs a few.
+ * several times what merging the job's dozen variables into a packed base costs
+ * (docs/benchmarks.md, "Measurements behind the code": "The job's environment packed once per
+ * run").
  */
 export class ChildEnv {
   constructor(

@@ -2,22 +2,23 @@
  * The optional native addon (native/fspl_native.c, built by `npm run build` into
  * native/build/Release/fspl_native.node) and typed wrappers around it.
  *
- * Why native code: costs that Node's own APIs cannot bring down, measured on a
- * 2-core Xeon with Node 20.20 (docs/benchmarks.md):
+ * Why native code: costs that Node's own APIs cannot bring down (the figures: docs/benchmarks.md,
+ * "Measurements behind the code"):
  * - child_process.spawn fork()s the whole Node process (libuv 1.46 on Linux uses neither vfork
- *   nor posix_spawn): 2.15 ms a job, so 2.95 s for a queue of 1,000 /bin/true jobs against the
- *   reference's 749 ms. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the
- *   same in about 0.6 ms. No npm library offers that without a far larger native dependency;
- *   execa, built on child_process, is slower still. A net runner starts its firings the same
- *   way (nativeSpawnDetached): there the fork held the main thread 3.4 ms per firing. And as
- *   posix_spawn itself waits for the child's exec (0.15-0.6 ms, about 2 ms on a loaded machine),
- *   a firing's start happens on a thread of the addon's, off the event loop.
+ *   nor posix_spawn), which made a queue of /bin/true jobs several times slower than the
+ *   reference. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the same at a
+ *   fraction of the cost ("Spawning jobs: posix_spawn through the addon"). No npm library offers
+ *   that without a far larger native dependency; execa, built on child_process, is slower still.
+ *   A net runner starts its firings the same way (nativeSpawnDetached), where the fork also held
+ *   the main thread. And as posix_spawn itself waits for the child's exec, longer on a loaded
+ *   machine, a firing's start happens on a thread of the addon's, off the event loop ("Starting a
+ *   firing off the event loop").
  * - A queue scan is open + pread + close per job file; through Node's synchronous fs bindings
- *   each call carries microseconds of overhead, and a 10,000-job `queue-ls` took 419 ms against a
- *   target near 300 ms. The addon does the three calls per file in C, and decodes the headers
- *   written in the usual encoding there too (the JS MessagePack decoder, cold at start-up, was
- *   most of the scan), with two threads sharing the system calls: about 45 ms instead of 200 ms
- *   for the first scan of 10,000 jobs, and `queue-ls` of them in 200-265 ms instead of 420-470.
+ *   each call carries overhead, which kept `queue-ls` of a big queue well above its target. The
+ *   addon does the three calls per file in C, and decodes the headers written in the usual
+ *   encoding there too (the JS MessagePack decoder, cold at start-up, was most of the scan), with
+ *   two threads sharing the system calls: the first scan, and `queue-ls`, take a fraction of the
+ *   time ("Scanning a queue in C").
  * - Payload copies (src/copy.ts): splice(2) and copy_file_range(2) move the bytes inside the
  *   kernel, which Node has no API for; a read/write loop copies every byte in and out of a buffer.
  *
@@ -254,7 +255,9 @@ function watch(): void {
   // Signals of the same kind coalesce, and one could come before this listener is in place
   // for a child that exits at once: a slow sweep catches whatever a signal did not. It also
   // stops listening once no child is left; not at once, since a net runner with few workers
-  // often has none for an instant, and listening again for each firing cost about 15 µs.
+  // often has none for an instant, and listening again for each firing was a measurable cost
+  // (docs/benchmarks.md, "Measurements behind the code": "Reaping children: the SIGCHLD listener
+  // kept a while").
   sweeper = setInterval(() => {
     sweep();
     if (running.size === 0) unwatch();
@@ -278,13 +281,14 @@ export type DetachedStart = NativeSpawnResult;
  * reaped on SIGCHLD.
  *
  * The start itself happens on the addon's spawner thread, not on this one: posix_spawn holds its
- * caller until the child has exec'd, 0.15-0.6 ms a start and about 3 ms on a loaded machine,
- * which the event loop of a net runner paid per firing. `onStarted` comes later (never before
- * this returns) with the pid, or the errno of a start that failed, or undefined: leave it to
- * child_process (ENOEXEC, or a C library without posix_spawn's chdir or setsid). Until then the
- * descriptors must stay open. `onExit` comes after `onStarted`, once the child is reaped.
- * Returns false (and calls nothing) when the addon is missing or can't take the job; an addon
- * built before the spawner thread starts it here and calls `onStarted` in a microtask.
+ * caller until the child has exec'd, longer on a loaded machine, which the event loop of a net
+ * runner paid per firing (docs/benchmarks.md, "Measurements behind the code": "Starting a firing
+ * off the event loop"). `onStarted` comes later (never before this returns) with the pid, or the
+ * errno of a start that failed, or undefined: leave it to child_process (ENOEXEC, or a C library
+ * without posix_spawn's chdir or setsid). Until then the descriptors must stay open. `onExit` comes
+ * after `onStarted`, once the child is reaped. Returns false (and calls nothing) when the addon is
+ * missing or can't take the job; an addon built before the spawner thread starts it here and calls
+ * `onStarted` in a microtask.
  */
 export function nativeSpawnDetached(
   io: SpawnIo,

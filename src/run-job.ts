@@ -66,8 +66,9 @@ async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Pr
  * The job's FSPL_* variables come from its header and location (the job's own `variables`,
  * Buffers, are not needed here): merged into the inherited environment as the addon takes it
  * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
- * whole environment per job, and packing all of it again, was about 40 us a job in the profile
- * of docs/benchmarks.md.
+ * whole environment per job, and packing all of it again, stood out in the per-job profile
+ * (docs/benchmarks.md, "Measurements behind the code": "The job's environment packed once per
+ * run").
  */
 export async function runCommandJob(
   job: Omit<Job, 'variables'>,

@@ -12,8 +12,9 @@ const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) =>
 
 /**
  * `fspl net run ...` (the arguments after `net`, globals before it kept) parsed as fastParse
- * does, without loading yargs: 40-70 ms of CPU at start-up, most of a net run's own start. The
- * invocation is the one parseNet gives. Anything else: undefined, and yargs parses it.
+ * does, without loading yargs, which is most of a net run's own start (docs/benchmarks.md,
+ * "Measurements behind the code": "Parsing `fspl net run` without yargs"). The invocation is the
+ * one parseNet gives. Anything else: undefined, and yargs parses it.
  */
 export function fastParseNet(argv: string[]): Invocation | undefined {
   const inv = fastParse(argv, NET_FAST);

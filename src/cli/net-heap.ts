@@ -1,14 +1,15 @@
 /**
  * How V8's heap grows in a long `fspl net run`. A run keeps little (the live heap after a full
- * collection stays at 15-20 MB whatever the tokens waiting: the places' bounded indexes, the open
+ * collection stays small whatever the tokens waiting: the places' bounded indexes, the open
  * firings), but every firing makes short-lived objects (its record, its commit's promises and
  * buffers) that live across a group commit's file calls, long enough to be promoted to the old
  * generation. V8 lets the old generation grow to up to four times what survived the last full
- * collection before it collects again, so the peak RSS of a drain was mostly that garbage: about
- * 175 MiB for a 20 MB live heap.
+ * collection before it collects again, so the peak RSS of a drain was mostly that garbage, many
+ * times the live heap (docs/benchmarks.md, "Measurements behind the code": "The heap growing factor
+ * of a net run").
  *
  * The run sets V8's heap growing factor to 1.5 instead (--heap-growing-percent=50): full
- * collections come sooner, on a small heap (a few ms each, mostly off the main thread). This is
+ * collections come sooner, on a small heap (short, mostly off the main thread). This is
  * no limit: the heap still grows with what the run keeps (a big and-merge's index), by half of it
  * at each step, and nothing is ever refused. A user's own --heap-growing-percent (node's command
  * line or NODE_OPTIONS) is left alone.

@@ -112,8 +112,8 @@ export function fdStream(fd: number, autoClose: boolean): Readable {
 /**
  * Bytes per read for a stream of fd: 1 MiB, or less for a smaller regular file. A read stream
  * allocates a buffer of that size for every read, so a net's JavaScript transitions reading
- * 40-byte tokens allocated 1 MiB each (2,400 firings: 2.4 GB of garbage, 1.3 s of GC in a
- * 10 s run).
+ * 40-byte tokens allocated 1 MiB each, and spent a good part of a run collecting that garbage
+ * (docs/benchmarks.md, "Measurements behind the code": "Read size of a token stream").
  */
 function readSize(fd: number): number {
   const max = 1 << 20;

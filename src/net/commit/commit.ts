@@ -12,10 +12,11 @@
  * in order, in batches (fs-batch.ts): one hand-off to the pool a group (steps 1 to 5 in one
  * batch; one more before it for parts filled from other tokens, and for parts written side by
  * side), not one per call or per step.
- * On 2 busy cores a hand-off (a pool thread woken, its result sent back) cost about 50 µs of the
- * event loop's time, more than the system calls themselves on tmpfs. Firings start, and file
- * events come in, while a group commits. Only the bytes of parts filled from other tokens are
- * written on the event loop (into the page cache).
+ * On 2 busy cores a hand-off (a pool thread woken, its result sent back) cost more of the event
+ * loop's time than the system calls themselves on tmpfs (docs/benchmarks.md, "Measurements behind
+ * the code": "A group commit's I/O in batches"). Firings start, and file events come in, while a
+ * group commits. Only the bytes of parts filled from other tokens are written on the event loop
+ * (into the page cache).
  *
  * A group: lock the writers of every output place; write each output packet under a temporary
  * name with its number (place.ts); store the numbers; record the group in the journal (fsync);

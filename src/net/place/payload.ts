@@ -107,8 +107,9 @@ export interface WholeToken {
  * from that read; undefined when it is larger than START_READ or its header longer than the read
  * (stream it then: payloadStream). A JavaScript transition's inputs are read so: reading the
  * header, then the payload, cost an open, a read and a close more for a token whose header was
- * dropped far from the head of a backlog (about 20 µs a firing), and a read stream two reads
- * and a close on libuv's pool (each a hand-off between threads, about 100 µs a token on 2 cores).
+ * dropped far from the head of a backlog, and a read stream two reads and a close on libuv's pool,
+ * each a hand-off between threads, dearer still on 2 busy cores (docs/benchmarks.md, "Measurements
+ * behind the code": "Reading a small token whole").
  */
 export function readSmallToken(file: string): WholeToken | undefined {
   const fd = fs.openSync(file, 'r');

@@ -96,8 +96,9 @@ function env(tokens: Token[], t: TransitionSpec, firing: string, key: string, ex
 /**
  * What every firing of a transition inherits: the runner's environment, the transition's `env`,
  * FSPL_NET_TRANSITION. Made once per transition, not per firing: copying process.env (each of
- * its variables a call into C++) and sorting it cost about 40 µs a firing, the merge into a kept
- * base (childEnvironment sorts it once) about 8 µs.
+ * its variables a call into C++) and sorting it cost several times the merge into a kept base,
+ * which childEnvironment sorts once (docs/benchmarks.md, "Measurements behind the code": "A
+ * transition's inherited environment made once").
  */
 const baseEnvs = new WeakMap<TransitionSpec, Readonly<Record<string, string | undefined>>>();
 function baseEnv(t: TransitionSpec): Readonly<Record<string, string | undefined>> {
@@ -349,7 +350,8 @@ async function runFunction(
  * A function's signal: the firing's own (aborted, with the reason, when the run stops or its
  * transition is paused with --kill), or with a timeout, one of its own that the timeout aborts
  * too. The firing's own is not wrapped in another controller: with its signal and its listener,
- * that cost about 8 µs a firing, a tenth of what a warm runner spends on a JavaScript move.
+ * that was a noticeable part of what a warm runner spends on a JavaScript move (docs/benchmarks.md,
+ * "Measurements behind the code": "A function's signal not wrapped").
  */
 function functionSignal(req: FiringRequest): { signal: AbortSignal; cancel?: () => void } {
   const timeout = req.transition.timeout;
