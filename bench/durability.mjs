@@ -3,7 +3,7 @@
  * What the power-cut protocol costs (issue: power cuts): the directory fsyncs that make a
  * rename or unlink durable, measured on a real disk (fsync on tmpfs is free, so /dev/shm would
  * show nothing). Each workload runs twice in one run, in child processes: as shipped, and with
- * FSPL_BENCH_NO_DIRSYNC=1 (src/durable.ts: every directory fsync skipped, the code as it was
+ * FSPL_BENCH_NO_DIRSYNC=1 (src/sys/durable.ts: every directory fsync skipped, the code as it was
  * before the protocol); queue-write and queue-process run the reference beside them too.
  *
  *   node bench/durability.mjs [--quick] [--rounds N] [--dir DIR] [--ref /usr/bin/fspl]
@@ -237,7 +237,7 @@ queue-process's note; the code as it was before, as far as its cost goes. The di
 ${table}
 
 - queue-write: one fsync of \`jobs/\` after the rename, so that a job reported written is there after a power cut (the reference skips it and loses such jobs).
-- queue-process (src/finish.ts): per job, the note naming the finished job (and the deletions not yet durable) is fdatasynced and \`nextseq\`'s directory is fsynced after the rename (the job is not run again); \`jobs/\` is fsynced once for the deletions of up to 16 jobs, and when the run rests or ends (the spent files stay gone). A run of NOP jobs is recorded as one: one note, one \`nextseq\` update, one fsync of \`jobs/\` for up to 1,024 NOPs (the reference writes \`nextseq\` for each, with its fsync).
+- queue-process (src/process/finish.ts): per job, the note naming the finished job (and the deletions not yet durable) is fdatasynced and \`nextseq\`'s directory is fsynced after the rename (the job is not run again); \`jobs/\` is fsynced once for the deletions of up to 16 jobs, and when the run rests or ends (the spent files stay gone). A run of NOP jobs is recorded as one: one note, one \`nextseq\` update, one fsync of \`jobs/\` for up to 1,024 NOPs (the reference writes \`nextseq\` for each, with its fsync).
 - net commit: each step of a commit is durable before the next (the table in src/net/commit/commit.ts): the staged token's \`jobs/\`, \`sendseq\`'s directory, the output's \`jobs/\` after the rename, \`nextseq\`'s directory and the input's \`jobs/\` after the consume. Group commit (one fsync per directory for several firings) is the way to win this back.
 ${END}
 `;

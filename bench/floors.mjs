@@ -45,7 +45,7 @@ if (what === 'spawn') {
   process.exit(0);
 } else if (what === 'nop') {
   // One scan (open, one read, close per file), then the records of runs of up to 1024 NOPs as
-  // queue-process makes them (src/finish.ts): per run, the note in the lock file (pwrite,
+  // queue-process makes them (src/process/finish.ts): per run, the note in the lock file (pwrite,
   // fdatasync), nextseq (temp, write, fsync, close, rename, fsync of the directory), an unlink per
   // job, one fsync of jobs/: the same system calls, with no decoding and no logic at all.
   const jobs = path.join(arg, 'jobs');

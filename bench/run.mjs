@@ -895,7 +895,7 @@ function floorsSection() {
   posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. The reference's whole run costs about
   what that loop costs, so the difference is Node's start-up plus the per-job work (open the job
   and read its header, build its environment, record the job: the note in the lock file, nextseq,
-  the unlink, their fsyncs, src/finish.ts)${
+  the unlink, their fsyncs, src/process/finish.ts)${
     rest !== undefined ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job` : ''
   }.\n  Without the addon (not built, or \`FSPL_NO_NATIVE=1\`) jobs start through \`child_process.spawn\`.`;
   } else {
@@ -919,9 +919,9 @@ ${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) |
 Where the time of rows 2 and 3 goes (and row 4's):
 ${row2}
   execa (on the design card) is slower than even \`child_process.spawn\`, about twice the bare
-  spawn, so it is kept off this path (see src/exec.ts).
+  spawn, so it is kept off this path (see src/sys/exec.ts).
 - Row 3 (${r3 ? r3.ours : '?'} against ${r3 ? r3.ref : '?'}): a run of NOP jobs is recorded as one
-  (src/finish.ts): one note, one nextseq update and one fsync of \`jobs/\` for up to 1,024 NOPs, and
+  (src/process/finish.ts): one note, one nextseq update and one fsync of \`jobs/\` for up to 1,024 NOPs, and
   an unlink each, where the reference writes \`nextseq\` (temp, rename) for every job. What is left
   is the node start-up floor, the scan and the unlinks: ${fmtMs(floors.nopLoop)} for Node to make the
   same calls with no fspl logic at all.

@@ -30,15 +30,17 @@ export {
   NetFileError,
   type FsplErrorCode,
   type NetNameKind,
-} from './errors.js';
+} from './base/errors.js';
 export type { PacketHeader } from './packet/types.js';
 export { encodeHeader, decodeHeader } from './packet/codec.js';
 export { readPacket, metadataOf, type PacketMetadata, type ReadPacket } from './packet/stream.js';
-export { preparePacket, makeHeader, type PreparePacketOptions } from './prepare.js';
-export { Queue, type QueueOptions, type QueuedJob } from './queue.js';
-export type { JobContext, JobFunction, ProcessQueueOptions, ProcessEvent, ProcessSummary } from './process.js';
-export type { StopOptions } from './stopping.js';
-export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process-many.js';
+export { preparePacket, makeHeader, type PreparePacketOptions } from './packet/prepare.js';
+export { Queue, type QueueOptions, type QueuedJob } from './queue/queue.js';
+// Queue.process, declared and installed on Queue there (the queue never imports its consumer).
+import './process/queue-process.js';
+export type { JobContext, JobFunction, ProcessQueueOptions, ProcessEvent, ProcessSummary } from './process/process.js';
+export type { StopOptions } from './process/stopping.js';
+export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process/process-many.js';
 export { queueStatus, type QueueStatus } from './status/report.js';
-export { createLogger } from './log.js';
+export { createLogger } from './base/log.js';
 export { Net, defineNet, parseNetText, type NetDefinition, type NetRunOptions, type NetEvent, type NetStatusReport } from './net/index.js';

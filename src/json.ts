@@ -12,12 +12,12 @@
  * All functions are pure: they build plain objects that JSON.stringify can write.
  */
 import { isUtf8 } from 'node:buffer';
-import { jobVariables, type JobLocation } from './jobenv.js';
+import { jobVariables, type JobLocation } from './queue/jobenv.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
-import type { JobEntry } from './jobs.js';
+import type { JobEntry } from './queue/jobs.js';
 import type { SeqRange } from './status/ranges.js';
 import type { QueueStatus, StatusJob } from './status/report.js';
-import { rfc3339Local, rfc3339Utc } from './time.js';
+import { rfc3339Local, rfc3339Utc } from './packet/time.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 

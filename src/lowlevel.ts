@@ -9,8 +9,8 @@ export * from './index.js';
 // The types and helpers the main entry leaves out, to stay one screen long.
 export type { Bytes, Ctime, CommandType, Seal } from './packet/types.js';
 export type { PacketSource } from './packet/stream.js';
-export { prepareHeader, captureEnv, type PrepareOptions, type HeaderSpec } from './prepare.js';
-export type { JobEntry, ScanOptions, JobDetails, OpenJob, PlainOpenJob, DecodedOpenJob, Executor } from './queue.js';
+export { prepareHeader, captureEnv, type PrepareOptions, type HeaderSpec } from './packet/prepare.js';
+export type { JobEntry, ScanOptions, JobDetails, OpenJob, PlainOpenJob, DecodedOpenJob, Executor } from './queue/queue.js';
 export type {
   Job,
   CommandOptions,
@@ -25,9 +25,9 @@ export type {
   OutputTo,
   QueueJobEvent,
   ProcessRunOptions,
-} from './process.js';
+} from './process/process.js';
 export type { QueueStatusOptions, QueueState, StatusProblem } from './status/report.js';
-export { silentLogger, type Logger, type LogLevel } from './log.js';
+export { silentLogger, type Logger, type LogLevel } from './base/log.js';
 export type {
   TransitionDefinition,
   FiringContext,
@@ -49,27 +49,27 @@ export type {
   TokenListing,
   SetAsideResult,
 } from './net/index.js';
-export { namePath, describeSystemError } from './errors.js';
-export { parseLogLevel, LEVELS, type LogSink } from './log.js';
-export { writeAllSync } from './io.js';
+export { namePath, describeSystemError } from './base/errors.js';
+export { parseLogLevel, LEVELS, type LogSink } from './base/log.js';
+export { writeAllSync } from './sys/io.js';
 export { copySealedSync, writeSealedPacketSync } from './packet/sealed-copy.js';
 export * from './packet/index.js';
-export { SeqFile, parseSeq } from './seqfile.js';
-export { FileLock, isLocked } from './lock.js';
-export { genFilename, isJobFilename, compareBySeq, compareByTimestamp, indexBySeq } from './jobs.js';
-export { copy, type CopyOptions } from './copy.js';
-export { openThroughDecoder, readHeaderThroughDecoder, checkedPayload, type DecodedJob, type ExitStatus } from './decoder.js';
-export { runCommand, type RunOptions, type RunResult } from './exec.js';
-export { processQueue, processFd } from './process.js';
-export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync, sealByDefault } from './prepare.js';
-export { JobsWatcher, type WatchOptions } from './watch.js';
-export { DirWatchSet, type DirWatchSetOptions, type DirWatchOptions } from './watch-set.js';
-export { listQueueDirs, queueDirKind, type QueueDirEntry } from './queue-dirs.js';
-export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './jobenv.js';
-export { rfc3339Utc, rfc3339Local, now } from './time.js';
+export { SeqFile, parseSeq } from './sys/seqfile.js';
+export { FileLock, isLocked } from './sys/lock.js';
+export { genFilename, isJobFilename, compareBySeq, compareByTimestamp, indexBySeq } from './queue/jobs.js';
+export { copy, type CopyOptions } from './sys/copy.js';
+export { openThroughDecoder, readHeaderThroughDecoder, checkedPayload, type DecodedJob, type ExitStatus } from './queue/decoder.js';
+export { runCommand, type RunOptions, type RunResult } from './sys/exec.js';
+export { processQueue, processFd } from './process/process.js';
+export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync, sealByDefault } from './packet/prepare.js';
+export { JobsWatcher, type WatchOptions } from './queue/watch.js';
+export { DirWatchSet, type DirWatchSetOptions, type DirWatchOptions } from './queue/watch-set.js';
+export { listQueueDirs, queueDirKind, type QueueDirEntry } from './queue/queue-dirs.js';
+export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './queue/jobenv.js';
+export { rfc3339Utc, rfc3339Local, now } from './packet/time.js';
 export { sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, SNIFF_LENGTH, type FileType, type SniffKind } from './status/sniff.js';
 export { toRanges, formatRanges, type SeqRange } from './status/ranges.js';
-export { closest, didYouMean, editDistance } from './suggest.js';
+export { closest, didYouMean, editDistance } from './base/suggest.js';
 export { type NextSeqInfo, type LockInfo, type StatusJob } from './status/report.js';
 export { type UndecodableFile, type TempFile, type OtherFile } from './status/files.js';
 export {

@@ -123,20 +123,46 @@ test('no import cycles among the modules of src/', () => {
   expect(cyclesOf(new Map(sources().map((f) => [f, imports(f)])))).toEqual([]);
 });
 
-/**
- * The core's circles through type imports that issue 33 (item 1, the core's folders) unties: the
- * queue and its consumer (queue.ts, process.ts and the files of one job's run), and the many
- * queues' engine with its options. A cycle through any other file fails, and none of these may
- * grow: a cycle must lie wholly among them.
- */
-const CORE_TYPE_CYCLES = [
-  ['finish.ts', 'process.ts', 'queue-run.ts', 'queue.ts', 'run-job.ts', 'seal-check.ts'],
-  ['many-queues.ts', 'process-many.ts'],
-].map((files) => new Set(files));
+test('no import cycles among the modules of src/, type imports counted', () => {
+  expect(cyclesOf(new Map(sources().map((f) => [f, typedImports(f)])))).toEqual([]);
+});
 
-test('no import cycles among the modules of src/, type imports counted (the known circles of the core aside)', () => {
-  const cycles = cyclesOf(new Map(sources().map((f) => [f, typedImports(f)])));
-  expect(cycles.filter((c) => !CORE_TYPE_CYCLES.some((known) => c.split(' -> ').every((f) => known.has(f))))).toEqual([]);
+/**
+ * The core's folders, lowest first (docs/architecture.md says what each holds and why it sits
+ * where it does): a file may import (types too) from its own folder and the folders of lower
+ * rank, never a higher one or one of the same rank. Above them all: the root's files (the public
+ * entries, json.ts), the CLI and the net layer.
+ */
+const CORE_ORDER: Record<string, number> = { base: 0, sys: 1, packet: 2, queue: 3, process: 4, status: 4, send: 4 };
+
+test('the core keeps its folder order: no import, type imports included, runs up or sideways', () => {
+  const folders = fs.readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'cli' && e.name !== 'net').map((e) => e.name);
+  expect(folders.filter((f) => !(f in CORE_ORDER)), 'a folder of the core with no rank').toEqual([]);
+  const folderOf = (f: string) => path.relative(SRC, f).split(path.sep)[0]!;
+  const bad: string[] = [];
+  for (const name of folders) {
+    for (const f of sources(path.join(SRC, name))) {
+      for (const d of typedImports(f)) {
+        const to = folderOf(d);
+        if (to === name) continue;
+        if (!(to in CORE_ORDER) || CORE_ORDER[to]! >= CORE_ORDER[name]!) bad.push(`${path.relative(SRC, f)} -> ${path.relative(SRC, d)}`);
+      }
+    }
+  }
+  expect(bad).toEqual([]);
+});
+
+test('test/ mirrors the core: a test of a module sits in its folder', () => {
+  const misplaced: string[] = [];
+  for (const name of Object.keys(CORE_ORDER).filter((n) => fs.existsSync(path.join(SRC, n)))) {
+    for (const f of sources(path.join(SRC, name))) {
+      const base = path.basename(f, '.ts');
+      const here = path.join(ROOT, 'test', name, `${base}.test.ts`);
+      const atRoot = path.join(ROOT, 'test', `${base}.test.ts`);
+      if (fs.existsSync(atRoot) && !fs.existsSync(here)) misplaced.push(`test/${base}.test.ts (its module is src/${name}/${base}.ts)`);
+    }
+  }
+  expect(misplaced).toEqual([]);
 });
 
 /**
@@ -187,7 +213,7 @@ test('src/net/plan is pure: no node: module, no clock or timer, nothing outside 
   const plan = path.join(SRC, 'net', 'plan');
   const model = path.join(SRC, 'net', 'model');
   // Error classes are values, not I/O: the planner may throw them.
-  const allowed = (d: string) => d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'errors.ts');
+  const allowed = (d: string) => d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'base', 'errors.ts');
   const files = sources(plan);
   expect(files.length).toBeGreaterThan(0);
   for (const f of files) {
@@ -299,11 +325,11 @@ test('no file in src/ over 400 lines, and no function over 80 lines without a co
   expect(long).toEqual([]);
 });
 
-test('one spawner: only exec.ts starts processes (node:child_process at run time) and calls the addon to spawn', () => {
+test('one spawner: only sys/exec.ts starts processes (node:child_process at run time) and calls the addon to spawn', () => {
   const spawners: string[] = [];
   for (const file of sources()) {
     const rel = path.relative(SRC, file);
-    if (rel === 'exec.ts' || rel === 'native.ts') continue;
+    if (rel === path.join('sys', 'exec.ts') || rel === path.join('sys', 'native.ts')) continue;
     const text = fs.readFileSync(file, 'utf8');
     if (/^import\s+(?!type\b)[^;]*from\s+'node:child_process'/m.test(text) || /\bnativeSpawn\w*\(/.test(text)) spawners.push(rel);
   }

@@ -3,8 +3,8 @@
  * Each reader takes the name of an argument its command has, of the kind it reads (spec.ts's
  * ArgsOf): a misspelt name, or one of another command, does not compile.
  */
-import type { Logger } from '../log.js';
-import { parseSeq } from '../seqfile.js';
+import type { Logger } from '../base/log.js';
+import { parseSeq } from '../sys/seqfile.js';
 import { UsageError } from './output.js';
 import type { Invocation } from './grammar.js';
 

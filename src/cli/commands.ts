@@ -3,12 +3,12 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { createLogger, type Logger } from '../log.js';
-import type { JobLocation } from '../jobenv.js';
+import { createLogger, type Logger } from '../base/log.js';
+import type { JobLocation } from '../queue/jobenv.js';
 import type { PacketHeader } from '../packet/types.js';
-import type { PrepareOptions } from '../prepare.js';
-import { processFd } from '../process.js';
-import { Queue } from '../queue.js';
+import type { PrepareOptions } from '../packet/prepare.js';
+import { processFd } from '../process/process.js';
+import { Queue } from '../queue/queue.js';
 import type { Invocation } from './grammar.js';
 import { fsplInvocation, type FsplArgs, type FsplCommandName } from './spec.js';
 import { UsageError, checkLogLevel, writeOut } from './output.js';
@@ -18,10 +18,10 @@ import { STDIN_JOB, StopSignals } from './stop-signals.js';
 
 // What only some subcommands use is imported by them, when they run: every command pays for
 // loading what is imported here (start-up, docs/benchmarks.md), and `queue-process` most often.
-const preparing = () => import('../prepare.js');
+const preparing = () => import('../packet/prepare.js');
 const sealedCopy = () => import('../packet/sealed-copy.js');
 const json = () => import('../json.js');
-const jobenv = () => import('../jobenv.js');
+const jobenv = () => import('../queue/jobenv.js');
 
 /** The queue of -q DIR, read through -d DECODER when the command has it and it is given. */
 function queue(inv: Invocation<StringArgs<'queuedir'> & Partial<StringArgs<'decoder'>>>, log: Logger): Queue {
@@ -123,7 +123,7 @@ const handlers: Handlers = {
       if (batch) writeOut(batch);
       return 0;
     }
-    const { rfc3339Local } = await import('../time.js');
+    const { rfc3339Local } = await import('../packet/time.js');
     let out = lsLine('ID', 'creation timestamp', 'filename');
     for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename);
     writeOut(out);
@@ -144,7 +144,7 @@ const handlers: Handlers = {
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
       // Plain file: copy descriptor to descriptor, no stream machinery.
-      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../copy.js')]);
+      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../sys/copy.js')]);
       try {
         if (job.header.seal) copySealedSync(job.payload, 1, job.header.seal);
         else copy(job.payload, 1);
@@ -171,7 +171,7 @@ const handlers: Handlers = {
     return status.canProgress ? 0 : 3;
   },
   'stdin-payload': async () => {
-    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../packet/read.js'), sealedCopy(), import('../copy.js')]);
+    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../packet/read.js'), sealedCopy(), import('../sys/copy.js')]);
     const { seal } = readHeaderSync(0);
     if (seal) copySealedSync(0, 1, seal);
     else copy(0, 1);

@@ -4,11 +4,11 @@
  * processQueue or processQueues; prints the progress line on a terminal and, after a pass over
  * many queues, one line per queue that stopped.
  */
-import { createLogger, type Logger } from '../log.js';
-import { processQueue, type OnError, type OrderBy, type OutputTo, type ProcessEvent } from '../process.js';
-import type { ProcessQueuesSummary } from '../process-many.js';
-import { Queue } from '../queue.js';
-import { describeSystemError } from '../errors.js';
+import { createLogger, type Logger } from '../base/log.js';
+import { processQueue, type OnError, type OrderBy, type OutputTo, type ProcessEvent } from '../process/process.js';
+import type { ProcessQueuesSummary } from '../process/process-many.js';
+import { Queue } from '../queue/queue.js';
+import { describeSystemError } from '../base/errors.js';
 import { enumArg, flag, intArg, processOptions, secondsArg, str, strings } from './args.js';
 import type { Invocation } from './grammar.js';
 import type { FsplArgs } from './spec.js';
@@ -66,7 +66,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
       return 0;
     }
     // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
-    const { processQueues } = await import('../process-many.js');
+    const { processQueues } = await import('../process/process-many.js');
     const shown = progress && new ManyProgress(progress);
     const summary = await processQueues(dirs, {
       ...options,

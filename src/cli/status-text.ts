@@ -4,7 +4,7 @@
  */
 import { formatRanges, type SeqRange } from '../status/ranges.js';
 import type { QueueStatus, StatusJob } from '../status/report.js';
-import { rfc3339Local } from '../time.js';
+import { rfc3339Local } from '../packet/time.js';
 
 /** At most this many runs of numbers on one line; the rest are counted. */
 const MAX_RANGES = 20;

@@ -6,7 +6,7 @@
  * key beside its own name, a missing positional as a count, an unknown subcommand as an unknown
  * argument, blaming the valid options after it. Each check returns the first problem, or undefined.
  */
-import { closest } from '../suggest.js';
+import { closest } from '../base/suggest.js';
 import { UsageError } from './output.js';
 import type { CommandSpec, OptionSpec } from './grammar.js';
 import type { Globals } from './spec.js';

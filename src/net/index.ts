@@ -4,13 +4,13 @@
  * transitions are commands (or async functions), tokens are packets.
  */
 import fs from 'node:fs';
-import { mkdirDurable } from '../durable.js';
+import { mkdirDurable } from '../sys/durable.js';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
-import { LockedError, NetRequestError } from '../errors.js';
+import { LockedError, NetRequestError } from '../base/errors.js';
 import { checkNet, type NetWarning } from './model/check.js';
 import { netToDot, type DotState } from './observe/dot.js';
 import { defineNet } from './model/build.js';

@@ -9,7 +9,7 @@
  */
 import { createRequire } from 'node:module';
 import { Decoder } from '@msgpack/msgpack';
-import { BadPacketError, ShortReadError } from '../errors.js';
+import { BadPacketError, ShortReadError } from '../base/errors.js';
 import { MsgpackWriter } from './msgpack.js';
 import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, interpretSeal } from './seal.js';
 import { checkMsgpackShape } from './shape.js';

@@ -3,8 +3,8 @@
  * place for whoever reads next (a child process given the same descriptor, or a stream consumer).
  */
 import type { Readable } from 'node:stream';
-import { ShortReadError } from '../errors.js';
-import { readUpToSync } from '../io.js';
+import { ShortReadError } from '../base/errors.js';
+import { readUpToSync } from '../sys/io.js';
 import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, shortOfPrefix } from './codec.js';
 import type { PacketHeader } from './types.js';
 

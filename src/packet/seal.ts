@@ -22,7 +22,7 @@
  * has the cost on a 1 GiB transfer.
  */
 import type zlib from 'node:zlib';
-import { BadPacketError, PayloadSealError } from '../errors.js';
+import { BadPacketError, PayloadSealError } from '../base/errors.js';
 import type { Seal } from './types.js';
 
 /**

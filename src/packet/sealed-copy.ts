@@ -7,10 +7,10 @@
  * which unsealed packets keep using (and which may move bytes without reading them).
  */
 import fs from 'node:fs';
-import { PayloadSealError, ShortReadError } from '../errors.js';
-import { copy } from '../copy.js';
-import { readSomeSync, readUpToSync, writeAllSync } from '../io.js';
-import { openSpoolSync } from '../spool.js';
+import { PayloadSealError, ShortReadError } from '../base/errors.js';
+import { copy } from '../sys/copy.js';
+import { readSomeSync, readUpToSync, writeAllSync } from '../sys/io.js';
+import { openSpoolSync } from '../sys/spool.js';
 import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, encodeHeader, startsAsPacket, type Prefix } from './codec.js';
 import { SealVerifier, checksumMismatch, crc32Update } from './seal.js';
 import type { PacketHeader, Seal } from './types.js';

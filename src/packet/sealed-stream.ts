@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { PayloadSealError } from '../errors.js';
-import { openSpoolSync } from '../spool.js';
+import { PayloadSealError } from '../base/errors.js';
+import { openSpoolSync } from '../sys/spool.js';
 import { encodeHeader } from './codec.js';
 import { SealVerifier, crc32Update, sealOf } from './seal.js';
 import type { PacketHeader, Seal } from './types.js';

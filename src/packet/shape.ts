@@ -9,7 +9,7 @@
  * owed to an open array or map needs at least one byte, so the elements owed at any point may
  * not outnumber the bytes left. That bounds what the decoder can allocate by the input size.
  */
-import { BadPacketError } from '../errors.js';
+import { BadPacketError } from '../base/errors.js';
 
 /** Deeper nesting is refused; a real header nests 6 levels. */
 export const MAX_METADATA_DEPTH = 1024;

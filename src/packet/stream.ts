@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import { Readable, pipeline } from 'node:stream';
-import { closeQuietly } from '../io.js';
+import { closeQuietly } from '../sys/io.js';
 import { decodeHeader, encodeHeader } from './codec.js';
 import { readHeaderAndLengthSync, readHeaderFromStream } from './read.js';
 import { SealTransform } from './seal-transform.js';

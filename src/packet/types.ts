@@ -40,6 +40,4 @@ export interface PacketHeader {
   seal?: Seal;
 }
 
-export const U64_MAX = 0xffff_ffff_ffff_ffffn;
-export const I64_MIN = -(1n << 63n);
-export const I64_MAX = (1n << 63n) - 1n;
+export { I64_MAX, I64_MIN, U64_MAX } from '../base/u64.js';

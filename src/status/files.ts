@@ -4,11 +4,11 @@
  * and the files that are not jobs (temporary files of writers, `.out` files, anything else).
  */
 import fs from 'node:fs';
-import { describeSystemError } from '../errors.js';
-import { forEachDirEntry } from '../io.js';
+import { describeSystemError } from '../base/errors.js';
+import { forEachDirEntry } from '../sys/io.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
-import { isJobFilename, type JobEntry } from '../jobs.js';
-import type { Queue } from '../queue.js';
+import { isJobFilename, type JobEntry } from '../queue/jobs.js';
+import type { Queue } from '../queue/queue.js';
 import { diagnoseUnreadable, fileType, readFileHead, type FileType, type SniffKind } from './sniff.js';
 
 /**

@@ -14,12 +14,12 @@
  * own (files.ts). Read it from `queueStatus` down: each step is a function of its own below it.
  */
 import fs from 'node:fs';
-import { describeSystemError } from '../errors.js';
-import { isLocked } from '../lock.js';
+import { describeSystemError } from '../base/errors.js';
+import { isLocked } from '../sys/lock.js';
 import type { Ctime } from '../packet/types.js';
-import type { JobEntry } from '../jobs.js';
-import type { Queue } from '../queue.js';
-import { parseSeqfileText, seqParseProblem } from '../seqfile.js';
+import type { JobEntry } from '../queue/jobs.js';
+import type { Queue } from '../queue/queue.js';
+import { parseSeqfileText, seqParseProblem } from '../sys/seqfile.js';
 import { damagedJobs, filesBesideJobs, scanJobFiles, type DamagedJob, type OtherFile, type TempFile, type UndecodableFile } from './files.js';
 import { formatRanges, toRanges, type SeqRange } from './ranges.js';
 

@@ -4,8 +4,8 @@
  * `fspl queue-status` (report.ts) to say why a job file can not be read.
  */
 import fs from 'node:fs';
-import { describeSystemError, BadPacketError, DecoderError, ShortReadError } from '../errors.js';
-import { closeQuietly, readSomeSync } from '../io.js';
+import { describeSystemError, BadPacketError, DecoderError, ShortReadError } from '../base/errors.js';
+import { closeQuietly, readSomeSync } from '../sys/io.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
 
 /** What the first bytes of a file say it is. */

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProgressLine } from '../../src/cli/progress.js';
 import { encodeHeader } from '../../src/packet/codec.js';
-import { makeHeader } from '../../src/prepare.js';
-import { Queue } from '../../src/queue.js';
+import { makeHeader } from '../../src/packet/prepare.js';
+import { Queue } from '../../src/queue/queue.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
 import { onTerminal, screenLines } from './terminal.js';
 

@@ -1,7 +1,7 @@
 /**
  * queue-process over many queues through the CLI: -q more than once and --queues-in, --jobs, the
  * exit status and the lines a stopped or locked queue gives, usage errors, and --watch
- * --queues-in stopped by SIGTERM. The library's own tests (test/process-many.test.ts) check the
+ * --queues-in stopped by SIGTERM. The library's own tests (test/process/process-many.test.ts) check the
  * order and the turns in depth; these check that the command line reaches them.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -10,8 +10,8 @@ import path from 'node:path';
 import { describe, expect, it, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
-import { makeHeader } from '../../src/prepare.js';
-import { Queue } from '../../src/queue.js';
+import { makeHeader } from '../../src/packet/prepare.js';
+import { Queue } from '../../src/queue/queue.js';
 import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
 
 function put(q: Queue, seq: number): void {

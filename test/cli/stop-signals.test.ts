@@ -2,7 +2,7 @@
  * Stopping queue-process and stdin-process with signals sent as a terminal or a service manager
  * sends them: to fspl's whole process group (fspl is started `detached`, leading a group of its
  * own, as a shell starts a foreground job). A job's command runs in a session of its own
- * (src/exec.ts), so the first SIGINT or SIGTERM lets it finish; a second one, SIGHUP, or
+ * (src/sys/exec.ts), so the first SIGINT or SIGTERM lets it finish; a second one, SIGHUP, or
  * --stop-timeout stops it, and it stays in the queue. Tested on the one-queue path (with and
  * without --watch), over many queues (-q twice with --jobs 2: the second job runs through
  * child_process, the first through the addon; --watch --queues-in), through a decoder, and for
@@ -17,8 +17,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
-import { makeHeader } from '../../src/prepare.js';
-import { Queue } from '../../src/queue.js';
+import { makeHeader } from '../../src/packet/prepare.js';
+import { Queue } from '../../src/queue/queue.js';
 import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
 
 /**

@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader } from '../../src/packet/codec.js';
-import { makeHeader } from '../../src/prepare.js';
-import { Queue } from '../../src/queue.js';
+import { makeHeader } from '../../src/packet/prepare.js';
+import { Queue } from '../../src/queue/queue.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
 
 const RECORD = 'echo "start $FSPL_SEQ $(date +%s%N)" >> "$LOG"; if [ "$FSPL_SEQ" = "$SLOW" ]; then sleep 1; fi; echo "end $FSPL_SEQ" >> "$LOG"';

@@ -1,6 +1,6 @@
 /**
  * The reference continues a queue that our queue-process left half-way through recording a job
- * or a run of NOPs (src/finish.ts), as a kill -9 leaves it: cut after every operation of the
+ * or a run of NOPs (src/process/finish.ts), as a kill -9 leaves it: cut after every operation of the
  * record, then the reference runs the queue, then ours. The reference never reads the note in the
  * lock file, so it does what it does after a crash of its own (it may run the last job again and
  * leave spent files below nextseq); ours then finds nothing to run and removes those files.
@@ -8,10 +8,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { Finisher, jobRecord, nopRunAt, nopRunRecord, type FinishRecord } from '../../src/finish.js';
-import { runBatchSync } from '../../src/fs-batch.js';
-import type { JobEntry } from '../../src/jobs.js';
-import { silentLogger } from '../../src/log.js';
+import { Finisher, jobRecord, nopRunAt, nopRunRecord, type FinishRecord } from '../../src/process/finish.js';
+import { runBatchSync } from '../../src/sys/fs-batch.js';
+import type { JobEntry } from '../../src/queue/jobs.js';
+import { silentLogger } from '../../src/base/log.js';
 import { Queue, encodeHeader, type CommandType } from '../../src/lowlevel.js';
 import { describeCompat, fspl, tmpDir, type Impl } from './harness.js';
 

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, describe, expect, test } from 'vitest';
-import { Queue } from '../../src/queue.js';
+import { Queue } from '../../src/queue/queue.js';
 import { IS_ROOT, describeNeeding, fspl, isJobName, lines, packet, readLog, record, recorder, tempDir, type RunOptions, type RunResult } from './common.js';
 
 const NOBODY = 65534;

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { encodeHeader } from '../../src/packet/codec.js';
-import { Queue } from '../../src/queue.js';
+import { Queue } from '../../src/queue/queue.js';
 import { HAVE_REF, fspl, lines, packet, readLog, record, recorder, startFspl, tempDir, waitFor, type RunResult } from './common.js';
 
 const LOCK_ERROR = /^Error: Could not obtain lock on .*nextseq\.lock: it is held by another process$/;

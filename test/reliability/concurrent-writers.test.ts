@@ -12,7 +12,7 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { decodeHeader } from '../../src/packet/codec.js';
 import { readHeaderSync } from '../../src/packet/read.js';
-import { Queue } from '../../src/queue.js';
+import { Queue } from '../../src/queue/queue.js';
 import { envFor, fspl, isJobName, libraryPath, lines, ls, record, rngFor, tempDir } from './common.js';
 
 const WRITERS = 8;

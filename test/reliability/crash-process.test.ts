@@ -11,8 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { Queue } from '../../src/queue.js';
-import { parseSeqfileText } from '../../src/seqfile.js';
+import { Queue } from '../../src/queue/queue.js';
+import { parseSeqfileText } from '../../src/sys/seqfile.js';
 import { fspl, groupAlive, isJobName, killGroup, ls, packet, readLog, record, recorder, rngFor, sleep, startFspl, tempDir, waitFor } from './common.js';
 
 const JOBS = 400;

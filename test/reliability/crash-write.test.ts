@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { decodeHeader } from '../../src/packet/codec.js';
-import { Queue } from '../../src/queue.js';
-import { parseSeqfileText } from '../../src/seqfile.js';
+import { Queue } from '../../src/queue/queue.js';
+import { parseSeqfileText } from '../../src/sys/seqfile.js';
 import {
   HAVE_REF,
   REF_BIN,

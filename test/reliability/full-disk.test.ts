@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { Queue } from '../../src/queue.js';
+import { Queue } from '../../src/queue/queue.js';
 import { HAVE_REF, describeNeeding, fspl, isJobName, lines, packet, readLog, record, recorder, tempDir, type RunResult } from './common.js';
 
 const KiB = 1024;

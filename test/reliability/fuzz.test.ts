@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { FsplError, PayloadSealError } from '../../src/errors.js';
+import { FsplError, PayloadSealError } from '../../src/base/errors.js';
 import { sealOf } from '../../src/packet/seal.js';
 import { copyPacketSync } from '../../src/packet/sealed-copy.js';
 import { readPacket } from '../../src/packet/stream.js';
@@ -22,7 +22,7 @@ import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../../src/pack
 import { readHeaderFromStream, readHeaderSync } from '../../src/packet/read.js';
 import { MAX_METADATA_DEPTH } from '../../src/packet/shape.js';
 import { I64_MAX, I64_MIN, U64_MAX, type PacketHeader } from '../../src/packet/types.js';
-import { Queue } from '../../src/queue.js';
+import { Queue } from '../../src/queue/queue.js';
 import { fspl, lines, packet, readLog, record, recorder, rngFor, tempDir } from './common.js';
 
 // ------------------------------------------------------------------------------------------------

@@ -21,9 +21,9 @@
  * (recovery.ts). A failed fsync is never tried again and trusted: what it was to make durable is
  * written again, or undone.
  */
-import { LockedError } from '../../errors.js';
-import { firstFailure, runBatch } from '../../fs-batch.js';
-import type { SeqFile } from '../../seqfile.js';
+import { LockedError } from '../../base/errors.js';
+import { firstFailure, runBatch } from '../../sys/fs-batch.js';
+import type { SeqFile } from '../../sys/seqfile.js';
 import type { Place } from '../place/place.js';
 import type { CommitHooks } from './request.js';
 import type { PacketHeader } from '../../packet/index.js';

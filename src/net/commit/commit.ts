@@ -53,9 +53,9 @@
  * empties the journal.
  */
 import path from 'node:path';
-import { LockedError } from '../../errors.js';
-import { runBatch } from '../../fs-batch.js';
-import type { SeqFile } from '../../seqfile.js';
+import { LockedError } from '../../base/errors.js';
+import { runBatch } from '../../sys/fs-batch.js';
+import type { SeqFile } from '../../sys/seqfile.js';
 import type { Place } from '../place/place.js';
 import { GroupFailed, GroupFaults } from './commit-faults.js';
 import { isIoFault } from './io-faults.js';

@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describeSystemError } from '../../errors.js';
+import { describeSystemError } from '../../base/errors.js';
 
 /** The errors a run waits out rather than stops on: the disk full, over quota, or failing. */
 const WAITED_OUT: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EIO']);

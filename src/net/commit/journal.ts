@@ -11,7 +11,7 @@
  * before the fsync. The group's end is one line too. Lines of one commit (`commit`, `done` with
  * `f`), as earlier versions wrote them, are still read.
  *
- * A power cut keeps only what was fsynced (src/durable.ts), so the journal itself is made durable
+ * A power cut keeps only what was fsynced (src/sys/durable.ts), so the journal itself is made durable
  * when opened (the file's name, by an fsync of its directory), and the runner makes each step of
  * a commit durable before the next depends on it (commit.ts).
  *
@@ -25,9 +25,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir } from '../../durable.js';
-import type { BatchOp } from '../../fs-batch.js';
-import { closeQuietly, fsyncAsync, fsyncSync, writeAllSync } from '../../io.js';
+import { fsyncDir } from '../../sys/durable.js';
+import type { BatchOp } from '../../sys/fs-batch.js';
+import { closeQuietly, fsyncAsync, fsyncSync, writeAllSync } from '../../sys/io.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
 export interface StagedOutput {

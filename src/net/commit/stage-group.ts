@@ -5,10 +5,10 @@
  * fails throws a GroupFailed, which says how far the group went (commit-faults.ts).
  */
 import path from 'node:path';
-import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../fs-batch.js';
-import { closeQuietly, unlinkQuietly } from '../../io.js';
+import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../sys/fs-batch.js';
+import { closeQuietly, unlinkQuietly } from '../../sys/io.js';
 import type { PacketHeader } from '../../packet/index.js';
-import type { SeqFile } from '../../seqfile.js';
+import type { SeqFile } from '../../sys/seqfile.js';
 import { createParts, type Place, type StagedFile } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
 import type { CommitRequest } from './request.js';

@@ -9,7 +9,7 @@
  * come to it from other hosts.
  */
 import path from 'node:path';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../base/log.js';
 import { leftover, type Leftover, type RemoteLeftover } from '../run/leftovers.js';
 import type { NetModel } from '../model/model.js';
 import { hostConfig, hostView, remotePlaces } from '../model/hosts.js';
@@ -18,7 +18,7 @@ import { OutboxSender } from './outbox-sender.js';
 import { NetRunner } from '../run/runner.js';
 import type { NetRunOptions, NetRunSummary } from '../run/options.js';
 import { checkRunAs } from '../run/permissions.js';
-import { Queue } from '../../queue.js';
+import { Queue } from '../../queue/queue.js';
 
 export interface HostRunOptions extends NetRunOptions {
   /** The host this run is (required when the net names hosts). */

@@ -31,7 +31,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnTalking } from '../../exec.js';
+import { spawnTalking } from '../../sys/exec.js';
 import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { shellQuote } from './receive-script.js';

@@ -6,14 +6,14 @@
  * queue-process does), so after a crash here a packet is at worst sent again, and then dropped.
  */
 import fs from 'node:fs';
-import { mkdirDurable } from '../../durable.js';
+import { mkdirDurable } from '../../sys/durable.js';
 import path from 'node:path';
-import { describeSystemError, LockedError, NetError } from '../../errors.js';
-import { silentLogger, type Logger } from '../../log.js';
-import { Queue, type JobEntry } from '../../queue.js';
-import { parseSeqfileText, type SeqFile } from '../../seqfile.js';
-import { waitUnlessAborted } from '../../timer.js';
-import { JobsWatcher } from '../../watch.js';
+import { describeSystemError, LockedError, NetError } from '../../base/errors.js';
+import { silentLogger, type Logger } from '../../base/log.js';
+import { Queue, type JobEntry } from '../../queue/queue.js';
+import { parseSeqfileText, type SeqFile } from '../../sys/seqfile.js';
+import { waitUnlessAborted } from '../../base/timer.js';
+import { JobsWatcher } from '../../queue/watch.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
 import type { VerifierProblem } from './receive-script.js';
 import { isIoFault } from '../commit/io-faults.js';

@@ -27,7 +27,7 @@
  * outbox (VerifierProblem) instead of retrying forever.
  */
 import { sealOf } from '../../packet/index.js';
-import { makeHeader, packetBytes } from '../../prepare.js';
+import { makeHeader, packetBytes } from '../../packet/prepare.js';
 
 /**
  * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special

@@ -3,7 +3,7 @@
  * of the layers above it that need the whole model (hosts.ts). netfile.ts and `defineNet` both
  * go through here, so a net defined in JavaScript is held to the same rules as a net file.
  */
-import { NetError } from '../../errors.js';
+import { NetError } from '../../base/errors.js';
 import { hostProblems } from './hosts.js';
 import { buildModel } from './define.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';

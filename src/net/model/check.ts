@@ -13,7 +13,7 @@
  * - places and transitions that no token can reach.
  */
 import { readersOf, writersOf, type NetModel, type TransitionSpec } from './model.js';
-import { closest } from '../../suggest.js';
+import { closest } from '../../base/suggest.js';
 
 export interface NetWarning {
   kind: 'shared-input' | 'unused' | 'look-alike' | 'sink-read' | 'unreachable' | 'permissions';

@@ -18,7 +18,7 @@ import {
   type TransitionDefinition,
   type TransitionSpec,
 } from './model.js';
-import { didYouMean } from '../../suggest.js';
+import { didYouMean } from '../../base/suggest.js';
 
 type Where = Array<string | number>;
 
@@ -33,7 +33,7 @@ interface Checker {
 /**
  * A duration in a definition: absent, or a number of seconds above 0. Net files are checked by
  * their schema already; this holds nets defined in JavaScript to the same rule (NaN or a negative
- * timeout would fire at once). Any length is fine: timers are chained (src/timer.ts).
+ * timeout would fire at once). Any length is fine: timers are chained (src/base/timer.ts).
  */
 function seconds(value: unknown): boolean {
   return value === undefined || (typeof value === 'number' && value > 0);

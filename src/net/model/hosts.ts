@@ -16,8 +16,8 @@
  * one host; this is checked here.
  */
 import path from 'node:path';
-import { NetRequestError, UnknownNameError } from '../../errors.js';
-import { didYouMean } from '../../suggest.js';
+import { NetRequestError, UnknownNameError } from '../../base/errors.js';
+import { didYouMean } from '../../base/suggest.js';
 import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type RemotePlace } from './model.js';
 
 export type { RemotePlace } from './model.js';

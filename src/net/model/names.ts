@@ -3,8 +3,8 @@
  * the transition, or an UnknownNameError (errors.ts) that names the one probably meant, or else
  * the names there are. A bad name is bad input, not a failure of the net: the CLI exits 2.
  */
-import { UnknownNameError } from '../../errors.js';
-import { closest } from '../../suggest.js';
+import { UnknownNameError } from '../../base/errors.js';
+import { closest } from '../../base/suggest.js';
 import type { NetModel, PlaceSpec, TransitionSpec } from './model.js';
 
 /** Names an error lists at most: a net of thousands of places gets a count, not a screenful. */

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node } from 'yaml';
-import { NetFileError, systemErrorWords } from '../../errors.js';
+import { NetFileError, systemErrorWords } from '../../base/errors.js';
 import { buildNet } from './build.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';
 import { checkShape } from './schema.js';

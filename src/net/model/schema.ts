@@ -6,7 +6,7 @@
  */
 import * as z from 'zod';
 import type { ModelProblem } from './model.js';
-import { didYouMean } from '../../suggest.js';
+import { didYouMean } from '../../base/suggest.js';
 
 const name = z.string();
 const positiveInt = z.number().int().min(1);

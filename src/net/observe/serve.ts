@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { silentLogger, type Logger } from '../../log.js';
+import { silentLogger, type Logger } from '../../base/log.js';
 import { netToDot } from './dot.js';
 import { hostView } from '../model/hosts.js';
 import { hostStatus } from './outbox-status.js';

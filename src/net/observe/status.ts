@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import { describeSystemError, LockedError, systemErrorWords } from '../../errors.js';
-import { SeqFile } from '../../seqfile.js';
+import { describeSystemError, LockedError, systemErrorWords } from '../../base/errors.js';
+import { SeqFile } from '../../sys/seqfile.js';
 import { describeLeftovers, type Leftover } from '../run/leftovers.js';
 import { mayStillCome, prospects, type NetNow } from './prospects.js';
 import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';

@@ -3,7 +3,7 @@
  * needed. The module (about 1 MB) is loaded on first use only.
  */
 import type { Viz } from '@viz-js/viz';
-import { NetError } from '../../errors.js';
+import { NetError } from '../../base/errors.js';
 
 let viz: Promise<Viz> | undefined;
 

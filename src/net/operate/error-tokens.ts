@@ -3,7 +3,7 @@
  * ERROR_TRANSITION, ERROR_PLACE, ERROR_REASON, ERROR_LOG ...) and the number of times they have
  * been retried (RETRIED); and what a token put back carries (the same, without ERROR_*).
  */
-import { readHeaderFileSync } from '../../job-headers.js';
+import { readHeaderFileSync } from '../../queue/job-headers.js';
 import { isErrorVar } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { tokenKey, type Token, type TokenContent } from '../place/token.js';

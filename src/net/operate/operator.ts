@@ -16,9 +16,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { mkdirDurable } from '../../durable.js';
-import { LockedError, NetError } from '../../errors.js';
-import { FileLock } from '../../lock.js';
+import { mkdirDurable } from '../../sys/durable.js';
+import { LockedError, NetError } from '../../base/errors.js';
+import { FileLock } from '../../sys/lock.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';

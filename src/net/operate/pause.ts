@@ -8,9 +8,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fsyncDir, mkdirDurable } from '../../durable.js';
-import { NetRequestError } from '../../errors.js';
-import { closeQuietly, fsyncSync, unlinkQuietly } from '../../io.js';
+import { fsyncDir, mkdirDurable } from '../../sys/durable.js';
+import { NetRequestError } from '../../base/errors.js';
+import { closeQuietly, fsyncSync, unlinkQuietly } from '../../sys/io.js';
 import { hostView } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { transitionNamed } from '../model/names.js';

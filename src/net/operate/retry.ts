@@ -5,7 +5,7 @@
  * tokens of one failed firing (an and-merge's pair: same transition, same key) go back in one
  * move, so they pair again. Each move is a commit (operator.ts): exactly once through a kill -9.
  */
-import { NetRequestError, UnknownNameError } from '../../errors.js';
+import { NetRequestError, UnknownNameError } from '../../base/errors.js';
 import { readersOf, type NetModel } from '../model/model.js';
 import { placeNamed } from '../model/names.js';
 import { readErrorVars } from '../place/error-vars.js';

@@ -17,12 +17,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
-import { fsyncDir } from '../../durable.js';
-import { LockedError, NetError, NetRequestError, UnknownNameError } from '../../errors.js';
-import { closeQuietly, fsyncSync } from '../../io.js';
-import { readHeaderFileSync } from '../../job-headers.js';
-import { makeHeader, writePacketSync } from '../../prepare.js';
-import type { SeqFile } from '../../seqfile.js';
+import { fsyncDir } from '../../sys/durable.js';
+import { LockedError, NetError, NetRequestError, UnknownNameError } from '../../base/errors.js';
+import { closeQuietly, fsyncSync } from '../../sys/io.js';
+import { readHeaderFileSync } from '../../queue/job-headers.js';
+import { makeHeader, writePacketSync } from '../../packet/prepare.js';
+import type { SeqFile } from '../../sys/seqfile.js';
 import type { NetModel } from '../model/model.js';
 import { Place, publishDurably } from '../place/place.js';
 import { numberedName, type TokenContent } from '../place/token.js';

@@ -7,8 +7,8 @@
  */
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { NetRequestError, UnknownNameError } from '../../errors.js';
-import { openPayloadSync, readHeaderFileSync } from '../../job-headers.js';
+import { NetRequestError, UnknownNameError } from '../../base/errors.js';
+import { openPayloadSync, readHeaderFileSync } from '../../queue/job-headers.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { placeNamed } from '../model/names.js';
 import { readErrorVars } from '../place/error-vars.js';

@@ -4,7 +4,7 @@
  * does not grow with the tokens waiting.
  */
 import type { PacketHeader } from '../../packet/index.js';
-import type { Queue } from '../../queue.js';
+import type { Queue } from '../../queue/queue.js';
 import { siftDown, siftUp, swapIn } from '../plan/heap.js';
 import { IndexedToken, nameNumber, nameOrder, orderKey, type Token } from './token.js';
 

@@ -4,7 +4,7 @@
  */
 import { v4 as uuidv4 } from 'uuid';
 import type { PacketHeader } from '../../packet/index.js';
-import { readHeaderFileSync } from '../../job-headers.js';
+import { readHeaderFileSync } from '../../queue/job-headers.js';
 
 export const KEY_VAR = 'KEY';
 

@@ -10,7 +10,7 @@
  * The report: the makespan, each place's peak (tokens in it, claimed or not, as capacity counts
  * them), each transition's firings and busy time, and a lower bound on the makespan.
  */
-import { NetError } from '../../errors.js';
+import { NetError } from '../../base/errors.js';
 import { mayCommit } from './commit-order.js';
 import { effectiveOrder, isRead, readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import { MergeJoins } from './key-join.js';

@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../base/log.js';
 import type { Start } from '../plan/scheduler.js';
 import type { TokenContent } from '../place/token.js';
 import type { Committer } from '../commit/commit.js';

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { isLocked } from '../../lock.js';
+import { isLocked } from '../../sys/lock.js';
 import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
 import type { LastFailure, TransitionRates } from './monitor.js';
 

@@ -1,5 +1,5 @@
 /** What a run is given (NetRunOptions), what it tells as it goes (NetEvent) and what it returns. */
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../base/log.js';
 import type { Leftover, RemoteLeftover } from './leftovers.js';
 import type { TransitionSpec } from '../model/model.js';
 import type { LiveState } from './live.js';

@@ -6,8 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describeSystemError } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { describeSystemError } from '../../base/errors.js';
+import type { Logger } from '../../base/log.js';
 import { errorVars, type FiringError } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';

@@ -15,8 +15,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { NetError } from '../../errors.js';
-import { lookupSync } from '../../exec.js';
+import { NetError } from '../../base/errors.js';
+import { lookupSync } from '../../sys/exec.js';
 import { readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import type { NetWarning } from '../model/check.js';
 

@@ -4,11 +4,11 @@
  * itself (their file events are not news), and the token counts of the places it only writes.
  */
 import path from 'node:path';
-import { LockedError, NetError } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { LockedError, NetError } from '../../base/errors.js';
+import type { Logger } from '../../base/log.js';
 import type { PacketHeader } from '../../packet/index.js';
-import type { SeqFile } from '../../seqfile.js';
-import { DirWatchSet } from '../../watch-set.js';
+import type { SeqFile } from '../../sys/seqfile.js';
+import { DirWatchSet } from '../../queue/watch-set.js';
 import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
 import { lookaheadOf } from '../plan/marking.js';

@@ -10,11 +10,11 @@
 import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
-import { mkdirDurable } from '../../durable.js';
-import { describeSystemError, LockedError, NetError } from '../../errors.js';
-import { FileLock } from '../../lock.js';
-import { silentLogger, type Logger } from '../../log.js';
-import { checkSeconds, setLongTimeout, waitUnlessAborted } from '../../timer.js';
+import { mkdirDurable } from '../../sys/durable.js';
+import { describeSystemError, LockedError, NetError } from '../../base/errors.js';
+import { FileLock } from '../../sys/lock.js';
+import { silentLogger, type Logger } from '../../base/log.js';
+import { checkSeconds, setLongTimeout, waitUnlessAborted } from '../../base/timer.js';
 import { Committer } from '../commit/commit.js';
 import { CommitPostponed } from '../commit/commit-faults.js';
 import { backoffMs, IoFaults, isIoFault, placeOfPath } from '../commit/io-faults.js';

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import type { BatchOp } from '../../../src/fs-batch.js';
+import type { BatchOp } from '../../../src/sys/fs-batch.js';
 import type { NetEvent } from '../../../src/net/run/options.js';
 import { makeNet } from '../helpers.js';
 import { checkNumbers, keysOf } from '../fault-check.js';
@@ -21,8 +21,8 @@ import { checkNumbers, keysOf } from '../fault-check.js';
 /** The fault to inject into the next batch holding an operation it picks (once). */
 let fault: { pick: (o: BatchOp, ops: readonly BatchOp[], i: number) => boolean; errno: number; ran: boolean; hit?: BatchOp } | undefined;
 
-vi.mock('../../../src/fs-batch.js', async (importOriginal) => {
-  const m = await importOriginal<typeof import('../../../src/fs-batch.js')>();
+vi.mock('../../../src/sys/fs-batch.js', async (importOriginal) => {
+  const m = await importOriginal<typeof import('../../../src/sys/fs-batch.js')>();
   const ECANCELED = -os.constants.errno.ECANCELED;
   return {
     ...m,
@@ -123,7 +123,7 @@ describe('a full disk or an I/O error at each step of a commit', () => {
 
   test('a line cut short is never glued to the next one: the journal starts the next on a line of its own', async () => {
     const { Journal } = await import('../../../src/net/commit/journal.js');
-    const { runBatch } = await import('../../../src/fs-batch.js');
+    const { runBatch } = await import('../../../src/sys/fs-batch.js');
     const d = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-journal-'));
     try {
       const file = path.join(d, 'journal');

@@ -9,14 +9,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import type { BatchOp } from '../../../src/fs-batch.js';
+import type { BatchOp } from '../../../src/sys/fs-batch.js';
 import { makeNet, tokensIn } from '../helpers.js';
 
 /** Changes the next batch it matches (then stops): returns the batch's new operations, or undefined to leave it. */
 let inject: ((ops: readonly BatchOp[]) => BatchOp[] | undefined) | undefined;
 
-vi.mock('../../../src/fs-batch.js', async (importOriginal) => {
-  const m = await importOriginal<typeof import('../../../src/fs-batch.js')>();
+vi.mock('../../../src/sys/fs-batch.js', async (importOriginal) => {
+  const m = await importOriginal<typeof import('../../../src/sys/fs-batch.js')>();
   return {
     ...m,
     runBatch: (ops: readonly BatchOp[]) => {

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { readHeaderFileSync } from '../../../src/job-headers.js';
+import { readHeaderFileSync } from '../../../src/queue/job-headers.js';
 import { recoverOperations } from '../../../src/net/operate/operator.js';
 import { rng } from '../../helpers.js';
 import { makeNet, sleep, spawnFspl, tokensIn } from '../helpers.js';

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import { payloadStream, readSmallToken } from '../../../src/net/place/payload.js';
 import { IndexedToken, rememberHeader } from '../../../src/net/place/token.js';
-import { readHeaderFileSync } from '../../../src/job-headers.js';
+import { readHeaderFileSync } from '../../../src/queue/job-headers.js';
 import { makeNet } from '../helpers.js';
 
 async function bytes(r: Readable): Promise<Buffer> {

@@ -6,9 +6,9 @@ import { readPacket } from 'filespooler';
 import { randomUUID } from 'node:crypto';
 import { Place } from '../../../src/net/place/place.js';
 import { numberedName } from '../../../src/net/place/token.js';
-import { isJobFilename } from '../../../src/jobs.js';
-import { makeHeader, writePacketSync } from '../../../src/prepare.js';
-import { SeqFile } from '../../../src/seqfile.js';
+import { isJobFilename } from '../../../src/queue/jobs.js';
+import { makeHeader, writePacketSync } from '../../../src/packet/prepare.js';
+import { SeqFile } from '../../../src/sys/seqfile.js';
 import { netDir } from '../helpers.js';
 
 function place(remote: boolean): Place {

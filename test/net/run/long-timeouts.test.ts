@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Net, NetError, type NetEvent } from 'filespooler';
 import { makeNet, netDir, runFspl, sleep, tokensIn } from '../helpers.js';
-import { MAX_TIMER_MS } from '../../../src/timer.js';
+import { MAX_TIMER_MS } from '../../../src/base/timer.js';
 
 /** Just over setTimeout's limit, in seconds. */
 const LONG = Math.ceil(MAX_TIMER_MS / 1000) + 10;

@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { defineNet } from 'filespooler';
-import { silentLogger } from '../../../src/log.js';
-import { makeHeader } from '../../../src/prepare.js';
+import { silentLogger } from '../../../src/base/log.js';
+import { makeHeader } from '../../../src/packet/prepare.js';
 import { RunPlaces } from '../../../src/net/run/places.js';
 import { netDir } from '../helpers.js';
 

@@ -8,8 +8,8 @@ import { describe, expect, test } from 'vitest';
 import type { NetEvent } from 'filespooler';
 import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 import { randomUUID } from 'node:crypto';
-import { SeqFile } from '../../../src/seqfile.js';
-import { makeHeader, writePacketSync } from '../../../src/prepare.js';
+import { SeqFile } from '../../../src/sys/seqfile.js';
+import { makeHeader, writePacketSync } from '../../../src/packet/prepare.js';
 
 describe('net run', () => {
   test('a chain of 3 transitions moves 1,000 tokens to the sink exactly once, in order, leaving no stray files', async () => {

@@ -8,7 +8,7 @@ import type { TransitionSpec } from '../../../src/net/model/model.js';
 import { mayCommit } from '../../../src/net/plan/commit-order.js';
 import { heldBy } from '../../../src/net/plan/marking.js';
 import type { Token } from '../../../src/net/place/token.js';
-import { makeHeader } from '../../../src/prepare.js';
+import { makeHeader } from '../../../src/packet/prepare.js';
 import { SortedKeys } from '../../../src/net/run/sorted-keys.js';
 import type { Firing } from '../../../src/net/run/state.js';
 import { FiringTally } from '../../../src/net/run/tally.js';

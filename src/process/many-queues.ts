@@ -1,0 +1,383 @@
+/**
+ * The engine of processQueues (process-many.ts, which says what it promises): the queues of the
+ * run, their turns, their looks and their locks.
+ */
+import { LockedError, describeSystemError } from '../base/errors.js';
+import { BUSY_WAIT_MS } from '../sys/lock.js';
+import { silentLogger, type Logger } from '../base/log.js';
+import { runContext, type ProcessSummary } from './process.js';
+import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
+import { Queue } from '../queue/queue.js';
+import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
+import { QueueParents, type Candidate, type Parent } from '../queue/queues-in.js';
+import { QueueRun, type RunContext } from './queue-run.js';
+import { Turns } from './turns.js';
+import { DirWatchSet } from '../queue/watch-set.js';
+
+/** Queues waiting for their turn may keep their locks while no more than this many do. */
+const LOCK_BUDGET = 64;
+/**
+ * Looks at queues under way at once. More wait in toLook: a job's end is never kept waiting by
+ * 10,000 looks, and the garbage of 10,000 scans at once never swells the heap (RSS stays low).
+ */
+const LOOKS_AT_ONCE = 64;
+/** Through a decoder a look runs processes (a scan runs up to 4 decoders at once): fewer looks at once. */
+const DECODED_LOOKS_AT_ONCE = 2;
+/**
+ * Watching: a queue stopped by its disk (full, or failing) is looked at again after this long,
+ * doubled at each failure up to DISK_RETRY_MAX_MS, so that it resumes by itself once there is
+ * room, without waiting for a change in its jobs/. A look is cheap (a scan), a run resumes from
+ * its note (finish.ts).
+ */
+const DISK_RETRY_MS = 1000;
+const DISK_RETRY_MAX_MS = 60_000;
+const DISK_ERRORS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO']);
+
+interface Member {
+  kind: 'queue';
+  run: QueueRun;
+  /** How its run ends so far (the result's state). */
+  outcome: QueueResult['state'];
+  error?: Error;
+  state: 'idle' | 'ready' | 'running' | 'stopped' | 'skipped' | 'gone';
+  /** Its jobs/ changed since its last scan. */
+  dirty: boolean;
+  /** A look (peek) is under way. */
+  looking: boolean;
+  /** Its skip (another processor holds its lock) was said: not again until it is locked. */
+  skipNoted: boolean;
+  /** Disk errors in a row that stopped it (watching: the next look waits longer each time). */
+  diskFailures: number;
+  identity: string;
+  parent?: Parent<Member>;
+}
+
+type Watched = Member | Parent<Member> | Candidate<Member>;
+
+export class ManyQueues {
+  private readonly opts: ProcessQueuesOptions;
+  private readonly ctx: RunContext;
+  private readonly log: Logger;
+  private readonly jobs: number;
+  private readonly maxJobs: number;
+  private readonly watching: boolean;
+  /** The queues of the run, by identity (queueIdentity): a queue given twice joins once. */
+  private readonly members = new Map<string, Member>();
+  /** Every queue that joined, in order, forgotten ones too: the summary's list. */
+  private readonly joined: Member[] = [];
+  /** Members with a job to run, waiting for their turn. */
+  private readonly turns = new Turns<Member>();
+  /** What a change (or the start) marked for a look. */
+  private readonly toLook = new Set<Watched>();
+  private readonly watch: DirWatchSet<Watched> | undefined;
+  private readonly parents: QueueParents<Member>;
+  private running = 0;
+  private looking = 0;
+  private started = 0;
+  private wakeUp: (() => void) | undefined;
+  private idleReported = false;
+  private readonly looksAtOnce: number;
+  /** The looks due after a disk error (watching), cleared when the run ends. */
+  private readonly retries = new Set<NodeJS.Timeout>();
+
+  constructor(
+    private readonly given: Iterable<string | Queue>,
+    opts: ProcessQueuesOptions,
+  ) {
+    this.opts = opts;
+    const jobs = opts.jobs ?? 1;
+    if (!Number.isSafeInteger(jobs) || jobs < 1) throw new RangeError(`processQueues: jobs must be a whole number >= 1, got ${String(opts.jobs)}`);
+    this.jobs = jobs;
+    this.ctx = runContext(opts, silentLogger);
+    this.log = this.ctx.log;
+    this.maxJobs = opts.maxJobs ?? Infinity;
+    this.looksAtOnce = opts.decoder === undefined ? LOOKS_AT_ONCE : DECODED_LOOKS_AT_ONCE;
+    this.watching = Boolean(opts.watch);
+    const mode = typeof opts.watch === 'object' ? opts.watch : {};
+    const watch = this.watching ? new DirWatchSet<Watched>((w) => this.changed(w), { pollInterval: mode.pollInterval, logger: this.log }) : undefined;
+    this.watch = watch;
+    this.parents = new QueueParents<Member>({
+      join: (dir, parent) => this.join(this.queueAt(dir), parent),
+      forget: (m) => this.forget(m),
+      watch: watch && { add: (w, dir) => watch.add(w, dir, { names: 'all' }), remove: (w) => watch.remove(w) },
+      log: this.log,
+    });
+  }
+
+  async run(): Promise<ProcessQueuesSummary> {
+    const signal = this.ctx.stopping.stop;
+    const onAbort = () => this.poke();
+    signal?.addEventListener('abort', onAbort);
+    try {
+      this.discover();
+      for (;;) {
+        this.lookAtMarked();
+        this.fill();
+        if (this.finished()) break;
+        await this.sleep();
+      }
+      // Stopping (a signal, or the limit): the running jobs finish first (or, interrupted, end now).
+      while (this.running > 0) await this.sleep();
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.watch?.close();
+      for (const t of this.retries) clearTimeout(t);
+      for (const m of this.members.values()) m.run.release();
+      this.ctx.stopping.close();
+    }
+    const total: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
+    const queues = this.joined.map((m): QueueResult => {
+      const { processed, succeeded, failed } = m.run.summary;
+      total.processed += processed;
+      total.succeeded += succeeded;
+      total.failed += failed;
+      return { queue: m.run.queue.dir, state: m.outcome, error: m.error, processed, succeeded, failed };
+    });
+    return { ...total, queues };
+  }
+
+  private get stopping(): boolean {
+    return Boolean(this.ctx.stopping.stop?.aborted) || this.started >= this.maxJobs;
+  }
+
+  /** Whether the run is over: nothing runs, and nothing will (one pass), or it is stopping. */
+  private finished(): boolean {
+    if (this.stopping) return true;
+    const busy = this.running > 0 || this.looking > 0 || this.toLook.size > 0 || this.turns.length > 0;
+    if (busy) {
+      this.idleReported = false;
+      return false;
+    }
+    if (!this.watching) return true;
+    if (!this.idleReported) this.emit({ type: 'idle' });
+    this.idleReported = true;
+    return false;
+  }
+
+  /** The queues given and those under the parents, each marked for a first look; watched first, with watch. */
+  private discover(): void {
+    for (const q of this.given) this.join(typeof q === 'string' ? this.queueAt(q) : q);
+    const parents = this.opts.queuesIn === undefined ? [] : typeof this.opts.queuesIn === 'string' ? [this.opts.queuesIn] : this.opts.queuesIn;
+    for (const dir of parents) this.parents.add(dir);
+  }
+
+  private queueAt(dir: string): Queue {
+    return new Queue(dir, { decoder: this.opts.decoder, decoderTimeout: this.opts.decoderTimeout, logger: this.log });
+  }
+
+  /** A queue joins the run (unless it is in it already, under another path) and is marked for a look. */
+  private join(queue: Queue, parent?: Parent<Member>): Member | undefined {
+    const identity = queueIdentity(queue.dir);
+    if (this.members.has(identity)) return undefined;
+    const run = new QueueRun(queue, this.ctx, (e) => this.emit({ ...e, queue: queue.dir }));
+    const m: Member = { kind: 'queue', run, outcome: 'done', state: 'idle', dirty: true, looking: false, skipNoted: false, diskFailures: 0, identity, parent };
+    this.members.set(identity, m);
+    this.joined.push(m);
+    this.watch?.add(m, queue.jobsDir); // before the first scan: nothing arriving in between is missed
+    this.emit({ type: 'added', queue: queue.dir });
+    this.toLook.add(m);
+    return m;
+  }
+
+  /** A watched directory changed: mark it for a look, and wake the loop. */
+  private changed(w: Watched): void {
+    if (w.kind === 'queue') w.dirty = true;
+    this.toLook.add(w);
+    this.poke();
+  }
+
+  /** Look at what was marked, up to looksAtOnce queues at a time (the rest wait for them to end). */
+  private lookAtMarked(): void {
+    for (const w of this.toLook) {
+      if (this.stopping || this.looking >= this.looksAtOnce) return;
+      this.toLook.delete(w);
+      if (w.kind === 'queue') this.lookAtQueue(w);
+      else this.parents.look(w);
+    }
+  }
+
+  /** Has the queue something to run? Then it waits for its turn. Runs alongside the loop. */
+  private lookAtQueue(m: Member): void {
+    if (m.looking || m.state === 'running' || m.state === 'ready' || m.state === 'gone') return; // a running queue looks again when its pass ends
+    m.dirty = false;
+    m.looking = true;
+    this.looking++;
+    m.run
+      .peek()
+      .then(
+        (work) => {
+          if (m.state === 'gone') return;
+          if (work) this.ready(m);
+          else if (m.state !== 'stopped' && m.state !== 'skipped') m.state = 'idle';
+        },
+        (err) => this.failed(m, err),
+      )
+      .finally(() => {
+        m.looking = false;
+        this.looking--;
+        this.poke();
+      });
+  }
+
+  private ready(m: Member): void {
+    m.state = 'ready';
+    this.turns.push(m);
+  }
+
+  /** Start jobs while workers are free and queues wait for their turn. */
+  private fill(): void {
+    while (this.running < this.jobs && !this.stopping) {
+      const m = this.turns.next((x) => x.state === 'ready');
+      if (!m) return;
+      this.running++;
+      this.started++;
+      m.state = 'running';
+      void this.turn(m).finally(() => {
+        this.running--;
+        this.poke();
+      });
+    }
+  }
+
+  /**
+   * One turn of a queue: lock it if needed, run its next job (or a run of NOP jobs), then decide
+   * where it goes: back in line, or at rest with its records durable and its lock released.
+   */
+  private async turn(m: Member): Promise<void> {
+    const run = m.run;
+    const before = run.summary.processed; // jobs count against maxJobs, failed ones too
+    try {
+      if (!run.locked && !(await this.lock(m))) return;
+      if (!run.planned) await run.scan();
+      // This turn was counted against maxJobs when it began; a run of NOPs may take the rest.
+      await run.runNext(this.maxJobs - this.started + 1);
+      if (m.diskFailures > 0) this.resumed(m);
+      if (!run.hasNext() && m.dirty && this.watching && m.state === 'running') {
+        m.dirty = false;
+        await run.scan(); // what arrived while it ran
+      }
+      if (m.state === 'gone' || !run.hasNext() || this.stopping) run.rest(); // a failure stops the queue
+    } catch (err) {
+      this.failed(m, err);
+      return;
+    } finally {
+      this.started += run.summary.processed - before - 1;
+    }
+    if (m.state === 'gone') {
+      run.release(); // forgotten while its job ran
+    } else if (run.hasNext() && !this.stopping) {
+      this.ready(m);
+      // Waiting for its turn behind many others: the lock goes back, lock() takes it again.
+      if (this.turns.length > LOCK_BUDGET) run.release();
+    } else {
+      m.state = 'idle';
+      run.release();
+    }
+  }
+
+  /**
+   * Take m's lock, waiting out a lock held for a moment (a `queue-status` probe) as a single
+   * queue-process does, but without blocking the other queues; false, and m skipped, when
+   * another processor keeps holding it.
+   */
+  private async lock(m: Member): Promise<boolean> {
+    const deadline = Date.now() + BUSY_WAIT_MS;
+    for (;;) {
+      try {
+        await m.run.lock({ wait: false });
+        m.skipNoted = false;
+        return true;
+      } catch (err) {
+        if (!(err instanceof LockedError)) throw err;
+        if (Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          continue;
+        }
+        const why = 'another processor holds its lock';
+        // Said once, not at every change while the other processor works.
+        if (!m.skipNoted) this.log.warn('process', `Skipping queue ${JSON.stringify(m.run.queue.dir)}: ${why} (${err.path})`);
+        m.skipNoted = true;
+        m.state = 'skipped';
+        if (m.outcome === 'done') m.outcome = 'skipped';
+        this.emit({ type: 'skipped', queue: m.run.queue.dir, why });
+        return false;
+      }
+    }
+  }
+
+  /**
+   * A queue's job failed under 'retry', or the queue could not be processed: it stops, the
+   * others go on. With watch, a change in its jobs/ tries it again; a queue whose directory is
+   * gone is not looked at again (its parent, if any, forgets it).
+   */
+  private failed(m: Member, err: unknown): void {
+    if (m.state === 'gone') return m.run.release();
+    m.run.release();
+    const gone = queueDirKind(m.run.queue.dir) !== 'queue';
+    if (gone && m.parent) {
+      m.state = 'idle';
+      this.toLook.add(m.parent);
+      return;
+    }
+    const error = err instanceof Error ? err : new Error(String(err));
+    m.state = 'stopped';
+    m.outcome = 'stopped';
+    m.error = error;
+    if (gone) this.watch?.remove(m); // no error loop on a queue that is not there
+    this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} stopped: ${describeSystemError(err)}`);
+    this.emit({ type: 'stopped', queue: m.run.queue.dir, error });
+    if (this.watching && DISK_ERRORS.has(String((err as NodeJS.ErrnoException).code))) this.lookLater(m);
+  }
+
+  /** A queue its disk had stopped runs again: no longer stopped (the run's summary says done). */
+  private resumed(m: Member): void {
+    m.diskFailures = 0;
+    if (m.outcome !== 'stopped') return;
+    m.outcome = 'done';
+    m.error = undefined;
+    this.log.info('process', `Queue ${JSON.stringify(m.run.queue.dir)} resumed`);
+  }
+
+  /** Watching, after a disk error: look at the queue again in a while (DISK_RETRY_MS, doubling). */
+  private lookLater(m: Member): void {
+    const delay = Math.min(DISK_RETRY_MAX_MS, DISK_RETRY_MS * 2 ** Math.min(m.diskFailures++, 16));
+    const timer = setTimeout(() => {
+      this.retries.delete(timer);
+      if (m.state === 'stopped') this.changed(m);
+    }, delay);
+    this.retries.add(timer);
+  }
+
+  /** A queue gone from its parent: no more looks, no error loop. A running job ends first (turn). */
+  private forget(m: Member): void {
+    if (m.state === 'gone') return;
+    const running = m.state === 'running';
+    m.state = 'gone';
+    if (!running) m.run.release();
+    this.watch?.remove(m);
+    this.members.delete(m.identity);
+    if (m.outcome === 'done' || m.outcome === 'skipped') m.outcome = 'removed';
+    this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} is gone: forgotten`);
+    this.emit({ type: 'removed', queue: m.run.queue.dir });
+  }
+
+  private emit(event: QueuesEvent): void {
+    try {
+      this.opts.onEvent?.(event);
+    } catch (err) {
+      this.log.warn('process', `onEvent listener failed: ${describeSystemError(err)}`);
+    }
+  }
+
+  private poke(): void {
+    const w = this.wakeUp;
+    this.wakeUp = undefined;
+    w?.();
+  }
+
+  /** Until a job ends, a look ends, a directory changes or the signal aborts. */
+  private sleep(): Promise<void> {
+    if (this.toLook.size > 0 && this.looking < this.looksAtOnce && !this.stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => (this.wakeUp = resolve));
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The contracts of a run of jobs (processFd, processQueue, processQueues, Queue.process): its
+ * options, its events and its summary. Apart from the code that runs, so that every file of
+ * process/ depends on them and none on another for its types.
+ */
+import type { Logger } from '../base/log.js';
+import type { JobFunction, OrderBy } from '../queue/types.js';
+import type { StopOptions } from './stopping.js';
+
+export type OnError = 'retry' | 'delete' | 'leave';
+export type OutputTo = 'passboth' | 'saveboth';
+
+export interface CommandOptions {
+  /** Program to run (not through a shell). */
+  command: string;
+  /** Arguments given on our command line after `--`. */
+  params?: string[];
+  /** Append the job's own parameters after ours. */
+  allowJobParams?: boolean;
+  /** Do not give the payload to the command; it inherits our stdin instead. */
+  ignorePayload?: boolean;
+  /** Seconds before the command's process group is killed with SIGKILL; a timeout is a failure. */
+  timeout?: number;
+}
+
+export interface ProcessSummary {
+  /** Jobs run (successful or not). */
+  processed: number;
+  succeeded: number;
+  failed: number;
+}
+
+/** What one queue's run reports as it goes: a scan, and each job's start and end. */
+export type QueueJobEvent =
+  | { type: 'scan'; waiting: number }
+  | { type: 'start'; seq: bigint; filename: string }
+  /** The job is done and recorded; or, `interrupted`, stopped by the run's interrupt and left in the queue. */
+  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string; interrupted?: true };
+
+/** What processQueue reports as it goes (the CLI's progress line is built on it). */
+export type ProcessEvent = QueueJobEvent | { type: 'idle' };
+
+export interface WatchMode {
+  /** Poll every this many seconds (for NFS, FUSE...) instead of using file system events. */
+  pollInterval?: number;
+}
+
+/** A run whose jobs run a command: CommandOptions, and no `run`. */
+export interface CommandExecutor extends CommandOptions {
+  run?: never;
+}
+
+/** A run whose jobs run a JS function: `run`, and none of a command's options. */
+export interface FunctionExecutor {
+  /** Run this function for each job instead of a command. */
+  run: JobFunction;
+  command?: never;
+  params?: never;
+  allowJobParams?: never;
+  ignorePayload?: never;
+}
+
+/**
+ * What runs a run's jobs: a command or a function, exactly one (a TypeScript caller that gives
+ * both, or neither, does not compile; a JavaScript one gets a TypeError from runContext).
+ */
+export type ExecutorOptions = CommandExecutor | FunctionExecutor;
+
+/** The options of a run that do not depend on its executor. */
+export interface RunSettings extends StopOptions {
+  /** Seconds a job may take: its command's process group is then killed, its function's signal aborted. */
+  timeout?: number;
+  onError?: OnError;
+  neverDelete?: boolean;
+  /** Stop after this many jobs. */
+  maxJobs?: number;
+  orderBy?: OrderBy;
+  outputTo?: OutputTo;
+  logger?: Logger;
+  /**
+   * Keep running: when no job is ready, wait for new ones (file system events, or polling) and
+   * go on. Ends when the signal aborts, maxJobs is reached, or a job fails under 'retry'.
+   */
+  watch?: boolean | WatchMode;
+  /**
+   * Sealed jobs in plain queues: read the payload once to check its CRC-32 before running the
+   * job (its length is always checked, from the file size). Jobs read through a decoder, or by
+   * a function executor, are checked as the payload is read, whatever this says.
+   */
+  verify?: boolean;
+}
+
+/** The options of a run that every queue of it shares (processQueue's, without its listener). */
+export type ProcessRunOptions = RunSettings & ExecutorOptions;
+
+export type ProcessQueueOptions = ProcessRunOptions & {
+  /** Called as processing goes ('end' once the job is recorded). A listener that throws is logged and ignored. */
+  onEvent?: (event: ProcessEvent) => void;
+};
+
+/** Queue.process's options: the executor is its first argument; a command's options apply to a command only. */
+export type QueueProcessOptions = RunSettings & Omit<CommandOptions, 'command'> & Pick<ProcessQueueOptions, 'onEvent'>;
+
+export type ProcessQueuesOptions = ProcessRunOptions & {
+  /** At most this many jobs at once, across the queues (default 1). Jobs of one queue never overlap. */
+  jobs?: number;
+  /** Every queue directory directly under each of these (with watch, also those made later). */
+  queuesIn?: string | readonly string[];
+  /** For the queues given by path and those found under queuesIn: see QueueOptions. */
+  decoder?: string;
+  decoderTimeout?: number;
+  onEvent?: (event: QueuesEvent) => void;
+};
+
+/** What processQueues reports as it goes; `queue` is the queue directory as given (or found). */
+export type QueuesEvent =
+  | (QueueJobEvent & { queue: string })
+  /** A queue joined the run (at the start, or made later under a --queues-in parent). */
+  | { type: 'added'; queue: string }
+  /** A queue under a --queues-in parent is gone: forgotten. */
+  | { type: 'removed'; queue: string }
+  /** Another processor holds the queue's lock: skipped (with watch, looked at again on its next change). */
+  | { type: 'skipped'; queue: string; why: string }
+  /** A job failed under 'retry', or the queue can't be processed: it stops, the others go on. */
+  | { type: 'stopped'; queue: string; error: Error }
+  /** Watching: nothing runs and nothing is ready to run. */
+  | { type: 'idle' };
+
+export interface QueueResult extends ProcessSummary {
+  queue: string;
+  /**
+   * done: ran what it could; stopped: a job failed under 'retry' or the queue could not be
+   * processed (error says why); skipped: another processor held its lock; removed: its
+   * directory went away during the run.
+   */
+  state: 'done' | 'stopped' | 'skipped' | 'removed';
+  error?: Error;
+}
+
+export interface ProcessQueuesSummary extends ProcessSummary {
+  /** Every queue of the run, in the order they joined it. */
+  queues: QueueResult[];
+}

@@ -1,0 +1,181 @@
+/**
+ * Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process).
+ */
+import { JobFailedError, describeSystemError } from '../base/errors.js';
+import { silentLogger, type Logger } from '../base/log.js';
+import type { Job, JobEntry } from '../queue/types.js';
+import type { Queue } from '../queue/queue.js';
+import { QueueRun, type RunContext } from './queue-run.js';
+import type { Outcome } from './run-job.js';
+import { Stopping, type StopOptions } from './stopping.js';
+import { checkSeconds } from '../base/timer.js';
+import { JobsWatcher } from '../queue/watch.js';
+
+export type { Job, JobContext, JobFunction, OrderBy } from '../queue/types.js';
+export type {
+  OnError,
+  OutputTo,
+  CommandOptions,
+  ProcessSummary,
+  QueueJobEvent,
+  ProcessEvent,
+  WatchMode,
+  CommandExecutor,
+  FunctionExecutor,
+  ExecutorOptions,
+  RunSettings,
+  ProcessRunOptions,
+  ProcessQueueOptions,
+  QueueProcessOptions,
+} from './options.js';
+import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptions, ProcessSummary } from './options.js';
+
+
+/**
+ * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
+ * streams), loaded when the first job runs: a pass that finds nothing to run, as a cron job over
+ * an empty queue does, does not pay for loading them (docs/benchmarks.md, start-up).
+ */
+let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
+const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
+
+
+/**
+ * Process the packet on a descriptor (normally fd 0): read exactly its header, then let the
+ * command read the rest of the same descriptor. Returns whether the job succeeded; throws
+ * JobFailedError when it failed or was interrupted (StopOptions: `signal` lets the job finish,
+ * within `stopTimeout` if given). `onStart` is called once the header is read, as the command
+ * is about to start (the CLI catches SIGINT and SIGTERM from there on: before, fspl waits for
+ * its input, and a signal ends it).
+ */
+export async function processFd(fd: number, opts: CommandOptions & StopOptions & { logger?: Logger; onStart?: () => void }): Promise<boolean> {
+  const log = opts.logger ?? silentLogger;
+  checkSeconds(opts.timeout, 'processFd: timeout');
+  const stopping = new Stopping(opts, log, 'processFd');
+  try {
+    return await processHeaderAndRun(fd, opts, log, stopping);
+  } finally {
+    stopping.close();
+  }
+}
+
+async function processHeaderAndRun(fd: number, opts: CommandOptions & { onStart?: () => void }, log: Logger, stopping: Stopping): Promise<boolean> {
+  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all([
+    import('../packet/read.js'),
+    import('../queue/jobenv.js'),
+    import('./seal-check.js'),
+    loadRunJob(),
+  ]);
+  const header = readHeaderSync(fd);
+  // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
+  const guard = builtinOutcome(header) || opts.ignorePayload ? NO_SEAL : checkSealedStdin(fd, header.seal);
+  const job: Job = { header, variables: jobVariables(header), payload: guardedPayload(guard, fd) };
+  const run = async () => {
+    opts.onStart?.();
+    const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
+    return ran.interrupted ? ran : judgeSeal(ran, guard);
+  };
+  const outcome: Outcome = builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
+  log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
+  if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
+  return true;
+}
+
+
+/**
+ * Process a queue: in sequence order from nextseq (the default) or in timestamp order.
+ * Holds the queue lock throughout. Failure handling follows onError; with 'retry' a failing job
+ * stops processing with JobFailedError and stays in place. In watch mode, waits for new jobs
+ * instead of returning when none is ready.
+ *
+ * The steps (queue-run.ts): runContext (the options, the executor), lock, then passes until
+ * nothing is left to run (or, watching, until stopped): scan, and runPass's runNext; rest before
+ * waiting and before returning (every record durable), release.
+ */
+export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
+  const ctx = runContext(opts, queue.logger);
+  try {
+    return await processLocked(queue, opts, ctx);
+  } finally {
+    ctx.stopping.close();
+  }
+}
+
+/** processQueue's run, from its lock to its release. */
+async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunContext): Promise<ProcessSummary> {
+  const emit = eventSink(opts, ctx.log);
+  const run = new QueueRun(queue, ctx, emit);
+  await run.lock();
+  let watcher: JobsWatcher | undefined;
+  try {
+    if (opts.watch) {
+      const mode = typeof opts.watch === 'object' ? opts.watch : {};
+      // Before the first scan, so that a job arriving in between is not missed.
+      watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: ctx.log });
+      ctx.log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
+    }
+    const maxJobs = opts.maxJobs ?? Infinity;
+    for (;;) {
+      await run.scan();
+      const stop = await runPass(run, maxJobs, ctx.stopping.stop);
+      if (stop || !watcher) break;
+      run.rest(); // nothing half-finished while we wait
+      emit({ type: 'idle' });
+      if (!(await watcher.wait(ctx.stopping.stop))) break;
+    }
+    run.rest(); // every record durable before the run says it is done (release would swallow a failure)
+    return run.summary;
+  } finally {
+    watcher?.close();
+    run.release();
+  }
+}
+
+/**
+ * Check the options of a run (one queue or many) and choose its executor; nothing is locked yet.
+ * `logger` is the one to use when the options give none. The caller closes its `stopping` when
+ * the run is over.
+ */
+export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext {
+  const log = opts.logger ?? logger;
+  if ((opts.run === undefined) === (opts.command === undefined)) {
+    throw new TypeError('processQueue: give exactly one of `command` and `run`');
+  }
+  checkSeconds(opts.timeout, 'processQueue: timeout');
+  // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
+  // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
+  const baseEnv = Object.freeze({ ...process.env });
+  const stopping = new Stopping(opts, log, 'processQueue');
+  const runJob = async (queue: Queue, entry: JobEntry) => {
+    const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
+    return opts.run ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping) : runCommandQueueJob(queue, entry, opts, log, baseEnv, stopping);
+  };
+  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', stopping, runJob };
+}
+
+/** Report an event to opts.onEvent; a listener's failure is logged, never thrown. */
+function eventSink(opts: { onEvent?: (event: ProcessEvent) => void }, log: Logger): (event: ProcessEvent) => void {
+  return (event) => {
+    try {
+      opts.onEvent?.(event);
+    } catch (err) {
+      // A listener (a progress display, say) must not break the run between a job and its record.
+      log.warn('process', `onEvent listener failed: ${describeSystemError(err)}`);
+    }
+  };
+}
+
+/** Run the pass's jobs one after the other; true when the run must stop (limit reached, aborted). */
+async function runPass(run: QueueRun, maxJobs: number, signal: AbortSignal | undefined): Promise<boolean> {
+  for (;;) {
+    if (run.summary.processed >= maxJobs) {
+      run.log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
+      return true;
+    }
+    if (signal?.aborted) return true;
+    if ((await run.runNext(maxJobs - run.summary.processed)) === 0) {
+      run.log.debug('process', 'Stopping: there is no job with the next sequence number');
+      return false;
+    }
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Queue.process: the queue directory (queue/queue.ts) run by this folder's loop. The queue never
+ * imports its consumer (as BullMQ's Queue never imports its Worker): the method is declared on
+ * Queue here, by module augmentation, and installed when this module loads. The public entries
+ * (index.ts, lowlevel.ts) load it, so every Queue a user holds has it.
+ */
+import { Queue, type Executor } from '../queue/queue.js';
+import { processQueue, type ProcessSummary, type QueueProcessOptions } from './process.js';
+
+declare module '../queue/queue.js' {
+  interface Queue {
+    /**
+     * Run the queue's jobs with a command or an async function; see processQueue for the options.
+     * A function executor receives each job's metadata and payload stream; its throwing or
+     * rejecting is a failure, handled as options.onError says.
+     */
+    process(executor: Executor, options?: QueueProcessOptions): Promise<ProcessSummary>;
+  }
+}
+
+Queue.prototype.process = function process(this: Queue, executor: Executor, options: QueueProcessOptions = {}): Promise<ProcessSummary> {
+  if (typeof executor === 'function') {
+    // A command's options say nothing to a function: left out, as they always were ignored.
+    const { params: _params, allowJobParams: _allow, ignorePayload: _ignore, ...settings } = options;
+    return processQueue(this, { ...settings, run: executor });
+  }
+  if (typeof executor === 'string') return processQueue(this, { ...options, command: executor });
+  const [command, ...params] = executor;
+  if (command === undefined) throw new TypeError('Queue.process: empty command');
+  return processQueue(this, { ...options, command, params: [...params, ...(options.params ?? [])] });
+};

@@ -1,0 +1,266 @@
+/**
+ * One queue's run of queue-process: its lock, its next number, its scans and the jobs it runs.
+ * processQueue (one queue) and processQueues (many, process-many.ts) are both made of these steps:
+ *
+ *   lock       take nextseq.lock (LockedError if another processor has it), complete a record that
+ *              a killed run left half made (Finisher.recover, finish.ts), make sure a job's end
+ *              can be recorded before running any
+ *   peek       without the lock: is there a job to run? (processQueues, to choose what to lock)
+ *   scan       list jobs/, reading only the headers not read before, and plan the pass
+ *   runNext    the pass's next job (takeNext: the one numbered nextseq, or the oldest not yet
+ *              run) run by runOne (the command or the function, then recordFinished, unless
+ *              the run's interrupt stopped it), or a run of NOP jobs recorded as one (runNops)
+ *   rest       between passes: every record durable, the note cleared (Finisher.settle)
+ *   release    give the lock back, the same done first
+ */
+import fs from 'node:fs';
+import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from '../base/errors.js';
+import { Finisher, nopRunAt } from './finish.js';
+import type { Logger } from '../base/log.js';
+import { U64_MAX } from '../packet/types.js';
+import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
+import type { OnError, ProcessSummary, QueueJobEvent, ProcessRunOptions } from './options.js';
+import type { Queue } from '../queue/queue.js';
+import type { Outcome } from './run-job.js';
+import { SeqFile } from '../sys/seqfile.js';
+import type { Stopping } from './stopping.js';
+
+/** What every queue of one run shares: the options, and the executor chosen from them. */
+export interface RunContext {
+  opts: ProcessRunOptions;
+  log: Logger;
+  onError: OnError;
+  timestampOrder: boolean;
+  /** When the run stops, and when its running jobs must stop now (closed by the caller). */
+  stopping: Stopping;
+  /** Run one job of a queue with the command or the function. */
+  runJob: (queue: Queue, entry: JobEntry) => Promise<Outcome>;
+}
+
+/** The jobs of one pass: in timestamp order, the list to run; in sequence order, the jobs by number. */
+type Pass = { byTimestamp: JobEntry[]; bySeq?: undefined } | { byTimestamp?: undefined; bySeq: Map<bigint, JobEntry> };
+
+export class QueueRun {
+  readonly queue: Queue;
+  readonly summary: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
+  /** Sequence order: the number of the job to run next (as last read or written). */
+  next = 0n;
+  private readonly ctx: RunContext;
+  private readonly emit: (event: QueueJobEvent) => void;
+  private seqfile: SeqFile | undefined;
+  /** Records finished jobs while the lock is held (finish.ts). */
+  private finisher: Finisher | undefined;
+  /** The last scan, by file name. */
+  private known = new Map<string, JobEntry>();
+  /** Timestamp order: files already run (and left in place) in this run. */
+  private readonly done = new Set<string>();
+  private pass: Pass | undefined;
+  private index = 0;
+
+  constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
+    this.queue = queue;
+    this.ctx = ctx;
+    this.emit = emit;
+  }
+
+  get log(): Logger {
+    return this.ctx.log;
+  }
+
+  get locked(): boolean {
+    return this.seqfile !== undefined;
+  }
+
+  /** Whether a pass is planned (a scan since the last change of nextseq by someone else). */
+  get planned(): boolean {
+    return this.pass !== undefined;
+  }
+
+  /**
+   * Take the queue's lock: LockedError if another processor holds it (at once with `wait:
+   * false`, after a moment otherwise: Queue.lockSeqfile).
+   */
+  async lock(options: { wait?: boolean } = {}): Promise<void> {
+    const { queue, ctx } = this;
+    const seqfile = queue.lockSeqfile(options);
+    const finisher = new Finisher(queue, seqfile, ctx.log);
+    try {
+      const next = await finisher.recover(seqfile.read());
+      ctx.log.debug('process', () => `Read next ID ${next} from seqfile`);
+      // Unlike the reference, make sure a job's completion can be recorded before running any:
+      // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
+      if (!ctx.timestampOrder) assertWritable(queue, queue.dir);
+      if (!ctx.opts.neverDelete) assertWritable(queue, queue.jobsDir);
+      // Another processor moved nextseq while we did not hold the lock: the pass is stale.
+      if (this.pass && next !== this.next) this.pass = undefined;
+      this.next = next;
+      this.seqfile = seqfile;
+      this.finisher = finisher;
+    } catch (err) {
+      finisher.close();
+      seqfile.release();
+      throw err;
+    }
+  }
+
+  /**
+   * Without the lock: scan, and say whether the queue has a job to run now. The number read is
+   * a hint (nextseq is replaced whole, by a rename); lock() reads it again, under the lock.
+   */
+  async peek(): Promise<boolean> {
+    if (!this.locked) {
+      // A note in the lock file: a record to complete (or another processor at work): lock() sees.
+      if (lockFileSize(this.queue) !== 0) return true;
+      const next = SeqFile.peek(this.queue.seqfilePath);
+      if (next === undefined) return true; // no number to read: lock() says what is wrong
+      this.next = next;
+    }
+    await this.scan();
+    return this.hasNext();
+  }
+
+  /** List jobs/ again (reading only headers not read before) and plan the pass. */
+  async scan(): Promise<void> {
+    this.known = await this.queue.rescan(this.known);
+    if (this.ctx.timestampOrder) {
+      const byTimestamp = [...this.known.values()].filter((e) => !this.done.has(e.filename)).sort(compareByTimestamp);
+      this.emit({ type: 'scan', waiting: byTimestamp.length });
+      this.pass = { byTimestamp };
+    } else {
+      // Sequence order refuses a queue where two files share a number, wherever they are (as the
+      // reference and its manual do); timestamp order does not care.
+      const bySeq = indexBySeq([...this.known.values()]);
+      let waiting = 0;
+      for (const seq of bySeq.keys()) if (seq >= this.next) waiting++;
+      this.emit({ type: 'scan', waiting });
+      this.pass = { bySeq };
+    }
+    this.index = 0;
+  }
+
+  /** Whether the pass has a job to run next. */
+  hasNext(): boolean {
+    const pass = this.pass;
+    if (!pass) return false;
+    return pass.byTimestamp ? this.index < pass.byTimestamp.length : pass.bySeq.has(this.next);
+  }
+
+  /** The pass's next job, taken from it; undefined when there is none (the pass is over). */
+  takeNext(): JobEntry | undefined {
+    const pass = this.pass;
+    if (!pass) return undefined;
+    if (pass.byTimestamp) return pass.byTimestamp[this.index++];
+    const entry = pass.bySeq.get(this.next);
+    if (entry && this.next === U64_MAX) throw new SeqOverflowError(this.queue.seqfilePath);
+    return entry;
+  }
+
+  /**
+   * Run the pass's next job, or record a run of NOP jobs as one (at most `limit` jobs); resolves
+   * to how many jobs were done, 0 when the pass has none left. Under 'retry' a failure ends the
+   * run (JobFailedError, from runOne).
+   */
+  async runNext(limit: number): Promise<number> {
+    const entry = this.takeNext();
+    if (!entry) return 0;
+    const nops = this.pass?.bySeq && this.ctx.opts.outputTo !== 'saveboth' ? nopRunAt(this.pass.bySeq, this.next, limit) : [];
+    if (nops.length === 0) {
+      await this.runOne(entry);
+      return 1;
+    }
+    this.runNops(nops);
+    return nops.length;
+  }
+
+  /** Run one job and record its end; under 'retry' a failure ends the run (JobFailedError). */
+  async runOne(entry: JobEntry): Promise<Outcome> {
+    const { ctx, emit, summary } = this;
+    const seq = entry.header.seq;
+    ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
+    emit({ type: 'start', seq, filename: entry.filename });
+    const outcome = await ctx.runJob(this.queue, entry);
+    if (outcome.interrupted) {
+      // Not recorded: nextseq stays, the file stays, whatever onError says; the run is ending.
+      ctx.log.info('process', `Job ${seq} interrupted (${outcome.why}): it stays in the queue`);
+      emit({ type: 'end', seq, filename: entry.filename, ok: false, why: outcome.why, interrupted: true });
+      return outcome;
+    }
+    summary.processed++;
+    if (outcome.ok) summary.succeeded++;
+    else summary.failed++;
+    ctx.log.debug('process', () => `Job ${seq} ${outcome.why}`);
+    const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why };
+    if (!outcome.ok && ctx.onError === 'retry') {
+      emit(ended);
+      throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
+    }
+    this.recordFinished(entry, outcome);
+    emit(ended); // after the job is recorded: listeners see the queue as it now is
+    return outcome;
+  }
+
+  /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */
+  rest(): void {
+    this.finisher?.settle();
+  }
+
+  /** Give the lock back, every record made durable first if it can be (safe when not held). */
+  release(): void {
+    const seqfile = this.seqfile;
+    const finisher = this.finisher;
+    this.seqfile = undefined;
+    this.finisher = undefined;
+    if (!seqfile) return;
+    finisher?.close(); // never throws: after a failure the note stays for the next run
+    seqfile.release();
+  }
+
+  /**
+   * Record a finished job, durably (finish.ts): a note naming it, nextseq past it (sequence
+   * order), its file deleted unless kept.
+   */
+  private recordFinished(entry: JobEntry, outcome: Outcome): void {
+    const { seq } = entry.header;
+    const remove = !this.ctx.opts.neverDelete && (outcome.ok || this.ctx.onError === 'delete');
+    this.finisher!.finishJob({ seq, filename: entry.filename, order: this.ctx.timestampOrder ? 'timestamp' : 'sequence', remove });
+    if (this.ctx.timestampOrder) this.done.add(entry.filename);
+    else this.next = seq + 1n;
+    if (remove) this.known.delete(entry.filename);
+  }
+
+  /**
+   * A run of NOP jobs in sequence order (nopRunAt): nothing to run, so they are recorded as one
+   * (finish.ts), and each is reported once they are.
+   */
+  private runNops(nops: JobEntry[]): void {
+    const remove = !this.ctx.opts.neverDelete;
+    this.finisher!.finishNops(nops, remove);
+    this.next = nops[nops.length - 1]!.header.seq + 1n;
+    this.summary.processed += nops.length;
+    this.summary.succeeded += nops.length;
+    for (const { header, filename } of nops) {
+      const { seq } = header;
+      if (remove) this.known.delete(filename);
+      this.ctx.log.debug('process', () => `Job ${seq} from ${filename} it is a NOP packet`);
+      this.emit({ type: 'start', seq, filename });
+      this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet' });
+    }
+  }
+}
+
+function assertWritable(queue: Queue, dir: string): void {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (err) {
+    throw new QueueError(`Cannot process queue ${JSON.stringify(queue.dir)}: ${describeSystemError(err)}`, { cause: err });
+  }
+}
+
+/** The size of the queue's lock file: 0 when no note is in it (finish.ts pads a note to a fixed size). */
+function lockFileSize(queue: Queue): number {
+  try {
+    return fs.statSync(`${queue.seqfilePath}.lock`).size;
+  } catch {
+    return 0; // no lock file: lock() says so
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * Running one job, for process.ts: a command packet's command (from a queue or from stdin), or a
+ * JS function; NOP and Fail packets run nothing. The seal and the decoder are judged here, so the
+ * outcome is the job's whole verdict.
+ */
+import fs from 'node:fs';
+import { decoderFailure } from '../queue/decoder.js';
+import { describeSystemError } from '../base/errors.js';
+import { describeResult, runCommand, type RunResult, type StdinSource } from '../sys/exec.js';
+import { closeQuietly } from '../sys/io.js';
+import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
+import type { Logger } from '../base/log.js';
+import { fdStream, metadataOf } from '../packet/stream.js';
+import type { PacketHeader } from '../packet/types.js';
+import type { CommandOptions, ProcessRunOptions } from './options.js';
+import type { Queue } from '../queue/queue.js';
+import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
+import type { Stopping } from './stopping.js';
+import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
+import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
+
+/** A job's verdict, and why in words (for the log and the 'end' event). */
+export interface Outcome {
+  ok: boolean;
+  why: string;
+  /**
+   * Stopped before it finished as the run stopped (by its interrupt, or by a signal that reached
+   * the command along with fspl: killedWithTheRun): not the job's failure. It is not recorded
+   * (it stays in the queue, whatever onError says) and the run ends.
+   */
+  interrupted?: boolean;
+}
+
+/** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */
+export function builtinOutcome(header: PacketHeader): Outcome | undefined {
+  if (header.cmd.kind === 'NOP') return { ok: true, why: 'it is a NOP packet' };
+  if (header.cmd.kind === 'Fail') return { ok: false, why: 'it is a Fail packet' };
+  return undefined;
+}
+
+/**
+ * Signals that a terminal or a service manager sends to every process of what it stops, a job's
+ * command as well as fspl (a terminal's foreground process group; systemd's default
+ * KillMode=control-group).
+ */
+const GROUP_STOP_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGQUIT', 'SIGTERM', 'SIGHUP']);
+/** How long fspl's own copy of such a signal may come after the command's death. */
+const SIGNAL_LAG_MS = 100;
+
+/**
+ * Whether a command killed by a signal was killed as a part of the run's stop: by one of
+ * GROUP_STOP_SIGNALS, when the run is stopping, or starts stopping a moment later (fspl's own
+ * copy of the signal may come an instant after the command's death).
+ */
+async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Promise<boolean> {
+  if (!stop || !r.signal || !GROUP_STOP_SIGNALS.has(r.signal)) return false;
+  await waitUnlessAborted(SIGNAL_LAG_MS, stop);
+  return stop.aborted;
+}
+
+/**
+ * Run a command packet's command. The run's interrupt stops it (its process group killed, as its
+ * timeout would), and the outcome is then `interrupted`; so it is when a terminal or a service
+ * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv` is the inherited
+ * environment, read once per run: process.env is slow to enumerate and this is the per-job path.
+ * The job's FSPL_* variables come from its header and location (the job's own `variables`,
+ * Buffers, are not needed here): merged into the inherited environment as the addon takes it
+ * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
+ * whole environment per job, and packing all of it again, stood out in the per-job profile
+ * (docs/benchmarks.md, "Measurements behind the code": "The job's environment packed once per
+ * run").
+ */
+export async function runCommandJob(
+  job: Omit<Job, 'variables'>,
+  opts: CommandOptions,
+  output: 'inherit' | number,
+  log: Logger,
+  baseEnv: NodeJS.ProcessEnv,
+  stopping: Stopping | undefined,
+): Promise<Outcome> {
+  const cmd = job.header.cmd;
+  if (cmd.kind !== 'Command') throw new TypeError('runCommandJob: not a command packet');
+  const args = [...(opts.params ?? [])];
+  if (opts.allowJobParams) {
+    for (const p of cmd.params) args.push(Buffer.from(p).toString('utf8'));
+  } else if (cmd.params.length > 0) {
+    log.warn('process', 'Parameters given in job ignored because --allow-job-params was not given');
+  }
+  // With --ignore-payload the command gets our own stdin: the terminal or whatever fed us, but
+  // never the packet itself (for stdin-process, where our stdin *is* the packet, /dev/null).
+  const stdin: StdinSource = opts.ignorePayload ? (job.location ? 'inherit' : 'ignore') : job.payload;
+  log.debug('exec', () => `Running ${JSON.stringify(opts.command)} with params ${JSON.stringify(args)}`);
+  const r = await runCommand({
+    command: opts.command,
+    args,
+    env: new ChildEnv(jobVariableStrings(job.header, job.location), baseEnv),
+    stdin,
+    output,
+    timeout: opts.timeout,
+    stop: stopping?.interrupt,
+  });
+  const why = `command ${describeResult(r)}`;
+  if (r.stopped) return { ok: false, why, interrupted: true };
+  if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
+  if (!r.ok) log.error('exec', `Command ${JSON.stringify(opts.command)} ${describeResult(r)}`);
+  return { ok: r.ok, why };
+}
+
+/** A sealed job whose payload does not match its seal: not run, failed. */
+function refuseJob(why: string, entry: JobEntry, log: Logger): Outcome {
+  log.error('process', `Job ${entry.header.seq} not run: ${why}`);
+  return { ok: false, why };
+}
+
+/** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
+export async function runCommandQueueJob(
+  queue: Queue,
+  entry: JobEntry,
+  opts: ProcessRunOptions & CommandOptions,
+  log: Logger,
+  baseEnv: NodeJS.ProcessEnv,
+  stopping: Stopping | undefined,
+): Promise<Outcome> {
+  let outFd: number | undefined;
+  if (opts.outputTo === 'saveboth') {
+    // Created (empty) for every kind of job, as the reference does.
+    outFd = fs.openSync(`${queue.jobPath(entry.filename)}.out`, 'w', 0o666);
+  }
+  const builtin = builtinOutcome(entry.header);
+  if (builtin) {
+    // NOP and Fail jobs have nothing to run: the scan already read all we need.
+    closeQuietly(outFd);
+    return builtin;
+  }
+  let opened: OpenJob;
+  try {
+    opened = await queue.openJob(entry.filename);
+  } catch (err) {
+    closeQuietly(outFd);
+    throw err;
+  }
+  try {
+    const guard = opts.ignorePayload ? NO_SEAL : checkSealedJob(opened, opts.verify ?? false);
+    if (guard.kind === 'refused') return refuseJob(guard.why, entry, log);
+    const job: Omit<Job, 'variables'> = {
+      header: opened.header,
+      location: { queuedir: queue.dir, filename: entry.filename },
+      payload: guardedPayload(guard, opened.payload),
+    };
+    const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping);
+    // An interrupted job's payload was not read to its end: its seal says nothing.
+    const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
+    return await judgeDecoder(opened, outcome, queue.decoder);
+  } finally {
+    opened.close();
+    closeQuietly(outFd);
+  }
+}
+
+/**
+ * Whatever the executor left unread is not the decoder's fault: stop it, and then its exit
+ * status says nothing. Only a decoder whose output was read to the end is judged by it.
+ */
+async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string | undefined): Promise<Outcome> {
+  if (opened.kind !== 'decoded') return outcome;
+  const dec = opened.decoded;
+  dec.abort();
+  const status = await dec.exited;
+  if (outcome.ok && !dec.aborted && status.code !== 0) return { ok: false, why: decoderFailure(decoder!, status).message };
+  return outcome;
+}
+
+/** Run one queue job with a JS function; the run's interrupt aborts its signal, as its timeout does. */
+export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessRunOptions, log: Logger, stopping: Stopping | undefined): Promise<Outcome> {
+  const interrupt = stopping?.interrupt;
+  const builtin = builtinOutcome(entry.header);
+  if (builtin) return builtin;
+  const opened = await queue.openJob(entry.filename);
+  const checked = opened.kind === 'plain' ? checkSealedFile(opened, opts.verify ?? false) : NO_SEAL;
+  if (checked.kind === 'refused') {
+    opened.close();
+    return refuseJob(checked.why, entry, log);
+  }
+  // A plain job's descriptor becomes the stream's; the stream closes it (after any read in
+  // flight), so it must not also be closed here. A sealed payload is checked as the function
+  // reads it, failing with PayloadSealError.
+  const raw = opened.kind === 'plain' ? fdStream(opened.payload, true) : opened.payload;
+  const guard = watchStream(raw, opened.header.seal, false);
+  const payload = guardedPayload(guard, raw);
+  // Aborted when the job's timeout passes, or the run is interrupted (whichever comes first).
+  const aborts = new AbortController();
+  let interrupted = false;
+  const cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), opts.timeout * 1000);
+  const onInterrupt = () => {
+    if (aborts.signal.aborted) return;
+    interrupted = true;
+    aborts.abort(new Error('interrupted'));
+  };
+  if (interrupt?.aborted) onInterrupt();
+  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  const where = { queuedir: queue.dir, filename: entry.filename };
+  const variables = variablesRecord(jobVariables(opened.header, where));
+  let outcome: Outcome;
+  try {
+    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: aborts.signal });
+    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
+  } catch (err) {
+    if (interrupted) outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };
+    else {
+      const why = aborts.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
+      log.error('exec', `Job ${entry.header.seq}: ${why}`);
+      outcome = { ok: false, why };
+    }
+  } finally {
+    cancelTimer?.();
+    interrupt?.removeEventListener('abort', onInterrupt);
+  }
+  if (!outcome.interrupted) outcome = judgeSeal(outcome, guard);
+  try {
+    return await judgeDecoder(opened, outcome, queue.decoder);
+  } finally {
+    payload.destroy();
+    if (opened.kind === 'decoded') opened.close();
+  }
+}

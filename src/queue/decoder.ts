@@ -1,0 +1,149 @@
+/**
+ * Decoder pipelines: `$SHELL -c DECODER` (or /bin/sh) reads the stored job file on stdin and
+ * writes the packet on stdout. Used for compressed or encrypted queues (zcat, gpg -d, age -d).
+ */
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { Readable } from 'node:stream';
+import { DecoderError } from '../base/errors.js';
+import { spawnTalking } from '../sys/exec.js';
+import { checkSeconds, setLongTimeout } from '../base/timer.js';
+import { closeQuietly } from '../sys/io.js';
+import { readHeaderFromStream } from '../packet/read.js';
+import type { PacketHeader } from '../packet/types.js';
+import type { DecodedJob, ExitStatus } from './types.js';
+
+export type { DecodedJob, ExitStatus } from './types.js';
+
+export function decoderShell(): string {
+  return process.env.SHELL || '/bin/sh';
+}
+
+function describeExit(s: ExitStatus): string {
+  return s.signal ? `was killed by signal ${s.signal}` : `exited with status ${s.code}`;
+}
+
+export function decoderFailure(decoder: string, s: ExitStatus): DecoderError {
+  return new DecoderError(`Decoder ${JSON.stringify(decoder)} ${describeExit(s)}`);
+}
+
+/** After SIGTERM, how long a decoder has to exit before SIGKILL. */
+const KILL_GRACE_MS = 1000;
+/** How long a decoder that has closed its output may take to exit before it is killed. */
+const EXIT_GRACE_MS = 5000;
+
+/**
+ * Start the decoder on a job file and read the packet header from its output. With `timeout`
+ * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
+ * a DecoderError whose `timedOut` is true. With `newSession`, the decoder leads a session of its
+ * own: the decoder of a job about to run is part of the job, and is kept out of our process
+ * group as its command is (exec.ts says why). One function (about 80 lines) on purpose: the
+ * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
+ * returned DecodedJob's getter.
+ */
+export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false): Promise<DecodedJob> {
+  checkSeconds(timeout, 'openThroughDecoder: timeout');
+  // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  let child: ChildProcess;
+  try {
+    child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, newSession);
+  } finally {
+    closeQuietly(fd); // the child has its own copy
+  }
+  let killTimer: NodeJS.Timeout | undefined;
+  const running = () => child.exitCode === null && child.signalCode === null;
+  let aborted = false;
+  const killLater = (ms: number) => {
+    killTimer ??= setTimeout(() => {
+      if (!running()) return;
+      // Killed by us: its exit status then says nothing about the job (the command's decides).
+      aborted = true;
+      child.kill('SIGKILL');
+    }, ms).unref();
+  };
+  const exited = new Promise<ExitStatus>((resolve) => {
+    child.once('error', () => resolve({ code: 127, signal: null }));
+    child.once('close', (code, signal) => {
+      if (killTimer) clearTimeout(killTimer);
+      resolve({ code, signal });
+    });
+  });
+  const payload = child.stdout!;
+  const abort = () => {
+    if (payload.readableEnded) {
+      // All its output was read: let it exit by itself, but not wait for ever.
+      if (running()) killLater(EXIT_GRACE_MS);
+      return;
+    }
+    // Its output was not read to the end (whether or not it has exited already, killed by a
+    // broken pipe say): its exit status then says nothing about the job.
+    aborted = true;
+    if (running()) {
+      // Signal first: a decoder that meets a closed socket first may complain and exit 1. One
+      // that ignores SIGTERM gets SIGKILL a moment later, so that nobody waits on it for ever.
+      child.kill('SIGTERM');
+      killLater(KILL_GRACE_MS);
+    }
+    payload.destroy();
+  };
+  let timedOut = false;
+  const cancelTimer =
+    timeout === undefined
+      ? undefined
+      : setLongTimeout(() => {
+          timedOut = true;
+          child.kill('SIGKILL');
+          payload.destroy(); // a grandchild may still hold the pipe open
+        }, timeout * 1000);
+  try {
+    const header = await readHeaderFromStream(payload);
+    if (timedOut) throw new Error('timed out');
+    return {
+      header,
+      payload,
+      exited,
+      abort,
+      get aborted() {
+        return aborted;
+      },
+    };
+  } catch (err) {
+    abort();
+    const status = await exited;
+    if (timedOut) {
+      throw new DecoderError(`Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s for ${file}; killed it`, { timedOut: true });
+    }
+    if (status.code !== 0 && status.signal !== 'SIGTERM') {
+      throw new DecoderError(`${(err as Error).message} (decoder ${describeExit(status)})`);
+    }
+    throw err;
+  } finally {
+    cancelTimer?.();
+  }
+}
+
+/** Read only the header of a job file through the decoder, then stop the decoder. */
+export async function readHeaderThroughDecoder(file: string, decoder: string, timeout?: number): Promise<PacketHeader> {
+  const job = await openThroughDecoder(file, decoder, timeout);
+  job.abort();
+  return job.header;
+}
+
+/**
+ * The payload of a decoded job as a stream that ends only once the decoder has exited with
+ * status 0, and fails with DecoderError otherwise (a truncated gzip file, say). Destroying it
+ * stops the decoder.
+ */
+export function checkedPayload(job: DecodedJob, decoder: string): Readable {
+  async function* chunks() {
+    try {
+      for await (const chunk of job.payload) yield chunk as Buffer;
+      const status = await job.exited;
+      if (status.code !== 0) throw decoderFailure(decoder, status);
+    } finally {
+      job.abort(); // a consumer that stopped early: stop the decoder too
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
+}

@@ -1,0 +1,247 @@
+/**
+ * Watching many directories at once (the queues of one `queue-process`, the places of a net):
+ * file system events for all of them through one inotify instance (libuv keeps one per event
+ * loop, whatever the number of fs.watch handles), and ONE timer for every safety look and poll.
+ *
+ * A look at a directory is one stat: its change time, modification time and inode against those
+ * of the last look. Only a directory that changed (or that changed too recently for its times to
+ * tell: coarse time stamps) is reported, so that looking after 10,000 idle queues costs 10,000
+ * stats per interval, spread over the interval, and no scan.
+ *
+ * - events (the default): an event for a job file reports its directory at once; each directory
+ *   is also looked at every `safetyInterval` seconds, in case an event was lost (inotify's queue
+ *   overflowing, say). A directory that can't be watched is looked at every second instead.
+ * - polling (`pollInterval`): no events; each directory is looked at every `pollInterval`
+ *   seconds (NFS, SMB, FUSE, where events don't come).
+ *
+ * Looks are due per directory, not in bursts: each interval has its own first-in first-out list,
+ * in due order, and a tick looks at no more than LOOKS_PER_TICK directories before yielding, so
+ * that 10,000 directories added at once spread themselves over the interval after their first
+ * look.
+ */
+import fs from 'node:fs';
+import { isJobFilename } from './jobs.js';
+import type { Logger } from '../base/log.js';
+
+export interface DirWatchSetOptions {
+  /** Poll every this many seconds instead of using file system events. */
+  pollInterval?: number;
+  /** With events: look at each directory this often anyway, in case an event was lost (default 30 s). */
+  safetyInterval?: number;
+  logger?: Logger;
+  /**
+   * A change this close (ms) before a look may not show in the directory's times: such a look
+   * reports the next one as a change too. Default 2000 (FAT's 2 s stamps; ext4's are a jiffy).
+   */
+  coarseMs?: number;
+}
+
+export interface DirWatchOptions {
+  /** Which names' events count: job files (`fspl-*.fspl`, the default) or every name (a parent of queues). */
+  names?: 'jobs' | 'all';
+  /** Events for names this returns false for are ignored (a writer's own renames, say). */
+  filter?: (name: string) => boolean;
+  /** This directory's own safety interval, in seconds (a place fed by a synchronisation tool: more often). */
+  safetyInterval?: number;
+}
+
+/** What the last look saw of a directory. */
+interface Seen {
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  /** When it was looked at: a change within COARSE_MS of this may not show in the times. */
+  at: number;
+}
+
+interface Entry<K> {
+  key: K;
+  dir: string;
+  watcher?: fs.FSWatcher;
+  /** Seconds between looks: the poll or safety interval, or the fallback when events fail. */
+  interval: number;
+  due: number;
+  seen?: Seen;
+  removed: boolean;
+  /** Report the next look as a change, whatever it sees (recheck). */
+  force: boolean;
+}
+
+/** Looks at most this many directories per turn of the event loop. */
+const LOOKS_PER_TICK = 128;
+/** A directory whose watch failed is looked at this often (seconds). */
+const FALLBACK_SECONDS = 1;
+/** Time stamps on some file systems are this coarse (FAT: 2 s; ext4: a jiffy). */
+const COARSE_MS = 2000;
+const MAX_TIMER_MS = 0x7fff_ffff;
+
+export class DirWatchSet<K> {
+  /** 'events' or 'polling': how changes are noticed (before any per-directory fallback). */
+  readonly mode: 'events' | 'polling';
+  private readonly entries = new Map<K, Entry<K>>();
+  /** One list per interval, each in due order (every entry in it was last due `interval` before). */
+  private readonly lists = new Map<number, Entry<K>[]>();
+  private readonly onChange: (key: K) => void;
+  private readonly log: Logger | undefined;
+  private readonly interval: number;
+  private readonly coarseMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private closed = false;
+
+  constructor(onChange: (key: K) => void, options: DirWatchSetOptions = {}) {
+    this.onChange = onChange;
+    this.log = options.logger;
+    this.mode = options.pollInterval !== undefined ? 'polling' : 'events';
+    this.interval = checkInterval(options.pollInterval ?? options.safetyInterval ?? 30);
+    this.coarseMs = options.coarseMs ?? COARSE_MS;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  has(key: K): boolean {
+    return this.entries.has(key);
+  }
+
+  /**
+   * Watch dir under key (replacing what key watched). Add before the first scan of the directory,
+   * so that nothing arriving in between is missed.
+   */
+  add(key: K, dir: string, options: DirWatchOptions = {}): void {
+    this.remove(key);
+    const interval = this.mode === 'polling' ? this.interval : checkInterval(options.safetyInterval ?? this.interval);
+    const entry: Entry<K> = { key, dir, interval, due: 0, removed: false, force: false };
+    entry.seen = look(dir);
+    this.entries.set(key, entry);
+    if (this.mode === 'events') this.listen(entry, options);
+    this.enqueue(entry, Date.now());
+  }
+
+  /** Stop watching key (nothing happens for an unknown key). */
+  remove(key: K): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    entry.removed = true; // its place in a list is dropped when the list reaches it
+    entry.watcher?.close();
+    entry.watcher = undefined;
+    this.entries.delete(key);
+  }
+
+  /**
+   * Report key's next look as a change even if its directory's times have not moved: for a
+   * directory whose last scan found a job file it could not read yet (written in place, not
+   * renamed in), whose completion changes the file, not the directory.
+   */
+  recheck(key: K): void {
+    const entry = this.entries.get(key);
+    if (entry) entry.force = true;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const key of [...this.entries.keys()]) this.remove(key);
+    this.lists.clear();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private listen(entry: Entry<K>, options: DirWatchOptions): void {
+    const all = options.names === 'all';
+    const filter = options.filter;
+    try {
+      entry.watcher = fs.watch(entry.dir, { persistent: true }, (_event, name) => {
+        if (entry.removed) return;
+        const n = name === null ? null : String(name);
+        if (n === null || ((all || isJobFilename(n)) && (filter?.(n) ?? true))) this.onChange(entry.key);
+      });
+      entry.watcher.on('error', (err) => this.fallBack(entry, err));
+    } catch (err) {
+      this.fallBack(entry, err);
+    }
+  }
+
+  /** Events failed for this directory (it is gone, or the file system has none): look every second. */
+  private fallBack(entry: Entry<K>, err: unknown): void {
+    if (entry.removed) return;
+    entry.watcher?.close();
+    entry.watcher = undefined;
+    if (entry.interval !== FALLBACK_SECONDS) {
+      this.log?.debug('watch', () => `Cannot watch ${JSON.stringify(entry.dir)} (${(err as Error).message}); looking every ${FALLBACK_SECONDS} s instead`);
+      entry.interval = FALLBACK_SECONDS;
+      this.enqueue(entry, Date.now());
+    }
+    this.onChange(entry.key);
+  }
+
+  private enqueue(entry: Entry<K>, now: number): void {
+    if (this.closed) return;
+    entry.due = now + entry.interval * 1000;
+    let list = this.lists.get(entry.interval);
+    if (!list) this.lists.set(entry.interval, (list = []));
+    list.push(entry);
+    this.arm(entry.due);
+  }
+
+  /** Make sure the timer fires by `at`. */
+  private arm(at: number): void {
+    if (this.closed || at >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+  }
+
+  /** Look at the directories that are due, at most LOOKS_PER_TICK of them, then re-arm the timer. */
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = Date.now();
+    let budget = LOOKS_PER_TICK;
+    let next = Infinity;
+    for (const [interval, list] of this.lists) {
+      let i = 0;
+      for (; i < list.length; i++) {
+        const entry = list[i]!;
+        if (entry.removed || entry.interval !== interval) continue; // removed, or moved to the fallback list
+        if (entry.due > now || budget === 0) break;
+        budget--;
+        this.visit(entry, now);
+      }
+      list.splice(0, i); // visited entries went to the back (enqueue), after this list's end
+      if (list.length === 0) this.lists.delete(interval);
+      else next = Math.min(next, budget === 0 ? now : list[0]!.due);
+    }
+    // Entries pushed during the loop sit at the lists' ends; their due times are later than any head's.
+    if (next !== Infinity) this.arm(next);
+  }
+
+  private visit(entry: Entry<K>, now: number): void {
+    const seen = look(entry.dir);
+    const before = entry.seen;
+    entry.seen = seen;
+    // `at` is Date.now(), in whole milliseconds, and a file time has a fraction of one: compared
+    // whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
+    const changed =
+      entry.force ||
+      !seen || !before || seen.ino !== before.ino || seen.mtimeMs !== before.mtimeMs || seen.ctimeMs !== before.ctimeMs || before.at - Math.floor(Math.max(before.mtimeMs, before.ctimeMs)) < this.coarseMs;
+    entry.force = false;
+    this.enqueue(entry, now);
+    if (changed) this.onChange(entry.key);
+  }
+}
+
+function checkInterval(seconds: number): number {
+  if (!(seconds > 0)) throw new RangeError(`DirWatchSet: invalid interval ${seconds}: give a number of seconds above 0`);
+  return seconds;
+}
+
+/** One stat of a directory; undefined when it can't be looked at (gone, say). */
+function look(dir: string): Seen | undefined {
+  try {
+    const st = fs.statSync(dir);
+    return { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, at: Date.now() };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,397 @@
+/**
+ * Starting child processes: every one fspl starts goes through here. A queue job's command
+ * (runCommand) and a net firing's command (runDetached), each leading a process group of its
+ * own, killed as a group; a decoder or an ssh connection (spawnTalking).
+ *
+ * Why a job's command is not in fspl's process group: a terminal sends Ctrl-C to its whole
+ * foreground process group, and a supervisor may signal fspl's group. fspl answers SIGINT and
+ * SIGTERM by letting the running job finish (stopping.ts, cli/stop-signals.ts), which a
+ * command that got the same signal could not do. When fspl has a controlling terminal the
+ * command leads a session of its own too: a background process group that reads its terminal
+ * is stopped (SIGTTIN), and fspl would wait for it for ever. In a session of its own it has no
+ * controlling terminal: it still reads and writes the descriptors it is given (a terminal among
+ * them), but can't open /dev/tty, and the terminal's signals (Ctrl-C, Ctrl-Z, a hang-up) reach
+ * only fspl. Not a session always: setsid(2) also gives the child a scheduler autogroup of its
+ * own (Linux), a measurable cost per job against a process group only (docs/benchmarks.md,
+ * "Measurements behind the code": "A session for the job's command only with a terminal").
+ * child_process can only give a session (`detached`), and costs far more than that anyway.
+ *
+ * The command is spawned directly (no shell) with node:child_process. We measured execa on this
+ * path: its import is slow, and each spawn through it costs more than twice a bare spawn, which
+ * would more than double the per-job cost of a queue run (docs/benchmarks.md, "Measurements behind
+ * the code": "Not execa on the spawn path"). The payload reaches the child as a file descriptor
+ * (the open job file, positioned after the header) so the kernel, not Node, moves the bytes; only
+ * decoded payloads are piped through us.
+ *
+ * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
+ * optional native addon starts the command with posix_spawn instead (src/sys/native.ts says why: it is
+ * several times cheaper per job; docs/benchmarks.md, "Measurements behind the code": "Spawning
+ * jobs: posix_spawn through the addon"), with the same semantics; without the addon, or with
+ * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the addon's
+ * spawner thread, so that the event loop does not wait for the child's exec: its pid comes back a
+ * moment later, and what needs it (a kill) waits for it.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import type { Readable } from 'node:stream';
+import { ExecError } from '../base/errors.js';
+import { isPackable, nativeSpawn, nativeSpawnDetached, type NativeExit, type PackableEnv, type SpawnEnv } from './native.js';
+import { checkSeconds, setLongTimeout } from '../base/timer.js';
+
+export type StdinSource = number | Readable | 'inherit' | 'ignore';
+
+export interface RunOptions {
+  command: string;
+  args: string[];
+  /** The complete environment for the child (an object, or jobenv.ts ChildEnv: packed once for the addon). */
+  env: SpawnEnv;
+  stdin: StdinSource;
+  /** Where stdout and stderr go: our own (PassBoth) or a file descriptor (SaveBoth). */
+  output: 'inherit' | number;
+  /** Seconds before SIGKILL to the command's process group. */
+  timeout?: number;
+  /**
+   * Aborted: the command is stopped as the timeout stops it (SIGKILL to its process group),
+   * and the result says `stopped` unless it had succeeded by then.
+   */
+  stop?: AbortSignal;
+}
+
+export interface RunResult {
+  ok: boolean;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  /** Stopped (the `stop` signal) before it could succeed. */
+  stopped: boolean;
+  /** Whether a piped payload could not be delivered in full because the child stopped reading. */
+  stdinClosedEarly: boolean;
+}
+
+export function describeResult(r: RunResult): string {
+  if (r.timedOut) return 'timed out and was killed';
+  if (r.stopped) return 'was stopped before it finished';
+  if (r.signal) return `was killed by signal ${r.signal}`;
+  return `exited with status ${r.code}`;
+}
+
+/** Children started through the addon and not yet reaped. */
+let nativeRunning = 0;
+
+let jobGroup: 'group' | 'session' | undefined;
+
+/** What a job's command leads (the top of this file says why): a session on a terminal, else a process group. */
+function jobGroupKind(): 'group' | 'session' {
+  return (jobGroup ??= hasControllingTerminal() ? 'session' : 'group');
+}
+
+/** Whether this process has a controlling terminal: tty_nr in /proc/self/stat (without /proc: assume so). */
+function hasControllingTerminal(): boolean {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[4]) !== 0;
+  } catch {
+    return true;
+  }
+}
+
+/** Why a command could not start, in a few words. */
+export function startProblem(code: string | undefined, message: string): string {
+  return code === 'ENOENT' ? 'No such file or directory' : code === 'EACCES' ? 'Permission denied' : message;
+}
+
+function startFailure(command: string, code: string | undefined, message: string, cause: unknown): ExecError {
+  return new ExecError(`Failed to run ${JSON.stringify(command)}: ${startProblem(code, message)}`, { cause });
+}
+
+/**
+ * A running command's timeout and stop: the first to come kills its process group (SIGKILL) and
+ * is remembered. `kill` is called only while the group's leader is not reaped (its pid, and so
+ * the group's id, still ours).
+ */
+class Stopper {
+  private why: 'timeout' | 'stop' | undefined;
+  private readonly cancelTimer: (() => void) | undefined;
+  private readonly onStop = () => this.fire('stop');
+
+  constructor(
+    private readonly opts: RunOptions,
+    private readonly kill: () => void,
+  ) {
+    this.cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => this.fire('timeout'), opts.timeout * 1000);
+    if (opts.stop?.aborted) this.fire('stop');
+    else opts.stop?.addEventListener('abort', this.onStop, { once: true });
+  }
+
+  private fire(why: 'timeout' | 'stop'): void {
+    if (this.why) return;
+    this.why = why;
+    this.kill();
+  }
+
+  /** The command has exited: no kill after this; its result. */
+  result(code: number | null, signal: NodeJS.Signals | null, stdinClosedEarly: boolean): RunResult {
+    this.cancelTimer?.();
+    this.opts.stop?.removeEventListener('abort', this.onStop);
+    // A command that exits 0 as its timeout comes has still timed out (as it always had); one
+    // that succeeded as the stop came has done its job.
+    const timedOut = this.why === 'timeout';
+    const ok = code === 0 && !timedOut;
+    return { ok, code, signal, timedOut, stopped: this.why === 'stop' && !ok, stdinClosedEarly };
+  }
+}
+
+/** SIGKILL to the process group `pid` leads (the leader itself, should it have left it). */
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+}
+
+/**
+ * The native path: posix_spawn, then a wait on the thread pool. Undefined when the addon is
+ * missing or the job needs child_process (see nativeSpawn).
+ */
+function runNative(opts: RunOptions): Promise<RunResult> | undefined {
+  const stdin = opts.stdin;
+  // The addon waits for its child on a thread of libuv's pool (4 threads, shared with fs and
+  // crypto). The CLI runs one job at a time; a library user running several queues at once gets
+  // child_process for the others, so that long jobs never starve the pool.
+  if (typeof stdin === 'object' || nativeRunning > 0) return undefined;
+  const inFd = stdin === 'inherit' ? 0 : stdin === 'ignore' ? -1 : stdin;
+  const out = opts.output === 'inherit' ? undefined : opts.output;
+  let stopper: Stopper | undefined;
+  let settle!: (r: RunResult) => void;
+  const result = new Promise<RunResult>((resolve) => (settle = resolve));
+  nativeRunning++;
+  const onExit = ({ code, signal }: NativeExit) => {
+    nativeRunning--;
+    settle(stopper!.result(code, signal, false)); // onExit comes through the event loop: stopper is set
+  };
+  // In a process group of its own (the top of this file says why).
+  const started = nativeSpawn({ command: opts.command, args: opts.args, env: opts.env, stdin: inFd, stdout: out ?? 1, stderr: out ?? 2 }, onExit, jobGroupKind());
+  if (started === undefined) {
+    nativeRunning--;
+    return undefined;
+  }
+  if ('errno' in started) {
+    nativeRunning--;
+    const err = Object.assign(new Error(`spawn ${opts.command} ${started.code}`), { errno: -started.errno, code: started.code, syscall: `spawn ${opts.command}`, path: opts.command });
+    return Promise.reject(startFailure(opts.command, started.code, err.message, err));
+  }
+  const pid = started.pid;
+  // The child is reaped on this thread just before onExit runs: until then its group is ours.
+  stopper = new Stopper(opts, () => killGroup(pid));
+  return result;
+}
+
+/** Run a command to completion. Rejects with ExecError if it cannot be started at all. */
+export function runCommand(opts: RunOptions): Promise<RunResult> {
+  checkSeconds(opts.timeout, 'runCommand: timeout');
+  return runNative(opts) ?? runChildProcess(opts);
+}
+
+function runChildProcess(opts: RunOptions): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const stdin = typeof opts.stdin === 'object' ? 'pipe' : opts.stdin;
+    const out = opts.output;
+    let child: ChildProcess;
+    try {
+      // detached: a session (and process group) of its own (the top of this file says why).
+      child = spawn(opts.command, opts.args, { stdio: [stdin, out, out], env: isPackable(opts.env) ? opts.env.record() : opts.env, detached: true });
+    } catch (err) {
+      reject(new ExecError(`Failed to run ${JSON.stringify(opts.command)}: ${(err as Error).message}`, { cause: err }));
+      return;
+    }
+    let stdinClosedEarly = false;
+    // Node reaps the child just before it sets exitCode or signalCode (and emits 'exit').
+    const running = () => child.exitCode === null && child.signalCode === null;
+    const stopper = child.pid === undefined ? undefined : new Stopper(opts, () => running() && killGroup(child.pid!));
+    if (typeof opts.stdin === 'object' && child.stdin) {
+      const src = opts.stdin;
+      const sink = child.stdin;
+      sink.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EPIPE' || err.code === 'ECONNRESET') {
+          stdinClosedEarly = true;
+          src.unpipe(sink);
+          src.destroy();
+        }
+      });
+      src.pipe(sink);
+    }
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      stopper?.result(null, null, false); // disarms it
+      reject(startFailure(opts.command, err.code, err.message, err));
+    });
+    child.once('close', (code, signal) => {
+      if (stopper) resolve(stopper.result(code, signal, stdinClosedEarly));
+    });
+  });
+}
+
+export interface DetachedOptions {
+  command: string;
+  args: string[];
+  /** The complete environment for the child (jobenv.ts ChildEnv: packed once for the addon). */
+  env: Record<string, string> | PackableEnv;
+  cwd?: string;
+  /** Descriptors: stdin ('ignore': /dev/null), stdout and stderr. */
+  stdin: number | 'ignore';
+  stdout: number;
+  stderr: number;
+  /** Start it as this user and group (the caller is root). */
+  runAs?: { uid: number; gid: number };
+  /** Seconds before the group is killed (SIGTERM, then SIGKILL after killGraceMs). */
+  timeout?: number;
+  /** Aborted: the group is killed the same way, and the result says abandoned. */
+  signal?: AbortSignal;
+  killGraceMs: number;
+}
+
+export interface DetachedResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** 128 + the signal's number when it was killed; else its exit code. */
+  status: number | null;
+  timedOut: boolean;
+  abandoned: boolean;
+}
+
+/** A detached child that could not start: `why` in a few words (startProblem). */
+export class StartError extends Error {
+  constructor(readonly why: string) {
+    super(why);
+  }
+}
+
+/**
+ * Run a command in a process group of its own to its exit. A timeout or the abort signal kills
+ * the group: SIGTERM, then SIGKILL after killGraceMs; once the leader exits, whatever it left in
+ * its group is killed too. Rejects with StartError when it can't start. The descriptors in `o`
+ * must stay open until it settles (the start may happen after this returns).
+ *
+ * Through the native addon where it can: child_process fork()s the whole process, which holds
+ * its main thread for milliseconds per start, a large share of a net run of short firings
+ * (docs/benchmarks.md, "Measurements behind the code": "Starting a firing off the event loop"). The
+ * addon's posix_spawn (vfork-style) runs on a thread of its own, so the event loop pays only for
+ * building the arguments; the pid comes back a little later, and a kill asked for before it has
+ * come is sent as soon as it does. child_process where the addon is missing, and to start a command
+ * as another user.
+ */
+export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
+  return new Promise((resolve, reject) => {
+    let timedOut = false;
+    let abandoned = false;
+    let pid: number | undefined;
+    /** The last kill asked for before the pid was known: sent once it is. */
+    let pending: NodeJS.Signals | undefined;
+    const killGroup = (sig: NodeJS.Signals) => {
+      if (pid === undefined) {
+        pending = sig;
+        return;
+      }
+      try {
+        // A leader started by the addon is reaped only on this thread, just before its exit is
+        // reported: until then its pid, and so the group's id, is still ours.
+        process.kill(-pid, sig);
+      } catch {
+        // gone already
+      }
+    };
+    let hardKill: NodeJS.Timeout | undefined;
+    const stop = (why: 'timeout' | 'abort') => {
+      if (why === 'timeout') timedOut = true;
+      else abandoned = true;
+      killGroup('SIGTERM');
+      hardKill = setTimeout(() => killGroup('SIGKILL'), o.killGraceMs);
+    };
+    const cancelTimer = o.timeout !== undefined ? setLongTimeout(() => stop('timeout'), o.timeout * 1000) : undefined;
+    const onAbort = () => stop('abort');
+    o.signal?.addEventListener('abort', onAbort, { once: true });
+    const done = () => {
+      cancelTimer?.();
+      if (hardKill) clearTimeout(hardKill);
+      o.signal?.removeEventListener('abort', onAbort);
+    };
+    startDetached(o, {
+      started(p) {
+        pid = p;
+        if (pending) killGroup(pending);
+      },
+      failed(err) {
+        done();
+        reject(new StartError(startProblem(err.code, err.message)));
+      },
+      exited({ code, signal }) {
+        done();
+        // Whatever the command left running in its group goes with it.
+        if (timedOut || abandoned) killGroup('SIGKILL');
+        const status = signal ? 128 + ((os.constants.signals as Record<string, number>)[signal] ?? 0) : code;
+        resolve({ code, signal, status, timedOut, abandoned });
+      },
+    });
+  });
+}
+
+/** What becomes of a detached start: its pid, then its exit; or it could not start. */
+interface DetachedEvents {
+  started(pid: number): void;
+  failed(err: NodeJS.ErrnoException): void;
+  exited(exit: { code: number | null; signal: NodeJS.Signals | null }): void;
+}
+
+/** Start the group's leader: through the addon (on its spawner thread) where it can, else child_process. */
+function startDetached(o: DetachedOptions, on: DetachedEvents): void {
+  const viaChildProcess = () => startChildProcess(o, on);
+  if (o.runAs) return viaChildProcess();
+  const taken = nativeSpawnDetached(
+    { command: o.command, args: o.args, env: o.env, stdin: o.stdin === 'ignore' ? -1 : o.stdin, stdout: o.stdout, stderr: o.stderr },
+    o.cwd,
+    (r) => {
+      if (r === undefined) viaChildProcess();
+      else if ('pid' in r) on.started(r.pid);
+      else on.failed(Object.assign(new Error(`spawn ${o.command} ${r.code}`), { code: r.code, errno: -r.errno, syscall: 'spawn' }));
+    },
+    on.exited,
+  );
+  if (!taken) viaChildProcess();
+}
+
+function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
+  const env = isPackable(o.env) ? o.env.record() : o.env;
+  const child = spawn(o.command, o.args, { cwd: o.cwd, env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
+  child.on('error', on.failed);
+  child.on('exit', (code, signal) => on.exited({ code, signal }));
+  if (child.pid !== undefined) on.started(child.pid);
+}
+
+/** Where a talking child's stdin, stdout and stderr go: a descriptor of ours, a pipe to us, ours, or nowhere. */
+export type ChildStdio = [number | 'pipe' | 'ignore', 'pipe' | 'ignore', 'pipe' | 'inherit' | 'ignore'];
+
+/**
+ * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder
+ * (decoder.ts: stdin a job file, stdout read as it comes), an ssh connection to another host
+ * (hosts/ssh-send.ts, hosts/drain.ts). Beside runCommand (jobs), runDetached (firings) and
+ * lookupSync, the only way src/ starts a process (test/structure.test.ts holds it so). With
+ * `newSession` it leads a session of its own, out of our process group as a job's command is
+ * (the decoder of a job).
+ */
+export function spawnTalking(command: string, args: readonly string[], stdio: ChildStdio, signal?: AbortSignal, newSession = false): ChildProcess {
+  return spawn(command, args, { stdio, signal, detached: newSession });
+}
+
+/** The output of a short lookup command (getent), or undefined when it fails or cannot start. */
+export function lookupSync(command: string, args: readonly string[]): string | undefined {
+  try {
+    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * Sequence files: one decimal number and a newline, guarded by `<path>.lock`.
+ * Updates go to `<path>.temp`, are fsynced, renamed over the file, and the directory is fsynced
+ * (src/sys/durable.ts): a number written is a number kept, across a power cut too.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fsyncDir } from './durable.js';
+import { BadSeqfileError, QueueError, SeqOverflowError, namePath } from '../base/errors.js';
+import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import type { BatchOp } from './fs-batch.js';
+import { FileLock } from './lock.js';
+import { U64_MAX } from '../base/u64.js';
+
+/**
+ * Parse a sequence number the way the reference does (Rust's u64::from_str): decimal digits with
+ * an optional leading '+', within 0..2^64-1.
+ */
+export function parseSeq(text: string): bigint | undefined {
+  if (!/^\+?[0-9]+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n <= U64_MAX ? n : undefined;
+}
+
+/** Why a string is not a sequence number, in the reference's words. */
+export function seqParseProblem(text: string): string {
+  if (text === '' || text === '+') return 'cannot parse integer from empty string';
+  if (!/^\+?[0-9]+$/.test(text)) return 'invalid digit found in string';
+  return 'number too large to fit in target type';
+}
+
+/** A seqfile's value: its first line, surrounding white space trimmed. */
+export function parseSeqfileText(text: string): bigint | undefined {
+  const nl = text.indexOf('\n');
+  return parseSeq((nl < 0 ? text : text.slice(0, nl)).trim());
+}
+
+export interface SeqfileOptions {
+  /**
+   * Create the lock file when missing: the sender side. A queue's lock file must exist (it is
+   * missing in append-only queues). Either way, a missing seqfile is created holding 1 once the
+   * lock is held, as the reference does.
+   */
+  create?: boolean;
+  /** false: fail at once when the lock is busy, instead of waiting it out for a moment (FileLock.acquire). */
+  wait?: boolean;
+}
+
+/** Why a seqfile (and its lock file) can't be created: its directory. */
+function missingDirectory(file: string, code: string): string {
+  const what = code === 'ENOENT' ? 'does not exist' : 'is not a directory (or one above it is not)';
+  return `Cannot create the sequence file ${file}: its directory ${path.dirname(file)} ${what}`;
+}
+
+/** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
+export class SeqFile {
+  readonly path: string;
+  private readonly lock: FileLock;
+  /** batchWrite's parts that are the same for every value, made on first use. */
+  private batch: ReturnType<SeqFile['batchParts']> | undefined;
+
+  private constructor(path: string, lock: FileLock) {
+    this.path = path;
+    this.lock = lock;
+  }
+
+  /** Take the seqfile's lock (failing at once with LockedError if it is busy). */
+  static lock(path: string, options: SeqfileOptions = {}): SeqFile {
+    let lock: FileLock;
+    try {
+      lock = FileLock.acquire(`${path}.lock`, { create: options.create ?? false, wait: options.wait });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Creating it (a sender's seqfile), only its directory can be missing; opening it, the
+      // lock file itself: a queue's nextseq.lock, absent from append-only queues.
+      if (options.create && (code === 'ENOENT' || code === 'ENOTDIR')) {
+        throw new BadSeqfileError(missingDirectory(path, code));
+      }
+      if (code === 'ENOENT') {
+        throw new QueueError(`Cannot open lock file ${path}.lock: No such file or directory (an append-only queue, or not a queue?)`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+    const sf = new SeqFile(path, lock);
+    if (!fs.existsSync(path)) {
+      try {
+        sf.write(1n);
+      } catch (err) {
+        lock.release();
+        throw err;
+      }
+    }
+    return sf;
+  }
+
+  /** Run fn with the seqfile locked, releasing the lock afterwards. */
+  static with<T>(path: string, options: SeqfileOptions, fn: (sf: SeqFile) => T): T {
+    const sf = SeqFile.lock(path, options);
+    try {
+      return fn(sf);
+    } finally {
+      sf.release();
+    }
+  }
+
+  /**
+   * The value read without the lock: a hint for a reader that takes the lock before acting on it
+   * (the file is replaced whole, by a rename, so it is never read half-written). Undefined when
+   * it can't be read or holds no number; read() under the lock says why.
+   */
+  static peek(path: string): bigint | undefined {
+    try {
+      return parseSeqfileText(fs.readFileSync(path, 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  read(): bigint {
+    const text = fs.readFileSync(this.path, 'utf8');
+    const n = parseSeqfileText(text);
+    if (n === undefined) {
+      const first = text.split('\n')[0]!.trim();
+      throw new BadSeqfileError(`Invalid sequence file ${this.path}: ${seqParseProblem(first)} (it holds ${JSON.stringify(text.slice(0, 40))})`);
+    }
+    return n;
+  }
+
+  /**
+   * Store a value, durably (the module's comment). Should it fail after the rename (the directory's
+   * fsync: an I/O error), the new value is there to read but not durable, and the write counts as
+   * not done: with `previous` (the value it replaces), that value is put back, so that no one is
+   * handed a number that the caller, told of the failure, did not use (a stranded number).
+   */
+  write(value: bigint, previous?: bigint): void {
+    if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
+    const temp = `${this.path}.temp`;
+    let fd: number | undefined;
+    let renamed = false;
+    try {
+      fd = fs.openSync(temp, 'w', 0o666);
+      writeAllSync(fd, Buffer.from(`${value}\n`));
+      fsyncSync(fd);
+      fs.closeSync(fd);
+      fd = undefined;
+      fs.renameSync(temp, this.path);
+      renamed = true;
+      // The rename is durable only with its directory. Every caller depends on it: queue-process
+      // would run a finished job again (nextseq), a writer would hand out a number that a durable
+      // job already holds (sendseq, prepare -s), a receiver would take a packet twice (recvseq).
+      // It also makes the lock file's name durable when the lock created it with the seqfile.
+      fsyncDir(path.dirname(this.path));
+    } catch (err) {
+      closeQuietly(fd);
+      unlinkQuietly(temp);
+      if (renamed && previous !== undefined) this.putBack(previous);
+      throw namePath(err, this.path);
+    }
+  }
+
+  /** After a write that failed once renamed: the value it replaced, back in place (best effort: the caller reports the first error). */
+  private putBack(previous: bigint): void {
+    try {
+      this.write(previous);
+    } catch {
+      // The disk refuses this too: the caller's error says so, and the file says what it holds.
+    }
+  }
+
+  /**
+   * write in two halves of file operations, for a caller that runs them in batches with others,
+   * off the event loop (fs-batch.ts; the net runner's group commit stores numbers while firings
+   * start): `prepare` writes the new value to `.temp` and fsyncs it (changes nothing);
+   * `store`, run after it, renames it over the file and fsyncs the directory (the value is
+   * stored, durably, as by write). Should either fail, the caller calls `failed`.
+   */
+  batchWrite(value: bigint): { prepare: BatchOp; store: readonly BatchOp[]; failed(): void } {
+    if (value < 0n || value > U64_MAX) throw new SeqOverflowError(this.path);
+    // What does not change from one value to the next is made once (queue-process writes one a job).
+    const b = (this.batch ??= this.batchParts());
+    return { prepare: { ...b.prepare, data: Buffer.from(`${value}\n`) }, store: b.store, failed: b.failed };
+  }
+
+  /** batchWrite's parts that are the same for every value (the same `store` array each time). */
+  private batchParts(): { prepare: BatchOp & { op: 'writeFile' }; store: readonly BatchOp[]; failed(): void } {
+    const temp = `${this.path}.temp`;
+    const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC;
+    return {
+      prepare: { op: 'writeFile', path: temp, flags, mode: 0o666, data: Buffer.alloc(0), must: true },
+      // The rename is durable only with its directory (see write).
+      store: Object.freeze([
+        { op: 'rename', from: temp, to: this.path, must: true },
+        { op: 'fsyncDir', path: path.dirname(this.path), must: true },
+      ] as const),
+      failed: () => unlinkQuietly(temp),
+    };
+  }
+
+  /** Return the current value and store the next one; refuses to wrap past 2^64-1. */
+  take(): bigint {
+    const v = this.read();
+    if (v === U64_MAX) throw new SeqOverflowError(this.path);
+    this.write(v + 1n, v);
+    return v;
+  }
+
+  /** The note kept in the lock file (see FileLock.readNote); '' when none. */
+  readNote(): string {
+    return this.lock.readNote();
+  }
+
+  /** writeNote as an operation of a batch (see FileLock.noteOp). */
+  noteOp(line: string): BatchOp {
+    return this.lock.noteOp(line);
+  }
+
+  clearNote(): void {
+    this.lock.clearNote();
+  }
+
+  release(): void {
+    this.lock.release();
+  }
+}
