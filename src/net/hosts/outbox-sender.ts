@@ -15,8 +15,8 @@ import { parseSeqfileText, type SeqFile } from '../../seqfile.js';
 import { waitUnlessAborted } from '../../timer.js';
 import { JobsWatcher } from '../../watch.js';
 import type { HostConfig, RemotePlace } from './hosts.js';
-import type { VerifierProblem } from './receive-script.js';
-import { packetId, sendPackets, type OutgoingPacket } from './ssh-send.js';
+import type { VerifierProblem } from '../../send/receive-script.js';
+import { packetId, sendPackets, type OutgoingPacket } from '../../send/ssh-send.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
 export interface SenderState {

@@ -26,8 +26,8 @@
  * nothing would let damaged packets in); when not, it takes nothing, and the sender stops that
  * outbox (VerifierProblem) instead of retrying forever.
  */
-import { sealOf } from '../../packet/index.js';
-import { makeHeader, packetBytes } from '../../prepare.js';
+import { sealOf } from '../packet/index.js';
+import { makeHeader, packetBytes } from '../prepare.js';
 
 /**
  * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special
