@@ -28,6 +28,8 @@ export {
   NetRequestError,
   UnknownNameError,
   NetFileError,
+  SendError,
+  DestinationError,
   type FsplErrorCode,
   type NetNameKind,
 } from './errors.js';
@@ -41,4 +43,6 @@ export type { StopOptions } from './stopping.js';
 export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process-many.js';
 export { queueStatus, type QueueStatus } from './status/report.js';
 export { createLogger } from './log.js';
+export { sendQueue, type QueueSendOptions, type QueueSendSummary, type QueueSendEvent } from './send/queue-send.js';
+export { parseDestination, describeDestination, type Destination, type SshDestination } from './send/destination.js';
 export { Net, defineNet, parseNetText, type NetDefinition, type NetRunOptions, type NetEvent, type NetStatusReport } from './net/index.js';

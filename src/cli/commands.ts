@@ -148,6 +148,7 @@ const handlers: Record<string, (inv: Invocation, log: Logger) => Promise<number>
     return 0;
   },
   'queue-process': queueProcess,
+  'queue-send': async (inv, log) => (await import('./queue-send.js')).queueSend(inv, log),
 
   'stdin-info': async (inv) => {
     const { readHeaderSync } = await import('../packet/read.js');
