@@ -44,5 +44,5 @@ export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, ty
 export { queueStatus, type QueueStatus } from './status/report.js';
 export { createLogger } from './log.js';
 export { sendQueue, type QueueSendOptions, type QueueSendSummary, type QueueSendEvent } from './send/queue-send.js';
-export { parseDestination, describeDestination, type Destination, type SshDestination } from './send/destination.js';
+export { parseDestination, type Destination, type SshDestination } from './send/destination.js';
 export { Net, defineNet, parseNetText, type NetDefinition, type NetRunOptions, type NetEvent, type NetStatusReport } from './net/index.js';
