@@ -28,6 +28,8 @@ export {
   NetRequestError,
   UnknownNameError,
   NetFileError,
+  SendError,
+  DestinationError,
   type FsplErrorCode,
   type NetNameKind,
 } from './base/errors.js';
@@ -43,4 +45,6 @@ export type { StopOptions } from './process/stopping.js';
 export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process/process-many.js';
 export { queueStatus, type QueueStatus } from './status/report.js';
 export { createLogger } from './base/log.js';
+export { sendQueue, type QueueSendOptions, type QueueSendSummary, type QueueSendEvent } from './send/queue-send.js';
+export { parseDestination, type Destination, type SshDestination } from './send/destination.js';
 export { Net, defineNet, parseNetText, type NetDefinition, type NetRunOptions, type NetEvent, type NetStatusReport } from './net/index.js';

@@ -99,3 +99,4 @@ export {
   type OutgoingPacket,
 } from './net/index.js';
 export { schedule, type SchedulerInput, type SchedulerResult } from './net/plan/scheduler.js';
+export { describeDestination } from './send/destination.js';

@@ -20,7 +20,9 @@ export type FsplErrorCode =
   | 'ERR_PAYLOAD_CHECKSUM'
   | 'ERR_NET'
   | 'ERR_NET_UNKNOWN_NAME'
-  | 'ERR_NET_FILE';
+  | 'ERR_NET_FILE'
+  | 'ERR_SEND'
+  | 'ERR_SEND_DESTINATION';
 
 export class FsplError extends Error {
   readonly code: FsplErrorCode;
@@ -219,5 +221,23 @@ export class NetFileError extends FsplError {
     super('ERR_NET_FILE', problems.map((p) => `${file}${p.line === undefined ? '' : `:${p.line}:${p.col}`}: ${p.message}`).join('\n'));
     this.file = file;
     this.problems = problems;
+  }
+}
+
+/**
+ * `fspl queue-send` can't go on: the outbox is sent by another program, or the remote queue holds
+ * numbers this outbox never gave (another sender, a reset numbering). Not a passing network
+ * problem: those are retried, never thrown.
+ */
+export class SendError extends FsplError {
+  constructor(message: string) {
+    super('ERR_SEND', message);
+  }
+}
+
+/** A `--to` that names no destination this fspl can send to (the CLI exits 2). */
+export class DestinationError extends FsplError {
+  constructor(message: string) {
+    super('ERR_SEND_DESTINATION', message);
   }
 }

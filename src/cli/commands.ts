@@ -157,6 +157,7 @@ const handlers: Handlers = {
     return 0;
   },
   'queue-process': queueProcess,
+  'queue-send': async (inv, log) => (await import('./queue-send.js')).queueSend(inv, log),
 
   'stdin-info': async (inv) => {
     const { readHeaderSync } = await import('../packet/read.js');

@@ -189,6 +189,36 @@ export const COMMANDS = [
     params: false,
   },
   {
+    name: 'queue-send',
+    usage: 'queue-send -q OUTBOX --to ssh:HOST:QUEUE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json]',
+    describe:
+      'Extension: send the packets of a local queue (an outbox) to a queue on another host over ssh, in order, many per connection, each exactly once; retried after an outage',
+    options: [
+      { ...queuedir, value: 'OUTBOX', what: 'the outbox, a local queue', describe: 'The outbox: a local queue whose packets are sent (and removed once received)' },
+      {
+        long: 'to',
+        kind: 'string',
+        required: true,
+        value: 'DEST',
+        what: 'where to send, ssh:HOST:QUEUE',
+        describe: 'Where to send: ssh:HOST:QUEUE, HOST as ssh takes it (user@host, an alias), QUEUE the queue directory there',
+      },
+      { long: 'ssh', kind: 'string', value: 'COMMAND', describe: 'The ssh command and its options, words split at spaces (default: ssh)' },
+      {
+        long: 'remote-fspl',
+        kind: 'string',
+        value: 'PATH',
+        describe: "This fspl on the remote host: the receiver checks each sealed packet's CRC-32 with it (without it, only the length; the receiver needs sh, coreutils and flock, no fspl)",
+      },
+      { long: 'watch', kind: 'boolean', describe: 'Keep running: send packets as they arrive, retry with back-off while the host is unreachable; SIGTERM or SIGINT stops' },
+      { long: 'poll-interval', kind: 'string', value: 'SECONDS', describe: 'With --watch: look for new packets every SECONDS instead of using file system events' },
+      { long: 'no-progress', kind: 'boolean', describe: 'No status line on stderr (it is shown only when stderr is a terminal)' },
+      { ...json, describe: 'Print a JSON summary on stdout at the end (sent, duplicates, connections, waiting, next, error)' },
+    ],
+    positionals: [],
+    params: false,
+  },
+  {
     name: 'queue-set-next',
     usage: 'queue-set-next -q DIR ID',
     describe: 'Set the sequence number the queue will process next',

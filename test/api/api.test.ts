@@ -354,6 +354,7 @@ describe('the entry points', () => {
     'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError', 'UnknownNameError',
     'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText',
     'preparePacket', 'processQueues', 'queueStatus', 'readPacket',
+    'SendError', 'DestinationError', 'sendQueue', 'parseDestination',
   ];
   const NET = [
     'RateWindow', 'TransitionMonitor', 'allocateWorkers', 'describeRemoteLeftover', 'dotToSvg', 'hostOf', 'hostView', 'liveDotState',

@@ -34,7 +34,7 @@ import path from 'node:path';
 import { spawnTalking } from '../../sys/exec.js';
 import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
-import { shellQuote } from './receive-script.js';
+import { shellQuote } from '../../send/receive-script.js';
 import type { RunActivity } from '../run/options.js';
 import type { RemoteLeftover } from '../run/leftovers.js';
 

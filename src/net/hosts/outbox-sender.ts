@@ -15,9 +15,9 @@ import { parseSeqfileText, type SeqFile } from '../../sys/seqfile.js';
 import { waitUnlessAborted } from '../../base/timer.js';
 import { JobsWatcher } from '../../queue/watch.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
-import type { VerifierProblem } from './receive-script.js';
+import type { VerifierProblem } from '../../send/receive-script.js';
 import { isIoFault } from '../commit/io-faults.js';
-import { packetId, sendPackets, type OutgoingPacket, type SendResult } from './ssh-send.js';
+import { packetId, sendPackets, type OutgoingPacket, type SendResult } from '../../send/ssh-send.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
 export interface SenderState {

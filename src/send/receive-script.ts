@@ -26,8 +26,8 @@
  * nothing would let damaged packets in); when not, it takes nothing, and the sender stops that
  * outbox (VerifierProblem) instead of retrying forever.
  */
-import { sealOf } from '../../packet/index.js';
-import { makeHeader, packetBytes } from '../../packet/prepare.js';
+import { sealOf } from '../packet/index.js';
+import { makeHeader, packetBytes } from '../packet/prepare.js';
 
 /**
  * The packets the receiver tries its verifier on, as printf escapes (octal, so no byte is special
@@ -56,7 +56,7 @@ const { good: PROBE_GOOD, bad: PROBE_BAD } = probePackets();
  */
 export const RECEIVE_SCRIPT = `
 d=$1; j="$d/jobs"
-[ -d "$j" ] || { echo "fspl receive: no queue at $d on $(hostname) (run fspl net init --host there)" >&2; exit 3; }
+[ -d "$j" ] || { echo "fspl receive: no queue at $d on $(hostname) (make it there: fspl queue-init -q DIR, or fspl net init --host for a net)" >&2; exit 3; }
 exec 9>>"$d/recv.lock" || exit 3
 flock 9 || { echo "fspl receive: cannot lock $d/recv.lock (flock from util-linux is needed)" >&2; exit 3; }
 F=$2

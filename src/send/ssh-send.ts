@@ -10,8 +10,8 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { NetError } from '../../base/errors.js';
-import { spawnTalking } from '../../sys/exec.js';
+import { NetError } from '../base/errors.js';
+import { spawnTalking } from '../sys/exec.js';
 import { describeVerifierProblem, parseUnusable, receiveCommand, type VerifierProblem } from './receive-script.js';
 
 export interface OutgoingPacket {
