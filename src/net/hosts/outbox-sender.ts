@@ -167,9 +167,15 @@ export class OutboxSender {
     const bySeq = new Map<bigint, JobEntry>();
     for (const e of this.entries.values()) {
       if (e.header.seq < next) {
-        // Acknowledged, but this process stopped before deleting it.
-        fs.rmSync(this.queue.jobPath(e.filename), { force: true });
-        this.entries.delete(e.filename);
+        // Acknowledged, but this process stopped before deleting it (or its disk failed to). A
+        // disk that still fails leaves it for the next look: it is below nextseq, never sent again.
+        try {
+          fs.rmSync(this.queue.jobPath(e.filename), { force: true });
+          this.entries.delete(e.filename);
+        } catch (err) {
+          if (!isIoFault(err)) throw err;
+          this.log.debug('net', () => `Outbox ${this.opts.place}: cannot remove ${e.filename} yet: ${describeSystemError(err)}`);
+        }
       } else bySeq.set(e.header.seq, e);
     }
     const out: OutgoingPacket[] = [];
