@@ -10,20 +10,27 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
-import { FSPL_BIN } from '../helpers.js';
+import { FSPL_BIN, rng } from '../helpers.js';
 import { checkNumbers, keysOf } from '../net/fault-check.js';
-import { faultsMissing, mountFaulty, type FaultRule, type FaultyFs } from './harness.js';
+import { faultsMissing, mountFaulty, spawnWorkload, type FaultRule, type FaultyFs } from './harness.js';
+import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
+
+const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 2);
+const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
+const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
 
 const fspl = (...args: string[]) => spawnSync(process.execPath, [FSPL_BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
 let made = 0;
 
 describeIfPresent('operator moves under faults', faultsMissing(), { what: 'fault-injection tests', note: 'apt-get install fuse3 libfuse3-dev gcc' }, () => {
   let ffs: FaultyFs;
+  let tally: Tally | undefined;
   beforeAll(async () => {
     ffs = await mountFaulty();
   });
   afterAll(async () => {
     await ffs?.unmount();
+    if (tally) console.log(`faults, net retry (seed ${SEED}): ${JSON.stringify(tally)}`);
   });
 
   /** A net on the faulty disk with three error tokens of `work` in `failed`. */
@@ -89,4 +96,54 @@ describeIfPresent('operator moves under faults', faultsMissing(), { what: 'fault
     expect(await keysOf(path.join(dir, 'net.state/set-aside'))).toEqual(['k1']);
     await checkNumbers(dir, [], ['failed']);
   }, 60_000);
+
+  // The workload: each run, 3 error tokens; `net retry --all` with a fault at a random point (a
+  // third of the runs cut while it holds); then cleared, and the same command run again, as the
+  // operator would after its one-line error. Every key must end in `in` once, no number stranded.
+  test(`net retry: ${RUNS} runs with a fault at a random point, cleared, and the same command run again`, async () => {
+    const t = (tally = newTally());
+    const { dir, netFile } = await netWithErrors();
+    const net = Net.load(netFile);
+    let total = 3;
+    const retry = `exec ${FSPL} net retry ${JSON.stringify(netFile)} --all -l error`;
+    const c0 = await ffs.faultCounters();
+    const first = await spawnWorkload(['sh', '-c', retry]).exited;
+    expect(first.code, first.stderr).toBe(0);
+    const calls = callsBetween(c0, await ffs.faultCounters());
+    const random = rng(SEED + 23);
+    const under = dir.slice(ffs.root.length);
+    for (let n = 0; n < RUNS; n++) {
+      t.runs++;
+      for (let i = total; i < total + 3; i++) await net.put('failed', Buffer.from(`p${i}\n`), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in' } });
+      total += 3;
+      t.tokens = total;
+      await ffs.sync();
+      const f = randomFault(random, calls, under);
+      const label = `seed ${SEED}, run ${n} (${f.describe})`;
+      const before = (await ffs.faultCounters()).faults;
+      await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
+      const r = await spawnWorkload(['sh', '-c', retry]).exited;
+      if (r.code !== 0) expect(r.stderr.trim().split('\n'), `${label}: one line`).toHaveLength(1);
+      if (random() < 1 / 3) {
+        await ffs.cut();
+        t.cuts++;
+      }
+      t.faultsInjected += (await ffs.faultCounters()).faults - before;
+      await ffs.clear();
+      const again = await spawnWorkload(['sh', '-c', retry]).exited;
+      // Nothing left to retry is an error of its own (exit 2, "no error token"); anything else is a manual step.
+      if (again.code !== 0 && !/No error token|nothing to retry/i.test(again.stderr)) t.manualSteps++;
+      const keys = await keysOf(path.join(dir, 'places/in'));
+      const want = Array.from({ length: total }, (_, i) => `k${i}`).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+      const lost = want.filter((k) => !keys.includes(k));
+      const doubled = keys.filter((k, i) => keys.indexOf(k) !== i);
+      t.lost += lost.length;
+      t.doubled += doubled.length;
+      expect(again.code === 0 || /No error token|nothing to retry/i.test(again.stderr), `${label}: the same command again: ${again.stderr}`).toBe(true);
+      expect(lost, `${label}: lost`).toEqual([]);
+      expect(doubled, `${label}: doubled`).toEqual([]);
+      expect(await keysOf(path.join(dir, 'places/failed')), `${label}: left in failed`).toEqual([]);
+      await checkNumbers(dir, [], ['in'], `${label}: `);
+    }
+  }, 1_800_000);
 });
