@@ -97,6 +97,20 @@ describeIfPresent('operator moves under faults', faultsMissing(), { what: 'fault
     await checkNumbers(dir, [], ['failed']);
   }, 60_000);
 
+  test('net retry: sendseq renamed but its directory not fsynced, then a power cut: the NOP that took its number keeps it alone', async () => {
+    const { dir, netFile } = await netWithErrors();
+    await ffs.sync();
+    await ffs.fault({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${dir}/places/in` });
+    const r = fspl('net', 'retry', netFile, '--all', '-l', 'error');
+    expect(r.status).not.toBe(0);
+    await ffs.cut();
+    await ffs.clear();
+    const again = fspl('net', 'retry', netFile, '--all', '-l', 'error');
+    expect(again.status, again.stderr).toBe(0);
+    expect(await keysOf(path.join(dir, 'places/in'))).toEqual(['k0', 'k1', 'k2']);
+    await checkNumbers(dir, [], ['in']);
+  }, 60_000);
+
   // The workload: each run, 3 error tokens; `net retry --all` with a fault at a random point (a
   // third of the runs cut while it holds); then cleared, and the same command run again, as the
   // operator would after its one-line error. Every key must end in `in` once, no number stranded.
