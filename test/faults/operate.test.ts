@@ -81,7 +81,7 @@ describeIfPresent('operator moves under faults', faultsMissing(), { what: 'fault
     await checkNumbers(dir, [], ['in']);
   }, 60_000);
 
-  test.each(steps.slice(0, 5).map(([w, f]) => [w, (d: string) => ({ ...f(d), path: f(d).path!.replace('/in', '/failed') })] as const))('net set-aside: %s (of the place it leaves): one line or done; every token once; the same command works once cleared', async (_what, rule) => {
+  test.each((process.env.FSPL_FAULT_RUNS ? steps.slice(0, 5) : [steps[0]!, steps[3]!]).map(([w, f]) => [w, (d: string) => ({ ...f(d), path: f(d).path!.replace('/in', '/failed') })] as const))('net set-aside: %s (of the place it leaves): one line or done; every token once; the same command works once cleared', async (_what, rule) => {
     const { dir, netFile } = await netWithErrors();
     await ffs.fault(rule(dir));
     const r = fspl('net', 'set-aside', netFile, 'failed', '--key', 'k1', '--reason', 'test', '-l', 'error');
