@@ -126,8 +126,11 @@ export function tmpfsMissing(): string[] {
 
 export interface SmallTmpfs {
   root: string;
-  /** Fill it until not one more byte fits (a file `.filler` at its root). */
-  fill(): void;
+  /**
+   * Fill it until not one more byte fits (a file `.filler` at its root); with `leave`, then give
+   * that many bytes back (the filler cut shorter: `leave: 4096` leaves one page for a small file).
+   */
+  fill(leave?: number): void;
   /** Give the space back (remove the filler). */
   free(): void;
   /** Bytes still free. */
@@ -161,7 +164,7 @@ export function mountTmpfs(size: string, opts: { inodes?: number } = {}): SmallT
   const unregister = cleanupOnExit(unmount);
   return {
     root,
-    fill() {
+    fill(leave = 0) {
       const fd = fs.openSync(path.join(root, FILLER), 'a');
       const chunk = Buffer.alloc(64 * KiB, 0xee);
       try {
@@ -172,6 +175,7 @@ export function mountTmpfs(size: string, opts: { inodes?: number } = {}): SmallT
             if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
           }
         }
+        if (leave > 0) fs.ftruncateSync(fd, Math.max(0, fs.fstatSync(fd).size - leave));
       } finally {
         fs.closeSync(fd);
       }

@@ -18,40 +18,13 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net, readPacket } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
-import { FAULT_OPS, faultsMissing, mountFaulty, spawnWorkload, type FaultCounters, type FaultOp, type FaultRule, type FaultyFs } from './harness.js';
+import { faultsMissing, mountFaulty, spawnWorkload, type FaultyFs } from './harness.js';
+import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 3);
 const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
 const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Tally {
-  runs: number;
-  tokens: number;
-  faultsInjected: number;
-  cuts: number;
-  lost: number;
-  doubled: number;
-  stranded: number;
-  manualSteps: number;
-  /** The longest a run took to drain after its fault was cleared, ms. */
-  slowestResumeMs: number;
-}
-const newTally = (): Tally => ({ runs: 0, tokens: 0, faultsInjected: 0, cuts: 0, lost: 0, doubled: 0, stranded: 0, manualSteps: 0, slowestResumeMs: 0 });
-
-const callsBetween = (a: FaultCounters, b: FaultCounters) => Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
-
-function randomFault(random: () => number, calls: Record<FaultOp, number>, under: string): FaultRule & { describe: string } {
-  const ops = FAULT_OPS.filter((op) => calls[op] > 0 && op !== 'mkdir');
-  const total = ops.reduce((s, op) => s + calls[op], 0);
-  let pick = random() * total;
-  const op = ops.find((o) => (pick -= calls[o]) < 0) ?? ops[ops.length - 1]!;
-  const error = random() < 0.5 ? 'ENOSPC' : 'EIO';
-  const nth = 1 + Math.floor(random() * Math.max(1, calls[op] / 2));
-  const kind = random();
-  const when: FaultRule['when'] = kind < 0.5 ? { nth } : kind < 0.8 ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
-  return { op, error, when, path: `${under}/*`, describe: `${op} ${error} ${JSON.stringify(when)}` };
-}
 
 /** Every packet of a place: its number and key (undefined for a NOP). */
 async function packets(dir: string): Promise<Array<{ seq: bigint; key?: string }>> {

@@ -28,6 +28,7 @@ import path from 'node:path';
 import { fsyncDir } from '../../sys/durable.js';
 import type { BatchOp } from '../../sys/fs-batch.js';
 import { closeQuietly, fsyncAsync, fsyncSync, writeAllSync } from '../../sys/io.js';
+import { isIoFault } from './io-faults.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
 export interface StagedOutput {
@@ -201,6 +202,21 @@ export class Journal {
     fs.ftruncateSync(this.fd, 0);
     fsyncSync(this.fd);
     this.size = 0;
+  }
+
+  /**
+   * Empty the journal as a run ends (no commit open), if the disk lets it. On a full disk or an
+   * I/O error it stays as it is (or is empty: its fsync failed): every commit in it is complete,
+   * and the next run's recovery redoing them changes nothing. Returns the error met, if any.
+   */
+  emptyAtEnd(): NodeJS.ErrnoException | undefined {
+    try {
+      this.truncate();
+      return undefined;
+    } catch (err) {
+      if (!isIoFault(err)) throw err;
+      return err;
+    }
   }
 
   close(): void {

@@ -94,6 +94,8 @@ export async function probeOutbox(opts: { place: string; outbox: string; remote:
 const BATCH_PACKETS = 1000;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10_000;
+/** Failed deliveries before a drain's last pass gives up on a host (about 1.5 s of backoff). */
+const LAST_PASS_ATTEMPTS = 3;
 
 export interface OutboxSenderOptions {
   place: string;
@@ -167,9 +169,15 @@ export class OutboxSender {
     const bySeq = new Map<bigint, JobEntry>();
     for (const e of this.entries.values()) {
       if (e.header.seq < next) {
-        // Acknowledged, but this process stopped before deleting it.
-        fs.rmSync(this.queue.jobPath(e.filename), { force: true });
-        this.entries.delete(e.filename);
+        // Acknowledged, but this process stopped before deleting it (or its disk failed to). A
+        // disk that still fails leaves it for the next look: it is below nextseq, never sent again.
+        try {
+          fs.rmSync(this.queue.jobPath(e.filename), { force: true });
+          this.entries.delete(e.filename);
+        } catch (err) {
+          if (!isIoFault(err)) throw err;
+          this.log.debug('net', () => `Outbox ${this.opts.place}: cannot remove ${e.filename} yet: ${describeSystemError(err)}`);
+        }
       } else bySeq.set(e.header.seq, e);
     }
     const out: OutgoingPacket[] = [];
@@ -181,17 +189,9 @@ export class OutboxSender {
     return out;
   }
 
-  /** Send until the signal aborts; with `untilEmpty`, return once the outbox is empty or a send fails. */
+  /** Send until the signal aborts; with `untilEmpty`, return once the outbox is empty or sending keeps failing. */
   async run(signal: AbortSignal, options: { untilEmpty?: boolean } = {}): Promise<void> {
-    // Durable like any place (the runner's Place.init made it so already when it committed into
-    // this outbox); a sender started alone must not rely on a name a power cut could take back.
-    mkdirDurable(this.queue.jobsDir);
-    try {
-      this.consumer = this.queue.lockSeqfile();
-    } catch (err) {
-      if (err instanceof LockedError) throw new NetError(`The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`);
-      throw err;
-    }
+    if (!(await this.open(signal))) return;
     this.sendseqNext = () => outboxNext(this.opts.outbox);
     const watcher = new JobsWatcher(this.queue.jobsDir, { pollInterval: this.opts.pollInterval, safetyInterval: 5, logger: this.log });
     void (async () => {
@@ -231,7 +231,12 @@ export class OutboxSender {
         this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: r.error };
         this.saveState();
         if (attempts === 1 || attempts % 10 === 0) this.log.warn('net', `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.entries.size} token(s) wait, retrying`);
-        if (options.untilEmpty) return;
+        // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
+        // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
+        // is no reason to leave tokens behind (found by test/faults/outbox-workloads). Never on
+        // this host's own disk: the run waits that out everywhere else too, and it is over once
+        // there is room or the error passes, with nothing for the user to do.
+        if (options.untilEmpty && !r.ownDisk && attempts >= LAST_PASS_ATTEMPTS) return;
         // Before trying the host again: new tokens don't cut it short, stopping does.
         await waitUnlessAborted(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
       }
@@ -249,7 +254,7 @@ export class OutboxSender {
    * the outbox (nextseq, the unlink): a failed attempt like a lost connection, tried again after
    * the backoff; the receiver has the packets, and says `dup` for them when they come again.
    */
-  private async send(batch: OutgoingPacket[], signal: AbortSignal): Promise<SendResult> {
+  private async send(batch: OutgoingPacket[], signal: AbortSignal): Promise<SendResult & { ownDisk?: true }> {
     try {
       return await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
         fspl: this.opts.host.fspl,
@@ -268,8 +273,34 @@ export class OutboxSender {
       });
     } catch (err) {
       if (!isIoFault(err)) throw err;
-      return { acked: 0, duplicates: 0, error: `this host's disk: ${describeSystemError(err)}` };
+      return { acked: 0, duplicates: 0, error: `this host's disk: ${describeSystemError(err)}`, ownDisk: true };
     }
+  }
+
+  /**
+   * Take the outbox (its jobs/ made durable, its nextseq locked). This host's disk full or failing
+   * meanwhile is waited out with the backoff, as a failed delivery is (before, the error ended the
+   * sender, and a drain with it: found by test/faults/outbox-workloads). False: stopped first.
+   */
+  private async open(signal: AbortSignal): Promise<boolean> {
+    for (let attempts = 1; !signal.aborted; attempts++) {
+      try {
+        // Durable like any place (the runner's Place.init made it so already when it committed
+        // into this outbox); a sender started alone must not rely on a name a power cut could
+        // take back.
+        mkdirDurable(this.queue.jobsDir);
+        this.consumer = this.queue.lockSeqfile();
+        return true;
+      } catch (err) {
+        if (err instanceof LockedError) throw new NetError(`The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`);
+        if (!isIoFault(err)) throw err;
+        this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: `this host's disk: ${describeSystemError(err)}` };
+        this.saveState();
+        if (attempts === 1) this.log.warn('net', `Outbox ${this.opts.place}: cannot open ${this.opts.outbox} (${this.state.failing.error}); retrying`);
+        await waitUnlessAborted(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
+      }
+    }
+    return false;
   }
 
   /** Until new tokens arrive (or the run stops). */

@@ -260,6 +260,11 @@ export class Place extends TokenIndex {
     const held = header !== undefined && this.holds(header.seq);
     const wanted = header !== undefined && this.order === 'sequence' && (consumerNext === undefined || header.seq >= consumerNext);
     if (header && taken && !held && wanted) {
+      // The number is stored in the live sendseq, but maybe not durably: its rename's directory
+      // fsync may be what failed. Stored anew (a new rename, not a retried fsync) before the NOP
+      // holds the number, or a power cut could take sendseq back and hand the number out again
+      // beside the NOP (found by test/faults/operate's net retry workload).
+      writers.write(writers.read());
       const id = uuidv4();
       const temp = this.queue.jobPath(`net-nop-${id}.part`);
       const fd = fs.openSync(temp, 'w', 0o644);

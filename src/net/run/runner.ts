@@ -248,7 +248,8 @@ export class NetRunner {
     this.stopWatching = undefined;
     this.firings.clearTimers();
     // With no firing open, every commit has ended: the journal can start again empty.
-    if (this.committer.journal && this.firings.set.size === 0 && !this.failure) this.committer.journal.truncate();
+    const unemptied = this.committer.journal && this.firings.set.size === 0 && !this.failure ? this.committer.journal.emptyAtEnd() : undefined;
+    if (unemptied) this.log.warn('net', `The journal could not be emptied (${describeSystemError(unemptied)}); its commits are complete, the next run finds nothing to redo`);
     this.places.close();
     this.committer.journal?.close();
     this.runLock?.release();
