@@ -157,14 +157,22 @@ function cliProcess(argv0, n, env, kind = 'command') {
     const q = path.join(dir, 'q');
     spawnSync(NODE, [BIN, 'queue-init', '-q', q], { env });
     // n jobs numbered 1..n, written by the library (not what is timed).
-    const r0 = spawnSync(NODE, ['--input-type=module', '-e', `
+    const r0 = spawnSync(
+      NODE,
+      [
+        '--input-type=module',
+        '-e',
+        `
       const { Queue, preparePacket } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href)});
       const q = Queue.open(${JSON.stringify(q)});
       const { encodeHeader } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href)});
       for (let i = 1; i <= ${n}; i++) {
         if (${JSON.stringify(kind)} === 'nop') q.writeBuffer(encodeHeader({ seq: BigInt(i), ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'NOP' } }));
         else await q.write(preparePacket({ seq: BigInt(i) }));
-      }`], { env, encoding: 'utf8' });
+      }`,
+      ],
+      { env, encoding: 'utf8' },
+    );
     if (r0.status !== 0) throw new Error(`filling the queue failed: ${r0.stderr}`);
     const t0 = process.hrtime.bigint();
     const r = spawnSync(argv0[0], [...argv0.slice(1), 'queue-process', '-q', q, 'true'], { env });
@@ -193,12 +201,24 @@ const rows = [];
 const haveRef = fs.existsSync(opts.ref);
 try {
   const N = opts.quick ? { lib: 100, cli: 5, proc: 20, nop: 100, net: 50 } : { lib: 2000, cli: 100, proc: 300, nop: 3000, net: 1000 };
-  measure(rows, 'Queue.writeBuffer (library), per job', N.lib, 'job', SIDES.map((s) => ({ side: s.label, fn: () => runChild('write', N.lib, s.env) })));
+  measure(
+    rows,
+    'Queue.writeBuffer (library), per job',
+    N.lib,
+    'job',
+    SIDES.map((s) => ({ side: s.label, fn: () => runChild('write', N.lib, s.env) })),
+  );
   measure(rows, '`fspl queue-write` (a process per job), per job', N.cli, 'job', [
     ...SIDES.map((s) => ({ side: s.label, fn: () => cliWrite([NODE, BIN], N.cli, s.env) })),
     ...(haveRef ? [{ side: 'reference', fn: () => cliWrite([opts.ref], N.cli, ENV) }] : []),
   ]);
-  measure(rows, 'Queue.process with a JavaScript function (library), per job', N.lib, 'job', SIDES.map((s) => ({ side: s.label, fn: () => runChild('process', N.lib, s.env) })));
+  measure(
+    rows,
+    'Queue.process with a JavaScript function (library), per job',
+    N.lib,
+    'job',
+    SIDES.map((s) => ({ side: s.label, fn: () => runChild('process', N.lib, s.env) })),
+  );
   measure(rows, '`fspl queue-process` running `true`, per job', N.proc, 'job', [
     ...SIDES.map((s) => ({ side: s.label, fn: () => cliProcess([NODE, BIN], N.proc, s.env) })),
     ...(haveRef ? [{ side: 'reference', fn: () => cliProcess([opts.ref], N.proc, ENV) }] : []),
@@ -207,7 +227,13 @@ try {
     ...SIDES.map((s) => ({ side: s.label, fn: () => cliProcess([NODE, BIN], N.nop, s.env, 'nop') })),
     ...(haveRef ? [{ side: 'reference', fn: () => cliProcess([opts.ref], N.nop, ENV, 'nop') }] : []),
   ]);
-  measure(rows, 'net commit: moves (`run: null`) through 2 transitions (library `run --drain`), per firing', N.net, 'firing', SIDES.map((s) => ({ side: s.label, fn: () => runChild('net', N.net, s.env) })));
+  measure(
+    rows,
+    'net commit: moves (`run: null`) through 2 transitions (library `run --drain`), per firing',
+    N.net,
+    'firing',
+    SIDES.map((s) => ({ side: s.label, fn: () => runChild('net', N.net, s.env) })),
+  );
 } finally {
   fs.rmSync(WORK, { recursive: true, force: true });
 }

@@ -34,7 +34,9 @@ if (what === 'spawn') {
     process.exit(0);
   }
   const b = createRequire(import.meta.url)(addon.pathname);
-  const env = Object.entries(process.env).map(([k, v]) => `${k}=${v}\0`).join('');
+  const env = Object.entries(process.env)
+    .map(([k, v]) => `${k}=${v}\0`)
+    .join('');
   const start = performance.now();
   for (let i = 0; i < Number(arg); i++) {
     await new Promise((resolve, reject) => {
@@ -182,11 +184,15 @@ async function durableChain(dir, n, w) {
   for (let i = 0; i < n; i++) fs.writeFileSync(token(0, i), Buffer.concat([header, Buffer.from(`${i}\n`)]));
   const addon = new URL('../native/build/Release/fspl_native.node', import.meta.url);
   const b = fs.existsSync(addon) ? createRequire(import.meta.url)(addon.pathname) : undefined;
-  const env = Object.entries(process.env).map(([k, v]) => `${k}=${v}\0`).join('');
+  const env = Object.entries(process.env)
+    .map(([k, v]) => `${k}=${v}\0`)
+    .join('');
   const run = (stdin, stdout, stderr) =>
     new Promise((resolve, reject) => {
       if (!b) {
-        spawn('cat', [], { stdio: [stdin, stdout, stderr] }).on('error', reject).on('close', resolve);
+        spawn('cat', [], { stdio: [stdin, stdout, stderr] })
+          .on('error', reject)
+          .on('close', resolve);
         return;
       }
       const r = b.spawn('cat', 'cat\0', env, stdin, stdout, stderr, resolve);

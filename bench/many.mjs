@@ -16,8 +16,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spliceSection } from './splice.mjs';
 import { parseSectionArgs } from './section-args.mjs';
+import { spliceSection } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -189,7 +189,10 @@ async function benchWatch() {
   // Queues made moments ago look as if they might have changed unseen (coarse time stamps): each
   // is scanned once more at its first safety look. A service starts over queues made long before.
   await sleep(3000);
-  const child = spawn(NODE, [BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', `echo "$(date +%s%N)" >> ${logFile}; cat > /dev/null`], { env: ENV, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(NODE, [BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', `echo "$(date +%s%N)" >> ${logFile}; cat > /dev/null`], {
+    env: ENV,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const t0 = Date.now();

@@ -36,7 +36,16 @@ for (let i = 0; i < N; i++) {
   nextSeq.push(TOKENS + 1);
   places.set(`p${i}`, { name: `p${i}`, order: 'sequence', next: 1n, tokens, count: TOKENS, incoming: 0, claimed: 0 });
   const serviceTimes = Array.from({ length: 5 }, () => 10 + Math.round(40 * rand()));
-  transitions.set(`t${i}`, { name: `t${i}`, inputs: [{ place: `p${i}`, take: 1 }], outputs: [], inhibit: [], workers: 1, running: 0, stopped: false, serviceTimes });
+  transitions.set(`t${i}`, {
+    name: `t${i}`,
+    inputs: [{ place: `p${i}`, take: 1 }],
+    outputs: [],
+    inhibit: [],
+    workers: 1,
+    running: 0,
+    stopped: false,
+    serviceTimes,
+  });
 }
 const source = { place: (n) => places.get(n), transition: (n) => transitions.get(n) };
 const incremental = typeof plan.Scheduler === 'function';
@@ -100,7 +109,9 @@ function timeIt(rounds, fn) {
 }
 timeIt(Math.min(200, ROUNDS), round); // warm-up
 const decideMs = timeIt(ROUNDS, round);
-const stats = new Map([...transitions.values()].map((t) => [t.name, { queueLength: places.get(t.inputs[0].place).tokens.length + t.running, serviceTimes: t.serviceTimes }]));
+const stats = new Map(
+  [...transitions.values()].map((t) => [t.name, { queueLength: places.get(t.inputs[0].place).tokens.length + t.running, serviceTimes: t.serviceTimes }]),
+);
 const allocateMs = timeIt(Math.max(20, Math.round(ROUNDS / 20)), () => {
   const a0 = performance.now();
   allocateWorkers(W, stats, new Set());

@@ -78,7 +78,16 @@ export async function benchFlat(ctx) {
   for (const n of sizes.slice(1)) {
     const ratio = perFiring(n) / base;
     const last = n === sizes.at(-1);
-    rows.push([`the runner's CPU per firing, ${n.toLocaleString('en')} places (one transition each, no output), ${FIRINGS.toLocaleString('en')} firings`, `itself at ${sizes[0]} places`, `${perFiring(n).toFixed(2)} ms`, `${base.toFixed(2)} ms`, `${ratio.toFixed(2)}×`, last ? '≤ 1.2×' : '—', last ? (ratio <= 1.2 ? 'met' : '**missed**') : '', loadPer]);
+    rows.push([
+      `the runner's CPU per firing, ${n.toLocaleString('en')} places (one transition each, no output), ${FIRINGS.toLocaleString('en')} firings`,
+      `itself at ${sizes[0]} places`,
+      `${perFiring(n).toFixed(2)} ms`,
+      `${base.toFixed(2)} ms`,
+      `${ratio.toFixed(2)}×`,
+      last ? '≤ 1.2×' : '—',
+      last ? (ratio <= 1.2 ? 'met' : '**missed**') : '',
+      loadPer,
+    ]);
   }
   const ms = (n, k) => `${median(per.get(n).map((m) => m[k])).toFixed(0)} ms`;
   notes.push(
@@ -102,7 +111,16 @@ export async function benchFlat(ctx) {
   const allocUs = (n) => median(dec.get(n).map((m) => m.allocateUs));
   const dRatio = decUs(10_000) / decUs(50);
   const how = dec.get(50)[0].incremental ? 'the incremental scheduler told what changed' : 'schedule() over the whole marking';
-  rows.push([`one decision of the scheduler (${how}), 10,000 transitions with work, 4 workers`, 'itself with 50', `${decUs(10_000).toFixed(0)} µs`, `${decUs(50).toFixed(0)} µs`, `${dRatio.toFixed(2)}×`, '≤ 2×', dRatio <= 2 ? 'met' : '**missed**', span(l1)]);
+  rows.push([
+    `one decision of the scheduler (${how}), 10,000 transitions with work, 4 workers`,
+    'itself with 50',
+    `${decUs(10_000).toFixed(0)} µs`,
+    `${decUs(50).toFixed(0)} µs`,
+    `${dRatio.toFixed(2)}×`,
+    '≤ 2×',
+    dRatio <= 2 ? 'met' : '**missed**',
+    span(l1),
+  ]);
   notes.push(
     `Decisions: ${dsizes.map((n) => `${n.toLocaleString('en')} transitions ${decUs(n).toFixed(0)} µs`).join(', ')}; allocateWorkers over every transition once (what each start cost before the scheduler was incremental): ${dsizes.map((n) => `${allocUs(n).toFixed(0)} µs`).join(', ')}.`,
   );
@@ -123,7 +141,10 @@ export async function benchFlat(ctx) {
       const a = `${seed}-net`;
       fs.cpSync(seed, a, { recursive: true });
       const out = path.join(a, 'F');
-      fs.writeFileSync(path.join(a, 'net.yaml'), manyQueues(QN, `"cat >> ${out}"`, (i) => `q${i}`));
+      fs.writeFileSync(
+        path.join(a, 'net.yaml'),
+        manyQueues(QN, `"cat >> ${out}"`, (i) => `q${i}`),
+      );
       const t = timed([NODE, bin, 'net', 'run', '--drain', path.join(a, 'net.yaml')], { cwd: a });
       const lines = fs.readFileSync(out, 'utf8').split('\n').filter(Boolean).length;
       if (lines !== QN) throw new Error(`net run --drain: ${lines} jobs ran, expected ${QN}`);
@@ -141,8 +162,19 @@ export async function benchFlat(ctx) {
     fs.rmSync(seed, { recursive: true, force: true });
     const cpu = (xs) => median(xs.map((x) => x.cpu));
     const ratio = cpu(ours) / cpu(refs);
-    rows.push([`\`fspl net run --drain\` over ${QN.toLocaleString('en')} queues made by the reference, one job each, \`sh -c 'cat >> F'\`: CPU, children included`, "the reference's loop: one `fspl queue-process` per queue", `${cpu(ours).toFixed(2)} s`, `${cpu(refs).toFixed(2)} s`, `${ratio.toFixed(2)}×`, '≤ 0.5×', ratio <= 0.5 ? 'met' : '**missed**', span(l2)]);
-    notes.push(`The ${QN.toLocaleString('en')} queues: wall ${(median(ours.map((x) => x.wall)) / 1000).toFixed(2)} s ours, ${(median(refs.map((x) => x.wall)) / 1000).toFixed(2)} s the loop; peak RSS ${(median(ours.map((x) => x.rssKiB)) / 1024).toFixed(0)} MiB ours.`);
+    rows.push([
+      `\`fspl net run --drain\` over ${QN.toLocaleString('en')} queues made by the reference, one job each, \`sh -c 'cat >> F'\`: CPU, children included`,
+      "the reference's loop: one `fspl queue-process` per queue",
+      `${cpu(ours).toFixed(2)} s`,
+      `${cpu(refs).toFixed(2)} s`,
+      `${ratio.toFixed(2)}×`,
+      '≤ 0.5×',
+      ratio <= 0.5 ? 'met' : '**missed**',
+      span(l2),
+    ]);
+    notes.push(
+      `The ${QN.toLocaleString('en')} queues: wall ${(median(ours.map((x) => x.wall)) / 1000).toFixed(2)} s ours, ${(median(refs.map((x) => x.wall)) / 1000).toFixed(2)} s the loop; peak RSS ${(median(ours.map((x) => x.rssKiB)) / 1024).toFixed(0)} MiB ours.`,
+    );
   } else notes.push(`No reference at ${opts.ref}: the ${QN} queues' row is left out.`);
 
   return `### Issue 30: the net runner flat in the number of places

@@ -25,7 +25,14 @@ if (process.argv[2] === '--list') {
   let n = 0;
   for await (const t of net.tokens('p')) if (t.key) n++;
   const ms = performance.now() - t0;
-  console.log(JSON.stringify({ n, ms: Math.round(ms), maxRssMiB: Math.round(process.resourceUsage().maxRSS / 1024), heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20) }));
+  console.log(
+    JSON.stringify({
+      n,
+      ms: Math.round(ms),
+      maxRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+      heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
+    }),
+  );
   process.exit(0);
 }
 
@@ -38,10 +45,20 @@ for (const n of (process.argv.slice(2).length ? process.argv.slice(2) : ['10000'
     net.init();
     const jobs = path.join(dir, 'places/p/jobs');
     for (let i = 1; i <= n; i++) {
-      const header = lib.makeHeader({ seq: BigInt(i), cmd: { kind: 'Command', params: [Buffer.from('x')], env: [[Buffer.from('KEY'), Buffer.from(`key-${i}`)]] } });
-      fs.writeFileSync(path.join(jobs, `fspl-${String(i).padStart(20, '0')}-${randomUUID()}.fspl`), Buffer.concat([lib.encodeHeader(header), Buffer.from(`payload ${i}\n`)]));
+      const header = lib.makeHeader({
+        seq: BigInt(i),
+        cmd: { kind: 'Command', params: [Buffer.from('x')], env: [[Buffer.from('KEY'), Buffer.from(`key-${i}`)]] },
+      });
+      fs.writeFileSync(
+        path.join(jobs, `fspl-${String(i).padStart(20, '0')}-${randomUUID()}.fspl`),
+        Buffer.concat([lib.encodeHeader(header), Buffer.from(`payload ${i}\n`)]),
+      );
     }
-    const r = spawnSync(process.execPath, [...(process.env.LS_NODE_FLAGS ?? '').split(' ').filter(Boolean), fileURLToPath(import.meta.url), '--list', path.join(dir, 'net.yaml')], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [...(process.env.LS_NODE_FLAGS ?? '').split(' ').filter(Boolean), fileURLToPath(import.meta.url), '--list', path.join(dir, 'net.yaml')],
+      { encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(r.stderr);
     console.log(`${n} tokens: ${r.stdout.trim()}`);
   } finally {

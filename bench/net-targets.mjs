@@ -29,12 +29,14 @@ function shWall(script, env = process.env) {
     const t0 = process.hrtime.bigint();
     spawn('sh', ['-c', script], { stdio: ['ignore', 'ignore', 'inherit'], env })
       .on('error', reject)
-      .on('exit', (code) => (code === 0 ? resolve(Number(process.hrtime.bigint() - t0) / 1e6) : reject(new Error(`sh -c ${script.slice(0, 80)}… exited ${code}`))));
+      .on('exit', (code) =>
+        code === 0 ? resolve(Number(process.hrtime.bigint() - t0) / 1e6) : reject(new Error(`sh -c ${script.slice(0, 80)}… exited ${code}`)),
+      );
   });
 }
 
 export async function benchTargets(ctx) {
-  const { opts, log, median, table, freshDir, writeNet, fill, timed, Net, NODE, BIN, expectAll } = ctx;
+  const { opts, log, median, table, freshDir, writeNet, fill, timed, NODE, BIN, expectAll } = ctx;
   const Q = opts.quick;
   const rounds = opts.rounds;
   const rows = [];
@@ -62,7 +64,16 @@ export async function benchTargets(ctx) {
     }
   };
   const row = (name, floorName, m, fmt, target, ok, ratio = m.ours / m.floor) =>
-    rows.push([name, floorName, fmt(m.ours), m.floor === undefined ? '—' : fmt(m.floor), m.floor === undefined ? '—' : `${ratio.toFixed(2)}×`, target, typeof ok === 'string' ? ok : ok ? 'met' : '**missed**', m.load]);
+    rows.push([
+      name,
+      floorName,
+      fmt(m.ours),
+      m.floor === undefined ? '—' : fmt(m.floor),
+      m.floor === undefined ? '—' : `${ratio.toFixed(2)}×`,
+      target,
+      typeof ok === 'string' ? ok : ok ? 'met' : '**missed**',
+      m.load,
+    ]);
 
   // ---- Jefferson, start-up included, against xargs -P 2 of the same commands.
   const stages = [
@@ -85,7 +96,14 @@ export async function benchTargets(ctx) {
       },
       () => shWall(`for i in $(seq ${N}); do echo 0.01; echo 0.02; echo 0.04; done | xargs -P 2 -n 1 sh -c 'sleep "$0"; cat </dev/null'`),
     );
-    row(`Jefferson 10/20/40 ms, W=2, ${N} tokens, start-up included (\`fspl net run --drain\`)`, `the ${3 * N} commands by \`xargs -P 2\``, m, s, '≤ 1.10×', m.ours / m.floor <= 1.1);
+    row(
+      `Jefferson 10/20/40 ms, W=2, ${N} tokens, start-up included (\`fspl net run --drain\`)`,
+      `the ${3 * N} commands by \`xargs -P 2\``,
+      m,
+      s,
+      '≤ 1.10×',
+      m.ours / m.floor <= 1.1,
+    );
   }
 
   // ---- And-merges, in this process (the runner of `fspl net run`, through the library), so that
@@ -147,14 +165,34 @@ export async function benchTargets(ctx) {
       const dir = freshDir('t-loop');
       fs.writeFileSync(path.join(dir, 'l'), 'l0\n');
       fs.writeFileSync(path.join(dir, 'r'), 'r0\n');
-      const ms = await shWall(`i=0; while [ $i -lt ${BIG} ]; do sh -c '${MERGE_CMD}' >/dev/null; i=$((i+1)); done`, { ...process.env, FSPL_IN_l: path.join(dir, 'l'), FSPL_IN_r: path.join(dir, 'r') });
+      const ms = await shWall(`i=0; while [ $i -lt ${BIG} ]; do sh -c '${MERGE_CMD}' >/dev/null; i=$((i+1)); done`, {
+        ...process.env,
+        FSPL_IN_l: path.join(dir, 'l'),
+        FSPL_IN_r: path.join(dir, 'r'),
+      });
       fs.rmSync(dir, { recursive: true, force: true });
       return ms;
     },
   );
-  row(`and-merge ${BIG.toLocaleString('en')} × ${BIG.toLocaleString('en')}, \`sh -c 'cat …'\`, wall`, `the same \`sh -c\` ${BIG.toLocaleString('en')} times by a shell loop`, m10, s, '≤ 1.5×', m10.ours / m10.floor <= 1.5);
+  row(
+    `and-merge ${BIG.toLocaleString('en')} × ${BIG.toLocaleString('en')}, \`sh -c 'cat …'\`, wall`,
+    `the same \`sh -c\` ${BIG.toLocaleString('en')} times by a shell loop`,
+    m10,
+    s,
+    '≤ 1.5×',
+    m10.ours / m10.floor <= 1.5,
+  );
   const p99 = median(eld.map((r) => r.p99));
-  rows.push([`event-loop delay p99 during the ${BIG.toLocaleString('en')} merge (p50 ${median(eld.map((r) => r.p50)).toFixed(2)} ms, max ${median(eld.map((r) => r.max)).toFixed(1)} ms)`, '—', `${p99.toFixed(2)} ms`, '—', '—', '≤ 10 ms', p99 <= 10 ? 'met' : '**missed**', m10.load]);
+  rows.push([
+    `event-loop delay p99 during the ${BIG.toLocaleString('en')} merge (p50 ${median(eld.map((r) => r.p50)).toFixed(2)} ms, max ${median(eld.map((r) => r.max)).toFixed(1)} ms)`,
+    '—',
+    `${p99.toFixed(2)} ms`,
+    '—',
+    '—',
+    '≤ 10 ms',
+    p99 <= 10 ? 'met' : '**missed**',
+    m10.load,
+  ]);
 
   // ---- A chain of 3 cat, start-up included, against the same cats by xargs -P 2.
   const CN = Q ? 100 : 2000;
@@ -163,7 +201,10 @@ export async function benchTargets(ctx) {
     `chain of 3 cat, ${CN} tokens`,
     async () => {
       const dir = freshDir('t-chain');
-      const { file, net } = writeNet(dir, `places: { q0: {}, q1: {}, q2: {}, q3: {} }\ntransitions:\n  t0: { in: q0, out: q1, run: [cat] }\n  t1: { in: q1, out: q2, run: [cat] }\n  t2: { in: q2, out: q3, run: [cat] }\n`);
+      const { file, net } = writeNet(
+        dir,
+        `places: { q0: {}, q1: {}, q2: {}, q3: {} }\ntransitions:\n  t0: { in: q0, out: q1, run: [cat] }\n  t1: { in: q1, out: q2, run: [cat] }\n  t2: { in: q2, out: q3, run: [cat] }\n`,
+      );
       await fill(net, 'q0', CN);
       const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', '2', file], { cwd: dir });
       expectAll(path.join(dir, 'places/q3'), CN, 'chain (targets)');
@@ -177,7 +218,14 @@ export async function benchTargets(ctx) {
       return shWall(`yes /dev/null | head -n ${3 * CN} | xargs -P 2 -n 1 cat`);
     },
   );
-  row(`chain of 3 \`cat\`, ${CN.toLocaleString('en')} tokens, W=2, start-up included`, `the ${(3 * CN).toLocaleString('en')} \`cat\`s by \`xargs -P 2\``, chain, s, '≤ 1.5×', chain.ours / chain.floor <= 1.5);
+  row(
+    `chain of 3 \`cat\`, ${CN.toLocaleString('en')} tokens, W=2, start-up included`,
+    `the ${(3 * CN).toLocaleString('en')} \`cat\`s by \`xargs -P 2\``,
+    chain,
+    s,
+    '≤ 1.5×',
+    chain.ours / chain.floor <= 1.5,
+  );
   const protocol = { ...chain, floor: median(protocolFloor) };
   row(
     `the same chain, against the protocol's floor (the floor's own ratio to \`xargs\`: ${(protocol.floor / chain.floor).toFixed(2)}×)`,
@@ -203,7 +251,8 @@ export async function benchTargets(ctx) {
   };
   const perSecond = (v) => `${Math.round(v).toLocaleString('en')}/s`;
   // Rates: the ratio is the floor's rate over ours (ours takes that many times the floor's time).
-  const rateRow = (name, m) => row(name, 'the same durable moves\' system calls, no fspl (`floors.mjs moves`)', m, perSecond, '≥ 10,000/s', m.ours >= 10_000, m.floor / m.ours);
+  const rateRow = (name, m) =>
+    row(name, "the same durable moves' system calls, no fspl (`floors.mjs moves`)", m, perSecond, '≥ 10,000/s', m.ours >= 10_000, m.floor / m.ours);
   const disk = ctx.diskDir;
   const cold = {};
   for (const where of [disk, opts.dir]) {

@@ -21,10 +21,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { spliceSection } from './splice.mjs';
-import { parseSectionArgs } from './section-args.mjs';
 import { benchFlat } from './net-flat.mjs';
 import { benchTargets } from './net-targets.mjs';
+import { parseSectionArgs } from './section-args.mjs';
+import { spliceSection } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -33,10 +33,15 @@ const TIME = '/usr/bin/time';
 const BEGIN = '<!-- net-bench:begin -->';
 const END = '<!-- net-bench:end -->';
 
-const opts = parseSectionArgs(process.argv.slice(2), import.meta.url, { diskDir: '/var/tmp', root: undefined }, {
-  '--disk-dir': (o, v) => (o.diskDir = v),
-  '--root': (o, v) => (o.root = path.resolve(v)),
-});
+const opts = parseSectionArgs(
+  process.argv.slice(2),
+  import.meta.url,
+  { diskDir: '/var/tmp', root: undefined },
+  {
+    '--disk-dir': (o, v) => (o.diskDir = v),
+    '--root': (o, v) => (o.root = path.resolve(v)),
+  },
+);
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[net-bench] ${m}\n`);
 const median = (xs) => {
@@ -196,7 +201,19 @@ transitions:
   const oneSim = simulate(one[0].model, { tokens: N, workers: 3, service: nominal });
 
   const t = table(
-    ['--workers', 'real run (median makespan)', '`net simulate`, measured service times', 'real / simulated', 'lower bound, nominal times', 'real / bound', 'lower bound, the commands alone', 'real / bound', 'lower bound, measured times', 'real / bound', 'static equal split (W/3 per stage), nominal / measured'],
+    [
+      '--workers',
+      'real run (median makespan)',
+      '`net simulate`, measured service times',
+      'real / simulated',
+      'lower bound, nominal times',
+      'real / bound',
+      'lower bound, the commands alone',
+      'real / bound',
+      'lower bound, measured times',
+      'real / bound',
+      'static equal split (W/3 per stage), nominal / measured',
+    ],
     rows.map((r) => [
       String(r.W),
       sec(r.wall),
@@ -211,8 +228,22 @@ transitions:
       `${sec(r.staticNom)} / ${sec(r.staticMeas)}`,
     ]),
   );
-  const aloneLine = rows.map((r) => `${r.W} at once: ${Object.entries(r.alone).map(([k, v]) => `${k} ${v.mean.toFixed(1)} ms`).join(', ')}`).join('; ');
-  const svcLine = rows.map((r) => `--workers ${r.W}: ${Object.entries(r.svc).map(([k, v]) => `${k} ${v.mean.toFixed(1)} ms`).join(', ')}`).join('; ');
+  const aloneLine = rows
+    .map(
+      (r) =>
+        `${r.W} at once: ${Object.entries(r.alone)
+          .map(([k, v]) => `${k} ${v.mean.toFixed(1)} ms`)
+          .join(', ')}`,
+    )
+    .join('; ');
+  const svcLine = rows
+    .map(
+      (r) =>
+        `--workers ${r.W}: ${Object.entries(r.svc)
+          .map(([k, v]) => `${k} ${v.mean.toFixed(1)} ms`)
+          .join(', ')}`,
+    )
+    .join('; ');
   const met = (v) => (v <= 1.15 ? 'met' : 'missed');
   const targets = rows
     .map(
@@ -282,7 +313,13 @@ async function benchJitter() {
     }
   }
   const pen = (cap) => sim.get(`${capName(cap)}/1`) / sim.get(`${capName(cap)}/0`) - 1;
-  const simRows = caps.map((cap) => [capName(cap), sec(sim.get(`${capName(cap)}/0`)), sec(sim.get(`${capName(cap)}/1`)), `${(pen(cap) * 100).toFixed(1)}%`, x(pen(cap) / pen(1))]);
+  const simRows = caps.map((cap) => [
+    capName(cap),
+    sec(sim.get(`${capName(cap)}/0`)),
+    sec(sim.get(`${capName(cap)}/1`)),
+    `${(pen(cap) * 100).toFixed(1)}%`,
+    x(pen(cap) / pen(1)),
+  ]);
   const zero = caps.map((c) => sim.get(`${capName(c)}/0`));
   const spread0 = Math.max(...zero) / Math.min(...zero) - 1;
 
@@ -290,7 +327,7 @@ async function benchJitter() {
   // stage i sleeps the i-th with shell built-ins and \`sleep\`, and passes the payload on.
   const realCaps = opts.quick ? [1, 2] : [1, 2, undefined];
   let rnd = 12345;
-  const rand = () => ((rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   /** Median makespans by `cap/jitter` of real runs of the nets `make(dir, cap)` builds. */
   const realRuns = async (caps, what, make) => {
     const out = new Map();
@@ -314,7 +351,10 @@ async function benchJitter() {
     return out;
   };
   const real = await realRuns(realCaps, 'commands', (dir, cap) => {
-    const yamlT = Array.from({ length: 8 }, (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`).join('\n');
+    const yamlT = Array.from(
+      { length: 8 },
+      (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`,
+    ).join('\n');
     const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
     return writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`).net;
   });
@@ -395,7 +435,12 @@ async function benchHop() {
       cpus.push(t.cpu);
       fs.rmSync(dir, { recursive: true, force: true });
     }
-    lines.push([`\`fspl net run --workers ${workers}\`, ${hops} transitions \`cat\``, String(N), (median(walls) / (N * hops)).toFixed(2), ((median(cpus) * 1000) / (N * hops)).toFixed(2)]);
+    lines.push([
+      `\`fspl net run --workers ${workers}\`, ${hops} transitions \`cat\``,
+      String(N),
+      (median(walls) / (N * hops)).toFixed(2),
+      ((median(cpus) * 1000) / (N * hops)).toFixed(2),
+    ]);
   }
   const sides = [
     ['ours', [NODE, BIN]],
@@ -429,7 +474,12 @@ async function benchHop() {
       cpus.push(cpu);
       fs.rmSync(dir, { recursive: true, force: true });
     }
-    lines.push([`\`queue-process\` → \`sh -c 'cat \\| fspl prepare \\| fspl queue-write'\`, ${name}, ${hops} hops one after the other`, String(M), (median(walls) / (M * hops)).toFixed(2), ((median(cpus) * 1000) / (M * hops)).toFixed(2)]);
+    lines.push([
+      `\`queue-process\` → \`sh -c 'cat \\| fspl prepare \\| fspl queue-write'\`, ${name}, ${hops} hops one after the other`,
+      String(M),
+      (median(walls) / (M * hops)).toFixed(2),
+      ((median(cpus) * 1000) / (M * hops)).toFixed(2),
+    ]);
   }
   const netMs = Number(lines[0][2]);
   const oursQp = lines.find((l) => l[0].includes(', ours,'));
@@ -458,7 +508,10 @@ async function benchScale() {
   for (const n of sizes) {
     log(`scale: ${n} tokens through 2 moves`);
     const dir = freshDir('scale');
-    const { file, net } = writeNet(dir, `places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`);
+    const { file, net } = writeNet(
+      dir,
+      `places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`,
+    );
     const t0 = Date.now();
     await fill(net, 'a', n, () => 'x');
     const putMs = Date.now() - t0;
@@ -481,8 +534,24 @@ transitions with \`run: null\` (tokens are moved, no process runs); \`fspl net r
 the default pool. One run each.
 
 ${table(
-  ['tokens', 'wall', 'tokens per second (each moved twice)', 'CPU (user+sys)', 'peak RSS', `peak RSS, \`--max-old-space-size=${CAPPED_MIB}\``, 'putting them first (library \`put\`)'],
-  rows.map((r) => [r.n.toLocaleString('en'), sec(r.wall), Math.round(r.n / (r.wall / 1000)).toLocaleString('en'), `${r.cpu.toFixed(2)} s`, `${(r.rssKiB / 1024).toFixed(0)} MiB`, `${(r.capped.rssKiB / 1024).toFixed(0)} MiB (wall ${sec(r.capped.wall)})`, sec(r.putMs)]),
+  [
+    'tokens',
+    'wall',
+    'tokens per second (each moved twice)',
+    'CPU (user+sys)',
+    'peak RSS',
+    `peak RSS, \`--max-old-space-size=${CAPPED_MIB}\``,
+    'putting them first (library `put`)',
+  ],
+  rows.map((r) => [
+    r.n.toLocaleString('en'),
+    sec(r.wall),
+    Math.round(r.n / (r.wall / 1000)).toLocaleString('en'),
+    `${r.cpu.toFixed(2)} s`,
+    `${(r.rssKiB / 1024).toFixed(0)} MiB`,
+    `${(r.capped.rssKiB / 1024).toFixed(0)} MiB (wall ${sec(r.capped.wall)})`,
+    sec(r.putMs),
+  ]),
 )}
 
 - Peak RSS ${(last.rssKiB / rows[0].rssKiB).toFixed(2)}× for ${(last.n / rows[0].n).toFixed(0)}× the tokens by default, ${(last.capped.rssKiB / rows[0].capped.rssKiB).toFixed(2)}× with V8's old generation capped at ${CAPPED_MIB} MiB; from ${rows[1].n.toLocaleString('en')} to ${last.n.toLocaleString('en')} tokens (both beyond the index window): ${(last.rssKiB / rows[1].rssKiB).toFixed(2)}× and ${(last.capped.rssKiB / rows[1].capped.rssKiB).toFixed(2)}×.
@@ -511,7 +580,21 @@ try {
     }
   };
   await section('targets', "Targets of issue 20: the runner against the machine's floor", () =>
-    benchTargets({ opts: { ...opts, rounds: opts.quick ? 1 : 3 }, log, median, table, freshDir, writeNet, fill, timed, Net, NODE, BIN, expectAll, diskDir: fs.existsSync(opts.diskDir) ? opts.diskDir : os.tmpdir() }),
+    benchTargets({
+      opts: { ...opts, rounds: opts.quick ? 1 : 3 },
+      log,
+      median,
+      table,
+      freshDir,
+      writeNet,
+      fill,
+      timed,
+      Net,
+      NODE,
+      BIN,
+      expectAll,
+      diskDir: fs.existsSync(opts.diskDir) ? opts.diskDir : os.tmpdir(),
+    }),
   );
   await section('flat', 'Issue 30: the net runner flat in the number of places', () =>
     benchFlat({ opts, log, median, table, freshDir, timed, NODE, Net, root: opts.root ?? ROOT, self: ROOT }),

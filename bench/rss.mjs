@@ -39,7 +39,11 @@ function runOnce(seedDir, nodeFlags) {
   fs.cpSync(seedDir, dir, { recursive: true });
   const want = fs.readdirSync(path.join(dir, 'places', 'a', 'jobs')).filter((f) => f.endsWith('.fspl')).length;
   const tf = `${dir}.time`;
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S %M', '-o', tf, process.execPath, ...nodeFlags, BIN, 'net', 'run', '--drain', path.join(dir, 'net.yaml')], { cwd: dir, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(
+    '/usr/bin/time',
+    ['-f', '%e %U %S %M', '-o', tf, process.execPath, ...nodeFlags, BIN, 'net', 'run', '--drain', path.join(dir, 'net.yaml')],
+    { cwd: dir, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   if (r.status !== 0) throw new Error(`run failed (${r.status}): ${r.stderr.toString().slice(-2000)}`);
   const [wall, u, s, kib] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
   const got = jobs(dir);
@@ -53,16 +57,23 @@ const [cmd, dir, ...rest] = process.argv.slice(2);
 if (cmd === 'seed') await seed(dir, Number(rest[0]));
 else if (cmd === 'run') {
   const dd = rest.indexOf('--');
-  const rounds = Number(dd === 0 ? 3 : rest[0] ?? 3);
+  const rounds = Number(dd === 0 ? 3 : (rest[0] ?? 3));
   const flags = dd >= 0 ? rest.slice(dd + 1) : [];
   const out = [];
   for (let i = 0; i < rounds; i++) {
     const r = runOnce(dir, flags);
     out.push(r);
-    process.stdout.write(`${path.basename(dir)} ${flags.join(' ')} round ${i + 1}: ${r.mib.toFixed(1)} MiB, ${r.wall.toFixed(2)} s wall, ${r.cpu.toFixed(2)} s cpu\n`);
+    process.stdout.write(
+      `${path.basename(dir)} ${flags.join(' ')} round ${i + 1}: ${r.mib.toFixed(1)} MiB, ${r.wall.toFixed(2)} s wall, ${r.cpu.toFixed(2)} s cpu\n`,
+    );
   }
-  const med = (k) => { const s = out.map((o) => o[k]).sort((a, b) => a - b); return s[s.length >> 1]; };
-  process.stdout.write(`${path.basename(dir)} ${flags.join(' ')} median: ${med('mib').toFixed(1)} MiB, ${med('wall').toFixed(2)} s wall, ${med('cpu').toFixed(2)} s cpu\n`);
+  const med = (k) => {
+    const s = out.map((o) => o[k]).sort((a, b) => a - b);
+    return s[s.length >> 1];
+  };
+  process.stdout.write(
+    `${path.basename(dir)} ${flags.join(' ')} median: ${med('mib').toFixed(1)} MiB, ${med('wall').toFixed(2)} s wall, ${med('cpu').toFixed(2)} s cpu\n`,
+  );
 } else {
   process.stderr.write('usage: rss.mjs seed DIR N | run DIR [ROUNDS] [-- node flags]\n');
   process.exit(2);

@@ -67,33 +67,68 @@ function parseArgs(argv) {
     if (a.startsWith('--') && a.includes('=')) [a, inline] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)];
     const val = () => (inline !== undefined ? inline : need(i++));
     switch (a) {
-      case '--quick': o.quick = true; break;
-      case '--out': o.out = val(); break;
-      case '--rounds': o.rounds = Number(val()); break;
-      case '--big-rounds': o.bigRounds = Number(val()); break;
-      case '--cold-rounds': o.coldRounds = Number(val()); break;
-      case '--only': o.only = new Set(val().split(',').map((s) => s.trim()).filter(Boolean)); break;
-      case '--dir': o.dir = val(); break;
-      case '--ref': o.ref = val(); break;
-      case '--no-native': o.noNative = true; break;
-      case '--baseline': o.baseline = path.resolve(val()); break;
-      case '-h': case '--help':
-        process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 25).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+      case '--quick':
+        o.quick = true;
+        break;
+      case '--out':
+        o.out = val();
+        break;
+      case '--rounds':
+        o.rounds = Number(val());
+        break;
+      case '--big-rounds':
+        o.bigRounds = Number(val());
+        break;
+      case '--cold-rounds':
+        o.coldRounds = Number(val());
+        break;
+      case '--only':
+        o.only = new Set(
+          val()
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        );
+        break;
+      case '--dir':
+        o.dir = val();
+        break;
+      case '--ref':
+        o.ref = val();
+        break;
+      case '--no-native':
+        o.noNative = true;
+        break;
+      case '--baseline':
+        o.baseline = path.resolve(val());
+        break;
+      case '-h':
+      case '--help':
+        process.stdout.write(
+          `${fs
+            .readFileSync(fileURLToPath(import.meta.url), 'utf8')
+            .split('\n')
+            .slice(2, 25)
+            .map((l) => l.replace(/^ \*\/? ?/, ''))
+            .join('\n')}\n`,
+        );
         process.exit(0);
-      // eslint-disable-next-line no-fallthrough
-      default: die(`unknown option ${a} (try --help)`);
+        break;
+      default:
+        die(`unknown option ${a} (try --help)`);
     }
   }
   o.rounds ??= o.quick ? 1 : 5;
   o.bigRounds ??= o.quick ? 1 : 3;
   o.coldRounds ??= o.quick ? 2 : 20;
   for (const k of ['rounds', 'bigRounds', 'coldRounds']) {
-    if (!Number.isInteger(o[k]) || o[k] < 1) die(`--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} must be a positive integer`);
+    if (!Number.isInteger(o[k]) || o[k] < 1) die(`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
   }
   if (!o.dir) o.dir = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
   if (o.baseline && !fs.existsSync(path.join(o.baseline, 'bin', 'fspl'))) die(`--baseline ${o.baseline}: no bin/fspl there`);
   if (!o.out) {
-    o.out = o.quick || o.only ? path.join(os.tmpdir(), `fspl-bench-${o.quick ? 'quick' : 'partial'}-${process.pid}.md`) : path.join(ROOT, 'docs', 'benchmarks.md');
+    o.out =
+      o.quick || o.only ? path.join(os.tmpdir(), `fspl-bench-${o.quick ? 'quick' : 'partial'}-${process.pid}.md`) : path.join(ROOT, 'docs', 'benchmarks.md');
   }
   return o;
 }
@@ -358,7 +393,8 @@ function entryModule() {
   const text = fs.readFileSync(BIN, 'utf8');
   const m = /['"]([^'"]*main\.c?js)['"]/.exec(text);
   const file = path.join(DIST, 'bundle', m ? path.basename(m[1]) : 'main.cjs');
-  if (!fs.existsSync(path.join(DIST, 'bundle', 'group-start.cjs'))) throw new BenchError('dist/bundle/group-start.cjs (loaded by bin/fspl) is missing: run npm run build first');
+  if (!fs.existsSync(path.join(DIST, 'bundle', 'group-start.cjs')))
+    throw new BenchError('dist/bundle/group-start.cjs (loaded by bin/fspl) is missing: run npm run build first');
   return file;
 }
 
@@ -419,7 +455,9 @@ function benchColdStart() {
   };
   const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, { ...stats(v), cpu: { ...stats(cpu[k]), median: iqm(cpu[k]) } }]));
   floorMs = m.floor.median;
-  log(`  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`);
+  log(
+    `  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`,
+  );
   Object.assign(startup, m);
   results.push({
     id: '1',
@@ -498,7 +536,9 @@ function benchQueueProcess(id, n, kind, target) {
   if (runs.base) {
     // The baseline in the ref column: what a change gained, in the same run.
     for (const metric of ['wall', 'cpu']) {
-      ratioRow(id, `same, against the baseline (${gitDescribe(opts.baseline)})${metric === 'cpu' ? ': CPU' : ''}`, { ours: runs.ours, ref: runs.base }, 1.0, { metric });
+      ratioRow(id, `same, against the baseline (${gitDescribe(opts.baseline)})${metric === 'cpu' ? ': CPU' : ''}`, { ours: runs.ours, ref: runs.base }, 1.0, {
+        metric,
+      });
       results.at(-1).target = '(information)';
       results.at(-1).met = '';
     }
@@ -532,10 +572,10 @@ function profileSection() {
   const ms1 = (us) => fmtMs(us / 1000);
   const rows = [
     ['whole run (profiled: the profiler slows it)', ms1(c.total), per(c.total)],
-    ['spawning job commands (the addon\'s `posix_spawn`, which returns once the child has exec\'d)', ms1(c.spawn), per(c.spawn)],
+    ["spawning job commands (the addon's `posix_spawn`, which returns once the child has exec'd)", ms1(c.spawn), per(c.spawn)],
     ['idle: waiting for the command to exit', ms1(c.idle), per(c.idle)],
-    ['system calls through Node\'s fs bindings (open, read, rename, unlink, write, ...)', ms1(c.syscalls), per(c.syscalls)],
-    ['**JS** (fspl\'s code, its libraries, Node\'s own JS)', ms1(c.js), `**${per(c.js)}**`],
+    ["system calls through Node's fs bindings (open, read, rename, unlink, write, ...)", ms1(c.syscalls), per(c.syscalls)],
+    ["**JS** (fspl's code, its libraries, Node's own JS)", ms1(c.js), `**${per(c.js)}**`],
     ['garbage collector', ms1(c.gc), per(c.gc)],
     ['(program): V8 and Node native code outside JS', ms1(c.program), per(c.program)],
   ];
@@ -583,7 +623,8 @@ function benchQueueLs(id, n, { gzip }) {
     check: (side, { q }, res) => {
       expectOk(res, `${side.name} ${label}`);
       const lines = res.stdout.split('\n').filter(Boolean);
-      if (lines.length !== n + 1 || !lines[0].startsWith('ID')) fail(`${side.name} ${label}: ${lines.length} lines of output (expected a header and ${n} jobs)`, res);
+      if (lines.length !== n + 1 || !lines[0].startsWith('ID'))
+        fail(`${side.name} ${label}: ${lines.length} lines of output (expected a header and ${n} jobs)`, res);
       // The same queue (copied to the same path) must list identically on both sides.
       outs[side.name].push(res.stdout);
       if (jobFiles(q).length !== n) fail(`${side.name} ${label}: queue-ls changed the queue`, res);
@@ -597,7 +638,9 @@ function benchQueueLs(id, n, { gzip }) {
         const a = o.split('\n');
         const b = refOut.split('\n');
         const i = a.findIndex((l, k) => l !== b[k]);
-        throw new BenchError(`${side} ${label}: output differs from the reference's at line ${i + 1}:\n  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`);
+        throw new BenchError(
+          `${side} ${label}: output differs from the reference's at line ${i + 1}:\n  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`,
+        );
       }
     }
   }
@@ -645,7 +688,8 @@ function runPipeline(side, size, q) {
 
 function checkWritten(side, q, size, res) {
   const files = jobFiles(q);
-  if (files.length !== 1 || !/^fspl-[0-9a-f-]{36}\.fspl$/.test(files[0])) fail(`${side.name}: expected one job file in jobs/, found ${JSON.stringify(files)}`, res);
+  if (files.length !== 1 || !/^fspl-[0-9a-f-]{36}\.fspl$/.test(files[0]))
+    fail(`${side.name}: expected one job file in jobs/, found ${JSON.stringify(files)}`, res);
   const file = path.join(q, 'jobs', files[0]);
   const st = fs.statSync(file);
   const fd = fs.openSync(file, 'r');
@@ -658,7 +702,8 @@ function checkWritten(side, q, size, res) {
   } catch (e) {
     fail(`${side.name}: the written job has a bad header: ${e.message}`, res);
   }
-  if (h.header.seq !== 1n || h.header.cmd.kind !== 'Command') fail(`${side.name}: unexpected header ${JSON.stringify(h.header, (k, v) => (typeof v === 'bigint' ? String(v) : v))}`, res);
+  if (h.header.seq !== 1n || h.header.cmd.kind !== 'Command')
+    fail(`${side.name}: unexpected header ${JSON.stringify(h.header, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`, res);
   if (st.size - h.length !== size) fail(`${side.name}: payload is ${st.size - h.length} bytes (expected ${size})`, res);
 }
 
@@ -764,9 +809,17 @@ function benchPipelines() {
   const rss1 = runs1 && median(runs1.ours.map((x) => x.maxrssKiB));
   if (want(6)) {
     const name = `\`prepare -s - -i - | queue-write\`, ${fmtSize(SIZES.pipe1)}`;
-    ratioRow(6, `${name}: CPU (user+sys)${NATIVE ? ', with the native addon (splice)' : ', without the native addon'}`, runs1, NATIVE ? 1.0 : 1.3, { metric: 'cpu' });
+    ratioRow(6, `${name}: CPU (user+sys)${NATIVE ? ', with the native addon (splice)' : ', without the native addon'}`, runs1, NATIVE ? 1.0 : 1.3, {
+      metric: 'cpu',
+    });
     if (runs1['ours-js']) {
-      ratioRow(6, `${name}: CPU (user+sys), without the native addon (\`FSPL_NO_NATIVE=1\`: read/write loop)`, { ours: runs1['ours-js'], ref: runs1.ref }, 1.3, { metric: 'cpu' });
+      ratioRow(
+        6,
+        `${name}: CPU (user+sys), without the native addon (\`FSPL_NO_NATIVE=1\`: read/write loop)`,
+        { ours: runs1['ours-js'], ref: runs1.ref },
+        1.3,
+        { metric: 'cpu' },
+      );
     }
     const refRss = median(runs1.ref.map((x) => x.maxrssKiB));
     results.push({
@@ -1040,10 +1093,28 @@ function report(meta) {
     const wall = (k) => `${fmtMs(s[k].median)} (${fmtRatio(s[k].median / s.floor.median)})`;
     const rows = [
       ['(a) `node -e 0`: the Node floor', wall('floor'), cpu('floor'), '—', 'Node itself: V8, bootstrap, exit'],
-      [`(b) \`node -e "require('bin/fspl').requireChunk('${s.entry}')"\`: module load only`, wall('load'), cpu('load'), `${fmtMs(load)} (b − a)`, 'bin/fspl\'s loader, and the first chunk (group-start.cjs) with the chunks it requires'],
+      [
+        `(b) \`node -e "require('bin/fspl').requireChunk('${s.entry}')"\`: module load only`,
+        wall('load'),
+        cpu('load'),
+        `${fmtMs(load)} (b − a)`,
+        "bin/fspl's loader, and the first chunk (group-start.cjs) with the chunks it requires",
+      ],
       ['(c) full `fspl gen-uuid`', wall('ours'), cpu('ours'), `${fmtMs(rest)} (c − b)`, 'argument parsing, modules imported on demand, the work, exit'],
-      ['for comparison: `fspl -V`', wall('version'), cpu('version'), `${fmtMs(s.version.median - s.load.median)} (vs b)`, 'the same entry load, answered before any handler is imported'],
-      ['`fspl queue-process -q EMPTY true`', wall('process'), cpu('process'), `${fmtMs(s.process.median - s.load.median)} (vs b)`, 'the queue-process handler, the queue and processing modules, the lock (the native addon), one scan'],
+      [
+        'for comparison: `fspl -V`',
+        wall('version'),
+        cpu('version'),
+        `${fmtMs(s.version.median - s.load.median)} (vs b)`,
+        'the same entry load, answered before any handler is imported',
+      ],
+      [
+        '`fspl queue-process -q EMPTY true`',
+        wall('process'),
+        cpu('process'),
+        `${fmtMs(s.process.median - s.load.median)} (vs b)`,
+        'the queue-process handler, the queue and processing modules, the lock (the native addon), one scan',
+      ],
       ['for comparison: reference `fspl gen-uuid`', fmtMs(s.ref.median), fmtMs(s.ref.cpu.median), '', ''],
       ['for comparison: reference `fspl queue-process -q EMPTY true`', fmtMs(s.refProcess.median), fmtMs(s.refProcess.cpu.median), '', ''],
     ];
@@ -1262,7 +1333,7 @@ main().catch((err) => {
   if (err instanceof BenchError) {
     process.stderr.write(`\n[bench] ABORTED: ${err.message}\n`);
   } else {
-    process.stderr.write(`\n[bench] ABORTED (harness error): ${err && err.stack ? err.stack : err}\n`);
+    process.stderr.write(`\n[bench] ABORTED (harness error): ${err?.stack ? err.stack : err}\n`);
   }
   process.exit(1);
 });

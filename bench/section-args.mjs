@@ -9,7 +9,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export function parseSectionArgs(argv, scriptUrl, defaults = {}, extra = {}) {
-  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, only: undefined, dir: undefined, ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined, ...defaults };
+  const o = {
+    quick: process.env.BENCH_QUICK === '1',
+    rounds: undefined,
+    only: undefined,
+    dir: undefined,
+    ref: process.env.FSPL_REF ?? '/usr/bin/fspl',
+    splice: undefined,
+    ...defaults,
+  };
   const name = path.basename(fileURLToPath(scriptUrl));
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];

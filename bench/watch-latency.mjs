@@ -51,7 +51,20 @@ async function until(what, cond, ms = 30_000) {
 
 const child = spawn(
   process.execPath,
-  [path.join(ROOT, 'bin', 'fspl'), '-l', 'warn', 'queue-process', '-q', qdir, '--watch', ...(poll ? ['--poll-interval', poll] : []), 'sh', '--', '-c', `date +%s%N >> '${log}'`],
+  [
+    path.join(ROOT, 'bin', 'fspl'),
+    '-l',
+    'warn',
+    'queue-process',
+    '-q',
+    qdir,
+    '--watch',
+    ...(poll ? ['--poll-interval', poll] : []),
+    'sh',
+    '--',
+    '-c',
+    `date +%s%N >> '${log}'`,
+  ],
   { stdio: ['ignore', 'ignore', 'inherit'] },
 );
 const latencies = [];

@@ -65,7 +65,11 @@ function run(cmd) {
 let r = fs.existsSync(path.join(HERE, 'build', 'Makefile')) ? run('build') : { ok: false, output: '' };
 if (!r.ok) r = run('rebuild');
 if (!r.ok) {
-  const tail = r.output.split('\n').filter((l) => l && !l.startsWith('gyp info')).slice(-15).join('\n');
+  const tail = r.output
+    .split('\n')
+    .filter((l) => l && !l.startsWith('gyp info'))
+    .slice(-15)
+    .join('\n');
   if (tail) process.stderr.write(`${tail}\n`);
   skip('build failed (a C compiler, make and python3 are needed)');
 }

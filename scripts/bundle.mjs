@@ -1,4 +1,7 @@
 #!/usr/bin/env node
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 /**
  * The CLI bundle, dist/bundle/*.cjs, which bin/fspl loads (run by `npm run build`, after tsc).
  *
@@ -15,9 +18,6 @@
  * names, with `.cjs` (which Node loads as CommonJS whatever package.json says).
  */
 import { build, transform } from 'esbuild';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = path.join(ROOT, 'dist', 'bundle');

@@ -79,7 +79,11 @@ if (process.argv[2] === '--child') {
 } else {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-code-cache-'));
   try {
-    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', dir], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', dir], {
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+    });
     if (r.status !== 0) {
       process.stderr.write(r.stderr);
       throw new Error(`making the code cache failed (${r.error?.message ?? `exit status ${r.status}`})`);

@@ -11,40 +11,42 @@
  * a status's parts, a net definition's pieces) is exported by `filespooler/lowlevel`.
  */
 export {
-  FsplError,
   BadPacketError,
-  ShortReadError,
-  PayloadSealError,
-  LockedError,
-  NotFoundError,
-  DuplicateSeqError,
-  SeqOverflowError,
   BadSeqfileError,
-  QueueError,
-  ExecError,
-  JobFailedError,
   DecoderError,
-  NetError,
-  NetRequestError,
-  UnknownNameError,
-  NetFileError,
-  SendError,
   DestinationError,
+  DuplicateSeqError,
+  ExecError,
+  FsplError,
   type FsplErrorCode,
+  JobFailedError,
+  LockedError,
+  NetError,
+  NetFileError,
   type NetNameKind,
+  NetRequestError,
+  NotFoundError,
+  PayloadSealError,
+  QueueError,
+  SendError,
+  SeqOverflowError,
+  ShortReadError,
+  UnknownNameError,
 } from './base/errors.js';
+export { decodeHeader, encodeHeader } from './packet/codec.js';
+export { makeHeader, type PreparePacketOptions, preparePacket } from './packet/prepare.js';
+export { metadataOf, type PacketMetadata, type ReadPacket, readPacket } from './packet/stream.js';
 export type { PacketHeader } from './packet/types.js';
-export { encodeHeader, decodeHeader } from './packet/codec.js';
-export { readPacket, metadataOf, type PacketMetadata, type ReadPacket } from './packet/stream.js';
-export { preparePacket, makeHeader, type PreparePacketOptions } from './packet/prepare.js';
-export { Queue, type QueueOptions, type QueuedJob } from './queue/queue.js';
+export { Queue, type QueuedJob, type QueueOptions } from './queue/queue.js';
+
 // Queue.process, declared and installed on Queue there (the queue never imports its consumer).
 import './process/queue-process.js';
-export type { JobContext, JobFunction, ProcessQueueOptions, ProcessEvent, ProcessSummary } from './process/process.js';
-export type { StopOptions } from './process/stopping.js';
-export { processQueues, type ProcessQueuesOptions, type ProcessQueuesSummary, type QueueResult, type QueuesEvent } from './process/process-many.js';
-export { queueStatus, type QueueStatus } from './status/report.js';
+
 export { createLogger } from './base/log.js';
-export { sendQueue, type QueueSendOptions, type QueueSendSummary, type QueueSendEvent } from './send/queue-send.js';
-export { parseDestination, type Destination, type SshDestination } from './send/destination.js';
-export { Net, defineNet, parseNetText, type NetDefinition, type NetRunOptions, type NetEvent, type NetStatusReport } from './net/index.js';
+export { defineNet, Net, type NetDefinition, type NetEvent, type NetRunOptions, type NetStatusReport, parseNetText } from './net/index.js';
+export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, ProcessSummary } from './process/process.js';
+export { type ProcessQueuesOptions, type ProcessQueuesSummary, processQueues, type QueueResult, type QueuesEvent } from './process/process-many.js';
+export type { StopOptions } from './process/stopping.js';
+export { type Destination, parseDestination, type SshDestination } from './send/destination.js';
+export { type QueueSendEvent, type QueueSendOptions, type QueueSendSummary, sendQueue } from './send/queue-send.js';
+export { type QueueStatus, queueStatus } from './status/report.js';

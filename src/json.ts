@@ -12,12 +12,12 @@
  * All functions are pure: they build plain objects that JSON.stringify can write.
  */
 import { isUtf8 } from 'node:buffer';
-import { jobVariables, type JobLocation } from './queue/jobenv.js';
+import { rfc3339Local, rfc3339Utc } from './packet/time.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
+import { type JobLocation, jobVariables } from './queue/jobenv.js';
 import type { JobEntry } from './queue/jobs.js';
 import type { SeqRange } from './status/ranges.js';
 import type { QueueStatus, StatusJob } from './status/report.js';
-import { rfc3339Local, rfc3339Utc } from './packet/time.js';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -84,7 +84,13 @@ export function headerToJson(h: PacketHeader): JsonHeader {
 export function jobEntryToJson(job: JobEntry): { [key: string]: JsonValue } {
   const { seq, ...rest } = headerToJson(job.header);
   const seal = job.header.seal;
-  return { seq, filename: job.filename, ...rest, sealed: seal !== undefined, ...(seal ? { payload_len: seal.length.toString(), payload_crc32: seal.crc32 } : {}) };
+  return {
+    seq,
+    filename: job.filename,
+    ...rest,
+    sealed: seal !== undefined,
+    ...(seal ? { payload_len: seal.length.toString(), payload_crc32: seal.crc32 } : {}),
+  };
 }
 
 /**

@@ -5,79 +5,21 @@
  * scheduler), for tools that need them. The CLI is built on these. They are listed in
  * docs/api.md ("Lower-level pieces") and may change more often than the main entry point.
  */
-export * from './index.js';
-// The types and helpers the main entry leaves out, to stay one screen long.
-export type { Bytes, Ctime, CommandType, Seal } from './packet/types.js';
-export type { PacketSource } from './packet/stream.js';
-export { prepareHeader, captureEnv, type PrepareOptions, type HeaderSpec } from './packet/prepare.js';
-export type { JobEntry, ScanOptions, JobDetails, OpenJob, PlainOpenJob, DecodedOpenJob, Executor } from './queue/queue.js';
-export type {
-  Job,
-  CommandOptions,
-  CommandExecutor,
-  FunctionExecutor,
-  ExecutorOptions,
-  RunSettings,
-  QueueProcessOptions,
-  WatchMode,
-  OnError,
-  OrderBy,
-  OutputTo,
-  QueueJobEvent,
-  ProcessRunOptions,
-} from './process/process.js';
-export type { QueueStatusOptions, QueueState, StatusProblem } from './status/report.js';
-export { silentLogger, type Logger, type LogLevel } from './base/log.js';
-export type {
-  TransitionDefinition,
-  FiringContext,
-  FiringInput,
-  TransitionFunction,
-  HostRunOptions,
-  NetRunSummary,
-  PlaceStatus,
-  TransitionStatus,
-  NetState,
-  NetWarning,
-  Leftover,
-  PutOptions,
-  PutResult,
-  RetryOptions,
-  RetryResult,
-  RetryMove,
-  PauseRecord,
-  TokenListing,
-  SetAsideResult,
-} from './net/index.js';
-export { namePath, describeSystemError } from './base/errors.js';
-export { parseLogLevel, LEVELS, type LogSink } from './base/log.js';
-export { writeAllSync } from './sys/io.js';
-export { copySealedSync, writeSealedPacketSync } from './packet/sealed-copy.js';
-export * from './packet/index.js';
-export { SeqFile, parseSeq } from './sys/seqfile.js';
-export { FileLock, isLocked } from './sys/lock.js';
-export { genFilename, isJobFilename, compareBySeq, compareByTimestamp, indexBySeq } from './queue/jobs.js';
-export { copy, type CopyOptions } from './sys/copy.js';
-export { openThroughDecoder, readHeaderThroughDecoder, checkedPayload, type DecodedJob, type ExitStatus } from './queue/decoder.js';
-export { runCommand, type RunOptions, type RunResult } from './sys/exec.js';
-export { processQueue, processFd } from './process/process.js';
-export { takeSenderSeq, getSenderNext, setSenderNext, writePacketSync, sealByDefault } from './packet/prepare.js';
-export { JobsWatcher, type WatchOptions } from './queue/watch.js';
-export { DirWatchSet, type DirWatchSetOptions, type DirWatchOptions } from './queue/watch-set.js';
-export { listQueueDirs, queueDirKind, type QueueDirEntry } from './queue/queue-dirs.js';
-export { jobVariables, variablesRecord, formatInfo, jobEnvironment, type JobLocation, type JobVariable } from './queue/jobenv.js';
-export { rfc3339Utc, rfc3339Local, now } from './packet/time.js';
-export { sniffBytes, readFileHead, diagnoseUnreadable, describeKind, suggestedDecoder, SNIFF_LENGTH, type FileType, type SniffKind } from './status/sniff.js';
-export { toRanges, formatRanges, type SeqRange } from './status/ranges.js';
+
+export { describeSystemError, namePath } from './base/errors.js';
+export { LEVELS, type Logger, type LogLevel, type LogSink, parseLogLevel, silentLogger } from './base/log.js';
 export { closest, didYouMean, editDistance } from './base/suggest.js';
-export { type NextSeqInfo, type LockInfo, type StatusJob } from './status/report.js';
-export { type UndecodableFile, type TempFile, type OtherFile } from './status/files.js';
+export * from './index.js';
 export {
-  bytesToJson,
-  bytesFromJson,
   bigintToJson,
+  bytesFromJson,
+  bytesToJson,
   ctimeToJson,
   headerToJson,
+  type JsonBytes,
+  type JsonCtime,
+  type JsonHeader,
+  type JsonValue,
   jobEntryToJson,
   jobInfoToJson,
   nextseqToJson,
@@ -85,18 +27,84 @@ export {
   statusToJson,
   toJsonDocument,
   toJsonLine,
-  type JsonValue,
-  type JsonBytes,
-  type JsonCtime,
-  type JsonHeader,
 } from './json.js';
+export type {
+  FiringContext,
+  FiringInput,
+  HostRunOptions,
+  Leftover,
+  NetRunSummary,
+  NetState,
+  NetWarning,
+  PauseRecord,
+  PlaceStatus,
+  PutOptions,
+  PutResult,
+  RetryMove,
+  RetryOptions,
+  RetryResult,
+  SetAsideResult,
+  TokenListing,
+  TransitionDefinition,
+  TransitionFunction,
+  TransitionStatus,
+} from './net/index.js';
 export {
   loadNetFile,
   type NetModel,
+  type OutgoingPacket,
+  type SendResult,
   sendPacket,
   sendPackets,
-  type SendResult,
-  type OutgoingPacket,
 } from './net/index.js';
-export { schedule, type SchedulerInput, type SchedulerResult } from './net/plan/scheduler.js';
+export { type SchedulerInput, type SchedulerResult, schedule } from './net/plan/scheduler.js';
+export * from './packet/index.js';
+export {
+  captureEnv,
+  getSenderNext,
+  type HeaderSpec,
+  type PrepareOptions,
+  prepareHeader,
+  sealByDefault,
+  setSenderNext,
+  takeSenderSeq,
+  writePacketSync,
+} from './packet/prepare.js';
+export { copySealedSync, writeSealedPacketSync } from './packet/sealed-copy.js';
+export type { PacketSource } from './packet/stream.js';
+export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
+// The types and helpers the main entry leaves out, to stay one screen long.
+export type { Bytes, CommandType, Ctime, Seal } from './packet/types.js';
+export type {
+  CommandExecutor,
+  CommandOptions,
+  ExecutorOptions,
+  FunctionExecutor,
+  Job,
+  OnError,
+  OrderBy,
+  OutputTo,
+  ProcessRunOptions,
+  QueueJobEvent,
+  QueueProcessOptions,
+  RunSettings,
+  WatchMode,
+} from './process/process.js';
+export { processFd, processQueue } from './process/process.js';
+export { checkedPayload, type DecodedJob, type ExitStatus, openThroughDecoder, readHeaderThroughDecoder } from './queue/decoder.js';
+export { formatInfo, type JobLocation, type JobVariable, jobEnvironment, jobVariables, variablesRecord } from './queue/jobenv.js';
+export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename } from './queue/jobs.js';
+export type { DecodedOpenJob, Executor, JobDetails, JobEntry, OpenJob, PlainOpenJob, ScanOptions } from './queue/queue.js';
+export { listQueueDirs, type QueueDirEntry, queueDirKind } from './queue/queue-dirs.js';
+export { JobsWatcher, type WatchOptions } from './queue/watch.js';
+export { type DirWatchOptions, DirWatchSet, type DirWatchSetOptions } from './queue/watch-set.js';
 export { describeDestination } from './send/destination.js';
+export type { OtherFile, TempFile, UndecodableFile } from './status/files.js';
+export { formatRanges, type SeqRange, toRanges } from './status/ranges.js';
+export type { LockInfo, NextSeqInfo, QueueState, QueueStatusOptions, StatusJob, StatusProblem } from './status/report.js';
+export { describeKind, diagnoseUnreadable, type FileType, readFileHead, SNIFF_LENGTH, type SniffKind, sniffBytes, suggestedDecoder } from './status/sniff.js';
+export { type CopyOptions, copy } from './sys/copy.js';
+export { type RunOptions, type RunResult, runCommand } from './sys/exec.js';
+export { writeAllSync } from './sys/io.js';
+export { FileLock, isLocked } from './sys/lock.js';
+export { parseSeq, SeqFile } from './sys/seqfile.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { U64_MAX, type PacketHeader } from '../src/lowlevel.js';
 import { bytesFromJson, bytesToJson, ctimeToJson, headerToJson, jobEntryToJson, jobInfoToJson, nextseqToJson, toJsonLine } from '../src/json.js';
+import { type PacketHeader, U64_MAX } from '../src/lowlevel.js';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
 
@@ -33,7 +33,14 @@ describe('JSON conversion', () => {
     const h: PacketHeader = {
       seq: 42n,
       ctime: { secs: 1893553445n, nanos: 5 },
-      cmd: { kind: 'Command', params: [b('a'), Buffer.from([0xff])], env: [[b('X'), b('y')], [Buffer.from([0x80]), b('')]] },
+      cmd: {
+        kind: 'Command',
+        params: [b('a'), Buffer.from([0xff])],
+        env: [
+          [b('X'), b('y')],
+          [Buffer.from([0x80]), b('')],
+        ],
+      },
     };
     const j = headerToJson(h);
     expect(j).toEqual({

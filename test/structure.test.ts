@@ -23,7 +23,15 @@ function imports(file: string): string[] {
   const out: string[] = [];
   for (const m of text.matchAll(/^(?:import|export)\s+(?!type\b)([^;]*?)\s+from\s+'(\.[^']+)'/gms)) {
     const names = m[1]!.trim();
-    if (/^\{[^}]*\}$/s.test(names) && names.replace(/[{}\s]/g, '').split(',').filter(Boolean).every((x) => x.startsWith('type'))) continue;
+    if (
+      /^\{[^}]*\}$/s.test(names) &&
+      names
+        .replace(/[{}\s]/g, '')
+        .split(',')
+        .filter(Boolean)
+        .every((x) => x.startsWith('type'))
+    )
+      continue;
     out.push(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')));
   }
   return out;
@@ -45,7 +53,13 @@ function namedImports(file: string): Array<[string, string[] | undefined]> {
           .map((x) => x.split(/\s+as\s+/)[0]!.trim())
       : [];
     // A default or namespace import, or `export *`: the whole module.
-    if (clause.replace(/\{[^}]*\}/s, '').replace(/,/g, '').trim()) out.push([target, undefined]);
+    if (
+      clause
+        .replace(/\{[^}]*\}/s, '')
+        .replace(/,/g, '')
+        .trim()
+    )
+      out.push([target, undefined]);
     if (names.length) out.push([target, names]);
   }
   return out;
@@ -61,7 +75,10 @@ function definer(file: string, name: string, seen = new Set<string>(), types = f
   if (declared.test(text)) return file;
   for (const m of text.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(\.[^']+)'/gms)) {
     for (const part of m[1]!.split(',').map((x) => x.trim())) {
-      const [orig, alias] = part.replace(/^type\s+/, '').split(/\s+as\s+/).map((x) => x.trim());
+      const [orig, alias] = part
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)
+        .map((x) => x.trim());
       if ((alias ?? orig) === name) return definer(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')), orig!, seen, types);
     }
   }
@@ -97,7 +114,9 @@ function reexports(file: string): string[] {
 /** Every import of a file, type-only ones too (a type import ties two modules as much as a value does): the modules. */
 function typedImports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+  return [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) =>
+    path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')),
+  );
 }
 
 /** The import cycles of a graph, each as a path of files relative to src/. */
@@ -109,7 +128,13 @@ function cyclesOf(graph: Map<string, string[]>): string[] {
     state.set(n, 1);
     stack.push(n);
     for (const d of graph.get(n) ?? []) {
-      if (state.get(d) === 1) cycles.push(stack.slice(stack.indexOf(d)).map((x) => path.relative(SRC, x)).join(' -> '));
+      if (state.get(d) === 1)
+        cycles.push(
+          stack
+            .slice(stack.indexOf(d))
+            .map((x) => path.relative(SRC, x))
+            .join(' -> '),
+        );
       else if (!state.get(d)) visit(d);
     }
     stack.pop();
@@ -136,8 +161,14 @@ test('no import cycles among the modules of src/, type imports counted', () => {
 const CORE_ORDER: Record<string, number> = { base: 0, sys: 1, packet: 2, queue: 3, process: 4, status: 4, send: 4 };
 
 test('the core keeps its folder order: no import, type imports included, runs up or sideways', () => {
-  const folders = fs.readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'cli' && e.name !== 'net').map((e) => e.name);
-  expect(folders.filter((f) => !(f in CORE_ORDER)), 'a folder of the core with no rank').toEqual([]);
+  const folders = fs
+    .readdirSync(SRC, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && e.name !== 'cli' && e.name !== 'net')
+    .map((e) => e.name);
+  expect(
+    folders.filter((f) => !(f in CORE_ORDER)),
+    'a folder of the core with no rank',
+  ).toEqual([]);
   const folderOf = (f: string) => path.relative(SRC, f).split(path.sep)[0]!;
   const bad: string[] = [];
   for (const name of folders) {
@@ -174,7 +205,10 @@ const NET_ORDER = ['model', 'plan', 'place', 'commit', 'operate', 'run', 'hosts'
 test('src/net keeps its folder order: no import, type imports included, runs up to a higher folder', () => {
   const net = path.join(SRC, 'net');
   const rankOf = (f: string) => NET_ORDER.indexOf(path.relative(net, f).split(path.sep)[0]!);
-  const folders = fs.readdirSync(net, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const folders = fs
+    .readdirSync(net, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   expect(folders.sort()).toEqual([...NET_ORDER].sort());
   const up: string[] = [];
   for (const f of sources(net)) {
@@ -190,17 +224,32 @@ test('src/net uses the queue API and packet streams, never the codec internals',
   const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) => path.join(SRC, f));
   for (const f of sources(path.join(SRC, 'net'))) {
     const bad = imports(f).filter((d) => internals.includes(d));
-    expect(bad.map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
+    expect(
+      bad.map((d) => path.relative(SRC, d)),
+      path.relative(SRC, f),
+    ).toEqual([]);
   }
 });
 
 test('src/net reaches no codec internal by any way, barrels included (packet/index re-exports some)', () => {
   const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) => path.join(SRC, f));
   // Internals that live beside public functions: the queue and packet-stream APIs cover what the net needs.
-  const internalNames = ['readHeaderSync', 'readHeaderAndLengthSync', 'crc32Update', 'fdOffset', 'decodeHeader', 'decodePrefix', 'decodeMetadata', 'encodeHeader'];
+  const internalNames = [
+    'readHeaderSync',
+    'readHeaderAndLengthSync',
+    'crc32Update',
+    'fdOffset',
+    'decodeHeader',
+    'decodePrefix',
+    'decodeMetadata',
+    'encodeHeader',
+  ];
   for (const f of sources(path.join(SRC, 'net'))) {
     const bad = reached(f).filter((d) => internals.includes(d));
-    expect(bad.map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
+    expect(
+      bad.map((d) => path.relative(SRC, d)),
+      path.relative(SRC, f),
+    ).toEqual([]);
     const names = namedImports(f)
       .filter(([mod]) => mod.startsWith(path.join(SRC, 'packet')))
       .flatMap(([, n]) => n ?? [])
@@ -220,16 +269,26 @@ test('src/net/plan is pure: no node: module, no clock or timer, nothing outside 
     const rel = path.relative(SRC, f);
     const text = fs.readFileSync(f, 'utf8');
     const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
-    expect([...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]), rel).toEqual([]);
+    expect(
+      [...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]),
+      rel,
+    ).toEqual([]);
     expect(code.match(/\b(?:Date\.now|new Date|performance\.now|setTimeout|setInterval|setImmediate|process\.)/g) ?? [], rel).toEqual([]);
     const outside = [...new Set([...typedImports(f), ...reached(f)])].filter((d) => !allowed(d));
-    expect(outside.map((d) => path.relative(SRC, d)), rel).toEqual([]);
+    expect(
+      outside.map((d) => path.relative(SRC, d)),
+      rel,
+    ).toEqual([]);
   }
 });
 
 test('test/net mirrors src/net: every folder of tests has its folder of modules, and every folder of modules its tests', () => {
   const tests = path.join(ROOT, 'test', 'net');
-  const dirs = (d: string) => fs.readdirSync(d, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const dirs = (d: string) =>
+    fs
+      .readdirSync(d, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
   const folders = dirs(tests);
   expect(folders.length).toBeGreaterThan(0);
   for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
@@ -243,14 +302,24 @@ test('nothing below src/net imports it (the net layer sits on top), except the p
   const net = path.join(SRC, 'net');
   for (const f of sources()) {
     if (f.startsWith(net) || f.startsWith(path.join(SRC, 'cli')) || ENTRIES.includes(f)) continue;
-    expect(imports(f).filter((d) => d.startsWith(net)).map((d) => path.relative(SRC, d)), path.relative(SRC, f)).toEqual([]);
+    expect(
+      imports(f)
+        .filter((d) => d.startsWith(net))
+        .map((d) => path.relative(SRC, d)),
+      path.relative(SRC, f),
+    ).toEqual([]);
   }
 });
 
 test('the tests test the current source: the package name resolves to src/ (one copy of each class), and every test script builds first', async () => {
   // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
   // tests of the package as published, which is why every script that runs vitest builds first.
-  const [pkg, low, src, srcLow] = await Promise.all([import('filespooler'), import('filespooler/lowlevel'), import('../src/index.js'), import('../src/lowlevel.js')]);
+  const [pkg, low, src, srcLow] = await Promise.all([
+    import('filespooler'),
+    import('filespooler/lowlevel'),
+    import('../src/index.js'),
+    import('../src/lowlevel.js'),
+  ]);
   expect(pkg.Net).toBe(src.Net);
   expect(pkg.Queue).toBe(src.Queue);
   expect(low.processQueue).toBe(srcLow.processQueue);
@@ -267,10 +336,18 @@ function allImports(file: string): Array<[string, string[] | undefined]> {
   for (const m of text.matchAll(/^(?:import|export)\s+(?:type\s+)?([^;]*?)\s+from\s+'(\.[^']+)'/gms)) {
     const target = path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts'));
     const braces = /^\{([^}]*)\}$/s.exec(m[1]!.trim());
-    const names = braces?.[1]!
-      .split(',')
-      .map((x) => x.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!.trim())
-      .filter(Boolean);
+    const names = braces
+      ? braces[1]!
+          .split(',')
+          .map((x) =>
+            x
+              .trim()
+              .replace(/^type\s+/, '')
+              .split(/\s+as\s+/)[0]!
+              .trim(),
+          )
+          .filter(Boolean)
+      : undefined;
     out.push([target, names]);
   }
   return out;

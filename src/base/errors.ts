@@ -86,10 +86,7 @@ export class DuplicateSeqError extends FsplError {
 
 export class SeqOverflowError extends FsplError {
   constructor(path: string) {
-    super(
-      'ERR_SEQ_OVERFLOW',
-      `Sequence number in ${path} is 18446744073709551615, the largest possible; refusing to wrap to 0`,
-    );
+    super('ERR_SEQ_OVERFLOW', `Sequence number in ${path} is 18446744073709551615, the largest possible; refusing to wrap to 0`);
   }
 }
 

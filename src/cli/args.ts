@@ -5,8 +5,8 @@
  */
 import type { Logger } from '../base/log.js';
 import { parseSeq } from '../sys/seqfile.js';
-import { UsageError } from './output.js';
 import type { Invocation } from './grammar.js';
+import { UsageError } from './output.js';
 
 /** Arguments that have these string options or positionals. */
 export type StringArgs<N extends string> = { readonly [K in N]: string | undefined };
@@ -49,7 +49,9 @@ export function secondsArg<N extends string>(inv: Invocation<StringArgs<NoInfer<
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!/^\+?(\d+\.?\d*|\.\d+)$/.test(text) || !(n >= min)) {
-    throw new UsageError(`invalid value '${text}' for --${name}: expected a number of seconds${min > 0 ? `, at least ${min}` : ''} (fractions allowed, e.g. 0.5)`);
+    throw new UsageError(
+      `invalid value '${text}' for --${name}: expected a number of seconds${min > 0 ? `, at least ${min}` : ''} (fractions allowed, e.g. 0.5)`,
+    );
   }
   return n;
 }

@@ -4,16 +4,16 @@
  */
 import fs from 'node:fs';
 import { createLogger, type Logger } from '../base/log.js';
-import type { JobLocation } from '../queue/jobenv.js';
-import type { PacketHeader } from '../packet/types.js';
 import type { PrepareOptions } from '../packet/prepare.js';
+import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
+import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
+import { flag, processOptions, required, type StringArgs, seqArg, str } from './args.js';
 import type { Invocation } from './grammar.js';
-import { fsplInvocation, type FsplArgs, type FsplCommandName } from './spec.js';
-import { UsageError, checkLogLevel, writeOut } from './output.js';
-import { flag, processOptions, required, seqArg, str, type StringArgs } from './args.js';
+import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
+import { type FsplArgs, type FsplCommandName, fsplInvocation } from './spec.js';
 import { STDIN_JOB, StopSignals } from './stop-signals.js';
 
 // What only some subcommands use is imported by them, when they run: every command pays for
@@ -78,14 +78,20 @@ const handlers: Handlers = {
   },
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
-  'prepare-get-next': async (inv) => (writeOut(`${(await preparing()).getSenderNext(required(inv, 'seqfile'))}\n`), 0),
+  'prepare-get-next': async (inv) => {
+    writeOut(`${(await preparing()).getSenderNext(required(inv, 'seqfile'))}\n`);
+    return 0;
+  },
   'prepare-set-next': async (inv) => {
     const seq = seqArg(inv, 'id');
     (await preparing()).setSenderNext(required(inv, 'seqfile'), seq);
     return 0;
   },
 
-  'queue-init': (inv) => (Queue.init(required(inv, 'queuedir'), { appendOnly: flag(inv, 'append-only') }), 0),
+  'queue-init': (inv) => {
+    Queue.init(required(inv, 'queuedir'), { appendOnly: flag(inv, 'append-only') });
+    return 0;
+  },
   'queue-get-next': async (inv, log) => {
     const next = queue(inv, log).getNext();
     if (flag(inv, 'json')) {
@@ -166,7 +172,11 @@ const handlers: Handlers = {
   },
   'queue-status': async (inv, log) => {
     // Exit 3 when the queue can not make progress (stuck); the diagnosis itself succeeded.
-    const [{ queueStatus }, { statusToJson, toJsonDocument }, { formatStatusText }] = await Promise.all([import('../status/report.js'), json(), import('./status-text.js')]);
+    const [{ queueStatus }, { statusToJson, toJsonDocument }, { formatStatusText }] = await Promise.all([
+      import('../status/report.js'),
+      json(),
+      import('./status-text.js'),
+    ]);
     const status = await queueStatus(queue(inv, log));
     writeOut(flag(inv, 'json') ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
     return status.canProgress ? 0 : 3;
@@ -207,5 +217,3 @@ function handle<N extends Handled>(name: N, inv: Invocation, log: Logger): Promi
   const handler: Handlers[N] = handlers[name];
   return handler(fsplInvocation(inv, name), log);
 }
-
-

@@ -4,9 +4,9 @@
  * `Error: ...` line on stderr.
  */
 import { fastParse } from './fastparse.js';
+import type { Invocation } from './grammar.js';
 import { reportError, writeOut } from './output.js';
 import type { ParseResult } from './parser.js';
-import type { Invocation } from './grammar.js';
 import { scanGlobals } from './spec.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);

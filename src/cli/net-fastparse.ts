@@ -4,8 +4,8 @@
  * docs/benchmarks.md).
  */
 import { fastParse } from './fastparse.js';
-import { NET_COMMANDS } from './net-spec.js';
 import type { Invocation } from './grammar.js';
+import { NET_COMMANDS } from './net-spec.js';
 
 /** The one net command parsed here: its start-up is part of every net run's time (issue 20). */
 const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) => [c.name, c]));

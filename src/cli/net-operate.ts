@@ -37,7 +37,8 @@ export async function printToken(net: Net, place: string, which: { key?: string;
     `params ${t.params.length ? t.params.map((p) => JSON.stringify(p)).join(' ') : '(none)'}`,
   ];
   if (t.retried) lines.push(`retried ${t.retried} time${t.retried === 1 ? '' : 's'}`);
-  if (t.error) lines.push(`failed in ${t.error.transition}${t.error.place ? `, taken from ${t.error.place}` : ''}: ${t.error.reason}`, `log ${t.error.log ?? '(none)'}`);
+  if (t.error)
+    lines.push(`failed in ${t.error.transition}${t.error.place ? `, taken from ${t.error.place}` : ''}: ${t.error.reason}`, `log ${t.error.log ?? '(none)'}`);
   lines.push('variables:', ...Object.entries(t.vars).map(([k, v]) => `  ${k}=${JSON.stringify(v)}`));
   writeOut(`${lines.join('\n')}\n`);
 }

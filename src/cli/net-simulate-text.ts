@@ -5,7 +5,14 @@ const ms = (v: number) => (v >= 10_000 ? `${(v / 1000).toFixed(1)} s` : v >= 100
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd()).join('\n') + '\n';
+  return `${rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }
 
 export function formatSimulation(r: SimulationReport): string {
@@ -25,6 +32,9 @@ export function formatSimulation(r: SimulationReport): string {
     ]),
   ]);
   out += '\n';
-  out += table([['place', 'peak', 'capacity', 'left'], ...Object.entries(r.places).map(([name, p]) => [name, String(p.peak), p.capacity === undefined ? '-' : String(p.capacity), String(p.final)])]);
+  out += table([
+    ['place', 'peak', 'capacity', 'left'],
+    ...Object.entries(r.places).map(([name, p]) => [name, String(p.peak), p.capacity === undefined ? '-' : String(p.capacity), String(p.final)]),
+  ]);
   return out;
 }

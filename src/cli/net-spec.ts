@@ -2,17 +2,23 @@
  * The grammar of `fspl net` as data (spec.ts's for the rest of fspl): its subcommands, their
  * positionals and options. parser.ts's parseNet reads it; help and usage errors come from it.
  */
-import { invocationOf, type ArgsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
+import { type ArgsOf, type CommandSpec, type Invocation, invocationOf, type OptionSpec } from './grammar.js';
 
 /** `fspl net <command> NET ...`: the subcommands of `fspl net`, named without the `net`. */
 export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: places are queues, transitions are commands, tokens are packets.';
 /** What `fspl --help` says of `fspl net`. */
-export const NET_SUMMARY = 'Extension: Petri nets of queues (places are queues, transitions are commands); fspl net --help, or fspl help net, lists its commands';
+export const NET_SUMMARY =
+  'Extension: Petri nets of queues (places are queues, transitions are commands); fspl net --help, or fspl help net, lists its commands';
 /** The usage error of `fspl net` without a subcommand. */
 export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show or set-aside';
 
 const netHost = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' } as const satisfies OptionSpec;
-const netWorkers = { long: 'workers', short: 'w', kind: 'string', describe: 'Workers shared by all transitions (default: the number of CPUs)' } as const satisfies OptionSpec;
+const netWorkers = {
+  long: 'workers',
+  short: 'w',
+  kind: 'string',
+  describe: 'Workers shared by all transitions (default: the number of CPUs)',
+} as const satisfies OptionSpec;
 const netJson = { long: 'json', kind: 'boolean', describe: 'Print JSON (docs/json.md)' } as const satisfies OptionSpec;
 const NET_POSITIONALS = {
   net: 'The net file (YAML)',
@@ -86,7 +92,15 @@ export const NET_COMMANDS = [
     ['net'],
     'Run the scheduler in virtual time (no command runs): makespan, peak of each place, busy share of each transition, lower bound',
     [
-      { long: 'tokens', short: 'n', kind: 'string', required: true, value: 'N', what: 'how many tokens to put into each source place', describe: 'Tokens put into each source place' },
+      {
+        long: 'tokens',
+        short: 'n',
+        kind: 'string',
+        required: true,
+        value: 'N',
+        what: 'how many tokens to put into each source place',
+        describe: 'Tokens put into each source place',
+      },
       netWorkers,
       {
         long: 'service',
@@ -140,12 +154,17 @@ export const NET_COMMANDS = [
     { long: 'payload', kind: 'boolean', describe: 'Write its payload (only) to stdout' },
     netHost,
   ]),
-  netCommand('set-aside', ['net', 'place'], 'Take a poison token out of its place into STATE/set-aside, losing nothing (a sequence place gets a NOP in its number)', [
-    { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
-    { long: 'seq', kind: 'string', describe: 'The token with this number' },
-    { long: 'reason', kind: 'string', describe: 'Why, kept with the token' },
-    netHost,
-  ]),
+  netCommand(
+    'set-aside',
+    ['net', 'place'],
+    'Take a poison token out of its place into STATE/set-aside, losing nothing (a sequence place gets a NOP in its number)',
+    [
+      { long: 'key', short: 'k', kind: 'string', describe: 'The token with this key' },
+      { long: 'seq', kind: 'string', describe: 'The token with this number' },
+      { long: 'reason', kind: 'string', describe: 'Why, kept with the token' },
+      netHost,
+    ],
+  ),
   netCommand('serve', ['net'], 'Serve a read-only web page that shows the net live (and /metrics for Prometheus) until SIGTERM/SIGINT', [
     { long: 'port', short: 'p', kind: 'string', default: '8484', describe: 'TCP port (0: any free one)' },
     { long: 'host', kind: 'string', default: '127.0.0.1', describe: 'Address to listen on; anything but loopback shows the net to the network' },

@@ -11,7 +11,14 @@ export function age(ms: number | undefined): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function formatNetStatus(r: NetStatusReport): string {
@@ -28,7 +35,15 @@ export function formatNetStatus(r: NetStatusReport): string {
   out.push('');
   const tRows = [['TRANSITION', 'RUNNING', 'FIRED', 'FAILED', 'RETRIED', 'MERGES WAITING', 'NOTE']];
   for (const t of r.transitions) {
-    tRows.push([t.name, String(t.running), String(t.fired), String(t.failed), String(t.retried), String(t.waitingMerges), t.stopped ? `STOPPED: ${t.stopped.reason}; log ${t.stopped.log}` : t.paused ? t.paused.text : '']);
+    tRows.push([
+      t.name,
+      String(t.running),
+      String(t.fired),
+      String(t.failed),
+      String(t.retried),
+      String(t.waitingMerges),
+      t.stopped ? `STOPPED: ${t.stopped.reason}; log ${t.stopped.log}` : t.paused ? t.paused.text : '',
+    ]);
   }
   out.push(table(tRows));
   tokenList(out, r.stuck, () => `can't fire:`, 50);
@@ -50,4 +65,3 @@ function tokenList(out: string[], list: NetStatusReport['stuck'], title: (one: b
   for (const l of list.slice(0, max)) out.push(`  ${l.place} #${l.seq} key ${l.key}: ${l.reason}`);
   if (list.length > max) out.push(`  ... and ${list.length - max} more`);
 }
-

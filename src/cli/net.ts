@@ -6,16 +6,28 @@
  * (`status`) or tokens left that can never fire (`run --drain`).
  */
 import os from 'node:os';
-import { Net, NetFileError, NetRequestError, createLogger } from '../index.js';
-import { describeRemoteLeftover, dotToSvg, pauseText, hostOf, hostView, liveDotState, netStatusJson, parseService, serveNet, simulate, type ServiceTime } from '../net-tools.js';
-import { tuneHeapForNetRun } from './net-heap.js';
-import { NetProgressLine } from './net-progress.js';
-import { formatNetStatus } from './net-text.js';
-import { printRetry, printToken, printTokens } from './net-operate.js';
-import { formatSimulation } from './net-simulate-text.js';
-import { UsageError, checkLogLevel, reportError, writeOut } from './output.js';
-import { netInvocation, type NetArgs, type NetCommandName } from './net-spec.js';
+import { createLogger, Net, NetFileError, NetRequestError } from '../index.js';
+import {
+  describeRemoteLeftover,
+  dotToSvg,
+  hostOf,
+  hostView,
+  liveDotState,
+  netStatusJson,
+  parseService,
+  pauseText,
+  type ServiceTime,
+  serveNet,
+  simulate,
+} from '../net-tools.js';
 import type { Invocation } from './grammar.js';
+import { tuneHeapForNetRun } from './net-heap.js';
+import { printRetry, printToken, printTokens } from './net-operate.js';
+import { NetProgressLine } from './net-progress.js';
+import { formatSimulation } from './net-simulate-text.js';
+import { type NetArgs, type NetCommandName, netInvocation } from './net-spec.js';
+import { formatNetStatus } from './net-text.js';
+import { checkLogLevel, reportError, UsageError, writeOut } from './output.js';
 
 /** A usage error in a value: its message says all (no pointer to --help), exit 2. */
 function badValue(message: string): UsageError {
@@ -44,7 +56,8 @@ const handlers: Handlers = {
   init: ({ args: a }) => {
     const net = load(String(a.net));
     const host = hostArg(a);
-    const made = host === undefined ? { places: net.init({ permissions: !!a.permissions }), outboxes: [] } : net.initHost(host, { permissions: !!a.permissions });
+    const made =
+      host === undefined ? { places: net.init({ permissions: !!a.permissions }), outboxes: [] } : net.initHost(host, { permissions: !!a.permissions });
     for (const p of made.places) writeOut(`created place ${p}\n`);
     for (const p of made.outboxes) writeOut(`created outbox ${p} (its tokens leave for host ${hostOf(net.model.places.get(p)!)})\n`);
     return 0;
@@ -164,7 +177,9 @@ async function check(file: string, host: string | undefined): Promise<number> {
   if (host !== undefined) hostView(net.model, host); // an unknown host is refused before anything is said to be ok
   const warnings = net.check();
   for (const w of warnings) process.stderr.write(`${file}: warning: ${w.message}\n`);
-  writeOut(`${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`);
+  writeOut(
+    `${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`,
+  );
   if (host === undefined) return 0;
   let failed = 0;
   for (const p of await net.probeHost(host)) {
@@ -181,7 +196,8 @@ async function run({ args: a, logLevel }: NetInvocation<'run'>): Promise<number>
   const level = checkLogLevel(logLevel);
   const net = load(String(a.net));
   const workers = a.workers === undefined ? undefined : Number(a.workers);
-  if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw badValue(`invalid --workers '${String(a.workers)}': give a whole number of at least 1`);
+  if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1))
+    throw badValue(`invalid --workers '${String(a.workers)}': give a whole number of at least 1`);
   const pollInterval = seconds(a['poll-interval'], '--poll-interval');
   const graceText = a['stop-timeout'] ?? a.grace;
   const grace = graceText === undefined ? undefined : Number(graceText);
@@ -263,7 +279,8 @@ function simulateCommand(a: NetArgs<'simulate'>): number {
       throw badValue(err instanceof Error ? err.message : String(err));
     }
   }
-  for (const name of Object.keys(service)) if (!net.model.transitions.has(name)) throw badValue(`--service names ${JSON.stringify(name)}, which is not a transition of the net`);
+  for (const name of Object.keys(service))
+    if (!net.model.transitions.has(name)) throw badValue(`--service names ${JSON.stringify(name)}, which is not a transition of the net`);
   const report = simulate(net.model, { tokens, workers, service, seed });
   writeOut(a.json ? `${JSON.stringify(report, null, 2)}\n` : formatSimulation(report));
   return 0;

@@ -4,11 +4,11 @@
  */
 import yargs, { type Arguments, type Argv, type Options } from 'yargs';
 import { argsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
-import { COMMANDS, LOG_LEVEL, scanGlobals, type Globals } from './spec.js';
+import { IMPLEMENTATION_NOTE } from './implementation.js';
 import { NET_COMMANDS, NET_DEMAND, NET_SUMMARY, NET_USAGE, netPositionals } from './net-spec.js';
 import { UsageError, usageText } from './output.js';
-import { checkArguments, checkGlobals, unknownSubcommand, type Reading } from './usage.js';
-import { IMPLEMENTATION_NOTE } from './implementation.js';
+import { COMMANDS, type Globals, LOG_LEVEL, scanGlobals } from './spec.js';
+import { checkArguments, checkGlobals, type Reading, unknownSubcommand } from './usage.js';
 
 /**
  * An option for yargs. The reference's subcommands want a value after every string option
@@ -62,7 +62,11 @@ function build(): Argv {
     .option(LOG_LEVEL.long, { ...yargsOption(LOG_LEVEL), global: false })
     .version(false)
     .option('version', { alias: 'V', type: 'boolean', global: false, describe: 'Print the version (of Filespooler, as the reference does) and exit' })
-    .option('implementation', { type: 'boolean', global: false, describe: 'Say which fspl this is (this TypeScript one: its version and where it runs from) and exit' })
+    .option('implementation', {
+      type: 'boolean',
+      global: false,
+      describe: 'Say which fspl this is (this TypeScript one: its version and where it runs from) and exit',
+    })
     .help('help')
     .alias('help', 'h')
     .strict()
@@ -91,9 +95,7 @@ function listOf(v: unknown): string[] {
   return Array.isArray(v) ? v.map(String) : [];
 }
 
-export type ParseResult =
-  | { kind: 'run'; invocation: Invocation }
-  | { kind: 'output'; text: string; stream: 'stdout' | 'stderr'; status: number };
+export type ParseResult = { kind: 'run'; invocation: Invocation } | { kind: 'output'; text: string; stream: 'stdout' | 'stderr'; status: number };
 
 export async function helpText(sub?: string): Promise<string> {
   const args = sub ? [sub, '--help'] : ['--help'];
@@ -149,7 +151,14 @@ async function helpCommand(words: string[]): Promise<ParseResult> {
   const unexpected = topic === 'net' ? extra : netCommand;
   if (unexpected !== undefined) return usageError(`unexpected argument '${unexpected}'`);
   if (netCommand !== undefined && !NET_COMMANDS.some((c) => c.name === netCommand)) {
-    return output(unknownSubcommand(netCommand, NET_COMMANDS.map((c) => c.name), 'net command', 'fspl net --help'));
+    return output(
+      unknownSubcommand(
+        netCommand,
+        NET_COMMANDS.map((c) => c.name),
+        'net command',
+        'fspl net --help',
+      ),
+    );
   }
   const text = topic === 'net' ? await netHelpText(netCommand) : await helpText(topic === 'help' ? undefined : topic);
   return { kind: 'output', text: `${text}\n`, stream: 'stdout', status: 0 };
@@ -240,7 +249,13 @@ function precheckNet(args: string[]): UsageError | undefined {
   const name = args[k];
   if (name === undefined || name === 'help') return undefined; // yargs says what is missing, or shows the help
   const spec = NET_COMMANDS.find((c) => c.name === name);
-  if (!spec) return unknownSubcommand(name, NET_COMMANDS.map((c) => c.name), 'net command', NET_READING.more);
+  if (!spec)
+    return unknownSubcommand(
+      name,
+      NET_COMMANDS.map((c) => c.name),
+      'net command',
+      NET_READING.more,
+    );
   return checkArguments(spec, [...args.slice(0, k), ...args.slice(k + 1)], NET_READING);
 }
 
@@ -268,7 +283,15 @@ export async function parseNet(argv: string[]): Promise<ParseResult> {
   if (help) return { kind: 'output', text: `${help}\n`, stream: 'stdout', status: 0 };
   const command = String(parsed._[0]);
   const spec = NET_COMMANDS.find((c) => c.name === command);
-  if (!spec) return output(unknownSubcommand(command, NET_COMMANDS.map((c) => c.name), 'net command', NET_READING.more));
+  if (!spec)
+    return output(
+      unknownSubcommand(
+        command,
+        NET_COMMANDS.map((c) => c.name),
+        'net command',
+        NET_READING.more,
+      ),
+    );
   return {
     kind: 'run',
     invocation: { command, args: argsOf(spec, (name) => parsed[name]), params, logLevel: String(parsed[LOG_LEVEL.long] ?? LOG_LEVEL.default) },

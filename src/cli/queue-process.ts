@@ -4,16 +4,17 @@
  * processQueue or processQueues; prints the progress line on a terminal and, after a pass over
  * many queues, one line per queue that stopped.
  */
+
+import { describeSystemError } from '../base/errors.js';
 import { createLogger, type Logger } from '../base/log.js';
-import { processQueue, type OnError, type OrderBy, type OutputTo, type ProcessEvent } from '../process/process.js';
+import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue } from '../process/process.js';
 import type { ProcessQueuesSummary } from '../process/process-many.js';
 import { Queue } from '../queue/queue.js';
-import { describeSystemError } from '../base/errors.js';
 import { enumArg, flag, intArg, processOptions, secondsArg, str, strings } from './args.js';
 import type { Invocation } from './grammar.js';
-import type { FsplArgs } from './spec.js';
-import { UsageError, checkLogLevel } from './output.js';
+import { checkLogLevel, UsageError } from './output.js';
 import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
+import type { FsplArgs } from './spec.js';
 import { MANY_QUEUES, ONE_QUEUE, StopSignals } from './stop-signals.js';
 
 const ON_ERROR: readonly OnError[] = ['retry', 'delete', 'leave'];
@@ -23,7 +24,8 @@ const OUTPUT_TO: readonly OutputTo[] = ['passboth', 'saveboth'];
 export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, given: Logger): Promise<number> {
   const dirs = strings(inv, 'queuedir');
   const parents = strings(inv, 'queues-in');
-  if (dirs.length === 0 && parents.length === 0) throw new UsageError('missing -q DIR: the queue directory (or, to serve many queues, -q more than once or --queues-in PARENT)');
+  if (dirs.length === 0 && parents.length === 0)
+    throw new UsageError('missing -q DIR: the queue directory (or, to serve many queues, -q more than once or --queues-in PARENT)');
   const watch = flag(inv, 'watch');
   if (str(inv, 'poll-interval') !== undefined && !watch) throw new UsageError('--poll-interval only applies with --watch');
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);

@@ -4,17 +4,18 @@
  * summary on stdout). Exit 0 when nothing waits because of a failure, 1 when packets wait for the
  * host (or sending stopped), 2 for bad usage (a bad --to).
  */
-import { DestinationError, createLogger, parseDestination, sendQueue, type QueueSendEvent, type QueueSendSummary } from '../index.js';
+
 import type { Logger } from '../base/log.js';
+import { createLogger, type Destination, DestinationError, parseDestination, type QueueSendEvent, type QueueSendSummary, sendQueue } from '../index.js';
 import { flag, required, secondsArg, str } from './args.js';
-import { UsageError, checkLogLevel, writeOut } from './output.js';
-import { stderrIsTerminal } from './progress.js';
 import type { Invocation } from './grammar.js';
+import { checkLogLevel, UsageError, writeOut } from './output.js';
+import { stderrIsTerminal } from './progress.js';
 import type { FsplArgs } from './spec.js';
 import { StatusLine } from './status-line.js';
 
 export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: Logger): Promise<number> {
-  let to;
+  let to: Destination;
   try {
     to = parseDestination(required(inv, 'to'));
   } catch (err) {

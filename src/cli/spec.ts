@@ -5,7 +5,7 @@
  * errors and everything unusual, so the two can never disagree on names; `fspl net` always goes
  * through yargs.
  */
-import { invocationOf, type ArgsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
+import { type ArgsOf, type CommandSpec, type Invocation, invocationOf, type OptionSpec } from './grammar.js';
 
 export const DEFAULT_LOG_LEVEL = 'info';
 
@@ -27,7 +27,15 @@ const seqfile = {
   what: "the sender's sequence file",
   describe: 'Sender sequence file (created holding 1 if missing); "-" for none, giving sequence 1',
 } as const satisfies OptionSpec;
-const queuedir = { long: 'queuedir', short: 'q', kind: 'string', required: true, value: 'DIR', what: 'the queue directory', describe: 'Queue directory' } as const satisfies OptionSpec;
+const queuedir = {
+  long: 'queuedir',
+  short: 'q',
+  kind: 'string',
+  required: true,
+  value: 'DIR',
+  what: 'the queue directory',
+  describe: 'Queue directory',
+} as const satisfies OptionSpec;
 const decoder = {
   long: 'decoder',
   short: 'd',
@@ -35,12 +43,29 @@ const decoder = {
   value: 'DECODER',
   describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
 } as const satisfies OptionSpec;
-const job = { long: 'job', short: 'j', kind: 'string', required: true, value: 'ID', what: "the job's sequence number", describe: 'Sequence number of the job' } as const satisfies OptionSpec;
-const json = { long: 'json', kind: 'boolean', describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)' } as const satisfies OptionSpec;
+const job = {
+  long: 'job',
+  short: 'j',
+  kind: 'string',
+  required: true,
+  value: 'ID',
+  what: "the job's sequence number",
+  describe: 'Sequence number of the job',
+} as const satisfies OptionSpec;
+const json = {
+  long: 'json',
+  kind: 'boolean',
+  describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)',
+} as const satisfies OptionSpec;
 const processCommon = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
-  { long: 'timeout', kind: 'string', value: 'SECONDS', describe: "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)" },
+  {
+    long: 'timeout',
+    kind: 'string',
+    value: 'SECONDS',
+    describe: "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)",
+  },
   {
     long: 'stop-timeout',
     kind: 'string',
@@ -62,14 +87,29 @@ export const COMMANDS = [
       {
         long: 'seal',
         kind: 'boolean',
-        describe: "Record the payload's length and CRC-32 in the header, so that readers refuse a cut or corrupted payload (an extension; default with FSPL_SEAL=1; a piped payload is spooled to $TMPDIR first)",
+        describe:
+          "Record the payload's length and CRC-32 in the header, so that readers refuse a cut or corrupted payload (an extension; default with FSPL_SEAL=1; a piped payload is spooled to $TMPDIR first)",
       },
     ],
     positionals: [],
     params: true,
   },
-  { name: 'prepare-fail', usage: 'prepare-fail -s FILE', describe: 'Write a Fail packet (always fails) to stdout', options: [seqfile], positionals: [], params: false },
-  { name: 'prepare-nop', usage: 'prepare-nop -s FILE', describe: 'Write a NOP packet (always succeeds) to stdout', options: [seqfile], positionals: [], params: false },
+  {
+    name: 'prepare-fail',
+    usage: 'prepare-fail -s FILE',
+    describe: 'Write a Fail packet (always fails) to stdout',
+    options: [seqfile],
+    positionals: [],
+    params: false,
+  },
+  {
+    name: 'prepare-nop',
+    usage: 'prepare-nop -s FILE',
+    describe: 'Write a NOP packet (always succeeds) to stdout',
+    options: [seqfile],
+    positionals: [],
+    params: false,
+  },
   {
     name: 'prepare-get-next',
     usage: 'prepare-get-next -s FILE',
@@ -111,7 +151,14 @@ export const COMMANDS = [
     positionals: [],
     params: false,
   },
-  { name: 'queue-ls', usage: 'queue-ls -q DIR [-d DECODER] [--json]', describe: 'List the jobs in a queue', options: [queuedir, decoder, json], positionals: [], params: false },
+  {
+    name: 'queue-ls',
+    usage: 'queue-ls -q DIR [-d DECODER] [--json]',
+    describe: 'List the jobs in a queue',
+    options: [queuedir, decoder, json],
+    positionals: [],
+    params: false,
+  },
   {
     name: 'queue-payload',
     usage: 'queue-payload -q DIR -j ID [-d DECODER]',
@@ -194,7 +241,12 @@ export const COMMANDS = [
     describe:
       'Extension: send the packets of a local queue (an outbox) to a queue on another host over ssh, in order, many per connection, each exactly once; retried after an outage',
     options: [
-      { ...queuedir, value: 'OUTBOX', what: 'the outbox, a local queue', describe: 'The outbox: a local queue whose packets are sent (and removed once received)' },
+      {
+        ...queuedir,
+        value: 'OUTBOX',
+        what: 'the outbox, a local queue',
+        describe: 'The outbox: a local queue whose packets are sent (and removed once received)',
+      },
       {
         long: 'to',
         kind: 'string',
@@ -208,10 +260,20 @@ export const COMMANDS = [
         long: 'remote-fspl',
         kind: 'string',
         value: 'PATH',
-        describe: "This fspl on the remote host: the receiver checks each sealed packet's CRC-32 with it (without it, only the length; the receiver needs sh, coreutils and flock, no fspl)",
+        describe:
+          "This fspl on the remote host: the receiver checks each sealed packet's CRC-32 with it (without it, only the length; the receiver needs sh, coreutils and flock, no fspl)",
       },
-      { long: 'watch', kind: 'boolean', describe: 'Keep running: send packets as they arrive, retry with back-off while the host is unreachable; SIGTERM or SIGINT stops' },
-      { long: 'poll-interval', kind: 'string', value: 'SECONDS', describe: 'With --watch: look for new packets every SECONDS instead of using file system events' },
+      {
+        long: 'watch',
+        kind: 'boolean',
+        describe: 'Keep running: send packets as they arrive, retry with back-off while the host is unreachable; SIGTERM or SIGINT stops',
+      },
+      {
+        long: 'poll-interval',
+        kind: 'string',
+        value: 'SECONDS',
+        describe: 'With --watch: look for new packets every SECONDS instead of using file system events',
+      },
       { long: 'no-progress', kind: 'boolean', describe: 'No status line on stderr (it is shown only when stderr is a terminal)' },
       { ...json, describe: 'Print a JSON summary on stdout at the end (sent, duplicates, connections, waiting, next, error)' },
     ],
@@ -244,7 +306,14 @@ export const COMMANDS = [
     positionals: [],
     params: false,
   },
-  { name: 'stdin-payload', usage: 'stdin-payload', describe: 'Write the payload of the packet on stdin to stdout', options: [], positionals: [], params: false },
+  {
+    name: 'stdin-payload',
+    usage: 'stdin-payload',
+    describe: 'Write the payload of the packet on stdin to stdout',
+    options: [],
+    positionals: [],
+    params: false,
+  },
   {
     name: 'stdin-process',
     usage: 'stdin-process [OPTIONS] COMMAND [-- PARAMS...]',
@@ -295,7 +364,7 @@ export function scanGlobals(argv: string[]): Globals {
   for (; i < argv.length && argv[i]!.startsWith('-') && argv[i] !== '--'; i++) {
     const a = argv[i]!;
     if (a === '-V' || a === '--version' || a === '-h' || a === '--help') {
-      if (!g.version && !g.help && !g.implementation) (a === '-h' || a === '--help' ? (g.help = true) : (g.version = true));
+      if (!g.version && !g.help && !g.implementation) a === '-h' || a === '--help' ? (g.help = true) : (g.version = true);
       g.normalized.push(a);
     } else if (a === '--implementation') {
       if (!g.version && !g.help) g.implementation = true;

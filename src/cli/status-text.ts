@@ -2,9 +2,10 @@
  * The text output of `fspl queue-status`: aligned `key: value` lines to read at a glance, then a
  * blank line and one line per detail (problems first). The layout is described in the man page.
  */
+
+import { rfc3339Local } from '../packet/time.js';
 import { formatRanges, type SeqRange } from '../status/ranges.js';
 import type { QueueStatus, StatusJob } from '../status/report.js';
-import { rfc3339Local } from '../packet/time.js';
 
 /** At most this many runs of numbers on one line; the rest are counted. */
 const MAX_RANGES = 20;
@@ -99,7 +100,9 @@ function detailLines(s: QueueStatus): string[] {
   for (const d of s.duplicates) details.push(`duplicate ${d.seq}: ${d.files.join(', ')}`);
   for (const f of s.undecodable) details.push(`unreadable ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ${f.cause}`);
   for (const d of s.damaged) {
-    details.push(`damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, the file holds ${d.payloadSize}; queue-process will fail it`);
+    details.push(
+      `damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, the file holds ${d.payloadSize}; queue-process will fail it`,
+    );
   }
   for (const t of s.tempFiles) {
     const age = t.ageSeconds === undefined ? '' : `, modified ${ago(t.ageSeconds)}`;

@@ -4,32 +4,32 @@
  * transitions are commands (or async functions), tokens are packets.
  */
 import fs from 'node:fs';
-import { mkdirDurable } from '../sys/durable.js';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
 import { LockedError, NetRequestError } from '../base/errors.js';
-import { checkNet, type NetWarning } from './model/check.js';
-import { netToDot, type DotState } from './observe/dot.js';
+import { mkdirDurable } from '../sys/durable.js';
+import { type HostRunOptions, runHost } from './hosts/distributed.js';
+import { type OutboxProbe, probeOutbox } from './hosts/outbox-sender.js';
 import { defineNet } from './model/build.js';
+import { checkNet, type NetWarning } from './model/check.js';
+import { hostConfig, hostView, placesOf, remotePlaces } from './model/hosts.js';
 import { effectiveOrder, type NetDefinition, type NetModel } from './model/model.js';
-import { loadNetFile } from './model/netfile.js';
 import { placeNamed } from './model/names.js';
+import { loadNetFile } from './model/netfile.js';
+import { type DotState, netToDot } from './observe/dot.js';
+import { hostStatus } from './observe/outbox-status.js';
+import { type NetStatusReport, netStatus } from './observe/status.js';
+import { type PauseRecord, pauseTransition, readPauses, resumeTransition } from './operate/pause.js';
+import { type RetryOptions, type RetryResult, retryTokens } from './operate/retry.js';
+import { restoreSetAside, type SetAsideResult, setAside } from './operate/set-aside.js';
+import { findToken, listTokens, type TokenListing, tokenPayload } from './operate/tokens.js';
 import { Place } from './place/place.js';
 import { KEY_VAR } from './place/token.js';
-import { type NetRunSummary } from './run/runner.js';
-import { runHost, type HostRunOptions } from './hosts/distributed.js';
-import { hostConfig, hostView, placesOf, remotePlaces } from './model/hosts.js';
-import { probeOutbox, type OutboxProbe } from './hosts/outbox-sender.js';
-import { hostStatus } from './observe/outbox-status.js';
 import { applyPermissions, permissionWarnings } from './run/permissions.js';
-import { netStatus, type NetStatusReport } from './observe/status.js';
-import { retryTokens, type RetryOptions, type RetryResult } from './operate/retry.js';
-import { pauseTransition, readPauses, resumeTransition, type PauseRecord } from './operate/pause.js';
-import { restoreSetAside, setAside, type SetAsideResult } from './operate/set-aside.js';
-import { findToken, listTokens, tokenPayload, type TokenListing } from './operate/tokens.js';
+import type { NetRunSummary } from './run/runner.js';
 
 export interface PutOptions {
   /** The token's correlation key; default: a new UUID. */
@@ -188,7 +188,9 @@ export class Net {
     const view = hostView(this.model, host);
     const probes = [...remotePlaces(view)]
       .filter(([, r]) => !r.sync)
-      .map(([place, remote]) => probeOutbox({ place, outbox: view.places.get(place)!.dir, remote, host: hostConfig(this.model, remote.host), signal: options.signal }));
+      .map(([place, remote]) =>
+        probeOutbox({ place, outbox: view.places.get(place)!.dir, remote, host: hostConfig(this.model, remote.host), signal: options.signal }),
+      );
     return Promise.all(probes);
   }
 
@@ -248,27 +250,27 @@ export class Net {
   }
 }
 
-export { loadNetFile, parseNetText } from './model/netfile.js';
+export { describeVerifierProblem, RECEIVE_SCRIPT, type VerifierProblem } from '../send/receive-script.js';
+export { type OutgoingPacket, type SendResult, sendPacket, sendPackets } from '../send/ssh-send.js';
+export type { HostRunOptions } from './hosts/distributed.js';
+export type { OutboxProbe } from './hosts/outbox-sender.js';
 export { defineNet } from './model/build.js';
-export { type NetDefinition, type NetModel, type TransitionDefinition, type FiringContext, type FiringInput, type TransitionFunction } from './model/model.js';
-export { type NetRunOptions, type NetRunSummary, type NetEvent } from './run/runner.js';
-export { type HostRunOptions } from './hosts/distributed.js';
-export { sendPacket, sendPackets, type SendResult, type OutgoingPacket } from '../send/ssh-send.js';
-export { RECEIVE_SCRIPT, describeVerifierProblem, type VerifierProblem } from '../send/receive-script.js';
-export { type OutboxProbe } from './hosts/outbox-sender.js';
-export { type NetStatusReport, type PlaceStatus, type TransitionStatus, type NetState } from './observe/status.js';
-export { type NetWarning } from './model/check.js';
-export { type Leftover, type LeftoverCode } from './run/leftovers.js';
-export { type RetryOptions, type RetryResult, type RetryMove } from './operate/retry.js';
-export { pauseText, type PauseRecord } from './operate/pause.js';
-export { type TokenListing } from './operate/tokens.js';
-export { type SetAsideResult } from './operate/set-aside.js';
-export { allocateWorkers } from './plan/allocate.js';
-export { serveNet, type ServeOptions, type NetServer } from './observe/serve.js';
+export type { NetWarning } from './model/check.js';
+export type { FiringContext, FiringInput, NetDefinition, NetModel, TransitionDefinition, TransitionFunction } from './model/model.js';
+export { loadNetFile, parseNetText } from './model/netfile.js';
+export { placeTokens, type TokenInfo, transitionDetail } from './observe/detail.js';
+export { type DotState, liveDotState } from './observe/dot.js';
 export { netMetricFamilies, netMetricsText, netStatusJson } from './observe/metrics.js';
-export { TransitionMonitor, type TransitionRates, type LastFailure } from './run/monitor.js';
-export { placeTokens, transitionDetail, type TokenInfo } from './observe/detail.js';
+export { type NetServer, type ServeOptions, serveNet } from './observe/serve.js';
+export type { NetState, NetStatusReport, PlaceStatus, TransitionStatus } from './observe/status.js';
 export { dotToSvg } from './observe/svg.js';
-export { liveDotState, type DotState } from './observe/dot.js';
-export { schedule, type SchedulerInput, type SchedulerResult } from './plan/scheduler.js';
-export { simulate, parseService, lowerBound, type SimulateOptions, type SimulationReport, type ServiceTime } from './plan/simulate.js';
+export { type PauseRecord, pauseText } from './operate/pause.js';
+export type { RetryMove, RetryOptions, RetryResult } from './operate/retry.js';
+export type { SetAsideResult } from './operate/set-aside.js';
+export type { TokenListing } from './operate/tokens.js';
+export { allocateWorkers } from './plan/allocate.js';
+export { type SchedulerInput, type SchedulerResult, schedule } from './plan/scheduler.js';
+export { lowerBound, parseService, type ServiceTime, type SimulateOptions, type SimulationReport, simulate } from './plan/simulate.js';
+export type { Leftover, LeftoverCode } from './run/leftovers.js';
+export { type LastFailure, TransitionMonitor, type TransitionRates } from './run/monitor.js';
+export type { NetEvent, NetRunOptions, NetRunSummary } from './run/runner.js';

@@ -11,9 +11,9 @@ import { createRequire } from 'node:module';
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, ShortReadError } from '../base/errors.js';
 import { MsgpackWriter } from './msgpack.js';
-import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, interpretSeal } from './seal.js';
+import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal.js';
 import { checkMsgpackShape } from './shape.js';
-import { I64_MAX, I64_MIN, U64_MAX, type Bytes, type CommandType, type Ctime, type PacketHeader } from './types.js';
+import { type Bytes, type CommandType, type Ctime, I64_MAX, I64_MIN, type PacketHeader, U64_MAX } from './types.js';
 
 export const PREFIX_LENGTH = 30;
 export const TAG = Buffer.from('*FILESPOOLER', 'ascii');
@@ -197,7 +197,7 @@ function fields(v: unknown, names: string[], what: string): unknown[] {
   if (v && typeof v === 'object' && !(v instanceof Uint8Array)) {
     const o = v as Record<string, unknown>;
     return names.map((n) => {
-      if (!Object.prototype.hasOwnProperty.call(o, n)) bad(`${what} lacks field ${n}`);
+      if (!Object.hasOwn(o, n)) bad(`${what} lacks field ${n}`);
       return o[n];
     });
   }

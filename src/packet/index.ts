@@ -1,17 +1,15 @@
-export * from './types.js';
 export {
-  PREFIX_LENGTH,
-  MAX_METADATA_LENGTH,
+  crc32,
+  decodeHeader,
+  decodeMetadata,
+  decodePrefix,
   encodeHeader,
   encodeMetadata,
-  decodeHeader,
-  decodePrefix,
-  decodeMetadata,
-  crc32,
+  MAX_METADATA_LENGTH,
+  PREFIX_LENGTH,
 } from './codec.js';
-export { readHeaderSync, readHeaderFromStream, readExactFromStream } from './read.js';
-export { readHeaderAndLengthSync } from './read.js';
-export { readPacket, metadataOf, packetStream, fdStream, type PacketMetadata, type ReadPacket, type PacketSource } from './stream.js';
-export { SEAL_LENGTH_KEY, SEAL_CRC_KEY, SealVerifier, crc32Update, sealOf } from './seal.js';
+export { readExactFromStream, readHeaderAndLengthSync, readHeaderFromStream, readHeaderSync } from './read.js';
+export { crc32Update, SEAL_CRC_KEY, SEAL_LENGTH_KEY, SealVerifier, sealOf } from './seal.js';
 export { SealTransform, type SealTransformOptions } from './seal-transform.js';
-export { withSealCheck } from './stream.js';
+export { fdStream, metadataOf, type PacketMetadata, type PacketSource, packetStream, type ReadPacket, readPacket, withSealCheck } from './stream.js';
+export * from './types.js';

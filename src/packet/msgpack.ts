@@ -51,7 +51,10 @@ export class MsgpackWriter {
   /** A signed integer: non-negative values as uint, negative ones in their smallest signed form. */
   sint(v: bigint | number): void {
     const n = BigInt(v);
-    if (n >= 0n) return this.uint(n);
+    if (n >= 0n) {
+      this.uint(n);
+      return;
+    }
     if (n >= -32n) this.byte(Number(n) & 0xff);
     else if (n >= -128n) this.marked(0xd0, 1, (b, at) => b.writeInt8(Number(n), at));
     else if (n >= -32768n) this.marked(0xd1, 2, (b, at) => b.writeInt16BE(Number(n), at));

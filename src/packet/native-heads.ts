@@ -28,7 +28,7 @@ export interface HeadReads {
 export function nativeReadHeads(dir: string, names: readonly string[], max: number): HeadReads | undefined {
   const b = loadNative();
   if (!b || names.length === 0 || hasNul(dir) || names.some(hasNul)) return undefined;
-  const joined = names.join('\0') + '\0';
+  const joined = `${names.join('\0')}\0`;
   const r = b.readHeads(dir, joined, names.length, max, true);
   if (typeof r === 'number') return undefined;
   const [bytes, lengths, parsed] = r;

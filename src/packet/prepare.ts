@@ -4,15 +4,15 @@
  */
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { copy } from '../sys/copy.js';
 import { namePath } from '../base/errors.js';
+import { copy } from '../sys/copy.js';
 import { closeQuietly, writeAllSync } from '../sys/io.js';
+import { SeqFile } from '../sys/seqfile.js';
 import { encodeHeader } from './codec.js';
 import { sealedPacketStream } from './sealed-stream.js';
 import { fdStream, packetStream } from './stream.js';
-import type { Bytes, CommandType, Ctime, PacketHeader } from './types.js';
-import { SeqFile } from '../sys/seqfile.js';
 import { now } from './time.js';
+import type { Bytes, CommandType, Ctime, PacketHeader } from './types.js';
 
 export const ENV_PREFIX = 'FSPL_SET_';
 
@@ -166,7 +166,8 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
     const fd = fs.openSync(given.path, 'r');
     try {
       // Opening a directory succeeds; reading it would fail once the number is taken.
-      if (fs.fstatSync(fd).isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${given.path}'`), { code: 'EISDIR', path: given.path });
+      if (fs.fstatSync(fd).isDirectory())
+        throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${given.path}'`), { code: 'EISDIR', path: given.path });
     } catch (err) {
       closeQuietly(fd);
       throw err;

@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { ShortReadError } from '../base/errors.js';
 import { readUpToSync } from '../sys/io.js';
-import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, shortOfPrefix } from './codec.js';
+import { cutInHeader, decodeMetadata, decodePrefix, PREFIX_LENGTH, shortOfPrefix } from './codec.js';
 import type { PacketHeader } from './types.js';
 
 /** Read and decode the header from a file descriptor's current position. */

@@ -27,11 +27,15 @@ export class SealTransform extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    if (this.soft && this.verifier.failure) return done(); // drop the rest
+    if (this.soft && this.verifier.failure) {
+      done(); // drop the rest
+      return;
+    }
     try {
       this.verifier.update(chunk);
     } catch (err) {
-      return this.soft ? done() : done(err as Error);
+      done(this.soft ? undefined : (err as Error));
+      return;
     }
     done(null, chunk);
   }
@@ -40,7 +44,8 @@ export class SealTransform extends Transform {
     try {
       this.verifier.finish();
     } catch (err) {
-      return this.soft ? done() : done(err as Error);
+      done(this.soft ? undefined : (err as Error));
+      return;
     }
     done();
   }

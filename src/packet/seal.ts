@@ -44,7 +44,7 @@ const U64_MAX = 0xffff_ffff_ffff_ffffn;
 export function interpretSeal(doc: unknown): Seal | undefined {
   if (!doc || typeof doc !== 'object' || Array.isArray(doc) || doc instanceof Uint8Array) return undefined;
   const o = (doc instanceof Map ? Object.fromEntries(doc) : doc) as Record<string, unknown>;
-  const has = (k: string) => Object.prototype.hasOwnProperty.call(o, k);
+  const has = (k: string) => Object.hasOwn(o, k);
   if (!has(SEAL_LENGTH_KEY) && !has(SEAL_CRC_KEY)) return undefined;
   const bad = (what: string): never => {
     throw new BadPacketError(`Invalid packet metadata: ${what}`);

@@ -11,8 +11,8 @@ import { PayloadSealError, ShortReadError } from '../base/errors.js';
 import { copy } from '../sys/copy.js';
 import { readSomeSync, readUpToSync, writeAllSync } from '../sys/io.js';
 import { openSpoolSync } from '../sys/spool.js';
-import { PREFIX_LENGTH, cutInHeader, decodeMetadata, decodePrefix, encodeHeader, startsAsPacket, type Prefix } from './codec.js';
-import { SealVerifier, checksumMismatch, crc32Update } from './seal.js';
+import { cutInHeader, decodeMetadata, decodePrefix, encodeHeader, PREFIX_LENGTH, type Prefix, startsAsPacket } from './codec.js';
+import { checksumMismatch, crc32Update, SealVerifier } from './seal.js';
 import type { PacketHeader, Seal } from './types.js';
 
 const CHUNK = 1 << 20;

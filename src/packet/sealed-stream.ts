@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { PayloadSealError } from '../base/errors.js';
 import { openSpoolSync } from '../sys/spool.js';
 import { encodeHeader } from './codec.js';
-import { SealVerifier, crc32Update, sealOf } from './seal.js';
+import { crc32Update, SealVerifier, sealOf } from './seal.js';
 import type { PacketHeader, Seal } from './types.js';
 
 const read = promisify(fs.read);

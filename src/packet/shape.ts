@@ -23,12 +23,26 @@ const FIXED = new Int8Array(256).fill(-1);
 for (let b = 0x00; b <= 0x7f; b++) FIXED[b] = 0; // positive fixint
 for (let b = 0xe0; b <= 0xff; b++) FIXED[b] = 0; // negative fixint
 for (const [b, n] of [
-  [0xc0, 0], [0xc2, 0], [0xc3, 0], // nil, false, true
-  [0xca, 4], [0xcb, 8], // float 32, 64
-  [0xcc, 1], [0xcd, 2], [0xce, 4], [0xcf, 8], // uint 8..64
-  [0xd0, 1], [0xd1, 2], [0xd2, 4], [0xd3, 8], // int 8..64
-  [0xd4, 2], [0xd5, 3], [0xd6, 5], [0xd7, 9], [0xd8, 17], // fixext 1..16: a type byte, then the data
-] as const) FIXED[b] = n;
+  [0xc0, 0],
+  [0xc2, 0],
+  [0xc3, 0], // nil, false, true
+  [0xca, 4],
+  [0xcb, 8], // float 32, 64
+  [0xcc, 1],
+  [0xcd, 2],
+  [0xce, 4],
+  [0xcf, 8], // uint 8..64
+  [0xd0, 1],
+  [0xd1, 2],
+  [0xd2, 4],
+  [0xd3, 8], // int 8..64
+  [0xd4, 2],
+  [0xd5, 3],
+  [0xd6, 5],
+  [0xd7, 9],
+  [0xd8, 17], // fixext 1..16: a type byte, then the data
+] as const)
+  FIXED[b] = n;
 
 /** Elements still owed by each open container; reused (the walk is synchronous). */
 const remaining = new Float64Array(MAX_METADATA_DEPTH);
@@ -67,7 +81,8 @@ export function checkMsgpackShape(buf: Uint8Array): void {
       let n = buf[pos]!;
       for (let i = 1; i < width; i++) n = n * 256 + buf[pos + i]!;
       pos += width;
-      if (b >= 0xdc) elements = b >= 0xde ? 2 * n : n; // array 16/32, map 16/32
+      if (b >= 0xdc)
+        elements = b >= 0xde ? 2 * n : n; // array 16/32, map 16/32
       else skip = b >= 0xc7 && b <= 0xc9 ? n + 1 : n; // bin, str; ext has a type byte too
     }
     if (elements < 0) {

@@ -4,7 +4,7 @@
  * holds a payload in memory.
  */
 import fs from 'node:fs';
-import { Readable, pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { closeQuietly } from '../sys/io.js';
 import { decodeHeader, encodeHeader } from './codec.js';
 import { readHeaderAndLengthSync, readHeaderFromStream } from './read.js';

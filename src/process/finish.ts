@@ -54,14 +54,14 @@
  * a note behind.
  */
 import fs from 'node:fs';
-import { closeQuietly } from '../sys/io.js';
-import { firstFailedStep, runBatchSync, type BatchOp } from '../sys/fs-batch.js';
-import type { JobEntry } from '../queue/jobs.js';
-import { formatLockNote, parseLockNote, type LockNote } from './lock-note.js';
 import type { Logger } from '../base/log.js';
 import { U64_MAX } from '../packet/types.js';
+import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
+import { type BatchOp, firstFailedStep, runBatchSync } from '../sys/fs-batch.js';
+import { closeQuietly } from '../sys/io.js';
 import type { SeqFile } from '../sys/seqfile.js';
+import { formatLockNote, type LockNote, parseLockNote } from './lock-note.js';
 
 /** The most NOP jobs recorded as one run (their events come once the run is recorded). */
 export const NOP_RUN_MAX = 1024;
@@ -210,7 +210,8 @@ export class Finisher {
     if (note?.kind === 'N' && note.first < next) {
       past = true;
       spent.push(...(await this.spentNops(note.first, note.last < next ? note.last : next - 1n)));
-      if (spent.length > 0) this.log.info('process', `Removing ${spent.length} NOP job file(s) numbered ${note.first} to ${note.last}: finished by an interrupted run`);
+      if (spent.length > 0)
+        this.log.info('process', `Removing ${spent.length} NOP job file(s) numbered ${note.first} to ${note.last}: finished by an interrupted run`);
     } else if (note && note.kind !== 'N') {
       const { seq, file } = note;
       past = note.kind === 'S' && seq < next;
@@ -219,7 +220,8 @@ export class Finisher {
         if (note.kind === 'T' || seq < next) spent.push(file);
       }
       for (const f of note.waiting) if (exists(f)) spent.push(f);
-      for (const f of spent) this.log.info('process', `Removing ${JSON.stringify(f)}: ${f === file ? `job ${seq}` : `a job before ${seq}`} was finished by an interrupted run`);
+      for (const f of spent)
+        this.log.info('process', `Removing ${JSON.stringify(f)}: ${f === file ? `job ${seq}` : `a job before ${seq}`} was finished by an interrupted run`);
     }
     // The run that wrote the note may have stopped on a failed fsync (of the queue directory after
     // nextseq's rename, of jobs/ after deletions): what it did is there to see, but not durable, and

@@ -2,17 +2,17 @@
  * The engine of processQueues (process-many.ts, which says what it promises): the queues of the
  * run, their turns, their looks and their locks.
  */
-import { LockedError, describeSystemError } from '../base/errors.js';
-import { BUSY_WAIT_MS } from '../sys/lock.js';
-import { silentLogger, type Logger } from '../base/log.js';
-import { runContext, type ProcessSummary } from './process.js';
-import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
+import { describeSystemError, LockedError } from '../base/errors.js';
+import { type Logger, silentLogger } from '../base/log.js';
 import { Queue } from '../queue/queue.js';
 import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
-import { QueueParents, type Candidate, type Parent } from '../queue/queues-in.js';
+import { type Candidate, type Parent, QueueParents } from '../queue/queues-in.js';
+import { DirWatchSet } from '../queue/watch-set.js';
+import { BUSY_WAIT_MS } from '../sys/lock.js';
+import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
+import { type ProcessSummary, runContext } from './process.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { Turns } from './turns.js';
-import { DirWatchSet } from '../queue/watch-set.js';
 
 /** Queues waiting for their turn may keep their locks while no more than this many do. */
 const LOCK_BUDGET = 64;
@@ -311,7 +311,10 @@ export class ManyQueues {
    * gone is not looked at again (its parent, if any, forgets it).
    */
   private failed(m: Member, err: unknown): void {
-    if (m.state === 'gone') return m.run.release();
+    if (m.state === 'gone') {
+      m.run.release();
+      return;
+    }
     m.run.release();
     const gone = queueDirKind(m.run.queue.dir) !== 'queue';
     if (gone && m.parent) {

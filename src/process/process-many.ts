@@ -23,7 +23,8 @@
 import type { Queue } from '../queue/queue.js';
 import { ManyQueues } from './many-queues.js';
 
-export type { ProcessQueuesOptions, QueuesEvent, QueueResult, ProcessQueuesSummary } from './options.js';
+export type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
+
 import type { ProcessQueuesOptions, ProcessQueuesSummary } from './options.js';
 
 /**
@@ -35,4 +36,3 @@ import type { ProcessQueuesOptions, ProcessQueuesSummary } from './options.js';
 export function processQueues(queues: Iterable<string | Queue>, opts: ProcessQueuesOptions): Promise<ProcessQueuesSummary> {
   return new ManyQueues(queues, opts).run();
 }
-

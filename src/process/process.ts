@@ -1,35 +1,35 @@
 /**
  * Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process).
  */
-import { JobFailedError, describeSystemError } from '../base/errors.js';
-import { silentLogger, type Logger } from '../base/log.js';
-import type { Job, JobEntry } from '../queue/types.js';
+import { describeSystemError, JobFailedError } from '../base/errors.js';
+import { type Logger, silentLogger } from '../base/log.js';
+import { checkSeconds } from '../base/timer.js';
 import type { Queue } from '../queue/queue.js';
+import type { Job, JobEntry } from '../queue/types.js';
+import { JobsWatcher } from '../queue/watch.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import type { Outcome } from './run-job.js';
-import { Stopping, type StopOptions } from './stopping.js';
-import { checkSeconds } from '../base/timer.js';
-import { JobsWatcher } from '../queue/watch.js';
+import { type StopOptions, Stopping } from './stopping.js';
 
 export type { Job, JobContext, JobFunction, OrderBy } from '../queue/types.js';
 export type {
+  CommandExecutor,
+  CommandOptions,
+  ExecutorOptions,
+  FunctionExecutor,
   OnError,
   OutputTo,
-  CommandOptions,
+  ProcessEvent,
+  ProcessQueueOptions,
+  ProcessRunOptions,
   ProcessSummary,
   QueueJobEvent,
-  ProcessEvent,
-  WatchMode,
-  CommandExecutor,
-  FunctionExecutor,
-  ExecutorOptions,
-  RunSettings,
-  ProcessRunOptions,
-  ProcessQueueOptions,
   QueueProcessOptions,
+  RunSettings,
+  WatchMode,
 } from './options.js';
-import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptions, ProcessSummary } from './options.js';
 
+import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptions, ProcessSummary } from './options.js';
 
 /**
  * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
@@ -38,7 +38,6 @@ import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptio
  */
 let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
 const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
-
 
 /**
  * Process the packet on a descriptor (normally fd 0): read exactly its header, then let the
@@ -60,12 +59,9 @@ export async function processFd(fd: number, opts: CommandOptions & StopOptions &
 }
 
 async function processHeaderAndRun(fd: number, opts: CommandOptions & { onStart?: () => void }, log: Logger, stopping: Stopping): Promise<boolean> {
-  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all([
-    import('../packet/read.js'),
-    import('../queue/jobenv.js'),
-    import('./seal-check.js'),
-    loadRunJob(),
-  ]);
+  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all(
+    [import('../packet/read.js'), import('../queue/jobenv.js'), import('./seal-check.js'), loadRunJob()],
+  );
   const header = readHeaderSync(fd);
   // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
   const guard = builtinOutcome(header) || opts.ignorePayload ? NO_SEAL : checkSealedStdin(fd, header.seal);
@@ -80,7 +76,6 @@ async function processHeaderAndRun(fd: number, opts: CommandOptions & { onStart?
   if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
   return true;
 }
-
 
 /**
  * Process a queue: in sequence order from nextseq (the default) or in timestamp order.

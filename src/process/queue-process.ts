@@ -4,8 +4,8 @@
  * Queue here, by module augmentation, and installed when this module loads. The public entries
  * (index.ts, lowlevel.ts) load it, so every Queue a user holds has it.
  */
-import { Queue, type Executor } from '../queue/queue.js';
-import { processQueue, type ProcessSummary, type QueueProcessOptions } from './process.js';
+import { type Executor, Queue } from '../queue/queue.js';
+import { type ProcessSummary, processQueue, type QueueProcessOptions } from './process.js';
 
 declare module '../queue/queue.js' {
   interface Queue {

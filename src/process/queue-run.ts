@@ -14,15 +14,15 @@
  *   release    give the lock back, the same done first
  */
 import fs from 'node:fs';
-import { JobFailedError, QueueError, SeqOverflowError, describeSystemError } from '../base/errors.js';
-import { Finisher, nopRunAt } from './finish.js';
+import { describeSystemError, JobFailedError, QueueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
-import type { OnError, ProcessSummary, QueueJobEvent, ProcessRunOptions } from './options.js';
 import type { Queue } from '../queue/queue.js';
-import type { Outcome } from './run-job.js';
 import { SeqFile } from '../sys/seqfile.js';
+import { Finisher, nopRunAt } from './finish.js';
+import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
+import type { Outcome } from './run-job.js';
 import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */

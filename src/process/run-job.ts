@@ -4,20 +4,20 @@
  * outcome is the job's whole verdict.
  */
 import fs from 'node:fs';
-import { decoderFailure } from '../queue/decoder.js';
 import { describeSystemError } from '../base/errors.js';
-import { describeResult, runCommand, type RunResult, type StdinSource } from '../sys/exec.js';
-import { closeQuietly } from '../sys/io.js';
-import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
 import type { Logger } from '../base/log.js';
+import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
-import type { CommandOptions, ProcessRunOptions } from './options.js';
+import { decoderFailure } from '../queue/decoder.js';
+import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
+import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
+import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
+import { closeQuietly } from '../sys/io.js';
+import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
 import type { Stopping } from './stopping.js';
-import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
-import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
 
 /** A job's verdict, and why in words (for the log and the 'end' event). */
 export interface Outcome {
@@ -171,7 +171,14 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
 }
 
 /** Run one queue job with a JS function; the run's interrupt aborts its signal, as its timeout does. */
-export async function runFunctionQueueJob(queue: Queue, entry: JobEntry, fn: JobFunction, opts: ProcessRunOptions, log: Logger, stopping: Stopping | undefined): Promise<Outcome> {
+export async function runFunctionQueueJob(
+  queue: Queue,
+  entry: JobEntry,
+  fn: JobFunction,
+  opts: ProcessRunOptions,
+  log: Logger,
+  stopping: Stopping | undefined,
+): Promise<Outcome> {
   const interrupt = stopping?.interrupt;
   const builtin = builtinOutcome(entry.header);
   if (builtin) return builtin;

@@ -12,7 +12,7 @@
  *   so that it sees end of file; a function's stream fails with PayloadSealError.
  */
 import fs from 'node:fs';
-import { Readable, pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import type { SealVerifier } from '../packet/seal.js';
 import { SealTransform } from '../packet/seal-transform.js';
 import { checkSealedFileSync, fdOffset } from '../packet/sealed-copy.js';
@@ -111,4 +111,3 @@ function relayStream(fd: number): Readable {
     },
   });
 }
-

@@ -6,11 +6,11 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { DecoderError } from '../base/errors.js';
-import { spawnTalking } from '../sys/exec.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
-import { closeQuietly } from '../sys/io.js';
 import { readHeaderFromStream } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
+import { spawnTalking } from '../sys/exec.js';
+import { closeQuietly } from '../sys/io.js';
 import type { DecodedJob, ExitStatus } from './types.js';
 
 export type { DecodedJob, ExitStatus } from './types.js';

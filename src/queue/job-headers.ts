@@ -7,12 +7,12 @@
  */
 import fs from 'node:fs';
 import { DecoderError } from '../base/errors.js';
-import { closeQuietly, readSomeSync } from '../sys/io.js';
-import type { JobEntry } from './jobs.js';
+import { decodeMetadata, decodePrefix, PREFIX_LENGTH } from '../packet/codec.js';
 import { nativeReadHeads } from '../packet/native-heads.js';
-import { PREFIX_LENGTH, decodeMetadata, decodePrefix } from '../packet/codec.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
+import { closeQuietly, readSomeSync } from '../sys/io.js';
+import type { JobEntry } from './jobs.js';
 import type { Queue, ScanOptions } from './queue.js';
 
 /** How many decoders a scan runs at once. */

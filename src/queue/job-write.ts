@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { v4 as uuidv4 } from 'uuid';
 import { namePath } from '../base/errors.js';
-import { closeQuietly, fsyncSync, unlinkQuietly, writeAllAsync } from '../sys/io.js';
 import { fsyncDir, fsyncDirAsync } from '../sys/durable.js';
+import { closeQuietly, fsyncSync, unlinkQuietly, writeAllAsync } from '../sys/io.js';
 
 /** Errors of the file system (full, or failing): a failed write then names the queue's jobs/. */
 const PLACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO'] as const;

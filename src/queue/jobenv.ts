@@ -2,8 +2,9 @@
  * The FSPL_* variables of a job: printed by stdin-info/queue-info and exported to the command by
  * the process commands, in one fixed order.
  */
-import type { PacketHeader } from '../packet/types.js';
+
 import { rfc3339Local, rfc3339Utc } from '../packet/time.js';
+import type { PacketHeader } from '../packet/types.js';
 import type { JobLocation, JobVariable } from './types.js';
 
 export type { JobLocation, JobVariable } from './types.js';
@@ -56,7 +57,8 @@ export function jobVariableStrings(header: PacketHeader, where?: JobLocation): E
     ['FSPL_CTIME_RFC3339_UTC', lastCtime.utc],
     ['FSPL_CTIME_RFC3339_LOCAL', lastCtime.local],
   ];
-  if (where) vars.push(['FSPL_JOB_FILENAME', where.filename], ['FSPL_JOB_QUEUEDIR', where.queuedir], ['FSPL_JOB_FULLPATH', `${where.queuedir}/jobs/${where.filename}`]);
+  if (where)
+    vars.push(['FSPL_JOB_FILENAME', where.filename], ['FSPL_JOB_QUEUEDIR', where.queuedir], ['FSPL_JOB_FULLPATH', `${where.queuedir}/jobs/${where.filename}`]);
   if (header.cmd.kind === 'Command') {
     header.cmd.params.forEach((p, i) => vars.push([`FSPL_PARAM_${i + 1}`, utf8(p)]));
     // The prefix is ASCII: decoding it apart from the name gives what decoding them together does.
@@ -91,14 +93,19 @@ export function jobEnvironment(vars: JobVariable[], base: NodeJS.ProcessEnv = pr
 /** jobEnvironment of variables already strings (jobVariableStrings and others). */
 export function childEnvironment(vars: readonly EnvVariable[], base: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const env: Record<string, string> = {};
-  mergeSorted(vars, sortedKeys(base), (k) => {
-    const v = base[k];
-    if (v !== undefined) env[k] = v;
-    return true;
-  }, (k, v) => {
-    env[k] = v;
-    return true;
-  });
+  mergeSorted(
+    vars,
+    sortedKeys(base),
+    (k) => {
+      const v = base[k];
+      if (v !== undefined) env[k] = v;
+      return true;
+    },
+    (k, v) => {
+      env[k] = v;
+      return true;
+    },
+  );
   return env;
 }
 
@@ -108,7 +115,12 @@ export function childEnvironment(vars: readonly EnvVariable[], base: NodeJS.Proc
  * sorting all of it each time was a measurable part of the per-job cost), in name order: an
  * inherited name the job replaces is skipped. A callback returning false stops the walk (false).
  */
-function mergeSorted(vars: readonly EnvVariable[], baseKeys: readonly string[], onBase: (name: string, at: number) => boolean, onOwn: (name: string, value: string) => boolean): boolean {
+function mergeSorted(
+  vars: readonly EnvVariable[],
+  baseKeys: readonly string[],
+  onBase: (name: string, at: number) => boolean,
+  onOwn: (name: string, value: string) => boolean,
+): boolean {
   const own = new Map<string, string>();
   for (const [k, v] of vars) own.set(k, v);
   const ownKeys = [...own.keys()].sort();
@@ -153,16 +165,21 @@ export class ChildEnv {
   packed(): string | undefined {
     const base = packedBase(this.base);
     let out = '';
-    const whole = mergeSorted(this.own, base.keys, (_, at) => {
-      const seg = base.segments[at];
-      if (seg === null) return false;
-      out += seg;
-      return true;
-    }, (k, v) => {
-      if (k.includes('\0') || v.includes('\0')) return false;
-      out += `${k}=${v}\0`;
-      return true;
-    });
+    const whole = mergeSorted(
+      this.own,
+      base.keys,
+      (_, at) => {
+        const seg = base.segments[at];
+        if (seg === null) return false;
+        out += seg;
+        return true;
+      },
+      (k, v) => {
+        if (k.includes('\0') || v.includes('\0')) return false;
+        out += `${k}=${v}\0`;
+        return true;
+      },
+    );
     return whole ? out : undefined;
   }
 }

@@ -11,22 +11,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { NotFoundError, QueueError, describeSystemError } from '../base/errors.js';
-import { closeQuietly, forEachDirEntry, writeAllSync } from '../sys/io.js';
-import { copyPacketSync } from '../packet/sealed-copy.js';
-import { writeJob, writeJobSync } from './job-write.js';
-import { nativeOpenHead } from '../packet/native-heads.js';
-import type { PacketHeader } from '../packet/types.js';
-import type { JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
-import { silentLogger, type Logger } from '../base/log.js';
-import { SeqFile } from '../sys/seqfile.js';
-import { fsyncDir } from '../sys/durable.js';
+import { describeSystemError, NotFoundError, QueueError } from '../base/errors.js';
+import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds } from '../base/timer.js';
-import { indexBySeq, isJobFilename, compareBySeq, compareByTimestamp, type JobEntry } from './jobs.js';
-import type { JobFunction, OrderBy } from './types.js';
+import { nativeOpenHead } from '../packet/native-heads.js';
+import { copyPacketSync } from '../packet/sealed-copy.js';
+import type { PacketHeader } from '../packet/types.js';
+import { fsyncDir } from '../sys/durable.js';
+import { closeQuietly, forEachDirEntry, writeAllSync } from '../sys/io.js';
+import { SeqFile } from '../sys/seqfile.js';
+import { writeJob, writeJobSync } from './job-write.js';
+import { compareBySeq, compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+import type { JobDetails, JobFunction, OpenJob, OrderBy, PlainOpenJob, QueuedJob } from './types.js';
 
-export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
 
 // Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
 // empty queue, from cron) does not load the codec, streams and decoders (docs/benchmarks.md).

@@ -4,9 +4,9 @@
  * made or removed) or when a directory that is not a queue yet changes (`queue-init` makes the
  * directory, then jobs/, then nextseq.lock; a synchronisation tool, one file at a time).
  */
-import { QueueError, describeSystemError } from '../base/errors.js';
+import { describeSystemError, QueueError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
-import { listQueueDirs, queueDirKind, type QueueDirEntry } from './queue-dirs.js';
+import { listQueueDirs, type QueueDirEntry, queueDirKind } from './queue-dirs.js';
 
 export interface Parent<M> {
   kind: 'parent';
@@ -94,7 +94,10 @@ export class QueueParents<M extends { kind: 'queue' }> {
       return;
     }
     const watch = this.hooks.watch;
-    if (!watch) return this.hooks.log.debug('process', () => `Not a queue (no jobs/ or nextseq.lock): ${JSON.stringify(e.dir)}`);
+    if (!watch) {
+      this.hooks.log.debug('process', () => `Not a queue (no jobs/ or nextseq.lock): ${JSON.stringify(e.dir)}`);
+      return;
+    }
     const c: Candidate<M> = { kind: 'candidate', dir: e.dir, name: e.name, parent };
     parent.names.set(e.name, c);
     watch.add(c, e.dir);

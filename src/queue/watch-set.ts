@@ -20,8 +20,8 @@
  * look.
  */
 import fs from 'node:fs';
-import { isJobFilename } from './jobs.js';
 import type { Logger } from '../base/log.js';
+import { isJobFilename } from './jobs.js';
 
 export interface DirWatchSetOptions {
   /** Poll every this many seconds instead of using file system events. */
@@ -224,7 +224,12 @@ export class DirWatchSet<K> {
     // whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
     const changed =
       entry.force ||
-      !seen || !before || seen.ino !== before.ino || seen.mtimeMs !== before.mtimeMs || seen.ctimeMs !== before.ctimeMs || before.at - Math.floor(Math.max(before.mtimeMs, before.ctimeMs)) < this.coarseMs;
+      !seen ||
+      !before ||
+      seen.ino !== before.ino ||
+      seen.mtimeMs !== before.mtimeMs ||
+      seen.ctimeMs !== before.ctimeMs ||
+      before.at - Math.floor(Math.max(before.mtimeMs, before.ctimeMs)) < this.coarseMs;
     entry.force = false;
     this.enqueue(entry, now);
     if (changed) this.onChange(entry.key);

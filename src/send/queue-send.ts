@@ -20,14 +20,14 @@
  */
 import fs from 'node:fs';
 import { LockedError, SendError } from '../base/errors.js';
-import { silentLogger, type Logger } from '../base/log.js';
-import { Queue, type JobEntry } from '../queue/queue.js';
-import type { SeqFile } from '../sys/seqfile.js';
+import { type Logger, silentLogger } from '../base/log.js';
 import { waitUnlessAborted } from '../base/timer.js';
+import { type JobEntry, Queue } from '../queue/queue.js';
 import { JobsWatcher } from '../queue/watch.js';
+import type { SeqFile } from '../sys/seqfile.js';
 import { describeDestination, type SshDestination } from './destination.js';
 import { describeVerifierProblem, type VerifierProblem } from './receive-script.js';
-import { packetId, sendPackets, type OutgoingPacket, type SendResult } from './ssh-send.js';
+import { type OutgoingPacket, packetId, type SendResult, sendPackets } from './ssh-send.js';
 
 export interface QueueSendOptions {
   /** The outbox: a local queue directory (`fspl queue-init`). */
@@ -113,12 +113,16 @@ class QueueSender {
     try {
       this.consumer = this.queue.lockSeqfile({ wait: false });
     } catch (err) {
-      if (err instanceof LockedError) throw new SendError(`The outbox ${this.opts.outbox} is in use by another program (queue-send or queue-process holds its nextseq.lock)`);
+      if (err instanceof LockedError)
+        throw new SendError(`The outbox ${this.opts.outbox} is in use by another program (queue-send or queue-process holds its nextseq.lock)`);
       throw err;
     }
     const watch = this.opts.watch;
     const watcher = watch ? new JobsWatcher(this.queue.jobsDir, { pollInterval: watch.pollInterval, safetyInterval: 5, logger: this.log }) : undefined;
-    if (watcher) void (async () => { while (await watcher.wait(this.signal)) this.poke(); })();
+    if (watcher)
+      void (async () => {
+        while (await watcher.wait(this.signal)) this.poke();
+      })();
     this.signal.addEventListener('abort', this.poke, { once: true });
     try {
       await this.loop();
@@ -193,10 +197,14 @@ class QueueSender {
     });
     if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.host);
     else if (ahead !== undefined) this.summary.stopped = ahead;
-    if (this.summary.stopped) this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.entries.size} packet(s) stay in ${this.opts.outbox}`);
+    if (this.summary.stopped)
+      this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.entries.size} packet(s) stay in ${this.opts.outbox}`);
     const sent = this.summary.sent - before;
     if (sent > 0) {
-      this.log.info('send', `Sent ${sent} packet(s) to ${this.to} over one connection${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.entries.size} wait`);
+      this.log.info(
+        'send',
+        `Sent ${sent} packet(s) to ${this.to} over one connection${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.entries.size} wait`,
+      );
       this.opts.onEvent?.({ type: 'sent', sent: this.summary.sent, duplicates: this.summary.duplicates, waiting: this.entries.size });
     }
     return r;
@@ -237,7 +245,11 @@ class QueueSender {
       const found = bySeq.get(s);
       if (!found) break;
       // Two packets with one number: sending either could lose the other. The user decides.
-      if (found.length > 1) return { packets, blocked: packets.length > 0 ? undefined : `two packets numbered ${s} in the outbox (${found.map((e) => e.filename).join(', ')}): remove one` };
+      if (found.length > 1)
+        return {
+          packets,
+          blocked: packets.length > 0 ? undefined : `two packets numbered ${s} in the outbox (${found.map((e) => e.filename).join(', ')}): remove one`,
+        };
       packets.push({ path: this.queue.jobPath(found[0]!.filename), id: packetId(found[0]!.filename), seq: s });
     }
     return { packets, blocked: packets.length > 0 ? undefined : waitingFor(next, bySeq) };
@@ -254,7 +266,8 @@ class QueueSender {
 
 /** The one line said when `--remote-fspl` can't check seals on the host (the nets' words name their `fspl:`). */
 function verifierStop(p: VerifierProblem, fspl: string, host: string): string {
-  if (p.kind === 'no-seal-check') return `fspl at ${fspl} on ${host}: does not check seals (the reference fspl? --remote-fspl must name this implementation's fspl, or leave it out)`;
+  if (p.kind === 'no-seal-check')
+    return `fspl at ${fspl} on ${host}: does not check seals (the reference fspl? --remote-fspl must name this implementation's fspl, or leave it out)`;
   return describeVerifierProblem(p, fspl, host);
 }
 
@@ -268,7 +281,8 @@ function waitingFor(next: bigint, bySeq: ReadonlyMap<bigint, unknown>): string |
     if (s < next) below++;
   }
   const parts: string[] = [];
-  if (above !== undefined) parts.push(`waiting for packet ${next}, the outbox's next number (its lowest above is ${above}; fspl queue-set-next -q OUTBOX ${above} skips the gap)`);
+  if (above !== undefined)
+    parts.push(`waiting for packet ${next}, the outbox's next number (its lowest above is ${above}; fspl queue-set-next -q OUTBOX ${above} skips the gap)`);
   if (below > 0) parts.push(`${below} packet(s) numbered below ${next} are never sent (already past)`);
   return parts.join('; ');
 }

@@ -5,11 +5,11 @@
  */
 import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
-import { forEachDirEntry } from '../sys/io.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
 import { isJobFilename, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
-import { diagnoseUnreadable, fileType, readFileHead, type FileType, type SniffKind } from './sniff.js';
+import { forEachDirEntry } from '../sys/io.js';
+import { diagnoseUnreadable, type FileType, fileType, readFileHead, type SniffKind } from './sniff.js';
 
 /**
  * A sealed job whose file is not as long as its seal says (plain queues only: through a decoder

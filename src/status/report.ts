@@ -15,13 +15,13 @@
  */
 import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
-import { isLocked } from '../sys/lock.js';
 import type { Ctime } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
+import { isLocked } from '../sys/lock.js';
 import { parseSeqfileText, seqParseProblem } from '../sys/seqfile.js';
-import { damagedJobs, filesBesideJobs, scanJobFiles, type DamagedJob, type OtherFile, type TempFile, type UndecodableFile } from './files.js';
-import { formatRanges, toRanges, type SeqRange } from './ranges.js';
+import { type DamagedJob, damagedJobs, filesBesideJobs, type OtherFile, scanJobFiles, type TempFile, type UndecodableFile } from './files.js';
+import { formatRanges, type SeqRange, toRanges } from './ranges.js';
 
 /** The state of the queue's nextseq file. */
 export interface NextSeqInfo {

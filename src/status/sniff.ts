@@ -4,24 +4,12 @@
  * `fspl queue-status` (report.ts) to say why a job file can not be read.
  */
 import fs from 'node:fs';
-import { describeSystemError, BadPacketError, DecoderError, ShortReadError } from '../base/errors.js';
-import { closeQuietly, readSomeSync } from '../sys/io.js';
+import { BadPacketError, DecoderError, describeSystemError, ShortReadError } from '../base/errors.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
+import { closeQuietly, readSomeSync } from '../sys/io.js';
 
 /** What the first bytes of a file say it is. */
-export type SniffKind =
-  | 'empty'
-  | 'filespooler'
-  | 'gzip'
-  | 'zstd'
-  | 'xz'
-  | 'bzip2'
-  | 'lz4'
-  | 'openpgp'
-  | 'openpgp-armored'
-  | 'age'
-  | 'age-armored'
-  | 'unknown';
+export type SniffKind = 'empty' | 'filespooler' | 'gzip' | 'zstd' | 'xz' | 'bzip2' | 'lz4' | 'openpgp' | 'openpgp-armored' | 'age' | 'age-armored' | 'unknown';
 
 /** How many leading bytes sniffBytes looks at (at most). */
 export const SNIFF_LENGTH = 64;
@@ -117,7 +105,6 @@ export function suggestedDecoder(kind: SniffKind): string | undefined {
       return undefined;
   }
 }
-
 
 export type FileType = 'file' | 'directory' | 'symlink' | 'other';
 

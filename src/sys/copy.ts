@@ -8,8 +8,9 @@
  * or non-blocking end...), a read/write loop over one reused buffer. Written by hand because no
  * library does this synchronously on raw descriptors, and Node itself has no splice.
  */
-import { nativeCopy } from './native.js';
+
 import { readSomeSync, writeAllSync } from './io.js';
+import { nativeCopy } from './native.js';
 
 /**
  * The loop's buffer: 64 KiB, a pipe's default capacity (a read from a pipe returns at most that,

@@ -31,13 +31,14 @@
  * spawner thread, so that the event loop does not wait for the child's exec: its pid comes back a
  * moment later, and what needs it (a kill) waits for it.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { ExecError } from '../base/errors.js';
-import { isPackable, nativeSpawn, nativeSpawnDetached, type NativeExit, type PackableEnv, type SpawnEnv } from './native.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
+import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached, type PackableEnv, type SpawnEnv } from './native.js';
+import { killGroup, Stopper } from './stopper.js';
 
 export type StdinSource = number | Readable | 'inherit' | 'ignore';
 
@@ -106,56 +107,6 @@ function startFailure(command: string, code: string | undefined, message: string
 }
 
 /**
- * A running command's timeout and stop: the first to come kills its process group (SIGKILL) and
- * is remembered. `kill` is called only while the group's leader is not reaped (its pid, and so
- * the group's id, still ours).
- */
-class Stopper {
-  private why: 'timeout' | 'stop' | undefined;
-  private readonly cancelTimer: (() => void) | undefined;
-  private readonly onStop = () => this.fire('stop');
-
-  constructor(
-    private readonly opts: RunOptions,
-    private readonly kill: () => void,
-  ) {
-    this.cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => this.fire('timeout'), opts.timeout * 1000);
-    if (opts.stop?.aborted) this.fire('stop');
-    else opts.stop?.addEventListener('abort', this.onStop, { once: true });
-  }
-
-  private fire(why: 'timeout' | 'stop'): void {
-    if (this.why) return;
-    this.why = why;
-    this.kill();
-  }
-
-  /** The command has exited: no kill after this; its result. */
-  result(code: number | null, signal: NodeJS.Signals | null, stdinClosedEarly: boolean): RunResult {
-    this.cancelTimer?.();
-    this.opts.stop?.removeEventListener('abort', this.onStop);
-    // A command that exits 0 as its timeout comes has still timed out (as it always had); one
-    // that succeeded as the stop came has done its job.
-    const timedOut = this.why === 'timeout';
-    const ok = code === 0 && !timedOut;
-    return { ok, code, signal, timedOut, stopped: this.why === 'stop' && !ok, stdinClosedEarly };
-  }
-}
-
-/** SIGKILL to the process group `pid` leads (the leader itself, should it have left it). */
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Gone already.
-    }
-  }
-}
-
-/**
  * The native path: posix_spawn, then a wait on the thread pool. Undefined when the addon is
  * missing or the job needs child_process (see nativeSpawn).
  */
@@ -173,17 +124,26 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   nativeRunning++;
   const onExit = ({ code, signal }: NativeExit) => {
     nativeRunning--;
-    settle(stopper!.result(code, signal, false)); // onExit comes through the event loop: stopper is set
+    settle({ ...stopper!.result(code), code, signal, stdinClosedEarly: false }); // onExit comes through the event loop: stopper is set
   };
   // In a process group of its own (the top of this file says why).
-  const started = nativeSpawn({ command: opts.command, args: opts.args, env: opts.env, stdin: inFd, stdout: out ?? 1, stderr: out ?? 2 }, onExit, jobGroupKind());
+  const started = nativeSpawn(
+    { command: opts.command, args: opts.args, env: opts.env, stdin: inFd, stdout: out ?? 1, stderr: out ?? 2 },
+    onExit,
+    jobGroupKind(),
+  );
   if (started === undefined) {
     nativeRunning--;
     return undefined;
   }
   if ('errno' in started) {
     nativeRunning--;
-    const err = Object.assign(new Error(`spawn ${opts.command} ${started.code}`), { errno: -started.errno, code: started.code, syscall: `spawn ${opts.command}`, path: opts.command });
+    const err = Object.assign(new Error(`spawn ${opts.command} ${started.code}`), {
+      errno: -started.errno,
+      code: started.code,
+      syscall: `spawn ${opts.command}`,
+      path: opts.command,
+    });
     return Promise.reject(startFailure(opts.command, started.code, err.message, err));
   }
   const pid = started.pid;
@@ -227,11 +187,11 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
       src.pipe(sink);
     }
     child.once('error', (err: NodeJS.ErrnoException) => {
-      stopper?.result(null, null, false); // disarms it
+      stopper?.result(null); // disarms it
       reject(startFailure(opts.command, err.code, err.message, err));
     });
     child.once('close', (code, signal) => {
-      if (stopper) resolve(stopper.result(code, signal, stdinClosedEarly));
+      if (stopper) resolve({ ...stopper.result(code), code, signal, stdinClosedEarly });
     });
   });
 }
@@ -350,7 +310,10 @@ interface DetachedEvents {
 /** Start the group's leader: through the addon (on its spawner thread) where it can, else child_process. */
 function startDetached(o: DetachedOptions, on: DetachedEvents): void {
   const viaChildProcess = () => startChildProcess(o, on);
-  if (o.runAs) return viaChildProcess();
+  if (o.runAs) {
+    viaChildProcess();
+    return;
+  }
   const taken = nativeSpawnDetached(
     { command: o.command, args: o.args, env: o.env, stdin: o.stdin === 'ignore' ? -1 : o.stdin, stdout: o.stdout, stderr: o.stderr },
     o.cwd,

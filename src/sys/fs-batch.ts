@@ -11,52 +11,17 @@
  * more CPU than the system calls on tmpfs. A batch is one step of a commit: its operations run in
  * the order given, so that "rename these, then fsync their directory" keeps its order.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import util from 'node:util';
-import { cannotSync, dirSyncSkipped, fsyncDir } from './durable.js';
-import { closeQuietly, writeAllSync } from './io.js';
+import { dirSyncSkipped } from './durable.js';
+import { fallback, fallbackSync } from './fs-batch-node.js';
+import { type BatchOp, type FsOp, missingIsOk } from './fs-ops.js';
 import { loadNative } from './native.js';
 
-/** One operation. */
-export type FsOp =
-  /**
-   * open(O_RDONLY|O_DIRECTORY), fsync, close: the names made in it so far are durable. A
-   * directory that cannot be fsynced at all succeeds (as durable.ts's fsyncDir). Skipped under
-   * FSPL_BENCH_NO_DIRSYNC. With `fd`, a descriptor of that directory the caller holds open, only
-   * the fsync.
-   */
-  | { op: 'fsyncDir'; path: string; fd?: number }
-  | { op: 'fsync'; fd: number }
-  /**
-   * Durable only once its directory is fsynced: a caller that needs it to survive a power cut puts
-   * an fsyncDir of the target's directory after it (the commit's steps 2, 4 and 5 do).
-   */
-  | { op: 'rename'; from: string; to: string; missingOk?: boolean }
-  | { op: 'unlink'; path: string; missingOk?: boolean }
-  /** Its result is the descriptor. */
-  | { op: 'open'; path: string; flags: number; mode: number }
-  /** open, write all of data, fsync, close: the bytes are durable; the new name only with an fsyncDir after. */
-  | { op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer }
-  | { op: 'close'; fd: number }
-  /** Write all of data at the descriptor's offset (an O_APPEND file: its end), then fsync it. */
-  | { op: 'append'; fd: number; data: Buffer }
-  /** As writeFile, with all of the file `from` after data (copy_file_range where it can). */
-  | { op: 'writeFileFrom'; path: string; flags: number; mode: number; data: Buffer; from: string }
-  /** Write all of data at this position (the descriptor's offset unchanged), then fdatasync if `datasync`. */
-  | { op: 'pwrite'; fd: number; position: number; data: Buffer; datasync: boolean };
-
-/**
- * must: should it fail, the operations after it are not run (their result: -ECANCELED).
- * missingOk (a rename or an unlink): ENOENT is no failure, neither for `must` nor for firstFailure.
- */
-export type BatchOp = FsOp & { must?: boolean };
+export type { BatchOp, FsOp } from './fs-ops.js';
 
 const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8, writeFileFrom: 9, pwrite: 10 } as const;
 const MUST = 0x100;
 const MISSING_OK = 0x200;
-const ENOENT = -os.constants.errno.ENOENT;
-const ECANCELED = -os.constants.errno.ECANCELED;
 
 /**
  * Run the operations in order. Never rejects for a failed operation: each one's result is in the
@@ -177,7 +142,11 @@ export function firstFailure(ops: readonly FsOp[], results: Int32Array): NodeJS.
  * the first that failed, and its first failure (as firstFailure). A step after a failed `must`
  * operation was not run (ECANCELED): the first failure is the one that stopped the batch.
  */
-export function firstFailedStep(steps: readonly (readonly BatchOp[])[], from: number, results: Int32Array): { step: number; err: NodeJS.ErrnoException } | undefined {
+export function firstFailedStep(
+  steps: readonly (readonly BatchOp[])[],
+  from: number,
+  results: Int32Array,
+): { step: number; err: NodeJS.ErrnoException } | undefined {
   let at = 0;
   for (let step = from; step < steps.length; step++) {
     const ops = steps[step]!;
@@ -186,11 +155,6 @@ export function firstFailedStep(steps: readonly (readonly BatchOp[])[], from: nu
     at += ops.length;
   }
   return undefined;
-}
-
-/** A failure that is none: ENOENT for an operation with missingOk. */
-function missingIsOk(o: FsOp, result: number): boolean {
-  return result === ENOENT && 'missingOk' in o && o.missingOk === true;
 }
 
 /** An operation's failure as Node reports one (code, errno, syscall, path). */
@@ -205,192 +169,4 @@ export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
   if (o.op === 'rename') err.path = o.from;
   else if ('path' in o) err.path = o.path;
   return err;
-}
-
-// ------------------------------------------------------------------------------------------------
-// The pure-Node fallback
-
-async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
-  const out = new Int32Array(ops.length).fill(ECANCELED);
-  for (let i = 0; i < ops.length; i++) {
-    out[i] = await runOne(ops[i]!).catch(errnoOf);
-    if (stops(ops[i]!, out[i]!)) break;
-  }
-  return out;
-}
-
-/** A failed operation's result: its -errno (EIO if it has none). */
-function errnoOf(err: unknown): number {
-  const errno = (err as NodeJS.ErrnoException).errno;
-  return typeof errno === 'number' && errno < 0 ? errno : -os.constants.errno.EIO;
-}
-
-/** Whether a result stops the batch: a failed `must` operation (a missing file with missingOk aside). */
-function stops(o: BatchOp, result: number): boolean {
-  return result < 0 && o.must === true && !missingIsOk(o, result);
-}
-
-const open = util.promisify(fs.open);
-const fsync = util.promisify(fs.fsync);
-const close = util.promisify(fs.close);
-const write = util.promisify(fs.write);
-
-async function runOne(o: FsOp): Promise<number> {
-  switch (o.op) {
-    case 'fsyncDir':
-      try {
-        if (o.fd !== undefined) return (await fsync(o.fd), 0);
-        return await withFd(await open(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY), async (fd) => fsync(fd));
-      } catch (err) {
-        if (cannotSync(err)) return 0; // as fsyncDir does
-        throw err;
-      }
-    case 'fsync':
-      await fsync(o.fd);
-      return 0;
-    case 'rename':
-      await fs.promises.rename(o.from, o.to);
-      return 0;
-    case 'unlink':
-      await fs.promises.unlink(o.path);
-      return 0;
-    case 'open':
-      return open(o.path, o.flags, o.mode);
-    case 'writeFile':
-      return withFd(await open(o.path, o.flags, o.mode), (fd) => writeAllAndSync(fd, o.data));
-    case 'append':
-      await writeAllAndSync(o.fd, o.data);
-      return 0;
-    case 'writeFileFrom':
-      return withFd(await open(o.path, o.flags, o.mode), async (fd) => {
-        await writeAll(fd, o.data);
-        await copyFileInto(o.from, fd);
-        await fsync(fd);
-      });
-    case 'close':
-      await close(o.fd);
-      return 0;
-    case 'pwrite':
-      for (let done = 0; done < o.data.length; ) done += (await write(o.fd, o.data, done, o.data.length - done, o.position + done)).bytesWritten;
-      if (o.datasync) await util.promisify(fs.fdatasync)(o.fd);
-      return 0;
-  }
-}
-
-async function writeAll(fd: number, data: Buffer): Promise<void> {
-  for (let done = 0; done < data.length; ) done += (await write(fd, data, done, data.length - done)).bytesWritten;
-}
-
-async function writeAllAndSync(fd: number, data: Buffer): Promise<void> {
-  await writeAll(fd, data);
-  await fsync(fd);
-}
-
-/** Append all of the file `from` to fd. */
-async function copyFileInto(from: string, fd: number): Promise<void> {
-  const src = await fs.promises.open(from, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    for (;;) {
-      const { bytesRead } = await src.read(buf, 0, buf.length, null);
-      if (bytesRead === 0) return;
-      await writeAll(fd, buf.subarray(0, bytesRead));
-    }
-  } finally {
-    await src.close();
-  }
-}
-
-/** Run fn on fd, then close it (a failed close after a failed fn: fn's error). */
-async function withFd(fd: number, fn: (fd: number) => Promise<void>): Promise<number> {
-  try {
-    await fn(fd);
-  } catch (err) {
-    await close(fd).catch(() => {});
-    throw err;
-  }
-  await close(fd);
-  return 0;
-}
-
-// ------------------------------------------------------------------------------------------------
-// The pure-Node fallback of runBatchSync
-
-function fallbackSync(ops: readonly BatchOp[]): Int32Array {
-  const out = new Int32Array(ops.length).fill(ECANCELED);
-  for (let i = 0; i < ops.length; i++) {
-    try {
-      out[i] = runOneSync(ops[i]!);
-    } catch (err) {
-      out[i] = errnoOf(err);
-    }
-    if (stops(ops[i]!, out[i]!)) break;
-  }
-  return out;
-}
-
-/** One operation through Node's synchronous calls (the operations runBatchSync's callers use, and the rest). */
-function runOneSync(o: FsOp): number {
-  switch (o.op) {
-    case 'fsyncDir':
-      if (o.fd === undefined) fsyncDir(o.path);
-      else fsyncHeldDir(o.fd);
-      return 0;
-    case 'fsync':
-      fs.fsyncSync(o.fd);
-      return 0;
-    case 'rename':
-      fs.renameSync(o.from, o.to);
-      return 0;
-    case 'unlink':
-      fs.unlinkSync(o.path);
-      return 0;
-    case 'open':
-      return fs.openSync(o.path, o.flags, o.mode);
-    case 'close':
-      fs.closeSync(o.fd);
-      return 0;
-    case 'writeFile':
-    case 'writeFileFrom': {
-      const fd = fs.openSync(o.path, o.flags, o.mode);
-      try {
-        writeAllSync(fd, o.data);
-        if (o.op === 'writeFileFrom') copyFileIntoSync(o.from, fd);
-        fs.fsyncSync(fd);
-      } catch (err) {
-        closeQuietly(fd);
-        throw err;
-      }
-      fs.closeSync(fd);
-      return 0;
-    }
-    case 'append':
-      writeAllSync(o.fd, o.data);
-      fs.fsyncSync(o.fd);
-      return 0;
-    case 'pwrite':
-      for (let done = 0; done < o.data.length; ) done += fs.writeSync(o.fd, o.data, done, o.data.length - done, o.position + done);
-      if (o.datasync) fs.fdatasyncSync(o.fd);
-      return 0;
-  }
-}
-
-/** fsync a directory the caller holds open; one that cannot be fsynced at all succeeds (as fsyncDir). */
-function fsyncHeldDir(fd: number): void {
-  try {
-    fs.fsyncSync(fd);
-  } catch (err) {
-    if (!cannotSync(err)) throw err;
-  }
-}
-
-/** Append all of the file `from` to fd. */
-function copyFileIntoSync(from: string, fd: number): void {
-  const src = fs.openSync(from, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    for (let n; (n = fs.readSync(src, buf, 0, buf.length, null)) > 0; ) writeAllSync(fd, buf.subarray(0, n));
-  } finally {
-    closeQuietly(src);
-  }
 }

@@ -50,7 +50,17 @@ interface Binding {
   /** The spawn flags this build knows; absent from addons built before SPAWN_SETPGID. */
   spawnFlags?: number;
   /** spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; absent from older addons. */
-  spawnStart?(file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void): void;
+  spawnStart?(
+    file: string,
+    argv: string,
+    env: string,
+    stdin: number,
+    stdout: number,
+    stderr: number,
+    cwd: string | null,
+    flags: number,
+    onStarted: (pidOrErrno: number) => void,
+  ): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   openHead?(path: string, max: number): [number, number, ParsedArrays | null] | number;
@@ -170,7 +180,9 @@ export function nativeSpawn(io: SpawnIo, onExit: (exit: NativeExit) => void, gro
   if (!b || !packed) return undefined;
   const onExited = (code: number, sig: number) => onExit(exitOf(code, sig));
   const flags = group === 'ours' ? 0 : group === 'group' && (b.spawnFlags ?? 0) & SPAWN_SETPGID ? SPAWN_SETPGID : SPAWN_SETSID;
-  const r = flags ? b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited, null, flags) : b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited);
+  const r = flags
+    ? b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited, null, flags)
+    : b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited);
   const res = spawnResult(r);
   return res && 'code' in res && res.code === 'ENOSYS' ? undefined : res;
 }
@@ -178,10 +190,10 @@ export function nativeSpawn(io: SpawnIo, onExit: (exit: NativeExit) => void, gro
 /** argv and the environment as the addon takes them (NUL-separated); undefined if a string holds a NUL. */
 function pack(command: string, args: readonly string[], env: SpawnEnv): { argv: string; env: string } | undefined {
   if (command === '' || hasNul(command)) return undefined;
-  let argv = command + '\0';
+  let argv = `${command}\0`;
   for (const a of args) {
     if (hasNul(a)) return undefined;
-    argv += a + '\0';
+    argv += `${a}\0`;
   }
   if (isPackable(env)) {
     const envs = env.packed();
@@ -192,7 +204,7 @@ function pack(command: string, args: readonly string[], env: SpawnEnv): { argv: 
     const v = env[k];
     if (v === undefined) continue;
     if (hasNul(k) || hasNul(v)) return undefined;
-    envs += k + '=' + v + '\0';
+    envs += `${k}=${v}\0`;
   }
   return { argv, env: envs };
 }

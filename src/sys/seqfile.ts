@@ -5,12 +5,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir } from './durable.js';
-import { BadSeqfileError, QueueError, SeqOverflowError, namePath } from '../base/errors.js';
-import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
-import type { BatchOp } from './fs-batch.js';
-import { FileLock } from './lock.js';
+import { BadSeqfileError, namePath, QueueError, SeqOverflowError } from '../base/errors.js';
 import { U64_MAX } from '../base/u64.js';
+import { fsyncDir } from './durable.js';
+import type { BatchOp } from './fs-batch.js';
+import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
+import { FileLock } from './lock.js';
 
 /**
  * Parse a sequence number the way the reference does (Rust's u64::from_str): decimal digits with

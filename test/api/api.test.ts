@@ -7,23 +7,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
-import { describe, expect, it } from 'vitest';
+import * as main from 'filespooler';
 import {
   DecoderError,
-  JobFailedError,
-  LockedError,
-  Queue,
   decodeHeader,
   encodeHeader,
-  preparePacket,
-  readPacket,
   type JobContext,
+  JobFailedError,
+  LockedError,
   type ProcessEvent,
+  preparePacket,
+  Queue,
+  readPacket,
 } from 'filespooler';
-import * as main from 'filespooler';
 import * as lowlevel from 'filespooler/lowlevel';
-import * as netTools from 'filespooler/net';
 import { FileLock } from 'filespooler/lowlevel';
+import * as netTools from 'filespooler/net';
+import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 
 async function bytesOf(stream: Readable): Promise<Buffer> {
@@ -44,7 +44,13 @@ async function fill(q: Queue, seqfile: string, bodies: string[]): Promise<void> 
 describe('preparePacket and readPacket', () => {
   it('make and read a packet through a stream, with the exact header bytes', async () => {
     const ctime = { secs: 1_700_000_000n, nanos: 5 };
-    const stream = preparePacket({ seq: 9n, ctime, params: ['a', Buffer.from([0xff])], env: [['K', 'v']], payload: Readable.from([Buffer.from('pay'), Buffer.from('load')]) });
+    const stream = preparePacket({
+      seq: 9n,
+      ctime,
+      params: ['a', Buffer.from([0xff])],
+      env: [['K', 'v']],
+      payload: Readable.from([Buffer.from('pay'), Buffer.from('load')]),
+    });
     const all = await bytesOf(stream);
     const { header, length } = decodeHeader(all);
     expect(all.subarray(0, length)).toEqual(encodeHeader(header));
@@ -115,7 +121,11 @@ describe('Queue', () => {
   it('writes streams atomically, iterates in sequence and timestamp order, gives info and payloads', async () => {
     const { q } = newQueue();
     // Sequence numbers given out of creation order.
-    const specs: Array<[bigint, bigint]> = [[3n, 100n], [1n, 300n], [2n, 200n]];
+    const specs: Array<[bigint, bigint]> = [
+      [3n, 100n],
+      [1n, 300n],
+      [2n, 200n],
+    ];
     for (const [seq, secs] of specs) {
       await q.write(preparePacket({ seq, ctime: { secs, nanos: 0 }, params: [`p${seq}`], payload: Readable.from([`body ${seq}`]) }));
     }
@@ -265,9 +275,7 @@ describe('Queue.process with a JS function', () => {
   it('a timeout aborts the job signal and counts as a failure', async () => {
     const { q, seqfile } = newQueue();
     await fill(q, seqfile, ['slow']);
-    const err = await q
-      .process((job) => new Promise((resolve) => job.signal.addEventListener('abort', resolve)), { timeout: 0.2 })
-      .catch((e: unknown) => e);
+    const err = await q.process((job) => new Promise((resolve) => job.signal.addEventListener('abort', resolve)), { timeout: 0.2 }).catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/Job 1 failed \(function timed out\)/);
     expect(q.getNext()).toBe(1n);
   });
@@ -350,16 +358,61 @@ describe('the entry points', () => {
   // The run-time names of each entry (types are checked by test/api/consumer.ts): the main entry
   // a newcomer reads in one screen, the operator's tooling for nets apart, lowlevel a superset.
   const MAIN = [
-    'BadPacketError', 'BadSeqfileError', 'DecoderError', 'DuplicateSeqError', 'ExecError', 'FsplError', 'JobFailedError', 'LockedError',
-    'Net', 'NetError', 'NetFileError', 'NetRequestError', 'NotFoundError', 'PayloadSealError', 'Queue', 'QueueError', 'SeqOverflowError', 'ShortReadError', 'UnknownNameError',
-    'createLogger', 'decodeHeader', 'defineNet', 'encodeHeader', 'makeHeader', 'metadataOf', 'parseNetText',
-    'preparePacket', 'processQueues', 'queueStatus', 'readPacket',
-    'SendError', 'DestinationError', 'sendQueue', 'parseDestination',
+    'BadPacketError',
+    'BadSeqfileError',
+    'DecoderError',
+    'DuplicateSeqError',
+    'ExecError',
+    'FsplError',
+    'JobFailedError',
+    'LockedError',
+    'Net',
+    'NetError',
+    'NetFileError',
+    'NetRequestError',
+    'NotFoundError',
+    'PayloadSealError',
+    'Queue',
+    'QueueError',
+    'SeqOverflowError',
+    'ShortReadError',
+    'UnknownNameError',
+    'createLogger',
+    'decodeHeader',
+    'defineNet',
+    'encodeHeader',
+    'makeHeader',
+    'metadataOf',
+    'parseNetText',
+    'preparePacket',
+    'processQueues',
+    'queueStatus',
+    'readPacket',
+    'SendError',
+    'DestinationError',
+    'sendQueue',
+    'parseDestination',
   ];
   const NET = [
-    'RateWindow', 'TransitionMonitor', 'allocateWorkers', 'describeRemoteLeftover', 'dotToSvg', 'hostOf', 'hostView', 'liveDotState',
-    'loadNetFile', 'lowerBound', 'netMetricFamilies', 'netMetricsText', 'netStatusJson', 'parseService', 'pauseText', 'placeTokens', 'serveNet',
-    'simulate', 'transitionDetail',
+    'RateWindow',
+    'TransitionMonitor',
+    'allocateWorkers',
+    'describeRemoteLeftover',
+    'dotToSvg',
+    'hostOf',
+    'hostView',
+    'liveDotState',
+    'loadNetFile',
+    'lowerBound',
+    'netMetricFamilies',
+    'netMetricsText',
+    'netStatusJson',
+    'parseService',
+    'pauseText',
+    'placeTokens',
+    'serveNet',
+    'simulate',
+    'transitionDetail',
   ];
 
   it('filespooler holds packets, queues, nets and errors, and no operator tooling', () => {

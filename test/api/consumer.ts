@@ -2,24 +2,24 @@
  * Compiled with `tsc --noEmit` against the published types (dist/index.d.ts through the package's
  * own "exports"), by test/api/types.test.ts: the API as a TypeScript user sees it.
  */
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import {
-  Queue,
-  preparePacket,
-  readPacket,
-  encodeHeader,
   decodeHeader,
+  encodeHeader,
   FsplError,
-  LockedError,
   type FsplErrorCode,
   type JobContext,
+  LockedError,
+  type Net,
   type PacketMetadata,
   type ProcessSummary,
+  preparePacket,
+  Queue,
   type QueuedJob,
   type ReadPacket,
-  Net,
+  readPacket,
 } from 'filespooler';
-import { simulate, netMetricsText, type SimulationReport } from 'filespooler/net';
+import { netMetricsText, type SimulationReport, simulate } from 'filespooler/net';
 
 export async function typedUse(dir: string): Promise<ProcessSummary> {
   const q: Queue = Queue.init(dir, { appendOnly: false });

@@ -2,8 +2,8 @@
  * Compiled with `tsc --noEmit` with consumer.ts (test/api/types.test.ts): the contracts the
  * types enforce. Each `@ts-expect-error` must meet an error, or the compilation fails.
  */
-import { Queue, type JobContext } from 'filespooler';
-import { processQueue, type OpenJob, type ProcessQueueOptions } from 'filespooler/lowlevel';
+import type { JobContext, Queue } from 'filespooler';
+import { type OpenJob, type ProcessQueueOptions, processQueue } from 'filespooler/lowlevel';
 
 /** An opened job is plain (a descriptor, an offset) or decoded (a stream, the decoder): narrowed by its kind, never cast. */
 export function payloadStart(job: OpenJob): number {

@@ -44,7 +44,12 @@ const expected: Array<(out: string) => void> = [
         'alice done 2 \nbob stopped 2 Job 2 failed (function failed: bob is busy); stopping, the job stays in the queue\ncarol done 2 \n',
     );
   },
-  (out) => expect(out).toBe('ERR_NOT_FOUND - Job 99 not found in queue "' + out.split('"')[1] + '"\nERR_SHORT_READ - Input ends within the packet header, after 12 bytes (cut short in transit?)\nERR_DUPLICATE_SEQ - More than one job has sequence number 1\n'),
+  (out) =>
+    expect(out).toBe(
+      'ERR_NOT_FOUND - Job 99 not found in queue "' +
+        out.split('"')[1] +
+        '"\nERR_SHORT_READ - Input ends within the packet header, after 12 bytes (cut short in transit?)\nERR_DUPLICATE_SEQ - More than one job has sequence number 1\n',
+    ),
 ];
 
 describe('README.md library example', () => {
@@ -56,7 +61,9 @@ describe('README.md library example', () => {
     fs.writeFileSync(file, code);
     const cwd = tempDir();
     const out = execFileSync(process.execPath, [file], { cwd, input: 'hello\n', encoding: 'utf8', timeout: 30_000 });
-    expect(out).toMatch(/^1n fspl-[0-9a-f-]{36}\.fspl Command\njob 1 for world: b1946ac92492d2347c6235b4d2611184\n\{ processed: 1, succeeded: 1, failed: 0 \}\n$/);
+    expect(out).toMatch(
+      /^1n fspl-[0-9a-f-]{36}\.fspl Command\njob 1 for world: b1946ac92492d2347c6235b4d2611184\n\{ processed: 1, succeeded: 1, failed: 0 \}\n$/,
+    );
   });
 });
 

@@ -13,9 +13,9 @@
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers.js';
 
@@ -37,7 +37,11 @@ beforeAll(() => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-pack-'));
   project = path.join(dir, 'consumer');
   // --ignore-scripts: no "prepare" rebuild of dist/ while other test files use it.
-  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   tarball = path.join(dir, out.trim().split('\n').pop()!);
   const installed = path.join(project, 'node_modules', 'filespooler');
   fs.mkdirSync(installed, { recursive: true });
@@ -62,7 +66,10 @@ describe('the packed package', () => {
   });
 
   it('loads with require() from CommonJS', async () => {
-    const { stdout, stderr } = await node(['-e', "const f = require('filespooler'); console.log(typeof f.Queue, typeof f.preparePacket, typeof f.encodeHeader)"]);
+    const { stdout, stderr } = await node([
+      '-e',
+      "const f = require('filespooler'); console.log(typeof f.Queue, typeof f.preparePacket, typeof f.encodeHeader)",
+    ]);
     expect(stdout).toBe('function function function\n');
     expect(stderr).toBe('');
   });
@@ -127,7 +134,11 @@ describe("README's install", () => {
   it('installs a copy: nothing of it leads back into the clone, and fspl runs from it', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const block = /## Install\n\n```sh\n([\s\S]*?)```/.exec(readme)![1]!;
-    const install = block.split('\n').find((l) => l.startsWith('npm install -g'))!.replace(/#.*/, '').trim();
+    const install = block
+      .split('\n')
+      .find((l) => l.startsWith('npm install -g'))!
+      .replace(/#.*/, '')
+      .trim();
     expect(install.split(/\s+/).at(-1), 'the tarball npm pack makes').toBe(`./${path.basename(tarball)}`);
     const prefix = path.join(path.dirname(project), 'global');
     // In the directory where npm pack left the tarball, as the README runs it.
@@ -141,7 +152,11 @@ describe("README's install", () => {
     const intoClone = links.filter((l) => fs.realpathSync(l).startsWith(fs.realpathSync(ROOT) + path.sep));
     expect(intoClone).toEqual([]);
     expect(fs.existsSync(path.join(prefix, 'share', 'man', 'man1', 'fspl.1'))).toBe(true);
-    const which = spawnSync(fsplBin, ['--implementation'], { cwd: os.tmpdir(), encoding: 'utf8', env: { ...process.env, PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+    const which = spawnSync(fsplBin, ['--implementation'], {
+      cwd: os.tmpdir(),
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` },
+    });
     expect([which.status, which.stderr]).toEqual([0, '']);
     expect(which.stdout).toContain(`filespooler ${pkg.version}, the TypeScript fspl`);
     expect(which.stdout).toContain(`-> ${fs.realpathSync(installed)}/bin/fspl`);
@@ -166,7 +181,7 @@ describe("README's install", () => {
 describe("README's cron and systemd lines", () => {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const block = (lang: string): string[] => {
-    const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(readme);
+    const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(readme);
     expect(m, `a \`\`\`${lang} block in README.md`).not.toBeNull();
     return m![1]!.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
   };
@@ -181,7 +196,11 @@ describe("README's cron and systemd lines", () => {
     return dirs.join(':');
   };
   const queueJob = (payload: string) =>
-    execFileSync('sh', ['-c', `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - | "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`], { input: payload });
+    execFileSync(
+      'sh',
+      ['-c', `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - | "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`],
+      { input: payload },
+    );
 
   beforeAll(() => {
     home = path.join(path.dirname(project), 'home');
@@ -193,10 +212,10 @@ describe("README's cron and systemd lines", () => {
     execFileSync(process.execPath, [path.join(bin, 'fspl'), 'queue-init', '-q', path.join(home, 'queue')]);
   });
 
-  it('the crontab line runs our fspl and the handler in cron\'s environment', () => {
+  it("the crontab line runs our fspl and the handler in cron's environment", () => {
     const lines = block('cron');
     const pathLine = lines.find((l) => l.startsWith('PATH='));
-    expect(pathLine, 'a PATH= line: cron gives /usr/bin:/bin, which holds neither npm\'s global bin nor every node').toBeDefined();
+    expect(pathLine, "a PATH= line: cron gives /usr/bin:/bin, which holds neither npm's global bin nor every node").toBeDefined();
     const job = lines.find((l) => /^\S+ \S+ \S+ \S+ \S+ /.test(l))!;
     const command = local(job.split(' ').slice(5).join(' '));
     const env = { HOME: home, LOGNAME: 'fspl-test', SHELL: '/bin/sh', PATH: localPath(pathLine!.slice('PATH='.length)) };
@@ -212,7 +231,9 @@ describe("README's cron and systemd lines", () => {
     const lines = block('ini');
     const pathLine = lines.find((l) => l.startsWith('Environment=PATH='));
     expect(pathLine, 'Environment=PATH=: fspl starts with #!/usr/bin/env node').toBeDefined();
-    const argv = local(lines.find((l) => l.startsWith('ExecStart='))!.slice('ExecStart='.length)).replaceAll('%h', home).split(' ');
+    const argv = local(lines.find((l) => l.startsWith('ExecStart='))!.slice('ExecStart='.length))
+      .replaceAll('%h', home)
+      .split(' ');
     queueJob('from systemd\n');
     const r = spawnSync(argv[0]!, argv.slice(1), { env: { HOME: home, PATH: localPath(pathLine!.slice('Environment=PATH='.length)) }, encoding: 'utf8' });
     expect(r.stderr).toBe('');

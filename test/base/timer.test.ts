@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { Queue, encodeHeader, makeHeader, processFd, runCommand } from '../../src/lowlevel.js';
 import { MAX_TIMER_MS, setLongTimeout, waitUnlessAborted } from '../../src/base/timer.js';
+import { encodeHeader, makeHeader, processFd, Queue, runCommand } from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
 const makePacket = (seq: bigint) => Buffer.concat([encodeHeader(makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } })), Buffer.from('payload\n')]);

@@ -5,8 +5,8 @@
  * an error.
  */
 import { flag, required, str, strings } from '../../src/cli/args.js';
-import type { NetArgs } from '../../src/cli/net-spec.js';
 import type { Invocation } from '../../src/cli/grammar.js';
+import type { NetArgs } from '../../src/cli/net-spec.js';
 import type { FsplArgs } from '../../src/cli/spec.js';
 
 declare const info: Invocation<FsplArgs<'queue-info'>>;

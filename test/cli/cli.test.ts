@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FSPL_BIN, VECTORS, tempDir } from '../helpers.js';
+import { FSPL_BIN, tempDir, VECTORS } from '../helpers.js';
 
 function fspl(args: string[], opts: { input?: Buffer | string; cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
   const r = spawnSync(process.execPath, [FSPL_BIN, ...args], {
@@ -27,7 +27,18 @@ describe('fspl CLI', () => {
     for (const sub of ['gen-filename', 'queue-process', 'stdin-process', 'queue-get-next', 'show-license']) expect(help.stdout.toString()).toContain(sub);
     const sub = fspl(['queue-process', '--help']);
     expect(sub.code).toBe(0);
-    for (const opt of ['--queuedir', '--decoder', '--maxjobs', '--never-delete', '--order-by', '--on-error', '--output-to', '--allow-job-params', '--ignore-payload', '--timeout'])
+    for (const opt of [
+      '--queuedir',
+      '--decoder',
+      '--maxjobs',
+      '--never-delete',
+      '--order-by',
+      '--on-error',
+      '--output-to',
+      '--allow-job-params',
+      '--ignore-payload',
+      '--timeout',
+    ])
       expect(sub.stdout.toString()).toContain(opt);
     expect(fspl(['help', 'queue-ls']).stdout.toString()).toContain('--queuedir');
   });
@@ -106,18 +117,32 @@ describe('fspl CLI', () => {
   it("says what is wrong, where it is: a seqfile's missing directory, input that is no packet", () => {
     const d = tempDir();
     const seq = fspl(['prepare', '-s', path.join(d, 'nonexist', 'seq')]);
-    expect([seq.code, seq.stderr]).toEqual([1, `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}: its directory ${path.join(d, 'nonexist')} does not exist\n`]);
+    expect([seq.code, seq.stderr]).toEqual([
+      1,
+      `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}: its directory ${path.join(d, 'nonexist')} does not exist\n`,
+    ]);
     fs.writeFileSync(path.join(d, 'file'), '');
     const file = fspl(['prepare-get-next', '-s', path.join(d, 'file', 'seq')]);
-    expect([file.code, file.stderr]).toEqual([1, `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`]);
+    expect([file.code, file.stderr]).toEqual([
+      1,
+      `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`,
+    ]);
     // As queue-status says of such a file: not a packet (not "failed to fill whole buffer").
     for (const sub of [['stdin-process', 'cat'], ['stdin-info'], ['stdin-payload']]) {
-      expect(fspl(sub, { input: 'garbage\n' }), sub[0]).toMatchObject({ code: 1, stderr: "Error: Input is not a filespooler packet: 8 bytes, fewer than a packet's header\n" });
-      expect(fspl(sub, { input: '' }), sub[0]).toMatchObject({ code: 1, stderr: 'Error: Empty input: there is no packet (did the command that makes it fail?)\n' });
+      expect(fspl(sub, { input: 'garbage\n' }), sub[0]).toMatchObject({
+        code: 1,
+        stderr: "Error: Input is not a filespooler packet: 8 bytes, fewer than a packet's header\n",
+      });
+      expect(fspl(sub, { input: '' }), sub[0]).toMatchObject({
+        code: 1,
+        stderr: 'Error: Empty input: there is no packet (did the command that makes it fail?)\n',
+      });
     }
     const packet = fspl(['prepare', '-s', '-', '--', 'a', 'b']).stdout;
     for (const n of [20, 40]) {
-      expect(fspl(['stdin-process', 'cat'], { input: packet.subarray(0, n) }).stderr).toBe(`Error: Input ends within the packet header, after ${n} bytes (cut short in transit?)\n`);
+      expect(fspl(['stdin-process', 'cat'], { input: packet.subarray(0, n) }).stderr).toBe(
+        `Error: Input ends within the packet header, after ${n} bytes (cut short in transit?)\n`,
+      );
     }
   });
 
@@ -128,7 +153,9 @@ describe('fspl CLI', () => {
     const big = path.join(dir, 'payload');
     fs.writeFileSync(big, Buffer.alloc(4 << 20, 0x61));
     const q = (s: string) => `'${s}'`;
-    const r = spawnSync('sh', ['-c', `${q(process.execPath)} ${q(FSPL_BIN)} prepare -s ${q(sf)} -i ${q(big)} -- true | head -c 100 > /dev/null`], { encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', `${q(process.execPath)} ${q(FSPL_BIN)} prepare -s ${q(sf)} -i ${q(big)} -- true | head -c 100 > /dev/null`], {
+      encoding: 'utf8',
+    });
     expect(r.stderr).toMatch(/Broken pipe/);
     // A plain packet cut short still reads as one (queue-write over a dropped ssh stores it):
     // giving 5 back would make two packets numbered 5.

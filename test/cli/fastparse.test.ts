@@ -52,7 +52,8 @@ describe('fastParse', () => {
 describe('fastParseNet (`fspl net run`)', () => {
   /** What the run handler reads (src/cli/net.ts). */
   const KEYS = ['net', 'drain', 'workers', 'poll-interval', 'pollInterval', 'grace', 'stop-timeout', 'progress', 'host', 'log-level', 'logLevel'];
-  const pick = (a: Record<string, unknown>) => Object.fromEntries(KEYS.map((k) => [k, a[k]]).filter(([k, v]) => v !== undefined && k !== 'pollInterval' && k !== 'logLevel'));
+  const pick = (a: Record<string, unknown>) =>
+    Object.fromEntries(KEYS.map((k) => [k, a[k]]).filter(([k, v]) => v !== undefined && k !== 'pollInterval' && k !== 'logLevel'));
 
   it('gives what yargs gives for the keys the run handler reads', async () => {
     for (const argv of [

@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NetProgressLine } from '../../src/cli/net-progress.js';
 import { FSPL_BIN } from '../helpers.js';
-import { onTerminal } from './terminal.js';
 import { makeNet } from '../net/helpers.js';
+import { onTerminal } from './terminal.js';
 
 function fakeTerminal() {
   let written = '';

@@ -59,13 +59,17 @@ describe('fspl net usage errors', () => {
     const w = await runFspl(['net', 'run', file, '--workers', '0']);
     expect([w.status, w.stderr]).toEqual([2, "error: invalid --workers '0': give a whole number of at least 1\n"]);
     const l = await runFspl(['-l', 'loud', 'net', 'run', file, '--drain']);
-    expect([l.status, l.stderr]).toEqual([2, "error: invalid log level 'loud': use trace, debug, info, warn, error, or 1 to 5\n\nFor more information try --help\n"]);
+    expect([l.status, l.stderr]).toEqual([
+      2,
+      "error: invalid log level 'loud': use trace, debug, info, warn, error, or 1 to 5\n\nFor more information try --help\n",
+    ]);
   });
 });
 
 describe('fspl net: a bad name exits 2 in every subcommand', () => {
   const ONE_HOST = 'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  work: { in: inbox, out: done, error: failed, run: [cat] }\n';
-  const TWO_HOSTS = 'hosts: { alpha: {}, beta: {} }\nplaces:\n  inbox: { host: alpha }\n  done: { host: beta }\ntransitions:\n  work: { host: alpha, in: inbox, out: done, run: [cat] }\n';
+  const TWO_HOSTS =
+    'hosts: { alpha: {}, beta: {} }\nplaces:\n  inbox: { host: alpha }\n  done: { host: beta }\ntransitions:\n  work: { host: alpha, in: inbox, out: done, run: [cat] }\n';
 
   it('an unknown place, transition, token or host: one line, with the name probably meant, exit 2, nothing moved', async () => {
     const { dir, file } = makeNet(ONE_HOST);
@@ -86,7 +90,10 @@ describe('fspl net: a bad name exits 2 in every subcommand', () => {
       [['retry', file, '--transition', 'zz'], 'No transition named "zz" in the net, and no error token names it'],
       [['retry', file, '--set-aside', '--key', 'zz'], 'No token set aside with key "zz"'],
       // A net that names no hosts: --host is a bad request, whatever the command.
-      ...['check', 'init', 'status', 'run'].map((c): [string[], string] => [[c, file, '--host', 'h', ...(c === 'run' ? ['--drain'] : [])], '--host h: the net names no hosts']),
+      ...['check', 'init', 'status', 'run'].map((c): [string[], string] => [
+        [c, file, '--host', 'h', ...(c === 'run' ? ['--drain'] : [])],
+        '--host h: the net names no hosts',
+      ]),
       [['ls', file, 'inbox', '--host', 'h'], '--host h: the net names no hosts'],
       [['pause', file, 'work', '--host', 'h'], '--host h: the net names no hosts'],
       [['serve', file, '--port', '0', '--net-host', 'h'], '--host h: the net names no hosts'],
@@ -116,9 +123,15 @@ describe('fspl net: a bad name exits 2 in every subcommand', () => {
   it('a place not made yet (net init not run) is a bad request too, for put as for ls', async () => {
     const { dir, file } = makeNet(ONE_HOST);
     fs.rmSync(path.join(dir, 'places', 'inbox'), { recursive: true });
-    for (const args of [['put', file, 'inbox'], ['ls', file, 'inbox']]) {
+    for (const args of [
+      ['put', file, 'inbox'],
+      ['ls', file, 'inbox'],
+    ]) {
       const r = await runFspl(['net', ...args], { input: 'x' });
-      expect([r.status, r.stderr], args.join(' ')).toEqual([2, `Error: Place inbox has no queue at ${path.join(dir, 'places', 'inbox')}: run fspl net init first\n`]);
+      expect([r.status, r.stderr], args.join(' ')).toEqual([
+        2,
+        `Error: Place inbox has no queue at ${path.join(dir, 'places', 'inbox')}: run fspl net init first\n`,
+      ]);
     }
   });
 });

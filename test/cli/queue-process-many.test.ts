@@ -8,11 +8,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, test } from 'vitest';
-import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/packet/prepare.js';
 import { Queue } from '../../src/queue/queue.js';
-import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
+import { describeIfPresent } from '../gate.js';
+import { FSPL_BIN, memTempDir, ROOT } from '../helpers.js';
 
 function put(q: Queue, seq: number): void {
   q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } })));
@@ -100,7 +100,10 @@ describe('queue-process over many queues', () => {
     }
     const out = path.join(path.dirname(parent), 'out');
     fs.mkdirSync(out);
-    const r = fspl(['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"'], { OUT: out });
+    const r = fspl(
+      ['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"'],
+      { OUT: out },
+    );
     expect(r.code, r.stderr).toBe(0);
     const got = fs.readdirSync(out).sort();
     expect(got).toEqual(['q0-1', 'q0-2', 'q1-1', 'q1-2', 'q2-1', 'q2-2']);
@@ -157,7 +160,7 @@ const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('## M
 const unit = /```ini\n([\s\S]*?)```/.exec(readme)![1]!;
 const cronLine = /```cron\n[^\n]*\n(\S+ \S+ \S+ \S+ \S+ )([^\n]*)\n```/.exec(readme)![2]!;
 
-test('README\'s cron line over --queues-in runs every queue under cron\'s environment', () => {
+test("README's cron line over --queues-in runs every queue under cron's environment", () => {
   const { dir, parent, queues, log } = setup(3, 1);
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin);
@@ -168,12 +171,19 @@ test('README\'s cron line over --queues-in runs every queue under cron\'s enviro
   const handler = path.join(bin, 'handler');
   fs.writeFileSync(handler, `#!/bin/sh\n${RECORD}\n`, { mode: 0o755 });
   const line = cronLine.replaceAll('/usr/local/bin/handler', handler).replace(/^fspl /, `${bin}/fspl `);
-  const r = spawnSync('/bin/sh', ['-c', line], { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: path.join(dir, 'home'), SHELL: '/bin/sh', LOG: log }, encoding: 'utf8' });
+  const r = spawnSync('/bin/sh', ['-c', line], {
+    env: { PATH: `${bin}:/usr/bin:/bin`, HOME: path.join(dir, 'home'), SHELL: '/bin/sh', LOG: log },
+    encoding: 'utf8',
+  });
   expect(r.status, r.stderr).toBe(0);
-  expect(logLines(log).filter((l) => l.startsWith('end')).sort()).toEqual(queues.map((q) => `end ${path.basename(q.dir)} 1`).sort());
+  expect(
+    logLines(log)
+      .filter((l) => l.startsWith('end'))
+      .sort(),
+  ).toEqual(queues.map((q) => `end ${path.basename(q.dir)} 1`).sort());
 });
 
-test('README\'s unit for --watch --queues-in runs fspl by an absolute path, restarted on failure', () => {
+test("README's unit for --watch --queues-in runs fspl by an absolute path, restarted on failure", () => {
   expect(unit).toMatch(/^ExecStart=\/\S+\/fspl queue-process --watch --queues-in \S+ /m);
   expect(unit).toMatch(/^Restart=on-failure$/m);
   expect(unit).toMatch(/^Environment=PATH=\/usr\/local\/bin:/m);
@@ -181,7 +191,7 @@ test('README\'s unit for --watch --queues-in runs fspl by an absolute path, rest
 
 const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
 describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
-  it('README\'s unit for --watch --queues-in verifies (with this checkout\'s fspl as its ExecStart)', () => {
+  it("README's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
     const dir = memTempDir();
     const file = path.join(dir, 'fspl-queues.service');
     fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));

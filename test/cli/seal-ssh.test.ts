@@ -9,8 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
+import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, ROOT, tempDir } from '../helpers.js';
-import { startSshd, SSHD_BIN, type Sshd } from '../harness/sshd.js';
 
 const missing = [SSHD_BIN, '/usr/bin/ssh', '/usr/bin/ssh-keygen'].filter((p) => !fs.existsSync(p));
 

@@ -70,7 +70,9 @@ describe('a transfer cut mid-way', () => {
     expect(cut2.code).toBe(1);
     expect(s.jobs()).toEqual([]);
     // Cut inside the header: refused too.
-    expect(sh(`fspl prepare --seal -s - -i "${s.file}" | head -c 40 | fspl queue-write -q "${s.q}"`).stderr).toMatch(/Input ends within the packet header, after 40 bytes/);
+    expect(sh(`fspl prepare --seal -s - -i "${s.file}" | head -c 40 | fspl queue-write -q "${s.q}"`).stderr).toMatch(
+      /Input ends within the packet header, after 40 bytes/,
+    );
     expect(s.jobs()).toEqual([]);
     // The resend (it takes the next sequence number; the queue is told where to start).
     expect(sh(`fspl prepare --seal -s "${s.dir}/seq" -i "${s.file}" | fspl queue-write -q "${s.q}"`).code).toBe(0);
@@ -180,7 +182,11 @@ describe('sealed packets of every size verify', () => {
     fs.writeFileSync(file, payload);
     expect(sh(`fspl prepare --seal -s "${dir}/seq" -i "${file}" | fspl queue-write -q "${q}"`).code).toBe(0);
     expect(sh(`cat "${file}" | FSPL_SEAL=1 fspl prepare -s "${dir}/seq" -i - | fspl queue-write -q "${q}"`).code).toBe(0);
-    const ls = fspl(['queue-ls', '-q', q, '--json']).stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+    const ls = fspl(['queue-ls', '-q', q, '--json'])
+      .stdout.toString()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(ls.map((j) => [j.sealed, j.payload_len])).toEqual([
       [true, String(size)],
       [true, String(size)],
@@ -199,7 +205,10 @@ describe('sealed packets of every size verify', () => {
 describe('prepare --seal on a pipe', () => {
   it('spools to a nameless file in $TMPDIR that is gone even when prepare is killed', async () => {
     const tmp = tempDir();
-    const child = spawn(NODE, [FSPL_BIN, 'prepare', '--seal', '-s', '-', '-i', '-'], { env: { ...process.env, TMPDIR: tmp }, stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(NODE, [FSPL_BIN, 'prepare', '--seal', '-s', '-', '-i', '-'], {
+      env: { ...process.env, TMPDIR: tmp },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     child.stdout.resume();
     child.stdin.write(Buffer.alloc(1 << 20, 1));
     // Wait until the spool holds what was sent: one of its descriptors points into $TMPDIR.

@@ -2,8 +2,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Queue, encodeHeader, makeHeader } from '../../src/lowlevel.js';
 import { bytesFromJson, type JsonBytes } from '../../src/json.js';
+import { encodeHeader, makeHeader, Queue } from '../../src/lowlevel.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
 
 function fspl(args: string[], opts: { input?: Buffer | string; cwd?: string } = {}) {
@@ -186,8 +186,15 @@ describe('--json', () => {
     const r = fspl(['queue-ls', '-q', 'q', '--json'], { cwd: d });
     expect(r.code).toBe(0);
     expect(r.stdout.endsWith('\n')).toBe(true);
-    const objs = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
-    const rows = text.stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/ +/));
+    const objs = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const rows = text.stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/ +/));
     expect(objs.map((o) => [o.seq, o.ctime.rfc3339_local, o.filename])).toEqual(rows);
     expect(objs[0]).toMatchObject({ seq: '1', type: 'Command', params: ['p'], env: [{ name: 'K', value: { base64: '/wA=' } }] });
     // An empty queue gives no lines at all (no header).

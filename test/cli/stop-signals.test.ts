@@ -11,15 +11,15 @@
  * No timing assertions: each step waits for what fspl or the job says it did (a line of the
  * log, a line on fspl's stderr); the deadlines only turn a hang into a failure.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/packet/prepare.js';
 import { Queue } from '../../src/queue/queue.js';
-import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
+import { describeIfPresent } from '../gate.js';
+import { FSPL_BIN, memTempDir, ROOT } from '../helpers.js';
 
 /**
  * The job: says it started (with its pid, its session's leader), starts a grandchild that would
@@ -27,6 +27,7 @@ import { FSPL_BIN, ROOT, memTempDir } from '../helpers.js';
  * basename of FSPL_JOB_QUEUEDIR ("-" for stdin-process).
  */
 const JOB = [
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell's ${VAR:--}, not a template
   'q=$(basename "${FSPL_JOB_QUEUEDIR:--}")',
   'sleep 300 & echo "grandchild $q $!" >> "$LOG"',
   'echo "start $q $FSPL_SEQ $$" >> "$LOG"',
@@ -65,7 +66,8 @@ const lines = (log: string) => fs.readFileSync(log, 'utf8').split('\n').filter(B
 async function until(what: string, cond: () => boolean, child?: ChildProcess & { err?: string }): Promise<void> {
   for (const end = Date.now() + 30_000; !cond(); await new Promise((r) => setTimeout(r, 10))) {
     if (Date.now() > end) throw new Error(`waiting for ${what}${child ? `; fspl said: ${child.err}` : ''}`);
-    if (child && (child.exitCode ?? child.signalCode) !== null && !cond()) throw new Error(`fspl ended (${child.exitCode ?? child.signalCode}) before ${what}: ${child.err}`);
+    if (child && (child.exitCode ?? child.signalCode) !== null && !cond())
+      throw new Error(`fspl ended (${child.exitCode ?? child.signalCode}) before ${what}: ${child.err}`);
   }
 }
 
@@ -75,10 +77,19 @@ type Fspl = ChildProcess & { err: string };
  * `file ARGS` with $LOG and $GO set (and `env`), stdin `stdin`; what it says on `said` (stderr
  * or, for script(1), stdout) kept in `err`. `detached`: leading a process group of its own.
  */
-function launch(s: Setup, file: string, args: string[], o: { stdin?: number | 'pipe' | 'ignore'; said?: 'stdout' | 'stderr'; detached?: boolean; env?: Record<string, string> } = {}): Fspl {
+function launch(
+  s: Setup,
+  file: string,
+  args: string[],
+  o: { stdin?: number | 'pipe' | 'ignore'; said?: 'stdout' | 'stderr'; detached?: boolean; env?: Record<string, string> } = {},
+): Fspl {
   const said = o.said ?? 'stderr';
   const stdio = said === 'stderr' ? ([o.stdin ?? 'ignore', 'ignore', 'pipe'] as const) : ([o.stdin ?? 'ignore', 'pipe', 'inherit'] as const);
-  const child = spawn(file, args, { detached: o.detached ?? false, stdio: [...stdio], env: { ...process.env, LOG: s.log, GO: s.go, SHELL: '/bin/sh', ...o.env } }) as Fspl;
+  const child = spawn(file, args, {
+    detached: o.detached ?? false,
+    stdio: [...stdio],
+    env: { ...process.env, LOG: s.log, GO: s.go, SHELL: '/bin/sh', ...o.env },
+  }) as Fspl;
   child.err = '';
   child[said]!.on('data', (d) => (child.err += d));
   return child;
@@ -95,7 +106,7 @@ function start(s: Setup, args: string[], stdin: number | 'ignore' = 'ignore', en
  * may end by it once fspl has exited 0, as dash does).
  */
 function onTerminal(s: Setup, args: string[]): Fspl {
-  const cmd = 'exec ' + [process.execPath, FSPL_BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const cmd = `exec ${[process.execPath, FSPL_BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ')}`;
   return launch(s, 'script', ['-qfec', cmd, '/dev/null'], { stdin: 'pipe', said: 'stdout' });
 }
 
@@ -140,11 +151,13 @@ async function drive(child: Fspl, s: Setup, act: () => unknown, ready: number | 
 }
 
 /** The first signal to fspl's process group, then (once fspl has said it stops) the jobs may finish. */
-const stopThenFinish = (child: Fspl, s: Setup, sig: NodeJS.Signals = 'SIGINT') => async () => {
-  signalGroup(child, sig);
-  await stopping(child);
-  fs.writeFileSync(s.go, '');
-};
+const stopThenFinish =
+  (child: Fspl, s: Setup, sig: NodeJS.Signals = 'SIGINT') =>
+  async () => {
+    signalGroup(child, sig);
+    await stopping(child);
+    fs.writeFileSync(s.go, '');
+  };
 
 /** Two signals to fspl's process group, the second once fspl has said it stops. */
 const twoSignals = (child: Fspl, first: NodeJS.Signals, second: NodeJS.Signals) => async () => {
@@ -255,7 +268,7 @@ describe('stdin-process: signals to the whole process group', () => {
     }
   }
 
-  it('the first SIGINT lets the job finish, and its status is fspl\'s', async () => {
+  it("the first SIGINT lets the job finish, and its status is fspl's", async () => {
     const s = setup(0, 0);
     const child = startStdin(s);
     expect(await drive(child, s, stopThenFinish(child, s)), child.err).toBe(0);
@@ -316,18 +329,25 @@ describeIfPresent('Ctrl-C typed on a terminal (script(1))', hasScript ? [] : ['s
 
   it('a job reads the terminal (--ignore-payload) without being stopped for it, but has no /dev/tty', async () => {
     const s = setup(1, 1);
-    const job = 'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) 2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
+    const job =
+      'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) 2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
     const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job]);
-    expect(await drive(child, s, () => child.stdin!.write('hello\r'), () => lines(s.log).includes('ready')), child.err).toBe(0);
+    expect(
+      await drive(
+        child,
+        s,
+        () => child.stdin!.write('hello\r'),
+        () => lines(s.log).includes('ready'),
+      ),
+      child.err,
+    ).toBe(0);
     expect(lines(s.log)).toEqual(['ready', 'got hello', 'no tty']);
   });
 });
 
 // README.md's systemd units, for one queue (a timer's oneshot) and for many (--watch --queues-in).
 const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const units = [...readme.matchAll(/```ini\n([\s\S]*?)```/g)]
-  .map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!)
-  .filter((u) => /^ExecStart=.* queue-process /m.test(u));
+const units = [...readme.matchAll(/```ini\n([\s\S]*?)```/g)].map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!).filter((u) => /^ExecStart=.* queue-process /m.test(u));
 
 describe("README's systemd units stop cleanly", () => {
   it('are two (one queue, many queues), each with KillMode=mixed and a --stop-timeout below TimeoutStopSec', () => {
@@ -351,11 +371,7 @@ describe("README's systemd units stop cleanly", () => {
       fs.symlinkSync(path.join(home, 'queues', 'q0'), path.join(home, 'queue'));
       const handler = path.join(s.dir, 'handler');
       fs.writeFileSync(handler, `#!/bin/sh\n${JOB}\n`, { mode: 0o755 });
-      const argv = /^ExecStart=(.*)$/m
-        .exec(unit)![1]!
-        .replaceAll('%h', home)
-        .replaceAll('/usr/local/bin/handler', handler)
-        .split(' ');
+      const argv = /^ExecStart=(.*)$/m.exec(unit)![1]!.replaceAll('%h', home).replaceAll('/usr/local/bin/handler', handler).split(' ');
       expect(argv[0]).toBe('/usr/local/bin/fspl');
       const child = launch(s, process.execPath, [FSPL_BIN, ...argv.slice(1)]);
       const asKillModeMixed = async () => {

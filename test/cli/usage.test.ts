@@ -44,7 +44,11 @@ describe('usage errors', () => {
   });
 
   it('never shows an internal camelCase name or a count of arguments', () => {
-    for (const args of [['queue-process', '-q', 'q', '--never-delte', 'true'], ['queue-process', '-q', 'q', '--output-too', 'saveboth', 'true'], ['net', 'run', 'x.yaml', '--stop-timout', '1']]) {
+    for (const args of [
+      ['queue-process', '-q', 'q', '--never-delte', 'true'],
+      ['queue-process', '-q', 'q', '--output-too', 'saveboth', 'true'],
+      ['net', 'run', 'x.yaml', '--stop-timout', '1'],
+    ]) {
       const r = fspl(args);
       expect(r.code).toBe(2);
       expect(r.stderr).not.toMatch(/[a-z][A-Z]|Unknown argument|Not enough|non-option/);
@@ -76,7 +80,9 @@ describe('--implementation', () => {
   it('says which fspl answered, while -V keeps the reference line', () => {
     const r = fspl(['--implementation']);
     expect([r.code, r.stderr]).toEqual([0, '']);
-    expect(r.stdout).toMatch(/^filespooler \d+\.\d+\.\d+\S*, the TypeScript fspl \(compatible with Filespooler 1\.2\.2\), on Node v\d+\.\d+\.\d+: \S*bin\/fspl( -> \S+)?\n$/);
+    expect(r.stdout).toMatch(
+      /^filespooler \d+\.\d+\.\d+\S*, the TypeScript fspl \(compatible with Filespooler 1\.2\.2\), on Node v\d+\.\d+\.\d+: \S*bin\/fspl( -> \S+)?\n$/,
+    );
     expect(fspl(['-V']).stdout).toBe('filespooler 1.2.2\n');
     expect(fspl(['--help']).stdout).toContain('`fspl --implementation` says its version');
   });

@@ -5,7 +5,7 @@
  * No timing assertions: the figures (latency from rename to start) are printed, not judged;
  * bench/ measures them.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -67,7 +67,10 @@ function exited(child: ChildProcess): Promise<number | null> {
   });
 }
 
-for (const mode of [{ name: 'file system events', args: [] as string[] }, { name: 'polling', args: ['--poll-interval', '0.1'] }]) {
+for (const mode of [
+  { name: 'file system events', args: [] as string[] },
+  { name: 'polling', args: ['--poll-interval', '0.1'] },
+]) {
   describe(`queue-process --watch (${mode.name})`, () => {
     it('runs jobs written after start, in order, and a job arriving early waits for its predecessor', async () => {
       const { qdir, q, log } = setup();
@@ -115,7 +118,11 @@ describe('queue-process --watch: stopping', () => {
       // The lock is free again: a batch run takes over and runs job 3 only.
       const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, 'sh', '--', '-c', RECORD], { env: { ...process.env, LOG: log } });
       expect(r.status).toBe(0);
-      expect(lines(log).filter((l) => l.startsWith('start')).map((l) => l.split(' ')[1])).toEqual(['1', '2', '3']);
+      expect(
+        lines(log)
+          .filter((l) => l.startsWith('start'))
+          .map((l) => l.split(' ')[1]),
+      ).toEqual(['1', '2', '3']);
       expect(fs.readdirSync(q.jobsDir)).toEqual([]);
     } finally {
       child.kill('SIGKILL');
@@ -145,7 +152,11 @@ describe('queue-process --watch: stopping', () => {
 
   it('rejects --poll-interval without --watch, and bad intervals, as usage errors', () => {
     const { qdir } = setup();
-    for (const args of [['--poll-interval', '1'], ['--watch', '--poll-interval', 'soon'], ['--watch', '--poll-interval', '0']]) {
+    for (const args of [
+      ['--poll-interval', '1'],
+      ['--watch', '--poll-interval', 'soon'],
+      ['--watch', '--poll-interval', '0'],
+    ]) {
       const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, ...args, 'true'], { encoding: 'utf8' });
       expect([args.join(' '), r.status]).toEqual([args.join(' '), 2]);
       expect(r.stderr).toMatch(/^error: .*poll-interval/);

@@ -10,13 +10,13 @@ import {
   executorErrLines,
   expectBytes,
   fspl,
+  type Impl,
+  type JobSpec,
   makePacket,
+  type RunResult,
   readIf,
   tmpDir,
   writeExecutor,
-  type Impl,
-  type JobSpec,
-  type RunResult,
 } from './harness.js';
 
 const binary = Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i));
@@ -26,10 +26,7 @@ const packets: Array<[string, JobSpec]> = [
   ['Fail', { seq: 2, kind: 'fail' }],
   ['bare command', { seq: 3 }],
   ['params and a binary payload', { seq: 4, params: ['one', 'two words', '', 'é€😀'], payload: binary }],
-  [
-    'FSPL_SET_ variables',
-    { seq: 5, params: ['p'], env: { FOO: 'bar', MULTI: 'line1\nline2', EMPTY: '', UNI: 'é€😀', A: '1=2' }, payload: 'some payload\n' },
-  ],
+  ['FSPL_SET_ variables', { seq: 5, params: ['p'], env: { FOO: 'bar', MULTI: 'line1\nline2', EMPTY: '', UNI: 'é€😀', A: '1=2' }, payload: 'some payload\n' }],
   ['200 params', { seq: 6, params: Array.from({ length: 200 }, (_, i) => `param${i + 1}`) }],
   ['seq 2^53+1', { seq: '9007199254740993', params: ['big'], payload: 'x' }],
   ['ctime in 2150', { seq: 7, time: '2150-01-01 00:00:00', payload: 'far\n' }],

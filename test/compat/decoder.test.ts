@@ -12,12 +12,12 @@ import {
   expectBytes,
   expectSameOutput,
   expectSameState,
+  type Impl,
+  type JobSpec,
   runOnCopies,
   sha256,
   tmpDir,
   tmpDirForSuite,
-  type Impl,
-  type JobSpec,
 } from './harness.js';
 
 const big = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 251));
@@ -75,12 +75,20 @@ describeCompat('decoders (-d zcat)', () => {
   });
 
   test('mixed queue: -d zcat sees the gzipped jobs, no decoder sees the plain one', async () => {
-    for (const args of [['queue-ls', '-q', mixed, '-d', 'zcat'], ['queue-ls', '-q', mixed], ['queue-info', '-q', mixed, '-j', '2'], ['queue-info', '-q', mixed, '-j', '3', '-d', 'zcat']]) {
+    for (const args of [
+      ['queue-ls', '-q', mixed, '-d', 'zcat'],
+      ['queue-ls', '-q', mixed],
+      ['queue-info', '-q', mixed, '-j', '2'],
+      ['queue-info', '-q', mixed, '-j', '3', '-d', 'zcat'],
+    ]) {
       const r = await both(args);
       expect(r.ref.code).toBe(0);
       expectSameOutput(r, args.join(' '));
     }
-    for (const args of [['queue-info', '-q', mixed, '-j', '2', '-d', 'zcat'], ['queue-payload', '-q', mixed, '-j', '1']]) {
+    for (const args of [
+      ['queue-info', '-q', mixed, '-j', '2', '-d', 'zcat'],
+      ['queue-payload', '-q', mixed, '-j', '1'],
+    ]) {
       const r = await both(args);
       expect(r.ref.code, `${args.join(' ')}: the job is invisible, so not found`).toBe(1);
       expect(r.ours.code, `${args.join(' ')}: ${r.ours.stderr}`).toBe(1);
@@ -157,7 +165,10 @@ describeCompat('decoders (-d zcat)', () => {
       x = (x * 1103515245 + 12345) >>> 0;
       noise[i] = x >>> 24;
     }
-    await buildQueue('ref', built, [{ seq: 1, payload: noise, gzip: true }, { seq: 2, kind: 'nop', gzip: true }]);
+    await buildQueue('ref', built, [
+      { seq: 1, payload: noise, gzip: true },
+      { seq: 2, kind: 'nop', gzip: true },
+    ]);
     for (let round = 0; round < 6; round++) {
       for (const extra of [[], ['--ignore-payload']]) {
         const args = ['queue-process', '-q', 'q', '-d', 'zcat', ...extra, 'true'];

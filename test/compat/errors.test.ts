@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeAll, afterAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import {
   both,
   buildQueue,
@@ -14,11 +14,11 @@ import {
   expectSameOutput,
   fspl,
   makePacket,
+  type RunOptions,
   readIf,
   snapshot,
   tmpDir,
   tmpDirForSuite,
-  type RunOptions,
 } from './harness.js';
 
 describeCompat('error cases and exit statuses', () => {
@@ -31,7 +31,11 @@ describeCompat('error cases and exit statuses', () => {
     // q: a queue with job 1; dq: duplicate seq 1 and a job 2; aq: append-only with job 1;
     // ed: an empty directory; nq: missing.
     await buildQueue('ref', path.join(root, 'q'), [{ seq: 1, payload: 'one' }]);
-    await buildQueue('ref', path.join(root, 'dq'), [{ seq: 1, payload: 'a' }, { seq: 1, payload: 'b' }, { seq: 2, payload: 'c' }]);
+    await buildQueue('ref', path.join(root, 'dq'), [
+      { seq: 1, payload: 'a' },
+      { seq: 1, payload: 'b' },
+      { seq: 2, payload: 'c' },
+    ]);
     fs.mkdirSync(path.join(root, 'ed'));
     fs.writeFileSync(path.join(root, 'afile'), 'x');
     fs.writeFileSync(path.join(root, 'noexec.sh'), '#!/bin/sh\nexit 0\n', { mode: 0o644 });
@@ -199,7 +203,11 @@ describeCompat('error cases and exit statuses', () => {
     const dir = tmpDir();
     await Promise.all(
       contents.map(async (content, i) => {
-        for (const args of [['prepare-nop', '-s', 'sf'], ['prepare', '-s', 'sf', '--', 'x'], ['prepare-get-next', '-s', 'sf']]) {
+        for (const args of [
+          ['prepare-nop', '-s', 'sf'],
+          ['prepare', '-s', 'sf', '--', 'x'],
+          ['prepare-get-next', '-s', 'sf'],
+        ]) {
           const r = await both(args, (impl) => {
             const d = path.join(dir, `${i}`, impl);
             fs.mkdirSync(d, { recursive: true });
@@ -219,7 +227,10 @@ describeCompat('error cases and exit statuses', () => {
     const dir = tmpDir();
     await buildQueue('ref', path.join(dir, 'q'), [{ seq: 1, payload: 'x' }]);
     fs.writeFileSync(path.join(dir, 'q', 'nextseq'), 'garbage\n');
-    for (const args of [['queue-process', '-q', 'q', 'true'], ['queue-get-next', '-q', 'q']]) {
+    for (const args of [
+      ['queue-process', '-q', 'q', 'true'],
+      ['queue-get-next', '-q', 'q'],
+    ]) {
       expectRuntimeError(await both(args, { cwd: dir }), `${args.join(' ')} with a corrupt nextseq`);
     }
     expect(readIf(path.join(dir, 'q', 'nextseq'))).toBe('garbage\n');
@@ -250,5 +261,4 @@ describeCompat('error cases and exit statuses', () => {
       expect(r.ours.stdout.length, 'ours writes no partial packet').toBe(0);
     }
   });
-
 });

@@ -10,13 +10,14 @@
  * - Queues are built once and copied (`cp -a`) for each implementation, so job file names (random
  *   UUIDs) are identical on both sides.
  */
-import { execa, type Options, type ResultPromise } from 'execa';
+
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
+import { execa, type Options, type ResultPromise } from 'execa';
 import { expect, onTestFinished } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 
@@ -505,7 +506,9 @@ export function arrangeReaddirNotSorted(jobsDir: string, select: (content: Buffe
     // names. The file renamed goes round the selection: renaming only the first got stuck in
     // name order for 46 or more attempts in about 1 directory in 300 on ext4 (0 in 300 this way).
     const victim = order[attempt % order.length]!;
-    const renamed = `fspl-${sha256(`${victim}/${attempt}`).slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-')}.fspl`;
+    const renamed = `fspl-${sha256(`${victim}/${attempt}`)
+      .slice(0, 32)
+      .replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-')}.fspl`;
     fs.renameSync(path.join(jobsDir, victim), path.join(jobsDir, renamed));
   }
   // Not seen since the renames go round (it was, in CI, when they did not): the test then can't tell

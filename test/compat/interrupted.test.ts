@@ -8,12 +8,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { Finisher, jobRecord, nopRunAt, nopRunRecord, type FinishRecord } from '../../src/process/finish.js';
-import { runBatchSync } from '../../src/sys/fs-batch.js';
-import type { JobEntry } from '../../src/queue/jobs.js';
 import { silentLogger } from '../../src/base/log.js';
-import { Queue, encodeHeader, type CommandType } from '../../src/lowlevel.js';
-import { describeCompat, fspl, tmpDir, type Impl } from './harness.js';
+import { type CommandType, encodeHeader, Queue } from '../../src/lowlevel.js';
+import { Finisher, type FinishRecord, jobRecord, nopRunAt, nopRunRecord } from '../../src/process/finish.js';
+import type { JobEntry } from '../../src/queue/jobs.js';
+import { runBatchSync } from '../../src/sys/fs-batch.js';
+import { describeCompat, fspl, type Impl, tmpDir } from './harness.js';
 
 const NOP: CommandType = { kind: 'NOP' };
 const COMMAND: CommandType = { kind: 'Command', params: [], env: [] };

@@ -3,31 +3,35 @@
  * run whose job waits), the other's lock-taking commands fail at once with exit 1; the same
  * against `flock(1)` holders, and on the sender side with a locked seqfile.
  */
-import { execa } from 'execa';
+
 import fs from 'node:fs';
 import path from 'node:path';
+import { execa } from 'execa';
 import { expect, test } from 'vitest';
 import {
   buildQueue,
   describeCompat,
   expectRuntimeError,
   fspl,
+  type Impl,
   makePacket,
+  type RunResult,
   readIf,
   spawnFspl,
   tmpDir,
   toResult,
   waitFor,
   writeExecutor,
-  type Impl,
-  type RunResult,
 } from './harness.js';
 
 /** Hold `file` with flock(1) (exclusive or shared) until release() is called. */
 async function holdWithFlock(file: string, mode: '-x' | '-s'): Promise<{ release: () => Promise<void> }> {
   // -o: the lock is not passed on to `sleep`, so killing flock's process group releases it.
   const child = execa('flock', [mode, '-o', file, 'sleep', '60'], { detached: true, stdio: 'ignore', reject: false });
-  await waitFor(async () => (await execa('flock', ['-n', mode === '-x' ? '-s' : '-x', file, 'true'], { reject: false })).exitCode === 1, `flock ${mode} on ${file}`);
+  await waitFor(
+    async () => (await execa('flock', ['-n', mode === '-x' ? '-s' : '-x', file, 'true'], { reject: false })).exitCode === 1,
+    `flock ${mode} on ${file}`,
+  );
   return {
     release: async () => {
       if (child.pid !== undefined) {
@@ -83,7 +87,10 @@ describeCompat('lock exclusion', () => {
       const exec = writeExecutor(root);
       const q = path.join(root, 'q');
       // job 1 holds until ./release exists; job 2 is ordinary
-      await buildQueue('ref', q, [{ seq: 1, env: { HOLD: '1' }, payload: 'held' }, { seq: 2, payload: 'second' }]);
+      await buildQueue('ref', q, [
+        { seq: 1, env: { HOLD: '1' }, payload: 'held' },
+        { seq: 2, payload: 'second' },
+      ]);
       fs.writeFileSync(path.join(root, 'extra.fspl'), await makePacket('ref', { seq: 3, kind: 'nop' }));
 
       const bg = spawnFspl(holder, ['queue-process', '-q', 'q', exec], { cwd: root, timeoutMs: 40_000 });
@@ -134,7 +141,10 @@ describeCompat('lock exclusion', () => {
     await fspl('ref', ['queue-init', '-q', path.join(root, 'q')]);
     const hold = await holdWithFlock(path.join(root, 'q', 'nextseq.lock'), '-s');
     try {
-      for (const args of [['queue-get-next', '-q', 'q'], ['queue-set-next', '-q', 'q', '9']]) {
+      for (const args of [
+        ['queue-get-next', '-q', 'q'],
+        ['queue-set-next', '-q', 'q', '9'],
+      ]) {
         const r = {
           ref: await fspl('ref', args, { cwd: root }),
           ours: await fspl('ours', args, { cwd: root }),

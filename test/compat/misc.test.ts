@@ -5,7 +5,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { both, buildQueue, describeCompat, expectSameOutput, expectSameState, fspl, makePacket, runOnCopies, snapshot, tmpDir, writeExecutor } from './harness.js';
+import {
+  both,
+  buildQueue,
+  describeCompat,
+  expectSameOutput,
+  expectSameState,
+  fspl,
+  makePacket,
+  runOnCopies,
+  snapshot,
+  tmpDir,
+  writeExecutor,
+} from './harness.js';
 
 describeCompat('misc commands', () => {
   test('-V / --version print the version, whatever follows', async () => {
@@ -34,7 +46,16 @@ describeCompat('misc commands', () => {
   });
 
   test('help: -h, --help, help, SUB --help, help SUB exit 0 with text on stdout; no arguments exits 2 with nothing on stdout', async () => {
-    for (const args of [['-h'], ['--help'], ['help'], ['queue-ls', '--help'], ['queue-process', '-h'], ['help', 'queue-ls'], ['-h', 'queue-ls'], ['queue-ls', '-q', 'q', '--help']]) {
+    for (const args of [
+      ['-h'],
+      ['--help'],
+      ['help'],
+      ['queue-ls', '--help'],
+      ['queue-process', '-h'],
+      ['help', 'queue-ls'],
+      ['-h', 'queue-ls'],
+      ['queue-ls', '-q', 'q', '--help'],
+    ]) {
       const r = await both(args);
       expect(r.ref.code).toBe(0);
       expect(r.ours.code, `fspl ${args.join(' ')}: ${r.ours.stderr}`).toBe(0);
@@ -66,7 +87,9 @@ describeCompat('misc commands', () => {
         expect(r.code, `${impl}: ${r.stderr}`).toBe(0);
         expect(r.stdout.length).toBe(0);
         const names = fs.readdirSync(path.join(q, 'jobs'));
-        expect(names, `${impl}: one file named fspl-UUID.fspl`).toEqual([expect.stringMatching(/^fspl-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.fspl$/)]);
+        expect(names, `${impl}: one file named fspl-UUID.fspl`).toEqual([
+          expect.stringMatching(/^fspl-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.fspl$/),
+        ]);
         expect(fs.readFileSync(path.join(q, 'jobs', names[0]!)).equals(stdin), `${impl}: content`).toBe(true);
         shapes[impl] = Object.values(snapshot(q)).map((v) => v.replace(/^(file \d+ \d+).*/, '$1'));
       }
@@ -105,7 +128,10 @@ describeCompat('misc commands', () => {
 
   test('queue-process --timeout 2147484 does not kill a quick command', async () => {
     const root = tmpDir();
-    await buildQueue('ref', path.join(root, 'built'), [{ seq: 1, payload: 'a' }, { seq: 2, payload: 'b' }]);
+    await buildQueue('ref', path.join(root, 'built'), [
+      { seq: 1, payload: 'a' },
+      { seq: 2, payload: 'b' },
+    ]);
     const s = await runOnCopies(path.join(root, 'built'), root, ['queue-process', '-q', 'q', '--timeout', '2147484', 'EXEC']);
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process --timeout 2147484');

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { both, describeCompat, expectBytes, expectSameOutput, fspl, readIf, T0, tmpDir, type Impl, type RunOptions } from './harness.js';
+import { both, describeCompat, expectBytes, expectSameOutput, fspl, type Impl, type RunOptions, readIf, T0, tmpDir } from './harness.js';
 
 interface PacketCase {
   name: string;
@@ -56,7 +56,11 @@ const cases: PacketCase[] = [
   { name: 'prepare-nop, seqfile at 2^53+1', args: ['prepare-nop', '-s', 'sf'], seqfile: '9007199254740993\n' },
   { name: 'prepare, seqfile at 2^64-2', args: ['prepare', '-s', 'sf', '--', 'big'], seqfile: '18446744073709551614\n' },
   { name: 'prepare-nop, clock frozen in 2150', args: ['prepare-nop', '-s', '-'], opts: { frozen: '2150-01-01 00:00:00' } },
-  { name: 'prepare, clock frozen in 2150, TZ=America/Chicago', args: ['prepare', '-s', '-', '--', 'p'], opts: { frozen: '2150-01-01 00:00:00', tz: 'America/Chicago' } },
+  {
+    name: 'prepare, clock frozen in 2150, TZ=America/Chicago',
+    args: ['prepare', '-s', '-', '--', 'p'],
+    opts: { frozen: '2150-01-01 00:00:00', tz: 'America/Chicago' },
+  },
   { name: 'prepare-nop, clock frozen at 2106-02-07 06:28:16 (2^32 s)', args: ['prepare-nop', '-s', '-'], opts: { frozen: '2106-02-07 06:28:16' } },
   { name: 'prepare-nop, clock frozen at 2038-01-19 03:14:08 (2^31 s)', args: ['prepare-nop', '-s', '-'], opts: { frozen: '2038-01-19 03:14:08' } },
   // The seqfile parser: first line, white space trimmed, leading + and zeros allowed.
@@ -100,7 +104,11 @@ describeCompat('packets: prepare* output and seqfiles, byte for byte', () => {
     const root = tmpDir();
     for (const impl of ['ref', 'ours'] as const) fs.mkdirSync(path.join(root, impl));
     const out = { ref: [] as Buffer[], ours: [] as Buffer[] };
-    for (const args of [['prepare-nop', '-s', 'sf'], ['prepare', '-s', 'sf', '--', 'x'], ['prepare-fail', '-s', 'sf']]) {
+    for (const args of [
+      ['prepare-nop', '-s', 'sf'],
+      ['prepare', '-s', 'sf', '--', 'x'],
+      ['prepare-fail', '-s', 'sf'],
+    ]) {
       const r = await both(args, (impl) => ({ frozen: T0, cwd: path.join(root, impl) }));
       expectSameOutput(r, args.join(' '));
       out.ref.push(r.ref.stdout);

@@ -7,7 +7,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { arrangeReaddirNotSorted, buildQueue, describeCompat, expectSameState, runOnCopies, tmpDir, tmpDirForSuite, type Impl, type JobSpec, type ProcessState } from './harness.js';
+import {
+  arrangeReaddirNotSorted,
+  buildQueue,
+  describeCompat,
+  expectSameState,
+  type Impl,
+  type JobSpec,
+  type ProcessState,
+  runOnCopies,
+  tmpDir,
+  tmpDirForSuite,
+} from './harness.js';
 
 const binary = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
 
@@ -32,7 +43,12 @@ const QUEUES: Record<string, { jobs: JobSpec[]; nextseq?: number }> = {
     ],
   },
   // A command that sleeps (for --timeout), then an ordinary one.
-  timeout: { jobs: [{ seq: 1, env: { SLEEP: '20' }, payload: 'sleepy' }, { seq: 2, payload: 'after' }] },
+  timeout: {
+    jobs: [
+      { seq: 1, env: { SLEEP: '20' }, payload: 'sleepy' },
+      { seq: 2, payload: 'after' },
+    ],
+  },
   // Sequence numbers out of ctime order; 3 and 4 share a ctime; 7 leaves a gap.
   timestamp: {
     jobs: [
@@ -44,9 +60,23 @@ const QUEUES: Record<string, { jobs: JobSpec[]; nextseq?: number }> = {
       { seq: 9, time: '2029-12-31 00:00:00', payload: 'nine' },
     ],
   },
-  gaps: { jobs: [{ seq: 1, payload: 'a' }, { seq: 2, payload: 'b' }, { seq: 4, payload: 'd' }] },
+  gaps: {
+    jobs: [
+      { seq: 1, payload: 'a' },
+      { seq: 2, payload: 'b' },
+      { seq: 4, payload: 'd' },
+    ],
+  },
   // Jobs below nextseq are ignored.
-  below: { jobs: [{ seq: 0, payload: 'zero' }, { seq: 2, payload: 'two' }, { seq: 5, payload: 'five' }, { seq: 6, kind: 'nop' }], nextseq: 5 },
+  below: {
+    jobs: [
+      { seq: 0, payload: 'zero' },
+      { seq: 2, payload: 'two' },
+      { seq: 5, payload: 'five' },
+      { seq: 6, kind: 'nop' },
+    ],
+    nextseq: 5,
+  },
   // Two files with sequence number 1.
   dups: {
     jobs: [
@@ -155,7 +185,12 @@ const SCENARIOS: Scenario[] = [
     args: [...Q, '--ignore-payload', '--on-error', 'Delete', 'EXEC'],
     ref: { code: 0, nextseq: '6\n', ran: 3, left: 0 },
   },
-  { name: '--timeout 1 with a sleeping command (Retry)', queue: 'timeout', args: [...Q, '--timeout', '1', 'EXEC'], ref: { code: 1, nextseq: '1\n', ran: 1, left: 2 } },
+  {
+    name: '--timeout 1 with a sleeping command (Retry)',
+    queue: 'timeout',
+    args: [...Q, '--timeout', '1', 'EXEC'],
+    ref: { code: 1, nextseq: '1\n', ran: 1, left: 2 },
+  },
   {
     name: '--timeout 1 with a sleeping command, --on-error Delete',
     queue: 'timeout',
@@ -197,7 +232,12 @@ const SCENARIOS: Scenario[] = [
   },
   { name: 'jobs below nextseq are ignored', queue: 'below', args: [...Q, 'EXEC'], ref: { code: 0, nextseq: '7\n', ran: 1, left: 2 } },
   { name: 'duplicate seqs: sequence order fails', queue: 'dups', args: [...Q, 'EXEC'], ref: { code: 1, nextseq: '1\n', ran: 0, left: 3 } },
-  { name: 'duplicate seqs: sequence order fails even with -n 0', queue: 'dups', args: [...Q, '-n', '0', 'EXEC'], ref: { code: 1, nextseq: '1\n', ran: 0, left: 3 } },
+  {
+    name: 'duplicate seqs: sequence order fails even with -n 0',
+    queue: 'dups',
+    args: [...Q, '-n', '0', 'EXEC'],
+    ref: { code: 1, nextseq: '1\n', ran: 0, left: 3 },
+  },
   {
     name: 'duplicate seqs below nextseq: sequence order still fails',
     queue: 'dups',
@@ -245,7 +285,7 @@ function countRuns(log: string): number {
 function checkRef(ref: ProcessState & { stderr: string }, want: RefExpectation, what: string): void {
   const ctx = `${what}: the reference did not behave as this test expects (test bug?); stderr: ${ref.stderr}`;
   expect(ref.code, ctx).toBe(want.code);
-  if (want.nextseq !== undefined) expect(ref.queue['nextseq']?.endsWith(` ${JSON.stringify(want.nextseq)}`), `${ctx}; nextseq ${ref.queue['nextseq']}`).toBe(true);
+  if (want.nextseq !== undefined) expect(ref.queue.nextseq?.endsWith(` ${JSON.stringify(want.nextseq)}`), `${ctx}; nextseq ${ref.queue.nextseq}`).toBe(true);
   if (want.ran !== undefined) expect(countRuns(ref.log), ctx).toBe(want.ran);
   if (want.left !== undefined) expect(Object.keys(ref.queue).filter((k) => /^jobs\/fspl-.*\.fspl$/.test(k)).length, ctx).toBe(want.left);
 }

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { T0, describeCompat, expectBytes, fspl, tmpDir, type Impl } from './harness.js';
+import { describeCompat, expectBytes, fspl, type Impl, T0, tmpDir } from './harness.js';
 
 const payload = Buffer.from(Array.from({ length: 70000 }, (_, i) => (i * 7) & 0xff));
 

@@ -5,18 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import {
-  both,
-  buildQueue,
-  copyTree,
-  describeCompat,
-  expectUsageError,
-  makePacket,
-  snapshot,
-  tmpDir,
-  tmpDirForSuite,
-  type RunOptions,
-} from './harness.js';
+import { both, buildQueue, copyTree, describeCompat, expectUsageError, makePacket, type RunOptions, snapshot, tmpDir, tmpDirForSuite } from './harness.js';
 
 /** Run fn over items, a few at a time. */
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -137,7 +126,8 @@ describeCompat('usage errors and accepted option forms', () => {
     await inBatches(USAGE_ERRORS, 4, async (args) => {
       const r = await both(args, opts({ stdin: packet }));
       if (r.ref.code !== 2) failures.push(`test bug? the reference gave ${r.ref.code} for ${JSON.stringify(args)}`);
-      else if (r.ours.code !== 2) failures.push(`fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 2; our stderr: ${r.ours.stderr.split('\n')[0]}`);
+      else if (r.ours.code !== 2)
+        failures.push(`fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 2; our stderr: ${r.ours.stderr.split('\n')[0]}`);
     });
     expect(failures.sort()).toEqual([]);
     expect(fs.existsSync(path.join(root, 'newq')), 'queue-init with a usage error created nothing').toBe(false);
@@ -177,7 +167,10 @@ describeCompat('usage errors and accepted option forms', () => {
     [['queue-payload', '--job=1', '--queuedir', 'q'], true],
     [['queue-process', '-q', 'q', '-n', '0', '--timeout', '0', 'true'], true],
     [['queue-process', '-q', 'q', '-n', '18446744073709551615', '--timeout', '18446744073709551615', '--never-delete', 'true'], true],
-    [['queue-process', '-q', 'q', '-n', '4294967296', '--on-error', 'rEtRy', '--order-by', 'SEQUENCE', '--output-to', 'PASSBOTH', '--never-delete', 'true'], true],
+    [
+      ['queue-process', '-q', 'q', '-n', '4294967296', '--on-error', 'rEtRy', '--order-by', 'SEQUENCE', '--output-to', 'PASSBOTH', '--never-delete', 'true'],
+      true,
+    ],
     [['queue-process', '--on-error=leave', '--never-delete', '-q', 'q', 'true', '--', '-x', '--y'], true],
     [['prepare-get-next', '-s', 'sf-accepted'], true],
     [['gen-uuid'], false],
@@ -192,8 +185,10 @@ describeCompat('usage errors and accepted option forms', () => {
     for (const [args, compareStdout] of ACCEPTED) {
       const r = await both(args, (impl) => ({ cwd: path.join(dir, impl) }));
       expect(r.ref.code, `reference ${args.join(' ')}: ${r.ref.stderr}`).toBe(0);
-      if (r.ours.code !== 0) failures.push(`fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 0; our stderr: ${r.ours.stderr.split('\n')[0]}`);
-      else if (compareStdout && !r.ours.stdout.equals(r.ref.stdout)) failures.push(`fspl ${JSON.stringify(args)}: stdout differs:\n${r.ours.stdout}\nvs the reference's\n${r.ref.stdout}`);
+      if (r.ours.code !== 0)
+        failures.push(`fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 0; our stderr: ${r.ours.stderr.split('\n')[0]}`);
+      else if (compareStdout && !r.ours.stdout.equals(r.ref.stdout))
+        failures.push(`fspl ${JSON.stringify(args)}: stdout differs:\n${r.ours.stdout}\nvs the reference's\n${r.ref.stdout}`);
     }
     expect(failures).toEqual([]);
     expect(snapshot(path.join(dir, 'ours')), 'the queues afterwards').toEqual(snapshot(path.join(dir, 'ref')));

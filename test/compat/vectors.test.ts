@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import { expect, test } from 'vitest';
-import { both, describeCompat, expectBytes, expectRuntimeError, fspl, listVectors, T0, tmpDir, vector, type JobSpec, makePacket } from './harness.js';
+import { both, describeCompat, expectBytes, expectRuntimeError, fspl, type JobSpec, listVectors, makePacket, T0, tmpDir, vector } from './harness.js';
 
 const vectors = listVectors();
 const good = vectors.filter((f) => f.endsWith('.info')).map((f) => f.slice(0, -'.info'.length));

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
-import { faultsMissing, mountFaulty, mountTmpfs, tmpfsMissing, type FaultyFs } from './harness.js';
+import { type FaultyFs, faultsMissing, mountFaulty, mountTmpfs, tmpfsMissing } from './harness.js';
 
 const code = (fn: () => unknown): string | undefined => {
   try {
@@ -87,7 +87,10 @@ describeIfPresent('fault file system (pcfs, fault mode)', faultsMissing(), { wha
     await ffs.fault({ op: 'fsync', error: 'EIO', when: { nth: 1 } });
     expect(code(() => fs.fsyncSync(fd))).toBe('EIO');
     const before = await ffs.faultCounters();
-    expect(code(() => fs.fsyncSync(fd)), 'the retry is told success').toBeUndefined();
+    expect(
+      code(() => fs.fsyncSync(fd)),
+      'the retry is told success',
+    ).toBeUndefined();
     expect((await ffs.faultCounters()).lies).toBe(before.lies + 1);
     expect(fs.readFileSync(p('f'), 'utf8'), 'reads still see the new data').toBe('CHANGED\n');
     fs.closeSync(fd);
@@ -117,7 +120,10 @@ describeIfPresent('fault file system (pcfs, fault mode)', faultsMissing(), { wha
     const dfd = fs.openSync(p('dd'), 'r');
     await ffs.fault({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: '/dd' });
     expect(code(() => fs.fsyncSync(dfd))).toBe('EIO');
-    expect(code(() => fs.fsyncSync(dfd)), 'the retry is told success').toBeUndefined();
+    expect(
+      code(() => fs.fsyncSync(dfd)),
+      'the retry is told success',
+    ).toBeUndefined();
     fs.closeSync(dfd);
     await ffs.cut();
     expect(fs.readdirSync(p('dd')), 'the retried fsync was a lie').toEqual([]);

@@ -17,9 +17,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cleanupOnExit } from '../harness/proc.js';
-import { mountPowercut, powercutMissing, type MountOptions, type PcfsCounters, type PowercutFs } from '../powercut/harness.js';
+import { type MountOptions, mountPowercut, type PcfsCounters, type PowercutFs, powercutMissing } from '../powercut/harness.js';
 
-export { spawnWorkload, killWorkloads, type Workload, type WorkloadExit } from '../powercut/harness.js';
+export { killWorkloads, spawnWorkload, type Workload, type WorkloadExit } from '../powercut/harness.js';
 
 /** The operations a rule can make fail. `fsync` covers files and directories; `unlink` covers rmdir. */
 export type FaultOp = 'write' | 'fsync' | 'rename' | 'create' | 'mkdir' | 'unlink';

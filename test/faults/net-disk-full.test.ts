@@ -8,13 +8,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { netMetricsText } from '../../src/net/observe/metrics.js';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN } from '../helpers.js';
 import { checkNumbers, keysOf } from '../net/fault-check.js';
-import { netMetricsText } from '../../src/net/observe/metrics.js';
-import { mountTmpfs, tmpfsMissing, type SmallTmpfs } from './harness.js';
+import { mountTmpfs, type SmallTmpfs, tmpfsMissing } from './harness.js';
 
 const fspl = (...args: string[]) => spawnSync(process.execPath, [FSPL_BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,7 +46,10 @@ describeIfPresent('nets on a real full disk', tmpfsMissing(), { what: 'full-disk
     fs.mkdirSync(dir);
     const netFile = path.join(dir, 'net.yaml');
     // The places on the small disk, the state (journal, staging) elsewhere: the place is what fills.
-    fs.writeFileSync(netFile, `state: ${stateDisk}/state\nplaces: { a: {}, b: {}, c: {} }\ntransitions:\n  t1: { in: a, out: b, run: 'cat; head -c 20000 /dev/zero' }\n  t2: { in: b, out: c, run: [cat] }\n`);
+    fs.writeFileSync(
+      netFile,
+      `state: ${stateDisk}/state\nplaces: { a: {}, b: {}, c: {} }\ntransitions:\n  t1: { in: a, out: b, run: 'cat; head -c 20000 /dev/zero' }\n  t2: { in: b, out: c, run: [cat] }\n`,
+    );
     const net = Net.load(netFile);
     net.init();
     for (let i = 0; i < 20; i++) await net.put('a', Buffer.from(`p${i}\n`), { key: `k${i}` });
@@ -59,7 +62,10 @@ describeIfPresent('nets on a real full disk', tmpfsMissing(), { what: 'full-disk
       // It meets the full disk and says so; it is still running a while later.
       const report = await until('net status to name the full place', () => {
         const r = fspl('net', 'status', '--json', netFile);
-        const j = r.status === 0 || r.status === 3 ? (JSON.parse(r.stdout) as { live: boolean; ioFaults?: Array<{ place: string; code: string; since: number; count: number }> }) : undefined;
+        const j =
+          r.status === 0 || r.status === 3
+            ? (JSON.parse(r.stdout) as { live: boolean; ioFaults?: Array<{ place: string; code: string; since: number; count: number }> })
+            : undefined;
         return j?.ioFaults?.length ? j : undefined;
       });
       expect(report.live).toBe(true);
@@ -91,7 +97,11 @@ describeIfPresent('nets on a real full disk', tmpfsMissing(), { what: 'full-disk
     // The payload does not fit; a small one with the disk filled to the last byte; and a small
     // one with one page left, which its part takes, so that `sendseq.temp` is what meets the full
     // disk (the main before issue 32 left that part behind, holding the page).
-    for (const [payload, leave] of [[big, 0], [path.join(stateDisk, 'small'), 0], [path.join(stateDisk, 'small'), 4096]] as const) {
+    for (const [payload, leave] of [
+      [big, 0],
+      [path.join(stateDisk, 'small'), 0],
+      [path.join(stateDisk, 'small'), 4096],
+    ] as const) {
       disk.free();
       disk.fill(leave);
       const r = spawnSync(process.execPath, [FSPL_BIN, 'net', 'put', netFile, 'a'], { input: fs.readFileSync(payload), encoding: 'utf8' });
@@ -110,7 +120,10 @@ describeIfPresent('nets on a real full disk', tmpfsMissing(), { what: 'full-disk
     const dir = path.join(disk.root, 'retry');
     fs.mkdirSync(dir);
     const netFile = path.join(dir, 'net.yaml');
-    fs.writeFileSync(netFile, `state: ${stateDisk}/retry-state\nplaces: { in: {}, out: {}, failed: {} }\ntransitions:\n  work: { in: in, out: out, error: failed, run: [cat] }\n`);
+    fs.writeFileSync(
+      netFile,
+      `state: ${stateDisk}/retry-state\nplaces: { in: {}, out: {}, failed: {} }\ntransitions:\n  work: { in: in, out: out, error: failed, run: [cat] }\n`,
+    );
     const net = Net.load(netFile);
     net.init();
     for (let i = 0; i < 5; i++) await net.put('failed', Buffer.alloc(8000, 65 + i), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in' } });

@@ -14,11 +14,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net, readPacket } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
-import { faultsMissing, mountFaulty, spawnWorkload, type FaultyFs } from './harness.js';
+import { type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
 import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 3);
@@ -62,7 +62,12 @@ async function judge(t: Tally, placesDir: string, inner: string[], sink: string,
     const next = seqOf(path.join(placesDir, p, 'nextseq'));
     if (next > 1n) stranded += Number(seqOf(path.join(placesDir, p, 'sendseq')) - next);
   }
-  const left = [...inner, sink].flatMap((p) => fs.readdirSync(path.join(placesDir, p, 'jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n) || inner.includes(p)).map((n) => `${p}/${n}`));
+  const left = [...inner, sink].flatMap((p) =>
+    fs
+      .readdirSync(path.join(placesDir, p, 'jobs'))
+      .filter((n) => !/^fspl-.*\.fspl$/.test(n) || inner.includes(p))
+      .map((n) => `${p}/${n}`),
+  );
   t.lost += lost.length;
   t.doubled += doubled.length;
   t.stranded += stranded;
@@ -73,27 +78,31 @@ async function judge(t: Tally, placesDir: string, inner: string[], sink: string,
   expect(left, `${label}: files left in the places`).toEqual([]);
 }
 
-describeIfPresent('nets under faults at random points', faultsMissing(), { what: 'fault-injection tests', note: 'apt-get install fuse3 libfuse3-dev gcc' }, () => {
-  let ffs: FaultyFs;
-  const report: Record<string, Tally> = {};
-  beforeAll(async () => {
-    ffs = await mountFaulty();
-  });
-  afterAll(async () => {
-    await ffs?.unmount();
-    for (const [name, t] of Object.entries(report)) console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
-  });
+describeIfPresent(
+  'nets under faults at random points',
+  faultsMissing(),
+  { what: 'fault-injection tests', note: 'apt-get install fuse3 libfuse3-dev gcc' },
+  () => {
+    let ffs: FaultyFs;
+    const report: Record<string, Tally> = {};
+    beforeAll(async () => {
+      ffs = await mountFaulty();
+    });
+    afterAll(async () => {
+      await ffs?.unmount();
+      for (const [name, t] of Object.entries(report)) console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
+    });
 
-  test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a fault at a random moment, cleared, and the run drains by itself`, async () => {
-    const t = (report['net'] = newTally());
-    const inside = path.join(ffs.root, 'net');
-    fs.mkdirSync(inside);
-    const netFile = path.join(inside, 'net.yaml');
-    // Retries: a command whose output write met an injected fault fails (the disk is not really
-    // full, so nothing tells it from the command's own failure); its retries get it through.
-    fs.writeFileSync(
-      netFile,
-      `
+    test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a fault at a random moment, cleared, and the run drains by itself`, async () => {
+      const t = (report.net = newTally());
+      const inside = path.join(ffs.root, 'net');
+      fs.mkdirSync(inside);
+      const netFile = path.join(inside, 'net.yaml');
+      // Retries: a command whose output write met an injected fault fails (the disk is not really
+      // full, so nothing tells it from the command's own failure); its retries get it through.
+      fs.writeFileSync(
+        netFile,
+        `
 places: { src: {}, a: {}, l: {}, r: {}, l2: {}, r2: {}, sink: {} }
 transitions:
   first: { in: src, run: 'sed s/^/A:/', out: a, retries: 8 }
@@ -102,52 +111,53 @@ transitions:
   tr: { in: r, run: 'sed s/^/R:/', out: r2, retries: 8 }
   join: { in: [l2, r2], run: 'cat "$FSPL_IN_l2" "$FSPL_IN_r2"', out: sink, retries: 8 }
 `,
-    );
-    const net = Net.load(netFile);
-    net.init();
-    let total = 0;
-    const put = async (n: number) => {
-      for (let i = total; i < total + n; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
-      total += n;
-      t.tokens = total;
-    };
-    const run = `exec ${FSPL} net run --drain -l error ${netFile}`;
-    const places = path.join(inside, 'places');
-    const inner = ['src', 'a', 'l', 'r', 'l2', 'r2'];
-    // Calibrate: the calls of one run of 6 tokens without a fault.
-    await put(6);
-    const c0 = await ffs.faultCounters();
-    const first = await spawnWorkload(['sh', '-c', run]).exited;
-    expect(first.code, first.stderr).toBe(0);
-    const calls = callsBetween(c0, await ffs.faultCounters());
-    const random = rng(SEED + 11);
-    for (let n = 0; n < RUNS; n++) {
-      t.runs++;
+      );
+      const net = Net.load(netFile);
+      net.init();
+      let total = 0;
+      const put = async (n: number) => {
+        for (let i = total; i < total + n; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
+        total += n;
+        t.tokens = total;
+      };
+      const run = `exec ${FSPL} net run --drain -l error ${netFile}`;
+      const places = path.join(inside, 'places');
+      const inner = ['src', 'a', 'l', 'r', 'l2', 'r2'];
+      // Calibrate: the calls of one run of 6 tokens without a fault.
       await put(6);
-      await ffs.sync();
-      const f = randomFault(random, calls, '/net');
-      const label = `seed ${SEED}, run ${n} (${f.describe})`;
-      const before = (await ffs.faultCounters()).faults;
-      const w = spawnWorkload(['sh', '-c', run]);
-      await sleep(random() * 300);
-      await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
-      await sleep(200 + random() * 600);
-      let r;
-      if (random() < 1 / 3) {
-        await ffs.cut();
-        t.cuts++;
-        await ffs.clear();
-        r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
-      } else {
-        await ffs.clear();
-        const cleared = Date.now();
-        r = await w.exited;
-        t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
+      const c0 = await ffs.faultCounters();
+      const first = await spawnWorkload(['sh', '-c', run]).exited;
+      expect(first.code, first.stderr).toBe(0);
+      const calls = callsBetween(c0, await ffs.faultCounters());
+      const random = rng(SEED + 11);
+      for (let n = 0; n < RUNS; n++) {
+        t.runs++;
+        await put(6);
+        await ffs.sync();
+        const f = randomFault(random, calls, '/net');
+        const label = `seed ${SEED}, run ${n} (${f.describe})`;
+        const before = (await ffs.faultCounters()).faults;
+        const w = spawnWorkload(['sh', '-c', run]);
+        await sleep(random() * 300);
+        await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
+        await sleep(200 + random() * 600);
+        let r: Awaited<ReturnType<typeof spawnWorkload>['exited']>;
+        if (random() < 1 / 3) {
+          await ffs.cut();
+          t.cuts++;
+          await ffs.clear();
+          r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
+        } else {
+          await ffs.clear();
+          const cleared = Date.now();
+          r = await w.exited;
+          t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
+        }
+        t.faultsInjected += (await ffs.faultCounters()).faults - before;
+        if (r.code !== 0) t.manualSteps++;
+        expect(r.code, `${label}: net run --drain: ${r.stderr}`).toBe(0);
+        await judge(t, places, inner, 'sink', total, label);
       }
-      t.faultsInjected += (await ffs.faultCounters()).faults - before;
-      if (r.code !== 0) t.manualSteps++;
-      expect(r.code, `${label}: net run --drain: ${r.stderr}`).toBe(0);
-      await judge(t, places, inner, 'sink', total, label);
-    }
-  }, 1_800_000);
-});
+    }, 1_800_000);
+  },
+);

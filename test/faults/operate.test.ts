@@ -7,12 +7,12 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { checkNumbers, keysOf } from '../net/fault-check.js';
-import { faultsMissing, mountFaulty, spawnWorkload, type FaultRule, type FaultyFs } from './harness.js';
+import { type FaultRule, type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
 import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 2);
@@ -50,52 +50,64 @@ describeIfPresent('operator moves under faults', faultsMissing(), { what: 'fault
   const steps: Array<[string, (dir: string) => FaultRule, boolean?]> = [
     ['the part cannot be written (ENOSPC)', (d) => ({ op: 'write', error: 'ENOSPC', when: { nth: 1 }, path: `${d}/places/in/jobs/*` })],
     ['sendseq cannot be renamed (EIO)', (d) => ({ op: 'rename', error: 'EIO', when: { nth: 1 }, path: `${d}/places/in/sendseq` })],
-    ['sendseq\'s directory cannot be fsynced (EIO)', (d) => ({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${d}/places/in` })],
-    ['the journal\'s line cannot be written (ENOSPC)', (d) => ({ op: 'write', error: 'ENOSPC', when: { nth: 1 }, path: `${d}/net.state/*journal*` })],
+    ["sendseq's directory cannot be fsynced (EIO)", (d) => ({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${d}/places/in` })],
+    ["the journal's line cannot be written (ENOSPC)", (d) => ({ op: 'write', error: 'ENOSPC', when: { nth: 1 }, path: `${d}/net.state/*journal*` })],
     ['the journal cannot be fsynced (EIO)', (d) => ({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${d}/net.state/*journal*` })],
     ['the token cannot be published (EIO)', (d) => ({ op: 'rename', error: 'EIO', when: { nth: 1 }, path: `${d}/places/in/jobs/fspl-*` }), true],
     ['the error token cannot be removed (EIO)', (d) => ({ op: 'unlink', error: 'EIO', when: { nth: 1 }, path: `${d}/places/failed/jobs/fspl-*` }), true],
   ];
 
-  test.each(steps)('net retry: %s: one line, non-zero; every token once, no number stranded; the same command works once cleared', async (_what, rule, recorded) => {
-    const { dir, netFile } = await netWithErrors();
-    await ffs.fault(rule(dir));
-    const before = (await ffs.faultCounters()).faults;
-    const r = fspl('net', 'retry', netFile, '--all', '-l', 'error');
-    const fired = (await ffs.faultCounters()).faults - before;
-    await ffs.clear();
-    expect(fired, 'the fault fired').toBe(1);
-    if (r.status === 0) {
-      // A recorded move is carried out after its fault (a step after the journal's line).
+  test.each(steps)(
+    'net retry: %s: one line, non-zero; every token once, no number stranded; the same command works once cleared',
+    async (_what, rule, recorded) => {
+      const { dir, netFile } = await netWithErrors();
+      await ffs.fault(rule(dir));
+      const before = (await ffs.faultCounters()).faults;
+      const r = fspl('net', 'retry', netFile, '--all', '-l', 'error');
+      const fired = (await ffs.faultCounters()).faults - before;
+      await ffs.clear();
+      expect(fired, 'the fault fired').toBe(1);
+      if (r.status === 0) {
+        // A recorded move is carried out after its fault (a step after the journal's line).
+        expect(await keysOf(path.join(dir, 'places/in'))).toEqual(['k0', 'k1', 'k2']);
+      } else {
+        expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
+        expect(r.stderr).toMatch(/No space left on device|Input\/output error/);
+        const keys = [...(await keysOf(path.join(dir, 'places/in'))), ...(await keysOf(path.join(dir, 'places/failed')))].sort();
+        if (!recorded) expect(keys, 'every token once').toEqual(['k0', 'k1', 'k2']);
+        const again = fspl('net', 'retry', netFile, '--all', '-l', 'error');
+        expect(again.status, again.stderr).toBe(0);
+      }
+      expect(await keysOf(path.join(dir, 'places/failed'))).toEqual([]);
       expect(await keysOf(path.join(dir, 'places/in'))).toEqual(['k0', 'k1', 'k2']);
-    } else {
-      expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
-      expect(r.stderr).toMatch(/No space left on device|Input\/output error/);
-      const keys = [...(await keysOf(path.join(dir, 'places/in'))), ...(await keysOf(path.join(dir, 'places/failed')))].sort();
-      if (!recorded) expect(keys, 'every token once').toEqual(['k0', 'k1', 'k2']);
-      const again = fspl('net', 'retry', netFile, '--all', '-l', 'error');
-      expect(again.status, again.stderr).toBe(0);
-    }
-    expect(await keysOf(path.join(dir, 'places/failed'))).toEqual([]);
-    expect(await keysOf(path.join(dir, 'places/in'))).toEqual(['k0', 'k1', 'k2']);
-    await checkNumbers(dir, [], ['in']);
-  }, 60_000);
+      await checkNumbers(dir, [], ['in']);
+    },
+    60_000,
+  );
 
-  test.each((process.env.FSPL_FAULT_RUNS ? steps.slice(0, 5) : [steps[0]!, steps[3]!]).map(([w, f]) => [w, (d: string) => ({ ...f(d), path: f(d).path!.replace('/in', '/failed') })] as const))('net set-aside: %s (of the place it leaves): one line or done; every token once; the same command works once cleared', async (_what, rule) => {
-    const { dir, netFile } = await netWithErrors();
-    await ffs.fault(rule(dir));
-    const r = fspl('net', 'set-aside', netFile, 'failed', '--key', 'k1', '--reason', 'test', '-l', 'error');
-    await ffs.clear();
-    if (r.status !== 0) {
-      expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
-      expect(await keysOf(path.join(dir, 'places/failed'))).toEqual(['k0', 'k1', 'k2']);
-      const again = fspl('net', 'set-aside', netFile, 'failed', '--key', 'k1', '--reason', 'test', '-l', 'error');
-      expect(again.status, again.stderr).toBe(0);
-    }
-    expect(await keysOf(path.join(dir, 'places/failed'))).toEqual(['k0', 'k2']);
-    expect(await keysOf(path.join(dir, 'net.state/set-aside'))).toEqual(['k1']);
-    await checkNumbers(dir, [], ['failed']);
-  }, 60_000);
+  test.each(
+    (process.env.FSPL_FAULT_RUNS ? steps.slice(0, 5) : [steps[0]!, steps[3]!]).map(
+      ([w, f]) => [w, (d: string) => ({ ...f(d), path: f(d).path!.replace('/in', '/failed') })] as const,
+    ),
+  )(
+    'net set-aside: %s (of the place it leaves): one line or done; every token once; the same command works once cleared',
+    async (_what, rule) => {
+      const { dir, netFile } = await netWithErrors();
+      await ffs.fault(rule(dir));
+      const r = fspl('net', 'set-aside', netFile, 'failed', '--key', 'k1', '--reason', 'test', '-l', 'error');
+      await ffs.clear();
+      if (r.status !== 0) {
+        expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
+        expect(await keysOf(path.join(dir, 'places/failed'))).toEqual(['k0', 'k1', 'k2']);
+        const again = fspl('net', 'set-aside', netFile, 'failed', '--key', 'k1', '--reason', 'test', '-l', 'error');
+        expect(again.status, again.stderr).toBe(0);
+      }
+      expect(await keysOf(path.join(dir, 'places/failed'))).toEqual(['k0', 'k2']);
+      expect(await keysOf(path.join(dir, 'net.state/set-aside'))).toEqual(['k1']);
+      await checkNumbers(dir, [], ['failed']);
+    },
+    60_000,
+  );
 
   test('net retry: sendseq renamed but its directory not fsynced, then a power cut: the NOP that took its number keeps it alone', async () => {
     const { dir, netFile } = await netWithErrors();
@@ -128,7 +140,8 @@ describeIfPresent('operator moves under faults', faultsMissing(), { what: 'fault
     const under = dir.slice(ffs.root.length);
     for (let n = 0; n < RUNS; n++) {
       t.runs++;
-      for (let i = total; i < total + 3; i++) await net.put('failed', Buffer.from(`p${i}\n`), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in' } });
+      for (let i = total; i < total + 3; i++)
+        await net.put('failed', Buffer.from(`p${i}\n`), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in' } });
       total += 3;
       t.tokens = total;
       await ffs.sync();

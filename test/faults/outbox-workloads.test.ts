@@ -15,14 +15,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { onPath } from '../harness/proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
+import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { tokens } from '../net/fault-check.js';
-import { faultsMissing, mountFaulty, spawnWorkload, type FaultyFs } from './harness.js';
+import { type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
 import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 2);
@@ -57,7 +57,10 @@ async function judge(t: Tally, dir: string, keys: number, label: string): Promis
   const src = path.join(dir, 'places/src');
   stranded += Number(seqOf(path.join(src, 'sendseq')) - seqOf(path.join(src, 'nextseq')));
   const left = [
-    ...fs.readdirSync(path.join(place, 'jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n)).map((n) => `mid/${n}`),
+    ...fs
+      .readdirSync(path.join(place, 'jobs'))
+      .filter((n) => !/^fspl-.*\.fspl$/.test(n))
+      .map((n) => `mid/${n}`),
     ...fs.readdirSync(path.join(outbox, 'jobs')).map((n) => `outbox/${n}`),
     ...fs.readdirSync(path.join(src, 'jobs')).map((n) => `src/${n}`),
   ];
@@ -71,74 +74,82 @@ async function judge(t: Tally, dir: string, keys: number, label: string): Promis
   expect(left, `${label}: files left`).toEqual([]);
 }
 
-describeIfPresent('the ssh outbox under faults at random points', missing, { what: 'ssh outbox fault workloads', note: 'apt-get install openssh-server fuse3 libfuse3-dev gcc' }, () => {
-  let ffs: FaultyFs;
-  let sshd: Sshd;
-  let tally: Tally | undefined;
-  beforeAll(async () => {
-    ffs = await mountFaulty();
-    sshd = await startSshd({ aliases: ['a', 'b'] });
-  });
-  afterAll(async () => {
-    await sshd?.stop();
-    await ffs?.unmount();
-    if (tally) console.log(`faults, ssh outbox (seed ${SEED}): ${JSON.stringify(tally)}`);
-  });
+describeIfPresent(
+  'the ssh outbox under faults at random points',
+  missing,
+  { what: 'ssh outbox fault workloads', note: 'apt-get install openssh-server fuse3 libfuse3-dev gcc' },
+  () => {
+    let ffs: FaultyFs;
+    let sshd: Sshd;
+    let tally: Tally | undefined;
+    beforeAll(async () => {
+      ffs = await mountFaulty();
+      sshd = await startSshd({ aliases: ['a', 'b'] });
+    });
+    afterAll(async () => {
+      await sshd?.stop();
+      await ffs?.unmount();
+      if (tally) console.log(`faults, ssh outbox (seed ${SEED}): ${JSON.stringify(tally)}`);
+    });
 
-  test(`the ssh outbox: ${RUNS} runs with a fault at a random moment on either side, cleared, and the run drains by itself`, async () => {
-    const t = (tally = newTally());
-    const dir = path.join(ffs.root, 'onet');
-    fs.mkdirSync(dir);
-    const netFile = path.join(dir, 'net.yaml');
-    const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
-    fs.writeFileSync(netFile, `hosts:\n  a: { ssh: ${ssh('a')} }\n  b: { ssh: ${ssh('b')} }\nplaces:\n  src: { host: a }\n  mid: { host: b }\ntransitions:\n  ship: { host: a, in: src, out: mid }\n`);
-    for (const h of ['a', 'b']) {
-      const r = spawnWorkload(['sh', '-c', `exec ${FSPL} net init ${JSON.stringify(netFile)} --host ${h}`]);
-      const e = await r.exited;
-      expect(e.code, e.stderr).toBe(0);
-    }
-    const net = Net.load(netFile);
-    let total = 0;
-    const put = async (n: number) => {
-      for (let i = total; i < total + n; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
-      total += n;
-      t.tokens = total;
-    };
-    const run = `exec ${FSPL} net run --drain --host a -l error ${JSON.stringify(netFile)}`;
-    // Calibrate: the calls of one run without a fault.
-    await put(PER_RUN);
-    const c0 = await ffs.faultCounters();
-    const first = await spawnWorkload(['sh', '-c', run]).exited;
-    expect(first.code, first.stderr).toBe(0);
-    const calls = callsBetween(c0, await ffs.faultCounters());
-    const random = rng(SEED + 17);
-    for (let n = 0; n < RUNS; n++) {
-      t.runs++;
-      await put(PER_RUN);
-      await ffs.sync();
-      const f = randomFault(random, calls, '/onet');
-      const label = `seed ${SEED}, run ${n} (${f.describe})`;
-      const before = (await ffs.faultCounters()).faults;
-      const w = spawnWorkload(['sh', '-c', run]);
-      await sleep(random() * 300);
-      await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
-      await sleep(200 + random() * 600);
-      let r;
-      if (random() < 1 / 3) {
-        await ffs.cut();
-        t.cuts++;
-        await ffs.clear();
-        r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
-      } else {
-        await ffs.clear();
-        const cleared = Date.now();
-        r = await w.exited;
-        t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
+    test(`the ssh outbox: ${RUNS} runs with a fault at a random moment on either side, cleared, and the run drains by itself`, async () => {
+      const t = (tally = newTally());
+      const dir = path.join(ffs.root, 'onet');
+      fs.mkdirSync(dir);
+      const netFile = path.join(dir, 'net.yaml');
+      const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
+      fs.writeFileSync(
+        netFile,
+        `hosts:\n  a: { ssh: ${ssh('a')} }\n  b: { ssh: ${ssh('b')} }\nplaces:\n  src: { host: a }\n  mid: { host: b }\ntransitions:\n  ship: { host: a, in: src, out: mid }\n`,
+      );
+      for (const h of ['a', 'b']) {
+        const r = spawnWorkload(['sh', '-c', `exec ${FSPL} net init ${JSON.stringify(netFile)} --host ${h}`]);
+        const e = await r.exited;
+        expect(e.code, e.stderr).toBe(0);
       }
-      t.faultsInjected += (await ffs.faultCounters()).faults - before;
-      if (r.code !== 0) t.manualSteps++;
-      expect(r.code, `${label}: net run --drain --host a: ${r.stderr}`).toBe(0);
-      await judge(t, dir, total, label);
-    }
-  }, 3_600_000);
-});
+      const net = Net.load(netFile);
+      let total = 0;
+      const put = async (n: number) => {
+        for (let i = total; i < total + n; i++) await net.put('src', Buffer.from(`p${i}\n`), { key: `k${i}` });
+        total += n;
+        t.tokens = total;
+      };
+      const run = `exec ${FSPL} net run --drain --host a -l error ${JSON.stringify(netFile)}`;
+      // Calibrate: the calls of one run without a fault.
+      await put(PER_RUN);
+      const c0 = await ffs.faultCounters();
+      const first = await spawnWorkload(['sh', '-c', run]).exited;
+      expect(first.code, first.stderr).toBe(0);
+      const calls = callsBetween(c0, await ffs.faultCounters());
+      const random = rng(SEED + 17);
+      for (let n = 0; n < RUNS; n++) {
+        t.runs++;
+        await put(PER_RUN);
+        await ffs.sync();
+        const f = randomFault(random, calls, '/onet');
+        const label = `seed ${SEED}, run ${n} (${f.describe})`;
+        const before = (await ffs.faultCounters()).faults;
+        const w = spawnWorkload(['sh', '-c', run]);
+        await sleep(random() * 300);
+        await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
+        await sleep(200 + random() * 600);
+        let r: Awaited<ReturnType<typeof spawnWorkload>['exited']>;
+        if (random() < 1 / 3) {
+          await ffs.cut();
+          t.cuts++;
+          await ffs.clear();
+          r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
+        } else {
+          await ffs.clear();
+          const cleared = Date.now();
+          r = await w.exited;
+          t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
+        }
+        t.faultsInjected += (await ffs.faultCounters()).faults - before;
+        if (r.code !== 0) t.manualSteps++;
+        expect(r.code, `${label}: net run --drain --host a: ${r.stderr}`).toBe(0);
+        await judge(t, dir, total, label);
+      }
+    }, 3_600_000);
+  },
+);

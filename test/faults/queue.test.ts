@@ -15,13 +15,16 @@ import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { processQueues } from '../../src/process/process-many.js';
 import { Queue } from '../../src/queue/queue.js';
 import { describeIfPresent } from '../gate.js';
-import { envFor, fspl, fsplBin, isJobName, isTempName, lines, packet, readLog, recorder, tempDir, type RunResult } from '../reliability/common.js';
-import { faultsMissing, mountFaulty, type FaultRule, type FaultyFs } from './harness.js';
+import { envFor, fspl, fsplBin, isJobName, isTempName, lines, packet, type RunResult, readLog, recorder, tempDir } from '../reliability/common.js';
+import { type FaultRule, type FaultyFs, faultsMissing, mountFaulty } from './harness.js';
 
 /** Exit 1 and exactly one `Error: ` line (fspl's own log lines of a failed command aside). */
 function expectOneErrorLine(r: RunResult, pattern: RegExp, what: string): void {
   expect(r.code, `${what}: ${r.stderr}`).toBe(1);
-  expect(lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)), what).toEqual([expect.stringMatching(pattern)]);
+  expect(
+    lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)),
+    what,
+  ).toEqual([expect.stringMatching(pattern)]);
 }
 
 const jobsIn = (q: string) => fs.readdirSync(path.join(q, 'jobs')).filter(isJobName);
@@ -114,7 +117,11 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
     const fd = fs.openSync(out, 'w');
     let r: RunResult;
     try {
-      const p = spawnSync(process.execPath, [fsplBin(), 'prepare', '-s', sf, '-i', input, '--', 'true'], { stdio: ['ignore', fd, 'pipe'], env: envFor(), encoding: 'utf8' });
+      const p = spawnSync(process.execPath, [fsplBin(), 'prepare', '-s', sf, '-i', input, '--', 'true'], {
+        stdio: ['ignore', fd, 'pipe'],
+        env: envFor(),
+        encoding: 'utf8',
+      });
       r = { code: p.status, signal: p.signal, stdout: Buffer.alloc(0), stderr: p.stderr, timedOut: false };
     } finally {
       fs.closeSync(fd);
@@ -223,7 +230,9 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
     await fault({ op: 'rename', error: 'ENOSPC', path: '/q/nextseq' });
     const r = await fspl(['queue-process', '-q', q, '-q', q2, cmd]);
     expect(r.code, r.stderr).toBe(1);
-    expect(lines(r.stderr).filter((l) => /^Error/.test(l))).toEqual([expect.stringMatching(/^Error: queue ".*\/q" stopped: No space left on device: .*\/q\/nextseq$/)]);
+    expect(lines(r.stderr).filter((l) => /^Error/.test(l))).toEqual([
+      expect.stringMatching(/^Error: queue ".*\/q" stopped: No space left on device: .*\/q\/nextseq$/),
+    ]);
     expect(nextseq(q2)).toBe('2\n');
     expect(jobsIn(q2)).toEqual([]);
     await ffs.clear();
@@ -261,7 +270,10 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
       abort.abort();
     }
     const summary = await done;
-    expect(summary.queues.map((r) => r.state), 'resumed: no longer stopped').toEqual(['done', 'done']);
+    expect(
+      summary.queues.map((r) => r.state),
+      'resumed: no longer stopped',
+    ).toEqual(['done', 'done']);
   });
 });
 

@@ -18,7 +18,8 @@ export interface Tally {
 }
 export const newTally = (): Tally => ({ runs: 0, tokens: 0, faultsInjected: 0, cuts: 0, lost: 0, doubled: 0, stranded: 0, manualSteps: 0, slowestResumeMs: 0 });
 
-export const callsBetween = (a: FaultCounters, b: FaultCounters) => Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
+export const callsBetween = (a: FaultCounters, b: FaultCounters) =>
+  Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
 
 export function randomFault(random: () => number, calls: Record<FaultOp, number>, under: string): FaultRule & { describe: string } {
   const ops = FAULT_OPS.filter((op) => calls[op] > 0 && op !== 'mkdir');
@@ -28,7 +29,7 @@ export function randomFault(random: () => number, calls: Record<FaultOp, number>
   const error = random() < 0.5 ? 'ENOSPC' : 'EIO';
   const nth = 1 + Math.floor(random() * Math.max(1, calls[op] / 2));
   const kind = random();
-  const when: FaultRule['when'] = kind < 0.5 ? { nth } : kind < 0.8 ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
+  const when: FaultRule['when'] =
+    kind < 0.5 ? { nth } : kind < 0.8 ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
   return { op, error, when, path: `${under}/*`, describe: `${op} ${error} ${JSON.stringify(when)}` };
 }
-

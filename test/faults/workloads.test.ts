@@ -14,11 +14,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { encodeHeader, Queue } from 'filespooler';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { Queue, encodeHeader } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
-import { FAULT_OPS, faultsMissing, mountFaulty, type FaultCounters, type FaultOp, type FaultRule, type FaultyFs } from './harness.js';
+import { FAULT_OPS, type FaultCounters, type FaultOp, type FaultRule, type FaultyFs, faultsMissing, mountFaulty } from './harness.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 3);
 const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
@@ -38,7 +38,18 @@ interface Tally {
   /** A job run again because its run failed before its record (its note) was written: at-least-once, allowed. */
   reRunUnrecorded: number;
 }
-const newTally = (): Tally => ({ runs: 0, work: 0, faultsInjected: 0, failedCommands: 0, cuts: 0, ackLost: 0, doubled: 0, stranded: 0, manualSteps: 0, reRunUnrecorded: 0 });
+const newTally = (): Tally => ({
+  runs: 0,
+  work: 0,
+  faultsInjected: 0,
+  failedCommands: 0,
+  cuts: 0,
+  ackLost: 0,
+  doubled: 0,
+  stranded: 0,
+  manualSteps: 0,
+  reRunUnrecorded: 0,
+});
 
 function lines(file: string): string[] {
   try {
@@ -54,7 +65,8 @@ function sh(script: string): { code: number; stderr: string } {
 }
 
 /** The calls of each kind between two counts. */
-const callsBetween = (a: FaultCounters, b: FaultCounters) => Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
+const callsBetween = (a: FaultCounters, b: FaultCounters) =>
+  Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
 
 /**
  * A fault at a random point of a workload that makes `calls` calls of each kind: the Nth call of
@@ -68,7 +80,8 @@ function randomFault(random: () => number, calls: Record<FaultOp, number>, under
   const error = random() < 0.5 ? 'ENOSPC' : 'EIO';
   const nth = 1 + Math.floor(random() * calls[op]);
   const kind = random();
-  const when: FaultRule['when'] = kind < 0.6 ? { nth } : kind < 0.85 ? { rate: Math.round((0.02 + random() * 0.2) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
+  const when: FaultRule['when'] =
+    kind < 0.6 ? { nth } : kind < 0.85 ? { rate: Math.round((0.02 + random() * 0.2) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
   return { op, error, when, path: `${under}/*`, describe: `${op} ${error} ${JSON.stringify(when)}` };
 }
 
@@ -159,6 +172,7 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
       for (const s of seqs) count.set(s, (count.get(s) ?? 0) + 1);
       const doubled = [...count.values()].filter((n) => n > 1).length;
       const acked = lines(acks).length;
+      // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
       const max = seqs.reduce((m, s) => (s > m ? s : m), 0n);
       const next = BigInt(fs.readFileSync(seqfile, 'utf8').trim());
       const gaps: bigint[] = [];
@@ -192,7 +206,12 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
         for (let i = 0; i < n; i++) {
           const seq = total.get(q)! + 1;
           total.set(q, seq);
-          queue.writeBuffer(Buffer.concat([encodeHeader({ seq: BigInt(seq), ctime: { secs: 1_700_000_000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }), Buffer.from(`job ${seq}\n`)]));
+          queue.writeBuffer(
+            Buffer.concat([
+              encodeHeader({ seq: BigInt(seq), ctime: { secs: 1_700_000_000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }),
+              Buffer.from(`job ${seq}\n`),
+            ]),
+          );
         }
       }
       await ffs.sync();
@@ -233,7 +252,8 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
         // One clear line per failure (per queue stopped), never a stack trace.
         const errs = r.stderr.split('\n').filter((l) => l && !/^ *(ERROR|WARN|INFO) fspl::/.test(l));
         expect(errs.length, `seed ${SEED}, run ${run} (${f.describe}): ${r.stderr}`).toBeGreaterThan(0);
-        for (const e of errs) expect(e, `seed ${SEED}, run ${run} (${f.describe}): ${r.stderr}`).toMatch(/^Error: .*(No space left on device|Input\/output error)/);
+        for (const e of errs)
+          expect(e, `seed ${SEED}, run ${run} (${f.describe}): ${r.stderr}`).toMatch(/^Error: .*(No space left on device|Input\/output error)/);
       }
       await ffs.clear();
       const cut = random() < 0.5;
@@ -264,7 +284,8 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
         for (let i = 1; i < ran.length; i++) expect(ran[i]! >= ran[i - 1]!, `seed ${SEED}, run ${run}: ${name} job ${ran[i]} after ${ran[i - 1]}`).toBe(true);
         const left = fs.readdirSync(path.join(q, 'jobs'));
         if (left.length > 0) t.manualSteps++;
-        const state = () => `${cut ? 'cut; ' : ''}nextseq ${fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()}, notes before the finish ${JSON.stringify([...noted])}, the faulty run: exit ${r.code} ${r.stderr.trim()}`;
+        const state = () =>
+          `${cut ? 'cut; ' : ''}nextseq ${fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()}, notes before the finish ${JSON.stringify([...noted])}, the faulty run: exit ${r.code} ${r.stderr.trim()}`;
         expect(left, `seed ${SEED}, run ${run} (${f.describe}): ${name}: files left in jobs/ (${state()})`).toEqual([]);
         expect(fs.readFileSync(path.join(q, 'nextseq'), 'utf8')).toBe(`${total.get(q)! + 1}\n`);
         t.work = [...total.values()].reduce((a, b) => a + b, 0);
@@ -278,7 +299,10 @@ describeIfPresent('faults at random points', faultsMissing(), { what: 'fault-inj
           const allowed = r.code !== 0 && s === inFailed[inFailed.length - 1] && noted.get(name) !== s;
           if (allowed) t.reRunUnrecorded++;
           else t.doubled++;
-          expect(allowed, `seed ${SEED}, run ${run} (${f.describe}${cut ? ', cut' : ''}): ${name} job ${s} ran again (note: ${noted.get(name)}, exit ${r.code})`).toBe(true);
+          expect(
+            allowed,
+            `seed ${SEED}, run ${run} (${f.describe}${cut ? ', cut' : ''}): ${name} job ${s} ran again (note: ${noted.get(name)}, exit ${r.code})`,
+          ).toBe(true);
         }
       }
     }

@@ -11,10 +11,11 @@
  *
  * See README.md beside this file.
  */
-import { execa, type ResultPromise } from 'execa';
+
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
 import { cleanupOnExit, freePort, killTree, listeningSockets, waitFor } from './proc.js';
 
 export const NNCP_TOOLS = ['nncp-cfgnew', 'nncp-exec', 'nncp-file', 'nncp-xfer', 'nncp-toss', 'nncp-daemon', 'nncp-call'];
@@ -128,7 +129,10 @@ export async function startNncpPair(opts: { a?: NncpNodeOptions; b?: NncpNodeOpt
     const other = from === 'a' ? 'b' : 'a';
     const tx = path.join(nodes[from].spool, keys[other].id, 'tx');
     if (!fs.existsSync(tx)) return [];
-    return fs.readdirSync(tx).filter((f) => /^[A-Z2-7]{52}$/.test(f)).map((f) => path.join(tx, f));
+    return fs
+      .readdirSync(tx)
+      .filter((f) => /^[A-Z2-7]{52}$/.test(f))
+      .map((f) => path.join(tx, f));
   };
   const stopDaemons = () => {
     for (const d of daemons) if (d.pid) killTree(d.pid);

@@ -122,7 +122,10 @@ function procAddress(hex: string): string {
   const bytes = Buffer.concat(words);
   if (bytes.length === 4) return [...bytes].join('.');
   if (bytes.subarray(0, 12).equals(Buffer.from('00000000000000000000ffff', 'hex'))) return `::ffff:${[...bytes.subarray(12)].join('.')}`;
-  const groups = bytes.toString('hex').match(/.{4}/g)!.map((g) => g.replace(/^0+(?=.)/, ''));
+  const groups = bytes
+    .toString('hex')
+    .match(/.{4}/g)!
+    .map((g) => g.replace(/^0+(?=.)/, ''));
   return groups.join(':').replace(/(^|:)0(:0)+(:|$)/, '::');
 }
 

@@ -9,11 +9,12 @@
  *
  * See README.md beside this file.
  */
-import { execa, type ResultPromise } from 'execa';
+
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
 import { cleanupOnExit, freePort, killTree, listeningSockets, onPath, waitFor } from './proc.js';
 
 export function rcloneMissing(): string[] {
@@ -75,7 +76,11 @@ export async function startRcloneRemote(): Promise<RcloneRemote> {
     cleanup();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  await waitFor('rclone serve webdav listening', () => server.pid && listeningSockets(server.pid).some((s) => s.port === port && s.address === '127.0.0.1'), 15_000);
+  await waitFor(
+    'rclone serve webdav listening',
+    () => server.pid && listeningSockets(server.pid).some((s) => s.port === port && s.address === '127.0.0.1'),
+    15_000,
+  );
 
   const remote: RcloneRemote = {
     dir,
@@ -86,10 +91,14 @@ export async function startRcloneRemote(): Promise<RcloneRemote> {
       const mlog = path.join(dir, `mount-${mounts.size}.log`);
       const p = execa('rclone', ['--config', config, 'mount', `dav:${remotePath}`, mountpoint, '--log-file', mlog, ...args], { reject: false });
       mounts.set(mountpoint, p);
-      await waitFor(`rclone mount at ${mountpoint}`, () => {
-        if (p.exitCode !== null && p.exitCode !== undefined) throw new Error(`rclone mount exited: ${fs.readFileSync(mlog, 'utf8')}`);
-        return mounted(mountpoint);
-      }, 15_000);
+      await waitFor(
+        `rclone mount at ${mountpoint}`,
+        () => {
+          if (p.exitCode !== null && p.exitCode !== undefined) throw new Error(`rclone mount exited: ${fs.readFileSync(mlog, 'utf8')}`);
+          return mounted(mountpoint);
+        },
+        15_000,
+      );
     },
     async unmount(mountpoint) {
       const p = mounts.get(mountpoint);

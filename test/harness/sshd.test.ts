@@ -1,15 +1,16 @@
 /**
  * Self-tests of the sshd harness: a real OpenSSH server on 127.0.0.1, reached with `ssh -F`.
  */
-import { execa } from 'execa';
+
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { ROOT } from '../helpers.js';
 import { listeningSockets, onPath } from './proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from './sshd.js';
+import { SSHD_BIN, type Sshd, startSshd } from './sshd.js';
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client)`);
 

@@ -13,11 +13,12 @@
  *
  * See README.md beside this file.
  */
-import { execa } from 'execa';
-import { spawn, type ChildProcess } from 'node:child_process';
+
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { cleanupOnExit, freePort, killTree, waitFor } from './proc.js';
 
 export const SSHD_BIN = '/usr/sbin/sshd';
@@ -129,7 +130,9 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       'PermitRootLogin prohibit-password',
       `AllowUsers ${user}`,
       'PermitUserEnvironment no',
-      `SetEnv ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+      `SetEnv ${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
       'AcceptEnv LANG',
       'X11Forwarding no',
       'AllowTcpForwarding no',

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { listeningSockets, onPath } from './proc.js';
-import { netnsSupport, startSyncthingPair, SYNCTHING_BIN, waitForFile, type SyncthingPair } from './syncthing.js';
+import { netnsSupport, SYNCTHING_BIN, type SyncthingPair, startSyncthingPair, waitForFile } from './syncthing.js';
 
 function missing(): string[] {
   const out = [SYNCTHING_BIN, 'unshare', 'ip'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);

@@ -22,13 +22,14 @@
  *
  * See README.md beside this file.
  */
-import { execa } from 'execa';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { alive, cleanupOnExit, descendants, killTree, ppidOf, waitFor } from './proc.js';
 
 export const SYNCTHING_BIN = 'syncthing';
@@ -141,7 +142,10 @@ interface Side0 {
  * other's TLS hello until a 20 s timeout. B accepts A's connection, and A redials every second.
  */
 function configXml(me: Side0, peer: Side0, folderId: string, o: SyncthingPairOptions): string {
-  const device = (s: Side0, address: string) => `    <device id="${s.deviceId}" name="${s.side}" compression="metadata" introducer="false" skipIntroductionRemovals="false" introducedBy="">
+  const device = (
+    s: Side0,
+    address: string,
+  ) => `    <device id="${s.deviceId}" name="${s.side}" compression="metadata" introducer="false" skipIntroductionRemovals="false" introducedBy="">
         <address>${address}</address>
         <paused>false</paused>
         <autoAcceptFolders>false</autoAcceptFolders>
@@ -256,11 +260,14 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       }),
     );
     const [a0, b0] = sides;
-    for (const [me, peer] of [[a0, b0], [b0, a0]]) {
+    for (const [me, peer] of [
+      [a0, b0],
+      [b0, a0],
+    ]) {
       fs.writeFileSync(path.join(me.home, 'config.xml'), configXml(me, peer, folderId, opts));
       // Syncthing refuses a folder without its marker unless it made the folder itself.
       fs.mkdirSync(path.join(me.folder, '.stfolder'), { recursive: true });
-      if (opts.ignores) fs.writeFileSync(path.join(me.folder, '.stignore'), opts.ignores.join('\n') + '\n');
+      if (opts.ignores) fs.writeFileSync(path.join(me.folder, '.stignore'), `${opts.ignores.join('\n')}\n`);
     }
 
     // PID 1 of the new namespaces: brings loopback up, starts both, and exits (killing all in the
@@ -329,8 +336,7 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       ]);
       return !!ca.connections[b.deviceId]?.connected && !!cb.connections[a.deviceId]?.connected;
     };
-    const folderState = async (side: Side) =>
-      (await api<{ state: string }>(side, 'GET', `/rest/db/status?folder=${encodeURIComponent(folderId)}`)).state;
+    const folderState = async (side: Side) => (await api<{ state: string }>(side, 'GET', `/rest/db/status?folder=${encodeURIComponent(folderId)}`)).state;
 
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
     const left = () => Math.max(1000, deadline - Date.now());

@@ -29,7 +29,9 @@ transitions:
     // A sender using the place's own numbering (its sendseq), with the reference's prepare and queue-write.
     const payload = path.join(dir, 'payload');
     fs.writeFileSync(payload, 'from the reference\n');
-    const sent = spawnSync('sh', ['-c', `FSPL_SET_KEY=k42 ${REF} prepare -s ${inbox}/sendseq -i ${payload} | ${REF} queue-write -q ${inbox}`], { encoding: 'utf8' });
+    const sent = spawnSync('sh', ['-c', `FSPL_SET_KEY=k42 ${REF} prepare -s ${inbox}/sendseq -i ${payload} | ${REF} queue-write -q ${inbox}`], {
+      encoding: 'utf8',
+    });
     expect(sent.status, sent.stderr).toBe(0);
     const summary = await net.run({ drain: true });
     expect(summary.leftovers).toEqual([]);

@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect } from 'vitest';
 import { readPacket } from 'filespooler';
+import { expect } from 'vitest';
 
 const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
 
@@ -26,9 +26,7 @@ export async function tokens(placeDir: string): Promise<Array<{ seq: bigint; key
 
 /** The keys of the tokens (not the NOPs) in a place, sorted, each as often as it is there. */
 export async function keysOf(placeDir: string): Promise<string[]> {
-  return (await tokens(placeDir))
-    .flatMap((t) => (t.key === undefined ? [] : [t.key]))
-    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  return (await tokens(placeDir)).flatMap((t) => (t.key === undefined ? [] : [t.key])).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
 /**

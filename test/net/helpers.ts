@@ -1,10 +1,10 @@
 /** Helpers for the net tests: a net file in a temporary directory, tokens in and out. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Net, type NetDefinition, readPacket } from 'filespooler';
 import { afterEach } from 'vitest';
-import { Net, readPacket, type NetDefinition } from 'filespooler';
 import { FSPL_BIN } from '../helpers.js';
 
 const dirs: string[] = [];
@@ -76,7 +76,12 @@ export function strayFiles(dir: string): string[] {
     }
   };
   walk(dir);
-  return out.filter((f) => !/(^|\/)(fspl-[^/]*\.fspl|nextseq|nextseq\.lock|sendseq|sendseq\.lock|net\.yaml|journal|live\.json|run\.lock)$/.test(f) && !f.includes('/logs/') && !f.endsWith('.sh'));
+  return out.filter(
+    (f) =>
+      !/(^|\/)(fspl-[^/]*\.fspl|nextseq|nextseq\.lock|sendseq|sendseq\.lock|net\.yaml|journal|live\.json|run\.lock)$/.test(f) &&
+      !f.includes('/logs/') &&
+      !f.endsWith('.sh'),
+  );
 }
 
 /** Start `fspl net ARGS` as a child process. */
@@ -88,7 +93,10 @@ export function spawnFspl(args: string[], opts: { cwd?: string; env?: NodeJS.Pro
 }
 
 /** Run `fspl ARGS` to the end: status, stdout, stderr. */
-export function runFspl(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string | Buffer } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export function runFspl(
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string | Buffer } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const c = spawn(process.execPath, [FSPL_BIN, ...args], { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     children.add(c);

@@ -15,7 +15,16 @@ type Json = {
   state: string;
   live: boolean;
   places: Array<{ name: string; tokens: number; oldestAgeMs?: number; stuck: number }>;
-  transitions: Array<{ name: string; fired: number; perMinute1: number; perMinute15: number; meanServiceMs?: number; p95ServiceMs?: number; sinceLastFiredMs?: number; failing: boolean }>;
+  transitions: Array<{
+    name: string;
+    fired: number;
+    perMinute1: number;
+    perMinute15: number;
+    meanServiceMs?: number;
+    p95ServiceMs?: number;
+    sinceLastFiredMs?: number;
+    failing: boolean;
+  }>;
 };
 
 describe('net status --json', () => {

@@ -1,8 +1,8 @@
 /** The video pipeline of the pmjq paper (docs/nets/video), 100 clips end to end. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect, test } from 'vitest';
 import { Net } from 'filespooler';
+import { expect, test } from 'vitest';
 import { netDir, tokensIn } from './helpers.js';
 
 const EXAMPLE = path.resolve(__dirname, '../../docs/nets/video');

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   BadPacketError,
-  ShortReadError,
   decodeHeader,
   decodeMetadata,
   encodeHeader,
@@ -11,6 +10,7 @@ import {
   formatInfo,
   jobVariables,
   type PacketHeader,
+  ShortReadError,
 } from '../../src/lowlevel.js';
 import { VECTORS } from '../helpers.js';
 

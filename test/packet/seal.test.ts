@@ -4,15 +4,15 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { Decoder } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
-import { PayloadSealError, BadPacketError } from '../../src/base/errors.js';
-import { PREFIX_LENGTH, decodeHeader, encodeHeader, encodeMetadata } from '../../src/packet/codec.js';
+import { BadPacketError, PayloadSealError } from '../../src/base/errors.js';
+import { Queue } from '../../src/index.js';
+import { decodeHeader, encodeHeader, encodeMetadata, PREFIX_LENGTH } from '../../src/packet/codec.js';
 import { MsgpackWriter } from '../../src/packet/msgpack.js';
+import { preparePacket } from '../../src/packet/prepare.js';
 import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, SealVerifier, sealOf } from '../../src/packet/seal.js';
 import { SealTransform } from '../../src/packet/seal-transform.js';
 import { readPacket } from '../../src/packet/stream.js';
 import type { PacketHeader } from '../../src/packet/types.js';
-import { preparePacket } from '../../src/packet/prepare.js';
-import { Queue } from '../../src/index.js';
 import { tempDir } from '../helpers.js';
 
 const base: PacketHeader = { seq: 7n, ctime: { secs: 1700000000n, nanos: 5 }, cmd: { kind: 'Command', params: [Buffer.from('a')], env: [] } };
@@ -80,9 +80,18 @@ describe('the seal in the header', () => {
     const bad = [
       withKeys([[SEAL_LENGTH_KEY, (w) => w.uint(3)]]),
       withKeys([[SEAL_CRC_KEY, (w) => w.uint(3)]]),
-      withKeys([[SEAL_LENGTH_KEY, (w) => w.sint(-1)], [SEAL_CRC_KEY, (w) => w.uint(0)]]),
-      withKeys([[SEAL_LENGTH_KEY, (w) => w.uint(1)], [SEAL_CRC_KEY, (w) => w.uint(2n ** 32n)]]),
-      withKeys([[SEAL_LENGTH_KEY, (w) => w.str('12')], [SEAL_CRC_KEY, (w) => w.uint(0)]]),
+      withKeys([
+        [SEAL_LENGTH_KEY, (w) => w.sint(-1)],
+        [SEAL_CRC_KEY, (w) => w.uint(0)],
+      ]),
+      withKeys([
+        [SEAL_LENGTH_KEY, (w) => w.uint(1)],
+        [SEAL_CRC_KEY, (w) => w.uint(2n ** 32n)],
+      ]),
+      withKeys([
+        [SEAL_LENGTH_KEY, (w) => w.str('12')],
+        [SEAL_CRC_KEY, (w) => w.uint(0)],
+      ]),
     ];
     for (const b of bad) expect(() => decodeHeader(b)).toThrow(BadPacketError);
     expect(decodeHeader(withKeys([['len', (w) => w.uint(5)]])).header).toEqual(base);
@@ -164,7 +173,9 @@ describe('preparePacket({ seal: true })', () => {
     process.env.TMPDIR = spoolDir;
     let fromStream: Buffer;
     try {
-      fromStream = await bytesOf(preparePacket({ seq: 2n, payload: Readable.from([payload.subarray(0, 5), payload.subarray(5)]), seal: true, ctime: base.ctime }));
+      fromStream = await bytesOf(
+        preparePacket({ seq: 2n, payload: Readable.from([payload.subarray(0, 5), payload.subarray(5)]), seal: true, ctime: base.ctime }),
+      );
     } finally {
       if (saved === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = saved;

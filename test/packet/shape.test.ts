@@ -2,7 +2,7 @@ import { Decoder, encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BadPacketError, crc32, decodeHeader } from '../../src/lowlevel.js';
-import { MAX_METADATA_DEPTH, checkMsgpackShape } from '../../src/packet/shape.js';
+import { checkMsgpackShape, MAX_METADATA_DEPTH } from '../../src/packet/shape.js';
 
 function wrap(meta: Buffer): Buffer {
   const p = Buffer.alloc(30);

@@ -11,14 +11,15 @@
  * workload can touch the file system any more. A scan of /proc for anything else with a cwd,
  * root, executable or descriptor on the mount is the safety net.
  */
-import { execa } from 'execa';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { cleanupOnExit, onPath, ppidOf, waitFor } from '../harness/proc.js';
 
 export const PCFS_SOURCE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'pcfs.c');
@@ -62,7 +63,11 @@ export function buildPcfs(): Promise<string> {
   built ??= (async () => {
     const source = fs.readFileSync(PCFS_SOURCE);
     const flags = (await execa('pkg-config', ['--cflags', '--libs', 'fuse3'])).stdout.trim().split(/\s+/).filter(Boolean);
-    const hash = createHash('sha256').update(source).update(JSON.stringify([CFLAGS, flags])).digest('hex').slice(0, 16);
+    const hash = createHash('sha256')
+      .update(source)
+      .update(JSON.stringify([CFLAGS, flags]))
+      .digest('hex')
+      .slice(0, 16);
     const dir = path.join(os.tmpdir(), `fspl-pcfs-${hash}`);
     const bin = path.join(dir, 'pcfs');
     if (fs.existsSync(bin)) return bin;
@@ -293,7 +298,7 @@ function deadOrZombie(pid: number): boolean {
  * mount. Reading these /proc links does not enter the FUSE file system.
  */
 export function mountUsers(mountpoint: string, spare: number[] = [process.pid]): number[] {
-  const under = (p: string | undefined) => p !== undefined && (p === mountpoint || p.startsWith(mountpoint + '/'));
+  const under = (p: string | undefined) => p !== undefined && (p === mountpoint || p.startsWith(`${mountpoint}/`));
   const out: number[] = [];
   for (const name of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;

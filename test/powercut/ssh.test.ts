@@ -9,13 +9,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net, readPacket } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
-import { FSPL_BIN, rng } from '../helpers.js';
 import { onPath } from '../harness/proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
-import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
+import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
+import { FSPL_BIN, rng } from '../helpers.js';
+import { mountPowercut, type PowercutFs, powercutMissing, spawnWorkload } from './harness.js';
 
 const CUTS = Number(process.env.FSPL_POWERCUT_CUTS ?? 30);
 const SEED = Number(process.env.FSPL_POWERCUT_SEED ?? Date.now() % 100000);
@@ -48,7 +48,7 @@ describeIfPresent('power cuts across hosts (ssh outbox and receiver)', missing, 
       `
 hosts:
   a: {}
-  b: { ssh: ${JSON.stringify([...sshd.argv, "b"])} }
+  b: { ssh: ${JSON.stringify([...sshd.argv, 'b'])} }
 places:
   src: { host: a }
   mid: { host: b }
@@ -89,7 +89,10 @@ transitions:
       if (cuts >= CUTS) break;
     }
     const outbox = path.join(dir, 'net.state/a/outbox/mid/jobs');
-    expect(fs.readdirSync(outbox).filter((n) => n.startsWith('fspl-')), `seed ${SEED}: left in the outbox`).toEqual([]);
+    expect(
+      fs.readdirSync(outbox).filter((n) => n.startsWith('fspl-')),
+      `seed ${SEED}: left in the outbox`,
+    ).toEqual([]);
     const jobs = path.join(dir, 'places/mid/jobs');
     const keys = new Map<string, number>();
     const seqs = new Set<bigint>();

@@ -10,11 +10,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { encodeHeader, Net, preparePacket, Queue, readPacket } from 'filespooler';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { Net, Queue, encodeHeader, preparePacket, readPacket } from 'filespooler';
-import { IN_CI, describeIfPresent } from '../gate.js';
+import { describeIfPresent, IN_CI } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
-import { mountPowercut, powercutMissing, spawnWorkload, type PowercutFs } from './harness.js';
+import { mountPowercut, type PowercutFs, powercutMissing, spawnWorkload } from './harness.js';
 
 const CUTS = Number(process.env.FSPL_POWERCUT_CUTS ?? 30);
 const SEED = Number(process.env.FSPL_POWERCUT_SEED ?? Date.now() % 100000);
@@ -88,7 +88,7 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     const random = rng(SEED);
     let next = 0;
     let cuts = 0;
-    for (let round = 0; cuts < CUTS; round++) {
+    while (cuts < CUTS) {
       const batch = 20;
       for (let i = next; i < next + batch; i++) {
         const chunks: Buffer[] = [];
@@ -155,7 +155,8 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     for (let round = 0; round < 10 * CUTS + 50; round++) {
       const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
       if (r === 'cut') cuts++;
-      else if (cuts < CUTS) await addJobs(100); // drained before its cuts: more work, so every cut lands mid-run (queue.write is durable)
+      else if (cuts < CUTS)
+        await addJobs(100); // drained before its cuts: more work, so every cut lands mid-run (queue.write is durable)
       else break;
     }
     const ran = lines(runs).map(BigInt);
@@ -213,7 +214,9 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     }
     // A cut re-runs at most the jobs that were running: --jobs of them.
     expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(WORKERS * cuts);
-    console.log(`power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`);
+    console.log(
+      `power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`,
+    );
   }, 600_000);
 
   test(`queue-process over runs of NOPs (each run recorded as one): over ${CUTS} cuts no command is skipped or run out of order, each cut re-runs at most the job in flight, no spent NOP file is left`, async () => {
@@ -227,7 +230,8 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     // Runs of 1 to 80 NOPs between commands: most cuts land in a run's record or between two.
     const addJobs = (n: number) => {
       for (let i = 0; i < n; i++) {
-        for (let k = Math.floor(random() * 80) + 1; k > 0; k--) queue.writeBuffer(encodeHeader({ seq: ++total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+        for (let k = Math.floor(random() * 80) + 1; k > 0; k--)
+          queue.writeBuffer(encodeHeader({ seq: ++total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'NOP' } }));
         commands.add(++total);
         queue.writeBuffer(encodeHeader({ seq: total, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }));
       }
@@ -247,14 +251,19 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     const ran = lines(runs).map(BigInt);
     const distinct = new Set(ran);
     // Only commands ran (a NOP runs nothing), every one of them, in order; a re-run repeats the last.
-    expect([...distinct].filter((s) => !commands.has(s)), `seed ${SEED}`).toEqual([]);
+    expect(
+      [...distinct].filter((s) => !commands.has(s)),
+      `seed ${SEED}`,
+    ).toEqual([]);
     expect(distinct.size, `seed ${SEED}: commands run`).toBe(commands.size);
     for (let i = 1; i < ran.length; i++) expect(ran[i]! >= ran[i - 1]!, `seed ${SEED}: job ${ran[i]} ran after ${ran[i - 1]}`).toBe(true);
     const reruns = ran.length - distinct.size;
     expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(cuts);
     const left = fs.readdirSync(path.join(qdir, 'jobs'));
     expect(fs.readFileSync(path.join(qdir, 'nextseq'), 'utf8'), `seed ${SEED}`).toBe(`${total + 1n}\n`);
-    console.log(`power cuts, queue-process over runs of NOPs (seed ${SEED}): ${cuts} cuts, ${total} jobs (${commands.size} commands), ${reruns} re-runs, ${left.length} spent job files left`);
+    console.log(
+      `power cuts, queue-process over runs of NOPs (seed ${SEED}): ${cuts} cuts, ${total} jobs (${commands.size} commands), ${reruns} re-runs, ${left.length} spent job files left`,
+    );
     // The note of a run of NOPs (N FIRST LAST) lets the next run delete the spent NOPs a cut brought back.
     expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
   }, 900_000);
@@ -319,62 +328,67 @@ transitions:
     }
     console.log(`power cuts, net (seed ${SEED}): ${cuts} cuts, ${total} keys, each in the sink once`);
   }, 900_000);
-  test(`net retry: over ${CUTS} cuts each error token is either still in the error place or back upstream, never both, never neither`, async () => {
-    const { inside } = fresh('retry');
-    const netFile = path.join(inside, 'net.yaml');
-    fs.writeFileSync(netFile, 'places: { in: {}, out: {}, failed: {} }\ntransitions:\n  work: { in: in, out: out, error: failed }\n');
-    const init = await spawnWorkload(['sh', '-c', `${FSPL} net init ${netFile}`]).exited;
-    expect(init.code, init.stderr).toBe(0);
-    const net = Net.load(netFile);
-    let total = 0;
-    // Error tokens as a failed firing leaves them, put by the library (durable before it returns).
-    const putBatch = async (n: number) => {
-      for (let i = total; i < total + n; i++) await net.put('failed', Buffer.from(`p${i}\n`), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in' } });
-      total += n;
-    };
-    await putBatch(200);
-    await pc.sync();
-    const random = rng(SEED + 3);
-    const keysOf = async (place: string) => {
-      const out: string[] = [];
-      const jobs = path.join(inside, 'places', place, 'jobs');
-      for (const name of fs.readdirSync(jobs)) {
-        if (!/^fspl-.*\.fspl$/.test(name)) continue;
-        const p = await readPacket({ path: path.join(jobs, name) });
-        p.payload.destroy(); // only the header is read: the file's descriptor goes now, not at GC
-        if (p.kind === 'NOP') continue; // a filler for a number a cut undid before its token was published
-        out.push(Buffer.from(p.env.find(([k]) => Buffer.from(k).toString() === 'KEY')![1]).toString());
+  test(
+    `net retry: over ${CUTS} cuts each error token is either still in the error place or back upstream, never both, never neither`,
+    async () => {
+      const { inside } = fresh('retry');
+      const netFile = path.join(inside, 'net.yaml');
+      fs.writeFileSync(netFile, 'places: { in: {}, out: {}, failed: {} }\ntransitions:\n  work: { in: in, out: out, error: failed }\n');
+      const init = await spawnWorkload(['sh', '-c', `${FSPL} net init ${netFile}`]).exited;
+      expect(init.code, init.stderr).toBe(0);
+      const net = Net.load(netFile);
+      let total = 0;
+      // Error tokens as a failed firing leaves them, put by the library (durable before it returns).
+      const putBatch = async (n: number) => {
+        for (let i = total; i < total + n; i++)
+          await net.put('failed', Buffer.from(`p${i}\n`), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in' } });
+        total += n;
+      };
+      await putBatch(200);
+      await pc.sync();
+      const random = rng(SEED + 3);
+      const keysOf = async (place: string) => {
+        const out: string[] = [];
+        const jobs = path.join(inside, 'places', place, 'jobs');
+        for (const name of fs.readdirSync(jobs)) {
+          if (!/^fspl-.*\.fspl$/.test(name)) continue;
+          const p = await readPacket({ path: path.join(jobs, name) });
+          p.payload.destroy(); // only the header is read: the file's descriptor goes now, not at GC
+          if (p.kind === 'NOP') continue; // a filler for a number a cut undid before its token was published
+          out.push(Buffer.from(p.env.find(([k]) => Buffer.from(k).toString() === 'KEY')![1]).toString());
+        }
+        return out;
+      };
+      let cuts = 0;
+      const retry = `exec ${FSPL} net retry ${netFile} --all -l error`;
+      for (let round = 0; round < 10 * CUTS + 50; round++) {
+        const r = await runUntilCut(pc, retry, random, 250, cuts < CUTS ? 800 : Infinity);
+        if (r !== 'cut') {
+          if (cuts >= CUTS) break;
+          await putBatch(100); // it finished before its cut: more to move, so every cut lands mid-run
+          continue;
+        }
+        cuts++;
+        // After the cut, the next operator command finishes what was begun (here a retry of a
+        // transition the net does not have: it recovers, then exits 2), and each token is in one place.
+        const check = await spawnWorkload(['sh', '-c', `${FSPL} net retry ${netFile} --transition none-such`]).exited;
+        expect(check.code, check.stderr).toBe(2);
+        const keys = [...(await keysOf('in')), ...(await keysOf('failed'))];
+        expect(keys.length, `seed ${SEED}, cut ${cuts}: tokens in both places or in neither`).toBe(total);
+        expect(new Set(keys).size, `seed ${SEED}, cut ${cuts}: a token in both places`).toBe(total);
       }
-      return out;
-    };
-    let cuts = 0;
-    const retry = `exec ${FSPL} net retry ${netFile} --all -l error`;
-    for (let round = 0; round < 10 * CUTS + 50; round++) {
-      const r = await runUntilCut(pc, retry, random, 250, cuts < CUTS ? 800 : Infinity);
-      if (r !== 'cut') {
-        if (cuts >= CUTS) break;
-        await putBatch(100); // it finished before its cut: more to move, so every cut lands mid-run
-        continue;
-      }
-      cuts++;
-      // After the cut, the next operator command finishes what was begun (here a retry of a
-      // transition the net does not have: it recovers, then exits 2), and each token is in one place.
-      const check = await spawnWorkload(['sh', '-c', `${FSPL} net retry ${netFile} --transition none-such`]).exited;
-      expect(check.code, check.stderr).toBe(2);
-      const keys = [...(await keysOf('in')), ...(await keysOf('failed'))];
-      expect(keys.length, `seed ${SEED}, cut ${cuts}: tokens in both places or in neither`).toBe(total);
-      expect(new Set(keys).size, `seed ${SEED}, cut ${cuts}: a token in both places`).toBe(total);
-    }
-    // The last retry ran to the end: everything is upstream, and a drain delivers each key once.
-    expect(await keysOf('failed'), `seed ${SEED}`).toEqual([]);
-    const drain = await spawnWorkload(['sh', '-c', `${FSPL} net run --drain -l error ${netFile}`]).exited;
-    expect(drain.code, drain.stderr).toBe(0);
-    const out = await keysOf('out');
-    expect(out.sort(), `seed ${SEED}`).toEqual(Array.from({ length: total }, (_, i) => `k${i}`).sort());
-    console.log(`power cuts, net retry (seed ${SEED}): ${cuts} cuts, ${total} error tokens, each back exactly once`);
-    // Its time grows faster than the cuts: a retry that finishes before its cut gets 100 tokens
-    // more, and after each cut every token is read and the file system rebuilt. The faster the
-    // retries, the more tokens (4,200 at 100 cuts in 317 s on 2026-11-25; at 300 cuts it passed
-    // 900 s): a limit per cut, not one for every number of cuts.
-  }, Math.max(900_000, CUTS * 6_000));
+      // The last retry ran to the end: everything is upstream, and a drain delivers each key once.
+      expect(await keysOf('failed'), `seed ${SEED}`).toEqual([]);
+      const drain = await spawnWorkload(['sh', '-c', `${FSPL} net run --drain -l error ${netFile}`]).exited;
+      expect(drain.code, drain.stderr).toBe(0);
+      const out = await keysOf('out');
+      expect(out.sort(), `seed ${SEED}`).toEqual(Array.from({ length: total }, (_, i) => `k${i}`).sort());
+      console.log(`power cuts, net retry (seed ${SEED}): ${cuts} cuts, ${total} error tokens, each back exactly once`);
+      // Its time grows faster than the cuts: a retry that finishes before its cut gets 100 tokens
+      // more, and after each cut every token is read and the file system rebuilt. The faster the
+      // retries, the more tokens (4,200 at 100 cuts in 317 s on 2026-11-25; at 300 cuts it passed
+      // 900 s): a limit per cut, not one for every number of cuts.
+    },
+    Math.max(900_000, CUTS * 6_000),
+  );
 });

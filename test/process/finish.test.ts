@@ -7,11 +7,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Finisher, GROUP_MAX, NOP_RUN_MAX, jobRecord, nopRunAt, nopRunRecord, type FinishRecord } from '../../src/process/finish.js';
-import { runBatchSync } from '../../src/sys/fs-batch.js';
-import type { JobEntry } from '../../src/queue/jobs.js';
 import { silentLogger } from '../../src/base/log.js';
-import { Queue, encodeHeader, processQueue, type CommandType } from '../../src/lowlevel.js';
+import { type CommandType, encodeHeader, processQueue, Queue } from '../../src/lowlevel.js';
+import { Finisher, type FinishRecord, GROUP_MAX, jobRecord, NOP_RUN_MAX, nopRunAt, nopRunRecord } from '../../src/process/finish.js';
+import type { JobEntry } from '../../src/queue/jobs.js';
+import { runBatchSync } from '../../src/sys/fs-batch.js';
 import { tempDir } from '../helpers.js';
 
 const NOP: CommandType = { kind: 'NOP' };
@@ -44,7 +44,10 @@ async function cutAfter(q: Queue, k: number, make: MakeRecord): Promise<number> 
   try {
     const ops = new Finisher(q, sf, silentLogger).steps(record).steps.flat();
     const results = runBatchSync(ops.slice(0, k));
-    expect([...results].filter((r) => r < 0), `operation ${k}`).toEqual([]);
+    expect(
+      [...results].filter((r) => r < 0),
+      `operation ${k}`,
+    ).toEqual([]);
     return ops.length;
   } finally {
     sf.release(); // the note stays in the lock file, as a kill leaves it
@@ -62,7 +65,9 @@ describe('nopRunAt', () => {
     expect(seqs(nopRunAt(jobs, 5n, Infinity))).toEqual([5, 6]);
     jobs.delete(6n);
     expect(seqs(nopRunAt(jobs, 5n, Infinity))).toEqual([5]);
-    const many = new Map(Array.from({ length: NOP_RUN_MAX + 5 }, (_, i) => [BigInt(i + 1), { ...jobs.get(1n)!, header: { ...jobs.get(1n)!.header, seq: BigInt(i + 1) } }]));
+    const many = new Map(
+      Array.from({ length: NOP_RUN_MAX + 5 }, (_, i) => [BigInt(i + 1), { ...jobs.get(1n)!, header: { ...jobs.get(1n)!.header, seq: BigInt(i + 1) } }]),
+    );
     expect(nopRunAt(many, 1n, Infinity)).toHaveLength(NOP_RUN_MAX);
   });
 });
@@ -123,7 +128,9 @@ describe('deletions made durable together', () => {
     expect(notes[0]).toBe(`S 1 ${jobs.get(1n)!.filename}`);
     expect(notes[GROUP_MAX - 1]!.split(' ')).toHaveLength(2 + GROUP_MAX);
     expect(notes[GROUP_MAX]!.split(' ')).toHaveLength(3);
-    expect(notes[n - 1]!.split(' ').slice(2)).toEqual([n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map((s) => jobs.get(BigInt(s))!.filename));
+    expect(notes[n - 1]!.split(' ').slice(2)).toEqual(
+      [n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map((s) => jobs.get(BigInt(s))!.filename),
+    );
     // A power cut now: the last jobs' deletions were not durable, so their files come back; the
     // run ends without settling (the note stays).
     for (const s of [n, n - 1, n - 2]) fs.writeFileSync(q.jobPath(jobs.get(BigInt(s))!.filename), copies.get(jobs.get(BigInt(s))!.filename)!);
@@ -183,7 +190,12 @@ describe('processQueue over runs of NOPs', () => {
   it('reports each NOP, honours maxJobs and neverDelete, and keeps --output-to saveboth per job', async () => {
     const { q, command, ran } = queueOf([NOP, NOP, NOP, COMMAND, NOP]);
     const events: string[] = [];
-    const r = await processQueue(q, { ...command, maxJobs: 2, neverDelete: true, onEvent: (e) => events.push(e.type === 'end' || e.type === 'start' ? `${e.type} ${e.seq}` : e.type) });
+    const r = await processQueue(q, {
+      ...command,
+      maxJobs: 2,
+      neverDelete: true,
+      onEvent: (e) => events.push(e.type === 'end' || e.type === 'start' ? `${e.type} ${e.seq}` : e.type),
+    });
     expect(r).toEqual({ processed: 2, succeeded: 2, failed: 0 });
     expect(events).toEqual(['scan', 'start 1', 'end 1', 'start 2', 'end 2']);
     expect(fs.readdirSync(q.jobsDir)).toHaveLength(5);

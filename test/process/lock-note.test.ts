@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatLockNote, parseLockNote, type LockNote } from '../../src/process/lock-note.js';
+import { formatLockNote, type LockNote, parseLockNote } from '../../src/process/lock-note.js';
 import { genFilename } from '../../src/queue/jobs.js';
 
 describe('the lock file note (src/process/lock-note.ts)', () => {

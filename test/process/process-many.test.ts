@@ -8,12 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader } from '../../src/packet/codec.js';
-import type { CommandType } from '../../src/packet/types.js';
 import { makeHeader } from '../../src/packet/prepare.js';
-import { FileLock } from '../../src/sys/lock.js';
+import type { CommandType } from '../../src/packet/types.js';
+import type { JobContext } from '../../src/process/process.js';
 import { processQueues, type QueuesEvent } from '../../src/process/process-many.js';
 import { Queue } from '../../src/queue/queue.js';
-import type { JobContext } from '../../src/process/process.js';
+import { FileLock } from '../../src/sys/lock.js';
 import { memTempDir, rng } from '../helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -168,7 +168,11 @@ describe('processQueues', () => {
   it('runs each queue in timestamp order when asked', async () => {
     const parent = memTempDir();
     const q = Queue.init(path.join(parent, 'ts'));
-    for (const [seq, secs] of [[5, 300], [9, 100], [1, 200]] as const) {
+    for (const [seq, secs] of [
+      [5, 300],
+      [9, 100],
+      [1, 200],
+    ] as const) {
       q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), ctime: { secs: BigInt(secs), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } })));
     }
     const seen: bigint[] = [];
@@ -185,7 +189,9 @@ describe('processQueues', () => {
   });
 
   it('fails at once on a --queues-in parent that cannot be read', async () => {
-    await expect(processQueues([], { queuesIn: '/nonexistent/parent', command: 'true' })).rejects.toThrow('Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent');
+    await expect(processQueues([], { queuesIn: '/nonexistent/parent', command: 'true' })).rejects.toThrow(
+      'Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent',
+    );
   });
 
   it('leaves out what under a parent is not a queue: files, hidden and append-only directories', async () => {
@@ -209,7 +215,10 @@ describe('processQueues with watch', () => {
     }
   }
 
-  for (const mode of [{ name: 'events', watch: true as const }, { name: 'polling', watch: { pollInterval: 0.05 } }]) {
+  for (const mode of [
+    { name: 'events', watch: true as const },
+    { name: 'polling', watch: { pollInterval: 0.05 } },
+  ]) {
     it(`serves queues made later and forgets queues removed, without an error loop (${mode.name})`, async () => {
       const parent = memTempDir();
       const [a] = queues(parent, 1, 1);

@@ -3,17 +3,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  type CommandType,
   DuplicateSeqError,
   ExecError,
+  encodeHeader,
   JobFailedError,
   LockedError,
-  Queue,
-  SeqOverflowError,
-  encodeHeader,
+  type PacketHeader,
   processFd,
   processQueue,
-  type CommandType,
-  type PacketHeader,
+  Queue,
+  SeqOverflowError,
 } from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
@@ -287,7 +287,10 @@ describe('processQueue after a run killed while finishing a job', () => {
       q.writeBuffer(packet(1n));
       killedWhileFinishing(q, note.replace('FILE', file));
       await processQueue(q, { command: script });
-      expect(lines().map((l) => l[0]), note).toEqual(['1']);
+      expect(
+        lines().map((l) => l[0]),
+        note,
+      ).toEqual(['1']);
       expect(fs.readdirSync(q.jobsDir), note).toHaveLength(1);
       expect(q.getNext(), note).toBe(2n);
     }

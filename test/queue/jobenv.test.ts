@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ChildEnv, childEnvironment, jobEnvironment, jobVariableStrings, jobVariables, type JobVariable } from '../../src/queue/jobenv.js';
 import { makeHeader } from '../../src/packet/prepare.js';
+import { ChildEnv, childEnvironment, type JobVariable, jobEnvironment, jobVariableStrings, jobVariables } from '../../src/queue/jobenv.js';
 
 /** The definition: inherited variables, the job's added or replacing them, sorted by name. */
 function reference(vars: JobVariable[], base: NodeJS.ProcessEnv): Record<string, string> {
@@ -32,13 +32,25 @@ describe('jobEnvironment', () => {
 
   it('follows changes to the same inherited object between calls', () => {
     const base: NodeJS.ProcessEnv = { B: 'b', A: 'a' };
-    expect(entries(jobEnvironment([v('C', 'c')], base))).toEqual([['A', 'a'], ['B', 'b'], ['C', 'c']]);
+    expect(entries(jobEnvironment([v('C', 'c')], base))).toEqual([
+      ['A', 'a'],
+      ['B', 'b'],
+      ['C', 'c'],
+    ]);
     base.AA = 'aa';
     base.B = 'changed';
-    expect(entries(jobEnvironment([v('C', 'c')], base))).toEqual([['A', 'a'], ['AA', 'aa'], ['B', 'changed'], ['C', 'c']]);
+    expect(entries(jobEnvironment([v('C', 'c')], base))).toEqual([
+      ['A', 'a'],
+      ['AA', 'aa'],
+      ['B', 'changed'],
+      ['C', 'c'],
+    ]);
     delete base.A;
     base.D = undefined;
-    expect(entries(jobEnvironment([], base))).toEqual([['AA', 'aa'], ['B', 'changed']]);
+    expect(entries(jobEnvironment([], base))).toEqual([
+      ['AA', 'aa'],
+      ['B', 'changed'],
+    ]);
   });
 
   it('gives what the definition gives, in the same order', () => {
@@ -68,7 +80,14 @@ describe('jobVariableStrings', () => {
     const header = makeHeader({
       seq: 12345678901234567890n,
       ctime: { secs: 1_700_000_000n, nanos: 42 },
-      cmd: { kind: 'Command', params: [Buffer.from('one'), bad], env: [[Buffer.from('KEY'), Buffer.from('k1')], [bad, bad]] },
+      cmd: {
+        kind: 'Command',
+        params: [Buffer.from('one'), bad],
+        env: [
+          [Buffer.from('KEY'), Buffer.from('k1')],
+          [bad, bad],
+        ],
+      },
     });
     const where = { queuedir: '/q/dir', filename: 'fspl-1.fspl' };
     const saved = process.env.TZ;

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DuplicateSeqError, NotFoundError, Queue, QueueError, encodeHeader, isJobFilename, type PacketHeader } from '../../src/lowlevel.js';
+import { DuplicateSeqError, encodeHeader, isJobFilename, NotFoundError, type PacketHeader, Queue, QueueError } from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, payload = '', secs = 1700000000n): Buffer {
@@ -85,7 +85,10 @@ describe('a FIFO named like a job', () => {
     try {
       for (const noNative of ['1', '']) {
         process.env.FSPL_NO_NATIVE = noNative;
-        expect((await q.list()).map((j) => j.header.seq), `FSPL_NO_NATIVE=${noNative}`).toEqual([1n]);
+        expect(
+          (await q.list()).map((j) => j.header.seq),
+          `FSPL_NO_NATIVE=${noNative}`,
+        ).toEqual([1n]);
       }
     } finally {
       if (saved === undefined) delete process.env.FSPL_NO_NATIVE;

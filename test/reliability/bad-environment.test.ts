@@ -17,7 +17,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, describe, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { IS_ROOT, describeNeeding, fspl, isJobName, lines, packet, readLog, record, recorder, tempDir, type RunOptions, type RunResult } from './common.js';
+import { describeNeeding, fspl, IS_ROOT, isJobName, lines, packet, type RunOptions, type RunResult, readLog, record, recorder, tempDir } from './common.js';
 
 const NOBODY = 65534;
 const cases: Record<string, unknown> = {};
@@ -73,7 +73,11 @@ describe('the queue directory', () => {
     const dir = tempDir();
     const missing = path.join(dir, 'no-such-queue');
     const out: Record<string, unknown> = {};
-    for (const args of [['queue-process', '-q', missing, '/bin/true'], ['queue-write', '-q', missing], ['queue-ls', '-q', missing]]) {
+    for (const args of [
+      ['queue-process', '-q', missing, '/bin/true'],
+      ['queue-write', '-q', missing],
+      ['queue-ls', '-q', missing],
+    ]) {
       const r = await fspl(args, { stdin: packet(1) });
       expect(r.code, r.stderr).toBe(1);
       expect(lines(r.stderr)).toEqual([expect.stringMatching(/^Error: Cannot open queue .*no-such-queue.*No such file or directory/)]);
@@ -146,20 +150,32 @@ describe('the lock file', () => {
     const out: Record<string, unknown> = {};
     const lock = (s: { qdir: string }) => path.join(s.qdir, 'nextseq.lock');
     const variants: Array<[string, (s: ReturnType<typeof setup>) => RunOptions, RegExp]> = [
-      ['mode 000', (s) => {
-        const o = asUnprivileged(s.dir);
-        fs.chmodSync(lock(s), 0o000);
-        return o;
-      }, /^Error: Permission denied: .*nextseq\.lock$/],
-      ['a directory', (s) => {
-        fs.rmSync(lock(s));
-        fs.mkdirSync(lock(s));
-        return {};
-      }, /^Error: Is a directory: .*nextseq\.lock$/],
-      ['missing', (s) => {
-        fs.rmSync(lock(s));
-        return {};
-      }, /^Error: Cannot open lock file .*nextseq\.lock: No such file or directory/],
+      [
+        'mode 000',
+        (s) => {
+          const o = asUnprivileged(s.dir);
+          fs.chmodSync(lock(s), 0o000);
+          return o;
+        },
+        /^Error: Permission denied: .*nextseq\.lock$/,
+      ],
+      [
+        'a directory',
+        (s) => {
+          fs.rmSync(lock(s));
+          fs.mkdirSync(lock(s));
+          return {};
+        },
+        /^Error: Is a directory: .*nextseq\.lock$/,
+      ],
+      [
+        'missing',
+        (s) => {
+          fs.rmSync(lock(s));
+          return {};
+        },
+        /^Error: Cannot open lock file .*nextseq\.lock: No such file or directory/,
+      ],
     ];
     for (const [name, arrange, pattern] of variants) {
       const s = setup(1);
@@ -251,7 +267,9 @@ describe('the decoder', () => {
     // The reference kills its decoder (SIGKILL) and goes on: job done, nextseq 2. We send SIGTERM
     // (so that a well-behaved decoder exits quietly) and SIGKILL one second later.
     const s = setup(1, () => Buffer.alloc(200_000, 0x64));
-    const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'trap "" TERM; cat; exec sleep 1000', '/bin/sh', '--', '-c', 'head -c 1 > /dev/null'], { timeoutMs: 4_000 });
+    const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'trap "" TERM; cat; exec sleep 1000', '/bin/sh', '--', '-c', 'head -c 1 > /dev/null'], {
+      timeoutMs: 4_000,
+    });
     cases.decoderIgnoresSigterm = { timedOutAfter4s: r.timedOut, ...state(r, s) };
     expect(r.timedOut, 'queue-process hung').toBe(false);
     expect(state(r, s)).toMatchObject({ exit: 0, nextseq: '2', jobFiles: 0 });
@@ -282,7 +300,10 @@ describe('the decoder', () => {
     // decoder (a missing key, a missing program) looks like an empty queue. We warn.
     const s = setup(1);
     const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'exit 2', s.cmd]);
-    expect(lines(r.stderr).some((l) => /WARN.*decoder exited with status 2/i.test(l)), r.stderr).toBe(true);
+    expect(
+      lines(r.stderr).some((l) => /WARN.*decoder exited with status 2/i.test(l)),
+      r.stderr,
+    ).toBe(true);
     expect(state(r, s)).toMatchObject({ exit: 0, ran: [], nextseq: '1', jobFiles: 1 });
   });
 });

@@ -6,17 +6,17 @@
  * Figures go to test/reliability/.results/NAME.json (gitignored); docs/reliability.md is written
  * from them (`node test/reliability/summarize.mjs` prints them as a table).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
-import { copyBuild } from '../build-copy.js';
-import { describeIfPresent } from '../gate.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import type { CommandType, PacketHeader } from '../../src/packet/types.js';
+import { copyBuild } from '../build-copy.js';
+import { describeIfPresent } from '../gate.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const RESULTS_DIR = path.join(ROOT, 'test', 'reliability', '.results');

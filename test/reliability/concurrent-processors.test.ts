@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { Queue } from '../../src/queue/queue.js';
-import { HAVE_REF, fspl, lines, packet, readLog, record, recorder, startFspl, tempDir, waitFor, type RunResult } from './common.js';
+import { fspl, HAVE_REF, lines, packet, type RunResult, readLog, record, recorder, startFspl, tempDir, waitFor } from './common.js';
 
 const LOCK_ERROR = /^Error: Could not obtain lock on .*nextseq\.lock: it is held by another process$/;
 

@@ -20,7 +20,9 @@ const JOBS = 40;
 const KILLS = 20;
 const WORKERS = 3;
 
-test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, --jobs ${WORKERS}: none lost, each queue in order, only jobs in flight re-run`, { timeout: 180_000 }, async () => {
+test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, --jobs ${WORKERS}: none lost, each queue in order, only jobs in flight re-run`, {
+  timeout: 180_000,
+}, async () => {
   const rng = rngFor('crash-many');
   const dir = tempDir();
   const parent = path.join(dir, 'queues');
@@ -30,7 +32,9 @@ test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, 
   // Each command logs "QUEUE SEQ" (QUEUE as a number: readLog reads numbers, one per line, so two lines a job).
   const log = path.join(dir, 'log');
   const command = path.join(dir, 'record.sh');
-  fs.writeFileSync(command, `#!/bin/sh\nq=$(basename "$FSPL_JOB_QUEUEDIR")\nprintf '%s\\n%s\\n' "\${q#q}" "$FSPL_SEQ" >> '${log}'\ncat > /dev/null\n`, { mode: 0o755 });
+  fs.writeFileSync(command, `#!/bin/sh\nq=$(basename "$FSPL_JOB_QUEUEDIR")\nprintf '%s\\n%s\\n' "\${q#q}" "$FSPL_SEQ" >> '${log}'\ncat > /dev/null\n`, {
+    mode: 0o755,
+  });
   const executions = (): Array<[number, number]> => {
     const n = readLog(log);
     const out: Array<[number, number]> = [];
@@ -97,7 +101,10 @@ test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, 
     const q = queues[i]!;
     expect(nextseqOf(q), `queue ${i}: nextseq`).toBe(JOBS + 1);
     expect(ls(q.jobsDir), `queue ${i}: files left in jobs/`).toEqual([]);
-    expect(ls(q.dir).filter((n) => !['jobs', 'nextseq', 'nextseq.lock'].includes(n)), `queue ${i}: temporary files`).toEqual([]);
+    expect(
+      ls(q.dir).filter((n) => !['jobs', 'nextseq', 'nextseq.lock'].includes(n)),
+      `queue ${i}: temporary files`,
+    ).toEqual([]);
     expect(ls(q.jobsDir).filter(isJobName)).toEqual([]);
   }
   record('crash-many', rng.seed, {

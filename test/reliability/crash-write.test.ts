@@ -6,6 +6,8 @@
  * write leaves at most a tmp-fspl-*.tmp, which every reader ignores); the sender's seqfile always
  * holds a valid number and never goes backwards.
  */
+
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,23 +16,22 @@ import { decodeHeader } from '../../src/packet/codec.js';
 import { Queue } from '../../src/queue/queue.js';
 import { parseSeqfileText } from '../../src/sys/seqfile.js';
 import {
-  HAVE_REF,
-  REF_BIN,
   envFor,
   fsplBin,
+  HAVE_REF,
   isJobName,
   killGroup,
   ls,
   packet,
+  REF_BIN,
+  type Rng,
   record,
   rngFor,
   sleep,
   startFspl,
   tempDir,
   waitFor,
-  type Rng,
 } from './common.js';
-import { spawn } from 'node:child_process';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -128,7 +129,12 @@ describe('crash during queue-write', () => {
       for (let k = 0; k < pieces; k++) {
         if (!sink.write(pkt.subarray(k * 64 * 1024, (k + 1) * 64 * 1024))) await new Promise((r) => sink.once('drain', r));
       }
-      await waitFor(() => ls(q.jobsDir).some((n) => n.startsWith('tmp-fspl-') && !seenTemps.has(n) && fs.statSync(q.jobPath(n)).size > 0), 'data in the temporary file', 30_000, 1);
+      await waitFor(
+        () => ls(q.jobsDir).some((n) => n.startsWith('tmp-fspl-') && !seenTemps.has(n) && fs.statSync(q.jobPath(n)).size > 0),
+        'data in the temporary file',
+        30_000,
+        1,
+      );
       killGroup(run.child);
       const r = await run.done;
       expect(r.signal).toBe('SIGKILL');

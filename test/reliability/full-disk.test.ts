@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { HAVE_REF, describeNeeding, fspl, isJobName, lines, packet, readLog, record, recorder, tempDir, type RunResult } from './common.js';
+import { describeNeeding, fspl, HAVE_REF, isJobName, lines, packet, type RunResult, readLog, record, recorder, tempDir } from './common.js';
 
 const KiB = 1024;
 
@@ -49,7 +49,10 @@ function fill(dir: string): void {
 /** Exit 1 and one `Error: ` line (besides fspl's own log lines, such as the failed command's). */
 function expectOneErrorLine(r: RunResult, pattern: RegExp, what: string): void {
   expect(r.code, `${what}: ${r.stderr}`).toBe(1);
-  expect(lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)), what).toEqual([expect.stringMatching(pattern)]);
+  expect(
+    lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)),
+    what,
+  ).toEqual([expect.stringMatching(pattern)]);
 }
 
 const figures: Record<string, unknown> = {};

@@ -8,20 +8,21 @@
  * a declared length before the bytes exist; the CLI prints one `Error: ` line and exits 1, and a
  * queue scan skips such files without a word.
  */
-import { encode as msgpackEncode } from '@msgpack/msgpack';
-import fc from 'fast-check';
+
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { encode as msgpackEncode } from '@msgpack/msgpack';
+import fc from 'fast-check';
 import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { FsplError, PayloadSealError } from '../../src/base/errors.js';
+import { crc32, decodeHeader, encodeHeader, PREFIX_LENGTH } from '../../src/packet/codec.js';
+import { readHeaderFromStream, readHeaderSync } from '../../src/packet/read.js';
 import { sealOf } from '../../src/packet/seal.js';
 import { copyPacketSync } from '../../src/packet/sealed-copy.js';
-import { readPacket } from '../../src/packet/stream.js';
-import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../../src/packet/codec.js';
-import { readHeaderFromStream, readHeaderSync } from '../../src/packet/read.js';
 import { MAX_METADATA_DEPTH } from '../../src/packet/shape.js';
-import { I64_MAX, I64_MIN, U64_MAX, type PacketHeader } from '../../src/packet/types.js';
+import { readPacket } from '../../src/packet/stream.js';
+import { I64_MAX, I64_MIN, type PacketHeader, U64_MAX } from '../../src/packet/types.js';
 import { Queue } from '../../src/queue/queue.js';
 import { fspl, lines, packet, readLog, record, recorder, rngFor, tempDir } from './common.js';
 
@@ -115,14 +116,30 @@ const unsealedHeaderArb: fc.Arbitrary<PacketHeader> = fc.record({
 });
 
 /** Headers, sealed (with seals that lie about the payload, mostly) or not. */
-const headerArb: fc.Arbitrary<PacketHeader> = fc
-  .tuple(unsealedHeaderArb, fc.option(sealArb))
-  .map(([h, seal]) => (seal === null ? h : { ...h, seal }));
+const headerArb: fc.Arbitrary<PacketHeader> = fc.tuple(unsealedHeaderArb, fc.option(sealArb)).map(([h, seal]) => (seal === null ? h : { ...h, seal }));
 
 const validPacketArb = fc.tuple(headerArb, bytes(64)).map(([h, payload]) => ({ h, packet: Buffer.concat([encodeHeader(h), payload]) }));
 
 /** MessagePack values, biased towards the names and shapes a header uses. */
-const keyArb = fc.constantFrom('seq', 'ctime', 'cmd_type', 'Command', 'params', 'env', 'NOP', 'Fail', 'secs', 'nanos', 'secs_since_epoch', '0', '1', 'x', '__proto__', 'payload_len', 'payload_crc32');
+const keyArb = fc.constantFrom(
+  'seq',
+  'ctime',
+  'cmd_type',
+  'Command',
+  'params',
+  'env',
+  'NOP',
+  'Fail',
+  'secs',
+  'nanos',
+  'secs_since_epoch',
+  '0',
+  '1',
+  'x',
+  '__proto__',
+  'payload_len',
+  'payload_crc32',
+);
 const { value: valueArb } = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
@@ -143,10 +160,19 @@ const { value: valueArb } = fc.letrec<{ value: unknown }>((tie) => ({
 const nearHeaderArb = fc
   .record({
     seq: fc.oneof(fc.bigInt({ min: 0n, max: U64_MAX }), valueArb),
-    ctime: fc.oneof(fc.tuple(fc.bigInt({ min: I64_MIN, max: I64_MAX }), fc.integer({ min: 0, max: 0xffffffff })), fc.record({ secs: fc.integer(), nanos: fc.nat() }), valueArb),
+    ctime: fc.oneof(
+      fc.tuple(fc.bigInt({ min: I64_MIN, max: I64_MAX }), fc.integer({ min: 0, max: 0xffffffff })),
+      fc.record({ secs: fc.integer(), nanos: fc.nat() }),
+      valueArb,
+    ),
     cmd_type: fc.oneof(
       fc.constantFrom('NOP', 'Fail', 'Other'),
-      fc.record({ Command: fc.record({ params: fc.array(fc.oneof(fc.array(fc.nat(300)), valueArb), { maxLength: 3 }), env: fc.array(fc.oneof(fc.tuple(fc.array(fc.nat(255)), fc.array(fc.nat(255))), valueArb), { maxLength: 3 }) }) }),
+      fc.record({
+        Command: fc.record({
+          params: fc.array(fc.oneof(fc.array(fc.nat(300)), valueArb), { maxLength: 3 }),
+          env: fc.array(fc.oneof(fc.tuple(fc.array(fc.nat(255)), fc.array(fc.nat(255))), valueArb), { maxLength: 3 }),
+        }),
+      }),
       fc.record({ Command: fc.tuple(fc.array(fc.array(fc.nat(255))), fc.array(valueArb, { maxLength: 2 })) }),
       valueArb,
     ),
@@ -242,7 +268,13 @@ describe('header decoder under hostile input (library)', () => {
     fc.assert(
       fc.property(validPacketArb, ({ h, packet }) => {
         const { header, length } = decodeHeader(packet);
-        expect(header).toEqual({ ...h, cmd: h.cmd.kind === 'Command' ? { ...h.cmd, params: h.cmd.params.map((p) => Buffer.from(p)), env: h.cmd.env.map(([k, v]) => [Buffer.from(k), Buffer.from(v)]) } : h.cmd });
+        expect(header).toEqual({
+          ...h,
+          cmd:
+            h.cmd.kind === 'Command'
+              ? { ...h.cmd, params: h.cmd.params.map((p) => Buffer.from(p)), env: h.cmd.env.map(([k, v]) => [Buffer.from(k), Buffer.from(v)]) }
+              : h.cmd,
+        });
         expect(length).toBe(encodeHeader(h).length);
         count('valid packets', 'ok');
       }),
@@ -252,9 +284,15 @@ describe('header decoder under hostile input (library)', () => {
 
   test('random bytes', () => {
     fc.assert(
-      fc.property(fc.oneof(anyBytes(100), anyBytes(100).map((b) => Buffer.concat([Buffer.from('*FILESPOOLER'), b]))), (b) => {
-        both('random bytes', b);
-      }),
+      fc.property(
+        fc.oneof(
+          anyBytes(100),
+          anyBytes(100).map((b) => Buffer.concat([Buffer.from('*FILESPOOLER'), b])),
+        ),
+        (b) => {
+          both('random bytes', b);
+        },
+      ),
       params(5000),
     );
   });
@@ -368,7 +406,15 @@ describe('header decoder under hostile input (library)', () => {
   });
 
   test('readHeaderFromStream agrees with decodeHeader, whatever the chunking', async () => {
-    const arb = fc.tuple(fc.oneof(validPacketArb.map((v) => v.packet), garbageMetaArb.map((m) => wrap(m)), bytes(80), nearHeaderArb.map((m) => wrap(m))), fc.integer({ min: 1, max: 64 }));
+    const arb = fc.tuple(
+      fc.oneof(
+        validPacketArb.map((v) => v.packet),
+        garbageMetaArb.map((m) => wrap(m)),
+        bytes(80),
+        nearHeaderArb.map((m) => wrap(m)),
+      ),
+      fc.integer({ min: 1, max: 64 }),
+    );
     await fc.assert(
       fc.asyncProperty(arb, async ([b, size]) => {
         const expected = outcome(() => decodeHeader(b).header);
@@ -500,24 +546,33 @@ describe('hostile packets through the CLI', () => {
     record('fuzz-cli-stdin-info', SEED, { cases: samples.length, refusedWithOneErrorLine: refused, accepted });
   });
 
-  test('a queue of 3,000 hostile files and 20 good jobs: every scan (native addon or not) lists and runs only the good ones', { timeout: 120_000 }, async () => {
+  test('a queue of 3,000 hostile files and 20 good jobs: every scan (native addon or not) lists and runs only the good ones', {
+    timeout: 120_000,
+  }, async () => {
     const QUEUE_CASES = 3000;
     const dir = tempDir();
     const qdir = path.join(dir, 'q');
     const q = Queue.init(qdir);
     const log = path.join(dir, 'log');
     // Hostile inputs that happen to be valid headers are left out, so that the listing is known.
-    const hostile = [...samples, ...fc.sample(hostileArb, { seed: SEED + 1, numRuns: QUEUE_CASES })].filter((b) => outcome(() => decodeHeader(b).header) !== 'ok');
+    const hostile = [...samples, ...fc.sample(hostileArb, { seed: SEED + 1, numRuns: QUEUE_CASES })].filter(
+      (b) => outcome(() => decodeHeader(b).header) !== 'ok',
+    );
     hostile.forEach((b, i) => fs.writeFileSync(q.jobPath(`fspl-hostile-${i}.fspl`), b));
     for (let s = 1; s <= 20; s++) q.writeBuffer(packet(s));
     const good = Array.from({ length: 20 }, (_, i) => String(i + 1));
     const before = fs.readdirSync(q.jobsDir).length;
     const listings: Record<string, string[]> = {};
-    for (const [name, env] of [['default', {}], ['FSPL_NO_NATIVE=1', { FSPL_NO_NATIVE: '1' }]] as const) {
+    for (const [name, env] of [
+      ['default', {}],
+      ['FSPL_NO_NATIVE=1', { FSPL_NO_NATIVE: '1' }],
+    ] as const) {
       const listing = await fspl(['queue-ls', '-q', qdir], { env, timeoutMs: 60_000 });
       expect(listing.code, `${name}: ${listing.stderr}`).toBe(0);
       expect(listing.stderr, name).toBe('');
-      listings[name] = lines(listing.stdout.toString()).slice(1).map((l) => l.split(/\s+/)[0]!);
+      listings[name] = lines(listing.stdout.toString())
+        .slice(1)
+        .map((l) => l.split(/\s+/)[0]!);
       expect(listings[name], name).toEqual(good);
     }
     const run = await fspl(['queue-process', '-q', qdir, recorder(dir, log)], { timeoutMs: 60_000 });

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { fspl, ls, packet, readLog, record, recorder, rngFor, sleep, startFspl, tempDir, waitFor, type Rng } from './common.js';
+import { fspl, ls, packet, type Rng, readLog, record, recorder, rngFor, sleep, startFspl, tempDir, waitFor } from './common.js';
 
 const JOBS = 100;
 

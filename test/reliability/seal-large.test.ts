@@ -61,7 +61,7 @@ f queue-process -q "${q}" --verify sh -- -c 'sha1sum'
     expect(lines.slice(1)).toEqual([`${digest}  -`, `${digest}  -`, `${digest}  -`, `${digest}  -`]);
     const peaks = fs.readFileSync(rss, 'utf8').trim().split('\n').map(Number);
     expect(peaks.length).toBe(9);
-    console.log(`peak RSS per fspl process (KiB): ${peaks.join(" ")}`);
+    console.log(`peak RSS per fspl process (KiB): ${peaks.join(' ')}`);
     for (const kib of peaks) expect(kib).toBeLessThan(RSS_LIMIT_KIB);
     expect(fs.readdirSync(dir).sort()).toEqual(['big', 'q', 'rss', 'seq', 'seq.lock']); // the spool left nothing
   }, 300_000);

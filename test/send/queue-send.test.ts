@@ -4,21 +4,23 @@
  * cut mid-stream, lost acknowledgements, the link going down and back (--watch), and a sender
  * killed with kill -9 and started again.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Queue } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { makeHeader, packetBytes } from '../../src/packet/prepare.js';
 import { describeIfPresent } from '../gate.js';
 import { onPath, waitFor } from '../harness/proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from '../harness/sshd.js';
+import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, memTempDir } from '../helpers.js';
 
 /** Packets of the long test (the issue's 500 with FSPL_QUEUE_SEND_PACKETS=500; the receiver forks a few coreutils per packet). */
 const MANY = Number(process.env.FSPL_QUEUE_SEND_PACKETS ?? 120);
 
-const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
+const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+  .filter((c) => !onPath(c))
+  .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
 
 /** An outbox (a local queue) and a remote queue (on "b", the same machine through sshd). */
 function queues(): { outbox: string; remote: string } {
@@ -76,7 +78,10 @@ describeIfPresent('fspl queue-send over ssh', missing, { what: 'queue-send tests
   }
 
   function send(outbox: string, remote: string, extra: string[] = [], ssh = sshOpt()) {
-    const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', ssh, '--json', ...extra], { encoding: 'utf8', timeout: 25_000 });
+    const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', ssh, '--json', ...extra], {
+      encoding: 'utf8',
+      timeout: 25_000,
+    });
     return { status: r.status, stderr: r.stderr, summary: r.stdout ? (JSON.parse(r.stdout) as Record<string, unknown>) : undefined };
   }
 
@@ -94,9 +99,17 @@ describeIfPresent('fspl queue-send over ssh', missing, { what: 'queue-send tests
     expect(connections() - before).toBe(1);
     expect(fs.readdirSync(path.join(outbox, 'jobs'))).toEqual([]);
     expectExactlyOnce(remote, MANY);
-    const ran = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', remote, 'sh', '--', '-c', 'echo $FSPL_SEQ >> "$0/../ran"', remote], { encoding: 'utf8' });
+    const ran = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', remote, 'sh', '--', '-c', 'echo $FSPL_SEQ >> "$0/../ran"', remote], {
+      encoding: 'utf8',
+    });
     expect(ran.status).toBe(0);
-    expect(fs.readFileSync(path.join(remote, '..', 'ran'), 'utf8').trim().split('\n').map(Number)).toEqual(Array.from({ length: MANY }, (_, i) => i + 1));
+    expect(
+      fs
+        .readFileSync(path.join(remote, '..', 'ran'), 'utf8')
+        .trim()
+        .split('\n')
+        .map(Number),
+    ).toEqual(Array.from({ length: MANY }, (_, i) => i + 1));
   }, 60_000);
 
   test('a connection cut mid-stream, then acknowledgements lost: each packet once in the remote queue', () => {
@@ -138,7 +151,11 @@ esac`,
 
   test('--watch: sends packets as they come; the link down (sshd stopped) and back, it resumes by itself', async () => {
     const { outbox, remote } = queues();
-    const child: ChildProcess = spawn(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', sshOpt(), '--watch', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', sshOpt(), '--watch', '--json'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     let stdout = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -178,7 +195,9 @@ esac`,
       const r = send(outbox, remote, ['--remote-fspl', '/usr/bin/fspl']);
       expect(r.status).toBe(1);
       expect(r.summary).toMatchObject({ sent: 0, waiting: 3 });
-      expect(r.summary!.stopped, JSON.stringify(r.summary)).toMatch(/^fspl at \/usr\/bin\/fspl on b: does not check seals \(the reference fspl\? --remote-fspl/);
+      expect(r.summary!.stopped, JSON.stringify(r.summary)).toMatch(
+        /^fspl at \/usr\/bin\/fspl on b: does not check seals \(the reference fspl\? --remote-fspl/,
+      );
     }
     // Our fspl there checks the seals, and takes them.
     const ours = path.join(wrappers, 'fspl');

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { firstFailedStep, firstFailure, runBatch as runBatchAsync, runBatchSync, runBatchesAtOnce, type BatchOp } from '../../src/sys/fs-batch.js';
+import { type BatchOp, firstFailedStep, firstFailure, runBatch as runBatchAsync, runBatchesAtOnce, runBatchSync } from '../../src/sys/fs-batch.js';
 import { loadNative } from '../../src/sys/native.js';
 import { tempDir } from '../helpers.js';
 
@@ -24,7 +24,12 @@ const haveNative = (() => {
   return typeof b?.fsBatch === 'function';
 })();
 
-for (const [mode, thread] of [['native', 'pool'], ['fallback', 'pool'], ['native', 'caller'], ['fallback', 'caller']] as const) {
+for (const [mode, thread] of [
+  ['native', 'pool'],
+  ['fallback', 'pool'],
+  ['native', 'caller'],
+  ['fallback', 'caller'],
+] as const) {
   const runBatch = thread === 'pool' ? runBatchAsync : async (ops: readonly BatchOp[]) => runBatchSync(ops);
   describe.skipIf(mode === 'native' && !haveNative)(`${thread === 'pool' ? 'runBatch' : 'runBatchSync'} (${mode})`, () => {
     let dir: string;
@@ -50,7 +55,13 @@ for (const [mode, thread] of [['native', 'pool'], ['fallback', 'pool'], ['native
         { op: 'close', fd: fd! },
         { op: 'rename', from: a, to: b },
         { op: 'fsyncDir', path: dir },
-        { op: 'writeFile', path: path.join(dir, 'seq.temp'), flags: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, mode: 0o644, data: Buffer.from('7\n') },
+        {
+          op: 'writeFile',
+          path: path.join(dir, 'seq.temp'),
+          flags: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC,
+          mode: 0o644,
+          data: Buffer.from('7\n'),
+        },
         { op: 'unlink', path: path.join(dir, 'missing'), missingOk: true },
         { op: 'open', path: b, flags: CREATE, mode: 0o600 },
       ];
@@ -167,7 +178,10 @@ for (const [mode, thread] of [['native', 'pool'], ['fallback', 'pool'], ['native
         const buf = Buffer.alloc(4);
         expect(fs.readSync(fd, buf, 0, 4, null)).toBe(4);
         expect(buf.toString()).toBe('new\n');
-        const bad: BatchOp[] = [{ op: 'pwrite', fd: 1_000_000, position: 0, data: Buffer.from('x'), datasync: true, must: true }, { op: 'fsyncDir', path: dir }];
+        const bad: BatchOp[] = [
+          { op: 'pwrite', fd: 1_000_000, position: 0, data: Buffer.from('x'), datasync: true, must: true },
+          { op: 'fsyncDir', path: dir },
+        ];
         const r = await runBatch(bad);
         expect([...r]).toEqual([-os.constants.errno.EBADF, ECANCELED]);
         expect(firstFailure(bad, r)?.syscall).toBe('write');

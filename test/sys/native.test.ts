@@ -10,13 +10,13 @@ import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../../src/base/errors.js';
-import { runCommand, runDetached, type RunOptions, type RunResult } from '../../src/sys/exec.js';
 import { createLogger } from '../../src/base/log.js';
+import { crc32, decodeHeader, encodeHeader, PREFIX_LENGTH } from '../../src/packet/codec.js';
 import { nativeOpenHead, nativeReadHeads } from '../../src/packet/native-heads.js';
-import { loadNative, nativeSpawn, nativeSpawnDetached, type DetachedStart, type NativeExit } from '../../src/sys/native.js';
-import { PREFIX_LENGTH, crc32, decodeHeader, encodeHeader } from '../../src/packet/codec.js';
 import type { PacketHeader } from '../../src/packet/types.js';
 import { Queue } from '../../src/queue/queue.js';
+import { type RunOptions, type RunResult, runCommand, runDetached } from '../../src/sys/exec.js';
+import { type DetachedStart, loadNative, type NativeExit, nativeSpawn, nativeSpawnDetached } from '../../src/sys/native.js';
 import { FSPL_BIN, ROOT, tempDir } from '../helpers.js';
 
 /** Run fn with FSPL_NO_NATIVE set to `value` (undefined: unset), then restore it. */
@@ -339,15 +339,25 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
 });
 
 /** Start through nativeSpawnDetached: what onStarted said, and a promise of the exit (if it started). */
-function startDetached(command: string, args: string[], fds: [number, number, number] = [-1, 1, 2], cwd?: string): Promise<{ start: DetachedStart; exit?: Promise<NativeExit> }> {
+function startDetached(
+  command: string,
+  args: string[],
+  fds: [number, number, number] = [-1, 1, 2],
+  cwd?: string,
+): Promise<{ start: DetachedStart; exit?: Promise<NativeExit> }> {
   return new Promise((resolve) => {
     let exited: (e: NativeExit) => void = () => {};
     const exit = new Promise<NativeExit>((r) => (exited = r));
     let exits = 0;
-    const taken = nativeSpawnDetached({ command, args, env: { PATH }, stdin: fds[0], stdout: fds[1], stderr: fds[2] }, cwd, (start) => resolve({ start, exit: start && 'pid' in start ? exit : undefined }), (e) => {
-      if (++exits > 1) throw new Error('onExit called twice');
-      exited(e);
-    });
+    const taken = nativeSpawnDetached(
+      { command, args, env: { PATH }, stdin: fds[0], stdout: fds[1], stderr: fds[2] },
+      cwd,
+      (start) => resolve({ start, exit: start && 'pid' in start ? exit : undefined }),
+      (e) => {
+        if (++exits > 1) throw new Error('onExit called twice');
+        exited(e);
+      },
+    );
     expect(taken).toBe(true);
   });
 }
@@ -369,14 +379,23 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
     expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
   });
 
-  it('calls back only after returning: the start happens on the addon\'s thread', () => {
+  it("calls back only after returning: the start happens on the addon's thread", () => {
     let called = false;
-    expect(nativeSpawnDetached({ command: 'true', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, undefined, () => (called = true), () => {})).toBe(true);
+    expect(
+      nativeSpawnDetached(
+        { command: 'true', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 },
+        undefined,
+        () => (called = true),
+        () => {},
+      ),
+    ).toBe(true);
     expect(called).toBe(false);
   });
 
   it('runs many at once (more than libuv has pool threads), each reaped and reported once; a signal is reported by name', async () => {
-    const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`])));
+    const runs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`])),
+    );
     const exits = await Promise.all(runs.map((r) => r.exit));
     await new Promise((r) => setTimeout(r, 700)); // a slow sweep in between would report nothing twice (startDetached throws)
     for (let i = 0; i < 9; i++) expect(exits[i]).toEqual({ code: i, signal: null });
@@ -507,7 +526,24 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
     const good: Array<[string, Buffer]> = [
       ['nop', encodeHeader(header(1n, { kind: 'NOP' }))],
       ['fail', encodeHeader(header(18446744073709551615n, { kind: 'Fail' }, -9223372036854775808n, 4294967295))],
-      ['cmd', encodeHeader(header(300n, { kind: 'Command', params: [b('a'), b(''), b('\x00\x7f\x80\xff')], env: [[b('K'), b('v\xe9')], [b(''), b('')]] }, -1n, 0))],
+      [
+        'cmd',
+        encodeHeader(
+          header(
+            300n,
+            {
+              kind: 'Command',
+              params: [b('a'), b(''), b('\x00\x7f\x80\xff')],
+              env: [
+                [b('K'), b('v\xe9')],
+                [b(''), b('')],
+              ],
+            },
+            -1n,
+            0,
+          ),
+        ),
+      ],
       ['cmd-empty', encodeHeader(header(70000n, { kind: 'Command', params: [], env: [] }, 9223372036854775807n))],
       ['cmd-many', encodeHeader(header(2n, { kind: 'Command', params: Array.from({ length: 40 }, (_, i) => b('p'.repeat(i))), env: [] }))],
     ];
@@ -517,15 +553,46 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
       ['str8-key', withMetadata(Buffer.concat([b('\x83\xd9\x03seq\x01'), nopMeta.subarray(6)]))],
       ['bin-param', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\xc4\x02hi\xa3env\x90')]))],
       ['keys-reordered', withMetadata(Buffer.concat([b('\x83\xa5ctime\x92\x01\x02\xa3seq\x05\xa8cmd_type\xa3NOP')]))],
-      ['uint16-byte', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x00\x41\xa3env\x90')]))],
+      [
+        'uint16-byte',
+        withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x00\x41\xa3env\x90')])),
+      ],
       // Invalid: the JS decoder's errors.
       ['trailing', withMetadata(Buffer.concat([nopMeta, b('\x00')]))],
       ['negative-seq', withMetadata(Buffer.concat([b('\x83\xa3seq\xff'), nopMeta.subarray(6)]))],
       ['byte-256', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x01\x00\xa3env\x90')]))],
-      ['bad-meta-crc', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[p.length - 1] ^= 1; return p; })()],
-      ['bad-prefix-crc', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[27] ^= 1; return p; })()],
-      ['bad-tag', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[0] = 0x21; return p; })()],
-      ['version-2', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p.writeUInt16BE(2, 12); return fixCrcs(p); })()],
+      [
+        'bad-meta-crc',
+        (() => {
+          const p = encodeHeader(header(3n, { kind: 'NOP' }));
+          p[p.length - 1] ^= 1;
+          return p;
+        })(),
+      ],
+      [
+        'bad-prefix-crc',
+        (() => {
+          const p = encodeHeader(header(3n, { kind: 'NOP' }));
+          p[27] ^= 1;
+          return p;
+        })(),
+      ],
+      [
+        'bad-tag',
+        (() => {
+          const p = encodeHeader(header(3n, { kind: 'NOP' }));
+          p[0] = 0x21;
+          return p;
+        })(),
+      ],
+      [
+        'version-2',
+        (() => {
+          const p = encodeHeader(header(3n, { kind: 'NOP' }));
+          p.writeUInt16BE(2, 12);
+          return fixCrcs(p);
+        })(),
+      ],
       ['short', encodeHeader(header(3n, { kind: 'NOP' })).subarray(0, 20)],
       ['truncated-meta', encodeHeader(header(3n, { kind: 'NOP' })).subarray(0, 40)],
       ['unknown-cmd', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\xa3BAD')]))],
@@ -533,7 +600,11 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
     ];
     const files = [...good, ...other];
     for (const [name, bytes] of files) fs.writeFileSync(path.join(dir, name), Buffer.concat([bytes, b('payload')]));
-    const r = nativeReadHeads(dir, files.map(([n]) => n), 4096)!;
+    const r = nativeReadHeads(
+      dir,
+      files.map(([n]) => n),
+      4096,
+    )!;
     let offset = 0;
     files.forEach(([name, bytes], i) => {
       const n = r.lengths[i]!;
@@ -550,7 +621,8 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
       }
     });
     // The JS decoder does accept the valid unusual encodings (so the fallback matters).
-    for (const name of ['str8-key', 'bin-param', 'keys-reordered', 'uint16-byte']) expect(typeof jsDecode(other.find(([n]) => n === name)![1]), name).toBe('object');
+    for (const name of ['str8-key', 'bin-param', 'keys-reordered', 'uint16-byte'])
+      expect(typeof jsDecode(other.find(([n]) => n === name)![1]), name).toBe('object');
   });
 
   it('gives the same for a large directory (read by two threads) as file by file', () => {
@@ -559,7 +631,11 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
     const contents: Buffer[] = [];
     for (let i = 0; i < 2500; i++) {
       const cmd: PacketHeader['cmd'] =
-        i % 5 === 0 ? { kind: 'NOP' } : i % 5 === 1 ? { kind: 'Fail' } : { kind: 'Command', params: Array.from({ length: i % 4 }, (_, k) => b(`p${i}-${k}\xff`)), env: i % 3 ? [[b(`K${i}`), b(`v${i}`)]] : [] };
+        i % 5 === 0
+          ? { kind: 'NOP' }
+          : i % 5 === 1
+            ? { kind: 'Fail' }
+            : { kind: 'Command', params: Array.from({ length: i % 4 }, (_, k) => b(`p${i}-${k}\xff`)), env: i % 3 ? [[b(`K${i}`), b(`v${i}`)]] : [] };
       let bytes = Buffer.concat([encodeHeader(header(BigInt(i), cmd, BigInt(i) - 1000n, i)), b(`payload ${i}`)]);
       if (i % 97 === 0) bytes = bytes.subarray(0, 10); // short
       if (i % 101 === 0) bytes[bytes.length - 20] ^= 1; // damaged
@@ -592,7 +668,11 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
     const cmdArb = fc.oneof(
       fc.constant({ kind: 'NOP' as const }),
       fc.constant({ kind: 'Fail' as const }),
-      fc.record({ kind: fc.constant('Command' as const), params: fc.array(bytesArb, { maxLength: 20 }), env: fc.array(fc.tuple(bytesArb, bytesArb), { maxLength: 8 }) }),
+      fc.record({
+        kind: fc.constant('Command' as const),
+        params: fc.array(bytesArb, { maxLength: 20 }),
+        env: fc.array(fc.tuple(bytesArb, bytesArb), { maxLength: 8 }),
+      }),
     );
     const headerArb = fc.record({
       seq: fc.bigInt({ min: 0n, max: 18446744073709551615n }),
@@ -632,7 +712,15 @@ describe.skipIf(!HAVE_NATIVE)('nativeOpenHead', () => {
       ['cmd', encodeHeader(header(300n, { kind: 'Command', params: [b('a'), b('\x00\xff')], env: [[b('K'), b('v\xe9')]] }, -1n, 7)), true],
       // Longer than the 4 KiB read at once.
       ['long', encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), false],
-      ['bad-meta-crc', (() => { const p = encodeHeader(header(3n, { kind: 'NOP' })); p[p.length - 1] ^= 1; return p; })(), false],
+      [
+        'bad-meta-crc',
+        (() => {
+          const p = encodeHeader(header(3n, { kind: 'NOP' }));
+          p[p.length - 1] ^= 1;
+          return p;
+        })(),
+        false,
+      ],
       ['garbage', b('not a packet'), false],
       ['empty', b(''), false],
     ];
@@ -698,7 +786,14 @@ describe('queue scans (src/queue/queue.ts)', () => {
     q.writeBuffer(encodeHeader(header(3n, { kind: 'Command', params: [Buffer.alloc(5000, 0x61)], env: [] }))); // a header over 4 KiB
     q.writeBuffer(withMetadata(b('\x83\xa5ctime\x92\x01\x02\xa3seq\x04\xa8cmd_type\xa4Fail'))); // unusual but valid
     const jobs = q.jobsDir;
-    fs.writeFileSync(path.join(jobs, 'fspl-bad-crc.fspl'), (() => { const p = encodeHeader(header(5n, { kind: 'NOP' })); p[p.length - 1] ^= 1; return p; })());
+    fs.writeFileSync(
+      path.join(jobs, 'fspl-bad-crc.fspl'),
+      (() => {
+        const p = encodeHeader(header(5n, { kind: 'NOP' }));
+        p[p.length - 1] ^= 1;
+        return p;
+      })(),
+    );
     fs.writeFileSync(path.join(jobs, 'fspl-short.fspl'), 'short');
     fs.writeFileSync(path.join(jobs, 'fspl-empty.fspl'), '');
     fs.mkdirSync(path.join(jobs, 'fspl-dir.fspl'));
@@ -735,10 +830,19 @@ describe('fspl queue-process and queue-ls with and without the addon', () => {
     const dir = tempDir();
     const qdir = path.join(dir, 'q');
     const fspl = (args: string[], opts: { input?: string | Buffer; env?: Record<string, string> } = {}) =>
-      execFileSync(process.execPath, [FSPL_BIN, ...args], { input: opts.input, env: { PATH, TZ: 'UTC', ...opts.env }, cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+      execFileSync(process.execPath, [FSPL_BIN, ...args], {
+        input: opts.input,
+        env: { PATH, TZ: 'UTC', ...opts.env },
+        cwd: dir,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
     fspl(['queue-init', '-q', qdir]);
     const seq = path.join(dir, 'seq');
-    for (const [payload, params] of [['first payload\n', ['p1', 'p 2']], ['', []], ['third\0binary\xff', ['x']]] as const) {
+    for (const [payload, params] of [
+      ['first payload\n', ['p1', 'p 2']],
+      ['', []],
+      ['third\0binary\xff', ['x']],
+    ] as const) {
       const packet = fspl(['prepare', '-s', seq, '-i', '-', '--', ...params], { input: Buffer.from(payload, 'latin1'), env: { FSPL_SET_FOO: 'bar' } });
       fspl(['queue-write', '-q', qdir], { input: packet });
     }
@@ -757,7 +861,9 @@ describe('fspl queue-process and queue-ls with and without the addon', () => {
       let out = '';
       let status = 0;
       try {
-        out = fspl(['queue-process', '-q', qdir, '--allow-job-params', '--on-error', 'leave', '--output-to', 'saveboth', 'sh', '--', '-c', record, 'arg0'], { env }).toString();
+        out = fspl(['queue-process', '-q', qdir, '--allow-job-params', '--on-error', 'leave', '--output-to', 'saveboth', 'sh', '--', '-c', record, 'arg0'], {
+          env,
+        }).toString();
       } catch (err) {
         status = (err as { status: number }).status;
       }

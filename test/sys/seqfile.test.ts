@@ -2,9 +2,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BadSeqfileError, LockedError, SeqFile, SeqOverflowError, parseSeq } from '../../src/lowlevel.js';
-import { parseSeqfileText } from '../../src/sys/seqfile.js';
+import { BadSeqfileError, LockedError, parseSeq, SeqFile, SeqOverflowError } from '../../src/lowlevel.js';
 import { getSenderNext, setSenderNext, takeSenderSeq } from '../../src/packet/prepare.js';
+import { parseSeqfileText } from '../../src/sys/seqfile.js';
 import { tempDir } from '../helpers.js';
 
 describe('parsing', () => {

@@ -8,15 +8,16 @@
  * never run twice, but with the plain handle it can stop the queue; the documented handle drops
  * the copy.
  */
-import { execa } from 'execa';
+
 import fs from 'node:fs';
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterEach, expect, it } from 'vitest';
 import { describeIfPresent } from '../gate.js';
+import { NNCP_TOOLS, type NncpNodeOptions, type NncpPair, startNncpPair } from '../harness/nncp.js';
 import { onPath } from '../harness/proc.js';
-import { NNCP_TOOLS, startNncpPair, type NncpNodeOptions, type NncpPair } from '../harness/nncp.js';
 import { ROOT, tempDir } from '../helpers.js';
-import { fspl, fsplPath, jobFiles, prepare, processQueue, REF_BIN, type Impl } from './fspl.js';
+import { fspl, fsplPath, type Impl, jobFiles, prepare, processQueue, REF_BIN } from './fspl.js';
 
 const missing = [...NNCP_TOOLS.filter((t) => !onPath(t)), ...(fs.existsSync(REF_BIN) ? [] : [`the reference fspl (${REF_BIN})`])];
 const docs = fs.readFileSync(path.join(ROOT, 'docs', 'transports.md'), 'utf8');

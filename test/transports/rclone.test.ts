@@ -8,14 +8,15 @@
  * packet written with queue-write is never seen half-uploaded; a packet copied in under its final
  * name can be, and a sealed one is then refused, not run.
  */
-import { execa, type ResultPromise } from 'execa';
+
 import fs from 'node:fs';
 import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { preparePacket, Queue } from 'filespooler';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { Queue, preparePacket } from 'filespooler';
 import { describeIfPresent } from '../gate.js';
 import { waitFor } from '../harness/proc.js';
-import { rcloneMissing, startRcloneRemote, type RcloneRemote } from '../harness/rclone.js';
+import { type RcloneRemote, rcloneMissing, startRcloneRemote } from '../harness/rclone.js';
 import { FSPL_BIN, rng, tempDir } from '../helpers.js';
 import { fspl, jobFiles, prepare, processQueue, REF_BIN } from './fspl.js';
 
@@ -88,10 +89,15 @@ describeIfPresent('Filespooler over an rclone-mounted remote', missing, { what: 
           }
         }),
       );
-      const lines = await waitFor(`${n} jobs run`, () => {
-        const l = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [];
-        return l.length >= n && l;
-      }, 60_000, 200);
+      const lines = await waitFor(
+        `${n} jobs run`,
+        () => {
+          const l = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [];
+          return l.length >= n && l;
+        },
+        60_000,
+        200,
+      );
       expect(lines).toEqual(Array.from({ length: n }, (_, i) => `${i + 1} job ${i + 1}`));
       // Each job file was deleted through the receiver's mount, on the remote itself.
       await waitFor('the remote emptied', () => fs.readdirSync(remoteJobs).length === 0, 10_000);

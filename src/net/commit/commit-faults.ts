@@ -22,13 +22,13 @@
  * written again, or undone.
  */
 import { LockedError } from '../../base/errors.js';
+import type { PacketHeader } from '../../packet/index.js';
 import { firstFailure, runBatch } from '../../sys/fs-batch.js';
 import type { SeqFile } from '../../sys/seqfile.js';
 import type { Place } from '../place/place.js';
-import type { CommitHooks } from './request.js';
-import type { PacketHeader } from '../../packet/index.js';
-import type { CommitRecord, Journal, StagedOutput } from './journal.js';
 import { backoffMs, isIoFault, placeOfPath } from './io-faults.js';
+import type { CommitRecord, Journal, StagedOutput } from './journal.js';
+import type { CommitHooks } from './request.js';
 
 /** A group failed at `step` (0: staging, 1: the numbers, 2: the journal's line, 3: publish or consume). */
 export class GroupFailed extends Error {
@@ -145,7 +145,10 @@ export class GroupFaults {
 
   /** Report a fault to the committer's hooks; returns the place it was met in. */
   report(err: NodeJS.ErrnoException): string {
-    const place = placeOfPath(err.path, [...this.c.places.values()].map((p) => ({ name: p.name, dir: p.spec.dir })));
+    const place = placeOfPath(
+      err.path,
+      [...this.c.places.values()].map((p) => ({ name: p.name, dir: p.spec.dir })),
+    );
     this.c.hooks.fault?.(place, err);
     return place;
   }
@@ -223,21 +226,24 @@ export class GroupFaults {
   /** Try the undone groups' parts again later (while no group is under way), until each is a NOP or gone. */
   private scheduleUndone(): void {
     if (this.undoneTimer || this.stopped) return;
-    this.undoneTimer = setTimeout(() => {
-      this.undoneTimer = undefined;
-      if (!this.c.busy()) {
-        const before = this.undone.waiting;
-        try {
-          this.retryUndone();
-        } catch (err) {
-          this.c.hooks.failed(err);
-          return;
+    this.undoneTimer = setTimeout(
+      () => {
+        this.undoneTimer = undefined;
+        if (!this.c.busy()) {
+          const before = this.undone.waiting;
+          try {
+            this.retryUndone();
+          } catch (err) {
+            this.c.hooks.failed(err);
+            return;
+          }
+          if (this.undone.waiting < before) this.c.hooks.committed?.(new Set());
         }
-        if (this.undone.waiting < before) this.c.hooks.committed?.(new Set());
-      }
-      if (this.undone.waiting > 0) this.scheduleUndone();
-      else this.undoneTries = 0;
-    }, backoffMs(++this.undoneTries));
+        if (this.undone.waiting > 0) this.scheduleUndone();
+        else this.undoneTries = 0;
+      },
+      backoffMs(++this.undoneTries),
+    );
     this.undoneTimer.unref();
   }
 }

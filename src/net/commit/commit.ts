@@ -61,8 +61,8 @@ import { GroupFailed, GroupFaults } from './commit-faults.js';
 import { isIoFault } from './io-faults.js';
 import type { CommitRecord, Journal, StagedOutput } from './journal.js';
 import { planFinish } from './publish.js';
-import { stageGroup, type Staged } from './stage-group.js';
 import type { CommitHooks, CommitRequest, CommitResult } from './request.js';
+import { type Staged, stageGroup } from './stage-group.js';
 
 /** The most firings one group commits. */
 export const GROUP_MAX = 64;
@@ -213,7 +213,14 @@ export class Committer {
       const probe = this.hooks.recorded;
       try {
         const requests = entries.slice(0, fit).map((e) => e.req);
-        staged = await stageGroup(this.places, this.journal, requests, writers, (rs) => this.owning(rs), probe ? undefined : (rs) => planFinish(rs, this.consumers, this.next));
+        staged = await stageGroup(
+          this.places,
+          this.journal,
+          requests,
+          writers,
+          (rs) => this.owning(rs),
+          probe ? undefined : (rs) => planFinish(rs, this.consumers, this.next),
+        );
         if (!staged.finished) {
           probe?.(staged.records.length);
           staged.finished = await this.finish(staged.records).catch((err: unknown) => {
@@ -224,7 +231,8 @@ export class Committer {
         if (!(err instanceof GroupFailed)) throw err;
         if (!isIoFault(err.err)) throw err.err;
         const place = this.faults.report(err.err);
-        if (this.faults.undo(err, writers)) return entries.map((_, n) => (n < fit ? { committed: false, behind: false, fault: { place, err: err.err } } : BEHIND));
+        if (this.faults.undo(err, writers))
+          return entries.map((_, n) => (n < fit ? { committed: false, behind: false, fault: { place, err: err.err } } : BEHIND));
         failed = err;
         staged = { records: err.records, headers: err.headers };
       }

@@ -11,7 +11,7 @@
  * moves past a file whose output could still vanish. The end record (step 6) needs no fsync.
  */
 import path from 'node:path';
-import { batchError, firstFailedStep, type BatchOp } from '../../sys/fs-batch.js';
+import { type BatchOp, batchError, firstFailedStep } from '../../sys/fs-batch.js';
 import type { SeqFile } from '../../sys/seqfile.js';
 import { published } from '../place/place.js';
 import type { CommitRecord, ConsumedInput, StagedOutput } from './journal.js';

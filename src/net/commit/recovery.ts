@@ -19,7 +19,13 @@ export interface Recovered {
 }
 
 /** Recover the net whose state is in stateDir, and open the committer's journal. */
-export async function recover(committer: Committer, places: Iterable<Place>, next: Map<string, bigint>, stateDir: string, stagingDir: string): Promise<Recovered> {
+export async function recover(
+  committer: Committer,
+  places: Iterable<Place>,
+  next: Map<string, bigint>,
+  stateDir: string,
+  stagingDir: string,
+): Promise<Recovered> {
   const journalPath = path.join(stateDir, 'journal');
   const pending = Journal.pending(journalPath);
   committer.journal = new Journal(journalPath);

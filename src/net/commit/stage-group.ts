@@ -5,16 +5,16 @@
  * fails throws a GroupFailed, which says how far the group went (commit-faults.ts).
  */
 import path from 'node:path';
-import { firstFailedStep, firstFailure, runBatch, runBatchesAtOnce, type BatchOp } from '../../sys/fs-batch.js';
-import { closeQuietly, unlinkQuietly } from '../../sys/io.js';
 import type { PacketHeader } from '../../packet/index.js';
+import { type BatchOp, firstFailedStep, firstFailure, runBatch, runBatchesAtOnce } from '../../sys/fs-batch.js';
+import { closeQuietly, unlinkQuietly } from '../../sys/io.js';
 import type { SeqFile } from '../../sys/seqfile.js';
 import { createParts, type Place, type StagedFile } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import type { CommitRequest } from './request.js';
 import { GroupFailed } from './commit-faults.js';
 import type { CommitRecord, ConsumedInput, Journal, StagedOutput } from './journal.js';
 import type { FinishPlan } from './publish.js';
+import type { CommitRequest } from './request.js';
 
 /**
  * A group with more parts than this fsyncs them side by side, in batches of their own (fs-batch.ts
@@ -51,9 +51,9 @@ export interface Staged {
  * to say how far the group went (GroupFailed).
  */
 export async function stageGroup(
-places: Map<string, Place>,
-journal: Journal,
-requests: CommitRequest[],
+  places: Map<string, Place>,
+  journal: Journal,
+  requests: CommitRequest[],
   writers: SeqFile[],
   owning: (records: CommitRecord[]) => void,
   then?: (records: CommitRecord[]) => FinishPlan,
@@ -80,7 +80,15 @@ requests: CommitRequest[],
   // batch of their own and filled on the event loop (createParts), then fsynced in step 1.
   const direct = planned.map((x) => x.p.partOp(x.part, x.content));
   const mark = journal.mark();
-  const failed = (step: number, err: unknown) => new GroupFailed(step, err as NodeJS.ErrnoException, planned.map((x) => ({ place: x.p, temp: x.part.temp })), records, headers, mark);
+  const failed = (step: number, err: unknown) =>
+    new GroupFailed(
+      step,
+      err as NodeJS.ErrnoException,
+      planned.map((x) => ({ place: x.p, temp: x.part.temp })),
+      records,
+      headers,
+      mark,
+    );
   const files = await createParts(planned.filter((_, n) => direct[n] === undefined)).catch((err: unknown) => {
     throw failed(0, err); // createParts removed what it made
   });

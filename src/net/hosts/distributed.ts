@@ -10,15 +10,15 @@
  */
 import path from 'node:path';
 import type { Logger } from '../../base/log.js';
-import { leftover, type Leftover, type RemoteLeftover } from '../run/leftovers.js';
-import type { NetModel } from '../model/model.js';
+import { Queue } from '../../queue/queue.js';
 import { hostConfig, hostView, remotePlaces } from '../model/hosts.js';
-import { ActivityFile, activityPath, countJobs, drainPlan, judge, look, type DrainPlan, type Look } from './drain.js';
-import { OutboxSender } from './outbox-sender.js';
-import { NetRunner } from '../run/runner.js';
+import type { NetModel } from '../model/model.js';
+import { type Leftover, leftover, type RemoteLeftover } from '../run/leftovers.js';
 import type { NetRunOptions, NetRunSummary } from '../run/options.js';
 import { checkRunAs } from '../run/permissions.js';
-import { Queue } from '../../queue/queue.js';
+import { NetRunner } from '../run/runner.js';
+import { ActivityFile, activityPath, countJobs, type DrainPlan, drainPlan, judge, type Look, look } from './drain.js';
+import { OutboxSender } from './outbox-sender.js';
 
 export interface HostRunOptions extends NetRunOptions {
   /** The host this run is (required when the net names hosts). */
@@ -30,18 +30,29 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
   checkRunAs(view);
   if (options.host === undefined) return new NetRunner(view, options).run();
   const host = options.host;
-  const readPlaces = [...new Set([...view.transitions.values()].flatMap((t) => t.inputs.map((a) => a.place)))].map((place) => ({ place, dir: view.places.get(place)!.dir }));
+  const readPlaces = [...new Set([...view.transitions.values()].flatMap((t) => t.inputs.map((a) => a.place)))].map((place) => ({
+    place,
+    dir: view.places.get(place)!.dir,
+  }));
   const activity = new ActivityFile(activityPath(view.stateDir), readPlaces);
   const remotes = [...remotePlaces(view)].filter(([, r]) => !r.sync);
   const senders = new Map(
     remotes.map(([place, remote]) => [
       place,
-      new OutboxSender({ place, outbox: view.places.get(place)!.dir, remote, host: hostConfig(net, remote.host), logger: options.logger, pollInterval: options.pollInterval }),
+      new OutboxSender({
+        place,
+        outbox: view.places.get(place)!.dir,
+        remote,
+        host: hostConfig(net, remote.host),
+        logger: options.logger,
+        pollInterval: options.pollInterval,
+      }),
     ]),
   );
   const plan = options.drain ? drainPlan(net, host) : undefined;
   const elsewhere: RemoteLeftover[] = [];
-  const drainGate = plan && (plan.upstream.length > 0 || plan.ownOutboxes.length > 0) ? gate(plan, view, senders, elsewhere, options.logger, options.signal) : undefined;
+  const drainGate =
+    plan && (plan.upstream.length > 0 || plan.ownOutboxes.length > 0) ? gate(plan, view, senders, elsewhere, options.logger, options.signal) : undefined;
   const runner = new NetRunner(view, { ...options, activity, drainGate });
   try {
     const running = runner.run(); // opens the places (outboxes included) before its first await
@@ -65,7 +76,13 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
       const left = await new Queue(view.places.get(place)!.dir).scan();
       for (const e of left.sort((a, b) => (a.header.seq < b.header.seq ? -1 : 1))) {
         const why = s.stopped?.error ?? s.failing?.error;
-        leftovers.push(leftover({ place, seq: e.header.seq, key: path.basename(e.filename), filename: e.filename }, 'in-outbox', `waits in the outbox for host ${remote.host}${why ? ` (${why})` : ''}`));
+        leftovers.push(
+          leftover(
+            { place, seq: e.header.seq, key: path.basename(e.filename), filename: e.filename },
+            'in-outbox',
+            `waits in the outbox for host ${remote.host}${why ? ` (${why})` : ''}`,
+          ),
+        );
       }
     }
     return { ...summary, leftovers, ...(elsewhere.length ? { elsewhere } : {}) };
@@ -78,7 +95,14 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
  * The drain's last word (drain.ts): true once no token can still come here from another host.
  * Fills `elsewhere` with the tokens of hosts whose run ended holding some for this one.
  */
-function gate(plan: DrainPlan, view: NetModel, senders: Map<string, OutboxSender>, elsewhere: RemoteLeftover[], log: Logger | undefined, signal: AbortSignal | undefined): () => Promise<boolean> {
+function gate(
+  plan: DrainPlan,
+  view: NetModel,
+  senders: Map<string, OutboxSender>,
+  elsewhere: RemoteLeftover[],
+  log: Logger | undefined,
+  signal: AbortSignal | undefined,
+): () => Promise<boolean> {
   // How each upstream host was when this drain started: a run that ends later has had its chance.
   const first = new Map<string, Look>();
   const firstLooks = Promise.all(

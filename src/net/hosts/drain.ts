@@ -31,12 +31,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnTalking } from '../../sys/exec.js';
-import { hostConfig, hostOf, hostStateDir, outboxDir, type HostConfig } from '../model/hosts.js';
-import type { NetModel } from '../model/model.js';
 import { shellQuote } from '../../send/receive-script.js';
-import type { RunActivity } from '../run/options.js';
+import { spawnTalking } from '../../sys/exec.js';
+import { type HostConfig, hostConfig, hostOf, hostStateDir, outboxDir } from '../model/hosts.js';
+import type { NetModel } from '../model/model.js';
 import type { RemoteLeftover } from '../run/leftovers.js';
+import type { RunActivity } from '../run/options.js';
 
 /** What is looked at on one upstream host. */
 export interface UpstreamHost {

@@ -6,18 +6,18 @@
  * queue-process does), so after a crash here a packet is at worst sent again, and then dropped.
  */
 import fs from 'node:fs';
-import { mkdirDurable } from '../../sys/durable.js';
 import path from 'node:path';
 import { describeSystemError, LockedError, NetError } from '../../base/errors.js';
-import { silentLogger, type Logger } from '../../base/log.js';
-import { Queue, type JobEntry } from '../../queue/queue.js';
-import { parseSeqfileText, type SeqFile } from '../../sys/seqfile.js';
+import { type Logger, silentLogger } from '../../base/log.js';
 import { waitUnlessAborted } from '../../base/timer.js';
+import { type JobEntry, Queue } from '../../queue/queue.js';
 import { JobsWatcher } from '../../queue/watch.js';
-import type { HostConfig, RemotePlace } from '../model/hosts.js';
 import type { VerifierProblem } from '../../send/receive-script.js';
+import { type OutgoingPacket, packetId, type SendResult, sendPackets } from '../../send/ssh-send.js';
+import { mkdirDurable } from '../../sys/durable.js';
+import { parseSeqfileText, type SeqFile } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
-import { packetId, sendPackets, type OutgoingPacket, type SendResult } from '../../send/ssh-send.js';
+import type { HostConfig, RemotePlace } from '../model/hosts.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
 export interface SenderState {
@@ -224,13 +224,20 @@ export class OutboxSender {
           this.state.failing = undefined;
           this.state.stopped = { at: Date.now(), error: r.error ?? 'the remote fspl cannot check seals' };
           this.saveState();
-          this.log.error('net', `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.entries.size} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`);
+          this.log.error(
+            'net',
+            `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.entries.size} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`,
+          );
           return;
         }
         attempts++;
         this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: r.error };
         this.saveState();
-        if (attempts === 1 || attempts % 10 === 0) this.log.warn('net', `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.entries.size} token(s) wait, retrying`);
+        if (attempts === 1 || attempts % 10 === 0)
+          this.log.warn(
+            'net',
+            `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.entries.size} token(s) wait, retrying`,
+          );
         // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
         // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
         // is no reason to leave tokens behind (found by test/faults/outbox-workloads). Never on

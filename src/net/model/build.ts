@@ -4,8 +4,8 @@
  * go through here, so a net defined in JavaScript is held to the same rules as a net file.
  */
 import { NetError } from '../../base/errors.js';
-import { hostProblems } from './hosts.js';
 import { buildModel } from './define.js';
+import { hostProblems } from './hosts.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';
 
 /** The model, or (with no model) every problem: the structure's and the hosts' together. */

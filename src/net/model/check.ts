@@ -12,8 +12,9 @@
  * - a place declared `sink: true` that a transition reads;
  * - places and transitions that no token can reach.
  */
-import { readersOf, writersOf, type NetModel, type TransitionSpec } from './model.js';
+
 import { closest } from '../../base/suggest.js';
+import { type NetModel, readersOf, type TransitionSpec, writersOf } from './model.js';
 
 export interface NetWarning {
   kind: 'shared-input' | 'unused' | 'look-alike' | 'sink-read' | 'unreachable' | 'permissions';
@@ -32,18 +33,30 @@ export function checkNet(net: NetModel): NetWarning[] {
     const readers = readersOf(net, p.name);
     const writers = writersOf(net, p.name);
     if (readers.length > 1) {
-      out.push({ kind: 'shared-input', name: p.name, message: `place ${p.name} is read by ${names(readers)}: they race for its tokens (each token goes to one of them)` });
+      out.push({
+        kind: 'shared-input',
+        name: p.name,
+        message: `place ${p.name} is read by ${names(readers)}: they race for its tokens (each token goes to one of them)`,
+      });
     }
     if (readers.length === 0 && writers.length === 0 && !inhibitors.has(p.name)) unused.push(p.name);
     else if (readers.length === 0 && writers.length > 0 && !errorPlaces.has(p.name) && !p.sink) unread.push(p.name);
     if (readers.length > 0 && p.sink) {
-      out.push({ kind: 'sink-read', name: p.name, message: `place ${p.name} is declared sink: true, but ${names(readers)} read${readers.length > 1 ? '' : 's'} it` });
+      out.push({
+        kind: 'sink-read',
+        name: p.name,
+        message: `place ${p.name} is declared sink: true, but ${names(readers)} read${readers.length > 1 ? '' : 's'} it`,
+      });
     }
   }
   const like = new LookAlikes(net, unused.length + unread.length);
   for (const p of unused) {
     const twin = like.of(p, like.places);
-    out.push({ kind: 'unused', name: p, message: `place ${p} is not used: no transition reads, writes or is inhibited by it${twin ? ` (a misspelt copy of ${twin}?)` : ''}` });
+    out.push({
+      kind: 'unused',
+      name: p,
+      message: `place ${p} is not used: no transition reads, writes or is inhibited by it${twin ? ` (a misspelt copy of ${twin}?)` : ''}`,
+    });
   }
   // Unused places have their warning: not twins of another.
   const paired = new Set(unused);
@@ -74,7 +87,11 @@ function lookAlike(net: NetModel, like: LookAlikes, p: string, paired: ReadonlyS
   const meant = `(if it holds results, declare it sink: true)`;
   const warn = (twin: string, message: string) => ({ warning: { kind: 'look-alike' as const, name: p, message }, twin });
   const source = like.of(p, like.sources);
-  if (source) return warn(source, `${head}, and place ${source} is read by ${names(readersOf(net, source))} but none writes it: is one of them misspelt in an arc? ${meant}`);
+  if (source)
+    return warn(
+      source,
+      `${head}, and place ${source} is read by ${names(readersOf(net, source))} but none writes it: is one of them misspelt in an arc? ${meant}`,
+    );
   const read = like.of(p, like.read);
   if (read) return warn(read, `${head}: did ${writers} mean ${read}, which is read? ${meant}`);
   const other = like.of(p, like.places, paired);
@@ -110,7 +127,10 @@ class LookAlikes {
   of(name: string, candidates: string[], skip?: ReadonlySet<string>): string | undefined {
     if (!this.enabled) return undefined;
     const shape = numbersOut(name);
-    return closest(name, candidates.filter((c) => numbersOut(c) !== shape && !skip?.has(c)));
+    return closest(
+      name,
+      candidates.filter((c) => numbersOut(c) !== shape && !skip?.has(c)),
+    );
   }
 }
 
@@ -145,7 +165,9 @@ function unreachable(net: NetModel): NetWarning[] {
       if (left === 0) fire(t);
     }
   }
-  for (const p of net.places.keys()) if (!reached.has(p)) out.push({ kind: 'unreachable', name: p, message: `place ${p} can not be reached: no token from a source can get there` });
-  for (const t of net.transitions.keys()) if (!fired.has(t)) out.push({ kind: 'unreachable', name: t, message: `transition ${t} can never fire: its input places can not all be reached` });
+  for (const p of net.places.keys())
+    if (!reached.has(p)) out.push({ kind: 'unreachable', name: p, message: `place ${p} can not be reached: no token from a source can get there` });
+  for (const t of net.transitions.keys())
+    if (!fired.has(t)) out.push({ kind: 'unreachable', name: t, message: `transition ${t} can never fire: its input places can not all be reached` });
   return out;
 }

@@ -6,10 +6,11 @@
  * above (hosts).
  */
 import path from 'node:path';
+import { didYouMean } from '../../base/suggest.js';
 import {
-  NAME_RE,
   type InputArc,
   type ModelProblem,
+  NAME_RE,
   type NetDefinition,
   type NetModel,
   type OutMode,
@@ -18,7 +19,6 @@ import {
   type TransitionDefinition,
   type TransitionSpec,
 } from './model.js';
-import { didYouMean } from '../../base/suggest.js';
 
 type Where = Array<string | number>;
 
@@ -54,7 +54,10 @@ export function buildModel(def: NetDefinition, file?: string): { model: NetModel
     known(where, place) {
       if (places.has(place)) return;
       // Arcs join places to transitions: a transition's name here is a mistake of its own kind.
-      const hint = def.transitions && Object.hasOwn(def.transitions, place) ? ` (${JSON.stringify(place)} is a transition: arcs name places)` : didYouMean(place, places.keys());
+      const hint =
+        def.transitions && Object.hasOwn(def.transitions, place)
+          ? ` (${JSON.stringify(place)} is a transition: arcs name places)`
+          : didYouMean(place, places.keys());
       problems.push({ path: where, message: `Unknown place ${JSON.stringify(place)}${hint}` });
     },
   };
@@ -69,7 +72,12 @@ export function buildModel(def: NetDefinition, file?: string): { model: NetModel
 function placesOf(def: NetDefinition, dir: string, problems: ModelProblem[]): Map<string, PlaceSpec> {
   const places = new Map<string, PlaceSpec>();
   for (const [name, p] of Object.entries(def.places ?? {})) {
-    if (!NAME_RE.test(name)) problems.push({ path: ['places', name], atKey: true, message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
+    if (!NAME_RE.test(name))
+      problems.push({
+        path: ['places', name],
+        atKey: true,
+        message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter`,
+      });
     const { dir: pdir, order, capacity, sink, host, sync } = p ?? {};
     places.set(name, {
       name,
@@ -87,7 +95,8 @@ function placesOf(def: NetDefinition, dir: string, problems: ModelProblem[]): Ma
 function transitionOf(name: string, t: TransitionDefinition, dir: string, check: Checker): TransitionSpec {
   const at = (...rest: Where): Where => ['transitions', name, ...rest];
   const { problems } = check;
-  if (!NAME_RE.test(name)) problems.push({ path: at(), atKey: true, message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
+  if (!NAME_RE.test(name))
+    problems.push({ path: at(), atKey: true, message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
   if (check.places.has(name)) problems.push({ path: at(), atKey: true, message: `${JSON.stringify(name)} names both a place and a transition` });
   const inputs = inputsOf(t, at, check);
   const { outputs, outMode } = outputsOf(t, at, check);
@@ -98,7 +107,11 @@ function transitionOf(name: string, t: TransitionDefinition, dir: string, check:
   for (const [i, p] of (t.inhibit ?? []).entries()) check.known(at('inhibit', i), p);
   const run = runOf(t, at, problems);
   if (!run && !t.fn && outputs.length > 0 && outMode !== 'all') {
-    problems.push({ path: at('out'), absent: at('run'), message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose` });
+    problems.push({
+      path: at('out'),
+      absent: at('run'),
+      message: `Without run, a transition copies its tokens to every output: ${outMode} needs a command to choose`,
+    });
   }
   const { fn, env, cwd, error, retries, timeout, workers, order, inhibit, host, user, group } = t;
   if (!seconds(timeout)) problems.push({ path: at('timeout'), message: `timeout must be a number of seconds above 0 (got ${String(timeout)})` });
@@ -131,7 +144,8 @@ function inputsOf(t: TransitionDefinition, at: (...rest: Where) => Where, check:
     const arc = typeof a === 'string' ? { place: a, take: 1 } : { place: a.place, take: a.take ?? 1, maxWait: a['max-wait'] };
     const where = Array.isArray(t.in) ? at('in', i) : at('in');
     check.known(where, arc.place);
-    if (!seconds(arc.maxWait)) problems.push({ path: [...where, 'max-wait'], message: `max-wait must be a number of seconds above 0 (got ${String(arc.maxWait)})` });
+    if (!seconds(arc.maxWait))
+      problems.push({ path: [...where, 'max-wait'], message: `max-wait must be a number of seconds above 0 (got ${String(arc.maxWait)})` });
     return arc;
   });
   if (inputs.length === 0) problems.push({ path: at('in'), message: 'A transition needs at least one input place' });

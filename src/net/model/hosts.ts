@@ -18,7 +18,7 @@
 import path from 'node:path';
 import { NetRequestError, UnknownNameError } from '../../base/errors.js';
 import { didYouMean } from '../../base/suggest.js';
-import { NAME_RE, writersOf, type ModelProblem, type NetModel, type PlaceSpec, type RemotePlace } from './model.js';
+import { type ModelProblem, NAME_RE, type NetModel, type PlaceSpec, type RemotePlace, writersOf } from './model.js';
 
 export type { RemotePlace } from './model.js';
 
@@ -57,7 +57,7 @@ export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'hosts'
 }
 
 export function hostConfig(net: NetModel, host: string): HostConfig {
-  const raw = (net.hosts ?? {})[host];
+  const raw = net.hosts?.[host];
   const ssh = raw?.ssh === undefined ? ['ssh', host] : typeof raw.ssh === 'string' ? ['ssh', raw.ssh] : raw.ssh;
   return { name: host, ssh, fspl: raw?.fspl };
 }
@@ -75,7 +75,12 @@ export function hostProblems(net: NetModel): ModelProblem[] {
     for (const [name, value] of Object.entries(hosts)) {
       // As written: a net defined in JavaScript may hold anything here.
       const h: unknown = value;
-      if (!NAME_RE.test(name)) problems.push({ path: ['hosts', name], atKey: true, message: `Invalid host name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
+      if (!NAME_RE.test(name))
+        problems.push({
+          path: ['hosts', name],
+          atKey: true,
+          message: `Invalid host name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter`,
+        });
       if (h === null || h === undefined) continue;
       if (typeof h !== 'object' || Array.isArray(h)) {
         problems.push({ path: ['hosts', name], message: 'A host is a map: { ssh: [COMMAND..., DESTINATION], fspl: PATH }' });
@@ -84,7 +89,11 @@ export function hostProblems(net: NetModel): ModelProblem[] {
       for (const [k, v] of Object.entries(h)) {
         if (k === 'ssh') {
           const ok = (typeof v === 'string' && v.length > 0) || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0));
-          if (!ok) problems.push({ path: ['hosts', name, 'ssh'], message: 'ssh is a destination (a word) or the whole command as a list: [ssh, -F, CONFIG, DESTINATION]' });
+          if (!ok)
+            problems.push({
+              path: ['hosts', name, 'ssh'],
+              message: 'ssh is a destination (a word) or the whole command as a list: [ssh, -F, CONFIG, DESTINATION]',
+            });
         } else if (k === 'fspl') {
           if (typeof v !== 'string' || v.length === 0) problems.push({ path: ['hosts', name, 'fspl'], message: 'fspl is the path of fspl on that host' });
         } else problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl)` });
@@ -92,8 +101,14 @@ export function hostProblems(net: NetModel): ModelProblem[] {
     }
   }
   const known = (where: Array<string | number>, host: string | undefined, what: string) => {
-    if (host === undefined) problems.push({ path: where, absent: [...where, 'host'], message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)` });
-    else if (hosts !== undefined && !(host in hosts)) problems.push({ path: [...where, 'host'], message: `Unknown host ${JSON.stringify(host)} (hosts: ${Object.keys(hosts).join(', ')})` });
+    if (host === undefined)
+      problems.push({
+        path: where,
+        absent: [...where, 'host'],
+        message: `${what} has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)`,
+      });
+    else if (hosts !== undefined && !(host in hosts))
+      problems.push({ path: [...where, 'host'], message: `Unknown host ${JSON.stringify(host)} (hosts: ${Object.keys(hosts).join(', ')})` });
   };
   for (const p of places.values()) known(['places', p.name], hostOf(p), `Place ${p.name}`);
   for (const t of transitions.values()) {
@@ -101,14 +116,25 @@ export function hostProblems(net: NetModel): ModelProblem[] {
     for (const [i, a] of t.inputs.entries()) {
       const ph = hostOf(places.get(a.place) ?? {});
       if (ph !== undefined && hostOf(t) !== undefined && ph !== hostOf(t)) {
-        problems.push({ path: ['transitions', t.name, 'in', ...(t.inputs.length > 1 ? [i] : [])], message: `Transition ${t.name} (host ${hostOf(t)}) reads place ${a.place} on host ${ph}: a transition reads places of its own host only` });
+        problems.push({
+          path: ['transitions', t.name, 'in', ...(t.inputs.length > 1 ? [i] : [])],
+          message: `Transition ${t.name} (host ${hostOf(t)}) reads place ${a.place} on host ${ph}: a transition reads places of its own host only`,
+        });
       }
     }
   }
   for (const p of places.values()) {
-    const writerHosts = new Set(writersOf(net, p.name).map((t) => hostOf(t)).filter((h): h is string => !!h));
+    const writerHosts = new Set(
+      writersOf(net, p.name)
+        .map((t) => hostOf(t))
+        .filter((h): h is string => !!h),
+    );
     if (writerHosts.size > 1) {
-      problems.push({ path: ['places', p.name], atKey: true, message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host` });
+      problems.push({
+        path: ['places', p.name],
+        atKey: true,
+        message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host`,
+      });
     }
   }
   return problems;
@@ -145,7 +171,8 @@ export function hostView(net: NetModel, host: string | undefined): NetModel {
   }
   const names = hostNames(net);
   if (host === undefined) throw new NetRequestError(`The net runs on several hosts (${names.join(', ')}): say which one this is with --host NAME`);
-  if (!names.includes(host)) throw new UnknownNameError('host', host, `Unknown host ${JSON.stringify(host)}: the net's hosts are ${names.join(', ')}${didYouMean(host, names)}`);
+  if (!names.includes(host))
+    throw new UnknownNameError('host', host, `Unknown host ${JSON.stringify(host)}: the net's hosts are ${names.join(', ')}${didYouMean(host, names)}`);
   const stateDir = hostStateDir(net, host);
   const transitions = new Map([...net.transitions].filter(([, t]) => hostOf(t) === host));
   const places = new Map<string, PlaceSpec>();

@@ -85,7 +85,7 @@ export interface FiringInput {
   payload(): Readable;
 }
 
-export type TransitionFunction = (ctx: FiringContext) => Promise<void | string | Uint8Array | Readable> | void;
+export type TransitionFunction = (ctx: FiringContext) => Promise<undefined | string | Uint8Array | Readable> | undefined;
 
 export type RunSpec = { argv: string[] } | { shell: string };
 

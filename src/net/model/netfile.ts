@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node } from 'yaml';
+import { type Document, isMap, isNode, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import { NetFileError, systemErrorWords } from '../../base/errors.js';
 import { buildNet } from './build.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';

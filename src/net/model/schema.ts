@@ -5,8 +5,8 @@
  * and an unknown place in one run rather than one kind of error per run.
  */
 import * as z from 'zod';
-import type { ModelProblem } from './model.js';
 import { didYouMean } from '../../base/suggest.js';
+import type { ModelProblem } from './model.js';
 
 const name = z.string();
 const positiveInt = z.number().int().min(1);
@@ -31,12 +31,7 @@ const transitionSchema = z
   .object({
     in: z.union([arcSchema, z.array(arcSchema).min(1)]),
     out: z
-      .union([
-        name,
-        z.array(name).min(1),
-        z.object({ 'one-of': z.array(name).min(2) }).strict(),
-        z.object({ 'any-of': z.array(name).min(2) }).strict(),
-      ])
+      .union([name, z.array(name).min(1), z.object({ 'one-of': z.array(name).min(2) }).strict(), z.object({ 'any-of': z.array(name).min(2) }).strict()])
       .optional(),
     run: z.union([z.string().min(1), z.array(z.string()).min(1), z.null()]).optional(),
     env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
@@ -56,7 +51,10 @@ const transitionSchema = z
 const netSchema = z
   .object({
     state: z.string().min(1).optional(),
-    places: z.record(z.string(), placeSchema.nullable().transform((p) => p ?? {})),
+    places: z.record(
+      z.string(),
+      placeSchema.nullable().transform((p) => p ?? {}),
+    ),
     transitions: z.record(z.string(), transitionSchema).optional(),
     hosts: z.record(z.string(), z.unknown()).optional(),
   })
@@ -136,7 +134,7 @@ function salvage(raw: unknown, issues: z.core.$ZodIssue[]): { data?: unknown; pr
   for (let round = 0; round < 4; round++) {
     for (const issue of issues) {
       const unknown = unknownKeys(issue);
-      const targets = unknown.length > 0 ? unknown.map((k) => [...(issue.path as Path), k]) : [valueOf(issue.path as Path)];
+      const targets = unknown.length > 0 ? unknown.map((k) => [...(issue.path as Path), k]) : [wholeValueOf(issue.path as Path)];
       for (const path of targets) {
         if (path.length === 0 || (path[0] === 'places' && path.length === 1)) return { pruned }; // no places: nothing to cross-check
         if (path.length >= 3 && take(path)) continue;
@@ -156,7 +154,7 @@ function salvage(raw: unknown, issues: z.core.$ZodIssue[]): { data?: unknown; pr
 }
 
 /** A path cut after its last key: a refused item of a list takes the whole list with it. */
-function valueOf(path: Path): Path {
+function wholeValueOf(path: Path): Path {
   let end = path.length;
   while (end > 0 && typeof path[end - 1] === 'number') end--;
   return path.slice(0, end);

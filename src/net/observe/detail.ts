@@ -4,12 +4,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { readLiveState, type LiveState } from '../run/live.js';
-import type { LastFailure } from '../run/monitor.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
+import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
 import { readErrorVars } from '../place/error-vars.js';
 import { Place } from '../place/place.js';
-import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
+import { type LiveState, readLiveState } from '../run/live.js';
+import type { LastFailure } from '../run/monitor.js';
 import { timeSince } from '../run/stats.js';
 
 /** One token of a place, as `net serve` lists it. */
@@ -29,7 +29,11 @@ export interface TokenInfo {
 }
 
 /** The first `limit` tokens of a place in its order, and how many it holds; an empty list when its directory can't be read. */
-export async function placeTokens(net: NetModel, name: string, options: { limit?: number; now?: number } = {}): Promise<{ total: number; tokens: TokenInfo[]; problem?: string }> {
+export async function placeTokens(
+  net: NetModel,
+  name: string,
+  options: { limit?: number; now?: number } = {},
+): Promise<{ total: number; tokens: TokenInfo[]; problem?: string }> {
   const spec = net.places.get(name);
   if (!spec) throw new RangeError(`no place named ${name}`);
   const now = options.now ?? Date.now();
@@ -68,7 +72,11 @@ export async function placeTokens(net: NetModel, name: string, options: { limit?
 }
 
 /** A transition's recent firings and its last failure, with the end of that failure's kept log. */
-export function transitionDetail(net: NetModel, name: string, options: { tailBytes?: number } = {}): {
+export function transitionDetail(
+  net: NetModel,
+  name: string,
+  options: { tailBytes?: number } = {},
+): {
   history: LiveState['transitions'][string]['history'];
   lastFailure?: LastFailure;
   stopped?: { reason: string; log: string; at: number };

@@ -32,7 +32,10 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
   const lines = ['digraph net {', '  rankdir=LR;', '  node [fontname="Helvetica", fontsize=11];', '  edge [fontname="Helvetica", fontsize=9];'];
   for (const p of net.places.values()) {
     const n = state.tokens?.get(p.name);
-    const label = [n === undefined ? p.name : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`, ...(state.lines?.('place', p.name) ?? [])].join('\n');
+    const label = [
+      n === undefined ? p.name : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`,
+      ...(state.lines?.('place', p.name) ?? []),
+    ].join('\n');
     const attrs = [`shape=ellipse`, `label=${dotString(label)}`, `id=${dotString(`place-${p.name}`)}`];
     const fill = state.alarm?.has(p.name) ? '#ffd6d6' : n ? '#e8f0ff' : undefined;
     if (errorPlaces.has(p.name)) attrs.push('color=red', 'fontcolor=red', fill ? 'style="dashed,filled"' : 'style=dashed');
@@ -44,7 +47,9 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
     const kind = !t.run && !t.fn ? '\n(move)' : '';
     const running = state.running?.get(t.name);
     const paused = state.paused?.has(t.name);
-    const label = [`${t.name}${kind}${paused ? '\npaused' : ''}${running ? `\n${running} running` : ''}`, ...(state.lines?.('transition', t.name) ?? [])].join('\n');
+    const label = [`${t.name}${kind}${paused ? '\npaused' : ''}${running ? `\n${running} running` : ''}`, ...(state.lines?.('transition', t.name) ?? [])].join(
+      '\n',
+    );
     const attrs = [`shape=box`, `label=${dotString(label)}`, `id=${dotString(`transition-${t.name}`)}`];
     if (isMerge(t)) attrs.push('peripheries=2');
     if (state.alarm?.has(t.name)) attrs.push('style=filled', 'fillcolor="#ffb3b3"', 'color=red');

@@ -6,14 +6,21 @@
  * - per place of this host written from another host (by that host's outbox), which host feeds
  *   it: such a place is not a source, though nothing here writes it.
  */
-import { hostOf, hostView, remotePlaces, type RemotePlace } from '../model/hosts.js';
-import { writersOf, type NetModel } from '../model/model.js';
+
 import { readSenderState } from '../hosts/outbox-sender.js';
-import { netStatus, type FeedStatus, type NetStatusReport, type OutboxStatus } from './status.js';
+import { hostOf, hostView, type RemotePlace, remotePlaces } from '../model/hosts.js';
+import { type NetModel, writersOf } from '../model/model.js';
+import { type FeedStatus, type NetStatusReport, netStatus, type OutboxStatus } from './status.js';
 
 /** The hosts other than `host` that write a place. */
 function feedersOf(net: NetModel, place: string, host: string): string[] {
-  return [...new Set(writersOf(net, place).map(hostOf).filter((h): h is string => h !== undefined && h !== host))];
+  return [
+    ...new Set(
+      writersOf(net, place)
+        .map(hostOf)
+        .filter((h): h is string => h !== undefined && h !== host),
+    ),
+  ];
 }
 
 /**
@@ -76,7 +83,8 @@ export function describeOutbox(o: OutboxStatus, live: boolean, now = Date.now())
   let s = `outbox to ${o.host}:${o.remoteDir}: ${o.waiting} waiting`;
   const stopped = o.sender?.stopped;
   const f = o.sender?.failing;
-  if (stopped) s += live ? `; STOPPED: ${stopped.error} (the tokens stay here; restart net run once fixed)` : `; the last run stopped sending: ${stopped.error}`;
+  if (stopped)
+    s += live ? `; STOPPED: ${stopped.error} (the tokens stay here; restart net run once fixed)` : `; the last run stopped sending: ${stopped.error}`;
   else if (f && live) s += `; HOST UNREACHABLE for ${Math.round((now - f.since) / 1000)} s (${f.attempts} attempts): ${f.error}`;
   else if (o.sender?.lastSentAt) s += `; last sent ${Math.round((now - o.sender.lastSentAt) / 1000)} s ago`;
   else if (o.empty || !o.sender) s += '; nothing sent yet';

@@ -99,7 +99,13 @@ export function prospects(net: NetModel, now: NetNow): Prospects {
  * transition, or below its place's next number, is stuck; one held by a paused transition waits
  * for its resume.
  */
-export function mayStillCome(l: Leftover, p: Prospects, now: NetNow, readersOf: (place: string) => TransitionSpec[], writersOf: (place: string) => TransitionSpec[]): boolean {
+export function mayStillCome(
+  l: Leftover,
+  p: Prospects,
+  now: NetNow,
+  readersOf: (place: string) => TransitionSpec[],
+  writersOf: (place: string) => TransitionSpec[],
+): boolean {
   const on = l.on ?? [];
   switch (l.code) {
     case 'paused':

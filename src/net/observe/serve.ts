@@ -17,15 +17,15 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { silentLogger, type Logger } from '../../base/log.js';
-import { netToDot } from './dot.js';
+import { type Logger, silentLogger } from '../../base/log.js';
 import { hostView } from '../model/hosts.js';
-import { hostStatus } from './outbox-status.js';
-import { netMetricsText, netStatusJson } from './metrics.js';
 import type { NetModel } from '../model/model.js';
-import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 import { placeTokens, transitionDetail } from './detail.js';
-import { netStatus, type NetStatusReport } from './status.js';
+import { netToDot } from './dot.js';
+import { netMetricsText, netStatusJson } from './metrics.js';
+import { hostStatus } from './outbox-status.js';
+import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
+import { type NetStatusReport, netStatus } from './status.js';
 import { dotToSvg } from './svg.js';
 
 export interface ServeOptions {
@@ -76,7 +76,8 @@ function webDir(): URL {
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'X-Frame-Options': 'DENY',
@@ -168,7 +169,8 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
     res.end(head ? undefined : buf);
   };
   const notFound = (res: http.ServerResponse, head: boolean) => send(res, head, 404, 'text/plain; charset=utf-8', 'not found\n');
-  const json = (res: http.ServerResponse, head: boolean, value: unknown) => send(res, head, 200, 'application/json; charset=utf-8', `${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}\n`);
+  const json = (res: http.ServerResponse, head: boolean, value: unknown) =>
+    send(res, head, 200, 'application/json; charset=utf-8', `${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}\n`);
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? '';
@@ -186,7 +188,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
     // so /../x, %2e%2e%2f and their double encodings are simply names that are not in it.
     const route = target.split('?')[0]!;
     const asset = assets.get(route);
-    if (asset && asset.type.startsWith('text/html')) return send(res, head, 200, asset.type, renderPage(template, svgText, await report()));
+    if (asset?.type.startsWith('text/html')) return send(res, head, 200, asset.type, renderPage(template, svgText, await report()));
     if (asset) return send(res, head, 200, asset.type, asset.body);
     if (route === '/net.svg') return send(res, head, 200, 'image/svg+xml; charset=utf-8', svg);
     if (route === '/metrics') return send(res, head, 200, PROMETHEUS_CONTENT_TYPE, netMetricsText(await report()));

@@ -6,16 +6,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { describeSystemError, LockedError, systemErrorWords } from '../../base/errors.js';
 import { SeqFile } from '../../sys/seqfile.js';
-import { describeLeftovers, type Leftover } from '../run/leftovers.js';
-import { mayStillCome, prospects, type NetNow } from './prospects.js';
 import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
-import { readLiveState, type LiveState } from '../run/live.js';
-import { isFailing, type LastFailure } from '../run/monitor.js';
-import { effectiveOrder, isRead, readersOf, writersOf, type NetModel } from '../model/model.js';
 import type { SenderState } from '../hosts/outbox-sender.js';
+import { effectiveOrder, isRead, type NetModel, readersOf, writersOf } from '../model/model.js';
+import { type PauseRecord, pauseText, readPauses } from '../operate/pause.js';
 import { Place } from '../place/place.js';
-import { pauseText, readPauses, type PauseRecord } from '../operate/pause.js';
+import { describeLeftovers, type Leftover } from '../run/leftovers.js';
+import { type LiveState, readLiveState } from '../run/live.js';
+import { isFailing, type LastFailure } from '../run/monitor.js';
 import { mean, oldestAge, p95, timeSince } from '../run/stats.js';
+import { mayStillCome, type NetNow, prospects } from './prospects.js';
 
 export type NetState = 'running' | 'idle' | 'stuck' | 'drained';
 
@@ -159,7 +159,13 @@ async function readPlaces(net: NetModel, now: number): Promise<PlacesRead> {
   for (const spec of net.places.values()) {
     const p = new Place(spec, effectiveOrder(net, spec.name));
     read.places.set(spec.name, p);
-    const role = errorPlaces.has(spec.name) ? 'error' : writersOf(net, spec.name).length === 0 ? 'source' : readersOf(net, spec.name).length === 0 ? 'sink' : 'inner';
+    const role = errorPlaces.has(spec.name)
+      ? 'error'
+      : writersOf(net, spec.name).length === 0
+        ? 'source'
+        : readersOf(net, spec.name).length === 0
+          ? 'sink'
+          : 'inner';
     const st: PlaceStatus = { name: spec.name, dir: spec.dir, role, exists: p.exists(), tokens: 0, capacity: spec.capacity, stuck: 0 };
     if (st.exists) {
       try {
@@ -183,7 +189,14 @@ async function readPlaces(net: NetModel, now: number): Promise<PlacesRead> {
 }
 
 /** Leftovers split into the stuck and the waiting (prospects.ts), with the prospects' inputs. */
-function sortLeftovers(net: NetModel, read: PlacesRead, all: Leftover[], open: ReadonlySet<string>, stopped: ReadonlySet<string>, fedFromElsewhere?: ReadonlySet<string>): { stuck: Leftover[]; waiting: Leftover[] } {
+function sortLeftovers(
+  net: NetModel,
+  read: PlacesRead,
+  all: Leftover[],
+  open: ReadonlySet<string>,
+  stopped: ReadonlySet<string>,
+  fedFromElsewhere?: ReadonlySet<string>,
+): { stuck: Leftover[]; waiting: Leftover[] } {
   const holds = new Map<string, number>();
   for (const l of all) if (l.code !== 'below-next') holds.set(l.place, (holds.get(l.place) ?? 0) + 1);
   const now: NetNow = { holds: (place) => holds.get(place) ?? 0, open, stopped, fedFromElsewhere };
@@ -192,7 +205,16 @@ function sortLeftovers(net: NetModel, read: PlacesRead, all: Leftover[], open: R
   const waiting: Leftover[] = [];
   for (const l of all) {
     if (l.reason === undefined) continue;
-    if (mayStillCome(l, p, now, (place) => readersOf(net, place), (place) => writersOf(net, place))) waiting.push(l);
+    if (
+      mayStillCome(
+        l,
+        p,
+        now,
+        (place) => readersOf(net, place),
+        (place) => writersOf(net, place),
+      )
+    )
+      waiting.push(l);
     else stuck.push(l);
   }
   const rows = new Map(read.rows.map((r) => [r.name, r]));

@@ -3,8 +3,8 @@
  * tokens' numbers, as both an operator's move and its recovery (operator.ts) need them.
  */
 import path from 'node:path';
-import { unlinkQuietly } from '../../sys/io.js';
 import { readHeaderFileSync } from '../../queue/job-headers.js';
+import { unlinkQuietly } from '../../sys/io.js';
 import type { NetModel, PlaceSpec } from '../model/model.js';
 import { Place, publishDurably } from '../place/place.js';
 import { numberedName } from '../place/token.js';

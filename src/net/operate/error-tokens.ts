@@ -6,7 +6,7 @@
 import { readHeaderFileSync } from '../../queue/job-headers.js';
 import { isErrorVar } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
-import { tokenKey, type Token, type TokenContent } from '../place/token.js';
+import { type Token, type TokenContent, tokenKey } from '../place/token.js';
 
 /** The variable counting how many times a token has been put back by `net retry`. */
 export const RETRIED_VAR = 'RETRIED';
@@ -30,7 +30,7 @@ export function* readTokens(place: Place): Generator<ReadToken> {
 /** One token of a place, read from its file; undefined when it is gone, not a packet, or a NOP. */
 export function readToken(place: Place, filename: string): ReadToken | undefined {
   const file = place.queue.jobPath(filename);
-  let header;
+  let header: ReturnType<typeof readHeaderFileSync>;
   try {
     header = readHeaderFileSync(file);
   } catch {

@@ -16,15 +16,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { mkdirDurable } from '../../sys/durable.js';
 import { LockedError, NetError } from '../../base/errors.js';
+import { mkdirDurable } from '../../sys/durable.js';
 import { FileLock } from '../../sys/lock.js';
+import { Committer } from '../commit/commit.js';
+import { Journal } from '../commit/journal.js';
+import type { CommitHooks, CommitResult } from '../commit/request.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { Place } from '../place/place.js';
 import type { Token, TokenContent } from '../place/token.js';
-import { Committer } from '../commit/commit.js';
-import type { CommitHooks, CommitResult } from '../commit/request.js';
-import { Journal } from '../commit/journal.js';
 import { NOP_PART_PREFIX, setAsidePlace, settleNopPart } from './aside-queue.js';
 
 /** The staging tag of operator moves: their .part files are named net-op-*.part (Place.stage). */

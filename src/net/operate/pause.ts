@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fsyncDir, mkdirDurable } from '../../sys/durable.js';
 import { NetRequestError } from '../../base/errors.js';
+import { fsyncDir, mkdirDurable } from '../../sys/durable.js';
 import { closeQuietly, fsyncSync, unlinkQuietly } from '../../sys/io.js';
 import { hostView } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';

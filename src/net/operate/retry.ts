@@ -6,11 +6,11 @@
  * move, so they pair again. Each move is a commit (operator.ts): exactly once through a kill -9.
  */
 import { NetRequestError, UnknownNameError } from '../../base/errors.js';
-import { readersOf, type NetModel } from '../model/model.js';
+import { type NetModel, readersOf } from '../model/model.js';
 import { placeNamed } from '../model/names.js';
 import { readErrorVars } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
-import { RETRIED_VAR, readToken, readTokens, retriedContent, retriedCount, type ReadToken } from './error-tokens.js';
+import { RETRIED_VAR, type ReadToken, readToken, readTokens, retriedContent, retriedCount } from './error-tokens.js';
 import { Operator } from './operator.js';
 
 export interface RetryOptions {
@@ -58,7 +58,10 @@ function errorPlaces(net: NetModel, only?: string): string[] {
   if (only !== undefined) {
     placeNamed(net, only);
     const readers = readersOf(net, only);
-    if (readers.length > 0) throw new NetRequestError(`Place ${only} is read by ${readers.map((t) => t.name).join(', ')}: net retry takes tokens only from a place no transition reads (an error place)`);
+    if (readers.length > 0)
+      throw new NetRequestError(
+        `Place ${only} is read by ${readers.map((t) => t.name).join(', ')}: net retry takes tokens only from a place no transition reads (an error place)`,
+      );
     return [only];
   }
   const names = [...new Set([...net.transitions.values()].flatMap((t) => (t.error !== undefined ? [t.error] : [])))];
@@ -72,16 +75,22 @@ function destination(net: NetModel, tok: ReadToken, to: string | undefined): { t
   const transition = error?.transition ?? '';
   if (to !== undefined) return { transition, to };
   const t = net.transitions.get(transition);
-  if (!t) throw new NetRequestError(`Token ${tok.key} (${tok.place} #${tok.seq}) failed in transition ${JSON.stringify(transition)}, which the net no longer has: retry it with --to PLACE`);
+  if (!t)
+    throw new NetRequestError(
+      `Token ${tok.key} (${tok.place} #${tok.seq}) failed in transition ${JSON.stringify(transition)}, which the net no longer has: retry it with --to PLACE`,
+    );
   const from = error?.place;
   if (from !== undefined && net.places.has(from)) return { transition, to: from };
   if (t.inputs.length === 1) return { transition, to: t.inputs[0]!.place };
-  throw new NetRequestError(`Token ${tok.key} (${tok.place} #${tok.seq}) does not say which input of ${transition} it came from (${t.inputs.map((a) => a.place).join(', ')}): retry it with --to PLACE`);
+  throw new NetRequestError(
+    `Token ${tok.key} (${tok.place} #${tok.seq}) does not say which input of ${transition} it came from (${t.inputs.map((a) => a.place).join(', ')}): retry it with --to PLACE`,
+  );
 }
 
 /** The tokens chosen, each with where it goes; every bad input found before anything moves. */
 function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Planned[] {
-  if (!opts.all && !opts.keys?.length && opts.transition === undefined) throw new NetRequestError('Say which error tokens to retry: --key K, --transition T or --all');
+  if (!opts.all && !opts.keys?.length && opts.transition === undefined)
+    throw new NetRequestError('Say which error tokens to retry: --key K, --transition T or --all');
   if (opts.to !== undefined) placeNamed(net, opts.to);
   const keys = opts.keys?.length ? new Set(opts.keys) : undefined;
   const seenKeys = new Set<string>();
@@ -97,13 +106,20 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
       if (keys && !keys.has(tok.key)) continue;
       seenKeys.add(tok.key);
       const d = destination(net, tok, opts.to);
-      if (!places.has(d.to)) throw new NetRequestError(`Place ${d.to} has no queue here (${net.places.get(d.to)!.dir}): run fspl net init, or retry on the host that has it`);
+      if (!places.has(d.to))
+        throw new NetRequestError(`Place ${d.to} has no queue here (${net.places.get(d.to)!.dir}): run fspl net init, or retry on the host that has it`);
       chosen.push({ tok: { place: tok.place, filename: tok.filename, seq: tok.seq, key: tok.key, retried: retriedCount(tok.vars.get(RETRIED_VAR)) }, ...d });
     }
   }
-  if (!transitionSeen && opts.transition !== undefined) throw new UnknownNameError('transition', opts.transition, `No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`);
+  if (!transitionSeen && opts.transition !== undefined)
+    throw new UnknownNameError('transition', opts.transition, `No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`);
   const missing = [...(keys ?? [])].filter((k) => !seenKeys.has(k));
-  if (missing.length > 0) throw new UnknownNameError('token', missing[0]!, `No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${opts.transition !== undefined ? ` from ${opts.transition}` : ''}`);
+  if (missing.length > 0)
+    throw new UnknownNameError(
+      'token',
+      missing[0]!,
+      `No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${opts.transition !== undefined ? ` from ${opts.transition}` : ''}`,
+    );
   return chosen.sort((a, b) => (a.tok.place < b.tok.place ? -1 : a.tok.place > b.tok.place ? 1 : a.tok.seq < b.tok.seq ? -1 : a.tok.seq > b.tok.seq ? 1 : 0));
 }
 

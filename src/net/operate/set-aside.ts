@@ -17,20 +17,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
-import { fsyncDir } from '../../sys/durable.js';
 import { LockedError, NetError, NetRequestError, UnknownNameError } from '../../base/errors.js';
-import { closeQuietly, fsyncSync } from '../../sys/io.js';
-import { readHeaderFileSync } from '../../queue/job-headers.js';
 import { makeHeader, writePacketSync } from '../../packet/prepare.js';
+import { readHeaderFileSync } from '../../queue/job-headers.js';
+import { fsyncDir } from '../../sys/durable.js';
+import { closeQuietly, fsyncSync } from '../../sys/io.js';
 import type { SeqFile } from '../../sys/seqfile.js';
 import type { NetModel } from '../model/model.js';
-import { Place, publishDurably } from '../place/place.js';
+import { type Place, publishDurably } from '../place/place.js';
 import { numberedName, type TokenContent } from '../place/token.js';
-import { readTokens, type ReadToken } from './error-tokens.js';
+import { NOP_PART_PREFIX, SET_ASIDE, setAsidePlace } from './aside-queue.js';
+import { type ReadToken, readTokens } from './error-tokens.js';
 import { Operator } from './operator.js';
 import type { RetryMove, RetryResult } from './retry.js';
 import { findToken } from './tokens.js';
-import { NOP_PART_PREFIX, SET_ASIDE, setAsidePlace } from './aside-queue.js';
 
 const PREFIX = 'SET_ASIDE_';
 
@@ -47,7 +47,12 @@ export interface SetAsideResult {
 }
 
 /** Set one token aside (see the top of this file). */
-export async function setAside(net: NetModel, place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string } = {}): Promise<SetAsideResult> {
+export async function setAside(
+  net: NetModel,
+  place: string,
+  which: { key?: string; seq?: bigint },
+  options: { reason?: string; by?: string } = {},
+): Promise<SetAsideResult> {
   const tok = await findToken(net, place, which);
   const aside = setAsidePlace(net);
   aside.init();
@@ -58,7 +63,8 @@ export async function setAside(net: NetModel, place: string, which: { key?: stri
     consumer = p.queue.lockSeqfile();
   } catch (err) {
     op.close();
-    if (err instanceof LockedError) throw new NetError(`Place ${place} is being read (its nextseq.lock is held, by a net run or a queue-process): stop it, then set the token aside`);
+    if (err instanceof LockedError)
+      throw new NetError(`Place ${place} is being read (its nextseq.lock is held, by a net run or a queue-process): stop it, then set the token aside`);
     throw err;
   }
   try {
@@ -70,7 +76,11 @@ export async function setAside(net: NetModel, place: string, which: { key?: stri
     const content: TokenContent = { env, params: tok.params.map((x) => Buffer.from(x)), payload: { tokens: [tok.path] } };
     const nop = p.order === 'sequence' ? stageNop(p, tok.seq) : undefined;
     const header = readHeaderFileSync(tok.path);
-    const [moved] = await op.move('aside', [{ place: SET_ASIDE, content }], [{ place, filename: tok.filename, path: tok.path, seq: tok.seq, key: tok.key, header, seen: 0 }]);
+    const [moved] = await op.move(
+      'aside',
+      [{ place: SET_ASIDE, content }],
+      [{ place, filename: tok.filename, path: tok.path, seq: tok.seq, key: tok.key, header, seen: 0 }],
+    );
     if (nop) publishDurably(nop, p.queue.jobPath(numberedName(tok.seq)));
     return { place, seq: tok.seq, key: tok.key, reason, asideSeq: moved!.seq, nop: nop !== undefined };
   } finally {
@@ -95,7 +105,8 @@ function stageNop(p: Place, seq: bigint): string {
 
 /** `net retry --set-aside`: tokens set aside go back to their places, under new numbers. */
 export async function restoreSetAside(net: NetModel, opts: { keys?: string[]; seq?: bigint; all?: boolean; dryRun?: boolean }): Promise<RetryResult> {
-  if (!opts.all && !opts.keys?.length && opts.seq === undefined) throw new NetRequestError('Say which tokens set aside to bring back: --key K, --seq N or --all');
+  if (!opts.all && !opts.keys?.length && opts.seq === undefined)
+    throw new NetRequestError('Say which tokens set aside to bring back: --key K, --seq N or --all');
   const aside = setAsidePlace(net);
   const op = await Operator.open(net, { readOnly: opts.dryRun, extra: aside.exists() ? [aside] : [] });
   try {
@@ -107,7 +118,12 @@ export async function restoreSetAside(net: NetModel, opts: { keys?: string[]; se
         chosen.push(tok);
       }
     }
-    if (chosen.length === 0 && !opts.all) throw new UnknownNameError('token', opts.keys?.[0] ?? String(opts.seq), `No token set aside with ${opts.keys?.length ? `key ${opts.keys.map((k) => JSON.stringify(k)).join(', ')}` : `number ${opts.seq}`}`);
+    if (chosen.length === 0 && !opts.all)
+      throw new UnknownNameError(
+        'token',
+        opts.keys?.[0] ?? String(opts.seq),
+        `No token set aside with ${opts.keys?.length ? `key ${opts.keys.map((k) => JSON.stringify(k)).join(', ')}` : `number ${opts.seq}`}`,
+      );
     chosen.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
     const moves: RetryMove[] = [];
     for (const tok of chosen) {

@@ -6,7 +6,7 @@
  * for an error token the transition it failed in, why, its log and how often it was retried.
  */
 import fs from 'node:fs';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { NetRequestError, UnknownNameError } from '../../base/errors.js';
 import { openPayloadSync, readHeaderFileSync } from '../../queue/job-headers.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
@@ -97,8 +97,8 @@ async function* tokensOf(p: Place, options: { now?: number; pass?: number }): As
 /** One token's listing, or undefined when it is gone (consumed since the directory was read). */
 function describe(p: Place, filename: string, now: number): TokenListing | undefined {
   const file = p.queue.jobPath(filename);
-  let header;
-  let st;
+  let header: ReturnType<typeof readHeaderFileSync>;
+  let st: fs.Stats;
   try {
     header = readHeaderFileSync(file);
     st = fs.statSync(file);
@@ -132,7 +132,11 @@ export async function findToken(net: NetModel, place: string, which: { key?: str
     if (t.nop) continue;
     if (which.key !== undefined ? t.key === which.key : t.seq === which.seq) return t;
   }
-  throw new UnknownNameError('token', which.key ?? String(which.seq), `No token with ${which.key !== undefined ? `key ${JSON.stringify(which.key)}` : `number ${which.seq}`} in place ${place}`);
+  throw new UnknownNameError(
+    'token',
+    which.key ?? String(which.seq),
+    `No token with ${which.key !== undefined ? `key ${JSON.stringify(which.key)}` : `number ${which.seq}`} in place ${place}`,
+  );
 }
 
 /** A token's payload, as a stream. */

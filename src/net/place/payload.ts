@@ -4,12 +4,12 @@
  */
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { copy } from '../../sys/copy.js';
-import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
 import type { PacketHeader, Seal } from '../../packet/index.js';
 import { sealOf } from '../../packet/seal.js';
 import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
 import { headerFromStart, openPayloadSync, payloadOffset, readHeaderFileSync } from '../../queue/job-headers.js';
+import { copy } from '../../sys/copy.js';
+import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
 import type { TokenContent } from './token.js';
 
 /** The seal (length and CRC-32) of a token's payload, read once from its sources. */

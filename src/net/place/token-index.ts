@@ -134,7 +134,6 @@ export abstract class TokenIndex {
     if (window !== undefined) this.window = window;
   }
 
-
   /**
    * Scan again: index the tokens with the lowest numbers (all of them, with no window), reading
    * only the headers of files not seen before; returns the tokens newly indexed. The directory is

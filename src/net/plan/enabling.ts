@@ -23,7 +23,6 @@ import type { PlaceState, Start, StartTokens, TokenRef, TransitionState } from '
 /** The places as one decision sees them, by name (its own copies: claims change them). */
 export type PlaceLookup = (name: string) => PlaceState;
 
-
 /**
  * available()'s last answer for each place copy of a decision (its own copies: nothing else
  * changes them, and claim() gives a place a new tokens array): candidate and queueLength ask it
@@ -137,6 +136,6 @@ export function withoutClaimed(merge: MergeView<TokenRef>, claimed: ReadonlySet<
 /** The NOP token a transition would consume next in one of its places, if any. */
 export function nopAtHead(p: PlaceState): TokenRef | undefined {
   const head = p.order === 'sequence' ? p.tokens.find((x) => x.seq >= p.next) : p.tokens.find((x) => x.nop);
-  if (!head || !head.nop || (p.order === 'sequence' && head.seq !== p.next)) return undefined;
+  if (!head?.nop || (p.order === 'sequence' && head.seq !== p.next)) return undefined;
   return head;
 }

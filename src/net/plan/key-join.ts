@@ -87,6 +87,7 @@ export class KeyJoin<T extends Keyed> {
     if (!e) return;
     for (const a of arcs) {
       const list = e.lists[a]!;
+      // biome-ignore lint/complexity/useIndexOf: list holds T, and t is a Keyed that may be one of them
       const i = list.findIndex((x) => x === t);
       if (i < 0) continue;
       list.splice(i, 1);

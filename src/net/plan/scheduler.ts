@@ -20,10 +20,10 @@
  * transitions untouched since the last decision cost nothing. `schedule` is one decision of a
  * new Scheduler over a whole marking.
  */
-import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, queueLength, watch, withoutClaimed, type PlaceLookup } from './enabling.js';
+import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, type PlaceLookup, queueLength, watch, withoutClaimed } from './enabling.js';
 import { PairHeap } from './heap.js';
-import { Shares } from './shares.js';
 import type { PlaceState, Start, StartTokens, TokenRef, TransitionState } from './marking.js';
+import { Shares } from './shares.js';
 
 export type { PlaceState, Start, TokenRef, TransitionState } from './marking.js';
 

@@ -11,12 +11,12 @@
  * them), each transition's firings and busy time, and a lower bound on the makespan.
  */
 import { NetError } from '../../base/errors.js';
+import { effectiveOrder, isRead, type NetModel, readersOf, type TransitionSpec, writersOf } from '../model/model.js';
 import { mayCommit } from './commit-order.js';
-import { effectiveOrder, isRead, readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import { MergeJoins } from './key-join.js';
 import { heldBy, lookaheadOf, transitionState } from './marking.js';
+import { DEFAULT_SERVICE_MS, type PlaceState, schedule, type TokenRef, type TransitionState } from './scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from './service-time.js';
-import { DEFAULT_SERVICE_MS, schedule, type PlaceState, type TokenRef, type TransitionState } from './scheduler.js';
 
 /** A transition's service time: uniform in mean x [1 - jitter, 1 + jitter]. */
 export interface ServiceTime {
@@ -53,7 +53,6 @@ export interface SimulationReport {
   /** Tokens left in read places that can never fire (e.g. an and-merge missing partners). */
   leftover: number;
 }
-
 
 /** Parse `T=MEAN[±JITTER%]` (MEAN with a unit: 40ms, 1.5s; ± may be written +-). */
 export function parseService(text: string): { transition: string; service: ServiceTime } {
@@ -162,7 +161,8 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
   if (!Number.isSafeInteger(opts.tokens) || opts.tokens < 0) throw new NetError(`tokens must be a whole number >= 0, got ${String(opts.tokens)}`);
   if (!Number.isSafeInteger(opts.workers) || opts.workers < 1) throw new NetError(`workers must be a whole number >= 1, got ${String(opts.workers)}`);
   for (const name of Object.keys(opts.service ?? {})) {
-    if (!net.transitions.has(name)) throw new NetError(`--service names ${JSON.stringify(name)}, which is not a transition (transitions: ${[...net.transitions.keys()].join(', ')})`);
+    if (!net.transitions.has(name))
+      throw new NetError(`--service names ${JSON.stringify(name)}, which is not a transition (transitions: ${[...net.transitions.keys()].join(', ')})`);
   }
   const defaultService = opts.defaultService ?? { mean: DEFAULT_SERVICE_MS, jitter: 0 };
   const serviceOf = (t: string) => opts.service?.[t] ?? defaultService;
@@ -172,7 +172,17 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
   const places = new Map<string, SimPlace>();
   for (const spec of net.places.values()) {
     const isSource = writersOf(net, spec.name).length === 0 && isRead(net, spec.name);
-    places.set(spec.name, { name: spec.name, order: effectiveOrder(net, spec.name), capacity: spec.capacity, next: 1n, sendseq: 1n, tokens: [], count: 0, peak: 0, toPut: isSource ? opts.tokens : 0 });
+    places.set(spec.name, {
+      name: spec.name,
+      order: effectiveOrder(net, spec.name),
+      capacity: spec.capacity,
+      next: 1n,
+      sendseq: 1n,
+      tokens: [],
+      count: 0,
+      peak: 0,
+      toPut: isSource ? opts.tokens : 0,
+    });
   }
   // As the runner: the scheduler sees as many tokens of a place as its readers could take at once.
   const lookahead = new Map<string, number>();
@@ -181,7 +191,12 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
   }
   // As the runner: each and-merge's complete sets kept up to date as tokens come and go.
   const joins = new MergeJoins<TokenRef>(net.transitions.values());
-  const stats = new Map([...net.transitions.keys()].map((t) => [t, { firings: 0, busy: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, defaultService.mean), nextOrdinal: 0 }]));
+  const stats = new Map(
+    [...net.transitions.keys()].map((t) => [
+      t,
+      { firings: 0, busy: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, defaultService.mean), nextOrdinal: 0 },
+    ]),
+  );
   const open = new Set<SimFiring>();
   let now = 0;
   let rotation = 0;
@@ -218,7 +233,13 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
           f.outs = outs;
         }
         // As the runner: a bounded place must have room on disk (claimed tokens still count).
-        if (outs.some((o) => { const p = places.get(o)!; return p.capacity !== undefined && p.count + 1 > p.capacity; })) continue;
+        if (
+          outs.some((o) => {
+            const p = places.get(o)!;
+            return p.capacity !== undefined && p.count + 1 > p.capacity;
+          })
+        )
+          continue;
         for (const o of outs) add(places.get(o)!, f.tokens[0]!.key);
         for (const tok of f.tokens) {
           const p = places.get(tok.place)!;
@@ -241,7 +262,16 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     const marking = new Map<string, PlaceState>();
     for (const p of places.values()) {
       const { next, claimed, incoming } = heldBy(p.name, p.next, open);
-      marking.set(p.name, { name: p.name, order: p.order, next, tokens: p.tokens.length > lookahead.get(p.name)! ? p.tokens.slice(0, lookahead.get(p.name)) : p.tokens, count: p.count, claimed, incoming, capacity: p.capacity });
+      marking.set(p.name, {
+        name: p.name,
+        order: p.order,
+        next,
+        tokens: p.tokens.length > lookahead.get(p.name)! ? p.tokens.slice(0, lookahead.get(p.name)) : p.tokens,
+        count: p.count,
+        claimed,
+        incoming,
+        capacity: p.capacity,
+      });
     }
     const tstates = new Map<string, TransitionState>();
     for (const t of net.transitions.values()) {
@@ -251,7 +281,15 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     }
     let busy = 0;
     for (const f of open) if (f.running) busy++;
-    const res = schedule({ places: marking, transitions: tstates, totalWorkers: opts.workers, freeWorkers: opts.workers - busy, now, rotation, defaultServiceTime: defaultService.mean });
+    const res = schedule({
+      places: marking,
+      transitions: tstates,
+      totalWorkers: opts.workers,
+      freeWorkers: opts.workers - busy,
+      now,
+      rotation,
+      defaultServiceTime: defaultService.mean,
+    });
     rotation = res.rotation;
     for (const s of res.starts) {
       const t = net.transitions.get(s.transition)!;
@@ -263,7 +301,14 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
       }
       const sv = serviceOf(t.name);
       const ms = s.skip ? 0 : Math.max(0, sv.mean * (1 + sv.jitter * (2 * rand() - 1)));
-      open.add({ transition: t, ordinal: st.nextOrdinal++, tokens: s.tokens.map(({ place, token }) => ({ place, seq: token.seq, key: token.key })), finish: now + ms, ms, running: !s.skip });
+      open.add({
+        transition: t,
+        ordinal: st.nextOrdinal++,
+        tokens: s.tokens.map(({ place, token }) => ({ place, seq: token.seq, key: token.key })),
+        finish: now + ms,
+        ms,
+        running: !s.skip,
+      });
       if (!s.skip) {
         st.firings++;
         st.busy += ms;
@@ -299,7 +344,17 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     lowerBound: lowerBound(net, firings, (t) => serviceOf(t).mean, opts.workers),
     places: Object.fromEntries([...places.values()].map((p) => [p.name, { peak: p.peak, final: p.count, capacity: p.capacity }])),
     transitions: Object.fromEntries(
-      [...stats].map(([t, s]) => [t, { firings: s.firings, busyMs: s.busy, meanMs: s.firings ? s.busy / s.firings : 0, service: serviceOf(t), assumed: !opts.service?.[t], share: makespan > 0 ? s.busy / (makespan * opts.workers) : 0 }]),
+      [...stats].map(([t, s]) => [
+        t,
+        {
+          firings: s.firings,
+          busyMs: s.busy,
+          meanMs: s.firings ? s.busy / s.firings : 0,
+          service: serviceOf(t),
+          assumed: !opts.service?.[t],
+          share: makespan > 0 ? s.busy / (makespan * opts.workers) : 0,
+        },
+      ]),
     ),
     leftover: [...places.values()].filter((p) => isRead(net, p.name)).reduce((n, p) => n + p.count, 0),
   };

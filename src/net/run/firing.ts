@@ -16,19 +16,19 @@
  * The command runs in a process group of its own; a timeout, or the run stopping, kills the group.
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { appendQuietly, closeQuietly } from '../../sys/io.js';
-import { runDetached, StartError } from '../../sys/exec.js';
-import { ChildEnv, jobVariableStrings, type EnvVariable } from '../../queue/jobenv.js';
 import { setLongTimeout } from '../../base/timer.js';
-import type { FiringInput, TransitionSpec } from '../model/model.js';
-import { giveDir, type RunAs } from './permissions.js';
 import { openPayloadAndHeaderSync } from '../../queue/job-headers.js';
+import type { ChildEnv, EnvVariable } from '../../queue/jobenv.js';
+import { runDetached, StartError } from '../../sys/exec.js';
+import { appendQuietly, closeQuietly } from '../../sys/io.js';
+import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
-import { stagingOf } from './staging.js';
 import { rememberHeader, type Token } from '../place/token.js';
+import { firingEnv } from './firing-env.js';
+import { giveDir, type RunAs } from './permissions.js';
+import { stagingOf } from './staging.js';
 
 /**
  * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
@@ -77,36 +77,6 @@ const KILL_GRACE_MS = 2000;
  * commit (up to two groups' worth per transition, state.ts) hold at most a few MiB.
  */
 const KEEP_RETURNED_BYTES = 64 * 1024;
-
-/** The command's environment. */
-function env(tokens: Token[], t: TransitionSpec, firing: string, key: string, extra: readonly EnvVariable[]): ChildEnv {
-  const first = tokens[0]!;
-  const vars = jobVariableStrings(first.header, { queuedir: path.dirname(path.dirname(first.path)), filename: first.filename });
-  // Variables of the other inputs of a merge, where the first has none of that name.
-  if (tokens.length > 1) {
-    const names = new Set(vars.map(([k]) => k));
-    for (let i = 1; i < tokens.length; i++) {
-      for (const [k, v] of jobVariableStrings(tokens[i]!.header)) if (k.startsWith('FSPL_SET_') && !names.has(k)) vars.push([k, v]);
-    }
-  }
-  vars.push(['FSPL_NET_FIRING', firing], ['FSPL_NET_KEY', key], ...extra);
-  return new ChildEnv(vars, baseEnv(t));
-}
-
-/**
- * What every firing of a transition inherits: the runner's environment, the transition's `env`,
- * FSPL_NET_TRANSITION. Made once per transition, not per firing: copying process.env (each of
- * its variables a call into C++) and sorting it cost several times the merge into a kept base,
- * which childEnvironment sorts once (docs/benchmarks.md, "Measurements behind the code": "A
- * transition's inherited environment made once").
- */
-const baseEnvs = new WeakMap<TransitionSpec, Readonly<Record<string, string | undefined>>>();
-function baseEnv(t: TransitionSpec): Readonly<Record<string, string | undefined>> {
-  let base = baseEnvs.get(t);
-  // Frozen: jobenv.ts trusts what it worked out of a frozen object, with no check per firing.
-  if (!base) baseEnvs.set(t, (base = Object.freeze({ ...process.env, ...t.env, FSPL_NET_TRANSITION: t.name })));
-  return base;
-}
 
 export interface FiringRequest {
   transition: TransitionSpec;
@@ -210,7 +180,8 @@ function judgeOutputs(t: TransitionSpec, written: Map<string, OutputSource>): st
     const missing = t.outputs.filter((o) => !written.has(o));
     return `wrote no output for ${missing.join(', ')}`;
   }
-  if (t.outMode === 'one-of' && n !== 1) return n === 0 ? 'wrote none of its one-of outputs' : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
+  if (t.outMode === 'one-of' && n !== 1)
+    return n === 0 ? 'wrote none of its one-of outputs' : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
   return undefined;
 }
 
@@ -244,7 +215,10 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
   const out = fs.openSync(file, 'w', 0o600);
   let lengths: number[];
   try {
-    lengths = copyPayloads(tokens.map((tok) => tok.path), out);
+    lengths = copyPayloads(
+      tokens.map((tok) => tok.path),
+      out,
+    );
   } finally {
     closeQuietly(out);
   }
@@ -275,9 +249,14 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
   try {
     if (stdin.lengths) {
       made.push(files.batch);
-      extra.push(['FSPL_BATCH_LENGTHS', stdin.lengths.join(' ')], ['FSPL_BATCH_SEQS', tokens.map((x) => x.seq).join(' ')], ['FSPL_BATCH_KEYS', tokens.map((x) => x.key).join(' ')], ['FSPL_BATCH_SIZE', String(tokens.length)]);
+      extra.push(
+        ['FSPL_BATCH_LENGTHS', stdin.lengths.join(' ')],
+        ['FSPL_BATCH_SEQS', tokens.map((x) => x.seq).join(' ')],
+        ['FSPL_BATCH_KEYS', tokens.map((x) => x.key).join(' ')],
+        ['FSPL_BATCH_SIZE', String(tokens.length)],
+      );
     }
-    const vars = env(tokens, t, req.firing, req.key, extra);
+    const vars = firingEnv(tokens, t, req.firing, req.key, extra);
     const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
     stdoutFd = fs.openSync(stdoutPath, 'w', 0o644);
     made.push(stdoutPath);
@@ -300,22 +279,37 @@ async function runCommand(req: FiringRequest, env: ChildEnv, stdin: number | 'ig
   const run = t.run!;
   const [command, args] = 'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];
   try {
-    const r = await runDetached({ command, args, cwd: t.cwd, env, stdin, stdout, stderr, runAs: req.runAs, timeout: t.timeout, signal: req.signal, killGraceMs: KILL_GRACE_MS });
+    const r = await runDetached({
+      command,
+      args,
+      cwd: t.cwd,
+      env,
+      stdin,
+      stdout,
+      stderr,
+      runAs: req.runAs,
+      timeout: t.timeout,
+      signal: req.signal,
+      killGraceMs: KILL_GRACE_MS,
+    });
     if (r.abandoned) return { ok: false, reason: 'abandoned', abandoned: true };
     if (r.timedOut) return { ok: false, reason: `timed out after ${t.timeout} s`, status: 128 + 9, abandoned: false };
     if (r.signal) return { ok: false, reason: `was killed by signal ${r.signal}`, status: r.status ?? undefined, abandoned: false };
-    return r.code === 0 ? { ok: true, status: 0, abandoned: false } : { ok: false, reason: `exited with status ${r.code}`, status: r.code ?? undefined, abandoned: false };
+    return r.code === 0
+      ? { ok: true, status: 0, abandoned: false }
+      : { ok: false, reason: `exited with status ${r.code}`, status: r.code ?? undefined, abandoned: false };
   } catch (err) {
     if (!(err instanceof StartError)) throw err;
-    return { ok: false, reason: `could not start ${JSON.stringify(command)}: ${err.why}`, abandoned: false, message: `fspl net: cannot run ${JSON.stringify(command)}: ${err.why}` };
+    return {
+      ok: false,
+      reason: `could not start ${JSON.stringify(command)}: ${err.why}`,
+      abandoned: false,
+      message: `fspl net: cannot run ${JSON.stringify(command)}: ${err.why}`,
+    };
   }
 }
 
-async function runFunction(
-  req: FiringRequest,
-  outPaths: Record<string, string>,
-  single: boolean,
-): Promise<Ran> {
+async function runFunction(req: FiringRequest, outPaths: Record<string, string>, single: boolean): Promise<Ran> {
   const { transition: t, tokens } = req;
   const { signal, cancel } = functionSignal(req);
   const inputs = tokens.map(functionInput);

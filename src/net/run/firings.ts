@@ -12,14 +12,14 @@
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import type { Logger } from '../../base/log.js';
-import type { Start } from '../plan/scheduler.js';
-import type { TokenContent } from '../place/token.js';
 import type { Committer } from '../commit/commit.js';
-import type { CommitResult } from '../commit/request.js';
-import { fire } from './firing.js';
 import { backoffMs, STATE_PLACE, stagingFull } from '../commit/io-faults.js';
+import type { CommitResult } from '../commit/request.js';
+import type { TokenContent } from '../place/token.js';
+import type { Start } from '../plan/scheduler.js';
+import { fire } from './firing.js';
 import type { NetEvent } from './options.js';
-import { resolve, type OutcomeContext } from './outcome.js';
+import { type OutcomeContext, resolve } from './outcome.js';
 import { runAsOf } from './permissions.js';
 import type { RunPlaces } from './places.js';
 import { StagingSweeper } from './staging.js';
@@ -80,9 +80,13 @@ export class OpenFirings {
     // The run's stop reaches each running firing through its own controller: one listener for the
     // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
     // signal per firing (the largest source of garbage a long run's old generation collected).
-    ctx.signal.addEventListener('abort', () => {
-      for (const f of this.set) f.stop?.abort(ctx.signal.reason);
-    }, { once: true });
+    ctx.signal.addEventListener(
+      'abort',
+      () => {
+        for (const f of this.set) f.stop?.abort(ctx.signal.reason);
+      },
+      { once: true },
+    );
     this.outcomes = {
       log: ctx.log,
       logsDir: path.join(ctx.stateDir, 'logs'),
@@ -127,7 +131,18 @@ export class OpenFirings {
     const run = this.ctx.trans.get(s.transition)!;
     const tokens = s.tokens.map(({ place, token }) => this.ctx.places.get(place)!.tokens.get(token.filename)!);
     this.ctx.places.claim(tokens);
-    const f: Firing = { id: uuidv4(), transition: run.spec, key: tokens[0]!.key, tokens, attempt: 0, started: Date.now(), dir: '', ordinal: run.nextOrdinal++, begun: this.begun++, running: !s.skip };
+    const f: Firing = {
+      id: uuidv4(),
+      transition: run.spec,
+      key: tokens[0]!.key,
+      tokens,
+      attempt: 0,
+      started: Date.now(),
+      dir: '',
+      ordinal: run.nextOrdinal++,
+      begun: this.begun++,
+      running: !s.skip,
+    };
     if (s.skip) f.outcome = { nop: true };
     this.set.add(f);
     this.tally.opened(f);
@@ -142,7 +157,14 @@ export class OpenFirings {
     f.outcome = undefined;
     f.started = Date.now();
     f.dir = path.join(this.stagingDir, `${f.transition.name}-${f.id}-${f.attempt}`); // a prefix: see stagingOf
-    this.ctx.emit({ type: 'start', firing: f.id, transition: f.transition.name, key: f.key, tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), attempt: f.attempt });
+    this.ctx.emit({
+      type: 'start',
+      firing: f.id,
+      transition: f.transition.name,
+      key: f.key,
+      tokens: f.tokens.map((t) => ({ place: t.place, seq: t.seq })),
+      attempt: f.attempt,
+    });
     run.running++;
     // This firing alone (`net pause --kill`), and the run's stop (the listener in the constructor).
     // A move (no command, no function) ends in a microtask: nothing to stop, and no controller
@@ -150,7 +172,15 @@ export class OpenFirings {
     const moves = !f.transition.run && !f.transition.fn;
     f.stop = moves ? undefined : new AbortController();
     if (this.ctx.signal.aborted) f.stop?.abort(this.ctx.signal.reason);
-    void fire({ transition: f.transition, firing: f.id, key: f.key, tokens: f.tokens, dir: f.dir, signal: f.stop?.signal ?? this.ctx.signal, runAs: runAsOf(f.transition) }).then((outcome) => {
+    void fire({
+      transition: f.transition,
+      firing: f.id,
+      key: f.key,
+      tokens: f.tokens,
+      dir: f.dir,
+      signal: f.stop?.signal ?? this.ctx.signal,
+      runAs: runAsOf(f.transition),
+    }).then((outcome) => {
       run.running--;
       f.outcome = outcome;
       // A failure while the staging files' disk is full is most likely the disk's (outcome.ts):
@@ -256,7 +286,10 @@ export class OpenFirings {
     if (this.set.size === 0 || this.retryTimers.size > 0 || this.diskWaits.size > 0) return;
     for (const f of this.set) if (f.running || !f.outcome || f.committing) return;
     for (const f of [...this.set]) {
-      this.ctx.log.warn('net', `${f.transition.name}: a finished firing on key ${f.key} can not commit (a bounded output place stays full); its tokens go back`);
+      this.ctx.log.warn(
+        'net',
+        `${f.transition.name}: a finished firing on key ${f.key} can not commit (a bounded output place stays full); its tokens go back`,
+      );
       this.drop(f);
     }
   }

@@ -3,9 +3,9 @@
  * `net status` reports. A token in a place that no transition reads (a sink, an error place) is
  * a result, not a leftover.
  */
-import { isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import { isMerge, type NetModel, readersOf, type TransitionSpec } from '../model/model.js';
+import { type PauseRecord, pauseText } from '../operate/pause.js';
 import type { Place } from '../place/place.js';
-import { pauseText, type PauseRecord } from '../operate/pause.js';
 
 /**
  * Why a token can't fire, as a code (what programs count) beside the reason's text (what the
@@ -15,7 +15,17 @@ import { pauseText, type PauseRecord } from '../operate/pause.js';
  * `short-batch` (fewer tokens than a batch), `paused` (its reader was paused by an operator), `in-outbox` (it waits to be sent to another host),
  * `unexplained` (a drained run found nothing that stands in its way).
  */
-export type LeftoverCode = 'stopped' | 'below-next' | 'waits-for-number' | 'inhibited' | 'no-partner' | 'no-room' | 'short-batch' | 'paused' | 'in-outbox' | 'unexplained';
+export type LeftoverCode =
+  | 'stopped'
+  | 'below-next'
+  | 'waits-for-number'
+  | 'inhibited'
+  | 'no-partner'
+  | 'no-room'
+  | 'short-batch'
+  | 'paused'
+  | 'in-outbox'
+  | 'unexplained';
 
 export interface Leftover {
   place: string;
@@ -75,9 +85,12 @@ export function describeLeftovers(
       if (tok.header.cmd.kind === 'NOP') continue;
       let why: Why | undefined;
       if (stoppedReader) why = { code: 'stopped', reason: `held by ${stoppedReader.name}, stopped after a failure`, transition: stoppedReader.name };
-      else if (pausedReader) why = { code: 'paused', reason: `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`, transition: pausedReader.name };
-      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt) why = { code: 'below-next', reason: `its number is below the place's next number ${nxt} (a duplicate or a late copy)` };
-      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected) why = { code: 'waits-for-number', reason: `waits for token number ${expected}, which has not arrived`, on: [p.name] };
+      else if (pausedReader)
+        why = { code: 'paused', reason: `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`, transition: pausedReader.name };
+      else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt)
+        why = { code: 'below-next', reason: `its number is below the place's next number ${nxt} (a duplicate or a late copy)` };
+      else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected)
+        why = { code: 'waits-for-number', reason: `waits for token number ${expected}, which has not arrived`, on: [p.name] };
       else for (const t of readers) if ((why = blocked(net, t, p, tok.key, keysOf, count))) break;
       if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
       out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, ...why });
@@ -90,20 +103,35 @@ export function describeLeftovers(
 type Why = Required<Pick<Leftover, 'code' | 'reason'>> & Pick<Leftover, 'on' | 'transition'>;
 
 /** What stops reader `t` from taking a token with key `key` from place `p`, if anything. */
-function blocked(net: NetModel, t: TransitionSpec, p: Place, key: string, keysOf: (place: string) => Set<string>, count: (place: string) => number): Why | undefined {
+function blocked(
+  net: NetModel,
+  t: TransitionSpec,
+  p: Place,
+  key: string,
+  keysOf: (place: string) => Set<string>,
+  count: (place: string) => number,
+): Why | undefined {
   const inhibitor = t.inhibit.find((name) => count(name) > 0);
   if (inhibitor) return { code: 'inhibited', reason: `${t.name} is inhibited by tokens in ${inhibitor}`, on: [inhibitor], transition: t.name };
   if (isMerge(t)) {
     const missing = t.inputs.filter((a) => a.place !== p.name && !keysOf(a.place).has(key)).map((a) => a.place);
-    if (missing.length) return { code: 'no-partner', reason: `no partner with key ${JSON.stringify(key)} in ${missing.join(', ')} (for ${t.name})`, on: missing, transition: t.name };
+    if (missing.length)
+      return {
+        code: 'no-partner',
+        reason: `no partner with key ${JSON.stringify(key)} in ${missing.join(', ')} (for ${t.name})`,
+        on: missing,
+        transition: t.name,
+      };
   }
   const full = t.outputs.find((o) => {
     const cap = net.places.get(o)?.capacity;
     return cap !== undefined && count(o) >= cap;
   });
-  if (full) return { code: 'no-room', reason: `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`, on: [full], transition: t.name };
+  if (full)
+    return { code: 'no-room', reason: `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`, on: [full], transition: t.name };
   const arc = t.inputs.find((a) => a.place === p.name);
-  if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take) return { code: 'short-batch', reason: `${t.name} takes batches of ${arc.take}; only ${p.count} here`, on: [p.name], transition: t.name };
+  if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take)
+    return { code: 'short-batch', reason: `${t.name} takes batches of ${arc.take}; only ${p.count} here`, on: [p.name], transition: t.name };
   return undefined;
 }
 

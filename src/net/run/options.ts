@@ -1,7 +1,7 @@
 /** What a run is given (NetRunOptions), what it tells as it goes (NetEvent) and what it returns. */
 import type { Logger } from '../../base/log.js';
-import type { Leftover, RemoteLeftover } from './leftovers.js';
 import type { TransitionSpec } from '../model/model.js';
+import type { Leftover, RemoteLeftover } from './leftovers.js';
 import type { LiveState } from './live.js';
 
 export interface NetRunOptions {
@@ -66,7 +66,15 @@ export interface RunActivity {
 
 export type NetEvent =
   | { type: 'start'; firing: string; transition: string; key: string; tokens: Array<{ place: string; seq: bigint }>; attempt: number }
-  | { type: 'commit'; firing: string; transition: string; key: string; inputs: Array<{ place: string; seq: bigint }>; outputs: Array<{ place: string; seq: bigint }>; ms: number }
+  | {
+      type: 'commit';
+      firing: string;
+      transition: string;
+      key: string;
+      inputs: Array<{ place: string; seq: bigint }>;
+      outputs: Array<{ place: string; seq: bigint }>;
+      ms: number;
+    }
   | { type: 'fail'; firing: string; transition: string; key: string; reason: string; attempt: number; willRetry: boolean }
   | { type: 'error-token'; firing: string; transition: string; key: string; place: string; log: string }
   | { type: 'stopped'; transition: string; reason: string; log: string }

@@ -8,14 +8,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describeSystemError } from '../../base/errors.js';
 import type { Logger } from '../../base/log.js';
+import { backoffMs } from '../commit/io-faults.js';
 import { errorVars, type FiringError } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
+import { decide, type Failure, type Verdict } from '../plan/outcome.js';
 import type { OutputSource, RanOutcome } from './firing.js';
 import type { NetEvent } from './options.js';
-import { backoffMs } from '../commit/io-faults.js';
 import type { Firing, TransitionRun } from './state.js';
-import { decide, type Failure, type Verdict } from '../plan/outcome.js';
 
 const HISTORY = 20;
 
@@ -67,7 +67,10 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
   switch (verdict.kind) {
     case 'vanished':
       // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
-      ctx.log.warn('net', `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} vanished while it fired; its firing is dropped`);
+      ctx.log.warn(
+        'net',
+        `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} vanished while it fired; its firing is dropped`,
+      );
       ctx.place(verdict.token.place).markDirty();
       ctx.drop(f);
       return true;
@@ -95,7 +98,10 @@ function waitForRoom(ctx: OutcomeContext, f: Firing, o: RanOutcome, err: NodeJS.
   ctx.fault(err);
   f.diskWaits = (f.diskWaits ?? 0) + 1;
   const ms = backoffMs(f.diskWaits);
-  ctx.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason ?? 'failed'} while the disk of the staging files is full (${describeSystemError(err)}); it runs again in ${ms} ms`);
+  ctx.log.warn(
+    'net',
+    `${f.transition.name}: firing on key ${f.key} ${o.reason ?? 'failed'} while the disk of the staging files is full (${describeSystemError(err)}); it runs again in ${ms} ms`,
+  );
   f.outcome = undefined;
   ctx.unstage(f, o.made); // the next attempt stages under names of its own
   f.attempt--; // launch counts it again: this one was the disk's
@@ -111,7 +117,15 @@ function succeed(ctx: OutcomeContext, run: TransitionRun, f: Firing, o: RanOutco
     run.lastFired = Date.now();
     run.monitor.fired(run.lastFired, o.durationMs);
     remember(run, f, o);
-    ctx.emit({ type: 'commit', firing: f.id, transition: f.transition.name, key: f.key, inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })), outputs: committed, ms: o.durationMs });
+    ctx.emit({
+      type: 'commit',
+      firing: f.id,
+      transition: f.transition.name,
+      key: f.key,
+      inputs: f.tokens.map((t) => ({ place: t.place, seq: t.seq })),
+      outputs: committed,
+      ms: o.durationMs,
+    });
     ctx.drop(f);
   });
   return true;
@@ -139,7 +153,10 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, verdict: Failu
   if (verdict.kind === 'error-tokens') return toErrorPlace(ctx, f, o, verdict.place, log);
   // No error place: the token stays, and this transition stops; the others go on.
   run.stopped = { reason: `${o.reason ?? 'failed'} (key ${f.key})`, log, at: Date.now() };
-  ctx.log.error('net', `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`);
+  ctx.log.error(
+    'net',
+    `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`,
+  );
   ctx.emit({ type: 'stopped', transition: f.transition.name, reason: run.stopped.reason, log });
   ctx.drop(f);
   // Firings of this transition after it give their tokens back.
@@ -153,7 +170,11 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
   const outputs = f.tokens.map((tok) => ({
     place: errorPlace,
     // ERROR_PLACE: where `net retry` puts it back (each input of an and-merge to its own place).
-    content: { env: inherited([tok], tok.key, errorVars(error, tok.place)), params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [], payload: { tokens: [tok.path] } } satisfies TokenContent,
+    content: {
+      env: inherited([tok], tok.key, errorVars(error, tok.place)),
+      params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [],
+      payload: { tokens: [tok.path] },
+    } satisfies TokenContent,
   }));
   ctx.commit(f, outputs, () => {
     ctx.emit({ type: 'error-token', firing: f.id, transition: f.transition.name, key: f.key, place: errorPlace, log });
@@ -190,7 +211,10 @@ function inherited(tokens: Token[], key: string, extra: Array<[string, string]> 
 function keepLog(ctx: OutcomeContext, f: Firing, o: RanOutcome): string {
   const dir = path.join(ctx.logsDir, f.transition.name);
   fs.mkdirSync(dir, { recursive: true });
-  const log = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`);
+  const log = path.join(
+    dir,
+    `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`,
+  );
   try {
     if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log);
     else fs.writeFileSync(log, `${o.reason ?? ''}\n`);

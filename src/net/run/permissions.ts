@@ -17,8 +17,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { NetError } from '../../base/errors.js';
 import { lookupSync } from '../../sys/exec.js';
-import { readersOf, writersOf, type NetModel, type TransitionSpec } from '../model/model.js';
 import type { NetWarning } from '../model/check.js';
+import { type NetModel, readersOf, type TransitionSpec, writersOf } from '../model/model.js';
 
 export interface RunAs {
   uid: number;
@@ -28,7 +28,8 @@ export interface RunAs {
 }
 
 function getent(db: 'passwd' | 'group', key: string): string[] | undefined {
-  return lookupSync('getent', [db, key])?.split('\n')[0]!.split(':');
+  const line = lookupSync('getent', [db, key])?.split('\n')[0];
+  return line?.split(':');
 }
 
 const cache = new Map<string, RunAs | undefined>();
@@ -71,7 +72,9 @@ export function checkRunAs(net: NetModel): void {
     const r = runAsOf(t);
     if (r && t.fn) throw new NetError(`Transition ${t.name} has a user or group but is a JavaScript function: only commands (run) can run as another user`);
     if (r && !isRoot && (r.uid !== process.getuid?.() || r.gid !== process.getgid?.())) {
-      throw new NetError(`Transition ${t.name} runs as ${r.label}: fspl net run must run as root to run commands as other users (it runs as uid ${process.getuid?.()})`);
+      throw new NetError(
+        `Transition ${t.name} runs as ${r.label}: fspl net run must run as root to run commands as other users (it runs as uid ${process.getuid?.()})`,
+      );
     }
   }
 }
@@ -86,8 +89,12 @@ export function giveDir(dir: string, r: RunAs | undefined): void {
 /** Who should own a place: its reader's user, its writers' group (undefined: nobody says). */
 export function placeOwners(net: NetModel, place: string): { uid?: number; gid?: number; problems: string[] } {
   const problems: string[] = [];
-  const readers = readersOf(net, place).map((t) => runAsOf(t)).filter((r): r is RunAs => !!r);
-  const writers = writersOf(net, place).map((t) => runAsOf(t)).filter((r): r is RunAs => !!r);
+  const readers = readersOf(net, place)
+    .map((t) => runAsOf(t))
+    .filter((r): r is RunAs => !!r);
+  const writers = writersOf(net, place)
+    .map((t) => runAsOf(t))
+    .filter((r): r is RunAs => !!r);
   const uids = [...new Set(readers.map((r) => r.uid))];
   const gids = [...new Set(writers.map((r) => r.gid))];
   if (uids.length > 1) problems.push(`place ${place} is read by transitions of different users (uids ${uids.join(', ')}): a place has one owner`);
@@ -97,7 +104,7 @@ export function placeOwners(net: NetModel, place: string): { uid?: number; gid?:
 
 const DIR_MODE = 0o2770;
 /** nextseq: the reader's; the group may read it. sendseq: the writers'. */
-const FILE_MODES: Record<string, number> = { nextseq: 0o640, 'nextseq.lock': 0o640, sendseq: 0o660, 'sendseq.lock': 0o660, 'recvseq': 0o640, 'recv.lock': 0o640 };
+const FILE_MODES: Record<string, number> = { nextseq: 0o640, 'nextseq.lock': 0o640, sendseq: 0o660, 'sendseq.lock': 0o660, recvseq: 0o640, 'recv.lock': 0o640 };
 
 function usesUsers(net: NetModel): boolean {
   return [...net.transitions.values()].some((t) => t.user !== undefined || t.group !== undefined);
@@ -157,7 +164,8 @@ export function permissionWarnings(net: NetModel): NetWarning[] {
       if (owners.gid !== undefined && st.gid !== owners.gid) bad.push(`group ${st.gid}, not its writers' (${owners.gid})`);
       if (st.mode & 0o007) bad.push(`others may ${st.mode & 0o002 ? 'write' : 'read'} it (mode ${(st.mode & 0o7777).toString(8)})`);
       if (owners.gid !== undefined && (st.mode & 0o070) !== 0o070) bad.push(`its group can't write it (mode ${(st.mode & 0o7777).toString(8)})`);
-      if (bad.length) out.push({ kind: 'permissions', name: spec.name, message: `place ${spec.name}: ${d} is ${bad.join('; ')} (fspl net init --permissions sets them)` });
+      if (bad.length)
+        out.push({ kind: 'permissions', name: spec.name, message: `place ${spec.name}: ${d} is ${bad.join('; ')} (fspl net init --permissions sets them)` });
     }
   }
   return out;

@@ -7,16 +7,16 @@ import path from 'node:path';
 import { LockedError, NetError } from '../../base/errors.js';
 import type { Logger } from '../../base/log.js';
 import type { PacketHeader } from '../../packet/index.js';
-import type { SeqFile } from '../../sys/seqfile.js';
 import { DirWatchSet } from '../../queue/watch-set.js';
-import { effectiveOrder, isMerge, readersOf, type NetModel, type TransitionSpec } from '../model/model.js';
+import type { SeqFile } from '../../sys/seqfile.js';
+import type { StagedOutput } from '../commit/journal.js';
+import { effectiveOrder, isMerge, type NetModel, readersOf, type TransitionSpec } from '../model/model.js';
+import { Place } from '../place/place.js';
+import type { IndexedToken, Token } from '../place/token.js';
+import { INDEX_WINDOW } from '../place/token-index.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
 import { lookaheadOf } from '../plan/marking.js';
 import type { PlaceState } from '../plan/scheduler.js';
-import { Place } from '../place/place.js';
-import { INDEX_WINDOW } from '../place/token-index.js';
-import type { IndexedToken, Token } from '../place/token.js';
-import type { StagedOutput } from '../commit/journal.js';
 
 /** How often each place is looked at (one stat) in case a file event was lost, in seconds. */
 const SAFETY_SECONDS = 5;
@@ -191,7 +191,16 @@ export class RunPlaces {
     const p = this.byName.get(name)!;
     const tokens = p.inOrder(this.lookahead.get(name) ?? 0, this.isClaimed.get(name)!);
     const h = held(name, this.next.get(name) ?? 0n);
-    return { name, order: p.order, next: h.next, tokens, count: p.count, claimed: Math.min(h.claimed, p.count), incoming: h.incoming, capacity: p.spec.capacity };
+    return {
+      name,
+      order: p.order,
+      next: h.next,
+      tokens,
+      count: p.count,
+      claimed: Math.min(h.claimed, p.count),
+      incoming: h.incoming,
+      capacity: p.spec.capacity,
+    };
   }
 
   /** Scan the indexed places that changed (all: every indexed place). */
@@ -240,7 +249,8 @@ export class RunPlaces {
     const filter = (name: string) => !this.ownNames.delete(name);
     // Only the places this run scans: an event elsewhere (a sink, an error place) would change nothing here.
     // A place filled by a synchronisation tool is looked at more often: events may not come.
-    for (const p of this.byName.values()) if (this.indexed.has(p.name)) set.add(p, p.queue.jobsDir, { filter, safetyInterval: p.spec.sync === true ? SYNC_SAFETY_SECONDS : SAFETY_SECONDS });
+    for (const p of this.byName.values())
+      if (this.indexed.has(p.name)) set.add(p, p.queue.jobsDir, { filter, safetyInterval: p.spec.sync === true ? SYNC_SAFETY_SECONDS : SAFETY_SECONDS });
     return () => set.close();
   }
 

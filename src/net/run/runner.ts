@@ -10,25 +10,26 @@
 import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
-import { mkdirDurable } from '../../sys/durable.js';
 import { describeSystemError, LockedError, NetError } from '../../base/errors.js';
-import { FileLock } from '../../sys/lock.js';
-import { silentLogger, type Logger } from '../../base/log.js';
+import { type Logger, silentLogger } from '../../base/log.js';
 import { checkSeconds, setLongTimeout, waitUnlessAborted } from '../../base/timer.js';
+import { mkdirDurable } from '../../sys/durable.js';
+import { FileLock } from '../../sys/lock.js';
 import { Committer } from '../commit/commit.js';
 import { CommitPostponed } from '../commit/commit-faults.js';
 import { backoffMs, IoFaults, isIoFault, placeOfPath } from '../commit/io-faults.js';
-import { OpenFirings } from './firings.js';
-import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
-import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
-import { RunDecisions } from './decisions.js';
-import { RunPlaces } from './places.js';
 import { recover } from '../commit/recovery.js';
+import type { NetModel } from '../model/model.js';
 import { recoverOperations } from '../operate/operator.js';
 import { Pauses } from '../operate/pause.js';
-import type { NetModel } from '../model/model.js';
-import { describeLeftovers, leftover, type Leftover } from './leftovers.js';
+import { RunDecisions } from './decisions.js';
+import { OpenFirings } from './firings.js';
+import { describeLeftovers, type Leftover, leftover } from './leftovers.js';
 import { writeLiveState } from './live.js';
+import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
+import { RunPlaces } from './places.js';
+import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
+import { LoopWake } from './wake.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
 const DRAIN_LOOK_MS = 1000;
@@ -49,8 +50,7 @@ export class NetRunner {
   private runLock?: FileLock;
   /** Stops watching the places (set while the run watches them). */
   private stopWatching: (() => void) | undefined;
-  private wake: (() => void) | undefined;
-  private dirty = true;
+  private readonly loop = new LoopWake(() => this.poke());
   private readonly abort = new AbortController();
   private stopping = false;
   /** A group's commit failed: the run stops with this error (recovery finishes the group). */
@@ -73,7 +73,11 @@ export class NetRunner {
       if (opts.only && !opts.only(t)) continue;
       this.trans.set(t.name, newTransitionRun(t));
     }
-    this.places = new RunPlaces(net, [...this.trans.values()].map((r) => r.spec), { ...opts, changed: (place) => this.decisions.placeChanged(place) });
+    this.places = new RunPlaces(
+      net,
+      [...this.trans.values()].map((r) => r.spec),
+      { ...opts, changed: (place) => this.decisions.placeChanged(place) },
+    );
     this.decisions = new RunDecisions(
       {
         net,
@@ -111,8 +115,8 @@ export class NetRunner {
       stopping: () => this.stopping,
       emit: (e) => this.emit(e),
       poke: () => this.poke(),
-      nudge: () => this.nudge(),
-      changed: () => (this.dirty = true),
+      nudge: () => this.loop.nudge(),
+      changed: () => (this.loop.dirty = true),
       scheduler: this.decisions.listener,
       fault: (place, err) => this.fault(place, err),
     });
@@ -135,29 +139,10 @@ export class NetRunner {
   }
 
   private poke = (): void => {
-    this.dirty = true;
+    this.loop.dirty = true;
     this.firings.wake();
-    this.nudge();
+    this.loop.nudge();
   };
-
-  /** Wake the loop, with nothing new to scan. */
-  private nudge(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  }
-
-  /** Until a file event or a finished firing pokes the loop, or `ms` pass. */
-  private waitForWork(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.dirty || this.stopping) return resolve();
-      const timer = setTimeout(() => this.poke(), ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
 
   /** Take the locks, create missing places, recover from a crash. */
   private async open(): Promise<void> {
@@ -166,7 +151,8 @@ export class NetRunner {
     try {
       this.runLock = FileLock.acquire(lockPath, { create: true });
     } catch (err) {
-      if (err instanceof LockedError) throw new NetError(`The net ${this.net.file ?? this.net.dir} is already running (another fspl net run holds ${lockPath})`);
+      if (err instanceof LockedError)
+        throw new NetError(`The net ${this.net.file ?? this.net.dir} is already running (another fspl net run holds ${lockPath})`);
       throw err;
     }
     // Only now, holding the lock: recovery may move tokens, and the activity file is this run's.
@@ -194,7 +180,13 @@ export class NetRunner {
         return;
       } catch (err) {
         if (!isIoFault(err) || this.opts.signal?.aborted) throw err;
-        this.fault(placeOfPath(err.path, [...this.places.values()].map((p) => ({ name: p.name, dir: p.spec.dir }))), err);
+        this.fault(
+          placeOfPath(
+            err.path,
+            [...this.places.values()].map((p) => ({ name: p.name, dir: p.spec.dir })),
+          ),
+          err,
+        );
         await waitUnlessAborted(backoffMs(n), this.opts.signal);
       }
     }
@@ -249,24 +241,15 @@ export class NetRunner {
     this.firings.clearTimers();
     // With no firing open, every commit has ended: the journal can start again empty.
     const unemptied = this.committer.journal && this.firings.set.size === 0 && !this.failure ? this.committer.journal.emptyAtEnd() : undefined;
-    if (unemptied) this.log.warn('net', `The journal could not be emptied (${describeSystemError(unemptied)}); its commits are complete, the next run finds nothing to redo`);
+    if (unemptied)
+      this.log.warn(
+        'net',
+        `The journal could not be emptied (${describeSystemError(unemptied)}); its commits are complete, the next run finds nothing to redo`,
+      );
     this.places.close();
     this.committer.journal?.close();
     this.runLock?.release();
     this.runLock = undefined;
-  }
-
-  /** Until poked (a file event, a firing's end, a commit), or until wakeAt (a batch's max-wait, a retry's delay). */
-  private nextWake(wakeAt: number | undefined): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.dirty) return resolve();
-      // A batch's max-wait may be months away: setLongTimeout, not setTimeout, which would fire at once.
-      const cancelWake = wakeAt !== undefined ? setLongTimeout(() => this.poke(), Math.max(0, wakeAt - Date.now()) + 5) : undefined;
-      this.wake = () => {
-        cancelWake?.();
-        resolve();
-      };
-    });
   }
 
   /** Follow the operators' pauses (operate/pause.ts); returns how to stop following them. */
@@ -274,7 +257,8 @@ export class NetRunner {
     this.pauses = new Pauses(this.net.stateDir);
     return this.pauses.watch(() => {
       // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
-      for (const f of this.firings.set) if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
+      for (const f of this.firings.set)
+        if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
       this.decisions.everythingChanged(); // pauses are rare: every transition is looked at again
       this.poke();
     });
@@ -284,7 +268,9 @@ export class NetRunner {
   private leftovers(): Leftover[] {
     const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
     const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
-    return describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map((l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l));
+    return describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map((l) =>
+      l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l,
+    );
   }
 
   /**
@@ -326,8 +312,8 @@ export class NetRunner {
           yielded = Date.now();
         }
         let wakeAt: number | undefined;
-        if (this.dirty) {
-          this.dirty = false;
+        if (this.loop.dirty) {
+          this.loop.dirty = false;
           await this.places.refresh(false, this.log);
           this.firings.applyCommits(); // between two scans, never during one
           // Workers freed by finished firings start again before the commits are asked for.
@@ -335,7 +321,7 @@ export class NetRunner {
           this.firings.settle();
           wakeAt = this.startFirings();
           this.firings.settle(); // NOPs commit at once
-          if (this.dirty) continue;
+          if (this.loop.dirty) continue;
         }
         this.firings.dropBlocked(!!this.opts.drain);
         this.live.run();
@@ -359,7 +345,7 @@ export class NetRunner {
           if (this.opts.drain && quiet) {
             if (this.opts.drainGate) {
               if (!(await this.opts.drainGate())) {
-                await this.waitForWork(DRAIN_LOOK_MS); // tokens may still come from another host
+                await this.loop.forWork(DRAIN_LOOK_MS, this.stopping); // tokens may still come from another host
                 continue;
               }
               // The gate took its time: what arrived meanwhile is fired first.
@@ -374,7 +360,7 @@ export class NetRunner {
             }
           }
         } else idleReported = false;
-        await this.nextWake(wakeAt);
+        await this.loop.until(wakeAt);
       }
     } finally {
       cancelGrace?.();

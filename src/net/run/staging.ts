@@ -18,7 +18,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { runBatch, type BatchOp } from '../../sys/fs-batch.js';
+import { type BatchOp, runBatch } from '../../sys/fs-batch.js';
 import type { TransitionSpec } from '../model/model.js';
 import type { RunAs } from './permissions.js';
 

@@ -2,17 +2,18 @@
  * What a run keeps in memory about its firings and its transitions (nothing here is durable: a
  * crash loses it, and recovery needs none of it).
  */
-import type { TransitionSpec } from '../model/model.js';
+
+import { GROUP_MAX } from '../commit/commit.js';
 import type { IoFaults } from '../commit/io-faults.js';
-import type { LiveState } from './live.js';
-import { TransitionMonitor } from './monitor.js';
+import type { TransitionSpec } from '../model/model.js';
+import type { Token } from '../place/token.js';
 import type { MergeView } from '../plan/key-join.js';
 import { transitionState } from '../plan/marking.js';
 import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan/scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
-import type { Token } from '../place/token.js';
 import type { FiringOutcome } from './firing.js';
-import { GROUP_MAX } from '../commit/commit.js';
+import type { LiveState } from './live.js';
+import { TransitionMonitor } from './monitor.js';
 
 /** A firing from its start to its commit. */
 export interface Firing {
@@ -60,7 +61,17 @@ export interface TransitionRun {
 
 /** Whether a transition has done nothing yet in this run: the live state leaves it out (it reads as idle). */
 function untouched(r: TransitionRun, waiting: number): boolean {
-  return r.running === 0 && waiting === 0 && r.fired === 0 && r.failed === 0 && r.retried === 0 && !r.stopped && r.history.length === 0 && r.service.count === 0 && !r.monitor.lastFailure;
+  return (
+    r.running === 0 &&
+    waiting === 0 &&
+    r.fired === 0 &&
+    r.failed === 0 &&
+    r.retried === 0 &&
+    !r.stopped &&
+    r.history.length === 0 &&
+    r.service.count === 0 &&
+    !r.monitor.lastFailure
+  );
 }
 
 /**
@@ -69,7 +80,15 @@ function untouched(r: TransitionRun, waiting: number): boolean {
  * take them as idle and empty), so that a net of 10,000 places, most of them idle, does not write
  * 10,000 entries twice a second.
  */
-export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, startedAt: number, now: number, stopping: boolean, placeCounts: Array<[string, number]>, faults?: IoFaults): LiveState {
+export function liveState(
+  runs: Iterable<TransitionRun>,
+  firings: Set<Firing>,
+  startedAt: number,
+  now: number,
+  stopping: boolean,
+  placeCounts: Array<[string, number]>,
+  faults?: IoFaults,
+): LiveState {
   // Finished firings waiting to commit, by transition: one walk of the open firings, not one per transition.
   const waiting = new Map<TransitionSpec, number>();
   for (const f of firings) if (!f.running) waiting.set(f.transition, (waiting.get(f.transition) ?? 0) + 1);
@@ -79,22 +98,24 @@ export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, s
     updatedAt: now,
     stopping,
     transitions: Object.fromEntries(
-      [...runs].filter((r) => !untouched(r, waiting.get(r.spec) ?? 0)).map((r) => [
-        r.spec.name,
-        {
-          running: r.running,
-          waiting: waiting.get(r.spec) ?? 0,
-          fired: r.fired,
-          failed: r.failed,
-          retried: r.retried,
-          lastFired: r.lastFired,
-          stopped: r.stopped,
-          serviceTimes: r.service.count ? r.service.samples() : [],
-          history: r.history,
-          rates: r.monitor.snapshot(now),
-          lastFailure: r.monitor.lastFailure,
-        },
-      ]),
+      [...runs]
+        .filter((r) => !untouched(r, waiting.get(r.spec) ?? 0))
+        .map((r) => [
+          r.spec.name,
+          {
+            running: r.running,
+            waiting: waiting.get(r.spec) ?? 0,
+            fired: r.fired,
+            failed: r.failed,
+            retried: r.retried,
+            lastFired: r.lastFired,
+            stopped: r.stopped,
+            serviceTimes: r.service.count ? r.service.samples() : [],
+            history: r.history,
+            rates: r.monitor.snapshot(now),
+            lastFailure: r.monitor.lastFailure,
+          },
+        ]),
     ),
     places: Object.fromEntries(placeCounts.filter(([, n]) => n > 0)),
     ...(faults?.any ? { ioFaults: faults.list() } : {}),
@@ -104,14 +125,30 @@ export function liveState(runs: Iterable<TransitionRun>, firings: Set<Firing>, s
 
 /** A transition of the run before its first firing. */
 export function newTransitionRun(spec: TransitionSpec): TransitionRun {
-  return { spec, running: 0, service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS), fired: 0, failed: 0, retried: 0, nextOrdinal: 0, history: [], monitor: new TransitionMonitor() };
+  return {
+    spec,
+    running: 0,
+    service: new ServiceTimeEstimator(SERVICE_WINDOW, DEFAULT_SERVICE_MS),
+    fired: 0,
+    failed: 0,
+    retried: 0,
+    nextOrdinal: 0,
+    history: [],
+    monitor: new TransitionMonitor(),
+  };
 }
 
 /**
  * A transition as the scheduler sees it (halted while the run stops; a paused one starts
  * nothing), an and-merge with its complete sets (mergeView).
  */
-export function transitionStateOf(r: TransitionRun, counts: { open: number; committing: number }, stopping: boolean, paused: boolean, mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined): TransitionState {
+export function transitionStateOf(
+  r: TransitionRun,
+  counts: { open: number; committing: number },
+  stopping: boolean,
+  paused: boolean,
+  mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined,
+): TransitionState {
   // A transition's workers bound its commands running at once. A firing whose command has ended
   // and whose commit is asked for holds none while up to two groups' worth (2 × GROUP_MAX) of them
   // wait: its successors run while the group commits (the pool counts only running firings too),
@@ -145,10 +182,13 @@ export class Throttled {
     const now = Date.now();
     if (!force && now - this.last < this.everyMs) {
       // Written later all the same, so the last change shows even if the run then goes quiet.
-      this.timer ??= setTimeout(() => {
-        this.timer = undefined;
-        this.run(true);
-      }, this.everyMs - (now - this.last)).unref();
+      this.timer ??= setTimeout(
+        () => {
+          this.timer = undefined;
+          this.run(true);
+        },
+        this.everyMs - (now - this.last),
+      ).unref();
       return;
     }
     clearTimeout(this.timer);

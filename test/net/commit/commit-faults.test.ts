@@ -13,10 +13,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import type { BatchOp } from '../../../src/sys/fs-batch.js';
 import type { NetEvent } from '../../../src/net/run/options.js';
-import { makeNet } from '../helpers.js';
+import type { BatchOp } from '../../../src/sys/fs-batch.js';
 import { checkNumbers, keysOf } from '../fault-check.js';
+import { makeNet } from '../helpers.js';
 
 /** The fault to inject into the next batch holding an operation it picks (once). */
 let fault: { pick: (o: BatchOp, ops: readonly BatchOp[], i: number) => boolean; errno: number; ran: boolean; hit?: BatchOp } | undefined;
@@ -63,21 +63,32 @@ transitions:
 `;
 
 const isPart = (p: string) => p.endsWith('.part');
-const seqfile = (o: BatchOp, name: string) => (o.op === 'rename' && path.basename(o.to) === name) || (o.op === 'writeFile' && path.basename(o.path) === `${name}.temp`);
+const seqfile = (o: BatchOp, name: string) =>
+  (o.op === 'rename' && path.basename(o.to) === name) || (o.op === 'writeFile' && path.basename(o.path) === `${name}.temp`);
 
 /** The steps of a commit, each with the operation a fault is injected at. */
 const STEPS: Array<[string, (o: BatchOp, ops: readonly BatchOp[], i: number) => boolean, number, boolean]> = [
   ['staging: a part refused (ENOSPC)', (o) => (o.op === 'writeFile' || o.op === 'writeFileFrom') && isPart(o.path), ENOSPC, false],
-  ['staging: the fsync of the parts\' jobs/ fails (EIO)', (o, ops) => o.op === 'fsyncDir' && ops.some((x) => x.op === 'append'), EIO, true],
+  ["staging: the fsync of the parts' jobs/ fails (EIO)", (o, ops) => o.op === 'fsyncDir' && ops.some((x) => x.op === 'append'), EIO, true],
   ['staging: sendseq.temp refused (ENOSPC)', (o) => o.op === 'writeFile' && path.basename(o.path) === 'sendseq.temp', ENOSPC, false],
   ['the numbers: the rename of sendseq fails (EIO)', (o) => seqfile(o, 'sendseq') && o.op === 'rename', EIO, false],
-  ['the numbers: sendseq renamed, its directory\'s fsync fails (EIO)', (o, ops, i) => o.op === 'fsyncDir' && i > 0 && seqfile(ops[i - 1]!, 'sendseq'), EIO, true],
-  ['the journal\'s line refused (ENOSPC)', (o) => o.op === 'append', ENOSPC, false],
-  ['the journal\'s line written, its fsync fails (EIO)', (o) => o.op === 'append', EIO, true],
+  [
+    "the numbers: sendseq renamed, its directory's fsync fails (EIO)",
+    (o, ops, i) => o.op === 'fsyncDir' && i > 0 && seqfile(ops[i - 1]!, 'sendseq'),
+    EIO,
+    true,
+  ],
+  ["the journal's line refused (ENOSPC)", (o) => o.op === 'append', ENOSPC, false],
+  ["the journal's line written, its fsync fails (EIO)", (o) => o.op === 'append', EIO, true],
   ['publish: a rename fails (EIO)', (o) => o.op === 'rename' && isPart(o.from), EIO, false],
-  ['publish: the output jobs/ fsync fails (EIO)', (o, ops, i) => o.op === 'fsyncDir' && i > 0 && ops[i - 1]!.op === 'rename' && isPart((ops[i - 1] as { from: string }).from), EIO, true],
+  [
+    'publish: the output jobs/ fsync fails (EIO)',
+    (o, ops, i) => o.op === 'fsyncDir' && i > 0 && ops[i - 1]!.op === 'rename' && isPart((ops[i - 1] as { from: string }).from),
+    EIO,
+    true,
+  ],
   ['consume: nextseq.temp refused (ENOSPC)', (o) => o.op === 'writeFile' && path.basename(o.path) === 'nextseq.temp', ENOSPC, false],
-  ['consume: nextseq renamed, its directory\'s fsync fails (EIO)', (o, ops, i) => o.op === 'fsyncDir' && i > 0 && seqfile(ops[i - 1]!, 'nextseq'), EIO, true],
+  ["consume: nextseq renamed, its directory's fsync fails (EIO)", (o, ops, i) => o.op === 'fsyncDir' && i > 0 && seqfile(ops[i - 1]!, 'nextseq'), EIO, true],
   ['consume: an unlink fails (EIO)', (o) => o.op === 'unlink' && o.path.endsWith('.fspl'), EIO, false],
 ];
 

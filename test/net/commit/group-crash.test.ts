@@ -12,8 +12,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { makeNet, sleep, tokensIn } from '../helpers.js';
 import { ROOT, rng } from '../../helpers.js';
+import { makeNet, sleep, tokensIn } from '../helpers.js';
 
 /** The child: a drain of the net, killing itself (SIGKILL) once its `killAt`-th group is recorded. */
 const CHILD = `
@@ -117,11 +117,17 @@ async function crashRun(yaml: string, tokens: number, workers: number, kills: nu
   const rounds = got.length / tokens;
   expect(Number.isInteger(rounds), `seed ${seed}: ${got.length} tokens in the sink for ${tokens} keys`).toBe(true);
   for (let i = 0; i < tokens; i++) expect(perKey.get(`k${i}`), `seed ${seed}: key k${i}`).toBe(rounds);
-  expect(sink.map((t) => t.seq), `seed ${seed}: the sink's numbers`).toEqual(Array.from({ length: sink.length }, (_, i) => BigInt(i + 1)));
-  for (const p of fs.readdirSync(path.join(dir, 'places')).filter((n) => n !== 'sink')) expect(fs.readdirSync(path.join(dir, 'places', p, 'jobs')), `seed ${seed}: ${p}`).toEqual([]);
+  expect(
+    sink.map((t) => t.seq),
+    `seed ${seed}: the sink's numbers`,
+  ).toEqual(Array.from({ length: sink.length }, (_, i) => BigInt(i + 1)));
+  for (const p of fs.readdirSync(path.join(dir, 'places')).filter((n) => n !== 'sink'))
+    expect(fs.readdirSync(path.join(dir, 'places', p, 'jobs')), `seed ${seed}: ${p}`).toEqual([]);
   expect(fs.readdirSync(path.join(dir, 'places/sink/jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n))).toEqual([]);
   expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
-  console.log(`group kill -9 test (seed ${seed}): ${seen.kills} kills (${seen.probeKills} right after a group was recorded, of ${seen.killedGroups.join(' ')}), ${seen.recovered} recoveries (${seen.checked} of them checked to finish the killed group), largest group ${seen.largest}`);
+  console.log(
+    `group kill -9 test (seed ${seed}): ${seen.kills} kills (${seen.probeKills} right after a group was recorded, of ${seen.killedGroups.join(' ')}), ${seen.recovered} recoveries (${seen.checked} of them checked to finish the killed group), largest group ${seen.largest}`,
+  );
   return seen;
 }
 
@@ -134,7 +140,12 @@ describe('exactly once under kill -9, commits in groups', () => {
   }, 600_000);
 
   test('groups of up to 64: moves, 64 workers; killed at random and right after a group is recorded', async () => {
-    const seen = await crashRun(`places: { src: {}, mid: {}, sink: {} }\ntransitions:\n  a: { in: src, out: mid, workers: 64, run: null }\n  b: { in: mid, out: sink, workers: 64, run: null }\n`, 1500, 64, 16);
+    const seen = await crashRun(
+      `places: { src: {}, mid: {}, sink: {} }\ntransitions:\n  a: { in: src, out: mid, workers: 64, run: null }\n  b: { in: mid, out: sink, workers: 64, run: null }\n`,
+      1500,
+      64,
+      16,
+    );
     expect(seen.checked).toBeGreaterThanOrEqual(3);
     expect(seen.largest).toBe(64);
     expect(seen.killedGroups.filter((n) => n > 1).length).toBeGreaterThanOrEqual(3);

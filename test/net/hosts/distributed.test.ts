@@ -6,15 +6,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
 import { onPath, waitFor } from '../../harness/proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from '../../harness/sshd.js';
-import { netDir, runFspl, spawnFspl, tokensIn } from '../helpers.js';
+import { SSHD_BIN, type Sshd, startSshd } from '../../harness/sshd.js';
 import { ROOT } from '../../helpers.js';
+import { netDir, runFspl, spawnFspl, tokensIn } from '../helpers.js';
 
-const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
+const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+  .filter((c) => !onPath(c))
+  .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
 
 const count = (dir: string) => {
   try {
@@ -54,7 +56,9 @@ transitions:
     );
     const net = Net.load(file);
     expect(net.check()).toEqual([]);
-    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe(
+      'created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n',
+    );
     expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\ncreated outbox done (its tokens leave for host a)\n');
     const placeDir = (p: string) => path.join(dir, 'places', p);
     const outboxA = path.join(dir, 'net.state/a/outbox/mid');
@@ -144,15 +148,21 @@ transitions:
 
   /** Until the file's content matches. */
   const fileMatching = (file: string, re: RegExp) =>
-    waitFor(`${file} to match ${re}`, () => {
-      try {
-        return re.test(fs.readFileSync(file, 'utf8'));
-      } catch {
-        return false;
-      }
-    }, 30_000, 50);
+    waitFor(
+      `${file} to match ${re}`,
+      () => {
+        try {
+          return re.test(fs.readFileSync(file, 'utf8'));
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+      50,
+    );
 
-  const exited = (c: ReturnType<typeof spawnFspl>) => new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
+  const exited = (c: ReturnType<typeof spawnFspl>) =>
+    new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
 
   test('--drain on every host finishes a run across hosts: b waits for a, which is not even started yet, and a waits for what b sends back', async () => {
     const { file, placeDir, activity } = roundTrip();
@@ -193,9 +203,13 @@ transitions:
     // a ships the three into its outbox, whose sender stops (b's fspl: is not there): a's drain ends.
     const a = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'error']);
     expect(a.status).toBe(3);
-    expect(a.stderr).toMatch(/3 tokens can never fire:\n(  mid #\d key \S+: waits in the outbox for host b \(fspl at \/opt\/typo\/fspl on b: not found\)\n){3}/);
+    expect(a.stderr).toMatch(
+      /3 tokens can never fire:\n( {2}mid #\d key \S+: waits in the outbox for host b \(fspl at \/opt\/typo\/fspl on b: not found\)\n){3}/,
+    );
     expect(await exited(b)).toBe(3);
-    expect(logB).toBe("3 tokens on other hosts can't come here in this drain:\n  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n");
+    expect(logB).toBe(
+      "3 tokens on other hosts can't come here in this drain:\n  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n",
+    );
     expect(count(placeDir('mid'))).toBe(0);
   }, 120_000);
 

@@ -50,7 +50,9 @@ describe('net status --host on a net across hosts', () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     fs.writeFileSync(file, NET);
-    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe(
+      'created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n',
+    );
     expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\ncreated outbox done (its tokens leave for host a)\n');
     // Again: nothing more to make.
     expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('');

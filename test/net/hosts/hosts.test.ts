@@ -1,9 +1,9 @@
 /** Nets on several hosts: the checks on hosts, and the view one host runs. */
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import { parseNetText } from 'filespooler';
-import { hostView } from '../../../src/net/model/hosts.js';
+import { describe, expect, test } from 'vitest';
 import { drainPlan, judge, type Look, type UpstreamHost } from '../../../src/net/hosts/drain.js';
+import { hostView } from '../../../src/net/model/hosts.js';
 
 const problems = (yaml: string): string[] => {
   try {
@@ -83,7 +83,14 @@ transitions:
     );
     // b reads mid, fed by a from src.
     expect(drainPlan(net, 'b')).toMatchObject({
-      upstream: [{ host: 'a', activity: '/tmp/n/net.state/a/activity', places: [{ place: 'src', dir: '/tmp/n/places/src' }], outboxes: [{ place: 'mid', dir: '/tmp/n/net.state/a/outbox/mid' }] }],
+      upstream: [
+        {
+          host: 'a',
+          activity: '/tmp/n/net.state/a/activity',
+          places: [{ place: 'src', dir: '/tmp/n/places/src' }],
+          outboxes: [{ place: 'mid', dir: '/tmp/n/net.state/a/outbox/mid' }],
+        },
+      ],
       ownOutboxes: [],
     });
     // a reads back, fed by b from mid, which a itself feeds: each waits for the other.
@@ -98,14 +105,27 @@ transitions:
     const u = { host: 'a', places: [{ place: 'src', dir: '/s' }], outboxes: [{ place: 'mid', dir: '/o' }] } as unknown as UpstreamHost;
     const at = (activity: string, alive: boolean, places: number[], outboxes: number[]): Look => {
       const [state, , ...counts] = activity.split(' ');
-      return { activity, state: state as Look['state'], alive, places, outboxes, idleCounts: new Map(counts.map((c) => [c.split('=')[0]!, Number(c.split('=')[1])])) };
+      return {
+        activity,
+        state: state as Look['state'],
+        alive,
+        places,
+        outboxes,
+        idleCounts: new Map(counts.map((c) => [c.split('=')[0]!, Number(c.split('=')[1])])),
+      };
     };
     const idle = at('idle r.1 src=2', true, [2], [0]);
     expect(judge(u, idle, idle, idle)).toEqual({ kind: 'quiet' }); // two tokens it can't fire
     expect(judge(u, idle, at('idle r.1 src=2', true, [3], [0]), idle).kind).toBe('wait'); // the looks differ
-    expect(judge(u, at('idle r.1 src=2', true, [3], [0]), at('idle r.1 src=2', true, [3], [0]), idle)).toMatchObject({ kind: 'wait', why: expect.stringMatching(/since its run went idle/) });
+    expect(judge(u, at('idle r.1 src=2', true, [3], [0]), at('idle r.1 src=2', true, [3], [0]), idle)).toMatchObject({
+      kind: 'wait',
+      why: expect.stringMatching(/since its run went idle/),
+    });
     expect(judge(u, at('busy r.2', true, [2], [0]), at('busy r.2', true, [2], [0]), idle)).toMatchObject({ kind: 'wait', why: 'host a is firing' });
-    expect(judge(u, at('idle r.3 src=0', true, [0], [4]), at('idle r.3 src=0', true, [0], [4]), idle)).toMatchObject({ kind: 'wait', why: 'host a has 4 tokens in its outbox for mid to send' });
+    expect(judge(u, at('idle r.3 src=0', true, [0], [4]), at('idle r.3 src=0', true, [0], [4]), idle)).toMatchObject({
+      kind: 'wait',
+      why: 'host a has 4 tokens in its outbox for mid to send',
+    });
     // No run there: tokens left there are waited for, unless its run ended during this drain.
     const never = at('', false, [5], [0]);
     expect(judge(u, never, never, never)).toMatchObject({ kind: 'wait', why: 'no net run on host a, which holds 5 tokens in src' });

@@ -3,19 +3,22 @@
  * twice (its acknowledgement lost) is one token; a transfer cut half-way leaves no token and no
  * duplicate once sent again.
  */
+
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Net } from 'filespooler';
-import { sendPackets, type OutgoingPacket } from 'filespooler/lowlevel';
+import { type OutgoingPacket, sendPackets } from 'filespooler/lowlevel';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
 import { onPath, waitFor } from '../../harness/proc.js';
-import { SSHD_BIN, startSshd, type Sshd } from '../../harness/sshd.js';
-import { netDir, tokensIn } from '../helpers.js';
+import { SSHD_BIN, type Sshd, startSshd } from '../../harness/sshd.js';
 import { FSPL_BIN, ROOT } from '../../helpers.js';
-import { spawnSync } from 'node:child_process';
+import { netDir, tokensIn } from '../helpers.js';
 
-const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
+const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+  .filter((c) => !onPath(c))
+  .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`);
 
 /** A local queue with `n` tokens (payload sizes from `size`), as an outbox holds them. */
 async function outboxWith(n: number, size: (i: number) => number): Promise<{ dir: string; packets: OutgoingPacket[] }> {
@@ -61,7 +64,12 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     for (const p of packets.slice(0, 2)) fs.rmSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`));
     const again = await sendPackets(ssh, remote, packets);
     expect(again).toMatchObject({ acked: 5, duplicates: 5, remoteNext: 6n });
-    expect(fs.readdirSync(path.join(remote, 'jobs')).sort()).toEqual(packets.slice(2).map((p) => `fspl-${p.id}.fspl`).sort());
+    expect(fs.readdirSync(path.join(remote, 'jobs')).sort()).toEqual(
+      packets
+        .slice(2)
+        .map((p) => `fspl-${p.id}.fspl`)
+        .sort(),
+    );
     // And the next new one is accepted.
     const { packets: more } = await outboxWith(7, () => 10);
     const r = await sendPackets(ssh, remote, [more[5]!, more[6]!]);
@@ -197,7 +205,9 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     const remote = remotePlace();
     // Passes the probes (the first two runs), then fails the way a missing interpreter does.
     const count = path.join(netDir(), 'runs');
-    const fspl = script(`#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\nif [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`);
+    const fspl = script(
+      `#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\nif [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`,
+    );
     const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
     expect(r.acked).toBe(0);
     expect(r.verifier).toEqual({ kind: 'cannot-run', detail: 'gone now' });

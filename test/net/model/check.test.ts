@@ -1,8 +1,8 @@
 /** net check's warnings: what is likely a mistake, never what is merely normal (sources, sinks). */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import { Net, parseNetText } from 'filespooler';
+import { describe, expect, test } from 'vitest';
 import { runFspl } from '../helpers.js';
 
 /** The worked example of docs/nets.md. */
@@ -44,26 +44,37 @@ describe('net check: warnings where a mistake is likely', () => {
   });
 
   test('a place written but read by nothing, next to a place read but written by nothing: one of them misspelt in an arc', () => {
-    expect(warnings('places: { in: {}, cleaned: {}, claened: {}, done: {} }\ntransitions:\n  clean: { in: in, run: x, out: claened }\n  pack: { in: cleaned, run: x, out: done }\n')).toEqual([
+    expect(
+      warnings(
+        'places: { in: {}, cleaned: {}, claened: {}, done: {} }\ntransitions:\n  clean: { in: in, run: x, out: claened }\n  pack: { in: cleaned, run: x, out: done }\n',
+      ),
+    ).toEqual([
       'look-alike claened: place claened is written by clean but no transition reads it, and place cleaned is read by pack but none writes it: is one of them misspelt in an arc? (if it holds results, declare it sink: true)',
     ]);
   });
 
   test('a place written but read by nothing whose name is close to a place read', () => {
-    const text = 'places: { a: {}, b: {}, results: {}, resuls: {}, done: {} }\ntransitions:\n  t: { in: a, run: x, out: resuls }\n  u: { in: b, run: x, out: results }\n  v: { in: results, run: x, out: done }\n';
-    expect(warnings(text)).toEqual(['look-alike resuls: place resuls is written by t but no transition reads it: did t mean results, which is read? (if it holds results, declare it sink: true)']);
+    const text =
+      'places: { a: {}, b: {}, results: {}, resuls: {}, done: {} }\ntransitions:\n  t: { in: a, run: x, out: resuls }\n  u: { in: b, run: x, out: results }\n  v: { in: results, run: x, out: done }\n';
+    expect(warnings(text)).toEqual([
+      'look-alike resuls: place resuls is written by t but no transition reads it: did t mean results, which is read? (if it holds results, declare it sink: true)',
+    ]);
     // Declared a sink: meant, and said no more.
     expect(warnings(text.replace('resuls: {}', 'resuls: { sink: true }'))).toEqual([]);
   });
 
   test('two places written, read by nothing, with names one typo apart: one warning for the pair', () => {
-    expect(warnings('places: { a: {}, b: {}, done: {}, dnoe: {} }\ntransitions:\n  t: { in: a, run: x, out: done }\n  u: { in: b, run: x, out: dnoe }\n')).toEqual([
+    expect(
+      warnings('places: { a: {}, b: {}, done: {}, dnoe: {} }\ntransitions:\n  t: { in: a, run: x, out: done }\n  u: { in: b, run: x, out: dnoe }\n'),
+    ).toEqual([
       "look-alike done: place done is written by t but no transition reads it, and its name is close to place dnoe's: a typo? (if it holds results, declare it sink: true)",
     ]);
   });
 
   test('a place declared sink: true that a transition reads', () => {
-    expect(warnings('places: { in: { sink: true }, out: {} }\ntransitions:\n  t: { in: in, run: x, out: out }\n')).toEqual(['sink-read in: place in is declared sink: true, but t reads it']);
+    expect(warnings('places: { in: { sink: true }, out: {} }\ntransitions:\n  t: { in: in, run: x, out: out }\n')).toEqual([
+      'sink-read in: place in is declared sink: true, but t reads it',
+    ]);
   });
 
   test('a place read by two transitions, and parts no token can reach', () => {
@@ -84,7 +95,11 @@ transitions:
     const file = path.join(dir, 'net.yaml');
     fs.writeFileSync(file, 'places: { in: {}, out: {}, spare: {} }\ntransitions:\n  t: { in: in, run: x, out: out }\n');
     const r = await runFspl(['net', 'check', file]);
-    expect([r.status, r.stderr, r.stdout]).toEqual([0, `${file}: warning: place spare is not used: no transition reads, writes or is inhibited by it\n`, `${file}: ok: 3 places, 1 transitions, 1 warning\n`]);
+    expect([r.status, r.stderr, r.stdout]).toEqual([
+      0,
+      `${file}: warning: place spare is not used: no transition reads, writes or is inhibited by it\n`,
+      `${file}: ok: 3 places, 1 transitions, 1 warning\n`,
+    ]);
     fs.rmSync(dir, { recursive: true });
   });
 });

@@ -1,7 +1,8 @@
 /** A name the net does not have: an UnknownNameError, typed, with the name probably meant. */
-import { describe, expect, test } from 'vitest';
-import { Net, NetError, NetRequestError, UnknownNameError, parseNetText } from 'filespooler';
+
+import { Net, NetError, NetRequestError, parseNetText, UnknownNameError } from 'filespooler';
 import { hostView } from 'filespooler/net';
+import { describe, expect, test } from 'vitest';
 import { placeNamed, transitionNamed, unknownName } from '../../../src/net/model/names.js';
 import { makeNet } from '../helpers.js';
 
@@ -26,7 +27,11 @@ describe('unknown names', () => {
     expect(e).toBeInstanceOf(NetRequestError);
     expect(e).toBeInstanceOf(NetError);
     expect(e).toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'place', given: 'inbx', message: 'No place named "inbx" in the net; did you mean "inbox"?' });
-    expect(thrown(() => transitionNamed(net.model, 'zz'))).toMatchObject({ kind: 'transition', given: 'zz', message: 'No transition named "zz" in the net (transitions: work)' });
+    expect(thrown(() => transitionNamed(net.model, 'zz'))).toMatchObject({
+      kind: 'transition',
+      given: 'zz',
+      message: 'No transition named "zz" in the net (transitions: work)',
+    });
   });
 
   test('with no close name, the names there are: a long list cut, not a screenful', () => {
@@ -46,8 +51,18 @@ describe('unknown names', () => {
   });
 
   test('hosts: an unknown one is an UnknownNameError; none where one is needed, a NetRequestError', () => {
-    const net = new Net(parseNetText('hosts: { alpha: {}, beta: {} }\nplaces:\n  a: { host: alpha }\n  b: { host: beta }\ntransitions:\n  t: { host: alpha, in: a, out: b }\n', '/tmp/net.yaml'));
-    expect(thrown(() => hostView(net.model, 'alpah'))).toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'host', given: 'alpah', message: 'Unknown host "alpah": the net\'s hosts are alpha, beta; did you mean "alpha"?' });
+    const net = new Net(
+      parseNetText(
+        'hosts: { alpha: {}, beta: {} }\nplaces:\n  a: { host: alpha }\n  b: { host: beta }\ntransitions:\n  t: { host: alpha, in: a, out: b }\n',
+        '/tmp/net.yaml',
+      ),
+    );
+    expect(thrown(() => hostView(net.model, 'alpah'))).toMatchObject({
+      code: 'ERR_NET_UNKNOWN_NAME',
+      kind: 'host',
+      given: 'alpah',
+      message: 'Unknown host "alpah": the net\'s hosts are alpha, beta; did you mean "alpha"?',
+    });
     const none = thrown(() => hostView(net.model, undefined));
     expect(none).toBeInstanceOf(NetRequestError);
     expect(none).not.toBeInstanceOf(UnknownNameError);

@@ -2,8 +2,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import { NetFileError, parseNetText } from 'filespooler';
+import { describe, expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
 import { netDir, runFspl } from '../helpers.js';
 
@@ -35,8 +35,16 @@ describe('net check: errors with file:line:column', () => {
     ['unknown error place', 'places: { a: {} }\ntransitions:\n  t: { in: a, error: e }\n', /^net\.yaml:3:22: Unknown place "e"/],
     ['bad place name', 'places:\n  9a: {}\n', /^net\.yaml:2:3: Invalid place name "9a"/],
     ['bad transition name', 'places: { a: {} }\ntransitions:\n  my-t: { in: a }\n', /^net\.yaml:3:3: Invalid transition name "my-t"/],
-    ['one-of with one place', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-of: [b] } }\n', /^net\.yaml:3:38: transitions\.t\.out\.one-of: Too small/],
-    ['batch in a merge', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: [{ place: a, take: 2 }, b], run: x }\n', /^net\.yaml:3:12: An and-merge takes one token of each place/],
+    [
+      'one-of with one place',
+      'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-of: [b] } }\n',
+      /^net\.yaml:3:38: transitions\.t\.out\.one-of: Too small/,
+    ],
+    [
+      'batch in a merge',
+      'places: { a: {}, b: {} }\ntransitions:\n  t: { in: [{ place: a, take: 2 }, b], run: x }\n',
+      /^net\.yaml:3:12: An and-merge takes one token of each place/,
+    ],
     ['negative retries', 'places: { a: {} }\ntransitions:\n  t: { in: a, retries: -1 }\n', /^net\.yaml:3:24: transitions\.t\.retries: /],
     ['run of the wrong type', 'places: { a: {} }\ntransitions:\n  t: { in: a, run: 3 }\n', /^net\.yaml:3:20: transitions\.t\.run: not a valid value/],
     ['same input twice', 'places: { a: {} }\ntransitions:\n  t: { in: [a, a], run: x }\n', /^net\.yaml:3:16: Place "a" is an input twice/],
@@ -46,7 +54,10 @@ describe('net check: errors with file:line:column', () => {
   for (const [what, text, expected] of cases) {
     test(what, () => {
       const lines = problems(text);
-      expect(lines.some((l) => expected.test(l)), lines.join('\n')).toBe(true);
+      expect(
+        lines.some((l) => expected.test(l)),
+        lines.join('\n'),
+      ).toBe(true);
     });
   }
 
@@ -113,8 +124,16 @@ describe('net check: every problem in one run', () => {
         'net.yaml:6:21: Unknown host "h2" (hosts: h1)',
       ],
     ],
-    ['no places: that alone (every arc would be "unknown")', 'transitions:\n  t: { in: a, colour: red }\n', ['net.yaml:1:1: places: missing (required)', 'net.yaml:2:15: transitions.t: unknown key "colour"']],
-    ['a YAML syntax error alone: past it, the structure is a guess', 'places:\n  a: {\ntransitions:\n  t: { in: zz }\n', ['net.yaml:3:1: Flow map in block collection must be sufficiently indented and end with a }']],
+    [
+      'no places: that alone (every arc would be "unknown")',
+      'transitions:\n  t: { in: a, colour: red }\n',
+      ['net.yaml:1:1: places: missing (required)', 'net.yaml:2:15: transitions.t: unknown key "colour"'],
+    ],
+    [
+      'a YAML syntax error alone: past it, the structure is a guess',
+      'places:\n  a: {\ntransitions:\n  t: { in: zz }\n',
+      ['net.yaml:3:1: Flow map in block collection must be sufficiently indented and end with a }'],
+    ],
   ];
   for (const [what, text, expected] of cases) {
     test(what, () => {
@@ -127,7 +146,14 @@ describe('net check: every problem in one run', () => {
     const bad = path.join(dir, 'bad.yaml');
     fs.writeFileSync(bad, 'places:\n  inbox: {}\ntransitions:\n  work: { in: inbx, run: cat, colour: red }\n');
     const said = `${bad}:4:15: Unknown place "inbx"; did you mean "inbox"?\n${bad}:4:31: transitions.work: unknown key "colour"\n`;
-    for (const args of [['check', bad], ['status', bad], ['run', bad, '--drain'], ['put', bad, 'inbox'], ['ls', bad, 'inbox'], ['dot', bad]]) {
+    for (const args of [
+      ['check', bad],
+      ['status', bad],
+      ['run', bad, '--drain'],
+      ['put', bad, 'inbox'],
+      ['ls', bad, 'inbox'],
+      ['dot', bad],
+    ]) {
       const r = await runFspl(['net', ...args], { input: '' });
       expect([r.status, r.stdout, r.stderr], args.join(' ')).toEqual([2, '', said]);
     }
@@ -136,15 +162,47 @@ describe('net check: every problem in one run', () => {
 
 describe('net check: did you mean ...?', () => {
   const cases: Array<[string, string, string[]]> = [
-    ['a misspelt transition key', 'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n', ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?']],
+    [
+      'a misspelt transition key',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n',
+      ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?'],
+    ],
     ['a misspelt place key (two letters swapped)', 'places:\n  a: { dri: x }\n', ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?']],
     ['a misspelt top-level key', 'stat: s\nplaces: { a: {} }\n', ['net.yaml:1:1: unknown key "stat"; did you mean "state"?']],
-    ['a misspelt key of an input arc', 'places: { a: {} }\ntransitions:\n  t: { in: { place: a, tkae: 2 } }\n', ['net.yaml:3:24: transitions.t.in: unknown key "tkae"; did you mean "take"?']],
-    ['a misspelt key of a branch', 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-off: [b, c] } }\n', ['net.yaml:3:30: transitions.t.out: unknown key "one-off"; did you mean "one-of"?']],
-    ['two unknown keys: one line each, at each key', 'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n', ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"']],
-    ['a misspelt place in in, out and error', 'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n', ['net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:3:32: Unknown place "doen"; did you mean "done"?', 'net.yaml:3:46: Unknown place "faild"; did you mean "failed"?']],
-    ['a transition named where a place belongs', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: b }\n  u: { in: t, run: x }\n', ['net.yaml:4:12: Unknown place "t" ("t" is a transition: arcs name places)']],
-    ['nothing close: no guess', 'places: { a: {}, b: {} }\ntransitions:\n  t: { in: c, run: x, colour: red }\n', ['net.yaml:3:12: Unknown place "c"', 'net.yaml:3:23: transitions.t: unknown key "colour"']],
+    [
+      'a misspelt key of an input arc',
+      'places: { a: {} }\ntransitions:\n  t: { in: { place: a, tkae: 2 } }\n',
+      ['net.yaml:3:24: transitions.t.in: unknown key "tkae"; did you mean "take"?'],
+    ],
+    [
+      'a misspelt key of a branch',
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-off: [b, c] } }\n',
+      ['net.yaml:3:30: transitions.t.out: unknown key "one-off"; did you mean "one-of"?'],
+    ],
+    [
+      'two unknown keys: one line each, at each key',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n',
+      ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"'],
+    ],
+    [
+      'a misspelt place in in, out and error',
+      'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n',
+      [
+        'net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?',
+        'net.yaml:3:32: Unknown place "doen"; did you mean "done"?',
+        'net.yaml:3:46: Unknown place "faild"; did you mean "failed"?',
+      ],
+    ],
+    [
+      'a transition named where a place belongs',
+      'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: b }\n  u: { in: t, run: x }\n',
+      ['net.yaml:4:12: Unknown place "t" ("t" is a transition: arcs name places)'],
+    ],
+    [
+      'nothing close: no guess',
+      'places: { a: {}, b: {} }\ntransitions:\n  t: { in: c, run: x, colour: red }\n',
+      ['net.yaml:3:12: Unknown place "c"', 'net.yaml:3:23: transitions.t: unknown key "colour"'],
+    ],
   ];
   for (const [what, text, expected] of cases) {
     test(what, () => {

@@ -20,9 +20,19 @@ describe('checkShape', () => {
 
   test('a transition without in: taken out whole; a place with bad settings: kept, without them', () => {
     const r = checkShape({ places: { a: 3, b: { capacity: 0 } }, transitions: { t: { out: 'a' }, u: { in: 'a' } } });
-    expect(r.problems.map((p) => p.path)).toEqual([['places', 'a'], ['places', 'b', 'capacity'], ['transitions', 't', 'in']]);
+    expect(r.problems.map((p) => p.path)).toEqual([
+      ['places', 'a'],
+      ['places', 'b', 'capacity'],
+      ['transitions', 't', 'in'],
+    ]);
     expect(r.data).toEqual({ places: { a: {}, b: {} }, transitions: { u: { in: 'a' } } });
-    expect(r.pruned).toEqual(expect.arrayContaining([['places', 'a'], ['places', 'b', 'capacity'], ['transitions', 't']]));
+    expect(r.pruned).toEqual(
+      expect.arrayContaining([
+        ['places', 'a'],
+        ['places', 'b', 'capacity'],
+        ['transitions', 't'],
+      ]),
+    );
   });
 
   test('a refused item of a list takes the whole list out (the other items keep their positions)', () => {

@@ -2,9 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { loadNetFile } from '../../../src/net/model/netfile.js';
 import { liveDotState, netToDot } from '../../../src/net/observe/dot.js';
 import { netMetricFamilies, netMetricsText, netStatusJson } from '../../../src/net/observe/metrics.js';
-import { loadNetFile } from '../../../src/net/model/netfile.js';
 import type { NetStatusReport } from '../../../src/net/observe/status.js';
 import { dotToSvg } from '../../../src/net/observe/svg.js';
 import { parseExposition } from './prometheus-reader.js';
@@ -46,7 +46,16 @@ function report(): NetStatusReport {
       { name: 'audio', dir: '/p/audio', role: 'inner', exists: false, problem: 'no queue at /p/audio', tokens: 0, stuck: 0 },
     ],
     transitions: [
-      t('decode', { running: 2, fired: 120, perMinute1: 30, perMinute15: 8, meanServiceMs: 1500, p95ServiceMs: 4000, sinceLastFiredMs: 2000, lastFiredAt: T0 - 2000 }),
+      t('decode', {
+        running: 2,
+        fired: 120,
+        perMinute1: 30,
+        perMinute15: 8,
+        meanServiceMs: 1500,
+        p95ServiceMs: 4000,
+        sinceLastFiredMs: 2000,
+        lastFiredAt: T0 - 2000,
+      }),
       t('stabilize', { fired: 3, failed: 2, retried: 4, failing: true, stopped: { reason: 'exited with status 1 (key a"b)', log: '/s/logs/x', at: T0 } }),
       t('mux'),
     ],
@@ -114,7 +123,11 @@ describe('the live drawing', () => {
 
   test('a paused transition is drawn dashed, in amber, and says so', () => {
     const r = report();
-    r.transitions.push({ ...r.transitions[2]!, name: 'pass', paused: { transition: 'pass', since: T0, by: 'op', reason: 'upgrade', kill: false, text: 'paused since then by op: upgrade' } });
+    r.transitions.push({
+      ...r.transitions[2]!,
+      name: 'pass',
+      paused: { transition: 'pass', since: T0, by: 'op', reason: 'upgrade', kill: false, text: 'paused since then by op: upgrade' },
+    });
     const dot = netToDot(net, liveDotState(r));
     expect(dot).toContain('"t:pass" [shape=box, label="pass\\npaused", id="transition-pass", style="filled,dashed", fillcolor="#fff1c2", color="#a07000"];');
     expect(dot).toContain('"t:mux" [shape=box, label="mux", id="transition-mux", peripheries=2];');

@@ -79,7 +79,7 @@ export function parseExposition(text: string): ParsedFamily[] {
       blanks();
       const keyword = word();
       if (keyword !== 'HELP' && keyword !== 'TYPE') return; // a comment
-      if (blanks() === 0) bad('expected a blank after ' + keyword);
+      if (blanks() === 0) bad(`expected a blank after ${keyword}`);
       const name = token(METRIC_NAME, 'a metric name');
       if (pos < raw.length && raw[pos] !== ' ' && raw[pos] !== '\t') bad('invalid metric name');
       const f = enter(name, n);
@@ -186,4 +186,3 @@ export function parseExposition(text: string): ParsedFamily[] {
   });
   return [...families.values()];
 }
-

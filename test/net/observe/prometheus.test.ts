@@ -14,16 +14,14 @@ import {
   type SampleSuffix,
 } from '../../../src/net/observe/prometheus.js';
 
-import { ExpositionError, parseExposition, VALUE, type ParsedFamily, type ParsedSample } from './prometheus-reader.js';
+import { ExpositionError, type ParsedFamily, type ParsedSample, parseExposition, VALUE } from './prometheus-reader.js';
 
 // ---------------------------------------------------------------------------------------------
 
 describe('the strict reader itself', () => {
   const good = '# HELP a x\n# TYPE a gauge\na 1\n';
   it('reads a well-formed exposition', () => {
-    expect(parseExposition(good)).toEqual([
-      { name: 'a', help: 'x', type: 'gauge', samples: [{ name: 'a', labels: [], value: '1' }] },
-    ]);
+    expect(parseExposition(good)).toEqual([{ name: 'a', help: 'x', type: 'gauge', samples: [{ name: 'a', labels: [], value: '1' }] }]);
     expect(parseExposition('# TYPE a counter\n\n# just a comment\n a{ b = "c" , } 1 -5 \n')).toEqual([
       { name: 'a', type: 'counter', samples: [{ name: 'a', labels: [['b', 'c']], value: '1', timestamp: '-5' }] },
     ]);
@@ -119,13 +117,7 @@ describe('formatMetrics', () => {
       ].join('\n'),
     );
     const parsed = parseExposition(text);
-    expect(parsed.map((f) => f.name)).toEqual([
-      'fspl_net_firings_total',
-      'fspl_net_up',
-      'fspl_net_service_seconds',
-      'fspl_net_wait_seconds',
-      'fspl_net_rate',
-    ]);
+    expect(parsed.map((f) => f.name)).toEqual(['fspl_net_firings_total', 'fspl_net_up', 'fspl_net_service_seconds', 'fspl_net_wait_seconds', 'fspl_net_rate']);
     expect(parsed[2]?.help).toBe('Service time\nwith a \\ backslash');
     expect(formatMetrics([])).toBe('');
     expect(PROMETHEUS_CONTENT_TYPE).toBe('text/plain; version=0.0.4; charset=utf-8');
@@ -170,7 +162,13 @@ describe('formatMetrics', () => {
       ['label with a colon', [{ name: 'a', samples: [{ labels: { 'a:b': 'x' }, value: 1 }] }]],
       ['reserved label', [{ name: 'a', samples: [{ labels: { __name__: 'x' }, value: 1 }] }]],
       ['unknown type', [{ name: 'a', type: 'thing' as MetricType, samples: [] }]],
-      ['family twice', [{ name: 'a', samples: [] }, { name: 'a', samples: [] }]],
+      [
+        'family twice',
+        [
+          { name: 'a', samples: [] },
+          { name: 'a', samples: [] },
+        ],
+      ],
       [
         'name made twice',
         [
@@ -192,7 +190,18 @@ describe('formatMetrics', () => {
           { name: 'h', type: 'gauge', samples: [] },
         ],
       ],
-      ['duplicate series', [{ name: 'a', samples: [{ labels: { x: '1', y: '2' }, value: 1 }, { labels: { y: '2', x: '1' }, value: 2 }] }]],
+      [
+        'duplicate series',
+        [
+          {
+            name: 'a',
+            samples: [
+              { labels: { x: '1', y: '2' }, value: 1 },
+              { labels: { y: '2', x: '1' }, value: 2 },
+            ],
+          },
+        ],
+      ],
       ['suffix on a gauge', [{ name: 'a', type: 'gauge', samples: [{ suffix: '_sum', value: 1 }] }]],
       ['bare histogram sample', [{ name: 'h', type: 'histogram', samples: [{ value: 1 }] }]],
       ['bucket without le', [{ name: 'h', type: 'histogram', samples: [{ suffix: '_bucket', value: 1 }] }]],
@@ -254,10 +263,7 @@ describe('formatMetrics', () => {
 // Random families, hostile text included, read back by the strict reader.
 const metricName = fc.stringMatching(/^[a-zA-Z_:][a-zA-Z0-9_:]{0,12}$/);
 const labelName = fc.stringMatching(/^[a-zA-Z_][a-zA-Z0-9_]{0,8}$/).filter((s) => !s.startsWith('__'));
-const text = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.constantFrom('<script>', '"', '\\', '\n', '\\n', '\\"', '"} 1\nx 2', '# TYPE x gauge'),
-);
+const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('<script>', '"', '\\', '\n', '\\n', '\\"', '"} 1\nx 2', '# TYPE x gauge'));
 const value = fc.oneof(fc.double(), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }), fc.integer());
 
 const arbFamilies = fc
@@ -300,9 +306,11 @@ const arbFamilies = fc
   .filter((families) => {
     // names must not collide through suffixes
     const made = families.flatMap((f) =>
-      f.type === 'histogram' ? [f.name, `${f.name}_bucket`, `${f.name}_sum`, `${f.name}_count`]
-      : f.type === 'summary' ? [f.name, `${f.name}_sum`, `${f.name}_count`]
-      : [f.name],
+      f.type === 'histogram'
+        ? [f.name, `${f.name}_bucket`, `${f.name}_sum`, `${f.name}_count`]
+        : f.type === 'summary'
+          ? [f.name, `${f.name}_sum`, `${f.name}_count`]
+          : [f.name],
     );
     return new Set(made).size === made.length;
   });

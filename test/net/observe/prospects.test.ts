@@ -1,8 +1,9 @@
 /** What can still happen in a net: which transitions may fire, which places may still receive, and so which leftovers are stuck. */
-import { describe, expect, test } from 'vitest';
+
 import { defineNet, type NetDefinition } from 'filespooler';
-import { mayStillCome, prospects, type NetNow } from '../../../src/net/observe/prospects.js';
-import { readersOf, writersOf, type NetModel } from '../../../src/net/model/model.js';
+import { describe, expect, test } from 'vitest';
+import { type NetModel, readersOf, writersOf } from '../../../src/net/model/model.js';
+import { mayStillCome, type NetNow, prospects } from '../../../src/net/observe/prospects.js';
 import type { Leftover, LeftoverCode } from '../../../src/net/run/leftovers.js';
 
 const net = (transitions: NetDefinition['transitions'], places: string[]): NetModel =>
@@ -52,7 +53,8 @@ describe('prospects', () => {
   });
 
   test('a batch without max-wait needs its full count; with max-wait, one token', () => {
-    const shape = (maxWait?: number) => net({ b: { in: { place: 'x', take: 3, ...(maxWait ? { 'max-wait': maxWait } : {}) }, run: null, out: 'y' } }, ['x', 'y']);
+    const shape = (maxWait?: number) =>
+      net({ b: { in: { place: 'x', take: 3, ...(maxWait ? { 'max-wait': maxWait } : {}) }, run: null, out: 'y' } }, ['x', 'y']);
     expect(prospects(shape(), now({ x: 2 })).mayReceive.has('y')).toBe(false);
     expect(prospects(shape(), now({ x: 3 })).mayReceive.has('y')).toBe(true);
     expect(prospects(shape(5), now({ x: 1 })).mayReceive.has('y')).toBe(true);
@@ -73,7 +75,10 @@ describe('prospects', () => {
     const n = 2000;
     const transitions: NetDefinition['transitions'] = {};
     for (let i = 0; i < n; i++) transitions[`t${i}`] = { in: `p${i}`, run: null, out: `p${i + 1}` };
-    const chain = net(transitions, Array.from({ length: n + 1 }, (_, i) => `p${i}`));
+    const chain = net(
+      transitions,
+      Array.from({ length: n + 1 }, (_, i) => `p${i}`),
+    );
     const p = prospects(chain, now({ p0: 1 }));
     expect(p.mayReceive.size).toBe(n);
     expect(p.mayReceive.has(`p${n}`)).toBe(true);
@@ -82,7 +87,14 @@ describe('prospects', () => {
 
 describe('stuck or waiting', () => {
   const left = (code: LeftoverCode, on?: string[]): Leftover => ({ place: 'x', seq: 1n, key: 'k', filename: 'f', code, reason: code, on });
-  const judge = (model: NetModel, l: Leftover, n: NetNow) => mayStillCome(l, prospects(model, n), n, (p) => readersOf(model, p), (p) => writersOf(model, p));
+  const judge = (model: NetModel, l: Leftover, n: NetNow) =>
+    mayStillCome(
+      l,
+      prospects(model, n),
+      n,
+      (p) => readersOf(model, p),
+      (p) => writersOf(model, p),
+    );
 
   test('no partner: waiting while every place that lacks it may still receive', () => {
     expect(judge(VIDEO, left('no-partner', ['stabilized']), now({ audio: 1, steady: 1 }))).toBe(true);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { serveNet, type NetServer } from '../../../src/net/observe/serve.js';
+import { type NetServer, serveNet } from '../../../src/net/observe/serve.js';
 import { makeNet } from '../helpers.js';
 import { parseExposition } from './prometheus-reader.js';
 
@@ -59,7 +59,7 @@ describe('net serve over HTTP', () => {
     expect(page.headers['x-content-type-options']).toBe('nosniff');
     expect(page.body).toContain('/assets/app.js');
     // The page carries its drawing and the figures of now: its first paint needs no other request.
-    expect(page.body).toMatch(/<section id="drawing" aria-label="The net"><svg [^]*id="place&#45;inbox"[^]*<\/svg><\/section>/);
+    expect(page.body).toMatch(/<section id="drawing" aria-label="The net"><svg [\s\S]*id="place&#45;inbox"[\s\S]*<\/svg><\/section>/);
     const served = JSON.parse(/<script type="application\/json" id="state">([^<]*)<\/script>/.exec(page.body)![1]!);
     expect(served.places.map((p: { name: string }) => p.name)).toEqual(['inbox', 'done']);
     expect(served.state).toBe('drained');

@@ -9,10 +9,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { serveNet } from '../../../src/net/observe/serve.js';
 import { copyBuild } from '../../build-copy.js';
 import { describeIfPresent } from '../../gate.js';
 import { onPath } from '../../harness/proc.js';
-import { serveNet } from '../../../src/net/observe/serve.js';
 import { makeNet, runFspl, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 /** An and-merge whose second input comes through a slow transition (fast once the file `go` exists). */
@@ -161,55 +161,68 @@ transitions:
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
 
-describeIfPresent('a user who may read the net but not write it', isRoot && !onPath('setpriv') ? ['setpriv (to run the CLI as nobody)'] : [], { what: 'read-only status test' }, () => {
-  let build = '';
-  afterAll(() => {
-    if (build !== '') fs.rmSync(build, { recursive: true, force: true });
-  });
+describeIfPresent(
+  'a user who may read the net but not write it',
+  isRoot && !onPath('setpriv') ? ['setpriv (to run the CLI as nobody)'] : [],
+  { what: 'read-only status test' },
+  () => {
+    let build = '';
+    afterAll(() => {
+      if (build !== '') fs.rmSync(build, { recursive: true, force: true });
+    });
 
-  /** As nobody when root (root ignores permission bits); as ourselves, with the lock files read-only, otherwise. */
-  async function readOnlyStatus(file: string, json: boolean): Promise<{ status: number; stdout: string; stderr: string }> {
-    const args = ['net', 'status', file, ...(json ? ['--json'] : [])];
-    if (!isRoot) {
-      const r = await runFspl(args);
-      return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+    /** As nobody when root (root ignores permission bits); as ourselves, with the lock files read-only, otherwise. */
+    async function readOnlyStatus(file: string, json: boolean): Promise<{ status: number; stdout: string; stderr: string }> {
+      const args = ['net', 'status', file, ...(json ? ['--json'] : [])];
+      if (!isRoot) {
+        const r = await runFspl(args);
+        return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+      }
+      build ||= copyBuild();
+      try {
+        const stdout = execFileSync(
+          'setpriv',
+          [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', process.execPath, path.join(build, 'bin', 'fspl'), ...args],
+          { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        return { status: 0, stdout, stderr: '' };
+      } catch (err) {
+        const e = err as { status: number; stdout: string; stderr: string };
+        return { status: e.status, stdout: e.stdout, stderr: e.stderr };
+      }
     }
-    build ||= copyBuild();
-    try {
-      const stdout = execFileSync('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', process.execPath, path.join(build, 'bin', 'fspl'), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      return { status: 0, stdout, stderr: '' };
-    } catch (err) {
-      const e = err as { status: number; stdout: string; stderr: string };
-      return { status: e.status, stdout: e.stdout, stderr: e.stderr };
-    }
-  }
 
-  test('a clean status: no raw EACCES in the places, the permission said once', async () => {
-    const { dir, file, net } = makeNet(`
+    test('a clean status: no raw EACCES in the places, the permission said once', async () => {
+      const { dir, file, net } = makeNet(`
 places: { inbox: {}, work: {}, done: {} }
 transitions:
   one: { in: inbox, run: [cat], out: work }
   two: { in: work, run: [cat], out: done }
 `);
-    fs.chmodSync(dir, 0o755);
-    for (let i = 0; i < 3; i++) await net.put('inbox', Buffer.from(`t${i}`), { key: `k${i}` });
-    if (!isRoot) for (const p of ['inbox', 'work', 'done']) fs.chmodSync(path.join(dir, 'places', p, 'nextseq.lock'), 0o444);
-    const text = await readOnlyStatus(file, false);
-    expect(text.stderr).toBe('');
-    expect(text.status).toBe(0);
-    expect(text.stdout).not.toMatch(/EACCES|permission denied, open/);
-    const notes = text.stdout.split('\n').filter((l) => l.startsWith('note: '));
-    expect(notes).toEqual([expect.stringMatching(/^note: user \S+ may read this net but not lock its places \(nextseq\.lock: Permission denied\), so their next numbers were read without the lock$/)]);
-    // The NOTE column of every place is empty, and the counts are all there.
-    const rows = text.stdout.split('\n').filter((l) => /^(inbox|work|done) /.test(l));
-    expect(rows.map((l) => l.trim().split(/\s+/))).toEqual([
-      ['inbox', 'source', '3', expect.stringMatching(/s$/), '-'],
-      ['work', 'inner', '0', '-', '-'],
-      ['done', 'sink', '0', '-', '-'],
-    ]);
-    const json = JSON.parse((await readOnlyStatus(file, true)).stdout) as StatusJson;
-    expect(json.places.map((p) => p.problem)).toEqual([undefined, undefined, undefined]);
-    expect(json.notes).toEqual([{ code: 'read-only', text: expect.stringContaining('may read this net but not lock its places') }]);
-    expect(json.state).toBe('idle');
-  }, 60_000);
-});
+      fs.chmodSync(dir, 0o755);
+      for (let i = 0; i < 3; i++) await net.put('inbox', Buffer.from(`t${i}`), { key: `k${i}` });
+      if (!isRoot) for (const p of ['inbox', 'work', 'done']) fs.chmodSync(path.join(dir, 'places', p, 'nextseq.lock'), 0o444);
+      const text = await readOnlyStatus(file, false);
+      expect(text.stderr).toBe('');
+      expect(text.status).toBe(0);
+      expect(text.stdout).not.toMatch(/EACCES|permission denied, open/);
+      const notes = text.stdout.split('\n').filter((l) => l.startsWith('note: '));
+      expect(notes).toEqual([
+        expect.stringMatching(
+          /^note: user \S+ may read this net but not lock its places \(nextseq\.lock: Permission denied\), so their next numbers were read without the lock$/,
+        ),
+      ]);
+      // The NOTE column of every place is empty, and the counts are all there.
+      const rows = text.stdout.split('\n').filter((l) => /^(inbox|work|done) /.test(l));
+      expect(rows.map((l) => l.trim().split(/\s+/))).toEqual([
+        ['inbox', 'source', '3', expect.stringMatching(/s$/), '-'],
+        ['work', 'inner', '0', '-', '-'],
+        ['done', 'sink', '0', '-', '-'],
+      ]);
+      const json = JSON.parse((await readOnlyStatus(file, true)).stdout) as StatusJson;
+      expect(json.places.map((p) => p.problem)).toEqual([undefined, undefined, undefined]);
+      expect(json.notes).toEqual([{ code: 'read-only', text: expect.stringContaining('may read this net but not lock its places') }]);
+      expect(json.state).toBe('idle');
+    }, 60_000);
+  },
+);

@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
-import { netMetricsText, netStatusJson } from 'filespooler/net';
 import type { NetEvent } from 'filespooler';
+import { netMetricsText, netStatusJson } from 'filespooler/net';
+import { describe, expect, test } from 'vitest';
 import { makeNet, netDir, runFspl, sleep, tokensIn } from '../helpers.js';
 
 const SLOW = `

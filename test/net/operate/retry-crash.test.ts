@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { readHeaderFileSync } from '../../../src/queue/job-headers.js';
 import { recoverOperations } from '../../../src/net/operate/operator.js';
+import { readHeaderFileSync } from '../../../src/queue/job-headers.js';
 import { rng } from '../../helpers.js';
 import { makeNet, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
@@ -72,8 +72,14 @@ transitions:
     for (const t of up) if (t.key !== undefined) expect([t.env.get('RETRIED'), t.env.get('ERROR_PLACE')], `seed ${seed}`).toEqual(['1', undefined]);
     if (err.length > 0 && up.some((t) => t.key !== undefined)) midway++;
     // Upstream numbers, NOP fillers included, are 1..N: a sequence reader never waits on a hole.
-    expect(up.map((t) => t.seq), `seed ${seed}`).toEqual(Array.from({ length: up.length }, (_, i) => BigInt(i + 1)));
-    expect(fs.readdirSync(inJobs).filter((n) => n.endsWith('.part')), `seed ${seed}`).toEqual([]);
+    expect(
+      up.map((t) => t.seq),
+      `seed ${seed}`,
+    ).toEqual(Array.from({ length: up.length }, (_, i) => BigInt(i + 1)));
+    expect(
+      fs.readdirSync(inJobs).filter((n) => n.endsWith('.part')),
+      `seed ${seed}`,
+    ).toEqual([]);
   }
   expect(kills).toBe(KILLS);
   process.stderr.write(`retry-crash: seed ${seed}, ${kills} kills, ${midway} with tokens on both sides, ${total} tokens\n`);

@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import { NetRequestError } from 'filespooler';
+import { describe, expect, test } from 'vitest';
 import { makeNet, runFspl, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 const FLAKY = `

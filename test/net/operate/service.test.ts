@@ -50,11 +50,7 @@ transitions:
   fs.mkdirSync(bin);
   fs.symlinkSync(FSPL_BIN, path.join(bin, 'fspl'));
   fs.symlinkSync(process.execPath, path.join(bin, 'node'));
-  const line = cron
-    .slice('@reboot '.length)
-    .replaceAll('/usr/local/bin', bin)
-    .replaceAll('/srv/pipeline', dir)
-    .replace('video.yaml', 'net.yaml --drain'); // the same run, told to stop once drained
+  const line = cron.slice('@reboot '.length).replaceAll('/usr/local/bin', bin).replaceAll('/srv/pipeline', dir).replace('video.yaml', 'net.yaml --drain'); // the same run, told to stop once drained
   execFileSync('/bin/sh', ['-c', line], { env: { PATH: '/usr/bin:/bin', HOME: dir, SHELL: '/bin/sh', LOGNAME: 'cron' } });
   expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.payload)).toEqual(['x\n']);
   expect(fs.existsSync(path.join(dir, 'video.log'))).toBe(true);

@@ -4,11 +4,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import { makeHeader } from 'filespooler';
-import { writePacketSync } from '../../../src/packet/prepare.js';
+import { describe, expect, test } from 'vitest';
 import { NOP_PART_PREFIX } from '../../../src/net/operate/aside-queue.js';
 import { recoverOperations } from '../../../src/net/operate/operator.js';
+import { writePacketSync } from '../../../src/packet/prepare.js';
 import { makeNet, runFspl, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 const NET = `

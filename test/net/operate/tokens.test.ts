@@ -28,7 +28,10 @@ describe('net ls and net show', () => {
     await net.put('in', Buffer.from('bad\n'), { key: 'bad' });
     await net.run({ drain: true });
     const json = await runFspl(['net', 'ls', file, 'failed', '--json']);
-    const rows = json.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
+    const rows = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ seq: '1', key: 'bad', retried: 0, error: { transition: 'work', place: 'in' } });
     expect(rows[0].error.reason).toMatch(/exit/);

@@ -1,13 +1,14 @@
 /** Places: tokens bound for another host (outboxes) are sealed; the others are plain packets. */
+
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect, test } from 'vitest';
 import { readPacket } from 'filespooler';
-import { randomUUID } from 'node:crypto';
+import { expect, test } from 'vitest';
 import { Place } from '../../../src/net/place/place.js';
 import { numberedName } from '../../../src/net/place/token.js';
-import { isJobFilename } from '../../../src/queue/jobs.js';
 import { makeHeader, writePacketSync } from '../../../src/packet/prepare.js';
+import { isJobFilename } from '../../../src/queue/jobs.js';
 import { SeqFile } from '../../../src/sys/seqfile.js';
 import { netDir } from '../helpers.js';
 

@@ -1,6 +1,7 @@
 /** Token names (src/net/place/token.ts): the number a numbered name carries. */
-import { expect, test } from 'vitest';
+
 import { randomUUID } from 'node:crypto';
+import { expect, test } from 'vitest';
 import { nameNumber, nameOrder, numberedName } from '../../../src/net/place/token.js';
 
 test('nameNumber reads the number of a numbered name as nameOrder does, and nothing from other names', () => {

@@ -144,9 +144,7 @@ function bruteForce(workers: number, stages: Stage[], done: Set<string>): Map<st
     return x.length - y.length;
   };
   const sorted = [...stages].sort((a, b) => byCodePoint(a.name, b.name)); // Map.keys order
-  const configs = possibleConfigs(workers, sorted.length).filter(
-    (cfg) => !cfg.some((w, i) => done.has((sorted[i] as Stage).name) && w > 0),
-  );
+  const configs = possibleConfigs(workers, sorted.length).filter((cfg) => !cfg.some((w, i) => done.has((sorted[i] as Stage).name) && w > 0));
   let best: number[] | undefined;
   let bestScore: Frac | undefined;
   for (const cfg of configs) {
@@ -199,7 +197,15 @@ describe('allocateWorkers against the article enumeration', () => {
       fc.property(arbCase, ({ workers, per, stages, doneMask }) => {
         const done = new Set(stages.filter((_, i) => doneMask[i]).map((s) => s.name));
         done.add('not a stage'); // names in done that are not stages are ignored
-        const stats = new Map(stages.map((s) => [s.name, qs(s.queueLength, s.ticks.map((t) => t / per))]));
+        const stats = new Map(
+          stages.map((s) => [
+            s.name,
+            qs(
+              s.queueLength,
+              s.ticks.map((t) => t / per),
+            ),
+          ]),
+        );
         const got = allocateWorkers(workers, stats, done);
         const exactStages = stages.map((s) => ({
           name: s.name,
@@ -214,17 +220,14 @@ describe('allocateWorkers against the article enumeration', () => {
   });
 
   it('equals the brute force on random doubles', () => {
-    const double = fc.oneof(
-      fc.double({ min: 0, max: 1e6, noNaN: true }),
-      fc.constantFrom(0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 2.3, 3, 3.3, 14.7, 1e-310, 1e300),
-    );
+    const double = fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.constantFrom(0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 2.3, 3, 3.3, 14.7, 1e-310, 1e300));
     fc.assert(
       fc.property(
         fc.integer({ min: 0, max: 5 }),
-        fc.uniqueArray(
-          fc.record({ name: fc.constantFrom(...names), queueLength: double, times: fc.array(double, { maxLength: 3 }) }),
-          { selector: (s) => s.name, maxLength: 4 },
-        ),
+        fc.uniqueArray(fc.record({ name: fc.constantFrom(...names), queueLength: double, times: fc.array(double, { maxLength: 3 }) }), {
+          selector: (s) => s.name,
+          maxLength: 4,
+        }),
         (workers, stages) => {
           const stats = new Map(stages.map((s) => [s.name, qs(s.queueLength, s.times)]));
           const got = allocateWorkers(workers, stats, new Set());
@@ -241,7 +244,7 @@ describe('allocateWorkers against the article enumeration', () => {
     );
   });
 
-  it('is not plain D\'Hondt: the minimum of the sum, not the largest quotient, wins', () => {
+  it("is not plain D'Hondt: the minimum of the sum, not the largest quotient, wins", () => {
     // votes 1 and 2.5: D'Hondt seats B twice (sum 1 + 2.5/3 = 1.833...); (1, 1) sums to 1.75
     const got = allocateWorkers(
       2,

@@ -1,7 +1,8 @@
 /** Unit tests of the and-merge's incremental join (src/net/plan/key-join.ts): pure, no files. */
-import { describe, expect, it } from 'vitest';
-import { KeyJoin, MergeJoins, type Keyed } from '../../../src/net/plan/key-join.js';
+
 import { defineNet } from 'filespooler';
+import { describe, expect, it } from 'vitest';
+import { type Keyed, KeyJoin, MergeJoins } from '../../../src/net/plan/key-join.js';
 
 interface Tok extends Keyed {
   id: string;
@@ -41,7 +42,15 @@ describe('KeyJoin', () => {
 
   it('pairs the tokens of a key lowest with lowest, and a second set of a key comes in its own turn', () => {
     const j = new KeyJoin<Tok>(['l', 'r']);
-    for (const [p, s, k] of [['l', 1, 'x'], ['l', 2, 'y'], ['l', 3, 'x'], ['r', 5, 'x'], ['r', 4, 'x'], ['r', 6, 'y']] as const) j.add(p, tok(p, s, k));
+    for (const [p, s, k] of [
+      ['l', 1, 'x'],
+      ['l', 2, 'y'],
+      ['l', 3, 'x'],
+      ['r', 5, 'x'],
+      ['r', 4, 'x'],
+      ['r', 6, 'y'],
+    ] as const)
+      j.add(p, tok(p, s, k));
     expect(j.complete).toBe(2);
     expect(ids(j.first(10))).toEqual(['l1+r4', 'l2+r6', 'l3+r5']);
   });

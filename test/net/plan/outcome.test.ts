@@ -1,6 +1,6 @@
 /** The failure policy's decision (src/net/plan/outcome.ts): pure, a verdict from a firing's facts. */
 import { describe, expect, test } from 'vitest';
-import { decide, RETRY_DELAY_MS, type FiringFacts, type Ran } from '../../../src/net/plan/outcome.js';
+import { decide, type FiringFacts, type Ran, RETRY_DELAY_MS } from '../../../src/net/plan/outcome.js';
 
 type Facts = FiringFacts<string, Ran, string>;
 
@@ -21,12 +21,24 @@ describe('decide', () => {
     ['an abandoned firing is dropped even with retries left', { ended: abandoned, retries: 3 }, { kind: 'drop' }],
     ['a success while the run stops still commits', { stopping: true }, { kind: 'commit', ran: ok }],
     ['a failure while the run stops is dropped (the token stays)', { ended: failed, stopping: true, retries: 3, errorPlace: 'err' }, { kind: 'drop' }],
-    ['a failure on a full staging disk waits for room', { ended: failed, stagingFull: 'ENOSPC', retries: 3 }, { kind: 'wait-for-room', ran: failed, err: 'ENOSPC' }],
+    [
+      'a failure on a full staging disk waits for room',
+      { ended: failed, stagingFull: 'ENOSPC', retries: 3 },
+      { kind: 'wait-for-room', ran: failed, err: 'ENOSPC' },
+    ],
     ['a full staging disk while stopping: dropped', { ended: failed, stagingFull: 'ENOSPC', stopping: true }, { kind: 'drop' }],
     ['a success on a full staging disk commits', { stagingFull: 'ENOSPC' }, { kind: 'commit', ran: ok }],
     ['a failure with retries left is retried after 200 ms', { ended: failed, attempt: 1, retries: 2 }, { kind: 'retry', ran: failed, delayMs: RETRY_DELAY_MS }],
-    ['the last retry waits attempt x 200 ms', { ended: failed, attempt: 2, retries: 2, errorPlace: 'err' }, { kind: 'retry', ran: failed, delayMs: 2 * RETRY_DELAY_MS }],
-    ['retries spent, an error place: error tokens', { ended: failed, attempt: 3, retries: 2, errorPlace: 'err' }, { kind: 'error-tokens', ran: failed, place: 'err' }],
+    [
+      'the last retry waits attempt x 200 ms',
+      { ended: failed, attempt: 2, retries: 2, errorPlace: 'err' },
+      { kind: 'retry', ran: failed, delayMs: 2 * RETRY_DELAY_MS },
+    ],
+    [
+      'retries spent, an error place: error tokens',
+      { ended: failed, attempt: 3, retries: 2, errorPlace: 'err' },
+      { kind: 'error-tokens', ran: failed, place: 'err' },
+    ],
     ['no retries, an error place: error tokens', { ended: failed, errorPlace: 'err' }, { kind: 'error-tokens', ran: failed, place: 'err' }],
     ['retries spent, no error place: the transition stops', { ended: failed, attempt: 3, retries: 2 }, { kind: 'stop', ran: failed }],
     ['no retries, no error place: the transition stops', { ended: failed }, { kind: 'stop', ran: failed }],

@@ -1,7 +1,18 @@
 /** Pure unit tests of the scheduler (src/net/plan/scheduler.ts): no files, no clock. */
 import { describe, expect, it } from 'vitest';
+import {
+  type DecisionVisits,
+  type MarkingSource,
+  type PlaceState,
+  Scheduler,
+  type SchedulerInput,
+  type SchedulerResult,
+  type Start,
+  schedule,
+  type TokenRef,
+  type TransitionState,
+} from '../../../src/net/plan/scheduler.js';
 import { seeded } from '../helpers.js';
-import { schedule, Scheduler, type DecisionVisits, type MarkingSource, type PlaceState, type SchedulerInput, type SchedulerResult, type Start, type TokenRef, type TransitionState } from '../../../src/net/plan/scheduler.js';
 
 function tok(seq: number, opts: { key?: string; seen?: number; nop?: boolean } = {}): TokenRef {
   return { filename: `f${seq}`, seq: BigInt(seq), key: opts.key ?? `k${seq}`, seen: opts.seen ?? 0, nop: opts.nop ?? false };
@@ -11,7 +22,12 @@ function place(name: string, tokens: TokenRef[], opts: Partial<PlaceState> = {})
   return { name, order: 'sequence', next: tokens.length ? tokens[0]!.seq : 1n, tokens, count: tokens.length, incoming: 0, ...opts };
 }
 
-function trans(name: string, inp: string | Array<{ place: string; take?: number; maxWait?: number }>, out: string[], opts: Partial<TransitionState> = {}): TransitionState {
+function trans(
+  name: string,
+  inp: string | Array<{ place: string; take?: number; maxWait?: number }>,
+  out: string[],
+  opts: Partial<TransitionState> = {},
+): TransitionState {
   const inputs = (typeof inp === 'string' ? [{ place: inp }] : inp).map((a) => ({ place: a.place, take: a.take ?? 1, maxWait: a.maxWait }));
   return { name, inputs, outputs: out, inhibit: [], workers: 1, running: 0, stopped: false, serviceTimes: [], ...opts };
 }
@@ -33,17 +49,52 @@ const seqsOf = (s: { tokens: Array<{ token: TokenRef }> }) => s.tokens.map((x) =
 
 describe('schedule', () => {
   it('starts up to the transition cap, on consecutive tokens in order', () => {
-    const r = schedule(input([place('a', range(1, 11).map((i) => tok(i))), place('b', [])], [trans('t', 'a', ['b'], { workers: 3 })], { freeWorkers: 8, totalWorkers: 8 }));
+    const r = schedule(
+      input(
+        [
+          place(
+            'a',
+            range(1, 11).map((i) => tok(i)),
+          ),
+          place('b', []),
+        ],
+        [trans('t', 'a', ['b'], { workers: 3 })],
+        { freeWorkers: 8, totalWorkers: 8 },
+      ),
+    );
     expect(r.starts.map(seqsOf)).toEqual([[1], [2], [3]]);
   });
 
   it('does not start past the free workers of the pool', () => {
-    const r = schedule(input([place('a', range(1, 11).map((i) => tok(i))), place('b', [])], [trans('t', 'a', ['b'], { workers: 8 })], { freeWorkers: 2 }));
+    const r = schedule(
+      input(
+        [
+          place(
+            'a',
+            range(1, 11).map((i) => tok(i)),
+          ),
+          place('b', []),
+        ],
+        [trans('t', 'a', ['b'], { workers: 8 })],
+        { freeWorkers: 2 },
+      ),
+    );
     expect(r.starts).toHaveLength(2);
   });
 
   it('counts running firings against the cap', () => {
-    const r = schedule(input([place('a', range(5, 11).map((i) => tok(i))), place('b', [])], [trans('t', 'a', ['b'], { workers: 3, running: 2 })]));
+    const r = schedule(
+      input(
+        [
+          place(
+            'a',
+            range(5, 11).map((i) => tok(i)),
+          ),
+          place('b', []),
+        ],
+        [trans('t', 'a', ['b'], { workers: 3, running: 2 })],
+      ),
+    );
     expect(r.starts.map(seqsOf)).toEqual([[5]]);
   });
 
@@ -61,7 +112,19 @@ describe('schedule', () => {
 
   it('never lets a place exceed its capacity, counting tokens there and on their way', () => {
     // b holds 1 and one firing already writes there: with capacity 3 one more may start.
-    const r = schedule(input([place('a', range(1, 11).map((i) => tok(i))), place('b', [tok(1)], { capacity: 3, incoming: 1 })], [trans('t', 'a', ['b'], { workers: 8, running: 1 })], { freeWorkers: 8, totalWorkers: 9 }));
+    const r = schedule(
+      input(
+        [
+          place(
+            'a',
+            range(1, 11).map((i) => tok(i)),
+          ),
+          place('b', [tok(1)], { capacity: 3, incoming: 1 }),
+        ],
+        [trans('t', 'a', ['b'], { workers: 8, running: 1 })],
+        { freeWorkers: 8, totalWorkers: 9 },
+      ),
+    );
     expect(r.starts).toHaveLength(1);
     const full = schedule(input([place('a', [tok(1)]), place('b', [tok(1), tok(2)], { capacity: 2 })], [trans('t', 'a', ['b'], { workers: 8 })]));
     expect(full.starts).toEqual([]);
@@ -74,7 +137,10 @@ describe('schedule', () => {
     expect(r.starts.map((s) => s.transition)).toEqual(['t']);
     // An unclaimed token there, or one already on its way: no start.
     expect(schedule(input([place('a', [tok(1)]), place('b', [tok(5)], { capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
-    expect(schedule(input([place('a', [tok(1)]), place('b', [], { count: 1, claimed: 1, incoming: 1, capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
+    expect(
+      schedule(input([place('a', [tok(1)]), place('b', [], { count: 1, claimed: 1, incoming: 1, capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])]))
+        .starts,
+    ).toEqual([]);
   });
 
   it('capacity holds over random markings (property)', () => {
@@ -83,12 +149,20 @@ describe('schedule', () => {
       const cap = 1 + rnd(4);
       const count = rnd(cap + 1);
       const incoming = rnd(cap + 1 - count);
-      const a = place('a', range(1, 2 + rnd(10)).map((i) => tok(i)));
-      const b = place('b', range(1, count + 1).map((i) => tok(i)), { capacity: cap, incoming });
+      const a = place(
+        'a',
+        range(1, 2 + rnd(10)).map((i) => tok(i)),
+      );
+      const b = place(
+        'b',
+        range(1, count + 1).map((i) => tok(i)),
+        { capacity: cap, incoming },
+      );
       const c = place('c', [], { capacity: 1 + rnd(3) });
       const ts = [trans('t', 'a', ['b'], { workers: 1 + rnd(6) }), trans('u', 'b', ['c'], { workers: 1 + rnd(6) })];
       const r = schedule(input([a, b, c], ts, { freeWorkers: 1 + rnd(8), totalWorkers: 8 }));
-      const into = (p: PlaceState, name: string) => p.count + p.incoming + r.starts.filter((s) => ts.find((t) => t.name === s.transition)!.outputs.includes(name)).length;
+      const into = (p: PlaceState, name: string) =>
+        p.count + p.incoming + r.starts.filter((s) => ts.find((t) => t.name === s.transition)!.outputs.includes(name)).length;
       expect(into(b, 'b')).toBeLessThanOrEqual(Math.max(cap, count + incoming));
       expect(into(c, 'c')).toBeLessThanOrEqual(c.capacity!);
     }
@@ -119,14 +193,28 @@ describe('schedule', () => {
     const l = place('l', [tok(1, { key: 'x' })], { order: 'arrival', count: 3 });
     const r = place('r', [tok(1, { key: 'y' })], { order: 'arrival', count: 3 });
     const [l2, l3, r2, r3] = [tok(2, { key: 'y' }), tok(3, { key: 'z' }), tok(2, { key: 'z' }), tok(3, { key: 'w' })];
-    const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4, merge: { complete: 2, sets: [[l2, tok(1, { key: 'y' })], [l3, r2]] } });
+    const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], {
+      workers: 4,
+      merge: {
+        complete: 2,
+        sets: [
+          [l2, tok(1, { key: 'y' })],
+          [l3, r2],
+        ],
+      },
+    });
     const res = schedule(input([l, r, place('o', [])], [m]));
     expect(res.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
       ['l2', 'r1'],
       ['l3', 'r2'],
     ]);
     // The same sets found in the places' tokens (no join given): the same starts.
-    const all = schedule(input([place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }), place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }), place('o', [])], [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })]));
+    const all = schedule(
+      input(
+        [place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }), place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }), place('o', [])],
+        [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })],
+      ),
+    );
     expect(all.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
       ['l2', 'r1'],
       ['l3', 'r2'],
@@ -137,7 +225,9 @@ describe('schedule', () => {
     const [r1, s1, l1] = [tok(1, { key: 'k' }), tok(1, { key: 'k' }), tok(1, { key: 'k' })];
     const m1 = trans('m1', [{ place: 'l' }, { place: 'r' }], ['o'], { merge: { complete: 1, sets: [[l1, r1]] } });
     const m2 = trans('m2', [{ place: 'r' }, { place: 's' }], ['o'], { merge: { complete: 1, sets: [[r1, s1]] } });
-    const res = schedule(input([place('l', [], { order: 'arrival' }), place('r', [], { order: 'arrival' }), place('s', [], { order: 'arrival' }), place('o', [])], [m1, m2]));
+    const res = schedule(
+      input([place('l', [], { order: 'arrival' }), place('r', [], { order: 'arrival' }), place('s', [], { order: 'arrival' }), place('o', [])], [m1, m2]),
+    );
     expect(res.starts).toHaveLength(1);
   });
 
@@ -153,7 +243,11 @@ describe('schedule', () => {
   });
 
   it('batches: N tokens in order, or what there is once the oldest has waited max-wait; wakeAt says when', () => {
-    const mk = (n: number, seen: number) => place('a', range(1, n + 1).map((i) => tok(i, { seen })));
+    const mk = (n: number, seen: number) =>
+      place(
+        'a',
+        range(1, n + 1).map((i) => tok(i, { seen })),
+      );
     const t = trans('t', [{ place: 'a', take: 10, maxWait: 0.2 }], ['b'], { workers: 4 });
     const full = schedule(input([mk(23, 1000), place('b', [])], [t], { now: 1000 }));
     expect(full.starts.map(seqsOf)).toEqual([range(1, 11), range(11, 21)]);
@@ -169,8 +263,14 @@ describe('schedule', () => {
   });
 
   it('shares the pool by the Jefferson objective: the heavier stage gets more workers', () => {
-    const a = place('a', range(1, 21).map((i) => tok(i)));
-    const b = place('b', range(1, 21).map((i) => tok(i)));
+    const a = place(
+      'a',
+      range(1, 21).map((i) => tok(i)),
+    );
+    const b = place(
+      'b',
+      range(1, 21).map((i) => tok(i)),
+    );
     const ts = [trans('fast', 'a', ['x'], { workers: 8, serviceTimes: [10] }), trans('slow', 'b', ['y'], { workers: 8, serviceTimes: [40] })];
     const r = schedule(input([a, b, place('x', []), place('y', [])], ts, { freeWorkers: 5, totalWorkers: 5 }));
     const n = (t: string) => r.starts.filter((s) => s.transition === t).length;
@@ -180,12 +280,28 @@ describe('schedule', () => {
   });
 
   it('gives workers the objective leaves over to whoever is ready (work conserving)', () => {
-    const r = schedule(input([place('a', [tok(1)]), place('b', range(1, 9).map((i) => tok(i))), place('o', [])], [trans('p', 'a', ['o'], { workers: 4 }), trans('q', 'b', ['o'], { workers: 2 })], { freeWorkers: 4 }));
+    const r = schedule(
+      input(
+        [
+          place('a', [tok(1)]),
+          place(
+            'b',
+            range(1, 9).map((i) => tok(i)),
+          ),
+          place('o', []),
+        ],
+        [trans('p', 'a', ['o'], { workers: 4 }), trans('q', 'b', ['o'], { workers: 2 })],
+        { freeWorkers: 4 },
+      ),
+    );
     expect(r.starts).toHaveLength(3); // p has one token, q its cap of 2
   });
 
   it('does not modify its input', () => {
-    const a = place('a', range(1, 5).map((i) => tok(i)));
+    const a = place(
+      'a',
+      range(1, 5).map((i) => tok(i)),
+    );
     const inp = input([a, place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]);
     const before = JSON.stringify(inp, (_k, v) => (typeof v === 'bigint' ? String(v) : v instanceof Map ? [...v] : v));
     schedule(inp);
@@ -203,11 +319,25 @@ describe('schedule', () => {
     const firstWin = new Map<string, number>();
     for (let round = 0; round < 20; round++) {
       const r = schedule(
-        input([place('a', range(1, 6).map((i) => tok(i))), place('b', range(1, 6).map((i) => tok(i))), place('o', [])], [trans('p', 'a', ['o'], { serviceTimes: [5] }), trans('q', 'b', ['o'], { serviceTimes: [5] })], {
-          freeWorkers: 1,
-          totalWorkers: 1,
-          rotation,
-        }),
+        input(
+          [
+            place(
+              'a',
+              range(1, 6).map((i) => tok(i)),
+            ),
+            place(
+              'b',
+              range(1, 6).map((i) => tok(i)),
+            ),
+            place('o', []),
+          ],
+          [trans('p', 'a', ['o'], { serviceTimes: [5] }), trans('q', 'b', ['o'], { serviceTimes: [5] })],
+          {
+            freeWorkers: 1,
+            totalWorkers: 1,
+            rotation,
+          },
+        ),
       );
       expect(r.starts).toHaveLength(1);
       const w = r.starts[0]!.transition;
@@ -225,8 +355,13 @@ describe('schedule', () => {
     let rotation = 0;
     const last = new Map<string, number>();
     for (let round = 0; round < 30; round++) {
-      const ts = ['p', 'q', 'r'].map((n) => trans(n, n + 'in', ['o'], { serviceTimes: [7] }));
-      const ps = ['p', 'q', 'r'].map((n) => place(n + 'in', range(1, 4).map((i) => tok(i))));
+      const ts = ['p', 'q', 'r'].map((n) => trans(n, `${n}in`, ['o'], { serviceTimes: [7] }));
+      const ps = ['p', 'q', 'r'].map((n) =>
+        place(
+          `${n}in`,
+          range(1, 4).map((i) => tok(i)),
+        ),
+      );
       const r = schedule(input([...ps, place('o', [])], ts, { freeWorkers: 1, totalWorkers: 1, rotation }));
       last.set(r.starts[0]!.transition, round);
       rotation = r.rotation;
@@ -240,8 +375,27 @@ describe('idle transitions and the allocation', () => {
     // t1 runs and writes b, so t2 (reading b, empty) could still get work: the article counts it as
     // not done. It weighs nothing either way, and never takes a worker from a stage that weighs
     // more: t3, the only weighed stage, gets both workers' worth of share, and both starts.
-    const ts = [trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }), trans('t2', 'b', ['c'], { serviceTimes: [10] }), trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] })];
-    const r = schedule(input([place('a', []), place('b', []), place('c', []), place('d', range(1, 6).map((i) => tok(i))), place('e', [])], ts, { totalWorkers: 3, freeWorkers: 2, rotation: 1 }));
+    const ts = [
+      trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }),
+      trans('t2', 'b', ['c'], { serviceTimes: [10] }),
+      trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] }),
+    ];
+    const r = schedule(
+      input(
+        [
+          place('a', []),
+          place('b', []),
+          place('c', []),
+          place(
+            'd',
+            range(1, 6).map((i) => tok(i)),
+          ),
+          place('e', []),
+        ],
+        ts,
+        { totalWorkers: 3, freeWorkers: 2, rotation: 1 },
+      ),
+    );
     expect(r.starts.map((s) => s.transition)).toEqual(['t3', 't3']);
   });
 
@@ -252,7 +406,12 @@ describe('idle transitions and the allocation', () => {
     // every transition with nothing queued and nothing running, so the share goes to t3, the
     // first in round-robin order (from t2) with work, and its deficit (2 - 1) is the largest.
     // Knowing what upstream could still feed would cost a walk of the net per decision.
-    const ts = [trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }), trans('t2', 'b', ['c'], { serviceTimes: [0] }), trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }), trans('t4', 'f', ['x'], { serviceTimes: [0] })];
+    const ts = [
+      trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }),
+      trans('t2', 'b', ['c'], { serviceTimes: [0] }),
+      trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }),
+      trans('t4', 'f', ['x'], { serviceTimes: [0] }),
+    ];
     const ps = [place('a', []), place('b', []), place('c', []), place('d', [tok(1)]), place('f', [tok(1)]), place('x', [])];
     const r = schedule(input(ps, ts, { totalWorkers: 2, freeWorkers: 1, rotation: 1 }));
     expect(r.starts.map((s) => s.transition)).toEqual(['t3']);
@@ -310,7 +469,11 @@ class World {
   /** A start, as the runner's claims and tally make it. */
   begin(s: Start): void {
     for (const { place, token } of s.tokens) {
-      this.setPlace(place, (p) => ({ tokens: p.tokens.filter((x) => x.filename !== token.filename), claimed: (p.claimed ?? 0) + 1, next: p.order === 'sequence' && token.seq >= p.next ? token.seq + 1n : p.next }));
+      this.setPlace(place, (p) => ({
+        tokens: p.tokens.filter((x) => x.filename !== token.filename),
+        claimed: (p.claimed ?? 0) + 1,
+        next: p.order === 'sequence' && token.seq >= p.next ? token.seq + 1n : p.next,
+      }));
     }
     if (s.skip) {
       this.consume(s.tokens);
@@ -346,13 +509,37 @@ describe('Scheduler: decisions told what changed', () => {
       const rnd = seeded(round * 7919 + 1);
       const w = new World(rnd);
       const np = 2 + rnd(6);
-      for (let i = 0; i < np; i++) w.places.set(`p${i}`, { name: `p${i}`, order: rnd(2) ? 'sequence' : 'arrival', next: 1n, tokens: [], count: 0, incoming: 0, claimed: 0, capacity: rnd(4) === 0 ? 1 + rnd(3) : undefined });
+      for (let i = 0; i < np; i++)
+        w.places.set(`p${i}`, {
+          name: `p${i}`,
+          order: rnd(2) ? 'sequence' : 'arrival',
+          next: 1n,
+          tokens: [],
+          count: 0,
+          incoming: 0,
+          claimed: 0,
+          capacity: rnd(4) === 0 ? 1 + rnd(3) : undefined,
+        });
       for (let i = 0; i < 2 + rnd(6); i++) {
         const a = rnd(np);
         const b = (a + 1 + rnd(np - 1)) % np;
         const merge = rnd(5) === 0;
-        const inputs = merge ? [{ place: `p${a}`, take: 1 }, { place: `p${b}`, take: 1 }] : [{ place: `p${a}`, take: rnd(4) === 0 ? 2 : 1, maxWait: rnd(3) === 0 ? 0.05 : undefined }];
-        w.transitions.set(`t${i}`, { name: `t${i}`, inputs, outputs: rnd(3) ? [`p${rnd(np)}`] : [], inhibit: rnd(6) === 0 ? [`p${rnd(np)}`] : [], workers: 1 + rnd(3), running: 0, stopped: false, serviceTimes: rnd(2) ? [] : [rnd(3) * 10] });
+        const inputs = merge
+          ? [
+              { place: `p${a}`, take: 1 },
+              { place: `p${b}`, take: 1 },
+            ]
+          : [{ place: `p${a}`, take: rnd(4) === 0 ? 2 : 1, maxWait: rnd(3) === 0 ? 0.05 : undefined }];
+        w.transitions.set(`t${i}`, {
+          name: `t${i}`,
+          inputs,
+          outputs: rnd(3) ? [`p${rnd(np)}`] : [],
+          inhibit: rnd(6) === 0 ? [`p${rnd(np)}`] : [],
+          workers: 1 + rnd(3),
+          running: 0,
+          stopped: false,
+          serviceTimes: rnd(2) ? [] : [rnd(3) * 10],
+        });
       }
       const pool = 1 + rnd(4);
       const s = new Scheduler(w.transitions.values(), w.places.values(), w.source());
@@ -378,7 +565,12 @@ describe('Scheduler: decisions told what changed', () => {
         const inputOf = { totalWorkers: pool, freeWorkers: pool - running, now: w.now };
         const expected = schedule({ ...w.marking(), ...inputOf, rotation: s.rotation });
         const got = s.decide(inputOf);
-        const show = (r: SchedulerResult) => JSON.stringify({ starts: r.starts.map((x) => [x.transition, x.skip, x.tokens.map((t) => t.token.filename)]), rotation: r.rotation, wakeAt: r.wakeAt });
+        const show = (r: SchedulerResult) =>
+          JSON.stringify({
+            starts: r.starts.map((x) => [x.transition, x.skip, x.tokens.map((t) => t.token.filename)]),
+            rotation: r.rotation,
+            wakeAt: r.wakeAt,
+          });
         expect(show(got), `round ${round}, step ${step}`).toBe(show(expected));
         // The starts change the marking; the scheduler is not told (it knows what it started).
         for (const x of got.starts) w.begin(x);
@@ -391,7 +583,16 @@ describe('Scheduler: decisions told what changed', () => {
       const w = new World(() => 0);
       const add = (i: number) => {
         w.places.set(`p${i}`, { name: `p${i}`, order: 'sequence', next: 1n, tokens: [], count: 0, incoming: 0, claimed: 0 });
-        w.transitions.set(`t${i}`, { name: `t${i}`, inputs: [{ place: `p${i}`, take: 1 }], outputs: [], inhibit: [], workers: 1, running: 0, stopped: false, serviceTimes: [] });
+        w.transitions.set(`t${i}`, {
+          name: `t${i}`,
+          inputs: [{ place: `p${i}`, take: 1 }],
+          outputs: [],
+          inhibit: [],
+          workers: 1,
+          running: 0,
+          stopped: false,
+          serviceTimes: [],
+        });
       };
       for (let i = 0; i < idle + 3; i++) add(i);
       const s = new Scheduler(w.transitions.values(), w.places.values(), w.source());

@@ -41,7 +41,15 @@ describe('Shares', () => {
         for (let k = 1 + rnd(4); k > 0; k--) {
           const i = rnd(n);
           // Queue lengths and service times from small sets, so that weights tie often.
-          const s: StageState | undefined = rnd(4) === 0 ? undefined : { name: `t${i}`, stats: { queueLength: 1 + rnd(4), serviceTimes: rnd(5) === 0 ? [0] : [10 * (1 + rnd(3)), 10 * (1 + rnd(3))] }, running: rnd(3), ready: rnd(3) > 0 };
+          const s: StageState | undefined =
+            rnd(4) === 0
+              ? undefined
+              : {
+                  name: `t${i}`,
+                  stats: { queueLength: 1 + rnd(4), serviceTimes: rnd(5) === 0 ? [0] : [10 * (1 + rnd(3)), 10 * (1 + rnd(3))] },
+                  running: rnd(3),
+                  ready: rnd(3) > 0,
+                };
           stages[i] = s;
           shares.set(i, s);
         }

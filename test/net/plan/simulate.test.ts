@@ -1,7 +1,8 @@
 /** `net simulate`: the scheduler in virtual time (src/net/plan/simulate.ts) and its CLI. */
-import { describe, expect, it } from 'vitest';
+
 import { defineNet } from 'filespooler';
 import { simulate } from 'filespooler/net';
+import { describe, expect, it } from 'vitest';
 import { parseService } from '../../../src/net/plan/simulate.js';
 import { makeNet, runFspl } from '../helpers.js';
 
@@ -42,7 +43,11 @@ describe('simulate', () => {
 
   it('never lets a bounded place pass its capacity', () => {
     for (const capacity of [1, 2, 3]) {
-      const r = simulate(chain({ capacity }), { tokens: 100, workers: 8, service: { s10: { mean: 5, jitter: 1 }, s20: { mean: 20, jitter: 1 }, s40: { mean: 10, jitter: 1 } } });
+      const r = simulate(chain({ capacity }), {
+        tokens: 100,
+        workers: 8,
+        service: { s10: { mean: 5, jitter: 1 }, s20: { mean: 20, jitter: 1 }, s40: { mean: 10, jitter: 1 } },
+      });
       expect(r.places.b!.peak).toBeLessThanOrEqual(capacity);
       expect(r.places.c!.peak).toBeLessThanOrEqual(capacity);
       expect(r.places.d!.final).toBe(100);
@@ -64,14 +69,22 @@ describe('simulate', () => {
   });
 
   it('runs batches with max-wait in virtual time: 103 tokens, take 10, give 11 firings', () => {
-    const net = defineNet({ dir: '/nonexistent-sim', places: { a: {}, b: {} }, transitions: { t: { in: { place: 'a', take: 10, 'max-wait': 0.2 }, out: 'b', run: null, workers: 2 } } });
+    const net = defineNet({
+      dir: '/nonexistent-sim',
+      places: { a: {}, b: {} },
+      transitions: { t: { in: { place: 'a', take: 10, 'max-wait': 0.2 }, out: 'b', run: null, workers: 2 } },
+    });
     const r = simulate(net, { tokens: 103, workers: 2, service: { t: { mean: 10, jitter: 0 } } });
     expect(r.transitions.t!.firings).toBe(11);
     expect(r.places.b!.final).toBe(11);
   });
 
   it('an inhibited transition fires once its pause place has been emptied', () => {
-    const net = defineNet({ dir: '/nonexistent-sim', places: { a: {}, pause: {}, b: {} }, transitions: { t: { in: 'a', out: 'b', run: null, inhibit: ['pause'] }, p: { in: 'pause', out: 'b', run: null } } });
+    const net = defineNet({
+      dir: '/nonexistent-sim',
+      places: { a: {}, pause: {}, b: {} },
+      transitions: { t: { in: 'a', out: 'b', run: null, inhibit: ['pause'] }, p: { in: 'pause', out: 'b', run: null } },
+    });
     // pause is a source too, so it gets tokens; p empties it, then t runs.
     const r = simulate(net, { tokens: 5, workers: 1, service: { t: { mean: 1, jitter: 0 }, p: { mean: 1, jitter: 0 } } });
     expect(r.places.b!.final).toBe(10);

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { makeNet, sleep, spawnFspl, tokensIn } from '../helpers.js';
 import { rng } from '../../helpers.js';
+import { makeNet, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 const TOKENS = 200;
 const KILLS = 30;
@@ -76,7 +76,10 @@ async function crashRun(workers: number): Promise<void> {
   }
   // Sequence numbers in the sink, NOP fillers included, are 1..N with no gap and no duplicate
   // (tokensIn sorts by number).
-  expect(sink.map((t) => t.seq), `seed ${seed}: the sink's numbers`).toEqual(Array.from({ length: sink.length }, (_, i) => BigInt(i + 1)));
+  expect(
+    sink.map((t) => t.seq),
+    `seed ${seed}: the sink's numbers`,
+  ).toEqual(Array.from({ length: sink.length }, (_, i) => BigInt(i + 1)));
   for (const p of ['src', 'l', 'r', 'l2', 'r2']) {
     // Drained, the inner places hold nothing at all: every token moved on, and NOP fillers are
     // consumed in their turn like tokens.
@@ -84,7 +87,9 @@ async function crashRun(workers: number): Promise<void> {
   }
   const parts = fs.readdirSync(path.join(dir, 'places/sink/jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n));
   expect(parts).toEqual([]);
-  console.log(`kill -9 test (workers ${workers}, seed ${seed}): ${kills} kills, ${clean} clean exits, ${tokens.length} tokens and ${sink.length - tokens.length} NOP fillers in the sink`);
+  console.log(
+    `kill -9 test (workers ${workers}, seed ${seed}): ${kills} kills, ${clean} clean exits, ${tokens.length} tokens and ${sink.length - tokens.length} NOP fillers in the sink`,
+  );
   expect(kills).toBeGreaterThanOrEqual(KILLS);
 }
 

@@ -4,14 +4,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect, test } from 'vitest';
 import { Net, type NetDefinition } from 'filespooler';
+import { expect, test } from 'vitest';
 import { netDir, tokensIn } from '../helpers.js';
 
 /** A chain a -> b -> c of moves, beside `idle` places each read by a move of its own, with nothing in them. */
 function withIdle(idle: number): Net {
   const dir = netDir();
-  const def: NetDefinition = { dir, places: { a: {}, b: {}, c: {} }, transitions: { m1: { in: 'a', out: 'b', run: null }, m2: { in: 'b', out: 'c', run: null } } };
+  const def: NetDefinition = {
+    dir,
+    places: { a: {}, b: {}, c: {} },
+    transitions: { m1: { in: 'a', out: 'b', run: null }, m2: { in: 'b', out: 'c', run: null } },
+  };
   for (let i = 0; i < idle; i++) {
     def.places[`q${i}`] = {};
     def.transitions[`u${i}`] = { in: `q${i}`, run: null };

@@ -18,7 +18,7 @@ async function text(r: Readable): Promise<string> {
 describe('net run: JavaScript transitions', () => {
   test('small and large payloads read in full; strings, buffers, streams and nothing returned become tokens', async () => {
     const { dir, net } = makeNet(`places: { a: {}, b: {} }\ntransitions: {}\n`);
-    const big = 'x'.repeat(200 * 1024) + 'end';
+    const big = `${'x'.repeat(200 * 1024)}end`;
     const huge = Buffer.alloc(300_000, 'h'); // beyond what is kept in memory: a staging file
     const inputs: Record<string, string> = { s: 'small', e: '', b: big, buf: 'buffer', st: 'stream', none: 'n', h: 'huge' };
     for (const [key, payload] of Object.entries(inputs)) await net.put('a', Buffer.from(payload), { key });

@@ -8,10 +8,10 @@
  * the few tens of milliseconds each firing here takes.
  */
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Net, NetError, type NetEvent } from 'filespooler';
-import { makeNet, netDir, runFspl, sleep, tokensIn } from '../helpers.js';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { MAX_TIMER_MS } from '../../../src/base/timer.js';
+import { makeNet, netDir, runFspl, sleep, tokensIn } from '../helpers.js';
 
 /** Just over setTimeout's limit, in seconds. */
 const LONG = Math.ceil(MAX_TIMER_MS / 1000) + 10;
@@ -27,7 +27,7 @@ beforeEach(() => {
 afterEach(() => {
   process.off('warning', onWarning);
   vi.useRealTimers();
-  expect(overflows, 'a timer was armed beyond setTimeout\'s limit').toEqual([]);
+  expect(overflows, "a timer was armed beyond setTimeout's limit").toEqual([]);
 });
 
 function jsNet(transition: Record<string, unknown>): { dir: string; net: Net } {

@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import { Net, type NetEvent } from 'filespooler';
+import { describe, expect, test } from 'vitest';
 import { makeNet, netDir, sleep, tokensIn } from '../helpers.js';
 
 /** Tokens in a place right now: its job files plus any staged .part (what capacity counts). */
@@ -24,8 +24,24 @@ describe('parallel firings, capacity, inhibit, batches', () => {
       dir,
       places: { src: {}, p1: { capacity: 2 }, p2: { capacity: 2 }, p3: { capacity: 2 }, sink: {} },
       transitions: {
-        t1: { in: 'src', out: 'p1', workers: 8, fn: async (ctx) => { await sleep(jitter(Number(ctx.inputs[0]!.seq))); return ctx.inputs[0]!.payload(); } },
-        t2: { in: 'p1', out: 'p2', workers: 8, fn: async (ctx) => { await sleep(jitter(Number(ctx.inputs[0]!.seq) + 1)); return ctx.inputs[0]!.payload(); } },
+        t1: {
+          in: 'src',
+          out: 'p1',
+          workers: 8,
+          fn: async (ctx) => {
+            await sleep(jitter(Number(ctx.inputs[0]!.seq)));
+            return ctx.inputs[0]!.payload();
+          },
+        },
+        t2: {
+          in: 'p1',
+          out: 'p2',
+          workers: 8,
+          fn: async (ctx) => {
+            await sleep(jitter(Number(ctx.inputs[0]!.seq) + 1));
+            return ctx.inputs[0]!.payload();
+          },
+        },
         t3: { in: 'p2', out: 'p3', workers: 8, run: null },
         t4: { in: 'p3', out: 'sink', workers: 8, run: null },
       },
@@ -112,7 +128,11 @@ echo "$i"
     const N = 12;
     for (let i = 0; i < N; i++) await net.put('a', Buffer.from(`${i}\n`), { key: `k${i}` });
     const events: string[] = [];
-    const summary = await net.run({ drain: true, workers: 4, onEvent: (e) => (e.type === 'fail' || e.type === 'commit' ? events.push(`${e.type}:${e.key}`) : undefined) });
+    const summary = await net.run({
+      drain: true,
+      workers: 4,
+      onEvent: (e) => (e.type === 'fail' || e.type === 'commit' ? events.push(`${e.type}:${e.key}`) : undefined),
+    });
     expect(summary.leftovers).toEqual([]);
     expect(events[0]).toBe('fail:k0');
     expect(events.filter((e) => e.startsWith('commit'))).toEqual(Array.from({ length: N }, (_, i) => `commit:k${i}`));
@@ -193,7 +213,11 @@ transitions:
     let commits = 0;
     const run = net.run({ signal: ctl.signal, onEvent: (e) => (e.type === 'commit' && ++commits === 50 ? setTimeout(() => ctl.abort(), 0) : undefined) });
     await run;
-    const keys = [...(await tokensIn(path.join(dir, 'places/a'))), ...(await tokensIn(path.join(dir, 'places/b'))), ...(await tokensIn(path.join(dir, 'places/c')))].map((t) => t.key);
+    const keys = [
+      ...(await tokensIn(path.join(dir, 'places/a'))),
+      ...(await tokensIn(path.join(dir, 'places/b'))),
+      ...(await tokensIn(path.join(dir, 'places/c'))),
+    ].map((t) => t.key);
     expect(count(dir, 'c')).toBeLessThan(N); // it stopped before the end
     expect(new Set(keys).size).toBe(N);
     expect(keys).toHaveLength(N);
@@ -291,7 +315,11 @@ transitions:
 `);
     for (let i = 0; i < 103; i++) await net.put('a', Buffer.from(`${i};`), { key: `k${i}` });
     const commits: Array<{ inputs: number; outputs: number }> = [];
-    const summary = await net.run({ drain: true, workers: 2, onEvent: (e) => (e.type === 'commit' ? commits.push({ inputs: e.inputs.length, outputs: e.outputs.length }) : undefined) });
+    const summary = await net.run({
+      drain: true,
+      workers: 2,
+      onEvent: (e) => (e.type === 'commit' ? commits.push({ inputs: e.inputs.length, outputs: e.outputs.length }) : undefined),
+    });
     expect(summary.leftovers).toEqual([]);
     expect(commits.map((c) => c.inputs)).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 3]);
     expect(commits.every((c) => c.outputs === 1)).toBe(true);

@@ -4,11 +4,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect, test } from 'vitest';
 import { defineNet } from 'filespooler';
+import { expect, test } from 'vitest';
 import { silentLogger } from '../../../src/base/log.js';
-import { makeHeader } from '../../../src/packet/prepare.js';
 import { RunPlaces } from '../../../src/net/run/places.js';
+import { makeHeader } from '../../../src/packet/prepare.js';
 import { netDir } from '../helpers.js';
 
 /** No open firing holds anything (as heldBy with none). */
@@ -87,7 +87,12 @@ test('outputs a scan found before the run adopted them stay one token each in th
   });
   // The scan comes between the commit's renames and the run applying the commit's result.
   await places.refresh(true, silentLogger);
-  for (const w of written) places.published({ place: w.name, seq: w.seq, temp: `${w.file}.part`, final: w.file }, makeHeader({ seq: w.seq, cmd: { kind: 'Command', params: [], env } }), Date.now());
+  for (const w of written)
+    places.published(
+      { place: w.name, seq: w.seq, temp: `${w.file}.part`, final: w.file },
+      makeHeader({ seq: w.seq, cmd: { kind: 'Command', params: [], env } }),
+      Date.now(),
+    );
   expect(places.mergeView(m)!.complete).toBe(1);
   const [set] = places.mergeView(m)!.sets;
   places.claim(set!);

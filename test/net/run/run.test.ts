@@ -2,14 +2,15 @@
  * `fspl net run` scenarios (the spec of issue 10): chains, merges by key, branches, failures,
  * big outputs, timeouts and drain. Each runs a real net with real commands.
  */
+
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
 import type { NetEvent } from 'filespooler';
-import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
-import { randomUUID } from 'node:crypto';
-import { SeqFile } from '../../../src/sys/seqfile.js';
+import { describe, expect, test } from 'vitest';
 import { makeHeader, writePacketSync } from '../../../src/packet/prepare.js';
+import { SeqFile } from '../../../src/sys/seqfile.js';
+import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 
 describe('net run', () => {
   test('a chain of 3 transitions moves 1,000 tokens to the sink exactly once, in order, leaving no stray files', async () => {
@@ -184,7 +185,10 @@ cat
     const log = fs.readFileSync(err!.env.ERROR_LOG!, 'utf8');
     expect(log).toContain('noise line 0 of a long complaint');
     expect(log).toContain('the last words of k3');
-    const attempts = fs.readFileSync(path.join(dir, 'attempts.log'), 'utf8').split('\n').filter((l) => l === 'attempt for k3');
+    const attempts = fs
+      .readFileSync(path.join(dir, 'attempts.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l === 'attempt for k3');
     expect(attempts).toHaveLength(3);
     expect(events.filter((e) => e.type === 'fail').map((e) => (e as { willRetry: boolean }).willRetry)).toEqual([true, true, false]);
   }, 60_000);

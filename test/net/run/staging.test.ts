@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
-import { StagingSweeper, everyStagedName, stagingOf } from '../../../src/net/run/staging.js';
 import type { TransitionSpec } from '../../../src/net/model/model.js';
+import { everyStagedName, StagingSweeper, stagingOf } from '../../../src/net/run/staging.js';
 import { tempDir } from '../../helpers.js';
 import { makeNet, tokensIn } from '../helpers.js';
 

@@ -5,22 +5,46 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TransitionSpec } from '../../../src/net/model/model.js';
+import type { Token } from '../../../src/net/place/token.js';
 import { mayCommit } from '../../../src/net/plan/commit-order.js';
 import { heldBy } from '../../../src/net/plan/marking.js';
-import type { Token } from '../../../src/net/place/token.js';
-import { makeHeader } from '../../../src/packet/prepare.js';
 import { SortedKeys } from '../../../src/net/run/sorted-keys.js';
 import type { Firing } from '../../../src/net/run/state.js';
 import { FiringTally } from '../../../src/net/run/tally.js';
+import { makeHeader } from '../../../src/packet/prepare.js';
 
 const ORDER: Record<string, 'sequence' | 'arrival'> = { a: 'sequence', b: 'arrival', c: 'sequence', d: 'arrival' };
 const isSequence = (p: string) => ORDER[p] === 'sequence';
 
 function spec(name: string, inputs: Array<[string, number]>, outputs: string[], ordered: boolean): TransitionSpec {
-  return { name, inputs: inputs.map(([place, take]) => ({ place, take })), outputs, outMode: 'all', env: {}, cwd: '/', retries: 0, workers: 4, ordered, inhibit: [] };
+  return {
+    name,
+    inputs: inputs.map(([place, take]) => ({ place, take })),
+    outputs,
+    outMode: 'all',
+    env: {},
+    cwd: '/',
+    retries: 0,
+    workers: 4,
+    ordered,
+    inhibit: [],
+  };
 }
 
-const SPECS = [spec('one', [['a', 1]], ['b'], true), spec('free', [['b', 1]], ['c', 'd', 'c'], false), spec('batch', [['c', 3]], ['d'], true), spec('merge', [['a', 1], ['c', 1]], ['a'], true)];
+const SPECS = [
+  spec('one', [['a', 1]], ['b'], true),
+  spec('free', [['b', 1]], ['c', 'd', 'c'], false),
+  spec('batch', [['c', 3]], ['d'], true),
+  spec(
+    'merge',
+    [
+      ['a', 1],
+      ['c', 1],
+    ],
+    ['a'],
+    true,
+  ),
+];
 
 /** A small deterministic random generator (xorshift), so that a failure can be replayed. */
 function rng(seed: number): () => number {
@@ -53,10 +77,23 @@ describe('FiringTally', () => {
         if (r < 0.3 || !pick) {
           const t = SPECS[Math.floor(rand() * SPECS.length)]!;
           const tokens: Token[] = [];
-          for (const arc of t.inputs) for (let i = 0; i < arc.take; i++) tokens.push(token(arc.place, ORDER[arc.place] === 'arrival' && rand() < 0.3 ? BigInt(Math.floor(rand() * 50)) : nextSeq[arc.place]!++));
+          for (const arc of t.inputs)
+            for (let i = 0; i < arc.take; i++)
+              tokens.push(token(arc.place, ORDER[arc.place] === 'arrival' && rand() < 0.3 ? BigInt(Math.floor(rand() * 50)) : nextSeq[arc.place]!++));
           const ordinal = ordinals.get(t.name) ?? 0;
           ordinals.set(t.name, ordinal + 1);
-          const f: Firing = { id: String(begun), transition: t, key: '', tokens, attempt: 0, started: 0, dir: '', ordinal, begun: begun++, running: rand() < 0.8 };
+          const f: Firing = {
+            id: String(begun),
+            transition: t,
+            key: '',
+            tokens,
+            attempt: 0,
+            started: 0,
+            dir: '',
+            ordinal,
+            begun: begun++,
+            running: rand() < 0.8,
+          };
           if (!f.running) f.outcome = { nop: true };
           open.add(f);
           tally.opened(f);
@@ -73,7 +110,10 @@ describe('FiringTally', () => {
         expect(tally.running).toBe([...open].filter((f) => f.running).length);
         expect(new Set(tally.finished)).toEqual(new Set(notCommitting.filter((f) => !f.running)));
         for (const t of SPECS) {
-          expect(tally.counts(t.name)).toEqual({ open: notCommitting.filter((f) => f.transition === t).length, committing: [...open].filter((f) => f.transition === t && f.committing).length });
+          expect(tally.counts(t.name)).toEqual({
+            open: notCommitting.filter((f) => f.transition === t).length,
+            committing: [...open].filter((f) => f.transition === t && f.committing).length,
+          });
         }
         for (const p of Object.keys(ORDER)) {
           for (const next of [0n, 5n, 1000n]) expect(tally.held(p, next)).toEqual(heldBy(p, next, open));

@@ -91,7 +91,14 @@ transitions:
   t1: { in: p1, user: ${U1}, run: [cat], out: p2 }
 `);
     fs.chmodSync(dir, 0o755);
-    const r = execFileSync('sh', ['-c', `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`], { encoding: 'utf8' });
+    const r = execFileSync(
+      'sh',
+      [
+        '-c',
+        `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(r).toMatch(/^Error: Transition t1 runs as fspltA\d+: fspl net run must run as root/);
     expect(r).toMatch(/status 1\n$/);
   }, 30_000);

@@ -1,6 +1,5 @@
 // The `fspl net serve` page. Everything that comes from the net (names, keys, params, stderr) is
 // put on the page with textContent or as text nodes, never as HTML.
-'use strict';
 
 const $ = (id) => document.getElementById(id);
 let current = null; // the last status report
@@ -126,7 +125,7 @@ function banner(r) {
 function leftoverItem(r, l) {
   const li = el('li', `${l.place} #${l.seq} key ${l.key}: `);
   const t = l.code === 'paused' && r.transitions.find((x) => x.name === l.transition);
-  if (t && t.paused) li.append(`held by ${t.name}, `, ...pausedSince(t.paused));
+  if (t?.paused) li.append(`held by ${t.name}, `, ...pausedSince(t.paused));
   else li.append(l.reason);
   return li;
 }
@@ -149,9 +148,11 @@ function update(r) {
   for (const p of r.places) {
     // note: what crosses hosts (an outbox and how its deliveries go, or who feeds the place).
     const note = p.problem || p.note || '';
-    const sender = p.outbox && p.outbox.sender;
+    const sender = p.outbox?.sender;
     const outboxAlarm = !!sender && (!!sender.stopped || (!!sender.failing && r.live));
-    places.appendChild(row([p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note], p.stuck > 0 || !!p.problem || outboxAlarm));
+    places.appendChild(
+      row([p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note], p.stuck > 0 || !!p.problem || outboxAlarm),
+    );
     const g = nodeOf('place', p.name);
     if (!g) continue;
     const [a, b] = lines(g, 2);
@@ -166,11 +167,20 @@ function update(r) {
   const transitions = $('transitions').tBodies[0];
   transitions.textContent = '';
   for (const t of r.transitions) {
-    const note = t.stopped ? cell(`STOPPED: ${t.stopped.reason}`) : t.paused ? cell(...pausedSince(t.paused)) : cell(t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '');
+    const note = t.stopped
+      ? cell(`STOPPED: ${t.stopped.reason}`)
+      : t.paused
+        ? cell(...pausedSince(t.paused))
+        : cell(t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '');
     const service = t.meanServiceMs === undefined ? '–' : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
     const fired = t.lastFiredAt === undefined ? num('–') : cell(when(t.lastFiredAt));
     fired.className = 'num';
-    transitions.appendChild(row([t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), fired, note], t.failing));
+    transitions.appendChild(
+      row(
+        [t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), fired, note],
+        t.failing,
+      ),
+    );
     const g = nodeOf('transition', t.name);
     if (!g) continue;
     const [a, b] = lines(g, 2);
@@ -222,14 +232,25 @@ async function showDetail() {
 }
 
 function renderPlace(body, d) {
-  body.appendChild(el('p', d.problem ? d.problem : `${d.total} token${d.total === 1 ? '' : 's'}${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`));
+  body.appendChild(
+    el('p', d.problem ? d.problem : `${d.total} token${d.total === 1 ? '' : 's'}${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`),
+  );
   if (!d.tokens.length) return;
   const t = el('table');
   t.id = 'tokens';
   t.appendChild(row(['seq', 'key', 'age', 'params', 'retried', 'failed in'].map((h) => el('th', h))));
   for (const tok of d.tokens) {
     const failed = tok.error ? `${tok.error.transition}: ${tok.error.reason}` : '';
-    t.appendChild(row([num(tok.seq), tok.nop ? '(NOP)' : tok.key, num(age(tok.ageMs)), el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params'), num(tok.retried || ''), failed]));
+    t.appendChild(
+      row([
+        num(tok.seq),
+        tok.nop ? '(NOP)' : tok.key,
+        num(age(tok.ageMs)),
+        el('td', tok.params.map((p) => JSON.stringify(p)).join(' '), 'params'),
+        num(tok.retried || ''),
+        failed,
+      ]),
+    );
   }
   body.appendChild(t);
 }
@@ -254,7 +275,8 @@ function renderTransition(body, d) {
   const t = el('table');
   t.id = 'firings';
   t.appendChild(row(['when', 'key', 'took', 'result'].map((h) => el('th', h))));
-  for (const h of d.history.slice().reverse()) t.appendChild(row([cell(when(h.at)), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`], !h.ok));
+  for (const h of d.history.slice().reverse())
+    t.appendChild(row([cell(when(h.at)), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`], !h.ok));
   body.appendChild(t);
 }
 
@@ -278,6 +300,6 @@ document.addEventListener('DOMContentLoaded', () => {
   // are shown before the event stream answers.
   loadDrawing().catch((err) => ($('drawing').textContent = `cannot draw the net: ${err.message}`));
   const served = $('state');
-  if (served && served.textContent.trim().startsWith('{')) update(JSON.parse(served.textContent));
+  if (served?.textContent.trim().startsWith('{')) update(JSON.parse(served.textContent));
   connect();
 });

@@ -1,0 +1,69 @@
+/**
+ * A running command's timeout and stop (exec.ts): which came first, the SIGKILL to its process
+ * group, and what the command's exit then means.
+ */
+import { setLongTimeout } from '../base/timer.js';
+
+/** When a running command is stopped: after `timeout` seconds, or when `stop` aborts. */
+export interface StopWhen {
+  timeout?: number;
+  stop?: AbortSignal;
+}
+
+/** What a command's exit means once its timeout and stop are known. */
+export interface StopVerdict {
+  ok: boolean;
+  timedOut: boolean;
+  /** Stopped (the `stop` signal) before it could succeed. */
+  stopped: boolean;
+}
+
+/**
+ * A running command's timeout and stop: the first to come kills its process group (SIGKILL) and
+ * is remembered. `kill` is called only while the group's leader is not reaped (its pid, and so
+ * the group's id, still ours).
+ */
+export class Stopper {
+  private why: 'timeout' | 'stop' | undefined;
+  private readonly cancelTimer: (() => void) | undefined;
+  private readonly onStop = () => this.fire('stop');
+
+  constructor(
+    private readonly opts: StopWhen,
+    private readonly kill: () => void,
+  ) {
+    this.cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => this.fire('timeout'), opts.timeout * 1000);
+    if (opts.stop?.aborted) this.fire('stop');
+    else opts.stop?.addEventListener('abort', this.onStop, { once: true });
+  }
+
+  private fire(why: 'timeout' | 'stop'): void {
+    if (this.why) return;
+    this.why = why;
+    this.kill();
+  }
+
+  /** The command has exited (with `code`; null: killed by a signal): no kill after this; what came of it. */
+  result(code: number | null): StopVerdict {
+    this.cancelTimer?.();
+    this.opts.stop?.removeEventListener('abort', this.onStop);
+    // A command that exits 0 as its timeout comes has still timed out (as it always had); one
+    // that succeeded as the stop came has done its job.
+    const timedOut = this.why === 'timeout';
+    const ok = code === 0 && !timedOut;
+    return { ok, timedOut, stopped: this.why === 'stop' && !ok };
+  }
+}
+
+/** SIGKILL to the process group `pid` leads (the leader itself, should it have left it). */
+export function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+}
