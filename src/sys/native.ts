@@ -32,35 +32,18 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
+/** What the addon's spawns take first: the program, argv and the environment packed (NUL-separated), the descriptors. */
+type SpawnHead = [file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number];
+
 interface Binding {
   version: number;
-  spawn(
-    file: string,
-    argv: string,
-    env: string,
-    stdin: number,
-    stdout: number,
-    stderr: number,
-    onExit: ((code: number, signal: number) => void) | null,
-    cwd?: string | null,
-    flags?: number,
-  ): number;
+  spawn(...args: [...SpawnHead, onExit: ((code: number, signal: number) => void) | null, cwd?: string | null, flags?: number]): number;
   /** Absent from addons built before it was added (as are spawn's cwd and flags). */
   reap?(pid: number): [number, number] | null;
   /** The spawn flags this build knows; absent from addons built before SPAWN_SETPGID. */
   spawnFlags?: number;
   /** spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; absent from older addons. */
-  spawnStart?(
-    file: string,
-    argv: string,
-    env: string,
-    stdin: number,
-    stdout: number,
-    stderr: number,
-    cwd: string | null,
-    flags: number,
-    onStarted: (pidOrErrno: number) => void,
-  ): void;
+  spawnStart?(...args: [...SpawnHead, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void]): void;
   readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   openHead?(path: string, max: number): [number, number, ParsedArrays | null] | number;
