@@ -187,7 +187,10 @@ class QueueSender {
       signal: this.signal,
       onReady: (remoteNext) => (ahead = aheadOfOutbox(this.to, remoteNext, packets)),
       onAck: (p, dup) => {
-        // As queue-process: the number first (fsynced), then the file.
+        // As queue-process: the number first, then the file. SeqFile.write fsyncs nextseq's temp
+        // file before its rename and the outbox's directory after it: that directory fsync makes
+        // the new number durable. The unlink is not fsynced: a power cut that brings the file back
+        // leaves it one below nextseq, and the next run deletes it (never sends it again).
         this.consumer.write(p.seq + 1n);
         fs.rmSync(p.path, { force: true });
         this.entries.delete(p.path.slice(this.queue.jobsDir.length + 1));

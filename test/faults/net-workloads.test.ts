@@ -19,12 +19,11 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
-import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
+import { callsBetween, faultedRun, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 3);
 const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
 const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Every packet of a place: its number and key (undefined for a NOP). */
 async function packets(dir: string): Promise<Array<{ seq: bigint; key?: string }>> {
@@ -136,25 +135,7 @@ transitions:
         await ffs.sync();
         const f = randomFault(random, calls, '/net');
         const label = `seed ${SEED}, run ${n} (${f.describe})`;
-        const before = (await ffs.faultCounters()).faults;
-        const w = spawnWorkload(['sh', '-c', run]);
-        await sleep(random() * 300);
-        await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
-        await sleep(200 + random() * 600);
-        let r: Awaited<ReturnType<typeof spawnWorkload>['exited']>;
-        if (random() < 1 / 3) {
-          await ffs.cut();
-          t.cuts++;
-          await ffs.clear();
-          r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
-        } else {
-          await ffs.clear();
-          const cleared = Date.now();
-          r = await w.exited;
-          t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
-        }
-        t.faultsInjected += (await ffs.faultCounters()).faults - before;
-        if (r.code !== 0) t.manualSteps++;
+        const r = await faultedRun(ffs, t, random, f, run);
         expect(r.code, `${label}: net run --drain: ${r.stderr}`).toBe(0);
         await judge(t, places, inner, 'sink', total, label);
       }

@@ -23,13 +23,12 @@ import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { tokens } from '../net/fault-check.js';
 import { type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
-import { callsBetween, newTally, randomFault, type Tally } from './random-faults.js';
+import { callsBetween, faultedRun, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 2);
 const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
 const FSPL = `${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)}`;
 const PER_RUN = 4;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
 
 const missing = [
@@ -128,25 +127,7 @@ describeIfPresent(
         await ffs.sync();
         const f = randomFault(random, calls, '/onet');
         const label = `seed ${SEED}, run ${n} (${f.describe})`;
-        const before = (await ffs.faultCounters()).faults;
-        const w = spawnWorkload(['sh', '-c', run]);
-        await sleep(random() * 300);
-        await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
-        await sleep(200 + random() * 600);
-        let r: Awaited<ReturnType<typeof spawnWorkload>['exited']>;
-        if (random() < 1 / 3) {
-          await ffs.cut();
-          t.cuts++;
-          await ffs.clear();
-          r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
-        } else {
-          await ffs.clear();
-          const cleared = Date.now();
-          r = await w.exited;
-          t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
-        }
-        t.faultsInjected += (await ffs.faultCounters()).faults - before;
-        if (r.code !== 0) t.manualSteps++;
+        const r = await faultedRun(ffs, t, random, f, run);
         expect(r.code, `${label}: net run --drain --host a: ${r.stderr}`).toBe(0);
         await judge(t, dir, total, label);
       }

@@ -2,7 +2,8 @@
  * The random faults of the net workloads (net-workloads.test.ts, outbox-workloads.test.ts) and
  * what they count per workload.
  */
-import { FAULT_OPS, type FaultCounters, type FaultOp, type FaultRule } from './harness.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FAULT_OPS, type FaultCounters, type FaultOp, type FaultRule, type FaultyFs, spawnWorkload, type WorkloadExit } from './harness.js';
 
 export interface Tally {
   runs: number;
@@ -32,4 +33,33 @@ export function randomFault(random: () => number, calls: Record<FaultOp, number>
   const when: FaultRule['when'] =
     kind < 0.5 ? { nth } : kind < 0.8 ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
   return { op, error, when, path: `${under}/*`, describe: `${op} ${error} ${JSON.stringify(when)}` };
+}
+
+/**
+ * One run of a workload under a fault: `run` (a shell command) started, the fault set at a random
+ * moment, then either a power cut and a restart (a third of the runs) or the fault cleared while
+ * it goes on. Counts into `t` the faults injected, the cuts, the slowest resume and a run that
+ * did not end well (a manual step); returns how the run (or its restart) ended.
+ */
+export async function faultedRun(ffs: FaultyFs, t: Tally, random: () => number, f: FaultRule, run: string): Promise<WorkloadExit> {
+  const before = (await ffs.faultCounters()).faults;
+  const w = spawnWorkload(['sh', '-c', run]);
+  await sleep(random() * 300);
+  await ffs.fault({ op: f.op, error: f.error, when: f.when, path: f.path });
+  await sleep(200 + random() * 600);
+  let r: WorkloadExit;
+  if (random() < 1 / 3) {
+    await ffs.cut();
+    t.cuts++;
+    await ffs.clear();
+    r = await spawnWorkload(['sh', '-c', run]).exited; // the restart (systemd's, or the user's)
+  } else {
+    await ffs.clear();
+    const cleared = Date.now();
+    r = await w.exited;
+    t.slowestResumeMs = Math.max(t.slowestResumeMs, Date.now() - cleared);
+  }
+  t.faultsInjected += (await ffs.faultCounters()).faults - before;
+  if (r.code !== 0) t.manualSteps++;
+  return r;
 }

@@ -85,7 +85,8 @@ export interface FiringInput {
   payload(): Readable;
 }
 
-export type TransitionFunction = (ctx: FiringContext) => Promise<undefined | string | Uint8Array | Readable> | undefined;
+// biome-ignore lint/suspicious/noConfusingVoidType: a user's `async (ctx) => { ... }` returns Promise<void>, which `undefined` would refuse
+export type TransitionFunction = (ctx: FiringContext) => Promise<void | string | Uint8Array | Readable> | void;
 
 export type RunSpec = { argv: string[] } | { shell: string };
 
