@@ -12,27 +12,10 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { NetError } from '../base/errors.js';
 import { spawnTalking } from '../sys/exec.js';
-import { describeVerifierProblem, parseUnusable, receiveCommand, type VerifierProblem } from './receive-script.js';
+import type { Delivery, DeliveryHooks, OutgoingPacket, SendResult } from './delivery.js';
+import { describeVerifierProblem, parseUnusable, receiveCommand } from './receive-script.js';
 
-export interface OutgoingPacket {
-  /** The packet file (an outbox job). */
-  path: string;
-  /** Its stable identity: the UUID of its fspl-UUID.fspl name, kept on the remote side. */
-  id: string;
-  seq: bigint;
-}
-export interface SendResult {
-  /** Packets acknowledged, in order (a prefix of those given). */
-  acked: number;
-  /** Of those, how many the receiver already had. */
-  duplicates: number;
-  /** The receiver's number after the packets it holds, as it said on connecting. */
-  remoteNext?: bigint;
-  /** Why the connection ended early (or, for a probe with no packets, failed). */
-  error?: string;
-  /** The seal verifier (`fspl:`) is unusable on the remote host: nothing was or will be taken. */
-  verifier?: VerifierProblem;
-}
+export type { OutgoingPacket, SendResult } from './delivery.js';
 
 export interface SendOptions {
   /** fspl on the remote host, to check the seal of each packet there (see RECEIVE_SCRIPT). */
@@ -185,4 +168,13 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
 /** Send one packet file (it keeps its name, fspl-ID.fspl, on the remote side). */
 export async function sendPacket(ssh: string[], remoteDir: string, packetFile: string, seq: bigint): Promise<SendResult> {
   return sendPackets(ssh, remoteDir, [{ path: packetFile, id: packetId(path.basename(packetFile)), seq }]);
+}
+
+/** The ssh way to a queue or place: `ssh` is the command and its destination (see sendPackets). */
+export function sshDelivery(ssh: string[], remoteDir: string, opts: { fspl?: string; host?: string; onSpawn?: SendOptions['onSpawn'] } = {}): Delivery {
+  return {
+    kind: 'ssh',
+    acknowledges: 'stored',
+    send: (packets: OutgoingPacket[], hooks: DeliveryHooks = {}) => sendPackets(ssh, remoteDir, packets, { ...opts, ...hooks }),
+  };
 }
