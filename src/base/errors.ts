@@ -22,7 +22,8 @@ export type FsplErrorCode =
   | 'ERR_NET_UNKNOWN_NAME'
   | 'ERR_NET_FILE'
   | 'ERR_SEND'
-  | 'ERR_SEND_DESTINATION';
+  | 'ERR_SEND_DESTINATION'
+  | 'ERR_RECEIVE';
 
 export class FsplError extends Error {
   readonly code: FsplErrorCode;
@@ -236,5 +237,16 @@ export class SendError extends FsplError {
 export class DestinationError extends FsplError {
   constructor(message: string) {
     super('ERR_SEND_DESTINATION', message);
+  }
+}
+
+/**
+ * A receiver (`fspl queue-receive`, `fspl net receive`: an NNCP exec handle) could not store what
+ * it was given: no queue there, a frame cut short or damaged, a packet whose number is not the
+ * frame's. It exits non-zero, so that NNCP keeps the packet and offers it again.
+ */
+export class ReceiveError extends FsplError {
+  constructor(message: string) {
+    super('ERR_RECEIVE', message);
   }
 }

@@ -163,6 +163,11 @@ const handlers: Handlers = {
     return 0;
   },
   'queue-process': queueProcess,
+  'queue-receive': async (inv) => {
+    const { receivePackets } = await import('../send/receive.js');
+    await receivePackets(required(inv, 'queuedir'), process.stdin);
+    return 0;
+  },
   'queue-send': async (inv, log) => (await import('./queue-send.js')).queueSend(inv, log),
 
   'stdin-info': async (inv) => {

@@ -10,7 +10,7 @@ export const NET_USAGE = 'fspl net <command> NET ...\n\nPetri nets of queues: pl
 export const NET_SUMMARY =
   'Extension: Petri nets of queues (places are queues, transitions are commands); fspl net --help, or fspl help net, lists its commands';
 /** The usage error of `fspl net` without a subcommand. */
-export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show or set-aside';
+export const NET_DEMAND = 'give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show, set-aside or receive';
 
 const netHost = { long: 'host', kind: 'string', describe: 'On a net that spans hosts: which host this is' } as const satisfies OptionSpec;
 const netWorkers = {
@@ -86,6 +86,12 @@ export const NET_COMMANDS = [
     },
     { long: 'progress', kind: 'boolean', default: true, describe: 'Show a status line on stderr when it is a terminal (--no-progress: never)' },
   ]),
+  netCommand(
+    'receive',
+    ['net', 'place'],
+    "Store the tokens framed on stdin in a place of this host, each exactly once, in whatever order they come: the NNCP exec handle of a host reached through NNCP (hosts: { NAME: { nncp: ... } }); NNCP appends the place's name",
+    [netHost],
+  ),
   netCommand('status', ['net'], 'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)', [netJson, netHost]),
   netCommand(
     'simulate',

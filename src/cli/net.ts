@@ -79,6 +79,11 @@ const handlers: Handlers = {
     return 0;
   },
   run: (inv) => run(inv),
+  receive: async ({ args: a }) => {
+    const r = await load(String(a.net)).receive(String(a.place), process.stdin, { host: hostArg(a) });
+    if (r.duplicates > 0) process.stderr.write(`fspl net receive: ${r.stored} stored, ${r.duplicates} already received (dropped)\n`);
+    return 0;
+  },
   status: async ({ args: a }) => {
     const report = await load(String(a.net)).status({ host: hostArg(a) });
     writeOut(a.json ? `${JSON.stringify(netStatusJson(report), null, 2)}\n` : formatNetStatus(report));
@@ -183,11 +188,20 @@ async function check(file: string, host: string | undefined): Promise<number> {
   if (host === undefined) return 0;
   let failed = 0;
   for (const p of await net.probeHost(host)) {
-    const where = `${file}: host ${host} sends ${p.place} to ${p.host}:${p.remoteDir} over ssh`;
+    const nncp = p.via === 'ssh' ? undefined : p.via.nncp;
+    const where = `${file}: host ${host} sends ${p.place} to ${p.host}${nncp === undefined ? `:${p.remoteDir} over ssh` : ` through NNCP (node ${nncp})`}`;
     if (p.error !== undefined) {
       failed++;
       process.stderr.write(`${where}: ${p.error}\n`);
-    } else writeOut(`${where}: ok (${p.fspl ? `seals checked there by ${p.fspl}` : 'no fspl: there, lengths checked only'})\n`);
+    } else if (nncp !== undefined) writeOut(`${where}: ok (NNCP knows the node; its handle is checked there by fspl net check --host ${p.host})\n`);
+    else writeOut(`${where}: ok (${p.fspl ? `seals checked there by ${p.fspl}` : 'no fspl: there, lengths checked only'})\n`);
+  }
+  for (const r of await net.checkReceiving(host)) {
+    const where = `${file}: host ${host} receives ${r.place} from ${r.from} through NNCP`;
+    if (r.error !== undefined) {
+      failed++;
+      process.stderr.write(`${where}: ${r.error}\n`);
+    } else writeOut(`${where}: ok (${r.detail})\n`);
   }
   return failed > 0 ? 1 : 0;
 }

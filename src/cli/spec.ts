@@ -236,6 +236,15 @@ export const COMMANDS = [
     params: false,
   },
   {
+    name: 'queue-receive',
+    usage: 'queue-receive -q DIR',
+    describe:
+      'Extension: store the framed packets on stdin (from fspl queue-send --to nncp:..., as an NNCP exec handle) in a queue, each exactly once, whatever order they come in',
+    options: [queuedir],
+    positionals: [],
+    params: false,
+  },
+  {
     name: 'queue-send',
     usage: 'queue-send -q OUTBOX --to ssh:HOST:QUEUE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json]',
     describe:

@@ -10,14 +10,16 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { v4 as uuidv4 } from 'uuid';
 import { LockedError, NetRequestError } from '../base/errors.js';
+import { type ReceiveSummary, receivePackets } from '../send/receive.js';
 import { mkdirDurable } from '../sys/durable.js';
 import { type HostRunOptions, runHost } from './hosts/distributed.js';
+import { checkNncpReceiving, type ReceiveCheck } from './hosts/nncp-check.js';
 import { type OutboxProbe, probeOutbox } from './hosts/outbox-sender.js';
 import { defineNet } from './model/build.js';
 import { checkNet, type NetWarning } from './model/check.js';
 import { hostConfig, hostView, placesOf, remotePlaces } from './model/hosts.js';
 import { effectiveOrder, type NetDefinition, type NetModel } from './model/model.js';
-import { placeNamed } from './model/names.js';
+import { placeNamed, unknownName } from './model/names.js';
 import { loadNetFile } from './model/netfile.js';
 import { type DotState, netToDot } from './observe/dot.js';
 import { hostStatus } from './observe/outbox-status.js';
@@ -195,6 +197,28 @@ export class Net {
   }
 
   /**
+   * On a host reached through NNCP, whether its NNCP config runs `fspl net receive` for the places
+   * other hosts feed (`net check --host`).
+   */
+  checkReceiving(host: string): Promise<ReceiveCheck[]> {
+    hostView(this.model, host);
+    return checkNncpReceiving(this.model, host);
+  }
+
+  /**
+   * Store the tokens framed on `input` (src/send/frames.ts: what an outbox hands to NNCP) in
+   * `place`, each exactly once, whatever order they come in: `fspl net receive`, the exec handle
+   * that NNCP runs on a host reached through NNCP. On a net with hosts, the place must be on `host`.
+   */
+  async receive(place: string, input: Readable, options: { host?: string; signal?: AbortSignal } = {}): Promise<ReceiveSummary> {
+    const view = hostView(this.model, options.host);
+    const own = [...view.places.values()].filter((p) => !p.remote);
+    const spec = own.find((p) => p.name === place);
+    if (!spec) throw unknownName('place', place, options.host === undefined ? own.map((p) => p.name) : placesOf(this.model, options.host));
+    return receivePackets(spec.dir, input, { what: `place ${place} (${spec.dir})`, signal: options.signal });
+  }
+
+  /**
    * Put error tokens back into the places they were taken from (docs/nets.md, "Operating a net"),
    * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
    */
@@ -253,6 +277,7 @@ export class Net {
 export { describeVerifierProblem, RECEIVE_SCRIPT, type VerifierProblem } from '../send/receive-script.js';
 export { type OutgoingPacket, type SendResult, sendPacket, sendPackets } from '../send/ssh-send.js';
 export type { HostRunOptions } from './hosts/distributed.js';
+export type { ReceiveCheck } from './hosts/nncp-check.js';
 export type { OutboxProbe } from './hosts/outbox-sender.js';
 export { defineNet } from './model/build.js';
 export type { NetWarning } from './model/check.js';

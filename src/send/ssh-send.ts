@@ -7,12 +7,12 @@
  * are sent.
  */
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { NetError } from '../base/errors.js';
 import { spawnTalking } from '../sys/exec.js';
 import type { Delivery, DeliveryHooks, OutgoingPacket, SendResult } from './delivery.js';
+import { ID_RE, writeFrames } from './frames.js';
 import { describeVerifierProblem, parseUnusable, receiveCommand } from './receive-script.js';
 
 export type { OutgoingPacket, SendResult } from './delivery.js';
@@ -29,22 +29,6 @@ export interface SendOptions {
   signal?: AbortSignal;
   /** The ssh child, once spawned (tests cut it). */
   onSpawn?: (child: ChildProcess) => void;
-}
-
-const ID_RE = /^[A-Za-z0-9-]+$/;
-/** Until the stream takes more, or is gone (its listeners removed either way). */
-function drained(stream: NodeJS.WritableStream): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      stream.off('error', done);
-      resolve();
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
-    stream.on('error', done);
-  });
 }
 
 /** The identity of an outbox file: fspl-ID.fspl. */
@@ -87,26 +71,8 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
   const isReady = new Promise<void>((r) => (ready = r));
   const writer = (async () => {
     await isReady;
-    const stdin = child.stdin!;
-    for (const p of packets) {
-      if (stopWriting || stdin.destroyed) break;
-      try {
-        const size = fs.statSync(p.path).size; // outbox files never change once written
-        if (!stdin.write(`${p.id} ${p.seq} ${size}\n`)) await drained(stdin);
-        // Exactly `size` bytes: the length was promised in the frame line. The stream owns its
-        // descriptor: breaking out destroys it, and it closes the descriptor only once no read is
-        // in flight (closing it ourselves could let a pending read land on a reused number).
-        if (size > 0) {
-          for await (const chunk of fs.createReadStream(p.path, { start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
-            if (stopWriting || stdin.destroyed) break;
-            if (!stdin.write(chunk)) await drained(stdin);
-          }
-        }
-      } catch {
-        break; // the connection went (or the file): the reader or exit status has the story
-      }
-    }
-    stdin.end();
+    await writeFrames(child.stdin!, packets, () => stopWriting);
+    child.stdin!.end();
   })();
   const lines = readline.createInterface({ input: child.stdout! });
   let next = 0;

@@ -111,6 +111,11 @@ function gate(
       if (r.look) first.set(u.host, r.look);
     }),
   );
+  if (plan.unseen.length > 0)
+    log?.info(
+      'net',
+      `Drain: host${plan.unseen.length === 1 ? '' : 's'} ${plan.unseen.join(', ')} send${plan.unseen.length === 1 ? 's' : ''} through NNCP: tokens still on their way from there are not waited for`,
+    );
   let said = '';
   let unreachable: string | undefined; // the host last found out of reach, warned about once
   const waiting = (why: string) => {

@@ -33,7 +33,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { shellQuote } from '../../send/receive-script.js';
 import { spawnTalking } from '../../sys/exec.js';
-import { type HostConfig, hostConfig, hostOf, hostStateDir, outboxDir } from '../model/hosts.js';
+import { hostConfig, hostOf, hostStateDir, outboxDir, type SshHostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import type { RemoteLeftover } from '../run/leftovers.js';
 import type { RunActivity } from '../run/options.js';
@@ -41,7 +41,7 @@ import type { RunActivity } from '../run/options.js';
 /** What is looked at on one upstream host. */
 export interface UpstreamHost {
   host: string;
-  config: HostConfig;
+  config: SshHostConfig;
   /** Its activity file (the same path there as computed here: places and state share paths). */
   activity: string;
   /** Places on it, read by its transitions, from which tokens can reach this host. */
@@ -52,6 +52,11 @@ export interface UpstreamHost {
 
 export interface DrainPlan {
   upstream: UpstreamHost[];
+  /**
+   * Upstream hosts reached through NNCP: nothing looks at them (NNCP may carry their tokens days
+   * later, or never ask), so the drain does not wait for what they may still send.
+   */
+  unseen: string[];
   /** This host's own outboxes (over ssh) towards places from which tokens come back here. */
   ownOutboxes: string[];
 }
@@ -75,24 +80,31 @@ export function drainPlan(net: NetModel, host: string): DrainPlan {
   }
   const byHost = new Map<string, UpstreamHost>();
   const ownOutboxes: string[] = [];
+  const unseen: string[] = [];
   for (const t of net.transitions.values()) {
     const g = hostOf(t);
     const targets = writes(t).filter((p) => reach.has(p));
     if (g === undefined || targets.length === 0) continue;
+    // Through an outbox (over ssh or NNCP): not a synced place.
     const viaSsh = targets.filter((p) => hostOf(net.places.get(p)!) !== g && net.places.get(p)!.sync !== true);
     if (g === host) {
       for (const p of viaSsh) if (!ownOutboxes.includes(p)) ownOutboxes.push(p);
       continue;
     }
+    const config = hostConfig(net, g);
+    if (config.kind !== 'ssh') {
+      if (!unseen.includes(g)) unseen.push(g);
+      continue;
+    }
     let u = byHost.get(g);
     if (!u) {
-      u = { host: g, config: hostConfig(net, g), activity: activityPath(hostStateDir(net, g)), places: [], outboxes: [] };
+      u = { host: g, config, activity: activityPath(hostStateDir(net, g)), places: [], outboxes: [] };
       byHost.set(g, u);
     }
     for (const a of t.inputs) if (!u.places.some((x) => x.place === a.place)) u.places.push({ place: a.place, dir: net.places.get(a.place)!.dir });
     for (const p of viaSsh) if (!u.outboxes.some((x) => x.place === p)) u.outboxes.push({ place: p, dir: outboxDir(hostStateDir(net, g), p) });
   }
-  return { upstream: [...byHost.values()], ownOutboxes };
+  return { upstream: [...byHost.values()], ownOutboxes, unseen };
 }
 
 export function activityPath(stateDir: string): string {

@@ -12,12 +12,14 @@ import { type Logger, silentLogger } from '../../base/log.js';
 import { waitUnlessAborted } from '../../base/timer.js';
 import { type JobEntry, Queue } from '../../queue/queue.js';
 import { JobsWatcher } from '../../queue/watch.js';
+import type { Delivery, OutgoingPacket, SendResult } from '../../send/delivery.js';
 import type { VerifierProblem } from '../../send/receive-script.js';
-import { type OutgoingPacket, packetId, type SendResult, sendPackets } from '../../send/ssh-send.js';
+import { packetId } from '../../send/ssh-send.js';
 import { mkdirDurable } from '../../sys/durable.js';
 import { parseSeqfileText, type SeqFile } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
+import { deliveryTo } from './way.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
 export interface SenderState {
@@ -70,6 +72,8 @@ export interface OutboxProbe {
   place: string;
   host: string;
   remoteDir: string;
+  /** ssh, or NNCP to this node (a probe asks NNCP whether it knows the node). */
+  via: 'ssh' | { nncp: string };
   /** The verifier tried there (the host's `fspl:`), if any. */
   fspl?: string;
   /** Why a delivery would fail now; undefined when it would work. */
@@ -82,13 +86,13 @@ export interface OutboxProbe {
  * the queue there, its receive lock, the verifier, and the numbering.
  */
 export async function probeOutbox(opts: { place: string; outbox: string; remote: RemotePlace; host: HostConfig; signal?: AbortSignal }): Promise<OutboxProbe> {
-  const r = await sendPackets(opts.host.ssh, opts.remote.dir, [], {
-    fspl: opts.host.fspl,
-    host: opts.remote.host,
+  const r = await deliveryTo(opts.host, opts.place, opts.remote).send([], {
     signal: opts.signal,
     onReady: (remoteNext) => aheadOfOutbox(opts.place, opts.remote.host, remoteNext, outboxNext(opts.outbox)),
   });
-  return { place: opts.place, host: opts.remote.host, remoteDir: opts.remote.dir, fspl: opts.host.fspl, error: r.error, verifier: r.verifier };
+  const h = opts.host;
+  const [via, fspl] = h.kind === 'ssh' ? (['ssh', h.fspl] as const) : [{ nncp: h.nncp.node }, undefined];
+  return { place: opts.place, host: opts.remote.host, remoteDir: opts.remote.dir, via, fspl, error: r.error, verifier: r.verifier };
 }
 
 const BATCH_PACKETS = 1000;
@@ -115,6 +119,7 @@ export class OutboxSender {
   private readonly opts: OutboxSenderOptions;
   private readonly queue: Queue;
   private readonly log: Logger;
+  private readonly delivery: Delivery;
   private entries = new Map<string, JobEntry>();
   private consumer?: SeqFile;
   private sendseqNext?: () => bigint;
@@ -126,6 +131,7 @@ export class OutboxSender {
     this.opts = opts;
     this.queue = new Queue(opts.outbox);
     this.log = opts.logger ?? silentLogger;
+    this.delivery = deliveryTo(opts.host, opts.place, opts.remote);
     this.state = { host: opts.remote.host, remoteDir: opts.remote.dir, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
   }
 
@@ -263,9 +269,7 @@ export class OutboxSender {
    */
   private async send(batch: OutgoingPacket[], signal: AbortSignal): Promise<SendResult & { ownDisk?: true }> {
     try {
-      return await sendPackets(this.opts.host.ssh, this.opts.remote.dir, batch, {
-        fspl: this.opts.host.fspl,
-        host: this.opts.remote.host,
+      return await this.delivery.send(batch, {
         signal,
         onReady: (remoteNext) => aheadOfOutbox(this.opts.place, this.opts.remote.host, remoteNext, this.sendseqNext!()),
         onAck: (p, dup) => {

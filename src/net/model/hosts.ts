@@ -22,7 +22,11 @@ import { type ModelProblem, NAME_RE, type NetModel, type PlaceSpec, type RemoteP
 
 export type { RemotePlace } from './model.js';
 
-export interface HostConfig {
+/** How to reach a host: over ssh, or through NNCP. */
+export type HostConfig = SshHostConfig | NncpHostConfig;
+
+export interface SshHostConfig {
+  kind: 'ssh';
   name: string;
   /** The ssh command and its destination; a remote command is appended. */
   ssh: string[];
@@ -32,6 +36,16 @@ export interface HostConfig {
    */
   fspl?: string;
 }
+
+export interface NncpHostConfig {
+  kind: 'nncp';
+  name: string;
+  /** Its NNCP node, the exec handle there (default `fspl`), and the sending node's config. */
+  nncp: { node: string; handle: string; cfg?: string };
+}
+
+/** The exec handle an NNCP host runs `fspl net receive` under, unless its entry names another. */
+export const DEFAULT_NNCP_HANDLE = 'fspl';
 
 export function hostOf(item: { host?: string }): string | undefined {
   const h: unknown = item.host;
@@ -58,8 +72,9 @@ export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'hosts'
 
 export function hostConfig(net: NetModel, host: string): HostConfig {
   const raw = net.hosts?.[host];
+  if (raw?.nncp) return { kind: 'nncp', name: host, nncp: { node: raw.nncp.node, handle: raw.nncp.handle ?? DEFAULT_NNCP_HANDLE, cfg: raw.nncp.cfg } };
   const ssh = raw?.ssh === undefined ? ['ssh', host] : typeof raw.ssh === 'string' ? ['ssh', raw.ssh] : raw.ssh;
-  return { name: host, ssh, fspl: raw?.fspl };
+  return { kind: 'ssh', name: host, ssh, fspl: raw?.fspl };
 }
 
 /**
@@ -83,11 +98,18 @@ export function hostProblems(net: NetModel): ModelProblem[] {
         });
       if (h === null || h === undefined) continue;
       if (typeof h !== 'object' || Array.isArray(h)) {
-        problems.push({ path: ['hosts', name], message: 'A host is a map: { ssh: [COMMAND..., DESTINATION], fspl: PATH }' });
+        problems.push({ path: ['hosts', name], message: 'A host is a map: { ssh: [COMMAND..., DESTINATION], fspl: PATH } or { nncp: { node: NODE } }' });
         continue;
       }
+      if ('nncp' in h && ('ssh' in h || 'fspl' in h))
+        problems.push({
+          path: ['hosts', name, 'nncp'],
+          atKey: true,
+          message: 'A host is reached over ssh or through NNCP, not both: give ssh (and fspl) or nncp',
+        });
       for (const [k, v] of Object.entries(h)) {
-        if (k === 'ssh') {
+        if (k === 'nncp') problems.push(...nncpProblems(name, v));
+        else if (k === 'ssh') {
           const ok = (typeof v === 'string' && v.length > 0) || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0));
           if (!ok)
             problems.push({
@@ -96,7 +118,7 @@ export function hostProblems(net: NetModel): ModelProblem[] {
             });
         } else if (k === 'fspl') {
           if (typeof v !== 'string' || v.length === 0) problems.push({ path: ['hosts', name, 'fspl'], message: 'fspl is the path of fspl on that host' });
-        } else problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl)` });
+        } else problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl, or nncp)` });
       }
     }
   }
@@ -136,6 +158,28 @@ export function hostProblems(net: NetModel): ModelProblem[] {
         message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host`,
       });
     }
+  }
+  return problems;
+}
+
+/** What is wrong with a host's `nncp:` map. */
+function nncpProblems(host: string, v: unknown): ModelProblem[] {
+  const at = ['hosts', host, 'nncp'];
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    return [{ path: at, message: 'nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE } (node is the NNCP node to send to; cfg and handle are optional)' }];
+  const problems: ModelProblem[] = [];
+  const m = v as Record<string, unknown>;
+  if (!('node' in m))
+    problems.push({ path: at, absent: [...at, 'node'], message: 'nncp needs node: the NNCP node of this host, as the sending node names it' });
+  for (const [k, x] of Object.entries(m)) {
+    const word = typeof x === 'string' && /^[^\s\0]+$/.test(x);
+    if (k === 'node' || k === 'handle') {
+      // nncp-exec would read a leading '-' as one of its options.
+      if (!word || x.startsWith('-'))
+        problems.push({ path: [...at, k], message: `${k} is one word (an NNCP ${k === 'node' ? 'node name or id' : 'exec handle name'})` });
+    } else if (k === 'cfg') {
+      if (typeof x !== 'string' || x.length === 0) problems.push({ path: [...at, k], message: "cfg is the path of the sending node's NNCP config" });
+    } else problems.push({ path: [...at, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (nncp has node, cfg and handle)` });
   }
   return problems;
 }

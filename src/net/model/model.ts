@@ -44,6 +44,18 @@ export interface HostDefinition {
   ssh?: string | string[];
   /** The path of fspl on that host. */
   fspl?: string;
+  /** Reached through NNCP instead of ssh (src/send/nncp-send.ts). */
+  nncp?: NncpHostDefinition;
+}
+
+/** `hosts: { b: { nncp: { node, cfg, handle } } }`. */
+export interface NncpHostDefinition {
+  /** The host's NNCP node, as the sending node's config names it. */
+  node: string;
+  /** The sending node's NNCP config (default: NNCP's, $NNCPCFG or /etc/nncp.hjson). */
+  cfg?: string;
+  /** The exec handle on that node that runs `fspl net receive` for this net (default `fspl`). */
+  handle?: string;
 }
 
 export interface InputArc {

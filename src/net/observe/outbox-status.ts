@@ -7,9 +7,14 @@
  *   it: such a place is not a source, though nothing here writes it.
  */
 
+import fs from 'node:fs';
+import path from 'node:path';
+import { nncpSpool } from '../../send/nncp-send.js';
+import { ReceivedLedger } from '../../send/received.js';
+import { parseSeqfileText } from '../../sys/seqfile.js';
 import { readSenderState } from '../hosts/outbox-sender.js';
-import { hostOf, hostView, type RemotePlace, remotePlaces } from '../model/hosts.js';
-import { type NetModel, writersOf } from '../model/model.js';
+import { hostConfig, hostOf, hostView, type RemotePlace, remotePlaces } from '../model/hosts.js';
+import { type NetModel, type PlaceSpec, writersOf } from '../model/model.js';
 import { type FeedStatus, type NetStatusReport, netStatus, type OutboxStatus } from './status.js';
 
 /** The hosts other than `host` that write a place. */
@@ -29,7 +34,9 @@ function feedersOf(net: NetModel, place: string, host: string): string[] {
  */
 export async function hostStatus(net: NetModel, host: string, view = hostView(net, host)): Promise<NetStatusReport> {
   const fed = new Set([...view.places.values()].filter((p) => hostOf(p) === host && feedersOf(net, p.name, host).length > 0).map((p) => p.name));
-  return addHostDetails(await netStatus(view, { fedFromElsewhere: fed }), view, net, host);
+  const report = addHostDetails(await netStatus(view, { fedFromElsewhere: fed }), view, net, host);
+  await addNncpSpools(report, net);
+  return report;
 }
 
 /**
@@ -43,7 +50,7 @@ export function addHostDetails(report: NetStatusReport, view: NetModel, net: Net
   for (const [name, r] of remotePlaces(view)) {
     const st = report.places.find((p) => p.name === name);
     if (!st) continue;
-    st.outbox = outboxStatus(view, name, r, st.tokens);
+    st.outbox = outboxStatus(view, name, r, st.tokens, net);
     st.role = 'outbox';
     if (!st.exists) {
       // The sender's queue is made by `net init --host` or by the first commit into it: missing,
@@ -60,7 +67,7 @@ export function addHostDetails(report: NetStatusReport, view: NetModel, net: Net
     const feeders = feedersOf(net, st.name, host);
     if (feeders.length === 0) continue;
     // One writing host at most (hosts.ts checks it): the place's numbers have one owner.
-    st.fedBy = { host: feeders[0]!, via: spec.sync === true ? 'sync' : 'ssh' };
+    st.fedBy = feedOf(net, host, feeders[0]!, spec);
     const readHere = [...view.transitions.values()].some((t) => t.inputs.some((a) => a.place === st.name));
     st.role = errorPlaces.has(st.name) ? 'error' : readHere ? 'inbox' : 'sink';
     st.note = st.problem ?? describeFeed(st.fedBy);
@@ -68,12 +75,61 @@ export function addHostDetails(report: NetStatusReport, view: NetModel, net: Net
   return report;
 }
 
-function outboxStatus(view: NetModel, name: string, r: RemotePlace, tokens: number): OutboxStatus {
-  const sender = r.sync ? undefined : readSenderState(view.places.get(name)!.dir);
-  return { host: r.host, remoteDir: r.dir, via: r.sync ? 'sync' : 'ssh', waiting: tokens, sender };
+/**
+ * How a place of this host is fed from `host`. The host's kind says how it sends: a place is fed
+ * through NNCP when this host is reached through NNCP (the feeder sends to this host's entry).
+ */
+function feedOf(net: NetModel, host: string, feeder: string, spec: PlaceSpec): FeedStatus {
+  if (spec.sync === true) return { host: feeder, via: 'sync' };
+  if (hostConfig(net, host).kind !== 'nncp') return { host: feeder, via: 'ssh' };
+  const dir = spec.dir;
+  let received: string;
+  try {
+    received = ReceivedLedger.read(dir).describe();
+  } catch (err) {
+    received = `unreadable: ${(err as Error).message}`;
+  }
+  return { host: feeder, via: 'nncp', received };
+}
+
+function outboxStatus(view: NetModel, name: string, r: RemotePlace, tokens: number, net: NetModel): OutboxStatus {
+  if (r.sync) return { host: r.host, remoteDir: r.dir, via: 'sync', waiting: tokens };
+  const dir = view.places.get(name)!.dir;
+  const sender = readSenderState(dir);
+  const config = hostConfig(net, r.host);
+  if (config.kind === 'ssh') return { host: r.host, remoteDir: r.dir, via: 'ssh', waiting: tokens, sender };
+  const next = readNextseq(dir);
+  return { host: r.host, remoteDir: r.dir, via: 'nncp', waiting: tokens, sender, nncp: { node: config.nncp.node, handedThrough: next > 0n ? next - 1n : 0n } };
+}
+
+/** The outbox's nextseq: the first number not yet handed on (1 when it has none). */
+function readNextseq(dir: string): bigint {
+  try {
+    return parseSeqfileText(fs.readFileSync(path.join(dir, 'nextseq'), 'utf8')) ?? 1n;
+  } catch {
+    return 1n;
+  }
+}
+
+/**
+ * Ask NNCP, for each outbox emptied through it, how many packets its spool here still holds for
+ * the node (`nncp-stat`: a subprocess, so only where a report is asked for, not on every page tick).
+ */
+export async function addNncpSpools(report: NetStatusReport, net: NetModel, signal?: AbortSignal): Promise<void> {
+  await Promise.all(
+    report.places.map(async (p) => {
+      const n = p.outbox?.nncp;
+      if (!n) return;
+      const config = hostConfig(net, p.outbox!.host);
+      if (config.kind !== 'nncp') return;
+      n.spool = await nncpSpool(config.nncp, signal);
+      p.note = describeOutbox(p.outbox!, report.live, report.at);
+    }),
+  );
 }
 
 export function describeFeed(f: FeedStatus): string {
+  if (f.via === 'nncp') return `written by host ${f.host} (its outbox, through NNCP; received ${f.received ?? 'none'})`;
   return `written by host ${f.host} (${f.via === 'sync' ? 'its outbox, through the sync tool' : 'outbox'})`;
 }
 
@@ -81,6 +137,15 @@ export function describeFeed(f: FeedStatus): string {
 export function describeOutbox(o: OutboxStatus, live: boolean, now = Date.now()): string {
   if (o.via === 'sync') return `outbox to ${o.host}:${o.remoteDir} (shared by the sync tool; ${o.empty ? 'nothing sent yet' : `${o.waiting} kept`})`;
   let s = `outbox to ${o.host}:${o.remoteDir}: ${o.waiting} waiting`;
+  if (o.nncp) {
+    s = `outbox to ${o.host} through NNCP (node ${o.nncp.node}): ${o.waiting} waiting; handed to NNCP up to #${o.nncp.handedThrough}`;
+    const spool = o.nncp.spool;
+    if (spool)
+      s +=
+        'error' in spool
+          ? ` (nncp-stat: ${spool.error})`
+          : `, ${spool.packets} NNCP packet${spool.packets === 1 ? '' : 's'} for the node still in the spool here`;
+  }
   const stopped = o.sender?.stopped;
   const f = o.sender?.failing;
   if (stopped)

@@ -24,21 +24,38 @@ export interface OutboxStatus {
   host: string;
   /** The place's directory on its host. */
   remoteDir: string;
-  /** ssh, or a synchronisation tool that shares the outbox's jobs/ (sync: true). */
-  via: 'ssh' | 'sync';
+  /** ssh, NNCP, or a synchronisation tool that shares the outbox's jobs/ (sync: true). */
+  via: 'ssh' | 'sync' | 'nncp';
   /** Tokens waiting to leave (the outbox's tokens). */
   waiting: number;
   /** The outbox has no queue yet: no run has committed into it, nor has `net init --host` made it. */
   empty?: true;
-  /** The sender's last report (ssh only). */
+  /** The sender's last report (ssh and NNCP). */
   sender?: SenderState;
+  /** Through NNCP: what was handed to it, and what its spool here still holds for the node. */
+  nncp?: NncpOutboxStatus;
+}
+
+/**
+ * An outbox emptied through NNCP. A token handed to NNCP is out of the outbox; whether it has
+ * arrived is known on the receiving host (its place's received ranges), not here: what this host
+ * can know is whether NNCP has moved it off this node yet.
+ */
+export interface NncpOutboxStatus {
+  node: string;
+  /** Every token numbered up to this was handed to NNCP (none yet: 0). */
+  handedThrough: bigint;
+  /** NNCP packets in this node's spool for the node (all of NNCP's, a batch of tokens each), or why nncp-stat could not say. */
+  spool?: { packets: number } | { error: string };
 }
 
 /** For a place of this host that another host writes: who feeds it. */
 export interface FeedStatus {
   host: string;
-  /** That host's outbox, emptied over ssh or shared by a synchronisation tool. */
-  via: 'ssh' | 'sync';
+  /** That host's outbox, emptied over ssh or NNCP, or shared by a synchronisation tool. */
+  via: 'ssh' | 'sync' | 'nncp';
+  /** Through NNCP: the numbers received so far, as ranges (`1-250, 252-300`): a gap is on its way. */
+  received?: string;
 }
 
 export interface PlaceStatus {

@@ -98,7 +98,7 @@ transitions:
     expect(a.upstream.map((u) => [u.host, u.places.map((p) => p.place), u.outboxes.map((o) => o.place)])).toEqual([['b', ['mid'], ['back']]]);
     expect(a.ownOutboxes).toEqual(['mid']);
     // c reads nothing: it waits for nobody.
-    expect(drainPlan(net, 'c')).toEqual({ upstream: [], ownOutboxes: [] });
+    expect(drainPlan(net, 'c')).toEqual({ upstream: [], ownOutboxes: [], unseen: [] });
   });
 
   test('judging an upstream host from two looks', () => {

@@ -1,0 +1,139 @@
+/**
+ * The NNCP way out of an outbox: `nncp-exec [-cfg CFG] NODE HANDLE ARGS...` with the packets'
+ * frames (frames.ts) on its stdin. nncp-exec encrypts them into one NNCP packet in this node's
+ * spool and exits 0; NNCP moves it when it moves (nncp-call, nncp-daemon, nncp-xfer through a
+ * directory, a USB stick), and the far node's nncp-toss runs the exec handle, which must be
+ * `fspl queue-receive` or `fspl net receive` (receive.ts): they store each packet once, in
+ * whatever order NNCP delivers and however often.
+ *
+ * An exit status of 0 is the acknowledgement: the packets are in NNCP's hands (durably: nncp-exec
+ * fsyncs its spool before it exits). They are not yet known to have arrived; `nncp-stat` shows
+ * what still waits in the spool here.
+ */
+
+import fs from 'node:fs';
+import { spawnTalking } from '../sys/exec.js';
+import type { Delivery, DeliveryHooks, OutgoingPacket, SendResult } from './delivery.js';
+import { writeFrames } from './frames.js';
+
+export interface NncpWay {
+  /** The node to send to, as this node's config names it. */
+  node: string;
+  /** The exec handle on that node (in its config, under this node's entry). */
+  handle: string;
+  /** This node's NNCP config (default: NNCP's own, $NNCPCFG or /etc/nncp.hjson). */
+  cfg?: string;
+  /** Words given to the handle after its own (a net's place name). */
+  args?: readonly string[];
+}
+
+/**
+ * Bytes handed to one nncp-exec: a batch above it goes as several NNCP packets (nncp-exec holds
+ * its input in memory while it encrypts it).
+ */
+const MAX_BYTES = 64 * 1024 * 1024;
+
+/** The way to `way.node` through NNCP. */
+export function nncpDelivery(way: NncpWay): Delivery {
+  return {
+    kind: 'nncp',
+    acknowledges: 'handed',
+    send: (packets, hooks = {}) => (packets.length === 0 ? probeNncp(way, hooks.signal) : handToNncp(way, packets, hooks)),
+  };
+}
+
+/** `-cfg CFG` when the way names a config. */
+function cfgArgs(way: Pick<NncpWay, 'cfg'>): string[] {
+  return way.cfg === undefined ? [] : ['-cfg', way.cfg];
+}
+
+/** The first packets of a batch, up to MAX_BYTES (at least one). */
+function prefix(packets: readonly OutgoingPacket[]): OutgoingPacket[] {
+  let bytes = 0;
+  const out: OutgoingPacket[] = [];
+  for (const p of packets) {
+    bytes += fs.statSync(p.path, { throwIfNoEntry: false })?.size ?? 0;
+    if (out.length > 0 && bytes > MAX_BYTES) break;
+    out.push(p);
+  }
+  return out;
+}
+
+/** Hand packets to NNCP (one nncp-exec); all of them are acknowledged when it exits 0. */
+async function handToNncp(way: NncpWay, packets: readonly OutgoingPacket[], hooks: DeliveryHooks): Promise<SendResult> {
+  const batch = prefix(packets);
+  const args = [...cfgArgs(way), '-quiet', '-noprogress', way.node, way.handle, ...(way.args ?? [])];
+  const r = await run('nncp-exec', args, hooks.signal, async (stdin) => {
+    await writeFrames(stdin, batch, () => hooks.signal?.aborted === true);
+  });
+  if (r.error !== undefined) return { acked: 0, duplicates: 0, error: r.error };
+  // A batch is one NNCP packet: all of it is in the spool, or none.
+  for (const p of batch) hooks.onAck?.(p, false);
+  return { acked: batch.length, duplicates: 0 };
+}
+
+/** Without packets: is NNCP there, and does this node's config know the node? */
+async function probeNncp(way: NncpWay, signal: AbortSignal | undefined): Promise<SendResult> {
+  const r = await run('nncp-stat', [...cfgArgs(way), '-node', way.node], signal);
+  return { acked: 0, duplicates: 0, ...(r.error === undefined ? {} : { error: r.error }) };
+}
+
+/**
+ * Run an NNCP tool, feeding its stdin with `feed` (or nothing). Resolves with the reason it
+ * failed, in one line, or with no error.
+ */
+function run(
+  tool: string,
+  args: string[],
+  signal: AbortSignal | undefined,
+  feed?: (stdin: NodeJS.WritableStream & { destroyed: boolean }) => Promise<void>,
+): Promise<{ error?: string; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawnTalking(tool, args, ['pipe', 'pipe', 'pipe']);
+    let stderr = '';
+    let stdout = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout = (stdout + d.toString()).slice(-65536)));
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2048)));
+    child.stdin!.on('error', () => {}); // EPIPE when it fails early: its exit status says why
+    const onAbort = () => child.kill('SIGTERM');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let spawnError: Error | undefined;
+    child.on('error', (e) => (spawnError = e));
+    child.on('close', (code, sig) => {
+      signal?.removeEventListener('abort', onAbort);
+      const failed = (error: string) => resolve({ stdout, error });
+      if (spawnError)
+        return failed(
+          (spawnError as NodeJS.ErrnoException).code === 'ENOENT'
+            ? `${tool} not found (install NNCP: apt-get install nncp)`
+            : `cannot run ${tool}: ${spawnError.message}`,
+        );
+      if (signal?.aborted) return failed('stopped');
+      if (code === 0) return resolve({ stdout });
+      const said = lastLine(stderr);
+      failed(`${tool} ${sig ? `was killed by ${sig}` : `exited with status ${code}`}${said ? `: ${said}` : ''}`);
+    });
+    void (async () => {
+      if (feed) await feed(child.stdin!);
+      child.stdin!.end();
+    })();
+  });
+}
+
+/** What this node's NNCP spool holds for a node, not yet moved there (nncp-stat). */
+export type SpoolCount = { packets: number } | { error: string };
+
+export async function nncpSpool(way: Pick<NncpWay, 'node' | 'cfg'>, signal?: AbortSignal): Promise<SpoolCount> {
+  const r = await run('nncp-stat', [...cfgArgs(way), '-node', way.node], signal);
+  if (r.error !== undefined) return { error: r.error };
+  // `nice:   P | Rx:  0 B,   0 pkts | Tx:  495 B,   1 pkts`, a line per niceness level.
+  let packets = 0;
+  for (const m of r.stdout.matchAll(/Tx:[^,|]*,\s*(\d+) pkts/g)) packets += Number(m[1]);
+  return { packets };
+}
+
+/** NNCP's last word on stderr, without its `main.go:80: ` prefix. */
+function lastLine(text: string): string {
+  const line = text.trim().split('\n').slice(-1)[0] ?? '';
+  return line.replace(/^\S+\.go:\d+: /, '').trim();
+}
