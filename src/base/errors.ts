@@ -250,3 +250,10 @@ export class ReceiveError extends FsplError {
     super('ERR_RECEIVE', message);
   }
 }
+
+/**
+ * The input of a receiver ends inside a frame: its sender stopped while it was writing (a runner
+ * killed while nncp-exec read the batch; nncp-exec queues what it got). The frames before the cut
+ * are stored; the rest was never acknowledged to that sender, which sends it again.
+ */
+export class ReceiveCutError extends ReceiveError {}

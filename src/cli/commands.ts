@@ -165,7 +165,9 @@ const handlers: Handlers = {
   'queue-process': queueProcess,
   'queue-receive': async (inv) => {
     const { receivePackets } = await import('../send/receive.js');
-    await receivePackets(required(inv, 'queuedir'), process.stdin);
+    const r = await receivePackets(required(inv, 'queuedir'), process.stdin);
+    if (r.cut)
+      process.stderr.write(`fspl queue-receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole packets are stored, the rest comes again\n`);
     return 0;
   },
   'queue-send': async (inv, log) => (await import('./queue-send.js')).queueSend(inv, log),

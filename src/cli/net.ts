@@ -82,6 +82,8 @@ const handlers: Handlers = {
   receive: async ({ args: a }) => {
     const r = await load(String(a.net)).receive(String(a.place), process.stdin, { host: hostArg(a) });
     if (r.duplicates > 0) process.stderr.write(`fspl net receive: ${r.stored} stored, ${r.duplicates} already received (dropped)\n`);
+    if (r.cut)
+      process.stderr.write(`fspl net receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole tokens are stored, the rest comes again\n`);
     return 0;
   },
   status: async ({ args: a }) => {

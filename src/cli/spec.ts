@@ -74,6 +74,9 @@ const processCommon = [
   },
 ] as const satisfies readonly OptionSpec[];
 
+const RECEIVE_DESCRIBE =
+  'Extension: store the framed packets on stdin (from queue-send --to nncp:, as an NNCP exec handle) in a queue, each exactly once, in whatever order they come';
+
 export const COMMANDS = [
   { name: 'gen-filename', usage: 'gen-filename', describe: 'Print a new job file name, fspl-UUID.fspl', options: [], positionals: [], params: false },
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
@@ -235,15 +238,7 @@ export const COMMANDS = [
     positionals: [],
     params: false,
   },
-  {
-    name: 'queue-receive',
-    usage: 'queue-receive -q DIR',
-    describe:
-      'Extension: store the framed packets on stdin (from fspl queue-send --to nncp:..., as an NNCP exec handle) in a queue, each exactly once, whatever order they come in',
-    options: [queuedir],
-    positionals: [],
-    params: false,
-  },
+  { name: 'queue-receive', usage: 'queue-receive -q DIR', describe: RECEIVE_DESCRIBE, options: [queuedir], positionals: [], params: false },
   {
     name: 'queue-send',
     usage: 'queue-send -q OUTBOX --to ssh:HOST:QUEUE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json]',

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
-import { ReceiveError } from '../base/errors.js';
+import { ReceiveCutError, ReceiveError } from '../base/errors.js';
 import { U64_MAX } from '../base/u64.js';
 import type { OutgoingPacket } from './delivery.js';
 
@@ -30,11 +30,17 @@ function drained(stream: NodeJS.WritableStream): Promise<void> {
 /**
  * Write the packets' frames, in order, with back-pressure, until done or `stop()` says so. A file
  * or the stream failing ends it quietly: the reader of the far side's answers, or its exit status,
- * has the story. The stream is not ended here.
+ * has the story. The stream is not ended here. Resolves with the number of frames written whole:
+ * a delivery that takes its tool's exit status as the acknowledgement (NNCP) acknowledges no more.
  */
-export async function writeFrames(out: NodeJS.WritableStream & { destroyed: boolean }, packets: readonly OutgoingPacket[], stop: () => boolean): Promise<void> {
+export async function writeFrames(
+  out: NodeJS.WritableStream & { destroyed: boolean },
+  packets: readonly OutgoingPacket[],
+  stop: () => boolean,
+): Promise<number> {
+  let whole = 0;
   for (const p of packets) {
-    if (stop() || out.destroyed) return;
+    if (stop() || out.destroyed) return whole;
     try {
       const size = fs.statSync(p.path).size; // outbox files never change once written
       if (!out.write(`${p.id} ${p.seq} ${size}\n`)) await drained(out);
@@ -42,15 +48,20 @@ export async function writeFrames(out: NodeJS.WritableStream & { destroyed: bool
       // descriptor: breaking out destroys it, and it closes the descriptor only once no read is
       // in flight (closing it ourselves could let a pending read land on a reused number).
       if (size > 0) {
+        let sent = 0;
         for await (const chunk of fs.createReadStream(p.path, { start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
-          if (stop() || out.destroyed) return;
+          if (stop() || out.destroyed) return whole;
+          sent += (chunk as Buffer).length;
           if (!out.write(chunk)) await drained(out);
         }
+        if (sent !== size) return whole; // the file shrank: not an outbox file any more
       }
+      whole++;
     } catch {
-      return;
+      return whole;
     }
   }
+  return whole;
 }
 
 /** A frame's line. */
@@ -94,7 +105,7 @@ export class FrameReader {
       }
       if (this.rest.length > MAX_LINE) throw new ReceiveError('bad frame: a line longer than a frame line');
       if (!(await this.more())) {
-        if (this.rest.length > 0) throw new ReceiveError('the input ends inside a frame line');
+        if (this.rest.length > 0) throw new ReceiveCutError('the input ends inside a frame line');
         return undefined;
       }
     }
@@ -104,7 +115,7 @@ export class FrameReader {
   async body(length: number, sink: (chunk: Buffer) => void): Promise<void> {
     let left = length;
     while (left > 0) {
-      if (this.rest.length === 0 && !(await this.more())) throw new ReceiveError(`the input ends inside a packet (${left} of ${length} bytes missing)`);
+      if (this.rest.length === 0 && !(await this.more())) throw new ReceiveCutError(`the input ends inside a packet (${left} of ${length} bytes missing)`);
       const take = Math.min(left, this.rest.length);
       sink(this.rest.subarray(0, take));
       this.rest = this.rest.subarray(take);

@@ -63,13 +63,17 @@ function prefix(packets: readonly OutgoingPacket[]): OutgoingPacket[] {
 async function handToNncp(way: NncpWay, packets: readonly OutgoingPacket[], hooks: DeliveryHooks): Promise<SendResult> {
   const batch = prefix(packets);
   const args = [...cfgArgs(way), '-quiet', '-noprogress', way.node, way.handle, ...(way.args ?? [])];
+  let whole = 0;
   const r = await run('nncp-exec', args, hooks.signal, async (stdin) => {
-    await writeFrames(stdin, batch, () => hooks.signal?.aborted === true);
+    whole = await writeFrames(stdin, batch, () => hooks.signal?.aborted === true);
   });
   if (r.error !== undefined) return { acked: 0, duplicates: 0, error: r.error };
-  // A batch is one NNCP packet: all of it is in the spool, or none.
-  for (const p of batch) hooks.onAck?.(p, false);
-  return { acked: batch.length, duplicates: 0 };
+  // One NNCP packet: in the spool with every frame written whole (nncp-exec takes the end of its
+  // input for the end of the data), and only those are acknowledged. A frame cut short (a file
+  // that went) is dropped by the receiver and sent again from here.
+  for (const p of batch.slice(0, whole)) hooks.onAck?.(p, false);
+  if (whole < batch.length) return { acked: whole, duplicates: 0, error: `could not read packet ${batch[whole]!.id} of the outbox` };
+  return { acked: whole, duplicates: 0 };
 }
 
 /** Without packets: is NNCP there, and does this node's config know the node? */

@@ -28,7 +28,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { LockedError, ReceiveError } from '../base/errors.js';
+import { LockedError, ReceiveCutError, ReceiveError } from '../base/errors.js';
 import { waitUnlessAborted } from '../base/timer.js';
 import { readPacket } from '../packet/index.js';
 import { readHeaderSync } from '../packet/read.js';
@@ -50,6 +50,8 @@ export interface ReceiveSummary {
   duplicates: number;
   /** Parts of an earlier receiver that was stopped after recording them, now stored. */
   finished: number;
+  /** Set when the input ended inside a frame (its sender was stopped while writing): why. */
+  cut?: string;
 }
 
 export interface ReceiveOptions {
@@ -78,18 +80,26 @@ export async function receivePackets(dir: string, input: Readable, opts: Receive
     const frames = new FrameReader(input);
     let group: Part[] = [];
     const taking = new Set<bigint>();
-    for (let head = await frames.head(); head; head = await frames.head()) {
-      if (ledger.has(head.seq) || taking.has(head.seq)) {
-        await frames.body(head.length, () => {});
-        summary.duplicates++;
-        continue;
+    try {
+      for (let head = await frames.head(); head; head = await frames.head()) {
+        if (ledger.has(head.seq) || taking.has(head.seq)) {
+          await frames.body(head.length, () => {});
+          summary.duplicates++;
+          continue;
+        }
+        group.push(await takePart(jobs, head, frames));
+        taking.add(head.seq);
+        if (group.length >= GROUP) {
+          summary.stored += await commitGroup(jobs, ledger, group);
+          group = [];
+        }
       }
-      group.push(await takePart(jobs, head, frames));
-      taking.add(head.seq);
-      if (group.length >= GROUP) {
-        summary.stored += await commitGroup(jobs, ledger, group);
-        group = [];
-      }
+    } catch (err) {
+      // Cut short by its sender (ReceiveCutError): what came whole is kept, and the input is done
+      // with (exit 0: NNCP would otherwise offer the same cut input forever); the sender never
+      // counted the rest as handed over, and sends it again.
+      if (!(err instanceof ReceiveCutError)) throw err;
+      summary.cut = err.message;
     }
     summary.stored += await commitGroup(jobs, ledger, group);
     return summary;

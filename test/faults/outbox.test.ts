@@ -80,7 +80,7 @@ describeIfPresent(
         place: 'out',
         outbox,
         remote: { host: 'b', dir: place, sync: false },
-        host: { name: 'b', ssh: [...sshd.argv, 'b'] },
+        host: { kind: 'ssh', name: 'b', ssh: [...sshd.argv, 'b'] },
         pollInterval: 100,
       });
       const stop = new AbortController();

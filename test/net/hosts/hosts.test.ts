@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseNetText } from 'filespooler';
 import { describe, expect, test } from 'vitest';
 import { drainPlan, judge, type Look, type UpstreamHost } from '../../../src/net/hosts/drain.js';
-import { hostView } from '../../../src/net/model/hosts.js';
+import { hostConfig, hostView } from '../../../src/net/model/hosts.js';
 
 const problems = (yaml: string): string[] => {
   try {
@@ -30,13 +30,42 @@ transitions:
   s: { host: b, in: w, out: w }
 `),
     ).toEqual([
-      '1: unknown key "color" (a host has ssh and fspl)',
+      '1: unknown key "color" (a host has ssh and fspl, or nncp)',
       '4: Place y has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)',
       '5: Unknown host "c" (hosts: a, b)',
       '6: Place w is written from hosts a and b: its sequence numbers have one owner, so its writers must be on one host',
       '8: Transition t (host a) reads place w on host b: a transition reads places of its own host only',
       '9: Transition u (host b) reads place x on host a: a transition reads places of its own host only',
     ]);
+  });
+
+  test('a host reached through NNCP: node required, one word each, not with ssh; hostConfig fills the handle', () => {
+    expect(
+      problems(`hosts:
+  a: { nncp: { node: alice, cfg: /etc/a.hjson, handle: recv } }
+  b: { nncp: { cfg: /x } }
+  c: { nncp: { node: "-oops", handle: "two words", colour: 1 } }
+  d: { ssh: d, nncp: { node: d } }
+  e: { nncp: nope }
+places:
+  x: { host: a }
+transitions:
+  t: { host: a, in: x, out: x }
+`),
+    ).toEqual([
+      '3: nncp needs node: the NNCP node of this host, as the sending node names it',
+      '4: node is one word (an NNCP node name or id)',
+      '4: handle is one word (an NNCP exec handle name)',
+      '4: unknown key "colour" (nncp has node, cfg and handle)',
+      '5: A host is reached over ssh or through NNCP, not both: give ssh (and fspl) or nncp',
+      '6: nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE } (node is the NNCP node to send to; cfg and handle are optional)',
+    ]);
+    const net = parseNetText(
+      'hosts: { a: {}, b: { nncp: { node: bob } } }\nplaces: { x: { host: a }, y: { host: b } }\ntransitions: { t: { host: a, in: x, out: y } }\n',
+      '/tmp/n/net.yaml',
+    );
+    expect(hostConfig(net, 'b')).toEqual({ kind: 'nncp', name: 'b', nncp: { node: 'bob', handle: 'fspl', cfg: undefined } });
+    expect(hostConfig(net, 'a')).toEqual({ kind: 'ssh', name: 'a', ssh: ['ssh', 'a'], fspl: undefined });
   });
 
   test("a host's view: its transitions, its places, outboxes for the places it writes elsewhere", () => {

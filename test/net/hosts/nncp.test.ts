@@ -12,14 +12,15 @@
  * - `net check --host` on both sides (the node known, the handle configured), and `net status`
  *   (handed to NNCP on the sender; received ranges on the receiver).
  */
+
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { afterEach, expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
-import { FSPL_BIN } from '../../helpers.js';
 import { NNCP_TOOLS, type NncpPair, startNncpPair } from '../../harness/nncp.js';
 import { onPath, waitFor } from '../../harness/proc.js';
+import { FSPL_BIN } from '../../helpers.js';
 import { netDir, runFspl, seeded, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
 const missing = [...NNCP_TOOLS, 'nncp-stat'].filter((t) => !onPath(t)).map((t) => `${t} (apt-get install nncp)`);
@@ -32,7 +33,8 @@ afterEach(async () => {
   for (const p of pairs.splice(0)) await p.stop();
 });
 
-const count = (dir: string) => (fs.existsSync(path.join(dir, 'jobs')) ? fs.readdirSync(path.join(dir, 'jobs')).filter((n) => /^fspl-.*\.fspl$/.test(n)).length : 0);
+const count = (dir: string) =>
+  fs.existsSync(path.join(dir, 'jobs')) ? fs.readdirSync(path.join(dir, 'jobs')).filter((n) => /^fspl-.*\.fspl$/.test(n)).length : 0;
 
 /** The net and a pair of NNCP nodes whose exec handle `fspl` runs `fspl net receive` for it. */
 async function setUp(): Promise<{ dir: string; file: string; pair: NncpPair }> {
@@ -78,7 +80,30 @@ function start(file: string, host: string, extra: string[] = []): ChildProcess {
   return c;
 }
 
-const exited = (c: ChildProcess) => new Promise<number | null>((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
+const exited = (c: ChildProcess) =>
+  new Promise<number | null>((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
+
+/** nncp-toss, which fails when a handle failed: with the handle's own words from NNCP's log. */
+async function toss(pair: NncpPair, node: 'a' | 'b'): Promise<void> {
+  try {
+    await pair.toss(node);
+  } catch {
+    const records = fs
+      .readFileSync(pair[node].log, 'utf8')
+      .split(/\n(?=When:)/)
+      .filter((r) => /^Err:/m.test(r));
+    throw new Error(`nncp-toss on ${node} failed (a handle failed, and NNCP keeps its packet):\n${records.slice(-3).join('\n')}`);
+  }
+}
+
+/** Exec packets tossed by a node so far, from its NNCP log. */
+function execsTossed(log: string): number {
+  if (!fs.existsSync(log)) return 0;
+  return fs
+    .readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((l) => /^Msg: Got exec from /.test(l)).length;
+}
 
 async function expectAllOnceInOrder(dir: string, n: number): Promise<void> {
   const done = await tokensIn(path.join(dir, 'places/done'));
@@ -101,7 +126,9 @@ describeIfPresent('nets across hosts reached through NNCP', missing, { what: 'NN
     fs.writeFileSync(pair.a.cfg, JSON.stringify(cfg));
     const h = await runFspl(['net', 'check', file, '--host', 'a']);
     expect(h.status).toBe(1);
-    expect(h.stderr).toMatch(/^\S+: host a receives back from b through NNCP: handle "fspl" of node b in \S+ runs \["fspl","queue-write","-q","\/tmp\/x"\], not fspl net receive \(want exec: \{ fspl: \[fspl, net, receive, \S+, --host, a\] \}\)\n$/);
+    expect(h.stderr).toMatch(
+      /^\S+: host a receives back from b through NNCP: handle "fspl" of node b in \S+ runs \["fspl","queue-write","-q","\/tmp\/x"\], not fspl net receive \(want exec: \{ fspl: \[fspl, net, receive, \S+, --host, a\] \}\)\n$/,
+    );
     // A node this config does not know.
     fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('node: b,', 'node: nobody,'));
     const r = await runFspl(['net', 'check', file, '--host', 'a']);
@@ -120,13 +147,24 @@ describeIfPresent('nets across hosts reached through NNCP', missing, { what: 'NN
     const rand = seeded(34);
     let moving = true;
     let moves = 0;
-    // NNCP's part: move the spools both ways and toss, again and again.
+    // NNCP's part: move the spools both ways and toss, again and again. The first moves from b to
+    // a go by nncp-xfer with -keep, and the stick is copied aside: its packets also stay in b's
+    // spool (so they go again online), and the copy is offered again at the end.
+    const kept: string[] = [];
     const mover = (async () => {
       while (moving) {
         await pair.online('a', 'b');
-        await pair.toss('b');
-        await pair.online('b', 'a');
-        await pair.toss('a');
+        await toss(pair, 'b');
+        if (kept.length < 3) await waitFor("b's tokens", () => pair.outbound('b').length > 0, 3000, 50).catch(() => undefined);
+        if (kept.length < 3 && pair.outbound('b').length > 0) {
+          const stick = path.join(dir, `stick-${kept.length}`);
+          fs.mkdirSync(stick);
+          await pair.run('b', 'nncp-xfer', ['-mkdir', '-keep', '-tx', stick]);
+          fs.cpSync(stick, `${stick}.copy`, { recursive: true });
+          await pair.run('a', 'nncp-xfer', ['-rx', stick]);
+          kept.push(`${stick}.copy`);
+        } else await pair.online('b', 'a');
+        await toss(pair, 'a');
         moves++;
         await sleep(200);
       }
@@ -139,29 +177,18 @@ describeIfPresent('nets across hosts reached through NNCP', missing, { what: 'NN
       await exited(runners[host]);
       runners[host] = start(file, host);
     }
-    // Replayed: b's packets for a written to a stick and kept, taken by a twice.
-    await waitFor('some tokens back on a', () => count(path.join(dir, 'places/done')) > 0, 120_000, 200);
-    moving = false;
-    await mover;
-    const stick = path.join(dir, 'stick');
-    await waitFor('tokens in b\'s spool', () => pair.outbound('b').length > 0 || count(path.join(dir, 'places/done')) === n, 60_000, 100);
-    await pair.xfer('b', 'a', stick, { keep: true });
-    await pair.toss('a');
-    await pair.run('a', 'nncp-xfer', ['-rx', stick]);
-    await pair.toss('a');
-    moving = true;
-    const mover2 = (async () => {
-      while (moving) {
-        await pair.online('a', 'b');
-        await pair.toss('b');
-        await pair.online('b', 'a');
-        await pair.toss('a');
-        await sleep(200);
-      }
-    })();
     await waitFor(`${n} tokens done on a`, () => count(path.join(dir, 'places/done')) >= n, 240_000, 200);
     moving = false;
-    await mover2;
+    await mover;
+    expect(kept.length).toBeGreaterThan(0);
+    // The kept sticks offered again, long after their tokens were consumed: every packet in them
+    // reaches the handle once more, and is dropped.
+    const tossedBefore = execsTossed(pair.a.log);
+    for (const stick of kept) {
+      await pair.run('a', 'nncp-xfer', ['-rx', stick]);
+      await toss(pair, 'a');
+    }
+    expect(execsTossed(pair.a.log)).toBeGreaterThan(tossedBefore);
     await sleep(1000); // anything doubled would show now
     expect(moves).toBeGreaterThan(0);
     await expectAllOnceInOrder(dir, n);
@@ -185,11 +212,11 @@ describeIfPresent('nets across hosts reached through NNCP', missing, { what: 'NN
     await drain('a'); // ship: into a's outbox, handed to NNCP
     expect(count(path.join(dir, 'net.state/a/outbox/inbox'))).toBe(0);
     await pair.xfer('a', 'b', stick);
-    await pair.toss('b');
+    await toss(pair, 'b');
     expect(count(path.join(dir, 'places/inbox'))).toBe(n);
     await drain('b'); // work, handed back to NNCP
     await pair.xfer('b', 'a', stick);
-    await pair.toss('a');
+    await toss(pair, 'a');
     await drain('a'); // finish
     await expectAllOnceInOrder(dir, n);
   });
