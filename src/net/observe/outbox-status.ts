@@ -9,7 +9,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { nncpSpool } from '../../send/nncp-send.js';
+import { nncpSpool, type SpoolCount } from '../../send/nncp-send.js';
 import { ReceivedLedger } from '../../send/received.js';
 import { parseSeqfileText } from '../../sys/seqfile.js';
 import { readSenderState } from '../hosts/outbox-sender.js';
@@ -32,10 +32,10 @@ function feedersOf(net: NetModel, place: string, host: string): string[] {
  * `net status --host HOST` (and `net serve --net-host`): the status of host's view of `net` (its
  * places, its run, its outboxes), where tokens may still come into the places other hosts feed.
  */
-export async function hostStatus(net: NetModel, host: string, view = hostView(net, host)): Promise<NetStatusReport> {
+export async function hostStatus(net: NetModel, host: string, view = hostView(net, host), spools = new NncpSpoolReader()): Promise<NetStatusReport> {
   const fed = new Set([...view.places.values()].filter((p) => hostOf(p) === host && feedersOf(net, p.name, host).length > 0).map((p) => p.name));
   const report = addHostDetails(await netStatus(view, { fedFromElsewhere: fed }), view, net, host);
-  await addNncpSpools(report, net);
+  await addNncpSpools(report, net, spools);
   return report;
 }
 
@@ -112,17 +112,33 @@ function readNextseq(dir: string): bigint {
 }
 
 /**
- * Ask NNCP, for each outbox emptied through it, how many packets its spool here still holds for
- * the node (`nncp-stat`: a subprocess, so only where a report is asked for, not on every page tick).
+ * Asks NNCP how many packets its spool here holds for a node (`nncp-stat`, a subprocess), at most
+ * once per `maxAgeMs` per node: the web page refreshes its report several times a second.
  */
-export async function addNncpSpools(report: NetStatusReport, net: NetModel, signal?: AbortSignal): Promise<void> {
+export class NncpSpoolReader {
+  private readonly seen = new Map<string, { at: number; count: Promise<SpoolCount> }>();
+
+  constructor(private readonly maxAgeMs = 0) {}
+
+  read(way: { node: string; cfg?: string }): Promise<SpoolCount> {
+    const key = `${way.cfg ?? ''}\0${way.node}`;
+    const had = this.seen.get(key);
+    if (had && Date.now() - had.at < this.maxAgeMs) return had.count;
+    const count = nncpSpool(way);
+    this.seen.set(key, { at: Date.now(), count });
+    return count;
+  }
+}
+
+/** Fill in, for each outbox emptied through NNCP, what NNCP's spool here still holds for its node. */
+export async function addNncpSpools(report: NetStatusReport, net: NetModel, spools: NncpSpoolReader): Promise<void> {
   await Promise.all(
     report.places.map(async (p) => {
       const n = p.outbox?.nncp;
       if (!n) return;
       const config = hostConfig(net, p.outbox!.host);
       if (config.kind !== 'nncp') return;
-      n.spool = await nncpSpool(config.nncp, signal);
+      n.spool = await spools.read(config.nncp);
       p.note = describeOutbox(p.outbox!, report.live, report.at);
     }),
   );

@@ -23,7 +23,7 @@ import type { NetModel } from '../model/model.js';
 import { placeTokens, transitionDetail } from './detail.js';
 import { netToDot } from './dot.js';
 import { netMetricsText, netStatusJson } from './metrics.js';
-import { hostStatus } from './outbox-status.js';
+import { hostStatus, NncpSpoolReader } from './outbox-status.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 import { type NetStatusReport, netStatus } from './status.js';
 import { dotToSvg } from './svg.js';
@@ -128,7 +128,9 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
   const log = options.logger ?? silentLogger;
   const netHost = options.netHost;
   const net = netHost === undefined ? whole : hostView(whole, netHost);
-  const report = (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net));
+  // NNCP's spool is asked at most every 10 s (a subprocess), not at every poll.
+  const spools = new NncpSpoolReader(10_000);
+  const report = (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net, spools));
   const pollMs = options.pollMs ?? 300;
   const assets = loadAssets();
   const svgText = await serveSvg(net);
