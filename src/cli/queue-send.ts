@@ -27,6 +27,9 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
   const ssh = str(inv, 'ssh')?.trim().split(/\s+/);
   if (ssh && ssh[0] === '') throw new UsageError('--ssh: an empty command');
+  if (to.kind === 'nncp')
+    for (const o of ['ssh', 'remote-fspl'] as const)
+      if (str(inv, o) !== undefined) throw new UsageError(`--${o} applies to ssh: destinations (--to nncp: hands the packets to nncp-exec)`, false);
   const line = !flag(inv, 'no-progress') && stderrIsTerminal() ? new StatusLine(process.stderr) : undefined;
   const log = line ? createLogger(checkLogLevel(inv.logLevel), line.sink) : given;
   const stop = new AbortController();
@@ -68,9 +71,15 @@ function statusText(e: QueueSendEvent): string {
   }
 }
 
-/** `fspl queue-send: sent 500 packet(s) to ssh:b:/q over 1 connection(s); 0 wait` (and why, when some do). */
+/**
+ * `fspl queue-send: sent 500 packet(s) to ssh:b:/q over 1 connection(s); 0 wait` (and why, when some
+ * do); through NNCP, `handed 500 packet(s) for nncp:b:fspl to NNCP in 1 batch(es)`.
+ */
 function summaryLine(s: QueueSendSummary): string {
   const dup = s.duplicates > 0 ? ` (${s.duplicates} already there)` : '';
   const why = s.stopped ? `; stopped: ${s.stopped}` : s.error ? `; cannot deliver: ${s.error}` : s.blocked ? `; ${s.blocked}` : '';
-  return `fspl queue-send: sent ${s.sent} packet(s)${dup} to ${s.to} over ${s.connections} connection(s); ${s.waiting} wait, next ${s.next}${why}`;
+  const how = s.to.startsWith('nncp:')
+    ? `handed ${s.sent} packet(s) for ${s.to} to NNCP in ${s.connections} batch(es)`
+    : `sent ${s.sent} packet(s)${dup} to ${s.to} over ${s.connections} connection(s)`;
+  return `fspl queue-send: ${how}; ${s.waiting} wait, next ${s.next}${why}`;
 }

@@ -241,9 +241,9 @@ export const COMMANDS = [
   { name: 'queue-receive', usage: 'queue-receive -q DIR', describe: RECEIVE_DESCRIBE, options: [queuedir], positionals: [], params: false },
   {
     name: 'queue-send',
-    usage: 'queue-send -q OUTBOX --to ssh:HOST:QUEUE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json]',
+    usage: 'queue-send -q OUTBOX --to ssh:HOST:QUEUE|nncp:NODE:HANDLE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json]',
     describe:
-      'Extension: send the packets of a local queue (an outbox) to a queue on another host over ssh, in order, many per connection, each exactly once; retried after an outage',
+      'Extension: send the packets of a local queue (an outbox) to a queue on another host over ssh (or through NNCP), in order, many at once, each exactly once; retried after an outage',
     options: [
       {
         ...queuedir,
@@ -256,8 +256,9 @@ export const COMMANDS = [
         kind: 'string',
         required: true,
         value: 'DEST',
-        what: 'where to send, ssh:HOST:QUEUE',
-        describe: 'Where to send: ssh:HOST:QUEUE, HOST as ssh takes it (user@host, an alias), QUEUE the queue directory there',
+        what: 'where to send, ssh:HOST:QUEUE or nncp:NODE:HANDLE',
+        describe:
+          'Where to send: ssh:HOST:QUEUE, HOST as ssh takes it (user@host, an alias), QUEUE the queue directory there; or nncp:NODE:HANDLE, an NNCP node whose exec handle runs fspl queue-receive',
       },
       { long: 'ssh', kind: 'string', value: 'COMMAND', describe: 'The ssh command and its options, words split at spaces (default: ssh)' },
       {

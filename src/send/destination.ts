@@ -1,7 +1,9 @@
 /**
  * Where `fspl queue-send` sends: `ssh:HOST:QUEUE`, HOST as ssh takes it (`user@host`, an alias of
  * ~/.ssh/config, `[::1]` for an IPv6 address) and QUEUE the queue's directory there (relative to
- * the remote home, as with scp). Parsed here, once, into a type; the senders never see the text.
+ * the remote home, as with scp); or `nncp:NODE:HANDLE`, an NNCP node and the exec handle there
+ * that runs `fspl queue-receive -q QUEUE`. Parsed here, once, into a type; the senders never see
+ * the text.
  */
 import { DestinationError } from '../base/errors.js';
 
@@ -13,16 +15,24 @@ export interface SshDestination {
   dir: string;
 }
 
-export type Destination = SshDestination;
+export interface NncpDestination {
+  kind: 'nncp';
+  /** The NNCP node, as this node's config names it. */
+  node: string;
+  /** Its exec handle that runs `fspl queue-receive`. */
+  handle: string;
+}
 
-const FORMS = 'expected ssh:HOST:QUEUE (e.g. ssh:user@host:/srv/queue)';
+export type Destination = SshDestination | NncpDestination;
+
+const FORMS = 'expected ssh:HOST:QUEUE (e.g. ssh:user@host:/srv/queue) or nncp:NODE:HANDLE';
 
 /** `--to`'s value as a destination, or a DestinationError that says what is wrong in one line. */
 export function parseDestination(text: string): Destination {
   const colon = text.indexOf(':');
   const scheme = colon < 0 ? '' : text.slice(0, colon);
   const rest = text.slice(colon + 1);
-  if (scheme === 'nncp') throw new DestinationError(`--to ${text}: NNCP is not supported by queue-send yet; pipe into nncp-exec (docs/transports.md)`);
+  if (scheme === 'nncp') return nncpDestination(text, rest);
   if (scheme !== 'ssh') throw new DestinationError(`--to ${JSON.stringify(text)}: unknown kind of destination; ${FORMS}`);
   let host: string;
   let dir: string;
@@ -45,7 +55,17 @@ export function parseDestination(text: string): Destination {
   return { kind: 'ssh', host, dir };
 }
 
+/** `nncp:NODE:HANDLE`: two words, neither read by nncp-exec as an option. */
+function nncpDestination(text: string, rest: string): NncpDestination {
+  const [node = '', handle = '', ...more] = rest.split(':');
+  const word = (w: string) => w !== '' && !w.startsWith('-') && !/[\s\0]/.test(w);
+  if (more.length > 0 || !word(node) || !word(handle))
+    throw new DestinationError(`--to ${JSON.stringify(text)}: expected nncp:NODE:HANDLE, an NNCP node and its exec handle that runs fspl queue-receive`);
+  return { kind: 'nncp', node, handle };
+}
+
 /** The destination as the user wrote it (for messages). */
 export function describeDestination(d: Destination): string {
+  if (d.kind === 'nncp') return `nncp:${d.node}:${d.handle}`;
   return `ssh:${d.host.includes(':') ? `[${d.host}]` : d.host}:${d.dir}`;
 }

@@ -25,14 +25,16 @@ import { waitUnlessAborted } from '../base/timer.js';
 import { type JobEntry, Queue } from '../queue/queue.js';
 import { JobsWatcher } from '../queue/watch.js';
 import type { SeqFile } from '../sys/seqfile.js';
-import { describeDestination, type SshDestination } from './destination.js';
+import type { Delivery, OutgoingPacket, SendResult } from './delivery.js';
+import { type Destination, describeDestination } from './destination.js';
+import { nncpDelivery } from './nncp-send.js';
 import { describeVerifierProblem, type VerifierProblem } from './receive-script.js';
-import { type OutgoingPacket, packetId, type SendResult, sendPackets } from './ssh-send.js';
+import { packetId, sshDelivery } from './ssh-send.js';
 
 export interface QueueSendOptions {
   /** The outbox: a local queue directory (`fspl queue-init`). */
   outbox: string;
-  to: SshDestination;
+  to: Destination;
   /** The ssh command and its options, before the destination (default `['ssh']`). */
   ssh?: string[];
   /** fspl on the remote host (ours): when given, each packet's seal is checked there too. */
@@ -97,6 +99,7 @@ class QueueSender {
   private entries = new Map<string, JobEntry>();
   private consumer!: SeqFile;
   private readonly summary: QueueSendSummary;
+  private readonly delivery: Delivery;
   private dirty = true;
   private wake?: () => void;
 
@@ -105,6 +108,11 @@ class QueueSender {
     this.log = opts.logger ?? silentLogger;
     this.to = describeDestination(opts.to);
     this.signal = opts.signal ?? new AbortController().signal;
+    const to = opts.to;
+    this.delivery =
+      to.kind === 'nncp'
+        ? nncpDelivery({ node: to.node, handle: to.handle })
+        : sshDelivery([...(opts.ssh ?? ['ssh']), to.host], to.dir, { fspl: opts.remoteFspl, host: to.host });
     this.summary = { to: this.to, sent: 0, duplicates: 0, connections: 0, waiting: 0, next: 1n };
   }
 
@@ -181,9 +189,7 @@ class QueueSender {
     this.summary.connections++;
     let ahead: string | undefined;
     const before = this.summary.sent;
-    const r = await sendPackets([...(this.opts.ssh ?? ['ssh']), this.opts.to.host], this.opts.to.dir, packets, {
-      fspl: this.opts.remoteFspl,
-      host: this.opts.to.host,
+    const r = await this.delivery.send(packets, {
       signal: this.signal,
       onReady: (remoteNext) => (ahead = aheadOfOutbox(this.to, remoteNext, packets)),
       onAck: (p, dup) => {
@@ -198,16 +204,17 @@ class QueueSender {
         if (dup) this.summary.duplicates++;
       },
     });
-    if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.host);
+    if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.kind === 'ssh' ? this.opts.to.host : this.to);
     else if (ahead !== undefined) this.summary.stopped = ahead;
     if (this.summary.stopped)
       this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.entries.size} packet(s) stay in ${this.opts.outbox}`);
     const sent = this.summary.sent - before;
     if (sent > 0) {
-      this.log.info(
-        'send',
-        `Sent ${sent} packet(s) to ${this.to} over one connection${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.entries.size} wait`,
-      );
+      const how =
+        this.delivery.acknowledges === 'handed'
+          ? `Handed ${sent} packet(s) for ${this.to} to NNCP`
+          : `Sent ${sent} packet(s) to ${this.to} over one connection`;
+      this.log.info('send', `${how}${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.entries.size} wait`);
       this.opts.onEvent?.({ type: 'sent', sent: this.summary.sent, duplicates: this.summary.duplicates, waiting: this.entries.size });
     }
     return r;

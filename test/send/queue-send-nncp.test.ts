@@ -1,0 +1,112 @@
+/**
+ * `fspl queue-send --to nncp:NODE:HANDLE` with real NNCP nodes (test/harness/nncp.ts): the
+ * outbox's packets are handed to nncp-exec, the receiving node's exec handle runs
+ * `fspl queue-receive -q QUEUE`, and the queue runs each packet once, in order, whether NNCP moves
+ * them online or by a transfer directory offered twice, and through a sender killed with kill -9.
+ * The queue is a plain Filespooler queue: the reference runs it too.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+import { describeIfPresent } from '../gate.js';
+import { NNCP_TOOLS, type NncpPair, startNncpPair } from '../harness/nncp.js';
+import { onPath, waitFor } from '../harness/proc.js';
+import { FSPL_BIN, tempDir } from '../helpers.js';
+import { fspl, type Impl, jobFiles, prepare, processQueue, REF_BIN } from '../transports/fspl.js';
+
+const missing = [...NNCP_TOOLS.filter((t) => !onPath(t)), ...(fs.existsSync(REF_BIN) ? [] : [`the reference fspl (${REF_BIN})`])];
+
+const pairs: NncpPair[] = [];
+afterEach(async () => {
+  for (const p of pairs.splice(0)) await p.stop();
+});
+
+/** An outbox (ours) holding N packets prepared by IMPL, a queue on b, and a pair whose b runs queue-receive for it. */
+async function setUp(impl: Impl, n: number): Promise<{ outbox: string; q: string; pair: NncpPair }> {
+  const d = tempDir();
+  const outbox = path.join(d, 'outbox');
+  const q = path.join(d, 'queue');
+  for (const dir of [outbox, q]) expect(fspl('ours', ['queue-init', '-q', dir]).status).toBe(0);
+  const seqfile = path.join(d, 'seq');
+  for (let i = 1; i <= n; i++) {
+    const w = fspl('ours', ['queue-write', '-q', outbox], { input: prepare(impl, seqfile, `job ${i}`) });
+    expect(w.status, w.stderr).toBe(0);
+  }
+  const pair = await startNncpPair({ b: { exec: { fspl: [process.execPath, FSPL_BIN, 'queue-receive', '-q', q] } } });
+  pairs.push(pair);
+  return { outbox, q, pair };
+}
+
+const send = (outbox: string, pair: NncpPair, extra: string[] = []) =>
+  spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:b:fspl', ...extra], {
+    encoding: 'utf8',
+    env: { ...process.env, NNCPCFG: pair.a.cfg },
+  });
+
+const expected = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1} job ${i + 1}`);
+
+describeIfPresent('fspl queue-send through NNCP', missing, { what: 'NNCP queue-send tests', note: 'apt-get install nncp filespooler' }, () => {
+  test.each(['ours', 'ref'] as const)('%s packets handed to NNCP, moved online, received once each; both implementations run them in order', async (impl) => {
+    const { outbox, q, pair } = await setUp(impl, 30);
+    const r = send(outbox, pair);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr.trim().split('\n').at(-1)).toBe('fspl queue-send: handed 30 packet(s) for nncp:b:fspl to NNCP in 1 batch(es); 0 wait, next 31');
+    expect(jobFiles(outbox)).toEqual([]);
+    await pair.online('a', 'b');
+    await pair.toss('b');
+    expect(jobFiles(q)).toHaveLength(30);
+    const ran = processQueue(impl, q);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.ran).toEqual(expected(30));
+  });
+
+  test('a sender killed with kill -9 while it hands a batch over, then a transfer offered twice: each packet runs once, in order', async () => {
+    const { outbox, q, pair } = await setUp('ours', 100);
+    // Killed at once after it starts: it may have handed over nothing, all, or a batch cut short.
+    const first = spawn(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:b:fspl', '--watch'], {
+      env: { ...process.env, NNCPCFG: pair.a.cfg },
+      stdio: 'ignore',
+    });
+    await waitFor('nncp-exec started', () => pair.outbound('a').length > 0 || jobFiles(outbox).length < 100, 20_000, 5).catch(() => undefined);
+    first.kill('SIGKILL');
+    await new Promise((r) => first.on('exit', r));
+    const r = send(outbox, pair);
+    expect(r.status, r.stderr).toBe(0);
+    expect(jobFiles(outbox)).toEqual([]);
+    const stick = path.join(tempDir(), 'stick');
+    fs.mkdirSync(stick);
+    await pair.run('a', 'nncp-xfer', ['-mkdir', '-tx', stick]);
+    const copy = `${stick}-copy`;
+    fs.cpSync(stick, copy, { recursive: true });
+    await pair.run('b', 'nncp-xfer', ['-rx', stick]);
+    await pair.toss('b');
+    const ran = processQueue('ours', q);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.ran).toEqual(expected(100));
+    // The same transfer again, after the jobs ran: every copy is dropped.
+    await pair.run('b', 'nncp-xfer', ['-rx', copy]);
+    await pair.toss('b');
+    expect(jobFiles(q)).toEqual([]);
+    expect(fs.readFileSync(path.join(q, 'received'), 'utf8')).toBe('1 100\n');
+  });
+
+  test('bad use: --ssh or --remote-fspl with nncp:, a malformed nncp: destination, NNCP that does not know the node', async () => {
+    const { outbox, pair } = await setUp('ours', 1);
+    const both = send(outbox, pair, ['--remote-fspl', '/usr/bin/fspl']);
+    expect(both.status).toBe(2);
+    expect(both.stderr).toMatch(/--remote-fspl applies to ssh: destinations/);
+    const bad = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:b'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/expected nncp:NODE:HANDLE/);
+    const unknown = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:nobody:fspl'], {
+      encoding: 'utf8',
+      env: { ...process.env, NNCPCFG: pair.a.cfg },
+    });
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr.trim().split('\n').at(-1)).toMatch(
+      /^fspl queue-send: handed 0 packet\(s\).*1 wait, next 1; cannot deliver: nncp-exec exited with status 1/,
+    );
+    expect(jobFiles(outbox)).toHaveLength(1);
+  });
+});
