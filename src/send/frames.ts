@@ -6,11 +6,18 @@
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
-import { ReceiveCutError, ReceiveError } from '../base/errors.js';
+import { ReceiveCutError, ReceiveError, SendError } from '../base/errors.js';
 import { U64_MAX } from '../base/u64.js';
 import type { OutgoingPacket } from './delivery.js';
 
 export const ID_RE = /^[A-Za-z0-9-]+$/;
+
+/** The identity of an outbox file: fspl-ID.fspl. */
+export function packetId(filename: string): string {
+  const id = filename.replace(/^fspl-/, '').replace(/\.fspl$/, '');
+  if (!ID_RE.test(id)) throw new SendError(`Outbox file ${filename} has no usable name`);
+  return id;
+}
 
 /** Until the stream takes more, or is gone (its listeners removed either way). */
 function drained(stream: NodeJS.WritableStream): Promise<void> {

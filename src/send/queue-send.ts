@@ -8,9 +8,10 @@
  * The order/acknowledgement/removal protocol is the nets' outboxes' (src/net/hosts/outbox-sender.ts):
  * the outbox's own `nextseq` (under its lock, as `queue-process` holds it) is the first number not
  * yet acknowledged. A packet is removed only once the receiver acknowledged it: `nextseq` moved past
- * it (durable, SeqFile.write), then its file deleted. A crash between the two leaves the file one
- * number below `nextseq`, which the next run deletes; a crash before `nextseq` moved sends it again,
- * and the receiver drops it. So nothing is lost or doubled, whoever is killed when.
+ * its group (durable, SeqFile.write), then its file deleted (outbox.ts). A crash between the two
+ * leaves files of that group just below `nextseq`, which the next run deletes; a crash before
+ * `nextseq` moved sends them again, and the receiver drops them. So nothing is lost or doubled,
+ * whoever is killed when.
  *
  * A failed connection is retried with back-off (with `watch`; a pass stops on one that made no
  * progress and says what waits). Two problems are never retried, since retrying can't help: the
@@ -18,18 +19,15 @@
  * received numbers beyond every packet this outbox holds (another sender, or a numbering reset:
  * sending would have them dropped as already received).
  */
-import fs from 'node:fs';
 import { LockedError, SendError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
 import { waitUnlessAborted } from '../base/timer.js';
-import { type JobEntry, Queue } from '../queue/queue.js';
-import { JobsWatcher } from '../queue/watch.js';
-import type { SeqFile } from '../sys/seqfile.js';
 import type { Delivery, OutgoingPacket, SendResult } from './delivery.js';
 import { type Destination, describeDestination } from './destination.js';
 import { nncpDelivery } from './nncp-send.js';
+import { BATCH_PACKETS, backoffMs, inLastGroup, OutboxDrain } from './outbox.js';
 import { describeVerifierProblem, type VerifierProblem } from './receive-script.js';
-import { packetId, sshDelivery } from './ssh-send.js';
+import { sshDelivery } from './ssh-send.js';
 
 export interface QueueSendOptions {
   /** The outbox: a local queue directory (`fspl queue-init`). */
@@ -77,14 +75,7 @@ export interface QueueSendSummary {
   stopped?: string;
 }
 
-const BATCH_PACKETS = 1000;
 const RETRY = { min: 500, max: 10_000 };
-
-/** The packets that may go now, and if none, why those in the outbox wait. */
-interface Due {
-  packets: OutgoingPacket[];
-  blocked?: string;
-}
 
 /** Send an outbox's packets to a remote queue: one pass, or with `watch` until stopped. */
 export async function sendQueue(opts: QueueSendOptions): Promise<QueueSendSummary> {
@@ -92,20 +83,16 @@ export async function sendQueue(opts: QueueSendOptions): Promise<QueueSendSummar
 }
 
 class QueueSender {
-  private readonly queue: Queue;
   private readonly log: Logger;
   private readonly to: string;
   private readonly signal: AbortSignal;
-  private entries = new Map<string, JobEntry>();
-  private consumer!: SeqFile;
+  private readonly drain: OutboxDrain;
   private readonly summary: QueueSendSummary;
   private readonly delivery: Delivery;
-  private dirty = true;
-  private wake?: () => void;
 
   constructor(private readonly opts: QueueSendOptions) {
-    this.queue = Queue.open(opts.outbox);
     this.log = opts.logger ?? silentLogger;
+    this.drain = new OutboxDrain(opts.outbox, this.log);
     this.to = describeDestination(opts.to);
     this.signal = opts.signal ?? new AbortController().signal;
     const to = opts.to;
@@ -117,51 +104,38 @@ class QueueSender {
   }
 
   async run(): Promise<QueueSendSummary> {
-    this.queue.assertExists();
+    const queue = this.drain.queue;
+    queue.assertExists();
     try {
-      this.consumer = this.queue.lockSeqfile({ wait: false });
+      this.drain.hold(queue.lockSeqfile({ wait: false }));
     } catch (err) {
       if (err instanceof LockedError)
         throw new SendError(`The outbox ${this.opts.outbox} is in use by another program (queue-send or queue-process holds its nextseq.lock)`);
       throw err;
     }
-    const watch = this.opts.watch;
-    const watcher = watch ? new JobsWatcher(this.queue.jobsDir, { pollInterval: watch.pollInterval, safetyInterval: 5, logger: this.log }) : undefined;
-    if (watcher)
-      void (async () => {
-        while (await watcher.wait(this.signal)) this.poke();
-      })();
-    this.signal.addEventListener('abort', this.poke, { once: true });
+    if (this.opts.watch) this.drain.watch(this.signal, this.opts.watch.pollInterval);
+    this.signal.addEventListener('abort', this.drain.poke, { once: true });
     try {
       await this.loop();
-      this.summary.next = this.consumer.read();
-      this.summary.waiting = (await this.queue.rescan(this.entries)).size;
+      this.summary.next = this.drain.next;
+      this.summary.waiting = (await queue.rescan(new Map())).size;
       return this.summary;
     } finally {
-      this.signal.removeEventListener('abort', this.poke);
-      watcher?.close();
-      this.consumer.release();
+      this.signal.removeEventListener('abort', this.drain.poke);
+      this.drain.release();
     }
   }
-
-  private poke = (): void => {
-    this.dirty = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  };
 
   /** Connections until the outbox is empty (a pass), a stop, or the signal. */
   private async loop(): Promise<void> {
     let attempts = 0;
     while (!this.signal.aborted) {
-      this.dirty = false;
       const due = await this.due();
       this.summary.blocked = due.blocked;
       if (due.packets.length === 0) {
-        this.opts.onEvent?.({ type: 'idle', waiting: this.entries.size, blocked: due.blocked });
+        this.opts.onEvent?.({ type: 'idle', waiting: this.drain.waiting, blocked: due.blocked });
         if (!this.opts.watch) return;
-        await this.sleep();
+        await this.drain.sleep();
         continue;
       }
       const r = await this.connect(due.packets);
@@ -176,8 +150,8 @@ class QueueSender {
       attempts = r.acked > 0 ? 1 : attempts + 1;
       if (!this.opts.watch && r.acked === 0) {
         this.summary.error = r.error;
-        this.opts.onEvent?.({ type: 'failing', error: r.error, attempts, waiting: this.entries.size });
-        this.log.warn('send', `Cannot deliver to ${this.to} (${r.error}); ${this.entries.size} packet(s) wait in ${this.opts.outbox}`);
+        this.opts.onEvent?.({ type: 'failing', error: r.error, attempts, waiting: this.drain.waiting });
+        this.log.warn('send', `Cannot deliver to ${this.to} (${r.error}); ${this.drain.waiting} packet(s) wait in ${this.opts.outbox}`);
         return;
       }
       await this.backOff(r.error, attempts);
@@ -192,30 +166,24 @@ class QueueSender {
     const r = await this.delivery.send(packets, {
       signal: this.signal,
       onReady: (remoteNext) => (ahead = aheadOfOutbox(this.to, remoteNext, packets)),
-      onAck: (p, dup) => {
-        // As queue-process: the number first, then the file. SeqFile.write fsyncs nextseq's temp
-        // file before its rename and the outbox's directory after it: that directory fsync makes
-        // the new number durable. The unlink is not fsynced: a power cut that brings the file back
-        // leaves it one below nextseq, and the next run deletes it (never sends it again).
-        this.consumer.write(p.seq + 1n);
-        fs.rmSync(p.path, { force: true });
-        this.entries.delete(p.path.slice(this.queue.jobsDir.length + 1));
-        this.summary.sent++;
-        if (dup) this.summary.duplicates++;
-      },
+      // Acknowledged packets leave the outbox in groups: outbox.ts says which fsync makes what durable.
+      onAck: (p, dup) => this.drain.ack(p, dup),
     });
+    this.drain.flush();
+    this.summary.sent = this.drain.sent;
+    this.summary.duplicates = this.drain.duplicates;
     if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.kind === 'ssh' ? this.opts.to.host : this.to);
     else if (ahead !== undefined) this.summary.stopped = ahead;
     if (this.summary.stopped)
-      this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.entries.size} packet(s) stay in ${this.opts.outbox}`);
+      this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.drain.waiting} packet(s) stay in ${this.opts.outbox}`);
     const sent = this.summary.sent - before;
     if (sent > 0) {
       const how =
         this.delivery.acknowledges === 'handed'
           ? `Handed ${sent} packet(s) for ${this.to} to NNCP`
           : `Sent ${sent} packet(s) to ${this.to} over one connection`;
-      this.log.info('send', `${how}${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.entries.size} wait`);
-      this.opts.onEvent?.({ type: 'sent', sent: this.summary.sent, duplicates: this.summary.duplicates, waiting: this.entries.size });
+      this.log.info('send', `${how}${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.drain.waiting} wait`);
+      this.opts.onEvent?.({ type: 'sent', sent: this.summary.sent, duplicates: this.summary.duplicates, waiting: this.drain.waiting });
     }
     return r;
   }
@@ -223,54 +191,31 @@ class QueueSender {
   private reachable(): void {
     this.summary.error = undefined;
     this.log.info('send', `${this.to} is reachable again`);
-    this.opts.onEvent?.({ type: 'reachable', waiting: this.entries.size });
+    this.opts.onEvent?.({ type: 'reachable', waiting: this.drain.waiting });
   }
 
   /** After a failed connection: say so (the first time and every tenth), then wait. */
   private async backOff(error: string, attempts: number): Promise<void> {
     const { min, max } = this.opts.retryMs ?? RETRY;
-    const ms = Math.min(max, min * 2 ** Math.min(attempts - 1, 20));
+    const ms = backoffMs(attempts, min, max);
     this.summary.error = error;
-    this.opts.onEvent?.({ type: 'failing', error, attempts, retryInMs: ms, waiting: this.entries.size });
-    if (attempts === 1 || attempts % 10 === 0) this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${this.entries.size} packet(s) wait, retrying`);
+    this.opts.onEvent?.({ type: 'failing', error, attempts, retryInMs: ms, waiting: this.drain.waiting });
+    if (attempts === 1 || attempts % 10 === 0) this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${this.drain.waiting} packet(s) wait, retrying`);
     // New packets don't cut the wait short; stopping does.
     await waitUnlessAborted(ms, this.signal);
   }
 
-  /** The packets to send now: consecutive numbers from the outbox's nextseq. */
-  private async due(): Promise<Due> {
-    this.entries = await this.queue.rescan(this.entries);
-    const next = this.consumer.read();
-    const bySeq = new Map<bigint, JobEntry[]>();
-    for (const e of [...this.entries.values()]) {
-      if (e.header.seq === next - 1n) {
-        // Acknowledged (nextseq moved past it), but the sender stopped before deleting it.
-        fs.rmSync(this.queue.jobPath(e.filename), { force: true });
-        this.entries.delete(e.filename);
-      } else bySeq.set(e.header.seq, [...(bySeq.get(e.header.seq) ?? []), e]);
-    }
-    const packets: OutgoingPacket[] = [];
-    const max = this.opts.batch ?? BATCH_PACKETS;
-    for (let s = next; packets.length < max; s++) {
-      const found = bySeq.get(s);
-      if (!found) break;
-      // Two packets with one number: sending either could lose the other. The user decides.
-      if (found.length > 1)
-        return {
-          packets,
-          blocked: packets.length > 0 ? undefined : `two packets numbered ${s} in the outbox (${found.map((e) => e.filename).join(', ')}): remove one`,
-        };
-      packets.push({ path: this.queue.jobPath(found[0]!.filename), id: packetId(found[0]!.filename), seq: s });
-    }
-    return { packets, blocked: packets.length > 0 ? undefined : waitingFor(next, bySeq) };
-  }
-
-  /** Until the outbox changes (or the run stops). */
-  private sleep(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.dirty || this.signal.aborted) return resolve();
-      this.wake = resolve;
-    });
+  /**
+   * The packets to send now: consecutive numbers from the outbox's nextseq, or why those in the
+   * outbox wait. Only the last group's numbers below nextseq are taken for spent (acknowledged,
+   * not yet deleted: inLastGroup); others below it were put there by hand, and are reported, never
+   * deleted.
+   */
+  private async due(): Promise<{ packets: OutgoingPacket[]; blocked?: string }> {
+    const due = await this.drain.look(inLastGroup, this.opts.batch ?? BATCH_PACKETS);
+    if (due.twice)
+      return { packets: [], blocked: `two packets numbered ${due.next} in the outbox (${due.twice.map((e) => e.filename).join(', ')}): remove one` };
+    return { packets: due.packets, blocked: due.packets.length > 0 ? undefined : waitingFor(due.next, due.bySeq, due.below) };
   }
 }
 
@@ -282,14 +227,10 @@ function verifierStop(p: VerifierProblem, fspl: string, host: string): string {
 }
 
 /** Why the packets in an outbox wait when its next number is not among them. */
-function waitingFor(next: bigint, bySeq: ReadonlyMap<bigint, unknown>): string | undefined {
-  if (bySeq.size === 0) return undefined;
+function waitingFor(next: bigint, bySeq: ReadonlyMap<bigint, unknown>, below: number): string | undefined {
+  if (bySeq.size === 0 && below === 0) return undefined;
   let above: bigint | undefined;
-  let below = 0;
-  for (const s of bySeq.keys()) {
-    if (s > next && (above === undefined || s < above)) above = s;
-    if (s < next) below++;
-  }
+  for (const s of bySeq.keys()) if (s > next && (above === undefined || s < above)) above = s;
   const parts: string[] = [];
   if (above !== undefined)
     parts.push(`waiting for packet ${next}, the outbox's next number (its lowest above is ${above}; fspl queue-set-next -q OUTBOX ${above} skips the gap)`);

@@ -9,10 +9,12 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { NetError } from '../base/errors.js';
 import { spawnTalking } from '../sys/exec.js';
 import type { Delivery, DeliveryHooks, OutgoingPacket, SendResult } from './delivery.js';
-import { ID_RE, writeFrames } from './frames.js';
+import { packetId, writeFrames } from './frames.js';
+
+export { packetId } from './frames.js';
+
 import { describeVerifierProblem, parseUnusable, receiveCommand } from './receive-script.js';
 
 export type { OutgoingPacket, SendResult } from './delivery.js';
@@ -29,13 +31,6 @@ export interface SendOptions {
   signal?: AbortSignal;
   /** The ssh child, once spawned (tests cut it). */
   onSpawn?: (child: ChildProcess) => void;
-}
-
-/** The identity of an outbox file: fspl-ID.fspl. */
-export function packetId(filename: string): string {
-  const id = filename.replace(/^fspl-/, '').replace(/\.fspl$/, '');
-  if (!ID_RE.test(id)) throw new NetError(`Outbox file ${filename} has no usable name`);
-  return id;
 }
 
 /**

@@ -135,3 +135,15 @@ export function unlinkQuietly(path: string): void {
 export async function writeAllAsync(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
   for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
 }
+
+/** The errors waited out rather than stopped on: the disk full, over quota, or failing. */
+const WAITED_OUT: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EIO']);
+
+/**
+ * Whether this error is a fault of the disk that passes (full, over quota, failing) rather than a
+ * mistake: a net run and an outbox's sender wait it out, with a backoff, instead of stopping.
+ */
+export function isIoFault(err: unknown): err is NodeJS.ErrnoException {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && WAITED_OUT.has(code);
+}

@@ -161,10 +161,10 @@ describeIfPresent(
     // The sender's own disk (its outbox) failing as it takes acknowledged packets off the outbox.
     // (With the attempts failed before the fault is cleared.)
     const senderFaults: Array<[string, (outbox: string) => FaultRule, number]> = [
-      ['nextseq cannot be written (ENOSPC)', (o) => ({ op: 'write', error: 'ENOSPC', when: { nth: 2 }, path: `${o}/nextseq*` }), 1],
-      ["nextseq's fsync fails (EIO)", (o) => ({ op: 'fsync', error: 'EIO', when: { nth: 2 }, path: `${o}/nextseq*` }), 1],
-      ["nextseq's rename fails (EIO)", (o) => ({ op: 'rename', error: 'EIO', when: { nth: 2 }, path: `${o}/nextseq*` }), 1],
-      ['a packet cannot be removed, again and again (EIO)', (o) => ({ op: 'unlink', error: 'EIO', when: { from: 2 }, path: `${o}/jobs/fspl-*` }), 2],
+      ['nextseq cannot be written (ENOSPC)', (o) => ({ op: 'write', error: 'ENOSPC', when: { nth: 1 }, path: `${o}/nextseq*` }), 1],
+      ["nextseq's fsync fails (EIO)", (o) => ({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${o}/nextseq*` }), 1],
+      ["nextseq's rename fails (EIO)", (o) => ({ op: 'rename', error: 'EIO', when: { nth: 1 }, path: `${o}/nextseq*` }), 1],
+      ['a packet cannot be removed, again and again (EIO)', (o) => ({ op: 'unlink', error: 'EIO', when: { from: 2 }, path: `${o}/jobs/fspl-*` }), 1],
     ];
     test.each(senderFaults)(
       "the sender's own disk fails: %s; it tries again, nothing is doubled",

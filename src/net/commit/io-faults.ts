@@ -10,17 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describeSystemError } from '../../base/errors.js';
 
-/** The errors a run waits out rather than stops on: the disk full, over quota, or failing. */
-const WAITED_OUT: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EIO']);
-
 /** Where a fault outside every place is counted: the net's state directory (journal, staging). */
 export const STATE_PLACE = '(state)';
 
-/** Whether a run waits this error out (a full disk, an I/O error) rather than stopping on it. */
-export function isIoFault(err: unknown): err is NodeJS.ErrnoException {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' && WAITED_OUT.has(code);
-}
+/** Whether a run waits this error out (a full disk, an I/O error) rather than stopping on it: sys/io.ts. */
+export { isIoFault } from '../../sys/io.js';
 
 /** A place's current fault: what it met first, since when, how often. */
 export interface PlaceFault {

@@ -1,22 +1,22 @@
 /**
  * The sender of an outbox: the outbox of a remote place (a local Filespooler queue, written by
  * the runner's ordinary commits, see hosts.ts) is emptied in sequence order into the place's jobs/
- * on its host (ssh-send.ts, receive-script.ts). It removes a packet from its outbox only once the
- * receiver acknowledged it: it moves the outbox's nextseq past it, then deletes the file (as
- * queue-process does), so after a crash here a packet is at worst sent again, and then dropped.
+ * on its host, over ssh (ssh-send.ts, receive-script.ts) or through NNCP (nncp-send.ts, then
+ * receive.ts there), by the host's kind (way.ts). It removes a packet from its outbox only once
+ * the delivery acknowledged it: it moves the outbox's nextseq past it, then deletes the file (as
+ * queue-process does; src/send/outbox.ts), so after a crash here a packet is at worst sent again,
+ * and then dropped.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describeSystemError, LockedError, NetError } from '../../base/errors.js';
 import { type Logger, silentLogger } from '../../base/log.js';
 import { waitUnlessAborted } from '../../base/timer.js';
-import { type JobEntry, Queue } from '../../queue/queue.js';
-import { JobsWatcher } from '../../queue/watch.js';
 import type { Delivery, OutgoingPacket, SendResult } from '../../send/delivery.js';
+import { BATCH_PACKETS, backoffMs, OutboxDrain } from '../../send/outbox.js';
 import type { VerifierProblem } from '../../send/receive-script.js';
-import { packetId } from '../../send/ssh-send.js';
 import { mkdirDurable } from '../../sys/durable.js';
-import { parseSeqfileText, type SeqFile } from '../../sys/seqfile.js';
+import { parseSeqfileText } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
 import { deliveryTo } from './way.js';
@@ -95,7 +95,6 @@ export async function probeOutbox(opts: { place: string; outbox: string; remote:
   return { place: opts.place, host: opts.remote.host, remoteDir: opts.remote.dir, via, fspl, error: r.error, verifier: r.verifier };
 }
 
-const BATCH_PACKETS = 1000;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10_000;
 /** Failed deliveries before a drain's last pass gives up on a host (about 1.5 s of backoff). */
@@ -117,27 +116,23 @@ export interface OutboxSenderOptions {
  */
 export class OutboxSender {
   private readonly opts: OutboxSenderOptions;
-  private readonly queue: Queue;
   private readonly log: Logger;
   private readonly delivery: Delivery;
-  private entries = new Map<string, JobEntry>();
-  private consumer?: SeqFile;
+  private readonly drain: OutboxDrain;
   private sendseqNext?: () => bigint;
   private state: SenderState;
-  private wake?: () => void;
-  private dirty = true;
 
   constructor(opts: OutboxSenderOptions) {
     this.opts = opts;
-    this.queue = new Queue(opts.outbox);
     this.log = opts.logger ?? silentLogger;
+    this.drain = new OutboxDrain(opts.outbox, this.log);
     this.delivery = deliveryTo(opts.host, opts.place, opts.remote);
     this.state = { host: opts.remote.host, remoteDir: opts.remote.dir, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
   }
 
   /** Tokens waiting in the outbox (as last seen). */
   get waiting(): number {
-    return this.entries.size;
+    return this.drain.waiting;
   }
 
   get failing(): SenderState['failing'] {
@@ -147,13 +142,6 @@ export class OutboxSender {
   get stopped(): SenderState['stopped'] {
     return this.state.stopped;
   }
-
-  private poke = () => {
-    this.dirty = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  };
 
   private saveState(): void {
     this.state.updatedAt = Date.now();
@@ -168,52 +156,35 @@ export class OutboxSender {
     }
   }
 
-  /** The packets to send now: consecutive numbers from the outbox's nextseq. */
+  /**
+   * The packets to send now: consecutive numbers from the outbox's nextseq. Those below it were
+   * acknowledged, but this process stopped before deleting them (or its disk failed to): deleted
+   * now, or, on a disk that still fails, left for the next look (they are never sent again).
+   */
   private async due(): Promise<OutgoingPacket[]> {
-    this.entries = await this.queue.rescan(this.entries);
-    const next = this.consumer!.read();
-    const bySeq = new Map<bigint, JobEntry>();
-    for (const e of this.entries.values()) {
-      if (e.header.seq < next) {
-        // Acknowledged, but this process stopped before deleting it (or its disk failed to). A
-        // disk that still fails leaves it for the next look: it is below nextseq, never sent again.
-        try {
-          fs.rmSync(this.queue.jobPath(e.filename), { force: true });
-          this.entries.delete(e.filename);
-        } catch (err) {
-          if (!isIoFault(err)) throw err;
-          this.log.debug('net', () => `Outbox ${this.opts.place}: cannot remove ${e.filename} yet: ${describeSystemError(err)}`);
-        }
-      } else bySeq.set(e.header.seq, e);
-    }
-    const out: OutgoingPacket[] = [];
-    for (let s = next; out.length < BATCH_PACKETS; s++) {
-      const e = bySeq.get(s);
-      if (!e) break;
-      out.push({ path: this.queue.jobPath(e.filename), id: packetId(e.filename), seq: s });
-    }
-    return out;
+    const keep = (err: unknown) => {
+      if (!isIoFault(err)) return false;
+      this.log.debug('net', () => `Outbox ${this.opts.place}: cannot remove a sent token yet: ${describeSystemError(err)}`);
+      return true;
+    };
+    return (await this.drain.look(() => true, BATCH_PACKETS, keep)).packets;
   }
 
   /** Send until the signal aborts; with `untilEmpty`, return once the outbox is empty or sending keeps failing. */
   async run(signal: AbortSignal, options: { untilEmpty?: boolean } = {}): Promise<void> {
     if (!(await this.open(signal))) return;
     this.sendseqNext = () => outboxNext(this.opts.outbox);
-    const watcher = new JobsWatcher(this.queue.jobsDir, { pollInterval: this.opts.pollInterval, safetyInterval: 5, logger: this.log });
-    void (async () => {
-      while (await watcher.wait(signal)) this.poke();
-    })();
-    const onAbort = () => this.poke();
+    this.drain.watch(signal, this.opts.pollInterval);
+    const onAbort = this.drain.poke;
     signal.addEventListener('abort', onAbort, { once: true });
     let attempts = 0;
     this.state.stopped = undefined; // each run tries the host's fspl again
     try {
       while (!signal.aborted) {
-        this.dirty = false;
         const batch = await this.due();
         if (batch.length === 0) {
           if (options.untilEmpty) return;
-          await this.sleep();
+          await this.drain.sleep();
           continue;
         }
         const r = await this.send(batch, signal);
@@ -232,7 +203,7 @@ export class OutboxSender {
           this.saveState();
           this.log.error(
             'net',
-            `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.entries.size} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`,
+            `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.drain.waiting} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`,
           );
           return;
         }
@@ -242,7 +213,7 @@ export class OutboxSender {
         if (attempts === 1 || attempts % 10 === 0)
           this.log.warn(
             'net',
-            `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.entries.size} token(s) wait, retrying`,
+            `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.drain.waiting} token(s) wait, retrying`,
           );
         // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
         // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
@@ -251,14 +222,12 @@ export class OutboxSender {
         // there is room or the error passes, with nothing for the user to do.
         if (options.untilEmpty && !r.ownDisk && attempts >= LAST_PASS_ATTEMPTS) return;
         // Before trying the host again: new tokens don't cut it short, stopping does.
-        await waitUnlessAborted(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
+        await waitUnlessAborted(backoffMs(attempts, RETRY_MIN_MS, RETRY_MAX_MS), signal);
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
-      watcher.close();
       this.saveState();
-      this.consumer?.release();
-      this.consumer = undefined;
+      this.drain.release();
     }
   }
 
@@ -269,22 +238,22 @@ export class OutboxSender {
    */
   private async send(batch: OutgoingPacket[], signal: AbortSignal): Promise<SendResult & { ownDisk?: true }> {
     try {
-      return await this.delivery.send(batch, {
+      const r = await this.delivery.send(batch, {
         signal,
         onReady: (remoteNext) => aheadOfOutbox(this.opts.place, this.opts.remote.host, remoteNext, this.sendseqNext!()),
-        onAck: (p, dup) => {
-          // As queue-process: the number first, then the file.
-          this.consumer!.write(p.seq + 1n);
-          fs.rmSync(p.path, { force: true });
-          this.entries.delete(path.basename(p.path));
-          this.state.sent++;
-          if (dup) this.state.duplicates++;
-          this.state.lastSentAt = Date.now();
-        },
+        // Acknowledged tokens leave the outbox in groups, the number first, then the files (as
+        // queue-process): src/send/outbox.ts says which fsync makes what durable.
+        onAck: (p, dup) => this.drain.ack(p, dup),
       });
+      this.drain.flush();
+      return r;
     } catch (err) {
       if (!isIoFault(err)) throw err;
       return { acked: 0, duplicates: 0, error: `this host's disk: ${describeSystemError(err)}`, ownDisk: true };
+    } finally {
+      this.state.sent = this.drain.sent;
+      this.state.duplicates = this.drain.duplicates;
+      if (this.drain.lastSentAt !== undefined) this.state.lastSentAt = this.drain.lastSentAt;
     }
   }
 
@@ -299,8 +268,8 @@ export class OutboxSender {
         // Durable like any place (the runner's Place.init made it so already when it committed
         // into this outbox); a sender started alone must not rely on a name a power cut could
         // take back.
-        mkdirDurable(this.queue.jobsDir);
-        this.consumer = this.queue.lockSeqfile();
+        mkdirDurable(this.drain.queue.jobsDir);
+        this.drain.hold(this.drain.queue.lockSeqfile());
         return true;
       } catch (err) {
         if (err instanceof LockedError) throw new NetError(`The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`);
@@ -308,17 +277,9 @@ export class OutboxSender {
         this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: `this host's disk: ${describeSystemError(err)}` };
         this.saveState();
         if (attempts === 1) this.log.warn('net', `Outbox ${this.opts.place}: cannot open ${this.opts.outbox} (${this.state.failing.error}); retrying`);
-        await waitUnlessAborted(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempts - 1, 10)), signal);
+        await waitUnlessAborted(backoffMs(attempts, RETRY_MIN_MS, RETRY_MAX_MS), signal);
       }
     }
     return false;
-  }
-
-  /** Until new tokens arrive (or the run stops). */
-  private sleep(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.dirty) return resolve();
-      this.wake = resolve;
-    });
   }
 }
