@@ -19,7 +19,7 @@ import { mkdirDurable } from '../../sys/durable.js';
 import { parseSeqfileText } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
-import { deliveryTo } from './way.js';
+import { deliveryTo, describeWay } from './way.js';
 
 /** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
 export interface SenderState {
@@ -121,12 +121,15 @@ export class OutboxSender {
   private readonly drain: OutboxDrain;
   private sendseqNext?: () => bigint;
   private state: SenderState;
+  /** The place as messages name it: `b:/srv/place` over ssh, `b:/srv/place through NNCP (node bob)`. */
+  private readonly where: string;
 
   constructor(opts: OutboxSenderOptions) {
     this.opts = opts;
     this.log = opts.logger ?? silentLogger;
     this.drain = new OutboxDrain(opts.outbox, this.log);
     this.delivery = deliveryTo(opts.host, opts.place, opts.remote);
+    this.where = `${opts.remote.host}:${opts.remote.dir}${opts.host.kind === 'nncp' ? ` through NNCP (node ${opts.host.nncp.node})` : ''}`;
     this.state = { host: opts.remote.host, remoteDir: opts.remote.dir, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
   }
 
@@ -190,7 +193,7 @@ export class OutboxSender {
         const r = await this.send(batch, signal);
         if (signal.aborted) break;
         if (r.error === undefined) {
-          if (this.state.failing) this.log.info('net', `Outbox ${this.opts.place}: host ${this.opts.remote.host} reachable again`);
+          if (this.state.failing) this.log.info('net', `Outbox ${this.opts.place}: ${describeWay(this.opts.host)} reachable again`);
           this.state.failing = undefined;
           attempts = 0;
           this.saveState();
@@ -213,7 +216,7 @@ export class OutboxSender {
         if (attempts === 1 || attempts % 10 === 0)
           this.log.warn(
             'net',
-            `Outbox ${this.opts.place}: cannot deliver to ${this.opts.remote.host}:${this.opts.remote.dir} (${r.error}); ${this.drain.waiting} token(s) wait, retrying`,
+            `Outbox ${this.opts.place}: cannot deliver to ${this.where} (${r.error}); ${this.drain.waiting} token(s) wait, retrying`,
           );
         // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
         // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
