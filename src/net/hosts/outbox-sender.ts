@@ -123,6 +123,8 @@ export class OutboxSender {
   private state: SenderState;
   /** The place as messages name it: `b:/srv/place` over ssh, `b:/srv/place through NNCP (node bob)`. */
   private readonly where: string;
+  /** The number last said to be held by two tokens (said once). */
+  private saidTwice?: bigint;
 
   constructor(opts: OutboxSenderOptions) {
     this.opts = opts;
@@ -170,7 +172,15 @@ export class OutboxSender {
       this.log.debug('net', () => `Outbox ${this.opts.place}: cannot remove a sent token yet: ${describeSystemError(err)}`);
       return true;
     };
-    return (await this.drain.look(() => true, BATCH_PACKETS, keep)).packets;
+    const due = await this.drain.look(() => true, BATCH_PACKETS, keep);
+    // The runner numbers an outbox's tokens itself: two files with one number are someone else's doing.
+    if (due.twice && this.saidTwice !== due.next)
+      this.log.error(
+        'net',
+        `Outbox ${this.opts.place}: two tokens numbered ${due.next} (${due.twice.map((e) => e.filename).join(', ')}): remove the one that does not belong; nothing is sent meanwhile`,
+      );
+    this.saidTwice = due.twice ? due.next : undefined;
+    return due.packets;
   }
 
   /** Send until the signal aborts; with `untilEmpty`, return once the outbox is empty or sending keeps failing. */
@@ -214,10 +224,7 @@ export class OutboxSender {
         this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: r.error };
         this.saveState();
         if (attempts === 1 || attempts % 10 === 0)
-          this.log.warn(
-            'net',
-            `Outbox ${this.opts.place}: cannot deliver to ${this.where} (${r.error}); ${this.drain.waiting} token(s) wait, retrying`,
-          );
+          this.log.warn('net', `Outbox ${this.opts.place}: cannot deliver to ${this.where} (${r.error}); ${this.drain.waiting} token(s) wait, retrying`);
         // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
         // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
         // is no reason to leave tokens behind (found by test/faults/outbox-workloads). Never on
