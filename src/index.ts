@@ -48,5 +48,6 @@ export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, Proces
 export { type ProcessQueuesOptions, type ProcessQueuesSummary, processQueues, type QueueResult, type QueuesEvent } from './process/process-many.js';
 export type { StopOptions } from './process/stopping.js';
 export { type Destination, parseDestination, type SshDestination } from './send/destination.js';
-export { type QueueSendEvent, type QueueSendOptions, type QueueSendSummary, sendQueue } from './send/queue-send.js';
+export { type QueueSendEvent, type QueueSendOptions, type QueueSendState, type QueueSendSummary, sendQueue } from './send/queue-send.js';
+export { type QueueSendStatus, queueSendStatus } from './send/queue-send-status.js';
 export { type QueueStatus, queueStatus } from './status/report.js';

@@ -2,11 +2,22 @@
  * `fspl queue-send` (an extension): checks the options, then calls sendQueue. Prints a status line
  * on a terminal while it runs, and at the end a one-line summary on stderr (or, with --json, the
  * summary on stdout). Exit 0 when nothing waits because of a failure, 1 when packets wait for the
- * host (or sending stopped), 2 for bad usage (a bad --to).
+ * host (or sending stopped), 2 for bad usage (a bad --to). With --status it sends nothing and says
+ * how the outbox and its sender are (queueSendStatus).
  */
 
 import type { Logger } from '../base/log.js';
-import { createLogger, type Destination, DestinationError, parseDestination, type QueueSendEvent, type QueueSendSummary, sendQueue } from '../index.js';
+import {
+  createLogger,
+  type Destination,
+  DestinationError,
+  parseDestination,
+  type QueueSendEvent,
+  type QueueSendStatus,
+  type QueueSendSummary,
+  queueSendStatus,
+  sendQueue,
+} from '../index.js';
 import { flag, required, secondsArg, str } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
@@ -15,9 +26,12 @@ import type { FsplArgs } from './spec.js';
 import { StatusLine } from './status-line.js';
 
 export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: Logger): Promise<number> {
+  if (flag(inv, 'status')) return showStatus(inv);
+  const dest = str(inv, 'to');
+  if (dest === undefined) throw new UsageError('missing --to DEST: where to send, ssh:HOST:QUEUE or nncp:NODE:HANDLE (or --status)');
   let to: Destination;
   try {
-    to = parseDestination(required(inv, 'to'));
+    to = parseDestination(dest);
   } catch (err) {
     if (err instanceof DestinationError) throw new UsageError(err.message, false);
     throw err;
@@ -82,4 +96,45 @@ function summaryLine(s: QueueSendSummary): string {
     ? `handed ${s.sent} packet(s) for ${s.to} to NNCP in ${s.connections} batch(es)`
     : `sent ${s.sent} packet(s)${dup} to ${s.to} over ${s.connections} connection(s)`;
   return `fspl queue-send: ${how}; ${s.waiting} wait, next ${s.next}${why}`;
+}
+
+/** `--status`: the outbox and its sender, as text on stdout (or the JSON document with --json). */
+async function showStatus(inv: Invocation<FsplArgs<'queue-send'>>): Promise<number> {
+  for (const o of ['to', 'ssh', 'remote-fspl', 'poll-interval'] as const)
+    if (str(inv, o) !== undefined) throw new UsageError(`--status takes no --${o} (it sends nothing)`);
+  if (flag(inv, 'watch')) throw new UsageError('--status takes no --watch (it sends nothing)');
+  const st = await queueSendStatus(required(inv, 'queuedir'));
+  if (flag(inv, 'json')) writeOut(`${JSON.stringify(st, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}\n`);
+  else writeOut(statusLines(st).join('\n') + '\n');
+  return 0;
+}
+
+function when(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+/** `--status` in words, a line per fact. */
+function statusLines(st: QueueSendStatus): string[] {
+  const w = st.waiting;
+  const range = w.count === 0 ? '' : w.lowest === w.highest ? ` (number ${w.lowest})` : ` (numbers ${w.lowest} to ${w.highest})`;
+  const lines = [`outbox ${st.outbox}: ${w.count} packet(s) wait${range}, next ${st.next ?? '(nextseq unreadable)'}`];
+  if (st.below > 0) lines.push(`${st.below} packet(s) numbered below ${st.next} (acknowledged, or put there by hand: never sent)`);
+  const s = st.state;
+  const to = s?.to ? ` to ${s.to}` : '';
+  if (st.sender === 'running') lines.push(`sender: running (pid ${s?.pid}), sending${to}; its state written at ${when(s!.updatedAt)}`);
+  else if (st.sender === 'locked') lines.push('sender: none, but its nextseq.lock is held by another program (queue-process?)');
+  else
+    lines.push(
+      s
+        ? `sender: not running; the last (pid ${s.pid}, sending${to}) was last heard of at ${when(s.updatedAt)}`
+        : 'sender: not running, and none ever ran here',
+    );
+  if (!s) return lines;
+  if (s.stopped) lines.push(`stopped at ${when(s.stopped.at)}: ${s.stopped.error}`);
+  if (s.failing) lines.push(`failing since ${when(s.failing.since)} (${s.failing.attempts} attempt(s)): ${s.failing.error}`);
+  if (s.blocked) lines.push(`blocked: ${s.blocked}`);
+  const dup = s.duplicates > 0 ? ` (${s.duplicates} already there)` : '';
+  if (s.lastSent && s.lastSentAt !== undefined)
+    lines.push(`last sent: packet ${s.lastSent.seq} (${s.lastSent.id}) at ${when(s.lastSentAt)}; ${s.sent} sent by that run${dup}`);
+  return lines;
 }

@@ -241,7 +241,8 @@ export const COMMANDS = [
   { name: 'queue-receive', usage: 'queue-receive -q DIR', describe: RECEIVE_DESCRIBE, options: [queuedir], positionals: [], params: false },
   {
     name: 'queue-send',
-    usage: 'queue-send -q OUTBOX --to ssh:HOST:QUEUE|nncp:NODE:HANDLE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json]',
+    usage:
+      'queue-send -q OUTBOX --to ssh:HOST:QUEUE|nncp:NODE:HANDLE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json] | queue-send -q OUTBOX --status [--json]',
     describe:
       'Extension: send the packets of a local queue (an outbox) to a queue on another host over ssh (or through NNCP), in order, many at once, each exactly once; retried after an outage',
     options: [
@@ -254,7 +255,6 @@ export const COMMANDS = [
       {
         long: 'to',
         kind: 'string',
-        required: true,
         value: 'DEST',
         what: 'where to send, ssh:HOST:QUEUE or nncp:NODE:HANDLE',
         describe:
@@ -280,7 +280,13 @@ export const COMMANDS = [
         describe: 'With --watch: look for new packets every SECONDS instead of using file system events',
       },
       { long: 'no-progress', kind: 'boolean', describe: 'No status line on stderr (it is shown only when stderr is a terminal)' },
-      { ...json, describe: 'Print a JSON summary on stdout at the end (sent, duplicates, connections, waiting, next, error)' },
+      {
+        long: 'status',
+        kind: 'boolean',
+        describe:
+          'Send nothing: say what waits in the outbox (how many, the lowest and highest numbers), whether a sender runs now, since when it fails and why, and the last packet sent',
+      },
+      { ...json, describe: 'Print a JSON summary on stdout at the end (sent, duplicates, connections, waiting, next, error); with --status, the status' },
     ],
     positionals: [],
     params: false,

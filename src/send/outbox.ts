@@ -27,6 +27,7 @@ import { JobsWatcher } from '../queue/watch.js';
 import type { SeqFile } from '../sys/seqfile.js';
 import type { OutgoingPacket } from './delivery.js';
 import { packetId } from './frames.js';
+import type { SenderProgress } from './sender-state.js';
 
 /** Acknowledged packets taken off the outbox together (one nextseq write). */
 export const ACK_GROUP = 64;
@@ -61,6 +62,8 @@ export class OutboxDrain {
   sent = 0;
   duplicates = 0;
   lastSentAt?: number;
+  /** The last packet acknowledged. */
+  lastSent?: OutgoingPacket;
 
   constructor(
     dir: string,
@@ -72,6 +75,12 @@ export class OutboxDrain {
   /** Packets in the outbox, as last seen. */
   get waiting(): number {
     return this.entries.size;
+  }
+
+  /** The counters as a sender's state file says them (sender-state.ts). */
+  get progress(): Pick<SenderProgress, 'sent' | 'duplicates' | 'lastSentAt' | 'lastSent'> {
+    const p = this.lastSent;
+    return { sent: this.sent, duplicates: this.duplicates, lastSentAt: this.lastSentAt, lastSent: p && { seq: p.seq.toString(), id: p.id } };
   }
 
   /** Take the outbox: its nextseq is held under `consumer`'s lock until release(). */
@@ -148,6 +157,7 @@ export class OutboxDrain {
     this.sent++;
     if (duplicate) this.duplicates++;
     this.lastSentAt = Date.now();
+    this.lastSent = p;
     if (this.acked.length >= ACK_GROUP) this.flush();
   }
 

@@ -18,6 +18,10 @@
  * remote fspl given to check seals can't (the reference there, say), and the remote queue has
  * received numbers beyond every packet this outbox holds (another sender, or a numbering reset:
  * sending would have them dropped as already received).
+ *
+ * The sender says how it goes in OUTBOX/sender.json (sender-state.ts, as the nets' senders do):
+ * where it sends, its pid, what it sent, since when it fails and why, what stopped or blocks it.
+ * `fspl queue-send --status` reads it (queue-send-status.ts).
  */
 import { LockedError, SendError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
@@ -27,6 +31,7 @@ import { type Destination, describeDestination } from './destination.js';
 import { nncpDelivery } from './nncp-send.js';
 import { BATCH_PACKETS, backoffMs, inLastGroup, OutboxDrain } from './outbox.js';
 import { describeVerifierProblem, type VerifierProblem } from './receive-script.js';
+import { type SenderState, writeSenderState } from './sender-state.js';
 import { sshDelivery } from './ssh-send.js';
 
 export interface QueueSendOptions {
@@ -75,6 +80,9 @@ export interface QueueSendSummary {
   stopped?: string;
 }
 
+/** queue-send's state file (OUTBOX/sender.json): where it sends (`ssh:HOST:QUEUE`, `nncp:NODE:HANDLE`), and how it goes. */
+export type QueueSendState = SenderState<{ to: string }>;
+
 const RETRY = { min: 500, max: 10_000 };
 
 /** Send an outbox's packets to a remote queue: one pass, or with `watch` until stopped. */
@@ -89,6 +97,7 @@ class QueueSender {
   private readonly drain: OutboxDrain;
   private readonly summary: QueueSendSummary;
   private readonly delivery: Delivery;
+  private readonly state: QueueSendState;
 
   constructor(private readonly opts: QueueSendOptions) {
     this.log = opts.logger ?? silentLogger;
@@ -101,6 +110,23 @@ class QueueSender {
         ? nncpDelivery({ node: to.node, handle: to.handle })
         : sshDelivery([...(opts.ssh ?? ['ssh']), to.host], to.dir, { fspl: opts.remoteFspl, host: to.host });
     this.summary = { to: this.to, sent: 0, duplicates: 0, connections: 0, waiting: 0, next: 1n };
+    this.state = { to: this.to, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
+  }
+
+  /** The state file rewritten: the drain's counters, and the summary's failure, stop and block. */
+  private save(): void {
+    const s = this.summary;
+    Object.assign(this.state, this.drain.progress, { blocked: s.blocked });
+    if (s.error === undefined || s.stopped !== undefined) this.state.failing = undefined;
+    if (s.stopped !== undefined) this.state.stopped ??= { at: Date.now(), error: s.stopped };
+    writeSenderState(this.opts.outbox, this.state, this.log);
+  }
+
+  /** A failed connection, for the state file: since when they fail, and how often in a row. */
+  private failing(error: string, attempts: number): void {
+    this.summary.error = error;
+    this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error };
+    this.save();
   }
 
   async run(): Promise<QueueSendSummary> {
@@ -115,6 +141,7 @@ class QueueSender {
     }
     if (this.opts.watch) this.drain.watch(this.signal, this.opts.watch.pollInterval);
     this.signal.addEventListener('abort', this.drain.poke, { once: true });
+    this.save(); // its pid, while it holds the lock: `--status` says it runs
     try {
       await this.loop();
       this.summary.next = this.drain.next;
@@ -122,6 +149,7 @@ class QueueSender {
       return this.summary;
     } finally {
       this.signal.removeEventListener('abort', this.drain.poke);
+      this.save();
       this.drain.release();
     }
   }
@@ -131,7 +159,10 @@ class QueueSender {
     let attempts = 0;
     while (!this.signal.aborted) {
       const due = await this.due();
-      this.summary.blocked = due.blocked;
+      if (this.summary.blocked !== due.blocked) {
+        this.summary.blocked = due.blocked;
+        this.save();
+      }
       if (due.packets.length === 0) {
         this.opts.onEvent?.({ type: 'idle', waiting: this.drain.waiting, blocked: due.blocked });
         if (!this.opts.watch) return;
@@ -149,7 +180,7 @@ class QueueSender {
       // A connection that got some packets through is tried again at once: the link works.
       attempts = r.acked > 0 ? 1 : attempts + 1;
       if (!this.opts.watch && r.acked === 0) {
-        this.summary.error = r.error;
+        this.failing(r.error, attempts);
         this.opts.onEvent?.({ type: 'failing', error: r.error, attempts, waiting: this.drain.waiting });
         this.log.warn('send', `Cannot deliver to ${this.to} (${r.error}); ${this.drain.waiting} packet(s) wait in ${this.opts.outbox}`);
         return;
@@ -174,6 +205,7 @@ class QueueSender {
     this.summary.duplicates = this.drain.duplicates;
     if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.kind === 'ssh' ? this.opts.to.host : this.to);
     else if (ahead !== undefined) this.summary.stopped = ahead;
+    this.save();
     if (this.summary.stopped)
       this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.drain.waiting} packet(s) stay in ${this.opts.outbox}`);
     const sent = this.summary.sent - before;
@@ -190,6 +222,7 @@ class QueueSender {
 
   private reachable(): void {
     this.summary.error = undefined;
+    this.save();
     this.log.info('send', `${this.to} is reachable again`);
     this.opts.onEvent?.({ type: 'reachable', waiting: this.drain.waiting });
   }
@@ -198,7 +231,7 @@ class QueueSender {
   private async backOff(error: string, attempts: number): Promise<void> {
     const { min, max } = this.opts.retryMs ?? RETRY;
     const ms = backoffMs(attempts, min, max);
-    this.summary.error = error;
+    this.failing(error, attempts);
     this.opts.onEvent?.({ type: 'failing', error, attempts, retryInMs: ms, waiting: this.drain.waiting });
     if (attempts === 1 || attempts % 10 === 0) this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${this.drain.waiting} packet(s) wait, retrying`);
     // New packets don't cut the wait short; stopping does.

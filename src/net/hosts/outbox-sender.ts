@@ -15,41 +15,30 @@ import { waitUnlessAborted } from '../../base/timer.js';
 import type { Delivery, OutgoingPacket, SendResult } from '../../send/delivery.js';
 import { BATCH_PACKETS, backoffMs, OutboxDrain } from '../../send/outbox.js';
 import type { VerifierProblem } from '../../send/receive-script.js';
+import { readSenderState as readState, type SenderState as StateOf, senderStatePath, writeSenderState } from '../../send/sender-state.js';
 import { mkdirDurable } from '../../sys/durable.js';
 import { parseSeqfileText } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
 import { deliveryTo, describeWay } from './way.js';
 
-/** What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json). */
-export interface SenderState {
+/** Where a net's outbox sends, as its state file says it. */
+export interface OutboxDestination {
   host: string;
   remoteDir: string;
-  pid: number;
-  updatedAt: number;
-  /** Tokens sent (acknowledged) by this run. */
-  sent: number;
-  duplicates: number;
-  lastSentAt?: number;
-  /** Set while deliveries fail. */
-  failing?: { since: number; attempts: number; error: string };
-  /**
-   * Set when this sender gave up until the run is restarted: the host's `fspl:` can't check seals
-   * (VerifierProblem). The tokens stay in the outbox.
-   */
-  stopped?: { at: number; error: string };
 }
 
-export function senderStatePath(outbox: string): string {
-  return path.join(outbox, 'sender.json');
-}
+/**
+ * What `status` shows about an outbox's sender (STATE/outbox/PLACE/sender.json, the core's
+ * sender-state.ts, which `fspl queue-send` writes too). `stopped`: this sender gave up until the
+ * run is restarted, the host's `fspl:` can't check seals (VerifierProblem); the tokens stay.
+ */
+export type SenderState = StateOf<OutboxDestination>;
+
+export { senderStatePath };
 
 export function readSenderState(outbox: string): SenderState | undefined {
-  try {
-    return JSON.parse(fs.readFileSync(senderStatePath(outbox), 'utf8')) as SenderState;
-  } catch {
-    return undefined;
-  }
+  return readState<OutboxDestination>(outbox);
 }
 
 /** The number the outbox gives next (its sendseq): the remote place's numbering. */
@@ -149,16 +138,8 @@ export class OutboxSender {
   }
 
   private saveState(): void {
-    this.state.updatedAt = Date.now();
-    const file = senderStatePath(this.opts.outbox);
-    try {
-      // Not fsynced, on purpose: counters and the last failure, for `net status`; a power cut may
-      // roll them back, and the next send rewrites them. No token depends on them.
-      fs.writeFileSync(`${file}.tmp`, JSON.stringify(this.state));
-      fs.renameSync(`${file}.tmp`, file);
-    } catch (err) {
-      this.log.debug('net', () => `Cannot write ${file}: ${(err as Error).message}`);
-    }
+    // Not fsynced, on purpose (sender-state.ts): counters and the last failure, for `net status`.
+    writeSenderState(this.opts.outbox, this.state, this.log);
   }
 
   /**
@@ -261,9 +242,7 @@ export class OutboxSender {
       if (!isIoFault(err)) throw err;
       return { acked: 0, duplicates: 0, error: `this host's disk: ${describeSystemError(err)}`, ownDisk: true };
     } finally {
-      this.state.sent = this.drain.sent;
-      this.state.duplicates = this.drain.duplicates;
-      if (this.drain.lastSentAt !== undefined) this.state.lastSentAt = this.drain.lastSentAt;
+      Object.assign(this.state, this.drain.progress);
     }
   }
 
