@@ -6,8 +6,10 @@
  * returns undefined, and the caller hands the command line to yargs, which then gives the help
  * text or the usage error. Values are not validated here: the handlers do that.
  */
+
+import { scanGlobals } from './globals.js';
 import type { ArgValue, CommandSpec, Invocation, OptionSpec } from './grammar.js';
-import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL, scanGlobals } from './spec.js';
+import { COMMAND_BY_NAME, DEFAULT_LOG_LEVEL } from './spec.js';
 
 export function fastParse(argv: string[], commands: ReadonlyMap<string, CommandSpec> = COMMAND_BY_NAME): Invocation | undefined {
   const g = scanGlobals(argv);

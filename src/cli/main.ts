@@ -4,10 +4,10 @@
  * `Error: ...` line on stderr.
  */
 import { fastParse } from './fastparse.js';
+import { scanGlobals } from './globals.js';
 import type { Invocation } from './grammar.js';
 import { reportError, writeOut } from './output.js';
 import type { ParseResult } from './parser.js';
-import { scanGlobals } from './spec.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
 

@@ -7,9 +7,9 @@
  * argument, blaming the valid options after it. Each check returns the first problem, or undefined.
  */
 import { closest } from '../base/suggest.js';
+import type { Globals } from './globals.js';
 import type { CommandSpec, OptionSpec } from './grammar.js';
 import { UsageError } from './output.js';
-import type { Globals } from './spec.js';
 
 /** How a grammar reads its command lines. */
 export interface Reading {
