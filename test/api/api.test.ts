@@ -386,6 +386,7 @@ describe('the entry points', () => {
     'parseNetText',
     'preparePacket',
     'processQueues',
+    'queueSendStatus',
     'queueStatus',
     'readPacket',
     'SendError',
