@@ -242,7 +242,7 @@ export const COMMANDS = [
   {
     name: 'queue-send',
     usage:
-      'queue-send -q OUTBOX --to ssh:HOST:QUEUE|nncp:NODE:HANDLE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json] | queue-send -q OUTBOX --status [--json]',
+      'queue-send -q OUTBOX --to ssh:HOST:QUEUE|nncp:NODE:HANDLE [--ssh COMMAND] [--remote-fspl PATH] [--watch [--poll-interval SECONDS]] [--json] | fspl queue-send -q OUTBOX --status [--json]',
     describe:
       'Extension: send the packets of a local queue (an outbox) to a queue on another host over ssh (or through NNCP), in order, many at once, each exactly once; retried after an outage',
     options: [
