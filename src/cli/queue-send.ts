@@ -105,7 +105,7 @@ async function showStatus(inv: Invocation<FsplArgs<'queue-send'>>): Promise<numb
   if (flag(inv, 'watch')) throw new UsageError('--status takes no --watch (it sends nothing)');
   const st = await queueSendStatus(required(inv, 'queuedir'));
   if (flag(inv, 'json')) writeOut(`${JSON.stringify(st, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
-  else writeOut(statusLines(st).join('\n') + '\n');
+  else writeOut(`${statusLines(st).join('\n')}\n`);
   return 0;
 }
 
