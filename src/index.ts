@@ -28,6 +28,7 @@ export {
   NotFoundError,
   PayloadSealError,
   QueueError,
+  ReceiveError,
   SendError,
   SeqOverflowError,
   ShortReadError,

@@ -98,7 +98,13 @@ export type { DecodedOpenJob, Executor, JobDetails, JobEntry, OpenJob, PlainOpen
 export { listQueueDirs, type QueueDirEntry, queueDirKind } from './queue/queue-dirs.js';
 export { JobsWatcher, type WatchOptions } from './queue/watch.js';
 export { type DirWatchOptions, DirWatchSet, type DirWatchSetOptions } from './queue/watch-set.js';
-export { describeDestination } from './send/destination.js';
+export type { Delivery, DeliveryHooks } from './send/delivery.js';
+export { describeDestination, type NncpDestination } from './send/destination.js';
+export { type NncpWay, nncpDelivery } from './send/nncp-send.js';
+export { deliveryFor } from './send/queue-send.js';
+export { type ReceiveOptions, type ReceiveSummary, receivePackets } from './send/receive.js';
+export { ReceivedLedger } from './send/received.js';
+export { sshDelivery } from './send/ssh-send.js';
 export type { OtherFile, TempFile, UndecodableFile } from './status/files.js';
 export { formatRanges, type SeqRange, toRanges } from './status/ranges.js';
 export type { LockInfo, NextSeqInfo, QueueState, QueueStatusOptions, StatusJob, StatusProblem } from './status/report.js';

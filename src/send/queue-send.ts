@@ -37,7 +37,10 @@ import { sshDelivery } from './ssh-send.js';
 export interface QueueSendOptions {
   /** The outbox: a local queue directory (`fspl queue-init`). */
   outbox: string;
+  /** Where the packets go (named in messages and the state file). */
   to: Destination;
+  /** How they go (default: deliveryFor(to), ssh or NNCP); a program may bring its own. */
+  delivery?: Delivery;
   /** The ssh command and its options, before the destination (default `['ssh']`). */
   ssh?: string[];
   /** fspl on the remote host (ours): when given, each packet's seal is checked there too. */
@@ -85,6 +88,13 @@ export type QueueSendState = SenderState<{ to: string }>;
 
 const RETRY = { min: 500, max: 10_000 };
 
+/** The way to `to`: ssh (with `ssh` and `remoteFspl`) or NNCP. */
+export function deliveryFor(opts: Pick<QueueSendOptions, 'to' | 'ssh' | 'remoteFspl'>): Delivery {
+  const to = opts.to;
+  if (to.kind === 'nncp') return nncpDelivery({ node: to.node, handle: to.handle });
+  return sshDelivery([...(opts.ssh ?? ['ssh']), to.host], to.dir, { fspl: opts.remoteFspl, host: to.host });
+}
+
 /** Send an outbox's packets to a remote queue: one pass, or with `watch` until stopped. */
 export async function sendQueue(opts: QueueSendOptions): Promise<QueueSendSummary> {
   return new QueueSender(opts).run();
@@ -104,11 +114,7 @@ class QueueSender {
     this.drain = new OutboxDrain(opts.outbox, this.log);
     this.to = describeDestination(opts.to);
     this.signal = opts.signal ?? new AbortController().signal;
-    const to = opts.to;
-    this.delivery =
-      to.kind === 'nncp'
-        ? nncpDelivery({ node: to.node, handle: to.handle })
-        : sshDelivery([...(opts.ssh ?? ['ssh']), to.host], to.dir, { fspl: opts.remoteFspl, host: to.host });
+    this.delivery = opts.delivery ?? deliveryFor(opts);
     this.summary = { to: this.to, sent: 0, duplicates: 0, connections: 0, waiting: 0, next: 1n };
     this.state = { to: this.to, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
   }

@@ -391,6 +391,7 @@ describe('the entry points', () => {
     'readPacket',
     'SendError',
     'DestinationError',
+    'ReceiveError',
     'sendQueue',
     'parseDestination',
   ];
