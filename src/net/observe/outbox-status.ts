@@ -7,11 +7,10 @@
  *   it: such a place is not a source, though nothing here writes it.
  */
 
-import fs from 'node:fs';
 import path from 'node:path';
 import { nncpSpool, type SpoolCount } from '../../send/nncp-send.js';
 import { ReceivedLedger } from '../../send/received.js';
-import { parseSeqfileText } from '../../sys/seqfile.js';
+import { SeqFile } from '../../sys/seqfile.js';
 import { readSenderState } from '../hosts/outbox-sender.js';
 import { hostConfig, hostOf, hostView, type RemotePlace, remotePlaces } from '../model/hosts.js';
 import { type NetModel, type PlaceSpec, writersOf } from '../model/model.js';
@@ -98,17 +97,8 @@ function outboxStatus(view: NetModel, name: string, r: RemotePlace, tokens: numb
   const sender = readSenderState(dir);
   const config = hostConfig(net, r.host);
   if (config.kind === 'ssh') return { host: r.host, remoteDir: r.dir, via: 'ssh', waiting: tokens, sender };
-  const next = readNextseq(dir);
+  const next = SeqFile.peek(path.join(dir, 'nextseq')) ?? 1n; // the first number not yet handed on
   return { host: r.host, remoteDir: r.dir, via: 'nncp', waiting: tokens, sender, nncp: { node: config.nncp.node, handedThrough: next > 0n ? next - 1n : 0n } };
-}
-
-/** The outbox's nextseq: the first number not yet handed on (1 when it has none). */
-function readNextseq(dir: string): bigint {
-  try {
-    return parseSeqfileText(fs.readFileSync(path.join(dir, 'nextseq'), 'utf8')) ?? 1n;
-  } catch {
-    return 1n;
-  }
 }
 
 /**
