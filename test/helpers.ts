@@ -59,3 +59,24 @@ export function typecheck(project: string): string {
     return String((err as { stdout?: string }).stdout ?? err);
   }
 }
+
+/**
+ * Fill the file system holding `file` until not one more byte fits (writing `file`, appended
+ * to), then give back `leave` bytes.
+ */
+export function fillUp(file: string, leave = 0): void {
+  const fd = fs.openSync(file, 'a');
+  const chunk = Buffer.alloc(64 * 1024, 0xee);
+  try {
+    for (let size = chunk.length; size >= 1; size >>= 1) {
+      try {
+        for (;;) fs.writeSync(fd, chunk, 0, size);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+      }
+    }
+    if (leave > 0) fs.ftruncateSync(fd, Math.max(0, fs.fstatSync(fd).size - leave));
+  } finally {
+    fs.closeSync(fd);
+  }
+}

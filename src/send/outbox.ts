@@ -83,6 +83,12 @@ export class OutboxDrain {
     return { sent: this.sent, duplicates: this.duplicates, lastSentAt: this.lastSentAt, lastSent: p && { seq: p.seq.toString(), id: p.id } };
   }
 
+  /** Look at the outbox again (only new files are read) and count every packet in it. */
+  async recount(): Promise<number> {
+    this.entries = await this.queue.rescan(this.entries);
+    return this.entries.size;
+  }
+
   /** Take the outbox: its nextseq is held under `consumer`'s lock until release(). */
   hold(consumer: SeqFile): void {
     this.consumer = consumer;

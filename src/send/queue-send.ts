@@ -151,7 +151,7 @@ class QueueSender {
     try {
       await this.loop();
       this.summary.next = this.drain.next;
-      this.summary.waiting = (await queue.rescan(new Map())).size;
+      this.summary.waiting = await this.drain.recount();
       return this.summary;
     } finally {
       this.signal.removeEventListener('abort', this.drain.poke);

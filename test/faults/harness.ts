@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cleanupOnExit } from '../harness/proc.js';
+import { fillUp } from '../helpers.js';
 import { type MountOptions, mountPowercut, type PcfsCounters, type PowercutFs, powercutMissing } from '../powercut/harness.js';
 
 export { killWorkloads, spawnWorkload, type Workload, type WorkloadExit } from '../powercut/harness.js';
@@ -139,7 +140,6 @@ export interface SmallTmpfs {
   unmount(): void;
 }
 
-const KiB = 1024;
 export const FILLER = '.filler';
 
 /**
@@ -165,20 +165,7 @@ export function mountTmpfs(size: string, opts: { inodes?: number } = {}): SmallT
   return {
     root,
     fill(leave = 0) {
-      const fd = fs.openSync(path.join(root, FILLER), 'a');
-      const chunk = Buffer.alloc(64 * KiB, 0xee);
-      try {
-        for (let size = chunk.length; size >= 1; size >>= 1) {
-          try {
-            for (;;) fs.writeSync(fd, chunk, 0, size);
-          } catch (err) {
-            if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-          }
-        }
-        if (leave > 0) fs.ftruncateSync(fd, Math.max(0, fs.fstatSync(fd).size - leave));
-      } finally {
-        fs.closeSync(fd);
-      }
+      fillUp(path.join(root, FILLER), leave);
     },
     free() {
       fs.rmSync(path.join(root, FILLER), { force: true });

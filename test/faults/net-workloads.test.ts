@@ -19,7 +19,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
-import { callsBetween, faultedRun, newTally, randomFault, type Tally } from './random-faults.js';
+import { callsBetween, deliveryCount, faultedRun, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 3);
 const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
@@ -43,17 +43,9 @@ const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
 /** What a net's places hold after a drain, against the keys put: counted into the tally. */
 async function judge(t: Tally, placesDir: string, inner: string[], sink: string, keys: number, label: string): Promise<void> {
   const got = await packets(path.join(placesDir, sink));
-  const count = new Map<string, number>();
-  const seqs = new Map<bigint, number>();
-  for (const p of got) {
-    seqs.set(p.seq, (seqs.get(p.seq) ?? 0) + 1);
-    if (p.key !== undefined) count.set(p.key, (count.get(p.key) ?? 0) + 1);
-  }
-  const lost = Array.from({ length: keys }, (_, i) => `k${i}`).filter((k) => !count.has(k));
-  const doubled = [...count].filter(([, n]) => n > 1).map(([k]) => k);
-  const end = seqOf(path.join(placesDir, sink, 'sendseq'));
-  let stranded = 0;
-  for (let s = 1n; s < end; s++) if (seqs.get(s) !== 1) stranded++;
+  const counted = deliveryCount(got, keys, seqOf(path.join(placesDir, sink, 'sendseq')));
+  const { lost, doubled } = counted;
+  let stranded = counted.stranded;
   // An inner place read in sequence order: its reader's nextseq has reached its writers' sendseq
   // (a place read in arrival order, an and-merge's inputs, keeps no nextseq: a gap there strands
   // nothing, and what is left shows in `left`).

@@ -23,7 +23,7 @@ import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, rng } from '../helpers.js';
 import { tokens } from '../net/fault-check.js';
 import { type FaultyFs, faultsMissing, mountFaulty, spawnWorkload } from './harness.js';
-import { callsBetween, faultedRun, newTally, randomFault, type Tally } from './random-faults.js';
+import { callsBetween, deliveryCount, faultedRun, newTally, randomFault, type Tally } from './random-faults.js';
 
 const RUNS = Number(process.env.FSPL_FAULT_RUNS ?? 2);
 const SEED = Number(process.env.FSPL_FAULT_SEED ?? Date.now() % 100000);
@@ -41,18 +41,10 @@ async function judge(t: Tally, dir: string, keys: number, label: string): Promis
   const place = path.join(dir, 'places/mid');
   const outbox = path.join(dir, 'net.state/a/outbox/mid');
   const got = await tokens(place);
-  const count = new Map<string, number>();
-  const seqs = new Map<bigint, number>();
-  for (const p of got) {
-    seqs.set(p.seq, (seqs.get(p.seq) ?? 0) + 1);
-    if (p.key !== undefined) count.set(p.key, (count.get(p.key) ?? 0) + 1);
-  }
-  const lost = Array.from({ length: keys }, (_, i) => `k${i}`).filter((k) => !count.has(k));
-  const doubled = [...count].filter(([, n]) => n > 1).map(([k]) => k);
   // The outbox numbers the place: every number it gave is on b once (a token or a NOP).
-  const end = seqOf(path.join(outbox, 'sendseq'));
-  let stranded = 0;
-  for (let s = 1n; s < end; s++) if (seqs.get(s) !== 1) stranded++;
+  const counted = deliveryCount(got, keys, seqOf(path.join(outbox, 'sendseq')));
+  const { lost, doubled } = counted;
+  let stranded = counted.stranded;
   const src = path.join(dir, 'places/src');
   stranded += Number(seqOf(path.join(src, 'sendseq')) - seqOf(path.join(src, 'nextseq')));
   const left = [

@@ -15,17 +15,21 @@ import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { processQueues } from '../../src/process/process-many.js';
 import { Queue } from '../../src/queue/queue.js';
 import { describeIfPresent } from '../gate.js';
-import { envFor, fspl, fsplBin, isJobName, isTempName, lines, packet, type RunResult, readLog, recorder, tempDir } from '../reliability/common.js';
+import {
+  envFor,
+  expectOneErrorLine,
+  fspl,
+  fsplBin,
+  isJobName,
+  isTempName,
+  lines,
+  packet,
+  type RunResult,
+  readLog,
+  recorder,
+  tempDir,
+} from '../reliability/common.js';
 import { type FaultRule, type FaultyFs, faultsMissing, mountFaulty } from './harness.js';
-
-/** Exit 1 and exactly one `Error: ` line (fspl's own log lines of a failed command aside). */
-function expectOneErrorLine(r: RunResult, pattern: RegExp, what: string): void {
-  expect(r.code, `${what}: ${r.stderr}`).toBe(1);
-  expect(
-    lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)),
-    what,
-  ).toEqual([expect.stringMatching(pattern)]);
-}
 
 const jobsIn = (q: string) => fs.readdirSync(path.join(q, 'jobs')).filter(isJobName);
 const tempsIn = (q: string) => fs.readdirSync(path.join(q, 'jobs')).filter(isTempName).concat(fs.readdirSync(q).filter(isTempName));

@@ -63,3 +63,25 @@ export async function faultedRun(ffs: FaultyFs, t: Tally, random: () => number, 
   if (r.code !== 0) t.manualSteps++;
   return r;
 }
+
+/**
+ * A sink's tokens against what was put and numbered: the keys k0..k(keys-1) missing or there more
+ * than once, and the numbers 1..end-1 (its writers' sendseq) not held by exactly one token.
+ */
+export function deliveryCount(
+  got: ReadonlyArray<{ seq: bigint; key?: string }>,
+  keys: number,
+  end: bigint,
+): { lost: string[]; doubled: string[]; stranded: number } {
+  const count = new Map<string, number>();
+  const seqs = new Map<bigint, number>();
+  for (const p of got) {
+    seqs.set(p.seq, (seqs.get(p.seq) ?? 0) + 1);
+    if (p.key !== undefined) count.set(p.key, (count.get(p.key) ?? 0) + 1);
+  }
+  const lost = Array.from({ length: keys }, (_, i) => `k${i}`).filter((k) => !count.has(k));
+  const doubled = [...count].filter(([, n]) => n > 1).map(([k]) => k);
+  let stranded = 0;
+  for (let s = 1n; s < end; s++) if (seqs.get(s) !== 1) stranded++;
+  return { lost, doubled, stranded };
+}

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 import { encodeHeader } from '../../src/packet/codec.js';
 import type { CommandType, PacketHeader } from '../../src/packet/types.js';
 import { copyBuild } from '../build-copy.js';
@@ -295,6 +295,15 @@ export function groupAlive(pgid: number): boolean {
 /** The lines of a stderr that are not empty. */
 export function lines(text: string): string[] {
   return text.split('\n').filter((l) => l !== '');
+}
+
+/** Exit 1 and exactly one `Error: ` line (besides fspl's own log lines, such as the failed command's). */
+export function expectOneErrorLine(r: RunResult, pattern: RegExp, what: string): void {
+  expect(r.code, `${what}: ${r.stderr}`).toBe(1);
+  expect(
+    lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)),
+    what,
+  ).toEqual([expect.stringMatching(pattern)]);
 }
 
 /** Wait until fn() holds, polling; throws after timeoutMs. */

@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { describeNeeding, fspl, HAVE_REF, isJobName, lines, packet, type RunResult, readLog, record, recorder, tempDir } from './common.js';
+import { fillUp } from '../helpers.js';
+import { describeNeeding, expectOneErrorLine, fspl, HAVE_REF, isJobName, packet, readLog, record, recorder, tempDir } from './common.js';
 
 const KiB = 1024;
 
@@ -30,30 +31,7 @@ function tree(dir: string, rel = ''): string[] {
 const temps = (dir: string) => tree(dir).filter((f) => /(^|\/)tmp-fspl-.*\.tmp$|\.temp$/.test(f));
 
 /** Fill the file system until not one more byte fits. */
-function fill(dir: string): void {
-  const fd = fs.openSync(path.join(dir, 'filler'), 'w');
-  const chunk = Buffer.alloc(64 * KiB, 0xee);
-  try {
-    for (let size = chunk.length; size >= 1; size >>= 1) {
-      try {
-        for (;;) fs.writeSync(fd, chunk, 0, size);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/** Exit 1 and one `Error: ` line (besides fspl's own log lines, such as the failed command's). */
-function expectOneErrorLine(r: RunResult, pattern: RegExp, what: string): void {
-  expect(r.code, `${what}: ${r.stderr}`).toBe(1);
-  expect(
-    lines(r.stderr).filter((l) => !/^ *(ERROR|WARN) fspl::/.test(l)),
-    what,
-  ).toEqual([expect.stringMatching(pattern)]);
-}
+const fill = (dir: string) => fillUp(path.join(dir, 'filler'));
 
 const figures: Record<string, unknown> = {};
 
