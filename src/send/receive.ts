@@ -200,8 +200,8 @@ function finishParts(jobs: string, ledger: ReceivedLedger): number {
     if (seq !== undefined && ledger.has(seq)) {
       fs.renameSync(temp, path.join(jobs, `fspl-${id}.fspl`));
       renamed++;
-    } else unlinkQuietly(temp);
+    } else unlinkQuietly(temp); // not fsynced: a part a cut brings back is removed again next time
   }
-  if (renamed > 0) fsyncDir(jobs);
+  if (renamed > 0) fsyncDir(jobs); // the finished parts' job names, before any new packet is taken
   return renamed;
 }

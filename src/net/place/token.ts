@@ -101,11 +101,6 @@ export function rememberHeader(t: Token, header: PacketHeader): void {
   if (t instanceof IndexedToken) t.keepHeader(header);
 }
 
-/** Whether a token is a NOP (known without its header for indexed tokens). */
-export function isNop(t: Token): boolean {
-  return t instanceof IndexedToken ? t.nop : t.header.cmd.kind === 'NOP';
-}
-
 /** A sequence number as a string that sorts as the number does (a u64 has at most 20 digits). */
 export function orderKey(seq: bigint): string {
   return seq.toString().padStart(20, '0');

@@ -135,6 +135,7 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   try {
     if ((t.fn || t.run) && req.runAs) {
       // Its command creates files as another user: a directory of theirs (a move writes nothing).
+      // Not fsynced: staging is scratch, emptied at every open of the run (staging.ts).
       fs.mkdirSync(req.dir, { recursive: true });
       giveDir(req.dir, req.runAs);
     }
