@@ -52,3 +52,8 @@ export function waitUnlessAborted(ms: number, signal: AbortSignal | undefined): 
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/** The wait before try `attempt` (from 1) of something that failed: `min` ms, doubling, at most `max`. */
+export function backoffMs(attempt: number, min: number, max: number): number {
+  return Math.min(max, min * 2 ** Math.min(Math.max(0, attempt - 1), 20));
+}

@@ -4,6 +4,7 @@
  */
 import { describeSystemError, LockedError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
+import { backoffMs } from '../base/timer.js';
 import { Queue } from '../queue/queue.js';
 import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
 import { type Candidate, type Parent, QueueParents } from '../queue/queues-in.js';
@@ -343,7 +344,7 @@ export class ManyQueues {
 
   /** Watching, after a disk error: look at the queue again in a while (DISK_RETRY_MS, doubling). */
   private lookLater(m: Member): void {
-    const delay = Math.min(DISK_RETRY_MAX_MS, DISK_RETRY_MS * 2 ** Math.min(m.diskFailures++, 16));
+    const delay = backoffMs(++m.diskFailures, DISK_RETRY_MS, DISK_RETRY_MAX_MS);
     const timer = setTimeout(() => {
       this.retries.delete(timer);
       if (m.state === 'stopped') this.changed(m);

@@ -203,8 +203,3 @@ export class OutboxDrain {
 export function inLastGroup(seq: bigint, next: bigint): boolean {
   return seq < next && next - seq <= BigInt(ACK_GROUP);
 }
-
-/** The wait before delivery attempt `attempts + 1`: from `min` ms, doubling, up to `max`. */
-export function backoffMs(attempts: number, min: number, max: number): number {
-  return Math.min(max, min * 2 ** Math.min(attempts - 1, 20));
-}

@@ -25,11 +25,11 @@
  */
 import { LockedError, SendError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
-import { waitUnlessAborted } from '../base/timer.js';
+import { backoffMs, waitUnlessAborted } from '../base/timer.js';
 import type { Delivery, OutgoingPacket, SendResult } from './delivery.js';
 import { type Destination, describeDestination } from './destination.js';
 import { nncpDelivery } from './nncp-send.js';
-import { BATCH_PACKETS, backoffMs, inLastGroup, OutboxDrain } from './outbox.js';
+import { BATCH_PACKETS, inLastGroup, OutboxDrain } from './outbox.js';
 import { describeVerifierProblem, type VerifierProblem } from './receive-script.js';
 import { type SenderState, writeSenderState } from './sender-state.js';
 import { sshDelivery } from './ssh-send.js';

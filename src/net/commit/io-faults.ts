@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describeSystemError } from '../../base/errors.js';
+import { backoffMs as backoff } from '../../base/timer.js';
 
 /** Where a fault outside every place is counted: the net's state directory (journal, staging). */
 export const STATE_PLACE = '(state)';
@@ -101,7 +102,7 @@ export function faultText(err: NodeJS.ErrnoException): string {
 
 /** The wait before the n-th try again (n from 1) after a fault: 200 ms doubling, at most 5 s. */
 export function backoffMs(n: number): number {
-  return Math.min(5000, 200 * 2 ** Math.max(0, Math.min(n - 1, 10)));
+  return backoff(n, 200, 5000);
 }
 
 /**
