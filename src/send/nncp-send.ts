@@ -12,7 +12,7 @@
  */
 
 import fs from 'node:fs';
-import { spawnTalking } from '../sys/exec.js';
+import { runTool } from '../sys/tool.js';
 import type { Delivery, DeliveryHooks, OutgoingPacket, SendResult } from './delivery.js';
 import { writeFrames } from './frames.js';
 
@@ -86,42 +86,20 @@ async function probeNncp(way: NncpWay, signal: AbortSignal | undefined): Promise
  * Run an NNCP tool, feeding its stdin with `feed` (or nothing). Resolves with the reason it
  * failed, in one line, or with no error.
  */
-function run(
+async function run(
   tool: string,
   args: string[],
   signal: AbortSignal | undefined,
   feed?: (stdin: NodeJS.WritableStream & { destroyed: boolean }) => Promise<void>,
 ): Promise<{ error?: string; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawnTalking(tool, args, ['pipe', 'pipe', 'pipe']);
-    let stderr = '';
-    let stdout = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout = (stdout + d.toString()).slice(-65536)));
-    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2048)));
-    child.stdin!.on('error', () => {}); // EPIPE when it fails early: its exit status says why
-    const onAbort = () => child.kill('SIGTERM');
-    signal?.addEventListener('abort', onAbort, { once: true });
-    let spawnError: Error | undefined;
-    child.on('error', (e) => (spawnError = e));
-    child.on('close', (code, sig) => {
-      signal?.removeEventListener('abort', onAbort);
-      const failed = (error: string) => resolve({ stdout, error });
-      if (spawnError)
-        return failed(
-          (spawnError as NodeJS.ErrnoException).code === 'ENOENT'
-            ? `${tool} not found (install NNCP: apt-get install nncp)`
-            : `cannot run ${tool}: ${spawnError.message}`,
-        );
-      if (signal?.aborted) return failed('stopped');
-      if (code === 0) return resolve({ stdout });
-      const said = lastLine(stderr);
-      failed(`${tool} ${sig ? `was killed by ${sig}` : `exited with status ${code}`}${said ? `: ${said}` : ''}`);
-    });
-    void (async () => {
-      if (feed) await feed(child.stdin!);
-      child.stdin!.end();
-    })();
-  });
+  const r = await runTool(tool, args, { signal, feed });
+  const failed = (error: string) => ({ stdout: r.stdout, error });
+  if (r.startError)
+    return failed(r.startError.code === 'ENOENT' ? `${tool} not found (install NNCP: apt-get install nncp)` : `cannot run ${tool}: ${r.startError.message}`);
+  if (signal?.aborted) return failed('stopped');
+  if (r.code === 0) return { stdout: r.stdout };
+  const said = lastLine(r.stderr);
+  return failed(`${tool} ${r.signal ? `was killed by ${r.signal}` : `exited with status ${r.code}`}${said ? `: ${said}` : ''}`);
 }
 
 /** What this node's NNCP spool holds for a node, not yet moved there (nncp-stat). */

@@ -341,8 +341,8 @@ export type ChildStdio = [number | 'pipe' | 'ignore', 'pipe' | 'ignore', 'pipe' 
 /**
  * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder
  * (decoder.ts: stdin a job file, stdout read as it comes), an ssh connection to another host
- * (hosts/ssh-send.ts, hosts/drain.ts). Beside runCommand (jobs), runDetached (firings) and
- * lookupSync, the only way src/ starts a process (test/structure.test.ts holds it so). With
+ * (send/ssh-send.ts), a short tool run to its end (tool.ts). Beside runCommand (jobs), runDetached
+ * (firings) and lookupSync, the only way src/ starts a process (test/structure.test.ts holds it so). With
  * `newSession` it leads a session of its own, out of our process group as a job's command is
  * (the decoder of a job).
  */

@@ -32,7 +32,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { shellQuote } from '../../send/receive-script.js';
-import { spawnTalking } from '../../sys/exec.js';
+import { runTool } from '../../sys/tool.js';
 import { hostConfig, hostOf, hostStateDir, outboxDir, type SshHostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import type { RemoteLeftover } from '../run/leftovers.js';
@@ -211,37 +211,36 @@ export async function look(u: UpstreamHost, signal?: AbortSignal): Promise<{ loo
   const dirs = [...u.places.map((p) => p.dir), ...u.outboxes.map((o) => o.dir)];
   const [cmd, ...args] = u.config.ssh;
   const remote = `sh -c ${shellQuote(LOOK_SCRIPT)} fspl-look ${[u.activity, ...dirs].map(shellQuote).join(' ')}`;
-  return new Promise((resolve) => {
-    const child = spawnTalking(cmd!, [...args, remote], ['ignore', 'pipe', 'pipe'], signal);
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-1024)));
-    child.on('error', (e) => resolve({ error: `cannot run ${cmd}: ${e.message}` }));
-    child.on('close', (code) => {
-      if (code !== 0) return resolve({ error: `${cmd} exited with status ${code}${err.trim() ? `: ${err.trim().split('\n').slice(-1)[0]}` : ''}` });
-      const l: Look = { activity: '', idleCounts: new Map(), alive: false, places: u.places.map(() => 0), outboxes: u.outboxes.map(() => 0) };
-      for (const line of out.split('\n')) {
-        const words = line.trim().split(/\s+/);
-        if (words[0] === 'activity') {
-          l.activity = words.slice(1).join(' ');
-          const state = words[1];
-          if (state === 'busy' || state === 'idle' || state === 'ended') l.state = state;
-          for (const w of words.slice(3)) {
-            const m = /^([A-Za-z][A-Za-z0-9_]*)=(\d+)$/.exec(w);
-            if (m) l.idleCounts.set(m[1]!, Number(m[2]));
-          }
-        } else if (words[0] === 'alive') l.alive = true;
-        else if (words[0] === 'count' && words.length === 3) {
-          const i = Number(words[1]);
-          const n = Number(words[2]);
-          if (i < u.places.length) l.places[i] = n;
-          else if (i - u.places.length < u.outboxes.length) l.outboxes[i - u.places.length] = n;
-        }
+  const r = await runTool(cmd!, [...args, remote], { signal });
+  if (r.startError) return { error: `cannot run ${cmd}: ${r.startError.message}` };
+  if (signal?.aborted) return { error: `cannot run ${cmd}: The operation was aborted` };
+  const err = r.stderr;
+  if (r.code !== 0) return { error: `${cmd} exited with status ${r.code}${err.trim() ? `: ${err.trim().split('\n').slice(-1)[0]}` : ''}` };
+  return { look: parseLook(u, r.stdout) };
+}
+
+/** The look script's output (LOOK_SCRIPT) as a Look of `u`. */
+function parseLook(u: UpstreamHost, out: string): Look {
+  const l: Look = { activity: '', idleCounts: new Map(), alive: false, places: u.places.map(() => 0), outboxes: u.outboxes.map(() => 0) };
+  for (const line of out.split('\n')) {
+    const words = line.trim().split(/\s+/);
+    if (words[0] === 'activity') {
+      l.activity = words.slice(1).join(' ');
+      const state = words[1];
+      if (state === 'busy' || state === 'idle' || state === 'ended') l.state = state;
+      for (const w of words.slice(3)) {
+        const m = /^([A-Za-z][A-Za-z0-9_]*)=(\d+)$/.exec(w);
+        if (m) l.idleCounts.set(m[1]!, Number(m[2]));
       }
-      resolve({ look: l });
-    });
-  });
+    } else if (words[0] === 'alive') l.alive = true;
+    else if (words[0] === 'count' && words.length === 3) {
+      const i = Number(words[1]);
+      const n = Number(words[2]);
+      if (i < u.places.length) l.places[i] = n;
+      else if (i - u.places.length < u.outboxes.length) l.outboxes[i - u.places.length] = n;
+    }
+  }
+  return l;
 }
 
 /** What one upstream host means for this drain. */
