@@ -39,6 +39,11 @@
  *                                                    is 1, fdatasync
  *     code | 0x200 = "missing ok": with "must", an ENOENT does not stop the operations after it
  *     (a rename whose source is gone, an unlink of a file that is not there).
+ *     code | 0x400 = "replace" (WRITE_FILE, WRITE_FILE_FROM): unlink the path first, so that an
+ *     O_EXCL|O_NOFOLLOW open makes a new file whatever was planted there (src/sys/untrusted.ts).
+ *     WRITE_FILE and WRITE_FILE_FROM take three more numbers, uid, gid and mode: when uid >= 0,
+ *     the new file is fchown'd and fchmod'ed to them through its descriptor (never by name).
+ *     WRITE_FILE_FROM's source is opened with O_NOFOLLOW and must be a regular file.
  *
  *   fsBatchSync(ops) -> Int32Array
  *     The same operations and results, run on the calling thread before it returns: for
@@ -64,6 +69,7 @@
 enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7, OP_APPEND = 8, OP_WRITE_FILE_FROM = 9, OP_PWRITE = 10 };
 #define OP_MUST 0x100
 #define OP_MISSING_OK 0x200
+#define OP_REPLACE 0x400
 
 typedef struct {
   int code;
@@ -76,6 +82,10 @@ typedef struct {
   int mode;
   int64_t pos; /* PWRITE */
   int sync;    /* PWRITE: fdatasync after */
+  int replace; /* WRITE_FILE(_FROM): unlink whatever is at the path first (never followed) */
+  int uid;     /* WRITE_FILE(_FROM): fchown to uid, gid and fchmod to fmode after open; -1: not */
+  int gid;
+  int fmode;
   char* data;
   size_t len;
   int32_t result;
@@ -168,8 +178,14 @@ static int32_t batch_write_all_sync(int fd, const batch_op* op) {
  * (another file system on an older kernel, a file system without it), read and write.
  */
 static int32_t batch_copy_from(int out, const char* source) {
-  int in = open(source, O_RDONLY | O_CLOEXEC);
+  int in = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (in < 0) return batch_errno();
+  struct stat st;
+  if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int32_t bad = fstat(in, &st) != 0 ? batch_errno() : -EINVAL; /* a FIFO, a device: not a staged file */
+    close(in);
+    return bad;
+  }
   int32_t r = 0;
   int use_cfr = 1;
   char buf[65536];
@@ -200,9 +216,12 @@ static int32_t batch_copy_from(int out, const char* source) {
 }
 
 static int32_t batch_write_file(const batch_op* op) {
+  if (op->replace && unlink(op->a) != 0 && errno != ENOENT) return batch_errno();
   int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
   if (fd < 0) return batch_errno();
-  int32_t r = batch_write_all(fd, op->data, op->len);
+  int32_t r = 0;
+  if (op->uid >= 0 && (fchown(fd, (uid_t)op->uid, (gid_t)op->gid) != 0 || fchmod(fd, (mode_t)op->fmode) != 0)) r = batch_errno();
+  if (r == 0) r = batch_write_all(fd, op->data, op->len);
   if (r == 0 && op->code == OP_WRITE_FILE_FROM) r = batch_copy_from(fd, op->b);
   if (r == 0 && fsync(fd) != 0) r = batch_errno();
   if (r < 0) {
@@ -310,6 +329,7 @@ static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
   if (!batch_int(env, item, 0, &code)) return 0;
   op->must = (code & OP_MUST) != 0;
   op->missing_ok = (code & OP_MISSING_OK) != 0;
+  op->replace = (code & OP_REPLACE) != 0;
   op->code = code & 0xff;
   switch (op->code) {
     case OP_FSYNC_DIR: {
@@ -328,12 +348,14 @@ static int batch_parse_op(napi_env env, napi_value item, batch_op* op) {
       return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode);
     case OP_WRITE_FILE:
       return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode) &&
-             batch_buffer_at(env, item, 4, op);
+             batch_buffer_at(env, item, 4, op) && batch_int(env, item, 5, &op->uid) && batch_int(env, item, 6, &op->gid) &&
+             batch_int(env, item, 7, &op->fmode);
     case OP_APPEND:
       return batch_int(env, item, 1, &op->fd) && batch_buffer_at(env, item, 2, op);
     case OP_WRITE_FILE_FROM:
       return (op->a = batch_string_at(env, item, 1)) != NULL && batch_int(env, item, 2, &op->flags) && batch_int(env, item, 3, &op->mode) &&
-             batch_buffer_at(env, item, 4, op) && (op->b = batch_string_at(env, item, 5)) != NULL;
+             batch_buffer_at(env, item, 4, op) && (op->b = batch_string_at(env, item, 5)) != NULL && batch_int(env, item, 6, &op->uid) &&
+             batch_int(env, item, 7, &op->gid) && batch_int(env, item, 8, &op->fmode);
     case OP_PWRITE: {
       napi_value v;
       return batch_int(env, item, 1, &op->fd) && napi_get_element(env, item, 2, &v) == napi_ok && napi_get_value_int64(env, v, &op->pos) == napi_ok &&

@@ -412,3 +412,32 @@ test('one spawner: only sys/exec.ts starts processes (node:child_process at run 
   }
   expect(spawners).toEqual([]);
 });
+
+/**
+ * Files are made and opened where others may write only through sys/untrusted.ts
+ * (docs/security.md): no open that truncates or follows a link to make a file ('w', 'a', O_TRUNC,
+ * O_CREAT without O_EXCL), no writeFileSync, appendFileSync or createWriteStream by name, no
+ * recursive rm (which follows a name swapped for a link mid-way). A line of this kind elsewhere
+ * is a way back for the attacks of issue 38.
+ */
+test('files are made only through sys/untrusted.ts: no following opens that create or truncate', () => {
+  const rules: Array<[RegExp, string]> = [
+    [/\.open(Sync)?\([^)]*,\s*'[wa]\+?'/, "an open with 'w' or 'a'"],
+    [/\bO_TRUNC\b/, 'O_TRUNC'],
+    [/\bO_CREAT\b(?![^\n]*\bO_EXCL\b)/, 'O_CREAT without O_EXCL'],
+    [/(^|[^.\w]|\bfs\.)(writeFileSync|appendFileSync|createWriteStream|promises\.writeFile|promises\.appendFile)\(/, 'a write by name'],
+    [/\b(rmSync|promises\.rm)\([^)]*recursive/, 'a recursive rm'],
+    [/\bcopyFileSync\((?![^)]*COPYFILE_EXCL)/, 'a copy over what is there'],
+  ];
+  const found: string[] = [];
+  for (const file of sources()) {
+    const rel = path.relative(SRC, file);
+    if (rel === path.join('sys', 'untrusted.ts')) continue;
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    lines.forEach((line, i) => {
+      if (/^\s*(\*|\/\/)/.test(line)) return; // comments
+      for (const [re, what] of rules) if (re.test(line)) found.push(`${rel}:${i + 1}: ${what}`);
+    });
+  }
+  expect(found).toEqual([]);
+});

@@ -15,6 +15,7 @@ export type FsplErrorCode =
   | 'ERR_JOB_FAILED'
   | 'ERR_DECODER'
   | 'ERR_IO'
+  | 'ERR_UNTRUSTED_FILE'
   | 'ERR_PAYLOAD_SHORT'
   | 'ERR_PAYLOAD_LONG'
   | 'ERR_PAYLOAD_CHECKSUM'
@@ -257,3 +258,18 @@ export class ReceiveError extends FsplError {
  * are stored; the rest was never acknowledged to that sender, which sends it again.
  */
 export class ReceiveCutError extends ReceiveError {}
+
+/**
+ * A file in a directory that someone less trusted may write is not what it must be (a link, a
+ * FIFO, another's file): refused, never used (src/sys/untrusted.ts).
+ */
+export class UntrustedFileError extends FsplError {
+  readonly path: string;
+  /** What it is instead ("it is a symbolic link"). */
+  readonly why: string;
+  constructor(file: string, why: string) {
+    super('ERR_UNTRUSTED_FILE', `Refusing ${file}: ${why}`);
+    this.path = file;
+    this.why = why;
+  }
+}

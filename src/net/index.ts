@@ -12,6 +12,7 @@ import { v4 as uuidv4 } from 'uuid';
 import { LockedError, NetRequestError } from '../base/errors.js';
 import { type ReceiveSummary, receivePackets } from '../send/receive.js';
 import { mkdirDurable } from '../sys/durable.js';
+import { freshWriteStream, writeFresh } from '../sys/untrusted.js';
 import { type HostRunOptions, runHost } from './hosts/distributed.js';
 import { checkNncpReceiving, type ReceiveCheck } from './hosts/nncp-check.js';
 import { type OutboxProbe, probeOutbox } from './hosts/outbox-sender.js';
@@ -138,8 +139,9 @@ export class Net {
     try {
       if (payload instanceof Uint8Array || payload instanceof Readable) {
         spool = path.join(os.tmpdir(), `fspl-net-put-${uuidv4()}`);
-        if (payload instanceof Uint8Array) fs.writeFileSync(spool, payload);
-        else await pipeline(payload, fs.createWriteStream(spool));
+        // Made new (O_EXCL), the caller's alone: /tmp is everyone's to write.
+        if (payload instanceof Uint8Array) writeFresh(spool, payload, 0o600);
+        else await pipeline(payload, freshWriteStream(spool, 0o600));
         source = { path: spool };
       } else source = payload;
       const key = options.key ?? uuidv4();

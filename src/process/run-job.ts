@@ -3,7 +3,6 @@
  * JS function; NOP and Fail packets run nothing. The seal and the decoder are judged here, so the
  * outcome is the job's whole verdict.
  */
-import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
@@ -15,6 +14,7 @@ import type { Queue } from '../queue/queue.js';
 import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
 import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
+import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
 import type { Stopping } from './stopping.js';
@@ -123,8 +123,15 @@ export async function runCommandQueueJob(
 ): Promise<Outcome> {
   let outFd: number | undefined;
   if (opts.outputTo === 'saveboth') {
-    // Created (empty) for every kind of job, as the reference does.
-    outFd = fs.openSync(`${queue.jobPath(entry.filename)}.out`, 'w', 0o666);
+    // Created (empty) for every kind of job, as the reference does; but whoever may write jobs/
+    // may have put a link or another's file at that name: that is this job's failure, never an
+    // overwrite of what it points to (untrusted.ts openOwnFile; docs/compatibility.md).
+    try {
+      outFd = openOwnFile(`${queue.jobPath(entry.filename)}.out`, 0o666);
+    } catch (err) {
+      if (!(err instanceof UntrustedFileError)) throw err;
+      return refuseJob(`will not write its output to ${err.path}: ${err.why}`, entry, log);
+    }
   }
   const builtin = builtinOutcome(entry.header);
   if (builtin) {

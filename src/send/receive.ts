@@ -35,6 +35,7 @@ import { readHeaderSync } from '../packet/read.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../sys/io.js';
 import { FileLock } from '../sys/lock.js';
+import { createFresh } from '../sys/untrusted.js';
 import { type FrameHead, FrameReader } from './frames.js';
 import { ReceivedLedger } from './received.js';
 
@@ -126,7 +127,7 @@ async function takeLock(file: string, signal: AbortSignal | undefined): Promise<
 /** One packet from the input into jobs/.fspl-in-ID.part, fsynced and checked. */
 async function takePart(jobs: string, head: FrameHead, frames: FrameReader): Promise<Part> {
   const part: Part = { head, temp: path.join(jobs, `.fspl-in-${head.id}.part`), final: path.join(jobs, `fspl-${head.id}.fspl`) };
-  const fd = fs.openSync(part.temp, 'w', 0o644);
+  const fd = createFresh(part.temp, 0o644); // in jobs/, which others may write (untrusted.ts)
   try {
     await frames.body(head.length, (chunk) => writeAllSync(fd, chunk));
     fsyncSync(fd);

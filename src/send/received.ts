@@ -16,7 +16,7 @@ import path from 'node:path';
 import { ReceiveError } from '../base/errors.js';
 import { maxBig, minBig } from '../base/u64.js';
 import { fsyncDir } from '../sys/durable.js';
-import { closeQuietly, fsyncSync, writeAllSync } from '../sys/io.js';
+import { writeFresh } from '../sys/untrusted.js';
 
 type Range = [first: bigint, last: bigint];
 
@@ -76,13 +76,9 @@ export class ReceivedLedger {
   /** Make the ranges durable (see the file's comment). */
   write(): void {
     const tmp = `${this.file}.tmp`;
-    const fd = fs.openSync(tmp, 'w', 0o644);
-    try {
-      writeAllSync(fd, Buffer.from(this.ranges.map(([a, b]) => `${a} ${b}\n`).join('')));
-      fsyncSync(fd);
-    } finally {
-      closeQuietly(fd);
-    }
+    // Its bytes durable before its name (the rename, then the directory's fsync); made new, as the
+    // queue's directory may be writable by others (untrusted.ts).
+    writeFresh(tmp, this.ranges.map(([a, b]) => `${a} ${b}\n`).join(''), 0o644, { fsync: true });
     fs.renameSync(tmp, this.file);
     fsyncDir(path.dirname(this.file));
   }

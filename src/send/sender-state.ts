@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../base/log.js';
+import { writeFresh } from '../sys/untrusted.js';
 
 /** What every sender says of itself, beside where it sends (its destination's fields). */
 export interface SenderProgress {
@@ -54,7 +55,7 @@ export function writeSenderState(outbox: string, state: SenderState<object>, log
   state.updatedAt = Date.now();
   const file = senderStatePath(outbox);
   try {
-    fs.writeFileSync(`${file}.tmp`, JSON.stringify(state));
+    writeFresh(`${file}.tmp`, JSON.stringify(state), 0o666);
     fs.renameSync(`${file}.tmp`, file);
   } catch (err) {
     log?.debug('send', () => `Cannot write ${file}: ${(err as Error).message}`);

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import util from 'node:util';
 import { cannotSync, fsyncDir } from './durable.js';
-import { type BatchOp, ECANCELED, type FsOp, stops } from './fs-ops.js';
+import { type BatchOp, ECANCELED, type FsOp, type NewFile, stops } from './fs-ops.js';
 import { closeQuietly, writeAllSync } from './io.js';
 
 // ------------------------------------------------------------------------------------------------
@@ -57,12 +57,12 @@ async function runOne(o: FsOp): Promise<number> {
     case 'open':
       return open(o.path, o.flags, o.mode);
     case 'writeFile':
-      return withFd(await open(o.path, o.flags, o.mode), (fd) => writeAllAndSync(fd, o.data));
+      return withFd(await openNew(o), (fd) => writeAllAndSync(fd, o.data));
     case 'append':
       await writeAllAndSync(o.fd, o.data);
       return 0;
     case 'writeFileFrom':
-      return withFd(await open(o.path, o.flags, o.mode), async (fd) => {
+      return withFd(await openNew(o), async (fd) => {
         await writeAll(fd, o.data);
         await copyFileInto(o.from, fd);
         await fsync(fd);
@@ -77,6 +77,43 @@ async function runOne(o: FsOp): Promise<number> {
   }
 }
 
+/** A writeFile's file, made as the operation says (replace, owner: untrusted.ts). */
+async function openNew(o: { path: string; flags: number; mode: number } & NewFile): Promise<number> {
+  if (o.replace) await fs.promises.unlink(o.path).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  const fd = await open(o.path, o.flags, o.mode);
+  if (o.owner) {
+    try {
+      fs.fchownSync(fd, o.owner.uid, o.owner.gid);
+      fs.fchmodSync(fd, o.owner.mode);
+    } catch (err) {
+      closeQuietly(fd);
+      throw err;
+    }
+  }
+  return fd;
+}
+
+function openNewSync(o: { path: string; flags: number; mode: number } & NewFile): number {
+  if (o.replace) {
+    try {
+      fs.unlinkSync(o.path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  const fd = fs.openSync(o.path, o.flags, o.mode);
+  if (o.owner) {
+    try {
+      fs.fchownSync(fd, o.owner.uid, o.owner.gid);
+      fs.fchmodSync(fd, o.owner.mode);
+    } catch (err) {
+      closeQuietly(fd);
+      throw err;
+    }
+  }
+  return fd;
+}
+
 async function writeAll(fd: number, data: Buffer): Promise<void> {
   for (let done = 0; done < data.length; ) done += (await write(fd, data, done, data.length - done)).bytesWritten;
 }
@@ -88,8 +125,9 @@ async function writeAllAndSync(fd: number, data: Buffer): Promise<void> {
 
 /** Append all of the file `from` to fd. */
 async function copyFileInto(from: string, fd: number): Promise<void> {
-  const src = await fs.promises.open(from, 'r');
+  const src = await fs.promises.open(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   try {
+    if (!(await src.stat()).isFile()) throw Object.assign(new Error(`${from} is not a regular file`), { code: 'EINVAL', errno: -os.constants.errno.EINVAL });
     const buf = Buffer.allocUnsafe(64 * 1024);
     for (;;) {
       const { bytesRead } = await src.read(buf, 0, buf.length, null);
@@ -152,7 +190,7 @@ function runOneSync(o: FsOp): number {
       return 0;
     case 'writeFile':
     case 'writeFileFrom': {
-      const fd = fs.openSync(o.path, o.flags, o.mode);
+      const fd = openNewSync(o);
       try {
         writeAllSync(fd, o.data);
         if (o.op === 'writeFileFrom') copyFileIntoSync(o.from, fd);
@@ -186,8 +224,9 @@ function fsyncHeldDir(fd: number): void {
 
 /** Append all of the file `from` to fd. */
 function copyFileIntoSync(from: string, fd: number): void {
-  const src = fs.openSync(from, 'r');
+  const src = fs.openSync(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   try {
+    if (!fs.fstatSync(src).isFile()) throw Object.assign(new Error(`${from} is not a regular file`), { code: 'EINVAL', errno: -os.constants.errno.EINVAL });
     const buf = Buffer.allocUnsafe(64 * 1024);
     for (let n: number; (n = fs.readSync(src, buf, 0, buf.length, null)) > 0; ) writeAllSync(fd, buf.subarray(0, n));
   } finally {

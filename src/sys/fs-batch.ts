@@ -22,6 +22,7 @@ export type { BatchOp, FsOp } from './fs-ops.js';
 const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8, writeFileFrom: 9, pwrite: 10 } as const;
 const MUST = 0x100;
 const MISSING_OK = 0x200;
+const REPLACE = 0x400;
 
 /**
  * Run the operations in order. Never rejects for a failed operation: each one's result is in the
@@ -91,7 +92,8 @@ function runOps(ops: readonly BatchOp[]): Promise<Int32Array> {
 }
 
 function encode(o: BatchOp): Array<number | string | Buffer> {
-  const code = CODES[o.op] | (o.must ? MUST : 0) | ('missingOk' in o && o.missingOk ? MISSING_OK : 0);
+  const code = CODES[o.op] | (o.must ? MUST : 0) | ('missingOk' in o && o.missingOk ? MISSING_OK : 0) | ('replace' in o && o.replace ? REPLACE : 0);
+  const owner = 'owner' in o && o.owner ? [o.owner.uid, o.owner.gid, o.owner.mode] : [-1, -1, 0];
   switch (o.op) {
     case 'fsyncDir':
       return o.fd === undefined ? [code, o.path] : [code, o.path, o.fd];
@@ -105,11 +107,11 @@ function encode(o: BatchOp): Array<number | string | Buffer> {
     case 'open':
       return [code, o.path, o.flags, o.mode];
     case 'writeFile':
-      return [code, o.path, o.flags, o.mode, o.data];
+      return [code, o.path, o.flags, o.mode, o.data, ...owner];
     case 'append':
       return [code, o.fd, o.data];
     case 'writeFileFrom':
-      return [code, o.path, o.flags, o.mode, o.data, o.from];
+      return [code, o.path, o.flags, o.mode, o.data, o.from, ...owner];
     case 'pwrite':
       return [code, o.fd, o.position, o.data, o.datasync ? 1 : 0];
   }

@@ -4,6 +4,12 @@
  */
 import os from 'node:os';
 
+/** How a writeFile's file is made: see untrusted.ts. */
+export interface NewFile {
+  replace?: boolean;
+  owner?: { uid: number; gid: number; mode: number };
+}
+
 /** One operation. */
 export type FsOp =
   /**
@@ -22,13 +28,20 @@ export type FsOp =
   | { op: 'unlink'; path: string; missingOk?: boolean }
   /** Its result is the descriptor. */
   | { op: 'open'; path: string; flags: number; mode: number }
-  /** open, write all of data, fsync, close: the bytes are durable; the new name only with an fsyncDir after. */
-  | { op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer }
+  /**
+   * open, write all of data, fsync, close: the bytes are durable; the new name only with an
+   * fsyncDir after. `replace`: whatever is at the path is unlinked first (for O_EXCL|O_NOFOLLOW
+   * flags in a directory others may write: untrusted.ts); `owner`: set through the descriptor.
+   */
+  | ({ op: 'writeFile'; path: string; flags: number; mode: number; data: Buffer } & NewFile)
   | { op: 'close'; fd: number }
   /** Write all of data at the descriptor's offset (an O_APPEND file: its end), then fsync it. */
   | { op: 'append'; fd: number; data: Buffer }
-  /** As writeFile, with all of the file `from` after data (copy_file_range where it can). */
-  | { op: 'writeFileFrom'; path: string; flags: number; mode: number; data: Buffer; from: string }
+  /**
+   * As writeFile, with all of the file `from` after data (copy_file_range where it can); `from` is
+   * opened without following a link, and must be a regular file.
+   */
+  | ({ op: 'writeFileFrom'; path: string; flags: number; mode: number; data: Buffer; from: string } & NewFile)
   /** Write all of data at this position (the descriptor's offset unchanged), then fdatasync if `datasync`. */
   | { op: 'pwrite'; fd: number; position: number; data: Buffer; datasync: boolean };
 

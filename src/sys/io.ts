@@ -112,15 +112,6 @@ export function forEachDirEntry(dir: string, fn: (entry: fs.Dirent) => void): vo
   }
 }
 
-/** Append text to a file, or nothing if that fails (a full disk): for what is said elsewhere too. */
-export function appendQuietly(file: string, text: string): void {
-  try {
-    fs.appendFileSync(file, text);
-  } catch {
-    // said elsewhere
-  }
-}
-
 /** Remove a file and ignore "not there": used on cleanup paths only. */
 export function unlinkQuietly(path: string): void {
   try {

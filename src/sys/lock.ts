@@ -9,6 +9,7 @@ import { dirSyncSkipped, fdatasyncSync } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
 import { nativeFlock } from './native.js';
+import { openExisting, openLockFile } from './untrusted.js';
 
 const NOTE_MAX = 1024;
 /** How long a busy lock is retried before giving up. */
@@ -55,8 +56,9 @@ export class FileLock {
    * (processQueues, asynchronously, for BUSY_WAIT_MS).
    */
   static acquire(path: string, options: { create?: boolean; wait?: boolean } = {}): FileLock {
-    const flags = fs.constants.O_RDWR | (options.create === false ? 0 : fs.constants.O_CREAT);
-    const fd = fs.openSync(path, flags, 0o666);
+    // Not through a link, and a file with one name: a lock file is written (its note), and its
+    // directory may be another user's (untrusted.ts).
+    const fd = openLockFile(path, options.create !== false);
     // A lock held for an instant (a `queue-status` or `flock -n` probe looking at it) is waited
     // out; a lock that stays held (another queue-process) still fails within a tenth of a second.
     const deadline = options.wait === false ? 0 : Date.now() + BUSY_WAIT_MS;
@@ -155,7 +157,7 @@ function noteBytes(line: string): Buffer {
 export function isLocked(path: string): boolean {
   let fd: number;
   try {
-    fd = fs.openSync(path, fs.constants.O_RDONLY);
+    fd = openExisting(path).fd;
   } catch {
     return false;
   }

@@ -2,6 +2,12 @@
  * Sequence files: one decimal number and a newline, guarded by `<path>.lock`.
  * Updates go to `<path>.temp`, are fsynced, renamed over the file, and the directory is fsynced
  * (src/sys/durable.ts): a number written is a number kept, across a power cut too.
+ *
+ * Trust: a seqfile's directory may be writable by others (a place under `net init
+ * --permissions`: its reader owns it, its writers' group may write it), so `.temp` is made anew
+ * whatever was planted there (untrusted.ts: unlinked, then O_EXCL|O_NOFOLLOW), the seqfile and
+ * its lock are opened without following a link, and a seqfile that belongs to another user (the
+ * place's) keeps its owner and mode when root replaces it (set through the temp's descriptor).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +17,7 @@ import { fsyncDir } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
+import { CREATE_NEW, createFresh, type FileOwner, openExisting } from './untrusted.js';
 
 /**
  * Parse a sequence number the way the reference does (Rust's u64::from_str): decimal digits with
@@ -52,16 +59,47 @@ function missingDirectory(file: string, code: string): string {
   return `Cannot create the sequence file ${file}: its directory ${path.dirname(file)} ${what}`;
 }
 
+/** A seqfile's text, read without following a link (a seqfile is small: 64 KiB at most are read). */
+function readSeqText(file: string): string {
+  const { fd } = openExisting(file);
+  try {
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    return buf.toString('utf8', 0, n);
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+/**
+ * When root replaces another user's seqfile (a place's, under --permissions), the new file keeps
+ * that owner, group and mode: otherwise the place's own users could no longer write it.
+ */
+function keptOwner(file: string): FileOwner | undefined {
+  if (process.geteuid?.() !== 0) return undefined;
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(file);
+  } catch {
+    return undefined;
+  }
+  if (!st.isFile() || (st.uid === 0 && st.gid === process.getegid?.())) return undefined;
+  return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
+}
+
 /** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
 export class SeqFile {
   readonly path: string;
   private readonly lock: FileLock;
   /** batchWrite's parts that are the same for every value, made on first use. */
   private batch: ReturnType<SeqFile['batchParts']> | undefined;
+  /** The owner and mode a replacement keeps: another user's seqfile replaced by root (undefined: ours). */
+  private readonly owner: FileOwner | undefined;
 
   private constructor(path: string, lock: FileLock) {
     this.path = path;
     this.lock = lock;
+    this.owner = keptOwner(path);
   }
 
   /** Take the seqfile's lock (failing at once with LockedError if it is busy). */
@@ -112,14 +150,14 @@ export class SeqFile {
    */
   static peek(path: string): bigint | undefined {
     try {
-      return parseSeqfileText(fs.readFileSync(path, 'utf8'));
+      return parseSeqfileText(readSeqText(path));
     } catch {
       return undefined;
     }
   }
 
   read(): bigint {
-    const text = fs.readFileSync(this.path, 'utf8');
+    const text = readSeqText(this.path);
     const n = parseSeqfileText(text);
     if (n === undefined) {
       const first = text.split('\n')[0]!.trim();
@@ -140,7 +178,7 @@ export class SeqFile {
     let fd: number | undefined;
     let renamed = false;
     try {
-      fd = fs.openSync(temp, 'w', 0o666);
+      fd = createFresh(temp, 0o666, this.owner);
       writeAllSync(fd, Buffer.from(`${value}\n`));
       fsyncSync(fd);
       fs.closeSync(fd);
@@ -186,9 +224,9 @@ export class SeqFile {
   /** batchWrite's parts that are the same for every value (the same `store` array each time). */
   private batchParts(): { prepare: BatchOp & { op: 'writeFile' }; store: readonly BatchOp[]; failed(): void } {
     const temp = `${this.path}.temp`;
-    const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC;
     return {
-      prepare: { op: 'writeFile', path: temp, flags, mode: 0o666, data: Buffer.alloc(0), must: true },
+      // Made anew, whatever was planted at .temp (the module's comment).
+      prepare: { op: 'writeFile', path: temp, flags: CREATE_NEW, mode: 0o666, data: Buffer.alloc(0), must: true, replace: true, owner: this.owner },
       // The rename is durable only with its directory (see write).
       store: Object.freeze([
         { op: 'rename', from: temp, to: this.path, must: true },

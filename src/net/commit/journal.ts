@@ -28,6 +28,7 @@ import path from 'node:path';
 import { fsyncDir } from '../../sys/durable.js';
 import type { BatchOp } from '../../sys/fs-batch.js';
 import { closeQuietly, fsyncAsync, fsyncSync, writeAllSync } from '../../sys/io.js';
+import { openForWriting } from '../../sys/untrusted.js';
 import { isIoFault } from './io-faults.js';
 
 /** A packet staged under a temporary name in a place's jobs/, to be renamed to its final name. */
@@ -68,7 +69,7 @@ export class Journal {
 
   constructor(file: string) {
     this.path = file;
-    this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT, 0o644);
+    this.fd = openForWriting(file, { append: true, mode: 0o644 });
     this.size = fs.fstatSync(this.fd).size;
     // The journal's name is durable before any commit is recorded in it: otherwise a power cut
     // takes the whole file, fsynced records and all, and recovery finds no commit to finish.

@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { removeTree } from '../../sys/untrusted.js';
 import type { Place } from '../place/place.js';
 import type { Committer } from './commit.js';
 import { Journal } from './journal.js';
@@ -46,7 +47,9 @@ export async function recover(
     }
   }
   committer.journal.truncate();
-  fs.rmSync(stagingDir, { recursive: true, force: true });
+  // Firings run as other users left directories of theirs in it (out/): removed without following
+  // a name through them (untrusted.ts).
+  removeTree(stagingDir);
   fs.mkdirSync(stagingDir, { recursive: true });
   return { commits: pending.length, nops, removed };
 }

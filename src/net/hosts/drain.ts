@@ -33,6 +33,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { shellQuote } from '../../send/receive-script.js';
 import { runTool } from '../../sys/tool.js';
+import { writeFresh } from '../../sys/untrusted.js';
 import { hostConfig, hostOf, hostStateDir, outboxDir, type SshHostConfig } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import type { RemoteLeftover } from '../run/leftovers.js';
@@ -162,7 +163,7 @@ export class ActivityFile implements RunActivity {
       // run. What a cut may leave (an older line, or none) names a pid that no longer runs, which
       // readers take as "no run" (they wait while such a host holds tokens); the next run's
       // busy() rewrites it. No token or number depends on it.
-      fs.writeFileSync(`${this.file}.tmp`, `${line}\n`);
+      writeFresh(`${this.file}.tmp`, `${line}\n`, 0o666);
       fs.renameSync(`${this.file}.tmp`, this.file);
       this.last = what;
       this.gen++;

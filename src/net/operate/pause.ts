@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { NetRequestError } from '../../base/errors.js';
 import { fsyncDir, mkdirDurable } from '../../sys/durable.js';
-import { closeQuietly, fsyncSync, unlinkQuietly } from '../../sys/io.js';
+import { unlinkQuietly } from '../../sys/io.js';
+import { writeFresh } from '../../sys/untrusted.js';
 import { hostView } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { transitionNamed } from '../model/names.js';
@@ -88,13 +89,7 @@ export function pauseTransition(model: NetModel, name: string, options: { reason
   mkdirDurable(dir);
   const file = fileOf(stateDir, name);
   const temp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(temp, 'w', 0o644);
-  try {
-    fs.writeSync(fd, `${JSON.stringify(rec)}\n`);
-    fsyncSync(fd); // its bytes are durable before its name...
-  } finally {
-    closeQuietly(fd);
-  }
+  writeFresh(temp, `${JSON.stringify(rec)}\n`, 0o644, { fsync: true }); // its bytes are durable before its name...
   fs.renameSync(temp, file);
   fsyncDir(dir); // ...and its name: a power cut does not undo a pause the operator was told about
   return rec;

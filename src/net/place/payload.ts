@@ -10,6 +10,7 @@ import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
 import { headerFromStart, openPayloadSync, payloadOffset, readHeaderFileSync } from '../../queue/job-headers.js';
 import { copy } from '../../sys/copy.js';
 import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
+import { createFresh, type FileOwner, openExisting } from '../../sys/untrusted.js';
 import type { TokenContent } from './token.js';
 
 /** The seal (length and CRC-32) of a token's payload, read once from its sources. */
@@ -19,7 +20,8 @@ export function sealOfPayload(p: TokenContent['payload']): Seal {
   const fds: number[] = [];
   try {
     if ('tokens' in p) for (const file of p.tokens) fds.push(openPayloadSync(file));
-    else if ('path' in p) fds.push(fs.openSync(p.path, 'r'));
+    else if ('path' in p)
+      fds.push(openExisting(p.path).fd); // a staged output: not through a link
     else throw new TypeError('a sealed token needs its payload as a file or tokens, not a descriptor');
     // Positional reads: the descriptors' own offsets stay where the copy will start.
     let seal: Seal = { length: 0n, crc32: 0 };
@@ -54,12 +56,13 @@ function readStart(fd: number): { buf: Buffer; n: number } {
  * far from the head of their place keep no header), and the copy a second open and two reads,
  * on the way to starting the command.
  */
-export function extractPayload(file: string, dest: string): PacketHeader {
+export function extractPayload(file: string, dest: string, owner?: FileOwner): PacketHeader {
   const inFd = fs.openSync(file, 'r');
   try {
     const { buf, n } = readStart(inFd);
     const header = headerFromStart(buf.subarray(0, n));
-    const out = fs.openSync(dest, 'w', 0o644);
+    // Made new (untrusted.ts), for the firing's user when it runs as another (owner).
+    const out = createFresh(dest, 0o644, owner);
     try {
       if (header === undefined) {
         // A header longer than the read (or a file cut short, which readHeaderSync reports).

@@ -30,13 +30,14 @@ import { fsyncDir, mkdirDurable } from '../../sys/durable.js';
 import { type BatchOp, firstFailure, runBatch } from '../../sys/fs-batch.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../../sys/io.js';
 import { SeqFile } from '../../sys/seqfile.js';
+import { CREATE_NEW, openExisting } from '../../sys/untrusted.js';
 import type { PlaceOrder, PlaceSpec } from '../model/model.js';
 import { copyPayloads, sealOfPayload } from './payload.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
 
 /** How a part is created: never over another file. */
-export const PART_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
+export const PART_FLAGS = CREATE_NEW;
 
 /** A token written under a temporary name, to be renamed to its final name (publish). */
 export interface StagedFile {
@@ -177,7 +178,8 @@ export class Place extends TokenIndex {
         writePacketSync(out, s.header);
         copyPayloads(p.tokens, out);
       } else if (p && 'path' in p) {
-        const inFd = fs.openSync(p.path, 'r');
+        // A staged output: not through a link, and only a regular file (untrusted.ts).
+        const inFd = openExisting(p.path).fd;
         try {
           writePacketSync(out, s.header, inFd);
         } finally {
@@ -267,7 +269,7 @@ export class Place extends TokenIndex {
       writers.write(writers.read());
       const id = uuidv4();
       const temp = this.queue.jobPath(`net-nop-${id}.part`);
-      const fd = fs.openSync(temp, 'w', 0o644);
+      const fd = fs.openSync(temp, PART_FLAGS, 0o644); // a new name: never a link planted in jobs/
       try {
         writePacketSync(fd, makeHeader({ seq: header.seq, cmd: { kind: 'NOP' } }));
         fsyncSync(fd);

@@ -22,13 +22,14 @@ import { setLongTimeout } from '../../base/timer.js';
 import { openPayloadAndHeaderSync } from '../../queue/job-headers.js';
 import type { ChildEnv, EnvVariable } from '../../queue/jobenv.js';
 import { runDetached, StartError } from '../../sys/exec.js';
-import { appendQuietly, closeQuietly } from '../../sys/io.js';
+import { closeQuietly } from '../../sys/io.js';
+import { appendQuietly, CREATE_NEW, createFresh } from '../../sys/untrusted.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
 import { rememberHeader, type Token } from '../place/token.js';
 import { firingEnv } from './firing-env.js';
-import { giveDir, type RunAs } from './permissions.js';
-import { stagingOf } from './staging.js';
+import type { RunAs } from './permissions.js';
+import { claimOutputs, makeStagingDir, stagingOf, tailOf, userFile, wasWritten } from './staging.js';
 
 /**
  * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
@@ -129,16 +130,12 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const files = stagingOf(req.dir, req.runAs);
   const stderrPath = files.stderr;
   const single = t.outputs.length === 1 && t.outMode === 'all';
+  // Where the command or function writes each output by name (FSPL_OUT_*, ctx.outputs).
   const outPaths: Record<string, string> = {};
-  for (const o of t.outputs) outPaths[o] = files.out(o);
+  for (const o of t.outputs) outPaths[o] = files.written(o);
   let result: Ran;
   try {
-    if ((t.fn || t.run) && req.runAs) {
-      // Its command creates files as another user: a directory of theirs (a move writes nothing).
-      // Not fsynced: staging is scratch, emptied at every open of the run (staging.ts).
-      fs.mkdirSync(req.dir, { recursive: true });
-      giveDir(req.dir, req.runAs);
-    }
+    if (t.run && req.runAs) makeStagingDir(req.dir, files, single, req.runAs);
     if (t.fn) result = await runFunction(req, outPaths, single);
     else if (t.run) result = await runCommandFiring(req, outPaths, single, stderrPath);
     else result = moveOnly();
@@ -153,8 +150,11 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     if (moved) outputs.set(o, { tokens: tokens.map((x) => x.path) });
     else if (result.data && single) outputs.set(o, { data: result.data });
     // A command's single output is its stdout: the file the runner opened for it is there.
-    else if ((t.run && single && result.made) || fs.existsSync(outPaths[o]!)) outputs.set(o, { path: outPaths[o]! });
+    else if ((t.run && single && result.made) || wasWritten(files, o)) outputs.set(o, { path: files.out(o) });
   }
+  const named = !moved && !(t.run && single) && !(result.data && single);
+  const refused = named && result.ok ? claimOutputs(req.runAs, files, outputs) : undefined;
+  if (refused) result = { ...result, ok: false, reason: refused, message: `fspl net: ${refused}` };
   const made = stagedBy(t, result, outputs, stderrPath);
   if (result.ok && !result.abandoned) {
     const problem = judgeOutputs(t, outputs);
@@ -166,7 +166,7 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     status: result.status,
     outputs,
     // A function's stderr file exists only with its message; a command's that wrote none is empty.
-    stderrTail: (t.run && result.stderrBytes !== 0) || result.message !== undefined ? tail(stderrPath) : '',
+    stderrTail: (t.run && result.stderrBytes !== 0) || result.message !== undefined ? tailOf(stderrPath, STDERR_TAIL_BYTES) : '',
     stderrPath,
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
@@ -186,22 +186,6 @@ function judgeOutputs(t: TransitionSpec, written: Map<string, OutputSource>): st
   return undefined;
 }
 
-function tail(file: string): string {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(file, 'r');
-    const size = fs.fstatSync(fd).size;
-    const n = Math.min(size, STDERR_TAIL_BYTES);
-    const buf = Buffer.alloc(n);
-    fs.readSync(fd, buf, 0, n, size - n);
-    return buf.toString('utf8');
-  } catch {
-    return '';
-  } finally {
-    closeQuietly(fd);
-  }
-}
-
 /** The payload for stdin: the token's (a descriptor), or a batch's concatenated into a file. */
 function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number[] } {
   const { transition: t, tokens } = req;
@@ -213,7 +197,7 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
     return { fd };
   }
   const file = stagingOf(req.dir, req.runAs).batch;
-  const out = fs.openSync(file, 'w', 0o600);
+  const out = createFresh(file, 0o600, userFile(req.runAs));
   let lengths: number[];
   try {
     lengths = copyPayloads(
@@ -237,12 +221,13 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
   if (t.inputs.length > 1) {
     for (const tok of tokens) {
       const file = files.in(tok.place);
-      rememberHeader(tok, extractPayload(tok.path, file));
+      rememberHeader(tok, extractPayload(tok.path, file, userFile(req.runAs)));
       made.push(file);
       extra.push([`FSPL_IN_${tok.place}`, file]);
     }
   }
   if (!single) for (const [o, p] of Object.entries(outPaths)) extra.push([`FSPL_OUT_${o}`, p]);
+  const owner = userFile(req.runAs);
   const stdin = stdinFor(req);
   let stdoutFd: number | undefined;
   let stderrFd: number | undefined;
@@ -259,9 +244,9 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
     }
     const vars = firingEnv(tokens, t, req.firing, req.key, extra);
     const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
-    stdoutFd = fs.openSync(stdoutPath, 'w', 0o644);
+    stdoutFd = createFresh(stdoutPath, 0o644, owner);
     made.push(stdoutPath);
-    stderrFd = fs.openSync(stderrPath, 'w', 0o644);
+    stderrFd = createFresh(stderrPath, 0o644, owner);
     made.push(stderrPath);
     const ended = await runCommand(req, vars, stdin.fd, stdoutFd, stderrFd);
     // Its size, from the descriptor at hand: an empty stderr (the usual case) is not read again.
@@ -326,8 +311,15 @@ async function runFunction(req: FiringRequest, outPaths: Record<string, string>,
       const bytes = typeof value === 'string' ? Buffer.from(value) : value instanceof Uint8Array ? Buffer.from(value) : undefined;
       if (bytes && bytes.length <= KEEP_RETURNED_BYTES) return { ok: true, abandoned: false, data: bytes };
       // On libuv's pool: creating a file waits on the file system's journal while groups commit.
-      if (bytes) await fs.promises.writeFile(dest, bytes);
-      else await pipeline(value as Readable, fs.createWriteStream(dest));
+      // A name of the runner's own staging, made new (CREATE_NEW) over what the function may have written there.
+      await fs.promises.unlink(dest).catch(() => {});
+      const handle = await fs.promises.open(dest, CREATE_NEW, 0o644);
+      try {
+        if (bytes) await handle.writeFile(bytes);
+        else await pipeline(value as Readable, handle.createWriteStream({ autoClose: false }));
+      } finally {
+        await handle.close();
+      }
     } else if (single && !fs.existsSync(outPaths[t.outputs[0]!]!)) {
       return { ok: true, abandoned: false, data: Buffer.alloc(0) }; // like a command that printed nothing
     }

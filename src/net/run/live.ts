@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLocked } from '../../sys/lock.js';
+import { openForWriting, writeFresh } from '../../sys/untrusted.js';
 import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
 import type { LastFailure, TransitionRates } from './monitor.js';
 
@@ -53,7 +54,7 @@ export function writeLiveState(stateDir: string, state: LiveState): void {
   const text = JSON.stringify(state);
   // Not fsynced: a view for status and the web page, rewritten twice a second by a live run.
   try {
-    fs.writeFileSync(temp, text);
+    writeFresh(temp, text, 0o666);
   } catch (err) {
     fs.rmSync(temp, { force: true });
     if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' && (err as NodeJS.ErrnoException).code !== 'EDQUOT') throw err;
@@ -68,7 +69,7 @@ export function writeLiveState(stateDir: string, state: LiveState): void {
 
 /** Overwrite a file's bytes without a new file: its own blocks first (on a full disk, what it grows by may not fit). */
 function writeInPlace(file: string, text: string): void {
-  const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT, 0o644);
+  const fd = openForWriting(file, { mode: 0o644 });
   try {
     const data = Buffer.from(text);
     fs.writeSync(fd, data, 0, data.length, 0);

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describeSystemError } from '../../base/errors.js';
 import type { Logger } from '../../base/log.js';
+import { writeFresh } from '../../sys/untrusted.js';
 import { backoffMs } from '../commit/io-faults.js';
 import { errorVars, type FiringError } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
@@ -216,8 +217,8 @@ function keepLog(ctx: OutcomeContext, f: Firing, o: RanOutcome): string {
     `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`,
   );
   try {
-    if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log);
-    else fs.writeFileSync(log, `${o.reason ?? ''}\n`);
+    if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log, fs.constants.COPYFILE_EXCL);
+    else writeFresh(log, `${o.reason ?? ''}\n`, 0o666);
   } catch (err) {
     ctx.log.warn('net', `Cannot keep the log of a failed firing: ${(err as Error).message}`);
   }

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { NetError } from '../../base/errors.js';
 import { lookupSync } from '../../sys/exec.js';
+import { inDir, OPEN_DIR, openExisting } from '../../sys/untrusted.js';
 import type { NetWarning } from '../model/check.js';
 import { type NetModel, readersOf, type TransitionSpec, writersOf } from '../model/model.js';
 
@@ -118,25 +119,56 @@ export function applyPermissions(net: NetModel, places: string[]): string[] {
     const spec = net.places.get(name)!;
     const { uid, gid, problems } = placeOwners(net, name);
     if (problems.length) throw new NetError(problems.join('; '));
-    const own = (p: string) => fs.chownSync(p, uid ?? 0, gid ?? 0);
-    for (const d of [spec.dir, path.join(spec.dir, 'jobs')]) {
-      own(d);
-      fs.chmodSync(d, DIR_MODE);
-    }
-    for (const f of fs.readdirSync(spec.dir)) {
-      const p = path.join(spec.dir, f);
-      if (FILE_MODES[f] === undefined) continue;
-      own(p);
-      fs.chmodSync(p, FILE_MODES[f]!);
-    }
-    for (const f of fs.readdirSync(path.join(spec.dir, 'jobs'))) {
-      const p = path.join(spec.dir, 'jobs', f);
-      own(p);
-      fs.chmodSync(p, 0o640);
-    }
+    setOwners(spec.dir, { uid: uid ?? 0, gid: gid ?? 0 });
     done.push(`place ${name}: owner ${uid ?? 0}, group ${gid ?? 0}, mode 2770`);
   }
   return done;
+}
+
+/**
+ * A place's directories and files given to their owners, by descriptor: the place may be its
+ * reader's already (a second `net init --permissions`), who could have put links under any name
+ * in it. Each is opened without following a link (the files in jobs/ through the descriptor of
+ * jobs/, untrusted.ts inDir) and changed with fchown and fchmod; a link is left as it is.
+ */
+function setOwners(dir: string, who: { uid: number; gid: number }): void {
+  const dirFd = fs.openSync(dir, OPEN_DIR);
+  try {
+    fs.fchownSync(dirFd, who.uid, who.gid);
+    fs.fchmodSync(dirFd, DIR_MODE);
+    for (const f of fs.readdirSync(inDir(dirFd, '.'))) {
+      if (FILE_MODES[f] !== undefined) ownFile(inDir(dirFd, f), who, FILE_MODES[f]!);
+    }
+    const jobsFd = fs.openSync(inDir(dirFd, 'jobs'), OPEN_DIR);
+    try {
+      fs.fchownSync(jobsFd, who.uid, who.gid);
+      fs.fchmodSync(jobsFd, DIR_MODE);
+      for (const f of fs.readdirSync(inDir(jobsFd, '.'))) ownFile(inDir(jobsFd, f), who, 0o640);
+    } finally {
+      fs.closeSync(jobsFd);
+    }
+  } finally {
+    fs.closeSync(dirFd);
+  }
+}
+
+/**
+ * One regular file's owner and mode, through its descriptor; a link, a FIFO, a device or a file
+ * with another name (a hard link: maybe to a file of root's) is left alone.
+ */
+function ownFile(file: string, who: { uid: number; gid: number }, mode: number): void {
+  let fd: number;
+  try {
+    fd = openExisting(file, fs.constants.O_RDONLY, { singleLink: true }).fd;
+  } catch {
+    return;
+  }
+  try {
+    fs.fchownSync(fd, who.uid, who.gid);
+    fs.fchmodSync(fd, mode);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** `net check`: warnings where the places on disk break the rule (only for nets that name users). */

@@ -5,7 +5,12 @@
  *
  * All of them are in the run's one staging directory, named by the firing (its transition, id
  * and attempt: the prefix `dir`), so no directory is made or removed per firing. A firing run as
- * another user gets a directory of its own (`dir`), which that user owns.
+ * another user gets a directory of its own (`dir`), which stays the runner's (mode 0711): every
+ * name in it is made by the runner (O_EXCL), the files its command reads or writes through a
+ * descriptor are handed to that user by fchown. Only a command with several output places writes
+ * files by name: into `dir/out/`, which its user owns (0700); once it has ended, each of those is
+ * claimed into `dir` (untrusted.ts claimFile: a regular file of that user's, the one checked), so
+ * the commit never opens a name that user can change. docs/security.md says why.
  *
  * Removal is swept: the names of every firing dropped while a sweep is under way go together in
  * the next one, a single batch of unlinks on one of libuv's pool threads (fs-batch.ts). One
@@ -18,28 +23,120 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { UntrustedFileError } from '../../base/errors.js';
 import { type BatchOp, runBatch } from '../../sys/fs-batch.js';
+import { closeQuietly } from '../../sys/io.js';
+import { claimFile, type FileOwner, removeTree } from '../../sys/untrusted.js';
 import type { TransitionSpec } from '../model/model.js';
-import type { RunAs } from './permissions.js';
+import { giveDir, type RunAs } from './permissions.js';
 
 /** A firing's staging files, by what they hold. */
 export interface StagingFiles {
   stderr: string;
   stdout: string;
   batch: string;
+  /** Output p, as the commit reads it. */
   out(place: string): string;
+  /** Output p, where the command writes it by name (FSPL_OUT_p): out(p), or in `outDir` when it runs as another user. */
+  written(place: string): string;
   in(place: string): string;
+  /** The directory of the outputs written by name, its user's: only for a firing run as another user. */
+  outDir?: string;
 }
 
 /** A firing's files: under the prefix `dir`, or in the directory `dir` when it runs as another user. */
 export function stagingOf(dir: string, runAs: RunAs | undefined): StagingFiles {
   const at = runAs ? `${dir}${path.sep}f` : dir;
-  return { stderr: `${at}.stderr`, stdout: `${at}.stdout`, batch: `${at}.batch`, out: (p) => `${at}.out-${p}`, in: (p) => `${at}.in-${p}` };
+  const out = (p: string) => `${at}.out-${p}`;
+  const outDir = runAs ? `${dir}${path.sep}out` : undefined;
+  return {
+    stderr: `${at}.stderr`,
+    stdout: `${at}.stdout`,
+    batch: `${at}.batch`,
+    out,
+    written: outDir ? (p) => `${outDir}${path.sep}f.out-${p}` : out,
+    in: (p) => `${at}.in-${p}`,
+    outDir,
+  };
 }
 
 /** Every name a firing of t may have made (when it is not known which it did). */
 export function everyStagedName(t: TransitionSpec, files: StagingFiles): string[] {
   return [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
+}
+
+/**
+ * A firing run as another user: its directory the runner's (0711), where only the runner makes
+ * names; with several outputs, out/ for the files its command writes by name, its user's (0700).
+ * Not fsynced: staging is scratch, emptied at every open of the run (staging.ts).
+ */
+export function makeStagingDir(dir: string, files: StagingFiles, single: boolean, runAs: RunAs): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o711 });
+  if (!single && files.outDir) {
+    fs.mkdirSync(files.outDir, { mode: 0o700 });
+    giveDir(files.outDir, runAs); // by name: made just now, in a directory only the runner writes
+  }
+}
+
+/** Whether output o was written by name (FSPL_OUT_o, ctx.outputs): a link too, which claimOutputs refuses. */
+export function wasWritten(files: StagingFiles, o: string): boolean {
+  return fs.existsSync(files.written(o)) || isLink(files.written(o));
+}
+
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The outputs a command or function wrote by name, checked before the commit reads them: each must
+ * be a regular file (a link, a FIFO: the firing fails, with the reason returned). Those of a
+ * command run as another user are claimed from its out/ into the runner's own directory
+ * (untrusted.ts claimFile: a regular file of that user's, the one checked), so that what the
+ * commit reads is a name only the runner can change.
+ */
+export function claimOutputs(runAs: RunAs | undefined, files: StagingFiles, outputs: Map<string, unknown>): string | undefined {
+  for (const o of [...outputs.keys()]) {
+    try {
+      if (runAs) {
+        if (!claimFile(files.written(o), files.out(o), runAs.uid)) outputs.delete(o);
+      } else if (!fs.lstatSync(files.written(o)).isFile()) {
+        throw new UntrustedFileError(files.written(o), 'it is not a regular file');
+      }
+    } catch (err) {
+      outputs.clear();
+      return err instanceof UntrustedFileError ? err.message : `cannot take its output ${o}: ${(err as Error).message}`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A file the runner makes for a command run as another user: that user's alone (0600), so that it
+ * may reopen it (/dev/stdout) and no one else may read it; its name stays the runner's.
+ */
+export function userFile(runAs: RunAs | undefined): FileOwner | undefined {
+  return runAs ? { uid: runAs.uid, gid: runAs.gid, mode: 0o600 } : undefined;
+}
+
+/** The last `bytes` of a staging file (a firing's stderr), '' if it can't be read. */
+export function tailOf(file: string, bytes: number): string {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    const size = fs.fstatSync(fd).size;
+    const n = Math.min(size, bytes);
+    const buf = Buffer.alloc(n);
+    fs.readSync(fd, buf, 0, n, size - n);
+    return buf.toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    closeQuietly(fd);
+  }
 }
 
 /**
@@ -55,8 +152,6 @@ const SWEEP_NAMES = 256;
 export class StagingSweeper {
   private queued: string[] = [];
   private sweeping = false;
-  /** Directories of firings run as another user, being removed. */
-  private readonly dirs = new Set<Promise<void>>();
   private idleWaiters: Array<() => void> = [];
   /** The wait for more names before a sweep (SWEEP_DELAY_MS). */
   private timer: NodeJS.Timeout | undefined;
@@ -68,9 +163,8 @@ export class StagingSweeper {
   remove(t: TransitionSpec, dir: string, runAs: RunAs | undefined, made?: readonly string[]): void {
     if (!t.run && !t.fn) return;
     if (runAs) {
-      const p = fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
-      this.dirs.add(p);
-      void p.then(() => this.dirs.delete(p));
+      // Its out/ is its user's: removed without following a name through it (untrusted.ts).
+      removeTree(dir);
       return;
     }
     const names = made ?? everyStagedName(t, stagingOf(dir, runAs));
@@ -85,7 +179,6 @@ export class StagingSweeper {
 
   /** Resolves once every file handed to remove() so far is gone. */
   async idle(): Promise<void> {
-    await Promise.all([...this.dirs]);
     if (this.timer) this.sweepNow();
     if (!this.sweeping) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
