@@ -243,7 +243,7 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
       );
     }
     const vars = firingEnv(tokens, t, req.firing, req.key, extra);
-    const stdoutPath = single ? outPaths[t.outputs[0]!]! : files.stdout;
+    const stdoutPath = single ? files.out(t.outputs[0]!) : files.stdout; // made by the runner, even for another user (staging.ts)
     stdoutFd = createFresh(stdoutPath, 0o644, owner);
     made.push(stdoutPath);
     stderrFd = createFresh(stderrPath, 0o644, owner);
@@ -314,11 +314,13 @@ async function runFunction(req: FiringRequest, outPaths: Record<string, string>,
       // A name of the runner's own staging, made new (CREATE_NEW) over what the function may have written there.
       await fs.promises.unlink(dest).catch(() => {});
       const handle = await fs.promises.open(dest, CREATE_NEW, 0o644);
-      try {
-        if (bytes) await handle.writeFile(bytes);
-        else await pipeline(value as Readable, handle.createWriteStream({ autoClose: false }));
-      } finally {
-        await handle.close();
+      if (!bytes) await pipeline(value as Readable, handle.createWriteStream()); // which closes the handle
+      else {
+        try {
+          await handle.writeFile(bytes);
+        } finally {
+          await handle.close();
+        }
       }
     } else if (single && !fs.existsSync(outPaths[t.outputs[0]!]!)) {
       return { ok: true, abandoned: false, data: Buffer.alloc(0) }; // like a command that printed nothing
