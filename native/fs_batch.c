@@ -216,9 +216,14 @@ static int32_t batch_copy_from(int out, const char* source) {
 }
 
 static int32_t batch_write_file(const batch_op* op) {
-  if (op->replace && unlink(op->a) != 0 && errno != ENOENT) return batch_errno();
-  int fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
-  if (fd < 0) return batch_errno();
+  int fd = -1;
+  /* replace: unlink, then O_EXCL; someone who plants the name again in between costs a try (3). */
+  for (int tries = 1;; tries++) {
+    if (op->replace && unlink(op->a) != 0 && errno != ENOENT) return batch_errno();
+    fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
+    if (fd >= 0) break;
+    if (!(op->replace && errno == EEXIST && tries < 3)) return batch_errno();
+  }
   int32_t r = 0;
   if (op->uid >= 0 && (fchown(fd, (uid_t)op->uid, (gid_t)op->gid) != 0 || fchmod(fd, (mode_t)op->fmode) != 0)) r = batch_errno();
   if (r == 0) r = batch_write_all(fd, op->data, op->len);

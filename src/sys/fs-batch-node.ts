@@ -8,6 +8,7 @@ import util from 'node:util';
 import { cannotSync, fsyncDir } from './durable.js';
 import { type BatchOp, ECANCELED, type FsOp, type NewFile, stops } from './fs-ops.js';
 import { closeQuietly, writeAllSync } from './io.js';
+import { createFresh } from './untrusted.js';
 
 // ------------------------------------------------------------------------------------------------
 // The pure-Node fallback
@@ -79,37 +80,25 @@ async function runOne(o: FsOp): Promise<number> {
 
 /** A writeFile's file, made as the operation says (replace, owner: untrusted.ts). */
 async function openNew(o: { path: string; flags: number; mode: number } & NewFile): Promise<number> {
-  if (o.replace) await fs.promises.unlink(o.path).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
-  const fd = await open(o.path, o.flags, o.mode);
-  if (o.owner) {
-    try {
-      fs.fchownSync(fd, o.owner.uid, o.owner.gid);
-      fs.fchmodSync(fd, o.owner.mode);
-    } catch (err) {
-      closeQuietly(fd);
-      throw err;
-    }
-  }
-  return fd;
+  // On the pool: the fallback of an asynchronous batch keeps the event loop free of its calls.
+  if (!o.replace) return withOwner(await open(o.path, o.flags, o.mode), o);
+  return openNewSync(o);
 }
 
+/** A writeFile's file: with `replace`, as untrusted.ts's createFresh makes it (its owner too). */
 function openNewSync(o: { path: string; flags: number; mode: number } & NewFile): number {
-  if (o.replace) {
-    try {
-      fs.unlinkSync(o.path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-  const fd = fs.openSync(o.path, o.flags, o.mode);
-  if (o.owner) {
-    try {
-      fs.fchownSync(fd, o.owner.uid, o.owner.gid);
-      fs.fchmodSync(fd, o.owner.mode);
-    } catch (err) {
-      closeQuietly(fd);
-      throw err;
-    }
+  if (o.replace) return createFresh(o.path, o.mode, o.owner, o.flags);
+  return withOwner(fs.openSync(o.path, o.flags, o.mode), o);
+}
+
+function withOwner(fd: number, o: NewFile): number {
+  if (!o.owner) return fd;
+  try {
+    fs.fchownSync(fd, o.owner.uid, o.owner.gid);
+    fs.fchmodSync(fd, o.owner.mode);
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
   }
   return fd;
 }

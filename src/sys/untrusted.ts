@@ -51,7 +51,7 @@ const CREATE_TRIES = 3;
  * first. With `owner`, the file gets that owner and mode through its descriptor; without, `mode`
  * less the umask, as open(2) gives it.
  */
-export function createFresh(file: string, mode: number, owner?: FileOwner): number {
+export function createFresh(file: string, mode: number, owner?: FileOwner, flags = CREATE_NEW): number {
   for (let tries = 1; ; tries++) {
     try {
       fs.unlinkSync(file);
@@ -60,7 +60,7 @@ export function createFresh(file: string, mode: number, owner?: FileOwner): numb
     }
     let fd: number;
     try {
-      fd = fs.openSync(file, CREATE_NEW, mode);
+      fd = fs.openSync(file, flags | CREATE_NEW, mode);
     } catch (err) {
       // Someone put something there again between the unlink and the open.
       if ((err as NodeJS.ErrnoException).code === 'EEXIST' && tries < CREATE_TRIES) continue;

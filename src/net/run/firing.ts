@@ -314,7 +314,8 @@ async function runFunction(req: FiringRequest, outPaths: Record<string, string>,
       // A name of the runner's own staging, made new (CREATE_NEW) over what the function may have written there.
       await fs.promises.unlink(dest).catch(() => {});
       const handle = await fs.promises.open(dest, CREATE_NEW, 0o644);
-      if (!bytes) await pipeline(value as Readable, handle.createWriteStream()); // which closes the handle
+      if (!bytes)
+        await pipeline(value as Readable, handle.createWriteStream()); // which closes the handle
       else {
         try {
           await handle.writeFile(bytes);
