@@ -128,6 +128,20 @@ describe('processQueue', () => {
     expect(fs.readFileSync(q.jobPath(`${b}.out`), 'utf8')).toBe('');
   });
 
+  it('SaveBoth never follows a JOB.out planted in jobs/: the job fails, the link target is untouched, the job stays', async () => {
+    const { q } = setup();
+    const a = q.writeBuffer(packet(1n));
+    const target = path.join(tempDir(), 'authorized_keys');
+    fs.writeFileSync(target, 'ssh-ed25519 AAAA mine\n');
+    fs.symlinkSync(target, q.jobPath(`${a}.out`));
+    await expect(processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' })).rejects.toThrow(
+      /will not write its output to .*\.out: it is a symbolic link/,
+    );
+    expect(fs.readFileSync(target, 'utf8')).toBe('ssh-ed25519 AAAA mine\n');
+    expect(q.getNext()).toBe(1n);
+    expect(fs.existsSync(q.jobPath(a))).toBe(true);
+  });
+
   it('kills a command at the timeout and counts it as a failure', async () => {
     const { q } = setup();
     q.writeBuffer(packet(1n));

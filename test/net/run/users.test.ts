@@ -74,6 +74,9 @@ printf 't2:%s:' "$(id -un)"; cat
     expect(summary.leftovers).toEqual([]);
     const out = await tokensIn(path.join(dir, 'places/p3'));
     expect(out.map((t) => t.payload)).toEqual([`t2:${U2}:t1:${U1}:a\n`, `t2:${U2}:t1:${U1}:b\n`]);
+    // The runner (root) replaced p2's sendseq as it committed t1's outputs: it is still its writers'.
+    const seq = fs.statSync(path.join(dir, 'places/p2/sendseq'));
+    expect([seq.uid, seq.gid, seq.mode & 0o7777]).toEqual([uid(U2), gid(U1), 0o660]);
     const err = await tokensIn(path.join(dir, 'places/err'));
     expect(err.map((t) => t.key)).toEqual(['evil']);
     expect(err[0]!.env.ERROR_STDERR).toMatch(/Permission denied/);
