@@ -33,6 +33,7 @@ export {
   SeqOverflowError,
   ShortReadError,
   UnknownNameError,
+  UntrustedFileError,
 } from './base/errors.js';
 export { decodeHeader, encodeHeader } from './packet/codec.js';
 export { makeHeader, type PreparePacketOptions, preparePacket } from './packet/prepare.js';

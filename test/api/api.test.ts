@@ -377,6 +377,7 @@ describe('the entry points', () => {
     'SeqOverflowError',
     'ShortReadError',
     'UnknownNameError',
+    'UntrustedFileError',
     'createLogger',
     'decodeHeader',
     'defineNet',
