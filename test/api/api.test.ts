@@ -392,6 +392,7 @@ describe('the entry points', () => {
     'SendError',
     'DestinationError',
     'ReceiveError',
+    'ReceiveRefusedError',
     'sendQueue',
     'parseDestination',
   ];
