@@ -29,6 +29,7 @@ export {
   PayloadSealError,
   QueueError,
   ReceiveError,
+  ReceiveRefusedError,
   SendError,
   SeqOverflowError,
   ShortReadError,

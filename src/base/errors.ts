@@ -24,7 +24,8 @@ export type FsplErrorCode =
   | 'ERR_NET_FILE'
   | 'ERR_SEND'
   | 'ERR_SEND_DESTINATION'
-  | 'ERR_RECEIVE';
+  | 'ERR_RECEIVE'
+  | 'ERR_RECEIVE_REFUSED';
 
 export class FsplError extends Error {
   readonly code: FsplErrorCode;
@@ -247,8 +248,21 @@ export class DestinationError extends FsplError {
  * frame's. It exits non-zero, so that NNCP keeps the packet and offers it again.
  */
 export class ReceiveError extends FsplError {
+  constructor(message: string, code: 'ERR_RECEIVE' | 'ERR_RECEIVE_REFUSED' = 'ERR_RECEIVE') {
+    super(code, message);
+  }
+}
+
+/**
+ * A receiver refused its input before reading any of it: it is not addressed to this receiver (a
+ * place no other host feeds, in `fspl net receive`), or it comes from an NNCP node that may not
+ * send here (`NNCP_SENDER` not among the senders allowed). Nothing is stored; the exit is
+ * non-zero, so NNCP keeps the packet and logs the refusal.
+ */
+export class ReceiveRefusedError extends ReceiveError {
+  declare readonly code: 'ERR_RECEIVE_REFUSED';
   constructor(message: string) {
-    super('ERR_RECEIVE', message);
+    super(message, 'ERR_RECEIVE_REFUSED');
   }
 }
 

@@ -9,7 +9,7 @@ import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
 import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
-import { flag, processOptions, required, type StringArgs, seqArg, str } from './args.js';
+import { flag, processOptions, required, type StringArgs, seqArg, str, strings } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
@@ -165,7 +165,13 @@ const handlers: Handlers = {
   'queue-process': queueProcess,
   'queue-receive': async (inv) => {
     const { receivePackets } = await import('../send/receive.js');
-    const r = await receivePackets(required(inv, 'queuedir'), process.stdin);
+    const from = strings(inv, 'from');
+    const bad = from.find((n) => !/^[^\s\0-]\S*$/.test(n));
+    if (bad !== undefined) throw new UsageError(`invalid --from '${bad}': give an NNCP node's id or its name in the NNCP config`, false);
+    const r = await receivePackets(required(inv, 'queuedir'), process.stdin, {
+      from: from.length > 0 ? from : undefined,
+      sender: process.env.NNCP_SENDER || undefined,
+    });
     if (r.cut)
       process.stderr.write(`fspl queue-receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole packets are stored, the rest comes again\n`);
     return 0;

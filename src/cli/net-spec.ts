@@ -89,7 +89,7 @@ export const NET_COMMANDS = [
   netCommand(
     'receive',
     ['net', 'place'],
-    "Store the tokens framed on stdin in a place of this host, each exactly once, in whatever order they come: the NNCP exec handle of a host reached through NNCP (hosts: { NAME: { nncp: ... } }); NNCP appends the place's name",
+    "Store the tokens framed on stdin in a place of this host, each exactly once, in whatever order they come: the NNCP exec handle of a host reached through NNCP (hosts: { NAME: { nncp: ... } }); NNCP appends the place's name. Only a place another host feeds, and with NNCP_SENDER set, only from that host's NNCP node (or this host's nncp.from); else refused, nothing stored",
     [netHost],
   ),
   netCommand('status', ['net'], 'Tokens per place, firings per transition, what is stuck and why (exit 3 when stuck)', [netJson, netHost]),

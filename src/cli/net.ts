@@ -80,7 +80,8 @@ const handlers: Handlers = {
   },
   run: (inv) => run(inv),
   receive: async ({ args: a }) => {
-    const r = await load(String(a.net)).receive(String(a.place), process.stdin, { host: hostArg(a) });
+    // nncp-toss says which node sent the input; run by hand, nobody does.
+    const r = await load(String(a.net)).receive(String(a.place), process.stdin, { host: hostArg(a), sender: process.env.NNCP_SENDER || undefined });
     if (r.duplicates > 0) process.stderr.write(`fspl net receive: ${r.stored} stored, ${r.duplicates} already received (dropped)\n`);
     if (r.cut)
       process.stderr.write(`fspl net receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole tokens are stored, the rest comes again\n`);

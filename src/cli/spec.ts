@@ -238,7 +238,24 @@ export const COMMANDS = [
     positionals: [],
     params: false,
   },
-  { name: 'queue-receive', usage: 'queue-receive -q DIR', describe: RECEIVE_DESCRIBE, options: [queuedir], positionals: [], params: false },
+  {
+    name: 'queue-receive',
+    usage: 'queue-receive -q DIR [--from NODE]...',
+    describe: RECEIVE_DESCRIBE,
+    options: [
+      queuedir,
+      {
+        long: 'from',
+        kind: 'string',
+        array: true,
+        value: 'NODE',
+        describe:
+          'Extension: take packets only from this NNCP node (its id, or its name in the NNCP config: $NNCPCFG, else /etc/nncp.hjson), as NNCP_SENDER says; may be repeated. Refused, nothing stored, when NNCP_SENDER is another node or unset',
+      },
+    ],
+    positionals: [],
+    params: false,
+  },
   {
     name: 'queue-send',
     usage:

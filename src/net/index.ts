@@ -16,6 +16,7 @@ import { freshWriteStream, writeFresh } from '../sys/untrusted.js';
 import { type HostRunOptions, runHost } from './hosts/distributed.js';
 import { checkNncpReceiving, type ReceiveCheck } from './hosts/nncp-check.js';
 import { type OutboxProbe, probeOutbox } from './hosts/outbox-sender.js';
+import { fedPlace, senderRule } from './hosts/receive-admit.js';
 import { defineNet } from './model/build.js';
 import { checkNet, type NetWarning } from './model/check.js';
 import { hostConfig, hostView, placesOf, remotePlaces } from './model/hosts.js';
@@ -210,14 +211,17 @@ export class Net {
   /**
    * Store the tokens framed on `input` (src/send/frames.ts: what an outbox hands to NNCP) in
    * `place`, each exactly once, whatever order they come in: `fspl net receive`, the exec handle
-   * that NNCP runs on a host reached through NNCP. On a net with hosts, the place must be on `host`.
+   * that NNCP runs on a host reached through NNCP. The place must be on `host` and fed by another
+   * host; with `sender` (NNCP_SENDER: the sending node's id), it must be that host's NNCP node
+   * (or one of `host`'s `nncp.from`). Else a ReceiveRefusedError, before `input` is read.
    */
-  async receive(place: string, input: Readable, options: { host?: string; signal?: AbortSignal } = {}): Promise<ReceiveSummary> {
+  async receive(place: string, input: Readable, options: { host?: string; sender?: string; signal?: AbortSignal } = {}): Promise<ReceiveSummary> {
     const view = hostView(this.model, options.host);
     const own = [...view.places.values()].filter((p) => !p.remote);
     const spec = own.find((p) => p.name === place);
     if (!spec) throw unknownName('place', place, options.host === undefined ? own.map((p) => p.name) : placesOf(this.model, options.host));
-    return receivePackets(spec.dir, input, { what: `place ${place} (${spec.dir})`, signal: options.signal });
+    const fed = fedPlace(this.model, options.host, spec);
+    return receivePackets(spec.dir, input, { ...senderRule(this.model, fed, options.sender), signal: options.signal });
   }
 
   /**

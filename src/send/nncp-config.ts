@@ -1,15 +1,18 @@
 /**
- * What a node's NNCP config says about its exec handles, for `fspl net check --host` on a host that
- * receives through NNCP. The config is Hjson (read with the hjson package, as NNCP writes it), at
+ * What a node's NNCP config says about its neighbours: their node ids (for a receiver that
+ * accepts only some senders, receive.ts) and their exec handles (for `fspl net check --host` on a
+ * host that receives through NNCP). The config is Hjson (read with the hjson package, as NNCP writes it), at
  * the path given, else $NNCPCFG, else /etc/nncp.hjson: where NNCP's own tools look.
  */
 import fs from 'node:fs';
 
 export const DEFAULT_NNCP_CFG = '/etc/nncp.hjson';
 
-/** A neighbour of the node: its name in the config, and its exec handles (handle to argv). */
+/** A neighbour of the node: its name in the config, its node id, and its exec handles (handle to argv). */
 export interface NncpNeighbour {
   name: string;
+  /** Its node id (`id:`), as NNCP gives it to an exec handle in NNCP_SENDER; undefined when the entry has none. */
+  id?: string;
   exec: Record<string, string[]>;
 }
 
@@ -48,7 +51,8 @@ export async function readNncpConfig(given?: string): Promise<NncpConfig> {
       if (exec && typeof exec === 'object')
         for (const [h, argv] of Object.entries(exec as Record<string, unknown>))
           if (Array.isArray(argv) && argv.every((w) => typeof w === 'string')) handles[h] = argv;
-      neighbours.push({ name, exec: handles });
+      const id = (n as { id?: unknown })?.id;
+      neighbours.push({ name, id: typeof id === 'string' ? id : undefined, exec: handles });
     }
   return { path: file, neighbours };
 }

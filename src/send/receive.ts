@@ -24,6 +24,11 @@
  *
  * Each packet is checked before it is taken: its header's number is the frame's, and a sealed
  * packet's payload matches its seal (length and CRC-32).
+ *
+ * With `from` (`fspl queue-receive --from NODE`; `fspl net receive` gives the nodes its net says
+ * feed the place), the input is taken only from those NNCP nodes: `sender` (NNCP_SENDER, set by
+ * nncp-toss) must be one of them (nncp-sender.ts). Anything else is refused before the input, the
+ * lock or the ledger is touched: nothing is stored, and the exit is non-zero.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,6 +42,7 @@ import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync }
 import { FileLock } from '../sys/lock.js';
 import { createFresh } from '../sys/untrusted.js';
 import { type FrameHead, FrameReader } from './frames.js';
+import { admitSender } from './nncp-sender.js';
 import { ReceivedLedger } from './received.js';
 
 /** Packets made durable together (one ledger write, two fsyncs of jobs/). */
@@ -59,6 +65,15 @@ export interface ReceiveOptions {
   /** Where the queue is, for messages (default: its directory). */
   what?: string;
   signal?: AbortSignal;
+  /**
+   * Take the input only from these NNCP nodes: ids, or names of neighbours in the NNCP config
+   * `nncpCfg`. Without it, from anyone.
+   */
+  from?: readonly string[];
+  /** The sending node's id, as nncp-toss gives an exec handle in NNCP_SENDER (checked against `from`). */
+  sender?: string;
+  /** The receiving node's NNCP config, where names in `from` are looked up (default: $NNCPCFG, else /etc/nncp.hjson). */
+  nncpCfg?: string;
 }
 
 interface Part {
@@ -71,6 +86,8 @@ const PART_RE = /^\.fspl-in-([A-Za-z0-9-]+)\.part$/;
 
 /** Store the packets framed on `input` in the queue at `dir` (see above). */
 export async function receivePackets(dir: string, input: Readable, opts: ReceiveOptions = {}): Promise<ReceiveSummary> {
+  const what = opts.what ?? `queue ${dir}`;
+  if (opts.from !== undefined) await admitSender({ from: opts.from, sender: opts.sender, cfg: opts.nncpCfg, what });
   const jobs = path.join(dir, 'jobs');
   if (!fs.statSync(jobs, { throwIfNoEntry: false })?.isDirectory())
     throw new ReceiveError(`no queue at ${opts.what ?? dir} (make it with fspl queue-init -q DIR, or fspl net init --host for a net)`);

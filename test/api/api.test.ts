@@ -393,6 +393,7 @@ describe('the entry points', () => {
     'SendError',
     'DestinationError',
     'ReceiveError',
+    'ReceiveRefusedError',
     'sendQueue',
     'parseDestination',
   ];

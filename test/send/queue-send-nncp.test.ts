@@ -3,7 +3,8 @@
  * outbox's packets are handed to nncp-exec, the receiving node's exec handle runs
  * `fspl queue-receive -q QUEUE`, and the queue runs each packet once, in order, whether NNCP moves
  * them online or by a transfer directory offered twice, and through a sender killed with kill -9.
- * The queue is a plain Filespooler queue: the reference runs it too.
+ * The queue is a plain Filespooler queue: the reference runs it too. With `--from`, the handle
+ * takes packets only from the node NNCP says sent them (NNCP_SENDER).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -89,6 +90,27 @@ describeIfPresent('fspl queue-send through NNCP', missing, { what: 'NNCP queue-s
     await pair.toss('b');
     expect(jobFiles(q)).toEqual([]);
     expect(fs.readFileSync(path.join(q, 'received'), 'utf8')).toBe('1 100\n');
+  });
+
+  test('queue-receive --from under real NNCP: from a node other than the sender, nncp-toss fails and keeps the packet, nothing stored; --from the sender by id, it lands', async () => {
+    const { outbox, q, pair } = await setUp('ours', 3);
+    const cfg = JSON.parse(fs.readFileSync(pair.b.cfg, 'utf8'));
+    const handle = (from: string) => {
+      cfg.neigh.a.exec.fspl = [process.execPath, FSPL_BIN, 'queue-receive', '-q', q, '--from', from];
+      fs.writeFileSync(pair.b.cfg, JSON.stringify(cfg));
+    };
+    handle(cfg.neigh.self.id); // b's own id: not who sends
+    const before = fs.readdirSync(q).sort();
+    const r = send(outbox, pair);
+    expect(r.status, r.stderr).toBe(0);
+    await pair.online('a', 'b');
+    await expect(pair.toss('b')).rejects.toThrow();
+    expect(fs.readdirSync(q).sort()).toEqual(before); // no ledger, no lock
+    expect(jobFiles(q)).toEqual([]);
+    expect(fs.readFileSync(pair.b.log, 'utf8')).toContain(`not from ${cfg.neigh.a.id}`);
+    handle(cfg.neigh.a.id); // NNCP kept the packet: the next toss delivers it
+    await pair.toss('b');
+    expect(jobFiles(q)).toHaveLength(3);
   });
 
   test('bad use: --ssh or --remote-fspl with nncp:, a malformed nncp: destination, NNCP that does not know the node', async () => {

@@ -3,7 +3,9 @@
  * received numbers (received.ts): each packet stored once whatever order its copies come in; a
  * copy of a consumed packet is not stored again; damaged or misnumbered packets are refused
  * whole; a cut input keeps its whole frames; parts left by a killed receiver are finished or
- * removed by what the ledger says.
+ * removed by what the ledger says. With `from` (`--from NODE`), only what NNCP says came from one
+ * of those nodes (NNCP_SENDER, by id or by its name in the NNCP config) is taken; anything else
+ * is refused before the input is read, and nothing is stored.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,11 +13,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { Queue } from 'filespooler';
 import { describe, expect, test } from 'vitest';
-import { makeHeader, packetBytes } from '../../src/packet/prepare.js';
-import { sealOf } from '../../src/packet/seal.js';
+import { ReceiveRefusedError } from '../../src/base/errors.js';
 import { receivePackets } from '../../src/send/receive.js';
 import { ReceivedLedger } from '../../src/send/received.js';
 import { FSPL_BIN, memTempDir } from '../helpers.js';
+import { frame, packet } from './frame-helpers.js';
 
 function queue(): string {
   const q = path.join(memTempDir(), 'q');
@@ -23,14 +25,6 @@ function queue(): string {
   return q;
 }
 
-/** A sealed packet numbered `seq` whose payload names it. */
-function packet(seq: number, payload = `job ${seq}\n`): Buffer {
-  const body = Buffer.from(payload);
-  const header = { ...makeHeader({ seq: BigInt(seq), ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }), seal: sealOf(body) };
-  return packetBytes(header, body);
-}
-
-const frame = (seq: number, bytes = packet(seq), id = `id-${seq}`) => Buffer.concat([Buffer.from(`${id} ${seq} ${bytes.length}\n`), bytes]);
 const input = (...frames: Buffer[]) => Readable.from([Buffer.concat(frames)]);
 const jobs = (q: string) =>
   fs
@@ -123,5 +117,85 @@ describe('receivePackets', () => {
     const bad = spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q], { input: 'x 9 5\nabcde', encoding: 'utf8' });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/^Error: packet x \(number 9\) is not a whole packet: .*\n$/);
+  });
+});
+
+/** Node ids as NNCP_SENDER gives them (52 characters of base32). */
+const ALICE = 'A'.repeat(52);
+const CAROL = 'C'.repeat(26) + '7'.repeat(26);
+
+/** A receiving node's NNCP config that knows alice and carol by name (multicast off, as every test config). */
+function nncpConfig(): string {
+  const file = path.join(memTempDir(), 'nncp.hjson');
+  fs.writeFileSync(file, JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }));
+  return file;
+}
+
+/** Everything in the queue directory, with what is in jobs/: unchanged by a refusal. */
+const contents = (q: string) => [...fs.readdirSync(q), ...fs.readdirSync(path.join(q, 'jobs')).map((n) => `jobs/${n}`)].sort();
+
+describe('receivePackets from some NNCP nodes only', () => {
+  /** An input that fails the test if it is read at all. */
+  const untouched = () =>
+    new Readable({
+      read() {
+        throw new Error('the input was read');
+      },
+    });
+
+  test('the sender by id or by name lands; another, or none, is refused before the input is read', async () => {
+    const q = queue();
+    const cfg = nncpConfig();
+    const before = contents(q);
+    const refused = (sender: string | undefined, from: string[]) => receivePackets(q, untouched(), { from, sender, nncpCfg: cfg });
+    await expect(refused(CAROL, [ALICE])).rejects.toThrow(
+      new RegExp(`^refused: queue \\S+ takes packets only from NNCP node ${ALICE}, not from ${CAROL} \\(carol in \\S+nncp.hjson\\); nothing stored$`),
+    );
+    await expect(refused(CAROL, ['alice', 'bob'])).rejects.toThrow(/only from NNCP node alice \(A{52}\), bob \(not a neighbour in \S+\), not from C/);
+    await expect(refused(undefined, [ALICE])).rejects.toThrow(/NNCP_SENDER is not set \(not run by nncp-toss as an exec handle\); nothing stored$/);
+    const err = await refused(CAROL, ['alice']).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReceiveRefusedError);
+    expect(err).toMatchObject({ code: 'ERR_RECEIVE_REFUSED' });
+    expect(contents(q)).toEqual(before); // no ledger, no lock, no part
+    expect(await receivePackets(q, input(frame(1)), { from: [ALICE], sender: ALICE })).toMatchObject({ stored: 1 });
+    expect(await receivePackets(q, input(frame(2)), { from: ['carol'], sender: CAROL, nncpCfg: cfg })).toMatchObject({ stored: 1 });
+    expect(jobs(q)).toEqual(['fspl-id-1.fspl', 'fspl-id-2.fspl']);
+  });
+
+  test('an NNCP config that cannot be read refuses a name, and says so', async () => {
+    const q = queue();
+    await expect(receivePackets(q, untouched(), { from: ['alice'], sender: ALICE, nncpCfg: path.join(q, 'none.hjson') })).rejects.toThrow(
+      /not from A{52}; cannot read the NNCP config \S+none\.hjson: ENOENT, where the names would be looked up; nothing stored$/,
+    );
+  });
+
+  test('fspl queue-receive --from: the right sender lands, a wrong or missing NNCP_SENDER is refused with one line, nothing stored', () => {
+    const q = queue();
+    const cfg = nncpConfig();
+    const before = contents(q);
+    const receive = (sender: string | undefined, ...from: string[]) =>
+      spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q, ...from.flatMap((f) => ['--from', f])], {
+        input: frame(1),
+        encoding: 'utf8',
+        env: { ...process.env, NNCPCFG: cfg, NNCP_SENDER: sender },
+      });
+    const wrong = receive(CAROL, 'alice');
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toMatch(
+      /^Error: refused: queue \S+ takes packets only from NNCP node alice \(A{52}\), not from C{26}7{26} \(carol in \S+\); nothing stored\n$/,
+    );
+    const none = receive(undefined, ALICE);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/^Error: refused: .* NNCP_SENDER is not set .*\n$/);
+    expect(contents(q)).toEqual(before);
+    const bad = receive(ALICE, '');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toBe("error: invalid --from '': give an NNCP node's id or its name in the NNCP config\n");
+    const right = receive(CAROL, 'alice', 'carol');
+    expect(right.status, right.stderr).toBe(0);
+    expect(receive(ALICE, ALICE).status).toBe(0); // a copy: dropped
+    expect(jobs(q)).toEqual(['fspl-id-1.fspl']);
+    // Without --from, anyone (as before).
+    expect(receive(undefined).status).toBe(0);
   });
 });

@@ -88,7 +88,7 @@ describe('a file opened as it is', () => {
     fs.closeSync(fd);
   });
 
-  it('openOwnFile (saveboth): empties a file of ours, refuses a link or another\'s file', () => {
+  it("openOwnFile (saveboth): empties a file of ours, refuses a link or another's file", () => {
     const dir = tempDir();
     const v = victim(dir);
     const out = path.join(dir, 'job.out');

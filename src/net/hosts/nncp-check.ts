@@ -7,6 +7,7 @@
 import { type NncpConfig, readNncpConfig } from '../../send/nncp-config.js';
 import { hostConfig, hostOf } from '../model/hosts.js';
 import { type NetModel, writersOf } from '../model/model.js';
+import { ownNncpConfig, sendersTo } from './receive-admit.js';
 
 export interface ReceiveCheck {
   place: string;
@@ -15,20 +16,6 @@ export interface ReceiveCheck {
   /** What was found (ok), or why NNCP can't deliver there. */
   error?: string;
   detail: string;
-}
-
-/** The config H's node uses: the one it sends with (a `cfg:` of a host it sends to through NNCP), else NNCP's default. */
-function ownConfig(net: NetModel, host: string): string | undefined {
-  for (const t of net.transitions.values()) {
-    if (hostOf(t) !== host) continue;
-    for (const p of [...t.outputs, ...(t.error ? [t.error] : [])]) {
-      const to = hostOf(net.places.get(p) ?? {});
-      if (!to || to === host) continue;
-      const c = hostConfig(net, to);
-      if (c.kind === 'nncp' && c.nncp.cfg !== undefined) return c.nncp.cfg;
-    }
-  }
-  return undefined;
 }
 
 export async function checkNncpReceiving(net: NetModel, host: string): Promise<ReceiveCheck[]> {
@@ -45,7 +32,7 @@ export async function checkNncpReceiving(net: NetModel, host: string): Promise<R
   if (fed.length === 0) return [];
   let config: NncpConfig;
   try {
-    config = await readNncpConfig(ownConfig(net, host));
+    config = await readNncpConfig(ownNncpConfig(net, host));
   } catch (err) {
     return fed.map((f) => ({ ...f, error: (err as Error).message, detail: '' }));
   }
@@ -53,17 +40,18 @@ export async function checkNncpReceiving(net: NetModel, host: string): Promise<R
 }
 
 function judgeHandle(net: NetModel, config: NncpConfig, host: string, handle: string, f: { place: string; from: string }): ReceiveCheck {
-  const sender = hostConfig(net, f.from);
-  // The feeder's node as this config names it is known when this host sends to it through NNCP too.
-  const node = sender.kind === 'nncp' ? sender.nncp.node : undefined;
-  const candidates = config.neighbours.filter((n) => node === undefined || n.name === node);
+  // The feeder's node: as this config names it (its hosts entry's node:, when this host sends to it
+  // through NNCP too), or this host's own from: list; fspl net receive takes tokens from no other.
+  const senders = sendersTo(net, host, f.from);
+  if ('unknown' in senders) return { ...f, error: `fspl net receive would refuse its tokens: ${senders.unknown}`, detail: '' };
+  const nodes = senders.from;
+  const candidates = config.neighbours.filter((n) => nodes.includes(n.name) || (n.id !== undefined && nodes.includes(n.id)));
   const found = candidates.find((n) => n.exec[handle]);
   const want = `exec: { ${handle}: [fspl, net, receive, ${net.file}, --host, ${host}] }`;
   if (!found) {
-    const whose = node === undefined ? `any node` : `node ${node}`;
     return {
       ...f,
-      error: `${config.path} gives ${whose} no exec handle "${handle}": NNCP would refuse the tokens of host ${f.from} (add ${want} under neigh.${node ?? 'SENDER'})`,
+      error: `${config.path} gives node ${nodes.join(', ')} no exec handle "${handle}": NNCP would refuse the tokens of host ${f.from} (add ${want} under neigh.${nodes[0]})`,
       detail: '',
     };
   }

@@ -40,8 +40,11 @@ export interface SshHostConfig {
 export interface NncpHostConfig {
   kind: 'nncp';
   name: string;
-  /** Its NNCP node, the exec handle there (default `fspl`), and the sending node's config. */
-  nncp: { node: string; handle: string; cfg?: string };
+  /**
+   * Its NNCP node, the exec handle there (default `fspl`), the sending node's config, and the
+   * nodes it takes tokens from when not only those of the hosts that feed it (`from:`).
+   */
+  nncp: { node: string; handle: string; cfg?: string; from?: string[] };
 }
 
 /** The exec handle an NNCP host runs `fspl net receive` under, unless its entry names another. */
@@ -72,7 +75,10 @@ export function hostNames(net: Pick<NetModel, 'places' | 'transitions' | 'hosts'
 
 export function hostConfig(net: NetModel, host: string): HostConfig {
   const raw = net.hosts?.[host];
-  if (raw?.nncp) return { kind: 'nncp', name: host, nncp: { node: raw.nncp.node, handle: raw.nncp.handle ?? DEFAULT_NNCP_HANDLE, cfg: raw.nncp.cfg } };
+  if (raw?.nncp) {
+    const { node, handle, cfg, from } = raw.nncp;
+    return { kind: 'nncp', name: host, nncp: { node, handle: handle ?? DEFAULT_NNCP_HANDLE, cfg, from: typeof from === 'string' ? [from] : from } };
+  }
   const ssh = raw?.ssh === undefined ? ['ssh', host] : typeof raw.ssh === 'string' ? ['ssh', raw.ssh] : raw.ssh;
   return { kind: 'ssh', name: host, ssh, fspl: raw?.fspl };
 }
@@ -166,7 +172,13 @@ export function hostProblems(net: NetModel): ModelProblem[] {
 function nncpProblems(host: string, v: unknown): ModelProblem[] {
   const at = ['hosts', host, 'nncp'];
   if (v === null || typeof v !== 'object' || Array.isArray(v))
-    return [{ path: at, message: 'nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE } (node is the NNCP node to send to; cfg and handle are optional)' }];
+    return [
+      {
+        path: at,
+        message:
+          'nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE, from: [NODE...] } (node is the NNCP node to send to; cfg, handle and from are optional)',
+      },
+    ];
   const problems: ModelProblem[] = [];
   const m = v as Record<string, unknown>;
   if (!('node' in m))
@@ -179,7 +191,14 @@ function nncpProblems(host: string, v: unknown): ModelProblem[] {
         problems.push({ path: [...at, k], message: `${k} is one word (an NNCP ${k === 'node' ? 'node name or id' : 'exec handle name'})` });
     } else if (k === 'cfg') {
       if (typeof x !== 'string' || x.length === 0) problems.push({ path: [...at, k], message: "cfg is the path of the sending node's NNCP config" });
-    } else problems.push({ path: [...at, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (nncp has node, cfg and handle)` });
+    } else if (k === 'from') {
+      const node = (y: unknown) => typeof y === 'string' && /^[^\s\0]+$/.test(y);
+      if (!(node(x) || (Array.isArray(x) && x.length > 0 && x.every(node))))
+        problems.push({
+          path: [...at, k],
+          message: "from is the NNCP nodes this host takes tokens from, a word or a list: their ids, or their names in this host's NNCP config",
+        });
+    } else problems.push({ path: [...at, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (nncp has node, cfg, handle and from)` });
   }
   return problems;
 }

@@ -48,7 +48,7 @@ export interface HostDefinition {
   nncp?: NncpHostDefinition;
 }
 
-/** `hosts: { b: { nncp: { node, cfg, handle } } }`. */
+/** `hosts: { b: { nncp: { node, cfg, handle, from } } }`. */
 export interface NncpHostDefinition {
   /** The host's NNCP node, as the sending node's config names it. */
   node: string;
@@ -56,6 +56,11 @@ export interface NncpHostDefinition {
   cfg?: string;
   /** The exec handle on that node that runs `fspl net receive` for this net (default `fspl`). */
   handle?: string;
+  /**
+   * The NNCP nodes this host takes tokens from (`fspl net receive` checks NNCP_SENDER): ids, or
+   * names in this host's own NNCP config. Default: the node of the host that feeds the place.
+   */
+  from?: string | string[];
 }
 
 export interface InputArc {

@@ -42,9 +42,9 @@ transitions:
   test('a host reached through NNCP: node required, one word each, not with ssh; hostConfig fills the handle', () => {
     expect(
       problems(`hosts:
-  a: { nncp: { node: alice, cfg: /etc/a.hjson, handle: recv } }
-  b: { nncp: { cfg: /x } }
-  c: { nncp: { node: "-oops", handle: "two words", colour: 1 } }
+  a: { nncp: { node: alice, cfg: /etc/a.hjson, handle: recv, from: [bob, carol] } }
+  b: { nncp: { cfg: /x, from: [] } }
+  c: { nncp: { node: "-oops", handle: "two words", colour: 1, from: "two words" } }
   d: { ssh: d, nncp: { node: d } }
   e: { nncp: nope }
 places:
@@ -54,17 +54,20 @@ transitions:
 `),
     ).toEqual([
       '3: nncp needs node: the NNCP node of this host, as the sending node names it',
+      "3: from is the NNCP nodes this host takes tokens from, a word or a list: their ids, or their names in this host's NNCP config",
       '4: node is one word (an NNCP node name or id)',
       '4: handle is one word (an NNCP exec handle name)',
-      '4: unknown key "colour" (nncp has node, cfg and handle)',
+      '4: unknown key "colour" (nncp has node, cfg, handle and from)',
+      "4: from is the NNCP nodes this host takes tokens from, a word or a list: their ids, or their names in this host's NNCP config",
       '5: A host is reached over ssh or through NNCP, not both: give ssh (and fspl) or nncp',
-      '6: nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE } (node is the NNCP node to send to; cfg and handle are optional)',
+      '6: nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE, from: [NODE...] } (node is the NNCP node to send to; cfg, handle and from are optional)',
     ]);
     const net = parseNetText(
-      'hosts: { a: {}, b: { nncp: { node: bob } } }\nplaces: { x: { host: a }, y: { host: b } }\ntransitions: { t: { host: a, in: x, out: y } }\n',
+      'hosts: { a: {}, b: { nncp: { node: bob } }, c: { nncp: { node: carol, from: alice } } }\nplaces: { x: { host: a }, y: { host: b }, z: { host: c } }\ntransitions: { t: { host: a, in: x, out: y }, u: { host: c, in: z, out: z } }\n',
       '/tmp/n/net.yaml',
     );
     expect(hostConfig(net, 'b')).toEqual({ kind: 'nncp', name: 'b', nncp: { node: 'bob', handle: 'fspl', cfg: undefined } });
+    expect(hostConfig(net, 'c')).toMatchObject({ kind: 'nncp', nncp: { node: 'carol', from: ['alice'] } });
     expect(hostConfig(net, 'a')).toEqual({ kind: 'ssh', name: 'a', ssh: ['ssh', 'a'], fspl: undefined });
   });
 

@@ -17,8 +17,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
-import { FSPL_BIN } from '../../helpers.js';
 import { onPath } from '../../harness/proc.js';
+import { FSPL_BIN } from '../../helpers.js';
 import { makeNet, netDir, tokensIn } from '../helpers.js';
 
 const isRoot = process.getuid?.() === 0;
