@@ -148,6 +148,13 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
     oldest: statusJobToJson(s.oldest),
     newest: statusJobToJson(s.newest),
     undecodable: s.undecodable.map((f) => ({ filename: f.filename, size: f.size ?? null, kind: f.kind, cause: f.cause, error: f.error })),
+    too_large: s.tooLarge.map((f) => ({
+      filename: f.filename,
+      size: f.size ?? null,
+      metadata_length: f.metadataLength.toString(),
+      limit: f.limit,
+      claimed_seq: f.claimedSeq === undefined ? null : f.claimedSeq.toString(),
+    })),
     sealed: s.sealed,
     damaged: s.damaged.map((d) => ({ seq: d.seq.toString(), filename: d.filename, payload_size: d.payloadSize, sealed_size: d.sealedSize.toString() })),
     temp_files: s.tempFiles.map((f) => ({ filename: f.filename, size: f.size ?? null, age_seconds: f.ageSeconds ?? null })),

@@ -4,6 +4,7 @@
  */
 export type FsplErrorCode =
   | 'ERR_BAD_PACKET'
+  | 'ERR_HEADER_TOO_LARGE'
   | 'ERR_SHORT_READ'
   | 'ERR_LOCKED'
   | 'ERR_NOT_FOUND'
@@ -12,6 +13,7 @@ export type FsplErrorCode =
   | 'ERR_BAD_SEQFILE'
   | 'ERR_QUEUE'
   | 'ERR_EXEC'
+  | 'ERR_EXEC_TOO_LARGE'
   | 'ERR_JOB_FAILED'
   | 'ERR_DECODER'
   | 'ERR_IO'
@@ -62,6 +64,25 @@ export class PayloadSealError extends FsplError {
   }
 }
 
+/**
+ * A header whose metadata is longer than the reader's limit (a queue's maxHeaderSize, fspl's
+ * --max-header-size): not read, so that no file can make a scan hold more than that much memory.
+ * `claimedSeq` is the number its first bytes give (not checked by any CRC: what it claims), when
+ * they were at hand and give one.
+ */
+export class HeaderTooLargeError extends BadPacketError {
+  readonly metadataLength: bigint;
+  readonly limit: number;
+  readonly claimedSeq: bigint | undefined;
+  constructor(metadataLength: bigint, limit: number, claimedSeq?: bigint) {
+    const claims = claimedSeq === undefined ? '' : ` (it claims number ${claimedSeq})`;
+    super(`Metadata length ${metadataLength} is larger than the limit of ${limit} bytes${claims}`, 'ERR_HEADER_TOO_LARGE');
+    this.metadataLength = metadataLength;
+    this.limit = limit;
+    this.claimedSeq = claimedSeq;
+  }
+}
+
 /** Another process holds the lock. */
 export class LockedError extends FsplError {
   readonly path: string;
@@ -107,8 +128,22 @@ export class QueueError extends FsplError {
 
 /** A command could not be started (not found, not executable). */
 export class ExecError extends FsplError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_EXEC', message, options);
+  constructor(message: string, options?: { cause?: unknown; code?: 'ERR_EXEC' | 'ERR_EXEC_TOO_LARGE' }) {
+    super(options?.code ?? 'ERR_EXEC', message, options);
+  }
+}
+
+/**
+ * A command that can not be started because its arguments or environment are larger than
+ * execve(2) takes (one string over MAX_ARG_STRLEN, or all of them over the system's total, which
+ * would be E2BIG): `problem` says which, in words ("its environment variable FSPL_SET_X is ...").
+ * A job's own variables or parameters make it: the job fails, the run goes on as its on-error says.
+ */
+export class ExecTooLargeError extends ExecError {
+  readonly problem: string;
+  constructor(command: string, problem: string, options?: { cause?: unknown }) {
+    super(`Failed to run ${JSON.stringify(command)}: ${problem}`, { ...options, code: 'ERR_EXEC_TOO_LARGE' });
+    this.problem = problem;
   }
 }
 

@@ -4,6 +4,7 @@
  * ArgsOf): a misspelt name, or one of another command, does not compile.
  */
 import type { Logger } from '../base/log.js';
+import { MAX_METADATA_LENGTH } from '../packet/types.js';
 import { parseSeq } from '../sys/seqfile.js';
 import type { Invocation } from './grammar.js';
 import { UsageError } from './output.js';
@@ -61,6 +62,23 @@ export function enumArg<T extends string, N extends string>(inv: Invocation<Stri
   const v = values.find((value) => value === text.toLowerCase());
   if (v === undefined) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
   return v;
+}
+
+/**
+ * --max-header-size BYTES (K, M or G: 1024, 1024^2, 1024^3 bytes), or FSPL_MAX_HEADER_SIZE when it
+ * is not given; undefined when neither is (the library's default then). At most 200 MiB.
+ */
+export function maxHeaderSizeArg(inv: Invocation<StringArgs<'max-header-size'>>, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const given = inv.args['max-header-size'];
+  const text = given ?? env.FSPL_MAX_HEADER_SIZE;
+  if (text === undefined || (given === undefined && text === '')) return undefined;
+  const m = /^\+?(\d{1,12})([kmg]?)$/i.exec(text.trim());
+  const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_METADATA_LENGTH)) {
+    const where = given === undefined ? 'FSPL_MAX_HEADER_SIZE' : '--max-header-size';
+    throw new UsageError(`invalid value '${text}' for ${where}: expected a number of bytes from 1 to ${MAX_METADATA_LENGTH} (200M), K or M suffix allowed`);
+  }
+  return n;
 }
 
 /** A flag: given or not. */

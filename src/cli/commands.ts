@@ -9,7 +9,7 @@ import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
 import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
-import { flag, processOptions, required, type StringArgs, seqArg, str, strings } from './args.js';
+import { flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, str, strings } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
@@ -26,6 +26,11 @@ const jobenv = () => import('../queue/jobenv.js');
 /** The queue of -q DIR, read through -d DECODER when the command has it and it is given. */
 function queue(inv: Invocation<StringArgs<'queuedir'> & Partial<StringArgs<'decoder'>>>, log: Logger): Queue {
   return Queue.open(required(inv, 'queuedir'), { decoder: inv.args.decoder, logger: log });
+}
+
+/** The queue of a command that reads its jobs' headers: as queue(), with --max-header-size (or FSPL_MAX_HEADER_SIZE). */
+function scannedQueue(inv: Invocation<StringArgs<'queuedir' | 'decoder' | 'max-header-size'>>, log: Logger): Queue {
+  return Queue.open(required(inv, 'queuedir'), { decoder: inv.args.decoder, maxHeaderSize: maxHeaderSizeArg(inv), logger: log });
 }
 
 function openInput(input: string | undefined): number | undefined {
@@ -112,7 +117,7 @@ const handlers: Handlers = {
     return 0;
   },
   'queue-ls': async (inv, log) => {
-    const q = queue(inv, log);
+    const q = scannedQueue(inv, log);
     q.assertExists();
     const jobs = await q.list();
     if (flag(inv, 'json')) {
@@ -137,7 +142,7 @@ const handlers: Handlers = {
   },
   'queue-info': async (inv, log) => {
     const seq = seqArg(inv, 'job');
-    const q = queue(inv, log);
+    const q = scannedQueue(inv, log);
     q.assertExists();
     const job = await q.find(seq);
     writeOut(await infoText(job.header, flag(inv, 'json'), { queuedir: q.dir, filename: job.filename }));
@@ -145,7 +150,7 @@ const handlers: Handlers = {
   },
   'queue-payload': async (inv, log) => {
     const seq = seqArg(inv, 'job');
-    const q = queue(inv, log);
+    const q = scannedQueue(inv, log);
     q.assertExists();
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
@@ -190,7 +195,7 @@ const handlers: Handlers = {
       json(),
       import('./status-text.js'),
     ]);
-    const status = await queueStatus(queue(inv, log));
+    const status = await queueStatus(scannedQueue(inv, log));
     writeOut(flag(inv, 'json') ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
     return status.canProgress ? 0 : 3;
   },

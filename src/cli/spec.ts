@@ -52,6 +52,13 @@ const job = {
   what: "the job's sequence number",
   describe: 'Sequence number of the job',
 } as const satisfies OptionSpec;
+const maxHeaderSize = {
+  long: 'max-header-size',
+  kind: 'string',
+  value: 'BYTES',
+  describe:
+    'Extension: read no job header whose metadata is longer than BYTES (K or M suffix allowed; default 8M, or FSPL_MAX_HEADER_SIZE); a longer one is skipped with a warning, and its number waits as a missing job would',
+} as const satisfies OptionSpec;
 const json = {
   long: 'json',
   kind: 'boolean',
@@ -140,9 +147,9 @@ export const COMMANDS = [
   },
   {
     name: 'queue-info',
-    usage: 'queue-info -q DIR -j ID [-d DECODER] [--json]',
+    usage: 'queue-info -q DIR -j ID [-d DECODER] [--max-header-size BYTES] [--json]',
     describe: "Print a queued job's variables, as its command would get them",
-    options: [queuedir, job, decoder, json],
+    options: [queuedir, job, decoder, maxHeaderSize, json],
     positionals: [],
     params: false,
   },
@@ -156,17 +163,17 @@ export const COMMANDS = [
   },
   {
     name: 'queue-ls',
-    usage: 'queue-ls -q DIR [-d DECODER] [--json]',
+    usage: 'queue-ls -q DIR [-d DECODER] [--max-header-size BYTES] [--json]',
     describe: 'List the jobs in a queue',
-    options: [queuedir, decoder, json],
+    options: [queuedir, decoder, maxHeaderSize, json],
     positionals: [],
     params: false,
   },
   {
     name: 'queue-payload',
-    usage: 'queue-payload -q DIR -j ID [-d DECODER]',
+    usage: 'queue-payload -q DIR -j ID [-d DECODER] [--max-header-size BYTES]',
     describe: "Write a queued job's payload to stdout",
-    options: [queuedir, job, decoder],
+    options: [queuedir, job, decoder, maxHeaderSize],
     positionals: [],
     params: false,
   },
@@ -195,6 +202,7 @@ export const COMMANDS = [
         describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
       },
       decoder,
+      maxHeaderSize,
       { long: 'maxjobs', short: 'n', kind: 'string', value: 'N', describe: 'Stop after this many jobs' },
       { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },
       { long: 'order-by', kind: 'string', value: 'ORDER', default: 'Sequence', choices: ['Sequence', 'Timestamp'], describe: 'Processing order' },
@@ -232,9 +240,9 @@ export const COMMANDS = [
   },
   {
     name: 'queue-status',
-    usage: 'queue-status -q DIR [-d DECODER] [--json]',
+    usage: 'queue-status -q DIR [-d DECODER] [--max-header-size BYTES] [--json]',
     describe: 'Extension: diagnose a queue (next job, gaps, duplicates, unreadable or stray files, lock); exit 3 if it is stuck',
-    options: [queuedir, decoder, json],
+    options: [queuedir, decoder, maxHeaderSize, json],
     positionals: [],
     params: false,
   },

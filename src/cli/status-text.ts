@@ -99,6 +99,12 @@ function detailLines(s: QueueStatus): string[] {
   if (s.gap && !s.gap.isNext) details.push(`later gap: job ${s.gap.seq} is missing; present beyond it: ${ranges(s.gap.presentBeyond)}`);
   for (const d of s.duplicates) details.push(`duplicate ${d.seq}: ${d.files.join(', ')}`);
   for (const f of s.undecodable) details.push(`unreadable ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ${f.cause}`);
+  for (const f of s.tooLarge) {
+    const claims = f.claimedSeq === undefined ? 'no number can be read from it' : `it claims number ${f.claimedSeq}`;
+    details.push(
+      `too large ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: its header metadata is ${f.metadataLength} bytes, over the limit of ${f.limit}, so it is not read (raise --max-header-size to read it); ${claims}`,
+    );
+  }
   for (const d of s.damaged) {
     details.push(
       `damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, the file holds ${d.payloadSize}; queue-process will fail it`,
@@ -130,6 +136,7 @@ export function formatStatusText(s: QueueStatus): string {
   rows.push(['newest', job(s.newest)]);
   rows.push(['duplicates', `${s.duplicates.length}`]);
   rows.push(['unreadable', `${s.undecodable.length}`]);
+  if (s.tooLarge.length > 0) rows.push(['too large', `${s.tooLarge.length} (headers over ${s.tooLarge[0]!.limit} bytes, not read)`]);
   if (s.sealed > 0 || s.damaged.length > 0) rows.push(['sealed', `${s.sealed} (${s.damaged.length} damaged)`]);
   rows.push(['temp files', `${s.tempFiles.length}`]);
   rows.push(['output files', `${s.outputFiles.length}`]);

@@ -9,18 +9,18 @@
  */
 import { createRequire } from 'node:module';
 import { Decoder } from '@msgpack/msgpack';
-import { BadPacketError, ShortReadError } from '../base/errors.js';
+import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/errors.js';
+import { claimedSeq } from './claim.js';
 import { MsgpackWriter } from './msgpack.js';
 import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal.js';
 import { checkMsgpackShape } from './shape.js';
-import { type Bytes, type CommandType, type Ctime, I64_MAX, I64_MIN, type PacketHeader, U64_MAX } from './types.js';
+import { type Bytes, type CommandType, type Ctime, I64_MAX, I64_MIN, MAX_METADATA_LENGTH, type PacketHeader, U64_MAX } from './types.js';
 
 export const PREFIX_LENGTH = 30;
 export const TAG = Buffer.from('*FILESPOOLER', 'ascii');
 export const VERSION = 1;
 
-/** The largest metadata we accept. Real headers are well under 1 KiB; 200 MiB allows for absurd parameter lists. */
-export const MAX_METADATA_LENGTH = 200 * 1024 * 1024;
+export { checkMaxHeaderSize, DEFAULT_MAX_HEADER_SIZE, MAX_METADATA_LENGTH } from './types.js';
 
 let crcBuf: ((data: Uint8Array) => number) | undefined;
 
@@ -118,8 +118,12 @@ export function shortOfPrefix(head: Uint8Array): BadPacketError {
   return new BadPacketError(`Input is not a filespooler packet: ${head.length} byte${head.length === 1 ? '' : 's'}, fewer than a packet's header`);
 }
 
-/** Check a 30-byte prefix. Errors carry the reference's wording. */
-export function decodePrefix(prefix: Uint8Array): Prefix {
+/**
+ * Check a 30-byte prefix. Errors carry the reference's wording. Metadata longer than `limit` is
+ * refused (HeaderTooLargeError) before anything reads it; bytes given beyond the prefix, if any,
+ * tell which number such a header claims (claim.ts).
+ */
+export function decodePrefix(prefix: Uint8Array, limit = MAX_METADATA_LENGTH): Prefix {
   const b = Buffer.isBuffer(prefix) ? prefix : Buffer.from(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   if (b.length < PREFIX_LENGTH) throw new ShortReadError();
   if (!b.subarray(0, 12).equals(TAG)) throw new BadPacketError("Input doesn't appear to be a filespooler file");
@@ -127,9 +131,8 @@ export function decodePrefix(prefix: Uint8Array): Prefix {
   if (version !== VERSION) throw new BadPacketError(`Input version ${version} != ${VERSION}`);
   if (b.readUInt32BE(26) !== crc32(b.subarray(0, 26))) throw new BadPacketError('CRC-32 mismatch on file prefix');
   const len = b.readBigUInt64BE(14);
-  if (len > BigInt(MAX_METADATA_LENGTH)) {
-    throw new BadPacketError(`Metadata length ${len} is larger than the limit of ${MAX_METADATA_LENGTH} bytes`);
-  }
+  const max = Math.min(limit, MAX_METADATA_LENGTH);
+  if (len > BigInt(max)) throw new HeaderTooLargeError(len, max, claimedSeq(b.subarray(PREFIX_LENGTH)));
   return { metadataLength: Number(len), metadataCrc: b.readUInt32BE(22) };
 }
 

@@ -1,3 +1,4 @@
+export { claimedSeq } from './claim.js';
 export {
   crc32,
   decodeHeader,
@@ -5,7 +6,6 @@ export {
   decodePrefix,
   encodeHeader,
   encodeMetadata,
-  MAX_METADATA_LENGTH,
   PREFIX_LENGTH,
 } from './codec.js';
 export { readExactFromStream, readHeaderAndLengthSync, readHeaderFromStream, readHeaderSync } from './read.js';

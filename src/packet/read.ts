@@ -8,9 +8,12 @@ import { readUpToSync } from '../sys/io.js';
 import { cutInHeader, decodeMetadata, decodePrefix, PREFIX_LENGTH, shortOfPrefix } from './codec.js';
 import type { PacketHeader } from './types.js';
 
-/** Read and decode the header from a file descriptor's current position. */
-export function readHeaderSync(fd: number): PacketHeader {
-  return readHeaderAndLengthSync(fd).header;
+/**
+ * Read and decode the header from a file descriptor's current position. Metadata longer than
+ * `limit` is not read (HeaderTooLargeError).
+ */
+export function readHeaderSync(fd: number, limit?: number): PacketHeader {
+  return readHeaderAndLengthSync(fd, limit).header;
 }
 
 /**
@@ -18,10 +21,10 @@ export function readHeaderSync(fd: number): PacketHeader {
  * that ends within the header is said for what it is, as queue-write and queue-status say it:
  * nothing at all, a packet cut short, or bytes that are no packet.
  */
-export function readHeaderAndLengthSync(fd: number): { header: PacketHeader; length: number } {
+export function readHeaderAndLengthSync(fd: number, limit?: number): { header: PacketHeader; length: number } {
   const head = readUpToSync(fd, PREFIX_LENGTH);
   if (head.length < PREFIX_LENGTH) throw shortOfPrefix(head);
-  const prefix = decodePrefix(head);
+  const prefix = decodePrefix(head, limit);
   const meta = readUpToSync(fd, prefix.metadataLength);
   if (meta.length < prefix.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
   const header = decodeMetadata(meta, prefix.metadataCrc);
@@ -93,11 +96,12 @@ export async function readExactFromStream(stream: Readable, n: number): Promise<
 /**
  * Read and decode the header from a stream, leaving the payload unread in it. Input that ends
  * within the header is said for what it is, as by the other readers (shortOfPrefix, cutInHeader).
+ * Metadata longer than `limit` is not read (HeaderTooLargeError).
  */
-export async function readHeaderFromStream(stream: Readable): Promise<PacketHeader> {
+export async function readHeaderFromStream(stream: Readable, limit?: number): Promise<PacketHeader> {
   const head = await readUpToFromStream(stream, PREFIX_LENGTH);
   if (head.length < PREFIX_LENGTH) throw shortOfPrefix(head);
-  const prefix = decodePrefix(head);
+  const prefix = decodePrefix(head, limit);
   const meta = await readUpToFromStream(stream, prefix.metadataLength);
   if (meta.length < prefix.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);
   return decodeMetadata(meta, prefix.metadataCrc);

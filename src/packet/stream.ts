@@ -61,8 +61,8 @@ export type PacketSource = Readable | Uint8Array | { path: string } | { fd: numb
  * A sealed packet's payload stream is checked as it is read, and fails at the end of a bad
  * payload with PayloadSealError (ERR_PAYLOAD_SHORT, ERR_PAYLOAD_LONG or ERR_PAYLOAD_CHECKSUM).
  */
-export async function readPacket(source: PacketSource): Promise<ReadPacket> {
-  const packet = await readUnchecked(source);
+export async function readPacket(source: PacketSource, options: ReadPacketOptions = {}): Promise<ReadPacket> {
+  const packet = await readUnchecked(source, options.maxHeaderSize);
   if (packet.seal) packet.payload = withSealCheck(packet.payload, packet.seal);
   return packet;
 }
@@ -78,20 +78,29 @@ export function withSealCheck(payload: Readable, seal: Seal | undefined): Readab
   return checked;
 }
 
-async function readUnchecked(source: PacketSource): Promise<ReadPacket> {
+export interface ReadPacketOptions {
+  /**
+   * The longest header metadata to read (default: 200 MiB, MAX_METADATA_LENGTH); a longer one
+   * rejects with HeaderTooLargeError (ERR_HEADER_TOO_LARGE) before it is read. Not for bytes in
+   * memory, which are there already.
+   */
+  maxHeaderSize?: number;
+}
+
+async function readUnchecked(source: PacketSource, limit: number | undefined): Promise<ReadPacket> {
   if (source instanceof Uint8Array) {
     const { header, length } = decodeHeader(source);
     const rest = Buffer.from(source.buffer, source.byteOffset + length, source.length - length);
     return { ...metadataOf(header), payload: Readable.from([rest], { objectMode: false }) };
   }
   if (source instanceof Readable) {
-    const header = await readHeaderFromStream(source);
+    const header = await readHeaderFromStream(source, limit);
     return { ...metadataOf(header), payload: source };
   }
   if ('path' in source) {
     const fd = fs.openSync(source.path, 'r');
     try {
-      const { header } = readHeaderAndLengthSync(fd);
+      const { header } = readHeaderAndLengthSync(fd, limit);
       // The stream owns the descriptor, positioned after the header, and closes it when it ends
       // or is destroyed (safely: after any read in flight).
       return { ...metadataOf(header), payload: fdStream(fd, true) };
@@ -100,7 +109,7 @@ async function readUnchecked(source: PacketSource): Promise<ReadPacket> {
       throw err;
     }
   }
-  const { header } = readHeaderAndLengthSync(source.fd);
+  const { header } = readHeaderAndLengthSync(source.fd, limit);
   return { ...metadataOf(header), payload: fdStream(source.fd, false) };
 }
 

@@ -41,3 +41,26 @@ export interface PacketHeader {
 }
 
 export { I64_MAX, I64_MIN, U64_MAX } from '../base/u64.js';
+
+/** The largest metadata we accept. Real headers are well under 1 KiB; 200 MiB allows for absurd parameter lists. */
+export const MAX_METADATA_LENGTH = 200 * 1024 * 1024;
+
+/**
+ * The largest metadata a queue's scans read by default (QueueOptions.maxHeaderSize, fspl's
+ * --max-header-size): a file whose header is longer is skipped unread, so that no file can make
+ * a scan hold more than about 10 times this in memory (a byte string is MessagePack ints, each a
+ * JS array element while decoded: a queue-process beside an 8 MiB header of 100 KiB variables
+ * peaks at 135 MB RSS, beside a 16 MiB one at 210 MB). A longer header could hardly run as a
+ * command anyway: Linux passes 2 MiB of arguments and environment by default (a quarter of the
+ * stack limit, 6 MiB at most), and each of their bytes takes one or two in the header.
+ */
+export const DEFAULT_MAX_HEADER_SIZE = 8 * 1024 * 1024;
+
+/** Check a maxHeaderSize option: a whole number of bytes from 1 to MAX_METADATA_LENGTH (RangeError). */
+export function checkMaxHeaderSize(n: number | undefined, what: string): number {
+  if (n === undefined) return DEFAULT_MAX_HEADER_SIZE;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_METADATA_LENGTH) {
+    throw new RangeError(`${what} must be a whole number of bytes from 1 to ${MAX_METADATA_LENGTH}, got ${String(n)}`);
+  }
+  return n;
+}

@@ -109,6 +109,7 @@ export type ProcessQueuesOptions = ProcessRunOptions & {
   /** For the queues given by path and those found under queuesIn: see QueueOptions. */
   decoder?: string;
   decoderTimeout?: number;
+  maxHeaderSize?: number;
   onEvent?: (event: QueuesEvent) => void;
 };
 

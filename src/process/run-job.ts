@@ -3,7 +3,7 @@
  * JS function; NOP and Fail packets run nothing. The seal and the decoder are judged here, so the
  * outcome is the job's whole verdict.
  */
-import { describeSystemError } from '../base/errors.js';
+import { describeSystemError, ExecTooLargeError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
@@ -68,7 +68,8 @@ async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Pr
  * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
  * whole environment per job, and packing all of it again, stood out in the per-job profile
  * (docs/benchmarks.md, "Measurements behind the code": "The job's environment packed once per
- * run").
+ * run"). Arguments or variables too large for exec (ExecTooLargeError) fail the job, as its
+ * command failing would; a command that can not start at all (ExecError) ends the run.
  */
 export async function runCommandJob(
   job: Omit<Job, 'variables'>,
@@ -90,15 +91,16 @@ export async function runCommandJob(
   // never the packet itself (for stdin-process, where our stdin *is* the packet, /dev/null).
   const stdin: StdinSource = opts.ignorePayload ? (job.location ? 'inherit' : 'ignore') : job.payload;
   log.debug('exec', () => `Running ${JSON.stringify(opts.command)} with params ${JSON.stringify(args)}`);
-  const r = await runCommand({
-    command: opts.command,
-    args,
-    env: new ChildEnv(jobVariableStrings(job.header, job.location), baseEnv),
-    stdin,
-    output,
-    timeout: opts.timeout,
-    stop: stopping?.interrupt,
-  });
+  let r: RunResult;
+  try {
+    const env = new ChildEnv(jobVariableStrings(job.header, job.location), baseEnv);
+    r = await runCommand({ command: opts.command, args, env, stdin, output, timeout: opts.timeout, stop: stopping?.interrupt });
+  } catch (err) {
+    // Its own variables or parameters are more than exec takes: this job's failure, not the run's.
+    if (!(err instanceof ExecTooLargeError)) throw err;
+    log.error('process', `Job ${job.header.seq} not run: ${err.problem}`);
+    return { ok: false, why: `not run: ${err.problem}` };
+  }
   const why = `command ${describeResult(r)}`;
   if (r.stopped) return { ok: false, why, interrupted: true };
   if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };

@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { DecoderError } from '../base/errors.js';
+import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import { readHeaderFromStream } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
@@ -37,11 +37,12 @@ const EXIT_GRACE_MS = 5000;
  * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
  * a DecoderError whose `timedOut` is true. With `newSession`, the decoder leads a session of its
  * own: the decoder of a job about to run is part of the job, and is kept out of our process
- * group as its command is (exec.ts says why). One function (about 80 lines) on purpose: the
+ * group as its command is (exec.ts says why). Metadata longer than `maxHeaderSize` is not read
+ * (HeaderTooLargeError, whatever the decoder's exit then says). One function (about 80 lines) on purpose: the
  * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
  * returned DecodedJob's getter.
  */
-export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false): Promise<DecodedJob> {
+export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false, maxHeaderSize?: number): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
@@ -97,7 +98,7 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
           payload.destroy(); // a grandchild may still hold the pipe open
         }, timeout * 1000);
   try {
-    const header = await readHeaderFromStream(payload);
+    const header = await readHeaderFromStream(payload, maxHeaderSize);
     if (timedOut) throw new Error('timed out');
     return {
       header,
@@ -114,7 +115,7 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
     if (timedOut) {
       throw new DecoderError(`Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s for ${file}; killed it`, { timedOut: true });
     }
-    if (status.code !== 0 && status.signal !== 'SIGTERM') {
+    if (status.code !== 0 && status.signal !== 'SIGTERM' && !(err instanceof HeaderTooLargeError)) {
       throw new DecoderError(`${(err as Error).message} (decoder ${describeExit(status)})`);
     }
     throw err;
@@ -124,8 +125,8 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
 }
 
 /** Read only the header of a job file through the decoder, then stop the decoder. */
-export async function readHeaderThroughDecoder(file: string, decoder: string, timeout?: number): Promise<PacketHeader> {
-  const job = await openThroughDecoder(file, decoder, timeout);
+export async function readHeaderThroughDecoder(file: string, decoder: string, timeout?: number, maxHeaderSize?: number): Promise<PacketHeader> {
+  const job = await openThroughDecoder(file, decoder, timeout, false, maxHeaderSize);
   job.abort();
   return job.header;
 }

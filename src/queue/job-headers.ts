@@ -3,11 +3,11 @@
  * of many job files for a queue's scans (Queue.scan, rescan, readJobHeaders): plain files in one
  * native call when the addon is there, else one 4 KiB read each; through a decoder, a few
  * decoders at once. A file that does not read is left out, and logged or handed to the caller's
- * onFailure.
+ * onFailure. No header over the queue's maxHeaderSize is read: its prefix says how long it is.
  */
 import fs from 'node:fs';
-import { DecoderError } from '../base/errors.js';
-import { decodeMetadata, decodePrefix, PREFIX_LENGTH } from '../packet/codec.js';
+import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
+import { DEFAULT_MAX_HEADER_SIZE, decodeMetadata, decodePrefix, PREFIX_LENGTH } from '../packet/codec.js';
 import { nativeReadHeads } from '../packet/native-heads.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
@@ -18,6 +18,23 @@ import type { Queue, ScanOptions } from './queue.js';
 /** How many decoders a scan runs at once. */
 const DECODER_CONCURRENCY = 4;
 
+/** Per queue object, the files over its limit already warned about: once per file, not per scan. */
+const warnedTooLarge = new WeakMap<Queue, Set<string>>();
+
+/** Warn once about a file whose header is over the queue's limit: what it claims, and what to do. */
+function warnTooLarge(queue: Queue, filename: string, err: HeaderTooLargeError): void {
+  let warned = warnedTooLarge.get(queue);
+  if (!warned) warnedTooLarge.set(queue, (warned = new Set()));
+  if (warned.has(filename)) return;
+  if (warned.size >= 10_000) warned.clear();
+  warned.add(filename);
+  const claims = err.claimedSeq === undefined ? '' : `; it claims number ${err.claimedSeq}, which waits as a missing job would`;
+  queue.logger.warn(
+    'queue',
+    `Skipping ${JSON.stringify(filename)}: its header's metadata is ${err.metadataLength} bytes, over the limit of ${err.limit} (--max-header-size, FSPL_MAX_HEADER_SIZE)${claims}`,
+  );
+}
+
 /** The headers of these job files of `queue` (unreadable ones left out), in the given order. */
 export async function readHeaders(queue: Queue, names: string[], onFailure?: ScanOptions['onFailure']): Promise<JobEntry[]> {
   const results: Array<JobEntry | undefined> = new Array(names.length);
@@ -27,6 +44,10 @@ export async function readHeaders(queue: Queue, names: string[], onFailure?: Sca
     // or program would otherwise look like an empty queue), unless the caller takes the
     // failures itself; other files are skipped quietly, as the reference does.
     if (err instanceof DecoderError && err.timedOut) throw err;
+    if (err instanceof HeaderTooLargeError && !onFailure) {
+      warnTooLarge(queue, filename, err);
+      return;
+    }
     const level = err instanceof DecoderError && !onFailure ? 'warn' : 'debug';
     log[level]('queue', () => `Skipping ${JSON.stringify(filename)}: ${(err as Error).message}`);
     onFailure?.(filename, err);
@@ -34,9 +55,13 @@ export async function readHeaders(queue: Queue, names: string[], onFailure?: Sca
   // Plain files with the native addon: all the reads in one call, and the headers in the usual
   // encoding decoded there too; the others are decoded here from memory.
   const heads = queue.decoder === undefined ? nativeReadHeads(queue.jobsDir, names, SCAN_READ) : undefined;
+  const limit = queue.maxHeaderSize;
   if (heads) {
     const { bytes, lengths } = heads;
     const debug = log.enabled('debug'); // a call per file is measurable here
+    // The addon decodes whatever header it read whole, up to SCAN_READ bytes: under a lower
+    // limit, the length in each prefix is checked first (a header over it is refused as below).
+    const checkLength = limit < SCAN_READ - PREFIX_LENGTH;
     let offset = 0;
     for (let i = 0; i < names.length; i++) {
       const filename = names[i]!;
@@ -45,8 +70,9 @@ export async function readHeaders(queue: Queue, names: string[], onFailure?: Sca
       try {
         // A failed open or read, or a header longer than the bytes read: read it again the
         // usual way, which also gives the usual error.
-        const header =
-          heads.header(i) ?? (n >= 0 ? headerFromStart(bytes.subarray(offset, offset + n)) : undefined) ?? readHeaderFileSync(queue.jobPath(filename));
+        const start = n >= 0 ? bytes.subarray(offset, offset + n) : undefined;
+        const native = checkLength && start && n >= PREFIX_LENGTH && start.readBigUInt64BE(14) > BigInt(limit) ? undefined : heads.header(i);
+        const header = native ?? (start ? headerFromStart(start, limit) : undefined) ?? readHeaderFileSync(queue.jobPath(filename), limit);
         results[i] = { filename, header };
       } catch (err) {
         skip(filename, err);
@@ -81,15 +107,16 @@ let scanBuffer: Buffer | undefined;
 /**
  * Open a file, read its header, close it. Real headers are small, so one read of the first 4 KiB
  * usually holds all of it (a scan of 10,000 jobs saves 10,000 system calls); longer ones are read
- * exactly.
+ * exactly, if their metadata is no longer than `limit` (HeaderTooLargeError, naming the number
+ * its first bytes claim).
  */
-export function readHeaderFileSync(p: string): PacketHeader {
+export function readHeaderFileSync(p: string, limit = DEFAULT_MAX_HEADER_SIZE): PacketHeader {
   // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing).
   const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
     const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
     const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);
-    return headerFromStart(buf.subarray(0, n)) ?? readHeaderSync(fd); // positional reads left the offset at 0
+    return headerFromStart(buf.subarray(0, n), limit) ?? readHeaderSync(fd, limit); // positional reads left the offset at 0
   } finally {
     closeQuietly(fd);
   }
@@ -106,11 +133,12 @@ export function payloadOffset(start: Uint8Array): number {
 
 /**
  * Decode a header from the first bytes of a file, or undefined when they do not hold all of it
- * (read it from the file then). A bad prefix or metadata throws as reading it would.
+ * (read it from the file then). A bad prefix or metadata throws as reading it would, and so does
+ * metadata longer than `limit` (HeaderTooLargeError).
  */
-export function headerFromStart(buf: Buffer): PacketHeader | undefined {
+export function headerFromStart(buf: Buffer, limit?: number): PacketHeader | undefined {
   if (buf.length < PREFIX_LENGTH) return undefined;
-  const prefix = decodePrefix(buf.subarray(0, PREFIX_LENGTH));
+  const prefix = decodePrefix(buf, limit); // the bytes after the prefix: what a header over the limit claims
   const end = PREFIX_LENGTH + prefix.metadataLength;
   return end <= buf.length ? decodeMetadata(buf.subarray(PREFIX_LENGTH, end), prefix.metadataCrc) : undefined;
 }

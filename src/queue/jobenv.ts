@@ -151,6 +151,9 @@ function mergeSorted(
  * run").
  */
 export class ChildEnv {
+  /** packed()'s result, once made: the start's size check (sys/exec-size.ts) and the spawn both take it. */
+  private packedText: string | undefined | null = null;
+
   constructor(
     private readonly own: readonly EnvVariable[],
     private readonly base: Readonly<Record<string, string | undefined>> = process.env,
@@ -163,6 +166,11 @@ export class ChildEnv {
 
   /** Packed, in the same order; undefined when a variable it holds has a NUL (no C string can). */
   packed(): string | undefined {
+    if (this.packedText === null) this.packedText = this.pack();
+    return this.packedText;
+  }
+
+  private pack(): string | undefined {
     const base = packedBase(this.base);
     let out = '';
     const whole = mergeSorted(

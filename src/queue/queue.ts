@@ -16,7 +16,7 @@ import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds } from '../base/timer.js';
 import { nativeOpenHead } from '../packet/native-heads.js';
 import { copyPacketSync } from '../packet/sealed-copy.js';
-import type { PacketHeader } from '../packet/types.js';
+import { checkMaxHeaderSize, type PacketHeader } from '../packet/types.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirEntry, writeAllSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
@@ -36,7 +36,9 @@ const packets = () => import('../packet/stream.js');
 export interface ScanOptions {
   /**
    * Called for each job file whose header can not be read, which the scan then leaves out
-   * (queue-status diagnoses them). Without it, such files are only logged.
+   * (queue-status diagnoses them). Without it, such files are only logged: at debug level, as
+   * the reference does, but a header over maxHeaderSize (HeaderTooLargeError) with a warning,
+   * once per file for the life of the Queue object.
    */
   onFailure?: (filename: string, err: unknown) => void;
 }
@@ -52,6 +54,13 @@ export interface QueueOptions {
    * with DecoderError (timedOut). Default: no limit, as the reference.
    */
   decoderTimeout?: number;
+  /**
+   * The longest header metadata (bytes after its 30-byte prefix) that is read, default 8 MiB
+   * (DEFAULT_MAX_HEADER_SIZE), at most 200 MiB. A job file whose header is longer is not read
+   * (a scan leaves it out, its number waits as a missing job's would; reading it directly fails
+   * with HeaderTooLargeError): no file can make a scan hold more memory than about 16 times this.
+   */
+  maxHeaderSize?: number;
   logger?: Logger;
 }
 
@@ -63,6 +72,7 @@ export class Queue {
   readonly dir: string;
   readonly decoder: string | undefined;
   readonly decoderTimeout: number | undefined;
+  readonly maxHeaderSize: number;
   readonly logger: Logger;
 
   /** DIR/jobs and DIR/nextseq, computed once: path.join is costly on the per-job path. */
@@ -78,6 +88,7 @@ export class Queue {
     this.decoder = options.decoder;
     checkSeconds(options.decoderTimeout, 'Queue: decoderTimeout');
     this.decoderTimeout = options.decoderTimeout;
+    this.maxHeaderSize = checkMaxHeaderSize(options.maxHeaderSize, 'Queue: maxHeaderSize');
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -164,8 +175,8 @@ export class Queue {
   /** Read one job file's header, through the decoder if there is one. */
   async readHeader(filename: string): Promise<PacketHeader> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return (await decoding()).readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout);
-    return (await headers()).readHeaderFileSync(p);
+    if (this.decoder !== undefined) return (await decoding()).readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
+    return (await headers()).readHeaderFileSync(p, this.maxHeaderSize);
   }
 
   /**
@@ -222,7 +233,7 @@ export class Queue {
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, true);
+      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, true, this.maxHeaderSize);
       return { kind: 'decoded', header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
     return this.openPlainJob(filename);
@@ -232,12 +243,20 @@ export class Queue {
   async openPlainJob(filename: string): Promise<PlainOpenJob> {
     if (this.decoder !== undefined) throw new QueueError(`Queue ${JSON.stringify(this.dir)} has a decoder: its jobs are opened through it (openJob)`);
     const p = this.jobPath(filename);
-    const head = nativeOpenHead(p, HEAD_READ);
-    if (head?.header) return { kind: 'plain', header: head.header, payload: head.fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(head.fd) };
+    let head = nativeOpenHead(p, HEAD_READ);
+    if (head?.header && head.payloadOffset - 30 <= this.maxHeaderSize /* after its 30-byte prefix */) {
+      const fd = head.fd;
+      return { kind: 'plain', header: head.header, payload: fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(fd) };
+    }
+    if (head?.header) {
+      // Read in C, but over our limit (one under HEAD_READ): refused below, as any reader refuses it.
+      closeQuietly(head.fd);
+      head = undefined;
+    }
     const { readHeaderAndLengthSync } = await import('../packet/read.js');
     const fd = head?.fd ?? fs.openSync(p, 'r');
     try {
-      const { header, length } = readHeaderAndLengthSync(fd);
+      const { header, length } = readHeaderAndLengthSync(fd, this.maxHeaderSize);
       return { kind: 'plain', header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };
     } catch (err) {
       closeQuietly(fd);
@@ -253,10 +272,10 @@ export class Queue {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
       const [{ checkedPayload, openThroughDecoder }, { withSealCheck }] = await Promise.all([decoding(), packets()]);
-      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout);
+      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout, false, this.maxHeaderSize);
       return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
     }
-    return (await (await packets()).readPacket({ path: p })).payload;
+    return (await (await packets()).readPacket({ path: p }, { maxHeaderSize: this.maxHeaderSize })).payload;
   }
 
   /** The jobs in sequence order (ties in directory order) or timestamp order, scanned once. */

@@ -4,7 +4,7 @@
  * and the files that are not jobs (temporary files of writers, `.out` files, anything else).
  */
 import fs from 'node:fs';
-import { describeSystemError } from '../base/errors.js';
+import { describeSystemError, HeaderTooLargeError } from '../base/errors.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
 import { isJobFilename, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -35,6 +35,21 @@ export interface UndecodableFile {
   cause: string;
   /** The error the read gave. */
   error: string;
+}
+
+/**
+ * A job file whose header is longer than the queue's limit (maxHeaderSize, --max-header-size):
+ * not read, so its number waits as a missing job's would until the limit is raised.
+ */
+export interface TooLargeFile {
+  filename: string;
+  /** Size in bytes (undefined if the file vanished meanwhile). */
+  size: number | undefined;
+  /** The length of its metadata, as its prefix gives it, and the limit it is over. */
+  metadataLength: bigint;
+  limit: number;
+  /** The number its metadata's first bytes give (unchecked: what it claims), if they give one. */
+  claimedSeq: bigint | undefined;
 }
 
 /** A jobs/tmp-fspl-*.fspl.tmp file: a queue-write in progress, or left by one that was interrupted. */
@@ -94,10 +109,24 @@ export function filesBesideJobs(queue: Queue, nowMs: number): { tempFiles: TempF
   return { tempFiles, outputFiles, otherFiles };
 }
 
-/** The job files: the queue's own scan reads every header, and those that fail are diagnosed. */
-export async function scanJobFiles(queue: Queue): Promise<{ entries: JobEntry[]; undecodable: UndecodableFile[] }> {
+/**
+ * The job files: the queue's own scan reads every header, and those that fail are diagnosed;
+ * those over the queue's limit on headers are listed apart (tooLarge), never read.
+ */
+export async function scanJobFiles(queue: Queue): Promise<{ entries: JobEntry[]; undecodable: UndecodableFile[]; tooLarge: TooLargeFile[] }> {
   const failures: UndecodableFile[] = [];
+  const tooLarge: TooLargeFile[] = [];
   const diagnose = (filename: string, err: unknown) => {
+    if (err instanceof HeaderTooLargeError) {
+      let size: number | undefined;
+      try {
+        size = fs.statSync(queue.jobPath(filename)).size;
+      } catch {
+        /* gone meanwhile */
+      }
+      tooLarge.push({ filename, size, metadataLength: err.metadataLength, limit: err.limit, claimedSeq: err.claimedSeq });
+      return;
+    }
     let info: { head: Uint8Array; size: number; type: FileType };
     try {
       info = readFileHead(queue.jobPath(filename));
@@ -110,7 +139,7 @@ export async function scanJobFiles(queue: Queue): Promise<{ entries: JobEntry[];
   };
   const entries = await queue.scan({ onFailure: diagnose });
   const undecodable = failures.sort(byName);
-  return { entries, undecodable };
+  return { entries, undecodable, tooLarge: tooLarge.sort(byName) };
 }
 
 /** Sealed jobs of a plain queue whose payload is not the sealed length (stat plus a 30-byte read each). */

@@ -20,7 +20,16 @@ import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
 import { isLocked } from '../sys/lock.js';
 import { parseSeqfileText, seqParseProblem } from '../sys/seqfile.js';
-import { type DamagedJob, damagedJobs, filesBesideJobs, type OtherFile, scanJobFiles, type TempFile, type UndecodableFile } from './files.js';
+import {
+  type DamagedJob,
+  damagedJobs,
+  filesBesideJobs,
+  type OtherFile,
+  scanJobFiles,
+  type TempFile,
+  type TooLargeFile,
+  type UndecodableFile,
+} from './files.js';
 import { formatRanges, type SeqRange, toRanges } from './ranges.js';
 
 /** The state of the queue's nextseq file. */
@@ -73,11 +82,13 @@ export type QueueState = 'ready' | 'idle' | 'stuck' | 'append-only';
 export interface StatusProblem {
   /**
    * - `next-missing`: jobs wait but the one numbered nextseq is not there (see `gap`);
+   * - `next-too-large`: the only file that claims the number nextseq has a header over the
+   *   queue's limit (maxHeaderSize, --max-header-size), so it is not read (see `tooLarge`);
    * - `duplicate-seq`: two job files share a sequence number (see `duplicates`);
    * - `bad-nextseq`: nextseq does not hold a number, or can not be read;
    * - `no-lock-file`: nextseq exists but nextseq.lock does not.
    */
-  code: 'next-missing' | 'duplicate-seq' | 'bad-nextseq' | 'no-lock-file';
+  code: 'next-missing' | 'next-too-large' | 'duplicate-seq' | 'bad-nextseq' | 'no-lock-file';
   /** One sentence, e.g. "next job 5 is missing". */
   message: string;
 }
@@ -120,6 +131,8 @@ export interface QueueStatus {
   oldest: StatusJob | undefined;
   newest: StatusJob | undefined;
   undecodable: UndecodableFile[];
+  /** Job files whose header is over the queue's limit (maxHeaderSize): not read, by name. */
+  tooLarge: TooLargeFile[];
   /** How many readable jobs are sealed packets. */
   sealed: number;
   /** Sealed jobs whose file is shorter (or longer) than their seal says. */
@@ -151,7 +164,7 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   const checkedAt: Ctime = { secs: BigInt(nowSecs), nanos: (nowMs - nowSecs * 1000) * 1_000_000 };
 
   const { tempFiles, outputFiles, otherFiles } = filesBesideJobs(queue, nowMs);
-  const { entries, undecodable } = await scanJobFiles(queue);
+  const { entries, undecodable, tooLarge } = await scanJobFiles(queue);
   const jobs = sortedJobs(entries);
   const damaged = queue.decoder === undefined ? damagedJobs(queue, entries) : [];
   damaged.sort((a, b) => cmpSeq(a.seq, b.seq));
@@ -164,7 +177,9 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   const belowJobs = nextValue === undefined ? [] : jobs.filter((j) => j.seq < nextValue);
   const waitingUnique = uniqueSeqs(waitingJobs);
   const { runnable, gap } = runFromNext(nextValue, waitingUnique);
-  const verdict = judge(nextseq, lock, gap, duplicates, waitingJobs.length);
+  // The next number, missing among the jobs read, may be claimed by a file too large to read.
+  const claimant = nextValue === undefined || waitingUnique[0] === nextValue ? undefined : tooLarge.find((f) => f.claimedSeq === nextValue);
+  const verdict = judge(nextseq, lock, gap, duplicates, waitingJobs.length, claimant);
   const { oldest, newest } = oldestAndNewest(waitingJobs);
   const asJob = (j: ReadJob): StatusJob => ({ ...j, ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs) });
 
@@ -189,6 +204,7 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
     oldest: oldest && asJob(oldest),
     newest: newest && asJob(newest),
     undecodable,
+    tooLarge,
     sealed: jobs.filter((j) => j.sealed).length,
     damaged,
     tempFiles,
@@ -243,10 +259,16 @@ function judge(
   gap: QueueStatus['gap'],
   duplicates: QueueStatus['duplicates'],
   waiting: number,
+  claimant: TooLargeFile | undefined,
 ): { state: QueueState; problems: StatusProblem[] } {
   const problems: StatusProblem[] = [];
   if (nextseq.state === 'append-only') return { state: 'append-only', problems };
-  if (gap?.isNext) problems.push({ code: 'next-missing', message: `next job ${gap.seq} is missing` });
+  if (claimant) {
+    problems.push({
+      code: 'next-too-large',
+      message: `next job ${nextseq.value} is claimed by ${claimant.filename}, whose header metadata (${claimant.metadataLength} bytes) is over the limit of ${claimant.limit} bytes, so it is not read: raise --max-header-size to run it`,
+    });
+  } else if (gap?.isNext) problems.push({ code: 'next-missing', message: `next job ${gap.seq} is missing` });
   if (nextseq.state === 'invalid') {
     problems.push({ code: 'bad-nextseq', message: `nextseq is not a valid number (${nextseq.problem}); fix it with queue-set-next` });
   }

@@ -35,8 +35,9 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
-import { ExecError } from '../base/errors.js';
+import { ExecError, ExecTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
+import { execSizeProblem, TOO_LARGE } from './exec-size.js';
 import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached, type PackableEnv, type SpawnEnv } from './native.js';
 import { killGroup, Stopper } from './stopper.js';
 
@@ -99,10 +100,13 @@ function hasControllingTerminal(): boolean {
 
 /** Why a command could not start, in a few words. */
 export function startProblem(code: string | undefined, message: string): string {
+  if (code === 'E2BIG') return TOO_LARGE;
   return code === 'ENOENT' ? 'No such file or directory' : code === 'EACCES' ? 'Permission denied' : message;
 }
 
+/** A command that could not start: ExecTooLargeError for arguments or an environment too large (E2BIG), else ExecError. */
 function startFailure(command: string, code: string | undefined, message: string, cause: unknown): ExecError {
+  if (code === 'E2BIG') return new ExecTooLargeError(command, TOO_LARGE, { cause });
   return new ExecError(`Failed to run ${JSON.stringify(command)}: ${startProblem(code, message)}`, { cause });
 }
 
@@ -152,9 +156,15 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   return result;
 }
 
-/** Run a command to completion. Rejects with ExecError if it cannot be started at all. */
+/**
+ * Run a command to completion. Rejects with ExecError if it cannot be started at all, with
+ * ExecTooLargeError when its arguments or environment are more than execve(2) takes (checked
+ * first, exec-size.ts; E2BIG from the start, should the check have missed it, says the same).
+ */
 export function runCommand(opts: RunOptions): Promise<RunResult> {
   checkSeconds(opts.timeout, 'runCommand: timeout');
+  const tooLarge = execSizeProblem(opts.command, opts.args, opts.env);
+  if (tooLarge) return Promise.reject(new ExecTooLargeError(opts.command, tooLarge));
   return runNative(opts) ?? runChildProcess(opts);
 }
 
@@ -167,7 +177,12 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
       // detached: a session (and process group) of its own (the top of this file says why).
       child = spawn(opts.command, opts.args, { stdio: [stdin, out, out], env: isPackable(opts.env) ? opts.env.record() : opts.env, detached: true });
     } catch (err) {
-      reject(new ExecError(`Failed to run ${JSON.stringify(opts.command)}: ${(err as Error).message}`, { cause: err }));
+      const code = (err as NodeJS.ErrnoException).code;
+      reject(
+        code === 'E2BIG'
+          ? startFailure(opts.command, code, '', err)
+          : new ExecError(`Failed to run ${JSON.stringify(opts.command)}: ${(err as Error).message}`, { cause: err }),
+      );
       return;
     }
     let stdinClosedEarly = false;
@@ -234,7 +249,8 @@ export class StartError extends Error {
 /**
  * Run a command in a process group of its own to its exit. A timeout or the abort signal kills
  * the group: SIGTERM, then SIGKILL after killGraceMs; once the leader exits, whatever it left in
- * its group is killed too. Rejects with StartError when it can't start. The descriptors in `o`
+ * its group is killed too. Rejects with StartError when it can't start (as when its arguments or
+ * environment are more than execve(2) takes: exec-size.ts). The descriptors in `o`
  * must stay open until it settles (the start may happen after this returns).
  *
  * Through the native addon where it can: child_process fork()s the whole process, which holds
@@ -246,6 +262,8 @@ export class StartError extends Error {
  * as another user.
  */
 export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
+  const tooLarge = execSizeProblem(o.command, o.args, o.env);
+  if (tooLarge) return Promise.reject(new StartError(tooLarge));
   return new Promise((resolve, reject) => {
     let timedOut = false;
     let abandoned = false;
@@ -329,7 +347,13 @@ function startDetached(o: DetachedOptions, on: DetachedEvents): void {
 
 function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
   const env = isPackable(o.env) ? o.env.record() : o.env;
-  const child = spawn(o.command, o.args, { cwd: o.cwd, env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
+  let child: ChildProcess;
+  try {
+    child = spawn(o.command, o.args, { cwd: o.cwd, env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
+  } catch (err) {
+    on.failed(err as NodeJS.ErrnoException); // thrown, not emitted: E2BIG, a NUL in a string
+    return;
+  }
   child.on('error', on.failed);
   child.on('exit', (code, signal) => on.exited({ code, signal }));
   if (child.pid !== undefined) on.started(child.pid);
