@@ -970,7 +970,7 @@ static void* read_range(void* arg) {
     }
     int fd;
     /* O_NONBLOCK: a FIFO named like a job must not hang the scan (no effect on regular files). */
-    do fd = openat(j->dfd, j->names[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    do fd = openat(j->dfd, j->names[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW); /* never a link planted in jobs/ */
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
       j->lv[i] = -errno;
@@ -1170,7 +1170,7 @@ static napi_value js_open_head(napi_env env, napi_callback_info cbinfo) {
     return path && buf ? make_int(env, -EINVAL) : fail(env, "out of memory");
   }
   int fd;
-  do fd = open(path, O_RDONLY | O_CLOEXEC);
+  do fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW); /* never a link planted in jobs/ */
   while (fd < 0 && errno == EINTR);
   int e = errno;
   free(path);

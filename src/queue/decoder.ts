@@ -11,6 +11,7 @@ import { readHeaderFromStream } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
 import { spawnTalking } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
+import { READ_JOB } from '../sys/untrusted.js';
 import type { DecodedJob, ExitStatus } from './types.js';
 
 export type { DecodedJob, ExitStatus } from './types.js';
@@ -45,7 +46,7 @@ const EXIT_GRACE_MS = 5000;
 export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false, maxHeaderSize?: number): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const fd = fs.openSync(file, READ_JOB); // and not through a link planted in jobs/ (untrusted.ts)
   let child: ChildProcess;
   try {
     child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, newSession);

@@ -12,6 +12,7 @@ import { nativeReadHeads } from '../packet/native-heads.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
+import { READ_JOB } from '../sys/untrusted.js';
 import type { JobEntry } from './jobs.js';
 import type { Queue, ScanOptions } from './queue.js';
 
@@ -111,8 +112,9 @@ let scanBuffer: Buffer | undefined;
  * its first bytes claim).
  */
 export function readHeaderFileSync(p: string, limit = DEFAULT_MAX_HEADER_SIZE): PacketHeader {
-  // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing).
-  const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing);
+  // O_NOFOLLOW: a link planted in jobs/ is not a job (untrusted.ts).
+  const fd = fs.openSync(p, READ_JOB);
   try {
     const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
     const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);
@@ -150,7 +152,7 @@ export function openPayloadSync(p: string): number {
 
 /** As openPayloadSync, also giving the header read on the way. */
 export function openPayloadAndHeaderSync(p: string): { fd: number; header: PacketHeader } {
-  const fd = fs.openSync(p, 'r');
+  const fd = fs.openSync(p, READ_JOB);
   try {
     return { fd, header: readHeaderSync(fd) };
   } catch (err) {

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { BadPacketError, DecoderError, describeSystemError, ShortReadError } from '../base/errors.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
+import { READ_JOB } from '../sys/untrusted.js';
 
 /** What the first bytes of a file say it is. */
 export type SniffKind = 'empty' | 'filespooler' | 'gzip' | 'zstd' | 'xz' | 'bzip2' | 'lz4' | 'openpgp' | 'openpgp-armored' | 'age' | 'age-armored' | 'unknown';
@@ -117,11 +118,11 @@ export function fileType(st: fs.Stats | fs.Dirent): FileType {
 
 /** The first bytes of a file (up to SNIFF_LENGTH) and its size. */
 export function readFileHead(p: string): { head: Buffer; size: number; type: FileType } {
-  // stat first: opening a FIFO would wait for a writer.
-  const st = fs.statSync(p);
+  // lstat first: opening a FIFO would wait for a writer, and a link is never followed (untrusted.ts).
+  const st = fs.lstatSync(p);
   const type = fileType(st);
   if (type !== 'file') return { head: Buffer.alloc(0), size: st.size, type };
-  const fd = fs.openSync(p, 'r');
+  const fd = fs.openSync(p, READ_JOB);
   try {
     const head = Buffer.alloc(SNIFF_LENGTH);
     const n = readSomeSync(fd, head, 0, SNIFF_LENGTH, 0);
@@ -145,6 +146,9 @@ export function diagnoseUnreadable(
   error?: unknown,
   decoder?: string,
 ): { kind: SniffKind; cause: string } {
+  if (info.type === 'symlink') {
+    return { kind: 'unknown', cause: 'a symbolic link, which is not followed: whoever writes jobs/ could point it at any file (docs/security.md)' };
+  }
   if (info.type !== undefined && info.type !== 'file') {
     return { kind: 'unknown', cause: `not a regular file (a ${info.type})` };
   }

@@ -33,6 +33,11 @@ const { O_WRONLY, O_RDONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_D
 
 /** A new file: never an existing name, a link planted there included (EEXIST instead). */
 export const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+/**
+ * A job file or a token, read: never through a link (whoever writes jobs/ may plant one, to a file
+ * only the reader may read), and not hanging on a FIFO named like a job.
+ */
+export const READ_JOB = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 /** A directory opened as it is, not through a link. */
 export const OPEN_DIR = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 

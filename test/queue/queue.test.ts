@@ -99,3 +99,32 @@ describe('a FIFO named like a job', () => {
     expect(status.undecodable.map((u) => u.filename)).toEqual(['fspl-fifo.fspl']);
   });
 });
+
+describe('a symbolic link named like a job', () => {
+  it('is never followed: not listed, not run (native or not), and queue-status says why', async () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+    // A valid packet that only the processor may read, which a writer of jobs/ points a link at.
+    const secret = path.join(dir, 'private.fspl');
+    fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), { mode: 0o600 });
+    fs.symlinkSync(secret, path.join(q.jobsDir, 'fspl-link.fspl'));
+    const saved = process.env.FSPL_NO_NATIVE;
+    try {
+      for (const noNative of ['1', '']) {
+        process.env.FSPL_NO_NATIVE = noNative;
+        expect(
+          (await q.list()).map((j) => j.header.seq),
+          `FSPL_NO_NATIVE=${noNative}`,
+        ).toEqual([1n]);
+        await expect(q.openJob('fspl-link.fspl'), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(/ELOOP/);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+      else process.env.FSPL_NO_NATIVE = saved;
+    }
+    const { queueStatus } = await import('../../src/status/report.js');
+    const status = await queueStatus(q);
+    expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-link.fspl', expect.stringMatching(/a symbolic link, which is not followed/)]]);
+  });
+});
