@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { ReceiveCutError, ReceiveError, SendError } from '../base/errors.js';
 import { U64_MAX } from '../base/u64.js';
+import { READ_JOB } from '../sys/untrusted.js';
 import type { OutgoingPacket } from './delivery.js';
 
 export const ID_RE = /^[A-Za-z0-9-]+$/;
@@ -49,14 +50,23 @@ export async function writeFrames(
   for (const p of packets) {
     if (stop() || out.destroyed) return whole;
     try {
-      const size = fs.statSync(p.path).size; // outbox files never change once written
+      // Not through a link planted in the outbox (untrusted.ts): what is sent is a file of its own.
+      const fd = fs.openSync(p.path, READ_JOB);
+      let size: number;
+      try {
+        size = fs.fstatSync(fd).size; // outbox files never change once written
+      } catch (err) {
+        fs.closeSync(fd);
+        throw err;
+      }
+      if (size === 0) fs.closeSync(fd);
       if (!out.write(`${p.id} ${p.seq} ${size}\n`)) await drained(out);
       // Exactly `size` bytes: the length was promised in the frame line. The stream owns its
       // descriptor: breaking out destroys it, and it closes the descriptor only once no read is
       // in flight (closing it ourselves could let a pending read land on a reused number).
       if (size > 0) {
         let sent = 0;
-        for await (const chunk of fs.createReadStream(p.path, { start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
+        for await (const chunk of fs.createReadStream('', { fd, start: 0, end: size - 1, highWaterMark: 256 * 1024 })) {
           if (stop() || out.destroyed) return whole;
           sent += (chunk as Buffer).length;
           if (!out.write(chunk)) await drained(out);

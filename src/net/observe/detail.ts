@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { openExisting } from '../../sys/untrusted.js';
 import { effectiveOrder, type NetModel } from '../model/model.js';
 import { RETRIED_VAR, retriedCount } from '../operate/error-tokens.js';
 import { readErrorVars } from '../place/error-vars.js';
@@ -93,7 +94,7 @@ export function transitionDetail(
   const logs = path.join(path.resolve(net.stateDir), 'logs') + path.sep;
   if (log && path.resolve(log).startsWith(logs)) {
     try {
-      const fd = fs.openSync(log, 'r');
+      const fd = openExisting(log).fd; // a regular file, not through a link
       try {
         const size = fs.fstatSync(fd).size;
         const n = Math.min(size, options.tailBytes ?? 4096);

@@ -23,7 +23,7 @@ import { openPayloadAndHeaderSync } from '../../queue/job-headers.js';
 import type { ChildEnv, EnvVariable } from '../../queue/jobenv.js';
 import { runDetached, StartError } from '../../sys/exec.js';
 import { closeQuietly } from '../../sys/io.js';
-import { appendQuietly, CREATE_NEW, createFresh } from '../../sys/untrusted.js';
+import { appendQuietly, CREATE_NEW, createFresh, openExisting } from '../../sys/untrusted.js';
 import type { FiringInput, TransitionSpec } from '../model/model.js';
 import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
 import { rememberHeader, type Token } from '../place/token.js';
@@ -207,7 +207,7 @@ function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number
   } finally {
     closeQuietly(out);
   }
-  return { fd: fs.openSync(file, 'r'), lengths };
+  return { fd: openExisting(file).fd, lengths };
 }
 
 async function runCommandFiring(req: FiringRequest, outPaths: Record<string, string>, single: boolean, stderrPath: string): Promise<Ran> {

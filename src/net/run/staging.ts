@@ -26,7 +26,7 @@ import path from 'node:path';
 import { UntrustedFileError } from '../../base/errors.js';
 import { type BatchOp, runBatch } from '../../sys/fs-batch.js';
 import { closeQuietly } from '../../sys/io.js';
-import { claimFile, type FileOwner, removeTree } from '../../sys/untrusted.js';
+import { claimFile, type FileOwner, openExisting, removeTree } from '../../sys/untrusted.js';
 import type { TransitionSpec } from '../model/model.js';
 import { giveDir, type RunAs } from './permissions.js';
 
@@ -126,7 +126,7 @@ export function userFile(runAs: RunAs | undefined): FileOwner | undefined {
 export function tailOf(file: string, bytes: number): string {
   let fd: number | undefined;
   try {
-    fd = fs.openSync(file, 'r');
+    fd = openExisting(file).fd;
     const size = fs.fstatSync(fd).size;
     const n = Math.min(size, bytes);
     const buf = Buffer.alloc(n);
