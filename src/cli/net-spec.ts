@@ -179,6 +179,14 @@ export const NET_COMMANDS = [
       kind: 'string',
       describe: 'On a net that spans hosts: which host this is (its part is shown, as by net status --host)',
     },
+    {
+      long: 'allow-host',
+      kind: 'string',
+      array: true,
+      describe:
+        'A name (or address) the page answers to besides its address, localhost and 127.0.0.1/[::1]; repeat per name; needed with --host 0.0.0.0 for the names browsers use',
+    },
+    { long: 'max-streams', kind: 'string', default: '64', describe: 'Live-update streams open at once; more are refused with 503' },
   ]),
 ] as const satisfies readonly CommandSpec[];
 

@@ -262,8 +262,19 @@ async function serve({ args: a, logLevel }: NetInvocation<'serve'>): Promise<num
   const level = checkLogLevel(logLevel);
   const port = Number(a.port);
   if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw badValue(`invalid --port '${String(a.port)}': give a number from 0 to 65535`);
+  const streams = String(a['max-streams']);
+  const maxStreams = Number(streams);
+  if (!(/^[0-9]+$/.test(streams) && Number.isSafeInteger(maxStreams) && maxStreams >= 1))
+    throw badValue(`invalid --max-streams '${streams}': give a whole number of at least 1`);
   const net = load(String(a.net));
-  const server = await serveNet(net.model, { port, host: String(a.host), netHost: a['net-host'], logger: createLogger(level) });
+  const server = await serveNet(net.model, {
+    port,
+    host: String(a.host),
+    netHost: a['net-host'],
+    allowHosts: a['allow-host'],
+    maxStreams,
+    logger: createLogger(level),
+  });
   writeOut(`Serving ${net.model.file ?? net.model.dir} at ${server.url} (read-only; Ctrl-C stops)\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -10,22 +10,32 @@
  * table (never by joining a path from the URL); names, keys, params and stderr reach the page as
  * JSON (in the page, a data block with every `<` escaped) and are put there as text by the
  * page's script (never as HTML); and a Content Security
- * Policy forbids inline scripts, so a key like `<script>` is shown, not run. Every figure is
+ * Policy forbids inline scripts, so a key like `<script>` is shown, not run. It answers only to its
+ * own names (host-check.ts): a request whose Host header is not its address, localhost, a loopback
+ * address or a name given in allowHosts (--allow-host) gets 421, so that a page elsewhere on the
+ * web cannot use DNS rebinding (its own name made to resolve to 127.0.0.1) to read the API (keys,
+ * params, stderr) through the operator's browser; bound to every address (0.0.0.0 or ::), only the
+ * loopback names and the allowed ones pass. It keeps at most maxStreams event streams open at once
+ * (default 64, stream-cap.ts), refusing the rest with 503 and Retry-After, so that thousands of
+ * them cannot take its memory and descriptors; the other paths answer meanwhile. Every figure is
  * recomputed from the directories and STATE/live.json (status.ts), so a run that stops or a
  * directory that vanishes shows as such.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { NetRequestError } from '../../base/errors.js';
 import { type Logger, silentLogger } from '../../base/log.js';
 import { hostView } from '../model/hosts.js';
 import type { NetModel } from '../model/model.js';
 import { placeTokens, transitionDetail } from './detail.js';
 import { netToDot } from './dot.js';
+import { badAllowedHost, hostCheck, MISDIRECTED } from './host-check.js';
 import { netMetricsText, netStatusJson } from './metrics.js';
 import { hostStatus, NncpSpoolReader } from './outbox-status.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 import { type NetStatusReport, netStatus } from './status.js';
+import { StreamCap } from './stream-cap.js';
 import { dotToSvg } from './svg.js';
 
 export interface ServeOptions {
@@ -40,6 +50,14 @@ export interface ServeOptions {
   netHost?: string;
   /** How often the figures are recomputed while a page watches, ms (default 300). */
   pollMs?: number;
+  /**
+   * Names (host names or IP addresses, without a port) the server answers to besides its own
+   * address, localhost and the loopback addresses: the names a browser reaches it by. Bound to
+   * every address (0.0.0.0 or ::), these are the only names it answers to but the loopback ones.
+   */
+  allowHosts?: readonly string[];
+  /** Event streams (/api/events) open at once; more are refused with 503 (default 64). */
+  maxStreams?: number;
   logger?: Logger;
 }
 
@@ -119,13 +137,31 @@ export function renderPage(template: string, svg: string, r: NetStatusReport): s
   return template.replace(DRAWING_SLOT, () => inline).replace(STATE_SLOT, () => state);
 }
 
+/** How long a client refused an event stream is asked to wait before it tries again, s. */
+const STREAM_RETRY_AFTER_S = 10;
+
+/** ServeOptions' values that no server can have: a NetRequestError (bad input) that says which. */
+function checkServeOptions(options: ServeOptions): void {
+  const max = options.maxStreams;
+  if (max !== undefined && !(Number.isSafeInteger(max) && max >= 1))
+    throw new NetRequestError(`invalid maxStreams ${String(max)}: give a whole number of at least 1`);
+  for (const name of options.allowHosts ?? []) {
+    const bad = badAllowedHost(name);
+    if (bad) throw new NetRequestError(`invalid allowed host: ${bad}`);
+  }
+}
+
 /**
- * Serve a net's status page, its figures and its drawing over HTTP. One function (about 120 lines)
+ * Serve a net's status page, its figures and its drawing over HTTP. One function (about 150 lines)
  * on purpose: the server's state (the clients, the last page sent, the poll and heartbeat timers)
  * lives in closures that the request handler and the returned NetServer's close() share.
  */
 export async function serveNet(whole: NetModel, options: ServeOptions = {}): Promise<NetServer> {
+  checkServeOptions(options);
   const log = options.logger ?? silentLogger;
+  const streams = new StreamCap(options.maxStreams ?? 64, log);
+  // Set once the server listens (its address is a name it answers to); no request comes before.
+  let hostAllowed: (header: string | undefined) => boolean = () => false;
   const netHost = options.netHost;
   const net = netHost === undefined ? whole : hostView(whole, netHost);
   // NNCP's spool is asked at most every 10 s (a subprocess), not at every poll.
@@ -176,6 +212,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? '';
+    if (!hostAllowed(req.headers.host)) return send(res, method === 'HEAD', 421, 'text/plain; charset=utf-8', MISDIRECTED, { Connection: 'close' });
     if (method !== 'GET' && method !== 'HEAD') {
       send(res, false, 405, 'text/plain; charset=utf-8', 'method not allowed: this page only reads\n', { Allow: 'GET, HEAD' });
       return;
@@ -196,11 +233,23 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
     if (route === '/metrics') return send(res, head, 200, PROMETHEUS_CONTENT_TYPE, netMetricsText(await report()));
     if (route === '/api/status') return send(res, head, 200, 'application/json; charset=utf-8', `${await status()}\n`);
     if (route === '/api/events') {
+      // The place is taken before the first await, so that a burst of requests can't all pass the
+      // cap while the first figures are computed; it is given back when the stream closes, however.
+      const release = streams.take();
+      if (!release) {
+        const busy = `too many event streams open (${streams.max}); try again later\n`;
+        return send(res, head, 503, 'text/plain; charset=utf-8', busy, { 'Retry-After': String(STREAM_RETRY_AFTER_S), Connection: 'close' });
+      }
+      res.on('close', () => {
+        clients.delete(res);
+        release();
+      });
       res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'keep-alive' });
       if (head) return void res.end();
-      res.write(`retry: 1000\ndata: ${await status()}\n\n`);
+      const first = await status();
+      if (res.destroyed || res.writableEnded) return;
+      res.write(`retry: 1000\ndata: ${first}\n\n`);
       clients.add(res);
-      req.on('close', () => clients.delete(res));
       return;
     }
     const m = /^\/api\/(place|transition)\/([^/]+)$/.exec(route);
@@ -240,6 +289,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
     for (const c of clients) c.write(': keep-alive\n\n');
   }, 15_000);
   const addr = server.address() as AddressInfo;
+  hostAllowed = hostCheck({ host: options.host ?? '127.0.0.1', address: addr.address }, options.allowHosts);
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}/`,
@@ -248,6 +298,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
       new Promise<void>((resolve) => {
         clearInterval(timer);
         clearInterval(heartbeat);
+        streams.close();
         for (const c of clients) c.end();
         clients.clear();
         server.close(() => resolve());

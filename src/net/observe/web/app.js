@@ -287,6 +287,8 @@ function connect() {
     const banner = $('banner');
     banner.className = 'banner lost';
     banner.textContent = 'connection to fspl net serve lost; retrying…';
+    // A refusal (503: too many streams open) closes an EventSource for good: try again later.
+    if (es.readyState === EventSource.CLOSED) setTimeout(connect, 10_000);
   };
 }
 
