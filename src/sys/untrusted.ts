@@ -214,6 +214,8 @@ export function claimFile(from: string, to: string, uid: number): boolean {
 
 /** How many entries removeTree looks at before it gives up on a tree someone keeps filling. */
 const REMOVE_LIMIT = 100_000;
+/** How deep it goes: directories nested deeper (made to exhaust the stack) are left. */
+const REMOVE_DEPTH = 64;
 
 /**
  * Remove `dir` and all below it, where some directories below may be writable by others (a
@@ -221,14 +223,15 @@ const REMOVE_LIMIT = 100_000;
  * alone. A directory that only we may write is walked as usual; each entry of one that others
  * may write is first renamed into `dir`'s parent (ours), under a name of our own, and looked at
  * only there, so that no name is ever followed through a directory someone else may change.
- * Best effort beyond REMOVE_LIMIT entries (someone keeps adding them): what is left stays.
+ * Best effort beyond REMOVE_LIMIT entries or REMOVE_DEPTH levels (someone keeps adding them, or
+ * nests them to exhaust the stack): what is left stays, for the next sweep. Never throws.
  */
 export function removeTree(dir: string): void {
   const holding = path.dirname(dir);
   const us = process.geteuid?.() ?? 0;
   let n = 0;
-  const remove = (p: string): void => {
-    if (++n > REMOVE_LIMIT) return;
+  const remove = (p: string, depth: number): void => {
+    if (++n > REMOVE_LIMIT || depth > REMOVE_DEPTH) return;
     let st: fs.Stats;
     try {
       st = fs.lstatSync(p);
@@ -249,7 +252,7 @@ export function removeTree(dir: string): void {
       }
       if (names.length === 0) break;
       for (const name of names) {
-        if (ours) remove(path.join(p, name));
+        if (ours) remove(path.join(p, name), depth + 1);
         else {
           const moved = path.join(holding, `.removing-${process.pid}-${n}-${name.length}`);
           try {
@@ -257,7 +260,7 @@ export function removeTree(dir: string): void {
           } catch {
             continue;
           }
-          remove(moved);
+          remove(moved, depth + 1);
         }
       }
     }
@@ -267,7 +270,7 @@ export function removeTree(dir: string): void {
       // Not empty (someone still adds to it) or gone: left for the next sweep.
     }
   };
-  remove(dir);
+  remove(dir, 0);
 }
 
 function unlinkIfThere(p: string): void {

@@ -149,6 +149,20 @@ describe('a tree removed', () => {
     expect(fs.readdirSync(staging)).toEqual([]);
     expect(fs.readFileSync(path.join(keep, 'precious'), 'utf8')).toBe('x');
   });
+
+  it('never throws: directories nested deeper than it goes are left for later', () => {
+    const dir = tempDir();
+    const firing = path.join(dir, 'staging', 'f1');
+    let p = path.join(firing, 'out');
+    fs.mkdirSync(p, { recursive: true });
+    fs.chmodSync(p, 0o777);
+    for (let i = 0; i < 200; i++) {
+      p = path.join(p, 'd');
+      fs.mkdirSync(p);
+      fs.chmodSync(p, 0o777);
+    }
+    expect(() => removeTree(firing)).not.toThrow();
+  });
 });
 
 describe('seqfiles in a directory others may write', () => {
