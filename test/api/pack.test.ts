@@ -127,8 +127,9 @@ describe('the packed package', () => {
 /**
  * README.md's install: the packed package installed globally, as a copy, so that the clone can
  * move or go (`npm install -g .` would link to it). Run as written, with `--prefix` (a scratch
- * global directory) and `--offline` (the dependencies from npm's cache, where `npm ci` left them:
- * the test downloads nothing).
+ * global directory) and `--prefer-offline` (the dependencies from npm's cache, where `npm ci` left
+ * their tarballs; only their registry documents, which `npm ci` does not keep, may be fetched on a
+ * fresh machine: with `--offline` the install failed there with ENOTCACHED).
  */
 describe("README's install", () => {
   it('installs a copy: nothing of it leads back into the clone, and fspl runs from it', () => {
@@ -142,7 +143,7 @@ describe("README's install", () => {
     expect(install.split(/\s+/).at(-1), 'the tarball npm pack makes').toBe(`./${path.basename(tarball)}`);
     const prefix = path.join(path.dirname(project), 'global');
     // In the directory where npm pack left the tarball, as the README runs it.
-    const r = spawnSync('sh', ['-c', `${install} --prefix "${prefix}" --offline --no-audit --no-fund`], { cwd: path.dirname(tarball), encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', `${install} --prefix "${prefix}" --prefer-offline --no-audit --no-fund`], { cwd: path.dirname(tarball), encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr, 'every install script it runs is named by --allow-scripts').not.toMatch(/install-scripts/);
     const installed = path.join(prefix, 'lib', 'node_modules', 'filespooler');
