@@ -143,7 +143,10 @@ describe("README's install", () => {
     expect(install.split(/\s+/).at(-1), 'the tarball npm pack makes').toBe(`./${path.basename(tarball)}`);
     const prefix = path.join(path.dirname(project), 'global');
     // In the directory where npm pack left the tarball, as the README runs it.
-    const r = spawnSync('sh', ['-c', `${install} --prefix "${prefix}" --prefer-offline --no-audit --no-fund`], { cwd: path.dirname(tarball), encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', `${install} --prefix "${prefix}" --prefer-offline --no-audit --no-fund`], {
+      cwd: path.dirname(tarball),
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr, 'every install script it runs is named by --allow-scripts').not.toMatch(/install-scripts/);
     const installed = path.join(prefix, 'lib', 'node_modules', 'filespooler');

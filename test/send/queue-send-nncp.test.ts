@@ -62,7 +62,9 @@ describeIfPresent('fspl queue-send through NNCP', missing, { what: 'NNCP queue-s
     expect(ran.ran).toEqual(expected(30));
   });
 
-  test('a sender killed with kill -9 while it hands a batch over, then a transfer offered twice: each packet runs once, in order', async () => {
+  test('a sender killed with kill -9 while it hands a batch over, then a transfer offered twice: each packet runs once, in order', {
+    timeout: 180_000,
+  }, async () => {
     const { outbox, q, pair } = await setUp('ours', 100);
     // Killed at once after it starts: it may have handed over nothing, all, or a batch cut short.
     const first = spawn(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:b:fspl', '--watch'], {

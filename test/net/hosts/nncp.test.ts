@@ -139,7 +139,7 @@ describeIfPresent('nets across hosts reached through NNCP', missing, { what: 'NN
     expect(lines[1]).toMatch(/host a receives back from b through NNCP: \S+ gives node nobody no exec handle "fspl"/);
   });
 
-  test('a -> b -> a online, 300 tokens, kill -9 of each runner 5 times, a transfer offered twice: every key once, in order', async () => {
+  test('a -> b -> a online, 300 tokens, kill -9 of each runner 5 times, a transfer offered twice: every key once, in order', { timeout: 180_000 }, async () => {
     const { dir, file, pair } = await setUp();
     const n = 300;
     await put(file, n);
