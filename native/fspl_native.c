@@ -976,6 +976,14 @@ static void* read_range(void* arg) {
       j->lv[i] = -errno;
       continue;
     }
+    /* Only a regular file with this one name: a hard link (to a packet only we may read) is not a
+     * job; the JS reader then says why (src/sys/untrusted.ts openJobFile). */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+      j->lv[i] = -EMLINK;
+      close(fd);
+      continue;
+    }
     ssize_t n;
     do n = pread(fd, j->out + j->used, j->max, 0);
     while (n < 0 && errno == EINTR);
@@ -1177,6 +1185,12 @@ static napi_value js_open_head(napi_env env, napi_callback_info cbinfo) {
   if (fd < 0) {
     free(buf);
     return make_int(env, -e);
+  }
+  struct stat st; /* a regular file with one name only, as in read_range */
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    close(fd);
+    free(buf);
+    return make_int(env, -EMLINK);
   }
   ssize_t n;
   do n = pread(fd, buf, max, 0);

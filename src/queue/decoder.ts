@@ -3,7 +3,6 @@
  * writes the packet on stdout. Used for compressed or encrypted queues (zcat, gpg -d, age -d).
  */
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
@@ -11,7 +10,7 @@ import { readHeaderFromStream } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
 import { spawnTalking } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
-import { READ_JOB } from '../sys/untrusted.js';
+import { openJobFile } from '../sys/untrusted.js';
 import type { DecodedJob, ExitStatus } from './types.js';
 
 export type { DecodedJob, ExitStatus } from './types.js';
@@ -46,7 +45,7 @@ const EXIT_GRACE_MS = 5000;
 export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false, maxHeaderSize?: number): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
-  const fd = fs.openSync(file, READ_JOB); // and not through a link planted in jobs/ (untrusted.ts)
+  const fd = openJobFile(file); // and not through a link planted in jobs/ (untrusted.ts)
   let child: ChildProcess;
   try {
     child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, newSession);

@@ -5,14 +5,13 @@
  * decoders at once. A file that does not read is left out, and logged or handed to the caller's
  * onFailure. No header over the queue's maxHeaderSize is read: its prefix says how long it is.
  */
-import fs from 'node:fs';
 import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
 import { DEFAULT_MAX_HEADER_SIZE, decodeMetadata, decodePrefix, PREFIX_LENGTH } from '../packet/codec.js';
 import { nativeReadHeads } from '../packet/native-heads.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
-import { READ_JOB } from '../sys/untrusted.js';
+import { openJobFile } from '../sys/untrusted.js';
 import type { JobEntry } from './jobs.js';
 import type { Queue, ScanOptions } from './queue.js';
 
@@ -114,7 +113,7 @@ let scanBuffer: Buffer | undefined;
 export function readHeaderFileSync(p: string, limit = DEFAULT_MAX_HEADER_SIZE): PacketHeader {
   // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing);
   // O_NOFOLLOW: a link planted in jobs/ is not a job (untrusted.ts).
-  const fd = fs.openSync(p, READ_JOB);
+  const fd = openJobFile(p);
   try {
     const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
     const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);
@@ -152,7 +151,7 @@ export function openPayloadSync(p: string): number {
 
 /** As openPayloadSync, also giving the header read on the way. */
 export function openPayloadAndHeaderSync(p: string): { fd: number; header: PacketHeader } {
-  const fd = fs.openSync(p, READ_JOB);
+  const fd = openJobFile(p);
   try {
     return { fd, header: readHeaderSync(fd) };
   } catch (err) {

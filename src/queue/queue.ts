@@ -20,7 +20,7 @@ import { checkMaxHeaderSize, type PacketHeader } from '../packet/types.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirEntry, writeAllSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
-import { READ_JOB } from '../sys/untrusted.js';
+import { openJobFile } from '../sys/untrusted.js';
 import { writeJob, writeJobSync } from './job-write.js';
 import { compareBySeq, compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
 import type { JobDetails, JobFunction, OpenJob, OrderBy, PlainOpenJob, QueuedJob } from './types.js';
@@ -255,7 +255,7 @@ export class Queue {
       head = undefined;
     }
     const { readHeaderAndLengthSync } = await import('../packet/read.js');
-    const fd = head?.fd ?? fs.openSync(p, READ_JOB); // not through a link planted in jobs/ (untrusted.ts)
+    const fd = head?.fd ?? openJobFile(p); // not through a link planted in jobs/ (untrusted.ts)
     try {
       const { header, length } = readHeaderAndLengthSync(fd, this.maxHeaderSize);
       return { kind: 'plain', header, payload: fd, payloadOffset: length, close: () => closeQuietly(fd) };

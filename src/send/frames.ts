@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { ReceiveCutError, ReceiveError, SendError } from '../base/errors.js';
 import { U64_MAX } from '../base/u64.js';
-import { READ_JOB } from '../sys/untrusted.js';
+import { openJobFile } from '../sys/untrusted.js';
 import type { OutgoingPacket } from './delivery.js';
 
 export const ID_RE = /^[A-Za-z0-9-]+$/;
@@ -51,7 +51,7 @@ export async function writeFrames(
     if (stop() || out.destroyed) return whole;
     try {
       // Not through a link planted in the outbox (untrusted.ts): what is sent is a file of its own.
-      const fd = fs.openSync(p.path, READ_JOB);
+      const fd = openJobFile(p.path);
       let size: number;
       try {
         size = fs.fstatSync(fd).size; // outbox files never change once written

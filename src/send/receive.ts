@@ -40,7 +40,7 @@ import { readHeaderSync } from '../packet/read.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../sys/io.js';
 import { FileLock } from '../sys/lock.js';
-import { createFresh, READ_JOB } from '../sys/untrusted.js';
+import { createFresh, openJobFile } from '../sys/untrusted.js';
 import { type FrameHead, FrameReader } from './frames.js';
 import { admitSender } from './nncp-sender.js';
 import { ReceivedLedger } from './received.js';
@@ -207,7 +207,7 @@ function finishParts(jobs: string, ledger: ReceivedLedger): number {
     const id = PART_RE.exec(name)![1]!;
     const temp = path.join(jobs, name);
     let seq: bigint | undefined;
-    const fd = fs.openSync(temp, READ_JOB); // in jobs/: not through a link planted there
+    const fd = openJobFile(temp); // in jobs/: not through a link planted there
     try {
       seq = readHeaderSync(fd).seq;
     } catch {

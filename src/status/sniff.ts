@@ -4,7 +4,7 @@
  * `fspl queue-status` (report.ts) to say why a job file can not be read.
  */
 import fs from 'node:fs';
-import { BadPacketError, DecoderError, describeSystemError, ShortReadError } from '../base/errors.js';
+import { BadPacketError, DecoderError, describeSystemError, ShortReadError, UntrustedFileError } from '../base/errors.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
 import { READ_JOB } from '../sys/untrusted.js';
@@ -151,6 +151,9 @@ export function diagnoseUnreadable(
   }
   if (info.type !== undefined && info.type !== 'file') {
     return { kind: 'unknown', cause: `not a regular file (a ${info.type})` };
+  }
+  if (error instanceof UntrustedFileError) {
+    return { kind: 'unknown', cause: `${error.why}, which is not read: whoever writes jobs/ could have linked any file there (docs/security.md)` };
   }
   const kind = sniffBytes(info.head);
   const message = error === undefined ? undefined : describeSystemError(error);

@@ -59,9 +59,13 @@ function missingDirectory(file: string, code: string): string {
   return `Cannot create the sequence file ${file}: its directory ${path.dirname(file)} ${what}`;
 }
 
-/** A seqfile's text, read without following a link (a seqfile is small: 64 KiB at most are read). */
+/**
+ * A seqfile's text, read without following a link, and only from a file with this one name (a
+ * hard link to another file, swapped in for `.temp` by someone who may write the directory, is
+ * refused, never read). A seqfile is small: 64 KiB at most are read.
+ */
 function readSeqText(file: string): string {
-  const { fd } = openExisting(file);
+  const { fd } = openExisting(file, fs.constants.O_RDONLY, { singleLink: true });
   try {
     const buf = Buffer.allocUnsafe(64 * 1024);
     const n = fs.readSync(fd, buf, 0, buf.length, 0);

@@ -38,6 +38,15 @@ export const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
  * only the reader may read), and not hanging on a FIFO named like a job.
  */
 export const READ_JOB = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+/**
+ * A job file or a token opened for reading (READ_JOB), and checked: a regular file with this one
+ * name. A hard link is refused as a symbolic link is: whoever may write jobs/ could link a packet
+ * only the reader may read (another queue's, another place's) under a job's name.
+ */
+export function openJobFile(file: string): number {
+  return openExisting(file, O_RDONLY, { singleLink: true }).fd;
+}
+
 /** A directory opened as it is, not through a link. */
 export const OPEN_DIR = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 

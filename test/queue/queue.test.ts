@@ -117,7 +117,7 @@ describe('a symbolic link named like a job', () => {
           (await q.list()).map((j) => j.header.seq),
           `FSPL_NO_NATIVE=${noNative}`,
         ).toEqual([1n]);
-        await expect(q.openJob('fspl-link.fspl'), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(/ELOOP/);
+        await expect(q.openJob('fspl-link.fspl'), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(/fspl-link.fspl: it is a symbolic link/);
       }
     } finally {
       if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
@@ -126,5 +126,33 @@ describe('a symbolic link named like a job', () => {
     const { queueStatus } = await import('../../src/status/report.js');
     const status = await queueStatus(q);
     expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-link.fspl', expect.stringMatching(/a symbolic link, which is not followed/)]]);
+  });
+});
+
+describe('a hard link named like a job', () => {
+  it('is not read (native or not): another name of a packet only the processor may read is not a job; queue-status says why', async () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+    const secret = path.join(dir, 'private.fspl');
+    fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), { mode: 0o600 });
+    fs.linkSync(secret, path.join(q.jobsDir, 'fspl-hard.fspl'));
+    const saved = process.env.FSPL_NO_NATIVE;
+    try {
+      for (const noNative of ['1', '']) {
+        process.env.FSPL_NO_NATIVE = noNative;
+        expect(
+          (await q.list()).map((j) => j.header.seq),
+          `FSPL_NO_NATIVE=${noNative}`,
+        ).toEqual([1n]);
+        await expect(q.openJob('fspl-hard.fspl'), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(/2 names \(a hard link\)/);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+      else process.env.FSPL_NO_NATIVE = saved;
+    }
+    const { queueStatus } = await import('../../src/status/report.js');
+    const status = await queueStatus(q);
+    expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-hard.fspl', expect.stringMatching(/a hard link\), which is not read/)]]);
   });
 });

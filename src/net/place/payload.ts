@@ -10,7 +10,7 @@ import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
 import { headerFromStart, openPayloadSync, payloadOffset, readHeaderFileSync } from '../../queue/job-headers.js';
 import { copy } from '../../sys/copy.js';
 import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
-import { createFresh, type FileOwner, openExisting, READ_JOB } from '../../sys/untrusted.js';
+import { createFresh, type FileOwner, openExisting, openJobFile } from '../../sys/untrusted.js';
 import type { TokenContent } from './token.js';
 
 /** The seal (length and CRC-32) of a token's payload, read once from its sources. */
@@ -57,7 +57,7 @@ function readStart(fd: number): { buf: Buffer; n: number } {
  * on the way to starting the command.
  */
 export function extractPayload(file: string, dest: string, owner?: FileOwner): PacketHeader {
-  const inFd = fs.openSync(file, READ_JOB);
+  const inFd = openJobFile(file);
   try {
     const { buf, n } = readStart(inFd);
     const header = headerFromStart(buf.subarray(0, n));
@@ -115,7 +115,7 @@ export interface WholeToken {
  * behind the code": "Reading a small token whole").
  */
 export function readSmallToken(file: string): WholeToken | undefined {
-  const fd = fs.openSync(file, READ_JOB);
+  const fd = openJobFile(file);
   try {
     const { buf, n } = readStart(fd);
     if (n > START_READ) return undefined;
