@@ -10,7 +10,7 @@ import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
 import { headerFromStart, openPayloadSync, payloadOffset, readHeaderFileSync } from '../../queue/job-headers.js';
 import { copy } from '../../sys/copy.js';
 import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
-import { createFresh, type FileOwner, openExisting, openJobFile } from '../../sys/untrusted.js';
+import { createFresh, type FileOwner, openExisting, openJobFile, UntrustedFileError } from '../../sys/untrusted.js';
 import type { TokenContent } from './token.js';
 
 /** The seal (length and CRC-32) of a token's payload, read once from its sources. */
@@ -87,10 +87,21 @@ function extractFromScratch(file: string, out: number): PacketHeader {
   return header;
 }
 
-/** Copy the payloads of these token files, one after the other, to a descriptor; their lengths. */
+/**
+ * Copy the payloads of these token files, one after the other, to a descriptor; their lengths. A
+ * token that a user of its place replaced by a link after it was indexed is not read, and gives
+ * nothing (length 0): it is as if that user had written an empty token, which is theirs to do,
+ * and a run's commit (an error token's copy of its input) does not stop on it (docs/security.md).
+ */
 export function copyPayloads(files: readonly string[], out: number): number[] {
   return files.map((file) => {
-    const inFd = openPayloadSync(file);
+    let inFd: number;
+    try {
+      inFd = openPayloadSync(file);
+    } catch (err) {
+      if (err instanceof UntrustedFileError) return 0;
+      throw err;
+    }
     try {
       return copy(inFd, out);
     } finally {

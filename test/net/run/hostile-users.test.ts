@@ -35,6 +35,9 @@ const HARDLINKS = '/proc/sys/fs/protected_hardlinks';
 const PLANT = `#!/bin/sh
 canary=$1; staging=$2; stop=$3; shift 3
 plant() { ln -sfn "$canary" "$1" 2>/dev/null; ln -f "$canary" "$1" 2>/dev/null; }
+# Where no file is (ln without -f): a seqfile's .temp swapped after the runner wrote it stops the
+# run (docs/security.md says so: a place's users may stop it), which is not what this measures.
+plantFree() { ln -sn "$canary" "$1" 2>/dev/null; ln "$canary" "$1" 2>/dev/null; }
 while [ ! -e "$stop" ]; do
   for d in "$staging"/*/; do
     for n in f.out-a f.out-b f.out-c f.stdout f.stderr f.batch f.in-src f.in-a; do plant "$d$n"; done
@@ -42,7 +45,7 @@ while [ ! -e "$stop" ]; do
     for n in f.out-a f.out-b f.out-c; do plant "\${d}out/$n"; done
   done
   for p in "$@"; do
-    for n in nextseq.temp sendseq.temp received.tmp; do plant "$p/$n"; done
+    for n in nextseq.temp sendseq.temp received.tmp; do plantFree "$p/$n"; done
     for f in "$p"/jobs/*.part; do [ -e "$f" ] && plant "$f"; done
   done
 done
