@@ -62,12 +62,13 @@ function missingDirectory(file: string, code: string): string {
 /**
  * A seqfile's text, read without following a link, and only from a file with this one name (a
  * hard link to another file, swapped in for `.temp` by someone who may write the directory, is
- * refused, never read). A seqfile is small: 64 KiB at most are read.
+ * refused, never read). A seqfile is small: its first 4 KiB are read (its number is on the first line).
  */
+let seqBuffer: Buffer | undefined;
 function readSeqText(file: string): string {
   const { fd } = openExisting(file, fs.constants.O_RDONLY, { singleLink: true });
   try {
-    const buf = Buffer.allocUnsafe(64 * 1024);
+    const buf = (seqBuffer ??= Buffer.allocUnsafe(4096)); // once: read per job by queue-process
     const n = fs.readSync(fd, buf, 0, buf.length, 0);
     return buf.toString('utf8', 0, n);
   } finally {

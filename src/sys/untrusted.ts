@@ -21,6 +21,12 @@
  *   that was opened (same device and inode): from then on its name is ours;
  * - a tree removed (removeTree): never by following a name through a directory another user may
  *   write; each entry of such a directory is first renamed into a directory of ours, then looked at.
+ *
+ * Durability: nothing here makes anything durable by itself. A caller whose file must survive a
+ * power cut fsyncs it (writeFresh's `fsync`, or its descriptor) before its rename and fsyncs the
+ * directory after (sys/durable.ts), as seqfile.ts, pause.ts, received.ts and receive.ts do;
+ * claimFile and removeTree work in staging directories, scratch emptied at every open of a run,
+ * whose renames and removals need no fsync.
  */
 import fs from 'node:fs';
 import path from 'node:path';

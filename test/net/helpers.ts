@@ -128,3 +128,18 @@ type TransitionDef = NetDefinition['transitions'][string];
 export function fnNet(dir: string, fn: NonNullable<TransitionDef['fn']>, extra: Partial<TransitionDef> = {}): Net {
   return Net.define({ dir, places: { a: {}, b: {} }, transitions: { t: { in: 'a', out: 'b', fn, ...extra } } });
 }
+
+/** The first line of a child's stdout that matches. */
+export function lineOf(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = re.exec(out);
+      if (m) resolve(m);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+  });
+}

@@ -75,25 +75,34 @@ describe('Queue', () => {
   });
 });
 
+/**
+ * With and without the addon: the queue lists job 1 alone, and (given a name) that file does not
+ * open as a job, failing as `refused` says.
+ */
+async function listsOnlyJob1(q: Queue, name?: string, refused?: RegExp): Promise<void> {
+  const saved = process.env.FSPL_NO_NATIVE;
+  try {
+    for (const noNative of ['1', '']) {
+      process.env.FSPL_NO_NATIVE = noNative;
+      expect(
+        (await q.list()).map((j) => j.header.seq),
+        `FSPL_NO_NATIVE=${noNative}`,
+      ).toEqual([1n]);
+      if (name) await expect(q.openJob(name), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(refused);
+    }
+  } finally {
+    if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
+    else process.env.FSPL_NO_NATIVE = saved;
+  }
+}
+
 describe('a FIFO named like a job', () => {
   it('is skipped by scans (native or not) and diagnosed by queue-status, never waited on', async () => {
     const dir = tempDir();
     const q = Queue.init(path.join(dir, 'q'));
     q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
     execFileSync('mkfifo', [path.join(q.jobsDir, 'fspl-fifo.fspl')]);
-    const saved = process.env.FSPL_NO_NATIVE;
-    try {
-      for (const noNative of ['1', '']) {
-        process.env.FSPL_NO_NATIVE = noNative;
-        expect(
-          (await q.list()).map((j) => j.header.seq),
-          `FSPL_NO_NATIVE=${noNative}`,
-        ).toEqual([1n]);
-      }
-    } finally {
-      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
-      else process.env.FSPL_NO_NATIVE = saved;
-    }
+    await listsOnlyJob1(q);
     const { queueStatus } = await import('../../src/status/report.js');
     const status = await queueStatus(q);
     expect(status.undecodable.map((u) => u.filename)).toEqual(['fspl-fifo.fspl']);
@@ -109,20 +118,7 @@ describe('a symbolic link named like a job', () => {
     const secret = path.join(dir, 'private.fspl');
     fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), { mode: 0o600 });
     fs.symlinkSync(secret, path.join(q.jobsDir, 'fspl-link.fspl'));
-    const saved = process.env.FSPL_NO_NATIVE;
-    try {
-      for (const noNative of ['1', '']) {
-        process.env.FSPL_NO_NATIVE = noNative;
-        expect(
-          (await q.list()).map((j) => j.header.seq),
-          `FSPL_NO_NATIVE=${noNative}`,
-        ).toEqual([1n]);
-        await expect(q.openJob('fspl-link.fspl'), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(/fspl-link.fspl: it is a symbolic link/);
-      }
-    } finally {
-      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
-      else process.env.FSPL_NO_NATIVE = saved;
-    }
+    await listsOnlyJob1(q, 'fspl-link.fspl', /fspl-link.fspl: it is a symbolic link/);
     const { queueStatus } = await import('../../src/status/report.js');
     const status = await queueStatus(q);
     expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-link.fspl', expect.stringMatching(/a symbolic link, which is not followed/)]]);
@@ -137,20 +133,7 @@ describe('a hard link named like a job', () => {
     const secret = path.join(dir, 'private.fspl');
     fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), { mode: 0o600 });
     fs.linkSync(secret, path.join(q.jobsDir, 'fspl-hard.fspl'));
-    const saved = process.env.FSPL_NO_NATIVE;
-    try {
-      for (const noNative of ['1', '']) {
-        process.env.FSPL_NO_NATIVE = noNative;
-        expect(
-          (await q.list()).map((j) => j.header.seq),
-          `FSPL_NO_NATIVE=${noNative}`,
-        ).toEqual([1n]);
-        await expect(q.openJob('fspl-hard.fspl'), `FSPL_NO_NATIVE=${noNative}`).rejects.toThrow(/2 names \(a hard link\)/);
-      }
-    } finally {
-      if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
-      else process.env.FSPL_NO_NATIVE = saved;
-    }
+    await listsOnlyJob1(q, 'fspl-hard.fspl', /2 names \(a hard link\)/);
     const { queueStatus } = await import('../../src/status/report.js');
     const status = await queueStatus(q);
     expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-hard.fspl', expect.stringMatching(/a hard link\), which is not read/)]]);

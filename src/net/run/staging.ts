@@ -80,15 +80,7 @@ export function makeStagingDir(dir: string, files: StagingFiles, single: boolean
 
 /** Whether output o was written by name (FSPL_OUT_o, ctx.outputs): a link too, which claimOutputs refuses. */
 export function wasWritten(files: StagingFiles, o: string): boolean {
-  return fs.existsSync(files.written(o)) || isLink(files.written(o));
-}
-
-function isLink(p: string): boolean {
-  try {
-    return fs.lstatSync(p).isSymbolicLink();
-  } catch {
-    return false;
-  }
+  return fs.lstatSync(files.written(o), { throwIfNoEntry: false }) !== undefined; // one call: a link is there too
 }
 
 /**

@@ -6,13 +6,12 @@
  * stderr. FSPL_SCREENSHOT=FILE keeps the screenshot (docs/net-serve.png was made so).
  */
 
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
-import { makeNet, netDir, runFspl, spawnFspl } from '../helpers.js';
+import { lineOf, makeNet, netDir, runFspl, spawnFspl } from '../helpers.js';
 
 const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -34,21 +33,6 @@ transitions:
     run: 'if grep -q bad; then echo "boom: <script>window.pwned=1</script>" >&2; exit 1; fi; echo finished'
     error: failed
 `;
-
-/** The first line of a child's stdout that matches. */
-function lineOf(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d) => (err += d));
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = re.exec(out);
-      if (m) resolve(m);
-    });
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
-  });
-}
 
 describeIfPresent(
   'net serve in a browser',

@@ -6,13 +6,12 @@
  * /api/status answers at once; closed streams give their places back. Every connection is to
  * 127.0.0.1: the other names are only ever written into the Host header.
  */
-import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createLogger } from '../../../src/base/log.js';
 import { type NetServer, type ServeOptions, serveNet } from '../../../src/net/observe/serve.js';
-import { makeNet, runFspl, spawnFspl } from '../helpers.js';
+import { lineOf, makeNet, runFspl, spawnFspl } from '../helpers.js';
 
 const NET = 'places: { inbox: {}, done: {} }\ntransitions: { move: { in: inbox, out: done, run: [cat] } }\n';
 
@@ -238,21 +237,6 @@ describe('net serve keeps only so many event streams open', () => {
     expect(counted.reduce((a, b) => a + b, 0)).toBe(refused);
   }, 30_000);
 });
-
-/** The first line of a child's stdout that matches. */
-function lineOf(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d) => (err += d));
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = re.exec(out);
-      if (m) resolve(m);
-    });
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
-  });
-}
 
 describe('fspl net serve --allow-host, --max-streams', () => {
   test('are parsed and passed on: the allowed name is served, the second stream refused', async () => {
