@@ -37,6 +37,7 @@ export {
   ShortReadError,
   UnknownNameError,
   UntrustedFileError,
+  SignatureError,
 } from './base/errors.js';
 export { decodeHeader, encodeHeader } from './packet/codec.js';
 export { makeHeader, type PreparePacketOptions, preparePacket } from './packet/prepare.js';

@@ -18,6 +18,7 @@ export type FsplErrorCode =
   | 'ERR_DECODER'
   | 'ERR_IO'
   | 'ERR_UNTRUSTED_FILE'
+  | 'ERR_SIGNATURE'
   | 'ERR_PAYLOAD_SHORT'
   | 'ERR_PAYLOAD_LONG'
   | 'ERR_PAYLOAD_CHECKSUM'
@@ -320,5 +321,21 @@ export class UntrustedFileError extends FsplError {
     super('ERR_UNTRUSTED_FILE', `Refusing ${file}: ${why}`);
     this.path = file;
     this.why = why;
+  }
+}
+
+/**
+ * A packet's signature does not let it in (src/sign/): unsigned where signatures are required,
+ * signed by a key that the allowed signers do not name for namespace `fspl` at this time, or not
+ * matching what it signs; or a signer could not sign. `reason` is the why in a few words,
+ * `fingerprint` the signing key's (`SHA256:…`) where one is known.
+ */
+export class SignatureError extends FsplError {
+  readonly reason: string;
+  readonly fingerprint: string | undefined;
+  constructor(reason: string, options?: { fingerprint?: string; cause?: unknown }) {
+    super('ERR_SIGNATURE', reason, options);
+    this.reason = reason;
+    this.fingerprint = options?.fingerprint;
   }
 }
