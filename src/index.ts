@@ -40,7 +40,11 @@ export {
   SignatureError,
 } from './base/errors.js';
 export { decodeHeader, encodeHeader } from './packet/codec.js';
-export { makeHeader, type PreparePacketOptions, preparePacket } from './packet/prepare.js';
+export { makeHeader } from './packet/prepare.js';
+export { type PreparePacketOptions, preparePacket, type SignWith } from './sign/prepare-signed.js';
+export { AllowedSigners } from './sign/allowed-signers.js';
+export type { Signer } from './sign/packet-signature.js';
+export { verifyPacket } from './sign/verify-packet.js';
 export { metadataOf, type PacketMetadata, type ReadPacket, readPacket } from './packet/stream.js';
 export type { PacketHeader } from './packet/types.js';
 export { Queue, type QueuedJob, type QueueOptions } from './queue/queue.js';

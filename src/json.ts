@@ -11,6 +11,7 @@
  *
  * All functions are pure: they build plain objects that JSON.stringify can write.
  */
+import { claimedSigner, type Signer } from './sign/packet-signature.js';
 import { isUtf8 } from 'node:buffer';
 import { rfc3339Local, rfc3339Utc } from './packet/time.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
@@ -90,7 +91,17 @@ export function jobEntryToJson(job: JobEntry): { [key: string]: JsonValue } {
     ...rest,
     sealed: seal !== undefined,
     ...(seal ? { payload_len: seal.length.toString(), payload_crc32: seal.crc32 } : {}),
+    ...signatureToJson(job.header, job.signer),
   };
+}
+
+/**
+ * A packet's signature (src/sign/): whether it is signed, the key it claims (`signer_key`,
+ * unchecked unless `signer` says who, as a run with allowed signers found), and the signer.
+ */
+function signatureToJson(h: PacketHeader, signer?: Signer): { [key: string]: JsonValue } {
+  if (!h.signature) return { signed: false };
+  return { signed: true, signer_key: signer?.fingerprint ?? claimedSigner(h) ?? null, signer: signer?.principal ?? null };
 }
 
 /**
@@ -106,6 +117,7 @@ export function jobInfoToJson(h: PacketHeader, where?: JobLocation): { [key: str
     seq,
     ...location,
     ...rest,
+    ...signatureToJson(h),
     variables: jobVariables(h, where).map(([name, value]) => ({ name: bytesToJson(name), value: bytesToJson(value) })),
   };
 }
@@ -157,6 +169,9 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
     })),
     sealed: s.sealed,
     damaged: s.damaged.map((d) => ({ seq: d.seq.toString(), filename: d.filename, payload_size: d.payloadSize, sealed_size: d.sealedSize.toString() })),
+    signed: s.signed,
+    unsigned: s.unsigned.map((u) => ({ seq: u.seq.toString(), filename: u.filename, why: u.why })),
+    refused: s.refused.map((r) => ({ filename: r.filename, why: r.why })),
     temp_files: s.tempFiles.map((f) => ({ filename: f.filename, size: f.size ?? null, age_seconds: f.ageSeconds ?? null })),
     output_files: s.outputFiles,
     other_files: s.otherFiles.map((f) => ({ filename: f.filename, type: f.type })),

@@ -3,6 +3,8 @@
  * Each reader takes the name of an argument its command has, of the kind it reads (spec.ts's
  * ArgsOf): a misspelt name, or one of another command, does not compile.
  */
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import type { SignWith } from '../sign/signer.js';
 import type { Logger } from '../base/log.js';
 import { MAX_METADATA_LENGTH } from '../packet/types.js';
 import { parseSeq } from '../sys/seqfile.js';
@@ -105,4 +107,25 @@ export function processOptions(inv: Invocation<ProcessArgs>, log: Logger) {
     stopTimeout: secondsArg(inv, 'stop-timeout'),
     logger: log,
   };
+}
+
+/**
+ * --allowed-signers FILE, or FSPL_ALLOWED_SIGNERS when it is not given (cron lines): the allowed
+ * signers read from it; undefined when neither is given (an empty variable counts as not given).
+ */
+export async function allowedSignersArg(inv: Invocation<StringArgs<'allowed-signers'>>, env: NodeJS.ProcessEnv = process.env): Promise<AllowedSigners | undefined> {
+  const file = inv.args['allowed-signers'] ?? (env.FSPL_ALLOWED_SIGNERS || undefined);
+  if (file === undefined) return undefined;
+  const { AllowedSigners } = await import('../sign/allowed-signers.js');
+  return AllowedSigners.load(file);
+}
+
+/** --sign KEY or --sign-command CMD (not both): how prepare signs, if it does. */
+export function signArg(inv: Invocation<StringArgs<'sign' | 'sign-command'>>): SignWith | undefined {
+  const key = inv.args.sign;
+  const command = inv.args['sign-command'];
+  if (key !== undefined && command !== undefined) throw new UsageError('--sign and --sign-command are exclusive: give one way to sign');
+  if (key !== undefined) return { key };
+  if (command !== undefined) return { command };
+  return undefined;
 }

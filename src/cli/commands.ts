@@ -9,7 +9,7 @@ import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
 import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
-import { flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, str, strings } from './args.js';
+import { allowedSignersArg, flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, signArg, str, strings } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
@@ -44,13 +44,19 @@ function openInput(input: string | undefined): number | undefined {
   return fd;
 }
 
-async function prepareCmd(inv: Invocation<StringArgs<'seqfile'>>, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
-  const [{ prepareHeader, writePacketSync, writeTakenSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
+async function prepareCmd(inv: Invocation<StringArgs<'seqfile' | 'sign' | 'sign-command'>>, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
+  const sign = signArg(inv);
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
   // bad path neither uses one up nor leaves half a packet on stdout; and give the number back if
-  // the packet can't be written out.
+  // the packet can't be written out (or signed).
   const inFd = openInput(input);
   const seqfile = required(inv, 'seqfile');
+  if (sign) {
+    const { writeSignedPacket } = await import('../sign/prepare-signed.js');
+    await writeSignedPacket(1, { ...spec, seqfile }, inFd, sign);
+    return 0;
+  }
+  const [{ prepareHeader, writePacketSync, writeTakenSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
   const header = prepareHeader({ ...spec, seqfile });
   writeTakenSync(seqfile, header.seq, () => (seal ? writeSealedPacketSync(1, header, inFd) : writePacketSync(1, header, inFd)));
   return 0;
@@ -110,8 +116,9 @@ const handlers: Handlers = {
     queue(inv, log).setNext(seq);
     return 0;
   },
-  'queue-write': (inv, log) => {
-    const q = queue(inv, log);
+  'queue-write': async (inv, log) => {
+    const allowedSigners = await allowedSignersArg(inv);
+    const q = Queue.open(required(inv, 'queuedir'), { allowedSigners, logger: log });
     q.assertExists();
     q.writeFromFd(0);
     return 0;
@@ -176,7 +183,9 @@ const handlers: Handlers = {
     const r = await receivePackets(required(inv, 'queuedir'), process.stdin, {
       from: from.length > 0 ? from : undefined,
       sender: process.env.NNCP_SENDER || undefined,
+      allowedSigners: await allowedSignersArg(inv),
     });
+    for (const why of r.refused) process.stderr.write(`fspl queue-receive: ${why}; moved to refused/\n`);
     if (r.cut)
       process.stderr.write(`fspl queue-receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole packets are stored, the rest comes again\n`);
     return 0;
@@ -199,6 +208,12 @@ const handlers: Handlers = {
     writeOut(flag(inv, 'json') ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
     return status.canProgress ? 0 : 3;
   },
+  'stdin-signature': async (inv) => {
+    const [{ readHeaderSync }, { armoredSignature, signedData }] = await Promise.all([import('../packet/read.js'), import('../sign/packet-signature.js')]);
+    const header = readHeaderSync(0);
+    writeOut(flag(inv, 'data') ? signedData(header) : armoredSignature(header));
+    return 0;
+  },
   'stdin-payload': async () => {
     const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../packet/read.js'), sealedCopy(), import('../sys/copy.js')]);
     const { seal } = readHeaderSync(0);
@@ -207,7 +222,7 @@ const handlers: Handlers = {
     return 0;
   },
   'stdin-process': async (inv, log) => {
-    const options = processOptions(inv, log);
+    const options = { ...processOptions(inv, log), allowedSigners: await allowedSignersArg(inv) };
     // From the command's start, the first SIGINT or SIGTERM lets it finish (stop-signals.ts).
     const signals = new StopSignals(log, STDIN_JOB, options.stopTimeout);
     try {

@@ -63,8 +63,8 @@ export class ProgressLine {
         }
         break;
       case 'end':
-        if (!e.interrupted) {
-          // An interrupted job is neither done nor gone: it stays in the queue.
+        if (!e.interrupted && !e.refused) {
+          // An interrupted job is neither done nor gone: it stays in the queue (a refused one was never counted).
           this.done++;
           if (!e.ok) this.failed++;
           this.waiting = Math.max(0, this.waiting - 1);
@@ -123,7 +123,7 @@ export class ManyProgress {
         this.line.update({ type: 'scan', waiting: this.total });
         return;
       case 'end':
-        if (!e.interrupted) this.set(e.queue, (this.waiting.get(e.queue) ?? 1) - 1);
+        if (!e.interrupted && !e.refused) this.set(e.queue, (this.waiting.get(e.queue) ?? 1) - 1);
         this.line.update(e);
         return;
       case 'start':

@@ -64,6 +64,28 @@ const json = {
   kind: 'boolean',
   describe: 'Print JSON instead of text (an extension: the reference has no --json; see docs/json.md)',
 } as const satisfies OptionSpec;
+const allowedSigners = {
+  long: 'allowed-signers',
+  kind: 'string',
+  value: 'FILE',
+  describe:
+    'Extension: take only packets signed (prepare --sign) by a key that FILE, in OpenSSH allowed_signers format, allows for namespace fspl now; default $FSPL_ALLOWED_SIGNERS',
+} as const satisfies OptionSpec;
+const signing = [
+  {
+    long: 'sign',
+    kind: 'string',
+    value: 'KEY',
+    describe: 'Extension: sign the packet (and seal it) with this OpenSSH private key; one with a passphrase is used through ssh-agent (SSH_AUTH_SOCK)',
+  },
+  {
+    long: 'sign-command',
+    kind: 'string',
+    value: 'CMD',
+    describe:
+      "Extension: sign the packet (and seal it) with CMD, run by $SHELL -c with the data to sign on stdin, printing an armored SSH signature of namespace fspl (as 'ssh-keygen -Y sign -f KEY -n fspl')",
+  },
+] as const satisfies readonly OptionSpec[];
 const processCommon = [
   { long: 'allow-job-params', kind: 'boolean', describe: "Append the job's own parameters after the command's" },
   { long: 'ignore-payload', kind: 'boolean', describe: 'Do not feed the payload to the command' },
@@ -89,7 +111,7 @@ export const COMMANDS = [
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
   {
     name: 'prepare',
-    usage: 'prepare -s FILE [-i INPUT] [--seal] [-- PARAMS...]',
+    usage: 'prepare -s FILE [-i INPUT] [--seal] [--sign KEY | --sign-command CMD] [-- PARAMS...]',
     describe: 'Write a command packet to stdout; FSPL_SET_* variables are saved in it',
     options: [
       seqfile,
@@ -100,23 +122,24 @@ export const COMMANDS = [
         describe:
           "Record the payload's length and CRC-32 in the header, so that readers refuse a cut or corrupted payload (an extension; default with FSPL_SEAL=1; a piped payload is spooled to $TMPDIR first)",
       },
+      ...signing,
     ],
     positionals: [],
     params: true,
   },
   {
     name: 'prepare-fail',
-    usage: 'prepare-fail -s FILE',
+    usage: 'prepare-fail -s FILE [--sign KEY | --sign-command CMD]',
     describe: 'Write a Fail packet (always fails) to stdout',
-    options: [seqfile],
+    options: [seqfile, ...signing],
     positionals: [],
     params: false,
   },
   {
     name: 'prepare-nop',
-    usage: 'prepare-nop -s FILE',
+    usage: 'prepare-nop -s FILE [--sign KEY | --sign-command CMD]',
     describe: 'Write a NOP packet (always succeeds) to stdout',
-    options: [seqfile],
+    options: [seqfile, ...signing],
     positionals: [],
     params: false,
   },
@@ -233,6 +256,7 @@ export const COMMANDS = [
         kind: 'boolean',
         describe: "Extension: read a sealed job's payload once to check its CRC-32 before running the command (its length is always checked)",
       },
+      allowedSigners,
     ],
     positionals: ['command'],
     positionalHelp: { command: 'the command to run for each job (its arguments go after --)' },
@@ -240,18 +264,19 @@ export const COMMANDS = [
   },
   {
     name: 'queue-status',
-    usage: 'queue-status -q DIR [-d DECODER] [--max-header-size BYTES] [--json]',
-    describe: 'Extension: diagnose a queue (next job, gaps, duplicates, unreadable or stray files, lock); exit 3 if it is stuck',
-    options: [queuedir, decoder, maxHeaderSize, json],
+    usage: 'queue-status -q DIR [-d DECODER] [--max-header-size BYTES] [--allowed-signers FILE] [--json]',
+    describe: 'Extension: diagnose a queue (next job, gaps, duplicates, unreadable, refused or stray files, lock); exit 3 if it is stuck',
+    options: [queuedir, decoder, maxHeaderSize, allowedSigners, json],
     positionals: [],
     params: false,
   },
   {
     name: 'queue-receive',
-    usage: 'queue-receive -q DIR [--from NODE]...',
+    usage: 'queue-receive -q DIR [--from NODE]... [--allowed-signers FILE]',
     describe: RECEIVE_DESCRIBE,
     options: [
       queuedir,
+      allowedSigners,
       {
         long: 'from',
         kind: 'string',
@@ -327,9 +352,9 @@ export const COMMANDS = [
   },
   {
     name: 'queue-write',
-    usage: 'queue-write -q DIR',
+    usage: 'queue-write -q DIR [--allowed-signers FILE]',
     describe: 'Store the packet on stdin in a queue (temporary name, fsync, rename)',
-    options: [queuedir],
+    options: [queuedir, allowedSigners],
     positionals: [],
     params: false,
   },
@@ -351,10 +376,18 @@ export const COMMANDS = [
     params: false,
   },
   {
+    name: 'stdin-signature',
+    usage: 'stdin-signature [--data]',
+    describe: "Extension: print the signature of the signed packet on stdin, armored as ssh-keygen -Y verify reads it (-s); --data: the bytes it signs",
+    options: [{ long: 'data', kind: 'boolean', describe: 'Print the exact bytes the signature signs instead (for ssh-keygen -Y verify on stdin)' }],
+    positionals: [],
+    params: false,
+  },
+  {
     name: 'stdin-process',
     usage: 'stdin-process [OPTIONS] COMMAND [-- PARAMS...]',
     describe: 'Run the packet on stdin',
-    options: processCommon,
+    options: [...processCommon, allowedSigners],
     positionals: ['command'],
     positionalHelp: { command: 'the command to run for the packet (its arguments go after --)' },
     params: true,

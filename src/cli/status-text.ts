@@ -110,6 +110,8 @@ function detailLines(s: QueueStatus): string[] {
       `damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, the file holds ${d.payloadSize}; queue-process will fail it`,
     );
   }
+  for (const u of s.unsigned) details.push(`would refuse ${u.filename}: ${u.why}`);
+  for (const r of s.refused) details.push(`refused ${r.filename}${r.why ? `: ${r.why}` : ''}`);
   for (const t of s.tempFiles) {
     const age = t.ageSeconds === undefined ? '' : `, modified ${ago(t.ageSeconds)}`;
     const size = t.size === undefined ? 'gone' : plural(t.size, 'byte');
@@ -138,6 +140,8 @@ export function formatStatusText(s: QueueStatus): string {
   rows.push(['unreadable', `${s.undecodable.length}`]);
   if (s.tooLarge.length > 0) rows.push(['too large', `${s.tooLarge.length} (headers over ${s.tooLarge[0]!.limit} bytes, not read)`]);
   if (s.sealed > 0 || s.damaged.length > 0) rows.push(['sealed', `${s.sealed} (${s.damaged.length} damaged)`]);
+  if (s.signed > 0 || s.unsigned.length > 0) rows.push(['signed', `${s.signed}${s.unsigned.length > 0 ? ` (${s.unsigned.length} would be refused)` : ''}`]);
+  if (s.refused.length > 0) rows.push(['refused', `${s.refused.length} (in refused/, never run)`]);
   rows.push(['temp files', `${s.tempFiles.length}`]);
   rows.push(['output files', `${s.outputFiles.length}`]);
   rows.push(['other files', `${s.otherFiles.length}`]);

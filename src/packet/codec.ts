@@ -13,6 +13,7 @@ import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/err
 import { claimedSeq } from './claim.js';
 import { MsgpackWriter } from './msgpack.js';
 import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal.js';
+import { interpretSignature, SHA512_KEY, SHA512_LENGTH, SSHSIG_KEY } from './signature.js';
 import { checkMsgpackShape } from './shape.js';
 import { type Bytes, type CommandType, type Ctime, I64_MAX, I64_MIN, MAX_METADATA_LENGTH, type PacketHeader, U64_MAX } from './types.js';
 
@@ -35,13 +36,19 @@ export function crc32(data: Uint8Array): number {
   return crcBuf(data) >>> 0;
 }
 
-/** Encode the MessagePack metadata, byte-identical to the reference writer. */
-export function encodeMetadata(header: PacketHeader): Buffer {
+/**
+ * Encode the MessagePack metadata, byte-identical to the reference writer (for its three keys).
+ * `signed: false` leaves the signature's `sshsig` key out: what a signature signs (signedMessage).
+ */
+export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
   if (header.seq < 0n || header.seq > U64_MAX) throw new RangeError('seq must be an unsigned 64-bit integer');
   if (header.ctime.secs < I64_MIN || header.ctime.secs > I64_MAX) throw new RangeError('ctime seconds must fit in 64 bits');
   const w = new MsgpackWriter();
-  const seal = header.seal;
-  w.mapHeader(seal ? 5 : 3);
+  const { seal, signature } = header;
+  if (signature && !seal) throw new RangeError('a signed packet must be sealed');
+  if (signature && signature.sha512.length !== SHA512_LENGTH) throw new RangeError(`payload sha512 must be ${SHA512_LENGTH} bytes`);
+  const sig = signature && signed ? signature.sshsig : undefined;
+  w.mapHeader(3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0));
   w.str('seq');
   w.uint(header.seq);
   w.str('ctime');
@@ -76,8 +83,26 @@ export function encodeMetadata(header: PacketHeader): Buffer {
     w.str(SEAL_CRC_KEY);
     w.uint(seal.crc32);
   }
+  if (signature) {
+    w.str(SHA512_KEY);
+    w.bin(signature.sha512);
+  }
+  if (sig) {
+    w.str(SSHSIG_KEY);
+    w.bin(sig);
+  }
   return w.finish();
 }
+
+/**
+ * What a signed packet's signature signs (signature.ts): its metadata with the payload's SHA-512
+ * and without the `sshsig` key. `header` must be sealed.
+ */
+export function signedMessage(header: PacketHeader, sha512: Uint8Array): Buffer {
+  if (!header.seal) throw new RangeError('only a sealed packet can be signed');
+  return encodeMetadata({ ...header, signature: { sha512, sshsig: NO_SIG } }, false);
+}
+const NO_SIG = new Uint8Array(0);
 
 /** Encode the whole header (prefix and metadata): what goes before the payload. */
 export function encodeHeader(header: PacketHeader): Buffer {
@@ -288,5 +313,7 @@ function interpretMetadata(doc: unknown): PacketHeader {
   const header: PacketHeader = { seq: s, ctime: interpretCtime(ctime), cmd: interpretCmd(cmd) };
   const seal = interpretSeal(doc);
   if (seal) header.seal = seal;
+  const signature = interpretSignature(doc instanceof Map ? Object.fromEntries(doc) : (doc as Record<string, unknown>), seal);
+  if (signature) header.signature = signature;
   return header;
 }

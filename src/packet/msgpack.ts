@@ -105,6 +105,17 @@ export class MsgpackWriter {
     }
   }
 
+  /** Bytes as MessagePack bin (the reference's own keys never use it; ours may: signature.ts). */
+  bin(bytes: Uint8Array): void {
+    const len = bytes.length;
+    if (len <= 0xff) this.marked(0xc4, 1, (buf, at) => buf.writeUInt8(len, at));
+    else if (len <= 0xffff) this.marked(0xc5, 2, (buf, at) => buf.writeUInt16BE(len, at));
+    else this.marked(0xc6, 4, (buf, at) => buf.writeUInt32BE(len, at));
+    this.ensure(len);
+    this.buf.set(bytes, this.pos);
+    this.pos += len;
+  }
+
   finish(): Buffer {
     return this.buf.subarray(0, this.pos);
   }

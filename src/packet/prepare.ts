@@ -66,7 +66,7 @@ export function writeTakenSync(seqfile: string | undefined, seq: bigint, write: 
 }
 
 /** Put `seq` back as the sender's next number if the seqfile still holds the one after it (best effort). */
-function giveBackSenderSeq(seqfile: string | undefined, seq: bigint): void {
+export function giveBackSenderSeq(seqfile: string | undefined, seq: bigint): void {
   if (seqfile === undefined || seqfile === '-') return;
   try {
     SeqFile.with(seqfile, {}, (sf) => {
@@ -163,15 +163,7 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
   if (given === undefined || given instanceof Readable || given instanceof Uint8Array) {
     payload = given;
   } else {
-    const fd = fs.openSync(given.path, 'r');
-    try {
-      // Opening a directory succeeds; reading it would fail once the number is taken.
-      if (fs.fstatSync(fd).isDirectory())
-        throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${given.path}'`), { code: 'EISDIR', path: given.path });
-    } catch (err) {
-      closeQuietly(fd);
-      throw err;
-    }
+    const fd = openPayloadFile(given.path);
     if (options.seal) {
       let header: PacketHeader;
       try {
@@ -191,6 +183,18 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
     if (given !== payload && payload instanceof Readable) payload.destroy(); // our own file stream
     throw err;
   }
+}
+
+/** A payload file, opened and checked before any number is taken (a directory opens, but fails once read). */
+export function openPayloadFile(path: string): number {
+  const fd = fs.openSync(path, 'r');
+  try {
+    if (fs.fstatSync(fd).isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR', path });
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
+  }
+  return fd;
 }
 
 /** Write a packet to a descriptor: the header, then (if given) everything readable from payloadFd. */

@@ -6,6 +6,7 @@
  * These read every byte (a checksum needs them), so they are kept apart from copy.ts's copy(),
  * which unsealed packets keep using (and which may move bytes without reading them).
  */
+import type { Hash } from 'node:crypto';
 import fs from 'node:fs';
 import { PayloadSealError, ShortReadError } from '../base/errors.js';
 import { copy } from '../sys/copy.js';
@@ -42,15 +43,16 @@ export function copySealedSync(inFd: number, outFd: number, seal: Seal, position
 
 /**
  * Checksum `length` bytes of a file from `position` (pread); fewer if the file is shorter. `crc`:
- * the CRC-32 of bytes that come before (to go on from them).
+ * the CRC-32 of bytes that come before (to go on from them); `hash`, if given, is fed the bytes.
  */
-export function sealFileRangeSync(fd: number, position: number, length: number, crc = 0): Seal {
+export function sealFileRangeSync(fd: number, position: number, length: number, crc = 0, hash?: Hash): Seal {
   const buf = chunkBuffer();
   let done = 0;
   while (done < length) {
     const r = readSomeSync(fd, buf, 0, Math.min(buf.length, length - done), position + done);
     if (r === 0) break;
     crc = crc32Update(buf.subarray(0, r), crc);
+    hash?.update(buf.subarray(0, r));
     done += r;
   }
   return { length: BigInt(done), crc32: crc };
@@ -77,27 +79,45 @@ export function fdOffset(fd: number): number | undefined {
 }
 
 /**
- * Write a sealed packet to outFd: the header with the payload's seal, then the payload.
+ * A payload measured before its header is written (the header records its seal, and a signed
+ * one its SHA-512): where its bytes are now, and what they measure. close() gives back a spool.
+ */
+export interface MeasuredPayload {
+  /** The descriptor to copy from (-1: no payload), from `start`, `seal.length` bytes. */
+  fd: number;
+  start: number;
+  seal: Seal;
+  /** With `digest`: SHA-512 of the payload. */
+  sha512?: Buffer;
+  /** What to say should the bytes come up short on the second pass. */
+  what: string;
+  close(): void;
+}
+
+/** A hash for signing (loaded on first use: node:crypto is a cost of every start otherwise). */
+export function newSha512(): Hash {
+  return process.getBuiltinModule('node:crypto').createHash('sha512');
+}
+
+/**
+ * Measure a payload for a sealed (and with `digest`, signed) packet:
  *
- * - A regular file (-i FILE, or stdin redirected from one) is read twice: once to checksum it
- *   (its length is its size from the current offset), then to copy it. A file that shrinks in
- *   between fails here (exit 1); one changed in place gives a packet its readers refuse.
- * - Anything else (a pipe, a socket, a terminal) is spooled first to a nameless file in $TMPDIR
- *   (spool.ts: it vanishes even on SIGKILL), checksummed on the way in, then copied from there.
+ * - a regular file (-i FILE, or stdin redirected from one) is read once here (its length is its
+ *   size from the current offset) and copied later by writeMeasuredSync. A file that shrinks in
+ *   between fails there (exit 1); one changed in place gives a packet its readers refuse.
+ * - anything else (a pipe, a socket, a terminal) is spooled to a nameless file in $TMPDIR
+ *   (spool.ts: it vanishes even on SIGKILL), measured on the way in, then copied from there.
  *   That costs disk space for the whole payload and a second pass over it.
  */
-export function writeSealedPacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
-  if (payloadFd === undefined) {
-    writeAllSync(outFd, encodeHeader({ ...header, seal: { length: 0n, crc32: 0 } }));
-    return;
-  }
+export function measurePayloadSync(payloadFd: number | undefined, digest: boolean): MeasuredPayload {
+  const hash = digest ? newSha512() : undefined;
+  const none = () => {};
+  if (payloadFd === undefined) return { fd: -1, start: 0, seal: { length: 0n, crc32: 0 }, sha512: hash?.digest(), what: '', close: none };
   const st = fs.fstatSync(payloadFd);
   if (st.isFile()) {
     const start = fdOffset(payloadFd) ?? 0;
-    const seal = sealFileRangeSync(payloadFd, start, Math.max(0, st.size - start));
-    writeAllSync(outFd, encodeHeader({ ...header, seal }));
-    copyExactSealedSync(payloadFd, outFd, seal, start, 'the payload file shrank while being read');
-    return;
+    const seal = sealFileRangeSync(payloadFd, start, Math.max(0, st.size - start), 0, hash);
+    return { fd: payloadFd, start, seal, sha512: hash?.digest(), what: 'the payload file shrank while being read', close: none };
   }
   const spool = openSpoolSync();
   try {
@@ -109,14 +129,31 @@ export function writeSealedPacketSync(outFd: number, header: PacketHeader, paylo
       if (r === 0) break;
       const chunk = buf.subarray(0, r);
       crc = crc32Update(chunk, crc);
+      hash?.update(chunk);
       writeAllSync(spool, chunk);
       length += r;
     }
     const seal = { length: BigInt(length), crc32: crc };
-    writeAllSync(outFd, encodeHeader({ ...header, seal }));
-    copyExactSealedSync(spool, outFd, seal, 0, 'the spool file shrank while being read');
-  } finally {
+    return { fd: spool, start: 0, seal, sha512: hash?.digest(), what: 'the spool file shrank while being read', close: () => fs.closeSync(spool) };
+  } catch (err) {
     fs.closeSync(spool);
+    throw err;
+  }
+}
+
+/** Write a measured payload's packet: `header` (which records its seal), then the payload. */
+export function writeMeasuredSync(outFd: number, header: PacketHeader, m: MeasuredPayload): void {
+  writeAllSync(outFd, encodeHeader(header));
+  if (m.fd >= 0) copyExactSealedSync(m.fd, outFd, m.seal, m.start, m.what);
+}
+
+/** Write a sealed packet to outFd: the header with the payload's seal, then the payload (measurePayloadSync says how). */
+export function writeSealedPacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
+  const m = measurePayloadSync(payloadFd, false);
+  try {
+    writeMeasuredSync(outFd, { ...header, seal: m.seal }, m);
+  } finally {
+    m.close();
   }
 }
 

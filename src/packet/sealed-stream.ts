@@ -11,6 +11,7 @@ import { PayloadSealError } from '../base/errors.js';
 import { openSpoolSync } from '../sys/spool.js';
 import { encodeHeader } from './codec.js';
 import { crc32Update, SealVerifier, sealOf } from './seal.js';
+import { newSha512 } from './sealed-copy.js';
 import type { PacketHeader, Seal } from './types.js';
 
 const read = promisify(fs.read);
@@ -29,19 +30,9 @@ async function* range(fd: number, start: number, length: number): AsyncGenerator
   }
 }
 
-async function sealRange(fd: number, length: number): Promise<Seal> {
-  let crc = 0;
-  let n = 0;
-  for await (const chunk of range(fd, 0, length)) {
-    crc = crc32Update(chunk, crc);
-    n += chunk.length;
-  }
-  return { length: BigInt(n), crc32: crc };
-}
-
-/** Yield the sealed header and then `seal.length` bytes of fd from 0, checked against the seal. */
+/** Yield the header (which records `seal`) and then `seal.length` bytes of fd from 0, checked against the seal. */
 async function* emit(header: PacketHeader, fd: number, seal: Seal, what: string): AsyncGenerator<Buffer> {
-  yield encodeHeader({ ...header, seal });
+  yield encodeHeader(header);
   const v = new SealVerifier(seal);
   try {
     for await (const chunk of range(fd, 0, Number(seal.length))) {
@@ -55,6 +46,67 @@ async function* emit(header: PacketHeader, fd: number, seal: Seal, what: string)
   }
 }
 
+/** A payload measured for its header (as sealed-copy.ts's MeasuredPayload): a file of ours, from 0. */
+export interface MeasuredFile {
+  fd: number;
+  seal: Seal;
+  /** SHA-512 of the payload, when asked for (a signed packet's). */
+  sha512?: Buffer;
+  what: string;
+  close(): void;
+}
+
+/**
+ * Measure a payload for a sealed (with `digest`, signed) packet: a file given as { fd } (a
+ * regular file we own, read from its start and closed by close()) is read once here; a stream is
+ * spooled to a nameless file in $TMPDIR, measured on the way in.
+ */
+export async function measurePayload(payload: Readable | { fd: number }, digest: boolean): Promise<MeasuredFile> {
+  const hash = digest ? newSha512() : undefined;
+  if (!(payload instanceof Readable)) {
+    const fd = payload.fd;
+    try {
+      let crc = 0;
+      let n = 0;
+      for await (const chunk of range(fd, 0, fs.fstatSync(fd).size)) {
+        crc = crc32Update(chunk, crc);
+        hash?.update(chunk);
+        n += chunk.length;
+      }
+      const seal = { length: BigInt(n), crc32: crc };
+      return { fd, seal, sha512: hash?.digest(), what: 'the payload file changed while being read', close: () => fs.closeSync(fd) };
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+  }
+  const spool = openSpoolSync();
+  try {
+    let crc = 0;
+    let length = 0;
+    for await (const chunk of payload) {
+      const b = chunk as Buffer;
+      crc = crc32Update(b, crc);
+      hash?.update(b);
+      for (let done = 0; done < b.length; ) done += (await write(spool, b, done, b.length - done)).bytesWritten;
+      length += b.length;
+    }
+    const seal = { length: BigInt(length), crc32: crc };
+    return { fd: spool, seal, sha512: hash?.digest(), what: 'the spool file changed while being read', close: () => fs.closeSync(spool) };
+  } catch (err) {
+    fs.closeSync(spool);
+    throw err;
+  } finally {
+    payload.destroy();
+  }
+}
+
+/** A measured payload's packet: `header` (which records its seal), then the payload, checked again. */
+export async function* emitMeasured(header: PacketHeader, m: MeasuredFile): AsyncGenerator<Buffer> {
+  if (!header.seal) throw new RangeError('emitMeasured: the header must be sealed');
+  yield* emit(header, m.fd, header.seal, m.what);
+}
+
 /**
  * One sealed packet: the header with the payload's seal, then the payload. A payload given as
  * { fd } is a regular file we own (read from its start, closed at the end).
@@ -64,30 +116,13 @@ export function sealedPacketStream(header: PacketHeader, payload?: Readable | Ui
   if (payload instanceof Uint8Array) {
     return Readable.from([encodeHeader({ ...header, seal: sealOf(payload) }), Buffer.from(payload)], { objectMode: false });
   }
-  async function* fromFile(fd: number) {
+  async function* sealed(given: Readable | { fd: number }) {
+    const m = await measurePayload(given, false);
     try {
-      const seal = await sealRange(fd, fs.fstatSync(fd).size);
-      yield* emit(header, fd, seal, 'the payload file changed while being read');
+      yield* emit({ ...header, seal: m.seal }, m.fd, m.seal, m.what);
     } finally {
-      fs.closeSync(fd);
+      m.close();
     }
   }
-  async function* fromStream(body: Readable) {
-    const spool = openSpoolSync();
-    try {
-      let crc = 0;
-      let length = 0;
-      for await (const chunk of body) {
-        const b = chunk as Buffer;
-        crc = crc32Update(b, crc);
-        for (let done = 0; done < b.length; ) done += (await write(spool, b, done, b.length - done)).bytesWritten;
-        length += b.length;
-      }
-      yield* emit(header, spool, { length: BigInt(length), crc32: crc }, 'the spool file changed while being read');
-    } finally {
-      fs.closeSync(spool);
-      body.destroy();
-    }
-  }
-  return Readable.from(payload instanceof Readable ? fromStream(payload) : fromFile(payload.fd), { objectMode: false });
+  return Readable.from(sealed(payload), { objectMode: false });
 }

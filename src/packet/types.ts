@@ -30,6 +30,17 @@ export interface Seal {
   crc32: number;
 }
 
+/**
+ * An extension (see src/packet/signature.ts): a signed packet's payload digest and its SSHSIG
+ * signature, two more metadata keys that the reference ignores. Only sealed packets are signed.
+ */
+export interface PacketSignature {
+  /** SHA-512 of the payload (64 bytes). */
+  sha512: Uint8Array;
+  /** The binary SSHSIG (OpenSSH PROTOCOL.sshsig), namespace `fspl`, over signedMessage(header). */
+  sshsig: Uint8Array;
+}
+
 /** The decoded metadata of a packet: everything before the payload. */
 export interface PacketHeader {
   /** Sequence number, unsigned 64-bit. */
@@ -38,6 +49,8 @@ export interface PacketHeader {
   cmd: CommandType;
   /** Present on sealed packets only. */
   seal?: Seal;
+  /** Present on signed packets only (which are sealed too). */
+  signature?: PacketSignature;
 }
 
 export { I64_MAX, I64_MIN, U64_MAX } from '../base/u64.js';

@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../base/log.js';
 import type { JobFunction, OrderBy } from '../queue/types.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
 import type { StopOptions } from './stopping.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
@@ -34,8 +35,12 @@ export interface ProcessSummary {
 export type QueueJobEvent =
   | { type: 'scan'; waiting: number }
   | { type: 'start'; seq: bigint; filename: string }
-  /** The job is done and recorded; or, `interrupted`, stopped by the run's interrupt and left in the queue. */
-  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string; interrupted?: true };
+  /**
+   * The job is done and recorded; or, `interrupted`, stopped by the run's interrupt and left in the
+   * queue; or, `refused`, not let in by its signature (allowedSigners): moved to refused/ unrun,
+   * its number still waited for (when refused as a scan read it, no 'start' came before).
+   */
+  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string; interrupted?: true; refused?: true };
 
 /** What processQueue reports as it goes (the CLI's progress line is built on it). */
 export type ProcessEvent = QueueJobEvent | { type: 'idle' };
@@ -99,7 +104,12 @@ export type ProcessQueueOptions = ProcessRunOptions & {
 };
 
 /** Queue.process's options: the executor is its first argument; a command's options apply to a command only. */
-export type QueueProcessOptions = RunSettings & Omit<CommandOptions, 'command'> & Pick<ProcessQueueOptions, 'onEvent'>;
+export type QueueProcessOptions = RunSettings &
+  Omit<CommandOptions, 'command'> &
+  Pick<ProcessQueueOptions, 'onEvent'> & {
+    /** Run only packets these signers signed, for this run (as QueueOptions.allowedSigners; src/sign/). */
+    allowedSigners?: AllowedSigners;
+  };
 
 export type ProcessQueuesOptions = ProcessRunOptions & {
   /** At most this many jobs at once, across the queues (default 1). Jobs of one queue never overlap. */
@@ -110,6 +120,7 @@ export type ProcessQueuesOptions = ProcessRunOptions & {
   decoder?: string;
   decoderTimeout?: number;
   maxHeaderSize?: number;
+  allowedSigners?: AllowedSigners;
   onEvent?: (event: QueuesEvent) => void;
 };
 

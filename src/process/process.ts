@@ -1,10 +1,13 @@
 /**
  * Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process).
  */
-import { describeSystemError, JobFailedError } from '../base/errors.js';
+import { describeSystemError, JobFailedError, SignatureError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds } from '../base/timer.js';
+import type { PacketHeader } from '../packet/types.js';
 import type { Queue } from '../queue/queue.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import { closeQuietly } from '../sys/io.js';
 import type { Job, JobEntry } from '../queue/types.js';
 import { JobsWatcher } from '../queue/watch.js';
 import { QueueRun, type RunContext } from './queue-run.js';
@@ -47,7 +50,10 @@ const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
  * is about to start (the CLI catches SIGINT and SIGTERM from there on: before, fspl waits for
  * its input, and a signal ends it).
  */
-export async function processFd(fd: number, opts: CommandOptions & StopOptions & { logger?: Logger; onStart?: () => void }): Promise<boolean> {
+export async function processFd(
+  fd: number,
+  opts: CommandOptions & StopOptions & { logger?: Logger; onStart?: () => void; allowedSigners?: AllowedSigners },
+): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
   checkSeconds(opts.timeout, 'processFd: timeout');
   const stopping = new Stopping(opts, log, 'processFd');
@@ -58,23 +64,52 @@ export async function processFd(fd: number, opts: CommandOptions & StopOptions &
   }
 }
 
-async function processHeaderAndRun(fd: number, opts: CommandOptions & { onStart?: () => void }, log: Logger, stopping: Stopping): Promise<boolean> {
+async function processHeaderAndRun(
+  fd: number,
+  opts: CommandOptions & { onStart?: () => void; allowedSigners?: AllowedSigners },
+  log: Logger,
+  stopping: Stopping,
+): Promise<boolean> {
   const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all(
     [import('../packet/read.js'), import('../queue/jobenv.js'), import('./seal-check.js'), loadRunJob()],
   );
   const header = readHeaderSync(fd);
-  // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
-  const guard = builtinOutcome(header) || opts.ignorePayload ? NO_SEAL : checkSealedStdin(fd, header.seal);
-  const job: Job = { header, variables: jobVariables(header), payload: guardedPayload(guard, fd) };
-  const run = async () => {
-    opts.onStart?.();
-    const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
-    return ran.interrupted ? ran : judgeSeal(ran, guard);
-  };
-  const outcome: Outcome = builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
-  log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
-  if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
-  return true;
+  // With allowed signers, nothing runs (not even a NOP) unless its signature lets it in, payload and all.
+  const signed = opts.allowedSigners ? await checkSignedStdin(fd, header, opts.allowedSigners) : undefined;
+  try {
+    // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
+    const guard = builtinOutcome(header) || opts.ignorePayload || signed ? NO_SEAL : checkSealedStdin(fd, header.seal);
+    const payload = signed ? signed.payload.fd : guardedPayload(guard, fd);
+    const job: Job = { header, variables: jobVariables(header, undefined, signed?.signer), payload, signer: signed?.signer };
+    const run = async () => {
+      opts.onStart?.();
+      const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
+      return ran.interrupted ? ran : judgeSeal(ran, guard);
+    };
+    const outcome: Outcome = builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
+    log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
+    if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
+    return true;
+  } finally {
+    if (signed?.payload.spooled) closeQuietly(signed.payload.fd);
+  }
+}
+
+/** stdin-process with allowed signers: the packet on fd judged whole before anything runs (SignatureError if refused). */
+async function checkSignedStdin(fd: number, header: PacketHeader, signers: AllowedSigners) {
+  const [{ checkHeaderSignature }, { checkPayloadRestSync }, { fdOffset }, { refusalNote }] = await Promise.all([
+    import('../sign/packet-signature.js'),
+    import('../sign/payload-digest.js'),
+    import('../packet/sealed-copy.js'),
+    import('../sign/judge.js'),
+  ]);
+  try {
+    const signer = checkHeaderSignature(header, signers);
+    return { signer, payload: checkPayloadRestSync(fd, fdOffset(fd), header) };
+  } catch (err) {
+    if (err instanceof SignatureError) throw new SignatureError(refusalNote(header.seq, err), { fingerprint: err.fingerprint });
+    throw err;
+  }
 }
 
 /**

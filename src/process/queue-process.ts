@@ -18,14 +18,21 @@ declare module '../queue/queue.js' {
   }
 }
 
-Queue.prototype.process = function process(this: Queue, executor: Executor, options: QueueProcessOptions = {}): Promise<ProcessSummary> {
+Queue.prototype.process = function process(this: Queue, executor: Executor, given: QueueProcessOptions = {}): Promise<ProcessSummary> {
+  // allowedSigners here is the queue's own (QueueOptions), for this run.
+  const { allowedSigners, ...options } = given;
+  const queue = allowedSigners ? this.withAllowedSigners(allowedSigners) : this;
+  return processWith(queue, executor, options);
+};
+
+function processWith(queue: Queue, executor: Executor, options: QueueProcessOptions): Promise<ProcessSummary> {
   if (typeof executor === 'function') {
     // A command's options say nothing to a function: left out, as they always were ignored.
     const { params: _params, allowJobParams: _allow, ignorePayload: _ignore, ...settings } = options;
-    return processQueue(this, { ...settings, run: executor });
+    return processQueue(queue, { ...settings, run: executor });
   }
-  if (typeof executor === 'string') return processQueue(this, { ...options, command: executor });
+  if (typeof executor === 'string') return processQueue(queue, { ...options, command: executor });
   const [command, ...params] = executor;
   if (command === undefined) throw new TypeError('Queue.process: empty command');
-  return processQueue(this, { ...options, command, params: [...params, ...(options.params ?? [])] });
-};
+  return processQueue(queue, { ...options, command, params: [...params, ...(options.params ?? [])] });
+}

@@ -19,10 +19,12 @@ import type { Logger } from '../base/log.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
 import type { Outcome } from './run-job.js';
+import { judgeSignedHeader } from '../sign/judge.js';
 import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
@@ -122,6 +124,7 @@ export class QueueRun {
   /** List jobs/ again (reading only headers not read before) and plan the pass. */
   async scan(): Promise<void> {
     this.known = await this.queue.rescan(this.known);
+    if (this.queue.allowedSigners) this.judgeNew(this.queue.allowedSigners);
     if (this.ctx.timestampOrder) {
       const byTimestamp = [...this.known.values()].filter((e) => !this.done.has(e.filename)).sort(compareByTimestamp);
       this.emit({ type: 'scan', waiting: byTimestamp.length });
@@ -163,7 +166,9 @@ export class QueueRun {
   async runNext(limit: number): Promise<number> {
     const entry = this.takeNext();
     if (!entry) return 0;
-    const nops = this.pass?.bySeq && this.ctx.opts.outputTo !== 'saveboth' ? nopRunAt(this.pass.bySeq, this.next, limit) : [];
+    // NOP jobs are recorded in runs without being opened; a signed one is opened and judged.
+    const batch = this.pass?.bySeq && this.ctx.opts.outputTo !== 'saveboth' && !this.queue.allowedSigners;
+    const nops = batch ? nopRunAt(this.pass!.bySeq!, this.next, limit) : [];
     if (nops.length === 0) {
       await this.runOne(entry);
       return 1;
@@ -179,6 +184,10 @@ export class QueueRun {
     ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
     emit({ type: 'start', seq, filename: entry.filename });
     const outcome = await ctx.runJob(this.queue, entry);
+    if (outcome.refused) {
+      this.refuse(entry, outcome.why);
+      return outcome;
+    }
     if (outcome.interrupted) {
       // Not recorded: nextseq stays, the file stays, whatever onError says; the run is ending.
       ctx.log.info('process', `Job ${seq} interrupted (${outcome.why}): it stays in the queue`);
@@ -197,6 +206,30 @@ export class QueueRun {
     this.recordFinished(entry, outcome);
     emit(ended); // after the job is recorded: listeners see the queue as it now is
     return outcome;
+  }
+
+  /**
+   * A queue with allowed signers: judge the header of each job the scan read for the first time
+   * (sign/judge.ts); those refused go to refused/ before the pass is planned, so that a forged
+   * packet never runs, never shares a number with the real one (which would stop the queue),
+   * and never counts as waiting. The rest are judged again, payload and all, as they run.
+   */
+  private judgeNew(signers: AllowedSigners): void {
+    for (const entry of [...this.known.values()]) {
+      if (entry.signer) continue;
+      const verdict = judgeSignedHeader(entry.header, signers);
+      if (verdict.signer) entry.signer = verdict.signer;
+      else this.refuse(entry, verdict.why);
+    }
+  }
+
+  /** Move a job its signature does not let in to refused/ (Queue.refuse): never run, its number still waited for. */
+  private refuse(entry: JobEntry, why: string): void {
+    const { seq } = entry.header;
+    if (this.queue.refuse(entry.filename, why)) this.ctx.log.warn('process', `${why}; moved to ${this.queue.dir}/refused/`);
+    this.known.delete(entry.filename);
+    if (this.pass?.bySeq?.get(seq) === entry) this.pass.bySeq.delete(seq);
+    this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });
   }
 
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */

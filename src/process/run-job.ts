@@ -17,6 +17,9 @@ import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
+import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
+import type { CheckedPayload } from '../sign/payload-digest.js';
+import type { Readable } from 'node:stream';
 import type { Stopping } from './stopping.js';
 
 /** A job's verdict, and why in words (for the log and the 'end' event). */
@@ -29,6 +32,11 @@ export interface Outcome {
    * (it stays in the queue, whatever onError says) and the run ends.
    */
   interrupted?: boolean;
+  /**
+   * Not let in by its signature (sign/judge.ts): never run, never given its number. `why` is the
+   * note; the run moves the job to refused/ and waits for the real packet of that number.
+   */
+  refused?: boolean;
 }
 
 /** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */
@@ -93,7 +101,7 @@ export async function runCommandJob(
   log.debug('exec', () => `Running ${JSON.stringify(opts.command)} with params ${JSON.stringify(args)}`);
   let r: RunResult;
   try {
-    const env = new ChildEnv(jobVariableStrings(job.header, job.location), baseEnv);
+    const env = new ChildEnv(jobVariableStrings(job.header, job.location, job.signer), baseEnv);
     r = await runCommand({ command: opts.command, args, env, stdin, output, timeout: opts.timeout, stop: stopping?.interrupt });
   } catch (err) {
     // Its own variables or parameters are more than exec takes: this job's failure, not the run's.
@@ -136,7 +144,7 @@ export async function runCommandQueueJob(
     }
   }
   const builtin = builtinOutcome(entry.header);
-  if (builtin) {
+  if (builtin && !queue.allowedSigners) {
     // NOP and Fail jobs have nothing to run: the scan already read all we need.
     closeQuietly(outFd);
     return builtin;
@@ -148,22 +156,45 @@ export async function runCommandQueueJob(
     closeQuietly(outFd);
     throw err;
   }
+  let signed: CheckedPayload | undefined;
   try {
-    const guard = opts.ignorePayload ? NO_SEAL : checkSealedJob(opened, opts.verify ?? false);
+    const verdict = judgeSigned(queue, opened, entry);
+    if (verdict?.kind === 'refused') return refusedOutcome(verdict.why, log);
+    signed = verdict?.payload;
+    if (builtin) return builtin; // a signed NOP or Fail: let in, nothing to run
+    const guard = opts.ignorePayload || signed ? NO_SEAL : checkSealedJob(opened, opts.verify ?? false);
     if (guard.kind === 'refused') return refuseJob(guard.why, entry, log);
     const job: Omit<Job, 'variables'> = {
       header: opened.header,
       location: { queuedir: queue.dir, filename: entry.filename },
-      payload: guardedPayload(guard, opened.payload),
+      payload: signed ? signed.fd : guardedPayload(guard, opened.payload),
+      signer: verdict?.signer,
     };
     const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping);
     // An interrupted job's payload was not read to its end: its seal says nothing.
     const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
     return await judgeDecoder(opened, outcome, queue.decoder);
   } finally {
+    if (signed?.spooled) closeQuietly(signed.fd);
     opened.close();
     closeQuietly(outFd);
   }
+}
+
+/** A job that its signature does not let in: not run, said once (the run moves it to refused/). */
+function refusedOutcome(why: string, _log: Logger): Outcome {
+  return { ok: false, why, refused: true }; // said by the run as it moves the job (queue-run.ts)
+}
+
+/**
+ * A job of a queue with allowed signers, judged before it runs (sign/judge.ts); undefined for a
+ * queue without. A decoded job is refused here: its payload is judged only once spooled whole.
+ */
+function judgeSigned(queue: Queue, opened: OpenJob, entry: JobEntry): SignedVerdict | undefined {
+  const signers = queue.allowedSigners;
+  if (!signers) return undefined;
+  if (opened.kind !== 'plain') return { kind: 'refused', why: `packet ${entry.header.seq} not judged: signatures through a decoder need its output spooled` };
+  return judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, signers, entry.header.seq);
 }
 
 /**
@@ -190,18 +221,34 @@ export async function runFunctionQueueJob(
 ): Promise<Outcome> {
   const interrupt = stopping?.interrupt;
   const builtin = builtinOutcome(entry.header);
-  if (builtin) return builtin;
+  if (builtin && !queue.allowedSigners) return builtin;
   const opened = await queue.openJob(entry.filename);
-  const checked = opened.kind === 'plain' ? checkSealedFile(opened, opts.verify ?? false) : NO_SEAL;
+  let verdict: SignedVerdict | undefined;
+  try {
+    verdict = judgeSigned(queue, opened, entry);
+  } catch (err) {
+    opened.close();
+    throw err;
+  }
+  if (verdict?.kind === 'refused' || builtin) {
+    opened.close();
+    return verdict?.kind === 'refused' ? refusedOutcome(verdict.why, log) : builtin!;
+  }
+  const checked = opened.kind === 'plain' && !verdict ? checkSealedFile(opened, opts.verify ?? false) : NO_SEAL;
   if (checked.kind === 'refused') {
     opened.close();
     return refuseJob(checked.why, entry, log);
   }
   // A plain job's descriptor becomes the stream's; the stream closes it (after any read in
   // flight), so it must not also be closed here. A sealed payload is checked as the function
-  // reads it, failing with PayloadSealError.
-  const raw = opened.kind === 'plain' ? fdStream(opened.payload, true) : opened.payload;
-  const guard = watchStream(raw, opened.header.seal, false);
+  // reads it, failing with PayloadSealError. A signed one was checked whole: its copy, if it has
+  // one, is read from its start (the job file is then closed here).
+  let raw: Readable;
+  if (verdict?.payload.spooled) {
+    opened.close();
+    raw = fdStream(verdict.payload.fd, true);
+  } else raw = opened.kind === 'plain' ? fdStream(opened.payload, true) : opened.payload;
+  const guard = verdict ? NO_SEAL : watchStream(raw, opened.header.seal, false);
   const payload = guardedPayload(guard, raw);
   // Aborted when the job's timeout passes, or the run is interrupted (whichever comes first).
   const aborts = new AbortController();
@@ -215,10 +262,11 @@ export async function runFunctionQueueJob(
   if (interrupt?.aborted) onInterrupt();
   else interrupt?.addEventListener('abort', onInterrupt, { once: true });
   const where = { queuedir: queue.dir, filename: entry.filename };
-  const variables = variablesRecord(jobVariables(opened.header, where));
+  const signer = verdict?.signer;
+  const variables = variablesRecord(jobVariables(opened.header, where, signer));
   let outcome: Outcome;
   try {
-    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: aborts.signal });
+    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: aborts.signal, ...(signer && { signer }) });
     outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
   } catch (err) {
     if (interrupted) outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };

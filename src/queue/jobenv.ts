@@ -5,13 +5,19 @@
 
 import { rfc3339Local, rfc3339Utc } from '../packet/time.js';
 import type { PacketHeader } from '../packet/types.js';
+import type { Signer } from '../sign/packet-signature.js';
 import type { JobLocation, JobVariable } from './types.js';
 
 export type { JobLocation, JobVariable } from './types.js';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
 
-export function jobVariables(header: PacketHeader, where?: JobLocation): JobVariable[] {
+/** The signer's variables (an extension), after the reference's: who signed a checked job. */
+function signerVariables(signer: Signer | undefined): EnvVariable[] {
+  return signer ? [['FSPL_JOB_SIGNER', signer.principal], ['FSPL_JOB_SIGNER_KEY', signer.fingerprint]] : [];
+}
+
+export function jobVariables(header: PacketHeader, where?: JobLocation, signer?: Signer): JobVariable[] {
   const vars: JobVariable[] = [
     [b('FSPL_SEQ'), b(header.seq.toString())],
     [b('FSPL_CTIME_SECS'), b(header.ctime.secs.toString())],
@@ -30,6 +36,7 @@ export function jobVariables(header: PacketHeader, where?: JobLocation): JobVari
     header.cmd.params.forEach((p, i) => vars.push([b(`FSPL_PARAM_${i + 1}`), Buffer.from(p)]));
     for (const [k, v] of header.cmd.env) vars.push([Buffer.concat([b('FSPL_SET_'), k]), Buffer.from(v)]);
   }
+  for (const [k, v] of signerVariables(signer)) vars.push([b(k), b(v)]);
   return vars;
 }
 
@@ -46,7 +53,7 @@ let lastCtime: { secs: bigint; tz: string | undefined; utc: string; local: strin
  * were a large part of what building its environment cost; docs/benchmarks.md, "Measurements behind
  * the code": "The job's environment packed once per run").
  */
-export function jobVariableStrings(header: PacketHeader, where?: JobLocation): EnvVariable[] {
+export function jobVariableStrings(header: PacketHeader, where?: JobLocation, signer?: Signer): EnvVariable[] {
   const secs = header.ctime.secs;
   const tz = process.env.TZ;
   if (lastCtime?.secs !== secs || lastCtime.tz !== tz) lastCtime = { secs, tz, utc: rfc3339Utc(secs), local: rfc3339Local(secs) };
@@ -64,6 +71,7 @@ export function jobVariableStrings(header: PacketHeader, where?: JobLocation): E
     // The prefix is ASCII: decoding it apart from the name gives what decoding them together does.
     for (const [k, v] of header.cmd.env) vars.push([`FSPL_SET_${utf8(k)}`, utf8(v)]);
   }
+  if (signer) vars.push(...signerVariables(signer));
   return vars;
 }
 

@@ -30,6 +30,10 @@ export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } fro
 
 // Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
 // empty queue, from cron) does not load the codec, streams and decoders (docs/benchmarks.md).
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import { copySignedPacketSync } from '../sign/copy-signed.js';
+import { refuseJobFile } from './refused.js';
+
 const headers = () => import('./job-headers.js');
 const decoding = () => import('./decoder.js');
 const packets = () => import('../packet/stream.js');
@@ -62,6 +66,11 @@ export interface QueueOptions {
    * with HeaderTooLargeError): no file can make a scan hold more memory than about 16 times this.
    */
   maxHeaderSize?: number;
+  /**
+   * Run only packets signed by a key these allow for namespace `fspl` (an extension; src/sign/,
+   * docs/security.md). A processor moves any other packet to refused/ (Queue.refuse) unrun.
+   */
+  allowedSigners?: AllowedSigners;
   logger?: Logger;
 }
 
@@ -74,6 +83,7 @@ export class Queue {
   readonly decoder: string | undefined;
   readonly decoderTimeout: number | undefined;
   readonly maxHeaderSize: number;
+  readonly allowedSigners: AllowedSigners | undefined;
   readonly logger: Logger;
 
   /** DIR/jobs and DIR/nextseq, computed once: path.join is costly on the per-job path. */
@@ -90,7 +100,14 @@ export class Queue {
     checkSeconds(options.decoderTimeout, 'Queue: decoderTimeout');
     this.decoderTimeout = options.decoderTimeout;
     this.maxHeaderSize = checkMaxHeaderSize(options.maxHeaderSize, 'Queue: maxHeaderSize');
+    this.allowedSigners = options.allowedSigners;
     this.logger = options.logger ?? silentLogger;
+  }
+
+  /** This queue with other allowed signers (the rest of its options as they are). */
+  withAllowedSigners(allowedSigners: AllowedSigners | undefined): Queue {
+    const { decoder, decoderTimeout, maxHeaderSize, logger } = this;
+    return new Queue(this.dir, { decoder, decoderTimeout, maxHeaderSize, allowedSigners, logger });
   }
 
   static open(dir: string, options: QueueOptions = {}): Queue {
@@ -128,9 +145,13 @@ export class Queue {
   /**
    * Copy a packet from a file descriptor into the queue. Nothing is validated, except that the
    * input is not empty and that a sealed packet's payload matches its seal (see
-   * packet/sealed-copy.ts): otherwise no job is stored. Returns the new job's file name.
+   * packet/sealed-copy.ts), and with allowedSigners that its signature lets it in
+   * (SignatureError): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {
+    const signers = this.allowedSigners;
+    // With allowed signers, only a packet whose signature lets it in is stored (copy-signed.ts).
+    if (signers) return writeJobSync(this.jobsDir, (fd) => copySignedPacketSync(inFd, fd, signers));
     return writeJobSync(this.jobsDir, (fd) => copyPacketSync(inFd, fd));
   }
 
@@ -305,6 +326,14 @@ export class Queue {
   }
 
   /** Delete a job file. */
+  /**
+   * Move a job that may not run to refused/ with a note saying why (refused.ts); false if it was
+   * gone already.
+   */
+  refuse(filename: string, why: string): boolean {
+    return refuseJobFile(this.dir, filename, why) !== undefined;
+  }
+
   delete(filename: string): void {
     fs.unlinkSync(this.jobPath(filename));
   }

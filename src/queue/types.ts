@@ -7,12 +7,15 @@
 import type { Readable } from 'node:stream';
 import type { PacketMetadata } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
+import type { Signer } from '../sign/packet-signature.js';
 
 /** A job file and its header, as a scan reads them. */
 export interface JobEntry {
   /** File name inside jobs/. */
   filename: string;
   header: PacketHeader;
+  /** Who signed it, once a queue with allowed signers has checked it (src/sign/). */
+  signer?: Signer;
 }
 
 /** Where a queue job is: FSPL_JOB_QUEUEDIR, FSPL_JOB_FILENAME and FSPL_JOB_FULLPATH come from it. */
@@ -98,6 +101,8 @@ export interface Job {
   variables: JobVariable[];
   /** The payload: a descriptor positioned after the header, or a stream (decoded packets). */
   payload: number | Readable;
+  /** Who signed it, when signatures were checked (FSPL_JOB_SIGNER, FSPL_JOB_SIGNER_KEY). */
+  signer?: Signer;
 }
 
 /** What a JS function executor receives for each job. */
@@ -112,6 +117,8 @@ export interface JobContext extends PacketMetadata {
   payload: Readable;
   /** Aborted when the job's timeout passes, or when the run is interrupted (its `interrupt`). */
   signal: AbortSignal;
+  /** Who signed it, when the queue checks signatures (allowedSigners). */
+  signer?: Signer;
 }
 
 /** A job executor written in JS: resolve for success; throw or reject for failure. */

@@ -36,7 +36,10 @@ import type { Readable } from 'node:stream';
 import { LockedError, ReceiveCutError, ReceiveError } from '../base/errors.js';
 import { waitUnlessAborted } from '../base/timer.js';
 import { readPacket } from '../packet/index.js';
-import { readHeaderSync } from '../packet/read.js';
+import { readHeaderAndLengthSync, readHeaderSync } from '../packet/read.js';
+import { judgeSignedFile } from '../sign/judge.js';
+import { refuseJobFile } from '../queue/refused.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../sys/io.js';
 import { FileLock } from '../sys/lock.js';
@@ -57,6 +60,8 @@ export interface ReceiveSummary {
   duplicates: number;
   /** Parts of an earlier receiver that was stopped after recording them, now stored. */
   finished: number;
+  /** Packets refused by their signature (allowedSigners): moved to refused/, their numbers not taken. Why, one line each. */
+  refused: string[];
   /** Set when the input ended inside a frame (its sender was stopped while writing): why. */
   cut?: string;
 }
@@ -74,6 +79,12 @@ export interface ReceiveOptions {
   sender?: string;
   /** The receiving node's NNCP config, where names in `from` are looked up (default: $NNCPCFG, else /etc/nncp.hjson). */
   nncpCfg?: string;
+  /**
+   * Take only packets signed by a key these allow (src/sign/). Any other is moved to the queue's
+   * refused/ with a note, its number not taken (the real packet may still come), and the rest
+   * of the input goes on: the transport is not asked to offer it again.
+   */
+  allowedSigners?: AllowedSigners;
 }
 
 interface Part {
@@ -94,7 +105,7 @@ export async function receivePackets(dir: string, input: Readable, opts: Receive
   const lock = await takeLock(path.join(dir, 'recv.lock'), opts.signal);
   try {
     const ledger = ReceivedLedger.read(dir);
-    const summary: ReceiveSummary = { stored: 0, duplicates: 0, finished: finishParts(jobs, ledger) };
+    const summary: ReceiveSummary = { stored: 0, duplicates: 0, finished: finishParts(jobs, ledger), refused: [] };
     const frames = new FrameReader(input);
     let group: Part[] = [];
     const taking = new Set<bigint>();
@@ -105,7 +116,14 @@ export async function receivePackets(dir: string, input: Readable, opts: Receive
           summary.duplicates++;
           continue;
         }
-        group.push(await takePart(jobs, head, frames));
+        const part = await takePart(jobs, head, frames);
+        const why = opts.allowedSigners && judgeSignature(part, opts.allowedSigners);
+        if (why) {
+          refuseJobFile(dir, path.basename(part.temp), why, path.basename(part.final));
+          summary.refused.push(why);
+          continue;
+        }
+        group.push(part);
         taking.add(head.seq);
         if (group.length >= GROUP) {
           summary.stored += await commitGroup(jobs, ledger, group);
@@ -179,6 +197,19 @@ async function check(part: Part): Promise<void> {
     for await (const _ of packet.payload);
   } catch (err) {
     throw new ReceiveError(`packet ${part.head.id} (number ${part.head.seq}) is damaged: ${(err as Error).message}`);
+  }
+}
+
+/** Whether a checked part's signature lets it in (sign/judge.ts): undefined if so, else why not. */
+function judgeSignature(part: Part, signers: AllowedSigners): string | undefined {
+  const fd = openJobFile(part.temp);
+  try {
+    const { header, length } = readHeaderAndLengthSync(fd);
+    const verdict = judgeSignedFile(header, fd, length, signers);
+    if (verdict.kind === 'signed' && verdict.payload.spooled) closeQuietly(verdict.payload.fd);
+    return verdict.kind === 'refused' ? verdict.why : undefined;
+  } finally {
+    closeQuietly(fd);
   }
 }
 

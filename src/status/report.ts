@@ -13,6 +13,9 @@
  * Built on Queue's public methods only; the files that are not jobs come from a readdir of our
  * own (files.ts). Read it from `queueStatus` down: each step is a function of its own below it.
  */
+import { listRefused, type RefusedPacket } from '../queue/refused.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import { judgeSignedHeader } from '../sign/judge.js';
 import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
 import type { Ctime } from '../packet/types.js';
@@ -137,6 +140,15 @@ export interface QueueStatus {
   sealed: number;
   /** Sealed jobs whose file is shorter (or longer) than their seal says. */
   damaged: DamagedJob[];
+  /** How many readable jobs are signed packets (src/sign/). */
+  signed: number;
+  /**
+   * With allowed signers (queue-status --allowed-signers): the jobs in jobs/ whose header a
+   * processor would refuse, and why (their payloads are judged only as they run).
+   */
+  unsigned: Array<{ seq: bigint; filename: string; why: string }>;
+  /** Packets in refused/ (moved there unrun by a processor or a receiver), with their notes. */
+  refused: RefusedPacket[];
   tempFiles: TempFile[];
   /** jobs/fspl-*.fspl.out files (written by --output-to saveboth). */
   outputFiles: string[];
@@ -207,10 +219,23 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
     tooLarge,
     sealed: jobs.filter((j) => j.sealed).length,
     damaged,
+    signed: entries.filter((e) => e.header.signature !== undefined).length,
+    unsigned: queue.allowedSigners ? refusable(entries, queue.allowedSigners) : [],
+    refused: listRefused(queue.dir),
     tempFiles,
     outputFiles,
     otherFiles,
   };
+}
+
+/** The jobs whose header the allowed signers refuse (sign/judge.ts), by number. */
+function refusable(entries: readonly JobEntry[], signers: AllowedSigners): Array<{ seq: bigint; filename: string; why: string }> {
+  const out: Array<{ seq: bigint; filename: string; why: string }> = [];
+  for (const e of entries) {
+    const { why } = judgeSignedHeader(e.header, signers);
+    if (why !== undefined) out.push({ seq: e.header.seq, filename: e.filename, why });
+  }
+  return out.sort((a, b) => cmpSeq(a.seq, b.seq));
 }
 
 /** The readable jobs in sequence order; ties keep directory order (the sort is stable). */

@@ -32,12 +32,15 @@ export function readSomeSync(fd: number, buf: Uint8Array, offset: number, length
   }
 }
 
-/** Write all of buf to fd, coping with short writes and EAGAIN. */
-export function writeAllSync(fd: number, buf: Uint8Array, offset = 0, length = buf.length - offset): void {
+/**
+ * Write all of buf to fd, coping with short writes and EAGAIN; at `position` (pwrite: the
+ * descriptor's offset stays where it is) if given.
+ */
+export function writeAllSync(fd: number, buf: Uint8Array, offset = 0, length = buf.length - offset, position: number | null = null): void {
   let done = 0;
   while (done < length) {
     try {
-      done += fs.writeSync(fd, buf, offset + done, length - done);
+      done += fs.writeSync(fd, buf, offset + done, length - done, position === null ? null : position + done);
     } catch (err) {
       if (!retriable(err)) throw err;
       pause(1);

@@ -1,0 +1,103 @@
+/**
+ * A queue's refused/ folder: packets that may not run (src/sign/: unsigned where signatures are
+ * required, signed by a key not allowed, or not matching their signature) are moved out of jobs/
+ * into it, never run and never given their number, each with a note saying why
+ * (`NAME.why`, one line). The queue then waits for the real packet of that number.
+ *
+ * Durability, in order: the note is written and fsynced under its final name (a note without
+ * its packet says what happened to a packet that is gone; never the reverse); the packet is
+ * renamed from jobs/ into refused/; refused/ is fsynced (the packet is there to stay), then jobs/
+ * (it is gone from there for good). A cut before the rename leaves the packet in jobs/, refused
+ * again by the next run.
+ *
+ * refused/ is the queue owner's, beside jobs/ (who may write jobs/ may not write it): the note is
+ * made new all the same (untrusted.ts), never through a name someone planted.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fsyncDir } from '../sys/durable.js';
+import { openExisting, writeFresh } from '../sys/untrusted.js';
+
+export const REFUSED_DIR = 'refused';
+const NOTE_SUFFIX = '.why';
+/** The longest note read back (queue-status): a note is one line we wrote. */
+const NOTE_MAX = 4096;
+
+/** A refused packet, as refused/ holds it. */
+export interface RefusedPacket {
+  /** File name inside refused/. */
+  filename: string;
+  /** The note: when, which number it claimed, and why (empty if it has none). */
+  why: string;
+}
+
+/** A name in refused/ not taken yet: the job's own, or with a counter after it. */
+function freeName(dir: string, filename: string): string {
+  for (let n = 0; ; n++) {
+    const name = n === 0 ? filename : `${filename}.${n}`;
+    if (!fs.existsSync(path.join(dir, name)) && !fs.existsSync(path.join(dir, name + NOTE_SUFFIX))) return name;
+  }
+}
+
+/**
+ * Move jobs/`filename` of the queue at `queueDir` to refused/ (named `as` there, or with a counter
+ * after it if that is taken), with `why` in its note. Returns the name it has there; undefined if
+ * it was gone already (another processor refused it first).
+ */
+export function refuseJobFile(queueDir: string, filename: string, why: string, as = filename): string | undefined {
+  const jobs = path.join(queueDir, 'jobs');
+  const dir = path.join(queueDir, REFUSED_DIR);
+  makeDir(dir);
+  const name = freeName(dir, as);
+  writeFresh(path.join(dir, name + NOTE_SUFFIX), `${new Date().toISOString()} ${why}\n`, 0o644, { fsync: true });
+  try {
+    fs.renameSync(path.join(jobs, filename), path.join(dir, name));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    fs.rmSync(path.join(dir, name + NOTE_SUFFIX), { force: true });
+    return undefined;
+  }
+  fsyncDir(dir);
+  fsyncDir(jobs);
+  return name;
+}
+
+/** refused/, made if missing (and the queue directory fsynced, so that refused/ itself survives a power cut). */
+function makeDir(dir: string): void {
+  try {
+    fs.mkdirSync(dir, 0o755);
+    fsyncDir(path.dirname(dir));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
+/** The packets in refused/, by name, with their notes; none if there is no refused/. */
+export function listRefused(queueDir: string): RefusedPacket[] {
+  const dir = path.join(queueDir, REFUSED_DIR);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => !n.endsWith(NOTE_SUFFIX))
+    .sort()
+    .map((filename) => ({ filename, why: readNote(path.join(dir, filename + NOTE_SUFFIX)) }));
+}
+
+function readNote(file: string): string {
+  try {
+    const { fd } = openExisting(file);
+    try {
+      const buf = Buffer.alloc(NOTE_MAX);
+      const n = fs.readSync(fd, buf, 0, NOTE_MAX, 0);
+      return buf.subarray(0, n).toString('utf8').split('\n')[0]!;
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
+}
