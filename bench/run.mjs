@@ -12,7 +12,7 @@
  *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
- *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues, D for durability (for debugging)
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues, G for signed packets, D for durability (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
@@ -1215,6 +1215,7 @@ ${floorsSection()}
 ${profileSection()}
 ${netSection}
 ${manySection}
+${signedSection}
 ${durabilitySection}
 ## Details
 
@@ -1246,6 +1247,13 @@ let manySection = '';
 function benchMany() {
   log('M. many queues: bench/many.mjs');
   manySection = sectionBench('many.mjs');
+}
+
+// G: signed packets (bench/signed.mjs, issue 39).
+let signedSection = '';
+function benchSigned() {
+  log('G. signed packets: bench/signed.mjs');
+  signedSection = sectionBench('signed.mjs');
 }
 
 // D: the cost of durability (bench/durability.mjs): on a disk, not opts.dir (tmpfs makes fsync free).
@@ -1301,6 +1309,7 @@ async function main() {
     if (want('S')) benchSeal();
     if (want('N')) benchNets();
     if (want('M')) benchMany();
+    if (want('G')) benchSigned();
     if (want('D')) benchDurability();
     if (want(8) || want(9)) {
       const packet = path.join(WORK, 'big.fspl');
