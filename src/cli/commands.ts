@@ -9,7 +9,7 @@ import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
 import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
-import { flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, str, strings } from './args.js';
+import { flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, str, strings, verifyDecoderArg } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
@@ -207,7 +207,7 @@ const handlers: Handlers = {
     return 0;
   },
   'stdin-process': async (inv, log) => {
-    const options = processOptions(inv, log);
+    const options = { ...processOptions(inv, log), decoder: str(inv, 'decoder'), verifyDecoder: verifyDecoderArg(inv) };
     // From the command's start, the first SIGINT or SIGTERM lets it finish (stop-signals.ts).
     const signals = new StopSignals(log, STDIN_JOB, options.stopTimeout);
     try {

@@ -163,8 +163,8 @@ export class ManyQueues {
   }
 
   private queueAt(dir: string): Queue {
-    const { decoder, decoderTimeout, maxHeaderSize } = this.opts;
-    return new Queue(dir, { decoder, decoderTimeout, maxHeaderSize, logger: this.log });
+    const { decoder, decoderTimeout, verifyDecoder, maxHeaderSize } = this.opts;
+    return new Queue(dir, { decoder, decoderTimeout, verifyDecoder, maxHeaderSize, logger: this.log });
   }
 
   /** A queue joins the run (unless it is in it already, under another path) and is marked for a look. */

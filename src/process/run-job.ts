@@ -3,15 +3,15 @@
  * JS function; NOP and Fail packets run nothing. The seal and the decoder are judged here, so the
  * outcome is the job's whole verdict.
  */
-import { describeSystemError, ExecTooLargeError } from '../base/errors.js';
+import { DecoderError, describeSystemError, ExecTooLargeError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
-import { decoderFailure } from '../queue/decoder.js';
+import { decoderFailure, openThroughDecoder, spoolDecoded } from '../queue/decoder.js';
 import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
-import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
+import type { DecodedOpenJob, Job, JobEntry, JobFunction, OpenJob, PlainOpenJob } from '../queue/types.js';
 import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
@@ -149,6 +149,11 @@ export async function runCommandQueueJob(
     throw err;
   }
   try {
+    if (opened.kind === 'decoded' && queue.verifyDecoder) {
+      const spooled = await verifyDecoder(opened, queue.decoder!, opts.timeout, stopping);
+      if (!('kind' in spooled)) return spooled.interrupted ? spooled : refuseJob(spooled.why, entry, log);
+      opened = spooled;
+    }
     const guard = opts.ignorePayload ? NO_SEAL : checkSealedJob(opened, opts.verify ?? false);
     if (guard.kind === 'refused') return refuseJob(guard.why, entry, log);
     const job: Omit<Job, 'variables'> = {
@@ -167,6 +172,42 @@ export async function runCommandQueueJob(
 }
 
 /**
+ * A queue's verifyDecoder: the decoded job's payload spooled whole and its decoder's exit judged
+ * before anything runs (decoder.ts spoolDecoded). The job then reads as a plain one: the spool's
+ * descriptor, the payload from its start, closed by close(). Otherwise, the outcome of a job that
+ * does not run: its decoder failed (as judgeDecoder would fail it after it ran), the job's
+ * timeout passed first (a failure, as a command's timeout), or the run's interrupt came
+ * (interrupted: it stays in the queue).
+ */
+export async function verifyDecoder(
+  opened: DecodedOpenJob,
+  decoder: string,
+  timeout: number | undefined,
+  stopping: Pick<Stopping, 'interrupt'> | undefined,
+): Promise<PlainOpenJob | Outcome> {
+  const aborts = new AbortController();
+  const interrupt = stopping?.interrupt;
+  const onInterrupt = () => aborts.abort(new Error('interrupted'));
+  if (interrupt?.aborted) onInterrupt();
+  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  const cancelTimer = timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
+  try {
+    const fd = await spoolDecoded(opened.decoded, decoder, aborts.signal);
+    const { header } = opened;
+    return { kind: 'plain', header, payload: fd, payloadOffset: 0, close: () => closeQuietly(fd) };
+  } catch (err) {
+    if (aborts.signal.aborted && interrupt?.aborted) return { ok: false, why: 'decoder was stopped before it finished', interrupted: true };
+    if (aborts.signal.aborted) return { ok: false, why: `decoder ${JSON.stringify(decoder)} did not finish within ${timeout} s; killed it` };
+    if (err instanceof DecoderError) return { ok: false, why: err.message };
+    throw err;
+  } finally {
+    cancelTimer?.();
+    interrupt?.removeEventListener('abort', onInterrupt);
+    opened.close(); // the decoder has exited, or is being stopped
+  }
+}
+
+/**
  * Whatever the executor left unread is not the decoder's fault: stop it, and then its exit
  * status says nothing. Only a decoder whose output was read to the end is judged by it.
  */
@@ -177,6 +218,42 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
   const status = await dec.exited;
   if (outcome.ok && !dec.aborted && status.code !== 0) return { ok: false, why: decoderFailure(decoder!, status).message };
   return outcome;
+}
+
+/**
+ * stdin-process -d: the packet is what the decoder makes of descriptor `fd` (our stdin), the
+ * decoder in a session of its own as a queue job's is; with `verifyDecoder`, spooled and judged
+ * before the command starts (verifyDecoder above), else read by the command as it comes and
+ * judged after it (judgeDecoder). `onStart` is called once the header is read. The header is
+ * returned with the outcome, for the caller's report.
+ */
+export async function runDecodedFdJob(
+  fd: number,
+  opts: CommandOptions & { decoder: string; verifyDecoder?: boolean; onStart?: () => void },
+  log: Logger,
+  stopping: Stopping | undefined,
+): Promise<{ header: PacketHeader; outcome: Outcome }> {
+  const decoded = await openThroughDecoder(fd, opts.decoder, opts.timeout, true);
+  const { header } = decoded;
+  let opened: OpenJob = { kind: 'decoded', header, payload: decoded.payload, decoded, close: () => decoded.abort() };
+  try {
+    const builtin = builtinOutcome(header);
+    if (builtin) return { header, outcome: builtin };
+    opts.onStart?.();
+    if (opts.verifyDecoder) {
+      const spooled = await verifyDecoder(opened, opts.decoder, opts.timeout, stopping);
+      if (!('kind' in spooled)) return { header, outcome: spooled };
+      opened = spooled;
+    }
+    const guard = opts.ignorePayload ? NO_SEAL : checkSealedJob(opened, false);
+    if (guard.kind === 'refused') return { header, outcome: { ok: false, why: guard.why } };
+    const job: Omit<Job, 'variables'> = { header, payload: guardedPayload(guard, opened.payload) };
+    const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
+    const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
+    return { header, outcome: await judgeDecoder(opened, outcome, opts.decoder) };
+  } finally {
+    opened.close();
+  }
 }
 
 /** Run one queue job with a JS function; the run's interrupt aborts its signal, as its timeout does. */
@@ -191,7 +268,12 @@ export async function runFunctionQueueJob(
   const interrupt = stopping?.interrupt;
   const builtin = builtinOutcome(entry.header);
   if (builtin) return builtin;
-  const opened = await queue.openJob(entry.filename);
+  let opened = await queue.openJob(entry.filename);
+  if (opened.kind === 'decoded' && queue.verifyDecoder) {
+    const spooled = await verifyDecoder(opened, queue.decoder!, opts.timeout, stopping);
+    if (!('kind' in spooled)) return spooled.interrupted ? spooled : refuseJob(spooled.why, entry, log);
+    opened = spooled;
+  }
   const checked = opened.kind === 'plain' ? checkSealedFile(opened, opts.verify ?? false) : NO_SEAL;
   if (checked.kind === 'refused') {
     opened.close();
