@@ -90,8 +90,8 @@ export type {
   RunSettings,
   WatchMode,
 } from './process/process.js';
-export { processFd, processQueue } from './process/process.js';
-export { checkedPayload, type DecodedJob, type ExitStatus, openThroughDecoder, readHeaderThroughDecoder } from './queue/decoder.js';
+export { type ProcessFdOptions, processFd, processQueue } from './process/process.js';
+export { checkedPayload, type DecodedJob, type ExitStatus, openThroughDecoder, readHeaderThroughDecoder, spoolDecoded } from './queue/decoder.js';
 export { formatInfo, type JobLocation, type JobVariable, jobEnvironment, jobVariables, variablesRecord } from './queue/jobenv.js';
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename } from './queue/jobs.js';
 export type { DecodedOpenJob, Executor, JobDetails, JobEntry, OpenJob, PlainOpenJob, ScanOptions } from './queue/queue.js';

@@ -83,6 +83,20 @@ export function maxHeaderSizeArg(inv: Invocation<StringArgs<'max-header-size'>>,
   return n;
 }
 
+/**
+ * --verify-decoder, or FSPL_VERIFY_DECODER=1 (or true, yes) in the environment. The flag without
+ * -d is a usage error; the variable without -d is ignored (a cron line's environment may serve
+ * plain queues too).
+ */
+export function verifyDecoderArg(inv: Invocation<StringArgs<'decoder'> & FlagArgs<'verify-decoder'>>, env: NodeJS.ProcessEnv = process.env): boolean {
+  const given = inv.args['verify-decoder'] === true;
+  if (inv.args.decoder === undefined) {
+    if (given) throw new UsageError('--verify-decoder only applies with -d DECODER');
+    return false;
+  }
+  return given || /^(1|true|yes)$/i.test(env.FSPL_VERIFY_DECODER ?? '');
+}
+
 /** A flag: given or not. */
 export function flag<N extends string>(inv: Invocation<FlagArgs<NoInfer<N>>>, name: N): boolean {
   return inv.args[name] === true;

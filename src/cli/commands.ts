@@ -9,7 +9,7 @@ import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
 import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
-import { allowedSignersArg, flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, signArg, str, strings } from './args.js';
+import { allowedSignersArg, flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, signArg, str, strings, verifyDecoderArg } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
@@ -222,7 +222,7 @@ const handlers: Handlers = {
     return 0;
   },
   'stdin-process': async (inv, log) => {
-    const options = { ...processOptions(inv, log), allowedSigners: await allowedSignersArg(inv) };
+    const options = { ...processOptions(inv, log), decoder: str(inv, 'decoder'), verifyDecoder: verifyDecoderArg(inv), allowedSigners: await allowedSignersArg(inv) };
     // From the command's start, the first SIGINT or SIGTERM lets it finish (stop-signals.ts).
     const signals = new StopSignals(log, STDIN_JOB, options.stopTimeout);
     try {

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../base/log.js';
 import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue } from '../process/process.js';
 import type { ProcessQueuesSummary } from '../process/process-many.js';
 import { Queue } from '../queue/queue.js';
-import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings } from './args.js';
+import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings, verifyDecoderArg } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError } from './output.js';
 import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
@@ -32,6 +32,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   const jobs = intArg(inv, 'jobs');
   if (jobs !== undefined && jobs < 1) throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
   const maxHeaderSize = maxHeaderSizeArg(inv);
+  const verifyDecoder = verifyDecoderArg(inv);
   // Every option is checked before the queue is looked at (usage errors first, as the reference).
   const options = {
     ...processOptions(inv, given),
@@ -57,7 +58,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   if (watch || many) signals.listen();
   // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
   const allowedSigners = await allowedSignersArg(inv);
-  const queueOptions = { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, maxHeaderSize, allowedSigners, logger: log };
+  const queueOptions = { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, verifyDecoder, maxHeaderSize, allowedSigners, logger: log };
   try {
     if (!many) {
       const q = Queue.open(dirs[0]!, queueOptions);

@@ -43,6 +43,12 @@ const decoder = {
   value: 'DECODER',
   describe: 'Shell command ($SHELL -c) that turns a stored job file into a packet, e.g. zcat',
 } as const satisfies OptionSpec;
+const verifyDecoder = {
+  long: 'verify-decoder',
+  kind: 'boolean',
+  describe:
+    "Extension, with -d: spool the decoder's whole output to $TMPDIR and start the command only once the decoder has exited 0 (a failing decoder fails the job, nothing run); default with FSPL_VERIFY_DECODER=1",
+} as const satisfies OptionSpec;
 const job = {
   long: 'job',
   short: 'j',
@@ -225,6 +231,7 @@ export const COMMANDS = [
         describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
       },
       decoder,
+      verifyDecoder,
       maxHeaderSize,
       { long: 'maxjobs', short: 'n', kind: 'string', value: 'N', describe: 'Stop after this many jobs' },
       { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },
@@ -385,9 +392,17 @@ export const COMMANDS = [
   },
   {
     name: 'stdin-process',
-    usage: 'stdin-process [OPTIONS] COMMAND [-- PARAMS...]',
+    usage: 'stdin-process [-d DECODER [--verify-decoder]] [OPTIONS] COMMAND [-- PARAMS...]',
     describe: 'Run the packet on stdin',
-    options: [...processCommon, allowedSigners],
+    options: [
+      {
+        ...decoder,
+        describe: 'Extension: shell command ($SHELL -c) that turns stdin into the packet, e.g. zcat (as queue-process -d does for a stored job file)',
+      },
+      verifyDecoder,
+      ...processCommon,
+      allowedSigners,
+    ],
     positionals: ['command'],
     positionalHelp: { command: 'the command to run for the packet (its arguments go after --)' },
     params: true,

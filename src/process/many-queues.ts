@@ -163,8 +163,8 @@ export class ManyQueues {
   }
 
   private queueAt(dir: string): Queue {
-    const { decoder, decoderTimeout, maxHeaderSize, allowedSigners } = this.opts;
-    return new Queue(dir, { decoder, decoderTimeout, maxHeaderSize, allowedSigners, logger: this.log });
+    const { decoder, decoderTimeout, verifyDecoder, maxHeaderSize, allowedSigners } = this.opts;
+    return new Queue(dir, { decoder, decoderTimeout, verifyDecoder, maxHeaderSize, allowedSigners, logger: this.log });
   }
 
   /** A queue joins the run (unless it is in it already, under another path) and is marked for a look. */

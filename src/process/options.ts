@@ -119,6 +119,8 @@ export type ProcessQueuesOptions = ProcessRunOptions & {
   /** For the queues given by path and those found under queuesIn: see QueueOptions. */
   decoder?: string;
   decoderTimeout?: number;
+  /** With decoder: no job runs before its decoder has exited with status 0 (QueueOptions.verifyDecoder). */
+  verifyDecoder?: boolean;
   maxHeaderSize?: number;
   allowedSigners?: AllowedSigners;
   onEvent?: (event: QueuesEvent) => void;

@@ -42,23 +42,47 @@ import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptio
 let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
 const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
 
+/** processFd's options: a command's, a stop's, and how the packet is read. */
+export type ProcessFdOptions = CommandOptions &
+  StopOptions & {
+    logger?: Logger;
+    onStart?: () => void;
+    /**
+     * Shell command that turns what the descriptor holds into the packet (an extension of
+     * stdin-process: `-d`), as a queue's decoder does; it runs in a session of its own, as the
+     * command does. Its header is read within `timeout`, as a queue's with decoderTimeout.
+     */
+    decoder?: string;
+    /** With decoder: the command starts only once the decoder has exited with status 0 (QueueOptions.verifyDecoder). */
+    verifyDecoder?: boolean;
+    /**
+     * Run the packet only if these signers signed it (src/sign/), judged whole before the command
+     * starts; SignatureError otherwise. With a decoder, its output is spooled (verifyDecoder).
+     */
+    allowedSigners?: AllowedSigners;
+  };
+
 /**
  * Process the packet on a descriptor (normally fd 0): read exactly its header, then let the
- * command read the rest of the same descriptor. Returns whether the job succeeded; throws
- * JobFailedError when it failed or was interrupted (StopOptions: `signal` lets the job finish,
- * within `stopTimeout` if given). `onStart` is called once the header is read, as the command
- * is about to start (the CLI catches SIGINT and SIGTERM from there on: before, fspl waits for
- * its input, and a signal ends it).
+ * command read the rest of the same descriptor (with `decoder`, what the decoder makes of it).
+ * Returns whether the job succeeded; throws JobFailedError when it failed or was interrupted
+ * (StopOptions: `signal` lets the job finish, within `stopTimeout` if given). `onStart` is called
+ * once the header is read, as the command is about to start (the CLI catches SIGINT and SIGTERM
+ * from there on: before, fspl waits for its input, and a signal ends it).
  */
-export async function processFd(
-  fd: number,
-  opts: CommandOptions & StopOptions & { logger?: Logger; onStart?: () => void; allowedSigners?: AllowedSigners },
-): Promise<boolean> {
+export async function processFd(fd: number, opts: ProcessFdOptions): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
   checkSeconds(opts.timeout, 'processFd: timeout');
   const stopping = new Stopping(opts, log, 'processFd');
   try {
-    return await processHeaderAndRun(fd, opts, log, stopping);
+    const { decoder } = opts;
+    const { header, outcome } =
+      decoder === undefined
+        ? await processHeaderAndRun(fd, opts, log, stopping)
+        : await (await loadRunJob()).runDecodedFdJob(fd, { ...opts, decoder }, log, stopping);
+    log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
+    if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
+    return true;
   } finally {
     stopping.close();
   }
@@ -69,7 +93,7 @@ async function processHeaderAndRun(
   opts: CommandOptions & { onStart?: () => void; allowedSigners?: AllowedSigners },
   log: Logger,
   stopping: Stopping,
-): Promise<boolean> {
+): Promise<{ header: PacketHeader; outcome: Outcome }> {
   const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all(
     [import('../packet/read.js'), import('../queue/jobenv.js'), import('./seal-check.js'), loadRunJob()],
   );
@@ -87,9 +111,7 @@ async function processHeaderAndRun(
       return ran.interrupted ? ran : judgeSeal(ran, guard);
     };
     const outcome: Outcome = builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
-    log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
-    if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
-    return true;
+    return { header, outcome };
   } finally {
     if (signed?.payload.spooled) closeQuietly(signed.payload.fd);
   }

@@ -1,24 +1,24 @@
 /**
  * Running one job, for process.ts: a command packet's command (from a queue or from stdin), or a
  * JS function; NOP and Fail packets run nothing. The seal and the decoder are judged here, so the
- * outcome is the job's whole verdict.
+ * outcome is the job's whole verdict; so is the signature, when the queue checks them (sign/judge.ts).
  */
-import { describeSystemError, ExecTooLargeError } from '../base/errors.js';
+import { DecoderError, describeSystemError, ExecTooLargeError, SignatureError } from '../base/errors.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
-import { decoderFailure } from '../queue/decoder.js';
+import { decoderFailure, openThroughDecoder, spoolDecoded } from '../queue/decoder.js';
 import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
-import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
+import type { DecodedOpenJob, Job, JobEntry, JobFunction, OpenJob, PlainOpenJob } from '../queue/types.js';
 import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
 import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
-import type { CheckedPayload } from '../sign/payload-digest.js';
 import type { Readable } from 'node:stream';
 import type { Stopping } from './stopping.js';
 
@@ -149,18 +149,20 @@ export async function runCommandQueueJob(
     closeQuietly(outFd);
     return builtin;
   }
-  let opened: OpenJob;
+  let ready: Awaited<ReturnType<typeof openForRun>>;
   try {
-    opened = await queue.openJob(entry.filename);
+    ready = await openForRun(queue, entry, opts, log, stopping);
   } catch (err) {
     closeQuietly(outFd);
     throw err;
   }
-  let signed: CheckedPayload | undefined;
+  if ('outcome' in ready) {
+    closeQuietly(outFd);
+    return ready.outcome;
+  }
+  const { opened, verdict } = ready;
+  const signed = verdict?.payload;
   try {
-    const verdict = judgeSigned(queue, opened, entry);
-    if (verdict?.kind === 'refused') return refusedOutcome(verdict.why, log);
-    signed = verdict?.payload;
     if (builtin) return builtin; // a signed NOP or Fail: let in, nothing to run
     const guard = opts.ignorePayload || signed ? NO_SEAL : checkSealedJob(opened, opts.verify ?? false);
     if (guard.kind === 'refused') return refuseJob(guard.why, entry, log);
@@ -181,20 +183,87 @@ export async function runCommandQueueJob(
   }
 }
 
-/** A job that its signature does not let in: not run, said once (the run moves it to refused/). */
-function refusedOutcome(why: string, _log: Logger): Outcome {
-  return { ok: false, why, refused: true }; // said by the run as it moves the job (queue-run.ts)
+/** A job that its signature does not let in: not run (the run says so as it moves it to refused/, queue-run.ts). */
+function refusedOutcome(why: string): Outcome {
+  return { ok: false, why, refused: true };
+}
+
+/**
+ * A queue job opened to run: through its decoder, spooled whole and the decoder judged first when
+ * the queue says so (verifyDecoder) or checks signatures (a signed payload is judged whole); then
+ * judged by its signature, if the queue checks them. Or the outcome of a job that must not run.
+ */
+async function openForRun(
+  queue: Queue,
+  entry: JobEntry,
+  opts: ProcessRunOptions,
+  log: Logger,
+  stopping: Stopping | undefined,
+): Promise<{ opened: OpenJob; verdict: Extract<SignedVerdict, { kind: 'signed' }> | undefined } | { outcome: Outcome }> {
+  let opened = await queue.openJob(entry.filename);
+  try {
+    if (opened.kind === 'decoded' && (queue.verifyDecoder || queue.allowedSigners)) {
+      const spooled = await verifyDecoder(opened, queue.decoder!, opts.timeout, stopping);
+      if (!('kind' in spooled)) return { outcome: spooled.interrupted ? spooled : refuseJob(spooled.why, entry, log) };
+      opened = spooled;
+    }
+    const verdict = judgeSigned(queue, opened, entry);
+    if (verdict?.kind === 'refused') {
+      opened.close();
+      return { outcome: refusedOutcome(verdict.why) };
+    }
+    return { opened, verdict };
+  } catch (err) {
+    opened.close();
+    throw err;
+  }
 }
 
 /**
  * A job of a queue with allowed signers, judged before it runs (sign/judge.ts); undefined for a
- * queue without. A decoded job is refused here: its payload is judged only once spooled whole.
+ * queue without. A decoded job has been spooled by then (openForRun): it is a file here.
  */
 function judgeSigned(queue: Queue, opened: OpenJob, entry: JobEntry): SignedVerdict | undefined {
   const signers = queue.allowedSigners;
   if (!signers) return undefined;
-  if (opened.kind !== 'plain') return { kind: 'refused', why: `packet ${entry.header.seq} not judged: signatures through a decoder need its output spooled` };
+  if (opened.kind !== 'plain') throw new TypeError('judgeSigned: a decoded job must be spooled first');
   return judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, signers, entry.header.seq);
+}
+
+/**
+ * A queue's verifyDecoder: the decoded job's payload spooled whole and its decoder's exit judged
+ * before anything runs (decoder.ts spoolDecoded). The job then reads as a plain one: the spool's
+ * descriptor, the payload from its start, closed by close(). Otherwise, the outcome of a job that
+ * does not run: its decoder failed (as judgeDecoder would fail it after it ran), the job's
+ * timeout passed first (a failure, as a command's timeout), or the run's interrupt came
+ * (interrupted: it stays in the queue).
+ */
+export async function verifyDecoder(
+  opened: DecodedOpenJob,
+  decoder: string,
+  timeout: number | undefined,
+  stopping: Pick<Stopping, 'interrupt'> | undefined,
+): Promise<PlainOpenJob | Outcome> {
+  const aborts = new AbortController();
+  const interrupt = stopping?.interrupt;
+  const onInterrupt = () => aborts.abort(new Error('interrupted'));
+  if (interrupt?.aborted) onInterrupt();
+  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  const cancelTimer = timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
+  try {
+    const fd = await spoolDecoded(opened.decoded, decoder, aborts.signal);
+    const { header } = opened;
+    return { kind: 'plain', header, payload: fd, payloadOffset: 0, close: () => closeQuietly(fd) };
+  } catch (err) {
+    if (aborts.signal.aborted && interrupt?.aborted) return { ok: false, why: 'decoder was stopped before it finished', interrupted: true };
+    if (aborts.signal.aborted) return { ok: false, why: `decoder ${JSON.stringify(decoder)} did not finish within ${timeout} s; killed it` };
+    if (err instanceof DecoderError) return { ok: false, why: err.message };
+    throw err;
+  } finally {
+    cancelTimer?.();
+    interrupt?.removeEventListener('abort', onInterrupt);
+    opened.close(); // the decoder has exited, or is being stopped
+  }
 }
 
 /**
@@ -210,6 +279,53 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
   return outcome;
 }
 
+/**
+ * stdin-process -d: the packet is what the decoder makes of descriptor `fd` (our stdin), the
+ * decoder in a session of its own as a queue job's is; with `verifyDecoder`, spooled and judged
+ * before the command starts (verifyDecoder above), else read by the command as it comes and
+ * judged after it (judgeDecoder). `onStart` is called once the header is read. The header is
+ * returned with the outcome, for the caller's report.
+ */
+export async function runDecodedFdJob(
+  fd: number,
+  opts: CommandOptions & { decoder: string; verifyDecoder?: boolean; onStart?: () => void; allowedSigners?: AllowedSigners },
+  log: Logger,
+  stopping: Stopping | undefined,
+): Promise<{ header: PacketHeader; outcome: Outcome }> {
+  const decoded = await openThroughDecoder(fd, opts.decoder, opts.timeout, true);
+  const { header } = decoded;
+  let opened: OpenJob = { kind: 'decoded', header, payload: decoded.payload, decoded, close: () => decoded.abort() };
+  const signers = opts.allowedSigners;
+  let signed: Extract<SignedVerdict, { kind: 'signed' }> | undefined;
+  try {
+    const builtin = builtinOutcome(header);
+    if (builtin && !signers) return { header, outcome: builtin };
+    opts.onStart?.();
+    // A signed payload is judged whole: the decoder's output is spooled first, as verifyDecoder does.
+    if (opts.verifyDecoder || signers) {
+      const spooled = await verifyDecoder(opened, opts.decoder, opts.timeout, stopping);
+      if (!('kind' in spooled)) return { header, outcome: spooled };
+      opened = spooled;
+    }
+    if (signers && opened.kind === 'plain') {
+      const verdict = judgeSignedFile(header, opened.payload, opened.payloadOffset, signers);
+      if (verdict.kind === 'refused') throw new SignatureError(verdict.why);
+      signed = verdict;
+    }
+    if (builtin) return { header, outcome: builtin };
+    const guard = opts.ignorePayload || signed ? NO_SEAL : checkSealedJob(opened, false);
+    if (guard.kind === 'refused') return { header, outcome: { ok: false, why: guard.why } };
+    const payload = signed ? signed.payload.fd : guardedPayload(guard, opened.payload);
+    const job: Omit<Job, 'variables'> = { header, payload, signer: signed?.signer };
+    const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
+    const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
+    return { header, outcome: await judgeDecoder(opened, outcome, opts.decoder) };
+  } finally {
+    if (signed?.payload.spooled) closeQuietly(signed.payload.fd);
+    opened.close();
+  }
+}
+
 /** Run one queue job with a JS function; the run's interrupt aborts its signal, as its timeout does. */
 export async function runFunctionQueueJob(
   queue: Queue,
@@ -222,17 +338,12 @@ export async function runFunctionQueueJob(
   const interrupt = stopping?.interrupt;
   const builtin = builtinOutcome(entry.header);
   if (builtin && !queue.allowedSigners) return builtin;
-  const opened = await queue.openJob(entry.filename);
-  let verdict: SignedVerdict | undefined;
-  try {
-    verdict = judgeSigned(queue, opened, entry);
-  } catch (err) {
+  const ready = await openForRun(queue, entry, opts, log, stopping);
+  if ('outcome' in ready) return ready.outcome;
+  const { opened, verdict } = ready;
+  if (builtin) {
     opened.close();
-    throw err;
-  }
-  if (verdict?.kind === 'refused' || builtin) {
-    opened.close();
-    return verdict?.kind === 'refused' ? refusedOutcome(verdict.why, log) : builtin!;
+    return builtin;
   }
   const checked = opened.kind === 'plain' && !verdict ? checkSealedFile(opened, opts.verify ?? false) : NO_SEAL;
   if (checked.kind === 'refused') {

@@ -3,17 +3,22 @@
  * writes the packet on stdout. Used for compressed or encrypted queues (zcat, gpg -d, age -d).
  */
 import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import { readHeaderFromStream } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
 import { spawnTalking } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
+import { openSpoolSync } from '../sys/spool.js';
 import { openJobFile } from '../sys/untrusted.js';
 import type { DecodedJob, ExitStatus } from './types.js';
 
 export type { DecodedJob, ExitStatus } from './types.js';
+
+const write = promisify(fs.write);
 
 export function decoderShell(): string {
   return process.env.SHELL || '/bin/sh';
@@ -40,17 +45,24 @@ const EXIT_GRACE_MS = 5000;
  * group as its command is (exec.ts says why). Metadata longer than `maxHeaderSize` is not read
  * (HeaderTooLargeError, whatever the decoder's exit then says). One function (about 80 lines) on purpose: the
  * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
- * returned DecodedJob's getter.
+ * returned DecodedJob's getter. `file` may also be a descriptor of the caller's (stdin-process
+ * -d: our stdin), which the decoder reads and the caller keeps.
  */
-export async function openThroughDecoder(file: string, decoder: string, timeout?: number, newSession = false, maxHeaderSize?: number): Promise<DecodedJob> {
+export async function openThroughDecoder(
+  file: string | number,
+  decoder: string,
+  timeout?: number,
+  newSession = false,
+  maxHeaderSize?: number,
+): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
-  const fd = openJobFile(file); // and not through a link planted in jobs/ (untrusted.ts)
+  const fd = typeof file === 'number' ? file : openJobFile(file); // and not through a link planted in jobs/ (untrusted.ts)
   let child: ChildProcess;
   try {
     child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, newSession);
   } finally {
-    closeQuietly(fd); // the child has its own copy
+    if (typeof file !== 'number') closeQuietly(fd); // the child has its own copy
   }
   let killTimer: NodeJS.Timeout | undefined;
   const running = () => child.exitCode === null && child.signalCode === null;
@@ -113,7 +125,10 @@ export async function openThroughDecoder(file: string, decoder: string, timeout?
     abort();
     const status = await exited;
     if (timedOut) {
-      throw new DecoderError(`Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s for ${file}; killed it`, { timedOut: true });
+      throw new DecoderError(
+        `Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s for ${typeof file === 'number' ? `descriptor ${file}` : file}; killed it`,
+        { timedOut: true },
+      );
     }
     if (status.code !== 0 && status.signal !== 'SIGTERM' && !(err instanceof HeaderTooLargeError)) {
       throw new DecoderError(`${(err as Error).message} (decoder ${describeExit(status)})`);
@@ -147,4 +162,44 @@ export function checkedPayload(job: DecodedJob, decoder: string): Readable {
     }
   }
   return Readable.from(chunks(), { objectMode: false });
+}
+
+/**
+ * --verify-decoder: the decoder's whole output after the header copied to a nameless spool file
+ * (sys/spool.ts: 0600 in $TMPDIR, no name to leave behind) and its exit awaited, before anything
+ * is given a byte of it. Resolves to the spool's descriptor (the caller closes it), its offset
+ * at 0, where the payload starts (the writes are positional and leave it there): a regular
+ * file, as a plain job's file is. A decoder that does not exit with status 0 (killed by a signal
+ * included, or still running 5 s after closing its output: killed then) rejects with
+ * DecoderError, and nothing of its output is kept. `signal` stops the decoder (as abort() does)
+ * and rejects with the signal's reason.
+ */
+export async function spoolDecoded(job: DecodedJob, decoder: string, signal?: AbortSignal): Promise<number> {
+  signal?.throwIfAborted();
+  const spool = openSpoolSync();
+  const stop = () => job.abort();
+  signal?.addEventListener('abort', stop, { once: true });
+  try {
+    let position = 0;
+    for await (const chunk of job.payload) {
+      const b = chunk as Buffer;
+      for (let done = 0; done < b.length; ) {
+        const { bytesWritten } = await write(spool, b, done, b.length - done, position);
+        done += bytesWritten;
+        position += bytesWritten;
+      }
+    }
+    job.abort(); // its output ended: it gets a few seconds to exit (abort() says how long)
+    const status = await job.exited;
+    signal?.throwIfAborted();
+    if (status.code !== 0) throw decoderFailure(decoder, status);
+    return spool;
+  } catch (err) {
+    closeQuietly(spool);
+    job.abort();
+    signal?.throwIfAborted(); // stopped by the caller: its reason, not the broken stream's
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', stop);
+  }
 }

@@ -60,6 +60,15 @@ export interface QueueOptions {
    */
   decoderTimeout?: number;
   /**
+   * With a decoder: run no job, and give no payload, before the decoder has exited with status
+   * 0. Its whole output is spooled to a nameless file in $TMPDIR first (decoder.ts
+   * spoolDecoded), and a job runs on that file as on a plain job file; a decoder that fails fails
+   * the job without it having run. Without it (the default, as the reference), the job reads the
+   * decoder's output as it comes, and a decoder's failure is known only once it was read
+   * (docs/security.md, "Decoders").
+   */
+  verifyDecoder?: boolean;
+  /**
    * The longest header metadata (bytes after its 30-byte prefix) that is read, default 8 MiB
    * (DEFAULT_MAX_HEADER_SIZE), at most 200 MiB. A job file whose header is longer is not read
    * (a scan leaves it out, its number waits as a missing job's would; reading it directly fails
@@ -82,6 +91,7 @@ export class Queue {
   readonly dir: string;
   readonly decoder: string | undefined;
   readonly decoderTimeout: number | undefined;
+  readonly verifyDecoder: boolean;
   readonly maxHeaderSize: number;
   readonly allowedSigners: AllowedSigners | undefined;
   readonly logger: Logger;
@@ -99,6 +109,7 @@ export class Queue {
     this.decoder = options.decoder;
     checkSeconds(options.decoderTimeout, 'Queue: decoderTimeout');
     this.decoderTimeout = options.decoderTimeout;
+    this.verifyDecoder = options.verifyDecoder ?? false;
     this.maxHeaderSize = checkMaxHeaderSize(options.maxHeaderSize, 'Queue: maxHeaderSize');
     this.allowedSigners = options.allowedSigners;
     this.logger = options.logger ?? silentLogger;
@@ -288,13 +299,15 @@ export class Queue {
 
   /**
    * A job file's payload as a stream. Through a decoder, the stream fails (with DecoderError)
-   * if the decoder does not exit with status 0.
+   * if the decoder does not exit with status 0; with verifyDecoder, the call itself does, and
+   * the stream reads the spooled output of a decoder that succeeded.
    */
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const [{ checkedPayload, openThroughDecoder }, { withSealCheck }] = await Promise.all([decoding(), packets()]);
+      const [{ checkedPayload, openThroughDecoder, spoolDecoded }, { fdStream, withSealCheck }] = await Promise.all([decoding(), packets()]);
       const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout, false, this.maxHeaderSize);
+      if (this.verifyDecoder) return withSealCheck(fdStream(await spoolDecoded(decoded, this.decoder), true), decoded.header.seal);
       return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
     }
     return (await (await packets()).readPacket({ path: p }, { maxHeaderSize: this.maxHeaderSize })).payload;
