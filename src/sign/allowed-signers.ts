@@ -72,7 +72,8 @@ export class AllowedSigners {
       if (why === undefined) return { principal: e.principals, line: e.line };
       refusal ??= `key ${fingerprint} ${why} (${this.source} line ${e.line})`;
     }
-    throw new SignatureError(refusal ?? `signed by a key not in ${this.source}: ${fingerprint}`, { fingerprint });
+    const forWhom = principal === undefined ? '' : ` for principal ${principal}`;
+    throw new SignatureError(refusal ?? `signed by a key not in ${this.source}${forWhom}: ${fingerprint}`, { fingerprint });
   }
 }
 

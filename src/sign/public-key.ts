@@ -23,7 +23,11 @@ export interface PublicKey {
 /** OpenSSH refuses RSA moduli below this (SSH_RSA_MINIMUM_MODULUS_SIZE), and so do we. */
 const RSA_MIN_BITS = 1024;
 
-/** The FIDO flag that says the user touched the key; ssh-keygen -Y verify requires it by default. */
+/**
+ * The FIDO flag that says the user touched the key. sshd requires it by default (no-touch-required
+ * waives it); `ssh-keygen -Y verify` (OpenSSH 9.2 to 10) only prints the flags. We require it: a
+ * signature no one touched the key for is what a FIDO key exists to prevent.
+ */
 const SK_USER_PRESENCE = 0x01;
 
 /** OpenSSH's fingerprint of a key blob. */
@@ -95,7 +99,7 @@ function keyFromJwk(jwk: crypto.JsonWebKey): crypto.KeyObject {
 function readSignature(signature: Buffer, allowed: readonly string[]): { type: string; sig: Buffer; r: WireReader } {
   const r = new WireReader(signature, 'signature');
   const type = r.text();
-  if (!allowed.includes(type)) r.fail(`a ${type} signature where ${allowed.join(' or ')} is wanted`);
+  if (!allowed.includes(type)) r.fail(`signature of type ${type}, not ${allowed.join(' or ')}`);
   return { type, sig: r.string(), r };
 }
 
@@ -143,7 +147,7 @@ function ecdsaVerifier(type: string, r: WireReader): Verify & { raw: (data: Uint
 
 /**
  * A FIDO key's verifier: the authenticator signed sha256(application) || flags || counter ||
- * sha256(data), and a signature without the user-presence flag is refused as ssh-keygen does.
+ * sha256(data); a signature without the user-presence flag is refused (see SK_USER_PRESENCE).
  */
 function skVerifier(type: string, inner: { raw: (data: Uint8Array, sig: Buffer) => boolean }, application: Buffer): Verify {
   const appHash = crypto.createHash('sha256').update(application).digest();
