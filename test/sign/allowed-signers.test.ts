@@ -37,7 +37,13 @@ describeIfPresent('allowed_signers', MISSING, GATE, () => {
    * Our verdict on `who` signing for `namespace` (default fspl) at `at`, checked against
    * ssh-keygen's for principal `principal`: the same, or the test fails. Returns ours.
    */
-  function judge(text: string, who: typeof a, principal: string, namespace = 'fspl', at = NOW): { ok: true; line: number; principal: string } | { ok: false; why: string } {
+  function judge(
+    text: string,
+    who: typeof a,
+    principal: string,
+    namespace = 'fspl',
+    at = NOW,
+  ): { ok: true; line: number; principal: string } | { ok: false; why: string } {
     const file = path.join(dir, 'allowed_signers');
     fs.writeFileSync(file, text);
     let ours: ReturnType<typeof judge>;
@@ -173,7 +179,9 @@ describe('allowed_signers: malformed files', () => {
   }
 
   test('a file that cannot be read is an error naming it', () => {
-    expect(() => AllowedSigners.load('/nonexistent/allowed_signers')).toThrow('cannot read allowed signers /nonexistent/allowed_signers: No such file or directory');
+    expect(() => AllowedSigners.load('/nonexistent/allowed_signers')).toThrow(
+      'cannot read allowed signers /nonexistent/allowed_signers: No such file or directory',
+    );
   });
 
   test('an unsupported key type on a line is kept (it can match no signature we take), not an error', () => {

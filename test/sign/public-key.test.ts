@@ -26,7 +26,9 @@ describeIfPresent('public keys', MISSING, GATE, () => {
   test('fingerprints are those ssh-keygen -lf prints, for each key type', () => {
     for (const t of KEY_TYPES) {
       const key = makeKey(dir, `fp-${t.name}`, t.args);
-      const printed = keygen(['-lf', `${key}.pub`]).toString().split(' ')[1];
+      const printed = keygen(['-lf', `${key}.pub`])
+        .toString()
+        .split(' ')[1];
       const pk = parsePublicKeyLine(pubLine(key));
       expect(pk.fingerprint, t.name).toBe(printed);
       expect(fingerprintOf(pk.blob)).toBe(printed);
