@@ -23,7 +23,7 @@ const AUTH_MAGIC = Buffer.from('openssh-key-v1\0', 'latin1');
 export function loadPrivateKey(path: string): LoadedKey {
   let text: string;
   try {
-    text = fs.readFileSync(path, 'latin1');
+    text = fs.readFileSync(path, 'utf8');
   } catch (err) {
     throw new SignatureError(`${path}: ${systemErrorWords(err) ?? (err as Error).message}`, { cause: err });
   }

@@ -40,10 +40,23 @@ export function parsePublicKeyBlob(blob: Uint8Array, comment?: string): PublicKe
   const own = Buffer.from(blob);
   const r = new WireReader(own, 'public key');
   const type = r.text();
-  const verify = verifierFor(type, r);
-  r.done();
-  const fingerprint = fingerprintOf(own);
-  return { type, blob: own, fingerprint, ...(comment ? { comment } : {}), verify };
+  const id = own.toString('base64');
+  let verify = verifiers.get(id);
+  if (!verify) {
+    verify = verifierFor(type, r);
+    r.done();
+    remember(id, verify);
+  }
+  return { type, blob: own, fingerprint: fingerprintOf(own), ...(comment ? { comment } : {}), verify };
+}
+
+/** Verifiers of the keys seen last: a queue checks many packets by few keys, and a P-521 key takes 2 ms to import. */
+const verifiers = new Map<string, Verify>();
+const KEPT_VERIFIERS = 64;
+
+function remember(id: string, verify: Verify): void {
+  if (verifiers.size >= KEPT_VERIFIERS) verifiers.delete(verifiers.keys().next().value!);
+  verifiers.set(id, verify);
 }
 
 /** A public key line (`ssh-ed25519 AAAA… comment`), as in a `.pub` file. */
