@@ -22,9 +22,9 @@ const MAX_REPLY = 256 * 1024;
 const TIMEOUT_MS = 30_000;
 
 /** The SSH signature blob of `data` made by the agent's `publicKey`. */
-export async function agentSign(socket: string, publicKey: PublicKey, data: Buffer): Promise<Buffer> {
+export async function agentSign(socket: string, publicKey: PublicKey, data: Buffer, timeoutMs = TIMEOUT_MS): Promise<Buffer> {
   const flags = publicKey.type === 'ssh-rsa' ? SSH_AGENT_RSA_SHA2_512 : 0;
-  const reply = await request(socket, SSH2_AGENTC_SIGN_REQUEST, wireConcat(wireString(publicKey.blob), wireString(data), wireU32(flags)));
+  const reply = await request(socket, SSH2_AGENTC_SIGN_REQUEST, wireConcat(wireString(publicKey.blob), wireString(data), wireU32(flags)), timeoutMs);
   const fingerprint = publicKey.fingerprint;
   if (reply.type === SSH_AGENT_FAILURE) throw new SignatureError(`ssh-agent would not sign with ${fingerprint} (is it added? ssh-add KEY)`, { fingerprint });
   if (reply.type !== SSH2_AGENT_SIGN_RESPONSE) throw new SignatureError(`ssh-agent answered a sign request with message ${reply.type}`, { fingerprint });
@@ -35,8 +35,8 @@ export async function agentSign(socket: string, publicKey: PublicKey, data: Buff
 }
 
 /** Whether the agent holds `publicKey`'s private half. */
-export async function agentHasKey(socket: string, publicKey: PublicKey): Promise<boolean> {
-  const reply = await request(socket, SSH2_AGENTC_REQUEST_IDENTITIES, Buffer.alloc(0));
+export async function agentHasKey(socket: string, publicKey: PublicKey, timeoutMs = TIMEOUT_MS): Promise<boolean> {
+  const reply = await request(socket, SSH2_AGENTC_REQUEST_IDENTITIES, Buffer.alloc(0), timeoutMs);
   if (reply.type !== SSH2_AGENT_IDENTITIES_ANSWER) throw new SignatureError(`ssh-agent answered a list request with message ${reply.type}`);
   const r = new WireReader(reply.body, 'ssh-agent reply');
   const count = r.u32();
@@ -50,7 +50,7 @@ export async function agentHasKey(socket: string, publicKey: PublicKey): Promise
 }
 
 /** One request sent and its reply read: the message type and its body. */
-function request(socket: string, type: number, body: Buffer): Promise<{ type: number; body: Buffer }> {
+function request(socket: string, type: number, body: Buffer, timeoutMs: number): Promise<{ type: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const conn = net.createConnection(socket);
     const chunks: Buffer[] = [];
@@ -61,7 +61,7 @@ function request(socket: string, type: number, body: Buffer): Promise<{ type: nu
       if (err) reject(err);
       else resolve(reply!);
     };
-    const timer = setTimeout(() => finish(new SignatureError(`ssh-agent at ${socket} did not answer within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
+    const timer = setTimeout(() => finish(new SignatureError(`ssh-agent at ${socket} did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
     conn.on('error', (err) => finish(new SignatureError(`cannot reach ssh-agent at ${socket}: ${systemErrorWords(err) ?? err.message}`, { cause: err })));
     conn.on('data', (d: Buffer) => {
       chunks.push(d);
