@@ -76,7 +76,7 @@ export function armor(blob: Uint8Array): string {
   const b64 = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('base64');
   const lines: string[] = [];
   for (let i = 0; i < b64.length; i += COLUMNS) lines.push(b64.slice(i, i + COLUMNS));
-  return `${BEGIN}\n${lines.join('\n')}\n${END}\n`;
+  return `${BEGIN}\n${lines.map((l) => `${l}\n`).join('')}${END}\n`;
 }
 
 /** The binary SSHSIG inside armored text (CRLF and whitespace around it tolerated). */

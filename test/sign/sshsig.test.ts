@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SignatureError } from '../../src/base/errors.js';
 import { armor, encodeSshSig, NAMESPACE, parseSshSig, signMessage, toSign, unarmor, verifySshSig } from '../../src/sign/index.js';
 import { describeIfPresent } from '../gate.js';
@@ -94,5 +94,15 @@ describeIfPresent('SSHSIG with ssh-keygen', MISSING, GATE, () => {
     expect(t.subarray(10, 14).toString()).toBe('fspl');
     expect(t.readUInt32BE(14)).toBe(0);
     expect(t.length).toBe(6 + 8 + 4 + 10 + 4 + 64);
+  });
+});
+
+describe('armor', () => {
+  test('wraps at 70 columns with no blank line when the base64 fills its last line, as sshbuf_dtob64 does', () => {
+    const exact = armor(Buffer.alloc(105, 1)); // 140 base64 characters: two full lines
+    expect(exact.split('\n').map((l) => l.length)).toEqual([29, 70, 70, 27, 0]);
+    expect(armor(Buffer.alloc(106, 1)).split('\n').map((l) => l.length)).toEqual([29, 70, 70, 4, 27, 0]);
+    expect(armor(Buffer.alloc(0))).toBe('-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n');
+    expect(unarmor(exact).equals(Buffer.alloc(105, 1))).toBe(true);
   });
 });
