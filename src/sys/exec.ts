@@ -365,13 +365,20 @@ export type ChildStdio = [number | 'pipe' | 'ignore', 'pipe' | 'ignore', 'pipe' 
 /**
  * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder
  * (decoder.ts: stdin a job file, stdout read as it comes), an ssh connection to another host
- * (send/ssh-send.ts), a short tool run to its end (tool.ts). Beside runCommand (jobs), runDetached
+ * (send/ssh-send.ts), a short tool run to its end (tool.ts), a signing command (sign/signer.ts). Beside runCommand (jobs), runDetached
  * (firings) and lookupSync, the only way src/ starts a process (test/structure.test.ts holds it so). With
  * `newSession` it leads a session of its own, out of our process group as a job's command is
- * (the decoder of a job).
+ * (the decoder of a job). `env`: its environment, when not ours (a signing command gets its caller's).
  */
-export function spawnTalking(command: string, args: readonly string[], stdio: ChildStdio, signal?: AbortSignal, newSession = false): ChildProcess {
-  return spawn(command, args, { stdio, signal, detached: newSession });
+export function spawnTalking(
+  command: string,
+  args: readonly string[],
+  stdio: ChildStdio,
+  signal?: AbortSignal,
+  newSession = false,
+  env?: NodeJS.ProcessEnv,
+): ChildProcess {
+  return spawn(command, args, { stdio, signal, detached: newSession, ...(env ? { env } : {}) });
 }
 
 /** The output of a short lookup command (getent), or undefined when it fails or cannot start. */
