@@ -94,7 +94,10 @@ function makeQueue(n, signed) {
   const q = path.join(WORK, `template-${signed ? 'signed' : 'sealed'}`);
   run(`${fspl} queue-init -q ${shq(q)}`, 'queue-init');
   const how = signed ? `--sign ${shq(KEY)}` : '--seal';
-  run(`i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how} -s ${shq(q)}.seq | ${fspl} queue-write -q ${shq(q)} || exit 1; i=$((i+1)); done`, 'making the queue');
+  run(
+    `i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how} -s ${shq(q)}.seq | ${fspl} queue-write -q ${shq(q)} || exit 1; i=$((i+1)); done`,
+    'making the queue',
+  );
   return q;
 }
 
@@ -169,7 +172,10 @@ function benchPrepare() {
     for (const side of ['signed', 'plain']) {
       const how = side === 'signed' ? `--sign ${shq(KEY)} ` : '';
       // n runs in a row, so that one run's noise weighs less; the per-run time is the total / n.
-      const t = timed(`i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how}-s - -i ${shq(input)} > /dev/null || exit 1; i=$((i+1)); done`, `prepare (${side})`);
+      const t = timed(
+        `i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how}-s - -i ${shq(input)} > /dev/null || exit 1; i=$((i+1)); done`,
+        `prepare (${side})`,
+      );
       runs[side].push(t.wall / n);
     }
   }

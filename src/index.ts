@@ -35,19 +35,19 @@ export {
   SendError,
   SeqOverflowError,
   ShortReadError,
+  SignatureError,
   UnknownNameError,
   UntrustedFileError,
-  SignatureError,
 } from './base/errors.js';
 export { decodeHeader, encodeHeader } from './packet/codec.js';
 export { makeHeader } from './packet/prepare.js';
-export { type PreparePacketOptions, preparePacket, type SignWith } from './sign/prepare-signed.js';
-export { AllowedSigners } from './sign/allowed-signers.js';
-export type { Signer } from './sign/packet-signature.js';
-export { verifyPacket } from './sign/verify-packet.js';
 export { metadataOf, type PacketMetadata, type ReadPacket, readPacket } from './packet/stream.js';
 export type { PacketHeader } from './packet/types.js';
 export { Queue, type QueuedJob, type QueueOptions } from './queue/queue.js';
+export { AllowedSigners } from './sign/allowed-signers.js';
+export type { Signer } from './sign/packet-signature.js';
+export { type PreparePacketOptions, preparePacket, type SignWith } from './sign/prepare-signed.js';
+export { verifyPacket } from './sign/verify-packet.js';
 
 // Queue.process, declared and installed on Queue there (the queue never imports its consumer).
 import './process/queue-process.js';

@@ -11,12 +11,13 @@
  *
  * All functions are pure: they build plain objects that JSON.stringify can write.
  */
-import { claimedSigner, type Signer } from './sign/packet-signature.js';
+
 import { isUtf8 } from 'node:buffer';
 import { rfc3339Local, rfc3339Utc } from './packet/time.js';
 import type { Bytes, Ctime, PacketHeader } from './packet/types.js';
 import { type JobLocation, jobVariables } from './queue/jobenv.js';
 import type { JobEntry } from './queue/jobs.js';
+import { claimedSigner, type Signer } from './sign/packet-signature.js';
 import type { SeqRange } from './status/ranges.js';
 import type { QueueStatus, StatusJob } from './status/report.js';
 

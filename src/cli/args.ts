@@ -3,10 +3,11 @@
  * Each reader takes the name of an argument its command has, of the kind it reads (spec.ts's
  * ArgsOf): a misspelt name, or one of another command, does not compile.
  */
-import type { AllowedSigners } from '../sign/allowed-signers.js';
-import type { SignWith } from '../sign/signer.js';
+
 import type { Logger } from '../base/log.js';
 import { MAX_METADATA_LENGTH } from '../packet/types.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import type { SignWith } from '../sign/signer.js';
 import { parseSeq } from '../sys/seqfile.js';
 import type { Invocation } from './grammar.js';
 import { UsageError } from './output.js';
@@ -127,7 +128,10 @@ export function processOptions(inv: Invocation<ProcessArgs>, log: Logger) {
  * --allowed-signers FILE, or FSPL_ALLOWED_SIGNERS when it is not given (cron lines): the allowed
  * signers read from it; undefined when neither is given (an empty variable counts as not given).
  */
-export async function allowedSignersArg(inv: Invocation<StringArgs<'allowed-signers'>>, env: NodeJS.ProcessEnv = process.env): Promise<AllowedSigners | undefined> {
+export async function allowedSignersArg(
+  inv: Invocation<StringArgs<'allowed-signers'>>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<AllowedSigners | undefined> {
   const file = inv.args['allowed-signers'] ?? (env.FSPL_ALLOWED_SIGNERS || undefined);
   if (file === undefined) return undefined;
   const { AllowedSigners } = await import('../sign/allowed-signers.js');

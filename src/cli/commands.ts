@@ -9,7 +9,19 @@ import type { PacketHeader } from '../packet/types.js';
 import { processFd } from '../process/process.js';
 import type { JobLocation } from '../queue/jobenv.js';
 import { Queue } from '../queue/queue.js';
-import { allowedSignersArg, flag, maxHeaderSizeArg, processOptions, required, type StringArgs, seqArg, signArg, str, strings, verifyDecoderArg } from './args.js';
+import {
+  allowedSignersArg,
+  flag,
+  maxHeaderSizeArg,
+  processOptions,
+  required,
+  type StringArgs,
+  seqArg,
+  signArg,
+  str,
+  strings,
+  verifyDecoderArg,
+} from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
 import { queueProcess } from './queue-process.js';
@@ -44,7 +56,12 @@ function openInput(input: string | undefined): number | undefined {
   return fd;
 }
 
-async function prepareCmd(inv: Invocation<StringArgs<'seqfile' | 'sign' | 'sign-command'>>, spec: PrepareOptions, input?: string, seal = false): Promise<number> {
+async function prepareCmd(
+  inv: Invocation<StringArgs<'seqfile' | 'sign' | 'sign-command'>>,
+  spec: PrepareOptions,
+  input?: string,
+  seal = false,
+): Promise<number> {
   const sign = signArg(inv);
   // Unlike the reference, open (and check) the payload before taking a sequence number, so that a
   // bad path neither uses one up nor leaves half a packet on stdout; and give the number back if
@@ -222,7 +239,12 @@ const handlers: Handlers = {
     return 0;
   },
   'stdin-process': async (inv, log) => {
-    const options = { ...processOptions(inv, log), decoder: str(inv, 'decoder'), verifyDecoder: verifyDecoderArg(inv), allowedSigners: await allowedSignersArg(inv) };
+    const options = {
+      ...processOptions(inv, log),
+      decoder: str(inv, 'decoder'),
+      verifyDecoder: verifyDecoderArg(inv),
+      allowedSigners: await allowedSignersArg(inv),
+    };
     // From the command's start, the first SIGINT or SIGTERM lets it finish (stop-signals.ts).
     const signals = new StopSignals(log, STDIN_JOB, options.stopTimeout);
     try {

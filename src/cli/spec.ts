@@ -385,7 +385,7 @@ export const COMMANDS = [
   {
     name: 'stdin-signature',
     usage: 'stdin-signature [--data]',
-    describe: "Extension: print the signature of the signed packet on stdin, armored as ssh-keygen -Y verify reads it (-s); --data: the bytes it signs",
+    describe: 'Extension: print the signature of the signed packet on stdin, armored as ssh-keygen -Y verify reads it (-s); --data: the bytes it signs',
     options: [{ long: 'data', kind: 'boolean', describe: 'Print the exact bytes the signature signs instead (for ssh-keygen -Y verify on stdin)' }],
     positionals: [],
     params: false,

@@ -20,11 +20,11 @@ import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
+import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
 import type { Outcome } from './run-job.js';
-import { judgeSignedHeader } from '../sign/judge.js';
 import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */

@@ -3,8 +3,9 @@
  * JS function; NOP and Fail packets run nothing. The seal and the decoder are judged here, so the
  * outcome is the job's whole verdict; so is the signature, when the queue checks them (sign/judge.ts).
  */
+
+import type { Readable } from 'node:stream';
 import { DecoderError, describeSystemError, ExecTooLargeError, SignatureError } from '../base/errors.js';
-import type { AllowedSigners } from '../sign/allowed-signers.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
@@ -13,13 +14,13 @@ import { decoderFailure, openThroughDecoder, spoolDecoded } from '../queue/decod
 import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
 import type { DecodedOpenJob, Job, JobEntry, JobFunction, OpenJob, PlainOpenJob } from '../queue/types.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
 import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
-import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
-import type { Readable } from 'node:stream';
 import type { Stopping } from './stopping.js';
 
 /** A job's verdict, and why in words (for the log and the 'end' event). */

@@ -14,7 +14,12 @@ const b = (s: string) => Buffer.from(s, 'utf8');
 
 /** The signer's variables (an extension), after the reference's: who signed a checked job. */
 function signerVariables(signer: Signer | undefined): EnvVariable[] {
-  return signer ? [['FSPL_JOB_SIGNER', signer.principal], ['FSPL_JOB_SIGNER_KEY', signer.fingerprint]] : [];
+  return signer
+    ? [
+        ['FSPL_JOB_SIGNER', signer.principal],
+        ['FSPL_JOB_SIGNER_KEY', signer.fingerprint],
+      ]
+    : [];
 }
 
 export function jobVariables(header: PacketHeader, where?: JobLocation, signer?: Signer): JobVariable[] {

@@ -117,8 +117,8 @@ export class Queue {
 
   /** This queue with other allowed signers (the rest of its options as they are). */
   withAllowedSigners(allowedSigners: AllowedSigners | undefined): Queue {
-    const { decoder, decoderTimeout, maxHeaderSize, logger } = this;
-    return new Queue(this.dir, { decoder, decoderTimeout, maxHeaderSize, allowedSigners, logger });
+    const { decoder, decoderTimeout, verifyDecoder, maxHeaderSize, logger } = this;
+    return new Queue(this.dir, { decoder, decoderTimeout, verifyDecoder, maxHeaderSize, allowedSigners, logger });
   }
 
   static open(dir: string, options: QueueOptions = {}): Queue {

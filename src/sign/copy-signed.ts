@@ -49,8 +49,8 @@ export function copySignedPacketSync(inFd: number, outFd: number, signers: Allow
     writeAllSync(outFd, chunk);
   }
   try {
+    digest.finish(); // first: a payload that is not the signed one is said so, whatever its seal says
     seal.finish();
-    digest.finish();
   } catch (err) {
     const why = err instanceof SignatureError ? err : new SignatureError((err as Error).message);
     throw new SignatureError(refusalNote(header.seq, why), { fingerprint: why.fingerprint });

@@ -12,7 +12,9 @@ import { checkHeaderSignature, type Signer } from './packet-signature.js';
 import { type CheckedPayload, checkPayloadFileSync } from './payload-digest.js';
 
 /** A signed job's verdict: refused (why, in one line), or let in, with who signed it and where its checked payload is. */
-export type SignedVerdict = { readonly kind: 'refused'; readonly why: string } | { readonly kind: 'signed'; readonly signer: Signer; readonly payload: CheckedPayload };
+export type SignedVerdict =
+  | { readonly kind: 'refused'; readonly why: string }
+  | { readonly kind: 'signed'; readonly signer: Signer; readonly payload: CheckedPayload };
 
 /** Why a packet is refused, in one line: its number, the reason and the key (if the reason does not name it). */
 export function refusalNote(seq: bigint, err: SignatureError): string {

@@ -5,11 +5,12 @@
  * signer that fails gives the number back, so that the receiver never waits for it.
  */
 import { Readable } from 'node:stream';
+import { signedMessage } from '../packet/codec.js';
 import {
   giveBackSenderSeq,
   openPayloadFile,
-  type PrepareOptions,
   type PreparePacketOptions as PlainPrepareOptions,
+  type PrepareOptions,
   prepareHeader,
   preparePacket as preparePlainPacket,
   writeTakenSync,
@@ -17,8 +18,7 @@ import {
 import { measurePayloadSync, writeMeasuredSync } from '../packet/sealed-copy.js';
 import { emitMeasured, measurePayload } from '../packet/sealed-stream.js';
 import type { PacketHeader } from '../packet/types.js';
-import { signMessage, type SignWith } from './signer.js';
-import { signedMessage } from '../packet/codec.js';
+import { type SignWith, signMessage } from './signer.js';
 
 export type { SignWith } from './signer.js';
 
@@ -82,4 +82,3 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
   }
   return Readable.from(signed(), { objectMode: false });
 }
-

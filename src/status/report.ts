@@ -13,14 +13,15 @@
  * Built on Queue's public methods only; the files that are not jobs come from a readdir of our
  * own (files.ts). Read it from `queueStatus` down: each step is a function of its own below it.
  */
-import { listRefused, type RefusedPacket } from '../queue/refused.js';
-import type { AllowedSigners } from '../sign/allowed-signers.js';
-import { judgeSignedHeader } from '../sign/judge.js';
+
 import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
 import type { Ctime } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
+import { listRefused, type RefusedPacket } from '../queue/refused.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
+import { judgeSignedHeader } from '../sign/judge.js';
 import { isLocked } from '../sys/lock.js';
 import { parseSeqfileText, seqParseProblem } from '../sys/seqfile.js';
 import {

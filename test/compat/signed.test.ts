@@ -20,7 +20,10 @@ describeCompat('signed packets and the reference', () => {
     fs.writeFileSync(signers, `sender@example ${fs.readFileSync(`${key}.pub`, 'utf8')}`);
     const input = path.join(dir, 'p');
     fs.writeFileSync(input, payload);
-    const made = await fspl('ours', ['prepare', '--sign', key, '-s', path.join(dir, 'seq'), '-i', input, '--', 'arg'], { frozen: T0, env: { FSPL_SET_A: 'b' } });
+    const made = await fspl('ours', ['prepare', '--sign', key, '-s', path.join(dir, 'seq'), '-i', input, '--', 'arg'], {
+      frozen: T0,
+      env: { FSPL_SET_A: 'b' },
+    });
     expect(made.code).toBe(0);
     const packet = path.join(dir, 'signed.fspl');
     fs.writeFileSync(packet, made.stdout);
@@ -40,7 +43,17 @@ describeCompat('signed packets and the reference', () => {
       const ran = {
         ref: await fspl('ref', ['queue-process', '-q', q, '--never-delete', 'sh', '--', '-c', `cat > "${out}-ref"`]),
         ours: await fspl('ours', ['queue-set-next', '-q', q, '1']).then(() =>
-          fspl('ours', ['queue-process', '-q', q, '--allowed-signers', signers, 'sh', '--', '-c', `echo "$FSPL_JOB_SIGNER" > "${out}-who"; cat > "${out}-ours"`]),
+          fspl('ours', [
+            'queue-process',
+            '-q',
+            q,
+            '--allowed-signers',
+            signers,
+            'sh',
+            '--',
+            '-c',
+            `echo "$FSPL_JOB_SIGNER" > "${out}-who"; cat > "${out}-ours"`,
+          ]),
         ),
       };
       expect(ran.ref.code).toBe(0);

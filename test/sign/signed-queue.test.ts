@@ -9,11 +9,12 @@
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeHeader, encodeHeader, signedMessage } from '../../src/packet/codec.js';
 import { describeIfPresent } from '../gate.js';
-import { FSPL_BIN, tempDir } from '../helpers.js';
+import { FSPL_BIN } from '../helpers.js';
 
 const NODE = process.execPath;
 const KEYGEN = '/usr/bin/ssh-keygen';
@@ -49,7 +50,8 @@ let signers: string;
 
 beforeAll(() => {
   if (missing.length > 0) return;
-  dir = tempDir('fspl-sign-');
+  // One directory for the whole file (the keys are made once): helpers' tempDir goes after each test.
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-sign-'));
   alice = path.join(dir, 'alice');
   mallory = path.join(dir, 'mallory');
   old = path.join(dir, 'old');
@@ -69,8 +71,10 @@ function setupQueue(name: string) {
   const runs = () => (fs.existsSync(ran) ? fs.readFileSync(ran, 'utf8') : '');
   const run = (extra: string[] = []) => fspl(['queue-process', '-q', q, '--allowed-signers', signers, ...extra, ...cmd]);
   const write = (packet: Buffer) => expect(fspl(['queue-write', '-q', q], { input: packet }).code).toBe(0);
+  // As an attacker who may write jobs/ (a synced folder's other device) puts a file there.
+  const plant = (packet: Buffer) => fs.writeFileSync(path.join(q, 'jobs', `fspl-${crypto.randomUUID()}.fspl`), packet);
   const refused = () => (fs.existsSync(path.join(q, 'refused')) ? fs.readdirSync(path.join(q, 'refused')).sort() : []);
-  return { q, runs, run, write, refused };
+  return { q, runs, run, write, plant, refused };
 }
 
 /** A packet made by our prepare: -s SEQFILE, payload, extra options. */
@@ -87,6 +91,10 @@ function tamper(packet: Buffer, change: (h: ReturnType<typeof decodeHeader>['hea
   return Buffer.concat([encodeHeader(header), packet.subarray(length)]);
 }
 
+afterAll(() => {
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 describeIfPresent('signed packets through the CLI', missing, { what: 'signed packet tests' }, () => {
   it('ssh-keygen -Y verify accepts our signature, over the bytes stdin-signature --data prints', () => {
     const packet = prepare(path.join(dir, 'v.seq'), 'hello', ['--sign', alice], ['p1']);
@@ -101,7 +109,9 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     expect(v.status, v.stderr.toString()).toBe(0);
     expect(v.stdout.toString()).toMatch(/Good "fspl" signature for alice@example with ED25519 key SHA256:/);
     // The data is the header's metadata without the signature: another namespace or identity fails.
-    expect(spawnSync(KEYGEN, ['-Y', 'verify', '-f', signers, '-I', 'alice@example', '-n', 'git', '-s', sig], { input: fs.readFileSync(data) }).status).not.toBe(0);
+    expect(spawnSync(KEYGEN, ['-Y', 'verify', '-f', signers, '-I', 'alice@example', '-n', 'git', '-s', sig], { input: fs.readFileSync(data) }).status).not.toBe(
+      0,
+    );
     // An unsigned packet has no signature to print.
     const plain = fspl(['stdin-signature'], { input: prepare('-', 'x') });
     expect(plain.code).toBe(1);
@@ -118,8 +128,16 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     fs.writeFileSync(attacker, '2\n');
     const forgeries: Array<[string, Buffer, RegExp]> = [
       ['unsigned, sealed', prepare(attacker, 'PWNED', ['--seal']), /packet 2 refused: not signed/],
-      ['signed by an unknown key', (fs.writeFileSync(attacker, '2\n'), prepare(attacker, 'PWNED', ['--sign', mallory])), /packet 2 refused: .*not in .*allowed_signers/],
-      ['a payload byte changed', Buffer.concat([real2.subarray(0, real2.length - 3), Buffer.from('PWN')]), /packet 2 refused: payload does not match its signature/],
+      [
+        'signed by an unknown key',
+        (fs.writeFileSync(attacker, '2\n'), prepare(attacker, 'PWNED', ['--sign', mallory])),
+        /packet 2 refused: .*not in .*allowed_signers/,
+      ],
+      [
+        'a payload byte changed',
+        Buffer.concat([real2.subarray(0, real2.length - 3), Buffer.from('PWN')]),
+        /packet 2 refused: payload does not match its signature/,
+      ],
       [
         'a parameter changed',
         tamper(real2, (h) => {
@@ -140,7 +158,7 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
       ],
       ['a key past its valid-before', (fs.writeFileSync(attacker, '2\n'), prepare(attacker, 'PWNED', ['--sign', old])), /packet 2 refused: .*valid.*before/],
     ];
-    for (const [, packet] of forgeries) Q.write(packet);
+    for (const [, packet] of forgeries) Q.plant(packet);
     const r = Q.run();
     expect(r.code, r.stderr).toBe(0);
     expect(Q.runs()).toBe('1 alice@example one\n');
@@ -148,7 +166,11 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     const refused = Q.refused();
     expect(refused.filter((n) => n.endsWith('.why'))).toHaveLength(forgeries.length);
     const notes = refused.filter((n) => n.endsWith('.why')).map((n) => fs.readFileSync(path.join(Q.q, 'refused', n), 'utf8'));
-    for (const [what, , why] of forgeries) expect(notes.some((n) => why.test(n)), what).toBe(true);
+    for (const [what, , why] of forgeries)
+      expect(
+        notes.some((n) => why.test(n)),
+        what,
+      ).toBe(true);
     expect(notes.join('')).toMatch(/\(key SHA256:[A-Za-z0-9+/]{43}\)|SHA256:[A-Za-z0-9+/]{43}/);
     expect(fspl(['queue-get-next', '-q', Q.q]).stdout.toString()).toBe('2\n');
     // queue-status names them.
@@ -176,8 +198,14 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     const data = signedMessage(header, sha512);
     const sig = spawnSync(KEYGEN, ['-Y', 'sign', '-f', alice, '-n', 'git'], { input: data });
     expect(sig.status, sig.stderr.toString()).toBe(0);
-    const blob = Buffer.from(sig.stdout.toString().replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64');
-    Q.write(tamper(sealed, (h) => (h.signature = { sha512, sshsig: blob })));
+    const blob = Buffer.from(
+      sig.stdout
+        .toString()
+        .replace(/-----[A-Z ]+-----/g, '')
+        .replace(/\s+/g, ''),
+      'base64',
+    );
+    Q.plant(tamper(sealed, (h) => (h.signature = { sha512, sshsig: blob })));
     const r = Q.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/packet 1 refused: .*namespace/);
@@ -251,7 +279,9 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     const sock = path.join(dir, 'agent.sock');
     const askpass = path.join(dir, 'askpass.sh');
     fs.writeFileSync(askpass, '#!/bin/sh\necho "secret words"\n', { mode: 0o755 });
-    const agent = sh(`ssh-agent -a "${sock}" > /dev/null && SSH_AUTH_SOCK="${sock}" SSH_ASKPASS="${askpass}" SSH_ASKPASS_REQUIRE=force DISPLAY=x ssh-add "${key}" < /dev/null`);
+    const agent = sh(
+      `ssh-agent -a "${sock}" > /dev/null && SSH_AUTH_SOCK="${sock}" SSH_ASKPASS="${askpass}" SSH_ASKPASS_REQUIRE=force DISPLAY=x ssh-add "${key}" < /dev/null`,
+    );
     try {
       expect(agent.code, agent.stderr).toBe(0);
       const packet = fspl(['prepare', '-s', '-', '--sign', key], { env: { SSH_AUTH_SOCK: sock } });
@@ -269,7 +299,7 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     const Q = setupQueue('nops');
     const seq = path.join(dir, 'nops.seq');
     const forgedNop = fspl(['prepare-nop', '-s', '-']).stdout;
-    Q.write(forgedNop);
+    Q.plant(forgedNop);
     expect(Q.run().code).toBe(0);
     expect(fspl(['queue-get-next', '-q', Q.q]).stdout.toString()).toBe('1\n');
     expect(Q.refused()).toHaveLength(2);

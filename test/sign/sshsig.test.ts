@@ -101,7 +101,11 @@ describe('armor', () => {
   test('wraps at 70 columns with no blank line when the base64 fills its last line, as sshbuf_dtob64 does', () => {
     const exact = armor(Buffer.alloc(105, 1)); // 140 base64 characters: two full lines
     expect(exact.split('\n').map((l) => l.length)).toEqual([29, 70, 70, 27, 0]);
-    expect(armor(Buffer.alloc(106, 1)).split('\n').map((l) => l.length)).toEqual([29, 70, 70, 4, 27, 0]);
+    expect(
+      armor(Buffer.alloc(106, 1))
+        .split('\n')
+        .map((l) => l.length),
+    ).toEqual([29, 70, 70, 4, 27, 0]);
     expect(armor(Buffer.alloc(0))).toBe('-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n');
     expect(unarmor(exact).equals(Buffer.alloc(105, 1))).toBe(true);
   });
