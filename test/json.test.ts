@@ -54,7 +54,7 @@ describe('JSON conversion', () => {
       ],
     });
     const entry = jobEntryToJson({ filename: 'fspl-x.fspl', header: h });
-    expect(Object.keys(entry)).toEqual(['seq', 'filename', 'ctime', 'type', 'params', 'env', 'sealed']);
+    expect(Object.keys(entry)).toEqual(['seq', 'filename', 'ctime', 'type', 'params', 'env', 'sealed', 'signed']);
     const line = toJsonLine(entry);
     expect(line.endsWith('\n')).toBe(true);
     expect(line.slice(0, -1)).not.toContain('\n');

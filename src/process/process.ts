@@ -11,7 +11,7 @@ import { JobsWatcher } from '../queue/watch.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { closeQuietly } from '../sys/io.js';
 import { QueueRun, type RunContext } from './queue-run.js';
-import type { Outcome } from './run-job.js';
+import type { Outcome } from './outcome.js';
 import { type StopOptions, Stopping } from './stopping.js';
 
 export type { Job, JobContext, JobFunction, OrderBy } from '../queue/types.js';

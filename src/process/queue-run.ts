@@ -24,7 +24,7 @@ import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
-import type { Outcome } from './run-job.js';
+import type { Outcome } from './outcome.js';
 import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */

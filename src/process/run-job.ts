@@ -5,47 +5,27 @@
  */
 
 import type { Readable } from 'node:stream';
-import { DecoderError, describeSystemError, ExecTooLargeError, SignatureError } from '../base/errors.js';
+import { describeSystemError, ExecTooLargeError, SignatureError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
-import { decoderFailure, openThroughDecoder, spoolDecoded } from '../queue/decoder.js';
+import { decoderFailure, openThroughDecoder } from '../queue/decoder.js';
 import { ChildEnv, jobVariableStrings, jobVariables, variablesRecord } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
-import type { DecodedOpenJob, Job, JobEntry, JobFunction, OpenJob, PlainOpenJob } from '../queue/types.js';
+import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
 import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
+import { builtinOutcome, type Outcome, refuseJob } from './outcome.js';
+import { openForRun, verifyDecoder } from './ready-job.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
 import type { Stopping } from './stopping.js';
 
-/** A job's verdict, and why in words (for the log and the 'end' event). */
-export interface Outcome {
-  ok: boolean;
-  why: string;
-  /**
-   * Stopped before it finished as the run stopped (by its interrupt, or by a signal that reached
-   * the command along with fspl: killedWithTheRun): not the job's failure. It is not recorded
-   * (it stays in the queue, whatever onError says) and the run ends.
-   */
-  interrupted?: boolean;
-  /**
-   * Not let in by its signature (sign/judge.ts): never run, never given its number. `why` is the
-   * note; the run moves the job to refused/ and waits for the real packet of that number.
-   */
-  refused?: boolean;
-}
-
-/** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */
-export function builtinOutcome(header: PacketHeader): Outcome | undefined {
-  if (header.cmd.kind === 'NOP') return { ok: true, why: 'it is a NOP packet' };
-  if (header.cmd.kind === 'Fail') return { ok: false, why: 'it is a Fail packet' };
-  return undefined;
-}
+export { builtinOutcome, type Outcome } from './outcome.js';
 
 /**
  * Signals that a terminal or a service manager sends to every process of what it stops, a job's
@@ -117,12 +97,6 @@ export async function runCommandJob(
   return { ok: r.ok, why };
 }
 
-/** A sealed job whose payload does not match its seal: not run, failed. */
-function refuseJob(why: string, entry: JobEntry, log: Logger): Outcome {
-  log.error('process', `Job ${entry.header.seq} not run: ${why}`);
-  return { ok: false, why };
-}
-
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
 export async function runCommandQueueJob(
   queue: Queue,
@@ -181,89 +155,6 @@ export async function runCommandQueueJob(
     if (signed?.spooled) closeQuietly(signed.fd);
     opened.close();
     closeQuietly(outFd);
-  }
-}
-
-/** A job that its signature does not let in: not run (the run says so as it moves it to refused/, queue-run.ts). */
-function refusedOutcome(why: string): Outcome {
-  return { ok: false, why, refused: true };
-}
-
-/**
- * A queue job opened to run: through its decoder, spooled whole and the decoder judged first when
- * the queue says so (verifyDecoder) or checks signatures (a signed payload is judged whole); then
- * judged by its signature, if the queue checks them. Or the outcome of a job that must not run.
- */
-async function openForRun(
-  queue: Queue,
-  entry: JobEntry,
-  opts: ProcessRunOptions,
-  log: Logger,
-  stopping: Stopping | undefined,
-): Promise<{ opened: OpenJob; verdict: Extract<SignedVerdict, { kind: 'signed' }> | undefined } | { outcome: Outcome }> {
-  let opened = await queue.openJob(entry.filename);
-  try {
-    if (opened.kind === 'decoded' && (queue.verifyDecoder || queue.allowedSigners)) {
-      const spooled = await verifyDecoder(opened, queue.decoder!, opts.timeout, stopping);
-      if (!('kind' in spooled)) return { outcome: spooled.interrupted ? spooled : refuseJob(spooled.why, entry, log) };
-      opened = spooled;
-    }
-    const verdict = judgeSigned(queue, opened, entry);
-    if (verdict?.kind === 'refused') {
-      opened.close();
-      return { outcome: refusedOutcome(verdict.why) };
-    }
-    return { opened, verdict };
-  } catch (err) {
-    opened.close();
-    throw err;
-  }
-}
-
-/**
- * A job of a queue with allowed signers, judged before it runs (sign/judge.ts); undefined for a
- * queue without. A decoded job has been spooled by then (openForRun): it is a file here.
- */
-function judgeSigned(queue: Queue, opened: OpenJob, entry: JobEntry): SignedVerdict | undefined {
-  const signers = queue.allowedSigners;
-  if (!signers) return undefined;
-  if (opened.kind !== 'plain') throw new TypeError('judgeSigned: a decoded job must be spooled first');
-  return judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, signers, entry.header.seq);
-}
-
-/**
- * A queue's verifyDecoder: the decoded job's payload spooled whole and its decoder's exit judged
- * before anything runs (decoder.ts spoolDecoded). The job then reads as a plain one: the spool's
- * descriptor, the payload from its start, closed by close(). Otherwise, the outcome of a job that
- * does not run: its decoder failed (as judgeDecoder would fail it after it ran), the job's
- * timeout passed first (a failure, as a command's timeout), or the run's interrupt came
- * (interrupted: it stays in the queue).
- */
-export async function verifyDecoder(
-  opened: DecodedOpenJob,
-  decoder: string,
-  timeout: number | undefined,
-  stopping: Pick<Stopping, 'interrupt'> | undefined,
-): Promise<PlainOpenJob | Outcome> {
-  const aborts = new AbortController();
-  const interrupt = stopping?.interrupt;
-  const onInterrupt = () => aborts.abort(new Error('interrupted'));
-  if (interrupt?.aborted) onInterrupt();
-  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
-  const cancelTimer = timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
-  try {
-    const fd = await spoolDecoded(opened.decoded, decoder, aborts.signal);
-    const { header } = opened;
-    return { kind: 'plain', header, payload: fd, payloadOffset: 0, close: () => closeQuietly(fd) };
-  } catch (err) {
-    if (aborts.signal.aborted && interrupt?.aborted) return { ok: false, why: 'decoder was stopped before it finished', interrupted: true };
-    if (aborts.signal.aborted) return { ok: false, why: `decoder ${JSON.stringify(decoder)} did not finish within ${timeout} s; killed it` };
-    if (err instanceof DecoderError) return { ok: false, why: err.message };
-    throw err;
-  } finally {
-    cancelTimer?.();
-    interrupt?.removeEventListener('abort', onInterrupt);
-    opened.close(); // the decoder has exited, or is being stopped
   }
 }
 

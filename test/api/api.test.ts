@@ -398,6 +398,9 @@ describe('the entry points', () => {
     'ReceiveRefusedError',
     'sendQueue',
     'parseDestination',
+    'AllowedSigners',
+    'SignatureError',
+    'verifyPacket',
   ];
   const NET = [
     'RateWindow',

@@ -1,0 +1,99 @@
+/**
+ * A queue job made ready to run, before its command or function sees a byte: opened; through
+ * its decoder, spooled whole and the decoder judged first when the queue says so (verifyDecoder)
+ * or checks signatures; then judged by its signature when the queue checks them (sign/judge.ts).
+ */
+import { DecoderError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
+import { setLongTimeout } from '../base/timer.js';
+import { spoolDecoded } from '../queue/decoder.js';
+import type { Queue } from '../queue/queue.js';
+import type { DecodedOpenJob, JobEntry, OpenJob, PlainOpenJob } from '../queue/types.js';
+import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
+import { closeQuietly } from '../sys/io.js';
+import type { ProcessRunOptions } from './options.js';
+import { type Outcome, refuseJob } from './outcome.js';
+import type { Stopping } from './stopping.js';
+
+/** A job that its signature does not let in: not run (the run says so as it moves it to refused/, queue-run.ts). */
+export function refusedOutcome(why: string): Outcome {
+  return { ok: false, why, refused: true };
+}
+
+/**
+ * A queue job opened to run: through its decoder, spooled whole and the decoder judged first when
+ * the queue says so (verifyDecoder) or checks signatures (a signed payload is judged whole); then
+ * judged by its signature, if the queue checks them. Or the outcome of a job that must not run.
+ */
+export async function openForRun(
+  queue: Queue,
+  entry: JobEntry,
+  opts: ProcessRunOptions,
+  log: Logger,
+  stopping: Stopping | undefined,
+): Promise<{ opened: OpenJob; verdict: Extract<SignedVerdict, { kind: 'signed' }> | undefined } | { outcome: Outcome }> {
+  let opened = await queue.openJob(entry.filename);
+  try {
+    if (opened.kind === 'decoded' && (queue.verifyDecoder || queue.allowedSigners)) {
+      const spooled = await verifyDecoder(opened, queue.decoder!, opts.timeout, stopping);
+      if (!('kind' in spooled)) return { outcome: spooled.interrupted ? spooled : refuseJob(spooled.why, entry, log) };
+      opened = spooled;
+    }
+    const verdict = judgeSigned(queue, opened, entry);
+    if (verdict?.kind === 'refused') {
+      opened.close();
+      return { outcome: refusedOutcome(verdict.why) };
+    }
+    return { opened, verdict };
+  } catch (err) {
+    opened.close();
+    throw err;
+  }
+}
+
+/**
+ * A job of a queue with allowed signers, judged before it runs (sign/judge.ts); undefined for a
+ * queue without. A decoded job has been spooled by then (openForRun): it is a file here.
+ */
+function judgeSigned(queue: Queue, opened: OpenJob, entry: JobEntry): SignedVerdict | undefined {
+  const signers = queue.allowedSigners;
+  if (!signers) return undefined;
+  if (opened.kind !== 'plain') throw new TypeError('judgeSigned: a decoded job must be spooled first');
+  return judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, signers, entry.header.seq);
+}
+
+/**
+ * A queue's verifyDecoder: the decoded job's payload spooled whole and its decoder's exit judged
+ * before anything runs (decoder.ts spoolDecoded). The job then reads as a plain one: the spool's
+ * descriptor, the payload from its start, closed by close(). Otherwise, the outcome of a job that
+ * does not run: its decoder failed (as judgeDecoder would fail it after it ran), the job's
+ * timeout passed first (a failure, as a command's timeout), or the run's interrupt came
+ * (interrupted: it stays in the queue).
+ */
+export async function verifyDecoder(
+  opened: DecodedOpenJob,
+  decoder: string,
+  timeout: number | undefined,
+  stopping: Pick<Stopping, 'interrupt'> | undefined,
+): Promise<PlainOpenJob | Outcome> {
+  const aborts = new AbortController();
+  const interrupt = stopping?.interrupt;
+  const onInterrupt = () => aborts.abort(new Error('interrupted'));
+  if (interrupt?.aborted) onInterrupt();
+  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  const cancelTimer = timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
+  try {
+    const fd = await spoolDecoded(opened.decoded, decoder, aborts.signal);
+    const { header } = opened;
+    return { kind: 'plain', header, payload: fd, payloadOffset: 0, close: () => closeQuietly(fd) };
+  } catch (err) {
+    if (aborts.signal.aborted && interrupt?.aborted) return { ok: false, why: 'decoder was stopped before it finished', interrupted: true };
+    if (aborts.signal.aborted) return { ok: false, why: `decoder ${JSON.stringify(decoder)} did not finish within ${timeout} s; killed it` };
+    if (err instanceof DecoderError) return { ok: false, why: err.message };
+    throw err;
+  } finally {
+    cancelTimer?.();
+    interrupt?.removeEventListener('abort', onInterrupt);
+    opened.close(); // the decoder has exited, or is being stopped
+  }
+}
