@@ -6,12 +6,12 @@
  * others) is copied as it is hashed into a nameless spool file of ours (spool.ts), and the
  * command reads the copy.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { SignatureError } from '../base/errors.js';
 import type { PacketHeader } from '../packet/types.js';
 import { readSomeSync, writeAllSync } from '../sys/io.js';
 import { openSpoolSync } from '../sys/spool.js';
+import { crypto } from './node-crypto.js';
 
 const CHUNK = 1 << 20;
 let shared: Buffer | undefined;
@@ -43,7 +43,7 @@ export function checkPayloadFileSync(fd: number, offset: number, header: PacketH
   if (BigInt(size) !== seal.length) throw new SignatureError(`payload is ${size} bytes, signed as ${seal.length}`);
   const copy = onlyOurs(st) ? undefined : openSpoolSync();
   try {
-    const hash = createHash('sha512');
+    const hash = crypto().createHash('sha512');
     const buf = (shared ??= Buffer.allocUnsafe(CHUNK));
     let done = 0;
     while (done < size) {
@@ -94,7 +94,7 @@ export function checkPayloadRestSync(fd: number, offset: number | undefined, hea
 
 /** SHA-512 of a payload read as a stream, to compare with the signed one once it ends. */
 export class PayloadDigest {
-  private readonly hash = createHash('sha512');
+  private readonly hash = crypto().createHash('sha512');
   /** Bytes seen so far. */
   seen = 0n;
   constructor(private readonly header: PacketHeader) {}

@@ -3,9 +3,10 @@
  * its fingerprint as `ssh-keygen -lf` prints it, and a verifier for SSH signature blobs made by
  * it. Keys become node:crypto KeyObjects through JWK, so no ASN.1 is built by hand here.
  */
-import crypto from 'node:crypto';
+import type { JsonWebKey, KeyObject } from 'node:crypto';
 import { SignatureError } from '../base/errors.js';
 import { type Curve, curveNamed, leftPad, pointToJwk, sshToP1363 } from './ecdsa.js';
+import { crypto } from './node-crypto.js';
 import { WireReader } from './wire.js';
 
 export interface PublicKey {
@@ -32,7 +33,7 @@ const SK_USER_PRESENCE = 0x01;
 
 /** OpenSSH's fingerprint of a key blob. */
 export function fingerprintOf(blob: Uint8Array): string {
-  return `SHA256:${crypto.createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+  return `SHA256:${crypto().createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
 }
 
 /** A key blob read into a PublicKey; a type we cannot verify (DSA, certificates …) is refused by name. */
@@ -100,9 +101,9 @@ function verifierFor(type: string, r: WireReader): Verify {
 }
 
 /** A KeyObject from JWK; node:crypto's complaint (a point off the curve …) is the blob's fault. */
-function keyFromJwk(jwk: crypto.JsonWebKey): crypto.KeyObject {
+function keyFromJwk(jwk: JsonWebKey): KeyObject {
   try {
-    return crypto.createPublicKey({ key: jwk, format: 'jwk' });
+    return crypto().createPublicKey({ key: jwk, format: 'jwk' });
   } catch (err) {
     throw new SignatureError(`malformed public key: ${(err as Error).message}`, { cause: err });
   }
@@ -119,7 +120,7 @@ function readSignature(signature: Buffer, allowed: readonly string[]): { type: s
 function ed25519Verifier(pk: Buffer, r: WireReader): Verify & { raw: (data: Uint8Array, sig: Buffer) => boolean } {
   if (pk.length !== 32) r.fail(`an ed25519 key of ${pk.length} bytes`);
   const key = keyFromJwk({ kty: 'OKP', crv: 'Ed25519', x: pk.toString('base64url') });
-  const raw = (data: Uint8Array, sig: Buffer) => sig.length === 64 && crypto.verify(null, data, key, sig);
+  const raw = (data: Uint8Array, sig: Buffer) => sig.length === 64 && crypto().verify(null, data, key, sig);
   const verify = (data: Uint8Array, signature: Buffer) => {
     const s = readSignature(signature, ['ssh-ed25519']);
     s.r.done();
@@ -141,7 +142,7 @@ function rsaVerifier(r: WireReader): Verify {
     s.r.done();
     if (s.sig.length > n.length) return false;
     // OpenSSH accepts a signature shorter than the modulus (leading zeros dropped); OpenSSL does not.
-    return crypto.verify(hashes[s.type]!, data, { key, padding: crypto.constants.RSA_PKCS1_PADDING }, leftPad(s.sig, n.length));
+    return crypto().verify(hashes[s.type]!, data, { key, padding: crypto().constants.RSA_PKCS1_PADDING }, leftPad(s.sig, n.length));
   };
 }
 
@@ -149,7 +150,7 @@ function ecdsaVerifier(type: string, r: WireReader): Verify & { raw: (data: Uint
   const curve: Curve = curveNamed(r.text());
   if (`ecdsa-sha2-${curve.name}` !== type) r.fail(`${type} key on curve ${curve.name}`);
   const key = keyFromJwk(pointToJwk(curve, r.string()));
-  const raw = (data: Uint8Array, body: Buffer) => crypto.verify(curve.hash, data, { key, dsaEncoding: 'ieee-p1363' }, sshToP1363(curve, body));
+  const raw = (data: Uint8Array, body: Buffer) => crypto().verify(curve.hash, data, { key, dsaEncoding: 'ieee-p1363' }, sshToP1363(curve, body));
   const verify = (data: Uint8Array, signature: Buffer) => {
     const s = readSignature(signature, [type]);
     s.r.done();
@@ -163,7 +164,7 @@ function ecdsaVerifier(type: string, r: WireReader): Verify & { raw: (data: Uint
  * sha256(data); a signature without the user-presence flag is refused (see SK_USER_PRESENCE).
  */
 function skVerifier(type: string, inner: { raw: (data: Uint8Array, sig: Buffer) => boolean }, application: Buffer): Verify {
-  const appHash = crypto.createHash('sha256').update(application).digest();
+  const appHash = crypto().createHash('sha256').update(application).digest();
   return (data, signature) => {
     const s = readSignature(signature, [type]);
     const flags = s.r.u8();
@@ -173,7 +174,7 @@ function skVerifier(type: string, inner: { raw: (data: Uint8Array, sig: Buffer) 
     const tail = Buffer.alloc(5);
     tail.writeUInt8(flags, 0);
     tail.writeUInt32BE(counter, 1);
-    const signed = Buffer.concat([appHash, tail, crypto.createHash('sha256').update(data).digest()]);
+    const signed = Buffer.concat([appHash, tail, crypto().createHash('sha256').update(data).digest()]);
     return inner.raw(signed, s.sig);
   };
 }

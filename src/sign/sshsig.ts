@@ -3,8 +3,8 @@
  * for it, and the armored text `ssh-keygen -Y sign` writes. fspl signs and verifies in namespace
  * `fspl`, so that no signature made for git, e-mail or files can be replayed as a packet's.
  */
-import crypto from 'node:crypto';
 import { SignatureError } from '../base/errors.js';
+import { crypto } from './node-crypto.js';
 import { type PublicKey, parsePublicKeyBlob } from './public-key.js';
 import { WireReader, wireConcat, wireString, wireU32 } from './wire.js';
 
@@ -67,7 +67,7 @@ export function encodeSshSig(publicKeyBlob: Buffer, namespace: string, hashAlgor
 
 /** The exact bytes a key signs for an SSHSIG over `message`. */
 export function toSign(namespace: string, hashAlgorithm: HashAlgorithm, message: Uint8Array): Buffer {
-  const digest = crypto.createHash(hashAlgorithm).update(message).digest();
+  const digest = crypto().createHash(hashAlgorithm).update(message).digest();
   return wireConcat(MAGIC, wireString(namespace), wireString(''), wireString(hashAlgorithm), wireString(digest));
 }
 
