@@ -25,6 +25,7 @@ afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 /** What each example must print, in page order. */
 const expected: Array<(out: string) => void> = [
   (out) => expect(out).toBe("1n Command [ '--verbose' ] [ 'HOST=web1' ]\n2n NOP\n"),
+  (out) => expect(out).toBe('2n packet 2 refused: not signed\n1n alice@example\ntrue ERR_SIGNATURE\n'),
   (out) => expect(out).toBe('true true streamed payload\ntrue ERR_BAD_PACKET\n'),
   (out) => expect(out).toBe('7n true\n'),
   (out) => expect(out).toBe('1n alpha alpha\n2n beta beta\n3n gamma gamma\n2 beta true\nnext to process: 1n\n'),
