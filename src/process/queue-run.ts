@@ -226,7 +226,13 @@ export class QueueRun {
   /** Move a job its signature does not let in to refused/ (Queue.refuse): never run, its number still waited for. */
   private refuse(entry: JobEntry, why: string): void {
     const { seq } = entry.header;
-    if (this.queue.refuse(entry.filename, why)) this.ctx.log.warn('process', `${why}; moved to ${this.queue.dir}/refused/`);
+    try {
+      if (this.queue.refuse(entry.filename, why)) this.ctx.log.warn('process', `${why}; moved to ${this.queue.dir}/refused/`);
+    } catch (err) {
+      // Not ours to move (a sticky jobs/, a read-only refused/): it is still never run, and is
+      // refused again by every scan that finds it; the run goes on.
+      this.ctx.log.warn('process', `${why}; left in jobs/ (${describeSystemError(err)})`);
+    }
     this.known.delete(entry.filename);
     if (this.pass?.bySeq?.get(seq) === entry) this.pass.bySeq.delete(seq);
     this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });

@@ -1,9 +1,10 @@
 /**
  * Judging a packet's signature before it runs or is stored, for a queue, a stdin-process or a
- * receiver with allowed signers: its header as read now, from the descriptor that will feed the command (not the
- * scan's copy, which its writer may have changed since), then its payload whole. Nothing of a
- * packet that fails reaches its command, and it never takes its number: a queue moves it to
- * refused/ (process/queue-run.ts), a receiver too, stdin-process and queue-write refuse it.
+ * receiver with allowed signers: its header as read now, from the descriptor that will feed the
+ * command (not the scan's copy, which its writer may have changed since), then its payload whole.
+ * Nothing of a packet that fails reaches its command, and it never takes its number: a queue
+ * moves it to refused/ (process/queue-run.ts), a receiver too; stdin-process and queue-write
+ * refuse it.
  */
 import { SignatureError } from '../base/errors.js';
 import type { PacketHeader } from '../packet/types.js';
