@@ -221,7 +221,7 @@ const handlers: Handlers = {
       json(),
       import('./status-text.js'),
     ]);
-    const status = await queueStatus(scannedQueue(inv, log));
+    const status = await queueStatus(scannedQueue(inv, log).withAllowedSigners(await allowedSignersArg(inv)));
     writeOut(flag(inv, 'json') ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
     return status.canProgress ? 0 : 3;
   },

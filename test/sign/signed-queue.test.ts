@@ -176,6 +176,12 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     // queue-status names them.
     const st = fspl(['queue-status', '-q', Q.q]);
     expect(st.stdout.toString()).toMatch(/^refused: +6 \(in refused\/, never run\)$/m);
+    // With the signers, queue-status names a forgery waiting in jobs/ before any run sees it.
+    Q.plant(forgeries[0]![1]);
+    const judged = fspl(['queue-status', '-q', Q.q, '--allowed-signers', signers]);
+    expect(judged.stdout.toString()).toMatch(/^signed: +1 \(1 would be refused\)$/m);
+    expect(judged.stdout.toString()).toMatch(/^would refuse fspl-.*\.fspl: packet 2 refused: not signed$/m);
+    expect(JSON.parse(fspl(['queue-status', '-q', Q.q, '--allowed-signers', signers, '--json']).stdout.toString()).unsigned).toHaveLength(1);
     // The real packet arrives: 2 then 3 run, in order, and never the forgeries.
     Q.write(real2);
     const r2 = Q.run();
