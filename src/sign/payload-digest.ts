@@ -14,6 +14,11 @@ import { openSpoolSync } from '../sys/spool.js';
 import { crypto } from './node-crypto.js';
 
 const CHUNK = 1 << 20;
+/** SHA-512 of no bytes. */
+const EMPTY_SHA512 = Buffer.from(
+  'cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e',
+  'hex',
+);
 let shared: Buffer | undefined;
 
 /** Where a checked payload is: the descriptor to give the job, from `offset`; close() frees a spool. */
@@ -41,6 +46,11 @@ export function checkPayloadFileSync(fd: number, offset: number, header: PacketH
   const st = fs.fstatSync(fd);
   const size = st.size - offset;
   if (BigInt(size) !== seal.length) throw new SignatureError(`payload is ${size} bytes, signed as ${seal.length}`);
+  // Nothing to copy or hash (prepare without -i, NOP and Fail packets): the digest of no bytes.
+  if (size === 0) {
+    if (!EMPTY_SHA512.equals(signature.sha512)) throw new SignatureError('payload does not match its signature');
+    return { fd, offset, spooled: false };
+  }
   const copy = onlyOurs(st) ? undefined : openSpoolSync();
   try {
     const hash = crypto().createHash('sha512');

@@ -42,22 +42,25 @@ export function parsePublicKeyBlob(blob: Uint8Array, comment?: string): PublicKe
   const r = new WireReader(own, 'public key');
   const type = r.text();
   const id = own.toString('base64');
-  let verify = verifiers.get(id);
-  if (!verify) {
-    verify = verifierFor(type, r);
+  let known = verifiers.get(id);
+  if (!known) {
+    known = { verify: verifierFor(type, r), fingerprint: fingerprintOf(own) };
     r.done();
-    remember(id, verify);
+    remember(id, known);
   }
-  return { type, blob: own, fingerprint: fingerprintOf(own), ...(comment ? { comment } : {}), verify };
+  return { type, blob: own, fingerprint: known.fingerprint, ...(comment ? { comment } : {}), verify: known.verify };
 }
 
-/** Verifiers of the keys seen last: a queue checks many packets by few keys, and a P-521 key takes 2 ms to import. */
-const verifiers = new Map<string, Verify>();
+/**
+ * Verifiers and fingerprints of the keys seen last: a queue checks many packets by few keys, a
+ * P-521 key takes 2 ms to import, and a fingerprint is a SHA-256 (a tenth of a signed job's cost).
+ */
+const verifiers = new Map<string, { verify: Verify; fingerprint: string }>();
 const KEPT_VERIFIERS = 64;
 
-function remember(id: string, verify: Verify): void {
+function remember(id: string, known: { verify: Verify; fingerprint: string }): void {
   if (verifiers.size >= KEPT_VERIFIERS) verifiers.delete(verifiers.keys().next().value!);
-  verifiers.set(id, verify);
+  verifiers.set(id, known);
 }
 
 /** A public key line (`ssh-ed25519 AAAA… comment`), as in a `.pub` file. */
