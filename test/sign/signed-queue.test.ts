@@ -11,6 +11,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeHeader, encodeHeader, signedMessage } from '../../src/packet/codec.js';
 import { describeIfPresent } from '../gate.js';
@@ -315,5 +316,22 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     Q.write(prepare(seq, 'after the nop', ['--sign', alice]));
     expect(Q.run().code).toBe(0);
     expect(Q.runs()).toBe('2 alice@example after the nop\n');
+  });
+
+  it('through a decoder: the decoded packet is judged whole before the command starts; a forgery goes to refused/ as stored', () => {
+    const Q = setupQueue('gzipped');
+    const seq = path.join(dir, 'gz.seq');
+    const gz = (packet: Buffer) => zlib.gzipSync(packet);
+    Q.plant(gz(prepare(seq, 'one', ['--sign', alice])));
+    const attacker = path.join(dir, 'gz-attacker.seq');
+    fs.writeFileSync(attacker, '2\n');
+    Q.plant(gz(prepare(attacker, 'PWNED', ['--sign', mallory])));
+    const r = Q.run(['-d', 'zcat']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(Q.runs()).toBe('1 alice@example one\n');
+    expect(r.stderr).toMatch(/packet 2 refused: .*not in/);
+    const kept = Q.refused().filter((n) => !n.endsWith('.why'));
+    expect(kept).toHaveLength(1);
+    expect(fs.readFileSync(path.join(Q.q, 'refused', kept[0]!)).subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b])); // as it was stored
   });
 });
