@@ -29,7 +29,8 @@ import type { IndexedToken, TokenContent } from '../place/token.js';
 /**
  * Judge the tokens a scan of a signed place has just indexed; the refused ones are set aside and
  * forgotten by the index. Returns the tokens let in. A token that can't be judged or moved now
- * (gone meanwhile, the set-aside queue busy) is forgotten too: the next scan finds it again.
+ * (gone meanwhile, the set-aside queue busy or its disk full) is forgotten too: the next scan
+ * finds it again.
  */
 export async function judgeFresh(
   net: NetModel,
@@ -54,6 +55,7 @@ export async function judgeFresh(
     } catch (err) {
       log.debug('net', () => `Cannot judge token ${t.filename} of place ${p.name} now: ${(err as Error).message}`);
       p.forget(t.filename);
+      lookAgainSoon(p);
       continue;
     }
     if (verdict.ok) {
@@ -66,11 +68,22 @@ export async function judgeFresh(
       refused++;
       log.warn('net', `Place ${p.name}: ${verdict.why}; set aside (#${asideSeq} in ${setAsidePlace(net).spec.dir})`);
     } catch (err) {
-      if (!(err instanceof LockedError)) throw err;
-      log.info('net', `Place ${p.name}: ${verdict.why}; the set-aside queue is busy, it will be set aside at the next look`);
+      // Left in its place, unindexed: the next look at the place judges it again and tries anew.
+      const busy = err instanceof LockedError ? 'the set-aside queue is busy' : `it could not be set aside (${(err as Error).message})`;
+      log.warn('net', `Place ${p.name}: ${verdict.why}; ${busy}: it will be set aside at the next look`);
+      lookAgainSoon(p);
     }
   }
   return { admitted, refused };
+}
+
+/**
+ * A token left in its place unindexed: its directory may not change again (the safety look
+ * compares the directory alone), so it is marked to be read again in a while, not at once (a
+ * full disk would make that a busy loop); the run's next wake reads it.
+ */
+function lookAgainSoon(p: Place): void {
+  setTimeout(() => p.markDirty(), 1000).unref();
 }
 
 /** Copy a refused token into the set-aside queue with why, then remove it from its place. Its number there. */

@@ -12,9 +12,11 @@ import { expect, test } from 'vitest';
 import { hostView } from '../../../src/net/model/hosts.js';
 import { parseNetText } from '../../../src/net/model/netfile.js';
 import { checkShape } from '../../../src/net/model/schema.js';
+import { Place } from '../../../src/net/place/place.js';
 import { placeSigners, sha512OfPayload, signingChecks, signTokenHeader } from '../../../src/net/place/signatures.js';
 import { makeHeader } from '../../../src/packet/prepare.js';
 import { sealOf } from '../../../src/packet/seal.js';
+import { readHeaderFileSync } from '../../../src/queue/job-headers.js';
 import { judgeSignedHeader } from '../../../src/sign/judge.js';
 import { describeIfPresent } from '../../gate.js';
 import { onPath, waitFor } from '../../harness/proc.js';
@@ -105,6 +107,35 @@ transitions:
       expect(signingChecks(hostView(net, 'a'))).toEqual([
         { what: `tokens sent to other hosts are signed with ${path.join(dir, 'keys/a')}`, detail: expect.stringMatching(/^SHA256:/) },
       ]);
+    });
+
+    test("an outbox's tokens and its recovery NOPs are signed with its host's key", () => {
+      const dir = netDir();
+      makeKey(path.join(dir, 'keys/a'));
+      const net = parseNetText(
+        'hosts: { a: { key: keys/a }, b: {} }\nplaces:\n  src: { host: a }\n  mid: { host: b, from: a }\ntransitions:\n  ship: { host: a, in: src, out: mid }\n',
+        path.join(dir, 'net.yaml'),
+      );
+      const signers = placeSigners(net, net.places.get('mid')!)!;
+      const spec = hostView(net, 'a').places.get('mid')!;
+      const outbox = new Place(spec, 'sequence');
+      outbox.init();
+      const put = outbox.putNow({ env: [], payload: { data: Buffer.from('x') } });
+      expect(judgeSignedHeader(readHeaderFileSync(outbox.queue.jobPath(put.filename)), signers).signer).toMatchObject({ principal: 'a' });
+      // A writer that died after storing its number: recovery's NOP holds the number, signed too.
+      const writers = outbox.lockWriters();
+      try {
+        const part = outbox.writePart(writers.read(), { env: [], payload: { data: Buffer.from('y') } }, 'test');
+        fs.closeSync(part.fd);
+        writers.write(part.seq + 1n);
+        expect(outbox.repairPart(writers, part.temp, undefined)).toBe('nop');
+      } finally {
+        writers.release();
+      }
+      const headers = fs.readdirSync(outbox.queue.jobsDir).map((n) => readHeaderFileSync(outbox.queue.jobPath(n)));
+      const nop = headers.find((h) => h.cmd.kind === 'NOP')!;
+      expect(nop.seq).toBe(2n);
+      expect(judgeSignedHeader(nop, signers).signer).toMatchObject({ principal: 'a' });
     });
 
     test('net put --sign into a place that requires signatures runs; an unsigned put is set aside by the run, with why', async () => {
