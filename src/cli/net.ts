@@ -69,6 +69,11 @@ const handlers: Handlers = {
       process.stderr.write("fspl net put: reading the token's payload from the terminal; end it with Ctrl-D (or give -i FILE, or pipe it in)\n");
     }
     const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
+    const spec = net.model.places.get(String(a.place));
+    if (a.sign === undefined && (spec?.signers !== undefined || (spec?.from?.length ?? 0) > 0))
+      process.stderr.write(
+        `fspl net put: warning: place ${spec!.name} requires signatures: unsigned (no --sign KEY), this token will be set aside by the run\n`,
+      );
     const opts = { key: a.key, params, sign: a.sign };
     const r = a.wait === false ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
     if (r === 'full') {

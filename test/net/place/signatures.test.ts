@@ -148,7 +148,8 @@ transitions:
       net.init();
       const signed = await runFspl(['net', 'put', file, 'src', '-k', 'good', '--sign', path.join(dir, 'keys/alice')], { input: 'signed\n' });
       expect(signed.stderr).toBe('');
-      await net.put('src', Buffer.from('unsigned\n'), { key: 'bad' });
+      const unsigned = await runFspl(['net', 'put', file, 'src', '-k', 'bad'], { input: 'unsigned\n' });
+      expect(unsigned.stderr).toBe('fspl net put: warning: place src requires signatures: unsigned (no --sign KEY), this token will be set aside by the run\n');
       const bad = await runFspl(['net', 'put', file, 'src', '--sign', path.join(dir, 'nokey')], { input: 'x' });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toMatch(/Cannot sign tokens with .*nokey/);
