@@ -64,6 +64,7 @@ export const NET_COMMANDS = [
     [
       { long: 'key', short: 'k', kind: 'string', describe: 'The correlation key (default: a new UUID)' },
       { long: 'input', short: 'i', kind: 'string', describe: 'Read the payload from this file instead of stdin' },
+      { long: 'sign', kind: 'string', describe: 'Sign the token with this OpenSSH private key (no passphrase), for a place that requires signatures' },
       // yargs reads --no-wait as --wait negated (as --no-progress of run): the option is `wait`.
       { long: 'wait', kind: 'boolean', default: true, describe: 'Wait while the place is full (--no-wait: fail at once, exit 3)' },
     ],

@@ -21,6 +21,12 @@ function table(rows: string[][]): string {
     .join('\n');
 }
 
+/** The NOTE column of a place: its problem or note, and the tokens refused for their signature. */
+function placeNote(p: NetStatusReport['places'][number]): string {
+  const refused = p.refused ? `${p.refused} refused (signature), set aside` : undefined;
+  return [p.problem ?? p.note, refused].filter((x) => x).join('; ');
+}
+
 export function formatNetStatus(r: NetStatusReport): string {
   const out: string[] = [];
   out.push(`net ${r.net}: ${r.state}${r.live ? ` (run pid ${r.pid})` : ' (no run going)'}`);
@@ -29,7 +35,7 @@ export function formatNetStatus(r: NetStatusReport): string {
   out.push('');
   const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
   for (const p of r.places) {
-    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, p.problem ?? p.note ?? '']);
+    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, placeNote(p)]);
   }
   out.push(table(placeRows));
   out.push('');

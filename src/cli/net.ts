@@ -69,7 +69,12 @@ const handlers: Handlers = {
       process.stderr.write("fspl net put: reading the token's payload from the terminal; end it with Ctrl-D (or give -i FILE, or pipe it in)\n");
     }
     const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
-    const opts = { key: a.key, params };
+    const spec = net.model.places.get(String(a.place));
+    if (a.sign === undefined && (spec?.signers !== undefined || (spec?.from?.length ?? 0) > 0))
+      process.stderr.write(
+        `fspl net put: warning: place ${spec!.name} requires signatures: unsigned (no --sign KEY), this token will be set aside by the run\n`,
+      );
+    const opts = { key: a.key, params, sign: a.sign };
     const r = a.wait === false ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
     if (r === 'full') {
       process.stderr.write(`Error: place ${String(a.place)} is full\n`);
@@ -198,6 +203,13 @@ async function check(file: string, host: string | undefined): Promise<number> {
       process.stderr.write(`${where}: ${p.error}\n`);
     } else if (nncp !== undefined) writeOut(`${where}: ok (NNCP knows the node; its handle is checked there by fspl net check --host ${p.host})\n`);
     else writeOut(`${where}: ok (${p.fspl ? `seals checked there by ${p.fspl}` : 'no fspl: there, lengths checked only'})\n`);
+  }
+  for (const c of net.checkSigning(host)) {
+    const where = `${file}: host ${host}: ${c.what}`;
+    if (c.error !== undefined) {
+      failed++;
+      process.stderr.write(`${where}: ${c.error}\n`);
+    } else writeOut(`${where}: ok (${c.detail})\n`);
   }
   for (const r of await net.checkReceiving(host)) {
     const where = `${file}: host ${host} receives ${r.place} from ${r.from} through NNCP`;

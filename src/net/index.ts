@@ -31,6 +31,7 @@ import { type RetryOptions, type RetryResult, retryTokens } from './operate/retr
 import { restoreSetAside, type SetAsideResult, setAside } from './operate/set-aside.js';
 import { findToken, listTokens, type TokenListing, tokenPayload } from './operate/tokens.js';
 import { Place } from './place/place.js';
+import { type SigningCheck, signerOf, signingChecks } from './place/signatures.js';
 import { KEY_VAR } from './place/token.js';
 import { applyPermissions, permissionWarnings } from './run/permissions.js';
 import type { NetRunSummary } from './run/runner.js';
@@ -41,6 +42,8 @@ export interface PutOptions {
   params?: Array<string | Uint8Array>;
   /** Further variables (names without FSPL_SET_). */
   env?: Record<string, string>;
+  /** Sign the token with this OpenSSH private key (no passphrase): for a place that requires signatures. */
+  sign?: string;
 }
 
 export interface PutResult {
@@ -135,6 +138,7 @@ export class Net {
   async tryPut(place: string, payload: Readable | Uint8Array | { path: string } | undefined, options: PutOptions = {}): Promise<PutResult | 'full'> {
     const p = this.place(place);
     if (!p.exists()) throw new NetRequestError(`Place ${place} has no queue at ${p.spec.dir}: run fspl net init first`);
+    if (options.sign !== undefined) p.signKey = signerOf(path.resolve(options.sign)).path; // a key that can't sign is refused before the payload is read
     let spool: string | undefined;
     let source: { path: string } | undefined;
     try {
@@ -197,6 +201,14 @@ export class Net {
         probeOutbox({ place, outbox: view.places.get(place)!.dir, remote, host: hostConfig(this.model, remote.host), signal: options.signal }),
       );
     return Promise.all(probes);
+  }
+
+  /**
+   * On `host`, whether the allowed signers of its signed places can be read and its `key` can sign
+   * what it sends to other hosts (`net check --host`).
+   */
+  checkSigning(host: string): SigningCheck[] {
+    return signingChecks(hostView(this.model, host));
   }
 
   /**

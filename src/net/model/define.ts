@@ -78,7 +78,7 @@ function placesOf(def: NetDefinition, dir: string, problems: ModelProblem[]): Ma
         atKey: true,
         message: `Invalid place name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter`,
       });
-    const { dir: pdir, order, capacity, sink, host, sync } = p ?? {};
+    const { dir: pdir, order, capacity, sink, host, sync, signers, from } = p ?? {};
     places.set(name, {
       name,
       dir: path.resolve(dir, typeof pdir === 'string' ? pdir : path.join('places', name)),
@@ -87,6 +87,8 @@ function placesOf(def: NetDefinition, dir: string, problems: ModelProblem[]): Ma
       sink,
       host,
       sync,
+      ...(typeof signers === 'string' ? { signers: path.resolve(dir, signers) } : {}),
+      ...(from !== undefined ? { from: typeof from === 'string' ? [from] : from } : {}),
     });
   }
   return places;

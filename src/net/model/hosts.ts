@@ -90,8 +90,8 @@ export function hostConfig(net: NetModel, host: string): HostConfig {
  */
 export function hostProblems(net: NetModel): ModelProblem[] {
   const { places, transitions, hosts } = net;
-  if (!isDistributed(net)) return [];
-  const problems: ModelProblem[] = [];
+  const problems: ModelProblem[] = signedPlaceProblems(net);
+  if (!isDistributed(net)) return problems;
   if (hosts !== undefined) {
     for (const [name, value] of Object.entries(hosts)) {
       // As written: a net defined in JavaScript may hold anything here.
@@ -124,7 +124,11 @@ export function hostProblems(net: NetModel): ModelProblem[] {
             });
         } else if (k === 'fspl') {
           if (typeof v !== 'string' || v.length === 0) problems.push({ path: ['hosts', name, 'fspl'], message: 'fspl is the path of fspl on that host' });
-        } else problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl, or nncp)` });
+        } else if (k === 'key') {
+          if (typeof v !== 'string' || v.length === 0)
+            problems.push({ path: ['hosts', name, 'key'], message: "key is the path of the OpenSSH private key this host's run signs its tokens with" });
+        } else
+          problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl, or nncp; and a key)` });
       }
     }
   }
@@ -164,6 +168,47 @@ export function hostProblems(net: NetModel): ModelProblem[] {
         message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host`,
       });
     }
+  }
+  return problems;
+}
+
+/**
+ * What is wrong with the places that require signatures (`signers:`, `from:`): `from` names hosts
+ * that have a `key`; and no transition writes such a place from its own host (its tokens would be
+ * unsigned: only tokens from other hosts or from outside, `net put --sign`, are judged).
+ */
+function signedPlaceProblems(net: NetModel): ModelProblem[] {
+  const problems: ModelProblem[] = [];
+  for (const p of net.places.values()) {
+    const from: unknown = p.from;
+    if (from !== undefined) {
+      const at = ['places', p.name, 'from'];
+      if (!Array.isArray(from) || from.length === 0 || !from.every((h) => typeof h === 'string')) {
+        problems.push({ path: at, message: 'from is the hosts whose key signs the tokens of this place, a name or a list' });
+      } else {
+        for (const h of from as string[]) {
+          const entry: unknown = net.hosts?.[h];
+          if (net.hosts === undefined || !Object.hasOwn(net.hosts, h))
+            problems.push({
+              path: at,
+              message: `from: unknown host ${JSON.stringify(h)}${net.hosts ? ` (hosts: ${Object.keys(net.hosts).join(', ')})` : ' (the net has no hosts: list)'}`,
+            });
+          else if (entry === null || typeof entry !== 'object' || typeof (entry as { key?: unknown }).key !== 'string')
+            problems.push({ path: at, message: `from: host ${h} has no key (hosts: { ${h}: { key: PATH } }): nothing it sends is signed` });
+        }
+      }
+    }
+    const signers: unknown = p.signers;
+    if (signers !== undefined && (typeof signers !== 'string' || signers.length === 0))
+      problems.push({ path: ['places', p.name, 'signers'], message: 'signers is the path of an OpenSSH allowed_signers file' });
+    if (from === undefined && signers === undefined) continue;
+    const own = writersOf(net, p.name).filter((t) => hostOf(t) === hostOf(p));
+    if (own.length > 0)
+      problems.push({
+        path: ['places', p.name],
+        atKey: true,
+        message: `Place ${p.name} requires signatures but transition ${own[0]!.name} on its own host writes it unsigned: only places fed from other hosts or from outside can require them`,
+      });
   }
   return problems;
 }
@@ -242,11 +287,22 @@ export function hostView(net: NetModel, host: string | undefined): NetModel {
   for (const p of net.places.values()) {
     if (hostOf(p) === host) places.set(p.name, p);
     else if ([...transitions.values()].some((t) => t.outputs.includes(p.name) || t.error === p.name)) {
-      const remote: RemotePlace = { host: hostOf(p)!, dir: p.dir, sync: p.sync === true };
+      const remote: RemotePlace = { host: hostOf(p)!, dir: p.dir, sync: p.sync === true, ...signingKeyOf(net, host) };
       places.set(p.name, { ...p, dir: outboxDir(stateDir, p.name), capacity: undefined, remote });
     }
   }
   return { ...net, stateDir, places, transitions };
+}
+
+/** The key a host signs its outgoing tokens with (`hosts: { H: { key } }`, relative to the net file), if it has one. */
+export function hostKeyPath(net: NetModel, host: string): string | undefined {
+  const key: unknown = net.hosts?.[host]?.key;
+  return typeof key === 'string' && key.length > 0 ? path.resolve(net.dir, key) : undefined;
+}
+
+function signingKeyOf(net: NetModel, host: string): { key?: string } {
+  const key = hostKeyPath(net, host);
+  return key === undefined ? {} : { key };
 }
 
 /** Places of one host (for `net init --host`). */

@@ -26,6 +26,10 @@ export interface PlaceSpec {
   sync?: boolean;
   /** Set by hostView on a place of another host: the place is this host's outbox towards it. */
   remote?: RemotePlace;
+  /** Its tokens must be signed by a key of this OpenSSH allowed_signers file (absolute). */
+  signers?: string;
+  /** ...or by the key (`hosts: { H: { key } }`) of one of these hosts (place/signatures.ts). */
+  from?: string[];
 }
 
 /** Where a remote place's tokens wait on this host before they leave. */
@@ -36,6 +40,8 @@ export interface RemotePlace {
   dir: string;
   /** Delivered by a synchronisation tool (sync: true) rather than over ssh. */
   sync: boolean;
+  /** The private key this host signs its tokens for the place with (its `hosts:` entry's `key`, absolute). */
+  key?: string;
 }
 
 /** How to reach a host, as written under `hosts:` (checked by hostProblems). */
@@ -46,6 +52,11 @@ export interface HostDefinition {
   fspl?: string;
   /** Reached through NNCP instead of ssh (src/send/nncp-send.ts). */
   nncp?: NncpHostDefinition;
+  /**
+   * The OpenSSH private key (no passphrase) the run on this host signs the tokens it sends to
+   * other hosts with; its public half (PATH.pub, or the key file) is what `from: [HOST]` trusts.
+   */
+  key?: string;
 }
 
 /** `hosts: { b: { nncp: { node, cfg, handle, from } } }`. */
@@ -216,7 +227,20 @@ export interface NetDefinition {
   /** Directory for relative paths and the default place directories. */
   dir: string;
   state?: string;
-  places: Record<string, { dir?: string; order?: PlaceOrder; capacity?: number; sink?: boolean; host?: string; sync?: boolean; [k: string]: unknown }>;
+  places: Record<
+    string,
+    {
+      dir?: string;
+      order?: PlaceOrder;
+      capacity?: number;
+      sink?: boolean;
+      host?: string;
+      sync?: boolean;
+      signers?: string;
+      from?: string | string[];
+      [k: string]: unknown;
+    }
+  >;
   transitions: Record<string, TransitionDefinition>;
   hosts?: Record<string, HostDefinition | null | undefined>;
 }

@@ -22,6 +22,9 @@ const placeSchema = z
     // Read by the distributed layer.
     host: name.optional(),
     sync: z.boolean().optional(),
+    // Signed places (hosts.ts, place/signatures.ts): an allowed_signers file, and/or hosts whose key signs.
+    signers: z.string().min(1).optional(),
+    from: z.union([name, z.array(name).min(1)]).optional(),
   })
   .strict();
 

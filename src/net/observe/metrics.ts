@@ -57,6 +57,12 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
     { name: 'fspl_net_place_capacity', help: 'Capacity of the place (places with one)', type: 'gauge', samples: perPlace((p) => p.capacity) },
     { name: 'fspl_net_place_fill_ratio', help: 'Tokens divided by capacity (places with one)', type: 'gauge', samples: perPlace((p) => p.fill) },
     { name: 'fspl_net_place_stuck_tokens', help: 'Tokens in the place that cannot fire', type: 'gauge', samples: perPlace((p) => p.stuck) },
+    {
+      name: 'fspl_net_refused_tokens_total',
+      help: 'Tokens of a place that requires signatures refused and set aside (still in the set-aside queue: net retry --set-aside takes them out)',
+      type: 'counter',
+      samples: perPlace((p) => p.refused),
+    },
     { name: 'fspl_net_transition_running', help: 'Firings running now', type: 'gauge', samples: perTransition((t) => t.running) },
     {
       name: 'fspl_net_transition_fired_total',

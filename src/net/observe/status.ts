@@ -9,8 +9,10 @@ import { SeqFile } from '../../sys/seqfile.js';
 import type { IoErrorCount, PlaceFault } from '../commit/io-faults.js';
 import type { SenderState } from '../hosts/outbox-sender.js';
 import { effectiveOrder, isRead, type NetModel, readersOf, writersOf } from '../model/model.js';
+import { refusedCounts } from '../operate/aside-queue.js';
 import { type PauseRecord, pauseText, readPauses } from '../operate/pause.js';
 import { Place } from '../place/place.js';
+import { isSignedPlace } from '../place/signatures.js';
 import { describeLeftovers, type Leftover } from '../run/leftovers.js';
 import { type LiveState, readLiveState } from '../run/live.js';
 import { isFailing, type LastFailure } from '../run/monitor.js';
@@ -86,6 +88,8 @@ export interface PlaceStatus {
   fedBy?: FeedStatus;
   /** What the NOTE column says of an outbox or a fed place (net status --host). */
   note?: string;
+  /** For a place that requires signatures: its tokens refused and set aside (still in the set-aside queue). */
+  refused?: number;
 }
 
 export interface TransitionStatus {
@@ -173,6 +177,7 @@ interface PlacesRead {
 async function readPlaces(net: NetModel, now: number): Promise<PlacesRead> {
   const read: PlacesRead = { rows: [], places: new Map(), next: new Map() };
   const errorPlaces = new Set([...net.transitions.values()].map((t) => t.error).filter((e): e is string => !!e));
+  const refused = [...net.places.values()].some(isSignedPlace) ? refusedCounts(net) : undefined;
   for (const spec of net.places.values()) {
     const p = new Place(spec, effectiveOrder(net, spec.name));
     read.places.set(spec.name, p);
@@ -200,6 +205,7 @@ async function readPlaces(net: NetModel, now: number): Promise<PlacesRead> {
       }
     } else st.problem = `no queue at ${spec.dir} (run fspl net init)`;
     if (spec.capacity !== undefined) st.fill = st.tokens / spec.capacity;
+    if (refused && isSignedPlace(spec)) st.refused = refused.get(spec.name) ?? 0;
     read.rows.push(st);
   }
   return read;

@@ -38,3 +38,30 @@ export function settleNopPart(p: Place, part: string): void {
   if (p.holds(seq)) unlinkQuietly(part);
   else publishDurably(part, p.queue.jobPath(numberedName(seq)));
 }
+
+/** SET_ASIDE_BY of the tokens a run refused for their signature (run/refuse.ts). */
+export const REFUSED_BY = 'signature check';
+
+/**
+ * Tokens refused for their signature and set aside, by the place they were taken from (those
+ * still in the set-aside queue: `net retry --set-aside` takes them out). Empty when there is no
+ * set-aside queue.
+ */
+export function refusedCounts(net: NetModel): Map<string, number> {
+  const counts = new Map<string, number>();
+  const aside = setAsidePlace(net);
+  if (!aside.exists()) return counts;
+  aside.queue.forEachJobFile((name) => {
+    let header: ReturnType<typeof readHeaderFileSync>;
+    try {
+      header = readHeaderFileSync(aside.queue.jobPath(name));
+    } catch {
+      return; // gone meanwhile, or not a packet
+    }
+    if (header.cmd.kind !== 'Command') return;
+    const vars = new Map(header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
+    const place = vars.get('SET_ASIDE_PLACE');
+    if (place !== undefined && vars.get('SET_ASIDE_BY') === REFUSED_BY) counts.set(place, (counts.get(place) ?? 0) + 1);
+  });
+  return counts;
+}

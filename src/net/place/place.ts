@@ -32,7 +32,8 @@ import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync }
 import { SeqFile } from '../../sys/seqfile.js';
 import { CREATE_NEW, openExisting } from '../../sys/untrusted.js';
 import type { PlaceOrder, PlaceSpec } from '../model/model.js';
-import { copyPayloads, sealOfPayload } from './payload.js';
+import { copyPayloads } from './payload.js';
+import { sealAndSign } from './signatures.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
 
@@ -53,6 +54,8 @@ export class Place extends TokenIndex {
   readonly queue: Queue;
   readonly order: PlaceOrder;
   readonly sendseqPath: string;
+  /** Sign what is put here with this key (`net put --sign`), as an outbox signs with its host's. */
+  signKey: string | undefined;
 
   constructor(spec: PlaceSpec, order: PlaceOrder) {
     super();
@@ -147,9 +150,10 @@ export class Place extends TokenIndex {
         ? makeHeader({ seq, cmd: { kind: 'NOP' } })
         : makeHeader({ seq, cmd: { kind: 'Command', params: content.params ?? [], env: content.env ?? [] } });
     // Tokens bound for another host (an outbox) are sealed: their length and CRC-32 go in the
-    // header, so that a transfer cut or damaged on the way is refused, never committed.
-    if (this.spec.remote !== undefined) header.seal = sealOfPayload(content.payload);
-    return { seq, temp, final, header };
+    // header, so that a transfer cut or damaged on the way is refused, never committed; and
+    // signed with this host's key, if it has one (signatures.ts), or with `net put --sign`'s.
+    const sealed = this.spec.remote !== undefined || this.signKey !== undefined;
+    return { seq, temp, final, header: sealed ? sealAndSign(header, content.payload, this.signKey ?? this.spec.remote?.key) : header };
   }
 
   /**
@@ -271,7 +275,8 @@ export class Place extends TokenIndex {
       const temp = this.queue.jobPath(`net-nop-${id}.part`);
       const fd = fs.openSync(temp, PART_FLAGS, 0o644); // a new name: never a link planted in jobs/
       try {
-        writePacketSync(fd, makeHeader({ seq: header.seq, cmd: { kind: 'NOP' } }));
+        const nop = makeHeader({ seq: header.seq, cmd: { kind: 'NOP' } });
+        writePacketSync(fd, this.spec.remote !== undefined ? sealAndSign(nop, undefined, this.spec.remote.key) : nop);
         fsyncSync(fd);
       } catch (err) {
         // A full disk: the part stays, holding its number, for the caller to try again.

@@ -8,15 +8,18 @@ import { LockedError, NetError } from '../../base/errors.js';
 import type { Logger } from '../../base/log.js';
 import type { PacketHeader } from '../../packet/index.js';
 import { DirWatchSet } from '../../queue/watch-set.js';
+import type { AllowedSigners } from '../../sign/allowed-signers.js';
 import type { SeqFile } from '../../sys/seqfile.js';
 import type { StagedOutput } from '../commit/journal.js';
 import { effectiveOrder, isMerge, type NetModel, readersOf, type TransitionSpec } from '../model/model.js';
 import { Place } from '../place/place.js';
+import { placeSigners, signerOf } from '../place/signatures.js';
 import type { IndexedToken, Token } from '../place/token.js';
 import { INDEX_WINDOW } from '../place/token-index.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
 import { lookaheadOf } from '../plan/marking.js';
 import type { PlaceState } from '../plan/scheduler.js';
+import { judgeFresh } from './refuse.js';
 
 /** How often each place is looked at (one stat) in case a file event was lost, in seconds. */
 const SAFETY_SECONDS = 5;
@@ -55,8 +58,12 @@ export class RunPlaces {
   private readonly pollInterval: number | undefined;
   /** Told of every change to what the scheduler sees of an indexed place (its tokens, claims, count). */
   private readonly changed: (place: string) => void;
+  /** The signers of the signed places this run scans (refuse.ts judges their new tokens). */
+  private readonly signers = new Map<string, AllowedSigners>();
+  private readonly net: NetModel;
 
   constructor(net: NetModel, transitions: TransitionSpec[], opts: { indexWindow?: number; pollInterval?: number; changed?: (place: string) => void }) {
+    this.net = net;
     this.transitions = transitions;
     this.pollInterval = opts.pollInterval;
     this.changed = opts.changed ?? (() => {});
@@ -67,12 +74,15 @@ export class RunPlaces {
     }
     for (const p of net.places.values()) if (p.capacity !== undefined) this.indexed.add(p.name);
     for (const spec of net.places.values()) {
+      if (spec.remote?.key !== undefined) signerOf(spec.remote.key); // the key read (and refused, if it can't sign) before anything runs
       const p = new Place(spec, effectiveOrder(net, spec.name));
       this.byName.set(spec.name, p);
       const claimed = new Set<string>();
       this.claimed.set(spec.name, claimed);
       this.isClaimed.set(spec.name, (t) => claimed.has(t.filename));
       if (!this.indexed.has(spec.name)) continue;
+      const signers = placeSigners(net, spec); // read once: a NetError of one line stops the run here
+      if (signers) this.signers.set(spec.name, signers);
       this.stale.add(p); // never scanned yet
       p.onStale = () => this.stale.add(p);
     }
@@ -212,7 +222,13 @@ export class RunPlaces {
       const before = p.tokens;
       const count = p.count;
       try {
-        const fresh = await p.refresh(now, p.order === 'sequence' ? this.next.get(p.name) : undefined);
+        let fresh = await p.refresh(now, p.order === 'sequence' ? this.next.get(p.name) : undefined);
+        const signers = this.signers.get(p.name);
+        if (signers && fresh.length > 0) {
+          // Judged before the scheduler sees them: a refused token is set aside, never fired.
+          const judged = await judgeFresh(this.net, p, fresh, signers, log);
+          fresh = judged.admitted;
+        }
         for (const t of fresh) log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
         if (this.joins.reads(p.name)) this.joined(p, before.values(), fresh);
         // The same tokens (none new, none gone) and the same count: nothing the scheduler sees has changed.

@@ -30,7 +30,7 @@ transitions:
   s: { host: b, in: w, out: w }
 `),
     ).toEqual([
-      '1: unknown key "color" (a host has ssh and fspl, or nncp)',
+      '1: unknown key "color" (a host has ssh and fspl, or nncp; and a key)',
       '4: Place y has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)',
       '5: Unknown host "c" (hosts: a, b)',
       '6: Place w is written from hosts a and b: its sequence numbers have one owner, so its writers must be on one host',

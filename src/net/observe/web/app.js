@@ -147,11 +147,16 @@ function update(r) {
   places.textContent = '';
   for (const p of r.places) {
     // note: what crosses hosts (an outbox and how its deliveries go, or who feeds the place).
-    const note = p.problem || p.note || '';
+    // and, in a place that requires signatures, the tokens refused and set aside.
+    const refused = p.refused ? `${p.refused} refused (signature), set aside` : '';
+    const note = [p.problem || p.note, refused].filter((x) => x).join('; ');
     const sender = p.outbox?.sender;
     const outboxAlarm = !!sender && (!!sender.stopped || (!!sender.failing && r.live));
     places.appendChild(
-      row([p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note], p.stuck > 0 || !!p.problem || outboxAlarm),
+      row(
+        [p.name, p.role, num(p.tokens), num(age(p.oldestAgeMs)), num(p.capacity ?? '–'), num(p.stuck), note],
+        p.stuck > 0 || !!p.problem || outboxAlarm || !!p.refused,
+      ),
     );
     const g = nodeOf('place', p.name);
     if (!g) continue;

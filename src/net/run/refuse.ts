@@ -1,0 +1,107 @@
+/**
+ * Tokens of a signed place (place/signatures.ts) judged before any transition may take them: as a
+ * scan first indexes them, each is opened, its header's signature checked against the place's
+ * signers and its payload against the signed SHA-512 (sign/judge.ts). A refused token is set
+ * aside into STATE/set-aside (the queue `net set-aside` fills, operate/set-aside.ts) with the
+ * reason, never fired and never lost, and leaves its place without taking its number: unlike an
+ * operator's set-aside, no NOP stands for it, so a sequence place still waits for the real token
+ * of that number (a forgery can't make it skip one).
+ *
+ * The move: the copy written into the set-aside queue (durably, as `net put` writes), then the
+ * token removed from jobs/ (fsynced). Killed between the two, the token is judged again by the
+ * next run and set aside once more: a second copy in the set-aside queue at worst, never a loss.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LockedError } from '../../base/errors.js';
+import type { Logger } from '../../base/log.js';
+import type { PacketHeader } from '../../packet/index.js';
+import type { AllowedSigners } from '../../sign/allowed-signers.js';
+import { judgeSignedFile } from '../../sign/judge.js';
+import { fsyncDir } from '../../sys/durable.js';
+import { closeQuietly } from '../../sys/io.js';
+import type { NetModel } from '../model/model.js';
+import { REFUSED_BY, setAsidePlace } from '../operate/aside-queue.js';
+import type { Place } from '../place/place.js';
+import type { IndexedToken, TokenContent } from '../place/token.js';
+
+/**
+ * Judge the tokens a scan of a signed place has just indexed; the refused ones are set aside and
+ * forgotten by the index. Returns the tokens let in. A token that can't be judged or moved now
+ * (gone meanwhile, the set-aside queue busy or its disk full) is forgotten too: the next scan
+ * finds it again.
+ */
+export async function judgeFresh(
+  net: NetModel,
+  p: Place,
+  fresh: readonly IndexedToken[],
+  signers: AllowedSigners,
+  log: Logger,
+): Promise<{ admitted: IndexedToken[]; refused: number }> {
+  const admitted: IndexedToken[] = [];
+  let refused = 0;
+  for (const t of fresh) {
+    let verdict: { ok: true } | { ok: false; why: string; header: PacketHeader };
+    try {
+      const opened = await p.queue.openPlainJob(t.filename);
+      try {
+        const v = judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, signers, t.seq);
+        if (v.kind === 'signed' && v.payload.spooled) closeQuietly(v.payload.fd);
+        verdict = v.kind === 'signed' ? { ok: true } : { ok: false, why: v.why, header: opened.header };
+      } finally {
+        opened.close();
+      }
+    } catch (err) {
+      log.debug('net', () => `Cannot judge token ${t.filename} of place ${p.name} now: ${(err as Error).message}`);
+      p.forget(t.filename);
+      lookAgainSoon(p);
+      continue;
+    }
+    if (verdict.ok) {
+      admitted.push(t);
+      continue;
+    }
+    p.forget(t.filename);
+    try {
+      const asideSeq = setAsideRefused(net, p, t.filename, verdict.header, verdict.why);
+      refused++;
+      log.warn('net', `Place ${p.name}: ${verdict.why}; set aside (#${asideSeq} in ${setAsidePlace(net).spec.dir})`);
+    } catch (err) {
+      // Left in its place, unindexed: the next look at the place judges it again and tries anew.
+      const busy = err instanceof LockedError ? 'the set-aside queue is busy' : `it could not be set aside (${(err as Error).message})`;
+      log.warn('net', `Place ${p.name}: ${verdict.why}; ${busy}: it will be set aside at the next look`);
+      lookAgainSoon(p);
+    }
+  }
+  return { admitted, refused };
+}
+
+/**
+ * A token left in its place unindexed: its directory may not change again (the safety look
+ * compares the directory alone), so it is marked to be read again in a while, not at once (a
+ * full disk would make that a busy loop); the run's next wake reads it.
+ */
+function lookAgainSoon(p: Place): void {
+  setTimeout(() => p.markDirty(), 1000).unref();
+}
+
+/** Copy a refused token into the set-aside queue with why, then remove it from its place. Its number there. */
+function setAsideRefused(net: NetModel, p: Place, filename: string, header: PacketHeader, why: string): bigint {
+  const aside = setAsidePlace(net);
+  aside.init();
+  const file = p.queue.jobPath(filename);
+  const env: Array<[Uint8Array, Uint8Array]> =
+    header.cmd.kind === 'Command' ? header.cmd.env.filter(([k]) => !Buffer.from(k).toString().startsWith('SET_ASIDE_')) : [];
+  const extra = { PLACE: p.name, SEQ: String(header.seq), REASON: why, BY: REFUSED_BY, AT: new Date().toISOString(), FILE: filename, HOST: os.hostname() };
+  for (const [k, v] of Object.entries(extra)) env.push([Buffer.from(`SET_ASIDE_${k}`), Buffer.from(v)]);
+  const content: TokenContent = { env, params: header.cmd.kind === 'Command' ? header.cmd.params : [], payload: { tokens: [file] } };
+  const { seq } = aside.putNow(content);
+  try {
+    fs.unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  fsyncDir(path.dirname(file));
+  return seq;
+}
