@@ -92,46 +92,7 @@ export function hostProblems(net: NetModel): ModelProblem[] {
   const { places, transitions, hosts } = net;
   const problems: ModelProblem[] = signedPlaceProblems(net);
   if (!isDistributed(net)) return problems;
-  if (hosts !== undefined) {
-    for (const [name, value] of Object.entries(hosts)) {
-      // As written: a net defined in JavaScript may hold anything here.
-      const h: unknown = value;
-      if (!NAME_RE.test(name))
-        problems.push({
-          path: ['hosts', name],
-          atKey: true,
-          message: `Invalid host name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter`,
-        });
-      if (h === null || h === undefined) continue;
-      if (typeof h !== 'object' || Array.isArray(h)) {
-        problems.push({ path: ['hosts', name], message: 'A host is a map: { ssh: [COMMAND..., DESTINATION], fspl: PATH } or { nncp: { node: NODE } }' });
-        continue;
-      }
-      if ('nncp' in h && ('ssh' in h || 'fspl' in h))
-        problems.push({
-          path: ['hosts', name, 'nncp'],
-          atKey: true,
-          message: 'A host is reached over ssh or through NNCP, not both: give ssh (and fspl) or nncp',
-        });
-      for (const [k, v] of Object.entries(h)) {
-        if (k === 'nncp') problems.push(...nncpProblems(name, v));
-        else if (k === 'ssh') {
-          const ok = (typeof v === 'string' && v.length > 0) || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0));
-          if (!ok)
-            problems.push({
-              path: ['hosts', name, 'ssh'],
-              message: 'ssh is a destination (a word) or the whole command as a list: [ssh, -F, CONFIG, DESTINATION]',
-            });
-        } else if (k === 'fspl') {
-          if (typeof v !== 'string' || v.length === 0) problems.push({ path: ['hosts', name, 'fspl'], message: 'fspl is the path of fspl on that host' });
-        } else if (k === 'key') {
-          if (typeof v !== 'string' || v.length === 0)
-            problems.push({ path: ['hosts', name, 'key'], message: "key is the path of the OpenSSH private key this host's run signs its tokens with" });
-        } else
-          problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl, or nncp; and a key)` });
-      }
-    }
-  }
+  if (hosts !== undefined) for (const [name, value] of Object.entries(hosts)) problems.push(...hostEntryProblems(name, value));
   const known = (where: Array<string | number>, host: string | undefined, what: string) => {
     if (host === undefined)
       problems.push({
@@ -168,6 +129,48 @@ export function hostProblems(net: NetModel): ModelProblem[] {
         message: `Place ${p.name} is written from hosts ${[...writerHosts].join(' and ')}: its sequence numbers have one owner, so its writers must be on one host`,
       });
     }
+  }
+  return problems;
+}
+
+/**
+ * What is wrong with one entry of `hosts:`: its name, and its ssh, fspl, nncp and key as written
+ * (a net defined in JavaScript may hold anything here).
+ */
+function hostEntryProblems(name: string, h: unknown): ModelProblem[] {
+  const problems: ModelProblem[] = [];
+  if (!NAME_RE.test(name))
+    problems.push({
+      path: ['hosts', name],
+      atKey: true,
+      message: `Invalid host name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter`,
+    });
+  if (h === null || h === undefined) return problems;
+  if (typeof h !== 'object' || Array.isArray(h)) {
+    problems.push({ path: ['hosts', name], message: 'A host is a map: { ssh: [COMMAND..., DESTINATION], fspl: PATH } or { nncp: { node: NODE } }' });
+    return problems;
+  }
+  if ('nncp' in h && ('ssh' in h || 'fspl' in h))
+    problems.push({
+      path: ['hosts', name, 'nncp'],
+      atKey: true,
+      message: 'A host is reached over ssh or through NNCP, not both: give ssh (and fspl) or nncp',
+    });
+  for (const [k, v] of Object.entries(h)) {
+    if (k === 'nncp') problems.push(...nncpProblems(name, v));
+    else if (k === 'ssh') {
+      const ok = (typeof v === 'string' && v.length > 0) || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0));
+      if (!ok)
+        problems.push({
+          path: ['hosts', name, 'ssh'],
+          message: 'ssh is a destination (a word) or the whole command as a list: [ssh, -F, CONFIG, DESTINATION]',
+        });
+    } else if (k === 'fspl') {
+      if (typeof v !== 'string' || v.length === 0) problems.push({ path: ['hosts', name, 'fspl'], message: 'fspl is the path of fspl on that host' });
+    } else if (k === 'key') {
+      if (typeof v !== 'string' || v.length === 0)
+        problems.push({ path: ['hosts', name, 'key'], message: "key is the path of the OpenSSH private key this host's run signs its tokens with" });
+    } else problems.push({ path: ['hosts', name, k], atKey: true, message: `unknown key ${JSON.stringify(k)} (a host has ssh and fspl, or nncp; and a key)` });
   }
   return problems;
 }
