@@ -22,7 +22,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseSectionArgs } from './section-args.mjs';
 import { spliceSection } from './splice.mjs';
 
@@ -89,15 +89,19 @@ run(`ssh-keygen -q -t ed25519 -N '' -C bench -f ${shq(KEY)}`, 'ssh-keygen');
 const SIGNERS = path.join(WORK, 'allowed_signers');
 fs.writeFileSync(SIGNERS, `bench@example namespaces="fspl" ${fs.readFileSync(`${KEY}.pub`, 'utf8')}`);
 
-/** A queue of n jobs made by our prepare, signed or sealed, once: each round copies it. */
-function makeQueue(n, signed) {
+/**
+ * A queue of n jobs, signed or sealed, made once (each round copies it): through the library in
+ * this process, as `prepare --sign | queue-write` would make them (the same packets, minus 2n
+ * process starts).
+ */
+async function makeQueue(n, signed) {
+  const { preparePacket, Queue } = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
   const q = path.join(WORK, `template-${signed ? 'signed' : 'sealed'}`);
-  run(`${fspl} queue-init -q ${shq(q)}`, 'queue-init');
-  const how = signed ? `--sign ${shq(KEY)}` : '--seal';
-  run(
-    `i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how} -s ${shq(q)}.seq | ${fspl} queue-write -q ${shq(q)} || exit 1; i=$((i+1)); done`,
-    'making the queue',
-  );
+  const queue = Queue.init(q);
+  for (let i = 1; i <= n; i++) {
+    const how = signed ? { sign: { key: KEY } } : { seal: true };
+    await queue.write(preparePacket({ seq: BigInt(i), ...how }));
+  }
   return q;
 }
 
@@ -108,10 +112,10 @@ function fresh(template, name) {
   return d;
 }
 
-function benchProcess() {
+async function benchProcess() {
   const n = opts.quick ? 100 : 1000;
   log(`process: making ${n} signed and ${n} sealed jobs`);
-  const templates = { signed: makeQueue(n, true), sealed: makeQueue(n, false) };
+  const templates = { signed: await makeQueue(n, true), sealed: await makeQueue(n, false) };
   const runs = { signed: [], sealed: [] };
   const loads = [];
   for (let round = 0; round < opts.rounds; round++) {
@@ -190,7 +194,7 @@ function benchPrepare() {
 }
 
 const rows = [];
-if (want('process')) rows.push(benchProcess());
+if (want('process')) rows.push(await benchProcess());
 if (want('verify')) rows.push(benchVerify());
 if (want('prepare')) rows.push(benchPrepare());
 
