@@ -291,8 +291,9 @@ static void spawn_args_free(spawn_args* a) {
 }
 
 /* Read file (args[0]), argv (args[1]), env (args[2]), the three fds (args[3..5]) and an optional
- * cwd (a string, or anything else for none) into `a`. A napi failure has thrown (returns -1);
- * out of memory returns ENOMEM, to be reported like a failed start. */
+ * cwd (a string, or anything else for none) into `a`. A napi failure, or a file, argv or env
+ * that is not a string, has thrown (returns -1); out of memory returns ENOMEM, to be reported like
+ * a failed start. */
 static int spawn_args_read(napi_env env, napi_value* args, napi_value cwd_arg, spawn_args* a) {
   memset(a, 0, sizeof *a);
   for (int i = 0; i < 3; i++) {
@@ -302,6 +303,11 @@ static int spawn_args_read(napi_env env, napi_value* args, napi_value cwd_arg, s
     napi_valuetype ct;
     if (napi_typeof(env, cwd_arg, &ct) != napi_ok) return fail(env, "spawn: cwd"), -1;
     if (ct == napi_string && !(a->cwd = get_string(env, cwd_arg, NULL))) return ENOMEM;
+  }
+  /* A value of another type is the caller's mistake, said as one: not a memory error (ENOMEM). */
+  for (int i = 0; i < 3; i++) {
+    napi_valuetype t;
+    if (napi_typeof(env, args[i], &t) != napi_ok || t != napi_string) return fail(env, "spawn: file, argv and env must be strings"), -1;
   }
   size_t alen = 0, elen = 0;
   a->file = get_string(env, args[0], NULL);

@@ -6,14 +6,18 @@
 import type { Logger } from '../base/log.js';
 import type { JobFunction, OrderBy } from '../queue/types.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
+import type { CommandLine } from './command.js';
 import type { StopOptions } from './stopping.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
 export type OutputTo = 'passboth' | 'saveboth';
 
 export interface CommandOptions {
-  /** Program to run (not through a shell). */
-  command: string;
+  /**
+   * Program to run (not through a shell), or the program and its first arguments as a list
+   * (`['sh', '-c', 'cat']`); `params` come after either.
+   */
+  command: CommandLine;
   /** Arguments given on our command line after `--`. */
   params?: string[];
   /** Append the job's own parameters after ours. */

@@ -11,6 +11,7 @@ import { JobsWatcher } from '../queue/watch.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { closeQuietly } from '../sys/io.js';
 import type { Outcome } from './outcome.js';
+import { splitCommand } from './command.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { type StopOptions, Stopping } from './stopping.js';
 
@@ -73,6 +74,7 @@ export type ProcessFdOptions = CommandOptions &
 export async function processFd(fd: number, opts: ProcessFdOptions): Promise<boolean> {
   const log = opts.logger ?? silentLogger;
   checkSeconds(opts.timeout, 'processFd: timeout');
+  splitCommand(opts.command, 'processFd');
   const stopping = new Stopping(opts, log, 'processFd');
   try {
     const { decoder } = opts;
@@ -193,6 +195,7 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   if ((opts.run === undefined) === (opts.command === undefined)) {
     throw new TypeError('processQueue: give exactly one of `command` and `run`');
   }
+  if (opts.command !== undefined) splitCommand(opts.command, 'processQueue'); // a wrong one fails here, not at each job
   checkSeconds(opts.timeout, 'processQueue: timeout');
   // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
   // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.

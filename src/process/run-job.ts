@@ -19,6 +19,7 @@ import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
 import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
+import { splitCommand } from './command.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { builtinOutcome, type Outcome, refuseJob } from './outcome.js';
 import { openForRun, verifyDecoder } from './ready-job.js';
@@ -70,7 +71,8 @@ export async function runCommandJob(
 ): Promise<Outcome> {
   const cmd = job.header.cmd;
   if (cmd.kind !== 'Command') throw new TypeError('runCommandJob: not a command packet');
-  const args = [...(opts.params ?? [])];
+  const { program, lead } = splitCommand(opts.command, 'processQueue');
+  const args = [...lead, ...(opts.params ?? [])];
   if (opts.allowJobParams) {
     for (const p of cmd.params) args.push(Buffer.from(p).toString('utf8'));
   } else if (cmd.params.length > 0) {
@@ -79,11 +81,11 @@ export async function runCommandJob(
   // With --ignore-payload the command gets our own stdin: the terminal or whatever fed us, but
   // never the packet itself (for stdin-process, where our stdin *is* the packet, /dev/null).
   const stdin: StdinSource = opts.ignorePayload ? (job.location ? 'inherit' : 'ignore') : job.payload;
-  log.debug('exec', () => `Running ${JSON.stringify(opts.command)} with params ${JSON.stringify(args)}`);
+  log.debug('exec', () => `Running ${JSON.stringify(program)} with params ${JSON.stringify(args)}`);
   let r: RunResult;
   try {
     const env = new ChildEnv(jobVariableStrings(job.header, job.location, job.signer), baseEnv);
-    r = await runCommand({ command: opts.command, args, env, stdin, output, timeout: opts.timeout, stop: stopping?.interrupt });
+    r = await runCommand({ command: program, args, env, stdin, output, timeout: opts.timeout, stop: stopping?.interrupt });
   } catch (err) {
     // Its own variables or parameters are more than exec takes: this job's failure, not the run's.
     if (!(err instanceof ExecTooLargeError)) throw err;
@@ -93,7 +95,7 @@ export async function runCommandJob(
   const why = `command ${describeResult(r)}`;
   if (r.stopped) return { ok: false, why, interrupted: true };
   if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
-  if (!r.ok) log.error('exec', `Command ${JSON.stringify(opts.command)} ${describeResult(r)}`);
+  if (!r.ok) log.error('exec', `Command ${JSON.stringify(program)} ${describeResult(r)}`);
   return { ok: r.ok, why };
 }
 

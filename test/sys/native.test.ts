@@ -336,6 +336,21 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     expect(nativeSpawn({ command: 'true', args: ['a\0'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
     expect(nativeSpawn({ command: '', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
   });
+
+  it('a program that is not a string is the caller\'s mistake, said as one, not ENOMEM', () => {
+    const never = () => {
+      throw new Error('no child expected');
+    };
+    const bad = { command: ['sh', '-c', 'true'] as unknown as string, args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 };
+    let thrown: unknown;
+    try {
+      const r = nativeSpawn(bad, never);
+      expect(r && 'code' in r ? r.code : undefined).not.toBe('ENOMEM');
+    } catch (err) {
+      thrown = err;
+    }
+    if (thrown) expect(String(thrown)).not.toMatch(/ENOMEM/);
+  });
 });
 
 /** Start through nativeSpawnDetached: what onStarted said, and a promise of the exit (if it started). */

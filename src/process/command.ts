@@ -1,0 +1,22 @@
+/**
+ * A command as a run's options give it: a program (`'md5sum'`), or the program and its first
+ * arguments as a list (`['sh', '-c', 'cat']`, the form Queue.process takes), either way followed
+ * by `params`. Checked once, as the run starts: a wrong one is a TypeError at the call, not a
+ * spawn failure at every queue's first job.
+ */
+export type CommandLine = string | readonly string[];
+
+/** The program and the arguments that come before `params`; TypeError naming `what` for anything else. */
+export function splitCommand(command: unknown, what: string): { program: string; lead: readonly string[] } {
+  if (typeof command === 'string' && command.length > 0) return { program: command, lead: [] };
+  if (Array.isArray(command) && command.length > 0 && command.every((w) => typeof w === 'string') && command[0] !== '') {
+    const [program, ...lead] = command as string[];
+    return { program: program!, lead };
+  }
+  throw new TypeError(`${what}: command must be a program name or a non-empty list of strings (the program, then its arguments), got ${describe(command)}`);
+}
+
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return `a list of ${v.length} item${v.length === 1 ? '' : 's'}`;
+  return v === '' ? 'an empty string' : typeof v;
+}
