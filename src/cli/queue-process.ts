@@ -5,11 +5,12 @@
  * many queues, one line per queue that stopped.
  */
 
-import { describeSystemError } from '../base/errors.js';
+import { describeSystemError, QueueError } from '../base/errors.js';
 import { createLogger, type Logger } from '../base/log.js';
 import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue } from '../process/process.js';
 import type { ProcessQueuesSummary } from '../process/process-many.js';
 import { Queue } from '../queue/queue.js';
+import { noQueueUnder } from '../queue/queue-dirs.js';
 import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings, verifyDecoderArg } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError } from './output.js';
@@ -49,6 +50,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
   options.logger = log;
   const many = dirs.length > 1 || parents.length > 0;
+  if (parents.length > 0) noQueuesFound(parents, { others: dirs.length > 0, watch }, log);
   // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts).
   // Watching, or over many queues, from the start (a stop while idle exits 0); one pass over one
   // queue from its first job (until then a signal ends fspl, and a run over an empty queue, as
@@ -91,6 +93,23 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     progress?.finish();
     signals.close();
   }
+}
+
+/**
+ * --queues-in that finds no queue at all (pointed at a queue instead of its parent, say): one line
+ * saying what is there instead. In a one-pass run with nothing else to serve, that is the run's
+ * failure (exit 1, nothing run); watching, or with -q queues too, a warning, once.
+ */
+function noQueuesFound(parents: readonly string[], run: { others: boolean; watch: boolean }, log: Logger): void {
+  const why: string[] = [];
+  for (const p of parents) {
+    const none = noQueueUnder(p);
+    if (none === undefined) return; // a queue is there (or the parent can't be read: the run says why)
+    why.push(none);
+  }
+  const line = `--queues-in found no queue: ${why.join('; ')}`;
+  if (!run.others && !run.watch) throw new QueueError(line);
+  log.warn('process', `${line}${run.watch ? '; watching for queues to appear' : ''}`);
 }
 
 /** After a pass: one `Error:` line per queue that stopped, and exit status 1 if any did. */

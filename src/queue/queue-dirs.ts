@@ -27,6 +27,34 @@ export function queueDirKind(dir: string): QueueDirEntry['kind'] | undefined {
   return fs.existsSync(`${dir}/jobs/.`) && fs.existsSync(`${dir}/nextseq.lock`) ? 'queue' : 'candidate';
 }
 
+/** Why a directory found under a parent is not (yet) a queue a processor takes, in a few words. */
+export function whyNotQueue(dir: string): string {
+  if (!fs.existsSync(`${dir}/jobs/.`)) return 'no jobs/';
+  if (!fs.existsSync(`${dir}/nextseq.lock`)) return 'no nextseq.lock: an append-only queue, or one still being made';
+  return 'a queue';
+}
+
+/**
+ * A parent under which no queue is found, said in one line: the parent is itself a queue (an easy
+ * slip: `--queues-in QUEUE`), holds no directories, or holds directories that are not queues
+ * (the first few, each with why). Undefined when a queue is there, or the parent can't be read
+ * (listing it says why).
+ */
+export function noQueueUnder(parent: string): string | undefined {
+  let entries: QueueDirEntry[];
+  try {
+    entries = listQueueDirs(parent);
+  } catch {
+    return undefined;
+  }
+  if (entries.some((e) => e.kind === 'queue')) return undefined;
+  if (queueDirKind(parent) === 'queue') return `${parent} is itself a queue, not a parent of queues: serve it with -q ${parent}`;
+  if (entries.length === 0) return `${parent} holds no directory`;
+  const shown = entries.slice(0, 5).map((e) => `${e.name} (${whyNotQueue(e.dir)})`);
+  const more = entries.length > shown.length ? `, and ${entries.length - shown.length} more` : '';
+  return `no queue under ${parent}: ${shown.join(', ')}${more}`;
+}
+
 /**
  * The directories directly under parent, sorted by name (a cron pass visits them in a stable
  * order), each a queue or a candidate. Files and hidden entries (names starting with '.', as

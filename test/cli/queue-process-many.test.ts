@@ -125,6 +125,46 @@ describe('queue-process over many queues', () => {
     expect([missing.code, missing.stderr]).toEqual([1, 'Error: Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent\n']);
   });
 
+  it('--queues-in that finds no queue says what is there instead: exit 1 in one pass, a warning when watching', async () => {
+    const dir = memTempDir();
+    const q = Queue.init(path.join(dir, 'q')).dir;
+    const itself = fspl(['queue-process', '--queues-in', q, 'true']);
+    expect([itself.code, itself.stderr]).toEqual([
+      1,
+      `Error: --queues-in found no queue: ${q} is itself a queue, not a parent of queues: serve it with -q ${q}\n`,
+    ]);
+    const empty = path.join(dir, 'empty');
+    fs.mkdirSync(empty);
+    expect(fspl(['queue-process', '--queues-in', empty, 'true']).stderr).toBe(`Error: --queues-in found no queue: ${empty} holds no directory\n`);
+    const odd = path.join(dir, 'odd');
+    fs.mkdirSync(path.join(odd, 'photos'), { recursive: true });
+    Queue.init(path.join(odd, 'outbox'), { appendOnly: true });
+    const r = fspl(['queue-process', '--queues-in', odd, 'true']);
+    expect([r.code, r.stderr]).toEqual([
+      1,
+      `Error: --queues-in found no queue: no queue under ${odd}: outbox (no nextseq.lock: an append-only queue, or one still being made), photos (no jobs/)\n`,
+    ]);
+    // With -q as well, the other queues are served: a warning.
+    const both = fspl(['queue-process', '-q', q, '--queues-in', empty, 'true']);
+    expect(both.code).toBe(0);
+    expect(both.stderr).toContain(`--queues-in found no queue: ${empty} holds no directory\n`);
+    // Watching: warned once, and the queue made later is served.
+    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', empty, 'sh', '--', '-c', `cat > "${dir}/served"`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    await new Promise((r) => setTimeout(r, 1500));
+    const later = Queue.init(path.join(empty, 'later'));
+    later.writeBuffer(Buffer.concat([encodeHeader(makeHeader({ seq: 1n, cmd: { kind: 'Command', params: [], env: [] } })), Buffer.from('hello')]));
+    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'served')); i++) await new Promise((r) => setTimeout(r, 100));
+    child.kill('SIGTERM');
+    await new Promise((r) => child.on('close', r));
+    expect(fs.readFileSync(path.join(dir, 'served'), 'utf8')).toBe('hello');
+    expect(stderr.match(/found no queue/g)).toHaveLength(1);
+    expect(stderr).toMatch(/holds no directory; watching for queues to appear/);
+  });
+
   it('--watch --queues-in: serves a queue made later, forgets one removed, and SIGTERM exits 0', async () => {
     const { parent, queues, log } = setup(1, 1);
     const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', RECORD], {
