@@ -10,8 +10,8 @@ import type { Job, JobEntry } from '../queue/types.js';
 import { JobsWatcher } from '../queue/watch.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { closeQuietly } from '../sys/io.js';
-import type { Outcome } from './outcome.js';
 import { splitCommand } from './command.js';
+import type { Outcome } from './outcome.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { type StopOptions, Stopping } from './stopping.js';
 

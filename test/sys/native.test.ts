@@ -337,7 +337,7 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     expect(nativeSpawn({ command: '', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
   });
 
-  it('a program that is not a string is the caller\'s mistake, said as one, not ENOMEM', () => {
+  it("a program that is not a string is the caller's mistake, said as one, not ENOMEM", () => {
     const never = () => {
       throw new Error('no child expected');
     };
