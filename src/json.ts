@@ -173,7 +173,7 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
     signed: s.signed,
     unsigned: s.unsigned.map((u) => ({ seq: u.seq.toString(), filename: u.filename, why: u.why })),
     refused: s.refused.map((r) => ({ filename: r.filename, why: r.why })),
-    temp_files: s.tempFiles.map((f) => ({ filename: f.filename, size: f.size ?? null, age_seconds: f.ageSeconds ?? null })),
+    temp_files: s.tempFiles.map((f) => ({ filename: f.filename, kind: f.kind, size: f.size ?? null, age_seconds: f.ageSeconds ?? null })),
     output_files: s.outputFiles,
     other_files: s.otherFiles.map((f) => ({ filename: f.filename, type: f.type })),
   };

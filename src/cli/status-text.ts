@@ -115,7 +115,11 @@ function detailLines(s: QueueStatus): string[] {
   for (const t of s.tempFiles) {
     const age = t.ageSeconds === undefined ? '' : `, modified ${ago(t.ageSeconds)}`;
     const size = t.size === undefined ? 'gone' : plural(t.size, 'byte');
-    details.push(`temp file ${t.filename} (${size}${age}): a queue-write in progress, or left by one that was interrupted`);
+    const what =
+      t.kind === 'upload'
+        ? "an upload in progress (queue-send's receiver over ssh, or queue-receive), or cut short: the next one finishes or removes it"
+        : 'a queue-write in progress, or left by one that was interrupted';
+    details.push(`temp file ${t.filename} (${size}${age}): ${what}`);
   }
   for (const o of s.otherFiles) details.push(`other ${o.type === 'file' ? 'file' : o.type} ${o.filename}: not a job (jobs are named fspl-*.fspl)`);
   return details;

@@ -52,9 +52,15 @@ export interface TooLargeFile {
   claimedSeq: bigint | undefined;
 }
 
-/** A jobs/tmp-fspl-*.fspl.tmp file: a queue-write in progress, or left by one that was interrupted. */
+/**
+ * A writer's temporary file in jobs/: `write`, tmp-fspl-*.fspl.tmp, a queue-write in progress (or
+ * left by one that was interrupted); `upload`, .fspl-in-*.part, a packet being received by
+ * queue-send's receiver over ssh or by queue-receive (NNCP), which the next receiver finishes or
+ * removes.
+ */
 export interface TempFile {
   filename: string;
+  kind: 'write' | 'upload';
   size: number | undefined;
   /** Seconds since the file was last modified. */
   ageSeconds: number | undefined;
@@ -67,6 +73,8 @@ export interface OtherFile {
 }
 
 const TEMP_FILE = /^tmp-fspl-.*\.fspl\.tmp$/;
+/** send/receive-script.ts's and send/receive.ts's parts. */
+const UPLOAD_PART = /^\.fspl-in-[A-Za-z0-9-]+\.part$/;
 
 const byName = (a: { filename: string }, b: { filename: string }) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0);
 
@@ -78,7 +86,8 @@ export function filesBesideJobs(queue: Queue, nowMs: number): { tempFiles: TempF
   forEachDirEntry(queue.jobsDir, (e) => {
     const name = e.name;
     if (isJobFilename(name)) return;
-    if (TEMP_FILE.test(name)) {
+    const kind = TEMP_FILE.test(name) ? 'write' : UPLOAD_PART.test(name) ? 'upload' : undefined;
+    if (kind) {
       let size: number | undefined;
       let ageSeconds: number | undefined;
       try {
@@ -88,7 +97,7 @@ export function filesBesideJobs(queue: Queue, nowMs: number): { tempFiles: TempF
       } catch {
         /* gone meanwhile: renamed into place by its writer */
       }
-      tempFiles.push({ filename: name, size, ageSeconds });
+      tempFiles.push({ filename: name, kind, size, ageSeconds });
     } else if (name.endsWith('.out') && isJobFilename(name.slice(0, -4))) {
       outputFiles.push(name);
     } else {

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { formatStatusText } from '../../src/cli/status-text.js';
 import { encodeHeader, FileLock, makeHeader, Queue, QueueError } from '../../src/lowlevel.js';
 import { formatRanges, toRanges } from '../../src/status/ranges.js';
 import { queueStatus } from '../../src/status/report.js';
@@ -145,8 +146,17 @@ describe('queueStatus', () => {
     fs.writeFileSync(q.jobPath('fspl-abc.fspl.out'), 'output');
     fs.writeFileSync(q.jobPath('notes.txt'), 'x');
     fs.mkdirSync(q.jobPath('incoming'));
+    // A cut upload of queue-send's receiver (or queue-receive): named for what it is, not a stray file.
+    fs.writeFileSync(q.jobPath('.fspl-in-0b8e4c1a-2f6d-4c59-9a43-6f1e5d2c7b10.part'), 'half');
+    fs.utimesSync(q.jobPath('.fspl-in-0b8e4c1a-2f6d-4c59-9a43-6f1e5d2c7b10.part'), old, old);
     const s = await status(q);
-    expect(s.tempFiles).toEqual([{ filename: 'tmp-fspl-abc.fspl.tmp', size: 4, ageSeconds: 7200 }]);
+    expect(s.tempFiles).toEqual([
+      { filename: '.fspl-in-0b8e4c1a-2f6d-4c59-9a43-6f1e5d2c7b10.part', kind: 'upload', size: 4, ageSeconds: 7200 },
+      { filename: 'tmp-fspl-abc.fspl.tmp', kind: 'write', size: 4, ageSeconds: 7200 },
+    ]);
+    expect(formatStatusText(s)).toMatch(
+      /^temp file \.fspl-in-.*\.part \(4 bytes, modified 2h 0m ago\): an upload in progress \(queue-send's receiver over ssh, or queue-receive\), or cut short: the next one finishes or removes it$/m,
+    );
     expect(s.outputFiles).toEqual(['fspl-abc.fspl.out']);
     expect(s.otherFiles).toEqual([
       { filename: 'incoming', type: 'directory' },
