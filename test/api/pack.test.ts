@@ -132,6 +132,13 @@ describe('the packed package', () => {
  * fresh machine: with `--offline` the install failed there with ENOTCACHED).
  */
 describe("README's install", () => {
+  it("leaves no untracked file behind: npm pack's tarball is ignored", () => {
+    const r = spawnSync('git', ['check-ignore', '-q', 'filespooler-0.1.0.tgz'], { cwd: ROOT });
+    // Outside a git checkout (a tarball of the sources) there is nothing to keep clean.
+    if (!fs.existsSync(path.join(ROOT, '.git'))) return;
+    expect(r.status).toBe(0);
+  });
+
   it('installs a copy: nothing of it leads back into the clone, and fspl runs from it', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const block = /## Install\n\n```sh\n([\s\S]*?)```/.exec(readme)![1]!;
