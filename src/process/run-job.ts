@@ -186,7 +186,7 @@ export async function runDecodedFdJob(
   log: Logger,
   stopping: Stopping | undefined,
 ): Promise<{ header: PacketHeader; outcome: Outcome }> {
-  const decoded = await openThroughDecoder(fd, opts.decoder, opts.timeout, true);
+  const decoded = await openThroughDecoder(fd, opts.decoder, opts.timeout);
   const { header } = decoded;
   let opened: OpenJob = { kind: 'decoded', header, payload: decoded.payload, decoded, close: () => decoded.abort() };
   const signers = opts.allowedSigners;

@@ -40,39 +40,43 @@ const EXIT_GRACE_MS = 5000;
 /**
  * Start the decoder on a job file and read the packet header from its output. With `timeout`
  * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
- * a DecoderError whose `timedOut` is true. With `newSession`, the decoder leads a session of its
- * own: the decoder of a job about to run is part of the job, and is kept out of our process
- * group as its command is (exec.ts says why). Metadata longer than `maxHeaderSize` is not read
+ * a DecoderError whose `timedOut` is true. The decoder leads a session, and so a process group,
+ * of its own, and is stopped as a group: a pipeline (`-d 'gpg -d | zcat'`) never outlives what it
+ * was started for, as Filespooler 1.2.4 does it; and the decoder of a job about to run, part of
+ * the job, is kept out of our process group as its command is (exec.ts says why). Metadata
+ * longer than `maxHeaderSize` is not read
  * (HeaderTooLargeError, whatever the decoder's exit then says). One function (about 80 lines) on purpose: the
  * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
  * returned DecodedJob's getter. `file` may also be a descriptor of the caller's (stdin-process
  * -d: our stdin), which the decoder reads and the caller keeps.
  */
-export async function openThroughDecoder(
-  file: string | number,
-  decoder: string,
-  timeout?: number,
-  newSession = false,
-  maxHeaderSize?: number,
-): Promise<DecodedJob> {
+export async function openThroughDecoder(file: string | number, decoder: string, timeout?: number, maxHeaderSize?: number): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
   const fd = typeof file === 'number' ? file : openJobFile(file); // and not through a link planted in jobs/ (untrusted.ts)
   let child: ChildProcess;
   try {
-    child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, newSession);
+    child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, true);
   } finally {
     if (typeof file !== 'number') closeQuietly(fd); // the child has its own copy
   }
   let killTimer: NodeJS.Timeout | undefined;
   const running = () => child.exitCode === null && child.signalCode === null;
+  // The whole group: the shell and whatever it started (a pipeline's other commands).
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, signal);
+    } catch {
+      child.kill(signal); // the group is gone already (or never was): the child alone, if still there
+    }
+  };
   let aborted = false;
   const killLater = (ms: number) => {
     killTimer ??= setTimeout(() => {
       if (!running()) return;
       // Killed by us: its exit status then says nothing about the job (the command's decides).
       aborted = true;
-      child.kill('SIGKILL');
+      kill('SIGKILL');
     }, ms).unref();
   };
   const exited = new Promise<ExitStatus>((resolve) => {
@@ -92,12 +96,11 @@ export async function openThroughDecoder(
     // Its output was not read to the end (whether or not it has exited already, killed by a
     // broken pipe say): its exit status then says nothing about the job.
     aborted = true;
-    if (running()) {
-      // Signal first: a decoder that meets a closed socket first may complain and exit 1. One
-      // that ignores SIGTERM gets SIGKILL a moment later, so that nobody waits on it for ever.
-      child.kill('SIGTERM');
-      killLater(KILL_GRACE_MS);
-    }
+    // Signal first: a decoder that meets a closed socket first may complain and exit 1. One
+    // that ignores SIGTERM gets SIGKILL a moment later, so that nobody waits on it for ever. The
+    // group even when the shell has exited: a pipeline's other commands may still hold on.
+    kill('SIGTERM');
+    if (running()) killLater(KILL_GRACE_MS);
     payload.destroy();
   };
   let timedOut = false;
@@ -106,7 +109,7 @@ export async function openThroughDecoder(
       ? undefined
       : setLongTimeout(() => {
           timedOut = true;
-          child.kill('SIGKILL');
+          kill('SIGKILL');
           payload.destroy(); // a grandchild may still hold the pipe open
         }, timeout * 1000);
   try {
@@ -141,7 +144,7 @@ export async function openThroughDecoder(
 
 /** Read only the header of a job file through the decoder, then stop the decoder. */
 export async function readHeaderThroughDecoder(file: string, decoder: string, timeout?: number, maxHeaderSize?: number): Promise<PacketHeader> {
-  const job = await openThroughDecoder(file, decoder, timeout, false, maxHeaderSize);
+  const job = await openThroughDecoder(file, decoder, timeout, maxHeaderSize);
   job.abort();
   return job.header;
 }

@@ -266,7 +266,7 @@ export class Queue {
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, true, this.maxHeaderSize);
+      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
       return { kind: 'decoded', header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
     }
     return this.openPlainJob(filename);
@@ -306,7 +306,7 @@ export class Queue {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
       const [{ checkedPayload, openThroughDecoder, spoolDecoded }, { fdStream, withSealCheck }] = await Promise.all([decoding(), packets()]);
-      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout, false, this.maxHeaderSize);
+      const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
       if (this.verifyDecoder) return withSealCheck(fdStream(await spoolDecoded(decoded, this.decoder), true), decoded.header.seal);
       return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
     }

@@ -55,3 +55,30 @@ describe('openThroughDecoder on a descriptor', () => {
     }
   });
 });
+
+describe('a decoder is stopped as a group (as Filespooler 1.2.4)', () => {
+  /** The processes whose command line is exactly `sleep N` (a duration no other test uses). */
+  const sleeping = (n: number) =>
+    fs
+      .readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          return fs.readFileSync(`/proc/${d}/cmdline`, 'utf8') === `sleep\0${n}\0`;
+        } catch {
+          return false;
+        }
+      });
+
+  it('a pipeline that would outlive the job is killed with its shell when the decoder is dropped', async () => {
+    // The shell's pipeline keeps the output open: dropped before its end, the whole group goes.
+    const decoder = 'cat; sleep 3017 | sleep 3018';
+    const decoded = await openThroughDecoder(jobFile('x'), decoder);
+    for (let i = 0; i < 50 && sleeping(3018).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(sleeping(3017)).toHaveLength(1);
+    decoded.abort();
+    await decoded.exited;
+    for (let i = 0; i < 100 && sleeping(3017).length + sleeping(3018).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect([sleeping(3017), sleeping(3018)]).toEqual([[], []]);
+  });
+});
