@@ -19,7 +19,7 @@ import { type OutboxProbe, probeOutbox } from './hosts/outbox-sender.js';
 import { fedPlace, senderRule } from './hosts/receive-admit.js';
 import { defineNet } from './model/build.js';
 import { checkNet, type NetWarning } from './model/check.js';
-import { hostConfig, hostView, placesOf, remotePlaces } from './model/hosts.js';
+import { hostConfig, hostFor, hostView, placesOf, remotePlaces } from './model/hosts.js';
 import { effectiveOrder, type NetDefinition, type NetModel } from './model/model.js';
 import { placeNamed, unknownName } from './model/names.js';
 import { loadNetFile } from './model/netfile.js';
@@ -228,11 +228,12 @@ export class Net {
    * (or one of `host`'s `nncp.from`). Else a ReceiveRefusedError, before `input` is read.
    */
   async receive(place: string, input: Readable, options: { host?: string; sender?: string; signal?: AbortSignal } = {}): Promise<ReceiveSummary> {
-    const view = hostView(this.model, options.host);
+    const host = hostFor(this.model, options.host, { place });
+    const view = hostView(this.model, host);
     const own = [...view.places.values()].filter((p) => !p.remote);
     const spec = own.find((p) => p.name === place);
-    if (!spec) throw unknownName('place', place, options.host === undefined ? own.map((p) => p.name) : placesOf(this.model, options.host));
-    const fed = fedPlace(this.model, options.host, spec);
+    if (!spec) throw unknownName('place', place, host === undefined ? own.map((p) => p.name) : placesOf(this.model, host));
+    const fed = fedPlace(this.model, host, spec);
     return receivePackets(spec.dir, input, { ...senderRule(this.model, fed, options.sender), signal: options.signal });
   }
 
@@ -241,7 +242,7 @@ export class Net {
    * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
    */
   retry(options: RetryOptions & { host?: string }): Promise<RetryResult> {
-    const view = hostView(this.model, options.host);
+    const view = hostView(this.model, hostFor(this.model, options.host, { place: options.errorPlace, transition: options.transition }));
     return options.setAside ? restoreSetAside(view, options) : retryTokens(view, options);
   }
 
@@ -250,7 +251,7 @@ export class Net {
    * (a sequence place gets a NOP in its number). `retry({ setAside: true, ... })` brings it back.
    */
   setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string; host?: string } = {}): Promise<SetAsideResult> {
-    return setAside(hostView(this.model, options.host), place, which, options);
+    return setAside(hostView(this.model, hostFor(this.model, options.host, { place })), place, which, options);
   }
 
   /**
@@ -258,12 +259,12 @@ export class Net {
    * Its running firings finish, or with `kill` are abandoned (their tokens stay).
    */
   pause(transition: string, options: { reason?: string; by?: string; host?: string; kill?: boolean } = {}): PauseRecord {
-    return pauseTransition(this.model, transition, options);
+    return pauseTransition(this.model, transition, { ...options, host: hostFor(this.model, options.host, { transition }) });
   }
 
   /** Resume a paused transition; the pause it ends, or undefined when it was not paused. */
   resume(transition: string, options: { host?: string } = {}): PauseRecord | undefined {
-    return resumeTransition(this.model, transition, options);
+    return resumeTransition(this.model, transition, { ...options, host: hostFor(this.model, options.host, { transition }) });
   }
 
   /** The paused transitions (on a net with hosts, of `host`). */
@@ -273,12 +274,12 @@ export class Net {
 
   /** The tokens of a place in the order a reader takes them, streamed (flat memory on any number). */
   tokens(place: string, options: { host?: string } = {}): AsyncIterable<TokenListing> {
-    return listTokens(hostView(this.model, options.host), place);
+    return listTokens(hostView(this.model, hostFor(this.model, options.host, { place })), place);
   }
 
   /** One token of a place, by key or number, with its payload as a stream on request. */
   async token(place: string, which: { key?: string; seq?: bigint }, options: { host?: string } = {}): Promise<TokenListing & { payload(): Readable }> {
-    const t = await findToken(hostView(this.model, options.host), place, which);
+    const t = await findToken(hostView(this.model, hostFor(this.model, options.host, { place })), place, which);
     return { ...t, payload: () => tokenPayload(t) };
   }
 

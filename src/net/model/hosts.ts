@@ -271,6 +271,17 @@ export function remotePlaces(view: NetModel): Map<string, RemotePlace> {
 }
 
 /**
+ * The host a request about one place or transition is for: the one given (--host), else the one
+ * the net file puts it on, so that `net ls NET PLACE` needs no --host when the place names its
+ * host. Undefined when neither says (hostView then asks for --host, or the net names no hosts).
+ */
+export function hostFor(net: NetModel, host: string | undefined, item: { place?: string; transition?: string }): string | undefined {
+  if (host !== undefined || !isDistributed(net)) return host;
+  const named = item.place !== undefined ? net.places.get(item.place) : item.transition !== undefined ? net.transitions.get(item.transition) : undefined;
+  return named ? hostOf(named) : undefined;
+}
+
+/**
  * The net as one host runs it: its transitions; its places; and in place of each place on another
  * host that its transitions write, the outbox (its `remote` says where the place really is).
  * Places it neither owns nor writes are left out. A net without hosts is returned as it is.
