@@ -95,7 +95,7 @@ export { checkedPayload, type DecodedJob, type ExitStatus, openThroughDecoder, r
 export { formatInfo, type JobLocation, type JobVariable, jobEnvironment, jobVariables, variablesRecord } from './queue/jobenv.js';
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename } from './queue/jobs.js';
 export type { DecodedOpenJob, Executor, JobDetails, JobEntry, OpenJob, PlainOpenJob, ScanOptions } from './queue/queue.js';
-export { listQueueDirs, type QueueDirEntry, queueDirKind } from './queue/queue-dirs.js';
+export { listQueueDirs, noQueueUnder, type QueueDirEntry, queueDirKind, whyNotQueue } from './queue/queue-dirs.js';
 export { JobsWatcher, type WatchOptions } from './queue/watch.js';
 export { type DirWatchOptions, DirWatchSet, type DirWatchSetOptions } from './queue/watch-set.js';
 export type { Delivery, DeliveryHooks } from './send/delivery.js';
