@@ -75,12 +75,12 @@ function run(cmdline, what) {
 }
 
 /** A row: the medians, the ratio of the medians, and the spread of the per-round ratios. */
-function row(what, against, ours, base, unit, target) {
+function row(what, against, ours, base, unit, target, loads) {
   const ratios = ours.map((o, i) => o / base[i]);
   const r = median(ours) / median(base);
   const fmt = (v) => (unit === 's' ? `${v.toFixed(2)} s` : `${(v * 1000).toFixed(1)} ms`);
   const ok = r <= target ? 'met' : '**missed**';
-  return `| ${what} | ${against} | ${fmt(median(ours))} | ${fmt(median(base))} | ${x(r)} (${x(Math.min(...ratios))}–${x(Math.max(...ratios))}) | ≤ ${target.toFixed(2)}× | ${ok} |`;
+  return `| ${what} | ${against} | ${fmt(median(ours))} | ${fmt(median(base))} | ${x(r)} (${x(Math.min(...ratios))}–${x(Math.max(...ratios))}) | ≤ ${target.toFixed(2)}× | ${ok} | ${loads[0]}–${loads[loads.length - 1]} |`;
 }
 
 // A key and its allowed_signers line.
@@ -135,7 +135,8 @@ async function benchProcess() {
     runs.sealed.map((r) => r.cpu),
     's',
     1.1,
-  ).concat(` ${loads[0]}–${loads[loads.length - 1]} |`);
+    loads,
+  );
 }
 
 function benchVerify() {
@@ -161,7 +162,8 @@ function benchVerify() {
     runs.floor.map((r) => r.cpu),
     's',
     1.3,
-  ).concat(` ${loads[0]}–${loads[loads.length - 1]} |`);
+    loads,
+  );
 }
 
 function benchPrepare() {
@@ -190,7 +192,8 @@ function benchPrepare() {
     runs.plain,
     'ms',
     1.1,
-  ).concat(` ${loads[0]}–${loads[loads.length - 1]} |`);
+    loads,
+  );
 }
 
 const rows = [];

@@ -121,7 +121,7 @@ async function processHeaderAndRun(
 
 /** stdin-process with allowed signers: the packet on fd judged whole before anything runs (SignatureError if refused). */
 async function checkSignedStdin(fd: number, header: PacketHeader, signers: AllowedSigners) {
-  const [{ checkHeaderSignature }, { checkPayloadRestSync }, { fdOffset }, { refusalNote }] = await Promise.all([
+  const [{ checkHeaderSignature }, { checkPayloadRestSync }, { fdOffset }, { refusalError }] = await Promise.all([
     import('../sign/packet-signature.js'),
     import('../sign/payload-digest.js'),
     import('../packet/sealed-copy.js'),
@@ -131,7 +131,7 @@ async function checkSignedStdin(fd: number, header: PacketHeader, signers: Allow
     const signer = checkHeaderSignature(header, signers);
     return { signer, payload: checkPayloadRestSync(fd, fdOffset(fd), header) };
   } catch (err) {
-    if (err instanceof SignatureError) throw new SignatureError(refusalNote(header.seq, err), { fingerprint: err.fingerprint });
+    if (err instanceof SignatureError) throw refusalError(header.seq, err);
     throw err;
   }
 }

@@ -49,16 +49,18 @@ export function refuseJobFile(queueDir: string, filename: string, why: string, a
   const dir = path.join(queueDir, REFUSED_DIR);
   makeDir(dir);
   const name = freeName(dir, as);
+  // The note's bytes are durable by writeFresh's fsync; its name with the packet's, below.
   writeFresh(path.join(dir, name + NOTE_SUFFIX), `${new Date().toISOString()} ${why}\n`, 0o644, { fsync: true });
   try {
+    // The packet's bytes were made durable by whoever stored it; rename moves the name, follows no link.
     fs.renameSync(path.join(jobs, filename), path.join(dir, name));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    fs.rmSync(path.join(dir, name + NOTE_SUFFIX), { force: true });
+    fs.rmSync(path.join(dir, name + NOTE_SUFFIX), { force: true }); // a stray note is harmless: not fsynced
     return undefined;
   }
-  fsyncDir(dir);
-  fsyncDir(jobs);
+  fsyncDir(dir); // the note and the packet are in refused/ to stay
+  fsyncDir(jobs); // the packet is gone from jobs/ to stay
   return name;
 }
 

@@ -9,7 +9,7 @@ import { cutInHeader, decodeMetadata, decodePrefix, PREFIX_LENGTH, shortOfPrefix
 import { SealVerifier } from '../packet/seal.js';
 import { readSomeSync, readUpToSync, writeAllSync } from '../sys/io.js';
 import type { AllowedSigners } from './allowed-signers.js';
-import { refusalNote } from './judge.js';
+import { refusalError } from './judge.js';
 import { checkHeaderSignature } from './packet-signature.js';
 import { PayloadDigest } from './payload-digest.js';
 
@@ -32,7 +32,7 @@ export function copySignedPacketSync(inFd: number, outFd: number, signers: Allow
   try {
     checkHeaderSignature(header, signers);
   } catch (err) {
-    if (err instanceof SignatureError) throw new SignatureError(refusalNote(header.seq, err), { fingerprint: err.fingerprint });
+    if (err instanceof SignatureError) throw refusalError(header.seq, err);
     throw err;
   }
   writeAllSync(outFd, prefix);
@@ -53,7 +53,7 @@ export function copySignedPacketSync(inFd: number, outFd: number, signers: Allow
     seal.finish();
   } catch (err) {
     const why = err instanceof SignatureError ? err : new SignatureError((err as Error).message);
-    throw new SignatureError(refusalNote(header.seq, why), { fingerprint: why.fingerprint });
+    throw refusalError(header.seq, why);
   }
   return PREFIX_LENGTH + meta.length + seal.seen;
 }

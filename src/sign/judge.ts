@@ -23,6 +23,11 @@ export function refusalNote(seq: bigint, err: SignatureError): string {
   return `packet ${seq} refused: ${err.reason}${key}`;
 }
 
+/** The same refusal as an error to throw (queue-write, stdin-process), with the key's fingerprint. */
+export function refusalError(seq: bigint, err: SignatureError): SignatureError {
+  return new SignatureError(refusalNote(seq, err), { fingerprint: err.fingerprint });
+}
+
 /**
  * Judge a job whose header was read from `fd` (its payload from `offset`): signed by an allowed
  * key, numbered `seq` as it was listed (when listed), its payload the signed one. Only

@@ -96,12 +96,13 @@ function setAsideRefused(net: NetModel, p: Place, filename: string, header: Pack
   const extra = { PLACE: p.name, SEQ: String(header.seq), REASON: why, BY: REFUSED_BY, AT: new Date().toISOString(), FILE: filename, HOST: os.hostname() };
   for (const [k, v] of Object.entries(extra)) env.push([Buffer.from(`SET_ASIDE_${k}`), Buffer.from(v)]);
   const content: TokenContent = { env, params: header.cmd.kind === 'Command' ? header.cmd.params : [], payload: { tokens: [file] } };
+  // The copy is durable once putNow returns (its file fsynced, then the set-aside queue's jobs/).
   const { seq } = aside.putNow(content);
   try {
-    fs.unlinkSync(file);
+    fs.unlinkSync(file); // unlink removes the name: it follows no link planted there
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  fsyncDir(path.dirname(file));
+  fsyncDir(path.dirname(file)); // the removal is durable with this fsync of the place's jobs/
   return seq;
 }
