@@ -59,6 +59,26 @@ fi
 ${outputs}
 `;
 
+/**
+ * Kill the attackers' daemons and wait until none is left: one still planting while the net's
+ * directory is removed makes the removal fail (ENOTEMPTY), seen in CI.
+ */
+function killAll(): void {
+  for (let tries = 0; tries < 100; tries++) {
+    let left = false;
+    for (const u of [U1, U2]) {
+      try {
+        execFileSync('pkill', ['-KILL', '-u', u], { stdio: 'ignore' });
+        left = true;
+      } catch {
+        // pkill exits 1 when no process of u matched
+      }
+    }
+    if (!left) return;
+    execFileSync('sleep', ['0.05']);
+  }
+}
+
 describeIfPresent('hostile transition users', missing, { what: 'the hostile-users tests' }, () => {
   let hardlinks: string | undefined;
   beforeAll(() => {
@@ -74,12 +94,8 @@ describeIfPresent('hostile transition users', missing, { what: 'the hostile-user
   });
   afterAll(() => {
     if (hardlinks !== undefined) fs.writeFileSync(HARDLINKS, hardlinks);
+    killAll();
     for (const u of [U1, U2]) {
-      try {
-        execFileSync('pkill', ['-KILL', '-u', u], { stdio: 'ignore' });
-      } catch {
-        // none left
-      }
       try {
         execFileSync('userdel', [u], { stdio: 'ignore' });
       } catch {
@@ -129,6 +145,7 @@ transitions:
         await net.run({ drain: true, workers: 2 });
       } finally {
         fs.writeFileSync(path.join(dir, 'stop'), '');
+        killAll();
         delete process.env.FSPL_TEST_DIR;
         delete process.env.FSPL_TEST_CANARY;
       }
