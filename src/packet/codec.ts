@@ -104,6 +104,27 @@ export function signedMessage(header: PacketHeader, sha512: Uint8Array): Buffer 
 }
 const NO_SIG = new Uint8Array(0);
 
+/**
+ * Whether two sealed headers sign the same message (signedMessage of each, with its own sha512),
+ * by their fields rather than by encoding both: what a signature verified over one covers the other.
+ */
+export function sameSignedContent(a: PacketHeader, b: PacketHeader): boolean {
+  if (a.seq !== b.seq || a.ctime.secs !== b.ctime.secs || a.ctime.nanos !== b.ctime.nanos) return false;
+  if (!a.seal || !b.seal || a.seal.length !== b.seal.length || a.seal.crc32 !== b.seal.crc32) return false;
+  if (!a.signature || !b.signature || !bytesEqual(a.signature.sha512, b.signature.sha512)) return false;
+  const x = a.cmd;
+  const y = b.cmd;
+  if (x.kind !== 'Command' || y.kind !== 'Command') return x.kind === y.kind;
+  if (x.params.length !== y.params.length || x.env.length !== y.env.length) return false;
+  for (let i = 0; i < x.params.length; i++) if (!bytesEqual(x.params[i], y.params[i])) return false;
+  for (let i = 0; i < x.env.length; i++) if (!bytesEqual(x.env[i][0], y.env[i][0]) || !bytesEqual(x.env[i][1], y.env[i][1])) return false;
+  return true;
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+}
+
 /** Encode the whole header (prefix and metadata): what goes before the payload. */
 export function encodeHeader(header: PacketHeader): Buffer {
   const meta = encodeMetadata(header);

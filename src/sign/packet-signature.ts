@@ -4,7 +4,7 @@
  * payload by payload-digest.ts), and shown (stdin-signature, listings).
  */
 import { SignatureError } from '../base/errors.js';
-import { signedMessage } from '../packet/codec.js';
+import { sameSignedContent, signedMessage } from '../packet/codec.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { AllowedSigners } from './allowed-signers.js';
 import { armor, NAMESPACE, parseSshSig, type SshSig, verifySshSig } from './sshsig.js';
@@ -27,26 +27,25 @@ export function checkHeaderSignature(header: PacketHeader, signers: AllowedSigne
   if (!signature) throw new SignatureError('not signed');
   const blob = Buffer.from(signature.sshsig.buffer, signature.sshsig.byteOffset, signature.sshsig.byteLength);
   const key = blob.toString('latin1');
-  const message = signedMessage(header, signature.sha512);
   const known = verified.get(key);
   const sig = known?.sig ?? parseSshSig(blob);
   // The signers are asked every time: a line's validity is judged at the time of each check.
   const { principal } = signers.check(sig.publicKey, NAMESPACE, at);
-  if (!known?.message.equals(message)) {
-    verifySshSig(sig, message, NAMESPACE);
+  if (!known || !sameSignedContent(known.header, header)) {
+    verifySshSig(sig, signedMessage(header, signature.sha512), NAMESPACE);
     if (verified.size >= VERIFIED_MAX) verified.clear();
-    verified.set(key, { sig, message });
+    verified.set(key, { sig, header });
   }
   return { principal, fingerprint: sig.publicKey.fingerprint };
 }
 
 /**
- * Signatures verified lately, by their bytes, with the message each was verified over: a queue
+ * Signatures verified lately, by their bytes, with the header each was verified over: a queue
  * checks each header twice (as a scan reads it, and again from the file the command gets, just
- * before it runs), and the second time the same signature over the same bytes needs no
- * cryptography again (a third of a signed job's cost, docs/benchmarks.md "Signed packets").
+ * before it runs), and the second time the same signature over the same signed fields needs
+ * neither cryptography nor the message encoded again (docs/benchmarks.md "Signed packets").
  */
-const verified = new Map<string, { sig: SshSig; message: Buffer }>();
+const verified = new Map<string, { sig: SshSig; header: PacketHeader }>();
 const VERIFIED_MAX = 4096;
 
 /** A signed header's signature, armored as `ssh-keygen -Y sign` writes it (`fspl stdin-signature`). */
