@@ -6,6 +6,9 @@
  * (bigints included, which the library always writes as 64-bit), and map keys keep their order.
  * It is also faster for these tiny documents. Reading uses @msgpack/msgpack (see codec.ts).
  */
+/** The few key and variant names, encoded once: every header writes them again. */
+const KEYS = new Map<string, Buffer>();
+
 export class MsgpackWriter {
   private buf: Buffer;
   private pos = 0;
@@ -80,7 +83,11 @@ export class MsgpackWriter {
 
   /** A UTF-8 string (only used for the fixed key and variant names). */
   str(s: string): void {
-    const b = Buffer.from(s, 'utf8');
+    let b = KEYS.get(s);
+    if (b === undefined) {
+      b = Buffer.from(s, 'utf8');
+      if (KEYS.size < 64) KEYS.set(s, b);
+    }
     const len = b.length;
     if (len < 32) this.byte(0xa0 | len);
     else if (len <= 0xff) this.marked(0xd9, 1, (buf, at) => buf.writeUInt8(len, at));
