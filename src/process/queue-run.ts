@@ -63,6 +63,9 @@ export class QueueRun {
     this.queue = queue;
     this.ctx = ctx;
     this.emit = emit;
+    // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
+    if (ctx.timestampOrder && queue.allowedSigners)
+      ctx.log.warn('process', `${queue.dir}: in timestamp order a copy of a signed packet that already ran runs again (only sequence order refuses replays)`);
   }
 
   get log(): Logger {

@@ -318,6 +318,22 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     expect(Q.runs()).toBe('2 alice@example after the nop\n');
   });
 
+  it('a replay: in sequence order a copy of a signed packet that ran never runs again; timestamp order runs it, and says so', () => {
+    const Q = setupQueue('replay');
+    const packet = prepare(path.join(dir, 'replay.seq'), 'once', ['--sign', alice]);
+    Q.write(packet);
+    expect(Q.run().code).toBe(0);
+    Q.plant(packet);
+    const again = Q.run();
+    expect(again.code, again.stderr).toBe(0);
+    expect(Q.runs()).toBe('1 alice@example once\n');
+    // Timestamp order takes no numbers: the copy runs, and the run warned before it did.
+    const ts = Q.run(['--order-by', 'Timestamp']);
+    expect(ts.code, ts.stderr).toBe(0);
+    expect(ts.stderr).toMatch(/in timestamp order a copy of a signed packet that already ran runs again/);
+    expect(Q.runs()).toBe('1 alice@example once\n1 alice@example once\n');
+  });
+
   it('through a decoder: the decoded packet is judged whole before the command starts; a forgery goes to refused/ as stored', () => {
     const Q = setupQueue('gzipped');
     const seq = path.join(dir, 'gz.seq');
