@@ -181,28 +181,28 @@ describe("README's install", () => {
 });
 
 /**
- * README.md's cron and systemd lines, run as cron and systemd would run them, against the packed
- * package installed as `npm install -g` lays it out (PREFIX/bin/fspl, a symlink to
- * PREFIX/lib/node_modules/filespooler/bin/fspl; here, the package unpacked above). Cron runs a
- * line with `/bin/sh -c`, with HOME, LOGNAME, SHELL=/bin/sh and the crontab's PATH (or
- * /usr/bin:/bin) and nothing else; systemd runs ExecStart directly, with the unit's Environment=.
- * The README's /usr/local/bin stands for npm's global bin, here PREFIX/bin, which also holds the
- * handler.
+ * docs/queues.md's cron and systemd lines ("With synced folders": the page's first of each), run
+ * as cron and systemd would run them, against the packed package installed as `npm install -g`
+ * lays it out (PREFIX/bin/fspl, a symlink to PREFIX/lib/node_modules/filespooler/bin/fspl; here,
+ * the package unpacked above). Cron runs a line with `/bin/sh -c`, with HOME, LOGNAME,
+ * SHELL=/bin/sh and the crontab's PATH (or /usr/bin:/bin) and nothing else; systemd runs
+ * ExecStart directly, with the unit's Environment=. The page's /usr/local/bin stands for npm's
+ * global bin, here PREFIX/bin, which also holds the handler.
  */
-describe("README's cron and systemd lines", () => {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+describe("docs/queues.md's cron and systemd lines", () => {
+  const page = fs.readFileSync(path.join(ROOT, 'docs', 'queues.md'), 'utf8');
   const block = (lang: string): string[] => {
-    const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(readme);
-    expect(m, `a \`\`\`${lang} block in README.md`).not.toBeNull();
+    const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(page);
+    expect(m, `a \`\`\`${lang} block in docs/queues.md`).not.toBeNull();
     return m![1]!.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
   };
   let home = '';
   let bin = '';
   const local = (s: string) => s.replaceAll('/usr/local/bin/', `${bin}/`);
-  /** A PATH as the README writes it, with PREFIX/bin where it names /usr/local/bin. */
+  /** A PATH as the page writes it, with PREFIX/bin where it names /usr/local/bin. */
   const localPath = (p: string): string => {
     const dirs = p.split(':').flatMap((d) => (d === '/usr/local/bin' ? [bin, d] : [d]));
-    // The README says to name node's directory too; it is there already unless node lives outside them.
+    // The page says to name node's directory too; it is there already unless node lives outside them.
     if (!dirs.includes(path.dirname(process.execPath))) dirs.push(path.dirname(process.execPath));
     return dirs.join(':');
   };

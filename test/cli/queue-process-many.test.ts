@@ -195,12 +195,15 @@ describe('queue-process over many queues', () => {
   });
 });
 
-// README.md, "Many queues": the cron line and the systemd unit it gives.
-const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('## Many queues')[1]!.split('\n## ')[0]!;
-const unit = /```ini\n([\s\S]*?)```/.exec(readme)![1]!;
-const cronLine = /```cron\n[^\n]*\n(\S+ \S+ \S+ \S+ \S+ )([^\n]*)\n```/.exec(readme)![2]!;
+// docs/queues.md, "Many queues": the cron line and the systemd unit it gives.
+const section = fs
+  .readFileSync(path.join(ROOT, 'docs', 'queues.md'), 'utf8')
+  .split('## Many queues')[1]!
+  .split('\n## ')[0]!;
+const unit = /```ini\n([\s\S]*?)```/.exec(section)![1]!;
+const cronLine = /```cron\n[^\n]*\n(\S+ \S+ \S+ \S+ \S+ )([^\n]*)\n```/.exec(section)![2]!;
 
-test("README's cron line over --queues-in runs every queue under cron's environment", () => {
+test("docs/queues.md's cron line over --queues-in runs every queue under cron's environment", () => {
   const { dir, parent, queues, log } = setup(3, 1);
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin);
@@ -223,7 +226,7 @@ test("README's cron line over --queues-in runs every queue under cron's environm
   ).toEqual(queues.map((q) => `end ${path.basename(q.dir)} 1`).sort());
 });
 
-test("README's unit for --watch --queues-in runs fspl by an absolute path, restarted on failure", () => {
+test("docs/queues.md's unit for --watch --queues-in runs fspl by an absolute path, restarted on failure", () => {
   expect(unit).toMatch(/^ExecStart=\/\S+\/fspl queue-process --watch --queues-in \S+ /m);
   expect(unit).toMatch(/^Restart=on-failure$/m);
   expect(unit).toMatch(/^Environment=PATH=\/usr\/local\/bin:/m);
@@ -231,7 +234,7 @@ test("README's unit for --watch --queues-in runs fspl by an absolute path, resta
 
 const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
 describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
-  it("README's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
+  it("docs/queues.md's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
     const dir = memTempDir();
     const file = path.join(dir, 'fspl-queues.service');
     fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));

@@ -1,5 +1,5 @@
 /**
- * README.md's "Resending, without stranding the queue": its shell block run as written, with a
+ * docs/queues.md's "Resending, without stranding the queue": its shell block run as written, with a
  * local `sh -c` standing in for ssh (the remote command runs in the same HOME) and `sleep` made
  * instant. The stand-in fails the attempts a test asks it to, as a network does: before sending
  * anything, after sending part of the packet, or after the packet was stored (the
@@ -12,8 +12,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FSPL_BIN, ROOT, tempDir } from '../helpers.js';
 
-const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const recipe = /### Resending, without stranding the queue[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+const page = fs.readFileSync(path.join(ROOT, 'docs', 'queues.md'), 'utf8');
+const recipe = /### Resending, without stranding the queue[\s\S]*?```sh\n([\s\S]*?)```/.exec(page)?.[1];
 
 /**
  * ssh and sleep for the recipe. FAULTS lists what each attempt does, by its rank: `down` (the
@@ -61,8 +61,8 @@ function fspl(h: { env: NodeJS.ProcessEnv; home: string }, args: string[]) {
   return spawnSync('fspl', args, { env: h.env, cwd: h.home, encoding: 'utf8' });
 }
 
-describe("README's ssh recipe: keep the packet until queue-write succeeds, and resend that same packet", () => {
-  it('is in the README', () => {
+describe("docs/queues.md's ssh recipe: keep the packet until queue-write succeeds, and resend that same packet", () => {
+  it('is in docs/queues.md', () => {
     expect(recipe).toMatch(/fspl prepare --seal/);
   });
 
@@ -92,7 +92,7 @@ describe("README's ssh recipe: keep the packet until queue-write succeeds, and r
     expect(fspl(h, ['queue-get-next', '-q', 'queue']).stdout).toBe('3\n');
   });
 
-  it("sends the packets a stopped sender left in ~/outgoing, with the README's loop", () => {
+  it("sends the packets a stopped sender left in ~/outgoing, with the page's loop", () => {
     const h = home();
     const outgoing = path.join(h.home, 'outgoing');
     fs.mkdirSync(outgoing);
@@ -100,7 +100,7 @@ describe("README's ssh recipe: keep the packet until queue-write succeeds, and r
       const p = spawnSync('fspl', ['prepare', '--seal', '-s', path.join(h.home, 'state'), '-i', path.join(h.home, 'dir', 'file')], { env: h.env });
       fs.writeFileSync(path.join(outgoing, `packet.${n}`), p.stdout);
     }
-    const loop = /`(for p in ~\/outgoing\/packet\.\*; do send "\$p";\s*done)`/.exec(readme)?.[1]?.replace(/\s+/g, ' ');
+    const loop = /`(for p in ~\/outgoing\/packet\.\*; do send "\$p";\s*done)`/.exec(page)?.[1]?.replace(/\s+/g, ' ');
     expect(loop).toBeDefined();
     const send = recipe!.slice(0, recipe!.indexOf('\n}\n') + 3);
     const r = spawnSync('sh', ['-c', `${STAND_INS}\n${send}\n${loop}`], { cwd: h.home, env: { ...h.env, FAULTS: 'cut,ok,down' }, encoding: 'utf8' });

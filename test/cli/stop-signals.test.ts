@@ -345,11 +345,11 @@ describeIfPresent('Ctrl-C typed on a terminal (script(1))', hasScript ? [] : ['s
   });
 });
 
-// README.md's systemd units, for one queue (a timer's oneshot) and for many (--watch --queues-in).
-const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const units = [...readme.matchAll(/```ini\n([\s\S]*?)```/g)].map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!).filter((u) => /^ExecStart=.* queue-process /m.test(u));
+// docs/queues.md's systemd units, for one queue (a timer's oneshot) and for many (--watch --queues-in).
+const page = fs.readFileSync(path.join(ROOT, 'docs', 'queues.md'), 'utf8');
+const units = [...page.matchAll(/```ini\n([\s\S]*?)```/g)].map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!).filter((u) => /^ExecStart=.* queue-process /m.test(u));
 
-describe("README's systemd units stop cleanly", () => {
+describe("docs/queues.md's systemd units stop cleanly", () => {
   it('are two (one queue, many queues), each with KillMode=mixed and a --stop-timeout below TimeoutStopSec', () => {
     expect(units.map((u) => /^# ~\/\.config\/systemd\/user\/(\S+)/.exec(u)?.[1])).toEqual(['fspl-queue.service', 'fspl-queues.service']);
     for (const u of units) {

@@ -1,6 +1,6 @@
 /**
  * `queue-process --verify-decoder`, `stdin-process -d [--verify-decoder]`, FSPL_VERIFY_DECODER,
- * and the gpg recipe of the README (docs/security.md's fspl-gpg-decoder) run for real with gpg.
+ * and the gpg recipe of docs/queues.md (docs/security.md's fspl-gpg-decoder) run for real with gpg.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -128,7 +128,7 @@ describe('stdin-process -d', () => {
   });
 });
 
-// The gpg recipe: README's queue-process line, with docs/security.md's fspl-gpg-decoder.
+// The gpg recipe: docs/queues.md's queue-process line, with docs/security.md's fspl-gpg-decoder.
 const GPG = ['/usr/bin/gpg', '/usr/local/bin/gpg'].find((p) => fs.existsSync(p));
 if (!GPG && !process.env.CI) console.warn('verify-decoder.test.ts: gpg is not installed: the gpg recipe tests are SKIPPED (they run in CI)');
 
@@ -140,15 +140,15 @@ function gpgDecoderScript(): string {
   return block;
 }
 
-/** README's line that runs a gpg queue. */
-function readmeLine(): string {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const line = readme.split('\n').find((l) => l.startsWith('fspl queue-process') && l.includes('fspl-gpg-decoder'));
-  if (!line) throw new Error('README.md has no fspl-gpg-decoder recipe');
+/** docs/queues.md's line that runs a gpg queue. */
+function guideLine(): string {
+  const page = fs.readFileSync(path.join(ROOT, 'docs', 'queues.md'), 'utf8');
+  const line = page.split('\n').find((l) => l.startsWith('fspl queue-process') && l.includes('fspl-gpg-decoder'));
+  if (!line) throw new Error('docs/queues.md has no fspl-gpg-decoder recipe');
   return line;
 }
 
-describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (README, docs/security.md "Decoders")', () => {
+describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/security.md "Decoders")', () => {
   const homes: string[] = [];
   afterAll(() => {
     for (const home of homes) spawnSync('gpgconf', ['--kill', 'gpg-agent'], { env: { ...process.env, GNUPGHOME: home } });
@@ -206,8 +206,8 @@ describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (README, docs/security.
     const log = path.join(base, 'handled');
     const handler = path.join(bin, 'handler');
     fs.writeFileSync(handler, `#!/bin/sh\ncat >> ${JSON.stringify(log)}\n`, { mode: 0o755 });
-    // README's line as it reads, the handler ours; --on-error leave so that every job is tried.
-    const line = readmeLine();
+    // The page's line as it reads, the handler ours; --on-error leave so that every job is tried.
+    const line = guideLine();
     expect(line).toBe("fspl queue-process -q ~/queue --verify-decoder -d 'fspl-gpg-decoder ~/senders.kbx' /usr/local/bin/handler");
     const run = line.replace('/usr/local/bin/handler', handler).replace('fspl queue-process', 'fspl queue-process --on-error leave');
     const env = { ...process.env, HOME: home, GNUPGHOME: gnupg('receiver'), PATH: `${bin}:${process.env.PATH}`, FSPL_VERIFY_DECODER: '' };
