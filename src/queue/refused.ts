@@ -48,6 +48,7 @@ export function refuseJobFile(queueDir: string, filename: string, why: string, a
   const jobs = path.join(queueDir, 'jobs');
   const dir = path.join(queueDir, REFUSED_DIR);
   makeDir(dir);
+  if (finishCutMove(jobs, dir, filename, as)) return as;
   const name = freeName(dir, as);
   // The note's bytes are durable by writeFresh's fsync; its name with the packet's, below.
   writeFresh(path.join(dir, name + NOTE_SUFFIX), `${new Date().toISOString()} ${why}\n`, 0o644, { fsync: true });
@@ -62,6 +63,25 @@ export function refuseJobFile(queueDir: string, filename: string, why: string, a
   fsyncDir(dir); // the note and the packet are in refused/ to stay
   fsyncDir(jobs); // the packet is gone from jobs/ to stay
   return name;
+}
+
+/**
+ * A move that a power cut left with both names (refused/ fsynced, jobs/ not yet, as POSIX allows):
+ * the same file in both places. The name in jobs/ goes, durably; no second copy is made.
+ */
+function finishCutMove(jobs: string, dir: string, filename: string, as: string): boolean {
+  let a: fs.BigIntStats;
+  let b: fs.BigIntStats;
+  try {
+    a = fs.lstatSync(path.join(jobs, filename), { bigint: true });
+    b = fs.lstatSync(path.join(dir, as), { bigint: true });
+  } catch {
+    return false;
+  }
+  if (a.ino !== b.ino || a.dev !== b.dev || !a.isFile()) return false;
+  fs.unlinkSync(path.join(jobs, filename));
+  fsyncDir(jobs); // gone from jobs/ to stay; refused/ held it durably already
+  return true;
 }
 
 /** refused/, made if missing (and the queue directory fsynced, so that refused/ itself survives a power cut). */

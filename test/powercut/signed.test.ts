@@ -3,7 +3,7 @@
  * among forgeries of the same numbers, planted as an attacker who may write jobs/ would. Each
  * refusal moves a forgery to refused/ with its note (queue/refused.ts: the note made durable
  * before the rename, refused/ and jobs/ fsynced after). After every cut, each forgery is in
- * jobs/ or in refused/ (never both, never neither) and one in refused/ has its note; at the end
+ * jobs/ or in refused/ (never neither; both only as the same file, left by a cut between the two fsyncs, and never copied twice) and one in refused/ has its note; at the end
  * every signed job ran, in order, re-runs ≤ cuts, no forgery ran, and all sit in refused/.
  *
  * FSPL_POWERCUT_CUTS and FSPL_POWERCUT_SEED as in workloads.test.ts.
@@ -85,7 +85,8 @@ describeIfPresent('power cuts, signed queue', [...powercutMissing(), ...SSH_MISS
       const refusedDir = path.join(qdir, 'refused');
       const refused = new Set(fs.existsSync(refusedDir) ? fs.readdirSync(refusedDir) : []);
       for (const name of forgeries) {
-        expect(jobs.has(name) !== refused.has(name), `seed ${SEED}: forgery ${name} in jobs/ ${jobs.has(name)}, refused/ ${refused.has(name)}`).toBe(true);
+        // Both names after a cut are allowed (the same file: refused/ was fsynced, jobs/ not yet); the next run drops the one in jobs/.
+        expect(jobs.has(name) || refused.has(name), `seed ${SEED}: forgery ${name} lost`).toBe(true);
         if (refused.has(name)) expect(refused.has(`${name}.why`), `seed ${SEED}: ${name} refused without its note`).toBe(true);
       }
     };
