@@ -8,6 +8,7 @@
 
 export { describeSystemError, namePath } from './base/errors.js';
 export { LEVELS, type Logger, type LogLevel, type LogSink, parseLogLevel, silentLogger } from './base/log.js';
+export { plural } from './base/plural.js';
 export { closest, didYouMean, editDistance } from './base/suggest.js';
 export * from './index.js';
 export {
@@ -102,6 +103,7 @@ export type { Delivery, DeliveryHooks } from './send/delivery.js';
 export { describeDestination, type NncpDestination } from './send/destination.js';
 export { type NncpWay, nncpDelivery } from './send/nncp-send.js';
 export { deliveryFor } from './send/queue-send.js';
+export { describeQueueSendSummary, duplicatesText, packetsWait, sentLine } from './send/queue-send-words.js';
 export { type ReceiveOptions, type ReceiveSummary, receivePackets } from './send/receive.js';
 export { ReceivedLedger } from './send/received.js';
 export { sshDelivery } from './send/ssh-send.js';

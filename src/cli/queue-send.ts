@@ -1,12 +1,14 @@
 /**
  * `fspl queue-send` (an extension): checks the options, then calls sendQueue. Prints a status line
  * on a terminal while it runs, and at the end a one-line summary on stderr (or, with --json, the
- * summary on stdout). Exit 0 when nothing waits because of a failure, 1 when packets wait for the
+ * summary on stdout); the sender's log lines say only what happened along the way (under --watch,
+ * each connection's result; failures retried; reachable again), so that each outcome is said once. Exit 0 when nothing waits because of a failure, 1 when packets wait for the
  * host (or sending stopped), 2 for bad usage (a bad --to). With --status it sends nothing and says
  * how the outbox and its sender are (queueSendStatus).
  */
 
 import type { Logger } from '../base/log.js';
+import { plural } from '../base/plural.js';
 import {
   createLogger,
   type Destination,
@@ -14,10 +16,10 @@ import {
   parseDestination,
   type QueueSendEvent,
   type QueueSendStatus,
-  type QueueSendSummary,
   queueSendStatus,
   sendQueue,
 } from '../index.js';
+import { describeQueueSendSummary, duplicatesText, packetsWait } from '../send/queue-send-words.js';
 import { flag, required, secondsArg, str } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError, writeOut } from './output.js';
@@ -44,6 +46,10 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
   if (to.kind === 'nncp')
     for (const o of ['ssh', 'remote-fspl'] as const)
       if (str(inv, o) !== undefined) throw new UsageError(`--${o} applies to ssh: destinations (--to nncp: hands the packets to nncp-exec)`, false);
+  const nncpCfg = str(inv, 'nncp-cfg');
+  if (nncpCfg !== undefined && to.kind !== 'nncp')
+    throw new UsageError('--nncp-cfg applies to nncp: destinations (it names the NNCP config nncp-exec uses)', false);
+  if (nncpCfg === '') throw new UsageError('--nncp-cfg: an empty path', false);
   const line = !flag(inv, 'no-progress') && stderrIsTerminal() ? new StatusLine(process.stderr) : undefined;
   const log = line ? createLogger(checkLogLevel(inv.logLevel), line.sink) : given;
   const stop = new AbortController();
@@ -56,6 +62,7 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
       to,
       ssh,
       remoteFspl: str(inv, 'remote-fspl'),
+      nncpCfg,
       watch: watch && { pollInterval },
       signal: stop.signal,
       logger: log,
@@ -63,7 +70,7 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
     });
     line?.clear();
     if (flag(inv, 'json')) writeOut(`${JSON.stringify({ ...summary, next: summary.next.toString() })}\n`);
-    else process.stderr.write(`${summaryLine(summary)}\n`);
+    else process.stderr.write(`fspl queue-send: ${describeQueueSendSummary(summary, { handed: to.kind === 'nncp', watch })}\n`);
     return summary.error !== undefined || summary.stopped !== undefined ? 1 : 0;
   } finally {
     line?.clear();
@@ -75,32 +82,19 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
 function statusText(e: QueueSendEvent): string {
   switch (e.type) {
     case 'sent':
-      return `queue-send: ${e.sent} sent${e.duplicates ? ` (${e.duplicates} already there)` : ''}, ${e.waiting} wait`;
+      return `queue-send: ${e.sent} sent${duplicatesText(e.duplicates)}, ${packetsWait(e.waiting)}`;
     case 'failing':
-      return `queue-send: ${e.waiting} wait; cannot deliver (${e.error})${e.retryInMs === undefined ? '' : `, retry ${e.attempts + 1} in ${Math.ceil(e.retryInMs / 1000)} s`}`;
+      return `queue-send: ${packetsWait(e.waiting)}; cannot deliver (${e.error})${e.retryInMs === undefined ? '' : `, retry ${e.attempts + 1} in ${Math.ceil(e.retryInMs / 1000)} s`}`;
     case 'reachable':
-      return `queue-send: reachable again, ${e.waiting} wait`;
+      return `queue-send: reachable again, ${packetsWait(e.waiting)}`;
     case 'idle':
-      return `queue-send: ${e.waiting} wait${e.blocked ? `: ${e.blocked}` : ''}`;
+      return `queue-send: ${packetsWait(e.waiting)}${e.blocked ? `: ${e.blocked}` : ''}`;
   }
-}
-
-/**
- * `fspl queue-send: sent 500 packet(s) to ssh:b:/q over 1 connection(s); 0 wait` (and why, when some
- * do); through NNCP, `handed 500 packet(s) for nncp:b:fspl to NNCP in 1 batch(es)`.
- */
-function summaryLine(s: QueueSendSummary): string {
-  const dup = s.duplicates > 0 ? ` (${s.duplicates} already there)` : '';
-  const why = s.stopped ? `; stopped: ${s.stopped}` : s.error ? `; cannot deliver: ${s.error}` : s.blocked ? `; ${s.blocked}` : '';
-  const how = s.to.startsWith('nncp:')
-    ? `handed ${s.sent} packet(s) for ${s.to} to NNCP in ${s.connections} batch(es)`
-    : `sent ${s.sent} packet(s)${dup} to ${s.to} over ${s.connections} connection(s)`;
-  return `fspl queue-send: ${how}; ${s.waiting} wait, next ${s.next}${why}`;
 }
 
 /** `--status`: the outbox and its sender, as text on stdout (or the JSON document with --json). */
 async function showStatus(inv: Invocation<FsplArgs<'queue-send'>>): Promise<number> {
-  for (const o of ['to', 'ssh', 'remote-fspl', 'poll-interval'] as const)
+  for (const o of ['to', 'ssh', 'remote-fspl', 'nncp-cfg', 'poll-interval'] as const)
     if (str(inv, o) !== undefined) throw new UsageError(`--status takes no --${o} (it sends nothing)`);
   if (flag(inv, 'watch')) throw new UsageError('--status takes no --watch (it sends nothing)');
   const st = await queueSendStatus(required(inv, 'queuedir'));
@@ -117,8 +111,8 @@ function when(ms: number): string {
 function statusLines(st: QueueSendStatus): string[] {
   const w = st.waiting;
   const range = w.count === 0 ? '' : w.lowest === w.highest ? ` (number ${w.lowest})` : ` (numbers ${w.lowest} to ${w.highest})`;
-  const lines = [`outbox ${st.outbox}: ${w.count} packet(s) wait${range}, next ${st.next ?? '(nextseq unreadable)'}`];
-  if (st.below > 0) lines.push(`${st.below} packet(s) numbered below ${st.next} (acknowledged, or put there by hand: never sent)`);
+  const lines = [`outbox ${st.outbox}: ${packetsWait(w.count)}${range}, next ${st.next ?? '(nextseq unreadable)'}`];
+  if (st.below > 0) lines.push(`${plural(st.below, 'packet')} numbered below ${st.next} (acknowledged, or put there by hand: never sent)`);
   const s = st.state;
   const to = s?.to ? ` to ${s.to}` : '';
   if (st.sender === 'running') lines.push(`sender: running (pid ${s?.pid}), sending${to}; its state written at ${when(s!.updatedAt)}`);
@@ -131,10 +125,9 @@ function statusLines(st: QueueSendStatus): string[] {
     );
   if (!s) return lines;
   if (s.stopped) lines.push(`stopped at ${when(s.stopped.at)}: ${s.stopped.error}`);
-  if (s.failing) lines.push(`failing since ${when(s.failing.since)} (${s.failing.attempts} attempt(s)): ${s.failing.error}`);
+  if (s.failing) lines.push(`failing since ${when(s.failing.since)} (${plural(s.failing.attempts, 'attempt')}): ${s.failing.error}`);
   if (s.blocked) lines.push(`blocked: ${s.blocked}`);
-  const dup = s.duplicates > 0 ? ` (${s.duplicates} already there)` : '';
   if (s.lastSent && s.lastSentAt !== undefined)
-    lines.push(`last sent: packet ${s.lastSent.seq} (${s.lastSent.id}) at ${when(s.lastSentAt)}; ${s.sent} sent by that run${dup}`);
+    lines.push(`last sent: packet ${s.lastSent.seq} (${s.lastSent.id}) at ${when(s.lastSentAt)}; ${s.sent} sent by that run${duplicatesText(s.duplicates)}`);
   return lines;
 }

@@ -236,6 +236,13 @@ export const COMMANDS = [
           "This fspl on the remote host: the receiver checks each sealed packet's CRC-32 with it (without it, only the length; the receiver needs sh, coreutils and flock, no fspl)",
       },
       {
+        long: 'nncp-cfg',
+        kind: 'string',
+        value: 'PATH',
+        describe:
+          "With --to nncp: this node's NNCP config (default: $NNCPCFG, else /etc/nncp.hjson); given to nncp-exec as -cfg and as NNCPCFG, which NNCP's tools take over -cfg",
+      },
+      {
         long: 'watch',
         kind: 'boolean',
         describe: 'Keep running: send packets as they arrive, retry with back-off while the host is unreachable; SIGTERM or SIGINT stops',

@@ -3,6 +3,7 @@
  * blank line and one line per detail (problems first). The layout is described in the man page.
  */
 
+import { plural } from '../base/plural.js';
 import { rfc3339Local } from '../packet/time.js';
 import { formatRanges, type SeqRange } from '../status/ranges.js';
 import type { QueueStatus, StatusJob } from '../status/report.js';
@@ -29,10 +30,6 @@ function ago(seconds: number): string {
 
 function ranges(r: readonly SeqRange[]): string {
   return formatRanges(r, MAX_RANGES);
-}
-
-function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
 }
 
 function job(j: StatusJob | undefined): string {

@@ -6,6 +6,10 @@
  * `fspl queue-receive` or `fspl net receive` (receive.ts): they store each packet once, in
  * whatever order NNCP delivers and however often.
  *
+ * A config given (`cfg`) is given to the tools as -cfg and as $NNCPCFG: NNCP's tools take a
+ * non-empty $NNCPCFG over -cfg (NNCP 8.8: `NNCPCFG=a.hjson nncp-toss -cfg b.hjson` runs as node a),
+ * so an NNCPCFG left in the environment would otherwise send as another node.
+ *
  * An exit status of 0 is the acknowledgement: the packets are in NNCP's hands (durably: nncp-exec
  * fsyncs its spool before it exits). They are not yet known to have arrived; `nncp-stat` shows
  * what still waits in the spool here.
@@ -64,7 +68,7 @@ async function handToNncp(way: NncpWay, packets: readonly OutgoingPacket[], hook
   const batch = prefix(packets);
   const args = [...cfgArgs(way), '-quiet', '-noprogress', way.node, way.handle, ...(way.args ?? [])];
   let whole = 0;
-  const r = await run('nncp-exec', args, hooks.signal, async (stdin) => {
+  const r = await run('nncp-exec', args, way, hooks.signal, async (stdin) => {
     whole = await writeFrames(stdin, batch, () => hooks.signal?.aborted === true);
   });
   if (r.error !== undefined) return { acked: 0, duplicates: 0, error: r.error };
@@ -78,21 +82,24 @@ async function handToNncp(way: NncpWay, packets: readonly OutgoingPacket[], hook
 
 /** Without packets: is NNCP there, and does this node's config know the node? */
 async function probeNncp(way: NncpWay, signal: AbortSignal | undefined): Promise<SendResult> {
-  const r = await run('nncp-stat', [...cfgArgs(way), '-node', way.node], signal);
+  const r = await run('nncp-stat', [...cfgArgs(way), '-node', way.node], way, signal);
   return { acked: 0, duplicates: 0, ...(r.error === undefined ? {} : { error: r.error }) };
 }
 
 /**
- * Run an NNCP tool, feeding its stdin with `feed` (or nothing). Resolves with the reason it
- * failed, in one line, or with no error.
+ * Run an NNCP tool, feeding its stdin with `feed` (or nothing); with the way's config in
+ * $NNCPCFG too, which NNCP's tools prefer to -cfg. Resolves with the reason it failed, in one
+ * line, or with no error.
  */
 async function run(
   tool: string,
   args: string[],
+  way: Pick<NncpWay, 'cfg'>,
   signal: AbortSignal | undefined,
   feed?: (stdin: NodeJS.WritableStream & { destroyed: boolean }) => Promise<void>,
 ): Promise<{ error?: string; stdout: string }> {
-  const r = await runTool(tool, args, { signal, feed });
+  const env = way.cfg === undefined ? undefined : { ...process.env, NNCPCFG: way.cfg };
+  const r = await runTool(tool, args, { signal, feed, env });
   const failed = (error: string) => ({ stdout: r.stdout, error });
   if (r.startError)
     return failed(r.startError.code === 'ENOENT' ? `${tool} not found (install NNCP: apt-get install nncp)` : `cannot run ${tool}: ${r.startError.message}`);
@@ -106,7 +113,7 @@ async function run(
 export type SpoolCount = { packets: number } | { error: string };
 
 export async function nncpSpool(way: Pick<NncpWay, 'node' | 'cfg'>, signal?: AbortSignal): Promise<SpoolCount> {
-  const r = await run('nncp-stat', [...cfgArgs(way), '-node', way.node], signal);
+  const r = await run('nncp-stat', [...cfgArgs(way), '-node', way.node], way, signal);
   if (r.error !== undefined) return { error: r.error };
   // `nice:   P | Rx:  0 B,   0 pkts | Tx:  495 B,   1 pkts`, a line per niceness level.
   let packets = 0;

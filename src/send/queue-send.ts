@@ -25,11 +25,13 @@
  */
 import { LockedError, SendError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
+import { plural } from '../base/plural.js';
 import { backoffMs, waitUnlessAborted } from '../base/timer.js';
 import type { Delivery, OutgoingPacket, SendResult } from './delivery.js';
 import { type Destination, describeDestination } from './destination.js';
 import { nncpDelivery } from './nncp-send.js';
 import { BATCH_PACKETS, inLastGroup, OutboxDrain } from './outbox.js';
+import { packetsWait, type QueueSendSummary, sentLine } from './queue-send-words.js';
 import { describeVerifierProblem, type VerifierProblem } from './receive-script.js';
 import { type SenderState, writeSenderState } from './sender-state.js';
 import { sshDelivery } from './ssh-send.js';
@@ -43,6 +45,8 @@ export interface QueueSendOptions {
   delivery?: Delivery;
   /** The ssh command and its options, before the destination (default `['ssh']`). */
   ssh?: string[];
+  /** For an nncp: destination, this node's NNCP config (default: NNCP's own, $NNCPCFG or /etc/nncp.hjson). */
+  nncpCfg?: string;
   /** fspl on the remote host (ours): when given, each packet's seal is checked there too. */
   remoteFspl?: string;
   /** Keep running, sending packets as they arrive, until `signal` aborts. */
@@ -63,35 +67,17 @@ export type QueueSendEvent =
   | { type: 'reachable'; waiting: number }
   | { type: 'idle'; waiting: number; blocked?: string };
 
-/** What a run did and what it left (also `--json`'s document). */
-export interface QueueSendSummary {
-  to: string;
-  /** Packets acknowledged by the receiver (including duplicates). */
-  sent: number;
-  /** Of those, how many it already had (sent again after a lost acknowledgement). */
-  duplicates: number;
-  connections: number;
-  /** Packets left in the outbox. */
-  waiting: number;
-  /** The outbox's next number: the first packet not yet acknowledged. */
-  next: bigint;
-  /** Why packets wait although the host is reachable (the next number is missing, say). */
-  blocked?: string;
-  /** The last connection's failure, when the run ended on one (packets wait). */
-  error?: string;
-  /** Set when sending stopped for a problem that retrying can't fix. */
-  stopped?: string;
-}
+export type { QueueSendSummary } from './queue-send-words.js';
 
 /** queue-send's state file (OUTBOX/sender.json): where it sends (`ssh:HOST:QUEUE`, `nncp:NODE:HANDLE`), and how it goes. */
 export type QueueSendState = SenderState<{ to: string }>;
 
 const RETRY = { min: 500, max: 10_000 };
 
-/** The way to `to`: ssh (with `ssh` and `remoteFspl`) or NNCP. */
-export function deliveryFor(opts: Pick<QueueSendOptions, 'to' | 'ssh' | 'remoteFspl'>): Delivery {
+/** The way to `to`: ssh (with `ssh` and `remoteFspl`) or NNCP (with `nncpCfg`). */
+export function deliveryFor(opts: Pick<QueueSendOptions, 'to' | 'ssh' | 'remoteFspl' | 'nncpCfg'>): Delivery {
   const to = opts.to;
-  if (to.kind === 'nncp') return nncpDelivery({ node: to.node, handle: to.handle });
+  if (to.kind === 'nncp') return nncpDelivery({ node: to.node, handle: to.handle, cfg: opts.nncpCfg });
   return sshDelivery([...(opts.ssh ?? ['ssh']), to.host], to.dir, { fspl: opts.remoteFspl, host: to.host });
 }
 
@@ -178,7 +164,6 @@ class QueueSender {
       const r = await this.connect(due.packets);
       if (this.signal.aborted) return;
       if (r.error === undefined) {
-        if (attempts > 0) this.reachable();
         attempts = 0;
         continue;
       }
@@ -188,7 +173,8 @@ class QueueSender {
       if (!this.opts.watch && r.acked === 0) {
         this.failing(r.error, attempts);
         this.opts.onEvent?.({ type: 'failing', error: r.error, attempts, waiting: this.drain.waiting });
-        this.log.warn('send', `Cannot deliver to ${this.to} (${r.error}); ${this.drain.waiting} packet(s) wait in ${this.opts.outbox}`);
+        // The pass ends on it: its summary (summary.error) says it, once.
+        this.log.debug('send', `Cannot deliver to ${this.to} (${r.error}); ${packetsWait(this.drain.waiting)} in ${this.opts.outbox}`);
         return;
       }
       await this.backOff(r.error, attempts);
@@ -207,20 +193,21 @@ class QueueSender {
       onAck: (p, dup) => this.drain.ack(p, dup),
     });
     this.drain.flush();
+    // Back after failures: said before what this connection sent, as it happened in that order.
+    if (this.summary.error !== undefined && (r.acked > 0 || r.error === undefined)) this.reachable();
     this.summary.sent = this.drain.sent;
     this.summary.duplicates = this.drain.duplicates;
     if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.kind === 'ssh' ? this.opts.to.host : this.to);
     else if (ahead !== undefined) this.summary.stopped = ahead;
     this.save();
+    // A stop ends the run: its summary (summary.stopped) says it, once.
     if (this.summary.stopped)
-      this.log.error('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${this.drain.waiting} packet(s) stay in ${this.opts.outbox}`);
+      this.log.debug('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${packetsWait(this.drain.waiting)} in ${this.opts.outbox}`);
     const sent = this.summary.sent - before;
     if (sent > 0) {
-      const how =
-        this.delivery.acknowledges === 'handed'
-          ? `Handed ${sent} packet(s) for ${this.to} to NNCP`
-          : `Sent ${sent} packet(s) to ${this.to} over one connection`;
-      this.log.info('send', `${how}${r.duplicates > 0 ? ` (${r.duplicates} already there)` : ''}; ${this.drain.waiting} wait`);
+      // Under --watch each connection is an outcome of its own; a pass's summary counts them all.
+      const level = this.opts.watch ? 'info' : 'debug';
+      this.log.log(level, 'send', sentLine(this.to, sent, r.duplicates, this.delivery.acknowledges === 'handed', this.drain.waiting));
       this.opts.onEvent?.({ type: 'sent', sent: this.summary.sent, duplicates: this.summary.duplicates, waiting: this.drain.waiting });
     }
     return r;
@@ -239,7 +226,7 @@ class QueueSender {
     const ms = backoffMs(attempts, min, max);
     this.failing(error, attempts);
     this.opts.onEvent?.({ type: 'failing', error, attempts, retryInMs: ms, waiting: this.drain.waiting });
-    if (attempts === 1 || attempts % 10 === 0) this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${this.drain.waiting} packet(s) wait, retrying`);
+    if (attempts === 1 || attempts % 10 === 0) this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${packetsWait(this.drain.waiting)}, retrying`);
     // New packets don't cut the wait short; stopping does.
     await waitUnlessAborted(ms, this.signal);
   }
@@ -273,7 +260,7 @@ function waitingFor(next: bigint, bySeq: ReadonlyMap<bigint, unknown>, below: nu
   const parts: string[] = [];
   if (above !== undefined)
     parts.push(`waiting for packet ${next}, the outbox's next number (its lowest above is ${above}; fspl queue-set-next -q OUTBOX ${above} skips the gap)`);
-  if (below > 0) parts.push(`${below} packet(s) numbered below ${next} are never sent (already past)`);
+  if (below > 0) parts.push(`${plural(below, 'packet')} numbered below ${next} ${below === 1 ? 'is' : 'are'} never sent (already past)`);
   return parts.join('; ');
 }
 

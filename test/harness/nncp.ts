@@ -9,7 +9,8 @@
  * What each node accepts from the other is the test's choice: exec handles (`exec`, as NNCP's
  * `neigh.NODE.exec`) and an incoming directory for files (`incoming`).
  *
- * See README.md beside this file.
+ * docs/transports.md ("Two NNCP nodes, step by step") makes the same two nodes in shell, for
+ * users (test/transports/nncp-setup.test.ts runs it). See README.md beside this file.
  */
 
 import fs from 'node:fs';

@@ -4,7 +4,9 @@
  * `fspl queue-receive -q QUEUE`, and the queue runs each packet once, in order, whether NNCP moves
  * them online or by a transfer directory offered twice, and through a sender killed with kill -9.
  * The queue is a plain Filespooler queue: the reference runs it too. With `--from`, the handle
- * takes packets only from the node NNCP says sent them (NNCP_SENDER).
+ * takes packets only from the node NNCP says sent them (NNCP_SENDER). `--nncp-cfg` names the
+ * sending node's config, and wins over an NNCPCFG that names another node. Each run says its
+ * result in one line.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -52,7 +54,8 @@ describeIfPresent('fspl queue-send through NNCP', missing, { what: 'NNCP queue-s
     const { outbox, q, pair } = await setUp(impl, 30);
     const r = send(outbox, pair);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr.trim().split('\n').at(-1)).toBe('fspl queue-send: handed 30 packet(s) for nncp:b:fspl to NNCP in 1 batch(es); 0 wait, next 31');
+    // One line: the run's result, said once.
+    expect(r.stderr).toBe('fspl queue-send: handed 30 packets for nncp:b:fspl to NNCP in 1 batch; 0 packets wait, next 31\n');
     expect(jobFiles(outbox)).toEqual([]);
     await pair.online('a', 'b');
     await pair.toss('b');
@@ -115,7 +118,27 @@ describeIfPresent('fspl queue-send through NNCP', missing, { what: 'NNCP queue-s
     expect(jobFiles(q)).toHaveLength(3);
   });
 
-  test('bad use: --ssh or --remote-fspl with nncp:, a malformed nncp: destination, NNCP that does not know the node', async () => {
+  test('--nncp-cfg names the sending node: it wins over an NNCPCFG naming the receiving node (which NNCP itself would take over -cfg)', async () => {
+    const { outbox, q, pair } = await setUp('ours', 2);
+    const asB = { ...process.env, NNCPCFG: pair.b.cfg };
+    // NNCPCFG alone names b, which has no neighbour called b: nothing handed over.
+    const wrong = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:b:fspl'], { encoding: 'utf8', env: asB });
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toMatch(/^fspl queue-send: cannot deliver to nncp:b:fspl: nncp-exec exited with status 1/);
+    const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'nncp:b:fspl', '--nncp-cfg', pair.a.cfg], {
+      encoding: 'utf8',
+      env: asB,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe('fspl queue-send: handed 2 packets for nncp:b:fspl to NNCP in 1 batch; 0 packets wait, next 3\n');
+    expect(pair.outbound('a')).toHaveLength(1);
+    await pair.online('a', 'b');
+    await pair.toss('b');
+    expect(jobFiles(q)).toHaveLength(2);
+    expect(processQueue('ours', q).ran).toEqual(expected(2));
+  });
+
+  test('bad use: --ssh or --remote-fspl with nncp:, --nncp-cfg with ssh:, a malformed nncp: destination, NNCP that does not know the node, a config that is not there', async () => {
     const { outbox, pair } = await setUp('ours', 1);
     const both = send(outbox, pair, ['--remote-fspl', '/usr/bin/fspl']);
     expect(both.status).toBe(2);
@@ -128,8 +151,15 @@ describeIfPresent('fspl queue-send through NNCP', missing, { what: 'NNCP queue-s
       env: { ...process.env, NNCPCFG: pair.a.cfg },
     });
     expect(unknown.status).toBe(1);
-    expect(unknown.stderr.trim().split('\n').at(-1)).toMatch(
-      /^fspl queue-send: handed 0 packet\(s\).*1 wait, next 1; cannot deliver: nncp-exec exited with status 1/,
+    // A run that handed nothing over says why, once, and not "handed 0 packets in 1 batch".
+    expect(unknown.stderr).toMatch(/^fspl queue-send: cannot deliver to nncp:nobody:fspl: nncp-exec exited with status 1: [^\n]+; 1 packet waits, next 1\n$/);
+    expect(jobFiles(outbox)).toHaveLength(1);
+    const sshOnly = spawnSync(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'ssh:b:/q', '--nncp-cfg', pair.a.cfg], { encoding: 'utf8' });
+    expect([sshOnly.status, sshOnly.stderr]).toEqual([2, 'error: --nncp-cfg applies to nncp: destinations (it names the NNCP config nncp-exec uses)\n']);
+    const noFile = send(outbox, pair, ['--nncp-cfg', path.join(pair.dir, 'none.hjson')]);
+    expect(noFile.status).toBe(1);
+    expect(noFile.stderr).toMatch(
+      /^fspl queue-send: cannot deliver to nncp:b:fspl: nncp-exec exited with status 1: .*none\.hjson.*; 1 packet waits, next 1\n$/,
     );
     expect(jobFiles(outbox)).toHaveLength(1);
   });

@@ -54,7 +54,7 @@ describeIfPresent('fspl queue-send --status', missing, { what: 'queue-send --sta
     const { outbox } = setup(3);
     expect(status(outbox)).toEqual({ outbox, waiting: { count: 3, lowest: '1', highest: '3' }, next: '1', below: 0, sender: 'idle' });
     const text = fspl('queue-send', '-q', outbox, '--status');
-    expect(text.stdout).toBe(`outbox ${outbox}: 3 packet(s) wait (numbers 1 to 3), next 1\nsender: not running, and none ever ran here\n`);
+    expect(text.stdout).toBe(`outbox ${outbox}: 3 packets wait (numbers 1 to 3), next 1\nsender: not running, and none ever ran here\n`);
   });
 
   test('after a pass that sent everything: nothing waits, the last packet sent, the counts, no failure', () => {
@@ -80,7 +80,7 @@ describeIfPresent('fspl queue-send --status', missing, { what: 'queue-send --sta
     const st = status(outbox);
     expect(st).toMatchObject({ waiting: { count: 2, lowest: '1', highest: '2' }, sender: 'idle', state: { sent: 0, failing: { attempts: 1 } } });
     expect(st.state.failing.error).toMatch(/false exited with status 1/);
-    expect(fspl('queue-send', '-q', outbox, '--status').stdout).toMatch(/^failing since \S+ \(1 attempt\(s\)\): false exited with status 1$/m);
+    expect(fspl('queue-send', '-q', outbox, '--status').stdout).toMatch(/^failing since \S+ \(1 attempt\): false exited with status 1$/m);
   });
 
   test('a sender running now (--watch, its host failing): running, its pid, failing; once it is gone, not running', async () => {
