@@ -2,7 +2,7 @@
  * The engine of processQueues (process-many.ts, which says what it promises): the queues of the
  * run, their turns, their looks and their locks.
  */
-import { describeSystemError, LockedError } from '../base/errors.js';
+import { describeSystemError, JobFailedError, LockedError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
 import { backoffMs } from '../base/timer.js';
 import { Queue } from '../queue/queue.js';
@@ -28,7 +28,8 @@ const DECODED_LOOKS_AT_ONCE = 2;
  * Watching: a queue stopped by its disk (full, or failing) is looked at again after this long,
  * doubled at each failure up to DISK_RETRY_MAX_MS, so that it resumes by itself once there is
  * room, without waiting for a change in its jobs/. A look is cheap (a scan), a run resumes from
- * its note (finish.ts).
+ * its note (finish.ts). A queue skipped (another processor held its lock) too: its holder's
+ * last change may have come before it let go.
  */
 const DISK_RETRY_MS = 1000;
 const DISK_RETRY_MAX_MS = 60_000;
@@ -47,8 +48,10 @@ interface Member {
   looking: boolean;
   /** Its skip (another processor holds its lock) was said: not again until it is locked. */
   skipNoted: boolean;
-  /** Disk errors in a row that stopped it (watching: the next look waits longer each time). */
-  diskFailures: number;
+  /** Stopped by a failed job: its shape then (QueueRun.shape); a look that finds it unchanged (a poll's "maybe") leaves it stopped. */
+  failedAt?: string;
+  /** Disk errors or skips in a row (watching: each puts its next look off longer, lookLater). */
+  retries: number;
   identity: string;
   parent?: Parent<Member>;
 }
@@ -78,8 +81,8 @@ export class ManyQueues {
   private wakeUp: (() => void) | undefined;
   private idleReported = false;
   private readonly looksAtOnce: number;
-  /** The looks due after a disk error (watching), cleared when the run ends. */
-  private readonly retries = new Set<NodeJS.Timeout>();
+  /** The looks due after a disk error or a skip (watching, lookLater), cleared when the run ends. */
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly given: Iterable<string | Queue>,
@@ -122,7 +125,7 @@ export class ManyQueues {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.watch?.close();
-      for (const t of this.retries) clearTimeout(t);
+      for (const t of this.timers) clearTimeout(t);
       for (const m of this.members.values()) m.run.release();
       this.ctx.stopping.close();
     }
@@ -172,10 +175,12 @@ export class ManyQueues {
     const identity = queueIdentity(queue.dir);
     if (this.members.has(identity)) return undefined;
     const run = new QueueRun(queue, this.ctx, (e) => this.emit({ ...e, queue: queue.dir }));
-    const m: Member = { kind: 'queue', run, outcome: 'done', state: 'idle', dirty: true, looking: false, skipNoted: false, diskFailures: 0, identity, parent };
+    const m: Member = { kind: 'queue', run, outcome: 'done', state: 'idle', dirty: true, looking: false, skipNoted: false, retries: 0, identity, parent };
     this.members.set(identity, m);
     this.joined.push(m);
-    this.watch?.add(m, queue.jobsDir); // before the first scan: nothing arriving in between is missed
+    // Before the first scan: nothing arriving in between is missed. In sequence order nextseq
+    // too: queue-set-next past a failed or missing job lets the queue run, with no change in jobs/.
+    this.watch?.add(m, queue.jobsDir, this.ctx.timestampOrder ? {} : { file: queue.seqfilePath, fileChanged: () => run.seqMoved() });
     this.emit({ type: 'added', queue: queue.dir });
     this.toLook.add(m);
     return m;
@@ -208,7 +213,7 @@ export class ManyQueues {
       .peek()
       .then(
         (work) => {
-          if (m.state === 'gone') return;
+          if (m.state === 'gone' || (m.state === 'stopped' && m.failedAt === m.run.shape())) return;
           if (work) this.ready(m);
           else if (m.state !== 'stopped' && m.state !== 'skipped') m.state = 'idle';
         },
@@ -253,7 +258,7 @@ export class ManyQueues {
       if (!run.planned) await run.scan();
       // This turn was counted against maxJobs when it began; a run of NOPs may take the rest.
       await run.runNext(this.maxJobs - this.started + 1);
-      if (m.diskFailures > 0) this.resumed(m);
+      if (m.outcome === 'stopped') this.resumed(m);
       if (!run.hasNext() && m.dirty && this.watching && m.state === 'running') {
         m.dirty = false;
         await run.scan(); // what arrived while it ran
@@ -287,6 +292,7 @@ export class ManyQueues {
     for (;;) {
       try {
         await m.run.lock({ wait: false });
+        if (m.skipNoted) m.retries = 0; // its holder let go: a skip puts the next look off 1 s again
         m.skipNoted = false;
         return true;
       } catch (err) {
@@ -302,6 +308,8 @@ export class ManyQueues {
         m.state = 'skipped';
         if (m.outcome === 'done') m.outcome = 'skipped';
         this.emit({ type: 'skipped', queue: m.run.queue.dir, why });
+        // Its holder's last change (a `queue-process -n 1` past a failed job) may have come while it held the lock.
+        if (this.watching) this.lookLater(m);
         return false;
       }
     }
@@ -328,29 +336,30 @@ export class ManyQueues {
     m.state = 'stopped';
     m.outcome = 'stopped';
     m.error = error;
+    m.failedAt = err instanceof JobFailedError ? m.run.shape() : undefined;
     if (gone) this.watch?.remove(m); // no error loop on a queue that is not there
     this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} stopped: ${describeSystemError(err)}`);
     this.emit({ type: 'stopped', queue: m.run.queue.dir, error });
     if (this.watching && DISK_ERRORS.has(String((err as NodeJS.ErrnoException).code))) this.lookLater(m);
   }
 
-  /** A queue its disk had stopped runs again: no longer stopped (the run's summary says done). */
+  /** A stopped queue runs again (its disk has room, its failed job was skipped): the run's summary says done. */
   private resumed(m: Member): void {
-    m.diskFailures = 0;
-    if (m.outcome !== 'stopped') return;
+    m.retries = 0;
+    m.failedAt = undefined;
     m.outcome = 'done';
     m.error = undefined;
     this.log.info('process', `Queue ${JSON.stringify(m.run.queue.dir)} resumed`);
   }
 
-  /** Watching, after a disk error: look at the queue again in a while (DISK_RETRY_MS, doubling). */
+  /** Watching, after a disk error or a skip: look at the queue again in a while (DISK_RETRY_MS, doubling). */
   private lookLater(m: Member): void {
-    const delay = backoffMs(++m.diskFailures, DISK_RETRY_MS, DISK_RETRY_MAX_MS);
+    const delay = backoffMs(++m.retries, DISK_RETRY_MS, DISK_RETRY_MAX_MS);
     const timer = setTimeout(() => {
-      this.retries.delete(timer);
-      if (m.state === 'stopped') this.changed(m);
+      this.timers.delete(timer);
+      if (m.state === 'stopped' || m.state === 'skipped') this.changed(m);
     }, delay);
-    this.retries.add(timer);
+    this.timers.add(timer);
   }
 
   /** A queue gone from its parent: no more looks, no error loop. A running job ends first (turn). */

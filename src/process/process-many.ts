@@ -17,8 +17,11 @@
  *   the parents of --queues-in for queues made or removed later, and the directories under them
  *   that are not queues yet. A change marks only its own queue for a look: the work of a change
  *   does not grow with the number of queues. A queue stopped by a failed job is tried again
- *   when its jobs/ changes; one stopped by its disk (ENOSPC, EDQUOT, EIO) also after a while
- *   (1 s, doubling up to a minute), so that it resumes by itself once there is room.
+ *   when its jobs/ changes (a poll that finds it as it was is no change: the job is not run
+ *   again for nothing), and in sequence order when its nextseq moves (queue-set-next past the
+ *   job); one stopped by its disk (ENOSPC, EDQUOT, EIO), or skipped because another processor
+ *   held its lock, also after a while (1 s, doubling up to a minute), so that it resumes by
+ *   itself once there is room, or once the other processor let go.
  */
 import type { Queue } from '../queue/queue.js';
 import { ManyQueues } from './many-queues.js';

@@ -144,6 +144,19 @@ export class QueueRun {
     this.index = 0;
   }
 
+  /** Whether nextseq holds another number than the run last read or wrote: someone moved it (queue-set-next). */
+  seqMoved(): boolean {
+    return SeqFile.peek(this.queue.seqfilePath) !== this.next;
+  }
+
+  /**
+   * The queue as the last scan saw it, nextseq and the job files, and whether a note is in its
+   * lock file now (peek, seeing one, scans nothing): a stopped queue runs again once it changes.
+   */
+  shape(): string {
+    return `${lockFileSize(this.queue) !== 0 ? 'noted ' : ''}${this.next} ${[...this.known.keys()].sort().join(' ')}`;
+  }
+
   /** Whether the pass has a job to run next. */
   hasNext(): boolean {
     const pass = this.pass;

@@ -6,7 +6,8 @@
  * A look at a directory is one stat: its change time, modification time and inode against those
  * of the last look. Only a directory that changed (or that changed too recently for its times to
  * tell: coarse time stamps) is reported, so that looking after 10,000 idle queues costs 10,000
- * stats per interval, spread over the interval, and no scan.
+ * stats per interval, spread over the interval, and no scan. A directory may come with a file
+ * that counts as part of it (a queue's nextseq, beside its jobs/): its events and its stat too.
  *
  * - events (the default): an event for a job file reports its directory at once; each directory
  *   is also looked at every `safetyInterval` seconds, in case an event was lost (inotify's queue
@@ -20,6 +21,7 @@
  * look.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from '../base/log.js';
 import { isJobFilename } from './jobs.js';
 
@@ -43,13 +45,30 @@ export interface DirWatchOptions {
   filter?: (name: string) => boolean;
   /** This directory's own safety interval, in seconds (a place fed by a synchronisation tool: more often). */
   safetyInterval?: number;
+  /**
+   * A file outside the directory whose change counts as the directory's (a queue's nextseq, which
+   * `queue-set-next` replaces): its directory's events for its name, and a stat of it at each look.
+   */
+  file?: string;
+  /**
+   * Whether a change of file is news: false for the watcher's own writes (a queue's run moving
+   * its nextseq), whose events come after the fact and would only make it look again for nothing.
+   */
+  fileChanged?: () => boolean;
 }
 
-/** What the last look saw of a directory. */
-interface Seen {
+/** What one stat saw of a directory or a file. */
+interface Stamp {
   ino: number;
   mtimeMs: number;
   ctimeMs: number;
+}
+
+/** What the last look saw of a directory (and of its file, if it has one). */
+interface Seen {
+  dir: Stamp;
+  /** The entry's file: undefined when it has none, or it is not there. */
+  file?: Stamp;
   /** When it was looked at: a change within COARSE_MS of this may not show in the times. */
   at: number;
 }
@@ -57,7 +76,12 @@ interface Seen {
 interface Entry<K> {
   key: K;
   dir: string;
+  /** DirWatchOptions.file and fileChanged. */
+  file?: string;
+  fileChanged?: () => boolean;
   watcher?: fs.FSWatcher;
+  /** The events of file's directory (for file's name). */
+  fileWatcher?: fs.FSWatcher;
   /** Seconds between looks: the poll or safety interval, or the fallback when events fail. */
   interval: number;
   due: number;
@@ -112,8 +136,8 @@ export class DirWatchSet<K> {
   add(key: K, dir: string, options: DirWatchOptions = {}): void {
     this.remove(key);
     const interval = this.mode === 'polling' ? this.interval : checkInterval(options.safetyInterval ?? this.interval);
-    const entry: Entry<K> = { key, dir, interval, due: 0, removed: false, force: false };
-    entry.seen = look(dir);
+    const entry: Entry<K> = { key, dir, file: options.file, fileChanged: options.fileChanged, interval, due: 0, removed: false, force: false };
+    entry.seen = look(dir, entry.file);
     this.entries.set(key, entry);
     if (this.mode === 'events') this.listen(entry, options);
     this.enqueue(entry, Date.now());
@@ -124,8 +148,7 @@ export class DirWatchSet<K> {
     const entry = this.entries.get(key);
     if (!entry) return;
     entry.removed = true; // its place in a list is dropped when the list reaches it
-    entry.watcher?.close();
-    entry.watcher = undefined;
+    closeWatchers(entry);
     this.entries.delete(key);
   }
 
@@ -157,16 +180,25 @@ export class DirWatchSet<K> {
         if (n === null || ((all || isJobFilename(n)) && (filter?.(n) ?? true))) this.onChange(entry.key);
       });
       entry.watcher.on('error', (err) => this.fallBack(entry, err));
+      if (entry.file !== undefined) this.listenFile(entry, entry.file);
     } catch (err) {
       this.fallBack(entry, err);
     }
   }
 
+  /** Events for file's name in its directory: a rename over it (queue-set-next), a write in place. */
+  private listenFile(entry: Entry<K>, file: string): void {
+    const name = path.basename(file);
+    entry.fileWatcher = fs.watch(path.dirname(file), { persistent: true }, (_event, n) => {
+      if (!entry.removed && (n === null || String(n) === name) && (entry.fileChanged?.() ?? true)) this.onChange(entry.key);
+    });
+    entry.fileWatcher.on('error', (err) => this.fallBack(entry, err));
+  }
+
   /** Events failed for this directory (it is gone, or the file system has none): look every second. */
   private fallBack(entry: Entry<K>, err: unknown): void {
     if (entry.removed) return;
-    entry.watcher?.close();
-    entry.watcher = undefined;
+    closeWatchers(entry);
     if (entry.interval !== FALLBACK_SECONDS) {
       this.log?.debug('watch', () => `Cannot watch ${JSON.stringify(entry.dir)} (${(err as Error).message}); looking every ${FALLBACK_SECONDS} s instead`);
       entry.interval = FALLBACK_SECONDS;
@@ -217,19 +249,16 @@ export class DirWatchSet<K> {
   }
 
   private visit(entry: Entry<K>, now: number): void {
-    const seen = look(entry.dir);
+    const seen = look(entry.dir, entry.file);
     const before = entry.seen;
     entry.seen = seen;
-    // `at` is Date.now(), in whole milliseconds, and a file time has a fraction of one: compared
-    // whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
     const changed =
       entry.force ||
       !seen ||
       !before ||
-      seen.ino !== before.ino ||
-      seen.mtimeMs !== before.mtimeMs ||
-      seen.ctimeMs !== before.ctimeMs ||
-      before.at - Math.floor(Math.max(before.mtimeMs, before.ctimeMs)) < this.coarseMs;
+      moved(seen.dir, before.dir) ||
+      tooRecent(before.dir, before.at, this.coarseMs) ||
+      ((moved(seen.file, before.file) || (before.file !== undefined && tooRecent(before.file, before.at, this.coarseMs))) && (entry.fileChanged?.() ?? true));
     entry.force = false;
     this.enqueue(entry, now);
     if (changed) this.onChange(entry.key);
@@ -241,12 +270,39 @@ function checkInterval(seconds: number): number {
   return seconds;
 }
 
-/** One stat of a directory; undefined when it can't be looked at (gone, say). */
-function look(dir: string): Seen | undefined {
+function closeWatchers(entry: Entry<unknown>): void {
+  entry.watcher?.close();
+  entry.watcher = undefined;
+  entry.fileWatcher?.close();
+  entry.fileWatcher = undefined;
+}
+
+/** One stat of a directory (and of its file); undefined when the directory can't be looked at (gone, say). */
+function look(dir: string, file: string | undefined): Seen | undefined {
+  const d = stamp(dir);
+  return d && { dir: d, file: file === undefined ? undefined : stamp(file), at: Date.now() };
+}
+
+function stamp(p: string): Stamp | undefined {
   try {
-    const st = fs.statSync(dir);
-    return { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, at: Date.now() };
+    const st = fs.statSync(p);
+    return { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
   } catch {
     return undefined;
   }
+}
+
+/** Whether two looks differ: replaced (another inode), changed, made or removed. */
+function moved(a: Stamp | undefined, b: Stamp | undefined): boolean {
+  if (!a || !b) return a !== b;
+  return a.ino !== b.ino || a.mtimeMs !== b.mtimeMs || a.ctimeMs !== b.ctimeMs;
+}
+
+/**
+ * Whether a change made after a look, in the same tick of a coarse clock, could leave the times
+ * as they were. `at` is Date.now(), in whole milliseconds, and a file time has a fraction of one:
+ * compared whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
+ */
+function tooRecent(s: Stamp, at: number, coarseMs: number): boolean {
+  return at - Math.floor(Math.max(s.mtimeMs, s.ctimeMs)) < coarseMs;
 }

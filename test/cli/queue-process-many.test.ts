@@ -193,6 +193,44 @@ describe('queue-process over many queues', () => {
     expect(code).toBe(0);
     expect(stderr.split('\n').filter((l) => l && !/INFO fspl::process: Stopping after the running jobs/.test(l))).toEqual([]);
   });
+
+  it("--watch --queues-in: README's skips past a failed job, and queue-set-next past a missing one, run the queue at once", async () => {
+    const { parent, queues, log } = setup(2, 3);
+    const gap = Queue.init(path.join(parent, 'gap'));
+    put(gap, 2); // job 1 never comes
+    put(gap, 3);
+    const failFirst = `${RECORD}; [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q0 1" ] && [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q1 1" ]`;
+    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', failFirst], {
+      env: { ...process.env, LOG: log },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const until = async (what: string, cond: () => boolean) => {
+      for (const end = Date.now() + 20_000; !cond(); await new Promise((r) => setTimeout(r, 10))) {
+        if (Date.now() > end || child.exitCode !== null) throw new Error(`waiting for ${what}: ${stderr}`);
+      }
+    };
+    try {
+      await until('job 1 to fail', () => /Queue ".*q0" stopped/.test(stderr) && /Queue ".*q1" stopped/.test(stderr));
+      // Nothing arrives from here on: with events, the only look left is the safety look, 30 s away.
+      expect(fspl(['queue-set-next', '-q', queues[0]!.dir, '2']).code).toBe(0);
+      await until('jobs 2 and 3 of the stopped queue', () => logLines(log).includes('end q0 3'));
+      expect(fspl(['queue-process', '-q', queues[1]!.dir, '--on-error', 'delete', '-n', '1', 'true']).code).toBe(0);
+      await until('jobs 2 and 3 of the queue whose job 1 the operator ran', () => logLines(log).includes('end q1 3'));
+      expect(logLines(log).filter((l) => l.includes('gap'))).toEqual([]);
+      expect(fspl(['queue-set-next', '-q', gap.dir, '2']).code).toBe(0);
+      await until('jobs 2 and 3 past the gap', () => logLines(log).includes('end gap 3'));
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
+    expect(code).toBe(0);
+    const started = logLines(log).filter((l) => l.startsWith('start'));
+    expect(started.filter((l) => !l.includes('q1'))).toEqual(['start q0 1', 'start q0 2', 'start q0 3', 'start gap 2', 'start gap 3']);
+    expect(started.filter((l) => l.includes('q1'))).toEqual(['start q1 1', 'start q1 2', 'start q1 3']);
+    expect(stderr).toMatch(/Queue ".*q0" resumed/);
+  });
 });
 
 // docs/queues.md, "Many queues": the cron line and the systemd unit it gives.

@@ -277,6 +277,74 @@ describe('processQueues with watch', () => {
     expect(summary.queues[0]!.processed).toBe(3);
   });
 
+  for (const mode of [
+    { name: 'events', watch: true as const },
+    { name: 'polling', watch: { pollInterval: 0.05 } },
+  ]) {
+    it(`runs a queue stopped by a failed job once queue-set-next skips it, with nothing arriving (${mode.name})`, async () => {
+      const parent = memTempDir();
+      const [q, other] = queues(parent, 2, 3);
+      const ran: string[] = [];
+      const events: QueuesEvent[] = [];
+      const stop = new AbortController();
+      const done = processQueues([], {
+        queuesIn: parent,
+        watch: mode.watch,
+        signal: stop.signal,
+        run: (job) => {
+          job.payload.resume();
+          ran.push(`${path.basename(job.queuedir)} ${job.seq}`);
+          if (job.queuedir === q!.dir && job.seq === 1n) throw new Error('job 1 fails');
+        },
+        onEvent: (e) => events.push(e),
+      });
+      await until('the failure and the other queue', () => events.some((e) => e.type === 'stopped') && nextseq(other!) === '4');
+      // Past the coarse window of the last change in its jobs/ (polling looks again at such a
+      // directory): from here on only the new nextseq can explain a run (a safety look, 30 s away, sees no change in jobs/).
+      await sleep(2100);
+      expect(ran.filter((r) => r.startsWith('q000'))).toEqual(['q000 1']);
+      q!.setNext(2n); // what `fspl queue-set-next -q Q 2` does
+      await until('jobs 2 and 3', () => nextseq(q!) === '4');
+      stop.abort();
+      const summary = await done;
+      expect(ran.filter((r) => r.startsWith('q000'))).toEqual(['q000 1', 'q000 2', 'q000 3']);
+      expect(jobFiles(q!)).toHaveLength(1); // job 1, skipped, stays
+      expect(summary.queues.map((r) => [path.basename(r.queue), r.state, r.processed])).toEqual([
+        ['q000', 'done', 3],
+        ['q001', 'done', 3],
+      ]);
+    });
+  }
+
+  it('runs a stopped queue whose skip another processor made while it held the lock (queue-process -n 1), once it lets go', async () => {
+    const parent = memTempDir();
+    const [q] = queues(parent, 1, 3);
+    const events: QueuesEvent[] = [];
+    const stop = new AbortController();
+    const done = processQueues([q!.dir], {
+      watch: true,
+      signal: stop.signal,
+      run: (job) => {
+        job.payload.resume();
+        if (job.seq === 1n) throw new Error('job 1 fails');
+      },
+      onEvent: (e) => events.push(e),
+    });
+    await until('the failure', () => events.some((e) => e.type === 'stopped'));
+    // The operator's `queue-process --on-error delete -n 1`, as the run sees it: every change made under the lock.
+    const held = FileLock.acquire(`${q!.seqfilePath}.lock`, { create: false });
+    try {
+      fs.writeFileSync(`${q!.seqfilePath}.temp`, '2\n');
+      fs.renameSync(`${q!.seqfilePath}.temp`, q!.seqfilePath);
+      await until('the look refused by the lock', () => events.some((e) => e.type === 'skipped'));
+    } finally {
+      held.release(); // no change after this: only a look put off can see that the lock is free
+    }
+    await until('jobs 2 and 3', () => nextseq(q!) === '4');
+    stop.abort();
+    expect((await done).queues[0]).toMatchObject({ state: 'done', processed: 3 });
+  });
+
   it('waits for the running jobs when stopped, and releases every lock', async () => {
     const parent = memTempDir();
     const all = queues(parent, 3, 1);

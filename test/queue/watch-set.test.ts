@@ -91,6 +91,61 @@ describe('DirWatchSet', () => {
     expect(r.all).toEqual(['busy']);
   });
 
+  /** A queue as a queue's nextseq sees it: dir/jobs and dir/nextseq, replaced the way queue-set-next does. */
+  function queueLike(): { jobs: string; nextseq: string; setNext: (n: number) => void } {
+    const dir = tempDir();
+    const jobs = path.join(dir, 'jobs');
+    fs.mkdirSync(jobs);
+    const nextseq = path.join(dir, 'nextseq');
+    const setNext = (n: number) => {
+      fs.writeFileSync(`${nextseq}.temp`, `${n}\n`);
+      fs.renameSync(`${nextseq}.temp`, nextseq);
+    };
+    setNext(1);
+    return { jobs, nextseq, setNext };
+  }
+
+  it('file: reports the directory when its file is replaced, not for other names beside it (events)', async () => {
+    const q = queueLike();
+    const plain = queueLike();
+    const r = nextReport<string>();
+    set = new DirWatchSet(r.onChange, { safetyInterval: 3600 });
+    set.add('q', q.jobs, { file: q.nextseq });
+    set.add('plain', plain.jobs); // no file: its nextseq is not its concern
+    fs.writeFileSync(path.join(path.dirname(q.nextseq), 'nextseq.lock'), 'a note');
+    plain.setNext(5);
+    await sleep(50);
+    expect(r.all).toEqual([]);
+    const got = r.next();
+    q.setNext(2);
+    expect(await got).toBe('q');
+    expect(r.all.every((k) => k === 'q')).toBe(true);
+    set.remove('q');
+    const n = r.all.length;
+    q.setNext(3);
+    await sleep(50);
+    expect(r.all.length).toBe(n); // its file's watch went with it
+  });
+
+  it('file, polling: reports the directory when its file is replaced, its own times unchanged', async () => {
+    const q = queueLike();
+    const plain = queueLike();
+    const old = new Date(Date.now() - 3600_000);
+    for (const f of [q.jobs, q.nextseq, plain.jobs, plain.nextseq]) fs.utimesSync(f, old, old);
+    const r = nextReport<string>();
+    // coarseMs 0: only a change reports (ctime, just set by utimes, is no reason to look again).
+    set = new DirWatchSet(r.onChange, { pollInterval: 0.05, coarseMs: 0 });
+    set.add('q', q.jobs, { file: q.nextseq });
+    set.add('plain', plain.jobs);
+    await sleep(150); // several polls: nothing changed
+    expect(r.all).toEqual([]);
+    plain.setNext(5);
+    q.setNext(2);
+    expect(await r.next()).toBe('q');
+    await sleep(150);
+    expect(r.all).toEqual(['q']);
+  });
+
   it('reports a directory changed within the coarse window again at its next look', async () => {
     const dir = tempDir();
     const r = nextReport<string>();
