@@ -15,6 +15,7 @@ import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
 import { decide, type Failure, type Verdict } from '../plan/outcome.js';
 import type { OutputSource, RanOutcome } from './firing.js';
+import type { RefusedInput } from './inputs.js';
 import type { NetEvent } from './options.js';
 import type { Firing, TransitionRun } from './state.js';
 
@@ -46,13 +47,17 @@ export interface OutcomeContext {
   emit(e: NetEvent): void;
   /** Report a full disk or an I/O error of the state's (the staging files'). */
   fault(err: NodeJS.ErrnoException): void;
+  /** Set aside a token that its signature did not let in as its firing opened it (refuse.ts), forgotten by its place's index. */
+  refuse(r: RefusedInput): void;
 }
 
 /** Resolve a finished firing: decide (plan/outcome.ts), then apply; true when it is gone from the set or on its way to commit. */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
+  const ended = f.outcome!;
   const verdict = decide({
-    ended: f.outcome!,
+    ended,
     vanished: f.tokens.find((t) => !fs.existsSync(t.path)),
+    refused: 'nop' in ended ? undefined : ended.refused,
     stopping: ctx.stopping(),
     stagingFull: f.stagingFull,
     attempt: f.attempt,
@@ -63,7 +68,7 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
 }
 
 /** Carry a verdict out: the commit, the drop or the retry, with the logs, counts and events that go with it. */
-function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException>): boolean {
+function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException, RefusedInput>): boolean {
   const run = ctx.transition(f.transition.name);
   switch (verdict.kind) {
     case 'vanished':
@@ -73,6 +78,12 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
         `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} vanished while it fired; its firing is dropped`,
       );
       ctx.place(verdict.token.place).markDirty();
+      ctx.drop(f);
+      return true;
+    case 'refused':
+      // Replaced under its name since its scan judged it (inputs.ts): set aside before the drop
+      // gives the firing's other tokens back (the refused one, forgotten, is not given back).
+      ctx.refuse(verdict.refusal);
       ctx.drop(f);
       return true;
     case 'nop':

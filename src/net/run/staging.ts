@@ -1,7 +1,7 @@
 /**
  * Staging: where a firing's files live until its commit copies them into tokens (its output, its
- * stderr, a batch's stdin, an and-merge's input payloads), and how they go once the firing is
- * done with them.
+ * stderr, a batch's stdin, an and-merge's input payloads, a move's checked copy of its signed
+ * inputs' payloads), and how they go once the firing is done with them.
  *
  * All of them are in the run's one staging directory, named by the firing (its transition, id
  * and attempt: the prefix `dir`), so no directory is made or removed per firing. A firing run as
@@ -150,10 +150,10 @@ export class StagingSweeper {
 
   /**
    * Remove a firing's files: those it made, when known (RanOutcome.made), else every name it may
-   * have made. A move stages nothing.
+   * have made. A move stages nothing, but the checked copy of its signed inputs' payloads (made).
    */
   remove(t: TransitionSpec, dir: string, runAs: RunAs | undefined, made?: readonly string[]): void {
-    if (!t.run && !t.fn) return;
+    if (!t.run && !t.fn && !made?.length) return;
     if (runAs) {
       // Its out/ is its user's: removed without following a name through it (untrusted.ts).
       removeTree(dir);

@@ -17,6 +17,17 @@ describe('decide', () => {
     ['a vanished token voids the firing, whatever its end', { vanished: 'tok-3' }, { kind: 'vanished', token: 'tok-3' }],
     ['a vanished token voids a NOP too', { ended: { nop: true }, vanished: 'tok-1' }, { kind: 'vanished', token: 'tok-1' }],
     ['a vanished token comes before a failure', { ended: failed, vanished: 'tok-2', errorPlace: 'err' }, { kind: 'vanished', token: 'tok-2' }],
+    [
+      'a token its signature refused as the firing opened it: set aside, nothing retried nor made into error tokens',
+      { ended: failed, refused: 'tok-4', retries: 3, errorPlace: 'err' },
+      { kind: 'refused', refusal: 'tok-4' },
+    ],
+    ['a refusal is said even while the run stops', { ended: failed, refused: 'tok-4', stopping: true }, { kind: 'refused', refusal: 'tok-4' }],
+    [
+      'a vanished token comes before a refusal (its place is read again)',
+      { ended: failed, vanished: 'tok-1', refused: 'tok-4' },
+      { kind: 'vanished', token: 'tok-1' },
+    ],
     ['an abandoned firing is dropped', { ended: abandoned }, { kind: 'drop' }],
     ['an abandoned firing is dropped even with retries left', { ended: abandoned, retries: 3 }, { kind: 'drop' }],
     ['a success while the run stops still commits', { stopping: true }, { kind: 'commit', ran: ok }],
