@@ -25,6 +25,11 @@ export interface FiringFacts<T, R extends Ran, E, F = T> {
   vanished?: T;
   /** A token of a signed place that its signature did not let in when the firing opened it: nothing ran. */
   refused?: F;
+  /**
+   * Another firing's token was refused so, with a lower number of a sequence place than one of
+   * this firing's: committing would move the place past the number that token did not take.
+   */
+  voided?: boolean;
   /** The run is stopping. */
   stopping: boolean;
   /** A command's staging files' disk was full when it failed: the error found there. */
@@ -53,7 +58,7 @@ export type Verdict<T, R, E, F = T> =
   | { kind: 'refused'; refusal: F }
   /** A NOP: committed with no outputs. */
   | { kind: 'nop' }
-  /** Abandoned by the run, or failed while the run stops (the failure may be the stop itself): dropped, its tokens stay. */
+  /** Abandoned by the run, failed while the run stops (the failure may be the stop itself), or voided: dropped, its tokens stay. */
   | { kind: 'drop' }
   /** Succeeded: its outputs are committed. */
   | { kind: 'commit'; ran: R }
@@ -65,6 +70,7 @@ export type Verdict<T, R, E, F = T> =
 export function decide<T, R extends Ran, E, F = T>(f: FiringFacts<T, R, E, F>): Verdict<T, R, E, F> {
   if (f.vanished !== undefined) return { kind: 'vanished', token: f.vanished };
   if (f.refused !== undefined) return { kind: 'refused', refusal: f.refused };
+  if (f.voided) return { kind: 'drop' };
   const ran = f.ended;
   if ('nop' in ran) return { kind: 'nop' };
   if (ran.abandoned) return { kind: 'drop' };

@@ -58,6 +58,7 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
     ended,
     vanished: f.tokens.find((t) => !fs.existsSync(t.path)),
     refused: 'nop' in ended ? undefined : ended.refused,
+    voided: f.voided,
     stopping: ctx.stopping(),
     stagingFull: f.stagingFull,
     attempt: f.attempt,
@@ -84,6 +85,7 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
       // Replaced under its name since its scan judged it (inputs.ts): set aside before the drop
       // gives the firing's other tokens back (the refused one, forgotten, is not given back).
       ctx.refuse(verdict.refusal);
+      voidLater(ctx, f, verdict.refusal.token);
       ctx.drop(f);
       return true;
     case 'nop':
@@ -99,6 +101,24 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
     default:
       return fail(ctx, run, f, verdict);
   }
+}
+
+/**
+ * A refused token of a sequence place took no number: the place still waits for the real one.
+ * Firings already started on later numbers of it (more than one worker) must not commit, which
+ * would move its nextseq past that number: they are voided, dropped in their turn (their tokens
+ * go back, and fire again once the real token has come). None of them is committing yet: the
+ * refused token's firing, lower, held them back (tally.ts mayCommit).
+ */
+function voidLater(ctx: OutcomeContext, f: Firing, tok: Token): void {
+  if (ctx.place(tok.place).order !== 'sequence') return;
+  let n = 0;
+  for (const g of ctx.firings()) {
+    if (g === f || g.voided || !g.tokens.some((t) => t.place === tok.place && t.seq > tok.seq)) continue;
+    g.voided = true;
+    n++;
+  }
+  if (n > 0) ctx.log.warn('net', `${f.transition.name}: ${n} firing(s) on later tokens of place ${tok.place} are dropped: number ${tok.seq} is still to come`);
 }
 
 /**

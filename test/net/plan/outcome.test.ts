@@ -22,6 +22,8 @@ describe('decide', () => {
       { ended: failed, refused: 'tok-4', retries: 3, errorPlace: 'err' },
       { kind: 'refused', refusal: 'tok-4' },
     ],
+    ['a firing on a later number than a refused token is dropped, even a success (it would skip that number)', { voided: true }, { kind: 'drop' }],
+    ['a voided NOP is dropped too', { ended: { nop: true }, voided: true }, { kind: 'drop' }],
     ['a refusal is said even while the run stops', { ended: failed, refused: 'tok-4', stopping: true }, { kind: 'refused', refusal: 'tok-4' }],
     [
       'a vanished token comes before a refusal (its place is read again)',

@@ -53,10 +53,16 @@ function withPayloadChanged(token: string, file: string): void {
 }
 
 /** A run kept going through the test's steps (a new run would judge a forgery at its scan, not at its firing); its warnings kept. */
-function running(net: Net): { until(what: string, cond: () => boolean): Promise<unknown>; stop(): Promise<unknown>; warnings: string[] } {
+function running(net: Net): { until(what: string, cond: () => boolean): Promise<unknown>; stop(): Promise<unknown>; warnings: string[]; events: string[] } {
   const warnings: string[] = [];
+  const events: string[] = [];
   const abort = new AbortController();
-  const run = net.run({ signal: abort.signal, pollInterval: 0.05, logger: createLogger('warn', (line) => warnings.push(line)) });
+  const run = net.run({
+    signal: abort.signal,
+    pollInterval: 0.05,
+    logger: createLogger('warn', (line) => warnings.push(line)),
+    onEvent: (e) => events.push(e.type),
+  });
   let failed: unknown;
   run.catch((err) => (failed = err));
   return {
@@ -75,6 +81,7 @@ function running(net: Net): { until(what: string, cond: () => boolean): Promise<
       return run;
     },
     warnings,
+    events,
   };
 }
 
@@ -152,6 +159,42 @@ describeIfPresent(
       expect(refused[0]!.env.SET_ASIDE_REASON).toMatch(/^packet 2 refused: signed by a key not in .*allowed/);
       expect(refused[1]!.env.SET_ASIDE_REASON).toMatch(/^packet 3 refused: payload does not match its signature/);
       expect((await net.status()).places.find((p) => p.name === 'src')!.refused).toBe(2);
+    });
+
+    test('three workers: firings started on later numbers do not commit past the refused one, and fire again after the real one', async () => {
+      // Held by `pause` until the run has indexed (and judged) 1 to 4; then 2 is swapped, and 1, 2
+      // and 3 start together: 2 is refused as it opens, 3 runs, and 1 ends only once 3 has run, so
+      // 2's refusal comes (in its commit turn, after 1) while 3 waits to commit behind it.
+      const { dir, net } = makeNet(
+        'places:\n  pause: {}\n  src: { signers: allowed }\n  done: {}\ntransitions:\n  up: { in: src, run: "sh step.sh", out: done, workers: 3, inhibit: [pause] }\n',
+        { 'step.sh': 'case "$FSPL_SEQ" in\n1) while [ ! -e ran3 ]; do sleep 0.05; done ;;\n3) touch ran3 ;;\nesac\ntr a-z A-Z\n' },
+      );
+      const { alice } = keys(dir);
+      const src = path.join(dir, 'places/src');
+      const done = path.join(dir, 'places/done');
+      await net.put('pause', Buffer.from(''), { key: 'p' });
+      for (let i = 1; i <= 4; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}`, sign: alice });
+      const t2 = path.join(src, 'jobs', jobsOf(src)[1]!);
+      fs.copyFileSync(t2, path.join(dir, 'real2'));
+      withPayloadChanged(t2, path.join(dir, 'forged2'));
+      const run = running(net);
+      try {
+        await run.until('the run indexed the tokens, paused', () => run.events.includes('idle'));
+        fs.renameSync(path.join(dir, 'forged2'), t2);
+        for (const n of jobsOf(path.join(dir, 'places/pause'))) fs.unlinkSync(path.join(dir, 'places/pause/jobs', n));
+        await run.until('1 done, forgery 2 set aside, 3 dropped', () =>
+          run.warnings.some((w) => /up: 1 firing\(s\) on later tokens of place src are dropped: number 2 is still to come/.test(w)),
+        );
+        await run.until('1 done', () => jobsOf(done).length === 1);
+        // The place still waits for number 2: 3 and 4 are there, untaken.
+        expect(jobsOf(src)).toEqual([expect.stringMatching(/^fspl-0*3-/), expect.stringMatching(/^fspl-0*4-/)]);
+        fs.copyFileSync(path.join(dir, 'real2'), t2);
+        await run.until('all four done', () => jobsOf(done).length === 4);
+      } finally {
+        await run.stop();
+      }
+      expect((await tokensIn(done)).map((t) => [t.key, t.payload])).toEqual([1, 2, 3, 4].map((i) => [`k${i}`, `TOKEN ${i}\n`]));
+      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused: payload does not match its signature/)]);
     });
 
     for (const kind of ['command', 'move'] as const) {
