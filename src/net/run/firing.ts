@@ -28,7 +28,7 @@ import type { Token } from '../place/token.js';
 import { firingEnv } from './firing-env.js';
 import { FiringInputs, type RefusedInput, type SignedInput } from './inputs.js';
 import type { RunAs } from './permissions.js';
-import { claimOutputs, makeStagingDir, stagingOf, tailOf, userFile, wasWritten } from './staging.js';
+import { claimOutputs, judgeOutputs, makeStagingDir, type StagingFiles, stagingOf, tailOf, userFile, wasWritten } from './staging.js';
 
 /**
  * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
@@ -60,6 +60,8 @@ export interface RanOutcome {
   made?: string[];
   /** A token of a signed place that its signature did not let in when the firing opened it (inputs.ts): nothing ran. */
   refused?: RefusedInput;
+  /** A failure's signed inputs as they were checked, for its error tokens (instead of their names). */
+  kept?: ReadonlyMap<Token, string>;
 }
 
 /** The firing of a NOP token: nothing runs; it commits (the NOP is consumed) in its turn. */
@@ -152,8 +154,6 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     else result = moveOnly(req, inputs);
   } catch (err) {
     result = { ok: false, reason: (err as Error).message, abandoned: false, message: (err as Error).message };
-  } finally {
-    inputs?.close();
   }
   // Not on a full disk: the message is the outcome's reason anyway (this function never throws).
   if (result.message !== undefined) appendQuietly(stderrPath, `${result.message}\n`);
@@ -168,11 +168,13 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const named = !moved && !(t.run && single) && !(result.data && single);
   const refused = named && result.ok ? claimOutputs(req.runAs, files, outputs) : undefined;
   if (refused) result = { ...result, ok: false, reason: refused, message: `fspl net: ${refused}` };
-  const made = stagedBy(t, result, outputs, stderrPath);
+  const staged = stagedBy(t, result, outputs, stderrPath);
   if (result.ok && !result.abandoned) {
     const problem = judgeOutputs(t, outputs);
     if (problem) result = { ok: false, reason: problem, abandoned: false };
   }
+  // Every path above comes here (the catch takes all): the inputs close in there.
+  const { kept, made } = keepForErrorTokens(result, inputs, files, staged);
   return {
     ok: result.ok,
     reason: result.reason,
@@ -184,19 +186,31 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
     made,
+    kept,
   };
 }
 
-/** A missing or extra output file is a failure. */
-function judgeOutputs(t: TransitionSpec, written: Map<string, OutputSource>): string | undefined {
-  const n = written.size;
-  if (t.outMode === 'all' && n < t.outputs.length) {
-    const missing = t.outputs.filter((o) => !written.has(o));
-    return `wrote no output for ${missing.join(', ')}`;
+/**
+ * A failure's error tokens copy its inputs at their commit (outcome.ts toErrorPlace): signed ones
+ * as checked, kept now (then the inputs close), not by their names, which their writers may have
+ * changed since. A copy that fails leaves the names to read, and every staged name to sweep.
+ */
+function keepForErrorTokens(
+  result: Ran,
+  inputs: FiringInputs | undefined,
+  files: StagingFiles,
+  made: string[] | undefined,
+): { kept?: ReadonlyMap<Token, string>; made: string[] | undefined } {
+  if (!inputs) return { made };
+  try {
+    if (result.ok || result.abandoned || !inputs.anyChecked) return { made };
+    const kept = inputs.keepCopies(files.kept);
+    return { kept, made: made && [...made, ...kept.values()] };
+  } catch {
+    return { made: undefined };
+  } finally {
+    inputs.close();
   }
-  if (t.outMode === 'one-of' && n !== 1)
-    return n === 0 ? 'wrote none of its one-of outputs' : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
-  return undefined;
 }
 
 /** A firing that its input's signature stopped as it opened it: nothing ran, nothing staged. */
@@ -205,10 +219,7 @@ function refusedOutcome(refused: RefusedInput, stderrPath: string, started: numb
   return { ok: false, reason, outputs: new Map(), stderrTail: '', stderrPath, durationMs: Date.now() - started, abandoned: false, made: [], refused };
 }
 
-/**
- * The payload for stdin: the token's (a descriptor; borrowed from inputs for a checked one), or a
- * batch's concatenated into a file.
- */
+/** The payload for stdin: the token's (a descriptor, borrowed from inputs if checked), or a batch's concatenated into a file. */
 function stdinFor(req: FiringRequest, inputs: FiringInputs): { fd: number | 'ignore'; lengths?: number[]; borrowed?: boolean } {
   const { transition: t, tokens } = req;
   if (t.inputs.length > 1) return { fd: 'ignore' };
@@ -375,10 +386,9 @@ function functionSignal(req: FiringRequest): { signal: AbortSignal; cancel?: () 
 }
 
 /**
- * No run: each output gets the input's payload (a merge's or a batch's, one after the other).
- * Nothing is copied here: the commit copies the payloads straight from the input tokens, which
- * are still in their places then. Unless they are signed: the commit would read by name what
- * their writers may have changed since the check, so the checked bytes are staged (inputs.ts).
+ * No run: each output gets the input's payload (a merge's or a batch's, one after the other),
+ * copied by the commit straight from the input tokens, still in their places then; signed ones'
+ * checked bytes are staged here (inputs.ts), as their names may hold something else by then.
  */
 function moveOnly(req: FiringRequest, inputs: FiringInputs): Ran {
   if (!inputs.anyChecked) return { ok: true, abandoned: false };

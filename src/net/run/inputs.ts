@@ -21,7 +21,7 @@ import type { Queue } from '../../queue/queue.js';
 import type { AllowedSigners } from '../../sign/allowed-signers.js';
 import { judgeSignedFile } from '../../sign/judge.js';
 import { copy } from '../../sys/copy.js';
-import { closeQuietly, readSomeSync } from '../../sys/io.js';
+import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
 import { createFresh, type FileOwner } from '../../sys/untrusted.js';
 import type { FiringInput } from '../model/model.js';
 import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
@@ -52,6 +52,9 @@ interface Checked {
 
 /** A function's input up to this size is read whole (as readSmallToken reads an unsigned one). */
 const READ_WHOLE = 64 * 1024;
+const CHUNK = 1 << 20;
+let shared: Buffer | undefined;
+const chunk = () => (shared ??= Buffer.allocUnsafe(CHUNK));
 
 /** The inputs of one firing (one attempt): the checked descriptors of its signed tokens, closed by close(). */
 export class FiringInputs {
@@ -143,6 +146,32 @@ export class FiringInputs {
     } finally {
       closeQuietly(out);
     }
+  }
+
+  /**
+   * A failed firing's checked inputs, each copied into a file of the run's (`name(i)`, made new),
+   * for its error tokens: their commit would otherwise read the tokens' names, which their
+   * writers may have changed since the check. Positional reads: the command may have moved the
+   * descriptor's offset. Scratch, not fsynced: the commit's .part is.
+   */
+  keepCopies(name: (i: number) => string): Map<Token, string> {
+    const kept = new Map<Token, string>();
+    for (const [tok, c] of this.checked) {
+      const file = name(kept.size);
+      const out = createFresh(file, 0o600);
+      kept.set(tok, file); // named before it is filled: removed with the firing's staging either way
+      try {
+        for (let done = 0; done < c.length; ) {
+          const n = readSomeSync(c.fd, chunk(), 0, Math.min(CHUNK, c.length - done), c.offset + done);
+          if (n === 0) break;
+          writeAllSync(out, chunk(), 0, n);
+          done += n;
+        }
+      } finally {
+        closeQuietly(out);
+      }
+    }
+    return kept;
   }
 
   /**

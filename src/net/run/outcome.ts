@@ -205,7 +205,7 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
     content: {
       env: inherited([tok], tok.key, errorVars(error, tok.place)),
       params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [],
-      payload: { tokens: [tok.path] },
+      payload: errorPayload(o, tok),
     } satisfies TokenContent,
   }));
   ctx.commit(f, outputs, () => {
@@ -213,6 +213,12 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
     ctx.drop(f);
   });
   return true;
+}
+
+/** An error token's payload: a signed input as its firing checked it (firing.ts keepForErrorTokens), else the input token's by name. */
+function errorPayload(o: RanOutcome, tok: Token): TokenContent['payload'] {
+  const kept = o.kept?.get(tok);
+  return kept !== undefined ? { path: kept } : { tokens: [tok.path] };
 }
 
 function remember(run: TransitionRun, f: Firing, o: RanOutcome): void {

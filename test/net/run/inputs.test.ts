@@ -197,6 +197,26 @@ describeIfPresent(
       expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused: payload does not match its signature/)]);
     });
 
+    test("a failed firing's error token copies its input as checked, not what was swapped in under its name meanwhile", async () => {
+      const { dir, net } = makeNet(
+        'places:\n  src: { signers: allowed }\n  done: {}\n  err: {}\ntransitions:\n  up: { in: src, run: "sh fail.sh", out: done, error: err }\n',
+        {
+          'fail.sh': '',
+        },
+      );
+      const { alice } = keys(dir);
+      const src = path.join(dir, 'places/src');
+      await net.put('src', Buffer.from('honest\n'), { key: 'k', sign: alice });
+      const [token] = jobsOf(src).map((n) => path.join(src, 'jobs', n));
+      withPayloadChanged(token!, path.join(dir, 'forged'));
+      // The command swaps its own token, already opened and checked, then fails.
+      fs.writeFileSync(path.join(dir, 'fail.sh'), `mv forged ${sh(token!)}\ncat >/dev/null\nexit 3\n`);
+      await runUntil(net, 'the error token', () => jobsOf(path.join(dir, 'places/err')).length === 1);
+      const [e] = await tokensIn(path.join(dir, 'places/err'));
+      expect([e!.key, e!.env.ERROR_REASON, e!.payload]).toEqual(['k', 'exited with status 3', 'honest\n']);
+      expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
+    });
+
     for (const kind of ['command', 'move'] as const) {
       test(`an and-merge (${kind}) whose signed input is replaced before it fires: nothing runs, its other input goes back, and fires with the real one`, async () => {
         const merge = kind === 'command' ? `run: 'touch ran; cat "$FSPL_IN_go" "$FSPL_IN_src"', ` : '';
