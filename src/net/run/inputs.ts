@@ -86,7 +86,7 @@ export class FiringInputs {
       inputs.close();
       throw err;
     }
-    return inputs;
+    return checked.size > 0 ? inputs : FiringInputs.UNSIGNED;
   }
 
   /** Whether any token was judged here (a move then stages a checked copy: stageMove). */

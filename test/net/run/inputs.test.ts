@@ -197,6 +197,41 @@ describeIfPresent(
       expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused: payload does not match its signature/)]);
     });
 
+    test('a batch: signed tokens concatenated as checked; one swapped for a forgery stops its batch, whose other token goes back', async () => {
+      const { dir, net } = makeNet(
+        'places:\n  src: { signers: allowed }\n  done: {}\ntransitions:\n  b: { in: { place: src, take: 2 }, run: "sh b.sh", out: done, workers: 1 }\n',
+        {
+          'b.sh': '',
+        },
+      );
+      const { alice, mallory } = keys(dir);
+      const src = path.join(dir, 'places/src');
+      const done = path.join(dir, 'places/done');
+      for (let i = 1; i <= 4; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}`, sign: alice });
+      const [t1, , , t4] = jobsOf(src).map((n) => path.join(src, 'jobs', n));
+      fs.chmodSync(t1!, 0o666); // read through a spool of ours
+      fs.copyFileSync(t4!, path.join(dir, 'real4'));
+      await forgeByMallory(path.join(dir, 'forged4'), mallory, 4n, 'k4', 'evil\n');
+      fs.writeFileSync(path.join(dir, 'b.sh'), `if [ "$FSPL_BATCH_SEQS" = "1 2" ]; then mv forged4 ${sh(t4!)}; fi\ntr a-z A-Z\n`);
+      const run = running(net);
+      try {
+        await run.until(
+          'batch 1 done, forgery 4 set aside',
+          () =>
+            jobsOf(done).length === 1 &&
+            fs.existsSync(path.join(dir, 'net.state/set-aside/jobs')) &&
+            jobsOf(path.join(dir, 'net.state/set-aside')).length === 1,
+        );
+        expect(jobsOf(src)).toEqual([expect.stringMatching(/^fspl-0*3-/)]); // 3 went back, untaken
+        fs.copyFileSync(path.join(dir, 'real4'), t4!);
+        await run.until('batch 2 done', () => jobsOf(done).length === 2);
+      } finally {
+        await run.stop();
+      }
+      expect((await tokensIn(done)).map((t) => t.payload)).toEqual(['TOKEN 1\nTOKEN 2\n', 'TOKEN 3\nTOKEN 4\n']);
+      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 4 refused: signed by a key not in/)]);
+    });
+
     test("a failed firing's error token copies its input as checked, not what was swapped in under its name meanwhile", async () => {
       const { dir, net } = makeNet(
         'places:\n  src: { signers: allowed }\n  done: {}\n  err: {}\ntransitions:\n  up: { in: src, run: "sh fail.sh", out: done, error: err }\n',
