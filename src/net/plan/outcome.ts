@@ -4,7 +4,8 @@
  * whether the disk of the staging files was full). It succeeds (its outputs are committed), is
  * retried on the same tokens, puts error tokens into its transition's error place, or stops its
  * transition (the tokens stay). A NOP commits with no outputs; a firing whose token vanished, or
- * that the run abandoned, is dropped. Pure: the run applies the verdict (run/outcome.ts), with
+ * that the run abandoned, is dropped; one whose token its signature refused as the firing opened
+ * it is dropped too, that token set aside. Pure: the run applies the verdict (run/outcome.ts), with
  * its files, logs, counts and events.
  */
 
@@ -17,11 +18,18 @@ export interface Ran {
   readonly abandoned: boolean;
 }
 
-/** What the run knows of a finished firing: `T` its token type, `R` how it ran, `E` a disk's error. */
-export interface FiringFacts<T, R extends Ran, E> {
+/** What the run knows of a finished firing: `T` its token type, `R` how it ran, `E` a disk's error, `F` a refused token. */
+export interface FiringFacts<T, R extends Ran, E, F = T> {
   ended: { readonly nop: true } | R;
   /** The first of its tokens gone from its place meanwhile (removed or replaced from outside). */
   vanished?: T;
+  /** A token of a signed place that its signature did not let in when the firing opened it: nothing ran. */
+  refused?: F;
+  /**
+   * Another firing's token was refused so, with a lower number of a sequence place than one of
+   * this firing's: committing would move the place past the number that token did not take.
+   */
+  voided?: boolean;
   /** The run is stopping. */
   stopping: boolean;
   /** A command's staging files' disk was full when it failed: the error found there. */
@@ -43,12 +51,14 @@ export type Failure<R> =
   | { kind: 'stop'; ran: R };
 
 /** The decision: a tagged union, one case for each way the run goes on. */
-export type Verdict<T, R, E> =
+export type Verdict<T, R, E, F = T> =
   /** A token vanished while it fired: the firing is void, dropped; the token's place is looked at again. */
   | { kind: 'vanished'; token: T }
+  /** A token refused as its firing opened it: set aside (never fired, never lost); the firing is dropped, its other tokens go back. */
+  | { kind: 'refused'; refusal: F }
   /** A NOP: committed with no outputs. */
   | { kind: 'nop' }
-  /** Abandoned by the run, or failed while the run stops (the failure may be the stop itself): dropped, its tokens stay. */
+  /** Abandoned by the run, failed while the run stops (the failure may be the stop itself), or voided: dropped, its tokens stay. */
   | { kind: 'drop' }
   /** Succeeded: its outputs are committed. */
   | { kind: 'commit'; ran: R }
@@ -57,8 +67,10 @@ export type Verdict<T, R, E> =
   | Failure<R>;
 
 /** What becomes of a finished firing. */
-export function decide<T, R extends Ran, E>(f: FiringFacts<T, R, E>): Verdict<T, R, E> {
+export function decide<T, R extends Ran, E, F = T>(f: FiringFacts<T, R, E, F>): Verdict<T, R, E, F> {
   if (f.vanished !== undefined) return { kind: 'vanished', token: f.vanished };
+  if (f.refused !== undefined) return { kind: 'refused', refusal: f.refused };
+  if (f.voided) return { kind: 'drop' };
   const ran = f.ended;
   if ('nop' in ran) return { kind: 'nop' };
   if (ran.abandoned) return { kind: 'drop' };

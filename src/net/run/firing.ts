@@ -19,17 +19,16 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setLongTimeout } from '../../base/timer.js';
-import { openPayloadAndHeaderSync } from '../../queue/job-headers.js';
 import type { ChildEnv, EnvVariable } from '../../queue/jobenv.js';
 import { runDetached, StartError } from '../../sys/exec.js';
 import { closeQuietly } from '../../sys/io.js';
 import { appendQuietly, CREATE_NEW, createFresh, openExisting } from '../../sys/untrusted.js';
-import type { FiringInput, TransitionSpec } from '../model/model.js';
-import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
-import { rememberHeader, type Token } from '../place/token.js';
+import type { TransitionSpec } from '../model/model.js';
+import type { Token } from '../place/token.js';
 import { firingEnv } from './firing-env.js';
+import { FiringInputs, type RefusedInput, type SignedInput } from './inputs.js';
 import type { RunAs } from './permissions.js';
-import { claimOutputs, makeStagingDir, stagingOf, tailOf, userFile, wasWritten } from './staging.js';
+import { claimOutputs, judgeOutputs, makeStagingDir, type StagingFiles, stagingOf, tailOf, userFile, wasWritten } from './staging.js';
 
 /**
  * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
@@ -59,6 +58,10 @@ export interface RanOutcome {
    * Undefined: any of them may be there.
    */
   made?: string[];
+  /** A token of a signed place that its signature did not let in when the firing opened it (inputs.ts): nothing ran. */
+  refused?: RefusedInput;
+  /** A failure's signed inputs as they were checked, for its error tokens (instead of their names). */
+  kept?: ReadonlyMap<Token, string>;
 }
 
 /** The firing of a NOP token: nothing runs; it commits (the NOP is consumed) in its turn. */
@@ -90,6 +93,8 @@ export interface FiringRequest {
   signal: AbortSignal;
   /** Run the command as this user and group (the runner is root); the directory becomes theirs. */
   runAs?: RunAs;
+  /** The signed places among the inputs' (undefined for the others): their tokens are judged again as they are opened (inputs.ts). */
+  signed?: (place: string) => SignedInput | undefined;
 }
 
 /** How a command or function ended, before its outputs are judged. */
@@ -106,6 +111,8 @@ interface Ran {
   made?: string[];
   /** The size of a command's stderr when it ended. */
   stderrBytes?: number;
+  /** A move's payload from signed places, copied as it was checked (inputs.ts stageMove). */
+  staged?: string;
 }
 
 /**
@@ -115,7 +122,8 @@ interface Ran {
  */
 function stagedBy(t: TransitionSpec, result: Ran, outputs: Map<string, OutputSource>, stderrPath: string): string[] | undefined {
   let made: string[] | undefined;
-  if (t.run && result.made) made = [...result.made];
+  if ((t.run || !t.fn) && result.made)
+    made = [...result.made]; // a command's, or a move's staged copy
   else if (t.fn && result.ok) made = [];
   if (!made) return undefined;
   for (const src of outputs.values()) if ('path' in src && !made.includes(src.path)) made.push(src.path);
@@ -134,11 +142,16 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const outPaths: Record<string, string> = {};
   for (const o of t.outputs) outPaths[o] = files.written(o);
   let result: Ran;
+  let inputs: FiringInputs | undefined;
   try {
+    // The tokens of signed places opened and judged again first (inputs.ts): a forgery runs nothing.
+    const opened = req.signed ? await FiringInputs.open(tokens, req.signed) : FiringInputs.UNSIGNED;
+    if (!(opened instanceof FiringInputs)) return refusedOutcome(opened, stderrPath, started);
+    inputs = opened;
     if (t.run && req.runAs) makeStagingDir(req.dir, files, single, req.runAs);
-    if (t.fn) result = await runFunction(req, outPaths, single);
-    else if (t.run) result = await runCommandFiring(req, outPaths, single, stderrPath);
-    else result = moveOnly();
+    if (t.fn) result = await runFunction(req, inputs, outPaths, single);
+    else if (t.run) result = await runCommandFiring(req, inputs, outPaths, single, stderrPath);
+    else result = moveOnly(req, inputs);
   } catch (err) {
     result = { ok: false, reason: (err as Error).message, abandoned: false, message: (err as Error).message };
   }
@@ -147,7 +160,7 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const outputs = new Map<string, OutputSource>();
   const moved = !t.fn && !t.run;
   for (const o of t.outputs) {
-    if (moved) outputs.set(o, { tokens: tokens.map((x) => x.path) });
+    if (moved) outputs.set(o, result.staged ? { path: result.staged } : { tokens: tokens.map((x) => x.path) });
     else if (result.data && single) outputs.set(o, { data: result.data });
     // A command's single output is its stdout: the file the runner opened for it is there.
     else if ((t.run && single && result.made) || wasWritten(files, o)) outputs.set(o, { path: files.out(o) });
@@ -155,11 +168,13 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
   const named = !moved && !(t.run && single) && !(result.data && single);
   const refused = named && result.ok ? claimOutputs(req.runAs, files, outputs) : undefined;
   if (refused) result = { ...result, ok: false, reason: refused, message: `fspl net: ${refused}` };
-  const made = stagedBy(t, result, outputs, stderrPath);
+  const staged = stagedBy(t, result, outputs, stderrPath);
   if (result.ok && !result.abandoned) {
     const problem = judgeOutputs(t, outputs);
     if (problem) result = { ok: false, reason: problem, abandoned: false };
   }
+  // Every path above comes here (the catch takes all): the inputs close in there.
+  const { kept, made } = keepForErrorTokens(result, inputs, files, staged);
   return {
     ok: result.ok,
     reason: result.reason,
@@ -171,46 +186,57 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
     made,
+    kept,
   };
 }
 
-/** A missing or extra output file is a failure. */
-function judgeOutputs(t: TransitionSpec, written: Map<string, OutputSource>): string | undefined {
-  const n = written.size;
-  if (t.outMode === 'all' && n < t.outputs.length) {
-    const missing = t.outputs.filter((o) => !written.has(o));
-    return `wrote no output for ${missing.join(', ')}`;
+/**
+ * A failure's error tokens copy its inputs at their commit (outcome.ts toErrorPlace): signed ones
+ * as checked, kept now (then the inputs close), not by their names, which their writers may have
+ * changed since. A copy that fails leaves the names to read, and every staged name to sweep.
+ */
+function keepForErrorTokens(
+  result: Ran,
+  inputs: FiringInputs | undefined,
+  files: StagingFiles,
+  made: string[] | undefined,
+): { kept?: ReadonlyMap<Token, string>; made: string[] | undefined } {
+  if (!inputs) return { made };
+  try {
+    if (result.ok || result.abandoned || !inputs.anyChecked) return { made };
+    const kept = inputs.keepCopies(files.kept);
+    return { kept, made: made && [...made, ...kept.values()] };
+  } catch {
+    return { made: undefined };
+  } finally {
+    inputs.close();
   }
-  if (t.outMode === 'one-of' && n !== 1)
-    return n === 0 ? 'wrote none of its one-of outputs' : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
-  return undefined;
 }
 
-/** The payload for stdin: the token's (a descriptor), or a batch's concatenated into a file. */
-function stdinFor(req: FiringRequest): { fd: number | 'ignore'; lengths?: number[] } {
+/** A firing that its input's signature stopped as it opened it: nothing ran, nothing staged. */
+function refusedOutcome(refused: RefusedInput, stderrPath: string, started: number): RanOutcome {
+  const reason = `token ${refused.token.filename} of place ${refused.token.place}: ${refused.why}`;
+  return { ok: false, reason, outputs: new Map(), stderrTail: '', stderrPath, durationMs: Date.now() - started, abandoned: false, made: [], refused };
+}
+
+/** The payload for stdin: the token's (a descriptor, borrowed from inputs if checked), or a batch's concatenated into a file. */
+function stdinFor(req: FiringRequest, inputs: FiringInputs): { fd: number | 'ignore'; lengths?: number[]; borrowed?: boolean } {
   const { transition: t, tokens } = req;
   if (t.inputs.length > 1) return { fd: 'ignore' };
-  if (tokens.length === 1 && t.inputs[0]!.take === 1) {
-    // Its header, read to reach the payload, is the one the job's variables need (env below).
-    const { fd, header } = openPayloadAndHeaderSync(tokens[0]!.path);
-    rememberHeader(tokens[0]!, header);
-    return { fd };
-  }
+  // Its header, read to reach the payload, is the one the job's variables need (env below).
+  if (tokens.length === 1 && t.inputs[0]!.take === 1) return inputs.stdin(tokens[0]!);
   const file = stagingOf(req.dir, req.runAs).batch;
   const out = createFresh(file, 0o600, userFile(req.runAs));
   let lengths: number[];
   try {
-    lengths = copyPayloads(
-      tokens.map((tok) => tok.path),
-      out,
-    );
+    lengths = inputs.copyTo(tokens, out);
   } finally {
     closeQuietly(out);
   }
   return { fd: openExisting(file).fd, lengths };
 }
 
-async function runCommandFiring(req: FiringRequest, outPaths: Record<string, string>, single: boolean, stderrPath: string): Promise<Ran> {
+async function runCommandFiring(req: FiringRequest, inputs: FiringInputs, outPaths: Record<string, string>, single: boolean, stderrPath: string): Promise<Ran> {
   const { transition: t, tokens } = req;
   const files = stagingOf(req.dir, req.runAs);
   // What the runner makes in staging, for the sweeper to remove those alone (not known, should
@@ -221,14 +247,14 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
   if (t.inputs.length > 1) {
     for (const tok of tokens) {
       const file = files.in(tok.place);
-      rememberHeader(tok, extractPayload(tok.path, file, userFile(req.runAs)));
+      inputs.extract(tok, file, userFile(req.runAs));
       made.push(file);
       extra.push([`FSPL_IN_${tok.place}`, file]);
     }
   }
   if (!single) for (const [o, p] of Object.entries(outPaths)) extra.push([`FSPL_OUT_${o}`, p]);
   const owner = userFile(req.runAs);
-  const stdin = stdinFor(req);
+  const stdin = stdinFor(req, inputs);
   let stdoutFd: number | undefined;
   let stderrFd: number | undefined;
   let stderrBytes: number | undefined;
@@ -253,7 +279,7 @@ async function runCommandFiring(req: FiringRequest, outPaths: Record<string, str
     stderrBytes = fs.fstatSync(stderrFd).size;
     return { ...ended, made, stderrBytes };
   } finally {
-    if (typeof stdin.fd === 'number') closeQuietly(stdin.fd);
+    if (typeof stdin.fd === 'number' && !stdin.borrowed) closeQuietly(stdin.fd);
     closeQuietly(stdoutFd);
     closeQuietly(stderrFd);
   }
@@ -295,10 +321,10 @@ async function runCommand(req: FiringRequest, env: ChildEnv, stdin: number | 'ig
   }
 }
 
-async function runFunction(req: FiringRequest, outPaths: Record<string, string>, single: boolean): Promise<Ran> {
+async function runFunction(req: FiringRequest, opened: FiringInputs, outPaths: Record<string, string>, single: boolean): Promise<Ran> {
   const { transition: t, tokens } = req;
   const { signal, cancel } = functionSignal(req);
-  const inputs = tokens.map(functionInput);
+  const inputs = tokens.map((tok) => opened.functionInput(tok));
   try {
     const value = await Promise.race([
       Promise.resolve(t.fn!({ transition: t.name, key: req.key, inputs, outputs: { ...outPaths }, signal })),
@@ -360,29 +386,14 @@ function functionSignal(req: FiringRequest): { signal: AbortSignal; cancel?: () 
 }
 
 /**
- * What a function is given of a token. A small one (most) is read whole here, once, for both its
- * header and its payload; a larger one's payload is streamed when asked for.
+ * No run: each output gets the input's payload (a merge's or a batch's, one after the other),
+ * copied by the commit straight from the input tokens, still in their places then; signed ones'
+ * checked bytes are staged here (inputs.ts), as their names may hold something else by then.
  */
-function functionInput(tok: Token): FiringInput {
-  const whole = readSmallToken(tok.path);
-  if (whole) rememberHeader(tok, whole.header);
-  const cmd = (whole?.header ?? tok.header).cmd;
-  return {
-    place: tok.place,
-    seq: tok.seq,
-    key: tok.key,
-    env: cmd.kind === 'Command' ? Object.fromEntries(cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
-    params: cmd.kind === 'Command' ? cmd.params.map((p) => Buffer.from(p).toString()) : [],
-    // A copy per call: a reader that changes its chunks in place leaves the next call's intact.
-    payload: whole ? () => payloadOf(Buffer.from(whole.payload)) : () => payloadStream(tok.path),
-  };
-}
-
-/**
- * No run: each output gets the input's payload (a merge's or a batch's, one after the other).
- * Nothing is copied here: the commit copies the payloads straight from the input tokens, which
- * are still in their places then.
- */
-function moveOnly(): { ok: boolean; abandoned: boolean } {
-  return { ok: true, abandoned: false };
+function moveOnly(req: FiringRequest, inputs: FiringInputs): Ran {
+  if (!inputs.anyChecked) return { ok: true, abandoned: false };
+  const files = stagingOf(req.dir, req.runAs);
+  if (req.runAs) makeStagingDir(req.dir, files, true, req.runAs);
+  inputs.stageMove(req.tokens, files.batch);
+  return { ok: true, abandoned: false, made: [files.batch], staged: files.batch };
 }

@@ -18,6 +18,7 @@ import type { CommitResult } from '../commit/request.js';
 import type { TokenContent } from '../place/token.js';
 import type { Start } from '../plan/scheduler.js';
 import { fire } from './firing.js';
+import type { SignedInput } from './inputs.js';
 import type { NetEvent } from './options.js';
 import { type OutcomeContext, resolve } from './outcome.js';
 import { runAsOf } from './permissions.js';
@@ -73,9 +74,12 @@ export class OpenFirings {
   private readonly outcomes: OutcomeContext;
   /** Where firings stage their files (joined once: a path per firing is garbage enough). */
   private readonly stagingDir: string;
+  /** The signed places' queues and signers, for firings to judge their tokens again (made once: no closure per firing). */
+  private readonly signed: ((place: string) => SignedInput | undefined) | undefined;
 
   constructor(private readonly ctx: FiringsContext) {
     this.stagingDir = path.join(ctx.stateDir, 'staging');
+    this.signed = ctx.places.anySigned ? (place) => ctx.places.signedInput(place) : undefined; // no signed place: no work per firing
     this.tally = new FiringTally((place) => ctx.places.get(place)!.order === 'sequence', ctx.scheduler);
     // The run's stop reaches each running firing through its own controller: one listener for the
     // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
@@ -101,6 +105,7 @@ export class OpenFirings {
       retryAfter: (f, ms) => this.retryAfter(f, ms),
       emit: (e) => ctx.emit(e),
       fault: (err) => ctx.fault(STATE_PLACE, err),
+      refuse: (r) => ctx.places.refuse(r, ctx.log),
     };
   }
 
@@ -180,6 +185,7 @@ export class OpenFirings {
       dir: f.dir,
       signal: f.stop?.signal ?? this.ctx.signal,
       runAs: runAsOf(f.transition),
+      signed: this.signed,
     }).then((outcome) => {
       run.running--;
       f.outcome = outcome;

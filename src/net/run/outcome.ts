@@ -15,6 +15,7 @@ import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
 import { decide, type Failure, type Verdict } from '../plan/outcome.js';
 import type { OutputSource, RanOutcome } from './firing.js';
+import type { RefusedInput } from './inputs.js';
 import type { NetEvent } from './options.js';
 import type { Firing, TransitionRun } from './state.js';
 
@@ -46,13 +47,18 @@ export interface OutcomeContext {
   emit(e: NetEvent): void;
   /** Report a full disk or an I/O error of the state's (the staging files'). */
   fault(err: NodeJS.ErrnoException): void;
+  /** Set aside a token that its signature did not let in as its firing opened it (refuse.ts), forgotten by its place's index. */
+  refuse(r: RefusedInput): void;
 }
 
 /** Resolve a finished firing: decide (plan/outcome.ts), then apply; true when it is gone from the set or on its way to commit. */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
+  const ended = f.outcome!;
   const verdict = decide({
-    ended: f.outcome!,
+    ended,
     vanished: f.tokens.find((t) => !fs.existsSync(t.path)),
+    refused: 'nop' in ended ? undefined : ended.refused,
+    voided: f.voided,
     stopping: ctx.stopping(),
     stagingFull: f.stagingFull,
     attempt: f.attempt,
@@ -63,7 +69,7 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
 }
 
 /** Carry a verdict out: the commit, the drop or the retry, with the logs, counts and events that go with it. */
-function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException>): boolean {
+function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException, RefusedInput>): boolean {
   const run = ctx.transition(f.transition.name);
   switch (verdict.kind) {
     case 'vanished':
@@ -73,6 +79,13 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
         `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} vanished while it fired; its firing is dropped`,
       );
       ctx.place(verdict.token.place).markDirty();
+      ctx.drop(f);
+      return true;
+    case 'refused':
+      // Replaced under its name since its scan judged it (inputs.ts): set aside before the drop
+      // gives the firing's other tokens back (the refused one, forgotten, is not given back).
+      ctx.refuse(verdict.refusal);
+      voidLater(ctx, f, verdict.refusal.token);
       ctx.drop(f);
       return true;
     case 'nop':
@@ -88,6 +101,24 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
     default:
       return fail(ctx, run, f, verdict);
   }
+}
+
+/**
+ * A refused token of a sequence place took no number: the place still waits for the real one.
+ * Firings already started on later numbers of it (more than one worker) must not commit, which
+ * would move its nextseq past that number: they are voided, dropped in their turn (their tokens
+ * go back, and fire again once the real token has come). None of them is committing yet: the
+ * refused token's firing, lower, held them back (tally.ts mayCommit).
+ */
+function voidLater(ctx: OutcomeContext, f: Firing, tok: Token): void {
+  if (ctx.place(tok.place).order !== 'sequence') return;
+  let n = 0;
+  for (const g of ctx.firings()) {
+    if (g === f || g.voided || !g.tokens.some((t) => t.place === tok.place && t.seq > tok.seq)) continue;
+    g.voided = true;
+    n++;
+  }
+  if (n > 0) ctx.log.warn('net', `${f.transition.name}: ${n} firing(s) on later tokens of place ${tok.place} are dropped: number ${tok.seq} is still to come`);
 }
 
 /**
@@ -174,7 +205,7 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
     content: {
       env: inherited([tok], tok.key, errorVars(error, tok.place)),
       params: tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [],
-      payload: { tokens: [tok.path] },
+      payload: errorPayload(o, tok),
     } satisfies TokenContent,
   }));
   ctx.commit(f, outputs, () => {
@@ -182,6 +213,12 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
     ctx.drop(f);
   });
   return true;
+}
+
+/** An error token's payload: a signed input as its firing checked it (firing.ts keepForErrorTokens), else the input token's by name. */
+function errorPayload(o: RanOutcome, tok: Token): TokenContent['payload'] {
+  const kept = o.kept?.get(tok);
+  return kept !== undefined ? { path: kept } : { tokens: [tok.path] };
 }
 
 function remember(run: TransitionRun, f: Firing, o: RanOutcome): void {

@@ -19,7 +19,8 @@ import { INDEX_WINDOW } from '../place/token-index.js';
 import { MergeJoins, type MergeView } from '../plan/key-join.js';
 import { lookaheadOf } from '../plan/marking.js';
 import type { PlaceState } from '../plan/scheduler.js';
-import { judgeFresh } from './refuse.js';
+import type { RefusedInput, SignedInput } from './inputs.js';
+import { judgeFresh, setAsideAtFiring } from './refuse.js';
 
 /** How often each place is looked at (one stat) in case a file event was lost, in seconds. */
 const SAFETY_SECONDS = 5;
@@ -184,6 +185,23 @@ export class RunPlaces {
   consumed(t: Token): void {
     this.claimed.get(t.place)!.delete(t.filename);
     this.changed(t.place);
+  }
+
+  /** Whether any place this run scans requires signatures: without, firings judge nothing (inputs.ts). */
+  get anySigned(): boolean {
+    return this.signers.size > 0;
+  }
+
+  /** A signed place's queue and signers, for its firings to judge its tokens again (inputs.ts); undefined for another place. */
+  signedInput(place: string): SignedInput | undefined {
+    const signers = this.signers.get(place);
+    return signers && { queue: this.byName.get(place)!.queue, signers };
+  }
+
+  /** A token that its firing found refused: set aside as a scan's refusal is (refuse.ts). */
+  refuse(r: RefusedInput, log: Logger): void {
+    setAsideAtFiring(this.net, this.byName.get(r.token.place)!, r, log);
+    this.changed(r.token.place);
   }
 
   /** An and-merge's complete sets, for the scheduler (undefined for another transition). */

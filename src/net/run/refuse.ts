@@ -7,6 +7,10 @@
  * operator's set-aside, no NOP stands for it, so a sequence place still waits for the real token
  * of that number (a forgery can't make it skip one).
  *
+ * A token is judged again when a firing opens it (inputs.ts): whoever writes its place may have
+ * replaced it under its name since. Refused then, it is set aside the same way (setAsideAtFiring),
+ * its firing dropped before anything ran, and the firing's other tokens go back.
+ *
  * The move: the copy written into the set-aside queue (durably, as `net put` writes), then the
  * token removed from jobs/ (fsynced). Killed between the two, the token is judged again by the
  * next run and set aside once more: a second copy in the set-aside queue at worst, never a loss.
@@ -25,6 +29,7 @@ import type { NetModel } from '../model/model.js';
 import { REFUSED_BY, setAsidePlace } from '../operate/aside-queue.js';
 import type { Place } from '../place/place.js';
 import type { IndexedToken, TokenContent } from '../place/token.js';
+import type { RefusedInput } from './inputs.js';
 
 /**
  * Judge the tokens a scan of a signed place has just indexed; the refused ones are set aside and
@@ -62,19 +67,33 @@ export async function judgeFresh(
       admitted.push(t);
       continue;
     }
-    p.forget(t.filename);
-    try {
-      const asideSeq = setAsideRefused(net, p, t.filename, verdict.header, verdict.why);
-      refused++;
-      log.warn('net', `Place ${p.name}: ${verdict.why}; set aside (#${asideSeq} in ${setAsidePlace(net).spec.dir})`);
-    } catch (err) {
-      // Left in its place, unindexed: the next look at the place judges it again and tries anew.
-      const busy = err instanceof LockedError ? 'the set-aside queue is busy' : `it could not be set aside (${(err as Error).message})`;
-      log.warn('net', `Place ${p.name}: ${verdict.why}; ${busy}: it will be set aside at the next look`);
-      lookAgainSoon(p);
-    }
+    if (setAside(net, p, t.filename, verdict.header, verdict.why, log)) refused++;
   }
   return { admitted, refused };
+}
+
+/**
+ * A token that its firing found refused as it opened it (inputs.ts): forgotten by the index and
+ * set aside as judgeFresh sets one aside. Its firing is dropped by the caller.
+ */
+export function setAsideAtFiring(net: NetModel, p: Place, r: RefusedInput, log: Logger): void {
+  setAside(net, p, r.token.filename, r.header, r.why, log, ' (replaced since it was indexed: judged again as its firing opened it)');
+}
+
+/** Forget a refused token and set it aside; false when that must wait for the next look (said in the log, with `when`). */
+function setAside(net: NetModel, p: Place, filename: string, header: PacketHeader, why: string, log: Logger, when = ''): boolean {
+  p.forget(filename);
+  try {
+    const asideSeq = setAsideRefused(net, p, filename, header, why);
+    log.warn('net', `Place ${p.name}: ${why}${when}; set aside (#${asideSeq} in ${setAsidePlace(net).spec.dir})`);
+    return true;
+  } catch (err) {
+    // Left in its place, unindexed: the next look at the place judges it again and tries anew.
+    const busy = err instanceof LockedError ? 'the set-aside queue is busy' : `it could not be set aside (${(err as Error).message})`;
+    log.warn('net', `Place ${p.name}: ${why}${when}; ${busy}: it will be set aside at the next look`);
+    lookAgainSoon(p);
+    return false;
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Staging: where a firing's files live until its commit copies them into tokens (its output, its
- * stderr, a batch's stdin, an and-merge's input payloads), and how they go once the firing is
+ * stderr, a batch's stdin, an and-merge's input payloads, a move's checked copy of its signed
+ * inputs' payloads, a failed firing's for its error tokens), and how they go once the firing is
  * done with them.
  *
  * All of them are in the run's one staging directory, named by the firing (its transition, id
@@ -40,6 +41,8 @@ export interface StagingFiles {
   /** Output p, where the command writes it by name (FSPL_OUT_p): out(p), or in `outDir` when it runs as another user. */
   written(place: string): string;
   in(place: string): string;
+  /** The checked copy of a failed firing's i-th signed input, for its error token (inputs.ts keepCopies). */
+  kept(i: number): string;
   /** The directory of the outputs written by name, its user's: only for a firing run as another user. */
   outDir?: string;
 }
@@ -56,13 +59,16 @@ export function stagingOf(dir: string, runAs: RunAs | undefined): StagingFiles {
     out,
     written: outDir ? (p) => `${outDir}${path.sep}f.out-${p}` : out,
     in: (p) => `${at}.in-${p}`,
+    kept: (i) => `${at}.kept-${i}`,
     outDir,
   };
 }
 
 /** Every name a firing of t may have made (when it is not known which it did). */
 export function everyStagedName(t: TransitionSpec, files: StagingFiles): string[] {
-  return [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place))];
+  const taken = t.inputs.reduce((n, a) => n + a.take, 0);
+  const kept = Array.from({ length: taken }, (_, i) => files.kept(i));
+  return [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place)), ...kept];
 }
 
 /**
@@ -103,6 +109,18 @@ export function claimOutputs(runAs: RunAs | undefined, files: StagingFiles, outp
       return err instanceof UntrustedFileError ? err.message : `cannot take its output ${o}: ${(err as Error).message}`;
     }
   }
+  return undefined;
+}
+
+/** A missing or extra output file is a failure: why, or undefined. */
+export function judgeOutputs(t: TransitionSpec, written: ReadonlyMap<string, unknown>): string | undefined {
+  const n = written.size;
+  if (t.outMode === 'all' && n < t.outputs.length) {
+    const missing = t.outputs.filter((o) => !written.has(o));
+    return `wrote no output for ${missing.join(', ')}`;
+  }
+  if (t.outMode === 'one-of' && n !== 1)
+    return n === 0 ? 'wrote none of its one-of outputs' : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
   return undefined;
 }
 
@@ -150,10 +168,10 @@ export class StagingSweeper {
 
   /**
    * Remove a firing's files: those it made, when known (RanOutcome.made), else every name it may
-   * have made. A move stages nothing.
+   * have made. A move stages nothing, but the checked copy of its signed inputs' payloads (made).
    */
   remove(t: TransitionSpec, dir: string, runAs: RunAs | undefined, made?: readonly string[]): void {
-    if (!t.run && !t.fn) return;
+    if (!t.run && !t.fn && !made?.length) return;
     if (runAs) {
       // Its out/ is its user's: removed without following a name through it (untrusted.ts).
       removeTree(dir);

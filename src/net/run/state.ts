@@ -42,6 +42,8 @@ export interface Firing {
   diskWaits?: number;
   /** Its command failed while the disk of the staging files was full: that error (io-faults.ts stagingFull). */
   stagingFull?: NodeJS.ErrnoException;
+  /** It holds a later number of a sequence place than a token refused as its firing opened it: it must not commit (outcome.ts). */
+  voided?: boolean;
 }
 
 export interface TransitionRun {
