@@ -87,6 +87,11 @@ export class IndexedToken implements Token {
     this.kept = undefined;
   }
 
+  /** The header a firing judged (useCheckedHeader): kept, whatever was kept before. */
+  replaceHeader(header: PacketHeader): void {
+    this.kept = header;
+  }
+
   /** Its header, read by a caller anyway (a firing opening its file): kept again until it is consumed. */
   keepHeader(header: PacketHeader): void {
     this.kept ??= header;
@@ -99,6 +104,14 @@ export class IndexedToken implements Token {
  */
 export function rememberHeader(t: Token, header: PacketHeader): void {
   if (t instanceof IndexedToken) t.keepHeader(header);
+}
+
+/**
+ * Hand a token the header its firing judged on the descriptor it reads (run/inputs.ts): that one
+ * replaces whatever the index kept, so that the job's variables and its payload are one packet's.
+ */
+export function useCheckedHeader(t: Token, header: PacketHeader): void {
+  if (t instanceof IndexedToken) t.replaceHeader(header);
 }
 
 /** A sequence number as a string that sorts as the number does (a u64 has at most 20 digits). */

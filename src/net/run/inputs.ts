@@ -25,7 +25,7 @@ import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';
 import { createFresh, type FileOwner } from '../../sys/untrusted.js';
 import type { FiringInput } from '../model/model.js';
 import { copyPayloads, extractPayload, payloadOf, payloadStream, readSmallToken } from '../place/payload.js';
-import { rememberHeader, type Token } from '../place/token.js';
+import { rememberHeader, type Token, tokenKey, useCheckedHeader } from '../place/token.js';
 
 /** What a firing needs of a signed place to judge its tokens: where they are, and who may sign them. */
 export interface SignedInput {
@@ -202,7 +202,15 @@ async function judge(tok: Token, s: SignedInput): Promise<Checked | RefusedInput
   try {
     const v = judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, s.signers, tok.seq);
     if (v.kind === 'refused') return { token: tok, why: v.why, header: opened.header };
-    rememberHeader(tok, opened.header);
+    // Another packet signed for the number (a replay of another key's, say) must not join a merge by the key it was indexed under.
+    const key = tokenKey(tok.place, opened.header);
+    if (key !== tok.key)
+      return {
+        token: tok,
+        why: `packet ${tok.seq} refused: its key changed since it was indexed (${JSON.stringify(tok.key)}, now ${JSON.stringify(key)})`,
+        header: opened.header,
+      };
+    useCheckedHeader(tok, opened.header);
     // Judged (the seal's length is the file's): the spool of ours, or the file at its payload.
     const length = Number(opened.header.seal?.length ?? 0n);
     keep = !v.payload.spooled;

@@ -331,5 +331,41 @@ describeIfPresent(
       expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused: signed by a key not in/)]);
       expect((await tokensIn(path.join(dir, 'net.state/set-aside'))).map((t) => t.payload)).toEqual(['evil']);
     });
+
+    test('another packet validly signed for the number: it runs whole (its variables with its payload), unless its key differs from the indexed one', async () => {
+      const { dir, net } = makeNet(
+        'places:\n  src: { signers: allowed }\n  done: {}\ntransitions:\n  up: { in: src, run: "sh swap.sh", out: done, workers: 1 }\n',
+        {
+          'swap.sh': '',
+        },
+      );
+      const { alice } = keys(dir);
+      const src = path.join(dir, 'places/src');
+      for (let i = 1; i <= 3; i++) await net.put('src', Buffer.from(`token ${i}`), { key: `k${i}`, env: { WHO: 'first' }, sign: alice });
+      const [, t2, t3] = jobsOf(src).map((n) => path.join(src, 'jobs', n));
+      fs.copyFileSync(t3!, path.join(dir, 'real3'));
+      const signed = (file: string, seq: bigint, key: string, payload: string) =>
+        pipeline(preparePacket({ seq, env: { KEY: key, WHO: 'second' }, payload: Buffer.from(payload), sign: { key: alice } }), fs.createWriteStream(file));
+      await signed(path.join(dir, 'other2'), 2n, 'k2', 'other 2');
+      await signed(path.join(dir, 'other3'), 3n, 'elsewhere', 'other 3');
+      fs.writeFileSync(
+        path.join(dir, 'swap.sh'),
+        `if [ "$FSPL_SEQ" = 1 ]; then mv ${sh(path.join(dir, 'other2'))} ${sh(t2!)}; mv ${sh(path.join(dir, 'other3'))} ${sh(t3!)}; fi\nprintf '%s: %s' "$FSPL_SET_WHO" "$(cat)"\n`,
+      );
+      const done = path.join(dir, 'places/done');
+      const aside = path.join(dir, 'net.state/set-aside');
+      const run = running(net);
+      try {
+        await run.until('2 done, 3 set aside', () => jobsOf(done).length === 2 && fs.existsSync(path.join(aside, 'jobs')) && jobsOf(aside).length === 1);
+        fs.copyFileSync(path.join(dir, 'real3'), t3!);
+        await run.until('3 done', () => jobsOf(done).length === 3);
+      } finally {
+        await run.stop();
+      }
+      expect((await tokensIn(done)).map((t) => t.payload)).toEqual(['first: token 1', 'second: other 2', 'first: token 3']);
+      expect((await tokensIn(aside)).map((t) => t.env.SET_ASIDE_REASON)).toEqual([
+        expect.stringMatching(/^packet 3 refused: its key changed since it was indexed/),
+      ]);
+    });
   },
 );
