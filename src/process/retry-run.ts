@@ -131,7 +131,8 @@ export class Retries {
     if (this.s.failedTo === undefined) return next;
     if (queue.decoder !== undefined)
       throw new QueueError(`Cannot move failed jobs of ${JSON.stringify(queue.dir)}: --failed-to takes plain queues only (this one has a decoder)`);
-    const { ensureQueueDir, completeTransfer, clearTransfer } = await import('../queue/transfer.js');
+    const { assertTwoQueues, ensureQueueDir, completeTransfer, clearTransfer } = await import('../queue/transfer.js');
+    assertTwoQueues(queue.dir, this.s.failedTo);
     ensureQueueDir(this.s.failedTo);
     const note = completeTransfer(queue);
     if (!note) return next;

@@ -12,7 +12,7 @@ import { fsyncDir } from '../sys/durable.js';
 import { compareBySeq, type JobEntry } from './jobs.js';
 import { Queue } from './queue.js';
 import { queueDirKind } from './queue-dirs.js';
-import { clearTransfer, completeTransfer, transferJob } from './transfer.js';
+import { assertTwoQueues, clearTransfer, completeTransfer, transferJob } from './transfer.js';
 
 export interface RetryFailedOptions {
   /** The numbers (in the failed-jobs queue) of the jobs to put back; default: all of them. */
@@ -36,6 +36,7 @@ export interface RetriedJob {
 export async function retryFailedJobs(failedDir: string, toDir: string, options: RetryFailedOptions = {}): Promise<RetriedJob[]> {
   const log = options.logger ?? silentLogger;
   for (const dir of [failedDir, toDir]) if (queueDirKind(dir) !== 'queue') throw new QueueError(`${JSON.stringify(dir)} is not a queue`);
+  assertTwoQueues(failedDir, toDir);
   const failed = new Queue(failedDir, { logger: log });
   const to = new Queue(toDir, { logger: log });
   const seqfile = failed.lockSeqfile();

@@ -76,8 +76,22 @@ export function ensureQueueDir(dir: string): void {
   if (kind === 'queue') return;
   if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
     throw new QueueError(`${JSON.stringify(dir)} is not a queue (no jobs/ and nextseq in it), and not empty`);
-  if (fs.existsSync(dir)) fs.rmdirSync(dir); // an empty directory: made a queue in its place
-  Queue.init(dir); // durable: its jobs/, nextseq, and its name in its parent
+  try {
+    if (fs.existsSync(dir)) fs.rmdirSync(dir); // an empty directory: made a queue in its place
+    Queue.init(dir); // durable: its jobs/, nextseq, and its name in its parent
+  } catch (err) {
+    // Another process made it at the same moment (queues that share it): a queue all the same.
+    if (queueDirKind(dir) !== 'queue') throw err;
+  }
+}
+
+/** QueueError unless `from` and `to` are two queues (a packet moved into its own queue would go round for ever). */
+export function assertTwoQueues(from: string, to: string): void {
+  if (
+    path.resolve(from) === path.resolve(to) ||
+    (fs.existsSync(to) && fs.statSync(from).ino === fs.statSync(to).ino && fs.statSync(from).dev === fs.statSync(to).dev)
+  )
+    throw new QueueError(`${JSON.stringify(to)} is the queue ${JSON.stringify(from)} itself: a packet moves to another queue`);
 }
 
 /** The header the packet gets in the target: its number there, the facts (or none), no signature. */

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader, type PacketHeader, Queue } from '../../src/lowlevel.js';
 import { readHeaderSync } from '../../src/packet/read.js';
-import { completeTransfer, ensureQueueDir, readJournal, TRANSFER_FILE, transferJob, WRITESEQ_FILE } from '../../src/queue/transfer.js';
+import { assertTwoQueues, completeTransfer, ensureQueueDir, readJournal, TRANSFER_FILE, transferJob, WRITESEQ_FILE } from '../../src/queue/transfer.js';
 import { tempDir } from '../helpers.js';
 
 const failure = { queue: '/q', seq: 1n, attempts: 2, outcome: 'failure' as const, why: 'command exited with status 3', at: '2030-01-01T00:00:00.000Z' };
@@ -94,5 +94,14 @@ describe('transfer', () => {
     fs.mkdirSync(path.join(dir, 'other'));
     fs.writeFileSync(path.join(dir, 'other', 'x'), '');
     expect(() => ensureQueueDir(path.join(dir, 'other'))).toThrow(/is not a queue/);
+  });
+
+  it('refuses to move a packet into its own queue', () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    fs.symlinkSync(q.dir, path.join(dir, 'link'));
+    expect(() => assertTwoQueues(q.dir, `${q.dir}/`)).toThrow(/is the queue .* itself/);
+    expect(() => assertTwoQueues(q.dir, path.join(dir, 'link'))).toThrow(/itself/);
+    expect(() => assertTwoQueues(q.dir, path.join(dir, 'other'))).not.toThrow();
   });
 });
