@@ -74,6 +74,7 @@ export interface TransferNote {
 export function ensureQueueDir(dir: string): void {
   const kind = queueDirKind(dir);
   if (kind === 'queue') return;
+  if (fs.existsSync(dir) && kind === undefined) throw new QueueError(`${JSON.stringify(dir)} is not a queue (not a directory)`);
   if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
     throw new QueueError(`${JSON.stringify(dir)} is not a queue (no jobs/ and nextseq in it), and not empty`);
   try {
