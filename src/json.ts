@@ -105,7 +105,16 @@ function retryKeysToJson(h: PacketHeader): { [key: string]: JsonValue } {
   const out: { [key: string]: JsonValue } = {};
   if (h.retries !== undefined) out.retries = Number(h.retries);
   const f = h.failure;
-  if (f) out.failure = { queue: f.queue, seq: f.seq.toString(), attempts: f.attempts, outcome: f.outcome, why: f.why, at: f.at };
+  if (f)
+    out.failure = {
+      queue: f.queue,
+      seq: f.seq.toString(),
+      attempts: f.attempts,
+      outcome: f.outcome,
+      why: f.why,
+      at: f.at,
+      ...(f.tail === undefined ? {} : { tail: f.tail }),
+    };
   return out;
 }
 

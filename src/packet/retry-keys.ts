@@ -8,7 +8,8 @@
  *   failed     map, on a packet queue-process --failed-to moved to a failed-jobs queue: the
  *              facts of its failure, `queue` (str, the directory it failed in), `seq` (uint, its
  *              number there), `attempts` (uint), `outcome` (str: failure or timeout), `why`
- *              (str, the last try's end in words), `at` (str, RFC 3339 UTC)
+ *              (str, the last try's end in words), `at` (str, RFC 3339 UTC), and with
+ *              --output-to SaveBoth `tail` (str, the last lines of the job's output)
  *
  * A key of the wrong shape makes the packet a bad packet, as a bad seal does.
  */
@@ -45,7 +46,7 @@ export function writeRetryKeys(w: MsgpackWriter, header: PacketHeader): void {
   }
   if (failure) {
     w.str(FAILED_KEY);
-    w.mapHeader(6);
+    w.mapHeader(failure.tail === undefined ? 6 : 7);
     w.str('queue');
     w.str(failure.queue);
     w.str('seq');
@@ -58,6 +59,10 @@ export function writeRetryKeys(w: MsgpackWriter, header: PacketHeader): void {
     w.str(failure.why);
     w.str('at');
     w.str(failure.at);
+    if (failure.tail !== undefined) {
+      w.str('tail');
+      w.str(failure.tail);
+    }
   }
 }
 
@@ -82,5 +87,7 @@ function interpretFailure(v: unknown): FailureFacts {
   if (attempts === undefined || attempts < 0n || attempts > RETRIES_MAX + 1n) bad(`${FAILED_KEY}.attempts is not a count`);
   const outcome = text('outcome');
   if (outcome !== 'failure' && outcome !== 'timeout') bad(`${FAILED_KEY}.outcome is neither failure nor timeout`);
-  return { queue: text('queue'), seq: seq!, attempts: Number(attempts), outcome, why: text('why'), at: text('at') };
+  const facts: FailureFacts = { queue: text('queue'), seq: seq!, attempts: Number(attempts), outcome, why: text('why'), at: text('at') };
+  if (Object.hasOwn(o, 'tail')) facts.tail = text('tail');
+  return facts;
 }

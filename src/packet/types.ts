@@ -71,6 +71,8 @@ export interface FailureFacts {
   why: string;
   /** When it was moved, RFC 3339 UTC. */
   at: string;
+  /** The last lines of its output (--output-to SaveBoth: stdout and stderr as they interleaved), at most a few KiB. */
+  tail?: string;
 }
 
 export { I64_MAX, I64_MIN, U64_MAX } from '../base/u64.js';

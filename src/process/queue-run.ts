@@ -71,7 +71,13 @@ export class QueueRun {
     this.queue = queue;
     this.ctx = ctx;
     this.emit = emit;
-    this.retries = new Retries(queue, { retry: ctx.retry, failedTo: ctx.failedTo, log: ctx.log, watching: Boolean(ctx.opts.watch) });
+    this.retries = new Retries(queue, {
+      retry: ctx.retry,
+      failedTo: ctx.failedTo,
+      log: ctx.log,
+      watching: Boolean(ctx.opts.watch),
+      savedOutput: ctx.opts.outputTo === 'saveboth',
+    });
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
     if (ctx.timestampOrder && queue.allowedSigners)
       ctx.log.warn('process', `${queue.dir}: in timestamp order a copy of a signed packet that already ran runs again (only sequence order refuses replays)`);

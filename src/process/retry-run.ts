@@ -4,12 +4,15 @@
  * retry scheduled, a move to the failed-jobs queue, or onError's as without these options), and
  * the completion, at lock, of a move a crash cut short (transfer.ts).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { QueueError, RetryDueError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import type { FailureFacts } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
+import { closeQuietly } from '../sys/io.js';
+import { openExisting } from '../sys/untrusted.js';
 import type { Finisher } from './finish.js';
 import type { Outcome } from './outcome.js';
 import { type AttemptRecord, clearAttempts, type RetryPolicy, readAttempts, recordIsFor, retriesFor, retryDelayMs, writeAttempts } from './retry.js';
@@ -24,6 +27,8 @@ export interface RetrySettings {
   log: Logger;
   /** Watching: a scheduled retry is said as it happens (a one pass says it in its error). */
   watching: boolean;
+  /** --output-to SaveBoth: a moved packet's facts keep the last lines of jobs/FILE.out. */
+  savedOutput: boolean;
 }
 
 export class Retries {
@@ -89,7 +94,9 @@ export class Retries {
     }
     if (failedTo !== undefined) {
       const [{ transferJob, clearTransfer }, { Queue }] = await Promise.all([import('../queue/transfer.js'), import('../queue/queue.js')]);
-      const note = transferJob(this.queue, entry, new Queue(failedTo, { logger: log }), { failure: failureOf(this.queue, entry, outcome, tries) });
+      const note = transferJob(this.queue, entry, new Queue(failedTo, { logger: log }), {
+        failure: failureOf(this.queue, entry, outcome, tries, this.s.savedOutput),
+      });
       record();
       clearTransfer(this.queue.dir);
       this.done(entry);
@@ -150,8 +157,10 @@ function tryDue(record: AttemptRecord, allowed: number): string {
 }
 
 /** The facts a packet moved to the failed-jobs queue carries in its header (retry-keys.ts). */
-export function failureOf(queue: Queue, entry: JobEntry, outcome: Outcome, tries: number): FailureFacts {
+export function failureOf(queue: Queue, entry: JobEntry, outcome: Outcome, tries: number, savedOutput = false): FailureFacts {
+  const tail = savedOutput ? outputTail(queue.jobPath(`${entry.filename}.out`)) : undefined;
   return {
+    ...(tail === undefined ? {} : { tail }),
     queue: path.resolve(queue.dir),
     seq: entry.header.seq,
     attempts: tries,
@@ -159,6 +168,30 @@ export function failureOf(queue: Queue, entry: JobEntry, outcome: Outcome, tries
     why: outcome.why,
     at: new Date().toISOString(),
   };
+}
+
+/** The most of a job's saved output a moved packet keeps, and the most lines of it. */
+const TAIL_BYTES = 4096;
+const TAIL_LINES = 20;
+
+/** The last lines of a job's saved output (its .out file: read from its end, at most TAIL_BYTES); undefined if unreadable. */
+export function outputTail(file: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    const opened = openExisting(file);
+    fd = opened.fd;
+    const size = opened.stat.size;
+    const buf = Buffer.alloc(Math.min(TAIL_BYTES, size));
+    const n = fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+    const lines = buf.subarray(0, n).toString('utf8').split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    if (n < size) lines.shift(); // cut in the middle: the first line is partial
+    return lines.slice(-TAIL_LINES).join('\n');
+  } catch {
+    return undefined;
+  } finally {
+    closeQuietly(fd);
+  }
 }
 
 /** A timer for a queue whose retry is due at `dueMs` (cut at the timer's limit: the look then finds it not due yet, and waits again). */

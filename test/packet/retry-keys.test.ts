@@ -22,6 +22,7 @@ describe('retry keys', () => {
       { ...base, retries: 0n },
       { ...base, retries: 5n },
       { ...base, failure },
+      { ...base, failure: { ...failure, tail: 'last\nlines' } },
       { ...base, retries: 1n, failure, seal: { length: 3n, crc32: 7 } },
     ]) {
       expect(decodeMetadata(encodeMetadata(h))).toEqual(h);

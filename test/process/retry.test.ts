@@ -7,6 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader, type PacketHeader, processQueue, processQueues, Queue, RetryDueError } from '../../src/lowlevel.js';
 import { ATTEMPTS_FILE, parseAttempts, readAttempts, retriesFor, retryDelayMs } from '../../src/process/retry.js';
+import { outputTail } from '../../src/process/retry-run.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, extra: Partial<PacketHeader> = {}): Buffer {
@@ -156,5 +157,24 @@ describe('retries', () => {
     expect(r.queues.map((x) => x.state)).toEqual(['stopped', 'done']);
     expect(r.queues[0]!.error).toBeInstanceOf(RetryDueError);
     expect(b.q.getNext()).toBe(3n);
+  });
+
+  it('--failed-to with --output-to SaveBoth: the moved packet keeps the last lines of its output', async () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    q.writeBuffer(packet(1n));
+    const script = path.join(dir, 'noisy.sh');
+    fs.writeFileSync(script, '#!/bin/sh\ncat > /dev/null\nfor i in $(seq 1 30); do echo "line $i" >&2; done\nexit 3\n', { mode: 0o755 });
+    await processQueue(q, { command: script, outputTo: 'saveboth', failedTo: path.join(dir, 'F') });
+    const [moved] = await Queue.open(path.join(dir, 'F')).list();
+    const tail = moved!.header.failure!.tail!.split('\n');
+    expect(tail.length).toBe(20);
+    expect(tail.at(-1)).toBe('line 30');
+    expect(tail[0]).toBe('line 11');
+    // A long output: read from its end only, the cut first line left out.
+    const big = path.join(dir, 'big.out');
+    fs.writeFileSync(big, `${'x'.repeat(10_000)}\nend\n`);
+    expect(outputTail(big)).toBe('end');
+    expect(outputTail(path.join(dir, 'none'))).toBeUndefined();
   });
 });
