@@ -283,7 +283,7 @@ export class ManyQueues {
   /** Its next job waits for its next try (--retries): watching, looked at again then; in one pass, stopped as by a failed job. */
   private retryDue(m: Member): void {
     if (!this.watching) this.failed(m, m.run.retryDueError());
-    else this.retries.add(atRetryDue(m.run.retryDueMs, () => m.state === 'idle' && this.changed(m)));
+    else atRetryDue(this.retries, m.run.retryDueMs, () => m.state === 'idle' && this.changed(m));
   }
 
   /**

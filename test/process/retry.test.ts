@@ -177,4 +177,40 @@ describe('retries', () => {
     expect(outputTail(big)).toBe('end');
     expect(outputTail(path.join(dir, 'none'))).toBeUndefined();
   });
+
+  it('many queues, watching: a queue waits for its retry (a timer) while the others go on', async () => {
+    const a = setup(2, { 1: 1 });
+    const b = setup(3, {});
+    const script = path.join(a.dir, 'either.sh');
+    const log = path.join(a.dir, 'both.log');
+    fs.writeFileSync(
+      script,
+      `#!/bin/sh\ncat > /dev/null\necho "$FSPL_JOB_QUEUEDIR $FSPL_SEQ $FSPL_JOB_ATTEMPT $(date +%s%3N)" >> ${log}\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ "$FSPL_SEQ" = 1 ] && [ "$FSPL_JOB_ATTEMPT" = 1 ] && exit 3\nexit 0\n`,
+      { mode: 0o755 },
+    );
+    const stop = new AbortController();
+    let ends = 0;
+    await processQueues([a.q.dir, b.q.dir], {
+      command: script,
+      retries: 1,
+      retryDelay: 0.3,
+      watch: true,
+      signal: stop.signal,
+      onEvent: (e) => {
+        if (e.type === 'end' && e.outcome !== 'retry' && ++ends === 5) stop.abort(); // 2 in a, 3 in b
+      },
+    });
+    const runs = fs
+      .readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '));
+    const of = (dir: string) => runs.filter((r) => r[0] === dir);
+    expect(of(a.q.dir).map((r) => `${r[1]}/${r[2]}`)).toEqual(['1/1', '1/2', '2/1']);
+    expect(of(b.q.dir).map((r) => r[1])).toEqual(['1', '2', '3']);
+    const [failed, retried] = of(a.q.dir);
+    expect(Number(retried![3]) - Number(failed![3]), 'at least the delay').toBeGreaterThanOrEqual(290);
+    expect(a.q.getNext()).toBe(3n);
+    expect(b.q.getNext()).toBe(4n);
+  });
 });

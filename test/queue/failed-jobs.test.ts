@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader, type PacketHeader, processQueue, Queue, retryFailedJobs } from '../../src/lowlevel.js';
+import { transferJob } from '../../src/queue/transfer.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint): Buffer {
@@ -75,5 +76,17 @@ describe('failed jobs', () => {
     expect(fs.readFileSync(seqfile, 'utf8')).toBe('11\n');
     expect((await Queue.open(F).list()).map((j) => j.header.seq)).toEqual([1n]);
     await expect(retryFailedJobs(F, q.dir, { jobs: [9n] })).rejects.toThrow(/Job 9 not found/);
+  });
+
+  it('a queue-retry killed after the copy, before the removal: the next one completes it, once', async () => {
+    const { q, F } = await failedQueue();
+    const failed = Queue.open(F);
+    const [first] = await failed.list();
+    transferJob(failed, first!, q); // as far as a kill -9 let it go: the copy and the journal, not the removal
+    const moved = await retryFailedJobs(F, q.dir);
+    expect(moved).toEqual([{ from: 2n, to: 7n }]);
+    expect((await q.list()).map((j) => j.header.seq)).toEqual([6n, 7n]);
+    expect(fs.readdirSync(failed.jobsDir)).toEqual([]);
+    expect(fs.readdirSync(F).sort()).toEqual(['jobs', 'nextseq', 'nextseq.lock', 'writeseq', 'writeseq.lock']);
   });
 });
