@@ -36,7 +36,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { QueueError } from '../base/errors.js';
+import { LockedError, QueueError } from '../base/errors.js';
 import { encodeHeader } from '../packet/codec.js';
 import { readHeaderAndLengthSync } from '../packet/read.js';
 import type { FailureFacts, PacketHeader } from '../packet/types.js';
@@ -168,8 +168,21 @@ export function clearTransfer(fromDir: string): void {
 
 /** The sequence file the target's numbers come from, locked (made if missing: its value is checked against the queue anyway, nextNumber). */
 function lockNumbers(file: string): SeqFile {
-  return SeqFile.lock(file, { create: true });
+  // Another queue's move into the same target holds it while it copies a packet: wait it out.
+  const deadline = Date.now() + NUMBERS_WAIT_MS;
+  for (;;) {
+    try {
+      return SeqFile.lock(file, { create: true });
+    } catch (err) {
+      if (!(err instanceof LockedError) || Date.now() > deadline) throw err;
+      Atomics.wait(pause, 0, 0, 10);
+    }
+  }
 }
+
+/** How long a move waits for the target's numbers when another move holds them. */
+const NUMBERS_WAIT_MS = 30_000;
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** The number a packet takes in `to`: writeseq's, but never one at or below nextseq's past or a number its jobs/ holds. */
 function nextNumber(to: Queue, writeseq: SeqFile): bigint {

@@ -2,6 +2,7 @@
  * Moving a packet between queues exactly once (src/queue/transfer.ts): the journal, the target's
  * numbers, and the completion of a move a crash cut short, at each step of its table.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -103,5 +104,18 @@ describe('transfer', () => {
     expect(() => assertTwoQueues(q.dir, `${q.dir}/`)).toThrow(/is the queue .* itself/);
     expect(() => assertTwoQueues(q.dir, path.join(dir, 'link'))).toThrow(/itself/);
     expect(() => assertTwoQueues(q.dir, path.join(dir, 'other'))).not.toThrow();
+  });
+
+  it("waits while another move holds the target's numbers", async () => {
+    const { from, to, entry } = setup();
+    const lockFile = path.join(to.dir, `${WRITESEQ_FILE}.lock`);
+    fs.writeFileSync(lockFile, '');
+    const holder = spawn('flock', [lockFile, 'sleep', '0.4'], { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 150)); // the holder has it
+    const started = Date.now();
+    const note = transferJob(from, entry, to, { failure });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(note.number).toBe(1n);
+    await new Promise((r) => holder.once('exit', r));
   });
 });
