@@ -213,4 +213,28 @@ describe('retries', () => {
     expect(a.q.getNext()).toBe(3n);
     expect(b.q.getNext()).toBe(4n);
   });
+
+  it('timestamp order: the failing job stays next, nothing after it runs until its retry', async () => {
+    const dir = tempDir();
+    const q = Queue.init(path.join(dir, 'q'));
+    // Numbers out of time order: 3 is the oldest, then 1, then 2.
+    for (const [seq, secs] of [
+      [1n, 20n],
+      [2n, 30n],
+      [3n, 10n],
+    ] as const)
+      q.writeBuffer(Buffer.concat([encodeHeader({ seq, ctime: { secs, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } })]));
+    const seen: string[] = [];
+    const run = async (job: { variables: Record<string, string> }) => {
+      seen.push(`${job.variables.FSPL_SEQ}/${job.variables.FSPL_JOB_ATTEMPT}`);
+      if (job.variables.FSPL_SEQ === '1' && job.variables.FSPL_JOB_ATTEMPT === '1') throw new Error('once');
+    };
+    const opts = { run, retries: 1, retryDelay: 0.2, orderBy: 'timestamp' as const };
+    await expect(processQueue(q, opts)).rejects.toBeInstanceOf(RetryDueError);
+    expect(seen).toEqual(['3/1', '1/1']);
+    await new Promise((r) => setTimeout(r, 250));
+    await processQueue(q, opts);
+    // 3 succeeded (its file deleted), then 1's retry, then 2.
+    expect(seen).toEqual(['3/1', '1/1', '1/2', '2/1']);
+  });
 });
