@@ -32,6 +32,7 @@ export {
   QueueError,
   ReceiveError,
   ReceiveRefusedError,
+  RetryDueError,
   SendError,
   SeqOverflowError,
   ShortReadError,
@@ -43,6 +44,7 @@ export { decodeHeader, encodeHeader } from './packet/codec.js';
 export { makeHeader } from './packet/prepare.js';
 export { metadataOf, type PacketMetadata, type ReadPacket, readPacket } from './packet/stream.js';
 export type { PacketHeader } from './packet/types.js';
+export { type RetriedJob, type RetryFailedOptions, retryFailedJobs } from './queue/failed-jobs.js';
 export { Queue, type QueuedJob, type QueueOptions } from './queue/queue.js';
 export { AllowedSigners } from './sign/allowed-signers.js';
 export type { Signer } from './sign/packet-signature.js';
@@ -54,6 +56,7 @@ import './process/queue-process.js';
 
 export { createLogger } from './base/log.js';
 export { defineNet, Net, type NetDefinition, type NetEvent, type NetRunOptions, type NetStatusReport, parseNetText } from './net/index.js';
+export { OUTCOME_WORDS, type OutcomeWord } from './process/outcome.js';
 export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, ProcessSummary } from './process/process.js';
 export { type ProcessQueuesOptions, type ProcessQueuesSummary, processQueues, type QueueResult, type QueuesEvent } from './process/process-many.js';
 export type { StopOptions } from './process/stopping.js';

@@ -93,7 +93,29 @@ export function jobEntryToJson(job: JobEntry): { [key: string]: JsonValue } {
     sealed: seal !== undefined,
     ...(seal ? { payload_len: seal.length.toString(), payload_crc32: seal.crc32 } : {}),
     ...signatureToJson(job.header, job.signer),
+    ...retryKeysToJson(job.header),
   };
+}
+
+/**
+ * The retry keys (packet/retry-keys.ts), only when the packet has them (a listing of packets
+ * without them is as before): `retries`, and `failure`, the facts of a failed-jobs queue's packet.
+ */
+function retryKeysToJson(h: PacketHeader): { [key: string]: JsonValue } {
+  const out: { [key: string]: JsonValue } = {};
+  if (h.retries !== undefined) out.retries = Number(h.retries);
+  const f = h.failure;
+  if (f)
+    out.failure = {
+      queue: f.queue,
+      seq: f.seq.toString(),
+      attempts: f.attempts,
+      outcome: f.outcome,
+      why: f.why,
+      at: f.at,
+      ...(f.tail === undefined ? {} : { tail: f.tail }),
+    };
+  return out;
 }
 
 /**

@@ -75,7 +75,7 @@ export { copySealedSync, writeSealedPacketSync } from './packet/sealed-copy.js';
 export type { PacketSource, ReadPacketOptions } from './packet/stream.js';
 export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
 // The types and helpers the main entry leaves out, to stay one screen long.
-export type { Bytes, CommandType, Ctime, Seal } from './packet/types.js';
+export type { Bytes, CommandType, Ctime, FailureFacts, Seal } from './packet/types.js';
 export type {
   CommandExecutor,
   CommandOptions,

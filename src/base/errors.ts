@@ -155,6 +155,18 @@ export class JobFailedError extends FsplError {
   }
 }
 
+/**
+ * A one-pass run stopped because its next job failed and its next try (queue-process --retries)
+ * is not due yet: a failed job's error (the same code and exit status), with the time it is due.
+ */
+export class RetryDueError extends JobFailedError {
+  readonly dueAt: Date;
+  constructor(message: string, dueAt: Date) {
+    super(message);
+    this.dueAt = dueAt;
+  }
+}
+
 export class DecoderError extends FsplError {
   /** The decoder was killed because it gave no header within the time allowed. */
   readonly timedOut: boolean;

@@ -36,6 +36,15 @@ export function seqArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>
   return n;
 }
 
+/** A repeated option's sequence numbers (`-j 3 -j 5`), each checked. */
+export function seqsArg<N extends string>(inv: Invocation<ListArgs<NoInfer<N>>>, name: N): bigint[] {
+  return strings(inv, name).map((text) => {
+    const n = parseSeq(text);
+    if (n === undefined) throw new UsageError(`invalid value '${text}' for --${name}: expected a whole number from 0 to 18446744073709551615`);
+    return n;
+  });
+}
+
 export function intArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N): number | undefined {
   const text = inv.args[name];
   if (text === undefined) return undefined;

@@ -12,11 +12,13 @@ import { Queue } from '../queue/queue.js';
 import {
   allowedSignersArg,
   flag,
+  intArg,
   maxHeaderSizeArg,
   processOptions,
   required,
   type StringArgs,
   seqArg,
+  seqsArg,
   signArg,
   str,
   strings,
@@ -89,8 +91,17 @@ async function infoText(header: PacketHeader, asJson: boolean, where?: JobLocati
   return formatInfo(jobVariables(header, where));
 }
 
-function lsLine(seq: string, time: string, filename: string): string {
-  return `${seq.padEnd(20)} ${time.padEnd(27)} ${filename}\n`;
+function lsLine(seq: string, time: string, filename: string, failure?: string): string {
+  return failure === undefined
+    ? `${seq.padEnd(20)} ${time.padEnd(27)} ${filename}\n`
+    : `${seq.padEnd(20)} ${time.padEnd(27)} ${filename.padEnd(46)} ${failure}\n`;
+}
+
+/** A failed job's facts in a few words: `job 7 of /srv/q, 3 tries, command exited with status 1, at ...`. */
+function failureText(h: PacketHeader): string {
+  const f = h.failure;
+  if (!f) return '-';
+  return `job ${f.seq} of ${f.queue}, ${f.attempts} tr${f.attempts === 1 ? 'y' : 'ies'}, ${f.why}, at ${f.at}`;
 }
 
 /** The subcommands handled here: all but light.ts's. */
@@ -102,7 +113,9 @@ type Handlers = { [N in Handled]: (inv: Invocation<FsplArgs<N>>, log: Logger) =>
 const handlers: Handlers = {
   prepare: async (inv) => {
     const { captureEnv, sealByDefault } = await preparing();
-    return prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv() }, str(inv, 'input'), flag(inv, 'seal') || sealByDefault());
+    const retries = intArg(inv, 'retries');
+    if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
+    return prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv(), retries }, str(inv, 'input'), flag(inv, 'seal') || sealByDefault());
   },
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),
@@ -126,6 +139,16 @@ const handlers: Handlers = {
       const { nextseqToJson, toJsonDocument } = await json();
       writeOut(toJsonDocument(nextseqToJson(next)));
     } else writeOut(`${next}\n`);
+    return 0;
+  },
+  'queue-retry': async (inv, log) => {
+    const { retryFailedJobs } = await import('../queue/failed-jobs.js');
+    const jobs = seqsArg(inv, 'job');
+    await retryFailedJobs(required(inv, 'queuedir'), required(inv, 'to'), {
+      jobs: jobs.length > 0 ? jobs : undefined,
+      seqfile: str(inv, 'seqfile'),
+      logger: log,
+    });
     return 0;
   },
   'queue-set-next': (inv, log) => {
@@ -159,8 +182,10 @@ const handlers: Handlers = {
       return 0;
     }
     const { rfc3339Local } = await import('../packet/time.js');
-    let out = lsLine('ID', 'creation timestamp', 'filename');
-    for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename);
+    // A failed-jobs queue's listing says why each failed, in a last column (only there: others list as the reference does).
+    const failures = jobs.some((j) => j.header.failure);
+    let out = lsLine('ID', 'creation timestamp', 'filename', failures ? 'failure' : undefined);
+    for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename, failures ? failureText(j.header) : undefined);
     writeOut(out);
     return 0;
   },

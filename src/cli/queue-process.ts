@@ -44,6 +44,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     verify: flag(inv, 'verify'),
     maxJobs: intArg(inv, 'maxjobs'),
     watch: watch && { pollInterval },
+    ...retryOptions(inv),
   };
   const progress = !flag(inv, 'no-progress') && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
   // Log lines go through the progress line, which clears itself for them.
@@ -93,6 +94,17 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     progress?.finish();
     signals.close();
   }
+}
+
+/** --retries, --retry-delay, --retry-max-delay and --failed-to, checked (the library's names). */
+function retryOptions(inv: Invocation<FsplArgs<'queue-process'>>) {
+  const retries = intArg(inv, 'retries');
+  const retryDelay = secondsArg(inv, 'retry-delay');
+  const retryMaxDelay = secondsArg(inv, 'retry-max-delay');
+  if (retries === undefined && (retryDelay !== undefined || retryMaxDelay !== undefined))
+    throw new UsageError('--retry-delay and --retry-max-delay only apply with --retries');
+  if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
+  return { retries, retryDelay, retryMaxDelay, failedTo: str(inv, 'failed-to') };
 }
 
 /**

@@ -27,7 +27,7 @@ export const COMMANDS = [
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
   {
     name: 'prepare',
-    usage: 'prepare -s FILE [-i INPUT] [--seal] [--sign KEY | --sign-command CMD] [-- PARAMS...]',
+    usage: 'prepare -s FILE [-i INPUT] [--seal] [--sign KEY | --sign-command CMD] [--retries N] [-- PARAMS...]',
     describe: 'Write a command packet to stdout; FSPL_SET_* variables are saved in it',
     options: [
       seqfile,
@@ -39,6 +39,13 @@ export const COMMANDS = [
           "Record the payload's length and CRC-32 in the header, so that readers refuse a cut or corrupted payload (an extension; default with FSPL_SEAL=1; a piped payload is spooled to $TMPDIR first)",
       },
       ...signing,
+      {
+        long: 'retries',
+        kind: 'string',
+        value: 'N',
+        describe:
+          'Extension: let a processor try this job at most N more times when it fails (a header key the reference ignores; queue-process --retries caps it, and without that option it means nothing)',
+      },
     ],
     positionals: [],
     params: true,
@@ -147,6 +154,32 @@ export const COMMANDS = [
       { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },
       { long: 'order-by', kind: 'string', value: 'ORDER', default: 'Sequence', choices: ['Sequence', 'Timestamp'], describe: 'Processing order' },
       { long: 'on-error', kind: 'string', value: 'ACTION', default: 'Retry', choices: ['Retry', 'Delete', 'Leave'], describe: 'What to do when a job fails' },
+      {
+        long: 'retries',
+        kind: 'string',
+        value: 'N',
+        describe:
+          'Extension: try a failing job again up to N more times (fewer if its packet asks for fewer: prepare --retries), the queue waiting meanwhile; the tries are counted in the queue directory, the job sees FSPL_JOB_ATTEMPT',
+      },
+      {
+        long: 'retry-delay',
+        kind: 'string',
+        value: 'SECONDS',
+        describe: 'Extension, with --retries: wait this long before the first retry, doubling for each one after (default 10)',
+      },
+      {
+        long: 'retry-max-delay',
+        kind: 'string',
+        value: 'SECONDS',
+        describe: 'Extension, with --retries: never wait longer than this between tries (default 3600)',
+      },
+      {
+        long: 'failed-to',
+        kind: 'string',
+        value: 'DIR',
+        describe:
+          'Extension: move a job that failed its last try into the queue DIR (made if missing; queues may share it), with the facts of its failure, and go on with the next job',
+      },
       {
         long: 'output-to',
         kind: 'string',
@@ -261,6 +294,24 @@ export const COMMANDS = [
           'Send nothing: say what waits in the outbox (how many, the lowest and highest numbers), whether a sender runs now, since when it fails and why, and the last packet sent',
       },
       { ...json, describe: 'Print a JSON summary on stdout at the end (sent, duplicates, connections, waiting, next, error); with --status, the status' },
+    ],
+    positionals: [],
+    params: false,
+  },
+  {
+    name: 'queue-retry',
+    usage: 'queue-retry -q FAILED --to QUEUE [-s SEQFILE] [-j ID]...',
+    describe: 'Extension: put the jobs of a failed-jobs queue (queue-process --failed-to) back into a queue, each exactly once, in order, with new numbers',
+    options: [
+      { ...queuedir, value: 'FAILED', what: 'the failed-jobs queue', describe: 'The failed-jobs queue (queue-process --failed-to DIR)' },
+      { long: 'to', kind: 'string', required: true, value: 'QUEUE', what: 'the queue to put the jobs back into', describe: 'The queue the jobs go back into' },
+      { ...job, required: false, array: true, describe: 'Put back only the job with this number (in FAILED); may be repeated (default: every job)' },
+      {
+        ...seqfile,
+        required: false,
+        describe:
+          "The sequence file of QUEUE's sender (prepare -s FILE): the new numbers are taken from it, never colliding with the sender's (default: QUEUE/writeseq, for a queue nothing else numbers packets for)",
+      },
     ],
     positionals: [],
     params: false,

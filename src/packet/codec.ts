@@ -12,6 +12,7 @@ import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/errors.js';
 import { claimedSeq } from './claim.js';
 import { MsgpackWriter } from './msgpack.js';
+import { interpretRetryKeys, retryKeyCount, writeRetryKeys } from './retry-keys.js';
 import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal.js';
 import { checkMsgpackShape } from './shape.js';
 import { interpretSignature, SHA512_KEY, SHA512_LENGTH, SSHSIG_KEY } from './signature.js';
@@ -48,7 +49,7 @@ export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
   if (signature && !seal) throw new RangeError('a signed packet must be sealed');
   if (signature && signature.sha512.length !== SHA512_LENGTH) throw new RangeError(`payload sha512 must be ${SHA512_LENGTH} bytes`);
   const sig = signature && signed ? signature.sshsig : undefined;
-  w.mapHeader(3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0));
+  w.mapHeader(3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0) + retryKeyCount(header));
   w.str('seq');
   w.uint(header.seq);
   w.str('ctime');
@@ -87,6 +88,8 @@ export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
     w.str(SHA512_KEY);
     w.bin(signature.sha512);
   }
+  // Before sshsig: a signature covers them (signedMessage leaves out only sshsig).
+  writeRetryKeys(w, header);
   if (sig) {
     w.str(SSHSIG_KEY);
     w.bin(sig);
@@ -110,6 +113,8 @@ const NO_SIG = new Uint8Array(0);
  */
 export function sameSignedContent(a: PacketHeader, b: PacketHeader): boolean {
   if (a.seq !== b.seq || a.ctime.secs !== b.ctime.secs || a.ctime.nanos !== b.ctime.nanos) return false;
+  if (a.retries !== b.retries || Boolean(a.failure) !== Boolean(b.failure)) return false;
+  if (a.failure && JSON.stringify(a.failure, big) !== JSON.stringify(b.failure, big)) return false;
   if (!a.seal || !b.seal || a.seal.length !== b.seal.length || a.seal.crc32 !== b.seal.crc32) return false;
   if (!a.signature || !b.signature || !bytesEqual(a.signature.sha512, b.signature.sha512)) return false;
   const x = a.cmd;
@@ -120,6 +125,8 @@ export function sameSignedContent(a: PacketHeader, b: PacketHeader): boolean {
   for (let i = 0; i < x.env.length; i++) if (!bytesEqual(x.env[i][0], y.env[i][0]) || !bytesEqual(x.env[i][1], y.env[i][1])) return false;
   return true;
 }
+
+const big = (_: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
@@ -334,7 +341,9 @@ function interpretMetadata(doc: unknown): PacketHeader {
   const header: PacketHeader = { seq: s, ctime: interpretCtime(ctime), cmd: interpretCmd(cmd) };
   const seal = interpretSeal(doc);
   if (seal) header.seal = seal;
-  const signature = interpretSignature(doc instanceof Map ? Object.fromEntries(doc) : (doc as Record<string, unknown>), seal);
+  const o = doc instanceof Map ? Object.fromEntries(doc) : (doc as Record<string, unknown>);
+  const signature = interpretSignature(o, seal);
   if (signature) header.signature = signature;
+  if (!Array.isArray(o)) interpretRetryKeys(o, header);
   return header;
 }

@@ -121,6 +121,11 @@ export interface PrepareOptions {
   env?: Record<string, string> | Array<[Text, Text]>;
   /** Creation time; default now. */
   ctime?: Ctime;
+  /**
+   * An extension (retry-keys.ts): how many more times a processor may try this job when it fails
+   * (`prepare --retries N`); a processor's --retries caps it, and without one it means nothing.
+   */
+  retries?: number;
 }
 
 export interface PreparePacketOptions extends PrepareOptions {
@@ -148,8 +153,13 @@ export function prepareHeader(options: PrepareOptions = {}): PacketHeader {
     }
     cmd = { kind };
   }
+  const { retries } = options;
+  if (retries !== undefined && (!Number.isSafeInteger(retries) || retries < 0 || retries > 0xffff_ffff))
+    throw new RangeError(`prepareHeader: retries must be a whole number from 0 to 4294967295, got ${String(retries)}`);
   const seq = options.seq ?? takeSenderSeq(options.seqfile);
-  return makeHeader({ seq, cmd, ctime: options.ctime });
+  const header = makeHeader({ seq, cmd, ctime: options.ctime });
+  if (retries !== undefined) header.retries = BigInt(retries);
+  return header;
 }
 
 /**

@@ -51,6 +51,28 @@ export interface PacketHeader {
   seal?: Seal;
   /** Present on signed packets only (which are sealed too). */
   signature?: PacketSignature;
+  /** An extension (retry-keys.ts): the retries its sender asks for (`prepare --retries N`); queue-process --retries caps it. */
+  retries?: bigint;
+  /** An extension (retry-keys.ts): on a packet moved to a failed-jobs queue, the facts of its failure. */
+  failure?: FailureFacts;
+}
+
+/** Why a packet is in a failed-jobs queue (queue-process --failed-to): a header key the reference ignores. */
+export interface FailureFacts {
+  /** The queue it failed in (its directory, absolute). */
+  queue: string;
+  /** Its number there. */
+  seq: bigint;
+  /** How many times it was tried. */
+  attempts: number;
+  /** The last try's outcome: `failure` or `timeout`. */
+  outcome: 'failure' | 'timeout';
+  /** The last try's end in words (`command exited with status 3`, `... killed by signal SIGKILL`). */
+  why: string;
+  /** When it was moved, RFC 3339 UTC. */
+  at: string;
+  /** The last lines of its output (--output-to SaveBoth: stdout and stderr as they interleaved), at most a few KiB. */
+  tail?: string;
 }
 
 export { I64_MAX, I64_MIN, U64_MAX } from '../base/u64.js';

@@ -13,6 +13,7 @@ import { BUSY_WAIT_MS } from '../sys/lock.js';
 import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
 import { type ProcessSummary, runContext } from './process.js';
 import { QueueRun, type RunContext } from './queue-run.js';
+import { atRetryDue } from './retry-run.js';
 import { Turns } from './turns.js';
 
 /** Queues waiting for their turn may keep their locks while no more than this many do. */
@@ -216,6 +217,7 @@ export class ManyQueues {
           if (m.state === 'gone' || (m.state === 'stopped' && m.failedAt === m.run.shape())) return;
           if (work) this.ready(m);
           else if (m.state !== 'stopped' && m.state !== 'skipped') m.state = 'idle';
+          if (!work && m.state === 'idle' && m.run.retryDueMs !== undefined) this.retryDue(m);
         },
         (err) => this.failed(m, err),
       )
@@ -279,7 +281,14 @@ export class ManyQueues {
     } else {
       m.state = 'idle';
       run.release();
+      if (run.retryDueMs !== undefined && !this.stopping) this.retryDue(m);
     }
+  }
+
+  /** Its next job waits for its next try (--retries): watching, looked at again then; in one pass, stopped as by a failed job. */
+  private retryDue(m: Member): void {
+    if (!this.watching) this.failed(m, m.run.retryDueError());
+    else atRetryDue(this.retries, m.run.retryDueMs, () => m.state === 'idle' && this.changed(m));
   }
 
   /**

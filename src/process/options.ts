@@ -7,6 +7,7 @@ import type { Logger } from '../base/log.js';
 import type { JobFunction, OrderBy } from '../queue/types.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import type { CommandLine } from './command.js';
+import type { OutcomeWord } from './outcome.js';
 import type { StopOptions } from './stopping.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
@@ -44,7 +45,18 @@ export type QueueJobEvent =
    * queue; or, `refused`, not let in by its signature (allowedSigners): moved to refused/ unrun,
    * its number still waited for (when refused as a scan read it, no 'start' came before).
    */
-  | { type: 'end'; seq: bigint; filename: string; ok: boolean; why: string; interrupted?: true; refused?: true };
+  | {
+      type: 'end';
+      seq: bigint;
+      filename: string;
+      ok: boolean;
+      why: string;
+      interrupted?: true;
+      refused?: true;
+      /** With retries or a failed-jobs queue: what became of it (`retry`: tried again at `retryAt`; `moved`). */
+      outcome?: OutcomeWord;
+      retryAt?: Date;
+    };
 
 /** What processQueue reports as it goes (the CLI's progress line is built on it). */
 export type ProcessEvent = QueueJobEvent | { type: 'idle' };
@@ -97,6 +109,23 @@ export interface RunSettings extends StopOptions {
    * a function executor, are checked as the payload is read, whatever this says.
    */
   verify?: boolean;
+  /**
+   * Try a failing job again, up to this many more times (a packet's own `retries`, prepare
+   * --retries, may ask for fewer); the queue waits for it meanwhile. The tries are counted
+   * durably in the queue directory (retry.ts); the job sees FSPL_JOB_ATTEMPT. Without it, a
+   * failure is onError's, as always.
+   */
+  retries?: number;
+  /** Seconds before the first retry, doubling for each one after (default 10). */
+  retryDelay?: number;
+  /** The longest wait between two tries, in seconds (default 3600). */
+  retryMaxDelay?: number;
+  /**
+   * A failed-jobs queue (made if it is not one; several queues may share it): a job that failed
+   * its last try moves there, exactly once, with the facts of its failure in its header, and the
+   * queue goes on with the next job. Plain queues only (no decoder).
+   */
+  failedTo?: string;
 }
 
 /** The options of a run that every queue of it shares (processQueue's, without its listener). */

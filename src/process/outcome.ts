@@ -6,6 +6,15 @@ import type { Logger } from '../base/log.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { JobEntry } from '../queue/types.js';
 
+/**
+ * What became of a job's try, in one word: the same in FSPL_JOB_OUTCOME and in the metrics'
+ * `outcome` label (issue 41). `retry`: it failed and is tried again later (queue-process
+ * --retries); `moved`: it failed its last try and went to the failed-jobs queue (--failed-to).
+ */
+export type OutcomeWord = 'success' | 'failure' | 'timeout' | 'retry' | 'moved';
+
+export const OUTCOME_WORDS: readonly OutcomeWord[] = ['success', 'failure', 'timeout', 'retry', 'moved'];
+
 /** A job's verdict, and why in words (for the log and the 'end' event). */
 export interface Outcome {
   ok: boolean;
@@ -21,6 +30,13 @@ export interface Outcome {
    * note; the run moves the job to refused/ and waits for the real packet of that number.
    */
   refused?: boolean;
+  /** Killed at its timeout (a failure that the outcome word calls `timeout`). */
+  timedOut?: boolean;
+}
+
+/** The word of a finished try that is neither retried nor moved: success, failure or timeout. */
+export function outcomeWord(outcome: Outcome): OutcomeWord {
+  return outcome.ok ? 'success' : outcome.timedOut ? 'timeout' : 'failure';
 }
 
 /** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */

@@ -3,7 +3,7 @@
  */
 import { describeSystemError, JobFailedError, SignatureError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
-import { checkSeconds } from '../base/timer.js';
+import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { Queue } from '../queue/queue.js';
 import type { Job, JobEntry } from '../queue/types.js';
@@ -13,6 +13,7 @@ import { closeQuietly } from '../sys/io.js';
 import { splitCommand } from './command.js';
 import type { Outcome } from './outcome.js';
 import { QueueRun, type RunContext } from './queue-run.js';
+import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from './retry.js';
 import { type StopOptions, Stopping } from './stopping.js';
 
 export type { Job, JobContext, JobFunction, OrderBy } from '../queue/types.js';
@@ -172,10 +173,11 @@ async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunCo
     for (;;) {
       await run.scan();
       const stop = await runPass(run, maxJobs, ctx.stopping.stop);
+      if (!stop && run.retryDueMs !== undefined && !watcher) throw run.retryDueError();
       if (stop || !watcher) break;
       run.rest(); // nothing half-finished while we wait
       emit({ type: 'idle' });
-      if (!(await watcher.wait(ctx.stopping.stop))) break;
+      if (!(await waitForWork(watcher, run.retryDueMs, ctx.stopping.stop))) break;
     }
     run.rest(); // every record durable before the run says it is done (release would swallow a failure)
     return run.summary;
@@ -201,11 +203,29 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
   const baseEnv = Object.freeze({ ...process.env });
   const stopping = new Stopping(opts, log, 'processQueue');
-  const runJob = async (queue: Queue, entry: JobEntry) => {
+  const runJob = async (queue: Queue, entry: JobEntry, attempt?: number) => {
     const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
-    return opts.run ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping) : runCommandQueueJob(queue, entry, opts, log, baseEnv, stopping);
+    return opts.run
+      ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping, attempt)
+      : runCommandQueueJob(queue, entry, opts, log, baseEnv, stopping, attempt);
   };
-  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', stopping, runJob };
+  const retry = retryPolicyOf(opts);
+  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', stopping, runJob, retry, failedTo: opts.failedTo };
+}
+
+/** The run's retry policy (retry.ts), checked; undefined without `retries`. */
+function retryPolicyOf(opts: ProcessRunOptions): RetryPolicy | undefined {
+  const { retries, retryDelay, retryMaxDelay } = opts;
+  checkSeconds(retryDelay, 'processQueue: retryDelay');
+  checkSeconds(retryMaxDelay, 'processQueue: retryMaxDelay');
+  if (retries === undefined) {
+    if (retryDelay !== undefined || retryMaxDelay !== undefined) throw new TypeError('processQueue: retryDelay and retryMaxDelay need retries');
+    return undefined;
+  }
+  if (!Number.isSafeInteger(retries) || retries < 0 || retries > 0xffff_ffff)
+    throw new RangeError(`processQueue: retries must be a whole number >= 0, got ${String(retries)}`);
+  const delayMs = (retryDelay ?? DEFAULT_RETRY_DELAY) * 1000;
+  return { retries, delayMs, maxDelayMs: Math.max(delayMs, (retryMaxDelay ?? DEFAULT_RETRY_MAX_DELAY) * 1000) };
 }
 
 /** Report an event to opts.onEvent; a listener's failure is logged, never thrown. */
@@ -218,6 +238,25 @@ function eventSink(opts: { onEvent?: (event: ProcessEvent) => void }, log: Logge
       log.warn('process', `onEvent listener failed: ${describeSystemError(err)}`);
     }
   };
+}
+
+/**
+ * Watching: until jobs/ changes or, when a retry is due, until its time (a timer, not a poll);
+ * false when the run is stopping.
+ */
+async function waitForWork(watcher: JobsWatcher, dueMs: number | undefined, stop: AbortSignal | undefined): Promise<boolean> {
+  if (dueMs === undefined) return watcher.wait(stop);
+  const due = new AbortController();
+  const cancel = setLongTimeout(() => due.abort(), Math.max(0, dueMs - Date.now()));
+  const onStop = () => due.abort();
+  stop?.addEventListener('abort', onStop, { once: true });
+  try {
+    await watcher.wait(due.signal);
+  } finally {
+    cancel();
+    stop?.removeEventListener('abort', onStop);
+  }
+  return !stop?.aborted;
 }
 
 /** Run the pass's jobs one after the other; true when the run must stop (limit reached, aborted). */

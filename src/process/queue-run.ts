@@ -14,7 +14,7 @@
  *   release    give the lock back, the same done first
  */
 import fs from 'node:fs';
-import { describeSystemError, JobFailedError, QueueError, SeqOverflowError } from '../base/errors.js';
+import { describeSystemError, JobFailedError, QueueError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
@@ -24,7 +24,9 @@ import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
-import type { Outcome } from './outcome.js';
+import { type Outcome, outcomeWord } from './outcome.js';
+import type { RetryPolicy } from './retry.js';
+import { Retries } from './retry-run.js';
 import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
@@ -35,8 +37,12 @@ export interface RunContext {
   timestampOrder: boolean;
   /** When the run stops, and when its running jobs must stop now (closed by the caller). */
   stopping: Stopping;
-  /** Run one job of a queue with the command or the function. */
-  runJob: (queue: Queue, entry: JobEntry) => Promise<Outcome>;
+  /** Run one job of a queue with the command or the function (`attempt`: FSPL_JOB_ATTEMPT, with retries). */
+  runJob: (queue: Queue, entry: JobEntry, attempt?: number) => Promise<Outcome>;
+  /** With retries (retry.ts): how a failing job is tried again. */
+  retry?: RetryPolicy;
+  /** A failed-jobs queue (transfer.ts): where a job that used its tries goes. */
+  failedTo?: string;
 }
 
 /** The jobs of one pass: in timestamp order, the list to run; in sequence order, the jobs by number. */
@@ -58,11 +64,20 @@ export class QueueRun {
   private readonly done = new Set<string>();
   private pass: Pass | undefined;
   private index = 0;
+  /** Retries and failed jobs (retry-run.ts). */
+  private readonly retries: Retries;
 
   constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
     this.queue = queue;
     this.ctx = ctx;
     this.emit = emit;
+    this.retries = new Retries(queue, {
+      retry: ctx.retry,
+      failedTo: ctx.failedTo,
+      log: ctx.log,
+      watching: Boolean(ctx.opts.watch),
+      savedOutput: ctx.opts.outputTo === 'saveboth',
+    });
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
     if (ctx.timestampOrder && queue.allowedSigners)
       ctx.log.warn('process', `${queue.dir}: in timestamp order a copy of a signed packet that already ran runs again (only sequence order refuses replays)`);
@@ -90,12 +105,13 @@ export class QueueRun {
     const seqfile = queue.lockSeqfile(options);
     const finisher = new Finisher(queue, seqfile, ctx.log);
     try {
-      const next = await finisher.recover(seqfile.read());
+      let next = await finisher.recover(seqfile.read());
       ctx.log.debug('process', () => `Read next ID ${next} from seqfile`);
       // Unlike the reference, make sure a job's completion can be recorded before running any:
       // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
       if (!ctx.timestampOrder) assertWritable(queue, queue.dir);
       if (!ctx.opts.neverDelete) assertWritable(queue, queue.jobsDir);
+      next = await this.retries.ready(finisher, next, ctx.timestampOrder);
       // Another processor moved nextseq while we did not hold the lock: the pass is stale.
       if (this.pass && next !== this.next) this.pass = undefined;
       this.next = next;
@@ -127,6 +143,7 @@ export class QueueRun {
   /** List jobs/ again (reading only headers not read before) and plan the pass. */
   async scan(): Promise<void> {
     this.known = await this.queue.rescan(this.known);
+    this.retries.load();
     if (this.queue.allowedSigners) this.judgeNew(this.queue.allowedSigners);
     if (this.ctx.timestampOrder) {
       const byTimestamp = [...this.known.values()].filter((e) => !this.done.has(e.filename)).sort(compareByTimestamp);
@@ -159,9 +176,15 @@ export class QueueRun {
 
   /** Whether the pass has a job to run next. */
   hasNext(): boolean {
+    const entry = this.peekNext();
+    return entry !== undefined && !this.retries.waits(entry);
+  }
+
+  /** The pass's next job, left in it. */
+  private peekNext(): JobEntry | undefined {
     const pass = this.pass;
-    if (!pass) return false;
-    return pass.byTimestamp ? this.index < pass.byTimestamp.length : pass.bySeq.has(this.next);
+    if (!pass) return undefined;
+    return pass.byTimestamp ? pass.byTimestamp[this.index] : pass.bySeq.get(this.next);
   }
 
   /** The pass's next job, taken from it; undefined when there is none (the pass is over). */
@@ -180,6 +203,8 @@ export class QueueRun {
    * run (JobFailedError, from runOne).
    */
   async runNext(limit: number): Promise<number> {
+    const next = this.peekNext();
+    if (next && this.retries.waits(next)) return 0; // strict order: nothing after it runs meanwhile
     const entry = this.takeNext();
     if (!entry) return 0;
     // NOP jobs are recorded in runs without being opened; a signed one is opened and judged.
@@ -199,7 +224,7 @@ export class QueueRun {
     const seq = entry.header.seq;
     ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
     emit({ type: 'start', seq, filename: entry.filename });
-    const outcome = await ctx.runJob(this.queue, entry);
+    const outcome = await ctx.runJob(this.queue, entry, this.retries.attemptOf(entry));
     if (outcome.refused) {
       this.refuse(entry, outcome.why);
       return outcome;
@@ -215,11 +240,21 @@ export class QueueRun {
     else summary.failed++;
     ctx.log.debug('process', () => `Job ${seq} ${outcome.why}`);
     const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why };
+    if (this.retries.active) ended.outcome = outcomeWord(outcome);
+    if (!outcome.ok && this.retries.active) {
+      // Removed from this queue when moved (even with neverDelete): it is in the other one now.
+      const next = await this.retries.failed(entry, outcome, this.retries.triesOf(entry) + 1, () => this.recordFinished(entry, outcome, true));
+      if (next.kind === 'retry' && this.pass?.byTimestamp) this.index--; // it stays next in the pass (takeNext moved past it)
+      if (next.kind === 'retry') emit({ ...ended, outcome: 'retry', retryAt: next.retryAt });
+      if (next.kind === 'moved') emit({ ...ended, outcome: 'moved' });
+      if (next.kind !== 'onError') return outcome;
+    }
     if (!outcome.ok && ctx.onError === 'retry') {
       emit(ended);
       throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
     }
     this.recordFinished(entry, outcome);
+    this.retries.done(entry);
     emit(ended); // after the job is recorded: listeners see the queue as it now is
     return outcome;
   }
@@ -254,6 +289,16 @@ export class QueueRun {
     this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });
   }
 
+  /** The error a one-pass run ends with when its next job waits for its next try (retryDueMs set). */
+  retryDueError(): RetryDueError {
+    return this.retries.dueError(this.peekNext(), this.next);
+  }
+
+  /** When the pass stopped because its next job's next try is not due yet: that time (ms since the epoch). */
+  get retryDueMs(): number | undefined {
+    return this.retries.dueMs;
+  }
+
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */
   rest(): void {
     this.finisher?.settle();
@@ -274,9 +319,9 @@ export class QueueRun {
    * Record a finished job, durably (finish.ts): a note naming it, nextseq past it (sequence
    * order), its file deleted unless kept.
    */
-  private recordFinished(entry: JobEntry, outcome: Outcome): void {
+  private recordFinished(entry: JobEntry, outcome: Outcome, moved = false): void {
     const { seq } = entry.header;
-    const remove = !this.ctx.opts.neverDelete && (outcome.ok || this.ctx.onError === 'delete');
+    const remove = moved || (!this.ctx.opts.neverDelete && (outcome.ok || this.ctx.onError === 'delete'));
     this.finisher!.finishJob({ seq, filename: entry.filename, order: this.ctx.timestampOrder ? 'timestamp' : 'sequence', remove });
     if (this.ctx.timestampOrder) this.done.add(entry.filename);
     else this.next = seq + 1n;

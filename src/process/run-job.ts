@@ -96,7 +96,7 @@ export async function runCommandJob(
   if (r.stopped) return { ok: false, why, interrupted: true };
   if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
   if (!r.ok) log.error('exec', `Command ${JSON.stringify(program)} ${describeResult(r)}`);
-  return { ok: r.ok, why };
+  return r.timedOut ? { ok: false, why, timedOut: true } : { ok: r.ok, why };
 }
 
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
@@ -107,6 +107,7 @@ export async function runCommandQueueJob(
   log: Logger,
   baseEnv: NodeJS.ProcessEnv,
   stopping: Stopping | undefined,
+  attempt?: number,
 ): Promise<Outcome> {
   let outFd: number | undefined;
   if (opts.outputTo === 'saveboth') {
@@ -145,7 +146,7 @@ export async function runCommandQueueJob(
     if (guard.kind === 'refused') return refuseJob(guard.why, entry, log);
     const job: Omit<Job, 'variables'> = {
       header: opened.header,
-      location: { queuedir: queue.dir, filename: entry.filename },
+      location: { queuedir: queue.dir, filename: entry.filename, attempt },
       payload: signed ? signed.fd : guardedPayload(guard, opened.payload),
       signer: verdict?.signer,
     };
@@ -228,6 +229,7 @@ export async function runFunctionQueueJob(
   opts: ProcessRunOptions,
   log: Logger,
   stopping: Stopping | undefined,
+  attempt?: number,
 ): Promise<Outcome> {
   const interrupt = stopping?.interrupt;
   const builtin = builtinOutcome(entry.header);
@@ -266,19 +268,27 @@ export async function runFunctionQueueJob(
   };
   if (interrupt?.aborted) onInterrupt();
   else interrupt?.addEventListener('abort', onInterrupt, { once: true });
-  const where = { queuedir: queue.dir, filename: entry.filename };
+  const where = { queuedir: queue.dir, filename: entry.filename, attempt };
   const signer = verdict?.signer;
   const variables = variablesRecord(jobVariables(opened.header, where, signer));
   let outcome: Outcome;
   try {
-    await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: aborts.signal, ...(signer && { signer }) });
-    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
+    await fn({
+      ...metadataOf(opened.header),
+      queuedir: where.queuedir,
+      filename: where.filename,
+      variables,
+      payload,
+      signal: aborts.signal,
+      ...(signer && { signer }),
+    });
+    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out', timedOut: true } : { ok: true, why: 'function succeeded' };
   } catch (err) {
     if (interrupted) outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };
     else {
       const why = aborts.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
       log.error('exec', `Job ${entry.header.seq}: ${why}`);
-      outcome = { ok: false, why };
+      outcome = aborts.signal.aborted ? { ok: false, why, timedOut: true } : { ok: false, why };
     }
   } finally {
     cancelTimer?.();

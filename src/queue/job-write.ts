@@ -20,8 +20,7 @@ const PLACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO'] as const;
 const CREATE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
 
 /** A new job's temporary and final names. */
-function names(): { temp: string; filename: string } {
-  const id = uuidv4();
+function names(id = uuidv4()): { temp: string; filename: string } {
   return { temp: `tmp-fspl-${id}.fspl.tmp`, filename: `fspl-${id}.fspl` };
 }
 
@@ -40,9 +39,12 @@ function takeBack(tempPath: string, finalPath: string | undefined): void {
   if (finalPath !== undefined) unlinkQuietly(finalPath);
 }
 
-/** Write a job whose bytes `fill` writes to a descriptor; returns its file name. */
-export function writeJobSync(jobsDir: string, fill: (fd: number) => void): string {
-  const { temp, filename } = names();
+/**
+ * Write a job whose bytes `fill` writes to a descriptor; returns its file name (fspl-ID.fspl:
+ * `id` when given, one a transfer's journal named before, transfer.ts).
+ */
+export function writeJobSync(jobsDir: string, fill: (fd: number) => void, id?: string): string {
+  const { temp, filename } = names(id);
   const tempPath = `${jobsDir}/${temp}`;
   let fd: number | undefined;
   let renamed: string | undefined;

@@ -36,6 +36,7 @@ export function jobVariables(header: PacketHeader, where?: JobLocation, signer?:
       [b('FSPL_JOB_QUEUEDIR'), b(where.queuedir)],
       [b('FSPL_JOB_FULLPATH'), b(`${where.queuedir}/jobs/${where.filename}`)],
     );
+    if (where.attempt !== undefined) vars.push([b('FSPL_JOB_ATTEMPT'), b(String(where.attempt))]);
   }
   if (header.cmd.kind === 'Command') {
     header.cmd.params.forEach((p, i) => vars.push([b(`FSPL_PARAM_${i + 1}`), Buffer.from(p)]));
@@ -71,6 +72,7 @@ export function jobVariableStrings(header: PacketHeader, where?: JobLocation, si
   ];
   if (where)
     vars.push(['FSPL_JOB_FILENAME', where.filename], ['FSPL_JOB_QUEUEDIR', where.queuedir], ['FSPL_JOB_FULLPATH', `${where.queuedir}/jobs/${where.filename}`]);
+  if (where?.attempt !== undefined) vars.push(['FSPL_JOB_ATTEMPT', String(where.attempt)]);
   if (header.cmd.kind === 'Command') {
     header.cmd.params.forEach((p, i) => vars.push([`FSPL_PARAM_${i + 1}`, utf8(p)]));
     // The prefix is ASCII: decoding it apart from the name gives what decoding them together does.

@@ -24,6 +24,8 @@ export interface JobLocation {
   queuedir: string;
   /** The file name inside jobs/. */
   filename: string;
+  /** Which try of the job this is, from 1, when the run retries failing jobs (FSPL_JOB_ATTEMPT). */
+  attempt?: number;
 }
 
 /** One FSPL_* variable, its name and value as bytes. */

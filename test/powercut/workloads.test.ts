@@ -175,6 +175,46 @@ describeIfPresent('power cuts', powercutMissing(), { what: 'power-cut tests', no
     expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
   }, 600_000);
 
+  test(`queue-process --retries 1 --failed-to F (one job in ten always fails): over ${CUTS} cuts no job is lost or doubled, each failing one in F once`, async () => {
+    const { inside, outside } = fresh('failed');
+    const qdir = path.join(inside, 'q');
+    const F = path.join(inside, 'F');
+    const queue = Queue.init(qdir);
+    const runs = path.join(outside, 'runs');
+    let total = 0;
+    const addJobs = async (n: number) => {
+      for (let i = 0; i < n; i++) await queue.write(preparePacket({ seq: BigInt(++total), payload: Buffer.from(`job ${total}\n`) }));
+    };
+    await addJobs(200);
+    await pc.sync();
+    const random = rng(SEED + 7);
+    let cuts = 0;
+    const script = `exec ${FSPL} queue-process -q ${qdir} --retries 1 --retry-delay 0 --failed-to ${F} sh -- -c 'cat >/dev/null; sleep 0.005; echo $FSPL_SEQ >> ${runs}; [ $((FSPL_SEQ % 10)) != 0 ]'`;
+    for (let round = 0; round < 10 * CUTS + 50; round++) {
+      const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
+      if (r === 'cut') cuts++;
+      else if (cuts < CUTS) await addJobs(100);
+      else break;
+    }
+    const ran = lines(runs).map(Number);
+    const distinct = new Set(ran);
+    const failing = Array.from({ length: Math.floor(total / 10) }, (_, i) => (i + 1) * 10);
+    expect(distinct.size, `seed ${SEED}`).toBe(total);
+    for (let i = 1; i < ran.length; i++) expect(ran[i]! >= ran[i - 1]!, `seed ${SEED}: job ${ran[i]} ran after ${ran[i - 1]}`).toBe(true);
+    // Each failing job is tried twice; a cut adds at most the try in flight.
+    const extra = ran.length - total - failing.length;
+    expect(extra, `seed ${SEED}: extra runs`).toBeGreaterThanOrEqual(0);
+    expect(extra, `seed ${SEED}: extra runs`).toBeLessThanOrEqual(cuts);
+    const moved = await Queue.open(F).list();
+    expect(
+      moved.map((j) => Number(j.header.failure?.seq)),
+      `seed ${SEED}: each failing job in F once`,
+    ).toEqual(failing);
+    expect(moved.map((j) => Number(j.header.seq))).toEqual(failing.map((_, i) => i + 1));
+    expect(fs.readdirSync(path.join(qdir, 'jobs')), `seed ${SEED}: job files left`).toEqual([]);
+    console.log(`power cuts, queue-process --failed-to (seed ${SEED}): ${cuts} cuts, ${total} jobs, ${failing.length} moved, ${extra} extra runs`);
+  }, 600_000);
+
   test(`queue-process over many queues (--queues-in, --jobs 3): over ${CUTS} cuts no queue skips a job, each runs in its order, and a cut re-runs at most the jobs in flight`, async () => {
     const { inside, outside } = fresh('many');
     const parent = path.join(inside, 'queues');
