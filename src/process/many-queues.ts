@@ -4,14 +4,14 @@
  */
 import { describeSystemError, JobFailedError, LockedError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
-import { backoffMs } from '../base/timer.js';
 import { Queue } from '../queue/queue.js';
 import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
-import { type Candidate, type Parent, QueueParents } from '../queue/queues-in.js';
+import { type Parent, QueueParents } from '../queue/queues-in.js';
 import { DirWatchSet } from '../queue/watch-set.js';
 import { BUSY_WAIT_MS } from '../sys/lock.js';
 import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
 import { type ProcessSummary, runContext } from './process.js';
+import { isDiskError, type Member, nextLookDelay, type Watched } from './queue-member.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { atRetryDue } from './retry-run.js';
 import { Turns } from './turns.js';
@@ -25,40 +25,6 @@ const LOCK_BUDGET = 64;
 const LOOKS_AT_ONCE = 64;
 /** Through a decoder a look runs processes (a scan runs up to 4 decoders at once): fewer looks at once. */
 const DECODED_LOOKS_AT_ONCE = 2;
-/**
- * Watching: a queue stopped by its disk (full, or failing) is looked at again after this long,
- * doubled at each failure up to DISK_RETRY_MAX_MS, so that it resumes by itself once there is
- * room, without waiting for a change in its jobs/. A look is cheap (a scan), a run resumes from
- * its note (finish.ts). A queue skipped (another processor held its lock) too: its holder's
- * last change may have come before it let go.
- */
-const DISK_RETRY_MS = 1000;
-const DISK_RETRY_MAX_MS = 60_000;
-const DISK_ERRORS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO']);
-
-interface Member {
-  kind: 'queue';
-  run: QueueRun;
-  /** How its run ends so far (the result's state). */
-  outcome: QueueResult['state'];
-  error?: Error;
-  state: 'idle' | 'ready' | 'running' | 'stopped' | 'skipped' | 'gone';
-  /** Its jobs/ changed since its last scan. */
-  dirty: boolean;
-  /** A look (peek) is under way. */
-  looking: boolean;
-  /** Its skip (another processor holds its lock) was said: not again until it is locked. */
-  skipNoted: boolean;
-  /** Stopped by a failed job: its shape then (QueueRun.shape); a look that finds it unchanged (a poll's "maybe") leaves it stopped. */
-  failedAt?: string;
-  /** Disk errors or skips in a row (watching: each puts its next look off longer, lookLater). */
-  retries: number;
-  identity: string;
-  parent?: Parent<Member>;
-}
-
-type Watched = Member | Parent<Member> | Candidate<Member>;
-
 export class ManyQueues {
   private readonly opts: ProcessQueuesOptions;
   private readonly ctx: RunContext;
@@ -82,7 +48,7 @@ export class ManyQueues {
   private wakeUp: (() => void) | undefined;
   private idleReported = false;
   private readonly looksAtOnce: number;
-  /** The looks due after a disk error or a skip (watching, lookLater), cleared when the run ends. */
+  /** The looks due after a disk error or a skip (lookLater) or at a retry (retryDue), watching; cleared when the run ends. */
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
@@ -288,7 +254,7 @@ export class ManyQueues {
   /** Its next job waits for its next try (--retries): watching, looked at again then; in one pass, stopped as by a failed job. */
   private retryDue(m: Member): void {
     if (!this.watching) this.failed(m, m.run.retryDueError());
-    else atRetryDue(this.retries, m.run.retryDueMs, () => m.state === 'idle' && this.changed(m));
+    else atRetryDue(this.timers, m.run.retryDueMs, () => m.state === 'idle' && this.changed(m));
   }
 
   /**
@@ -349,7 +315,7 @@ export class ManyQueues {
     if (gone) this.watch?.remove(m); // no error loop on a queue that is not there
     this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} stopped: ${describeSystemError(err)}`);
     this.emit({ type: 'stopped', queue: m.run.queue.dir, error });
-    if (this.watching && DISK_ERRORS.has(String((err as NodeJS.ErrnoException).code))) this.lookLater(m);
+    if (this.watching && isDiskError(err)) this.lookLater(m);
   }
 
   /** A stopped queue runs again (its disk has room, its failed job was skipped): the run's summary says done. */
@@ -363,7 +329,7 @@ export class ManyQueues {
 
   /** Watching, after a disk error or a skip: look at the queue again in a while (DISK_RETRY_MS, doubling). */
   private lookLater(m: Member): void {
-    const delay = backoffMs(++m.retries, DISK_RETRY_MS, DISK_RETRY_MAX_MS);
+    const delay = nextLookDelay(m);
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       if (m.state === 'stopped' || m.state === 'skipped') this.changed(m);

@@ -1,0 +1,49 @@
+/** A queue as the many-queues engine (many-queues.ts) holds it: its state, and when a stopped one is looked at again. */
+import { backoffMs } from '../base/timer.js';
+import type { Candidate, Parent } from '../queue/queues-in.js';
+import type { QueueResult } from './options.js';
+import type { QueueRun } from './queue-run.js';
+
+/**
+ * Watching: a queue stopped by its disk (full, or failing) is looked at again after this long,
+ * doubled at each failure up to DISK_RETRY_MAX_MS, so that it resumes by itself once there is
+ * room, without waiting for a change in its jobs/. A look is cheap (a scan), a run resumes from
+ * its note (finish.ts). A queue skipped (another processor held its lock) too: its holder's
+ * last change may have come before it let go.
+ */
+const DISK_RETRY_MS = 1000;
+const DISK_RETRY_MAX_MS = 60_000;
+const DISK_ERRORS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO']);
+
+/** Whether a queue stopped on this error is looked at again by itself (watching): its disk may get room. */
+export function isDiskError(err: unknown): boolean {
+  return DISK_ERRORS.has(String((err as NodeJS.ErrnoException | undefined)?.code));
+}
+
+/** How long until a stopped or skipped queue is looked at again: DISK_RETRY_MS, doubling with each in a row. */
+export function nextLookDelay(m: Member): number {
+  return backoffMs(++m.retries, DISK_RETRY_MS, DISK_RETRY_MAX_MS);
+}
+
+export interface Member {
+  kind: 'queue';
+  run: QueueRun;
+  /** How its run ends so far (the result's state). */
+  outcome: QueueResult['state'];
+  error?: Error;
+  state: 'idle' | 'ready' | 'running' | 'stopped' | 'skipped' | 'gone';
+  /** Its jobs/ changed since its last scan. */
+  dirty: boolean;
+  /** A look (peek) is under way. */
+  looking: boolean;
+  /** Its skip (another processor holds its lock) was said: not again until it is locked. */
+  skipNoted: boolean;
+  /** Stopped by a failed job: its shape then (QueueRun.shape); a look that finds it unchanged (a poll's "maybe") leaves it stopped. */
+  failedAt?: string;
+  /** Disk errors or skips in a row (watching: each puts its next look off longer, lookLater). */
+  retries: number;
+  identity: string;
+  parent?: Parent<Member>;
+}
+
+export type Watched = Member | Parent<Member> | Candidate<Member>;
