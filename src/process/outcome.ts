@@ -21,6 +21,20 @@ export interface Outcome {
    * note; the run moves the job to refused/ and waits for the real packet of that number.
    */
   refused?: boolean;
+  /** Failed because it ran out of its time (the command killed, the function's signal aborted). */
+  timedOut?: boolean;
+}
+
+/**
+ * How a job ended, in the words that `FSPL_JOB_OUTCOME` and the metrics' `outcome` label share:
+ * it succeeded, failed, timed out, failed with a retry due, or was moved to the failed-jobs queue.
+ */
+export type OutcomeWord = 'success' | 'failure' | 'timeout' | 'retry' | 'moved';
+export const OUTCOME_WORDS: readonly OutcomeWord[] = ['success', 'failure', 'timeout', 'retry', 'moved'];
+
+/** The word of a verdict as the job's run gave it (a retry or a move is the run's decision, after). */
+export function outcomeWord(o: Outcome): OutcomeWord {
+  return o.ok ? 'success' : o.timedOut ? 'timeout' : 'failure';
 }
 
 /** The outcome of a NOP or Fail packet, which run nothing; undefined for a command packet. */

@@ -24,7 +24,7 @@ import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
-import type { Outcome } from './outcome.js';
+import { type Outcome, outcomeWord } from './outcome.js';
 import type { Stopping } from './stopping.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
@@ -201,7 +201,7 @@ export class QueueRun {
     if (outcome.ok) summary.succeeded++;
     else summary.failed++;
     ctx.log.debug('process', () => `Job ${seq} ${outcome.why}`);
-    const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why };
+    const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why, outcome: outcomeWord(outcome) };
     if (!outcome.ok && ctx.onError === 'retry') {
       emit(ended);
       throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
@@ -285,7 +285,7 @@ export class QueueRun {
       if (remove) this.known.delete(filename);
       this.ctx.log.debug('process', () => `Job ${seq} from ${filename} it is a NOP packet`);
       this.emit({ type: 'start', seq, filename });
-      this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet' });
+      this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet', outcome: 'success' });
     }
   }
 }

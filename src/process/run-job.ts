@@ -96,7 +96,7 @@ export async function runCommandJob(
   if (r.stopped) return { ok: false, why, interrupted: true };
   if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
   if (!r.ok) log.error('exec', `Command ${JSON.stringify(program)} ${describeResult(r)}`);
-  return { ok: r.ok, why };
+  return { ok: r.ok, why, ...(r.timedOut && { timedOut: true }) };
 }
 
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
@@ -272,13 +272,13 @@ export async function runFunctionQueueJob(
   let outcome: Outcome;
   try {
     await fn({ ...metadataOf(opened.header), ...where, variables, payload, signal: aborts.signal, ...(signer && { signer }) });
-    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out' } : { ok: true, why: 'function succeeded' };
+    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out', timedOut: true } : { ok: true, why: 'function succeeded' };
   } catch (err) {
     if (interrupted) outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };
     else {
       const why = aborts.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
       log.error('exec', `Job ${entry.header.seq}: ${why}`);
-      outcome = { ok: false, why };
+      outcome = { ok: false, why, ...(aborts.signal.aborted && { timedOut: true }) };
     }
   } finally {
     cancelTimer?.();
