@@ -76,7 +76,7 @@ export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
 // The types and helpers the main entry leaves out, to stay one screen long.
 export type { Bytes, CommandType, Ctime, Seal } from './packet/types.js';
 export { serveQueues } from './process/listen.js';
-export type { JobFailure, QueueFigures, QueueRunState, QueuesPage } from './process/monitor.js';
+export { type JobFailure, type QueueFigures, QueueMonitor, type QueueRunState, type QueuesPage } from './process/monitor.js';
 export { OUTCOME_WORDS, type OutcomeWord } from './process/outcome.js';
 export type {
   CommandExecutor,
