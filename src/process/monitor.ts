@@ -34,7 +34,8 @@ export interface JobFailure {
 /** What a queue is doing: running a job, waiting for one (a number, or any), stopped on one, or skipped. */
 export type QueueRunState =
   | { kind: 'running'; seq: string; since: number }
-  | { kind: 'waiting'; seq?: string }
+  /** Waiting for job `seq` (sequence order), or for any job; `until`: for a retry due then (ms since the epoch). */
+  | { kind: 'waiting'; seq?: string; until?: number }
   | { kind: 'stopped'; seq?: string; why: string }
   | { kind: 'skipped'; why: string };
 
