@@ -45,8 +45,8 @@ export interface Reply {
 
 /** What a page serves. */
 export interface PageRoutes {
-  /** The log's target and the server's name in its lines ('net', 'serve'). */
-  readonly log: { target: string; name: string };
+  /** The log's target and the server's name in its lines ('net', 'serve'), and the option that sets maxStreams, if any. */
+  readonly log: { target: string; name: string; option?: string };
   /** The answer to GET `route` (the path as sent, without its query), or undefined: 404. */
   answer(route: string): Promise<Reply | undefined>;
   /** The path of the event stream, and the figures it sends (one JSON text) as they are now. */

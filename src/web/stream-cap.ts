@@ -18,8 +18,8 @@ export class StreamCap {
   constructor(
     readonly max: number,
     private readonly log: Logger,
-    /** Whose log lines: the target and the server's name ('net', 'serve'). */
-    private readonly where: { target: string; name: string } = { target: 'net', name: 'serve' },
+    /** Whose log lines: the target and the server's name ('net', 'serve'), and the option that sets the cap, if any. */
+    private readonly where: { target: string; name: string; option?: string } = { target: 'net', name: 'serve', option: '--max-streams' },
   ) {}
 
   /** Streams open now. */
@@ -80,7 +80,7 @@ export class StreamCap {
     this.refused = 0;
     this.log.warn(
       this.where.target,
-      `${this.where.name}: refused ${n} event stream${n === 1 ? '' : 's'} (503): ${this.max} already open, the most --max-streams allows`,
+      `${this.where.name}: refused ${n} event stream${n === 1 ? '' : 's'} (503): ${this.max} already open, the most ${this.where.option ? `${this.where.option} allows` : 'allowed'}`,
     );
   }
 }

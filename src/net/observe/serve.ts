@@ -164,7 +164,7 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
 
   return servePage(
     {
-      log: { target: 'net', name: 'serve' },
+      log: { target: 'net', name: 'serve', option: '--max-streams' },
       answer,
       eventsPath: '/api/events',
       events: status,
