@@ -87,7 +87,7 @@ function render(page) {
 
 function start() {
   const first = $('state').textContent;
-  if (first && first.trim().startsWith('{')) render(JSON.parse(first));
+  if (first?.trim().startsWith('{')) render(JSON.parse(first));
   const events = new EventSource('/api/events');
   events.onmessage = (e) => render(JSON.parse(e.data));
   events.onerror = () => {
