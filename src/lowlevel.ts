@@ -76,6 +76,8 @@ export type { PacketSource, ReadPacketOptions } from './packet/stream.js';
 export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
 // The types and helpers the main entry leaves out, to stay one screen long.
 export type { Bytes, CommandType, Ctime, FailureFacts, Seal } from './packet/types.js';
+export { serveQueues } from './process/listen.js';
+export { type JobFailure, type QueueFigures, QueueMonitor, type QueueRunState, type QueuesPage } from './process/monitor.js';
 export type {
   CommandExecutor,
   CommandOptions,
@@ -87,11 +89,13 @@ export type {
   OutputTo,
   ProcessRunOptions,
   QueueJobEvent,
+  QueuePageOptions,
   QueueProcessOptions,
   RunSettings,
   WatchMode,
 } from './process/process.js';
 export { type ProcessFdOptions, processFd, processQueue } from './process/process.js';
+export { QUEUE_METRIC_NAMES } from './process/queue-metrics.js';
 export { checkedPayload, type DecodedJob, type ExitStatus, openThroughDecoder, readHeaderThroughDecoder, spoolDecoded } from './queue/decoder.js';
 export { formatInfo, type JobLocation, type JobVariable, jobEnvironment, jobVariables, variablesRecord } from './queue/jobenv.js';
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename } from './queue/jobs.js';
@@ -116,3 +120,7 @@ export { type RunOptions, type RunResult, runCommand } from './sys/exec.js';
 export { writeAllSync } from './sys/io.js';
 export { FileLock, isLocked } from './sys/lock.js';
 export { parseSeq, SeqFile } from './sys/seqfile.js';
+// The read-only pages' server (net serve, queue-process --listen) and its guards.
+export { badAllowedHost, hostCheck } from './web/host-check.js';
+export { formatMetrics, type MetricFamily, PROMETHEUS_CONTENT_TYPE, type Sample } from './web/prometheus.js';
+export { type ListenOptions, type PageRoutes, type PageServer, type Reply, servePage } from './web/server.js';

@@ -239,17 +239,7 @@ const handlers: Handlers = {
     writeOut(await infoText(readHeaderSync(0), flag(inv, 'json')));
     return 0;
   },
-  'queue-status': async (inv, log) => {
-    // Exit 3 when the queue can not make progress (stuck); the diagnosis itself succeeded.
-    const [{ queueStatus }, { statusToJson, toJsonDocument }, { formatStatusText }] = await Promise.all([
-      import('../status/report.js'),
-      json(),
-      import('./status-text.js'),
-    ]);
-    const status = await queueStatus(scannedQueue(inv, log).withAllowedSigners(await allowedSignersArg(inv)));
-    writeOut(flag(inv, 'json') ? toJsonDocument(statusToJson(status)) : formatStatusText(status));
-    return status.canProgress ? 0 : 3;
-  },
+  'queue-status': async (inv, log) => (await import('./queue-status.js')).queueStatusCommand(inv, log),
   'stdin-signature': async (inv) => {
     const [{ readHeaderSync }, { armoredSignature, signedData }] = await Promise.all([import('../packet/read.js'), import('../sign/packet-signature.js')]);
     const header = readHeaderSync(0);

@@ -7,10 +7,11 @@
 
 import { describeSystemError, QueueError } from '../base/errors.js';
 import { createLogger, type Logger } from '../base/log.js';
-import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue } from '../process/process.js';
+import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue, type QueuePageOptions } from '../process/process.js';
 import type { ProcessQueuesSummary } from '../process/process-many.js';
 import { Queue } from '../queue/queue.js';
 import { noQueueUnder } from '../queue/queue-dirs.js';
+import { badAllowedHost } from '../web/host-check.js';
 import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings, verifyDecoderArg } from './args.js';
 import type { Invocation } from './grammar.js';
 import { checkLogLevel, UsageError } from './output.js';
@@ -30,6 +31,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   const watch = flag(inv, 'watch');
   if (str(inv, 'poll-interval') !== undefined && !watch) throw new UsageError('--poll-interval only applies with --watch');
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
+  const listen = listenArg(inv, watch);
   const jobs = intArg(inv, 'jobs');
   if (jobs !== undefined && jobs < 1) throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
   const maxHeaderSize = maxHeaderSizeArg(inv);
@@ -45,11 +47,13 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     maxJobs: intArg(inv, 'maxjobs'),
     watch: watch && { pollInterval },
     ...retryOptions(inv),
+    listen,
   };
   const progress = !flag(inv, 'no-progress') && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
   // Log lines go through the progress line, which clears itself for them.
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
   options.logger = log;
+  if (listen) listen.onListening = (url) => log.info('process', `Serving the queues' page at ${url} (read-only; ${url}metrics for Prometheus)`);
   const many = dirs.length > 1 || parents.length > 0;
   if (parents.length > 0) noQueuesFound(parents, { others: dirs.length > 0, watch }, log);
   // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts).
@@ -105,6 +109,29 @@ function retryOptions(inv: Invocation<FsplArgs<'queue-process'>>) {
     throw new UsageError('--retry-delay and --retry-max-delay only apply with --retries');
   if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
   return { retries, retryDelay, retryMaxDelay, failedTo: str(inv, 'failed-to') };
+}
+
+/**
+ * --listen [HOST:]PORT (with --watch only) and --allow-host: where the queues' page listens.
+ * HOST is a name or an address, an IPv6 one in brackets; 127.0.0.1 when not given.
+ */
+function listenArg(inv: Invocation<FsplArgs<'queue-process'>>, watch: boolean): QueuePageOptions | undefined {
+  const given = str(inv, 'listen');
+  const allowHosts = strings(inv, 'allow-host');
+  if (given === undefined) {
+    if (allowHosts.length > 0) throw new UsageError('--allow-host only applies with --listen');
+    return undefined;
+  }
+  if (!watch) throw new UsageError('--listen only applies with --watch (a run of one pass ends before anyone could look)');
+  const m = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(given);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535)
+    throw new UsageError(`invalid value '${given}' for --listen: expected [HOST:]PORT, e.g. 9464 or 127.0.0.1:9464 (PORT 0: any free one)`);
+  for (const name of allowHosts) {
+    const bad = badAllowedHost(name);
+    if (bad) throw new UsageError(`invalid value for --allow-host: ${bad}`);
+  }
+  return { host: m[1] ?? m[2] ?? '127.0.0.1', port, allowHosts };
 }
 
 /**

@@ -125,7 +125,8 @@ export const COMMANDS = [
   },
   {
     name: 'queue-process',
-    usage: 'queue-process {-q DIR... | --queues-in PARENT...} [--jobs N] [OPTIONS] [--watch [--poll-interval SECONDS]] COMMAND [-- PARAMS...]',
+    usage:
+      'queue-process {-q DIR... | --queues-in PARENT...} [--jobs N] [OPTIONS] [--watch [--poll-interval SECONDS] [--listen [HOST:]PORT]] COMMAND [-- PARAMS...]',
     describe: 'Run the jobs of a queue, in order (or of many queues, each in its own order)',
     options: [
       {
@@ -200,6 +201,20 @@ export const COMMANDS = [
         value: 'SECONDS',
         describe: 'Extension, with --watch: look for new jobs every SECONDS (e.g. 0.5) instead of using file system events (NFS, FUSE)',
       },
+      {
+        long: 'listen',
+        kind: 'string',
+        value: '[HOST:]PORT',
+        describe:
+          'Extension, with --watch: serve a live, read-only page of the queues and /metrics for Prometheus at HOST:PORT (HOST 127.0.0.1 unless given; PORT 0: any free one; the address is logged)',
+      },
+      {
+        long: 'allow-host',
+        kind: 'string',
+        array: true,
+        value: 'NAME',
+        describe: 'Extension, with --listen: a name (or address) the page answers to besides its address, localhost and 127.0.0.1/[::1]; repeat per name',
+      },
       { long: 'no-progress', kind: 'boolean', describe: 'Extension: no progress line on stderr (it is shown only when stderr is a terminal)' },
       {
         long: 'verify',
@@ -214,9 +229,22 @@ export const COMMANDS = [
   },
   {
     name: 'queue-status',
-    usage: 'queue-status -q DIR [-d DECODER] [--max-header-size BYTES] [--allowed-signers FILE] [--json]',
+    usage: 'queue-status {-q DIR | --queues-in PARENT...} [-d DECODER] [--max-header-size BYTES] [--allowed-signers FILE] [--json]',
     describe: 'Extension: diagnose a queue (next job, gaps, duplicates, unreadable, refused or stray files, lock); exit 3 if it is stuck',
-    options: [queuedir, decoder, maxHeaderSize, allowedSigners, json],
+    options: [
+      { ...queuedir, required: false },
+      {
+        long: 'queues-in',
+        kind: 'string',
+        array: true,
+        value: 'PARENT',
+        describe: 'Diagnose every queue directly under PARENT, in name order (with --json, one line each: JSON Lines); exit 3 if any is stuck; may be repeated',
+      },
+      decoder,
+      maxHeaderSize,
+      allowedSigners,
+      json,
+    ],
     positionals: [],
     params: false,
   },

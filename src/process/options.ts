@@ -6,6 +6,7 @@
 import type { Logger } from '../base/log.js';
 import type { JobFunction, OrderBy } from '../queue/types.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
+import type { ListenOptions } from '../web/server.js';
 import type { CommandLine } from './command.js';
 import type { OutcomeWord } from './outcome.js';
 import type { StopOptions } from './stopping.js';
@@ -44,6 +45,7 @@ export type QueueJobEvent =
    * The job is done and recorded; or, `interrupted`, stopped by the run's interrupt and left in the
    * queue; or, `refused`, not let in by its signature (allowedSigners): moved to refused/ unrun,
    * its number still waited for (when refused as a scan read it, no 'start' came before).
+   * `outcome`, on a job run and recorded: how it ended, in the words of the metrics.
    */
   | {
       type: 'end';
@@ -60,6 +62,15 @@ export type QueueJobEvent =
 
 /** What processQueue reports as it goes (the CLI's progress line is built on it). */
 export type ProcessEvent = QueueJobEvent | { type: 'idle' };
+
+/**
+ * Where a watching run serves its queues' page and /metrics (listen.ts): ListenOptions (port 0 by
+ * default: any free one; 127.0.0.1 by default), and who is told the page's address.
+ */
+export interface QueuePageOptions extends ListenOptions {
+  /** Called with the page's address (http://127.0.0.1:PORT/) once it listens. */
+  onListening?: (url: string) => void;
+}
 
 export interface WatchMode {
   /** Poll every this many seconds (for NFS, FUSE...) instead of using file system events. */
@@ -126,6 +137,11 @@ export interface RunSettings extends StopOptions {
    * queue goes on with the next job. Plain queues only (no decoder).
    */
   failedTo?: string;
+  /**
+   * With watch: serve the run's queues on a read-only page, with /metrics for Prometheus, while it
+   * runs (listen.ts); closed when the run ends. Without watch: a TypeError.
+   */
+  listen?: QueuePageOptions;
 }
 
 /** The options of a run that every queue of it shares (processQueue's, without its listener). */

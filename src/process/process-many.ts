@@ -28,7 +28,7 @@ import { ManyQueues } from './many-queues.js';
 
 export type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
 
-import type { ProcessQueuesOptions, ProcessQueuesSummary } from './options.js';
+import type { ProcessQueuesOptions, ProcessQueuesSummary, QueuesEvent } from './options.js';
 
 /**
  * Process many queues in one process. `queues` are queue directories (or Queue objects, whose
@@ -37,5 +37,18 @@ import type { ProcessQueuesOptions, ProcessQueuesSummary } from './options.js';
  * watch, the run) ends; a queue's failure is in its result, not thrown.
  */
 export function processQueues(queues: Iterable<string | Queue>, opts: ProcessQueuesOptions): Promise<ProcessQueuesSummary> {
-  return new ManyQueues(queues, opts).run();
+  return opts.listen ? processListened(queues, opts) : new ManyQueues(queues, opts).run();
+}
+
+/** processQueues with its page served (listen.ts). */
+async function processListened(queues: Iterable<string | Queue>, opts: ProcessQueuesOptions): Promise<ProcessQueuesSummary> {
+  // The page is fed by the run's events, before the caller's listener hears them.
+  const { withQueuePage } = await import('./listen.js');
+  return withQueuePage(opts, 'processQueues', (monitor) => {
+    const onEvent = (e: QueuesEvent) => {
+      monitor.onQueuesEvent(e);
+      opts.onEvent?.(e);
+    };
+    return new ManyQueues(queues, { ...opts, listen: undefined, onEvent }).run();
+  });
 }

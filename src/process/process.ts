@@ -29,6 +29,7 @@ export type {
   ProcessRunOptions,
   ProcessSummary,
   QueueJobEvent,
+  QueuePageOptions,
   QueueProcessOptions,
   RunSettings,
   WatchMode,
@@ -148,6 +149,18 @@ async function checkSignedStdin(fd: number, header: PacketHeader, signers: Allow
  * waiting and before returning (every record durable), release.
  */
 export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
+  if (opts.listen) {
+    // The page is fed by the run's events, before the caller's listener hears them.
+    const { withQueuePage } = await import('./listen.js');
+    return withQueuePage(opts, 'processQueue', (monitor) => {
+      monitor.add(queue.dir);
+      const onEvent = (e: ProcessEvent) => {
+        monitor.onJobEvent(queue.dir, e);
+        opts.onEvent?.(e);
+      };
+      return processQueue(queue, { ...opts, listen: undefined, onEvent });
+    });
+  }
   const ctx = runContext(opts, queue.logger);
   try {
     return await processLocked(queue, opts, ctx);

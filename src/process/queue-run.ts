@@ -239,8 +239,7 @@ export class QueueRun {
     if (outcome.ok) summary.succeeded++;
     else summary.failed++;
     ctx.log.debug('process', () => `Job ${seq} ${outcome.why}`);
-    const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why };
-    if (this.retries.active) ended.outcome = outcomeWord(outcome);
+    const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why, outcome: outcomeWord(outcome) };
     if (!outcome.ok && this.retries.active) {
       // Removed from this queue when moved (even with neverDelete): it is in the other one now.
       const next = await this.retries.failed(entry, outcome, this.retries.triesOf(entry) + 1, () => this.recordFinished(entry, outcome, true));
@@ -343,7 +342,7 @@ export class QueueRun {
       if (remove) this.known.delete(filename);
       this.ctx.log.debug('process', () => `Job ${seq} from ${filename} it is a NOP packet`);
       this.emit({ type: 'start', seq, filename });
-      this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet' });
+      this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet', outcome: 'success' });
     }
   }
 }

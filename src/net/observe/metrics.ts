@@ -4,7 +4,7 @@
  * families. What the runner keeps per transition (a TransitionMonitor, whose snapshot goes into
  * STATE/live.json) is in run/monitor.ts. Nothing here reads a clock or a file.
  */
-import { formatMetrics, type MetricFamily, type Sample } from './prometheus.js';
+import { formatMetrics, type MetricFamily, type Sample } from '../../web/prometheus.js';
 import type { NetStatusReport } from './status.js';
 
 /** The status report as `fspl net status --json` prints it (docs/json.md): bigints as strings. */

@@ -7,14 +7,11 @@
  */
 
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { describeIfPresent } from '../../gate.js';
+import { CHROMIUM, hasChromium, launchChromium } from '../../web/chromium.js';
 import { lineOf, makeNet, netDir, runFspl, spawnFspl } from '../helpers.js';
-
-const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
-const hasChromium = fs.existsSync(CHROMIUM);
 
 const NET = `
 places:
@@ -261,17 +258,3 @@ transitions:
     });
   },
 );
-
-/** Debian's chromium, headless, in a throw-away profile (the caller closes it and removes the profile). */
-async function launchChromium(viewport?: { width: number; height: number }) {
-  // Imported here, not at the top: without chromium the suite is skipped, and needs no playwright.
-  const { chromium } = await import('playwright-core');
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-chromium-'));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    ...(viewport ? { viewport } : {}),
-  });
-  return { browser, profile };
-}

@@ -7,7 +7,7 @@ import { liveDotState, netToDot } from '../../../src/net/observe/dot.js';
 import { netMetricFamilies, netMetricsText, netStatusJson } from '../../../src/net/observe/metrics.js';
 import type { NetStatusReport } from '../../../src/net/observe/status.js';
 import { dotToSvg } from '../../../src/net/observe/svg.js';
-import { parseExposition } from './prometheus-reader.js';
+import { parseExposition } from '../../web/prometheus-reader.js';
 
 const FIXTURES = path.resolve(__dirname, '../../fixtures/net');
 const VIDEO = path.resolve(__dirname, '../../../docs/nets/video/video.yaml');

@@ -8,8 +8,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { type NetServer, serveNet } from '../../../src/net/observe/serve.js';
+import { parseExposition } from '../../web/prometheus-reader.js';
 import { makeNet } from '../helpers.js';
-import { parseExposition } from './prometheus-reader.js';
 
 const NET = `
 places:

@@ -1,5 +1,5 @@
 /**
- * The names `net serve` answers to (its own module so that serve.ts stays the server): a request
+ * The names a page server answers to (`net serve`, `queue-process --listen`; its own module so that server.ts stays the server): a request
  * whose Host header names anything else is refused, so that a web page using DNS rebinding (a name
  * of the attacker's that comes to resolve to 127.0.0.1) cannot read the page's API from the
  * operator's own browser. The name decides, not the port: a browser may reach the server through

@@ -1,11 +1,11 @@
 /**
- * How many event streams `net serve` keeps open at once (its own module so that serve.ts stays the
+ * How many event streams a page server (server.ts: `net serve`, `queue-process --listen`) keeps open at once (its own module so that serve.ts stays the
  * server): each open stream holds a socket, a descriptor and its buffers for as long as the client
  * likes, so without a cap thousands of them (a page opened in a loop, a hostile client) would take
  * the process's memory and descriptors. The ones over the cap are refused; the refusals are logged
  * once per burst, never once per request.
  */
-import type { Logger } from '../../base/log.js';
+import type { Logger } from '../base/log.js';
 
 /** How long the log waits before saying how many more were refused, ms. */
 const LOG_EVERY_MS = 60_000;
@@ -18,6 +18,8 @@ export class StreamCap {
   constructor(
     readonly max: number,
     private readonly log: Logger,
+    /** Whose log lines: the target and the server's name ('net', 'serve'), and the option that sets the cap, if any. */
+    private readonly where: { target: string; name: string; option?: string } = { target: 'net', name: 'serve', option: '--max-streams' },
   ) {}
 
   /** Streams open now. */
@@ -76,6 +78,9 @@ export class StreamCap {
     if (this.refused === 0) return;
     const n = this.refused;
     this.refused = 0;
-    this.log.warn('net', `serve: refused ${n} event stream${n === 1 ? '' : 's'} (503): ${this.max} already open, the most --max-streams allows`);
+    this.log.warn(
+      this.where.target,
+      `${this.where.name}: refused ${n} event stream${n === 1 ? '' : 's'} (503): ${this.max} already open, the most ${this.where.option ? `${this.where.option} allows` : 'allowed'}`,
+    );
   }
 }

@@ -12,7 +12,7 @@ import {
   PROMETHEUS_CONTENT_TYPE,
   type Sample,
   type SampleSuffix,
-} from '../../../src/net/observe/prometheus.js';
+} from '../../src/web/prometheus.js';
 
 import { ExpositionError, type ParsedFamily, type ParsedSample, parseExposition, VALUE } from './prometheus-reader.js';
 

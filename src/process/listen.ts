@@ -1,0 +1,98 @@
+/**
+ * `queue-process --watch --listen`, processQueue(s)' `listen`: the run's queues on a read-only
+ * page with live figures, and the same figures at /metrics for Prometheus. Served by the core's
+ * page server (src/web/server.ts), as `net serve` is, with its guards: 127.0.0.1 unless told
+ * otherwise, the Host check against DNS rebinding, the cap on event streams, GET and HEAD only,
+ * assets by exact path, no inline script. Queue names and a job's output reach the page as JSON
+ * (in the page, a data block with every `<` escaped), put there as text by its script.
+ */
+import fs from 'node:fs';
+import { describeSystemError } from '../base/errors.js';
+import { silentLogger } from '../base/log.js';
+import { PROMETHEUS_CONTENT_TYPE } from '../web/prometheus.js';
+import { JSON_TYPE, type ListenOptions, type PageServer, type Reply, servePage } from '../web/server.js';
+import { QueueMonitor, type QueuesPage } from './monitor.js';
+import type { ProcessRunOptions } from './options.js';
+import { queueMetricsText } from './queue-metrics.js';
+
+/** The static assets, by exact URL path: the table is the only way to a file. */
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/': { file: 'queues.html', type: 'text/html; charset=utf-8' },
+  '/index.html': { file: 'queues.html', type: 'text/html; charset=utf-8' },
+  '/assets/queues.js': { file: 'queues.js', type: 'text/javascript; charset=utf-8' },
+  '/assets/queues.css': { file: 'queues.css', type: 'text/css; charset=utf-8' },
+};
+
+/**
+ * Where the assets are: beside this module (src/process/web, dist/process/web once built: the
+ * build copies them), or, from the bundle (dist/bundle/*.cjs), at ../process/web.
+ */
+const WEB_DIRS = [new URL('./web/', import.meta.url), new URL('../process/web/', import.meta.url)];
+
+function loadAssets(): Map<string, Reply> {
+  const dir = WEB_DIRS.find((d) => fs.existsSync(new URL('queues.html', d))) ?? WEB_DIRS[0]!;
+  const out = new Map<string, Reply>();
+  for (const [route, a] of Object.entries(ASSETS)) out.set(route, { type: a.type, body: fs.readFileSync(new URL(a.file, dir)) });
+  return out;
+}
+
+const STATE_SLOT = '<!--fspl:state-->';
+
+/** The figures as JSON: what /api/status answers and the event stream sends. */
+function pageJson(page: QueuesPage): string {
+  return JSON.stringify(page);
+}
+
+/** The page with the figures of now in its data block (every `<` escaped), for its first paint. */
+export function renderQueuesPage(template: string, page: QueuesPage): string {
+  const state = pageJson(page).replace(/</g, '\\u003c');
+  return template.replace(STATE_SLOT, () => state);
+}
+
+/** Serve the monitor's queues: the page, /api/status, /api/events and /metrics. */
+export async function serveQueues(monitor: QueueMonitor, options: ListenOptions = {}): Promise<PageServer> {
+  const assets = loadAssets();
+  const template = assets.get('/')!.body.toString();
+  const answer = async (route: string): Promise<Reply | undefined> => {
+    const asset = assets.get(route);
+    if (asset?.type.startsWith('text/html')) return { type: asset.type, body: renderQueuesPage(template, monitor.page()) };
+    if (asset) return asset;
+    if (route === '/metrics') return { type: PROMETHEUS_CONTENT_TYPE, body: queueMetricsText(monitor.page()) };
+    if (route === '/api/status') return { type: JSON_TYPE, body: `${pageJson(monitor.page())}\n` };
+    return undefined;
+  };
+  return servePage(
+    {
+      log: { target: 'process', name: 'listen' },
+      answer,
+      eventsPath: '/api/events',
+      events: async () => pageJson(monitor.page()),
+      // Ages and durations change all the time; anything else is sent at once, they once a second.
+      shape: (json) => json.replace(/"(at|oldestAgeSeconds|runningSeconds)":[0-9.e+-]+/g, ''),
+    },
+    { pollMs: 500, ...options, logger: options.logger ?? silentLogger },
+  );
+}
+
+/**
+ * Run `body` with the page served: the monitor it is given is fed by the run's events; the page
+ * closes when the run ends, however. `listen` without `watch` is a TypeError: a run of one pass
+ * ends before anyone could look.
+ */
+export async function withQueuePage<T>(opts: ProcessRunOptions, caller: string, body: (monitor: QueueMonitor) => Promise<T>): Promise<T> {
+  const { listen } = opts;
+  if (!listen) throw new TypeError(`${caller}: withQueuePage needs listen`);
+  if (!opts.watch) throw new TypeError(`${caller}: listen needs watch (a run of one pass ends before anyone could look)`);
+  const monitor = new QueueMonitor({ orderBy: opts.orderBy, outputTo: opts.outputTo, onError: opts.onError });
+  const server = await serveQueues(monitor, { ...listen, logger: listen.logger ?? opts.logger });
+  try {
+    listen.onListening?.(server.url);
+  } catch (err) {
+    opts.logger?.warn('process', `listen: onListening failed: ${describeSystemError(err)}`);
+  }
+  try {
+    return await body(monitor);
+  } finally {
+    await server.close();
+  }
+}
