@@ -401,6 +401,9 @@ describe('the entry points', () => {
     'AllowedSigners',
     'SignatureError',
     'verifyPacket',
+    'OUTCOME_WORDS',
+    'RetryDueError',
+    'retryFailedJobs',
   ];
   const NET = [
     'RateWindow',
