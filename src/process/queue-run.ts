@@ -230,8 +230,9 @@ export class QueueRun {
     const attempt = this.retries.attemptOf(entry);
     const started = performance.now();
     const outcome = await ctx.runJob(this.queue, entry, attempt);
-    // After the record, when there is one: the hook never sees a job that could still run again unrecorded.
-    const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, performance.now() - started);
+    const durationMs = performance.now() - started;
+    // Called after the record, when there is one: the hook never sees a job that could still run again unrecorded.
+    const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, durationMs);
     if (outcome.refused) {
       this.refuse(entry, outcome.why);
       return outcome;

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeHeader, type PacketHeader, processQueue, processQueues, Queue, RetryDueError } from '../../src/lowlevel.js';
+import { createLogger, encodeHeader, type PacketHeader, processQueue, processQueues, Queue, RetryDueError } from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, cmd: PacketHeader['cmd'] = { kind: 'Command', params: [], env: [] }): Buffer {
@@ -76,16 +76,21 @@ describe('--on-finish', () => {
   });
 
   it('a failing hook, a hanging one (killed at its timeout) and one that can not start change no record', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('warn', (l) => lines.push(l));
     const run = async (onFinish?: { command: string; timeout?: number }) => {
       const { q, script } = setup();
-      const summary = await processQueue(q, { command: script, timeout: 0.3, onError: 'leave', ...(onFinish && { onFinish }) });
+      const summary = await processQueue(q, { command: script, timeout: 0.3, onError: 'leave', logger, ...(onFinish && { onFinish }) });
       return { summary, ...record(q) };
     };
     const plain = await run();
     expect(plain).toEqual({ summary: { processed: 5, succeeded: 2, failed: 3 }, next: 6n, jobs: 3 });
     expect(await run({ command: 'exit 1' })).toEqual(plain);
+    expect(lines.filter((l) => l.includes('Finish hook of job')).length).toBe(4);
+    expect(lines.join('\n')).toMatch(/Finish hook of job 1 exited with status 1/);
     expect(await run({ command: 'exec sleep 30', timeout: 0.2 })).toEqual(plain);
-    expect(await run({ command: '/nonexistent/hook' })).toEqual(plain);
+    expect(lines.join('\n')).toMatch(/Finish hook of job 1 timed out and was killed/);
+    expect(await run({ command: '/nonexistent/hook 2>/dev/null' })).toEqual(plain);
   });
 
   it('many queues: each job calls the hook once, one at a time', async () => {
@@ -98,6 +103,18 @@ describe('--on-finish', () => {
     const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
     expect(lines).not.toContain('overlap');
     expect(lines.sort()).toEqual([...['1', '2', '3', '4'].map((s) => `${a.q.dir} ${s}`), ...['1', '2', '3', '4'].map((s) => `${b.q.dir} ${s}`)].sort());
+  });
+
+  it('a function job: its outcome, an empty exit status', async () => {
+    const { q, hook, calls } = setup();
+    const run = async (job: { seq: bigint }) => {
+      if (job.seq === 2n) throw new Error('no');
+    };
+    await processQueue(q, { run, maxJobs: 2, onError: 'delete', onFinish: { command: hook } });
+    expect(calls().map((x) => [x.seq, x.outcome, x.exit, x.attempt])).toEqual([
+      ['1', 'success', '', '1'],
+      ['2', 'failure', '', '1'],
+    ]);
   });
 
   it('checks its options', async () => {
