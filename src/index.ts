@@ -56,6 +56,7 @@ import './process/queue-process.js';
 
 export { createLogger } from './base/log.js';
 export { defineNet, Net, type NetDefinition, type NetEvent, type NetRunOptions, type NetStatusReport, parseNetText } from './net/index.js';
+export type { OnFinishOptions } from './process/on-finish.js';
 export { OUTCOME_WORDS, type OutcomeWord } from './process/outcome.js';
 export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, ProcessSummary } from './process/process.js';
 export { type ProcessQueuesOptions, type ProcessQueuesSummary, processQueues, type QueueResult, type QueuesEvent } from './process/process-many.js';

@@ -47,6 +47,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     maxJobs: intArg(inv, 'maxjobs'),
     watch: watch && { pollInterval },
     ...retryOptions(inv),
+    onFinish: onFinishArg(inv),
     listen,
   };
   const progress = !flag(inv, 'no-progress') && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
@@ -109,6 +110,18 @@ function retryOptions(inv: Invocation<FsplArgs<'queue-process'>>) {
     throw new UsageError('--retry-delay and --retry-max-delay only apply with --retries');
   if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
   return { retries, retryDelay, retryMaxDelay, failedTo: str(inv, 'failed-to') };
+}
+
+/** --on-finish CMD and --on-finish-timeout SECONDS: the finish hook (the library's onFinish). */
+function onFinishArg(inv: Invocation<FsplArgs<'queue-process'>>): { command: string; timeout?: number } | undefined {
+  const command = str(inv, 'on-finish');
+  const timeout = secondsArg(inv, 'on-finish-timeout');
+  if (command === undefined) {
+    if (timeout !== undefined) throw new UsageError('--on-finish-timeout only applies with --on-finish');
+    return undefined;
+  }
+  if (command.trim() === '') throw new UsageError("invalid value '' for --on-finish: expected a command line");
+  return { command, timeout };
 }
 
 /**

@@ -94,3 +94,59 @@ export const processCommon = [
     describe: 'Extension: on SIGINT or SIGTERM, let the running job go on at most this many seconds, then stop it as a second signal does (default: no limit)',
   },
 ] as const satisfies readonly OptionSpec[];
+/** queue-process's retries, failed-jobs queue and finish hook. */
+export const failureHandling = [
+  {
+    long: 'retries',
+    kind: 'string',
+    value: 'N',
+    describe:
+      'Extension: try a failing job again up to N more times (fewer if its packet asks for fewer: prepare --retries), the queue waiting meanwhile; the tries are counted in the queue directory, the job sees FSPL_JOB_ATTEMPT',
+  },
+  {
+    long: 'retry-delay',
+    kind: 'string',
+    value: 'SECONDS',
+    describe: 'Extension, with --retries: wait this long before the first retry, doubling for each one after (default 10)',
+  },
+  {
+    long: 'retry-max-delay',
+    kind: 'string',
+    value: 'SECONDS',
+    describe: 'Extension, with --retries: never wait longer than this between tries (default 3600)',
+  },
+  {
+    long: 'failed-to',
+    kind: 'string',
+    value: 'DIR',
+    describe:
+      'Extension: move a job that failed its last try into the queue DIR (made if missing; queues may share it), with the facts of its failure, and go on with the next job',
+  },
+  {
+    long: 'on-finish',
+    kind: 'string',
+    value: 'CMD',
+    describe:
+      "Extension: after each job that ran, once its record is durable, run CMD through $SHELL -c with the job's FSPL_* variables and FSPL_JOB_OUTCOME (success, failure, timeout, retry, moved), FSPL_JOB_EXIT_STATUS, FSPL_JOB_DURATION_MS, FSPL_JOB_ATTEMPT; one at a time, the queue waiting; its failure is logged, never the job's",
+  },
+  {
+    long: 'on-finish-timeout',
+    kind: 'string',
+    value: 'SECONDS',
+    describe: 'Extension, with --on-finish: kill the hook after this long (default 30)',
+  },
+] as const satisfies readonly OptionSpec[];
+export const outputTo = {
+  long: 'output-to',
+  kind: 'string',
+  value: 'WHERE',
+  default: 'PassBoth',
+  choices: ['PassBoth', 'SaveBoth'],
+  describe: "Where the command's stdout and stderr go (SaveBoth: jobs/FILE.out)",
+} as const satisfies OptionSpec;
+export const jobsAcross = {
+  long: 'jobs',
+  kind: 'string',
+  value: 'N',
+  describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
+} as const satisfies OptionSpec;

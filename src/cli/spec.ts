@@ -6,7 +6,21 @@
  * through yargs.
  */
 import { type ArgsOf, type CommandSpec, type Invocation, invocationOf, type OptionSpec } from './grammar.js';
-import { allowedSigners, decoder, job, json, maxHeaderSize, processCommon, queuedir, seqfile, signing, verifyDecoder } from './spec-options.js';
+import {
+  allowedSigners,
+  decoder,
+  failureHandling,
+  job,
+  jobsAcross,
+  json,
+  maxHeaderSize,
+  outputTo,
+  processCommon,
+  queuedir,
+  seqfile,
+  signing,
+  verifyDecoder,
+} from './spec-options.js';
 
 export const DEFAULT_LOG_LEVEL = 'info';
 
@@ -142,12 +156,7 @@ export const COMMANDS = [
         value: 'PARENT',
         describe: 'Extension: serve every queue directory directly under PARENT (with --watch, also those made later); may be repeated',
       },
-      {
-        long: 'jobs',
-        kind: 'string',
-        value: 'N',
-        describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
-      },
+      jobsAcross,
       decoder,
       verifyDecoder,
       maxHeaderSize,
@@ -155,40 +164,8 @@ export const COMMANDS = [
       { long: 'never-delete', kind: 'boolean', describe: 'Never delete a job file, whatever happens' },
       { long: 'order-by', kind: 'string', value: 'ORDER', default: 'Sequence', choices: ['Sequence', 'Timestamp'], describe: 'Processing order' },
       { long: 'on-error', kind: 'string', value: 'ACTION', default: 'Retry', choices: ['Retry', 'Delete', 'Leave'], describe: 'What to do when a job fails' },
-      {
-        long: 'retries',
-        kind: 'string',
-        value: 'N',
-        describe:
-          'Extension: try a failing job again up to N more times (fewer if its packet asks for fewer: prepare --retries), the queue waiting meanwhile; the tries are counted in the queue directory, the job sees FSPL_JOB_ATTEMPT',
-      },
-      {
-        long: 'retry-delay',
-        kind: 'string',
-        value: 'SECONDS',
-        describe: 'Extension, with --retries: wait this long before the first retry, doubling for each one after (default 10)',
-      },
-      {
-        long: 'retry-max-delay',
-        kind: 'string',
-        value: 'SECONDS',
-        describe: 'Extension, with --retries: never wait longer than this between tries (default 3600)',
-      },
-      {
-        long: 'failed-to',
-        kind: 'string',
-        value: 'DIR',
-        describe:
-          'Extension: move a job that failed its last try into the queue DIR (made if missing; queues may share it), with the facts of its failure, and go on with the next job',
-      },
-      {
-        long: 'output-to',
-        kind: 'string',
-        value: 'WHERE',
-        default: 'PassBoth',
-        choices: ['PassBoth', 'SaveBoth'],
-        describe: "Where the command's stdout and stderr go (SaveBoth: jobs/FILE.out)",
-      },
+      ...failureHandling,
+      outputTo,
       ...processCommon,
       {
         long: 'watch',

@@ -8,6 +8,7 @@ import type { JobFunction, OrderBy } from '../queue/types.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import type { ListenOptions } from '../web/server.js';
 import type { CommandLine } from './command.js';
+import type { OnFinishOptions } from './on-finish.js';
 import type { OutcomeWord } from './outcome.js';
 import type { StopOptions } from './stopping.js';
 
@@ -142,6 +143,13 @@ export interface RunSettings extends StopOptions {
    * runs (listen.ts); closed when the run ends. Without watch: a TypeError.
    */
   listen?: QueuePageOptions;
+  /**
+   * A finish hook (on-finish.ts): a shell command run after each job that ran, once its record is
+   * durable, with the job's FSPL_* variables and FSPL_JOB_OUTCOME (an OutcomeWord),
+   * FSPL_JOB_EXIT_STATUS, FSPL_JOB_DURATION_MS and FSPL_JOB_ATTEMPT. One at a time across the run;
+   * the queue waits for it (at most its timeout). Its failure is logged, never the job's.
+   */
+  onFinish?: OnFinishOptions;
 }
 
 /** The options of a run that every queue of it shares (processQueue's, without its listener). */

@@ -32,6 +32,8 @@ export interface Outcome {
   refused?: boolean;
   /** Killed at its timeout (a failure that the outcome word calls `timeout`). */
   timedOut?: boolean;
+  /** A command's exit: its status (`0`, `1`...) or its signal (`signal:KILL`); none for a function, a NOP or a Fail packet. */
+  exitStatus?: string;
 }
 
 /** The word of a finished try that is neither retried nor moved: success, failure or timeout. */

@@ -11,6 +11,7 @@ import { JobsWatcher } from '../queue/watch.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { closeQuietly } from '../sys/io.js';
 import { splitCommand } from './command.js';
+import { checkOnFinish, FinishHook } from './on-finish.js';
 import type { Outcome } from './outcome.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from './retry.js';
@@ -223,7 +224,19 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
       : runCommandQueueJob(queue, entry, opts, log, baseEnv, stopping, attempt);
   };
   const retry = retryPolicyOf(opts);
-  return { opts, log, onError: opts.onError ?? 'retry', timestampOrder: opts.orderBy === 'timestamp', stopping, runJob, retry, failedTo: opts.failedTo };
+  checkOnFinish(opts.onFinish);
+  const onFinish = opts.onFinish && new FinishHook(opts.onFinish, log, stopping.interrupt);
+  return {
+    opts,
+    log,
+    onError: opts.onError ?? 'retry',
+    timestampOrder: opts.orderBy === 'timestamp',
+    stopping,
+    runJob,
+    retry,
+    failedTo: opts.failedTo,
+    onFinish,
+  };
 }
 
 /** The run's retry policy (retry.ts), checked; undefined without `retries`. */

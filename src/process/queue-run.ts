@@ -23,8 +23,9 @@ import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { Finisher, nopRunAt } from './finish.js';
+import type { FinishHook } from './on-finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
-import { type Outcome, outcomeWord } from './outcome.js';
+import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
 import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
 import type { Stopping } from './stopping.js';
@@ -43,6 +44,8 @@ export interface RunContext {
   retry?: RetryPolicy;
   /** A failed-jobs queue (transfer.ts): where a job that used its tries goes. */
   failedTo?: string;
+  /** The finish hook (on-finish.ts), shared by the run's queues: one at a time. */
+  onFinish?: FinishHook;
 }
 
 /** The jobs of one pass: in timestamp order, the list to run; in sequence order, the jobs by number. */
@@ -224,7 +227,12 @@ export class QueueRun {
     const seq = entry.header.seq;
     ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
     emit({ type: 'start', seq, filename: entry.filename });
-    const outcome = await ctx.runJob(this.queue, entry, this.retries.attemptOf(entry));
+    const attempt = this.retries.attemptOf(entry);
+    const started = performance.now();
+    const outcome = await ctx.runJob(this.queue, entry, attempt);
+    const durationMs = performance.now() - started;
+    // Called after the record, when there is one: the hook never sees a job that could still run again unrecorded.
+    const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, durationMs);
     if (outcome.refused) {
       this.refuse(entry, outcome.why);
       return outcome;
@@ -246,16 +254,27 @@ export class QueueRun {
       if (next.kind === 'retry' && this.pass?.byTimestamp) this.index--; // it stays next in the pass (takeNext moved past it)
       if (next.kind === 'retry') emit({ ...ended, outcome: 'retry', retryAt: next.retryAt });
       if (next.kind === 'moved') emit({ ...ended, outcome: 'moved' });
-      if (next.kind !== 'onError') return outcome;
+      if (next.kind !== 'onError') {
+        await hook(next.kind);
+        return outcome;
+      }
     }
     if (!outcome.ok && ctx.onError === 'retry') {
       emit(ended);
+      await hook(outcomeWord(outcome));
       throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
     }
     this.recordFinished(entry, outcome);
     this.retries.done(entry);
     emit(ended); // after the job is recorded: listeners see the queue as it now is
+    await hook(outcomeWord(outcome));
     return outcome;
+  }
+
+  /** The run's finish hook for a try that ran (on-finish.ts): none for a NOP, which ran nothing. */
+  private finishHook(entry: JobEntry, outcome: Outcome, word: OutcomeWord, attempt: number, durationMs: number): Promise<void> {
+    if (!this.ctx.onFinish || entry.header.cmd.kind === 'NOP') return Promise.resolve();
+    return this.ctx.onFinish.run({ queue: this.queue, entry, outcome, word, attempt, durationMs });
   }
 
   /**

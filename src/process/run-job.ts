@@ -96,7 +96,8 @@ export async function runCommandJob(
   if (r.stopped) return { ok: false, why, interrupted: true };
   if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
   if (!r.ok) log.error('exec', `Command ${JSON.stringify(program)} ${describeResult(r)}`);
-  return r.timedOut ? { ok: false, why, timedOut: true } : { ok: r.ok, why };
+  const exitStatus = r.signal ? `signal:${r.signal.replace(/^SIG/, '')}` : String(r.code);
+  return r.timedOut ? { ok: false, why, timedOut: true, exitStatus } : { ok: r.ok, why, exitStatus };
 }
 
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
