@@ -34,9 +34,15 @@ import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { copySignedPacketSync } from '../sign/copy-signed.js';
 import { refuseJobFile } from './refused.js';
 
-const headers = () => import('./job-headers.js');
-const decoding = () => import('./decoder.js');
-const packets = () => import('../packet/stream.js');
+// Each promise kept: the bundle turns every import() into a fresh copy of the module's exports, per job.
+let headersModule: Promise<typeof import('./job-headers.js')> | undefined;
+let decodingModule: Promise<typeof import('./decoder.js')> | undefined;
+let packetsModule: Promise<typeof import('../packet/stream.js')> | undefined;
+let readModule: Promise<typeof import('../packet/read.js')> | undefined;
+const headers = () => (headersModule ??= import('./job-headers.js'));
+const decoding = () => (decodingModule ??= import('./decoder.js'));
+const packets = () => (packetsModule ??= import('../packet/stream.js'));
+const reading = () => (readModule ??= import('../packet/read.js'));
 
 export interface ScanOptions {
   /**
@@ -286,7 +292,7 @@ export class Queue {
       closeQuietly(head.fd);
       head = undefined;
     }
-    const { readHeaderAndLengthSync } = await import('../packet/read.js');
+    const { readHeaderAndLengthSync } = await reading();
     const fd = head?.fd ?? openJobFile(p); // not through a link planted in jobs/ (untrusted.ts)
     try {
       const { header, length } = readHeaderAndLengthSync(fd, this.maxHeaderSize);

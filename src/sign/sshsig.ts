@@ -67,7 +67,8 @@ export function encodeSshSig(publicKeyBlob: Buffer, namespace: string, hashAlgor
 
 /** The exact bytes a key signs for an SSHSIG over `message`. */
 export function toSign(namespace: string, hashAlgorithm: HashAlgorithm, message: Uint8Array): Buffer {
-  const digest = crypto().createHash(hashAlgorithm).update(message).digest();
+  // One-shot: creating a Hash object costs more than hashing a header.
+  const digest = crypto().hash(hashAlgorithm, message, 'buffer');
   return wireConcat(MAGIC, wireString(namespace), wireString(''), wireString(hashAlgorithm), wireString(digest));
 }
 
