@@ -17,10 +17,18 @@ function sources(dir = SRC): string[] {
   });
 }
 
-/** Run-time imports (type-only ones are erased by the compiler and don't count). */
+/** A file's dynamic imports, `import('./x.js')`, type positions (`typeof import(…)`) left out: the modules. */
+function dynamicImports(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/(?<!typeof\s)(?<![<:]\s*)\bimport\(\s*'(\.[^']+)'\s*\)/g)].map((m) =>
+    path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')),
+  );
+}
+
+/** Run-time imports, dynamic ones too (type-only ones are erased by the compiler and don't count). */
 function imports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  const out: string[] = [];
+  const out: string[] = dynamicImports(file);
   for (const m of text.matchAll(/^(?:import|export)\s+(?!type\b)([^;]*?)\s+from\s+'(\.[^']+)'/gms)) {
     const names = m[1]!.trim();
     if (
@@ -111,12 +119,12 @@ function reexports(file: string): string[] {
   return [...text.matchAll(/^export\s+(?!type\b)[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
 }
 
-/** Every import of a file, type-only ones too (a type import ties two modules as much as a value does): the modules. */
+/** Every import of a file, type-only and dynamic ones too (a type import ties two modules as much as a value does): the modules. */
 function typedImports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) =>
-    path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')),
-  );
+  const stat = [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?[^;]*?\s+from\s+'(\.[^']+)'/gms)];
+  const typeofs = [...text.matchAll(/\bimport\(\s*'(\.[^']+)'\s*\)/g)];
+  return [...stat, ...typeofs].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
 }
 
 /** The import cycles of a graph, each as a path of files relative to src/. */

@@ -6,6 +6,7 @@
  * onFailure. No header over the queue's maxHeaderSize is read: its prefix says how long it is.
  */
 import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import { DEFAULT_MAX_HEADER_SIZE, decodeMetadata, decodePrefix, PREFIX_LENGTH } from '../packet/codec.js';
 import { nativeReadHeads } from '../packet/native-heads.js';
 import { readHeaderSync } from '../packet/read.js';
@@ -13,16 +14,28 @@ import type { PacketHeader } from '../packet/types.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
 import { openJobFile } from '../sys/untrusted.js';
 import type { JobEntry } from './jobs.js';
-import type { Queue, ScanOptions } from './queue.js';
+
+/** What a scan reads of a Queue (queue.ts imports this module, so this one names no Queue). */
+export interface ScannedQueue {
+  readonly logger: Logger;
+  readonly decoder: string | undefined;
+  readonly jobsDir: string;
+  readonly maxHeaderSize: number;
+  jobPath(filename: string): string;
+  readHeader(filename: string): Promise<PacketHeader>;
+}
+
+/** Called for each job file whose header can not be read (Queue's ScanOptions.onFailure). */
+export type ScanFailure = (filename: string, err: unknown) => void;
 
 /** How many decoders a scan runs at once. */
 const DECODER_CONCURRENCY = 4;
 
 /** Per queue object, the files over its limit already warned about: once per file, not per scan. */
-const warnedTooLarge = new WeakMap<Queue, Set<string>>();
+const warnedTooLarge = new WeakMap<ScannedQueue, Set<string>>();
 
 /** Warn once about a file whose header is over the queue's limit: what it claims, and what to do. */
-function warnTooLarge(queue: Queue, filename: string, err: HeaderTooLargeError): void {
+function warnTooLarge(queue: ScannedQueue, filename: string, err: HeaderTooLargeError): void {
   let warned = warnedTooLarge.get(queue);
   if (!warned) warnedTooLarge.set(queue, (warned = new Set()));
   if (warned.has(filename)) return;
@@ -36,7 +49,7 @@ function warnTooLarge(queue: Queue, filename: string, err: HeaderTooLargeError):
 }
 
 /** The headers of these job files of `queue` (unreadable ones left out), in the given order. */
-export async function readHeaders(queue: Queue, names: string[], onFailure?: ScanOptions['onFailure']): Promise<JobEntry[]> {
+export async function readHeaders(queue: ScannedQueue, names: string[], onFailure?: ScanFailure): Promise<JobEntry[]> {
   const results: Array<JobEntry | undefined> = new Array(names.length);
   const log = queue.logger;
   const skip = (filename: string, err: unknown) => {

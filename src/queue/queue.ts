@@ -32,6 +32,7 @@ export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } fro
 // empty queue, from cron) does not load the codec, streams and decoders (docs/benchmarks.md).
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { copySignedPacketSync } from '../sign/copy-signed.js';
+import type { ScanFailure } from './job-headers.js';
 import { refuseJobFile } from './refused.js';
 
 // Each promise kept: the bundle turns every import() into a fresh copy of the module's exports, per job.
@@ -51,7 +52,7 @@ export interface ScanOptions {
    * the reference does, but a header over maxHeaderSize (HeaderTooLargeError) with a warning,
    * once per file for the life of the Queue object.
    */
-  onFailure?: (filename: string, err: unknown) => void;
+  onFailure?: ScanFailure;
 }
 
 /** What Queue.process runs: a command (name, or name and arguments) or an async function. */
