@@ -59,7 +59,7 @@ async function esmChunks() {
  * The chunks of the common path, in groups: `start`, the entry and what it imports statically
  * (all that `fspl -V` loads); `commands`, the subcommands' handlers (commands.ts) and what they
  * import statically beyond that (all that `queue-process` of an empty queue loads besides);
- * `light`, the same for the trivial subcommands (light.ts: gen-uuid...). A chunk both of the
+ * `light`, the same for the trivial subcommands (standalone-commands.ts: gen-uuid...). A chunk both of the
  * latter import goes in `start`. Chunk name → group.
  */
 function commonPath(metafile) {
@@ -79,7 +79,7 @@ function commonPath(metafile) {
   };
   const start = closure('dist/cli/main.js');
   const commands = closure('dist/cli/commands.js');
-  const light = closure('dist/cli/light.js');
+  const light = closure('dist/cli/standalone-commands.js');
   const groups = new Map([...start].map((name) => [name, 'start']));
   for (const name of commands) if (!groups.has(name)) groups.set(name, light.has(name) ? 'start' : 'commands');
   for (const name of light) if (!groups.has(name)) groups.set(name, 'light');

@@ -52,7 +52,7 @@ export { type PreparePacketOptions, preparePacket, type SignWith } from './sign/
 export { verifyPacket } from './sign/verify-packet.js';
 
 // Queue.process, declared and installed on Queue there (the queue never imports its consumer).
-import './process/queue-process.js';
+import './process/queue-process-method.js';
 
 export { createLogger } from './base/log.js';
 export { defineNet, Net, type NetDefinition, type NetEvent, type NetRunOptions, type NetStatusReport, parseNetText } from './net/index.js';
@@ -60,8 +60,8 @@ export type { OnFinishOptions } from './process/on-finish.js';
 export { OUTCOME_WORDS, type OutcomeWord } from './process/outcome.js';
 export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, ProcessSummary } from './process/process.js';
 export { type ProcessQueuesOptions, type ProcessQueuesSummary, processQueues, type QueueResult, type QueuesEvent } from './process/process-many.js';
-export type { StopOptions } from './process/stopping.js';
+export type { StopOptions } from './process/run-stop.js';
 export { type Destination, parseDestination, type SshDestination } from './send/destination.js';
-export { type QueueSendEvent, type QueueSendOptions, type QueueSendState, type QueueSendSummary, sendQueue } from './send/queue-send.js';
 export { type QueueSendStatus, queueSendStatus } from './send/queue-send-status.js';
+export { type QueueSendEvent, type QueueSendOptions, type QueueSendState, type QueueSendSummary, sendQueue } from './send/send-queue.js';
 export { type QueueStatus, queueStatus } from './status/report.js';

@@ -106,10 +106,10 @@ export { type DirWatchOptions, DirWatchSet, type DirWatchSetOptions } from './qu
 export type { Delivery, DeliveryHooks } from './send/delivery.js';
 export { describeDestination, type NncpDestination } from './send/destination.js';
 export { type NncpWay, nncpDelivery } from './send/nncp-send.js';
-export { deliveryFor } from './send/queue-send.js';
 export { describeQueueSendSummary, duplicatesText, packetsWait, sentLine } from './send/queue-send-words.js';
 export { type ReceiveOptions, type ReceiveSummary, receivePackets } from './send/receive.js';
 export { ReceivedLedger } from './send/received.js';
+export { deliveryFor } from './send/send-queue.js';
 export { sshDelivery } from './send/ssh-send.js';
 export type { OtherFile, TempFile, UndecodableFile } from './status/files.js';
 export { formatRanges, type SeqRange, toRanges } from './status/ranges.js';

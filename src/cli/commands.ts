@@ -104,7 +104,7 @@ function failureText(h: PacketHeader): string {
   return `job ${f.seq} of ${f.queue}, ${f.attempts} tr${f.attempts === 1 ? 'y' : 'ies'}, ${f.why}, at ${f.at}`;
 }
 
-/** The subcommands handled here: all but light.ts's. */
+/** The subcommands handled here: all but standalone-commands.ts's. */
 type Handled = Exclude<FsplCommandName, 'gen-uuid' | 'gen-filename' | 'show-license'>;
 
 /** Each subcommand's handler, on its own arguments (FsplArgs): it resolves to the exit status. */

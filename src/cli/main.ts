@@ -39,7 +39,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     // The trivial subcommands get a module of their own, so they load almost nothing.
-    const { run } = LIGHT.has(inv.command) ? await import('./light.js') : await import('./commands.js');
+    const { run } = LIGHT.has(inv.command) ? await import('./standalone-commands.js') : await import('./commands.js');
     return await run(inv);
   } catch (err) {
     return reportError(err);

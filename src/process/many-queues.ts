@@ -14,7 +14,7 @@ import { type ProcessSummary, runContext } from './process.js';
 import { isDiskError, type Member, nextLookDelay, type Watched } from './queue-member.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { atRetryDue } from './retry-run.js';
-import { Turns } from './turns.js';
+import { Turns } from './round-robin.js';
 
 /** Queues waiting for their turn may keep their locks while no more than this many do. */
 const LOCK_BUDGET = 64;

@@ -10,7 +10,7 @@ import type { ListenOptions } from '../web/server.js';
 import type { CommandLine } from './command.js';
 import type { OnFinishOptions } from './on-finish.js';
 import type { OutcomeWord } from './outcome.js';
-import type { StopOptions } from './stopping.js';
+import type { StopOptions } from './run-stop.js';
 
 export type OnError = 'retry' | 'delete' | 'leave';
 export type OutputTo = 'passboth' | 'saveboth';

@@ -5,7 +5,7 @@
  * queue, never the others.
  *
  * - At most `jobs` commands run at once, across the queues. Jobs of one queue never overlap, and
- *   the queues with a job to run take turns (turns.ts: first come first served): one busy queue
+ *   the queues with a job to run take turns (round-robin.ts: first come first served): one busy queue
  *   gets one turn in each round, whatever its backlog, so no queue starves another.
  * - A queue is locked only while it has work: looked at without its lock first (QueueRun.peek),
  *   locked when its turn comes, released when it has nothing more to run (or, while it waits

@@ -15,7 +15,7 @@ import { checkOnFinish, FinishHook } from './on-finish.js';
 import type { Outcome } from './outcome.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from './retry.js';
-import { type StopOptions, Stopping } from './stopping.js';
+import { type StopOptions, Stopping } from './run-stop.js';
 
 export type { Job, JobContext, JobFunction, OrderBy } from '../queue/types.js';
 export type {

@@ -28,7 +28,7 @@ import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from '
 import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
 import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
-import type { Stopping } from './stopping.js';
+import type { Stopping } from './run-stop.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
 export interface RunContext {

@@ -13,7 +13,7 @@ import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
 import { closeQuietly } from '../sys/io.js';
 import type { ProcessRunOptions } from './options.js';
 import { type Outcome, refuseJob } from './outcome.js';
-import type { Stopping } from './stopping.js';
+import type { Stopping } from './run-stop.js';
 
 /** A job that its signature does not let in: not run (the run says so as it moves it to refused/, queue-run.ts). */
 export function refusedOutcome(why: string): Outcome {

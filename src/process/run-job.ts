@@ -23,8 +23,8 @@ import { splitCommand } from './command.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { builtinOutcome, type Outcome, refuseJob } from './outcome.js';
 import { openForRun, verifyDecoder } from './ready-job.js';
+import type { Stopping } from './run-stop.js';
 import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
-import type { Stopping } from './stopping.js';
 
 export { builtinOutcome, type Outcome } from './outcome.js';
 

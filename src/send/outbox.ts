@@ -1,6 +1,6 @@
 /**
  * An outbox being emptied: the part that the nets' senders (src/net/hosts/outbox-sender.ts) and
- * `fspl queue-send` (queue-send.ts) share. An outbox is a local Filespooler queue; its own
+ * `fspl queue-send` (send-queue.ts) share. An outbox is a local Filespooler queue; its own
  * `nextseq`, held under its lock as `queue-process` holds it, is the first number not yet
  * acknowledged by the delivery (delivery.ts). Each sender keeps its own loop and words (what it
  * retries, when it stops); this holds the packets, the watcher, and the acknowledgement protocol.

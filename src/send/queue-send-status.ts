@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Queue } from '../queue/queue.js';
 import { isLocked } from '../sys/lock.js';
 import { SeqFile } from '../sys/seqfile.js';
-import type { QueueSendState } from './queue-send.js';
+import type { QueueSendState } from './send-queue.js';
 import { readSenderState } from './sender-state.js';
 
 export interface QueueSendStatus {

@@ -1,5 +1,5 @@
 /**
- * What `fspl queue-send` says: the sender's lines as things happen (queue-send.ts) and the run's
+ * What `fspl queue-send` says: the sender's lines as things happen (send-queue.ts) and the run's
  * one-line summary at its end (the CLI), in the same words, each outcome once, counts with their
  * plurals right. A run that delivered nothing says why, not "sent 0 packets".
  */

@@ -37,9 +37,9 @@ import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { ExecError, ExecTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
+import { killGroup, Stopper } from './command-stop.js';
 import { execSizeProblem, TOO_LARGE } from './exec-size.js';
 import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached, type PackableEnv, type SpawnEnv } from './native.js';
-import { killGroup, Stopper } from './stopper.js';
 
 export type StdinSource = number | Readable | 'inherit' | 'ignore';
 

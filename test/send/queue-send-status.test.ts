@@ -3,7 +3,7 @@
  * sent, one sent whole, one whose host fails, a sender running now (its pid alive and the lock
  * held), a lock held by another program, a stale state whose pid is alive but holds no lock, and
  * a missing outbox. The "ssh" here runs the receiver on this machine (`sh -c`), so no sshd is
- * needed: test/send/queue-send.test.ts is the one over a real ssh.
+ * needed: test/send/send-queue.test.ts is the one over a real ssh.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -2,7 +2,7 @@
  * The sender of an outbox: the outbox of a remote place (a local Filespooler queue, written by
  * the runner's ordinary commits, see hosts.ts) is emptied in sequence order into the place's jobs/
  * on its host, over ssh (ssh-send.ts, receive-script.ts) or through NNCP (nncp-send.ts, then
- * receive.ts there), by the host's kind (way.ts). It removes a packet from its outbox only once
+ * receive.ts there), by the host's kind (host-route.ts). It removes a packet from its outbox only once
  * the delivery acknowledged it: it moves the outbox's nextseq past it, then deletes the file (as
  * queue-process does; src/send/outbox.ts), so after a crash here a packet is at worst sent again,
  * and then dropped.
@@ -20,7 +20,7 @@ import { mkdirDurable } from '../../sys/durable.js';
 import { parseSeqfileText } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
-import { deliveryTo, describeWay } from './way.js';
+import { deliveryTo, describeWay } from './host-route.js';
 
 /** Where a net's outbox sends, as its state file says it. */
 export interface OutboxDestination {

@@ -1,6 +1,6 @@
 /**
  * The ERROR_* variables of an error token: why its firing failed, written once by the run
- * (run/outcome.ts) and read back by `net retry` (where the token goes back to), `net ls`/`show`
+ * (run/apply-outcome.ts) and read back by `net retry` (where the token goes back to), `net ls`/`show`
  * and the page (what failed). One place for their names, so that a writer and its readers can't
  * drift apart.
  *

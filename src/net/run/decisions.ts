@@ -9,9 +9,9 @@ import type { NetModel, TransitionSpec } from '../model/model.js';
 import type { PauseRecord } from '../operate/pause.js';
 import type { MergeView } from '../plan/key-join.js';
 import { type DecisionVisits, type MarkingSource, type Pool, Scheduler, type SchedulerResult, schedule, type TokenRef } from '../plan/scheduler.js';
+import type { FiringTally, TallyListener } from './firing-tally.js';
 import type { RunPlaces } from './places.js';
 import { type TransitionRun, transitionStateOf } from './state.js';
-import type { FiringTally, TallyListener } from './tally.js';
 
 /** What the run's marking is read from. */
 export interface RunView {

@@ -1,5 +1,5 @@
 /**
- * The environment of a firing's command (firing.ts): the job variables of its input tokens, the
+ * The environment of a firing's command (fire-transition.ts): the job variables of its input tokens, the
  * firing's own, over what every firing of its transition inherits.
  */
 import path from 'node:path';

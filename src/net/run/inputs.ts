@@ -9,7 +9,7 @@
  * read of the token's payload for this firing goes through what was checked: the file itself
  * when only we can write it, else a nameless spool of ours, copied as it was hashed
  * (sign/payload-digest.ts). A token refused there ends the firing before anything runs: its
- * outcome carries the refusal, and the run sets the token aside as a scan does (outcome.ts).
+ * outcome carries the refusal, and the run sets the token aside as a scan does (apply-outcome.ts).
  *
  * Tokens of the other places are read by name, as before: no extra open, no hash.
  */

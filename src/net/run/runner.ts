@@ -1,7 +1,7 @@
 /**
  * The runner: the one event loop of `net run`. File events, timers, finished firings and ended
  * commits wake it; it rescans the places, asks the scheduler what to start, starts firings
- * (firings.ts), and hands finished ones, in commit order, to the committer.
+ * (open-firings.ts), and hands finished ones, in commit order, to the committer.
  *
  * The committer (commit.ts) moves finished firings' tokens through the journal in groups, off the
  * event loop, so that every token moves exactly once, through a crash (recovery.ts) and a power
@@ -23,13 +23,13 @@ import type { NetModel } from '../model/model.js';
 import { recoverOperations } from '../operate/operator.js';
 import { Pauses } from '../operate/pause.js';
 import { RunDecisions } from './decisions.js';
-import { OpenFirings } from './firings.js';
 import { describeLeftovers, type Leftover, leftover } from './leftovers.js';
 import { writeLiveState } from './live.js';
+import { OpenFirings } from './open-firings.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { RunPlaces } from './places.js';
 import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
-import { LoopWake } from './wake.js';
+import { LoopWake, type WakeLook } from './wake.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
 const DRAIN_LOOK_MS = 1000;
@@ -50,7 +50,7 @@ export class NetRunner {
   private runLock?: FileLock;
   /** Stops watching the places (set while the run watches them). */
   private stopWatching: (() => void) | undefined;
-  private readonly loop = new LoopWake(() => this.poke());
+  private readonly loop = new LoopWake(() => this.wake('all'));
   private readonly abort = new AbortController();
   private stopping = false;
   /** A group's commit failed: the run stops with this error (recovery finishes the group). */
@@ -94,12 +94,12 @@ export class NetRunner {
       own: (place, name) => this.places.own(place, name),
       failed: (err) => {
         this.failure = { err };
-        this.poke();
+        this.wake('all');
       },
       fault: (place, err) => this.fault(place, err),
       committed: (places) => {
         this.faults.cleared(places);
-        this.poke();
+        this.wake('all');
       },
       carryOn: true,
       recorded: opts.commitProbe,
@@ -114,9 +114,7 @@ export class NetRunner {
       totals: this.totals,
       stopping: () => this.stopping,
       emit: (e) => this.emit(e),
-      poke: () => this.poke(),
-      nudge: () => this.loop.nudge(),
-      changed: () => (this.loop.dirty = true),
+      wake: (look) => this.wake(look),
       scheduler: this.decisions.listener,
       fault: (place, err) => this.fault(place, err),
     });
@@ -138,10 +136,11 @@ export class NetRunner {
     }
   }
 
-  private poke = (): void => {
-    this.loop.dirty = true;
-    this.firings.wake();
-    this.loop.nudge();
+  /** The one way to wake the run's loop, saying what it looks at again (WakeLook). */
+  private wake = (look: WakeLook = 'all'): void => {
+    if (look !== 'loop') this.loop.dirty = true;
+    if (look === 'all') this.firings.askRefusedAgain();
+    this.loop.wake();
   };
 
   /** Take the locks, create missing places, recover from a crash. */
@@ -260,7 +259,7 @@ export class NetRunner {
       for (const f of this.firings.set)
         if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
       this.decisions.everythingChanged(); // pauses are rare: every transition is looked at again
-      this.poke();
+      this.wake('all');
     });
   }
 
@@ -290,14 +289,14 @@ export class NetRunner {
       this.decisions.everythingChanged();
       this.log.info('net', 'Stopping: running firings get a moment to finish');
       cancelGrace = setLongTimeout(() => this.abort.abort(runStopping()), (this.opts.grace ?? 5) * 1000);
-      this.poke();
+      this.wake('all');
     };
     if (signal?.aborted) onStop();
     signal?.addEventListener('abort', onStop, { once: true });
     let leftovers: Leftover[] = [];
     let stopWatchingPauses: (() => void) | undefined;
     try {
-      this.stopWatching = this.places.watch(this.poke, this.log);
+      this.stopWatching = this.places.watch(() => this.wake('all'), this.log);
       stopWatchingPauses = this.watchPauses();
       let idleReported = false;
       let yielded = Date.now();

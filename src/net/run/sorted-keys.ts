@@ -1,6 +1,6 @@
 /**
  * A multiset of numbers (or bigints) kept sorted in an array, for the run's counts of its open
- * firings (tally.ts): "how many are below k" is a binary search. The firings it holds come and go
+ * firings (firing-tally.ts): "how many are below k" is a binary search. The firings it holds come and go
  * mostly in order (added at the end, removed from the front), which an array does in O(1); a key
  * out of order costs a move of the entries after it (a memmove of at most a few hundred).
  */

@@ -11,7 +11,7 @@ import type { MergeView } from '../plan/key-join.js';
 import { transitionState } from '../plan/marking.js';
 import { DEFAULT_SERVICE_MS, type TokenRef, type TransitionState } from '../plan/scheduler.js';
 import { SERVICE_WINDOW, ServiceTimeEstimator } from '../plan/service-time.js';
-import type { FiringOutcome } from './firing.js';
+import type { FiringOutcome } from './fire-transition.js';
 import type { LiveState } from './live.js';
 import { TransitionMonitor } from './monitor.js';
 
@@ -42,7 +42,7 @@ export interface Firing {
   diskWaits?: number;
   /** Its command failed while the disk of the staging files was full: that error (io-faults.ts stagingFull). */
   stagingFull?: NodeJS.ErrnoException;
-  /** It holds a later number of a sequence place than a token refused as its firing opened it: it must not commit (outcome.ts). */
+  /** It holds a later number of a sequence place than a token refused as its firing opened it: it must not commit (apply-outcome.ts). */
   voided?: boolean;
 }
 
@@ -157,7 +157,7 @@ export function transitionStateOf(
   // and the next group fills up meanwhile (with one group's worth, a full group under way let one
   // more firing finish, and every other group was a group of one, which pays a whole group's
   // fsyncs). Beyond that they count again, so that the open firings stay few. `counts` are the
-  // tally's (tally.ts): the open firings are not walked.
+  // tally's (firing-tally.ts): the open firings are not walked.
   const halted = !!r.stopped || stopping || paused;
   const open = counts.open + Math.max(0, counts.committing - 2 * GROUP_MAX);
   return transitionState(r.spec, open, halted, r.service.samples(), mergeView(r.spec));

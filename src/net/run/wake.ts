@@ -1,22 +1,29 @@
 /**
  * How the run's loop sleeps and is woken (runner.ts): until something changed (a file event, a
- * firing's end, a commit: `changed()`), or until a time (a batch's max-wait, a retry's delay,
- * a drain's next look).
+ * firing's end, a commit: the runner's `wake`), or until a time (a batch's max-wait, a retry's
+ * delay, a drain's next look).
  */
 import { setLongTimeout } from '../../base/timer.js';
 
+/**
+ * What a wake asks the loop to look at again: `all` (something changed anywhere, a file event or
+ * a time: refused commits are asked again too), `schedule` (tokens freed or committed: schedule
+ * again), `loop` (nothing new to scan: a refused commit, which a drain may drop).
+ */
+export type WakeLook = 'all' | 'schedule' | 'loop';
+
 export class LoopWake {
-  private wake: (() => void) | undefined;
+  private waiter: (() => void) | undefined;
   /** Something changed since the loop last looked. */
   dirty = true;
 
-  /** `onTime`: what a time that passes does (the runner's poke). */
+  /** `onTime`: what a time that passes does (the runner's wake('all')). */
   constructor(private readonly onTime: () => void) {}
 
   /** Wake the loop, with nothing new to scan. */
-  nudge(): void {
-    const w = this.wake;
-    this.wake = undefined;
+  wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
     w?.();
   }
 
@@ -25,7 +32,7 @@ export class LoopWake {
     return new Promise<void>((resolve) => {
       if (this.dirty || now) return resolve();
       const timer = setTimeout(this.onTime, ms);
-      this.wake = () => {
+      this.waiter = () => {
         clearTimeout(timer);
         resolve();
       };
@@ -38,7 +45,7 @@ export class LoopWake {
       if (this.dirty) return resolve();
       // A batch's max-wait may be months away: setLongTimeout, not setTimeout, which would fire at once.
       const cancel = wakeAt !== undefined ? setLongTimeout(this.onTime, Math.max(0, wakeAt - Date.now()) + 5) : undefined;
-      this.wake = () => {
+      this.waiter = () => {
         cancel?.();
         resolve();
       };

@@ -1,6 +1,6 @@
-/** The failure policy's decision (src/net/plan/outcome.ts): pure, a verdict from a firing's facts. */
+/** The failure policy's decision (src/net/plan/decide-outcome.ts): pure, a verdict from a firing's facts. */
 import { describe, expect, test } from 'vitest';
-import { decide, type FiringFacts, type Ran, RETRY_DELAY_MS } from '../../../src/net/plan/outcome.js';
+import { decide, type FiringFacts, type Ran, RETRY_DELAY_MS } from '../../../src/net/plan/decide-outcome.js';
 
 type Facts = FiringFacts<string, Ran, string>;
 

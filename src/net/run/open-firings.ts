@@ -1,7 +1,7 @@
 /**
  * A run's open firings, from their start to their commit: started on the tokens the scheduler
  * chose, launched (and launched again on a retry), and, once finished, resolved in commit order
- * by the failure policy (outcome.ts), whose commits go to the committer in groups (commit.ts).
+ * by the failure policy (apply-outcome.ts), whose commits go to the committer in groups (commit.ts).
  *
  * Commits keep order: a finished firing waits until every firing started before it on the same
  * sequence place has committed or is committing, and (unless `order: none`) every earlier firing
@@ -17,15 +17,16 @@ import { backoffMs, STATE_PLACE, stagingFull } from '../commit/io-faults.js';
 import type { CommitResult } from '../commit/request.js';
 import type { TokenContent } from '../place/token.js';
 import type { Start } from '../plan/scheduler.js';
-import { fire } from './firing.js';
+import { type OutcomeContext, resolve } from './apply-outcome.js';
+import { fire } from './fire-transition.js';
+import { FiringTally, type TallyListener } from './firing-tally.js';
 import type { SignedInput } from './inputs.js';
 import type { NetEvent } from './options.js';
-import { type OutcomeContext, resolve } from './outcome.js';
 import { runAsOf } from './permissions.js';
 import type { RunPlaces } from './places.js';
 import { StagingSweeper } from './staging.js';
 import type { Firing, TransitionRun } from './state.js';
-import { FiringTally, type TallyListener } from './tally.js';
+import type { WakeLook } from './wake.js';
 
 type Committed = Extract<CommitResult, { committed: true }>;
 
@@ -41,12 +42,8 @@ export interface FiringsContext {
   readonly totals: { fired: number; failed: number };
   stopping(): boolean;
   emit(e: NetEvent): void;
-  /** Something changed: the run looks again. */
-  poke(): void;
-  /** Wake the run without anything to rescan (a refused commit: a drain may drop it). */
-  nudge(): void;
-  /** The run's view changed (tokens freed or committed): schedule again. */
-  changed(): void;
+  /** Wake the run's loop (WakeLook says what it looks at again). */
+  wake(look: WakeLook): void;
   /** Told what each change of the open firings means for the scheduler's view (the tally's, and a service time recorded). */
   readonly scheduler: TallyListener;
   /** A full disk or an I/O error met in a place (or the state's: io-faults.ts STATE_PLACE). */
@@ -127,7 +124,7 @@ export class OpenFirings {
   }
 
   /** Anything a file event or a finished firing may change: refused commits are asked again. */
-  wake(): void {
+  askRefusedAgain(): void {
     this.retryRefused = true;
   }
 
@@ -189,7 +186,7 @@ export class OpenFirings {
     }).then((outcome) => {
       run.running--;
       f.outcome = outcome;
-      // A failure while the staging files' disk is full is most likely the disk's (outcome.ts):
+      // A failure while the staging files' disk is full is most likely the disk's (apply-outcome.ts):
       // looked at now, before other firings' staging files come and go.
       f.stagingFull = !outcome.ok && !outcome.abandoned && f.transition.run ? stagingFull(this.stagingDir) : undefined;
       this.setRunning(f, false);
@@ -197,7 +194,7 @@ export class OpenFirings {
         run.service.record(outcome.durationMs);
         this.ctx.scheduler.transition(f.transition.name); // its weight in the allocation
       }
-      this.ctx.poke();
+      this.ctx.wake('all');
     });
   }
 
@@ -235,10 +232,9 @@ export class OpenFirings {
         if (r.behind || !this.set.has(f)) this.refused.delete(f);
         else this.refused.add(f);
       }
-      // Not a poke: that would ask the refused ones again at once, and a firing refused behind
+      // Not wake('all'): that would ask the refused ones again at once, and a firing refused behind
       // one of them would be refused with it, again and again. A commit applied asks them again.
-      if (r.committed || r.behind) this.ctx.changed();
-      this.ctx.nudge();
+      this.ctx.wake(r.committed || r.behind ? 'schedule' : 'loop');
     });
   }
 
@@ -253,7 +249,7 @@ export class OpenFirings {
         this.ctx.places.consumed(tok);
       }
       this.retryRefused = true;
-      this.ctx.changed();
+      this.ctx.wake('schedule');
       then(r.outputs);
     }
   }
@@ -269,7 +265,7 @@ export class OpenFirings {
       f,
       setTimeout(() => {
         this.diskWaits.delete(f);
-        this.ctx.poke();
+        this.ctx.wake('all');
       }, backoffMs(f.diskWaits)),
     );
   }
@@ -308,7 +304,7 @@ export class OpenFirings {
       if (this.ctx.stopping()) {
         f.outcome = { ok: false, abandoned: true, outputs: new Map(), stderrTail: '', stderrPath: '', durationMs: 0 };
         this.setRunning(f, false);
-        this.ctx.poke();
+        this.ctx.wake('all');
         return;
       }
       this.launch(f);
@@ -333,7 +329,7 @@ export class OpenFirings {
       const made = f.outcome && !('nop' in f.outcome) ? f.outcome.made : undefined;
       this.sweeper.remove(f.transition, f.dir, runAsOf(f.transition), made);
     }
-    this.ctx.changed();
+    this.ctx.wake('schedule');
   }
 
   clearTimers(): void {

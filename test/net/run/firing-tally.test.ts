@@ -1,5 +1,5 @@
 /**
- * The open firings' tally (src/net/run/tally.ts) gives the answers of the walks it replaces:
+ * The open firings' tally (src/net/run/firing-tally.ts) gives the answers of the walks it replaces:
  * heldBy (plan/marking.ts), mayCommit (plan/commit-order.ts), and the counts per transition, over
  * random sequences of firings opening, running, finishing, committing, refused and closing.
  */
@@ -8,9 +8,9 @@ import type { TransitionSpec } from '../../../src/net/model/model.js';
 import type { Token } from '../../../src/net/place/token.js';
 import { mayCommit } from '../../../src/net/plan/commit-order.js';
 import { heldBy } from '../../../src/net/plan/marking.js';
+import { FiringTally } from '../../../src/net/run/firing-tally.js';
 import { SortedKeys } from '../../../src/net/run/sorted-keys.js';
 import type { Firing } from '../../../src/net/run/state.js';
-import { FiringTally } from '../../../src/net/run/tally.js';
 import { makeHeader } from '../../../src/packet/prepare.js';
 
 const ORDER: Record<string, 'sequence' | 'arrival'> = { a: 'sequence', b: 'arrival', c: 'sequence', d: 'arrival' };

@@ -191,7 +191,7 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
 }
 
 /**
- * A failure's error tokens copy its inputs at their commit (outcome.ts toErrorPlace): signed ones
+ * A failure's error tokens copy its inputs at their commit (apply-outcome.ts toErrorPlace): signed ones
  * as checked, kept now (then the inputs close), not by their names, which their writers may have
  * changed since. A copy that fails leaves the names to read, and every staged name to sweep.
  */

@@ -1,6 +1,6 @@
 /**
  * The failure policy applied: what the run does with a finished firing once its turn to commit
- * has come. What becomes of it is decided in plan/outcome.ts (`decide`, pure: a Verdict); here
+ * has come. What becomes of it is decided in plan/decide-outcome.ts (`decide`, pure: a Verdict); here
  * are the effects: the commit or the drop, the retry, the error tokens, the kept log, the counts
  * and the events.
  */
@@ -13,8 +13,8 @@ import { backoffMs } from '../commit/io-faults.js';
 import { errorVars, type FiringError } from '../place/error-vars.js';
 import type { Place } from '../place/place.js';
 import { KEY_VAR, type Token, type TokenContent } from '../place/token.js';
-import { decide, type Failure, type Verdict } from '../plan/outcome.js';
-import type { OutputSource, RanOutcome } from './firing.js';
+import { decide, type Failure, type Verdict } from '../plan/decide-outcome.js';
+import type { OutputSource, RanOutcome } from './fire-transition.js';
 import type { RefusedInput } from './inputs.js';
 import type { NetEvent } from './options.js';
 import type { Firing, TransitionRun } from './state.js';
@@ -51,7 +51,7 @@ export interface OutcomeContext {
   refuse(r: RefusedInput): void;
 }
 
-/** Resolve a finished firing: decide (plan/outcome.ts), then apply; true when it is gone from the set or on its way to commit. */
+/** Resolve a finished firing: decide (plan/decide-outcome.ts), then apply; true when it is gone from the set or on its way to commit. */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
   const ended = f.outcome!;
   const verdict = decide({
@@ -108,7 +108,7 @@ function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcom
  * Firings already started on later numbers of it (more than one worker) must not commit, which
  * would move its nextseq past that number: they are voided, dropped in their turn (their tokens
  * go back, and fire again once the real token has come). None of them is committing yet: the
- * refused token's firing, lower, held them back (tally.ts mayCommit).
+ * refused token's firing, lower, held them back (firing-tally.ts mayCommit).
  */
 function voidLater(ctx: OutcomeContext, f: Firing, tok: Token): void {
   if (ctx.place(tok.place).order !== 'sequence') return;
@@ -215,7 +215,7 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
   return true;
 }
 
-/** An error token's payload: a signed input as its firing checked it (firing.ts keepForErrorTokens), else the input token's by name. */
+/** An error token's payload: a signed input as its firing checked it (fire-transition.ts keepForErrorTokens), else the input token's by name. */
 function errorPayload(o: RanOutcome, tok: Token): TokenContent['payload'] {
   const kept = o.kept?.get(tok);
   return kept !== undefined ? { path: kept } : { tokens: [tok.path] };

@@ -5,14 +5,14 @@
  * retried on the same tokens, puts error tokens into its transition's error place, or stops its
  * transition (the tokens stay). A NOP commits with no outputs; a firing whose token vanished, or
  * that the run abandoned, is dropped; one whose token its signature refused as the firing opened
- * it is dropped too, that token set aside. Pure: the run applies the verdict (run/outcome.ts), with
+ * it is dropped too, that token set aside. Pure: the run applies the verdict (run/apply-outcome.ts), with
  * its files, logs, counts and events.
  */
 
 /** The pause before the retry of a firing's attempt n: this times n, in ms. */
 export const RETRY_DELAY_MS = 200;
 
-/** A firing that ran (not a NOP), as far as the decision needs it (run/firing.ts's RanOutcome). */
+/** A firing that ran (not a NOP), as far as the decision needs it (run/fire-transition.ts's RanOutcome). */
 export interface Ran {
   readonly ok: boolean;
   readonly abandoned: boolean;
