@@ -71,7 +71,7 @@ export {
   takeSenderSeq,
   writePacketSync,
 } from './packet/prepare.js';
-export { copySealedSync, writeSealedPacketSync } from './packet/sealed-copy.js';
+export { copySealedSync, writeSealedPacketSync } from './packet/seal/sealed-copy.js';
 export type { PacketSource, ReadPacketOptions } from './packet/stream.js';
 export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
 // The types and helpers the main entry leaves out, to stay one screen long.

@@ -54,7 +54,7 @@ export class ShortReadError extends BadPacketError {
 }
 
 /**
- * A sealed packet's payload does not match its seal (see src/packet/seal.ts): it ended before
+ * A sealed packet's payload does not match its seal (see packet/seal/seal.ts): it ended before
  * the sealed length (ERR_PAYLOAD_SHORT: a transfer cut mid-way), ran past it (ERR_PAYLOAD_LONG)
  * or failed the checksum (ERR_PAYLOAD_CHECKSUM).
  */

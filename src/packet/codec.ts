@@ -13,7 +13,7 @@ import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/err
 import { claimedSeq } from './claim.js';
 import { MsgpackWriter } from './msgpack.js';
 import { interpretRetryKeys, retryKeyCount, writeRetryKeys } from './retry-keys.js';
-import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal.js';
+import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal/seal.js';
 import { checkMsgpackShape } from './shape.js';
 import { interpretSignature, SHA512_KEY, SHA512_LENGTH, SSHSIG_KEY } from './signature.js';
 import { type Bytes, type CommandType, type Ctime, I64_MAX, I64_MIN, MAX_METADATA_LENGTH, type PacketHeader, U64_MAX } from './types.js';

@@ -9,7 +9,7 @@ import { copy } from '../sys/copy.js';
 import { closeQuietly, writeAllSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { encodeHeader } from './codec.js';
-import { sealedPacketStream } from './sealed-stream.js';
+import { sealedPacketStream } from './seal/sealed-stream.js';
 import { fdStream, packetStream } from './stream.js';
 import { now } from './time.js';
 import type { Bytes, CommandType, Ctime, PacketHeader } from './types.js';

@@ -8,7 +8,7 @@ import { pipeline, Readable } from 'node:stream';
 import { closeQuietly } from '../sys/io.js';
 import { decodeHeader, encodeHeader } from './codec.js';
 import { readHeaderAndLengthSync, readHeaderFromStream } from './read.js';
-import { SealTransform } from './seal-transform.js';
+import { SealTransform } from './seal/seal-transform.js';
 import type { Bytes, Ctime, PacketHeader, Seal } from './types.js';
 
 /** What a packet says about itself, flattened for convenience. */

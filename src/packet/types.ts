@@ -20,7 +20,7 @@ export type CommandType =
     };
 
 /**
- * An extension (see src/packet/seal.ts): the payload's length and CRC-32, stored as two extra
+ * An extension (see packet/seal/seal.ts): the payload's length and CRC-32, stored as two extra
  * metadata keys that the reference ignores.
  */
 export interface Seal {

@@ -100,7 +100,7 @@ async function processHeaderAndRun(
   stopping: Stopping,
 ): Promise<{ header: PacketHeader; outcome: Outcome }> {
   const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all(
-    [import('../packet/read.js'), import('../queue/jobenv.js'), import('./seal-check.js'), loadRunJob()],
+    [import('../packet/read.js'), import('../queue/jobenv.js'), import('../packet/seal/seal-check.js'), loadRunJob()],
   );
   const header = readHeaderSync(fd);
   // With allowed signers, nothing runs (not even a NOP) unless its signature lets it in, payload and all.
@@ -127,7 +127,7 @@ async function checkSignedStdin(fd: number, header: PacketHeader, signers: Allow
   const [{ checkHeaderSignature }, { checkPayloadRestSync }, { fdOffset }, { refusalError }] = await Promise.all([
     import('../sign/packet-signature.js'),
     import('../sign/payload-digest.js'),
-    import('../packet/sealed-copy.js'),
+    import('../packet/seal/sealed-copy.js'),
     import('../sign/judge.js'),
   ]);
   try {

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import { describeSystemError, ExecTooLargeError, SignatureError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
+import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from '../packet/seal/seal-check.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
 import { decoderFailure, openThroughDecoder } from '../queue/decoder.js';
@@ -24,7 +25,6 @@ import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { builtinOutcome, type Outcome, refuseJob } from './outcome.js';
 import { openForRun, verifyDecoder } from './ready-job.js';
 import type { Stopping } from './run-stop.js';
-import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from './seal-check.js';
 
 export { builtinOutcome, type Outcome } from './outcome.js';
 

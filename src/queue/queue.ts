@@ -15,7 +15,7 @@ import { describeSystemError, NotFoundError, QueueError } from '../base/errors.j
 import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds } from '../base/timer.js';
 import { nativeOpenHead } from '../packet/native-heads.js';
-import { copyPacketSync } from '../packet/sealed-copy.js';
+import { copyPacketSync } from '../packet/seal/sealed-copy.js';
 import { checkMaxHeaderSize, type PacketHeader } from '../packet/types.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirEntry, writeAllSync } from '../sys/io.js';
@@ -163,7 +163,7 @@ export class Queue {
   /**
    * Copy a packet from a file descriptor into the queue. Nothing is validated, except that the
    * input is not empty and that a sealed packet's payload matches its seal (see
-   * packet/sealed-copy.ts), and with allowedSigners that its signature lets it in
+   * seal/sealed-copy.ts), and with allowedSigners that its signature lets it in
    * (SignatureError): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {

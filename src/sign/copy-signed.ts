@@ -6,7 +6,7 @@
  */
 import { BadPacketError, SignatureError } from '../base/errors.js';
 import { cutInHeader, decodeMetadata, decodePrefix, PREFIX_LENGTH, shortOfPrefix } from '../packet/codec.js';
-import { SealVerifier } from '../packet/seal.js';
+import { SealVerifier } from '../packet/seal/seal.js';
 import { readSomeSync, readUpToSync, writeAllSync } from '../sys/io.js';
 import type { AllowedSigners } from './allowed-signers.js';
 import { refusalError } from './judge.js';

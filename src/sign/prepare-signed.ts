@@ -15,8 +15,8 @@ import {
   preparePacket as preparePlainPacket,
   writeTakenSync,
 } from '../packet/prepare.js';
-import { measurePayloadSync, writeMeasuredSync } from '../packet/sealed-copy.js';
-import { emitMeasured, measurePayload } from '../packet/sealed-stream.js';
+import { measurePayloadSync, writeMeasuredSync } from '../packet/seal/sealed-copy.js';
+import { emitMeasured, measurePayload } from '../packet/seal/sealed-stream.js';
 import type { PacketHeader } from '../packet/types.js';
 import { type SignWith, signMessage } from './signer.js';
 

@@ -18,8 +18,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vit
 import { FsplError, PayloadSealError } from '../../src/base/errors.js';
 import { crc32, decodeHeader, encodeHeader, PREFIX_LENGTH } from '../../src/packet/codec.js';
 import { readHeaderFromStream, readHeaderSync } from '../../src/packet/read.js';
-import { sealOf } from '../../src/packet/seal.js';
-import { copyPacketSync } from '../../src/packet/sealed-copy.js';
+import { sealOf } from '../../src/packet/seal/seal.js';
+import { copyPacketSync } from '../../src/packet/seal/sealed-copy.js';
 import { MAX_METADATA_DEPTH } from '../../src/packet/shape.js';
 import { readPacket } from '../../src/packet/stream.js';
 import { I64_MAX, I64_MIN, type PacketHeader, U64_MAX } from '../../src/packet/types.js';

@@ -1,6 +1,6 @@
 /** Framed packets as an outbox hands them to NNCP (src/send/frames.ts), for the receivers' tests. */
 import { makeHeader, packetBytes } from '../../src/packet/prepare.js';
-import { sealOf } from '../../src/packet/seal.js';
+import { sealOf } from '../../src/packet/seal/seal.js';
 
 /** A sealed packet numbered `seq` whose payload names it. */
 export function packet(seq: number, payload = `job ${seq}\n`): Buffer {

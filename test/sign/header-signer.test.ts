@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { makeHeader } from '../../src/packet/prepare.js';
-import { sealOf } from '../../src/packet/seal.js';
+import { sealOf } from '../../src/packet/seal/seal.js';
 import { HeaderSigner } from '../../src/sign/header-signer.js';
 import { armoredSignature, signedData } from '../../src/sign/packet-signature.js';
 import { describeIfPresent } from '../gate.js';

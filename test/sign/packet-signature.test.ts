@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import { afterAll, expect, test } from 'vitest';
 import { sameSignedContent, signedMessage } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/packet/prepare.js';
-import { sealOf } from '../../src/packet/seal.js';
+import { sealOf } from '../../src/packet/seal/seal.js';
 import type { PacketHeader } from '../../src/packet/types.js';
 import { AllowedSigners } from '../../src/sign/allowed-signers.js';
 import { HeaderSigner } from '../../src/sign/header-signer.js';

@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import type { PacketHeader, Seal } from '../../packet/index.js';
-import { sealOf } from '../../packet/seal.js';
-import { sealRestOfFileSync } from '../../packet/sealed-copy.js';
+import { sealOf } from '../../packet/seal/seal.js';
+import { sealRestOfFileSync } from '../../packet/seal/sealed-copy.js';
 import { headerFromStart, openPayloadSync, payloadOffset, readHeaderFileSync } from '../../queue/job-headers.js';
 import { copy } from '../../sys/copy.js';
 import { closeQuietly, readSomeSync, writeAllSync } from '../../sys/io.js';

@@ -15,7 +15,7 @@ import { checkShape } from '../../../src/net/model/schema.js';
 import { Place } from '../../../src/net/place/place.js';
 import { placeSigners, sha512OfPayload, signingChecks, signTokenHeader } from '../../../src/net/place/signatures.js';
 import { makeHeader } from '../../../src/packet/prepare.js';
-import { sealOf } from '../../../src/packet/seal.js';
+import { sealOf } from '../../../src/packet/seal/seal.js';
 import { readHeaderFileSync } from '../../../src/queue/job-headers.js';
 import { judgeSignedHeader } from '../../../src/sign/judge.js';
 import { describeIfPresent } from '../../gate.js';

@@ -22,8 +22,8 @@
  * has the cost on a 1 GiB transfer.
  */
 import type zlib from 'node:zlib';
-import { BadPacketError, PayloadSealError } from '../base/errors.js';
-import type { Seal } from './types.js';
+import { BadPacketError, PayloadSealError } from '../../base/errors.js';
+import type { Seal } from '../types.js';
 
 /**
  * zlib.crc32, node:zlib loaded on the first checksum: loading it (and the streams it brings) is

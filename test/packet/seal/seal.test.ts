@@ -4,16 +4,16 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { Decoder } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
-import { BadPacketError, PayloadSealError } from '../../src/base/errors.js';
-import { Queue } from '../../src/index.js';
-import { decodeHeader, encodeHeader, encodeMetadata, PREFIX_LENGTH } from '../../src/packet/codec.js';
-import { MsgpackWriter } from '../../src/packet/msgpack.js';
-import { preparePacket } from '../../src/packet/prepare.js';
-import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, SealVerifier, sealOf } from '../../src/packet/seal.js';
-import { SealTransform } from '../../src/packet/seal-transform.js';
-import { readPacket } from '../../src/packet/stream.js';
-import type { PacketHeader } from '../../src/packet/types.js';
-import { tempDir } from '../helpers.js';
+import { BadPacketError, PayloadSealError } from '../../../src/base/errors.js';
+import { Queue } from '../../../src/index.js';
+import { decodeHeader, encodeHeader, encodeMetadata, PREFIX_LENGTH } from '../../../src/packet/codec.js';
+import { MsgpackWriter } from '../../../src/packet/msgpack.js';
+import { preparePacket } from '../../../src/packet/prepare.js';
+import { SEAL_CRC_KEY, SEAL_LENGTH_KEY, SealVerifier, sealOf } from '../../../src/packet/seal/seal.js';
+import { SealTransform } from '../../../src/packet/seal/seal-transform.js';
+import { readPacket } from '../../../src/packet/stream.js';
+import type { PacketHeader } from '../../../src/packet/types.js';
+import { tempDir } from '../../helpers.js';
 
 const base: PacketHeader = { seq: 7n, ctime: { secs: 1700000000n, nanos: 5 }, cmd: { kind: 'Command', params: [Buffer.from('a')], env: [] } };
 

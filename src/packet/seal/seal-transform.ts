@@ -3,8 +3,8 @@
  * own so that reading and copying packets, which do not need streams, do not load node:stream.
  */
 import { Transform, type TransformCallback } from 'node:stream';
+import type { Seal } from '../types.js';
 import { SealVerifier } from './seal.js';
-import type { Seal } from './types.js';
 
 export interface SealTransformOptions {
   /**

@@ -1,5 +1,5 @@
 /**
- * Checking sealed jobs when they are processed (see packet/seal.ts). How depends on where the
+ * Checking sealed jobs when they are processed (see seal/seal.ts). How depends on where the
  * payload is:
  *
  * - a plain job file, whose descriptor the command inherits (we never see the bytes): its length
@@ -13,11 +13,21 @@
  */
 import fs from 'node:fs';
 import { pipeline, Readable } from 'node:stream';
-import type { SealVerifier } from '../packet/seal.js';
-import { SealTransform } from '../packet/seal-transform.js';
-import { checkSealedFileSync, fdOffset } from '../packet/sealed-copy.js';
-import type { Seal } from '../packet/types.js';
-import type { OpenJob, PlainOpenJob } from '../queue/types.js';
+import type { Seal } from '../types.js';
+import type { SealVerifier } from './seal.js';
+import { SealTransform } from './seal-transform.js';
+import { checkSealedFileSync, fdOffset } from './sealed-copy.js';
+
+/** What a seal check needs of a job file opened at its payload (queue/types.ts PlainOpenJob is one). */
+export interface SealedFile {
+  readonly kind: 'plain';
+  readonly header: { readonly seal?: Seal };
+  readonly payload: number;
+  readonly payloadOffset: number;
+}
+
+/** What a seal check needs of an opened job: a file, or a decoder's stream (queue/types.ts OpenJob is one). */
+export type SealedJob = SealedFile | { readonly kind: 'decoded'; readonly header: { readonly seal?: Seal }; readonly payload: Readable };
 
 /**
  * What a seal check says of a job's payload, made once and never changed: the job must not run
@@ -63,13 +73,13 @@ export function checkSealedStdin(fd: number, seal: Seal | undefined): SealGuard 
  * A queue job, once opened: a plain file's seal is checked from its size (and with `verify`, its
  * CRC-32); a decoded stream is watched as a command reads it (soft).
  */
-export function checkSealedJob(opened: OpenJob, verify: boolean): SealGuard {
+export function checkSealedJob(opened: SealedJob, verify: boolean): SealGuard {
   if (opened.kind === 'decoded') return watchStream(opened.payload, opened.header.seal, true);
   return checkSealedFile(opened, verify);
 }
 
 /** A plain job file's seal, checked from its size (and with `verify`, its CRC-32). */
-export function checkSealedFile(opened: PlainOpenJob, verify: boolean): SealGuard {
+export function checkSealedFile(opened: SealedFile, verify: boolean): SealGuard {
   const seal = opened.header.seal;
   return seal ? fileVerdict(checkSealedFileSync(opened.payload, opened.payloadOffset, seal, verify)) : NO_SEAL;
 }

@@ -7,12 +7,12 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { PayloadSealError } from '../base/errors.js';
-import { openSpoolSync } from '../sys/spool.js';
-import { encodeHeader } from './codec.js';
+import { PayloadSealError } from '../../base/errors.js';
+import { openSpoolSync } from '../../sys/spool.js';
+import { encodeHeader } from '../codec.js';
+import type { PacketHeader, Seal } from '../types.js';
 import { crc32Update, SealVerifier, sealOf } from './seal.js';
 import { newSha512 } from './sealed-copy.js';
-import type { PacketHeader, Seal } from './types.js';
 
 const read = promisify(fs.read);
 const write = promisify(fs.write);

@@ -8,13 +8,13 @@
  */
 import type { Hash } from 'node:crypto';
 import fs from 'node:fs';
-import { PayloadSealError, ShortReadError } from '../base/errors.js';
-import { copy } from '../sys/copy.js';
-import { readSomeSync, readUpToSync, writeAllSync } from '../sys/io.js';
-import { openSpoolSync } from '../sys/spool.js';
-import { cutInHeader, decodeMetadata, decodePrefix, encodeHeader, PREFIX_LENGTH, type Prefix, startsAsPacket } from './codec.js';
+import { PayloadSealError, ShortReadError } from '../../base/errors.js';
+import { copy } from '../../sys/copy.js';
+import { readSomeSync, readUpToSync, writeAllSync } from '../../sys/io.js';
+import { openSpoolSync } from '../../sys/spool.js';
+import { cutInHeader, decodeMetadata, decodePrefix, encodeHeader, PREFIX_LENGTH, type Prefix, startsAsPacket } from '../codec.js';
+import type { PacketHeader, Seal } from '../types.js';
 import { checksumMismatch, crc32Update, SealVerifier } from './seal.js';
-import type { PacketHeader, Seal } from './types.js';
 
 const CHUNK = 1 << 20;
 let shared: Buffer | undefined;
