@@ -56,10 +56,11 @@ import './process/queue-process-method.js';
 
 export { createLogger } from './base/log.js';
 export { defineNet, Net, type NetDefinition, type NetEvent, type NetRunOptions, type NetStatusReport, parseNetText } from './net/index.js';
+export { processQueues } from './process/many-queues.js';
 export type { OnFinishOptions } from './process/on-finish.js';
+export type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './process/options.js';
 export { OUTCOME_WORDS, type OutcomeWord } from './process/outcome.js';
 export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, ProcessSummary } from './process/process.js';
-export { type ProcessQueuesOptions, type ProcessQueuesSummary, processQueues, type QueueResult, type QueuesEvent } from './process/process-many.js';
 export type { StopOptions } from './process/run-stop.js';
 export { type Destination, parseDestination, type SshDestination } from './send/destination.js';
 export { type QueueSendStatus, queueSendStatus } from './send/queue-send-status.js';

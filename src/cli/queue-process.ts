@@ -7,8 +7,8 @@
 
 import { describeSystemError, QueueError } from '../base/errors.js';
 import { createLogger, type Logger } from '../base/log.js';
+import type { ProcessQueuesSummary } from '../process/options.js';
 import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue, type QueuePageOptions } from '../process/process.js';
-import type { ProcessQueuesSummary } from '../process/process-many.js';
 import { Queue } from '../queue/queue.js';
 import { noQueueUnder } from '../queue/queue-dirs.js';
 import { badAllowedHost } from '../web/host-check.js';
@@ -79,7 +79,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
       return 0;
     }
     // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
-    const { processQueues } = await import('../process/process-many.js');
+    const { processQueues } = await import('../process/many-queues.js');
     const shown = progress && new ManyProgress(progress);
     const summary = await processQueues(dirs, {
       ...options,

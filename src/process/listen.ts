@@ -12,7 +12,7 @@ import { silentLogger } from '../base/log.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../web/prometheus.js';
 import { JSON_TYPE, type ListenOptions, type PageServer, type Reply, servePage } from '../web/server.js';
 import { QueueMonitor, type QueuesPage } from './monitor.js';
-import type { ProcessRunOptions } from './options.js';
+import type { ProcessQueuesOptions, ProcessQueuesSummary, ProcessRunOptions, QueuesEvent } from './options.js';
 import { queueMetricsText } from './queue-metrics.js';
 
 /** The static assets, by exact URL path: the table is the only way to a file. */
@@ -72,6 +72,17 @@ export async function serveQueues(monitor: QueueMonitor, options: ListenOptions 
     },
     { pollMs: 500, ...options, logger: options.logger ?? silentLogger },
   );
+}
+
+/** processQueues with its page served: `run` gets the options with the page's listener fed first, then the caller's. */
+export function withQueuesPage(opts: ProcessQueuesOptions, run: (opts: ProcessQueuesOptions) => Promise<ProcessQueuesSummary>): Promise<ProcessQueuesSummary> {
+  return withQueuePage(opts, 'processQueues', (monitor) => {
+    const onEvent = (e: QueuesEvent) => {
+      monitor.onQueuesEvent(e);
+      opts.onEvent?.(e);
+    };
+    return run({ ...opts, listen: undefined, onEvent });
+  });
 }
 
 /**

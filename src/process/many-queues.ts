@@ -1,6 +1,16 @@
 /**
- * The engine of processQueues (process-many.ts, which says what it promises): the queues of the
- * run, their turns, their looks and their locks.
+ * processQueues: many queues served by one process (`queue-process -q A -q B ...`, `--queues-in
+ * PARENT`), each as a `queue-process` of it alone would serve it: its own order, nextseq lock and
+ * --on-error outcome; a failing job stops its own queue only.
+ * - At most `jobs` commands run at once; jobs of one queue never overlap; queues with work take
+ *   turns (round-robin.ts), one turn per round whatever their backlog.
+ * - A queue is locked only while it has work (peeked first, QueueRun.peek; released when idle, or
+ *   while it waits its turn behind many: LOCK_BUDGET); one locked by another processor is skipped.
+ * - One pass returns when no queue has more to run (or after maxJobs, or on the signal). With
+ *   `watch`, one DirWatchSet watches every jobs/, the parents of --queues-in and the directories
+ *   under them; a change marks only its own queue. A queue stopped by a failed job is tried again
+ *   when its jobs/ or nextseq changes; one stopped by its disk, or by another's lock, also after
+ *   1 s, doubling up to a minute.
  */
 import { describeSystemError, JobFailedError, LockedError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
@@ -369,4 +379,14 @@ export class ManyQueues {
     if (this.toLook.size > 0 && this.looking < this.looksAtOnce && !this.stopping) return Promise.resolve();
     return new Promise<void>((resolve) => (this.wakeUp = resolve));
   }
+}
+
+/**
+ * Process many queues in one process: `queues` are directories or Queue objects (their decoder
+ * and logger kept), opts.queuesIn adds every queue under each parent. Resolves when the pass (or,
+ * watching, the run) ends; a queue's failure is in its result, not thrown.
+ */
+export async function processQueues(queues: Iterable<string | Queue>, opts: ProcessQueuesOptions): Promise<ProcessQueuesSummary> {
+  if (!opts.listen) return new ManyQueues(queues, opts).run();
+  return (await import('./listen.js')).withQueuesPage(opts, (o) => new ManyQueues(queues, o).run());
 }

@@ -1,6 +1,6 @@
 /**
  * One queue's run of queue-process: its lock, its next number, its scans and the jobs it runs.
- * processQueue (one queue) and processQueues (many, process-many.ts) are both made of these steps:
+ * processQueue (one queue) and processQueues (many, many-queues.ts) are both made of these steps:
  *
  *   lock       take nextseq.lock (LockedError if another processor has it), complete a record that
  *              a killed run left half made (Finisher.recover, finish.ts), make sure a job's end

@@ -1,7 +1,7 @@
 /**
  * queue-process over many queues through the CLI: -q more than once and --queues-in, --jobs, the
  * exit status and the lines a stopped or locked queue gives, usage errors, and --watch
- * --queues-in stopped by SIGTERM. The library's own tests (test/process/process-many.test.ts) check the
+ * --queues-in stopped by SIGTERM. The library's own tests (test/process/many-queues.test.ts) check the
  * order and the turns in depth; these check that the command line reaches them.
  */
 import { spawn, spawnSync } from 'node:child_process';

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { processQueues } from '../../src/process/process-many.js';
+import { processQueues } from '../../src/process/many-queues.js';
 import { Queue } from '../../src/queue/queue.js';
 import { describeIfPresent } from '../gate.js';
 import {
