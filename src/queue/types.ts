@@ -1,10 +1,19 @@
 /**
- * The job's types, in one place: a job as a scan lists it (JobEntry), as the queue opens it
- * (OpenJob, DecodedJob), as its iterator and `info` give it (QueuedJob, JobDetails), and as an
- * executor sees it (Job for a command, JobContext for a function). Types only: the modules that
- * make these values re-export them, so that every import of them keeps working.
- */
-import type { Readable } from 'node:stream';
+ * The job's types, in one place. Types only: the modules that make these values re-export them.
+ *
+ * | shape          | what it is                                   | made by                        |
+ * | -------------- | -------------------------------------------- | ------------------------------ |
+ * | JobEntry       | a job file and its header, as a scan reads   | Queue.scan, rescan             |
+ * | JobLocation    | where a job is (FSPL_JOB_QUEUEDIR, …)        | the run, for the variables     |
+ * | DecodedJob     | a job file read through the decoder          | openThroughDecoder             |
+ * | PlainOpenJob   | a job file open at its payload               | Queue.openJob (no decoder)     |
+ * | DecodedOpenJob | a job open through its decoder               | Queue.openJob (a decoder)      |
+ * | OpenJob        | either of the two above                      | Queue.openJob                  |
+ * | QueuedJob      | metadata now, payload on request             | the queue's iterator           |
+ * | JobDetails     | metadata and the command's FSPL_* variables  | Queue.info                     |
+ * | Job            | what a command executor is given             | run-job.ts                     |
+ * | JobContext     | what a JS function executor is given         | run-job.ts                     |
+ */import type { Readable } from 'node:stream';
 import type { PacketMetadata } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { Signer } from '../sign/packet-signature.js';
