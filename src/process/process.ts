@@ -6,14 +6,14 @@ import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { Queue } from '../queue/queue.js';
-import type { Job, JobEntry } from '../queue/types.js';
+import type { Job } from '../queue/types.js';
 import { JobsWatcher } from '../queue/watch.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { closeQuietly } from '../sys/io.js';
 import { splitCommand } from './command.js';
 import { checkOnFinish, FinishHook } from './on-finish.js';
 import type { Outcome } from './outcome.js';
-import { QueueRun, type RunContext } from './queue-run.js';
+import { loadRunJob, QueueRun, type RunContext } from './queue-run.js';
 import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from './retry.js';
 import { type StopOptions, Stopping } from './run-stop.js';
 
@@ -37,14 +37,6 @@ export type {
 } from './options.js';
 
 import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptions, ProcessSummary } from './options.js';
-
-/**
- * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
- * streams), loaded when the first job runs: a pass that finds nothing to run, as a cron job over
- * an empty queue does, does not pay for loading them (docs/benchmarks.md, start-up).
- */
-let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
-const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
 
 /** processFd's options: a command's, a stop's, and how the packet is read. */
 export type ProcessFdOptions = CommandOptions &
@@ -217,12 +209,6 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
   const baseEnv = Object.freeze({ ...process.env });
   const stopping = new Stopping(opts, log, 'processQueue');
-  const runJob = async (queue: Queue, entry: JobEntry, attempt?: number) => {
-    const { runFunctionQueueJob, runCommandQueueJob } = await loadRunJob();
-    return opts.run
-      ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping, attempt)
-      : runCommandQueueJob(queue, entry, opts, log, baseEnv, stopping, attempt);
-  };
   const retry = retryPolicyOf(opts);
   checkOnFinish(opts.onFinish);
   const onFinish = opts.onFinish && new FinishHook(opts.onFinish, log, stopping.interrupt);
@@ -232,7 +218,7 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
     onError: opts.onError ?? 'retry',
     timestampOrder: opts.orderBy === 'timestamp',
     stopping,
-    runJob,
+    baseEnv,
     retry,
     failedTo: opts.failedTo,
     onFinish,

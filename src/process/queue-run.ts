@@ -28,18 +28,24 @@ import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from '
 import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
 import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
+import type { JobRunSettings } from './run-job.js';
 import type { Stopping } from './run-stop.js';
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
-export interface RunContext {
+/**
+ * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
+ * streams), loaded when the first job runs: a cron pass over an empty queue does not load them.
+ */
+let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
+export const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
+
+export interface RunContext extends JobRunSettings {
   opts: ProcessRunOptions;
   log: Logger;
   onError: OnError;
   timestampOrder: boolean;
   /** When the run stops, and when its running jobs must stop now (closed by the caller). */
   stopping: Stopping;
-  /** Run one job of a queue with the command or the function (`attempt`: FSPL_JOB_ATTEMPT, with retries). */
-  runJob: (queue: Queue, entry: JobEntry, attempt?: number) => Promise<Outcome>;
   /** With retries (retry.ts): how a failing job is tried again. */
   retry?: RetryPolicy;
   /** A failed-jobs queue (transfer.ts): where a job that used its tries goes. */
@@ -229,7 +235,7 @@ export class QueueRun {
     emit({ type: 'start', seq, filename: entry.filename });
     const attempt = this.retries.attemptOf(entry);
     const started = performance.now();
-    const outcome = await ctx.runJob(this.queue, entry, attempt);
+    const outcome = await (await loadRunJob()).runQueueJob(ctx, this.queue, entry, attempt);
     const durationMs = performance.now() - started;
     // Called after the record, when there is one: the hook never sees a job that could still run again unrecorded.
     const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, durationMs);

@@ -100,6 +100,23 @@ export async function runCommandJob(
   return r.timedOut ? { ok: false, why, timedOut: true, exitStatus } : { ok: r.ok, why, exitStatus };
 }
 
+/** What running a queue's job needs of its run (queue-run.ts RunContext holds it). */
+export interface JobRunSettings {
+  opts: ProcessRunOptions;
+  log: Logger;
+  /** process.env, read once for the run (jobenv.ts packs it once). */
+  baseEnv: Readonly<NodeJS.ProcessEnv>;
+  stopping: Stopping;
+}
+
+/** Run one job of a queue with the run's command or function (`attempt`: FSPL_JOB_ATTEMPT, with retries). */
+export function runQueueJob(s: JobRunSettings, queue: Queue, entry: JobEntry, attempt?: number): Promise<Outcome> {
+  const { opts, log, stopping } = s;
+  return opts.run
+    ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping, attempt)
+    : runCommandQueueJob(queue, entry, opts, log, s.baseEnv, stopping, attempt);
+}
+
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
 export async function runCommandQueueJob(
   queue: Queue,
