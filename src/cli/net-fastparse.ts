@@ -7,7 +7,7 @@ import { fastParse } from './fastparse.js';
 import type { Invocation } from './grammar.js';
 import { NET_COMMANDS } from './net-spec.js';
 
-/** The one net command parsed here: its start-up is part of every net run's time (issue 20). */
+/** The one net command parsed here: its start-up is part of every net run's time. */
 const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) => [c.name, c]));
 
 /**

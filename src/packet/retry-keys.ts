@@ -1,5 +1,5 @@
 /**
- * Retries and failed jobs in the header (an extension, issue 41): two more metadata keys after the
+ * Retries and failed jobs in the header (an extension): two more metadata keys after the
  * reference's, which it reads by name and ignores the rest of (as it does the seal's, seal.ts):
  *
  *   retries    unsigned integer: how many more times its sender lets a failing job be tried

@@ -8,7 +8,7 @@ import type { JobEntry } from '../queue/types.js';
 
 /**
  * What became of a job's try, in one word: the same in FSPL_JOB_OUTCOME and in the metrics'
- * `outcome` label (issue 41). `retry`: it failed and is tried again later (queue-process
+ * `outcome` label. `retry`: it failed and is tried again later (queue-process
  * --retries); `moved`: it failed its last try and went to the failed-jobs queue (--failed-to).
  */
 export type OutcomeWord = 'success' | 'failure' | 'timeout' | 'retry' | 'moved';

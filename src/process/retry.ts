@@ -1,5 +1,5 @@
 /**
- * Retries with a back-off (queue-process --retries N, issue 41): a failing job is tried again,
+ * Retries with a back-off (queue-process --retries N): a failing job is tried again,
  * up to N more times, after a delay that doubles from --retry-delay up to --retry-max-delay. The
  * queue waits for it meanwhile (strict order: nothing after it runs).
  *

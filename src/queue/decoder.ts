@@ -45,7 +45,7 @@ const EXIT_GRACE_MS = 5000;
  * was started for, as Filespooler 1.2.4 does it; and the decoder of a job about to run, part of
  * the job, is kept out of our process group as its command is (exec.ts says why). Metadata
  * longer than `maxHeaderSize` is not read
- * (HeaderTooLargeError, whatever the decoder's exit then says). One function (about 80 lines) on purpose: the
+ * (HeaderTooLargeError, whatever the decoder's exit then says). One function on purpose: the
  * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
  * returned DecodedJob's getter. `file` may also be a descriptor of the caller's (stdin-process
  * -d: our stdin), which the decoder reads and the caller keeps.

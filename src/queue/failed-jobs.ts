@@ -1,5 +1,5 @@
 /**
- * Putting failed jobs back (`fspl queue-retry -q FAILED --to QUEUE [JOB...]`, issue 41): the
+ * Putting failed jobs back (`fspl queue-retry -q FAILED --to QUEUE [JOB...]`): the
  * packets of a failed-jobs queue (queue-process --failed-to) move into a queue, each exactly once
  * (transfer.ts), in the order of their numbers, each taking that queue's next number, their
  * failure facts taken off. The failed-jobs queue is locked meanwhile, as a processor locks it,

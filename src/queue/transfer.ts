@@ -1,6 +1,6 @@
 /**
- * Moving a packet from one queue to another, exactly once, through `kill -9` and power cuts
- * (issue 41): queue-process --failed-to moves a job that used its tries into a failed-jobs queue,
+ * Moving a packet from one queue to another, exactly once, through `kill -9` and power cuts:
+ * queue-process --failed-to moves a job that used its tries into a failed-jobs queue,
  * and queue-retry moves it back. The packet takes the target's next number (its header rewritten:
  * the new number, the failure facts added or taken off, a signature dropped since it no longer
  * signs it; the payload copied as it is, seal and all). Plain queues only: the bytes after the

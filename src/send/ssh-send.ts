@@ -39,7 +39,7 @@ export interface SendOptions {
  * says how far it went. With no packets it is a probe: connect, find the queue, take its lock and
  * try the verifier, as a delivery would (`net check --host`).
  *
- * One function (about 100 lines) on purpose: the writer of frames and the reader of
+ * One function on purpose: the writer of frames and the reader of
  * acknowledgements run at once on the same child and share its state (ready, stopWriting,
  * refused, the packet acknowledged next); the finally block that ends both must see all of it.
  */

@@ -46,7 +46,7 @@ export interface Staged {
  * aside meanwhile. `owning` is told the records before anything of them is published. With
  * `then`, steps 4 and 5 (planned by it once the records exist) run at the end of the same last
  * batch, after the journal's fsync, and `finished` is what finish() would have returned.
- * One function (about 90 lines) on purpose: the batches are built from the same planned parts,
+ * One function on purpose: the batches are built from the same planned parts,
  * sendseq writes and records, in the table's order, and a failure at any point must know them all
  * to say how far the group went (GroupFailed).
  */

@@ -144,7 +144,7 @@ export abstract class TokenIndex {
    * never consumed (late copies, duplicates), so with a window only a few of them are indexed,
    * enough to report them, and they can't crowd out the tokens that are.
    */
-  // One function (about 80 lines): its three passes (names, unnamed headers, new tokens) share
+  // One function: its three passes (names, unnamed headers, new tokens) share
   // the scan's state (lowest, foreign, read, count); apart, they would hand it all around.
   async refresh(now: number, consumerNext?: bigint): Promise<IndexedToken[]> {
     this.stale = false;

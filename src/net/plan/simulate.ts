@@ -152,7 +152,7 @@ export function lowerBound(net: NetModel, firings: Map<string, number>, service:
 }
 
 /**
- * Run the net in virtual time; see the module comment. One function (about 140 lines) on purpose:
+ * Run the net in virtual time; see the module comment. One function on purpose:
  * the simulated places, the open firings and the virtual clock are shared by the loop and its
  * helpers (putSources, commitReady), closures over them; a class would be the same code behind
  * `this.`, and the loop reads best beside what it drives.
