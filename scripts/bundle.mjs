@@ -78,8 +78,8 @@ function commonPath(metafile) {
     return seen;
   };
   const start = closure('dist/cli/main.js');
-  const commands = closure('dist/cli/commands.js');
-  const light = closure('dist/cli/standalone-commands.js');
+  const commands = closure('dist/cli/commands/commands.js');
+  const light = closure('dist/cli/commands/standalone-commands.js');
   const groups = new Map([...start].map((name) => [name, 'start']));
   for (const name of commands) if (!groups.has(name)) groups.set(name, light.has(name) ? 'start' : 'commands');
   for (const name of light) if (!groups.has(name)) groups.set(name, 'light');

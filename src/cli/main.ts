@@ -3,11 +3,11 @@
  * and run the chosen subcommand's handler. Usage errors exit 2; runtime errors exit 1 with one
  * `Error: ...` line on stderr.
  */
-import { fastParse } from './fastparse.js';
-import { scanGlobals } from './globals.js';
-import type { Invocation } from './grammar.js';
-import { reportError, writeOut } from './output.js';
-import type { ParseResult } from './parser.js';
+import { fastParse } from './parse/fastparse.js';
+import { scanGlobals } from './parse/globals.js';
+import type { Invocation } from './parse/grammar.js';
+import type { ParseResult } from './parse/parser.js';
+import { reportError, writeOut } from './text/output.js';
 
 const LIGHT = new Set(['gen-uuid', 'gen-filename', 'show-license']);
 
@@ -22,7 +22,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (globals.implementation) {
-    writeOut((await import('./implementation.js')).implementationLine());
+    writeOut((await import('./commands/implementation.js')).implementationLine());
     return 0;
   }
   // `fspl net ...` (an extension): its subcommands, in the same grammar, through yargs (`net run`
@@ -32,14 +32,14 @@ export async function main(argv: string[]): Promise<number> {
   if (argv[netAt] === 'net') return net([...argv.slice(0, netAt), ...argv.slice(netAt + 1)]);
   let inv: Invocation | undefined = fastParse(argv);
   if (!inv) {
-    const { parseFull } = await import('./parser.js');
+    const { parseFull } = await import('./parse/parser.js');
     const r = await parseFull(argv);
     if (r.kind === 'output') return print(r);
     inv = r.invocation;
   }
   try {
     // The trivial subcommands get a module of their own, so they load almost nothing.
-    const { run } = LIGHT.has(inv.command) ? await import('./standalone-commands.js') : await import('./commands.js');
+    const { run } = LIGHT.has(inv.command) ? await import('./commands/standalone-commands.js') : await import('./commands/commands.js');
     return await run(inv);
   } catch (err) {
     return reportError(err);
@@ -55,9 +55,9 @@ function print(r: Extract<ParseResult, { kind: 'output' }>): number {
 
 /** `fspl net ...`, given the arguments after `net` (and the globals before it). */
 async function net(argv: string[]): Promise<number> {
-  const fast = (await import('./net-fastparse.js')).fastParseNet(argv);
-  if (fast) return (await import('./net.js')).runNet(fast);
-  const { parseNet } = await import('./parser.js');
+  const fast = (await import('./parse/net-fastparse.js')).fastParseNet(argv);
+  if (fast) return (await import('./commands/net.js')).runNet(fast);
+  const { parseNet } = await import('./parse/parser.js');
   let r: ParseResult;
   try {
     r = await parseNet(argv);
@@ -65,6 +65,6 @@ async function net(argv: string[]): Promise<number> {
     return reportError(err); // yargs failing by itself, not a usage error
   }
   if (r.kind === 'output') return print(r);
-  const { runNet } = await import('./net.js');
+  const { runNet } = await import('./commands/net.js');
   return runNet(r.invocation);
 }

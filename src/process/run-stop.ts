@@ -3,7 +3,7 @@
  * given: `signal` asks it to stop after the running jobs, `interrupt` stops the running jobs
  * now (as their timeout would: process.ts, CommandOptions), and `stopTimeout` seconds after
  * `signal` the interrupt comes by itself. The CLI aborts them on SIGINT and SIGTERM
- * (cli/stop-signals.ts).
+ * (cli/runtime/stop-signals.ts).
  */
 import type { Logger } from '../base/log.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';

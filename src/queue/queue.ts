@@ -163,7 +163,7 @@ export class Queue {
   /**
    * Copy a packet from a file descriptor into the queue. Nothing is validated, except that the
    * input is not empty and that a sealed packet's payload matches its seal (see
-   * seal/sealed-copy.ts), and with allowedSigners that its signature lets it in
+   * packet/seal/sealed-copy.ts), and with allowedSigners that its signature lets it in
    * (SignatureError): otherwise no job is stored. Returns the new job's file name.
    */
   writeFromFd(inFd: number): string {

@@ -5,7 +5,7 @@
  *
  * Why a job's command is not in fspl's process group: a terminal sends Ctrl-C to its whole
  * foreground process group, and a supervisor may signal fspl's group. fspl answers SIGINT and
- * SIGTERM by letting the running job finish (stopping.ts, cli/stop-signals.ts), which a
+ * SIGTERM by letting the running job finish (process/run-stop.ts, cli/runtime/stop-signals.ts), which a
  * command that got the same signal could not do. When fspl has a controlling terminal the
  * command leads a session of its own too: a background process group that reads its terminal
  * is stopped (SIGTTIN), and fspl would wait for it for ever. In a session of its own it has no

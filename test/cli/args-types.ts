@@ -4,10 +4,10 @@
  * command does not have, or of another kind, does not compile. Each `@ts-expect-error` must meet
  * an error.
  */
-import { flag, required, str, strings } from '../../src/cli/args.js';
-import type { Invocation } from '../../src/cli/grammar.js';
-import type { NetArgs } from '../../src/cli/net-spec.js';
-import type { FsplArgs } from '../../src/cli/spec.js';
+import { flag, required, str, strings } from '../../src/cli/parse/args.js';
+import type { Invocation } from '../../src/cli/parse/grammar.js';
+import type { NetArgs } from '../../src/cli/parse/net-spec.js';
+import type { FsplArgs } from '../../src/cli/parse/spec.js';
 
 declare const info: Invocation<FsplArgs<'queue-info'>>;
 declare const process: Invocation<FsplArgs<'queue-process'>>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fastParse } from '../../src/cli/fastparse.js';
-import { fastParseNet } from '../../src/cli/net-fastparse.js';
-import { parseNet } from '../../src/cli/parser.js';
+import { fastParse } from '../../src/cli/parse/fastparse.js';
+import { fastParseNet } from '../../src/cli/parse/net-fastparse.js';
+import { parseNet } from '../../src/cli/parse/parser.js';
 
 describe('fastParse', () => {
   it('parses ordinary command lines, filling enum defaults', () => {
@@ -50,7 +50,7 @@ describe('fastParse', () => {
 });
 
 describe('fastParseNet (`fspl net run`)', () => {
-  /** What the run handler reads (src/cli/net.ts). */
+  /** What the run handler reads (src/cli/commands/net.ts). */
   const KEYS = ['net', 'drain', 'workers', 'poll-interval', 'pollInterval', 'grace', 'stop-timeout', 'progress', 'host', 'log-level', 'logLevel'];
   const pick = (a: Record<string, unknown>) =>
     Object.fromEntries(KEYS.map((k) => [k, a[k]]).filter(([k, v]) => v !== undefined && k !== 'pollInterval' && k !== 'logLevel'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NET_RUN_HEAP_GROWING_PERCENT, netRunHeapFlag } from '../../src/cli/net-heap.js';
+import { NET_RUN_HEAP_GROWING_PERCENT, netRunHeapFlag } from '../../src/cli/runtime/net-heap.js';
 
 describe('netRunHeapFlag', () => {
   it('sets the heap growing percentage when the user gave none', () => {

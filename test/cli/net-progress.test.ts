@@ -1,7 +1,7 @@
 /** The `fspl net run` status line: tokens per place and firings per second, on a terminal only, off with --no-progress. */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { NetProgressLine } from '../../src/cli/net-progress.js';
+import { NetProgressLine } from '../../src/cli/text/net-progress.js';
 import { FSPL_BIN } from '../helpers.js';
 import { makeNet } from '../net/helpers.js';
 import { onTerminal } from './terminal.js';

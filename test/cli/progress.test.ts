@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProgressLine } from '../../src/cli/progress.js';
+import { ProgressLine } from '../../src/cli/text/progress.js';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { makeHeader } from '../../src/packet/prepare.js';
 import { Queue } from '../../src/queue/queue.js';

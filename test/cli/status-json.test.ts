@@ -279,7 +279,7 @@ describe('--json', () => {
 
 describe('fast parser', () => {
   it('takes --json on the five commands without falling back to yargs', async () => {
-    const { fastParse } = await import('../../src/cli/fastparse.js');
+    const { fastParse } = await import('../../src/cli/parse/fastparse.js');
     for (const argv of [
       ['queue-status', '-q', 'q', '--json'],
       ['queue-status', '-q', 'q', '-d', 'zcat'],

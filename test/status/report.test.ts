@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatStatusText } from '../../src/cli/status-text.js';
+import { formatStatusText } from '../../src/cli/text/status-text.js';
 import { encodeHeader, FileLock, makeHeader, Queue, QueueError } from '../../src/lowlevel.js';
 import { formatRanges, toRanges } from '../../src/status/ranges.js';
 import { queueStatus } from '../../src/status/report.js';

@@ -15,7 +15,7 @@
  *   |                                      | line written again, never only fsynced again), 4 and  |
  *   |                                      | 5 tried again after a backoff until they succeed      |
  *
- * An undone group's firings commit again after a backoff (firings.ts), with new numbers. A NOP
+ * An undone group's firings commit again after a backoff (run/open-firings.ts), with new numbers. A NOP
  * that can not be written yet (the disk still full) is tried again later (`Undone`); meanwhile its
  * part keeps the number, so that nobody else takes it, and a run that opens repairs it anyway
  * (recovery.ts). A failed fsync is never tried again and trusted: what it was to make durable is

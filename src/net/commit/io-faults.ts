@@ -2,7 +2,7 @@
  * I/O faults of a run: a full disk (ENOSPC, EDQUOT) or an I/O error (EIO) met while committing
  * into a place, or while a firing staged its output. Neither stops the run: the commit that met
  * one is undone or finished later (commit.ts), the firing waits and commits again after a backoff
- * (firings.ts), and the run says which place met which error since when (the live state, `net
+ * (run/open-firings.ts), and the run says which place met which error since when (the live state, `net
  * status`, the web page, `fspl_net_io_errors_total`). A place's fault is over once a commit
  * touching it succeeds.
  */

@@ -1,5 +1,5 @@
 /**
- * Checking sealed jobs when they are processed (see seal/seal.ts). How depends on where the
+ * Checking sealed jobs when they are processed (see seal.ts). How depends on where the
  * payload is:
  *
  * - a plain job file, whose descriptor the command inherits (we never see the bytes): its length

@@ -6,10 +6,10 @@
  * key beside its own name, a missing positional as a count, an unknown subcommand as an unknown
  * argument, blaming the valid options after it. Each check returns the first problem, or undefined.
  */
-import { closest } from '../base/suggest.js';
+import { closest } from '../../base/suggest.js';
+import { UsageError } from '../text/output.js';
 import type { Globals } from './globals.js';
 import type { CommandSpec, OptionSpec } from './grammar.js';
-import { UsageError } from './output.js';
 
 /** How a grammar reads its command lines. */
 export interface Reading {

@@ -1,5 +1,5 @@
 /** `fspl net status` as text and as JSON (schema in docs/json.md). */
-import type { NetStatusReport } from '../index.js';
+import type { NetStatusReport } from '../../index.js';
 
 export function age(ms: number | undefined): string {
   if (ms === undefined) return '-';

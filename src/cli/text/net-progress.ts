@@ -3,7 +3,7 @@
  * firings per second (over the last 10 seconds), redrawn in place at most five times a second.
  * Log lines are written above it (see sink()).
  */
-import { type LiveState, type NetEvent, RateWindow } from '../net-tools.js';
+import { type LiveState, type NetEvent, RateWindow } from '../../net-tools.js';
 import { StatusLine } from './status-line.js';
 
 const REDRAW_MS = 200;

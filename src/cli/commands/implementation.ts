@@ -12,13 +12,18 @@ export const IMPLEMENTATION_NOTE = 'This is the TypeScript fspl (npm package fil
 
 /** One line: this package's version, Node's, and the fspl that runs (the reference prints none). */
 export function implementationLine(): string {
-  // The same two levels up from src/cli/, dist/cli/ and dist/bundle/ (where this is a chunk).
-  const pkg = fileURLToPath(new URL('../../package.json', import.meta.url));
+  // Three levels up from src/cli/commands/ and dist/cli/commands/, two from dist/bundle/ (where this is a chunk).
   let version = 'unknown version';
-  try {
-    version = (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version;
-  } catch {
-    // package.json gone: the line still says which fspl this is
+  for (const up of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(fileURLToPath(new URL(up, import.meta.url)), 'utf8')) as { name?: string; version: string };
+      if (pkg.name === 'filespooler') {
+        version = pkg.version;
+        break;
+      }
+    } catch {
+      // not there (or package.json gone: the line still says which fspl this is)
+    }
   }
   return `filespooler ${version}, the TypeScript fspl (compatible with Filespooler 1.2.2), on Node ${process.version}: ${where()}\n`;
 }

@@ -1,5 +1,5 @@
 /** The text report of `fspl net simulate`. */
-import type { SimulationReport } from '../net-tools.js';
+import type { SimulationReport } from '../../net-tools.js';
 
 const ms = (v: number) => (v >= 10_000 ? `${(v / 1000).toFixed(1)} s` : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(1)} ms`);
 

@@ -6,7 +6,7 @@
  * (`status`) or tokens left that can never fire (`run --drain`).
  */
 import os from 'node:os';
-import { createLogger, Net, NetFileError, NetRequestError } from '../index.js';
+import { createLogger, Net, NetFileError, NetRequestError } from '../../index.js';
 import {
   describeRemoteLeftover,
   dotToSvg,
@@ -19,15 +19,15 @@ import {
   type ServiceTime,
   serveNet,
   simulate,
-} from '../net-tools.js';
-import type { Invocation } from './grammar.js';
-import { tuneHeapForNetRun } from './net-heap.js';
+} from '../../net-tools.js';
+import type { Invocation } from '../parse/grammar.js';
+import { type NetArgs, type NetCommandName, netInvocation } from '../parse/net-spec.js';
+import { tuneHeapForNetRun } from '../runtime/net-heap.js';
+import { NetProgressLine } from '../text/net-progress.js';
+import { formatSimulation } from '../text/net-simulate-text.js';
+import { formatNetStatus } from '../text/net-text.js';
+import { checkLogLevel, reportError, UsageError, writeOut } from '../text/output.js';
 import { printRetry, printToken, printTokens } from './net-operate.js';
-import { NetProgressLine } from './net-progress.js';
-import { formatSimulation } from './net-simulate-text.js';
-import { type NetArgs, type NetCommandName, netInvocation } from './net-spec.js';
-import { formatNetStatus } from './net-text.js';
-import { checkLogLevel, reportError, UsageError, writeOut } from './output.js';
 
 /** A usage error in a value: its message says all (no pointer to --help), exit 2. */
 function badValue(message: string): UsageError {

@@ -3,10 +3,10 @@
  * blank line and one line per detail (problems first). The layout is described in the man page.
  */
 
-import { plural } from '../base/plural.js';
-import { rfc3339Local } from '../packet/time.js';
-import { formatRanges, type SeqRange } from '../status/ranges.js';
-import type { QueueStatus, StatusJob } from '../status/report.js';
+import { plural } from '../../base/plural.js';
+import { rfc3339Local } from '../../packet/time.js';
+import { formatRanges, type SeqRange } from '../../status/ranges.js';
+import type { QueueStatus, StatusJob } from '../../status/report.js';
 
 /** At most this many runs of numbers on one line; the rest are counted. */
 const MAX_RANGES = 20;

@@ -1,7 +1,7 @@
 /** Writing to stdout/stderr and turning errors into exit statuses. */
-import { describeSystemError } from '../base/errors.js';
-import { type LogLevel, parseLogLevel } from '../base/log.js';
-import { writeAllSync } from '../sys/io.js';
+import { describeSystemError } from '../../base/errors.js';
+import { type LogLevel, parseLogLevel } from '../../base/log.js';
+import { writeAllSync } from '../../sys/io.js';
 
 /**
  * A usage error: exit status 2. `more` is the help its message points to (`--help`, or

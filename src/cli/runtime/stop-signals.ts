@@ -12,7 +12,7 @@
  *                       job in fspl's process group would have had them too
  *   any after that      ends fspl at once: the handlers are gone
  */
-import type { Logger } from '../base/log.js';
+import type { Logger } from '../../base/log.js';
 
 /** The words of the messages: what runs, and what becomes of it when it is stopped. */
 export interface StopWords {

@@ -7,8 +7,8 @@
  * command that has the console.
  */
 import fs from 'node:fs';
-import type { QueuesEvent } from '../process/options.js';
-import type { ProcessEvent } from '../process/process.js';
+import type { QueuesEvent } from '../../process/options.js';
+import type { ProcessEvent } from '../../process/process.js';
 import { StatusLine } from './status-line.js';
 
 const REDRAW_MS = 200;

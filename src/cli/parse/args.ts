@@ -4,13 +4,13 @@
  * ArgsOf): a misspelt name, or one of another command, does not compile.
  */
 
-import type { Logger } from '../base/log.js';
-import { MAX_METADATA_LENGTH } from '../packet/types.js';
-import type { AllowedSigners } from '../sign/allowed-signers.js';
-import type { SignWith } from '../sign/signer.js';
-import { parseSeq } from '../sys/seqfile.js';
+import type { Logger } from '../../base/log.js';
+import { MAX_METADATA_LENGTH } from '../../packet/types.js';
+import type { AllowedSigners } from '../../sign/allowed-signers.js';
+import type { SignWith } from '../../sign/signer.js';
+import { parseSeq } from '../../sys/seqfile.js';
+import { UsageError } from '../text/output.js';
 import type { Invocation } from './grammar.js';
-import { UsageError } from './output.js';
 
 /** Arguments that have these string options or positionals. */
 export type StringArgs<N extends string> = { readonly [K in N]: string | undefined };
@@ -143,7 +143,7 @@ export async function allowedSignersArg(
 ): Promise<AllowedSigners | undefined> {
   const file = inv.args['allowed-signers'] ?? (env.FSPL_ALLOWED_SIGNERS || undefined);
   if (file === undefined) return undefined;
-  const { AllowedSigners } = await import('../sign/allowed-signers.js');
+  const { AllowedSigners } = await import('../../sign/allowed-signers.js');
   return AllowedSigners.load(file);
 }
 

@@ -3,16 +3,16 @@
  * an extension, as queue-process serves them), each diagnosed as `-q` would diagnose it alone.
  * Exit 3 when a queue can not make progress (stuck); the diagnosis itself succeeded.
  */
-import type { Logger } from '../base/log.js';
-import { statusToJson, toJsonDocument, toJsonLine } from '../json.js';
-import { Queue } from '../queue/queue.js';
-import { listQueueDirs, noQueueUnder } from '../queue/queue-dirs.js';
-import { type QueueStatus, queueStatus } from '../status/report.js';
-import { allowedSignersArg, flag, maxHeaderSizeArg, str, strings } from './args.js';
-import type { Invocation } from './grammar.js';
-import { UsageError, writeOut } from './output.js';
-import type { FsplArgs } from './spec.js';
-import { formatStatusText } from './status-text.js';
+import type { Logger } from '../../base/log.js';
+import { statusToJson, toJsonDocument, toJsonLine } from '../../json.js';
+import { Queue } from '../../queue/queue.js';
+import { listQueueDirs, noQueueUnder } from '../../queue/queue-dirs.js';
+import { type QueueStatus, queueStatus } from '../../status/report.js';
+import { allowedSignersArg, flag, maxHeaderSizeArg, str, strings } from '../parse/args.js';
+import type { Invocation } from '../parse/grammar.js';
+import type { FsplArgs } from '../parse/spec.js';
+import { UsageError, writeOut } from '../text/output.js';
+import { formatStatusText } from '../text/status-text.js';
 
 export async function queueStatusCommand(inv: Invocation<FsplArgs<'queue-status'>>, log: Logger): Promise<number> {
   const dir = str(inv, 'queuedir');

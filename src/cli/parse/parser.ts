@@ -3,11 +3,11 @@
  * to it, and `fspl net`. Built from the same grammar (spec.ts).
  */
 import yargs, { type Arguments, type Argv, type Options } from 'yargs';
+import { IMPLEMENTATION_NOTE } from '../commands/implementation.js';
+import { UsageError, usageText } from '../text/output.js';
 import { type Globals, scanGlobals } from './globals.js';
 import { argsOf, type CommandSpec, type Invocation, type OptionSpec } from './grammar.js';
-import { IMPLEMENTATION_NOTE } from './implementation.js';
 import { NET_COMMANDS, NET_DEMAND, NET_SUMMARY, NET_USAGE, netPositionals } from './net-spec.js';
-import { UsageError, usageText } from './output.js';
 import { COMMANDS, LOG_LEVEL } from './spec.js';
 import { checkArguments, checkGlobals, type Reading, unknownSubcommand } from './usage.js';
 

@@ -3,12 +3,12 @@
  * No queue, packet or process logic lives here.
  */
 import fs from 'node:fs';
-import { createLogger, type Logger } from '../base/log.js';
-import type { PrepareOptions } from '../packet/prepare.js';
-import type { PacketHeader } from '../packet/types.js';
-import { processFd } from '../process/process.js';
-import type { JobLocation } from '../queue/jobenv.js';
-import { Queue } from '../queue/queue.js';
+import { createLogger, type Logger } from '../../base/log.js';
+import type { PrepareOptions } from '../../packet/prepare.js';
+import type { PacketHeader } from '../../packet/types.js';
+import { processFd } from '../../process/process.js';
+import type { JobLocation } from '../../queue/jobenv.js';
+import { Queue } from '../../queue/queue.js';
 import {
   allowedSignersArg,
   flag,
@@ -23,19 +23,19 @@ import {
   str,
   strings,
   verifyDecoderArg,
-} from './args.js';
-import type { Invocation } from './grammar.js';
-import { checkLogLevel, UsageError, writeOut } from './output.js';
+} from '../parse/args.js';
+import type { Invocation } from '../parse/grammar.js';
+import { type FsplArgs, type FsplCommandName, fsplInvocation } from '../parse/spec.js';
+import { STDIN_JOB, StopSignals } from '../runtime/stop-signals.js';
+import { checkLogLevel, UsageError, writeOut } from '../text/output.js';
 import { queueProcess } from './queue-process.js';
-import { type FsplArgs, type FsplCommandName, fsplInvocation } from './spec.js';
-import { STDIN_JOB, StopSignals } from './stop-signals.js';
 
 // What only some subcommands use is imported by them, when they run: every command pays for
 // loading what is imported here (start-up, docs/benchmarks.md), and `queue-process` most often.
-const preparing = () => import('../packet/prepare.js');
-const sealedCopy = () => import('../packet/seal/sealed-copy.js');
-const json = () => import('../json.js');
-const jobenv = () => import('../queue/jobenv.js');
+const preparing = () => import('../../packet/prepare.js');
+const sealedCopy = () => import('../../packet/seal/sealed-copy.js');
+const json = () => import('../../json.js');
+const jobenv = () => import('../../queue/jobenv.js');
 
 /** The queue of -q DIR, read through -d DECODER when the command has it and it is given. */
 function queue(inv: Invocation<StringArgs<'queuedir'> & Partial<StringArgs<'decoder'>>>, log: Logger): Queue {
@@ -71,7 +71,7 @@ async function prepareCmd(
   const inFd = openInput(input);
   const seqfile = required(inv, 'seqfile');
   if (sign) {
-    const { writeSignedPacket } = await import('../sign/prepare-signed.js');
+    const { writeSignedPacket } = await import('../../sign/prepare-signed.js');
     await writeSignedPacket(1, { ...spec, seqfile }, inFd, sign);
     return 0;
   }
@@ -142,7 +142,7 @@ const handlers: Handlers = {
     return 0;
   },
   'queue-retry': async (inv, log) => {
-    const { retryFailedJobs } = await import('../queue/failed-jobs.js');
+    const { retryFailedJobs } = await import('../../queue/failed-jobs.js');
     const jobs = seqsArg(inv, 'job');
     await retryFailedJobs(required(inv, 'queuedir'), required(inv, 'to'), {
       jobs: jobs.length > 0 ? jobs : undefined,
@@ -181,7 +181,7 @@ const handlers: Handlers = {
       if (batch) writeOut(batch);
       return 0;
     }
-    const { rfc3339Local } = await import('../packet/time.js');
+    const { rfc3339Local } = await import('../../packet/time.js');
     // A failed-jobs queue's listing says why each failed, in a last column (only there: others list as the reference does).
     const failures = jobs.some((j) => j.header.failure);
     let out = lsLine('ID', 'creation timestamp', 'filename', failures ? 'failure' : undefined);
@@ -204,7 +204,7 @@ const handlers: Handlers = {
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
       // Plain file: copy descriptor to descriptor, no stream machinery.
-      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../sys/copy.js')]);
+      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../../sys/copy.js')]);
       try {
         if (job.header.seal) copySealedSync(job.payload, 1, job.header.seal);
         else copy(job.payload, 1);
@@ -218,7 +218,7 @@ const handlers: Handlers = {
   },
   'queue-process': queueProcess,
   'queue-receive': async (inv) => {
-    const { receivePackets } = await import('../send/receive.js');
+    const { receivePackets } = await import('../../send/receive.js');
     const from = strings(inv, 'from');
     const bad = from.find((n) => !/^[^\s\0-]\S*$/.test(n));
     if (bad !== undefined) throw new UsageError(`invalid --from '${bad}': give an NNCP node's id or its name in the NNCP config`, false);
@@ -235,19 +235,22 @@ const handlers: Handlers = {
   'queue-send': async (inv, log) => (await import('./queue-send.js')).queueSend(inv, log),
 
   'stdin-info': async (inv) => {
-    const { readHeaderSync } = await import('../packet/read.js');
+    const { readHeaderSync } = await import('../../packet/read.js');
     writeOut(await infoText(readHeaderSync(0), flag(inv, 'json')));
     return 0;
   },
   'queue-status': async (inv, log) => (await import('./queue-status.js')).queueStatusCommand(inv, log),
   'stdin-signature': async (inv) => {
-    const [{ readHeaderSync }, { armoredSignature, signedData }] = await Promise.all([import('../packet/read.js'), import('../sign/packet-signature.js')]);
+    const [{ readHeaderSync }, { armoredSignature, signedData }] = await Promise.all([
+      import('../../packet/read.js'),
+      import('../../sign/packet-signature.js'),
+    ]);
     const header = readHeaderSync(0);
     writeOut(flag(inv, 'data') ? signedData(header) : armoredSignature(header));
     return 0;
   },
   'stdin-payload': async () => {
-    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../packet/read.js'), sealedCopy(), import('../sys/copy.js')]);
+    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../../packet/read.js'), sealedCopy(), import('../../sys/copy.js')]);
     const { seal } = readHeaderSync(0);
     if (seal) copySealedSync(0, 1, seal);
     else copy(0, 1);

@@ -5,19 +5,19 @@
  * many queues, one line per queue that stopped.
  */
 
-import { describeSystemError, QueueError } from '../base/errors.js';
-import { createLogger, type Logger } from '../base/log.js';
-import type { ProcessQueuesSummary } from '../process/options.js';
-import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue, type QueuePageOptions } from '../process/process.js';
-import { Queue } from '../queue/queue.js';
-import { noQueueUnder } from '../queue/queue-dirs.js';
-import { badAllowedHost } from '../web/host-check.js';
-import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings, verifyDecoderArg } from './args.js';
-import type { Invocation } from './grammar.js';
-import { checkLogLevel, UsageError } from './output.js';
-import { ManyProgress, ProgressLine, stderrIsTerminal } from './progress.js';
-import type { FsplArgs } from './spec.js';
-import { MANY_QUEUES, ONE_QUEUE, StopSignals } from './stop-signals.js';
+import { describeSystemError, QueueError } from '../../base/errors.js';
+import { createLogger, type Logger } from '../../base/log.js';
+import type { ProcessQueuesSummary } from '../../process/options.js';
+import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue, type QueuePageOptions } from '../../process/process.js';
+import { Queue } from '../../queue/queue.js';
+import { noQueueUnder } from '../../queue/queue-dirs.js';
+import { badAllowedHost } from '../../web/host-check.js';
+import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings, verifyDecoderArg } from '../parse/args.js';
+import type { Invocation } from '../parse/grammar.js';
+import type { FsplArgs } from '../parse/spec.js';
+import { MANY_QUEUES, ONE_QUEUE, StopSignals } from '../runtime/stop-signals.js';
+import { checkLogLevel, UsageError } from '../text/output.js';
+import { ManyProgress, ProgressLine, stderrIsTerminal } from '../text/progress.js';
 
 const ON_ERROR: readonly OnError[] = ['retry', 'delete', 'leave'];
 const ORDER_BY: readonly OrderBy[] = ['sequence', 'timestamp'];
@@ -79,7 +79,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
       return 0;
     }
     // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
-    const { processQueues } = await import('../process/many-queues.js');
+    const { processQueues } = await import('../../process/many-queues.js');
     const shown = progress && new ManyProgress(progress);
     const summary = await processQueues(dirs, {
       ...options,

@@ -7,8 +7,8 @@
  * how the outbox and its sender are (queueSendStatus).
  */
 
-import type { Logger } from '../base/log.js';
-import { plural } from '../base/plural.js';
+import type { Logger } from '../../base/log.js';
+import { plural } from '../../base/plural.js';
 import {
   createLogger,
   type Destination,
@@ -18,14 +18,14 @@ import {
   type QueueSendStatus,
   queueSendStatus,
   sendQueue,
-} from '../index.js';
-import { describeQueueSendSummary, duplicatesText, packetsWait } from '../send/queue-send-words.js';
-import { flag, required, secondsArg, str } from './args.js';
-import type { Invocation } from './grammar.js';
-import { checkLogLevel, UsageError, writeOut } from './output.js';
-import { stderrIsTerminal } from './progress.js';
-import type { FsplArgs } from './spec.js';
-import { StatusLine } from './status-line.js';
+} from '../../index.js';
+import { describeQueueSendSummary, duplicatesText, packetsWait } from '../../send/queue-send-words.js';
+import { flag, required, secondsArg, str } from '../parse/args.js';
+import type { Invocation } from '../parse/grammar.js';
+import type { FsplArgs } from '../parse/spec.js';
+import { checkLogLevel, UsageError, writeOut } from '../text/output.js';
+import { stderrIsTerminal } from '../text/progress.js';
+import { StatusLine } from '../text/status-line.js';
 
 export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: Logger): Promise<number> {
   if (flag(inv, 'status')) return showStatus(inv);

@@ -1,9 +1,9 @@
 /** `fspl net ls`, `net show` and `net retry` as text (and JSON lines): what they print, token by token. */
 import { pipeline } from 'node:stream/promises';
-import type { Net } from '../index.js';
-import type { RetryResult, TokenListing } from '../lowlevel.js';
-import { age } from './net-text.js';
-import { writeOut } from './output.js';
+import type { Net } from '../../index.js';
+import type { RetryResult, TokenListing } from '../../lowlevel.js';
+import { age } from '../text/net-text.js';
+import { writeOut } from '../text/output.js';
 
 const bigintText = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
