@@ -31,7 +31,7 @@ import { type FsplArgs, type FsplCommandName, fsplInvocation } from './spec.js';
 import { STDIN_JOB, StopSignals } from './stop-signals.js';
 
 // What only some subcommands use is imported by them, when they run: every command pays for
-// loading what is imported here (start-up, docs/benchmarks.md), and `queue-process` most often.
+// loading what is imported here (start-up, docs/benchmarks-notes.md), and `queue-process` most often.
 const preparing = () => import('../packet/prepare.js');
 const sealedCopy = () => import('../packet/sealed-copy.js');
 const json = () => import('../json.js');

@@ -41,7 +41,7 @@ import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptio
 /**
  * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
  * streams), loaded when the first job runs: a pass that finds nothing to run, as a cron job over
- * an empty queue does, does not pay for loading them (docs/benchmarks.md, start-up).
+ * an empty queue does, does not pay for loading them (docs/benchmarks-notes.md, start-up).
  */
 let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
 const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
