@@ -9,15 +9,15 @@
  *   node bench/durability.mjs [--quick] [--rounds N] [--dir DIR] [--ref /usr/bin/fspl]
  *                             [--splice docs/benchmarks.md]
  *
- * --dir must be on a disk (default /var/tmp); prints a markdown section; --splice puts it into
- * docs/benchmarks.md between its markers. Needs `npm run build` first.
+ * --dir must be on a disk (default /var/tmp); prints a markdown section; --splice puts its table into
+ * docs/benchmarks.md and its notes into docs/benchmarks-notes.md, between its markers. Needs `npm run build` first.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { spliceSection } from './splice.mjs';
+import { spliceSplit } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -268,7 +268,7 @@ ${table}
 ${END}
 `;
 if (opts.splice) {
-  spliceSection(opts.splice, md, BEGIN, END);
+  spliceSplit(opts.splice, md, BEGIN, END);
   log(`wrote the section into ${opts.splice}`);
 }
 process.stdout.write(md);

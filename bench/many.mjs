@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseSectionArgs } from './section-args.mjs';
-import { spliceSection } from './splice.mjs';
+import { spliceSplit } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -257,7 +257,7 @@ if (want('pass')) rows.push(...benchPass().rows);
 if (want('watch')) rows.push(...(await benchWatch()).rows);
 
 const md = `${BEGIN}
-### Many queues in one process (issue 30; \`bench/many.mjs\`)
+## Many queues in one process (issue 30; \`bench/many.mjs\`)
 
 | measure | compared with | ours | theirs | ratio | target | | load (1 min) |
 | --- | --- | --- | --- | --- | --- | --- | --- |
@@ -282,6 +282,6 @@ ${END}
 
 process.stdout.write(md);
 if (opts.splice) {
-  spliceSection(opts.splice, md, BEGIN, END);
+  spliceSplit(opts.splice, md, BEGIN, END);
   log(`wrote the section into ${opts.splice}`);
 }

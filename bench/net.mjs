@@ -13,7 +13,8 @@
  * checkout (built) whose runner the flat section measures (default this one): another build's,
  * to compare it side by side.
  *
- * --splice replaces the section between its markers in that file (appends it when missing), so
+ * --splice replaces the section between its markers in that file (appends it when missing), its
+ * tables there and its prose in FILE-notes.md (splice.mjs), so
  * these figures can be refreshed without the whole harness. Needs `npm run build` first.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -24,7 +25,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchFlat } from './net-flat.mjs';
 import { benchTargets } from './net-targets.mjs';
 import { parseSectionArgs } from './section-args.mjs';
-import { spliceSection } from './splice.mjs';
+import { spliceSplit } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -616,7 +617,7 @@ ${parts.join('\n')}${END}
   fs.rmSync(WORK, { recursive: true, force: true });
 }
 if (opts.splice) {
-  spliceSection(opts.splice, md, BEGIN, END);
+  spliceSplit(opts.splice, md, BEGIN, END);
   log(`wrote the section into ${opts.splice}`);
 }
 process.stdout.write(md);

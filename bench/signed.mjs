@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseSectionArgs } from './section-args.mjs';
-import { spliceSection } from './splice.mjs';
+import { spliceSplit } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -231,7 +231,7 @@ if (want('verify')) rows.push(benchVerify());
 if (want('prepare')) rows.push(benchPrepare());
 
 const md = `${BEGIN}
-### Signed packets (bench/signed.mjs)
+## Signed packets (bench/signed.mjs)
 
 ${opts.rounds} rounds${opts.quick ? ' (quick: small sizes)' : ''}, ${new Date().toISOString().slice(0, 10)}, on ${os.cpus().length} cores; the ratio is of the medians, with the lowest and highest round's ratio after it.
 
@@ -241,4 +241,4 @@ ${rows.join('\n')}
 ${END}
 `;
 process.stdout.write(md);
-if (opts.splice) spliceSection(opts.splice, md, BEGIN, END);
+if (opts.splice) spliceSplit(opts.splice, md, BEGIN, END);

@@ -2,7 +2,7 @@
  * fspl_native: small system-call helpers for the hot paths of fspl.
  *
  * Why native code rather than a library or Node's own API (measured on a 2-core Xeon, Node 20.20,
- * tmpfs; see docs/benchmarks.md):
+ * tmpfs; see docs/benchmarks-notes.md):
  *
  *  1. spawn(): Node's child_process.spawn goes through libuv 1.46, which fork()s the whole Node
  *     process (~50 MiB of address space: the page tables are copied for every child) before
@@ -35,7 +35,7 @@
  *
  *  4. flock(): the queue lock (src/lock.ts) without fs-ext, whose loading (its resolution, its
  *     JavaScript, its own dlopen) was about 1 ms of every `queue-process` start; this addon is
- *     loaded anyway for the jobs (docs/benchmarks.md, issue 30). fs-ext stays for when the addon
+ *     loaded anyway for the jobs (docs/benchmarks-notes.md, issue 30). fs-ext stays for when the addon
  *     is not built.
  *
  * Everything here is optional: src/native.ts loads this addon if it was built and falls back to
@@ -1166,7 +1166,7 @@ done:
  *   header parsed (parse_header, as readHeads does) and, when it is, the descriptor moved to the
  *   payload (lseek). Otherwise payloadOffset is 0, parsed null, and the descriptor is at 0 for
  *   the JS decoder. queue-process opens every job this way before running it: through Node's
- *   open, two reads and the JS decoder, that was some 20 us a job (docs/benchmarks.md).
+ *   open, two reads and the JS decoder, that was some 20 us a job (docs/benchmarks-notes.md).
  */
 static napi_value js_open_head(napi_env env, napi_callback_info cbinfo) {
   size_t argc = 2;

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
  * The CLI bundle, dist/bundle/*.cjs, which bin/fspl loads (run by `npm run build`, after tsc).
  *
  * Why CommonJS, in two passes: start-up is most of what a short fspl command costs, and an ES
- * module entry costs more than Node itself can spare. Measured on Node 20.20 (docs/benchmarks.md,
+ * module entry costs more than Node itself can spare. Measured on Node 20.20 (docs/benchmarks-notes.md,
  * "Where our start-up time goes"): an empty .mjs file takes about 4 ms more CPU than an empty
  * .cjs one (the ES module loader is set up, and it reads files on libuv's thread pool), and an ES
  * module importing a built-in module (`import fs from 'node:fs'`) gets a facade that reads every

@@ -4,7 +4,7 @@
  * scripts/bundle.mjs): for each file of the bundle that the commands below load, its cache and a
  * copy of the bytes it was made from. bin/fspl compiles a file with its cache when the file's
  * bytes equal that copy. Compiling the bundle is a good part of what fspl's start-up costs
- * beyond Node's own; with the cache, V8 reads the compiled code instead (docs/benchmarks.md).
+ * beyond Node's own; with the cache, V8 reads the compiled code instead (docs/benchmarks-notes.md).
  *
  * How: a child process loads the bundle through bin/fspl's own loader, runs the commands whose
  * start-up counts most (in that process, one after the other, their output thrown away), then

@@ -56,7 +56,7 @@ let lastCtime: { secs: bigint; tz: string | undefined; utc: string; local: strin
  * jobVariables as strings, for a child's environment: the same names and values, in the same
  * order, that jobEnvironment makes of jobVariables (a net runner's command firing makes them per
  * firing: the Buffers of jobVariables, decoded again at once, and the time formatted per token,
- * were a large part of what building its environment cost; docs/benchmarks.md, "Measurements behind
+ * were a large part of what building its environment cost; docs/benchmarks-notes.md, "Measurements behind
  * the code": "The job's environment packed once per run").
  */
 export function jobVariableStrings(header: PacketHeader, where?: JobLocation, signer?: Signer): EnvVariable[] {
@@ -162,7 +162,7 @@ function mergeSorted(
  * once per inherited object. A net runner starts a command per firing with the same inherited
  * object (its transition's): making the merged object and packing it again from that object cost
  * several times what merging the job's dozen variables into a packed base costs
- * (docs/benchmarks.md, "Measurements behind the code": "The job's environment packed once per
+ * (docs/benchmarks-notes.md, "Measurements behind the code": "The job's environment packed once per
  * run").
  */
 export class ChildEnv {

@@ -1,7 +1,7 @@
 /**
  * `fspl net run` parsed without yargs (fastparse.ts's parser over the net grammar): a module of
  * its own so that the fspl commands outside `net` do not load the net grammar (start-up,
- * docs/benchmarks.md).
+ * docs/benchmarks-notes.md).
  */
 import { fastParse } from './fastparse.js';
 import type { Invocation } from './grammar.js';
@@ -12,7 +12,7 @@ const NET_FAST = new Map(NET_COMMANDS.filter((c) => c.name === 'run').map((c) =>
 
 /**
  * `fspl net run ...` (the arguments after `net`, globals before it kept) parsed as fastParse
- * does, without loading yargs, which is most of a net run's own start (docs/benchmarks.md,
+ * does, without loading yargs, which is most of a net run's own start (docs/benchmarks-notes.md,
  * "Measurements behind the code": "Parsing `fspl net run` without yargs"). The invocation is the
  * one parseNet gives. Anything else: undefined, and yargs parses it.
  */
