@@ -120,7 +120,8 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
         ? `cannot run ${cmd}: ${exit.error.message}`
         : opts.signal?.aborted
           ? 'stopped'
-          : `${cmd} ${exit.signal ? `was killed by ${exit.signal}` : `exited with status ${exit.code}`}${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-2).join(' / ')}` : ''}`);
+          : `${cmd} ${exit.signal ? `was killed by ${exit.signal}` : `exited with status ${exit.code}`}` +
+            (stderr.trim() ? `: ${stderr.trim().split('\n').slice(-2).join(' / ')}` : ''));
     result.error = why;
   }
   return result;

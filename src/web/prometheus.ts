@@ -164,7 +164,8 @@ export function formatMetrics(families: readonly MetricFamily[]): string {
       const labelText = parts.length > 0 ? `{${parts.join(',')}}` : '';
       const series = sampleName + labelText;
       // Label order does not make a different series.
-      const key = `${sampleName}\u0000${JSON.stringify(labels.map(([k, v]) => [k, v]).sort((a, b) => (a[0] < b[0] ? -1 : 1)))}`;
+      const sorted = labels.map(([k, v]) => [k, v]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
+      const key = `${sampleName}\u0000${JSON.stringify(sorted)}`;
       if (seen.has(key)) fail(`duplicate sample ${series}`);
       seen.add(key);
       if (typeof sample.value !== 'number' && typeof sample.value !== 'bigint') {

@@ -83,8 +83,10 @@ function statusText(e: QueueSendEvent): string {
   switch (e.type) {
     case 'sent':
       return `queue-send: ${e.sent} sent${duplicatesText(e.duplicates)}, ${packetsWait(e.waiting)}`;
-    case 'failing':
-      return `queue-send: ${packetsWait(e.waiting)}; cannot deliver (${e.error})${e.retryInMs === undefined ? '' : `, retry ${e.attempts + 1} in ${Math.ceil(e.retryInMs / 1000)} s`}`;
+    case 'failing': {
+      const retry = e.retryInMs === undefined ? '' : `, retry ${e.attempts + 1} in ${Math.ceil(e.retryInMs / 1000)} s`;
+      return `queue-send: ${packetsWait(e.waiting)}; cannot deliver (${e.error})${retry}`;
+    }
     case 'reachable':
       return `queue-send: reachable again, ${packetsWait(e.waiting)}`;
     case 'idle':

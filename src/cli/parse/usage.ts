@@ -69,7 +69,8 @@ export function checkGlobals(g: Globals): UsageError | undefined {
   if (g.unknown === undefined) return new UsageError('the option -l needs a value: -l LEVEL');
   const name = g.unknown.split('=')[0]!;
   const near = name.startsWith('--') ? suggestion(name, GLOBAL_FLAGS) : '';
-  return new UsageError(`unknown option ${quoted(g.unknown)}${near || ' (before the subcommand, fspl takes -l LEVEL, -V, -h and --implementation)'}`);
+  const hint = near || ' (before the subcommand, fspl takes -l LEVEL, -V, -h and --implementation)';
+  return new UsageError(`unknown option ${quoted(g.unknown)}${hint}`);
 }
 
 /** The option an argument names, if it names one of these. */

@@ -18,14 +18,15 @@ function table(rows: string[][]): string {
 export function formatSimulation(r: SimulationReport): string {
   let out = `${r.tokens} token${r.tokens === 1 ? '' : 's'} per source, ${r.workers} worker${r.workers === 1 ? '' : 's'} (virtual time)\n`;
   out += `makespan     ${ms(r.makespan)}\n`;
-  out += `lower bound  ${ms(r.lowerBound)}${r.lowerBound > 0 ? ` (makespan ${(r.makespan / r.lowerBound).toFixed(3)}x the bound)` : ''}\n`;
+  const ofBound = r.lowerBound > 0 ? ` (makespan ${(r.makespan / r.lowerBound).toFixed(3)}x the bound)` : '';
+  out += `lower bound  ${ms(r.lowerBound)}${ofBound}\n`;
   if (r.leftover > 0) out += `left over    ${r.leftover} token${r.leftover === 1 ? '' : 's'} that can never fire\n`;
   out += '\n';
   out += table([
     ['transition', 'service', 'firings', 'busy', 'share'],
     ...Object.entries(r.transitions).map(([name, t]) => [
       name,
-      `${ms(t.service.mean)}${t.service.jitter ? ` ±${Math.round(t.service.jitter * 100)}%` : ''}${t.assumed ? ' (assumed)' : ''}`,
+      ms(t.service.mean) + (t.service.jitter ? ` ±${Math.round(t.service.jitter * 100)}%` : '') + (t.assumed ? ' (assumed)' : ''),
       String(t.firings),
       ms(t.busyMs),
       `${(t.share * 100).toFixed(1)}%`,

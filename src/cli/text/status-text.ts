@@ -46,8 +46,10 @@ function stateText(s: QueueStatus): string {
       return 'idle: no jobs waiting';
     case 'append-only':
       return 'append-only: jobs are stored here, not processed';
-    case 'stuck':
-      return `stuck: ${s.problems[0]!.message}${s.problems.length > 1 ? ` (+${plural(s.problems.length - 1, 'more problem')} below)` : ''}`;
+    case 'stuck': {
+      const more = s.problems.length > 1 ? ` (+${plural(s.problems.length - 1, 'more problem')} below)` : '';
+      return `stuck: ${s.problems[0]!.message}${more}`;
+    }
   }
 }
 
@@ -81,7 +83,8 @@ function skipHint(dir: string, gap: NonNullable<QueueStatus['gap']>): string[] {
   const one = to - gap.seq === 1n;
   const missing = one ? `job ${gap.seq}` : `jobs ${gap.seq} to ${to - 1n}`;
   return [
-    `  the queue waits for ${missing}: send ${one ? 'it again (the same packet, if the sender kept it)' : 'them again (the same packets, if the sender kept them)'};`,
+    `  the queue waits for ${missing}: send ` +
+      `${one ? 'it again (the same packet, if the sender kept it)' : 'them again (the same packets, if the sender kept them)'};`,
     `  or, if ${one ? 'it is' : 'they are'} lost for good, skip to job ${to}: fspl queue-set-next -q ${shellWord(dir)} ${to}`,
   ];
 }

@@ -120,7 +120,8 @@ export class OutboxSender {
     this.log = opts.logger ?? silentLogger;
     this.drain = new OutboxDrain(opts.outbox, this.log);
     this.delivery = deliveryTo(opts.host, opts.place, opts.remote);
-    this.where = `${opts.remote.host}:${opts.remote.dir}${opts.host.kind === 'nncp' ? ` through NNCP (node ${opts.host.nncp.node})` : ''}`;
+    const through = opts.host.kind === 'nncp' ? ` through NNCP (node ${opts.host.nncp.node})` : '';
+    this.where = `${opts.remote.host}:${opts.remote.dir}${through}`;
     this.state = { host: opts.remote.host, remoteDir: opts.remote.dir, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
   }
 

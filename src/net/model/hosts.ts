@@ -194,7 +194,7 @@ function signedPlaceProblems(net: NetModel): ModelProblem[] {
           if (net.hosts === undefined || !Object.hasOwn(net.hosts, h))
             problems.push({
               path: at,
-              message: `from: unknown host ${JSON.stringify(h)}${net.hosts ? ` (hosts: ${Object.keys(net.hosts).join(', ')})` : ' (the net has no hosts: list)'}`,
+              message: `from: unknown host ${JSON.stringify(h)}${knownHosts(net.hosts)}`,
             });
           else if (entry === null || typeof entry !== 'object' || typeof (entry as { key?: unknown }).key !== 'string')
             problems.push({ path: at, message: `from: host ${h} has no key (hosts: { ${h}: { key: PATH } }): nothing it sends is signed` });
@@ -322,4 +322,9 @@ function signingKeyOf(net: NetModel, host: string): { key?: string } {
 /** Places of one host (for `net init --host`). */
 export function placesOf(net: NetModel, host: string): string[] {
   return [...net.places.values()].filter((p) => hostOf(p) === host).map((p) => p.name);
+}
+
+/** The hosts a `from:` may name, for its error. */
+function knownHosts(hosts: Record<string, unknown> | undefined): string {
+  return hosts ? ` (hosts: ${Object.keys(hosts).join(', ')})` : ' (the net has no hosts: list)';
 }

@@ -118,7 +118,7 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
     throw new UnknownNameError(
       'token',
       missing[0]!,
-      `No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${opts.transition !== undefined ? ` from ${opts.transition}` : ''}`,
+      `No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${fromTransition(opts.transition)}`,
     );
   return chosen.sort((a, b) => (a.tok.place < b.tok.place ? -1 : a.tok.place > b.tok.place ? 1 : a.tok.seq < b.tok.seq ? -1 : a.tok.seq > b.tok.seq ? 1 : 0));
 }
@@ -164,4 +164,9 @@ export async function retryTokens(net: NetModel, opts: RetryOptions): Promise<Re
   } finally {
     op.close();
   }
+}
+
+/** ` from T` when the retry names a transition. */
+function fromTransition(transition: string | undefined): string {
+  return transition !== undefined ? ` from ${transition}` : '';
 }

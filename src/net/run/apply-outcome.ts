@@ -251,7 +251,7 @@ function keepLog(ctx: OutcomeContext, f: Firing, o: RanOutcome): string {
   fs.mkdirSync(dir, { recursive: true });
   const log = path.join(
     dir,
-    `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-${f.id.slice(0, 8)}.stderr`,
+    `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}` + `-${f.id.slice(0, 8)}.stderr`,
   );
   try {
     if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log, fs.constants.COPYFILE_EXCL);
