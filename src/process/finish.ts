@@ -7,19 +7,21 @@
  * the native addon); an operation that fails stops the ones after it, so no step begins before
  * the one it depends on is durable (the rules are in durable.ts). A job's record:
  *
- *   | step                                | durable once                              | what a power cut would do without it        |
- *   | ----------------------------------- | ----------------------------------------- | ------------------------------------------- |
- *   | 1. the note in nextseq.lock, naming | its fdatasync (SeqFile.noteOp)            | steps 2 and 3 half done with nothing to say |
- *   |    the job and the files deleted    |                                           | so: the job run again, or spent files left  |
- *   |    whose deletion is not yet        |                                           | below nextseq for ever                      |
- *   |    durable: `S SEQ FILE [FILE...]`  |                                           |                                             |
- *   |    (`T` in timestamp order)         |                                           |                                             |
- *   | 2. nextseq past it (sequence order) | nextseq.temp fsynced, renamed, the queue  | the job runs again                          |
- *   |                                     | directory fsynced (its descriptor held)   |                                             |
- *   | 3. its file deleted                 | the next fsync of jobs/ (its descriptor   | the spent file comes back below nextseq     |
- *   |                                     | held): once GROUP_MAX deletions wait, or  |                                             |
- *   |                                     | a run of NOPs comes, or the run rests     |                                             |
- *   |                                     | (idle, end); the note names them till then |                                            |
+ *   | step                                | durable once                        | without it, a power cut would...    |
+ *   | ----------------------------------- | ----------------------------------- | ----------------------------------- |
+ *   | 1. the note in nextseq.lock, naming | its fdatasync (SeqFile.noteOp)      | steps 2 and 3 half done with        |
+ *   | the job and the files deleted whose |                                     | nothing to say so: the job run      |
+ *   | deletion is not yet durable: `S SEQ |                                     | again, or spent files left below    |
+ *   | FILE [FILE...]` (`T` in timestamp   |                                     | nextseq for ever                    |
+ *   | order)                              |                                     |                                     |
+ *   | 2. nextseq past it (sequence order) | nextseq.temp fsynced, renamed, the  | the job runs again                  |
+ *   |                                     | queue directory fsynced (its        |                                     |
+ *   |                                     | descriptor held)                    |                                     |
+ *   | 3. its file deleted                 | the next fsync of jobs/ (its        | the spent file comes back below     |
+ *   |                                     | descriptor held): once GROUP_MAX    | nextseq                             |
+ *   |                                     | deletions wait, or a run of NOPs    |                                     |
+ *   |                                     | comes, or the run rests (idle,      |                                     |
+ *   |                                     | end); the note names them till then |                                     |
  *
  * Step 1 is written only when step 3 deletes the job (a job kept by --never-delete or --on-error
  * leave needs no cleaning; the note before it still names the deletions that wait), and is
@@ -40,14 +42,14 @@
  * When the run rests (watching, idle) or ends, the deletions waiting are made durable and the lock
  * file is emptied (settle). After a crash, the next run reads the note first (recover):
  *
- *   | note                  | nextseq found                 | the next run                                      |
- *   | --------------------- | ----------------------------- | ------------------------------------------------- |
- *   | `S SEQ FILE [FILE..]` | SEQ (step 2 lost or not made) | moves nextseq past SEQ, deletes FILE: not run again |
- *   |                       | past SEQ                      | deletes FILE if it is back                        |
- *   |                       | (either)                      | deletes the other FILEs if they are back          |
- *   | `T SEQ FILE [FILE..]` | (not used)                    | deletes every FILE that is back                   |
- *   | `N FIRST LAST`        | FIRST (step 2 lost)           | nothing: the NOPs are taken again, as NOPs (they run nothing) |
- *   |                       | past FIRST                    | deletes the NOP files numbered FIRST..LAST below nextseq (a scan) |
+ *   | note                  | nextseq found                 | the next run                                         |
+ *   | --------------------- | ----------------------------- | ---------------------------------------------------- |
+ *   | `S SEQ FILE [FILE..]` | SEQ (step 2 lost or not made) | moves nextseq past SEQ, deletes FILE: not run again  |
+ *   |                       | past SEQ                      | deletes FILE if it is back                           |
+ *   |                       | (either)                      | deletes the other FILEs if they are back             |
+ *   | `T SEQ FILE [FILE..]` | (not used)                    | deletes every FILE that is back                      |
+ *   | `N FIRST LAST`        | FIRST (step 2 lost)           | nothing: the NOPs are taken again (they run nothing) |
+ *   |                       | past FIRST                    | deletes NOP files FIRST..LAST below nextseq (a scan) |
  *
  * A note naming a file that is gone, or a job above nextseq, is left alone; the reference never
  * reads the lock file (docs/compatibility.md, (q)), and a run of it in between leaves at most such

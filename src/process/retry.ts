@@ -12,13 +12,14 @@
  * It names one job, the one the queue waits for; a record naming another job (one since finished,
  * or a file gone) is stale and means nothing. Durability:
  *
- *   | step                                      | durable once                         | without it, after a power cut     |
- *   | ----------------------------------------- | ------------------------------------ | --------------------------------- |
- *   | the record after a failed try             | attempts.temp fsynced, renamed over  | the try is not counted: the job   |
- *   |                                           | attempts, the queue directory fsynced | runs again at once, one try more |
- *   | the record removed (the job finished)     | the queue directory fsynced           | a stale record, ignored (its job  |
- *   |                                           |                                      | is done), or, for a job file kept |
- *   |                                           |                                      | in place, a try counted too many  |
+ *   | step               | durable once                         | without it, after a power cut                     |
+ *   | ------------------ | ------------------------------------ | ------------------------------------------------- |
+ *   | the record after a | attempts.temp fsynced, renamed over  | the try is not counted: the job runs again at     |
+ *   | failed try         | attempts, the queue directory        | once, one try more                                |
+ *   |                    | fsynced                              |                                                   |
+ *   | the record removed | the queue directory fsynced          | a stale record, ignored (its job is done), or,    |
+ *   | (the job finished) |                                      | for a job file kept in place, a try counted too   |
+ *   |                    |                                      | many                                              |
  *
  * So a `kill -9` or a power cut loses at most the try that was running, and never skips the job
  * (it stays in jobs/ until it succeeds, or is recorded as the options say).

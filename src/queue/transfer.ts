@@ -14,17 +14,19 @@
  * The source keeps a journal, `SOURCE/transfer`, one JSON line naming the job (number and file),
  * the target, the number and the name it gets there (fspl-ID.fspl, ID chosen before any write):
  *
- *   | step                                        | durable once                              | a crash after it                    |
- *   | ------------------------------------------- | ----------------------------------------- | ----------------------------------- |
- *   | 1. the target's writeseq locked, number K   | (nothing changes)                         | nothing done: the job is as before  |
- *   | 2. the journal                              | transfer.temp fsynced, renamed, the       | the next run finds the journal, no  |
- *   |                                             | source directory fsynced                  | packet in the target: writes it     |
- *   | 3. the packet in TARGET/jobs/fspl-ID.fspl   | its temp file fsynced, renamed, TARGET/   | the next run finds it there: does   |
- *   |                                             | jobs fsynced (writeJobSync)               | not write it again                  |
- *   | 4. writeseq past K, unlocked                | writeseq.temp fsynced, renamed, TARGET    | (a number is never given twice: the |
- *   |                                             | fsynced (SeqFile.write)                   | next taker sees K in jobs/)         |
- *   | 5. the job recorded in the source (caller)  | the caller's own record (finish.ts)       | the journal is stale: removed       |
- *   | 6. the journal removed                      | the source directory fsynced              | (removed again, harmlessly)         |
+ *   | step                      | durable once                             | a crash after it                        |
+ *   | ------------------------- | ---------------------------------------- | --------------------------------------- |
+ *   | 1. the target's writeseq  | (nothing changes)                        | nothing done: the job is as before      |
+ *   | locked, number K          |                                          |                                         |
+ *   | 2. the journal            | transfer.temp fsynced, renamed, the      | the next run finds the journal, no      |
+ *   |                           | source directory fsynced                 | packet in the target: writes it         |
+ *   | 3. the packet in          | its temp file fsynced, renamed, TARGET/  | the next run finds it there: does not   |
+ *   | TARGET/jobs/fspl-ID.fspl  | jobs fsynced (writeJobSync)              | write it again                          |
+ *   | 4. writeseq past K,       | writeseq.temp fsynced, renamed, TARGET   | (a number is never given twice: the     |
+ *   | unlocked                  | fsynced (SeqFile.write)                  | next taker sees K in jobs/)             |
+ *   | 5. the job recorded in    | the caller's own record (finish.ts)      | the journal is stale: removed           |
+ *   | the source (caller)       |                                          |                                         |
+ *   | 6. the journal removed    | the source directory fsynced             | (removed again, harmlessly)             |
  *
  * On its next start the source completes a journal it finds (completeTransfer): the packet is
  * "there" when TARGET/jobs/fspl-ID.fspl exists, or when the target's nextseq is past K (it ran
