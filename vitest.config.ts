@@ -1,5 +1,16 @@
 import { fileURLToPath } from 'node:url';
+import fs from 'node:fs';
 import { defineConfig } from 'vitest/config';
+import { TIERS, type Tier, tiersOf } from './test/tiers.js';
+
+// Each tier is a vitest project listing its files (test/tiers.ts says which, and why).
+const files = (fs.readdirSync('test', { recursive: true }) as string[])
+  .filter((f) => f.endsWith('.test.ts'))
+  .map((f) => `test/${f.split('\\').join('/')}`);
+const projects = (Object.keys(TIERS) as Tier[]).map((name) => ({
+  extends: true as const,
+  test: { name, include: files.filter((f) => tiersOf(f).includes(name)) },
+}));
 
 export default defineConfig({
   resolve: {
@@ -16,7 +27,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
+    projects,
     // Tests spawn many short-lived processes; two workers match the two cores here.
     maxWorkers: 2,
     testTimeout: 60_000,

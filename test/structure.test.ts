@@ -321,7 +321,8 @@ test('nothing below src/net imports it (the net layer sits on top), except the p
 
 test('the tests test the current source: the package name resolves to src/ (one copy of each class), and every test script builds first', async () => {
   // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
-  // tests of the package as published, which is why every script that runs vitest builds first.
+  // tests of the package as published, which is why every script that runs vitest builds first
+  // (build:quick: only when dist/ is older than its inputs).
   const [pkg, low, src, srcLow] = await Promise.all([
     import('filespooler'),
     import('filespooler/lowlevel'),
@@ -334,7 +335,8 @@ test('the tests test the current source: the package name resolves to src/ (one 
   const scripts = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
   expect(testing.map(([name]) => name)).toContain('test:unit');
-  for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build && /);
+  for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build:quick && /);
+  expect(scripts['build:quick']).toBe('node scripts/build-if-stale.mjs');
 });
 
 /** Every import of a file, type-only ones too: [module, names imported] (undefined: a default or namespace import). */

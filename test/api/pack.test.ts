@@ -9,7 +9,7 @@
  * each dependency the packed package.json declares is a symlink to this repository's copy (its
  * own dependencies then resolve from there). Only declared dependencies are linked, so an import
  * of an undeclared package fails as it would for a user. Scripts are not run (`--ignore-scripts`):
- * the native addon is optional and dist/ is already built by `npm test`.
+ * the native addon is optional and dist/ is already built by the test scripts.
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

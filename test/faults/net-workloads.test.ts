@@ -9,7 +9,7 @@
  * Counted, per workload: tokens lost, tokens doubled, numbers stranded (a number a place's
  * sendseq handed out that is neither a token, a NOP, nor consumed), runs that needed a manual
  * step (a run that exited non-zero, or a file left behind); all must be 0. FSPL_FAULT_RUNS sets the
- * runs per workload (3 in `npm test`, 120 in `npm run test:faults`); FSPL_FAULT_SEED repeats a
+ * runs per workload (3 in `npm run test:all`, 120 in `npm run test:faults`); FSPL_FAULT_SEED repeats a
  * run. docs/reliability.md reports the long run.
  */
 import fs from 'node:fs';

@@ -10,7 +10,7 @@
  *
  * Counted: tokens lost, doubled, numbers stranded (the place on b must hold every number its
  * outbox gave, once), runs that needed a manual step (a run that exited non-zero, or a file left
- * in the outbox or the place); all must be 0. FSPL_FAULT_RUNS: runs (2 in `npm test`, 120 in
+ * in the outbox or the place); all must be 0. FSPL_FAULT_RUNS: runs (2 in `npm run test:all`, 120 in
  * `npm run test:faults`); FSPL_FAULT_SEED repeats a run. docs/reliability.md reports the long run.
  */
 import fs from 'node:fs';

@@ -8,7 +8,7 @@
  * After every cut: every packet of a batch the receiver acknowledged (exit 0) is in the queue,
  * whole, and no number is there twice. At the end every packet is there exactly once.
  *
- * FSPL_POWERCUT_CUTS sets the cuts (10 here in `npm test`, 300 in `npm run test:powercut`). Without
+ * FSPL_POWERCUT_CUTS sets the cuts (10 here in `npm run test:all`, 300 in `npm run test:powercut`). Without
  * the fsync of the parts' names before the ledger is written, this test loses acknowledged packets
  * within 30 cuts (tried).
  */

@@ -3,7 +3,7 @@
  * random moments (every process killed, and every write that no fsync made durable forgotten),
  * and is then simply run again, as a user would after the machine comes back.
  *
- * FSPL_POWERCUT_CUTS sets the cuts per workload (30 in `npm test`, 300 in `npm run test:powercut`);
+ * FSPL_POWERCUT_CUTS sets the cuts per workload (30 in `npm run test:all`, 300 in `npm run test:powercut`);
  * FSPL_POWERCUT_SEED repeats a run. Each test prints what it saw; docs/reliability.md reports
  * the 300-cut run.
  */

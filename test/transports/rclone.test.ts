@@ -53,7 +53,7 @@ describeIfPresent('Filespooler over an rclone-mounted remote', missing, { what: 
     return { out, q, remoteJobs, state: path.join(dir, 'state') };
   }
 
-  // 50 in `npm test` (each job is fetched, run and deleted over WebDAV: about 0.1 s); the issue's
+  // 50 in `npm run test:all` (each job is fetched, run and deleted over WebDAV: about 0.1 s); the issue's
   // 200 with FSPL_RCLONE_JOBS=200 (`npm run test:transports`).
   it(`${JOBS} jobs written into the mount in shuffled order, by the library, our queue-write and the reference, run in order, once each, by queue-process --watch --poll-interval`, async () => {
     const { out, q, remoteJobs, state } = await setup('many');
