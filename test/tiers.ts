@@ -36,7 +36,6 @@ export const TIERS = {
   cli: [
     'test/cli/cli.test.ts',
     'test/cli/usage.test.ts',
-    'test/cli/status-json.test.ts',
     'test/cli/progress.test.ts',
     'test/cli/net-progress.test.ts',
     'test/cli/watch.test.ts',
@@ -44,7 +43,6 @@ export const TIERS = {
     'test/cli/queue-process-on-finish.test.ts',
     'test/compat/packets.test.ts',
     'test/compat/vectors.test.ts',
-    'test/compat/errors.test.ts',
     'test/compat/misc.test.ts',
     'test/send/receive.test.ts',
     'test/send/queue-send-status.test.ts',
@@ -63,6 +61,7 @@ export const TIERS = {
     'test/sign/signed-queue.test.ts',
     'test/process/many-queues.test.ts',
     'test/sys/native.test.ts',
+    'test/sys/fs-batch.test.ts',
     'test/net/observe/status.test.ts',
   ],
   /** Crashes, power cuts, injected faults, transports, hostile users, and real daemons (sshd, Syncthing, NNCP, rclone, Chromium). */
