@@ -74,7 +74,8 @@ describe('a decoder is stopped as a group (as Filespooler 1.2.4)', () => {
     // The shell's pipeline keeps the output open: dropped before its end, the whole group goes.
     const decoder = 'cat; sleep 3017 | sleep 3018';
     const decoded = await openThroughDecoder(jobFile('x'), decoder);
-    for (let i = 0; i < 50 && sleeping(3018).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    // Both sides of the pipeline started (a loaded machine may take seconds to exec them).
+    for (let i = 0; i < 500 && (sleeping(3017).length === 0 || sleeping(3018).length === 0); i++) await new Promise((r) => setTimeout(r, 20));
     expect(sleeping(3017)).toHaveLength(1);
     decoded.abort();
     await decoded.exited;
