@@ -72,14 +72,19 @@ describe('a decoder is stopped as a group (as Filespooler 1.2.4)', () => {
 
   it('a pipeline that would outlive the job is killed with its shell when the decoder is dropped', async () => {
     // The shell's pipeline keeps the output open: dropped before its end, the whole group goes.
-    const decoder = 'cat; sleep 3017 | sleep 3018';
+    // Durations of this run alone: a stray pipeline of another run is not counted.
+    const n = 40_000 + Math.floor(Math.random() * 20_000);
+    const decoder = `cat; sleep ${n} | sleep ${n + 1}`;
     const decoded = await openThroughDecoder(jobFile('x'), decoder);
     // Both sides of the pipeline started (a loaded machine may take seconds to exec them).
-    for (let i = 0; i < 500 && (sleeping(3017).length === 0 || sleeping(3018).length === 0); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(sleeping(3017)).toHaveLength(1);
-    decoded.abort();
+    for (let i = 0; i < 500 && (sleeping(n).length === 0 || sleeping(n + 1).length === 0); i++) await new Promise((r) => setTimeout(r, 20));
+    try {
+      expect(sleeping(n)).toHaveLength(1);
+    } finally {
+      decoded.abort();
+    }
     await decoded.exited;
-    for (let i = 0; i < 100 && sleeping(3017).length + sleeping(3018).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    expect([sleeping(3017), sleeping(3018)]).toEqual([[], []]);
+    for (let i = 0; i < 100 && sleeping(n).length + sleeping(n + 1).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect([sleeping(n), sleeping(n + 1)]).toEqual([[], []]);
   });
 });
