@@ -54,6 +54,8 @@ export const TIERS = {
     'test/cli/',
     'test/compat/',
     'test/send/',
+    'test/api/docs.test.ts',
+    'test/api/types.test.ts',
     'test/net/',
     'test/net/run/',
     'test/net/operate/',
