@@ -19,7 +19,8 @@ export default defineConfig({
     // tests then test the current source even before a build, and a test that imports src/ as
     // well gets the same classes, not a second copy. The build as published is tested where
     // Node itself resolves the package (test/api/pack.test.ts, test/api/docs.test.ts) and by
-    // every test that runs bin/fspl; every test script builds first (package.json).
+    // every test that runs bin/fspl; every test script builds first, when dist/ is stale
+    // (package.json build:quick).
     alias: [
       { find: /^filespooler$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
       { find: /^filespooler\/lowlevel$/, replacement: fileURLToPath(new URL('./src/lowlevel.ts', import.meta.url)) },
