@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import { describeSystemError, JobFailedError, QueueError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
+import { notBeforeText, notYet } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -69,6 +70,10 @@ export class QueueRun {
   private index = 0;
   /** Retries and failed jobs (retry-run.ts). */
   private readonly retries: Retries;
+  /** The job the pass stopped at when it waits for its not-before time (not-before.ts), and that time. */
+  private notBefore: { seq: bigint; ms: number } | undefined;
+  /** The last such wait said (`seq@ms`): each is said once. */
+  private said: string | undefined;
 
   constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
     this.queue = queue;
@@ -180,7 +185,26 @@ export class QueueRun {
   /** Whether the pass has a job to run next. */
   hasNext(): boolean {
     const entry = this.peekNext();
-    return entry !== undefined && !this.retries.waits(entry);
+    return entry !== undefined && !this.waits(entry);
+  }
+
+  /**
+   * Whether the job waits for a time (dueMs then says which): its next try (retries) or its
+   * not-before time. Strict order: nothing after it runs meanwhile.
+   */
+  private waits(entry: JobEntry): boolean {
+    this.notBefore = undefined;
+    if (this.retries.waits(entry)) return true;
+    if (!notYet(entry.header)) return false;
+    const { seq, notBefore: ms } = entry.header;
+    this.notBefore = { seq, ms: ms! };
+    if (this.said !== `${seq}@${ms}`) {
+      this.said = `${seq}@${ms}`;
+      const then = this.ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
+      this.ctx.log.info('process', `Job ${seq} of ${JSON.stringify(this.queue.dir)} is not due before ${notBeforeText(ms!)}; ${then}`);
+      this.emit({ type: 'waiting', seq, until: new Date(ms!) });
+    }
+    return true;
   }
 
   /** The pass's next job, left in it. */
@@ -207,7 +231,7 @@ export class QueueRun {
    */
   async runNext(limit: number): Promise<number> {
     const next = this.peekNext();
-    if (next && this.retries.waits(next)) return 0; // strict order: nothing after it runs meanwhile
+    if (next && this.waits(next)) return 0; // strict order: nothing after it runs meanwhile
     const entry = this.takeNext();
     if (!entry) return 0;
     // NOP jobs are recorded in runs without being opened; a signed one is opened and judged.
@@ -307,14 +331,17 @@ export class QueueRun {
     this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });
   }
 
-  /** The error a one-pass run ends with when its next job waits for its next try (retryDueMs set). */
-  retryDueError(): RetryDueError {
-    return this.retries.dueError(this.peekNext(), this.next);
+  /**
+   * The error a one-pass run ends with when its next job waits for its next try; undefined when
+   * it waits for its not-before time, which is no failure (the run ends as at a missing job).
+   */
+  dueError(): RetryDueError | undefined {
+    return this.retries.dueMs === undefined ? undefined : this.retries.dueError(this.peekNext(), this.next);
   }
 
-  /** When the pass stopped because its next job's next try is not due yet: that time (ms since the epoch). */
-  get retryDueMs(): number | undefined {
-    return this.retries.dueMs;
+  /** When the pass stopped at a job that is not due yet (its next try, or its not-before time): then, ms since the epoch. */
+  get dueMs(): number | undefined {
+    return this.retries.dueMs ?? this.notBefore?.ms;
   }
 
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { QueueError, RetryDueError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
+import { dueDelayMs } from '../base/timer.js';
 import type { FailureFacts } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -195,17 +196,18 @@ export function outputTail(file: string): string | undefined {
 }
 
 /**
- * A timer for a queue whose retry is due at `dueMs`, kept in `timers` until it fires (the caller
- * clears what is left when its run ends). A wait past the timer's limit is cut there: the look
- * then finds the retry not due yet, and waits again.
+ * A timer for a queue whose next job is due at `dueMs` (its next try, or its not-before time),
+ * kept in `timers` until it fires (the caller clears what is left when its run ends). It sleeps
+ * at most WALL_CHECK_MS (base/timer.ts): the look then finds the job not due yet, and waits again.
  */
-export function atRetryDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void): void {
+export function atDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void): NodeJS.Timeout {
   const timer = setTimeout(
     () => {
       timers.delete(timer);
       fn();
     },
-    Math.min(0x7fff_ffff, Math.max(0, (dueMs ?? Date.now()) - Date.now())),
+    dueDelayMs(dueMs ?? Date.now()),
   );
   timers.add(timer);
+  return timer;
 }
