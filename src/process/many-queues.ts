@@ -9,11 +9,11 @@ import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
 import { type Parent, QueueParents } from '../queue/queues-in.js';
 import { DirWatchSet } from '../queue/watch-set.js';
 import { BUSY_WAIT_MS } from '../sys/lock.js';
+import { atDue } from './due.js';
 import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
 import { type ProcessSummary, runContext } from './process.js';
 import { isDiskError, type Member, nextLookDelay, type Watched } from './queue-member.js';
 import { QueueRun, type RunContext } from './queue-run.js';
-import { atDue } from './retry-run.js';
 import { Turns } from './turns.js';
 
 /** Queues waiting for their turn may keep their locks while no more than this many do. */

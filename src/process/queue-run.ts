@@ -16,13 +16,14 @@
 import fs from 'node:fs';
 import { describeSystemError, JobFailedError, QueueError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
-import { notBeforeText, notYet } from '../packet/not-before.js';
+import { notBeforeText } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
+import { DueWait } from './due.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { FinishHook } from './on-finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
@@ -70,10 +71,8 @@ export class QueueRun {
   private index = 0;
   /** Retries and failed jobs (retry-run.ts). */
   private readonly retries: Retries;
-  /** The job the pass stopped at when it waits for its not-before time (not-before.ts), and that time. */
-  private notBefore: { seq: bigint; ms: number } | undefined;
-  /** The last such wait said (`seq@ms`): each is said once. */
-  private said: string | undefined;
+  /** Whether the next job waits for a time: its next try, its not-before time (due.ts). */
+  private readonly due: DueWait;
 
   constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
     this.queue = queue;
@@ -85,6 +84,11 @@ export class QueueRun {
       log: ctx.log,
       watching: Boolean(ctx.opts.watch),
       savedOutput: ctx.opts.outputTo === 'saveboth',
+    });
+    this.due = new DueWait(this.retries, (seq, ms) => {
+      const then = ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
+      ctx.log.info('process', `Job ${seq} of ${JSON.stringify(queue.dir)} is not due before ${notBeforeText(ms)}; ${then}`);
+      emit({ type: 'waiting', seq, until: new Date(ms) });
     });
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
     if (ctx.timestampOrder && queue.allowedSigners)
@@ -185,26 +189,7 @@ export class QueueRun {
   /** Whether the pass has a job to run next. */
   hasNext(): boolean {
     const entry = this.peekNext();
-    return entry !== undefined && !this.waits(entry);
-  }
-
-  /**
-   * Whether the job waits for a time (dueMs then says which): its next try (retries) or its
-   * not-before time. Strict order: nothing after it runs meanwhile.
-   */
-  private waits(entry: JobEntry): boolean {
-    this.notBefore = undefined;
-    if (this.retries.waits(entry)) return true;
-    if (!notYet(entry.header)) return false;
-    const { seq, notBefore: ms } = entry.header;
-    this.notBefore = { seq, ms: ms! };
-    if (this.said !== `${seq}@${ms}`) {
-      this.said = `${seq}@${ms}`;
-      const then = this.ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
-      this.ctx.log.info('process', `Job ${seq} of ${JSON.stringify(this.queue.dir)} is not due before ${notBeforeText(ms!)}; ${then}`);
-      this.emit({ type: 'waiting', seq, until: new Date(ms!) });
-    }
-    return true;
+    return entry !== undefined && !this.due.waits(entry);
   }
 
   /** The pass's next job, left in it. */
@@ -231,7 +216,7 @@ export class QueueRun {
    */
   async runNext(limit: number): Promise<number> {
     const next = this.peekNext();
-    if (next && this.waits(next)) return 0; // strict order: nothing after it runs meanwhile
+    if (next && this.due.waits(next)) return 0; // strict order: nothing after it runs meanwhile
     const entry = this.takeNext();
     if (!entry) return 0;
     // NOP jobs are recorded in runs without being opened; a signed one is opened and judged.
@@ -336,12 +321,12 @@ export class QueueRun {
    * it waits for its not-before time, which is no failure (the run ends as at a missing job).
    */
   dueError(): RetryDueError | undefined {
-    return this.retries.dueMs === undefined ? undefined : this.retries.dueError(this.peekNext(), this.next);
+    return this.due.error(this.peekNext(), this.next);
   }
 
   /** When the pass stopped at a job that is not due yet (its next try, or its not-before time): then, ms since the epoch. */
   get dueMs(): number | undefined {
-    return this.retries.dueMs ?? this.notBefore?.ms;
+    return this.due.ms;
   }
 
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */

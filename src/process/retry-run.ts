@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { QueueError, RetryDueError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
-import { dueDelayMs } from '../base/timer.js';
 import type { FailureFacts } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -193,21 +192,4 @@ export function outputTail(file: string): string | undefined {
   } finally {
     closeQuietly(fd);
   }
-}
-
-/**
- * A timer for a queue whose next job is due at `dueMs` (its next try, or its not-before time),
- * kept in `timers` until it fires (the caller clears what is left when its run ends). It sleeps
- * at most WALL_CHECK_MS (base/timer.ts): the look then finds the job not due yet, and waits again.
- */
-export function atDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void): NodeJS.Timeout {
-  const timer = setTimeout(
-    () => {
-      timers.delete(timer);
-      fn();
-    },
-    dueDelayMs(dueMs ?? Date.now()),
-  );
-  timers.add(timer);
-  return timer;
 }
