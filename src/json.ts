@@ -98,12 +98,14 @@ export function jobEntryToJson(job: JobEntry): { [key: string]: JsonValue } {
 }
 
 /**
- * The retry keys (packet/retry-keys.ts), only when the packet has them (a listing of packets
- * without them is as before): `retries`, and `failure`, the facts of a failed-jobs queue's packet.
+ * The retry keys (packet/retry-keys.ts) and not_before (packet/not-before.ts), only when the
+ * packet has them (a listing of packets without them is as before): `retries`, `not_before` (RFC
+ * 3339 UTC), and `failure`, the facts of a failed-jobs queue's packet.
  */
 function retryKeysToJson(h: PacketHeader): { [key: string]: JsonValue } {
   const out: { [key: string]: JsonValue } = {};
   if (h.retries !== undefined) out.retries = Number(h.retries);
+  if (h.notBefore !== undefined) out.not_before = new Date(h.notBefore).toISOString();
   const f = h.failure;
   if (f)
     out.failure = {
@@ -177,6 +179,7 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
     jobs: s.jobs,
     waiting: { count: s.waiting, seqs: rangesToJson(s.waitingSeqs) },
     runnable: s.runnable,
+    not_before: s.notBefore ? { seq: s.notBefore.seq.toString(), at: s.notBefore.at.toISOString() } : null,
     gap: s.gap ? { seq: s.gap.seq.toString(), is_next: s.gap.isNext, present_beyond: rangesToJson(s.gap.presentBeyond) } : null,
     below_next: { count: s.belowNext, seqs: rangesToJson(s.belowNextSeqs) },
     duplicates: s.duplicates.map((d) => ({ seq: d.seq.toString(), files: d.files })),

@@ -60,6 +60,7 @@ export {
 } from './net/index.js';
 export { type SchedulerInput, type SchedulerResult, schedule } from './net/plan/scheduler.js';
 export * from './packet/index.js';
+export { NOT_BEFORE_KEY, notBeforeText, parseNotBefore } from './packet/not-before.js';
 export {
   captureEnv,
   getSenderNext,

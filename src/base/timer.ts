@@ -57,3 +57,16 @@ export function waitUnlessAborted(ms: number, signal: AbortSignal | undefined): 
 export function backoffMs(attempt: number, min: number, max: number): number {
   return Math.min(max, min * 2 ** Math.min(Math.max(0, attempt - 1), 20));
 }
+
+/**
+ * The longest a wait for a wall-clock time sleeps at once. Timers run on the monotonic clock, a
+ * due time (a retry's, a job's not-before) is on the wall clock: each wake checks the wall clock
+ * again and sleeps anew if it is early. So a clock set back never runs a job early, and a clock
+ * set forward (or a machine waking from suspend) is noticed within this long.
+ */
+export const WALL_CHECK_MS = 60_000;
+
+/** How long to sleep now for wall-clock time `dueMs` (ms since the epoch): until then, at most WALL_CHECK_MS. */
+export function dueDelayMs(dueMs: number, nowMs = Date.now()): number {
+  return Math.min(WALL_CHECK_MS, Math.max(0, dueMs - nowMs));
+}

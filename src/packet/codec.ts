@@ -12,6 +12,7 @@ import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/errors.js';
 import { claimedSeq } from './claim.js';
 import { MsgpackWriter } from './msgpack.js';
+import { interpretNotBefore, notBeforeKeyCount, writeNotBefore } from './not-before.js';
 import { interpretRetryKeys, retryKeyCount, writeRetryKeys } from './retry-keys.js';
 import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal/seal.js';
 import { checkMsgpackShape } from './shape.js';
@@ -49,7 +50,7 @@ export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
   if (signature && !seal) throw new RangeError('a signed packet must be sealed');
   if (signature && signature.sha512.length !== SHA512_LENGTH) throw new RangeError(`payload sha512 must be ${SHA512_LENGTH} bytes`);
   const sig = signature && signed ? signature.sshsig : undefined;
-  w.mapHeader(3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0) + retryKeyCount(header));
+  w.mapHeader(3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0) + retryKeyCount(header) + notBeforeKeyCount(header));
   w.str('seq');
   w.uint(header.seq);
   w.str('ctime');
@@ -90,6 +91,7 @@ export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
   }
   // Before sshsig: a signature covers them (signedMessage leaves out only sshsig).
   writeRetryKeys(w, header);
+  writeNotBefore(w, header);
   if (sig) {
     w.str(SSHSIG_KEY);
     w.bin(sig);
@@ -113,7 +115,7 @@ const NO_SIG = new Uint8Array(0);
  */
 export function sameSignedContent(a: PacketHeader, b: PacketHeader): boolean {
   if (a.seq !== b.seq || a.ctime.secs !== b.ctime.secs || a.ctime.nanos !== b.ctime.nanos) return false;
-  if (a.retries !== b.retries || Boolean(a.failure) !== Boolean(b.failure)) return false;
+  if (a.retries !== b.retries || a.notBefore !== b.notBefore || Boolean(a.failure) !== Boolean(b.failure)) return false;
   if (a.failure && JSON.stringify(a.failure, big) !== JSON.stringify(b.failure, big)) return false;
   if (!a.seal || !b.seal || a.seal.length !== b.seal.length || a.seal.crc32 !== b.seal.crc32) return false;
   if (!a.signature || !b.signature || !bytesEqual(a.signature.sha512, b.signature.sha512)) return false;
@@ -344,6 +346,9 @@ function interpretMetadata(doc: unknown): PacketHeader {
   const o = doc instanceof Map ? Object.fromEntries(doc) : (doc as Record<string, unknown>);
   const signature = interpretSignature(o, seal);
   if (signature) header.signature = signature;
-  if (!Array.isArray(o)) interpretRetryKeys(o, header);
+  if (!Array.isArray(o)) {
+    interpretRetryKeys(o, header);
+    interpretNotBefore(o, header);
+  }
   return header;
 }

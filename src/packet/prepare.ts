@@ -9,6 +9,7 @@ import { copy } from '../sys/copy.js';
 import { closeQuietly, writeAllSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { encodeHeader } from './codec.js';
+import { isNotBeforeMs } from './not-before.js';
 import { sealedPacketStream } from './seal/sealed-stream.js';
 import { fdStream, packetStream } from './stream.js';
 import { now } from './time.js';
@@ -126,6 +127,11 @@ export interface PrepareOptions {
    * (`prepare --retries N`); a processor's --retries caps it, and without one it means nothing.
    */
   retries?: number;
+  /**
+   * An extension (not-before.ts): the job does not run before this time, nor in sequence order
+   * any job after it (`prepare --not-before`). Kept to the millisecond; the reference ignores it.
+   */
+  notBefore?: Date;
 }
 
 export interface PreparePacketOptions extends PrepareOptions {
@@ -156,10 +162,19 @@ export function prepareHeader(options: PrepareOptions = {}): PacketHeader {
   const { retries } = options;
   if (retries !== undefined && (!Number.isSafeInteger(retries) || retries < 0 || retries > 0xffff_ffff))
     throw new RangeError(`prepareHeader: retries must be a whole number from 0 to 4294967295, got ${String(retries)}`);
+  const notBefore = options.notBefore === undefined ? undefined : notBeforeOf(options.notBefore);
   const seq = options.seq ?? takeSenderSeq(options.seqfile);
   const header = makeHeader({ seq, cmd, ctime: options.ctime });
   if (retries !== undefined) header.retries = BigInt(retries);
+  if (notBefore !== undefined) header.notBefore = notBefore;
   return header;
+}
+
+/** A notBefore option as the header keeps it (ms since the epoch), checked before a number is taken. */
+function notBeforeOf(d: Date): number {
+  const ms = d instanceof Date ? Math.ceil(d.getTime()) : Number.NaN;
+  if (!isNotBeforeMs(ms)) throw new RangeError(`prepareHeader: notBefore must be a valid Date from 1970 on, got ${String(d)}`);
+  return ms;
 }
 
 /**

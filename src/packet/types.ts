@@ -55,6 +55,8 @@ export interface PacketHeader {
   retries?: bigint;
   /** An extension (retry-keys.ts): on a packet moved to a failed-jobs queue, the facts of its failure. */
   failure?: FailureFacts;
+  /** An extension (not-before.ts): the job does not run before this time, ms since the epoch (`prepare --not-before`). */
+  notBefore?: number;
 }
 
 /** Why a packet is in a failed-jobs queue (queue-process --failed-to): a header key the reference ignores. */

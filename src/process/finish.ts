@@ -57,6 +57,7 @@
  */
 import fs from 'node:fs';
 import type { Logger } from '../base/log.js';
+import { notYet } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -122,7 +123,7 @@ export function nopRunAt(bySeq: ReadonlyMap<bigint, JobEntry>, next: bigint, lim
   const run: JobEntry[] = [];
   for (let seq = next; run.length < Math.min(limit, NOP_RUN_MAX) && seq < U64_MAX; seq++) {
     const entry = bySeq.get(seq);
-    if (entry?.header.cmd.kind !== 'NOP') break;
+    if (entry?.header.cmd.kind !== 'NOP' || notYet(entry.header)) break; // one not due yet waits, and all after it
     run.push(entry);
   }
   return run;

@@ -19,11 +19,11 @@ import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
 import { type Parent, QueueParents } from '../queue/queues-in.js';
 import { DirWatchSet } from '../queue/watch-set.js';
 import { BUSY_WAIT_MS } from '../sys/lock.js';
+import { atDue } from './due.js';
 import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
 import { type ProcessSummary, runContext } from './process.js';
 import { isDiskError, type Member, nextLookDelay, type Watched } from './queue-member.js';
 import { QueueRun, type RunContext } from './queue-run.js';
-import { atRetryDue } from './retry-run.js';
 import { Turns } from './round-robin.js';
 
 /** Queues waiting for their turn may keep their locks while no more than this many do. */
@@ -58,7 +58,7 @@ export class ManyQueues {
   private wakeUp: (() => void) | undefined;
   private idleReported = false;
   private readonly looksAtOnce: number;
-  /** The looks due after a disk error or a skip (lookLater) or at a retry (retryDue), watching; cleared when the run ends. */
+  /** The looks due after a disk error or a skip (lookLater) or when a job is due (due), watching; cleared when the run ends. */
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
@@ -193,7 +193,7 @@ export class ManyQueues {
           if (m.state === 'gone' || (m.state === 'stopped' && m.failedAt === m.run.shape())) return;
           if (work) this.ready(m);
           else if (m.state !== 'stopped' && m.state !== 'skipped') m.state = 'idle';
-          if (!work && m.state === 'idle' && m.run.retryDueMs !== undefined) this.retryDue(m);
+          if (!work && m.state === 'idle' && m.run.dueMs !== undefined) this.due(m);
         },
         (err) => this.failed(m, err),
       )
@@ -257,14 +257,21 @@ export class ManyQueues {
     } else {
       m.state = 'idle';
       run.release();
-      if (run.retryDueMs !== undefined && !this.stopping) this.retryDue(m);
+      if (run.dueMs !== undefined && !this.stopping) this.due(m);
     }
   }
 
-  /** Its next job waits for its next try (--retries): watching, looked at again then; in one pass, stopped as by a failed job. */
-  private retryDue(m: Member): void {
-    if (!this.watching) this.failed(m, m.run.retryDueError());
-    else atRetryDue(this.timers, m.run.retryDueMs, () => m.state === 'idle' && this.changed(m));
+  /**
+   * Its next job is not due yet: watching, looked at again then (one timer per queue); in one pass, stopped as by a
+   * failed job when it waits for its next try (--retries), left idle for its not-before time (as at a missing job).
+   */
+  private due(m: Member): void {
+    const err = this.watching ? undefined : m.run.dueError();
+    if (err) this.failed(m, err);
+    if (!this.watching) return;
+    if (m.dueTimer) this.timers.delete(m.dueTimer);
+    clearTimeout(m.dueTimer);
+    m.dueTimer = atDue(this.timers, m.run.dueMs, () => m.state === 'idle' && this.changed(m));
   }
 
   /**

@@ -34,7 +34,7 @@ export interface JobFailure {
 /** What a queue is doing: running a job, waiting for one (a number, or any), stopped on one, or skipped. */
 export type QueueRunState =
   | { kind: 'running'; seq: string; since: number }
-  /** Waiting for job `seq` (sequence order), or for any job; `until`: for a retry due then (ms since the epoch). */
+  /** Waiting for job `seq` (sequence order), or for any job; `until`: for a retry due then, or a job's not-before time (ms since the epoch). */
   | { kind: 'waiting'; seq?: string; until?: number }
   | { kind: 'stopped'; seq?: string; why: string }
   | { kind: 'skipped'; why: string };
@@ -78,6 +78,8 @@ interface Tally {
   lastFailedSeq?: bigint;
   /** A retry due then (ms since the epoch): the queue waits for it (--retries). */
   retryAt?: number;
+  /** The next job's not-before time (ms since the epoch): the queue waits for it. */
+  notBefore?: number;
   failures: JobFailure[];
 }
 
@@ -112,9 +114,14 @@ export class QueueMonitor {
   onJobEvent(queue: string, e: QueueJobEvent | { type: 'idle' }): void {
     if (e.type === 'idle' || e.type === 'scan') return;
     const t = this.tally(queue);
+    if (e.type === 'waiting') {
+      t.notBefore = e.until.getTime();
+      return;
+    }
     if (e.type === 'start') {
       t.running = { seq: e.seq, since: Date.now() };
       t.retryAt = undefined;
+      t.notBefore = undefined;
       t.stopped = undefined;
       t.skipped = undefined;
       return;
@@ -151,13 +158,14 @@ export class QueueMonitor {
   private figures(t: Tally, now: number): QueueFigures {
     const dir = readJobsDir(path.join(t.queue, 'jobs'), now);
     const next = this.run.orderBy === 'timestamp' ? undefined : SeqFile.peek(path.join(t.queue, 'nextseq'));
+    const until = t.retryAt ?? t.notBefore;
     const state: QueueRunState = t.running
       ? { kind: 'running', seq: t.running.seq.toString(), since: t.running.since }
       : t.stopped
         ? { kind: 'stopped', seq: t.stopped.seq?.toString(), why: t.stopped.why }
         : t.skipped
           ? { kind: 'skipped', why: t.skipped }
-          : { kind: 'waiting', seq: next?.toString(), ...(t.retryAt !== undefined && t.retryAt > now && { until: t.retryAt }) };
+          : { kind: 'waiting', seq: next?.toString(), ...(until !== undefined && until > now && { until }) };
     return {
       queue: t.queue,
       state,

@@ -42,6 +42,8 @@ export interface ProcessSummary {
 export type QueueJobEvent =
   | { type: 'scan'; waiting: number }
   | { type: 'start'; seq: bigint; filename: string }
+  /** The next job, `seq`, is not due before `until` (its not-before time): the queue waits (said once per job). */
+  | { type: 'waiting'; seq: bigint; until: Date }
   /**
    * The job is done and recorded; or, `interrupted`, stopped by the run's interrupt and left in the
    * queue; or, `refused`, not let in by its signature (allowedSigners): moved to refused/ unrun,

@@ -3,7 +3,7 @@
  */
 import { describeSystemError, JobFailedError, SignatureError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
-import { checkSeconds, setLongTimeout } from '../base/timer.js';
+import { checkSeconds, dueDelayMs, setLongTimeout } from '../base/timer.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { Queue } from '../queue/queue.js';
 import type { Job } from '../queue/types.js';
@@ -179,11 +179,12 @@ async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunCo
     for (;;) {
       await run.scan();
       const stop = await runPass(run, maxJobs, ctx.stopping.stop);
-      if (!stop && run.retryDueMs !== undefined && !watcher) throw run.retryDueError();
+      const due = !stop && !watcher ? run.dueError() : undefined;
+      if (due) throw due;
       if (stop || !watcher) break;
       run.rest(); // nothing half-finished while we wait
       emit({ type: 'idle' });
-      if (!(await waitForWork(watcher, run.retryDueMs, ctx.stopping.stop))) break;
+      if (!(await waitForWork(watcher, run.dueMs, ctx.stopping.stop))) break;
     }
     run.rest(); // every record durable before the run says it is done (release would swallow a failure)
     return run.summary;
@@ -259,7 +260,8 @@ function eventSink(opts: { onEvent?: (event: ProcessEvent) => void }, log: Logge
 async function waitForWork(watcher: JobsWatcher, dueMs: number | undefined, stop: AbortSignal | undefined): Promise<boolean> {
   if (dueMs === undefined) return watcher.wait(stop);
   const due = new AbortController();
-  const cancel = setLongTimeout(() => due.abort(), Math.max(0, dueMs - Date.now()));
+  // At most WALL_CHECK_MS: the next pass checks the wall clock again, and waits again if early.
+  const cancel = setLongTimeout(() => due.abort(), dueDelayMs(dueMs));
   const onStop = () => due.abort();
   stop?.addEventListener('abort', onStop, { once: true });
   try {

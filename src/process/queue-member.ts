@@ -44,6 +44,8 @@ export interface Member {
   retries: number;
   identity: string;
   parent?: Parent<Member>;
+  /** Watching: the timer that looks at it again when its next job is due (its next try, its not-before time). */
+  dueTimer?: NodeJS.Timeout;
 }
 
 export type Watched = Member | Parent<Member> | Candidate<Member>;

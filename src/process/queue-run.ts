@@ -16,12 +16,14 @@
 import fs from 'node:fs';
 import { describeSystemError, JobFailedError, QueueError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
+import { notBeforeText } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
+import { DueWait } from './due.js';
 import { Finisher, nopRunAt } from './finish.js';
 import type { FinishHook } from './on-finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
@@ -75,6 +77,8 @@ export class QueueRun {
   private index = 0;
   /** Retries and failed jobs (retry-run.ts). */
   private readonly retries: Retries;
+  /** Whether the next job waits for a time: its next try, its not-before time (due.ts). */
+  private readonly due: DueWait;
 
   constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
     this.queue = queue;
@@ -86,6 +90,11 @@ export class QueueRun {
       log: ctx.log,
       watching: Boolean(ctx.opts.watch),
       savedOutput: ctx.opts.outputTo === 'saveboth',
+    });
+    this.due = new DueWait(this.retries, (seq, ms) => {
+      const then = ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
+      ctx.log.info('process', `Job ${seq} of ${JSON.stringify(queue.dir)} is not due before ${notBeforeText(ms)}; ${then}`);
+      emit({ type: 'waiting', seq, until: new Date(ms) });
     });
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
     if (ctx.timestampOrder && queue.allowedSigners)
@@ -186,7 +195,7 @@ export class QueueRun {
   /** Whether the pass has a job to run next. */
   hasNext(): boolean {
     const entry = this.peekNext();
-    return entry !== undefined && !this.retries.waits(entry);
+    return entry !== undefined && !this.due.waits(entry);
   }
 
   /** The pass's next job, left in it. */
@@ -213,7 +222,7 @@ export class QueueRun {
    */
   async runNext(limit: number): Promise<number> {
     const next = this.peekNext();
-    if (next && this.retries.waits(next)) return 0; // strict order: nothing after it runs meanwhile
+    if (next && this.due.waits(next)) return 0; // strict order: nothing after it runs meanwhile
     const entry = this.takeNext();
     if (!entry) return 0;
     // NOP jobs are recorded in runs without being opened; a signed one is opened and judged.
@@ -313,14 +322,14 @@ export class QueueRun {
     this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });
   }
 
-  /** The error a one-pass run ends with when its next job waits for its next try (retryDueMs set). */
-  retryDueError(): RetryDueError {
-    return this.retries.dueError(this.peekNext(), this.next);
+  /** A one-pass run's error when its next job waits for its next try; undefined for a not-before time (no failure). */
+  dueError(): RetryDueError | undefined {
+    return this.due.error(this.peekNext(), this.next);
   }
 
-  /** When the pass stopped because its next job's next try is not due yet: that time (ms since the epoch). */
-  get retryDueMs(): number | undefined {
-    return this.retries.dueMs;
+  /** When the pass stopped at a job that is not due yet (its next try, or its not-before time): then, ms since the epoch. */
+  get dueMs(): number | undefined {
+    return this.due.ms;
   }
 
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */

@@ -193,19 +193,3 @@ export function outputTail(file: string): string | undefined {
     closeQuietly(fd);
   }
 }
-
-/**
- * A timer for a queue whose retry is due at `dueMs`, kept in `timers` until it fires (the caller
- * clears what is left when its run ends). A wait past the timer's limit is cut there: the look
- * then finds the retry not due yet, and waits again.
- */
-export function atRetryDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void): void {
-  const timer = setTimeout(
-    () => {
-      timers.delete(timer);
-      fn();
-    },
-    Math.min(0x7fff_ffff, Math.max(0, (dueMs ?? Date.now()) - Date.now())),
-  );
-  timers.add(timer);
-}

@@ -74,13 +74,14 @@ export interface StatusJob {
 
 /**
  * - `ready`: the next job is present and `queue-process` would run `runnable` jobs now;
+ * - `waiting`: the next job is present but not due yet (`notBefore`: prepare --not-before);
  * - `idle`: no job waits;
  * - `stuck`: jobs wait but none can run (the next one is missing), or something makes
  *   `queue-process` refuse the queue (a duplicate sequence number, a bad nextseq, a missing lock
  *   file): see `problems`;
  * - `append-only`: an append-only queue, never processed here.
  */
-export type QueueState = 'ready' | 'idle' | 'stuck' | 'append-only';
+export type QueueState = 'ready' | 'waiting' | 'idle' | 'stuck' | 'append-only';
 
 /** A reason why a queue is stuck. */
 export interface StatusProblem {
@@ -116,8 +117,13 @@ export interface QueueStatus {
   waiting: number;
   /** Their sequence numbers, as runs. */
   waitingSeqs: SeqRange[];
-  /** How many jobs queue-process would run now, in sequence order, before reaching a gap. */
+  /** How many jobs queue-process would run now, in sequence order, before reaching a gap or a job not due yet. */
   runnable: number;
+  /**
+   * The job where a run in sequence order stops because it is not due yet (prepare --not-before),
+   * and when it is; undefined when the runnable jobs are all due (or a gap comes first).
+   */
+  notBefore: { seq: bigint; at: Date } | undefined;
   /**
    * The first missing number while jobs wait beyond it: `seq` is nextseq itself when the next
    * job is missing (`isNext`), otherwise the number after the last runnable job.
@@ -167,6 +173,8 @@ interface ReadJob {
   filename: string;
   ctime: Ctime;
   sealed: boolean;
+  /** Its not-before time, ms since the epoch (packet/not-before.ts). */
+  notBefore?: number;
 }
 
 /** Examine a queue. Fails (QueueError) only when DIR is not a queue or jobs/ can not be read. */
@@ -189,12 +197,15 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   const waitingJobs = nextValue === undefined ? jobs : jobs.filter((j) => j.seq >= nextValue);
   const belowJobs = nextValue === undefined ? [] : jobs.filter((j) => j.seq < nextValue);
   const waitingUnique = uniqueSeqs(waitingJobs);
-  const { runnable, gap } = runFromNext(nextValue, waitingUnique);
+  const fromNext = runFromNext(nextValue, waitingUnique);
+  const notBefore = firstNotDue(waitingJobs, nextValue, fromNext.runnable, nowMs);
+  const runnable = notBefore === undefined ? fromNext.runnable : Number(notBefore.seq - nextValue!);
+  const { gap } = fromNext;
   // The next number, missing among the jobs read, may be claimed by a file too large to read.
   const claimant = nextValue === undefined || waitingUnique[0] === nextValue ? undefined : tooLarge.find((f) => f.claimedSeq === nextValue);
-  const verdict = judge(nextseq, lock, gap, duplicates, waitingJobs.length, claimant);
+  const verdict = judge(nextseq, lock, gap, duplicates, waitingJobs.length, claimant, runnable === 0 && notBefore !== undefined);
   const { oldest, newest } = oldestAndNewest(waitingJobs);
-  const asJob = (j: ReadJob): StatusJob => ({ ...j, ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs) });
+  const asJob = ({ notBefore: _, ...j }: ReadJob): StatusJob => ({ ...j, ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs) });
 
   return {
     dir: queue.dir,
@@ -210,6 +221,7 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
     waitingSeqs: toRanges(waitingUnique),
     // Nothing runs in an append-only queue, nor in a stuck one.
     runnable: verdict.state === 'append-only' || verdict.state === 'stuck' ? 0 : runnable,
+    notBefore: verdict.state === 'append-only' || verdict.state === 'stuck' ? undefined : notBefore,
     gap,
     belowNext: belowJobs.length,
     belowNextSeqs: toRanges(uniqueSeqs(belowJobs)),
@@ -241,7 +253,13 @@ function refusable(entries: readonly JobEntry[], signers: AllowedSigners): Array
 
 /** The readable jobs in sequence order; ties keep directory order (the sort is stable). */
 function sortedJobs(entries: readonly JobEntry[]): ReadJob[] {
-  const jobs = entries.map((e) => ({ seq: e.header.seq, filename: e.filename, ctime: e.header.ctime, sealed: e.header.seal !== undefined }));
+  const jobs = entries.map((e) => ({
+    seq: e.header.seq,
+    filename: e.filename,
+    ctime: e.header.ctime,
+    sealed: e.header.seal !== undefined,
+    ...(e.header.notBefore === undefined ? {} : { notBefore: e.header.notBefore }),
+  }));
   jobs.sort((a, b) => cmpSeq(a.seq, b.seq));
   return jobs;
 }
@@ -278,6 +296,16 @@ function runFromNext(nextValue: bigint | undefined, waitingUnique: readonly bigi
   return { runnable: k, gap };
 }
 
+/** Among the `runnable` jobs from nextseq, the first not due at `nowMs` (its not-before time): a run stops there. */
+function firstNotDue(waitingJobs: readonly ReadJob[], nextValue: bigint | undefined, runnable: number, nowMs: number): QueueStatus['notBefore'] {
+  if (nextValue === undefined) return undefined;
+  for (const j of waitingJobs) {
+    if (j.seq - nextValue >= BigInt(runnable)) break; // sorted by number: past the run
+    if (j.notBefore !== undefined && j.notBefore > nowMs) return { seq: j.seq, at: new Date(j.notBefore) };
+  }
+  return undefined;
+}
+
 /** The queue's state, and the problems that make it stuck. */
 function judge(
   nextseq: NextSeqInfo,
@@ -286,6 +314,7 @@ function judge(
   duplicates: QueueStatus['duplicates'],
   waiting: number,
   claimant: TooLargeFile | undefined,
+  nextNotDue: boolean,
 ): { state: QueueState; problems: StatusProblem[] } {
   const problems: StatusProblem[] = [];
   if (nextseq.state === 'append-only') return { state: 'append-only', problems };
@@ -310,7 +339,7 @@ function judge(
     });
   }
   if (problems.length > 0) return { state: 'stuck', problems };
-  return { state: waiting === 0 ? 'idle' : 'ready', problems };
+  return { state: waiting === 0 ? 'idle' : nextNotDue ? 'waiting' : 'ready', problems };
 }
 
 /** The waiting jobs created first and last (by header ctime; the first found wins a tie). */

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { MAX_TIMER_MS, setLongTimeout, waitUnlessAborted } from '../../src/base/timer.js';
+import { dueDelayMs, MAX_TIMER_MS, setLongTimeout, WALL_CHECK_MS, waitUnlessAborted } from '../../src/base/timer.js';
 import { encodeHeader, makeHeader, processFd, Queue, runCommand } from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
@@ -14,6 +14,13 @@ const makePacket = (seq: bigint) => Buffer.concat([encodeHeader(makeHeader({ seq
 
 afterEach(() => {
   vi.useRealTimers();
+});
+
+test('dueDelayMs: until a wall-clock time, at most WALL_CHECK_MS at once (a clock that jumps is noticed), never negative', () => {
+  expect(dueDelayMs(10_500, 10_000)).toBe(500);
+  expect(dueDelayMs(10_000 + 86_400_000, 10_000)).toBe(WALL_CHECK_MS);
+  expect(dueDelayMs(9_000, 10_000)).toBe(0);
+  expect(WALL_CHECK_MS).toBe(60_000);
 });
 
 describe('setLongTimeout', () => {

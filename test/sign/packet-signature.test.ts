@@ -29,6 +29,8 @@ const CHANGES: Record<string, (h: PacketHeader) => PacketHeader> = {
   'the sealed length': (h) => ({ ...h, seal: { ...h.seal!, length: h.seal!.length + 1n } }),
   'the sealed CRC-32': (h) => ({ ...h, seal: { ...h.seal!, crc32: h.seal!.crc32 ^ 1 } }),
   'the payload digest': (h) => ({ ...h, signature: { ...h.signature!, sha512: Buffer.alloc(64, 9) } }),
+  'the not-before time': (h) => ({ ...h, notBefore: (h.notBefore ?? 0) + 1000 }),
+  'the retries': (h) => ({ ...h, retries: (h.retries ?? 0n) + 1n }),
 };
 
 describeIfPresent('checkHeaderSignature', MISSING, GATE, () => {
@@ -48,6 +50,14 @@ describeIfPresent('checkHeaderSignature', MISSING, GATE, () => {
     expect(() => checkHeaderSignature(forged, signers)).toThrow('signature does not match what it signs');
     // And the honest one still passes after the forgery was refused.
     expect(checkHeaderSignature(honest, signers).principal).toBe('alice');
+  });
+
+  test('a header with a not-before time is signed with it: it verifies, and it taken off is refused', () => {
+    const later = HeaderSigner.load(key).sign({ ...unsigned, notBefore: Date.UTC(2030, 0, 1) }, Buffer.alloc(64, 1));
+    expect(checkHeaderSignature(later, signers).principal).toBe('alice');
+    const { notBefore: _, ...without } = later;
+    expect(() => checkHeaderSignature(without, signers)).toThrow('signature does not match what it signs');
+    for (const change of Object.values(CHANGES)) expect(() => checkHeaderSignature(change(later), signers)).toThrow('signature does not match what it signs');
   });
 
   test('the same signed fields in another object (a header read again) pass, and the signers are asked each time', () => {

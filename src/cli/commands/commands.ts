@@ -104,6 +104,17 @@ function failureText(h: PacketHeader): string {
   return `job ${f.seq} of ${f.queue}, ${f.attempts} tr${f.attempts === 1 ? 'y' : 'ies'}, ${f.why}, at ${f.at}`;
 }
 
+/** --not-before TIME (packet/not-before.ts), resolved now; a usage error if it reads as neither form. */
+async function notBeforeArg(text: string | undefined): Promise<Date | undefined> {
+  if (text === undefined) return undefined;
+  const { parseNotBefore } = await import('../../packet/not-before.js');
+  try {
+    return new Date(parseNotBefore(text));
+  } catch (err) {
+    throw new UsageError(`invalid value '${text}' for --not-before: ${(err as Error).message}`);
+  }
+}
+
 /** The subcommands handled here: all but standalone-commands.ts's. */
 type Handled = Exclude<FsplCommandName, 'gen-uuid' | 'gen-filename' | 'show-license'>;
 
@@ -115,7 +126,9 @@ const handlers: Handlers = {
     const { captureEnv, sealByDefault } = await preparing();
     const retries = intArg(inv, 'retries');
     if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
-    return prepareCmd(inv, { kind: 'Command', params: inv.params, env: captureEnv(), retries }, str(inv, 'input'), flag(inv, 'seal') || sealByDefault());
+    const notBefore = await notBeforeArg(str(inv, 'not-before'));
+    const spec = { kind: 'Command' as const, params: inv.params, env: captureEnv(), retries, notBefore };
+    return prepareCmd(inv, spec, str(inv, 'input'), flag(inv, 'seal') || sealByDefault());
   },
   'prepare-nop': (inv) => prepareCmd(inv, { kind: 'NOP' }),
   'prepare-fail': (inv) => prepareCmd(inv, { kind: 'Fail' }),

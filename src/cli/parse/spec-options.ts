@@ -94,6 +94,23 @@ export const processCommon = [
     describe: 'Extension: on SIGINT or SIGTERM, let the running job go on at most this many seconds, then stop it as a second signal does (default: no limit)',
   },
 ] as const satisfies readonly OptionSpec[];
+/** prepare's header keys that the reference ignores: retries and not-before. */
+export const prepareExtensions = [
+  {
+    long: 'retries',
+    kind: 'string',
+    value: 'N',
+    describe:
+      'Extension: let a processor try this job at most N more times when it fails (a header key the reference ignores; queue-process --retries caps it, and without that option it means nothing)',
+  },
+  {
+    long: 'not-before',
+    kind: 'string',
+    value: 'TIME',
+    describe:
+      'Extension: queue-process runs this job, and in sequence order every job after it, no earlier than TIME: RFC 3339 with its offset (2026-12-01T08:00:00Z) or +DURATION from now (+90s, +15m, +2h, +1d, +1h30m); a header key the reference ignores',
+  },
+] as const satisfies readonly OptionSpec[];
 /** queue-process's retries, failed-jobs queue and finish hook. */
 export const failureHandling = [
   {

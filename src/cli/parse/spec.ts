@@ -15,6 +15,7 @@ import {
   json,
   maxHeaderSize,
   outputTo,
+  prepareExtensions,
   processCommon,
   queuedir,
   seqfile,
@@ -41,7 +42,7 @@ export const COMMANDS = [
   { name: 'gen-uuid', usage: 'gen-uuid', describe: 'Print a new random UUID', options: [], positionals: [], params: false },
   {
     name: 'prepare',
-    usage: 'prepare -s FILE [-i INPUT] [--seal] [--sign KEY | --sign-command CMD] [--retries N] [-- PARAMS...]',
+    usage: 'prepare -s FILE [-i INPUT] [--seal] [--sign KEY | --sign-command CMD] [--retries N] [--not-before TIME] [-- PARAMS...]',
     describe: 'Write a command packet to stdout; FSPL_SET_* variables are saved in it',
     options: [
       seqfile,
@@ -53,13 +54,7 @@ export const COMMANDS = [
           "Record the payload's length and CRC-32 in the header, so that readers refuse a cut or corrupted payload (an extension; default with FSPL_SEAL=1; a piped payload is spooled to $TMPDIR first)",
       },
       ...signing,
-      {
-        long: 'retries',
-        kind: 'string',
-        value: 'N',
-        describe:
-          'Extension: let a processor try this job at most N more times when it fails (a header key the reference ignores; queue-process --retries caps it, and without that option it means nothing)',
-      },
+      ...prepareExtensions,
     ],
     positionals: [],
     params: true,

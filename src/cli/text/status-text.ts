@@ -4,6 +4,7 @@
  */
 
 import { plural } from '../../base/plural.js';
+import { notBeforeText } from '../../packet/not-before.js';
 import { rfc3339Local } from '../../packet/time.js';
 import { formatRanges, type SeqRange } from '../../status/ranges.js';
 import type { QueueStatus, StatusJob } from '../../status/report.js';
@@ -37,11 +38,20 @@ function job(j: StatusJob | undefined): string {
   return `${j.seq}, created ${rfc3339Local(j.ctime.secs)} (${ago(j.ageSeconds)})`;
 }
 
+/** When the job a run stops at is due: RFC 3339 UTC, and how far off (prepare --not-before). */
+function dueText(s: QueueStatus): string {
+  const at = s.notBefore!.at.getTime();
+  const inSecs = Math.ceil((at - (Number(s.checkedAt.secs) * 1000 + s.checkedAt.nanos / 1e6)) / 1000);
+  return `${notBeforeText(at)} (in ${formatAge(inSecs)})`;
+}
+
 /** The state row: what a queue-process run would do now. */
 function stateText(s: QueueStatus): string {
   switch (s.state) {
     case 'ready':
-      return `ready: ${plural(s.runnable, 'job')} can run now`;
+      return `ready: ${plural(s.runnable, 'job')} can run now${s.notBefore ? `, then job ${s.notBefore.seq} waits until ${dueText(s)}` : ''}`;
+    case 'waiting':
+      return `waiting until ${dueText(s)}: job ${s.notBefore!.seq} is not due before then`;
     case 'idle':
       return 'idle: no jobs waiting';
     case 'append-only':
