@@ -49,9 +49,9 @@ export function interpretNotBefore(o: Record<string, unknown>, header: PacketHea
   header.notBefore = ms;
 }
 
-/** Whether the job waits for its not-before time at `nowMs`. */
-export function notYet(header: PacketHeader, nowMs = Date.now()): boolean {
-  return header.notBefore !== undefined && header.notBefore > nowMs;
+/** Whether a job (its header, or what a listing keeps of it) waits for its not-before time at `nowMs`. */
+export function notYet(job: { readonly notBefore?: number }, nowMs = Date.now()): boolean {
+  return job.notBefore !== undefined && job.notBefore > nowMs;
 }
 
 /** A not-before time in words: RFC 3339 UTC, with milliseconds only when it has some. */

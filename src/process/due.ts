@@ -52,10 +52,14 @@ export class DueWait {
 
 /**
  * A timer for a queue whose next job is due at `dueMs`, kept in `timers` until it fires (the
- * caller clears what is left when its run ends). It sleeps at most WALL_CHECK_MS: the look then
- * finds the job not due yet, and waits again.
+ * caller clears what is left when its run ends), in place of the queue's `previous` one. It sleeps
+ * at most WALL_CHECK_MS: the look then finds the job not due yet, and waits again.
  */
-export function atDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void): NodeJS.Timeout {
+export function atDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void, previous?: NodeJS.Timeout): NodeJS.Timeout {
+  if (previous) {
+    timers.delete(previous);
+    clearTimeout(previous);
+  }
   const timer = setTimeout(
     () => {
       timers.delete(timer);

@@ -269,9 +269,7 @@ export class ManyQueues {
     const err = this.watching ? undefined : m.run.dueError();
     if (err) this.failed(m, err);
     if (!this.watching) return;
-    if (m.dueTimer) this.timers.delete(m.dueTimer);
-    clearTimeout(m.dueTimer);
-    m.dueTimer = atDue(this.timers, m.run.dueMs, () => m.state === 'idle' && this.changed(m));
+    m.dueTimer = atDue(this.timers, m.run.dueMs, () => m.state === 'idle' && this.changed(m), m.dueTimer);
   }
 
   /**

@@ -16,6 +16,7 @@
 
 import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
+import { notYet } from '../packet/not-before.js';
 import type { Ctime } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -301,7 +302,7 @@ function firstNotDue(waitingJobs: readonly ReadJob[], nextValue: bigint | undefi
   if (nextValue === undefined) return undefined;
   for (const j of waitingJobs) {
     if (j.seq - nextValue >= BigInt(runnable)) break; // sorted by number: past the run
-    if (j.notBefore !== undefined && j.notBefore > nowMs) return { seq: j.seq, at: new Date(j.notBefore) };
+    if (notYet(j, nowMs)) return { seq: j.seq, at: new Date(j.notBefore!) };
   }
   return undefined;
 }

@@ -42,6 +42,16 @@ export type Impl = 'ref' | 'ours';
 export const IMPLS: readonly Impl[] = ['ref', 'ours'];
 export const other = (impl: Impl): Impl => (impl === 'ref' ? 'ours' : 'ref');
 
+/** The sequence numbers `queue-ls` lists (its first column, under the heading line), in its order. */
+export function listedSeqs(stdout: string | Uint8Array): string[] {
+  return stdout
+    .toString()
+    .split('\n')
+    .slice(1)
+    .filter((l) => l.trim() !== '')
+    .map((l) => l.split(/ +/)[0]!);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Suite gating: without the reference (or libfaketime, or the vectors) the comparisons can't run.
 // In CI that is a failure; elsewhere the suite is skipped with a loud warning.

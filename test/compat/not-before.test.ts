@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { describeCompat, fspl, tmpDir } from './harness.js';
+import { describeCompat, fspl, listedSeqs, tmpDir } from './harness.js';
 
 describeCompat('not-before key', () => {
   test('the reference reads, lists and runs packets carrying not_before (it does not wait); ours waits', { timeout: 60_000 }, async () => {
@@ -36,14 +36,7 @@ describeCompat('not-before key', () => {
       for (const p of packets) expect((await fspl('ref', ['queue-write', '-q', q], { stdin: p })).code).toBe(0);
       const ls = await fspl('ref', ['queue-ls', '-q', q]);
       expect(ls.code, ls.stderr).toBe(0);
-      expect(
-        ls.stdout
-          .toString()
-          .split('\n')
-          .slice(1, 4)
-          .map((l) => l.split(/ +/)[0])
-          .sort(),
-      ).toEqual(['1', '2', '3']);
+      expect(listedSeqs(ls.stdout).sort()).toEqual(['1', '2', '3']);
       fs.writeFileSync(log, '');
       const run = await fspl(impl, ['queue-process', '-q', q, script]);
       expect(run.code, run.stderr.toString()).toBe(0);

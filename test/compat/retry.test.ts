@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { describeCompat, fspl, tmpDir } from './harness.js';
+import { describeCompat, fspl, listedSeqs, tmpDir } from './harness.js';
 
 /** A command that logs its job and fails for FSPL_SET_FAIL=1. */
 function recorder(dir: string): { script: string; log: string } {
@@ -61,13 +61,7 @@ describeCompat('retry keys', () => {
     expect((await fspl('ref', ['queue-write', '-q', r], { stdin: two })).code).toBe(0);
     const ls = await fspl('ref', ['queue-ls', '-q', r]);
     expect(ls.code, ls.stderr).toBe(0);
-    expect(
-      ls.stdout
-        .toString()
-        .split('\n')
-        .slice(1, 3)
-        .map((l) => l.split(/ +/)[0]),
-    ).toEqual(['1', '2']);
+    expect(listedSeqs(ls.stdout)).toEqual(['1', '2']);
     fs.writeFileSync(log, '');
     const refRun = await fspl('ref', ['queue-process', '-q', r, '--on-error', 'delete', script]);
     expect(refRun.code, refRun.stderr).toBe(0);
