@@ -194,7 +194,7 @@ esac`,
     const lines = stderr.trimEnd().split('\n');
     const down = lines.findIndex((l) => /Cannot deliver/.test(l));
     const back = lines.findIndex((l) => /ssh:b:\S+ is reachable again/.test(l));
-    const sentAfter = lines.findIndex((l, i) => i > down && /Sent \d+ packets? to ssh:b:\S+ over one connection/.test(l));
+    const sentAfter = lines.findIndex((l, i) => i > down && /Sent \d+ packets?(?: \([^)]*\))? to ssh:b:\S+ over one connection/.test(l));
     expect(
       [down, back, sentAfter].every((i) => i >= 0),
       stderr,
