@@ -33,14 +33,12 @@ import { Retries } from './retry-run.js';
 import type { JobRunSettings } from './run-job.js';
 import type { Stopping } from './run-stop.js';
 
-/** What every queue of one run shares: the options, and the executor chosen from them. */
-/**
- * run-job.ts and what it brings (exec.ts and node:child_process, the decoder, seal checks,
- * streams), loaded when the first job runs: a cron pass over an empty queue does not load them.
- */
+// run-job.ts and what it brings (exec.ts, child_process, the decoder, seal checks, streams) load with the first job:
+// a cron pass over an empty queue does not load them.
 let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
 export const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
 
+/** What every queue of one run shares: the options, and the executor chosen from them. */
 export interface RunContext extends JobRunSettings {
   opts: ProcessRunOptions;
   log: Logger;
@@ -124,6 +122,7 @@ export class QueueRun {
     const finisher = new Finisher(queue, seqfile, ctx.log);
     try {
       let next = await finisher.recover(seqfile.read());
+      if (queue.finishCutRefusals() > 0) ctx.log.info('process', `${queue.dir}: finished moving to refused/ what a power cut left in jobs/ too`);
       ctx.log.debug('process', () => `Read next ID ${next} from seqfile`);
       // Unlike the reference, make sure a job's completion can be recorded before running any:
       // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.

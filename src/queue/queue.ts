@@ -33,7 +33,7 @@ export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } fro
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { copySignedPacketSync } from '../sign/copy-signed.js';
 import type { ScanFailure } from './job-headers.js';
-import { refuseJobFile } from './refused.js';
+import { finishCutRefusals, refuseJobFile } from './refused.js';
 
 // Each promise kept: the bundle turns every import() into a fresh copy of the module's exports, per job.
 let headersModule: Promise<typeof import('./job-headers.js')> | undefined;
@@ -345,7 +345,6 @@ export class Queue {
     return this.openPayload((await this.find(seq)).filename);
   }
 
-  /** Delete a job file. */
   /**
    * Move a job that may not run to refused/ with a note saying why (refused.ts); false if it was
    * gone already.
@@ -354,6 +353,12 @@ export class Queue {
     return refuseJobFile(this.dir, filename, why) !== undefined;
   }
 
+  /** Finish the moves to refused/ that a power cut left half done (refused.ts); how many. */
+  finishCutRefusals(): number {
+    return finishCutRefusals(this.dir);
+  }
+
+  /** Delete a job file. */
   delete(filename: string): void {
     fs.unlinkSync(this.jobPath(filename));
   }

@@ -8,7 +8,8 @@
  * its packet says what happened to a packet that is gone; never the reverse); the packet is
  * renamed from jobs/ into refused/; refused/ is fsynced (the packet is there to stay), then jobs/
  * (it is gone from there for good). A cut before the rename leaves the packet in jobs/, refused
- * again by the next run.
+ * again by the next run; a cut between the two fsyncs leaves it with both names, and the next run
+ * drops the one in jobs/ as it takes the lock (finishCutRefusals).
  *
  * refused/ is the queue owner's, beside jobs/ (who may write jobs/ may not write it): the note is
  * made new all the same (untrusted.ts), never through a name someone planted.
@@ -70,18 +71,45 @@ export function refuseJobFile(queueDir: string, filename: string, why: string, a
  * the same file in both places. The name in jobs/ goes, durably; no second copy is made.
  */
 function finishCutMove(jobs: string, dir: string, filename: string, as: string): boolean {
-  let a: fs.BigIntStats;
-  let b: fs.BigIntStats;
-  try {
-    a = fs.lstatSync(path.join(jobs, filename), { bigint: true });
-    b = fs.lstatSync(path.join(dir, as), { bigint: true });
-  } catch {
-    return false;
-  }
-  if (a.ino !== b.ino || a.dev !== b.dev || !a.isFile()) return false;
+  if (!sameFile(path.join(jobs, filename), path.join(dir, as))) return false;
   fs.unlinkSync(path.join(jobs, filename));
   fsyncDir(jobs); // gone from jobs/ to stay; refused/ held it durably already
   return true;
+}
+
+/** Whether two names are one regular file (lstat: neither name is followed). */
+function sameFile(a: string, b: string): boolean {
+  try {
+    const x = fs.lstatSync(a, { bigint: true });
+    const y = fs.lstatSync(b, { bigint: true });
+    return x.ino === y.ino && x.dev === y.dev && x.isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Finish every move to refused/ that a power cut left with both names, as a run takes the lock:
+ * a scan never reads such a file (two names: a hard link, refused as untrusted.ts says), so no
+ * later refusal of it would. Returns how many names left jobs/ (one fsync of jobs/ for them all).
+ */
+export function finishCutRefusals(queueDir: string): number {
+  const jobs = path.join(queueDir, 'jobs');
+  const dir = path.join(queueDir, REFUSED_DIR);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0; // no refused/: nothing was ever refused here
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (name.endsWith(NOTE_SUFFIX) || !sameFile(path.join(jobs, name), path.join(dir, name))) continue;
+    fs.unlinkSync(path.join(jobs, name));
+    removed++;
+  }
+  if (removed > 0) fsyncDir(jobs); // gone from jobs/ to stay; refused/ held them durably already
+  return removed;
 }
 
 /** refused/, made if missing (and the queue directory fsynced, so that refused/ itself survives a power cut). */

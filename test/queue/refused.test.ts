@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { listRefused, refuseJobFile } from '../../src/queue/refused.js';
+import { finishCutRefusals, listRefused, refuseJobFile } from '../../src/queue/refused.js';
 
 let dir: string;
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -41,4 +41,20 @@ test('both names left by a power cut (one file, refused/ fsynced, jobs/ not): th
   // Another file of that name in jobs/ is a new packet: moved beside it, with a counter.
   fs.writeFileSync(path.join(q, 'jobs', 'fspl-b.fspl'), 'another');
   expect(refuseJobFile(q, 'fspl-b.fspl', 'why')).toBe('fspl-b.fspl.1');
+});
+
+test('finishCutRefusals, as a run takes the lock: each name in jobs/ that is its twin in refused/ goes; other files stay', () => {
+  const q = queueWith('fspl-c.fspl');
+  expect(finishCutRefusals(q)).toBe(0); // no refused/ yet
+  fs.mkdirSync(path.join(q, 'refused'));
+  fs.linkSync(path.join(q, 'jobs', 'fspl-c.fspl'), path.join(q, 'refused', 'fspl-c.fspl'));
+  fs.writeFileSync(path.join(q, 'refused', 'fspl-c.fspl.why'), '2026-11-28T00:00:00.000Z packet 2 refused: not signed\n');
+  // Same names, other files: a new packet named as a refused one, a note's name planted in jobs/.
+  fs.writeFileSync(path.join(q, 'refused', 'fspl-d.fspl'), 'refused before');
+  fs.writeFileSync(path.join(q, 'jobs', 'fspl-d.fspl'), 'a new packet');
+  fs.linkSync(path.join(q, 'refused', 'fspl-c.fspl.why'), path.join(q, 'jobs', 'fspl-c.fspl.why'));
+  expect(finishCutRefusals(q)).toBe(1);
+  expect(fs.readdirSync(path.join(q, 'jobs')).sort()).toEqual(['fspl-c.fspl.why', 'fspl-d.fspl']);
+  expect(fs.readdirSync(path.join(q, 'refused')).sort()).toEqual(['fspl-c.fspl', 'fspl-c.fspl.why', 'fspl-d.fspl']);
+  expect(finishCutRefusals(q)).toBe(0);
 });

@@ -119,6 +119,24 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     expect(plain.stderr).toMatch(/^Error: packet 1 is not signed$/m);
   });
 
+  it('a refusal a power cut left with both names (a hard link no scan reads) is finished as the next run takes the lock', () => {
+    const Q = setupQueue('cut-refusal');
+    const seq = path.join(dir, 'cut-refusal.seq');
+    Q.write(prepare(seq, 'one', ['--sign', alice]));
+    const attacker = path.join(dir, 'cut-attacker.seq');
+    fs.writeFileSync(attacker, '1\n');
+    Q.plant(prepare(attacker, 'PWNED', ['--seal']));
+    expect(Q.run().code).toBe(0);
+    const [name] = Q.refused().filter((n) => !n.endsWith('.why'));
+    // As pcfs leaves it after a cut between the fsyncs of refused/ and of jobs/: one file, two names.
+    fs.linkSync(path.join(Q.q, 'refused', name!), path.join(Q.q, 'jobs', name!));
+    const r = Q.run();
+    expect(r.code, r.stderr).toBe(0);
+    expect(fs.readdirSync(path.join(Q.q, 'jobs'))).toEqual([]);
+    expect(Q.refused()).toEqual([name, `${name}.why`]);
+    expect(Q.runs()).toMatch(/^1 alice@example one\n$/);
+  });
+
   it('forgeries never run and go to refused/ with their reason; the real packet of that number runs later, in order', () => {
     const Q = setupQueue('forged');
     const seq = path.join(dir, 'forged.seq');
