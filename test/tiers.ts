@@ -22,7 +22,7 @@ export const TIERS = {
     'test/net/place/',
     'test/net/observe/',
     'test/net/commit/',
-    'test/cli/fastparse.test.ts',
+    'test/cli/command-line.test.ts',
     'test/cli/net-heap.test.ts',
     'test/net/hosts/hosts.test.ts',
     'test/net/run/monitor.test.ts',

@@ -277,9 +277,9 @@ describe('--json', () => {
   });
 });
 
-describe('fast parser', () => {
-  it('takes --json on the five commands without falling back to yargs', async () => {
-    const { fastParse } = await import('../../src/cli/parse/fastparse.js');
+describe('the reader', () => {
+  it('takes --json on the commands that have it', async () => {
+    const { parseCommandLine } = await import('../../src/cli/parse/command-line.js');
     for (const argv of [
       ['queue-status', '-q', 'q', '--json'],
       ['queue-status', '-q', 'q', '-d', 'zcat'],
@@ -288,10 +288,10 @@ describe('fast parser', () => {
       ['queue-get-next', '-q', 'q', '--json'],
       ['stdin-info', '--json'],
     ]) {
-      const inv = fastParse(argv);
-      expect(inv?.command).toBe(argv[0]);
-      expect(Boolean(inv!.args.json)).toBe(argv.includes('--json'));
+      const line = await parseCommandLine(argv);
+      expect(line.kind === 'run' && line.invocation.command).toBe(argv[0]);
+      expect(line.kind === 'run' && Boolean(line.invocation.args.json)).toBe(argv.includes('--json'));
     }
-    expect(fastParse(['queue-payload', '-q', 'q', '-j', '1', '--json'])).toBeUndefined(); // not an option there
+    expect((await parseCommandLine(['queue-payload', '-q', 'q', '-j', '1', '--json'])).kind).toBe('usage'); // not an option there
   });
 });

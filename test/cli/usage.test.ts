@@ -1,5 +1,5 @@
 /**
- * fspl's usage errors, found on the grammar before yargs (src/cli/parse/usage.ts): each on one line,
+ * fspl's usage errors, read on the grammar (src/cli/parse/read.ts): each on one line,
  * naming what the user typed (never an internal camelCase key), with "did you mean" for a near
  * miss, a missing argument named by what it is, and exit status 2 as the reference's.
  */

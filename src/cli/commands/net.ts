@@ -1,6 +1,6 @@
 /**
- * `fspl net ...`: the handlers of its subcommands, on arguments parsed by parser.ts from the
- * grammar in spec.ts; everything is done by the library's Net and filespooler/net.
+ * `fspl net ...`: the handlers of its subcommands, on arguments read by parse/command-line.ts from
+ * the grammar in net-spec.ts; everything is done by the library's Net and filespooler/net.
  * Exit statuses: 0 success, 1 runtime error, 2 usage error, an invalid net file (NetFileError) or
  * a bad request (NetRequestError: a name the net does not have, in any subcommand), 3 stuck
  * (`status`) or tokens left that can never fire (`run --drain`).
@@ -155,7 +155,7 @@ async function retry(a: NetArgs<'retry'>): Promise<number> {
   return 0;
 }
 
-/** Run one parsed `fspl net` subcommand (parser.ts's parseNet); resolves to the exit status. */
+/** Run one parsed `fspl net` subcommand (parse/command-line.ts); resolves to the exit status. */
 export async function runNet(inv: Invocation): Promise<number> {
   try {
     const name = inv.command;

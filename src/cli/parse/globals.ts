@@ -1,6 +1,6 @@
 /**
  * The global options before the subcommand (-l/--log-level, -V/--version, -h/--help,
- * --implementation), scanned once for every parser (fastparse.ts, parser.ts) and for main.ts.
+ * --implementation), scanned once (command-line.ts).
  */
 
 /** The global options before the subcommand, read once for every parser. */

@@ -72,30 +72,8 @@ export interface Invocation<A = ParsedArgs> {
 }
 
 /**
- * The arguments of `spec` from a parser's values (`value`: what it holds under a name, or
- * undefined), by the grammar's names only, each of its kind: a flag a boolean, a repeated
- * option its strings, anything else its text. Both parsers end with it, so that handlers read
- * one spelling whichever parsed the line.
- */
-export function argsOf(spec: CommandSpec, value: (name: string) => unknown): ParsedArgs {
-  const args: { [name: string]: ArgValue } = {};
-  for (const o of spec.options) {
-    const v = value(o.long);
-    if (v === undefined || v === null) continue;
-    if (o.array) args[o.long] = (Array.isArray(v) ? v : [v]).map(String);
-    else if (o.kind === 'boolean') args[o.long] = Boolean(v);
-    else args[o.long] = String(v);
-  }
-  for (const p of [...spec.positionals, ...(spec.optionalPositionals ?? [])]) {
-    const v = value(p);
-    if (v !== undefined && v !== null) args[p] = String(v);
-  }
-  return args;
-}
-
-/**
  * An invocation of `spec`'s command as its handler reads it, typed A (ArgsOf that spec, which
- * the caller names). Its args were made by argsOf, or fastParse, from that same spec, so they
+ * the caller names). Its args were read by that same spec (read.ts's readArguments), so they
  * have that shape: the one place where the grammar as data meets its type (a parser can't know
  * at compile time which command a line names).
  */

@@ -1,6 +1,6 @@
 /**
  * The grammar of `fspl net` as data (spec.ts's for the rest of fspl): its subcommands, their
- * positionals and options. parser.ts's parseNet reads it; help and usage errors come from it.
+ * positionals and options. command-line.ts reads `fspl net` lines by it; its help comes from it too.
  */
 import { type ArgsOf, type CommandSpec, type Invocation, invocationOf, type OptionSpec } from './grammar.js';
 

@@ -1,9 +1,7 @@
 /**
  * The command-line grammar of fspl as data: every subcommand and option of Filespooler 1.2.2
- * (the `fspl net` subcommands, an extension, are in net-spec.ts, in these types). Both parsers
- * read it: the fast path (fastparse.ts) for ordinary invocations and yargs (parser.ts) for help,
- * errors and everything unusual, so the two can never disagree on names; `fspl net` always goes
- * through yargs.
+ * (the `fspl net` subcommands, an extension, are in net-spec.ts, in these types). One reader
+ * reads command lines by it (read.ts); yargs renders its help (text/help.ts).
  */
 import { type ArgsOf, type CommandSpec, type Invocation, invocationOf, type OptionSpec } from './grammar.js';
 import {

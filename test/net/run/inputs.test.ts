@@ -66,6 +66,7 @@ function running(net: Net): { until(what: string, cond: () => boolean): Promise<
   let failed: unknown;
   run.catch((err) => (failed = err));
   return {
+    // On a timeout, what the run said and did so far: enough to tell a race from a hang.
     until: (what, cond) =>
       waitFor(
         what,
@@ -75,7 +76,9 @@ function running(net: Net): { until(what: string, cond: () => boolean): Promise<
         },
         30_000,
         50,
-      ),
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; warnings: ${JSON.stringify(warnings)}; events: ${events.join(' ')}`);
+      }),
     stop: () => {
       abort.abort();
       return run;

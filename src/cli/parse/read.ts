@@ -1,15 +1,14 @@
 /**
- * Usage errors found on the grammar (spec.ts, net-spec.ts) before yargs sees a command line: an
- * unknown subcommand or option (with "did you mean"), an option given twice, a flag given a value,
- * a missing value, option or positional (named by what it is), an argument too many. yargs finds
- * most of these too, but says them in its own words: an unknown option by its internal camelCase
- * key beside its own name, a missing positional as a count, an unknown subcommand as an unknown
- * argument, blaming the valid options after it. Each check returns the first problem, or undefined.
+ * The one reader of the grammar (spec.ts, net-spec.ts): a subcommand's arguments, read by its
+ * spec into the typed arguments its handler takes, or the first usage error, said as the
+ * reference says it: an unknown option (with "did you mean"), an option given twice, a flag given
+ * a value, a missing value, option or positional (named by what it is), an argument too many.
+ * Values are not checked here: the handlers do that. Help is text/help.ts's.
  */
 import { closest } from '../../base/suggest.js';
 import { UsageError } from '../text/output.js';
 import type { Globals } from './globals.js';
-import type { CommandSpec, OptionSpec } from './grammar.js';
+import type { ArgValue, CommandSpec, OptionSpec, ParsedArgs } from './grammar.js';
 
 /** How a grammar reads its command lines. */
 export interface Reading {
@@ -17,12 +16,6 @@ export interface Reading {
   prefix: string;
   /** Where its usage errors point: `--help`, `fspl net --help`. */
   more: string;
-  /**
-   * Whether a string option always takes the next argument as its value (fspl's, as the
-   * reference's do: `-q --json` is the queue `--json`), or only one that does not start with a
-   * dash (`fspl net`'s, whose handlers check their values).
-   */
-  requiresArg: boolean;
   /** Options that every subcommand of it also takes (`fspl net`'s --log-level). */
   shared?: readonly OptionSpec[];
   /** The options that ask for a subcommand's help. */
@@ -84,7 +77,7 @@ function optionOf(a: string, options: readonly OptionSpec[], negation: boolean):
 }
 
 /** Whether an argument is an option (not a value, a negative number or stdin's `-`). */
-function isOption(a: string): boolean {
+export function isOption(a: string): boolean {
   return a.startsWith('-') && a !== '-' && !/^-\d/.test(a);
 }
 
@@ -102,43 +95,69 @@ function unknownOption(a: string, spec: CommandSpec, how: Reading): UsageError {
   return new UsageError(`unknown option ${where}${name.startsWith('--') ? suggestion(name, longs) : ''}`, how.more);
 }
 
+/** A subcommand's arguments as read: its handler's, or its help asked for. */
+export type ReadArguments = { kind: 'args'; args: ParsedArgs; params: string[]; shared: ParsedArgs } | { kind: 'help' };
+
 /**
- * A subcommand's arguments (after its name) against its grammar. `-h`/`--help` among them: no
- * check (yargs shows the help).
+ * Read a subcommand's arguments (after its name) by its spec. A string option takes the next
+ * argument as its value, whatever it is (`-q --json` is the queue `--json`), as the reference's
+ * do; a flag takes none. Defaults fill what was not given. `-h`/`--help` (how.help) asks for the
+ * subcommand's help, unless a usage error came before it.
  */
-export function checkArguments(spec: CommandSpec, args: readonly string[], how: Reading): UsageError | undefined {
+export function readArguments(spec: CommandSpec, args: readonly string[], how: Reading): ReadArguments | UsageError {
   const options = [...spec.options, ...(how.shared ?? [])];
-  const seen = new Set<OptionSpec>();
+  const given = new Map<OptionSpec, ArgValue>();
   const positionals: string[] = [];
+  let params: string[] = [];
   let afterDashDash = false;
   for (let k = 0; k < args.length; k++) {
     const a = args[k]!;
     if (a === '--') {
       afterDashDash = true;
       // Without PARAMS, what follows `--` is still positionals (`prepare-set-next -s F -- 5`).
-      if (!spec.params) positionals.push(...args.slice(k + 1));
+      if (spec.params) params = args.slice(k + 1);
+      else positionals.push(...args.slice(k + 1));
       break;
     }
     if (!isOption(a)) {
       positionals.push(a);
       continue;
     }
-    if (how.help.includes(a)) return undefined;
+    if (how.help.includes(a)) return { kind: 'help' };
     const o = optionOf(a, options, how.negation ?? false);
     if (!o) return unknownOption(a, spec, how);
-    const inline = a.includes('=') || (!a.startsWith('--') && a.length > 2);
-    if (o.kind === 'boolean' && inline) return new UsageError(`the option '--${o.long}' takes no value`, how.more);
-    if (seen.has(o) && !o.array) return new UsageError(`the option '--${o.long}' was given more than once`, how.more);
-    seen.add(o);
-    if (o.kind === 'boolean' || inline) continue;
-    const next = args[k + 1];
-    if (how.requiresArg) {
-      if (next === undefined) return new UsageError(`the option ${quoted(a)} needs a value: ${optionText(o)}`, how.more);
-      k++;
-    } else if (next !== undefined && !isOption(next) && next !== '--') k++;
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const inline = eq >= 0 ? a.slice(eq + 1) : !a.startsWith('--') && a.length > 2 ? a.slice(2) : undefined;
+    if (o.kind === 'boolean' && inline !== undefined) return new UsageError(`the option '--${o.long}' takes no value`, how.more);
+    if (given.has(o) && !o.array) return new UsageError(`the option '--${o.long}' was given more than once`, how.more);
+    if (o.kind === 'boolean') {
+      given.set(o, !a.startsWith('--no-') || a.slice(2) === o.long);
+      continue;
+    }
+    const value = inline ?? args[++k];
+    if (value === undefined) return new UsageError(`the option ${quoted(a)} needs a value: ${optionText(o)}`, how.more);
+    const before = given.get(o);
+    given.set(o, !o.array ? value : Array.isArray(before) ? [...before, value] : [value]); // a repeated option keeps every value
   }
-  const missing = options.find((o) => o.required && !seen.has(o));
-  if (missing) return new UsageError(`missing ${optionText(missing)}${missing.what ? `: ${missing.what}` : ''}`, how.more);
+  return (
+    missingOption(options, given, how) ??
+    positionalProblem(spec, positionals, afterDashDash, how) ?? {
+      kind: 'args',
+      args: argsFrom(spec, given, positionals),
+      params,
+      shared: Object.fromEntries((how.shared ?? []).map((o) => [o.long, given.get(o) ?? o.default])),
+    }
+  );
+}
+
+/** A required option not given. */
+function missingOption(options: readonly OptionSpec[], given: ReadonlyMap<OptionSpec, ArgValue>, how: Reading): UsageError | undefined {
+  const missing = options.find((o) => o.required && !given.has(o));
+  return missing && new UsageError(`missing ${optionText(missing)}${missing.what ? `: ${missing.what}` : ''}`, how.more);
+}
+
+/** A positional missing, or one too many. */
+function positionalProblem(spec: CommandSpec, positionals: readonly string[], afterDashDash: boolean, how: Reading): UsageError | undefined {
   const wanted = spec.positionals.length;
   if (positionals.length < wanted) {
     const name = spec.positionals[positionals.length]!;
@@ -146,9 +165,20 @@ export function checkArguments(spec: CommandSpec, args: readonly string[], how: 
     return new UsageError(`missing ${positionalName(name)}${help ? `: ${help.charAt(0).toLowerCase()}${help.slice(1)}` : ''}`, how.more);
   }
   const extra = positionals[wanted + (spec.optionalPositionals?.length ?? 0)];
-  if (extra !== undefined) {
-    const hint = spec.params && !afterDashDash ? ' (PARAMS go after --)' : '';
-    return new UsageError(`unexpected argument ${quoted(extra)}${hint}`, how.more);
+  if (extra === undefined) return undefined;
+  const hint = spec.params && !afterDashDash ? ' (PARAMS go after --)' : '';
+  return new UsageError(`unexpected argument ${quoted(extra)}${hint}`, how.more);
+}
+
+/** The arguments by the grammar's names (not the shared options'), defaults filled in. */
+function argsFrom(spec: CommandSpec, given: ReadonlyMap<OptionSpec, ArgValue>, positionals: readonly string[]): ParsedArgs {
+  const args: { [name: string]: ArgValue } = {};
+  for (const o of spec.options) {
+    const v = given.get(o) ?? o.default;
+    if (v !== undefined) args[o.long] = v;
   }
-  return undefined;
+  [...spec.positionals, ...(spec.optionalPositionals ?? [])].forEach((name, k) => {
+    if (positionals[k] !== undefined) args[name] = positionals[k]!;
+  });
+  return args;
 }
