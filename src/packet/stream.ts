@@ -121,8 +121,7 @@ export function fdStream(fd: number, autoClose: boolean): Readable {
 /**
  * Bytes per read for a stream of fd: 1 MiB, or less for a smaller regular file. A read stream
  * allocates a buffer of that size for every read, so a net's JavaScript transitions reading
- * 40-byte tokens allocated 1 MiB each, and spent a good part of a run collecting that garbage
- * (docs/benchmarks-notes.md, "Measurements behind the code": "Read size of a token stream").
+ * 40-byte tokens allocated 1 MiB each, and spent a good part of a run collecting that garbage.
  */
 function readSize(fd: number): number {
   const max = 1 << 20;

@@ -56,9 +56,8 @@ async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Pr
  * The job's FSPL_* variables come from its header and location (the job's own `variables`,
  * Buffers, are not needed here): merged into the inherited environment as the addon takes it
  * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
- * whole environment per job, and packing all of it again, stood out in the per-job profile
- * (docs/benchmarks-notes.md, "Measurements behind the code": "The job's environment packed once per
- * run"). Arguments or variables too large for exec (ExecTooLargeError) fail the job, as its
+ * whole environment per job, and packing all of it again, stood out in the per-job profile.
+ * Arguments or variables too large for exec (ExecTooLargeError) fail the job, as its
  * command failing would; a command that can not start at all (ExecError) ends the run.
  */
 export async function runCommandJob(

@@ -56,8 +56,7 @@ let lastCtime: { secs: bigint; tz: string | undefined; utc: string; local: strin
  * jobVariables as strings, for a child's environment: the same names and values, in the same
  * order, that jobEnvironment makes of jobVariables (a net runner's command firing makes them per
  * firing: the Buffers of jobVariables, decoded again at once, and the time formatted per token,
- * were a large part of what building its environment cost; docs/benchmarks-notes.md, "Measurements behind
- * the code": "The job's environment packed once per run").
+ * were a large part of what building its environment cost).
  */
 export function jobVariableStrings(header: PacketHeader, where?: JobLocation, signer?: Signer): EnvVariable[] {
   const secs = header.ctime.secs;
@@ -161,9 +160,7 @@ function mergeSorted(
  * or packed (NAME=value\0 each, sorted) for the addon's spawner, the inherited part of it packed
  * once per inherited object. A net runner starts a command per firing with the same inherited
  * object (its transition's): making the merged object and packing it again from that object cost
- * several times what merging the job's dozen variables into a packed base costs
- * (docs/benchmarks-notes.md, "Measurements behind the code": "The job's environment packed once per
- * run").
+ * several times what merging the job's dozen variables into a packed base costs.
  */
 export class ChildEnv {
   /** packed()'s result, once made: the start's size check (sys/exec-size.ts) and the spawn both take it. */

@@ -29,7 +29,7 @@ export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilenam
 export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
 
 // Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
-// empty queue, from cron) does not load the codec, streams and decoders (docs/benchmarks-notes.md).
+// empty queue, from cron) does not load the codec, streams and decoders.
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { copySignedPacketSync } from '../sign/copy-signed.js';
 import type { ScanFailure } from './job-headers.js';

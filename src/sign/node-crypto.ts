@@ -1,8 +1,8 @@
 /**
  * node:crypto, loaded on its first use. The verifying half of sign/ is bundled on the path every
  * queue-process takes (queue-write checks signatures by a synchronous call), and loading
- * node:crypto there costs every start about 6 MB and some milliseconds, signed packets or not
- * (docs/benchmarks-notes.md, start-up); as seal.ts loads node:zlib.
+ * node:crypto there costs every start about 6 MB and some milliseconds, signed packets or not;
+ * as seal.ts loads node:zlib.
  */
 import type nodeCrypto from 'node:crypto';
 

@@ -43,7 +43,7 @@ export function checkHeaderSignature(header: PacketHeader, signers: AllowedSigne
  * Signatures verified lately, by their bytes, with the header each was verified over: a queue
  * checks each header twice (as a scan reads it, and again from the file the command gets, just
  * before it runs), and the second time the same signature over the same signed fields needs
- * neither cryptography nor the message encoded again (docs/benchmarks-notes.md "Signed packets").
+ * neither cryptography nor the message encoded again.
  */
 const verified = new Map<string, { sig: SshSig; header: PacketHeader }>();
 const VERIFIED_MAX = 4096;

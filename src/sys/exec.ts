@@ -12,21 +12,18 @@
  * controlling terminal: it still reads and writes the descriptors it is given (a terminal among
  * them), but can't open /dev/tty, and the terminal's signals (Ctrl-C, Ctrl-Z, a hang-up) reach
  * only fspl. Not a session always: setsid(2) also gives the child a scheduler autogroup of its
- * own (Linux), a measurable cost per job against a process group only (docs/benchmarks-notes.md,
- * "Measurements behind the code": "A session for the job's command only with a terminal").
+ * own (Linux), a measurable cost per job against a process group only.
  * child_process can only give a session (`detached`), and costs far more than that anyway.
  *
  * The command is spawned directly (no shell) with node:child_process. We measured execa on this
  * path: its import is slow, and each spawn through it costs more than twice a bare spawn, which
- * would more than double the per-job cost of a queue run (docs/benchmarks-notes.md, "Measurements behind
- * the code": "Not execa on the spawn path"). The payload reaches the child as a file descriptor
+ * would more than double the per-job cost of a queue run. The payload reaches the child as a file descriptor
  * (the open job file, positioned after the header) so the kernel, not Node, moves the bytes; only
  * decoded payloads are piped through us.
  *
  * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
  * optional native addon starts the command with posix_spawn instead (src/sys/native.ts says why: it is
- * several times cheaper per job; docs/benchmarks-notes.md, "Measurements behind the code": "Spawning
- * jobs: posix_spawn through the addon"), with the same semantics; without the addon, or with
+ * several times cheaper per job), with the same semantics; without the addon, or with
  * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the addon's
  * spawner thread, so that the event loop does not wait for the child's exec: its pid comes back a
  * moment later, and what needs it (a kill) waits for it.
@@ -254,8 +251,7 @@ export class StartError extends Error {
  * must stay open until it settles (the start may happen after this returns).
  *
  * Through the native addon where it can: child_process fork()s the whole process, which holds
- * its main thread for milliseconds per start, a large share of a net run of short firings
- * (docs/benchmarks-notes.md, "Measurements behind the code": "Starting a firing off the event loop"). The
+ * its main thread for milliseconds per start, a large share of a net run of short firings. The
  * addon's posix_spawn (vfork-style) runs on a thread of its own, so the event loop pays only for
  * building the arguments; the pid comes back a little later, and a kill asked for before it has
  * come is sent as soon as it does. child_process where the addon is missing, and to start a command

@@ -72,8 +72,7 @@ const POOL_THREADS = 4;
  * Independent operations (no order among them, no `must`) split into up to 4 batches that run at
  * once, one operation per 8 or more in each: fsyncs of many files on a disk (ext4) finish far
  * sooner side by side (the file system commits its journal once for several of them) than one
- * after the other on one thread (docs/benchmarks-notes.md, "Measurements behind the code": "Fsyncs side
- * by side").
+ * after the other on one thread.
  */
 export async function runBatchesAtOnce(ops: readonly BatchOp[]): Promise<Int32Array> {
   const lanes = Math.min(POOL_THREADS, Math.ceil(ops.length / 8));

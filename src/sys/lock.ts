@@ -23,8 +23,7 @@ let fsExt: typeof import('fs-ext') | undefined;
 /**
  * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use:
  * loading fs-ext (its resolution, its JavaScript, its own dlopen) was a visible part of every
- * queue-process start (docs/benchmarks-notes.md, "Measurements behind the code": "Loading fs-ext
- * lazily"). Fails as fs-ext does: an error with the errno's code (EAGAIN for a lock held
+ * queue-process start. Fails as fs-ext does: an error with the errno's code (EAGAIN for a lock held
  * elsewhere), its message `CODE, Description`.
  */
 function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
@@ -178,8 +177,7 @@ export function isLocked(path: string): boolean {
  * copy of the descriptor is closed: a child being started on the addon's spawner thread
  * (src/sys/native.ts) holds a copy of all our descriptors from its clone until its exec closes them
  * (they are close-on-exec), and meanwhile the lock would stay held, so that the next acquire,
- * ours or another process's, found it busy (waits on the event loop, seen per firing in a net run;
- * docs/benchmarks-notes.md, "Measurements behind the code": "Unlocking before closing"). flock(2) locks
+ * ours or another process's, found it busy (waits on the event loop, seen per firing in a net run). flock(2) locks
  * belong to the open file description: LOCK_UN through this descriptor releases it for every copy.
  */
 function unlockQuietly(fd: number): void {

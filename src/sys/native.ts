@@ -2,8 +2,7 @@
  * The optional native addon (native/fspl_native.c, built by `npm run build` into
  * native/build/Release/fspl_native.node) and typed wrappers around it.
  *
- * Why native code: costs that Node's own APIs cannot bring down (the figures: docs/benchmarks-notes.md,
- * "Measurements behind the code"):
+ * Why native code: costs that Node's own APIs cannot bring down:
  * - child_process.spawn fork()s the whole Node process (libuv 1.46 on Linux uses neither vfork
  *   nor posix_spawn), which made a queue of /bin/true jobs several times slower than the
  *   reference. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the same at a
@@ -250,9 +249,7 @@ function watch(): void {
   // Signals of the same kind coalesce, and one could come before this listener is in place
   // for a child that exits at once: a slow sweep catches whatever a signal did not. It also
   // stops listening once no child is left; not at once, since a net runner with few workers
-  // often has none for an instant, and listening again for each firing was a measurable cost
-  // (docs/benchmarks-notes.md, "Measurements behind the code": "Reaping children: the SIGCHLD listener
-  // kept a while").
+  // often has none for an instant, and listening again for each firing was a measurable cost.
   sweeper = setInterval(() => {
     sweep();
     if (running.size === 0) unwatch();
@@ -277,8 +274,7 @@ export type DetachedStart = NativeSpawnResult;
  *
  * The start itself happens on the addon's spawner thread, not on this one: posix_spawn holds its
  * caller until the child has exec'd, longer on a loaded machine, which the event loop of a net
- * runner paid per firing (docs/benchmarks-notes.md, "Measurements behind the code": "Starting a firing
- * off the event loop"). `onStarted` comes later (never before this returns) with the pid, or the
+ * runner paid per firing. `onStarted` comes later (never before this returns) with the pid, or the
  * errno of a start that failed, or undefined: leave it to child_process (ENOEXEC, or a C library
  * without posix_spawn's chdir or setsid). Until then the descriptors must stay open. `onExit` comes
  * after `onStarted`, once the child is reaped. Returns false (and calls nothing) when the addon is

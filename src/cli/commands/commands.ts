@@ -31,7 +31,7 @@ import { checkLogLevel, UsageError, writeOut } from '../text/output.js';
 import { queueProcess } from './queue-process.js';
 
 // What only some subcommands use is imported by them, when they run: every command pays for
-// loading what is imported here (start-up, docs/benchmarks-notes.md), and `queue-process` most often.
+// loading what is imported here, and `queue-process` most often.
 const preparing = () => import('../../packet/prepare.js');
 const sealedCopy = () => import('../../packet/seal/sealed-copy.js');
 const json = () => import('../../json.js');

@@ -5,8 +5,7 @@
  * buffers) that live across a group commit's file calls, long enough to be promoted to the old
  * generation. V8 lets the old generation grow to up to four times what survived the last full
  * collection before it collects again, so the peak RSS of a drain was mostly that garbage, many
- * times the live heap (docs/benchmarks-notes.md, "Measurements behind the code": "The heap growing factor
- * of a net run").
+ * times the live heap.
  *
  * The run sets V8's heap growing factor to 1.5 instead (--heap-growing-percent=50): full
  * collections come sooner, on a small heap (short, mostly off the main thread). This is

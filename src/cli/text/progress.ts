@@ -146,8 +146,7 @@ export class ManyProgress {
 
 /**
  * Whether stderr is a terminal, asked without making process.stderr when it cannot be: making it
- * loads net and streams (a pipe) or tty (a character device), a visible part of every start
- * (docs/benchmarks-notes.md, "Measurements behind the code": "Not making process.stderr at start-up").
+ * loads net and streams (a pipe) or tty (a character device), a visible part of every start.
  * Only a character device can be a terminal, and /dev/null (cron's `>/dev/null 2>&1`) is not one;
  * for any other, Node is asked.
  */

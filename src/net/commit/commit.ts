@@ -13,8 +13,7 @@
  * batch; one more before it for parts filled from other tokens, and for parts written side by
  * side), not one per call or per step.
  * On 2 busy cores a hand-off (a pool thread woken, its result sent back) cost more of the event
- * loop's time than the system calls themselves on tmpfs (docs/benchmarks-notes.md, "Measurements behind
- * the code": "A group commit's I/O in batches"). Firings start, and file events come in, while a
+ * loop's time than the system calls themselves on tmpfs. Firings start, and file events come in, while a
  * group commits. Only the bytes of parts filled from other tokens are written on the event loop
  * (into the page cache).
  *

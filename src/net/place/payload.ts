@@ -122,8 +122,7 @@ export interface WholeToken {
  * (stream it then: payloadStream). A JavaScript transition's inputs are read so: reading the
  * header, then the payload, cost an open, a read and a close more for a token whose header was
  * dropped far from the head of a backlog, and a read stream two reads and a close on libuv's pool,
- * each a hand-off between threads, dearer still on 2 busy cores (docs/benchmarks-notes.md, "Measurements
- * behind the code": "Reading a small token whole").
+ * each a hand-off between threads, dearer still on 2 busy cores.
  */
 export function readSmallToken(file: string): WholeToken | undefined {
   const fd = openJobFile(file);

@@ -14,8 +14,7 @@ const SCAN_CHUNK = 2048;
 /**
  * How many tokens of a place a reader indexes at most (Place.window): those with the lowest
  * numbers. Refilling it costs a scan of the directory, once three quarters have been consumed:
- * the window bounds a reader's memory while keeping the rescans of a big place few
- * (docs/benchmarks-notes.md, "Measurements behind the code": "A place's index window").
+ * the window bounds a reader's memory while keeping the rescans of a big place few.
  */
 export const INDEX_WINDOW = 16384;
 

@@ -366,8 +366,7 @@ async function runFunction(req: FiringRequest, opened: FiringInputs, outPaths: R
  * A function's signal: the firing's own (aborted, with the reason, when the run stops or its
  * transition is paused with --kill), or with a timeout, one of its own that the timeout aborts
  * too. The firing's own is not wrapped in another controller: with its signal and its listener,
- * that was a noticeable part of what a warm runner spends on a JavaScript move (docs/benchmarks-notes.md,
- * "Measurements behind the code": "A function's signal not wrapped").
+ * that was a noticeable part of what a warm runner spends on a JavaScript move.
  */
 function functionSignal(req: FiringRequest): { signal: AbortSignal; cancel?: () => void } {
   const timeout = req.transition.timeout;

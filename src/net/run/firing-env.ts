@@ -26,8 +26,7 @@ export function firingEnv(tokens: Token[], t: TransitionSpec, firing: string, ke
  * What every firing of a transition inherits: the runner's environment, the transition's `env`,
  * FSPL_NET_TRANSITION. Made once per transition, not per firing: copying process.env (each of
  * its variables a call into C++) and sorting it cost several times the merge into a kept base,
- * which childEnvironment sorts once (docs/benchmarks-notes.md, "Measurements behind the code": "A
- * transition's inherited environment made once").
+ * which childEnvironment sorts once.
  */
 const baseEnvs = new WeakMap<TransitionSpec, Readonly<Record<string, string | undefined>>>();
 function baseEnv(t: TransitionSpec): Readonly<Record<string, string | undefined>> {

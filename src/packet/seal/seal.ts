@@ -15,11 +15,9 @@
  * packet.
  *
  * The checksum is zlib.crc32 (Node >= 20.15): Node's bundled zlib computes it with PCLMUL/SIMD,
- * about twice as fast as sha1 or sha256 and several times md5 or the pure-JS crc-32 package
- * (docs/benchmarks-notes.md, "Measurements behind the code": "The seal's checksum: zlib.crc32"). The seal
+ * about twice as fast as sha1 or sha256 and several times md5 or the pure-JS crc-32 package. The seal
  * guards against truncation and accidental corruption, not tampering (that is what gpg/age decoders
- * are for), so a CRC is enough, and it is the cheapest. docs/benchmarks-notes.md, "The cost of sealing",
- * has the cost on a 1 GiB transfer.
+ * are for), so a CRC is enough, and it is the cheapest.
  */
 import type zlib from 'node:zlib';
 import { BadPacketError, PayloadSealError } from '../../base/errors.js';
@@ -27,7 +25,7 @@ import type { Seal } from '../types.js';
 
 /**
  * zlib.crc32, node:zlib loaded on the first checksum: loading it (and the streams it brings) is
- * otherwise a cost of every fspl start, sealed packets or not (docs/benchmarks-notes.md, start-up).
+ * otherwise a cost of every fspl start, sealed packets or not.
  */
 let zlibCrc32: typeof zlib.crc32 | undefined;
 function crc32Of(data: Uint8Array, value: number): number {

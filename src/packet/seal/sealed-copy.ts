@@ -159,7 +159,7 @@ export function writeSealedPacketSync(outFd: number, header: PacketHeader, paylo
 
 /**
  * Copy exactly seal.length bytes from `position` (pread). Only the length is checked here: a
- * second CRC pass would cost as much as the first (docs/benchmarks-notes.md), and a file changed in
+ * second CRC pass would cost as much as the first, and a file changed in
  * place between the passes gives a packet that every reader refuses anyway.
  */
 function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: number, what: string): void {
