@@ -6,35 +6,25 @@
  * assets by exact path, no inline script. Queue names and a job's output reach the page as JSON
  * (in the page, a data block with every `<` escaped), put there as text by its script.
  */
-import fs from 'node:fs';
 import { describeSystemError } from '../base/errors.js';
 import { silentLogger } from '../base/log.js';
+import { type AssetTable, loadAssets } from '../web/assets.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../web/prometheus.js';
 import { JSON_TYPE, type ListenOptions, type PageServer, type Reply, servePage } from '../web/server.js';
 import { QueueMonitor, type QueuesPage } from './monitor.js';
 import type { ProcessQueuesOptions, ProcessQueuesSummary, ProcessRunOptions, QueuesEvent } from './options.js';
 import { queueMetricsText } from './queue-metrics.js';
 
-/** The static assets, by exact URL path: the table is the only way to a file. */
-const ASSETS: Record<string, { file: string; type: string }> = {
+/** The static assets, by exact URL path (web/assets.ts adds the shared style). */
+const ASSETS: AssetTable = {
   '/': { file: 'queues.html', type: 'text/html; charset=utf-8' },
   '/index.html': { file: 'queues.html', type: 'text/html; charset=utf-8' },
   '/assets/queues.js': { file: 'queues.js', type: 'text/javascript; charset=utf-8' },
   '/assets/queues.css': { file: 'queues.css', type: 'text/css; charset=utf-8' },
 };
 
-/**
- * Where the assets are: beside this module (src/process/web, dist/process/web once built: the
- * build copies them), or, from the bundle (dist/bundle/*.cjs), at ../process/web.
- */
+/** Beside this module (src/process/web, dist/process/web), or from the bundle at ../process/web. */
 const WEB_DIRS = [new URL('./web/', import.meta.url), new URL('../process/web/', import.meta.url)];
-
-function loadAssets(): Map<string, Reply> {
-  const dir = WEB_DIRS.find((d) => fs.existsSync(new URL('queues.html', d))) ?? WEB_DIRS[0]!;
-  const out = new Map<string, Reply>();
-  for (const [route, a] of Object.entries(ASSETS)) out.set(route, { type: a.type, body: fs.readFileSync(new URL(a.file, dir)) });
-  return out;
-}
 
 const STATE_SLOT = '<!--fspl:state-->';
 
@@ -51,7 +41,7 @@ export function renderQueuesPage(template: string, page: QueuesPage): string {
 
 /** Serve the monitor's queues: the page, /api/status, /api/events and /metrics. */
 export async function serveQueues(monitor: QueueMonitor, options: ListenOptions = {}): Promise<PageServer> {
-  const assets = loadAssets();
+  const assets = loadAssets(ASSETS, WEB_DIRS);
   const template = assets.get('/')!.body.toString();
   const answer = async (route: string): Promise<Reply | undefined> => {
     const asset = assets.get(route);

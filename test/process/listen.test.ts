@@ -104,6 +104,9 @@ describe('listen: the queues of a watching run, served', () => {
     const html = await get(url);
     expect(html.body).not.toContain('no <good>'); // in the data block every < is escaped
     expect(html.body).toContain('no \\u003cgood>');
+    // The style both pages share, then the page's own.
+    expect(html.body).toContain('<link rel="stylesheet" href="/assets/base.css">\n<link rel="stylesheet" href="/assets/queues.css">');
+    expect((await get(`${url}assets/base.css`)).body).toContain('font-family');
     stop.abort();
     expect((await summary).queues.map((q) => q.state)).toEqual(['done', 'stopped', 'stopped']);
   });

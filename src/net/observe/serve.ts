@@ -21,9 +21,9 @@
  * recomputed from the directories and STATE/live.json (status.ts), so a run that stops or a
  * directory that vanishes shows as such.
  */
-import fs from 'node:fs';
 import { NetRequestError } from '../../base/errors.js';
 import { type Logger, silentLogger } from '../../base/log.js';
+import { type AssetTable, loadAssets } from '../../web/assets.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../../web/prometheus.js';
 import { badListenOptions, JSON_TYPE, type PageServer, type Reply, servePage } from '../../web/server.js';
 import { hostView } from '../model/hosts.js';
@@ -67,30 +67,16 @@ export type NetServer = PageServer;
 export const PLACE_LINES = ['0000 tokens', 'oldest 00m00s'];
 export const TRANSITION_LINES = ['run 00  ok 000000', 'failed 0000  00.0/min'];
 
-/** The static assets, by exact URL path: the table is the only way to a file. */
-const ASSETS: Record<string, { file: string; type: string }> = {
+/** The static assets, by exact URL path (web/assets.ts adds the shared style). */
+const ASSETS: AssetTable = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/assets/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/assets/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
 };
 
-/**
- * Where the assets are: beside this module (src/net/observe/web from the sources,
- * dist/net/observe/web once built: the build copies them), or, from the bundle (dist/bundle/*.cjs),
- * at ../net/observe/web. The first of the two that holds the page is the one.
- */
+/** Beside this module (src/net/observe/web, dist/net/observe/web), or from the bundle at ../net/observe/web. */
 const WEB_DIRS = [new URL('./web/', import.meta.url), new URL('../net/observe/web/', import.meta.url)];
-function webDir(): URL {
-  return WEB_DIRS.find((d) => fs.existsSync(new URL('index.html', d))) ?? WEB_DIRS[0]!;
-}
-
-function loadAssets(): Map<string, { body: Buffer; type: string }> {
-  const out = new Map<string, { body: Buffer; type: string }>();
-  const dir = webDir();
-  for (const [route, a] of Object.entries(ASSETS)) out.set(route, { body: fs.readFileSync(new URL(a.file, dir)), type: a.type });
-  return out;
-}
 
 /** The drawing the page starts from: the net with placeholder lines in every node. */
 export async function serveSvg(net: NetModel): Promise<string> {
@@ -134,10 +120,10 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
   // NNCP's spool is asked at most every 10 s (a subprocess), not at every poll.
   const spools = new NncpSpoolReader(10_000);
   const report = (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net, spools));
-  const assets = loadAssets();
+  const assets = loadAssets(ASSETS, WEB_DIRS);
   const svgText = await serveSvg(net);
   const svg = Buffer.from(svgText);
-  const template = assets.get('/')!.body.toString('utf8');
+  const template = assets.get('/')!.body.toString();
   const status = async (): Promise<string> => pageJson(await report());
 
   const detail = async (kind: string, encoded: string): Promise<Reply | undefined> => {

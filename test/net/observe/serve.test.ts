@@ -65,6 +65,9 @@ describe('net serve over HTTP', () => {
     expect(served.state).toBe('drained');
     expect((await raw(server, 'GET', '/assets/app.js')).status).toBe(200);
     expect((await raw(server, 'GET', '/assets/app.css')).headers['content-type']).toMatch(/^text\/css/);
+    // The style both pages share (src/web/assets/base.css), linked before the page's own.
+    expect(page.body).toMatch(/href="\/assets\/base.css">\n<link rel="stylesheet" href="\/assets\/app.css">/);
+    expect((await raw(server, 'GET', '/assets/base.css')).body).toContain('font-family');
     const svg = await raw(server, 'GET', '/net.svg');
     expect(svg.body).toContain('id="place&#45;inbox"');
     expect(svg.body).toContain('id="transition&#45;move"');
