@@ -55,7 +55,15 @@ export { verifyPacket } from './sign/verify-packet.js';
 import './process/queue-process-method.js';
 
 export { createLogger } from './base/log.js';
-export { defineNet, Net, type NetDefinition, type NetEvent, type NetRunOptions, type NetStatusReport, parseNetText } from './net/index.js';
+export {
+  defineNet,
+  Net,
+  type NetDefinition,
+  type NetEvent,
+  type NetRunOptions,
+  type NetStatusReport,
+  parseNetText,
+} from './net/index.js';
 export { processQueues } from './process/many-queues.js';
 export type { OnFinishOptions } from './process/on-finish.js';
 export type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './process/options.js';
@@ -64,5 +72,11 @@ export type { JobContext, JobFunction, ProcessEvent, ProcessQueueOptions, Proces
 export type { StopOptions } from './process/run-stop.js';
 export { type Destination, parseDestination, type SshDestination } from './send/destination.js';
 export { type QueueSendStatus, queueSendStatus } from './send/queue-send-status.js';
-export { type QueueSendEvent, type QueueSendOptions, type QueueSendState, type QueueSendSummary, sendQueue } from './send/send-queue.js';
+export {
+  type QueueSendEvent,
+  type QueueSendOptions,
+  type QueueSendState,
+  type QueueSendSummary,
+  sendQueue,
+} from './send/send-queue.js';
 export { type QueueStatus, queueStatus } from './status/report.js';

@@ -67,7 +67,12 @@ export function bigintToJson(n: bigint): string {
 }
 
 export function ctimeToJson(c: Ctime): JsonCtime {
-  return { secs: c.secs.toString(), nanos: c.nanos, rfc3339_utc: rfc3339Utc(c.secs), rfc3339_local: rfc3339Local(c.secs) };
+  return {
+    secs: c.secs.toString(),
+    nanos: c.nanos,
+    rfc3339_utc: rfc3339Utc(c.secs),
+    rfc3339_local: rfc3339Local(c.secs),
+  };
 }
 
 /** A packet header: seq, ctime, type, params, env. */
@@ -78,7 +83,10 @@ export function headerToJson(h: PacketHeader): JsonHeader {
     ctime: ctimeToJson(h.ctime),
     type: cmd.kind,
     params: cmd.kind === 'Command' ? cmd.params.map(bytesToJson) : [],
-    env: cmd.kind === 'Command' ? cmd.env.map(([name, value]) => ({ name: bytesToJson(name), value: bytesToJson(value) })) : [],
+    env:
+      cmd.kind === 'Command'
+        ? cmd.env.map(([name, value]) => ({ name: bytesToJson(name), value: bytesToJson(value) }))
+        : [],
   };
 }
 
@@ -126,7 +134,11 @@ function retryKeysToJson(h: PacketHeader): { [key: string]: JsonValue } {
  */
 function signatureToJson(h: PacketHeader, signer?: Signer): { [key: string]: JsonValue } {
   if (!h.signature) return { signed: false };
-  return { signed: true, signer_key: signer?.fingerprint ?? claimedSigner(h) ?? null, signer: signer?.principal ?? null };
+  return {
+    signed: true,
+    signer_key: signer?.fingerprint ?? claimedSigner(h) ?? null,
+    signer: signer?.principal ?? null,
+  };
 }
 
 /**
@@ -158,7 +170,13 @@ export function rangesToJson(ranges: readonly SeqRange[]): Array<{ first: string
 
 function statusJobToJson(j: StatusJob | undefined): JsonValue {
   if (!j) return null;
-  return { seq: j.seq.toString(), filename: j.filename, ctime: ctimeToJson(j.ctime), age_seconds: j.ageSeconds, sealed: j.sealed };
+  return {
+    seq: j.seq.toString(),
+    filename: j.filename,
+    ctime: ctimeToJson(j.ctime),
+    age_seconds: j.ageSeconds,
+    sealed: j.sealed,
+  };
 }
 
 /** `queue-status --json`. */
@@ -180,12 +198,20 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
     waiting: { count: s.waiting, seqs: rangesToJson(s.waitingSeqs) },
     runnable: s.runnable,
     not_before: s.notBefore ? { seq: s.notBefore.seq.toString(), at: s.notBefore.at.toISOString() } : null,
-    gap: s.gap ? { seq: s.gap.seq.toString(), is_next: s.gap.isNext, present_beyond: rangesToJson(s.gap.presentBeyond) } : null,
+    gap: s.gap
+      ? { seq: s.gap.seq.toString(), is_next: s.gap.isNext, present_beyond: rangesToJson(s.gap.presentBeyond) }
+      : null,
     below_next: { count: s.belowNext, seqs: rangesToJson(s.belowNextSeqs) },
     duplicates: s.duplicates.map((d) => ({ seq: d.seq.toString(), files: d.files })),
     oldest: statusJobToJson(s.oldest),
     newest: statusJobToJson(s.newest),
-    undecodable: s.undecodable.map((f) => ({ filename: f.filename, size: f.size ?? null, kind: f.kind, cause: f.cause, error: f.error })),
+    undecodable: s.undecodable.map((f) => ({
+      filename: f.filename,
+      size: f.size ?? null,
+      kind: f.kind,
+      cause: f.cause,
+      error: f.error,
+    })),
     too_large: s.tooLarge.map((f) => ({
       filename: f.filename,
       size: f.size ?? null,
@@ -194,11 +220,21 @@ export function statusToJson(s: QueueStatus): { [key: string]: JsonValue } {
       claimed_seq: f.claimedSeq === undefined ? null : f.claimedSeq.toString(),
     })),
     sealed: s.sealed,
-    damaged: s.damaged.map((d) => ({ seq: d.seq.toString(), filename: d.filename, payload_size: d.payloadSize, sealed_size: d.sealedSize.toString() })),
+    damaged: s.damaged.map((d) => ({
+      seq: d.seq.toString(),
+      filename: d.filename,
+      payload_size: d.payloadSize,
+      sealed_size: d.sealedSize.toString(),
+    })),
     signed: s.signed,
     unsigned: s.unsigned.map((u) => ({ seq: u.seq.toString(), filename: u.filename, why: u.why })),
     refused: s.refused.map((r) => ({ filename: r.filename, why: r.why })),
-    temp_files: s.tempFiles.map((f) => ({ filename: f.filename, kind: f.kind, size: f.size ?? null, age_seconds: f.ageSeconds ?? null })),
+    temp_files: s.tempFiles.map((f) => ({
+      filename: f.filename,
+      kind: f.kind,
+      size: f.size ?? null,
+      age_seconds: f.ageSeconds ?? null,
+    })),
     output_files: s.outputFiles,
     other_files: s.otherFiles.map((f) => ({ filename: f.filename, type: f.type })),
   };

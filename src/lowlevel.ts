@@ -78,7 +78,13 @@ export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
 // The types and helpers the main entry leaves out, to stay one screen long.
 export type { Bytes, CommandType, Ctime, FailureFacts, Seal } from './packet/types.js';
 export { serveQueues } from './process/listen.js';
-export { type JobFailure, type QueueFigures, QueueMonitor, type QueueRunState, type QueuesPage } from './process/monitor.js';
+export {
+  type JobFailure,
+  type QueueFigures,
+  QueueMonitor,
+  type QueueRunState,
+  type QueuesPage,
+} from './process/monitor.js';
 export type {
   CommandExecutor,
   CommandOptions,
@@ -97,10 +103,32 @@ export type {
 } from './process/process.js';
 export { type ProcessFdOptions, processFd, processQueue } from './process/process.js';
 export { QUEUE_METRIC_NAMES } from './process/queue-metrics.js';
-export { checkedPayload, type DecodedJob, type ExitStatus, openThroughDecoder, readHeaderThroughDecoder, spoolDecoded } from './queue/decoder.js';
-export { formatInfo, type JobLocation, type JobVariable, jobEnvironment, jobVariables, variablesRecord } from './queue/jobenv.js';
+export {
+  checkedPayload,
+  type DecodedJob,
+  type ExitStatus,
+  openThroughDecoder,
+  readHeaderThroughDecoder,
+  spoolDecoded,
+} from './queue/decoder.js';
+export {
+  formatInfo,
+  type JobLocation,
+  type JobVariable,
+  jobEnvironment,
+  jobVariables,
+  variablesRecord,
+} from './queue/jobenv.js';
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename } from './queue/jobs.js';
-export type { DecodedOpenJob, Executor, JobDetails, JobEntry, OpenJob, PlainOpenJob, ScanOptions } from './queue/queue.js';
+export type {
+  DecodedOpenJob,
+  Executor,
+  JobDetails,
+  JobEntry,
+  OpenJob,
+  PlainOpenJob,
+  ScanOptions,
+} from './queue/queue.js';
 export { listQueueDirs, noQueueUnder, type QueueDirEntry, queueDirKind, whyNotQueue } from './queue/queue-dirs.js';
 export { JobsWatcher, type WatchOptions } from './queue/watch.js';
 export { type DirWatchOptions, DirWatchSet, type DirWatchSetOptions } from './queue/watch-set.js';
@@ -114,8 +142,24 @@ export { deliveryFor } from './send/send-queue.js';
 export { sshDelivery } from './send/ssh-send.js';
 export type { OtherFile, TempFile, UndecodableFile } from './status/files.js';
 export { formatRanges, type SeqRange, toRanges } from './status/ranges.js';
-export type { LockInfo, NextSeqInfo, QueueState, QueueStatusOptions, StatusJob, StatusProblem } from './status/report.js';
-export { describeKind, diagnoseUnreadable, type FileType, readFileHead, SNIFF_LENGTH, type SniffKind, sniffBytes, suggestedDecoder } from './status/sniff.js';
+export type {
+  LockInfo,
+  NextSeqInfo,
+  QueueState,
+  QueueStatusOptions,
+  StatusJob,
+  StatusProblem,
+} from './status/report.js';
+export {
+  describeKind,
+  diagnoseUnreadable,
+  type FileType,
+  readFileHead,
+  SNIFF_LENGTH,
+  type SniffKind,
+  sniffBytes,
+  suggestedDecoder,
+} from './status/sniff.js';
 export { type CopyOptions, copy } from './sys/copy.js';
 export { type RunOptions, type RunResult, runCommand } from './sys/exec.js';
 export { writeAllSync } from './sys/io.js';

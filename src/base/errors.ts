@@ -77,7 +77,10 @@ export class HeaderTooLargeError extends BadPacketError {
   readonly claimedSeq: bigint | undefined;
   constructor(metadataLength: bigint, limit: number, claimedSeq?: bigint) {
     const claims = claimedSeq === undefined ? '' : ` (it claims number ${claimedSeq})`;
-    super(`Metadata length ${metadataLength} is larger than the limit of ${limit} bytes${claims}`, 'ERR_HEADER_TOO_LARGE');
+    super(
+      `Metadata length ${metadataLength} is larger than the limit of ${limit} bytes${claims}`,
+      'ERR_HEADER_TOO_LARGE',
+    );
     this.metadataLength = metadataLength;
     this.limit = limit;
     this.claimedSeq = claimedSeq;
@@ -111,7 +114,10 @@ export class DuplicateSeqError extends FsplError {
 
 export class SeqOverflowError extends FsplError {
   constructor(path: string) {
-    super('ERR_SEQ_OVERFLOW', `Sequence number in ${path} is 18446744073709551615, the largest possible; refusing to wrap to 0`);
+    super(
+      'ERR_SEQ_OVERFLOW',
+      `Sequence number in ${path} is 18446744073709551615, the largest possible; refusing to wrap to 0`,
+    );
   }
 }
 
@@ -200,7 +206,10 @@ export function describeSystemError(err: unknown): string {
   return String(err);
 }
 
-/** A Node system error's meaning in words, without its path or code (`No such file or directory`), if it is a common one. */
+/**
+ * A Node system error's meaning in words, without its path or
+ * code (`No such file or directory`), if it is a common one.
+ */
 export function systemErrorWords(err: unknown): string | undefined {
   if (!err || typeof err !== 'object' || !('code' in err)) return undefined;
   return SYSTEM_MESSAGES[String((err as NodeJS.ErrnoException).code)];
@@ -266,7 +275,10 @@ export class NetFileError extends FsplError {
   readonly problems: Array<{ line?: number; col?: number; message: string }>;
   readonly file: string;
   constructor(file: string, problems: Array<{ line?: number; col?: number; message: string }>) {
-    super('ERR_NET_FILE', problems.map((p) => `${file}${p.line === undefined ? '' : `:${p.line}:${p.col}`}: ${p.message}`).join('\n'));
+    super(
+      'ERR_NET_FILE',
+      problems.map((p) => `${file}${p.line === undefined ? '' : `:${p.line}:${p.col}`}: ${p.message}`).join('\n'),
+    );
     this.file = file;
     this.problems = problems;
   }

@@ -35,7 +35,9 @@ export async function main(argv: string[]): Promise<number> {
   if (line.net) return (await import('./commands/net.js')).runNet(inv);
   try {
     // The trivial subcommands get a module of their own, so they load almost nothing.
-    const { run } = LIGHT.has(inv.command) ? await import('./commands/standalone-commands.js') : await import('./commands/commands.js');
+    const { run } = LIGHT.has(inv.command)
+      ? await import('./commands/standalone-commands.js')
+      : await import('./commands/commands.js');
     return await run(inv);
   } catch (err) {
     return reportError(err);

@@ -92,7 +92,10 @@ export class Net {
    * that it writes (so that status can tell an empty outbox from a missing one, and a sync tool
    * can be pointed at the outbox's jobs/ before the first run). Returns the names of both made.
    */
-  initHost(host: string, options: { only?: (place: string) => boolean; permissions?: boolean } = {}): { places: string[]; outboxes: string[] } {
+  initHost(
+    host: string,
+    options: { only?: (place: string) => boolean; permissions?: boolean } = {},
+  ): { places: string[]; outboxes: string[] } {
     const places = this.initPlaces({ ...options, host });
     const view = hostView(this.model, host);
     const outboxes: string[] = [];
@@ -126,7 +129,11 @@ export class Net {
    * Put a token into a place, waiting while the place is full (capacity). The payload (a stream,
    * bytes or { path }) is spooled first, so the place's writers are held only for the final copy.
    */
-  async put(place: string, payload: Readable | Uint8Array | { path: string } | undefined, options: PutOptions = {}): Promise<PutResult> {
+  async put(
+    place: string,
+    payload: Readable | Uint8Array | { path: string } | undefined,
+    options: PutOptions = {},
+  ): Promise<PutResult> {
     for (;;) {
       const r = await this.tryPut(place, payload, options);
       if (r !== 'full') return r;
@@ -135,10 +142,15 @@ export class Net {
   }
 
   /** Put a token, or return 'full' at once (writing nothing) when the place is at its capacity. */
-  async tryPut(place: string, payload: Readable | Uint8Array | { path: string } | undefined, options: PutOptions = {}): Promise<PutResult | 'full'> {
+  async tryPut(
+    place: string,
+    payload: Readable | Uint8Array | { path: string } | undefined,
+    options: PutOptions = {},
+  ): Promise<PutResult | 'full'> {
     const p = this.place(place);
     if (!p.exists()) throw new NetRequestError(`Place ${place} has no queue at ${p.spec.dir}: run fspl net init first`);
-    if (options.sign !== undefined) p.signKey = signerOf(path.resolve(options.sign)).path; // a key that can't sign is refused before the payload is read
+    // a key that can't sign is refused before the payload is read
+    if (options.sign !== undefined) p.signKey = signerOf(path.resolve(options.sign)).path;
     let spool: string | undefined;
     let source: { path: string } | undefined;
     try {
@@ -198,7 +210,13 @@ export class Net {
     const probes = [...remotePlaces(view)]
       .filter(([, r]) => !r.sync)
       .map(([place, remote]) =>
-        probeOutbox({ place, outbox: view.places.get(place)!.dir, remote, host: hostConfig(this.model, remote.host), signal: options.signal }),
+        probeOutbox({
+          place,
+          outbox: view.places.get(place)!.dir,
+          remote,
+          host: hostConfig(this.model, remote.host),
+          signal: options.signal,
+        }),
       );
     return Promise.all(probes);
   }
@@ -227,12 +245,17 @@ export class Net {
    * host; with `sender` (NNCP_SENDER: the sending node's id), it must be that host's NNCP node
    * (or one of `host`'s `nncp.from`). Else a ReceiveRefusedError, before `input` is read.
    */
-  async receive(place: string, input: Readable, options: { host?: string; sender?: string; signal?: AbortSignal } = {}): Promise<ReceiveSummary> {
+  async receive(
+    place: string,
+    input: Readable,
+    options: { host?: string; sender?: string; signal?: AbortSignal } = {},
+  ): Promise<ReceiveSummary> {
     const host = hostFor(this.model, options.host, { place });
     const view = hostView(this.model, host);
     const own = [...view.places.values()].filter((p) => !p.remote);
     const spec = own.find((p) => p.name === place);
-    if (!spec) throw unknownName('place', place, host === undefined ? own.map((p) => p.name) : placesOf(this.model, host));
+    if (!spec)
+      throw unknownName('place', place, host === undefined ? own.map((p) => p.name) : placesOf(this.model, host));
     const fed = fedPlace(this.model, host, spec);
     return receivePackets(spec.dir, input, { ...senderRule(this.model, fed, options.sender), signal: options.signal });
   }
@@ -242,7 +265,10 @@ export class Net {
    * each move exactly once, whether `net run` runs or not. Bad requests throw NetRequestError.
    */
   retry(options: RetryOptions & { host?: string }): Promise<RetryResult> {
-    const view = hostView(this.model, hostFor(this.model, options.host, { place: options.errorPlace, transition: options.transition }));
+    const view = hostView(
+      this.model,
+      hostFor(this.model, options.host, { place: options.errorPlace, transition: options.transition }),
+    );
     return options.setAside ? restoreSetAside(view, options) : retryTokens(view, options);
   }
 
@@ -250,7 +276,11 @@ export class Net {
    * Take a poison token out of its place without losing it: into STATE/set-aside with the reason
    * (a sequence place gets a NOP in its number). `retry({ setAside: true, ... })` brings it back.
    */
-  setAside(place: string, which: { key?: string; seq?: bigint }, options: { reason?: string; by?: string; host?: string } = {}): Promise<SetAsideResult> {
+  setAside(
+    place: string,
+    which: { key?: string; seq?: bigint },
+    options: { reason?: string; by?: string; host?: string } = {},
+  ): Promise<SetAsideResult> {
     return setAside(hostView(this.model, hostFor(this.model, options.host, { place })), place, which, options);
   }
 
@@ -258,18 +288,31 @@ export class Net {
    * Pause a transition: a run starts no new firing of it, now or after a restart, until resume.
    * Its running firings finish, or with `kill` are abandoned (their tokens stay).
    */
-  pause(transition: string, options: { reason?: string; by?: string; host?: string; kill?: boolean } = {}): PauseRecord {
-    return pauseTransition(this.model, transition, { ...options, host: hostFor(this.model, options.host, { transition }) });
+  pause(
+    transition: string,
+    options: { reason?: string; by?: string; host?: string; kill?: boolean } = {},
+  ): PauseRecord {
+    return pauseTransition(this.model, transition, {
+      ...options,
+      host: hostFor(this.model, options.host, { transition }),
+    });
   }
 
   /** Resume a paused transition; the pause it ends, or undefined when it was not paused. */
   resume(transition: string, options: { host?: string } = {}): PauseRecord | undefined {
-    return resumeTransition(this.model, transition, { ...options, host: hostFor(this.model, options.host, { transition }) });
+    return resumeTransition(this.model, transition, {
+      ...options,
+      host: hostFor(this.model, options.host, { transition }),
+    });
   }
 
   /** The paused transitions (on a net with hosts, of `host`). */
   pauses(options: { host?: string } = {}): PauseRecord[] {
-    return [...readPauses(options.host === undefined ? this.model.stateDir : hostView(this.model, options.host).stateDir).values()];
+    return [
+      ...readPauses(
+        options.host === undefined ? this.model.stateDir : hostView(this.model, options.host).stateDir,
+      ).values(),
+    ];
   }
 
   /** The tokens of a place in the order a reader takes them, streamed (flat memory on any number). */
@@ -278,7 +321,11 @@ export class Net {
   }
 
   /** One token of a place, by key or number, with its payload as a stream on request. */
-  async token(place: string, which: { key?: string; seq?: bigint }, options: { host?: string } = {}): Promise<TokenListing & { payload(): Readable }> {
+  async token(
+    place: string,
+    which: { key?: string; seq?: bigint },
+    options: { host?: string } = {},
+  ): Promise<TokenListing & { payload(): Readable }> {
     const t = await findToken(hostView(this.model, hostFor(this.model, options.host, { place })), place, which);
     return { ...t, payload: () => tokenPayload(t) };
   }
@@ -300,7 +347,14 @@ export type { ReceiveCheck } from './hosts/nncp-check.js';
 export type { OutboxProbe } from './hosts/outbox-sender.js';
 export { defineNet } from './model/build.js';
 export type { NetWarning } from './model/check.js';
-export type { FiringContext, FiringInput, NetDefinition, NetModel, TransitionDefinition, TransitionFunction } from './model/model.js';
+export type {
+  FiringContext,
+  FiringInput,
+  NetDefinition,
+  NetModel,
+  TransitionDefinition,
+  TransitionFunction,
+} from './model/model.js';
 export { loadNetFile, parseNetText } from './model/netfile.js';
 export { placeTokens, type TokenInfo, transitionDetail } from './observe/detail.js';
 export { type DotState, liveDotState } from './observe/dot.js';
@@ -314,7 +368,14 @@ export type { SetAsideResult } from './operate/set-aside.js';
 export type { TokenListing } from './operate/tokens.js';
 export { allocateWorkers } from './plan/allocate.js';
 export { type SchedulerInput, type SchedulerResult, schedule } from './plan/scheduler.js';
-export { lowerBound, parseService, type ServiceTime, type SimulateOptions, type SimulationReport, simulate } from './plan/simulate.js';
+export {
+  lowerBound,
+  parseService,
+  type ServiceTime,
+  type SimulateOptions,
+  type SimulationReport,
+  simulate,
+} from './plan/simulate.js';
 export type { Leftover, LeftoverCode } from './run/leftovers.js';
 export { type LastFailure, TransitionMonitor, type TransitionRates } from './run/monitor.js';
 export type { NetEvent, NetRunOptions, NetRunSummary } from './run/runner.js';

@@ -10,7 +10,16 @@ function uintAt(b: Uint8Array, at: number): bigint | undefined {
   const t = b[at];
   if (t === undefined) return undefined;
   if (t <= 0x7f) return BigInt(t);
-  const width = t === 0xcc || t === 0xd0 ? 1 : t === 0xcd || t === 0xd1 ? 2 : t === 0xce || t === 0xd2 ? 4 : t === 0xcf || t === 0xd3 ? 8 : 0;
+  const width =
+    t === 0xcc || t === 0xd0
+      ? 1
+      : t === 0xcd || t === 0xd1
+        ? 2
+        : t === 0xce || t === 0xd2
+          ? 4
+          : t === 0xcf || t === 0xd3
+            ? 8
+            : 0;
   if (width === 0 || at + 1 + width > b.length) return undefined;
   let v = 0n;
   for (let i = 1; i <= width; i++) v = (v << 8n) | BigInt(b[at + i]!);
@@ -37,6 +46,13 @@ export function claimedSeq(meta: Uint8Array): bigint | undefined {
   if (!at) return undefined;
   if (SEQ_FIXSTR.every((c, i) => meta[at + i] === c)) return uintAt(meta, at + 4);
   // str8 "seq", as some encoders write short strings
-  if (meta[at] === 0xd9 && meta[at + 1] === 3 && meta[at + 2] === 0x73 && meta[at + 3] === 0x65 && meta[at + 4] === 0x71) return uintAt(meta, at + 5);
+  if (
+    meta[at] === 0xd9 &&
+    meta[at + 1] === 3 &&
+    meta[at + 2] === 0x73 &&
+    meta[at + 3] === 0x65 &&
+    meta[at + 4] === 0x71
+  )
+    return uintAt(meta, at + 5);
   return undefined;
 }

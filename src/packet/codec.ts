@@ -17,7 +17,16 @@ import { interpretRetryKeys, retryKeyCount, writeRetryKeys } from './retry-keys.
 import { interpretSeal, SEAL_CRC_KEY, SEAL_LENGTH_KEY } from './seal/seal.js';
 import { checkMsgpackShape } from './shape.js';
 import { interpretSignature, SHA512_KEY, SHA512_LENGTH, SSHSIG_KEY } from './signature.js';
-import { type Bytes, type CommandType, type Ctime, I64_MAX, I64_MIN, MAX_METADATA_LENGTH, type PacketHeader, U64_MAX } from './types.js';
+import {
+  type Bytes,
+  type CommandType,
+  type Ctime,
+  I64_MAX,
+  I64_MIN,
+  MAX_METADATA_LENGTH,
+  type PacketHeader,
+  U64_MAX,
+} from './types.js';
 
 export const PREFIX_LENGTH = 30;
 export const TAG = Buffer.from('*FILESPOOLER', 'ascii');
@@ -44,13 +53,17 @@ export function crc32(data: Uint8Array): number {
  */
 export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
   if (header.seq < 0n || header.seq > U64_MAX) throw new RangeError('seq must be an unsigned 64-bit integer');
-  if (header.ctime.secs < I64_MIN || header.ctime.secs > I64_MAX) throw new RangeError('ctime seconds must fit in 64 bits');
+  if (header.ctime.secs < I64_MIN || header.ctime.secs > I64_MAX)
+    throw new RangeError('ctime seconds must fit in 64 bits');
   const w = new MsgpackWriter();
   const { seal, signature } = header;
   if (signature && !seal) throw new RangeError('a signed packet must be sealed');
-  if (signature && signature.sha512.length !== SHA512_LENGTH) throw new RangeError(`payload sha512 must be ${SHA512_LENGTH} bytes`);
+  if (signature && signature.sha512.length !== SHA512_LENGTH)
+    throw new RangeError(`payload sha512 must be ${SHA512_LENGTH} bytes`);
   const sig = signature && signed ? signature.sshsig : undefined;
-  w.mapHeader(3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0) + retryKeyCount(header) + notBeforeKeyCount(header));
+  w.mapHeader(
+    3 + (seal ? 2 : 0) + (signature ? 1 : 0) + (sig ? 1 : 0) + retryKeyCount(header) + notBeforeKeyCount(header),
+  );
   w.str('seq');
   w.uint(header.seq);
   w.str('ctime');
@@ -77,8 +90,10 @@ export function encodeMetadata(header: PacketHeader, signed = true): Buffer {
     }
   }
   if (seal) {
-    if (seal.length < 0n || seal.length > U64_MAX) throw new RangeError('seal length must be an unsigned 64-bit integer');
-    if (!Number.isInteger(seal.crc32) || seal.crc32 < 0 || seal.crc32 > 0xffff_ffff) throw new RangeError('seal crc32 must be an unsigned 32-bit integer');
+    if (seal.length < 0n || seal.length > U64_MAX)
+      throw new RangeError('seal length must be an unsigned 64-bit integer');
+    if (!Number.isInteger(seal.crc32) || seal.crc32 < 0 || seal.crc32 > 0xffff_ffff)
+      throw new RangeError('seal crc32 must be an unsigned 32-bit integer');
     // After the reference's keys, which it reads by name and ignores the rest (an extension).
     w.str(SEAL_LENGTH_KEY);
     w.uint(seal.length);
@@ -124,7 +139,8 @@ export function sameSignedContent(a: PacketHeader, b: PacketHeader): boolean {
   if (x.kind !== 'Command' || y.kind !== 'Command') return x.kind === y.kind;
   if (x.params.length !== y.params.length || x.env.length !== y.env.length) return false;
   for (let i = 0; i < x.params.length; i++) if (!bytesEqual(x.params[i], y.params[i])) return false;
-  for (let i = 0; i < x.env.length; i++) if (!bytesEqual(x.env[i][0], y.env[i][0]) || !bytesEqual(x.env[i][1], y.env[i][1])) return false;
+  for (let i = 0; i < x.env.length; i++)
+    if (!bytesEqual(x.env[i][0], y.env[i][0]) || !bytesEqual(x.env[i][1], y.env[i][1])) return false;
   return true;
 }
 
@@ -168,9 +184,13 @@ export function cutInHeader(n: number): ShortReadError {
  * nothing at all, a packet cut short (ShortReadError), or bytes that are no packet (BadPacketError).
  */
 export function shortOfPrefix(head: Uint8Array): BadPacketError {
-  if (head.length === 0) return new ShortReadError('Empty input: there is no packet (did the command that makes it fail?)');
+  if (head.length === 0)
+    return new ShortReadError('Empty input: there is no packet (did the command that makes it fail?)');
   if (startsAsPacket(head)) return cutInHeader(head.length);
-  return new BadPacketError(`Input is not a filespooler packet: ${head.length} byte${head.length === 1 ? '' : 's'}, fewer than a packet's header`);
+  return new BadPacketError(
+    `Input is not a filespooler packet: ${head.length} byte${head.length === 1 ? '' : 's'}, ` +
+      `fewer than a packet's header`,
+  );
 }
 
 /**

@@ -37,7 +37,9 @@ export function nativeReadHeads(dir: string, names: readonly string[], max: numb
 }
 
 /** Build PacketHeader objects as decodeMetadata does (same shapes, fresh objects, copied bytes). */
-function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedArrays): (i: number) => PacketHeader | undefined {
+function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedArrays): (
+  i: number,
+) => PacketHeader | undefined {
   const bytes = (at: number): Bytes => {
     const off = layout[at]!;
     const len = layout[at + 1]!;
@@ -66,7 +68,10 @@ function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedA
  * Without `header`, the descriptor is at 0: decode the header in JS from there. Undefined when the
  * addon is not available or the open fails (open it the usual way, which gives the usual error).
  */
-export function nativeOpenHead(path: string, max: number): { fd: number; header?: PacketHeader; payloadOffset: number } | undefined {
+export function nativeOpenHead(
+  path: string,
+  max: number,
+): { fd: number; header?: PacketHeader; payloadOffset: number } | undefined {
   const b = loadNative();
   if (!b?.openHead || hasNul(path)) return undefined;
   const r = b.openHead(path, max);

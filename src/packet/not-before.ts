@@ -34,7 +34,8 @@ export function notBeforeKeyCount(header: PacketHeader): number {
 export function writeNotBefore(w: MsgpackWriter, header: PacketHeader): void {
   const ms = header.notBefore;
   if (ms === undefined) return;
-  if (!isNotBeforeMs(ms)) throw new RangeError('notBefore must be whole milliseconds from the epoch to the year 275760');
+  if (!isNotBeforeMs(ms))
+    throw new RangeError('notBefore must be whole milliseconds from the epoch to the year 275760');
   w.str(NOT_BEFORE_KEY);
   w.uint(ms);
 }
@@ -45,7 +46,9 @@ export function interpretNotBefore(o: Record<string, unknown>, header: PacketHea
   const v = o[NOT_BEFORE_KEY];
   const ms = typeof v === 'bigint' && v <= BigInt(NOT_BEFORE_MAX) ? Number(v) : v;
   if (typeof ms !== 'number' || !isNotBeforeMs(ms))
-    throw new BadPacketError(`Invalid packet metadata: ${NOT_BEFORE_KEY} is not a time in milliseconds since the epoch`);
+    throw new BadPacketError(
+      `Invalid packet metadata: ${NOT_BEFORE_KEY} is not a time in milliseconds since the epoch`,
+    );
   header.notBefore = ms;
 }
 
@@ -72,7 +75,8 @@ export function parseNotBefore(text: string, nowMs = Date.now()): number {
   const ms = DURATION.test(text) && text !== '+' ? nowMs + durationMs(text) : rfc3339Ms(text);
   if (ms === undefined || !isNotBeforeMs(ms)) {
     throw new RangeError(
-      `expected an RFC 3339 time with its offset (2026-12-01T08:00:00Z) or +DURATION (+90s, +15m, +2h, +1d, +1h30m), from 1970 to the year 275760`,
+      `expected an RFC 3339 time with its offset (2026-12-01T08:00:00Z) or ` +
+        `+DURATION (+90s, +15m, +2h, +1d, +1h30m), from 1970 to the year 275760`,
     );
   }
   return ms;
@@ -88,7 +92,14 @@ function rfc3339Ms(text: string): number | undefined {
   const m = RFC3339.exec(text);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac, z, sign, oh, om] = m;
-  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   // Second 60 is RFC 3339's leap second: Date.UTC rolls it into the next minute.
   // Before 1970 is no not-before time (and Date.UTC reads years 0 to 99 as 1900 to 1999).
   if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return undefined;

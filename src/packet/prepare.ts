@@ -57,7 +57,12 @@ const DISK_ERRORS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', '
  * reads as a packet (`queue-write` over a dropped ssh stores it), so the number is spent and
  * another packet must not get it. The error names `where`.
  */
-export function writeTakenSync(seqfile: string | undefined, seq: bigint, write: () => void, where = 'standard output'): void {
+export function writeTakenSync(
+  seqfile: string | undefined,
+  seq: bigint,
+  write: () => void,
+  where = 'standard output',
+): void {
   try {
     write();
   } catch (err) {
@@ -173,7 +178,8 @@ export function prepareHeader(options: PrepareOptions = {}): PacketHeader {
 /** A notBefore option as the header keeps it (ms since the epoch), checked before a number is taken. */
 function notBeforeOf(d: Date): number {
   const ms = d instanceof Date ? Math.ceil(d.getTime()) : Number.NaN;
-  if (!isNotBeforeMs(ms)) throw new RangeError(`prepareHeader: notBefore must be a valid Date from 1970 on, got ${String(d)}`);
+  if (!isNotBeforeMs(ms))
+    throw new RangeError(`prepareHeader: notBefore must be a valid Date from 1970 on, got ${String(d)}`);
   return ms;
 }
 
@@ -214,7 +220,11 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
 export function openPayloadFile(path: string): number {
   const fd = fs.openSync(path, 'r');
   try {
-    if (fs.fstatSync(fd).isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR', path });
+    if (fs.fstatSync(fd).isDirectory())
+      throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), {
+        code: 'EISDIR',
+        path,
+      });
   } catch (err) {
     closeQuietly(fd);
     throw err;

@@ -78,16 +78,27 @@ export function interpretRetryKeys(o: Record<string, unknown>, header: PacketHea
 
 function interpretFailure(v: unknown): FailureFacts {
   const m = v instanceof Map ? Object.fromEntries(v) : v;
-  if (!m || typeof m !== 'object' || Array.isArray(m) || m instanceof Uint8Array) return bad(`${FAILED_KEY} is not a map`);
+  if (!m || typeof m !== 'object' || Array.isArray(m) || m instanceof Uint8Array)
+    return bad(`${FAILED_KEY} is not a map`);
   const o = m as Record<string, unknown>;
-  const text = (k: string): string => (typeof o[k] === 'string' ? (o[k] as string) : bad(`${FAILED_KEY}.${k} is not a string`));
+  const text = (k: string): string =>
+    typeof o[k] === 'string' ? (o[k] as string) : bad(`${FAILED_KEY}.${k} is not a string`);
   const seq = int(o.seq);
   const attempts = int(o.attempts);
-  if (seq === undefined || seq < 0n || seq > 0xffff_ffff_ffff_ffffn) bad(`${FAILED_KEY}.seq is not an unsigned 64-bit integer`);
-  if (attempts === undefined || attempts < 0n || attempts > RETRIES_MAX + 1n) bad(`${FAILED_KEY}.attempts is not a count`);
+  if (seq === undefined || seq < 0n || seq > 0xffff_ffff_ffff_ffffn)
+    bad(`${FAILED_KEY}.seq is not an unsigned 64-bit integer`);
+  if (attempts === undefined || attempts < 0n || attempts > RETRIES_MAX + 1n)
+    bad(`${FAILED_KEY}.attempts is not a count`);
   const outcome = text('outcome');
   if (outcome !== 'failure' && outcome !== 'timeout') bad(`${FAILED_KEY}.outcome is neither failure nor timeout`);
-  const facts: FailureFacts = { queue: text('queue'), seq: seq!, attempts: Number(attempts), outcome, why: text('why'), at: text('at') };
+  const facts: FailureFacts = {
+    queue: text('queue'),
+    seq: seq!,
+    attempts: Number(attempts),
+    outcome,
+    why: text('why'),
+    at: text('at'),
+  };
   if (Object.hasOwn(o, 'tail')) facts.tail = text('tail');
   return facts;
 }

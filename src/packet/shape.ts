@@ -75,7 +75,14 @@ export function checkMsgpackShape(buf: Uint8Array): void {
       skip = b & 0x1f; // fixstr
     } else {
       // The rest carry a length of 1, 2 or 4 bytes.
-      const width = b === 0xc4 || b === 0xc7 || b === 0xd9 ? 1 : b === 0xc5 || b === 0xc8 || b === 0xda || b === 0xdc || b === 0xde ? 2 : b === 0xc1 ? 0 : 4;
+      const width =
+        b === 0xc4 || b === 0xc7 || b === 0xd9
+          ? 1
+          : b === 0xc5 || b === 0xc8 || b === 0xda || b === 0xdc || b === 0xde
+            ? 2
+            : b === 0xc1
+              ? 0
+              : 4;
       if (width === 0) bad(`invalid MessagePack type byte 0x${b.toString(16)}`);
       if (width > len - pos) bad('a length runs past the end of the metadata');
       let n = buf[pos]!;
@@ -93,7 +100,10 @@ export function checkMsgpackShape(buf: Uint8Array): void {
       // (this container among them), each need a byte of their own.
       if (elements > len - pos - (owed - depth)) {
         const map = b >= 0xde || b <= 0x8f;
-        bad(`${map ? 'a map' : 'an array'} declares ${map ? elements / 2 : elements} ${map ? 'entries' : 'elements'}, more than the bytes left`);
+        bad(
+          `${map ? 'a map' : 'an array'} declares ${map ? elements / 2 : elements} ` +
+            `${map ? 'entries' : 'elements'}, more than the bytes left`,
+        );
       }
       if (elements > 0) {
         if (depth >= MAX_METADATA_DEPTH) bad(`nested more than ${MAX_METADATA_DEPTH} levels deep`);

@@ -33,7 +33,8 @@ export function interpretSignature(o: Record<string, unknown>, seal: Seal | unde
   if (!seal) bad('a signed packet must be sealed');
   const sha512 = o[SHA512_KEY];
   const sshsig = o[SSHSIG_KEY];
-  if (!(sha512 instanceof Uint8Array) || sha512.length !== SHA512_LENGTH) bad(`${SHA512_KEY} is not ${SHA512_LENGTH} bytes`);
+  if (!(sha512 instanceof Uint8Array) || sha512.length !== SHA512_LENGTH)
+    bad(`${SHA512_KEY} is not ${SHA512_LENGTH} bytes`);
   if (!(sshsig instanceof Uint8Array) || sshsig.length === 0) bad(`${SSHSIG_KEY} is not a byte string`);
   // Copies: the decoder may return views into its input.
   return { sha512: Buffer.from(sha512 as Uint8Array), sshsig: Buffer.from(sshsig as Uint8Array) };

@@ -51,11 +51,16 @@ export interface PacketHeader {
   seal?: Seal;
   /** Present on signed packets only (which are sealed too). */
   signature?: PacketSignature;
-  /** An extension (retry-keys.ts): the retries its sender asks for (`prepare --retries N`); queue-process --retries caps it. */
+  /**
+   * An extension (retry-keys.ts): the retries its sender asks
+   * for (`prepare --retries N`); queue-process --retries caps it.
+   */
   retries?: bigint;
   /** An extension (retry-keys.ts): on a packet moved to a failed-jobs queue, the facts of its failure. */
   failure?: FailureFacts;
-  /** An extension (not-before.ts): the job does not run before this time, ms since the epoch (`prepare --not-before`). */
+  /**
+   * An extension (not-before.ts): the job does not run before this time, ms since the epoch (`prepare --not-before`).
+   */
   notBefore?: number;
 }
 

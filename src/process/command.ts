@@ -9,11 +9,19 @@ export type CommandLine = string | readonly string[];
 /** The program and the arguments that come before `params`; TypeError naming `what` for anything else. */
 export function splitCommand(command: unknown, what: string): { program: string; lead: readonly string[] } {
   if (typeof command === 'string' && command.length > 0) return { program: command, lead: [] };
-  if (Array.isArray(command) && command.length > 0 && command.every((w) => typeof w === 'string') && command[0] !== '') {
+  if (
+    Array.isArray(command) &&
+    command.length > 0 &&
+    command.every((w) => typeof w === 'string') &&
+    command[0] !== ''
+  ) {
     const [program, ...lead] = command as string[];
     return { program: program!, lead };
   }
-  throw new TypeError(`${what}: command must be a program name or a non-empty list of strings (the program, then its arguments), got ${describe(command)}`);
+  throw new TypeError(
+    `${what}: command must be a program name or a non-empty list of strings ` +
+      `(the program, then its arguments), got ${describe(command)}`,
+  );
 }
 
 function describe(v: unknown): string {

@@ -55,7 +55,12 @@ export class DueWait {
  * caller clears what is left when its run ends), in place of the queue's `previous` one. It sleeps
  * at most WALL_CHECK_MS: the look then finds the job not due yet, and waits again.
  */
-export function atDue(timers: Set<NodeJS.Timeout>, dueMs: number | undefined, fn: () => void, previous?: NodeJS.Timeout): NodeJS.Timeout {
+export function atDue(
+  timers: Set<NodeJS.Timeout>,
+  dueMs: number | undefined,
+  fn: () => void,
+  previous?: NodeJS.Timeout,
+): NodeJS.Timeout {
   if (previous) {
     timers.delete(previous);
     clearTimeout(previous);

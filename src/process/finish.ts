@@ -101,7 +101,9 @@ export interface FinishedJob {
 export function jobRecord(job: FinishedJob, waiting: readonly string[] = []): FinishRecord {
   const sequence = job.order === 'sequence';
   return {
-    note: job.remove ? { kind: sequence ? 'S' : 'T', seq: job.seq, file: job.filename, waiting: [...waiting] } : undefined,
+    note: job.remove
+      ? { kind: sequence ? 'S' : 'T', seq: job.seq, file: job.filename, waiting: [...waiting] }
+      : undefined,
     next: sequence ? job.seq + 1n : undefined,
     remove: job.remove ? [job.filename] : [],
     syncDeletions: false,
@@ -112,7 +114,12 @@ export function jobRecord(job: FinishedJob, waiting: readonly string[] = []): Fi
 export function nopRunRecord(jobs: readonly JobEntry[], remove: boolean): FinishRecord {
   const first = jobs[0]!.header.seq;
   const last = jobs[jobs.length - 1]!.header.seq;
-  return { note: remove ? { kind: 'N', first, last } : undefined, next: last + 1n, remove: remove ? jobs.map((j) => j.filename) : [], syncDeletions: remove };
+  return {
+    note: remove ? { kind: 'N', first, last } : undefined,
+    next: last + 1n,
+    remove: remove ? jobs.map((j) => j.filename) : [],
+    syncDeletions: remove,
+  };
 }
 
 /**
@@ -214,7 +221,11 @@ export class Finisher {
       past = true;
       spent.push(...(await this.spentNops(note.first, note.last < next ? note.last : next - 1n)));
       if (spent.length > 0)
-        this.log.info('process', `Removing ${spent.length} NOP job file(s) numbered ${note.first} to ${note.last}: finished by an interrupted run`);
+        this.log.info(
+          'process',
+          `Removing ${spent.length} NOP job file(s) numbered ${note.first} to ${note.last}: ` +
+            `finished by an interrupted run`,
+        );
     } else if (note && note.kind !== 'N') {
       const { seq, file } = note;
       past = note.kind === 'S' && seq < next;
@@ -224,14 +235,19 @@ export class Finisher {
       }
       for (const f of note.waiting) if (exists(f)) spent.push(f);
       for (const f of spent)
-        this.log.info('process', `Removing ${JSON.stringify(f)}: ${f === file ? `job ${seq}` : `a job before ${seq}`} was finished by an interrupted run`);
+        this.log.info(
+          'process',
+          `Removing ${JSON.stringify(f)}: ${f === file ? `job ${seq}` : `a job before ${seq}`} ` +
+            `was finished by an interrupted run`,
+        );
     }
     // The run that wrote the note may have stopped on a failed fsync (of the queue directory after
     // nextseq's rename, of jobs/ after deletions): what it did is there to see, but not durable, and
     // fsyncing again would not make it so (a failed fsync is not retried and trusted). So nextseq
     // is written again, as a new file renamed in, and jobs/ fsynced after the deletions it names,
     // before the note goes. A note whose job ran nothing past it (an N note at nextseq) needs none.
-    if (note && (note.kind !== 'N' || past)) this.record({ next: moved ?? (past ? next : undefined), remove: spent, syncDeletions: true });
+    if (note && (note.kind !== 'N' || past))
+      this.record({ next: moved ?? (past ? next : undefined), remove: spent, syncDeletions: true });
     this.seqfile.clearNote();
     return next;
   }
@@ -239,7 +255,9 @@ export class Finisher {
   /** The NOP files numbered first..last (all below nextseq) that a recorded run of NOPs left behind. */
   private async spentNops(first: bigint, last: bigint): Promise<string[]> {
     const jobs = await this.queue.scan();
-    return jobs.filter((e) => e.header.cmd.kind === 'NOP' && e.header.seq >= first && e.header.seq <= last).map((e) => e.filename);
+    return jobs
+      .filter((e) => e.header.cmd.kind === 'NOP' && e.header.seq >= first && e.header.seq <= last)
+      .map((e) => e.filename);
   }
 
   /**
@@ -252,8 +270,10 @@ export class Finisher {
     // on, a crash or power cut would bring back a deleted job file below nextseq that no note
     // names, there for ever. Stopped, the job runs again (it is not recorded), or the next run
     // completes the record from the note it reads (what the disk still holds).
-    const note: BatchOp[] = r.note === undefined ? [] : [{ ...this.seqfile.noteOp(formatLockNote(r.note)), must: true }];
-    if (write && write.store !== this.store.given) this.store = { given: write.store, held: write.store.map((o) => this.held(o)) };
+    const note: BatchOp[] =
+      r.note === undefined ? [] : [{ ...this.seqfile.noteOp(formatLockNote(r.note)), must: true }];
+    if (write && write.store !== this.store.given)
+      this.store = { given: write.store, held: write.store.map((o) => this.held(o)) };
     const next: BatchOp[] = write ? [{ ...write.prepare, must: true }, ...this.store.held] : [];
     const remove = r.remove.map((f): BatchOp => ({ op: 'unlink', path: this.queue.jobPath(f), must: true }));
     if (r.syncDeletions) remove.push(this.held({ op: 'fsyncDir', path: this.queue.jobsDir, must: true }));
@@ -272,10 +292,12 @@ export class Finisher {
     if (failure) {
       this.broken = true;
       failed();
-      const path = failure.step === 0 ? `${this.seqfile.path}.lock` : failure.step === 1 ? this.seqfile.path : undefined;
+      const path =
+        failure.step === 0 ? `${this.seqfile.path}.lock` : failure.step === 1 ? this.seqfile.path : undefined;
       throw path === undefined ? failure.err : Object.assign(failure.err, { path });
     }
-    if (r.next !== undefined) this.log.debug('process', () => `Sequence ${r.next} written to ${JSON.stringify(this.seqfile.path)}`);
+    if (r.next !== undefined)
+      this.log.debug('process', () => `Sequence ${r.next} written to ${JSON.stringify(this.seqfile.path)}`);
     for (const f of r.remove) this.log.debug('process', () => `Deleted ${JSON.stringify(this.queue.jobPath(f))}`);
   }
 

@@ -45,7 +45,8 @@ export async function serveQueues(monitor: QueueMonitor, options: ListenOptions 
   const template = assets.get('/')!.body.toString();
   const answer = async (route: string): Promise<Reply | undefined> => {
     const asset = assets.get(route);
-    if (asset?.type.startsWith('text/html')) return { type: asset.type, body: renderQueuesPage(template, monitor.page()) };
+    if (asset?.type.startsWith('text/html'))
+      return { type: asset.type, body: renderQueuesPage(template, monitor.page()) };
     if (asset) return asset;
     if (route === '/metrics') return { type: PROMETHEUS_CONTENT_TYPE, body: queueMetricsText(monitor.page()) };
     if (route === '/api/status') return { type: JSON_TYPE, body: `${pageJson(monitor.page())}\n` };
@@ -65,7 +66,10 @@ export async function serveQueues(monitor: QueueMonitor, options: ListenOptions 
 }
 
 /** processQueues with its page served: `run` gets the options with the page's listener fed first, then the caller's. */
-export function withQueuesPage(opts: ProcessQueuesOptions, run: (opts: ProcessQueuesOptions) => Promise<ProcessQueuesSummary>): Promise<ProcessQueuesSummary> {
+export function withQueuesPage(
+  opts: ProcessQueuesOptions,
+  run: (opts: ProcessQueuesOptions) => Promise<ProcessQueuesSummary>,
+): Promise<ProcessQueuesSummary> {
   return withQueuePage(opts, 'processQueues', (monitor) => {
     const onEvent = (e: QueuesEvent) => {
       monitor.onQueuesEvent(e);
@@ -80,10 +84,15 @@ export function withQueuesPage(opts: ProcessQueuesOptions, run: (opts: ProcessQu
  * closes when the run ends, however. `listen` without `watch` is a TypeError: a run of one pass
  * ends before anyone could look.
  */
-export async function withQueuePage<T>(opts: ProcessRunOptions, caller: string, body: (monitor: QueueMonitor) => Promise<T>): Promise<T> {
+export async function withQueuePage<T>(
+  opts: ProcessRunOptions,
+  caller: string,
+  body: (monitor: QueueMonitor) => Promise<T>,
+): Promise<T> {
   const { listen } = opts;
   if (!listen) throw new TypeError(`${caller}: withQueuePage needs listen`);
-  if (!opts.watch) throw new TypeError(`${caller}: listen needs watch (a run of one pass ends before anyone could look)`);
+  if (!opts.watch)
+    throw new TypeError(`${caller}: listen needs watch (a run of one pass ends before anyone could look)`);
   const monitor = new QueueMonitor({ orderBy: opts.orderBy, outputTo: opts.outputTo, onError: opts.onError });
   const server = await serveQueues(monitor, { ...listen, logger: listen.logger ?? opts.logger });
   try {

@@ -51,7 +51,12 @@ export function parseLockNote(text: string): ReadLockNote | undefined {
   if (job) {
     const [file, ...waiting] = job[3]!.split(' ');
     const kind = job[1] === 'S' ? 'S' : 'T';
-    return { kind, seq: BigInt(job[2]!), file: isJobFilename(file!) ? file : undefined, waiting: waiting.filter(isJobFilename) };
+    return {
+      kind,
+      seq: BigInt(job[2]!),
+      file: isJobFilename(file!) ? file : undefined,
+      waiting: waiting.filter(isJobFilename),
+    };
   }
   const nops = NOP_RUN_NOTE.exec(text);
   if (nops) return { kind: 'N', first: BigInt(nops[1]!), last: BigInt(nops[2]!) };

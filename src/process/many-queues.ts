@@ -12,17 +12,24 @@
  *   when its jobs/ or nextseq changes; one stopped by its disk, or by another's lock, also after
  *   1 s, doubling up to a minute.
  */
-import { describeSystemError, JobFailedError, LockedError } from '../base/errors.js';
+import { describeSystemError, JobFailedError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
 import { Queue } from '../queue/queue.js';
 import { queueDirKind, queueIdentity } from '../queue/queue-dirs.js';
 import { type Parent, QueueParents } from '../queue/queues-in.js';
 import { DirWatchSet } from '../queue/watch-set.js';
-import { BUSY_WAIT_MS } from '../sys/lock.js';
 import { atDue } from './due.js';
 import type { ProcessQueuesOptions, ProcessQueuesSummary, QueueResult, QueuesEvent } from './options.js';
 import { type ProcessSummary, runContext } from './process.js';
-import { isDiskError, type Member, nextLookDelay, type Watched } from './queue-member.js';
+import {
+  isDiskError,
+  lockMember,
+  type Member,
+  nextLookDelay,
+  resumed,
+  SKIP_WHY,
+  type Watched,
+} from './queue-member.js';
 import { QueueRun, type RunContext } from './queue-run.js';
 import { Turns } from './round-robin.js';
 
@@ -58,7 +65,7 @@ export class ManyQueues {
   private wakeUp: (() => void) | undefined;
   private idleReported = false;
   private readonly looksAtOnce: number;
-  /** The looks due after a disk error or a skip (lookLater) or when a job is due (due), watching; cleared when the run ends. */
+  /** Looks due after a disk error or a skip (lookLater), or when a job is due (due); cleared as the run ends. */
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
@@ -67,7 +74,8 @@ export class ManyQueues {
   ) {
     this.opts = opts;
     const jobs = opts.jobs ?? 1;
-    if (!Number.isSafeInteger(jobs) || jobs < 1) throw new RangeError(`processQueues: jobs must be a whole number >= 1, got ${String(opts.jobs)}`);
+    if (!Number.isSafeInteger(jobs) || jobs < 1)
+      throw new RangeError(`processQueues: jobs must be a whole number >= 1, got ${String(opts.jobs)}`);
     this.jobs = jobs;
     this.ctx = runContext(opts, silentLogger);
     this.log = this.ctx.log;
@@ -75,7 +83,9 @@ export class ManyQueues {
     this.looksAtOnce = opts.decoder === undefined ? LOOKS_AT_ONCE : DECODED_LOOKS_AT_ONCE;
     this.watching = Boolean(opts.watch);
     const mode = typeof opts.watch === 'object' ? opts.watch : {};
-    const watch = this.watching ? new DirWatchSet<Watched>((w) => this.changed(w), { pollInterval: mode.pollInterval, logger: this.log }) : undefined;
+    const watch = this.watching
+      ? new DirWatchSet<Watched>((w) => this.changed(w), { pollInterval: mode.pollInterval, logger: this.log })
+      : undefined;
     this.watch = watch;
     this.parents = new QueueParents<Member>({
       join: (dir, parent) => this.join(this.queueAt(dir), parent),
@@ -138,7 +148,12 @@ export class ManyQueues {
   /** The queues given and those under the parents, each marked for a first look; watched first, with watch. */
   private discover(): void {
     for (const q of this.given) this.join(typeof q === 'string' ? this.queueAt(q) : q);
-    const parents = this.opts.queuesIn === undefined ? [] : typeof this.opts.queuesIn === 'string' ? [this.opts.queuesIn] : this.opts.queuesIn;
+    const parents =
+      this.opts.queuesIn === undefined
+        ? []
+        : typeof this.opts.queuesIn === 'string'
+          ? [this.opts.queuesIn]
+          : this.opts.queuesIn;
     for (const dir of parents) this.parents.add(dir);
   }
 
@@ -152,12 +167,27 @@ export class ManyQueues {
     const identity = queueIdentity(queue.dir);
     if (this.members.has(identity)) return undefined;
     const run = new QueueRun(queue, this.ctx, (e) => this.emit({ ...e, queue: queue.dir }));
-    const m: Member = { kind: 'queue', run, outcome: 'done', state: 'idle', dirty: true, looking: false, skipNoted: false, retries: 0, identity, parent };
+    const m: Member = {
+      kind: 'queue',
+      run,
+      outcome: 'done',
+      state: 'idle',
+      dirty: true,
+      looking: false,
+      skipNoted: false,
+      retries: 0,
+      identity,
+      parent,
+    };
     this.members.set(identity, m);
     this.joined.push(m);
     // Before the first scan: nothing arriving in between is missed. In sequence order nextseq
     // too: queue-set-next past a failed or missing job lets the queue run, with no change in jobs/.
-    this.watch?.add(m, queue.jobsDir, this.ctx.timestampOrder ? {} : { file: queue.seqfilePath, fileChanged: () => run.seqMoved() });
+    this.watch?.add(
+      m,
+      queue.jobsDir,
+      this.ctx.timestampOrder ? {} : { file: queue.seqfilePath, fileChanged: () => run.seqMoved() },
+    );
     this.emit({ type: 'added', queue: queue.dir });
     this.toLook.add(m);
     return m;
@@ -182,7 +212,8 @@ export class ManyQueues {
 
   /** Has the queue something to run? Then it waits for its turn. Runs alongside the loop. */
   private lookAtQueue(m: Member): void {
-    if (m.looking || m.state === 'running' || m.state === 'ready' || m.state === 'gone') return; // a running queue looks again when its pass ends
+    // a running queue looks again when its pass ends
+    if (m.looking || m.state === 'running' || m.state === 'ready' || m.state === 'gone') return;
     m.dirty = false;
     m.looking = true;
     this.looking++;
@@ -236,7 +267,7 @@ export class ManyQueues {
       if (!run.planned) await run.scan();
       // This turn was counted against maxJobs when it began; a run of NOPs may take the rest.
       await run.runNext(this.maxJobs - this.started + 1);
-      if (m.outcome === 'stopped') this.resumed(m);
+      if (m.outcome === 'stopped') resumed(m, this.log);
       if (!run.hasNext() && m.dirty && this.watching && m.state === 'running') {
         m.dirty = false;
         await run.scan(); // what arrived while it ran
@@ -272,37 +303,13 @@ export class ManyQueues {
     m.dueTimer = atDue(this.timers, m.run.dueMs, () => m.state === 'idle' && this.changed(m), m.dueTimer);
   }
 
-  /**
-   * Take m's lock, waiting out a lock held for a moment (a `queue-status` probe) as a single
-   * queue-process does, but without blocking the other queues; false, and m skipped, when
-   * another processor keeps holding it.
-   */
+  /** Take m's lock (queue-member.ts lockMember); false, and m skipped, when another processor keeps holding it. */
   private async lock(m: Member): Promise<boolean> {
-    const deadline = Date.now() + BUSY_WAIT_MS;
-    for (;;) {
-      try {
-        await m.run.lock({ wait: false });
-        if (m.skipNoted) m.retries = 0; // its holder let go: a skip puts the next look off 1 s again
-        m.skipNoted = false;
-        return true;
-      } catch (err) {
-        if (!(err instanceof LockedError)) throw err;
-        if (Date.now() < deadline) {
-          await new Promise((resolve) => setTimeout(resolve, 5));
-          continue;
-        }
-        const why = 'another processor holds its lock';
-        // Said once, not at every change while the other processor works.
-        if (!m.skipNoted) this.log.warn('process', `Skipping queue ${JSON.stringify(m.run.queue.dir)}: ${why} (${err.path})`);
-        m.skipNoted = true;
-        m.state = 'skipped';
-        if (m.outcome === 'done') m.outcome = 'skipped';
-        this.emit({ type: 'skipped', queue: m.run.queue.dir, why });
-        // Its holder's last change (a `queue-process -n 1` past a failed job) may have come while it held the lock.
-        if (this.watching) this.lookLater(m);
-        return false;
-      }
-    }
+    if (await lockMember(m, this.log)) return true;
+    this.emit({ type: 'skipped', queue: m.run.queue.dir, why: SKIP_WHY });
+    // Its holder's last change (a `queue-process -n 1` past a failed job) may have come while it held the lock.
+    if (this.watching) this.lookLater(m);
+    return false;
   }
 
   /**
@@ -331,15 +338,6 @@ export class ManyQueues {
     this.log.debug('process', () => `Queue ${JSON.stringify(m.run.queue.dir)} stopped: ${describeSystemError(err)}`);
     this.emit({ type: 'stopped', queue: m.run.queue.dir, error });
     if (this.watching && isDiskError(err)) this.lookLater(m);
-  }
-
-  /** A stopped queue runs again (its disk has room, its failed job was skipped): the run's summary says done. */
-  private resumed(m: Member): void {
-    m.retries = 0;
-    m.failedAt = undefined;
-    m.outcome = 'done';
-    m.error = undefined;
-    this.log.info('process', `Queue ${JSON.stringify(m.run.queue.dir)} resumed`);
   }
 
   /** Watching, after a disk error or a skip: look at the queue again in a while (DISK_RETRY_MS, doubling). */
@@ -391,7 +389,10 @@ export class ManyQueues {
  * and logger kept), opts.queuesIn adds every queue under each parent. Resolves when the pass (or,
  * watching, the run) ends; a queue's failure is in its result, not thrown.
  */
-export async function processQueues(queues: Iterable<string | Queue>, opts: ProcessQueuesOptions): Promise<ProcessQueuesSummary> {
+export async function processQueues(
+  queues: Iterable<string | Queue>,
+  opts: ProcessQueuesOptions,
+): Promise<ProcessQueuesSummary> {
   if (!opts.listen) return new ManyQueues(queues, opts).run();
   return (await import('./listen.js')).withQueuesPage(opts, (o) => new ManyQueues(queues, o).run());
 }

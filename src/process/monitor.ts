@@ -34,7 +34,10 @@ export interface JobFailure {
 /** What a queue is doing: running a job, waiting for one (a number, or any), stopped on one, or skipped. */
 export type QueueRunState =
   | { kind: 'running'; seq: string; since: number }
-  /** Waiting for job `seq` (sequence order), or for any job; `until`: for a retry due then, or a job's not-before time (ms since the epoch). */
+  /**
+   * Waiting for job `seq` (sequence order), or for any job; `until`: for a retry due then, or a job's not-before time
+   * (ms since the epoch).
+   */
   | { kind: 'waiting'; seq?: string; until?: number }
   | { kind: 'stopped'; seq?: string; why: string }
   | { kind: 'skipped'; why: string };
@@ -135,7 +138,13 @@ export class QueueMonitor {
       return;
     }
     t.lastFailedSeq = e.seq;
-    const failure: JobFailure = { seq: e.seq.toString(), at: Date.now(), why: e.why, outcome: e.outcome, output: this.savedOutput(queue, e.filename) };
+    const failure: JobFailure = {
+      seq: e.seq.toString(),
+      at: Date.now(),
+      why: e.why,
+      outcome: e.outcome,
+      output: this.savedOutput(queue, e.filename),
+    };
     t.failures = [failure, ...t.failures].slice(0, FAILURES_KEPT);
     // A retry due: the queue waits for it; a move: it goes on. Neither stops it.
     if (e.outcome === 'retry') t.retryAt = e.retryAt?.getTime();

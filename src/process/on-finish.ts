@@ -42,7 +42,8 @@ export interface FinishedTry {
 /** Check a run's onFinish option; a TypeError or RangeError names what is wrong. */
 export function checkOnFinish(hook: OnFinishOptions | undefined): void {
   if (hook === undefined) return;
-  if (typeof hook.command !== 'string' || hook.command.trim() === '') throw new TypeError('processQueue: onFinish.command must be a command line');
+  if (typeof hook.command !== 'string' || hook.command.trim() === '')
+    throw new TypeError('processQueue: onFinish.command must be a command line');
   checkSeconds(hook.timeout, 'processQueue: onFinish.timeout');
 }
 

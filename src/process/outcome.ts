@@ -32,7 +32,10 @@ export interface Outcome {
   refused?: boolean;
   /** Killed at its timeout (a failure that the outcome word calls `timeout`). */
   timedOut?: boolean;
-  /** A command's exit: its status (`0`, `1`...) or its signal (`signal:KILL`); none for a function, a NOP or a Fail packet. */
+  /**
+   * A command's exit: its status (`0`, `1`...) or its signal
+   * (`signal:KILL`); none for a function, a NOP or a Fail packet.
+   */
   exitStatus?: string;
 }
 

@@ -36,7 +36,13 @@ export type {
   WatchMode,
 } from './options.js';
 
-import type { CommandOptions, ProcessEvent, ProcessQueueOptions, ProcessRunOptions, ProcessSummary } from './options.js';
+import type {
+  CommandOptions,
+  ProcessEvent,
+  ProcessQueueOptions,
+  ProcessRunOptions,
+  ProcessSummary,
+} from './options.js';
 
 /** processFd's options: a command's, a stop's, and how the packet is read. */
 export type ProcessFdOptions = CommandOptions &
@@ -78,7 +84,8 @@ export async function processFd(fd: number, opts: ProcessFdOptions): Promise<boo
         ? await processHeaderAndRun(fd, opts, log, stopping)
         : await (await loadRunJob()).runDecodedFdJob(fd, { ...opts, decoder }, log, stopping);
     log.debug('process', () => `Job ${header.seq} ${outcome.why}`);
-    if (!outcome.ok) throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
+    if (!outcome.ok)
+      throw new JobFailedError(`Job ${header.seq} ${outcome.interrupted ? 'interrupted' : 'failed'} (${outcome.why})`);
     return true;
   } finally {
     stopping.close();
@@ -91,9 +98,17 @@ async function processHeaderAndRun(
   log: Logger,
   stopping: Stopping,
 ): Promise<{ header: PacketHeader; outcome: Outcome }> {
-  const [{ readHeaderSync }, { jobVariables }, { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL }, { builtinOutcome, runCommandJob }] = await Promise.all(
-    [import('../packet/read.js'), import('../queue/jobenv.js'), import('../packet/seal/seal-check.js'), loadRunJob()],
-  );
+  const [
+    { readHeaderSync },
+    { jobVariables },
+    { checkSealedStdin, guardedPayload, judgeSeal, NO_SEAL },
+    { builtinOutcome, runCommandJob },
+  ] = await Promise.all([
+    import('../packet/read.js'),
+    import('../queue/jobenv.js'),
+    import('../packet/seal/seal-check.js'),
+    loadRunJob(),
+  ]);
   const header = readHeaderSync(fd);
   // With allowed signers, nothing runs (not even a NOP) unless its signature lets it in, payload and all.
   const signed = opts.allowedSigners ? await checkSignedStdin(fd, header, opts.allowedSigners) : undefined;
@@ -101,20 +116,28 @@ async function processHeaderAndRun(
     // A sealed payload is checked: from a file by its size, from a pipe as it is relayed.
     const guard = builtinOutcome(header) || opts.ignorePayload || signed ? NO_SEAL : checkSealedStdin(fd, header.seal);
     const payload = signed ? signed.payload.fd : guardedPayload(guard, fd);
-    const job: Job = { header, variables: jobVariables(header, undefined, signed?.signer), payload, signer: signed?.signer };
+    const job: Job = {
+      header,
+      variables: jobVariables(header, undefined, signed?.signer),
+      payload,
+      signer: signed?.signer,
+    };
     const run = async () => {
       opts.onStart?.();
       const ran = await runCommandJob(job, opts, 'inherit', log, { ...process.env }, stopping);
       return ran.interrupted ? ran : judgeSeal(ran, guard);
     };
-    const outcome: Outcome = builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
+    const outcome: Outcome =
+      builtinOutcome(header) ?? (guard.kind === 'refused' ? { ok: false, why: guard.why } : undefined) ?? (await run());
     return { header, outcome };
   } finally {
     if (signed?.payload.spooled) closeQuietly(signed.payload.fd);
   }
 }
 
-/** stdin-process with allowed signers: the packet on fd judged whole before anything runs (SignatureError if refused). */
+/**
+ * stdin-process with allowed signers: the packet on fd judged whole before anything runs (SignatureError if refused).
+ */
 async function checkSignedStdin(fd: number, header: PacketHeader, signers: AllowedSigners) {
   const [{ checkHeaderSignature }, { checkPayloadRestSync }, { fdOffset }, { refusalError }] = await Promise.all([
     import('../sign/packet-signature.js'),
@@ -232,7 +255,8 @@ function retryPolicyOf(opts: ProcessRunOptions): RetryPolicy | undefined {
   checkSeconds(retryDelay, 'processQueue: retryDelay');
   checkSeconds(retryMaxDelay, 'processQueue: retryMaxDelay');
   if (retries === undefined) {
-    if (retryDelay !== undefined || retryMaxDelay !== undefined) throw new TypeError('processQueue: retryDelay and retryMaxDelay need retries');
+    if (retryDelay !== undefined || retryMaxDelay !== undefined)
+      throw new TypeError('processQueue: retryDelay and retryMaxDelay need retries');
     return undefined;
   }
   if (!Number.isSafeInteger(retries) || retries < 0 || retries > 0xffff_ffff)
@@ -257,7 +281,11 @@ function eventSink(opts: { onEvent?: (event: ProcessEvent) => void }, log: Logge
  * Watching: until jobs/ changes or, when a retry is due, until its time (a timer, not a poll);
  * false when the run is stopping.
  */
-async function waitForWork(watcher: JobsWatcher, dueMs: number | undefined, stop: AbortSignal | undefined): Promise<boolean> {
+async function waitForWork(
+  watcher: JobsWatcher,
+  dueMs: number | undefined,
+  stop: AbortSignal | undefined,
+): Promise<boolean> {
   if (dueMs === undefined) return watcher.wait(stop);
   const due = new AbortController();
   // At most WALL_CHECK_MS: the next pass checks the wall clock again, and waits again if early.

@@ -32,7 +32,9 @@ export function queueMetricFamilies(page: QueuesPage): MetricFamily[] {
       name: 'fspl_queue_jobs_total',
       help: 'Jobs run and recorded in this run, by outcome (success, failure, timeout, retry, moved)',
       type: 'counter',
-      samples: page.queues.flatMap((q) => OUTCOME_WORDS.map((outcome) => ({ labels: { queue: q.queue, outcome }, value: q.jobs[outcome] }))),
+      samples: page.queues.flatMap((q) =>
+        OUTCOME_WORDS.map((outcome) => ({ labels: { queue: q.queue, outcome }, value: q.jobs[outcome] })),
+      ),
     },
     {
       name: 'fspl_queue_refused_packets_total',
@@ -65,7 +67,12 @@ export function queueMetricFamilies(page: QueuesPage): MetricFamily[] {
       type: 'gauge',
       samples: per((q) => (q.lastSuccessAt === undefined ? undefined : q.lastSuccessAt / 1000)),
     },
-    { name: 'fspl_queue_retries_due', help: 'Jobs waiting to be tried again', type: 'gauge', samples: per((q) => q.retriesDue) },
+    {
+      name: 'fspl_queue_retries_due',
+      help: 'Jobs waiting to be tried again',
+      type: 'gauge',
+      samples: per((q) => q.retriesDue),
+    },
     {
       name: 'fspl_queue_stopped',
       help: '1 when the queue stopped on a failed job (or could not be processed), else 0',

@@ -18,7 +18,11 @@ declare module '../queue/queue.js' {
   }
 }
 
-Queue.prototype.process = function process(this: Queue, executor: Executor, given: QueueProcessOptions = {}): Promise<ProcessSummary> {
+Queue.prototype.process = function process(
+  this: Queue,
+  executor: Executor,
+  given: QueueProcessOptions = {},
+): Promise<ProcessSummary> {
   // allowedSigners here is the queue's own (QueueOptions), for this run.
   const { allowedSigners, ...options } = given;
   const queue = allowedSigners ? this.withAllowedSigners(allowedSigners) : this;

@@ -3,8 +3,8 @@
  * processQueue (one queue) and processQueues (many, many-queues.ts) are both made of these steps:
  *
  *   lock       take nextseq.lock (LockedError if another processor has it), complete a record that
- *              a killed run left half made (Finisher.recover, finish.ts), make sure a job's end
- *              can be recorded before running any
+ *              a killed run left half made, make sure a job's end can be recorded before running
+ *              any (queue-lock.ts)
  *   peek       without the lock: is there a job to run? (processQueues, to choose what to lock)
  *   scan       list jobs/, reading only the headers not read before, and plan the pass
  *   runNext    the pass's next job (takeNext: the one numbered nextseq, or the oldest not yet
@@ -13,8 +13,7 @@
  *   rest       between passes: every record durable, the note cleared (Finisher.settle)
  *   release    give the lock back, the same done first
  */
-import fs from 'node:fs';
-import { describeSystemError, JobFailedError, QueueError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
+import { describeSystemError, JobFailedError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { notBeforeText } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
@@ -24,10 +23,11 @@ import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { DueWait } from './due.js';
-import { Finisher, nopRunAt } from './finish.js';
+import { type Finisher, nopRunAt } from './finish.js';
 import type { FinishHook } from './on-finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
 import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
+import { lockFileSize, takeQueue } from './queue-lock.js';
 import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
 import type { JobRunSettings } from './run-job.js';
@@ -91,12 +91,19 @@ export class QueueRun {
     });
     this.due = new DueWait(this.retries, (seq, ms) => {
       const then = ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
-      ctx.log.info('process', `Job ${seq} of ${JSON.stringify(queue.dir)} is not due before ${notBeforeText(ms)}; ${then}`);
+      ctx.log.info(
+        'process',
+        `Job ${seq} of ${JSON.stringify(queue.dir)} is not due before ${notBeforeText(ms)}; ${then}`,
+      );
       emit({ type: 'waiting', seq, until: new Date(ms) });
     });
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
     if (ctx.timestampOrder && queue.allowedSigners)
-      ctx.log.warn('process', `${queue.dir}: in timestamp order a copy of a signed packet that already ran runs again (only sequence order refuses replays)`);
+      ctx.log.warn(
+        'process',
+        `${queue.dir}: in timestamp order a copy of a signed packet that ` +
+          `already ran runs again (only sequence order refuses replays)`,
+      );
   }
 
   get log(): Logger {
@@ -117,28 +124,12 @@ export class QueueRun {
    * false`, after a moment otherwise: Queue.lockSeqfile).
    */
   async lock(options: { wait?: boolean } = {}): Promise<void> {
-    const { queue, ctx } = this;
-    const seqfile = queue.lockSeqfile(options);
-    const finisher = new Finisher(queue, seqfile, ctx.log);
-    try {
-      let next = await finisher.recover(seqfile.read());
-      if (queue.finishCutRefusals() > 0) ctx.log.info('process', `${queue.dir}: finished moving to refused/ what a power cut left in jobs/ too`);
-      ctx.log.debug('process', () => `Read next ID ${next} from seqfile`);
-      // Unlike the reference, make sure a job's completion can be recorded before running any:
-      // otherwise the first job runs, nextseq or the job file can't be updated, and it runs again.
-      if (!ctx.timestampOrder) assertWritable(queue, queue.dir);
-      if (!ctx.opts.neverDelete) assertWritable(queue, queue.jobsDir);
-      next = await this.retries.ready(finisher, next, ctx.timestampOrder);
-      // Another processor moved nextseq while we did not hold the lock: the pass is stale.
-      if (this.pass && next !== this.next) this.pass = undefined;
-      this.next = next;
-      this.seqfile = seqfile;
-      this.finisher = finisher;
-    } catch (err) {
-      finisher.close();
-      seqfile.release();
-      throw err;
-    }
+    const held = await takeQueue(this.queue, this.ctx, this.retries, options);
+    // Another processor moved nextseq while we did not hold the lock: the pass is stale.
+    if (this.pass && held.next !== this.next) this.pass = undefined;
+    this.next = held.next;
+    this.seqfile = held.seqfile;
+    this.finisher = held.finisher;
   }
 
   /**
@@ -261,11 +252,21 @@ export class QueueRun {
     if (outcome.ok) summary.succeeded++;
     else summary.failed++;
     ctx.log.debug('process', () => `Job ${seq} ${outcome.why}`);
-    const ended: QueueJobEvent = { type: 'end', seq, filename: entry.filename, ok: outcome.ok, why: outcome.why, outcome: outcomeWord(outcome) };
+    const ended: QueueJobEvent = {
+      type: 'end',
+      seq,
+      filename: entry.filename,
+      ok: outcome.ok,
+      why: outcome.why,
+      outcome: outcomeWord(outcome),
+    };
     if (!outcome.ok && this.retries.active) {
       // Removed from this queue when moved (even with neverDelete): it is in the other one now.
-      const next = await this.retries.failed(entry, outcome, this.retries.triesOf(entry) + 1, () => this.recordFinished(entry, outcome, true));
-      if (next.kind === 'retry' && this.pass?.byTimestamp) this.index--; // it stays next in the pass (takeNext moved past it)
+      const next = await this.retries.failed(entry, outcome, this.retries.triesOf(entry) + 1, () =>
+        this.recordFinished(entry, outcome, true),
+      );
+      // it stays next in the pass (takeNext moved past it)
+      if (next.kind === 'retry' && this.pass?.byTimestamp) this.index--;
       if (next.kind === 'retry') emit({ ...ended, outcome: 'retry', retryAt: next.retryAt });
       if (next.kind === 'moved') emit({ ...ended, outcome: 'moved' });
       if (next.kind !== 'onError') {
@@ -286,7 +287,13 @@ export class QueueRun {
   }
 
   /** The run's finish hook for a try that ran (on-finish.ts): none for a NOP, which ran nothing. */
-  private finishHook(entry: JobEntry, outcome: Outcome, word: OutcomeWord, attempt: number, durationMs: number): Promise<void> {
+  private finishHook(
+    entry: JobEntry,
+    outcome: Outcome,
+    word: OutcomeWord,
+    attempt: number,
+    durationMs: number,
+  ): Promise<void> {
     if (!this.ctx.onFinish || entry.header.cmd.kind === 'NOP') return Promise.resolve();
     return this.ctx.onFinish.run({ queue: this.queue, entry, outcome, word, attempt, durationMs });
   }
@@ -310,7 +317,8 @@ export class QueueRun {
   private refuse(entry: JobEntry, why: string): void {
     const { seq } = entry.header;
     try {
-      if (this.queue.refuse(entry.filename, why)) this.ctx.log.warn('process', `${why}; moved to ${this.queue.dir}/refused/`);
+      if (this.queue.refuse(entry.filename, why))
+        this.ctx.log.warn('process', `${why}; moved to ${this.queue.dir}/refused/`);
     } catch (err) {
       // Not ours to move (a sticky jobs/, a read-only refused/): it is still never run, and is
       // refused again by every scan that finds it; the run goes on.
@@ -326,7 +334,10 @@ export class QueueRun {
     return this.due.error(this.peekNext(), this.next);
   }
 
-  /** When the pass stopped at a job that is not due yet (its next try, or its not-before time): then, ms since the epoch. */
+  /**
+   * When the pass stopped at a job that is not due yet (its next
+   * try, or its not-before time): then, ms since the epoch.
+   */
   get dueMs(): number | undefined {
     return this.due.ms;
   }
@@ -354,7 +365,12 @@ export class QueueRun {
   private recordFinished(entry: JobEntry, outcome: Outcome, moved = false): void {
     const { seq } = entry.header;
     const remove = moved || (!this.ctx.opts.neverDelete && (outcome.ok || this.ctx.onError === 'delete'));
-    this.finisher!.finishJob({ seq, filename: entry.filename, order: this.ctx.timestampOrder ? 'timestamp' : 'sequence', remove });
+    this.finisher!.finishJob({
+      seq,
+      filename: entry.filename,
+      order: this.ctx.timestampOrder ? 'timestamp' : 'sequence',
+      remove,
+    });
     if (this.ctx.timestampOrder) this.done.add(entry.filename);
     else this.next = seq + 1n;
     if (remove) this.known.delete(entry.filename);
@@ -377,22 +393,5 @@ export class QueueRun {
       this.emit({ type: 'start', seq, filename });
       this.emit({ type: 'end', seq, filename, ok: true, why: 'it is a NOP packet', outcome: 'success' });
     }
-  }
-}
-
-function assertWritable(queue: Queue, dir: string): void {
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch (err) {
-    throw new QueueError(`Cannot process queue ${JSON.stringify(queue.dir)}: ${describeSystemError(err)}`, { cause: err });
-  }
-}
-
-/** The size of the queue's lock file: 0 when no note is in it (finish.ts pads a note to a fixed size). */
-function lockFileSize(queue: Queue): number {
-  try {
-    return fs.statSync(`${queue.seqfilePath}.lock`).size;
-  } catch {
-    return 0; // no lock file: lock() says so
   }
 }

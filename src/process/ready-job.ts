@@ -31,7 +31,9 @@ export async function openForRun(
   opts: ProcessRunOptions,
   log: Logger,
   stopping: Stopping | undefined,
-): Promise<{ opened: OpenJob; verdict: Extract<SignedVerdict, { kind: 'signed' }> | undefined } | { outcome: Outcome }> {
+): Promise<
+  { opened: OpenJob; verdict: Extract<SignedVerdict, { kind: 'signed' }> | undefined } | { outcome: Outcome }
+> {
   let opened = await queue.openJob(entry.filename);
   try {
     if (opened.kind === 'decoded' && (queue.verifyDecoder || queue.allowedSigners)) {
@@ -81,14 +83,17 @@ export async function verifyDecoder(
   const onInterrupt = () => aborts.abort(new Error('interrupted'));
   if (interrupt?.aborted) onInterrupt();
   else interrupt?.addEventListener('abort', onInterrupt, { once: true });
-  const cancelTimer = timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
+  const cancelTimer =
+    timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
   try {
     const fd = await spoolDecoded(opened.decoded, decoder, aborts.signal);
     const { header } = opened;
     return { kind: 'plain', header, payload: fd, payloadOffset: 0, close: () => closeQuietly(fd) };
   } catch (err) {
-    if (aborts.signal.aborted && interrupt?.aborted) return { ok: false, why: 'decoder was stopped before it finished', interrupted: true };
-    if (aborts.signal.aborted) return { ok: false, why: `decoder ${JSON.stringify(decoder)} did not finish within ${timeout} s; killed it` };
+    if (aborts.signal.aborted && interrupt?.aborted)
+      return { ok: false, why: 'decoder was stopped before it finished', interrupted: true };
+    if (aborts.signal.aborted)
+      return { ok: false, why: `decoder ${JSON.stringify(decoder)} did not finish within ${timeout} s; killed it` };
     if (err instanceof DecoderError) return { ok: false, why: err.message };
     throw err;
   } finally {

@@ -15,7 +15,16 @@ import { closeQuietly } from '../sys/io.js';
 import { openExisting } from '../sys/untrusted.js';
 import type { Finisher } from './finish.js';
 import type { Outcome } from './outcome.js';
-import { type AttemptRecord, clearAttempts, type RetryPolicy, readAttempts, recordIsFor, retriesFor, retryDelayMs, writeAttempts } from './retry.js';
+import {
+  type AttemptRecord,
+  clearAttempts,
+  type RetryPolicy,
+  readAttempts,
+  recordIsFor,
+  retriesFor,
+  retryDelayMs,
+  writeAttempts,
+} from './retry.js';
 
 /** What a failed try became: tried again at `retryAt`; moved (as job `number` of the failed-jobs queue); or neither. */
 export type FailedTry = { kind: 'retry'; retryAt: Date } | { kind: 'moved'; number: bigint } | { kind: 'onError' };
@@ -68,7 +77,8 @@ export class Retries {
   /** Whether the job's next try is not due yet (dueMs then says when it is). */
   waits(entry: JobEntry): boolean {
     const r = this.record;
-    this.dueMs = this.s.retry && recordIsFor(r, entry.header.seq, entry.filename) && r.dueMs > Date.now() ? r.dueMs : undefined;
+    this.dueMs =
+      this.s.retry && recordIsFor(r, entry.header.seq, entry.filename) && r.dueMs > Date.now() ? r.dueMs : undefined;
     return this.dueMs !== undefined;
   }
 
@@ -93,7 +103,10 @@ export class Retries {
       return { kind: 'retry', retryAt: new Date(this.record.dueMs) };
     }
     if (failedTo !== undefined) {
-      const [{ transferJob, clearTransfer }, { Queue }] = await Promise.all([import('../queue/transfer.js'), import('../queue/queue.js')]);
+      const [{ transferJob, clearTransfer }, { Queue }] = await Promise.all([
+        import('../queue/transfer.js'),
+        import('../queue/queue.js'),
+      ]);
       const note = transferJob(this.queue, entry, new Queue(failedTo, { logger: log }), {
         failure: failureOf(this.queue, entry, outcome, tries, this.s.savedOutput),
       });
@@ -102,7 +115,8 @@ export class Retries {
       this.done(entry);
       log.warn(
         'process',
-        `Job ${seq} failed (${outcome.why}) after ${tries} tr${tries === 1 ? 'y' : 'ies'}: moved to ${JSON.stringify(failedTo)} as job ${note.number}`,
+        `Job ${seq} failed (${outcome.why}) after ${tries} tr${tries === 1 ? 'y' : 'ies'}: ` +
+          `moved to ${JSON.stringify(failedTo)} as job ${note.number}`,
       );
       return { kind: 'moved', number: note.number };
     }
@@ -124,8 +138,14 @@ export class Retries {
   dueError(entry: JobEntry | undefined, next: bigint): RetryDueError {
     const record = this.record ?? { seq: next, filename: '', tries: 0, dueMs: this.dueMs ?? Date.now() };
     const allowed = entry && this.s.retry ? retriesFor(this.s.retry, entry.header) : (this.s.retry?.retries ?? 0);
-    const failed = this.failedWhy === undefined ? `Job ${record.seq} waits for its next try` : `Job ${record.seq} failed (${this.failedWhy})`;
-    return new RetryDueError(`${failed}; ${tryDue(record, allowed)}; stopping, the job stays in the queue`, new Date(record.dueMs));
+    const failed =
+      this.failedWhy === undefined
+        ? `Job ${record.seq} waits for its next try`
+        : `Job ${record.seq} failed (${this.failedWhy})`;
+    return new RetryDueError(
+      `${failed}; ${tryDue(record, allowed)}; stopping, the job stays in the queue`,
+      new Date(record.dueMs),
+    );
   }
 
   /**
@@ -137,7 +157,10 @@ export class Retries {
     const { queue } = this;
     if (this.s.failedTo === undefined) return next;
     if (queue.decoder !== undefined)
-      throw new QueueError(`Cannot move failed jobs of ${JSON.stringify(queue.dir)}: --failed-to takes plain queues only (this one has a decoder)`);
+      throw new QueueError(
+        `Cannot move failed jobs of ${JSON.stringify(queue.dir)}: --failed-to ` +
+          `takes plain queues only (this one has a decoder)`,
+      );
     const { assertTwoQueues, ensureQueueDir, completeTransfer, clearTransfer } = await import('../queue/transfer.js');
     assertTwoQueues(queue.dir, this.s.failedTo);
     ensureQueueDir(this.s.failedTo);
@@ -145,7 +168,12 @@ export class Retries {
     if (!note) return next;
     // In sequence order a job below nextseq was recorded already: only its file is left to remove.
     const passes = !timestampOrder && note.seq === next;
-    finisher.finishJob({ seq: note.seq, filename: note.filename, order: passes ? 'sequence' : 'timestamp', remove: true });
+    finisher.finishJob({
+      seq: note.seq,
+      filename: note.filename,
+      order: passes ? 'sequence' : 'timestamp',
+      remove: true,
+    });
     clearTransfer(queue.dir);
     return passes ? next + 1n : next;
   }
@@ -157,7 +185,13 @@ function tryDue(record: AttemptRecord, allowed: number): string {
 }
 
 /** The facts a packet moved to the failed-jobs queue carries in its header (retry-keys.ts). */
-export function failureOf(queue: Queue, entry: JobEntry, outcome: Outcome, tries: number, savedOutput = false): FailureFacts {
+export function failureOf(
+  queue: Queue,
+  entry: JobEntry,
+  outcome: Outcome,
+  tries: number,
+  savedOutput = false,
+): FailureFacts {
   const tail = savedOutput ? outputTail(queue.jobPath(`${entry.filename}.out`)) : undefined;
   return {
     ...(tail === undefined ? {} : { tail }),
@@ -174,7 +208,10 @@ export function failureOf(queue: Queue, entry: JobEntry, outcome: Outcome, tries
 const TAIL_BYTES = 4096;
 const TAIL_LINES = 20;
 
-/** The last lines of a job's saved output (its .out file: read from its end, at most TAIL_BYTES); undefined if unreadable. */
+/**
+ * The last lines of a job's saved output (its .out file: read
+ * from its end, at most TAIL_BYTES); undefined if unreadable.
+ */
 export function outputTail(file: string): string | undefined {
   let fd: number | undefined;
   try {

@@ -76,7 +76,10 @@ export function recordIsFor(record: AttemptRecord | undefined, seq: bigint, file
   return record !== undefined && record.seq === seq && record.filename === filename;
 }
 
-/** The queue's record, if it has one that reads as one (the queue directory is not ours alone: opened without following a link). */
+/**
+ * The queue's record, if it has one that reads as one (the queue
+ * directory is not ours alone: opened without following a link).
+ */
 export function readAttempts(queueDir: string): AttemptRecord | undefined {
   let fd: number | undefined;
   try {

@@ -8,7 +8,14 @@ import type { Readable } from 'node:stream';
 import { describeSystemError, ExecTooLargeError, SignatureError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout, waitUnlessAborted } from '../base/timer.js';
-import { checkSealedFile, checkSealedJob, guardedPayload, judgeSeal, NO_SEAL, watchStream } from '../packet/seal/seal-check.js';
+import {
+  checkSealedFile,
+  checkSealedJob,
+  guardedPayload,
+  judgeSeal,
+  NO_SEAL,
+  watchStream,
+} from '../packet/seal/seal-check.js';
 import { fdStream, metadataOf } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
 import { decoderFailure, openThroughDecoder } from '../queue/decoder.js';
@@ -84,7 +91,15 @@ export async function runCommandJob(
   let r: RunResult;
   try {
     const env = new ChildEnv(jobVariableStrings(job.header, job.location, job.signer), baseEnv);
-    r = await runCommand({ command: program, args, env, stdin, output, timeout: opts.timeout, stop: stopping?.interrupt });
+    r = await runCommand({
+      command: program,
+      args,
+      env,
+      stdin,
+      output,
+      timeout: opts.timeout,
+      stop: stopping?.interrupt,
+    });
   } catch (err) {
     // Its own variables or parameters are more than exec takes: this job's failure, not the run's.
     if (!(err instanceof ExecTooLargeError)) throw err;
@@ -93,7 +108,8 @@ export async function runCommandJob(
   }
   const why = `command ${describeResult(r)}`;
   if (r.stopped) return { ok: false, why, interrupted: true };
-  if (await killedWithTheRun(r, stopping?.stop)) return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
+  if (await killedWithTheRun(r, stopping?.stop))
+    return { ok: false, why: `command ${describeResult(r)} as fspl was stopped`, interrupted: true };
   if (!r.ok) log.error('exec', `Command ${JSON.stringify(program)} ${describeResult(r)}`);
   const exitStatus = r.signal ? `signal:${r.signal.replace(/^SIG/, '')}` : String(r.code);
   return r.timedOut ? { ok: false, why, timedOut: true, exitStatus } : { ok: r.ok, why, exitStatus };
@@ -187,7 +203,8 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
   const dec = opened.decoded;
   dec.abort();
   const status = await dec.exited;
-  if (outcome.ok && !dec.aborted && status.code !== 0) return { ok: false, why: decoderFailure(decoder!, status).message };
+  if (outcome.ok && !dec.aborted && status.code !== 0)
+    return { ok: false, why: decoderFailure(decoder!, status).message };
   return outcome;
 }
 
@@ -200,7 +217,12 @@ async function judgeDecoder(opened: OpenJob, outcome: Outcome, decoder: string |
  */
 export async function runDecodedFdJob(
   fd: number,
-  opts: CommandOptions & { decoder: string; verifyDecoder?: boolean; onStart?: () => void; allowedSigners?: AllowedSigners },
+  opts: CommandOptions & {
+    decoder: string;
+    verifyDecoder?: boolean;
+    onStart?: () => void;
+    allowedSigners?: AllowedSigners;
+  },
   log: Logger,
   stopping: Stopping | undefined,
 ): Promise<{ header: PacketHeader; outcome: Outcome }> {
@@ -236,6 +258,35 @@ export async function runDecodedFdJob(
     if (signed?.payload.spooled) closeQuietly(signed.payload.fd);
     opened.close();
   }
+}
+
+/**
+ * A function job's signal: aborted when its timeout passes, or when the run is interrupted
+ * (whichever comes first; `interrupted` says which). cancel() when the function has ended.
+ */
+function functionAborts(
+  timeout: number | undefined,
+  interrupt: AbortSignal | undefined,
+): { signal: AbortSignal; interrupted: () => boolean; cancel: () => void } {
+  const aborts = new AbortController();
+  let interrupted = false;
+  const cancelTimer =
+    timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), timeout * 1000);
+  const onInterrupt = () => {
+    if (aborts.signal.aborted) return;
+    interrupted = true;
+    aborts.abort(new Error('interrupted'));
+  };
+  if (interrupt?.aborted) onInterrupt();
+  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  return {
+    signal: aborts.signal,
+    interrupted: () => interrupted,
+    cancel: () => {
+      cancelTimer?.();
+      interrupt?.removeEventListener('abort', onInterrupt);
+    },
+  };
 }
 
 /** Run one queue job with a JS function; the run's interrupt aborts its signal, as its timeout does. */
@@ -274,17 +325,7 @@ export async function runFunctionQueueJob(
   } else raw = opened.kind === 'plain' ? fdStream(opened.payload, true) : opened.payload;
   const guard = verdict ? NO_SEAL : watchStream(raw, opened.header.seal, false);
   const payload = guardedPayload(guard, raw);
-  // Aborted when the job's timeout passes, or the run is interrupted (whichever comes first).
-  const aborts = new AbortController();
-  let interrupted = false;
-  const cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => aborts.abort(new Error('timed out')), opts.timeout * 1000);
-  const onInterrupt = () => {
-    if (aborts.signal.aborted) return;
-    interrupted = true;
-    aborts.abort(new Error('interrupted'));
-  };
-  if (interrupt?.aborted) onInterrupt();
-  else interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  const aborts = functionAborts(opts.timeout, interrupt);
   const where = { queuedir: queue.dir, filename: entry.filename, attempt };
   const signer = verdict?.signer;
   const variables = variablesRecord(jobVariables(opened.header, where, signer));
@@ -299,17 +340,22 @@ export async function runFunctionQueueJob(
       signal: aborts.signal,
       ...(signer && { signer }),
     });
-    outcome = aborts.signal.aborted && !interrupted ? { ok: false, why: 'function timed out', timedOut: true } : { ok: true, why: 'function succeeded' };
+    outcome =
+      aborts.signal.aborted && !aborts.interrupted()
+        ? { ok: false, why: 'function timed out', timedOut: true }
+        : { ok: true, why: 'function succeeded' };
   } catch (err) {
-    if (interrupted) outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };
+    if (aborts.interrupted())
+      outcome = { ok: false, why: 'function was stopped before it finished', interrupted: true };
     else {
-      const why = aborts.signal.aborted ? 'function timed out' : `function failed: ${describeSystemError(err).split('\n')[0]}`;
+      const why = aborts.signal.aborted
+        ? 'function timed out'
+        : `function failed: ${describeSystemError(err).split('\n')[0]}`;
       log.error('exec', `Job ${entry.header.seq}: ${why}`);
       outcome = aborts.signal.aborted ? { ok: false, why, timedOut: true } : { ok: false, why };
     }
   } finally {
-    cancelTimer?.();
-    interrupt?.removeEventListener('abort', onInterrupt);
+    aborts.cancel();
   }
   if (!outcome.interrupted) outcome = judgeSeal(outcome, guard);
   try {

@@ -50,10 +50,16 @@ const EXIT_GRACE_MS = 5000;
  * returned DecodedJob's getter. `file` may also be a descriptor of the caller's (stdin-process
  * -d: our stdin), which the decoder reads and the caller keeps.
  */
-export async function openThroughDecoder(file: string | number, decoder: string, timeout?: number, maxHeaderSize?: number): Promise<DecodedJob> {
+export async function openThroughDecoder(
+  file: string | number,
+  decoder: string,
+  timeout?: number,
+  maxHeaderSize?: number,
+): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
   // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
-  const fd = typeof file === 'number' ? file : openJobFile(file); // and not through a link planted in jobs/ (untrusted.ts)
+  // and not through a link planted in jobs/ (untrusted.ts)
+  const fd = typeof file === 'number' ? file : openJobFile(file);
   let child: ChildProcess;
   try {
     child = spawnTalking(decoderShell(), ['-c', decoder], [fd, 'pipe', 'inherit'], undefined, true);
@@ -129,7 +135,8 @@ export async function openThroughDecoder(file: string | number, decoder: string,
     const status = await exited;
     if (timedOut) {
       throw new DecoderError(
-        `Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s for ${typeof file === 'number' ? `descriptor ${file}` : file}; killed it`,
+        `Decoder ${JSON.stringify(decoder)} gave no header within ${timeout} s ` +
+          `for ${typeof file === 'number' ? `descriptor ${file}` : file}; killed it`,
         { timedOut: true },
       );
     }
@@ -143,7 +150,12 @@ export async function openThroughDecoder(file: string | number, decoder: string,
 }
 
 /** Read only the header of a job file through the decoder, then stop the decoder. */
-export async function readHeaderThroughDecoder(file: string, decoder: string, timeout?: number, maxHeaderSize?: number): Promise<PacketHeader> {
+export async function readHeaderThroughDecoder(
+  file: string,
+  decoder: string,
+  timeout?: number,
+  maxHeaderSize?: number,
+): Promise<PacketHeader> {
   const job = await openThroughDecoder(file, decoder, timeout, maxHeaderSize);
   job.abort();
   return job.header;

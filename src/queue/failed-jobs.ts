@@ -32,10 +32,18 @@ export interface RetriedJob {
   to: bigint;
 }
 
-/** Move the failed jobs of `failedDir` (or those numbered `jobs`) into the queue `toDir`; resolves to what moved, in order. */
-export async function retryFailedJobs(failedDir: string, toDir: string, options: RetryFailedOptions = {}): Promise<RetriedJob[]> {
+/**
+ * Move the failed jobs of `failedDir` (or those numbered `jobs`)
+ * into the queue `toDir`; resolves to what moved, in order.
+ */
+export async function retryFailedJobs(
+  failedDir: string,
+  toDir: string,
+  options: RetryFailedOptions = {},
+): Promise<RetriedJob[]> {
   const log = options.logger ?? silentLogger;
-  for (const dir of [failedDir, toDir]) if (queueDirKind(dir) !== 'queue') throw new QueueError(`${JSON.stringify(dir)} is not a queue`);
+  for (const dir of [failedDir, toDir])
+    if (queueDirKind(dir) !== 'queue') throw new QueueError(`${JSON.stringify(dir)} is not a queue`);
   assertTwoQueues(failedDir, toDir);
   const failed = new Queue(failedDir, { logger: log });
   const to = new Queue(toDir, { logger: log });
@@ -51,7 +59,11 @@ export async function retryFailedJobs(failedDir: string, toDir: string, options:
       const note = transferJob(failed, entry, to, { numbers: options.seqfile });
       removeJob(failed, entry.filename);
       clearTransfer(failed.dir);
-      log.info('queue', `Job ${entry.header.seq} of ${JSON.stringify(failedDir)} put back into ${JSON.stringify(toDir)} as job ${note.number}`);
+      log.info(
+        'queue',
+        `Job ${entry.header.seq} of ${JSON.stringify(failedDir)} put ` +
+          `back into ${JSON.stringify(toDir)} as job ${note.number}`,
+      );
       moved.push({ from: entry.header.seq, to: note.number });
     }
     const next = seqfile.read();

@@ -41,10 +41,13 @@ function warnTooLarge(queue: ScannedQueue, filename: string, err: HeaderTooLarge
   if (warned.has(filename)) return;
   if (warned.size >= 10_000) warned.clear();
   warned.add(filename);
-  const claims = err.claimedSeq === undefined ? '' : `; it claims number ${err.claimedSeq}, which waits as a missing job would`;
+  const claims =
+    err.claimedSeq === undefined ? '' : `; it claims number ${err.claimedSeq}, which waits as a missing job would`;
   queue.logger.warn(
     'queue',
-    `Skipping ${JSON.stringify(filename)}: its header's metadata is ${err.metadataLength} bytes, over the limit of ${err.limit} (--max-header-size, FSPL_MAX_HEADER_SIZE)${claims}`,
+    `Skipping ${JSON.stringify(filename)}: its header's metadata is ${err.metadataLength} ` +
+      `bytes, over the limit of ${err.limit} (--max-header-size, ` +
+      `FSPL_MAX_HEADER_SIZE)${claims}`,
   );
 }
 
@@ -84,8 +87,14 @@ export async function readHeaders(queue: ScannedQueue, names: string[], onFailur
         // A failed open or read, or a header longer than the bytes read: read it again the
         // usual way, which also gives the usual error.
         const start = n >= 0 ? bytes.subarray(offset, offset + n) : undefined;
-        const native = checkLength && start && n >= PREFIX_LENGTH && start.readBigUInt64BE(14) > BigInt(limit) ? undefined : heads.header(i);
-        const header = native ?? (start ? headerFromStart(start, limit) : undefined) ?? readHeaderFileSync(queue.jobPath(filename), limit);
+        const native =
+          checkLength && start && n >= PREFIX_LENGTH && start.readBigUInt64BE(14) > BigInt(limit)
+            ? undefined
+            : heads.header(i);
+        const header =
+          native ??
+          (start ? headerFromStart(start, limit) : undefined) ??
+          readHeaderFileSync(queue.jobPath(filename), limit);
         results[i] = { filename, header };
       } catch (err) {
         skip(filename, err);
@@ -130,7 +139,8 @@ export function readHeaderFileSync(p: string, limit = DEFAULT_MAX_HEADER_SIZE): 
   try {
     const buf = (scanBuffer ??= Buffer.allocUnsafe(SCAN_READ));
     const n = readSomeSync(fd, buf, 0, SCAN_READ, 0);
-    return headerFromStart(buf.subarray(0, n), limit) ?? readHeaderSync(fd, limit); // positional reads left the offset at 0
+    // positional reads left the offset at 0
+    return headerFromStart(buf.subarray(0, n), limit) ?? readHeaderSync(fd, limit);
   } finally {
     closeQuietly(fd);
   }

@@ -33,7 +33,9 @@ function placeWriteError(err: unknown, jobsDir: string): unknown {
   return namePath(err, jobsDir, PLACE_ERRORS);
 }
 
-/** After a failure: the temporary file goes, and the job itself if it was renamed in (not durable, not acknowledged). */
+/**
+ * After a failure: the temporary file goes, and the job itself if it was renamed in (not durable, not acknowledged).
+ */
 function takeBack(tempPath: string, finalPath: string | undefined): void {
   unlinkQuietly(tempPath);
   if (finalPath !== undefined) unlinkQuietly(finalPath);
@@ -68,7 +70,10 @@ export function writeJobSync(jobsDir: string, fill: (fd: number) => void, id?: s
 }
 
 /** Write a job from bytes or a stream (any async iterable of bytes), off the event loop; resolves to its file name. */
-export async function writeJob(jobsDir: string, packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
+export async function writeJob(
+  jobsDir: string,
+  packet: Readable | Uint8Array | AsyncIterable<Uint8Array>,
+): Promise<string> {
   const { temp, filename } = names();
   const tempPath = `${jobsDir}/${temp}`;
   let handle: fs.promises.FileHandle | undefined;

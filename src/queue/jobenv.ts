@@ -61,7 +61,8 @@ let lastCtime: { secs: bigint; tz: string | undefined; utc: string; local: strin
 export function jobVariableStrings(header: PacketHeader, where?: JobLocation, signer?: Signer): EnvVariable[] {
   const secs = header.ctime.secs;
   const tz = process.env.TZ;
-  if (lastCtime?.secs !== secs || lastCtime.tz !== tz) lastCtime = { secs, tz, utc: rfc3339Utc(secs), local: rfc3339Local(secs) };
+  if (lastCtime?.secs !== secs || lastCtime.tz !== tz)
+    lastCtime = { secs, tz, utc: rfc3339Utc(secs), local: rfc3339Local(secs) };
   const vars: EnvVariable[] = [
     ['FSPL_SEQ', header.seq.toString()],
     ['FSPL_CTIME_SECS', secs.toString()],
@@ -70,7 +71,11 @@ export function jobVariableStrings(header: PacketHeader, where?: JobLocation, si
     ['FSPL_CTIME_RFC3339_LOCAL', lastCtime.local],
   ];
   if (where)
-    vars.push(['FSPL_JOB_FILENAME', where.filename], ['FSPL_JOB_QUEUEDIR', where.queuedir], ['FSPL_JOB_FULLPATH', `${where.queuedir}/jobs/${where.filename}`]);
+    vars.push(
+      ['FSPL_JOB_FILENAME', where.filename],
+      ['FSPL_JOB_QUEUEDIR', where.queuedir],
+      ['FSPL_JOB_FULLPATH', `${where.queuedir}/jobs/${where.filename}`],
+    );
   if (where?.attempt !== undefined) vars.push(['FSPL_JOB_ATTEMPT', String(where.attempt)]);
   if (header.cmd.kind === 'Command') {
     header.cmd.params.forEach((p, i) => vars.push([`FSPL_PARAM_${i + 1}`, utf8(p)]));
@@ -105,7 +110,10 @@ export function jobEnvironment(vars: JobVariable[], base: NodeJS.ProcessEnv = pr
 }
 
 /** jobEnvironment of variables already strings (jobVariableStrings and others). */
-export function childEnvironment(vars: readonly EnvVariable[], base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function childEnvironment(
+  vars: readonly EnvVariable[],
+  base: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   mergeSorted(
     vars,
@@ -220,7 +228,8 @@ const packedBases = new WeakMap<object, PackedBase>();
 function packedBase(env: Readonly<Record<string, string | undefined>>): PackedBase {
   const keys = sortedKeys(env);
   const cached = packedBases.get(env);
-  if (cached && cached.keys === keys && (Object.isFrozen(env) || keys.every((k, n) => env[k] === cached.values[n]))) return cached;
+  if (cached && cached.keys === keys && (Object.isFrozen(env) || keys.every((k, n) => env[k] === cached.values[n])))
+    return cached;
   const values = keys.map((k) => env[k]);
   const segments = keys.map((k, n) => {
     const v = values[n];

@@ -48,7 +48,8 @@ export function noQueueUnder(parent: string): string | undefined {
     return undefined;
   }
   if (entries.some((e) => e.kind === 'queue')) return undefined;
-  if (queueDirKind(parent) === 'queue') return `${parent} is itself a queue, not a parent of queues: serve it with -q ${parent}`;
+  if (queueDirKind(parent) === 'queue')
+    return `${parent} is itself a queue, not a parent of queues: serve it with -q ${parent}`;
   if (entries.length === 0) return `${parent} holds no directory`;
   const shown = entries.slice(0, 5).map((e) => `${e.name} (${whyNotQueue(e.dir)})`);
   const more = entries.length > shown.length ? `, and ${entries.length - shown.length} more` : '';

@@ -23,16 +23,17 @@ import { SeqFile } from '../sys/seqfile.js';
 import { openJobFile } from '../sys/untrusted.js';
 import { writeJob, writeJobSync } from './job-write.js';
 import { compareBySeq, compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
-import type { JobDetails, JobFunction, OpenJob, OrderBy, PlainOpenJob, QueuedJob } from './types.js';
+import type { QueueOptions, ScanOptions } from './queue-options.js';
+import type { JobDetails, OpenJob, OrderBy, PlainOpenJob, QueuedJob } from './types.js';
 
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
+export type { Executor, QueueOptions, ScanOptions } from './queue-options.js';
 export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } from './types.js';
 
 // Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
 // empty queue, from cron) does not load the codec, streams and decoders.
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { copySignedPacketSync } from '../sign/copy-signed.js';
-import type { ScanFailure } from './job-headers.js';
 import { finishCutRefusals, refuseJobFile } from './refused.js';
 
 // Each promise kept: the bundle turns every import() into a fresh copy of the module's exports, per job.
@@ -44,51 +45,6 @@ const headers = () => (headersModule ??= import('./job-headers.js'));
 const decoding = () => (decodingModule ??= import('./decoder.js'));
 const packets = () => (packetsModule ??= import('../packet/stream.js'));
 const reading = () => (readModule ??= import('../packet/read.js'));
-
-export interface ScanOptions {
-  /**
-   * Called for each job file whose header can not be read, which the scan then leaves out
-   * (queue-status diagnoses them). Without it, such files are only logged: at debug level, as
-   * the reference does, but a header over maxHeaderSize (HeaderTooLargeError) with a warning,
-   * once per file for the life of the Queue object.
-   */
-  onFailure?: ScanFailure;
-}
-
-/** What Queue.process runs: a command (name, or name and arguments) or an async function. */
-export type Executor = string | readonly string[] | JobFunction;
-
-export interface QueueOptions {
-  /** Shell command that turns a stored job file into a packet (e.g. `zcat`, `gpg -d`). */
-  decoder?: string;
-  /**
-   * Seconds a decoder may take to give a job's header before it is killed; the read then fails
-   * with DecoderError (timedOut). Default: no limit, as the reference.
-   */
-  decoderTimeout?: number;
-  /**
-   * With a decoder: run no job, and give no payload, before the decoder has exited with status
-   * 0. Its whole output is spooled to a nameless file in $TMPDIR first (decoder.ts
-   * spoolDecoded), and a job runs on that file as on a plain job file; a decoder that fails fails
-   * the job without it having run. Without it (the default, as the reference), the job reads the
-   * decoder's output as it comes, and a decoder's failure is known only once it was read
-   * (docs/security.md, "Decoders").
-   */
-  verifyDecoder?: boolean;
-  /**
-   * The longest header metadata (bytes after its 30-byte prefix) that is read, default 8 MiB
-   * (DEFAULT_MAX_HEADER_SIZE), at most 200 MiB. A job file whose header is longer is not read
-   * (a scan leaves it out, its number waits as a missing job's would; reading it directly fails
-   * with HeaderTooLargeError): no file can make a scan hold more memory than about 16 times this.
-   */
-  maxHeaderSize?: number;
-  /**
-   * Run only packets signed by a key these allow for namespace `fspl` (an extension; src/sign/,
-   * docs/security.md). A processor moves any other packet to refused/ (Queue.refuse) unrun.
-   */
-  allowedSigners?: AllowedSigners;
-  logger?: Logger;
-}
 
 /** What openJob reads at once for the header: real headers are far smaller. */
 const HEAD_READ = 4096;
@@ -215,7 +171,8 @@ export class Queue {
   /** Read one job file's header, through the decoder if there is one. */
   async readHeader(filename: string): Promise<PacketHeader> {
     const p = this.jobPath(filename);
-    if (this.decoder !== undefined) return (await decoding()).readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
+    if (this.decoder !== undefined)
+      return (await decoding()).readHeaderThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
     return (await headers()).readHeaderFileSync(p, this.maxHeaderSize);
   }
 
@@ -273,20 +230,38 @@ export class Queue {
   async openJob(filename: string): Promise<OpenJob> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const decoded = await (await decoding()).openThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
-      return { kind: 'decoded', header: decoded.header, payload: decoded.payload, decoded, close: () => decoded.abort() };
+      const decoded = await (await decoding()).openThroughDecoder(
+        p,
+        this.decoder,
+        this.decoderTimeout,
+        this.maxHeaderSize,
+      );
+      return {
+        kind: 'decoded',
+        header: decoded.header,
+        payload: decoded.payload,
+        decoded,
+        close: () => decoded.abort(),
+      };
     }
     return this.openPlainJob(filename);
   }
 
   /** A job of a queue without a decoder, opened: its file's descriptor, after the header. */
   async openPlainJob(filename: string): Promise<PlainOpenJob> {
-    if (this.decoder !== undefined) throw new QueueError(`Queue ${JSON.stringify(this.dir)} has a decoder: its jobs are opened through it (openJob)`);
+    if (this.decoder !== undefined)
+      throw new QueueError(`Queue ${JSON.stringify(this.dir)} has a decoder: its jobs are opened through it (openJob)`);
     const p = this.jobPath(filename);
     let head = nativeOpenHead(p, HEAD_READ);
     if (head?.header && head.payloadOffset - 30 <= this.maxHeaderSize /* after its 30-byte prefix */) {
       const fd = head.fd;
-      return { kind: 'plain', header: head.header, payload: fd, payloadOffset: head.payloadOffset, close: () => closeQuietly(fd) };
+      return {
+        kind: 'plain',
+        header: head.header,
+        payload: fd,
+        payloadOffset: head.payloadOffset,
+        close: () => closeQuietly(fd),
+      };
     }
     if (head?.header) {
       // Read in C, but over our limit (one under HEAD_READ): refused below, as any reader refuses it.
@@ -312,9 +287,13 @@ export class Queue {
   async openPayload(filename: string): Promise<Readable> {
     const p = this.jobPath(filename);
     if (this.decoder !== undefined) {
-      const [{ checkedPayload, openThroughDecoder, spoolDecoded }, { fdStream, withSealCheck }] = await Promise.all([decoding(), packets()]);
+      const [{ checkedPayload, openThroughDecoder, spoolDecoded }, { fdStream, withSealCheck }] = await Promise.all([
+        decoding(),
+        packets(),
+      ]);
       const decoded = await openThroughDecoder(p, this.decoder, this.decoderTimeout, this.maxHeaderSize);
-      if (this.verifyDecoder) return withSealCheck(fdStream(await spoolDecoded(decoded, this.decoder), true), decoded.header.seal);
+      if (this.verifyDecoder)
+        return withSealCheck(fdStream(await spoolDecoded(decoded, this.decoder), true), decoded.header.seal);
       return withSealCheck(checkedPayload(decoded, this.decoder), decoded.header.seal);
     }
     return (await (await packets()).readPacket({ path: p }, { maxHeaderSize: this.maxHeaderSize })).payload;
@@ -325,7 +304,12 @@ export class Queue {
     const [entries, { metadataOf }] = await Promise.all([this.scan(), packets()]);
     entries.sort(options.order === 'timestamp' ? compareByTimestamp : compareBySeq);
     for (const e of entries) {
-      yield { ...metadataOf(e.header), filename: e.filename, path: this.jobPath(e.filename), payload: () => this.openPayload(e.filename) };
+      yield {
+        ...metadataOf(e.header),
+        filename: e.filename,
+        path: this.jobPath(e.filename),
+        payload: () => this.openPayload(e.filename),
+      };
     }
   }
 
@@ -335,7 +319,11 @@ export class Queue {
 
   /** A job's metadata and variables, by sequence number. */
   async info(seq: bigint): Promise<JobDetails> {
-    const [{ filename, header }, { metadataOf }, { jobVariables, variablesRecord }] = await Promise.all([this.find(seq), packets(), import('./jobenv.js')]);
+    const [{ filename, header }, { metadataOf }, { jobVariables, variablesRecord }] = await Promise.all([
+      this.find(seq),
+      packets(),
+      import('./jobenv.js'),
+    ]);
     const variables = variablesRecord(jobVariables(header, { queuedir: this.dir, filename }));
     return { ...metadataOf(header), filename, path: this.jobPath(filename), variables };
   }
@@ -377,8 +365,11 @@ export class Queue {
     try {
       st = fs.statSync(this.jobsDir);
     } catch (err) {
-      throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${describeSystemError(err)}`, { cause: err });
+      throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${describeSystemError(err)}`, {
+        cause: err,
+      });
     }
-    if (!st.isDirectory()) throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${this.jobsDir} is not a directory`);
+    if (!st.isDirectory())
+      throw new QueueError(`Cannot open queue ${JSON.stringify(this.dir)}: ${this.jobsDir} is not a directory`);
   }
 }

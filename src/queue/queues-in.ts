@@ -62,7 +62,10 @@ export class QueueParents<M extends { kind: 'queue' }> {
     try {
       entries = listQueueDirs(p.dir);
     } catch (err) {
-      this.hooks.log.debug('process', () => `Cannot read the queues in ${JSON.stringify(p.dir)}: ${describeSystemError(err)}`);
+      this.hooks.log.debug(
+        'process',
+        () => `Cannot read the queues in ${JSON.stringify(p.dir)}: ${describeSystemError(err)}`,
+      );
       entries = [];
     }
     const now = new Map(entries.map((e) => [e.name, e]));

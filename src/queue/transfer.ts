@@ -76,7 +76,8 @@ export interface TransferNote {
 export function ensureQueueDir(dir: string): void {
   const kind = queueDirKind(dir);
   if (kind === 'queue') return;
-  if (fs.existsSync(dir) && kind === undefined) throw new QueueError(`${JSON.stringify(dir)} is not a queue (not a directory)`);
+  if (fs.existsSync(dir) && kind === undefined)
+    throw new QueueError(`${JSON.stringify(dir)} is not a queue (not a directory)`);
   if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
     throw new QueueError(`${JSON.stringify(dir)} is not a queue (no jobs/ and nextseq in it), and not empty`);
   try {
@@ -92,9 +93,13 @@ export function ensureQueueDir(dir: string): void {
 export function assertTwoQueues(from: string, to: string): void {
   if (
     path.resolve(from) === path.resolve(to) ||
-    (fs.existsSync(to) && fs.statSync(from).ino === fs.statSync(to).ino && fs.statSync(from).dev === fs.statSync(to).dev)
+    (fs.existsSync(to) &&
+      fs.statSync(from).ino === fs.statSync(to).ino &&
+      fs.statSync(from).dev === fs.statSync(to).dev)
   )
-    throw new QueueError(`${JSON.stringify(to)} is the queue ${JSON.stringify(from)} itself: a packet moves to another queue`);
+    throw new QueueError(
+      `${JSON.stringify(to)} is the queue ${JSON.stringify(from)} itself: a packet moves to another queue`,
+    );
 }
 
 /** The header the packet gets in the target: its number there, the facts (or none), no signature. */
@@ -108,7 +113,12 @@ export function movedHeader(header: PacketHeader, note: TransferNote): PacketHea
  * `to` with its next number, the journal first. The caller then records the job in the source
  * (step 5) and calls clearTransfer (step 6). Returns the journal's note.
  */
-export function transferJob(from: Queue, entry: JobEntry, to: Queue, how: { failure?: FailureFacts; numbers?: string } = {}): TransferNote {
+export function transferJob(
+  from: Queue,
+  entry: JobEntry,
+  to: Queue,
+  how: { failure?: FailureFacts; numbers?: string } = {},
+): TransferNote {
   const numbers = path.resolve(how.numbers ?? path.join(to.dir, WRITESEQ_FILE));
   const writeseq = lockNumbers(numbers);
   try {
@@ -147,7 +157,10 @@ export function completeTransfer(from: Queue): TransferNote | undefined {
   const to = new Queue(note.to, { logger: from.logger });
   const there = fs.existsSync(to.jobPath(`fspl-${note.id}.fspl`)) || (SeqFile.peek(to.seqfilePath) ?? 0n) > note.number;
   if (there) return note;
-  from.logger.info('process', `Completing the move of job ${note.seq} to ${JSON.stringify(note.to)} that an interrupted run began`);
+  from.logger.info(
+    'process',
+    `Completing the move of job ${note.seq} to ${JSON.stringify(note.to)} that an interrupted run began`,
+  );
   const writeseq = lockNumbers(note.numbers);
   try {
     const again: TransferNote = { ...note, number: nextNumber(to, writeseq) };
@@ -168,7 +181,10 @@ export function clearTransfer(fromDir: string): void {
   fsyncDir(fromDir);
 }
 
-/** The sequence file the target's numbers come from, locked (made if missing: its value is checked against the queue anyway, nextNumber). */
+/**
+ * The sequence file the target's numbers come from, locked (made if missing: its value is checked against the queue
+ * anyway, nextNumber).
+ */
 function lockNumbers(file: string): SeqFile {
   // Another queue's move into the same target holds it while it copies a packet: wait it out.
   const deadline = Date.now() + NUMBERS_WAIT_MS;
@@ -186,7 +202,9 @@ function lockNumbers(file: string): SeqFile {
 const NUMBERS_WAIT_MS = 30_000;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-/** The number a packet takes in `to`: writeseq's, but never one at or below nextseq's past or a number its jobs/ holds. */
+/**
+ * The number a packet takes in `to`: writeseq's, but never one at or below nextseq's past or a number its jobs/ holds.
+ */
 function nextNumber(to: Queue, writeseq: SeqFile): bigint {
   let n = writeseq.read();
   const next = SeqFile.peek(to.seqfilePath);
@@ -285,10 +303,24 @@ export function readJournal(fromDir: string): TransferNote | undefined {
 function parseJournal(text: string): TransferNote | undefined {
   const o = JSON.parse(text) as Record<string, unknown>;
   const { seq, filename, id, to, number, numbers, failure } = o;
-  if (typeof seq !== 'string' || typeof filename !== 'string' || typeof id !== 'string' || typeof to !== 'string' || typeof number !== 'string')
+  if (
+    typeof seq !== 'string' ||
+    typeof filename !== 'string' ||
+    typeof id !== 'string' ||
+    typeof to !== 'string' ||
+    typeof number !== 'string'
+  )
     return undefined;
   if (typeof numbers !== 'string') return undefined;
   if (!/^[0-9a-f-]{36}$/.test(id) || !/^fspl-[^/]+\.fspl$/.test(filename)) return undefined;
   const f = failure as (Omit<FailureFacts, 'seq'> & { seq: string }) | undefined;
-  return { seq: BigInt(seq), filename, id, to, number: BigInt(number), numbers, failure: f && { ...f, seq: BigInt(f.seq) } };
+  return {
+    seq: BigInt(seq),
+    filename,
+    id,
+    to,
+    number: BigInt(number),
+    numbers,
+    failure: f && { ...f, seq: BigInt(f.seq) },
+  };
 }

@@ -13,7 +13,8 @@
  * | JobDetails     | metadata and the command's FSPL_* variables  | Queue.info                     |
  * | Job            | what a command executor is given             | run-job.ts                     |
  * | JobContext     | what a JS function executor is given         | run-job.ts                     |
- */ import type { Readable } from 'node:stream';
+ */
+import type { Readable } from 'node:stream';
 import type { PacketMetadata } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { Signer } from '../sign/packet-signature.js';

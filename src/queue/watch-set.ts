@@ -136,7 +136,16 @@ export class DirWatchSet<K> {
   add(key: K, dir: string, options: DirWatchOptions = {}): void {
     this.remove(key);
     const interval = this.mode === 'polling' ? this.interval : checkInterval(options.safetyInterval ?? this.interval);
-    const entry: Entry<K> = { key, dir, file: options.file, fileChanged: options.fileChanged, interval, due: 0, removed: false, force: false };
+    const entry: Entry<K> = {
+      key,
+      dir,
+      file: options.file,
+      fileChanged: options.fileChanged,
+      interval,
+      due: 0,
+      removed: false,
+      force: false,
+    };
     entry.seen = look(dir, entry.file);
     this.entries.set(key, entry);
     if (this.mode === 'events') this.listen(entry, options);
@@ -190,7 +199,8 @@ export class DirWatchSet<K> {
   private listenFile(entry: Entry<K>, file: string): void {
     const name = path.basename(file);
     entry.fileWatcher = fs.watch(path.dirname(file), { persistent: true }, (_event, n) => {
-      if (!entry.removed && (n === null || String(n) === name) && (entry.fileChanged?.() ?? true)) this.onChange(entry.key);
+      if (!entry.removed && (n === null || String(n) === name) && (entry.fileChanged?.() ?? true))
+        this.onChange(entry.key);
     });
     entry.fileWatcher.on('error', (err) => this.fallBack(entry, err));
   }
@@ -200,7 +210,12 @@ export class DirWatchSet<K> {
     if (entry.removed) return;
     closeWatchers(entry);
     if (entry.interval !== FALLBACK_SECONDS) {
-      this.log?.debug('watch', () => `Cannot watch ${JSON.stringify(entry.dir)} (${(err as Error).message}); looking every ${FALLBACK_SECONDS} s instead`);
+      this.log?.debug(
+        'watch',
+        () =>
+          `Cannot watch ${JSON.stringify(entry.dir)} (${(err as Error).message}); ` +
+          `looking every ${FALLBACK_SECONDS} s instead`,
+      );
       entry.interval = FALLBACK_SECONDS;
       this.enqueue(entry, Date.now());
     }
@@ -258,7 +273,9 @@ export class DirWatchSet<K> {
       !before ||
       moved(seen.dir, before.dir) ||
       tooRecent(before.dir, before.at, this.coarseMs) ||
-      ((moved(seen.file, before.file) || (before.file !== undefined && tooRecent(before.file, before.at, this.coarseMs))) && (entry.fileChanged?.() ?? true));
+      ((moved(seen.file, before.file) ||
+        (before.file !== undefined && tooRecent(before.file, before.at, this.coarseMs))) &&
+        (entry.fileChanged?.() ?? true));
     entry.force = false;
     this.enqueue(entry, now);
     if (changed) this.onChange(entry.key);
@@ -266,7 +283,8 @@ export class DirWatchSet<K> {
 }
 
 function checkInterval(seconds: number): number {
-  if (!(seconds > 0)) throw new RangeError(`DirWatchSet: invalid interval ${seconds}: give a number of seconds above 0`);
+  if (!(seconds > 0))
+    throw new RangeError(`DirWatchSet: invalid interval ${seconds}: give a number of seconds above 0`);
   return seconds;
 }
 

@@ -53,7 +53,10 @@ export class JobsWatcher {
   }
 
   private fallBack(err: unknown): void {
-    this.log?.warn('watch', `Cannot watch for new jobs (${(err as Error).message}); polling every ${FALLBACK_POLL_SECONDS} s instead`);
+    this.log?.warn(
+      'watch',
+      `Cannot watch for new jobs (${(err as Error).message}); polling every ${FALLBACK_POLL_SECONDS} s instead`,
+    );
     this.watcher?.close();
     this.watcher = undefined;
     this.mode = 'polling';
@@ -62,7 +65,8 @@ export class JobsWatcher {
   }
 
   private poll(seconds: number): void {
-    if (!(seconds > 0)) throw new RangeError(`JobsWatcher: invalid poll interval ${seconds}: give a number of seconds above 0`);
+    if (!(seconds > 0))
+      throw new RangeError(`JobsWatcher: invalid poll interval ${seconds}: give a number of seconds above 0`);
     if (this.timer) clearInterval(this.timer);
     // setInterval holds at most 2^31-1 ms (24.8 days); nobody polls less often than that.
     this.timer = setInterval(() => this.poke(), Math.min(Math.max(1, seconds * 1000), 0x7fff_ffff));

@@ -33,12 +33,16 @@ export function parseDestination(text: string): Destination {
   const scheme = colon < 0 ? '' : text.slice(0, colon);
   const rest = text.slice(colon + 1);
   if (scheme === 'nncp') return nncpDestination(text, rest);
-  if (scheme !== 'ssh') throw new DestinationError(`--to ${JSON.stringify(text)}: unknown kind of destination; ${FORMS}`);
+  if (scheme !== 'ssh')
+    throw new DestinationError(`--to ${JSON.stringify(text)}: unknown kind of destination; ${FORMS}`);
   let host: string;
   let dir: string;
   if (rest.startsWith('[')) {
     const end = rest.indexOf(']:');
-    if (end < 0) throw new DestinationError(`--to ${JSON.stringify(text)}: an IPv6 host in [...] must be followed by :QUEUE; ${FORMS}`);
+    if (end < 0)
+      throw new DestinationError(
+        `--to ${JSON.stringify(text)}: an IPv6 host in [...] must be followed by :QUEUE; ${FORMS}`,
+      );
     host = rest.slice(1, end);
     dir = rest.slice(end + 2);
   } else {
@@ -49,9 +53,11 @@ export function parseDestination(text: string): Destination {
   }
   if (host === '') throw new DestinationError(`--to ${JSON.stringify(text)}: no host; ${FORMS}`);
   // ssh would read a leading '-' as one of its options (-oProxyCommand=...): never a host.
-  if (host.startsWith('-') || /[\s\0]/.test(host)) throw new DestinationError(`--to ${JSON.stringify(text)}: ${JSON.stringify(host)} is not a host name`);
+  if (host.startsWith('-') || /[\s\0]/.test(host))
+    throw new DestinationError(`--to ${JSON.stringify(text)}: ${JSON.stringify(host)} is not a host name`);
   if (dir === '') throw new DestinationError(`--to ${JSON.stringify(text)}: no queue directory; ${FORMS}`);
-  if (dir.includes('\0') || dir.includes('\n')) throw new DestinationError(`--to ${JSON.stringify(text)}: the queue directory holds a control character`);
+  if (dir.includes('\0') || dir.includes('\n'))
+    throw new DestinationError(`--to ${JSON.stringify(text)}: the queue directory holds a control character`);
   return { kind: 'ssh', host, dir };
 }
 
@@ -60,7 +66,10 @@ function nncpDestination(text: string, rest: string): NncpDestination {
   const [node = '', handle = '', ...more] = rest.split(':');
   const word = (w: string) => w !== '' && !w.startsWith('-') && !/[\s\0]/.test(w);
   if (more.length > 0 || !word(node) || !word(handle))
-    throw new DestinationError(`--to ${JSON.stringify(text)}: expected nncp:NODE:HANDLE, an NNCP node and its exec handle that runs fspl queue-receive`);
+    throw new DestinationError(
+      `--to ${JSON.stringify(text)}: expected nncp:NODE:HANDLE, an NNCP node ` +
+        `and its exec handle that runs fspl queue-receive`,
+    );
   return { kind: 'nncp', node, handle };
 }
 

@@ -132,7 +132,8 @@ export class FrameReader {
   async body(length: number, sink: (chunk: Buffer) => void): Promise<void> {
     let left = length;
     while (left > 0) {
-      if (this.rest.length === 0 && !(await this.more())) throw new ReceiveCutError(`the input ends inside a packet (${left} of ${length} bytes missing)`);
+      if (this.rest.length === 0 && !(await this.more()))
+        throw new ReceiveCutError(`the input ends inside a packet (${left} of ${length} bytes missing)`);
       const take = Math.min(left, this.rest.length);
       sink(this.rest.subarray(0, take));
       this.rest = this.rest.subarray(take);
@@ -143,6 +144,7 @@ export class FrameReader {
 
 function parseHead(line: string): FrameHead {
   const m = /^(\S+) (\d{1,20}) (\d{1,15})$/.exec(line);
-  if (!m || !ID_RE.test(m[1]!) || BigInt(m[2]!) > U64_MAX) throw new ReceiveError(`bad frame: ${JSON.stringify(line.slice(0, 80))}`);
+  if (!m || !ID_RE.test(m[1]!) || BigInt(m[2]!) > U64_MAX)
+    throw new ReceiveError(`bad frame: ${JSON.stringify(line.slice(0, 80))}`);
   return { id: m[1]!, seq: BigInt(m[2]!), length: Number(m[3]!) };
 }

@@ -33,7 +33,9 @@ export async function readNncpConfig(given?: string): Promise<NncpConfig> {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read the NNCP config ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(
+      `cannot read the NNCP config ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   const { default: Hjson } = await import('hjson');
   let doc: unknown;

@@ -42,7 +42,8 @@ export function nncpDelivery(way: NncpWay): Delivery {
   return {
     kind: 'nncp',
     acknowledges: 'handed',
-    send: (packets, hooks = {}) => (packets.length === 0 ? probeNncp(way, hooks.signal) : handToNncp(way, packets, hooks)),
+    send: (packets, hooks = {}) =>
+      packets.length === 0 ? probeNncp(way, hooks.signal) : handToNncp(way, packets, hooks),
   };
 }
 
@@ -76,7 +77,8 @@ async function handToNncp(way: NncpWay, packets: readonly OutgoingPacket[], hook
   // input for the end of the data), and only those are acknowledged. A frame cut short (a file
   // that went) is dropped by the receiver and sent again from here.
   for (const p of batch.slice(0, whole)) hooks.onAck?.(p, false);
-  if (whole < batch.length) return { acked: whole, duplicates: 0, error: `could not read packet ${batch[whole]!.id} of the outbox` };
+  if (whole < batch.length)
+    return { acked: whole, duplicates: 0, error: `could not read packet ${batch[whole]!.id} of the outbox` };
   return { acked: whole, duplicates: 0 };
 }
 
@@ -102,11 +104,17 @@ async function run(
   const r = await runTool(tool, args, { signal, feed, env });
   const failed = (error: string) => ({ stdout: r.stdout, error });
   if (r.startError)
-    return failed(r.startError.code === 'ENOENT' ? `${tool} not found (install NNCP: apt-get install nncp)` : `cannot run ${tool}: ${r.startError.message}`);
+    return failed(
+      r.startError.code === 'ENOENT'
+        ? `${tool} not found (install NNCP: apt-get install nncp)`
+        : `cannot run ${tool}: ${r.startError.message}`,
+    );
   if (signal?.aborted) return failed('stopped');
   if (r.code === 0) return { stdout: r.stdout };
   const said = lastLine(r.stderr);
-  return failed(`${tool} ${r.signal ? `was killed by ${r.signal}` : `exited with status ${r.code}`}${said ? `: ${said}` : ''}`);
+  return failed(
+    `${tool} ${r.signal ? `was killed by ${r.signal}` : `exited with status ${r.code}`}${said ? `: ${said}` : ''}`,
+  );
 }
 
 /** What this node's NNCP spool holds for a node, not yet moved there (nncp-stat). */

@@ -37,7 +37,9 @@ export async function admitSender(rule: SenderRule): Promise<void> {
   const allowed = from.length === 0 ? 'none' : from.join(', ');
   if (sender === undefined)
     throw new ReceiveRefusedError(
-      `refused: ${what} takes packets only from NNCP node ${allowed}, and NNCP_SENDER is not set (not run by nncp-toss as an exec handle); nothing stored`,
+      `refused: ${what} takes packets only from NNCP node ` +
+        `${allowed}, and NNCP_SENDER is not set (not run ` +
+        `by nncp-toss as an exec handle); nothing stored`,
     );
   if (from.includes(sender)) return;
   // Not one of the ids given: the config, for the names given (and, in the refusal, the sender's).
@@ -51,9 +53,12 @@ export async function admitSender(rule: SenderRule): Promise<void> {
   }
   const idOf = (name: string) => config?.neighbours.find((n) => n.name === name)?.id;
   if (names.some((n) => idOf(n) === sender)) return;
-  const shown = from.map((n) => (isNodeId(n) || config === undefined ? n : `${n} (${idOf(n) ?? `not a neighbour in ${config.path}`})`));
+  const shown = from.map((n) =>
+    isNodeId(n) || config === undefined ? n : `${n} (${idOf(n) ?? `not a neighbour in ${config.path}`})`,
+  );
   throw new ReceiveRefusedError(
-    `refused: ${what} takes packets only from NNCP node ${shown.join(', ')}, not from ${nodeShown(sender, config)}${unread}; nothing stored`,
+    `refused: ${what} takes packets only from NNCP node ${shown.join(', ')}, ` +
+      `not from ${nodeShown(sender, config)}${unread}; nothing stored`,
   );
 }
 

@@ -80,7 +80,12 @@ export class OutboxDrain {
   /** The counters as a sender's state file says them (sender-state.ts). */
   get progress(): Pick<SenderProgress, 'sent' | 'duplicates' | 'lastSentAt' | 'lastSent'> {
     const p = this.lastSent;
-    return { sent: this.sent, duplicates: this.duplicates, lastSentAt: this.lastSentAt, lastSent: p && { seq: p.seq.toString(), id: p.id } };
+    return {
+      sent: this.sent,
+      duplicates: this.duplicates,
+      lastSentAt: this.lastSentAt,
+      lastSent: p && { seq: p.seq.toString(), id: p.id },
+    };
   }
 
   /** Look at the outbox again (only new files are read) and count every packet in it. */
@@ -130,7 +135,11 @@ export class OutboxDrain {
    * and `keep(err)` says so (a failing disk), it stays for the next look: it is below nextseq, and
    * never sent again.
    */
-  async look(spent: (seq: bigint, next: bigint) => boolean, max = BATCH_PACKETS, keep: (err: unknown) => boolean = () => false): Promise<Due> {
+  async look(
+    spent: (seq: bigint, next: bigint) => boolean,
+    max = BATCH_PACKETS,
+    keep: (err: unknown) => boolean = () => false,
+  ): Promise<Due> {
     this.dirty = false;
     this.entries = await this.queue.rescan(this.entries);
     const next = this.next;

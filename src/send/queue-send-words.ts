@@ -36,7 +36,10 @@ export function packetsWait(n: number): string {
  */
 export function duplicatesText(duplicates: number): string {
   if (duplicates === 0) return '';
-  return ` (${duplicates} of them sent again and dropped by the receiver, which had ${duplicates === 1 ? 'it' : 'them'} already)`;
+  return (
+    ` (${duplicates} of them sent again and dropped by the receiver, ` +
+    `which had ${duplicates === 1 ? 'it' : 'them'} already)`
+  );
 }
 
 /** One connection's outcome: `Sent 25 packets to ssh:b:/q over one connection; 0 packets wait`. */
@@ -58,11 +61,15 @@ export function describeQueueSendSummary(s: QueueSendSummary, how: { handed: boo
     s.sent === 0
       ? undefined
       : how.handed
-        ? `${total}handed ${plural(s.sent, 'packet')} for ${s.to} to NNCP in ${plural(s.connections, 'batch', 'batches')}`
-        : `${total}sent ${plural(s.sent, 'packet')}${duplicatesText(s.duplicates)} to ${s.to} over ${plural(s.connections, 'connection')}`;
+        ? `${total}handed ${plural(s.sent, 'packet')} for ${s.to} ` +
+          `to NNCP in ${plural(s.connections, 'batch', 'batches')}`
+        : `${total}sent ${plural(s.sent, 'packet')}${duplicatesText(s.duplicates)} ` +
+          `to ${s.to} over ${plural(s.connections, 'connection')}`;
   let what: string;
-  if (s.stopped !== undefined) what = head ? `${head}, then stopped: ${s.stopped}` : `stopped sending to ${s.to}: ${s.stopped}`;
-  else if (s.error !== undefined) what = head ? `${head}, then could not deliver: ${s.error}` : `cannot deliver to ${s.to}: ${s.error}`;
+  if (s.stopped !== undefined)
+    what = head ? `${head}, then stopped: ${s.stopped}` : `stopped sending to ${s.to}: ${s.stopped}`;
+  else if (s.error !== undefined)
+    what = head ? `${head}, then could not deliver: ${s.error}` : `cannot deliver to ${s.to}: ${s.error}`;
   else what = head ?? `nothing sent to ${s.to}`;
   const blocked = s.stopped === undefined && s.error === undefined && s.blocked ? `; ${s.blocked}` : '';
   return `${what}; ${packetsWait(s.waiting)}, next ${s.next}${blocked}`;

@@ -37,7 +37,10 @@ import { makeHeader, packetBytes } from '../packet/prepare.js';
  */
 function probePackets(): { good: string; bad: string } {
   const payload = Buffer.from('fspl seal probe\n');
-  const header = { ...makeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }), seal: sealOf(payload) };
+  const header = {
+    ...makeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }),
+    seal: sealOf(payload),
+  };
   const damaged = Buffer.from(payload);
   damaged[0] ^= 1;
   const octal = (b: Buffer) => [...b].map((x) => `\\${x.toString(8).padStart(3, '0')}`).join('');
@@ -56,7 +59,8 @@ const { good: PROBE_GOOD, bad: PROBE_BAD } = probePackets();
  */
 export const RECEIVE_SCRIPT = `
 d=$1; j="$d/jobs"
-[ -d "$j" ] || { echo "fspl receive: no queue at $d on $(hostname) (make it there: fspl queue-init -q DIR, or fspl net init --host for a net)" >&2; exit 3; }
+[ -d "$j" ] || { echo "fspl receive: no queue at $d on $(hostname) (make it there:" \\
+  "fspl queue-init -q DIR, or fspl net init --host for a net)" >&2; exit 3; }
 exec 9>>"$d/recv.lock" || exit 3
 flock 9 || { echo "fspl receive: cannot lock $d/recv.lock (flock from util-linux is needed)" >&2; exit 3; }
 F=$2
@@ -129,7 +133,10 @@ export function receiveCommand(remoteDir: string, fspl = ''): string {
  * Why the fspl named by a host's `fspl:` can't check seals there. Not a passing problem of the
  * network: sending again does not help until someone fixes the host or the net file.
  */
-export type VerifierProblem = { kind: 'not-found' } | { kind: 'cannot-run'; detail: string } | { kind: 'no-seal-check' };
+export type VerifierProblem =
+  | { kind: 'not-found' }
+  | { kind: 'cannot-run'; detail: string }
+  | { kind: 'no-seal-check' };
 
 /** The one line an operator reads: "fspl at PATH on HOST: ...". */
 export function describeVerifierProblem(p: VerifierProblem, fspl: string, host: string): string {

@@ -60,7 +60,10 @@ export interface ReceiveSummary {
   duplicates: number;
   /** Parts of an earlier receiver that was stopped after recording them, now stored. */
   finished: number;
-  /** Packets refused by their signature (allowedSigners): moved to refused/, their numbers not taken. Why, one line each. */
+  /**
+   * Packets refused by their signature (allowedSigners): moved
+   * to refused/, their numbers not taken. Why, one line each.
+   */
   refused: string[];
   /** Set when the input ended inside a frame (its sender was stopped while writing): why. */
   cut?: string;
@@ -77,7 +80,9 @@ export interface ReceiveOptions {
   from?: readonly string[];
   /** The sending node's id, as nncp-toss gives an exec handle in NNCP_SENDER (checked against `from`). */
   sender?: string;
-  /** The receiving node's NNCP config, where names in `from` are looked up (default: $NNCPCFG, else /etc/nncp.hjson). */
+  /**
+   * The receiving node's NNCP config, where names in `from` are looked up (default: $NNCPCFG, else /etc/nncp.hjson).
+   */
   nncpCfg?: string;
   /**
    * Take only packets signed by a key these allow (src/sign/). Any other is moved to the queue's
@@ -101,7 +106,9 @@ export async function receivePackets(dir: string, input: Readable, opts: Receive
   if (opts.from !== undefined) await admitSender({ from: opts.from, sender: opts.sender, cfg: opts.nncpCfg, what });
   const jobs = path.join(dir, 'jobs');
   if (!fs.statSync(jobs, { throwIfNoEntry: false })?.isDirectory())
-    throw new ReceiveError(`no queue at ${opts.what ?? dir} (make it with fspl queue-init -q DIR, or fspl net init --host for a net)`);
+    throw new ReceiveError(
+      `no queue at ${opts.what ?? dir} (make it with fspl queue-init -q DIR, or fspl net init --host for a net)`,
+    );
   const lock = await takeLock(path.join(dir, 'recv.lock'), opts.signal);
   try {
     const ledger = ReceivedLedger.read(dir);
@@ -161,7 +168,11 @@ async function takeLock(file: string, signal: AbortSignal | undefined): Promise<
 
 /** One packet from the input into jobs/.fspl-in-ID.part, fsynced and checked. */
 async function takePart(jobs: string, head: FrameHead, frames: FrameReader): Promise<Part> {
-  const part: Part = { head, temp: path.join(jobs, `.fspl-in-${head.id}.part`), final: path.join(jobs, `fspl-${head.id}.fspl`) };
+  const part: Part = {
+    head,
+    temp: path.join(jobs, `.fspl-in-${head.id}.part`),
+    final: path.join(jobs, `fspl-${head.id}.fspl`),
+  };
   const fd = createFresh(part.temp, 0o644); // in jobs/, which others may write (untrusted.ts)
   try {
     await frames.body(head.length, (chunk) => writeAllSync(fd, chunk));
@@ -187,7 +198,9 @@ async function check(part: Part): Promise<void> {
   try {
     packet = await readPacket({ path: part.temp });
   } catch (err) {
-    throw new ReceiveError(`packet ${part.head.id} (number ${part.head.seq}) is not a whole packet: ${(err as Error).message}`);
+    throw new ReceiveError(
+      `packet ${part.head.id} (number ${part.head.seq}) is not a whole packet: ${(err as Error).message}`,
+    );
   }
   if (packet.seq !== part.head.seq) {
     packet.payload.destroy();

@@ -42,7 +42,9 @@ export class ReceivedLedger {
       if (line.trim() === '') continue;
       const m = /^(\d{1,20}) (\d{1,20})$/.exec(line.trim());
       if (!m || BigInt(m[1]!) > BigInt(m[2]!))
-        throw new ReceiveError(`${file}:${i + 1}: not a range of sequence numbers (FIRST LAST): ${JSON.stringify(line)}`);
+        throw new ReceiveError(
+          `${file}:${i + 1}: not a range of sequence numbers (FIRST LAST): ${JSON.stringify(line)}`,
+        );
       ranges.push([BigInt(m[1]!), BigInt(m[2]!)]);
     }
     const ledger = new ReceivedLedger(file, []);

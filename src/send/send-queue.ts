@@ -69,7 +69,9 @@ export type QueueSendEvent =
 
 export type { QueueSendSummary } from './queue-send-words.js';
 
-/** queue-send's state file (OUTBOX/sender.json): where it sends (`ssh:HOST:QUEUE`, `nncp:NODE:HANDLE`), and how it goes. */
+/**
+ * queue-send's state file (OUTBOX/sender.json): where it sends (`ssh:HOST:QUEUE`, `nncp:NODE:HANDLE`), and how it goes.
+ */
 export type QueueSendState = SenderState<{ to: string }>;
 
 const RETRY = { min: 500, max: 10_000 };
@@ -128,7 +130,10 @@ class QueueSender {
       this.drain.hold(queue.lockSeqfile({ wait: false }));
     } catch (err) {
       if (err instanceof LockedError)
-        throw new SendError(`The outbox ${this.opts.outbox} is in use by another program (queue-send or queue-process holds its nextseq.lock)`);
+        throw new SendError(
+          `The outbox ${this.opts.outbox} is in use by another program ` +
+            `(queue-send or queue-process holds its nextseq.lock)`,
+        );
       throw err;
     }
     if (this.opts.watch) this.drain.watch(this.signal, this.opts.watch.pollInterval);
@@ -174,7 +179,10 @@ class QueueSender {
         this.failing(r.error, attempts);
         this.opts.onEvent?.({ type: 'failing', error: r.error, attempts, waiting: this.drain.waiting });
         // The pass ends on it: its summary (summary.error) says it, once.
-        this.log.debug('send', `Cannot deliver to ${this.to} (${r.error}); ${packetsWait(this.drain.waiting)} in ${this.opts.outbox}`);
+        this.log.debug(
+          'send',
+          `Cannot deliver to ${this.to} (${r.error}); ${packetsWait(this.drain.waiting)} in ${this.opts.outbox}`,
+        );
         return;
       }
       await this.backOff(r.error, attempts);
@@ -197,18 +205,36 @@ class QueueSender {
     if (this.summary.error !== undefined && (r.acked > 0 || r.error === undefined)) this.reachable();
     this.summary.sent = this.drain.sent;
     this.summary.duplicates = this.drain.duplicates;
-    if (r.verifier) this.summary.stopped = verifierStop(r.verifier, this.opts.remoteFspl ?? '', this.opts.to.kind === 'ssh' ? this.opts.to.host : this.to);
+    if (r.verifier)
+      this.summary.stopped = verifierStop(
+        r.verifier,
+        this.opts.remoteFspl ?? '',
+        this.opts.to.kind === 'ssh' ? this.opts.to.host : this.to,
+      );
     else if (ahead !== undefined) this.summary.stopped = ahead;
     this.save();
     // A stop ends the run: its summary (summary.stopped) says it, once.
     if (this.summary.stopped)
-      this.log.debug('send', `Stopped sending to ${this.to}: ${this.summary.stopped}; ${packetsWait(this.drain.waiting)} in ${this.opts.outbox}`);
+      this.log.debug(
+        'send',
+        `Stopped sending to ${this.to}: ${this.summary.stopped}; ` +
+          `${packetsWait(this.drain.waiting)} in ${this.opts.outbox}`,
+      );
     const sent = this.summary.sent - before;
     if (sent > 0) {
       // Under --watch each connection is an outcome of its own; a pass's summary counts them all.
       const level = this.opts.watch ? 'info' : 'debug';
-      this.log.log(level, 'send', sentLine(this.to, sent, r.duplicates, this.delivery.acknowledges === 'handed', this.drain.waiting));
-      this.opts.onEvent?.({ type: 'sent', sent: this.summary.sent, duplicates: this.summary.duplicates, waiting: this.drain.waiting });
+      this.log.log(
+        level,
+        'send',
+        sentLine(this.to, sent, r.duplicates, this.delivery.acknowledges === 'handed', this.drain.waiting),
+      );
+      this.opts.onEvent?.({
+        type: 'sent',
+        sent: this.summary.sent,
+        duplicates: this.summary.duplicates,
+        waiting: this.drain.waiting,
+      });
     }
     return r;
   }
@@ -226,7 +252,8 @@ class QueueSender {
     const ms = backoffMs(attempts, min, max);
     this.failing(error, attempts);
     this.opts.onEvent?.({ type: 'failing', error, attempts, retryInMs: ms, waiting: this.drain.waiting });
-    if (attempts === 1 || attempts % 10 === 0) this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${packetsWait(this.drain.waiting)}, retrying`);
+    if (attempts === 1 || attempts % 10 === 0)
+      this.log.warn('send', `Cannot deliver to ${this.to} (${error}); ${packetsWait(this.drain.waiting)}, retrying`);
     // New packets don't cut the wait short; stopping does.
     await waitUnlessAborted(ms, this.signal);
   }
@@ -240,15 +267,26 @@ class QueueSender {
   private async due(): Promise<{ packets: OutgoingPacket[]; blocked?: string }> {
     const due = await this.drain.look(inLastGroup, this.opts.batch ?? BATCH_PACKETS);
     if (due.twice)
-      return { packets: [], blocked: `two packets numbered ${due.next} in the outbox (${due.twice.map((e) => e.filename).join(', ')}): remove one` };
-    return { packets: due.packets, blocked: due.packets.length > 0 ? undefined : waitingFor(due.next, due.bySeq, due.below) };
+      return {
+        packets: [],
+        blocked:
+          `two packets numbered ${due.next} in the outbox ` +
+          `(${due.twice.map((e) => e.filename).join(', ')}): remove one`,
+      };
+    return {
+      packets: due.packets,
+      blocked: due.packets.length > 0 ? undefined : waitingFor(due.next, due.bySeq, due.below),
+    };
   }
 }
 
 /** The one line said when `--remote-fspl` can't check seals on the host (the nets' words name their `fspl:`). */
 function verifierStop(p: VerifierProblem, fspl: string, host: string): string {
   if (p.kind === 'no-seal-check')
-    return `fspl at ${fspl} on ${host}: does not check seals (the reference fspl? --remote-fspl must name this implementation's fspl, or leave it out)`;
+    return (
+      `fspl at ${fspl} on ${host}: does not check seals (the reference fspl? ` +
+      `--remote-fspl must name this implementation's fspl, or leave it out)`
+    );
   return describeVerifierProblem(p, fspl, host);
 }
 
@@ -259,8 +297,14 @@ function waitingFor(next: bigint, bySeq: ReadonlyMap<bigint, unknown>, below: nu
   for (const s of bySeq.keys()) if (s > next && (above === undefined || s < above)) above = s;
   const parts: string[] = [];
   if (above !== undefined)
-    parts.push(`waiting for packet ${next}, the outbox's next number (its lowest above is ${above}; fspl queue-set-next -q OUTBOX ${above} skips the gap)`);
-  if (below > 0) parts.push(`${plural(below, 'packet')} numbered below ${next} ${below === 1 ? 'is' : 'are'} never sent (already past)`);
+    parts.push(
+      `waiting for packet ${next}, the outbox's next number (its lowest above ` +
+        `is ${above}; fspl queue-set-next -q OUTBOX ${above} skips the gap)`,
+    );
+  if (below > 0)
+    parts.push(
+      `${plural(below, 'packet')} numbered below ${next} ${below === 1 ? 'is' : 'are'} never sent (already past)`,
+    );
   return parts.join('; ');
 }
 
@@ -272,5 +316,10 @@ function waitingFor(next: bigint, bySeq: ReadonlyMap<bigint, unknown>, below: nu
 function aheadOfOutbox(to: string, remoteNext: bigint, packets: readonly OutgoingPacket[]): string | undefined {
   const last = packets[packets.length - 1]!.seq;
   if (remoteNext <= last + 1n) return undefined;
-  return `the queue at ${to} has received packets up to number ${remoteNext - 1n}, beyond this outbox's (${packets[0]!.seq} to ${last}): another sender writes to it, or the numbering was reset (fspl prepare-set-next). Nothing is sent (it would be dropped as already received)`;
+  return (
+    `the queue at ${to} has received packets up to number ${remoteNext - 1n}, ` +
+    `beyond this outbox's (${packets[0]!.seq} to ${last}): another sender ` +
+    `writes to it, or the numbering was reset (fspl prepare-set-next). ` +
+    `Nothing is sent (it would be dropped as already received)`
+  );
 }

@@ -43,7 +43,12 @@ export interface SendOptions {
  * acknowledgements run at once on the same child and share its state (ready, stopWriting,
  * refused, the packet acknowledged next); the finally block that ends both must see all of it.
  */
-export async function sendPackets(ssh: string[], remoteDir: string, packets: OutgoingPacket[], opts: SendOptions = {}): Promise<SendResult> {
+export async function sendPackets(
+  ssh: string[],
+  remoteDir: string,
+  packets: OutgoingPacket[],
+  opts: SendOptions = {},
+): Promise<SendResult> {
   const [cmd, ...args] = ssh;
   const child = spawnTalking(cmd!, [...args, receiveCommand(remoteDir, opts.fspl)], ['pipe', 'pipe', 'pipe']);
   opts.onSpawn?.(child);
@@ -128,15 +133,25 @@ export async function sendPackets(ssh: string[], remoteDir: string, packets: Out
 }
 
 /** Send one packet file (it keeps its name, fspl-ID.fspl, on the remote side). */
-export async function sendPacket(ssh: string[], remoteDir: string, packetFile: string, seq: bigint): Promise<SendResult> {
+export async function sendPacket(
+  ssh: string[],
+  remoteDir: string,
+  packetFile: string,
+  seq: bigint,
+): Promise<SendResult> {
   return sendPackets(ssh, remoteDir, [{ path: packetFile, id: packetId(path.basename(packetFile)), seq }]);
 }
 
 /** The ssh way to a queue or place: `ssh` is the command and its destination (see sendPackets). */
-export function sshDelivery(ssh: string[], remoteDir: string, opts: { fspl?: string; host?: string; onSpawn?: SendOptions['onSpawn'] } = {}): Delivery {
+export function sshDelivery(
+  ssh: string[],
+  remoteDir: string,
+  opts: { fspl?: string; host?: string; onSpawn?: SendOptions['onSpawn'] } = {},
+): Delivery {
   return {
     kind: 'ssh',
     acknowledges: 'stored',
-    send: (packets: OutgoingPacket[], hooks: DeliveryHooks = {}) => sendPackets(ssh, remoteDir, packets, { ...opts, ...hooks }),
+    send: (packets: OutgoingPacket[], hooks: DeliveryHooks = {}) =>
+      sendPackets(ssh, remoteDir, packets, { ...opts, ...hooks }),
   };
 }

@@ -22,12 +22,26 @@ const MAX_REPLY = 256 * 1024;
 const TIMEOUT_MS = 30_000;
 
 /** The SSH signature blob of `data` made by the agent's `publicKey`. */
-export async function agentSign(socket: string, publicKey: PublicKey, data: Buffer, timeoutMs = TIMEOUT_MS): Promise<Buffer> {
+export async function agentSign(
+  socket: string,
+  publicKey: PublicKey,
+  data: Buffer,
+  timeoutMs = TIMEOUT_MS,
+): Promise<Buffer> {
   const flags = publicKey.type === 'ssh-rsa' ? SSH_AGENT_RSA_SHA2_512 : 0;
-  const reply = await request(socket, SSH2_AGENTC_SIGN_REQUEST, wireConcat(wireString(publicKey.blob), wireString(data), wireU32(flags)), timeoutMs);
+  const reply = await request(
+    socket,
+    SSH2_AGENTC_SIGN_REQUEST,
+    wireConcat(wireString(publicKey.blob), wireString(data), wireU32(flags)),
+    timeoutMs,
+  );
   const fingerprint = publicKey.fingerprint;
-  if (reply.type === SSH_AGENT_FAILURE) throw new SignatureError(`ssh-agent would not sign with ${fingerprint} (is it added? ssh-add KEY)`, { fingerprint });
-  if (reply.type !== SSH2_AGENT_SIGN_RESPONSE) throw new SignatureError(`ssh-agent answered a sign request with message ${reply.type}`, { fingerprint });
+  if (reply.type === SSH_AGENT_FAILURE)
+    throw new SignatureError(`ssh-agent would not sign with ${fingerprint} (is it added? ssh-add KEY)`, {
+      fingerprint,
+    });
+  if (reply.type !== SSH2_AGENT_SIGN_RESPONSE)
+    throw new SignatureError(`ssh-agent answered a sign request with message ${reply.type}`, { fingerprint });
   const r = new WireReader(reply.body, 'ssh-agent reply');
   const signature = Buffer.from(r.string());
   r.done();
@@ -37,7 +51,8 @@ export async function agentSign(socket: string, publicKey: PublicKey, data: Buff
 /** Whether the agent holds `publicKey`'s private half. */
 export async function agentHasKey(socket: string, publicKey: PublicKey, timeoutMs = TIMEOUT_MS): Promise<boolean> {
   const reply = await request(socket, SSH2_AGENTC_REQUEST_IDENTITIES, Buffer.alloc(0), timeoutMs);
-  if (reply.type !== SSH2_AGENT_IDENTITIES_ANSWER) throw new SignatureError(`ssh-agent answered a list request with message ${reply.type}`);
+  if (reply.type !== SSH2_AGENT_IDENTITIES_ANSWER)
+    throw new SignatureError(`ssh-agent answered a list request with message ${reply.type}`);
   const r = new WireReader(reply.body, 'ssh-agent reply');
   const count = r.u32();
   // A count larger than the keys sent is caught by the reads: each key takes at least 8 bytes.
@@ -50,7 +65,12 @@ export async function agentHasKey(socket: string, publicKey: PublicKey, timeoutM
 }
 
 /** One request sent and its reply read: the message type and its body. */
-function request(socket: string, type: number, body: Buffer, timeoutMs: number): Promise<{ type: number; body: Buffer }> {
+function request(
+  socket: string,
+  type: number,
+  body: Buffer,
+  timeoutMs: number,
+): Promise<{ type: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const conn = net.createConnection(socket);
     const chunks: Buffer[] = [];
@@ -61,8 +81,17 @@ function request(socket: string, type: number, body: Buffer, timeoutMs: number):
       if (err) reject(err);
       else resolve(reply!);
     };
-    const timer = setTimeout(() => finish(new SignatureError(`ssh-agent at ${socket} did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
-    conn.on('error', (err) => finish(new SignatureError(`cannot reach ssh-agent at ${socket}: ${systemErrorWords(err) ?? err.message}`, { cause: err })));
+    const timer = setTimeout(
+      () => finish(new SignatureError(`ssh-agent at ${socket} did not answer within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    conn.on('error', (err) =>
+      finish(
+        new SignatureError(`cannot reach ssh-agent at ${socket}: ${systemErrorWords(err) ?? err.message}`, {
+          cause: err,
+        }),
+      ),
+    );
     conn.on('data', (d: Buffer) => {
       chunks.push(d);
       got += d.length;
@@ -70,7 +99,8 @@ function request(socket: string, type: number, body: Buffer, timeoutMs: number):
       chunks.splice(0, chunks.length, all);
       if (got < 4) return;
       const len = all.readUInt32BE(0);
-      if (len < 1 || len > MAX_REPLY) return finish(new SignatureError(`ssh-agent at ${socket} sent a reply of ${len} bytes (at most ${MAX_REPLY})`));
+      if (len < 1 || len > MAX_REPLY)
+        return finish(new SignatureError(`ssh-agent at ${socket} sent a reply of ${len} bytes (at most ${MAX_REPLY})`));
       if (got >= 4 + len) finish(undefined, { type: all[4]!, body: all.subarray(5, 4 + len) });
     });
     conn.on('end', () => finish(new SignatureError(`ssh-agent at ${socket} closed the connection without answering`)));

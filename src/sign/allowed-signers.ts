@@ -21,8 +21,14 @@ interface Entry extends SignerOptions {
 }
 
 /** The key type names sshkey_read knows: a field that is none of them is the options field. */
-const KEY_TYPE =
-  /^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ecdsa-sha2-nistp256|ssh-ed25519)@openssh\.com|ssh-xmss@openssh\.com)(-cert-v01@openssh\.com)?$/;
+const KEY_TYPE = new RegExp(
+  `^(${[
+    'ssh-(ed25519|rsa|dss)',
+    'ecdsa-sha2-nistp(256|384|521)',
+    'sk-(ecdsa-sha2-nistp256|ssh-ed25519)@openssh\\.com',
+    'ssh-xmss@openssh\\.com',
+  ].join('|')})(-cert-v01@openssh\\.com)?$`,
+);
 
 export class AllowedSigners {
   private constructor(
@@ -46,7 +52,10 @@ export class AllowedSigners {
     try {
       text = fs.readFileSync(path, 'utf8');
     } catch (err) {
-      throw new SignatureError(`cannot read allowed signers ${path}: ${systemErrorWords(err) ?? (err as Error).message}`, { cause: err });
+      throw new SignatureError(
+        `cannot read allowed signers ${path}: ${systemErrorWords(err) ?? (err as Error).message}`,
+        { cause: err },
+      );
     }
     return AllowedSigners.parse(text, path);
   }
@@ -73,13 +82,16 @@ export class AllowedSigners {
       refusal ??= `key ${fingerprint} ${why} (${this.source} line ${e.line})`;
     }
     const forWhom = principal === undefined ? '' : ` for principal ${principal}`;
-    throw new SignatureError(refusal ?? `signed by a key not in ${this.source}${forWhom}: ${fingerprint}`, { fingerprint });
+    throw new SignatureError(refusal ?? `signed by a key not in ${this.source}${forWhom}: ${fingerprint}`, {
+      fingerprint,
+    });
   }
 }
 
 /** Why a line that lists the key does not let it sign now, or undefined when it does. */
 function refuses(e: Entry, namespace: string, seconds: number): string | undefined {
-  if (e.namespaces !== undefined && matchPatternList(namespace, e.namespaces) !== 1) return `is not allowed to sign for namespace ${namespace}`;
+  if (e.namespaces !== undefined && matchPatternList(namespace, e.namespaces) !== 1)
+    return `is not allowed to sign for namespace ${namespace}`;
   if (e.validAfter !== undefined && seconds < e.validAfter) return `is valid only after ${iso(e.validAfter)}`;
   if (e.validBefore !== undefined && seconds > e.validBefore) return `is valid only before ${iso(e.validBefore)}`;
   return undefined;
@@ -127,7 +139,10 @@ function principalsField(text: string): { value: string; rest: string } | undefi
   if (text[stop] !== '"') return { value: text.slice(0, stop), rest: text.slice(stop).replace(/^[ \t\r\n]+/, '') };
   const close = text.indexOf('"', stop + 1);
   if (close < 0) return undefined;
-  return { value: text.slice(0, stop) + text.slice(stop + 1, close), rest: text.slice(close + 1).replace(/^[ \t\r\n]+/, '') };
+  return {
+    value: text.slice(0, stop) + text.slice(stop + 1, close),
+    rest: text.slice(close + 1).replace(/^[ \t\r\n]+/, ''),
+  };
 }
 
 function firstWord(s: string): string {

@@ -24,7 +24,9 @@ export function copySignedPacketSync(inFd: number, outFd: number, signers: Allow
     p = decodePrefix(prefix);
   } catch (err) {
     if (!(err instanceof BadPacketError)) throw err;
-    throw new SignatureError(`input is not a plain packet (${err.message}): only a packet's signature can be checked as it is stored`);
+    throw new SignatureError(
+      `input is not a plain packet (${err.message}): only a packet's signature can be checked as it is stored`,
+    );
   }
   const meta = readUpToSync(inFd, p.metadataLength);
   if (meta.length < p.metadataLength) throw cutInHeader(PREFIX_LENGTH + meta.length);

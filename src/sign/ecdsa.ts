@@ -39,7 +39,8 @@ export function curveOfJwk(crv: string | undefined): Curve {
 
 /** An uncompressed point (0x04 || x || y) as JWK coordinates; compressed points are not what OpenSSH writes. */
 export function pointToJwk(curve: Curve, q: Buffer): { kty: 'EC'; crv: string; x: string; y: string } {
-  if (q.length !== 1 + 2 * curve.size || q[0] !== 0x04) throw new SignatureError(`malformed public key: not an uncompressed ${curve.name} point`);
+  if (q.length !== 1 + 2 * curve.size || q[0] !== 0x04)
+    throw new SignatureError(`malformed public key: not an uncompressed ${curve.name} point`);
   return {
     kty: 'EC',
     crv: curve.jwk,
@@ -50,7 +51,11 @@ export function pointToJwk(curve: Curve, q: Buffer): { kty: 'EC'; crv: string; x
 
 /** JWK coordinates back to the uncompressed point SSH keys carry. */
 export function jwkToPoint(curve: Curve, x: string, y: string): Buffer {
-  return Buffer.concat([Buffer.of(0x04), leftPad(Buffer.from(x, 'base64url'), curve.size), leftPad(Buffer.from(y, 'base64url'), curve.size)]);
+  return Buffer.concat([
+    Buffer.of(0x04),
+    leftPad(Buffer.from(x, 'base64url'), curve.size),
+    leftPad(Buffer.from(y, 'base64url'), curve.size),
+  ]);
 }
 
 /** SSH's string(mpint r, mpint s) body as P1363 r || s; a number wider than the curve is malformed. */
@@ -65,7 +70,8 @@ export function sshToP1363(curve: Curve, body: Buffer): Buffer {
 
 /** P1363 r || s as SSH's mpint r || mpint s (the body of the signature's second string). */
 export function p1363ToSsh(curve: Curve, sig: Buffer): Buffer {
-  if (sig.length !== 2 * curve.size) throw new SignatureError(`ECDSA signature of ${sig.length} bytes for ${curve.name}`);
+  if (sig.length !== 2 * curve.size)
+    throw new SignatureError(`ECDSA signature of ${sig.length} bytes for ${curve.name}`);
   return wireConcat(wireMpint(sig.subarray(0, curve.size)), wireMpint(sig.subarray(curve.size)));
 }
 

@@ -7,7 +7,7 @@ import type crypto from 'node:crypto';
 import { SignatureError } from '../base/errors.js';
 import { signedMessage } from '../packet/codec.js';
 import type { PacketHeader } from '../packet/types.js';
-import { loadPrivateKey, signRaw } from './private-key.js';
+import { loadPrivateKey, signRaw, whyNoKey } from './private-key.js';
 import type { PublicKey } from './public-key.js';
 import { encodeSshSig, NAMESPACE, parseSshSig, toSign, verifySshSig } from './sshsig.js';
 
@@ -24,7 +24,7 @@ export class HeaderSigner {
   static load(path: string): HeaderSigner {
     const loaded = loadPrivateKey(path);
     if (loaded.kind !== 'plain')
-      throw new SignatureError(`${path} can not sign unattended (${loaded.kind === 'encrypted' ? 'it has a passphrase' : 'it holds no private key'})`, {
+      throw new SignatureError(`${path} can not sign unattended (${whyNoKey(loaded.kind)})`, {
         fingerprint: loaded.publicKey.fingerprint,
       });
     return new HeaderSigner(loaded.key, loaded.publicKey, path);

@@ -12,7 +12,9 @@ import type { AllowedSigners } from './allowed-signers.js';
 import { checkHeaderSignature, type Signer } from './packet-signature.js';
 import { type CheckedPayload, checkPayloadFileSync } from './payload-digest.js';
 
-/** A signed job's verdict: refused (why, in one line), or let in, with who signed it and where its checked payload is. */
+/**
+ * A signed job's verdict: refused (why, in one line), or let in, with who signed it and where its checked payload is.
+ */
 export type SignedVerdict =
   | { readonly kind: 'refused'; readonly why: string }
   | { readonly kind: 'signed'; readonly signer: Signer; readonly payload: CheckedPayload };
@@ -33,9 +35,16 @@ export function refusalError(seq: bigint, err: SignatureError): SignatureError {
  * key, numbered `seq` as it was listed (when listed), its payload the signed one. Only
  * SignatureError is a refusal; other errors (reading) are thrown.
  */
-export function judgeSignedFile(header: PacketHeader, fd: number, offset: number, signers: AllowedSigners, seq?: bigint): SignedVerdict {
+export function judgeSignedFile(
+  header: PacketHeader,
+  fd: number,
+  offset: number,
+  signers: AllowedSigners,
+  seq?: bigint,
+): SignedVerdict {
   try {
-    if (seq !== undefined && header.seq !== seq) throw new SignatureError(`its header changed since it was listed (number ${header.seq}, listed as ${seq})`);
+    if (seq !== undefined && header.seq !== seq)
+      throw new SignatureError(`its header changed since it was listed (number ${header.seq}, listed as ${seq})`);
     const signer = checkHeaderSignature(header, signers);
     return { kind: 'signed', signer, payload: checkPayloadFileSync(fd, offset, header) };
   } catch (err) {
@@ -45,7 +54,10 @@ export function judgeSignedFile(header: PacketHeader, fd: number, offset: number
 }
 
 /** Judge a header alone (a scan's): the signer, or why it is refused. */
-export function judgeSignedHeader(header: PacketHeader, signers: AllowedSigners): { signer: Signer; why?: undefined } | { why: string; signer?: undefined } {
+export function judgeSignedHeader(
+  header: PacketHeader,
+  signers: AllowedSigners,
+): { signer: Signer; why?: undefined } | { why: string; signer?: undefined } {
   try {
     return { signer: checkHeaderSignature(header, signers) };
   } catch (err) {

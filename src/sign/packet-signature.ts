@@ -60,7 +60,10 @@ export function signedData(header: PacketHeader): Buffer {
   return signedMessage(header, header.signature.sha512);
 }
 
-/** The fingerprint of the key a header claims to be signed by, unchecked (for listings); undefined if unsigned or unreadable. */
+/**
+ * The fingerprint of the key a header claims to be signed by,
+ * unchecked (for listings); undefined if unsigned or unreadable.
+ */
 export function claimedSigner(header: PacketHeader): string | undefined {
   if (!header.signature) return undefined;
   try {

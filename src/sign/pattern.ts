@@ -3,7 +3,9 @@
  * `!pattern` vetoes. Used for an allowed signer's principals and its namespaces="…" option.
  */
 
-/** Whether `s` matches one wildcard pattern; greedy with backtracking to the last `*`, so linear-ish, never exponential. */
+/**
+ * Whether `s` matches one wildcard pattern; greedy with backtracking to the last `*`, so linear-ish, never exponential.
+ */
 export function matchPattern(s: string, pattern: string): boolean {
   let si = 0;
   let pi = 0;

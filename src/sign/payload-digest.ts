@@ -16,7 +16,8 @@ import { crypto } from './node-crypto.js';
 const CHUNK = 1 << 20;
 /** SHA-512 of no bytes. */
 const EMPTY_SHA512 = Buffer.from(
-  'cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e',
+  'cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce' +
+    '47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e',
   'hex',
 );
 let shared: Buffer | undefined;

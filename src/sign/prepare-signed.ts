@@ -23,13 +23,22 @@ import { type SignWith, signMessage } from './signer.js';
 export type { SignWith } from './signer.js';
 
 /** A sealed header, signed for a payload whose SHA-512 is `sha512`. */
-export async function signHeader(header: PacketHeader, sha512: Uint8Array, how: SignWith, env?: NodeJS.ProcessEnv): Promise<PacketHeader> {
+export async function signHeader(
+  header: PacketHeader,
+  sha512: Uint8Array,
+  how: SignWith,
+  env?: NodeJS.ProcessEnv,
+): Promise<PacketHeader> {
   const { blob } = await signMessage(signedMessage(header, sha512), how, env);
   return { ...header, signature: { sha512, sshsig: blob } };
 }
 
 /** A new header, signed for a measured payload; the number given back if signing fails. */
-async function signedHeader(options: PrepareOptions, measured: { seal: PacketHeader['seal']; sha512?: Buffer }, how: SignWith): Promise<PacketHeader> {
+async function signedHeader(
+  options: PrepareOptions,
+  measured: { seal: PacketHeader['seal']; sha512?: Buffer },
+  how: SignWith,
+): Promise<PacketHeader> {
   const header = { ...prepareHeader(options), seal: measured.seal };
   try {
     return await signHeader(header, measured.sha512!, how);
@@ -43,7 +52,12 @@ async function signedHeader(options: PrepareOptions, measured: { seal: PacketHea
  * `fspl prepare --sign`: write a signed packet to outFd, its payload read from payloadFd (none if
  * undefined). The number comes from `options.seqfile` as prepare's does.
  */
-export async function writeSignedPacket(outFd: number, options: PrepareOptions, payloadFd: number | undefined, how: SignWith): Promise<void> {
+export async function writeSignedPacket(
+  outFd: number,
+  options: PrepareOptions,
+  payloadFd: number | undefined,
+  how: SignWith,
+): Promise<void> {
   const m = measurePayloadSync(payloadFd, true);
   try {
     const header = await signedHeader(options, m, how);
@@ -69,7 +83,8 @@ export function preparePacket(options: PreparePacketOptions = {}): Readable {
   if (!how) return preparePlainPacket(options);
   const given = options.payload;
   let payload: Readable | { fd: number };
-  if (given === undefined || given instanceof Uint8Array) payload = Readable.from(given ? [Buffer.from(given)] : [], { objectMode: false });
+  if (given === undefined || given instanceof Uint8Array)
+    payload = Readable.from(given ? [Buffer.from(given)] : [], { objectMode: false });
   else if (given instanceof Readable) payload = given;
   else payload = { fd: openPayloadFile(given.path) };
   async function* signed() {

@@ -15,6 +15,11 @@ export type LoadedKey =
   | { kind: 'encrypted'; publicKey: PublicKey }
   | { kind: 'public'; publicKey: PublicKey };
 
+/** Why a key that loaded can not sign by itself: what a message says after its path. */
+export function whyNoKey(kind: 'encrypted' | 'public'): string {
+  return kind === 'encrypted' ? 'it has a passphrase' : 'it holds no private key';
+}
+
 const BEGIN_OPENSSH = '-----BEGIN OPENSSH PRIVATE KEY-----';
 const END_OPENSSH = '-----END OPENSSH PRIVATE KEY-----';
 const AUTH_MAGIC = Buffer.from('openssh-key-v1\0', 'latin1');
@@ -31,9 +36,11 @@ export function loadPrivateKey(path: string): LoadedKey {
   try {
     if (trimmed.startsWith(BEGIN_OPENSSH)) return parseOpenSshKey(trimmed);
     if (/^-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(trimmed)) return parsePemKey(trimmed, path);
-    if (/^(ssh-|ecdsa-|sk-)\S+[ \t]+[A-Za-z0-9+/]/.test(trimmed)) return { kind: 'public', publicKey: parsePublicKeyLine(trimmed) };
+    if (/^(ssh-|ecdsa-|sk-)\S+[ \t]+[A-Za-z0-9+/]/.test(trimmed))
+      return { kind: 'public', publicKey: parsePublicKeyLine(trimmed) };
   } catch (err) {
-    if (err instanceof SignatureError) throw new SignatureError(`${path}: ${err.reason}`, { fingerprint: err.fingerprint, cause: err });
+    if (err instanceof SignatureError)
+      throw new SignatureError(`${path}: ${err.reason}`, { fingerprint: err.fingerprint, cause: err });
     throw err;
   }
   throw new SignatureError(`${path}: not an OpenSSH private key`);
@@ -45,7 +52,8 @@ function parseOpenSshKey(text: string): LoadedKey {
   if (end < 0) throw new SignatureError('not an OpenSSH private key (no END line)');
   const blob = Buffer.from(text.slice(BEGIN_OPENSSH.length, end).replace(/\s+/g, ''), 'base64');
   const r = new WireReader(blob, 'OpenSSH private key');
-  if (blob.length < AUTH_MAGIC.length || !r.bytes(AUTH_MAGIC.length).equals(AUTH_MAGIC)) r.fail('no openssh-key-v1 magic');
+  if (blob.length < AUTH_MAGIC.length || !r.bytes(AUTH_MAGIC.length).equals(AUTH_MAGIC))
+    r.fail('no openssh-key-v1 magic');
   const cipher = r.text();
   r.string(); // kdfname
   r.string(); // kdfoptions
@@ -85,7 +93,12 @@ function privateFields(type: string, r: WireReader): { jwk: crypto.JsonWebKey; b
     const pk = r.string();
     const sk = r.string();
     if (pk.length !== 32 || sk.length !== 64) r.fail('ed25519 key of the wrong size');
-    const jwk = { kty: 'OKP', crv: 'Ed25519', x: pk.toString('base64url'), d: sk.subarray(0, 32).toString('base64url') };
+    const jwk = {
+      kty: 'OKP',
+      crv: 'Ed25519',
+      x: pk.toString('base64url'),
+      d: sk.subarray(0, 32).toString('base64url'),
+    };
     return { jwk, blob: wireConcat(wireString(type), wireString(pk)) };
   }
   if (type === 'ssh-rsa') {
@@ -144,7 +157,11 @@ export function keyBlobOf(key: crypto.KeyObject): Buffer {
   if (jwk.kty === 'RSA') return wireConcat(wireString('ssh-rsa'), wireMpint(b(jwk.e)), wireMpint(b(jwk.n)));
   if (jwk.kty === 'EC') {
     const curve = curveOfJwk(jwk.crv);
-    return wireConcat(wireString(`ecdsa-sha2-${curve.name}`), wireString(curve.name), wireString(jwkToPoint(curve, jwk.x ?? '', jwk.y ?? '')));
+    return wireConcat(
+      wireString(`ecdsa-sha2-${curve.name}`),
+      wireString(curve.name),
+      wireString(jwkToPoint(curve, jwk.x ?? '', jwk.y ?? '')),
+    );
   }
   throw new SignatureError(`unsupported key type ${jwk.kty}${jwk.crv ? ` ${jwk.crv}` : ''}`);
 }
@@ -160,7 +177,10 @@ export function signRaw(key: crypto.KeyObject, publicKey: PublicKey, data: Buffe
   const m = /^ecdsa-sha2-(nistp(?:256|384|521))$/.exec(type);
   if (m) {
     const curve = curveNamed(m[1]!);
-    return wireConcat(wireString(type), wireString(p1363ToSsh(curve, crypto.sign(curve.hash, data, { key, dsaEncoding: 'ieee-p1363' }))));
+    return wireConcat(
+      wireString(type),
+      wireString(p1363ToSsh(curve, crypto.sign(curve.hash, data, { key, dsaEncoding: 'ieee-p1363' }))),
+    );
   }
   throw new SignatureError(`cannot sign in-process with a ${type} key`, { fingerprint: publicKey.fingerprint });
 }

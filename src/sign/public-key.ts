@@ -136,7 +136,8 @@ function rsaVerifier(r: WireReader): Verify {
   const e = r.mpint();
   const n = r.mpint();
   const bits = n.length === 0 ? 0 : n.length * 8 - Math.clz32(n[0]!) + 24;
-  if (bits < RSA_MIN_BITS) throw new SignatureError(`unsupported key type ssh-rsa of ${bits} bits (at least ${RSA_MIN_BITS})`);
+  if (bits < RSA_MIN_BITS)
+    throw new SignatureError(`unsupported key type ssh-rsa of ${bits} bits (at least ${RSA_MIN_BITS})`);
   const key = keyFromJwk({ kty: 'RSA', n: n.toString('base64url'), e: e.toString('base64url') });
   // Plain "ssh-rsa" (SHA-1) signatures are refused for SSHSIG, as OpenSSH refuses them.
   const hashes: Record<string, string> = { 'rsa-sha2-512': 'sha512', 'rsa-sha2-256': 'sha256' };
@@ -145,7 +146,12 @@ function rsaVerifier(r: WireReader): Verify {
     s.r.done();
     if (s.sig.length > n.length) return false;
     // OpenSSH accepts a signature shorter than the modulus (leading zeros dropped); OpenSSL does not.
-    return crypto().verify(hashes[s.type]!, data, { key, padding: crypto().constants.RSA_PKCS1_PADDING }, leftPad(s.sig, n.length));
+    return crypto().verify(
+      hashes[s.type]!,
+      data,
+      { key, padding: crypto().constants.RSA_PKCS1_PADDING },
+      leftPad(s.sig, n.length),
+    );
   };
 }
 
@@ -153,7 +159,8 @@ function ecdsaVerifier(type: string, r: WireReader): Verify & { raw: (data: Uint
   const curve: Curve = curveNamed(r.text());
   if (`ecdsa-sha2-${curve.name}` !== type) r.fail(`${type} key on curve ${curve.name}`);
   const key = keyFromJwk(pointToJwk(curve, r.string()));
-  const raw = (data: Uint8Array, body: Buffer) => crypto().verify(curve.hash, data, { key, dsaEncoding: 'ieee-p1363' }, sshToP1363(curve, body));
+  const raw = (data: Uint8Array, body: Buffer) =>
+    crypto().verify(curve.hash, data, { key, dsaEncoding: 'ieee-p1363' }, sshToP1363(curve, body));
   const verify = (data: Uint8Array, signature: Buffer) => {
     const s = readSignature(signature, [type]);
     s.r.done();
@@ -166,14 +173,19 @@ function ecdsaVerifier(type: string, r: WireReader): Verify & { raw: (data: Uint
  * A FIDO key's verifier: the authenticator signed sha256(application) || flags || counter ||
  * sha256(data); a signature without the user-presence flag is refused (see SK_USER_PRESENCE).
  */
-function skVerifier(type: string, inner: { raw: (data: Uint8Array, sig: Buffer) => boolean }, application: Buffer): Verify {
+function skVerifier(
+  type: string,
+  inner: { raw: (data: Uint8Array, sig: Buffer) => boolean },
+  application: Buffer,
+): Verify {
   const appHash = crypto().createHash('sha256').update(application).digest();
   return (data, signature) => {
     const s = readSignature(signature, [type]);
     const flags = s.r.u8();
     const counter = s.r.u32();
     s.r.done();
-    if (!(flags & SK_USER_PRESENCE)) throw new SignatureError('signed without touching the security key (no user-presence flag)');
+    if (!(flags & SK_USER_PRESENCE))
+      throw new SignatureError('signed without touching the security key (no user-presence flag)');
     const tail = Buffer.alloc(5);
     tail.writeUInt8(flags, 0);
     tail.writeUInt32BE(counter, 1);

@@ -7,7 +7,7 @@
 import { SignatureError, systemErrorWords } from '../base/errors.js';
 import { spawnTalking } from '../sys/exec.js';
 import { agentHasKey, agentSign } from './agent.js';
-import { type LoadedKey, loadPrivateKey, signRaw } from './private-key.js';
+import { type LoadedKey, loadPrivateKey, signRaw, whyNoKey } from './private-key.js';
 import { encodeSshSig, NAMESPACE, parseSshSig, toSign, unarmor, verifySshSig } from './sshsig.js';
 
 /** A key file, or a command that reads the message on stdin and writes an armored signature. */
@@ -25,10 +25,15 @@ const HASH = 'sha512';
 const MAX_COMMAND_OUTPUT = 1024 * 1024;
 
 /** An SSHSIG of `message` made as `how` says, verified. */
-export async function signMessage(message: Buffer, how: SignWith, env: NodeJS.ProcessEnv = process.env): Promise<Signed> {
+export async function signMessage(
+  message: Buffer,
+  how: SignWith,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Signed> {
   if ('command' in how) return signByCommand(message, how.command, how.shell ?? env.SHELL ?? '/bin/sh', env);
   const loaded = loadPrivateKey(how.key);
-  if (loaded.kind === 'plain') return finish(loaded, signRaw(loaded.key, loaded.publicKey, toSign(NAMESPACE, HASH, message)), message);
+  if (loaded.kind === 'plain')
+    return finish(loaded, signRaw(loaded.key, loaded.publicKey, toSign(NAMESPACE, HASH, message)), message);
   const socket = env.SSH_AUTH_SOCK;
   if (!socket || !(await agentHasKey(socket, loaded.publicKey)))
     throw new SignatureError(noAgentReason(how.key, loaded), { fingerprint: loaded.publicKey.fingerprint });
@@ -39,7 +44,7 @@ export async function signMessage(message: Buffer, how: SignWith, env: NodeJS.Pr
 export function signMessageSync(message: Buffer, how: { key: string }): Signed {
   const loaded = loadPrivateKey(how.key);
   if (loaded.kind !== 'plain')
-    throw new SignatureError(`${how.key} can not sign without ssh-agent (${loaded.kind === 'encrypted' ? 'it has a passphrase' : 'it holds no private key'})`, {
+    throw new SignatureError(`${how.key} can not sign without ssh-agent (${whyNoKey(loaded.kind)})`, {
       fingerprint: loaded.publicKey.fingerprint,
     });
   return finish(loaded, signRaw(loaded.key, loaded.publicKey, toSign(NAMESPACE, HASH, message)), message);
@@ -47,8 +52,13 @@ export function signMessageSync(message: Buffer, how: { key: string }): Signed {
 
 /** Why a key that needs the agent can't be used: what the user should run. */
 function noAgentReason(path: string, loaded: LoadedKey): string {
-  if (loaded.publicKey.type.startsWith('sk-')) return `${path} is a security key's key and no ssh-agent holds it: ssh-add ${path}`;
-  if (loaded.kind === 'public') return `${path} holds only a public key and no ssh-agent holds its private key: ssh-add ${path.replace(/\.pub$/, '')}`;
+  if (loaded.publicKey.type.startsWith('sk-'))
+    return `${path} is a security key's key and no ssh-agent holds it: ssh-add ${path}`;
+  if (loaded.kind === 'public')
+    return (
+      `${path} holds only a public key and no ssh-agent holds ` +
+      `its private key: ssh-add ${path.replace(/\.pub$/, '')}`
+    );
   return `${path} is protected by a passphrase and no ssh-agent holds it: ssh-add ${path}`;
 }
 
@@ -68,7 +78,10 @@ async function signByCommand(message: Buffer, command: string, shell: string, en
     return { blob: sig.blob, fingerprint: sig.publicKey.fingerprint };
   } catch (err) {
     if (err instanceof SignatureError)
-      throw new SignatureError(`--sign-command gave a bad signature: ${err.reason}`, { fingerprint: err.fingerprint, cause: err });
+      throw new SignatureError(`--sign-command gave a bad signature: ${err.reason}`, {
+        fingerprint: err.fingerprint,
+        cause: err,
+      });
     throw err;
   }
 }
@@ -89,7 +102,10 @@ function runSigner(message: Buffer, command: string, shell: string, env: NodeJS.
       }
     });
     child.on('error', (err: NodeJS.ErrnoException) => {
-      failure ??= new SignatureError(`--sign-command could not start ${shell}: ${systemErrorWords(err) ?? err.message}`, { cause: err });
+      failure ??= new SignatureError(
+        `--sign-command could not start ${shell}: ${systemErrorWords(err) ?? err.message}`,
+        { cause: err },
+      );
     });
     child.on('close', (code, signal) => {
       if (failure) return reject(failure);

@@ -42,9 +42,12 @@ export function parseSshSig(blob: Uint8Array): SshSig {
   const hashAlgorithm = body.text();
   const signature = Buffer.from(body.string());
   body.done();
-  if (namespace === '') throw new SignatureError('malformed SSH signature: empty namespace', { fingerprint: publicKey.fingerprint });
+  if (namespace === '')
+    throw new SignatureError('malformed SSH signature: empty namespace', { fingerprint: publicKey.fingerprint });
   if (!isHashAlgorithm(hashAlgorithm))
-    throw new SignatureError(`unsupported hash algorithm ${JSON.stringify(hashAlgorithm)} (sha256 or sha512)`, { fingerprint: publicKey.fingerprint });
+    throw new SignatureError(`unsupported hash algorithm ${JSON.stringify(hashAlgorithm)} (sha256 or sha512)`, {
+      fingerprint: publicKey.fingerprint,
+    });
   return { publicKey, namespace, hashAlgorithm, signature, blob: own };
 }
 
@@ -53,7 +56,12 @@ function isHashAlgorithm(h: string): h is HashAlgorithm {
 }
 
 /** A binary SSHSIG from its parts (reserved empty, as ssh-keygen writes it). */
-export function encodeSshSig(publicKeyBlob: Buffer, namespace: string, hashAlgorithm: HashAlgorithm, signature: Buffer): Buffer {
+export function encodeSshSig(
+  publicKeyBlob: Buffer,
+  namespace: string,
+  hashAlgorithm: HashAlgorithm,
+  signature: Buffer,
+): Buffer {
   return wireConcat(
     MAGIC,
     wireU32(VERSION),
@@ -82,12 +90,15 @@ export function armor(blob: Uint8Array): string {
 
 /** The binary SSHSIG inside armored text (CRLF and whitespace around it tolerated). */
 export function unarmor(text: string | Uint8Array): Buffer {
-  const s = (typeof text === 'string' ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('latin1')).trim();
+  const s = (
+    typeof text === 'string' ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('latin1')
+  ).trim();
   if (!s.startsWith(BEGIN)) throw new SignatureError(`not an armored SSH signature (no "${BEGIN}" line)`);
   const end = s.indexOf(END, BEGIN.length);
   if (end < 0) throw new SignatureError(`not an armored SSH signature (no "${END}" line)`);
   const b64 = s.slice(BEGIN.length, end).replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0) throw new SignatureError('malformed armored SSH signature: its body is not base64');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0)
+    throw new SignatureError('malformed armored SSH signature: its body is not base64');
   if (b64 === '') throw new SignatureError('malformed armored SSH signature: empty');
   return Buffer.from(b64, 'base64');
 }
@@ -96,14 +107,19 @@ export function unarmor(text: string | Uint8Array): Buffer {
 export function verifySshSig(sig: SshSig, message: Uint8Array, namespace = NAMESPACE): void {
   const fingerprint = sig.publicKey.fingerprint;
   if (sig.namespace !== namespace)
-    throw new SignatureError(`signed for namespace ${JSON.stringify(sig.namespace)}, not ${JSON.stringify(namespace)}`, { fingerprint });
-  if (!isHashAlgorithm(sig.hashAlgorithm)) throw new SignatureError(`unsupported hash algorithm ${JSON.stringify(sig.hashAlgorithm)}`, { fingerprint });
+    throw new SignatureError(
+      `signed for namespace ${JSON.stringify(sig.namespace)}, not ${JSON.stringify(namespace)}`,
+      { fingerprint },
+    );
+  if (!isHashAlgorithm(sig.hashAlgorithm))
+    throw new SignatureError(`unsupported hash algorithm ${JSON.stringify(sig.hashAlgorithm)}`, { fingerprint });
   let ok: boolean;
   try {
     ok = sig.publicKey.verify(toSign(namespace, sig.hashAlgorithm, message), sig.signature);
   } catch (err) {
     // A malformed inner signature is the signer's fault: name the key it claims.
-    if (err instanceof SignatureError && err.fingerprint === undefined) throw new SignatureError(err.reason, { fingerprint, cause: err });
+    if (err instanceof SignatureError && err.fingerprint === undefined)
+      throw new SignatureError(err.reason, { fingerprint, cause: err });
     throw err;
   }
   if (!ok) throw new SignatureError('signature does not match what it signs', { fingerprint });

@@ -15,7 +15,10 @@ import { PayloadDigest } from './payload-digest.js';
  * signed bytes. Resolves to the header and who signed it; rejects with SignatureError
  * (ERR_SIGNATURE) saying why not, or BadPacketError if it is no packet.
  */
-export async function verifyPacket(source: PacketSource, allowedSigners: AllowedSigners): Promise<{ header: PacketHeader; signer: Signer }> {
+export async function verifyPacket(
+  source: PacketSource,
+  allowedSigners: AllowedSigners,
+): Promise<{ header: PacketHeader; signer: Signer }> {
   const packet = await readPacket(source);
   let signer: Signer;
   try {

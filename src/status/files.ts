@@ -76,10 +76,14 @@ const TEMP_FILE = /^tmp-fspl-.*\.fspl\.tmp$/;
 /** send/receive-script.ts's and send/receive.ts's parts. */
 const UPLOAD_PART = /^\.fspl-in-[A-Za-z0-9-]+\.part$/;
 
-const byName = (a: { filename: string }, b: { filename: string }) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0);
+const byName = (a: { filename: string }, b: { filename: string }) =>
+  a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0;
 
 /** Everything in jobs/ that is not a job file, each list sorted by name. */
-export function filesBesideJobs(queue: Queue, nowMs: number): { tempFiles: TempFile[]; outputFiles: string[]; otherFiles: OtherFile[] } {
+export function filesBesideJobs(
+  queue: Queue,
+  nowMs: number,
+): { tempFiles: TempFile[]; outputFiles: string[]; otherFiles: OtherFile[] } {
   const tempFiles: TempFile[] = [];
   const outputFiles: string[] = [];
   const otherFiles: OtherFile[] = [];
@@ -122,7 +126,9 @@ export function filesBesideJobs(queue: Queue, nowMs: number): { tempFiles: TempF
  * The job files: the queue's own scan reads every header, and those that fail are diagnosed;
  * those over the queue's limit on headers are listed apart (tooLarge), never read.
  */
-export async function scanJobFiles(queue: Queue): Promise<{ entries: JobEntry[]; undecodable: UndecodableFile[]; tooLarge: TooLargeFile[] }> {
+export async function scanJobFiles(
+  queue: Queue,
+): Promise<{ entries: JobEntry[]; undecodable: UndecodableFile[]; tooLarge: TooLargeFile[] }> {
   const failures: UndecodableFile[] = [];
   const tooLarge: TooLargeFile[] = [];
   const diagnose = (filename: string, err: unknown) => {
@@ -133,14 +139,26 @@ export async function scanJobFiles(queue: Queue): Promise<{ entries: JobEntry[];
       } catch {
         /* gone meanwhile */
       }
-      tooLarge.push({ filename, size, metadataLength: err.metadataLength, limit: err.limit, claimedSeq: err.claimedSeq });
+      tooLarge.push({
+        filename,
+        size,
+        metadataLength: err.metadataLength,
+        limit: err.limit,
+        claimedSeq: err.claimedSeq,
+      });
       return;
     }
     let info: { head: Uint8Array; size: number; type: FileType };
     try {
       info = readFileHead(queue.jobPath(filename));
     } catch (e2) {
-      failures.push({ filename, size: undefined, kind: 'unknown', cause: `can not be read: ${describeSystemError(e2)}`, error: describeSystemError(err) });
+      failures.push({
+        filename,
+        size: undefined,
+        kind: 'unknown',
+        cause: `can not be read: ${describeSystemError(e2)}`,
+        error: describeSystemError(err),
+      });
       return;
     }
     const { kind, cause } = diagnoseUnreadable(info, err, queue.decoder);
@@ -160,7 +178,8 @@ export function damagedJobs(queue: Queue, entries: JobEntry[]): DamagedJob[] {
     try {
       const { head, size } = readFileHead(queue.jobPath(e.filename));
       const payloadSize = size - PREFIX_LENGTH - Number(head.readBigUInt64BE(14));
-      if (BigInt(payloadSize) !== seal.length) out.push({ seq: e.header.seq, filename: e.filename, payloadSize, sealedSize: seal.length });
+      if (BigInt(payloadSize) !== seal.length)
+        out.push({ seq: e.header.seq, filename: e.filename, payloadSize, sealedSize: seal.length });
     } catch {
       /* gone meanwhile, or unreadable now: nothing to say about its seal */
     }

@@ -20,153 +20,32 @@ import { notYet } from '../packet/not-before.js';
 import type { Ctime } from '../packet/types.js';
 import type { JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
-import { listRefused, type RefusedPacket } from '../queue/refused.js';
+import { listRefused } from '../queue/refused.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedHeader } from '../sign/judge.js';
 import { isLocked } from '../sys/lock.js';
 import { parseSeqfileText, seqParseProblem } from '../sys/seqfile.js';
-import {
-  type DamagedJob,
-  damagedJobs,
-  filesBesideJobs,
-  type OtherFile,
-  scanJobFiles,
-  type TempFile,
-  type TooLargeFile,
-  type UndecodableFile,
-} from './files.js';
-import { formatRanges, type SeqRange, toRanges } from './ranges.js';
+import { damagedJobs, filesBesideJobs, scanJobFiles, type TooLargeFile } from './files.js';
+import { formatRanges, toRanges } from './ranges.js';
+import type {
+  LockInfo,
+  NextSeqInfo,
+  QueueState,
+  QueueStatus,
+  QueueStatusOptions,
+  StatusJob,
+  StatusProblem,
+} from './types.js';
 
-/** The state of the queue's nextseq file. */
-export interface NextSeqInfo {
-  /**
-   * - `present`: nextseq holds a valid number (`value`);
-   * - `missing`: nextseq is absent but its lock file exists: the next `queue-process` (or
-   *   `queue-get-next`) recreates it holding 1, so `value` is 1;
-   * - `append-only`: neither nextseq nor its lock exists: an append-only queue, never processed;
-   * - `invalid`: nextseq does not hold a number (`problem` says why, `text` is its start);
-   * - `unreadable`: nextseq can not be read (`problem`).
-   */
-  state: 'present' | 'missing' | 'append-only' | 'invalid' | 'unreadable';
-  /** The number processing goes on from (present and missing only). */
-  value?: bigint;
-  problem?: string;
-  /** The first 40 characters of an invalid nextseq. */
-  text?: string;
-}
-
-/** The queue lock, DIR/nextseq.lock. */
-export interface LockInfo {
-  path: string;
-  /** `held`: another process (queue-process, queue-get-next, queue-set-next) holds it now. */
-  state: 'free' | 'held' | 'missing';
-}
-
-/** A job, as the status reports it. */
-export interface StatusJob {
-  seq: bigint;
-  filename: string;
-  ctime: Ctime;
-  /** Whole seconds from the job's creation to the check; negative if created "in the future". */
-  ageSeconds: number;
-  /** Whether the job is a sealed packet (its header records its payload's length and CRC-32). */
-  sealed: boolean;
-}
-
-/**
- * - `ready`: the next job is present and `queue-process` would run `runnable` jobs now;
- * - `waiting`: the next job is present but not due yet (`notBefore`: prepare --not-before);
- * - `idle`: no job waits;
- * - `stuck`: jobs wait but none can run (the next one is missing), or something makes
- *   `queue-process` refuse the queue (a duplicate sequence number, a bad nextseq, a missing lock
- *   file): see `problems`;
- * - `append-only`: an append-only queue, never processed here.
- */
-export type QueueState = 'ready' | 'waiting' | 'idle' | 'stuck' | 'append-only';
-
-/** A reason why a queue is stuck. */
-export interface StatusProblem {
-  /**
-   * - `next-missing`: jobs wait but the one numbered nextseq is not there (see `gap`);
-   * - `next-too-large`: the only file that claims the number nextseq has a header over the
-   *   queue's limit (maxHeaderSize, --max-header-size), so it is not read (see `tooLarge`);
-   * - `duplicate-seq`: two job files share a sequence number (see `duplicates`);
-   * - `bad-nextseq`: nextseq does not hold a number, or can not be read;
-   * - `no-lock-file`: nextseq exists but nextseq.lock does not.
-   */
-  code: 'next-missing' | 'next-too-large' | 'duplicate-seq' | 'bad-nextseq' | 'no-lock-file';
-  /** One sentence, e.g. "next job 5 is missing". */
-  message: string;
-}
-
-export interface QueueStatus {
-  /** The queue directory as given. */
-  dir: string;
-  decoder: string | undefined;
-  /** When the check was made. */
-  checkedAt: Ctime;
-  state: QueueState;
-  /** Whether processing can make progress: false exactly when `state` is `stuck`. */
-  canProgress: boolean;
-  /** Why the queue is stuck (empty unless it is). */
-  problems: StatusProblem[];
-  nextseq: NextSeqInfo;
-  lock: LockInfo;
-  /** Readable jobs in the queue, waiting or not. */
-  jobs: number;
-  /** Jobs at or after nextseq (every job in an append-only queue or when nextseq is unusable). */
-  waiting: number;
-  /** Their sequence numbers, as runs. */
-  waitingSeqs: SeqRange[];
-  /** How many jobs queue-process would run now, in sequence order, before reaching a gap or a job not due yet. */
-  runnable: number;
-  /**
-   * The job where a run in sequence order stops because it is not due yet (prepare --not-before),
-   * and when it is; undefined when the runnable jobs are all due (or a gap comes first).
-   */
-  notBefore: { seq: bigint; at: Date } | undefined;
-  /**
-   * The first missing number while jobs wait beyond it: `seq` is nextseq itself when the next
-   * job is missing (`isNext`), otherwise the number after the last runnable job.
-   */
-  gap: { seq: bigint; isNext: boolean; presentBeyond: SeqRange[] } | undefined;
-  /**
-   * Jobs numbered below nextseq: already processed but kept (--never-delete, --on-error leave), or
-   * skipped with queue-set-next. queue-process never runs them in sequence order.
-   */
-  belowNext: number;
-  belowNextSeqs: SeqRange[];
-  /** Sequence numbers held by more than one job file, with the files (directory order). */
-  duplicates: Array<{ seq: bigint; files: string[] }>;
-  /** The waiting jobs created first and last (by header ctime). */
-  oldest: StatusJob | undefined;
-  newest: StatusJob | undefined;
-  undecodable: UndecodableFile[];
-  /** Job files whose header is over the queue's limit (maxHeaderSize): not read, by name. */
-  tooLarge: TooLargeFile[];
-  /** How many readable jobs are sealed packets. */
-  sealed: number;
-  /** Sealed jobs whose file is shorter (or longer) than their seal says. */
-  damaged: DamagedJob[];
-  /** How many readable jobs are signed packets (src/sign/). */
-  signed: number;
-  /**
-   * With allowed signers (queue-status --allowed-signers): the jobs in jobs/ whose header a
-   * processor would refuse, and why (their payloads are judged only as they run).
-   */
-  unsigned: Array<{ seq: bigint; filename: string; why: string }>;
-  /** Packets in refused/ (moved there unrun by a processor or a receiver), with their notes. */
-  refused: RefusedPacket[];
-  tempFiles: TempFile[];
-  /** jobs/fspl-*.fspl.out files (written by --output-to saveboth). */
-  outputFiles: string[];
-  otherFiles: OtherFile[];
-}
-
-export interface QueueStatusOptions {
-  /** The time to measure ages against (default: now). */
-  now?: Date;
-}
+export type {
+  LockInfo,
+  NextSeqInfo,
+  QueueState,
+  QueueStatus,
+  QueueStatusOptions,
+  StatusJob,
+  StatusProblem,
+} from './types.js';
 
 /** A readable job, as the steps below see it. */
 interface ReadJob {
@@ -203,10 +82,24 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
   const runnable = notBefore === undefined ? fromNext.runnable : Number(notBefore.seq - nextValue!);
   const { gap } = fromNext;
   // The next number, missing among the jobs read, may be claimed by a file too large to read.
-  const claimant = nextValue === undefined || waitingUnique[0] === nextValue ? undefined : tooLarge.find((f) => f.claimedSeq === nextValue);
-  const verdict = judge(nextseq, lock, gap, duplicates, waitingJobs.length, claimant, runnable === 0 && notBefore !== undefined);
+  const claimant =
+    nextValue === undefined || waitingUnique[0] === nextValue
+      ? undefined
+      : tooLarge.find((f) => f.claimedSeq === nextValue);
+  const verdict = judge(
+    nextseq,
+    lock,
+    gap,
+    duplicates,
+    waitingJobs.length,
+    claimant,
+    runnable === 0 && notBefore !== undefined,
+  );
   const { oldest, newest } = oldestAndNewest(waitingJobs);
-  const asJob = ({ notBefore: _, ...j }: ReadJob): StatusJob => ({ ...j, ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs) });
+  const asJob = ({ notBefore: _, ...j }: ReadJob): StatusJob => ({
+    ...j,
+    ageSeconds: Number(BigInt(nowSecs) - j.ctime.secs),
+  });
 
   return {
     dir: queue.dir,
@@ -243,7 +136,10 @@ export async function queueStatus(queue: Queue, options: QueueStatusOptions = {}
 }
 
 /** The jobs whose header the allowed signers refuse (sign/judge.ts), by number. */
-function refusable(entries: readonly JobEntry[], signers: AllowedSigners): Array<{ seq: bigint; filename: string; why: string }> {
+function refusable(
+  entries: readonly JobEntry[],
+  signers: AllowedSigners,
+): Array<{ seq: bigint; filename: string; why: string }> {
   const out: Array<{ seq: bigint; filename: string; why: string }> = [];
   for (const e of entries) {
     const { why } = judgeSignedHeader(e.header, signers);
@@ -285,7 +181,10 @@ function uniqueSeqs(list: readonly ReadJob[]): bigint[] {
 }
 
 /** What queue-process would run now from nextseq, and the first gap (none without a nextseq). */
-function runFromNext(nextValue: bigint | undefined, waitingUnique: readonly bigint[]): { runnable: number; gap: QueueStatus['gap'] } {
+function runFromNext(
+  nextValue: bigint | undefined,
+  waitingUnique: readonly bigint[],
+): { runnable: number; gap: QueueStatus['gap'] } {
   if (nextValue === undefined) return { runnable: 0, gap: undefined };
   let k = 0;
   while (k < waitingUnique.length && waitingUnique[k] === nextValue + BigInt(k)) k++;
@@ -298,7 +197,12 @@ function runFromNext(nextValue: bigint | undefined, waitingUnique: readonly bigi
 }
 
 /** Among the `runnable` jobs from nextseq, the first not due at `nowMs` (its not-before time): a run stops there. */
-function firstNotDue(waitingJobs: readonly ReadJob[], nextValue: bigint | undefined, runnable: number, nowMs: number): QueueStatus['notBefore'] {
+function firstNotDue(
+  waitingJobs: readonly ReadJob[],
+  nextValue: bigint | undefined,
+  runnable: number,
+  nowMs: number,
+): QueueStatus['notBefore'] {
   if (nextValue === undefined) return undefined;
   for (const j of waitingJobs) {
     if (j.seq - nextValue >= BigInt(runnable)) break; // sorted by number: past the run
@@ -322,21 +226,34 @@ function judge(
   if (claimant) {
     problems.push({
       code: 'next-too-large',
-      message: `next job ${nextseq.value} is claimed by ${claimant.filename}, whose header metadata (${claimant.metadataLength} bytes) is over the limit of ${claimant.limit} bytes, so it is not read: raise --max-header-size to run it`,
+      message:
+        `next job ${nextseq.value} is claimed by ${claimant.filename}, ` +
+        `whose header metadata (${claimant.metadataLength} ` +
+        `bytes) is over the limit of ${claimant.limit} bytes, ` +
+        `so it is not read: raise --max-header-size to run it`,
     });
   } else if (gap?.isNext) problems.push({ code: 'next-missing', message: `next job ${gap.seq} is missing` });
   if (nextseq.state === 'invalid') {
-    problems.push({ code: 'bad-nextseq', message: `nextseq is not a valid number (${nextseq.problem}); fix it with queue-set-next` });
+    problems.push({
+      code: 'bad-nextseq',
+      message: `nextseq is not a valid number (${nextseq.problem}); fix it with queue-set-next`,
+    });
   }
-  if (nextseq.state === 'unreadable') problems.push({ code: 'bad-nextseq', message: `nextseq can not be read: ${nextseq.problem}` });
+  if (nextseq.state === 'unreadable')
+    problems.push({ code: 'bad-nextseq', message: `nextseq can not be read: ${nextseq.problem}` });
   if (lock.state === 'missing') {
-    problems.push({ code: 'no-lock-file', message: `${lock.path} is missing, so queue-process can not lock the queue` });
+    problems.push({
+      code: 'no-lock-file',
+      message: `${lock.path} is missing, so queue-process can not lock the queue`,
+    });
   }
   if (duplicates.length > 0) {
     const one = duplicates.length === 1;
     problems.push({
       code: 'duplicate-seq',
-      message: `duplicate sequence ${one ? 'number' : 'numbers'} ${formatRanges(toRanges(duplicates.map((d) => d.seq)), 10)}: queue-process refuses the queue`,
+      message:
+        `duplicate sequence ${one ? 'number' : 'numbers'} ` +
+        `${formatRanges(toRanges(duplicates.map((d) => d.seq)), 10)}: queue-process refuses the queue`,
     });
   }
   if (problems.length > 0) return { state: 'stuck', problems };
@@ -344,7 +261,10 @@ function judge(
 }
 
 /** The waiting jobs created first and last (by header ctime; the first found wins a tie). */
-function oldestAndNewest(waitingJobs: readonly ReadJob[]): { oldest: ReadJob | undefined; newest: ReadJob | undefined } {
+function oldestAndNewest(waitingJobs: readonly ReadJob[]): {
+  oldest: ReadJob | undefined;
+  newest: ReadJob | undefined;
+} {
   let oldest: ReadJob | undefined;
   let newest: ReadJob | undefined;
   for (const j of waitingJobs) {
@@ -359,7 +279,8 @@ function readNextseq(queue: Queue): NextSeqInfo {
   try {
     text = fs.readFileSync(queue.seqfilePath, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return { state: 'unreadable', problem: describeSystemError(err) };
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      return { state: 'unreadable', problem: describeSystemError(err) };
   }
   if (text === undefined) {
     return fs.existsSync(`${queue.seqfilePath}.lock`) ? { state: 'missing', value: 1n } : { state: 'append-only' };
@@ -367,7 +288,11 @@ function readNextseq(queue: Queue): NextSeqInfo {
   const value = parseSeqfileText(text);
   if (value === undefined) {
     const nl = text.indexOf('\n');
-    return { state: 'invalid', problem: seqParseProblem((nl < 0 ? text : text.slice(0, nl)).trim()), text: text.slice(0, 40) };
+    return {
+      state: 'invalid',
+      problem: seqParseProblem((nl < 0 ? text : text.slice(0, nl)).trim()),
+      text: text.slice(0, 40),
+    };
   }
   return { state: 'present', value };
 }

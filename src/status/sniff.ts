@@ -4,13 +4,31 @@
  * `fspl queue-status` (report.ts) to say why a job file can not be read.
  */
 import fs from 'node:fs';
-import { BadPacketError, DecoderError, describeSystemError, ShortReadError, UntrustedFileError } from '../base/errors.js';
+import {
+  BadPacketError,
+  DecoderError,
+  describeSystemError,
+  ShortReadError,
+  UntrustedFileError,
+} from '../base/errors.js';
 import { PREFIX_LENGTH } from '../packet/codec.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
 import { READ_JOB } from '../sys/untrusted.js';
 
 /** What the first bytes of a file say it is. */
-export type SniffKind = 'empty' | 'filespooler' | 'gzip' | 'zstd' | 'xz' | 'bzip2' | 'lz4' | 'openpgp' | 'openpgp-armored' | 'age' | 'age-armored' | 'unknown';
+export type SniffKind =
+  | 'empty'
+  | 'filespooler'
+  | 'gzip'
+  | 'zstd'
+  | 'xz'
+  | 'bzip2'
+  | 'lz4'
+  | 'openpgp'
+  | 'openpgp-armored'
+  | 'age'
+  | 'age-armored'
+  | 'unknown';
 
 /** How many leading bytes sniffBytes looks at (at most). */
 export const SNIFF_LENGTH = 64;
@@ -44,7 +62,8 @@ function isOpenPgpBinary(head: Uint8Array): boolean {
 export function sniffBytes(head: Uint8Array): SniffKind {
   if (head.length === 0) return 'empty';
   // A prefix of the tag counts: a packet cut short within its first 12 bytes.
-  if (startsWith(head, TAG) || (head.length < TAG.length && startsWith(TAG, Buffer.from(head).toString('latin1')))) return 'filespooler';
+  if (startsWith(head, TAG) || (head.length < TAG.length && startsWith(TAG, Buffer.from(head).toString('latin1'))))
+    return 'filespooler';
   if (startsWith(head, [0x1f, 0x8b])) return 'gzip';
   if (startsWith(head, [0x28, 0xb5, 0x2f, 0xfd])) return 'zstd';
   if (startsWith(head, [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00])) return 'xz';
@@ -147,13 +166,22 @@ export function diagnoseUnreadable(
   decoder?: string,
 ): { kind: SniffKind; cause: string } {
   if (info.type === 'symlink') {
-    return { kind: 'unknown', cause: 'a symbolic link, which is not followed: whoever writes jobs/ could point it at any file (docs/security.md)' };
+    return {
+      kind: 'unknown',
+      cause:
+        'a symbolic link, which is not followed: whoever writes jobs/ could point it at any file (docs/security.md)',
+    };
   }
   if (info.type !== undefined && info.type !== 'file') {
     return { kind: 'unknown', cause: `not a regular file (a ${info.type})` };
   }
   if (error instanceof UntrustedFileError) {
-    return { kind: 'unknown', cause: `${error.why}, which is not read: whoever writes jobs/ could have linked any file there (docs/security.md)` };
+    return {
+      kind: 'unknown',
+      cause:
+        `${error.why}, which is not read: whoever writes jobs/ could have ` +
+        `linked any file there (docs/security.md)`,
+    };
   }
   const kind = sniffBytes(info.head);
   const message = error === undefined ? undefined : describeSystemError(error);

@@ -32,7 +32,8 @@ export class Stopper {
     private readonly opts: StopWhen,
     private readonly kill: () => void,
   ) {
-    this.cancelTimer = opts.timeout === undefined ? undefined : setLongTimeout(() => this.fire('timeout'), opts.timeout * 1000);
+    this.cancelTimer =
+      opts.timeout === undefined ? undefined : setLongTimeout(() => this.fire('timeout'), opts.timeout * 1000);
     if (opts.stop?.aborted) this.fire('stop');
     else opts.stop?.addEventListener('abort', this.onStop, { once: true });
   }

@@ -14,14 +14,20 @@ import { isPackable, type SpawnEnv } from './native.js';
 export const MAX_ARG_STRLEN = 131072;
 
 /** What E2BIG means, when the check did not say it first. */
-export const TOO_LARGE = `its arguments and environment are more than the system passes to a program (over its limit of ${MAX_ARG_STRLEN} bytes for one string, or for them all)`;
+export const TOO_LARGE =
+  `its arguments and environment are more than the ` +
+  `system passes to a program (over its limit of ` +
+  `${MAX_ARG_STRLEN} bytes for one string, or for them all)`;
 
 /** Room kept for the program's path, as execvp(3) finds it in PATH (PATH_MAX), which execve copies too. */
 const PATH_ROOM = 4096;
 
 let argMax: number | null | undefined;
 
-/** Linux's limit on arguments and environment together, from the stack's soft limit (/proc/self/limits); null if unknown. */
+/**
+ * Linux's limit on arguments and environment together, from
+ * the stack's soft limit (/proc/self/limits); null if unknown.
+ */
 function systemArgMax(): number | null {
   if (argMax !== undefined) return argMax;
   argMax = null;
@@ -66,7 +72,8 @@ export function execSizeProblem(command: string, args: readonly string[], env: S
   let total = PATH_ROOM + Buffer.byteLength(command) + 1 + 8;
   for (let i = 0; i < args.length; i++) {
     const n = Buffer.byteLength(args[i]!) + 1;
-    if (n > MAX_ARG_STRLEN) return `its argument ${i + 1} is ${n} bytes, over the system's ${MAX_ARG_STRLEN}-byte limit for one argument`;
+    if (n > MAX_ARG_STRLEN)
+      return `its argument ${i + 1} is ${n} bytes, over the system's ${MAX_ARG_STRLEN}-byte limit for one argument`;
     total += n + 8;
   }
   for (let at = 0; at < text.length; ) {
@@ -76,13 +83,19 @@ export function execSizeProblem(command: string, args: readonly string[], env: S
     const n = Buffer.byteLength(v) + 1;
     if (n > MAX_ARG_STRLEN) {
       const name = v.slice(0, Math.max(0, Math.min(v.indexOf('='), 100)));
-      return `its environment variable ${name} is ${n} bytes, over the system's ${MAX_ARG_STRLEN}-byte limit for one variable`;
+      return (
+        `its environment variable ${name} is ${n} bytes, over the system's ${MAX_ARG_STRLEN}-byte ` +
+        `limit for one variable`
+      );
     }
     total += n + 8;
   }
   const limit = systemArgMax();
   if (limit !== null && total > limit) {
-    return `its arguments and environment take ${total} bytes, over the system's ${limit}-byte limit for them all, a quarter of the stack size limit (ulimit -s)`;
+    return (
+      `its arguments and environment take ${total} bytes, over the system's ${limit}-byte ` +
+      `limit for them all, a quarter of the stack size limit (ulimit -s)`
+    );
   }
   return undefined;
 }

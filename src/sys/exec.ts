@@ -31,42 +31,14 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import type { Readable } from 'node:stream';
 import { ExecError, ExecTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import { killGroup, Stopper } from './command-stop.js';
 import { execSizeProblem, TOO_LARGE } from './exec-size.js';
-import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached, type PackableEnv, type SpawnEnv } from './native.js';
+import type { DetachedOptions, DetachedResult, RunOptions, RunResult } from './exec-types.js';
+import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached } from './native.js';
 
-export type StdinSource = number | Readable | 'inherit' | 'ignore';
-
-export interface RunOptions {
-  command: string;
-  args: string[];
-  /** The complete environment for the child (an object, or jobenv.ts ChildEnv: packed once for the addon). */
-  env: SpawnEnv;
-  stdin: StdinSource;
-  /** Where stdout and stderr go: our own (PassBoth) or a file descriptor (SaveBoth). */
-  output: 'inherit' | number;
-  /** Seconds before SIGKILL to the command's process group. */
-  timeout?: number;
-  /**
-   * Aborted: the command is stopped as the timeout stops it (SIGKILL to its process group),
-   * and the result says `stopped` unless it had succeeded by then.
-   */
-  stop?: AbortSignal;
-}
-
-export interface RunResult {
-  ok: boolean;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  timedOut: boolean;
-  /** Stopped (the `stop` signal) before it could succeed. */
-  stopped: boolean;
-  /** Whether a piped payload could not be delivered in full because the child stopped reading. */
-  stdinClosedEarly: boolean;
-}
+export type { DetachedOptions, DetachedResult, RunOptions, RunResult, StdinSource } from './exec-types.js';
 
 export function describeResult(r: RunResult): string {
   if (r.timedOut) return 'timed out and was killed';
@@ -101,7 +73,9 @@ export function startProblem(code: string | undefined, message: string): string 
   return code === 'ENOENT' ? 'No such file or directory' : code === 'EACCES' ? 'Permission denied' : message;
 }
 
-/** A command that could not start: ExecTooLargeError for arguments or an environment too large (E2BIG), else ExecError. */
+/**
+ * A command that could not start: ExecTooLargeError for arguments or an environment too large (E2BIG), else ExecError.
+ */
 function startFailure(command: string, code: string | undefined, message: string, cause: unknown): ExecError {
   if (code === 'E2BIG') return new ExecTooLargeError(command, TOO_LARGE, { cause });
   return new ExecError(`Failed to run ${JSON.stringify(command)}: ${startProblem(code, message)}`, { cause });
@@ -125,7 +99,8 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   nativeRunning++;
   const onExit = ({ code, signal }: NativeExit) => {
     nativeRunning--;
-    settle({ ...stopper!.result(code), code, signal, stdinClosedEarly: false }); // onExit comes through the event loop: stopper is set
+    // onExit comes through the event loop: stopper is set
+    settle({ ...stopper!.result(code), code, signal, stdinClosedEarly: false });
   };
   // In a process group of its own (the top of this file says why).
   const started = nativeSpawn(
@@ -172,7 +147,11 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
     let child: ChildProcess;
     try {
       // detached: a session (and process group) of its own (the top of this file says why).
-      child = spawn(opts.command, opts.args, { stdio: [stdin, out, out], env: isPackable(opts.env) ? opts.env.record() : opts.env, detached: true });
+      child = spawn(opts.command, opts.args, {
+        stdio: [stdin, out, out],
+        env: isPackable(opts.env) ? opts.env.record() : opts.env,
+        detached: true,
+      });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       reject(
@@ -206,34 +185,6 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
       if (stopper) resolve({ ...stopper.result(code), code, signal, stdinClosedEarly });
     });
   });
-}
-
-export interface DetachedOptions {
-  command: string;
-  args: string[];
-  /** The complete environment for the child (jobenv.ts ChildEnv: packed once for the addon). */
-  env: Record<string, string> | PackableEnv;
-  cwd?: string;
-  /** Descriptors: stdin ('ignore': /dev/null), stdout and stderr. */
-  stdin: number | 'ignore';
-  stdout: number;
-  stderr: number;
-  /** Start it as this user and group (the caller is root). */
-  runAs?: { uid: number; gid: number };
-  /** Seconds before the group is killed (SIGTERM, then SIGKILL after killGraceMs). */
-  timeout?: number;
-  /** Aborted: the group is killed the same way, and the result says abandoned. */
-  signal?: AbortSignal;
-  killGraceMs: number;
-}
-
-export interface DetachedResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** 128 + the signal's number when it was killed; else its exit code. */
-  status: number | null;
-  timedOut: boolean;
-  abandoned: boolean;
 }
 
 /** A detached child that could not start: `why` in a few words (startProblem). */
@@ -329,12 +280,22 @@ function startDetached(o: DetachedOptions, on: DetachedEvents): void {
     return;
   }
   const taken = nativeSpawnDetached(
-    { command: o.command, args: o.args, env: o.env, stdin: o.stdin === 'ignore' ? -1 : o.stdin, stdout: o.stdout, stderr: o.stderr },
+    {
+      command: o.command,
+      args: o.args,
+      env: o.env,
+      stdin: o.stdin === 'ignore' ? -1 : o.stdin,
+      stdout: o.stdout,
+      stderr: o.stderr,
+    },
     o.cwd,
     (r) => {
       if (r === undefined) viaChildProcess();
       else if ('pid' in r) on.started(r.pid);
-      else on.failed(Object.assign(new Error(`spawn ${o.command} ${r.code}`), { code: r.code, errno: -r.errno, syscall: 'spawn' }));
+      else
+        on.failed(
+          Object.assign(new Error(`spawn ${o.command} ${r.code}`), { code: r.code, errno: -r.errno, syscall: 'spawn' }),
+        );
     },
     on.exited,
   );
@@ -345,7 +306,14 @@ function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
   const env = isPackable(o.env) ? o.env.record() : o.env;
   let child: ChildProcess;
   try {
-    child = spawn(o.command, o.args, { cwd: o.cwd, env, stdio: [o.stdin, o.stdout, o.stderr], detached: true, uid: o.runAs?.uid, gid: o.runAs?.gid });
+    child = spawn(o.command, o.args, {
+      cwd: o.cwd,
+      env,
+      stdio: [o.stdin, o.stdout, o.stderr],
+      detached: true,
+      uid: o.runAs?.uid,
+      gid: o.runAs?.gid,
+    });
   } catch (err) {
     on.failed(err as NodeJS.ErrnoException); // thrown, not emitted: E2BIG, a NUL in a string
     return;
@@ -361,9 +329,9 @@ export type ChildStdio = [number | 'pipe' | 'ignore', 'pipe' | 'ignore', 'pipe' 
 /**
  * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder
  * (decoder.ts: stdin a job file, stdout read as it comes), an ssh connection to another host
- * (send/ssh-send.ts), a short tool run to its end (tool.ts), a signing command (sign/signer.ts). Beside runCommand (jobs), runDetached
- * (firings) and lookupSync, the only way src/ starts a process (test/structure.test.ts holds it so). With
- * `newSession` it leads a session of its own, out of our process group as a job's command is
+ * (send/ssh-send.ts), a short tool run to its end (tool.ts), a signing command (sign/signer.ts). Beside runCommand
+ * (jobs), runDetached (firings) and lookupSync, the only way src/ starts a process (test/structure.test.ts holds it
+ * so). With `newSession` it leads a session of its own, out of our process group as a job's command is
  * (the decoder of a job). `env`: its environment, when not ours (a signing command gets its caller's).
  */
 export function spawnTalking(

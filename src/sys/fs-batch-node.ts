@@ -41,7 +41,9 @@ async function runOne(o: FsOp): Promise<number> {
           await fsync(o.fd);
           return 0;
         }
-        return await withFd(await open(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY), async (fd) => fsync(fd));
+        return await withFd(await open(o.path, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY), async (fd) =>
+          fsync(fd),
+        );
       } catch (err) {
         if (cannotSync(err)) return 0; // as fsyncDir does
         throw err;
@@ -72,7 +74,8 @@ async function runOne(o: FsOp): Promise<number> {
       await close(o.fd);
       return 0;
     case 'pwrite':
-      for (let done = 0; done < o.data.length; ) done += (await write(o.fd, o.data, done, o.data.length - done, o.position + done)).bytesWritten;
+      for (let done = 0; done < o.data.length; )
+        done += (await write(o.fd, o.data, done, o.data.length - done, o.position + done)).bytesWritten;
       if (o.datasync) await util.promisify(fs.fdatasync)(o.fd);
       return 0;
   }
@@ -116,7 +119,11 @@ async function writeAllAndSync(fd: number, data: Buffer): Promise<void> {
 async function copyFileInto(from: string, fd: number): Promise<void> {
   const src = await fs.promises.open(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   try {
-    if (!(await src.stat()).isFile()) throw Object.assign(new Error(`${from} is not a regular file`), { code: 'EINVAL', errno: -os.constants.errno.EINVAL });
+    if (!(await src.stat()).isFile())
+      throw Object.assign(new Error(`${from} is not a regular file`), {
+        code: 'EINVAL',
+        errno: -os.constants.errno.EINVAL,
+      });
     const buf = Buffer.allocUnsafe(64 * 1024);
     for (;;) {
       const { bytesRead } = await src.read(buf, 0, buf.length, null);
@@ -196,7 +203,8 @@ function runOneSync(o: FsOp): number {
       fs.fsyncSync(o.fd);
       return 0;
     case 'pwrite':
-      for (let done = 0; done < o.data.length; ) done += fs.writeSync(o.fd, o.data, done, o.data.length - done, o.position + done);
+      for (let done = 0; done < o.data.length; )
+        done += fs.writeSync(o.fd, o.data, done, o.data.length - done, o.position + done);
       if (o.datasync) fs.fdatasyncSync(o.fd);
       return 0;
   }
@@ -215,7 +223,11 @@ function fsyncHeldDir(fd: number): void {
 function copyFileIntoSync(from: string, fd: number): void {
   const src = fs.openSync(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   try {
-    if (!fs.fstatSync(src).isFile()) throw Object.assign(new Error(`${from} is not a regular file`), { code: 'EINVAL', errno: -os.constants.errno.EINVAL });
+    if (!fs.fstatSync(src).isFile())
+      throw Object.assign(new Error(`${from} is not a regular file`), {
+        code: 'EINVAL',
+        errno: -os.constants.errno.EINVAL,
+      });
     const buf = Buffer.allocUnsafe(64 * 1024);
     for (let n: number; (n = fs.readSync(src, buf, 0, buf.length, null)) > 0; ) writeAllSync(fd, buf.subarray(0, n));
   } finally {

@@ -19,7 +19,18 @@ import { loadNative } from './native.js';
 
 export type { BatchOp, FsOp } from './fs-ops.js';
 
-const CODES = { fsyncDir: 1, fsync: 2, rename: 3, unlink: 4, open: 5, writeFile: 6, close: 7, append: 8, writeFileFrom: 9, pwrite: 10 } as const;
+const CODES = {
+  fsyncDir: 1,
+  fsync: 2,
+  rename: 3,
+  unlink: 4,
+  open: 5,
+  writeFile: 6,
+  close: 7,
+  append: 8,
+  writeFileFrom: 9,
+  pwrite: 10,
+} as const;
 const MUST = 0x100;
 const MISSING_OK = 0x200;
 const REPLACE = 0x400;
@@ -43,7 +54,11 @@ export function runBatchSync(ops: readonly BatchOp[]): Int32Array {
   const run = opsToRun(ops);
   const b = loadNative();
   const native = b?.fsBatchSync && !hasNul(run);
-  return resultsOfAll(ops, run, run.length === 0 ? new Int32Array(0) : native ? b.fsBatchSync!(run.map(encode)) : fallbackSync(run));
+  return resultsOfAll(
+    ops,
+    run,
+    run.length === 0 ? new Int32Array(0) : native ? b.fsBatchSync!(run.map(encode)) : fallbackSync(run),
+  );
 }
 
 /** Directory fsyncs the bench switched off (FSPL_BENCH_NO_DIRSYNC) succeed without running. */
@@ -91,7 +106,11 @@ function runOps(ops: readonly BatchOp[]): Promise<Int32Array> {
 }
 
 function encode(o: BatchOp): Array<number | string | Buffer> {
-  const code = CODES[o.op] | (o.must ? MUST : 0) | ('missingOk' in o && o.missingOk ? MISSING_OK : 0) | ('replace' in o && o.replace ? REPLACE : 0);
+  const code =
+    CODES[o.op] |
+    (o.must ? MUST : 0) |
+    ('missingOk' in o && o.missingOk ? MISSING_OK : 0) |
+    ('replace' in o && o.replace ? REPLACE : 0);
   const owner = 'owner' in o && o.owner ? [o.owner.uid, o.owner.gid, o.owner.mode] : [-1, -1, 0];
   switch (o.op) {
     case 'fsyncDir':
@@ -161,7 +180,12 @@ export function firstFailedStep(
 /** An operation's failure as Node reports one (code, errno, syscall, path). */
 export function batchError(o: FsOp, errno: number): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(errno);
-  const syscall = o.op === 'fsyncDir' ? 'fsync' : o.op === 'writeFile' || o.op === 'writeFileFrom' || o.op === 'append' || o.op === 'pwrite' ? 'write' : o.op;
+  const syscall =
+    o.op === 'fsyncDir'
+      ? 'fsync'
+      : o.op === 'writeFile' || o.op === 'writeFileFrom' || o.op === 'append' || o.op === 'pwrite'
+        ? 'write'
+        : o.op;
   const where = o.op === 'rename' ? ` '${o.from}' -> '${o.to}'` : 'path' in o ? ` '${o.path}'` : '';
   const err: NodeJS.ErrnoException = new Error(`${code}: ${syscall}${where}`);
   err.errno = errno;

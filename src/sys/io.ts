@@ -20,7 +20,13 @@ function retriable(err: unknown): boolean {
 }
 
 /** read(2) once, waiting out EAGAIN/EINTR. Returns 0 at end of file. */
-export function readSomeSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number | null = null): number {
+export function readSomeSync(
+  fd: number,
+  buf: Uint8Array,
+  offset: number,
+  length: number,
+  position: number | null = null,
+): number {
   for (;;) {
     try {
       return fs.readSync(fd, buf, offset, length, position);
@@ -36,7 +42,13 @@ export function readSomeSync(fd: number, buf: Uint8Array, offset: number, length
  * Write all of buf to fd, coping with short writes and EAGAIN; at `position` (pwrite: the
  * descriptor's offset stays where it is) if given.
  */
-export function writeAllSync(fd: number, buf: Uint8Array, offset = 0, length = buf.length - offset, position: number | null = null): void {
+export function writeAllSync(
+  fd: number,
+  buf: Uint8Array,
+  offset = 0,
+  length = buf.length - offset,
+  position: number | null = null,
+): void {
   let done = 0;
   while (done < length) {
     try {

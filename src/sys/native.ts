@@ -31,28 +31,49 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-/** What the addon's spawns take first: the program, argv and the environment packed (NUL-separated), the descriptors. */
+/**
+ * What the addon's spawns take first: the program, argv and the environment packed (NUL-separated), the descriptors.
+ */
 type SpawnHead = [file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number];
 
 interface Binding {
   version: number;
-  spawn(...args: [...SpawnHead, onExit: ((code: number, signal: number) => void) | null, cwd?: string | null, flags?: number]): number;
+  spawn(
+    ...args: [
+      ...SpawnHead,
+      onExit: ((code: number, signal: number) => void) | null,
+      cwd?: string | null,
+      flags?: number,
+    ]
+  ): number;
   /** Absent from addons built before it was added (as are spawn's cwd and flags). */
   reap?(pid: number): [number, number] | null;
   /** The spawn flags this build knows; absent from addons built before SPAWN_SETPGID. */
   spawnFlags?: number;
   /** spawn with SPAWN_NOWAIT, performed on the addon's spawner thread; absent from older addons. */
-  spawnStart?(...args: [...SpawnHead, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void]): void;
-  readHeads(dir: string, names: string, count: number, max: number, parse: boolean): [Buffer, Int32Array, ParsedArrays?] | number;
+  spawnStart?(
+    ...args: [...SpawnHead, cwd: string | null, flags: number, onStarted: (pidOrErrno: number) => void]
+  ): void;
+  readHeads(
+    dir: string,
+    names: string,
+    count: number,
+    max: number,
+    parse: boolean,
+  ): [Buffer, Int32Array, ParsedArrays?] | number;
   /** Absent from addons built before it was added. */
   openHead?(path: string, max: number): [number, number, ParsedArrays | null] | number;
   /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
   /** flock(2): 0 or the errno (src/sys/lock.ts). Absent from addons built before it was added. */
   flock?(fd: number, operation: number): number;
-  /** File operations in order on one pool thread (src/sys/fs-batch.ts). Absent from addons built before it was added. */
+  /**
+   * File operations in order on one pool thread (src/sys/fs-batch.ts). Absent from addons built before it was added.
+   */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
-  /** The same, on the calling thread (src/sys/fs-batch.ts runBatchSync). Absent from addons built before it was added. */
+  /**
+   * The same, on the calling thread (src/sys/fs-batch.ts runBatchSync). Absent from addons built before it was added.
+   */
   fsBatchSync?(ops: Array<Array<number | string | Buffer>>): Int32Array;
 }
 
@@ -120,7 +141,8 @@ export function signalName(n: number): NodeJS.Signals | null {
     signalNames = new Map();
     // os.constants.signals lists the canonical name first (SIGABRT before SIGIOT, SIGIO before
     // SIGPOLL), as Node's own signo_string() does.
-    for (const [name, num] of Object.entries(os.constants.signals)) if (!signalNames.has(num)) signalNames.set(num, name as NodeJS.Signals);
+    for (const [name, num] of Object.entries(os.constants.signals))
+      if (!signalNames.has(num)) signalNames.set(num, name as NodeJS.Signals);
   }
   return signalNames.get(n) ?? null;
 }
@@ -154,14 +176,19 @@ export interface SpawnIo {
  * library can't give (an addon built before spawn took flags; ENOSYS). An addon built before
  * it knew process groups gives a session instead.
  */
-export function nativeSpawn(io: SpawnIo, onExit: (exit: NativeExit) => void, group: 'ours' | 'group' | 'session' = 'ours'): NativeSpawnResult {
+export function nativeSpawn(
+  io: SpawnIo,
+  onExit: (exit: NativeExit) => void,
+  group: 'ours' | 'group' | 'session' = 'ours',
+): NativeSpawnResult {
   const { command, args, env, stdin, stdout, stderr } = io;
   const b = loadNative();
   // reap() came with spawn's flags: an addon without it would ignore them.
   const packed = b && (group === 'ours' || b.reap) && pack(command, args, env);
   if (!b || !packed) return undefined;
   const onExited = (code: number, sig: number) => onExit(exitOf(code, sig));
-  const flags = group === 'ours' ? 0 : group === 'group' && (b.spawnFlags ?? 0) & SPAWN_SETPGID ? SPAWN_SETPGID : SPAWN_SETSID;
+  const flags =
+    group === 'ours' ? 0 : group === 'group' && (b.spawnFlags ?? 0) & SPAWN_SETPGID ? SPAWN_SETPGID : SPAWN_SETSID;
   const r = flags
     ? b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited, null, flags)
     : b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited);
@@ -302,9 +329,20 @@ export function nativeSpawnDetached(
     // that only this reap will see (the 500 ms sweep aside).
     reapOne(res.pid);
   };
-  if (b.spawnStart) b.spawnStart(command, packed.argv, packed.env, stdin, stdout, stderr, cwd ?? null, SPAWN_SETSID, started);
+  if (b.spawnStart)
+    b.spawnStart(command, packed.argv, packed.env, stdin, stdout, stderr, cwd ?? null, SPAWN_SETSID, started);
   else {
-    const r = b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT);
+    const r = b.spawn(
+      command,
+      packed.argv,
+      packed.env,
+      stdin,
+      stdout,
+      stderr,
+      null,
+      cwd ?? null,
+      SPAWN_SETSID | SPAWN_NOWAIT,
+    );
     queueMicrotask(() => started(r));
   }
   return true;

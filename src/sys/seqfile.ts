@@ -120,9 +120,12 @@ export class SeqFile {
         throw new BadSeqfileError(missingDirectory(path, code));
       }
       if (code === 'ENOENT') {
-        throw new QueueError(`Cannot open lock file ${path}.lock: No such file or directory (an append-only queue, or not a queue?)`, {
-          cause: err,
-        });
+        throw new QueueError(
+          `Cannot open lock file ${path}.lock: No such file or directory (an append-only queue, or not a queue?)`,
+          {
+            cause: err,
+          },
+        );
       }
       throw err;
     }
@@ -166,7 +169,9 @@ export class SeqFile {
     const n = parseSeqfileText(text);
     if (n === undefined) {
       const first = text.split('\n')[0]!.trim();
-      throw new BadSeqfileError(`Invalid sequence file ${this.path}: ${seqParseProblem(first)} (it holds ${JSON.stringify(text.slice(0, 40))})`);
+      throw new BadSeqfileError(
+        `Invalid sequence file ${this.path}: ${seqParseProblem(first)} (it holds ${JSON.stringify(text.slice(0, 40))})`,
+      );
     }
     return n;
   }
@@ -203,7 +208,10 @@ export class SeqFile {
     }
   }
 
-  /** After a write that failed once renamed: the value it replaced, back in place (best effort: the caller reports the first error). */
+  /**
+   * After a write that failed once renamed: the value it replaced,
+   * back in place (best effort: the caller reports the first error).
+   */
   private putBack(previous: bigint): void {
     try {
       this.write(previous);
@@ -231,7 +239,16 @@ export class SeqFile {
     const temp = `${this.path}.temp`;
     return {
       // Made anew, whatever was planted at .temp (the module's comment).
-      prepare: { op: 'writeFile', path: temp, flags: CREATE_NEW, mode: 0o666, data: Buffer.alloc(0), must: true, replace: true, owner: this.owner },
+      prepare: {
+        op: 'writeFile',
+        path: temp,
+        flags: CREATE_NEW,
+        mode: 0o666,
+        data: Buffer.alloc(0),
+        must: true,
+        replace: true,
+        owner: this.owner,
+      },
       // The rename is durable only with its directory (see write).
       store: Object.freeze([
         { op: 'rename', from: temp, to: this.path, must: true },

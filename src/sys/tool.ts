@@ -17,16 +17,27 @@ export interface ToolResult {
 
 /**
  * Run a short tool to its end through spawnTalking (ssh running a look script, nncp-exec,
- * nncp-stat), its stdin fed by `feed` (or none), in `env` (default: ours), its stdout kept whole (these tools say little)
- * and the tail of its stderr for the message. Stopped with SIGTERM when `signal` aborts. Never rejects.
+ * nncp-stat), its stdin fed by `feed` (or none), in `env` (default: ours), its stdout kept whole (these tools say
+ * little) and the tail of its stderr for the message. Stopped with SIGTERM when `signal` aborts. Never rejects.
  */
 export function runTool(
   command: string,
   args: readonly string[],
-  opts: { signal?: AbortSignal; feed?: (stdin: NodeJS.WritableStream & { destroyed: boolean }) => Promise<void>; env?: NodeJS.ProcessEnv } = {},
+  opts: {
+    signal?: AbortSignal;
+    feed?: (stdin: NodeJS.WritableStream & { destroyed: boolean }) => Promise<void>;
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<ToolResult> {
   return new Promise((resolve) => {
-    const child = spawnTalking(command, args, [opts.feed ? 'pipe' : 'ignore', 'pipe', 'pipe'], undefined, false, opts.env);
+    const child = spawnTalking(
+      command,
+      args,
+      [opts.feed ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      undefined,
+      false,
+      opts.env,
+    );
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));

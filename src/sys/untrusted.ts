@@ -100,7 +100,12 @@ export function createFresh(file: string, mode: number, owner?: FileOwner, flags
 }
 
 /** createFresh, then the data written and the file closed (not fsynced: the caller says whether it must be). */
-export function writeFresh(file: string, data: string | Uint8Array, mode: number, options: { owner?: FileOwner; fsync?: boolean } = {}): void {
+export function writeFresh(
+  file: string,
+  data: string | Uint8Array,
+  mode: number,
+  options: { owner?: FileOwner; fsync?: boolean } = {},
+): void {
   const fd = createFresh(file, mode, options.owner);
   try {
     writeAllSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
@@ -145,7 +150,12 @@ export interface ExistingCheck {
  * a regular file (and what `check` asks). flags: O_RDONLY (default), O_WRONLY or O_RDWR, with
  * O_CREAT allowed only for a lock file's kind of use (created if missing, never truncated).
  */
-export function openExisting(file: string, flags: number = O_RDONLY, check: ExistingCheck = {}, mode = 0o666): { fd: number; stat: fs.Stats } {
+export function openExisting(
+  file: string,
+  flags: number = O_RDONLY,
+  check: ExistingCheck = {},
+  mode = 0o666,
+): { fd: number; stat: fs.Stats } {
   let fd: number;
   try {
     fd = fs.openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);

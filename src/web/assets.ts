@@ -21,7 +21,8 @@ function firstHolding(dirs: readonly URL[], file: string): URL {
 export function loadAssets(table: AssetTable, dirs: readonly URL[]): Map<string, Reply> {
   const dir = firstHolding(dirs, Object.values(table)[0]!.file);
   const out = new Map<string, Reply>();
-  for (const [route, a] of Object.entries(table)) out.set(route, { type: a.type, body: fs.readFileSync(new URL(a.file, dir)) });
+  for (const [route, a] of Object.entries(table))
+    out.set(route, { type: a.type, body: fs.readFileSync(new URL(a.file, dir)) });
   const base = firstHolding(BASE_DIRS, 'base.css');
   out.set('/assets/base.css', { type: 'text/css; charset=utf-8', body: fs.readFileSync(new URL('base.css', base)) });
   return out;

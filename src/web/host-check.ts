@@ -1,7 +1,7 @@
 /**
- * The names a page server answers to (`net serve`, `queue-process --listen`; its own module so that server.ts stays the server): a request
- * whose Host header names anything else is refused, so that a web page using DNS rebinding (a name
- * of the attacker's that comes to resolve to 127.0.0.1) cannot read the page's API from the
+ * The names a page server answers to (`net serve`, `queue-process --listen`; its own module so that server.ts stays
+ * the server): a request whose Host header names anything else is refused, so that a web page using DNS rebinding (a
+ * name of the attacker's that comes to resolve to 127.0.0.1) cannot read the page's API from the
  * operator's own browser. The name decides, not the port: a browser may reach the server through
  * an ssh tunnel or a proxy on another port, and a port in Host is nothing a rebinding page can use.
  */
@@ -27,7 +27,8 @@ export function hostName(name: string): string {
 export function badAllowedHost(name: string): string | undefined {
   const n = hostName(name);
   if (net.isIP(n) !== 0) return undefined;
-  if (/^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(n) && n.length <= 253) return undefined;
+  if (/^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(n) && n.length <= 253)
+    return undefined;
   return `'${name}' is not a host name or an IP address (give the name alone, without a port or scheme)`;
 }
 
@@ -49,7 +50,10 @@ export function nameInHost(header: string): string | undefined {
  * every HTTP/1.1 client sends one, so only an HTTP/1.0 client could miss it, and letting it by
  * would be the one way past this check.
  */
-export function hostCheck(bound: { host?: string; address: string }, allowHosts: readonly string[] = []): (header: string | undefined) => boolean {
+export function hostCheck(
+  bound: { host?: string; address: string },
+  allowHosts: readonly string[] = [],
+): (header: string | undefined) => boolean {
   const names = new Set([...LOOPBACK_NAMES, ...allowHosts.map(hostName)]);
   for (const a of [bound.host ?? '', bound.address]) {
     const n = hostName(a);
@@ -64,4 +68,6 @@ export function hostCheck(bound: { host?: string; address: string }, allowHosts:
 
 /** The body of the refusal (421): what to do about it, and no list of the names that pass. */
 export const MISDIRECTED =
-  'misdirected request: this server does not answer to the name in the Host header; to reach it under that name, start it with --allow-host NAME (allowHosts in the library)\n';
+  'misdirected request: this server does not answer to the name in the ' +
+  'Host header; to reach it under that name, start it with --allow-host ' +
+  'NAME (allowHosts in the library)\n';

@@ -45,14 +45,19 @@ export interface Reply {
 
 /** What a page serves. */
 export interface PageRoutes {
-  /** The log's target and the server's name in its lines ('net', 'serve'), and the option that sets maxStreams, if any. */
+  /**
+   * The log's target and the server's name in its lines ('net', 'serve'), and the option that sets maxStreams, if any.
+   */
   readonly log: { target: string; name: string; option?: string };
   /** The answer to GET `route` (the path as sent, without its query), or undefined: 404. */
   answer(route: string): Promise<Reply | undefined>;
   /** The path of the event stream, and the figures it sends (one JSON text) as they are now. */
   readonly eventsPath: string;
   events(): Promise<string>;
-  /** What of the figures counts as a change worth sending at once (default: all of it); the rest is sent at least once a second. */
+  /**
+   * What of the figures counts as a change worth sending at once
+   * (default: all of it); the rest is sent at least once a second.
+   */
   shape?(json: string): string;
 }
 
@@ -65,7 +70,9 @@ export interface PageServer {
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src " +
+    "'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
+    "frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'X-Frame-Options': 'DENY',
@@ -84,7 +91,8 @@ const STREAM_RETRY_AFTER_S = 10;
  */
 export function badListenOptions(options: ListenOptions): string | undefined {
   const max = options.maxStreams;
-  if (max !== undefined && !(Number.isSafeInteger(max) && max >= 1)) return `invalid maxStreams ${String(max)}: give a whole number of at least 1`;
+  if (max !== undefined && !(Number.isSafeInteger(max) && max >= 1))
+    return `invalid maxStreams ${String(max)}: give a whole number of at least 1`;
   for (const name of options.allowHosts ?? []) {
     const bad = badAllowedHost(name);
     if (bad) return `invalid allowed host: ${bad}`;
@@ -117,7 +125,10 @@ class EventClients {
         for (const c of this.clients) c.write(`data: ${json}\n\n`);
       }
     } catch (err) {
-      this.log.warn(this.routes.log.target, `${this.routes.log.name}: cannot read the figures: ${(err as Error).message}`);
+      this.log.warn(
+        this.routes.log.target,
+        `${this.routes.log.name}: cannot read the figures: ${(err as Error).message}`,
+      );
     } finally {
       this.polling = false;
     }
@@ -131,8 +142,50 @@ class EventClients {
 
 function send(res: http.ServerResponse, head: boolean, reply: Reply): void {
   const buf = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
-  res.writeHead(reply.status ?? 200, { ...SECURITY_HEADERS, 'Content-Type': reply.type, 'Content-Length': String(buf.length), ...reply.headers });
+  res.writeHead(reply.status ?? 200, {
+    ...SECURITY_HEADERS,
+    'Content-Type': reply.type,
+    'Content-Length': String(buf.length),
+    ...reply.headers,
+  });
   res.end(head ? undefined : buf);
+}
+
+/** An event stream opened: its first figures, then each change (EventClients), within the cap. */
+async function openEventStream(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  head: boolean,
+  routes: PageRoutes,
+  streams: StreamCap,
+  events: EventClients,
+): Promise<void> {
+  // The place is taken before the first await, so that a burst of requests can't all pass the
+  // cap while the first figures are computed; it is given back when the stream closes, however.
+  const release = streams.take();
+  if (!release) {
+    const busy = `too many event streams open (${streams.max}); try again later\n`;
+    return send(res, head, {
+      status: 503,
+      type: TEXT,
+      body: busy,
+      headers: { 'Retry-After': String(STREAM_RETRY_AFTER_S), Connection: 'close' },
+    });
+  }
+  res.on('close', () => {
+    events.clients.delete(res);
+    release();
+  });
+  res.writeHead(200, {
+    ...SECURITY_HEADERS,
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    Connection: 'keep-alive',
+  });
+  if (head) return void res.end();
+  const first = await routes.events();
+  if (res.destroyed || res.writableEnded || req.destroyed) return;
+  res.write(`retry: 1000\ndata: ${first}\n\n`);
+  events.clients.add(res);
 }
 
 /**
@@ -149,38 +202,24 @@ export async function servePage(routes: PageRoutes, options: ListenOptions = {})
   // Set once the server listens (its address is a name it answers to); no request comes before.
   let hostAllowed: (header: string | undefined) => boolean = () => false;
 
-  const stream = async (req: http.IncomingMessage, res: http.ServerResponse, head: boolean): Promise<void> => {
-    // The place is taken before the first await, so that a burst of requests can't all pass the
-    // cap while the first figures are computed; it is given back when the stream closes, however.
-    const release = streams.take();
-    if (!release) {
-      const busy = `too many event streams open (${streams.max}); try again later\n`;
-      return send(res, head, { status: 503, type: TEXT, body: busy, headers: { 'Retry-After': String(STREAM_RETRY_AFTER_S), Connection: 'close' } });
-    }
-    res.on('close', () => {
-      events.clients.delete(res);
-      release();
-    });
-    res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'keep-alive' });
-    if (head) return void res.end();
-    const first = await routes.events();
-    if (res.destroyed || res.writableEnded || req.destroyed) return;
-    res.write(`retry: 1000\ndata: ${first}\n\n`);
-    events.clients.add(res);
-  };
-
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? '';
     const head = method === 'HEAD';
-    if (!hostAllowed(req.headers.host)) return send(res, head, { status: 421, type: TEXT, body: MISDIRECTED, headers: { Connection: 'close' } });
+    if (!hostAllowed(req.headers.host))
+      return send(res, head, { status: 421, type: TEXT, body: MISDIRECTED, headers: { Connection: 'close' } });
     if (method !== 'GET' && !head)
-      return send(res, false, { status: 405, type: TEXT, body: 'method not allowed: this page only reads\n', headers: { Allow: 'GET, HEAD' } });
+      return send(res, false, {
+        status: 405,
+        type: TEXT,
+        body: 'method not allowed: this page only reads\n',
+        headers: { Allow: 'GET, HEAD' },
+      });
     const target = req.url ?? '';
     if (!target.startsWith('/')) return send(res, head, { status: 400, type: TEXT, body: 'bad request\n' });
     // The path as sent, without its query: never decoded or normalised before the lookup, so
     // /../x, %2e%2e%2f and their double encodings are simply names that are not in it.
     const route = target.split('?')[0]!;
-    if (route === routes.eventsPath) return stream(req, res, head);
+    if (route === routes.eventsPath) return openEventStream(req, res, head, routes, streams, events);
     const reply = await routes.answer(route);
     return send(res, head, reply ?? { status: 404, type: TEXT, body: 'not found\n' });
   };

@@ -1,7 +1,7 @@
 /**
- * How many event streams a page server (server.ts: `net serve`, `queue-process --listen`) keeps open at once (its own module so that serve.ts stays the
- * server): each open stream holds a socket, a descriptor and its buffers for as long as the client
- * likes, so without a cap thousands of them (a page opened in a loop, a hostile client) would take
+ * How many event streams a page server (server.ts: `net serve`, `queue-process --listen`) keeps open at once (its own
+ * module so that serve.ts stays the server): each open stream holds a socket, a descriptor and its buffers for as long
+ * as the client likes, so without a cap thousands of them (a page opened in a loop, a hostile client) would take
  * the process's memory and descriptors. The ones over the cap are refused; the refusals are logged
  * once per burst, never once per request.
  */
@@ -19,7 +19,11 @@ export class StreamCap {
     readonly max: number,
     private readonly log: Logger,
     /** Whose log lines: the target and the server's name ('net', 'serve'), and the option that sets the cap, if any. */
-    private readonly where: { target: string; name: string; option?: string } = { target: 'net', name: 'serve', option: '--max-streams' },
+    private readonly where: { target: string; name: string; option?: string } = {
+      target: 'net',
+      name: 'serve',
+      option: '--max-streams',
+    },
   ) {}
 
   /** Streams open now. */
@@ -80,7 +84,8 @@ export class StreamCap {
     this.refused = 0;
     this.log.warn(
       this.where.target,
-      `${this.where.name}: refused ${n} event stream${n === 1 ? '' : 's'} (503): ${this.max} already open, the most ${this.where.option ? `${this.where.option} allows` : 'allowed'}`,
+      `${this.where.name}: refused ${n} event stream${n === 1 ? '' : 's'} ` +
+        `(503): ${this.max} already open, the most ${this.where.option ? `${this.where.option} allows` : 'allowed'}`,
     );
   }
 }

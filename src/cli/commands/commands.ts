@@ -42,9 +42,15 @@ function queue(inv: Invocation<StringArgs<'queuedir'> & Partial<StringArgs<'deco
   return Queue.open(required(inv, 'queuedir'), { decoder: inv.args.decoder, logger: log });
 }
 
-/** The queue of a command that reads its jobs' headers: as queue(), with --max-header-size (or FSPL_MAX_HEADER_SIZE). */
+/**
+ * The queue of a command that reads its jobs' headers: as queue(), with --max-header-size (or FSPL_MAX_HEADER_SIZE).
+ */
 function scannedQueue(inv: Invocation<StringArgs<'queuedir' | 'decoder' | 'max-header-size'>>, log: Logger): Queue {
-  return Queue.open(required(inv, 'queuedir'), { decoder: inv.args.decoder, maxHeaderSize: maxHeaderSizeArg(inv), logger: log });
+  return Queue.open(required(inv, 'queuedir'), {
+    decoder: inv.args.decoder,
+    maxHeaderSize: maxHeaderSizeArg(inv),
+    logger: log,
+  });
 }
 
 function openInput(input: string | undefined): number | undefined {
@@ -75,9 +81,14 @@ async function prepareCmd(
     await writeSignedPacket(1, { ...spec, seqfile }, inFd, sign);
     return 0;
   }
-  const [{ prepareHeader, writePacketSync, writeTakenSync }, { writeSealedPacketSync }] = await Promise.all([preparing(), sealedCopy()]);
+  const [{ prepareHeader, writePacketSync, writeTakenSync }, { writeSealedPacketSync }] = await Promise.all([
+    preparing(),
+    sealedCopy(),
+  ]);
   const header = prepareHeader({ ...spec, seqfile });
-  writeTakenSync(seqfile, header.seq, () => (seal ? writeSealedPacketSync(1, header, inFd) : writePacketSync(1, header, inFd)));
+  writeTakenSync(seqfile, header.seq, () =>
+    seal ? writeSealedPacketSync(1, header, inFd) : writePacketSync(1, header, inFd),
+  );
   return 0;
 }
 
@@ -125,7 +136,8 @@ const handlers: Handlers = {
   prepare: async (inv) => {
     const { captureEnv, sealByDefault } = await preparing();
     const retries = intArg(inv, 'retries');
-    if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
+    if (retries !== undefined && retries > 0xffff_ffff)
+      throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
     const notBefore = await notBeforeArg(str(inv, 'not-before'));
     const spec = { kind: 'Command' as const, params: inv.params, env: captureEnv(), retries, notBefore };
     return prepareCmd(inv, spec, str(inv, 'input'), flag(inv, 'seal') || sealByDefault());
@@ -195,10 +207,17 @@ const handlers: Handlers = {
       return 0;
     }
     const { rfc3339Local } = await import('../../packet/time.js');
-    // A failed-jobs queue's listing says why each failed, in a last column (only there: others list as the reference does).
+    // A failed-jobs queue's listing says why each failed, in a
+    // last column (only there: others list as the reference does).
     const failures = jobs.some((j) => j.header.failure);
     let out = lsLine('ID', 'creation timestamp', 'filename', failures ? 'failure' : undefined);
-    for (const j of jobs) out += lsLine(j.header.seq.toString(), rfc3339Local(j.header.ctime.secs), j.filename, failures ? failureText(j.header) : undefined);
+    for (const j of jobs)
+      out += lsLine(
+        j.header.seq.toString(),
+        rfc3339Local(j.header.ctime.secs),
+        j.filename,
+        failures ? failureText(j.header) : undefined,
+      );
     writeOut(out);
     return 0;
   },
@@ -217,7 +236,11 @@ const handlers: Handlers = {
     const { filename } = await q.find(seq);
     if (q.decoder === undefined) {
       // Plain file: copy descriptor to descriptor, no stream machinery.
-      const [job, { copySealedSync }, { copy }] = await Promise.all([q.openPlainJob(filename), sealedCopy(), import('../../sys/copy.js')]);
+      const [job, { copySealedSync }, { copy }] = await Promise.all([
+        q.openPlainJob(filename),
+        sealedCopy(),
+        import('../../sys/copy.js'),
+      ]);
       try {
         if (job.header.seal) copySealedSync(job.payload, 1, job.header.seal);
         else copy(job.payload, 1);
@@ -234,7 +257,8 @@ const handlers: Handlers = {
     const { receivePackets } = await import('../../send/receive.js');
     const from = strings(inv, 'from');
     const bad = from.find((n) => !/^[^\s\0-]\S*$/.test(n));
-    if (bad !== undefined) throw new UsageError(`invalid --from '${bad}': give an NNCP node's id or its name in the NNCP config`, false);
+    if (bad !== undefined)
+      throw new UsageError(`invalid --from '${bad}': give an NNCP node's id or its name in the NNCP config`, false);
     const r = await receivePackets(required(inv, 'queuedir'), process.stdin, {
       from: from.length > 0 ? from : undefined,
       sender: process.env.NNCP_SENDER || undefined,
@@ -242,7 +266,10 @@ const handlers: Handlers = {
     });
     for (const why of r.refused) process.stderr.write(`fspl queue-receive: ${why}; moved to refused/\n`);
     if (r.cut)
-      process.stderr.write(`fspl queue-receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole packets are stored, the rest comes again\n`);
+      process.stderr.write(
+        `fspl queue-receive: ${r.cut}: its sender stopped while writing; the ${r.stored} ` +
+          `whole packets are stored, the rest comes again\n`,
+      );
     return 0;
   },
   'queue-send': async (inv, log) => (await import('./queue-send.js')).queueSend(inv, log),
@@ -263,7 +290,11 @@ const handlers: Handlers = {
     return 0;
   },
   'stdin-payload': async () => {
-    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([import('../../packet/read.js'), sealedCopy(), import('../../sys/copy.js')]);
+    const [{ readHeaderSync }, { copySealedSync }, { copy }] = await Promise.all([
+      import('../../packet/read.js'),
+      sealedCopy(),
+      import('../../sys/copy.js'),
+    ]);
     const { seal } = readHeaderSync(0);
     if (seal) copySealedSync(0, 1, seal);
     else copy(0, 1);
@@ -279,7 +310,12 @@ const handlers: Handlers = {
     // From the command's start, the first SIGINT or SIGTERM lets it finish (stop-signals.ts).
     const signals = new StopSignals(log, STDIN_JOB, options.stopTimeout);
     try {
-      await processFd(0, { ...options, signal: signals.stop.signal, interrupt: signals.interrupt.signal, onStart: () => signals.listen() });
+      await processFd(0, {
+        ...options,
+        signal: signals.stop.signal,
+        interrupt: signals.interrupt.signal,
+        onStart: () => signals.listen(),
+      });
       return 0;
     } finally {
       signals.close();

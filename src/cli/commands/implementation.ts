@@ -8,7 +8,9 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** What `fspl --help` says of it, under the usage line. */
-export const IMPLEMENTATION_NOTE = 'This is the TypeScript fspl (npm package filespooler); `fspl --implementation` says its version and where it runs from.';
+export const IMPLEMENTATION_NOTE =
+  'This is the TypeScript fspl (npm package filespooler); `fspl ' +
+  '--implementation` says its version and where it runs from.';
 
 /** One line: this package's version, Node's, and the fspl that runs (the reference prints none). */
 export function implementationLine(): string {
@@ -16,7 +18,10 @@ export function implementationLine(): string {
   let version = 'unknown version';
   for (const up of ['../../package.json', '../../../package.json']) {
     try {
-      const pkg = JSON.parse(fs.readFileSync(fileURLToPath(new URL(up, import.meta.url)), 'utf8')) as { name?: string; version: string };
+      const pkg = JSON.parse(fs.readFileSync(fileURLToPath(new URL(up, import.meta.url)), 'utf8')) as {
+        name?: string;
+        version: string;
+      };
       if (pkg.name === 'filespooler') {
         version = pkg.version;
         break;
@@ -25,7 +30,10 @@ export function implementationLine(): string {
       // not there (or package.json gone: the line still says which fspl this is)
     }
   }
-  return `filespooler ${version}, the TypeScript fspl (compatible with Filespooler 1.2.2), on Node ${process.version}: ${where()}\n`;
+  return (
+    `filespooler ${version}, the TypeScript fspl (compatible with ` +
+    `Filespooler 1.2.2), on Node ${process.version}: ${where()}\n`
+  );
 }
 
 /** The fspl that runs: as it was called, and the file it leads to when that is a link. */

@@ -16,7 +16,10 @@ export async function printTokens(net: Net, place: string, json: boolean, host?:
       const { path: _path, ...rest } = t;
       writeOut(`${JSON.stringify(rest, bigintText)}\n`);
     } else if (t.nop) writeOut(`${t.seq}\t-\t${age(t.ageMs)}\t${t.size}\t(NOP)\t\t\n`);
-    else writeOut(`${t.seq}\t${t.key}\t${age(t.ageMs)}\t${t.size}\t${t.params.join(' ')}\t${t.retried || ''}\t${errorText(t)}\n`);
+    else
+      writeOut(
+        `${t.seq}\t${t.key}\t${age(t.ageMs)}\t${t.size}\t${t.params.join(' ')}\t${t.retried || ''}\t${errorText(t)}\n`,
+      );
   }
 }
 
@@ -25,7 +28,13 @@ function errorText(t: TokenListing): string {
 }
 
 /** A token's description, or with `payload` its payload alone (to pipe). */
-export async function printToken(net: Net, place: string, which: { key?: string; seq?: bigint }, payload: boolean, host?: string): Promise<void> {
+export async function printToken(
+  net: Net,
+  place: string,
+  which: { key?: string; seq?: bigint },
+  payload: boolean,
+  host?: string,
+): Promise<void> {
   const t = await net.token(place, which, { host });
   if (payload) {
     await pipeline(t.payload(), process.stdout, { end: false });
@@ -38,7 +47,10 @@ export async function printToken(net: Net, place: string, which: { key?: string;
   ];
   if (t.retried) lines.push(`retried ${t.retried} time${t.retried === 1 ? '' : 's'}`);
   if (t.error)
-    lines.push(`failed in ${t.error.transition}${t.error.place ? `, taken from ${t.error.place}` : ''}: ${t.error.reason}`, `log ${t.error.log ?? '(none)'}`);
+    lines.push(
+      `failed in ${t.error.transition}${t.error.place ? `, taken from ${t.error.place}` : ''}: ${t.error.reason}`,
+      `log ${t.error.log ?? '(none)'}`,
+    );
   lines.push('variables:', ...Object.entries(t.vars).map(([k, v]) => `  ${k}=${JSON.stringify(v)}`));
   writeOut(`${lines.join('\n')}\n`);
 }

@@ -57,25 +57,35 @@ const handlers: Handlers = {
     const net = load(String(a.net));
     const host = hostArg(a);
     const made =
-      host === undefined ? { places: net.init({ permissions: !!a.permissions }), outboxes: [] } : net.initHost(host, { permissions: !!a.permissions });
+      host === undefined
+        ? { places: net.init({ permissions: !!a.permissions }), outboxes: [] }
+        : net.initHost(host, { permissions: !!a.permissions });
     for (const p of made.places) writeOut(`created place ${p}\n`);
-    for (const p of made.outboxes) writeOut(`created outbox ${p} (its tokens leave for host ${hostOf(net.model.places.get(p)!)})\n`);
+    for (const p of made.outboxes)
+      writeOut(`created outbox ${p} (its tokens leave for host ${hostOf(net.model.places.get(p)!)})\n`);
     return 0;
   },
   put: async ({ args: a, params }) => {
     const net = load(String(a.net));
     if (a.input === undefined && process.stdin.isTTY) {
       // Waiting on a terminal looks like a hang: say what it waits for.
-      process.stderr.write("fspl net put: reading the token's payload from the terminal; end it with Ctrl-D (or give -i FILE, or pipe it in)\n");
+      process.stderr.write(
+        "fspl net put: reading the token's payload from the terminal; end it " +
+          'with Ctrl-D (or give -i FILE, or pipe it in)\n',
+      );
     }
     const payload = a.input !== undefined ? { path: String(a.input) } : process.stdin;
     const spec = net.model.places.get(String(a.place));
     if (a.sign === undefined && (spec?.signers !== undefined || (spec?.from?.length ?? 0) > 0))
       process.stderr.write(
-        `fspl net put: warning: place ${spec!.name} requires signatures: unsigned (no --sign KEY), this token will be set aside by the run\n`,
+        `fspl net put: warning: place ${spec!.name} requires signatures: ` +
+          `unsigned (no --sign KEY), this token will be set aside by the run\n`,
       );
     const opts = { key: a.key, params, sign: a.sign };
-    const r = a.wait === false ? await net.tryPut(String(a.place), payload, opts) : await net.put(String(a.place), payload, opts);
+    const r =
+      a.wait === false
+        ? await net.tryPut(String(a.place), payload, opts)
+        : await net.put(String(a.place), payload, opts);
     if (r === 'full') {
       process.stderr.write(`Error: place ${String(a.place)} is full\n`);
       return 3;
@@ -86,10 +96,17 @@ const handlers: Handlers = {
   run: (inv) => run(inv),
   receive: async ({ args: a }) => {
     // nncp-toss says which node sent the input; run by hand, nobody does.
-    const r = await load(String(a.net)).receive(String(a.place), process.stdin, { host: hostArg(a), sender: process.env.NNCP_SENDER || undefined });
-    if (r.duplicates > 0) process.stderr.write(`fspl net receive: ${r.stored} stored, ${r.duplicates} already received (dropped)\n`);
+    const r = await load(String(a.net)).receive(String(a.place), process.stdin, {
+      host: hostArg(a),
+      sender: process.env.NNCP_SENDER || undefined,
+    });
+    if (r.duplicates > 0)
+      process.stderr.write(`fspl net receive: ${r.stored} stored, ${r.duplicates} already received (dropped)\n`);
     if (r.cut)
-      process.stderr.write(`fspl net receive: ${r.cut}: its sender stopped while writing; the ${r.stored} whole tokens are stored, the rest comes again\n`);
+      process.stderr.write(
+        `fspl net receive: ${r.cut}: its sender stopped while writing; the ${r.stored} ` +
+          `whole tokens are stored, the rest comes again\n`,
+      );
     return 0;
   },
   status: async ({ args: a }) => {
@@ -111,8 +128,15 @@ const handlers: Handlers = {
     return 0;
   },
   'set-aside': async ({ args: a }) => {
-    const r = await load(String(a.net)).setAside(String(a.place), { key: a.key, seq: seqArg(a.seq) }, { reason: a.reason, host: hostArg(a) });
-    writeOut(`set aside ${r.key}: ${r.place} #${r.seq} -> set-aside #${r.asideSeq}${r.nop ? ` (a NOP took number ${r.seq})` : ''}\n`);
+    const r = await load(String(a.net)).setAside(
+      String(a.place),
+      { key: a.key, seq: seqArg(a.seq) },
+      { reason: a.reason, host: hostArg(a) },
+    );
+    writeOut(
+      `set aside ${r.key}: ${r.place} #${r.seq} -> set-aside #${r.asideSeq}` +
+        (r.nop ? ` (a NOP took number ${r.seq})\n` : '\n'),
+    );
     return 0;
   },
   show: async ({ args: a }) => {
@@ -126,7 +150,9 @@ const handlers: Handlers = {
   },
   resume: ({ args: a }) => {
     const rec = load(String(a.net)).resume(String(a.transition), { host: hostArg(a) });
-    writeOut(rec ? `${rec.transition} resumed (it was ${pauseText(rec)})\n` : `${String(a.transition)} was not paused\n`);
+    writeOut(
+      rec ? `${rec.transition} resumed (it was ${pauseText(rec)})\n` : `${String(a.transition)} was not paused\n`,
+    );
     return 0;
   },
 };
@@ -191,18 +217,24 @@ async function check(file: string, host: string | undefined): Promise<number> {
   const warnings = net.check();
   for (const w of warnings) process.stderr.write(`${file}: warning: ${w.message}\n`);
   writeOut(
-    `${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`,
+    `${file}: ok: ${net.model.places.size} places, ${net.model.transitions.size} ` +
+      `transitions, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n`,
   );
   if (host === undefined) return 0;
   let failed = 0;
   for (const p of await net.probeHost(host)) {
     const nncp = p.via === 'ssh' ? undefined : p.via.nncp;
-    const where = `${file}: host ${host} sends ${p.place} to ${p.host}${nncp === undefined ? `:${p.remoteDir} over ssh` : ` through NNCP (node ${nncp})`}`;
+    const how = nncp === undefined ? `:${p.remoteDir} over ssh` : ` through NNCP (node ${nncp})`;
+    const where = `${file}: host ${host} sends ${p.place} to ${p.host}${how}`;
     if (p.error !== undefined) {
       failed++;
       process.stderr.write(`${where}: ${p.error}\n`);
-    } else if (nncp !== undefined) writeOut(`${where}: ok (NNCP knows the node; its handle is checked there by fspl net check --host ${p.host})\n`);
-    else writeOut(`${where}: ok (${p.fspl ? `seals checked there by ${p.fspl}` : 'no fspl: there, lengths checked only'})\n`);
+    } else if (nncp !== undefined)
+      writeOut(`${where}: ok (NNCP knows the node; its handle is checked there by fspl net check --host ${p.host})\n`);
+    else
+      writeOut(
+        `${where}: ok (${p.fspl ? `seals checked there by ${p.fspl}` : 'no fspl: there, lengths checked only'})\n`,
+      );
   }
   for (const c of net.checkSigning(host)) {
     const where = `${file}: host ${host}: ${c.what}`;
@@ -230,13 +262,17 @@ async function run({ args: a, logLevel }: NetInvocation<'run'>): Promise<number>
   const pollInterval = seconds(a['poll-interval'], '--poll-interval');
   const graceText = a['stop-timeout'] ?? a.grace;
   const grace = graceText === undefined ? undefined : Number(graceText);
-  if (grace !== undefined && !(grace >= 0)) throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
+  if (grace !== undefined && !(grace >= 0))
+    throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
   tuneHeapForNetRun();
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  const progress = process.stderr.isTTY && a.progress !== false ? new NetProgressLine(process.stderr, [...net.model.places.keys()]) : undefined;
+  const progress =
+    process.stderr.isTTY && a.progress !== false
+      ? new NetProgressLine(process.stderr, [...net.model.places.keys()])
+      : undefined;
   try {
     const summary = await net.run({
       host: hostArg(a),
@@ -273,7 +309,8 @@ async function run({ args: a, logLevel }: NetInvocation<'run'>): Promise<number>
 async function serve({ args: a, logLevel }: NetInvocation<'serve'>): Promise<number> {
   const level = checkLogLevel(logLevel);
   const port = Number(a.port);
-  if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw badValue(`invalid --port '${String(a.port)}': give a number from 0 to 65535`);
+  if (!(Number.isInteger(port) && port >= 0 && port <= 65535))
+    throw badValue(`invalid --port '${String(a.port)}': give a number from 0 to 65535`);
   const streams = String(a['max-streams']);
   const maxStreams = Number(streams);
   if (!(/^[0-9]+$/.test(streams) && Number.isSafeInteger(maxStreams) && maxStreams >= 1))
@@ -304,7 +341,8 @@ function simulateCommand(a: NetArgs<'simulate'>): number {
   const net = load(String(a.net));
   const whole = (v: unknown, what: string, min: number) => {
     const n = Number(v);
-    if (!(Number.isSafeInteger(n) && n >= min)) throw badValue(`invalid ${what} '${String(v)}': give a whole number of at least ${min}`);
+    if (!(Number.isSafeInteger(n) && n >= min))
+      throw badValue(`invalid ${what} '${String(v)}': give a whole number of at least ${min}`);
     return n;
   };
   const tokens = whole(a.tokens, '--tokens', 0);
@@ -320,7 +358,8 @@ function simulateCommand(a: NetArgs<'simulate'>): number {
     }
   }
   for (const name of Object.keys(service))
-    if (!net.model.transitions.has(name)) throw badValue(`--service names ${JSON.stringify(name)}, which is not a transition of the net`);
+    if (!net.model.transitions.has(name))
+      throw badValue(`--service names ${JSON.stringify(name)}, which is not a transition of the net`);
   const report = simulate(net.model, { tokens, workers, service, seed });
   writeOut(a.json ? `${JSON.stringify(report, null, 2)}\n` : formatSimulation(report));
   return 0;

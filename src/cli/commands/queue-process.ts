@@ -7,12 +7,30 @@
 
 import { describeSystemError, QueueError } from '../../base/errors.js';
 import { createLogger, type Logger } from '../../base/log.js';
-import type { ProcessQueuesSummary } from '../../process/options.js';
-import { type OnError, type OrderBy, type OutputTo, type ProcessEvent, processQueue, type QueuePageOptions } from '../../process/process.js';
+import type { ProcessQueuesOptions, ProcessQueuesSummary } from '../../process/options.js';
+import {
+  type OnError,
+  type OrderBy,
+  type OutputTo,
+  type ProcessEvent,
+  processQueue,
+  type QueuePageOptions,
+} from '../../process/process.js';
 import { Queue } from '../../queue/queue.js';
 import { noQueueUnder } from '../../queue/queue-dirs.js';
 import { badAllowedHost } from '../../web/host-check.js';
-import { allowedSignersArg, enumArg, flag, intArg, maxHeaderSizeArg, processOptions, secondsArg, str, strings, verifyDecoderArg } from '../parse/args.js';
+import {
+  allowedSignersArg,
+  enumArg,
+  flag,
+  intArg,
+  maxHeaderSizeArg,
+  processOptions,
+  secondsArg,
+  str,
+  strings,
+  verifyDecoderArg,
+} from '../parse/args.js';
 import type { Invocation } from '../parse/grammar.js';
 import type { FsplArgs } from '../parse/spec.js';
 import { MANY_QUEUES, ONE_QUEUE, StopSignals } from '../runtime/stop-signals.js';
@@ -27,13 +45,17 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   const dirs = strings(inv, 'queuedir');
   const parents = strings(inv, 'queues-in');
   if (dirs.length === 0 && parents.length === 0)
-    throw new UsageError('missing -q DIR: the queue directory (or, to serve many queues, -q more than once or --queues-in PARENT)');
+    throw new UsageError(
+      'missing -q DIR: the queue directory (or, to serve many queues, -q more than once or --queues-in PARENT)',
+    );
   const watch = flag(inv, 'watch');
-  if (str(inv, 'poll-interval') !== undefined && !watch) throw new UsageError('--poll-interval only applies with --watch');
+  if (str(inv, 'poll-interval') !== undefined && !watch)
+    throw new UsageError('--poll-interval only applies with --watch');
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
   const listen = listenArg(inv, watch);
   const jobs = intArg(inv, 'jobs');
-  if (jobs !== undefined && jobs < 1) throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
+  if (jobs !== undefined && jobs < 1)
+    throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
   const maxHeaderSize = maxHeaderSizeArg(inv);
   const verifyDecoder = verifyDecoderArg(inv);
   // Every option is checked before the queue is looked at (usage errors first, as the reference).
@@ -50,11 +72,16 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     onFinish: onFinishArg(inv),
     listen,
   };
-  const progress = !flag(inv, 'no-progress') && stderrIsTerminal() ? new ProgressLine(process.stderr, options.outputTo === 'passboth') : undefined;
+  const progress =
+    !flag(inv, 'no-progress') && stderrIsTerminal()
+      ? new ProgressLine(process.stderr, options.outputTo === 'passboth')
+      : undefined;
   // Log lines go through the progress line, which clears itself for them.
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
   options.logger = log;
-  if (listen) listen.onListening = (url) => log.info('process', `Serving the queues' page at ${url} (read-only; ${url}metrics for Prometheus)`);
+  if (listen)
+    listen.onListening = (url) =>
+      log.info('process', `Serving the queues' page at ${url} (read-only; ${url}metrics for Prometheus)`);
   const many = dirs.length > 1 || parents.length > 0;
   if (parents.length > 0) noQueuesFound(parents, { others: dirs.length > 0, watch }, log);
   // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts).
@@ -66,7 +93,14 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   if (watch || many) signals.listen();
   // --timeout also bounds a decoder that gives no header (an extension: the reference waits).
   const allowedSigners = await allowedSignersArg(inv);
-  const queueOptions = { decoder: str(inv, 'decoder'), decoderTimeout: options.timeout, verifyDecoder, maxHeaderSize, allowedSigners, logger: log };
+  const queueOptions = {
+    decoder: str(inv, 'decoder'),
+    decoderTimeout: options.timeout,
+    verifyDecoder,
+    maxHeaderSize,
+    allowedSigners,
+    logger: log,
+  };
   try {
     if (!many) {
       const q = Queue.open(dirs[0]!, queueOptions);
@@ -78,27 +112,34 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
       await processQueue(q, { ...options, ...stopping, onEvent });
       return 0;
     }
-    // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
-    const { processQueues } = await import('../../process/many-queues.js');
-    const shown = progress && new ManyProgress(progress);
-    const summary = await processQueues(dirs, {
-      ...options,
-      ...queueOptions,
-      jobs,
-      queuesIn: parents,
-      ...stopping,
-      onEvent: (e) => {
-        shown?.update(e);
-        // Watching, a stop is said when it happens; after a pass, in the summary below.
-        if (e.type === 'stopped' && watch) log.error('process', `Queue ${JSON.stringify(e.queue)} stopped: ${describeSystemError(e.error)}`);
-      },
-    });
-    progress?.finish();
-    return watch ? 0 : reportStopped(summary);
+    return await runMany(dirs, { ...options, ...queueOptions, jobs, queuesIn: parents, ...stopping }, progress, log);
   } finally {
     progress?.finish();
     signals.close();
   }
+}
+
+/** Many queues (-q more than once, --queues-in): each stops alone; watching, said as it stops. */
+async function runMany(
+  dirs: string[],
+  run: ProcessQueuesOptions,
+  progress: ProgressLine | undefined,
+  log: Logger,
+): Promise<number> {
+  // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
+  const { processQueues } = await import('../../process/many-queues.js');
+  const shown = progress && new ManyProgress(progress);
+  const summary = await processQueues(dirs, {
+    ...run,
+    onEvent: (e) => {
+      shown?.update(e);
+      // Watching, a stop is said when it happens; after a pass, in the summary below.
+      if (e.type === 'stopped' && run.watch)
+        log.error('process', `Queue ${JSON.stringify(e.queue)} stopped: ${describeSystemError(e.error)}`);
+    },
+  });
+  progress?.finish();
+  return run.watch ? 0 : reportStopped(summary);
 }
 
 /** --retries, --retry-delay, --retry-max-delay and --failed-to, checked (the library's names). */
@@ -108,7 +149,8 @@ function retryOptions(inv: Invocation<FsplArgs<'queue-process'>>) {
   const retryMaxDelay = secondsArg(inv, 'retry-max-delay');
   if (retries === undefined && (retryDelay !== undefined || retryMaxDelay !== undefined))
     throw new UsageError('--retry-delay and --retry-max-delay only apply with --retries');
-  if (retries !== undefined && retries > 0xffff_ffff) throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
+  if (retries !== undefined && retries > 0xffff_ffff)
+    throw new UsageError(`invalid value '${str(inv, 'retries')}' for --retries: at most 4294967295`);
   return { retries, retryDelay, retryMaxDelay, failedTo: str(inv, 'failed-to') };
 }
 
@@ -135,11 +177,14 @@ function listenArg(inv: Invocation<FsplArgs<'queue-process'>>, watch: boolean): 
     if (allowHosts.length > 0) throw new UsageError('--allow-host only applies with --listen');
     return undefined;
   }
-  if (!watch) throw new UsageError('--listen only applies with --watch (a run of one pass ends before anyone could look)');
+  if (!watch)
+    throw new UsageError('--listen only applies with --watch (a run of one pass ends before anyone could look)');
   const m = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(given);
   const port = m ? Number(m[3]) : NaN;
   if (!m || port > 65535)
-    throw new UsageError(`invalid value '${given}' for --listen: expected [HOST:]PORT, e.g. 9464 or 127.0.0.1:9464 (PORT 0: any free one)`);
+    throw new UsageError(
+      `invalid value '${given}' for --listen: expected [HOST:]PORT, e.g. 9464 or 127.0.0.1:9464 (PORT 0: any free one)`,
+    );
   for (const name of allowHosts) {
     const bad = badAllowedHost(name);
     if (bad) throw new UsageError(`invalid value for --allow-host: ${bad}`);

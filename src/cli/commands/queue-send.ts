@@ -2,9 +2,9 @@
  * `fspl queue-send` (an extension): checks the options, then calls sendQueue. Prints a status line
  * on a terminal while it runs, and at the end a one-line summary on stderr (or, with --json, the
  * summary on stdout); the sender's log lines say only what happened along the way (under --watch,
- * each connection's result; failures retried; reachable again), so that each outcome is said once. Exit 0 when nothing waits because of a failure, 1 when packets wait for the
- * host (or sending stopped), 2 for bad usage (a bad --to). With --status it sends nothing and says
- * how the outbox and its sender are (queueSendStatus).
+ * each connection's result; failures retried; reachable again), so that each outcome is said once. Exit 0 when nothing
+ * waits because of a failure, 1 when packets wait for the host (or sending stopped), 2 for bad usage (a bad --to).
+ * With --status it sends nothing and says how the outbox and its sender are (queueSendStatus).
  */
 
 import type { Logger } from '../../base/log.js';
@@ -30,7 +30,8 @@ import { StatusLine } from '../text/status-line.js';
 export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: Logger): Promise<number> {
   if (flag(inv, 'status')) return showStatus(inv);
   const dest = str(inv, 'to');
-  if (dest === undefined) throw new UsageError('missing --to DEST: where to send, ssh:HOST:QUEUE or nncp:NODE:HANDLE (or --status)');
+  if (dest === undefined)
+    throw new UsageError('missing --to DEST: where to send, ssh:HOST:QUEUE or nncp:NODE:HANDLE (or --status)');
   let to: Destination;
   try {
     to = parseDestination(dest);
@@ -39,13 +40,15 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
     throw err;
   }
   const watch = flag(inv, 'watch');
-  if (str(inv, 'poll-interval') !== undefined && !watch) throw new UsageError('--poll-interval only applies with --watch');
+  if (str(inv, 'poll-interval') !== undefined && !watch)
+    throw new UsageError('--poll-interval only applies with --watch');
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
   const ssh = str(inv, 'ssh')?.trim().split(/\s+/);
   if (ssh && ssh[0] === '') throw new UsageError('--ssh: an empty command');
   if (to.kind === 'nncp')
     for (const o of ['ssh', 'remote-fspl'] as const)
-      if (str(inv, o) !== undefined) throw new UsageError(`--${o} applies to ssh: destinations (--to nncp: hands the packets to nncp-exec)`, false);
+      if (str(inv, o) !== undefined)
+        throw new UsageError(`--${o} applies to ssh: destinations (--to nncp: hands the packets to nncp-exec)`, false);
   const nncpCfg = str(inv, 'nncp-cfg');
   if (nncpCfg !== undefined && to.kind !== 'nncp')
     throw new UsageError('--nncp-cfg applies to nncp: destinations (it names the NNCP config nncp-exec uses)', false);
@@ -70,7 +73,10 @@ export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: 
     });
     line?.clear();
     if (flag(inv, 'json')) writeOut(`${JSON.stringify({ ...summary, next: summary.next.toString() })}\n`);
-    else process.stderr.write(`fspl queue-send: ${describeQueueSendSummary(summary, { handed: to.kind === 'nncp', watch })}\n`);
+    else
+      process.stderr.write(
+        `fspl queue-send: ${describeQueueSendSummary(summary, { handed: to.kind === 'nncp', watch })}\n`,
+      );
     return summary.error !== undefined || summary.stopped !== undefined ? 1 : 0;
   } finally {
     line?.clear();
@@ -112,13 +118,19 @@ function when(ms: number): string {
 /** `--status` in words, a line per fact. */
 function statusLines(st: QueueSendStatus): string[] {
   const w = st.waiting;
-  const range = w.count === 0 ? '' : w.lowest === w.highest ? ` (number ${w.lowest})` : ` (numbers ${w.lowest} to ${w.highest})`;
+  const range =
+    w.count === 0 ? '' : w.lowest === w.highest ? ` (number ${w.lowest})` : ` (numbers ${w.lowest} to ${w.highest})`;
   const lines = [`outbox ${st.outbox}: ${packetsWait(w.count)}${range}, next ${st.next ?? '(nextseq unreadable)'}`];
-  if (st.below > 0) lines.push(`${plural(st.below, 'packet')} numbered below ${st.next} (acknowledged, or put there by hand: never sent)`);
+  if (st.below > 0)
+    lines.push(
+      `${plural(st.below, 'packet')} numbered below ${st.next} (acknowledged, or put there by hand: never sent)`,
+    );
   const s = st.state;
   const to = s?.to ? ` to ${s.to}` : '';
-  if (st.sender === 'running') lines.push(`sender: running (pid ${s?.pid}), sending${to}; its state written at ${when(s!.updatedAt)}`);
-  else if (st.sender === 'locked') lines.push('sender: none, but its nextseq.lock is held by another program (queue-process?)');
+  if (st.sender === 'running')
+    lines.push(`sender: running (pid ${s?.pid}), sending${to}; its state written at ${when(s!.updatedAt)}`);
+  else if (st.sender === 'locked')
+    lines.push('sender: none, but its nextseq.lock is held by another program (queue-process?)');
   else
     lines.push(
       s
@@ -127,9 +139,13 @@ function statusLines(st: QueueSendStatus): string[] {
     );
   if (!s) return lines;
   if (s.stopped) lines.push(`stopped at ${when(s.stopped.at)}: ${s.stopped.error}`);
-  if (s.failing) lines.push(`failing since ${when(s.failing.since)} (${plural(s.failing.attempts, 'attempt')}): ${s.failing.error}`);
+  if (s.failing)
+    lines.push(`failing since ${when(s.failing.since)} (${plural(s.failing.attempts, 'attempt')}): ${s.failing.error}`);
   if (s.blocked) lines.push(`blocked: ${s.blocked}`);
   if (s.lastSent && s.lastSentAt !== undefined)
-    lines.push(`last sent: packet ${s.lastSent.seq} (${s.lastSent.id}) at ${when(s.lastSentAt)}; ${s.sent} sent by that run${duplicatesText(s.duplicates)}`);
+    lines.push(
+      `last sent: packet ${s.lastSent.seq} (${s.lastSent.id}) at ${when(s.lastSentAt)}; ` +
+        `${s.sent} sent by that run${duplicatesText(s.duplicates)}`,
+    );
   return lines;
 }

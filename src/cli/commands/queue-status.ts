@@ -18,11 +18,17 @@ export async function queueStatusCommand(inv: Invocation<FsplArgs<'queue-status'
   const dir = str(inv, 'queuedir');
   const parents = strings(inv, 'queues-in');
   if (dir === undefined && parents.length === 0)
-    throw new UsageError('missing -q DIR: the queue directory (or, for every queue under a parent, --queues-in PARENT)');
+    throw new UsageError(
+      'missing -q DIR: the queue directory (or, for every queue under a parent, --queues-in PARENT)',
+    );
   if (dir !== undefined && parents.length > 0) throw new UsageError('give -q DIR or --queues-in PARENT, not both');
   const allowedSigners = await allowedSignersArg(inv);
   const open = (d: string) =>
-    Queue.open(d, { decoder: str(inv, 'decoder'), maxHeaderSize: maxHeaderSizeArg(inv), logger: log }).withAllowedSigners(allowedSigners);
+    Queue.open(d, {
+      decoder: str(inv, 'decoder'),
+      maxHeaderSize: maxHeaderSizeArg(inv),
+      logger: log,
+    }).withAllowedSigners(allowedSigners);
   const json = flag(inv, 'json');
   if (dir !== undefined) {
     const status = await queueStatus(open(dir));

@@ -32,7 +32,10 @@ export function required<N extends string>(inv: Invocation<StringArgs<NoInfer<N>
 export function seqArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N): bigint {
   const text = required(inv, name);
   const n = parseSeq(text);
-  if (n === undefined) throw new UsageError(`invalid value '${text}' for <${name.toUpperCase()}>: expected a whole number from 0 to 18446744073709551615`);
+  if (n === undefined)
+    throw new UsageError(
+      `invalid value '${text}' for <${name.toUpperCase()}>: expected a whole number from 0 to 18446744073709551615`,
+    );
   return n;
 }
 
@@ -40,7 +43,10 @@ export function seqArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>
 export function seqsArg<N extends string>(inv: Invocation<ListArgs<NoInfer<N>>>, name: N): bigint[] {
   return strings(inv, name).map((text) => {
     const n = parseSeq(text);
-    if (n === undefined) throw new UsageError(`invalid value '${text}' for --${name}: expected a whole number from 0 to 18446744073709551615`);
+    if (n === undefined)
+      throw new UsageError(
+        `invalid value '${text}' for --${name}: expected a whole number from 0 to 18446744073709551615`,
+      );
     return n;
   });
 }
@@ -57,19 +63,28 @@ export function intArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>
  * A number of seconds: a whole number as the reference takes it (`+5`, `007`), or with a
  * fraction (`0.5`, `.25`: an extension, the reference takes whole seconds only), at least `min`.
  */
-export function secondsArg<N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N, min = 0): number | undefined {
+export function secondsArg<N extends string>(
+  inv: Invocation<StringArgs<NoInfer<N>>>,
+  name: N,
+  min = 0,
+): number | undefined {
   const text = inv.args[name];
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!/^\+?(\d+\.?\d*|\.\d+)$/.test(text) || !(n >= min)) {
     throw new UsageError(
-      `invalid value '${text}' for --${name}: expected a number of seconds${min > 0 ? `, at least ${min}` : ''} (fractions allowed, e.g. 0.5)`,
+      `invalid value '${text}' for --${name}: expected a number of seconds${min > 0 ? `, at least ${min}` : ''} ` +
+        `(fractions allowed, e.g. 0.5)`,
     );
   }
   return n;
 }
 
-export function enumArg<T extends string, N extends string>(inv: Invocation<StringArgs<NoInfer<N>>>, name: N, values: readonly T[]): T {
+export function enumArg<T extends string, N extends string>(
+  inv: Invocation<StringArgs<NoInfer<N>>>,
+  name: N,
+  values: readonly T[],
+): T {
   const text = required(inv, name);
   const v = values.find((value) => value === text.toLowerCase());
   if (v === undefined) throw new UsageError(`invalid value '${text}' for --${name}: use one of ${values.join(', ')}`);
@@ -80,7 +95,10 @@ export function enumArg<T extends string, N extends string>(inv: Invocation<Stri
  * --max-header-size BYTES (K, M or G: 1024, 1024^2, 1024^3 bytes), or FSPL_MAX_HEADER_SIZE when it
  * is not given; undefined when neither is (the library's default then). At most 200 MiB.
  */
-export function maxHeaderSizeArg(inv: Invocation<StringArgs<'max-header-size'>>, env: NodeJS.ProcessEnv = process.env): number | undefined {
+export function maxHeaderSizeArg(
+  inv: Invocation<StringArgs<'max-header-size'>>,
+  env: NodeJS.ProcessEnv = process.env,
+): number | undefined {
   const given = inv.args['max-header-size'];
   const text = given ?? env.FSPL_MAX_HEADER_SIZE;
   if (text === undefined || (given === undefined && text === '')) return undefined;
@@ -88,7 +106,10 @@ export function maxHeaderSizeArg(inv: Invocation<StringArgs<'max-header-size'>>,
   const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : Number.NaN;
   if (!(n >= 1 && n <= MAX_METADATA_LENGTH)) {
     const where = given === undefined ? 'FSPL_MAX_HEADER_SIZE' : '--max-header-size';
-    throw new UsageError(`invalid value '${text}' for ${where}: expected a number of bytes from 1 to ${MAX_METADATA_LENGTH} (200M), K or M suffix allowed`);
+    throw new UsageError(
+      `invalid value '${text}' for ${where}: expected a number of bytes from ` +
+        `1 to ${MAX_METADATA_LENGTH} (200M), K or M suffix allowed`,
+    );
   }
   return n;
 }
@@ -98,7 +119,10 @@ export function maxHeaderSizeArg(inv: Invocation<StringArgs<'max-header-size'>>,
  * -d is a usage error; the variable without -d is ignored (a cron line's environment may serve
  * plain queues too).
  */
-export function verifyDecoderArg(inv: Invocation<StringArgs<'decoder'> & FlagArgs<'verify-decoder'>>, env: NodeJS.ProcessEnv = process.env): boolean {
+export function verifyDecoderArg(
+  inv: Invocation<StringArgs<'decoder'> & FlagArgs<'verify-decoder'>>,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
   const given = inv.args['verify-decoder'] === true;
   if (inv.args.decoder === undefined) {
     if (given) throw new UsageError('--verify-decoder only applies with -d DECODER');
@@ -151,7 +175,8 @@ export async function allowedSignersArg(
 export function signArg(inv: Invocation<StringArgs<'sign' | 'sign-command'>>): SignWith | undefined {
   const key = inv.args.sign;
   const command = inv.args['sign-command'];
-  if (key !== undefined && command !== undefined) throw new UsageError('--sign and --sign-command are exclusive: give one way to sign');
+  if (key !== undefined && command !== undefined)
+    throw new UsageError('--sign and --sign-command are exclusive: give one way to sign');
   if (key !== undefined) return { key };
   if (command !== undefined) return { command };
   return undefined;

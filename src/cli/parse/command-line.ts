@@ -27,7 +27,13 @@ export type CommandLine =
 const FSPL_READING: Reading = { prefix: '', more: '--help', help: ['-h', '--help'], globalsBefore: true };
 
 /** How `fspl net`'s read theirs: options anywhere, --log-level too, `--no-FLAG`. */
-const NET_READING: Reading = { prefix: 'net ', more: 'fspl net --help', shared: [LOG_LEVEL], help: ['--help'], negation: true };
+const NET_READING: Reading = {
+  prefix: 'net ',
+  more: 'fspl net --help',
+  shared: [LOG_LEVEL],
+  help: ['--help'],
+  negation: true,
+};
 
 /** What `fspl help` names: a subcommand or `net` (then maybe one of its commands). */
 const HELP_TOPICS = [...COMMANDS.map((c) => c.name), 'net', 'help'];
@@ -41,7 +47,8 @@ export async function parseCommandLine(argv: string[]): Promise<CommandLine> {
   const name = argv[g.end];
   // The options before `net` are read with its command's (--log-level among them).
   if (name === 'net') return parseNet([...argv.slice(0, g.end), ...argv.slice(g.end + 1)], g.help);
-  if (g.help) return { kind: 'help', topic: { net: false, command: COMMAND_BY_NAME.has(name ?? '') ? name : undefined } };
+  if (g.help)
+    return { kind: 'help', topic: { net: false, command: COMMAND_BY_NAME.has(name ?? '') ? name : undefined } };
   if (name === 'help') return helpCommand(argv.slice(g.end + 1));
   const globals = checkGlobals(g);
   if (globals) return usage(globals);
@@ -52,7 +59,11 @@ export async function parseCommandLine(argv: string[]): Promise<CommandLine> {
   const r = readArguments(spec, argv.slice(g.end + 1), FSPL_READING);
   if (r instanceof UsageError) return usage(r);
   if (r.kind === 'help') return { kind: 'help', topic: { net: false, command: spec.name } };
-  return { kind: 'run', net: false, invocation: { command: spec.name, args: r.args, params: r.params, logLevel: g.logLevels[0] ?? DEFAULT_LOG_LEVEL } };
+  return {
+    kind: 'run',
+    net: false,
+    invocation: { command: spec.name, args: r.args, params: r.params, logLevel: g.logLevels[0] ?? DEFAULT_LOG_LEVEL },
+  };
 }
 
 /**
@@ -62,7 +73,8 @@ export async function parseCommandLine(argv: string[]): Promise<CommandLine> {
 async function parseNet(argv: string[], help: boolean): Promise<CommandLine> {
   const { NET_COMMANDS, NET_DEMAND } = await import('./net-spec.js');
   let k = 0;
-  while (k < argv.length && argv[k] !== '--' && isOption(argv[k]!)) k += argv[k] === '-l' || argv[k] === '--log-level' ? 2 : 1;
+  while (k < argv.length && argv[k] !== '--' && isOption(argv[k]!))
+    k += argv[k] === '-l' || argv[k] === '--log-level' ? 2 : 1;
   const name = argv[k] === '--' ? undefined : argv[k];
   const spec = NET_COMMANDS.find((c) => c.name === name);
   const dashdash = argv.indexOf('--');
@@ -76,7 +88,11 @@ async function parseNet(argv: string[], help: boolean): Promise<CommandLine> {
   const r = readArguments(spec, [...argv.slice(0, k), ...argv.slice(k + 1)], NET_READING);
   if (r instanceof UsageError) return usage(r);
   if (r.kind === 'help') return { kind: 'help', topic: { net: true, command: spec.name } };
-  return { kind: 'run', net: true, invocation: { command: spec.name, args: r.args, params: r.params, logLevel: String(r.shared[LOG_LEVEL.long]) } };
+  return {
+    kind: 'run',
+    net: true,
+    invocation: { command: spec.name, args: r.args, params: r.params, logLevel: String(r.shared[LOG_LEVEL.long]) },
+  };
 }
 
 /** `fspl help [SUBCOMMAND]` and `fspl help net [COMMAND]`, given what follows `help`. */
@@ -84,11 +100,13 @@ async function helpCommand(words: string[]): Promise<CommandLine> {
   const opt = words.find((a) => a.startsWith('-'));
   if (opt !== undefined) return usage(new UsageError(`unexpected argument '${opt}' for help`));
   const [topic, netCommand, extra] = words;
-  if (topic !== undefined && !HELP_TOPICS.includes(topic)) return usage(unknownSubcommand(topic, HELP_TOPICS, 'subcommand', '--help'));
+  if (topic !== undefined && !HELP_TOPICS.includes(topic))
+    return usage(unknownSubcommand(topic, HELP_TOPICS, 'subcommand', '--help'));
   const unexpected = topic === 'net' ? extra : netCommand;
   if (unexpected !== undefined) return usage(new UsageError(`unexpected argument '${unexpected}'`));
   if (topic !== 'net') return { kind: 'help', topic: { net: false, command: topic === 'help' ? undefined : topic } };
   const names: string[] = (await import('./net-spec.js')).NET_COMMANDS.map((c) => c.name);
-  if (netCommand !== undefined && !names.includes(netCommand)) return usage(unknownSubcommand(netCommand, names, 'net command', 'fspl net --help'));
+  if (netCommand !== undefined && !names.includes(netCommand))
+    return usage(unknownSubcommand(netCommand, names, 'net command', 'fspl net --help'));
   return { kind: 'help', topic: { net: true, command: netCommand } };
 }

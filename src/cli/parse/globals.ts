@@ -24,12 +24,21 @@ export interface Globals {
 }
 
 export function scanGlobals(argv: string[]): Globals {
-  const g: Globals = { logLevels: [], version: false, help: false, implementation: false, other: false, normalized: [], end: argv.length };
+  const g: Globals = {
+    logLevels: [],
+    version: false,
+    help: false,
+    implementation: false,
+    other: false,
+    normalized: [],
+    end: argv.length,
+  };
   let i = 0;
   for (; i < argv.length && argv[i]!.startsWith('-') && argv[i] !== '--'; i++) {
     const a = argv[i]!;
     if (a === '-V' || a === '--version' || a === '-h' || a === '--help') {
-      if (!g.version && !g.help && !g.implementation) a === '-h' || a === '--help' ? (g.help = true) : (g.version = true);
+      if (!g.version && !g.help && !g.implementation)
+        a === '-h' || a === '--help' ? (g.help = true) : (g.version = true);
       g.normalized.push(a);
     } else if (a === '--implementation') {
       if (!g.version && !g.help) g.implementation = true;

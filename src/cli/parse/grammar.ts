@@ -41,7 +41,11 @@ export interface CommandSpec {
 export type ArgValue = string | boolean | readonly string[];
 
 /** The value an option of this spec has once parsed. */
-type OptionValue<O extends OptionSpec> = O extends { array: true } ? readonly string[] : O extends { kind: 'boolean' } ? boolean : string;
+type OptionValue<O extends OptionSpec> = O extends { array: true }
+  ? readonly string[]
+  : O extends { kind: 'boolean' }
+    ? boolean
+    : string;
 
 /**
  * A command's parsed arguments, typed from its grammar (declared `as const`): each option by its
@@ -54,9 +58,14 @@ export type ArgsOf<C extends CommandSpec> = {
   readonly [P in Literal<C['positionals'][number]> | OptionalPositionals<C>]: string | undefined;
 };
 
-type OptionalPositionals<C extends CommandSpec> = C extends { optionalPositionals: readonly (infer P extends string)[] } ? Literal<P> : never;
+type OptionalPositionals<C extends CommandSpec> = C extends { optionalPositionals: readonly (infer P extends string)[] }
+  ? Literal<P>
+  : never;
 
-/** Names the grammar spells out; a name typed only as `string` (a spec not declared as const) gives none, not an index signature that would take any name. */
+/**
+ * Names the grammar spells out; a name typed only as `string` (a spec not declared as const) gives none, not an index
+ * signature that would take any name.
+ */
 type Literal<T extends string> = string extends T ? never : T;
 
 /** Arguments as a parser gives them, by the grammar's names only (normalised: no alias, no camelCase twin). */

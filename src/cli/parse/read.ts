@@ -70,7 +70,10 @@ export function checkGlobals(g: Globals): UsageError | undefined {
 function optionOf(a: string, options: readonly OptionSpec[], negation: boolean): OptionSpec | undefined {
   if (a.startsWith('--')) {
     const name = a.slice(2).split('=')[0]!;
-    const flag = negation && name.startsWith('no-') ? options.find((o) => o.kind === 'boolean' && o.long === name.slice(3)) : undefined;
+    const flag =
+      negation && name.startsWith('no-')
+        ? options.find((o) => o.kind === 'boolean' && o.long === name.slice(3))
+        : undefined;
     return flag ?? options.find((o) => o.long === name);
   }
   return options.find((o) => o.short !== undefined && o.short === a[1]);
@@ -86,10 +89,16 @@ function unknownOption(a: string, spec: CommandSpec, how: Reading): UsageError {
   const name = a.startsWith('--') ? a.split('=')[0]! : a;
   const where = `${quoted(a)} for ${how.prefix}${spec.name}`;
   if (how.globalsBefore && /^(-l|--log-level)/.test(name)) {
-    return new UsageError(`unknown option ${where}: the log level goes before the subcommand (fspl -l LEVEL ${spec.name} ...)`, how.more);
+    return new UsageError(
+      `unknown option ${where}: the log level goes before the subcommand (fspl -l LEVEL ${spec.name} ...)`,
+      how.more,
+    );
   }
   if (how.globalsBefore && /^(-V|--version|--implementation)$/.test(name)) {
-    return new UsageError(`unknown option ${where}: ${name} goes before the subcommand, alone (fspl ${name})`, how.more);
+    return new UsageError(
+      `unknown option ${where}: ${name} goes before the subcommand, alone (fspl ${name})`,
+      how.more,
+    );
   }
   const longs = [...spec.options, ...(how.shared ?? [])].map((o) => `--${o.long}`);
   return new UsageError(`unknown option ${where}${name.startsWith('--') ? suggestion(name, longs) : ''}`, how.more);
@@ -128,7 +137,8 @@ export function readArguments(spec: CommandSpec, args: readonly string[], how: R
     if (!o) return unknownOption(a, spec, how);
     const eq = a.startsWith('--') ? a.indexOf('=') : -1;
     const inline = eq >= 0 ? a.slice(eq + 1) : !a.startsWith('--') && a.length > 2 ? a.slice(2) : undefined;
-    if (o.kind === 'boolean' && inline !== undefined) return new UsageError(`the option '--${o.long}' takes no value`, how.more);
+    if (o.kind === 'boolean' && inline !== undefined)
+      return new UsageError(`the option '--${o.long}' takes no value`, how.more);
     if (given.has(o) && !o.array) return new UsageError(`the option '--${o.long}' was given more than once`, how.more);
     if (o.kind === 'boolean') {
       given.set(o, !a.startsWith('--no-') || a.slice(2) === o.long);
@@ -137,7 +147,8 @@ export function readArguments(spec: CommandSpec, args: readonly string[], how: R
     const value = inline ?? args[++k];
     if (value === undefined) return new UsageError(`the option ${quoted(a)} needs a value: ${optionText(o)}`, how.more);
     const before = given.get(o);
-    given.set(o, !o.array ? value : Array.isArray(before) ? [...before, value] : [value]); // a repeated option keeps every value
+    // a repeated option keeps every value
+    given.set(o, !o.array ? value : Array.isArray(before) ? [...before, value] : [value]);
   }
   return (
     missingOption(options, given, how) ??
@@ -151,18 +162,32 @@ export function readArguments(spec: CommandSpec, args: readonly string[], how: R
 }
 
 /** A required option not given. */
-function missingOption(options: readonly OptionSpec[], given: ReadonlyMap<OptionSpec, ArgValue>, how: Reading): UsageError | undefined {
+function missingOption(
+  options: readonly OptionSpec[],
+  given: ReadonlyMap<OptionSpec, ArgValue>,
+  how: Reading,
+): UsageError | undefined {
   const missing = options.find((o) => o.required && !given.has(o));
-  return missing && new UsageError(`missing ${optionText(missing)}${missing.what ? `: ${missing.what}` : ''}`, how.more);
+  return (
+    missing && new UsageError(`missing ${optionText(missing)}${missing.what ? `: ${missing.what}` : ''}`, how.more)
+  );
 }
 
 /** A positional missing, or one too many. */
-function positionalProblem(spec: CommandSpec, positionals: readonly string[], afterDashDash: boolean, how: Reading): UsageError | undefined {
+function positionalProblem(
+  spec: CommandSpec,
+  positionals: readonly string[],
+  afterDashDash: boolean,
+  how: Reading,
+): UsageError | undefined {
   const wanted = spec.positionals.length;
   if (positionals.length < wanted) {
     const name = spec.positionals[positionals.length]!;
     const help = spec.positionalHelp?.[name];
-    return new UsageError(`missing ${positionalName(name)}${help ? `: ${help.charAt(0).toLowerCase()}${help.slice(1)}` : ''}`, how.more);
+    return new UsageError(
+      `missing ${positionalName(name)}${help ? `: ${help.charAt(0).toLowerCase()}${help.slice(1)}` : ''}`,
+      how.more,
+    );
   }
   const extra = positionals[wanted + (spec.optionalPositionals?.length ?? 0)];
   if (extra === undefined) return undefined;
@@ -171,7 +196,11 @@ function positionalProblem(spec: CommandSpec, positionals: readonly string[], af
 }
 
 /** The arguments by the grammar's names (not the shared options'), defaults filled in. */
-function argsFrom(spec: CommandSpec, given: ReadonlyMap<OptionSpec, ArgValue>, positionals: readonly string[]): ParsedArgs {
+function argsFrom(
+  spec: CommandSpec,
+  given: ReadonlyMap<OptionSpec, ArgValue>,
+  positionals: readonly string[],
+): ParsedArgs {
   const args: { [name: string]: ArgValue } = {};
   for (const o of spec.options) {
     const v = given.get(o) ?? o.default;

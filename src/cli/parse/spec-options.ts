@@ -33,7 +33,10 @@ export const verifyDecoder = {
   long: 'verify-decoder',
   kind: 'boolean',
   describe:
-    "Extension, with -d: spool the decoder's whole output to $TMPDIR and start the command only once the decoder has exited 0 (a failing decoder fails the job, nothing run); default with FSPL_VERIFY_DECODER=1",
+    "Extension, with -d: spool the decoder's whole output to $TMPDIR and " +
+    'start the command only once the decoder has exited 0 (a failing ' +
+    'decoder fails the job, nothing run); default with ' +
+    'FSPL_VERIFY_DECODER=1',
 } as const satisfies OptionSpec;
 export const job = {
   long: 'job',
@@ -49,7 +52,9 @@ export const maxHeaderSize = {
   kind: 'string',
   value: 'BYTES',
   describe:
-    'Extension: read no job header whose metadata is longer than BYTES (K or M suffix allowed; default 8M, or FSPL_MAX_HEADER_SIZE); a longer one is skipped with a warning, and its number waits as a missing job would',
+    'Extension: read no job header whose metadata is longer than BYTES (K or ' +
+    'M suffix allowed; default 8M, or FSPL_MAX_HEADER_SIZE); a longer one ' +
+    'is skipped with a warning, and its number waits as a missing job would',
 } as const satisfies OptionSpec;
 export const json = {
   long: 'json',
@@ -61,21 +66,27 @@ export const allowedSigners = {
   kind: 'string',
   value: 'FILE',
   describe:
-    'Extension: take only packets signed (prepare --sign) by a key that FILE, in OpenSSH allowed_signers format, allows for namespace fspl now; default $FSPL_ALLOWED_SIGNERS',
+    'Extension: take only packets signed (prepare --sign) by a key that ' +
+    'FILE, in OpenSSH allowed_signers format, allows for namespace fspl ' +
+    'now; default $FSPL_ALLOWED_SIGNERS',
 } as const satisfies OptionSpec;
 export const signing = [
   {
     long: 'sign',
     kind: 'string',
     value: 'KEY',
-    describe: 'Extension: sign the packet (and seal it) with this OpenSSH private key; one with a passphrase is used through ssh-agent (SSH_AUTH_SOCK)',
+    describe:
+      'Extension: sign the packet (and seal it) with this OpenSSH private ' +
+      'key; one with a passphrase is used through ssh-agent (SSH_AUTH_SOCK)',
   },
   {
     long: 'sign-command',
     kind: 'string',
     value: 'CMD',
     describe:
-      "Extension: sign the packet (and seal it) with CMD, run by $SHELL -c with the data to sign on stdin, printing an armored SSH signature of namespace fspl (as 'ssh-keygen -Y sign -f KEY -n fspl')",
+      'Extension: sign the packet (and seal it) with CMD, run by $SHELL -c ' +
+      'with the data to sign on stdin, printing an armored SSH signature of ' +
+      "namespace fspl (as 'ssh-keygen -Y sign -f KEY -n fspl')",
   },
 ] as const satisfies readonly OptionSpec[];
 export const processCommon = [
@@ -85,13 +96,16 @@ export const processCommon = [
     long: 'timeout',
     kind: 'string',
     value: 'SECONDS',
-    describe: "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)",
+    describe:
+      "Kill the command's process group with SIGKILL after this many seconds, fractions allowed (counts as a failure)",
   },
   {
     long: 'stop-timeout',
     kind: 'string',
     value: 'SECONDS',
-    describe: 'Extension: on SIGINT or SIGTERM, let the running job go on at most this many seconds, then stop it as a second signal does (default: no limit)',
+    describe:
+      'Extension: on SIGINT or SIGTERM, let the running job go on at most this ' +
+      'many seconds, then stop it as a second signal does (default: no limit)',
   },
 ] as const satisfies readonly OptionSpec[];
 /** prepare's header keys that the reference ignores: retries and not-before. */
@@ -101,14 +115,19 @@ export const prepareExtensions = [
     kind: 'string',
     value: 'N',
     describe:
-      'Extension: let a processor try this job at most N more times when it fails (a header key the reference ignores; queue-process --retries caps it, and without that option it means nothing)',
+      'Extension: let a processor try this job at most N more times when it ' +
+      'fails (a header key the reference ignores; queue-process --retries ' +
+      'caps it, and without that option it means nothing)',
   },
   {
     long: 'not-before',
     kind: 'string',
     value: 'TIME',
     describe:
-      'Extension: queue-process runs this job, and in sequence order every job after it, no earlier than TIME: RFC 3339 with its offset (2026-12-01T08:00:00Z) or +DURATION from now (+90s, +15m, +2h, +1d, +1h30m); a header key the reference ignores',
+      'Extension: queue-process runs this job, and in sequence order every ' +
+      'job after it, no earlier than TIME: RFC 3339 with its offset ' +
+      '(2026-12-01T08:00:00Z) or +DURATION from now (+90s, +15m, +2h, +1d, ' +
+      '+1h30m); a header key the reference ignores',
   },
 ] as const satisfies readonly OptionSpec[];
 /** queue-process's retries, failed-jobs queue and finish hook. */
@@ -118,13 +137,17 @@ export const failureHandling = [
     kind: 'string',
     value: 'N',
     describe:
-      'Extension: try a failing job again up to N more times (fewer if its packet asks for fewer: prepare --retries), the queue waiting meanwhile; the tries are counted in the queue directory, the job sees FSPL_JOB_ATTEMPT',
+      'Extension: try a failing job again up to N more times (fewer if its ' +
+      'packet asks for fewer: prepare --retries), the queue waiting ' +
+      'meanwhile; the tries are counted in the queue directory, the job sees ' +
+      'FSPL_JOB_ATTEMPT',
   },
   {
     long: 'retry-delay',
     kind: 'string',
     value: 'SECONDS',
-    describe: 'Extension, with --retries: wait this long before the first retry, doubling for each one after (default 10)',
+    describe:
+      'Extension, with --retries: wait this long before the first retry, doubling for each one after (default 10)',
   },
   {
     long: 'retry-max-delay',
@@ -137,14 +160,20 @@ export const failureHandling = [
     kind: 'string',
     value: 'DIR',
     describe:
-      'Extension: move a job that failed its last try into the queue DIR (made if missing; queues may share it), with the facts of its failure, and go on with the next job',
+      'Extension: move a job that failed its last try into the queue DIR ' +
+      '(made if missing; queues may share it), with the facts of its failure, ' +
+      'and go on with the next job',
   },
   {
     long: 'on-finish',
     kind: 'string',
     value: 'CMD',
     describe:
-      "Extension: after each job that ran, once its record is durable, run CMD through $SHELL -c with the job's FSPL_* variables and FSPL_JOB_OUTCOME (success, failure, timeout, retry, moved), FSPL_JOB_EXIT_STATUS, FSPL_JOB_DURATION_MS, FSPL_JOB_ATTEMPT; one at a time, the queue waiting; its failure is logged, never the job's",
+      'Extension: after each job that ran, once its record is durable, run ' +
+      "CMD through $SHELL -c with the job's FSPL_* variables and " +
+      'FSPL_JOB_OUTCOME (success, failure, timeout, retry, moved), ' +
+      'FSPL_JOB_EXIT_STATUS, FSPL_JOB_DURATION_MS, FSPL_JOB_ATTEMPT; one at a ' +
+      "time, the queue waiting; its failure is logged, never the job's",
   },
   {
     long: 'on-finish-timeout',
@@ -165,5 +194,7 @@ export const jobsAcross = {
   long: 'jobs',
   kind: 'string',
   value: 'N',
-  describe: 'Extension, with several queues: run at most N jobs at once across them (default 1); jobs of one queue never overlap',
+  describe:
+    'Extension, with several queues: run at most N jobs at once across them ' +
+    '(default 1); jobs of one queue never overlap',
 } as const satisfies OptionSpec;

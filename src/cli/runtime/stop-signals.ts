@@ -25,7 +25,11 @@ export interface StopWords {
 }
 
 export const ONE_QUEUE: StopWords = { running: 'the current job', pronoun: 'it', stays: 'it stays in the queue' };
-export const MANY_QUEUES: StopWords = { running: 'the running jobs', pronoun: 'them', stays: 'they stay in their queues' };
+export const MANY_QUEUES: StopWords = {
+  running: 'the running jobs',
+  pronoun: 'them',
+  stays: 'they stay in their queues',
+};
 export const STDIN_JOB: StopWords = { running: 'the job', pronoun: 'it', stays: '' };
 
 const GENTLE = ['SIGINT', 'SIGTERM'] as const;
@@ -65,7 +69,11 @@ export class StopSignals {
     if (this.stop.signal.aborted) return this.interruptNow(`${sig} again`);
     const { running, pronoun, stays } = this.words;
     const within = this.stopTimeout === undefined ? '' : ` (or in ${this.stopTimeout} s)`;
-    this.log.info('process', `Stopping after ${running}${within}; a second SIGINT or SIGTERM stops ${pronoun} now${stays ? ` (${stays})` : ''}`);
+    this.log.info(
+      'process',
+      `Stopping after ${running}${within}; a second SIGINT or ` +
+        `SIGTERM stops ${pronoun} now${stays ? ` (${stays})` : ''}`,
+    );
     this.stop.abort();
   };
 

@@ -36,11 +36,19 @@ const WIDTH = () => Math.min(100, process.stdout.columns || 100);
 function build(): Argv {
   let y = yargs()
     .scriptName('fspl')
-    .usage(`fspl [-l LEVEL] COMMAND [OPTIONS]\n\nOrdered, distributed job queues on plain files (Filespooler 1.2.2 compatible).\n${IMPLEMENTATION_NOTE}`)
+    .usage(
+      `fspl [-l LEVEL] COMMAND [OPTIONS]\n\nOrdered, distributed job queues ` +
+        `on plain files (Filespooler 1.2.2 compatible).\n${IMPLEMENTATION_NOTE}`,
+    )
     // Not global: fspl's own options go before the subcommand, and its help does not list them.
     .option(LOG_LEVEL.long, { ...yargsOption(LOG_LEVEL), global: false })
     .version(false)
-    .option('version', { alias: 'V', type: 'boolean', global: false, describe: 'Print the version (of Filespooler, as the reference does) and exit' })
+    .option('version', {
+      alias: 'V',
+      type: 'boolean',
+      global: false,
+      describe: 'Print the version (of Filespooler, as the reference does) and exit',
+    })
     .option('implementation', {
       type: 'boolean',
       global: false,
@@ -52,16 +60,22 @@ function build(): Argv {
     .exitProcess(false);
   for (const spec of COMMANDS) {
     const pos = spec.positionals.map((p) => ` <${p}>`).join('');
-    y = y.command(`${spec.name}${pos}`, spec.describe, (b: Argv) => declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec));
+    y = y.command(`${spec.name}${pos}`, spec.describe, (b: Argv) =>
+      declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec),
+    );
   }
-  return y.command('net <command>', NET_SUMMARY).command('help [subcommand]', 'Show help for fspl or one of its subcommands (help net [COMMAND]: of fspl net)');
+  return y
+    .command('net <command>', NET_SUMMARY)
+    .command('help [subcommand]', 'Show help for fspl or one of its subcommands (help net [COMMAND]: of fspl net)');
 }
 
 /** `fspl net`'s help: the net commands under the program name `fspl net`, yargs' own help command among them. */
 function buildNet(): Argv {
   let y = yargs().scriptName('fspl net').usage(NET_USAGE).option(LOG_LEVEL.long, yargsOption(LOG_LEVEL));
   for (const spec of NET_COMMANDS) {
-    y = y.command(`${spec.name}${netPositionals(spec)}`, spec.describe, (b: Argv) => declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec));
+    y = y.command(`${spec.name}${netPositionals(spec)}`, spec.describe, (b: Argv) =>
+      declare(b.usage(`fspl ${spec.usage}\n\n${spec.describe}`), spec),
+    );
   }
   return y.demandCommand(1, NET_DEMAND).help().version(false).wrap(WIDTH()).exitProcess(false);
 }

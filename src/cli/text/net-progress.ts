@@ -46,7 +46,10 @@ export class NetProgressLine {
   text(now = Date.now()): string {
     const perSecond = this.rate.perMinute(now, RATE_WINDOW_MS) / 60;
     const places = this.places.map((p) => `${p} ${this.tokens[p] ?? 0}`).join(' · ');
-    return `fspl net: ${places} | ${perSecond >= 10 ? perSecond.toFixed(0) : perSecond.toFixed(1)} firings/s, ${this.running} running, ${this.fired} fired${this.failed ? `, ${this.failed} failed` : ''}`;
+    return (
+      `fspl net: ${places} | ${perSecond >= 10 ? perSecond.toFixed(0) : perSecond.toFixed(1)} ` +
+      `firings/s, ${this.running} running, ${this.fired} fired${this.failed ? `, ${this.failed} failed` : ''}`
+    );
   }
 
   private maybeDraw(now: number): void {

@@ -35,7 +35,14 @@ export function formatNetStatus(r: NetStatusReport): string {
   out.push('');
   const placeRows = [['PLACE', 'ROLE', 'TOKENS', 'OLDEST', 'CAPACITY', 'NOTE']];
   for (const p of r.places) {
-    placeRows.push([p.name, p.role, String(p.tokens), age(p.oldestAgeMs), p.capacity === undefined ? '-' : `${p.capacity}`, placeNote(p)]);
+    placeRows.push([
+      p.name,
+      p.role,
+      String(p.tokens),
+      age(p.oldestAgeMs),
+      p.capacity === undefined ? '-' : `${p.capacity}`,
+      placeNote(p),
+    ]);
   }
   out.push(table(placeRows));
   out.push('');
@@ -60,7 +67,11 @@ export function formatNetStatus(r: NetStatusReport): string {
 /** A place's full disk or I/O error, as status says it. */
 export function ioFaultText(f: NonNullable<NetStatusReport['ioFaults']>[number], now: number): string {
   const where = f.place === '(state)' ? 'the state directory' : `place ${f.place}`;
-  return `${where}: ${f.message} (${f.code}) since ${new Date(f.since).toISOString()} (${age(now - f.since)} ago, ${f.count} time${f.count === 1 ? '' : 's'}); what needs it waits and tries again`;
+  return (
+    `${where}: ${f.message} (${f.code}) since ${new Date(f.since).toISOString()} ` +
+    `(${age(now - f.since)} ago, ${f.count} time${f.count === 1 ? '' : 's'}); ` +
+    `what needs it waits and tries again`
+  );
 }
 
 /** Tokens with their reasons, the first `max` of them. */

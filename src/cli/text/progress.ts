@@ -90,7 +90,8 @@ export class ProgressLine {
     const rate = elapsed > 0 ? this.done / elapsed : 0;
     let line = `fspl: ${this.done} done${this.failed ? ` (${this.failed} failed)` : ''}, ${this.waiting} waiting`;
     if (this.idle) return `${line}; watching for new jobs`;
-    if (rate > 0) line += `, ${rate >= 10 ? rate.toFixed(0) : rate.toFixed(1)} jobs/s, ETA ${clock(this.waiting / rate)}`;
+    if (rate > 0)
+      line += `, ${rate >= 10 ? rate.toFixed(0) : rate.toFixed(1)} jobs/s, ETA ${clock(this.waiting / rate)}`;
     return line;
   }
 

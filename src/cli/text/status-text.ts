@@ -49,7 +49,10 @@ function dueText(s: QueueStatus): string {
 function stateText(s: QueueStatus): string {
   switch (s.state) {
     case 'ready':
-      return `ready: ${plural(s.runnable, 'job')} can run now${s.notBefore ? `, then job ${s.notBefore.seq} waits until ${dueText(s)}` : ''}`;
+      return (
+        `ready: ${plural(s.runnable, 'job')} can run now` +
+        (s.notBefore ? `, then job ${s.notBefore.seq} waits until ${dueText(s)}` : '')
+      );
     case 'waiting':
       return `waiting until ${dueText(s)}: job ${s.notBefore!.seq} is not due before then`;
     case 'idle':
@@ -94,8 +97,11 @@ function skipHint(dir: string, gap: NonNullable<QueueStatus['gap']>): string[] {
   const missing = one ? `job ${gap.seq}` : `jobs ${gap.seq} to ${to - 1n}`;
   return [
     `  the queue waits for ${missing}: send ` +
-      `${one ? 'it again (the same packet, if the sender kept it)' : 'them again (the same packets, if the sender kept them)'};`,
-    `  or, if ${one ? 'it is' : 'they are'} lost for good, skip to job ${to}: fspl queue-set-next -q ${shellWord(dir)} ${to}`,
+      (one
+        ? 'it again (the same packet, if the sender kept it);'
+        : 'them again (the same packets, if the sender kept them);'),
+    `  or, if ${one ? 'it is' : 'they are'} lost for good, skip to job ${to}: ` +
+      `fspl queue-set-next -q ${shellWord(dir)} ${to}`,
   ];
 }
 
@@ -103,21 +109,27 @@ function skipHint(dir: string, gap: NonNullable<QueueStatus['gap']>): string[] {
 function detailLines(s: QueueStatus): string[] {
   const details: string[] = [];
   for (const p of s.problems) {
-    if (p.code === 'next-missing' && s.gap) details.push(`${p.message}; present: ${ranges(s.gap.presentBeyond)}`, ...skipHint(s.dir, s.gap));
+    if (p.code === 'next-missing' && s.gap)
+      details.push(`${p.message}; present: ${ranges(s.gap.presentBeyond)}`, ...skipHint(s.dir, s.gap));
     else details.push(p.message);
   }
-  if (s.gap && !s.gap.isNext) details.push(`later gap: job ${s.gap.seq} is missing; present beyond it: ${ranges(s.gap.presentBeyond)}`);
+  if (s.gap && !s.gap.isNext)
+    details.push(`later gap: job ${s.gap.seq} is missing; present beyond it: ${ranges(s.gap.presentBeyond)}`);
   for (const d of s.duplicates) details.push(`duplicate ${d.seq}: ${d.files.join(', ')}`);
-  for (const f of s.undecodable) details.push(`unreadable ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ${f.cause}`);
+  for (const f of s.undecodable)
+    details.push(`unreadable ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ${f.cause}`);
   for (const f of s.tooLarge) {
     const claims = f.claimedSeq === undefined ? 'no number can be read from it' : `it claims number ${f.claimedSeq}`;
     details.push(
-      `too large ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: its header metadata is ${f.metadataLength} bytes, over the limit of ${f.limit}, so it is not read (raise --max-header-size to read it); ${claims}`,
+      `too large ${f.filename}${f.size === undefined ? '' : ` (${plural(f.size, 'byte')})`}: ` +
+        `its header metadata is ${f.metadataLength} bytes, over the limit of ${f.limit}, ` +
+        `so it is not read (raise --max-header-size to read it); ${claims}`,
     );
   }
   for (const d of s.damaged) {
     details.push(
-      `damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, the file holds ${d.payloadSize}; queue-process will fail it`,
+      `damaged job ${d.seq} ${d.filename}: sealed with a payload of ${plural(Number(d.sealedSize), 'byte')}, ` +
+        `the file holds ${d.payloadSize}; queue-process will fail it`,
     );
   }
   for (const u of s.unsigned) details.push(`would refuse ${u.filename}: ${u.why}`);
@@ -127,11 +139,13 @@ function detailLines(s: QueueStatus): string[] {
     const size = t.size === undefined ? 'gone' : plural(t.size, 'byte');
     const what =
       t.kind === 'upload'
-        ? "an upload in progress (queue-send's receiver over ssh, or queue-receive), or cut short: the next one finishes or removes it"
+        ? "an upload in progress (queue-send's receiver over ssh, or " +
+          'queue-receive), or cut short: the next one finishes or removes it'
         : 'a queue-write in progress, or left by one that was interrupted';
     details.push(`temp file ${t.filename} (${size}${age}): ${what}`);
   }
-  for (const o of s.otherFiles) details.push(`other ${o.type === 'file' ? 'file' : o.type} ${o.filename}: not a job (jobs are named fspl-*.fspl)`);
+  for (const o of s.otherFiles)
+    details.push(`other ${o.type === 'file' ? 'file' : o.type} ${o.filename}: not a job (jobs are named fspl-*.fspl)`);
   return details;
 }
 
@@ -141,25 +155,40 @@ export function formatStatusText(s: QueueStatus): string {
   if (s.decoder !== undefined) rows.push(['decoder', s.decoder]);
   rows.push(['state', stateText(s)]);
   rows.push(['nextseq', nextseqText(s.nextseq)]);
-  const lock = { free: 'free', held: 'held by another process (queue-process running?)', missing: 'no lock file' }[s.lock.state];
-  rows.push(['lock', s.nextseq.state === 'append-only' && s.lock.state === 'missing' ? 'none (append-only queue)' : lock]);
+  const lock = { free: 'free', held: 'held by another process (queue-process running?)', missing: 'no lock file' }[
+    s.lock.state
+  ];
+  rows.push([
+    'lock',
+    s.nextseq.state === 'append-only' && s.lock.state === 'missing' ? 'none (append-only queue)' : lock,
+  ]);
   rows.push(['waiting', s.waiting === 0 ? '0 jobs' : `${plural(s.waiting, 'job')}: ${ranges(s.waitingSeqs)}`]);
   rows.push(['runnable', `${s.runnable}`]);
   if (s.nextseq.value !== undefined) {
-    rows.push(['below next', s.belowNext === 0 ? '0 jobs' : `${plural(s.belowNext, 'job')}: ${ranges(s.belowNextSeqs)} (already processed or skipped)`]);
+    rows.push([
+      'below next',
+      s.belowNext === 0
+        ? '0 jobs'
+        : `${plural(s.belowNext, 'job')}: ${ranges(s.belowNextSeqs)} (already processed or skipped)`,
+    ]);
   }
   rows.push(['oldest', job(s.oldest)]);
   rows.push(['newest', job(s.newest)]);
   rows.push(['duplicates', `${s.duplicates.length}`]);
   rows.push(['unreadable', `${s.undecodable.length}`]);
-  if (s.tooLarge.length > 0) rows.push(['too large', `${s.tooLarge.length} (headers over ${s.tooLarge[0]!.limit} bytes, not read)`]);
+  if (s.tooLarge.length > 0)
+    rows.push(['too large', `${s.tooLarge.length} (headers over ${s.tooLarge[0]!.limit} bytes, not read)`]);
   if (s.sealed > 0 || s.damaged.length > 0) rows.push(['sealed', `${s.sealed} (${s.damaged.length} damaged)`]);
-  if (s.signed > 0 || s.unsigned.length > 0) rows.push(['signed', `${s.signed}${s.unsigned.length > 0 ? ` (${s.unsigned.length} would be refused)` : ''}`]);
+  if (s.signed > 0 || s.unsigned.length > 0)
+    rows.push(['signed', `${s.signed}${s.unsigned.length > 0 ? ` (${s.unsigned.length} would be refused)` : ''}`]);
   if (s.refused.length > 0) rows.push(['refused', `${s.refused.length} (in refused/, never run)`]);
   rows.push(['temp files', `${s.tempFiles.length}`]);
   rows.push(['output files', `${s.outputFiles.length}`]);
   rows.push(['other files', `${s.otherFiles.length}`]);
   const width = Math.max(...rows.map(([k]) => k.length)) + 2;
   const details = detailLines(s);
-  return rows.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}\n`).join('') + (details.length > 0 ? `\n${details.join('\n')}\n` : '');
+  return (
+    rows.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}\n`).join('') +
+    (details.length > 0 ? `\n${details.join('\n')}\n` : '')
+  );
 }

@@ -168,7 +168,10 @@ export class GroupFaults {
     this.undone.retry((ps) => this.c.lockWriters(ps));
   }
 
-  /** A group that failed, its writers' locks held: undone if it was not recorded. False when it must be carried out instead. */
+  /**
+   * A group that failed, its writers' locks held: undone if it
+   * was not recorded. False when it must be carried out instead.
+   */
   undo(f: GroupFailed, writers: SeqFile[]): boolean {
     if (f.step >= 3) return false;
     try {

@@ -231,7 +231,9 @@ export class Committer {
         if (!isIoFault(err.err)) throw err.err;
         const place = this.faults.report(err.err);
         if (this.faults.undo(err, writers))
-          return entries.map((_, n) => (n < fit ? { committed: false, behind: false, fault: { place, err: err.err } } : BEHIND));
+          return entries.map((_, n) =>
+            n < fit ? { committed: false, behind: false, fault: { place, err: err.err } } : BEHIND,
+          );
         failed = err;
         staged = { records: err.records, headers: err.headers };
       }

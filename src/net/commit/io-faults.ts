@@ -90,7 +90,8 @@ export function placeOfPath(file: string | undefined, dirs: Iterable<{ name: str
   let best: { name: string; len: number } | undefined;
   for (const { name, dir } of dirs) {
     const d = path.resolve(dir);
-    if ((file === d || file.startsWith(`${d}${path.sep}`)) && d.length > (best?.len ?? -1)) best = { name, len: d.length };
+    if ((file === d || file.startsWith(`${d}${path.sep}`)) && d.length > (best?.len ?? -1))
+      best = { name, len: d.length };
   }
   return best?.name ?? STATE_PLACE;
 }

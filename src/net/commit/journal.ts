@@ -56,7 +56,11 @@ export interface CommitRecord {
   inputs: ConsumedInput[];
 }
 
-type Line = { t: 'commit'; c: CommitRecord } | { t: 'group'; cs: CommitRecord[] } | { t: 'done'; f: string } | { t: 'done'; fs: string[] };
+type Line =
+  | { t: 'commit'; c: CommitRecord }
+  | { t: 'group'; cs: CommitRecord[] }
+  | { t: 'done'; f: string }
+  | { t: 'done'; fs: string[] };
 
 const COMPACT_BYTES = 256 * 1024;
 

@@ -20,7 +20,10 @@ import type { CommitRecord, ConsumedInput, StagedOutput } from './journal.js';
 export interface FinishPlan {
   /** The batch's operations, by step. */
   steps: BatchOp[][];
-  /** What the batch's results (one per operation, in order) make of them: the outputs renamed now or before (throws the first failure). */
+  /**
+   * What the batch's results (one per operation, in order) make of
+   * them: the outputs renamed now or before (throws the first failure).
+   */
   settle(results: Int32Array): StagedOutput[];
   /** Not run at all (an earlier step failed): nothing is stored. */
   abandon(): void;
@@ -30,7 +33,11 @@ export interface FinishPlan {
  * Steps 4 and 5 of these commits. `consumers` are the consumer seqfiles of the places the run
  * reads; `next` is the run's view of each one's nextseq, updated by `settle` once stored.
  */
-export function planFinish(commits: CommitRecord[], consumers: Map<string, SeqFile>, next: Map<string, bigint>): FinishPlan {
+export function planFinish(
+  commits: CommitRecord[],
+  consumers: Map<string, SeqFile>,
+  next: Map<string, bigint>,
+): FinishPlan {
   const outputs = commits.flatMap((c) => c.outputs);
   const inputs = commits.flatMap((c) => c.inputs);
   const consume = prepareConsume(inputs, consumers, next);
@@ -38,7 +45,9 @@ export function planFinish(commits: CommitRecord[], consumers: Map<string, SeqFi
   // no input is consumed while an output it led to may not be in its place). A rename's ENOENT
   // is no failure: in recovery the output was renamed before, or renamed, made durable and
   // consumed downstream before the cut ('gone'); published() tells which.
-  const renames = outputs.map((o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final, must: true, missingOk: true }));
+  const renames = outputs.map(
+    (o): BatchOp => ({ op: 'rename', from: o.temp, to: o.final, must: true, missingOk: true }),
+  );
   const outDirs = fsyncDirOps(outputs.map((o) => path.dirname(o.final)));
   // Step 5: each nextseq's new value written aside, then stored (durably) before any unlink: a
   // place never waits for a number whose file is gone. Then the unlinks, and their directories'

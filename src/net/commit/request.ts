@@ -25,16 +25,24 @@ export interface CommitRequest {
  * between two scans of the places, never during one).
  */
 export type CommitResult =
-  | { committed: true; outputs: Array<{ place: string; seq: bigint }>; published: Array<{ output: StagedOutput; header: PacketHeader }> }
+  | {
+      committed: true;
+      outputs: Array<{ place: string; seq: bigint }>;
+      published: Array<{ output: StagedOutput; header: PacketHeader }>;
+    }
   /**
    * `behind`: refused only because an earlier request was: it may well commit if asked again at once.
-   * `fault`: its group met a full disk or an I/O error (in `place`, or the state's), and was undone: ask again after a backoff.
+   * `fault`: its group met a full disk or an I/O error (in `place`,
+   * or the state's), and was undone: ask again after a backoff.
    */
   | { committed: false; behind: boolean; fault?: { place: string; err: NodeJS.ErrnoException } };
 
 /** What the committer tells its run. */
 export interface CommitHooks {
-  /** A name a commit is about to write or delete in a place's jobs/: its file event is not news. Called on the event loop. */
+  /**
+   * A name a commit is about to write or delete in a place's
+   * jobs/: its file event is not news. Called on the event loop.
+   */
   own(place: string, name: string): void;
   /**
    * A group failed: the run must stop; recovery finishes what was recorded. Not called for a full

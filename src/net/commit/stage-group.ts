@@ -22,7 +22,10 @@ import type { CommitRequest } from './request.js';
  */
 const LANE_FILES = 8;
 
-/** What a group's last batch did: the first of steps 1 to 3 that failed, if one did, and the results of steps 4 and 5 run after them. */
+/**
+ * What a group's last batch did: the first of steps 1 to 3 that
+ * failed, if one did, and the results of steps 4 and 5 run after them.
+ */
 interface LastBatch {
   failure?: { step: number; err: NodeJS.ErrnoException } | undefined;
   rest?: Int32Array;
@@ -73,7 +76,12 @@ export async function stageGroup(
       outputs.push(staged);
       planned.push({ p, content: o.content, part: p.planPart(seq, o.content, req.firing.slice(0, 8)), staged });
     }
-    records.push({ firing: req.firing, transition: req.transition, outputs, inputs: req.inputs.map((tok) => consumed(places, tok)) });
+    records.push({
+      firing: req.firing,
+      transition: req.transition,
+      outputs,
+      inputs: req.inputs.map((tok) => consumed(places, tok)),
+    });
   }
   // A part whose payload is in memory or in a file of its own is written whole on the pool
   // (Place.partOp: created, filled and fsynced in step 1's batch); the others are created in a
@@ -102,7 +110,10 @@ export async function stageGroup(
   // Step 1: the files' bytes and their names: once a number is stored (step 2), recovery must
   // find its file, to publish it or to fill its number with a NOP. Beside them each sendseq's
   // new value is written aside, which stores nothing yet.
-  const perFile = [...direct.filter((op): op is BatchOp => op !== undefined), ...files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd, must: true }))];
+  const perFile = [
+    ...direct.filter((op): op is BatchOp => op !== undefined),
+    ...files.map((f): BatchOp => ({ op: 'fsync', fd: f.fd, must: true })),
+  ];
   // The directories' fsyncs after every part is created: they make the parts' names durable.
   const dirs = [...nextSeq.keys()].map((p): BatchOp => ({ op: 'fsyncDir', path: p.queue.jobsDir, must: true }));
   const aside = sendseqs.map((w) => w.prepare);

@@ -30,10 +30,12 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
   checkRunAs(view);
   if (options.host === undefined) return new NetRunner(view, options).run();
   const host = options.host;
-  const readPlaces = [...new Set([...view.transitions.values()].flatMap((t) => t.inputs.map((a) => a.place)))].map((place) => ({
-    place,
-    dir: view.places.get(place)!.dir,
-  }));
+  const readPlaces = [...new Set([...view.transitions.values()].flatMap((t) => t.inputs.map((a) => a.place)))].map(
+    (place) => ({
+      place,
+      dir: view.places.get(place)!.dir,
+    }),
+  );
   const activity = new ActivityFile(activityPath(view.stateDir), readPlaces);
   const remotes = [...remotePlaces(view)].filter(([, r]) => !r.sync);
   const senders = new Map(
@@ -52,7 +54,9 @@ export async function runHost(net: NetModel, options: HostRunOptions): Promise<N
   const plan = options.drain ? drainPlan(net, host) : undefined;
   const elsewhere: RemoteLeftover[] = [];
   const drainGate =
-    plan && (plan.upstream.length > 0 || plan.ownOutboxes.length > 0) ? gate(plan, view, senders, elsewhere, options.logger, options.signal) : undefined;
+    plan && (plan.upstream.length > 0 || plan.ownOutboxes.length > 0)
+      ? gate(plan, view, senders, elsewhere, options.logger, options.signal)
+      : undefined;
   const runner = new NetRunner(view, { ...options, activity, drainGate });
   try {
     const running = runner.run(); // opens the places (outboxes included) before its first await
@@ -114,7 +118,9 @@ function gate(
   if (plan.unseen.length > 0)
     log?.info(
       'net',
-      `Drain: host${plan.unseen.length === 1 ? '' : 's'} ${plan.unseen.join(', ')} send${plan.unseen.length === 1 ? 's' : ''} through NNCP: tokens still on their way from there are not waited for`,
+      `Drain: host${plan.unseen.length === 1 ? '' : 's'} ${plan.unseen.join(', ')} ` +
+        `send${plan.unseen.length === 1 ? 's' : ''} through NNCP: tokens still ` +
+        `on their way from there are not waited for`,
     );
   let said = '';
   let unreachable: string | undefined; // the host last found out of reach, warned about once
@@ -128,7 +134,8 @@ function gate(
     for (const place of plan.ownOutboxes) {
       const n = countJobs(view.places.get(place)!.dir);
       // A stopped sender won't send them in this run: they are listed when it ends.
-      if (n > 0 && !senders.get(place)?.stopped) return waiting(`${n} token${n === 1 ? '' : 's'} in the outbox for ${place} still to send`);
+      if (n > 0 && !senders.get(place)?.stopped)
+        return waiting(`${n} token${n === 1 ? '' : 's'} in the outbox for ${place} still to send`);
     }
     const once = () => Promise.all(plan.upstream.map((u) => look(u, signal)));
     const a = await once();

@@ -102,8 +102,12 @@ export function drainPlan(net: NetModel, host: string): DrainPlan {
       u = { host: g, config, activity: activityPath(hostStateDir(net, g)), places: [], outboxes: [] };
       byHost.set(g, u);
     }
-    for (const a of t.inputs) if (!u.places.some((x) => x.place === a.place)) u.places.push({ place: a.place, dir: net.places.get(a.place)!.dir });
-    for (const p of viaSsh) if (!u.outboxes.some((x) => x.place === p)) u.outboxes.push({ place: p, dir: outboxDir(hostStateDir(net, g), p) });
+    for (const a of t.inputs)
+      if (!u.places.some((x) => x.place === a.place))
+        u.places.push({ place: a.place, dir: net.places.get(a.place)!.dir });
+    for (const p of viaSsh)
+      if (!u.outboxes.some((x) => x.place === p))
+        u.outboxes.push({ place: p, dir: outboxDir(hostStateDir(net, g), p) });
   }
   return { upstream: [...byHost.values()], ownOutboxes, unseen };
 }
@@ -216,13 +220,22 @@ export async function look(u: UpstreamHost, signal?: AbortSignal): Promise<{ loo
   if (r.startError) return { error: `cannot run ${cmd}: ${r.startError.message}` };
   if (signal?.aborted) return { error: `cannot run ${cmd}: The operation was aborted` };
   const err = r.stderr;
-  if (r.code !== 0) return { error: `${cmd} exited with status ${r.code}${err.trim() ? `: ${err.trim().split('\n').slice(-1)[0]}` : ''}` };
+  if (r.code !== 0)
+    return {
+      error: `${cmd} exited with status ${r.code}${err.trim() ? `: ${err.trim().split('\n').slice(-1)[0]}` : ''}`,
+    };
   return { look: parseLook(u, r.stdout) };
 }
 
 /** The look script's output (LOOK_SCRIPT) as a Look of `u`. */
 function parseLook(u: UpstreamHost, out: string): Look {
-  const l: Look = { activity: '', idleCounts: new Map(), alive: false, places: u.places.map(() => 0), outboxes: u.outboxes.map(() => 0) };
+  const l: Look = {
+    activity: '',
+    idleCounts: new Map(),
+    alive: false,
+    places: u.places.map(() => 0),
+    outboxes: u.outboxes.map(() => 0),
+  };
   for (const line of out.split('\n')) {
     const words = line.trim().split(/\s+/);
     if (words[0] === 'activity') {
@@ -256,15 +269,24 @@ export type Verdict =
  * to tell a run that ended since from one that never started).
  */
 export function judge(u: UpstreamHost, a: Look, b: Look, first: Look): Verdict {
-  const same = a.activity === b.activity && a.alive === b.alive && a.places.join() === b.places.join() && a.outboxes.join() === b.outboxes.join();
+  const same =
+    a.activity === b.activity &&
+    a.alive === b.alive &&
+    a.places.join() === b.places.join() &&
+    a.outboxes.join() === b.outboxes.join();
   if (!same) return { kind: 'wait', why: `host ${u.host} is moving tokens` };
-  const outboxed = u.outboxes.map((o, i) => ({ place: o.place, where: 'outbox' as const, count: b.outboxes[i]! })).filter((x) => x.count > 0);
-  const held = u.places.map((p, i) => ({ place: p.place, where: 'place' as const, count: b.places[i]! })).filter((x) => x.count > 0);
+  const outboxed = u.outboxes
+    .map((o, i) => ({ place: o.place, where: 'outbox' as const, count: b.outboxes[i]! }))
+    .filter((x) => x.count > 0);
+  const held = u.places
+    .map((p, i) => ({ place: p.place, where: 'place' as const, count: b.places[i]! }))
+    .filter((x) => x.count > 0);
   const running = b.alive && b.state !== 'ended';
   if (running) {
     if (b.state !== 'idle') return { kind: 'wait', why: `host ${u.host} is firing` };
     const arrived = u.places.find((p, i) => b.places[i]! !== (b.idleCounts.get(p.place) ?? 0));
-    if (arrived) return { kind: 'wait', why: `tokens came or went in ${arrived.place} on host ${u.host} since its run went idle` };
+    if (arrived)
+      return { kind: 'wait', why: `tokens came or went in ${arrived.place} on host ${u.host} since its run went idle` };
     if (outboxed.length) return { kind: 'wait', why: `host ${u.host} has ${describe(outboxed)} to send` };
     return { kind: 'quiet' };
   }
@@ -276,11 +298,17 @@ export function judge(u: UpstreamHost, a: Look, b: Look, first: Look): Verdict {
   return { kind: 'wait', why: `no net run on host ${u.host}, which holds ${describe(left)}` };
 }
 
+/** `3 tokens in its outbox for P`, `1 token in P`. */
+function tokensWhere(x: { place: string; where: 'place' | 'outbox'; count: number }): string {
+  const where = x.where === 'outbox' ? `in its outbox for ${x.place}` : `in ${x.place}`;
+  return `${x.count} token${x.count === 1 ? '' : 's'} ${where}`;
+}
+
 function describe(xs: Array<{ place: string; where: 'place' | 'outbox'; count: number }>): string {
-  return xs.map((x) => `${x.count} token${x.count === 1 ? '' : 's'} ${x.where === 'outbox' ? `in its outbox for ${x.place}` : `in ${x.place}`}`).join(', ');
+  return xs.map(tokensWhere).join(', ');
 }
 
 /** One line of `net run --drain`'s report. */
 export function describeRemoteLeftover(x: RemoteLeftover): string {
-  return `host ${x.host}: ${x.count} token${x.count === 1 ? '' : 's'} ${x.where === 'outbox' ? `in its outbox for ${x.place}` : `in ${x.place}`}: its run ended without sending them here`;
+  return `host ${x.host}: ${tokensWhere(x)}: its run ended without sending them here`;
 }

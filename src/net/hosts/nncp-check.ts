@@ -39,19 +39,31 @@ export async function checkNncpReceiving(net: NetModel, host: string): Promise<R
   return fed.map((f) => judgeHandle(net, config, host, me.nncp.handle, f));
 }
 
-function judgeHandle(net: NetModel, config: NncpConfig, host: string, handle: string, f: { place: string; from: string }): ReceiveCheck {
+function judgeHandle(
+  net: NetModel,
+  config: NncpConfig,
+  host: string,
+  handle: string,
+  f: { place: string; from: string },
+): ReceiveCheck {
   // The feeder's node: as this config names it (its hosts entry's node:, when this host sends to it
   // through NNCP too), or this host's own from: list; fspl net receive takes tokens from no other.
   const senders = sendersTo(net, host, f.from);
-  if ('unknown' in senders) return { ...f, error: `fspl net receive would refuse its tokens: ${senders.unknown}`, detail: '' };
+  if ('unknown' in senders)
+    return { ...f, error: `fspl net receive would refuse its tokens: ${senders.unknown}`, detail: '' };
   const nodes = senders.from;
-  const candidates = config.neighbours.filter((n) => nodes.includes(n.name) || (n.id !== undefined && nodes.includes(n.id)));
+  const candidates = config.neighbours.filter(
+    (n) => nodes.includes(n.name) || (n.id !== undefined && nodes.includes(n.id)),
+  );
   const found = candidates.find((n) => n.exec[handle]);
   const want = `exec: { ${handle}: [fspl, net, receive, ${net.file}, --host, ${host}] }`;
   if (!found) {
     return {
       ...f,
-      error: `${config.path} gives node ${nodes.join(', ')} no exec handle "${handle}": NNCP would refuse the tokens of host ${f.from} (add ${want} under neigh.${nodes[0]})`,
+      error:
+        `${config.path} gives node ${nodes.join(', ')} no exec ` +
+        `handle "${handle}": NNCP would refuse the tokens of ` +
+        `host ${f.from} (add ${want} under neigh.${nodes[0]})`,
       detail: '',
     };
   }

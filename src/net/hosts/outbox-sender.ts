@@ -15,7 +15,12 @@ import { backoffMs, waitUnlessAborted } from '../../base/timer.js';
 import type { Delivery, OutgoingPacket, SendResult } from '../../send/delivery.js';
 import { BATCH_PACKETS, OutboxDrain } from '../../send/outbox.js';
 import type { VerifierProblem } from '../../send/receive-script.js';
-import { readSenderState as readState, type SenderState as StateOf, senderStatePath, writeSenderState } from '../../send/sender-state.js';
+import {
+  readSenderState as readState,
+  type SenderState as StateOf,
+  senderStatePath,
+  writeSenderState,
+} from '../../send/sender-state.js';
 import { mkdirDurable } from '../../sys/durable.js';
 import { parseSeqfileText } from '../../sys/seqfile.js';
 import { isIoFault } from '../commit/io-faults.js';
@@ -53,7 +58,12 @@ function outboxNext(outbox: string): bigint {
 /** Why nothing may be sent, when the remote place has numbers this outbox never gave. */
 function aheadOfOutbox(place: string, host: string, remoteNext: bigint, mine: bigint): string | undefined {
   if (remoteNext <= mine) return undefined;
-  return `the place ${place} on ${host} has received numbers up to ${remoteNext - 1n}, but this outbox has only given numbers below ${mine}: was this host's state directory removed? Nothing is sent (it would be dropped as already received)`;
+  return (
+    `the place ${place} on ${host} has received numbers up to ${remoteNext - 1n}, ` +
+    `but this outbox has only given numbers below ${mine}: was this host's ` +
+    `state directory removed? Nothing is sent (it would be dropped as ` +
+    `already received)`
+  );
 }
 
 /** What `net check --host` found out about one outbox's way to its place. */
@@ -74,14 +84,28 @@ export interface OutboxProbe {
  * Try the way from an outbox to its place as the sender would (one connection, no packets): ssh,
  * the queue there, its receive lock, the verifier, and the numbering.
  */
-export async function probeOutbox(opts: { place: string; outbox: string; remote: RemotePlace; host: HostConfig; signal?: AbortSignal }): Promise<OutboxProbe> {
+export async function probeOutbox(opts: {
+  place: string;
+  outbox: string;
+  remote: RemotePlace;
+  host: HostConfig;
+  signal?: AbortSignal;
+}): Promise<OutboxProbe> {
   const r = await deliveryTo(opts.host, opts.place, opts.remote).send([], {
     signal: opts.signal,
     onReady: (remoteNext) => aheadOfOutbox(opts.place, opts.remote.host, remoteNext, outboxNext(opts.outbox)),
   });
   const h = opts.host;
   const [via, fspl] = h.kind === 'ssh' ? (['ssh', h.fspl] as const) : [{ nncp: h.nncp.node }, undefined];
-  return { place: opts.place, host: opts.remote.host, remoteDir: opts.remote.dir, via, fspl, error: r.error, verifier: r.verifier };
+  return {
+    place: opts.place,
+    host: opts.remote.host,
+    remoteDir: opts.remote.dir,
+    via,
+    fspl,
+    error: r.error,
+    verifier: r.verifier,
+  };
 }
 
 const RETRY_MIN_MS = 500;
@@ -122,7 +146,14 @@ export class OutboxSender {
     this.delivery = deliveryTo(opts.host, opts.place, opts.remote);
     const through = opts.host.kind === 'nncp' ? ` through NNCP (node ${opts.host.nncp.node})` : '';
     this.where = `${opts.remote.host}:${opts.remote.dir}${through}`;
-    this.state = { host: opts.remote.host, remoteDir: opts.remote.dir, pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 };
+    this.state = {
+      host: opts.remote.host,
+      remoteDir: opts.remote.dir,
+      pid: process.pid,
+      updatedAt: Date.now(),
+      sent: 0,
+      duplicates: 0,
+    };
   }
 
   /** Tokens waiting in the outbox (as last seen). */
@@ -151,7 +182,10 @@ export class OutboxSender {
   private async due(): Promise<OutgoingPacket[]> {
     const keep = (err: unknown) => {
       if (!isIoFault(err)) return false;
-      this.log.debug('net', () => `Outbox ${this.opts.place}: cannot remove a sent token yet: ${describeSystemError(err)}`);
+      this.log.debug(
+        'net',
+        () => `Outbox ${this.opts.place}: cannot remove a sent token yet: ${describeSystemError(err)}`,
+      );
       return true;
     };
     const due = await this.drain.look(() => true, BATCH_PACKETS, keep);
@@ -159,7 +193,9 @@ export class OutboxSender {
     if (due.twice && this.saidTwice !== due.next)
       this.log.error(
         'net',
-        `Outbox ${this.opts.place}: two tokens numbered ${due.next} (${due.twice.map((e) => e.filename).join(', ')}): remove the one that does not belong; nothing is sent meanwhile`,
+        `Outbox ${this.opts.place}: two tokens numbered ${due.next} ` +
+          `(${due.twice.map((e) => e.filename).join(', ')}): remove ` +
+          `the one that does not belong; nothing is sent meanwhile`,
       );
     this.saidTwice = due.twice ? due.next : undefined;
     return due.packets;
@@ -185,7 +221,8 @@ export class OutboxSender {
         const r = await this.send(batch, signal);
         if (signal.aborted) break;
         if (r.error === undefined) {
-          if (this.state.failing) this.log.info('net', `Outbox ${this.opts.place}: ${describeWay(this.opts.host)} reachable again`);
+          if (this.state.failing)
+            this.log.info('net', `Outbox ${this.opts.place}: ${describeWay(this.opts.host)} reachable again`);
           this.state.failing = undefined;
           attempts = 0;
           this.saveState();
@@ -198,7 +235,10 @@ export class OutboxSender {
           this.saveState();
           this.log.error(
             'net',
-            `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ${this.state.stopped.error}; ${this.drain.waiting} token(s) stay in ${this.opts.outbox}. Fix the fspl: of host ${this.opts.remote.host} (see fspl net check --host), then restart fspl net run`,
+            `Outbox ${this.opts.place}: stopped sending to ${this.opts.remote.host}:${this.opts.remote.dir}: ` +
+              `${this.state.stopped.error}; ${this.drain.waiting} token(s) stay in ${this.opts.outbox}. ` +
+              `Fix the fspl: of host ${this.opts.remote.host} (see fspl net check ` +
+              `--host), then restart fspl net run`,
           );
           return;
         }
@@ -206,7 +246,11 @@ export class OutboxSender {
         this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: r.error };
         this.saveState();
         if (attempts === 1 || attempts % 10 === 0)
-          this.log.warn('net', `Outbox ${this.opts.place}: cannot deliver to ${this.where} (${r.error}); ${this.drain.waiting} token(s) wait, retrying`);
+          this.log.warn(
+            'net',
+            `Outbox ${this.opts.place}: cannot deliver to ${this.where} (${r.error}); ` +
+              `${this.drain.waiting} token(s) wait, retrying`,
+          );
         // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
         // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
         // is no reason to leave tokens behind (found by test/faults/outbox-workloads). Never on
@@ -262,11 +306,22 @@ export class OutboxSender {
         this.drain.hold(this.drain.queue.lockSeqfile());
         return true;
       } catch (err) {
-        if (err instanceof LockedError) throw new NetError(`The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`);
+        if (err instanceof LockedError)
+          throw new NetError(
+            `The outbox ${this.opts.outbox} is being sent by another program (its nextseq.lock is held)`,
+          );
         if (!isIoFault(err)) throw err;
-        this.state.failing = { since: this.state.failing?.since ?? Date.now(), attempts, error: `this host's disk: ${describeSystemError(err)}` };
+        this.state.failing = {
+          since: this.state.failing?.since ?? Date.now(),
+          attempts,
+          error: `this host's disk: ${describeSystemError(err)}`,
+        };
         this.saveState();
-        if (attempts === 1) this.log.warn('net', `Outbox ${this.opts.place}: cannot open ${this.opts.outbox} (${this.state.failing.error}); retrying`);
+        if (attempts === 1)
+          this.log.warn(
+            'net',
+            `Outbox ${this.opts.place}: cannot open ${this.opts.outbox} (${this.state.failing.error}); retrying`,
+          );
         await waitUnlessAborted(backoffMs(attempts, RETRY_MIN_MS, RETRY_MAX_MS), signal);
       }
     }

@@ -31,7 +31,10 @@ export function sendersTo(net: NetModel, host: string, feeder: string): Senders 
     me.kind === 'nncp'
       ? `name its node in hosts: { ${host}: { nncp: { from: [NODE] } } }`
       : `host ${host} is not reached through NNCP either (hosts.${host}.nncp)`;
-  return { unknown: `host ${feeder} is not reached through NNCP, so the net does not say which NNCP node it sends from: ${fix}` };
+  return {
+    unknown:
+      `host ${feeder} is not reached through NNCP, so the net does not say ` + `which NNCP node it sends from: ${fix}`,
+  };
 }
 
 /** A place of `host` that another host feeds, with that host; a ReceiveRefusedError when no other host does. */
@@ -45,15 +48,25 @@ export interface FedPlace {
 export function fedPlace(net: NetModel, host: string | undefined, spec: PlaceSpec): FedPlace {
   const place = spec.name;
   const refuse = (why: string) =>
-    new ReceiveRefusedError(`refused: ${why}; fspl net receive takes tokens only for a place that a transition on another host writes, nothing stored`);
-  if (host === undefined || !isDistributed(net)) throw refuse(`no other host feeds place ${place} (the net names no hosts)`);
+    new ReceiveRefusedError(
+      `refused: ${why}; fspl net receive takes tokens only for a place that a ` +
+        `transition on another host writes, nothing stored`,
+    );
+  if (host === undefined || !isDistributed(net))
+    throw refuse(`no other host feeds place ${place} (the net names no hosts)`);
   const writers = writersOf(net, place);
   const feeder = writers.map(hostOf).find((h) => h !== undefined && h !== host);
   if (feeder === undefined) {
-    const by = writers.length === 0 ? 'no transition writes it' : `written by ${writers.map((t) => t.name).join(', ')} on host ${host}`;
+    const by =
+      writers.length === 0
+        ? 'no transition writes it'
+        : `written by ${writers.map((t) => t.name).join(', ')} on host ${host}`;
     throw refuse(`no other host feeds place ${place} on host ${host} (${by})`);
   }
-  if (spec.sync === true) throw refuse(`place ${place} on host ${host} is filled by a sync tool from host ${feeder} (sync: true), not through NNCP`);
+  if (spec.sync === true)
+    throw refuse(
+      `place ${place} on host ${host} is filled by a sync tool from host ${feeder} (sync: true), not through NNCP`,
+    );
   return { spec, host, feeder };
 }
 
@@ -61,15 +74,24 @@ export function fedPlace(net: NetModel, host: string | undefined, spec: PlaceSpe
  * The receiver's options for a fed place: with `sender` (NNCP_SENDER), the nodes it must be one
  * of and the config their names are looked up in; without, none (anyone: run by hand).
  */
-export function senderRule(net: NetModel, fed: FedPlace, sender: string | undefined): { from?: string[]; sender?: string; nncpCfg?: string; what: string } {
+export function senderRule(
+  net: NetModel,
+  fed: FedPlace,
+  sender: string | undefined,
+): { from?: string[]; sender?: string; nncpCfg?: string; what: string } {
   const what = `place ${fed.spec.name} on host ${fed.host} (${fed.spec.dir})`;
   if (sender === undefined) return { what };
   const senders = sendersTo(net, fed.host, fed.feeder);
-  if ('unknown' in senders) throw new ReceiveRefusedError(`refused: ${what} was sent tokens by NNCP node ${sender}, but ${senders.unknown}; nothing stored`);
+  if ('unknown' in senders)
+    throw new ReceiveRefusedError(
+      `refused: ${what} was sent tokens by NNCP node ${sender}, but ${senders.unknown}; nothing stored`,
+    );
   return { from: senders.from, sender, nncpCfg: ownNncpConfig(net, fed.host), what };
 }
 
-/** The config H's node uses: the one it sends with (a `cfg:` of a host it sends to through NNCP), else NNCP's default. */
+/**
+ * The config H's node uses: the one it sends with (a `cfg:` of a host it sends to through NNCP), else NNCP's default.
+ */
 export function ownNncpConfig(net: NetModel, host: string): string | undefined {
   for (const t of net.transitions.values()) {
     if (hostOf(t) !== host) continue;

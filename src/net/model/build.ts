@@ -5,7 +5,7 @@
  */
 import { NetError } from '../../base/errors.js';
 import { buildModel } from './define.js';
-import { hostProblems } from './hosts.js';
+import { hostProblems } from './host-problems.js';
 import type { ModelProblem, NetDefinition, NetModel } from './model.js';
 
 /** The model, or (with no model) every problem: the structure's and the hosts' together. */

@@ -36,7 +36,9 @@ export function checkNet(net: NetModel): NetWarning[] {
       out.push({
         kind: 'shared-input',
         name: p.name,
-        message: `place ${p.name} is read by ${names(readers)}: they race for its tokens (each token goes to one of them)`,
+        message:
+          `place ${p.name} is read by ${names(readers)}: they race for its tokens ` +
+          `(each token goes to one of them)`,
       });
     }
     if (readers.length === 0 && writers.length === 0 && !inhibitors.has(p.name)) unused.push(p.name);
@@ -45,7 +47,8 @@ export function checkNet(net: NetModel): NetWarning[] {
       out.push({
         kind: 'sink-read',
         name: p.name,
-        message: `place ${p.name} is declared sink: true, but ${names(readers)} read${readers.length > 1 ? '' : 's'} it`,
+        message:
+          `place ${p.name} is declared sink: true, but ` + `${names(readers)} read${readers.length > 1 ? '' : 's'} it`,
       });
     }
   }
@@ -55,7 +58,9 @@ export function checkNet(net: NetModel): NetWarning[] {
     out.push({
       kind: 'unused',
       name: p,
-      message: `place ${p} is not used: no transition reads, writes or is inhibited by it${twin ? ` (a misspelt copy of ${twin}?)` : ''}`,
+      message:
+        `place ${p} is not used: no transition reads, writes or is ` +
+        `inhibited by it${twin ? ` (a misspelt copy of ${twin}?)` : ''}`,
     });
   }
   // Unused places have their warning: not twins of another.
@@ -81,16 +86,25 @@ function names(ts: TransitionSpec[]): string {
  * read (the place the writer meant), then among the other places but those `paired` already (in a
  * warning of their own: a pair is warned about once).
  */
-function lookAlike(net: NetModel, like: LookAlikes, p: string, paired: ReadonlySet<string>): { warning: NetWarning; twin: string } | undefined {
+function lookAlike(
+  net: NetModel,
+  like: LookAlikes,
+  p: string,
+  paired: ReadonlySet<string>,
+): { warning: NetWarning; twin: string } | undefined {
   const writers = names(writersOf(net, p));
   const head = `place ${p} is written by ${writers} but no transition reads it`;
   const meant = `(if it holds results, declare it sink: true)`;
-  const warn = (twin: string, message: string) => ({ warning: { kind: 'look-alike' as const, name: p, message }, twin });
+  const warn = (twin: string, message: string) => ({
+    warning: { kind: 'look-alike' as const, name: p, message },
+    twin,
+  });
   const source = like.of(p, like.sources);
   if (source)
     return warn(
       source,
-      `${head}, and place ${source} is read by ${names(readersOf(net, source))} but none writes it: is one of them misspelt in an arc? ${meant}`,
+      `${head}, and place ${source} is read by ${names(readersOf(net, source))} ` +
+        `but none writes it: is one of them misspelt in an arc? ${meant}`,
     );
   const read = like.of(p, like.read);
   if (read) return warn(read, `${head}: did ${writers} mean ${read}, which is read? ${meant}`);
@@ -146,7 +160,9 @@ function unreachable(net: NetModel): NetWarning[] {
   const out: NetWarning[] = [];
   const reached = new Set<string>();
   const fired = new Set<string>();
-  const missing = new Map([...net.transitions.values()].map((t) => [t.name, new Set(t.inputs.map((a) => a.place)).size]));
+  const missing = new Map(
+    [...net.transitions.values()].map((t) => [t.name, new Set(t.inputs.map((a) => a.place)).size]),
+  );
   const queue = [...net.places.keys()].filter((p) => writersOf(net, p).length === 0);
   for (const p of queue) reached.add(p);
   const fire = (t: TransitionSpec) => {
@@ -166,8 +182,18 @@ function unreachable(net: NetModel): NetWarning[] {
     }
   }
   for (const p of net.places.keys())
-    if (!reached.has(p)) out.push({ kind: 'unreachable', name: p, message: `place ${p} can not be reached: no token from a source can get there` });
+    if (!reached.has(p))
+      out.push({
+        kind: 'unreachable',
+        name: p,
+        message: `place ${p} can not be reached: no token from a source can get there`,
+      });
   for (const t of net.transitions.keys())
-    if (!fired.has(t)) out.push({ kind: 'unreachable', name: t, message: `transition ${t} can never fire: its input places can not all be reached` });
+    if (!fired.has(t))
+      out.push({
+        kind: 'unreachable',
+        name: t,
+        message: `transition ${t} can never fire: its input places can not all be reached`,
+      });
   return out;
 }

@@ -65,7 +65,10 @@ export function buildModel(def: NetDefinition, file?: string): { model: NetModel
   for (const [name, t] of Object.entries(def.transitions ?? {})) {
     transitions.set(name, transitionOf(name, t, dir, check));
   }
-  const stateDir = path.resolve(dir, def.state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'));
+  const stateDir = path.resolve(
+    dir,
+    def.state ?? (file ? `${path.basename(file).replace(/\.[^.]*$/, '')}.state` : 'net.state'),
+  );
   return { model: { file, dir, stateDir, places, transitions, hosts: def.hosts }, problems };
 }
 
@@ -98,8 +101,13 @@ function transitionOf(name: string, t: TransitionDefinition, dir: string, check:
   const at = (...rest: Where): Where => ['transitions', name, ...rest];
   const { problems } = check;
   if (!NAME_RE.test(name))
-    problems.push({ path: at(), atKey: true, message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter` });
-  if (check.places.has(name)) problems.push({ path: at(), atKey: true, message: `${JSON.stringify(name)} names both a place and a transition` });
+    problems.push({
+      path: at(),
+      atKey: true,
+      message: `Invalid transition name ${JSON.stringify(name)}: use letters, digits and _, starting with a letter`,
+    });
+  if (check.places.has(name))
+    problems.push({ path: at(), atKey: true, message: `${JSON.stringify(name)} names both a place and a transition` });
   const inputs = inputsOf(t, at, check);
   const { outputs, outMode } = outputsOf(t, at, check);
   if (t.error !== undefined) {
@@ -116,7 +124,11 @@ function transitionOf(name: string, t: TransitionDefinition, dir: string, check:
     });
   }
   const { fn, env, cwd, error, retries, timeout, workers, order, inhibit, host, user, group } = t;
-  if (!seconds(timeout)) problems.push({ path: at('timeout'), message: `timeout must be a number of seconds above 0 (got ${String(timeout)})` });
+  if (!seconds(timeout))
+    problems.push({
+      path: at('timeout'),
+      message: `timeout must be a number of seconds above 0 (got ${String(timeout)})`,
+    });
   return {
     name,
     inputs,
@@ -143,27 +155,39 @@ function inputsOf(t: TransitionDefinition, at: (...rest: Where) => Where, check:
   const { problems } = check;
   const rawIn = Array.isArray(t.in) ? t.in : [t.in];
   const inputs: InputArc[] = rawIn.map((a, i) => {
-    const arc = typeof a === 'string' ? { place: a, take: 1 } : { place: a.place, take: a.take ?? 1, maxWait: a['max-wait'] };
+    const arc =
+      typeof a === 'string' ? { place: a, take: 1 } : { place: a.place, take: a.take ?? 1, maxWait: a['max-wait'] };
     const where = Array.isArray(t.in) ? at('in', i) : at('in');
     check.known(where, arc.place);
     if (!seconds(arc.maxWait))
-      problems.push({ path: [...where, 'max-wait'], message: `max-wait must be a number of seconds above 0 (got ${String(arc.maxWait)})` });
+      problems.push({
+        path: [...where, 'max-wait'],
+        message: `max-wait must be a number of seconds above 0 (got ${String(arc.maxWait)})`,
+      });
     return arc;
   });
   if (inputs.length === 0) problems.push({ path: at('in'), message: 'A transition needs at least one input place' });
   const seen = new Set<string>();
   for (const [i, a] of inputs.entries()) {
-    if (seen.has(a.place)) problems.push({ path: at('in', i), message: `Place ${JSON.stringify(a.place)} is an input twice` });
+    if (seen.has(a.place))
+      problems.push({ path: at('in', i), message: `Place ${JSON.stringify(a.place)} is an input twice` });
     seen.add(a.place);
   }
   if (inputs.length > 1 && inputs.some((a) => a.take !== 1)) {
-    problems.push({ path: at('in'), message: 'An and-merge takes one token of each place: batches (take) need a single input place' });
+    problems.push({
+      path: at('in'),
+      message: 'An and-merge takes one token of each place: batches (take) need a single input place',
+    });
   }
   return inputs;
 }
 
 /** The output places and how they are chosen (all of them, one of them, any of them). */
-function outputsOf(t: TransitionDefinition, at: (...rest: Where) => Where, check: Checker): { outputs: string[]; outMode: OutMode } {
+function outputsOf(
+  t: TransitionDefinition,
+  at: (...rest: Where) => Where,
+  check: Checker,
+): { outputs: string[]; outMode: OutMode } {
   let outputs: string[] = [];
   let outMode: OutMode = 'all';
   const out = t.out;
@@ -173,8 +197,10 @@ function outputsOf(t: TransitionDefinition, at: (...rest: Where) => Where, check
   else if (out && 'any-of' in out) [outMode, outputs] = ['any-of', out['any-of']];
   const outPath = out && typeof out === 'object' && !Array.isArray(out) ? at('out', outMode) : at('out');
   outputs.forEach((p, i) => check.known(typeof out === 'string' ? outPath : [...outPath, i], p));
-  if (new Set(outputs).size !== outputs.length) check.problems.push({ path: outPath, message: 'A place is named twice among the outputs' });
-  if (outMode !== 'all' && outputs.length < 2) check.problems.push({ path: outPath, message: `${outMode} needs at least two places` });
+  if (new Set(outputs).size !== outputs.length)
+    check.problems.push({ path: outPath, message: 'A place is named twice among the outputs' });
+  if (outMode !== 'all' && outputs.length < 2)
+    check.problems.push({ path: outPath, message: `${outMode} needs at least two places` });
   return { outputs, outMode };
 }
 
@@ -184,7 +210,9 @@ function runOf(t: TransitionDefinition, at: (...rest: Where) => Where, problems:
   if (typeof t.run === 'string') run = { shell: t.run };
   else if (Array.isArray(t.run)) run = { argv: t.run };
   if (run && t.fn) problems.push({ path: at('run'), message: 'Give run or fn, not both' });
-  if (!run && !t.fn && t.run !== null && t.run !== undefined) problems.push({ path: at('run'), message: 'run must be a string, a list of strings, or null' });
-  if (run && 'argv' in run && run.argv.length === 0) problems.push({ path: at('run'), message: 'run is an empty list' });
+  if (!run && !t.fn && t.run !== null && t.run !== undefined)
+    problems.push({ path: at('run'), message: 'run must be a string, a list of strings, or null' });
+  if (run && 'argv' in run && run.argv.length === 0)
+    problems.push({ path: at('run'), message: 'run is an empty list' });
   return run;
 }

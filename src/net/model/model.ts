@@ -44,7 +44,7 @@ export interface RemotePlace {
   key?: string;
 }
 
-/** How to reach a host, as written under `hosts:` (checked by hostProblems). */
+/** How to reach a host, as written under `hosts:` (checked by host-problems.ts). */
 export interface HostDefinition {
   /** A destination (one word) or the whole ssh command as a list. */
   ssh?: string | string[];
@@ -113,7 +113,8 @@ export interface FiringInput {
   payload(): Readable;
 }
 
-// biome-ignore lint/suspicious/noConfusingVoidType: a user's `async (ctx) => { ... }` returns Promise<void>, which `undefined` would refuse
+// A user's `async (ctx) => { ... }` returns Promise<void>, which `undefined` would refuse.
+// biome-ignore lint/suspicious/noConfusingVoidType: as said above
 export type TransitionFunction = (ctx: FiringContext) => Promise<void | string | Uint8Array | Readable> | void;
 
 export type RunSpec = { argv: string[] } | { shell: string };

@@ -16,7 +16,10 @@ export function unknownName(kind: 'place' | 'transition', given: string, known: 
   const close = closest(given, names);
   const head = `No ${kind} named ${JSON.stringify(given)} in the net`;
   if (close !== undefined) return new UnknownNameError(kind, given, `${head}; did you mean ${JSON.stringify(close)}?`);
-  const list = names.length <= LISTED ? names.join(', ') : `${names.slice(0, LISTED).join(', ')} and ${names.length - LISTED} more`;
+  const list =
+    names.length <= LISTED
+      ? names.join(', ')
+      : `${names.slice(0, LISTED).join(', ')} and ${names.length - LISTED} more`;
   return new UnknownNameError(kind, given, `${head} (${kind}s: ${list || 'none'})`);
 }
 

@@ -28,7 +28,9 @@ function positionOf(doc: Document, lc: LineCounter, keys: ReadonlyArray<Property
   for (const k of keys) {
     if (isMap(node)) {
       // The last of a key given twice: its value is the one the file's data holds.
-      const pair = [...node.items].reverse().find((it) => (isNode(it.key) ? (it.key as { value?: unknown }).value : it.key) === k);
+      const pair = [...node.items]
+        .reverse()
+        .find((it) => (isNode(it.key) ? (it.key as { value?: unknown }).value : it.key) === k);
       if (!pair) {
         found = false;
         break;
@@ -87,7 +89,10 @@ export function parseNetText(text: string, file: string): NetModel {
   const problems = [...shape.problems];
   let model: NetModel | undefined;
   if (shape.data !== undefined) {
-    const def = { ...(shape.data as Omit<NetDefinition, 'dir'>), dir: path.dirname(path.resolve(file)) } as NetDefinition;
+    const def = {
+      ...(shape.data as Omit<NetDefinition, 'dir'>),
+      dir: path.dirname(path.resolve(file)),
+    } as NetDefinition;
     const built = buildNet(def, path.resolve(file));
     model = built.model;
     problems.push(...built.problems.filter((p) => !followsOn(p, shape.pruned)));
@@ -118,7 +123,9 @@ export function loadNetFile(file: string): NetModel {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new NetFileError(file, [{ message: `cannot read the net file: ${systemErrorWords(err) ?? (err as Error).message}` }]);
+    throw new NetFileError(file, [
+      { message: `cannot read the net file: ${systemErrorWords(err) ?? (err as Error).message}` },
+    ]);
   }
   return parseNetText(text, file);
 }

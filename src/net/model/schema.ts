@@ -28,13 +28,21 @@ const placeSchema = z
   })
   .strict();
 
-const arcSchema = z.union([name, z.object({ place: name, take: positiveInt.optional(), 'max-wait': seconds.optional() }).strict()]);
+const arcSchema = z.union([
+  name,
+  z.object({ place: name, take: positiveInt.optional(), 'max-wait': seconds.optional() }).strict(),
+]);
 
 const transitionSchema = z
   .object({
     in: z.union([arcSchema, z.array(arcSchema).min(1)]),
     out: z
-      .union([name, z.array(name).min(1), z.object({ 'one-of': z.array(name).min(2) }).strict(), z.object({ 'any-of': z.array(name).min(2) }).strict()])
+      .union([
+        name,
+        z.array(name).min(1),
+        z.object({ 'one-of': z.array(name).min(2) }).strict(),
+        z.object({ 'any-of': z.array(name).min(2) }).strict(),
+      ])
       .optional(),
     run: z.union([z.string().min(1), z.array(z.string()).min(1), z.null()]).optional(),
     env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
@@ -93,9 +101,14 @@ function problemsOf(raw: unknown): (issue: z.core.$ZodIssue) => ModelProblem[] {
     if (unknown.length > 0) {
       const where = path.length > 0 ? `${path.join('.')}: ` : '';
       const allowed = allowedKeys(netSchema, path);
-      return unknown.map((k) => ({ path: [...path, k], atKey: true, message: `${where}unknown key ${JSON.stringify(k)}${didYouMean(k, allowed)}` }));
+      return unknown.map((k) => ({
+        path: [...path, k],
+        atKey: true,
+        message: `${where}unknown key ${JSON.stringify(k)}${didYouMean(k, allowed)}`,
+      }));
     }
-    if (path.length > 0 && !hasPath(raw, path)) return [{ path, atKey: true, message: `${path.join('.')}: missing (required)` }];
+    if (path.length > 0 && !hasPath(raw, path))
+      return [{ path, atKey: true, message: `${path.join('.')}: missing (required)` }];
     return [{ path, message: describeIssue(issue) }];
   };
 }
@@ -137,9 +150,11 @@ function salvage(raw: unknown, issues: z.core.$ZodIssue[]): { data?: unknown; pr
   for (let round = 0; round < 4; round++) {
     for (const issue of issues) {
       const unknown = unknownKeys(issue);
-      const targets = unknown.length > 0 ? unknown.map((k) => [...(issue.path as Path), k]) : [wholeValueOf(issue.path as Path)];
+      const targets =
+        unknown.length > 0 ? unknown.map((k) => [...(issue.path as Path), k]) : [wholeValueOf(issue.path as Path)];
       for (const path of targets) {
-        if (path.length === 0 || (path[0] === 'places' && path.length === 1)) return { pruned }; // no places: nothing to cross-check
+        // no places: nothing to cross-check
+        if (path.length === 0 || (path[0] === 'places' && path.length === 1)) return { pruned };
         if (path.length >= 3 && take(path)) continue;
         // Refused again where a value was taken out, a required value missing, or an entry itself.
         const entry = path.slice(0, 2);

@@ -29,7 +29,10 @@ export interface TokenInfo {
   error?: { transition: string; reason: string };
 }
 
-/** The first `limit` tokens of a place in its order, and how many it holds; an empty list when its directory can't be read. */
+/**
+ * The first `limit` tokens of a place in its order, and how many
+ * it holds; an empty list when its directory can't be read.
+ */
 export async function placeTokens(
   net: NetModel,
   name: string,
@@ -56,7 +59,9 @@ export async function placeTokens(
       // consumed meanwhile
     }
     const cmd = t.header.cmd;
-    const vars = new Map(cmd.kind === 'Command' ? cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : []);
+    const vars = new Map(
+      cmd.kind === 'Command' ? cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : [],
+    );
     const failed = readErrorVars((name) => vars.get(name));
     return {
       seq: t.seq,

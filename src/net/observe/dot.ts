@@ -29,16 +29,24 @@ export function dotString(s: string): string {
 
 export function netToDot(net: NetModel, state: DotState = {}): string {
   const errorPlaces = new Set([...net.transitions.values()].map((t) => t.error).filter((e): e is string => !!e));
-  const lines = ['digraph net {', '  rankdir=LR;', '  node [fontname="Helvetica", fontsize=11];', '  edge [fontname="Helvetica", fontsize=9];'];
+  const lines = [
+    'digraph net {',
+    '  rankdir=LR;',
+    '  node [fontname="Helvetica", fontsize=11];',
+    '  edge [fontname="Helvetica", fontsize=9];',
+  ];
   for (const p of net.places.values()) {
     const n = state.tokens?.get(p.name);
     const label = [
-      n === undefined ? p.name : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`,
+      n === undefined
+        ? p.name
+        : `${p.name}\n${n}${p.capacity !== undefined ? `/${p.capacity}` : ''} token${n === 1 ? '' : 's'}`,
       ...(state.lines?.('place', p.name) ?? []),
     ].join('\n');
     const attrs = [`shape=ellipse`, `label=${dotString(label)}`, `id=${dotString(`place-${p.name}`)}`];
     const fill = state.alarm?.has(p.name) ? '#ffd6d6' : n ? '#e8f0ff' : undefined;
-    if (errorPlaces.has(p.name)) attrs.push('color=red', 'fontcolor=red', fill ? 'style="dashed,filled"' : 'style=dashed');
+    if (errorPlaces.has(p.name))
+      attrs.push('color=red', 'fontcolor=red', fill ? 'style="dashed,filled"' : 'style=dashed');
     else if (fill) attrs.push('style=filled');
     if (fill) attrs.push(`fillcolor="${fill}"`);
     lines.push(`  ${dotString(`p:${p.name}`)} [${attrs.join(', ')}];`);
@@ -47,9 +55,10 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
     const kind = !t.run && !t.fn ? '\n(move)' : '';
     const running = state.running?.get(t.name);
     const paused = state.paused?.has(t.name);
-    const label = [`${t.name}${kind}${paused ? '\npaused' : ''}${running ? `\n${running} running` : ''}`, ...(state.lines?.('transition', t.name) ?? [])].join(
-      '\n',
-    );
+    const label = [
+      `${t.name}${kind}${paused ? '\npaused' : ''}${running ? `\n${running} running` : ''}`,
+      ...(state.lines?.('transition', t.name) ?? []),
+    ].join('\n');
     const attrs = [`shape=box`, `label=${dotString(label)}`, `id=${dotString(`transition-${t.name}`)}`];
     if (isMerge(t)) attrs.push('peripheries=2');
     if (state.alarm?.has(t.name)) attrs.push('style=filled', 'fillcolor="#ffb3b3"', 'color=red');
@@ -62,10 +71,12 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
     for (const a of t.inputs) {
       const attrs: string[] = [];
       if (isMerge(t)) attrs.push('label="by key"');
-      if (a.take > 1) attrs.push(`label=${dotString(`×${a.take}${a.maxWait !== undefined ? ` (≤${a.maxWait}s)` : ''}`)}`);
+      if (a.take > 1)
+        attrs.push(`label=${dotString(`×${a.take}${a.maxWait !== undefined ? ` (≤${a.maxWait}s)` : ''}`)}`);
       lines.push(`  ${dotString(`p:${a.place}`)} -> ${tn}${attrs.length ? ` [${attrs.join(', ')}]` : ''};`);
     }
-    for (const i of t.inhibit) lines.push(`  ${dotString(`p:${i}`)} -> ${tn} [arrowhead=odot, style=dashed, label="inhibit"];`);
+    for (const i of t.inhibit)
+      lines.push(`  ${dotString(`p:${i}`)} -> ${tn} [arrowhead=odot, style=dashed, label="inhibit"];`);
     if (t.outMode === 'all') {
       for (const o of t.outputs) lines.push(`  ${tn} -> ${dotString(`p:${o}`)};`);
     } else {
@@ -75,13 +86,17 @@ export function netToDot(net: NetModel, state: DotState = {}): string {
       lines.push(`  ${tn} -> ${j} [arrowhead=none];`);
       for (const o of t.outputs) lines.push(`  ${j} -> ${dotString(`p:${o}`)} [style=${xor ? 'dashed' : 'dotted'}];`);
     }
-    if (t.error) lines.push(`  ${tn} -> ${dotString(`p:${t.error}`)} [color=red, fontcolor=red, style=dashed, label="error"];`);
+    if (t.error)
+      lines.push(`  ${tn} -> ${dotString(`p:${t.error}`)} [color=red, fontcolor=red, style=dashed, label="error"];`);
   }
   lines.push('}');
   return `${lines.join('\n')}\n`;
 }
 
-/** The colouring of `net dot --live`: token counts, running and paused transitions, and in red stuck or missing places and failing transitions. */
+/**
+ * The colouring of `net dot --live`: token counts, running and paused transitions, and in red stuck or missing places
+ * and failing transitions.
+ */
 export function liveDotState(r: NetStatusReport): DotState {
   const alarm = new Set<string>();
   for (const p of r.places) if (p.stuck > 0 || p.problem) alarm.add(p.name);

@@ -33,14 +33,24 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
     });
   const states = ['running', 'idle', 'stuck', 'drained'] as const;
   return [
-    { name: 'fspl_net_live', help: '1 when a net run holds the net, else 0', type: 'gauge', samples: [{ value: r.live ? 1 : 0 }] },
+    {
+      name: 'fspl_net_live',
+      help: '1 when a net run holds the net, else 0',
+      type: 'gauge',
+      samples: [{ value: r.live ? 1 : 0 }],
+    },
     {
       name: 'fspl_net_state',
       help: 'The state of the net: 1 for the current one',
       type: 'gauge',
       samples: states.map((s) => ({ labels: { state: s }, value: r.state === s ? 1 : 0 })),
     },
-    { name: 'fspl_net_stuck_tokens', help: 'Tokens that cannot fire', type: 'gauge', samples: [{ value: r.stuck.length }] },
+    {
+      name: 'fspl_net_stuck_tokens',
+      help: 'Tokens that cannot fire',
+      type: 'gauge',
+      samples: [{ value: r.stuck.length }],
+    },
     { name: 'fspl_net_place_tokens', help: 'Tokens in the place', type: 'gauge', samples: perPlace((p) => p.tokens) },
     {
       name: 'fspl_net_place_present',
@@ -54,16 +64,38 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
       type: 'gauge',
       samples: perPlace((p) => (p.oldestAgeMs === undefined ? undefined : seconds(p.oldestAgeMs))),
     },
-    { name: 'fspl_net_place_capacity', help: 'Capacity of the place (places with one)', type: 'gauge', samples: perPlace((p) => p.capacity) },
-    { name: 'fspl_net_place_fill_ratio', help: 'Tokens divided by capacity (places with one)', type: 'gauge', samples: perPlace((p) => p.fill) },
-    { name: 'fspl_net_place_stuck_tokens', help: 'Tokens in the place that cannot fire', type: 'gauge', samples: perPlace((p) => p.stuck) },
+    {
+      name: 'fspl_net_place_capacity',
+      help: 'Capacity of the place (places with one)',
+      type: 'gauge',
+      samples: perPlace((p) => p.capacity),
+    },
+    {
+      name: 'fspl_net_place_fill_ratio',
+      help: 'Tokens divided by capacity (places with one)',
+      type: 'gauge',
+      samples: perPlace((p) => p.fill),
+    },
+    {
+      name: 'fspl_net_place_stuck_tokens',
+      help: 'Tokens in the place that cannot fire',
+      type: 'gauge',
+      samples: perPlace((p) => p.stuck),
+    },
     {
       name: 'fspl_net_refused_tokens_total',
-      help: 'Tokens of a place that requires signatures refused and set aside (still in the set-aside queue: net retry --set-aside takes them out)',
+      help:
+        'Tokens of a place that requires signatures refused and set aside ' +
+        '(still in the set-aside queue: net retry --set-aside takes them out)',
       type: 'counter',
       samples: perPlace((p) => p.refused),
     },
-    { name: 'fspl_net_transition_running', help: 'Firings running now', type: 'gauge', samples: perTransition((t) => t.running) },
+    {
+      name: 'fspl_net_transition_running',
+      help: 'Firings running now',
+      type: 'gauge',
+      samples: perTransition((t) => t.running),
+    },
     {
       name: 'fspl_net_transition_fired_total',
       help: 'Firings committed by the current (or last) run',
@@ -76,7 +108,12 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
       type: 'counter',
       samples: perTransition((t) => t.failed),
     },
-    { name: 'fspl_net_transition_retried_total', help: 'Failed attempts that were retried', type: 'counter', samples: perTransition((t) => t.retried) },
+    {
+      name: 'fspl_net_transition_retried_total',
+      help: 'Failed attempts that were retried',
+      type: 'counter',
+      samples: perTransition((t) => t.retried),
+    },
     {
       name: 'fspl_net_transition_firings_per_minute',
       help: 'Firings per minute over the window',
@@ -124,7 +161,9 @@ export function netMetricFamilies(r: NetStatusReport): MetricFamily[] {
     },
     {
       name: 'fspl_net_io_errors_total',
-      help: 'Full disks and I/O errors the run met (and waited out), by place ("(state)": the state directory) and error',
+      help:
+        'Full disks and I/O errors the run met (and waited out), by place ' +
+        '("(state)": the state directory) and error',
       type: 'counter',
       samples: (r.ioErrors ?? []).map((e) => ({ labels: { place: e.place, error: e.error }, value: e.count })),
     },

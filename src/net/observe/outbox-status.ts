@@ -31,8 +31,17 @@ function feedersOf(net: NetModel, place: string, host: string): string[] {
  * `net status --host HOST` (and `net serve --net-host`): the status of host's view of `net` (its
  * places, its run, its outboxes), where tokens may still come into the places other hosts feed.
  */
-export async function hostStatus(net: NetModel, host: string, view = hostView(net, host), spools = new NncpSpoolReader()): Promise<NetStatusReport> {
-  const fed = new Set([...view.places.values()].filter((p) => hostOf(p) === host && feedersOf(net, p.name, host).length > 0).map((p) => p.name));
+export async function hostStatus(
+  net: NetModel,
+  host: string,
+  view = hostView(net, host),
+  spools = new NncpSpoolReader(),
+): Promise<NetStatusReport> {
+  const fed = new Set(
+    [...view.places.values()]
+      .filter((p) => hostOf(p) === host && feedersOf(net, p.name, host).length > 0)
+      .map((p) => p.name),
+  );
   const report = addHostDetails(await netStatus(view, { fedFromElsewhere: fed }), view, net, host);
   await addNncpSpools(report, net, spools);
   return report;
@@ -98,7 +107,14 @@ function outboxStatus(view: NetModel, name: string, r: RemotePlace, tokens: numb
   const config = hostConfig(net, r.host);
   if (config.kind === 'ssh') return { host: r.host, remoteDir: r.dir, via: 'ssh', waiting: tokens, sender };
   const next = SeqFile.peek(path.join(dir, 'nextseq')) ?? 1n; // the first number not yet handed on
-  return { host: r.host, remoteDir: r.dir, via: 'nncp', waiting: tokens, sender, nncp: { node: config.nncp.node, handedThrough: next > 0n ? next - 1n : 0n } };
+  return {
+    host: r.host,
+    remoteDir: r.dir,
+    via: 'nncp',
+    waiting: tokens,
+    sender,
+    nncp: { node: config.nncp.node, handedThrough: next > 0n ? next - 1n : 0n },
+  };
 }
 
 /**
@@ -141,10 +157,16 @@ export function describeFeed(f: FeedStatus): string {
 
 /** One line for the NOTE column. */
 export function describeOutbox(o: OutboxStatus, live: boolean, now = Date.now()): string {
-  if (o.via === 'sync') return `outbox to ${o.host}:${o.remoteDir} (shared by the sync tool; ${o.empty ? 'nothing sent yet' : `${o.waiting} kept`})`;
+  if (o.via === 'sync')
+    return (
+      `outbox to ${o.host}:${o.remoteDir} (shared by the sync tool; ` +
+      `${o.empty ? 'nothing sent yet' : `${o.waiting} kept`})`
+    );
   let s = `outbox to ${o.host}:${o.remoteDir}: ${o.waiting} waiting`;
   if (o.nncp) {
-    s = `outbox to ${o.host} through NNCP (node ${o.nncp.node}): ${o.waiting} waiting; handed to NNCP up to #${o.nncp.handedThrough}`;
+    s =
+      `outbox to ${o.host} through NNCP (node ${o.nncp.node}): ${o.waiting} ` +
+      `waiting; handed to NNCP up to #${o.nncp.handedThrough}`;
     const spool = o.nncp.spool;
     if (spool)
       s +=
@@ -155,8 +177,11 @@ export function describeOutbox(o: OutboxStatus, live: boolean, now = Date.now())
   const stopped = o.sender?.stopped;
   const f = o.sender?.failing;
   if (stopped)
-    s += live ? `; STOPPED: ${stopped.error} (the tokens stay here; restart net run once fixed)` : `; the last run stopped sending: ${stopped.error}`;
-  else if (f && live) s += `; HOST UNREACHABLE for ${Math.round((now - f.since) / 1000)} s (${f.attempts} attempts): ${f.error}`;
+    s += live
+      ? `; STOPPED: ${stopped.error} (the tokens stay here; restart net run once fixed)`
+      : `; the last run stopped sending: ${stopped.error}`;
+  else if (f && live)
+    s += `; HOST UNREACHABLE for ${Math.round((now - f.since) / 1000)} s (${f.attempts} attempts): ${f.error}`;
   else if (o.sender?.lastSentAt) s += `; last sent ${Math.round((now - o.sender.lastSentAt) / 1000)} s ago`;
   else if (o.empty || !o.sender) s += '; nothing sent yet';
   return s;

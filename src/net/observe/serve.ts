@@ -11,11 +11,11 @@
  * JSON (in the page, a data block with every `<` escaped) and are put there as text by the
  * page's script (never as HTML); and a Content Security
  * Policy forbids inline scripts, so a key like `<script>` is shown, not run. It answers only to its
- * own names (src/web/host-check.ts; the guards are src/web/server.ts's, which the queues' page shares): a request whose Host header is not its address, localhost, a loopback
- * address or a name given in allowHosts (--allow-host) gets 421, so that a page elsewhere on the
- * web cannot use DNS rebinding (its own name made to resolve to 127.0.0.1) to read the API (keys,
- * params, stderr) through the operator's browser; bound to every address (0.0.0.0 or ::), only the
- * loopback names and the allowed ones pass. It keeps at most maxStreams event streams open at once
+ * own names (src/web/host-check.ts; the guards are src/web/server.ts's, which the queues' page shares): a request
+ * whose Host header is not its address, localhost, a loopback address or a name given in allowHosts (--allow-host)
+ * gets 421, so that a page elsewhere on the web cannot use DNS rebinding (its own name made to resolve to 127.0.0.1)
+ * to read the API (keys, params, stderr) through the operator's browser; bound to every address (0.0.0.0 or ::), only
+ * the loopback names and the allowed ones pass. It keeps at most maxStreams event streams open at once
  * (default 64, src/web/stream-cap.ts), refusing the rest with 503 and Retry-After, so that thousands of
  * them cannot take its memory and descriptors; the other paths answer meanwhile. Every figure is
  * recomputed from the directories and STATE/live.json (status.ts), so a run that stops or a
@@ -119,7 +119,8 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
   const net = netHost === undefined ? whole : hostView(whole, netHost);
   // NNCP's spool is asked at most every 10 s (a subprocess), not at every poll.
   const spools = new NncpSpoolReader(10_000);
-  const report = (): Promise<NetStatusReport> => (netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net, spools));
+  const report = (): Promise<NetStatusReport> =>
+    netHost === undefined ? netStatus(net) : hostStatus(whole, netHost, net, spools);
   const assets = loadAssets(ASSETS, WEB_DIRS);
   const svgText = await serveSvg(net);
   const svg = Buffer.from(svgText);
@@ -133,13 +134,17 @@ export async function serveNet(whole: NetModel, options: ServeOptions = {}): Pro
     } catch {
       return { status: 400, type: 'text/plain; charset=utf-8', body: 'bad request\n' };
     }
-    if (kind === 'place') return net.places.has(name) ? jsonReply({ place: name, ...(await placeTokens(net, name, { limit: 200 })) }) : undefined;
+    if (kind === 'place')
+      return net.places.has(name)
+        ? jsonReply({ place: name, ...(await placeTokens(net, name, { limit: 200 })) })
+        : undefined;
     return net.transitions.has(name) ? jsonReply({ transition: name, ...transitionDetail(net, name) }) : undefined;
   };
 
   const answer = async (route: string): Promise<Reply | undefined> => {
     const asset = assets.get(route);
-    if (asset?.type.startsWith('text/html')) return { type: asset.type, body: renderPage(template, svgText, await report()) };
+    if (asset?.type.startsWith('text/html'))
+      return { type: asset.type, body: renderPage(template, svgText, await report()) };
     if (asset) return asset;
     if (route === '/net.svg') return { type: 'image/svg+xml; charset=utf-8', body: svg };
     if (route === '/metrics') return { type: PROMETHEUS_CONTENT_TYPE, body: netMetricsText(await report()) };

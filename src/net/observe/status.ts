@@ -47,7 +47,10 @@ export interface NncpOutboxStatus {
   node: string;
   /** Every token numbered up to this was handed to NNCP (none yet: 0). */
   handedThrough: bigint;
-  /** NNCP packets in this node's spool for the node (all of NNCP's, a batch of tokens each), or why nncp-stat could not say. */
+  /**
+   * NNCP packets in this node's spool for the node (all of NNCP's,
+   * a batch of tokens each), or why nncp-stat could not say.
+   */
   spool?: { packets: number } | { error: string };
 }
 
@@ -123,7 +126,9 @@ export interface TransitionStatus {
   history: LiveState['transitions'][string]['history'];
 }
 
-/** Something said once about the report as a whole: `read-only` (this user may read the net but not lock its places). */
+/**
+ * Something said once about the report as a whole: `read-only` (this user may read the net but not lock its places).
+ */
 export interface StatusNote {
   code: 'read-only';
   text: string;
@@ -188,7 +193,15 @@ async function readPlaces(net: NetModel, now: number): Promise<PlacesRead> {
         : readersOf(net, spec.name).length === 0
           ? 'sink'
           : 'inner';
-    const st: PlaceStatus = { name: spec.name, dir: spec.dir, role, exists: p.exists(), tokens: 0, capacity: spec.capacity, stuck: 0 };
+    const st: PlaceStatus = {
+      name: spec.name,
+      dir: spec.dir,
+      role,
+      exists: p.exists(),
+      tokens: 0,
+      capacity: spec.capacity,
+      stuck: 0,
+    };
     if (st.exists) {
       try {
         await p.refresh(now);
@@ -257,7 +270,10 @@ export async function netStatus(net: NetModel, options: NetStatusOptions = {}): 
   const { stuck, waiting } = sortLeftovers(net, read, all, open, stoppedNames, options.fedFromElsewhere);
   const transitions: TransitionStatus[] = [...net.transitions.values()].map((t) => {
     const lt = live?.transitions[t.name];
-    const merges = t.inputs.length > 1 ? [...stuck, ...waiting].filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length : 0;
+    const merges =
+      t.inputs.length > 1
+        ? [...stuck, ...waiting].filter((l) => l.place === t.inputs[0]!.place && l.code === 'no-partner').length
+        : 0;
     const serviceTimes = lt?.serviceTimes ?? [];
     const stopped = running ? lt?.stopped : undefined;
     const pause = pauses.get(t.name);
@@ -339,7 +355,12 @@ function peekNext(p: Place): { next?: bigint; denied?: string } {
     const next = SeqFile.peek(p.queue.seqfilePath);
     if (err instanceof LockedError) return { next };
     const why = `nextseq.lock: ${systemErrorWords(err) ?? (err as Error).message}`;
-    return { next, denied: `user ${whoAmI()} may read this net but not lock its places (${why}), so their next numbers were read without the lock` };
+    return {
+      next,
+      denied:
+        `user ${whoAmI()} may read this net but not lock its places (${why}), ` +
+        `so their next numbers were read without the lock`,
+    };
   }
 }
 

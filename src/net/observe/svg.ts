@@ -11,6 +11,7 @@ let viz: Promise<Viz> | undefined;
 export async function dotToSvg(dot: string): Promise<string> {
   viz ??= import('@viz-js/viz').then((m) => m.instance());
   const r = (await viz).render(dot, { format: 'svg' });
-  if (r.status !== 'success') throw new NetError(`Graphviz could not draw the net: ${r.errors.map((e) => e.message).join('; ')}`);
+  if (r.status !== 'success')
+    throw new NetError(`Graphviz could not draw the net: ${r.errors.map((e) => e.message).join('; ')}`);
   return r.output;
 }

@@ -38,7 +38,16 @@ export function readToken(place: Place, filename: string): ReadToken | undefined
   }
   if (header.cmd.kind !== 'Command') return undefined;
   const vars = new Map(header.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
-  return { place: place.name, filename, path: file, seq: header.seq, key: tokenKey(place.name, header), header, seen: 0, vars };
+  return {
+    place: place.name,
+    filename,
+    path: file,
+    seq: header.seq,
+    key: tokenKey(place.name, header),
+    header,
+    seen: 0,
+    vars,
+  };
 }
 
 /** How many times a token has been retried, from its RETRIED variable. */

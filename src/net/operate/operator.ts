@@ -82,7 +82,10 @@ export class Operator {
         return op;
       } catch (err) {
         if (!(err instanceof LockedError)) throw err;
-        if (tries >= 600) throw new NetError(`Another operator command holds ${path.join(dir, 'lock')}: try again once it has finished`);
+        if (tries >= 600)
+          throw new NetError(
+            `Another operator command holds ${path.join(dir, 'lock')}: try again once it has finished`,
+          );
         await sleep(100);
       }
     }
@@ -92,7 +95,11 @@ export class Operator {
    * Move tokens: `outputs` written into their places with new numbers, `inputs` consumed, as one
    * commit. Waits while a writer's lock is busy or a bounded place is full. Returns the numbers.
    */
-  async move(kind: string, outputs: Array<{ place: string; content: TokenContent }>, inputs: Token[]): Promise<Array<{ place: string; seq: bigint }>> {
+  async move(
+    kind: string,
+    outputs: Array<{ place: string; content: TokenContent }>,
+    inputs: Token[],
+  ): Promise<Array<{ place: string; seq: bigint }>> {
     if (!this.lock) throw new NetError('A read-only operator moves nothing');
     const id = `${OP_TAG}${kind}-${uuidv4()}`; // its first 8 characters name the staged files: net-op-*.part
     for (;;) {

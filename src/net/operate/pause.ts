@@ -58,7 +58,13 @@ export function readPauses(stateDir: string): Map<string, PauseRecord> {
     try {
       const r = JSON.parse(fs.readFileSync(path.join(pausesDir(stateDir), n), 'utf8')) as Partial<PauseRecord>;
       const transition = decodeURIComponent(n.slice(0, -'.json'.length));
-      out.set(transition, { transition, since: Number(r.since ?? 0), by: String(r.by ?? ''), reason: String(r.reason ?? ''), kill: r.kill === true });
+      out.set(transition, {
+        transition,
+        since: Number(r.since ?? 0),
+        by: String(r.by ?? ''),
+        reason: String(r.reason ?? ''),
+        kill: r.kill === true,
+      });
     } catch {
       // being replaced, or not ours: not a pause
     }
@@ -70,9 +76,13 @@ export function readPauses(stateDir: string): Map<string, PauseRecord> {
 function transitionOf(net: NetModel, name: string, host: string | undefined): void {
   const t = transitionNamed(net, name);
   if (t.host !== undefined && host !== undefined && t.host !== host) {
-    throw new NetRequestError(`Transition ${name} runs on host ${t.host}, not ${host}: pause it there (fspl net pause NET ${name} --host ${t.host})`);
+    throw new NetRequestError(
+      `Transition ${name} runs on host ${t.host}, not ${host}: pause it there ` +
+        `(fspl net pause NET ${name} --host ${t.host})`,
+    );
   }
-  if (t.host !== undefined && host === undefined) throw new NetRequestError(`Transition ${name} runs on host ${t.host}: pause it there, with --host ${t.host}`);
+  if (t.host !== undefined && host === undefined)
+    throw new NetRequestError(`Transition ${name} runs on host ${t.host}: pause it there, with --host ${t.host}`);
 }
 
 /** The state directory of the host that runs the transition (the net's own on a net of one host). */
@@ -81,10 +91,20 @@ function stateDirOf(net: NetModel, host: string | undefined): string {
 }
 
 /** Pause a transition (again: the record is replaced). Durable before it returns. */
-export function pauseTransition(model: NetModel, name: string, options: { reason?: string; by?: string; host?: string; kill?: boolean } = {}): PauseRecord {
+export function pauseTransition(
+  model: NetModel,
+  name: string,
+  options: { reason?: string; by?: string; host?: string; kill?: boolean } = {},
+): PauseRecord {
   transitionOf(model, name, options.host);
   const stateDir = stateDirOf(model, options.host);
-  const rec: PauseRecord = { transition: name, since: Date.now(), by: options.by ?? userName(), reason: options.reason ?? '', kill: !!options.kill };
+  const rec: PauseRecord = {
+    transition: name,
+    since: Date.now(),
+    by: options.by ?? userName(),
+    reason: options.reason ?? '',
+    kill: !!options.kill,
+  };
   const dir = pausesDir(stateDir);
   mkdirDurable(dir);
   const file = fileOf(stateDir, name);
@@ -96,7 +116,11 @@ export function pauseTransition(model: NetModel, name: string, options: { reason
 }
 
 /** Resume a paused transition; returns the pause it ends, or undefined when it was not paused. */
-export function resumeTransition(model: NetModel, name: string, options: { host?: string } = {}): PauseRecord | undefined {
+export function resumeTransition(
+  model: NetModel,
+  name: string,
+  options: { host?: string } = {},
+): PauseRecord | undefined {
   transitionOf(model, name, options.host);
   const stateDir = stateDirOf(model, options.host);
   const rec = readPauses(stateDir).get(name);

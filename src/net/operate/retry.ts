@@ -60,7 +60,8 @@ function errorPlaces(net: NetModel, only?: string): string[] {
     const readers = readersOf(net, only);
     if (readers.length > 0)
       throw new NetRequestError(
-        `Place ${only} is read by ${readers.map((t) => t.name).join(', ')}: net retry takes tokens only from a place no transition reads (an error place)`,
+        `Place ${only} is read by ${readers.map((t) => t.name).join(', ')}: net ` +
+          `retry takes tokens only from a place no transition reads (an error place)`,
       );
     return [only];
   }
@@ -77,13 +78,16 @@ function destination(net: NetModel, tok: ReadToken, to: string | undefined): { t
   const t = net.transitions.get(transition);
   if (!t)
     throw new NetRequestError(
-      `Token ${tok.key} (${tok.place} #${tok.seq}) failed in transition ${JSON.stringify(transition)}, which the net no longer has: retry it with --to PLACE`,
+      `Token ${tok.key} (${tok.place} #${tok.seq}) failed in transition ${JSON.stringify(transition)}, ` +
+        `which the net no longer has: retry it with --to PLACE`,
     );
   const from = error?.place;
   if (from !== undefined && net.places.has(from)) return { transition, to: from };
   if (t.inputs.length === 1) return { transition, to: t.inputs[0]!.place };
   throw new NetRequestError(
-    `Token ${tok.key} (${tok.place} #${tok.seq}) does not say which input of ${transition} it came from (${t.inputs.map((a) => a.place).join(', ')}): retry it with --to PLACE`,
+    `Token ${tok.key} (${tok.place} #${tok.seq}) does not say which input ` +
+      `of ${transition} it came from (${t.inputs.map((a) => a.place).join(', ')}): ` +
+      `retry it with --to PLACE`,
   );
 }
 
@@ -107,12 +111,28 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
       seenKeys.add(tok.key);
       const d = destination(net, tok, opts.to);
       if (!places.has(d.to))
-        throw new NetRequestError(`Place ${d.to} has no queue here (${net.places.get(d.to)!.dir}): run fspl net init, or retry on the host that has it`);
-      chosen.push({ tok: { place: tok.place, filename: tok.filename, seq: tok.seq, key: tok.key, retried: retriedCount(tok.vars.get(RETRIED_VAR)) }, ...d });
+        throw new NetRequestError(
+          `Place ${d.to} has no queue here (${net.places.get(d.to)!.dir}): run ` +
+            `fspl net init, or retry on the host that has it`,
+        );
+      chosen.push({
+        tok: {
+          place: tok.place,
+          filename: tok.filename,
+          seq: tok.seq,
+          key: tok.key,
+          retried: retriedCount(tok.vars.get(RETRIED_VAR)),
+        },
+        ...d,
+      });
     }
   }
   if (!transitionSeen && opts.transition !== undefined)
-    throw new UnknownNameError('transition', opts.transition, `No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`);
+    throw new UnknownNameError(
+      'transition',
+      opts.transition,
+      `No transition named ${JSON.stringify(opts.transition)} in the net, and no error token names it`,
+    );
   const missing = [...(keys ?? [])].filter((k) => !seenKeys.has(k));
   if (missing.length > 0)
     throw new UnknownNameError(
@@ -120,7 +140,17 @@ function plan(net: NetModel, places: Map<string, Place>, opts: RetryOptions): Pl
       missing[0]!,
       `No error token with key ${missing.map((k) => JSON.stringify(k)).join(', ')}${fromTransition(opts.transition)}`,
     );
-  return chosen.sort((a, b) => (a.tok.place < b.tok.place ? -1 : a.tok.place > b.tok.place ? 1 : a.tok.seq < b.tok.seq ? -1 : a.tok.seq > b.tok.seq ? 1 : 0));
+  return chosen.sort((a, b) =>
+    a.tok.place < b.tok.place
+      ? -1
+      : a.tok.place > b.tok.place
+        ? 1
+        : a.tok.seq < b.tok.seq
+          ? -1
+          : a.tok.seq > b.tok.seq
+            ? 1
+            : 0,
+  );
 }
 
 /** The tokens of one failed firing go back together: grouped by transition and key, in order of their first number. */
@@ -152,7 +182,8 @@ export async function retryTokens(net: NetModel, opts: RetryOptions): Promise<Re
     const moves: RetryMove[] = [];
     for (const group of firings(chosen)) {
       const toks = group.map((p) => readToken(op.places.get(p.tok.place)!, p.tok.filename));
-      if (toks.some((t) => t === undefined)) continue; // taken meanwhile (by a Filespooler reader of the error place): nothing to put back
+      // taken meanwhile (by a Filespooler reader of the error place): nothing to put back
+      if (toks.some((t) => t === undefined)) continue;
       const seqs = await op.move(
         'retry',
         group.map((p, i) => ({ place: p.to, content: retriedContent(toks[i]!) })),

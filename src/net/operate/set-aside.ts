@@ -64,16 +64,35 @@ export async function setAside(
   } catch (err) {
     op.close();
     if (err instanceof LockedError)
-      throw new NetError(`Place ${place} is being read (its nextseq.lock is held, by a net run or a queue-process): stop it, then set the token aside`);
+      throw new NetError(
+        `Place ${place} is being read (its nextseq.lock is held, by a net run ` +
+          `or a queue-process): stop it, then set the token aside`,
+      );
     throw err;
   }
   try {
-    if (!fs.existsSync(tok.path)) throw new NetRequestError(`The token ${which.key ?? which.seq} of place ${place} is gone (it was taken meanwhile)`);
+    if (!fs.existsSync(tok.path))
+      throw new NetRequestError(
+        `The token ${which.key ?? which.seq} of place ${place} is gone (it was taken meanwhile)`,
+      );
     const reason = options.reason ?? '';
-    const env: Array<[Uint8Array, Uint8Array]> = Object.entries(tok.vars).map(([k, v]) => [Buffer.from(k), Buffer.from(v)]);
-    const extra = { PLACE: place, SEQ: String(tok.seq), REASON: reason, BY: options.by ?? os.userInfo().username, AT: new Date().toISOString() };
+    const env: Array<[Uint8Array, Uint8Array]> = Object.entries(tok.vars).map(([k, v]) => [
+      Buffer.from(k),
+      Buffer.from(v),
+    ]);
+    const extra = {
+      PLACE: place,
+      SEQ: String(tok.seq),
+      REASON: reason,
+      BY: options.by ?? os.userInfo().username,
+      AT: new Date().toISOString(),
+    };
     for (const [k, v] of Object.entries(extra)) env.push([Buffer.from(PREFIX + k), Buffer.from(v)]);
-    const content: TokenContent = { env, params: tok.params.map((x) => Buffer.from(x)), payload: { tokens: [tok.path] } };
+    const content: TokenContent = {
+      env,
+      params: tok.params.map((x) => Buffer.from(x)),
+      payload: { tokens: [tok.path] },
+    };
     const nop = p.order === 'sequence' ? stageNop(p, tok.seq) : undefined;
     const header = readHeaderFileSync(tok.path);
     const [moved] = await op.move(
@@ -104,7 +123,10 @@ function stageNop(p: Place, seq: bigint): string {
 }
 
 /** `net retry --set-aside`: tokens set aside go back to their places, under new numbers. */
-export async function restoreSetAside(net: NetModel, opts: { keys?: string[]; seq?: bigint; all?: boolean; dryRun?: boolean }): Promise<RetryResult> {
+export async function restoreSetAside(
+  net: NetModel,
+  opts: { keys?: string[]; seq?: bigint; all?: boolean; dryRun?: boolean },
+): Promise<RetryResult> {
   if (!opts.all && !opts.keys?.length && opts.seq === undefined)
     throw new NetRequestError('Say which tokens set aside to bring back: --key K, --seq N or --all');
   const aside = setAsidePlace(net);
@@ -118,22 +140,35 @@ export async function restoreSetAside(net: NetModel, opts: { keys?: string[]; se
         chosen.push(tok);
       }
     }
-    if (chosen.length === 0 && !opts.all)
-      throw new UnknownNameError(
-        'token',
-        opts.keys?.[0] ?? String(opts.seq),
-        `No token set aside with ${opts.keys?.length ? `key ${opts.keys.map((k) => JSON.stringify(k)).join(', ')}` : `number ${opts.seq}`}`,
-      );
+    if (chosen.length === 0 && !opts.all) {
+      const which = opts.keys?.length
+        ? `key ${opts.keys.map((k) => JSON.stringify(k)).join(', ')}`
+        : `number ${opts.seq}`;
+      throw new UnknownNameError('token', opts.keys?.[0] ?? String(opts.seq), `No token set aside with ${which}`);
+    }
     chosen.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
     const moves: RetryMove[] = [];
     for (const tok of chosen) {
       const to = tok.vars.get(`${PREFIX}PLACE`) ?? '';
-      if (!op.places.has(to)) throw new NetRequestError(`Token ${tok.key} was set aside from ${JSON.stringify(to)}, which has no queue here`);
-      const move: RetryMove = { key: tok.key, transition: '', from: { place: SET_ASIDE, seq: tok.seq }, to: { place: to }, retried: 0 };
+      if (!op.places.has(to))
+        throw new NetRequestError(`Token ${tok.key} was set aside from ${JSON.stringify(to)}, which has no queue here`);
+      const move: RetryMove = {
+        key: tok.key,
+        transition: '',
+        from: { place: SET_ASIDE, seq: tok.seq },
+        to: { place: to },
+        retried: 0,
+      };
       if (!opts.dryRun) {
-        const env = [...tok.vars].filter(([k]) => !k.startsWith(PREFIX)).map(([k, v]): [Uint8Array, Uint8Array] => [Buffer.from(k), Buffer.from(v)]);
+        const env = [...tok.vars]
+          .filter(([k]) => !k.startsWith(PREFIX))
+          .map(([k, v]): [Uint8Array, Uint8Array] => [Buffer.from(k), Buffer.from(v)]);
         const params = tok.header.cmd.kind === 'Command' ? tok.header.cmd.params : [];
-        const [back] = await op.move('back', [{ place: to, content: { env, params, payload: { tokens: [tok.path] } } }], [tok]);
+        const [back] = await op.move(
+          'back',
+          [{ place: to, content: { env, params, payload: { tokens: [tok.path] } } }],
+          [tok],
+        );
         move.to.seq = back!.seq;
       }
       moves.push(move);

@@ -75,7 +75,11 @@ function nextPass(p: Place, after: Entry | undefined, pass: number): Entry[] {
  * The tokens of a place in order, read as they are listed (`pass`: names per pass, PASS by
  * default). A bad place is refused at once, before anything is listed (or printed).
  */
-export function listTokens(net: NetModel, place: string, options: { now?: number; pass?: number } = {}): AsyncGenerator<TokenListing> {
+export function listTokens(
+  net: NetModel,
+  place: string,
+  options: { now?: number; pass?: number } = {},
+): AsyncGenerator<TokenListing> {
   return tokensOf(placeOf(net, place), options);
 }
 
@@ -126,8 +130,13 @@ function describe(p: Place, filename: string, now: number): TokenListing | undef
 }
 
 /** One token of a place, by key or by number; a one-line refusal when there is none. */
-export async function findToken(net: NetModel, place: string, which: { key?: string; seq?: bigint }): Promise<TokenListing> {
-  if ((which.key === undefined) === (which.seq === undefined)) throw new NetRequestError('Say which token: --key K or --seq N');
+export async function findToken(
+  net: NetModel,
+  place: string,
+  which: { key?: string; seq?: bigint },
+): Promise<TokenListing> {
+  if ((which.key === undefined) === (which.seq === undefined))
+    throw new NetRequestError('Say which token: --key K or --seq N');
   for await (const t of listTokens(net, place)) {
     if (t.nop) continue;
     if (which.key !== undefined ? t.key === which.key : t.seq === which.seq) return t;
@@ -135,7 +144,8 @@ export async function findToken(net: NetModel, place: string, which: { key?: str
   throw new UnknownNameError(
     'token',
     which.key ?? String(which.seq),
-    `No token with ${which.key !== undefined ? `key ${JSON.stringify(which.key)}` : `number ${which.seq}`} in place ${place}`,
+    `No token with ${which.key !== undefined ? `key ${JSON.stringify(which.key)}` : `number ${which.seq}`} ` +
+      `in place ${place}`,
   );
 }
 

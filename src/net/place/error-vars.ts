@@ -63,7 +63,14 @@ export function errorVars(error: FiringError, place: string): Array<[string, str
 export function readErrorVars(get: (name: string) => string | undefined): TokenError | undefined {
   const transition = get(NAMES.transition);
   if (transition === undefined) return undefined;
-  return { transition, reason: get(NAMES.reason) ?? '', status: get(NAMES.status), stderr: get(NAMES.stderr), log: get(NAMES.log), place: get(NAMES.place) };
+  return {
+    transition,
+    reason: get(NAMES.reason) ?? '',
+    status: get(NAMES.status),
+    stderr: get(NAMES.stderr),
+    log: get(NAMES.log),
+    place: get(NAMES.place),
+  };
 }
 
 /** Whether a variable is one of those (a token put back by `net retry` sheds them all). */

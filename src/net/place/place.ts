@@ -20,7 +20,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
-import { NetError } from '../../base/errors.js';
 import type { PacketHeader } from '../../packet/index.js';
 import { makeHeader, packetBytes, writePacketSync } from '../../packet/prepare.js';
 import { readHeaderFileSync } from '../../queue/job-headers.js';
@@ -33,9 +32,12 @@ import { SeqFile } from '../../sys/seqfile.js';
 import { CREATE_NEW, openExisting } from '../../sys/untrusted.js';
 import type { PlaceOrder, PlaceSpec } from '../model/model.js';
 import { copyPayloads } from './payload.js';
+import { publishDurably } from './publish-token.js';
 import { sealAndSign } from './signatures.js';
 import { isPartName, nameOrder, numberedName, orderKey, type TokenContent } from './token.js';
 import { TokenIndex } from './token-index.js';
+
+export { publish, publishDurably, published } from './publish-token.js';
 
 /** How a part is created: never over another file. */
 export const PART_FLAGS = CREATE_NEW;
@@ -153,7 +155,12 @@ export class Place extends TokenIndex {
     // header, so that a transfer cut or damaged on the way is refused, never committed; and
     // signed with this host's key, if it has one (signatures.ts), or with `net put --sign`'s.
     const sealed = this.spec.remote !== undefined || this.signKey !== undefined;
-    return { seq, temp, final, header: sealed ? sealAndSign(header, content.payload, this.signKey ?? this.spec.remote?.key) : header };
+    return {
+      seq,
+      temp,
+      final,
+      header: sealed ? sealAndSign(header, content.payload, this.signKey ?? this.spec.remote?.key) : header,
+    };
   }
 
   /**
@@ -264,7 +271,8 @@ export class Place extends TokenIndex {
     }
     const taken = header !== undefined && writers.read() > header.seq;
     const held = header !== undefined && this.holds(header.seq);
-    const wanted = header !== undefined && this.order === 'sequence' && (consumerNext === undefined || header.seq >= consumerNext);
+    const wanted =
+      header !== undefined && this.order === 'sequence' && (consumerNext === undefined || header.seq >= consumerNext);
     if (header && taken && !held && wanted) {
       // The number is stored in the live sendseq, but maybe not durably: its rename's directory
       // fsync may be what failed. Stored anew (a new rename, not a retried fsync) before the NOP
@@ -325,43 +333,15 @@ export class Place extends TokenIndex {
 }
 
 /**
- * Rename a staged packet into place, not yet durable: the caller fsyncs the directory (once for
- * all it published, see fsyncDirs). 'done' when it had been renamed already (temp gone, final
- * there); 'gone' when neither is there, which only a redone commit meets: its output was renamed,
- * made durable and consumed by a reader since, and the journal's end record for it was lost (a
- * staged file is durable before its commit is recorded, so it can't have vanished unpublished).
- */
-export function publish(temp: string, final: string): 'renamed' | 'done' | 'gone' {
-  try {
-    fs.renameSync(temp, final);
-    return 'renamed';
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return fs.existsSync(final) ? 'done' : 'gone';
-  }
-}
-
-/** What a publish's rename, run elsewhere (a batch), came to: as publish says, or its error. */
-export function published(final: string, err: NodeJS.ErrnoException | undefined): 'renamed' | 'done' | 'gone' {
-  if (!err) return 'renamed';
-  if (err.code !== 'ENOENT') throw err;
-  return fs.existsSync(final) ? 'done' : 'gone';
-}
-
-/** Publish one staged packet and make it durable (its directory fsynced) before returning. */
-export function publishDurably(temp: string, final: string): void {
-  if (publish(temp, final) === 'gone') throw new NetError(`The staged token ${temp} vanished before it was renamed to ${path.basename(final)}`);
-  fsyncDir(path.dirname(final)); // the new name is durable: the token is in the place to stay
-}
-
-/**
  * Create the planned parts (one batch) and fill them (on the event loop, into the page cache).
  * All or nothing: on a failure, those made are closed and removed, and the error thrown.
  * Nothing here is durable yet: the commit's step 1 (commit.ts) fsyncs each part and its jobs/
  * before any of their numbers is stored. The removals need no fsync: a part that comes back after
  * a power cut has no stored number, and recovery removes it (repairPart).
  */
-export async function createParts(planned: Array<{ p: Place; content: TokenContent; part: StagedFile }>): Promise<Array<StagedFile & { fd: number }>> {
+export async function createParts(
+  planned: Array<{ p: Place; content: TokenContent; part: StagedFile }>,
+): Promise<Array<StagedFile & { fd: number }>> {
   const opens = planned.map((x): BatchOp => ({ op: 'open', path: x.part.temp, flags: PART_FLAGS, mode: 0o644 }));
   const fds = await runBatch(opens);
   const files: Array<StagedFile & { fd: number }> = [];

@@ -27,7 +27,10 @@ export function isSignedPlace(spec: PlaceSpec): boolean {
   return spec.signers !== undefined || (spec.from?.length ?? 0) > 0;
 }
 
-/** The public half of a host's key: PATH.pub when there is one (the host that verifies may not hold the private key), else the key file's. */
+/**
+ * The public half of a host's key: PATH.pub when there is one (the host that verifies may not hold the private key),
+ * else the key file's.
+ */
 export function publicKeyOf(keyPath: string): PublicKey {
   let line: string | undefined;
   try {
@@ -38,7 +41,8 @@ export function publicKeyOf(keyPath: string): PublicKey {
   try {
     return line !== undefined ? parsePublicKeyLine(line.trim()) : loadPrivateKey(keyPath).publicKey;
   } catch (err) {
-    if (err instanceof SignatureError) throw new NetError(`cannot read the public key of ${keyPath} (${keyPath}.pub or the key itself): ${err.reason}`);
+    if (err instanceof SignatureError)
+      throw new NetError(`cannot read the public key of ${keyPath} (${keyPath}.pub or the key itself): ${err.reason}`);
     throw err;
   }
 }
@@ -55,7 +59,9 @@ export function placeSigners(net: NetModel, spec: PlaceSpec): AllowedSigners | u
     try {
       lines.push(fs.readFileSync(spec.signers, 'utf8'));
     } catch (err) {
-      throw new NetError(`Place ${spec.name}: signers: cannot read ${spec.signers}: ${systemErrorWords(err) ?? (err as Error).message}`);
+      throw new NetError(
+        `Place ${spec.name}: signers: cannot read ${spec.signers}: ${systemErrorWords(err) ?? (err as Error).message}`,
+      );
     }
     sources.push(spec.signers);
   }
@@ -103,7 +109,8 @@ export function sha512OfPayload(p: TokenContent['payload']): Buffer {
   const hash = createHash('sha512');
   if (!p) return hash.digest();
   if ('data' in p) return hash.update(p.data).digest();
-  if (!('tokens' in p) && !('path' in p)) throw new TypeError('a signed token needs its payload as a file or tokens, not a descriptor');
+  if (!('tokens' in p) && !('path' in p))
+    throw new TypeError('a signed token needs its payload as a file or tokens, not a descriptor');
   const files = 'tokens' in p ? p.tokens : [p.path];
   const buf = Buffer.allocUnsafe(CHUNK);
   for (const file of files) {
@@ -123,7 +130,11 @@ export function sha512OfPayload(p: TokenContent['payload']): Buffer {
 }
 
 /** A header sealed for this payload, and signed with the key at `keyPath` when there is one. */
-export function sealAndSign(header: PacketHeader, payload: TokenContent['payload'], keyPath: string | undefined): PacketHeader {
+export function sealAndSign(
+  header: PacketHeader,
+  payload: TokenContent['payload'],
+  keyPath: string | undefined,
+): PacketHeader {
   header.seal = sealOfPayload(payload);
   return keyPath === undefined ? header : signTokenHeader(header, keyPath, payload);
 }

@@ -18,7 +18,9 @@ const SCAN_CHUNK = 2048;
  */
 export const INDEX_WINDOW = 16384;
 
-/** Tokens below a place's next number indexed at most, with a window (see refresh): 64, or a quarter of a small window. */
+/**
+ * Tokens below a place's next number indexed at most, with a window (see refresh): 64, or a quarter of a small window.
+ */
 const BELOW_FLOOR_INDEXED = 64;
 
 /**
@@ -113,7 +115,9 @@ export abstract class TokenIndex {
   private skippedBy: ((t: Token) => boolean) | undefined;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
   private stale = true;
-  /** Told each time the directory must be read again (a runner keeps the places to scan so, rather than asking each). */
+  /**
+   * Told each time the directory must be read again (a runner keeps the places to scan so, rather than asking each).
+   */
   onStale: (() => void) | undefined;
 
   /** Whether the directory must be read again. */
@@ -160,9 +164,12 @@ export abstract class TokenIndex {
       lowest.offer(key, name);
     };
     const floorNum = floorKey !== undefined ? Number(consumerNext) : -Infinity;
-    const { bound, names } = this.window === Infinity ? { bound: Infinity, names: undefined } : this.windowBound(floorNum);
+    const { bound, names } =
+      this.window === Infinity ? { bound: Infinity, names: undefined } : this.windowBound(floorNum);
     let beyond = 0;
-    const each = names ? (fn: (name: string) => void) => names.forEach(fn) : (fn: (name: string) => void) => this.queue.forEachJobFile(fn);
+    const each = names
+      ? (fn: (name: string) => void) => names.forEach(fn)
+      : (fn: (name: string) => void) => this.queue.forEachJobFile(fn);
     each((name) => {
       count++;
       let key = this.foreign.get(name);
@@ -185,7 +192,8 @@ export abstract class TokenIndex {
         offer(key, e.filename);
       }
       // Only what can still be in the window needs its header kept.
-      if (lowest.keys.length >= this.window) for (const e of entries) if (lowest.keys[0]! < foreign.get(e.filename)!) read.delete(e.filename);
+      if (lowest.keys.length >= this.window)
+        for (const e of entries) if (lowest.keys[0]! < foreign.get(e.filename)!) read.delete(e.filename);
     }
     this.foreign = foreign;
     const next = new Map<string, IndexedToken>();
@@ -287,7 +295,10 @@ export abstract class TokenIndex {
     this.skipped = 0;
   }
 
-  /** A token this process has just written into the place (no need to read the directory for it); returns it if indexed now (undefined when a scan indexed it first, or it falls outside the window). */
+  /**
+   * A token this process has just written into the place (no need to read the directory for it); returns it if indexed
+   * now (undefined when a scan indexed it first, or it falls outside the window).
+   */
   adopt(filename: string, header: PacketHeader, now: number): IndexedToken | undefined {
     // A scan found it first (between the commit's rename and the run applying the commit: a
     // safety rescan, or an event for another file): it is indexed, counted and joined already.
@@ -337,7 +348,8 @@ export abstract class TokenIndex {
     }
     // Consumed tokens collect at the front: step past them for good (head), so that a reader
     // taking tokens one by one does not rescan them at every decision; compact now and then.
-    while (this.head < this.bySeq.length && this.tokens.get(this.bySeq[this.head]!.filename) !== this.bySeq[this.head]) this.head++;
+    while (this.head < this.bySeq.length && this.tokens.get(this.bySeq[this.head]!.filename) !== this.bySeq[this.head])
+      this.head++;
     if (this.head > 1024 && this.head > this.bySeq.length / 2) {
       this.bySeq = this.bySeq.slice(this.head);
       this.skipped = Math.max(0, this.skipped - this.head);

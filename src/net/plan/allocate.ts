@@ -184,10 +184,14 @@ export function compareCodePoints(a: string, b: string): number {
  *   decide); the article floors the mean to whole picoseconds and sums in floating point, which
  *   only matters for values that differ by less than that.
  *
- * Runs in O(workers x stages) comparisons after one pass over the service times. Throws RangeError when `workers` is not a
- * non-negative safe integer, or a queue length or service time is negative, NaN or infinite.
+ * Runs in O(workers x stages) comparisons after one pass over the service times. Throws RangeError when `workers` is
+ * not a non-negative safe integer, or a queue length or service time is negative, NaN or infinite.
  */
-export function allocateWorkers(workers: number, stats: ReadonlyMap<string, StageStats>, done: ReadonlySet<string>): Map<string, number> | null {
+export function allocateWorkers(
+  workers: number,
+  stats: ReadonlyMap<string, StageStats>,
+  done: ReadonlySet<string>,
+): Map<string, number> | null {
   if (!Number.isSafeInteger(workers) || workers < 0) {
     throw new RangeError(`allocateWorkers: workers must be an integer >= 0, got ${String(workers)}`);
   }

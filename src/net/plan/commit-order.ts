@@ -12,7 +12,11 @@ export interface OrderedFiring {
   tokens: ReadonlyArray<{ place: string; seq: bigint }>;
 }
 
-export function mayCommit<F extends OrderedFiring>(f: F, open: Iterable<F>, isSequence: (place: string) => boolean): boolean {
+export function mayCommit<F extends OrderedFiring>(
+  f: F,
+  open: Iterable<F>,
+  isSequence: (place: string) => boolean,
+): boolean {
   for (const g of open) {
     if (g === f) continue;
     if (f.transition.ordered && g.transition.name === f.transition.name && g.ordinal < f.ordinal) return false;

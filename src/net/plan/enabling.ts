@@ -71,7 +71,11 @@ export function mergeOf(t: TransitionState, places: PlaceLookup): MergeView<Toke
 }
 
 /** The next firing a transition could start on the current marking, without claiming it. */
-export function candidate(t: TransitionState, places: PlaceLookup, now: number): { tokens: StartTokens; wakeAt?: number } | undefined {
+export function candidate(
+  t: TransitionState,
+  places: PlaceLookup,
+  now: number,
+): { tokens: StartTokens; wakeAt?: number } | undefined {
   if (t.inputs.length === 1) {
     const arc = t.inputs[0]!;
     const p = places(arc.place);

@@ -4,7 +4,11 @@
  */
 
 /** Move entry i up until its parent goes before it. */
-export function siftUp(i: number, before: (a: number, b: number) => boolean, swap: (a: number, b: number) => void): void {
+export function siftUp(
+  i: number,
+  before: (a: number, b: number) => boolean,
+  swap: (a: number, b: number) => void,
+): void {
   while (i > 0) {
     const up = (i - 1) >> 1;
     if (!before(i, up)) return;
@@ -14,7 +18,12 @@ export function siftUp(i: number, before: (a: number, b: number) => boolean, swa
 }
 
 /** Move entry i down (among the first n) until both its children come after it. */
-export function siftDown(i: number, n: number, before: (a: number, b: number) => boolean, swap: (a: number, b: number) => void): void {
+export function siftDown(
+  i: number,
+  n: number,
+  before: (a: number, b: number) => boolean,
+  swap: (a: number, b: number) => void,
+): void {
   for (;;) {
     const l = 2 * i + 1;
     const r = l + 1;

@@ -47,7 +47,10 @@ export class KeyJoin<T extends Keyed> {
   private readonly arcsOf = new Map<string, number[]>();
   private readonly arity: number;
   private readonly entries = new Map<string, Entry<T>>();
-  /** Complete keys by the number of their first token in the first place. Entries go stale as tokens come and go: the reader checks each against the key's entry and drops stale ones. */
+  /**
+   * Complete keys by the number of their first token in the first place. Entries go stale as tokens come and go: the
+   * reader checks each against the key's entry and drops stale ones.
+   */
   private readonly heap = new PairHeap<bigint, string>();
   /** Keys with a token in every input place. */
   complete = 0;

@@ -88,7 +88,11 @@ export interface OpenFiring {
  * What the open firings mean for a place: how many of its tokens they hold (claimed), the next
  * number past those (starting from the place's next), and how many will write into it (incoming).
  */
-export function heldBy(place: string, next: bigint, open: Iterable<OpenFiring>): { next: bigint; claimed: number; incoming: number } {
+export function heldBy(
+  place: string,
+  next: bigint,
+  open: Iterable<OpenFiring>,
+): { next: bigint; claimed: number; incoming: number } {
   let incoming = 0;
   let claimed = 0;
   for (const f of open) {
@@ -103,6 +107,22 @@ export function heldBy(place: string, next: bigint, open: Iterable<OpenFiring>):
 }
 
 /** A transition as the scheduler sees it. */
-export function transitionState(t: TransitionSpec, running: number, stopped: boolean, serviceTimes: number[], merge?: MergeView<TokenRef>): TransitionState {
-  return { name: t.name, inputs: t.inputs, outputs: t.outputs, inhibit: t.inhibit, workers: t.workers, running, stopped, serviceTimes, merge };
+export function transitionState(
+  t: TransitionSpec,
+  running: number,
+  stopped: boolean,
+  serviceTimes: number[],
+  merge?: MergeView<TokenRef>,
+): TransitionState {
+  return {
+    name: t.name,
+    inputs: t.inputs,
+    outputs: t.outputs,
+    inhibit: t.inhibit,
+    workers: t.workers,
+    running,
+    stopped,
+    serviceTimes,
+    merge,
+  };
 }

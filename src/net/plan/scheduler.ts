@@ -20,7 +20,18 @@
  * transitions untouched since the last decision cost nothing. `schedule` is one decision of a
  * new Scheduler over a whole marking.
  */
-import { candidate, claimTokens, hasRoom, inhibited, mergeOf, nopAtHead, type PlaceLookup, queueLength, watch, withoutClaimed } from './enabling.js';
+import {
+  candidate,
+  claimTokens,
+  hasRoom,
+  inhibited,
+  mergeOf,
+  nopAtHead,
+  type PlaceLookup,
+  queueLength,
+  watch,
+  withoutClaimed,
+} from './enabling.js';
 import { PairHeap } from './heap.js';
 import type { PlaceState, Start, StartTokens, TokenRef, TransitionState } from './marking.js';
 import { Shares } from './shares.js';
@@ -80,7 +91,10 @@ export class Scheduler {
   /** What the last decision looked at. */
   visits: DecisionVisits = { transitions: 0, places: 0 };
   private readonly names: string[];
-  /** For each place, the transitions to look at again when it changes: its readers and inhibited transitions, and its writers if it is bounded. */
+  /**
+   * For each place, the transitions to look at again when it changes: its readers and inhibited transitions, and its
+   * writers if it is bounded.
+   */
   private readonly deps = new Map<string, number[]>();
   /** The decision's copies of the places and transitions (claims and starts change them). */
   private readonly places = new Map<string, PlaceState>();
@@ -88,7 +102,10 @@ export class Scheduler {
   /** Each transition's next firing (tokens), or when its batch is due. */
   private readonly next: Array<{ tokens?: StartTokens; due?: number } | undefined> = [];
   private readonly shares = new Shares();
-  /** Batches waiting for their max-wait: when each is due, and its transition (an entry is stale once the transition's due moved). */
+  /**
+   * Batches waiting for their max-wait: when each is due, and its
+   * transition (an entry is stale once the transition's due moved).
+   */
   private readonly dues = new PairHeap<number, number>();
   private readonly changedPlaces = new Set<string>();
   private readonly changedTransitions = new Set<number>();
@@ -147,7 +164,10 @@ export class Scheduler {
     this.changedTransitions.clear();
   }
 
-  /** Decide the firings to start now, in start order; the caller starts all of them, and says what changed before the next decision. */
+  /**
+   * Decide the firings to start now, in start order; the caller starts
+   * all of them, and says what changed before the next decision.
+   */
   decide(pool: Pool): SchedulerResult {
     this.visits = { transitions: 0, places: 0 };
     this.now = pool.now;
@@ -265,14 +285,22 @@ export class Scheduler {
     }
     const places = this.lookup;
     const queue = queueLength(t, places);
-    const c = t.running < t.workers && !inhibited(t, places) && hasRoom(t, places, this.bounded) ? candidate(t, places, this.now) : undefined;
+    const c =
+      t.running < t.workers && !inhibited(t, places) && hasRoom(t, places, this.bounded)
+        ? candidate(t, places, this.now)
+        : undefined;
     const tokens = c && c.tokens.length > 0 ? c.tokens : undefined;
     const due = c && !tokens ? c.wakeAt : undefined;
     if (due !== undefined && this.next[i]?.due !== due) this.dues.push(due, i);
     this.next[i] = tokens || due !== undefined ? { tokens, due } : undefined;
     const l = queue + t.running;
     const serviceTimes = t.serviceTimes.length ? t.serviceTimes : [this.defaultServiceTime];
-    this.shares.set(i, l > 0 ? { name: t.name, stats: { queueLength: l, serviceTimes }, running: t.running, ready: !!tokens } : undefined);
+    this.shares.set(
+      i,
+      l > 0
+        ? { name: t.name, stats: { queueLength: l, serviceTimes }, running: t.running, ready: !!tokens }
+        : undefined,
+    );
   }
 
   /**
@@ -311,8 +339,13 @@ export class Scheduler {
  * input is not modified; what it returns is in start order.
  */
 export function schedule(input: SchedulerInput): SchedulerResult {
-  const source: MarkingSource = { place: (name) => input.places.get(name)!, transition: (name) => input.transitions.get(name)! };
-  const s = new Scheduler(input.transitions.values(), input.places.values(), source, { defaultServiceTime: input.defaultServiceTime });
+  const source: MarkingSource = {
+    place: (name) => input.places.get(name)!,
+    transition: (name) => input.transitions.get(name)!,
+  };
+  const s = new Scheduler(input.transitions.values(), input.places.values(), source, {
+    defaultServiceTime: input.defaultServiceTime,
+  });
   s.rotation = input.rotation % Math.max(1, input.transitions.size);
   return s.decide(input);
 }

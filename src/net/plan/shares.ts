@@ -16,7 +16,14 @@
  * round-robin order): one of the at most W stages with a share, or, among the ready ones without,
  * the one running fewest, first in round-robin order (ready stages are kept by how many they run).
  */
-import { allocateWorkers, compareWeights, type StageStats, type StageWeight, sameStats, weighStage } from './allocate.js';
+import {
+  allocateWorkers,
+  compareWeights,
+  type StageStats,
+  type StageWeight,
+  sameStats,
+  weighStage,
+} from './allocate.js';
 import { IndexSet } from './index-set.js';
 
 /** A transition as the allocation sees it (only while it has something queued or running). */

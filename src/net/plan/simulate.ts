@@ -49,14 +49,19 @@ export interface SimulationReport {
   /** A lower bound on the makespan (ms): see lowerBound(). */
   lowerBound: number;
   places: Record<string, { peak: number; final: number; capacity?: number }>;
-  transitions: Record<string, { firings: number; busyMs: number; meanMs: number; service: ServiceTime; assumed: boolean; share: number }>;
+  transitions: Record<
+    string,
+    { firings: number; busyMs: number; meanMs: number; service: ServiceTime; assumed: boolean; share: number }
+  >;
   /** Tokens left in read places that can never fire (e.g. an and-merge missing partners). */
   leftover: number;
 }
 
 /** Parse `T=MEAN[±JITTER%]` (MEAN with a unit: 40ms, 1.5s; ± may be written +-). */
 export function parseService(text: string): { transition: string; service: ServiceTime } {
-  const m = /^([A-Za-z][A-Za-z0-9_]*)=([0-9]*\.?[0-9]+)(ms|s|m)?(?:(?:±|\+-|\+\/-)([0-9]*\.?[0-9]+)%)?$/.exec(text.trim());
+  const m = /^([A-Za-z][A-Za-z0-9_]*)=([0-9]*\.?[0-9]+)(ms|s|m)?(?:(?:±|\+-|\+\/-)([0-9]*\.?[0-9]+)%)?$/.exec(
+    text.trim(),
+  );
   if (!m) throw new NetError(`invalid --service '${text}': give TRANSITION=MEAN[±JITTER%], e.g. slow=40ms±50%`);
   if (!m[3]) throw new NetError(`invalid --service '${text}': the mean needs a unit (ms, s or m)`);
   const mean = Number(m[2]) * (m[3] === 'ms' ? 1 : m[3] === 's' ? 1000 : 60_000);
@@ -111,7 +116,12 @@ interface SimFiring {
  * (its cap, at most the pool) plus the time one token needs to reach it and to leave the net
  * after it (the longest paths of mean service times before and after it: pipeline fill and drain).
  */
-export function lowerBound(net: NetModel, firings: Map<string, number>, service: (t: string) => number, workers: number): number {
+export function lowerBound(
+  net: NetModel,
+  firings: Map<string, number>,
+  service: (t: string) => number,
+  workers: number,
+): number {
   const names = [...net.transitions.keys()];
   const memoBefore = new Map<string, number>();
   const memoAfter = new Map<string, number>();
@@ -158,11 +168,16 @@ export function lowerBound(net: NetModel, firings: Map<string, number>, service:
  * `this.`, and the loop reads best beside what it drives.
  */
 export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport {
-  if (!Number.isSafeInteger(opts.tokens) || opts.tokens < 0) throw new NetError(`tokens must be a whole number >= 0, got ${String(opts.tokens)}`);
-  if (!Number.isSafeInteger(opts.workers) || opts.workers < 1) throw new NetError(`workers must be a whole number >= 1, got ${String(opts.workers)}`);
+  if (!Number.isSafeInteger(opts.tokens) || opts.tokens < 0)
+    throw new NetError(`tokens must be a whole number >= 0, got ${String(opts.tokens)}`);
+  if (!Number.isSafeInteger(opts.workers) || opts.workers < 1)
+    throw new NetError(`workers must be a whole number >= 1, got ${String(opts.workers)}`);
   for (const name of Object.keys(opts.service ?? {})) {
     if (!net.transitions.has(name))
-      throw new NetError(`--service names ${JSON.stringify(name)}, which is not a transition (transitions: ${[...net.transitions.keys()].join(', ')})`);
+      throw new NetError(
+        `--service names ${JSON.stringify(name)}, which is not a transition ` +
+          `(transitions: ${[...net.transitions.keys()].join(', ')})`,
+      );
   }
   const defaultService = opts.defaultService ?? { mean: DEFAULT_SERVICE_MS, jitter: 0 };
   const serviceOf = (t: string) => opts.service?.[t] ?? defaultService;
@@ -315,7 +330,8 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
         started++;
       }
     }
-    if (started > maxFirings) throw new NetError(`The simulation stopped after ${maxFirings} firings: does the net loop forever?`);
+    if (started > maxFirings)
+      throw new NetError(`The simulation stopped after ${maxFirings} firings: does the net loop forever?`);
     if (res.starts.length > 0) continue;
     // Nothing to start: advance the clock to the next finish (or batch deadline).
     let next = res.wakeAt;
@@ -342,7 +358,9 @@ export function simulate(net: NetModel, opts: SimulateOptions): SimulationReport
     workers: opts.workers,
     makespan,
     lowerBound: lowerBound(net, firings, (t) => serviceOf(t).mean, opts.workers),
-    places: Object.fromEntries([...places.values()].map((p) => [p.name, { peak: p.peak, final: p.count, capacity: p.capacity }])),
+    places: Object.fromEntries(
+      [...places.values()].map((p) => [p.name, { peak: p.peak, final: p.count, capacity: p.capacity }]),
+    ),
     transitions: Object.fromEntries(
       [...stats].map(([t, s]) => [
         t,

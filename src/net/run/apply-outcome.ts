@@ -37,7 +37,11 @@ export interface OutcomeContext {
    * group: `then` runs once it has committed. Refused (a bounded place full), the firing is
    * resolved again later.
    */
-  commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void;
+  commit(
+    f: Firing,
+    outputs: Array<{ place: string; content: TokenContent }>,
+    then: (committed: Array<{ place: string; seq: bigint }>) => void,
+  ): void;
   /** Forget a firing: its staging goes (unless removeDir is false), its tokens are free again. */
   drop(f: Firing, removeDir?: boolean): void;
   /** Remove the staging files of f's attempt (those in `made` when known), off the event loop. */
@@ -47,11 +51,17 @@ export interface OutcomeContext {
   emit(e: NetEvent): void;
   /** Report a full disk or an I/O error of the state's (the staging files'). */
   fault(err: NodeJS.ErrnoException): void;
-  /** Set aside a token that its signature did not let in as its firing opened it (refuse.ts), forgotten by its place's index. */
+  /**
+   * Set aside a token that its signature did not let in as its
+   * firing opened it (refuse.ts), forgotten by its place's index.
+   */
   refuse(r: RefusedInput): void;
 }
 
-/** Resolve a finished firing: decide (plan/decide-outcome.ts), then apply; true when it is gone from the set or on its way to commit. */
+/**
+ * Resolve a finished firing: decide (plan/decide-outcome.ts), then
+ * apply; true when it is gone from the set or on its way to commit.
+ */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
   const ended = f.outcome!;
   const verdict = decide({
@@ -69,14 +79,19 @@ export function resolve(ctx: OutcomeContext, f: Firing): boolean {
 }
 
 /** Carry a verdict out: the commit, the drop or the retry, with the logs, counts and events that go with it. */
-function apply(ctx: OutcomeContext, f: Firing, verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException, RefusedInput>): boolean {
+function apply(
+  ctx: OutcomeContext,
+  f: Firing,
+  verdict: Verdict<Token, RanOutcome, NodeJS.ErrnoException, RefusedInput>,
+): boolean {
   const run = ctx.transition(f.transition.name);
   switch (verdict.kind) {
     case 'vanished':
       // A token removed or replaced from outside meanwhile (a synced folder): the firing is void.
       ctx.log.warn(
         'net',
-        `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} vanished while it fired; its firing is dropped`,
+        `${f.transition.name}: token ${verdict.token.filename} of place ${verdict.token.place} ` +
+          `vanished while it fired; its firing is dropped`,
       );
       ctx.place(verdict.token.place).markDirty();
       ctx.drop(f);
@@ -118,7 +133,12 @@ function voidLater(ctx: OutcomeContext, f: Firing, tok: Token): void {
     g.voided = true;
     n++;
   }
-  if (n > 0) ctx.log.warn('net', `${f.transition.name}: ${n} firing(s) on later tokens of place ${tok.place} are dropped: number ${tok.seq} is still to come`);
+  if (n > 0)
+    ctx.log.warn(
+      'net',
+      `${f.transition.name}: ${n} firing(s) on later tokens of place ${tok.place} ` +
+        `are dropped: number ${tok.seq} is still to come`,
+    );
 }
 
 /**
@@ -132,7 +152,9 @@ function waitForRoom(ctx: OutcomeContext, f: Firing, o: RanOutcome, err: NodeJS.
   const ms = backoffMs(f.diskWaits);
   ctx.log.warn(
     'net',
-    `${f.transition.name}: firing on key ${f.key} ${o.reason ?? 'failed'} while the disk of the staging files is full (${describeSystemError(err)}); it runs again in ${ms} ms`,
+    `${f.transition.name}: firing on key ${f.key} ${o.reason ?? 'failed'} ` +
+      `while the disk of the staging files is full (${describeSystemError(err)}); ` +
+      `it runs again in ${ms} ms`,
   );
   f.outcome = undefined;
   ctx.unstage(f, o.made); // the next attempt stages under names of its own
@@ -168,8 +190,20 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, verdict: Failu
   const o = verdict.ran;
   const willRetry = verdict.kind === 'retry';
   run.monitor.failed(Date.now(), { key: f.key, reason: o.reason ?? 'failed', stderrTail: o.stderrTail });
-  ctx.emit({ type: 'fail', firing: f.id, transition: f.transition.name, key: f.key, reason: o.reason ?? 'failed', attempt: f.attempt, willRetry });
-  ctx.log.warn('net', `${f.transition.name}: firing on key ${f.key} ${o.reason}${willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''}`);
+  ctx.emit({
+    type: 'fail',
+    firing: f.id,
+    transition: f.transition.name,
+    key: f.key,
+    reason: o.reason ?? 'failed',
+    attempt: f.attempt,
+    willRetry,
+  });
+  ctx.log.warn(
+    'net',
+    `${f.transition.name}: firing on key ${f.key} ${o.reason}` +
+      (willRetry ? `; retrying (${f.attempt}/${f.transition.retries})` : ''),
+  );
   if (verdict.kind === 'retry') {
     run.retried++;
     f.outcome = undefined;
@@ -187,7 +221,9 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, verdict: Failu
   run.stopped = { reason: `${o.reason ?? 'failed'} (key ${f.key})`, log, at: Date.now() };
   ctx.log.error(
     'net',
-    `${f.transition.name} stopped: firing on key ${f.key} ${o.reason}; its stderr is in ${log}. The token stays in its place; restart the run to try again.`,
+    `${f.transition.name} stopped: firing on key ${f.key} ` +
+      `${o.reason}; its stderr is in ${log}. The token ` +
+      `stays in its place; restart the run to try again.`,
   );
   ctx.emit({ type: 'stopped', transition: f.transition.name, reason: run.stopped.reason, log });
   ctx.drop(f);
@@ -198,7 +234,13 @@ function fail(ctx: OutcomeContext, run: TransitionRun, f: Firing, verdict: Failu
 
 /** One error token per input token, carrying why the firing failed. */
 function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace: string, log: string): boolean {
-  const error: FiringError = { transition: f.transition.name, reason: o.reason ?? 'failed', status: o.status, stderrTail: o.stderrTail, log };
+  const error: FiringError = {
+    transition: f.transition.name,
+    reason: o.reason ?? 'failed',
+    status: o.status,
+    stderrTail: o.stderrTail,
+    log,
+  };
   const outputs = f.tokens.map((tok) => ({
     place: errorPlace,
     // ERROR_PLACE: where `net retry` puts it back (each input of an and-merge to its own place).
@@ -215,7 +257,10 @@ function toErrorPlace(ctx: OutcomeContext, f: Firing, o: RanOutcome, errorPlace:
   return true;
 }
 
-/** An error token's payload: a signed input as its firing checked it (fire-transition.ts keepForErrorTokens), else the input token's by name. */
+/**
+ * An error token's payload: a signed input as its firing checked it (fire-transition.ts keepForErrorTokens), else the
+ * input token's by name.
+ */
 function errorPayload(o: RanOutcome, tok: Token): TokenContent['payload'] {
   const kept = o.kept?.get(tok);
   return kept !== undefined ? { path: kept } : { tokens: [tok.path] };
@@ -251,7 +296,8 @@ function keepLog(ctx: OutcomeContext, f: Firing, o: RanOutcome): string {
   fs.mkdirSync(dir, { recursive: true });
   const log = path.join(
     dir,
-    `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}` + `-${f.id.slice(0, 8)}.stderr`,
+    `${new Date().toISOString().replace(/[:.]/g, '-')}-${f.key.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}` +
+      `-${f.id.slice(0, 8)}.stderr`,
   );
   try {
     if (o.stderrPath && fs.existsSync(o.stderrPath)) fs.copyFileSync(o.stderrPath, log, fs.constants.COPYFILE_EXCL);

@@ -8,7 +8,15 @@
 import type { NetModel, TransitionSpec } from '../model/model.js';
 import type { PauseRecord } from '../operate/pause.js';
 import type { MergeView } from '../plan/key-join.js';
-import { type DecisionVisits, type MarkingSource, type Pool, Scheduler, type SchedulerResult, schedule, type TokenRef } from '../plan/scheduler.js';
+import {
+  type DecisionVisits,
+  type MarkingSource,
+  type Pool,
+  Scheduler,
+  type SchedulerResult,
+  schedule,
+  type TokenRef,
+} from '../plan/scheduler.js';
 import type { FiringTally, TallyListener } from './firing-tally.js';
 import type { RunPlaces } from './places.js';
 import { type TransitionRun, transitionStateOf } from './state.js';
@@ -40,7 +48,9 @@ export class RunDecisions {
       place: (name) => view.places.placeState(name, (p, next) => view.tally().held(p, next)),
       transition: (name) => {
         const r = view.trans.get(name)!;
-        return transitionStateOf(r, view.tally().counts(name), view.stopping(), !!view.paused()?.has(name), (t) => view.mergeView(t));
+        return transitionStateOf(r, view.tally().counts(name), view.stopping(), !!view.paused()?.has(name), (t) =>
+          view.mergeView(t),
+        );
       },
     };
     this.scheduler = new Scheduler(
@@ -75,7 +85,10 @@ export class RunDecisions {
     if (expected) {
       const a = describe(expected);
       const b = describe(res);
-      if (a !== b) throw new Error(`A decision differs from the one taken over the whole marking:\n  incremental  ${b}\n  from scratch ${a}`);
+      if (a !== b)
+        throw new Error(
+          `A decision differs from the one taken over the whole marking:\n  incremental  ${b}\n  from scratch ${a}`,
+        );
     }
     return res;
   }
@@ -90,5 +103,8 @@ export class RunDecisions {
 
 /** A decision's starts and rotation, comparable as text. */
 function describe(r: SchedulerResult): string {
-  return JSON.stringify({ starts: r.starts.map((s) => [s.transition, s.skip, s.tokens.map((t) => `${t.place}/${t.token.filename}`)]), rotation: r.rotation });
+  return JSON.stringify({
+    starts: r.starts.map((s) => [s.transition, s.skip, s.tokens.map((t) => `${t.place}/${t.token.filename}`)]),
+    rotation: r.rotation,
+  });
 }

@@ -16,19 +16,26 @@
  * The command runs in a process group of its own; a timeout, or the run stopping, kills the group.
  */
 import fs from 'node:fs';
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { setLongTimeout } from '../../base/timer.js';
 import type { ChildEnv, EnvVariable } from '../../queue/jobenv.js';
 import { runDetached, StartError } from '../../sys/exec.js';
 import { closeQuietly } from '../../sys/io.js';
-import { appendQuietly, CREATE_NEW, createFresh, openExisting } from '../../sys/untrusted.js';
+import { appendQuietly, createFresh, openExisting } from '../../sys/untrusted.js';
 import type { TransitionSpec } from '../model/model.js';
 import type { Token } from '../place/token.js';
+import { runFunction } from './fire-function.js';
 import { firingEnv } from './firing-env.js';
 import { FiringInputs, type RefusedInput, type SignedInput } from './inputs.js';
 import type { RunAs } from './permissions.js';
-import { claimOutputs, judgeOutputs, makeStagingDir, type StagingFiles, stagingOf, tailOf, userFile, wasWritten } from './staging.js';
+import {
+  claimOutputs,
+  judgeOutputs,
+  makeStagingDir,
+  type StagingFiles,
+  stagingOf,
+  tailOf,
+  userFile,
+  wasWritten,
+} from './staging.js';
 
 /**
  * A staged output's payload: a file the firing wrote, the payloads of input tokens as they are,
@@ -74,13 +81,6 @@ export type FiringOutcome = RanOutcome | NopOutcome;
 
 export const STDERR_TAIL_BYTES = 2048;
 const KILL_GRACE_MS = 2000;
-/**
- * A JavaScript transition's returned value up to this size is kept in memory until its commit
- * writes it into the token (no staging file: no create, write, close and unlink of one); a
- * larger one goes to a staging file at once, so that finished firings waiting for their turn to
- * commit (up to two groups' worth per transition, state.ts) hold at most a few MiB.
- */
-const KEEP_RETURNED_BYTES = 64 * 1024;
 
 export interface FiringRequest {
   transition: TransitionSpec;
@@ -93,7 +93,10 @@ export interface FiringRequest {
   signal: AbortSignal;
   /** Run the command as this user and group (the runner is root); the directory becomes theirs. */
   runAs?: RunAs;
-  /** The signed places among the inputs' (undefined for the others): their tokens are judged again as they are opened (inputs.ts). */
+  /**
+   * The signed places among the inputs' (undefined for the others):
+   * their tokens are judged again as they are opened (inputs.ts).
+   */
   signed?: (place: string) => SignedInput | undefined;
 }
 
@@ -120,7 +123,12 @@ interface Ran {
  * output files it wrote itself), or those of a JavaScript transition that succeeded (its output
  * files). With a message, its stderr file too. Undefined: any of them may be there.
  */
-function stagedBy(t: TransitionSpec, result: Ran, outputs: Map<string, OutputSource>, stderrPath: string): string[] | undefined {
+function stagedBy(
+  t: TransitionSpec,
+  result: Ran,
+  outputs: Map<string, OutputSource>,
+  stderrPath: string,
+): string[] | undefined {
   let made: string[] | undefined;
   if ((t.run || !t.fn) && result.made)
     made = [...result.made]; // a command's, or a move's staged copy
@@ -181,7 +189,8 @@ export async function fire(req: FiringRequest): Promise<RanOutcome> {
     status: result.status,
     outputs,
     // A function's stderr file exists only with its message; a command's that wrote none is empty.
-    stderrTail: (t.run && result.stderrBytes !== 0) || result.message !== undefined ? tailOf(stderrPath, STDERR_TAIL_BYTES) : '',
+    stderrTail:
+      (t.run && result.stderrBytes !== 0) || result.message !== undefined ? tailOf(stderrPath, STDERR_TAIL_BYTES) : '',
     stderrPath,
     durationMs: Date.now() - started,
     abandoned: result.abandoned,
@@ -216,11 +225,27 @@ function keepForErrorTokens(
 /** A firing that its input's signature stopped as it opened it: nothing ran, nothing staged. */
 function refusedOutcome(refused: RefusedInput, stderrPath: string, started: number): RanOutcome {
   const reason = `token ${refused.token.filename} of place ${refused.token.place}: ${refused.why}`;
-  return { ok: false, reason, outputs: new Map(), stderrTail: '', stderrPath, durationMs: Date.now() - started, abandoned: false, made: [], refused };
+  return {
+    ok: false,
+    reason,
+    outputs: new Map(),
+    stderrTail: '',
+    stderrPath,
+    durationMs: Date.now() - started,
+    abandoned: false,
+    made: [],
+    refused,
+  };
 }
 
-/** The payload for stdin: the token's (a descriptor, borrowed from inputs if checked), or a batch's concatenated into a file. */
-function stdinFor(req: FiringRequest, inputs: FiringInputs): { fd: number | 'ignore'; lengths?: number[]; borrowed?: boolean } {
+/**
+ * The payload for stdin: the token's (a descriptor, borrowed from
+ * inputs if checked), or a batch's concatenated into a file.
+ */
+function stdinFor(
+  req: FiringRequest,
+  inputs: FiringInputs,
+): { fd: number | 'ignore'; lengths?: number[]; borrowed?: boolean } {
   const { transition: t, tokens } = req;
   if (t.inputs.length > 1) return { fd: 'ignore' };
   // Its header, read to reach the payload, is the one the job's variables need (env below).
@@ -236,7 +261,13 @@ function stdinFor(req: FiringRequest, inputs: FiringInputs): { fd: number | 'ign
   return { fd: openExisting(file).fd, lengths };
 }
 
-async function runCommandFiring(req: FiringRequest, inputs: FiringInputs, outPaths: Record<string, string>, single: boolean, stderrPath: string): Promise<Ran> {
+async function runCommandFiring(
+  req: FiringRequest,
+  inputs: FiringInputs,
+  outPaths: Record<string, string>,
+  single: boolean,
+  stderrPath: string,
+): Promise<Ran> {
   const { transition: t, tokens } = req;
   const files = stagingOf(req.dir, req.runAs);
   // What the runner makes in staging, for the sweeper to remove those alone (not known, should
@@ -269,7 +300,8 @@ async function runCommandFiring(req: FiringRequest, inputs: FiringInputs, outPat
       );
     }
     const vars = firingEnv(tokens, t, req.firing, req.key, extra);
-    const stdoutPath = single ? files.out(t.outputs[0]!) : files.stdout; // made by the runner, even for another user (staging.ts)
+    // made by the runner, even for another user (staging.ts)
+    const stdoutPath = single ? files.out(t.outputs[0]!) : files.stdout;
     stdoutFd = createFresh(stdoutPath, 0o644, owner);
     made.push(stdoutPath);
     stderrFd = createFresh(stderrPath, 0o644, owner);
@@ -286,10 +318,17 @@ async function runCommandFiring(req: FiringRequest, inputs: FiringInputs, outPat
 }
 
 /** The command itself, from its start to its end, judged by how it ended. */
-async function runCommand(req: FiringRequest, env: ChildEnv, stdin: number | 'ignore', stdout: number, stderr: number): Promise<Ran> {
+async function runCommand(
+  req: FiringRequest,
+  env: ChildEnv,
+  stdin: number | 'ignore',
+  stdout: number,
+  stderr: number,
+): Promise<Ran> {
   const t = req.transition;
   const run = t.run!;
-  const [command, args] = 'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];
+  const [command, args] =
+    'argv' in run ? [run.argv[0]!, run.argv.slice(1)] : [process.env.SHELL || '/bin/sh', ['-c', run.shell]];
   try {
     const r = await runDetached({
       command,
@@ -306,7 +345,8 @@ async function runCommand(req: FiringRequest, env: ChildEnv, stdin: number | 'ig
     });
     if (r.abandoned) return { ok: false, reason: 'abandoned', abandoned: true };
     if (r.timedOut) return { ok: false, reason: `timed out after ${t.timeout} s`, status: 128 + 9, abandoned: false };
-    if (r.signal) return { ok: false, reason: `was killed by signal ${r.signal}`, status: r.status ?? undefined, abandoned: false };
+    if (r.signal)
+      return { ok: false, reason: `was killed by signal ${r.signal}`, status: r.status ?? undefined, abandoned: false };
     return r.code === 0
       ? { ok: true, status: 0, abandoned: false }
       : { ok: false, reason: `exited with status ${r.code}`, status: r.code ?? undefined, abandoned: false };
@@ -319,69 +359,6 @@ async function runCommand(req: FiringRequest, env: ChildEnv, stdin: number | 'ig
       message: `fspl net: cannot run ${JSON.stringify(command)}: ${err.why}`,
     };
   }
-}
-
-async function runFunction(req: FiringRequest, opened: FiringInputs, outPaths: Record<string, string>, single: boolean): Promise<Ran> {
-  const { transition: t, tokens } = req;
-  const { signal, cancel } = functionSignal(req);
-  const inputs = tokens.map((tok) => opened.functionInput(tok));
-  try {
-    const value = await Promise.race([
-      Promise.resolve(t.fn!({ transition: t.name, key: req.key, inputs, outputs: { ...outPaths }, signal })),
-      new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
-    ]);
-    if (value !== undefined && value !== null) {
-      if (!single) throw new Error('returned a value, but it has no single output place: write the files in ctx.outputs');
-      const dest = outPaths[t.outputs[0]!]!;
-      // Copied: the function may reuse its buffer once it has returned it.
-      const bytes = typeof value === 'string' ? Buffer.from(value) : value instanceof Uint8Array ? Buffer.from(value) : undefined;
-      if (bytes && bytes.length <= KEEP_RETURNED_BYTES) return { ok: true, abandoned: false, data: bytes };
-      // On libuv's pool: creating a file waits on the file system's journal while groups commit.
-      // A name of the runner's own staging, made new (CREATE_NEW) over what the function may have written there.
-      await fs.promises.unlink(dest).catch(() => {});
-      const handle = await fs.promises.open(dest, CREATE_NEW, 0o644);
-      if (!bytes)
-        await pipeline(value as Readable, handle.createWriteStream()); // which closes the handle
-      else {
-        try {
-          await handle.writeFile(bytes);
-        } finally {
-          await handle.close();
-        }
-      }
-    } else if (single && !fs.existsSync(outPaths[t.outputs[0]!]!)) {
-      return { ok: true, abandoned: false, data: Buffer.alloc(0) }; // like a command that printed nothing
-    }
-    return { ok: true, abandoned: false };
-  } catch (err) {
-    if (req.signal.aborted) return { ok: false, reason: 'abandoned', abandoned: true };
-    const message = err instanceof Error ? err.message : String(err);
-    return { ok: false, reason: `failed: ${message}`, abandoned: false, message };
-  } finally {
-    cancel?.();
-  }
-}
-
-/**
- * A function's signal: the firing's own (aborted, with the reason, when the run stops or its
- * transition is paused with --kill), or with a timeout, one of its own that the timeout aborts
- * too. The firing's own is not wrapped in another controller: with its signal and its listener,
- * that was a noticeable part of what a warm runner spends on a JavaScript move.
- */
-function functionSignal(req: FiringRequest): { signal: AbortSignal; cancel?: () => void } {
-  const timeout = req.transition.timeout;
-  if (timeout === undefined) return { signal: req.signal };
-  const own = new AbortController();
-  const onAbort = () => own.abort(req.signal.reason);
-  req.signal.addEventListener('abort', onAbort, { once: true });
-  const cancelTimer = setLongTimeout(() => own.abort(new Error(`timed out after ${timeout} s`)), timeout * 1000);
-  return {
-    signal: own.signal,
-    cancel: () => {
-      cancelTimer();
-      req.signal.removeEventListener('abort', onAbort);
-    },
-  };
 }
 
 /**

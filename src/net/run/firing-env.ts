@@ -8,14 +8,24 @@ import type { TransitionSpec } from '../model/model.js';
 import type { Token } from '../place/token.js';
 
 /** A firing command's environment: its inputs' job variables, FSPL_NET_FIRING and _KEY, over its transition's base. */
-export function firingEnv(tokens: Token[], t: TransitionSpec, firing: string, key: string, extra: readonly EnvVariable[]): ChildEnv {
+export function firingEnv(
+  tokens: Token[],
+  t: TransitionSpec,
+  firing: string,
+  key: string,
+  extra: readonly EnvVariable[],
+): ChildEnv {
   const first = tokens[0]!;
-  const vars = jobVariableStrings(first.header, { queuedir: path.dirname(path.dirname(first.path)), filename: first.filename });
+  const vars = jobVariableStrings(first.header, {
+    queuedir: path.dirname(path.dirname(first.path)),
+    filename: first.filename,
+  });
   // Variables of the other inputs of a merge, where the first has none of that name.
   if (tokens.length > 1) {
     const names = new Set(vars.map(([k]) => k));
     for (let i = 1; i < tokens.length; i++) {
-      for (const [k, v] of jobVariableStrings(tokens[i]!.header)) if (k.startsWith('FSPL_SET_') && !names.has(k)) vars.push([k, v]);
+      for (const [k, v] of jobVariableStrings(tokens[i]!.header))
+        if (k.startsWith('FSPL_SET_') && !names.has(k)) vars.push([k, v]);
     }
   }
   vars.push(['FSPL_NET_FIRING', firing], ['FSPL_NET_KEY', key], ...extra);

@@ -61,7 +61,8 @@ export class FiringTally {
 
   private place(name: string): PlaceTally {
     let p = this.places.get(name);
-    if (!p) this.places.set(name, (p = { held: new SortedKeys<bigint>(), waiting: new SortedKeys<bigint>(), incoming: 0 }));
+    if (!p)
+      this.places.set(name, (p = { held: new SortedKeys<bigint>(), waiting: new SortedKeys<bigint>(), incoming: 0 }));
     return p;
   }
 

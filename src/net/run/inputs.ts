@@ -33,7 +33,10 @@ export interface SignedInput {
   readonly signers: AllowedSigners;
 }
 
-/** A token that its firing's open found refused: why, and the header read then (the set-aside copy carries its variables). */
+/**
+ * A token that its firing's open found refused: why, and the
+ * header read then (the set-aside copy carries its variables).
+ */
 export interface RefusedInput {
   readonly token: Token;
   readonly why: string;
@@ -67,7 +70,10 @@ export class FiringInputs {
    * Open and judge the tokens of signed places; a refusal closes what was opened. Errors other
    * than a refusal (the token gone) are thrown, as reading it by name would throw them.
    */
-  static async open(tokens: readonly Token[], signed: ((place: string) => SignedInput | undefined) | undefined): Promise<FiringInputs | RefusedInput> {
+  static async open(
+    tokens: readonly Token[],
+    signed: ((place: string) => SignedInput | undefined) | undefined,
+  ): Promise<FiringInputs | RefusedInput> {
     if (!signed) return FiringInputs.UNSIGNED;
     const checked = new Map<Token, Checked>();
     const inputs = new FiringInputs(checked);
@@ -187,10 +193,17 @@ export class FiringInputs {
       place: tok.place,
       seq: tok.seq,
       key: tok.key,
-      env: cmd.kind === 'Command' ? Object.fromEntries(cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])) : {},
+      env:
+        cmd.kind === 'Command'
+          ? Object.fromEntries(cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]))
+          : {},
       params: cmd.kind === 'Command' ? cmd.params.map((p) => Buffer.from(p).toString()) : [],
       // A copy per call: a reader that changes its chunks in place leaves the next call's intact.
-      payload: whole ? () => payloadOf(Buffer.from(whole.payload)) : c ? () => streamOf(c) : () => payloadStream(tok.path),
+      payload: whole
+        ? () => payloadOf(Buffer.from(whole.payload))
+        : c
+          ? () => streamOf(c)
+          : () => payloadStream(tok.path),
     };
   }
 }
@@ -202,12 +215,15 @@ async function judge(tok: Token, s: SignedInput): Promise<Checked | RefusedInput
   try {
     const v = judgeSignedFile(opened.header, opened.payload, opened.payloadOffset, s.signers, tok.seq);
     if (v.kind === 'refused') return { token: tok, why: v.why, header: opened.header };
-    // Another packet signed for the number (a replay of another key's, say) must not join a merge by the key it was indexed under.
+    // Another packet signed for the number (a replay of another key's,
+    // say) must not join a merge by the key it was indexed under.
     const key = tokenKey(tok.place, opened.header);
     if (key !== tok.key)
       return {
         token: tok,
-        why: `packet ${tok.seq} refused: its key changed since it was indexed (${JSON.stringify(tok.key)}, now ${JSON.stringify(key)})`,
+        why:
+          `packet ${tok.seq} refused: its key changed since it was indexed ` +
+          `(${JSON.stringify(tok.key)}, now ${JSON.stringify(key)})`,
         header: opened.header,
       };
     useCheckedHeader(tok, opened.header);
@@ -239,7 +255,8 @@ function readWhole(c: Checked): { header: PacketHeader; payload: Buffer } | unde
 
 /** A larger checked payload as a stream of positional reads; the descriptor stays open until the stream closes. */
 function streamOf(c: Checked): Readable {
-  if (c.users === 0) throw new Error('the firing has ended: its inputs are closed'); // its descriptor's number may be another file's by now
+  // Its descriptor's number may be another file's by now.
+  if (c.users === 0) throw new Error('the firing has ended: its inputs are closed');
   c.users++;
   const stream = fs.createReadStream('', { fd: c.fd, start: c.offset, autoClose: false, highWaterMark: 1 << 20 });
   stream.once('close', () => release(c));

@@ -12,8 +12,8 @@ import type { Place } from '../place/place.js';
  * operator reads): `stopped` (a reader stopped after a failure), `below-next` (a number below the
  * place's next), `waits-for-number` (an earlier number has not arrived), `inhibited`, `no-partner`
  * (an and-merge lacks the token's key in another input), `no-room` (an output is full),
- * `short-batch` (fewer tokens than a batch), `paused` (its reader was paused by an operator), `in-outbox` (it waits to be sent to another host),
- * `unexplained` (a drained run found nothing that stands in its way).
+ * `short-batch` (fewer tokens than a batch), `paused` (its reader was paused by an operator), `in-outbox` (it waits to
+ * be sent to another host), `unexplained` (a drained run found nothing that stands in its way).
  */
 export type LeftoverCode =
   | 'stopped'
@@ -47,7 +47,11 @@ export interface Leftover {
 }
 
 /** A leftover with its reason. */
-export function leftover(tok: { place: string; seq: bigint; key: string; filename: string }, code: LeftoverCode, reason: string): Leftover {
+export function leftover(
+  tok: { place: string; seq: bigint; key: string; filename: string },
+  code: LeftoverCode,
+  reason: string,
+): Leftover {
   return { place: tok.place, seq: tok.seq, key: tok.key, filename: tok.filename, reason, code };
 }
 
@@ -84,13 +88,29 @@ export function describeLeftovers(
     for (const tok of tokens) {
       if (tok.header.cmd.kind === 'NOP') continue;
       let why: Why | undefined;
-      if (stoppedReader) why = { code: 'stopped', reason: `held by ${stoppedReader.name}, stopped after a failure`, transition: stoppedReader.name };
+      if (stoppedReader)
+        why = {
+          code: 'stopped',
+          reason: `held by ${stoppedReader.name}, stopped after a failure`,
+          transition: stoppedReader.name,
+        };
       else if (pausedReader)
-        why = { code: 'paused', reason: `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`, transition: pausedReader.name };
+        why = {
+          code: 'paused',
+          reason: `held by ${pausedReader.name}, ${pauseText(paused!.get(pausedReader.name)!)}`,
+          transition: pausedReader.name,
+        };
       else if (p.order === 'sequence' && nxt !== undefined && tok.seq < nxt)
-        why = { code: 'below-next', reason: `its number is below the place's next number ${nxt} (a duplicate or a late copy)` };
+        why = {
+          code: 'below-next',
+          reason: `its number is below the place's next number ${nxt} (a duplicate or a late copy)`,
+        };
       else if (p.order === 'sequence' && expected !== undefined && tok.seq !== expected)
-        why = { code: 'waits-for-number', reason: `waits for token number ${expected}, which has not arrived`, on: [p.name] };
+        why = {
+          code: 'waits-for-number',
+          reason: `waits for token number ${expected}, which has not arrived`,
+          on: [p.name],
+        };
       else for (const t of readers) if ((why = blocked(net, t, p, tok.key, keysOf, count))) break;
       if (p.order === 'sequence' && expected !== undefined && tok.seq === expected) expected++;
       out.push({ place: p.name, seq: tok.seq, key: tok.key, filename: tok.filename, ...why });
@@ -112,7 +132,13 @@ function blocked(
   count: (place: string) => number,
 ): Why | undefined {
   const inhibitor = t.inhibit.find((name) => count(name) > 0);
-  if (inhibitor) return { code: 'inhibited', reason: `${t.name} is inhibited by tokens in ${inhibitor}`, on: [inhibitor], transition: t.name };
+  if (inhibitor)
+    return {
+      code: 'inhibited',
+      reason: `${t.name} is inhibited by tokens in ${inhibitor}`,
+      on: [inhibitor],
+      transition: t.name,
+    };
   if (isMerge(t)) {
     const missing = t.inputs.filter((a) => a.place !== p.name && !keysOf(a.place).has(key)).map((a) => a.place);
     if (missing.length)
@@ -128,10 +154,20 @@ function blocked(
     return cap !== undefined && count(o) >= cap;
   });
   if (full)
-    return { code: 'no-room', reason: `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`, on: [full], transition: t.name };
+    return {
+      code: 'no-room',
+      reason: `${t.name} waits for room in ${full} (capacity ${net.places.get(full)!.capacity})`,
+      on: [full],
+      transition: t.name,
+    };
   const arc = t.inputs.find((a) => a.place === p.name);
   if (arc && arc.take > 1 && arc.maxWait === undefined && p.count < arc.take)
-    return { code: 'short-batch', reason: `${t.name} takes batches of ${arc.take}; only ${p.count} here`, on: [p.name], transition: t.name };
+    return {
+      code: 'short-batch',
+      reason: `${t.name} takes batches of ${arc.take}; only ${p.count} here`,
+      on: [p.name],
+      transition: t.name,
+    };
   return undefined;
 }
 

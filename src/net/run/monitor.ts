@@ -67,5 +67,7 @@ export class TransitionMonitor {
 
 /** Whether a transition counts as failing at `now`: stopped, or an attempt failed recently. */
 export function isFailing(t: { stopped?: unknown; lastFailure?: { at: number } }, now: number): boolean {
-  return !!t.stopped || (t.lastFailure !== undefined && (timeSince(now, t.lastFailure.at) ?? Infinity) < FAILING_FOR_MS);
+  return (
+    !!t.stopped || (t.lastFailure !== undefined && (timeSince(now, t.lastFailure.at) ?? Infinity) < FAILING_FOR_MS)
+  );
 }

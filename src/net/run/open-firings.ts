@@ -44,7 +44,10 @@ export interface FiringsContext {
   emit(e: NetEvent): void;
   /** Wake the run's loop (WakeLook says what it looks at again). */
   wake(look: WakeLook): void;
-  /** Told what each change of the open firings means for the scheduler's view (the tally's, and a service time recorded). */
+  /**
+   * Told what each change of the open firings means for the
+   * scheduler's view (the tally's, and a service time recorded).
+   */
   readonly scheduler: TallyListener;
   /** A full disk or an I/O error met in a place (or the state's: io-faults.ts STATE_PLACE). */
   fault(place: string, err: NodeJS.ErrnoException): void;
@@ -63,7 +66,11 @@ export class OpenFirings {
   /** Removes staging files off the event loop, many firings' at once: the run waits for it as it ends. */
   private readonly sweeper = new StagingSweeper();
   /** Groups' results not yet applied to the run's view. */
-  private readonly results: Array<{ f: Firing; r: Committed; then: (committed: Array<{ place: string; seq: bigint }>) => void }> = [];
+  private readonly results: Array<{
+    f: Firing;
+    r: Committed;
+    then: (committed: Array<{ place: string; seq: bigint }>) => void;
+  }> = [];
   /** Firings whose group met a full disk or an I/O error (commit.ts): each commits again once its timer fires. */
   private readonly diskWaits = new Map<Firing, NodeJS.Timeout>();
   /** A refused commit may go through now: something changed since it was refused. */
@@ -71,12 +78,15 @@ export class OpenFirings {
   private readonly outcomes: OutcomeContext;
   /** Where firings stage their files (joined once: a path per firing is garbage enough). */
   private readonly stagingDir: string;
-  /** The signed places' queues and signers, for firings to judge their tokens again (made once: no closure per firing). */
+  /**
+   * The signed places' queues and signers, for firings to judge their tokens again (made once: no closure per firing).
+   */
   private readonly signed: ((place: string) => SignedInput | undefined) | undefined;
 
   constructor(private readonly ctx: FiringsContext) {
     this.stagingDir = path.join(ctx.stateDir, 'staging');
-    this.signed = ctx.places.anySigned ? (place) => ctx.places.signedInput(place) : undefined; // no signed place: no work per firing
+    // no signed place: no work per firing
+    this.signed = ctx.places.anySigned ? (place) => ctx.places.signedInput(place) : undefined;
     this.tally = new FiringTally((place) => ctx.places.get(place)!.order === 'sequence', ctx.scheduler);
     // The run's stop reaches each running firing through its own controller: one listener for the
     // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
@@ -210,16 +220,31 @@ export class OpenFirings {
       progress = false;
       const due = this.tally.finished;
       if (due.size === 0) break;
-      const order = due.size === 1 ? [...due] : [...due].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started || a.begun - b.begun);
+      const order =
+        due.size === 1
+          ? [...due]
+          : [...due].sort((a, b) => a.ordinal - b.ordinal || a.started - b.started || a.begun - b.begun);
       for (const f of order) {
-        if (!f.outcome || this.refused.has(f) || this.diskWaits.has(f) || f.committing || !this.set.has(f) || !this.tally.mayCommit(f)) continue;
+        if (
+          !f.outcome ||
+          this.refused.has(f) ||
+          this.diskWaits.has(f) ||
+          f.committing ||
+          !this.set.has(f) ||
+          !this.tally.mayCommit(f)
+        )
+          continue;
         if (resolve(this.outcomes, f)) progress = true;
       }
     }
   }
 
   /** Ask the committer for f's commit; its result waits for applyCommits. */
-  private commit(f: Firing, outputs: Array<{ place: string; content: TokenContent }>, then: (committed: Array<{ place: string; seq: bigint }>) => void): void {
+  private commit(
+    f: Firing,
+    outputs: Array<{ place: string; content: TokenContent }>,
+    then: (committed: Array<{ place: string; seq: bigint }>) => void,
+  ): void {
     this.setCommitting(f, true);
     this.ctx.committer.submit({ firing: f.id, transition: f.transition.name, outputs, inputs: f.tokens }, (r) => {
       if (r.committed) this.results.push({ f, then, r });
@@ -238,7 +263,10 @@ export class OpenFirings {
     });
   }
 
-  /** Apply the groups' results to the run's view: outputs indexed, inputs forgotten, then what the policy does on commit. */
+  /**
+   * Apply the groups' results to the run's view: outputs indexed,
+   * inputs forgotten, then what the policy does on commit.
+   */
   applyCommits(): void {
     const now = Date.now();
     for (const { f, r, then } of this.results.splice(0)) {
@@ -290,7 +318,8 @@ export class OpenFirings {
     for (const f of [...this.set]) {
       this.ctx.log.warn(
         'net',
-        `${f.transition.name}: a finished firing on key ${f.key} can not commit (a bounded output place stays full); its tokens go back`,
+        `${f.transition.name}: a finished firing on key ${f.key} can not commit ` +
+          `(a bounded output place stays full); its tokens go back`,
       );
       this.drop(f);
     }

@@ -65,7 +65,14 @@ export interface RunActivity {
 }
 
 export type NetEvent =
-  | { type: 'start'; firing: string; transition: string; key: string; tokens: Array<{ place: string; seq: bigint }>; attempt: number }
+  | {
+      type: 'start';
+      firing: string;
+      transition: string;
+      key: string;
+      tokens: Array<{ place: string; seq: bigint }>;
+      attempt: number;
+    }
   | {
       type: 'commit';
       firing: string;
@@ -75,7 +82,15 @@ export type NetEvent =
       outputs: Array<{ place: string; seq: bigint }>;
       ms: number;
     }
-  | { type: 'fail'; firing: string; transition: string; key: string; reason: string; attempt: number; willRetry: boolean }
+  | {
+      type: 'fail';
+      firing: string;
+      transition: string;
+      key: string;
+      reason: string;
+      attempt: number;
+      willRetry: boolean;
+    }
   | { type: 'error-token'; firing: string; transition: string; key: string; place: string; log: string }
   | { type: 'stopped'; transition: string; reason: string; log: string }
   | { type: 'recovered'; commits: number; nops: number; removed: number }

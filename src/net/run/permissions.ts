@@ -47,7 +47,8 @@ export function runAsOf(t: TransitionSpec): RunAs | undefined {
   if (user !== undefined) {
     const pw = getent('passwd', String(user));
     if (!pw) {
-      if (typeof user !== 'number') throw new NetError(`Transition ${t.name}: no user ${JSON.stringify(user)} on this host`);
+      if (typeof user !== 'number')
+        throw new NetError(`Transition ${t.name}: no user ${JSON.stringify(user)} on this host`);
       uid = user;
     } else {
       uid = Number(pw[2]);
@@ -57,7 +58,8 @@ export function runAsOf(t: TransitionSpec): RunAs | undefined {
   if (group !== undefined) {
     const gr = getent('group', String(group));
     if (!gr) {
-      if (typeof group !== 'number') throw new NetError(`Transition ${t.name}: no group ${JSON.stringify(group)} on this host`);
+      if (typeof group !== 'number')
+        throw new NetError(`Transition ${t.name}: no group ${JSON.stringify(group)} on this host`);
       gid = group;
     } else gid = Number(gr[2]);
   }
@@ -71,10 +73,15 @@ export function checkRunAs(net: NetModel): void {
   const isRoot = process.getuid?.() === 0;
   for (const t of net.transitions.values()) {
     const r = runAsOf(t);
-    if (r && t.fn) throw new NetError(`Transition ${t.name} has a user or group but is a JavaScript function: only commands (run) can run as another user`);
+    if (r && t.fn)
+      throw new NetError(
+        `Transition ${t.name} has a user or group but is a JavaScript function: ` +
+          `only commands (run) can run as another user`,
+      );
     if (r && !isRoot && (r.uid !== process.getuid?.() || r.gid !== process.getgid?.())) {
       throw new NetError(
-        `Transition ${t.name} runs as ${r.label}: fspl net run must run as root to run commands as other users (it runs as uid ${process.getuid?.()})`,
+        `Transition ${t.name} runs as ${r.label}: fspl net run must run as root ` +
+          `to run commands as other users (it runs as uid ${process.getuid?.()})`,
       );
     }
   }
@@ -98,14 +105,28 @@ export function placeOwners(net: NetModel, place: string): { uid?: number; gid?:
     .filter((r): r is RunAs => !!r);
   const uids = [...new Set(readers.map((r) => r.uid))];
   const gids = [...new Set(writers.map((r) => r.gid))];
-  if (uids.length > 1) problems.push(`place ${place} is read by transitions of different users (uids ${uids.join(', ')}): a place has one owner`);
-  if (gids.length > 1) problems.push(`place ${place} is written by transitions of different groups (gids ${gids.join(', ')}): give its writers one group`);
+  if (uids.length > 1)
+    problems.push(
+      `place ${place} is read by transitions of different users (uids ${uids.join(', ')}): a place has one owner`,
+    );
+  if (gids.length > 1)
+    problems.push(
+      `place ${place} is written by transitions of different groups (gids ${gids.join(', ')}): ` +
+        `give its writers one group`,
+    );
   return { uid: uids.length === 1 ? uids[0] : undefined, gid: gids.length === 1 ? gids[0] : undefined, problems };
 }
 
 const DIR_MODE = 0o2770;
 /** nextseq: the reader's; the group may read it. sendseq: the writers'. */
-const FILE_MODES: Record<string, number> = { nextseq: 0o640, 'nextseq.lock': 0o640, sendseq: 0o660, 'sendseq.lock': 0o660, recvseq: 0o640, 'recv.lock': 0o640 };
+const FILE_MODES: Record<string, number> = {
+  nextseq: 0o640,
+  'nextseq.lock': 0o640,
+  sendseq: 0o660,
+  'sendseq.lock': 0o660,
+  recvseq: 0o640,
+  'recv.lock': 0o640,
+};
 
 function usesUsers(net: NetModel): boolean {
   return [...net.transitions.values()].some((t) => t.user !== undefined || t.group !== undefined);
@@ -192,12 +213,20 @@ export function permissionWarnings(net: NetModel): NetWarning[] {
         continue; // not here (another host, or not initialised)
       }
       const bad: string[] = [];
-      if (owners.uid !== undefined && st.uid !== owners.uid) bad.push(`owned by uid ${st.uid}, not its reader's (${owners.uid})`);
-      if (owners.gid !== undefined && st.gid !== owners.gid) bad.push(`group ${st.gid}, not its writers' (${owners.gid})`);
-      if (st.mode & 0o007) bad.push(`others may ${st.mode & 0o002 ? 'write' : 'read'} it (mode ${(st.mode & 0o7777).toString(8)})`);
-      if (owners.gid !== undefined && (st.mode & 0o070) !== 0o070) bad.push(`its group can't write it (mode ${(st.mode & 0o7777).toString(8)})`);
+      if (owners.uid !== undefined && st.uid !== owners.uid)
+        bad.push(`owned by uid ${st.uid}, not its reader's (${owners.uid})`);
+      if (owners.gid !== undefined && st.gid !== owners.gid)
+        bad.push(`group ${st.gid}, not its writers' (${owners.gid})`);
+      if (st.mode & 0o007)
+        bad.push(`others may ${st.mode & 0o002 ? 'write' : 'read'} it (mode ${(st.mode & 0o7777).toString(8)})`);
+      if (owners.gid !== undefined && (st.mode & 0o070) !== 0o070)
+        bad.push(`its group can't write it (mode ${(st.mode & 0o7777).toString(8)})`);
       if (bad.length)
-        out.push({ kind: 'permissions', name: spec.name, message: `place ${spec.name}: ${d} is ${bad.join('; ')} (fspl net init --permissions sets them)` });
+        out.push({
+          kind: 'permissions',
+          name: spec.name,
+          message: `place ${spec.name}: ${d} is ${bad.join('; ')} (fspl net init --permissions sets them)`,
+        });
     }
   }
   return out;

@@ -38,7 +38,10 @@ export class RunPlaces {
   private readonly lookahead = new Map<string, number>();
   /** Tokens claimed by this run's firings, by place: file names (a set lookup per token). */
   private readonly claimed = new Map<string, Set<string>>();
-  /** Whether a token is claimed, by place: one function each, so that inOrder starts past the claimed tokens it skipped last time. */
+  /**
+   * Whether a token is claimed, by place: one function each, so that
+   * inOrder starts past the claimed tokens it skipped last time.
+   */
   private readonly isClaimed = new Map<string, (t: Token) => boolean>();
   /** The and-merges' complete sets, kept up to date as tokens are indexed, claimed, freed and gone. */
   private readonly joins: MergeJoins<IndexedToken>;
@@ -52,7 +55,10 @@ export class RunPlaces {
   private readonly written = new Map<string, number>();
   /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
   private readonly ownNames = new Set<string>();
-  /** Indexed places whose directory must be read again (an event, a look, a window running low): the next refresh scans these alone. */
+  /**
+   * Indexed places whose directory must be read again (an event, a
+   * look, a window running low): the next refresh scans these alone.
+   */
   private readonly stale = new Set<Place>();
   /** The transitions of this run. */
   private readonly transitions: TransitionSpec[];
@@ -63,7 +69,11 @@ export class RunPlaces {
   private readonly signers = new Map<string, AllowedSigners>();
   private readonly net: NetModel;
 
-  constructor(net: NetModel, transitions: TransitionSpec[], opts: { indexWindow?: number; pollInterval?: number; changed?: (place: string) => void }) {
+  constructor(
+    net: NetModel,
+    transitions: TransitionSpec[],
+    opts: { indexWindow?: number; pollInterval?: number; changed?: (place: string) => void },
+  ) {
     this.net = net;
     this.transitions = transitions;
     this.pollInterval = opts.pollInterval;
@@ -75,7 +85,8 @@ export class RunPlaces {
     }
     for (const p of net.places.values()) if (p.capacity !== undefined) this.indexed.add(p.name);
     for (const spec of net.places.values()) {
-      if (spec.remote?.key !== undefined) signerOf(spec.remote.key); // the key read (and refused, if it can't sign) before anything runs
+      // the key read (and refused, if it can't sign) before anything runs
+      if (spec.remote?.key !== undefined) signerOf(spec.remote.key);
       const p = new Place(spec, effectiveOrder(net, spec.name));
       this.byName.set(spec.name, p);
       const claimed = new Set<string>();
@@ -92,8 +103,14 @@ export class RunPlaces {
       const readers = readersOf(net, p).filter((t) => inRun.has(t));
       const keyed = readers.some(isMerge);
       this.lookahead.set(p, lookaheadOf(readers));
-      // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole (looked up by key).
-      this.byName.get(p)!.bound(keyed ? undefined : Math.max(opts.indexWindow ?? INDEX_WINDOW, 4 * this.lookahead.get(p)!), 2 * this.lookahead.get(p)!);
+      // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole
+      // (looked up by key).
+      this.byName
+        .get(p)!
+        .bound(
+          keyed ? undefined : Math.max(opts.indexWindow ?? INDEX_WINDOW, 4 * this.lookahead.get(p)!),
+          2 * this.lookahead.get(p)!,
+        );
     }
   }
 
@@ -121,7 +138,10 @@ export class RunPlaces {
         this.consumers.set(p.name, sf);
         this.next.set(p.name, sf.read());
       } catch (err) {
-        if (err instanceof LockedError) throw new NetError(`Place ${p.name} (${p.spec.dir}) is being processed by another program (its nextseq.lock is held)`);
+        if (err instanceof LockedError)
+          throw new NetError(
+            `Place ${p.name} (${p.spec.dir}) is being processed by another program (its nextseq.lock is held)`,
+          );
         throw err;
       }
     }
@@ -175,7 +195,8 @@ export class RunPlaces {
 
   /** A claimed token given back (its firing dropped): free again, if its place still holds it. */
   release(t: Token): void {
-    if (this.claimed.get(t.place)!.delete(t.filename)) this.byName.get(t.place)!.unskip(); // inOrder skipped it: it may be taken again
+    // inOrder skipped it: it may be taken again
+    if (this.claimed.get(t.place)!.delete(t.filename)) this.byName.get(t.place)!.unskip();
     const now = this.byName.get(t.place)!.tokens.get(t.filename);
     if (now && !now.nop) this.joins.add(t.place, now);
     this.changed(t.place);
@@ -192,7 +213,10 @@ export class RunPlaces {
     return this.signers.size > 0;
   }
 
-  /** A signed place's queue and signers, for its firings to judge its tokens again (inputs.ts); undefined for another place. */
+  /**
+   * A signed place's queue and signers, for its firings to judge
+   * its tokens again (inputs.ts); undefined for another place.
+   */
   signedInput(place: string): SignedInput | undefined {
     const signers = this.signers.get(place);
     return signers && { queue: this.byName.get(place)!.queue, signers };
@@ -215,7 +239,10 @@ export class RunPlaces {
    * O(lookahead), whatever the tokens waiting: an and-merge's sets come from its join
    * (mergeView), and the index's tokens are the scheduler's TokenRefs.
    */
-  placeState(name: string, held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number }): PlaceState {
+  placeState(
+    name: string,
+    held: (place: string, next: bigint) => { next: bigint; claimed: number; incoming: number },
+  ): PlaceState {
     const p = this.byName.get(name)!;
     const tokens = p.inOrder(this.lookahead.get(name) ?? 0, this.isClaimed.get(name)!);
     const h = held(name, this.next.get(name) ?? 0n);
@@ -247,7 +274,8 @@ export class RunPlaces {
           const judged = await judgeFresh(this.net, p, fresh, signers, log);
           fresh = judged.admitted;
         }
-        for (const t of fresh) log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
+        for (const t of fresh)
+          log.debug('net', () => `Read the header of job ${t.filename} in place ${p.name} (#${t.seq})`);
         if (this.joins.reads(p.name)) this.joined(p, before.values(), fresh);
         // The same tokens (none new, none gone) and the same count: nothing the scheduler sees has changed.
         if (fresh.length === 0 && p.tokens.size === before.size && p.count === count) continue;
@@ -284,12 +312,19 @@ export class RunPlaces {
     // Only the places this run scans: an event elsewhere (a sink, an error place) would change nothing here.
     // A place filled by a synchronisation tool is looked at more often: events may not come.
     for (const p of this.byName.values())
-      if (this.indexed.has(p.name)) set.add(p, p.queue.jobsDir, { filter, safetyInterval: p.spec.sync === true ? SYNC_SAFETY_SECONDS : SAFETY_SECONDS });
+      if (this.indexed.has(p.name))
+        set.add(p, p.queue.jobsDir, {
+          filter,
+          safetyInterval: p.spec.sync === true ? SYNC_SAFETY_SECONDS : SAFETY_SECONDS,
+        });
     return () => set.close();
   }
 
   /** Each place's token count, for the live state: indexed ones as last scanned, the others as counted. */
   counts(): Array<[string, number]> {
-    return [...this.byName.values()].map((p) => [p.name, this.indexed.has(p.name) ? p.count : (this.written.get(p.name) ?? 0)]);
+    return [...this.byName.values()].map((p) => [
+      p.name,
+      this.indexed.has(p.name) ? p.count : (this.written.get(p.name) ?? 0),
+    ]);
   }
 }

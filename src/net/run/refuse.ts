@@ -77,11 +77,29 @@ export async function judgeFresh(
  * set aside as judgeFresh sets one aside. Its firing is dropped by the caller.
  */
 export function setAsideAtFiring(net: NetModel, p: Place, r: RefusedInput, log: Logger): void {
-  setAside(net, p, r.token.filename, r.header, r.why, log, ' (replaced since it was indexed: judged again as its firing opened it)');
+  setAside(
+    net,
+    p,
+    r.token.filename,
+    r.header,
+    r.why,
+    log,
+    ' (replaced since it was indexed: judged again as its firing opened it)',
+  );
 }
 
-/** Forget a refused token and set it aside; false when that must wait for the next look (said in the log, with `when`). */
-function setAside(net: NetModel, p: Place, filename: string, header: PacketHeader, why: string, log: Logger, when = ''): boolean {
+/**
+ * Forget a refused token and set it aside; false when that must wait for the next look (said in the log, with `when`).
+ */
+function setAside(
+  net: NetModel,
+  p: Place,
+  filename: string,
+  header: PacketHeader,
+  why: string,
+  log: Logger,
+  when = '',
+): boolean {
   p.forget(filename);
   try {
     const asideSeq = setAsideRefused(net, p, filename, header, why);
@@ -89,7 +107,10 @@ function setAside(net: NetModel, p: Place, filename: string, header: PacketHeade
     return true;
   } catch (err) {
     // Left in its place, unindexed: the next look at the place judges it again and tries anew.
-    const busy = err instanceof LockedError ? 'the set-aside queue is busy' : `it could not be set aside (${(err as Error).message})`;
+    const busy =
+      err instanceof LockedError
+        ? 'the set-aside queue is busy'
+        : `it could not be set aside (${(err as Error).message})`;
     log.warn('net', `Place ${p.name}: ${why}${when}; ${busy}: it will be set aside at the next look`);
     lookAgainSoon(p);
     return false;
@@ -111,10 +132,24 @@ function setAsideRefused(net: NetModel, p: Place, filename: string, header: Pack
   aside.init();
   const file = p.queue.jobPath(filename);
   const env: Array<[Uint8Array, Uint8Array]> =
-    header.cmd.kind === 'Command' ? header.cmd.env.filter(([k]) => !Buffer.from(k).toString().startsWith('SET_ASIDE_')) : [];
-  const extra = { PLACE: p.name, SEQ: String(header.seq), REASON: why, BY: REFUSED_BY, AT: new Date().toISOString(), FILE: filename, HOST: os.hostname() };
+    header.cmd.kind === 'Command'
+      ? header.cmd.env.filter(([k]) => !Buffer.from(k).toString().startsWith('SET_ASIDE_'))
+      : [];
+  const extra = {
+    PLACE: p.name,
+    SEQ: String(header.seq),
+    REASON: why,
+    BY: REFUSED_BY,
+    AT: new Date().toISOString(),
+    FILE: filename,
+    HOST: os.hostname(),
+  };
   for (const [k, v] of Object.entries(extra)) env.push([Buffer.from(`SET_ASIDE_${k}`), Buffer.from(v)]);
-  const content: TokenContent = { env, params: header.cmd.kind === 'Command' ? header.cmd.params : [], payload: { tokens: [file] } };
+  const content: TokenContent = {
+    env,
+    params: header.cmd.kind === 'Command' ? header.cmd.params : [],
+    payload: { tokens: [file] },
+  };
   // The copy is durable once putNow returns (its file fsynced, then the set-aside queue's jobs/).
   const { seq } = aside.putNow(content);
   try {

@@ -151,7 +151,9 @@ export class NetRunner {
       this.runLock = FileLock.acquire(lockPath, { create: true });
     } catch (err) {
       if (err instanceof LockedError)
-        throw new NetError(`The net ${this.net.file ?? this.net.dir} is already running (another fspl net run holds ${lockPath})`);
+        throw new NetError(
+          `The net ${this.net.file ?? this.net.dir} is already running (another fspl net run holds ${lockPath})`,
+        );
       throw err;
     }
     // Only now, holding the lock: recovery may move tokens, and the activity file is this run's.
@@ -192,10 +194,21 @@ export class NetRunner {
   }
 
   private async recover(): Promise<void> {
-    await recoverOperations(this.net); // first: an operator's recorded move publishes its staged outputs (operate/operator.ts)
-    const r = await recover(this.committer, this.places.values(), this.places.next, this.net.stateDir, path.join(this.net.stateDir, 'staging'));
+    // first: an operator's recorded move publishes its staged outputs (operate/operator.ts)
+    await recoverOperations(this.net);
+    const r = await recover(
+      this.committer,
+      this.places.values(),
+      this.places.next,
+      this.net.stateDir,
+      path.join(this.net.stateDir, 'staging'),
+    );
     if (r.commits || r.nops || r.removed) {
-      this.log.info('net', `Recovered: ${r.commits} commit(s) completed, ${r.nops} number(s) filled with NOP, ${r.removed} staged file(s) removed`);
+      this.log.info(
+        'net',
+        `Recovered: ${r.commits} commit(s) completed, ${r.nops} number(s) ` +
+          `filled with NOP, ${r.removed} staged file(s) removed`,
+      );
       this.emit({ type: 'recovered', ...r });
     }
   }
@@ -221,7 +234,8 @@ export class NetRunner {
 
   /** Write the live state (through this.live, at most every LIVE_EVERY_MS). */
   private writeLive(now: number): void {
-    const state = liveState(this.trans.values(), this.firings.set, this.startedAt, now, this.stopping, this.places.counts(), this.faults);
+    const { trans, firings, startedAt, stopping, places, faults } = this;
+    const state = liveState(trans.values(), firings.set, startedAt, now, stopping, places.counts(), faults);
     try {
       writeLiveState(this.net.stateDir, state);
     } catch (err) {
@@ -239,11 +253,15 @@ export class NetRunner {
     this.stopWatching = undefined;
     this.firings.clearTimers();
     // With no firing open, every commit has ended: the journal can start again empty.
-    const unemptied = this.committer.journal && this.firings.set.size === 0 && !this.failure ? this.committer.journal.emptyAtEnd() : undefined;
+    const unemptied =
+      this.committer.journal && this.firings.set.size === 0 && !this.failure
+        ? this.committer.journal.emptyAtEnd()
+        : undefined;
     if (unemptied)
       this.log.warn(
         'net',
-        `The journal could not be emptied (${describeSystemError(unemptied)}); its commits are complete, the next run finds nothing to redo`,
+        `The journal could not be emptied (${describeSystemError(unemptied)}); ` +
+          `its commits are complete, the next run finds nothing to redo`,
       );
     this.places.close();
     this.committer.journal?.close();
@@ -257,7 +275,8 @@ export class NetRunner {
     return this.pauses.watch(() => {
       // Paused with --kill: its running firings are abandoned, their tokens stay (as on a stop).
       for (const f of this.firings.set)
-        if (f.running && this.pauses?.current.get(f.transition.name)?.kill) f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
+        if (f.running && this.pauses?.current.get(f.transition.name)?.kill)
+          f.stop?.abort(new Error(`${f.transition.name} is paused with --kill`));
       this.decisions.everythingChanged(); // pauses are rare: every transition is looked at again
       this.wake('all');
     });
@@ -267,14 +286,14 @@ export class NetRunner {
   private leftovers(): Leftover[] {
     const stopped = new Set([...this.trans.values()].filter((r) => r.stopped).map((r) => r.spec.name));
     const only = this.trans.size === this.net.transitions.size ? undefined : new Set(this.trans.keys());
-    return describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map((l) =>
-      l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l,
+    return describeLeftovers(this.net, this.places.byName, this.places.next, stopped, only, this.pauses?.current).map(
+      (l) => (l.reason === undefined ? leftover(l, 'unexplained', 'can not fire') : l),
     );
   }
 
   /**
-   * Run until stopped (signal) or, with drain, until nothing can fire. One function (about 90
-   * lines) on purpose: the loop's state (the stop handler and its grace timer, idleReported, the
+   * Run until stopped (signal) or, with drain, until nothing can fire. One function on
+   * purpose: the loop's state (the stop handler and its grace timer, idleReported, the
    * last yield, wakeAt) is shared by its steps and by the finally block that ends the run.
    */
   async run(): Promise<NetRunSummary> {

@@ -38,7 +38,9 @@ export interface StagingFiles {
   batch: string;
   /** Output p, as the commit reads it. */
   out(place: string): string;
-  /** Output p, where the command writes it by name (FSPL_OUT_p): out(p), or in `outDir` when it runs as another user. */
+  /**
+   * Output p, where the command writes it by name (FSPL_OUT_p): out(p), or in `outDir` when it runs as another user.
+   */
   written(place: string): string;
   in(place: string): string;
   /** The checked copy of a failed firing's i-th signed input, for its error token (inputs.ts keepCopies). */
@@ -68,7 +70,14 @@ export function stagingOf(dir: string, runAs: RunAs | undefined): StagingFiles {
 export function everyStagedName(t: TransitionSpec, files: StagingFiles): string[] {
   const taken = t.inputs.reduce((n, a) => n + a.take, 0);
   const kept = Array.from({ length: taken }, (_, i) => files.kept(i));
-  return [files.stderr, files.stdout, files.batch, ...t.outputs.map(files.out), ...t.inputs.map((a) => files.in(a.place)), ...kept];
+  return [
+    files.stderr,
+    files.stdout,
+    files.batch,
+    ...t.outputs.map(files.out),
+    ...t.inputs.map((a) => files.in(a.place)),
+    ...kept,
+  ];
 }
 
 /**
@@ -96,7 +105,11 @@ export function wasWritten(files: StagingFiles, o: string): boolean {
  * (untrusted.ts claimFile: a regular file of that user's, the one checked), so that what the
  * commit reads is a name only the runner can change.
  */
-export function claimOutputs(runAs: RunAs | undefined, files: StagingFiles, outputs: Map<string, unknown>): string | undefined {
+export function claimOutputs(
+  runAs: RunAs | undefined,
+  files: StagingFiles,
+  outputs: Map<string, unknown>,
+): string | undefined {
   for (const o of [...outputs.keys()]) {
     try {
       if (runAs) {
@@ -120,7 +133,9 @@ export function judgeOutputs(t: TransitionSpec, written: ReadonlyMap<string, unk
     return `wrote no output for ${missing.join(', ')}`;
   }
   if (t.outMode === 'one-of' && n !== 1)
-    return n === 0 ? 'wrote none of its one-of outputs' : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
+    return n === 0
+      ? 'wrote none of its one-of outputs'
+      : `wrote ${n} of its one-of outputs (${[...written.keys()].join(', ')})`;
   return undefined;
 }
 

@@ -42,7 +42,10 @@ export interface Firing {
   diskWaits?: number;
   /** Its command failed while the disk of the staging files was full: that error (io-faults.ts stagingFull). */
   stagingFull?: NodeJS.ErrnoException;
-  /** It holds a later number of a sequence place than a token refused as its firing opened it: it must not commit (apply-outcome.ts). */
+  /**
+   * It holds a later number of a sequence place than a token refused as its firing opened it: it must not commit
+   * (apply-outcome.ts).
+   */
   voided?: boolean;
 }
 

@@ -89,7 +89,9 @@ export class RateWindow {
   count(now: number, windowMs: number): number {
     checkFinite(now, 'now');
     if (!Number.isSafeInteger(windowMs) || windowMs <= 0 || windowMs > this.spanMs || windowMs % this.bucketMs !== 0) {
-      throw new RangeError(`window must be a positive multiple of ${this.bucketMs} ms up to ${this.spanMs} ms, got ${String(windowMs)}`);
+      throw new RangeError(
+        `window must be a positive multiple of ${this.bucketMs} ms up to ${this.spanMs} ms, got ${String(windowMs)}`,
+      );
     }
     const index = this.index;
     const counts = this.counts;

@@ -44,7 +44,8 @@ export class LoopWake {
     return new Promise<void>((resolve) => {
       if (this.dirty) return resolve();
       // A batch's max-wait may be months away: setLongTimeout, not setTimeout, which would fire at once.
-      const cancel = wakeAt !== undefined ? setLongTimeout(this.onTime, Math.max(0, wakeAt - Date.now()) + 5) : undefined;
+      const cancel =
+        wakeAt !== undefined ? setLongTimeout(this.onTime, Math.max(0, wakeAt - Date.now()) + 5) : undefined;
       this.waiter = () => {
         cancel?.();
         resolve();

@@ -27,7 +27,9 @@ export interface SealedFile {
 }
 
 /** What a seal check needs of an opened job: a file, or a decoder's stream (queue/types.ts OpenJob is one). */
-export type SealedJob = SealedFile | { readonly kind: 'decoded'; readonly header: { readonly seal?: Seal }; readonly payload: Readable };
+export type SealedJob =
+  | SealedFile
+  | { readonly kind: 'decoded'; readonly header: { readonly seal?: Seal }; readonly payload: Readable };
 
 /**
  * What a seal check says of a job's payload, made once and never changed: the job must not run
@@ -90,7 +92,10 @@ export function guardedPayload<P extends number | Readable>(guard: SealGuard, pa
 }
 
 /** After the job ran: a payload that failed its seal fails the job, whatever the command said. */
-export function judgeSeal<T extends { ok: boolean; why: string }>(outcome: T, guard: SealGuard): T | { ok: false; why: string } {
+export function judgeSeal<T extends { ok: boolean; why: string }>(
+  outcome: T,
+  guard: SealGuard,
+): T | { ok: false; why: string } {
   const failure = guard.kind === 'watching' ? guard.verifier.failure : undefined;
   if (!failure) return outcome;
   return { ok: false, why: `payload failed its seal: ${failure.message}` };

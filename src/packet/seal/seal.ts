@@ -50,10 +50,12 @@ export function interpretSeal(doc: unknown): Seal | undefined {
   if (!has(SEAL_LENGTH_KEY) || !has(SEAL_CRC_KEY)) bad(`a seal needs both ${SEAL_LENGTH_KEY} and ${SEAL_CRC_KEY}`);
   const len = o[SEAL_LENGTH_KEY];
   const crc = o[SEAL_CRC_KEY];
-  const int = (v: unknown): bigint | undefined => (typeof v === 'bigint' ? v : typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : undefined);
+  const int = (v: unknown): bigint | undefined =>
+    typeof v === 'bigint' ? v : typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : undefined;
   const length = int(len);
   const sum = int(crc);
-  if (length === undefined || length < 0n || length > U64_MAX) bad(`${SEAL_LENGTH_KEY} is not an unsigned 64-bit integer`);
+  if (length === undefined || length < 0n || length > U64_MAX)
+    bad(`${SEAL_LENGTH_KEY} is not an unsigned 64-bit integer`);
   if (sum === undefined || sum < 0n || sum > 0xffff_ffffn) bad(`${SEAL_CRC_KEY} is not an unsigned 32-bit integer`);
   return { length: length!, crc32: Number(sum) };
 }
@@ -71,7 +73,10 @@ export function sealOf(payload: Uint8Array): Seal {
 const hex = (n: number) => `0x${n.toString(16).padStart(8, '0')}`;
 
 export function checksumMismatch(got: number, sealed: number): PayloadSealError {
-  return new PayloadSealError('ERR_PAYLOAD_CHECKSUM', `Payload checksum mismatch: CRC-32 ${hex(got)}, sealed as ${hex(sealed)} (corrupted?)`);
+  return new PayloadSealError(
+    'ERR_PAYLOAD_CHECKSUM',
+    `Payload checksum mismatch: CRC-32 ${hex(got)}, sealed as ${hex(sealed)} (corrupted?)`,
+  );
 }
 
 /**
@@ -100,7 +105,10 @@ export class SealVerifier {
   update(chunk: Uint8Array): void {
     if (this.failure) throw this.failure;
     if (this.seen + chunk.length > this.limit) {
-      throw this.fail('ERR_PAYLOAD_LONG', `Payload runs long: more than the ${this.seal.length} bytes it was sealed with`);
+      throw this.fail(
+        'ERR_PAYLOAD_LONG',
+        `Payload runs long: more than the ${this.seal.length} bytes it was sealed with`,
+      );
     }
     this.seen += chunk.length;
     this.crc = crc32Of(chunk, this.crc);
@@ -112,7 +120,10 @@ export class SealVerifier {
     if (this.done) return;
     this.done = true;
     if (BigInt(this.seen) < this.seal.length) {
-      throw this.fail('ERR_PAYLOAD_SHORT', `Payload ends early: ${this.seen} of ${this.seal.length} bytes (cut short in transit?)`);
+      throw this.fail(
+        'ERR_PAYLOAD_SHORT',
+        `Payload ends early: ${this.seen} of ${this.seal.length} bytes (cut short in transit?)`,
+      );
     }
     const crc = this.crc >>> 0;
     if (crc !== this.seal.crc32) {

@@ -12,7 +12,15 @@ import { PayloadSealError, ShortReadError } from '../../base/errors.js';
 import { copy } from '../../sys/copy.js';
 import { readSomeSync, readUpToSync, writeAllSync } from '../../sys/io.js';
 import { openSpoolSync } from '../../sys/spool.js';
-import { cutInHeader, decodeMetadata, decodePrefix, encodeHeader, PREFIX_LENGTH, type Prefix, startsAsPacket } from '../codec.js';
+import {
+  cutInHeader,
+  decodeMetadata,
+  decodePrefix,
+  encodeHeader,
+  PREFIX_LENGTH,
+  type Prefix,
+  startsAsPacket,
+} from '../codec.js';
 import type { PacketHeader, Seal } from '../types.js';
 import { checksumMismatch, crc32Update, SealVerifier } from './seal.js';
 
@@ -112,12 +120,20 @@ export function newSha512(): Hash {
 export function measurePayloadSync(payloadFd: number | undefined, digest: boolean): MeasuredPayload {
   const hash = digest ? newSha512() : undefined;
   const none = () => {};
-  if (payloadFd === undefined) return { fd: -1, start: 0, seal: { length: 0n, crc32: 0 }, sha512: hash?.digest(), what: '', close: none };
+  if (payloadFd === undefined)
+    return { fd: -1, start: 0, seal: { length: 0n, crc32: 0 }, sha512: hash?.digest(), what: '', close: none };
   const st = fs.fstatSync(payloadFd);
   if (st.isFile()) {
     const start = fdOffset(payloadFd) ?? 0;
     const seal = sealFileRangeSync(payloadFd, start, Math.max(0, st.size - start), 0, hash);
-    return { fd: payloadFd, start, seal, sha512: hash?.digest(), what: 'the payload file shrank while being read', close: none };
+    return {
+      fd: payloadFd,
+      start,
+      seal,
+      sha512: hash?.digest(),
+      what: 'the payload file shrank while being read',
+      close: none,
+    };
   }
   const spool = openSpoolSync();
   try {
@@ -134,7 +150,14 @@ export function measurePayloadSync(payloadFd: number | undefined, digest: boolea
       length += r;
     }
     const seal = { length: BigInt(length), crc32: crc };
-    return { fd: spool, start: 0, seal, sha512: hash?.digest(), what: 'the spool file shrank while being read', close: () => fs.closeSync(spool) };
+    return {
+      fd: spool,
+      start: 0,
+      seal,
+      sha512: hash?.digest(),
+      what: 'the spool file shrank while being read',
+      close: () => fs.closeSync(spool),
+    };
   } catch (err) {
     fs.closeSync(spool);
     throw err;
@@ -147,7 +170,9 @@ export function writeMeasuredSync(outFd: number, header: PacketHeader, m: Measur
   if (m.fd >= 0) copyExactSealedSync(m.fd, outFd, m.seal, m.start, m.what);
 }
 
-/** Write a sealed packet to outFd: the header with the payload's seal, then the payload (measurePayloadSync says how). */
+/**
+ * Write a sealed packet to outFd: the header with the payload's seal, then the payload (measurePayloadSync says how).
+ */
 export function writeSealedPacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
   const m = measurePayloadSync(payloadFd, false);
   try {
@@ -168,7 +193,11 @@ function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: 
   let done = 0;
   while (done < length) {
     const r = readSomeSync(inFd, buf, 0, Math.min(buf.length, length - done), position + done);
-    if (r === 0) throw new PayloadSealError('ERR_PAYLOAD_SHORT', `Cannot seal: ${what} (it ended after ${done} of ${length} bytes)`);
+    if (r === 0)
+      throw new PayloadSealError(
+        'ERR_PAYLOAD_SHORT',
+        `Cannot seal: ${what} (it ended after ${done} of ${length} bytes)`,
+      );
     writeAllSync(outFd, buf, 0, r);
     done += r;
   }
@@ -183,7 +212,8 @@ function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: 
  */
 export function copyPacketSync(inFd: number, outFd: number): number {
   const prefix = readUpToSync(inFd, PREFIX_LENGTH);
-  if (prefix.length === 0) throw new ShortReadError('Empty input: there is no packet to write (did the command that makes it fail?)');
+  if (prefix.length === 0)
+    throw new ShortReadError('Empty input: there is no packet to write (did the command that makes it fail?)');
   if (prefix.length < PREFIX_LENGTH && startsAsPacket(prefix)) throw cutInHeader(prefix.length);
   writeAllSync(outFd, prefix);
   if (prefix.length < PREFIX_LENGTH) return prefix.length;
@@ -211,10 +241,19 @@ export function copyPacketSync(inFd: number, outFd: number): number {
  * from the file size (no read at all), and with `verify` its CRC-32 too (one read). Returns the
  * failure, or undefined when it holds.
  */
-export function checkSealedFileSync(fd: number, offset: number, seal: Seal, verify: boolean): PayloadSealError | undefined {
+export function checkSealedFileSync(
+  fd: number,
+  offset: number,
+  seal: Seal,
+  verify: boolean,
+): PayloadSealError | undefined {
   const size = BigInt(fs.fstatSync(fd).size - offset);
   if (size !== seal.length) {
-    if (size < seal.length) return new PayloadSealError('ERR_PAYLOAD_SHORT', `Payload ends early: ${size} of ${seal.length} bytes (cut short?)`);
+    if (size < seal.length)
+      return new PayloadSealError(
+        'ERR_PAYLOAD_SHORT',
+        `Payload ends early: ${size} of ${seal.length} bytes (cut short?)`,
+      );
     return new PayloadSealError('ERR_PAYLOAD_LONG', `Payload runs long: ${size} bytes, sealed as ${seal.length}`);
   }
   if (!verify) return undefined;

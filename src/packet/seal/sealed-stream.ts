@@ -74,7 +74,13 @@ export async function measurePayload(payload: Readable | { fd: number }, digest:
         n += chunk.length;
       }
       const seal = { length: BigInt(n), crc32: crc };
-      return { fd, seal, sha512: hash?.digest(), what: 'the payload file changed while being read', close: () => fs.closeSync(fd) };
+      return {
+        fd,
+        seal,
+        sha512: hash?.digest(),
+        what: 'the payload file changed while being read',
+        close: () => fs.closeSync(fd),
+      };
     } catch (err) {
       fs.closeSync(fd);
       throw err;
@@ -92,7 +98,13 @@ export async function measurePayload(payload: Readable | { fd: number }, digest:
       length += b.length;
     }
     const seal = { length: BigInt(length), crc32: crc };
-    return { fd: spool, seal, sha512: hash?.digest(), what: 'the spool file changed while being read', close: () => fs.closeSync(spool) };
+    return {
+      fd: spool,
+      seal,
+      sha512: hash?.digest(),
+      what: 'the spool file changed while being read',
+      close: () => fs.closeSync(spool),
+    };
   } catch (err) {
     fs.closeSync(spool);
     throw err;
@@ -112,9 +124,12 @@ export async function* emitMeasured(header: PacketHeader, m: MeasuredFile): Asyn
  * { fd } is a regular file we own (read from its start, closed at the end).
  */
 export function sealedPacketStream(header: PacketHeader, payload?: Readable | Uint8Array | { fd: number }): Readable {
-  if (payload === undefined) return Readable.from([encodeHeader({ ...header, seal: { length: 0n, crc32: 0 } })], { objectMode: false });
+  if (payload === undefined)
+    return Readable.from([encodeHeader({ ...header, seal: { length: 0n, crc32: 0 } })], { objectMode: false });
   if (payload instanceof Uint8Array) {
-    return Readable.from([encodeHeader({ ...header, seal: sealOf(payload) }), Buffer.from(payload)], { objectMode: false });
+    return Readable.from([encodeHeader({ ...header, seal: sealOf(payload) }), Buffer.from(payload)], {
+      objectMode: false,
+    });
   }
   async function* sealed(given: Readable | { fd: number }) {
     const m = await measurePayload(given, false);

@@ -24,7 +24,14 @@ function when(ms) {
   t.dateTime = date.toISOString();
   t.title = date.toLocaleString();
   const s = Math.max(0, ((current ? current.at : Date.now()) - ms) / 1000);
-  t.textContent = s < 1 ? 'just now' : s < 60 ? `${Math.floor(s)} s ago` : s < 3600 ? `${Math.floor(s / 60)} min ago` : `${Math.floor(s / 3600)} h ago`;
+  t.textContent =
+    s < 1
+      ? 'just now'
+      : s < 60
+        ? `${Math.floor(s)} s ago`
+        : s < 3600
+          ? `${Math.floor(s / 60)} min ago`
+          : `${Math.floor(s / 3600)} h ago`;
   return t;
 }
 
@@ -49,7 +56,13 @@ function queueRow(q) {
   tr.setAttribute('data-state', q.state.kind);
   tr.append(el('td', q.queue), el('td', stateText(q), 'state'));
   tr.append(num(q.waiting), num(q.next ?? '–'), el('td', q.waiting > 0 ? duration(q.oldestAgeSeconds) : '–', 'num'));
-  tr.append(num(q.jobs.success), num(q.jobs.failure + q.jobs.retry + q.jobs.moved), num(q.jobs.timeout), num(q.retriesDue), num(q.refused));
+  tr.append(
+    num(q.jobs.success),
+    num(q.jobs.failure + q.jobs.retry + q.jobs.moved),
+    num(q.jobs.timeout),
+    num(q.retriesDue),
+    num(q.refused),
+  );
   const last = el('td');
   if (q.lastSuccessAt !== undefined) last.append(when(q.lastSuccessAt));
   else last.textContent = '–';

@@ -115,7 +115,11 @@ function banner(r) {
   // A place whose disk is full or failing: what needs it waits and tries again (the run goes on).
   for (const f of r.ioFaults || []) {
     const where = f.place === '(state)' ? 'the state directory' : `place ${f.place}`;
-    const d = el('div', `disk: ${where}: ${f.message} (${f.code}), ${f.count} time${f.count === 1 ? '' : 's'}, `, 'note io-fault');
+    const d = el(
+      'div',
+      `disk: ${where}: ${f.message} (${f.code}), ${f.count} time${f.count === 1 ? '' : 's'}, `,
+      'note io-fault',
+    );
     d.append(when(f.since, 'since '), '; what needs it waits and tries again');
     b.appendChild(d);
   }
@@ -177,12 +181,25 @@ function update(r) {
       : t.paused
         ? cell(...pausedSince(t.paused))
         : cell(t.lastFailure && t.failing ? `last failure: ${t.lastFailure.reason}` : '');
-    const service = t.meanServiceMs === undefined ? '–' : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
+    const service =
+      t.meanServiceMs === undefined
+        ? '–'
+        : `${(t.meanServiceMs / 1000).toFixed(2)}s / ${(t.p95ServiceMs / 1000).toFixed(2)}s`;
     const fired = t.lastFiredAt === undefined ? num('–') : cell(when(t.lastFiredAt));
     fired.className = 'num';
     transitions.appendChild(
       row(
-        [t.name, num(t.running), num(t.fired), num(t.failed), num(t.retried), num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`), num(service), fired, note],
+        [
+          t.name,
+          num(t.running),
+          num(t.fired),
+          num(t.failed),
+          num(t.retried),
+          num(`${rate(t.perMinute1)} / ${rate(t.perMinute15)}`),
+          num(service),
+          fired,
+          note,
+        ],
         t.failing,
       ),
     );
@@ -196,7 +213,12 @@ function update(r) {
     g.classList.toggle('paused', !!t.paused);
     // The node's tooltip: its name, and why it is paused or stopped.
     const title = g.querySelector('title');
-    if (title) title.textContent = t.paused ? `${t.name}: ${t.paused.text}` : t.stopped ? `${t.name}: STOPPED: ${t.stopped.reason}` : t.name;
+    if (title)
+      title.textContent = t.paused
+        ? `${t.name}: ${t.paused.text}`
+        : t.stopped
+          ? `${t.name}: STOPPED: ${t.stopped.reason}`
+          : t.name;
     g.dataset.fired = String(t.fired);
     g.dataset.failed = String(t.failed);
   }
@@ -238,7 +260,12 @@ async function showDetail() {
 
 function renderPlace(body, d) {
   body.appendChild(
-    el('p', d.problem ? d.problem : `${d.total} token${d.total === 1 ? '' : 's'}${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`),
+    el(
+      'p',
+      d.problem
+        ? d.problem
+        : `${d.total} token${d.total === 1 ? '' : 's'}${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`,
+    ),
   );
   if (!d.tokens.length) return;
   const t = el('table');
@@ -281,7 +308,12 @@ function renderTransition(body, d) {
   t.id = 'firings';
   t.appendChild(row(['when', 'key', 'took', 'result'].map((h) => el('th', h))));
   for (const h of d.history.slice().reverse())
-    t.appendChild(row([cell(when(h.at)), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`], !h.ok));
+    t.appendChild(
+      row(
+        [cell(when(h.at)), h.key, num(`${(h.ms / 1000).toFixed(2)}s`), h.ok ? 'ok' : `failed: ${h.reason ?? ''}`],
+        !h.ok,
+      ),
+    );
   body.appendChild(t);
 }
 
