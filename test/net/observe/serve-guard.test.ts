@@ -202,7 +202,8 @@ describe('net serve keeps only so many event streams open', () => {
     expect(open).toHaveLength(64);
     expect(refused).toBe(2000 - 64);
     await timeStatus();
-    expect(Math.max(...statusTimes)).toBeLessThan(1000);
+    // Not starved by the open streams (which stay open): a bound for a hang, not a timing (a loaded CI took 1.2 s).
+    expect(Math.max(...statusTimes)).toBeLessThan(10_000);
 
     const busy = await get(p, '/api/events');
     expect([busy.status, busy.headers['retry-after']]).toEqual([503, '10']);
