@@ -55,12 +55,18 @@ function withPayloadChanged(token: string, file: string): void {
 /** A run kept going through the test's steps (a new run would judge a forgery at its scan, not at its firing); its warnings kept. */
 function running(net: Net): { until(what: string, cond: () => boolean): Promise<unknown>; stop(): Promise<unknown>; warnings: string[]; events: string[] } {
   const warnings: string[] = [];
+  const recent: string[] = [];
   const events: string[] = [];
   const abort = new AbortController();
   const run = net.run({
     signal: abort.signal,
     pollInterval: 0.05,
-    logger: createLogger('warn', (line) => warnings.push(line)),
+    // Warnings for the assertions; the last debug lines too, said if a wait times out.
+    logger: createLogger('debug', (line) => {
+      if (/^\s*(WARN|ERROR) /.test(line)) warnings.push(line);
+      recent.push(line);
+      if (recent.length > 300) recent.shift();
+    }),
     onEvent: (e) => events.push(e.type),
   });
   let failed: unknown;
@@ -77,7 +83,7 @@ function running(net: Net): { until(what: string, cond: () => boolean): Promise<
         30_000,
         50,
       ).catch((err: Error) => {
-        throw new Error(`${err.message}; warnings: ${JSON.stringify(warnings)}; events: ${events.join(' ')}`);
+        throw new Error(`${err.message}; events: ${events.join(' ')}; the run's last lines:\n${recent.join('')}`);
       }),
     stop: () => {
       abort.abort();
