@@ -17,8 +17,6 @@ export interface Globals {
   other: boolean;
   /** The first of those something elses (undefined: -l without its value). */
   unknown?: string;
-  /** The globals spelled out for yargs (`-lLEVEL` as `-l LEVEL`). */
-  normalized: string[];
   /** Index of the subcommand (argv.length if none). */
   end: number;
 }
@@ -30,7 +28,6 @@ export function scanGlobals(argv: string[]): Globals {
     help: false,
     implementation: false,
     other: false,
-    normalized: [],
     end: argv.length,
   };
   let i = 0;
@@ -39,28 +36,18 @@ export function scanGlobals(argv: string[]): Globals {
     if (a === '-V' || a === '--version' || a === '-h' || a === '--help') {
       if (!g.version && !g.help && !g.implementation)
         a === '-h' || a === '--help' ? (g.help = true) : (g.version = true);
-      g.normalized.push(a);
     } else if (a === '--implementation') {
       if (!g.version && !g.help) g.implementation = true;
-      g.normalized.push(a);
     } else if (a === '-l' || a === '--log-level') {
-      if (i + 1 >= argv.length) {
-        g.other = true;
-        g.normalized.push(a);
-      } else {
-        g.logLevels.push(argv[i + 1]!);
-        g.normalized.push(a, argv[++i]!);
-      }
+      if (i + 1 >= argv.length) g.other = true;
+      else g.logLevels.push(argv[++i]!);
     } else if (a.startsWith('--log-level=')) {
       g.logLevels.push(a.slice('--log-level='.length));
-      g.normalized.push(a);
     } else if (a.startsWith('-l') && !a.startsWith('--') && a[2] !== '=') {
       g.logLevels.push(a.slice(2));
-      g.normalized.push('-l', a.slice(2));
     } else {
       g.other = true;
       g.unknown ??= a;
-      g.normalized.push(a);
     }
   }
   g.end = i;
