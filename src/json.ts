@@ -1,15 +1,7 @@
 /**
- * JSON renderings of packets, jobs and queue states, for `--json` (schemas in docs/json.md).
- *
- * Encoding rules, the same everywhere:
- * - 64-bit integers (sequence numbers, ctime seconds) are decimal strings, since JSON numbers
- *   lose precision beyond 2^53; small counts, sizes, ages and nanoseconds are numbers;
- * - byte strings (parameters, FSPL_SET_ names and values, variable values) are JSON strings when
- *   they are valid UTF-8, else `{"base64": "..."}`;
- * - a creation time is `{"secs": "...", "nanos": N, "rfc3339_utc": "...", "rfc3339_local": "..."}`;
- * - keys are snake_case; absent values are null, not left out.
- *
- * All functions are pure: they build plain objects that JSON.stringify can write.
+ * JSON renderings of packets, jobs and queue states, for `--json`: schemas and encoding rules (u64
+ * as decimal strings, bytes as text or base64, snake_case, null for absent) in docs/json.md. Pure:
+ * plain objects that JSON.stringify can write.
  */
 
 import { isUtf8 } from 'node:buffer';
@@ -107,7 +99,7 @@ export function jobEntryToJson(job: JobEntry): { [key: string]: JsonValue } {
 
 /**
  * The retry keys (packet/retry-keys.ts) and not_before (packet/not-before.ts), only when the
- * packet has them (a listing of packets without them is as before): `retries`, `not_before` (RFC
+ * packet has them: `retries`, `not_before` (RFC
  * 3339 UTC), and `failure`, the facts of a failed-jobs queue's packet.
  */
 function retryKeysToJson(h: PacketHeader): { [key: string]: JsonValue } {

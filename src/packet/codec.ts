@@ -37,10 +37,8 @@ export { checkMaxHeaderSize, DEFAULT_MAX_HEADER_SIZE, MAX_METADATA_LENGTH } from
 let crcBuf: ((data: Uint8Array) => number) | undefined;
 
 /**
- * CRC-32 (IEEE 802.3) of the prefix and the metadata, by the crc-32 package (the project's choice
- * for it). Loaded on the first header this process encodes or decodes in JavaScript: the package
- * builds its tables as it loads, a cost that a command which reads no header (queue-process of an
- * empty queue, or headers read by the native addon) does not pay.
+ * CRC-32 (IEEE 802.3) of the prefix and the metadata, by the crc-32 package, loaded on the first
+ * header coded in JavaScript (it builds its tables as it loads: a start-up cost).
  */
 export function crc32(data: Uint8Array): number {
   crcBuf ??= (createRequire(import.meta.url)('crc-32') as typeof import('crc-32')).buf;

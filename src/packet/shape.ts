@@ -2,12 +2,9 @@
  * A cheap structural check of MessagePack bytes, run before they are decoded.
  *
  * @msgpack/msgpack allocates `new Array(n)` as soon as it reads an array header declaring n
- * elements. Each declaration is capped at the input size (see codec.ts), but nested ones add up:
- * a 90 KB header of nested `array16` headers, each declaring 65,535 elements, asked for tens of
- * gigabytes and crashed the process (out of memory) before the decoder noticed that the bytes
- * were missing. So the bytes are walked first, without building anything: every element still
- * owed to an open array or map needs at least one byte, so the elements owed at any point may
- * not outnumber the bytes left. That bounds what the decoder can allocate by the input size.
+ * elements, and nested declarations add up past any per-declaration cap (a 90 KB header could ask
+ * for gigabytes). So the bytes are walked first, building nothing: the elements owed to open
+ * containers may never outnumber the bytes left, which bounds what the decoder can allocate.
  */
 import { BadPacketError } from '../base/errors.js';
 

@@ -119,9 +119,8 @@ export function fdStream(fd: number, autoClose: boolean): Readable {
 }
 
 /**
- * Bytes per read for a stream of fd: 1 MiB, or less for a smaller regular file. A read stream
- * allocates a buffer of that size for every read, so a net's JavaScript transitions reading
- * 40-byte tokens allocated 1 MiB each, and spent a good part of a run collecting that garbage.
+ * Bytes per read for a stream of fd: 1 MiB, or less for a smaller regular file (a read stream
+ * allocates that much per read, which small tokens would pay in garbage).
  */
 function readSize(fd: number): number {
   const max = 1 << 20;

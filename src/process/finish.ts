@@ -37,7 +37,6 @@
  * A run of NOP jobs in sequence order (nothing to run, nothing to wait for) is recorded as one:
  * the deletions waiting are made durable, then one note `N FIRST LAST`, nextseq moved once past
  * the last, every file deleted, one fsync of jobs/ (nopRunAt chooses them, at most NOP_RUN_MAX).
- * Instead of about a dozen system calls and three fsyncs a NOP, one unlink a NOP.
  *
  * When the run rests (watching, idle) or ends, the deletions waiting are made durable and the lock
  * file is emptied (settle). After a crash, the next run reads the note first (recover):

@@ -1,10 +1,8 @@
 /**
  * `queue-process --watch --listen`, processQueue(s)' `listen`: the run's queues on a read-only
  * page with live figures, and the same figures at /metrics for Prometheus. Served by the core's
- * page server (src/web/server.ts), as `net serve` is, with its guards: 127.0.0.1 unless told
- * otherwise, the Host check against DNS rebinding, the cap on event streams, GET and HEAD only,
- * assets by exact path, no inline script. Queue names and a job's output reach the page as JSON
- * (in the page, a data block with every `<` escaped), put there as text by its script.
+ * page server (src/web/server.ts, whose guards it gets, as `net serve` does). Queue names and a
+ * job's output reach the page as JSON (every `<` escaped), put there as text by its script.
  */
 import { describeSystemError } from '../base/errors.js';
 import { silentLogger } from '../base/log.js';

@@ -35,10 +35,7 @@ import { Turns } from './round-robin.js';
 
 /** Queues waiting for their turn may keep their locks while no more than this many do. */
 const LOCK_BUDGET = 64;
-/**
- * Looks at queues under way at once. More wait in toLook: a job's end is never kept waiting by
- * 10,000 looks, and the garbage of 10,000 scans at once never swells the heap (RSS stays low).
- */
+/** Looks at queues under way at once (more wait in toLook), so that 10,000 looks never hold up a job or the heap. */
 const LOOKS_AT_ONCE = 64;
 /** Through a decoder a look runs processes (a scan runs up to 4 decoders at once): fewer looks at once. */
 const DECODED_LOOKS_AT_ONCE = 2;

@@ -34,10 +34,7 @@ export interface JobFailure {
 /** What a queue is doing: running a job, waiting for one (a number, or any), stopped on one, or skipped. */
 export type QueueRunState =
   | { kind: 'running'; seq: string; since: number }
-  /**
-   * Waiting for job `seq` (sequence order), or for any job; `until`: for a retry due then, or a job's not-before time
-   * (ms since the epoch).
-   */
+  /** Waiting for job `seq` (sequence order), or any job; `until`: a retry due then, or a not-before time (epoch ms). */
   | { kind: 'waiting'; seq?: string; until?: number }
   | { kind: 'stopped'; seq?: string; why: string }
   | { kind: 'skipped'; why: string };

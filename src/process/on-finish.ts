@@ -1,13 +1,8 @@
 /**
- * Finish hooks (queue-process --on-finish): a command run through `$SHELL -c` after each job that
- * ran (success, failure, timeout, retry due, moved to the failed-jobs queue), once its record is
- * durable. It gets the job's FSPL_* variables and FSPL_JOB_OUTCOME, FSPL_JOB_EXIT_STATUS,
- * FSPL_JOB_DURATION_MS and FSPL_JOB_ATTEMPT; its stdin is /dev/null, its stdout and stderr are
- * fspl's stderr. Hooks run one at a time across the run, and the queue that ran the job waits for
- * its hook (at most its timeout): a mail or a webhook never races the next job's. A hook that
- * fails, hangs or can not start is logged; the job's record is made before it and never changes.
- * NOP packets (nothing ran), jobs refused by their signature and jobs interrupted by the run's
- * stop call no hook; a Fail packet is a failure and calls it.
+ * Finish hooks (queue-process --on-finish; what they get: docs/queues.md): run after each job that
+ * ran, once its record is durable, one at a time across the run, the job's queue waiting for its
+ * hook (at most its timeout), so a mail never races the next job's. A hook's failure is logged;
+ * the job's record never changes. NOPs, refused and interrupted jobs call no hook; a Fail packet does.
  */
 import { describeSystemError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';

@@ -32,10 +32,7 @@ export interface Outcome {
   refused?: boolean;
   /** Killed at its timeout (a failure that the outcome word calls `timeout`). */
   timedOut?: boolean;
-  /**
-   * A command's exit: its status (`0`, `1`...) or its signal
-   * (`signal:KILL`); none for a function, a NOP or a Fail packet.
-   */
+  /** A command's exit: its status (`0`, `1`...) or its signal (`signal:KILL`); none for a function, NOP or Fail. */
   exitStatus?: string;
 }
 

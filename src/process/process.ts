@@ -1,6 +1,4 @@
-/**
- * Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process).
- */
+/** Processing jobs: one packet from stdin (stdin-process) or a whole queue (queue-process). */
 import { describeSystemError, JobFailedError, SignatureError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds, dueDelayMs, setLongTimeout } from '../base/timer.js';
@@ -135,9 +133,7 @@ async function processHeaderAndRun(
   }
 }
 
-/**
- * stdin-process with allowed signers: the packet on fd judged whole before anything runs (SignatureError if refused).
- */
+/** stdin-process with allowed signers: the packet judged whole before anything runs (SignatureError if refused). */
 async function checkSignedStdin(fd: number, header: PacketHeader, signers: AllowedSigners) {
   const [{ checkHeaderSignature }, { checkPayloadRestSync }, { fdOffset }, { refusalError }] = await Promise.all([
     import('../sign/packet-signature.js'),
@@ -158,11 +154,7 @@ async function checkSignedStdin(fd: number, header: PacketHeader, signers: Allow
  * Process a queue: in sequence order from nextseq (the default) or in timestamp order.
  * Holds the queue lock throughout. Failure handling follows onError; with 'retry' a failing job
  * stops processing with JobFailedError and stays in place. In watch mode, waits for new jobs
- * instead of returning when none is ready.
- *
- * The steps (queue-run.ts): runContext (the options, the executor), lock, then passes until
- * nothing is left to run (or, watching, until stopped): scan, and runPass's runNext; rest before
- * waiting and before returning (every record durable), release.
+ * instead of returning when none is ready (the steps: queue-run.ts).
  */
 export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Promise<ProcessSummary> {
   if (opts.listen) {
@@ -185,7 +177,6 @@ export async function processQueue(queue: Queue, opts: ProcessQueueOptions): Pro
   }
 }
 
-/** processQueue's run, from its lock to its release. */
 async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunContext): Promise<ProcessSummary> {
   const emit = eventSink(opts, ctx.log);
   const run = new QueueRun(queue, ctx, emit);
@@ -229,8 +220,7 @@ export function runContext(opts: ProcessRunOptions, logger: Logger): RunContext 
   }
   if (opts.command !== undefined) splitCommand(opts.command, 'processQueue'); // a wrong one fails here, not at each job
   checkSeconds(opts.timeout, 'processQueue: timeout');
-  // Read once per run: process.env is slow to enumerate, and this is the per-job path. Frozen: the
-  // addon's packing of it (jobenv.ts ChildEnv) is then made once for the run.
+  // Read once per run (slow to enumerate); frozen, so that ChildEnv packs it once.
   const baseEnv = Object.freeze({ ...process.env });
   const stopping = new Stopping(opts, log, 'processQueue');
   const retry = retryPolicyOf(opts);

@@ -10,11 +10,9 @@ import type { QueueResult } from './options.js';
 import type { QueueRun } from './queue-run.js';
 
 /**
- * Watching: a queue stopped by its disk (full, or failing) is looked at again after this long,
- * doubled at each failure up to DISK_RETRY_MAX_MS, so that it resumes by itself once there is
- * room, without waiting for a change in its jobs/. A look is cheap (a scan), a run resumes from
- * its note (finish.ts). A queue skipped (another processor held its lock) too: its holder's
- * last change may have come before it let go.
+ * Watching: a queue stopped by its disk, or skipped for another processor's lock, is looked at
+ * again after this long (doubling up to DISK_RETRY_MAX_MS), so that it resumes by itself without
+ * waiting for a change in its jobs/.
  */
 const DISK_RETRY_MS = 1000;
 const DISK_RETRY_MAX_MS = 60_000;
@@ -43,10 +41,7 @@ export interface Member {
   looking: boolean;
   /** Its skip (another processor holds its lock) was said: not again until it is locked. */
   skipNoted: boolean;
-  /**
-   * Stopped by a failed job: its shape then (QueueRun.shape); a look
-   * that finds it unchanged (a poll's "maybe") leaves it stopped.
-   */
+  /** Stopped by a failed job: its shape then (QueueRun.shape); a look finding it unchanged leaves it stopped. */
   failedAt?: string;
   /** Disk errors or skips in a row (watching: each puts its next look off longer, lookLater). */
   retries: number;

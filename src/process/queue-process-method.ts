@@ -1,8 +1,6 @@
 /**
- * Queue.process: the queue directory (queue/queue.ts) run by this folder's loop. The queue never
- * imports its consumer (as BullMQ's Queue never imports its Worker): the method is declared on
- * Queue here, by module augmentation, and installed when this module loads. The public entries
- * (index.ts, lowlevel.ts) load it, so every Queue a user holds has it.
+ * Queue.process, declared on Queue by module augmentation and installed when this module loads (the
+ * public entries load it), so that the queue never imports its consumer (docs/architecture.md).
  */
 import { type Executor, Queue } from '../queue/queue.js';
 import { type ProcessSummary, processQueue, type QueueProcessOptions } from './process.js';

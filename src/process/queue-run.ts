@@ -1,17 +1,7 @@
 /**
- * One queue's run of queue-process: its lock, its next number, its scans and the jobs it runs.
- * processQueue (one queue) and processQueues (many, many-queues.ts) are both made of these steps:
- *
- *   lock       take nextseq.lock (LockedError if another processor has it), complete a record that
- *              a killed run left half made, make sure a job's end can be recorded before running
- *              any (queue-lock.ts)
- *   peek       without the lock: is there a job to run? (processQueues, to choose what to lock)
- *   scan       list jobs/, reading only the headers not read before, and plan the pass
- *   runNext    the pass's next job (takeNext: the one numbered nextseq, or the oldest not yet
- *              run) run by runOne (the command or the function, then recordFinished, unless
- *              the run's interrupt stopped it), or a run of NOP jobs recorded as one (runNops)
- *   rest       between passes: every record durable, the note cleared (Finisher.settle)
- *   release    give the lock back, the same done first
+ * One queue's run of queue-process: its lock, its next number, its scans and the jobs it runs, in
+ * named steps (lock, peek, scan, runNext, rest, release) that processQueue and processQueues
+ * (many-queues.ts) both use; docs/architecture.md follows them.
  */
 import { describeSystemError, JobFailedError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
@@ -182,7 +172,6 @@ export class QueueRun {
     return `${lockFileSize(this.queue) !== 0 ? 'noted ' : ''}${this.next} ${[...this.known.keys()].sort().join(' ')}`;
   }
 
-  /** Whether the pass has a job to run next. */
   hasNext(): boolean {
     const entry = this.peekNext();
     return entry !== undefined && !this.due.waits(entry);
@@ -299,10 +288,9 @@ export class QueueRun {
   }
 
   /**
-   * A queue with allowed signers: judge the header of each job the scan read for the first time
-   * (sign/judge.ts); those refused go to refused/ before the pass is planned, so that a forged
-   * packet never runs, never shares a number with the real one (which would stop the queue),
-   * and never counts as waiting. The rest are judged again, payload and all, as they run.
+   * Judge the headers the scan read first (sign/judge.ts); those refused go to refused/ before the
+   * pass is planned, so a forged packet never runs, never shares a number with the real one (which
+   * would stop the queue), never counts as waiting. The rest are judged again, payload and all, as they run.
    */
   private judgeNew(signers: AllowedSigners): void {
     for (const entry of [...this.known.values()]) {
@@ -334,10 +322,7 @@ export class QueueRun {
     return this.due.error(this.peekNext(), this.next);
   }
 
-  /**
-   * When the pass stopped at a job that is not due yet (its next
-   * try, or its not-before time): then, ms since the epoch.
-   */
+  /** When the pass stopped at a job not due yet (its next try, its not-before time): then, in epoch ms. */
   get dueMs(): number | undefined {
     return this.due.ms;
   }

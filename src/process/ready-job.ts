@@ -65,12 +65,10 @@ function judgeSigned(queue: Queue, opened: OpenJob, entry: JobEntry): SignedVerd
 }
 
 /**
- * A queue's verifyDecoder: the decoded job's payload spooled whole and its decoder's exit judged
- * before anything runs (decoder.ts spoolDecoded). The job then reads as a plain one: the spool's
- * descriptor, the payload from its start, closed by close(). Otherwise, the outcome of a job that
- * does not run: its decoder failed (as judgeDecoder would fail it after it ran), the job's
- * timeout passed first (a failure, as a command's timeout), or the run's interrupt came
- * (interrupted: it stays in the queue).
+ * A queue's verifyDecoder: the decoded payload spooled whole and the decoder's exit judged before
+ * anything runs; the job then reads as a plain one (the spool, closed by close()). Otherwise the
+ * outcome of a job that does not run: its decoder failed, its timeout passed, or the run's
+ * interrupt came (interrupted: it stays in the queue).
  */
 export async function verifyDecoder(
   opened: DecodedOpenJob,

@@ -208,10 +208,7 @@ export function failureOf(
 const TAIL_BYTES = 4096;
 const TAIL_LINES = 20;
 
-/**
- * The last lines of a job's saved output (its .out file: read
- * from its end, at most TAIL_BYTES); undefined if unreadable.
- */
+/** The last lines of a job's saved output (its .out file, at most TAIL_BYTES from its end); undefined if unreadable. */
 export function outputTail(file: string): string | undefined {
   let fd: number | undefined;
   try {

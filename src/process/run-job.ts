@@ -58,12 +58,8 @@ async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Pr
 /**
  * Run a command packet's command. The run's interrupt stops it (its process group killed, as its
  * timeout would), and the outcome is then `interrupted`; so it is when a terminal or a service
- * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv` is the inherited
- * environment, read once per run: process.env is slow to enumerate and this is the per-job path.
- * The job's FSPL_* variables come from its header and location (the job's own `variables`,
- * Buffers, are not needed here): merged into the inherited environment as the addon takes it
- * (ChildEnv, jobenv.ts), which packs the inherited part once per run. Building an object of the
- * whole environment per job, and packing all of it again, stood out in the per-job profile.
+ * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv`: the inherited environment,
+ * read once per run and packed once (ChildEnv, jobenv.ts), the job's FSPL_* variables merged in.
  * Arguments or variables too large for exec (ExecTooLargeError) fail the job, as its
  * command failing would; a command that can not start at all (ExecError) ends the run.
  */

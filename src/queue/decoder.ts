@@ -39,16 +39,13 @@ const EXIT_GRACE_MS = 5000;
 
 /**
  * Start the decoder on a job file and read the packet header from its output. With `timeout`
- * (seconds), a decoder that gives no complete header in time is killed, and the call fails with
- * a DecoderError whose `timedOut` is true. The decoder leads a session, and so a process group,
- * of its own, and is stopped as a group: a pipeline (`-d 'gpg -d | zcat'`) never outlives what it
- * was started for, as Filespooler 1.2.4 does it; and the decoder of a job about to run, part of
- * the job, is kept out of our process group as its command is (exec.ts says why). Metadata
- * longer than `maxHeaderSize` is not read
- * (HeaderTooLargeError, whatever the decoder's exit then says). One function on purpose: the
- * child, its kill timer and the `aborted` flag are shared by abort(), the timeout and the
- * returned DecodedJob's getter. `file` may also be a descriptor of the caller's (stdin-process
- * -d: our stdin), which the decoder reads and the caller keeps.
+ * (seconds), a decoder that gives no complete header in time is killed (DecoderError, `timedOut`).
+ * It leads a session of its own and is stopped as a group, so a pipeline (`-d 'gpg -d | zcat'`)
+ * never outlives what it was started for, and a job's decoder is out of our process group as its
+ * command is (exec.ts). Metadata longer than `maxHeaderSize` is not read (HeaderTooLargeError).
+ * `file` may be a descriptor of the caller's (stdin-process -d), which the caller keeps.
+ * One function on purpose: the child, its kill timer and the `aborted` flag are shared by
+ * abort(), the timeout and the returned DecodedJob's getter.
  */
 export async function openThroughDecoder(
   file: string | number,
@@ -57,8 +54,7 @@ export async function openThroughDecoder(
   maxHeaderSize?: number,
 ): Promise<DecodedJob> {
   checkSeconds(timeout, 'openThroughDecoder: timeout');
-  // O_NONBLOCK: a FIFO named like a job must not hang us here (for regular files it changes nothing).
-  // and not through a link planted in jobs/ (untrusted.ts)
+  // Not hanging on a FIFO named like a job, nor through a link planted in jobs/ (untrusted.ts).
   const fd = typeof file === 'number' ? file : openJobFile(file);
   let child: ChildProcess;
   try {

@@ -32,10 +32,7 @@ export interface RetriedJob {
   to: bigint;
 }
 
-/**
- * Move the failed jobs of `failedDir` (or those numbered `jobs`)
- * into the queue `toDir`; resolves to what moved, in order.
- */
+/** Move the failed jobs of `failedDir` (or those numbered `jobs`) into the queue `toDir`; resolves to what moved. */
 export async function retryFailedJobs(
   failedDir: string,
   toDir: string,

@@ -127,10 +127,9 @@ const SCAN_READ = 4096;
 let scanBuffer: Buffer | undefined;
 
 /**
- * Open a file, read its header, close it. Real headers are small, so one read of the first 4 KiB
- * usually holds all of it (a scan of 10,000 jobs saves 10,000 system calls); longer ones are read
- * exactly, if their metadata is no longer than `limit` (HeaderTooLargeError, naming the number
- * its first bytes claim).
+ * Open a file, read its header, close it: one read of the first 4 KiB usually holds all of it;
+ * longer ones are read exactly, if their metadata is no longer than `limit` (HeaderTooLargeError,
+ * naming the number its first bytes claim).
  */
 export function readHeaderFileSync(p: string, limit = DEFAULT_MAX_HEADER_SIZE): PacketHeader {
   // O_NONBLOCK: a FIFO named like a job must not hang a scan (for regular files it changes nothing);

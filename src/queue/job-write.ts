@@ -19,23 +19,16 @@ const PLACE_ERRORS = ['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO'] as const;
 
 const CREATE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
 
-/** A new job's temporary and final names. */
 function names(id = uuidv4()): { temp: string; filename: string } {
   return { temp: `tmp-fspl-${id}.fspl.tmp`, filename: `fspl-${id}.fspl` };
 }
 
-/**
- * A full disk says "No space left on device: DIR/jobs" (the temporary file is gone by then), an
- * I/O error "Input/output error: DIR/jobs"; other errors (reading the input, say) keep their own
- * wording.
- */
+/** A disk's failure names DIR/jobs ("No space left on device: DIR/jobs"); other errors keep their own wording. */
 function placeWriteError(err: unknown, jobsDir: string): unknown {
   return namePath(err, jobsDir, PLACE_ERRORS);
 }
 
-/**
- * After a failure: the temporary file goes, and the job itself if it was renamed in (not durable, not acknowledged).
- */
+/** After a failure: the temporary file goes, and the job if it was renamed in (not durable, not acknowledged). */
 function takeBack(tempPath: string, finalPath: string | undefined): void {
   unlinkQuietly(tempPath);
   if (finalPath !== undefined) unlinkQuietly(finalPath);

@@ -133,8 +133,7 @@ export function childEnvironment(
 
 /**
  * Walk the job's variables (a later one of the same name wins) merged into the inherited names
- * (sorted once per inherited object: a queue run passes the same object for every job, and
- * sorting all of it each time was a measurable part of the per-job cost), in name order: an
+ * (sorted once per inherited object: a queue run passes the same object for every job), in name order: an
  * inherited name the job replaces is skipped. A callback returning false stops the walk (false).
  */
 function mergeSorted(

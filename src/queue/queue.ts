@@ -124,7 +124,6 @@ export class Queue {
    */
   writeFromFd(inFd: number): string {
     const signers = this.allowedSigners;
-    // With allowed signers, only a packet whose signature lets it in is stored (copy-signed.ts).
     if (signers) return writeJobSync(this.jobsDir, (fd) => copySignedPacketSync(inFd, fd, signers));
     return writeJobSync(this.jobsDir, (fd) => copyPacketSync(inFd, fd));
   }
@@ -142,10 +141,6 @@ export class Queue {
   write(packet: Readable | Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
     return writeJob(this.jobsDir, packet);
   }
-
-  // Enumerating the jobs, from the lowest level up: forEachJobFile (names, as jobs/ is read),
-  // readJobHeaders (the headers of given names), scan (every header) and rescan (the new ones
-  // only), then list (by number), find (one number) and jobs() (an iterator with payloads).
 
   /**
    * The names in jobs/ that look like job files, in the directory's own order (readdir order,
@@ -333,10 +328,7 @@ export class Queue {
     return this.openPayload((await this.find(seq)).filename);
   }
 
-  /**
-   * Move a job that may not run to refused/ with a note saying why (refused.ts); false if it was
-   * gone already.
-   */
+  /** Move a job that may not run to refused/ with a note saying why (refused.ts); false if it was gone already. */
   refuse(filename: string, why: string): boolean {
     return refuseJobFile(this.dir, filename, why) !== undefined;
   }

@@ -1,19 +1,4 @@
-/**
- * The job's types, in one place. Types only: the modules that make these values re-export them.
- *
- * | shape          | what it is                                   | made by                        |
- * | -------------- | -------------------------------------------- | ------------------------------ |
- * | JobEntry       | a job file and its header, as a scan reads   | Queue.scan, rescan             |
- * | JobLocation    | where a job is (FSPL_JOB_QUEUEDIR, …)        | the run, for the variables     |
- * | DecodedJob     | a job file read through the decoder          | openThroughDecoder             |
- * | PlainOpenJob   | a job file open at its payload               | Queue.openJob (no decoder)     |
- * | DecodedOpenJob | a job open through its decoder               | Queue.openJob (a decoder)      |
- * | OpenJob        | either of the two above                      | Queue.openJob                  |
- * | QueuedJob      | metadata now, payload on request             | the queue's iterator           |
- * | JobDetails     | metadata and the command's FSPL_* variables  | Queue.info                     |
- * | Job            | what a command executor is given             | run-job.ts                     |
- * | JobContext     | what a JS function executor is given         | run-job.ts                     |
- */
+/** The job's types, in one place. Types only: the modules that make these values re-export them. */
 import type { Readable } from 'node:stream';
 import type { PacketMetadata } from '../packet/stream.js';
 import type { PacketHeader } from '../packet/types.js';

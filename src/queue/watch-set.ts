@@ -3,11 +3,9 @@
  * file system events for all of them through one inotify instance (libuv keeps one per event
  * loop, whatever the number of fs.watch handles), and ONE timer for every safety look and poll.
  *
- * A look at a directory is one stat: its change time, modification time and inode against those
- * of the last look. Only a directory that changed (or that changed too recently for its times to
- * tell: coarse time stamps) is reported, so that looking after 10,000 idle queues costs 10,000
- * stats per interval, spread over the interval, and no scan. A directory may come with a file
- * that counts as part of it (a queue's nextseq, beside its jobs/): its events and its stat too.
+ * A look at a directory is one stat, compared with the last look's (ctime, mtime, inode): only a
+ * directory that changed, or changed too recently for coarse time stamps to tell, is reported. A
+ * directory may come with a file that counts as part of it (a queue's nextseq, beside its jobs/).
  *
  * - events (the default): an event for a job file reports its directory at once; each directory
  *   is also looked at every `safetyInterval` seconds, in case an event was lost (inotify's queue
@@ -15,10 +13,8 @@
  * - polling (`pollInterval`): no events; each directory is looked at every `pollInterval`
  *   seconds (NFS, SMB, FUSE, where events don't come).
  *
- * Looks are due per directory, not in bursts: each interval has its own first-in first-out list,
- * in due order, and a tick looks at no more than LOOKS_PER_TICK directories before yielding, so
- * that 10,000 directories added at once spread themselves over the interval after their first
- * look.
+ * Looks are due per directory, not in bursts: each interval has its own list in due order, and a
+ * tick looks at no more than LOOKS_PER_TICK directories before yielding.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -79,10 +79,7 @@ export class JobsWatcher {
     w?.();
   }
 
-  /**
-   * Wait until something may have changed since the last call. Resolves true to look again,
-   * false when the signal aborts.
-   */
+  /** Wait until something may have changed since the last call: true to look again, false when the signal aborts. */
   async wait(signal?: AbortSignal): Promise<boolean> {
     if (signal?.aborted) return false;
     if (!this.dirty) {

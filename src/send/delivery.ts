@@ -40,10 +40,7 @@ export interface DeliveryHooks {
   signal?: AbortSignal;
   /** Called for each packet acknowledged, in order, before the next acknowledgement is taken. */
   onAck?: (p: OutgoingPacket, duplicate: boolean) => void;
-  /**
-   * Called once the far side says which number it expects next (ssh only): return an error to
-   * send nothing.
-   */
+  /** Called once the far side says which number it expects next (ssh only): return an error to send nothing. */
   onReady?: (remoteNext: bigint) => string | undefined;
 }
 

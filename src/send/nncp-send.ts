@@ -1,10 +1,7 @@
 /**
  * The NNCP way out of an outbox: `nncp-exec [-cfg CFG] NODE HANDLE ARGS...` with the packets'
- * frames (frames.ts) on its stdin. nncp-exec encrypts them into one NNCP packet in this node's
- * spool and exits 0; NNCP moves it when it moves (nncp-call, nncp-daemon, nncp-xfer through a
- * directory, a USB stick), and the far node's nncp-toss runs the exec handle, which must be
- * `fspl queue-receive` or `fspl net receive` (receive.ts): they store each packet once, in
- * whatever order NNCP delivers and however often.
+ * frames (frames.ts) on its stdin; the far node's exec handle, `fspl queue-receive` or `fspl net
+ * receive` (receive.ts), stores each packet once, in whatever order NNCP delivers and however often.
  *
  * A config given (`cfg`) is given to the tools as -cfg and as $NNCPCFG: NNCP's tools take a
  * non-empty $NNCPCFG over -cfg (NNCP 8.8: `NNCPCFG=a.hjson nncp-toss -cfg b.hjson` runs as node a),

@@ -1,13 +1,8 @@
 /**
- * Which NNCP node sent what a receiver is given. nncp-toss runs an exec handle with NNCP_SENDER
- * set to the sending node's id (52 characters of base32: NNCP's exec handles, nncp-exec(1)). A
- * receiver told whom it takes packets from (`from`: node ids, or names of neighbours in the
- * receiving node's NNCP config) refuses anything else before it reads a byte of its input
- * (receive.ts).
- *
- * An id given is compared as it is, without reading any config; a name is looked up in the config
- * (nncp-config.ts: the path given, else $NNCPCFG, else /etc/nncp.hjson), only when no id given
- * matched already (a refusal then also names the sender, if the config knows it).
+ * Which NNCP node sent what a receiver is given (NNCP_SENDER, set by nncp-toss): a receiver told
+ * `from` (node ids, or neighbours' names in its NNCP config) refuses anything else before it reads
+ * a byte. An id is compared as it is; a name is looked up in the config (nncp-config.ts) only when
+ * no id matched.
  */
 import { ReceiveRefusedError } from '../base/errors.js';
 import { type NncpConfig, readNncpConfig } from './nncp-config.js';

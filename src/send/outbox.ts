@@ -51,7 +51,6 @@ export interface Due {
 
 export class OutboxDrain {
   readonly queue: Queue;
-  /** The packets in the outbox, as last seen. */
   private entries = new Map<string, JobEntry>();
   private consumer?: SeqFile;
   private acked: OutgoingPacket[] = [];

@@ -2,29 +2,10 @@
  * The receiving side of a delivery over ssh: a POSIX shell script run by `ssh HOST sh -c SCRIPT`
  * that needs only sh, head, wc, mv, sync and flock (util-linux); it does not even need fspl. No
  * protocol of our own on the network. The sender is ssh-send.ts; the daemon that empties an
- * outbox with it, outbox-sender.ts.
- *
- * Exactly once, across cut connections and lost exit statuses:
- * - Each packet keeps the name its outbox file got when it was committed (fspl-UUID.fspl), and is
- *   received under a hidden temporary name (.fspl-in-UUID.part, which no reader looks at), its
- *   length checked, fsynced, and only then renamed to fspl-UUID.fspl. A packet cut half-way is
- *   never a job; it is sent again, whole.
- * - The outbox numbers the place (its sendseq is the place's numbering: one sender per place,
- *   which hosts.ts checks) and sends in order, so the receiver keeps one number per place,
- *   DIR/recvseq: the number after the last packet received. It is stored (fsynced) before the
- *   rename, under DIR/recv.lock. A packet numbered below it has been received already: its bytes
- *   are read and dropped, and if its temporary file is still there (the receiver died between
- *   storing the number and the rename) the rename is done now. So a packet sent twice, because
- *   its acknowledgement was lost, is one token, whether or not the place consumed it meanwhile.
- * - The sender removes a packet from its outbox only once the receiver acknowledged it
- *   (`ok ID`/`dup ID`): it moves the outbox's nextseq past it, then deletes the file (as
- *   queue-process does), so after a crash here a packet is at worst sent again, and then dropped.
- *
- * Outbox tokens are sealed packets (length and CRC-32 in the header, place.ts): where the host's
- * `fspl:` names an fspl of ours, the receiver checks the seal too, not only the framed length. It
- * first makes sure that this fspl is there, runs and checks seals (a verifier that silently does
- * nothing would let damaged packets in); when not, it takes nothing, and the sender stops that
- * outbox (VerifierProblem) instead of retrying forever.
+ * outbox with it, outbox-sender.ts. Exactly once (docs/distributed.md): each packet is received
+ * under a hidden name, DIR/recvseq (under DIR/recv.lock) drops one numbered below it, and the
+ * script's comments say which sync makes what durable. With the host's `fspl:` it also checks seals,
+ * after probing that verifier; a verifier that can't refuses everything (VerifierProblem).
  */
 import { sealOf } from '../packet/index.js';
 import { makeHeader, packetBytes } from '../packet/prepare.js';

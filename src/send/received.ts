@@ -2,11 +2,9 @@
  * What a receiver has taken into a queue, by sequence number: DIR/received, one range a line,
  * `FIRST LAST` (inclusive), ascending, merged where they touch.
  *
- * Why ranges and not a "next number" (the ssh receiver's recvseq): a store-and-forward transport
- * (NNCP) delivers out of order, so "the highest number seen" would drop a packet that comes after
- * a later one. Why not the queue's own nextseq and jobs/: a token taken and consumed since would
- * look new when a copy comes again. The ranges stay few: packets arrive mostly in order, and a gap
- * closes into one range when its packet comes.
+ * Ranges, not a "next number" (the ssh receiver's recvseq): NNCP delivers out of order. Nor the
+ * queue's nextseq and jobs/: a token consumed since would look new when a copy comes again. The
+ * ranges stay few: packets arrive mostly in order.
  *
  * Durable once: `write` writes a temporary file, fsyncs it, renames it over DIR/received and
  * fsyncs DIR. After that fsync a power cut keeps the new ranges; before it, the old ones, whole.

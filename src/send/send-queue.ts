@@ -5,23 +5,10 @@
  * packets over one connection (ssh-send.ts), each exactly once: the receiver (receive-script.ts)
  * stores each packet under its own name and drops one numbered below what it already received.
  *
- * The order/acknowledgement/removal protocol is the nets' outboxes' (src/net/hosts/outbox-sender.ts):
- * the outbox's own `nextseq` (under its lock, as `queue-process` holds it) is the first number not
- * yet acknowledged. A packet is removed only once the receiver acknowledged it: `nextseq` moved past
- * its group (durable, SeqFile.write), then its file deleted (outbox.ts). A crash between the two
- * leaves files of that group just below `nextseq`, which the next run deletes; a crash before
- * `nextseq` moved sends them again, and the receiver drops them. So nothing is lost or doubled,
- * whoever is killed when.
- *
- * A failed connection is retried with back-off (with `watch`; a pass stops on one that made no
- * progress and says what waits). Two problems are never retried, since retrying can't help: the
- * remote fspl given to check seals can't (the reference there, say), and the remote queue has
- * received numbers beyond every packet this outbox holds (another sender, or a numbering reset:
- * sending would have them dropped as already received).
- *
- * The sender says how it goes in OUTBOX/sender.json (sender-state.ts, as the nets' senders do):
- * where it sends, its pid, what it sent, since when it fails and why, what stopped or blocks it.
- * `fspl queue-send --status` reads it (queue-send-status.ts).
+ * The acknowledgement and removal protocol is the nets' outboxes' (outbox.ts says what is durable
+ * when). A failed connection is retried with back-off, except two problems retrying can't help: a
+ * remote fspl that can't check seals, and a remote queue that received numbers beyond every packet
+ * here (another sender, or a numbering reset). Its state goes to OUTBOX/sender.json (sender-state.ts).
  */
 import { LockedError, SendError } from '../base/errors.js';
 import { type Logger, silentLogger } from '../base/log.js';

@@ -4,10 +4,8 @@
  * replaced whole (a temporary file renamed over it), so that a reader never sees half of one.
  *
  * Not fsynced, on purpose: it is a report, and no packet depends on it (the outbox's nextseq and
- * its files are the truth). A power cut may roll it back to an older state, or leave an empty
- * file (a rename whose data was not yet written): readers take that for "no state", and the next
- * sender rewrites it at its first step. An fsync at each write (one per delivery, each failure)
- * would cost what batching the acknowledgements saves.
+ * its files are the truth). A power cut may roll it back, or leave an empty file, which readers
+ * take for "no state"; the next sender rewrites it at its first step.
  */
 import fs from 'node:fs';
 import path from 'node:path';

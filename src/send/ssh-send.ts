@@ -1,10 +1,7 @@
 /**
  * The ssh client of a delivery: sends an outbox's packets, in order, to the receiver
- * (receive-script.ts) on the place's host, through the user's own ssh.
- *
- * Speed: one ssh connection carries every packet waiting (up to outbox-sender.ts's BATCH_PACKETS),
- * one frame each (`ID SEQ LENGTH` line, then the bytes), acknowledged one by one while the next
- * are sent.
+ * (receive-script.ts) on the place's host, through the user's own ssh: one connection for a batch,
+ * one frame a packet (`ID SEQ LENGTH` line, then the bytes), acknowledged while the next are sent.
  */
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';

@@ -12,9 +12,7 @@ import type { AllowedSigners } from './allowed-signers.js';
 import { checkHeaderSignature, type Signer } from './packet-signature.js';
 import { type CheckedPayload, checkPayloadFileSync } from './payload-digest.js';
 
-/**
- * A signed job's verdict: refused (why, in one line), or let in, with who signed it and where its checked payload is.
- */
+/** A signed job's verdict: refused (why, in one line), or let in, with its signer and its checked payload. */
 export type SignedVerdict =
   | { readonly kind: 'refused'; readonly why: string }
   | { readonly kind: 'signed'; readonly signer: Signer; readonly payload: CheckedPayload };

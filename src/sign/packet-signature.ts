@@ -41,9 +41,7 @@ export function checkHeaderSignature(header: PacketHeader, signers: AllowedSigne
 
 /**
  * Signatures verified lately, by their bytes, with the header each was verified over: a queue
- * checks each header twice (as a scan reads it, and again from the file the command gets, just
- * before it runs), and the second time the same signature over the same signed fields needs
- * neither cryptography nor the message encoded again.
+ * checks each header twice (at the scan, and just before it runs), and the second time is free.
  */
 const verified = new Map<string, { sig: SshSig; header: PacketHeader }>();
 const VERIFIED_MAX = 4096;
@@ -60,10 +58,7 @@ export function signedData(header: PacketHeader): Buffer {
   return signedMessage(header, header.signature.sha512);
 }
 
-/**
- * The fingerprint of the key a header claims to be signed by,
- * unchecked (for listings); undefined if unsigned or unreadable.
- */
+/** The fingerprint of the key a header claims to be signed by, unchecked (for listings). */
 export function claimedSigner(header: PacketHeader): string | undefined {
   if (!header.signature) return undefined;
   try {

@@ -16,7 +16,6 @@ export class WireReader {
     this.buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   }
 
-  /** The bytes not read yet. */
   get remaining(): number {
     return this.buf.length - this.pos;
   }

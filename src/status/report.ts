@@ -2,13 +2,7 @@
  * A diagnosis of a queue (`fspl queue-status`): where processing stands, whether it can go on,
  * and why not. Read-only: it changes nothing and does not take the queue lock (it only probes it
  * for an instant, with a shared lock, to tell whether another process holds it), so it can run at
- * any time, even while `queue-process` holds the queue.
- *
- * It answers the questions an operator asks about a queue that "does nothing": which number runs
- * next, whether that job is there, which numbers arrived beyond a gap, whether two files share a
- * number, which files in jobs/ look like jobs but can not be read (and the likely reason: a
- * compressed or encrypted file read without its decoder, an empty or truncated file...), what
- * else lies in jobs/, how old the waiting jobs are, and whether another process holds the lock.
+ * any time, even while `queue-process` holds the queue. What it reports: docs/queues.md.
  *
  * Built on Queue's public methods only; the files that are not jobs come from a readdir of our
  * own (files.ts). Read it from `queueStatus` down: each step is a function of its own below it.

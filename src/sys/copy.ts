@@ -3,20 +3,14 @@
  * (stdin to the new job file), queue-payload and stdin-payload (to stdout).
  *
  * Synchronous calls only, and never an allocation per chunk: with the native addon the kernel
- * moves the bytes (splice(2) when either end is a pipe, copy_file_range(2) between two regular
- * files), and otherwise, or for whatever the kernel refuses (EINVAL, EXDEV, ENOSYS, an O_APPEND
- * or non-blocking end...), a read/write loop over one reused buffer. Written by hand because no
- * library does this synchronously on raw descriptors, and Node itself has no splice.
+ * moves the bytes (splice(2), copy_file_range(2)); otherwise, or for whatever the kernel refuses
+ * (EINVAL, EXDEV, ENOSYS, an O_APPEND or non-blocking end...), a read/write loop over one buffer.
  */
 
 import { readSomeSync, writeAllSync } from './io.js';
 import { nativeCopy } from './native.js';
 
-/**
- * The loop's buffer: 64 KiB, a pipe's default capacity (a read from a pipe returns at most that,
- * so a larger buffer saves no calls there), and small enough to stay in the CPU's cache between
- * the read and the write. Allocated once, on first use.
- */
+/** The loop's buffer: 64 KiB, a pipe's default capacity, and small enough to stay in the CPU's cache. */
 const BUFFER_SIZE = 64 * 1024;
 let shared: Buffer | undefined;
 

@@ -24,10 +24,7 @@ const PATH_ROOM = 4096;
 
 let argMax: number | null | undefined;
 
-/**
- * Linux's limit on arguments and environment together, from
- * the stack's soft limit (/proc/self/limits); null if unknown.
- */
+/** Linux's limit on arguments and environment together, from the stack's soft limit; null if unknown. */
 function systemArgMax(): number | null {
   if (argMax !== undefined) return argMax;
   argMax = null;

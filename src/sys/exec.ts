@@ -3,30 +3,16 @@
  * (runCommand) and a net firing's command (runDetached), each leading a process group of its
  * own, killed as a group; a decoder or an ssh connection (spawnTalking).
  *
- * Why a job's command is not in fspl's process group: a terminal sends Ctrl-C to its whole
- * foreground process group, and a supervisor may signal fspl's group. fspl answers SIGINT and
- * SIGTERM by letting the running job finish (process/run-stop.ts, cli/runtime/stop-signals.ts), which a
- * command that got the same signal could not do. When fspl has a controlling terminal the
- * command leads a session of its own too: a background process group that reads its terminal
- * is stopped (SIGTTIN), and fspl would wait for it for ever. In a session of its own it has no
- * controlling terminal: it still reads and writes the descriptors it is given (a terminal among
- * them), but can't open /dev/tty, and the terminal's signals (Ctrl-C, Ctrl-Z, a hang-up) reach
- * only fspl. Not a session always: setsid(2) also gives the child a scheduler autogroup of its
- * own (Linux), a measurable cost per job against a process group only.
- * child_process can only give a session (`detached`), and costs far more than that anyway.
+ * Why a job's command is not in fspl's process group: a terminal's Ctrl-C, or a supervisor's
+ * signal, reaches the whole group, and fspl answers SIGINT and SIGTERM by letting the running job
+ * finish (process/run-stop.ts, cli/runtime/stop-signals.ts), which a command that got the same
+ * signal could not do. With a controlling terminal the command leads a session too: a background
+ * group that reads its terminal is stopped (SIGTTIN), and fspl would wait for ever; in a session
+ * it keeps the descriptors it is given, but the terminal's signals reach only fspl. Not a session
+ * always: setsid(2) also gives each job a scheduler autogroup, a measurable cost.
  *
- * The command is spawned directly (no shell) with node:child_process. We measured execa on this
- * path: its import is slow, and each spawn through it costs more than twice a bare spawn, which
- * would more than double the per-job cost of a queue run. The payload reaches the child as a file descriptor
- * (the open job file, positioned after the header) so the kernel, not Node, moves the bytes; only
- * decoded payloads are piped through us.
- *
- * When the payload is a descriptor (or none) and the output goes to ours or to a file, the
- * optional native addon starts the command with posix_spawn instead (src/sys/native.ts says why: it is
- * several times cheaper per job), with the same semantics; without the addon, or with
- * FSPL_NO_NATIVE=1, child_process does it all. A net firing (runDetached) is started on the addon's
- * spawner thread, so that the event loop does not wait for the child's exec: its pid comes back a
- * moment later, and what needs it (a kill) waits for it.
+ * No shell, and not execa (docs/benchmarks-notes.md); the payload goes as a descriptor, so the
+ * kernel moves the bytes. The addon's posix_spawn starts what it can (native.ts), else child_process.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -199,14 +185,8 @@ export class StartError extends Error {
  * the group: SIGTERM, then SIGKILL after killGraceMs; once the leader exits, whatever it left in
  * its group is killed too. Rejects with StartError when it can't start (as when its arguments or
  * environment are more than execve(2) takes: exec-size.ts). The descriptors in `o`
- * must stay open until it settles (the start may happen after this returns).
- *
- * Through the native addon where it can: child_process fork()s the whole process, which holds
- * its main thread for milliseconds per start, a large share of a net run of short firings. The
- * addon's posix_spawn (vfork-style) runs on a thread of its own, so the event loop pays only for
- * building the arguments; the pid comes back a little later, and a kill asked for before it has
- * come is sent as soon as it does. child_process where the addon is missing, and to start a command
- * as another user.
+ * must stay open until it settles (the start may happen after this returns, on the addon's thread;
+ * a kill asked for before the pid is known is sent once it is).
  */
 export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
   const tooLarge = execSizeProblem(o.command, o.args, o.env);
@@ -327,12 +307,9 @@ function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
 export type ChildStdio = [number | 'pipe' | 'ignore', 'pipe' | 'ignore', 'pipe' | 'inherit' | 'ignore'];
 
 /**
- * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder
- * (decoder.ts: stdin a job file, stdout read as it comes), an ssh connection to another host
- * (send/ssh-send.ts), a short tool run to its end (tool.ts), a signing command (sign/signer.ts). Beside runCommand
- * (jobs), runDetached (firings) and lookupSync, the only way src/ starts a process (test/structure.test.ts holds it
- * so). With `newSession` it leads a session of its own, out of our process group as a job's command is
- * (the decoder of a job). `env`: its environment, when not ours (a signing command gets its caller's).
+ * A child we talk to through its stdio as it runs, with a kill policy of the caller's: a decoder, an
+ * ssh connection, a short tool, a signing command. With `newSession` it leads a session of its own,
+ * as a job's command does (a job's decoder). `env`: its environment, when not ours.
  */
 export function spawnTalking(
   command: string,

@@ -3,13 +3,8 @@
  * libuv's pool threads, in one hand-off (native/fs_batch.c); without it (or with FSPL_NO_NATIVE=1),
  * one after the other through Node's fs API, one hand-off each, with the same results.
  * runBatchSync runs a batch on the calling thread: in one call into the addon, or through Node's
- * synchronous fs calls.
- *
- * Why: the net runner's group commit (src/net/commit/commit.ts) made dozens of asynchronous fs calls
- * per group (an open, an fsync, a rename and an unlink per firing, three per directory fsync),
- * each a round trip between the event loop and a pool thread. On 2 cores those hand-offs cost
- * more CPU than the system calls on tmpfs. A batch is one step of a commit: its operations run in
- * the order given, so that "rename these, then fsync their directory" keeps its order.
+ * synchronous fs calls. Why: a group commit's dozens of calls cost more in hand-offs to the pool
+ * than in system calls; and a batch keeps its order ("rename these, then fsync their directory").
  */
 import util from 'node:util';
 import { dirSyncSkipped } from './durable.js';
@@ -45,10 +40,8 @@ export async function runBatch(ops: readonly BatchOp[]): Promise<Int32Array> {
 }
 
 /**
- * runBatch on the calling thread: the operations are done when it returns. For a caller that has
- * nothing else to do meanwhile (queue-process recording a finished job before the next starts):
- * one call into the addon, no hand-off to a pool thread and back. Without the addon, Node's
- * synchronous fs calls, with the same results.
+ * runBatch on the calling thread, for a caller with nothing else to do meanwhile (queue-process
+ * recording a finished job): one call into the addon, or Node's synchronous fs calls.
  */
 export function runBatchSync(ops: readonly BatchOp[]): Int32Array {
   const run = opsToRun(ops);

@@ -136,8 +136,7 @@ export function unlinkQuietly(path: string): void {
   }
 }
 
-/** Write all of buf: a write may be cut short (a full disk, a file size limit), and then the
- * next one reports why. */
+/** Write all of buf: a write may be cut short (a full disk), and then the next one reports why. */
 export async function writeAllAsync(handle: fs.promises.FileHandle, buf: Uint8Array): Promise<void> {
   for (let done = 0; done < buf.length; ) done += (await handle.write(buf, done, buf.length - done)).bytesWritten;
 }

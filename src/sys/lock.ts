@@ -21,9 +21,8 @@ const OPERATIONS = { exnb: 6, shnb: 5, un: 8 } as const;
 let fsExt: typeof import('fs-ext') | undefined;
 
 /**
- * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use:
- * loading fs-ext (its resolution, its JavaScript, its own dlopen) was a visible part of every
- * queue-process start. Fails as fs-ext does: an error with the errno's code (EAGAIN for a lock held
+ * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use (it
+ * costs start-up). Fails as fs-ext does: an error with the errno's code (EAGAIN for a lock held
  * elsewhere), its message `CODE, Description`.
  */
 function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
@@ -119,7 +118,6 @@ export class FileLock {
     return { op: 'pwrite', fd: this.descriptor(), position: 0, data: noteBytes(line), datasync: !dirSyncSkipped() };
   }
 
-  /** Empty the lock file again. */
   clearNote(): void {
     fs.ftruncateSync(this.descriptor(), 0);
   }
@@ -173,12 +171,9 @@ export function isLocked(path: string): boolean {
 }
 
 /**
- * Drop the lock held through fd before closing it. Closing alone would do, but only once every
- * copy of the descriptor is closed: a child being started on the addon's spawner thread
- * (src/sys/native.ts) holds a copy of all our descriptors from its clone until its exec closes them
- * (they are close-on-exec), and meanwhile the lock would stay held, so that the next acquire,
- * ours or another process's, found it busy (waits on the event loop, seen per firing in a net run). flock(2) locks
- * belong to the open file description: LOCK_UN through this descriptor releases it for every copy.
+ * Drop the lock held through fd before closing it: a child being started on the addon's spawner
+ * thread holds a copy of every descriptor until its exec, and a close alone would leave the lock
+ * held meanwhile. LOCK_UN releases it for every copy of the open file description.
  */
 function unlockQuietly(fd: number): void {
   try {

@@ -1,30 +1,9 @@
 /**
  * The optional native addon (native/fspl_native.c, built by `npm run build` into
- * native/build/Release/fspl_native.node) and typed wrappers around it.
- *
- * Why native code: costs that Node's own APIs cannot bring down:
- * - child_process.spawn fork()s the whole Node process (libuv 1.46 on Linux uses neither vfork
- *   nor posix_spawn), which made a queue of /bin/true jobs several times slower than the
- *   reference. posix_spawn (glibc: clone with CLONE_VFORK, no page-table copy) does the same at a
- *   fraction of the cost ("Spawning jobs: posix_spawn through the addon"). No npm library offers
- *   that without a far larger native dependency; execa, built on child_process, is slower still.
- *   A net runner starts its firings the same way (nativeSpawnDetached), where the fork also held
- *   the main thread. And as posix_spawn itself waits for the child's exec, longer on a loaded
- *   machine, a firing's start happens on a thread of the addon's, off the event loop ("Starting a
- *   firing off the event loop").
- * - A queue scan is open + pread + close per job file; through Node's synchronous fs bindings
- *   each call carries overhead, which kept `queue-ls` of a big queue well above its target. The
- *   addon does the three calls per file in C, and decodes the headers written in the usual
- *   encoding there too (the JS MessagePack decoder, cold at start-up, was most of the scan), with
- *   two threads sharing the system calls: the first scan, and `queue-ls`, take a fraction of the
- *   time ("Scanning a queue in C").
- * - Payload copies (src/sys/copy.ts): splice(2) and copy_file_range(2) move the bytes inside the
- *   kernel, which Node has no API for; a read/write loop copies every byte in and out of a buffer.
- *
- * Everything works without it: loadNative() returns undefined when the addon was not built (no
- * compiler on the machine, a failed build, another platform) or when FSPL_NO_NATIVE=1 is set in
- * the environment, and callers then use the pure-Node code. The variable is read on every call,
- * so tests can switch it.
+ * native/build/Release/fspl_native.node) and typed wrappers around it: posix_spawn instead of
+ * Node's fork, header scans in C, copies inside the kernel (why: docs/benchmarks-notes.md,
+ * "Measurements behind the code"). Optional: without it, or with FSPL_NO_NATIVE=1 (read on every
+ * call, so tests can switch it), loadNative() is undefined and callers use the pure-Node code.
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -36,6 +15,7 @@ import { fileURLToPath } from 'node:url';
  */
 type SpawnHead = [file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number];
 
+/** The addon's functions; an optional one is absent from addons built before it. */
 interface Binding {
   version: number;
   spawn(
@@ -61,19 +41,13 @@ interface Binding {
     max: number,
     parse: boolean,
   ): [Buffer, Int32Array, ParsedArrays?] | number;
-  /** Absent from addons built before it was added. */
   openHead?(path: string, max: number): [number, number, ParsedArrays | null] | number;
-  /** Absent from addons built before it was added. */
   copy?(inFd: number, outFd: number, limit: number): [number, number];
-  /** flock(2): 0 or the errno (src/sys/lock.ts). Absent from addons built before it was added. */
+  /** flock(2): 0 or the errno (src/sys/lock.ts). */
   flock?(fd: number, operation: number): number;
-  /**
-   * File operations in order on one pool thread (src/sys/fs-batch.ts). Absent from addons built before it was added.
-   */
+  /** File operations in order on one pool thread (src/sys/fs-batch.ts). */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
-  /**
-   * The same, on the calling thread (src/sys/fs-batch.ts runBatchSync). Absent from addons built before it was added.
-   */
+  /** The same, on the calling thread (runBatchSync). */
   fsBatchSync?(ops: Array<Array<number | string | Buffer>>): Int32Array;
 }
 
@@ -164,17 +138,10 @@ export interface SpawnIo {
 }
 
 /**
- * Start `command` (looked up in the PATH of `env`, as child_process does) with `args`, exactly
- * the environment `env`, and the given descriptors as its stdin (-1: /dev/null), stdout and
- * stderr. Every signal is at its default disposition in the child, with an empty signal mask.
- * `group` 'session': the child leads a session (and process group) of its own, as
- * child_process's `detached: true`; 'group': a process group of its own, in our session.
- * `onExit` is called once it has exited. Returns undefined (nothing started) when the addon is
- * not available or the job needs child_process: strings holding NUL bytes (child_process
- * rejects them with its own message), a file that is not an executable format (ENOEXEC, which
- * child_process retries through /bin/sh as execvp(3) does), or a session that this addon or C
- * library can't give (an addon built before spawn took flags; ENOSYS). An addon built before
- * it knew process groups gives a session instead.
+ * Start `io` (SpawnIo), every signal at its default and an empty mask. `group` 'session': a session
+ * of its own (child_process's `detached: true`); 'group': a process group in our session (an older
+ * addon gives a session). Returns undefined (nothing started) when child_process must do it: no
+ * addon, a NUL in a string, ENOEXEC (retried through /bin/sh as execvp(3) does), or ENOSYS.
  */
 export function nativeSpawn(
   io: SpawnIo,
@@ -273,10 +240,9 @@ function sweep(): void {
 function watch(): void {
   if (sweeper) return;
   process.on('SIGCHLD', sweep);
-  // Signals of the same kind coalesce, and one could come before this listener is in place
-  // for a child that exits at once: a slow sweep catches whatever a signal did not. It also
-  // stops listening once no child is left; not at once, since a net runner with few workers
-  // often has none for an instant, and listening again for each firing was a measurable cost.
+  // Signals coalesce, and one may come before this listener is in place: a slow sweep catches what
+  // a signal missed, and stops listening a while after the last child (not at once: a net runner
+  // often has none for an instant).
   sweeper = setInterval(() => {
     sweep();
     if (running.size === 0) unwatch();
@@ -294,19 +260,11 @@ function unwatch(): void {
 export type DetachedStart = NativeSpawnResult;
 
 /**
- * nativeSpawn for a child that leads a session (and process group) of its own, as
- * child_process's `detached: true`, started in `cwd` (undefined: ours). Many can run at once:
- * nothing waits for them on libuv's thread pool (whose 4 threads they would hold); they are
- * reaped on SIGCHLD.
- *
- * The start itself happens on the addon's spawner thread, not on this one: posix_spawn holds its
- * caller until the child has exec'd, longer on a loaded machine, which the event loop of a net
- * runner paid per firing. `onStarted` comes later (never before this returns) with the pid, or the
- * errno of a start that failed, or undefined: leave it to child_process (ENOEXEC, or a C library
- * without posix_spawn's chdir or setsid). Until then the descriptors must stay open. `onExit` comes
- * after `onStarted`, once the child is reaped. Returns false (and calls nothing) when the addon is
- * missing or can't take the job; an addon built before the spawner thread starts it here and calls
- * `onStarted` in a microtask.
+ * nativeSpawn for a child in a session of its own, started in `cwd` (undefined: ours), on the
+ * addon's spawner thread (posix_spawn waits for the exec), reaped on SIGCHLD, not on the pool.
+ * `onStarted` comes later, never before this returns: the pid, an errno, or undefined (leave it to
+ * child_process); the descriptors must stay open until then. `onExit` follows once it is reaped.
+ * Returns false (and calls nothing) when the addon is missing or can't take the job.
  */
 export function nativeSpawnDetached(
   io: SpawnIo,

@@ -208,10 +208,7 @@ export class SeqFile {
     }
   }
 
-  /**
-   * After a write that failed once renamed: the value it replaced,
-   * back in place (best effort: the caller reports the first error).
-   */
+  /** After a write that failed once renamed: the value it replaced, back (best effort). */
   private putBack(previous: bigint): void {
     try {
       this.write(previous);

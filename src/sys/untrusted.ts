@@ -1,13 +1,8 @@
 /**
- * Files in directories that someone less trusted may write: a queue's `jobs/` (a synced folder, a
- * receiver), a place under `net init --permissions` (its reader's user owns it, its writers'
- * group may write it), a firing's `out/` (its transition's user owns it). Whoever may write a
- * directory may put a symbolic link or a hard link under any name in it, at any moment; a process
- * with more rights that opens such a name the usual way (open(2) follows links, O_CREAT|O_TRUNC
- * truncates what is there) writes or reads whatever the link points to. docs/security.md says
- * who may write where; this module is how the code opens files there, and test/structure.test.ts
- * keeps the other ways out of src/ (no 'w' or 'a' opens, no O_CREAT without O_EXCL, no
- * writeFileSync or createWriteStream by name):
+ * Files in directories that someone less trusted may write (a queue's `jobs/`, a place under
+ * `net init --permissions`, a firing's `out/`), where a link may be planted under any name at any
+ * moment. docs/security.md says who may write where; this module is how src/ opens files there
+ * (test/structure.test.ts keeps the other ways out):
  *
  * - a file made new (createFresh, writeFresh, and the batch operations with `replace`): whatever
  *   is at the name is unlinked (unlink never follows a link), then the file is created with

@@ -45,19 +45,14 @@ export interface Reply {
 
 /** What a page serves. */
 export interface PageRoutes {
-  /**
-   * The log's target and the server's name in its lines ('net', 'serve'), and the option that sets maxStreams, if any.
-   */
+  /** The log's target and the server's name in its lines ('net', 'serve'); the option that sets maxStreams. */
   readonly log: { target: string; name: string; option?: string };
   /** The answer to GET `route` (the path as sent, without its query), or undefined: 404. */
   answer(route: string): Promise<Reply | undefined>;
   /** The path of the event stream, and the figures it sends (one JSON text) as they are now. */
   readonly eventsPath: string;
   events(): Promise<string>;
-  /**
-   * What of the figures counts as a change worth sending at once
-   * (default: all of it); the rest is sent at least once a second.
-   */
+  /** What of the figures counts as a change worth sending at once (default: all); the rest goes once a second. */
   shape?(json: string): string;
 }
 

@@ -1,9 +1,7 @@
 /**
- * How many event streams a page server (server.ts: `net serve`, `queue-process --listen`) keeps open at once (its own
- * module so that serve.ts stays the server): each open stream holds a socket, a descriptor and its buffers for as long
- * as the client likes, so without a cap thousands of them (a page opened in a loop, a hostile client) would take
- * the process's memory and descriptors. The ones over the cap are refused; the refusals are logged
- * once per burst, never once per request.
+ * How many event streams a page server keeps open at once: each holds a socket and its buffers for
+ * as long as the client likes, so without a cap a hostile client would take the process's memory
+ * and descriptors. The ones over the cap are refused, logged once per burst, never per request.
  */
 import type { Logger } from '../base/log.js';
 
@@ -26,7 +24,6 @@ export class StreamCap {
     },
   ) {}
 
-  /** Streams open now. */
   get size(): number {
     return this.open;
   }
@@ -57,10 +54,7 @@ export class StreamCap {
     this.flush();
   }
 
-  /**
-   * The first refusal of a burst is said at once; those that follow, in one line a minute later
-   * (and so on each minute while they go on): at most one line a minute.
-   */
+  /** The first refusal of a burst is said at once; those that follow, in one line a minute later. */
   private refuse(): void {
     this.refused++;
     if (this.logTimer) return;

@@ -42,9 +42,7 @@ function queue(inv: Invocation<StringArgs<'queuedir'> & Partial<StringArgs<'deco
   return Queue.open(required(inv, 'queuedir'), { decoder: inv.args.decoder, logger: log });
 }
 
-/**
- * The queue of a command that reads its jobs' headers: as queue(), with --max-header-size (or FSPL_MAX_HEADER_SIZE).
- */
+/** The queue of a command that reads its jobs' headers: as queue(), with --max-header-size. */
 function scannedQueue(inv: Invocation<StringArgs<'queuedir' | 'decoder' | 'max-header-size'>>, log: Logger): Queue {
   return Queue.open(required(inv, 'queuedir'), {
     decoder: inv.args.decoder,
@@ -207,8 +205,7 @@ const handlers: Handlers = {
       return 0;
     }
     const { rfc3339Local } = await import('../../packet/time.js');
-    // A failed-jobs queue's listing says why each failed, in a
-    // last column (only there: others list as the reference does).
+    // A failed-jobs queue's listing says why each failed, in a last column (others list as the reference).
     const failures = jobs.some((j) => j.header.failure);
     let out = lsLine('ID', 'creation timestamp', 'filename', failures ? 'failure' : undefined);
     for (const j of jobs)

@@ -84,10 +84,9 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
       log.info('process', `Serving the queues' page at ${url} (read-only; ${url}metrics for Prometheus)`);
   const many = dirs.length > 1 || parents.length > 0;
   if (parents.length > 0) noQueuesFound(parents, { others: dirs.length > 0, watch }, log);
-  // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts).
-  // Watching, or over many queues, from the start (a stop while idle exits 0); one pass over one
-  // queue from its first job (until then a signal ends fspl, and a run over an empty queue, as
-  // cron's often are, does not load Node's signal handling).
+  // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts):
+  // from the start when watching or over many queues, else from the first job (an empty queue's run
+  // then loads no signal handling).
   const signals = new StopSignals(log, many ? MANY_QUEUES : ONE_QUEUE, options.stopTimeout);
   const stopping = { signal: signals.stop.signal, interrupt: signals.interrupt.signal };
   if (watch || many) signals.listen();

@@ -1,10 +1,8 @@
 /**
- * `fspl queue-send` (an extension): checks the options, then calls sendQueue. Prints a status line
- * on a terminal while it runs, and at the end a one-line summary on stderr (or, with --json, the
- * summary on stdout); the sender's log lines say only what happened along the way (under --watch,
- * each connection's result; failures retried; reachable again), so that each outcome is said once. Exit 0 when nothing
- * waits because of a failure, 1 when packets wait for the host (or sending stopped), 2 for bad usage (a bad --to).
- * With --status it sends nothing and says how the outbox and its sender are (queueSendStatus).
+ * `fspl queue-send` (an extension): checks the options, then calls sendQueue; a status line on a
+ * terminal, and a one-line summary at the end (--json: on stdout), each outcome said once. Exit 0
+ * when nothing waits for a failure, 1 when packets wait for the host (or sending stopped), 2 for
+ * bad usage. With --status it sends nothing and says how the outbox and its sender are.
  */
 
 import type { Logger } from '../../base/log.js';

@@ -62,10 +62,7 @@ type OptionalPositionals<C extends CommandSpec> = C extends { optionalPositional
   ? Literal<P>
   : never;
 
-/**
- * Names the grammar spells out; a name typed only as `string` (a spec not declared as const) gives none, not an index
- * signature that would take any name.
- */
+/** Names the grammar spells out; a plain `string` (a spec not `as const`) gives none, not an index signature. */
 type Literal<T extends string> = string extends T ? never : T;
 
 /** Arguments as a parser gives them, by the grammar's names only (normalised: no alias, no camelCase twin). */
@@ -81,10 +78,8 @@ export interface Invocation<A = ParsedArgs> {
 }
 
 /**
- * An invocation of `spec`'s command as its handler reads it, typed A (ArgsOf that spec, which
- * the caller names). Its args were read by that same spec (read.ts's readArguments), so they
- * have that shape: the one place where the grammar as data meets its type (a parser can't know
- * at compile time which command a line names).
+ * An invocation of `spec`'s command typed A (ArgsOf that spec): its args were read by that same
+ * spec, so they have that shape. The one place where the grammar as data meets its type.
  */
 export function invocationOf<A>(inv: Invocation, spec: CommandSpec): Invocation<A> {
   if (inv.command !== spec.name) throw new TypeError(`invocationOf: ${inv.command} is not ${spec.name}`);

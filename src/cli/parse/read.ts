@@ -161,7 +161,6 @@ export function readArguments(spec: CommandSpec, args: readonly string[], how: R
   );
 }
 
-/** A required option not given. */
 function missingOption(
   options: readonly OptionSpec[],
   given: ReadonlyMap<OptionSpec, ArgValue>,

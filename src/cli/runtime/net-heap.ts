@@ -1,20 +1,9 @@
 /**
- * How V8's heap grows in a long `fspl net run`. A run keeps little (the live heap after a full
- * collection stays small whatever the tokens waiting: the places' bounded indexes, the open
- * firings), but every firing makes short-lived objects (its record, its commit's promises and
- * buffers) that live across a group commit's file calls, long enough to be promoted to the old
- * generation. V8 lets the old generation grow to up to four times what survived the last full
- * collection before it collects again, so the peak RSS of a drain was mostly that garbage, many
- * times the live heap.
- *
- * The run sets V8's heap growing factor to 1.5 instead (--heap-growing-percent=50): full
- * collections come sooner, on a small heap (short, mostly off the main thread). This is
- * no limit: the heap still grows with what the run keeps (a big and-merge's index), by half of it
- * at each step, and nothing is ever refused. A user's own --heap-growing-percent (node's command
- * line or NODE_OPTIONS) is left alone.
- *
- * Set at run time (v8.setFlagsFromString): V8 reads this flag each time it sets the next limit.
- * The young generation's size is fixed when the heap is set up, so it can't be changed from here.
+ * How V8's heap grows in a long `fspl net run`: a growing factor of 1.5 (--heap-growing-percent=50)
+ * instead of up to 4, so that the short-lived garbage each firing promotes to the old generation is
+ * collected on a small heap (docs/benchmarks-notes.md). No limit: the heap still grows with what the
+ * run keeps. A user's own --heap-growing-percent is left alone. Set at run time: V8 reads the flag
+ * each time it sets the next limit.
  */
 import v8 from 'node:v8';
 

@@ -49,7 +49,6 @@ export class StopSignals {
     private readonly stopTimeout?: number,
   ) {}
 
-  /** Catch the signals from now on. */
   listen(): void {
     if (this.listening) return;
     this.listening = true;

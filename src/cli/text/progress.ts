@@ -1,10 +1,8 @@
 /**
  * The progress line queue-process draws on stderr when stderr is a terminal: jobs done and
- * waiting, rate and ETA, redrawn in place at most a few times a second. It never shares a line
- * with anything else: log lines are written where it was, and it is drawn again under them
- * (sink); a job whose output goes to the terminal (--output-to PassBoth) gets the terminal with
- * the line cleared, and the line comes back when no job runs, as a build tool does for a
- * command that has the console.
+ * waiting, rate and ETA, redrawn in place at most a few times a second (status-line.ts). A job
+ * whose output goes to the terminal (--output-to PassBoth) gets it with the line cleared; the line
+ * comes back when no job runs.
  */
 import fs from 'node:fs';
 import type { QueuesEvent } from '../../process/options.js';
@@ -146,10 +144,8 @@ export class ManyProgress {
 }
 
 /**
- * Whether stderr is a terminal, asked without making process.stderr when it cannot be: making it
- * loads net and streams (a pipe) or tty (a character device), a visible part of every start.
- * Only a character device can be a terminal, and /dev/null (cron's `>/dev/null 2>&1`) is not one;
- * for any other, Node is asked.
+ * Whether stderr is a terminal, asked without making process.stderr (which loads net or tty) when it
+ * cannot be: only a character device other than /dev/null can be one.
  */
 export function stderrIsTerminal(): boolean {
   try {

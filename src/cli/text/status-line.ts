@@ -11,7 +11,6 @@ export class StatusLine {
 
   constructor(private readonly out: NodeJS.WriteStream) {}
 
-  /** Whether the line is on the terminal now. */
   get drawn(): boolean {
     return this.shown;
   }

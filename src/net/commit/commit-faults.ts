@@ -122,7 +122,6 @@ export interface FaultsContext {
   /** Steps 4 and 5 of recorded commits (idempotent); rejects with the first failure. */
   finish(records: CommitRecord[]): Promise<StagedOutput[]>;
   lockWriters(places: Place[]): SeqFile[];
-  /** A group is under way. */
   busy(): boolean;
   places: Map<string, Place>;
   next: Map<string, bigint>;

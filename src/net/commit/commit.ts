@@ -2,28 +2,12 @@
  * The commit protocol: how finished firings' outputs enter their places and their inputs leave
  * theirs, through the journal, so that every token moves exactly once.
  *
- * Firings that finish close together commit as one group (group commit): one journal line and
- * one fsync for the group, one fsync per directory the group touches, one sendseq write per
- * output place and one nextseq write per sequence input place. Groups go one at a time: the
- * first request commits at once, and what is asked while a group is under way waits for it and
- * goes in the next (at most GROUP_MAX requests), so a quiet net commits each firing alone, with
- * no added wait, and a busy one pays the fsyncs once per group. Every step's I/O that waits on
- * the disk (creates, fsyncs, renames, unlinks, the journal's line) runs on libuv's thread pool,
- * in order, in batches (fs-batch.ts): one hand-off to the pool a group (steps 1 to 5 in one
- * batch; one more before it for parts filled from other tokens, and for parts written side by
- * side), not one per call or per step.
- * On 2 busy cores a hand-off (a pool thread woken, its result sent back) cost more of the event
- * loop's time than the system calls themselves on tmpfs. Firings start, and file events come in, while a
- * group commits. Only the bytes of parts filled from other tokens are written on the event loop
- * (into the page cache).
+ * Firings that finish while a group commits go together in the next (at most GROUP_MAX), sharing
+ * its journal line and fsyncs; a quiet net commits each firing alone, with no added wait. A group's
+ * disk I/O runs on libuv's thread pool in one batch (fs-batch.ts), off the event loop.
  *
- * A group: lock the writers of every output place; write each output packet under a temporary
- * name with its number (place.ts); store the numbers; record the group in the journal (fsync);
- * rename the outputs into their places; consume the inputs (a sequence place's nextseq moved
- * past them, then the files deleted); record its end. After a crash, recovery (recovery.ts)
- * redoes every recorded commit with no end (each step is idempotent) and turns the numbers of
- * staged-but-unrecorded outputs into NOP tokens or drops them (place.ts), so every token has
- * moved exactly once.
+ * After a crash, recovery (recovery.ts) redoes every recorded commit with no end (each step is
+ * idempotent) and turns the numbers of staged-but-unrecorded outputs into NOPs or drops them.
  *
  * Through a power cut too (docs/reliability.md, "Power cuts"): each step is durable before the
  * next depends on it.
@@ -74,7 +58,6 @@ interface Entry {
 const REFUSED: CommitResult = { committed: false, behind: false };
 const BEHIND: CommitResult = { committed: false, behind: true };
 
-/** The places a group wrote or consumed in. */
 function placesOf(records: CommitRecord[]): Set<string> {
   return new Set(records.flatMap((c) => [...c.outputs.map((o) => o.place), ...c.inputs.map((i) => i.place)]));
 }

@@ -70,7 +70,6 @@ export class IoFaults {
     if (changed) this.onChange();
   }
 
-  /** Whether any fault is current. */
   get any(): boolean {
     return this.current.size > 0;
   }

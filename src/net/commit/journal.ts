@@ -1,5 +1,5 @@
 /**
- * The runner's journal (Perpetuum's idea): an append-only file of JSON lines recording each
+ * The runner's journal: an append-only file of JSON lines recording each
  * commit before it is carried out, and its end once it is. A commit record names everything the
  * commit will do (packets to rename into places, input tokens to consume), and every step is
  * idempotent, so after a crash at any instant the runner redoes the commits that have no end
@@ -8,8 +8,8 @@
  * Commits are recorded by group (commit.ts): the records of a group go on one line, written with
  * one write(2) and fsynced once, so a group is recorded whole or not at all. A torn last line (a
  * crash during the write) is ignored: its commits had not happened yet, since nothing is done
- * before the fsync. The group's end is one line too. Lines of one commit (`commit`, `done` with
- * `f`), as earlier versions wrote them, are still read.
+ * before the fsync. The group's end is one line too. Single-commit lines (`commit`, `done` with
+ * `f`) are still read.
  *
  * A power cut keeps only what was fsynced (src/sys/durable.ts), so the journal itself is made durable
  * when opened (the file's name, by an fsync of its directory), and the runner makes each step of

@@ -20,10 +20,7 @@ import type { CommitRecord, ConsumedInput, StagedOutput } from './journal.js';
 export interface FinishPlan {
   /** The batch's operations, by step. */
   steps: BatchOp[][];
-  /**
-   * What the batch's results (one per operation, in order) make of
-   * them: the outputs renamed now or before (throws the first failure).
-   */
+  /** From the batch's results: the outputs renamed now or before (throws the first failure). */
   settle(results: Int32Array): StagedOutput[];
   /** Not run at all (an earlier step failed): nothing is stored. */
   abandon(): void;

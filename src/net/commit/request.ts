@@ -20,9 +20,8 @@ export interface CommitRequest {
  * What became of a request: committed (its outputs numbered; those renamed into their places,
  * with the headers they were staged with, for the run's index), or refused (a writer's lock was
  * busy, or a bounded output place full, or an earlier request it may depend on was refused),
- * nothing of it was done, ask again later. The caller updates its view: it forgets the inputs
- * (Place.forget), indexes what was published, and so on, at a moment of its choosing (the runner:
- * between two scans of the places, never during one).
+ * nothing of it was done, ask again later. The caller updates its view (forgets the inputs, indexes
+ * what was published) at a moment of its choosing.
  */
 export type CommitResult =
   | {
@@ -32,17 +31,13 @@ export type CommitResult =
     }
   /**
    * `behind`: refused only because an earlier request was: it may well commit if asked again at once.
-   * `fault`: its group met a full disk or an I/O error (in `place`,
-   * or the state's), and was undone: ask again after a backoff.
+   * `fault`: its group met a full disk or an I/O error (in `place`, or the state's) and was undone.
    */
   | { committed: false; behind: boolean; fault?: { place: string; err: NodeJS.ErrnoException } };
 
 /** What the committer tells its run. */
 export interface CommitHooks {
-  /**
-   * A name a commit is about to write or delete in a place's
-   * jobs/: its file event is not news. Called on the event loop.
-   */
+  /** A name a commit is about to write or delete in a place's jobs/: its file event is not news. */
   own(place: string, name: string): void;
   /**
    * A group failed: the run must stop; recovery finishes what was recorded. Not called for a full

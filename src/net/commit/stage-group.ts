@@ -22,10 +22,7 @@ import type { CommitRequest } from './request.js';
  */
 const LANE_FILES = 8;
 
-/**
- * What a group's last batch did: the first of steps 1 to 3 that
- * failed, if one did, and the results of steps 4 and 5 run after them.
- */
+/** What a group's last batch did: the first of steps 1 to 3 that failed, and the results of steps 4 and 5. */
 interface LastBatch {
   failure?: { step: number; err: NodeJS.ErrnoException } | undefined;
   rest?: Int32Array;
@@ -41,12 +38,9 @@ export interface Staged {
 /**
  * Steps 1 to 3: every output written under a temporary name with its number, the files and
  * their names made durable, then the numbers stored, once per place, then the group recorded in
- * the journal: one batch of file operations (fs-batch.ts: one hand-off to the thread pool), in
- * order, each `must` (a failure stops what follows). A part whose payload is another token's
- * is created in a batch before it and filled on the event loop (createParts). A group of more
- * than LANE_FILES parts writes and fsyncs them first, side by side (on a disk, fsyncs one after
- * the other each wait for their own journal commit), with the sendseqs' new values written
- * aside meanwhile. `owning` is told the records before anything of them is published. With
+ * the journal: one batch of file operations, in order, each `must` (a failure stops what follows).
+ * A group of more than LANE_FILES parts fsyncs them first, side by side (each fsync waits for its
+ * own journal commit). `owning` is told the records before anything of them is published. With
  * `then`, steps 4 and 5 (planned by it once the records exist) run at the end of the same last
  * batch, after the journal's fsync, and `finished` is what finish() would have returned.
  * One function on purpose: the batches are built from the same planned parts,

@@ -1,33 +1,9 @@
 /**
  * `net run --drain --host H` on a net across hosts: H exits once it has nothing to fire AND no
- * token can still come to it from another host. Tokens come from another host G through G's
- * outbox, so H must know, over ssh (G's `ssh:` entry, the same way tokens travel), whether G
- * still has tokens on their way to H, or may still make some.
- *
- * Which hosts matter: those whose transitions write, directly or through other places, a place
- * that H reads (its *upstream*, computed from the net file: see drainPlan). For each, H looks at
- * three things, with a short POSIX shell script (LOOK_SCRIPT) that needs no fspl there:
- * - G's activity file (STATE/G/activity, written by G's run through RunActivity): whether a run
- *   is going there (its pid is alive), and whether it is busy or idle; when idle, how many tokens
- *   each place it reads held when it judged itself idle;
- * - how many tokens each of those places holds now (more than when it judged itself idle: a
- *   token arrived since, which it may fire);
- * - how many tokens wait in G's outboxes towards the places that lead to H.
- *
- * G is quiet when its run is idle with nothing new and empty outboxes, or when no run is going
- * there and nothing is left there. H looks at every upstream host twice in a row, and takes the
- * answer only when both looks are the same (a host that fired, or received, between the two
- * looks has a new activity line or new counts): tokens move between hosts only through a busy
- * run or a non-empty outbox, so two equal quiet looks mean nothing was on its way meanwhile.
- *
- * A host whose run ended during this drain (another drain that finished, or a run stopped) and
- * that still holds tokens for H will never send them in this drain: H exits 3 naming them. A
- * host with tokens for H and no run going that has not run since this drain started is waited
- * for (its run may simply start later than this one): H logs what it waits for.
- *
- * Not seen: tokens that a synchronisation tool (sync: true) has not copied yet (their outbox
- * keeps its copies, so it can't tell what was delivered). Start the runs that write synced
- * places before draining the host that reads them.
+ * token can still come to it from another host. H looks at each upstream host over ssh (LOOK_SCRIPT:
+ * its activity file, its places' counts, its outboxes towards H) twice in a row, and trusts only
+ * two equal quiet looks: tokens move between hosts only through a busy run or a non-empty outbox.
+ * docs/distributed.md ("Draining") says what is waited for and when it exits 3.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -2,10 +2,8 @@
  * The sender of an outbox: the outbox of a remote place (a local Filespooler queue, written by
  * the runner's ordinary commits, see hosts.ts) is emptied in sequence order into the place's jobs/
  * on its host, over ssh (ssh-send.ts, receive-script.ts) or through NNCP (nncp-send.ts, then
- * receive.ts there), by the host's kind (host-route.ts). It removes a packet from its outbox only once
- * the delivery acknowledged it: it moves the outbox's nextseq past it, then deletes the file (as
- * queue-process does; src/send/outbox.ts), so after a crash here a packet is at worst sent again,
- * and then dropped.
+ * receive.ts there), by the host's kind (host-route.ts). A packet leaves the outbox only once
+ * acknowledged (src/send/outbox.ts): after a crash it is at worst sent again, and then dropped.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -251,11 +249,9 @@ export class OutboxSender {
             `Outbox ${this.opts.place}: cannot deliver to ${this.where} (${r.error}); ` +
               `${this.drain.waiting} token(s) wait, retrying`,
           );
-        // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after
-        // a few tries: a passing failure (the receiver's disk full a moment, a dropped connection)
-        // is no reason to leave tokens behind (found by test/faults/outbox-workloads). Never on
-        // this host's own disk: the run waits that out everywhere else too, and it is over once
-        // there is room or the error passes, with nothing for the user to do.
+        // A drain's last pass ends on a delivery that keeps failing (it reports what waits), after a
+        // few tries: a passing failure is no reason to leave tokens behind. Never on this host's own
+        // disk: the run waits that out everywhere else too.
         if (options.untilEmpty && !r.ownDisk && attempts >= LAST_PASS_ATTEMPTS) return;
         // Before trying the host again: new tokens don't cut it short, stopping does.
         await waitUnlessAborted(backoffMs(attempts, RETRY_MIN_MS, RETRY_MAX_MS), signal);
@@ -293,8 +289,7 @@ export class OutboxSender {
 
   /**
    * Take the outbox (its jobs/ made durable, its nextseq locked). This host's disk full or failing
-   * meanwhile is waited out with the backoff, as a failed delivery is (before, the error ended the
-   * sender, and a drain with it: found by test/faults/outbox-workloads). False: stopped first.
+   * meanwhile is waited out with the backoff, as a failed delivery is. False: stopped first.
    */
   private async open(signal: AbortSignal): Promise<boolean> {
     for (let attempts = 1; !signal.aborted; attempts++) {

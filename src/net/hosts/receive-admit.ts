@@ -1,19 +1,8 @@
 /**
- * What `fspl net receive NET --host H PLACE` takes (docs/distributed.md, "Hosts reached through
- * NNCP"), decided from the net alone before a byte of its input is read:
- *
- * - PLACE must be a place of H that a transition on another host writes: one that an outbox on
- *   that host sends to (hosts.ts, hostView). A place only H's own transitions write, or that a
- *   sync tool fills (`sync: true`), is refused: a token framed for it skipped the transitions
- *   that feed it.
- * - When NNCP says who sent the input (NNCP_SENDER, the sending node's id), it must be the node
- *   of the host that feeds PLACE: `hosts.FEEDER.nncp.node`, or the nodes of H's own
- *   `nncp.from` when given, each an id or a name in H's NNCP config (the config H sends with,
- *   `cfg:` of a host it reaches through NNCP, else NNCP's own). Without NNCP_SENDER (run by hand),
- *   only the place is checked.
- *
- * A refusal is a ReceiveRefusedError: one line, nothing stored, a non-zero exit, so NNCP keeps
- * the packet and logs why.
+ * What `fspl net receive NET --host H PLACE` takes, decided from the net alone before a byte of its
+ * input is read (the rules: docs/distributed.md, "What `fspl net receive` takes"): a place of H
+ * that a transition on another host writes, from that host's NNCP node when NNCP_SENDER says who
+ * sent it. A refusal is a ReceiveRefusedError: one line, nothing stored, so NNCP keeps the packet.
  */
 import { ReceiveRefusedError } from '../../base/errors.js';
 import { hostConfig, hostOf, isDistributed } from '../model/hosts.js';

@@ -1,16 +1,7 @@
 /**
- * Static warnings about a valid net: what is likely a mistake, never what is merely normal.
- * Sources (places no transition writes: tokens come from `net put` or other senders) and sinks
- * (places no transition reads: the net's results) are normal and get no warning. Warned about:
- *
- * - a place read by two transitions: they race for its tokens, unless that is intended;
- * - a place no transition uses (reads, writes, or is inhibited by): a leftover, or a misspelt copy
- *   of another place's name;
- * - a place that transitions write but none reads (and that is not an error place, nor declared
- *   `sink: true`) whose name is one or two typos from another place's: an arc probably misspells
- *   it (the place read but never written with that name, or the place read that was meant);
- * - a place declared `sink: true` that a transition reads;
- * - places and transitions that no token can reach.
+ * Static warnings about a valid net: what is likely a mistake (races, unused places, look-alike
+ * names, a read sink, unreachable parts: docs/nets.md, `net check`), never what is merely normal
+ * (sources and sinks).
  */
 
 import { closest } from '../../base/suggest.js';
@@ -123,11 +114,7 @@ class LookAlikes {
   readonly read: string[];
   /** Of those, the ones no transition writes. */
   readonly sources: string[];
-  /**
-   * Whether names are compared at all: each is compared with every place, so on a net with very
-   * many places to compare the guesses (and the look-alike warnings, which are nothing else) are
-   * left out, rather than a check that takes minutes.
-   */
+  /** Whether names are compared at all: on a net with very many places, look-alikes are left out (quadratic). */
   private readonly enabled: boolean;
 
   constructor(net: NetModel, asked: number) {

@@ -31,19 +31,14 @@ interface Checker {
 }
 
 /**
- * A duration in a definition: absent, or a number of seconds above 0. Net files are checked by
- * their schema already; this holds nets defined in JavaScript to the same rule (NaN or a negative
- * timeout would fire at once). Any length is fine: timers are chained (src/base/timer.ts).
+ * A duration in a definition: absent, or a number of seconds above 0 (the schema's rule, for nets
+ * defined in JavaScript: NaN or a negative timeout would fire at once). Any length: timer.ts.
  */
 function seconds(value: unknown): boolean {
   return value === undefined || (typeof value === 'number' && value > 0);
 }
 
-/**
- * Build the model from an already shape-checked definition, and every problem found: the model is
- * built even then, for the checks of the layers above (build.ts), and is only used when there is
- * none.
- */
+/** Build the model from a shape-checked definition, with every problem found (built anyway, for build.ts's checks). */
 export function buildModel(def: NetDefinition, file?: string): { model: NetModel; problems: ModelProblem[] } {
   const problems: ModelProblem[] = [];
   const dir = path.resolve(def.dir);

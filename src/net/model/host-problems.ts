@@ -7,9 +7,8 @@ import { hostOf, isDistributed } from './hosts.js';
 import { type ModelProblem, NAME_RE, type NetModel, writersOf } from './model.js';
 
 /**
- * Problems with hosts, reported by buildNet (build.ts) with the model's own checks: every item has a
- * host or none has; hosts are known; a transition reads only places of its own host; all the
- * writers of a place are on one host (they share its numbering).
+ * Problems with hosts: every item has a host or none has; hosts are known; a transition reads only
+ * places of its own host; all the writers of a place are on one host (they share its numbering).
  */
 export function hostProblems(net: NetModel): ModelProblem[] {
   const { places, transitions, hosts } = net;
@@ -175,7 +174,6 @@ function signedPlaceProblems(net: NetModel): ModelProblem[] {
   return problems;
 }
 
-/** What is wrong with a host's `nncp:` map. */
 function nncpProblems(host: string, v: unknown): ModelProblem[] {
   const at = ['hosts', host, 'nncp'];
   if (v === null || typeof v !== 'object' || Array.isArray(v))

@@ -4,12 +4,8 @@
  * default `ssh NAME`, with the user's own ssh configuration).
  *
  * Each host runs `fspl net run NET --host NAME`, which sees the net through `hostView`: its own
- * transitions, its own places, and for every place on another host that its transitions write,
- * a local outbox (a Filespooler queue in STATE/outbox/PLACE) that stands in for the place. A
- * commit into a remote place is then an ordinary local commit into the outbox, with the journal's
- * exactly-once guarantees; the outbox is emptied towards the place by ssh (outbox-sender.ts) or, for a
- * `sync: true` place, by a file synchronisation tool that shares the outbox's jobs/ with the
- * place's jobs/ (docs/distributed.md).
+ * transitions and places, and for every place on another host that they write, a local outbox
+ * (STATE/outbox/PLACE) committed into as any place, then emptied towards it (docs/distributed.md).
  *
  * Sequence numbers: a place's numbers are given by its writers. A place written from another
  * host is numbered by that host's outbox (its sendseq), so all the writers of a place must be on

@@ -71,15 +71,12 @@ function duplicateKeys(doc: Document): Array<{ at: number; message: string }> {
 
 /**
  * Parse and validate a net file's text; `file` names it in errors and anchors relative paths.
- * Every problem is reported at once, in the order the file reads: the schema's (schema.ts) and
- * the cross-checks' (an unknown place, a host...) together, the cross-checks made on what the
- * schema left (a follow-on of a refused value is not reported again). Only a YAML syntax error
- * stops before them: past it, the file's structure is a guess.
+ * Every problem is reported at once, in file order: the schema's and the cross-checks' (made on
+ * what the schema left). Only a YAML syntax error stops first: past it, the structure is a guess.
  */
 export function parseNetText(text: string, file: string): NetModel {
   const lc = new LineCounter();
-  // Duplicate keys are found below: the yaml package's own check compares each key with every
-  // key before it, quadratic in a map's size (seconds for a net of 10,000 places).
+  // Duplicate keys are found below: the yaml package's own check is quadratic in a map's size.
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: false });
   const at = (offset: number, message: string): Located => ({ ...lc.linePos(offset), message });
   const syntax = doc.errors.map((e) => at(e.pos[0], e.message.split('\n')[0]!));

@@ -128,12 +128,9 @@ function unknownKeys(issue: z.core.$ZodIssue): string[] {
 }
 
 /**
- * The file without the values the schema refused, to cross-check the rest (the places named by
- * arcs, hosts...). Each round takes out what the issues point at: an unknown key, or the value
- * refused (in a list, the whole list: its other items keep their positions that way). What is
- * refused again at the same place (a required `in` taken out) takes out its whole entry: a
- * transition, or a place's settings (the place stays, so that arcs naming it are not reported as
- * unknown). Nothing is cross-checked when `places` itself is refused.
+ * The file without the values the schema refused, to cross-check the rest. Each round takes out
+ * what the issues point at (in a list, the whole list); refused again at the same place, its whole
+ * entry goes (a place keeps its name, so that arcs naming it are not reported as unknown).
  */
 function salvage(raw: unknown, issues: z.core.$ZodIssue[]): { data?: unknown; pruned: Path[] } {
   const data: unknown = structuredClone(raw);

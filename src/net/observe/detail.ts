@@ -29,10 +29,7 @@ export interface TokenInfo {
   error?: { transition: string; reason: string };
 }
 
-/**
- * The first `limit` tokens of a place in its order, and how many
- * it holds; an empty list when its directory can't be read.
- */
+/** The first `limit` tokens of a place in its order, and how many it holds (none when it can't be read). */
 export async function placeTokens(
   net: NetModel,
   name: string,

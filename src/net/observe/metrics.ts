@@ -1,8 +1,7 @@
 /**
  * The figures operators watch a net by, built on prometheus.ts (the text format): the status
  * report as the documented JSON (docs/json.md), and the same report as Prometheus metric
- * families. What the runner keeps per transition (a TransitionMonitor, whose snapshot goes into
- * STATE/live.json) is in run/monitor.ts. Nothing here reads a clock or a file.
+ * families (what the runner keeps per transition: run/monitor.ts). Nothing here reads a clock or a file.
  */
 import { formatMetrics, type MetricFamily, type Sample } from '../../web/prometheus.js';
 import type { NetStatusReport } from './status.js';

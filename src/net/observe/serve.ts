@@ -3,23 +3,15 @@
  * rendered in-process, svg.ts), serves the page with that drawing and the figures of the moment
  * in it (renderPage: its first paint shows them), keeps the figures live over Server-Sent Events,
  * lists a place's tokens or a transition's recent firings on click, and serves the same figures
- * to Prometheus at /metrics.
+ * to Prometheus at /metrics. Every figure is recomputed from the directories and STATE/live.json
+ * (status.ts), so a run that stops or a directory that vanishes shows as such.
  *
- * Safety: it binds to 127.0.0.1 unless told otherwise; only GET and HEAD are answered (405
- * otherwise); the only files it serves are its own assets, looked up by exact name in a fixed
- * table (never by joining a path from the URL); names, keys, params and stderr reach the page as
- * JSON (in the page, a data block with every `<` escaped) and are put there as text by the
- * page's script (never as HTML); and a Content Security
- * Policy forbids inline scripts, so a key like `<script>` is shown, not run. It answers only to its
- * own names (src/web/host-check.ts; the guards are src/web/server.ts's, which the queues' page shares): a request
- * whose Host header is not its address, localhost, a loopback address or a name given in allowHosts (--allow-host)
- * gets 421, so that a page elsewhere on the web cannot use DNS rebinding (its own name made to resolve to 127.0.0.1)
- * to read the API (keys, params, stderr) through the operator's browser; bound to every address (0.0.0.0 or ::), only
- * the loopback names and the allowed ones pass. It keeps at most maxStreams event streams open at once
- * (default 64, src/web/stream-cap.ts), refusing the rest with 503 and Retry-After, so that thousands of
- * them cannot take its memory and descriptors; the other paths answer meanwhile. Every figure is
- * recomputed from the directories and STATE/live.json (status.ts), so a run that stops or a
- * directory that vanishes shows as such.
+ * Safety (docs/security.md; the guards are src/web/server.ts's, shared with the queues' page):
+ * 127.0.0.1 unless told otherwise; GET and HEAD only; assets by exact name, never a path from the
+ * URL; names, keys, params and stderr reach the page as JSON (every `<` escaped) and are shown as
+ * text, under a Content Security Policy with no inline script; a Host that is not its own, a
+ * loopback name or an allowHosts name gets 421 (DNS rebinding); at most maxStreams event streams
+ * (503 with Retry-After for the rest).
  */
 import { NetRequestError } from '../../base/errors.js';
 import { type Logger, silentLogger } from '../../base/log.js';

@@ -42,11 +42,7 @@ export function settleNopPart(p: Place, part: string): void {
 /** SET_ASIDE_BY of the tokens a run refused for their signature (run/refuse.ts). */
 export const REFUSED_BY = 'signature check';
 
-/**
- * Tokens refused for their signature and set aside, by the place they were taken from (those
- * still in the set-aside queue: `net retry --set-aside` takes them out). Empty when there is no
- * set-aside queue.
- */
+/** Tokens refused for their signature and still set aside, by the place they were taken from. */
 export function refusedCounts(net: NetModel): Map<string, number> {
   const counts = new Map<string, number>();
   const aside = setAsidePlace(net);

@@ -1,5 +1,5 @@
 /**
- * An operator's move (a retry, later a set-aside) is a commit like a firing's: its outputs staged
+ * An operator's move (a retry, a set-aside) is a commit like a firing's: its outputs staged
  * in their places, the move recorded in a journal of its own, the outputs published, the inputs
  * consumed, the end recorded (commit/commit.ts, whose durability table holds here step for step).
  * This file is the one place where operate/ reaches the commit protocol.

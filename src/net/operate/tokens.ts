@@ -1,9 +1,7 @@
 /**
  * `net ls` and `net show`: the tokens of a place in the order a reader takes them (by number),
  * streamed. The place is read in passes of at most PASS names above the last one listed, so that
- * memory stays flat however many tokens the place holds (each pass reads the directory again:
- * 100,000 tokens are 10 passes). For each token: number, key, age, size, params, variables, and
- * for an error token the transition it failed in, why, its log and how often it was retried.
+ * memory stays flat however many tokens the place holds.
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';

@@ -1,15 +1,8 @@
 /**
  * The ERROR_* variables of an error token: why its firing failed, written once by the run
  * (run/apply-outcome.ts) and read back by `net retry` (where the token goes back to), `net ls`/`show`
- * and the page (what failed). One place for their names, so that a writer and its readers can't
- * drift apart.
- *
- *   ERROR_TRANSITION  the transition whose firing failed
- *   ERROR_REASON      why (`exited with status 3`, `timed out` ...)
- *   ERROR_STATUS      its exit status ('' when it had none)
- *   ERROR_STDERR      the tail of its stderr
- *   ERROR_LOG         the file its whole stderr was kept in
- *   ERROR_PLACE       the place this token was taken from (each input of an and-merge its own)
+ * and the page (what failed). One place for their names (NAMES; what each holds: docs/nets.md),
+ * so that a writer and its readers can't drift apart.
  */
 
 /** Why a firing failed, as the run writes it into each of its error tokens. */
@@ -55,11 +48,7 @@ export function errorVars(error: FiringError, place: string): Array<[string, str
   ];
 }
 
-/**
- * What a token says of its failure, from its variables (`get`: a variable's value by name, as
- * the reader holds them, in a Map or an object); undefined when it is no error token (no
- * ERROR_TRANSITION).
- */
+/** What a token says of its failure, from its variables (`get`: a value by name); undefined if no error token. */
 export function readErrorVars(get: (name: string) => string | undefined): TokenError | undefined {
   const transition = get(NAMES.transition);
   if (transition === undefined) return undefined;

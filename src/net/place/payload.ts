@@ -119,10 +119,8 @@ export interface WholeToken {
 /**
  * Read a token whole in one open and one read when it is small (most are), its header decoded
  * from that read; undefined when it is larger than START_READ or its header longer than the read
- * (stream it then: payloadStream). A JavaScript transition's inputs are read so: reading the
- * header, then the payload, cost an open, a read and a close more for a token whose header was
- * dropped far from the head of a backlog, and a read stream two reads and a close on libuv's pool,
- * each a hand-off between threads, dearer still on 2 busy cores.
+ * (stream it then: payloadStream). A JavaScript transition's inputs are read so: cheaper than a
+ * header read and then a read stream on libuv's pool.
  */
 export function readSmallToken(file: string): WholeToken | undefined {
   const fd = openJobFile(file);

@@ -138,10 +138,8 @@ export class Place extends TokenIndex {
   }
 
   /**
-   * A part's names and header, before it is created (PART_FLAGS, mode 0o644) and filled
-   * (fillPart). The group commit creates its parts on libuv's thread pool, all in one batch: a
-   * create waits for the file system's journal, which other threads' fsyncs hold (ext4), and
-   * must not stop the event loop.
+   * A part's names and header, before it is created (PART_FLAGS, mode 0o644; on the pool, as a create
+   * may wait for ext4's journal) and filled (fillPart).
    */
   planPart(seq: bigint, content: TokenContent, tag: string): StagedFile {
     const id = uuidv4();
@@ -183,7 +181,6 @@ export class Place extends TokenIndex {
     try {
       const p = content.payload;
       if (p && 'data' in p) {
-        // One write: the header and the bytes together.
         writeAllSync(out, packetBytes(s.header, p.data));
       } else if (p && 'tokens' in p) {
         writePacketSync(out, s.header);
@@ -276,8 +273,7 @@ export class Place extends TokenIndex {
     if (header && taken && !held && wanted) {
       // The number is stored in the live sendseq, but maybe not durably: its rename's directory
       // fsync may be what failed. Stored anew (a new rename, not a retried fsync) before the NOP
-      // holds the number, or a power cut could take sendseq back and hand the number out again
-      // beside the NOP (found by test/faults/operate's net retry workload).
+      // holds the number, or a power cut could take sendseq back and hand the number out again.
       writers.write(writers.read());
       const id = uuidv4();
       const temp = this.queue.jobPath(`net-nop-${id}.part`);

@@ -27,10 +27,7 @@ export function isSignedPlace(spec: PlaceSpec): boolean {
   return spec.signers !== undefined || (spec.from?.length ?? 0) > 0;
 }
 
-/**
- * The public half of a host's key: PATH.pub when there is one (the host that verifies may not hold the private key),
- * else the key file's.
- */
+/** The public half of a host's key: PATH.pub when there is one (a verifier may lack the private key). */
 export function publicKeyOf(keyPath: string): PublicKey {
   let line: string | undefined;
   try {
@@ -152,9 +149,8 @@ export interface SigningCheck {
 }
 
 /**
- * For `net check --host`: in a host's view of the net (hostView), whether its signed places' signers
- * can be read, and whether its key can sign the tokens it sends to other hosts. No line when
- * there is nothing to check.
+ * For `net check --host`: in a host's view (hostView), whether its signed places' signers can be
+ * read, and whether its key can sign the tokens it sends to other hosts.
  */
 export function signingChecks(view: NetModel): SigningCheck[] {
   const out: SigningCheck[] = [];

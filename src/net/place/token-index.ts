@@ -24,9 +24,8 @@ export const INDEX_WINDOW = 16384;
 const BELOW_FLOOR_INDEXED = 64;
 
 /**
- * The `limit` lowest (order key, name) pairs offered: a max-heap, so that a pair beyond them costs
- * one comparison. Hand-written: a scan offers every file of the place, and no library heap keeps
- * two parallel string arrays without an object per entry.
+ * The `limit` lowest (order key, name) pairs offered: a max-heap over two parallel arrays (no object
+ * per entry), so that a pair beyond them costs one comparison.
  */
 class Lowest {
   readonly keys: string[] = [];
@@ -80,19 +79,12 @@ export abstract class TokenIndex {
   /** Job files in the place, indexed or not, as last scanned (plus own writes, minus own consumes). */
   count = 0;
   /**
-   * How many tokens are indexed at most: the runner bounds it for the places it reads, and-merge
-   * inputs aside (INDEX_WINDOW or more), so that its memory does not grow with the tokens waiting. Those
-   * beyond are counted, not indexed; a scan brings them in as the indexed ones are consumed.
-   * Infinity (the default): every token (and-merge inputs are looked up by key). Set it through
-   * bound(); net status (status.ts) still assigns it directly, until the branch changing that
-   * file is merged.
+   * How many tokens are indexed at most (set through bound()): the runner bounds the places it reads,
+   * and-merge inputs aside, so that its memory does not grow with the tokens waiting; those beyond are
+   * counted, and a scan brings them in as the indexed ones are consumed. Infinity: every token.
    */
   window = Infinity;
-  /**
-   * How many tokens from the head of the place keep their header in memory (the runner bounds it
-   * to what its readers may look at); the others keep only their name, number and key.
-   * Infinity: all.
-   */
+  /** How many tokens from the head keep their header in memory; the others only name, number and key. */
   private keepHeaders = Infinity;
   /** Whether `tokens` holds every token of the place; if not, all those left out number above `top`. */
   private complete = true;
@@ -106,18 +98,14 @@ export abstract class TokenIndex {
   /** bySeq before this index holds only tokens gone since. */
   private head = 0;
   /**
-   * bySeq before this index held, at the last inOrder, only tokens gone or skipped (a run's
-   * claimed tokens, its open firings': a few hundred at the head of a place it reads): the next
-   * inOrder starts here, if asked with the same `skip` (the run's, one per place). A skipped
-   * token can be skipped no longer only through unskip().
+   * bySeq before this index held, at the last inOrder, only tokens gone or skipped (a run's claims):
+   * the next inOrder with the same `skip` starts here, until unskip().
    */
   private skipped = 0;
   private skippedBy: ((t: Token) => boolean) | undefined;
   /** Set when the directory must be read again (an event, a poll); own writes don't set it. */
   private stale = true;
-  /**
-   * Told each time the directory must be read again (a runner keeps the places to scan so, rather than asking each).
-   */
+  /** Told each time the directory must be read again (a runner keeps its places to scan so). */
   onStale: (() => void) | undefined;
 
   /** Whether the directory must be read again. */
@@ -138,14 +126,10 @@ export abstract class TokenIndex {
   }
 
   /**
-   * Scan again: index the tokens with the lowest numbers (all of them, with no window), reading
-   * only the headers of files not seen before; returns the tokens newly indexed. The directory is
-   * read as a stream and only the window is kept, so the memory a scan needs does not grow with
-   * the number of files either.
-   *
-   * consumerNext: the consumer's next number, for a place read in sequence: tokens below it are
-   * never consumed (late copies, duplicates), so with a window only a few of them are indexed,
-   * enough to report them, and they can't crowd out the tokens that are.
+   * Scan again: index the tokens with the lowest numbers (all, with no window), reading only the
+   * headers of files not seen before; returns the tokens newly indexed. consumerNext: the consumer's
+   * next number in a place read in sequence; tokens below it (late copies) are never consumed, so
+   * only a few are indexed, enough to report them without crowding out the window.
    */
   // One function: its three passes (names, unnamed headers, new tokens) share
   // the scan's state (lowest, foreign, read, count); apart, they would hand it all around.
@@ -242,15 +226,11 @@ export abstract class TokenIndex {
   }
 
   /**
-   * The highest number the window can reach, as a first pass over the directory finds it (the
-   * window-th lowest number at or above `floor`; Infinity if fewer): names above it need not be
-   * offered to the window at all. Without it a directory listed from the highest number down
-   * (tmpfs lists the newest first) passes every name through the window, each held long enough
-   * to reach V8's old generation: garbage that grows with the tokens waiting. This pass keeps
-   * one double per name, and the names themselves only while there are no more than the window
-   * holds: then they are the listing (`names`), and the directory is not read a second time (a
-   * run scans thousands of small places). Numbers as doubles: exact up to 2^53, and above that a
-   * rounded bound only lets more names through (the window still picks exactly).
+   * The highest number the window can reach (the window-th lowest at or above `floor`; Infinity if
+   * fewer): names above it are not offered at all, or a directory listed newest first (tmpfs) would
+   * pass every name through the window as old-generation garbage. With no more names than the window
+   * holds they are returned as the listing, read once. Doubles: a bound rounded above 2^53 only lets
+   * more names through.
    */
   private windowBound(floor: number): { bound: number; names?: string[] } {
     const nums: number[] = [];
@@ -296,14 +276,12 @@ export abstract class TokenIndex {
   }
 
   /**
-   * A token this process has just written into the place (no need to read the directory for it); returns it if indexed
-   * now (undefined when a scan indexed it first, or it falls outside the window).
+   * A token this process has just written into the place; returns it if indexed now (undefined when a
+   * scan indexed it first, or it falls outside the window).
    */
   adopt(filename: string, header: PacketHeader, now: number): IndexedToken | undefined {
-    // A scan found it first (between the commit's rename and the run applying the commit: a
-    // safety rescan, or an event for another file): it is indexed, counted and joined already.
-    // Indexing it again would leave its first object in the and-merges' joins, where a firing
-    // could take it after the token was consumed.
+    // A scan found it first: indexing it again would leave its first object in the and-merges'
+    // joins, where a firing could take it after the token was consumed.
     if (this.tokens.has(filename)) return undefined;
     this.count++;
     const key = orderKey(header.seq);
@@ -314,9 +292,7 @@ export abstract class TokenIndex {
     }
     if (key > this.top) this.top = key;
     const t = this.makeToken(filename, header, now);
-    // Far from the head (a backlog in this place): its header is read again when its turn comes,
-    // as for the tokens a scan finds there. Kept, a place filling faster than it drains held a
-    // header (and the 8 KiB pool slab its bytes sit in) per token of its window.
+    // Far from the head: its header (and the 8 KiB slab its bytes sit in) is read again in its turn.
     if (this.tokens.size >= this.keepHeaders) t.dropHeader();
     this.tokens.set(filename, t);
     this.index(t);
@@ -331,10 +307,8 @@ export abstract class TokenIndex {
   }
 
   /**
-   * The tokens present, by sequence number, skipping those `skip` says (claimed ones); at most
-   * `limit`. Asked again with the same `skip`, a token it said yes to stays skipped until
-   * unskip() is called (the runner's claims: they are taken back through RunPlaces.release,
-   * which calls it).
+   * The tokens present, by sequence number, at most `limit`, skipping those `skip` says (claimed
+   * ones); with the same `skip`, a token skipped stays so until unskip() (RunPlaces.release).
    */
   inOrder(limit: number, skip: (t: Token) => boolean): IndexedToken[] {
     if (skip !== this.skippedBy) {

@@ -120,13 +120,9 @@ export function orderKey(seq: bigint): string {
 }
 
 /**
- * The name a net writer gives a token: fspl-NUMBER-UUID.fspl, NUMBER its sequence number as
- * orderKey() writes it. To any Filespooler reader it is a job file like another (fspl-*.fspl);
- * to a reader of the place, a directory listing tells where each token stands in the order
- * without opening it, which is what lets a reader index only the lowest numbers of a place that
- * holds many tokens. Files named otherwise (fspl-UUID.fspl, from queue-write) have their header
- * read once; a name whose number is not its header's is found out when it is read, and from
- * then on placed by its header.
+ * The name a net writer gives a token: fspl-NUMBER-UUID.fspl (NUMBER as orderKey() writes it), a
+ * job file to any Filespooler reader, whose listing alone tells a place's reader where each token
+ * stands, so that it indexes only the lowest numbers. Other names have their header read once.
  */
 export function numberedName(seq: bigint, id: string = uuidv4()): string {
   return `fspl-${orderKey(seq)}-${id}.fspl`;

@@ -109,10 +109,7 @@ export interface StageWeight {
   readonly weight: Weight;
 }
 
-/**
- * Weighs a stage (validating it as allocateWorkers does: RangeError on a negative, NaN or
- * infinite number).
- */
+/** Weighs a stage (validating it as allocateWorkers does: RangeError on a negative, NaN or infinite number). */
 export function weighStage(stats: StageStats, name = 'stage'): StageWeight {
   return { stats, weight: weigh(name, stats) };
 }

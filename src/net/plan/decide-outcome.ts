@@ -18,9 +18,7 @@ export interface Ran {
   readonly abandoned: boolean;
 }
 
-/**
- * What the run knows of a finished firing: `T` its token type, `R` how it ran, `E` a disk's error, `F` a refused token.
- */
+/** What the run knows of a finished firing: `T` its token type, `R` how it ran, `E` a disk's error, `F` a refusal. */
 export interface FiringFacts<T, R extends Ran, E, F = T> {
   ended: { readonly nop: true } | R;
   /** The first of its tokens gone from its place meanwhile (removed or replaced from outside). */
@@ -56,17 +54,11 @@ export type Failure<R> =
 export type Verdict<T, R, E, F = T> =
   /** A token vanished while it fired: the firing is void, dropped; the token's place is looked at again. */
   | { kind: 'vanished'; token: T }
-  /**
-   * A token refused as its firing opened it: set aside (never fired,
-   * never lost); the firing is dropped, its other tokens go back.
-   */
+  /** A token refused as its firing opened it: set aside; the firing is dropped, its other tokens go back. */
   | { kind: 'refused'; refusal: F }
   /** A NOP: committed with no outputs. */
   | { kind: 'nop' }
-  /**
-   * Abandoned by the run, failed while the run stops (the failure
-   * may be the stop itself), or voided: dropped, its tokens stay.
-   */
+  /** Abandoned by the run, failed while the run stops (maybe by the stop), or voided: dropped, its tokens stay. */
   | { kind: 'drop' }
   /** Succeeded: its outputs are committed. */
   | { kind: 'commit'; ran: R }

@@ -24,10 +24,8 @@ import type { PlaceState, Start, StartTokens, TokenRef, TransitionState } from '
 export type PlaceLookup = (name: string) => PlaceState;
 
 /**
- * available()'s last answer for each place copy of a decision (its own copies: nothing else
- * changes them, and claim() gives a place a new tokens array): candidate and queueLength ask it
- * several times per start, each a walk of the place's head. A copy is registered (watch) when
- * the decision takes it.
+ * available()'s last answer for each place copy of a decision (claim() gives a copy a new tokens
+ * array), since candidate and queueLength ask it several times per start.
  */
 const lastAvailable = new WeakMap<PlaceState, { tokens: TokenRef[] | undefined; next: bigint; run: TokenRef[] }>();
 

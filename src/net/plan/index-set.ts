@@ -1,8 +1,7 @@
 /**
  * A set of transitions' indexes kept sorted, for the round-robin questions of the scheduler
- * (shares.ts): "the members from index r on, then from 0". Membership changes cost a binary
- * search and a move of the members after it (a memmove: microseconds for 10,000 members); the
- * questions cost a binary search and the members they walk.
+ * (shares.ts): "the members from index r on, then from 0". A change costs a binary search and a
+ * memmove; a question, a binary search and the members it walks.
  */
 /** How many of the sorted `keys` are below k (where k is, or would go): a binary search. */
 export function lowerBound<K extends number | bigint>(keys: readonly K[], k: K): number {

@@ -1,8 +1,7 @@
 /**
  * An and-merge's complete sets, kept up to date one token at a time: a token arriving in an input
  * place, a token leaving it (claimed, consumed, gone). The scheduler then finds the next complete
- * set in O(log n) however many tokens wait, where a scan of every waiting token would be O(n) per
- * decision (and a merge's backlog quadratic).
+ * set in O(log n) however many tokens wait, not by a scan per decision.
  *
  * The order is the scheduler's: complete sets by the number of their token in the first input
  * place, lowest first; within a key, its tokens in each place pair up by number (the lowest with
@@ -47,10 +46,7 @@ export class KeyJoin<T extends Keyed> {
   private readonly arcsOf = new Map<string, number[]>();
   private readonly arity: number;
   private readonly entries = new Map<string, Entry<T>>();
-  /**
-   * Complete keys by the number of their first token in the first place. Entries go stale as tokens come and go: the
-   * reader checks each against the key's entry and drops stale ones.
-   */
+  /** Complete keys by the number of their first token in the first place (stale entries dropped as read). */
   private readonly heap = new PairHeap<bigint, string>();
   /** Keys with a token in every input place. */
   complete = 0;
@@ -60,7 +56,6 @@ export class KeyJoin<T extends Keyed> {
     places.forEach((p, i) => this.arcsOf.set(p, [...(this.arcsOf.get(p) ?? []), i]));
   }
 
-  /** The input places. */
   get places(): IterableIterator<string> {
     return this.arcsOf.keys();
   }
@@ -175,7 +170,6 @@ export class MergeJoins<T extends Keyed> {
     }
   }
 
-  /** Whether an and-merge reads the place. */
   reads(place: string): boolean {
     return this.byPlace.has(place);
   }

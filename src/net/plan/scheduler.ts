@@ -9,16 +9,11 @@
  * - Allocation (shares.ts): free workers go to enabled transitions by the Jefferson/D'Hondt
  *   objective of allocateWorkers (the article: queue length x mean service time / (workers +
  *   1)); each transition is capped by its own `workers`. Ties, and the workers the objective
- *   leaves over, go round-robin from a rotating start, so no enabled transition starves
- *   (Perpetuum). A transition with nothing queued and nothing running weighs nothing and gets no
- *   share (the article's "done" stages among them).
+ *   leaves over, go round-robin from a rotating start, so no enabled transition starves.
  *
  * A Scheduler keeps what it found out about each transition between decisions, and is told what
  * changed since (placeChanged, transitionChanged): a decision looks again only at the
- * transitions that read, are inhibited by, or write into (when it is bounded) a place that
- * changed, at the transitions that changed, and at those its own starts touch. Places and
- * transitions untouched since the last decision cost nothing. `schedule` is one decision of a
- * new Scheduler over a whole marking.
+ * transitions those changes touch. `schedule` is one decision of a new Scheduler over a whole marking.
  */
 import {
   candidate,

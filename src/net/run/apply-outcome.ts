@@ -51,17 +51,11 @@ export interface OutcomeContext {
   emit(e: NetEvent): void;
   /** Report a full disk or an I/O error of the state's (the staging files'). */
   fault(err: NodeJS.ErrnoException): void;
-  /**
-   * Set aside a token that its signature did not let in as its
-   * firing opened it (refuse.ts), forgotten by its place's index.
-   */
+  /** Set aside a token its signature did not let in as its firing opened it (refuse.ts). */
   refuse(r: RefusedInput): void;
 }
 
-/**
- * Resolve a finished firing: decide (plan/decide-outcome.ts), then
- * apply; true when it is gone from the set or on its way to commit.
- */
+/** Resolve a finished firing: decide, then apply; true when it is gone from the set or on its way to commit. */
 export function resolve(ctx: OutcomeContext, f: Firing): boolean {
   const ended = f.outcome!;
   const verdict = decide({

@@ -1,9 +1,7 @@
 /**
  * The run's decisions: its Scheduler (plan/scheduler.ts), reading the run's places and
- * transitions one at a time as it needs them, and told of every change to them (RunPlaces for
- * tokens, scans and claims; the open firings' tally for what they hold, write and count; the
- * runner for pauses and its stop). A decision then costs what changed since the last one, not
- * the size of the net.
+ * transitions as it needs them and told of every change to them, so that a decision costs what
+ * changed since the last one, not the size of the net.
  */
 import type { NetModel, TransitionSpec } from '../model/model.js';
 import type { PauseRecord } from '../operate/pause.js';

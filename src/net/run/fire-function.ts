@@ -12,10 +12,9 @@ import type { Token } from '../place/token.js';
 import type { FiringInputs } from './inputs.js';
 
 /**
- * A JavaScript transition's returned value up to this size is kept in memory until its commit
- * writes it into the token (no staging file: no create, write, close and unlink of one); a
- * larger one goes to a staging file at once, so that finished firings waiting for their turn to
- * commit (up to two groups' worth per transition, state.ts) hold at most a few MiB.
+ * A JavaScript transition's returned value up to this size is kept in memory until its commit (no
+ * staging file); a larger one goes to a staging file at once, so that firings waiting to commit
+ * hold at most a few MiB.
  */
 const KEEP_RETURNED_BYTES = 64 * 1024;
 
@@ -87,10 +86,8 @@ export async function runFunction(
 }
 
 /**
- * A function's signal: the firing's own (aborted, with the reason, when the run stops or its
- * transition is paused with --kill), or with a timeout, one of its own that the timeout aborts
- * too. The firing's own is not wrapped in another controller: with its signal and its listener,
- * that was a noticeable part of what a warm runner spends on a JavaScript move.
+ * A function's signal: the firing's own (aborted when the run stops or its transition is paused
+ * with --kill), not wrapped (that costs per move), or with a timeout, one that the timeout aborts too.
  */
 function functionSignal(req: FunctionFiring): { signal: AbortSignal; cancel?: () => void } {
   const timeout = req.transition.timeout;

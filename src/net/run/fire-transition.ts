@@ -1,19 +1,9 @@
 /**
  * One firing: the inputs presented to the command, its outputs staged in files of its own
  * (invisible to every place), the command run, and the outcome judged. Nothing here touches a
- * place: committing is the runner's, through the journal.
- *
- * What the command sees:
- * - stdin: the payload of its single input token; for a batch (`take: N`), the payloads of the
- *   tokens one after the other, their lengths in FSPL_BATCH_LENGTHS; for an and-merge, nothing
- *   (the payloads are files named by FSPL_IN_<place>).
- * - stdout: the new token of its single output place; with several output places, the command
- *   writes the files named by FSPL_OUT_<place> and stdout goes to the firing's log.
- * - stderr: a file; its tail goes into an error token, and the whole of it into the log.
- * - the environment: the runner's, the transition's `env`, the input token's FSPL_* variables
- *   as queue-process gives them (FSPL_SEQ, FSPL_SET_KEY and the other FSPL_SET_*...), and
- *   FSPL_NET_TRANSITION, FSPL_NET_FIRING, FSPL_NET_KEY.
- * The command runs in a process group of its own; a timeout, or the run stopping, kills the group.
+ * place: committing is the runner's, through the journal. What the command sees (stdin, stdout,
+ * FSPL_IN_*, FSPL_OUT_*, FSPL_BATCH_*): docs/nets.md. It runs in a process group of its own; a
+ * timeout, or the run stopping, kills the group.
  */
 import fs from 'node:fs';
 import type { ChildEnv, EnvVariable } from '../../queue/jobenv.js';
@@ -93,10 +83,7 @@ export interface FiringRequest {
   signal: AbortSignal;
   /** Run the command as this user and group (the runner is root); the directory becomes theirs. */
   runAs?: RunAs;
-  /**
-   * The signed places among the inputs' (undefined for the others):
-   * their tokens are judged again as they are opened (inputs.ts).
-   */
+  /** The signed places among the inputs' (undefined for the others): judged again as opened (inputs.ts). */
   signed?: (place: string) => SignedInput | undefined;
 }
 
@@ -238,10 +225,7 @@ function refusedOutcome(refused: RefusedInput, stderrPath: string, started: numb
   };
 }
 
-/**
- * The payload for stdin: the token's (a descriptor, borrowed from
- * inputs if checked), or a batch's concatenated into a file.
- */
+/** The payload for stdin: the token's (a descriptor, borrowed from inputs if checked), or a batch's in a file. */
 function stdinFor(
   req: FiringRequest,
   inputs: FiringInputs,
@@ -300,7 +284,6 @@ async function runCommandFiring(
       );
     }
     const vars = firingEnv(tokens, t, req.firing, req.key, extra);
-    // made by the runner, even for another user (staging.ts)
     const stdoutPath = single ? files.out(t.outputs[0]!) : files.stdout;
     stdoutFd = createFresh(stdoutPath, 0o644, owner);
     made.push(stdoutPath);
@@ -317,7 +300,6 @@ async function runCommandFiring(
   }
 }
 
-/** The command itself, from its start to its end, judged by how it ended. */
 async function runCommand(
   req: FiringRequest,
   env: ChildEnv,

@@ -1,13 +1,9 @@
 /**
  * What a run's open firings amount to, kept up to date as each firing opens, starts or ends a
  * run of its command, enters or leaves its commit, and closes (OpenFirings calls these at each
- * change, and only OpenFirings changes `running` and `committing`). Every turn of the run's loop
- * asks these questions of up to two commit groups' worth of open firings per transition: asked by
- * walking them, each turn cost O(open firings) per decision; kept here, each answer is O(1) or a
- * binary search, and each change O(tokens of the firing).
- *
- * The answers are the same as the walks' they replace: heldBy (plan/marking.ts) for the marking,
- * mayCommit (plan/commit-order.ts) for the commit order, which the simulation still uses.
+ * change, and only OpenFirings changes `running` and `committing`), so that each answer is O(1)
+ * or a binary search instead of a walk of the open firings. The answers are those of heldBy
+ * (plan/marking.ts) and mayCommit (plan/commit-order.ts), which the simulation uses.
  */
 import { SortedKeys } from './sorted-keys.js';
 import type { Firing } from './state.js';
@@ -137,9 +133,7 @@ export class FiringTally {
     this.finished.delete(f);
   }
 
-  /**
-   * A transition's open firings, not committing and committing (for transitionState).
-   */
+  /** A transition's open firings, not committing and committing (for transitionState). */
   counts(transition: string): { open: number; committing: number } {
     const t = this.transitions.get(transition);
     return t ? { open: t.ordinals.size, committing: t.committing } : { open: 0, committing: 0 };

@@ -11,7 +11,7 @@
  * (sign/payload-digest.ts). A token refused there ends the firing before anything runs: its
  * outcome carries the refusal, and the run sets the token aside as a scan does (apply-outcome.ts).
  *
- * Tokens of the other places are read by name, as before: no extra open, no hash.
+ * Tokens of the other places are read by name: no extra open, no hash.
  */
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';

@@ -36,15 +36,9 @@ export interface LiveState {
   stopping: boolean;
   /** The transitions that have done something in this run (the others are idle: nothing running, nothing fired). */
   transitions: Record<string, LiveTransition>;
-  /**
-   * Tokens per place as the run's index holds them, places holding
-   * none left out (status and serve count the directories).
-   */
+  /** Tokens per place as the run's index holds them, places holding none left out. */
   places?: Record<string, number>;
-  /**
-   * Places whose disk is full or failing now (or `(state)`, the state directory's), and since when
-   * (commit/io-faults.ts).
-   */
+  /** Places whose disk is full or failing now (or `(state)`, the state directory's), and since when. */
   ioFaults?: PlaceFault[];
   /** I/O errors met over the run, by place and error (absent when none). */
   ioErrors?: IoErrorCount[];

@@ -44,10 +44,7 @@ export interface FiringsContext {
   emit(e: NetEvent): void;
   /** Wake the run's loop (WakeLook says what it looks at again). */
   wake(look: WakeLook): void;
-  /**
-   * Told what each change of the open firings means for the
-   * scheduler's view (the tally's, and a service time recorded).
-   */
+  /** Told what each change of the open firings means for the scheduler's view. */
   readonly scheduler: TallyListener;
   /** A full disk or an I/O error met in a place (or the state's: io-faults.ts STATE_PLACE). */
   fault(place: string, err: NodeJS.ErrnoException): void;
@@ -78,19 +75,15 @@ export class OpenFirings {
   private readonly outcomes: OutcomeContext;
   /** Where firings stage their files (joined once: a path per firing is garbage enough). */
   private readonly stagingDir: string;
-  /**
-   * The signed places' queues and signers, for firings to judge their tokens again (made once: no closure per firing).
-   */
+  /** The signed places' queues and signers, for firings to judge their tokens again (one closure for the run). */
   private readonly signed: ((place: string) => SignedInput | undefined) | undefined;
 
   constructor(private readonly ctx: FiringsContext) {
     this.stagingDir = path.join(ctx.stateDir, 'staging');
-    // no signed place: no work per firing
     this.signed = ctx.places.anySigned ? (place) => ctx.places.signedInput(place) : undefined;
     this.tally = new FiringTally((place) => ctx.places.get(place)!.order === 'sequence', ctx.scheduler);
     // The run's stop reaches each running firing through its own controller: one listener for the
-    // run, where AbortSignal.any per firing made a signal, a WeakRef and a set entry on the run's
-    // signal per firing (the largest source of garbage a long run's old generation collected).
+    // run, not AbortSignal.any per firing (garbage per firing).
     ctx.signal.addEventListener(
       'abort',
       () => {
@@ -138,7 +131,6 @@ export class OpenFirings {
     this.retryRefused = true;
   }
 
-  /** Start a firing on the tokens the scheduler chose. */
   begin(s: Start): void {
     const run = this.ctx.trans.get(s.transition)!;
     const tokens = s.tokens.map(({ place, token }) => this.ctx.places.get(place)!.tokens.get(token.filename)!);
@@ -158,7 +150,6 @@ export class OpenFirings {
     if (s.skip) f.outcome = { nop: true };
     this.set.add(f);
     this.tally.opened(f);
-    // A NOP: nothing to run; it commits (is consumed) in its turn.
     if (!s.skip) this.launch(f);
   }
 
@@ -178,9 +169,8 @@ export class OpenFirings {
       attempt: f.attempt,
     });
     run.running++;
-    // This firing alone (`net pause --kill`), and the run's stop (the listener in the constructor).
-    // A move (no command, no function) ends in a microtask: nothing to stop, and no controller
-    // (with its signal, an event target) made per token moved.
+    // Stops this firing alone (`net pause --kill`), or the run's stop; a move ends in a microtask
+    // and needs none.
     const moves = !f.transition.run && !f.transition.fn;
     f.stop = moves ? undefined : new AbortController();
     if (this.ctx.signal.aborted) f.stop?.abort(this.ctx.signal.reason);
@@ -263,10 +253,7 @@ export class OpenFirings {
     });
   }
 
-  /**
-   * Apply the groups' results to the run's view: outputs indexed,
-   * inputs forgotten, then what the policy does on commit.
-   */
+  /** Apply the groups' results to the run's view: outputs indexed, inputs forgotten, then the policy's `then`. */
   applyCommits(): void {
     const now = Date.now();
     for (const { f, r, then } of this.results.splice(0)) {
@@ -298,7 +285,6 @@ export class OpenFirings {
     );
   }
 
-  /** Firings waiting to commit again after a full disk or an I/O error. */
   get waitingForDisk(): number {
     return this.diskWaits.size;
   }

@@ -32,11 +32,7 @@ export interface NetRunOptions {
    * another host may still send it tokens (drain.ts).
    */
   drainGate?: () => Promise<boolean>;
-  /**
-   * How many tokens of a place the run reads (and-merge inputs aside) are indexed at once, at
-   * least (default INDEX_WINDOW): memory against directory scans. Tests set it low to exercise
-   * refills.
-   */
+  /** Tokens of a read place indexed at once, at least (default INDEX_WINDOW): memory against scans. */
   indexWindow?: number;
   /**
    * For the kill -9 tests only (test/net/commit/group-crash.test.ts): called each time a group of

@@ -28,7 +28,6 @@ const SAFETY_SECONDS = 5;
 const SYNC_SAFETY_SECONDS = 2;
 
 export class RunPlaces {
-  /** Every place of the net, by name. */
   readonly byName = new Map<string, Place>();
   /** Consumer seqfiles of the places this run reads, held for the whole run. */
   readonly consumers = new Map<string, SeqFile>();
@@ -38,10 +37,7 @@ export class RunPlaces {
   private readonly lookahead = new Map<string, number>();
   /** Tokens claimed by this run's firings, by place: file names (a set lookup per token). */
   private readonly claimed = new Map<string, Set<string>>();
-  /**
-   * Whether a token is claimed, by place: one function each, so that
-   * inOrder starts past the claimed tokens it skipped last time.
-   */
+  /** Whether a token is claimed, one function per place, so that inOrder starts past those it skipped. */
   private readonly isClaimed = new Map<string, (t: Token) => boolean>();
   /** The and-merges' complete sets, kept up to date as tokens are indexed, claimed, freed and gone. */
   private readonly joins: MergeJoins<IndexedToken>;
@@ -55,12 +51,8 @@ export class RunPlaces {
   private readonly written = new Map<string, number>();
   /** Names this runner itself just wrote or deleted in jobs/: their events are not news. */
   private readonly ownNames = new Set<string>();
-  /**
-   * Indexed places whose directory must be read again (an event, a
-   * look, a window running low): the next refresh scans these alone.
-   */
+  /** Indexed places whose directory must be read again: the next refresh scans these alone. */
   private readonly stale = new Set<Place>();
-  /** The transitions of this run. */
   private readonly transitions: TransitionSpec[];
   private readonly pollInterval: number | undefined;
   /** Told of every change to what the scheduler sees of an indexed place (its tokens, claims, count). */
@@ -103,8 +95,7 @@ export class RunPlaces {
       const readers = readersOf(net, p).filter((t) => inRun.has(t));
       const keyed = readers.some(isMerge);
       this.lookahead.set(p, lookaheadOf(readers));
-      // A bounded index, so that memory does not grow with the tokens waiting; and-merge inputs are indexed whole
-      // (looked up by key).
+      // A bounded index; and-merge inputs are indexed whole (looked up by key).
       this.byName
         .get(p)!
         .bound(
@@ -159,7 +150,6 @@ export class RunPlaces {
     }
   }
 
-  /** Release the consumers' locks. */
   close(): void {
     for (const sf of this.consumers.values()) sf.release();
     this.consumers.clear();
@@ -213,10 +203,7 @@ export class RunPlaces {
     return this.signers.size > 0;
   }
 
-  /**
-   * A signed place's queue and signers, for its firings to judge
-   * its tokens again (inputs.ts); undefined for another place.
-   */
+  /** A signed place's queue and signers, for its firings to judge its tokens again (inputs.ts). */
   signedInput(place: string): SignedInput | undefined {
     const signers = this.signers.get(place);
     return signers && { queue: this.byName.get(place)!.queue, signers };
@@ -234,10 +221,8 @@ export class RunPlaces {
   }
 
   /**
-   * A place as the scheduler sees it: its head (its first unclaimed tokens), and what the open
-   * firings hold (`held`: as heldBy in plan/marking.ts, from the open firings' tally).
-   * O(lookahead), whatever the tokens waiting: an and-merge's sets come from its join
-   * (mergeView), and the index's tokens are the scheduler's TokenRefs.
+   * A place as the scheduler sees it: its first unclaimed tokens, and what the open firings hold
+   * (`held`, from their tally). O(lookahead), whatever the tokens waiting.
    */
   placeState(
     name: string,

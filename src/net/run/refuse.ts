@@ -88,9 +88,7 @@ export function setAsideAtFiring(net: NetModel, p: Place, r: RefusedInput, log: 
   );
 }
 
-/**
- * Forget a refused token and set it aside; false when that must wait for the next look (said in the log, with `when`).
- */
+/** Forget a refused token and set it aside; false when that must wait for the next look (logged, with `when`). */
 function setAside(
   net: NetModel,
   p: Place,
@@ -118,9 +116,8 @@ function setAside(
 }
 
 /**
- * A token left in its place unindexed: its directory may not change again (the safety look
- * compares the directory alone), so it is marked to be read again in a while, not at once (a
- * full disk would make that a busy loop); the run's next wake reads it.
+ * A token left in its place unindexed: marked to be read again in a while (its directory may not
+ * change again), not at once, which a full disk would make a busy loop.
  */
 function lookAgainSoon(p: Place): void {
   setTimeout(() => p.markDirty(), 1000).unref();

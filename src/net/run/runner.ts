@@ -213,7 +213,6 @@ export class NetRunner {
     }
   }
 
-  /** The shared pool of workers. */
   private poolSize(): number {
     // Asked once: the call costs microseconds (sched_getaffinity), and the loop asks per turn.
     return (this.workers ??= this.opts.workers ?? os.availableParallelism());

@@ -1,8 +1,7 @@
 /**
  * A multiset of numbers (or bigints) kept sorted in an array, for the run's counts of its open
- * firings (firing-tally.ts): "how many are below k" is a binary search. The firings it holds come and go
- * mostly in order (added at the end, removed from the front), which an array does in O(1); a key
- * out of order costs a move of the entries after it (a memmove of at most a few hundred).
+ * firings (firing-tally.ts): "how many are below k" is a binary search. Keys come and go mostly in
+ * order, which an array does in O(1); one out of order costs a short memmove.
  */
 import { lowerBound } from '../plan/index-set.js';
 
@@ -32,7 +31,6 @@ export class SortedKeys<K extends number | bigint> {
     else this.keys.splice(i, 1);
   }
 
-  /** The highest key, if any. */
   max(): K | undefined {
     return this.keys[this.keys.length - 1];
   }

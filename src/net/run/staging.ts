@@ -14,10 +14,7 @@
  * the commit never opens a name that user can change. docs/security.md says why.
  *
  * Removal is swept: the names of every firing dropped while a sweep is under way go together in
- * the next one, a single batch of unlinks on one of libuv's pool threads (fs-batch.ts). One
- * promise-based unlink per name was one hand-off to the pool each, four or five a command firing,
- * most of them failing with ENOENT (an error object with its stack): on 2 busy cores those
- * wake-ups cost more than the unlinks themselves.
+ * the next one, one batch of unlinks on a pool thread (fs-batch.ts), not one hand-off per name.
  *
  * Durability: none needed. Staging files are scratch: their contents reach a token only through
  * a `.part` that the commit fsyncs (commit.ts), and staging/ is emptied at every open of the run.
@@ -165,10 +162,8 @@ export function tailOf(file: string, bytes: number): string {
 }
 
 /**
- * A sweep waits this long for more firings' names (or until SWEEP_NAMES are queued): firings
- * that finish one by one (a chain's, two workers) each cost a hand-off to the pool otherwise,
- * with its wake-ups on 2 busy cores. Scratch lingering a few milliseconds costs nothing: its
- * names are the firing's own, never used again.
+ * A sweep waits this long for more firings' names (or until SWEEP_NAMES are queued), so that
+ * firings finishing one by one share a hand-off to the pool; scratch lingering costs nothing.
  */
 const SWEEP_DELAY_MS = 20;
 const SWEEP_NAMES = 256;

@@ -42,10 +42,7 @@ export interface Firing {
   diskWaits?: number;
   /** Its command failed while the disk of the staging files was full: that error (io-faults.ts stagingFull). */
   stagingFull?: NodeJS.ErrnoException;
-  /**
-   * It holds a later number of a sequence place than a token refused as its firing opened it: it must not commit
-   * (apply-outcome.ts).
-   */
+  /** It holds a later number of a sequence place than a token refused at its firing: it must not commit. */
   voided?: boolean;
 }
 
@@ -154,13 +151,9 @@ export function transitionStateOf(
   paused: boolean,
   mergeView: (t: TransitionSpec) => MergeView<TokenRef> | undefined,
 ): TransitionState {
-  // A transition's workers bound its commands running at once. A firing whose command has ended
-  // and whose commit is asked for holds none while up to two groups' worth (2 × GROUP_MAX) of them
-  // wait: its successors run while the group commits (the pool counts only running firings too),
-  // and the next group fills up meanwhile (with one group's worth, a full group under way let one
-  // more firing finish, and every other group was a group of one, which pays a whole group's
-  // fsyncs). Beyond that they count again, so that the open firings stay few. `counts` are the
-  // tally's (firing-tally.ts): the open firings are not walked.
+  // A transition's workers bound its commands running at once. Up to two groups' worth (2 × GROUP_MAX)
+  // of firings waiting to commit hold none, so that the next group fills while one commits; beyond
+  // that they count again, so that the open firings stay few. `counts` are the tally's.
   const halted = !!r.stopped || stopping || paused;
   const open = counts.open + Math.max(0, counts.committing - 2 * GROUP_MAX);
   return transitionState(r.spec, open, halted, r.service.samples(), mergeView(r.spec));

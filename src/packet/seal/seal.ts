@@ -14,10 +14,8 @@
  * it. A packet with neither key is unsealed; with one, or with a value out of range, it is a bad
  * packet.
  *
- * The checksum is zlib.crc32 (Node >= 20.15): Node's bundled zlib computes it with PCLMUL/SIMD,
- * about twice as fast as sha1 or sha256 and several times md5 or the pure-JS crc-32 package. The seal
- * guards against truncation and accidental corruption, not tampering (that is what gpg/age decoders
- * are for), so a CRC is enough, and it is the cheapest.
+ * A CRC (zlib.crc32, the fastest at hand: docs/benchmarks-notes.md) is enough: the seal guards
+ * against truncation and accidental corruption, not tampering (signatures and decoders do that).
  */
 import type zlib from 'node:zlib';
 import { BadPacketError, PayloadSealError } from '../../base/errors.js';

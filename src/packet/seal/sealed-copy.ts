@@ -170,9 +170,7 @@ export function writeMeasuredSync(outFd: number, header: PacketHeader, m: Measur
   if (m.fd >= 0) copyExactSealedSync(m.fd, outFd, m.seal, m.start, m.what);
 }
 
-/**
- * Write a sealed packet to outFd: the header with the payload's seal, then the payload (measurePayloadSync says how).
- */
+/** Write a sealed packet to outFd: the header with the payload's seal, then the payload (measurePayloadSync). */
 export function writeSealedPacketSync(outFd: number, header: PacketHeader, payloadFd?: number): void {
   const m = measurePayloadSync(payloadFd, false);
   try {
@@ -207,7 +205,7 @@ function copyExactSealedSync(inFd: number, outFd: number, seal: Seal, position: 
  * Store a packet from inFd into outFd, as queue-write does: the bytes are copied as they are,
  * but a plain packet's header is decoded on the way, and a sealed one's payload is checked
  * against its seal (PayloadSealError). Input that is not a plain packet (gzip, gpg...) or whose
- * header does not decode is copied unchecked, as before; an empty input, or a plain packet that
+ * header does not decode is copied unchecked; an empty input, or a plain packet that
  * ends within its header, is refused (ShortReadError). Returns the byte count.
  */
 export function copyPacketSync(inFd: number, outFd: number): number {

@@ -119,10 +119,7 @@ export async function* emitMeasured(header: PacketHeader, m: MeasuredFile): Asyn
   yield* emit(header, m.fd, header.seal, m.what);
 }
 
-/**
- * One sealed packet: the header with the payload's seal, then the payload. A payload given as
- * { fd } is a regular file we own (read from its start, closed at the end).
- */
+/** One sealed packet: the header with its seal, then the payload ({ fd }: a file of ours, closed at the end). */
 export function sealedPacketStream(header: PacketHeader, payload?: Readable | Uint8Array | { fd: number }): Readable {
   if (payload === undefined)
     return Readable.from([encodeHeader({ ...header, seal: { length: 0n, crc32: 0 } })], { objectMode: false });
