@@ -11,7 +11,7 @@
  * it keeps the descriptors it is given, but the terminal's signals reach only fspl. Not a session
  * always: setsid(2) also gives each job a scheduler autogroup, a measurable cost.
  *
- * No shell, and not execa (docs/benchmarks-notes.md); the payload goes as a descriptor, so the
+ * No shell, and not execa (its spawns cost twice a bare one); the payload goes as a descriptor, so the
  * kernel moves the bytes. The addon's posix_spawn starts what it can (native.ts), else child_process.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';

@@ -1,7 +1,7 @@
 /**
  * How V8's heap grows in a long `fspl net run`: a growing factor of 1.5 (--heap-growing-percent=50)
  * instead of up to 4, so that the short-lived garbage each firing promotes to the old generation is
- * collected on a small heap (docs/benchmarks-notes.md). No limit: the heap still grows with what the
+ * collected on a small heap. No limit: the heap still grows with what the
  * run keeps. A user's own --heap-growing-percent is left alone. Set at run time: V8 reads the flag
  * each time it sets the next limit.
  */

@@ -14,7 +14,7 @@
  * it. A packet with neither key is unsealed; with one, or with a value out of range, it is a bad
  * packet.
  *
- * A CRC (zlib.crc32, the fastest at hand: docs/benchmarks-notes.md) is enough: the seal guards
+ * A CRC (zlib.crc32, the fastest checksum at hand) is enough: the seal guards
  * against truncation and accidental corruption, not tampering (signatures and decoders do that).
  */
 import type zlib from 'node:zlib';
