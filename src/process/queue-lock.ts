@@ -27,19 +27,20 @@ export interface TakeSettings {
 
 /**
  * Take the queue's lock: LockedError if another processor holds it (at once with `wait:
- * false`, after a moment otherwise: Queue.lockSeqfile).
+ * false`, after a moment otherwise: Queue.lockSeqfile). `afterCut`: also finish the refusals a
+ * power cut left with two names, which only a cut before this process started can leave.
  */
 export async function takeQueue(
   queue: Queue,
   ctx: TakeSettings,
   retries: Retries,
-  options: { wait?: boolean },
+  options: { wait?: boolean; afterCut?: boolean },
 ): Promise<HeldQueue> {
   const seqfile = queue.lockSeqfile(options);
   const finisher = new Finisher(queue, seqfile, ctx.log);
   try {
     let next = await finisher.recover(seqfile.read());
-    if (queue.finishCutRefusals() > 0)
+    if (options.afterCut && queue.finishCutRefusals() > 0)
       ctx.log.info('process', `${queue.dir}: finished moving to refused/ what a power cut left in jobs/ too`);
     ctx.log.debug('process', () => `Read next ID ${next} from seqfile`);
     // Unlike the reference, make sure a job's completion can be recorded before running any:

@@ -62,6 +62,8 @@ export class QueueRun {
   /** Timestamp order: files already run (and left in place) in this run. */
   private readonly done = new Set<string>();
   private pass: Pass | undefined;
+  /** Whether a lock has looked for refusals a power cut left half done (queue-lock.ts). */
+  private cutLooked = false;
   private index = 0;
   /** Retries and failed jobs (retry-run.ts). */
   private readonly retries: Retries;
@@ -114,7 +116,9 @@ export class QueueRun {
    * false`, after a moment otherwise: Queue.lockSeqfile).
    */
   async lock(options: { wait?: boolean } = {}): Promise<void> {
-    const held = await takeQueue(this.queue, this.ctx, this.retries, options);
+    // Refusals a power cut left half done: looked for at the first lock only, not at every turn.
+    const held = await takeQueue(this.queue, this.ctx, this.retries, { ...options, afterCut: !this.cutLooked });
+    this.cutLooked = true;
     // Another processor moved nextseq while we did not hold the lock: the pass is stale.
     if (this.pass && held.next !== this.next) this.pass = undefined;
     this.next = held.next;

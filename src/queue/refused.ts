@@ -9,7 +9,7 @@
  * renamed from jobs/ into refused/; refused/ is fsynced (the packet is there to stay), then jobs/
  * (it is gone from there for good). A cut before the rename leaves the packet in jobs/, refused
  * again by the next run; a cut between the two fsyncs leaves it with both names, and the next run
- * drops the one in jobs/ as it takes the lock (finishCutRefusals).
+ * drops the one in jobs/ at its first lock (finishCutRefusals).
  *
  * refused/ is the queue owner's, beside jobs/ (who may write jobs/ may not write it): the note is
  * made new all the same (untrusted.ts), never through a name someone planted.
@@ -89,7 +89,7 @@ function sameFile(a: string, b: string): boolean {
 }
 
 /**
- * Finish every move to refused/ that a power cut left with both names, as a run takes the lock:
+ * Finish every move to refused/ that a power cut left with both names, at a run's first lock:
  * a scan never reads such a file (two names: a hard link, refused as untrusted.ts says), so no
  * later refusal of it would. Returns how many names left jobs/ (one fsync of jobs/ for them all).
  */
