@@ -96,11 +96,13 @@ function sameFile(a: string, b: string): boolean {
 export function finishCutRefusals(queueDir: string): number {
   const jobs = path.join(queueDir, 'jobs');
   const dir = path.join(queueDir, REFUSED_DIR);
+  // No refused/ (nothing was ever refused here) is the common case: asked without an exception.
+  if (fs.lstatSync(dir, { throwIfNoEntry: false }) === undefined) return 0;
   let names: string[];
   try {
     names = fs.readdirSync(dir);
   } catch {
-    return 0; // no refused/: nothing was ever refused here
+    return 0; // gone since, or not to be read: nothing to finish
   }
   let removed = 0;
   for (const name of names) {

@@ -19,6 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../base/log.js';
+import { type Stamp, stampPaths } from '../sys/stamps.js';
 import { isJobFilename } from './jobs.js';
 
 export interface DirWatchSetOptions {
@@ -51,13 +52,6 @@ export interface DirWatchOptions {
    * its nextseq), whose events come after the fact and would only make it look again for nothing.
    */
   fileChanged?: () => boolean;
-}
-
-/** What one stat saw of a directory or a file. */
-interface Stamp {
-  ino: number;
-  mtimeMs: number;
-  ctimeMs: number;
 }
 
 /** What the last look saw of a directory (and of its file, if it has one). */
@@ -142,7 +136,7 @@ export class DirWatchSet<K> {
       removed: false,
       force: false,
     };
-    entry.seen = look(dir, entry.file);
+    entry.seen = lookAll([entry])[0];
     this.entries.set(key, entry);
     if (this.mode === 'events') this.listen(entry, options);
     this.enqueue(entry, Date.now());
@@ -240,27 +234,27 @@ export class DirWatchSet<K> {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = Date.now();
-    let budget = LOOKS_PER_TICK;
+    const due: Entry<K>[] = [];
     let next = Infinity;
     for (const [interval, list] of this.lists) {
       let i = 0;
       for (; i < list.length; i++) {
         const entry = list[i]!;
         if (entry.removed || entry.interval !== interval) continue; // removed, or moved to the fallback list
-        if (entry.due > now || budget === 0) break;
-        budget--;
-        this.visit(entry, now);
+        if (entry.due > now || due.length === LOOKS_PER_TICK) break;
+        due.push(entry);
       }
-      list.splice(0, i); // visited entries went to the back (enqueue), after this list's end
+      list.splice(0, i);
       if (list.length === 0) this.lists.delete(interval);
-      else next = Math.min(next, budget === 0 ? now : list[0]!.due);
+      else next = Math.min(next, due.length === LOOKS_PER_TICK ? now : list[0]!.due);
     }
-    // Entries pushed during the loop sit at the lists' ends; their due times are later than any head's.
+    // The looked-at go to their lists' ends (enqueue), due later than any head.
+    const seen = lookAll(due);
+    for (let i = 0; i < due.length; i++) this.visit(due[i]!, seen[i], now);
     if (next !== Infinity) this.arm(next);
   }
 
-  private visit(entry: Entry<K>, now: number): void {
-    const seen = look(entry.dir, entry.file);
+  private visit(entry: Entry<K>, seen: Seen | undefined, now: number): void {
     const before = entry.seen;
     entry.seen = seen;
     const changed =
@@ -291,19 +285,21 @@ function closeWatchers(entry: Entry<unknown>): void {
   entry.fileWatcher = undefined;
 }
 
-/** One stat of a directory (and of its file); undefined when the directory can't be looked at (gone, say). */
-function look(dir: string, file: string | undefined): Seen | undefined {
-  const d = stamp(dir);
-  return d && { dir: d, file: file === undefined ? undefined : stamp(file), at: Date.now() };
-}
-
-function stamp(p: string): Stamp | undefined {
-  try {
-    const st = fs.statSync(p);
-    return { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
-  } catch {
-    return undefined;
+/** One stat of each entry's directory (and of its file); undefined when the directory can't be looked at (gone, say). */
+function lookAll(entries: readonly Entry<unknown>[]): Array<Seen | undefined> {
+  const paths: string[] = [];
+  for (const e of entries) {
+    paths.push(e.dir);
+    if (e.file !== undefined) paths.push(e.file);
   }
+  const stamps = stampPaths(paths);
+  const at = Date.now();
+  let k = 0;
+  return entries.map((e) => {
+    const dir = stamps[k++];
+    const file = e.file === undefined ? undefined : stamps[k++];
+    return dir && { dir, file, at };
+  });
 }
 
 /** Whether two looks differ: replaced (another inode), changed, made or removed. */

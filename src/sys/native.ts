@@ -45,6 +45,8 @@ interface Binding {
   copy?(inFd: number, outFd: number, limit: number): [number, number];
   /** flock(2): 0 or the errno (src/sys/lock.ts). */
   flock?(fd: number, operation: number): number;
+  /** stat(2) of each path: inode, mtimeMs, ctimeMs into out, 3 a path (NaN inode: failed). src/sys/stamps.ts. */
+  stamps?(paths: readonly string[], out: Float64Array): void;
   /** File operations in order on one pool thread (src/sys/fs-batch.ts). */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
   /** The same, on the calling thread (runBatchSync). */

@@ -29,6 +29,7 @@ describe('DirWatchSet', () => {
     set?.close();
     set = undefined;
     vi.restoreAllMocks();
+    vi.unstubAllEnvs();
   });
 
   it('reports the directory a job file is renamed into, by its key (events)', async () => {
@@ -193,6 +194,8 @@ describe('DirWatchSet', () => {
       fs.mkdirSync(d);
       dirs.push(d);
     }
+    // Looks counted through fs.statSync: the pure-Node stamps (the addon's batch is tested in test/sys/stamps.test.ts).
+    vi.stubEnv('FSPL_NO_NATIVE', '1');
     const stat = vi.spyOn(fs, 'statSync');
     set = new DirWatchSet(() => {}, { pollInterval: 0.2, coarseMs: 0 });
     for (const [i, d] of dirs.entries()) set.add(String(i), d);

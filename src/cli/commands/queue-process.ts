@@ -18,7 +18,6 @@ import {
 } from '../../process/process.js';
 import { Queue } from '../../queue/queue.js';
 import { noQueueUnder } from '../../queue/queue-dirs.js';
-import { badAllowedHost } from '../../web/host-check.js';
 import {
   allowedSignersArg,
   enumArg,
@@ -52,7 +51,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   if (str(inv, 'poll-interval') !== undefined && !watch)
     throw new UsageError('--poll-interval only applies with --watch');
   const pollInterval = secondsArg(inv, 'poll-interval', 0.01);
-  const listen = listenArg(inv, watch);
+  const listen = await listenArg(inv, watch);
   const jobs = intArg(inv, 'jobs');
   if (jobs !== undefined && jobs < 1)
     throw new UsageError(`invalid value '${str(inv, 'jobs')}' for --jobs: expected a whole number, at least 1`);
@@ -169,7 +168,10 @@ function onFinishArg(inv: Invocation<FsplArgs<'queue-process'>>): { command: str
  * --listen [HOST:]PORT (with --watch only) and --allow-host: where the queues' page listens.
  * HOST is a name or an address, an IPv6 one in brackets; 127.0.0.1 when not given.
  */
-function listenArg(inv: Invocation<FsplArgs<'queue-process'>>, watch: boolean): QueuePageOptions | undefined {
+async function listenArg(
+  inv: Invocation<FsplArgs<'queue-process'>>,
+  watch: boolean,
+): Promise<QueuePageOptions | undefined> {
   const given = str(inv, 'listen');
   const allowHosts = strings(inv, 'allow-host');
   if (given === undefined) {
@@ -184,9 +186,13 @@ function listenArg(inv: Invocation<FsplArgs<'queue-process'>>, watch: boolean): 
     throw new UsageError(
       `invalid value '${given}' for --listen: expected [HOST:]PORT, e.g. 9464 or 127.0.0.1:9464 (PORT 0: any free one)`,
     );
-  for (const name of allowHosts) {
-    const bad = badAllowedHost(name);
-    if (bad) throw new UsageError(`invalid value for --allow-host: ${bad}`);
+  if (allowHosts.length > 0) {
+    // Loaded only here: it needs node:net, a few ms of every start that has no --allow-host.
+    const { badAllowedHost } = await import('../../web/host-check.js');
+    for (const name of allowHosts) {
+      const bad = badAllowedHost(name);
+      if (bad) throw new UsageError(`invalid value for --allow-host: ${bad}`);
+    }
   }
   return { host: m[1] ?? m[2] ?? '127.0.0.1', port, allowHosts };
 }
