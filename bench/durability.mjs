@@ -25,7 +25,9 @@ const SELF = fileURLToPath(import.meta.url);
 const NODE = process.execPath;
 const BEGIN = '<!-- durability-bench:begin -->';
 const END = '<!-- durability-bench:end -->';
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
+);
 const log = (m) => process.stderr.write(`[durability-bench] ${m}\n`);
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -61,7 +63,10 @@ async function child(what, n, dir) {
   }
   if (what === 'net') {
     const file = path.join(dir, 'net.yaml');
-    fs.writeFileSync(file, 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n');
+    fs.writeFileSync(
+      file,
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n',
+    );
     const net = Net.load(file);
     net.init();
     for (let i = 0; i < n; i++) await net.put('a', Buffer.from('x'), { key: `k${i}` });
@@ -83,7 +88,13 @@ if (process.argv[2] === '--child') {
 // ---------------------------------------------------------------- parent
 
 function parseArgs(argv) {
-  const o = { quick: process.env.BENCH_QUICK === '1', rounds: undefined, dir: '/var/tmp', ref: process.env.FSPL_REF ?? '/usr/bin/fspl', splice: undefined };
+  const o = {
+    quick: process.env.BENCH_QUICK === '1',
+    rounds: undefined,
+    dir: '/var/tmp',
+    ref: process.env.FSPL_REF ?? '/usr/bin/fspl',
+    splice: undefined,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') o.quick = true;
@@ -200,7 +211,9 @@ const load = os.loadavg()[0].toFixed(2);
 const rows = [];
 const haveRef = fs.existsSync(opts.ref);
 try {
-  const N = opts.quick ? { lib: 100, cli: 5, proc: 20, nop: 100, net: 50 } : { lib: 2000, cli: 100, proc: 300, nop: 3000, net: 1000 };
+  const N = opts.quick
+    ? { lib: 100, cli: 5, proc: 20, nop: 100, net: 50 }
+    : { lib: 2000, cli: 100, proc: 300, nop: 3000, net: 1000 };
   measure(
     rows,
     'Queue.writeBuffer (library), per job',

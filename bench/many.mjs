@@ -38,7 +38,9 @@ const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1
 const x = (v) => `${v.toFixed(2)}×`;
 const s2 = (v) => `${v.toFixed(2)} s`;
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
+);
 const loadavg = () => os.loadavg()[0].toFixed(2);
 
 const WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-many-bench-'));
@@ -53,7 +55,11 @@ function die(msg) {
 function timed(cmdline, what) {
   const tf = path.join(WORK, 'time');
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], { env: ENV, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], {
+    env: ENV,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) die(`${what} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const [u, s, rss] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
@@ -99,7 +105,8 @@ function benchPass() {
   log(`pass: making ${n} queues with the reference`);
   const template = makeTemplate(n);
   const sides = {
-    ref: (dir, out) => `for q in ${shq(dir)}/q*; do ${shq(opts.ref)} queue-process -q "$q" sh -- -c 'cat >> ${out}' || exit 1; done`,
+    ref: (dir, out) =>
+      `for q in ${shq(dir)}/q*; do ${shq(opts.ref)} queue-process -q "$q" sh -- -c 'cat >> ${out}' || exit 1; done`,
     ours: (dir, out) => `${shq(NODE)} ${shq(BIN)} queue-process --queues-in ${shq(dir)} sh -- -c 'cat >> ${out}'`,
   };
   const runs = { ref: [], ours: [], floor: [] };
@@ -122,7 +129,11 @@ function benchPass() {
       fs.rmSync(dir, { recursive: true });
     }
   }
-  const cpu = { ref: median(runs.ref.map((r) => r.cpu)), ours: median(runs.ours.map((r) => r.cpu)), floor: median(runs.floor.map((r) => r.cpu)) };
+  const cpu = {
+    ref: median(runs.ref.map((r) => r.cpu)),
+    ours: median(runs.ours.map((r) => r.cpu)),
+    floor: median(runs.floor.map((r) => r.cpu)),
+  };
   const wall = { ref: median(runs.ref.map((r) => r.wall)), ours: median(runs.ours.map((r) => r.wall)) };
   const ratio = cpu.ours / cpu.ref;
   const ownMs = ((cpu.ours - cpu.floor) / n) * 1000;
@@ -166,7 +177,11 @@ async function until(what, cond, ms = 120_000) {
 
 /** A packet of sequence seq, made by the reference, read back as bytes. */
 function refPacket(seq) {
-  const r = spawnSync('sh', ['-c', `f=$(mktemp); echo ${seq} > "$f"; echo job | ${shq(opts.ref)} prepare -s "$f" -i -; rm -f "$f" "$f.lock"`], { env: ENV });
+  const r = spawnSync(
+    'sh',
+    ['-c', `f=$(mktemp); echo ${seq} > "$f"; echo job | ${shq(opts.ref)} prepare -s "$f" -i -; rm -f "$f" "$f.lock"`],
+    { env: ENV },
+  );
   if (r.status !== 0) die('prepare failed');
   return r.stdout;
 }
@@ -189,10 +204,24 @@ async function benchWatch() {
   // Queues made moments ago look as if they might have changed unseen (coarse time stamps): each
   // is scanned once more at its first safety look. A service starts over queues made long before.
   await sleep(3000);
-  const child = spawn(NODE, [BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', `echo "$(date +%s%N)" >> ${logFile}; cat > /dev/null`], {
-    env: ENV,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    NODE,
+    [
+      BIN,
+      'queue-process',
+      '--watch',
+      '--queues-in',
+      parent,
+      'sh',
+      '--',
+      '-c',
+      `echo "$(date +%s%N)" >> ${logFile}; cat > /dev/null`,
+    ],
+    {
+      env: ENV,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const t0 = Date.now();
@@ -222,12 +251,19 @@ async function benchWatch() {
     // The queue's next job: its own number 1, unless the queue was picked before.
     const name = `fspl-00000000-0000-4000-8000-${String(k + 1).padStart(12, '0')}.fspl`;
     const renamedNs = BigInt(Date.now()) * 1_000_000n;
-    if (fs.readdirSync(q).some((f) => f.startsWith('fspl-')) || fs.readFileSync(path.join(q, '..', 'nextseq'), 'utf8').trim() !== '1') {
+    if (
+      fs.readdirSync(q).some((f) => f.startsWith('fspl-')) ||
+      fs.readFileSync(path.join(q, '..', 'nextseq'), 'utf8').trim() !== '1'
+    ) {
       fs.rmSync(tmp);
       continue; // picked twice: a packet numbered 1 would not run; skip the sample
     }
     fs.renameSync(tmp, path.join(q, name));
-    await until('the job to start', () => fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).length > seen, 30_000);
+    await until(
+      'the job to start',
+      () => fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).length > seen,
+      30_000,
+    );
     const lines = fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
     seen = lines.length;
     latencies.push(Number(BigInt(lines[lines.length - 1]) - renamedNs) / 1e6);

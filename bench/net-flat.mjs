@@ -110,7 +110,9 @@ export async function benchFlat(ctx) {
   const decUs = (n) => median(dec.get(n).map((m) => m.decideUs));
   const allocUs = (n) => median(dec.get(n).map((m) => m.allocateUs));
   const dRatio = decUs(10_000) / decUs(50);
-  const how = dec.get(50)[0].incremental ? 'the incremental scheduler told what changed' : 'schedule() over the whole marking';
+  const how = dec.get(50)[0].incremental
+    ? 'the incremental scheduler told what changed'
+    : 'schedule() over the whole marking';
   rows.push([
     `one decision of the scheduler (${how}), 10,000 transitions with work, 4 workers`,
     'itself with 50',

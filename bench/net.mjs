@@ -58,7 +58,9 @@ const x = (v) => `${v.toFixed(2)}×`;
 // shell (with a login shell's SHELL=/bin/bash, each of our commands started bash and each of the
 // floor's dash: about 0.5 ms more a command here, charged to the runner).
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
+);
 
 const lib = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
 const { Net } = lib;
@@ -73,14 +75,23 @@ function freshDir(name) {
 }
 
 function table(headers, rows) {
-  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `| ${headers.join(' | ')} |`,
+    `| ${headers.map(() => '---').join(' | ')} |`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 /** Run a command under GNU time: wall ms, CPU s (user+sys, children included), max RSS KiB. */
 function timed(argv, { cwd, env = ENV } = {}) {
   const tf = path.join(WORK, `time-${counter++}`);
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', tf, ...argv], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', tf, ...argv], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-2000)}`);
   const [, u, s, m] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
@@ -191,7 +202,8 @@ transitions:
     const staticMeas = (N * slowMeas * 3) / W + svc.s10.mean + svc.s20.mean;
     // The commands alone, W at once (as W workers run them), no fspl: the work the bound should count here.
     const alone = {};
-    for (const [t, ms] of stages) alone[t] = { mean: await standaloneMs(`sleep 0.0${ms / 10}; cat`, W, opts.quick ? 5 : 40), jitter: 0 };
+    for (const [t, ms] of stages)
+      alone[t] = { mean: await standaloneMs(`sleep 0.0${ms / 10}; cat`, W, opts.quick ? 5 : 40), jitter: 0 };
     const simAlone = simulate(model, { tokens: N, workers: W, service: alone });
     rows.push({ W, wall, simNom, simMeas, staticNom, staticMeas, svc, alone, simAlone });
   }
@@ -309,7 +321,9 @@ async function benchJitter() {
   for (const cap of caps) {
     const model = lib.defineNet(chainNet(WORK, cap, () => ({ run: null })));
     for (const j of [0, 1]) {
-      const ms = seeds.map((seed) => simulate(model, { tokens: N, workers: 8, seed, defaultService: { mean: 20, jitter: j } }).makespan);
+      const ms = seeds.map(
+        (seed) => simulate(model, { tokens: N, workers: 8, seed, defaultService: { mean: 20, jitter: j } }).makespan,
+      );
       sim.set(`${capName(cap)}/${j}`, mean(ms));
     }
   }
@@ -340,7 +354,12 @@ async function benchJitter() {
           rnd = 12345; // every capacity sees the same service times
           const dir = freshDir('jitter');
           const net = make(dir, cap);
-          await fill(net, 'p0', NREAL, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
+          await fill(
+            net,
+            'p0',
+            NREAL,
+            () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`,
+          );
           const t = await inProcessRun(net, 8);
           expectAll(path.join(dir, 'places/p8'), NREAL, `jitter (${what})`);
           walls.push(t.makespan);
@@ -354,9 +373,13 @@ async function benchJitter() {
   const real = await realRuns(realCaps, 'commands', (dir, cap) => {
     const yamlT = Array.from(
       { length: 8 },
-      (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`,
+      (_, k) =>
+        `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`,
     ).join('\n');
-    const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
+    const yamlP = Array.from(
+      { length: 9 },
+      (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`,
+    ).join('\n');
     return writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`).net;
   });
   // The same in real time with JavaScript transitions (\`fn\`): real places, files, journal and
@@ -380,11 +403,21 @@ async function benchJitter() {
     caps.map((cap) => {
       const p = m.get(`${capName(cap)}/1`) / m.get(`${capName(cap)}/0`) - 1;
       const p1 = m.get('1/1') / m.get('1/0') - 1;
-      return [`${capName(cap)} (${label})`, sec(m.get(`${capName(cap)}/0`)), sec(m.get(`${capName(cap)}/1`)), `${(p * 100).toFixed(1)}%`, x(p / p1)];
+      return [
+        `${capName(cap)} (${label})`,
+        sec(m.get(`${capName(cap)}/0`)),
+        sec(m.get(`${capName(cap)}/1`)),
+        `${(p * 100).toFixed(1)}%`,
+        x(p / p1),
+      ];
     });
-  const realRows = [...rowsOf(js, jsCaps, 'real run, JavaScript transitions'), ...rowsOf(real, realCaps, 'real run, commands')];
+  const realRows = [
+    ...rowsOf(js, jsCaps, 'real run, JavaScript transitions'),
+    ...rowsOf(real, realCaps, 'real run, commands'),
+  ];
   const penOf = (m, c) => m.get(`${capName(c)}/1`) / m.get(`${capName(c)}/0`) - 1;
-  const spreadOf = (m, caps) => Math.max(...caps.map((c) => m.get(`${capName(c)}/0`))) / Math.min(...caps.map((c) => m.get(`${capName(c)}/0`))) - 1;
+  const spreadOf = (m, caps) =>
+    Math.max(...caps.map((c) => m.get(`${capName(c)}/0`))) / Math.min(...caps.map((c) => m.get(`${capName(c)}/0`))) - 1;
   return `### Jitter and place capacity (the thesis's experiment)
 
 A chain of 8 stages of 20 ms nominal, ${N} tokens, one worker per stage (\`workers: 1\`, a pool
@@ -459,7 +492,14 @@ async function benchHop() {
       for (let i = 0; i <= hops; i++) spawnSync(argv[0], [...argv.slice(1), 'queue-init', '-q', q(i)], { env: ENV });
       // Tokens for the first queue: prepared by the same side (not timed).
       for (let i = 0; i < M; i++) {
-        const s = spawnSync('sh', ['-c', `printf '%s\\n' ${i} | ${fsplCmd} prepare -s '${dir}/seq0' -i - | ${fsplCmd} queue-write -q '${q(0)}'`], { env: ENV });
+        const s = spawnSync(
+          'sh',
+          [
+            '-c',
+            `printf '%s\\n' ${i} | ${fsplCmd} prepare -s '${dir}/seq0' -i - | ${fsplCmd} queue-write -q '${q(0)}'`,
+          ],
+          { env: ENV },
+        );
         if (s.status !== 0) throw new Error(`queue-write: ${s.stderr}`);
       }
       let wall = 0;
@@ -522,7 +562,10 @@ async function benchScale() {
     fs.rmSync(dir, { recursive: true, force: true });
     // The same with V8's old generation capped: what the run retains, rather than the garbage V8 lets pile up.
     fs.renameSync(`${dir}-copy`, dir);
-    const c = timed([NODE, BIN, 'net', 'run', '--drain', file], { cwd: dir, env: { ...ENV, NODE_OPTIONS: `--max-old-space-size=${CAPPED_MIB}` } });
+    const c = timed([NODE, BIN, 'net', 'run', '--drain', file], {
+      cwd: dir,
+      env: { ...ENV, NODE_OPTIONS: `--max-old-space-size=${CAPPED_MIB}` },
+    });
     expectAll(path.join(dir, 'places/c'), n, 'scale (capped heap)');
     rows.push({ n, ...t, putMs, capped: c });
     fs.rmSync(dir, { recursive: true, force: true });

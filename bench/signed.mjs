@@ -45,7 +45,9 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const x = (v) => `${v.toFixed(2)}×`;
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS' && k !== 'SSH_AUTH_SOCK'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS' && k !== 'SSH_AUTH_SOCK'),
+);
 ENV.SHELL = '/bin/sh';
 const loadavg = () => os.loadavg()[0].toFixed(2);
 const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
@@ -63,7 +65,11 @@ function die(msg) {
 function timed(cmdline, what) {
   const tf = path.join(WORK, 'time');
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], { env: ENV, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], {
+    env: ENV,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) die(`${what} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const [u, s] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
@@ -179,7 +185,12 @@ function benchVerify() {
   const loads = [];
   for (let round = 0; round < opts.rounds; round++) {
     loads.push(loadavg());
-    runs.ours.push(timed(`${fspl} stdin-process --allowed-signers ${shq(SIGNERS)} --ignore-payload true < ${shq(packet)}`, 'stdin-process'));
+    runs.ours.push(
+      timed(
+        `${fspl} stdin-process --allowed-signers ${shq(SIGNERS)} --ignore-payload true < ${shq(packet)}`,
+        'stdin-process',
+      ),
+    );
     runs.floor.push(timed(`sha512sum ${shq(payload)} > /dev/null`, 'sha512sum'));
   }
   fs.rmSync(payload);

@@ -17,7 +17,11 @@ function run(code: string, n: number): string {
   fs.mkdirSync(scratch, { recursive: true });
   const file = path.join(scratch, `example-${n}.mjs`);
   fs.writeFileSync(file, code);
-  return execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(process.execPath, [file], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));

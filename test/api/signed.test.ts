@@ -40,8 +40,16 @@ describeIfPresent('signed packets in the library', missing, { what: 'signed pack
     const file = path.join(dir, 'payload');
     fs.writeFileSync(file, 'from a file');
     const made = [
-      await bytesOf(preparePacket({ seq: 1n, params: ['a'], payload: Buffer.from('bytes'), sign: { key: alice.file } })),
-      await bytesOf(preparePacket({ seq: 2n, payload: Readable.from([Buffer.from('a '), Buffer.from('stream')]), sign: { key: alice.file } })),
+      await bytesOf(
+        preparePacket({ seq: 1n, params: ['a'], payload: Buffer.from('bytes'), sign: { key: alice.file } }),
+      ),
+      await bytesOf(
+        preparePacket({
+          seq: 2n,
+          payload: Readable.from([Buffer.from('a '), Buffer.from('stream')]),
+          sign: { key: alice.file },
+        }),
+      ),
       await bytesOf(preparePacket({ seq: 3n, payload: { path: file }, sign: { key: alice.file } })),
       await bytesOf(preparePacket({ seq: 4n, kind: 'NOP', sign: { key: alice.file } })),
     ];
@@ -53,7 +61,9 @@ describeIfPresent('signed packets in the library', missing, { what: 'signed pack
     }
     const changed = Buffer.from(made[1]!);
     changed[changed.length - 1] ^= 0x20;
-    await expect(verifyPacket(changed, signers)).rejects.toThrow(/payload is not the signed one|payload does not match its signature/);
+    await expect(verifyPacket(changed, signers)).rejects.toThrow(
+      /payload is not the signed one|payload does not match its signature/,
+    );
     const theirs = await bytesOf(preparePacket({ seq: 1n, payload: Buffer.from('x'), sign: { key: mallory.file } }));
     const err = await verifyPacket(theirs, signers).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SignatureError);
@@ -75,12 +85,17 @@ describeIfPresent('signed packets in the library', missing, { what: 'signed pack
       async (job: JobContext) => {
         seen.push(`${job.seq} ${job.signer?.principal} ${await text(job.payload)} ${job.variables.FSPL_JOB_SIGNER}`);
       },
-      { allowedSigners: signers, onEvent: (e) => e.type === 'end' && events.push(`${e.seq} ${e.refused ? 'refused' : e.ok}`) },
+      {
+        allowedSigners: signers,
+        onEvent: (e) => e.type === 'end' && events.push(`${e.seq} ${e.refused ? 'refused' : e.ok}`),
+      },
     );
     expect(seen).toEqual(['1 alice@example one alice@example']);
     expect(summary).toMatchObject({ processed: 1, succeeded: 1, failed: 0 });
     expect(events).toEqual(['2 refused', '1 true']); // refused as the scan reads it, before any job runs
-    expect(fs.readdirSync(path.join(q.dir, 'refused')).sort()).toEqual(expect.arrayContaining([expect.stringMatching(/\.fspl\.why$/)]));
+    expect(fs.readdirSync(path.join(q.dir, 'refused')).sort()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/\.fspl\.why$/)]),
+    );
     expect(q.getNext()).toBe(2n);
     // The real packet 2 runs, with a command this time.
     const out = path.join(dir, 'out');

@@ -19,12 +19,17 @@ function put(q: Queue, seq: number): void {
 }
 
 function fspl(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [FSPL_BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [FSPL_BIN, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Each job logs "start QUEUE SEQ" and "end QUEUE SEQ" around a short sleep. */
-const RECORD = 'echo "start $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"; sleep 0.02; echo "end $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"';
+const RECORD =
+  'echo "start $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"; sleep 0.02; echo "end $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"';
 
 function setup(n: number, perQueue: number) {
   const dir = memTempDir();
@@ -78,8 +83,12 @@ describe('queue-process over many queues', () => {
       const r = fspl(['queue-process', '-q', a.dir, '-q', b.dir, '-q', c.dir, 'sh', '--', '-c', failInB], { LOG: log });
       expect(r.code).toBe(1);
       const lines = r.stderr.split('\n').filter(Boolean);
-      expect(lines).toContainEqual(expect.stringMatching(/^ *WARN fspl::process: Skipping queue ".*q2": another processor holds its lock/));
-      expect(lines[lines.length - 1]).toMatch(/^Error: queue ".*q1" stopped: Job 1 failed \(command exited with status 7\)/);
+      expect(lines).toContainEqual(
+        expect.stringMatching(/^ *WARN fspl::process: Skipping queue ".*q2": another processor holds its lock/),
+      );
+      expect(lines[lines.length - 1]).toMatch(
+        /^Error: queue ".*q1" stopped: Job 1 failed \(command exited with status 7\)/,
+      );
       expect(lines.filter((l) => l.startsWith('Error:'))).toHaveLength(1);
     } finally {
       lock.kill();
@@ -94,14 +103,28 @@ describe('queue-process over many queues', () => {
     for (const q of queues) {
       for (const seq of [1, 2]) {
         const packet = encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } }));
-        const gz = spawnSync('gzip', ['-c'], { input: Buffer.concat([packet, Buffer.from(`${path.basename(q.dir)}-${seq}`)]) }).stdout;
+        const gz = spawnSync('gzip', ['-c'], {
+          input: Buffer.concat([packet, Buffer.from(`${path.basename(q.dir)}-${seq}`)]),
+        }).stdout;
         fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), gz);
       }
     }
     const out = path.join(path.dirname(parent), 'out');
     fs.mkdirSync(out);
     const r = fspl(
-      ['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"'],
+      [
+        'queue-process',
+        '--queues-in',
+        parent,
+        '-d',
+        'zcat',
+        '--jobs',
+        '2',
+        'sh',
+        '--',
+        '-c',
+        'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"',
+      ],
       { OUT: out },
     );
     expect(r.code, r.stderr).toBe(0);
@@ -120,9 +143,15 @@ describe('queue-process over many queues', () => {
   it('usage errors: no queue, a bad --jobs, a --queues-in parent that cannot be read', () => {
     expect(fspl(['queue-process', 'true']).code).toBe(2);
     const bad = fspl(['queue-process', '-q', 'a', '-q', 'b', '--jobs', '0', 'true']);
-    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "error: invalid value '0' for --jobs: expected a whole number, at least 1"]);
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([
+      2,
+      "error: invalid value '0' for --jobs: expected a whole number, at least 1",
+    ]);
     const missing = fspl(['queue-process', '--queues-in', '/nonexistent/parent', 'true']);
-    expect([missing.code, missing.stderr]).toEqual([1, 'Error: Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent\n']);
+    expect([missing.code, missing.stderr]).toEqual([
+      1,
+      'Error: Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent\n',
+    ]);
   });
 
   it('--queues-in that finds no queue says what is there instead: exit 1 in one pass, a warning when watching', async () => {
@@ -135,7 +164,9 @@ describe('queue-process over many queues', () => {
     ]);
     const empty = path.join(dir, 'empty');
     fs.mkdirSync(empty);
-    expect(fspl(['queue-process', '--queues-in', empty, 'true']).stderr).toBe(`Error: --queues-in found no queue: ${empty} holds no directory\n`);
+    expect(fspl(['queue-process', '--queues-in', empty, 'true']).stderr).toBe(
+      `Error: --queues-in found no queue: ${empty} holds no directory\n`,
+    );
     const odd = path.join(dir, 'odd');
     fs.mkdirSync(path.join(odd, 'photos'), { recursive: true });
     Queue.init(path.join(odd, 'outbox'), { appendOnly: true });
@@ -149,15 +180,25 @@ describe('queue-process over many queues', () => {
     expect(both.code).toBe(0);
     expect(both.stderr).toContain(`--queues-in found no queue: ${empty} holds no directory\n`);
     // Watching: warned once, and the queue made later is served.
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', empty, 'sh', '--', '-c', `cat > "${dir}/served"`], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [FSPL_BIN, 'queue-process', '--watch', '--queues-in', empty, 'sh', '--', '-c', `cat > "${dir}/served"`],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     await new Promise((r) => setTimeout(r, 1500));
     const later = Queue.init(path.join(empty, 'later'));
-    later.writeBuffer(Buffer.concat([encodeHeader(makeHeader({ seq: 1n, cmd: { kind: 'Command', params: [], env: [] } })), Buffer.from('hello')]));
-    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'served')); i++) await new Promise((r) => setTimeout(r, 100));
+    later.writeBuffer(
+      Buffer.concat([
+        encodeHeader(makeHeader({ seq: 1n, cmd: { kind: 'Command', params: [], env: [] } })),
+        Buffer.from('hello'),
+      ]),
+    );
+    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'served')); i++)
+      await new Promise((r) => setTimeout(r, 100));
     child.kill('SIGTERM');
     await new Promise((r) => child.on('close', r));
     expect(fs.readFileSync(path.join(dir, 'served'), 'utf8')).toBe('hello');
@@ -167,10 +208,14 @@ describe('queue-process over many queues', () => {
 
   it('--watch --queues-in: serves a queue made later, forgets one removed, and SIGTERM exits 0', async () => {
     const { parent, queues, log } = setup(1, 1);
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', RECORD], {
-      env: { ...process.env, LOG: log },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', RECORD],
+      {
+        env: { ...process.env, LOG: log },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const until = async (what: string, cond: () => boolean) => {
@@ -192,7 +237,9 @@ describe('queue-process over many queues', () => {
     }
     const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
     expect(code).toBe(0);
-    expect(stderr.split('\n').filter((l) => l && !/INFO fspl::process: Stopping after the running jobs/.test(l))).toEqual([]);
+    expect(
+      stderr.split('\n').filter((l) => l && !/INFO fspl::process: Stopping after the running jobs/.test(l)),
+    ).toEqual([]);
   });
 
   it("--watch --queues-in: README's skips past a failed job, and queue-set-next past a missing one, run the queue at once", async () => {
@@ -201,10 +248,14 @@ describe('queue-process over many queues', () => {
     put(gap, 2); // job 1 never comes
     put(gap, 3);
     const failFirst = `${RECORD}; [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q0 1" ] && [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q1 1" ]`;
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', failFirst], {
-      env: { ...process.env, LOG: log },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', failFirst],
+      {
+        env: { ...process.env, LOG: log },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const until = async (what: string, cond: () => boolean) => {
@@ -228,7 +279,13 @@ describe('queue-process over many queues', () => {
     const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
     expect(code).toBe(0);
     const started = logLines(log).filter((l) => l.startsWith('start'));
-    expect(started.filter((l) => !l.includes('q1'))).toEqual(['start q0 1', 'start q0 2', 'start q0 3', 'start gap 2', 'start gap 3']);
+    expect(started.filter((l) => !l.includes('q1'))).toEqual([
+      'start q0 1',
+      'start q0 2',
+      'start q0 3',
+      'start gap 2',
+      'start gap 3',
+    ]);
     expect(started.filter((l) => l.includes('q1'))).toEqual(['start q1 1', 'start q1 2', 'start q1 3']);
     expect(stderr).toMatch(/Queue ".*q0" resumed/);
   });
@@ -272,13 +329,21 @@ test("docs/queues.md's unit for --watch --queues-in runs fspl by an absolute pat
 });
 
 const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
-describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
-  it("docs/queues.md's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
-    const dir = memTempDir();
-    const file = path.join(dir, 'fspl-queues.service');
-    fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));
-    const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).not.toMatch(/fspl-queues\.service:/);
-  });
-});
+describeIfPresent(
+  'systemd-analyze verify',
+  hasAnalyze ? [] : ['systemd-analyze'],
+  { what: 'systemd unit check' },
+  () => {
+    it("docs/queues.md's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
+      const dir = memTempDir();
+      const file = path.join(dir, 'fspl-queues.service');
+      fs.writeFileSync(
+        file,
+        unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'),
+      );
+      const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/fspl-queues\.service:/);
+    });
+  },
+);

@@ -129,7 +129,16 @@ describeCompat('decoders (-d zcat)', () => {
 
   for (const builder of ['ref', 'ours'] as const) {
     test(`queue-process -d zcat --on-error leave (built by ${builder}): same log and payload digests`, async () => {
-      const s = await runOnCopies(gz[builder], tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--on-error', 'leave', 'EXEC']);
+      const s = await runOnCopies(gz[builder], tmpDir(), [
+        'queue-process',
+        '-q',
+        'q',
+        '-d',
+        'zcat',
+        '--on-error',
+        'leave',
+        'EXEC',
+      ]);
       expect(s.ref.code).toBe(0);
       expect(s.ref.log).toContain(`stdin-sha256=${sha256(big)}`);
       expectSameState(s, `queue-process -d zcat (built by ${builder})`);
@@ -137,21 +146,48 @@ describeCompat('decoders (-d zcat)', () => {
   }
 
   test('queue-process -d zcat, Retry stops at the failing job; SaveBoth', async () => {
-    const s = await runOnCopies(gz.ref, tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--output-to', 'saveboth', 'EXEC', '--', 'x']);
+    const s = await runOnCopies(gz.ref, tmpDir(), [
+      'queue-process',
+      '-q',
+      'q',
+      '-d',
+      'zcat',
+      '--output-to',
+      'saveboth',
+      'EXEC',
+      '--',
+      'x',
+    ]);
     expect(s.ref.code).toBe(1);
     expectSameState(s, 'queue-process -d zcat --output-to saveboth');
   });
 
   test('queue-process -d zcat --ignore-payload --allow-job-params -n 2', async () => {
-    const s = await runOnCopies(gz.ref, tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--ignore-payload', '--allow-job-params', '-n', '2', 'EXEC'], {
-      stdin: Buffer.from('fspl stdin\n'),
-    });
+    const s = await runOnCopies(
+      gz.ref,
+      tmpDir(),
+      ['queue-process', '-q', 'q', '-d', 'zcat', '--ignore-payload', '--allow-job-params', '-n', '2', 'EXEC'],
+      {
+        stdin: Buffer.from('fspl stdin\n'),
+      },
+    );
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process -d zcat --ignore-payload');
   });
 
   test('queue-process -d zcat --order-by timestamp --on-error delete', async () => {
-    const s = await runOnCopies(gz.ours, tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--order-by', 'timestamp', '--on-error', 'delete', 'EXEC']);
+    const s = await runOnCopies(gz.ours, tmpDir(), [
+      'queue-process',
+      '-q',
+      'q',
+      '-d',
+      'zcat',
+      '--order-by',
+      'timestamp',
+      '--on-error',
+      'delete',
+      'EXEC',
+    ]);
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process -d zcat --order-by timestamp');
   });
@@ -172,7 +208,9 @@ describeCompat('decoders (-d zcat)', () => {
     for (let round = 0; round < 6; round++) {
       for (const extra of [[], ['--ignore-payload']]) {
         const args = ['queue-process', '-q', 'q', '-d', 'zcat', ...extra, 'true'];
-        const s = await runOnCopies(built, path.join(dir, `r${round}-${extra.length}`), args, { stdin: Buffer.from('x') });
+        const s = await runOnCopies(built, path.join(dir, `r${round}-${extra.length}`), args, {
+          stdin: Buffer.from('x'),
+        });
         expect(s.ref.code).toBe(0);
         expectSameState(s, `round ${round}: ${args.join(' ')}`);
       }

@@ -156,7 +156,9 @@ describeCompat('error cases and exit statuses', () => {
     expect(strip(info.ours.stdout)).toBe(strip(info.ref.stdout));
     const payload = await both(['queue-payload', '-q', 'aq', '-j', '1'], o);
     expectSameOutput(payload, 'queue-payload on an append-only queue');
-    expect(Object.keys(snapshot(path.join(dir, 'ours', 'aq'))).length).toBe(Object.keys(snapshot(path.join(dir, 'ref', 'aq'))).length);
+    expect(Object.keys(snapshot(path.join(dir, 'ours', 'aq'))).length).toBe(
+      Object.keys(snapshot(path.join(dir, 'ref', 'aq'))).length,
+    );
     for (const impl of ['ref', 'ours'] as const) {
       expect(fs.existsSync(path.join(dir, impl, 'aq', 'nextseq')), `${impl}: no nextseq created`).toBe(false);
       expect(fs.existsSync(path.join(dir, impl, 'aq', 'nextseq.lock')), `${impl}: no nextseq.lock created`).toBe(false);

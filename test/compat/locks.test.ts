@@ -29,7 +29,8 @@ async function holdWithFlock(file: string, mode: '-x' | '-s'): Promise<{ release
   // -o: the lock is not passed on to `sleep`, so killing flock's process group releases it.
   const child = execa('flock', [mode, '-o', file, 'sleep', '60'], { detached: true, stdio: 'ignore', reject: false });
   await waitFor(
-    async () => (await execa('flock', ['-n', mode === '-x' ? '-s' : '-x', file, 'true'], { reject: false })).exitCode === 1,
+    async () =>
+      (await execa('flock', ['-n', mode === '-x' ? '-s' : '-x', file, 'true'], { reject: false })).exitCode === 1,
     `flock ${mode} on ${file}`,
   );
   return {

@@ -21,7 +21,14 @@ import {
 
 describeCompat('misc commands', () => {
   test('-V / --version print the version, whatever follows', async () => {
-    for (const args of [['-V'], ['--version'], ['-V', 'queue-ls'], ['-V', 'extra'], ['-V', '--bogus'], ['-l', 'debug', '-V']]) {
+    for (const args of [
+      ['-V'],
+      ['--version'],
+      ['-V', 'queue-ls'],
+      ['-V', 'extra'],
+      ['-V', '--bogus'],
+      ['-l', 'debug', '-V'],
+    ]) {
       const r = await both(args);
       expect(r.ref.stdout.toString()).toBe('filespooler 1.2.2\n');
       expectSameOutput(r, `fspl ${args.join(' ')}`);
@@ -132,7 +139,14 @@ describeCompat('misc commands', () => {
       { seq: 1, payload: 'a' },
       { seq: 2, payload: 'b' },
     ]);
-    const s = await runOnCopies(path.join(root, 'built'), root, ['queue-process', '-q', 'q', '--timeout', '2147484', 'EXEC']);
+    const s = await runOnCopies(path.join(root, 'built'), root, [
+      'queue-process',
+      '-q',
+      'q',
+      '--timeout',
+      '2147484',
+      'EXEC',
+    ]);
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process --timeout 2147484');
   });

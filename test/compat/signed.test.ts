@@ -27,7 +27,10 @@ describeCompat('signed packets and the reference', () => {
     expect(made.code).toBe(0);
     const packet = path.join(dir, 'signed.fspl');
     fs.writeFileSync(packet, made.stdout);
-    const info = { ref: await fspl('ref', ['stdin-info'], { stdin: { file: packet } }), ours: await fspl('ours', ['stdin-info'], { stdin: { file: packet } }) };
+    const info = {
+      ref: await fspl('ref', ['stdin-info'], { stdin: { file: packet } }),
+      ours: await fspl('ours', ['stdin-info'], { stdin: { file: packet } }),
+    };
     expect(info.ref.code).toBe(0);
     expect(info.ref.stdout.toString()).toBe(info.ours.stdout.toString());
     const ref = await fspl('ref', ['stdin-payload'], { stdin: { file: packet } });

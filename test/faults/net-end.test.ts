@@ -14,7 +14,8 @@ import { FSPL_BIN } from '../helpers.js';
 import { checkNumbers, keysOf } from '../net/fault-check.js';
 import { type FaultyFs, faultsMissing, mountFaulty } from './harness.js';
 
-const fspl = (...args: string[]) => spawnSync(process.execPath, [FSPL_BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
+const fspl = (...args: string[]) =>
+  spawnSync(process.execPath, [FSPL_BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
 
 describeIfPresent(
   'the end of a net run on a failing disk',

@@ -32,7 +32,9 @@ const PER_RUN = 4;
 const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
 
 const missing = [
-  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
+  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
   ...faultsMissing(),
 ];
 

@@ -32,7 +32,8 @@ import {
 import { type FaultRule, type FaultyFs, faultsMissing, mountFaulty } from './harness.js';
 
 const jobsIn = (q: string) => fs.readdirSync(path.join(q, 'jobs')).filter(isJobName);
-const tempsIn = (q: string) => fs.readdirSync(path.join(q, 'jobs')).filter(isTempName).concat(fs.readdirSync(q).filter(isTempName));
+const tempsIn = (q: string) =>
+  fs.readdirSync(path.join(q, 'jobs')).filter(isTempName).concat(fs.readdirSync(q).filter(isTempName));
 const nextseq = (q: string) => fs.readFileSync(path.join(q, 'nextseq'), 'utf8');
 
 describeIfPresent('queues under injected faults', faultsMissing(), { what: 'fault-injection tests' }, () => {
@@ -57,7 +58,8 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
     log = path.join(outside, 'log');
     cmd = recorder(outside, log);
   });
-  const fault = (rule: Omit<FaultRule, 'when'> & { when?: FaultRule['when'] }) => ffs.fault({ when: { nth: 1 }, ...rule });
+  const fault = (rule: Omit<FaultRule, 'when'> & { when?: FaultRule['when'] }) =>
+    ffs.fault({ when: { nth: 1 }, ...rule });
 
   // ---------- writing jobs ----------
 
@@ -85,15 +87,18 @@ describeIfPresent('queues under injected faults', faultsMissing(), { what: 'faul
     { op: 'write', error: 'ENOSPC', words: 'No space left on device' },
     { op: 'fsync', error: 'EIO', words: 'Input/output error' },
     { op: 'rename', error: 'ENOSPC', words: 'No space left on device' },
-  ] as const)('queue-write: $op fails with $error: one line naming jobs/, nothing left, a retry works', async ({ op, error, words }) => {
-    await fault({ op, error, path: '/q/jobs/*' });
-    const r = await fspl(['queue-write', '-q', q], { stdin: packet(1) });
-    expectOneErrorLine(r, new RegExp(`^Error: ${words.replace('/', '\\/')}: .*/q/jobs(/.*)?$`), 'queue-write');
-    expect(jobsIn(q)).toEqual([]);
-    expect(tempsIn(q)).toEqual([]);
-    expect((await fspl(['queue-write', '-q', q], { stdin: packet(1) })).code).toBe(0);
-    expect(jobsIn(q)).toHaveLength(1);
-  });
+  ] as const)(
+    'queue-write: $op fails with $error: one line naming jobs/, nothing left, a retry works',
+    async ({ op, error, words }) => {
+      await fault({ op, error, path: '/q/jobs/*' });
+      const r = await fspl(['queue-write', '-q', q], { stdin: packet(1) });
+      expectOneErrorLine(r, new RegExp(`^Error: ${words.replace('/', '\\/')}: .*/q/jobs(/.*)?$`), 'queue-write');
+      expect(jobsIn(q)).toEqual([]);
+      expect(tempsIn(q)).toEqual([]);
+      expect((await fspl(['queue-write', '-q', q], { stdin: packet(1) })).code).toBe(0);
+      expect(jobsIn(q)).toHaveLength(1);
+    },
+  );
 
   // ---------- prepare's sequence file ----------
 

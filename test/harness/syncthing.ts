@@ -103,14 +103,23 @@ let probed: { problem?: string; unshareArgs: string[] } | undefined;
 export function netnsSupport(): { problem?: string; unshareArgs: string[] } {
   if (probed) return probed;
   const base = ['--net', '--pid', '--fork', '--kill-child'];
-  const candidates = process.getuid?.() === 0 ? [base, ['--user', '--map-root-user', ...base]] : [['--user', '--map-root-user', ...base]];
+  const candidates =
+    process.getuid?.() === 0
+      ? [base, ['--user', '--map-root-user', ...base]]
+      : [['--user', '--map-root-user', ...base]];
   let last = '';
   for (const args of candidates) {
-    const r = spawnSync('unshare', [...args, '--', 'ip', 'link', 'set', 'lo', 'up'], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync('unshare', [...args, '--', 'ip', 'link', 'set', 'lo', 'up'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     if (r.status === 0) return (probed = { unshareArgs: args });
     last = (r.stderr || r.error?.message || `exit ${r.status}`).trim();
   }
-  return (probed = { problem: `permission to make a network namespace (unshare --net; ip link set lo up): ${last}`, unshareArgs: [] });
+  return (probed = {
+    problem: `permission to make a network namespace (unshare --net; ip link set lo up): ${last}`,
+    unshareArgs: [],
+  });
 }
 
 function xmlEscape(s: string): string {
@@ -118,7 +127,11 @@ function xmlEscape(s: string): string {
 }
 
 async function generate(home: string): Promise<string> {
-  const r = await execa(SYNCTHING_BIN, ['generate', `--home=${home}`, '--no-default-folder'], { all: true, env: { HOME: home }, reject: false });
+  const r = await execa(SYNCTHING_BIN, ['generate', `--home=${home}`, '--no-default-folder'], {
+    all: true,
+    env: { HOME: home },
+    reject: false,
+  });
   const m = /Device ID:\s*([A-Z0-9-]{63})/.exec(r.all ?? '');
   if (r.exitCode !== 0 || !m) throw new Error(`syncthing generate failed: ${r.all}`);
   return m[1];
@@ -216,7 +229,8 @@ function apiCall<T>(inst: SyncthingInstance, method: string, apiPath: string, bo
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if ((res.statusCode ?? 500) >= 400) return reject(new Error(`${inst.side}: ${method} ${apiPath}: HTTP ${res.statusCode} ${text.trim()}`));
+          if ((res.statusCode ?? 500) >= 400)
+            return reject(new Error(`${inst.side}: ${method} ${apiPath}: HTTP ${res.statusCode} ${text.trim()}`));
           try {
             resolve((text ? JSON.parse(text) : undefined) as T);
           } catch {
@@ -302,7 +316,8 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
 
     const pidOf = async (s: Side0) =>
       waitFor(`syncthing ${s.side} to start (see ${logPath})`, () => {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the namespace exited: ${fs.readFileSync(logPath, 'utf8')}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`the namespace exited: ${fs.readFileSync(logPath, 'utf8')}`);
         return descendants(child.pid!).find((p) => {
           try {
             return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').includes(`--home=${s.home}`);
@@ -328,7 +343,8 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
     const b = inst(b0, pidB);
     const bySide = { a, b };
 
-    const api = <T>(side: Side, method: string, apiPath: string, body?: unknown) => apiCall<T>(bySide[side], method, apiPath, body);
+    const api = <T>(side: Side, method: string, apiPath: string, body?: unknown) =>
+      apiCall<T>(bySide[side], method, apiPath, body);
     const connected = async () => {
       const [ca, cb] = await Promise.all([
         api<{ connections: Record<string, { connected: boolean }> }>('a', 'GET', '/rest/system/connections'),
@@ -336,14 +352,20 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       ]);
       return !!ca.connections[b.deviceId]?.connected && !!cb.connections[a.deviceId]?.connected;
     };
-    const folderState = async (side: Side) => (await api<{ state: string }>(side, 'GET', `/rest/db/status?folder=${encodeURIComponent(folderId)}`)).state;
+    const folderState = async (side: Side) =>
+      (await api<{ state: string }>(side, 'GET', `/rest/db/status?folder=${encodeURIComponent(folderId)}`)).state;
 
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
     const left = () => Math.max(1000, deadline - Date.now());
     const explain = () => `\n--- a log tail:\n${tail(a.logPath)}\n--- b log tail:\n${tail(b.logPath)}`;
     try {
       await waitFor('both instances to connect to each other', connected, left(), 100);
-      await waitFor('the folder to be idle on both sides', async () => (await folderState('a')) === 'idle' && (await folderState('b')) === 'idle', left(), 100);
+      await waitFor(
+        'the folder to be idle on both sides',
+        async () => (await folderState('a')) === 'idle' && (await folderState('b')) === 'idle',
+        left(),
+        100,
+      );
     } catch (e) {
       throw new Error(`${(e as Error).message}${explain()}`);
     }
@@ -357,7 +379,11 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       nsPid: child.pid!,
       api,
       rescan: async (side, sub) => {
-        await api(side, 'POST', `/rest/db/scan?folder=${encodeURIComponent(folderId)}${sub ? `&sub=${encodeURIComponent(sub)}` : ''}`);
+        await api(
+          side,
+          'POST',
+          `/rest/db/scan?folder=${encodeURIComponent(folderId)}${sub ? `&sub=${encodeURIComponent(sub)}` : ''}`,
+        );
       },
       connected,
       stop: async () => {
@@ -390,7 +416,10 @@ function tail(file: string): string {
  * unshare (its parent, which reaps it and exits) is gone, so is everything that ran inside.
  */
 async function killNamespace(child: ChildProcess, pids: number[]): Promise<void> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+  const exited =
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve()
+      : new Promise<void>((r) => child.once('exit', () => r()));
   const init = descendants(child.pid!).find((p) => ppidOf(p) === child.pid);
   child.stdin?.end();
   try {
@@ -405,7 +434,11 @@ async function killNamespace(child: ChildProcess, pids: number[]): Promise<void>
 }
 
 /** Resolves with the file's contents once it exists and has the expected size or content (if given). */
-export async function waitForFile(file: string, timeoutMs = 15_000, expect?: { size?: number; content?: string | Buffer }): Promise<Buffer> {
+export async function waitForFile(
+  file: string,
+  timeoutMs = 15_000,
+  expect?: { size?: number; content?: string | Buffer },
+): Promise<Buffer> {
   return waitFor(
     `${file} to appear${expect ? ' complete' : ''}`,
     () => {

@@ -13,7 +13,15 @@ import { afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { onPath } from '../harness/proc.js';
 import { ROOT } from '../helpers.js';
-import { buildPcfs, mountPowercut, mountUsers, PCFS_CTL, type PowercutFs, powercutMissing, spawnWorkload } from './harness.js';
+import {
+  buildPcfs,
+  mountPowercut,
+  mountUsers,
+  PCFS_CTL,
+  type PowercutFs,
+  powercutMissing,
+  spawnWorkload,
+} from './harness.js';
 
 const missing = [...powercutMissing(), ...(onPath('flock') ? [] : ['flock (util-linux)'])];
 
@@ -291,14 +299,19 @@ describeIfPresent(
 
       // fcntl (POSIX) record locks: held here, refused to another process. (fs-ext's fcntlSync
       // fails with EFAULT for F_SETLK; its asynchronous fcntl works.)
-      const setlk = (type: number) => new Promise<void>((resolve, reject) => fsExt.fcntl(fd, 'setlk', type, (e?: Error | null) => (e ? reject(e) : resolve())));
+      const setlk = (type: number) =>
+        new Promise<void>((resolve, reject) =>
+          fsExt.fcntl(fd, 'setlk', type, (e?: Error | null) => (e ? reject(e) : resolve())),
+        );
       await setlk(fsExt.constants.F_WRLCK);
       const probe = `const f=require('fs'),x=require('fs-ext');const fd=f.openSync(process.argv[1],'r+');
       x.fcntl(fd,'setlk',x.constants.F_WRLCK,(e)=>console.log(e?e.code:'got'))`;
       const other = spawnSync(process.execPath, ['-e', probe, P('q.lock')], { cwd: ROOT, encoding: 'utf8' });
       expect(other.stdout.trim()).toMatch(/^(EAGAIN|EACCES)$/);
       await setlk(fsExt.constants.F_UNLCK);
-      expect(spawnSync(process.execPath, ['-e', probe, P('q.lock')], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()).toBe('got');
+      expect(
+        spawnSync(process.execPath, ['-e', probe, P('q.lock')], { cwd: ROOT, encoding: 'utf8' }).stdout.trim(),
+      ).toBe('got');
       fs.closeSync(fd);
 
       // A holder killed by the cut lets go.
@@ -383,7 +396,8 @@ describeIfPresent(
         gid: 65534,
       });
       const until = Date.now() + 5000;
-      while (!(fs.existsSync(P('spool/f')) && fs.statSync(P('spool/f')).size > 100) && Date.now() < until) await sleep(10);
+      while (!(fs.existsSync(P('spool/f')) && fs.statSync(P('spool/f')).size > 100) && Date.now() < until)
+        await sleep(10);
       expect(fs.statSync(P('spool/mine')).uid).toBe(65534);
       expect(fs.statSync(P('spool/f')).size).toBeGreaterThan(100);
       expect(mountUsers(pc.root).length).toBeGreaterThanOrEqual(2); // sh, and the setsid loop
@@ -397,7 +411,9 @@ describeIfPresent(
     });
 
     test('a process outside any workload that uses the mount is killed too (the safety net)', async () => {
-      const child = spawnSync('sh', ['-c', `cd '${pc.root}' && (sleep 60 > held </dev/null 2>&1 &) ; echo started`], { encoding: 'utf8' });
+      const child = spawnSync('sh', ['-c', `cd '${pc.root}' && (sleep 60 > held </dev/null 2>&1 &) ; echo started`], {
+        encoding: 'utf8',
+      });
       expect(child.stdout.trim()).toBe('started');
       expect(mountUsers(pc.root).length).toBe(1);
       await pc.cut();

@@ -98,7 +98,10 @@ describe('processQueues', () => {
     const held = FileLock.acquire(`${b!.seqfilePath}.lock`, { create: false });
     const events: QueuesEvent[] = [];
     try {
-      const summary = await processQueues([a!.dir, b!.dir, c!.dir], { command: 'true', onEvent: (e) => events.push(e) });
+      const summary = await processQueues([a!.dir, b!.dir, c!.dir], {
+        command: 'true',
+        onEvent: (e) => events.push(e),
+      });
       expect(summary.queues.map((r) => [path.basename(r.queue), r.state, r.processed])).toEqual([
         ['q000', 'done', 2],
         ['q001', 'skipped', 0],
@@ -127,7 +130,13 @@ describe('processQueues', () => {
       expect([g!.state, g!.processed, nextseq(good!), jobFiles(good!).length]).toEqual(['done', 3, '4', 0]);
       if (onError === 'retry') {
         // As a queue-process of that queue alone: it stops at the failed job, which stays.
-        expect([b!.state, b!.processed, b!.failed, nextseq(bad!), jobFiles(bad!).length]).toEqual(['stopped', 2, 1, '2', 2]);
+        expect([b!.state, b!.processed, b!.failed, nextseq(bad!), jobFiles(bad!).length]).toEqual([
+          'stopped',
+          2,
+          1,
+          '2',
+          2,
+        ]);
         expect(b!.error?.message).toMatch(/^Job 2 failed \(function failed: boom\)/);
       } else {
         // delete: the failed job goes; leave: it stays, below nextseq. Either way the queue goes on.
@@ -154,7 +163,10 @@ describe('processQueues', () => {
     const parent = memTempDir();
     const [q] = queues(parent, 1, 3);
     let n = 0;
-    const summary = await processQueues([q!.dir, `${parent}/./q000`], { queuesIn: parent, run: (job) => void (n++, job.payload.resume()) });
+    const summary = await processQueues([q!.dir, `${parent}/./q000`], {
+      queuesIn: parent,
+      run: (job) => void (n++, job.payload.resume()),
+    });
     expect(n).toBe(3);
     expect(summary.queues).toHaveLength(1);
   });
@@ -162,7 +174,12 @@ describe('processQueues', () => {
   it('counts maxJobs across all the queues', async () => {
     const parent = memTempDir();
     queues(parent, 5, 5);
-    const summary = await processQueues([], { queuesIn: parent, jobs: 3, maxJobs: 7, run: (job) => void job.payload.resume() });
+    const summary = await processQueues([], {
+      queuesIn: parent,
+      jobs: 3,
+      maxJobs: 7,
+      run: (job) => void job.payload.resume(),
+    });
     expect(summary.processed).toBe(7);
   });
 
@@ -174,10 +191,22 @@ describe('processQueues', () => {
       [9, 100],
       [1, 200],
     ] as const) {
-      q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), ctime: { secs: BigInt(secs), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } })));
+      q.writeBuffer(
+        encodeHeader(
+          makeHeader({
+            seq: BigInt(seq),
+            ctime: { secs: BigInt(secs), nanos: 0 },
+            cmd: { kind: 'Command', params: [], env: [] },
+          }),
+        ),
+      );
     }
     const seen: bigint[] = [];
-    await processQueues([], { queuesIn: parent, orderBy: 'timestamp', run: (job) => void (seen.push(job.seq), job.payload.resume()) });
+    await processQueues([], {
+      queuesIn: parent,
+      orderBy: 'timestamp',
+      run: (job) => void (seen.push(job.seq), job.payload.resume()),
+    });
     expect(seen).toEqual([9n, 1n, 5n]);
   });
 
@@ -299,7 +328,10 @@ describe('processQueues with watch', () => {
         },
         onEvent: (e) => events.push(e),
       });
-      await until('the failure and the other queue', () => events.some((e) => e.type === 'stopped') && nextseq(other!) === '4');
+      await until(
+        'the failure and the other queue',
+        () => events.some((e) => e.type === 'stopped') && nextseq(other!) === '4',
+      );
       // Past the coarse window of the last change in its jobs/ (polling looks again at such a
       // directory): from here on only the new nextseq can explain a run (a safety look, 30 s away, sees no change in jobs/).
       await sleep(2100);
@@ -395,7 +427,9 @@ describe('processQueues stopped by its interrupt', () => {
       FileLock.acquire(`${q.seqfilePath}.lock`, { create: false }).release();
     }
     const ends = events.filter((e) => e.type === 'end');
-    expect(ends.map((e) => [e.ok, e.interrupted, e.why])).toEqual(Array(3).fill([false, true, 'command was stopped before it finished']));
+    expect(ends.map((e) => [e.ok, e.interrupted, e.why])).toEqual(
+      Array(3).fill([false, true, 'command was stopped before it finished']),
+    );
   });
 
   it('stopTimeout: once the signal aborts, the running functions have that long, then their signal aborts too', async () => {
@@ -435,10 +469,17 @@ describe('processQueues at scale', () => {
       fs.mkdirSync(path.join(dir, 'jobs'), { recursive: true });
       fs.writeFileSync(path.join(dir, 'nextseq'), '1\n');
       fs.writeFileSync(path.join(dir, 'nextseq.lock'), '');
-      fs.writeFileSync(path.join(dir, 'jobs', `fspl-00000000-0000-4000-8000-${String(i).padStart(12, '0')}.fspl`), packet);
+      fs.writeFileSync(
+        path.join(dir, 'jobs', `fspl-00000000-0000-4000-8000-${String(i).padStart(12, '0')}.fspl`),
+        packet,
+      );
     }
     const seen = new Set<string>();
-    const summary = await processQueues([], { queuesIn: parent, jobs: 8, run: (job) => void (seen.add(job.queuedir), job.payload.resume()) });
+    const summary = await processQueues([], {
+      queuesIn: parent,
+      jobs: 8,
+      run: (job) => void (seen.add(job.queuedir), job.payload.resume()),
+    });
     expect(summary.processed).toBe(n);
     expect(seen.size).toBe(n);
     expect(summary.queues.every((r) => r.state === 'done' && r.processed === 1)).toBe(true);

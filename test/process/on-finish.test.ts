@@ -5,7 +5,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLogger, encodeHeader, type PacketHeader, processQueue, processQueues, Queue, RetryDueError } from '../../src/lowlevel.js';
+import {
+  createLogger,
+  encodeHeader,
+  type PacketHeader,
+  processQueue,
+  processQueues,
+  Queue,
+  RetryDueError,
+} from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, cmd: PacketHeader['cmd'] = { kind: 'Command', params: [], env: [] }): Buffer {
@@ -23,7 +31,11 @@ function setup() {
   q.writeBuffer(packet(4n, { kind: 'Fail' }));
   q.writeBuffer(packet(5n, { kind: 'NOP' }));
   const script = path.join(dir, 'job.sh');
-  fs.writeFileSync(script, '#!/bin/sh\ncat > /dev/null\ncase "$FSPL_SEQ" in 2) exit 3;; 3) exec sleep 30;; esac\nexit 0\n', { mode: 0o755 });
+  fs.writeFileSync(
+    script,
+    '#!/bin/sh\ncat > /dev/null\ncase "$FSPL_SEQ" in 2) exit 3;; 3) exec sleep 30;; esac\nexit 0\n',
+    { mode: 0o755 },
+  );
   const log = path.join(dir, 'hook.log');
   const hook = `echo "$FSPL_SEQ|$FSPL_JOB_OUTCOME|$FSPL_JOB_EXIT_STATUS|$FSPL_JOB_ATTEMPT|$FSPL_JOB_DURATION_MS|$FSPL_JOB_QUEUEDIR|$FSPL_JOB_FILENAME" >> '${log}'`;
   const calls = () =>
@@ -43,7 +55,12 @@ describe('--on-finish', () => {
   it('success, failure, timeout and a Fail packet each call the hook once with their variables; a NOP none', async () => {
     const { q, script, hook, calls } = setup();
     const names = new Map((await q.list()).map((e) => [String(e.header.seq), e.filename]));
-    const summary = await processQueue(q, { command: script, timeout: 0.5, onError: 'delete', onFinish: { command: hook } });
+    const summary = await processQueue(q, {
+      command: script,
+      timeout: 0.5,
+      onError: 'delete',
+      onFinish: { command: hook },
+    });
     expect(summary).toEqual({ processed: 5, succeeded: 2, failed: 3 });
     const c = calls();
     expect(c.map((x) => [x.seq, x.outcome, x.exit, x.attempt])).toEqual([
@@ -61,14 +78,24 @@ describe('--on-finish', () => {
 
   it('a retry due and a job moved to the failed-jobs queue each call it once', async () => {
     const { dir, q, script, hook, calls } = setup();
-    const err = await processQueue(q, { command: script, retries: 1, retryDelay: 60, onFinish: { command: hook } }).catch((e: unknown) => e);
+    const err = await processQueue(q, {
+      command: script,
+      retries: 1,
+      retryDelay: 60,
+      onFinish: { command: hook },
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryDueError);
     expect(calls().map((x) => [x.seq, x.outcome, x.exit, x.attempt])).toEqual([
       ['1', 'success', '0', '1'],
       ['2', 'retry', '3', '1'],
     ]);
     const other = setup();
-    await processQueue(other.q, { command: other.script, maxJobs: 2, failedTo: path.join(dir, 'F'), onFinish: { command: other.hook } });
+    await processQueue(other.q, {
+      command: other.script,
+      maxJobs: 2,
+      failedTo: path.join(dir, 'F'),
+      onFinish: { command: other.hook },
+    });
     expect(other.calls().map((x) => [x.seq, x.outcome, x.exit, x.attempt])).toEqual([
       ['1', 'success', '0', '1'],
       ['2', 'moved', '3', '1'],
@@ -80,7 +107,13 @@ describe('--on-finish', () => {
     const logger = createLogger('warn', (l) => lines.push(l));
     const run = async (onFinish?: { command: string; timeout?: number }) => {
       const { q, script } = setup();
-      const summary = await processQueue(q, { command: script, timeout: 0.3, onError: 'leave', logger, ...(onFinish && { onFinish }) });
+      const summary = await processQueue(q, {
+        command: script,
+        timeout: 0.3,
+        onError: 'leave',
+        logger,
+        ...(onFinish && { onFinish }),
+      });
       return { summary, ...record(q) };
     };
     const plain = await run();
@@ -99,10 +132,21 @@ describe('--on-finish', () => {
     const log = path.join(a.dir, 'both.log');
     // A hook that notices another running at the same time.
     const hook = `mkdir '${a.dir}/busy' || echo overlap >> '${log}'; echo "$FSPL_JOB_QUEUEDIR $FSPL_SEQ" >> '${log}'; sleep 0.05; rmdir '${a.dir}/busy'`;
-    await processQueues([a.q.dir, b.q.dir], { command: a.script, timeout: 0.3, onError: 'delete', jobs: 2, onFinish: { command: hook } });
+    await processQueues([a.q.dir, b.q.dir], {
+      command: a.script,
+      timeout: 0.3,
+      onError: 'delete',
+      jobs: 2,
+      onFinish: { command: hook },
+    });
     const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
     expect(lines).not.toContain('overlap');
-    expect(lines.sort()).toEqual([...['1', '2', '3', '4'].map((s) => `${a.q.dir} ${s}`), ...['1', '2', '3', '4'].map((s) => `${b.q.dir} ${s}`)].sort());
+    expect(lines.sort()).toEqual(
+      [
+        ...['1', '2', '3', '4'].map((s) => `${a.q.dir} ${s}`),
+        ...['1', '2', '3', '4'].map((s) => `${b.q.dir} ${s}`),
+      ].sort(),
+    );
   });
 
   it('a function job: its outcome, an empty exit status', async () => {
@@ -120,7 +164,9 @@ describe('--on-finish', () => {
   it('checks its options', async () => {
     const { q, script } = setup();
     await expect(processQueue(q, { command: script, onFinish: { command: ' ' } })).rejects.toThrow(TypeError);
-    await expect(processQueue(q, { command: script, onFinish: { command: 'true', timeout: -1 } })).rejects.toThrow(RangeError);
+    await expect(processQueue(q, { command: script, onFinish: { command: 'true', timeout: -1 } })).rejects.toThrow(
+      RangeError,
+    );
     expect(record(q)).toEqual({ next: 1n, jobs: 5 });
   });
 });

@@ -21,7 +21,11 @@ function packet(seq: bigint, opts: { payload?: string; cmd?: CommandType; secs?:
   const h: PacketHeader = {
     seq,
     ctime: { secs: opts.secs ?? 1700000000n, nanos: 0 },
-    cmd: opts.cmd ?? { kind: 'Command', params: [Buffer.from(`p${seq}`)], env: [[Buffer.from('WHO'), Buffer.from(`w${seq}`)]] },
+    cmd: opts.cmd ?? {
+      kind: 'Command',
+      params: [Buffer.from(`p${seq}`)],
+      env: [[Buffer.from('WHO'), Buffer.from(`w${seq}`)]],
+    },
   };
   return Buffer.concat([encodeHeader(h), Buffer.from(opts.payload ?? `payload ${seq}\n`)]);
 }
@@ -37,7 +41,8 @@ function setup() {
     `#!/bin/sh\nprintf '%s|%s|%s|%s|%s\\n' "$FSPL_SEQ" "$*" "$FSPL_SET_WHO" "$FSPL_JOB_FILENAME" "$(cat)" >> ${log}\ncase " $FAIL " in *" $FSPL_SEQ "*) exit 3;; esac\nexit 0\n`,
     { mode: 0o755 },
   );
-  const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => l.split('|'));
+  const lines = () =>
+    (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => l.split('|'));
   return { q, log, script, lines };
 }
 
@@ -90,10 +95,18 @@ describe('processQueue', () => {
     q.writeBuffer(packet(1n, { cmd: { kind: 'NOP' } }));
     q.writeBuffer(packet(2n, { cmd: { kind: 'Fail' } }));
     q.writeBuffer(packet(3n));
-    expect(await processQueue(q, { command: script, maxJobs: 1, neverDelete: true })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+    expect(await processQueue(q, { command: script, maxJobs: 1, neverDelete: true })).toEqual({
+      processed: 1,
+      succeeded: 1,
+      failed: 0,
+    });
     expect((await q.list()).length).toBe(3);
     await expect(processQueue(q, { command: script })).rejects.toThrow(/Fail packet/);
-    expect(await processQueue(q, { command: script, onError: 'delete' })).toEqual({ processed: 2, succeeded: 1, failed: 1 });
+    expect(await processQueue(q, { command: script, onError: 'delete' })).toEqual({
+      processed: 2,
+      succeeded: 1,
+      failed: 1,
+    });
     expect(lines().map((l) => l[0])).toEqual(['3']);
     // Job 1 was kept by neverDelete and is now behind nextseq: ignored, not re-run.
     expect((await q.list()).map((j) => j.header.seq)).toEqual([1n]);
@@ -134,9 +147,9 @@ describe('processQueue', () => {
     const target = path.join(tempDir(), 'authorized_keys');
     fs.writeFileSync(target, 'ssh-ed25519 AAAA mine\n');
     fs.symlinkSync(target, q.jobPath(`${a}.out`));
-    await expect(processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' })).rejects.toThrow(
-      /will not write its output to .*\.out: it is a symbolic link/,
-    );
+    await expect(
+      processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' }),
+    ).rejects.toThrow(/will not write its output to .*\.out: it is a symbolic link/);
     expect(fs.readFileSync(target, 'utf8')).toBe('ssh-ed25519 AAAA mine\n');
     expect(q.getNext()).toBe(1n);
     expect(fs.existsSync(q.jobPath(a))).toBe(true);
@@ -195,7 +208,10 @@ describe('processQueue stopped by its signal or its interrupt', () => {
     const dir = path.dirname(log);
     const started = path.join(dir, 'started');
     const go = path.join(dir, 'go');
-    const params = ['-c', `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! -e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`];
+    const params = [
+      '-c',
+      `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! -e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`,
+    ];
     const until = async (cond: () => boolean) => {
       while (!cond()) await new Promise((r) => setTimeout(r, 10));
     };
@@ -217,12 +233,27 @@ describe('processQueue stopped by its signal or its interrupt', () => {
     const { q, log, params, runningJob } = waiting();
     const interrupt = new AbortController();
     const ends: unknown[] = [];
-    const run = processQueue(q, { command: 'sh', params, onError: 'delete', interrupt: interrupt.signal, onEvent: (e) => e.type === 'end' && ends.push(e) });
+    const run = processQueue(q, {
+      command: 'sh',
+      params,
+      onError: 'delete',
+      interrupt: interrupt.signal,
+      onEvent: (e) => e.type === 'end' && ends.push(e),
+    });
     await runningJob();
     interrupt.abort();
     expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
     expect([fs.existsSync(log), q.getNext(), (await q.list()).length]).toEqual([false, 1n, 3]);
-    expect(ends).toEqual([{ type: 'end', seq: 1n, filename: expect.any(String), ok: false, why: 'command was stopped before it finished', interrupted: true }]);
+    expect(ends).toEqual([
+      {
+        type: 'end',
+        seq: 1n,
+        filename: expect.any(String),
+        ok: false,
+        why: 'command was stopped before it finished',
+        interrupted: true,
+      },
+    ]);
   });
 
   it('stopTimeout: a job still running that long after the signal is interrupted; a function sees its signal abort', async () => {
@@ -252,7 +283,9 @@ describe('processQueue stopped by its signal or its interrupt', () => {
 
   it('rejects a stopTimeout that is not a number of seconds', async () => {
     const { q } = setup();
-    await expect(processQueue(q, { command: 'true', stopTimeout: -1 })).rejects.toThrow(/processQueue: stopTimeout: expected a number of seconds/);
+    await expect(processQueue(q, { command: 'true', stopTimeout: -1 })).rejects.toThrow(
+      /processQueue: stopTimeout: expected a number of seconds/,
+    );
   });
 });
 
@@ -289,7 +322,11 @@ describe('processQueue after a run killed while finishing a job', () => {
     const { q, script, lines } = setup();
     const first = q.writeBuffer(packet(7n));
     killedWhileFinishing(q, `T 7 ${first}`);
-    expect(await processQueue(q, { command: script, orderBy: 'timestamp' })).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+    expect(await processQueue(q, { command: script, orderBy: 'timestamp' })).toEqual({
+      processed: 0,
+      succeeded: 0,
+      failed: 0,
+    });
     expect(lines()).toEqual([]);
     expect(fs.readdirSync(q.jobsDir)).toEqual([]);
   });
@@ -338,7 +375,10 @@ describe('processFd (stdin-process)', () => {
     const out = path.join(dir, 'out');
     const fd = fs.openSync(f, 'r');
     try {
-      await processFd(fd, { command: 'sh', params: ['-c', `cat > ${out}; echo "$FSPL_SEQ $FSPL_JOB_FILENAME" >> ${out}`] });
+      await processFd(fd, {
+        command: 'sh',
+        params: ['-c', `cat > ${out}; echo "$FSPL_SEQ $FSPL_JOB_FILENAME" >> ${out}`],
+      });
     } finally {
       fs.closeSync(fd);
     }
@@ -352,8 +392,15 @@ describe('processFd (stdin-process)', () => {
     const fd = fs.openSync(f, 'r');
     const interrupt = new AbortController();
     try {
-      const run = processFd(fd, { command: 'sleep', params: ['300'], interrupt: interrupt.signal, onStart: () => setTimeout(() => interrupt.abort(), 10) });
-      await expect(run).rejects.toThrow(new JobFailedError('Job 5 interrupted (command was stopped before it finished)'));
+      const run = processFd(fd, {
+        command: 'sleep',
+        params: ['300'],
+        interrupt: interrupt.signal,
+        onStart: () => setTimeout(() => interrupt.abort(), 10),
+      });
+      await expect(run).rejects.toThrow(
+        new JobFailedError('Job 5 interrupted (command was stopped before it finished)'),
+      );
     } finally {
       fs.closeSync(fd);
     }

@@ -12,7 +12,14 @@ import { Queue } from '../../src/queue/queue.js';
 import { memTempDir } from '../helpers.js';
 import { parseExposition } from '../web/prometheus-reader.js';
 
-const end = (seq: bigint, more: object) => ({ type: 'end' as const, seq, filename: `f${seq}.fspl`, ok: false, why: 'x', ...more });
+const end = (seq: bigint, more: object) => ({
+  type: 'end' as const,
+  seq,
+  filename: `f${seq}.fspl`,
+  ok: false,
+  why: 'x',
+  ...more,
+});
 
 describe('QueueMonitor', () => {
   test('a retry due: the queue waits until then (retriesDue 1, the state says until when), not stopped; a move counts and the queue goes on', () => {
@@ -44,7 +51,13 @@ describe('QueueMonitor', () => {
     m.onQueuesEvent({ queue: q.dir, ...end(4n, { refused: true, why: 'unsigned' }) });
     m.onQueuesEvent({ queue: q.dir, ...end(5n, { interrupted: true }) });
     let f = m.page().queues[0]!;
-    expect([f.jobs, f.refused, f.waiting, f.next, f.state.kind]).toEqual([{ success: 1, failure: 1, timeout: 1, retry: 0, moved: 0 }, 1, 1, '1', 'waiting']);
+    expect([f.jobs, f.refused, f.waiting, f.next, f.state.kind]).toEqual([
+      { success: 1, failure: 1, timeout: 1, retry: 0, moved: 0 },
+      1,
+      1,
+      '1',
+      'waiting',
+    ]);
     expect(f.failures.map((x) => [x.seq, x.outcome])).toEqual([
       ['3', 'failure'],
       ['2', 'timeout'],
@@ -79,7 +92,9 @@ describe('the queues as Prometheus text', () => {
     expect(new Set(jobs.samples.map((s) => s.labels.find(([k]) => k === 'queue')![1]))).toEqual(new Set(names));
     expect(jobs.samples.length).toBe(names.length * 5);
     const ok = jobs.samples.find(
-      (s) => s.labels.some(([k, v]) => k === 'queue' && v === names[0]) && s.labels.some(([k, v]) => k === 'outcome' && v === 'success'),
+      (s) =>
+        s.labels.some(([k, v]) => k === 'queue' && v === names[0]) &&
+        s.labels.some(([k, v]) => k === 'outcome' && v === 'success'),
     );
     expect(ok?.value).toBe('1');
     // Directories that are not there: nothing waiting, no next number, no error.

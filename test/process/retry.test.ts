@@ -5,13 +5,25 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeHeader, type PacketHeader, processQueue, processQueues, Queue, RetryDueError } from '../../src/lowlevel.js';
+import {
+  encodeHeader,
+  type PacketHeader,
+  processQueue,
+  processQueues,
+  Queue,
+  RetryDueError,
+} from '../../src/lowlevel.js';
 import { ATTEMPTS_FILE, parseAttempts, readAttempts, retriesFor, retryDelayMs } from '../../src/process/retry.js';
 import { outputTail } from '../../src/process/retry-run.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, extra: Partial<PacketHeader> = {}): Buffer {
-  const h: PacketHeader = { seq, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] }, ...extra };
+  const h: PacketHeader = {
+    seq,
+    ctime: { secs: 1700000000n, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+    ...extra,
+  };
   return Buffer.concat([encodeHeader(h), Buffer.from(`payload ${seq}\n`)]);
 }
 
@@ -43,12 +55,22 @@ function setup(n: number, fails: Record<number, number>) {
 describe('retries', () => {
   it('policy: the packet may ask for fewer retries, never more; the delay doubles up to the maximum', () => {
     const policy = { retries: 3, delayMs: 100, maxDelayMs: 350 };
-    const h = (retries?: bigint): PacketHeader => ({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'NOP' }, retries });
+    const h = (retries?: bigint): PacketHeader => ({
+      seq: 1n,
+      ctime: { secs: 0n, nanos: 0 },
+      cmd: { kind: 'NOP' },
+      retries,
+    });
     expect(retriesFor(policy, h())).toBe(3);
     expect(retriesFor(policy, h(1n))).toBe(1);
     expect(retriesFor(policy, h(9n))).toBe(3);
     expect([1, 2, 3, 4].map((t) => retryDelayMs(policy, t))).toEqual([100, 200, 350, 350]);
-    expect(parseAttempts('7 2 1700000000000 fspl-x.fspl\n')).toEqual({ seq: 7n, tries: 2, dueMs: 1700000000000, filename: 'fspl-x.fspl' });
+    expect(parseAttempts('7 2 1700000000000 fspl-x.fspl\n')).toEqual({
+      seq: 7n,
+      tries: 2,
+      dueMs: 1700000000000,
+      filename: 'fspl-x.fspl',
+    });
     expect(parseAttempts('7 2 x fspl-x.fspl\n')).toBeUndefined();
   });
 
@@ -85,7 +107,9 @@ describe('retries', () => {
     const { q, script, runs } = setup(2, { 1: 1 });
     const err = await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryDueError);
-    expect((err as RetryDueError).message).toMatch(/^Job 1 failed \(command exited with status 3\); try 2 of 3 is due at \S+Z; stopping/);
+    expect((err as RetryDueError).message).toMatch(
+      /^Job 1 failed \(command exited with status 3\); try 2 of 3 is due at \S+Z; stopping/,
+    );
     expect((err as RetryDueError).dueAt.getTime()).toBeGreaterThan(Date.now());
     expect(readAttempts(q.dir)).toMatchObject({ seq: 1n, tries: 1 });
     // Before it is due: the job does not run, and nothing after it either.
@@ -152,7 +176,11 @@ describe('retries', () => {
     const b = setup(2, {});
     // One command for both: it fails job 1 of the queue whose directory is a's.
     const script = path.join(a.dir, 'either.sh');
-    fs.writeFileSync(script, `#!/bin/sh\ncat > /dev/null\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ "$FSPL_SEQ" = 1 ] && exit 3\nexit 0\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      script,
+      `#!/bin/sh\ncat > /dev/null\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ "$FSPL_SEQ" = 1 ] && exit 3\nexit 0\n`,
+      { mode: 0o755 },
+    );
     const r = await processQueues([a.q.dir, b.q.dir], { command: script, retries: 1, retryDelay: 60 });
     expect(r.queues.map((x) => x.state)).toEqual(['stopped', 'done']);
     expect(r.queues[0]!.error).toBeInstanceOf(RetryDueError);
@@ -164,7 +192,11 @@ describe('retries', () => {
     const q = Queue.init(path.join(dir, 'q'));
     q.writeBuffer(packet(1n));
     const script = path.join(dir, 'noisy.sh');
-    fs.writeFileSync(script, '#!/bin/sh\ncat > /dev/null\nfor i in $(seq 1 30); do echo "line $i" >&2; done\nexit 3\n', { mode: 0o755 });
+    fs.writeFileSync(
+      script,
+      '#!/bin/sh\ncat > /dev/null\nfor i in $(seq 1 30); do echo "line $i" >&2; done\nexit 3\n',
+      { mode: 0o755 },
+    );
     await processQueue(q, { command: script, outputTo: 'saveboth', failedTo: path.join(dir, 'F') });
     const [moved] = await Queue.open(path.join(dir, 'F')).list();
     const tail = moved!.header.failure!.tail!.split('\n');
@@ -223,7 +255,11 @@ describe('retries', () => {
       [2n, 30n],
       [3n, 10n],
     ] as const)
-      q.writeBuffer(Buffer.concat([encodeHeader({ seq, ctime: { secs, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } })]));
+      q.writeBuffer(
+        Buffer.concat([
+          encodeHeader({ seq, ctime: { secs, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }),
+        ]),
+      );
     const seen: string[] = [];
     const run = async (job: { variables: Record<string, string> }) => {
       seen.push(`${job.variables.FSPL_SEQ}/${job.variables.FSPL_JOB_ATTEMPT}`);

@@ -6,7 +6,11 @@ import { DecoderError, encodeHeader, openThroughDecoder, type PacketHeader, spoo
 import { tempDir } from '../helpers.js';
 
 function jobFile(payload: string): string {
-  const h: PacketHeader = { seq: 7n, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } };
+  const h: PacketHeader = {
+    seq: 7n,
+    ctime: { secs: 1700000000n, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+  };
   const file = path.join(tempDir(), 'fspl-7.fspl');
   fs.writeFileSync(file, Buffer.concat([encodeHeader(h), Buffer.from(payload)]));
   return file;
@@ -77,14 +81,16 @@ describe('a decoder is stopped as a group (as Filespooler 1.2.4)', () => {
     const decoder = `cat; sleep ${n} | sleep ${n + 1}`;
     const decoded = await openThroughDecoder(jobFile('x'), decoder);
     // Both sides of the pipeline started (a loaded machine may take seconds to exec them).
-    for (let i = 0; i < 500 && (sleeping(n).length === 0 || sleeping(n + 1).length === 0); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && (sleeping(n).length === 0 || sleeping(n + 1).length === 0); i++)
+      await new Promise((r) => setTimeout(r, 20));
     try {
       expect(sleeping(n)).toHaveLength(1);
     } finally {
       decoded.abort();
     }
     await decoded.exited;
-    for (let i = 0; i < 100 && sleeping(n).length + sleeping(n + 1).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && sleeping(n).length + sleeping(n + 1).length > 0; i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect([sleeping(n), sleeping(n + 1)]).toEqual([[], []]);
   });
 });

@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { makeHeader } from '../../src/packet/prepare.js';
-import { ChildEnv, childEnvironment, type JobVariable, jobEnvironment, jobVariableStrings, jobVariables } from '../../src/queue/jobenv.js';
+import {
+  ChildEnv,
+  childEnvironment,
+  type JobVariable,
+  jobEnvironment,
+  jobVariableStrings,
+  jobVariables,
+} from '../../src/queue/jobenv.js';
 
 /** The definition: inherited variables, the job's added or replacing them, sorted by name. */
 function reference(vars: JobVariable[], base: NodeJS.ProcessEnv): Record<string, string> {
@@ -54,7 +61,11 @@ describe('jobEnvironment', () => {
   });
 
   it('gives what the definition gives, in the same order', () => {
-    const name = fc.string({ unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}'), minLength: 1, maxLength: 6 });
+    const name = fc.string({
+      unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}'),
+      minLength: 1,
+      maxLength: 6,
+    });
     fc.assert(
       fc.property(
         fc.dictionary(name, fc.option(fc.string({ maxLength: 5 }), { nil: undefined })),
@@ -122,7 +133,11 @@ describe('ChildEnv', () => {
   }
 
   it('packs what childEnvironment makes, sorted, and follows changes to the inherited object', () => {
-    const name = fc.string({ unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}', '\0'), minLength: 1, maxLength: 6 });
+    const name = fc.string({
+      unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}', '\0'),
+      minLength: 1,
+      maxLength: 6,
+    });
     fc.assert(
       fc.property(
         fc.dictionary(name, fc.option(fc.string({ maxLength: 5 }), { nil: undefined })),

@@ -27,14 +27,22 @@ test('moves the packet with its note; a second packet of the same name gets a co
   ]);
   // Gone already (another processor refused it first): nothing moved, no stray note.
   expect(refuseJobFile(q, 'fspl-a.fspl', 'why')).toBeUndefined();
-  expect(fs.readdirSync(path.join(q, 'refused')).sort()).toEqual(['fspl-a.fspl', 'fspl-a.fspl.1', 'fspl-a.fspl.1.why', 'fspl-a.fspl.why']);
+  expect(fs.readdirSync(path.join(q, 'refused')).sort()).toEqual([
+    'fspl-a.fspl',
+    'fspl-a.fspl.1',
+    'fspl-a.fspl.1.why',
+    'fspl-a.fspl.why',
+  ]);
 });
 
 test('both names left by a power cut (one file, refused/ fsynced, jobs/ not): the name in jobs/ goes, no copy is made', () => {
   const q = queueWith('fspl-b.fspl');
   fs.mkdirSync(path.join(q, 'refused'));
   fs.linkSync(path.join(q, 'jobs', 'fspl-b.fspl'), path.join(q, 'refused', 'fspl-b.fspl'));
-  fs.writeFileSync(path.join(q, 'refused', 'fspl-b.fspl.why'), '2026-11-28T00:00:00.000Z packet 2 refused: not signed\n');
+  fs.writeFileSync(
+    path.join(q, 'refused', 'fspl-b.fspl.why'),
+    '2026-11-28T00:00:00.000Z packet 2 refused: not signed\n',
+  );
   expect(refuseJobFile(q, 'fspl-b.fspl', 'packet 2 refused: not signed')).toBe('fspl-b.fspl');
   expect(fs.readdirSync(path.join(q, 'jobs'))).toEqual([]);
   expect(fs.readdirSync(path.join(q, 'refused')).sort()).toEqual(['fspl-b.fspl', 'fspl-b.fspl.why']);
@@ -48,7 +56,10 @@ test('finishCutRefusals, as a run takes the lock: each name in jobs/ that is its
   expect(finishCutRefusals(q)).toBe(0); // no refused/ yet
   fs.mkdirSync(path.join(q, 'refused'));
   fs.linkSync(path.join(q, 'jobs', 'fspl-c.fspl'), path.join(q, 'refused', 'fspl-c.fspl'));
-  fs.writeFileSync(path.join(q, 'refused', 'fspl-c.fspl.why'), '2026-11-28T00:00:00.000Z packet 2 refused: not signed\n');
+  fs.writeFileSync(
+    path.join(q, 'refused', 'fspl-c.fspl.why'),
+    '2026-11-28T00:00:00.000Z packet 2 refused: not signed\n',
+  );
   // Same names, other files: a new packet named as a refused one, a note's name planted in jobs/.
   fs.writeFileSync(path.join(q, 'refused', 'fspl-d.fspl'), 'refused before');
   fs.writeFileSync(path.join(q, 'jobs', 'fspl-d.fspl'), 'a new packet');

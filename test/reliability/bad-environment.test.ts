@@ -17,7 +17,20 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, describe, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { describeNeeding, fspl, IS_ROOT, isJobName, lines, packet, type RunOptions, type RunResult, readLog, record, recorder, tempDir } from './common.js';
+import {
+  describeNeeding,
+  fspl,
+  IS_ROOT,
+  isJobName,
+  lines,
+  packet,
+  type RunOptions,
+  type RunResult,
+  readLog,
+  record,
+  recorder,
+  tempDir,
+} from './common.js';
 
 const NOBODY = 65534;
 const cases: Record<string, unknown> = {};
@@ -80,7 +93,9 @@ describe('the queue directory', () => {
     ]) {
       const r = await fspl(args, { stdin: packet(1) });
       expect(r.code, r.stderr).toBe(1);
-      expect(lines(r.stderr)).toEqual([expect.stringMatching(/^Error: Cannot open queue .*no-such-queue.*No such file or directory/)]);
+      expect(lines(r.stderr)).toEqual([
+        expect.stringMatching(/^Error: Cannot open queue .*no-such-queue.*No such file or directory/),
+      ]);
       out[args[0]!] = r.stderr.trim();
     }
     expect(fs.readdirSync(dir)).toEqual([]);
@@ -214,13 +229,24 @@ describe('the command', () => {
     for (const decoder of [undefined, 'cat']) {
       for (const status of [0, 1]) {
         const s = setup(1, big);
-        const args = ['queue-process', '-q', s.qdir, ...(decoder ? ['-d', decoder] : []), '/bin/sh', '--', '-c', `head -c 10 > /dev/null; exit ${status}`];
+        const args = [
+          'queue-process',
+          '-q',
+          s.qdir,
+          ...(decoder ? ['-d', decoder] : []),
+          '/bin/sh',
+          '--',
+          '-c',
+          `head -c 10 > /dev/null; exit ${status}`,
+        ];
         const st = state(await fspl(args), s);
         // A decoder stopped early may complain itself ("cat: write error: Connection reset by
         // peer"): a known issue (docs/compatibility.md), not one of fspl's lines. cat writes its
         // message in pieces, on the stderr fspl writes to as well, so a piece may stand on a line
         // of its own (": Connection reset by peer").
-        st.error = st.error.filter((l) => !l.startsWith('cat: ') && !/^: (Connection reset by peer|Broken pipe)$/.test(l));
+        st.error = st.error.filter(
+          (l) => !l.startsWith('cat: ') && !/^: (Connection reset by peer|Broken pipe)$/.test(l),
+        );
         const what = `${decoder ? 'through a decoder' : 'from the job file'}, exit ${status}`;
         if (status === 0) {
           expect(st, what).toMatchObject({ exit: 0, error: [], nextseq: '2', jobFiles: 0 });
@@ -248,9 +274,16 @@ describe('the decoder', () => {
     cases.decoderFailsAfterHeader = st;
   });
 
-  test('hangs after the header while the command waits for the rest: --timeout kills the command, the job fails and is kept', { timeout: 30_000 }, async () => {
+  test('hangs after the header while the command waits for the rest: --timeout kills the command, the job fails and is kept', {
+    timeout: 30_000,
+  }, async () => {
     const s = setup(1);
-    const st = state(await fspl(['queue-process', '-q', s.qdir, '--timeout', '1', '-d', 'cat; exec sleep 1000', s.cmd], { timeoutMs: 20_000 }), s);
+    const st = state(
+      await fspl(['queue-process', '-q', s.qdir, '--timeout', '1', '-d', 'cat; exec sleep 1000', s.cmd], {
+        timeoutMs: 20_000,
+      }),
+      s,
+    );
     expectError(st, /^Error: Job 1 failed \(command timed out and was killed\)/);
     expect(st).toMatchObject({ ran: [1], nextseq: '1', jobFiles: 1 });
     cases.decoderHangsAfterHeader = st;
@@ -260,35 +293,61 @@ describe('the decoder', () => {
     const s = setup(1);
     const st = state(await fspl(['queue-process', '-q', s.qdir, '-d', 'false', s.cmd]), s);
     expect(st).toEqual({ exit: 0, error: [], ran: [], nextseq: '1', jobFiles: 1 });
-    cases.decoderFailsBeforeHeader = { ...st, note: 'the file is skipped with a warning naming the decoder (the reference skips it silently)' };
+    cases.decoderFailsBeforeHeader = {
+      ...st,
+      note: 'the file is skipped with a warning naming the decoder (the reference skips it silently)',
+    };
   });
 
-  test('ignores SIGTERM after the command is done: killed a second later, the job succeeds (as the reference)', { timeout: 30_000 }, async () => {
+  test('ignores SIGTERM after the command is done: killed a second later, the job succeeds (as the reference)', {
+    timeout: 30_000,
+  }, async () => {
     // The reference kills its decoder (SIGKILL) and goes on: job done, nextseq 2. We send SIGTERM
     // (so that a well-behaved decoder exits quietly) and SIGKILL one second later.
     const s = setup(1, () => Buffer.alloc(200_000, 0x64));
-    const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'trap "" TERM; cat; exec sleep 1000', '/bin/sh', '--', '-c', 'head -c 1 > /dev/null'], {
-      timeoutMs: 4_000,
-    });
+    const r = await fspl(
+      [
+        'queue-process',
+        '-q',
+        s.qdir,
+        '-d',
+        'trap "" TERM; cat; exec sleep 1000',
+        '/bin/sh',
+        '--',
+        '-c',
+        'head -c 1 > /dev/null',
+      ],
+      {
+        timeoutMs: 4_000,
+      },
+    );
     cases.decoderIgnoresSigterm = { timedOutAfter4s: r.timedOut, ...state(r, s) };
     expect(r.timedOut, 'queue-process hung').toBe(false);
     expect(state(r, s)).toMatchObject({ exit: 0, nextseq: '2', jobFiles: 0 });
   });
 
-  test('closes its output but lingers: killed after 5 s, and the job (whose command succeeded) succeeds', { timeout: 30_000 }, async () => {
+  test('closes its output but lingers: killed after 5 s, and the job (whose command succeeded) succeeds', {
+    timeout: 30_000,
+  }, async () => {
     const s = setup(1);
-    const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'cat; exec >&-; exec sleep 30', s.cmd], { timeoutMs: 20_000 });
+    const r = await fspl(['queue-process', '-q', s.qdir, '-d', 'cat; exec >&-; exec sleep 30', s.cmd], {
+      timeoutMs: 20_000,
+    });
     const st = state(r, s);
     cases.decoderLingersAfterOutput = { timedOutAfter20s: r.timedOut, ...st };
     expect(r.timedOut, 'queue-process hung').toBe(false);
     expect(st).toMatchObject({ exit: 0, error: [], ran: [1], nextseq: '2', jobFiles: 0 });
   });
 
-  test('never gives a header: queue-process --timeout bounds it too, one error line, nothing run', { timeout: 30_000 }, async () => {
+  test('never gives a header: queue-process --timeout bounds it too, one error line, nothing run', {
+    timeout: 30_000,
+  }, async () => {
     // The reference waits for ever (and so do we without --timeout, and queue-ls). With --timeout,
     // queue-process applies it to each decoder run, during the scan and when opening the job.
     const s = setup(1);
-    const r = await fspl(['queue-process', '-q', s.qdir, '--timeout', '1', '-d', 'exec sleep 1000', s.cmd], { timeoutMs: 4_000 });
+    const r = await fspl(['queue-process', '-q', s.qdir, '--timeout', '1', '-d', 'exec sleep 1000', s.cmd], {
+      timeoutMs: 4_000,
+    });
     cases.decoderHangsBeforeHeader = { timedOutAfter4s: r.timedOut, ...state(r, s) };
     expect(r.timedOut, 'queue-process hung').toBe(false);
     expectError(state(r, s), /^Error: Decoder "exec sleep 1000" gave no header within 1 s for .*; killed it$/);

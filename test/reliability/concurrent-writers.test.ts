@@ -50,13 +50,18 @@ for (let i = 0; i < Number(count); i++) {
 }
 `;
 
-test(`${WRITERS} processes x ${EACH} packets into one queue at once: all arrive, nothing else left`, { timeout: 120_000 }, async () => {
+test(`${WRITERS} processes x ${EACH} packets into one queue at once: all arrive, nothing else left`, {
+  timeout: 120_000,
+}, async () => {
   const rng = rngFor('concurrent-writers');
   const dir = tempDir();
   const qdir = path.join(dir, 'q');
   const q = Queue.init(qdir);
   const total = WRITERS * EACH;
-  const sizes = [0, ...Array.from({ length: total }, () => (rng.next() < 0.1 ? rng.int(65536, 300_000) : rng.int(0, 4096)))];
+  const sizes = [
+    0,
+    ...Array.from({ length: total }, () => (rng.next() < 0.1 ? rng.int(65536, 300_000) : rng.int(0, 4096))),
+  ];
   const sizesFile = path.join(dir, 'sizes.json');
   fs.writeFileSync(sizesFile, JSON.stringify(sizes));
   const worker = path.join(dir, 'writer.mjs');
@@ -66,10 +71,14 @@ test(`${WRITERS} processes x ${EACH} packets into one queue at once: all arrive,
     const scratch = path.join(dir, `w${w}`);
     fs.mkdirSync(scratch);
     return new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [worker, libraryPath(), qdir, String(w * EACH + 1), String(EACH), sizesFile, dir], {
-        env: envFor(),
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [worker, libraryPath(), qdir, String(w * EACH + 1), String(EACH), sizesFile, dir],
+        {
+          env: envFor(),
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let stderr = '';
       child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
       child.once('close', (code) => resolve({ code, stderr }));

@@ -14,7 +14,18 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
 import { fillUp } from '../helpers.js';
-import { describeNeeding, expectOneErrorLine, fspl, HAVE_REF, isJobName, packet, readLog, record, recorder, tempDir } from './common.js';
+import {
+  describeNeeding,
+  expectOneErrorLine,
+  fspl,
+  HAVE_REF,
+  isJobName,
+  packet,
+  readLog,
+  record,
+  recorder,
+  tempDir,
+} from './common.js';
 
 const KiB = 1024;
 
@@ -87,7 +98,9 @@ describeNeeding('full disk (a small tmpfs)', { root: true, mount: true }, () => 
         error: ref.stderr.trim(),
         jobFilesLeft: left.filter(isJobName).length,
         tempFilesLeft: left.filter((n) => n.startsWith('tmp-fspl-')).length,
-        tempBytesLeft: left.filter((n) => n.startsWith('tmp-fspl-')).reduce((s, n) => s + fs.statSync(path.join(rq, 'jobs', n)).size, 0),
+        tempBytesLeft: left
+          .filter((n) => n.startsWith('tmp-fspl-'))
+          .reduce((s, n) => s + fs.statSync(path.join(rq, 'jobs', n)).size, 0),
       };
     }
   });
@@ -159,7 +172,11 @@ describeNeeding('full disk (a small tmpfs)', { root: true, mount: true }, () => 
     // The command writes 1 MiB of output, more than the file system holds, and fails when it can't.
     const cmd = recorder(outside, log, 'head -c 1048576 /dev/zero || exit 1\n');
     const r = await fspl(['queue-process', '-q', qdir, '--output-to', 'saveboth', cmd]);
-    expectOneErrorLine(r, /^Error: Job 1 failed \(command exited with status 1\)/, 'queue-process --output-to saveboth');
+    expectOneErrorLine(
+      r,
+      /^Error: Job 1 failed \(command exited with status 1\)/,
+      'queue-process --output-to saveboth',
+    );
     expect(fs.readFileSync(path.join(qdir, 'nextseq'), 'utf8')).toBe('1\n');
     const files = fs.readdirSync(q.jobsDir);
     expect(files.filter(isJobName)).toHaveLength(1);

@@ -28,12 +28,19 @@ interface Run {
 }
 
 function fspl(args: string[], opts: { input?: Buffer | string; env?: NodeJS.ProcessEnv } = {}): Run {
-  const r = spawnSync(NODE, [FSPL_BIN, ...args], { input: opts.input ?? '', env: { ...process.env, TZ: 'UTC', ...opts.env }, maxBuffer: 1 << 28 });
+  const r = spawnSync(NODE, [FSPL_BIN, ...args], {
+    input: opts.input ?? '',
+    env: { ...process.env, TZ: 'UTC', ...opts.env },
+    maxBuffer: 1 << 28,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr.toString() };
 }
 
 function sh(script: string, env: NodeJS.ProcessEnv = {}): Run {
-  const r = spawnSync('bash', ['-c', `fspl() { "${NODE}" "${FSPL_BIN}" "$@"; }\n${script}`], { env: { ...process.env, ...env }, maxBuffer: 1 << 28 });
+  const r = spawnSync('bash', ['-c', `fspl() { "${NODE}" "${FSPL_BIN}" "$@"; }\n${script}`], {
+    env: { ...process.env, ...env },
+    maxBuffer: 1 << 28,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr.toString() };
 }
 
@@ -60,7 +67,10 @@ beforeAll(() => {
   keygen(mallory);
   const o = keygen(old);
   signers = path.join(dir, 'allowed_signers');
-  fs.writeFileSync(signers, `# who may send jobs\nalice@example namespaces="fspl" ${a}\nold@example valid-before="20200101" ${o}\n`);
+  fs.writeFileSync(
+    signers,
+    `# who may send jobs\nalice@example namespaces="fspl" ${a}\nold@example valid-before="20200101" ${o}\n`,
+  );
 });
 
 /** A new queue and a recorder command: each run appends `SEQ SIGNER PAYLOAD` to DIR/ran. */
@@ -70,7 +80,8 @@ function setupQueue(name: string) {
   const ran = path.join(dir, `${name}.ran`);
   const cmd = ['sh', '--', '-c', `printf '%s %s %s\\n' "$FSPL_SEQ" "$FSPL_JOB_SIGNER" "$(cat)" >> "${ran}"`];
   const runs = () => (fs.existsSync(ran) ? fs.readFileSync(ran, 'utf8') : '');
-  const run = (extra: string[] = []) => fspl(['queue-process', '-q', q, '--allowed-signers', signers, ...extra, ...cmd]);
+  const run = (extra: string[] = []) =>
+    fspl(['queue-process', '-q', q, '--allowed-signers', signers, ...extra, ...cmd]);
   const write = (packet: Buffer) => expect(fspl(['queue-write', '-q', q], { input: packet }).code).toBe(0);
   // As an attacker who may write jobs/ (a synced folder's other device) puts a file there.
   const plant = (packet: Buffer) => fs.writeFileSync(path.join(q, 'jobs', `fspl-${crypto.randomUUID()}.fspl`), packet);
@@ -106,13 +117,17 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     expect(s.stdout.toString()).toMatch(/^-----BEGIN SSH SIGNATURE-----\n[\s\S]+\n-----END SSH SIGNATURE-----\n$/);
     fs.writeFileSync(sig, s.stdout);
     fs.writeFileSync(data, fspl(['stdin-signature', '--data'], { input: packet }).stdout);
-    const v = spawnSync(KEYGEN, ['-Y', 'verify', '-f', signers, '-I', 'alice@example', '-n', 'fspl', '-s', sig], { input: fs.readFileSync(data) });
+    const v = spawnSync(KEYGEN, ['-Y', 'verify', '-f', signers, '-I', 'alice@example', '-n', 'fspl', '-s', sig], {
+      input: fs.readFileSync(data),
+    });
     expect(v.status, v.stderr.toString()).toBe(0);
     expect(v.stdout.toString()).toMatch(/Good "fspl" signature for alice@example with ED25519 key SHA256:/);
     // The data is the header's metadata without the signature: another namespace or identity fails.
-    expect(spawnSync(KEYGEN, ['-Y', 'verify', '-f', signers, '-I', 'alice@example', '-n', 'git', '-s', sig], { input: fs.readFileSync(data) }).status).not.toBe(
-      0,
-    );
+    expect(
+      spawnSync(KEYGEN, ['-Y', 'verify', '-f', signers, '-I', 'alice@example', '-n', 'git', '-s', sig], {
+        input: fs.readFileSync(data),
+      }).status,
+    ).not.toBe(0);
     // An unsigned packet has no signature to print.
     const plain = fspl(['stdin-signature'], { input: prepare('-', 'x') });
     expect(plain.code).toBe(1);
@@ -175,7 +190,11 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
         })(),
         /packet 2 refused: signature does not match/,
       ],
-      ['a key past its valid-before', (fs.writeFileSync(attacker, '2\n'), prepare(attacker, 'PWNED', ['--sign', old])), /packet 2 refused: .*valid.*before/],
+      [
+        'a key past its valid-before',
+        (fs.writeFileSync(attacker, '2\n'), prepare(attacker, 'PWNED', ['--sign', old])),
+        /packet 2 refused: .*valid.*before/,
+      ],
     ];
     for (const [, packet] of forgeries) Q.plant(packet);
     const r = Q.run();
@@ -184,7 +203,9 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     for (const [what, , why] of forgeries) expect(r.stderr, what).toMatch(why);
     const refused = Q.refused();
     expect(refused.filter((n) => n.endsWith('.why'))).toHaveLength(forgeries.length);
-    const notes = refused.filter((n) => n.endsWith('.why')).map((n) => fs.readFileSync(path.join(Q.q, 'refused', n), 'utf8'));
+    const notes = refused
+      .filter((n) => n.endsWith('.why'))
+      .map((n) => fs.readFileSync(path.join(Q.q, 'refused', n), 'utf8'));
     for (const [what, , why] of forgeries)
       expect(
         notes.some((n) => why.test(n)),
@@ -200,7 +221,9 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     const judged = fspl(['queue-status', '-q', Q.q, '--allowed-signers', signers]);
     expect(judged.stdout.toString()).toMatch(/^signed: +1 \(1 would be refused\)$/m);
     expect(judged.stdout.toString()).toMatch(/^would refuse fspl-.*\.fspl: packet 2 refused: not signed$/m);
-    expect(JSON.parse(fspl(['queue-status', '-q', Q.q, '--allowed-signers', signers, '--json']).stdout.toString()).unsigned).toHaveLength(1);
+    expect(
+      JSON.parse(fspl(['queue-status', '-q', Q.q, '--allowed-signers', signers, '--json']).stdout.toString()).unsigned,
+    ).toHaveLength(1);
     // The real packet arrives: 2 then 3 run, in order, and never the forgeries.
     Q.write(real2);
     const r2 = Q.run();
@@ -241,11 +264,24 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
     const Q = setupQueue('command');
     const seq = path.join(dir, 'cmd.seq');
     Q.write(prepare(seq, 'by command', ['--sign-command', `${KEYGEN} -Y sign -f ${alice} -n fspl`]));
-    const r = fspl(['queue-process', '-q', Q.q, 'sh', '--', '-c', `echo "$FSPL_JOB_SIGNER $FSPL_JOB_SIGNER_KEY $(cat)" > "${dir}/cmd.out"`], {
-      env: { FSPL_ALLOWED_SIGNERS: signers },
-    });
+    const r = fspl(
+      [
+        'queue-process',
+        '-q',
+        Q.q,
+        'sh',
+        '--',
+        '-c',
+        `echo "$FSPL_JOB_SIGNER $FSPL_JOB_SIGNER_KEY $(cat)" > "${dir}/cmd.out"`,
+      ],
+      {
+        env: { FSPL_ALLOWED_SIGNERS: signers },
+      },
+    );
     expect(r.code, r.stderr).toBe(0);
-    expect(fs.readFileSync(path.join(dir, 'cmd.out'), 'utf8')).toMatch(/^alice@example SHA256:[A-Za-z0-9+/]{43} by command\n$/);
+    expect(fs.readFileSync(path.join(dir, 'cmd.out'), 'utf8')).toMatch(
+      /^alice@example SHA256:[A-Za-z0-9+/]{43} by command\n$/,
+    );
     // A signer that fails: the number is given back, nothing is written.
     const failed = fspl(['prepare', '-s', seq, '--sign-command', 'exit 3'], { input: 'x' });
     expect(failed.code).toBe(1);
@@ -273,7 +309,9 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
   it('stdin-process --allowed-signers: a forgery never starts the command; a signed packet runs with its signer', () => {
     const marker = path.join(dir, 'stdin.marker');
     const cmd = ['sh', '--', '-c', `echo "$FSPL_JOB_SIGNER $(cat)" > "${marker}"`];
-    const forged = fspl(['stdin-process', '--allowed-signers', signers, ...cmd], { input: prepare('-', 'PWNED', ['--sign', mallory]) });
+    const forged = fspl(['stdin-process', '--allowed-signers', signers, ...cmd], {
+      input: prepare('-', 'PWNED', ['--sign', mallory]),
+    });
     expect(forged.code).toBe(1);
     expect(forged.stderr).toMatch(/^Error: packet 1 refused: .*not in/m);
     expect(fs.existsSync(marker)).toBe(false);
@@ -311,7 +349,9 @@ describeIfPresent('signed packets through the CLI', missing, { what: 'signed pac
       expect(agent.code, agent.stderr).toBe(0);
       const packet = fspl(['prepare', '-s', '-', '--sign', key], { env: { SSH_AUTH_SOCK: sock } });
       expect(packet.code, packet.stderr).toBe(0);
-      const r = fspl(['stdin-process', '--allowed-signers', own, 'sh', '--', '-c', 'echo "$FSPL_JOB_SIGNER"'], { input: packet.stdout });
+      const r = fspl(['stdin-process', '--allowed-signers', own, 'sh', '--', '-c', 'echo "$FSPL_JOB_SIGNER"'], {
+        input: packet.stdout,
+      });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.toString()).toBe('locked@example\n');
     } finally {

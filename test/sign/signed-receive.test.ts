@@ -39,7 +39,11 @@ describeIfPresent('queue-receive with allowed signers', missing, { what: 'signed
     Queue.init(q);
     const signed = async (seq: number, keyFile: string) =>
       bytesOf(preparePacket({ seq: BigInt(seq), payload: Buffer.from(`job ${seq}`), sign: { key: keyFile } }));
-    const input = Buffer.concat([frame(1, await signed(1, alice)), frame(2, await signed(2, mallory), 'forged-2'), frame(3, await signed(3, alice))]);
+    const input = Buffer.concat([
+      frame(1, await signed(1, alice)),
+      frame(2, await signed(2, mallory), 'forged-2'),
+      frame(3, await signed(3, alice)),
+    ]);
     const r = await receivePackets(q, Readable.from([input]), { allowedSigners: signers });
     expect(r.stored).toBe(2);
     expect(r.refused).toEqual([expect.stringMatching(/^packet 2 refused: .*not in .*allowed_signers/)]);

@@ -46,7 +46,11 @@ async function netWithTokens(n: number) {
 const jobsIn = (dir: string, place: string) => fs.readdirSync(path.join(dir, 'places', place, 'jobs'));
 
 /** The batch's operations, with the one `pick` finds changed by `change`; undefined when none matches. */
-function changeOne(ops: readonly BatchOp[], pick: (o: BatchOp) => boolean, change: (o: BatchOp) => BatchOp): BatchOp[] | undefined {
+function changeOne(
+  ops: readonly BatchOp[],
+  pick: (o: BatchOp) => boolean,
+  change: (o: BatchOp) => BatchOp,
+): BatchOp[] | undefined {
   const at = ops.findIndex(pick);
   return at < 0 ? undefined : ops.map((o, i) => (i === at ? change(o) : o));
 }
@@ -85,7 +89,11 @@ describe('the group commit in one batch', () => {
       const at = ops.findIndex((o) => (o.op === 'writeFileFrom' || o.op === 'writeFile') && o.path.endsWith('.part'));
       if (at < 0) return undefined;
       renamesAfter = ops.slice(at).some((o) => o.op === 'rename' && o.from.endsWith('.part'));
-      return ops.map((o, i) => (i === at && (o.op === 'writeFileFrom' || o.op === 'writeFile') ? { ...o, path: path.join(dir, 'no-such-dir', 'x.part') } : o));
+      return ops.map((o, i) =>
+        i === at && (o.op === 'writeFileFrom' || o.op === 'writeFile')
+          ? { ...o, path: path.join(dir, 'no-such-dir', 'x.part') }
+          : o,
+      );
     };
     await expect(net.run({ drain: true, workers: 1 })).rejects.toThrow(/ENOENT/);
     expect(renamesAfter).toBe(true);

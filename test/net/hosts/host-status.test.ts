@@ -53,7 +53,9 @@ describe('net status --host on a net across hosts', () => {
     expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe(
       'created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n',
     );
-    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\ncreated outbox done (its tokens leave for host a)\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe(
+      'created place mid\ncreated outbox done (its tokens leave for host a)\n',
+    );
     // Again: nothing more to make.
     expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe('');
     expect(fs.existsSync(path.join(dir, 'net.state/a/outbox/mid/jobs'))).toBe(true);
@@ -65,8 +67,16 @@ describe('net status --host on a net across hosts', () => {
     expect(mid.at(-1)).toBe(`outbox to b:${path.join(dir, 'places/mid')}: 0 waiting; nothing sent yet`);
     // done is written from b and read by nobody on a: a sink, and it says who writes it.
     expect(row(a.text, 'done')).toEqual(['done', 'sink', '0', '-', '-', 'written by host b (outbox)']);
-    expect(a.places.get('done')).toMatchObject({ role: 'sink', fedBy: { host: 'b', via: 'ssh' }, note: 'written by host b (outbox)' });
-    expect(a.places.get('mid')).toMatchObject({ role: 'outbox', exists: true, outbox: { host: 'b', via: 'ssh', waiting: 0 } });
+    expect(a.places.get('done')).toMatchObject({
+      role: 'sink',
+      fedBy: { host: 'b', via: 'ssh' },
+      note: 'written by host b (outbox)',
+    });
+    expect(a.places.get('mid')).toMatchObject({
+      role: 'outbox',
+      exists: true,
+      outbox: { host: 'b', via: 'ssh', waiting: 0 },
+    });
     expect(a.places.get('mid')!.problem).toBeUndefined();
 
     const b = await status(file, 'b');

@@ -10,7 +10,9 @@ const problems = (yaml: string): string[] => {
     parseNetText(yaml, '/tmp/n/net.yaml');
     return [];
   } catch (err) {
-    return (err as { problems: Array<{ line: number; message: string }> }).problems.map((p) => `${p.line}: ${p.message}`);
+    return (err as { problems: Array<{ line: number; message: string }> }).problems.map(
+      (p) => `${p.line}: ${p.message}`,
+    );
   }
 };
 
@@ -66,7 +68,11 @@ transitions:
       'hosts: { a: {}, b: { nncp: { node: bob } }, c: { nncp: { node: carol, from: alice } } }\nplaces: { x: { host: a }, y: { host: b }, z: { host: c } }\ntransitions: { t: { host: a, in: x, out: y }, u: { host: c, in: z, out: z } }\n',
       '/tmp/n/net.yaml',
     );
-    expect(hostConfig(net, 'b')).toEqual({ kind: 'nncp', name: 'b', nncp: { node: 'bob', handle: 'fspl', cfg: undefined } });
+    expect(hostConfig(net, 'b')).toEqual({
+      kind: 'nncp',
+      name: 'b',
+      nncp: { node: 'bob', handle: 'fspl', cfg: undefined },
+    });
     expect(hostConfig(net, 'c')).toMatchObject({ kind: 'nncp', nncp: { node: 'carol', from: ['alice'] } });
     expect(hostConfig(net, 'a')).toEqual({ kind: 'ssh', name: 'a', ssh: ['ssh', 'a'], fspl: undefined });
   });
@@ -127,14 +133,20 @@ transitions:
     });
     // a reads back, fed by b from mid, which a itself feeds: each waits for the other.
     const a = drainPlan(net, 'a');
-    expect(a.upstream.map((u) => [u.host, u.places.map((p) => p.place), u.outboxes.map((o) => o.place)])).toEqual([['b', ['mid'], ['back']]]);
+    expect(a.upstream.map((u) => [u.host, u.places.map((p) => p.place), u.outboxes.map((o) => o.place)])).toEqual([
+      ['b', ['mid'], ['back']],
+    ]);
     expect(a.ownOutboxes).toEqual(['mid']);
     // c reads nothing: it waits for nobody.
     expect(drainPlan(net, 'c')).toEqual({ upstream: [], ownOutboxes: [], unseen: [] });
   });
 
   test('judging an upstream host from two looks', () => {
-    const u = { host: 'a', places: [{ place: 'src', dir: '/s' }], outboxes: [{ place: 'mid', dir: '/o' }] } as unknown as UpstreamHost;
+    const u = {
+      host: 'a',
+      places: [{ place: 'src', dir: '/s' }],
+      outboxes: [{ place: 'mid', dir: '/o' }],
+    } as unknown as UpstreamHost;
     const at = (activity: string, alive: boolean, places: number[], outboxes: number[]): Look => {
       const [state, , ...counts] = activity.split(' ');
       return {
@@ -153,16 +165,27 @@ transitions:
       kind: 'wait',
       why: expect.stringMatching(/since its run went idle/),
     });
-    expect(judge(u, at('busy r.2', true, [2], [0]), at('busy r.2', true, [2], [0]), idle)).toMatchObject({ kind: 'wait', why: 'host a is firing' });
+    expect(judge(u, at('busy r.2', true, [2], [0]), at('busy r.2', true, [2], [0]), idle)).toMatchObject({
+      kind: 'wait',
+      why: 'host a is firing',
+    });
     expect(judge(u, at('idle r.3 src=0', true, [0], [4]), at('idle r.3 src=0', true, [0], [4]), idle)).toMatchObject({
       kind: 'wait',
       why: 'host a has 4 tokens in its outbox for mid to send',
     });
     // No run there: tokens left there are waited for, unless its run ended during this drain.
     const never = at('', false, [5], [0]);
-    expect(judge(u, never, never, never)).toMatchObject({ kind: 'wait', why: 'no net run on host a, which holds 5 tokens in src' });
+    expect(judge(u, never, never, never)).toMatchObject({
+      kind: 'wait',
+      why: 'no net run on host a, which holds 5 tokens in src',
+    });
     const ended = at('ended r.9', false, [0], [3]);
-    expect(judge(u, ended, ended, idle)).toEqual({ kind: 'left', tokens: [{ place: 'mid', where: 'outbox', count: 3 }] });
-    expect(judge(u, at('ended r.9', false, [0], [0]), at('ended r.9', false, [0], [0]), idle)).toEqual({ kind: 'quiet' });
+    expect(judge(u, ended, ended, idle)).toEqual({
+      kind: 'left',
+      tokens: [{ place: 'mid', where: 'outbox', count: 3 }],
+    });
+    expect(judge(u, at('ended r.9', false, [0], [0]), at('ended r.9', false, [0], [0]), idle)).toEqual({
+      kind: 'quiet',
+    });
   });
 });

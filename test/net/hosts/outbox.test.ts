@@ -29,7 +29,11 @@ async function outboxWith(n: number, size: (i: number) => number): Promise<{ dir
   const found = await tokensIn(path.join(dir, 'places/out'));
   return {
     dir,
-    packets: found.map((t) => ({ path: path.join(dir, 'places/out/jobs', t.filename), id: t.filename.slice(5, -5), seq: t.seq })),
+    packets: found.map((t) => ({
+      path: path.join(dir, 'places/out/jobs', t.filename),
+      id: t.filename.slice(5, -5),
+      seq: t.seq,
+    })),
   };
 }
 
@@ -58,7 +62,10 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(first.error).toBeUndefined();
     const names = fs.readdirSync(path.join(remote, 'jobs')).sort();
     expect(names).toEqual(packets.map((p) => `fspl-${p.id}.fspl`).sort());
-    for (const p of packets) expect(fs.readFileSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`)).equals(fs.readFileSync(p.path))).toBe(true);
+    for (const p of packets)
+      expect(fs.readFileSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`)).equals(fs.readFileSync(p.path))).toBe(
+        true,
+      );
     expect(fs.readFileSync(path.join(remote, 'recvseq'), 'utf8').trim()).toBe('6');
     // The place consumes the first two, then everything is sent again.
     for (const p of packets.slice(0, 2)) fs.rmSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`));
@@ -108,7 +115,11 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(r.acked).toBeLessThanOrEqual(1);
     expect(r.error).toMatch(/killed by SIGKILL/);
     // Only the first packet is a job; the cut one never had its final name.
-    await waitFor('the remote side to give up', () => !fs.readdirSync(jobs).some((n) => n.startsWith('.fspl-in-')) || fs.readdirSync(jobs), 10_000);
+    await waitFor(
+      'the remote side to give up',
+      () => !fs.readdirSync(jobs).some((n) => n.startsWith('.fspl-in-')) || fs.readdirSync(jobs),
+      10_000,
+    );
     expect(fs.readdirSync(jobs).filter((n) => n.startsWith('fspl-'))).toEqual([`fspl-${packets[0]!.id}.fspl`]);
     // Sent again from the start (the sender doesn't know what arrived): one of each, whole.
     const again = await sendPackets(ssh, remote, packets);
@@ -133,11 +144,21 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     fs.writeFileSync(bad, bytes);
     const remote = remotePlace();
     const fspl = path.join(ROOT, 'bin', 'fspl');
-    const refused = await sendPackets(ssh, remote, [{ path: bad, id: '00000000-0000-4000-8000-000000000002', seq: 1n }], { fspl });
+    const refused = await sendPackets(
+      ssh,
+      remote,
+      [{ path: bad, id: '00000000-0000-4000-8000-000000000002', seq: 1n }],
+      { fspl },
+    );
     expect(refused.acked).toBe(0);
     expect(refused.error).toMatch(/cut short or damaged/);
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
-    const taken = await sendPackets(ssh, remote, [{ path: good, id: '00000000-0000-4000-8000-000000000001', seq: 1n }], { fspl });
+    const taken = await sendPackets(
+      ssh,
+      remote,
+      [{ path: good, id: '00000000-0000-4000-8000-000000000001', seq: 1n }],
+      { fspl },
+    );
     expect(taken).toMatchObject({ acked: 1, duplicates: 0 });
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual(['fspl-00000000-0000-4000-8000-000000000001.fspl']);
   }, 60_000);
@@ -184,7 +205,9 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
     expect(r.acked).toBe(0);
     expect(r.verifier).toMatchObject({ kind: 'cannot-run' });
-    expect(r.error).toMatch(new RegExp(`^fspl at ${fspl} on b: cannot run: .*fspl-test-no-such-node.*No such file or directory`));
+    expect(r.error).toMatch(
+      new RegExp(`^fspl at ${fspl} on b: cannot run: .*fspl-test-no-such-node.*No such file or directory`),
+    );
     expect(r.error).not.toMatch(/damaged/);
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
   }, 30_000);
@@ -219,7 +242,9 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     const remote = remotePlace();
     const fspl = path.join(ROOT, 'bin', 'fspl');
     expect(await sendPackets(ssh, remote, [], { fspl })).toEqual({ acked: 0, duplicates: 0, remoteNext: 1n });
-    expect((await sendPackets(ssh, remote, [], { fspl: '/opt/typo/fspl', host: 'b' })).error).toBe('fspl at /opt/typo/fspl on b: not found');
+    expect((await sendPackets(ssh, remote, [], { fspl: '/opt/typo/fspl', host: 'b' })).error).toBe(
+      'fspl at /opt/typo/fspl on b: not found',
+    );
     expect((await sendPackets(ssh, path.join(netDir(), 'nothing'), [])).error).toMatch(/no queue at/);
   }, 30_000);
 

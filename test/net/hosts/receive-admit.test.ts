@@ -24,7 +24,10 @@ const CAROL = 'C'.repeat(52);
 function setUp(bEntry = 'b: { nncp: { node: bob } }', aEntry = '') {
   const dir = netDir();
   const cfg = path.join(dir, 'b.hjson');
-  fs.writeFileSync(cfg, JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }));
+  fs.writeFileSync(
+    cfg,
+    JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }),
+  );
   const file = path.join(dir, 'net.yaml');
   fs.writeFileSync(
     file,
@@ -72,7 +75,9 @@ describe('fspl net receive: only what is addressed to it', () => {
     }
     const sync = await receive(file, 'mirror', ALICE);
     expect(sync.status).toBe(1);
-    expect(sync.stderr).toMatch(/^Error: refused: place mirror on host b is filled by a sync tool from host a \(sync: true\), not through NNCP; .*\n$/);
+    expect(sync.stderr).toMatch(
+      /^Error: refused: place mirror on host b is filled by a sync tool from host a \(sync: true\), not through NNCP; .*\n$/,
+    );
     expect(contents(dir, 'approved')).toEqual(before);
     expect(contents(dir, 'mirror')).toEqual(before);
   });
@@ -86,11 +91,16 @@ describe('fspl net receive: only what is addressed to it', () => {
       /^Error: refused: place review on host b \(\S+\) takes packets only from NNCP node alice \(A{52}\), not from C{52} \(carol in \S+b\.hjson\); nothing stored\n$/,
     );
     expect(contents(dir, 'review')).toEqual(before);
-    await expect(net.receive('review', Readable.from([frame(1)]), { host: 'b', sender: CAROL })).rejects.toBeInstanceOf(ReceiveRefusedError);
+    await expect(net.receive('review', Readable.from([frame(1)]), { host: 'b', sender: CAROL })).rejects.toBeInstanceOf(
+      ReceiveRefusedError,
+    );
     const right = await receive(file, 'review', ALICE);
     expect(right.status, right.stderr).toBe(0);
     expect(fs.readFileSync(path.join(dir, 'places/review/received'), 'utf8')).toBe('1 1\n');
-    const byHand = await runFspl(['net', 'receive', file, '--host', 'b', 'review'], { input: frame(2), env: { NNCP_SENDER: undefined } });
+    const byHand = await runFspl(['net', 'receive', file, '--host', 'b', 'review'], {
+      input: frame(2),
+      env: { NNCP_SENDER: undefined },
+    });
     expect(byHand.status, byHand.stderr).toBe(0);
     expect((await tokensIn(path.join(dir, 'places/review'))).map((t) => t.seq)).toEqual([1n, 2n]);
   });
@@ -111,8 +121,12 @@ describe('fspl net receive: only what is addressed to it', () => {
       /^Error: refused: place review on host b \(\S+\) was sent tokens by NNCP node A{52}, but host a is not reached through NNCP, so the net does not say which NNCP node it sends from: name its node in hosts: \{ b: \{ nncp: \{ from: \[NODE\] \} \} \}; nothing stored\n$/,
     );
     expect(contents(ssh.dir, 'review')).toEqual(before);
-    const check = await runFspl(['net', 'check', ssh.file, '--host', 'b'], { env: { NNCPCFG: path.join(ssh.dir, 'b.hjson') } });
+    const check = await runFspl(['net', 'check', ssh.file, '--host', 'b'], {
+      env: { NNCPCFG: path.join(ssh.dir, 'b.hjson') },
+    });
     expect(check.status).toBe(1);
-    expect(check.stderr).toMatch(/host b receives review from a through NNCP: fspl net receive would refuse its tokens: host a is not reached through NNCP/);
+    expect(check.stderr).toMatch(
+      /host b receives review from a through NNCP: fspl net receive would refuse its tokens: host a is not reached through NNCP/,
+    );
   });
 });

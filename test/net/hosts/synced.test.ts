@@ -14,7 +14,9 @@ import { netnsSupport, SYNCTHING_BIN, type SyncthingPair, startSyncthingPair } f
 import { netDir, runFspl, spawnFspl, tokensIn } from '../helpers.js';
 
 function missing(): string[] {
-  const out = [SYNCTHING_BIN, 'unshare', 'ip'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);
+  const out = [SYNCTHING_BIN, 'unshare', 'ip']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);
   if (out.length === 0 && netnsSupport().problem) out.push(netnsSupport().problem!);
   return out;
 }

@@ -29,12 +29,32 @@ describe('net check: errors with file:line:column', () => {
     ['unknown place key', 'places:\n  a: { dri: x }\n', /^net\.yaml:2:8: places\.a: unknown key "dri"/],
     ['bad order value', 'places:\n  a: { order: random }\n', /^net\.yaml:2:15: places\.a\.order: Invalid option/],
     ['bad capacity', 'places:\n  a: { capacity: 0 }\n', /^net\.yaml:2:18: places\.a\.capacity: /],
-    ['missing in', 'places: { a: {} }\ntransitions:\n  t: { out: a }\n', /^net\.yaml:3:3: transitions\.t\.in: missing \(required\)/],
-    ['unknown input place', 'places: { a: {} }\ntransitions:\n  t: { in: b, run: cat }\n', /^net\.yaml:3:12: Unknown place "b"/],
-    ['unknown output place', 'places: { a: {} }\ntransitions:\n  t:\n    in: a\n    out: [a, zz]\n', /^net\.yaml:5:14: Unknown place "zz"/],
-    ['unknown error place', 'places: { a: {} }\ntransitions:\n  t: { in: a, error: e }\n', /^net\.yaml:3:22: Unknown place "e"/],
+    [
+      'missing in',
+      'places: { a: {} }\ntransitions:\n  t: { out: a }\n',
+      /^net\.yaml:3:3: transitions\.t\.in: missing \(required\)/,
+    ],
+    [
+      'unknown input place',
+      'places: { a: {} }\ntransitions:\n  t: { in: b, run: cat }\n',
+      /^net\.yaml:3:12: Unknown place "b"/,
+    ],
+    [
+      'unknown output place',
+      'places: { a: {} }\ntransitions:\n  t:\n    in: a\n    out: [a, zz]\n',
+      /^net\.yaml:5:14: Unknown place "zz"/,
+    ],
+    [
+      'unknown error place',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, error: e }\n',
+      /^net\.yaml:3:22: Unknown place "e"/,
+    ],
     ['bad place name', 'places:\n  9a: {}\n', /^net\.yaml:2:3: Invalid place name "9a"/],
-    ['bad transition name', 'places: { a: {} }\ntransitions:\n  my-t: { in: a }\n', /^net\.yaml:3:3: Invalid transition name "my-t"/],
+    [
+      'bad transition name',
+      'places: { a: {} }\ntransitions:\n  my-t: { in: a }\n',
+      /^net\.yaml:3:3: Invalid transition name "my-t"/,
+    ],
     [
       'one-of with one place',
       'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-of: [b] } }\n',
@@ -45,11 +65,31 @@ describe('net check: errors with file:line:column', () => {
       'places: { a: {}, b: {} }\ntransitions:\n  t: { in: [{ place: a, take: 2 }, b], run: x }\n',
       /^net\.yaml:3:12: An and-merge takes one token of each place/,
     ],
-    ['negative retries', 'places: { a: {} }\ntransitions:\n  t: { in: a, retries: -1 }\n', /^net\.yaml:3:24: transitions\.t\.retries: /],
-    ['run of the wrong type', 'places: { a: {} }\ntransitions:\n  t: { in: a, run: 3 }\n', /^net\.yaml:3:20: transitions\.t\.run: not a valid value/],
-    ['same input twice', 'places: { a: {} }\ntransitions:\n  t: { in: [a, a], run: x }\n', /^net\.yaml:3:16: Place "a" is an input twice/],
-    ['name used twice', 'places: { t: {} }\ntransitions:\n  t: { in: t, run: x }\n', /^net\.yaml:3:3: "t" names both a place and a transition/],
-    ['xor without run', 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, out: { one-of: [b, c] } }\n', /^net\.yaml:3:20: Without run/],
+    [
+      'negative retries',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, retries: -1 }\n',
+      /^net\.yaml:3:24: transitions\.t\.retries: /,
+    ],
+    [
+      'run of the wrong type',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, run: 3 }\n',
+      /^net\.yaml:3:20: transitions\.t\.run: not a valid value/,
+    ],
+    [
+      'same input twice',
+      'places: { a: {} }\ntransitions:\n  t: { in: [a, a], run: x }\n',
+      /^net\.yaml:3:16: Place "a" is an input twice/,
+    ],
+    [
+      'name used twice',
+      'places: { t: {} }\ntransitions:\n  t: { in: t, run: x }\n',
+      /^net\.yaml:3:3: "t" names both a place and a transition/,
+    ],
+    [
+      'xor without run',
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, out: { one-of: [b, c] } }\n',
+      /^net\.yaml:3:20: Without run/,
+    ],
   ];
   for (const [what, text, expected] of cases) {
     test(what, () => {
@@ -67,7 +107,9 @@ describe('net check: errors with file:line:column', () => {
     fs.writeFileSync(bad, 'places:\n  a: { dri: x }\ntransitions:\n  t: { in: b }\n');
     const r = await runFspl(['net', 'check', bad]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`${bad}:2:8: places.a: unknown key "dri"; did you mean "dir"?\n${bad}:4:12: Unknown place "b"\n`);
+    expect(r.stderr).toBe(
+      `${bad}:2:8: places.a: unknown key "dri"; did you mean "dir"?\n${bad}:4:12: Unknown place "b"\n`,
+    );
     fs.writeFileSync(bad, 'places: { a: {} }\ntransitions:\n  t: { in: b }\n');
     const r2 = await runFspl(['net', 'check', bad]);
     expect(r2.status).toBe(2);
@@ -75,7 +117,9 @@ describe('net check: errors with file:line:column', () => {
     const missing = await runFspl(['net', 'check', path.join(dir, 'nope.yaml')]);
     expect(missing.status).toBe(2);
     // The whole file: no line:column, and the system's words, not its code.
-    expect(missing.stderr).toBe(`${path.join(dir, 'nope.yaml')}: cannot read the net file: No such file or directory\n`);
+    expect(missing.stderr).toBe(
+      `${path.join(dir, 'nope.yaml')}: cannot read the net file: No such file or directory\n`,
+    );
     const good = await runFspl(['net', 'check', VIDEO]);
     expect(good.status).toBe(0);
     expect(good.stdout).toMatch(/ok: 9 places, 6 transitions/);
@@ -87,7 +131,10 @@ describe('net check: every problem in one run', () => {
     [
       'an unknown key and an unknown place: both, in the order the file reads',
       'places:\n  inbox: {}\n  done: {}\ntransitions:\n  work:\n    in: inbx\n    out: done\n    retires: 2\n    run: cat\n',
-      ['net.yaml:6:9: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:8:5: transitions.work: unknown key "retires"; did you mean "retries"?'],
+      [
+        'net.yaml:6:9: Unknown place "inbx"; did you mean "inbox"?',
+        'net.yaml:8:5: transitions.work: unknown key "retires"; did you mean "retries"?',
+      ],
     ],
     [
       "the schema's problems, the cross-checks' and duplicate keys, together",
@@ -167,8 +214,16 @@ describe('net check: did you mean ...?', () => {
       'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n',
       ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?'],
     ],
-    ['a misspelt place key (two letters swapped)', 'places:\n  a: { dri: x }\n', ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?']],
-    ['a misspelt top-level key', 'stat: s\nplaces: { a: {} }\n', ['net.yaml:1:1: unknown key "stat"; did you mean "state"?']],
+    [
+      'a misspelt place key (two letters swapped)',
+      'places:\n  a: { dri: x }\n',
+      ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?'],
+    ],
+    [
+      'a misspelt top-level key',
+      'stat: s\nplaces: { a: {} }\n',
+      ['net.yaml:1:1: unknown key "stat"; did you mean "state"?'],
+    ],
     [
       'a misspelt key of an input arc',
       'places: { a: {} }\ntransitions:\n  t: { in: { place: a, tkae: 2 } }\n',
@@ -182,7 +237,10 @@ describe('net check: did you mean ...?', () => {
     [
       'two unknown keys: one line each, at each key',
       'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n',
-      ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"'],
+      [
+        'net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?',
+        'net.yaml:3:26: transitions.t: unknown key "colour"',
+      ],
     ],
     [
       'a misspelt place in in, out and error',
@@ -219,13 +277,18 @@ describe('net dot', () => {
   });
 
   const hasDot = spawnSync('dot', ['-V']).status === 0;
-  describeIfPresent('dot -Tsvg', hasDot ? [] : ['graphviz (dot)'], { what: 'graphviz check', note: 'apt-get install graphviz' }, () => {
-    test('Graphviz accepts the drawing', async () => {
-      const r = await runFspl(['net', 'dot', VIDEO]);
-      const svg = spawnSync('dot', ['-Tsvg'], { input: r.stdout });
-      expect(svg.status, String(svg.stderr)).toBe(0);
-      expect(String(svg.stdout)).toMatch(/<svg/);
-      expect(String(svg.stdout)).toContain('stabilize');
-    });
-  });
+  describeIfPresent(
+    'dot -Tsvg',
+    hasDot ? [] : ['graphviz (dot)'],
+    { what: 'graphviz check', note: 'apt-get install graphviz' },
+    () => {
+      test('Graphviz accepts the drawing', async () => {
+        const r = await runFspl(['net', 'dot', VIDEO]);
+        const svg = spawnSync('dot', ['-Tsvg'], { input: r.stdout });
+        expect(svg.status, String(svg.stderr)).toBe(0);
+        expect(String(svg.stdout)).toMatch(/<svg/);
+        expect(String(svg.stdout)).toContain('stabilize');
+      });
+    },
+  );
 });

@@ -74,7 +74,9 @@ describe('net pause', () => {
     for (const round of [1, 2]) {
       const r = await runFspl(['net', 'run', file, '--drain', '-l', 'error']);
       expect(r.status, `run ${round}: ${r.stderr}`).toBe(3);
-      expect(r.stderr).toMatch(/3 tokens can never fire:\n {2}in #1 key k0: held by slow, paused since .* by .*: waiting for the fix\n/);
+      expect(r.stderr).toMatch(
+        /3 tokens can never fire:\n {2}in #1 key k0: held by slow, paused since .* by .*: waiting for the fix\n/,
+      );
       expect((await tokensIn(path.join(dir, 'places/in'))).length).toBe(3);
     }
     const st = await runFspl(['net', 'status', file]);
@@ -102,7 +104,11 @@ transitions:
     await until(() => fs.existsSync(path.join(dir, 'once')), 'the firing started');
     const p = await runFspl(['net', 'pause', file, 'stuck', '--kill']);
     expect(p.status, p.stderr).toBe(0);
-    await until(async () => (await net.status()).transitions[0]!.running === 0 && events.filter((e) => e === 'start').length === 1, 'the firing abandoned');
+    await until(
+      async () =>
+        (await net.status()).transitions[0]!.running === 0 && events.filter((e) => e === 'start').length === 1,
+      'the firing abandoned',
+    );
     expect(await tokensIn(path.join(dir, 'places/out'))).toEqual([]);
     expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => t.key)).toEqual(['k']);
     net.resume('stuck');
@@ -141,6 +147,9 @@ transitions:
     const bare = await runFspl(['net', 'ls', file, 'in']);
     expect([bare.status, bare.stdout, bare.stderr]).toEqual([0, 'SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n', '']);
     const which = await runFspl(['net', 'retry', file, '--all']);
-    expect([which.status, which.stderr]).toEqual([2, 'Error: The net runs on several hosts (a, b): say which one this is with --host NAME\n']);
+    expect([which.status, which.stderr]).toEqual([
+      2,
+      'Error: The net runs on several hosts (a, b): say which one this is with --host NAME\n',
+    ]);
   });
 });

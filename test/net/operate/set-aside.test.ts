@@ -33,7 +33,11 @@ describe('net set-aside', () => {
     const aside = await tokensIn(path.join(dir, 'net.state/set-aside'));
     expect(aside).toHaveLength(1);
     expect(aside[0]).toMatchObject({ key: 'k1', payload: 'p1\n' });
-    expect(aside[0]!.env).toMatchObject({ SET_ASIDE_PLACE: 'in', SET_ASIDE_SEQ: '2', SET_ASIDE_REASON: 'crashes the parser' });
+    expect(aside[0]!.env).toMatchObject({
+      SET_ASIDE_PLACE: 'in',
+      SET_ASIDE_SEQ: '2',
+      SET_ASIDE_REASON: 'crashes the parser',
+    });
     expect((await net.run({ drain: true })).leftovers).toEqual([]);
     expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.key)).toEqual(['k0', 'k2']);
 
@@ -42,7 +46,9 @@ describe('net set-aside', () => {
     expect(back.stdout).toBe('moved k1: (set-aside) #1 -> in #4\n');
     expect(await tokensIn(path.join(dir, 'net.state/set-aside'))).toEqual([]);
     const restored = (await tokensIn(path.join(dir, 'places/in'))).filter((t) => t.kind === 'Command');
-    expect(restored.map((t) => [t.key, t.payload, Object.keys(t.env).some((k) => k.startsWith('SET_ASIDE_'))])).toEqual([['k1', 'p1\n', false]]);
+    expect(restored.map((t) => [t.key, t.payload, Object.keys(t.env).some((k) => k.startsWith('SET_ASIDE_'))])).toEqual(
+      [['k1', 'p1\n', false]],
+    );
     await net.run({ drain: true });
     expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => [t.key, t.payload])).toEqual([
       ['k0', 'w:p0\n'],

@@ -14,7 +14,10 @@ import { netDir } from '../helpers.js';
 
 function place(remote: boolean): Place {
   const dir = path.join(netDir(), 'p');
-  const p = new Place({ name: 'p', dir, order: 'sequence', remote: remote ? { host: 'b', dir: '/x', sync: false } : undefined }, 'sequence');
+  const p = new Place(
+    { name: 'p', dir, order: 'sequence', remote: remote ? { host: 'b', dir: '/x', sync: false } : undefined },
+    'sequence',
+  );
   p.init();
   return p;
 }
@@ -48,7 +51,10 @@ for (const remote of [true, false]) {
 function writeForeign(p: Place, seq: bigint, key: string, name = `fspl-${randomUUID()}.fspl`): string {
   const fd = fs.openSync(path.join(p.queue.jobsDir, name), 'w');
   try {
-    writePacketSync(fd, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(key)]] } }));
+    writePacketSync(
+      fd,
+      makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(key)]] } }),
+    );
   } finally {
     fs.closeSync(fd);
   }
@@ -98,7 +104,9 @@ test('with a window, tokens below the next number cannot crowd out the ones to c
   p.window = 20;
   await p.refresh(Date.now(), 201n); // 201: the consumer's next number
   expect(p.count).toBe(210);
-  expect(p.inOrder(100, (t) => t.seq < 201n).map((t) => t.seq)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(201 + i)));
+  expect(p.inOrder(100, (t) => t.seq < 201n).map((t) => t.seq)).toEqual(
+    Array.from({ length: 10 }, (_, i) => BigInt(201 + i)),
+  );
 });
 
 test('a token a scan found before its writer adopted it is indexed and counted once', async () => {
@@ -107,7 +115,9 @@ test('a token a scan found before its writer adopted it is indexed and counted o
   await p.refresh(Date.now());
   const found = p.tokens.get(filename);
   expect(found).toBeDefined();
-  expect(p.adopt(filename, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } }), Date.now())).toBeUndefined();
+  expect(
+    p.adopt(filename, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } }), Date.now()),
+  ).toBeUndefined();
   expect(p.tokens.get(filename)).toBe(found);
   expect(p.count).toBe(1);
 });

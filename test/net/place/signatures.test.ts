@@ -50,7 +50,12 @@ transitions:
     '/tmp/n/net.yaml',
   );
   expect(net.places.get('mid')).toMatchObject({ signers: '/tmp/n/allowed', from: ['a'] });
-  expect(hostView(net, 'a').places.get('mid')!.remote).toEqual({ host: 'b', dir: '/tmp/n/places/mid', sync: false, key: '/tmp/n/keys/a' });
+  expect(hostView(net, 'a').places.get('mid')!.remote).toEqual({
+    host: 'b',
+    dir: '/tmp/n/places/mid',
+    sync: false,
+    key: '/tmp/n/keys/a',
+  });
   expect(hostView(net, 'b').places.get('done')!.remote).toBeUndefined();
 });
 
@@ -65,7 +70,10 @@ describeIfPresent(
       makeKey(path.join(dir, 'keys/c'));
       fs.rmSync(path.join(dir, 'keys/c.pub')); // c's public half read from the private key
       makeKey(path.join(dir, 'keys/other'));
-      fs.writeFileSync(path.join(dir, 'allowed'), `someone ${fs.readFileSync(path.join(dir, 'keys/other.pub'), 'utf8')}`);
+      fs.writeFileSync(
+        path.join(dir, 'allowed'),
+        `someone ${fs.readFileSync(path.join(dir, 'keys/other.pub'), 'utf8')}`,
+      );
       const net = parseNetText(
         `hosts: { a: { key: keys/a }, b: {}, c: { key: keys/c } }
 places:
@@ -87,25 +95,39 @@ transitions:
 
       // A header signed as a's run signs it: judged by the place's signers, principal a.
       const payload = Buffer.from('hello\n');
-      const header = { ...makeHeader({ seq: 7n, cmd: { kind: 'Command', params: [], env: [] } }), seal: sealOf(payload) };
+      const header = {
+        ...makeHeader({ seq: 7n, cmd: { kind: 'Command', params: [], env: [] } }),
+        seal: sealOf(payload),
+      };
       const signed = signTokenHeader(header, path.join(dir, 'keys/a'), { data: payload });
       expect(Buffer.from(signed.signature!.sha512)).toEqual(createHash('sha512').update(payload).digest());
       expect(judgeSignedHeader(signed, signers).signer).toMatchObject({ principal: 'a' });
       const byOther = signTokenHeader(header, path.join(dir, 'keys/other'), { data: payload });
       expect(judgeSignedHeader(byOther, signers).signer).toMatchObject({ principal: 'someone' });
       const alone = placeSigners({ ...net, places: new Map() }, { ...net.places.get('mid')!, signers: undefined })!;
-      expect(judgeSignedHeader(byOther, alone).why).toMatch(/^packet 7 refused: signed by a key not in the keys of hosts a, c: SHA256:/);
+      expect(judgeSignedHeader(byOther, alone).why).toMatch(
+        /^packet 7 refused: signed by a key not in the keys of hosts a, c: SHA256:/,
+      );
       // The payload's digest from a file, as from bytes.
       fs.writeFileSync(path.join(dir, 'payload'), payload);
       expect(sha512OfPayload({ path: path.join(dir, 'payload') })).toEqual(sha512OfPayload({ data: payload }));
 
       // net check --host's lines.
       expect(signingChecks(hostView(net, 'b'))).toEqual([
-        { what: 'place mid requires signatures', detail: `3 signers: ${path.join(dir, 'allowed')} or the keys of hosts a, c` },
-        { what: 'place gone requires signatures', error: `Place gone: signers: cannot read ${path.join(dir, 'nofile')}: No such file or directory` },
+        {
+          what: 'place mid requires signatures',
+          detail: `3 signers: ${path.join(dir, 'allowed')} or the keys of hosts a, c`,
+        },
+        {
+          what: 'place gone requires signatures',
+          error: `Place gone: signers: cannot read ${path.join(dir, 'nofile')}: No such file or directory`,
+        },
       ]);
       expect(signingChecks(hostView(net, 'a'))).toEqual([
-        { what: `tokens sent to other hosts are signed with ${path.join(dir, 'keys/a')}`, detail: expect.stringMatching(/^SHA256:/) },
+        {
+          what: `tokens sent to other hosts are signed with ${path.join(dir, 'keys/a')}`,
+          detail: expect.stringMatching(/^SHA256:/),
+        },
       ]);
     });
 
@@ -121,7 +143,9 @@ transitions:
       const outbox = new Place(spec, 'sequence');
       outbox.init();
       const put = outbox.putNow({ env: [], payload: { data: Buffer.from('x') } });
-      expect(judgeSignedHeader(readHeaderFileSync(outbox.queue.jobPath(put.filename)), signers).signer).toMatchObject({ principal: 'a' });
+      expect(judgeSignedHeader(readHeaderFileSync(outbox.queue.jobPath(put.filename)), signers).signer).toMatchObject({
+        principal: 'a',
+      });
       // A writer that died after storing its number: recovery's NOP holds the number, signed too.
       const writers = outbox.lockWriters();
       try {
@@ -143,13 +167,20 @@ transitions:
       makeKey(path.join(dir, 'keys/alice'));
       fs.writeFileSync(path.join(dir, 'allowed'), `alice ${fs.readFileSync(path.join(dir, 'keys/alice.pub'), 'utf8')}`);
       const file = path.join(dir, 'net.yaml');
-      fs.writeFileSync(file, 'places:\n  src: { signers: allowed }\n  done: {}\ntransitions:\n  up: { in: src, run: "tr a-z A-Z", out: done }\n');
+      fs.writeFileSync(
+        file,
+        'places:\n  src: { signers: allowed }\n  done: {}\ntransitions:\n  up: { in: src, run: "tr a-z A-Z", out: done }\n',
+      );
       const net = Net.load(file);
       net.init();
-      const signed = await runFspl(['net', 'put', file, 'src', '-k', 'good', '--sign', path.join(dir, 'keys/alice')], { input: 'signed\n' });
+      const signed = await runFspl(['net', 'put', file, 'src', '-k', 'good', '--sign', path.join(dir, 'keys/alice')], {
+        input: 'signed\n',
+      });
       expect(signed.stderr).toBe('');
       const unsigned = await runFspl(['net', 'put', file, 'src', '-k', 'bad'], { input: 'unsigned\n' });
-      expect(unsigned.stderr).toBe('fspl net put: warning: place src requires signatures: unsigned (no --sign KEY), this token will be set aside by the run\n');
+      expect(unsigned.stderr).toBe(
+        'fspl net put: warning: place src requires signatures: unsigned (no --sign KEY), this token will be set aside by the run\n',
+      );
       const bad = await runFspl(['net', 'put', file, 'src', '--sign', path.join(dir, 'nokey')], { input: 'x' });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toMatch(/Cannot sign tokens with .*nokey/);
@@ -157,13 +188,19 @@ transitions:
       const run = net.run({ signal: stop.signal, pollInterval: 0.05 });
       await waitFor(
         'the signed token done, the other set aside',
-        () => fs.readdirSync(path.join(dir, 'places/src/jobs')).length === 0 && fs.readdirSync(path.join(dir, 'places/done/jobs')).length === 1,
+        () =>
+          fs.readdirSync(path.join(dir, 'places/src/jobs')).length === 0 &&
+          fs.readdirSync(path.join(dir, 'places/done/jobs')).length === 1,
       );
       stop.abort();
       await run;
-      expect((await tokensIn(path.join(dir, 'places/done'))).map((t) => [t.key, t.payload])).toEqual([['good', 'SIGNED\n']]);
+      expect((await tokensIn(path.join(dir, 'places/done'))).map((t) => [t.key, t.payload])).toEqual([
+        ['good', 'SIGNED\n'],
+      ]);
       const aside = await tokensIn(path.join(dir, 'net.state/set-aside'));
-      expect(aside.map((t) => [t.key, t.env.SET_ASIDE_REASON, t.payload])).toEqual([['bad', 'packet 2 refused: not signed', 'unsigned\n']]);
+      expect(aside.map((t) => [t.key, t.env.SET_ASIDE_REASON, t.payload])).toEqual([
+        ['bad', 'packet 2 refused: not signed', 'unsigned\n'],
+      ]);
       expect((await net.status()).places.find((p) => p.name === 'src')!.refused).toBe(1);
     });
   },

@@ -62,7 +62,11 @@ async function crashRun(workers: number): Promise<void> {
       expect(code, `seed ${seed}: ${stderr}`).toBe(0);
       clean++;
     }
-    if (kills >= KILLS && (await tokensIn(path.join(dir, 'places/sink'))).filter((t) => t.kind === 'Command').length >= total) break;
+    if (
+      kills >= KILLS &&
+      (await tokensIn(path.join(dir, 'places/sink'))).filter((t) => t.kind === 'Command').length >= total
+    )
+      break;
   }
   const sink = await tokensIn(path.join(dir, 'places/sink'));
   // A number that a killed commit had taken is filled with a NOP by recovery: the rest are tokens.
@@ -94,6 +98,10 @@ async function crashRun(workers: number): Promise<void> {
 }
 
 describe('exactly once under kill -9', () => {
-  test(`${KILLS} kills of net run over ${TOKENS} tokens (and-branch, and-merge): every key reaches the sink once`, () => crashRun(1), 600_000);
+  test(
+    `${KILLS} kills of net run over ${TOKENS} tokens (and-branch, and-merge): every key reaches the sink once`,
+    () => crashRun(1),
+    600_000,
+  );
   test(`the same with workers: 4 on every transition`, () => crashRun(4), 600_000);
 });

@@ -42,7 +42,10 @@ function keys(dir: string): { alice: string; mallory: string } {
 
 /** A packet signed by mallory, numbered and keyed as the token it replaces, written outside any place. */
 async function forgeByMallory(file: string, mallory: string, seq: bigint, key: string, payload: string): Promise<void> {
-  await pipeline(preparePacket({ seq, env: { KEY: key }, payload: Buffer.from(payload), sign: { key: mallory } }), fs.createWriteStream(file));
+  await pipeline(
+    preparePacket({ seq, env: { KEY: key }, payload: Buffer.from(payload), sign: { key: mallory } }),
+    fs.createWriteStream(file),
+  );
 }
 
 /** An honest signed token with its payload changed (same length: only its SHA-512 tells). */
@@ -53,7 +56,12 @@ function withPayloadChanged(token: string, file: string): void {
 }
 
 /** A run kept going through the test's steps (a new run would judge a forgery at its scan, not at its firing); its warnings kept. */
-function running(net: Net): { until(what: string, cond: () => boolean): Promise<unknown>; stop(): Promise<unknown>; warnings: string[]; events: string[] } {
+function running(net: Net): {
+  until(what: string, cond: () => boolean): Promise<unknown>;
+  stop(): Promise<unknown>;
+  warnings: string[];
+  events: string[];
+} {
   const warnings: string[] = [];
   const recent: string[] = [];
   const events: string[] = [];
@@ -150,15 +158,23 @@ describeIfPresent(
         expect(jobsOf(src)).toEqual([path.basename(t3!), expect.stringMatching(/^fspl-0*4-/)]);
         // The net goes on: the real 2 put back under its name fires; then 3, a forgery since its scan, is refused as it opens.
         fs.copyFileSync(path.join(dir, 'real2'), t2!);
-        await run.until('token 2 done, forgery 3 set aside', () => jobsOf(aside).length === 2 && jobsOf(done).length === 2);
+        await run.until(
+          'token 2 done, forgery 3 set aside',
+          () => jobsOf(aside).length === 2 && jobsOf(done).length === 2,
+        );
         fs.copyFileSync(path.join(dir, 'real3'), t3!);
         await run.until('all four done', () => jobsOf(done).length === 4);
       } finally {
         await run.stop();
       }
       // Both refused by the firing's check, not a scan's (the run indexed each before its swap).
-      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused/), expect.stringMatching(/packet 3 refused/)]);
-      expect((await tokensIn(done)).map((t) => [t.key, t.payload])).toEqual([1, 2, 3, 4].map((i) => [`k${i}`, `TOKEN ${i}\n`]));
+      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([
+        expect.stringMatching(/packet 2 refused/),
+        expect.stringMatching(/packet 3 refused/),
+      ]);
+      expect((await tokensIn(done)).map((t) => [t.key, t.payload])).toEqual(
+        [1, 2, 3, 4].map((i) => [`k${i}`, `TOKEN ${i}\n`]),
+      );
       expect(jobsOf(src)).toEqual([]);
       const refused = await tokensIn(aside);
       expect(refused.map((t) => [t.env.SET_ASIDE_FILE, t.env.SET_ASIDE_PLACE, t.payload])).toEqual([
@@ -176,7 +192,10 @@ describeIfPresent(
       // 2's refusal comes (in its commit turn, after 1) while 3 waits to commit behind it.
       const { dir, net } = makeNet(
         'places:\n  pause: {}\n  src: { signers: allowed }\n  done: {}\ntransitions:\n  up: { in: src, run: "sh step.sh", out: done, workers: 3, inhibit: [pause] }\n',
-        { 'step.sh': 'case "$FSPL_SEQ" in\n1) while [ ! -e ran3 ]; do sleep 0.05; done ;;\n3) touch ran3 ;;\nesac\ntr a-z A-Z\n' },
+        {
+          'step.sh':
+            'case "$FSPL_SEQ" in\n1) while [ ! -e ran3 ]; do sleep 0.05; done ;;\n3) touch ran3 ;;\nesac\ntr a-z A-Z\n',
+        },
       );
       const { alice } = keys(dir);
       const src = path.join(dir, 'places/src');
@@ -192,7 +211,9 @@ describeIfPresent(
         fs.renameSync(path.join(dir, 'forged2'), t2);
         for (const n of jobsOf(path.join(dir, 'places/pause'))) fs.unlinkSync(path.join(dir, 'places/pause/jobs', n));
         await run.until('1 done, forgery 2 set aside, 3 dropped', () =>
-          run.warnings.some((w) => /up: 1 firing\(s\) on later tokens of place src are dropped: number 2 is still to come/.test(w)),
+          run.warnings.some((w) =>
+            /up: 1 firing\(s\) on later tokens of place src are dropped: number 2 is still to come/.test(w),
+          ),
         );
         await run.until('1 done', () => jobsOf(done).length === 1);
         // The place still waits for number 2: 3 and 4 are there, untaken.
@@ -202,8 +223,12 @@ describeIfPresent(
       } finally {
         await run.stop();
       }
-      expect((await tokensIn(done)).map((t) => [t.key, t.payload])).toEqual([1, 2, 3, 4].map((i) => [`k${i}`, `TOKEN ${i}\n`]));
-      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused: payload does not match its signature/)]);
+      expect((await tokensIn(done)).map((t) => [t.key, t.payload])).toEqual(
+        [1, 2, 3, 4].map((i) => [`k${i}`, `TOKEN ${i}\n`]),
+      );
+      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([
+        expect.stringMatching(/packet 2 refused: payload does not match its signature/),
+      ]);
     });
 
     test('a batch: signed tokens concatenated as checked; one swapped for a forgery stops its batch, whose other token goes back', async () => {
@@ -221,7 +246,10 @@ describeIfPresent(
       fs.chmodSync(t1!, 0o666); // read through a spool of ours
       fs.copyFileSync(t4!, path.join(dir, 'real4'));
       await forgeByMallory(path.join(dir, 'forged4'), mallory, 4n, 'k4', 'evil\n');
-      fs.writeFileSync(path.join(dir, 'b.sh'), `if [ "$FSPL_BATCH_SEQS" = "1 2" ]; then mv forged4 ${sh(t4!)}; fi\ntr a-z A-Z\n`);
+      fs.writeFileSync(
+        path.join(dir, 'b.sh'),
+        `if [ "$FSPL_BATCH_SEQS" = "1 2" ]; then mv forged4 ${sh(t4!)}; fi\ntr a-z A-Z\n`,
+      );
       const run = running(net);
       try {
         await run.until(
@@ -238,7 +266,9 @@ describeIfPresent(
         await run.stop();
       }
       expect((await tokensIn(done)).map((t) => t.payload)).toEqual(['TOKEN 1\nTOKEN 2\n', 'TOKEN 3\nTOKEN 4\n']);
-      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 4 refused: signed by a key not in/)]);
+      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([
+        expect.stringMatching(/packet 4 refused: signed by a key not in/),
+      ]);
     });
 
     test("a failed firing's error token copies its input as checked, not what was swapped in under its name meanwhile", async () => {
@@ -278,8 +308,14 @@ describeIfPresent(
         fs.writeFileSync(path.join(dir, 'swap.sh'), `mv ${sh(path.join(dir, 'forged'))} ${sh(token!)}\ncat\n`);
         await net.put('trigger', Buffer.from('go\n'), { key: 'k' });
         const aside = path.join(dir, 'net.state/set-aside');
-        const warnings = await runUntil(net, 'the forgery set aside', () => fs.existsSync(path.join(aside, 'jobs')) && jobsOf(aside).length === 1);
-        expect(warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 1 refused: payload does not match its signature/)]);
+        const warnings = await runUntil(
+          net,
+          'the forgery set aside',
+          () => fs.existsSync(path.join(aside, 'jobs')) && jobsOf(aside).length === 1,
+        );
+        expect(warnings.filter((w) => AT_FIRING.test(w))).toEqual([
+          expect.stringMatching(/packet 1 refused: payload does not match its signature/),
+        ]);
         expect((await tokensIn(aside)).map((t) => t.payload)).toEqual(['hoEVIL\n']);
         expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
         expect(jobsOf(path.join(dir, 'places/done'))).toEqual([]);
@@ -287,7 +323,9 @@ describeIfPresent(
         expect((await tokensIn(path.join(dir, 'places/go'))).map((t) => [t.key, t.payload])).toEqual([['k', 'go\n']]);
         fs.copyFileSync(path.join(dir, 'real'), token!);
         await runUntil(net, 'the pair done', () => jobsOf(path.join(dir, 'places/done')).length === 1);
-        expect((await tokensIn(path.join(dir, 'places/done'))).map((t) => [t.key, t.payload])).toEqual([['k', 'go\nhonest\n']]);
+        expect((await tokensIn(path.join(dir, 'places/done'))).map((t) => [t.key, t.payload])).toEqual([
+          ['k', 'go\nhonest\n'],
+        ]);
         expect(jobsOf(path.join(dir, 'places/go'))).toEqual([]);
         expect(jobsOf(src)).toEqual([]);
       });
@@ -297,7 +335,11 @@ describeIfPresent(
       const dir = netDir();
       const { alice, mallory } = keys(dir);
       const define = (fn: Parameters<typeof Net.define>[0]['transitions'][string]['fn']) =>
-        Net.define({ dir, places: { a: { signers: path.join(dir, 'allowed') }, b: {} }, transitions: { t: { in: 'a', out: 'b', workers: 1, fn } } });
+        Net.define({
+          dir,
+          places: { a: { signers: path.join(dir, 'allowed') }, b: {} },
+          transitions: { t: { in: 'a', out: 'b', workers: 1, fn } },
+        });
       const big = 'x'.repeat(300 * 1024);
       const put = define(async () => undefined);
       put.init();
@@ -329,15 +371,23 @@ describeIfPresent(
       try {
         await run.until(
           '1 done, the forgery set aside',
-          () => fs.existsSync(path.join(dir, 'net.state/set-aside/jobs')) && jobsOf(path.join(dir, 'net.state/set-aside')).length === 1,
+          () =>
+            fs.existsSync(path.join(dir, 'net.state/set-aside/jobs')) &&
+            jobsOf(path.join(dir, 'net.state/set-aside')).length === 1,
         );
         fs.copyFileSync(path.join(dir, 'real2'), t2!);
         await run.until('all three done', () => jobsOf(path.join(dir, 'places/b')).length === 3);
       } finally {
         await run.stop();
       }
-      expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['k1:3:one', 'k2:3:two', `k3:${big.length}:xxxxx`]);
-      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([expect.stringMatching(/packet 2 refused: signed by a key not in/)]);
+      expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual([
+        'k1:3:one',
+        'k2:3:two',
+        `k3:${big.length}:xxxxx`,
+      ]);
+      expect(run.warnings.filter((w) => AT_FIRING.test(w))).toEqual([
+        expect.stringMatching(/packet 2 refused: signed by a key not in/),
+      ]);
       expect((await tokensIn(path.join(dir, 'net.state/set-aside'))).map((t) => t.payload)).toEqual(['evil']);
     });
 
@@ -350,11 +400,15 @@ describeIfPresent(
       );
       const { alice } = keys(dir);
       const src = path.join(dir, 'places/src');
-      for (let i = 1; i <= 3; i++) await net.put('src', Buffer.from(`token ${i}`), { key: `k${i}`, env: { WHO: 'first' }, sign: alice });
+      for (let i = 1; i <= 3; i++)
+        await net.put('src', Buffer.from(`token ${i}`), { key: `k${i}`, env: { WHO: 'first' }, sign: alice });
       const [, t2, t3] = jobsOf(src).map((n) => path.join(src, 'jobs', n));
       fs.copyFileSync(t3!, path.join(dir, 'real3'));
       const signed = (file: string, seq: bigint, key: string, payload: string) =>
-        pipeline(preparePacket({ seq, env: { KEY: key, WHO: 'second' }, payload: Buffer.from(payload), sign: { key: alice } }), fs.createWriteStream(file));
+        pipeline(
+          preparePacket({ seq, env: { KEY: key, WHO: 'second' }, payload: Buffer.from(payload), sign: { key: alice } }),
+          fs.createWriteStream(file),
+        );
       await signed(path.join(dir, 'other2'), 2n, 'k2', 'other 2');
       await signed(path.join(dir, 'other3'), 3n, 'elsewhere', 'other 3');
       fs.writeFileSync(
@@ -365,13 +419,20 @@ describeIfPresent(
       const aside = path.join(dir, 'net.state/set-aside');
       const run = running(net);
       try {
-        await run.until('2 done, 3 set aside', () => jobsOf(done).length === 2 && fs.existsSync(path.join(aside, 'jobs')) && jobsOf(aside).length === 1);
+        await run.until(
+          '2 done, 3 set aside',
+          () => jobsOf(done).length === 2 && fs.existsSync(path.join(aside, 'jobs')) && jobsOf(aside).length === 1,
+        );
         fs.copyFileSync(path.join(dir, 'real3'), t3!);
         await run.until('3 done', () => jobsOf(done).length === 3);
       } finally {
         await run.stop();
       }
-      expect((await tokensIn(done)).map((t) => t.payload)).toEqual(['first: token 1', 'second: other 2', 'first: token 3']);
+      expect((await tokensIn(done)).map((t) => t.payload)).toEqual([
+        'first: token 1',
+        'second: other 2',
+        'first: token 3',
+      ]);
       expect((await tokensIn(aside)).map((t) => t.env.SET_ASIDE_REASON)).toEqual([
         expect.stringMatching(/^packet 3 refused: its key changed since it was indexed/),
       ]);

@@ -166,7 +166,12 @@ transitions:
     const ctl = new AbortController();
     const idle = new Promise<void>((resolve) => {
       void net
-        .run({ workers: 4, only: (t) => t.name !== 't3', signal: ctl.signal, onEvent: (e) => (check(e), e.type === 'idle' && resolve()) })
+        .run({
+          workers: 4,
+          only: (t) => t.name !== 't3',
+          signal: ctl.signal,
+          onEvent: (e) => (check(e), e.type === 'idle' && resolve()),
+        })
         .then(() => resolve());
     });
     await idle;
@@ -211,7 +216,10 @@ transitions:
     for (let i = 0; i < N; i++) await net.put('a', Buffer.from('x'), { key: `k${i}` });
     const ctl = new AbortController();
     let commits = 0;
-    const run = net.run({ signal: ctl.signal, onEvent: (e) => (e.type === 'commit' && ++commits === 50 ? setTimeout(() => ctl.abort(), 0) : undefined) });
+    const run = net.run({
+      signal: ctl.signal,
+      onEvent: (e) => (e.type === 'commit' && ++commits === 50 ? setTimeout(() => ctl.abort(), 0) : undefined),
+    });
     await run;
     const keys = [
       ...(await tokensIn(path.join(dir, 'places/a'))),
@@ -318,7 +326,8 @@ transitions:
     const summary = await net.run({
       drain: true,
       workers: 2,
-      onEvent: (e) => (e.type === 'commit' ? commits.push({ inputs: e.inputs.length, outputs: e.outputs.length }) : undefined),
+      onEvent: (e) =>
+        e.type === 'commit' ? commits.push({ inputs: e.inputs.length, outputs: e.outputs.length }) : undefined,
     });
     expect(summary.leftovers).toEqual([]);
     expect(commits.map((c) => c.inputs)).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 3]);

@@ -15,7 +15,11 @@ import { netDir } from '../helpers.js';
 const nothingHeld = (_place: string, next: bigint) => ({ next, claimed: 0, incoming: 0 });
 
 function setup(pairs: number) {
-  const net = defineNet({ dir: netDir(), places: { l: {}, r: {}, o: {} }, transitions: { m: { in: ['l', 'r'], out: 'o', run: null, workers: 2 } } });
+  const net = defineNet({
+    dir: netDir(),
+    places: { l: {}, r: {}, o: {} },
+    transitions: { m: { in: ['l', 'r'], out: 'o', run: null, workers: 2 } },
+  });
   const places = new RunPlaces(net, [...net.transitions.values()], {});
   places.open();
   const key = (k: string) => ({ env: [[Buffer.from('KEY'), Buffer.from(k)]] as Array<[Uint8Array, Uint8Array]> });
@@ -75,7 +79,11 @@ test('a token gone from the directory (another reader, a hand) leaves the join a
 });
 
 test('outputs a scan found before the run adopted them stay one token each in the join: consumed, their set is gone', async () => {
-  const net = defineNet({ dir: netDir(), places: { l: {}, r: {}, o: {} }, transitions: { m: { in: ['l', 'r'], out: 'o', run: null } } });
+  const net = defineNet({
+    dir: netDir(),
+    places: { l: {}, r: {}, o: {} },
+    transitions: { m: { in: ['l', 'r'], out: 'o', run: null } },
+  });
   const m = net.transitions.get('m')!;
   const places = new RunPlaces(net, [...net.transitions.values()], {});
   places.open();

@@ -76,7 +76,12 @@ transitions:
       const done = path.join(dir, 'places/done');
       const N = 6;
       for (let i = 0; i < N; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
-      await runUntil(net, 'a', `${N} tokens in a's outbox`, () => fs.existsSync(path.join(outbox, 'jobs')) && jobsOf(outbox).length === N);
+      await runUntil(
+        net,
+        'a',
+        `${N} tokens in a's outbox`,
+        () => fs.existsSync(path.join(outbox, 'jobs')) && jobsOf(outbox).length === N,
+      );
       const sent = jobsOf(outbox);
 
       // The third party's tokens, there first: an unsigned #2, a #3 signed by a key a does not
@@ -101,7 +106,8 @@ transitions:
         return fs.existsSync(path.join(done, 'jobs')) && jobsOf(done).length === 1 && left.length === 0;
       });
       // Then the rest, in reverse order (a sync tool keeps none).
-      for (const name of [...sent.slice(1)].reverse()) fs.copyFileSync(path.join(outbox, 'jobs', name), path.join(inbox, 'jobs', name));
+      for (const name of [...sent.slice(1)].reverse())
+        fs.copyFileSync(path.join(outbox, 'jobs', name), path.join(inbox, 'jobs', name));
       await runUntil(net, 'b', `${N} tokens done`, () => jobsOf(done).length === N && jobsOf(inbox).length === 0);
 
       const out = await tokensIn(done);
@@ -111,9 +117,15 @@ transitions:
       // Set aside, with why; nothing lost.
       const aside = await tokensIn(path.join(dir, 'net.state/b/set-aside'));
       const reasons = Object.fromEntries(aside.map((t) => [t.env.SET_ASIDE_FILE, t.env.SET_ASIDE_REASON]));
-      expect(Object.keys(reasons).sort()).toEqual(['fspl-forged-changed.fspl', 'fspl-forged-mallory.fspl', 'fspl-forged-unsigned.fspl']);
+      expect(Object.keys(reasons).sort()).toEqual([
+        'fspl-forged-changed.fspl',
+        'fspl-forged-mallory.fspl',
+        'fspl-forged-unsigned.fspl',
+      ]);
       expect(reasons['fspl-forged-unsigned.fspl']).toBe('packet 2 refused: not signed');
-      expect(reasons['fspl-forged-mallory.fspl']).toMatch(/^packet 3 refused: signed by a key not in the keys of host a: SHA256:/);
+      expect(reasons['fspl-forged-mallory.fspl']).toMatch(
+        /^packet 3 refused: signed by a key not in the keys of host a: SHA256:/,
+      );
       expect(reasons['fspl-forged-changed.fspl']).toMatch(/^packet 4 refused: payload does not match its signature/);
       expect(aside.map((t) => t.env.SET_ASIDE_PLACE)).toEqual(['inbox', 'inbox', 'inbox']);
       expect(aside.find((t) => t.env.SET_ASIDE_FILE === 'fspl-forged-unsigned.fspl')!.payload).toBe('rm -rf\n');
@@ -151,7 +163,9 @@ transitions:
       expect(r.stderr + r.stdout).toMatch(/from: host a has no key/);
       expect(r.stderr + r.stdout).toMatch(/from: unknown host "zz"/);
       expect(r.stderr + r.stdout).toMatch(/key is the path of the OpenSSH private key/);
-      expect(r.stderr + r.stdout).toMatch(/Place mid requires signatures but transition v on its own host writes it unsigned/);
+      expect(r.stderr + r.stdout).toMatch(
+        /Place mid requires signatures but transition v on its own host writes it unsigned/,
+      );
     });
   },
 );

@@ -46,7 +46,10 @@ transitions:
       SeqFile.with(path.join(dir, 'places/a/sendseq'), {}, (sf) => {
         const seq = sf.read();
         const fd = fs.openSync(path.join(dir, `places/a/jobs/fspl-${randomUUID()}.fspl`), 'w');
-        writePacketSync(fd, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(`k${i}`)]] } }));
+        writePacketSync(
+          fd,
+          makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(`k${i}`)]] } }),
+        );
         fs.writeSync(fd, `token ${i}\n`);
         fs.closeSync(fd);
         sf.write(seq + 1n);
@@ -173,7 +176,17 @@ cat
     const events: NetEvent[] = [];
     const summary = await net.run({ drain: true, onEvent: (e) => events.push(e) });
     expect(summary.leftovers).toEqual([]);
-    expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.key)).toEqual(['k1', 'k2', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10']);
+    expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.key)).toEqual([
+      'k1',
+      'k2',
+      'k4',
+      'k5',
+      'k6',
+      'k7',
+      'k8',
+      'k9',
+      'k10',
+    ]);
     const [err, ...more] = await tokensIn(path.join(dir, 'places/failed'));
     expect(more).toEqual([]);
     expect(err!.key).toBe('k3');
@@ -190,7 +203,11 @@ cat
       .split('\n')
       .filter((l) => l === 'attempt for k3');
     expect(attempts).toHaveLength(3);
-    expect(events.filter((e) => e.type === 'fail').map((e) => (e as { willRetry: boolean }).willRetry)).toEqual([true, true, false]);
+    expect(events.filter((e) => e.type === 'fail').map((e) => (e as { willRetry: boolean }).willRetry)).toEqual([
+      true,
+      true,
+      false,
+    ]);
   }, 60_000);
 
   test('without an error place a failing transition stops, its token stays, and the other transitions keep going', async () => {
@@ -327,7 +344,8 @@ transitions:
     // Wait until both firings run.
     const staging = path.join(dir, 'net.state/staging');
     // A firing's files are named by it (transition-id-attempt.what): count the firings.
-    const running = () => (fs.existsSync(staging) ? new Set(fs.readdirSync(staging).map((n) => n.split('.')[0])).size : 0);
+    const running = () =>
+      fs.existsSync(staging) ? new Set(fs.readdirSync(staging).map((n) => n.split('.')[0])).size : 0;
     for (let i = 0; i < 200 && running() < 2; i++) await new Promise((r) => setTimeout(r, 50));
     expect(running()).toBe(2);
     child.kill('SIGTERM');

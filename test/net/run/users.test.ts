@@ -14,7 +14,10 @@ import { onPath } from '../../harness/proc.js';
 import { makeNet, runFspl, tokensIn } from '../helpers.js';
 
 const isRoot = process.getuid?.() === 0;
-const missing = [...(isRoot ? [] : ['root (run the tests as root)']), ...['useradd', 'userdel', 'getent', 'setpriv'].filter((c) => !onPath(c))];
+const missing = [
+  ...(isRoot ? [] : ['root (run the tests as root)']),
+  ...['useradd', 'userdel', 'getent', 'setpriv'].filter((c) => !onPath(c)),
+];
 const U1 = `fspltA${process.pid}`;
 const U2 = `fspltB${process.pid}`;
 
@@ -22,7 +25,8 @@ describeIfPresent('transitions as users', missing, { what: 'per-transition user 
   /** A copy of the CLI that the users made here can reach, wherever the checkout is. */
   let build = '';
   beforeAll(() => {
-    for (const u of [U1, U2]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
+    for (const u of [U1, U2])
+      execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
     build = copyBuild();
   });
   afterAll(() => {
