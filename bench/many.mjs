@@ -75,7 +75,10 @@ const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
 function makeTemplate(n) {
   const t = path.join(WORK, `template-${n}`);
   fs.mkdirSync(t);
-  const script = `i=0; while [ $i -lt ${n} ]; do ${shq(opts.ref)} queue-init -q ${shq(t)}/q$i && echo "job $i" | ${shq(opts.ref)} prepare -s - -i - | ${shq(opts.ref)} queue-write -q ${shq(t)}/q$i || exit 1; i=$((i+1)); done`;
+  const script =
+    `i=0; while [ $i -lt ${n} ]; do ${shq(opts.ref)} queue-init -q ${shq(t)}/q$i && echo "job $i" | ` +
+    `${shq(opts.ref)} prepare -s - -i - | ${shq(opts.ref)} queue-write -q ${shq(t)}/q$i || exit 1; ` +
+    `i=$((i+1)); done`;
   const r = spawnSync('sh', ['-c', script], { env: ENV, encoding: 'utf8' });
   if (r.status !== 0) die(`making the queues failed: ${r.stderr}`);
   return t;
@@ -140,10 +143,17 @@ function benchPass() {
   const refOwnMs = ((cpu.ref - cpu.floor) / n) * 1000;
   return {
     rows: [
-      `| ${n.toLocaleString('en-US')} queues, one job each (\`sh -c 'cat >> F'\`), one pass: \`fspl queue-process --queues-in\`, CPU (user+sys, children included) | the reference's loop, one \`fspl queue-process\` per queue | ${s2(cpu.ours)} | ${s2(cpu.ref)} | ${x(ratio)} | ≤ 0.3× | ${ratio <= 0.3 ? 'met' : '**missed**'} | ${loads[0]}–${loads[loads.length - 1]} |`,
-      `| the same, wall | the same loop | ${s2(wall.ours)} | ${s2(wall.ref)} | ${x(wall.ours / wall.ref)} | — | (information) | |`,
-      `| the commands alone: the same ${n.toLocaleString('en-US')} \`sh -c 'cat >> F'\` started by \`xargs\`, no queue (the floor both sides pay) | the reference's loop | ${s2(cpu.floor)} | ${s2(cpu.ref)} | ${x(cpu.floor / cpu.ref)} | — | (the lowest ratio any processor can have here) | |`,
-      `| CPU per queue above that floor | the reference's | ${ownMs.toFixed(2)} ms | ${refOwnMs.toFixed(2)} ms | ${x(ownMs / refOwnMs)} | — | (information) | |`,
+      `| ${n.toLocaleString('en-US')} queues, one job each (\`sh -c 'cat >> F'\`), one pass: \`fspl ` +
+        `queue-process --queues-in\`, CPU (user+sys, children included) | the reference's loop, one ` +
+        `\`fspl queue-process\` per queue | ${s2(cpu.ours)} | ${s2(cpu.ref)} | ${x(ratio)} | ≤ ` +
+        `0.3× | ${ratio <= 0.3 ? 'met' : '**missed**'} | ${loads[0]}–${loads[loads.length - 1]} |`,
+      `| the same, wall | the same loop | ${s2(wall.ours)} | ${s2(wall.ref)}` +
+        ` | ${x(wall.ours / wall.ref)} | — | (information) | |`,
+      `| the commands alone: the same ${n.toLocaleString('en-US')} \`sh -c 'cat >> F'\` started by ` +
+        `\`xargs\`, no queue (the floor both sides pay) | the reference's loop | ${s2(cpu.floor)} | ` +
+        `${s2(cpu.ref)} | ${x(cpu.floor / cpu.ref)} | — | (the lowest ratio any processor can have here) | |`,
+      `| CPU per queue above that floor | the reference's | ${ownMs.toFixed(2)} ms ` +
+        `| ${refOwnMs.toFixed(2)} ms | ${x(ownMs / refOwnMs)} | — | (information) | |`,
     ],
     n,
   };
@@ -278,10 +288,16 @@ async function benchWatch() {
   const rss = Math.max(mem.hwm, memAfter.hwm);
   return {
     rows: [
-      `| ${n.toLocaleString('en-US')} queues under \`queue-process --watch --queues-in\`: idle CPU over ${idleSeconds} s | — | ${(idleCpu * 100).toFixed(2)} % of a core | — | — | ≤ 1 % | ${idleCpu <= 0.01 ? 'met' : '**missed**'} | ${loadavg()} |`,
-      `| the same: peak RSS (VmHWM) | — | ${rss.toFixed(0)} MiB | — | — | ≤ 150 MiB | ${rss <= 150 ? 'met' : '**missed**'} | |`,
-      `| the same: rename into a random queue → its command's start (${latencies.length} jobs; p50 ${p50.toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms) | — | p90 ${p90.toFixed(1)} ms | — | — | ≤ 100 ms | ${p90 <= 100 ? 'met' : '**missed**'} | |`,
-      `| the same: from start to its first job run (every queue found and watched) | — | ${s2(startup)} | — | — | (information) | | |`,
+      `| ${n.toLocaleString('en-US')} queues under \`queue-process --watch --queues-in\`: ` +
+        `idle CPU over ${idleSeconds} s | — | ${(idleCpu * 100).toFixed(2)} % of a core ` +
+        `| — | — | ≤ 1 % | ${idleCpu <= 0.01 ? 'met' : '**missed**'} | ${loadavg()} |`,
+      `| the same: peak RSS (VmHWM) | — | ${rss.toFixed(0)} MiB | — ` +
+        `| — | ≤ 150 MiB | ${rss <= 150 ? 'met' : '**missed**'} | |`,
+      `| the same: rename into a random queue → its command's start (${latencies.length} ` +
+        `jobs; p50 ${p50.toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms) | — | ` +
+        `p90 ${p90.toFixed(1)} ms | — | — | ≤ 100 ms | ${p90 <= 100 ? 'met' : '**missed**'} | |`,
+      `| the same: from start to its first job run (every queue found and ` +
+        `watched) | — | ${s2(startup)} | — | — | (information) | | |`,
     ],
   };
 }
@@ -292,7 +308,8 @@ const rows = [];
 if (want('pass')) rows.push(...benchPass().rows);
 if (want('watch')) rows.push(...(await benchWatch()).rows);
 
-const md = `${BEGIN}
+const md =
+  `${BEGIN}
 ## Many queues in one process (issue 30; \`bench/many.mjs\`)
 
 | measure | compared with | ours | theirs | ratio | target | | load (1 min) |
@@ -310,7 +327,8 @@ How it is measured:
   \`queue-init\` leaves them), then one \`queue-process --watch --queues-in\` starts. After its first job
   and 2 s more, its CPU (utime+stime from \`/proc/PID/stat\`) is read over the idle window; peak RSS is
   VmHWM from \`/proc/PID/status\`. The queues are made 3 s before the watcher starts (a queue changed
-  within 2 s of a look is scanned again at its next look, in case coarse time stamps hid a change). Latency: one job at a time is renamed into a random queue,
+  within 2 s of a look is scanned again at its next look, in case coarse time ` +
+  `stamps hid a change). Latency: one job at a time is renamed into a random queue,
   20–60 ms apart; the command logs \`date +%s%N\` as it starts (\`sh\` and \`date\` included: an upper
   bound).
 ${END}

@@ -88,7 +88,11 @@ export async function benchTargets(ctx) {
     ['s20', '0.02'],
     ['s40', '0.04'],
   ];
-  const jeffYaml = `places: { a: {}, b: {}, c: {}, d: {} }\ntransitions:\n${stages.map(([t, sl], i) => `  ${t}: { in: ${'abc'[i]}, out: ${'bcd'[i]}, workers: 2, run: "sleep ${sl}; cat" }`).join('\n')}\n`;
+  const jeffYaml =
+    `places: { a: {}, b: {}, c: {}, d: {} }\n` +
+    `transitions:\n${stages
+      .map(([t, sl], i) => `  ${t}: { in: ${'abc'[i]}, out: ${'bcd'[i]}, workers: 2, run: "sleep ${sl}; cat" }`)
+      .join('\n')}\n`;
   for (const N of Q ? [10] : [80, 200]) {
     const m = await measure(
       `Jefferson ${N} tokens`,
@@ -103,7 +107,8 @@ export async function benchTargets(ctx) {
       },
       () =>
         shWall(
-          `for i in $(seq ${N}); do echo 0.01; echo 0.02; echo 0.04; done | xargs -P 2 -n 1 sh -c 'sleep "$0"; cat </dev/null'`,
+          `for i in $(seq ${N}); do echo 0.01; echo 0.02; echo 0.04; ` +
+            `done | xargs -P 2 -n 1 sh -c 'sleep "$0"; cat </dev/null'`,
         ),
     );
     row(
@@ -170,7 +175,8 @@ export async function benchTargets(ctx) {
     `${cpu[small].load}, ${cpu[big].load}`,
   ]);
   notes.push(
-    `And-merge walls: ${small} pairs ${s(median(cpu[small].walls))}, ${big} pairs ${s(median(cpu[big].walls))} (medians).`,
+    `And-merge walls: ${small} pairs ${s(median(cpu[small].walls))}` +
+      `, ${big} pairs ${s(median(cpu[big].walls))} (medians).`,
   );
 
   const BIG = Q ? 300 : 10_000;
@@ -205,7 +211,8 @@ export async function benchTargets(ctx) {
   );
   const p99 = median(eld.map((r) => r.p99));
   rows.push([
-    `event-loop delay p99 during the ${BIG.toLocaleString('en')} merge (p50 ${median(eld.map((r) => r.p50)).toFixed(2)} ms, max ${median(eld.map((r) => r.max)).toFixed(1)} ms)`,
+    `event-loop delay p99 during the ${BIG.toLocaleString('en')} merge (p50 ` +
+      `${median(eld.map((r) => r.p50)).toFixed(2)} ms, max ${median(eld.map((r) => r.max)).toFixed(1)} ms)`,
     '—',
     `${p99.toFixed(2)} ms`,
     '—',
@@ -224,7 +231,8 @@ export async function benchTargets(ctx) {
       const dir = freshDir('t-chain');
       const { file, net } = writeNet(
         dir,
-        `places: { q0: {}, q1: {}, q2: {}, q3: {} }\ntransitions:\n  t0: { in: q0, out: q1, run: [cat] }\n  t1: { in: q1, out: q2, run: [cat] }\n  t2: { in: q2, out: q3, run: [cat] }\n`,
+        `places: { q0: {}, q1: {}, q2: {}, q3: {} }\ntransitions:\n  t0: { in: q0, out: q1, run: [cat] }\n` +
+          `  t1: { in: q1, out: q2, run: [cat] }\n  t2: { in: q2, out: q3, run: [cat] }\n`,
       );
       await fill(net, 'q0', CN);
       const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', '2', file], { cwd: dir });
@@ -249,7 +257,8 @@ export async function benchTargets(ctx) {
   );
   const protocol = { ...chain, floor: median(protocolFloor) };
   row(
-    `the same chain, against the protocol's floor (the floor's own ratio to \`xargs\`: ${(protocol.floor / chain.floor).toFixed(2)}×)`,
+    `the same chain, against the protocol's floor (the floor's own ` +
+      `ratio to \`xargs\`: ${(protocol.floor / chain.floor).toFixed(2)}×)`,
     `the same \`cat\`s with the commit's system calls, no fspl (\`floors.mjs chain\`)`,
     protocol,
     s,
@@ -301,7 +310,8 @@ export async function benchTargets(ctx) {
     rateRow(name, m);
   }
   notes.push(
-    `JavaScript moves in a fresh process's first run (V8 still compiling the runner): ${[disk, opts.dir].map((w) => `${perSecond(median(cold[w]))} in \`${w}\``).join(', ')} (medians).`,
+    `JavaScript moves in a fresh process's first run (V8 still compiling the runner): ` +
+      `${[disk, opts.dir].map((w) => `${perSecond(median(cold[w]))} in \`${w}\``).join(', ')} (medians).`,
   );
 
   // ---- Peak RSS with many tokens waiting: `fspl net run --drain` of a chain of 2 moves.
@@ -311,7 +321,8 @@ export async function benchTargets(ctx) {
     const seed = freshDir('t-rss');
     const { net } = writeNet(
       seed,
-      `places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`,
+      `places: { a: {}, b: {}, c: {} }\ntransitions:\n` +
+        `  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`,
     );
     log(`targets: putting ${n} tokens for the RSS rows`);
     await fill(net, 'a', n, () => 'x');

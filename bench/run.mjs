@@ -12,7 +12,8 @@
  *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
- *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues, G for signed packets, D for durability (for debugging)
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues,
+ *                        G for signed packets, D for durability (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
@@ -496,7 +497,8 @@ function benchColdStart() {
   );
   floorMs = m.floor.median;
   log(
-    `  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`,
+    `  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}` +
+      `, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`,
   );
   Object.assign(startup, m);
   results.push({
@@ -693,7 +695,8 @@ function benchQueueLs(id, n, { gzip }) {
         const b = refOut.split('\n');
         const i = a.findIndex((l, k) => l !== b[k]);
         throw new BenchError(
-          `${side} ${label}: output differs from the reference's at line ${i + 1}:\n  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`,
+          `${side} ${label}: output differs from the reference's at line ${i + 1}:\n` +
+            `  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`,
         );
       }
     }
@@ -846,7 +849,8 @@ function benchSeal() {
       runs[sealed ? 'ours' : 'ref'].push(res);
     }
     log(
-      `  ${label} round ${r + 1}/${opts.rounds}: sealed ${fmtCpu(runs.ours[r].cpu)}, unsealed ${fmtCpu(runs.ref[r].cpu)}`,
+      `  ${label} round ${r + 1}/${opts.rounds}: sealed ` +
+        `${fmtCpu(runs.ours[r].cpu)}, unsealed ${fmtCpu(runs.ref[r].cpu)}`,
     );
   }
   fs.rmSync(file, { force: true });
@@ -855,7 +859,9 @@ function benchSeal() {
   const part = (side, which) => median(runs[side].map((x) => x[which].cpu));
   results.push({
     id: 'S',
-    workload: `\`prepare --seal -s - -i FILE | queue-write\`, ${fmtSize(size)}: CPU (user+sys), against the same without --seal (both ours; the "ref" column is the unsealed run)`,
+    workload:
+      `\`prepare --seal -s - -i FILE | queue-write\`, ${fmtSize(size)}: CPU (user+sys), ` +
+      `against the same without --seal (both ours; the "ref" column is the unsealed run)`,
     ours: fmtCpu(o),
     ref: fmtCpu(u),
     ratio: fmtRatio(o / u),
@@ -922,7 +928,9 @@ function benchPipelines() {
       ours: fmtMiB(rss4),
       ref: fmtMiB(refRss4),
       ratio: fmtRatio(rss4 / refRss4),
-      target: `within 5% of the ${fmtSize(SIZES.pipe1)} run (${fmtMiB(rss1)}): ${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%`,
+      target:
+        `within 5% of the ${fmtSize(SIZES.pipe1)} run (${fmtMiB(rss1)}` +
+        `): ${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%`,
       met: Math.abs(growth) <= 0.05 ? 'yes' : `**no** (${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(0)}%)`,
     });
     const o = median(runs4.ours.map((x) => x.cpu));
@@ -1020,41 +1028,53 @@ function floorsSection() {
   const nativeRow =
     floors.nativePerJob === undefined
       ? ''
-      : `| the same loop through fspl's native addon (\`posix_spawn\`, the way ours starts jobs; row 2's floor) | ${floors.nativePerJob.toFixed(2)} ms | ${fmtMs(floors.nativePerJob * n)} |\n`;
+      : `| the same loop through fspl's native addon (\`posix_spawn\`, the way ours starts jobs; row ` +
+        `2's floor) | ${floors.nativePerJob.toFixed(2)} ms | ${fmtMs(floors.nativePerJob * n)} |\n`;
   let row2;
   if (floors.nativePerJob !== undefined) {
     // What is left above the spawn floor: start-up and the per-job JS work.
     const start = startup.ours?.median;
     const rest = d2 && start !== undefined ? d2.wall.median - start - floors.nativePerJob * n : undefined;
-    row2 = `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands with \`posix_spawn\`
+    row2 =
+      `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands with \`posix_spawn\`
   through its native addon (native/fspl_native.c; glibc uses \`clone(CLONE_VM|CLONE_VFORK)\`, so
   nothing of Node's ~50 MiB is copied): ${floors.nativePerJob.toFixed(2)} ms a job for the bare loop, against
   ${floors.spawnPerJob.toFixed(2)} ms for \`child_process.spawn\` (a full \`fork()\`; libuv 1.46 uses neither vfork nor
-  posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. The reference's whole run costs about
+  posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms ` +
+      `for a shell's fork+exec. The reference's whole run costs about
   what that loop costs, so the difference is Node's start-up plus the per-job work (open the job
   and read its header, build its environment, record the job: the note in the lock file, nextseq,
   the unlink, their fsyncs, src/process/finish.ts)${
     rest !== undefined
-      ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job`
+      ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and ` +
+        `the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job`
       : ''
   }.\n  Without the addon (not built, or \`FSPL_NO_NATIVE=1\`) jobs start through \`child_process.spawn\`.`;
   } else {
-    row2 = `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): measured ${opts.noNative ? 'with `--no-native`' : 'without the native addon (not built)'}:
+    row2 =
+      `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): measured ` +
+      `${opts.noNative ? 'with `--no-native`' : 'without the native addon (not built)'}:
   Node's \`child_process.spawn\` does a full \`fork()\` of a ~50 MiB process (libuv 1.46 does not use
   vfork or posix_spawn on Linux), which costs ${floors.spawnPerJob.toFixed(2)} ms a job here before the command even
   starts, against ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. That floor alone, times ${n} jobs, is
-  ${fmtMs(floors.spawnPerJob * n)}. The native addon (\`npm run build\` builds it) starts jobs with \`posix_spawn\` instead.`;
+  ${fmtMs(floors.spawnPerJob * n)}. The native addon (\`npm ` +
+      `run build\` builds it) starts jobs with \`posix_spawn\` instead.`;
   }
-  return `## Floors: what Node itself costs for the per-job work
+  return (
+    `## Floors: what Node itself costs for the per-job work
 
 Measured in the same run with \`bench/floors.mjs\` (loop time only, no start-up), to show how
 much of rows 2 and 3 is Node's own cost for the same system calls rather than fspl's code.
 
 | Measurement | Per job | For the workload |
 | --- | --- | --- |
-| bare \`child_process.spawn('/bin/true')\` loop in Node | ${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * n)} for ${n} jobs |
-${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
-| Node doing a NOP run's system calls (the scan, then runs of NOPs recorded as one), no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
+| bare \`child_process.spawn('/bin/true')\` loop in Node | ` +
+    `${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * n)} for ${n} jobs |
+${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) ` +
+    `| ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
+| Node doing a NOP run's system calls (the scan, then runs of NOPs recorded as ` +
+    `one), no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)}` +
+    ` µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
 
 Where the time of rows 2 and 3 goes (and row 4's):
 ${row2}
@@ -1066,17 +1086,18 @@ ${row2}
   is the node start-up floor, the scan and the unlinks: ${fmtMs(floors.nopLoop)} for Node to make the
   same calls with no fspl logic at all.
 - Row 4: ${
-    NATIVE
-      ? `the scan reads every job file's first 4 KiB (open, pread, close) and decodes the headers in
+      NATIVE
+        ? `the scan reads every job file's first 4 KiB (open, pread, close) and decodes the headers in
   the usual encoding in one call to the native addon; what is left is Node's start-up, listing
   \`jobs/\` (one \`fs.Dir\` entry object per file), building, sorting and printing the entries (local
   timestamps included). Without the addon, the reads go through Node's synchronous fs bindings
   and the headers through the JS MessagePack decoder.`
-      : `without the native addon, each header is read with one 4 KiB read through Node's synchronous
+        : `without the native addon, each header is read with one 4 KiB read through Node's synchronous
   fs bindings and decoded by the JS MessagePack decoder (decoders are reused); a CPU profile shows
   the time spread over start-up, those calls, decoding and garbage collection.`
-  }
-`;
+    }
+`
+  );
 }
 
 function table(headers, rows) {
@@ -1154,7 +1175,9 @@ function benchWatch() {
     const max = sorted[sorted.length - 1];
     results.push({
       id: 'W',
-      workload: `\`queue-process --watch\`${poll ? ` \`--poll-interval ${poll}\`` : ''}: from a job's rename into \`jobs/\` to its command's start (${what}; ${n} jobs)`,
+      workload:
+        `\`queue-process --watch\`${poll ? ` \`--poll-interval ${poll}\`` : ''}: from ` +
+        `a job's rename into \`jobs/\` to its command's start (${what}; ${n} jobs)`,
       ours: `${fmtMs(median(latencies))} (p95 ${fmtMs(p95)}, max ${fmtMs(max)})`,
       ref: '— (no watch mode)',
       ratio: '—',
@@ -1269,9 +1292,11 @@ Chrome DevTools.
   // The page keeps the tables; the prose goes to the notes, under the same headings.
   const subs = [netSection, manySection, signedSection, durabilitySection].filter((x) => x).map(splitSection);
   const own = [startupSection].filter((x) => x).map(splitSection);
-  const page = `# Benchmarks: TypeScript \`fspl\` against the reference
+  const page =
+    `# Benchmarks: TypeScript \`fspl\` against the reference
 
-Generated by \`npm run bench\` (\`bench/run.mjs\`)${opts.quick ? ' in **quick mode** (tiny sizes, smoke test only: numbers mean nothing)' : ''}.
+Generated by \`npm run bench\` (\`bench/run.mjs\`)` +
+    `${opts.quick ? ' in **quick mode** (tiny sizes, smoke test only: numbers mean nothing)' : ''}.
 Notes on each figure, profiles and past results: [benchmarks-notes.md](benchmarks-notes.md).
 
 ## How to run
@@ -1297,9 +1322,16 @@ shared: compare ratios, not absolute times across runs. The spread is in
 | Node | ${process.version} |
 | Reference | ${meta.refVersion} (\`${opts.ref}\`) |
 | Ours | \`node bin/fspl\`, commit ${meta.commit} at the start of the run |
-| Native addon | ${NATIVE ? `used (\`native/build/Release/fspl_native.node\`: posix_spawn for job commands, header reads)` : opts.noNative ? 'not used (`--no-native`: FSPL_NO_NATIVE=1)' : 'not built: pure-Node code'} |
+| Native addon | ${
+      NATIVE
+        ? `used (\`native/build/Release/fspl_native.node\`: posix_spawn for job commands, header reads)`
+        : opts.noNative
+          ? 'not used (`--no-native`: FSPL_NO_NATIVE=1)'
+          : 'not built: pure-Node code'
+    } |
 | Queues and payloads | \`${opts.dir}\` (${meta.fs}) |
-| Rounds | ${opts.rounds} per workload, ${opts.bigRounds} for the ${fmtSize(SIZES.pipe4)} run, ${opts.coldRounds} for start-up |
+| Rounds | ${opts.rounds} per workload, ${opts.bigRounds} for ` +
+    `the ${fmtSize(SIZES.pipe4)} run, ${opts.coldRounds} for start-up |
 | Load average (1 min) | ${meta.loadStart} at the start, ${meta.loadEnd} at the end |
 | Total run time | ${(meta.elapsed / 1000).toFixed(0)} s |
 
@@ -1439,7 +1471,8 @@ async function main() {
   const st = fs.statfsSync(opts.dir);
   if (st.bavail * st.bsize < need)
     die(
-      `${opts.dir} has ${fmtSize(st.bavail * st.bsize)} free; this run needs about ${fmtSize(need)} (use --dir or --quick)`,
+      `${opts.dir} has ${fmtSize(st.bavail * st.bsize)} free; ` +
+        `this run needs about ${fmtSize(need)} (use --dir or --quick)`,
     );
   WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-bench-'));
   const cleanupWork = () => fs.rmSync(WORK, { recursive: true, force: true });
@@ -1450,7 +1483,8 @@ async function main() {
     });
   }
   log(
-    `${opts.quick ? 'quick' : 'full'} run; work dir ${WORK}; ours: ${SIDES.ours.argv.join(' ')}; ref: ${opts.ref} (${refVersion})`,
+    `${opts.quick ? 'quick' : 'full'} run; work dir ${WORK}; ours: ` +
+      `${SIDES.ours.argv.join(' ')}; ref: ${opts.ref} (${refVersion})`,
   );
   try {
     // The floor is needed by workload 4's target, so measure start-up if either is wanted.

@@ -148,7 +148,9 @@ export async function bundle() {
   }
   for (const [group, members] of Object.entries(groups)) {
     const elsewhere = group === 'start' ? `\nmodule.exports.groups = ${JSON.stringify(where)};` : '';
-    const text = `"use strict";\n// Chunks of the CLI bundle by name (scripts/bundle.mjs).\nmodule.exports = { chunks: {\n${members.join(',\n')}\n} };${elsewhere}\n`;
+    const text =
+      `"use strict";\n// Chunks of the CLI bundle by name (scripts/bundle.mjs).\n` +
+      `module.exports = { chunks: {\n${members.join(',\n')}\n} };${elsewhere}\n`;
     fs.writeFileSync(path.join(OUT, `group-${group}.cjs`), text);
   }
 }

@@ -103,7 +103,10 @@ function definer(file: string, name: string, seen = new Set<string>(), types = f
   return undefined;
 }
 
-/** Every module whose code a file's run-time imports reach by name, barrels followed (a whole-module import reaches the barrel's every source). */
+/**
+ * Every module whose code a file's run-time imports reach by name, barrels followed (a whole-module import reaches the
+ * barrel's every source).
+ */
 function reached(file: string): string[] {
   const out = new Set<string>();
   const whole = (m: string, seen: Set<string>) => {
@@ -127,7 +130,10 @@ function reexports(file: string): string[] {
   );
 }
 
-/** Every import of a file, type-only and dynamic ones too (a type import ties two modules as much as a value does): the modules. */
+/**
+ * Every import of a file, type-only and dynamic ones too (a type import ties two modules as much as a value does): the
+ * modules.
+ */
 function typedImports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
   const stat = [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?[^;]*?\s+from\s+'(\.[^']+)'/gms)];
@@ -291,46 +297,53 @@ test('src/net reaches no codec internal by any way, barrels included (packet/ind
   }
 });
 
-test('src/net/plan is pure: no node: module, no clock or timer, nothing outside plan/ and model/ (errors aside)', () => {
-  const plan = path.join(SRC, 'net', 'plan');
-  const model = path.join(SRC, 'net', 'model');
-  // Error classes are values, not I/O: the planner may throw them.
-  const allowed = (d: string) =>
-    d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'base', 'errors.ts');
-  const files = sources(plan);
-  expect(files.length).toBeGreaterThan(0);
-  for (const f of files) {
-    const rel = path.relative(SRC, f);
-    const text = fs.readFileSync(f, 'utf8');
-    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
-    expect(
-      [...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]),
-      rel,
-    ).toEqual([]);
-    expect(
-      code.match(/\b(?:Date\.now|new Date|performance\.now|setTimeout|setInterval|setImmediate|process\.)/g) ?? [],
-      rel,
-    ).toEqual([]);
-    const outside = [...new Set([...typedImports(f), ...reached(f)])].filter((d) => !allowed(d));
-    expect(
-      outside.map((d) => path.relative(SRC, d)),
-      rel,
-    ).toEqual([]);
-  }
-});
+test(
+  'src/net/plan is pure: no node: module, no clock or ' + 'timer, nothing outside plan/ and model/ (errors aside)',
+  () => {
+    const plan = path.join(SRC, 'net', 'plan');
+    const model = path.join(SRC, 'net', 'model');
+    // Error classes are values, not I/O: the planner may throw them.
+    const allowed = (d: string) =>
+      d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'base', 'errors.ts');
+    const files = sources(plan);
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      const rel = path.relative(SRC, f);
+      const text = fs.readFileSync(f, 'utf8');
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+      expect(
+        [...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]),
+        rel,
+      ).toEqual([]);
+      expect(
+        code.match(/\b(?:Date\.now|new Date|performance\.now|setTimeout|setInterval|setImmediate|process\.)/g) ?? [],
+        rel,
+      ).toEqual([]);
+      const outside = [...new Set([...typedImports(f), ...reached(f)])].filter((d) => !allowed(d));
+      expect(
+        outside.map((d) => path.relative(SRC, d)),
+        rel,
+      ).toEqual([]);
+    }
+  },
+);
 
-test('test/net mirrors src/net: every folder of tests has its folder of modules, and every folder of modules its tests', () => {
-  const tests = path.join(ROOT, 'test', 'net');
-  const dirs = (d: string) =>
-    fs
-      .readdirSync(d, { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => e.name);
-  const folders = dirs(tests);
-  expect(folders.length).toBeGreaterThan(0);
-  for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
-  for (const d of dirs(path.join(SRC, 'net'))) expect(fs.existsSync(path.join(tests, d)), `src/net/${d}`).toBe(true);
-});
+test(
+  'test/net mirrors src/net: every folder of tests has its ' +
+    'folder of modules, and every folder of modules its tests',
+  () => {
+    const tests = path.join(ROOT, 'test', 'net');
+    const dirs = (d: string) =>
+      fs
+        .readdirSync(d, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
+    const folders = dirs(tests);
+    expect(folders.length).toBeGreaterThan(0);
+    for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
+    for (const d of dirs(path.join(SRC, 'net'))) expect(fs.existsSync(path.join(tests, d)), `src/net/${d}`).toBe(true);
+  },
+);
 
 /** The public entries: filespooler, filespooler/lowlevel and filespooler/net (package.json "exports"). */
 const ENTRIES = ['index.ts', 'lowlevel.ts', 'net-tools.ts'].map((f) => path.join(SRC, f));
@@ -348,27 +361,31 @@ test('nothing below src/net imports it (the net layer sits on top), except the p
   }
 });
 
-test('the tests test the current source: the package name resolves to src/ (one copy of each class), and every test script builds first', async () => {
-  // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
-  // tests of the package as published, which is why every script that runs vitest builds first
-  // (build:quick: only when dist/ is older than its inputs).
-  const [pkg, low, src, srcLow] = await Promise.all([
-    import('filespooler'),
-    import('filespooler/lowlevel'),
-    import('../src/index.js'),
-    import('../src/lowlevel.js'),
-  ]);
-  expect(pkg.Net).toBe(src.Net);
-  expect(pkg.Queue).toBe(src.Queue);
-  expect(low.processQueue).toBe(srcLow.processQueue);
-  const scripts = (
-    JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
-  ).scripts;
-  const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
-  expect(testing.map(([name]) => name)).toContain('test:unit');
-  for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build:quick && /);
-  expect(scripts['build:quick']).toBe('node scripts/build-if-stale.mjs');
-});
+test(
+  'the tests test the current source: the package name resolves to ' +
+    'src/ (one copy of each class), and every test script builds first',
+  async () => {
+    // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
+    // tests of the package as published, which is why every script that runs vitest builds first
+    // (build:quick: only when dist/ is older than its inputs).
+    const [pkg, low, src, srcLow] = await Promise.all([
+      import('filespooler'),
+      import('filespooler/lowlevel'),
+      import('../src/index.js'),
+      import('../src/lowlevel.js'),
+    ]);
+    expect(pkg.Net).toBe(src.Net);
+    expect(pkg.Queue).toBe(src.Queue);
+    expect(low.processQueue).toBe(srcLow.processQueue);
+    const scripts = (
+      JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
+    const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
+    expect(testing.map(([name]) => name)).toContain('test:unit');
+    for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build:quick && /);
+    expect(scripts['build:quick']).toBe('node scripts/build-if-stale.mjs');
+  },
+);
 
 /** Every import of a file, type-only ones too: [module, names imported] (undefined: a default or namespace import). */
 function allImports(file: string): Array<[string, string[] | undefined]> {
@@ -419,44 +436,50 @@ test('the CLI uses the public API only: the net layer through the entries, and n
   expect(bypass).toEqual([]);
 });
 
-test('no file in src/ over 400 lines, and no function over 80 lines without a comment saying why it is one', async () => {
-  const ts = (await import('typescript')).default;
-  const long: string[] = [];
-  const big: string[] = [];
-  for (const file of sources()) {
-    const text = fs.readFileSync(file, 'utf8');
-    const lines = text.split('\n');
-    const rel = path.relative(ROOT, file);
-    if (lines.length > 400) big.push(`${rel}: ${lines.length} lines`);
-    const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
-    const visit = (node: import('typescript').Node): void => {
-      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
-        const first = src.getLineAndCharacterOfPosition(node.getStart()).line;
-        const last = src.getLineAndCharacterOfPosition(node.end).line;
-        // The reason is written just above it: its doc comment or a line comment.
-        const above = lines.slice(Math.max(0, first - 12), first).join('\n');
-        if (last - first + 1 > 80 && !/One function/.test(above))
-          long.push(`${rel}:${first + 1} (${last - first + 1} lines)`);
-      }
-      ts.forEachChild(node, visit);
-    };
-    visit(src);
-  }
-  expect(big).toEqual([]);
-  expect(long).toEqual([]);
-});
+test(
+  'no file in src/ over 400 lines, and no function ' + 'over 80 lines without a comment saying why it is one',
+  async () => {
+    const ts = (await import('typescript')).default;
+    const long: string[] = [];
+    const big: string[] = [];
+    for (const file of sources()) {
+      const text = fs.readFileSync(file, 'utf8');
+      const lines = text.split('\n');
+      const rel = path.relative(ROOT, file);
+      if (lines.length > 400) big.push(`${rel}: ${lines.length} lines`);
+      const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+      const visit = (node: import('typescript').Node): void => {
+        if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+          const first = src.getLineAndCharacterOfPosition(node.getStart()).line;
+          const last = src.getLineAndCharacterOfPosition(node.end).line;
+          // The reason is written just above it: its doc comment or a line comment.
+          const above = lines.slice(Math.max(0, first - 12), first).join('\n');
+          if (last - first + 1 > 80 && !/One function/.test(above))
+            long.push(`${rel}:${first + 1} (${last - first + 1} lines)`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(src);
+    }
+    expect(big).toEqual([]);
+    expect(long).toEqual([]);
+  },
+);
 
-test('one spawner: only sys/exec.ts starts processes (node:child_process at run time) and calls the addon to spawn', () => {
-  const spawners: string[] = [];
-  for (const file of sources()) {
-    const rel = path.relative(SRC, file);
-    if (rel === path.join('sys', 'exec.ts') || rel === path.join('sys', 'native.ts')) continue;
-    const text = fs.readFileSync(file, 'utf8');
-    if (/^import\s+(?!type\b)[^;]*from\s+'node:child_process'/m.test(text) || /\bnativeSpawn\w*\(/.test(text))
-      spawners.push(rel);
-  }
-  expect(spawners).toEqual([]);
-});
+test(
+  'one spawner: only sys/exec.ts starts processes ' + '(node:child_process at run time) and calls the addon to spawn',
+  () => {
+    const spawners: string[] = [];
+    for (const file of sources()) {
+      const rel = path.relative(SRC, file);
+      if (rel === path.join('sys', 'exec.ts') || rel === path.join('sys', 'native.ts')) continue;
+      const text = fs.readFileSync(file, 'utf8');
+      if (/^import\s+(?!type\b)[^;]*from\s+'node:child_process'/m.test(text) || /\bnativeSpawn\w*\(/.test(text))
+        spawners.push(rel);
+    }
+    expect(spawners).toEqual([]);
+  },
+);
 
 /**
  * Files are made and opened where others may write only through sys/untrusted.ts

@@ -171,7 +171,8 @@ describe('Queue', () => {
        import { Readable } from 'node:stream';
        const q = Queue.open(process.argv[2]);
        try {
-         await q.write(preparePacket({ seq: 1n, payload: Readable.from([Buffer.alloc(60 * 1024), Buffer.alloc(60 * 1024)]) }));
+         await q.write(preparePacket({ seq: 1n, payload: ` +
+        `Readable.from([Buffer.alloc(60 * 1024), Buffer.alloc(60 * 1024)]) }));
          console.log('stored');
        } catch (err) { console.log(err.code); }`,
     );

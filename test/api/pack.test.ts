@@ -81,19 +81,30 @@ describe('the packed package', () => {
     const { stdout } = await node([
       '--input-type=module',
       '-e',
-      "import { createRequire } from 'node:module'; const f = await import('filespooler'); const r = createRequire(process.cwd() + '/x.cjs')('filespooler'); console.log(typeof f.Queue, f.Queue === r.Queue)",
+      "import { createRequire } from 'node:module'; const f = await import('filespooler'); const r = " +
+        "createRequire(process.cwd() + '/x.cjs')('filespooler'); console.log(typeof f.Queue, f.Queue " +
+        '=== r.Queue)',
     ]);
     expect(stdout).toBe('function true\n');
   });
 
-  it('has a lower-level entry point, filespooler/lowlevel, holding the main one too, and filespooler/net, the operator tooling, apart', async () => {
-    const { stdout } = await node([
-      '--input-type=module',
-      '-e',
-      "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const net = await import('filespooler/net'); const req = (await import('node:module')).createRequire(process.cwd() + '/x.cjs'); console.log(typeof low.SeqFile, typeof low.processQueue, low.Queue === main.Queue, req('filespooler/lowlevel').FileLock === low.FileLock, 'SeqFile' in main, typeof net.serveNet, typeof net.simulate, req('filespooler/net').dotToSvg === net.dotToSvg, 'serveNet' in main, 'simulate' in main)",
-    ]);
-    expect(stdout).toBe('function function true true false function function true false false\n');
-  });
+  it(
+    'has a lower-level entry point, filespooler/lowlevel, holding the ' +
+      'main one too, and filespooler/net, the operator tooling, apart',
+    async () => {
+      const { stdout } = await node([
+        '--input-type=module',
+        '-e',
+        "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const net " +
+          "= await import('filespooler/net'); const req = (await " +
+          "import('node:module')).createRequire(process.cwd() + '/x.cjs'); console.log(typeof low.SeqFile, typeof " +
+          "low.processQueue, low.Queue === main.Queue, req('filespooler/lowlevel').FileLock === low.FileLock, " +
+          "'SeqFile' in main, typeof net.serveNet, typeof net.simulate, req('filespooler/net').dotToSvg === " +
+          "net.dotToSvg, 'serveNet' in main, 'simulate' in main)",
+      ]);
+      expect(stdout).toBe('function function true true false function function true false false\n');
+    },
+  );
 
   it('runs its CLI from the installed files', async () => {
     const { stdout } = await node([
@@ -110,7 +121,8 @@ describe('the packed package', () => {
   // Node's require() of ES modules (node16 does not, and refuses it by design).
   const consumer = fs.readFileSync(path.join(ROOT, 'test', 'api', 'consumer.ts'), 'utf8');
   const cjsConsumer =
-    "import fspl = require('filespooler');\nexport const open = (dir: string): InstanceType<typeof fspl.Queue> => fspl.Queue.open(dir);\n";
+    "import fspl = require('filespooler');\n" +
+    'export const open = (dir: string): InstanceType<typeof fspl.Queue> => fspl.Queue.open(dir);\n';
   const modes: Array<[string, string, string, string]> = [
     ['node16', 'node16', 'node16', 'consumer.mts'],
     ['nodenext', 'nodenext', 'nodenext', 'consumer.mts'],
@@ -232,7 +244,8 @@ describe("docs/queues.md's cron and systemd lines", () => {
       'sh',
       [
         '-c',
-        `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - | "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`,
+        `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - ` +
+          `| "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`,
       ],
       { input: payload },
     );

@@ -61,14 +61,17 @@ function brokenLinks(file: string): string[] {
 }
 
 describe("README.md's first 40 lines", () => {
-  it('say what it is: a Filespooler-compatible fspl in TypeScript, a library, Petri nets of queues, and for whom', () => {
-    const intro = top.slice(top.indexOf('\n'), top.indexOf('```')).replace(/\s+/g, ' ');
-    expect(intro).toMatch(/This is `fspl`, the command of \[Filespooler\]\([^)]*\), written again in TypeScript\./);
-    expect(intro).toMatch(/compatible with Filespooler 1\.2\.2/);
-    expect(intro).toMatch(/a Node library/);
-    expect(intro).toMatch(/Petri nets of queues/);
-    expect(intro).toMatch(/It is for /);
-  });
+  it(
+    'say what it is: a Filespooler-compatible fspl in ' + 'TypeScript, a library, Petri nets of queues, and for whom',
+    () => {
+      const intro = top.slice(top.indexOf('\n'), top.indexOf('```')).replace(/\s+/g, ' ');
+      expect(intro).toMatch(/This is `fspl`, the command of \[Filespooler\]\([^)]*\), written again in TypeScript\./);
+      expect(intro).toMatch(/compatible with Filespooler 1\.2\.2/);
+      expect(intro).toMatch(/a Node library/);
+      expect(intro).toMatch(/Petri nets of queues/);
+      expect(intro).toMatch(/It is for /);
+    },
+  );
 
   it('give the two commands: install and run the example, run the tests', () => {
     const block = /```sh\n([\s\S]*?)```/.exec(top)?.[1];

@@ -20,12 +20,16 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-test('dueDelayMs: until a wall-clock time, at most WALL_CHECK_MS at once (a clock that jumps is noticed), never negative', () => {
-  expect(dueDelayMs(10_500, 10_000)).toBe(500);
-  expect(dueDelayMs(10_000 + 86_400_000, 10_000)).toBe(WALL_CHECK_MS);
-  expect(dueDelayMs(9_000, 10_000)).toBe(0);
-  expect(WALL_CHECK_MS).toBe(60_000);
-});
+test(
+  'dueDelayMs: until a wall-clock time, at most WALL_CHECK_MS ' +
+    'at once (a clock that jumps is noticed), never negative',
+  () => {
+    expect(dueDelayMs(10_500, 10_000)).toBe(500);
+    expect(dueDelayMs(10_000 + 86_400_000, 10_000)).toBe(WALL_CHECK_MS);
+    expect(dueDelayMs(9_000, 10_000)).toBe(0);
+    expect(WALL_CHECK_MS).toBe(60_000);
+  },
+);
 
 describe('setLongTimeout', () => {
   test('fires once the whole delay has passed, not at 2^31-1 ms', () => {

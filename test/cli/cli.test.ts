@@ -131,13 +131,15 @@ describe('fspl CLI', () => {
     const seq = fspl(['prepare', '-s', path.join(d, 'nonexist', 'seq')]);
     expect([seq.code, seq.stderr]).toEqual([
       1,
-      `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}: its directory ${path.join(d, 'nonexist')} does not exist\n`,
+      `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}` +
+        `: its directory ${path.join(d, 'nonexist')} does not exist\n`,
     ]);
     fs.writeFileSync(path.join(d, 'file'), '');
     const file = fspl(['prepare-get-next', '-s', path.join(d, 'file', 'seq')]);
     expect([file.code, file.stderr]).toEqual([
       1,
-      `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`,
+      `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its ` +
+        `directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`,
     ]);
     // As queue-status says of such a file: not a packet (not "failed to fill whole buffer").
     for (const sub of [['stdin-process', 'cat'], ['stdin-info'], ['stdin-payload']]) {

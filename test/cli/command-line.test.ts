@@ -1,4 +1,7 @@
-/** parse/command-line.ts and read.ts: every command line read once, by the grammar, into arguments, help or a usage error. */
+/**
+ * parse/command-line.ts and read.ts: every command line read once, by the grammar, into arguments, help or a usage
+ * error.
+ */
 import { describe, expect, it } from 'vitest';
 import { type CommandLine, parseCommandLine } from '../../src/cli/parse/command-line.js';
 import { usageText } from '../../src/cli/text/output.js';
@@ -71,7 +74,8 @@ describe('fspl subcommands', () => {
       [['queue-ls', '--queudir', 'a'], "error: unknown option '--queudir' for queue-ls; did you mean '--queuedir'?"],
       [
         ['queue-ls', '-q', 'a', '-l', 'debug'],
-        "error: unknown option '-l' for queue-ls: the log level goes before the subcommand (fspl -l LEVEL queue-ls ...)",
+        "error: unknown option '-l' for queue-ls: the log level " +
+          'goes before the subcommand (fspl -l LEVEL queue-ls ...)',
       ],
       [['queue-init', '--append-only=yes', '-q', 'q'], "error: the option '--append-only' takes no value"],
       [['queue-lss'], "error: unknown subcommand 'queue-lss'; did you mean 'queue-ls'?"],
@@ -140,7 +144,8 @@ describe('fspl net', () => {
     const cases: Array<[string[], string]> = [
       [
         ['net'],
-        'error: give a net command: check, init, put, run, simulate, status, dot, serve, retry, pause, resume, ls, show, set-aside or receive',
+        'error: give a net command: check, init, put, run, simulate, status, ' +
+          'dot, serve, retry, pause, resume, ls, show, set-aside or receive',
       ],
       [['net', 'rn', 'x'], "error: unknown net command 'rn'; did you mean 'run'?"],
       [['net', 'run'], 'error: missing NET: the net file (YAML)'],

@@ -1,4 +1,6 @@
-/** The `fspl net run` status line: tokens per place and firings per second, on a terminal only, off with --no-progress. */
+/**
+ * The `fspl net run` status line: tokens per place and firings per second, on a terminal only, off with --no-progress.
+ */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NetProgressLine } from '../../src/cli/text/net-progress.js';

@@ -54,7 +54,8 @@ describe('prepare --not-before', () => {
       const r = fspl(['prepare', '-s', seq, '--not-before', bad]);
       expect(r.code, bad).toBe(2);
       expect(r.stderr.split('\n')[0]).toBe(
-        `error: invalid value '${bad}' for --not-before: expected an RFC 3339 time with its offset (2026-12-01T08:00:00Z) or +DURATION (+90s, +15m, +2h, +1d, +1h30m), from 1970 to the year 275760`,
+        `error: invalid value '${bad}' for --not-before: expected an RFC 3339 time with its offset ` +
+          `(2026-12-01T08:00:00Z) or +DURATION (+90s, +15m, +2h, +1d, +1h30m), from 1970 to the year 275760`,
       );
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
@@ -79,7 +80,8 @@ describe('prepare --not-before', () => {
     expect(r.stderr.trim().split('\n')).toEqual([
       expect.stringMatching(
         new RegExp(
-          `Job 2 of ${JSON.stringify(q)} is not due before \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; stopping, the job stays in the queue$`,
+          `Job 2 of ${JSON.stringify(q)} is not due before ` +
+            `\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; stopping, the job stays in the queue$`,
         ),
       ),
     ]);

@@ -48,7 +48,9 @@ describe('queue-process --on-finish', () => {
   it('runs the hook after each job with its outcome; a failing hook is logged and changes nothing', () => {
     const { dir, q, cmd } = setup();
     const out = path.join(dir, 'hook.log');
-    const hook = `echo "$FSPL_SEQ $FSPL_JOB_OUTCOME $FSPL_JOB_EXIT_STATUS $FSPL_JOB_ATTEMPT" >> '${out}'; [ "$FSPL_SEQ" != 3 ]`;
+    const hook =
+      `echo "$FSPL_SEQ $FSPL_JOB_OUTCOME $FSPL_JOB_EXIT_STATUS ` +
+      `$FSPL_JOB_ATTEMPT" >> '${out}'; [ "$FSPL_SEQ" != 3 ]`;
     const r = fspl([
       'queue-process',
       '-q',

@@ -38,7 +38,10 @@ describe('queue-process --retries and --failed-to', () => {
     expect(r.code).toBe(1);
     expect(errorLines(r.stderr)).toEqual([
       expect.stringMatching(
-        /^Error: Job 2 failed \(command exited with status 3\); try 2 of 3 is due at \d{4}-\d\d-\d\dT[\d:.]+Z; stopping, the job stays in the queue$/,
+        new RegExp(
+          /^Error: Job 2 failed \(command exited with status 3\); try 2 of 3 is /.source +
+            /due at \d{4}-\d\d-\d\dT[\d:.]+Z; stopping, the job stays in the queue$/.source,
+        ),
       ),
     ]);
     expect(q.getNext()).toBe(2n);

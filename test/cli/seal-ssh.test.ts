@@ -88,7 +88,8 @@ describeIfPresent(
       await sshd?.stop();
     });
 
-    test('a sealed 50 MB packet cut mid-transfer (connection dropped, or sender killed) leaves no job; a resend is processed once with the right digest; unsealed, a cut sender commits a truncated job', async () => {
+    test('a sealed 50 MB packet cut mid-transfer (connection dropped, or sender killed) leaves no job; a ' +
+      'resend is processed once with the right digest; unsealed, a cut sender commits a truncated job', async () => {
       const dir = tempDir();
       const big = path.join(dir, 'big');
       fs.writeFileSync(big, crypto.randomBytes(50 * 1024 * 1024));
@@ -101,7 +102,8 @@ describeIfPresent(
       ).toBe(0);
       for (const kill of ['client', 'sender'] as const) {
         await sendCut(sshd, dir, `cat ${packet}`, q, 10 << 20, kill);
-        expect(fs.readdirSync(path.join(q, 'jobs')), `cut by killing the ${kill}`).toEqual([]); // no job, no temporary file
+        // no job, no temporary file
+        expect(fs.readdirSync(path.join(q, 'jobs')), `cut by killing the ${kill}`).toEqual([]);
       }
       // The resend: whole, processed once.
       const [ssh, ...sshArgs] = sshd.argv;

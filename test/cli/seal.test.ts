@@ -65,14 +65,16 @@ describe('a transfer cut mid-way', () => {
   it('sealed: queue-write refuses it and stores nothing; a resend is processed once with the right digest', () => {
     const s = setup();
     const cut = sh(
-      `fspl prepare --seal -s "${s.dir}/seq" -i "${s.file}" | "${NODE}" "${s.relay}" 1000000 | fspl queue-write -q "${s.q}"`,
+      `fspl prepare --seal -s "${s.dir}/seq" -i "${s.file}" | "` +
+        `${NODE}" "${s.relay}" 1000000 | fspl queue-write -q "${s.q}"`,
     );
     expect(cut.code).toBe(1);
     expect(cut.stderr).toMatch(/^Error: Payload ends early: \d+ of 3145733 bytes \(cut short in transit\?\)$/m);
     expect(s.jobs()).toEqual([]); // no job file, no temporary file
     // The same through a pipe into prepare (spooled), cut inside the payload.
     const cut2 = sh(
-      `cat "${s.file}" | fspl prepare --seal -s "${s.dir}/seq" -i - | "${NODE}" "${s.relay}" 2000000 | fspl queue-write -q "${s.q}"`,
+      `cat "${s.file}" | fspl prepare --seal -s "${s.dir}/seq" -i - ` +
+        `| "${NODE}" "${s.relay}" 2000000 | fspl queue-write -q "${s.q}"`,
     );
     expect(cut2.code).toBe(1);
     expect(s.jobs()).toEqual([]);

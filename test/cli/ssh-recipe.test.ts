@@ -120,7 +120,8 @@ describe("docs/queues.md's ssh recipe: keep the packet until queue-write succeed
       encoding: 'utf8',
     });
     expect(r.status).toBe(0);
-    expect(r.stderr).toMatch(/^Error: Payload ends early: \d+ of 10000 bytes \(cut short in transit\?\)\n$/); // the cut copy, refused
+    // the cut copy, refused
+    expect(r.stderr).toMatch(/^Error: Payload ends early: \d+ of 10000 bytes \(cut short in transit\?\)\n$/);
     expect(fs.readdirSync(outgoing)).toEqual([]);
     expect(fspl(h, ['queue-process', '-q', 'queue', 'true']).status).toBe(0);
     expect(fspl(h, ['queue-get-next', '-q', 'queue']).stdout).toBe('3\n');

@@ -123,37 +123,44 @@ describe('fspl queue-status', () => {
     expect(fspl(['queue-ls', '-q', 'q', '--no-json'], { cwd: d }).code).toBe(2);
   });
 
-  it('--queues-in: every queue under the parent, in name order, one JSON line each (as -q alone gives it); exit 3 if any is stuck', () => {
-    const d = tempDir();
-    const parent = path.join(d, 'queues');
-    fs.mkdirSync(parent);
-    const ok = Queue.init(path.join(parent, 'a'));
-    ok.writeBuffer(packet(1n));
-    const stuck = Queue.init(path.join(parent, 'b'));
-    stuck.writeBuffer(packet(2n));
-    fs.mkdirSync(path.join(parent, 'not-a-queue'));
-    const r = fspl(['queue-status', '--queues-in', parent, '--json']);
-    expect(r.code).toBe(3);
-    const lines = r.stdout
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { queuedir: string; state: string; can_progress: boolean });
-    expect(lines.map((l) => [path.basename(l.queuedir), l.state, l.can_progress])).toEqual([
-      ['a', 'ready', true],
-      ['b', 'stuck', false],
-    ]);
-    // Each line is what -q alone prints, but for the time of the check.
-    const alone = JSON.parse(fspl(['queue-status', '-q', ok.dir, '--json']).stdout) as Record<string, unknown>;
-    const timeless = (v: unknown) =>
-      JSON.stringify({ ...(v as object), checked_at: null }).replace(/"age_seconds":-?[0-9.]+/g, '');
-    expect(timeless(lines[0])).toBe(timeless(alone));
-    stuck.writeBuffer(packet(1n));
-    expect(fspl(['queue-status', '--queues-in', parent, '--json']).code).toBe(0);
-    const text = fspl(['queue-status', '--queues-in', parent]);
-    expect(text.stdout.match(/^queue: +.*$/gm)).toEqual([`queue:        ${ok.dir}`, `queue:        ${stuck.dir}`]);
-    const both = fspl(['queue-status', '-q', ok.dir, '--queues-in', parent]);
-    expect([both.code, both.stderr.split('\n')[0]]).toEqual([2, 'error: give -q DIR or --queues-in PARENT, not both']);
-  });
+  it(
+    '--queues-in: every queue under the parent, in name order, one ' +
+      'JSON line each (as -q alone gives it); exit 3 if any is stuck',
+    () => {
+      const d = tempDir();
+      const parent = path.join(d, 'queues');
+      fs.mkdirSync(parent);
+      const ok = Queue.init(path.join(parent, 'a'));
+      ok.writeBuffer(packet(1n));
+      const stuck = Queue.init(path.join(parent, 'b'));
+      stuck.writeBuffer(packet(2n));
+      fs.mkdirSync(path.join(parent, 'not-a-queue'));
+      const r = fspl(['queue-status', '--queues-in', parent, '--json']);
+      expect(r.code).toBe(3);
+      const lines = r.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { queuedir: string; state: string; can_progress: boolean });
+      expect(lines.map((l) => [path.basename(l.queuedir), l.state, l.can_progress])).toEqual([
+        ['a', 'ready', true],
+        ['b', 'stuck', false],
+      ]);
+      // Each line is what -q alone prints, but for the time of the check.
+      const alone = JSON.parse(fspl(['queue-status', '-q', ok.dir, '--json']).stdout) as Record<string, unknown>;
+      const timeless = (v: unknown) =>
+        JSON.stringify({ ...(v as object), checked_at: null }).replace(/"age_seconds":-?[0-9.]+/g, '');
+      expect(timeless(lines[0])).toBe(timeless(alone));
+      stuck.writeBuffer(packet(1n));
+      expect(fspl(['queue-status', '--queues-in', parent, '--json']).code).toBe(0);
+      const text = fspl(['queue-status', '--queues-in', parent]);
+      expect(text.stdout.match(/^queue: +.*$/gm)).toEqual([`queue:        ${ok.dir}`, `queue:        ${stuck.dir}`]);
+      const both = fspl(['queue-status', '-q', ok.dir, '--queues-in', parent]);
+      expect([both.code, both.stderr.split('\n')[0]]).toEqual([
+        2,
+        'error: give -q DIR or --queues-in PARENT, not both',
+      ]);
+    },
+  );
 
   it('sees the queue lock held by another process (flock(1), as the reference takes it)', async () => {
     const { d, q } = setup([1n]);
@@ -311,6 +318,7 @@ describe('the reader', () => {
       expect(line.kind === 'run' && line.invocation.command).toBe(argv[0]);
       expect(line.kind === 'run' && Boolean(line.invocation.args.json)).toBe(argv.includes('--json'));
     }
-    expect((await parseCommandLine(['queue-payload', '-q', 'q', '-j', '1', '--json'])).kind).toBe('usage'); // not an option there
+    // not an option there
+    expect((await parseCommandLine(['queue-payload', '-q', 'q', '-j', '1', '--json'])).kind).toBe('usage');
   });
 });

@@ -217,22 +217,26 @@ describe('queue-process: SIGINT to the whole process group', () => {
   }
 
   for (const p of [PATHS[0]!, PATHS[3]!]) {
-    it(`${p.name}: a second signal stops the running jobs and their children; they stay in their queues (even under --on-error delete)`, async () => {
-      const s = setup(p.queues, 2);
-      const child = start(s, [...p.args(s), '--on-error', 'delete']);
-      expect(await drive(child, s, twoSignals(child, 'SIGINT', 'SIGTERM'), p.queues), child.err).toBe(0);
-      expect(ends(s.log)).toEqual([]);
-      expect(child.err).toMatch(/INFO fspl::process: SIGTERM again: stopping the (current job|running jobs) now/);
-      expect(child.err).toMatch(
-        /INFO fspl::process: Job 1 interrupted \(command was stopped before it finished\): it stays in the queue/,
-      );
-      for (const q of s.queues) {
-        expect(q.getNext()).toBe(1n);
-        expect(jobFiles(q)).toBe(2);
-      }
-      // The whole group went, the job's own children too.
-      await until('the grandchildren to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
-    });
+    it(
+      `${p.name}: a second signal stops the running jobs and their ` +
+        `children; they stay in their queues (even under --on-error delete)`,
+      async () => {
+        const s = setup(p.queues, 2);
+        const child = start(s, [...p.args(s), '--on-error', 'delete']);
+        expect(await drive(child, s, twoSignals(child, 'SIGINT', 'SIGTERM'), p.queues), child.err).toBe(0);
+        expect(ends(s.log)).toEqual([]);
+        expect(child.err).toMatch(/INFO fspl::process: SIGTERM again: stopping the (current job|running jobs) now/);
+        expect(child.err).toMatch(
+          /INFO fspl::process: Job 1 interrupted \(command was stopped before it finished\): it stays in the queue/,
+        );
+        for (const q of s.queues) {
+          expect(q.getNext()).toBe(1n);
+          expect(jobFiles(q)).toBe(2);
+        }
+        // The whole group went, the job's own children too.
+        await until('the grandchildren to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
+      },
+    );
   }
 
   it('--stop-timeout: a job still running that long after the first signal is stopped, and stays', async () => {
@@ -252,19 +256,23 @@ describe('queue-process: SIGINT to the whole process group', () => {
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
   });
 
-  it("systemd's default KillMode=control-group (SIGTERM to fspl and to the job): the job killed with the run stays, even under --on-error delete", async () => {
-    const s = setup(1, 1);
-    const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', '--on-error', 'delete']);
-    const asSystemdDoes = () => {
-      signalGroup(child, 'SIGTERM');
-      process.kill(-Number(starts(s.log)[0]!.split(' ')[3]), 'SIGTERM'); // the job's group
-    };
-    expect(await drive(child, s, asSystemdDoes), child.err).toBe(0);
-    expect(child.err).toMatch(
-      /Job 1 interrupted \(command was killed by signal SIGTERM as fspl was stopped\): it stays in the queue/,
-    );
-    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
-  });
+  it(
+    "systemd's default KillMode=control-group (SIGTERM to fspl and to the " +
+      'job): the job killed with the run stays, even under --on-error delete',
+    async () => {
+      const s = setup(1, 1);
+      const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', '--on-error', 'delete']);
+      const asSystemdDoes = () => {
+        signalGroup(child, 'SIGTERM');
+        process.kill(-Number(starts(s.log)[0]!.split(' ')[3]), 'SIGTERM'); // the job's group
+      };
+      expect(await drive(child, s, asSystemdDoes), child.err).toBe(0);
+      expect(child.err).toMatch(
+        /Job 1 interrupted \(command was killed by signal SIGTERM as fspl was stopped\): it stays in the queue/,
+      );
+      expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
+    },
+  );
 
   it('through a decoder: the decoder of the running job is not signalled either', async () => {
     const s = setup(1, 0);
@@ -368,7 +376,8 @@ describeIfPresent(
     it('a job reads the terminal (--ignore-payload) without being stopped for it, but has no /dev/tty', async () => {
       const s = setup(1, 1);
       const job =
-        'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) 2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
+        'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) ' +
+        '2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
       const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job]);
       expect(
         await drive(
@@ -407,30 +416,34 @@ describe("docs/queues.md's systemd units stop cleanly", () => {
 
   for (const unit of units) {
     const name = /^# ~\/\.config\/systemd\/user\/(\S+)/m.exec(unit)![1]!;
-    it(`${name}: a stop as KillMode=mixed makes it (SIGTERM to fspl alone) lets the running job finish, then exits 0`, async () => {
-      const s = setup(1, 2);
-      const home = path.join(s.dir, 'home');
-      fs.mkdirSync(home);
-      fs.renameSync(s.parent, path.join(home, 'queues'));
-      fs.symlinkSync(path.join(home, 'queues', 'q0'), path.join(home, 'queue'));
-      const handler = path.join(s.dir, 'handler');
-      fs.writeFileSync(handler, `#!/bin/sh\n${JOB}\n`, { mode: 0o755 });
-      const argv = /^ExecStart=(.*)$/m
-        .exec(unit)![1]!
-        .replaceAll('%h', home)
-        .replaceAll('/usr/local/bin/handler', handler)
-        .split(' ');
-      expect(argv[0]).toBe('/usr/local/bin/fspl');
-      const child = launch(s, process.execPath, [FSPL_BIN, ...argv.slice(1)]);
-      const asKillModeMixed = async () => {
-        child.kill('SIGTERM'); // fspl alone
-        await stopping(child);
-        fs.writeFileSync(s.go, '');
-      };
-      expect(await drive(child, s, asKillModeMixed), child.err).toBe(0);
-      const q = Queue.open(path.join(home, 'queues', 'q0'));
-      expect([ends(s.log).map((l) => l.split(' ')[2]), q.getNext(), jobFiles(q)]).toEqual([['1'], 2n, 1]);
-    });
+    it(
+      `${name}: a stop as KillMode=mixed makes it (SIGTERM to ` +
+        `fspl alone) lets the running job finish, then exits 0`,
+      async () => {
+        const s = setup(1, 2);
+        const home = path.join(s.dir, 'home');
+        fs.mkdirSync(home);
+        fs.renameSync(s.parent, path.join(home, 'queues'));
+        fs.symlinkSync(path.join(home, 'queues', 'q0'), path.join(home, 'queue'));
+        const handler = path.join(s.dir, 'handler');
+        fs.writeFileSync(handler, `#!/bin/sh\n${JOB}\n`, { mode: 0o755 });
+        const argv = /^ExecStart=(.*)$/m
+          .exec(unit)![1]!
+          .replaceAll('%h', home)
+          .replaceAll('/usr/local/bin/handler', handler)
+          .split(' ');
+        expect(argv[0]).toBe('/usr/local/bin/fspl');
+        const child = launch(s, process.execPath, [FSPL_BIN, ...argv.slice(1)]);
+        const asKillModeMixed = async () => {
+          child.kill('SIGTERM'); // fspl alone
+          await stopping(child);
+          fs.writeFileSync(s.go, '');
+        };
+        expect(await drive(child, s, asKillModeMixed), child.err).toBe(0);
+        const q = Queue.open(path.join(home, 'queues', 'q0'));
+        expect([ends(s.log).map((l) => l.split(' ')[2]), q.getNext(), jobFiles(q)]).toEqual([['1'], 2n, 1]);
+      },
+    );
   }
 
   const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;

@@ -87,7 +87,10 @@ describe('--implementation', () => {
     const r = fspl(['--implementation']);
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(r.stdout).toMatch(
-      /^filespooler \d+\.\d+\.\d+\S*, the TypeScript fspl \(compatible with Filespooler 1\.2\.2\), on Node v\d+\.\d+\.\d+: \S*bin\/fspl( -> \S+)?\n$/,
+      new RegExp(
+        /^filespooler \d+\.\d+\.\d+\S*, the TypeScript fspl \(compatible with /.source +
+          /Filespooler 1\.2\.2\), on Node v\d+\.\d+\.\d+: \S*bin\/fspl( -> \S+)?\n$/.source,
+      ),
     );
     expect(fspl(['-V']).stdout).toBe('filespooler 1.2.2\n');
     expect(fspl(['--help']).stdout).toContain('`fspl --implementation` says its version');

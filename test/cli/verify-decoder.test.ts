@@ -47,20 +47,26 @@ function setup(payload: Buffer | string = 'PWNED\n') {
 const BAD = 'cat; echo "decoder: no good signature" >&2; exit 2';
 
 describe('queue-process --verify-decoder', () => {
-  it('a decoder that prints the packet then exits 2: the command never starts, the job stays, exit 1 as without the option', () => {
-    const t = setup();
-    const r = fspl(['queue-process', '-q', t.q, '--verify-decoder', '-d', BAD, ...t.command]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/Job 1 failed \(Decoder .* exited with status 2\); stopping, the job stays in the queue/);
-    expect(fs.existsSync(t.marker)).toBe(false);
-    expect(t.jobs()).toBe(1);
-    expect(fspl(['queue-get-next', '-q', t.q]).stdout.toString()).toBe('1\n');
-    // Without it (the streaming default) the same run fails with the same status, but the command read PWNED.
-    const streamed = fspl(['queue-process', '-q', t.q, '-d', BAD, ...t.command]);
-    expect(streamed.code).toBe(1);
-    expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
-    expect(t.jobs()).toBe(1);
-  });
+  it(
+    'a decoder that prints the packet then exits 2: the command ' +
+      'never starts, the job stays, exit 1 as without the option',
+    () => {
+      const t = setup();
+      const r = fspl(['queue-process', '-q', t.q, '--verify-decoder', '-d', BAD, ...t.command]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        /Job 1 failed \(Decoder .* exited with status 2\); stopping, the job stays in the queue/,
+      );
+      expect(fs.existsSync(t.marker)).toBe(false);
+      expect(t.jobs()).toBe(1);
+      expect(fspl(['queue-get-next', '-q', t.q]).stdout.toString()).toBe('1\n');
+      // Without it (the streaming default) the same run fails with the same status, but the command read PWNED.
+      const streamed = fspl(['queue-process', '-q', t.q, '-d', BAD, ...t.command]);
+      expect(streamed.code).toBe(1);
+      expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
+      expect(t.jobs()).toBe(1);
+    },
+  );
 
   it('FSPL_VERIFY_DECODER=1 turns it on', () => {
     const t = setup();

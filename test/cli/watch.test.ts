@@ -15,7 +15,8 @@ import { Queue } from '../../src/queue/queue.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
 
 const RECORD =
-  'echo "start $FSPL_SEQ $(date +%s%N)" >> "$LOG"; if [ "$FSPL_SEQ" = "$SLOW" ]; then sleep 1; fi; echo "end $FSPL_SEQ" >> "$LOG"';
+  'echo "start $FSPL_SEQ $(date +%s%N)" >> "$LOG"; if [ "$FSPL_SEQ" ' +
+  '= "$SLOW" ]; then sleep 1; fi; echo "end $FSPL_SEQ" >> "$LOG"';
 
 function setup() {
   const dir = tempDir();

@@ -126,21 +126,24 @@ describeCompat('cross-reading packets between the implementations', () => {
     });
   }
 
-  test('stdin-process: the payload is the rest of stdin, after exactly the header (trailing data on a pipe)', async () => {
-    const root = tmpDir();
-    const packet = await makePacket('ref', { seq: 1, payload: 'abc' });
-    const stdin = Buffer.concat([packet, Buffer.from('TRAILING')]);
-    const exec = writeExecutor(root);
-    const logs: Record<string, string> = {};
-    for (const impl of ['ref', 'ours'] as const) {
-      const cwd = path.join(root, impl);
-      fs.mkdirSync(cwd);
-      const r = await fspl(impl, ['stdin-process', exec], { stdin, cwd });
-      expect(r.code, r.stderr).toBe(0);
-      logs[impl] = readIf(path.join(cwd, 'log')) ?? '';
-    }
-    expect(logs.ours).toBe(logs.ref);
-  });
+  test(
+    'stdin-process: the payload is the rest of stdin, ' + 'after exactly the header (trailing data on a pipe)',
+    async () => {
+      const root = tmpDir();
+      const packet = await makePacket('ref', { seq: 1, payload: 'abc' });
+      const stdin = Buffer.concat([packet, Buffer.from('TRAILING')]);
+      const exec = writeExecutor(root);
+      const logs: Record<string, string> = {};
+      for (const impl of ['ref', 'ours'] as const) {
+        const cwd = path.join(root, impl);
+        fs.mkdirSync(cwd);
+        const r = await fspl(impl, ['stdin-process', exec], { stdin, cwd });
+        expect(r.code, r.stderr).toBe(0);
+        logs[impl] = readIf(path.join(cwd, 'log')) ?? '';
+      }
+      expect(logs.ours).toBe(logs.ref);
+    },
+  );
 
   test('stdin-process with a NOP packet and trailing bytes: nothing runs, exit 0', async () => {
     const root = tmpDir();

@@ -192,30 +192,34 @@ describeCompat('decoders (-d zcat)', () => {
     expectSameState(s, 'queue-process -d zcat --order-by timestamp');
   });
 
-  test('a command that does not read its (decoded) payload succeeds; nothing else changes (repeated: timing-sensitive)', async () => {
-    const dir = tmpDir();
-    const built = path.join(dir, 'built');
-    // 4 MB that gzip cannot shrink: zcat is still writing when the command exits
-    const noise = Buffer.alloc(4_000_000);
-    for (let i = 0, x = 12345; i < noise.length; i++) {
-      x = (x * 1103515245 + 12345) >>> 0;
-      noise[i] = x >>> 24;
-    }
-    await buildQueue('ref', built, [
-      { seq: 1, payload: noise, gzip: true },
-      { seq: 2, kind: 'nop', gzip: true },
-    ]);
-    for (let round = 0; round < 6; round++) {
-      for (const extra of [[], ['--ignore-payload']]) {
-        const args = ['queue-process', '-q', 'q', '-d', 'zcat', ...extra, 'true'];
-        const s = await runOnCopies(built, path.join(dir, `r${round}-${extra.length}`), args, {
-          stdin: Buffer.from('x'),
-        });
-        expect(s.ref.code).toBe(0);
-        expectSameState(s, `round ${round}: ${args.join(' ')}`);
+  test(
+    'a command that does not read its (decoded) payload ' +
+      'succeeds; nothing else changes (repeated: timing-sensitive)',
+    async () => {
+      const dir = tmpDir();
+      const built = path.join(dir, 'built');
+      // 4 MB that gzip cannot shrink: zcat is still writing when the command exits
+      const noise = Buffer.alloc(4_000_000);
+      for (let i = 0, x = 12345; i < noise.length; i++) {
+        x = (x * 1103515245 + 12345) >>> 0;
+        noise[i] = x >>> 24;
       }
-    }
-  });
+      await buildQueue('ref', built, [
+        { seq: 1, payload: noise, gzip: true },
+        { seq: 2, kind: 'nop', gzip: true },
+      ]);
+      for (let round = 0; round < 6; round++) {
+        for (const extra of [[], ['--ignore-payload']]) {
+          const args = ['queue-process', '-q', 'q', '-d', 'zcat', ...extra, 'true'];
+          const s = await runOnCopies(built, path.join(dir, `r${round}-${extra.length}`), args, {
+            stdin: Buffer.from('x'),
+          });
+          expect(s.ref.code).toBe(0);
+          expectSameState(s, `round ${round}: ${args.join(' ')}`);
+        }
+      }
+    },
+  );
 
   test('queue-process without -d on a gzipped queue: nothing to run', async () => {
     const s = await runOnCopies(gz.ref, tmpDir(), ['queue-process', '-q', 'q', 'EXEC']);

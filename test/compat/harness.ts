@@ -569,7 +569,8 @@ export function arrangeReaddirNotSorted(jobsDir: string, select: (content: Buffe
   // comparing the two implementations still holds. Say so rather than fail.
   const order = readdirOrder(jobsDir).filter((n) => select(fs.readFileSync(path.join(jobsDir, n))));
   console.warn(
-    `arrangeReaddirNotSorted: readdir order in ${jobsDir} stayed the name order after 64 renames; ties are not told apart from name order here`,
+    `arrangeReaddirNotSorted: readdir order in ${jobsDir} stayed the name ` +
+      `order after 64 renames; ties are not told apart from name order here`,
   );
   return order;
 }

@@ -48,18 +48,21 @@ async function runQueue(impl: Impl, q: Queue): Promise<number[]> {
 }
 
 describeCompat('the reference after a record of ours cut short', () => {
-  test('a run of NOPs, cut after each operation: the reference runs the rest once, ours then removes the spent NOPs', async () => {
-    const kinds = [NOP, NOP, NOP, COMMAND, NOP, COMMAND];
-    const make = (jobs: Map<bigint, JobEntry>) => nopRunRecord(nopRunAt(jobs, 1n, Infinity), true);
-    const { ops } = await cutQueue(kinds, 0, make);
-    for (let k = 0; k <= ops; k++) {
-      const { q } = await cutQueue(kinds, k, make);
-      expect(await runQueue('ref', q), `cut after ${k}`).toEqual([4, 6]);
-      expect(q.getNext(), `cut after ${k}`).toBe(7n);
-      expect(await runQueue('ours', q), `cut after ${k}`).toEqual([]);
-      expect(fs.readdirSync(q.jobsDir), `cut after ${k}: spent files`).toEqual([]);
-    }
-  });
+  test(
+    'a run of NOPs, cut after each operation: the reference ' + 'runs the rest once, ours then removes the spent NOPs',
+    async () => {
+      const kinds = [NOP, NOP, NOP, COMMAND, NOP, COMMAND];
+      const make = (jobs: Map<bigint, JobEntry>) => nopRunRecord(nopRunAt(jobs, 1n, Infinity), true);
+      const { ops } = await cutQueue(kinds, 0, make);
+      for (let k = 0; k <= ops; k++) {
+        const { q } = await cutQueue(kinds, k, make);
+        expect(await runQueue('ref', q), `cut after ${k}`).toEqual([4, 6]);
+        expect(q.getNext(), `cut after ${k}`).toBe(7n);
+        expect(await runQueue('ours', q), `cut after ${k}`).toEqual([]);
+        expect(fs.readdirSync(q.jobsDir), `cut after ${k}: spent files`).toEqual([]);
+      }
+    },
+  );
 
   test('a job, cut after each operation: the reference runs it again only if nextseq had not moved', async () => {
     const kinds = [COMMAND, COMMAND];

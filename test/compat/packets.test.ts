@@ -178,18 +178,21 @@ describeCompat('packets: prepare* output and seqfiles, byte for byte', () => {
     expect(readIf(path.join(root, 'ours', '-')), 'the file "-" afterwards').toBe(readIf(path.join(root, 'ref', '-')));
   });
 
-  test('a packet from our prepare equals the reference golden packet (prepare -s - -i - -- one "two words")', async () => {
-    const dir = tmpDir();
-    const r = await fspl('ours', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], {
-      frozen: T0,
-      cwd: dir,
-      stdin: 'hello\n',
-    });
-    const ref = await fspl('ref', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], {
-      frozen: T0,
-      cwd: dir,
-      stdin: 'hello\n',
-    });
-    expectBytes(r.stdout, ref.stdout, 'packet');
-  });
+  test(
+    'a packet from our prepare equals the reference ' + 'golden packet (prepare -s - -i - -- one "two words")',
+    async () => {
+      const dir = tmpDir();
+      const r = await fspl('ours', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], {
+        frozen: T0,
+        cwd: dir,
+        stdin: 'hello\n',
+      });
+      const ref = await fspl('ref', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], {
+        frozen: T0,
+        cwd: dir,
+        stdin: 'hello\n',
+      });
+      expectBytes(r.stdout, ref.stdout, 'packet');
+    },
+  );
 });

@@ -139,7 +139,8 @@ describeCompat('usage errors and accepted option forms', () => {
       if (r.ref.code !== 2) failures.push(`test bug? the reference gave ${r.ref.code} for ${JSON.stringify(args)}`);
       else if (r.ours.code !== 2)
         failures.push(
-          `fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 2; our stderr: ${r.ours.stderr.split('\n')[0]}`,
+          `fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, ` +
+            `the reference 2; our stderr: ${r.ours.stderr.split('\n')[0]}`,
         );
     });
     expect(failures.sort()).toEqual([]);
@@ -157,17 +158,21 @@ describeCompat('usage errors and accepted option forms', () => {
     }
   });
 
-  test('--timeout with a fraction of a second: the reference refuses it, ours takes it (an extension, docs/compatibility.md)', async () => {
-    const dir = tmpDir();
-    await buildQueue('ref', path.join(dir, 'built'), [{ seq: 1, payload: 'one' }]);
-    for (const impl of ['ref', 'ours'] as const) await copyTree(path.join(dir, 'built'), path.join(dir, impl, 'q'));
-    const r = await both(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], (impl) => ({
-      cwd: path.join(dir, impl),
-    }));
-    expect([r.ref.code, r.ours.code]).toEqual([2, 0]);
-    const s = await both(['stdin-process', '--timeout', '0.5', 'true'], opts({ stdin: packet }));
-    expect([s.ref.code, s.ours.code]).toEqual([2, 0]);
-  });
+  test(
+    '--timeout with a fraction of a second: the reference refuses ' +
+      'it, ours takes it (an extension, docs/compatibility.md)',
+    async () => {
+      const dir = tmpDir();
+      await buildQueue('ref', path.join(dir, 'built'), [{ seq: 1, payload: 'one' }]);
+      for (const impl of ['ref', 'ours'] as const) await copyTree(path.join(dir, 'built'), path.join(dir, impl, 'q'));
+      const r = await both(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], (impl) => ({
+        cwd: path.join(dir, impl),
+      }));
+      expect([r.ref.code, r.ours.code]).toEqual([2, 0]);
+      const s = await both(['stdin-process', '--timeout', '0.5', 'true'], opts({ stdin: packet }));
+      expect([s.ref.code, s.ours.code]).toEqual([2, 0]);
+    },
+  );
 
   // Accepted forms (exit 0), compared on stdout where it is deterministic.
   const ACCEPTED: Array<[string[], boolean]> = [
@@ -233,7 +238,8 @@ describeCompat('usage errors and accepted option forms', () => {
       expect(r.ref.code, `reference ${args.join(' ')}: ${r.ref.stderr}`).toBe(0);
       if (r.ours.code !== 0)
         failures.push(
-          `fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 0; our stderr: ${r.ours.stderr.split('\n')[0]}`,
+          `fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, ` +
+            `the reference 0; our stderr: ${r.ours.stderr.split('\n')[0]}`,
         );
       else if (compareStdout && !r.ours.stdout.equals(r.ref.stdout))
         failures.push(

@@ -1,6 +1,6 @@
 /**
- * Golden vectors (test/fixtures/vectors, written by the reference): stdin-info and stdin-payload reproduce the recorded outputs,
- * damaged packets are refused with exit 1, and packets we make equal the golden ones.
+ * Golden vectors (test/fixtures/vectors, written by the reference): stdin-info and stdin-payload reproduce the
+ * recorded outputs, damaged packets are refused with exit 1, and packets we make equal the golden ones.
  */
 import fs from 'node:fs';
 import { expect, test } from 'vitest';

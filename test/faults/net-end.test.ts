@@ -30,7 +30,8 @@ describeIfPresent(
       await ffs?.unmount();
     });
 
-    test('the journal cannot be emptied as the run ends (fsync EIO): the run ends with status 0 and a warning; the next finds nothing to redo', async () => {
+    test('the journal cannot be emptied as the run ends (fsync EIO): the run ' +
+      'ends with status 0 and a warning; the next finds nothing to redo', async () => {
       const dir = path.join(ffs.root, 'end');
       fs.mkdirSync(dir);
       const netFile = path.join(dir, 'net.yaml');

@@ -92,7 +92,8 @@ describeIfPresent(
         console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
     });
 
-    test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a fault at a random moment, cleared, and the run drains by itself`, async () => {
+    test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a ` +
+      `fault at a random moment, cleared, and the run drains by itself`, async () => {
       const t = (report.net = newTally());
       const inside = path.join(ffs.root, 'net');
       fs.mkdirSync(inside);

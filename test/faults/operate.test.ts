@@ -45,7 +45,8 @@ describeIfPresent(
       const netFile = path.join(dir, 'net.yaml');
       fs.writeFileSync(
         netFile,
-        'places: { in: {}, out: {}, failed: {} }\ntransitions:\n  work: { in: in, out: out, error: failed, run: [cat] }\n',
+        'places: { in: {}, out: {}, failed: {} }\ntransitions:\n' +
+          '  work: { in: in, out: out, error: failed, run: [cat] }\n',
       );
       const net = Net.load(netFile);
       net.init();
@@ -128,7 +129,8 @@ describeIfPresent(
         ([w, f]) => [w, (d: string) => ({ ...f(d), path: f(d).path!.replace('/in', '/failed') })] as const,
       ),
     )(
-      'net set-aside: %s (of the place it leaves): one line or done; every token once; the same command works once cleared',
+      'net set-aside: %s (of the place it leaves): one line or ' +
+        'done; every token once; the same command works once cleared',
       async (_what, rule) => {
         const { dir, netFile } = await netWithErrors();
         await ffs.fault(rule(dir));
@@ -147,7 +149,8 @@ describeIfPresent(
       60_000,
     );
 
-    test('net retry: sendseq renamed but its directory not fsynced, then a power cut: the NOP that took its number keeps it alone', async () => {
+    test('net retry: sendseq renamed but its directory not fsynced, ' +
+      'then a power cut: the NOP that took its number keeps it alone', async () => {
       const { dir, netFile } = await netWithErrors();
       await ffs.sync();
       await ffs.fault({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${dir}/places/in` });
@@ -164,7 +167,8 @@ describeIfPresent(
     // The workload: each run, 3 error tokens; `net retry --all` with a fault at a random point (a
     // third of the runs cut while it holds); then cleared, and the same command run again, as the
     // operator would after its one-line error. Every key must end in `in` once, no number stranded.
-    test(`net retry: ${RUNS} runs with a fault at a random point, cleared, and the same command run again`, async () => {
+    test(`net retry: ${RUNS} runs with a fault at a random ` +
+      `point, cleared, and the same command run again`, async () => {
       const t = (tally = newTally());
       const { dir, netFile } = await netWithErrors();
       const net = Net.load(netFile);

@@ -118,7 +118,8 @@ describeIfPresent(
     const outboxEmpty = (outbox: string) =>
       fs.readdirSync(path.join(outbox, 'jobs')).filter((f) => f.startsWith('fspl-')).length === 0;
 
-    test("the receiver's disk full (a real tmpfs): it refuses, the sender keeps the packets and tries again, and delivers each once when there is room", async () => {
+    test("the receiver's disk full (a real tmpfs): it refuses, the sender keeps " +
+      'the packets and tries again, and delivers each once when there is room', async () => {
       const outbox = await outboxWith(ffs.root, 5);
       const place = remotePlace(disk.root);
       disk.fill();

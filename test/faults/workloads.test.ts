@@ -121,7 +121,8 @@ describeIfPresent(
         console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
     });
 
-    test(`queue-write (with prepare -s on the same disk): ${RUNS} runs with a fault, then cleared and finished`, async () => {
+    test(`queue-write (with prepare -s on the same disk): ` +
+      `${RUNS} runs with a fault, then cleared and finished`, async () => {
       const t = (report['queue-write'] = newTally());
       const inside = path.join(ffs.root, 'write');
       const q = path.join(inside, 'q');
@@ -143,8 +144,10 @@ describeIfPresent(
         for (let i = 0; i < K; i++) {
           const pkt = path.join(outside, `p${made + i}`);
           script.push(
-            `if ${FSPL} prepare -s ${seqfile} -i ${outside}/payload -- true > ${pkt}.new; then mv ${pkt}.new ${pkt}; echo ${pkt} >> ${outside}/made;` +
-              ` if ${FSPL} queue-write -q ${q} < ${pkt}; then echo ${pkt} >> ${acks}; else echo ${pkt} >> ${outside}/unwritten; fi;` +
+            `if ${FSPL} prepare -s ${seqfile} -i ${outside}/payload -- true > ` +
+              `${pkt}.new; then mv ${pkt}.new ${pkt}; echo ${pkt} >> ${outside}/made;` +
+              ` if ${FSPL} queue-write -q ${q} < ${pkt}; then echo ${pkt}` +
+              ` >> ${acks}; else echo ${pkt} >> ${outside}/unwritten; fi;` +
               ` else rm -f ${pkt}.new; echo prep >> ${outside}/failed; fi`,
           );
         }
@@ -218,7 +221,8 @@ describeIfPresent(
       }
     }, 1_800_000);
 
-    test(`queue-process (one queue, and three with --jobs 2): ${RUNS} runs with a fault, then cleared and finished`, async () => {
+    test(`queue-process (one queue, and three with --jobs 2): ` +
+      `${RUNS} runs with a fault, then cleared and finished`, async () => {
       const t = (report['queue-process'] = newTally());
       const inside = path.join(ffs.root, 'process');
       fs.mkdirSync(inside);
@@ -331,7 +335,9 @@ describeIfPresent(
           const left = fs.readdirSync(path.join(q, 'jobs'));
           if (left.length > 0) t.manualSteps++;
           const state = () =>
-            `${cut ? 'cut; ' : ''}nextseq ${fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()}, notes before the finish ${JSON.stringify([...noted])}, the faulty run: exit ${r.code} ${r.stderr.trim()}`;
+            `${cut ? 'cut; ' : ''}nextseq ${fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()}, notes ` +
+            `before the finish ${JSON.stringify([...noted])}, the faulty run: exit ${r.code} ` +
+            `${r.stderr.trim()}`;
           expect(left, `seed ${SEED}, run ${run} (${f.describe}): ${name}: files left in jobs/ (${state()})`).toEqual(
             [],
           );
@@ -349,7 +355,8 @@ describeIfPresent(
             else t.doubled++;
             expect(
               allowed,
-              `seed ${SEED}, run ${run} (${f.describe}${cut ? ', cut' : ''}): ${name} job ${s} ran again (note: ${noted.get(name)}, exit ${r.code})`,
+              `seed ${SEED}, run ${run} (${f.describe}${cut ? ', cut' : ''}): ` +
+                `${name} job ${s} ran again (note: ${noted.get(name)}, exit ${r.code})`,
             ).toBe(true);
           }
         }

@@ -75,27 +75,31 @@ describeIfPresent('syncthing pair harness', missing(), { what: 'syncthing harnes
     expect(fs.readlinkSync(`/proc/${pair.a.pid}/ns/net`)).toBe(fs.readlinkSync(`/proc/${pair.b.pid}/ns/net`));
   });
 
-  test('discovery, relays, NAT traversal, usage and crash reporting and upgrades are off, as Syncthing itself reports', async () => {
-    for (const side of ['a', 'b'] as const) {
-      const { options } = await pair.api<{ options: Record<string, unknown> }>(side, 'GET', '/rest/config');
-      expect(options).toMatchObject({
-        globalAnnounceEnabled: false,
-        localAnnounceEnabled: false,
-        relaysEnabled: false,
-        natEnabled: false,
-        urAccepted: -1,
-        crashReportingEnabled: false,
-        autoUpgradeIntervalH: 0,
-        listenAddresses: [side === 'a' ? 'tcp://127.0.0.1:22001' : 'tcp://127.0.0.1:22002'],
-      });
-    }
-    const { devices } = await pair.api<{ devices: { deviceID: string; addresses: string[] }[] }>(
-      'a',
-      'GET',
-      '/rest/config',
-    );
-    expect(devices.find((d) => d.deviceID === pair.b.deviceId)?.addresses).toEqual(['tcp://127.0.0.1:22002']);
-  });
+  test(
+    'discovery, relays, NAT traversal, usage and crash ' +
+      'reporting and upgrades are off, as Syncthing itself reports',
+    async () => {
+      for (const side of ['a', 'b'] as const) {
+        const { options } = await pair.api<{ options: Record<string, unknown> }>(side, 'GET', '/rest/config');
+        expect(options).toMatchObject({
+          globalAnnounceEnabled: false,
+          localAnnounceEnabled: false,
+          relaysEnabled: false,
+          natEnabled: false,
+          urAccepted: -1,
+          crashReportingEnabled: false,
+          autoUpgradeIntervalH: 0,
+          listenAddresses: [side === 'a' ? 'tcp://127.0.0.1:22001' : 'tcp://127.0.0.1:22002'],
+        });
+      }
+      const { devices } = await pair.api<{ devices: { deviceID: string; addresses: string[] }[] }>(
+        'a',
+        'GET',
+        '/rest/config',
+      );
+      expect(devices.find((d) => d.deviceID === pair.b.deviceId)?.addresses).toEqual(['tcp://127.0.0.1:22002']);
+    },
+  );
 
   test('the logs are collected, with the trace facility on', () => {
     for (const inst of [pair.a, pair.b]) expect(fs.readFileSync(inst.logPath, 'utf8')).toMatch(/DEBUG: /);

@@ -155,16 +155,19 @@ interface Side0 {
  * other's TLS hello until a 20 s timeout. B accepts A's connection, and A redials every second.
  */
 function configXml(me: Side0, peer: Side0, folderId: string, o: SyncthingPairOptions): string {
-  const device = (
-    s: Side0,
-    address: string,
-  ) => `    <device id="${s.deviceId}" name="${s.side}" compression="metadata" introducer="false" skipIntroductionRemovals="false" introducedBy="">
+  const device = (s: Side0, address: string) =>
+    `    <device id="${s.deviceId}" name="${s.side}" compression="metadata" ` +
+    `introducer="false" skipIntroductionRemovals="false" introducedBy="">
         <address>${address}</address>
         <paused>false</paused>
         <autoAcceptFolders>false</autoAcceptFolders>
     </device>`;
-  return `<configuration version="36">
-    <folder id="${xmlEscape(folderId)}" label="${xmlEscape(folderId)}" path="${xmlEscape(me.folder)}" type="${me.type}" rescanIntervalS="${o.rescanIntervalS ?? 3600}" fsWatcherEnabled="${o.fsWatcherEnabled ?? true}" fsWatcherDelayS="${o.fsWatcherDelayS ?? 1}" ignorePerms="false" autoNormalize="true">
+  return (
+    `<configuration version="36">
+    <folder id="${xmlEscape(folderId)}" label="${xmlEscape(folderId)}" path="${xmlEscape(me.folder)}` +
+    `" type="${me.type}" rescanIntervalS="${o.rescanIntervalS ?? 3600}" fsWatcherEnabled="` +
+    `${o.fsWatcherEnabled ?? true}" fsWatcherDelayS="${o.fsWatcherDelayS ?? 1}" ignorePerms="false" ` +
+    `autoNormalize="true">
         <filesystemType>basic</filesystemType>
         <device id="${me.deviceId}" introducedBy=""></device>
         <device id="${peer.deviceId}" introducedBy=""></device>
@@ -206,7 +209,8 @@ ${device(peer, me.side === 'a' ? `tcp://127.0.0.1:${peer.port}` : 'dynamic')}
         <restartOnWakeup>false</restartOnWakeup>
     </options>
 </configuration>
-`;
+`
+  );
 }
 
 function apiCall<T>(inst: SyncthingInstance, method: string, apiPath: string, body?: unknown): Promise<T> {
@@ -287,7 +291,9 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
     // PID 1 of the new namespaces: brings loopback up, starts both, and exits (killing all in the
     // namespace) when its stdin, a pipe from this process, closes.
     const start = (s: Side0) =>
-      `HOME=${shellQuote(s.home)} ${SYNCTHING_BIN} serve --home=${shellQuote(s.home)} --no-browser --no-restart --no-upgrade --no-default-folder --skip-port-probing --logflags=7 >${shellQuote(path.join(s.home, 'syncthing.log'))} 2>&1 </dev/null &`;
+      `HOME=${shellQuote(s.home)} ${SYNCTHING_BIN} serve --home=${shellQuote(s.home)} ` +
+      `--no-browser --no-restart --no-upgrade --no-default-folder --skip-port-probing ` +
+      `--logflags=7 >${shellQuote(path.join(s.home, 'syncthing.log'))} 2>&1 </dev/null &`;
     const script = [
       'set -e',
       'ip link set lo up',
@@ -299,7 +305,8 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       // B first; A, the side that dials, once B listens (A would otherwise wait ~5 s to redial).
       start(b0),
       'b=$!',
-      `until grep -q ' 0100007F:${b0.port.toString(16).toUpperCase()} 00000000:0000 0A ' /proc/net/tcp; do kill -0 $b; sleep 0.02; done`,
+      `until grep -q ' 0100007F:${b0.port.toString(16).toUpperCase()} ` +
+        `00000000:0000 0A ' /proc/net/tcp; do kill -0 $b; sleep 0.02; done`,
       start(a0),
       'cat >/dev/null || true',
     ].join('\n');

@@ -72,6 +72,9 @@ export async function tokensIn(dir: string): Promise<Found[]> {
   return out.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
 }
 
+const KNOWN_FILE =
+  /(^|\/)(fspl-[^/]*\.fspl|nextseq|nextseq\.lock|sendseq|sendseq\.lock|net\.yaml|journal|live\.json|run\.lock)$/;
+
 /** Files in a directory tree other than job files, queue files and the state's own (temporaries, staging...). */
 export function strayFiles(dir: string): string[] {
   const out: string[] = [];
@@ -83,14 +86,7 @@ export function strayFiles(dir: string): string[] {
     }
   };
   walk(dir);
-  return out.filter(
-    (f) =>
-      !/(^|\/)(fspl-[^/]*\.fspl|nextseq|nextseq\.lock|sendseq|sendseq\.lock|net\.yaml|journal|live\.json|run\.lock)$/.test(
-        f,
-      ) &&
-      !f.includes('/logs/') &&
-      !f.endsWith('.sh'),
-  );
+  return out.filter((f) => !KNOWN_FILE.test(f) && !f.includes('/logs/') && !f.endsWith('.sh'));
 }
 
 /** Start `fspl net ARGS` as a child process. */
@@ -141,7 +137,10 @@ export function seeded(seed: number): (n: number) => number {
 
 type TransitionDef = NetDefinition['transitions'][string];
 
-/** A net of one JavaScript transition `t` from place `a` to place `b` in `dir` (not initialised); `extra` adds to t's definition. */
+/**
+ * A net of one JavaScript transition `t` from place `a` to place `b` in `dir` (not initialised); `extra` adds to t's
+ * definition.
+ */
 export function fnNet(dir: string, fn: NonNullable<TransitionDef['fn']>, extra: Partial<TransitionDef> = {}): Net {
   return Net.define({ dir, places: { a: {}, b: {} }, transitions: { t: { in: 'a', out: 'b', fn, ...extra } } });
 }

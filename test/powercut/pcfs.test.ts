@@ -144,32 +144,38 @@ describeIfPresent(
       expect(await pc.counters()).toMatchObject({ cuts: 1, dirtyFiles: 0, dirtyDirs: 0, missing: 0 });
     });
 
-    test('fsync of the directory without fsync of the file: the name survives, with the data of the last fsync', async () => {
-      put('old', 'old content', { fsync: true });
-      fsyncDir();
-      put('old', 'new content'); // rewritten in place (O_TRUNC), never fsynced
-      put('new', 'new file'); // created, never fsynced
-      fsyncDir();
-      await pc.cut();
-      expect(tree()).toEqual({ old: 'old content', new: '' });
-    });
+    test(
+      'fsync of the directory without fsync of the file: ' + 'the name survives, with the data of the last fsync',
+      async () => {
+        put('old', 'old content', { fsync: true });
+        fsyncDir();
+        put('old', 'new content'); // rewritten in place (O_TRUNC), never fsynced
+        put('new', 'new file'); // created, never fsynced
+        fsyncDir();
+        await pc.cut();
+        expect(tree()).toEqual({ old: 'old content', new: '' });
+      },
+    );
 
-    test('changes inside the durable part of a file are undone (the durable content is copied aside first)', async () => {
-      put('f', 'abcdefgh', { fsync: true });
-      put('g', '12345678', { fsync: true });
-      put('h', 'keep', { fsync: true });
-      fsyncDir();
-      const fd = fs.openSync(P('f'), 'r+');
-      fs.writeSync(fd, 'XY', 3); // in the middle
-      fs.closeSync(fd);
-      fs.truncateSync(P('g'), 2);
-      put('g', 'zz', { flag: 'a' });
-      fs.appendFileSync(P('h'), ' and more'); // past the durable size: nothing copied
-      expect(tree()).toEqual({ f: 'abcXYfgh', g: '12zz', h: 'keep and more' });
-      expect((await pc.counters()).shadowCopies).toBe(2);
-      await pc.cut();
-      expect(tree()).toEqual({ f: 'abcdefgh', g: '12345678', h: 'keep' });
-    });
+    test(
+      'changes inside the durable part of a file are ' + 'undone (the durable content is copied aside first)',
+      async () => {
+        put('f', 'abcdefgh', { fsync: true });
+        put('g', '12345678', { fsync: true });
+        put('h', 'keep', { fsync: true });
+        fsyncDir();
+        const fd = fs.openSync(P('f'), 'r+');
+        fs.writeSync(fd, 'XY', 3); // in the middle
+        fs.closeSync(fd);
+        fs.truncateSync(P('g'), 2);
+        put('g', 'zz', { flag: 'a' });
+        fs.appendFileSync(P('h'), ' and more'); // past the durable size: nothing copied
+        expect(tree()).toEqual({ f: 'abcXYfgh', g: '12zz', h: 'keep and more' });
+        expect((await pc.counters()).shadowCopies).toBe(2);
+        await pc.cut();
+        expect(tree()).toEqual({ f: 'abcdefgh', g: '12345678', h: 'keep' });
+      },
+    );
 
     test('a rename made durable at its target only: the file has both names; at its source only: neither', async () => {
       for (const d of ['src', 'dst']) fs.mkdirSync(P(d));
@@ -385,30 +391,33 @@ describeIfPresent(
       expect(fs.statSync(P('f')).nlink).toBe(1); // the graveyard's link is not counted
     });
 
-    test('a workload runs as another user, and everything it starts dies at the cut, even in a new session', async () => {
-      fs.mkdirSync(P('spool'), { mode: 0o777 });
-      fs.chmodSync(P('spool'), 0o777);
-      fsyncDir();
-      await pc.sync();
-      const w = spawnWorkload(['sh', '-c', 'echo hi > mine; setsid sh -c "while :; do echo x >> f; done" & wait'], {
-        cwd: P('spool'),
-        uid: 65534,
-        gid: 65534,
-      });
-      const until = Date.now() + 5000;
-      while (!(fs.existsSync(P('spool/f')) && fs.statSync(P('spool/f')).size > 100) && Date.now() < until)
-        await sleep(10);
-      expect(fs.statSync(P('spool/mine')).uid).toBe(65534);
-      expect(fs.statSync(P('spool/f')).size).toBeGreaterThan(100);
-      expect(mountUsers(pc.root).length).toBeGreaterThanOrEqual(2); // sh, and the setsid loop
-      await pc.cut();
-      expect(w.running()).toBe(false);
-      expect((await w.exited).killed).toBe(true);
-      expect(mountUsers(pc.root)).toEqual([]);
-      expect(tree()).toEqual({ 'spool/': '' });
-      await sleep(100);
-      expect(tree()).toEqual({ 'spool/': '' }); // nothing writes after the cut
-    });
+    test(
+      'a workload runs as another user, and everything ' + 'it starts dies at the cut, even in a new session',
+      async () => {
+        fs.mkdirSync(P('spool'), { mode: 0o777 });
+        fs.chmodSync(P('spool'), 0o777);
+        fsyncDir();
+        await pc.sync();
+        const w = spawnWorkload(['sh', '-c', 'echo hi > mine; setsid sh -c "while :; do echo x >> f; done" & wait'], {
+          cwd: P('spool'),
+          uid: 65534,
+          gid: 65534,
+        });
+        const until = Date.now() + 5000;
+        while (!(fs.existsSync(P('spool/f')) && fs.statSync(P('spool/f')).size > 100) && Date.now() < until)
+          await sleep(10);
+        expect(fs.statSync(P('spool/mine')).uid).toBe(65534);
+        expect(fs.statSync(P('spool/f')).size).toBeGreaterThan(100);
+        expect(mountUsers(pc.root).length).toBeGreaterThanOrEqual(2); // sh, and the setsid loop
+        await pc.cut();
+        expect(w.running()).toBe(false);
+        expect((await w.exited).killed).toBe(true);
+        expect(mountUsers(pc.root)).toEqual([]);
+        expect(tree()).toEqual({ 'spool/': '' });
+        await sleep(100);
+        expect(tree()).toEqual({ 'spool/': '' }); // nothing writes after the cut
+      },
+    );
 
     test('a process outside any workload that uses the mount is killed too (the safety net)', async () => {
       const child = spawnSync('sh', ['-c', `cd '${pc.root}' && (sleep 60 > held </dev/null 2>&1 &) ; echo started`], {

@@ -72,7 +72,8 @@ describeIfPresent(
     });
 
     test(
-      `queue-receive: over ${CUTS} cuts, every packet of an acknowledged batch is there once; offered again, none is doubled`,
+      `queue-receive: over ${CUTS} cuts, every packet of an ` +
+        `acknowledged batch is there once; offered again, none is doubled`,
       async () => {
         const inside = path.join(pc.root, 'receive');
         fs.mkdirSync(inside);
@@ -136,7 +137,8 @@ describeIfPresent(
         const found = await stored(q);
         expect([...found.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: nextSeq - 1 }, (_, i) => i + 1));
         console.log(
-          `power cuts, queue-receive (seed ${SEED}): ${cuts} cuts, ${acked.size} batches acknowledged, ${nextSeq - 1} packets, 0 lost, 0 doubled`,
+          `power cuts, queue-receive (seed ${SEED}): ${cuts} cuts, ${acked.size}` +
+            ` batches acknowledged, ${nextSeq - 1} packets, 0 lost, 0 doubled`,
         );
       },
       120_000 + CUTS * 5_000,

@@ -3,8 +3,9 @@
  * among forgeries of the same numbers, planted as an attacker who may write jobs/ would. Each
  * refusal moves a forgery to refused/ with its note (queue/refused.ts: the note made durable
  * before the rename, refused/ and jobs/ fsynced after). After every cut, each forgery is in
- * jobs/ or in refused/ (never neither; both only as the same file, left by a cut between the two fsyncs, and never copied twice) and one in refused/ has its note; at the end
- * every signed job ran, in order, re-runs ≤ cuts, no forgery ran, and all sit in refused/.
+ * jobs/ or in refused/ (never neither; both only as the same file, left by a cut between the two
+ * fsyncs, and never copied twice) and one in refused/ has its note; at the end every signed job
+ * ran, in order, re-runs ≤ cuts, no forgery ran, and all sit in refused/.
  *
  * FSPL_POWERCUT_CUTS and FSPL_POWERCUT_SEED as in workloads.test.ts.
  */
@@ -50,7 +51,8 @@ describeIfPresent(
       if (outside) fs.rmSync(outside, { recursive: true, force: true });
     });
 
-    test(`queue-process --allowed-signers among forgeries: over ${CUTS} cuts no forgery runs or is lost, every signed job runs in order`, async () => {
+    test(`queue-process --allowed-signers among forgeries: over ${CUTS} ` +
+      `cuts no forgery runs or is lost, every signed job runs in order`, async () => {
       // Keys and signers live outside the cut file system: they are the owner's, not under test.
       const alice = makeKey(outside, 'alice', ['-t', 'ed25519']);
       const mallory = makeKey(outside, 'mallory', ['-t', 'ed25519']);
@@ -84,13 +86,16 @@ describeIfPresent(
 
       const random = rng(SEED + 7);
       let cuts = 0;
-      const script = `exec ${FSPL} queue-process -q ${qdir} --allowed-signers ${signers} sh -- -c 'echo "$FSPL_SEQ $(cat)" >> ${runs}'`;
+      const script =
+        `exec ${FSPL} queue-process -q ${qdir} --allowed-signers ` +
+        `${signers} sh -- -c 'echo "$FSPL_SEQ $(cat)" >> ${runs}'`;
       const checkForgeries = () => {
         const jobs = new Set(fs.readdirSync(path.join(qdir, 'jobs')));
         const refusedDir = path.join(qdir, 'refused');
         const refused = new Set(fs.existsSync(refusedDir) ? fs.readdirSync(refusedDir) : []);
         for (const name of forgeries) {
-          // Both names after a cut are allowed (the same file: refused/ was fsynced, jobs/ not yet); the next run drops the one in jobs/.
+          // Both names after a cut are allowed (the same file: refused/ was fsynced, jobs/ not yet); the next run drops
+          // the one in jobs/.
           expect(jobs.has(name) || refused.has(name), `seed ${SEED}: forgery ${name} lost`).toBe(true);
           if (refused.has(name))
             expect(refused.has(`${name}.why`), `seed ${SEED}: ${name} refused without its note`).toBe(true);
@@ -132,7 +137,8 @@ describeIfPresent(
       expect(refused.sort()).toEqual([...forgeries].sort());
       expect(fs.readdirSync(path.join(qdir, 'jobs')), `seed ${SEED}: files left in jobs/`).toEqual([]);
       console.log(
-        `power cuts, signed queue (seed ${SEED}): ${cuts} cuts, ${total} signed jobs, ${forgeries.length} forgeries refused, ${reruns} re-runs`,
+        `power cuts, signed queue (seed ${SEED}): ${cuts} cuts, ${total} ` +
+          `signed jobs, ${forgeries.length} forgeries refused, ${reruns} re-runs`,
       );
     }, 900_000);
   },

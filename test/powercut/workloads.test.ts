@@ -109,7 +109,9 @@ describeIfPresent(
             chunks.push(c as Buffer);
           fs.writeFileSync(`${packets}/${i}`, Buffer.concat(chunks));
         }
-        const script = `i=${next}; while [ $i -lt ${next + batch} ]; do ${FSPL} queue-write -q ${q} < ${packets}/$i && echo $i >> ${acks}; i=$((i+1)); done`;
+        const script =
+          `i=${next}; while [ $i -lt ${next + batch} ]; do ${FSPL} queue-write ` +
+          `-q ${q} < ${packets}/$i && echo $i >> ${acks}; i=$((i+1)); done`;
         const r = await runUntilCut(pc, script, random, 150, 800);
         if (r === 'cut') cuts++;
         next += batch;
@@ -157,7 +159,8 @@ describeIfPresent(
       expect(left.length).toBe(0);
     });
 
-    test(`queue-process: over ${CUTS} cuts no job is skipped, jobs run in order, and each cut re-runs at most the job in flight`, async () => {
+    test(`queue-process: over ${CUTS} cuts no job is skipped, jobs ` +
+      `run in order, and each cut re-runs at most the job in flight`, async () => {
       const { inside, outside } = fresh('process');
       const qdir = path.join(inside, 'q');
       const queue = Queue.init(qdir);
@@ -172,7 +175,10 @@ describeIfPresent(
       const random = rng(SEED + 1);
       let cuts = 0;
       // The command notes its job outside the cut file system, where a note is never lost.
-      const script = `exec ${FSPL} queue-process -q ${qdir} sh -- -c 'cat >/dev/null; sleep 0.005; echo $FSPL_SEQ >> ${runs}'`;
+      const script =
+        `exec ${FSPL} queue-process -q ${qdir} ` +
+        `sh -- -c 'cat >/dev/null; sleep 0.005; ` +
+        `echo $FSPL_SEQ >> ${runs}'`;
       for (let round = 0; round < 10 * CUTS + 50; round++) {
         const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
         if (r === 'cut') cuts++;
@@ -192,14 +198,16 @@ describeIfPresent(
       expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(cuts);
       const left = fs.readdirSync(path.join(qdir, 'jobs'));
       console.log(
-        `power cuts, queue-process (seed ${SEED}): ${cuts} cuts, ${total} jobs, ${reruns} re-runs, ${left.length} spent job files left below nextseq`,
+        `power cuts, queue-process (seed ${SEED}): ${cuts} cuts, ${total} jobs, ` +
+          `${reruns} re-runs, ${left.length} spent job files left below nextseq`,
       );
       // The note queue-process makes durable before it finishes a job lets the next run delete a
       // spent file that a cut brought back (finishInterrupted): none is left.
       expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
     }, 600_000);
 
-    test(`queue-process --retries 1 --failed-to F (one job in ten always fails): over ${CUTS} cuts no job is lost or doubled, each failing one in F once`, async () => {
+    test(`queue-process --retries 1 --failed-to F (one job in ten always fails): ` +
+      `over ${CUTS} cuts no job is lost or doubled, each failing one in F once`, async () => {
       const { inside, outside } = fresh('failed');
       const qdir = path.join(inside, 'q');
       const F = path.join(inside, 'F');
@@ -214,7 +222,9 @@ describeIfPresent(
       await pc.sync();
       const random = rng(SEED + 7);
       let cuts = 0;
-      const script = `exec ${FSPL} queue-process -q ${qdir} --retries 1 --retry-delay 0 --failed-to ${F} sh -- -c 'cat >/dev/null; sleep 0.005; echo $FSPL_SEQ >> ${runs}; [ $((FSPL_SEQ % 10)) != 0 ]'`;
+      const script =
+        `exec ${FSPL} queue-process -q ${qdir} --retries 1 --retry-delay 0 --failed-to ${F} sh -- ` +
+        `-c 'cat >/dev/null; sleep 0.005; echo $FSPL_SEQ >> ${runs}; [ $((FSPL_SEQ % 10)) != 0 ]'`;
       for (let round = 0; round < 10 * CUTS + 50; round++) {
         const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
         if (r === 'cut') cuts++;
@@ -239,11 +249,13 @@ describeIfPresent(
       expect(moved.map((j) => Number(j.header.seq))).toEqual(failing.map((_, i) => i + 1));
       expect(fs.readdirSync(path.join(qdir, 'jobs')), `seed ${SEED}: job files left`).toEqual([]);
       console.log(
-        `power cuts, queue-process --failed-to (seed ${SEED}): ${cuts} cuts, ${total} jobs, ${failing.length} moved, ${extra} extra runs`,
+        `power cuts, queue-process --failed-to (seed ${SEED}): ${cuts} ` +
+          `cuts, ${total} jobs, ${failing.length} moved, ${extra} extra runs`,
       );
     }, 600_000);
 
-    test(`queue-process over many queues (--queues-in, --jobs 3): over ${CUTS} cuts no queue skips a job, each runs in its order, and a cut re-runs at most the jobs in flight`, async () => {
+    test(`queue-process over many queues (--queues-in, --jobs 3): over ${CUTS} cuts no queue ` +
+      `skips a job, each runs in its order, and a cut re-runs at most the jobs in flight`, async () => {
       const { inside, outside } = fresh('many');
       const parent = path.join(inside, 'queues');
       fs.mkdirSync(parent);
@@ -262,7 +274,9 @@ describeIfPresent(
       await pc.sync();
       const random = rng(SEED + 4);
       let cuts = 0;
-      const script = `exec ${FSPL} queue-process --queues-in ${parent} --jobs ${WORKERS} sh -- -c 'cat >/dev/null; sleep 0.005; echo "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> ${runs}'`;
+      const script =
+        `exec ${FSPL} queue-process --queues-in ${parent} --jobs ${WORKERS} sh -- -c 'cat ` +
+        `>/dev/null; sleep 0.005; echo "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> ${runs}'`;
       for (let round = 0; round < 10 * CUTS + 50; round++) {
         const r = await runUntilCut(pc, script, random, 300, cuts < CUTS ? 1000 : Infinity);
         if (r === 'cut') cuts++;
@@ -286,11 +300,14 @@ describeIfPresent(
       // A cut re-runs at most the jobs that were running: --jobs of them.
       expect(reruns, `seed ${SEED}: re-runs`).toBeLessThanOrEqual(WORKERS * cuts);
       console.log(
-        `power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`,
+        `power cuts, queue-process over ${QUEUES} queues (seed ${SEED}): ${cuts} cuts, ` +
+          `${totals.reduce((a, b) => a + b, 0)} jobs, ${reruns} re-runs, 0 spent job files left`,
       );
     }, 600_000);
 
-    test(`queue-process over runs of NOPs (each run recorded as one): over ${CUTS} cuts no command is skipped or run out of order, each cut re-runs at most the job in flight, no spent NOP file is left`, async () => {
+    test(`queue-process over runs of NOPs (each run recorded as one): over ${CUTS} cuts no command is ` +
+      `skipped or run out of order, each cut re-runs at ` +
+      `most the job in flight, no spent NOP file is left`, async () => {
       const { inside, outside } = fresh('nops');
       const qdir = path.join(inside, 'q');
       const queue = Queue.init(qdir);
@@ -342,13 +359,15 @@ describeIfPresent(
       const left = fs.readdirSync(path.join(qdir, 'jobs'));
       expect(fs.readFileSync(path.join(qdir, 'nextseq'), 'utf8'), `seed ${SEED}`).toBe(`${total + 1n}\n`);
       console.log(
-        `power cuts, queue-process over runs of NOPs (seed ${SEED}): ${cuts} cuts, ${total} jobs (${commands.size} commands), ${reruns} re-runs, ${left.length} spent job files left`,
+        `power cuts, queue-process over runs of NOPs (seed ${SEED}): ${cuts} cuts, ${total} ` +
+          `jobs (${commands.size} commands), ${reruns} re-runs, ${left.length} spent job files left`,
       );
       // The note of a run of NOPs (N FIRST LAST) lets the next run delete the spent NOPs a cut brought back.
       expect(left, `seed ${SEED}: spent job files left`).toEqual([]);
     }, 900_000);
 
-    test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches the sink exactly once, nothing is stranded, no number is used twice`, async () => {
+    test(`a net (chain, and-branch, and-merge): over ${CUTS} cuts every key reaches ` +
+      `the sink exactly once, nothing is stranded, no number is used twice`, async () => {
       const { inside } = fresh('net');
       const netFile = path.join(inside, 'net.yaml');
       fs.writeFileSync(
@@ -409,7 +428,8 @@ transitions:
       console.log(`power cuts, net (seed ${SEED}): ${cuts} cuts, ${total} keys, each in the sink once`);
     }, 900_000);
     test(
-      `net retry: over ${CUTS} cuts each error token is either still in the error place or back upstream, never both, never neither`,
+      `net retry: over ${CUTS} cuts each error token is either still ` +
+        `in the error place or back upstream, never both, never neither`,
       async () => {
         const { inside } = fresh('retry');
         const netFile = path.join(inside, 'net.yaml');

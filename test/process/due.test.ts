@@ -45,24 +45,27 @@ function recorder() {
 }
 
 describe('not before a time', () => {
-  it('one pass: job 1 runs, then the run stops at job 2 (no error), saying when it is due; job 3 waits behind it', async () => {
-    const { q, due } = setup(60_000);
-    const { run, seqs } = recorder();
-    const lines: string[] = [];
-    const summary = await processQueue(q, { run, logger: createLogger('info', (l) => lines.push(l)) });
-    expect(seqs()).toEqual(['1']);
-    expect(summary.processed).toBe(1);
-    expect(q.getNext()).toBe(2n);
-    const when = new Date(due).toISOString().replace('.000Z', 'Z');
-    expect(lines).toEqual([
-      expect.stringContaining(
-        `Job 2 of ${JSON.stringify(q.dir)} is not due before ${when}; stopping, the job stays in the queue`,
-      ),
-    ]);
-    // Again: the same, nothing more runs.
-    await processQueue(q, { run, logger: createLogger('warn', () => {}) });
-    expect(seqs()).toEqual(['1']);
-  });
+  it(
+    'one pass: job 1 runs, then the run stops at job 2 (no ' + 'error), saying when it is due; job 3 waits behind it',
+    async () => {
+      const { q, due } = setup(60_000);
+      const { run, seqs } = recorder();
+      const lines: string[] = [];
+      const summary = await processQueue(q, { run, logger: createLogger('info', (l) => lines.push(l)) });
+      expect(seqs()).toEqual(['1']);
+      expect(summary.processed).toBe(1);
+      expect(q.getNext()).toBe(2n);
+      const when = new Date(due).toISOString().replace('.000Z', 'Z');
+      expect(lines).toEqual([
+        expect.stringContaining(
+          `Job 2 of ${JSON.stringify(q.dir)} is not due before ${when}; stopping, the job stays in the queue`,
+        ),
+      ]);
+      // Again: the same, nothing more runs.
+      await processQueue(q, { run, logger: createLogger('warn', () => {}) });
+      expect(seqs()).toEqual(['1']);
+    },
+  );
 
   it('a time passed: the job runs at once', async () => {
     const { q } = setup(-1000);

@@ -126,37 +126,40 @@ describe('a record cut short at every step, then the next run', () => {
 });
 
 describe('deletions made durable together', () => {
-  it('each note names the deletions not yet durable; after a power cut brings them back, the next run removes them', async () => {
-    const n = GROUP_MAX + 3;
-    const { q, command, ran } = queueOf(Array.from({ length: n + 1 }, () => COMMAND));
-    const jobs = await bySeq(q);
-    const copies = new Map([...jobs.values()].map((e) => [e.filename, fs.readFileSync(q.jobPath(e.filename))]));
-    const sf = q.lockSeqfile();
-    const finisher = new Finisher(q, sf, silentLogger);
-    const notes: string[] = [];
-    for (let s = 1n; s <= BigInt(n); s++) {
-      finisher.finishJob({ seq: s, filename: jobs.get(s)!.filename, order: 'sequence', remove: true });
-      notes.push(sf.readNote());
-    }
-    // Job s's note names its file and the deletions since jobs/ was last fsynced (GROUP_MAX at most).
-    expect(notes[0]).toBe(`S 1 ${jobs.get(1n)!.filename}`);
-    expect(notes[GROUP_MAX - 1]!.split(' ')).toHaveLength(2 + GROUP_MAX);
-    expect(notes[GROUP_MAX]!.split(' ')).toHaveLength(3);
-    expect(notes[n - 1]!.split(' ').slice(2)).toEqual(
-      [n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map(
-        (s) => jobs.get(BigInt(s))!.filename,
-      ),
-    );
-    // A power cut now: the last jobs' deletions were not durable, so their files come back; the
-    // run ends without settling (the note stays).
-    for (const s of [n, n - 1, n - 2])
-      fs.writeFileSync(q.jobPath(jobs.get(BigInt(s))!.filename), copies.get(jobs.get(BigInt(s))!.filename)!);
-    sf.release();
-    expect(await processQueue(q, command)).toEqual({ processed: 1, succeeded: 1, failed: 0 });
-    expect(ran()).toEqual([n + 1]);
-    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
-    expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
-  });
+  it(
+    'each note names the deletions not yet durable; after ' + 'a power cut brings them back, the next run removes them',
+    async () => {
+      const n = GROUP_MAX + 3;
+      const { q, command, ran } = queueOf(Array.from({ length: n + 1 }, () => COMMAND));
+      const jobs = await bySeq(q);
+      const copies = new Map([...jobs.values()].map((e) => [e.filename, fs.readFileSync(q.jobPath(e.filename))]));
+      const sf = q.lockSeqfile();
+      const finisher = new Finisher(q, sf, silentLogger);
+      const notes: string[] = [];
+      for (let s = 1n; s <= BigInt(n); s++) {
+        finisher.finishJob({ seq: s, filename: jobs.get(s)!.filename, order: 'sequence', remove: true });
+        notes.push(sf.readNote());
+      }
+      // Job s's note names its file and the deletions since jobs/ was last fsynced (GROUP_MAX at most).
+      expect(notes[0]).toBe(`S 1 ${jobs.get(1n)!.filename}`);
+      expect(notes[GROUP_MAX - 1]!.split(' ')).toHaveLength(2 + GROUP_MAX);
+      expect(notes[GROUP_MAX]!.split(' ')).toHaveLength(3);
+      expect(notes[n - 1]!.split(' ').slice(2)).toEqual(
+        [n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map(
+          (s) => jobs.get(BigInt(s))!.filename,
+        ),
+      );
+      // A power cut now: the last jobs' deletions were not durable, so their files come back; the
+      // run ends without settling (the note stays).
+      for (const s of [n, n - 1, n - 2])
+        fs.writeFileSync(q.jobPath(jobs.get(BigInt(s))!.filename), copies.get(jobs.get(BigInt(s))!.filename)!);
+      sf.release();
+      expect(await processQueue(q, command)).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+      expect(ran()).toEqual([n + 1]);
+      expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+      expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+    },
+  );
 
   it('a job kept (--never-delete) writes no note; the one before still names the deletions waiting', async () => {
     const { q } = queueOf([COMMAND, COMMAND, COMMAND]);

@@ -164,34 +164,37 @@ describe('listen: the queues of a watching run, served', () => {
     await expect(processQueues([q], { run, listen: {} })).rejects.toThrow(/listen needs watch/);
   });
 
-  it('allowHosts: the names given are served, others still refused; a bad one is refused before anything runs', async () => {
-    const q = Queue.init(path.join(memTempDir(), 'hosts'));
-    const run = async (job: JobContext) => {
-      job.payload.resume();
-    };
-    const stop = new AbortController();
-    const answers: number[] = [];
-    await processQueues([q], {
-      run,
-      watch: true,
-      signal: stop.signal,
-      listen: {
-        allowHosts: ['Fspl.Test.'],
-        onListening: (url) => {
-          const port = new URL(url).port;
-          void (async () => {
-            for (const host of [`fspl.test:${port}`, `other.test:${port}`, `localhost:${port}`])
-              answers.push((await get(`${url}metrics`, host)).status);
-            stop.abort();
-          })();
+  it(
+    'allowHosts: the names given are served, others still ' + 'refused; a bad one is refused before anything runs',
+    async () => {
+      const q = Queue.init(path.join(memTempDir(), 'hosts'));
+      const run = async (job: JobContext) => {
+        job.payload.resume();
+      };
+      const stop = new AbortController();
+      const answers: number[] = [];
+      await processQueues([q], {
+        run,
+        watch: true,
+        signal: stop.signal,
+        listen: {
+          allowHosts: ['Fspl.Test.'],
+          onListening: (url) => {
+            const port = new URL(url).port;
+            void (async () => {
+              for (const host of [`fspl.test:${port}`, `other.test:${port}`, `localhost:${port}`])
+                answers.push((await get(`${url}metrics`, host)).status);
+              stop.abort();
+            })();
+          },
         },
-      },
-    });
-    expect(answers).toEqual([200, 421, 200]);
-    await expect(processQueues([q], { run, watch: true, listen: { allowHosts: ['fspl.test:80'] } })).rejects.toThrow(
-      /not a host name or an IP address/,
-    );
-  });
+      });
+      expect(answers).toEqual([200, 421, 200]);
+      await expect(processQueues([q], { run, watch: true, listen: { allowHosts: ['fspl.test:80'] } })).rejects.toThrow(
+        /not a host name or an IP address/,
+      );
+    },
+  );
 
   it.each([
     [['--listen', '0'], /--listen only applies with --watch/],

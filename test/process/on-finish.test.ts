@@ -21,7 +21,10 @@ function packet(seq: bigint, cmd: PacketHeader['cmd'] = { kind: 'Command', param
   return Buffer.concat([encodeHeader(h), Buffer.from(`payload ${seq}\n`)]);
 }
 
-/** A queue of: 1 succeeds, 2 exits 3, 3 hangs (its timeout), 4 a Fail packet, 5 a NOP; and a hook that logs its variables. */
+/**
+ * A queue of: 1 succeeds, 2 exits 3, 3 hangs (its timeout), 4 a Fail packet, 5 a NOP; and a hook that logs its
+ * variables.
+ */
 function setup() {
   const dir = tempDir();
   const q = Queue.init(path.join(dir, 'q'));
@@ -37,7 +40,9 @@ function setup() {
     { mode: 0o755 },
   );
   const log = path.join(dir, 'hook.log');
-  const hook = `echo "$FSPL_SEQ|$FSPL_JOB_OUTCOME|$FSPL_JOB_EXIT_STATUS|$FSPL_JOB_ATTEMPT|$FSPL_JOB_DURATION_MS|$FSPL_JOB_QUEUEDIR|$FSPL_JOB_FILENAME" >> '${log}'`;
+  const hook =
+    `echo "$FSPL_SEQ|$FSPL_JOB_OUTCOME|$FSPL_JOB_EXIT_STATUS|$FSPL_JOB_ATTEMPT` +
+    `|$FSPL_JOB_DURATION_MS|$FSPL_JOB_QUEUEDIR|$FSPL_JOB_FILENAME" >> '${log}'`;
   const calls = () =>
     (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => {
       const [seq, outcome, exit, attempt, ms, queuedir, filename] = l.split('|');
@@ -52,29 +57,32 @@ function record(q: Queue) {
 }
 
 describe('--on-finish', () => {
-  it('success, failure, timeout and a Fail packet each call the hook once with their variables; a NOP none', async () => {
-    const { q, script, hook, calls } = setup();
-    const names = new Map((await q.list()).map((e) => [String(e.header.seq), e.filename]));
-    const summary = await processQueue(q, {
-      command: script,
-      timeout: 0.5,
-      onError: 'delete',
-      onFinish: { command: hook },
-    });
-    expect(summary).toEqual({ processed: 5, succeeded: 2, failed: 3 });
-    const c = calls();
-    expect(c.map((x) => [x.seq, x.outcome, x.exit, x.attempt])).toEqual([
-      ['1', 'success', '0', '1'],
-      ['2', 'failure', '3', '1'],
-      ['3', 'timeout', 'signal:KILL', '1'],
-      ['4', 'failure', '', '1'],
-    ]);
-    for (const x of c) {
-      expect(x.ms).toBeGreaterThanOrEqual(0);
-      expect(x.queuedir).toBe(q.dir);
-      expect(x.filename).toBe(names.get(x.seq));
-    }
-  });
+  it(
+    'success, failure, timeout and a Fail packet each ' + 'call the hook once with their variables; a NOP none',
+    async () => {
+      const { q, script, hook, calls } = setup();
+      const names = new Map((await q.list()).map((e) => [String(e.header.seq), e.filename]));
+      const summary = await processQueue(q, {
+        command: script,
+        timeout: 0.5,
+        onError: 'delete',
+        onFinish: { command: hook },
+      });
+      expect(summary).toEqual({ processed: 5, succeeded: 2, failed: 3 });
+      const c = calls();
+      expect(c.map((x) => [x.seq, x.outcome, x.exit, x.attempt])).toEqual([
+        ['1', 'success', '0', '1'],
+        ['2', 'failure', '3', '1'],
+        ['3', 'timeout', 'signal:KILL', '1'],
+        ['4', 'failure', '', '1'],
+      ]);
+      for (const x of c) {
+        expect(x.ms).toBeGreaterThanOrEqual(0);
+        expect(x.queuedir).toBe(q.dir);
+        expect(x.filename).toBe(names.get(x.seq));
+      }
+    },
+  );
 
   it('a retry due and a job moved to the failed-jobs queue each call it once', async () => {
     const { dir, q, script, hook, calls } = setup();
@@ -131,7 +139,9 @@ describe('--on-finish', () => {
     const b = setup();
     const log = path.join(a.dir, 'both.log');
     // A hook that notices another running at the same time.
-    const hook = `mkdir '${a.dir}/busy' || echo overlap >> '${log}'; echo "$FSPL_JOB_QUEUEDIR $FSPL_SEQ" >> '${log}'; sleep 0.05; rmdir '${a.dir}/busy'`;
+    const hook =
+      `mkdir '${a.dir}/busy' || echo overlap >> '${log}'; echo "$FSPL_JOB_QUEUEDIR ` +
+      `$FSPL_SEQ" >> '${log}'; sleep 0.05; rmdir '${a.dir}/busy'`;
     await processQueues([a.q.dir, b.q.dir], {
       command: a.script,
       timeout: 0.3,

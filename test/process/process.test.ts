@@ -38,7 +38,8 @@ function setup() {
   const script = path.join(dir, 'rec.sh');
   fs.writeFileSync(
     script,
-    `#!/bin/sh\nprintf '%s|%s|%s|%s|%s\\n' "$FSPL_SEQ" "$*" "$FSPL_SET_WHO" "$FSPL_JOB_FILENAME" "$(cat)" >> ${log}\ncase " $FAIL " in *" $FSPL_SEQ "*) exit 3;; esac\nexit 0\n`,
+    `#!/bin/sh\nprintf '%s|%s|%s|%s|%s\\n' "$FSPL_SEQ" "$*" "$FSPL_SET_WHO" "$FSPL_JOB_FILENAME" ` +
+      `"$(cat)" >> ${log}\ncase " $FAIL " in *" $FSPL_SEQ "*) exit 3;; esac\nexit 0\n`,
     { mode: 0o755 },
   );
   const lines = () =>
@@ -141,19 +142,23 @@ describe('processQueue', () => {
     expect(fs.readFileSync(q.jobPath(`${b}.out`), 'utf8')).toBe('');
   });
 
-  it('SaveBoth never follows a JOB.out planted in jobs/: the job fails, the link target is untouched, the job stays', async () => {
-    const { q } = setup();
-    const a = q.writeBuffer(packet(1n));
-    const target = path.join(tempDir(), 'authorized_keys');
-    fs.writeFileSync(target, 'ssh-ed25519 AAAA mine\n');
-    fs.symlinkSync(target, q.jobPath(`${a}.out`));
-    await expect(
-      processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' }),
-    ).rejects.toThrow(/will not write its output to .*\.out: it is a symbolic link/);
-    expect(fs.readFileSync(target, 'utf8')).toBe('ssh-ed25519 AAAA mine\n');
-    expect(q.getNext()).toBe(1n);
-    expect(fs.existsSync(q.jobPath(a))).toBe(true);
-  });
+  it(
+    'SaveBoth never follows a JOB.out planted in jobs/: the ' +
+      'job fails, the link target is untouched, the job stays',
+    async () => {
+      const { q } = setup();
+      const a = q.writeBuffer(packet(1n));
+      const target = path.join(tempDir(), 'authorized_keys');
+      fs.writeFileSync(target, 'ssh-ed25519 AAAA mine\n');
+      fs.symlinkSync(target, q.jobPath(`${a}.out`));
+      await expect(
+        processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' }),
+      ).rejects.toThrow(/will not write its output to .*\.out: it is a symbolic link/);
+      expect(fs.readFileSync(target, 'utf8')).toBe('ssh-ed25519 AAAA mine\n');
+      expect(q.getNext()).toBe(1n);
+      expect(fs.existsSync(q.jobPath(a))).toBe(true);
+    },
+  );
 
   it('kills a command at the timeout and counts it as a failure', async () => {
     const { q } = setup();
@@ -210,7 +215,8 @@ describe('processQueue stopped by its signal or its interrupt', () => {
     const go = path.join(dir, 'go');
     const params = [
       '-c',
-      `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! -e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`,
+      `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! ` +
+        `-e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`,
     ];
     const until = async (cond: () => boolean) => {
       while (!cond()) await new Promise((r) => setTimeout(r, 10));
@@ -229,57 +235,64 @@ describe('processQueue stopped by its signal or its interrupt', () => {
     expect([fs.readFileSync(log, 'utf8'), q.getNext()]).toEqual(['1\n', 2n]);
   });
 
-  it('interrupt: the running job is stopped and stays in the queue, even under onError delete; its end event says so', async () => {
-    const { q, log, params, runningJob } = waiting();
-    const interrupt = new AbortController();
-    const ends: unknown[] = [];
-    const run = processQueue(q, {
-      command: 'sh',
-      params,
-      onError: 'delete',
-      interrupt: interrupt.signal,
-      onEvent: (e) => e.type === 'end' && ends.push(e),
-    });
-    await runningJob();
-    interrupt.abort();
-    expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect([fs.existsSync(log), q.getNext(), (await q.list()).length]).toEqual([false, 1n, 3]);
-    expect(ends).toEqual([
-      {
-        type: 'end',
-        seq: 1n,
-        filename: expect.any(String),
-        ok: false,
-        why: 'command was stopped before it finished',
-        interrupted: true,
-      },
-    ]);
-  });
+  it(
+    'interrupt: the running job is stopped and stays in the ' +
+      'queue, even under onError delete; its end event says so',
+    async () => {
+      const { q, log, params, runningJob } = waiting();
+      const interrupt = new AbortController();
+      const ends: unknown[] = [];
+      const run = processQueue(q, {
+        command: 'sh',
+        params,
+        onError: 'delete',
+        interrupt: interrupt.signal,
+        onEvent: (e) => e.type === 'end' && ends.push(e),
+      });
+      await runningJob();
+      interrupt.abort();
+      expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+      expect([fs.existsSync(log), q.getNext(), (await q.list()).length]).toEqual([false, 1n, 3]);
+      expect(ends).toEqual([
+        {
+          type: 'end',
+          seq: 1n,
+          filename: expect.any(String),
+          ok: false,
+          why: 'command was stopped before it finished',
+          interrupted: true,
+        },
+      ]);
+    },
+  );
 
-  it('stopTimeout: a job still running that long after the signal is interrupted; a function sees its signal abort', async () => {
-    const { q, params, runningJob } = waiting();
-    const signal = new AbortController();
-    const run = processQueue(q, { command: 'sh', params, signal: signal.signal, stopTimeout: 0.05 });
-    await runningJob();
-    signal.abort();
-    expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect(q.getNext()).toBe(1n);
+  it(
+    'stopTimeout: a job still running that long after the ' + 'signal is interrupted; a function sees its signal abort',
+    async () => {
+      const { q, params, runningJob } = waiting();
+      const signal = new AbortController();
+      const run = processQueue(q, { command: 'sh', params, signal: signal.signal, stopTimeout: 0.05 });
+      await runningJob();
+      signal.abort();
+      expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+      expect(q.getNext()).toBe(1n);
 
-    const fnSignal = new AbortController();
-    let reason: unknown;
-    const fnRun = processQueue(q, {
-      signal: fnSignal.signal,
-      stopTimeout: 0.05,
-      run: async (job) => {
-        fnSignal.abort();
-        await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
-        reason = job.signal.reason;
-        throw reason;
-      },
-    });
-    expect(await fnRun).toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect([String(reason), q.getNext(), (await q.list()).length]).toEqual(['Error: interrupted', 1n, 3]);
-  });
+      const fnSignal = new AbortController();
+      let reason: unknown;
+      const fnRun = processQueue(q, {
+        signal: fnSignal.signal,
+        stopTimeout: 0.05,
+        run: async (job) => {
+          fnSignal.abort();
+          await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+          reason = job.signal.reason;
+          throw reason;
+        },
+      });
+      expect(await fnRun).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+      expect([String(reason), q.getNext(), (await q.list()).length]).toEqual(['Error: interrupted', 1n, 3]);
+    },
+  );
 
   it('rejects a stopTimeout that is not a number of seconds', async () => {
     const { q } = setup();
@@ -295,17 +308,20 @@ describe('processQueue after a run killed while finishing a job', () => {
     fs.writeFileSync(path.join(q.dir, 'nextseq.lock'), `${note}\n`);
   }
 
-  it('killed before nextseq moved: moves it past the finished job and deletes it, without running it again', async () => {
-    const { q, script, lines } = setup();
-    const first = q.writeBuffer(packet(1n));
-    q.writeBuffer(packet(2n));
-    killedWhileFinishing(q, `S 1 ${first}`);
-    expect(await processQueue(q, { command: script })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
-    expect(lines().map((l) => l[0])).toEqual(['2']);
-    expect(q.getNext()).toBe(3n);
-    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
-    expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
-  });
+  it(
+    'killed before nextseq moved: moves it past the ' + 'finished job and deletes it, without running it again',
+    async () => {
+      const { q, script, lines } = setup();
+      const first = q.writeBuffer(packet(1n));
+      q.writeBuffer(packet(2n));
+      killedWhileFinishing(q, `S 1 ${first}`);
+      expect(await processQueue(q, { command: script })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+      expect(lines().map((l) => l[0])).toEqual(['2']);
+      expect(q.getNext()).toBe(3n);
+      expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+      expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+    },
+  );
 
   it('killed after nextseq moved, before the unlink: deletes the spent job file', async () => {
     const { q, script, lines } = setup();

@@ -67,14 +67,17 @@ describe('verifyDecoder: processQueue with a command', () => {
     expect((await t.q.list()).map((j) => j.header.seq)).toEqual([1n]);
   });
 
-  it('without it, the same command starts and reads PWNED before the decoder fails (the streaming default)', async () => {
-    const t = setup();
-    await expect(processQueue(t.open(t.bad, false), { command: 'sh', params: t.params })).rejects.toThrow(
-      /exited with status 2/,
-    );
-    expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
-    expect(t.q.getNext()).toBe(1n);
-  });
+  it(
+    'without it, the same command starts and reads PWNED ' + 'before the decoder fails (the streaming default)',
+    async () => {
+      const t = setup();
+      await expect(processQueue(t.open(t.bad, false), { command: 'sh', params: t.params })).rejects.toThrow(
+        /exited with status 2/,
+      );
+      expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
+      expect(t.q.getNext()).toBe(1n);
+    },
+  );
 
   it('under onError delete, a failing decoder counts as a failure, as without it', async () => {
     const t = setup();
@@ -83,33 +86,41 @@ describe('verifyDecoder: processQueue with a command', () => {
     expect(fs.existsSync(t.marker)).toBe(false);
   });
 
-  it('a decoder killed by a signal fails likewise; one that gives no header runs nothing (the scan skips its file, as without it)', async () => {
-    const t = setup();
-    await expect(processQueue(t.open('cat; kill -9 $$'), { command: 'sh', params: t.params })).rejects.toThrow(
-      /killed by signal SIGKILL/,
-    );
-    await expect(processQueue(t.open('head -c 10; exit 0'), { command: 'sh', params: t.params })).resolves.toEqual({
-      processed: 0,
-      succeeded: 0,
-      failed: 0,
-    });
-    expect(fs.existsSync(t.marker)).toBe(false);
-    expect(t.q.getNext()).toBe(1n);
-  });
+  it(
+    'a decoder killed by a signal fails likewise; one that gives ' +
+      'no header runs nothing (the scan skips its file, as without it)',
+    async () => {
+      const t = setup();
+      await expect(processQueue(t.open('cat; kill -9 $$'), { command: 'sh', params: t.params })).rejects.toThrow(
+        /killed by signal SIGKILL/,
+      );
+      await expect(processQueue(t.open('head -c 10; exit 0'), { command: 'sh', params: t.params })).resolves.toEqual({
+        processed: 0,
+        succeeded: 0,
+        failed: 0,
+      });
+      expect(fs.existsSync(t.marker)).toBe(false);
+      expect(t.q.getNext()).toBe(1n);
+    },
+  );
 
-  it('a decoder that succeeds: the command gets exactly the decoded payload (5 MiB), from a regular file, after the decoder ended', async () => {
-    const payload = randomBytes(5 << 20);
-    const t = setup(payload);
-    const params = ['-c', `test -e ${t.decoded} || exit 9; ${t.params[1]}`];
-    expect(await processQueue(t.open(t.good), { command: 'sh', params })).toEqual({
-      processed: 1,
-      succeeded: 1,
-      failed: 0,
-    });
-    expect(fs.readFileSync(t.out).equals(payload)).toBe(true);
-    expect(fs.readFileSync(`${t.out}.kind`, 'utf8')).toBe('file\n');
-    expect(t.q.getNext()).toBe(2n);
-  });
+  it(
+    'a decoder that succeeds: the command gets exactly the decoded ' +
+      'payload (5 MiB), from a regular file, after the decoder ended',
+    async () => {
+      const payload = randomBytes(5 << 20);
+      const t = setup(payload);
+      const params = ['-c', `test -e ${t.decoded} || exit 9; ${t.params[1]}`];
+      expect(await processQueue(t.open(t.good), { command: 'sh', params })).toEqual({
+        processed: 1,
+        succeeded: 1,
+        failed: 0,
+      });
+      expect(fs.readFileSync(t.out).equals(payload)).toBe(true);
+      expect(fs.readFileSync(`${t.out}.kind`, 'utf8')).toBe('file\n');
+      expect(t.q.getNext()).toBe(2n);
+    },
+  );
 
   it('a sealed payload cut by the decoder is refused before the command runs', async () => {
     const t = setup();

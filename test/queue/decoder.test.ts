@@ -25,7 +25,8 @@ describe('spoolDecoded', () => {
       const st = fs.fstatSync(fd);
       expect([st.isFile(), st.nlink, st.mode & 0o777, st.size]).toEqual([true, 0, 0o600, 12]);
       const buf = Buffer.alloc(64);
-      expect(buf.subarray(0, fs.readSync(fd, buf, 0, 64, null)).toString()).toBe('the payload\n'); // from the current offset
+      // from the current offset
+      expect(buf.subarray(0, fs.readSync(fd, buf, 0, 64, null)).toString()).toBe('the payload\n');
     } finally {
       fs.closeSync(fd);
     }

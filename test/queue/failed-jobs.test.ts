@@ -78,16 +78,19 @@ describe('failed jobs', () => {
     expect(ran).toEqual(['6', '7']);
   });
 
-  it("queue-retry takes the new numbers from the sender's seqfile when given, and only the jobs asked for", async () => {
-    const { dir, q, F } = await failedQueue();
-    const seqfile = path.join(dir, 'sender-seq');
-    fs.writeFileSync(seqfile, '10\n');
-    const moved = await retryFailedJobs(F, q.dir, { seqfile, jobs: [2n] });
-    expect(moved).toEqual([{ from: 2n, to: 10n }]);
-    expect(fs.readFileSync(seqfile, 'utf8')).toBe('11\n');
-    expect((await Queue.open(F).list()).map((j) => j.header.seq)).toEqual([1n]);
-    await expect(retryFailedJobs(F, q.dir, { jobs: [9n] })).rejects.toThrow(/Job 9 not found/);
-  });
+  it(
+    "queue-retry takes the new numbers from the sender's " + 'seqfile when given, and only the jobs asked for',
+    async () => {
+      const { dir, q, F } = await failedQueue();
+      const seqfile = path.join(dir, 'sender-seq');
+      fs.writeFileSync(seqfile, '10\n');
+      const moved = await retryFailedJobs(F, q.dir, { seqfile, jobs: [2n] });
+      expect(moved).toEqual([{ from: 2n, to: 10n }]);
+      expect(fs.readFileSync(seqfile, 'utf8')).toBe('11\n');
+      expect((await Queue.open(F).list()).map((j) => j.header.seq)).toEqual([1n]);
+      await expect(retryFailedJobs(F, q.dir, { jobs: [9n] })).rejects.toThrow(/Job 9 not found/);
+    },
+  );
 
   it('a queue-retry killed after the copy, before the removal: the next one completes it, once', async () => {
     const { q, F } = await failedQueue();

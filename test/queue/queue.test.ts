@@ -141,20 +141,24 @@ describe('a symbolic link named like a job', () => {
 });
 
 describe('a hard link named like a job', () => {
-  it('is not read (native or not): another name of a packet only the processor may read is not a job; queue-status says why', async () => {
-    const dir = tempDir();
-    const q = Queue.init(path.join(dir, 'q'));
-    q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
-    const secret = path.join(dir, 'private.fspl');
-    fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), {
-      mode: 0o600,
-    });
-    fs.linkSync(secret, path.join(q.jobsDir, 'fspl-hard.fspl'));
-    await listsOnlyJob1(q, 'fspl-hard.fspl', /2 names \(a hard link\)/);
-    const { queueStatus } = await import('../../src/status/report.js');
-    const status = await queueStatus(q);
-    expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([
-      ['fspl-hard.fspl', expect.stringMatching(/a hard link\), which is not read/)],
-    ]);
-  });
+  it(
+    'is not read (native or not): another name of a packet only ' +
+      'the processor may read is not a job; queue-status says why',
+    async () => {
+      const dir = tempDir();
+      const q = Queue.init(path.join(dir, 'q'));
+      q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+      const secret = path.join(dir, 'private.fspl');
+      fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), {
+        mode: 0o600,
+      });
+      fs.linkSync(secret, path.join(q.jobsDir, 'fspl-hard.fspl'));
+      await listsOnlyJob1(q, 'fspl-hard.fspl', /2 names \(a hard link\)/);
+      const { queueStatus } = await import('../../src/status/report.js');
+      const status = await queueStatus(q);
+      expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([
+        ['fspl-hard.fspl', expect.stringMatching(/a hard link\), which is not read/)],
+      ]);
+    },
+  );
 });

@@ -82,57 +82,70 @@ function asUnprivileged(dir: string): RunOptions {
 }
 
 describe('the queue directory', () => {
-  test('missing: queue-process, queue-write and queue-ls each fail with one error line, and create nothing', async () => {
-    const dir = tempDir();
-    const missing = path.join(dir, 'no-such-queue');
-    const out: Record<string, unknown> = {};
-    for (const args of [
-      ['queue-process', '-q', missing, '/bin/true'],
-      ['queue-write', '-q', missing],
-      ['queue-ls', '-q', missing],
-    ]) {
-      const r = await fspl(args, { stdin: packet(1) });
-      expect(r.code, r.stderr).toBe(1);
-      expect(lines(r.stderr)).toEqual([
-        expect.stringMatching(/^Error: Cannot open queue .*no-such-queue.*No such file or directory/),
+  test(
+    'missing: queue-process, queue-write and queue-ls ' + 'each fail with one error line, and create nothing',
+    async () => {
+      const dir = tempDir();
+      const missing = path.join(dir, 'no-such-queue');
+      const out: Record<string, unknown> = {};
+      for (const args of [
+        ['queue-process', '-q', missing, '/bin/true'],
+        ['queue-write', '-q', missing],
+        ['queue-ls', '-q', missing],
+      ]) {
+        const r = await fspl(args, { stdin: packet(1) });
+        expect(r.code, r.stderr).toBe(1);
+        expect(lines(r.stderr)).toEqual([
+          expect.stringMatching(/^Error: Cannot open queue .*no-such-queue.*No such file or directory/),
+        ]);
+        out[args[0]!] = r.stderr.trim();
+      }
+      expect(fs.readdirSync(dir)).toEqual([]);
+      cases.queueMissing = out;
+    },
+  );
+
+  test(
+    'not writable (mode 555): refused before any job runs (a completion could ' +
+      'not be recorded): one error line, nothing deleted, nextseq unchanged',
+    async () => {
+      const s = setup(2);
+      const opts = asUnprivileged(s.dir);
+      fs.chmodSync(s.qdir, 0o555);
+      const r = await fspl(['queue-process', '-q', s.qdir, s.cmd], opts);
+      const st = state(r, s);
+      fs.chmodSync(s.qdir, 0o755);
+      // The reference runs job 1, fails to record it, and runs it again next time; we check first.
+      expectError(st, /^Error: Cannot process queue ".*": Permission denied: /);
+      expect(st).toMatchObject({ ran: [], nextseq: '1', jobFiles: 2 });
+      // Writable again: jobs 1 and 2 run, once each.
+      const again = state(await fspl(['queue-process', '-q', s.qdir, s.cmd], opts), s);
+      expect(again).toMatchObject({ exit: 0, ran: [1, 2], nextseq: '3', jobFiles: 0 });
+      cases.queueDirNotWritable = { ...st, thenWritable: 'jobs 1 and 2 ran once each; nextseq 3' };
+    },
+  );
+
+  test(
+    'jobs/ not writable (mode 555): refused before any job runs ' +
+      '(a done job could not be deleted): one error line, nothing run',
+    async () => {
+      const s = setup(2);
+      const opts = asUnprivileged(s.dir);
+      fs.chmodSync(s.q.jobsDir, 0o555);
+      const r = await fspl(['queue-process', '-q', s.qdir, s.cmd], opts);
+      const st = state(r, s);
+      const w = await fspl(['queue-write', '-q', s.qdir], { ...opts, stdin: packet(3) });
+      fs.chmodSync(s.q.jobsDir, 0o755);
+      expectError(st, /^Error: Cannot process queue ".*": Permission denied: .*\/jobs$/);
+      expect(st).toMatchObject({ ran: [], nextseq: '1', jobFiles: 2 });
+      expect(w.code).toBe(1);
+      expect(lines(w.stderr)).toEqual([
+        expect.stringMatching(/^Error: Permission denied: .*\/jobs\/tmp-fspl-.*\.tmp$/),
       ]);
-      out[args[0]!] = r.stderr.trim();
-    }
-    expect(fs.readdirSync(dir)).toEqual([]);
-    cases.queueMissing = out;
-  });
-
-  test('not writable (mode 555): refused before any job runs (a completion could not be recorded): one error line, nothing deleted, nextseq unchanged', async () => {
-    const s = setup(2);
-    const opts = asUnprivileged(s.dir);
-    fs.chmodSync(s.qdir, 0o555);
-    const r = await fspl(['queue-process', '-q', s.qdir, s.cmd], opts);
-    const st = state(r, s);
-    fs.chmodSync(s.qdir, 0o755);
-    // The reference runs job 1, fails to record it, and runs it again next time; we check first.
-    expectError(st, /^Error: Cannot process queue ".*": Permission denied: /);
-    expect(st).toMatchObject({ ran: [], nextseq: '1', jobFiles: 2 });
-    // Writable again: jobs 1 and 2 run, once each.
-    const again = state(await fspl(['queue-process', '-q', s.qdir, s.cmd], opts), s);
-    expect(again).toMatchObject({ exit: 0, ran: [1, 2], nextseq: '3', jobFiles: 0 });
-    cases.queueDirNotWritable = { ...st, thenWritable: 'jobs 1 and 2 ran once each; nextseq 3' };
-  });
-
-  test('jobs/ not writable (mode 555): refused before any job runs (a done job could not be deleted): one error line, nothing run', async () => {
-    const s = setup(2);
-    const opts = asUnprivileged(s.dir);
-    fs.chmodSync(s.q.jobsDir, 0o555);
-    const r = await fspl(['queue-process', '-q', s.qdir, s.cmd], opts);
-    const st = state(r, s);
-    const w = await fspl(['queue-write', '-q', s.qdir], { ...opts, stdin: packet(3) });
-    fs.chmodSync(s.q.jobsDir, 0o755);
-    expectError(st, /^Error: Cannot process queue ".*": Permission denied: .*\/jobs$/);
-    expect(st).toMatchObject({ ran: [], nextseq: '1', jobFiles: 2 });
-    expect(w.code).toBe(1);
-    expect(lines(w.stderr)).toEqual([expect.stringMatching(/^Error: Permission denied: .*\/jobs\/tmp-fspl-.*\.tmp$/)]);
-    expect(fs.readdirSync(s.q.jobsDir).length).toBe(2);
-    cases.jobsDirNotWritable = { ...st, queueWrite: w.stderr.trim() };
-  });
+      expect(fs.readdirSync(s.q.jobsDir).length).toBe(2);
+      cases.jobsDirNotWritable = { ...st, queueWrite: w.stderr.trim() };
+    },
+  );
 });
 
 describeNeeding('a read-only file system', { root: true, mount: true }, () => {
@@ -204,24 +217,30 @@ describe('the lock file', () => {
 });
 
 describe('the command', () => {
-  test('missing or not executable: one error line, the job kept and nextseq unchanged, whatever --on-error says', async () => {
-    const out: Record<string, unknown> = {};
-    for (const onError of ['retry', 'delete', 'leave']) {
-      const s = setup(1);
-      const notExec = path.join(s.dir, 'not-executable');
-      fs.writeFileSync(notExec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
-      for (const [cmd, pattern] of [
-        [path.join(s.dir, 'no-such-command'), /^Error: Failed to run ".*no-such-command": No such file or directory$/],
-        [notExec, /^Error: Failed to run ".*not-executable": Permission denied$/],
-      ] as const) {
-        const st = state(await fspl(['queue-process', '-q', s.qdir, '--on-error', onError, cmd]), s);
-        expectError(st, pattern);
-        expect(st).toMatchObject({ nextseq: '1', jobFiles: 1 });
-        out[`${path.basename(cmd)} --on-error ${onError}`] = st.error[0];
+  test(
+    'missing or not executable: one error line, the job ' + 'kept and nextseq unchanged, whatever --on-error says',
+    async () => {
+      const out: Record<string, unknown> = {};
+      for (const onError of ['retry', 'delete', 'leave']) {
+        const s = setup(1);
+        const notExec = path.join(s.dir, 'not-executable');
+        fs.writeFileSync(notExec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
+        for (const [cmd, pattern] of [
+          [
+            path.join(s.dir, 'no-such-command'),
+            /^Error: Failed to run ".*no-such-command": No such file or directory$/,
+          ],
+          [notExec, /^Error: Failed to run ".*not-executable": Permission denied$/],
+        ] as const) {
+          const st = state(await fspl(['queue-process', '-q', s.qdir, '--on-error', onError, cmd]), s);
+          expectError(st, pattern);
+          expect(st).toMatchObject({ nextseq: '1', jobFiles: 1 });
+          out[`${path.basename(cmd)} --on-error ${onError}`] = st.error[0];
+        }
       }
-    }
-    cases.command = out;
-  });
+      cases.command = out;
+    },
+  );
 
   test('reads only part of its payload: its exit status decides, with or without a decoder', async () => {
     const big = () => Buffer.alloc(1 << 20, 0x62); // 1 MiB: more than a pipe holds
@@ -274,7 +293,8 @@ describe('the decoder', () => {
     cases.decoderFailsAfterHeader = st;
   });
 
-  test('hangs after the header while the command waits for the rest: --timeout kills the command, the job fails and is kept', {
+  test('hangs after the header while the command waits for the ' +
+    'rest: --timeout kills the command, the job fails and is kept', {
     timeout: 30_000,
   }, async () => {
     const s = setup(1);
@@ -289,15 +309,19 @@ describe('the decoder', () => {
     cases.decoderHangsAfterHeader = st;
   });
 
-  test('fails before any header (`-d false`): nothing runs, nothing is deleted, nextseq unchanged, exit 0 as in the reference', async () => {
-    const s = setup(1);
-    const st = state(await fspl(['queue-process', '-q', s.qdir, '-d', 'false', s.cmd]), s);
-    expect(st).toEqual({ exit: 0, error: [], ran: [], nextseq: '1', jobFiles: 1 });
-    cases.decoderFailsBeforeHeader = {
-      ...st,
-      note: 'the file is skipped with a warning naming the decoder (the reference skips it silently)',
-    };
-  });
+  test(
+    'fails before any header (`-d false`): nothing runs, nothing ' +
+      'is deleted, nextseq unchanged, exit 0 as in the reference',
+    async () => {
+      const s = setup(1);
+      const st = state(await fspl(['queue-process', '-q', s.qdir, '-d', 'false', s.cmd]), s);
+      expect(st).toEqual({ exit: 0, error: [], ran: [], nextseq: '1', jobFiles: 1 });
+      cases.decoderFailsBeforeHeader = {
+        ...st,
+        note: 'the file is skipped with a warning naming the decoder (the reference skips it silently)',
+      };
+    },
+  );
 
   test('ignores SIGTERM after the command is done: killed a second later, the job succeeds (as the reference)', {
     timeout: 30_000,

@@ -44,7 +44,8 @@ describe('two queue-process on one queue', () => {
     const command = recorder(
       dir,
       log,
-      `if [ "$FSPL_SET_HOLD" = 1 ]; then : > '${dir}/started'; while [ ! -e '${dir}/release' ]; do sleep 0.02; done; fi\n`,
+      `if [ "$FSPL_SET_HOLD" = 1 ]; then : > '${dir}/started'; ` +
+        `while [ ! -e '${dir}/release' ]; do sleep 0.02; done; fi\n`,
     );
     const ROUNDS = 3;
     const PER_ROUND = 10;

@@ -23,7 +23,8 @@ function payloadOf(seq: number, sizes: number[]): Buffer {
   return Buffer.alloc(sizes[seq]!, `job ${seq};`);
 }
 
-const WORKER = `
+const WORKER =
+  `
 import fs from 'node:fs';
 import path from 'node:path';
 const [lib, qdir, first, count, sizesFile, scratch] = process.argv.slice(2);
@@ -34,7 +35,8 @@ const q = Queue.open(qdir);
 while (!fs.existsSync(path.join(scratch, 'go'))) await new Promise((r) => setTimeout(r, 2));
 for (let i = 0; i < Number(count); i++) {
   const seq = Number(first) + i;
-  const header = encodeHeader({ seq: BigInt(seq), ctime: { secs: 1700000000n + BigInt(seq), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } });
+  const header = encodeHeader({ seq: BigInt(seq), ctime: { secs: 1700000000n ` +
+  `+ BigInt(seq), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } });
   const packet = Buffer.concat([header, Buffer.alloc(sizes[seq], 'job ' + seq + ';')]);
   if (seq % 2 === 0) {
     q.writeBuffer(packet);

@@ -33,7 +33,8 @@ const JOBS = 40;
 const KILLS = 20;
 const WORKERS = 3;
 
-test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, --jobs ${WORKERS}: none lost, each queue in order, only jobs in flight re-run`, {
+test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, ` +
+  `--jobs ${WORKERS}: none lost, each queue in order, only jobs in flight re-run`, {
   timeout: 180_000,
 }, async () => {
   const rng = rngFor('crash-many');
@@ -48,7 +49,8 @@ test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, 
   const command = path.join(dir, 'record.sh');
   fs.writeFileSync(
     command,
-    `#!/bin/sh\nq=$(basename "$FSPL_JOB_QUEUEDIR")\nprintf '%s\\n%s\\n' "\${q#q}" "$FSPL_SEQ" >> '${log}'\ncat > /dev/null\n`,
+    `#!/bin/sh\nq=$(basename "$FSPL_JOB_QUEUEDIR")\n` +
+      `printf '%s\\n%s\\n' "\${q#q}" "$FSPL_SEQ" >> '${log}'\ncat > /dev/null\n`,
     {
       mode: 0o755,
     },

@@ -23,7 +23,8 @@ function command(dir: string, log: string): string {
   const p = path.join(dir, 'job.sh');
   fs.writeFileSync(
     p,
-    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_JOB_ATTEMPT" >> '${log}'\ncat > /dev/null\n[ -z "$FSPL_OK_NOW" ] && [ $(( FSPL_SEQ % 10 )) = 0 ] && exit 3\nexit 0\n`,
+    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_JOB_ATTEMPT" >> '${log}'\ncat > /dev/null\n` +
+      `[ -z "$FSPL_OK_NOW" ] && [ $(( FSPL_SEQ % 10 )) = 0 ] && exit 3\nexit 0\n`,
     { mode: 0o755 },
   );
   return p;
@@ -34,7 +35,8 @@ const runsOf = (log: string) =>
     (l) => l.split(' ').map(Number) as [number, number],
   );
 
-test(`${KILLS} kills -9 of queue-process --retries 1 --failed-to over ${JOBS} jobs (20 failing): none lost or doubled`, {
+test(`${KILLS} kills -9 of queue-process --retries 1 --failed-to ` +
+  `over ${JOBS} jobs (20 failing): none lost or doubled`, {
   timeout: 180_000,
 }, async () => {
   const rng = rngFor('crash-retries');

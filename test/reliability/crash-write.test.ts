@@ -192,7 +192,9 @@ describe('crash during prepare | queue-write', () => {
     fs.writeFileSync(input, payload);
     const sf = path.join(dir, 'sender.seq');
     const node = process.execPath;
-    const pipeline = `'${node}' '${fsplBin()}' prepare -s '${sf}' -i '${input}' | '${node}' '${fsplBin()}' queue-write -q '${qdir}'`;
+    const pipeline =
+      `'${node}' '${fsplBin()}' prepare -s '${sf}' -i '${input}` +
+      `' | '${node}' '${fsplBin()}' queue-write -q '${qdir}'`;
     const start = () => {
       const child = spawn('/bin/sh', ['-c', pipeline], { env: envFor(), stdio: 'ignore', detached: true });
       const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
@@ -264,30 +266,34 @@ describe('crash during prepare | queue-write', () => {
     expect(damaged).toBe(0);
   });
 
-  test('a sender that dies alone mid-payload: queue-write sees an ordinary end of input and commits what came (both implementations)', async () => {
-    // Measured, not a promise: a packet carries no payload length, so no receiver can tell a cut
-    // payload from a short one. Both implementations commit it; the header is intact.
-    const dir = tempDir();
-    const pkt = packet(1, Buffer.alloc(MiB, 0x41));
-    const cut = pkt.subarray(0, pkt.length >> 1);
-    const outcome: Record<string, unknown> = {};
-    for (const impl of HAVE_REF ? (['ours', 'ref'] as const) : (['ours'] as const)) {
-      const qdir = path.join(dir, impl);
-      Queue.init(qdir);
-      const r = await startFspl(['queue-write', '-q', qdir], { stdin: cut, impl, timeoutMs: 30_000 }).done;
-      const jobs = ls(path.join(qdir, 'jobs')).filter(isJobName);
-      outcome[impl] = {
-        exit: r.code,
-        committedJobs: jobs.length,
-        committedBytes: jobs.length ? fs.statSync(path.join(qdir, 'jobs', jobs[0]!)).size : 0,
-      };
-    }
-    record('sender-dies', undefined, {
-      packetBytes: pkt.length,
-      bytesSent: cut.length,
-      ...outcome,
-      reference: HAVE_REF ? REF_BIN : 'not installed',
-    });
-    expect(outcome.ours).toEqual({ exit: 0, committedJobs: 1, committedBytes: cut.length });
-  });
+  test(
+    'a sender that dies alone mid-payload: queue-write sees an ' +
+      'ordinary end of input and commits what came (both implementations)',
+    async () => {
+      // Measured, not a promise: a packet carries no payload length, so no receiver can tell a cut
+      // payload from a short one. Both implementations commit it; the header is intact.
+      const dir = tempDir();
+      const pkt = packet(1, Buffer.alloc(MiB, 0x41));
+      const cut = pkt.subarray(0, pkt.length >> 1);
+      const outcome: Record<string, unknown> = {};
+      for (const impl of HAVE_REF ? (['ours', 'ref'] as const) : (['ours'] as const)) {
+        const qdir = path.join(dir, impl);
+        Queue.init(qdir);
+        const r = await startFspl(['queue-write', '-q', qdir], { stdin: cut, impl, timeoutMs: 30_000 }).done;
+        const jobs = ls(path.join(qdir, 'jobs')).filter(isJobName);
+        outcome[impl] = {
+          exit: r.code,
+          committedJobs: jobs.length,
+          committedBytes: jobs.length ? fs.statSync(path.join(qdir, 'jobs', jobs[0]!)).size : 0,
+        };
+      }
+      record('sender-dies', undefined, {
+        packetBytes: pkt.length,
+        bytesSent: cut.length,
+        ...outcome,
+        reference: HAVE_REF ? REF_BIN : 'not installed',
+      });
+      expect(outcome.ours).toEqual({ exit: 0, committedJobs: 1, committedBytes: cut.length });
+    },
+  );
 });

@@ -477,62 +477,69 @@ describe('header decoder under hostile input (library)', () => {
     );
   });
 
-  test('a stream declaring 150 MiB of metadata and then ending: a short read, memory bounded by the bytes sent', async () => {
-    const rest = Buffer.alloc(100, 0x90);
-    const b = Buffer.concat([prefixFor(rest, 150n * BigInt(MiB)), rest]);
-    const before = process.memoryUsage().arrayBuffers;
-    largestAlloc = 0;
-    expect(await outcomeAsync(() => readHeaderFromStream(Readable.from([b], { objectMode: false })))).toBe(
-      'ERR_SHORT_READ',
-    );
-    count('streams', 'ERR_SHORT_READ');
-    expect(largestAlloc).toBeLessThanOrEqual(READ_CHUNK);
-    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
-  });
-
-  test('sealed packets whose seal lies (any length up to 2^64-1, any CRC): payload readers end in a typed result, allocating nothing', async () => {
-    const devnull = fs.openSync('/dev/null', 'w');
-    const before = process.memoryUsage().arrayBuffers;
-    try {
-      await fc.assert(
-        fc.asyncProperty(unsealedHeaderArb, sealArb, fc.boolean(), bytes(300), async (h, lie, honest, payload) => {
-          const seal = honest ? sealOf(payload) : lie;
-          const packet = Buffer.concat([encodeHeader({ ...h, seal }), payload]);
-          const expected =
-            seal.length === BigInt(payload.length) && seal.crc32 === sealOf(payload).crc32 ? 'ok' : 'bad';
-          // The library's payload stream.
-          let got: string;
-          try {
-            const read = await readPacket(packet);
-            for await (const _ of read.payload) void _;
-            got = 'ok';
-          } catch (err) {
-            if (!(err instanceof PayloadSealError)) throw err;
-            got = 'bad';
-          }
-          expect(got).toBe(expected);
-          // queue-write's copy loop, from a file.
-          fs.writeFileSync(scratchSeal, packet);
-          const fd = fs.openSync(scratchSeal, 'r');
-          try {
-            copyPacketSync(fd, devnull);
-            got = 'ok';
-          } catch (err) {
-            if (!(err instanceof PayloadSealError)) throw err;
-            got = 'bad';
-          } finally {
-            fs.closeSync(fd);
-          }
-          expect(got).toBe(expected);
-          count('sealed payloads', expected === 'ok' ? 'ok' : 'ERR_BAD_PACKET');
-        }),
-        params(2000),
+  test(
+    'a stream declaring 150 MiB of metadata and then ' + 'ending: a short read, memory bounded by the bytes sent',
+    async () => {
+      const rest = Buffer.alloc(100, 0x90);
+      const b = Buffer.concat([prefixFor(rest, 150n * BigInt(MiB)), rest]);
+      const before = process.memoryUsage().arrayBuffers;
+      largestAlloc = 0;
+      expect(await outcomeAsync(() => readHeaderFromStream(Readable.from([b], { objectMode: false })))).toBe(
+        'ERR_SHORT_READ',
       );
-    } finally {
-      fs.closeSync(devnull);
-    }
-    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
-  });
+      count('streams', 'ERR_SHORT_READ');
+      expect(largestAlloc).toBeLessThanOrEqual(READ_CHUNK);
+      expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
+    },
+  );
+
+  test(
+    'sealed packets whose seal lies (any length up to 2^64-1, any ' +
+      'CRC): payload readers end in a typed result, allocating nothing',
+    async () => {
+      const devnull = fs.openSync('/dev/null', 'w');
+      const before = process.memoryUsage().arrayBuffers;
+      try {
+        await fc.assert(
+          fc.asyncProperty(unsealedHeaderArb, sealArb, fc.boolean(), bytes(300), async (h, lie, honest, payload) => {
+            const seal = honest ? sealOf(payload) : lie;
+            const packet = Buffer.concat([encodeHeader({ ...h, seal }), payload]);
+            const expected =
+              seal.length === BigInt(payload.length) && seal.crc32 === sealOf(payload).crc32 ? 'ok' : 'bad';
+            // The library's payload stream.
+            let got: string;
+            try {
+              const read = await readPacket(packet);
+              for await (const _ of read.payload) void _;
+              got = 'ok';
+            } catch (err) {
+              if (!(err instanceof PayloadSealError)) throw err;
+              got = 'bad';
+            }
+            expect(got).toBe(expected);
+            // queue-write's copy loop, from a file.
+            fs.writeFileSync(scratchSeal, packet);
+            const fd = fs.openSync(scratchSeal, 'r');
+            try {
+              copyPacketSync(fd, devnull);
+              got = 'ok';
+            } catch (err) {
+              if (!(err instanceof PayloadSealError)) throw err;
+              got = 'bad';
+            } finally {
+              fs.closeSync(fd);
+            }
+            expect(got).toBe(expected);
+            count('sealed payloads', expected === 'ok' ? 'ok' : 'ERR_BAD_PACKET');
+          }),
+          params(2000),
+        );
+      } finally {
+        fs.closeSync(devnull);
+      }
+      expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
+    },
+  );
 
   test('records the figures', () => {
     const cases = Object.values(tally).reduce((n, t) => n + (t.cases ?? 0), 0);
@@ -606,7 +613,8 @@ describe('hostile packets through the CLI', () => {
     record('fuzz-cli-stdin-info', SEED, { cases: samples.length, refusedWithOneErrorLine: refused, accepted });
   });
 
-  test('a queue of 3,000 hostile files and 20 good jobs: every scan (native addon or not) lists and runs only the good ones', {
+  test('a queue of 3,000 hostile files and 20 good jobs: every ' +
+    'scan (native addon or not) lists and runs only the good ones', {
     timeout: 120_000,
   }, async () => {
     const QUEUE_CASES = 3000;

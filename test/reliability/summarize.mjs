@@ -19,7 +19,8 @@ const results = fs
 const first = results[0];
 if (first)
   console.log(
-    `Run: ${results.map((r) => r.date).sort()[0]}, Node ${first.node}, ${first.cpus} CPUs, ${first.root ? 'root' : 'not root'}\n`,
+    `Run: ${results.map((r) => r.date).sort()[0]}, Node ${first.node}` +
+      `, ${first.cpus} CPUs, ${first.root ? 'root' : 'not root'}\n`,
   );
 
 const flat = (obj, prefix = '') =>

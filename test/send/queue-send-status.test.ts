@@ -104,52 +104,60 @@ describeIfPresent('fspl queue-send --status', missing, { what: 'queue-send --sta
     );
   });
 
-  test('a sender running now (--watch, its host failing): running, its pid, failing; once it is gone, not running', async () => {
-    const { outbox, ssh } = setup(2);
-    const child = spawn(
-      process.execPath,
-      [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'ssh:b:/nonexistent/q', '--ssh', ssh, '--watch'],
-      { stdio: 'ignore' },
-    );
-    children.push(child);
-    const st = await waitFor('a failing sender', () => {
-      const s = status(outbox);
-      return s.state?.failing ? s : undefined;
-    });
-    expect(st).toMatchObject({ sender: 'running', state: { pid: child.pid, to: 'ssh:b:/nonexistent/q' } });
-    expect(st.state.failing.error).toMatch(/no queue at \/nonexistent\/q/);
-    expect(fspl('queue-send', '-q', outbox, '--status').stdout).toMatch(
-      new RegExp(`^sender: running \\(pid ${child.pid}\\), sending to ssh:b:/nonexistent/q;`, 'm'),
-    );
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    expect(status(outbox)).toMatchObject({ sender: 'idle', waiting: { count: 2 }, state: { pid: child.pid } });
-  });
+  test(
+    'a sender running now (--watch, its host failing): ' + 'running, its pid, failing; once it is gone, not running',
+    async () => {
+      const { outbox, ssh } = setup(2);
+      const child = spawn(
+        process.execPath,
+        [FSPL_BIN, 'queue-send', '-q', outbox, '--to', 'ssh:b:/nonexistent/q', '--ssh', ssh, '--watch'],
+        { stdio: 'ignore' },
+      );
+      children.push(child);
+      const st = await waitFor('a failing sender', () => {
+        const s = status(outbox);
+        return s.state?.failing ? s : undefined;
+      });
+      expect(st).toMatchObject({ sender: 'running', state: { pid: child.pid, to: 'ssh:b:/nonexistent/q' } });
+      expect(st.state.failing.error).toMatch(/no queue at \/nonexistent\/q/);
+      expect(fspl('queue-send', '-q', outbox, '--status').stdout).toMatch(
+        new RegExp(`^sender: running \\(pid ${child.pid}\\), sending to ssh:b:/nonexistent/q;`, 'm'),
+      );
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      expect(status(outbox)).toMatchObject({ sender: 'idle', waiting: { count: 2 }, state: { pid: child.pid } });
+    },
+  );
 
-  test('the lock, not only the pid: a live pid that holds no lock is not a sender; a lock held by another program is said so', async () => {
-    const { outbox } = setup(1);
-    // A state left by a sender whose pid now belongs to a live process (this test's) that holds no lock.
-    fs.writeFileSync(
-      path.join(outbox, 'sender.json'),
-      JSON.stringify({ to: 'ssh:b:/q', pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 }),
-    );
-    expect(status(outbox).sender).toBe('idle');
-    // The lock held by another program (here flock(1); queue-process holds it the same way), whose pid is not the state's.
-    fs.writeFileSync(
-      path.join(outbox, 'sender.json'),
-      JSON.stringify({ to: 'ssh:b:/q', pid: 2 ** 22 + 1, updatedAt: Date.now(), sent: 0, duplicates: 0 }),
-    );
-    const holder = spawn('flock', [path.join(outbox, 'nextseq.lock'), 'sleep', '30'], { stdio: 'ignore' });
-    children.push(holder);
-    await waitFor('the lock held', () => status(outbox).sender === 'locked' || undefined);
-    expect(fspl('queue-send', '-q', outbox, '--status').stdout).toMatch(
-      /^sender: none, but its nextseq\.lock is held by another program/m,
-    );
-    // And a sender can't start meanwhile, nor does its failure to start overwrite the state.
-    const r = fspl('queue-send', '-q', outbox, '--to', 'ssh:b:/q', '--ssh', 'false');
-    expect(r.stderr).toMatch(/in use by another program/);
-    expect(status(outbox).state.pid).toBe(2 ** 22 + 1);
-  });
+  test(
+    'the lock, not only the pid: a live pid that holds no lock ' +
+      'is not a sender; a lock held by another program is said so',
+    async () => {
+      const { outbox } = setup(1);
+      // A state left by a sender whose pid now belongs to a live process (this test's) that holds no lock.
+      fs.writeFileSync(
+        path.join(outbox, 'sender.json'),
+        JSON.stringify({ to: 'ssh:b:/q', pid: process.pid, updatedAt: Date.now(), sent: 0, duplicates: 0 }),
+      );
+      expect(status(outbox).sender).toBe('idle');
+      // The lock held by another program (here flock(1); queue-process holds it the same way), whose pid is not the
+      // state's.
+      fs.writeFileSync(
+        path.join(outbox, 'sender.json'),
+        JSON.stringify({ to: 'ssh:b:/q', pid: 2 ** 22 + 1, updatedAt: Date.now(), sent: 0, duplicates: 0 }),
+      );
+      const holder = spawn('flock', [path.join(outbox, 'nextseq.lock'), 'sleep', '30'], { stdio: 'ignore' });
+      children.push(holder);
+      await waitFor('the lock held', () => status(outbox).sender === 'locked' || undefined);
+      expect(fspl('queue-send', '-q', outbox, '--status').stdout).toMatch(
+        /^sender: none, but its nextseq\.lock is held by another program/m,
+      );
+      // And a sender can't start meanwhile, nor does its failure to start overwrite the state.
+      const r = fspl('queue-send', '-q', outbox, '--to', 'ssh:b:/q', '--ssh', 'false');
+      expect(r.stderr).toMatch(/in use by another program/);
+      expect(status(outbox).state.pid).toBe(2 ** 22 + 1);
+    },
+  );
 
   test('one-line errors: a missing outbox, --status with sending options, no --to', () => {
     const d = memTempDir();

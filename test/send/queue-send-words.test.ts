@@ -24,7 +24,8 @@ test('counts: one packet waits, 0 and 2 packets wait; duplicates say they were s
 test('a summary: what was delivered, or why nothing was; what waits, and the next number', () => {
   const ssh = { handed: false };
   expect(describeQueueSendSummary({ ...run, sent: 20, duplicates: 12, connections: 1, next: 21n }, ssh)).toBe(
-    'sent 20 packets (12 of them sent again and dropped by the receiver, which had them already) to ssh:b:/q over 1 connection; 0 packets wait, next 21',
+    'sent 20 packets (12 of them sent again and dropped by the receiver, which ' +
+      'had them already) to ssh:b:/q over 1 connection; 0 packets wait, next 21',
   );
   expect(
     describeQueueSendSummary({ ...run, to: 'nncp:b:fspl', sent: 1, connections: 1, next: 2n }, { handed: true }),

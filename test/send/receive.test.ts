@@ -170,7 +170,8 @@ describe('receivePackets from some NNCP nodes only', () => {
       receivePackets(q, untouched(), { from, sender, nncpCfg: cfg });
     await expect(refused(CAROL, [ALICE])).rejects.toThrow(
       new RegExp(
-        `^refused: queue \\S+ takes packets only from NNCP node ${ALICE}, not from ${CAROL} \\(carol in \\S+nncp.hjson\\); nothing stored$`,
+        `^refused: queue \\S+ takes packets only from NNCP node ${ALICE}, ` +
+          `not from ${CAROL} \\(carol in \\S+nncp.hjson\\); nothing stored$`,
       ),
     );
     await expect(refused(CAROL, ['alice', 'bob'])).rejects.toThrow(
@@ -195,37 +196,47 @@ describe('receivePackets from some NNCP nodes only', () => {
     await expect(
       receivePackets(q, untouched(), { from: ['alice'], sender: ALICE, nncpCfg: path.join(q, 'none.hjson') }),
     ).rejects.toThrow(
-      /not from A{52}; cannot read the NNCP config \S+none\.hjson: ENOENT, where the names would be looked up; nothing stored$/,
+      new RegExp(
+        /not from A{52}; cannot read the NNCP config \S+none\.hjson: /.source +
+          /ENOENT, where the names would be looked up; nothing stored$/.source,
+      ),
     );
   });
 
-  test('fspl queue-receive --from: the right sender lands, a wrong or missing NNCP_SENDER is refused with one line, nothing stored', () => {
-    const q = queue();
-    const cfg = nncpConfig();
-    const before = contents(q);
-    const receive = (sender: string | undefined, ...from: string[]) =>
-      spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q, ...from.flatMap((f) => ['--from', f])], {
-        input: frame(1),
-        encoding: 'utf8',
-        env: { ...process.env, NNCPCFG: cfg, NNCP_SENDER: sender },
-      });
-    const wrong = receive(CAROL, 'alice');
-    expect(wrong.status).toBe(1);
-    expect(wrong.stderr).toMatch(
-      /^Error: refused: queue \S+ takes packets only from NNCP node alice \(A{52}\), not from C{26}7{26} \(carol in \S+\); nothing stored\n$/,
-    );
-    const none = receive(undefined, ALICE);
-    expect(none.status).toBe(1);
-    expect(none.stderr).toMatch(/^Error: refused: .* NNCP_SENDER is not set .*\n$/);
-    expect(contents(q)).toEqual(before);
-    const bad = receive(ALICE, '');
-    expect(bad.status).toBe(2);
-    expect(bad.stderr).toBe("error: invalid --from '': give an NNCP node's id or its name in the NNCP config\n");
-    const right = receive(CAROL, 'alice', 'carol');
-    expect(right.status, right.stderr).toBe(0);
-    expect(receive(ALICE, ALICE).status).toBe(0); // a copy: dropped
-    expect(jobs(q)).toEqual(['fspl-id-1.fspl']);
-    // Without --from, anyone (as before).
-    expect(receive(undefined).status).toBe(0);
-  });
+  test(
+    'fspl queue-receive --from: the right sender lands, a wrong or ' +
+      'missing NNCP_SENDER is refused with one line, nothing stored',
+    () => {
+      const q = queue();
+      const cfg = nncpConfig();
+      const before = contents(q);
+      const receive = (sender: string | undefined, ...from: string[]) =>
+        spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q, ...from.flatMap((f) => ['--from', f])], {
+          input: frame(1),
+          encoding: 'utf8',
+          env: { ...process.env, NNCPCFG: cfg, NNCP_SENDER: sender },
+        });
+      const wrong = receive(CAROL, 'alice');
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toMatch(
+        new RegExp(
+          /^Error: refused: queue \S+ takes packets only from NNCP node alice /.source +
+            /\(A{52}\), not from C{26}7{26} \(carol in \S+\); nothing stored\n$/.source,
+        ),
+      );
+      const none = receive(undefined, ALICE);
+      expect(none.status).toBe(1);
+      expect(none.stderr).toMatch(/^Error: refused: .* NNCP_SENDER is not set .*\n$/);
+      expect(contents(q)).toEqual(before);
+      const bad = receive(ALICE, '');
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toBe("error: invalid --from '': give an NNCP node's id or its name in the NNCP config\n");
+      const right = receive(CAROL, 'alice', 'carol');
+      expect(right.status, right.stderr).toBe(0);
+      expect(receive(ALICE, ALICE).status).toBe(0); // a copy: dropped
+      expect(jobs(q)).toEqual(['fspl-id-1.fspl']);
+      // Without --from, anyone (as before).
+      expect(receive(undefined).status).toBe(0);
+    },
+  );
 });

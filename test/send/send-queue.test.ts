@@ -15,7 +15,10 @@ import { onPath, waitFor } from '../harness/proc.js';
 import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, memTempDir } from '../helpers.js';
 
-/** Packets of the long test (the issue's 500 with FSPL_QUEUE_SEND_PACKETS=500; the receiver forks a few coreutils per packet). */
+/**
+ * Packets of the long test (the issue's 500 with FSPL_QUEUE_SEND_PACKETS=500; the receiver forks a few coreutils per
+ * packet).
+ */
 const MANY = Number(process.env.FSPL_QUEUE_SEND_PACKETS ?? 120);
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
@@ -148,7 +151,8 @@ describeIfPresent('fspl queue-send over ssh', missing, { what: 'queue-send tests
     put(outbox, 1, 60, 5000);
     // The first connection is cut after 120000 bytes (about 23 packets; the next one half-way,
     // never a job); on the second the receiver stores everything sent but the sender hears only
-    // its first 11 answers (ready and 10 acknowledgements); the third is good. One pass goes on while connections make progress.
+    // its first 11 answers (ready and 10 acknowledgements); the third is good. One pass goes on while connections make
+    // progress.
     const count = path.join(path.dirname(outbox), 'connections');
     const ssh = sshOpt(
       (real) => `n=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}
@@ -252,13 +256,17 @@ esac`,
     ).toBe(true);
     expect(down < back && back < sentAfter, stderr).toBe(true);
     expect(lines[0]).toMatch(
-      /^ INFO fspl::send: Sent (1 packet|\d+ packets) to ssh:b:\S+ over one connection; (1 packet waits|\d+ packets wait)$/,
+      new RegExp(
+        /^ INFO fspl::send: Sent (1 packet|\d+ packets) to ssh:b:\S+ /.source +
+          /over one connection; (1 packet waits|\d+ packets wait)$/.source,
+      ),
     );
     expect(JSON.parse(stdout)).toMatchObject({ sent: 60, waiting: 0 });
     expectExactlyOnce(remote, 60);
   }, 60_000);
 
-  test('one line per outcome, plurals right: one packet sent; nothing to send; a pass that reached nobody says why, not "sent 0 packets"', () => {
+  test('one line per outcome, plurals right: one packet sent; nothing to ' +
+    'send; a pass that reached nobody says why, not "sent 0 packets"', () => {
     const { outbox, remote } = queues();
     put(outbox, 1, 1);
     const to = `ssh:b:${remote}`;

@@ -83,7 +83,9 @@ describeIfPresent('allowed_signers', MISSING, GATE, () => {
     const v = judge(text, other, 'alice@x');
     expect(v).toEqual({
       ok: false,
-      why: `signed by a key not in ${path.join(dir, 'allowed_signers')} for principal alice@x: ${other.key.fingerprint}`,
+      why:
+        `signed by a key not in ${path.join(dir, 'allowed_signers')}` +
+        ` for principal alice@x: ${other.key.fingerprint}`,
     });
     const err = (() => {
       try {
@@ -154,7 +156,9 @@ describeIfPresent('allowed_signers', MISSING, GATE, () => {
   });
 
   test('of several lines for one key, the first that allows it wins', () => {
-    const text = `alice,git namespaces="git" ${a.line}\nalice,old valid-before="20200101" ${a.line}\nalice ${a.line}\nalice,later ${a.line}\n`;
+    const text =
+      `alice,git namespaces="git" ${a.line}\nalice,old valid-before="20200101" ${a.line}\n` +
+      `alice ${a.line}\nalice,later ${a.line}\n`;
     expect(judge(text, a, 'alice')).toEqual({ ok: true, line: 3, principal: 'alice' });
     expect(judge(text, a, 'later')).toEqual({ ok: true, line: 4, principal: 'alice,later' });
     expect(judge(text, a, 'git')).toMatchObject({
@@ -224,7 +228,12 @@ describe('allowed_signers: malformed files', () => {
 
   test('an unsupported key type on a line is kept (it can match no signature we take), not an error', () => {
     const dss =
-      'ssh-dss AAAAB3NzaC1kc3MAAACBAP1/U4EddRIpUt9KnC7s5Of2EbdSPO9EAMMeP4C2USZpRV1AIlH7WT2NWPq/xfW6MPbLm1Vs14E7gB00b/JmYLdrmVClpJ+f6AR7ECLCT7up1/63xhv4O1fnxqimFQ8E+4P208UewwI1VBNaFpEy9nXzrith1yrv8iIDGZ3RSAHHAAAAFQCXYFCPFSMLzLKSuYKi64QL8Fgc9QAAAIEA9+GghdabPd7LvKtcNrhXuXmUr7v6OuqC+VdMCz0HgmdRWVeOutRZT+ZxBxCBgLRJFnEj6EwoFhO3zwkyjMim4TwWeotUfI0o4KOuHiuzpnWRbqN/C/ohNWLx+2J6ASQ7zKTxvqhRkImog9/hWuWfBpKLZl6Ae1UlZAFMO/7PSSoAAACBAOoWD8fAfzpX76C8fQ0bZm6ul/xrw/2JVe4GWJ8vLk6gcx7t2KH3ZZx1NVa0f0N8ZKxEAEfkq4YSjXiHZl13jlglsXn9+ApgJR00JnY1nyLmyDgvmKdpiSUEG9DvKo1ogYT8lAYC+ZLHIH30EOL3dRN1Sa75CYHGdhn8ckgNWZ4P';
+      'ssh-dss AAAAB3NzaC1kc3MAAACBAP1/U4EddRIpUt9KnC7s5Of2EbdSPO9EAMMeP4C2USZpRV1AIlH7WT2NWPq/xfW6MPbLm1' +
+      'Vs14E7gB00b/JmYLdrmVClpJ+f6AR7ECLCT7up1/63xhv4O1fnxqimFQ8E+4P208UewwI1VBNaFpEy9nXzrith1yrv8iIDGZ3R' +
+      'SAHHAAAAFQCXYFCPFSMLzLKSuYKi64QL8Fgc9QAAAIEA9+GghdabPd7LvKtcNrhXuXmUr7v6OuqC+VdMCz0HgmdRWVeOutRZT+' +
+      'ZxBxCBgLRJFnEj6EwoFhO3zwkyjMim4TwWeotUfI0o4KOuHiuzpnWRbqN/C/ohNWLx+2J6ASQ7zKTxvqhRkImog9/hWuWfBpKL' +
+      'Zl6Ae1UlZAFMO/7PSSoAAACBAOoWD8fAfzpX76C8fQ0bZm6ul/xrw/2JVe4GWJ8vLk6gcx7t2KH3ZZx1NVa0f0N8ZKxEAEfkq4' +
+      'YSjXiHZl13jlglsXn9+ApgJR00JnY1nyLmyDgvmKdpiSUEG9DvKo1ogYT8lAYC+ZLHIH30EOL3dRN1Sa75CYHGdhn8ckgNWZ4P';
     const s = AllowedSigners.parse(`old ${dss}\n`, 'S');
     expect(s.size).toBe(1);
   });

@@ -75,11 +75,14 @@ describeIfPresent('checkHeaderSignature', MISSING, GATE, () => {
       expect(() => checkHeaderSignature(change(later), signers)).toThrow('signature does not match what it signs');
   });
 
-  test('the same signed fields in another object (a header read again) pass, and the signers are asked each time', () => {
-    const again = structuredClone(honest);
-    expect(sameSignedContent(honest, again)).toBe(true);
-    expect(checkHeaderSignature(again, signers).principal).toBe('alice');
-    const expired = AllowedSigners.parse(`alice valid-before="20000101" ${pubLine(key)}\n`, 'allowed_signers');
-    expect(() => checkHeaderSignature(again, expired)).toThrow('is valid only before');
-  });
+  test(
+    'the same signed fields in another object (a header ' + 'read again) pass, and the signers are asked each time',
+    () => {
+      const again = structuredClone(honest);
+      expect(sameSignedContent(honest, again)).toBe(true);
+      expect(checkHeaderSignature(again, signers).principal).toBe('alice');
+      const expired = AllowedSigners.parse(`alice valid-before="20000101" ${pubLine(key)}\n`, 'allowed_signers');
+      expect(() => checkHeaderSignature(again, expired)).toThrow('is valid only before');
+    },
+  );
 });

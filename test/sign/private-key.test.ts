@@ -31,7 +31,10 @@ function writeOpenssh(file: string, blob: Buffer): void {
   fs.writeFileSync(file, `-----BEGIN OPENSSH PRIVATE KEY-----\n${b64}\n-----END OPENSSH PRIVATE KEY-----\n`);
 }
 
-/** Where the private section's body starts in an OpenSSH key blob (after magic, cipher, kdf, options, count, public key, length). */
+/**
+ * Where the private section's body starts in an OpenSSH key blob (after magic, cipher, kdf, options, count, public key,
+ * length).
+ */
 function privateOffset(blob: Buffer): number {
   const r = new WireReader(blob);
   r.bytes(15);

@@ -118,36 +118,40 @@ describeIfPresent('public keys', MISSING, GATE, () => {
   };
 
   for (const [type, make] of Object.entries(skKeys)) {
-    test(`${type}: a signature in its layout verifies with us and with ssh-keygen; one without user presence not with us`, () => {
-      const { blob, sign } = make();
-      const pk = parsePublicKeyBlob(blob);
-      expect(pk.type).toBe(type);
-      const allowed = path.join(dir, `allowed-${type}`);
-      fs.writeFileSync(allowed, `sk ${type} ${blob.toString('base64')}\n`);
-      for (const flags of [0x01, 0x05, 0x00]) {
-        const data = toSign('fspl', 'sha512', MESSAGE);
-        const inner = wireConcat(
-          wireString(type),
-          wireString(sign(skSigned(data, flags, 42))),
-          Buffer.of(flags),
-          wireU32(42),
-        );
-        const sshsig = encodeSshSig(blob, 'fspl', 'sha512', inner);
-        const file = path.join(dir, `${type}-${flags}.sig`);
-        fs.writeFileSync(file, armor(sshsig));
-        const theirs = keygenVerify({ allowed, principal: 'sk', sig: file, message: MESSAGE });
-        if (flags & 1) {
-          verifySshSig(parseSshSig(sshsig), MESSAGE);
-          expect(theirs.ok, theirs.said).toBe(true);
-          expect(() => verifySshSig(parseSshSig(sshsig), Buffer.from('other'))).toThrow(
-            'signature does not match what it signs',
+    test(
+      `${type}: a signature in its layout verifies with us and ` +
+        `with ssh-keygen; one without user presence not with us`,
+      () => {
+        const { blob, sign } = make();
+        const pk = parsePublicKeyBlob(blob);
+        expect(pk.type).toBe(type);
+        const allowed = path.join(dir, `allowed-${type}`);
+        fs.writeFileSync(allowed, `sk ${type} ${blob.toString('base64')}\n`);
+        for (const flags of [0x01, 0x05, 0x00]) {
+          const data = toSign('fspl', 'sha512', MESSAGE);
+          const inner = wireConcat(
+            wireString(type),
+            wireString(sign(skSigned(data, flags, 42))),
+            Buffer.of(flags),
+            wireU32(42),
           );
-        } else {
-          expect(() => verifySshSig(parseSshSig(sshsig), MESSAGE)).toThrow(/no user-presence flag/);
-          // ssh-keygen -Y verify takes it (it requires no flag): we are stricter, as sshd is.
-          expect(theirs.ok, theirs.said).toBe(true);
+          const sshsig = encodeSshSig(blob, 'fspl', 'sha512', inner);
+          const file = path.join(dir, `${type}-${flags}.sig`);
+          fs.writeFileSync(file, armor(sshsig));
+          const theirs = keygenVerify({ allowed, principal: 'sk', sig: file, message: MESSAGE });
+          if (flags & 1) {
+            verifySshSig(parseSshSig(sshsig), MESSAGE);
+            expect(theirs.ok, theirs.said).toBe(true);
+            expect(() => verifySshSig(parseSshSig(sshsig), Buffer.from('other'))).toThrow(
+              'signature does not match what it signs',
+            );
+          } else {
+            expect(() => verifySshSig(parseSshSig(sshsig), MESSAGE)).toThrow(/no user-presence flag/);
+            // ssh-keygen -Y verify takes it (it requires no flag): we are stricter, as sshd is.
+            expect(theirs.ok, theirs.said).toBe(true);
+          }
         }
-      }
-    });
+      },
+    );
   }
 });

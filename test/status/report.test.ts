@@ -162,7 +162,12 @@ describe('queueStatus', () => {
       { filename: 'tmp-fspl-abc.fspl.tmp', kind: 'write', size: 4, ageSeconds: 7200 },
     ]);
     expect(formatStatusText(s)).toMatch(
-      /^temp file \.fspl-in-.*\.part \(4 bytes, modified 2h 0m ago\): an upload in progress \(queue-send's receiver over ssh, or queue-receive\), or cut short: the next one finishes or removes it$/m,
+      new RegExp(
+        /^temp file \.fspl-in-.*\.part \(4 bytes, modified 2h 0m ago\): an upload in progress /.source +
+          /\(queue-send's receiver over ssh, or queue-receive\), or cut short: the next one finishes or /.source +
+          /removes it$/.source,
+        'm',
+      ),
     );
     expect(s.outputFiles).toEqual(['fspl-abc.fspl.out']);
     expect(s.otherFiles).toEqual([

@@ -16,7 +16,8 @@ describe('execSizeProblem', () => {
     const big = 'x'.repeat(MAX_ARG_STRLEN);
     expect(execSizeProblem('/bin/true', [], { FSPL_SET_X: big })).toMatch(
       new RegExp(
-        `^its environment variable FSPL_SET_X is ${MAX_ARG_STRLEN + 'FSPL_SET_X='.length + 1} bytes, over the system's ${MAX_ARG_STRLEN}-byte limit`,
+        `^its environment variable FSPL_SET_X is ${MAX_ARG_STRLEN + 'FSPL_SET_X='.length + 1}` +
+          ` bytes, over the system's ${MAX_ARG_STRLEN}-byte limit`,
       ),
     );
     expect(execSizeProblem('/bin/true', ['a', big], {})).toMatch(

@@ -193,36 +193,39 @@ for (const [mode, thread] of [
         expect(fs.existsSync(src)).toBe(true);
       });
 
-      it('writes at a position (the offset unchanged) and fsyncs a directory through a descriptor held open', async () => {
-        const file = path.join(dir, 'lock');
-        fs.writeFileSync(file, 'an old, longer line\n');
-        const fd = fs.openSync(file, fs.constants.O_RDWR);
-        const dfd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
-        try {
-          const ops: BatchOp[] = [
-            { op: 'pwrite', fd, position: 0, data: Buffer.from('new\n'), datasync: true, must: true },
-            { op: 'pwrite', fd, position: 8, data: Buffer.from('X'), datasync: false },
-            { op: 'fsyncDir', path: dir, fd: dfd, must: true },
-            { op: 'fsyncDir', path: path.join(dir, 'missing'), fd: dfd },
-          ];
-          expect([...(await runBatch(ops))]).toEqual([0, 0, 0, 0]);
-          expect(fs.readFileSync(file, 'utf8')).toBe('new\nld, Xonger line\n');
-          // The descriptor's own offset did not move.
-          const buf = Buffer.alloc(4);
-          expect(fs.readSync(fd, buf, 0, 4, null)).toBe(4);
-          expect(buf.toString()).toBe('new\n');
-          const bad: BatchOp[] = [
-            { op: 'pwrite', fd: 1_000_000, position: 0, data: Buffer.from('x'), datasync: true, must: true },
-            { op: 'fsyncDir', path: dir },
-          ];
-          const r = await runBatch(bad);
-          expect([...r]).toEqual([-os.constants.errno.EBADF, ECANCELED]);
-          expect(firstFailure(bad, r)?.syscall).toBe('write');
-        } finally {
-          fs.closeSync(fd);
-          fs.closeSync(dfd);
-        }
-      });
+      it(
+        'writes at a position (the offset unchanged) and ' + 'fsyncs a directory through a descriptor held open',
+        async () => {
+          const file = path.join(dir, 'lock');
+          fs.writeFileSync(file, 'an old, longer line\n');
+          const fd = fs.openSync(file, fs.constants.O_RDWR);
+          const dfd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+          try {
+            const ops: BatchOp[] = [
+              { op: 'pwrite', fd, position: 0, data: Buffer.from('new\n'), datasync: true, must: true },
+              { op: 'pwrite', fd, position: 8, data: Buffer.from('X'), datasync: false },
+              { op: 'fsyncDir', path: dir, fd: dfd, must: true },
+              { op: 'fsyncDir', path: path.join(dir, 'missing'), fd: dfd },
+            ];
+            expect([...(await runBatch(ops))]).toEqual([0, 0, 0, 0]);
+            expect(fs.readFileSync(file, 'utf8')).toBe('new\nld, Xonger line\n');
+            // The descriptor's own offset did not move.
+            const buf = Buffer.alloc(4);
+            expect(fs.readSync(fd, buf, 0, 4, null)).toBe(4);
+            expect(buf.toString()).toBe('new\n');
+            const bad: BatchOp[] = [
+              { op: 'pwrite', fd: 1_000_000, position: 0, data: Buffer.from('x'), datasync: true, must: true },
+              { op: 'fsyncDir', path: dir },
+            ];
+            const r = await runBatch(bad);
+            expect([...r]).toEqual([-os.constants.errno.EBADF, ECANCELED]);
+            expect(firstFailure(bad, r)?.syscall).toBe('write');
+          } finally {
+            fs.closeSync(fd);
+            fs.closeSync(dfd);
+          }
+        },
+      );
 
       // Only the pool's batches run side by side: the caller's thread runs one batch at a time.
       if (thread === 'pool') {

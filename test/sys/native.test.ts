@@ -212,9 +212,11 @@ describe('running commands (src/sys/exec.ts)', () => {
 
     it("'inherit' passes our own stdin, stdout and stderr", () => {
       // In a child Node process, so that its stdin and stdout are pipes we control.
-      const script = `
+      const script =
+        `
         const { runCommand } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'sys', 'exec.js'))});
-        const r = await runCommand({ command: 'sh', args: ['-c', 'cat; echo err >&2'], env: { PATH: process.env.PATH }, stdin: 'inherit', output: 'inherit' });
+        const r = await runCommand({ command: 'sh', args: ['-c', 'cat; echo err ` +
+        `>&2'], env: { PATH: process.env.PATH }, stdin: 'inherit', output: 'inherit' });
         process.stdout.write('code ' + r.code + '\\n');`;
       const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
         input: 'from our stdin\n',
@@ -290,21 +292,25 @@ describe('running commands (src/sys/exec.ts)', () => {
       expect(await run({ command: 'true', timeout: 30 })).toMatchObject({ ok: true, timedOut: false });
     });
 
-    it('starts the command leading a process group of its own (signals to ours miss it); a session too on a terminal, or through child_process', async () => {
-      const script = 'echo $$; cut -d" " -f5,6 /proc/$$/stat';
-      const ours = fs.readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
-      const [ourSession, ourTty] = [ours[3]!, ours[4]!];
-      for (const stdin of ['ignore', Readable.from([Buffer.from('x')])] as const) {
-        const r = await run({ command: 'sh', args: ['-c', `cat > /dev/null; ${script}`], stdin });
-        const [pid, ids] = r.out.trim().split('\n');
-        const [pgid, sid] = ids!.split(' ');
-        expect(pgid).toBe(pid);
-        // child_process (a piped payload, or no addon) can only give a session; the addon gives
-        // one only when we have a controlling terminal (exec.ts says why).
-        const viaChildProcess = typeof stdin === 'object' || mode === 'fallback';
-        expect(sid).toBe(viaChildProcess || ourTty !== '0' ? pid : ourSession);
-      }
-    });
+    it(
+      'starts the command leading a process group of its own (signals to ' +
+        'ours miss it); a session too on a terminal, or through child_process',
+      async () => {
+        const script = 'echo $$; cut -d" " -f5,6 /proc/$$/stat';
+        const ours = fs.readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
+        const [ourSession, ourTty] = [ours[3]!, ours[4]!];
+        for (const stdin of ['ignore', Readable.from([Buffer.from('x')])] as const) {
+          const r = await run({ command: 'sh', args: ['-c', `cat > /dev/null; ${script}`], stdin });
+          const [pid, ids] = r.out.trim().split('\n');
+          const [pgid, sid] = ids!.split(' ');
+          expect(pgid).toBe(pid);
+          // child_process (a piped payload, or no addon) can only give a session; the addon gives
+          // one only when we have a controlling terminal (exec.ts says why).
+          const viaChildProcess = typeof stdin === 'object' || mode === 'fallback';
+          expect(sid).toBe(viaChildProcess || ourTty !== '0' ? pid : ourSession);
+        }
+      },
+    );
 
     it('kills the whole process group at the timeout: what the command started goes too', async () => {
       const r = await run({ command: 'sh', args: ['-c', 'sleep 300 & echo $!; wait'], timeout: 0.2 });
@@ -451,25 +457,29 @@ function startDetached(
 
 describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
   nativeOnly();
-  it('starts the child in the given directory, leading a session and process group of its own; reports its exit once it is reaped', async () => {
-    const dir = fs.realpathSync(tempDir());
-    const out = path.join(dir, 'out');
-    const fd = fs.openSync(out, 'w');
-    const { start, exit } = await startDetached(
-      'sh',
-      ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'],
-      [-1, fd, 2],
-      dir,
-    );
-    expect(start && 'pid' in start).toBe(true);
-    const pid = (start as { pid: number }).pid;
-    expect(await exit).toEqual({ code: 3, signal: null });
-    fs.closeSync(fd);
-    const [cwd, ids] = fs.readFileSync(out, 'utf8').trim().split('\n');
-    expect(cwd).toBe(dir);
-    expect(ids!.trim().split(/\s+/).map(Number)).toEqual([pid, pid, pid]);
-    expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
-  });
+  it(
+    'starts the child in the given directory, leading a session and ' +
+      'process group of its own; reports its exit once it is reaped',
+    async () => {
+      const dir = fs.realpathSync(tempDir());
+      const out = path.join(dir, 'out');
+      const fd = fs.openSync(out, 'w');
+      const { start, exit } = await startDetached(
+        'sh',
+        ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'],
+        [-1, fd, 2],
+        dir,
+      );
+      expect(start && 'pid' in start).toBe(true);
+      const pid = (start as { pid: number }).pid;
+      expect(await exit).toEqual({ code: 3, signal: null });
+      fs.closeSync(fd);
+      const [cwd, ids] = fs.readFileSync(out, 'utf8').trim().split('\n');
+      expect(cwd).toBe(dir);
+      expect(ids!.trim().split(/\s+/).map(Number)).toEqual([pid, pid, pid]);
+      expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+    },
+  );
 
   it("calls back only after returning: the start happens on the addon's thread", () => {
     let called = false;
@@ -484,17 +494,22 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
     expect(called).toBe(false);
   });
 
-  it('runs many at once (more than libuv has pool threads), each reaped and reported once; a signal is reported by name', async () => {
-    const runs = await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`]),
-      ),
-    );
-    const exits = await Promise.all(runs.map((r) => r.exit));
-    await new Promise((r) => setTimeout(r, 700)); // a slow sweep in between would report nothing twice (startDetached throws)
-    for (let i = 0; i < 9; i++) expect(exits[i]).toEqual({ code: i, signal: null });
-    expect(exits[9]).toEqual({ code: null, signal: 'SIGTERM' });
-  });
+  it(
+    'runs many at once (more than libuv has pool threads), ' +
+      'each reaped and reported once; a signal is reported by name',
+    async () => {
+      const runs = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`]),
+        ),
+      );
+      const exits = await Promise.all(runs.map((r) => r.exit));
+      // a slow sweep in between would report nothing twice (startDetached throws)
+      await new Promise((r) => setTimeout(r, 700));
+      for (let i = 0; i < 9; i++) expect(exits[i]).toEqual({ code: i, signal: null });
+      expect(exits[9]).toEqual({ code: null, signal: 'SIGTERM' });
+    },
+  );
 
   it('starts 200 at once, each with its own descriptors, all reported with distinct pids', async () => {
     const dir = tempDir();
@@ -509,16 +524,19 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
     fds.forEach((_, i) => expect(fs.readFileSync(path.join(dir, `o${i}`), 'utf8')).toBe(`${i}\n`));
   });
 
-  it('reports the exit of a child that exited before its pid reached this thread (its SIGCHLD gone already)', async () => {
-    // The event loop is held while the child starts and exits: its SIGCHLD is handled before the
-    // pid is known; only the reap after registering it can see the zombie.
-    const pending = startDetached('sh', ['-c', 'exit 5']);
-    const until = Date.now() + 300;
-    while (Date.now() < until);
-    await new Promise((r) => setTimeout(r, 50)); // let the SIGCHLD listener run, if any
-    const { exit } = await pending;
-    expect(await exit).toEqual({ code: 5, signal: null });
-  });
+  it(
+    'reports the exit of a child that exited before its ' + 'pid reached this thread (its SIGCHLD gone already)',
+    async () => {
+      // The event loop is held while the child starts and exits: its SIGCHLD is handled before the
+      // pid is known; only the reap after registering it can see the zombie.
+      const pending = startDetached('sh', ['-c', 'exit 5']);
+      const until = Date.now() + 300;
+      while (Date.now() < until);
+      await new Promise((r) => setTimeout(r, 50)); // let the SIGCHLD listener run, if any
+      const { exit } = await pending;
+      expect(await exit).toEqual({ code: 5, signal: null });
+    },
+  );
 
   it('reports a command or directory that is not there as ENOENT', async () => {
     expect((await startDetached('fspl-no-such-command', [])).start).toMatchObject({ code: 'ENOENT' });
@@ -856,53 +874,57 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
 
 describe.skipIf(!HAVE_NATIVE)('nativeOpenHead', () => {
   nativeOnly();
-  it('decodes a header in the usual encoding and leaves the descriptor at the payload; leaves the others at 0, for the JS decoder', () => {
-    const dir = tempDir();
-    const files: Array<[string, Buffer, boolean]> = [
-      ['nop', encodeHeader(header(1n, { kind: 'NOP' })), true],
-      [
-        'cmd',
-        encodeHeader(
-          header(300n, { kind: 'Command', params: [b('a'), b('\x00\xff')], env: [[b('K'), b('v\xe9')]] }, -1n, 7),
-        ),
-        true,
-      ],
-      // Longer than the 4 KiB read at once.
-      ['long', encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), false],
-      [
-        'bad-meta-crc',
-        (() => {
-          const p = encodeHeader(header(3n, { kind: 'NOP' }));
-          p[p.length - 1] ^= 1;
-          return p;
-        })(),
-        false,
-      ],
-      ['garbage', b('not a packet'), false],
-      ['empty', b(''), false],
-    ];
-    for (const [name, bytes] of files) {
-      const file = path.join(dir, name);
-      fs.writeFileSync(file, Buffer.concat([bytes, b('payload')]));
-      const r = nativeOpenHead(file, 4096)!;
-      try {
-        const rest = Buffer.alloc(bytes.length + 100);
-        const n = fs.readSync(r.fd, rest, 0, rest.length, null);
-        if (files.find(([f]) => f === name)![2]) {
-          expect(r.header, name).toEqual(jsDecode(bytes));
-          expect(r.payloadOffset, name).toBe(bytes.length);
-          expect(rest.subarray(0, n).toString('latin1'), name).toBe('payload');
-        } else {
-          expect(r.header, name).toBeUndefined();
-          expect(r.payloadOffset, name).toBe(0);
-          expect(rest.subarray(0, n).equals(Buffer.concat([bytes, b('payload')]).subarray(0, n)), name).toBe(true);
+  it(
+    'decodes a header in the usual encoding and leaves the descriptor ' +
+      'at the payload; leaves the others at 0, for the JS decoder',
+    () => {
+      const dir = tempDir();
+      const files: Array<[string, Buffer, boolean]> = [
+        ['nop', encodeHeader(header(1n, { kind: 'NOP' })), true],
+        [
+          'cmd',
+          encodeHeader(
+            header(300n, { kind: 'Command', params: [b('a'), b('\x00\xff')], env: [[b('K'), b('v\xe9')]] }, -1n, 7),
+          ),
+          true,
+        ],
+        // Longer than the 4 KiB read at once.
+        ['long', encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), false],
+        [
+          'bad-meta-crc',
+          (() => {
+            const p = encodeHeader(header(3n, { kind: 'NOP' }));
+            p[p.length - 1] ^= 1;
+            return p;
+          })(),
+          false,
+        ],
+        ['garbage', b('not a packet'), false],
+        ['empty', b(''), false],
+      ];
+      for (const [name, bytes] of files) {
+        const file = path.join(dir, name);
+        fs.writeFileSync(file, Buffer.concat([bytes, b('payload')]));
+        const r = nativeOpenHead(file, 4096)!;
+        try {
+          const rest = Buffer.alloc(bytes.length + 100);
+          const n = fs.readSync(r.fd, rest, 0, rest.length, null);
+          if (files.find(([f]) => f === name)![2]) {
+            expect(r.header, name).toEqual(jsDecode(bytes));
+            expect(r.payloadOffset, name).toBe(bytes.length);
+            expect(rest.subarray(0, n).toString('latin1'), name).toBe('payload');
+          } else {
+            expect(r.header, name).toBeUndefined();
+            expect(r.payloadOffset, name).toBe(0);
+            expect(rest.subarray(0, n).equals(Buffer.concat([bytes, b('payload')]).subarray(0, n)), name).toBe(true);
+          }
+        } finally {
+          fs.closeSync(r.fd);
         }
-      } finally {
-        fs.closeSync(r.fd);
       }
-    }
-    expect(nativeOpenHead(path.join(dir, 'missing'), 4096)).toBeUndefined();
-  });
+      expect(nativeOpenHead(path.join(dir, 'missing'), 4096)).toBeUndefined();
+    },
+  );
 
   it('opens jobs for Queue.openJob as the JS path does: the same header, offset and payload', async () => {
     const dir = tempDir();
@@ -952,7 +974,8 @@ describe('queue scans (src/queue/queue.ts)', () => {
         b('payload'),
       ]),
     );
-    q.writeBuffer(encodeHeader(header(3n, { kind: 'Command', params: [Buffer.alloc(5000, 0x61)], env: [] }))); // a header over 4 KiB
+    // a header over 4 KiB
+    q.writeBuffer(encodeHeader(header(3n, { kind: 'Command', params: [Buffer.alloc(5000, 0x61)], env: [] })));
     q.writeBuffer(withMetadata(b('\x83\xa5ctime\x92\x01\x02\xa3seq\x04\xa8cmd_type\xa4Fail'))); // unusual but valid
     const jobs = q.jobsDir;
     fs.writeFileSync(
@@ -1024,7 +1047,8 @@ describe('fspl queue-process and queue-ls with and without the addon', () => {
     const template = path.join(dir, 'template');
     fs.cpSync(qdir, template, { recursive: true });
     const record =
-      'printf "argv:%s\\n" "$0" "$@"; tr "\\0" "\\n" < /proc/$$/environ | grep -v "^FSPL_NO_NATIVE=" | LC_ALL=C sort; printf "stdin:"; md5sum; ' +
+      'printf "argv:%s\\n" "$0" "$@"; tr "\\0" "\\n" < /proc/$$/environ | ' +
+      'grep -v "^FSPL_NO_NATIVE=" | LC_ALL=C sort; printf "stdin:"; md5sum; ' +
       'test "$FSPL_SEQ" != 2 || exit 1; exec grep -E "^Sig(Blk|Ign|Cgt)" /proc/self/status';
     const results: Record<string, { ls: string; out: string; status: number; left: string[] }> = {};
     for (const mode of ['native', 'fallback']) {

@@ -111,17 +111,20 @@ describeIfPresent(
       },
     );
 
-    it('a handle that fails (no queue yet) leaves the packet with NNCP, which runs it again at the next toss', async () => {
-      const q = path.join(tempDir(), 'queue');
-      const p = await pair({ exec: { fspl: ['fspl', 'queue-write', '-q', q] } }, fsplPath('ours').PATH);
-      await p.run('a', 'nncp-exec', ['b', 'fspl'], packets('ours', 1)[0]);
-      await move(p, 'xfer');
-      await expect(p.toss('b')).rejects.toThrow();
-      expect(fs.existsSync(q)).toBe(false);
-      expect(fspl('ours', ['queue-init', '-q', q]).status).toBe(0);
-      await p.toss('b');
-      expect(processQueue('ours', q).ran).toEqual(expected(1));
-    });
+    it(
+      'a handle that fails (no queue yet) leaves the packet ' + 'with NNCP, which runs it again at the next toss',
+      async () => {
+        const q = path.join(tempDir(), 'queue');
+        const p = await pair({ exec: { fspl: ['fspl', 'queue-write', '-q', q] } }, fsplPath('ours').PATH);
+        await p.run('a', 'nncp-exec', ['b', 'fspl'], packets('ours', 1)[0]);
+        await move(p, 'xfer');
+        await expect(p.toss('b')).rejects.toThrow();
+        expect(fs.existsSync(q)).toBe(false);
+        expect(fspl('ours', ['queue-init', '-q', q]).status).toBe(0);
+        await p.toss('b');
+        expect(processQueue('ours', q).ran).toEqual(expected(1));
+      },
+    );
 
     /**
      * The transfer directory copied before b reads it (b's nncp-xfer -rx takes the packets out of
@@ -142,27 +145,31 @@ describeIfPresent(
       };
     }
 
-    it('a packet delivered twice to the plain queue-write handle is never run twice; a copy that arrives before the job ran stops the queue (both implementations)', async () => {
-      const q = queue('ours');
-      const p = await pair({ exec: { fspl: ['fspl', 'queue-write', '-q', q] } }, fsplPath('ours').PATH);
-      const { replay } = await sendWithReplay(p, packets('ours', 3));
-      await p.toss('b');
-      await replay();
-      await p.toss('b');
-      expect(jobFiles(q)).toHaveLength(6);
-      for (const impl of ['ours', 'ref'] as const) {
-        const r = processQueue(impl, q);
-        expect([r.status, r.ran]).toEqual([1, []]);
-      }
-      const status = fspl('ours', ['queue-status', '-q', q, '--json']);
-      expect(status.status).toBe(3);
-      const s = JSON.parse(status.stdout);
-      expect(s.problems.map((x: { code: string }) => x.code)).toContain('duplicate-seq');
-      expect(s.duplicates.map((d: { seq: string | number }) => String(d.seq)).sort()).toEqual(['1', '2', '3']);
-      // The copies are the same packet: removing one file of each pair lets the queue go on.
-      for (const d of s.duplicates as { files: string[] }[]) fs.rmSync(path.join(q, 'jobs', d.files[1]));
-      expect(processQueue('ours', q).ran).toEqual(expected(3));
-    });
+    it(
+      'a packet delivered twice to the plain queue-write handle is never run twice; ' +
+        'a copy that arrives before the job ran stops the queue (both implementations)',
+      async () => {
+        const q = queue('ours');
+        const p = await pair({ exec: { fspl: ['fspl', 'queue-write', '-q', q] } }, fsplPath('ours').PATH);
+        const { replay } = await sendWithReplay(p, packets('ours', 3));
+        await p.toss('b');
+        await replay();
+        await p.toss('b');
+        expect(jobFiles(q)).toHaveLength(6);
+        for (const impl of ['ours', 'ref'] as const) {
+          const r = processQueue(impl, q);
+          expect([r.status, r.ran]).toEqual([1, []]);
+        }
+        const status = fspl('ours', ['queue-status', '-q', q, '--json']);
+        expect(status.status).toBe(3);
+        const s = JSON.parse(status.stdout);
+        expect(s.problems.map((x: { code: string }) => x.code)).toContain('duplicate-seq');
+        expect(s.duplicates.map((d: { seq: string | number }) => String(d.seq)).sort()).toEqual(['1', '2', '3']);
+        // The copies are the same packet: removing one file of each pair lets the queue go on.
+        for (const d of s.duplicates as { files: string[] }[]) fs.rmSync(path.join(q, 'jobs', d.files[1]));
+        expect(processQueue('ours', q).ran).toEqual(expected(3));
+      },
+    );
 
     it('a copy delivered after its job ran lies below nextseq and is never run', async () => {
       const q = queue('ours');

@@ -168,26 +168,29 @@ describe('a full disk or an I/O error at each step of a commit', () => {
     expect(Journal.pending(path.join(dir, 'net.state', 'journal'))).toEqual([]);
   });
 
-  test('a line cut short is never glued to the next one: the journal starts the next on a line of its own', async () => {
-    const { Journal } = await import('../../../src/net/commit/journal.js');
-    const { runBatch } = await import('../../../src/sys/fs-batch.js');
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-journal-'));
-    try {
-      const file = path.join(d, 'journal');
-      const j = new Journal(file);
-      const rec = (f: string) => [{ firing: f, transition: 't', outputs: [], inputs: [] }];
-      // A fragment of a line, as a full disk leaves it, and the rollback of it failing.
-      fs.appendFileSync(file, '{"t":"group","cs":[{"fir');
-      const mark = j.mark();
-      vi.spyOn(fs, 'ftruncateSync').mockImplementationOnce(() => {
-        throw Object.assign(new Error('EIO'), { code: 'EIO' });
-      });
-      expect(() => j.rollback(mark)).toThrow(/EIO/);
-      await runBatch([j.recordOp(rec('f2'))]);
-      expect(Journal.pending(file).map((c) => c.firing)).toEqual(['f2']);
-      j.close();
-    } finally {
-      fs.rmSync(d, { recursive: true, force: true });
-    }
-  });
+  test(
+    'a line cut short is never glued to the next one: ' + 'the journal starts the next on a line of its own',
+    async () => {
+      const { Journal } = await import('../../../src/net/commit/journal.js');
+      const { runBatch } = await import('../../../src/sys/fs-batch.js');
+      const d = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-journal-'));
+      try {
+        const file = path.join(d, 'journal');
+        const j = new Journal(file);
+        const rec = (f: string) => [{ firing: f, transition: 't', outputs: [], inputs: [] }];
+        // A fragment of a line, as a full disk leaves it, and the rollback of it failing.
+        fs.appendFileSync(file, '{"t":"group","cs":[{"fir');
+        const mark = j.mark();
+        vi.spyOn(fs, 'ftruncateSync').mockImplementationOnce(() => {
+          throw Object.assign(new Error('EIO'), { code: 'EIO' });
+        });
+        expect(() => j.rollback(mark)).toThrow(/EIO/);
+        await runBatch([j.recordOp(rec('f2'))]);
+        expect(Journal.pending(file).map((c) => c.firing)).toEqual(['f2']);
+        j.close();
+      } finally {
+        fs.rmSync(d, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -131,13 +131,16 @@ async function crashRun(yaml: string, tokens: number, workers: number, kills: nu
   expect(fs.readdirSync(path.join(dir, 'places/sink/jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n))).toEqual([]);
   expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   console.log(
-    `group kill -9 test (seed ${seed}): ${seen.kills} kills (${seen.probeKills} right after a group was recorded, of ${seen.killedGroups.join(' ')}), ${seen.recovered} recoveries (${seen.checked} of them checked to finish the killed group), largest group ${seen.largest}`,
+    `group kill -9 test (seed ${seed}): ${seen.kills} kills (${seen.probeKills} right after a ` +
+      `group was recorded, of ${seen.killedGroups.join(' ')}), ${seen.recovered} recoveries (` +
+      `${seen.checked} of them checked to finish the killed group), largest group ${seen.largest}`,
   );
   return seen;
 }
 
 describe('exactly once under kill -9, commits in groups', () => {
-  test('groups of one: a command, one worker, one transition; killed at random and right after a group is recorded', async () => {
+  test('groups of one: a command, one worker, one transition; ' +
+    'killed at random and right after a group is recorded', async () => {
     const seen = await crashRun(
       `places: { src: {}, sink: {} }\ntransitions:\n  a: { in: src, out: sink, run: 'sleep 0.1; cat' }\n`,
       30,
@@ -151,7 +154,9 @@ describe('exactly once under kill -9, commits in groups', () => {
 
   test('groups of up to 64: moves, 64 workers; killed at random and right after a group is recorded', async () => {
     const seen = await crashRun(
-      `places: { src: {}, mid: {}, sink: {} }\ntransitions:\n  a: { in: src, out: mid, workers: 64, run: null }\n  b: { in: mid, out: sink, workers: 64, run: null }\n`,
+      `places: { src: {}, mid: {}, sink: {} }\ntransitions:\n` +
+        `  a: { in: src, out: mid, workers: 64, run: null }\n` +
+        `  b: { in: mid, out: sink, workers: 64, run: null }\n`,
       1500,
       64,
       16,

@@ -96,7 +96,8 @@ transitions:
 
     await sshd.restart();
     const where = () =>
-      `src ${count(placeDir('src'))}, outbox a->b ${count(outboxA)}, mid ${count(placeDir('mid'))}, outbox b->a ${count(path.join(dir, 'net.state/b/outbox/done'))}, done ${count(placeDir('done'))}`;
+      `src ${count(placeDir('src'))}, outbox a->b ${count(outboxA)}, mid ${count(placeDir('mid'))}, ` +
+      `outbox b->a ${count(path.join(dir, 'net.state/b/outbox/done'))}, done ${count(placeDir('done'))}`;
     try {
       await waitFor('all 500 back on a', () => count(placeDir('done')) >= 500, 240_000, 200);
     } catch (err) {
@@ -181,7 +182,8 @@ transitions:
   const exited = (c: ReturnType<typeof spawnFspl>) =>
     new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
 
-  test('--drain on every host finishes a run across hosts: b waits for a, which is not even started yet, and a waits for what b sends back', async () => {
+  test('--drain on every host finishes a run across hosts: b waits for a, ' +
+    'which is not even started yet, and a waits for what b sends back', async () => {
     const { file, placeDir, activity } = roundTrip();
     await runFspl(['net', 'init', file, '--host', 'a']);
     await runFspl(['net', 'init', file, '--host', 'b']);
@@ -226,16 +228,24 @@ transitions:
     const a = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'error']);
     expect(a.status).toBe(3);
     expect(a.stderr).toMatch(
-      /3 tokens can never fire:\n( {2}mid #\d key \S+: waits in the outbox for host b \(fspl at \/opt\/typo\/fspl on b: not found\)\n){3}/,
+      new RegExp(
+        /3 tokens can never fire:\n/.source +
+          '(' +
+          / {2}mid #\d key \S+: waits in the outbox for host b /.source +
+          /\(fspl at \/opt\/typo\/fspl on b: not found\)\n/.source +
+          '){3}',
+      ),
     );
     expect(await exited(b)).toBe(3);
     expect(logB).toBe(
-      "3 tokens on other hosts can't come here in this drain:\n  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n",
+      "3 tokens on other hosts can't come here in this drain:\n" +
+        '  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n',
     );
     expect(count(placeDir('mid'))).toBe(0);
   }, 120_000);
 
-  test("a host's fspl: that is not there stops its outbox, keeping the tokens, and says why everywhere; net check --host finds it first", async () => {
+  test("a host's fspl: that is not there stops its outbox, keeping the " +
+    'tokens, and says why everywhere; net check --host finds it first', async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);

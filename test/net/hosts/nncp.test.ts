@@ -126,37 +126,47 @@ describeIfPresent(
   missing,
   { what: 'NNCP net tests', note: 'apt-get install nncp' },
   () => {
-    test('net check --host: the node known on the sending side, the handle on the receiving side; one-line errors', async () => {
-      const { file, pair } = await setUp();
-      const a = await runFspl(['net', 'check', file, '--host', 'a'], { env: { NNCPCFG: pair.a.cfg } });
-      expect(a.stderr).toBe('');
-      expect(a.stdout).toContain('host a sends inbox to b through NNCP (node b): ok');
-      expect(a.stdout).toMatch(
-        /host a receives back from b through NNCP: ok \(handle "fspl" of node b in .*a\.hjson runs/,
-      );
-      expect(a.status).toBe(0);
-      // A handle that runs something else.
-      const cfg = JSON.parse(fs.readFileSync(pair.a.cfg, 'utf8'));
-      cfg.neigh.b.exec.fspl = ['fspl', 'queue-write', '-q', '/tmp/x'];
-      fs.writeFileSync(pair.a.cfg, JSON.stringify(cfg));
-      const h = await runFspl(['net', 'check', file, '--host', 'a']);
-      expect(h.status).toBe(1);
-      expect(h.stderr).toMatch(
-        /^\S+: host a receives back from b through NNCP: handle "fspl" of node b in \S+ runs \["fspl","queue-write","-q","\/tmp\/x"\], not fspl net receive \(want exec: \{ fspl: \[fspl, net, receive, \S+, --host, a\] \}\)\n$/,
-      );
-      // A node this config does not know.
-      fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('node: b,', 'node: nobody,'));
-      const r = await runFspl(['net', 'check', file, '--host', 'a']);
-      expect(r.status).toBe(1);
-      const lines = r.stderr.trim().split('\n');
-      expect(lines).toHaveLength(2);
-      expect(lines[0]).toMatch(
-        /host a sends inbox to b through NNCP \(node nobody\): nncp-stat exited with status 1: .*nobody/,
-      );
-      expect(lines[1]).toMatch(/host a receives back from b through NNCP: \S+ gives node nobody no exec handle "fspl"/);
-    });
+    test(
+      'net check --host: the node known on the sending side, ' + 'the handle on the receiving side; one-line errors',
+      async () => {
+        const { file, pair } = await setUp();
+        const a = await runFspl(['net', 'check', file, '--host', 'a'], { env: { NNCPCFG: pair.a.cfg } });
+        expect(a.stderr).toBe('');
+        expect(a.stdout).toContain('host a sends inbox to b through NNCP (node b): ok');
+        expect(a.stdout).toMatch(
+          /host a receives back from b through NNCP: ok \(handle "fspl" of node b in .*a\.hjson runs/,
+        );
+        expect(a.status).toBe(0);
+        // A handle that runs something else.
+        const cfg = JSON.parse(fs.readFileSync(pair.a.cfg, 'utf8'));
+        cfg.neigh.b.exec.fspl = ['fspl', 'queue-write', '-q', '/tmp/x'];
+        fs.writeFileSync(pair.a.cfg, JSON.stringify(cfg));
+        const h = await runFspl(['net', 'check', file, '--host', 'a']);
+        expect(h.status).toBe(1);
+        expect(h.stderr).toMatch(
+          new RegExp(
+            /^\S+: host a receives back from b through NNCP: handle "fspl" of node b /.source +
+              /in \S+ runs \["fspl","queue-write","-q","\/tmp\/x"\], not fspl net receive /.source +
+              /\(want exec: \{ fspl: \[fspl, net, receive, \S+, --host, a\] \}\)\n$/.source,
+          ),
+        );
+        // A node this config does not know.
+        fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('node: b,', 'node: nobody,'));
+        const r = await runFspl(['net', 'check', file, '--host', 'a']);
+        expect(r.status).toBe(1);
+        const lines = r.stderr.trim().split('\n');
+        expect(lines).toHaveLength(2);
+        expect(lines[0]).toMatch(
+          /host a sends inbox to b through NNCP \(node nobody\): nncp-stat exited with status 1: .*nobody/,
+        );
+        expect(lines[1]).toMatch(
+          /host a receives back from b through NNCP: \S+ gives node nobody no exec handle "fspl"/,
+        );
+      },
+    );
 
-    test('a -> b -> a online, 300 tokens, kill -9 of each runner 5 times, a transfer offered twice: every key once, in order', {
+    test('a -> b -> a online, 300 tokens, kill -9 of each runner 5 ' +
+      'times, a transfer offered twice: every key once, in order', {
       timeout: 180_000,
     }, async () => {
       const { dir, file, pair } = await setUp();

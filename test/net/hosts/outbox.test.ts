@@ -54,7 +54,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     await sshd?.stop();
   });
 
-  test('packets arrive under their own names, whole; sent again (lost acknowledgement) they are dropped, even once consumed', async () => {
+  test('packets arrive under their own names, whole; sent again ' +
+    '(lost acknowledgement) they are dropped, even once consumed', async () => {
     const { packets } = await outboxWith(5, (i) => 1000 * i);
     const remote = remotePlace();
     const first = await sendPackets(ssh, remote, packets);
@@ -83,7 +84,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(r).toMatchObject({ acked: 2, duplicates: 0 });
   }, 60_000);
 
-  test('a transfer cut half-way (ssh client killed mid-packet) leaves no token; sent again, one whole token', async () => {
+  test('a transfer cut half-way (ssh client killed mid-packet) ' +
+    'leaves no token; sent again, one whole token', async () => {
     const { packets } = await outboxWith(3, (i) => (i === 1 ? 48 * 1024 * 1024 : 100));
     const remote = remotePlace();
     const jobs = path.join(remote, 'jobs');
@@ -131,7 +133,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect([...seen].every((n) => n.startsWith('fspl-') || n.startsWith('.fspl-in-'))).toBe(true);
   }, 120_000);
 
-  test('a sealed packet damaged on the way (same length) is refused where the remote host has our fspl; whole, it is taken', async () => {
+  test('a sealed packet damaged on the way (same length) is refused ' +
+    'where the remote host has our fspl; whole, it is taken', async () => {
     const dir = netDir();
     const good = path.join(dir, 'fspl-00000000-0000-4000-8000-000000000001.fspl');
     const payload = path.join(dir, 'payload');
@@ -186,7 +189,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     return p;
   }
 
-  test('fspl: naming nothing on the host: a damaged packet is refused, "fspl at PATH on HOST: not found", never committed', async () => {
+  test('fspl: naming nothing on the host: a damaged packet is ' +
+    'refused, "fspl at PATH on HOST: not found", never committed', async () => {
     const { bad } = sealedPair();
     const remote = remotePlace();
     const r = await sendPackets(ssh, remote, [bad], { fspl: '/opt/typo/fspl', host: 'b' });
@@ -197,7 +201,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.existsSync(path.join(remote, 'recvseq'))).toBe(false);
   }, 30_000);
 
-  test('fspl: a program that cannot run (its interpreter is not on the session\'s PATH): refused as such, not as "damaged"', async () => {
+  test('fspl: a program that cannot run (its interpreter is not ' +
+    'on the session\'s PATH): refused as such, not as "damaged"', async () => {
     const { good } = sealedPair();
     const remote = remotePlace();
     // As `#!/usr/bin/env node` does when node is not on the PATH of a non-interactive ssh session.
@@ -212,7 +217,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
   }, 30_000);
 
-  test('fspl: a program that takes any packet (it does not check seals): a damaged packet is refused, never committed', async () => {
+  test('fspl: a program that takes any packet (it does not check ' +
+    'seals): a damaged packet is refused, never committed', async () => {
     const { bad } = sealedPair();
     const remote = remotePlace();
     const fspl = script('#!/bin/sh\ncat >/dev/null\n');
@@ -223,13 +229,15 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
   }, 30_000);
 
-  test('fspl: a verifier that works for the probe and then stops: refused as "cannot run", the packet not committed', async () => {
+  test('fspl: a verifier that works for the probe and then ' +
+    'stops: refused as "cannot run", the packet not committed', async () => {
     const { good } = sealedPair();
     const remote = remotePlace();
     // Passes the probes (the first two runs), then fails the way a missing interpreter does.
     const count = path.join(netDir(), 'runs');
     const fspl = script(
-      `#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\nif [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`,
+      `#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\n` +
+        `if [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`,
     );
     const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
     expect(r.acked).toBe(0);

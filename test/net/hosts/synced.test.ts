@@ -33,7 +33,8 @@ describeIfPresent(
       await pair?.stop();
     });
 
-    test('200 tokens written on a run on b exactly once, in sequence order; no temporary file is read as a job', async () => {
+    test('200 tokens written on a run on b exactly once, in ' +
+      'sequence order; no temporary file is read as a job', async () => {
       const dir = netDir();
       const file = path.join(dir, 'net.yaml');
       fs.writeFileSync(

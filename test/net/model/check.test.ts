@@ -33,7 +33,8 @@ describe('net check: a valid net checks clean', () => {
   test('sources and sinks are normal: a chain, an error place, an and-branch into two results', () => {
     expect(
       warnings(
-        'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  work: { in: inbox, run: cat, out: done, error: failed }\n',
+        'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n' +
+          '  work: { in: inbox, run: cat, out: done, error: failed }\n',
       ),
     ).toEqual([]);
     // stage1 and stage2 differ by a number only: two places, not a typo.
@@ -45,7 +46,8 @@ describe('net check: a valid net checks clean', () => {
     // A place that only inhibits a transition is used.
     expect(
       warnings(
-        'places: { in: {}, out: {}, maintenance: {} }\ntransitions:\n  t: { in: in, run: x, out: out, inhibit: [maintenance] }\n',
+        'places: { in: {}, out: {}, maintenance: {} }\ntransitions:\n' +
+          '  t: { in: in, run: x, out: out, inhibit: [maintenance] }\n',
       ),
     ).toEqual([]);
   });
@@ -58,26 +60,37 @@ describe('net check: warnings where a mistake is likely', () => {
         'places: { in: {}, results: {}, reslts: {}, spare: {} }\ntransitions:\n  t: { in: in, run: x, out: results }\n',
       ),
     ).toEqual([
-      'unused reslts: place reslts is not used: no transition reads, writes or is inhibited by it (a misspelt copy of results?)',
+      'unused reslts: place reslts is not used: no transition reads, ' +
+        'writes or is inhibited by it (a misspelt copy of results?)',
       'unused spare: place spare is not used: no transition reads, writes or is inhibited by it',
     ]);
   });
 
-  test('a place written but read by nothing, next to a place read but written by nothing: one of them misspelt in an arc', () => {
-    expect(
-      warnings(
-        'places: { in: {}, cleaned: {}, claened: {}, done: {} }\ntransitions:\n  clean: { in: in, run: x, out: claened }\n  pack: { in: cleaned, run: x, out: done }\n',
-      ),
-    ).toEqual([
-      'look-alike claened: place claened is written by clean but no transition reads it, and place cleaned is read by pack but none writes it: is one of them misspelt in an arc? (if it holds results, declare it sink: true)',
-    ]);
-  });
+  test(
+    'a place written but read by nothing, next to a place read ' +
+      'but written by nothing: one of them misspelt in an arc',
+    () => {
+      expect(
+        warnings(
+          'places: { in: {}, cleaned: {}, claened: {}, done: {} }\ntransitions:\n' +
+            '  clean: { in: in, run: x, out: claened }\n  pack: { in: cleaned, run: x, out: done }\n',
+        ),
+      ).toEqual([
+        'look-alike claened: place claened is written by clean but no transition ' +
+          'reads it, and place cleaned is read by pack but none writes it: is one ' +
+          'of them misspelt in an arc? (if it holds results, declare it sink: true)',
+      ]);
+    },
+  );
 
   test('a place written but read by nothing whose name is close to a place read', () => {
     const text =
-      'places: { a: {}, b: {}, results: {}, resuls: {}, done: {} }\ntransitions:\n  t: { in: a, run: x, out: resuls }\n  u: { in: b, run: x, out: results }\n  v: { in: results, run: x, out: done }\n';
+      'places: { a: {}, b: {}, results: {}, resuls: {}, done: {} }\ntransitions:\n' +
+      '  t: { in: a, run: x, out: resuls }\n  u: { in: b, run: x, out: results }\n' +
+      '  v: { in: results, run: x, out: done }\n';
     expect(warnings(text)).toEqual([
-      'look-alike resuls: place resuls is written by t but no transition reads it: did t mean results, which is read? (if it holds results, declare it sink: true)',
+      'look-alike resuls: place resuls is written by t but no transition reads it: ' +
+        'did t mean results, which is read? (if it holds results, declare it sink: true)',
     ]);
     // Declared a sink: meant, and said no more.
     expect(warnings(text.replace('resuls: {}', 'resuls: { sink: true }'))).toEqual([]);
@@ -86,10 +99,12 @@ describe('net check: warnings where a mistake is likely', () => {
   test('two places written, read by nothing, with names one typo apart: one warning for the pair', () => {
     expect(
       warnings(
-        'places: { a: {}, b: {}, done: {}, dnoe: {} }\ntransitions:\n  t: { in: a, run: x, out: done }\n  u: { in: b, run: x, out: dnoe }\n',
+        'places: { a: {}, b: {}, done: {}, dnoe: {} }\ntransitions:\n' +
+          '  t: { in: a, run: x, out: done }\n  u: { in: b, run: x, out: dnoe }\n',
       ),
     ).toEqual([
-      "look-alike done: place done is written by t but no transition reads it, and its name is close to place dnoe's: a typo? (if it holds results, declare it sink: true)",
+      'look-alike done: place done is written by t but no transition reads it, and its ' +
+        "name is close to place dnoe's: a typo? (if it holds results, declare it sink: true)",
     ]);
   });
 

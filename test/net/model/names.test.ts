@@ -7,7 +7,8 @@ import { placeNamed, transitionNamed, unknownName } from '../../../src/net/model
 import { makeNet } from '../helpers.js';
 
 const NET =
-  'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  work: { in: inbox, out: done, error: failed, run: [cat] }\n';
+  'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n' +
+  '  work: { in: inbox, out: done, error: failed, run: [cat] }\n';
 
 function thrown(f: () => unknown): unknown {
   try {
@@ -79,7 +80,8 @@ describe('unknown names', () => {
   test('hosts: an unknown one is an UnknownNameError; none where one is needed, a NetRequestError', () => {
     const net = new Net(
       parseNetText(
-        'hosts: { alpha: {}, beta: {} }\nplaces:\n  a: { host: alpha }\n  b: { host: beta }\ntransitions:\n  t: { host: alpha, in: a, out: b }\n',
+        'hosts: { alpha: {}, beta: {} }\nplaces:\n  a: { host: alpha }\n' +
+          '  b: { host: beta }\ntransitions:\n  t: { host: alpha, in: a, out: b }\n',
         '/tmp/net.yaml',
       ),
     );

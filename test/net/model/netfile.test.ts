@@ -1,4 +1,6 @@
-/** Net files: every kind of error with file:line:column, all in one run, and the DOT drawing (warnings: check.test.ts). */
+/**
+ * Net files: every kind of error with file:line:column, all in one run, and the DOT drawing (warnings: check.test.ts).
+ */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -130,7 +132,8 @@ describe('net check: every problem in one run', () => {
   const cases: Array<[string, string, string[]]> = [
     [
       'an unknown key and an unknown place: both, in the order the file reads',
-      'places:\n  inbox: {}\n  done: {}\ntransitions:\n  work:\n    in: inbx\n    out: done\n    retires: 2\n    run: cat\n',
+      'places:\n  inbox: {}\n  done: {}\ntransitions:\n  work:\n' +
+        '    in: inbx\n    out: done\n    retires: 2\n    run: cat\n',
       [
         'net.yaml:6:9: Unknown place "inbx"; did you mean "inbox"?',
         'net.yaml:8:5: transitions.work: unknown key "retires"; did you mean "retries"?',
@@ -138,7 +141,8 @@ describe('net check: every problem in one run', () => {
     ],
     [
       "the schema's problems, the cross-checks' and duplicate keys, together",
-      'places:\n  a: { capacty: 1 }\n  b: {}\n  b: {}\ntransitions:\n  t: { in: a, out: bb, timeout: 0 }\n  u: { in: zz }\n',
+      'places:\n  a: { capacty: 1 }\n  b: {}\n  b: {}\ntransitions:\n' +
+        '  t: { in: a, out: bb, timeout: 0 }\n  u: { in: zz }\n',
       [
         'net.yaml:2:8: places.a: unknown key "capacty"; did you mean "capacity"?',
         'net.yaml:4:3: Map keys must be unique',
@@ -159,15 +163,18 @@ describe('net check: every problem in one run', () => {
     ],
     [
       'a refused run: not also "needs a command" for the same transition',
-      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: 3, out: { one-of: [b, c] } }\n  u: { in: zz }\n',
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n' +
+        '  t: { in: a, run: 3, out: { one-of: [b, c] } }\n  u: { in: zz }\n',
       ['net.yaml:3:20: transitions.t.run: not a valid value here', 'net.yaml:4:12: Unknown place "zz"'],
     ],
     [
       'a refused host: not also "has no host"; the other hosts still checked',
-      'hosts: { h1: {} }\nplaces:\n  a: { host: h1 }\ntransitions:\n  t: { in: a, host: 3 }\n  u: { in: a, host: h2 }\n',
+      'hosts: { h1: {} }\nplaces:\n  a: { host: h1 }\ntransitions:\n' +
+        '  t: { in: a, host: 3 }\n  u: { in: a, host: h2 }\n',
       [
         'net.yaml:5:21: transitions.t.host: Invalid input: expected string, received number',
-        'net.yaml:6:12: Transition u (host h2) reads place a on host h1: a transition reads places of its own host only',
+        'net.yaml:6:12: Transition u (host h2) reads place a on ' +
+          'host h1: a transition reads places of its own host only',
         'net.yaml:6:21: Unknown host "h2" (hosts: h1)',
       ],
     ],
@@ -192,7 +199,9 @@ describe('net check: every problem in one run', () => {
     const dir = netDir();
     const bad = path.join(dir, 'bad.yaml');
     fs.writeFileSync(bad, 'places:\n  inbox: {}\ntransitions:\n  work: { in: inbx, run: cat, colour: red }\n');
-    const said = `${bad}:4:15: Unknown place "inbx"; did you mean "inbox"?\n${bad}:4:31: transitions.work: unknown key "colour"\n`;
+    const said =
+      `${bad}:4:15: Unknown place "inbx"; did you mean "inbox"?\n` +
+      `${bad}:4:31: transitions.work: unknown key "colour"\n`;
     for (const args of [
       ['check', bad],
       ['status', bad],
@@ -244,7 +253,8 @@ describe('net check: did you mean ...?', () => {
     ],
     [
       'a misspelt place in in, out and error',
-      'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n',
+      'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n' +
+        '  t: { in: inbx, run: x, out: [doen], error: faild }\n',
       [
         'net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?',
         'net.yaml:3:32: Unknown place "doen"; did you mean "done"?',

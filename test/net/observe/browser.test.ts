@@ -152,7 +152,8 @@ describeIfPresent(
       }
     });
 
-    test('the first paint has the figures, before the event stream answers; a pause is marked, not stuck; times are "3 min ago", exact on hover', {
+    test('the first paint has the figures, before the event stream answers; ' +
+      'a pause is marked, not stuck; times are "3 min ago", exact on hover', {
       timeout: 60_000,
     }, async () => {
       const { dir, file, net } = makeNet(NET);
@@ -237,7 +238,8 @@ describeIfPresent(
       }
     });
 
-    test("one host's part of a net across hosts (--net-host): outboxes and places fed from elsewhere say so, a stopped outbox in red", {
+    test("one host's part of a net across hosts (--net-host): outboxes " +
+      'and places fed from elsewhere say so, a stopped outbox in red', {
       timeout: 60_000,
     }, async () => {
       const dir = netDir();
@@ -287,7 +289,8 @@ transitions:
         expect((await cells('mid'))[6]).toBe('written by host a (outbox)');
         expect((await cells('done'))[1]).toBe('outbox');
         expect((await cells('done'))[6]).toBe(
-          `outbox to a:${path.join(dir, 'places/done')}: 0 waiting; the last run stopped sending: fspl at /opt/typo/fspl on a: not found`,
+          `outbox to a:${path.join(dir, 'places/done')}: 0 waiting; the ` +
+            `last run stopped sending: fspl at /opt/typo/fspl on a: not found`,
         );
         expect(await page.locator('#places tbody tr', { hasText: /^done/ }).getAttribute('class')).toBe('alarm');
         expect(await page.locator('svg g#place-done').getAttribute('class')).toContain('stuck');

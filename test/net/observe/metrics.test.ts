@@ -1,4 +1,7 @@
-/** The monitoring figures: the status as Prometheus text; the live colouring of the drawing (the rates, p95 and failures a run keeps: test/net/run/monitor.test.ts). */
+/**
+ * The monitoring figures: the status as Prometheus text; the live colouring of the drawing (the rates, p95 and failures
+ * a run keeps: test/net/run/monitor.test.ts).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -154,13 +157,16 @@ describe('the live drawing', () => {
     return liveDotState(r);
   };
 
-  test('colours by the state: counts, running, stuck and missing places and failing transitions in red (golden file)', () => {
-    const s = state();
-    expect([...s.alarm!].sort()).toEqual(['audio', 'shaky', 'stabilize']);
-    expect(s.running).toEqual(new Map([['decode', 2]]));
-    const dot = netToDot(net, s);
-    expect(dot).toBe(fs.readFileSync(path.join(FIXTURES, 'video-live.dot'), 'utf8'));
-  });
+  test(
+    'colours by the state: counts, running, stuck and missing ' + 'places and failing transitions in red (golden file)',
+    () => {
+      const s = state();
+      expect([...s.alarm!].sort()).toEqual(['audio', 'shaky', 'stabilize']);
+      expect(s.running).toEqual(new Map([['decode', 2]]));
+      const dot = netToDot(net, s);
+      expect(dot).toBe(fs.readFileSync(path.join(FIXTURES, 'video-live.dot'), 'utf8'));
+    },
+  );
 
   test('a paused transition is drawn dashed, in amber, and says so', () => {
     const r = report();
@@ -178,7 +184,8 @@ describe('the live drawing', () => {
     });
     const dot = netToDot(net, liveDotState(r));
     expect(dot).toContain(
-      '"t:pass" [shape=box, label="pass\\npaused", id="transition-pass", style="filled,dashed", fillcolor="#fff1c2", color="#a07000"];',
+      '"t:pass" [shape=box, label="pass\\npaused", id="transition-pass", ' +
+        'style="filled,dashed", fillcolor="#fff1c2", color="#a07000"];',
     );
     expect(dot).toContain('"t:mux" [shape=box, label="mux", id="transition-mux", peripheries=2];');
   });

@@ -1,4 +1,7 @@
-/** What can still happen in a net: which transitions may fire, which places may still receive, and so which leftovers are stuck. */
+/**
+ * What can still happen in a net: which transitions may fire, which places may still receive, and so which leftovers
+ * are stuck.
+ */
 
 import { defineNet, type NetDefinition } from 'filespooler';
 import { describe, expect, test } from 'vitest';
@@ -131,7 +134,8 @@ describe('stuck or waiting', () => {
     expect(judge(VIDEO, left('no-room', ['decoded']), now({ decoded: 1 }, { stopped: new Set(['split']) }))).toBe(
       false,
     );
-    expect(judge(VIDEO, left('no-room', ['done']), now({ done: 5 }))).toBe(false); // a sink: nothing in the net empties it
+    // a sink: nothing in the net empties it
+    expect(judge(VIDEO, left('no-room', ['done']), now({ done: 5 }))).toBe(false);
     expect(judge(VIDEO, left('inhibited', ['stabilized']), now({ stabilized: 1 }))).toBe(false);
     expect(judge(VIDEO, left('inhibited', ['stabilized']), now({ stabilized: 1, audio: 1 }))).toBe(true);
   });

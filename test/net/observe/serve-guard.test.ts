@@ -128,24 +128,28 @@ describe('net serve answers only to its own names', () => {
     },
   );
 
-  test('its address, localhost and the loopback names, in any case and with a trailing dot, with or without a port: served', async () => {
-    const { server } = await start();
-    const p = server.port;
-    for (const host of [
-      `127.0.0.1:${p}`,
-      `localhost:${p}`,
-      `LocalHost.:${p}`,
-      'localhost',
-      '127.0.0.1',
-      `[::1]:${p}`,
-      'localhost:9000',
-    ]) {
-      expect((await get(p, '/api/status', host)).status, host).toBe(200);
-    }
-    const events = await get(p, '/api/events', `localhost:${p}`);
-    expect(events.status).toBe(200);
-    expect(events.body).toContain('data: {');
-  });
+  test(
+    'its address, localhost and the loopback names, in any case ' +
+      'and with a trailing dot, with or without a port: served',
+    async () => {
+      const { server } = await start();
+      const p = server.port;
+      for (const host of [
+        `127.0.0.1:${p}`,
+        `localhost:${p}`,
+        `LocalHost.:${p}`,
+        'localhost',
+        '127.0.0.1',
+        `[::1]:${p}`,
+        'localhost:9000',
+      ]) {
+        expect((await get(p, '/api/status', host)).status, host).toBe(200);
+      }
+      const events = await get(p, '/api/events', `localhost:${p}`);
+      expect(events.status).toBe(200);
+      expect(events.body).toContain('data: {');
+    },
+  );
 
   test('a request without a Host header (HTTP/1.0) is refused too', async () => {
     const { server } = await start();
@@ -194,7 +198,8 @@ describe('net serve answers only to its own names', () => {
 });
 
 describe('net serve keeps only so many event streams open', () => {
-  test('2,000 at once: exactly maxStreams served, the rest 503 with Retry-After, logged once per burst; /api/status answers meanwhile', async () => {
+  test('2,000 at once: exactly maxStreams served, the rest 503 with ' +
+    'Retry-After, logged once per burst; /api/status answers meanwhile', async () => {
     const lines: string[] = [];
     const { server } = await start({ maxStreams: 64, logger: createLogger('warn', (l) => lines.push(l)) });
     const p = server.port;
@@ -293,7 +298,8 @@ describe('fspl net serve --allow-host, --max-streams', () => {
     [['--max-streams', '1e3'], "error: invalid --max-streams '1e3': give a whole number of at least 1\n"],
     [
       ['--allow-host', 'fspl.test:8484'],
-      "Error: invalid allowed host: 'fspl.test:8484' is not a host name or an IP address (give the name alone, without a port or scheme)\n",
+      "Error: invalid allowed host: 'fspl.test:8484' is not a host name " +
+        'or an IP address (give the name alone, without a port or scheme)\n',
     ],
   ])('%j: one line, exit 2, nothing served', async (bad, message) => {
     const { file } = makeNet(NET);

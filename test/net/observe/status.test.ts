@@ -48,7 +48,8 @@ async function status(file: string): Promise<{ exit: number | null; json: Status
 }
 
 describe('stuck or waiting', () => {
-  test('partners still upstream: waiting (exit 0), and --drain finishes them; what nothing can bring is stuck (exit 3)', async () => {
+  test('partners still upstream: waiting (exit 0), and --drain ' +
+    'finishes them; what nothing can bring is stuck (exit 3)', async () => {
     const { dir, file, net } = makeNet(NET);
     fs.writeFileSync(path.join(dir, 'go'), '');
     // As a run stopped in the middle leaves them: k1's audio half in a, its other half upstream in b1.
@@ -83,7 +84,8 @@ describe('stuck or waiting', () => {
     expect(after.text).toMatch(/\n1 token can't fire:\n {2}a #2 key lonely: /);
   }, 60_000);
 
-  test('a healthy run and a run stopped in flight: waiting, 0 stuck in /metrics, and --drain finishes them all (exit 0)', async () => {
+  test('a healthy run and a run stopped in flight: waiting, 0 ' +
+    'stuck in /metrics, and --drain finishes them all (exit 0)', async () => {
     const { dir, file, net } = makeNet(NET);
     await net.put('in', Buffer.from('x'), { key: 'k1' });
     await net.put('in', Buffer.from('y'), { key: 'k2' });
@@ -228,7 +230,10 @@ transitions:
       const notes = text.stdout.split('\n').filter((l) => l.startsWith('note: '));
       expect(notes).toEqual([
         expect.stringMatching(
-          /^note: user \S+ may read this net but not lock its places \(nextseq\.lock: Permission denied\), so their next numbers were read without the lock$/,
+          new RegExp(
+            /^note: user \S+ may read this net but not lock its places \(nextseq\.lock: /.source +
+              /Permission denied\), so their next numbers were read without the lock$/.source,
+          ),
         ),
       ]);
       // The NOTE column of every place is empty, and the counts are all there.

@@ -93,30 +93,33 @@ describe('net set-aside, killed half-way', () => {
     return part;
   }
 
-  test('recovery removes the staged NOP while the token is still there, and publishes it once the token is gone', async () => {
-    const { dir, net } = makeNet(NET);
-    for (let i = 0; i < 3; i++) await net.put('in', Buffer.from(`p${i}\n`), { key: `k${i}` });
-    await net.retry({ setAside: true, all: true }); // an operator command: the operate journal exists
-    const jobs = path.join(dir, 'places/in/jobs');
-    // Killed before its move was recorded: the token stays, the NOP goes.
-    const part = stageNopPart(jobs, 2n);
-    await recoverOperations(net.model);
-    expect(fs.existsSync(part)).toBe(false);
-    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
-      [1n, 'Command'],
-      [2n, 'Command'],
-      [3n, 'Command'],
-    ]);
-    // Killed after the token was removed, before the NOP was published: the NOP takes the number.
-    const token = (await tokensIn(path.join(dir, 'places/in')))[1]!;
-    fs.unlinkSync(path.join(jobs, token.filename));
-    stageNopPart(jobs, 2n);
-    await recoverOperations(net.model);
-    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
-      [1n, 'Command'],
-      [2n, 'NOP'],
-      [3n, 'Command'],
-    ]);
-    expect(fs.readdirSync(jobs).filter((n) => n.endsWith('.part'))).toEqual([]);
-  });
+  test(
+    'recovery removes the staged NOP while the token is ' + 'still there, and publishes it once the token is gone',
+    async () => {
+      const { dir, net } = makeNet(NET);
+      for (let i = 0; i < 3; i++) await net.put('in', Buffer.from(`p${i}\n`), { key: `k${i}` });
+      await net.retry({ setAside: true, all: true }); // an operator command: the operate journal exists
+      const jobs = path.join(dir, 'places/in/jobs');
+      // Killed before its move was recorded: the token stays, the NOP goes.
+      const part = stageNopPart(jobs, 2n);
+      await recoverOperations(net.model);
+      expect(fs.existsSync(part)).toBe(false);
+      expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
+        [1n, 'Command'],
+        [2n, 'Command'],
+        [3n, 'Command'],
+      ]);
+      // Killed after the token was removed, before the NOP was published: the NOP takes the number.
+      const token = (await tokensIn(path.join(dir, 'places/in')))[1]!;
+      fs.unlinkSync(path.join(jobs, token.filename));
+      stageNopPart(jobs, 2n);
+      await recoverOperations(net.model);
+      expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
+        [1n, 'Command'],
+        [2n, 'NOP'],
+        [3n, 'Command'],
+      ]);
+      expect(fs.readdirSync(jobs).filter((n) => n.endsWith('.part'))).toEqual([]);
+    },
+  );
 });

@@ -57,7 +57,9 @@ describe('allocateWorkers: the article REPL examples', () => {
       ],
     },
     {
-      repl: 'allocateWorkers 2 (M.fromList [("A", QueueStats 0 [1,1,1]), ("B", QueueStats 0 [1,1,1])]) (S.fromList ["A", "B"])',
+      repl:
+        'allocateWorkers 2 (M.fromList [("A", QueueStats 0 [1,1,1]), ' +
+        '("B", QueueStats 0 [1,1,1])]) (S.fromList ["A", "B"])',
       workers: 2,
       stats: [
         ['A', qs(0, [1, 1, 1])],

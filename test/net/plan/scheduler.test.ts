@@ -242,41 +242,45 @@ describe('schedule', () => {
     ]);
   });
 
-  it('an and-merge given its join (merge): starts its first sets, up to its cap, with only the heads of its places shown', () => {
-    const l = place('l', [tok(1, { key: 'x' })], { order: 'arrival', count: 3 });
-    const r = place('r', [tok(1, { key: 'y' })], { order: 'arrival', count: 3 });
-    const [l2, l3, r2, r3] = [tok(2, { key: 'y' }), tok(3, { key: 'z' }), tok(2, { key: 'z' }), tok(3, { key: 'w' })];
-    const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], {
-      workers: 4,
-      merge: {
-        complete: 2,
-        sets: [
-          [l2, tok(1, { key: 'y' })],
-          [l3, r2],
-        ],
-      },
-    });
-    const res = schedule(input([l, r, place('o', [])], [m]));
-    expect(res.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
-      ['l2', 'r1'],
-      ['l3', 'r2'],
-    ]);
-    // The same sets found in the places' tokens (no join given): the same starts.
-    const all = schedule(
-      input(
-        [
-          place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }),
-          place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }),
-          place('o', []),
-        ],
-        [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })],
-      ),
-    );
-    expect(all.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
-      ['l2', 'r1'],
-      ['l3', 'r2'],
-    ]);
-  });
+  it(
+    'an and-merge given its join (merge): starts its first ' +
+      'sets, up to its cap, with only the heads of its places shown',
+    () => {
+      const l = place('l', [tok(1, { key: 'x' })], { order: 'arrival', count: 3 });
+      const r = place('r', [tok(1, { key: 'y' })], { order: 'arrival', count: 3 });
+      const [l2, l3, r2, r3] = [tok(2, { key: 'y' }), tok(3, { key: 'z' }), tok(2, { key: 'z' }), tok(3, { key: 'w' })];
+      const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], {
+        workers: 4,
+        merge: {
+          complete: 2,
+          sets: [
+            [l2, tok(1, { key: 'y' })],
+            [l3, r2],
+          ],
+        },
+      });
+      const res = schedule(input([l, r, place('o', [])], [m]));
+      expect(res.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
+        ['l2', 'r1'],
+        ['l3', 'r2'],
+      ]);
+      // The same sets found in the places' tokens (no join given): the same starts.
+      const all = schedule(
+        input(
+          [
+            place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }),
+            place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }),
+            place('o', []),
+          ],
+          [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })],
+        ),
+      );
+      expect(all.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
+        ['l2', 'r1'],
+        ['l3', 'r2'],
+      ]);
+    },
+  );
 
   it('a set taken by one and-merge is gone for another reading the same place, and its key no longer counts', () => {
     const [r1, s1, l1] = [tok(1, { key: 'k' }), tok(1, { key: 'k' }), tok(1, { key: 'k' })];
@@ -445,63 +449,70 @@ describe('schedule', () => {
 });
 
 describe('idle transitions and the allocation', () => {
-  it('a transition with nothing queued and nothing running gets no share, even when upstream could still feed it', () => {
-    // t1 runs and writes b, so t2 (reading b, empty) could still get work: the article counts it as
-    // not done. It weighs nothing either way, and never takes a worker from a stage that weighs
-    // more: t3, the only weighed stage, gets both workers' worth of share, and both starts.
-    const ts = [
-      trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }),
-      trans('t2', 'b', ['c'], { serviceTimes: [10] }),
-      trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] }),
-    ];
-    const r = schedule(
-      input(
-        [
-          place('a', []),
-          place('b', []),
-          place('c', []),
-          place(
-            'd',
-            range(1, 6).map((i) => tok(i)),
-          ),
-          place('e', []),
-        ],
-        ts,
-        { totalWorkers: 3, freeWorkers: 2, rotation: 1 },
-      ),
-    );
-    expect(r.starts.map((s) => s.transition)).toEqual(['t3', 't3']);
-  });
+  it(
+    'a transition with nothing queued and nothing running ' + 'gets no share, even when upstream could still feed it',
+    () => {
+      // t1 runs and writes b, so t2 (reading b, empty) could still get work: the article counts it as
+      // not done. It weighs nothing either way, and never takes a worker from a stage that weighs
+      // more: t3, the only weighed stage, gets both workers' worth of share, and both starts.
+      const ts = [
+        trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }),
+        trans('t2', 'b', ['c'], { serviceTimes: [10] }),
+        trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] }),
+      ];
+      const r = schedule(
+        input(
+          [
+            place('a', []),
+            place('b', []),
+            place('c', []),
+            place(
+              'd',
+              range(1, 6).map((i) => tok(i)),
+            ),
+            place('e', []),
+          ],
+          ts,
+          { totalWorkers: 3, freeWorkers: 2, rotation: 1 },
+        ),
+      );
+      expect(r.starts.map((s) => s.transition)).toEqual(['t3', 't3']);
+    },
+  );
 
-  it('with every weight zero (service times of 0), the first transition with work in round-robin order has the share: a deliberate difference from the article', () => {
-    // Moves and quick functions measure 0 ms: every stage weighs 0, and allocateWorkers gives every
-    // worker to the first stage that is not done. The article's "done" leaves t2 in (t1, running,
-    // feeds it), and t2 would get the share though it has nothing to fire; the scheduler leaves out
-    // every transition with nothing queued and nothing running, so the share goes to t3, the
-    // first in round-robin order (from t2) with work, and its deficit (2 - 1) is the largest.
-    // Knowing what upstream could still feed would cost a walk of the net per decision.
-    const ts = [
-      trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }),
-      trans('t2', 'b', ['c'], { serviceTimes: [0] }),
-      trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }),
-      trans('t4', 'f', ['x'], { serviceTimes: [0] }),
-    ];
-    const ps = [
-      place('a', []),
-      place('b', []),
-      place('c', []),
-      place('d', [tok(1)]),
-      place('f', [tok(1)]),
-      place('x', []),
-    ];
-    const r = schedule(input(ps, ts, { totalWorkers: 2, freeWorkers: 1, rotation: 1 }));
-    expect(r.starts.map((s) => s.transition)).toEqual(['t3']);
-    // With a weighed stage anywhere, nothing of this matters: t4's share (it weighs more) wins.
-    const weighed = ts.map((t) => (t.name === 't4' ? { ...t, serviceTimes: [5] } : t));
-    expect(
-      schedule(input(ps, weighed, { totalWorkers: 2, freeWorkers: 1, rotation: 1 })).starts.map((s) => s.transition),
-    ).toEqual(['t4']);
-  });
+  it(
+    'with every weight zero (service times of 0), the first transition with work ' +
+      'in round-robin order has the share: a deliberate difference from the article',
+    () => {
+      // Moves and quick functions measure 0 ms: every stage weighs 0, and allocateWorkers gives every
+      // worker to the first stage that is not done. The article's "done" leaves t2 in (t1, running,
+      // feeds it), and t2 would get the share though it has nothing to fire; the scheduler leaves out
+      // every transition with nothing queued and nothing running, so the share goes to t3, the
+      // first in round-robin order (from t2) with work, and its deficit (2 - 1) is the largest.
+      // Knowing what upstream could still feed would cost a walk of the net per decision.
+      const ts = [
+        trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }),
+        trans('t2', 'b', ['c'], { serviceTimes: [0] }),
+        trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }),
+        trans('t4', 'f', ['x'], { serviceTimes: [0] }),
+      ];
+      const ps = [
+        place('a', []),
+        place('b', []),
+        place('c', []),
+        place('d', [tok(1)]),
+        place('f', [tok(1)]),
+        place('x', []),
+      ];
+      const r = schedule(input(ps, ts, { totalWorkers: 2, freeWorkers: 1, rotation: 1 }));
+      expect(r.starts.map((s) => s.transition)).toEqual(['t3']);
+      // With a weighed stage anywhere, nothing of this matters: t4's share (it weighs more) wins.
+      const weighed = ts.map((t) => (t.name === 't4' ? { ...t, serviceTimes: [5] } : t));
+      expect(
+        schedule(input(ps, weighed, { totalWorkers: 2, freeWorkers: 1, rotation: 1 })).starts.map((s) => s.transition),
+      ).toEqual(['t4']);
+    },
+  );
 });
 
 /** A marking that changes as a run's would, for the incremental scheduler. */

@@ -92,7 +92,8 @@ async function crashRun(workers: number): Promise<void> {
   const parts = fs.readdirSync(path.join(dir, 'places/sink/jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n));
   expect(parts).toEqual([]);
   console.log(
-    `kill -9 test (workers ${workers}, seed ${seed}): ${kills} kills, ${clean} clean exits, ${tokens.length} tokens and ${sink.length - tokens.length} NOP fillers in the sink`,
+    `kill -9 test (workers ${workers}, seed ${seed}): ${kills} kills, ${clean} clean exits, ` +
+      `${tokens.length} tokens and ${sink.length - tokens.length} NOP fillers in the sink`,
   );
   expect(kills).toBeGreaterThanOrEqual(KILLS);
 }

@@ -69,7 +69,8 @@ test('10,000 places, each read by a transition with no output: every token fires
   for (const place of filled) expect(fs.readdirSync(path.join(dir, 'places', place, 'jobs'))).toEqual([]);
 }, 60_000);
 
-test('decisions over capacities, inhibitors, batches, and-merges, retries and error places match decisions from scratch', async () => {
+test('decisions over capacities, inhibitors, batches, and-merges, ' +
+  'retries and error places match decisions from scratch', async () => {
   const dir = netDir();
   let calls = 0;
   const net = Net.define({

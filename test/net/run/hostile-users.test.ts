@@ -55,9 +55,12 @@ done
 `;
 
 /** A transition's command: its daemon started once (setsid: it outlives the firing), then honest work. */
-const command = (user: string, places: string[], outputs: string) => `#!/bin/sh
+const command = (user: string, places: string[], outputs: string) =>
+  `#!/bin/sh
 if mkdir "$FSPL_TEST_DIR/marks/started-${user}" 2>/dev/null; then
-  setsid sh "$FSPL_TEST_DIR/plant.sh" "$FSPL_TEST_CANARY" "$FSPL_TEST_DIR/net.state/staging" "$FSPL_TEST_DIR/stop" ${places.map((p) => `"$FSPL_TEST_DIR/places/${p}"`).join(' ')} </dev/null >/dev/null 2>&1 &
+  setsid sh "$FSPL_TEST_DIR/plant.sh" "$FSPL_TEST_CANARY" "$FSPL_TEST_DIR/net.state/staging" ` +
+  `"$FSPL_TEST_DIR/stop" ${places.map((p) => `"$FSPL_TEST_DIR/places/${p}"`).join(' ')} </dev/null ` +
+  `>/dev/null 2>&1 &
 fi
 ${outputs}
 `;
@@ -109,7 +112,8 @@ describeIfPresent('hostile transition users', missing, { what: 'the hostile-user
   });
 
   test(
-    `${TOKENS} tokens through transitions whose users plant links everywhere they can: the canary is untouched, no token holds its secret, the honest transition delivers all`,
+    `${TOKENS} tokens through transitions whose users plant links everywhere they can: ` +
+      `the canary is untouched, no token holds its secret, the honest transition delivers all`,
     async () => {
       // The canary: a root-only packet, in a directory others may pass through (so that a hard link
       // to it can be made) but not list.

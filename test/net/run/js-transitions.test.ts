@@ -16,7 +16,8 @@ async function text(r: Readable): Promise<string> {
 }
 
 describe('net run: JavaScript transitions', () => {
-  test('small and large payloads read in full; strings, buffers, streams and nothing returned become tokens', async () => {
+  test('small and large payloads read in full; strings, ' +
+    'buffers, streams and nothing returned become tokens', async () => {
     const { dir, net } = makeNet(`places: { a: {}, b: {} }\ntransitions: {}\n`);
     const big = `${'x'.repeat(200 * 1024)}end`;
     const huge = Buffer.alloc(300_000, 'h'); // beyond what is kept in memory: a staging file
@@ -89,7 +90,8 @@ describe('net run: JavaScript transitions', () => {
     expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['abc']);
   }, 60_000);
 
-  test("a function's signal says why it was aborted: the run's stop, or its timeout; its token stays for the one, goes to the error place for the other", async () => {
+  test("a function's signal says why it was aborted: the run's stop, or its " +
+    'timeout; its token stays for the one, goes to the error place for the other', async () => {
     const { dir, net } = makeNet(`places: { a: {}, b: {}, err: {} }\ntransitions: {}\n`);
     await net.put('a', Buffer.from('p'), { key: 'k' });
     const reasons: string[] = [];

@@ -13,7 +13,8 @@ import { SeqFile } from '../../../src/sys/seqfile.js';
 import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 
 describe('net run', () => {
-  test('a chain of 3 transitions moves 1,000 tokens to the sink exactly once, in order, leaving no stray files', async () => {
+  test('a chain of 3 transitions moves 1,000 tokens to the ' +
+    'sink exactly once, in order, leaving no stray files', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, c: {}, d: {} }
 transitions:
@@ -34,7 +35,8 @@ transitions:
     expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   }, 300_000);
 
-  test('an index window far smaller than the place (264 of 800 waiting tokens, some from other writers named without their number): all arrive once, in order', async () => {
+  test('an index window far smaller than the place (264 of 800 waiting tokens, some ' +
+    'from other writers named without their number): all arrive once, in order', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, c: {} }
 transitions:
@@ -68,7 +70,8 @@ transitions:
     for (const p of ['a', 'b']) expect(fs.readdirSync(path.join(dir, 'places', p, 'jobs'))).toEqual([]);
   }, 120_000);
 
-  test('an and-merge pairs A(k) with B(k) for 1,000 keys arriving out of order; a token with no partner stays, is reported, and blocks no other key', async () => {
+  test('an and-merge pairs A(k) with B(k) for 1,000 keys arriving out of order; ' +
+    'a token with no partner stays, is reported, and blocks no other key', async () => {
     const { dir, net } = makeNet(`
 places: { inA: {}, inB: {}, outA: {}, outB: {}, merged: {} }
 transitions:
@@ -104,7 +107,8 @@ transitions:
     expect(status.transitions.find((t) => t.name === 'mux')!.waitingMerges).toBe(1);
   }, 300_000);
 
-  test('xor-branch: writing 0 or 2 of the one-of files fails the firing, writing 1 commits it; any-of accepts any subset', async () => {
+  test('xor-branch: writing 0 or 2 of the one-of files fails the ' +
+    'firing, writing 1 commits it; any-of accepts any subset', async () => {
     const { dir, net } = makeNet(`
 places: { in: {}, left: {}, right: {}, failed: {}, in2: {}, x: {}, y: {}, z: {} }
 transitions:
@@ -153,7 +157,8 @@ transitions:
     expect(failed[0]!.env.ERROR_REASON).toBe('wrote no output for b');
   });
 
-  test('failure isolation: token 3 of 10 fails, is retried, goes to the error place with its status and stderr tail; 4..10 go on', async () => {
+  test('failure isolation: token 3 of 10 fails, is retried, goes to ' +
+    'the error place with its status and stderr tail; 4..10 go on', async () => {
     const { dir, net } = makeNet(
       `
 places: { in: {}, out: {}, failed: {} }
@@ -210,7 +215,8 @@ cat
     ]);
   }, 60_000);
 
-  test('without an error place a failing transition stops, its token stays, and the other transitions keep going', async () => {
+  test('without an error place a failing transition stops, ' +
+    'its token stays, and the other transitions keep going', async () => {
     const { dir, file, net } = makeNet(`
 places: { in: {}, out: {}, side: {}, sideout: {} }
 transitions:
@@ -228,7 +234,8 @@ transitions:
     expect(await tokensIn(path.join(dir, 'places/in'))).toHaveLength(3);
   }, 60_000);
 
-  test('10 MB on stdout and 10 MB on stderr never block; a command reading 10 bytes of a 1 MB payload is judged by its status', async () => {
+  test('10 MB on stdout and 10 MB on stderr never block; a command ' +
+    'reading 10 bytes of a 1 MB payload is judged by its status', async () => {
     const { dir, net } = makeNet(`
 places: { in: {}, out: {}, in2: {}, out2: {} }
 transitions:
@@ -272,7 +279,8 @@ transitions:
     expect(alive).toBe(false);
   }, 30_000);
 
-  test('--drain exits 0 only once nothing runs and nothing can fire (100 runs with random delays never exit early)', async () => {
+  test('--drain exits 0 only once nothing runs and nothing ' +
+    'can fire (100 runs with random delays never exit early)', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, c: {} }
 transitions:

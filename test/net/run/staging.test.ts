@@ -79,7 +79,8 @@ describe('StagingSweeper', () => {
 });
 
 describe('command firings leave nothing in staging, whatever way they end', () => {
-  test('single and several outputs, an and-merge, a batch, a failure with retries, a start failure; a tail only of a stderr that has bytes', async () => {
+  test('single and several outputs, an and-merge, a batch, a failure with ' +
+    'retries, a start failure; a tail only of a stderr that has bytes', async () => {
     const { dir, net } = makeNet(
       `
 places: { a: {}, l: {}, r: {}, b: {}, c: {}, m: {}, x: {}, y: {}, bad: {}, ns: {}, failed: {}, out: {} }

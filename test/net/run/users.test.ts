@@ -40,7 +40,8 @@ describeIfPresent('transitions as users', missing, { what: 'per-transition user 
     }
   });
 
-  test('each reads its input and writes its output; writing elsewhere is EACCES and goes to the error place', async () => {
+  test('each reads its input and writes its output; writing ' +
+    'elsewhere is EACCES and goes to the error place', async () => {
     const { dir, file, net } = makeNet(
       `
 places: { p1: {}, p2: {}, p3: {}, err: {} }
@@ -102,7 +103,8 @@ transitions:
       'sh',
       [
         '-c',
-        `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`,
+        `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ` +
+          `${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`,
       ],
       { encoding: 'utf8' },
     );
