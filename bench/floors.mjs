@@ -75,10 +75,14 @@ if (what === 'spawn') {
   }
   fs.closeSync(lock);
 } else if (what === 'moves') {
-  process.stdout.write(`${(await durableMoves(arg, Number(process.argv[4]), Number(process.argv[5] ?? 1))).toFixed(1)}\n`);
+  process.stdout.write(
+    `${(await durableMoves(arg, Number(process.argv[4]), Number(process.argv[5] ?? 1))).toFixed(1)}\n`,
+  );
   process.exit(0);
 } else if (what === 'chain') {
-  process.stdout.write(`${(await durableChain(arg, Number(process.argv[4]), Number(process.argv[5] ?? 2))).toFixed(1)}\n`);
+  process.stdout.write(
+    `${(await durableChain(arg, Number(process.argv[4]), Number(process.argv[5] ?? 2))).toFixed(1)}\n`,
+  );
   process.exit(0);
 } else {
   throw new Error('usage: floors.mjs spawn N | native-spawn N | nop DIR | moves DIR N [LANES] | chain DIR N [W]');

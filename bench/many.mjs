@@ -38,7 +38,9 @@ const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1
 const x = (v) => `${v.toFixed(2)}×`;
 const s2 = (v) => `${v.toFixed(2)} s`;
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
+);
 const loadavg = () => os.loadavg()[0].toFixed(2);
 
 const WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-many-bench-'));
@@ -53,7 +55,11 @@ function die(msg) {
 function timed(cmdline, what) {
   const tf = path.join(WORK, 'time');
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], { env: ENV, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], {
+    env: ENV,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) die(`${what} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const [u, s, rss] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
@@ -69,7 +75,10 @@ const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
 function makeTemplate(n) {
   const t = path.join(WORK, `template-${n}`);
   fs.mkdirSync(t);
-  const script = `i=0; while [ $i -lt ${n} ]; do ${shq(opts.ref)} queue-init -q ${shq(t)}/q$i && echo "job $i" | ${shq(opts.ref)} prepare -s - -i - | ${shq(opts.ref)} queue-write -q ${shq(t)}/q$i || exit 1; i=$((i+1)); done`;
+  const script =
+    `i=0; while [ $i -lt ${n} ]; do ${shq(opts.ref)} queue-init -q ${shq(t)}/q$i && echo "job $i" | ` +
+    `${shq(opts.ref)} prepare -s - -i - | ${shq(opts.ref)} queue-write -q ${shq(t)}/q$i || exit 1; ` +
+    `i=$((i+1)); done`;
   const r = spawnSync('sh', ['-c', script], { env: ENV, encoding: 'utf8' });
   if (r.status !== 0) die(`making the queues failed: ${r.stderr}`);
   return t;
@@ -99,7 +108,8 @@ function benchPass() {
   log(`pass: making ${n} queues with the reference`);
   const template = makeTemplate(n);
   const sides = {
-    ref: (dir, out) => `for q in ${shq(dir)}/q*; do ${shq(opts.ref)} queue-process -q "$q" sh -- -c 'cat >> ${out}' || exit 1; done`,
+    ref: (dir, out) =>
+      `for q in ${shq(dir)}/q*; do ${shq(opts.ref)} queue-process -q "$q" sh -- -c 'cat >> ${out}' || exit 1; done`,
     ours: (dir, out) => `${shq(NODE)} ${shq(BIN)} queue-process --queues-in ${shq(dir)} sh -- -c 'cat >> ${out}'`,
   };
   const runs = { ref: [], ours: [], floor: [] };
@@ -122,17 +132,28 @@ function benchPass() {
       fs.rmSync(dir, { recursive: true });
     }
   }
-  const cpu = { ref: median(runs.ref.map((r) => r.cpu)), ours: median(runs.ours.map((r) => r.cpu)), floor: median(runs.floor.map((r) => r.cpu)) };
+  const cpu = {
+    ref: median(runs.ref.map((r) => r.cpu)),
+    ours: median(runs.ours.map((r) => r.cpu)),
+    floor: median(runs.floor.map((r) => r.cpu)),
+  };
   const wall = { ref: median(runs.ref.map((r) => r.wall)), ours: median(runs.ours.map((r) => r.wall)) };
   const ratio = cpu.ours / cpu.ref;
   const ownMs = ((cpu.ours - cpu.floor) / n) * 1000;
   const refOwnMs = ((cpu.ref - cpu.floor) / n) * 1000;
   return {
     rows: [
-      `| ${n.toLocaleString('en-US')} queues, one job each (\`sh -c 'cat >> F'\`), one pass: \`fspl queue-process --queues-in\`, CPU (user+sys, children included) | the reference's loop, one \`fspl queue-process\` per queue | ${s2(cpu.ours)} | ${s2(cpu.ref)} | ${x(ratio)} | ≤ 0.3× | ${ratio <= 0.3 ? 'met' : '**missed**'} | ${loads[0]}–${loads[loads.length - 1]} |`,
-      `| the same, wall | the same loop | ${s2(wall.ours)} | ${s2(wall.ref)} | ${x(wall.ours / wall.ref)} | — | (information) | |`,
-      `| the commands alone: the same ${n.toLocaleString('en-US')} \`sh -c 'cat >> F'\` started by \`xargs\`, no queue (the floor both sides pay) | the reference's loop | ${s2(cpu.floor)} | ${s2(cpu.ref)} | ${x(cpu.floor / cpu.ref)} | — | (the lowest ratio any processor can have here) | |`,
-      `| CPU per queue above that floor | the reference's | ${ownMs.toFixed(2)} ms | ${refOwnMs.toFixed(2)} ms | ${x(ownMs / refOwnMs)} | — | (information) | |`,
+      `| ${n.toLocaleString('en-US')} queues, one job each (\`sh -c 'cat >> F'\`), one pass: \`fspl ` +
+        `queue-process --queues-in\`, CPU (user+sys, children included) | the reference's loop, one ` +
+        `\`fspl queue-process\` per queue | ${s2(cpu.ours)} | ${s2(cpu.ref)} | ${x(ratio)} | ≤ ` +
+        `0.3× | ${ratio <= 0.3 ? 'met' : '**missed**'} | ${loads[0]}–${loads[loads.length - 1]} |`,
+      `| the same, wall | the same loop | ${s2(wall.ours)} | ${s2(wall.ref)}` +
+        ` | ${x(wall.ours / wall.ref)} | — | (information) | |`,
+      `| the commands alone: the same ${n.toLocaleString('en-US')} \`sh -c 'cat >> F'\` started by ` +
+        `\`xargs\`, no queue (the floor both sides pay) | the reference's loop | ${s2(cpu.floor)} | ` +
+        `${s2(cpu.ref)} | ${x(cpu.floor / cpu.ref)} | — | (the lowest ratio any processor can have here) | |`,
+      `| CPU per queue above that floor | the reference's | ${ownMs.toFixed(2)} ms ` +
+        `| ${refOwnMs.toFixed(2)} ms | ${x(ownMs / refOwnMs)} | — | (information) | |`,
     ],
     n,
   };
@@ -166,7 +187,11 @@ async function until(what, cond, ms = 120_000) {
 
 /** A packet of sequence seq, made by the reference, read back as bytes. */
 function refPacket(seq) {
-  const r = spawnSync('sh', ['-c', `f=$(mktemp); echo ${seq} > "$f"; echo job | ${shq(opts.ref)} prepare -s "$f" -i -; rm -f "$f" "$f.lock"`], { env: ENV });
+  const r = spawnSync(
+    'sh',
+    ['-c', `f=$(mktemp); echo ${seq} > "$f"; echo job | ${shq(opts.ref)} prepare -s "$f" -i -; rm -f "$f" "$f.lock"`],
+    { env: ENV },
+  );
   if (r.status !== 0) die('prepare failed');
   return r.stdout;
 }
@@ -189,10 +214,24 @@ async function benchWatch() {
   // Queues made moments ago look as if they might have changed unseen (coarse time stamps): each
   // is scanned once more at its first safety look. A service starts over queues made long before.
   await sleep(3000);
-  const child = spawn(NODE, [BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', `echo "$(date +%s%N)" >> ${logFile}; cat > /dev/null`], {
-    env: ENV,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    NODE,
+    [
+      BIN,
+      'queue-process',
+      '--watch',
+      '--queues-in',
+      parent,
+      'sh',
+      '--',
+      '-c',
+      `echo "$(date +%s%N)" >> ${logFile}; cat > /dev/null`,
+    ],
+    {
+      env: ENV,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const t0 = Date.now();
@@ -222,12 +261,19 @@ async function benchWatch() {
     // The queue's next job: its own number 1, unless the queue was picked before.
     const name = `fspl-00000000-0000-4000-8000-${String(k + 1).padStart(12, '0')}.fspl`;
     const renamedNs = BigInt(Date.now()) * 1_000_000n;
-    if (fs.readdirSync(q).some((f) => f.startsWith('fspl-')) || fs.readFileSync(path.join(q, '..', 'nextseq'), 'utf8').trim() !== '1') {
+    if (
+      fs.readdirSync(q).some((f) => f.startsWith('fspl-')) ||
+      fs.readFileSync(path.join(q, '..', 'nextseq'), 'utf8').trim() !== '1'
+    ) {
       fs.rmSync(tmp);
       continue; // picked twice: a packet numbered 1 would not run; skip the sample
     }
     fs.renameSync(tmp, path.join(q, name));
-    await until('the job to start', () => fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).length > seen, 30_000);
+    await until(
+      'the job to start',
+      () => fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).length > seen,
+      30_000,
+    );
     const lines = fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
     seen = lines.length;
     latencies.push(Number(BigInt(lines[lines.length - 1]) - renamedNs) / 1e6);
@@ -242,10 +288,16 @@ async function benchWatch() {
   const rss = Math.max(mem.hwm, memAfter.hwm);
   return {
     rows: [
-      `| ${n.toLocaleString('en-US')} queues under \`queue-process --watch --queues-in\`: idle CPU over ${idleSeconds} s | — | ${(idleCpu * 100).toFixed(2)} % of a core | — | — | ≤ 1 % | ${idleCpu <= 0.01 ? 'met' : '**missed**'} | ${loadavg()} |`,
-      `| the same: peak RSS (VmHWM) | — | ${rss.toFixed(0)} MiB | — | — | ≤ 150 MiB | ${rss <= 150 ? 'met' : '**missed**'} | |`,
-      `| the same: rename into a random queue → its command's start (${latencies.length} jobs; p50 ${p50.toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms) | — | p90 ${p90.toFixed(1)} ms | — | — | ≤ 100 ms | ${p90 <= 100 ? 'met' : '**missed**'} | |`,
-      `| the same: from start to its first job run (every queue found and watched) | — | ${s2(startup)} | — | — | (information) | | |`,
+      `| ${n.toLocaleString('en-US')} queues under \`queue-process --watch --queues-in\`: ` +
+        `idle CPU over ${idleSeconds} s | — | ${(idleCpu * 100).toFixed(2)} % of a core ` +
+        `| — | — | ≤ 1 % | ${idleCpu <= 0.01 ? 'met' : '**missed**'} | ${loadavg()} |`,
+      `| the same: peak RSS (VmHWM) | — | ${rss.toFixed(0)} MiB | — ` +
+        `| — | ≤ 150 MiB | ${rss <= 150 ? 'met' : '**missed**'} | |`,
+      `| the same: rename into a random queue → its command's start (${latencies.length} ` +
+        `jobs; p50 ${p50.toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms) | — | ` +
+        `p90 ${p90.toFixed(1)} ms | — | — | ≤ 100 ms | ${p90 <= 100 ? 'met' : '**missed**'} | |`,
+      `| the same: from start to its first job run (every queue found and ` +
+        `watched) | — | ${s2(startup)} | — | — | (information) | | |`,
     ],
   };
 }
@@ -256,7 +308,8 @@ const rows = [];
 if (want('pass')) rows.push(...benchPass().rows);
 if (want('watch')) rows.push(...(await benchWatch()).rows);
 
-const md = `${BEGIN}
+const md =
+  `${BEGIN}
 ## Many queues in one process (issue 30; \`bench/many.mjs\`)
 
 | measure | compared with | ours | theirs | ratio | target | | load (1 min) |
@@ -274,7 +327,8 @@ How it is measured:
   \`queue-init\` leaves them), then one \`queue-process --watch --queues-in\` starts. After its first job
   and 2 s more, its CPU (utime+stime from \`/proc/PID/stat\`) is read over the idle window; peak RSS is
   VmHWM from \`/proc/PID/status\`. The queues are made 3 s before the watcher starts (a queue changed
-  within 2 s of a look is scanned again at its next look, in case coarse time stamps hid a change). Latency: one job at a time is renamed into a random queue,
+  within 2 s of a look is scanned again at its next look, in case coarse time ` +
+  `stamps hid a change). Latency: one job at a time is renamed into a random queue,
   20–60 ms apart; the command logs \`date +%s%N\` as it starts (\`sh\` and \`date\` included: an upper
   bound).
 ${END}

@@ -32,7 +32,8 @@ const transitions = new Map();
 const nextSeq = [];
 for (let i = 0; i < N; i++) {
   const tokens = [];
-  for (let k = 1; k <= TOKENS; k++) tokens.push({ filename: `p${i}-${k}`, seq: BigInt(k), key: `k${k}`, seen: 0, nop: false });
+  for (let k = 1; k <= TOKENS; k++)
+    tokens.push({ filename: `p${i}-${k}`, seq: BigInt(k), key: `k${k}`, seen: 0, nop: false });
   nextSeq.push(TOKENS + 1);
   places.set(`p${i}`, { name: `p${i}`, order: 'sequence', next: 1n, tokens, count: TOKENS, incoming: 0, claimed: 0 });
   const serviceTimes = Array.from({ length: 5 }, () => 10 + Math.round(40 * rand()));
@@ -59,7 +60,12 @@ function begin(s) {
   const t = transitions.get(s.transition);
   const p = places.get(s.tokens[0].place);
   transitions.set(t.name, { ...t, running: t.running + 1 });
-  places.set(p.name, { ...p, tokens: p.tokens.filter((x) => x !== s.tokens[0].token), claimed: p.claimed + 1, next: s.tokens[0].token.seq + 1n });
+  places.set(p.name, {
+    ...p,
+    tokens: p.tokens.filter((x) => x !== s.tokens[0].token),
+    claimed: p.claimed + 1,
+    next: s.tokens[0].token.seq + 1n,
+  });
   running.push(s);
   busy++;
   scheduler?.placeChanged(p.name);
@@ -73,7 +79,11 @@ function end() {
   const p = places.get(s.tokens[0].place);
   const i = Number(p.name.slice(1));
   const tok = { filename: `${p.name}-${nextSeq[i]}`, seq: BigInt(nextSeq[i]++), key: 'k', seen: 0, nop: false };
-  transitions.set(t.name, { ...t, running: t.running - 1, serviceTimes: [...t.serviceTimes.slice(1), 10 + Math.round(40 * rand())] });
+  transitions.set(t.name, {
+    ...t,
+    running: t.running - 1,
+    serviceTimes: [...t.serviceTimes.slice(1), 10 + Math.round(40 * rand())],
+  });
   places.set(p.name, { ...p, tokens: [...p.tokens, tok], claimed: p.claimed - 1 });
   busy--;
   scheduler?.placeChanged(p.name);
@@ -110,7 +120,10 @@ function timeIt(rounds, fn) {
 timeIt(Math.min(200, ROUNDS), round); // warm-up
 const decideMs = timeIt(ROUNDS, round);
 const stats = new Map(
-  [...transitions.values()].map((t) => [t.name, { queueLength: places.get(t.inputs[0].place).tokens.length + t.running, serviceTimes: t.serviceTimes }]),
+  [...transitions.values()].map((t) => [
+    t.name,
+    { queueLength: places.get(t.inputs[0].place).tokens.length + t.running, serviceTimes: t.serviceTimes },
+  ]),
 );
 const allocateMs = timeIt(Math.max(20, Math.round(ROUNDS / 20)), () => {
   const a0 = performance.now();

@@ -68,5 +68,13 @@ const end = cpu();
 first ??= end;
 last ??= end;
 process.stdout.write(
-  `${JSON.stringify({ openMs: first - c0, firingMs: last - first, spawnerMs: spawner1 - spawner0, endMs: end - last, firings, wallMs: performance.now() - t0, rssMiB: process.memoryUsage().rss / 2 ** 20 })}\n`,
+  `${JSON.stringify({
+    openMs: first - c0,
+    firingMs: last - first,
+    spawnerMs: spawner1 - spawner0,
+    endMs: end - last,
+    firings,
+    wallMs: performance.now() - t0,
+    rssMiB: process.memoryUsage().rss / 2 ** 20,
+  })}\n`,
 );

@@ -22,7 +22,10 @@ import { load } from './net-targets.mjs';
 const RUN = fileURLToPath(new URL('./net-flat-run.mjs', import.meta.url));
 const DECIDE = fileURLToPath(new URL('./net-flat-decide.mjs', import.meta.url));
 
-/** A net file: `n` places (relative `dir`s under the net's directory), each read by a transition with no output running `run`. */
+/**
+ * A net file: `n` places (relative `dir`s under the net's directory), each read by a transition with no output running
+ * `run`.
+ */
 function manyQueues(n, run, dirOf = (i) => `places/q${i}`) {
   const lines = ['places:'];
   for (let i = 0; i < n; i++) lines.push(`  q${i}: { dir: ${dirOf(i)} }`);
@@ -79,7 +82,8 @@ export async function benchFlat(ctx) {
     const ratio = perFiring(n) / base;
     const last = n === sizes.at(-1);
     rows.push([
-      `the runner's CPU per firing, ${n.toLocaleString('en')} places (one transition each, no output), ${FIRINGS.toLocaleString('en')} firings`,
+      `the runner's CPU per firing, ${n.toLocaleString('en')} places (one ` +
+        `transition each, no output), ${FIRINGS.toLocaleString('en')} firings`,
       `itself at ${sizes[0]} places`,
       `${perFiring(n).toFixed(2)} ms`,
       `${base.toFixed(2)} ms`,
@@ -91,10 +95,21 @@ export async function benchFlat(ctx) {
   }
   const ms = (n, k) => `${median(per.get(n).map((m) => m[k])).toFixed(0)} ms`;
   notes.push(
-    `Of the firings' CPU, the native spawner thread's (\`posix_spawn\`, which copies the process's table of open files for each child: the run holds one consumer lock open per place it reads), medians: ${sizes.map((n) => ms(n, 'spawnerMs')).join(' / ')} at ${sizes.map((n) => n.toLocaleString('en')).join(' / ')} places (from /proc, 10 ms ticks).`,
+    `Of the firings' CPU, the native spawner thread's (\`posix_spawn\`, which copies the ` +
+      `process's table of open files for each child: the run holds one consumer lock open per ` +
+      `place it reads), medians: ${sizes.map((n) => ms(n, 'spawnerMs')).join(' / ')} at ` +
+      `${sizes.map((n) => n.toLocaleString('en')).join(' / ')} places (from /proc, 10 ms ticks).`,
   );
   notes.push(
-    `What a run costs once, whatever its firings (the runner's CPU, medians at ${sizes.map((n) => n.toLocaleString('en')).join(' / ')} places): its open (before the first firing: locks, recovery, the first scan of every place, the watches) ${sizes.map((n) => ms(n, 'openMs')).join(' / ')}; the drain's end (after the last commit: a last look at every place, the leftovers) ${sizes.map((n) => ms(n, 'endMs')).join(' / ')}; the whole run, ${sizes.map((n) => `${(median(per.get(n).map((m) => m.openMs + m.firingMs + m.endMs)) / 1000).toFixed(2)} s`).join(' / ')}. Peak RSS ${sizes.map((n) => `${median(per.get(n).map((m) => m.rssMiB)).toFixed(0)} MiB`).join(' / ')}.`,
+    `What a run costs once, whatever its firings (the runner's CPU, medians at ` +
+      `${sizes.map((n) => n.toLocaleString('en')).join(' / ')} places): its open (before the first ` +
+      `firing: locks, recovery, the first scan of every place, the watches) ` +
+      `${sizes.map((n) => ms(n, 'openMs')).join(' / ')}; the drain's end (after the last commit: a ` +
+      `last look at every place, the leftovers) ${sizes.map((n) => ms(n, 'endMs')).join(' / ')}; the ` +
+      `whole run, ${sizes
+        .map((n) => `${(median(per.get(n).map((m) => m.openMs + m.firingMs + m.endMs)) / 1000).toFixed(2)} s`)
+        .join(' / ')}` +
+      `. Peak RSS ${sizes.map((n) => `${median(per.get(n).map((m) => m.rssMiB)).toFixed(0)} MiB`).join(' / ')}.`,
   );
 
   // ---- One decision, 50 / 1,000 / 10,000 transitions with work.
@@ -110,7 +125,9 @@ export async function benchFlat(ctx) {
   const decUs = (n) => median(dec.get(n).map((m) => m.decideUs));
   const allocUs = (n) => median(dec.get(n).map((m) => m.allocateUs));
   const dRatio = decUs(10_000) / decUs(50);
-  const how = dec.get(50)[0].incremental ? 'the incremental scheduler told what changed' : 'schedule() over the whole marking';
+  const how = dec.get(50)[0].incremental
+    ? 'the incremental scheduler told what changed'
+    : 'schedule() over the whole marking';
   rows.push([
     `one decision of the scheduler (${how}), 10,000 transitions with work, 4 workers`,
     'itself with 50',
@@ -122,7 +139,9 @@ export async function benchFlat(ctx) {
     span(l1),
   ]);
   notes.push(
-    `Decisions: ${dsizes.map((n) => `${n.toLocaleString('en')} transitions ${decUs(n).toFixed(0)} µs`).join(', ')}; allocateWorkers over every transition once (what each start cost before the scheduler was incremental): ${dsizes.map((n) => `${allocUs(n).toFixed(0)} µs`).join(', ')}.`,
+    `Decisions: ${dsizes.map((n) => `${n.toLocaleString('en')} transitions ${decUs(n).toFixed(0)} µs`).join(', ')}` +
+      `; allocateWorkers over every transition once (what each start cost before the scheduler was ` +
+      `incremental): ${dsizes.map((n) => `${allocUs(n).toFixed(0)} µs`).join(', ')}.`,
   );
 
   // ---- fspl net run --drain over 1,000 queues made by the reference, against its loop.
@@ -130,7 +149,9 @@ export async function benchFlat(ctx) {
   if (fs.existsSync(opts.ref)) {
     const seed = freshDir('flat-queues');
     log(`flat: ${QN} queues made by the reference, one job each`);
-    const make = `i=0; while [ $i -lt ${QN} ]; do '${opts.ref}' queue-init -q "q$i" && echo "job $i" | '${opts.ref}' prepare -s "q$i/sendseq" -i - | '${opts.ref}' queue-write -q "q$i" || exit 1; i=$((i+1)); done`;
+    const make =
+      `i=0; while [ $i -lt ${QN} ]; do '${opts.ref}' queue-init -q "q$i" && echo "job $i" | '${opts.ref}` +
+      `' prepare -s "q$i/sendseq" -i - | '${opts.ref}' queue-write -q "q$i" || exit 1; i=$((i+1)); done`;
     const made = spawnSync('sh', ['-c', make], { cwd: seed, stdio: ['ignore', 'ignore', 'pipe'] });
     if (made.status !== 0) throw new Error(`making the queues: ${made.stderr}`);
     const ours = [];
@@ -153,7 +174,9 @@ export async function benchFlat(ctx) {
       const b = `${seed}-ref`;
       fs.cpSync(seed, b, { recursive: true });
       const refOut = path.join(b, 'F');
-      const loop = `i=0; while [ $i -lt ${QN} ]; do '${opts.ref}' queue-process -q "q$i" sh -- -c 'cat >> ${refOut}' || exit 1; i=$((i+1)); done`;
+      const loop =
+        `i=0; while [ $i -lt ${QN} ]; do '${opts.ref}' queue-process -q ` +
+        `"q$i" sh -- -c 'cat >> ${refOut}' || exit 1; i=$((i+1)); done`;
       refs.push(timed(['sh', '-c', loop], { cwd: b }));
       const refLines = fs.readFileSync(refOut, 'utf8').split('\n').filter(Boolean).length;
       if (refLines !== QN) throw new Error(`the reference's loop: ${refLines} jobs ran, expected ${QN}`);
@@ -163,7 +186,8 @@ export async function benchFlat(ctx) {
     const cpu = (xs) => median(xs.map((x) => x.cpu));
     const ratio = cpu(ours) / cpu(refs);
     rows.push([
-      `\`fspl net run --drain\` over ${QN.toLocaleString('en')} queues made by the reference, one job each, \`sh -c 'cat >> F'\`: CPU, children included`,
+      `\`fspl net run --drain\` over ${QN.toLocaleString('en')} queues made by ` +
+        `the reference, one job each, \`sh -c 'cat >> F'\`: CPU, children included`,
       "the reference's loop: one `fspl queue-process` per queue",
       `${cpu(ours).toFixed(2)} s`,
       `${cpu(refs).toFixed(2)} s`,
@@ -173,11 +197,14 @@ export async function benchFlat(ctx) {
       span(l2),
     ]);
     notes.push(
-      `The ${QN.toLocaleString('en')} queues: wall ${(median(ours.map((x) => x.wall)) / 1000).toFixed(2)} s ours, ${(median(refs.map((x) => x.wall)) / 1000).toFixed(2)} s the loop; peak RSS ${(median(ours.map((x) => x.rssKiB)) / 1024).toFixed(0)} MiB ours.`,
+      `The ${QN.toLocaleString('en')} queues: wall ${(median(ours.map((x) => x.wall)) / 1000).toFixed(2)}` +
+        ` s ours, ${(median(refs.map((x) => x.wall)) / 1000).toFixed(2)} s the loop; peak ` +
+        `RSS ${(median(ours.map((x) => x.rssKiB)) / 1024).toFixed(0)} MiB ours.`,
     );
   } else notes.push(`No reference at ${opts.ref}: the ${QN} queues' row is left out.`);
 
-  return `### Issue 30: the net runner flat in the number of places
+  return (
+    `### Issue 30: the net runner flat in the number of places
 
 Each figure is the median of ${rounds} run(s), the rows' runs interleaved round by round; the last
 column is the 1-minute load average (/proc/loadavg) before and after the row (2 cores, shared
@@ -186,7 +213,8 @@ with other work).${root !== ctx.self ? ` Build measured: \`${root}\`.` : ''}
 ${table(['measure', 'against', 'ours', 'against', 'ratio', 'target', '', 'load'], rows)}
 
 - CPU per firing: a net of N places, each read by a transition with no output running \`cat\`
-  (argv form: no shell), the same ${FIRINGS.toLocaleString('en')} tokens put before into the same ${ACTIVE} places (${FIRINGS / ACTIVE} each),
+  (argv form: no shell), the same ${FIRINGS.toLocaleString('en')} tokens ` +
+    `put before into the same ${ACTIVE} places (${FIRINGS / ACTIVE} each),
   the other N - ${ACTIVE} places idle. Each run in a fresh process (\`bench/net-flat-run.mjs\`):
   the runner of \`fspl net run\` through the library, \`Net.run({ drain: true, workers: 2 })\`; its
   own CPU (\`process.cpuUsage\`, user + system; the \`cat\`s' CPU is their own) from the first
@@ -205,5 +233,6 @@ ${table(['measure', 'against', 'ours', 'against', 'ratio', 'target', '', 'load']
   place lacks). The loop: one shell running \`fspl queue-process -q qN sh -- -c 'cat >> F'\` for each
   queue. CPU: GNU time's user + system of the whole process tree.
 ${notes.map((n) => `- ${n}`).join('\n')}
-`;
+`
+  );
 }

@@ -56,7 +56,12 @@ for (const n of (process.argv.slice(2).length ? process.argv.slice(2) : ['10000'
     }
     const r = spawnSync(
       process.execPath,
-      [...(process.env.LS_NODE_FLAGS ?? '').split(' ').filter(Boolean), fileURLToPath(import.meta.url), '--list', path.join(dir, 'net.yaml')],
+      [
+        ...(process.env.LS_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+        fileURLToPath(import.meta.url),
+        '--list',
+        path.join(dir, 'net.yaml'),
+      ],
       { encoding: 'utf8' },
     );
     if (r.status !== 0) throw new Error(r.stderr);

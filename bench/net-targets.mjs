@@ -30,7 +30,9 @@ function shWall(script, env = process.env) {
     spawn('sh', ['-c', script], { stdio: ['ignore', 'ignore', 'inherit'], env })
       .on('error', reject)
       .on('exit', (code) =>
-        code === 0 ? resolve(Number(process.hrtime.bigint() - t0) / 1e6) : reject(new Error(`sh -c ${script.slice(0, 80)}… exited ${code}`)),
+        code === 0
+          ? resolve(Number(process.hrtime.bigint() - t0) / 1e6)
+          : reject(new Error(`sh -c ${script.slice(0, 80)}… exited ${code}`)),
       );
   });
 }
@@ -51,7 +53,12 @@ export async function benchTargets(ctx) {
       a.push(await ours(i));
       if (floor) b.push(await floor(i));
     }
-    return { ours: median(a), floor: floor ? median(b) : undefined, all: a, load: `${l0.toFixed(2)}–${load().toFixed(2)}` };
+    return {
+      ours: median(a),
+      floor: floor ? median(b) : undefined,
+      all: a,
+      load: `${l0.toFixed(2)}–${load().toFixed(2)}`,
+    };
   };
   const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
   /** `node bench/floors.mjs WHAT DIR N K` in a new directory under `where`: the milliseconds it prints. */
@@ -81,7 +88,11 @@ export async function benchTargets(ctx) {
     ['s20', '0.02'],
     ['s40', '0.04'],
   ];
-  const jeffYaml = `places: { a: {}, b: {}, c: {}, d: {} }\ntransitions:\n${stages.map(([t, sl], i) => `  ${t}: { in: ${'abc'[i]}, out: ${'bcd'[i]}, workers: 2, run: "sleep ${sl}; cat" }`).join('\n')}\n`;
+  const jeffYaml =
+    `places: { a: {}, b: {}, c: {}, d: {} }\n` +
+    `transitions:\n${stages
+      .map(([t, sl], i) => `  ${t}: { in: ${'abc'[i]}, out: ${'bcd'[i]}, workers: 2, run: "sleep ${sl}; cat" }`)
+      .join('\n')}\n`;
   for (const N of Q ? [10] : [80, 200]) {
     const m = await measure(
       `Jefferson ${N} tokens`,
@@ -94,7 +105,11 @@ export async function benchTargets(ctx) {
         fs.rmSync(dir, { recursive: true, force: true });
         return t.wall;
       },
-      () => shWall(`for i in $(seq ${N}); do echo 0.01; echo 0.02; echo 0.04; done | xargs -P 2 -n 1 sh -c 'sleep "$0"; cat </dev/null'`),
+      () =>
+        shWall(
+          `for i in $(seq ${N}); do echo 0.01; echo 0.02; echo 0.04; ` +
+            `done | xargs -P 2 -n 1 sh -c 'sleep "$0"; cat </dev/null'`,
+        ),
     );
     row(
       `Jefferson 10/20/40 ms, W=2, ${N} tokens, start-up included (\`fspl net run --drain\`)`,
@@ -112,7 +127,10 @@ export async function benchTargets(ctx) {
   const MERGE_CMD = 'cat "$FSPL_IN_l" "$FSPL_IN_r"';
   const merge = async (n) => {
     const dir = freshDir('t-merge');
-    const { net } = writeNet(dir, `places: { l: {}, r: {}, o: {} }\ntransitions:\n  m: { in: [l, r], out: o, run: '${MERGE_CMD}' }\n`);
+    const { net } = writeNet(
+      dir,
+      `places: { l: {}, r: {}, o: {} }\ntransitions:\n  m: { in: [l, r], out: o, run: '${MERGE_CMD}' }\n`,
+    );
     // Put crosswise, so that no pair is complete until all of one side is in.
     await fill(net, 'r', n, (i) => `r${i}\n`);
     await fill(net, 'l', n, (i) => `l${i}\n`);
@@ -126,7 +144,13 @@ export async function benchTargets(ctx) {
     const c = process.cpuUsage(c0);
     expectAll(path.join(dir, 'places/o'), n, 'and-merge (targets)');
     fs.rmSync(dir, { recursive: true, force: true });
-    return { wall, cpuPerPair: (c.user + c.system) / 1000 / n, p50: h.percentile(50) / 1e6, p99: h.percentile(99) / 1e6, max: h.max / 1e6 };
+    return {
+      wall,
+      cpuPerPair: (c.user + c.system) / 1000 / n,
+      p50: h.percentile(50) / 1e6,
+      p99: h.percentile(99) / 1e6,
+      max: h.max / 1e6,
+    };
   };
   const [small, big] = Q ? [100, 400] : [500, 4000];
   const cpu = {};
@@ -150,7 +174,10 @@ export async function benchTargets(ctx) {
     cpuRatio <= 1.2 ? 'met' : '**missed**',
     `${cpu[small].load}, ${cpu[big].load}`,
   ]);
-  notes.push(`And-merge walls: ${small} pairs ${s(median(cpu[small].walls))}, ${big} pairs ${s(median(cpu[big].walls))} (medians).`);
+  notes.push(
+    `And-merge walls: ${small} pairs ${s(median(cpu[small].walls))}` +
+      `, ${big} pairs ${s(median(cpu[big].walls))} (medians).`,
+  );
 
   const BIG = Q ? 300 : 10_000;
   const eld = [];
@@ -184,7 +211,8 @@ export async function benchTargets(ctx) {
   );
   const p99 = median(eld.map((r) => r.p99));
   rows.push([
-    `event-loop delay p99 during the ${BIG.toLocaleString('en')} merge (p50 ${median(eld.map((r) => r.p50)).toFixed(2)} ms, max ${median(eld.map((r) => r.max)).toFixed(1)} ms)`,
+    `event-loop delay p99 during the ${BIG.toLocaleString('en')} merge (p50 ` +
+      `${median(eld.map((r) => r.p50)).toFixed(2)} ms, max ${median(eld.map((r) => r.max)).toFixed(1)} ms)`,
     '—',
     `${p99.toFixed(2)} ms`,
     '—',
@@ -203,7 +231,8 @@ export async function benchTargets(ctx) {
       const dir = freshDir('t-chain');
       const { file, net } = writeNet(
         dir,
-        `places: { q0: {}, q1: {}, q2: {}, q3: {} }\ntransitions:\n  t0: { in: q0, out: q1, run: [cat] }\n  t1: { in: q1, out: q2, run: [cat] }\n  t2: { in: q2, out: q3, run: [cat] }\n`,
+        `places: { q0: {}, q1: {}, q2: {}, q3: {} }\ntransitions:\n  t0: { in: q0, out: q1, run: [cat] }\n` +
+          `  t1: { in: q1, out: q2, run: [cat] }\n  t2: { in: q2, out: q3, run: [cat] }\n`,
       );
       await fill(net, 'q0', CN);
       const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', '2', file], { cwd: dir });
@@ -228,7 +257,8 @@ export async function benchTargets(ctx) {
   );
   const protocol = { ...chain, floor: median(protocolFloor) };
   row(
-    `the same chain, against the protocol's floor (the floor's own ratio to \`xargs\`: ${(protocol.floor / chain.floor).toFixed(2)}×)`,
+    `the same chain, against the protocol's floor (the floor's own ` +
+      `ratio to \`xargs\`: ${(protocol.floor / chain.floor).toFixed(2)}×)`,
     `the same \`cat\`s with the commit's system calls, no fspl (\`floors.mjs chain\`)`,
     protocol,
     s,
@@ -252,7 +282,15 @@ export async function benchTargets(ctx) {
   const perSecond = (v) => `${Math.round(v).toLocaleString('en')}/s`;
   // Rates: the ratio is the floor's rate over ours (ours takes that many times the floor's time).
   const rateRow = (name, m) =>
-    row(name, "the same durable moves' system calls, no fspl (`floors.mjs moves`)", m, perSecond, '≥ 10,000/s', m.ours >= 10_000, m.floor / m.ours);
+    row(
+      name,
+      "the same durable moves' system calls, no fspl (`floors.mjs moves`)",
+      m,
+      perSecond,
+      '≥ 10,000/s',
+      m.ours >= 10_000,
+      m.floor / m.ours,
+    );
   const disk = ctx.diskDir;
   const cold = {};
   for (const where of [disk, opts.dir]) {
@@ -272,7 +310,8 @@ export async function benchTargets(ctx) {
     rateRow(name, m);
   }
   notes.push(
-    `JavaScript moves in a fresh process's first run (V8 still compiling the runner): ${[disk, opts.dir].map((w) => `${perSecond(median(cold[w]))} in \`${w}\``).join(', ')} (medians).`,
+    `JavaScript moves in a fresh process's first run (V8 still compiling the runner): ` +
+      `${[disk, opts.dir].map((w) => `${perSecond(median(cold[w]))} in \`${w}\``).join(', ')} (medians).`,
   );
 
   // ---- Peak RSS with many tokens waiting: `fspl net run --drain` of a chain of 2 moves.
@@ -280,7 +319,11 @@ export async function benchTargets(ctx) {
   const rss = {};
   for (const n of sizes) {
     const seed = freshDir('t-rss');
-    const { net } = writeNet(seed, `places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`);
+    const { net } = writeNet(
+      seed,
+      `places: { a: {}, b: {}, c: {} }\ntransitions:\n` +
+        `  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`,
+    );
     log(`targets: putting ${n} tokens for the RSS rows`);
     await fill(net, 'a', n, () => 'x');
     rss[n] = await measure(`peak RSS, ${n} tokens waiting`, async (i) => {

@@ -58,7 +58,9 @@ const x = (v) => `${v.toFixed(2)}×`;
 // shell (with a login shell's SHELL=/bin/bash, each of our commands started bash and each of the
 // floor's dash: about 0.5 ms more a command here, charged to the runner).
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
+);
 
 const lib = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
 const { Net } = lib;
@@ -73,14 +75,23 @@ function freshDir(name) {
 }
 
 function table(headers, rows) {
-  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `| ${headers.join(' | ')} |`,
+    `| ${headers.map(() => '---').join(' | ')} |`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 /** Run a command under GNU time: wall ms, CPU s (user+sys, children included), max RSS KiB. */
 function timed(argv, { cwd, env = ENV } = {}) {
   const tf = path.join(WORK, `time-${counter++}`);
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', tf, ...argv], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', tf, ...argv], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-2000)}`);
   const [, u, s, m] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
@@ -191,7 +202,8 @@ transitions:
     const staticMeas = (N * slowMeas * 3) / W + svc.s10.mean + svc.s20.mean;
     // The commands alone, W at once (as W workers run them), no fspl: the work the bound should count here.
     const alone = {};
-    for (const [t, ms] of stages) alone[t] = { mean: await standaloneMs(`sleep 0.0${ms / 10}; cat`, W, opts.quick ? 5 : 40), jitter: 0 };
+    for (const [t, ms] of stages)
+      alone[t] = { mean: await standaloneMs(`sleep 0.0${ms / 10}; cat`, W, opts.quick ? 5 : 40), jitter: 0 };
     const simAlone = simulate(model, { tokens: N, workers: W, service: alone });
     rows.push({ W, wall, simNom, simMeas, staticNom, staticMeas, svc, alone, simAlone });
   }
@@ -249,10 +261,17 @@ transitions:
   const targets = rows
     .map(
       (r) =>
-        `W=${r.W}: ${x(r.wall / r.simAlone.lowerBound)} the bound with the commands' own times (${met(r.wall / r.simAlone.lowerBound)}), ${x(r.wall / r.simMeas.lowerBound)} with the times measured in the run (${met(r.wall / r.simMeas.lowerBound)}), ${x(r.wall / r.simNom.lowerBound)} with nominal times (${met(r.wall / r.simNom.lowerBound)}); static split ${r.wall < r.staticMeas ? 'beaten' : 'not beaten'} with measured times, ${r.wall < r.staticNom ? 'beaten' : 'not beaten'} with nominal times; real and simulated within ${(Math.abs(r.wall / r.simMeas.makespan - 1) * 100).toFixed(0)}%`,
+        `W=${r.W}: ${x(r.wall / r.simAlone.lowerBound)} the bound with the commands' own times (` +
+        `${met(r.wall / r.simAlone.lowerBound)}), ${x(r.wall / r.simMeas.lowerBound)} with the times ` +
+        `measured in the run (${met(r.wall / r.simMeas.lowerBound)}), ${x(r.wall / r.simNom.lowerBound)} ` +
+        `with nominal times (${met(r.wall / r.simNom.lowerBound)}); static split ` +
+        `${r.wall < r.staticMeas ? 'beaten' : 'not beaten'} with measured times, ` +
+        `${r.wall < r.staticNom ? 'beaten' : 'not beaten'} with nominal times; real and simulated within ` +
+        `${(Math.abs(r.wall / r.simMeas.makespan - 1) * 100).toFixed(0)}%`,
     )
     .join('; ');
-  return `### Jefferson: sharing the workers among the stages
+  return (
+    `### Jefferson: sharing the workers among the stages
 
 Three stages whose commands sleep 10, 20 and 40 ms (\`sleep 0.0N; cat\`), ${N} tokens put into the
 first place before the run, then the net run to the end by the runner of \`fspl net run\`
@@ -274,7 +293,8 @@ ${t}
   src/net/plan/simulate.ts). "Nominal" uses 10/20/40 ms; "the commands alone" the times just above
   (the floor for any runner on this machine); "measured" the service times the run itself saw.
 - \`net simulate\` is run with the measured mean service times (no jitter): the same scheduler in
-  virtual time. Its makespans with the nominal times: ${rows.map((r) => `${sec(r.simNom.makespan)} (W=${r.W})`).join(', ')}.
+  virtual time. Its makespans with the nominal times: ` +
+    `${rows.map((r) => `${sec(r.simNom.makespan)} (W=${r.W})`).join(', ')}.
 - Static equal split: each stage has W/3 of the pool for the whole run (fluid: W=2 cannot be
   split into whole workers), so the 40 ms stage alone needs N × 40 ms × 3 / W.
 - Targets (≤ 1.15× the lower bound, better than the static split, real and simulated within 10%): ${targets}.
@@ -282,8 +302,10 @@ ${t}
   reach here: the commands alone already exceed it (above). The bound with the commands' own
   times is the one that counts the work that is really there; the runner starts each command
   through the native addon's \`posix_spawn\` (src/sys/native.ts), not a fork of the whole runner.
-- One worker per stage (\`workers: 1\` on each, \`--workers 3\`): real ${sec(oneWall)}, simulated ${sec(oneSim.makespan)} with nominal times (the 40 ms stage alone: ${sec(N * 40)}).
-`;
+- One worker per stage (\`workers: 1\` on each, \`--workers 3\`): real ${sec(oneWall)}, ` +
+    `simulated ${sec(oneSim.makespan)} with nominal times (the 40 ms stage alone: ${sec(N * 40)}).
+`
+  );
 }
 
 // ---------------------------------------------------------------- jitter and capacity
@@ -309,7 +331,9 @@ async function benchJitter() {
   for (const cap of caps) {
     const model = lib.defineNet(chainNet(WORK, cap, () => ({ run: null })));
     for (const j of [0, 1]) {
-      const ms = seeds.map((seed) => simulate(model, { tokens: N, workers: 8, seed, defaultService: { mean: 20, jitter: j } }).makespan);
+      const ms = seeds.map(
+        (seed) => simulate(model, { tokens: N, workers: 8, seed, defaultService: { mean: 20, jitter: j } }).makespan,
+      );
       sim.set(`${capName(cap)}/${j}`, mean(ms));
     }
   }
@@ -340,7 +364,12 @@ async function benchJitter() {
           rnd = 12345; // every capacity sees the same service times
           const dir = freshDir('jitter');
           const net = make(dir, cap);
-          await fill(net, 'p0', NREAL, () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`);
+          await fill(
+            net,
+            'p0',
+            NREAL,
+            () => `${Array.from({ length: 8 }, () => (j ? (0.04 * rand()).toFixed(4) : '0.02')).join(' ')}\n`,
+          );
           const t = await inProcessRun(net, 8);
           expectAll(path.join(dir, 'places/p8'), NREAL, `jitter (${what})`);
           walls.push(t.makespan);
@@ -354,9 +383,14 @@ async function benchJitter() {
   const real = await realRuns(realCaps, 'commands', (dir, cap) => {
     const yamlT = Array.from(
       { length: 8 },
-      (_, k) => `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" }, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`,
+      (_, k) =>
+        `  s${k + 1}: { in: p${k}, out: p${k + 1}, env: { I: "${k + 1}" ` +
+        `}, run: 'read l; set -- $l; eval "sleep \\\${$I}"; echo "$l"' }`,
     ).join('\n');
-    const yamlP = Array.from({ length: 9 }, (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`).join('\n');
+    const yamlP = Array.from(
+      { length: 9 },
+      (_, k) => `  p${k}: {${k > 0 && k < 8 && cap !== undefined ? ` capacity: ${cap} ` : ''}}`,
+    ).join('\n');
     return writeNet(dir, `places:\n${yamlP}\ntransitions:\n${yamlT}\n`).net;
   });
   // The same in real time with JavaScript transitions (\`fn\`): real places, files, journal and
@@ -380,24 +414,44 @@ async function benchJitter() {
     caps.map((cap) => {
       const p = m.get(`${capName(cap)}/1`) / m.get(`${capName(cap)}/0`) - 1;
       const p1 = m.get('1/1') / m.get('1/0') - 1;
-      return [`${capName(cap)} (${label})`, sec(m.get(`${capName(cap)}/0`)), sec(m.get(`${capName(cap)}/1`)), `${(p * 100).toFixed(1)}%`, x(p / p1)];
+      return [
+        `${capName(cap)} (${label})`,
+        sec(m.get(`${capName(cap)}/0`)),
+        sec(m.get(`${capName(cap)}/1`)),
+        `${(p * 100).toFixed(1)}%`,
+        x(p / p1),
+      ];
     });
-  const realRows = [...rowsOf(js, jsCaps, 'real run, JavaScript transitions'), ...rowsOf(real, realCaps, 'real run, commands')];
+  const realRows = [
+    ...rowsOf(js, jsCaps, 'real run, JavaScript transitions'),
+    ...rowsOf(real, realCaps, 'real run, commands'),
+  ];
   const penOf = (m, c) => m.get(`${capName(c)}/1`) / m.get(`${capName(c)}/0`) - 1;
-  const spreadOf = (m, caps) => Math.max(...caps.map((c) => m.get(`${capName(c)}/0`))) / Math.min(...caps.map((c) => m.get(`${capName(c)}/0`))) - 1;
-  return `### Jitter and place capacity (the thesis's experiment)
+  const spreadOf = (m, caps) =>
+    Math.max(...caps.map((c) => m.get(`${capName(c)}/0`))) / Math.min(...caps.map((c) => m.get(`${capName(c)}/0`))) - 1;
+  return (
+    `### Jitter and place capacity (the thesis's experiment)
 
 A chain of 8 stages of 20 ms nominal, ${N} tokens, one worker per stage (\`workers: 1\`, a pool
 of 8), capacity 1, 2, 4, 8 or unbounded on the 7 places between stages. Jitter ±100%: each
 service time uniform in 0–40 ms; 0%: exactly 20 ms. Penalty: makespan with jitter over the
 makespan without, minus 1. The upper rows are \`net simulate\` (the scheduler in virtual time;
-mean over ${seeds.length} seeds); the "real run" rows run the net (the runner, in the benchmark's process, 8 workers) with
-commands sleeping each token's own service times (${NREAL} tokens; median of ${opts.quick ? 1 : Math.min(2, opts.rounds)} runs).
+mean over ${seeds.length} seeds); the "real run" rows run the ` +
+    `net (the runner, in the benchmark's process, 8 workers) with
+commands sleeping each token's own service times (${NREAL} tokens; ` +
+    `median of ${opts.quick ? 1 : Math.min(2, opts.rounds)} runs).
 
-${table(['capacity', 'makespan, 0% jitter', 'makespan, ±100%', 'penalty', 'penalty / penalty at capacity 1'], [...simRows, ...realRows])}
+${table(
+  ['capacity', 'makespan, 0% jitter', 'makespan, ±100%', 'penalty', 'penalty / penalty at capacity 1'],
+  [...simRows, ...realRows],
+)}
 
-- Target: penalty(capacity 2) ≤ 0.6 × penalty(capacity 1) at ±100%: simulated ${x(pen(2) / pen(1))}; real, JavaScript transitions ${x(penOf(js, 2) / penOf(js, 1))}${real.has('2/1') ? `; real, commands ${x(penOf(real, 2) / penOf(real, 1))}` : ''}.
-- Target: at 0% jitter all capacities agree within 3%: simulated spread ${(spread0 * 100).toFixed(2)}%; real, JavaScript transitions ${(spreadOf(js, jsCaps) * 100).toFixed(1)}%${real.has('2/0') ? `; real, commands ${(spreadOf(real, realCaps) * 100).toFixed(1)}%` : ''}.
+- Target: penalty(capacity 2) ≤ 0.6 × penalty(capacity 1) at ±100%: simulated ` +
+    `${x(pen(2) / pen(1))}; real, JavaScript transitions ${x(penOf(js, 2) / penOf(js, 1))}` +
+    `${real.has('2/1') ? `; real, commands ${x(penOf(real, 2) / penOf(real, 1))}` : ''}.
+- Target: at 0% jitter all capacities agree within 3%: simulated spread ${(spread0 * 100).toFixed(2)}` +
+    `%; real, JavaScript transitions ${(spreadOf(js, jsCaps) * 100).toFixed(1)}%` +
+    `${real.has('2/0') ? `; real, commands ${(spreadOf(real, realCaps) * 100).toFixed(1)}%` : ''}.
 - Capacity counts every token in a place, also one its reader is working on; a stage may start
   while its output place is full, and its commit waits until the reader has committed (the
   thesis's "blocking after service"). Every run of a row gets the same service times.
@@ -411,7 +465,8 @@ ${table(['capacity', 'makespan, 0% jitter', 'makespan, ±100%', 'penalty', 'pena
 - A negative penalty (more room, JavaScript transitions) means the run with jitter was the
   faster: without jitter the 8 stages finish at the same moments and their commits (about 45
   system calls each, 5 of them fsyncs) queue on the runner's one thread; jitter spreads them out.
-`;
+`
+  );
 }
 
 // ---------------------------------------------------------------- per-hop overhead
@@ -427,7 +482,12 @@ async function benchHop() {
     const cpus = [];
     for (let r = 0; r < opts.rounds; r++) {
       const dir = freshDir('hop');
-      const yaml = `places: { ${Array.from({ length: hops + 1 }, (_, i) => `q${i}: {}`).join(', ')} }\ntransitions:\n${Array.from({ length: hops }, (_, i) => `  t${i}: { in: q${i}, out: q${i + 1}, run: [cat] }`).join('\n')}\n`;
+      const yaml =
+        `places: { ${Array.from({ length: hops + 1 }, (_, i) => `q${i}: {}`).join(', ')} }\n` +
+        `transitions:\n${Array.from(
+          { length: hops },
+          (_, i) => `  t${i}: { in: q${i}, out: q${i + 1}, run: [cat] }`,
+        ).join('\n')}\n`;
       const { file, net } = writeNet(dir, yaml);
       await fill(net, 'q0', N);
       const t = timed([NODE, BIN, 'net', 'run', '--drain', '--workers', String(workers), file], { cwd: dir });
@@ -459,13 +519,21 @@ async function benchHop() {
       for (let i = 0; i <= hops; i++) spawnSync(argv[0], [...argv.slice(1), 'queue-init', '-q', q(i)], { env: ENV });
       // Tokens for the first queue: prepared by the same side (not timed).
       for (let i = 0; i < M; i++) {
-        const s = spawnSync('sh', ['-c', `printf '%s\\n' ${i} | ${fsplCmd} prepare -s '${dir}/seq0' -i - | ${fsplCmd} queue-write -q '${q(0)}'`], { env: ENV });
+        const s = spawnSync(
+          'sh',
+          [
+            '-c',
+            `printf '%s\\n' ${i} | ${fsplCmd} prepare -s '${dir}/seq0' -i - | ${fsplCmd} queue-write -q '${q(0)}'`,
+          ],
+          { env: ENV },
+        );
         if (s.status !== 0) throw new Error(`queue-write: ${s.stderr}`);
       }
       let wall = 0;
       let cpu = 0;
       for (let i = 0; i < hops; i++) {
-        const script = `cat | ${fsplCmd} prepare -s '${dir}/seq${i + 1}' -i - | ${fsplCmd} queue-write -q '${q(i + 1)}'`;
+        const script =
+          `cat | ${fsplCmd} prepare -s '${dir}/seq${i + 1}' -i - ` + `| ${fsplCmd} queue-write -q '${q(i + 1)}'`;
         const t = timed([...argv, 'queue-process', '-q', q(i), 'sh', '--', '-c', script]);
         wall += t.wall;
         cpu += t.cpu;
@@ -476,7 +544,8 @@ async function benchHop() {
       fs.rmSync(dir, { recursive: true, force: true });
     }
     lines.push([
-      `\`queue-process\` → \`sh -c 'cat \\| fspl prepare \\| fspl queue-write'\`, ${name}, ${hops} hops one after the other`,
+      `\`queue-process\` → \`sh -c 'cat \\| fspl prepare \\| fspl ` +
+        `queue-write'\`, ${name}, ${hops} hops one after the other`,
       String(M),
       (median(walls) / (M * hops)).toFixed(2),
       ((median(cpus) * 1000) / (M * hops)).toFixed(2),
@@ -484,7 +553,8 @@ async function benchHop() {
   }
   const netMs = Number(lines[0][2]);
   const oursQp = lines.find((l) => l[0].includes(', ours,'));
-  return `### Per-hop overhead
+  return (
+    `### Per-hop overhead
 
 A chain of ${hops} transitions running \`cat\` (one process per firing), small tokens; against the
 same chain built from Filespooler commands: each hop a \`queue-process\` whose command pipes the
@@ -495,8 +565,10 @@ of ${opts.rounds} runs.
 
 ${table(['chain', 'tokens', 'ms per token per hop (wall)', 'CPU ms per token per hop'], lines)}
 
-- Target: no slower than our own \`queue-process\` chain: ${oursQp ? `${netMs} ms against ${oursQp[2]} ms (${x(netMs / Number(oursQp[2]))})` : 'not measured'}.
-`;
+- Target: no slower than our own \`queue-process\` chain: ` +
+    `${oursQp ? `${netMs} ms against ${oursQp[2]} ms (${x(netMs / Number(oursQp[2]))})` : 'not measured'}.
+`
+  );
 }
 
 // ---------------------------------------------------------------- scale
@@ -511,7 +583,8 @@ async function benchScale() {
     const dir = freshDir('scale');
     const { file, net } = writeNet(
       dir,
-      `places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`,
+      `places: { a: {}, b: {}, c: {} }\ntransitions:\n` +
+        `  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n`,
     );
     const t0 = Date.now();
     await fill(net, 'a', n, () => 'x');
@@ -522,13 +595,17 @@ async function benchScale() {
     fs.rmSync(dir, { recursive: true, force: true });
     // The same with V8's old generation capped: what the run retains, rather than the garbage V8 lets pile up.
     fs.renameSync(`${dir}-copy`, dir);
-    const c = timed([NODE, BIN, 'net', 'run', '--drain', file], { cwd: dir, env: { ...ENV, NODE_OPTIONS: `--max-old-space-size=${CAPPED_MIB}` } });
+    const c = timed([NODE, BIN, 'net', 'run', '--drain', file], {
+      cwd: dir,
+      env: { ...ENV, NODE_OPTIONS: `--max-old-space-size=${CAPPED_MIB}` },
+    });
     expectAll(path.join(dir, 'places/c'), n, 'scale (capped heap)');
     rows.push({ n, ...t, putMs, capped: c });
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const last = rows[rows.length - 1];
-  return `### Scale: many tokens through moves
+  return (
+    `### Scale: many tokens through moves
 
 ${sizes.map((n) => n.toLocaleString('en')).join(', ')} tokens (1-byte payloads) through a chain of two
 transitions with \`run: null\` (tokens are moved, no process runs); \`fspl net run --drain\` with
@@ -555,10 +632,22 @@ ${table(
   ]),
 )}
 
-- Peak RSS ${(last.rssKiB / rows[0].rssKiB).toFixed(2)}× for ${(last.n / rows[0].n).toFixed(0)}× the tokens by default, ${(last.capped.rssKiB / rows[0].capped.rssKiB).toFixed(2)}× with V8's old generation capped at ${CAPPED_MIB} MiB; from ${rows[1].n.toLocaleString('en')} to ${last.n.toLocaleString('en')} tokens (both beyond the index window): ${(last.rssKiB / rows[1].rssKiB).toFixed(2)}× and ${(last.capped.rssKiB / rows[1].capped.rssKiB).toFixed(2)}×.
-- Why it is flat: the runner indexes at most a window of each place it reads (its 16,384 lowest numbers; tokens written by a net carry their number in their file name, so a streamed directory scan finds them without opening the files), and reads the next window in once three quarters of it have been consumed. Places the run only writes (sinks, error places) are not indexed at all. What still varies is garbage: by default V8 lets it pile up longer in a longer run before a full collection; capped, the run keeps to what it retains.
-- Before the window (the whole place indexed; same machine, 2026-11-23): 10,000 tokens 125 MiB, 100,000 tokens 300 MiB (211 MiB capped).
-`;
+- Peak RSS ${(last.rssKiB / rows[0].rssKiB).toFixed(2)}× for ${(last.n / rows[0].n).toFixed(0)}` +
+    `× the tokens by default, ${(last.capped.rssKiB / rows[0].capped.rssKiB).toFixed(2)}× with ` +
+    `V8's old generation capped at ${CAPPED_MIB} MiB; from ${rows[1].n.toLocaleString('en')} to ` +
+    `${last.n.toLocaleString('en')} tokens (both beyond the index window): ` +
+    `${(last.rssKiB / rows[1].rssKiB).toFixed(2)}× and ` +
+    `${(last.capped.rssKiB / rows[1].capped.rssKiB).toFixed(2)}×.
+- Why it is flat: the runner indexes at most a window of each place it reads (its 16,384 lowest numbers; ` +
+    `tokens written by a net carry their number in their file name, so a streamed directory scan finds them ` +
+    `without opening the files), and reads the next window in once three quarters of it have been consumed. ` +
+    `Places the run only writes (sinks, error places) are not indexed at all. What still varies is garbage: by ` +
+    `default V8 lets it pile up longer in a longer run before a full collection; capped, the run keeps to ` +
+    `what it retains.
+- Before the window (the whole place indexed; same machine, 2026-11-23): ` +
+    `10,000 tokens 125 MiB, 100,000 tokens 300 MiB (211 MiB capped).
+`
+  );
 }
 
 // ---------------------------------------------------------------- main
@@ -604,10 +693,12 @@ try {
   await section('jitter', 'Jitter and place capacity', benchJitter);
   await section('hop', 'Per-hop overhead', benchHop);
   await section('scale', 'Scale: many tokens through moves', benchScale);
-  md = `${BEGIN}
+  md =
+    `${BEGIN}
 ## Nets (\`fspl net\`)
 
-Generated by \`bench/net.mjs\`${opts.quick ? ' in **quick mode** (tiny sizes: numbers mean nothing)' : ''} on ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, ${os.cpus().length} cores,
+Generated by \`bench/net.mjs\`${opts.quick ? ' in **quick mode** (tiny sizes: numbers mean nothing)' : ''}` +
+    ` on ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, ${os.cpus().length} cores,
 places in \`${opts.dir}\`; load average ${load} at the start, ${os.loadavg()[0].toFixed(2)} at the end (the machine was
 shared with other work: wall times are noisy, CPU times less so). ${((Date.now() - t0) / 1000).toFixed(0)} s in all.
 

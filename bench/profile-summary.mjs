@@ -32,7 +32,9 @@ export function summarize(prof, top = 20) {
     else if (SPAWN.has(name)) cat.spawn += us;
     else if (!url) cat.syscalls += us;
     else cat.js += us;
-    const where = url ? ` ${url.replace(/^.*\/(dist|src|node_modules)\//, '$1/').replace(/-[A-Z0-9]{8}\.js$/, '.js')}:${lineNumber + 1}` : '';
+    const where = url
+      ? ` ${url.replace(/^.*\/(dist|src|node_modules)\//, '$1/').replace(/-[A-Z0-9]{8}\.js$/, '.js')}:${lineNumber + 1}`
+      : '';
     const key = `${name}${where}`;
     fns.set(key, (fns.get(key) ?? 0) + us);
   }

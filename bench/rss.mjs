@@ -16,8 +16,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = process.env.FSPL_RSS_BIN ?? path.join(ROOT, 'bin', 'fspl');
-const NET = 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n';
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'));
+const NET =
+  'places: { a: {}, b: {}, c: {} }\ntransitions:\n' +
+  '  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n';
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
+);
 
 async function seed(dir, n) {
   const { Net } = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
@@ -41,7 +45,19 @@ function runOnce(seedDir, nodeFlags) {
   const tf = `${dir}.time`;
   const r = spawnSync(
     '/usr/bin/time',
-    ['-f', '%e %U %S %M', '-o', tf, process.execPath, ...nodeFlags, BIN, 'net', 'run', '--drain', path.join(dir, 'net.yaml')],
+    [
+      '-f',
+      '%e %U %S %M',
+      '-o',
+      tf,
+      process.execPath,
+      ...nodeFlags,
+      BIN,
+      'net',
+      'run',
+      '--drain',
+      path.join(dir, 'net.yaml'),
+    ],
     { cwd: dir, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   if (r.status !== 0) throw new Error(`run failed (${r.status}): ${r.stderr.toString().slice(-2000)}`);
@@ -64,7 +80,8 @@ else if (cmd === 'run') {
     const r = runOnce(dir, flags);
     out.push(r);
     process.stdout.write(
-      `${path.basename(dir)} ${flags.join(' ')} round ${i + 1}: ${r.mib.toFixed(1)} MiB, ${r.wall.toFixed(2)} s wall, ${r.cpu.toFixed(2)} s cpu\n`,
+      `${path.basename(dir)} ${flags.join(' ')} round ${i + 1}: ${r.mib.toFixed(1)}` +
+        ` MiB, ${r.wall.toFixed(2)} s wall, ${r.cpu.toFixed(2)} s cpu\n`,
     );
   }
   const med = (k) => {
@@ -72,7 +89,8 @@ else if (cmd === 'run') {
     return s[s.length >> 1];
   };
   process.stdout.write(
-    `${path.basename(dir)} ${flags.join(' ')} median: ${med('mib').toFixed(1)} MiB, ${med('wall').toFixed(2)} s wall, ${med('cpu').toFixed(2)} s cpu\n`,
+    `${path.basename(dir)} ${flags.join(' ')} median: ${med('mib').toFixed(1)}` +
+      ` MiB, ${med('wall').toFixed(2)} s wall, ${med('cpu').toFixed(2)} s cpu\n`,
   );
 } else {
   process.stderr.write('usage: rss.mjs seed DIR N | run DIR [ROUNDS] [-- node flags]\n');

@@ -12,7 +12,8 @@
  *   --rounds N           rounds for the heavy workloads (default 5, quick 1) [BENCH_ROUNDS]
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
- *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues, G for signed packets, D for durability (for debugging)
+ *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues,
+ *                        G for signed packets, D for durability (for debugging)
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
@@ -125,13 +126,17 @@ function parseArgs(argv) {
   o.bigRounds ??= o.quick ? 1 : 3;
   o.coldRounds ??= o.quick ? 2 : 20;
   for (const k of ['rounds', 'bigRounds', 'coldRounds']) {
-    if (!Number.isInteger(o[k]) || o[k] < 1) die(`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
+    if (!Number.isInteger(o[k]) || o[k] < 1)
+      die(`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a positive integer`);
   }
   if (!o.dir) o.dir = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-  if (o.baseline && !fs.existsSync(path.join(o.baseline, 'bin', 'fspl'))) die(`--baseline ${o.baseline}: no bin/fspl there`);
+  if (o.baseline && !fs.existsSync(path.join(o.baseline, 'bin', 'fspl')))
+    die(`--baseline ${o.baseline}: no bin/fspl there`);
   if (!o.out) {
     o.out =
-      o.quick || o.only ? path.join(os.tmpdir(), `fspl-bench-${o.quick ? 'quick' : 'partial'}-${process.pid}.md`) : path.join(ROOT, 'docs', 'benchmarks.md');
+      o.quick || o.only
+        ? path.join(os.tmpdir(), `fspl-bench-${o.quick ? 'quick' : 'partial'}-${process.pid}.md`)
+        : path.join(ROOT, 'docs', 'benchmarks.md');
   }
   return o;
 }
@@ -190,9 +195,21 @@ const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
 /** Run argv directly (no /usr/bin/time): wall time only. For start-up measurements. */
 function runBare(argv, { cwd = ROOT } = {}) {
   const start = process.hrtime.bigint();
-  const r = spawnSync(argv[0], argv.slice(1), { cwd, env: ENV, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * MiB });
+  const r = spawnSync(argv[0], argv.slice(1), {
+    cwd,
+    env: ENV,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 64 * MiB,
+  });
   const wall = ms(start);
-  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout?.toString() ?? '', stderr: r.stderr?.toString() ?? '' };
+  const res = {
+    argv,
+    wall,
+    status: r.status,
+    signal: r.signal,
+    stdout: r.stdout?.toString() ?? '',
+    stderr: r.stderr?.toString() ?? '',
+  };
   if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
   return res;
 }
@@ -219,7 +236,14 @@ function runTimed(argv, { stdin, cwd = ROOT } = {}) {
     if (typeof fd === 'number') fs.closeSync(fd);
   }
   const wall = ms(start);
-  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout?.toString() ?? '', stderr: r.stderr?.toString() ?? '' };
+  const res = {
+    argv,
+    wall,
+    status: r.status,
+    signal: r.signal,
+    stdout: r.stdout?.toString() ?? '',
+    stderr: r.stderr?.toString() ?? '',
+  };
   if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
   Object.assign(res, readTimeFile(tf, res));
   return res;
@@ -359,7 +383,11 @@ function want(id) {
  * (not timed) and returns a context; `run(side, ctx)` is timed inside; `check(side, ctx, res)`
  * verifies; `cleanup(ctx)` removes the copy.
  */
-function alternate(label, rounds, { prepare = () => ({}), run, check, cleanup = () => {}, sides = [SIDES.ours, SIDES.ref] }) {
+function alternate(
+  label,
+  rounds,
+  { prepare = () => ({}), run, check, cleanup = () => {}, sides = [SIDES.ours, SIDES.ref] },
+) {
   const out = Object.fromEntries(sides.map((s) => [s.name, []]));
   for (let r = 0; r < rounds; r++) {
     for (const side of sides) {
@@ -369,7 +397,9 @@ function alternate(label, rounds, { prepare = () => ({}), run, check, cleanup = 
       cleanup(ctx);
       out[side.name].push(res);
     }
-    log(`  ${label} round ${r + 1}/${rounds}: ${sides.map((s) => `${s.name} ${fmtMs(out[s.name][r].wall)}`).join(', ')}`);
+    log(
+      `  ${label} round ${r + 1}/${rounds}: ${sides.map((s) => `${s.name} ${fmtMs(out[s.name][r].wall)}`).join(', ')}`,
+    );
   }
   return out;
 }
@@ -407,7 +437,11 @@ function entryModule() {
  * time prints hundredths of seconds). Milliseconds, user+sys.
  */
 function probeCpu(argv, what) {
-  const r = spawnSync('bash', ['-c', '"$@" >/dev/null 2>&1; s=$?; times >&2; exit $s', 'bash', ...argv], { cwd: ROOT, env: ENV, encoding: 'utf8' });
+  const r = spawnSync('bash', ['-c', '"$@" >/dev/null 2>&1; s=$?; times >&2; exit $s', 'bash', ...argv], {
+    cwd: ROOT,
+    env: ENV,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) fail(`${what} (CPU run): exit status ${r.status}`, { argv, stderr: r.stderr });
   const last = r.stderr.trim().split('\n').pop();
   const m = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/.exec(last ?? '');
@@ -442,8 +476,10 @@ function benchColdStart() {
       const res = runBare(p.argv);
       expectOk(res, `start-up probe ${p.key}`);
       if (p.uuid && !UUID_RE.test(res.stdout)) fail(`${p.key} gen-uuid printed ${JSON.stringify(res.stdout)}`, res);
-      if (p.key === 'version' && !res.stdout.startsWith('filespooler ')) fail(`fspl -V printed ${JSON.stringify(res.stdout)}`, res);
-      if (p.empty && (res.stdout !== '' || res.stderr !== '')) fail(`${p.key} of an empty queue printed something`, res);
+      if (p.key === 'version' && !res.stdout.startsWith('filespooler '))
+        fail(`fspl -V printed ${JSON.stringify(res.stdout)}`, res);
+      if (p.empty && (res.stdout !== '' || res.stderr !== ''))
+        fail(`${p.key} of an empty queue printed something`, res);
       t[p.key].push(res.wall);
       cpu[p.key].push(probeCpu(p.argv, `start-up probe ${p.key}`));
     }
@@ -456,10 +492,13 @@ function benchColdStart() {
     const mid = a.slice(Math.floor(a.length / 4), Math.ceil((a.length * 3) / 4));
     return mid.reduce((x, y) => x + y, 0) / mid.length;
   };
-  const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, { ...stats(v), cpu: { ...stats(cpu[k]), median: iqm(cpu[k]) } }]));
+  const m = Object.fromEntries(
+    Object.entries(t).map(([k, v]) => [k, { ...stats(v), cpu: { ...stats(cpu[k]), median: iqm(cpu[k]) } }]),
+  );
   floorMs = m.floor.median;
   log(
-    `  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`,
+    `  cold start: node -e 0 ${fmtMs(m.floor.median)}, ours ${fmtMs(m.ours.median)}` +
+      `, ref ${fmtMs(m.ref.median)}, empty queue-process ${fmtMs(m.process.median)}`,
   );
   Object.assign(startup, m);
   results.push({
@@ -539,9 +578,15 @@ function benchQueueProcess(id, n, kind, target) {
   if (runs.base) {
     // The baseline in the ref column: what a change gained, in the same run.
     for (const metric of ['wall', 'cpu']) {
-      ratioRow(id, `same, against the baseline (${gitDescribe(opts.baseline)})${metric === 'cpu' ? ': CPU' : ''}`, { ours: runs.ours, ref: runs.base }, 1.0, {
-        metric,
-      });
+      ratioRow(
+        id,
+        `same, against the baseline (${gitDescribe(opts.baseline)})${metric === 'cpu' ? ': CPU' : ''}`,
+        { ours: runs.ours, ref: runs.base },
+        1.0,
+        {
+          metric,
+        },
+      );
       results.at(-1).target = '(information)';
       results.at(-1).met = '';
     }
@@ -575,9 +620,17 @@ function profileSection() {
   const ms1 = (us) => fmtMs(us / 1000);
   const rows = [
     ['whole run (profiled: the profiler slows it)', ms1(c.total), per(c.total)],
-    ["spawning job commands (the addon's `posix_spawn`, which returns once the child has exec'd)", ms1(c.spawn), per(c.spawn)],
+    [
+      "spawning job commands (the addon's `posix_spawn`, which returns once the child has exec'd)",
+      ms1(c.spawn),
+      per(c.spawn),
+    ],
     ['idle: waiting for the command to exit', ms1(c.idle), per(c.idle)],
-    ["system calls through Node's fs bindings (open, read, rename, unlink, write, ...)", ms1(c.syscalls), per(c.syscalls)],
+    [
+      "system calls through Node's fs bindings (open, read, rename, unlink, write, ...)",
+      ms1(c.syscalls),
+      per(c.syscalls),
+    ],
     ["**JS** (fspl's code, its libraries, Node's own JS)", ms1(c.js), `**${per(c.js)}**`],
     ['garbage collector', ms1(c.gc), per(c.gc)],
     ['(program): V8 and Node native code outside JS', ms1(c.program), per(c.program)],
@@ -642,7 +695,8 @@ function benchQueueLs(id, n, { gzip }) {
         const b = refOut.split('\n');
         const i = a.findIndex((l, k) => l !== b[k]);
         throw new BenchError(
-          `${side} ${label}: output differs from the reference's at line ${i + 1}:\n  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`,
+          `${side} ${label}: output differs from the reference's at line ${i + 1}:\n` +
+            `  ${side}: ${JSON.stringify(a[i])}\n  ref:  ${JSON.stringify(b[i])}`,
         );
       }
     }
@@ -681,7 +735,14 @@ function runPipeline(side, size, q) {
   const start = process.hrtime.bigint();
   const r = spawnSync('bash', ['-c', script], { cwd: ROOT, env: side.env ?? ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   const wall = ms(start);
-  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  const res = {
+    argv,
+    wall,
+    status: r.status,
+    signal: r.signal,
+    stdout: r.stdout.toString(),
+    stderr: r.stderr.toString(),
+  };
   if (r.error) fail(`cannot run bash: ${r.error.message}`, res);
   expectOk(res, `${side.name} prepare | queue-write`);
   const a = readTimeFile(t1, res);
@@ -706,7 +767,10 @@ function checkWritten(side, q, size, res) {
     fail(`${side.name}: the written job has a bad header: ${e.message}`, res);
   }
   if (h.header.seq !== 1n || h.header.cmd.kind !== 'Command')
-    fail(`${side.name}: unexpected header ${JSON.stringify(h.header, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`, res);
+    fail(
+      `${side.name}: unexpected header ${JSON.stringify(h.header, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`,
+      res,
+    );
   if (st.size - h.length !== size) fail(`${side.name}: payload is ${st.size - h.length} bytes (expected ${size})`, res);
 }
 
@@ -744,7 +808,14 @@ function runFilePipeline(sealed, file, q) {
   const start = process.hrtime.bigint();
   const r = spawnSync('bash', argv.slice(1), { cwd: ROOT, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   const wall = ms(start);
-  const res = { argv, wall, status: r.status, signal: r.signal, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  const res = {
+    argv,
+    wall,
+    status: r.status,
+    signal: r.signal,
+    stdout: r.stdout.toString(),
+    stderr: r.stderr.toString(),
+  };
   if (r.error) fail(`cannot run bash: ${r.error.message}`, res);
   expectOk(res, `prepare${sealed ? ' --seal' : ''} | queue-write`);
   const a = readTimeFile(t1, res);
@@ -777,7 +848,10 @@ function benchSeal() {
       fs.rmSync(q, { recursive: true, force: true });
       runs[sealed ? 'ours' : 'ref'].push(res);
     }
-    log(`  ${label} round ${r + 1}/${opts.rounds}: sealed ${fmtCpu(runs.ours[r].cpu)}, unsealed ${fmtCpu(runs.ref[r].cpu)}`);
+    log(
+      `  ${label} round ${r + 1}/${opts.rounds}: sealed ` +
+        `${fmtCpu(runs.ours[r].cpu)}, unsealed ${fmtCpu(runs.ref[r].cpu)}`,
+    );
   }
   fs.rmSync(file, { force: true });
   const o = median(runs.ours.map((x) => x.cpu));
@@ -785,7 +859,9 @@ function benchSeal() {
   const part = (side, which) => median(runs[side].map((x) => x[which].cpu));
   results.push({
     id: 'S',
-    workload: `\`prepare --seal -s - -i FILE | queue-write\`, ${fmtSize(size)}: CPU (user+sys), against the same without --seal (both ours; the "ref" column is the unsealed run)`,
+    workload:
+      `\`prepare --seal -s - -i FILE | queue-write\`, ${fmtSize(size)}: CPU (user+sys), ` +
+      `against the same without --seal (both ours; the "ref" column is the unsealed run)`,
     ours: fmtCpu(o),
     ref: fmtCpu(u),
     ratio: fmtRatio(o / u),
@@ -812,9 +888,15 @@ function benchPipelines() {
   const rss1 = runs1 && median(runs1.ours.map((x) => x.maxrssKiB));
   if (want(6)) {
     const name = `\`prepare -s - -i - | queue-write\`, ${fmtSize(SIZES.pipe1)}`;
-    ratioRow(6, `${name}: CPU (user+sys)${NATIVE ? ', with the native addon (splice)' : ', without the native addon'}`, runs1, NATIVE ? 1.0 : 1.3, {
-      metric: 'cpu',
-    });
+    ratioRow(
+      6,
+      `${name}: CPU (user+sys)${NATIVE ? ', with the native addon (splice)' : ', without the native addon'}`,
+      runs1,
+      NATIVE ? 1.0 : 1.3,
+      {
+        metric: 'cpu',
+      },
+    );
     if (runs1['ours-js']) {
       ratioRow(
         6,
@@ -846,7 +928,9 @@ function benchPipelines() {
       ours: fmtMiB(rss4),
       ref: fmtMiB(refRss4),
       ratio: fmtRatio(rss4 / refRss4),
-      target: `within 5% of the ${fmtSize(SIZES.pipe1)} run (${fmtMiB(rss1)}): ${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%`,
+      target:
+        `within 5% of the ${fmtSize(SIZES.pipe1)} run (${fmtMiB(rss1)}` +
+        `): ${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%`,
       met: Math.abs(growth) <= 0.05 ? 'yes' : `**no** (${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(0)}%)`,
     });
     const o = median(runs4.ours.map((x) => x.cpu));
@@ -867,7 +951,11 @@ function benchPipelines() {
 function benchMd5(packet, size, expectedMd5) {
   const checkMd5 = (side, res, what) => {
     expectOk(res, `${side.name} ${what}`);
-    if (res.stdout !== expectedMd5) fail(`${side.name} ${what}: md5sum printed ${JSON.stringify(res.stdout)}, expected ${JSON.stringify(expectedMd5)}`, res);
+    if (res.stdout !== expectedMd5)
+      fail(
+        `${side.name} ${what}: md5sum printed ${JSON.stringify(res.stdout)}, expected ${JSON.stringify(expectedMd5)}`,
+        res,
+      );
   };
   if (want(8)) {
     const label = `queue-process 1 job of ${fmtSize(size)} into md5sum`;
@@ -914,7 +1002,9 @@ function machine() {
 function gitDescribe(dir = ROOT) {
   try {
     const rev = sh('git', ['-C', dir, 'rev-parse', '--short', 'HEAD']).trim();
-    const dirty = sh('git', ['-C', dir, 'status', '--porcelain', '--', 'src']).trim() ? ' (src/ has uncommitted changes)' : '';
+    const dirty = sh('git', ['-C', dir, 'status', '--porcelain', '--', 'src']).trim()
+      ? ' (src/ has uncommitted changes)'
+      : '';
     return `${rev}${dirty}`;
   } catch {
     return 'unknown';
@@ -938,39 +1028,53 @@ function floorsSection() {
   const nativeRow =
     floors.nativePerJob === undefined
       ? ''
-      : `| the same loop through fspl's native addon (\`posix_spawn\`, the way ours starts jobs; row 2's floor) | ${floors.nativePerJob.toFixed(2)} ms | ${fmtMs(floors.nativePerJob * n)} |\n`;
+      : `| the same loop through fspl's native addon (\`posix_spawn\`, the way ours starts jobs; row ` +
+        `2's floor) | ${floors.nativePerJob.toFixed(2)} ms | ${fmtMs(floors.nativePerJob * n)} |\n`;
   let row2;
   if (floors.nativePerJob !== undefined) {
     // What is left above the spawn floor: start-up and the per-job JS work.
     const start = startup.ours?.median;
     const rest = d2 && start !== undefined ? d2.wall.median - start - floors.nativePerJob * n : undefined;
-    row2 = `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands with \`posix_spawn\`
+    row2 =
+      `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands with \`posix_spawn\`
   through its native addon (native/fspl_native.c; glibc uses \`clone(CLONE_VM|CLONE_VFORK)\`, so
   nothing of Node's ~50 MiB is copied): ${floors.nativePerJob.toFixed(2)} ms a job for the bare loop, against
   ${floors.spawnPerJob.toFixed(2)} ms for \`child_process.spawn\` (a full \`fork()\`; libuv 1.46 uses neither vfork nor
-  posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. The reference's whole run costs about
+  posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms ` +
+      `for a shell's fork+exec. The reference's whole run costs about
   what that loop costs, so the difference is Node's start-up plus the per-job work (open the job
   and read its header, build its environment, record the job: the note in the lock file, nextseq,
   the unlink, their fsyncs, src/process/finish.ts)${
-    rest !== undefined ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job` : ''
+    rest !== undefined
+      ? `:\n  ${fmtMs(rest)} here beyond our start-up (row 1) and ` +
+        `the spawn loop, ${((rest / n) * 1000).toFixed(0)} µs a job`
+      : ''
   }.\n  Without the addon (not built, or \`FSPL_NO_NATIVE=1\`) jobs start through \`child_process.spawn\`.`;
   } else {
-    row2 = `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): measured ${opts.noNative ? 'with `--no-native`' : 'without the native addon (not built)'}:
+    row2 =
+      `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): measured ` +
+      `${opts.noNative ? 'with `--no-native`' : 'without the native addon (not built)'}:
   Node's \`child_process.spawn\` does a full \`fork()\` of a ~50 MiB process (libuv 1.46 does not use
   vfork or posix_spawn on Linux), which costs ${floors.spawnPerJob.toFixed(2)} ms a job here before the command even
   starts, against ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. That floor alone, times ${n} jobs, is
-  ${fmtMs(floors.spawnPerJob * n)}. The native addon (\`npm run build\` builds it) starts jobs with \`posix_spawn\` instead.`;
+  ${fmtMs(floors.spawnPerJob * n)}. The native addon (\`npm ` +
+      `run build\` builds it) starts jobs with \`posix_spawn\` instead.`;
   }
-  return `## Floors: what Node itself costs for the per-job work
+  return (
+    `## Floors: what Node itself costs for the per-job work
 
 Measured in the same run with \`bench/floors.mjs\` (loop time only, no start-up), to show how
 much of rows 2 and 3 is Node's own cost for the same system calls rather than fspl's code.
 
 | Measurement | Per job | For the workload |
 | --- | --- | --- |
-| bare \`child_process.spawn('/bin/true')\` loop in Node | ${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * n)} for ${n} jobs |
-${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) | ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
-| Node doing a NOP run's system calls (the scan, then runs of NOPs recorded as one), no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)} µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
+| bare \`child_process.spawn('/bin/true')\` loop in Node | ` +
+    `${floors.spawnPerJob.toFixed(2)} ms | ${fmtMs(floors.spawnPerJob * n)} for ${n} jobs |
+${nativeRow}| the same loop in \`sh\` (fork+exec as a small C program does it) ` +
+    `| ${floors.shPerJob.toFixed(2)} ms | ${fmtMs(floors.shPerJob * n)} |
+| Node doing a NOP run's system calls (the scan, then runs of NOPs recorded as ` +
+    `one), no decoding (row 3's floor, plus start-up) | ${((floors.nopLoop / floors.nopJobs) * 1000).toFixed(1)}` +
+    ` µs | ${fmtMs(floors.nopLoop)} for ${floors.nopJobs} jobs |
 
 Where the time of rows 2 and 3 goes (and row 4's):
 ${row2}
@@ -982,22 +1086,27 @@ ${row2}
   is the node start-up floor, the scan and the unlinks: ${fmtMs(floors.nopLoop)} for Node to make the
   same calls with no fspl logic at all.
 - Row 4: ${
-    NATIVE
-      ? `the scan reads every job file's first 4 KiB (open, pread, close) and decodes the headers in
+      NATIVE
+        ? `the scan reads every job file's first 4 KiB (open, pread, close) and decodes the headers in
   the usual encoding in one call to the native addon; what is left is Node's start-up, listing
   \`jobs/\` (one \`fs.Dir\` entry object per file), building, sorting and printing the entries (local
   timestamps included). Without the addon, the reads go through Node's synchronous fs bindings
   and the headers through the JS MessagePack decoder.`
-      : `without the native addon, each header is read with one 4 KiB read through Node's synchronous
+        : `without the native addon, each header is read with one 4 KiB read through Node's synchronous
   fs bindings and decoded by the JS MessagePack decoder (decoders are reused); a CPU profile shows
   the time spread over start-up, those calls, decoding and garbage collection.`
-  }
-`;
+    }
+`
+  );
 }
 
 function table(headers, rows) {
   const esc = (c) => String(c).replace(/\|/g, '\\|');
-  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+  return [
+    `| ${headers.join(' | ')} |`,
+    `| ${headers.map(() => '---').join(' | ')} |`,
+    ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`),
+  ].join('\n');
 }
 
 /**
@@ -1016,7 +1125,10 @@ function benchFloors() {
   makeQueue(template, SIZES.nopJobs, 'nop');
   for (let r = 0; r < Math.max(1, Math.min(opts.rounds, 3)); r++) {
     spawnMs.push(Number(sh(process.execPath, [floorScript, 'spawn', String(n)], 'spawn floor').trim()));
-    if (NATIVE) nativeMs.push(Number(sh(process.execPath, [floorScript, 'native-spawn', String(n)], 'native spawn floor').trim()));
+    if (NATIVE)
+      nativeMs.push(
+        Number(sh(process.execPath, [floorScript, 'native-spawn', String(n)], 'native spawn floor').trim()),
+      );
     const t = process.hrtime.bigint();
     sh('sh', ['-c', `i=0; while [ $i -lt ${n} ]; do /bin/true; i=$((i+1)); done`], 'shell spawn loop');
     shMs.push(ms(t));
@@ -1039,12 +1151,23 @@ function benchWatch() {
   for (const poll of [undefined, '0.1']) {
     const what = poll ? `--poll-interval ${poll}` : 'file system events';
     log(`W. queue-process --watch (${what}): ${n} jobs, one at a time`);
-    const r = spawnSync(NODE, [path.join(ROOT, 'bench', 'watch-latency.mjs'), '--dir', WORK, '--jobs', String(n), ...(poll ? ['--poll', poll] : [])], {
-      env: ENV,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-      timeout: 120_000,
-    });
+    const r = spawnSync(
+      NODE,
+      [
+        path.join(ROOT, 'bench', 'watch-latency.mjs'),
+        '--dir',
+        WORK,
+        '--jobs',
+        String(n),
+        ...(poll ? ['--poll', poll] : []),
+      ],
+      {
+        env: ENV,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+        timeout: 120_000,
+      },
+    );
     if (r.status !== 0) throw new BenchError(`watch latency (${what}) failed with status ${r.status}`);
     const { latencies } = JSON.parse(r.stdout.trim());
     const sorted = [...latencies].sort((a, b) => a - b);
@@ -1052,7 +1175,9 @@ function benchWatch() {
     const max = sorted[sorted.length - 1];
     results.push({
       id: 'W',
-      workload: `\`queue-process --watch\`${poll ? ` \`--poll-interval ${poll}\`` : ''}: from a job's rename into \`jobs/\` to its command's start (${what}; ${n} jobs)`,
+      workload:
+        `\`queue-process --watch\`${poll ? ` \`--poll-interval ${poll}\`` : ''}: from ` +
+        `a job's rename into \`jobs/\` to its command's start (${what}; ${n} jobs)`,
       ours: `${fmtMs(median(latencies))} (p95 ${fmtMs(p95)}, max ${fmtMs(max)})`,
       ref: '— (no watch mode)',
       ratio: '—',
@@ -1103,7 +1228,13 @@ function report(meta) {
         `${fmtMs(load)} (b − a)`,
         "bin/fspl's loader, and the first chunk (group-start.cjs) with the chunks it requires",
       ],
-      ['(c) full `fspl gen-uuid`', wall('ours'), cpu('ours'), `${fmtMs(rest)} (c − b)`, 'argument parsing, modules imported on demand, the work, exit'],
+      [
+        '(c) full `fspl gen-uuid`',
+        wall('ours'),
+        cpu('ours'),
+        `${fmtMs(rest)} (c − b)`,
+        'argument parsing, modules imported on demand, the work, exit',
+      ],
       [
         'for comparison: `fspl -V`',
         wall('version'),
@@ -1119,7 +1250,13 @@ function report(meta) {
         'the queue-process handler, the queue and processing modules, the lock (the native addon), one scan',
       ],
       ['for comparison: reference `fspl gen-uuid`', fmtMs(s.ref.median), fmtMs(s.ref.cpu.median), '', ''],
-      ['for comparison: reference `fspl queue-process -q EMPTY true`', fmtMs(s.refProcess.median), fmtMs(s.refProcess.cpu.median), '', ''],
+      [
+        'for comparison: reference `fspl queue-process -q EMPTY true`',
+        fmtMs(s.refProcess.median),
+        fmtMs(s.refProcess.cpu.median),
+        '',
+        '',
+      ],
     ];
     startupSection = `## Where our start-up time goes
 
@@ -1155,9 +1292,11 @@ Chrome DevTools.
   // The page keeps the tables; the prose goes to the notes, under the same headings.
   const subs = [netSection, manySection, signedSection, durabilitySection].filter((x) => x).map(splitSection);
   const own = [startupSection].filter((x) => x).map(splitSection);
-  const page = `# Benchmarks: TypeScript \`fspl\` against the reference
+  const page =
+    `# Benchmarks: TypeScript \`fspl\` against the reference
 
-Generated by \`npm run bench\` (\`bench/run.mjs\`)${opts.quick ? ' in **quick mode** (tiny sizes, smoke test only: numbers mean nothing)' : ''}.
+Generated by \`npm run bench\` (\`bench/run.mjs\`)` +
+    `${opts.quick ? ' in **quick mode** (tiny sizes, smoke test only: numbers mean nothing)' : ''}.
 Notes on each figure, profiles and past results: [benchmarks-notes.md](benchmarks-notes.md).
 
 ## How to run
@@ -1183,9 +1322,16 @@ shared: compare ratios, not absolute times across runs. The spread is in
 | Node | ${process.version} |
 | Reference | ${meta.refVersion} (\`${opts.ref}\`) |
 | Ours | \`node bin/fspl\`, commit ${meta.commit} at the start of the run |
-| Native addon | ${NATIVE ? `used (\`native/build/Release/fspl_native.node\`: posix_spawn for job commands, header reads)` : opts.noNative ? 'not used (`--no-native`: FSPL_NO_NATIVE=1)' : 'not built: pure-Node code'} |
+| Native addon | ${
+      NATIVE
+        ? `used (\`native/build/Release/fspl_native.node\`: posix_spawn for job commands, header reads)`
+        : opts.noNative
+          ? 'not used (`--no-native`: FSPL_NO_NATIVE=1)'
+          : 'not built: pure-Node code'
+    } |
 | Queues and payloads | \`${opts.dir}\` (${meta.fs}) |
-| Rounds | ${opts.rounds} per workload, ${opts.bigRounds} for the ${fmtSize(SIZES.pipe4)} run, ${opts.coldRounds} for start-up |
+| Rounds | ${opts.rounds} per workload, ${opts.bigRounds} for ` +
+    `the ${fmtSize(SIZES.pipe4)} run, ${opts.coldRounds} for start-up |
 | Load average (1 min) | ${meta.loadStart} at the start, ${meta.loadEnd} at the end |
 | Total run time | ${(meta.elapsed / 1000).toFixed(0)} s |
 
@@ -1243,9 +1389,22 @@ ${RUN_END}
  * run's directory, reference and rounds (at most 3): its section, put in before the details.
  */
 function sectionBench(script) {
-  const args = [path.join(ROOT, 'bench', script), '--dir', opts.dir, '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
+  const args = [
+    path.join(ROOT, 'bench', script),
+    '--dir',
+    opts.dir,
+    '--ref',
+    opts.ref,
+    '--rounds',
+    String(Math.min(opts.rounds, 3)),
+  ];
   if (opts.quick) args.push('--quick');
-  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
+  const r = spawnSync(NODE, args, {
+    env: ENV,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * MiB,
+  });
   if (r.status !== 0) throw new BenchError(`bench/${script} failed with status ${r.status}`);
   return r.stdout;
 }
@@ -1275,9 +1434,20 @@ function benchSigned() {
 let durabilitySection = '';
 function benchDurability() {
   log('D. durability: bench/durability.mjs');
-  const args = [path.join(ROOT, 'bench', 'durability.mjs'), '--ref', opts.ref, '--rounds', String(Math.min(opts.rounds, 3))];
+  const args = [
+    path.join(ROOT, 'bench', 'durability.mjs'),
+    '--ref',
+    opts.ref,
+    '--rounds',
+    String(Math.min(opts.rounds, 3)),
+  ];
   if (opts.quick) args.push('--quick');
-  const r = spawnSync(NODE, args, { env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 16 * MiB });
+  const r = spawnSync(NODE, args, {
+    env: ENV,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * MiB,
+  });
   if (r.status !== 0) throw new BenchError(`bench/durability.mjs failed with status ${r.status}`);
   durabilitySection = r.stdout;
 }
@@ -1295,9 +1465,15 @@ async function main() {
   const loadStart = os.loadavg()[0].toFixed(2);
   const commit = gitDescribe(); // at the start: src/ may change while we run
   // Room for the largest moment: the 4 GiB packet written by queue-write, or the md5 packet and its copy.
-  const need = Math.max(want(7) ? SIZES.pipe4 : want(6) ? SIZES.pipe1 : 0, want(8) ? 2 * SIZES.md5 : want(9) ? SIZES.md5 : 0) + 256 * MiB;
+  const need =
+    Math.max(want(7) ? SIZES.pipe4 : want(6) ? SIZES.pipe1 : 0, want(8) ? 2 * SIZES.md5 : want(9) ? SIZES.md5 : 0) +
+    256 * MiB;
   const st = fs.statfsSync(opts.dir);
-  if (st.bavail * st.bsize < need) die(`${opts.dir} has ${fmtSize(st.bavail * st.bsize)} free; this run needs about ${fmtSize(need)} (use --dir or --quick)`);
+  if (st.bavail * st.bsize < need)
+    die(
+      `${opts.dir} has ${fmtSize(st.bavail * st.bsize)} free; ` +
+        `this run needs about ${fmtSize(need)} (use --dir or --quick)`,
+    );
   WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-bench-'));
   const cleanupWork = () => fs.rmSync(WORK, { recursive: true, force: true });
   for (const sig of ['SIGINT', 'SIGTERM']) {
@@ -1306,7 +1482,10 @@ async function main() {
       process.exit(130);
     });
   }
-  log(`${opts.quick ? 'quick' : 'full'} run; work dir ${WORK}; ours: ${SIDES.ours.argv.join(' ')}; ref: ${opts.ref} (${refVersion})`);
+  log(
+    `${opts.quick ? 'quick' : 'full'} run; work dir ${WORK}; ours: ` +
+      `${SIDES.ours.argv.join(' ')}; ref: ${opts.ref} (${refVersion})`,
+  );
   try {
     // The floor is needed by workload 4's target, so measure start-up if either is wanted.
     if (want(1) || want(4)) {

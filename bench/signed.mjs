@@ -45,7 +45,9 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const x = (v) => `${v.toFixed(2)}×`;
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS' && k !== 'SSH_AUTH_SOCK'));
+const ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS' && k !== 'SSH_AUTH_SOCK'),
+);
 ENV.SHELL = '/bin/sh';
 const loadavg = () => os.loadavg()[0].toFixed(2);
 const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
@@ -63,7 +65,11 @@ function die(msg) {
 function timed(cmdline, what) {
   const tf = path.join(WORK, 'time');
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], { env: ENV, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], {
+    env: ENV,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) die(`${what} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const [u, s] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
@@ -76,14 +82,20 @@ function run(cmdline, what) {
   return r.stdout;
 }
 
-/** A row: the medians, the ratio of the medians, and the spread of the per-round ratios (target undefined: for information). */
+/**
+ * A row: the medians, the ratio of the medians, and the spread of the per-round ratios (target undefined: for
+ * information).
+ */
 function row(what, against, ours, base, unit, target, loads) {
   const ratios = ours.map((o, i) => o / base[i]);
   const r = median(ours) / median(base);
   const fmt = (v) => (unit === 's' ? `${v.toFixed(2)} s` : `${(v * 1000).toFixed(1)} ms`);
   const ok = target === undefined ? '' : r <= target ? 'met' : '**missed**';
   const goal = target === undefined ? '(information)' : `≤ ${target.toFixed(2)}×`;
-  return `| ${what} | ${against} | ${fmt(median(ours))} | ${fmt(median(base))} | ${x(r)} (${x(Math.min(...ratios))}–${x(Math.max(...ratios))}) | ${goal} | ${ok} | ${loads[0]}–${loads[loads.length - 1]} |`;
+  return (
+    `| ${what} | ${against} | ${fmt(median(ours))} | ${fmt(median(base))} | ${x(r)} (${x(Math.min(...ratios))}` +
+    `–${x(Math.max(...ratios))}) | ${goal} | ${ok} | ${loads[0]}–${loads[loads.length - 1]} |`
+  );
 }
 
 /**
@@ -179,13 +191,19 @@ function benchVerify() {
   const loads = [];
   for (let round = 0; round < opts.rounds; round++) {
     loads.push(loadavg());
-    runs.ours.push(timed(`${fspl} stdin-process --allowed-signers ${shq(SIGNERS)} --ignore-payload true < ${shq(packet)}`, 'stdin-process'));
+    runs.ours.push(
+      timed(
+        `${fspl} stdin-process --allowed-signers ${shq(SIGNERS)} --ignore-payload true < ${shq(packet)}`,
+        'stdin-process',
+      ),
+    );
     runs.floor.push(timed(`sha512sum ${shq(payload)} > /dev/null`, 'sha512sum'));
   }
   fs.rmSync(payload);
   fs.rmSync(packet);
   return row(
-    `checking a signed ${size >> 20} MiB payload: \`stdin-process --allowed-signers\` of the packet (a file), command \`true\`, CPU`,
+    `checking a signed ${size >> 20} MiB payload: \`stdin-process ` +
+      `--allowed-signers\` of the packet (a file), command \`true\`, CPU`,
     '`sha512sum` of the payload',
     runs.ours.map((r) => r.cpu),
     runs.floor.map((r) => r.cpu),
@@ -208,7 +226,8 @@ function benchPrepare() {
       const how = side === 'signed' ? `--sign ${shq(KEY)} ` : '';
       // n runs in a row, so that one run's noise weighs less; the per-run time is the total / n.
       const t = timed(
-        `i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how}-s - -i ${shq(input)} > /dev/null || exit 1; i=$((i+1)); done`,
+        `i=0; while [ $i -lt ${n} ]; do ${fspl} prepare ${how}-s ` +
+          `- -i ${shq(input)} > /dev/null || exit 1; i=$((i+1)); done`,
         `prepare (${side})`,
       );
       runs[side].push(t.wall / n);
@@ -230,10 +249,12 @@ if (want('process')) rows.push(await benchProcess());
 if (want('verify')) rows.push(benchVerify());
 if (want('prepare')) rows.push(benchPrepare());
 
-const md = `${BEGIN}
+const md =
+  `${BEGIN}
 ## Signed packets (bench/signed.mjs)
 
-${opts.rounds} rounds${opts.quick ? ' (quick: small sizes)' : ''}, ${new Date().toISOString().slice(0, 10)}, on ${os.cpus().length} cores; the ratio is of the medians, with the lowest and highest round's ratio after it.
+${opts.rounds} rounds${opts.quick ? ' (quick: small sizes)' : ''}, ${new Date().toISOString().slice(0, 10)}, on ` +
+  `${os.cpus().length} cores; the ratio is of the medians, with the lowest and highest round's ratio after it.
 
 | measure | compared with | signed | base | ratio (spread) | target | | load |
 | --- | --- | --- | --- | --- | --- | --- | --- |

@@ -37,7 +37,8 @@ const qdir = path.join(work, 'q');
 const log = path.join(work, 'log');
 fs.writeFileSync(log, '');
 const q = Queue.init(qdir);
-const put = (seq) => q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } })));
+const put = (seq) =>
+  q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } })));
 const lines = () => fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -89,4 +90,6 @@ try {
     process.exitCode = 1;
   }
 }
-process.stdout.write(`${JSON.stringify({ mode: poll ? `polling every ${poll} s` : 'file system events', latencies })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ mode: poll ? `polling every ${poll} s` : 'file system events', latencies })}\n`,
+);

@@ -33,9 +33,24 @@ if (process.platform !== 'linux') skip(`not built on ${process.platform} (Linux 
 function findNodeGyp() {
   const candidates = [];
   if (process.env.npm_config_node_gyp) candidates.push(process.env.npm_config_node_gyp);
-  if (process.env.npm_execpath) candidates.push(path.join(path.dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
+  if (process.env.npm_execpath)
+    candidates.push(
+      path.join(path.dirname(process.env.npm_execpath), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    );
   // npm's own copy, next to the node binary: PREFIX/bin/node -> PREFIX/lib/node_modules/npm.
-  candidates.push(path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
+  candidates.push(
+    path.join(
+      path.dirname(process.execPath),
+      '..',
+      'lib',
+      'node_modules',
+      'npm',
+      'node_modules',
+      'node-gyp',
+      'bin',
+      'node-gyp.js',
+    ),
+  );
   candidates.push(path.join(HERE, '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
   for (const c of candidates) if (c && fs.existsSync(c)) return [process.execPath, c];
   const onPath = spawnSync('sh', ['-c', 'command -v node-gyp'], { encoding: 'utf8' });

@@ -63,7 +63,10 @@ async function esmChunks() {
  * latter import goes in `start`. Chunk name → group.
  */
 function commonPath(metafile) {
-  const outputs = Object.entries(metafile.outputs).map(([file, o]) => [path.relative(OUT, path.resolve(ROOT, file)), o]);
+  const outputs = Object.entries(metafile.outputs).map(([file, o]) => [
+    path.relative(OUT, path.resolve(ROOT, file)),
+    o,
+  ]);
   const byName = new Map(outputs);
   const closure = (entry) => {
     const root = outputs.find(([, o]) => o.entryPoint === entry)?.[0];
@@ -72,7 +75,8 @@ function commonPath(metafile) {
     const visit = (name) => {
       if (seen.has(name)) return;
       seen.add(name);
-      for (const i of byName.get(name).imports) if (i.kind === 'import-statement' && !i.external) visit(path.relative(OUT, path.resolve(ROOT, i.path)));
+      for (const i of byName.get(name).imports)
+        if (i.kind === 'import-statement' && !i.external) visit(path.relative(OUT, path.resolve(ROOT, i.path)));
     };
     visit(root);
     return seen;
@@ -109,7 +113,8 @@ async function toCommonJs(name, text) {
     .replace(/__toESM\(require\("(node:[\w/]+)"\)\)/g, '__fsplBuiltin(require("$1"))');
   const helpers = [
     /\b__fsplModuleUrl\b/.test(renamed) && 'const __fsplModuleUrl=require("url").pathToFileURL(__filename).href;',
-    /\b__fsplBuiltin\b/.test(renamed) && 'const __fsplBuiltin=(m)=>Object.create(m,{default:{value:m,enumerable:true}});',
+    /\b__fsplBuiltin\b/.test(renamed) &&
+      'const __fsplBuiltin=(m)=>Object.create(m,{default:{value:m,enumerable:true}});',
   ];
   return `"use strict";\n${helpers.filter(Boolean).join('\n')}\n${renamed}`;
 }
@@ -136,12 +141,16 @@ export async function bundle() {
       fs.writeFileSync(path.join(OUT, cjsName), code);
       continue;
     }
-    groups[group].push(`${JSON.stringify(cjsName)}: function (exports, require, module, __filename, __dirname) {${code}\n}`);
+    groups[group].push(
+      `${JSON.stringify(cjsName)}: function (exports, require, module, __filename, __dirname) {${code}\n}`,
+    );
     if (group !== 'start') where[cjsName] = `group-${group}.cjs`;
   }
   for (const [group, members] of Object.entries(groups)) {
     const elsewhere = group === 'start' ? `\nmodule.exports.groups = ${JSON.stringify(where)};` : '';
-    const text = `"use strict";\n// Chunks of the CLI bundle by name (scripts/bundle.mjs).\nmodule.exports = { chunks: {\n${members.join(',\n')}\n} };${elsewhere}\n`;
+    const text =
+      `"use strict";\n// Chunks of the CLI bundle by name (scripts/bundle.mjs).\n` +
+      `module.exports = { chunks: {\n${members.join(',\n')}\n} };${elsewhere}\n`;
     fs.writeFileSync(path.join(OUT, `group-${group}.cjs`), text);
   }
 }

@@ -45,7 +45,9 @@ async function child(dir) {
   ];
   for (const argv of commands) {
     if (argv[0] === 'write-one-job') {
-      Queue.open(one).writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }));
+      Queue.open(one).writeBuffer(
+        encodeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }),
+      );
       continue;
     }
     await main(argv);
@@ -67,7 +69,8 @@ function writePack(file, scripts) {
     offset += bytes.length;
     return [offset - bytes.length, bytes.length];
   };
-  for (const [file, script] of scripts) index[path.basename(file)] = [...add(fs.readFileSync(file)), ...add(script.createCachedData())];
+  for (const [file, script] of scripts)
+    index[path.basename(file)] = [...add(fs.readFileSync(file)), ...add(script.createCachedData())];
   const json = Buffer.from(JSON.stringify(index));
   const length = Buffer.alloc(4);
   length.writeUInt32LE(json.length);

@@ -26,7 +26,8 @@ export function copyBuild(from = ROOT): string {
     const dest = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-build-'));
     try {
       fs.chmodSync(dest, 0o755);
-      if (!NEEDED.every((f) => fs.existsSync(path.join(from, f)))) throw new Error(`no build in ${from} (run npm run build)`);
+      if (!NEEDED.every((f) => fs.existsSync(path.join(from, f))))
+        throw new Error(`no build in ${from} (run npm run build)`);
       for (const d of ['bin', 'dist']) fs.cpSync(path.join(from, d), path.join(dest, d), { recursive: true });
       fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dest, 'package.json'));
       // The optional native addon, found relative to dist/: the CLI must be tested as it ships.
@@ -39,10 +40,12 @@ export function copyBuild(from = ROOT): string {
       for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
         if (name.startsWith('.')) continue;
         const source = path.join(ROOT, 'node_modules', name);
-        if (EXTERNAL.some((e) => e === name || e.startsWith(`${name}/`))) fs.cpSync(source, path.join(modules, name), { recursive: true, dereference: true });
+        if (EXTERNAL.some((e) => e === name || e.startsWith(`${name}/`)))
+          fs.cpSync(source, path.join(modules, name), { recursive: true, dereference: true });
         else fs.symlinkSync(source, path.join(modules, name));
       }
-      if (!NEEDED.every((f) => fs.existsSync(path.join(dest, f)))) throw new Error('the build changed while it was copied');
+      if (!NEEDED.every((f) => fs.existsSync(path.join(dest, f))))
+        throw new Error('the build changed while it was copied');
       return dest;
     } catch (err) {
       fs.rmSync(dest, { recursive: true, force: true });

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { bytesFromJson, bytesToJson, ctimeToJson, headerToJson, jobEntryToJson, jobInfoToJson, nextseqToJson, toJsonLine } from '../src/json.js';
+import {
+  bytesFromJson,
+  bytesToJson,
+  ctimeToJson,
+  headerToJson,
+  jobEntryToJson,
+  jobInfoToJson,
+  nextseqToJson,
+  toJsonLine,
+} from '../src/json.js';
 import { type PacketHeader, U64_MAX } from '../src/lowlevel.js';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
@@ -15,7 +24,8 @@ describe('JSON conversion', () => {
     // A Uint8Array view into a larger buffer: only its own bytes count.
     const big = Buffer.from('xxabcxx');
     expect(bytesToJson(new Uint8Array(big.buffer, big.byteOffset + 2, 3))).toBe('abc');
-    for (const v of [b('text'), Buffer.from([0x80, 0x00, 0xff])]) expect(bytesFromJson(bytesToJson(v)).equals(v)).toBe(true);
+    for (const v of [b('text'), Buffer.from([0x80, 0x00, 0xff])])
+      expect(bytesFromJson(bytesToJson(v)).equals(v)).toBe(true);
   });
 
   it('writes 64-bit integers as strings, up to u64 max and negative seconds', () => {

@@ -78,8 +78,13 @@ function definer(file: string, name: string, seen = new Set<string>(), types = f
   if (seen.has(file) || !fs.existsSync(file)) return undefined;
   seen.add(file);
   const text = fs.readFileSync(file, 'utf8');
-  const kinds = types ? 'const|let|var|function\\*?|class|enum|interface|type' : 'const|let|var|function\\*?|class|enum';
-  const declared = new RegExp(`^export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:${kinds})\\s+${name.replace(/\$/g, '\\$')}\\b`, 'm');
+  const kinds = types
+    ? 'const|let|var|function\\*?|class|enum|interface|type'
+    : 'const|let|var|function\\*?|class|enum';
+  const declared = new RegExp(
+    `^export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:${kinds})\\s+${name.replace(/\$/g, '\\$')}\\b`,
+    'm',
+  );
   if (declared.test(text)) return file;
   for (const m of text.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(\.[^']+)'/gms)) {
     for (const part of m[1]!.split(',').map((x) => x.trim())) {
@@ -87,7 +92,8 @@ function definer(file: string, name: string, seen = new Set<string>(), types = f
         .replace(/^type\s+/, '')
         .split(/\s+as\s+/)
         .map((x) => x.trim());
-      if ((alias ?? orig) === name) return definer(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')), orig!, seen, types);
+      if ((alias ?? orig) === name)
+        return definer(path.resolve(path.dirname(file), m[2]!.replace(/\.js$/, '.ts')), orig!, seen, types);
     }
   }
   for (const m of text.matchAll(/^export\s+\*\s+from\s+'(\.[^']+)'/gm)) {
@@ -97,7 +103,10 @@ function definer(file: string, name: string, seen = new Set<string>(), types = f
   return undefined;
 }
 
-/** Every module whose code a file's run-time imports reach by name, barrels followed (a whole-module import reaches the barrel's every source). */
+/**
+ * Every module whose code a file's run-time imports reach by name, barrels followed (a whole-module import reaches the
+ * barrel's every source).
+ */
 function reached(file: string): string[] {
   const out = new Set<string>();
   const whole = (m: string, seen: Set<string>) => {
@@ -116,10 +125,15 @@ function reached(file: string): string[] {
 /** The modules a barrel re-exports from. */
 function reexports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^export\s+(?!type\b)[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+  return [...text.matchAll(/^export\s+(?!type\b)[^;]*?\s+from\s+'(\.[^']+)'/gms)].map((m) =>
+    path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')),
+  );
 }
 
-/** Every import of a file, type-only and dynamic ones too (a type import ties two modules as much as a value does): the modules. */
+/**
+ * Every import of a file, type-only and dynamic ones too (a type import ties two modules as much as a value does): the
+ * modules.
+ */
 function typedImports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
   const stat = [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?[^;]*?\s+from\s+'(\.[^']+)'/gms)];
@@ -166,7 +180,17 @@ test('no import cycles among the modules of src/, type imports counted', () => {
  * rank, never a higher one or one of the same rank. Above them all: the root's files (the public
  * entries, json.ts), the CLI and the net layer.
  */
-const CORE_ORDER: Record<string, number> = { base: 0, sys: 1, web: 1, packet: 2, sign: 3, queue: 4, process: 5, status: 5, send: 5 };
+const CORE_ORDER: Record<string, number> = {
+  base: 0,
+  sys: 1,
+  web: 1,
+  packet: 2,
+  sign: 3,
+  queue: 4,
+  process: 5,
+  status: 5,
+  send: 5,
+};
 
 test('the core keeps its folder order: no import, type imports included, runs up or sideways', () => {
   const folders = fs
@@ -184,7 +208,8 @@ test('the core keeps its folder order: no import, type imports included, runs up
       for (const d of typedImports(f)) {
         const to = folderOf(d);
         if (to === name) continue;
-        if (!(to in CORE_ORDER) || CORE_ORDER[to]! >= CORE_ORDER[name]!) bad.push(`${path.relative(SRC, f)} -> ${path.relative(SRC, d)}`);
+        if (!(to in CORE_ORDER) || CORE_ORDER[to]! >= CORE_ORDER[name]!)
+          bad.push(`${path.relative(SRC, f)} -> ${path.relative(SRC, d)}`);
       }
     }
   }
@@ -198,7 +223,8 @@ test('test/ mirrors the core: a test of a module sits in its folder', () => {
       const base = path.basename(f, '.ts');
       const here = path.join(ROOT, 'test', name, `${base}.test.ts`);
       const atRoot = path.join(ROOT, 'test', `${base}.test.ts`);
-      if (fs.existsSync(atRoot) && !fs.existsSync(here)) misplaced.push(`test/${base}.test.ts (its module is src/${name}/${base}.ts)`);
+      if (fs.existsSync(atRoot) && !fs.existsSync(here))
+        misplaced.push(`test/${base}.test.ts (its module is src/${name}/${base}.ts)`);
     }
   }
   expect(misplaced).toEqual([]);
@@ -222,14 +248,17 @@ test('src/net keeps its folder order: no import, type imports included, runs up 
   for (const f of sources(net)) {
     if (path.dirname(f) === net) continue; // the facade (index.ts) stands above them all
     for (const d of typedImports(f)) {
-      if (d.startsWith(net + path.sep) && (path.dirname(d) === net || rankOf(d) > rankOf(f))) up.push(`${path.relative(SRC, f)} -> ${path.relative(SRC, d)}`);
+      if (d.startsWith(net + path.sep) && (path.dirname(d) === net || rankOf(d) > rankOf(f)))
+        up.push(`${path.relative(SRC, f)} -> ${path.relative(SRC, d)}`);
     }
   }
   expect(up).toEqual([]);
 });
 
 test('src/net uses the queue API and packet streams, never the codec internals', () => {
-  const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) => path.join(SRC, f));
+  const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) =>
+    path.join(SRC, f),
+  );
   for (const f of sources(path.join(SRC, 'net'))) {
     const bad = imports(f).filter((d) => internals.includes(d));
     expect(
@@ -240,7 +269,9 @@ test('src/net uses the queue API and packet streams, never the codec internals',
 });
 
 test('src/net reaches no codec internal by any way, barrels included (packet/index re-exports some)', () => {
-  const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) => path.join(SRC, f));
+  const internals = ['packet/codec.ts', 'packet/msgpack.ts', 'packet/shape.ts', 'packet/read.ts'].map((f) =>
+    path.join(SRC, f),
+  );
   // Internals that live beside public functions: the queue and packet-stream APIs cover what the net needs.
   const internalNames = [
     'readHeaderSync',
@@ -266,42 +297,53 @@ test('src/net reaches no codec internal by any way, barrels included (packet/ind
   }
 });
 
-test('src/net/plan is pure: no node: module, no clock or timer, nothing outside plan/ and model/ (errors aside)', () => {
-  const plan = path.join(SRC, 'net', 'plan');
-  const model = path.join(SRC, 'net', 'model');
-  // Error classes are values, not I/O: the planner may throw them.
-  const allowed = (d: string) => d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'base', 'errors.ts');
-  const files = sources(plan);
-  expect(files.length).toBeGreaterThan(0);
-  for (const f of files) {
-    const rel = path.relative(SRC, f);
-    const text = fs.readFileSync(f, 'utf8');
-    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
-    expect(
-      [...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]),
-      rel,
-    ).toEqual([]);
-    expect(code.match(/\b(?:Date\.now|new Date|performance\.now|setTimeout|setInterval|setImmediate|process\.)/g) ?? [], rel).toEqual([]);
-    const outside = [...new Set([...typedImports(f), ...reached(f)])].filter((d) => !allowed(d));
-    expect(
-      outside.map((d) => path.relative(SRC, d)),
-      rel,
-    ).toEqual([]);
-  }
-});
+test(
+  'src/net/plan is pure: no node: module, no clock or ' + 'timer, nothing outside plan/ and model/ (errors aside)',
+  () => {
+    const plan = path.join(SRC, 'net', 'plan');
+    const model = path.join(SRC, 'net', 'model');
+    // Error classes are values, not I/O: the planner may throw them.
+    const allowed = (d: string) =>
+      d.startsWith(plan + path.sep) || d.startsWith(model + path.sep) || d === path.join(SRC, 'base', 'errors.ts');
+    const files = sources(plan);
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      const rel = path.relative(SRC, f);
+      const text = fs.readFileSync(f, 'utf8');
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+      expect(
+        [...text.matchAll(/from\s+'(node:[^']+)'/g)].map((m) => m[1]),
+        rel,
+      ).toEqual([]);
+      expect(
+        code.match(/\b(?:Date\.now|new Date|performance\.now|setTimeout|setInterval|setImmediate|process\.)/g) ?? [],
+        rel,
+      ).toEqual([]);
+      const outside = [...new Set([...typedImports(f), ...reached(f)])].filter((d) => !allowed(d));
+      expect(
+        outside.map((d) => path.relative(SRC, d)),
+        rel,
+      ).toEqual([]);
+    }
+  },
+);
 
-test('test/net mirrors src/net: every folder of tests has its folder of modules, and every folder of modules its tests', () => {
-  const tests = path.join(ROOT, 'test', 'net');
-  const dirs = (d: string) =>
-    fs
-      .readdirSync(d, { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => e.name);
-  const folders = dirs(tests);
-  expect(folders.length).toBeGreaterThan(0);
-  for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
-  for (const d of dirs(path.join(SRC, 'net'))) expect(fs.existsSync(path.join(tests, d)), `src/net/${d}`).toBe(true);
-});
+test(
+  'test/net mirrors src/net: every folder of tests has its ' +
+    'folder of modules, and every folder of modules its tests',
+  () => {
+    const tests = path.join(ROOT, 'test', 'net');
+    const dirs = (d: string) =>
+      fs
+        .readdirSync(d, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
+    const folders = dirs(tests);
+    expect(folders.length).toBeGreaterThan(0);
+    for (const d of folders) expect(fs.existsSync(path.join(SRC, 'net', d)), `test/net/${d}`).toBe(true);
+    for (const d of dirs(path.join(SRC, 'net'))) expect(fs.existsSync(path.join(tests, d)), `src/net/${d}`).toBe(true);
+  },
+);
 
 /** The public entries: filespooler, filespooler/lowlevel and filespooler/net (package.json "exports"). */
 const ENTRIES = ['index.ts', 'lowlevel.ts', 'net-tools.ts'].map((f) => path.join(SRC, f));
@@ -319,25 +361,31 @@ test('nothing below src/net imports it (the net layer sits on top), except the p
   }
 });
 
-test('the tests test the current source: the package name resolves to src/ (one copy of each class), and every test script builds first', async () => {
-  // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
-  // tests of the package as published, which is why every script that runs vitest builds first
-  // (build:quick: only when dist/ is older than its inputs).
-  const [pkg, low, src, srcLow] = await Promise.all([
-    import('filespooler'),
-    import('filespooler/lowlevel'),
-    import('../src/index.js'),
-    import('../src/lowlevel.js'),
-  ]);
-  expect(pkg.Net).toBe(src.Net);
-  expect(pkg.Queue).toBe(src.Queue);
-  expect(low.processQueue).toBe(srcLow.processQueue);
-  const scripts = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
-  expect(testing.map(([name]) => name)).toContain('test:unit');
-  for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build:quick && /);
-  expect(scripts['build:quick']).toBe('node scripts/build-if-stale.mjs');
-});
+test(
+  'the tests test the current source: the package name resolves to ' +
+    'src/ (one copy of each class), and every test script builds first',
+  async () => {
+    // Through vitest.config.ts's aliases, as the tests import it; dist/ is for bin/fspl and the
+    // tests of the package as published, which is why every script that runs vitest builds first
+    // (build:quick: only when dist/ is older than its inputs).
+    const [pkg, low, src, srcLow] = await Promise.all([
+      import('filespooler'),
+      import('filespooler/lowlevel'),
+      import('../src/index.js'),
+      import('../src/lowlevel.js'),
+    ]);
+    expect(pkg.Net).toBe(src.Net);
+    expect(pkg.Queue).toBe(src.Queue);
+    expect(low.processQueue).toBe(srcLow.processQueue);
+    const scripts = (
+      JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
+    const testing = Object.entries(scripts).filter(([, cmd]) => /\bvitest\b/.test(cmd));
+    expect(testing.map(([name]) => name)).toContain('test:unit');
+    for (const [name, cmd] of testing) expect(cmd, name).toMatch(/^npm run build:quick && /);
+    expect(scripts['build:quick']).toBe('node scripts/build-if-stale.mjs');
+  },
+);
 
 /** Every import of a file, type-only ones too: [module, names imported] (undefined: a default or namespace import). */
 function allImports(file: string): Array<[string, string[] | undefined]> {
@@ -373,12 +421,14 @@ test('the CLI uses the public API only: the net layer through the entries, and n
     for (const [mod, names] of allImports(f)) {
       if (mod.startsWith(cli + path.sep) || ENTRIES.includes(mod)) continue;
       const where = `${path.relative(SRC, f)} imports ${path.relative(SRC, mod)}`;
-      if (mod.startsWith(path.join(SRC, 'net') + path.sep)) bypass.push(`${where} (the net layer: import it through an entry)`);
+      if (mod.startsWith(path.join(SRC, 'net') + path.sep))
+        bypass.push(`${where} (the net layer: import it through an entry)`);
       else if (names === undefined) bypass.push(`${where} whole`);
       else {
         for (const n of names) {
           const source = definer(mod, n, new Set(), true);
-          if (!source || !ENTRIES.some((e) => definer(e, n, new Set(), true) === source)) bypass.push(`${where}: ${n}, which no entry exports`);
+          if (!source || !ENTRIES.some((e) => definer(e, n, new Set(), true) === source))
+            bypass.push(`${where}: ${n}, which no entry exports`);
         }
       }
     }
@@ -386,42 +436,50 @@ test('the CLI uses the public API only: the net layer through the entries, and n
   expect(bypass).toEqual([]);
 });
 
-test('no file in src/ over 400 lines, and no function over 80 lines without a comment saying why it is one', async () => {
-  const ts = (await import('typescript')).default;
-  const long: string[] = [];
-  const big: string[] = [];
-  for (const file of sources()) {
-    const text = fs.readFileSync(file, 'utf8');
-    const lines = text.split('\n');
-    const rel = path.relative(ROOT, file);
-    if (lines.length > 400) big.push(`${rel}: ${lines.length} lines`);
-    const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
-    const visit = (node: import('typescript').Node): void => {
-      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
-        const first = src.getLineAndCharacterOfPosition(node.getStart()).line;
-        const last = src.getLineAndCharacterOfPosition(node.end).line;
-        // The reason is written just above it: its doc comment or a line comment.
-        const above = lines.slice(Math.max(0, first - 12), first).join('\n');
-        if (last - first + 1 > 80 && !/One function/.test(above)) long.push(`${rel}:${first + 1} (${last - first + 1} lines)`);
-      }
-      ts.forEachChild(node, visit);
-    };
-    visit(src);
-  }
-  expect(big).toEqual([]);
-  expect(long).toEqual([]);
-});
+test(
+  'no file in src/ over 400 lines, and no function ' + 'over 80 lines without a comment saying why it is one',
+  async () => {
+    const ts = (await import('typescript')).default;
+    const long: string[] = [];
+    const big: string[] = [];
+    for (const file of sources()) {
+      const text = fs.readFileSync(file, 'utf8');
+      const lines = text.split('\n');
+      const rel = path.relative(ROOT, file);
+      if (lines.length > 400) big.push(`${rel}: ${lines.length} lines`);
+      const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+      const visit = (node: import('typescript').Node): void => {
+        if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+          const first = src.getLineAndCharacterOfPosition(node.getStart()).line;
+          const last = src.getLineAndCharacterOfPosition(node.end).line;
+          // The reason is written just above it: its doc comment or a line comment.
+          const above = lines.slice(Math.max(0, first - 12), first).join('\n');
+          if (last - first + 1 > 80 && !/One function/.test(above))
+            long.push(`${rel}:${first + 1} (${last - first + 1} lines)`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(src);
+    }
+    expect(big).toEqual([]);
+    expect(long).toEqual([]);
+  },
+);
 
-test('one spawner: only sys/exec.ts starts processes (node:child_process at run time) and calls the addon to spawn', () => {
-  const spawners: string[] = [];
-  for (const file of sources()) {
-    const rel = path.relative(SRC, file);
-    if (rel === path.join('sys', 'exec.ts') || rel === path.join('sys', 'native.ts')) continue;
-    const text = fs.readFileSync(file, 'utf8');
-    if (/^import\s+(?!type\b)[^;]*from\s+'node:child_process'/m.test(text) || /\bnativeSpawn\w*\(/.test(text)) spawners.push(rel);
-  }
-  expect(spawners).toEqual([]);
-});
+test(
+  'one spawner: only sys/exec.ts starts processes ' + '(node:child_process at run time) and calls the addon to spawn',
+  () => {
+    const spawners: string[] = [];
+    for (const file of sources()) {
+      const rel = path.relative(SRC, file);
+      if (rel === path.join('sys', 'exec.ts') || rel === path.join('sys', 'native.ts')) continue;
+      const text = fs.readFileSync(file, 'utf8');
+      if (/^import\s+(?!type\b)[^;]*from\s+'node:child_process'/m.test(text) || /\bnativeSpawn\w*\(/.test(text))
+        spawners.push(rel);
+    }
+    expect(spawners).toEqual([]);
+  },
+);
 
 /**
  * Files are made and opened where others may write only through sys/untrusted.ts
@@ -436,7 +494,10 @@ test('files are made only through sys/untrusted.ts: no following opens that crea
     [/\.open(Sync)?\([^)]*,\s*'[wa]\+?'/, "an open with 'w' or 'a'"],
     [/\bO_TRUNC\b/, 'O_TRUNC'],
     [/\bO_CREAT\b(?![^\n]*\bO_EXCL\b)/, 'O_CREAT without O_EXCL'],
-    [/(^|[^.\w]|\bfs\.)(writeFileSync|appendFileSync|createWriteStream|promises\.writeFile|promises\.appendFile)\(/, 'a write by name'],
+    [
+      /(^|[^.\w]|\bfs\.)(writeFileSync|appendFileSync|createWriteStream|promises\.writeFile|promises\.appendFile)\(/,
+      'a write by name',
+    ],
     [/\b(rmSync|promises\.rm)\([^)]*recursive/, 'a recursive rm'],
     [/\bcopyFileSync\((?![^)]*COPYFILE_EXCL)/, 'a copy over what is there'],
   ];
@@ -450,7 +511,8 @@ test('files are made only through sys/untrusted.ts: no following opens that crea
   for (const file of sources()) {
     const rel = path.relative(SRC, file);
     if (rel === path.join('sys', 'untrusted.ts')) continue;
-    const own = rel.startsWith(`packet${path.sep}`) || rel.startsWith(`cli${path.sep}`) ? rules : [...rules, followingRead];
+    const own =
+      rel.startsWith(`packet${path.sep}`) || rel.startsWith(`cli${path.sep}`) ? rules : [...rules, followingRead];
     const lines = fs.readFileSync(file, 'utf8').split('\n');
     lines.forEach((line, i) => {
       if (/^\s*(\*|\/\/)/.test(line)) return; // comments

@@ -32,7 +32,10 @@ export const TIERS = {
     'test/net/run/staging.test.ts',
     'test/send/queue-send-words.test.ts',
   ],
-  /** A slice of the CLI tests: each subcommand's main path through bin/fspl, the comparison with the reference on a small scale. */
+  /**
+   * A slice of the CLI tests: each subcommand's main path through bin/fspl, the comparison with the reference on a
+   * small scale.
+   */
   cli: [
     'test/cli/cli.test.ts',
     'test/cli/usage.test.ts',
@@ -49,7 +52,10 @@ export const TIERS = {
     'test/net/compat.test.ts',
     'test/net/monitor-cli.test.ts',
   ],
-  /** The rest of the end-to-end tests: the other CLI tests, the comparison in full, nets run by bin/fspl, the longer in-process runs. */
+  /**
+   * The rest of the end-to-end tests: the other CLI tests, the comparison in full, nets run by bin/fspl, the longer
+   * in-process runs.
+   */
   e2e: [
     'test/cli/',
     'test/compat/',
@@ -66,7 +72,10 @@ export const TIERS = {
     'test/sys/fs-batch.test.ts',
     'test/net/observe/status.test.ts',
   ],
-  /** Crashes, power cuts, injected faults, transports, hostile users, and real daemons (sshd, Syncthing, NNCP, rclone, Chromium). */
+  /**
+   * Crashes, power cuts, injected faults, transports, hostile users, and real daemons (sshd, Syncthing, NNCP, rclone,
+   * Chromium).
+   */
   soak: [
     'test/powercut/',
     'test/faults/',

@@ -112,7 +112,9 @@ describe('preparePacket and readPacket', () => {
   });
 
   it('reject damaged packets with typed errors', async () => {
-    await expect(readPacket(Buffer.from('*FILESPOOLER nope nope nope nope'))).rejects.toMatchObject({ code: 'ERR_BAD_PACKET' });
+    await expect(readPacket(Buffer.from('*FILESPOOLER nope nope nope nope'))).rejects.toMatchObject({
+      code: 'ERR_BAD_PACKET',
+    });
     await expect(readPacket(Readable.from([Buffer.from('*FILE')]))).rejects.toMatchObject({ code: 'ERR_SHORT_READ' });
   });
 });
@@ -127,7 +129,9 @@ describe('Queue', () => {
       [2n, 200n],
     ];
     for (const [seq, secs] of specs) {
-      await q.write(preparePacket({ seq, ctime: { secs, nanos: 0 }, params: [`p${seq}`], payload: Readable.from([`body ${seq}`]) }));
+      await q.write(
+        preparePacket({ seq, ctime: { secs, nanos: 0 }, params: [`p${seq}`], payload: Readable.from([`body ${seq}`]) }),
+      );
     }
     expect(fs.readdirSync(q.jobsDir).every((n) => /^fspl-[0-9a-f-]{36}\.fspl$/.test(n))).toBe(true);
     const seqs: bigint[] = [];
@@ -167,12 +171,17 @@ describe('Queue', () => {
        import { Readable } from 'node:stream';
        const q = Queue.open(process.argv[2]);
        try {
-         await q.write(preparePacket({ seq: 1n, payload: Readable.from([Buffer.alloc(60 * 1024), Buffer.alloc(60 * 1024)]) }));
+         await q.write(preparePacket({ seq: 1n, payload: ` +
+        `Readable.from([Buffer.alloc(60 * 1024), Buffer.alloc(60 * 1024)]) }));
          console.log('stored');
        } catch (err) { console.log(err.code); }`,
     );
     // 100 blocks of 1 KiB: the second 60 KiB chunk is cut short, then the next write fails.
-    const out = execFileSync('sh', ['-c', 'trap "" XFSZ; ulimit -f 100; exec "$0" "$@"', process.execPath, script, q.dir], { encoding: 'utf8' });
+    const out = execFileSync(
+      'sh',
+      ['-c', 'trap "" XFSZ; ulimit -f 100; exec "$0" "$@"', process.execPath, script, q.dir],
+      { encoding: 'utf8' },
+    );
     expect(out.trim()).toBe('EFBIG');
     expect(fs.readdirSync(q.jobsDir)).toEqual([]);
   });
@@ -275,7 +284,9 @@ describe('Queue.process with a JS function', () => {
   it('a timeout aborts the job signal and counts as a failure', async () => {
     const { q, seqfile } = newQueue();
     await fill(q, seqfile, ['slow']);
-    const err = await q.process((job) => new Promise((resolve) => job.signal.addEventListener('abort', resolve)), { timeout: 0.2 }).catch((e: unknown) => e);
+    const err = await q
+      .process((job) => new Promise((resolve) => job.signal.addEventListener('abort', resolve)), { timeout: 0.2 })
+      .catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/Job 1 failed \(function timed out\)/);
     expect(q.getNext()).toBe(1n);
   });
@@ -437,7 +448,8 @@ describe('the entry points', () => {
   });
 
   it('filespooler/lowlevel holds everything of filespooler, the same objects, and more', () => {
-    for (const name of MAIN) expect((lowlevel as Record<string, unknown>)[name], name).toBe((main as Record<string, unknown>)[name]);
+    for (const name of MAIN)
+      expect((lowlevel as Record<string, unknown>)[name], name).toBe((main as Record<string, unknown>)[name]);
     expect(Object.keys(lowlevel).length).toBeGreaterThan(MAIN.length + 50);
   });
 });

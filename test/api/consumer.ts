@@ -24,7 +24,12 @@ import { netMetricsText, type SimulationReport, simulate } from 'filespooler/net
 export async function typedUse(dir: string): Promise<ProcessSummary> {
   const q: Queue = Queue.init(dir, { appendOnly: false });
   const opened: Queue = Queue.open(dir, { decoder: 'zcat' });
-  const packet: Readable = preparePacket({ seqfile: `${dir}.seq`, params: ['a', Buffer.from('b')], env: { K: 'v' }, payload: { path: '/etc/hostname' } });
+  const packet: Readable = preparePacket({
+    seqfile: `${dir}.seq`,
+    params: ['a', Buffer.from('b')],
+    env: { K: 'v' },
+    payload: { path: '/etc/hostname' },
+  });
   const filename: string = await q.write(packet);
   const read: ReadPacket = await readPacket({ path: `${dir}/jobs/${filename}` });
   const seq: bigint = read.seq;

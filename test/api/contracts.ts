@@ -5,7 +5,10 @@
 import type { JobContext, Queue } from 'filespooler';
 import { type OpenJob, type ProcessQueueOptions, processQueue } from 'filespooler/lowlevel';
 
-/** An opened job is plain (a descriptor, an offset) or decoded (a stream, the decoder): narrowed by its kind, never cast. */
+/**
+ * An opened job is plain (a descriptor, an offset) or decoded (a stream, the decoder): narrowed by its kind, never
+ * cast.
+ */
 export function payloadStart(job: OpenJob): number {
   // @ts-expect-error a job may be decoded: its payload is a descriptor only once narrowed
   const fd: number = job.payload;

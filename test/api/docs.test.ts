@@ -17,7 +17,11 @@ function run(code: string, n: number): string {
   fs.mkdirSync(scratch, { recursive: true });
   const file = path.join(scratch, `example-${n}.mjs`);
   fs.writeFileSync(file, code);
-  return execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(process.execPath, [file], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -42,14 +46,16 @@ const expected: Array<(out: string) => void> = [
     // Turns: each queue's first job before any queue's second; bob stops at its failed job 2.
     expect(out).toBe(
       'alice 1n hello\nbob 1n hello\ncarol 1n hello\nalice 2n again\ncarol 2n again\n' +
-        'alice done 2 \nbob stopped 2 Job 2 failed (function failed: bob is busy); stopping, the job stays in the queue\ncarol done 2 \n',
+        'alice done 2 \nbob stopped 2 Job 2 failed (function failed: bob ' +
+        'is busy); stopping, the job stays in the queue\ncarol done 2 \n',
     );
   },
   (out) =>
     expect(out).toBe(
       'ERR_NOT_FOUND - Job 99 not found in queue "' +
         out.split('"')[1] +
-        '"\nERR_SHORT_READ - Input ends within the packet header, after 12 bytes (cut short in transit?)\nERR_DUPLICATE_SEQ - More than one job has sequence number 1\n',
+        '"\nERR_SHORT_READ - Input ends within the packet header, after 12 bytes (cut short in transit?)\n' +
+        'ERR_DUPLICATE_SEQ - More than one job has sequence number 1\n',
     ),
 ];
 
@@ -63,7 +69,10 @@ describe('README.md library example', () => {
     const cwd = tempDir();
     const out = execFileSync(process.execPath, [file], { cwd, input: 'hello\n', encoding: 'utf8', timeout: 30_000 });
     expect(out).toMatch(
-      /^1n fspl-[0-9a-f-]{36}\.fspl Command\njob 1 for world: b1946ac92492d2347c6235b4d2611184\n\{ processed: 1, succeeded: 1, failed: 0 \}\n$/,
+      new RegExp(
+        /^1n fspl-[0-9a-f-]{36}\.fspl Command\njob 1 for world: /.source +
+          /b1946ac92492d2347c6235b4d2611184\n\{ processed: 1, succeeded: 1, failed: 0 \}\n$/.source,
+      ),
     );
   });
 });

@@ -49,7 +49,10 @@ beforeAll(() => {
   pkg = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
   for (const dep of Object.keys(pkg.dependencies ?? {})) link(dep, path.join(ROOT, 'node_modules', dep));
   link('@types/node', path.join(ROOT, 'node_modules', '@types', 'node')); // for the TS consumer only
-  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'commonjs' }));
+  fs.writeFileSync(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'commonjs' }),
+  );
 }, 120_000);
 
 afterAll(() => {
@@ -78,22 +81,38 @@ describe('the packed package', () => {
     const { stdout } = await node([
       '--input-type=module',
       '-e',
-      "import { createRequire } from 'node:module'; const f = await import('filespooler'); const r = createRequire(process.cwd() + '/x.cjs')('filespooler'); console.log(typeof f.Queue, f.Queue === r.Queue)",
+      "import { createRequire } from 'node:module'; const f = await import('filespooler'); const r = " +
+        "createRequire(process.cwd() + '/x.cjs')('filespooler'); console.log(typeof f.Queue, f.Queue " +
+        '=== r.Queue)',
     ]);
     expect(stdout).toBe('function true\n');
   });
 
-  it('has a lower-level entry point, filespooler/lowlevel, holding the main one too, and filespooler/net, the operator tooling, apart', async () => {
-    const { stdout } = await node([
-      '--input-type=module',
-      '-e',
-      "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const net = await import('filespooler/net'); const req = (await import('node:module')).createRequire(process.cwd() + '/x.cjs'); console.log(typeof low.SeqFile, typeof low.processQueue, low.Queue === main.Queue, req('filespooler/lowlevel').FileLock === low.FileLock, 'SeqFile' in main, typeof net.serveNet, typeof net.simulate, req('filespooler/net').dotToSvg === net.dotToSvg, 'serveNet' in main, 'simulate' in main)",
-    ]);
-    expect(stdout).toBe('function function true true false function function true false false\n');
-  });
+  it(
+    'has a lower-level entry point, filespooler/lowlevel, holding the ' +
+      'main one too, and filespooler/net, the operator tooling, apart',
+    async () => {
+      const { stdout } = await node([
+        '--input-type=module',
+        '-e',
+        "const main = await import('filespooler'); const low = await import('filespooler/lowlevel'); const net " +
+          "= await import('filespooler/net'); const req = (await " +
+          "import('node:module')).createRequire(process.cwd() + '/x.cjs'); console.log(typeof low.SeqFile, typeof " +
+          "low.processQueue, low.Queue === main.Queue, req('filespooler/lowlevel').FileLock === low.FileLock, " +
+          "'SeqFile' in main, typeof net.serveNet, typeof net.simulate, req('filespooler/net').dotToSvg === " +
+          "net.dotToSvg, 'serveNet' in main, 'simulate' in main)",
+      ]);
+      expect(stdout).toBe('function function true true false function function true false false\n');
+    },
+  );
 
   it('runs its CLI from the installed files', async () => {
-    const { stdout } = await node([path.join('node_modules', 'filespooler', 'bin', 'fspl'), 'prepare-get-next', '-s', path.join(project, 'seq')]);
+    const { stdout } = await node([
+      path.join('node_modules', 'filespooler', 'bin', 'fspl'),
+      'prepare-get-next',
+      '-s',
+      path.join(project, 'seq'),
+    ]);
     expect(stdout).toBe('1\n');
   });
 
@@ -101,7 +120,9 @@ describe('the packed package', () => {
   // each resolution a TypeScript user may choose; a CommonJS consumer under nodenext, which models
   // Node's require() of ES modules (node16 does not, and refuses it by design).
   const consumer = fs.readFileSync(path.join(ROOT, 'test', 'api', 'consumer.ts'), 'utf8');
-  const cjsConsumer = "import fspl = require('filespooler');\nexport const open = (dir: string): InstanceType<typeof fspl.Queue> => fspl.Queue.open(dir);\n";
+  const cjsConsumer =
+    "import fspl = require('filespooler');\n" +
+    'export const open = (dir: string): InstanceType<typeof fspl.Queue> => fspl.Queue.open(dir);\n';
   const modes: Array<[string, string, string, string]> = [
     ['node16', 'node16', 'node16', 'consumer.mts'],
     ['nodenext', 'nodenext', 'nodenext', 'consumer.mts'],
@@ -112,7 +133,19 @@ describe('the packed package', () => {
     const dir = path.join(project, `ts-${resolution}-${file.replace('.', '-')}`);
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, file), file.endsWith('.cts') ? cjsConsumer : consumer);
-    const args = [TSC, '--noEmit', '--strict', '--skipLibCheck', 'false', '--target', 'es2022', '--lib', 'es2022', '--types', 'node'];
+    const args = [
+      TSC,
+      '--noEmit',
+      '--strict',
+      '--skipLibCheck',
+      'false',
+      '--target',
+      'es2022',
+      '--lib',
+      'es2022',
+      '--types',
+      'node',
+    ];
     args.push('--module', module, '--moduleResolution', resolution, path.join(dir, file));
     let out = '';
     try {
@@ -209,7 +242,11 @@ describe("docs/queues.md's cron and systemd lines", () => {
   const queueJob = (payload: string) =>
     execFileSync(
       'sh',
-      ['-c', `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - | "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`],
+      [
+        '-c',
+        `"${process.execPath}" "${bin}/fspl" prepare -s "${home}/seq" -i - ` +
+          `| "${process.execPath}" "${bin}/fspl" queue-write -q "${home}/queue"`,
+      ],
       { input: payload },
     );
 
@@ -226,10 +263,18 @@ describe("docs/queues.md's cron and systemd lines", () => {
   it("the crontab line runs our fspl and the handler in cron's environment", () => {
     const lines = block('cron');
     const pathLine = lines.find((l) => l.startsWith('PATH='));
-    expect(pathLine, "a PATH= line: cron gives /usr/bin:/bin, which holds neither npm's global bin nor every node").toBeDefined();
+    expect(
+      pathLine,
+      "a PATH= line: cron gives /usr/bin:/bin, which holds neither npm's global bin nor every node",
+    ).toBeDefined();
     const job = lines.find((l) => /^\S+ \S+ \S+ \S+ \S+ /.test(l))!;
     const command = local(job.split(' ').slice(5).join(' '));
-    const env = { HOME: home, LOGNAME: 'fspl-test', SHELL: '/bin/sh', PATH: localPath(pathLine!.slice('PATH='.length)) };
+    const env = {
+      HOME: home,
+      LOGNAME: 'fspl-test',
+      SHELL: '/bin/sh',
+      PATH: localPath(pathLine!.slice('PATH='.length)),
+    };
     expect(execFileSync('/bin/sh', ['-c', 'command -v fspl'], { env, encoding: 'utf8' })).toBe(`${bin}/fspl\n`);
     queueJob('from cron\n');
     const r = spawnSync('/bin/sh', ['-c', command], { env, encoding: 'utf8' });
@@ -246,7 +291,10 @@ describe("docs/queues.md's cron and systemd lines", () => {
       .replaceAll('%h', home)
       .split(' ');
     queueJob('from systemd\n');
-    const r = spawnSync(argv[0]!, argv.slice(1), { env: { HOME: home, PATH: localPath(pathLine!.slice('Environment=PATH='.length)) }, encoding: 'utf8' });
+    const r = spawnSync(argv[0]!, argv.slice(1), {
+      env: { HOME: home, PATH: localPath(pathLine!.slice('Environment=PATH='.length)) },
+      encoding: 'utf8',
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(fs.readFileSync(path.join(home, 'ran-2'), 'utf8')).toBe('from systemd\n');

@@ -54,20 +54,24 @@ function brokenLinks(file: string): string[] {
     const [rel, anchor] = target.split('#') as [string, string | undefined];
     const to = rel === '' ? file : path.normalize(path.join(path.dirname(file), rel));
     if (!fs.existsSync(path.join(ROOT, to))) broken.push(`${target}: no file ${to}`);
-    else if (anchor !== undefined && to.endsWith('.md') && !anchors(read(to)).has(anchor)) broken.push(`${target}: no heading #${anchor} in ${to}`);
+    else if (anchor !== undefined && to.endsWith('.md') && !anchors(read(to)).has(anchor))
+      broken.push(`${target}: no heading #${anchor} in ${to}`);
   }
   return broken;
 }
 
 describe("README.md's first 40 lines", () => {
-  it('say what it is: a Filespooler-compatible fspl in TypeScript, a library, Petri nets of queues, and for whom', () => {
-    const intro = top.slice(top.indexOf('\n'), top.indexOf('```')).replace(/\s+/g, ' ');
-    expect(intro).toMatch(/This is `fspl`, the command of \[Filespooler\]\([^)]*\), written again in TypeScript\./);
-    expect(intro).toMatch(/compatible with Filespooler 1\.2\.2/);
-    expect(intro).toMatch(/a Node library/);
-    expect(intro).toMatch(/Petri nets of queues/);
-    expect(intro).toMatch(/It is for /);
-  });
+  it(
+    'say what it is: a Filespooler-compatible fspl in ' + 'TypeScript, a library, Petri nets of queues, and for whom',
+    () => {
+      const intro = top.slice(top.indexOf('\n'), top.indexOf('```')).replace(/\s+/g, ' ');
+      expect(intro).toMatch(/This is `fspl`, the command of \[Filespooler\]\([^)]*\), written again in TypeScript\./);
+      expect(intro).toMatch(/compatible with Filespooler 1\.2\.2/);
+      expect(intro).toMatch(/a Node library/);
+      expect(intro).toMatch(/Petri nets of queues/);
+      expect(intro).toMatch(/It is for /);
+    },
+  );
 
   it('give the two commands: install and run the example, run the tests', () => {
     const block = /```sh\n([\s\S]*?)```/.exec(top)?.[1];
@@ -103,7 +107,8 @@ describe("README.md's quick start", () => {
     expect(block).toBeDefined();
     const lines = commands(block!);
     expect(lines.length).toBeLessThanOrEqual(12);
-    for (const sub of ['prepare', 'queue-write', 'queue-process', 'queue-status']) expect(block).toContain(`fspl ${sub} `);
+    for (const sub of ['prepare', 'queue-write', 'queue-process', 'queue-status'])
+      expect(block).toContain(`fspl ${sub} `);
   });
 
   it('runs as written from the checkout, with its bin/fspl, and shows what its comments say', () => {
@@ -116,7 +121,9 @@ describe("README.md's quick start", () => {
     });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^ID +creation timestamp +filename\n1 +\S+ +fspl-[0-9a-f-]{36}\.fspl\n2 +\S+ +fspl-[0-9a-f-]{36}\.fspl\n/);
+    expect(r.stdout).toMatch(
+      /^ID +creation timestamp +filename\n1 +\S+ +fspl-[0-9a-f-]{36}\.fspl\n2 +\S+ +fspl-[0-9a-f-]{36}\.fspl\n/,
+    );
     expect(r.stdout).toMatch(/^state: +ready: 2 jobs can run now$/m);
     expect(r.stdout).toContain('\njob 1: hello\njob 2: world\n');
     expect(r.stdout).toMatch(/^state: +idle: no jobs waiting$/m);
@@ -129,9 +136,12 @@ describe("README.md's quick start", () => {
 });
 
 describe('links', () => {
-  it.each(['README.md', 'docs/queues.md', 'docs/testing.md'])('every relative link of %s leads to a file (and heading) that exists', (file) => {
-    expect(brokenLinks(file)).toEqual([]);
-  });
+  it.each(['README.md', 'docs/queues.md', 'docs/testing.md'])(
+    'every relative link of %s leads to a file (and heading) that exists',
+    (file) => {
+      expect(brokenLinks(file)).toEqual([]);
+    },
+  );
 
   it('the README links to every page of docs/', () => {
     const pages = fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
@@ -152,12 +162,16 @@ describe('docs/testing.md', () => {
       .split('\n')
       .find((l) => l.startsWith('apt-get install -y '));
     expect(line).toBeDefined();
-    expect(line!.slice('apt-get install -y '.length).trim().split(/\s+/).sort()).toEqual([...new Set(ciPackages)].sort());
+    expect(line!.slice('apt-get install -y '.length).trim().split(/\s+/).sort()).toEqual(
+      [...new Set(ciPackages)].sort(),
+    );
   });
 
   it('names every npm test script of package.json', () => {
     const page = read('docs/testing.md');
-    const scripts = Object.keys(JSON.parse(read('package.json')).scripts).filter((s) => s === 'test' || s.startsWith('test:'));
+    const scripts = Object.keys(JSON.parse(read('package.json')).scripts).filter(
+      (s) => s === 'test' || s.startsWith('test:'),
+    );
     for (const s of scripts) expect(page, s).toContain(s === 'test' ? '`npm test`' : `\`npm run ${s}\``);
   });
 });

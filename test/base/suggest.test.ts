@@ -3,7 +3,12 @@ import { expect, test } from 'vitest';
 import { closest, didYouMean, editDistance } from '../../src/base/suggest.js';
 
 test('edit distance counts a swap of neighbours as one edit; guesses need 1 or 2 edits, fewer for short words', () => {
-  expect([editDistance('retrys', 'retries'), editDistance('dri', 'dir'), editDistance('', 'ab'), editDistance('kitten', 'sitting')]).toEqual([2, 1, 2, 3]);
+  expect([
+    editDistance('retrys', 'retries'),
+    editDistance('dri', 'dir'),
+    editDistance('', 'ab'),
+    editDistance('kitten', 'sitting'),
+  ]).toEqual([2, 1, 2, 3]);
   expect(closest('retrys', ['in', 'out', 'retries', 'run'])).toBe('retries');
   expect(closest('rn', ['in', 'run'])).toBe('run');
   expect(closest('x', ['a', 'b'])).toBeUndefined();

@@ -10,18 +10,26 @@ import { dueDelayMs, MAX_TIMER_MS, setLongTimeout, WALL_CHECK_MS, waitUnlessAbor
 import { encodeHeader, makeHeader, processFd, Queue, runCommand } from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
-const makePacket = (seq: bigint) => Buffer.concat([encodeHeader(makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } })), Buffer.from('payload\n')]);
+const makePacket = (seq: bigint) =>
+  Buffer.concat([
+    encodeHeader(makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [] } })),
+    Buffer.from('payload\n'),
+  ]);
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
-test('dueDelayMs: until a wall-clock time, at most WALL_CHECK_MS at once (a clock that jumps is noticed), never negative', () => {
-  expect(dueDelayMs(10_500, 10_000)).toBe(500);
-  expect(dueDelayMs(10_000 + 86_400_000, 10_000)).toBe(WALL_CHECK_MS);
-  expect(dueDelayMs(9_000, 10_000)).toBe(0);
-  expect(WALL_CHECK_MS).toBe(60_000);
-});
+test(
+  'dueDelayMs: until a wall-clock time, at most WALL_CHECK_MS ' +
+    'at once (a clock that jumps is noticed), never negative',
+  () => {
+    expect(dueDelayMs(10_500, 10_000)).toBe(500);
+    expect(dueDelayMs(10_000 + 86_400_000, 10_000)).toBe(WALL_CHECK_MS);
+    expect(dueDelayMs(9_000, 10_000)).toBe(0);
+    expect(WALL_CHECK_MS).toBe(60_000);
+  },
+);
 
 describe('setLongTimeout', () => {
   test('fires once the whole delay has passed, not at 2^31-1 ms', () => {
@@ -69,19 +77,28 @@ describe('the library refuses a timeout that is not a number of seconds, 0 or mo
     return q;
   }
 
-  test.each([NaN, -1])('Queue.process(..., { timeout: %s }), with a command or a function: RangeError, nothing run', async (timeout) => {
-    const q = queue();
-    const fn = vi.fn();
-    await expect(q.process(fn, { timeout })).rejects.toThrow(/processQueue: timeout: expected a number of seconds, 0 or more/);
-    await expect(q.process('true', { timeout })).rejects.toThrow(RangeError);
-    expect(fn).not.toHaveBeenCalled();
-    expect(q.getNext()).toBe(1n);
-  });
+  test.each([NaN, -1])(
+    'Queue.process(..., { timeout: %s }), with a command or a function: RangeError, nothing run',
+    async (timeout) => {
+      const q = queue();
+      const fn = vi.fn();
+      await expect(q.process(fn, { timeout })).rejects.toThrow(
+        /processQueue: timeout: expected a number of seconds, 0 or more/,
+      );
+      await expect(q.process('true', { timeout })).rejects.toThrow(RangeError);
+      expect(fn).not.toHaveBeenCalled();
+      expect(q.getNext()).toBe(1n);
+    },
+  );
 
   test('Queue.open(..., { decoderTimeout: -1 }), runCommand and processFd: RangeError', async () => {
     const dir = tempDir();
-    expect(() => Queue.open(dir, { decoderTimeout: -1 })).toThrow(/Queue: decoderTimeout: expected a number of seconds, 0 or more \(got -1\)/);
-    expect(() => runCommand({ command: 'true', args: [], env: {}, stdin: 'ignore', output: 'inherit', timeout: NaN })).toThrow(RangeError);
+    expect(() => Queue.open(dir, { decoderTimeout: -1 })).toThrow(
+      /Queue: decoderTimeout: expected a number of seconds, 0 or more \(got -1\)/,
+    );
+    expect(() =>
+      runCommand({ command: 'true', args: [], env: {}, stdin: 'ignore', output: 'inherit', timeout: NaN }),
+    ).toThrow(RangeError);
     const file = path.join(dir, 'p');
     fs.writeFileSync(file, makePacket(1n));
     const fd = fs.openSync(file, 'r');

@@ -24,7 +24,8 @@ describe('fspl CLI', () => {
     expect(fspl(['-V', 'queue-ls']).code).toBe(0);
     const help = fspl(['--help']);
     expect(help.code).toBe(0);
-    for (const sub of ['gen-filename', 'queue-process', 'stdin-process', 'queue-get-next', 'show-license']) expect(help.stdout.toString()).toContain(sub);
+    for (const sub of ['gen-filename', 'queue-process', 'stdin-process', 'queue-get-next', 'show-license'])
+      expect(help.stdout.toString()).toContain(sub);
     const sub = fspl(['queue-process', '--help']);
     expect(sub.code).toBe(0);
     for (const opt of [
@@ -78,8 +79,11 @@ describe('fspl CLI', () => {
   it('accepts enum values in any case and log levels by name or number', () => {
     const d = tempDir();
     expect(fspl(['queue-init', '-q', 'q'], { cwd: d }).code).toBe(0);
-    for (const v of ['RETRY', 'delete', 'Leave']) expect(fspl(['queue-process', '-q', 'q', '--on-error', v, 'true'], { cwd: d }).code).toBe(0);
-    expect(fspl(['queue-process', '-q', 'q', '--order-by', 'TimeStamp', '--output-to', 'savebOTH', 'true'], { cwd: d }).code).toBe(0);
+    for (const v of ['RETRY', 'delete', 'Leave'])
+      expect(fspl(['queue-process', '-q', 'q', '--on-error', v, 'true'], { cwd: d }).code).toBe(0);
+    expect(
+      fspl(['queue-process', '-q', 'q', '--order-by', 'TimeStamp', '--output-to', 'savebOTH', 'true'], { cwd: d }).code,
+    ).toBe(0);
     expect(fspl(['-l', 'DEBUG', 'gen-uuid']).code).toBe(0);
     expect(fspl(['-l', '5', 'gen-uuid']).code).toBe(0);
   });
@@ -105,7 +109,15 @@ describe('fspl CLI', () => {
     const nf = fspl(['queue-info', '-q', 'q', '-j', '5'], { cwd: d });
     expect(nf.code).toBe(1);
     oneErrorLine(nf.stderr);
-    for (const v of ['bad-tag', 'bad-version', 'bad-prefix-crc', 'bad-meta-crc', 'truncated-prefix', 'truncated-meta', 'empty']) {
+    for (const v of [
+      'bad-tag',
+      'bad-version',
+      'bad-prefix-crc',
+      'bad-meta-crc',
+      'truncated-prefix',
+      'truncated-meta',
+      'empty',
+    ]) {
       for (const sub of ['stdin-info', 'stdin-payload']) {
         const r = fspl([sub], { input: fs.readFileSync(path.join(VECTORS, `${v}.fspl`)) });
         expect(r.code).toBe(1);
@@ -119,13 +131,15 @@ describe('fspl CLI', () => {
     const seq = fspl(['prepare', '-s', path.join(d, 'nonexist', 'seq')]);
     expect([seq.code, seq.stderr]).toEqual([
       1,
-      `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}: its directory ${path.join(d, 'nonexist')} does not exist\n`,
+      `Error: Cannot create the sequence file ${path.join(d, 'nonexist', 'seq')}` +
+        `: its directory ${path.join(d, 'nonexist')} does not exist\n`,
     ]);
     fs.writeFileSync(path.join(d, 'file'), '');
     const file = fspl(['prepare-get-next', '-s', path.join(d, 'file', 'seq')]);
     expect([file.code, file.stderr]).toEqual([
       1,
-      `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`,
+      `Error: Cannot create the sequence file ${path.join(d, 'file', 'seq')}: its ` +
+        `directory ${path.join(d, 'file')} is not a directory (or one above it is not)\n`,
     ]);
     // As queue-status says of such a file: not a packet (not "failed to fill whole buffer").
     for (const sub of [['stdin-process', 'cat'], ['stdin-info'], ['stdin-payload']]) {
@@ -153,9 +167,16 @@ describe('fspl CLI', () => {
     const big = path.join(dir, 'payload');
     fs.writeFileSync(big, Buffer.alloc(4 << 20, 0x61));
     const q = (s: string) => `'${s}'`;
-    const r = spawnSync('sh', ['-c', `${q(process.execPath)} ${q(FSPL_BIN)} prepare -s ${q(sf)} -i ${q(big)} -- true | head -c 100 > /dev/null`], {
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'sh',
+      [
+        '-c',
+        `${q(process.execPath)} ${q(FSPL_BIN)} prepare -s ${q(sf)} -i ${q(big)} -- true | head -c 100 > /dev/null`,
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(r.stderr).toMatch(/Broken pipe/);
     // A plain packet cut short still reads as one (queue-write over a dropped ssh stores it):
     // giving 5 back would make two packets numbered 5.
@@ -182,7 +203,11 @@ describe('fspl CLI', () => {
   it('runs the end-to-end flow: prepare | queue-write, queue-ls, queue-info, queue-process', () => {
     const d = tempDir();
     expect(fspl(['queue-init', '-q', 'q'], { cwd: d }).code).toBe(0);
-    const pkt = fspl(['prepare', '-s', 'seq', '-i', '-', '--', 'a', 'b c'], { cwd: d, input: 'hello\n', env: { FSPL_SET_X: 'y' } });
+    const pkt = fspl(['prepare', '-s', 'seq', '-i', '-', '--', 'a', 'b c'], {
+      cwd: d,
+      input: 'hello\n',
+      env: { FSPL_SET_X: 'y' },
+    });
     expect(pkt.code).toBe(0);
     expect(fspl(['queue-write', '-q', 'q'], { cwd: d, input: pkt.stdout }).code).toBe(0);
     expect(fs.readFileSync(path.join(d, 'seq'), 'utf8')).toBe('2\n');
@@ -195,7 +220,20 @@ describe('fspl CLI', () => {
     expect(info).toContain('\nFSPL_PARAM_1=a\nFSPL_PARAM_2=b c\nFSPL_SET_X=y\n');
     expect(fspl(['queue-payload', '-q', 'q', '-j', '1'], { cwd: d }).stdout.toString()).toBe('hello\n');
     expect(fspl(['stdin-payload'], { input: pkt.stdout }).stdout.toString()).toBe('hello\n');
-    const run = fspl(['queue-process', '-q', 'q', '--allow-job-params', 'sh', '--', '-c', 'echo "$FSPL_SEQ:$1:$2:$FSPL_SET_X:$(cat)"', 'sh'], { cwd: d });
+    const run = fspl(
+      [
+        'queue-process',
+        '-q',
+        'q',
+        '--allow-job-params',
+        'sh',
+        '--',
+        '-c',
+        'echo "$FSPL_SEQ:$1:$2:$FSPL_SET_X:$(cat)"',
+        'sh',
+      ],
+      { cwd: d },
+    );
     expect(run.stdout.toString()).toBe('1:a:b c:y:hello\n');
     expect(run.code).toBe(0);
     expect(fspl(['queue-get-next', '-q', 'q'], { cwd: d }).stdout.toString()).toBe('2\n');
@@ -209,7 +247,9 @@ describe('fspl CLI', () => {
   });
 
   it('gen-uuid, gen-filename and show-license', () => {
-    expect(fspl(['gen-uuid']).stdout.toString()).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$/);
+    expect(fspl(['gen-uuid']).stdout.toString()).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$/,
+    );
     expect(fspl(['gen-filename']).stdout.toString()).toMatch(/^fspl-[0-9a-f-]{36}\.fspl\n$/);
     expect(fspl(['show-license']).stdout.toString()).toContain('Permission is hereby granted');
   });

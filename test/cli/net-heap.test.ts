@@ -4,7 +4,9 @@ import { NET_RUN_HEAP_GROWING_PERCENT, netRunHeapFlag } from '../../src/cli/runt
 describe('netRunHeapFlag', () => {
   it('sets the heap growing percentage when the user gave none', () => {
     expect(netRunHeapFlag([], undefined)).toBe(`--heap-growing-percent=${NET_RUN_HEAP_GROWING_PERCENT}`);
-    expect(netRunHeapFlag(['--enable-source-maps'], '--max-old-space-size=4096')).toBe(`--heap-growing-percent=${NET_RUN_HEAP_GROWING_PERCENT}`);
+    expect(netRunHeapFlag(['--enable-source-maps'], '--max-old-space-size=4096')).toBe(
+      `--heap-growing-percent=${NET_RUN_HEAP_GROWING_PERCENT}`,
+    );
   });
 
   it("leaves a user's own setting alone, on node's command line or in NODE_OPTIONS", () => {

@@ -52,7 +52,9 @@ describe('ProgressLine and what else is written to its terminal', () => {
     const p = new ProgressLine(t.out);
     p.update({ type: 'scan', waiting: 3 });
     p.sink(' INFO fspl::process: hello\n');
-    expect(t.written()).toBe('\r\x1b[Kfspl: 0 done, 3 waiting\r\x1b[K INFO fspl::process: hello\n\r\x1b[Kfspl: 0 done, 3 waiting');
+    expect(t.written()).toBe(
+      '\r\x1b[Kfspl: 0 done, 3 waiting\r\x1b[K INFO fspl::process: hello\n\r\x1b[Kfspl: 0 done, 3 waiting',
+    );
   });
 });
 
@@ -90,7 +92,17 @@ describe('queue-process progress on stderr', () => {
   });
 
   it('stays on the terminal while jobs whose output goes to files run (SaveBoth), and clears itself at the end', () => {
-    const raw = onTerminal(['queue-process', '-q', queueOf(5, 'Command'), '--output-to', 'saveboth', 'sh', '--', '-c', 'sleep 0.25; echo out']);
+    const raw = onTerminal([
+      'queue-process',
+      '-q',
+      queueOf(5, 'Command'),
+      '--output-to',
+      'saveboth',
+      'sh',
+      '--',
+      '-c',
+      'sleep 0.25; echo out',
+    ]);
     expect(screenLines(raw).join('\n').trim()).toBe('');
     // Drawn while the jobs ran: never cleared between a job's start and its end.
     expect(raw).toMatch(/fspl: [1-4] done, [1-4] waiting/);

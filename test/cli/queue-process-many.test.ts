@@ -19,12 +19,18 @@ function put(q: Queue, seq: number): void {
 }
 
 function fspl(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [FSPL_BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [FSPL_BIN, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Each job logs "start QUEUE SEQ" and "end QUEUE SEQ" around a short sleep. */
-const RECORD = 'echo "start $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"; sleep 0.02; echo "end $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"';
+const RECORD =
+  'echo "start $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"; sleep ' +
+  '0.02; echo "end $(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" >> "$LOG"';
 
 function setup(n: number, perQueue: number) {
   const dir = memTempDir();
@@ -65,43 +71,67 @@ describe('queue-process over many queues', () => {
     for (const q of queues) expect(order.get(path.basename(q.dir))).toEqual([1, 2, 3, 4]);
   });
 
-  it('-q more than once: a failing job stops its queue (exit 1, one line for it), a locked queue is skipped with a note', () => {
-    const { queues, log } = setup(3, 2);
-    const [a, b, c] = queues as [Queue, Queue, Queue];
-    const lock = spawn('flock', [path.join(c.dir, 'nextseq.lock'), 'sleep', '30'], { stdio: 'ignore' });
-    try {
-      for (let i = 0; spawnSync('flock', ['-n', path.join(c.dir, 'nextseq.lock'), 'true']).status === 0; i++) {
-        if (i > 500) throw new Error('flock did not take the lock');
-        spawnSync('sleep', ['0.01']);
+  it(
+    '-q more than once: a failing job stops its queue (exit ' +
+      '1, one line for it), a locked queue is skipped with a note',
+    () => {
+      const { queues, log } = setup(3, 2);
+      const [a, b, c] = queues as [Queue, Queue, Queue];
+      const lock = spawn('flock', [path.join(c.dir, 'nextseq.lock'), 'sleep', '30'], { stdio: 'ignore' });
+      try {
+        for (let i = 0; spawnSync('flock', ['-n', path.join(c.dir, 'nextseq.lock'), 'true']).status === 0; i++) {
+          if (i > 500) throw new Error('flock did not take the lock');
+          spawnSync('sleep', ['0.01']);
+        }
+        const failInB = `if [ "$(basename $FSPL_JOB_QUEUEDIR)" = q1 ]; then exit 7; fi; ${RECORD}`;
+        const r = fspl(['queue-process', '-q', a.dir, '-q', b.dir, '-q', c.dir, 'sh', '--', '-c', failInB], {
+          LOG: log,
+        });
+        expect(r.code).toBe(1);
+        const lines = r.stderr.split('\n').filter(Boolean);
+        expect(lines).toContainEqual(
+          expect.stringMatching(/^ *WARN fspl::process: Skipping queue ".*q2": another processor holds its lock/),
+        );
+        expect(lines[lines.length - 1]).toMatch(
+          /^Error: queue ".*q1" stopped: Job 1 failed \(command exited with status 7\)/,
+        );
+        expect(lines.filter((l) => l.startsWith('Error:'))).toHaveLength(1);
+      } finally {
+        lock.kill();
       }
-      const failInB = `if [ "$(basename $FSPL_JOB_QUEUEDIR)" = q1 ]; then exit 7; fi; ${RECORD}`;
-      const r = fspl(['queue-process', '-q', a.dir, '-q', b.dir, '-q', c.dir, 'sh', '--', '-c', failInB], { LOG: log });
-      expect(r.code).toBe(1);
-      const lines = r.stderr.split('\n').filter(Boolean);
-      expect(lines).toContainEqual(expect.stringMatching(/^ *WARN fspl::process: Skipping queue ".*q2": another processor holds its lock/));
-      expect(lines[lines.length - 1]).toMatch(/^Error: queue ".*q1" stopped: Job 1 failed \(command exited with status 7\)/);
-      expect(lines.filter((l) => l.startsWith('Error:'))).toHaveLength(1);
-    } finally {
-      lock.kill();
-    }
-    expect(logLines(log).filter((l) => l.startsWith('end'))).toEqual(['end q0 1', 'end q0 2']);
-    expect(fs.readFileSync(b.seqfilePath, 'utf8')).toBe('1\n');
-    expect(fs.readFileSync(c.seqfilePath, 'utf8')).toBe('1\n');
-  });
+      expect(logLines(log).filter((l) => l.startsWith('end'))).toEqual(['end q0 1', 'end q0 2']);
+      expect(fs.readFileSync(b.seqfilePath, 'utf8')).toBe('1\n');
+      expect(fs.readFileSync(c.seqfilePath, 'utf8')).toBe('1\n');
+    },
+  );
 
   it('reads every queue through the decoder (-d)', () => {
     const { parent, queues } = setup(3, 0);
     for (const q of queues) {
       for (const seq of [1, 2]) {
         const packet = encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } }));
-        const gz = spawnSync('gzip', ['-c'], { input: Buffer.concat([packet, Buffer.from(`${path.basename(q.dir)}-${seq}`)]) }).stdout;
+        const gz = spawnSync('gzip', ['-c'], {
+          input: Buffer.concat([packet, Buffer.from(`${path.basename(q.dir)}-${seq}`)]),
+        }).stdout;
         fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), gz);
       }
     }
     const out = path.join(path.dirname(parent), 'out');
     fs.mkdirSync(out);
     const r = fspl(
-      ['queue-process', '--queues-in', parent, '-d', 'zcat', '--jobs', '2', 'sh', '--', '-c', 'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"'],
+      [
+        'queue-process',
+        '--queues-in',
+        parent,
+        '-d',
+        'zcat',
+        '--jobs',
+        '2',
+        'sh',
+        '--',
+        '-c',
+        'cat > "$OUT/$(basename $FSPL_JOB_QUEUEDIR)-$FSPL_SEQ"',
+      ],
       { OUT: out },
     );
     expect(r.code, r.stderr).toBe(0);
@@ -120,57 +150,83 @@ describe('queue-process over many queues', () => {
   it('usage errors: no queue, a bad --jobs, a --queues-in parent that cannot be read', () => {
     expect(fspl(['queue-process', 'true']).code).toBe(2);
     const bad = fspl(['queue-process', '-q', 'a', '-q', 'b', '--jobs', '0', 'true']);
-    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "error: invalid value '0' for --jobs: expected a whole number, at least 1"]);
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([
+      2,
+      "error: invalid value '0' for --jobs: expected a whole number, at least 1",
+    ]);
     const missing = fspl(['queue-process', '--queues-in', '/nonexistent/parent', 'true']);
-    expect([missing.code, missing.stderr]).toEqual([1, 'Error: Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent\n']);
+    expect([missing.code, missing.stderr]).toEqual([
+      1,
+      'Error: Cannot read the queues of --queues-in: No such file or directory: /nonexistent/parent\n',
+    ]);
   });
 
-  it('--queues-in that finds no queue says what is there instead: exit 1 in one pass, a warning when watching', async () => {
-    const dir = memTempDir();
-    const q = Queue.init(path.join(dir, 'q')).dir;
-    const itself = fspl(['queue-process', '--queues-in', q, 'true']);
-    expect([itself.code, itself.stderr]).toEqual([
-      1,
-      `Error: --queues-in found no queue: ${q} is itself a queue, not a parent of queues: serve it with -q ${q}\n`,
-    ]);
-    const empty = path.join(dir, 'empty');
-    fs.mkdirSync(empty);
-    expect(fspl(['queue-process', '--queues-in', empty, 'true']).stderr).toBe(`Error: --queues-in found no queue: ${empty} holds no directory\n`);
-    const odd = path.join(dir, 'odd');
-    fs.mkdirSync(path.join(odd, 'photos'), { recursive: true });
-    Queue.init(path.join(odd, 'outbox'), { appendOnly: true });
-    const r = fspl(['queue-process', '--queues-in', odd, 'true']);
-    expect([r.code, r.stderr]).toEqual([
-      1,
-      `Error: --queues-in found no queue: no queue under ${odd}: outbox (no nextseq.lock: an append-only queue, or one still being made), photos (no jobs/)\n`,
-    ]);
-    // With -q as well, the other queues are served: a warning.
-    const both = fspl(['queue-process', '-q', q, '--queues-in', empty, 'true']);
-    expect(both.code).toBe(0);
-    expect(both.stderr).toContain(`--queues-in found no queue: ${empty} holds no directory\n`);
-    // Watching: warned once, and the queue made later is served.
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', empty, 'sh', '--', '-c', `cat > "${dir}/served"`], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    await new Promise((r) => setTimeout(r, 1500));
-    const later = Queue.init(path.join(empty, 'later'));
-    later.writeBuffer(Buffer.concat([encodeHeader(makeHeader({ seq: 1n, cmd: { kind: 'Command', params: [], env: [] } })), Buffer.from('hello')]));
-    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'served')); i++) await new Promise((r) => setTimeout(r, 100));
-    child.kill('SIGTERM');
-    await new Promise((r) => child.on('close', r));
-    expect(fs.readFileSync(path.join(dir, 'served'), 'utf8')).toBe('hello');
-    expect(stderr.match(/found no queue/g)).toHaveLength(1);
-    expect(stderr).toMatch(/holds no directory; watching for queues to appear/);
-  });
+  it(
+    '--queues-in that finds no queue says what is there ' + 'instead: exit 1 in one pass, a warning when watching',
+    async () => {
+      const dir = memTempDir();
+      const q = Queue.init(path.join(dir, 'q')).dir;
+      const itself = fspl(['queue-process', '--queues-in', q, 'true']);
+      expect([itself.code, itself.stderr]).toEqual([
+        1,
+        `Error: --queues-in found no queue: ${q} is itself a queue, not a parent of queues: serve it with -q ${q}\n`,
+      ]);
+      const empty = path.join(dir, 'empty');
+      fs.mkdirSync(empty);
+      expect(fspl(['queue-process', '--queues-in', empty, 'true']).stderr).toBe(
+        `Error: --queues-in found no queue: ${empty} holds no directory\n`,
+      );
+      const odd = path.join(dir, 'odd');
+      fs.mkdirSync(path.join(odd, 'photos'), { recursive: true });
+      Queue.init(path.join(odd, 'outbox'), { appendOnly: true });
+      const r = fspl(['queue-process', '--queues-in', odd, 'true']);
+      expect([r.code, r.stderr]).toEqual([
+        1,
+        `Error: --queues-in found no queue: no queue under ${odd}: outbox (no ` +
+          `nextseq.lock: an append-only queue, or one still being made), photos (no jobs/)\n`,
+      ]);
+      // With -q as well, the other queues are served: a warning.
+      const both = fspl(['queue-process', '-q', q, '--queues-in', empty, 'true']);
+      expect(both.code).toBe(0);
+      expect(both.stderr).toContain(`--queues-in found no queue: ${empty} holds no directory\n`);
+      // Watching: warned once, and the queue made later is served.
+      const child = spawn(
+        process.execPath,
+        [FSPL_BIN, 'queue-process', '--watch', '--queues-in', empty, 'sh', '--', '-c', `cat > "${dir}/served"`],
+        {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      await new Promise((r) => setTimeout(r, 1500));
+      const later = Queue.init(path.join(empty, 'later'));
+      later.writeBuffer(
+        Buffer.concat([
+          encodeHeader(makeHeader({ seq: 1n, cmd: { kind: 'Command', params: [], env: [] } })),
+          Buffer.from('hello'),
+        ]),
+      );
+      for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'served')); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      child.kill('SIGTERM');
+      await new Promise((r) => child.on('close', r));
+      expect(fs.readFileSync(path.join(dir, 'served'), 'utf8')).toBe('hello');
+      expect(stderr.match(/found no queue/g)).toHaveLength(1);
+      expect(stderr).toMatch(/holds no directory; watching for queues to appear/);
+    },
+  );
 
   it('--watch --queues-in: serves a queue made later, forgets one removed, and SIGTERM exits 0', async () => {
     const { parent, queues, log } = setup(1, 1);
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', RECORD], {
-      env: { ...process.env, LOG: log },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', RECORD],
+      {
+        env: { ...process.env, LOG: log },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const until = async (what: string, cond: () => boolean) => {
@@ -183,7 +239,8 @@ describe('queue-process over many queues', () => {
       const later = Queue.init(path.join(parent, 'later'));
       put(later, 1);
       await until('the queue made later', () => logLines(log).includes('end later 1'));
-      // As an operator's rm -rf, again if the run's look at the changing queue (nextseq read, made if missing, as the reference does) put a file back meanwhile.
+      // As an operator's rm -rf, again if the run's look at the changing queue (nextseq read, made if missing, as the
+      // reference does) put a file back meanwhile.
       fs.rmSync(queues[0]!.dir, { recursive: true, maxRetries: 20, retryDelay: 20 });
       put(later, 2);
       await until('its second job', () => logLines(log).includes('end later 2'));
@@ -192,46 +249,64 @@ describe('queue-process over many queues', () => {
     }
     const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
     expect(code).toBe(0);
-    expect(stderr.split('\n').filter((l) => l && !/INFO fspl::process: Stopping after the running jobs/.test(l))).toEqual([]);
+    expect(
+      stderr.split('\n').filter((l) => l && !/INFO fspl::process: Stopping after the running jobs/.test(l)),
+    ).toEqual([]);
   });
 
-  it("--watch --queues-in: README's skips past a failed job, and queue-set-next past a missing one, run the queue at once", async () => {
-    const { parent, queues, log } = setup(2, 3);
-    const gap = Queue.init(path.join(parent, 'gap'));
-    put(gap, 2); // job 1 never comes
-    put(gap, 3);
-    const failFirst = `${RECORD}; [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q0 1" ] && [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q1 1" ]`;
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', failFirst], {
-      env: { ...process.env, LOG: log },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (d) => (stderr += d));
-    const until = async (what: string, cond: () => boolean) => {
-      for (const end = Date.now() + 20_000; !cond(); await new Promise((r) => setTimeout(r, 10))) {
-        if (Date.now() > end || child.exitCode !== null) throw new Error(`waiting for ${what}: ${stderr}`);
+  it(
+    "--watch --queues-in: README's skips past a failed job, and " +
+      'queue-set-next past a missing one, run the queue at once',
+    async () => {
+      const { parent, queues, log } = setup(2, 3);
+      const gap = Queue.init(path.join(parent, 'gap'));
+      put(gap, 2); // job 1 never comes
+      put(gap, 3);
+      const failFirst =
+        `${RECORD}; [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q0 ` +
+        `1" ] && [ "$(basename $FSPL_JOB_QUEUEDIR) $FSPL_SEQ" != "q1 1" ]`;
+      const child = spawn(
+        process.execPath,
+        [FSPL_BIN, 'queue-process', '--watch', '--queues-in', parent, 'sh', '--', '-c', failFirst],
+        {
+          env: { ...process.env, LOG: log },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const until = async (what: string, cond: () => boolean) => {
+        for (const end = Date.now() + 20_000; !cond(); await new Promise((r) => setTimeout(r, 10))) {
+          if (Date.now() > end || child.exitCode !== null) throw new Error(`waiting for ${what}: ${stderr}`);
+        }
+      };
+      try {
+        await until('job 1 to fail', () => /Queue ".*q0" stopped/.test(stderr) && /Queue ".*q1" stopped/.test(stderr));
+        // Nothing arrives from here on: with events, the only look left is the safety look, 30 s away.
+        expect(fspl(['queue-set-next', '-q', queues[0]!.dir, '2']).code).toBe(0);
+        await until('jobs 2 and 3 of the stopped queue', () => logLines(log).includes('end q0 3'));
+        expect(fspl(['queue-process', '-q', queues[1]!.dir, '--on-error', 'delete', '-n', '1', 'true']).code).toBe(0);
+        await until('jobs 2 and 3 of the queue whose job 1 the operator ran', () => logLines(log).includes('end q1 3'));
+        expect(logLines(log).filter((l) => l.includes('gap'))).toEqual([]);
+        expect(fspl(['queue-set-next', '-q', gap.dir, '2']).code).toBe(0);
+        await until('jobs 2 and 3 past the gap', () => logLines(log).includes('end gap 3'));
+      } finally {
+        child.kill('SIGTERM');
       }
-    };
-    try {
-      await until('job 1 to fail', () => /Queue ".*q0" stopped/.test(stderr) && /Queue ".*q1" stopped/.test(stderr));
-      // Nothing arrives from here on: with events, the only look left is the safety look, 30 s away.
-      expect(fspl(['queue-set-next', '-q', queues[0]!.dir, '2']).code).toBe(0);
-      await until('jobs 2 and 3 of the stopped queue', () => logLines(log).includes('end q0 3'));
-      expect(fspl(['queue-process', '-q', queues[1]!.dir, '--on-error', 'delete', '-n', '1', 'true']).code).toBe(0);
-      await until('jobs 2 and 3 of the queue whose job 1 the operator ran', () => logLines(log).includes('end q1 3'));
-      expect(logLines(log).filter((l) => l.includes('gap'))).toEqual([]);
-      expect(fspl(['queue-set-next', '-q', gap.dir, '2']).code).toBe(0);
-      await until('jobs 2 and 3 past the gap', () => logLines(log).includes('end gap 3'));
-    } finally {
-      child.kill('SIGTERM');
-    }
-    const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
-    expect(code).toBe(0);
-    const started = logLines(log).filter((l) => l.startsWith('start'));
-    expect(started.filter((l) => !l.includes('q1'))).toEqual(['start q0 1', 'start q0 2', 'start q0 3', 'start gap 2', 'start gap 3']);
-    expect(started.filter((l) => l.includes('q1'))).toEqual(['start q1 1', 'start q1 2', 'start q1 3']);
-    expect(stderr).toMatch(/Queue ".*q0" resumed/);
-  });
+      const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', r)));
+      expect(code).toBe(0);
+      const started = logLines(log).filter((l) => l.startsWith('start'));
+      expect(started.filter((l) => !l.includes('q1'))).toEqual([
+        'start q0 1',
+        'start q0 2',
+        'start q0 3',
+        'start gap 2',
+        'start gap 3',
+      ]);
+      expect(started.filter((l) => l.includes('q1'))).toEqual(['start q1 1', 'start q1 2', 'start q1 3']);
+      expect(stderr).toMatch(/Queue ".*q0" resumed/);
+    },
+  );
 });
 
 // docs/queues.md, "Many queues": the cron line and the systemd unit it gives.
@@ -272,13 +347,21 @@ test("docs/queues.md's unit for --watch --queues-in runs fspl by an absolute pat
 });
 
 const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
-describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
-  it("docs/queues.md's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
-    const dir = memTempDir();
-    const file = path.join(dir, 'fspl-queues.service');
-    fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));
-    const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).not.toMatch(/fspl-queues\.service:/);
-  });
-});
+describeIfPresent(
+  'systemd-analyze verify',
+  hasAnalyze ? [] : ['systemd-analyze'],
+  { what: 'systemd unit check' },
+  () => {
+    it("docs/queues.md's unit for --watch --queues-in verifies (with this checkout's fspl as its ExecStart)", () => {
+      const dir = memTempDir();
+      const file = path.join(dir, 'fspl-queues.service');
+      fs.writeFileSync(
+        file,
+        unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'),
+      );
+      const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/fspl-queues\.service:/);
+    });
+  },
+);

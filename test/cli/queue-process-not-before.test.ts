@@ -30,7 +30,10 @@ function setup(notBefore: string, prepareArgs: (i: number) => string[] = () => [
   const log = path.join(dir, 'log');
   const cmd = path.join(dir, 'job.sh');
   fs.writeFileSync(cmd, `#!/bin/sh\necho "$FSPL_SEQ $(date +%s%3N)" >> ${log}\n`, { mode: 0o755 });
-  const runs = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => l.split(' ').map(Number) as [number, number]);
+  const runs = () =>
+    (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map(
+      (l) => l.split(' ').map(Number) as [number, number],
+    );
   return { dir, q, seq, cmd, runs };
 }
 
@@ -51,7 +54,8 @@ describe('prepare --not-before', () => {
       const r = fspl(['prepare', '-s', seq, '--not-before', bad]);
       expect(r.code, bad).toBe(2);
       expect(r.stderr.split('\n')[0]).toBe(
-        `error: invalid value '${bad}' for --not-before: expected an RFC 3339 time with its offset (2026-12-01T08:00:00Z) or +DURATION (+90s, +15m, +2h, +1d, +1h30m), from 1970 to the year 275760`,
+        `error: invalid value '${bad}' for --not-before: expected an RFC 3339 time with its offset ` +
+          `(2026-12-01T08:00:00Z) or +DURATION (+90s, +15m, +2h, +1d, +1h30m), from 1970 to the year 275760`,
       );
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
@@ -75,14 +79,19 @@ describe('prepare --not-before', () => {
     expect(runs().map(([s]) => s)).toEqual([1]);
     expect(r.stderr.trim().split('\n')).toEqual([
       expect.stringMatching(
-        new RegExp(`Job 2 of ${JSON.stringify(q)} is not due before \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; stopping, the job stays in the queue$`),
+        new RegExp(
+          `Job 2 of ${JSON.stringify(q)} is not due before ` +
+            `\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; stopping, the job stays in the queue$`,
+        ),
       ),
     ]);
     expect(fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()).toBe('2');
     // queue-status: waiting until then (exit 0: it will go on by itself).
     const st = fspl(['queue-status', '-q', q]);
     expect(st.code).toBe(0);
-    expect(st.stdout.toString()).toMatch(/^state: +waiting until \S+Z \(in (59m \d+s|1h 0m)\): job 2 is not due before then$/m);
+    expect(st.stdout.toString()).toMatch(
+      /^state: +waiting until \S+Z \(in (59m \d+s|1h 0m)\): job 2 is not due before then$/m,
+    );
     const json = JSON.parse(fspl(['queue-status', '-q', q, '--json']).stdout.toString());
     expect(json).toMatchObject({ state: 'waiting', can_progress: true, runnable: 0, not_before: { seq: '2' } });
   });
@@ -97,8 +106,12 @@ describe('prepare --not-before', () => {
 
   it('--watch: job 2 runs once due (2 s), then job 3; waiting, the process uses next to no CPU', async () => {
     const { q, cmd, runs } = setup('+2s');
-    const due = Date.parse(JSON.parse(fspl(['queue-ls', '-q', q, '--json']).stdout.toString().split('\n')[1]!).not_before);
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '-q', q, '--watch', cmd], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const due = Date.parse(
+      JSON.parse(fspl(['queue-ls', '-q', q, '--json']).stdout.toString().split('\n')[1]!).not_before,
+    );
+    const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '-q', q, '--watch', cmd], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     try {

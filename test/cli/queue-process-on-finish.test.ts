@@ -22,7 +22,8 @@ function fspl(args: string[]) {
 function setup() {
   const dir = memTempDir();
   const q = Queue.init(path.join(dir, 'q'));
-  for (let s = 1n; s <= 3n; s++) q.writeBuffer(encodeHeader(makeHeader({ seq: s, cmd: { kind: 'Command', params: [], env: [] } })));
+  for (let s = 1n; s <= 3n; s++)
+    q.writeBuffer(encodeHeader(makeHeader({ seq: s, cmd: { kind: 'Command', params: [], env: [] } })));
   const cmd = path.join(dir, 'job.sh');
   fs.writeFileSync(cmd, '#!/bin/sh\ncat >/dev/null\n[ "$FSPL_SEQ" = 2 ] && exit 3\nexit 0\n', { mode: 0o755 });
   return { dir, q, cmd };
@@ -47,8 +48,21 @@ describe('queue-process --on-finish', () => {
   it('runs the hook after each job with its outcome; a failing hook is logged and changes nothing', () => {
     const { dir, q, cmd } = setup();
     const out = path.join(dir, 'hook.log');
-    const hook = `echo "$FSPL_SEQ $FSPL_JOB_OUTCOME $FSPL_JOB_EXIT_STATUS $FSPL_JOB_ATTEMPT" >> '${out}'; [ "$FSPL_SEQ" != 3 ]`;
-    const r = fspl(['queue-process', '-q', q.dir, '--on-error', 'Delete', '--on-finish', hook, '--on-finish-timeout', '10', cmd]);
+    const hook =
+      `echo "$FSPL_SEQ $FSPL_JOB_OUTCOME $FSPL_JOB_EXIT_STATUS ` +
+      `$FSPL_JOB_ATTEMPT" >> '${out}'; [ "$FSPL_SEQ" != 3 ]`;
+    const r = fspl([
+      'queue-process',
+      '-q',
+      q.dir,
+      '--on-error',
+      'Delete',
+      '--on-finish',
+      hook,
+      '--on-finish-timeout',
+      '10',
+      cmd,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(fs.readFileSync(out, 'utf8')).toBe('1 success 0 1\n2 failure 3 1\n3 success 0 1\n');
     expect(r.stderr).toMatch(/Finish hook of job 3 exited with status 1/);

@@ -22,7 +22,8 @@ function fspl(args: string[]) {
 function setup() {
   const dir = memTempDir();
   const q = Queue.init(path.join(dir, 'q'));
-  for (let s = 1n; s <= 3n; s++) q.writeBuffer(encodeHeader(makeHeader({ seq: s, cmd: { kind: 'Command', params: [], env: [] } })));
+  for (let s = 1n; s <= 3n; s++)
+    q.writeBuffer(encodeHeader(makeHeader({ seq: s, cmd: { kind: 'Command', params: [], env: [] } })));
   const cmd = path.join(dir, 'job.sh');
   fs.writeFileSync(cmd, '#!/bin/sh\ncat >/dev/null\n[ "$FSPL_SEQ" = 2 ] && exit 3\nexit 0\n', { mode: 0o755 });
   return { dir, q, cmd };
@@ -37,12 +38,17 @@ describe('queue-process --retries and --failed-to', () => {
     expect(r.code).toBe(1);
     expect(errorLines(r.stderr)).toEqual([
       expect.stringMatching(
-        /^Error: Job 2 failed \(command exited with status 3\); try 2 of 3 is due at \d{4}-\d\d-\d\dT[\d:.]+Z; stopping, the job stays in the queue$/,
+        new RegExp(
+          /^Error: Job 2 failed \(command exited with status 3\); try 2 of 3 is /.source +
+            /due at \d{4}-\d\d-\d\dT[\d:.]+Z; stopping, the job stays in the queue$/.source,
+        ),
       ),
     ]);
     expect(q.getNext()).toBe(2n);
     const again = fspl(['queue-process', '-q', q.dir, '--retries', '2', '--retry-delay', '60', cmd]);
-    expect(errorLines(again.stderr)).toEqual([expect.stringMatching(/^Error: Job 2 waits for its next try; try 2 of 3 is due at /)]);
+    expect(errorLines(again.stderr)).toEqual([
+      expect.stringMatching(/^Error: Job 2 waits for its next try; try 2 of 3 is due at /),
+    ]);
   });
 
   it('usage errors: one line, no stack trace', () => {
@@ -73,14 +79,18 @@ describe('queue-process --retries and --failed-to', () => {
     expect(q.getNext()).toBe(4n);
     const ls = fspl(['queue-ls', '-q', F]);
     expect(ls.stdout.split('\n')[0]).toMatch(/^ID +creation timestamp +filename +failure$/);
-    expect(ls.stdout.split('\n')[1]).toMatch(new RegExp(`^1 .* job 2 of ${q.dir}, 2 tries, command exited with status 3, at \\S+Z$`));
+    expect(ls.stdout.split('\n')[1]).toMatch(
+      new RegExp(`^1 .* job 2 of ${q.dir}, 2 tries, command exited with status 3, at \\S+Z$`),
+    );
     const json = JSON.parse(fspl(['queue-ls', '-q', F, '--json']).stdout);
     expect(json.failure).toMatchObject({ seq: '2', attempts: 2, outcome: 'failure' });
     // The plain queue's listing is as the reference's: no new column.
     expect(fspl(['queue-ls', '-q', q.dir]).stdout).toBe('ID                   creation timestamp          filename\n');
     const back = fspl(['queue-retry', '-q', F, '--to', q.dir]);
     expect(back.code, back.stderr).toBe(0);
-    expect((fspl(['queue-ls', '-q', q.dir, '--json']).stdout.trim().split('\n') as string[]).map((l) => JSON.parse(l).seq)).toEqual(['4']);
+    expect(
+      (fspl(['queue-ls', '-q', q.dir, '--json']).stdout.trim().split('\n') as string[]).map((l) => JSON.parse(l).seq),
+    ).toEqual(['4']);
     expect(fspl(['queue-retry', '-q', F]).stderr).toMatch(/--to/);
   });
 });

@@ -29,7 +29,10 @@ function fspl(args: string[], opts: { input?: Buffer | string; env?: NodeJS.Proc
 
 /** Run a shell pipeline with `fspl` meaning our CLI. */
 function sh(script: string, env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync('bash', ['-c', `fspl() { "${NODE}" "${FSPL_BIN}" "$@"; }\n${script}`], { env: { ...process.env, ...env }, maxBuffer: 1 << 28 });
+  const r = spawnSync('bash', ['-c', `fspl() { "${NODE}" "${FSPL_BIN}" "$@"; }\n${script}`], {
+    env: { ...process.env, ...env },
+    maxBuffer: 1 << 28,
+  });
   return { code: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -61,12 +64,18 @@ function jobFile(q: string): string {
 describe('a transfer cut mid-way', () => {
   it('sealed: queue-write refuses it and stores nothing; a resend is processed once with the right digest', () => {
     const s = setup();
-    const cut = sh(`fspl prepare --seal -s "${s.dir}/seq" -i "${s.file}" | "${NODE}" "${s.relay}" 1000000 | fspl queue-write -q "${s.q}"`);
+    const cut = sh(
+      `fspl prepare --seal -s "${s.dir}/seq" -i "${s.file}" | "` +
+        `${NODE}" "${s.relay}" 1000000 | fspl queue-write -q "${s.q}"`,
+    );
     expect(cut.code).toBe(1);
     expect(cut.stderr).toMatch(/^Error: Payload ends early: \d+ of 3145733 bytes \(cut short in transit\?\)$/m);
     expect(s.jobs()).toEqual([]); // no job file, no temporary file
     // The same through a pipe into prepare (spooled), cut inside the payload.
-    const cut2 = sh(`cat "${s.file}" | fspl prepare --seal -s "${s.dir}/seq" -i - | "${NODE}" "${s.relay}" 2000000 | fspl queue-write -q "${s.q}"`);
+    const cut2 = sh(
+      `cat "${s.file}" | fspl prepare --seal -s "${s.dir}/seq" -i - ` +
+        `| "${NODE}" "${s.relay}" 2000000 | fspl queue-write -q "${s.q}"`,
+    );
     expect(cut2.code).toBe(1);
     expect(s.jobs()).toEqual([]);
     // Cut inside the header: refused too.
@@ -134,7 +143,9 @@ describe('a sealed job damaged on disk', () => {
     const d = damaged('flip');
     const p = fspl(['queue-payload', '-q', d.q, '-j', '1']);
     expect(p.code).toBe(1);
-    expect(p.stderr).toMatch(/^Error: Payload checksum mismatch: CRC-32 0x[0-9a-f]{8}, sealed as 0x[0-9a-f]{8} \(corrupted\?\)\n$/);
+    expect(p.stderr).toMatch(
+      /^Error: Payload checksum mismatch: CRC-32 0x[0-9a-f]{8}, sealed as 0x[0-9a-f]{8} \(corrupted\?\)\n$/,
+    );
     const r = sh(`cat "${d.job}" | fspl stdin-process ${d.command.map((a) => `'${a}'`).join(' ')}`);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/payload failed its seal: Payload checksum mismatch/);
@@ -163,7 +174,9 @@ describe('a sealed job damaged on disk', () => {
     expect(fs.existsSync(d.job)).toBe(true);
     const st = JSON.parse(fspl(['queue-status', '-q', d.q, '--json']).stdout.toString());
     expect(st.sealed).toBe(1);
-    expect(st.damaged).toEqual([{ seq: '1', filename: path.basename(d.job), payload_size: 3144733, sealed_size: '3145733' }]);
+    expect(st.damaged).toEqual([
+      { seq: '1', filename: path.basename(d.job), payload_size: 3144733, sealed_size: '3145733' },
+    ]);
     expect(fspl(['queue-status', '-q', d.q]).stdout.toString()).toMatch(/damaged job 1 .*queue-process will fail it/);
     // stdin-process from the file itself: its size is checked before running.
     const s = fspl(['stdin-process', ...d.command], { stdinFile: d.job });
@@ -181,7 +194,9 @@ describe('sealed packets of every size verify', () => {
     const payload = crypto.randomBytes(size);
     fs.writeFileSync(file, payload);
     expect(sh(`fspl prepare --seal -s "${dir}/seq" -i "${file}" | fspl queue-write -q "${q}"`).code).toBe(0);
-    expect(sh(`cat "${file}" | FSPL_SEAL=1 fspl prepare -s "${dir}/seq" -i - | fspl queue-write -q "${q}"`).code).toBe(0);
+    expect(sh(`cat "${file}" | FSPL_SEAL=1 fspl prepare -s "${dir}/seq" -i - | fspl queue-write -q "${q}"`).code).toBe(
+      0,
+    );
     const ls = fspl(['queue-ls', '-q', q, '--json'])
       .stdout.toString()
       .trim()
@@ -192,7 +207,9 @@ describe('sealed packets of every size verify', () => {
       [true, String(size)],
     ]);
     for (const j of ['1', '2']) expect(fspl(['queue-payload', '-q', q, '-j', j]).stdout.equals(payload)).toBe(true);
-    expect(fspl(['queue-process', '-q', q, '--verify', 'cat']).stdout.equals(Buffer.concat([payload, payload]))).toBe(true);
+    expect(fspl(['queue-process', '-q', q, '--verify', 'cat']).stdout.equals(Buffer.concat([payload, payload]))).toBe(
+      true,
+    );
   });
 
   it('without --seal (and FSPL_SEAL unset or 0) a packet has no seal', () => {

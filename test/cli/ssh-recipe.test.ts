@@ -42,7 +42,9 @@ function home(): { home: string; env: NodeJS.ProcessEnv } {
   const h = tempDir();
   const bin = path.join(h, 'bin');
   fs.mkdirSync(bin);
-  fs.writeFileSync(path.join(bin, 'fspl'), `#!/bin/sh\nexec "${process.execPath}" "${FSPL_BIN}" "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, 'fspl'), `#!/bin/sh\nexec "${process.execPath}" "${FSPL_BIN}" "$@"\n`, {
+    mode: 0o755,
+  });
   fs.mkdirSync(path.join(h, 'dir'));
   fs.writeFileSync(path.join(h, 'dir', 'file'), 'x'.repeat(10_000));
   const env = { HOME: h, PATH: `${bin}:/usr/bin:/bin`, TMPDIR: h };
@@ -52,7 +54,11 @@ function home(): { home: string; env: NodeJS.ProcessEnv } {
 
 function send(h: { home: string; env: NodeJS.ProcessEnv }, faults: string) {
   fs.rmSync(path.join(h.home, 'attempts'), { force: true });
-  const r = spawnSync('sh', ['-c', `${STAND_INS}\n${recipe}`], { cwd: h.home, env: { ...h.env, FAULTS: faults }, encoding: 'utf8' });
+  const r = spawnSync('sh', ['-c', `${STAND_INS}\n${recipe}`], {
+    cwd: h.home,
+    env: { ...h.env, FAULTS: faults },
+    encoding: 'utf8',
+  });
   const attempts = fs.readFileSync(path.join(h.home, 'attempts'), 'utf8').trim().split('\n').length;
   return { status: r.status, stderr: r.stderr, attempts };
 }
@@ -75,7 +81,8 @@ describe("docs/queues.md's ssh recipe: keep the packet until queue-write succeed
     const h = home();
     const r = send(h, faults as string);
     expect([r.status, r.attempts]).toEqual([0, tries]);
-    if ((faults as string).includes('cut')) expect(r.stderr).toMatch(/^Error: Payload ends early: \d+ of \d+ bytes \(cut short in transit\?\)\n$/);
+    if ((faults as string).includes('cut'))
+      expect(r.stderr).toMatch(/^Error: Payload ends early: \d+ of \d+ bytes \(cut short in transit\?\)\n$/);
     else expect(r.stderr).toBe('');
     expect(fs.readdirSync(path.join(h.home, 'outgoing'))).toEqual([]);
     const ran = faults === 'lost-run,ok';
@@ -97,15 +104,24 @@ describe("docs/queues.md's ssh recipe: keep the packet until queue-write succeed
     const outgoing = path.join(h.home, 'outgoing');
     fs.mkdirSync(outgoing);
     for (const n of [1, 2]) {
-      const p = spawnSync('fspl', ['prepare', '--seal', '-s', path.join(h.home, 'state'), '-i', path.join(h.home, 'dir', 'file')], { env: h.env });
+      const p = spawnSync(
+        'fspl',
+        ['prepare', '--seal', '-s', path.join(h.home, 'state'), '-i', path.join(h.home, 'dir', 'file')],
+        { env: h.env },
+      );
       fs.writeFileSync(path.join(outgoing, `packet.${n}`), p.stdout);
     }
     const loop = /`(for p in ~\/outgoing\/packet\.\*; do send "\$p";\s*done)`/.exec(page)?.[1]?.replace(/\s+/g, ' ');
     expect(loop).toBeDefined();
     const send = recipe!.slice(0, recipe!.indexOf('\n}\n') + 3);
-    const r = spawnSync('sh', ['-c', `${STAND_INS}\n${send}\n${loop}`], { cwd: h.home, env: { ...h.env, FAULTS: 'cut,ok,down' }, encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', `${STAND_INS}\n${send}\n${loop}`], {
+      cwd: h.home,
+      env: { ...h.env, FAULTS: 'cut,ok,down' },
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(0);
-    expect(r.stderr).toMatch(/^Error: Payload ends early: \d+ of 10000 bytes \(cut short in transit\?\)\n$/); // the cut copy, refused
+    // the cut copy, refused
+    expect(r.stderr).toMatch(/^Error: Payload ends early: \d+ of 10000 bytes \(cut short in transit\?\)\n$/);
     expect(fs.readdirSync(outgoing)).toEqual([]);
     expect(fspl(h, ['queue-process', '-q', 'queue', 'true']).status).toBe(0);
     expect(fspl(h, ['queue-get-next', '-q', 'queue']).stdout).toBe('3\n');

@@ -86,7 +86,10 @@ describe('fspl queue-status', () => {
     const line = r.stdout.split('\n').find((l) => l.includes('skip to job'))!;
     expect(line).toBe(`  or, if it is lost for good, skip to job 3: fspl queue-set-next -q 'my q'\\''s' 3`);
     const command = line.slice(line.indexOf('fspl '));
-    const run = spawnSync('sh', ['-c', command.replace(/^fspl /, `"${process.execPath}" "${FSPL_BIN}" `)], { cwd: d, encoding: 'utf8' });
+    const run = spawnSync('sh', ['-c', command.replace(/^fspl /, `"${process.execPath}" "${FSPL_BIN}" `)], {
+      cwd: d,
+      encoding: 'utf8',
+    });
     expect([run.status, run.stderr]).toEqual([0, '']);
     expect(fspl(['queue-status', '-q', "my q's"], { cwd: d }).code).toBe(0);
   });
@@ -120,36 +123,44 @@ describe('fspl queue-status', () => {
     expect(fspl(['queue-ls', '-q', 'q', '--no-json'], { cwd: d }).code).toBe(2);
   });
 
-  it('--queues-in: every queue under the parent, in name order, one JSON line each (as -q alone gives it); exit 3 if any is stuck', () => {
-    const d = tempDir();
-    const parent = path.join(d, 'queues');
-    fs.mkdirSync(parent);
-    const ok = Queue.init(path.join(parent, 'a'));
-    ok.writeBuffer(packet(1n));
-    const stuck = Queue.init(path.join(parent, 'b'));
-    stuck.writeBuffer(packet(2n));
-    fs.mkdirSync(path.join(parent, 'not-a-queue'));
-    const r = fspl(['queue-status', '--queues-in', parent, '--json']);
-    expect(r.code).toBe(3);
-    const lines = r.stdout
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { queuedir: string; state: string; can_progress: boolean });
-    expect(lines.map((l) => [path.basename(l.queuedir), l.state, l.can_progress])).toEqual([
-      ['a', 'ready', true],
-      ['b', 'stuck', false],
-    ]);
-    // Each line is what -q alone prints, but for the time of the check.
-    const alone = JSON.parse(fspl(['queue-status', '-q', ok.dir, '--json']).stdout) as Record<string, unknown>;
-    const timeless = (v: unknown) => JSON.stringify({ ...(v as object), checked_at: null }).replace(/"age_seconds":-?[0-9.]+/g, '');
-    expect(timeless(lines[0])).toBe(timeless(alone));
-    stuck.writeBuffer(packet(1n));
-    expect(fspl(['queue-status', '--queues-in', parent, '--json']).code).toBe(0);
-    const text = fspl(['queue-status', '--queues-in', parent]);
-    expect(text.stdout.match(/^queue: +.*$/gm)).toEqual([`queue:        ${ok.dir}`, `queue:        ${stuck.dir}`]);
-    const both = fspl(['queue-status', '-q', ok.dir, '--queues-in', parent]);
-    expect([both.code, both.stderr.split('\n')[0]]).toEqual([2, 'error: give -q DIR or --queues-in PARENT, not both']);
-  });
+  it(
+    '--queues-in: every queue under the parent, in name order, one ' +
+      'JSON line each (as -q alone gives it); exit 3 if any is stuck',
+    () => {
+      const d = tempDir();
+      const parent = path.join(d, 'queues');
+      fs.mkdirSync(parent);
+      const ok = Queue.init(path.join(parent, 'a'));
+      ok.writeBuffer(packet(1n));
+      const stuck = Queue.init(path.join(parent, 'b'));
+      stuck.writeBuffer(packet(2n));
+      fs.mkdirSync(path.join(parent, 'not-a-queue'));
+      const r = fspl(['queue-status', '--queues-in', parent, '--json']);
+      expect(r.code).toBe(3);
+      const lines = r.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { queuedir: string; state: string; can_progress: boolean });
+      expect(lines.map((l) => [path.basename(l.queuedir), l.state, l.can_progress])).toEqual([
+        ['a', 'ready', true],
+        ['b', 'stuck', false],
+      ]);
+      // Each line is what -q alone prints, but for the time of the check.
+      const alone = JSON.parse(fspl(['queue-status', '-q', ok.dir, '--json']).stdout) as Record<string, unknown>;
+      const timeless = (v: unknown) =>
+        JSON.stringify({ ...(v as object), checked_at: null }).replace(/"age_seconds":-?[0-9.]+/g, '');
+      expect(timeless(lines[0])).toBe(timeless(alone));
+      stuck.writeBuffer(packet(1n));
+      expect(fspl(['queue-status', '--queues-in', parent, '--json']).code).toBe(0);
+      const text = fspl(['queue-status', '--queues-in', parent]);
+      expect(text.stdout.match(/^queue: +.*$/gm)).toEqual([`queue:        ${ok.dir}`, `queue:        ${stuck.dir}`]);
+      const both = fspl(['queue-status', '-q', ok.dir, '--queues-in', parent]);
+      expect([both.code, both.stderr.split('\n')[0]]).toEqual([
+        2,
+        'error: give -q DIR or --queues-in PARENT, not both',
+      ]);
+    },
+  );
 
   it('sees the queue lock held by another process (flock(1), as the reference takes it)', async () => {
     const { d, q } = setup([1n]);
@@ -175,7 +186,8 @@ describe('fspl queue-status', () => {
     expect(h.code).toBe(0);
     for (const o of ['--queuedir', '--decoder', '--json']) expect(h.stdout).toContain(o);
     expect(fspl(['--help']).stdout).toContain('queue-status');
-    for (const sub of ['queue-ls', 'queue-info', 'stdin-info', 'queue-get-next']) expect(fspl([sub, '--help']).stdout).toContain('--json');
+    for (const sub of ['queue-ls', 'queue-info', 'stdin-info', 'queue-get-next'])
+      expect(fspl([sub, '--help']).stdout).toContain('--json');
   });
 
   it('--json gives one document with the same facts', () => {
@@ -227,7 +239,12 @@ describe('--json', () => {
       .slice(1)
       .map((l) => l.split(/ +/));
     expect(objs.map((o) => [o.seq, o.ctime.rfc3339_local, o.filename])).toEqual(rows);
-    expect(objs[0]).toMatchObject({ seq: '1', type: 'Command', params: ['p'], env: [{ name: 'K', value: { base64: '/wA=' } }] });
+    expect(objs[0]).toMatchObject({
+      seq: '1',
+      type: 'Command',
+      params: ['p'],
+      env: [{ name: 'K', value: { base64: '/wA=' } }],
+    });
     // An empty queue gives no lines at all (no header).
     expect(fspl(['queue-ls', '-q', 'q', '--json'], { cwd: setup([]).d }).stdout).toBe('');
   });
@@ -249,9 +266,18 @@ describe('--json', () => {
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     const filename = fs.readdirSync(q.jobsDir)[0];
-    expect(j).toMatchObject({ seq: '1', filename, queuedir: 'q', fullpath: `q/jobs/${filename}`, type: 'Command', params: ['p'] });
+    expect(j).toMatchObject({
+      seq: '1',
+      filename,
+      queuedir: 'q',
+      fullpath: `q/jobs/${filename}`,
+      type: 'Command',
+      params: ['p'],
+    });
     const asText = (vars: Array<{ name: JsonBytes; value: JsonBytes }>) =>
-      Buffer.concat(vars.flatMap((v) => [bytesFromJson(v.name), Buffer.from('='), bytesFromJson(v.value), Buffer.from('\n')]));
+      Buffer.concat(
+        vars.flatMap((v) => [bytesFromJson(v.name), Buffer.from('='), bytesFromJson(v.value), Buffer.from('\n')]),
+      );
     expect(asText(j.variables).equals(text.raw)).toBe(true);
     expect(j.variables.at(-1)).toEqual({ name: 'FSPL_SET_K', value: { base64: '/wA=' } });
 
@@ -292,6 +318,7 @@ describe('the reader', () => {
       expect(line.kind === 'run' && line.invocation.command).toBe(argv[0]);
       expect(line.kind === 'run' && Boolean(line.invocation.args.json)).toBe(argv.includes('--json'));
     }
-    expect((await parseCommandLine(['queue-payload', '-q', 'q', '-j', '1', '--json'])).kind).toBe('usage'); // not an option there
+    // not an option there
+    expect((await parseCommandLine(['queue-payload', '-q', 'q', '-j', '1', '--json'])).kind).toBe('usage');
   });
 });

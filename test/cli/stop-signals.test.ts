@@ -36,7 +36,8 @@ const JOB = [
   'echo "end $q $FSPL_SEQ" >> "$LOG"',
 ].join('\n');
 
-const packet = (seq: number) => encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } }));
+const packet = (seq: number) =>
+  encodeHeader(makeHeader({ seq: BigInt(seq), cmd: { kind: 'Command', params: [], env: [] } }));
 
 interface Setup {
   dir: string;
@@ -81,10 +82,18 @@ function launch(
   s: Setup,
   file: string,
   args: string[],
-  o: { stdin?: number | 'pipe' | 'ignore'; said?: 'stdout' | 'stderr'; detached?: boolean; env?: Record<string, string> } = {},
+  o: {
+    stdin?: number | 'pipe' | 'ignore';
+    said?: 'stdout' | 'stderr';
+    detached?: boolean;
+    env?: Record<string, string>;
+  } = {},
 ): Fspl {
   const said = o.said ?? 'stderr';
-  const stdio = said === 'stderr' ? ([o.stdin ?? 'ignore', 'ignore', 'pipe'] as const) : ([o.stdin ?? 'ignore', 'pipe', 'inherit'] as const);
+  const stdio =
+    said === 'stderr'
+      ? ([o.stdin ?? 'ignore', 'ignore', 'pipe'] as const)
+      : ([o.stdin ?? 'ignore', 'pipe', 'inherit'] as const);
   const child = spawn(file, args, {
     detached: o.detached ?? false,
     stdio: [...stdio],
@@ -116,7 +125,9 @@ function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+  return new Promise((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
+  );
 }
 
 /** Whether a process is still running (a zombie no reaper took counts as gone). */
@@ -130,17 +141,24 @@ function alive(pid: number): boolean {
 
 const starts = (log: string) => lines(log).filter((l) => l.startsWith('start'));
 const ends = (log: string) => lines(log).filter((l) => l.startsWith('end'));
-const grandchildren = (log: string) => lines(log).flatMap((l) => (l.startsWith('grandchild') ? [Number(l.split(' ')[2])] : []));
+const grandchildren = (log: string) =>
+  lines(log).flatMap((l) => (l.startsWith('grandchild') ? [Number(l.split(' ')[2])] : []));
 const jobFiles = (q: Queue) => fs.readdirSync(q.jobsDir).length;
 
 /** Once fspl has taken the first signal: its line on stderr. */
-const stopping = (child: Fspl) => until('the stop to be said', () => /INFO fspl::process: Stopping after /.test(child.err), child);
+const stopping = (child: Fspl) =>
+  until('the stop to be said', () => /INFO fspl::process: Stopping after /.test(child.err), child);
 
 /**
  * Once `ready` holds (by default: `jobs` jobs have started), do `act`; then fspl's exit status.
  * fspl is killed if anything fails on the way.
  */
-async function drive(child: Fspl, s: Setup, act: () => unknown, ready: number | (() => boolean) = 1): Promise<number | null> {
+async function drive(
+  child: Fspl,
+  s: Setup,
+  act: () => unknown,
+  ready: number | (() => boolean) = 1,
+): Promise<number | null> {
   try {
     await until('the jobs to start', typeof ready === 'number' ? () => starts(s.log).length === ready : ready, child);
     await act();
@@ -170,8 +188,16 @@ const twoSignals = (child: Fspl, first: NodeJS.Signals, second: NodeJS.Signals) 
 const PATHS = [
   { name: 'one queue', queues: 1, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir] },
   { name: 'one queue, --watch', queues: 1, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir, '--watch'] },
-  { name: 'two queues (-q twice, --jobs 2)', queues: 2, args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir, '-q', s.queues[1]!.dir, '--jobs', '2'] },
-  { name: '--watch --queues-in, --jobs 2', queues: 2, args: (s: Setup) => ['queue-process', '--watch', '--queues-in', s.parent, '--jobs', '2'] },
+  {
+    name: 'two queues (-q twice, --jobs 2)',
+    queues: 2,
+    args: (s: Setup) => ['queue-process', '-q', s.queues[0]!.dir, '-q', s.queues[1]!.dir, '--jobs', '2'],
+  },
+  {
+    name: '--watch --queues-in, --jobs 2',
+    queues: 2,
+    args: (s: Setup) => ['queue-process', '--watch', '--queues-in', s.parent, '--jobs', '2'],
+  },
 ];
 
 describe('queue-process: SIGINT to the whole process group', () => {
@@ -191,20 +217,26 @@ describe('queue-process: SIGINT to the whole process group', () => {
   }
 
   for (const p of [PATHS[0]!, PATHS[3]!]) {
-    it(`${p.name}: a second signal stops the running jobs and their children; they stay in their queues (even under --on-error delete)`, async () => {
-      const s = setup(p.queues, 2);
-      const child = start(s, [...p.args(s), '--on-error', 'delete']);
-      expect(await drive(child, s, twoSignals(child, 'SIGINT', 'SIGTERM'), p.queues), child.err).toBe(0);
-      expect(ends(s.log)).toEqual([]);
-      expect(child.err).toMatch(/INFO fspl::process: SIGTERM again: stopping the (current job|running jobs) now/);
-      expect(child.err).toMatch(/INFO fspl::process: Job 1 interrupted \(command was stopped before it finished\): it stays in the queue/);
-      for (const q of s.queues) {
-        expect(q.getNext()).toBe(1n);
-        expect(jobFiles(q)).toBe(2);
-      }
-      // The whole group went, the job's own children too.
-      await until('the grandchildren to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
-    });
+    it(
+      `${p.name}: a second signal stops the running jobs and their ` +
+        `children; they stay in their queues (even under --on-error delete)`,
+      async () => {
+        const s = setup(p.queues, 2);
+        const child = start(s, [...p.args(s), '--on-error', 'delete']);
+        expect(await drive(child, s, twoSignals(child, 'SIGINT', 'SIGTERM'), p.queues), child.err).toBe(0);
+        expect(ends(s.log)).toEqual([]);
+        expect(child.err).toMatch(/INFO fspl::process: SIGTERM again: stopping the (current job|running jobs) now/);
+        expect(child.err).toMatch(
+          /INFO fspl::process: Job 1 interrupted \(command was stopped before it finished\): it stays in the queue/,
+        );
+        for (const q of s.queues) {
+          expect(q.getNext()).toBe(1n);
+          expect(jobFiles(q)).toBe(2);
+        }
+        // The whole group went, the job's own children too.
+        await until('the grandchildren to go', () => grandchildren(s.log).every((pid) => !alive(pid)));
+      },
+    );
   }
 
   it('--stop-timeout: a job still running that long after the first signal is stopped, and stays', async () => {
@@ -224,22 +256,29 @@ describe('queue-process: SIGINT to the whole process group', () => {
     expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
   });
 
-  it("systemd's default KillMode=control-group (SIGTERM to fspl and to the job): the job killed with the run stays, even under --on-error delete", async () => {
-    const s = setup(1, 1);
-    const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', '--on-error', 'delete']);
-    const asSystemdDoes = () => {
-      signalGroup(child, 'SIGTERM');
-      process.kill(-Number(starts(s.log)[0]!.split(' ')[3]), 'SIGTERM'); // the job's group
-    };
-    expect(await drive(child, s, asSystemdDoes), child.err).toBe(0);
-    expect(child.err).toMatch(/Job 1 interrupted \(command was killed by signal SIGTERM as fspl was stopped\): it stays in the queue/);
-    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
-  });
+  it(
+    "systemd's default KillMode=control-group (SIGTERM to fspl and to the " +
+      'job): the job killed with the run stays, even under --on-error delete',
+    async () => {
+      const s = setup(1, 1);
+      const child = start(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', '--on-error', 'delete']);
+      const asSystemdDoes = () => {
+        signalGroup(child, 'SIGTERM');
+        process.kill(-Number(starts(s.log)[0]!.split(' ')[3]), 'SIGTERM'); // the job's group
+      };
+      expect(await drive(child, s, asSystemdDoes), child.err).toBe(0);
+      expect(child.err).toMatch(
+        /Job 1 interrupted \(command was killed by signal SIGTERM as fspl was stopped\): it stays in the queue/,
+      );
+      expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([[], 1n, 1]);
+    },
+  );
 
   it('through a decoder: the decoder of the running job is not signalled either', async () => {
     const s = setup(1, 0);
     const q = s.queues[0]!;
-    for (const seq of [1, 2]) fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), packet(seq));
+    for (const seq of [1, 2])
+      fs.writeFileSync(path.join(q.jobsDir, `fspl-00000000-0000-4000-8000-00000000000${seq}.fspl`), packet(seq));
     // The decoder gives the packet, then holds its output open until $GO: the job reads to its end.
     const decoder = 'cat; while [ ! -e "$GO" ]; do sleep 0.02; done';
     const child = start(s, ['queue-process', '-q', q.dir, '-d', decoder]);
@@ -293,7 +332,10 @@ describe('stdin-process: signals to the whole process group', () => {
 
   it('a signal while it waits for the header ends fspl at once, as it always did (nothing runs yet)', async () => {
     // stdin a socket that gives nothing: fspl waits for the header, blocked in a read.
-    const child = spawn(process.execPath, [FSPL_BIN, 'stdin-process', 'true'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    const child = spawn(process.execPath, [FSPL_BIN, 'stdin-process', 'true'], {
+      detached: true,
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     try {
       await until('fspl to wait for its stdin', () => /read|recv|pipe_wait/.test(waitsIn(child.pid!)));
       signalGroup(child, 'SIGINT');
@@ -314,44 +356,55 @@ function waitsIn(pid: number): string {
 }
 
 const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
-describeIfPresent('Ctrl-C typed on a terminal (script(1))', hasScript ? [] : ['script'], { what: 'terminal test' }, () => {
-  it('queue-process --watch: the job finishes and is recorded, exit 0', async () => {
-    const s = setup(1, 2);
-    const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', 'sh', '--', '-c', JOB]);
-    const ctrlC = async () => {
-      child.stdin!.write('\x03');
-      await stopping(child);
-      fs.writeFileSync(s.go, '');
-    };
-    expect(await drive(child, s, ctrlC), child.err).toBe(0);
-    expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
-  });
+describeIfPresent(
+  'Ctrl-C typed on a terminal (script(1))',
+  hasScript ? [] : ['script'],
+  { what: 'terminal test' },
+  () => {
+    it('queue-process --watch: the job finishes and is recorded, exit 0', async () => {
+      const s = setup(1, 2);
+      const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--watch', 'sh', '--', '-c', JOB]);
+      const ctrlC = async () => {
+        child.stdin!.write('\x03');
+        await stopping(child);
+        fs.writeFileSync(s.go, '');
+      };
+      expect(await drive(child, s, ctrlC), child.err).toBe(0);
+      expect([ends(s.log), s.queues[0]!.getNext(), jobFiles(s.queues[0]!)]).toEqual([['end q0 1'], 2n, 1]);
+    });
 
-  it('a job reads the terminal (--ignore-payload) without being stopped for it, but has no /dev/tty', async () => {
-    const s = setup(1, 1);
-    const job =
-      'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) 2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
-    const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job]);
-    expect(
-      await drive(
-        child,
-        s,
-        () => child.stdin!.write('hello\r'),
-        () => lines(s.log).includes('ready'),
-      ),
-      child.err,
-    ).toBe(0);
-    expect(lines(s.log)).toEqual(['ready', 'got hello', 'no tty']);
-  });
-});
+    it('a job reads the terminal (--ignore-payload) without being stopped for it, but has no /dev/tty', async () => {
+      const s = setup(1, 1);
+      const job =
+        'echo ready >> "$LOG"; read line; echo "got $line" >> "$LOG"; if (: > /dev/tty) ' +
+        '2>/dev/null; then echo tty >> "$LOG"; else echo "no tty" >> "$LOG"; fi';
+      const child = onTerminal(s, ['queue-process', '-q', s.queues[0]!.dir, '--ignore-payload', 'sh', '--', '-c', job]);
+      expect(
+        await drive(
+          child,
+          s,
+          () => child.stdin!.write('hello\r'),
+          () => lines(s.log).includes('ready'),
+        ),
+        child.err,
+      ).toBe(0);
+      expect(lines(s.log)).toEqual(['ready', 'got hello', 'no tty']);
+    });
+  },
+);
 
 // docs/queues.md's systemd units, for one queue (a timer's oneshot) and for many (--watch --queues-in).
 const page = fs.readFileSync(path.join(ROOT, 'docs', 'queues.md'), 'utf8');
-const units = [...page.matchAll(/```ini\n([\s\S]*?)```/g)].map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!).filter((u) => /^ExecStart=.* queue-process /m.test(u));
+const units = [...page.matchAll(/```ini\n([\s\S]*?)```/g)]
+  .map((m) => m[1]!.split(/\n(?=# ~\/)/)[0]!)
+  .filter((u) => /^ExecStart=.* queue-process /m.test(u));
 
 describe("docs/queues.md's systemd units stop cleanly", () => {
   it('are two (one queue, many queues), each with KillMode=mixed and a --stop-timeout below TimeoutStopSec', () => {
-    expect(units.map((u) => /^# ~\/\.config\/systemd\/user\/(\S+)/.exec(u)?.[1])).toEqual(['fspl-queue.service', 'fspl-queues.service']);
+    expect(units.map((u) => /^# ~\/\.config\/systemd\/user\/(\S+)/.exec(u)?.[1])).toEqual([
+      'fspl-queue.service',
+      'fspl-queues.service',
+    ]);
     for (const u of units) {
       expect(u).toMatch(/^KillMode=mixed$/m);
       const stopTimeout = Number(/ --stop-timeout (\d+) /.exec(u)?.[1]);
@@ -363,39 +416,55 @@ describe("docs/queues.md's systemd units stop cleanly", () => {
 
   for (const unit of units) {
     const name = /^# ~\/\.config\/systemd\/user\/(\S+)/m.exec(unit)![1]!;
-    it(`${name}: a stop as KillMode=mixed makes it (SIGTERM to fspl alone) lets the running job finish, then exits 0`, async () => {
-      const s = setup(1, 2);
-      const home = path.join(s.dir, 'home');
-      fs.mkdirSync(home);
-      fs.renameSync(s.parent, path.join(home, 'queues'));
-      fs.symlinkSync(path.join(home, 'queues', 'q0'), path.join(home, 'queue'));
-      const handler = path.join(s.dir, 'handler');
-      fs.writeFileSync(handler, `#!/bin/sh\n${JOB}\n`, { mode: 0o755 });
-      const argv = /^ExecStart=(.*)$/m.exec(unit)![1]!.replaceAll('%h', home).replaceAll('/usr/local/bin/handler', handler).split(' ');
-      expect(argv[0]).toBe('/usr/local/bin/fspl');
-      const child = launch(s, process.execPath, [FSPL_BIN, ...argv.slice(1)]);
-      const asKillModeMixed = async () => {
-        child.kill('SIGTERM'); // fspl alone
-        await stopping(child);
-        fs.writeFileSync(s.go, '');
-      };
-      expect(await drive(child, s, asKillModeMixed), child.err).toBe(0);
-      const q = Queue.open(path.join(home, 'queues', 'q0'));
-      expect([ends(s.log).map((l) => l.split(' ')[2]), q.getNext(), jobFiles(q)]).toEqual([['1'], 2n, 1]);
-    });
+    it(
+      `${name}: a stop as KillMode=mixed makes it (SIGTERM to ` +
+        `fspl alone) lets the running job finish, then exits 0`,
+      async () => {
+        const s = setup(1, 2);
+        const home = path.join(s.dir, 'home');
+        fs.mkdirSync(home);
+        fs.renameSync(s.parent, path.join(home, 'queues'));
+        fs.symlinkSync(path.join(home, 'queues', 'q0'), path.join(home, 'queue'));
+        const handler = path.join(s.dir, 'handler');
+        fs.writeFileSync(handler, `#!/bin/sh\n${JOB}\n`, { mode: 0o755 });
+        const argv = /^ExecStart=(.*)$/m
+          .exec(unit)![1]!
+          .replaceAll('%h', home)
+          .replaceAll('/usr/local/bin/handler', handler)
+          .split(' ');
+        expect(argv[0]).toBe('/usr/local/bin/fspl');
+        const child = launch(s, process.execPath, [FSPL_BIN, ...argv.slice(1)]);
+        const asKillModeMixed = async () => {
+          child.kill('SIGTERM'); // fspl alone
+          await stopping(child);
+          fs.writeFileSync(s.go, '');
+        };
+        expect(await drive(child, s, asKillModeMixed), child.err).toBe(0);
+        const q = Queue.open(path.join(home, 'queues', 'q0'));
+        expect([ends(s.log).map((l) => l.split(' ')[2]), q.getNext(), jobFiles(q)]).toEqual([['1'], 2n, 1]);
+      },
+    );
   }
 
   const hasAnalyze = spawnSync('sh', ['-c', 'command -v systemd-analyze']).status === 0;
-  describeIfPresent('systemd-analyze verify', hasAnalyze ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
-    for (const unit of units) {
-      const name = /^# ~\/\.config\/systemd\/user\/(\S+)/m.exec(unit)![1]!;
-      it(`${name} verifies (with this checkout's fspl as its ExecStart)`, () => {
-        const file = path.join(memTempDir(), name);
-        fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'));
-        const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
-        expect(r.status, r.stderr).toBe(0);
-        expect(r.stderr).not.toMatch(new RegExp(`${name.replace('.', '\\.')}:`));
-      });
-    }
-  });
+  describeIfPresent(
+    'systemd-analyze verify',
+    hasAnalyze ? [] : ['systemd-analyze'],
+    { what: 'systemd unit check' },
+    () => {
+      for (const unit of units) {
+        const name = /^# ~\/\.config\/systemd\/user\/(\S+)/m.exec(unit)![1]!;
+        it(`${name} verifies (with this checkout's fspl as its ExecStart)`, () => {
+          const file = path.join(memTempDir(), name);
+          fs.writeFileSync(
+            file,
+            unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/usr/local/bin/handler', '/bin/true'),
+          );
+          const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+          expect(r.status, r.stderr).toBe(0);
+          expect(r.stderr).not.toMatch(new RegExp(`${name.replace('.', '\\.')}:`));
+        });
+      }
+    },
+  );
 });

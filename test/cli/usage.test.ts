@@ -17,11 +17,17 @@ describe('usage errors', () => {
     [['queue-proces', '-q', 'cronq', 'cat'], "unknown subcommand 'queue-proces'; did you mean 'queue-process'?"],
     [['queue-l', '-q', 'q'], "unknown subcommand 'queue-l'; did you mean 'queue-ls'?"],
     [['nosuch'], "unknown subcommand 'nosuch'"],
-    [['queue-process', '-q', 'cronq', '--on-eror', 'delete', 'cat'], "unknown option '--on-eror' for queue-process; did you mean '--on-error'?"],
+    [
+      ['queue-process', '-q', 'cronq', '--on-eror', 'delete', 'cat'],
+      "unknown option '--on-eror' for queue-process; did you mean '--on-error'?",
+    ],
     [['prepare', '-s', 'sf', '--sael'], "unknown option '--sael' for prepare; did you mean '--seal'?"],
     [['queue-ls', '--queue', 'q'], "unknown option '--queue' for queue-ls; did you mean '--queuedir'?"],
     [['queue-ls', '-q', 'q', '-x'], "unknown option '-x' for queue-ls"],
-    [['queue-ls', '-q', 'q', '-l', 'debug'], "unknown option '-l' for queue-ls: the log level goes before the subcommand (fspl -l LEVEL queue-ls ...)"],
+    [
+      ['queue-ls', '-q', 'q', '-l', 'debug'],
+      "unknown option '-l' for queue-ls: the log level goes before the subcommand (fspl -l LEVEL queue-ls ...)",
+    ],
     [['--log-levle', 'debug', 'queue-ls'], "unknown option '--log-levle'; did you mean '--log-level'?"],
     [['--bogus'], "unknown option '--bogus' (before the subcommand, fspl takes -l LEVEL, -V, -h and --implementation)"],
     [['queue-process', '-q', 'cronq'], 'missing COMMAND: the command to run for each job (its arguments go after --)'],
@@ -81,7 +87,10 @@ describe('--implementation', () => {
     const r = fspl(['--implementation']);
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(r.stdout).toMatch(
-      /^filespooler \d+\.\d+\.\d+\S*, the TypeScript fspl \(compatible with Filespooler 1\.2\.2\), on Node v\d+\.\d+\.\d+: \S*bin\/fspl( -> \S+)?\n$/,
+      new RegExp(
+        /^filespooler \d+\.\d+\.\d+\S*, the TypeScript fspl \(compatible with /.source +
+          /Filespooler 1\.2\.2\), on Node v\d+\.\d+\.\d+: \S*bin\/fspl( -> \S+)?\n$/.source,
+      ),
     );
     expect(fspl(['-V']).stdout).toBe('filespooler 1.2.2\n');
     expect(fspl(['--help']).stdout).toContain('`fspl --implementation` says its version');

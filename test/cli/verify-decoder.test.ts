@@ -21,7 +21,11 @@ function fspl(args: string[], opts: { input?: Buffer | string; env?: NodeJS.Proc
 }
 
 function packet(seq: bigint, payload: Buffer | string): Buffer {
-  const h: PacketHeader = { seq, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } };
+  const h: PacketHeader = {
+    seq,
+    ctime: { secs: 1700000000n, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+  };
   return Buffer.concat([encodeHeader(h), Buffer.from(payload)]);
 }
 
@@ -43,20 +47,26 @@ function setup(payload: Buffer | string = 'PWNED\n') {
 const BAD = 'cat; echo "decoder: no good signature" >&2; exit 2';
 
 describe('queue-process --verify-decoder', () => {
-  it('a decoder that prints the packet then exits 2: the command never starts, the job stays, exit 1 as without the option', () => {
-    const t = setup();
-    const r = fspl(['queue-process', '-q', t.q, '--verify-decoder', '-d', BAD, ...t.command]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/Job 1 failed \(Decoder .* exited with status 2\); stopping, the job stays in the queue/);
-    expect(fs.existsSync(t.marker)).toBe(false);
-    expect(t.jobs()).toBe(1);
-    expect(fspl(['queue-get-next', '-q', t.q]).stdout.toString()).toBe('1\n');
-    // Without it (the streaming default) the same run fails with the same status, but the command read PWNED.
-    const streamed = fspl(['queue-process', '-q', t.q, '-d', BAD, ...t.command]);
-    expect(streamed.code).toBe(1);
-    expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
-    expect(t.jobs()).toBe(1);
-  });
+  it(
+    'a decoder that prints the packet then exits 2: the command ' +
+      'never starts, the job stays, exit 1 as without the option',
+    () => {
+      const t = setup();
+      const r = fspl(['queue-process', '-q', t.q, '--verify-decoder', '-d', BAD, ...t.command]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        /Job 1 failed \(Decoder .* exited with status 2\); stopping, the job stays in the queue/,
+      );
+      expect(fs.existsSync(t.marker)).toBe(false);
+      expect(t.jobs()).toBe(1);
+      expect(fspl(['queue-get-next', '-q', t.q]).stdout.toString()).toBe('1\n');
+      // Without it (the streaming default) the same run fails with the same status, but the command read PWNED.
+      const streamed = fspl(['queue-process', '-q', t.q, '-d', BAD, ...t.command]);
+      expect(streamed.code).toBe(1);
+      expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
+      expect(t.jobs()).toBe(1);
+    },
+  );
 
   it('FSPL_VERIFY_DECODER=1 turns it on', () => {
     const t = setup();
@@ -85,7 +95,8 @@ describe('queue-process --verify-decoder', () => {
   });
 
   it('is in the help of both commands', () => {
-    for (const sub of ['queue-process', 'stdin-process']) expect(fspl([sub, '--help']).stdout.toString()).toContain('--verify-decoder');
+    for (const sub of ['queue-process', 'stdin-process'])
+      expect(fspl([sub, '--help']).stdout.toString()).toContain('--verify-decoder');
   });
 });
 
@@ -101,7 +112,9 @@ describe('stdin-process -d', () => {
 
   it('--verify-decoder: a failing decoder fails the job (exit 1) and the command never starts', () => {
     const t = setup();
-    const r = withStdin(t.file, (stdin) => fspl(['stdin-process', '-d', BAD, '--verify-decoder', ...t.command], { stdin }));
+    const r = withStdin(t.file, (stdin) =>
+      fspl(['stdin-process', '-d', BAD, '--verify-decoder', ...t.command], { stdin }),
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/Job 1 failed \(Decoder .* exited with status 2\)/);
     expect(fs.existsSync(t.marker)).toBe(false);
@@ -130,12 +143,15 @@ describe('stdin-process -d', () => {
 
 // The gpg recipe: docs/queues.md's queue-process line, with docs/security.md's fspl-gpg-decoder.
 const GPG = ['/usr/bin/gpg', '/usr/local/bin/gpg'].find((p) => fs.existsSync(p));
-if (!GPG && !process.env.CI) console.warn('verify-decoder.test.ts: gpg is not installed: the gpg recipe tests are SKIPPED (they run in CI)');
+if (!GPG && !process.env.CI)
+  console.warn('verify-decoder.test.ts: gpg is not installed: the gpg recipe tests are SKIPPED (they run in CI)');
 
 /** docs/security.md's fspl-gpg-decoder, as the reader copies it. */
 function gpgDecoderScript(): string {
   const doc = fs.readFileSync(path.join(ROOT, 'docs', 'security.md'), 'utf8');
-  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith('#!/bin/sh\n# fspl-gpg-decoder'));
+  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((m) => m[1]!)
+    .find((b) => b.startsWith('#!/bin/sh\n# fspl-gpg-decoder'));
   if (!block) throw new Error('docs/security.md has no fspl-gpg-decoder script');
   return block;
 }
@@ -151,7 +167,8 @@ function guideLine(): string {
 describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/security.md "Decoders")', () => {
   const homes: string[] = [];
   afterAll(() => {
-    for (const home of homes) spawnSync('gpgconf', ['--kill', 'gpg-agent'], { env: { ...process.env, GNUPGHOME: home } });
+    for (const home of homes)
+      spawnSync('gpgconf', ['--kill', 'gpg-agent'], { env: { ...process.env, GNUPGHOME: home } });
   });
 
   it('only a packet signed by a key of the senders keyring reaches the command', () => {
@@ -167,7 +184,11 @@ describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/s
       return dir;
     };
     const gpg = (who: string, args: string[], input?: Buffer) =>
-      execFileSync(GPG ?? 'gpg', ['--batch', '--quiet', ...args], { env: { ...process.env, GNUPGHOME: gnupg(who) }, input, stdio: ['pipe', 'pipe', 'pipe'] });
+      execFileSync(GPG ?? 'gpg', ['--batch', '--quiet', ...args], {
+        env: { ...process.env, GNUPGHOME: gnupg(who) },
+        input,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
     // Three parties, each an ed25519 signing key and a cv25519 encryption subkey.
     for (const who of ['receiver', 'sender', 'stranger', 'unknown']) {
       gpg(who, ['--passphrase', '', '--quick-gen-key', `${who}@example.org`, 'ed25519', 'default', 'never']);
@@ -179,7 +200,11 @@ describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/s
     // The receiver's senders keyring holds the sender only; the stranger's key is in its own
     // keyring (gpg says "Good signature" for it), the unknown one's nowhere.
     const senders = path.join(home, 'senders.kbx');
-    gpg('receiver', ['--no-default-keyring', '--keyring', senders, '--import'], gpg('sender', ['--export', 'sender@example.org']));
+    gpg(
+      'receiver',
+      ['--no-default-keyring', '--keyring', senders, '--import'],
+      gpg('sender', ['--export', 'sender@example.org']),
+    );
     gpg('receiver', ['--import'], gpg('stranger', ['--export', 'stranger@example.org']));
 
     const q = path.join(home, 'queue');
@@ -187,10 +212,19 @@ describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/s
     const state = path.join(base, 'state');
     const seal = (who: string | undefined, seq: number, payload: string) => {
       fs.writeFileSync(path.join(base, 'payload'), payload);
-      const plain = execFileSync(process.execPath, [FSPL_BIN, 'prepare', '-s', state, '-i', path.join(base, 'payload')]);
+      const plain = execFileSync(process.execPath, [
+        FSPL_BIN,
+        'prepare',
+        '-s',
+        state,
+        '-i',
+        path.join(base, 'payload'),
+      ]);
       expect(plain.length).toBeGreaterThan(0);
       // --store: OpenPGP literal data made with no key at all.
-      const stored = who ? gpg(who, ['--trust-model', 'always', '-s', '-e', '-r', 'receiver@example.org'], plain) : gpg('receiver', ['--store'], plain);
+      const stored = who
+        ? gpg(who, ['--trust-model', 'always', '-s', '-e', '-r', 'receiver@example.org'], plain)
+        : gpg('receiver', ['--store'], plain);
       const w = fspl(['queue-write', '-q', q], { input: stored });
       expect([seq, w.code, w.stderr]).toEqual([seq, 0, '']);
     };
@@ -202,15 +236,29 @@ describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/s
     const bin = path.join(base, 'bin');
     fs.mkdirSync(bin);
     fs.writeFileSync(path.join(bin, 'fspl-gpg-decoder'), gpgDecoderScript(), { mode: 0o755 });
-    fs.writeFileSync(path.join(bin, 'fspl'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)} "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'fspl'),
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(FSPL_BIN)} "$@"\n`,
+      { mode: 0o755 },
+    );
     const log = path.join(base, 'handled');
     const handler = path.join(bin, 'handler');
     fs.writeFileSync(handler, `#!/bin/sh\ncat >> ${JSON.stringify(log)}\n`, { mode: 0o755 });
     // The page's line as it reads, the handler ours; --on-error leave so that every job is tried.
     const line = guideLine();
-    expect(line).toBe("fspl queue-process -q ~/queue --verify-decoder -d 'fspl-gpg-decoder ~/senders.kbx' /usr/local/bin/handler");
-    const run = line.replace('/usr/local/bin/handler', handler).replace('fspl queue-process', 'fspl queue-process --on-error leave');
-    const env = { ...process.env, HOME: home, GNUPGHOME: gnupg('receiver'), PATH: `${bin}:${process.env.PATH}`, FSPL_VERIFY_DECODER: '' };
+    expect(line).toBe(
+      "fspl queue-process -q ~/queue --verify-decoder -d 'fspl-gpg-decoder ~/senders.kbx' /usr/local/bin/handler",
+    );
+    const run = line
+      .replace('/usr/local/bin/handler', handler)
+      .replace('fspl queue-process', 'fspl queue-process --on-error leave');
+    const env = {
+      ...process.env,
+      HOME: home,
+      GNUPGHOME: gnupg('receiver'),
+      PATH: `${bin}:${process.env.PATH}`,
+      FSPL_VERIFY_DECODER: '',
+    };
     const r = spawnSync('sh', ['-c', run], { env, encoding: 'utf8' });
     expect(r.status).toBe(0);
     expect(fs.readFileSync(log, 'utf8')).toBe('job 4: signed by the sender\n');
@@ -221,10 +269,17 @@ describe.skipIf(!GPG && !process.env.CI)('the gpg recipe (docs/queues.md, docs/s
 
     // And the bare `gpg -q -d` of old runs all four: the danger that this recipe closes.
     fs.rmSync(log);
-    const old = spawnSync('sh', ['-c', `fspl queue-set-next -q ~/queue 1 && fspl queue-process -q ~/queue --on-error leave -d 'gpg -q -d' ${handler}`], {
-      env,
-      encoding: 'utf8',
-    });
+    const old = spawnSync(
+      'sh',
+      [
+        '-c',
+        `fspl queue-set-next -q ~/queue 1 && fspl queue-process -q ~/queue --on-error leave -d 'gpg -q -d' ${handler}`,
+      ],
+      {
+        env,
+        encoding: 'utf8',
+      },
+    );
     expect(old.status).toBe(0);
     expect(fs.readFileSync(log, 'utf8')).toContain('job 1: gpg --store');
   });

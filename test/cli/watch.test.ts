@@ -14,7 +14,9 @@ import { makeHeader } from '../../src/packet/prepare.js';
 import { Queue } from '../../src/queue/queue.js';
 import { FSPL_BIN, tempDir } from '../helpers.js';
 
-const RECORD = 'echo "start $FSPL_SEQ $(date +%s%N)" >> "$LOG"; if [ "$FSPL_SEQ" = "$SLOW" ]; then sleep 1; fi; echo "end $FSPL_SEQ" >> "$LOG"';
+const RECORD =
+  'echo "start $FSPL_SEQ $(date +%s%N)" >> "$LOG"; if [ "$FSPL_SEQ" ' +
+  '= "$SLOW" ]; then sleep 1; fi; echo "end $FSPL_SEQ" >> "$LOG"';
 
 function setup() {
   const dir = tempDir();
@@ -30,11 +32,20 @@ function put(q: Queue, seq: bigint): number {
   return Date.now();
 }
 
-function startWatcher(qdir: string, log: string, extra: string[] = [], slow = ''): ChildProcess & { stderrText: () => string } {
-  const child = spawn(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, '--watch', ...extra, 'sh', '--', '-c', RECORD], {
-    env: { ...process.env, LOG: log, SLOW: slow },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+function startWatcher(
+  qdir: string,
+  log: string,
+  extra: string[] = [],
+  slow = '',
+): ChildProcess & { stderrText: () => string } {
+  const child = spawn(
+    process.execPath,
+    [FSPL_BIN, 'queue-process', '-q', qdir, '--watch', ...extra, 'sh', '--', '-c', RECORD],
+    {
+      env: { ...process.env, LOG: log, SLOW: slow },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
   return Object.assign(child, { stderrText: () => err });
@@ -94,7 +105,9 @@ for (const mode of [
           const [, seq, ns] = l.split(' ');
           return Math.round(Number(BigInt(ns!) / 1_000_000n) - written.get(seq!)!);
         });
-        console.log(`watch (${mode.name}): rename-to-start latency, ms: ${latency.join(', ')} (job 3 waited for 2 by design)`);
+        console.log(
+          `watch (${mode.name}): rename-to-start latency, ms: ${latency.join(', ')} (job 3 waited for 2 by design)`,
+        );
         expect(fs.readdirSync(q.jobsDir)).toEqual([]);
         expect(q.getNext()).toBe(4n);
       } finally {
@@ -113,10 +126,17 @@ describe('queue-process --watch: stopping', () => {
       await until('job 2 to start', () => lines(log).some((l) => l.startsWith('start 2')));
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
-      expect(lines(log).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
+      expect(lines(log).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual([
+        'start 1',
+        'end 1',
+        'start 2',
+        'end 2',
+      ]);
       expect(q.getNext()).toBe(3n);
       // The lock is free again: a batch run takes over and runs job 3 only.
-      const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, 'sh', '--', '-c', RECORD], { env: { ...process.env, LOG: log } });
+      const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, 'sh', '--', '-c', RECORD], {
+        env: { ...process.env, LOG: log },
+      });
       expect(r.status).toBe(0);
       expect(
         lines(log)
@@ -136,7 +156,9 @@ describe('queue-process --watch: stopping', () => {
     idle.kill('SIGINT');
     expect(await exited(idle)).toBe(0);
 
-    const failing = spawn(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, '--watch', 'false'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const failing = spawn(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, '--watch', 'false'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     failing.stderr!.on('data', (d) => (err += d));
     try {
@@ -157,7 +179,9 @@ describe('queue-process --watch: stopping', () => {
       ['--watch', '--poll-interval', 'soon'],
       ['--watch', '--poll-interval', '0'],
     ]) {
-      const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, ...args, 'true'], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', qdir, ...args, 'true'], {
+        encoding: 'utf8',
+      });
       expect([args.join(' '), r.status]).toEqual([args.join(' '), 2]);
       expect(r.stderr).toMatch(/^error: .*poll-interval/);
     }

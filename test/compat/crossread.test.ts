@@ -26,7 +26,15 @@ const packets: Array<[string, JobSpec]> = [
   ['Fail', { seq: 2, kind: 'fail' }],
   ['bare command', { seq: 3 }],
   ['params and a binary payload', { seq: 4, params: ['one', 'two words', '', 'é€😀'], payload: binary }],
-  ['FSPL_SET_ variables', { seq: 5, params: ['p'], env: { FOO: 'bar', MULTI: 'line1\nline2', EMPTY: '', UNI: 'é€😀', A: '1=2' }, payload: 'some payload\n' }],
+  [
+    'FSPL_SET_ variables',
+    {
+      seq: 5,
+      params: ['p'],
+      env: { FOO: 'bar', MULTI: 'line1\nline2', EMPTY: '', UNI: 'é€😀', A: '1=2' },
+      payload: 'some payload\n',
+    },
+  ],
   ['200 params', { seq: 6, params: Array.from({ length: 200 }, (_, i) => `param${i + 1}`) }],
   ['seq 2^53+1', { seq: '9007199254740993', params: ['big'], payload: 'x' }],
   ['ctime in 2150', { seq: 7, time: '2150-01-01 00:00:00', payload: 'far\n' }],
@@ -48,7 +56,13 @@ async function read(reader: Impl, packet: Buffer, root: string): Promise<Reading
   const file = path.join(dir, 'packet.fspl');
   fs.writeFileSync(file, packet);
   const exec = writeExecutor(root);
-  const outerEnv = { MYVAR: 'inherited', FSPL_JOB_FILENAME: 'outer', FSPL_PARAM_9: 'stale', FSPL_SET_FOO: 'outer', FSPL_SEQ: '999' };
+  const outerEnv = {
+    MYVAR: 'inherited',
+    FSPL_JOB_FILENAME: 'outer',
+    FSPL_PARAM_9: 'stale',
+    FSPL_SET_FOO: 'outer',
+    FSPL_SEQ: '999',
+  };
   const procDir = path.join(dir, 'p1');
   const allowDir = path.join(dir, 'p2');
   fs.mkdirSync(procDir);
@@ -60,7 +74,11 @@ async function read(reader: Impl, packet: Buffer, root: string): Promise<Reading
     // stdin as a file descriptor: the command reads the payload from the same descriptor
     fspl(reader, ['stdin-process', exec, '--', 'cli1', 'cli 2'], { stdin: { file }, cwd: procDir, env: outerEnv }),
     // stdin as a pipe, job params allowed
-    fspl(reader, ['stdin-process', '--allow-job-params', exec, '--', 'cli'], { stdin: packet, cwd: allowDir, tz: 'America/Chicago' }),
+    fspl(reader, ['stdin-process', '--allow-job-params', exec, '--', 'cli'], {
+      stdin: packet,
+      cwd: allowDir,
+      tz: 'America/Chicago',
+    }),
   ]);
   return {
     infoUtc,
@@ -108,27 +126,33 @@ describeCompat('cross-reading packets between the implementations', () => {
     });
   }
 
-  test('stdin-process: the payload is the rest of stdin, after exactly the header (trailing data on a pipe)', async () => {
-    const root = tmpDir();
-    const packet = await makePacket('ref', { seq: 1, payload: 'abc' });
-    const stdin = Buffer.concat([packet, Buffer.from('TRAILING')]);
-    const exec = writeExecutor(root);
-    const logs: Record<string, string> = {};
-    for (const impl of ['ref', 'ours'] as const) {
-      const cwd = path.join(root, impl);
-      fs.mkdirSync(cwd);
-      const r = await fspl(impl, ['stdin-process', exec], { stdin, cwd });
-      expect(r.code, r.stderr).toBe(0);
-      logs[impl] = readIf(path.join(cwd, 'log')) ?? '';
-    }
-    expect(logs.ours).toBe(logs.ref);
-  });
+  test(
+    'stdin-process: the payload is the rest of stdin, ' + 'after exactly the header (trailing data on a pipe)',
+    async () => {
+      const root = tmpDir();
+      const packet = await makePacket('ref', { seq: 1, payload: 'abc' });
+      const stdin = Buffer.concat([packet, Buffer.from('TRAILING')]);
+      const exec = writeExecutor(root);
+      const logs: Record<string, string> = {};
+      for (const impl of ['ref', 'ours'] as const) {
+        const cwd = path.join(root, impl);
+        fs.mkdirSync(cwd);
+        const r = await fspl(impl, ['stdin-process', exec], { stdin, cwd });
+        expect(r.code, r.stderr).toBe(0);
+        logs[impl] = readIf(path.join(cwd, 'log')) ?? '';
+      }
+      expect(logs.ours).toBe(logs.ref);
+    },
+  );
 
   test('stdin-process with a NOP packet and trailing bytes: nothing runs, exit 0', async () => {
     const root = tmpDir();
     const packet = await makePacket('ours', { seq: 1, kind: 'nop' });
     for (const impl of ['ref', 'ours'] as const) {
-      const r = await fspl(impl, ['stdin-process', writeExecutor(root)], { stdin: Buffer.concat([packet, Buffer.from('junk')]), cwd: root });
+      const r = await fspl(impl, ['stdin-process', writeExecutor(root)], {
+        stdin: Buffer.concat([packet, Buffer.from('junk')]),
+        cwd: root,
+      });
       expect(r.code, `${impl}: ${r.stderr}`).toBe(0);
       expect(r.stdout.length).toBe(0);
       expect(fs.existsSync(path.join(root, 'log'))).toBe(false);

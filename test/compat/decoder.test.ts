@@ -129,7 +129,16 @@ describeCompat('decoders (-d zcat)', () => {
 
   for (const builder of ['ref', 'ours'] as const) {
     test(`queue-process -d zcat --on-error leave (built by ${builder}): same log and payload digests`, async () => {
-      const s = await runOnCopies(gz[builder], tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--on-error', 'leave', 'EXEC']);
+      const s = await runOnCopies(gz[builder], tmpDir(), [
+        'queue-process',
+        '-q',
+        'q',
+        '-d',
+        'zcat',
+        '--on-error',
+        'leave',
+        'EXEC',
+      ]);
       expect(s.ref.code).toBe(0);
       expect(s.ref.log).toContain(`stdin-sha256=${sha256(big)}`);
       expectSameState(s, `queue-process -d zcat (built by ${builder})`);
@@ -137,47 +146,80 @@ describeCompat('decoders (-d zcat)', () => {
   }
 
   test('queue-process -d zcat, Retry stops at the failing job; SaveBoth', async () => {
-    const s = await runOnCopies(gz.ref, tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--output-to', 'saveboth', 'EXEC', '--', 'x']);
+    const s = await runOnCopies(gz.ref, tmpDir(), [
+      'queue-process',
+      '-q',
+      'q',
+      '-d',
+      'zcat',
+      '--output-to',
+      'saveboth',
+      'EXEC',
+      '--',
+      'x',
+    ]);
     expect(s.ref.code).toBe(1);
     expectSameState(s, 'queue-process -d zcat --output-to saveboth');
   });
 
   test('queue-process -d zcat --ignore-payload --allow-job-params -n 2', async () => {
-    const s = await runOnCopies(gz.ref, tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--ignore-payload', '--allow-job-params', '-n', '2', 'EXEC'], {
-      stdin: Buffer.from('fspl stdin\n'),
-    });
+    const s = await runOnCopies(
+      gz.ref,
+      tmpDir(),
+      ['queue-process', '-q', 'q', '-d', 'zcat', '--ignore-payload', '--allow-job-params', '-n', '2', 'EXEC'],
+      {
+        stdin: Buffer.from('fspl stdin\n'),
+      },
+    );
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process -d zcat --ignore-payload');
   });
 
   test('queue-process -d zcat --order-by timestamp --on-error delete', async () => {
-    const s = await runOnCopies(gz.ours, tmpDir(), ['queue-process', '-q', 'q', '-d', 'zcat', '--order-by', 'timestamp', '--on-error', 'delete', 'EXEC']);
+    const s = await runOnCopies(gz.ours, tmpDir(), [
+      'queue-process',
+      '-q',
+      'q',
+      '-d',
+      'zcat',
+      '--order-by',
+      'timestamp',
+      '--on-error',
+      'delete',
+      'EXEC',
+    ]);
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process -d zcat --order-by timestamp');
   });
 
-  test('a command that does not read its (decoded) payload succeeds; nothing else changes (repeated: timing-sensitive)', async () => {
-    const dir = tmpDir();
-    const built = path.join(dir, 'built');
-    // 4 MB that gzip cannot shrink: zcat is still writing when the command exits
-    const noise = Buffer.alloc(4_000_000);
-    for (let i = 0, x = 12345; i < noise.length; i++) {
-      x = (x * 1103515245 + 12345) >>> 0;
-      noise[i] = x >>> 24;
-    }
-    await buildQueue('ref', built, [
-      { seq: 1, payload: noise, gzip: true },
-      { seq: 2, kind: 'nop', gzip: true },
-    ]);
-    for (let round = 0; round < 6; round++) {
-      for (const extra of [[], ['--ignore-payload']]) {
-        const args = ['queue-process', '-q', 'q', '-d', 'zcat', ...extra, 'true'];
-        const s = await runOnCopies(built, path.join(dir, `r${round}-${extra.length}`), args, { stdin: Buffer.from('x') });
-        expect(s.ref.code).toBe(0);
-        expectSameState(s, `round ${round}: ${args.join(' ')}`);
+  test(
+    'a command that does not read its (decoded) payload ' +
+      'succeeds; nothing else changes (repeated: timing-sensitive)',
+    async () => {
+      const dir = tmpDir();
+      const built = path.join(dir, 'built');
+      // 4 MB that gzip cannot shrink: zcat is still writing when the command exits
+      const noise = Buffer.alloc(4_000_000);
+      for (let i = 0, x = 12345; i < noise.length; i++) {
+        x = (x * 1103515245 + 12345) >>> 0;
+        noise[i] = x >>> 24;
       }
-    }
-  });
+      await buildQueue('ref', built, [
+        { seq: 1, payload: noise, gzip: true },
+        { seq: 2, kind: 'nop', gzip: true },
+      ]);
+      for (let round = 0; round < 6; round++) {
+        for (const extra of [[], ['--ignore-payload']]) {
+          const args = ['queue-process', '-q', 'q', '-d', 'zcat', ...extra, 'true'];
+          const s = await runOnCopies(built, path.join(dir, `r${round}-${extra.length}`), args, {
+            stdin: Buffer.from('x'),
+          });
+          expect(s.ref.code).toBe(0);
+          expectSameState(s, `round ${round}: ${args.join(' ')}`);
+        }
+      }
+    },
+  );
 
   test('queue-process without -d on a gzipped queue: nothing to run', async () => {
     const s = await runOnCopies(gz.ref, tmpDir(), ['queue-process', '-q', 'q', 'EXEC']);

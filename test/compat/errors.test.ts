@@ -124,44 +124,51 @@ describeCompat('error cases and exit statuses', () => {
     expect(ls.ours.code).toBe(0);
   });
 
-  test('append-only queue: queue-process, queue-get-next, queue-set-next exit 1; ls, info, payload, write work', async () => {
-    const dir = tmpDir();
-    for (const impl of ['ref', 'ours'] as const) {
-      fs.mkdirSync(path.join(dir, impl));
-      const init = await fspl('ref', ['queue-init', '--append-only', '-q', 'aq'], { cwd: path.join(dir, impl) });
-      expect(init.code, init.stderr).toBe(0);
-    }
-    const o = (impl: 'ref' | 'ours'): RunOptions => ({ cwd: path.join(dir, impl), stdin: packet });
-    // queue-write works (no lock needed)
-    const w = await both(['queue-write', '-q', 'aq'], o);
-    expectSameOutput(w, 'queue-write to an append-only queue');
-    expect(w.ref.code).toBe(0);
-    for (const args of [
-      ['queue-process', '-q', 'aq', 'true'],
-      ['queue-process', '-q', 'aq', '--order-by', 'timestamp', '--on-error', 'delete', 'true'],
-      ['queue-get-next', '-q', 'aq'],
-      ['queue-set-next', '-q', 'aq', '1'],
-    ]) {
-      expectRuntimeError(await both(args, o), args.join(' '));
-    }
-    // the job file names differ (each side wrote its own), so compare what doesn't name them
-    const ls = await both(['queue-ls', '-q', 'aq'], o);
-    expect(ls.ref.code).toBe(0);
-    expect(ls.ours.code, ls.ours.stderr).toBe(0);
-    const strip = (b: Buffer) => b.toString().replace(/fspl-[0-9a-f-]{36}\.fspl/g, 'NAME');
-    expect(strip(ls.ours.stdout)).toBe(strip(ls.ref.stdout));
-    const info = await both(['queue-info', '-q', 'aq', '-j', '1'], o);
-    expect(info.ref.code).toBe(0);
-    expect(info.ours.code, info.ours.stderr).toBe(0);
-    expect(strip(info.ours.stdout)).toBe(strip(info.ref.stdout));
-    const payload = await both(['queue-payload', '-q', 'aq', '-j', '1'], o);
-    expectSameOutput(payload, 'queue-payload on an append-only queue');
-    expect(Object.keys(snapshot(path.join(dir, 'ours', 'aq'))).length).toBe(Object.keys(snapshot(path.join(dir, 'ref', 'aq'))).length);
-    for (const impl of ['ref', 'ours'] as const) {
-      expect(fs.existsSync(path.join(dir, impl, 'aq', 'nextseq')), `${impl}: no nextseq created`).toBe(false);
-      expect(fs.existsSync(path.join(dir, impl, 'aq', 'nextseq.lock')), `${impl}: no nextseq.lock created`).toBe(false);
-    }
-  });
+  test(
+    'append-only queue: queue-process, queue-get-next, ' + 'queue-set-next exit 1; ls, info, payload, write work',
+    async () => {
+      const dir = tmpDir();
+      for (const impl of ['ref', 'ours'] as const) {
+        fs.mkdirSync(path.join(dir, impl));
+        const init = await fspl('ref', ['queue-init', '--append-only', '-q', 'aq'], { cwd: path.join(dir, impl) });
+        expect(init.code, init.stderr).toBe(0);
+      }
+      const o = (impl: 'ref' | 'ours'): RunOptions => ({ cwd: path.join(dir, impl), stdin: packet });
+      // queue-write works (no lock needed)
+      const w = await both(['queue-write', '-q', 'aq'], o);
+      expectSameOutput(w, 'queue-write to an append-only queue');
+      expect(w.ref.code).toBe(0);
+      for (const args of [
+        ['queue-process', '-q', 'aq', 'true'],
+        ['queue-process', '-q', 'aq', '--order-by', 'timestamp', '--on-error', 'delete', 'true'],
+        ['queue-get-next', '-q', 'aq'],
+        ['queue-set-next', '-q', 'aq', '1'],
+      ]) {
+        expectRuntimeError(await both(args, o), args.join(' '));
+      }
+      // the job file names differ (each side wrote its own), so compare what doesn't name them
+      const ls = await both(['queue-ls', '-q', 'aq'], o);
+      expect(ls.ref.code).toBe(0);
+      expect(ls.ours.code, ls.ours.stderr).toBe(0);
+      const strip = (b: Buffer) => b.toString().replace(/fspl-[0-9a-f-]{36}\.fspl/g, 'NAME');
+      expect(strip(ls.ours.stdout)).toBe(strip(ls.ref.stdout));
+      const info = await both(['queue-info', '-q', 'aq', '-j', '1'], o);
+      expect(info.ref.code).toBe(0);
+      expect(info.ours.code, info.ours.stderr).toBe(0);
+      expect(strip(info.ours.stdout)).toBe(strip(info.ref.stdout));
+      const payload = await both(['queue-payload', '-q', 'aq', '-j', '1'], o);
+      expectSameOutput(payload, 'queue-payload on an append-only queue');
+      expect(Object.keys(snapshot(path.join(dir, 'ours', 'aq'))).length).toBe(
+        Object.keys(snapshot(path.join(dir, 'ref', 'aq'))).length,
+      );
+      for (const impl of ['ref', 'ours'] as const) {
+        expect(fs.existsSync(path.join(dir, impl, 'aq', 'nextseq')), `${impl}: no nextseq created`).toBe(false);
+        expect(fs.existsSync(path.join(dir, impl, 'aq', 'nextseq.lock')), `${impl}: no nextseq.lock created`).toBe(
+          false,
+        );
+      }
+    },
+  );
 
   test('stdin-info, stdin-payload and stdin-process with empty or junk stdin exit 1', async () => {
     for (const stdin of [Buffer.alloc(0), Buffer.from('junk\n'), packet.subarray(0, 29), packet.subarray(0, 31)]) {
@@ -189,14 +196,17 @@ describeCompat('error cases and exit statuses', () => {
     }
   });
 
-  test('stdin-process with PATH unset (env -i) finds the command in the default path; with PATH= empty it does not', async () => {
-    const unset = await both(['stdin-process', 'true'], opts({ stdin: packet, rawEnv: { TZ: 'UTC' } }));
-    expectSameOutput(unset, 'stdin-process true with PATH unset');
-    expect(unset.ref.code).toBe(0);
-    const empty = await both(['stdin-process', 'true'], opts({ stdin: packet, rawEnv: { TZ: 'UTC', PATH: '' } }));
-    expect(empty.ref.code).toBe(1);
-    expect(empty.ours.code, empty.ours.stderr).toBe(1);
-  });
+  test(
+    'stdin-process with PATH unset (env -i) finds the ' + 'command in the default path; with PATH= empty it does not',
+    async () => {
+      const unset = await both(['stdin-process', 'true'], opts({ stdin: packet, rawEnv: { TZ: 'UTC' } }));
+      expectSameOutput(unset, 'stdin-process true with PATH unset');
+      expect(unset.ref.code).toBe(0);
+      const empty = await both(['stdin-process', 'true'], opts({ stdin: packet, rawEnv: { TZ: 'UTC', PATH: '' } }));
+      expect(empty.ref.code).toBe(1);
+      expect(empty.ours.code, empty.ours.stderr).toBe(1);
+    },
+  );
 
   test('a corrupt seqfile: prepare*, prepare-get-next exit 1, print nothing, leave the file alone', async () => {
     const contents = ['a b c \n', '', '\n', ' \n', '\n5\n', '5 6\n', '5abc\n', '-1\n', '18446744073709551616\n'];
@@ -249,16 +259,19 @@ describeCompat('error cases and exit statuses', () => {
     }
   });
 
-  test('prepare with a bad -i exits 1 (we check the input before taking a number: stdout/seqfile may differ)', async () => {
-    for (const input of ['missing-file', '', '/tmp']) {
-      const args = ['prepare', '-s', 'sf', '-i', input];
-      const r = await both(args, (impl) => {
-        const d = path.join(tmpDir(), impl);
-        fs.mkdirSync(d);
-        return { cwd: d };
-      });
-      expectRuntimeError(r, args.join(' '), { stdoutMayDiffer: true });
-      expect(r.ours.stdout.length, 'ours writes no partial packet').toBe(0);
-    }
-  });
+  test(
+    'prepare with a bad -i exits 1 (we check the input ' + 'before taking a number: stdout/seqfile may differ)',
+    async () => {
+      for (const input of ['missing-file', '', '/tmp']) {
+        const args = ['prepare', '-s', 'sf', '-i', input];
+        const r = await both(args, (impl) => {
+          const d = path.join(tmpDir(), impl);
+          fs.mkdirSync(d);
+          return { cwd: d };
+        });
+        expectRuntimeError(r, args.join(' '), { stdoutMayDiffer: true });
+        expect(r.ours.stdout.length, 'ours writes no partial packet').toBe(0);
+      }
+    },
+  );
 });

@@ -69,7 +69,12 @@ function missing(needs: { vectors?: boolean }): string[] {
  * says what is missing; otherwise the suite is skipped with a console warning.
  */
 export function describeCompat(name: string, fn: () => void, needs: { vectors?: boolean } = {}): void {
-  describeIfPresent(name, missing(needs), { what: 'compat suite', note: 'Nothing was compared against Filespooler 1.2.2.' }, fn);
+  describeIfPresent(
+    name,
+    missing(needs),
+    { what: 'compat suite', note: 'Nothing was compared against Filespooler 1.2.2.' },
+    fn,
+  );
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -157,7 +162,10 @@ export function spawnFspl(impl: Impl, args: string[], opts: RunOptions = {}): Re
   return child;
 }
 
-export function toResult(r: { exitCode?: number; signal?: string; timedOut?: boolean; stdout: unknown; stderr: unknown }, what: string): RunResult {
+export function toResult(
+  r: { exitCode?: number; signal?: string; timedOut?: boolean; stdout: unknown; stderr: unknown },
+  what: string,
+): RunResult {
   if (r.timedOut) throw new Error(`${what}: timed out (killed)`);
   return {
     code: r.exitCode ?? (r.signal ? 128 + (os.constants.signals[r.signal as NodeJS.Signals] ?? 0) : -1),
@@ -173,7 +181,10 @@ export async function fspl(impl: Impl, args: string[], opts: RunOptions = {}): P
 }
 
 /** Run both implementations with the same arguments and options (in parallel). */
-export async function both(args: string[], opts: RunOptions | ((impl: Impl) => RunOptions) = {}): Promise<Record<Impl, RunResult>> {
+export async function both(
+  args: string[],
+  opts: RunOptions | ((impl: Impl) => RunOptions) = {},
+): Promise<Record<Impl, RunResult>> {
   const o = (impl: Impl) => (typeof opts === 'function' ? opts(impl) : opts);
   const [ref, ours] = await Promise.all([fspl('ref', args, o('ref')), fspl('ours', args, o('ours'))]);
   return { ref, ours };
@@ -185,7 +196,8 @@ export async function both(args: string[], opts: RunOptions | ((impl: Impl) => R
 /** Bytes as a readable hex dump (32 bytes a line) so that a mismatch shows where. */
 export function hex(buf: Buffer): string {
   const lines: string[] = [];
-  for (let i = 0; i < buf.length; i += 32) lines.push(`${i.toString(16).padStart(6, '0')}: ${buf.subarray(i, i + 32).toString('hex')}`);
+  for (let i = 0; i < buf.length; i += 32)
+    lines.push(`${i.toString(16).padStart(6, '0')}: ${buf.subarray(i, i + 32).toString('hex')}`);
   return lines.join('\n');
 }
 
@@ -193,7 +205,9 @@ export function hex(buf: Buffer): string {
 export function expectBytes(actual: Buffer, expected: Buffer, what: string): void {
   if (actual.equals(expected)) return;
   if (actual.length + expected.length > 64 * 1024) {
-    expect(`${actual.length} bytes, sha256 ${sha256(actual)}`, what).toBe(`${expected.length} bytes, sha256 ${sha256(expected)}`);
+    expect(`${actual.length} bytes, sha256 ${sha256(actual)}`, what).toBe(
+      `${expected.length} bytes, sha256 ${sha256(expected)}`,
+    );
   }
   if (isText(actual) && isText(expected)) expect(actual.toString('utf8'), what).toBe(expected.toString('utf8'));
   expect(hex(actual), what).toBe(hex(expected));
@@ -223,11 +237,17 @@ export function stderrLines(stderr: string): string[] {
  * A runtime error: exit 1, nothing on stdout. The reference's message starts with `Error: `
  * (anyhow may add a "Caused by" block); ours must be exactly one `Error: ` line.
  */
-export function expectRuntimeError(r: Record<Impl, RunResult>, what: string, opts: { stdoutMayDiffer?: boolean } = {}): void {
+export function expectRuntimeError(
+  r: Record<Impl, RunResult>,
+  what: string,
+  opts: { stdoutMayDiffer?: boolean } = {},
+): void {
   expect(r.ref.code, `${what}: reference exit status (stderr: ${r.ref.stderr})`).toBe(1);
   expect(r.ref.stderr.startsWith('Error: '), `${what}: reference stderr: ${r.ref.stderr}`).toBe(true);
   expect(r.ours.code, `${what}: our exit status; stderr: ${r.ours.stderr}`).toBe(1);
-  expect(stderrLines(r.ours.stderr), `${what}: our stderr must be one "Error: " line`).toEqual([expect.stringMatching(/^Error: /)]);
+  expect(stderrLines(r.ours.stderr), `${what}: our stderr must be one "Error: " line`).toEqual([
+    expect.stringMatching(/^Error: /),
+  ]);
   if (!opts.stdoutMayDiffer) expectBytes(r.ours.stdout, r.ref.stdout, `${what}: stdout`);
 }
 
@@ -257,7 +277,10 @@ export function snapshot(dir: string): Record<string, string> {
         walk(r);
       } else if (st.isFile()) {
         const data = fs.readFileSync(path.join(dir, r));
-        const text = !name.endsWith('.fspl') && data.length <= 4096 && !data.includes(0) ? JSON.stringify(data.toString('latin1')) : `sha256 ${sha256(data)}`;
+        const text =
+          !name.endsWith('.fspl') && data.length <= 4096 && !data.includes(0)
+            ? JSON.stringify(data.toString('latin1'))
+            : `sha256 ${sha256(data)}`;
         out[r] = `file ${mode} ${data.length} ${text}`;
       } else {
         out[r] = `other ${mode}`;
@@ -347,7 +370,15 @@ const packetCache = new Map<string, Promise<Buffer>>();
 
 /** Make a packet with one implementation (under a frozen clock, in a scratch directory). */
 export function makePacket(impl: Impl, spec: JobSpec): Promise<Buffer> {
-  const key = JSON.stringify([impl, String(spec.seq), spec.kind, spec.params, spec.env, spec.payload?.toString(), spec.time]);
+  const key = JSON.stringify([
+    impl,
+    String(spec.seq),
+    spec.kind,
+    spec.params,
+    spec.env,
+    spec.payload?.toString(),
+    spec.time,
+  ]);
   let p = packetCache.get(key);
   if (!p) {
     p = (async () => {
@@ -362,7 +393,14 @@ export function makePacket(impl: Impl, spec: JobSpec): Promise<Buffer> {
             ? ['prepare-nop', '-s', 'sf']
             : kind === 'fail'
               ? ['prepare-fail', '-s', 'sf']
-              : ['prepare', '-s', 'sf', ...(spec.payload !== undefined ? ['-i', '-'] : []), '--', ...(spec.params ?? [])];
+              : [
+                  'prepare',
+                  '-s',
+                  'sf',
+                  ...(spec.payload !== undefined ? ['-i', '-'] : []),
+                  '--',
+                  ...(spec.params ?? []),
+                ];
         const r = await fspl(impl, args, {
           cwd: dir,
           env,
@@ -384,7 +422,12 @@ export function makePacket(impl: Impl, spec: JobSpec): Promise<Buffer> {
  * Build a queue with one implementation: queue-init, then for each job prepare (frozen clock)
  * and queue-write (through gzip for gzip jobs). nextseq is then set if asked.
  */
-export async function buildQueue(impl: Impl, qdir: string, jobs: JobSpec[], opts: { nextseq?: bigint | number | string } = {}): Promise<void> {
+export async function buildQueue(
+  impl: Impl,
+  qdir: string,
+  jobs: JobSpec[],
+  opts: { nextseq?: bigint | number | string } = {},
+): Promise<void> {
   const init = await fspl(impl, ['queue-init', '-q', qdir]);
   if (init.code !== 0) throw new Error(`${impl} queue-init failed: ${init.stderr}`);
   for (const job of jobs) {
@@ -525,6 +568,9 @@ export function arrangeReaddirNotSorted(jobsDir: string, select: (content: Buffe
   // readdir order from name order, but both copies hold the same names in the same order, so
   // comparing the two implementations still holds. Say so rather than fail.
   const order = readdirOrder(jobsDir).filter((n) => select(fs.readFileSync(path.join(jobsDir, n))));
-  console.warn(`arrangeReaddirNotSorted: readdir order in ${jobsDir} stayed the name order after 64 renames; ties are not told apart from name order here`);
+  console.warn(
+    `arrangeReaddirNotSorted: readdir order in ${jobsDir} stayed the name ` +
+      `order after 64 renames; ties are not told apart from name order here`,
+  );
   return order;
 }

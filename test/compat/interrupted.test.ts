@@ -19,9 +19,15 @@ const NOP: CommandType = { kind: 'NOP' };
 const COMMAND: CommandType = { kind: 'Command', params: [], env: [] };
 
 /** Jobs 1.. of these kinds in a new queue; the record `make` cut after its first `k` operations. */
-async function cutQueue(kinds: CommandType[], k: number, make: (jobs: Map<bigint, JobEntry>) => FinishRecord): Promise<{ q: Queue; ops: number }> {
+async function cutQueue(
+  kinds: CommandType[],
+  k: number,
+  make: (jobs: Map<bigint, JobEntry>) => FinishRecord,
+): Promise<{ q: Queue; ops: number }> {
   const q = Queue.init(path.join(tmpDir(), 'q'));
-  kinds.forEach((cmd, i) => q.writeBuffer(encodeHeader({ seq: BigInt(i + 1), ctime: { secs: 1700000000n, nanos: 0 }, cmd })));
+  kinds.forEach((cmd, i) =>
+    q.writeBuffer(encodeHeader({ seq: BigInt(i + 1), ctime: { secs: 1700000000n, nanos: 0 }, cmd })),
+  );
   const record = make(new Map((await q.scan()).map((e) => [e.header.seq, e])));
   const sf = q.lockSeqfile();
   try {
@@ -42,22 +48,26 @@ async function runQueue(impl: Impl, q: Queue): Promise<number[]> {
 }
 
 describeCompat('the reference after a record of ours cut short', () => {
-  test('a run of NOPs, cut after each operation: the reference runs the rest once, ours then removes the spent NOPs', async () => {
-    const kinds = [NOP, NOP, NOP, COMMAND, NOP, COMMAND];
-    const make = (jobs: Map<bigint, JobEntry>) => nopRunRecord(nopRunAt(jobs, 1n, Infinity), true);
-    const { ops } = await cutQueue(kinds, 0, make);
-    for (let k = 0; k <= ops; k++) {
-      const { q } = await cutQueue(kinds, k, make);
-      expect(await runQueue('ref', q), `cut after ${k}`).toEqual([4, 6]);
-      expect(q.getNext(), `cut after ${k}`).toBe(7n);
-      expect(await runQueue('ours', q), `cut after ${k}`).toEqual([]);
-      expect(fs.readdirSync(q.jobsDir), `cut after ${k}: spent files`).toEqual([]);
-    }
-  });
+  test(
+    'a run of NOPs, cut after each operation: the reference ' + 'runs the rest once, ours then removes the spent NOPs',
+    async () => {
+      const kinds = [NOP, NOP, NOP, COMMAND, NOP, COMMAND];
+      const make = (jobs: Map<bigint, JobEntry>) => nopRunRecord(nopRunAt(jobs, 1n, Infinity), true);
+      const { ops } = await cutQueue(kinds, 0, make);
+      for (let k = 0; k <= ops; k++) {
+        const { q } = await cutQueue(kinds, k, make);
+        expect(await runQueue('ref', q), `cut after ${k}`).toEqual([4, 6]);
+        expect(q.getNext(), `cut after ${k}`).toBe(7n);
+        expect(await runQueue('ours', q), `cut after ${k}`).toEqual([]);
+        expect(fs.readdirSync(q.jobsDir), `cut after ${k}: spent files`).toEqual([]);
+      }
+    },
+  );
 
   test('a job, cut after each operation: the reference runs it again only if nextseq had not moved', async () => {
     const kinds = [COMMAND, COMMAND];
-    const make = (jobs: Map<bigint, JobEntry>) => jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
+    const make = (jobs: Map<bigint, JobEntry>) =>
+      jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
     const { ops } = await cutQueue(kinds, 0, make);
     for (let k = 0; k <= ops; k++) {
       const { q } = await cutQueue(kinds, k, make);

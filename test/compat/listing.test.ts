@@ -28,13 +28,23 @@ async function listingJobs(): Promise<Record<string, Buffer>> {
   const v = (n: string) => fs.readFileSync(vector(n));
   return {
     'fspl-a.fspl': v('command-env-binary.fspl'), // seq 1, raw bytes in FSPL_SET_ values
-    'fspl-.fspl': await makePacket('ref', { seq: 2, params: ['p1', 'p 2'], payload: 'july\n', time: '2030-07-02 03:04:05' }),
+    'fspl-.fspl': await makePacket('ref', {
+      seq: 2,
+      params: ['p1', 'p 2'],
+      payload: 'july\n',
+      time: '2030-07-02 03:04:05',
+    }),
     'fspl-max.fspl': v('seq-u64-max.fspl'),
     'fspl-2p53.fspl': v('seq-2pow53-plus-1.fspl'),
     'fspl-far.fspl': await makePacket('ref', { seq: 8, kind: 'nop', time: '2150-01-01 00:00:00' }),
     'fspl-mid.fspl': await makePacket('ref', { seq: '123456789012345678', kind: 'nop', time: '1970-01-01 00:00:00' }),
     'fspl-0.fspl': await makePacket('ref', { seq: 0, kind: 'fail', time: '2030-03-10 08:00:00' }),
-    'fspl-big.fspl': await makePacket('ref', { seq: 5, env: { K: 'v' }, payload: Buffer.alloc(300_000, 0xab), time: '2030-11-03 07:30:00' }),
+    'fspl-big.fspl': await makePacket('ref', {
+      seq: 5,
+      env: { K: 'v' },
+      payload: Buffer.alloc(300_000, 0xab),
+      time: '2030-11-03 07:30:00',
+    }),
     // readable packets whose names don't count as jobs
     'fspl.fspl': v('nop.fspl'),
     'FSPL-9.fspl': v('nop.fspl'),
@@ -70,7 +80,8 @@ describeCompat(
       q = path.join(root, 'q');
       const init = await fspl('ref', ['queue-init', '-q', q]);
       expect(init.code).toBe(0);
-      for (const [name, data] of Object.entries(await listingJobs())) fs.writeFileSync(path.join(q, 'jobs', name), data);
+      for (const [name, data] of Object.entries(await listingJobs()))
+        fs.writeFileSync(path.join(q, 'jobs', name), data);
       fs.mkdirSync(path.join(q, 'jobs', 'fspl-dir.fspl'));
       fs.mkdirSync(path.join(q, 'jobs', 'subdir'));
     });
@@ -105,7 +116,16 @@ describeCompat(
     }
 
     // Other zones: half-hour and 45-minute offsets, POSIX TZ strings, an unknown zone, empty TZ.
-    for (const tz of ['Asia/Kolkata', 'Pacific/Chatham', 'EST5EDT', ':America/Chicago', 'UTC-3:30', 'CET-1CEST,M3.5.0,M10.5.0/3', 'Nonsense/Zone', '']) {
+    for (const tz of [
+      'Asia/Kolkata',
+      'Pacific/Chatham',
+      'EST5EDT',
+      ':America/Chicago',
+      'UTC-3:30',
+      'CET-1CEST,M3.5.0,M10.5.0/3',
+      'Nonsense/Zone',
+      '',
+    ]) {
       test(`queue-ls, TZ=${JSON.stringify(tz)}`, async () => {
         const r = await both(['queue-ls', '-q', q], { tz });
         expect(r.ref.code).toBe(0);
@@ -160,9 +180,10 @@ describeCompat(
       for (const value of ['42', '+0007', '9007199254740993', U64_MAX, '0']) {
         const set = await both(['queue-set-next', '-q', '.', value], (impl) => ({ cwd: path.join(dir, impl) }));
         expectSameOutput(set, `queue-set-next ${value}`);
-        expect(fs.readFileSync(path.join(dir, 'ours', 'nextseq'), 'latin1'), `nextseq after queue-set-next ${value}`).toBe(
-          fs.readFileSync(path.join(dir, 'ref', 'nextseq'), 'latin1'),
-        );
+        expect(
+          fs.readFileSync(path.join(dir, 'ours', 'nextseq'), 'latin1'),
+          `nextseq after queue-set-next ${value}`,
+        ).toBe(fs.readFileSync(path.join(dir, 'ref', 'nextseq'), 'latin1'));
         r = await get();
         expectSameOutput(r, `queue-get-next after queue-set-next ${value}`);
       }
@@ -171,7 +192,9 @@ describeCompat(
       r = await get();
       expect(r.ref.stdout.toString()).toBe('1\n');
       expectSameOutput(r, 'queue-get-next with nextseq missing');
-      expect(fs.readFileSync(path.join(dir, 'ours', 'nextseq'), 'latin1')).toBe(fs.readFileSync(path.join(dir, 'ref', 'nextseq'), 'latin1'));
+      expect(fs.readFileSync(path.join(dir, 'ours', 'nextseq'), 'latin1')).toBe(
+        fs.readFileSync(path.join(dir, 'ref', 'nextseq'), 'latin1'),
+      );
       // nextseq in the lenient forms the reader accepts
       for (const content of [' 17\n', '17', '+017\r\n', '17\n18\n']) {
         for (const impl of ['ref', 'ours'] as const) fs.writeFileSync(path.join(dir, impl, 'nextseq'), content);
@@ -204,7 +227,10 @@ describeCompat(
       const qd = path.join(dir, 'q');
       await fspl('ref', ['queue-init', '-q', qd]);
       for (const [i, time] of ['2030-01-02 03:04:05', '2030-05-06 07:08:09', '2031-01-01 00:00:00'].entries()) {
-        fs.writeFileSync(path.join(qd, 'jobs', `fspl-dup${i}.fspl`), await makePacket('ref', { seq: 3, payload: `dup ${i}`, time }));
+        fs.writeFileSync(
+          path.join(qd, 'jobs', `fspl-dup${i}.fspl`),
+          await makePacket('ref', { seq: 3, payload: `dup ${i}`, time }),
+        );
       }
       fs.writeFileSync(path.join(qd, 'jobs', 'fspl-two.fspl'), await makePacket('ref', { seq: 2, kind: 'nop' }));
       arrangeReaddirNotSorted(path.join(qd, 'jobs'), (c) => c.toString('latin1').includes('dup '));
@@ -216,7 +242,10 @@ describeCompat(
 
     test('stdin-info reads only the header: trailing data and a 300 kB payload', async () => {
       const packet = fs.readFileSync(path.join(q, 'jobs', 'fspl-big.fspl'));
-      const r = await both(['stdin-info'], { stdin: Buffer.concat([packet, Buffer.from('trailing')]), tz: 'America/Chicago' });
+      const r = await both(['stdin-info'], {
+        stdin: Buffer.concat([packet, Buffer.from('trailing')]),
+        tz: 'America/Chicago',
+      });
       expect(r.ref.code).toBe(0);
       expectSameOutput(r, 'stdin-info of a big packet');
       const p = await both(['stdin-payload'], { stdin: packet });

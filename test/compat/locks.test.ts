@@ -29,7 +29,8 @@ async function holdWithFlock(file: string, mode: '-x' | '-s'): Promise<{ release
   // -o: the lock is not passed on to `sleep`, so killing flock's process group releases it.
   const child = execa('flock', [mode, '-o', file, 'sleep', '60'], { detached: true, stdio: 'ignore', reject: false });
   await waitFor(
-    async () => (await execa('flock', ['-n', mode === '-x' ? '-s' : '-x', file, 'true'], { reject: false })).exitCode === 1,
+    async () =>
+      (await execa('flock', ['-n', mode === '-x' ? '-s' : '-x', file, 'true'], { reject: false })).exitCode === 1,
     `flock ${mode} on ${file}`,
   );
   return {
@@ -82,59 +83,66 @@ async function expectLockedOut(impl: Impl, cwd: string, exec: string): Promise<v
 describeCompat('lock exclusion', () => {
   for (const holder of ['ref', 'ours'] as const) {
     const contender = holder === 'ref' ? 'ours' : 'ref';
-    test(`while ${holder === 'ref' ? 'the reference' : 'our'} queue-process runs a job, ${contender === 'ref' ? 'the reference' : 'ours'} is locked out`, async () => {
-      const root = tmpDir();
-      const exec = writeExecutor(root);
-      const q = path.join(root, 'q');
-      // job 1 holds until ./release exists; job 2 is ordinary
-      await buildQueue('ref', q, [
-        { seq: 1, env: { HOLD: '1' }, payload: 'held' },
-        { seq: 2, payload: 'second' },
-      ]);
-      fs.writeFileSync(path.join(root, 'extra.fspl'), await makePacket('ref', { seq: 3, kind: 'nop' }));
+    test(
+      `while ${holder === 'ref' ? 'the reference' : 'our'} queue-process runs ` +
+        `a job, ${contender === 'ref' ? 'the reference' : 'ours'} is locked out`,
+      async () => {
+        const root = tmpDir();
+        const exec = writeExecutor(root);
+        const q = path.join(root, 'q');
+        // job 1 holds until ./release exists; job 2 is ordinary
+        await buildQueue('ref', q, [
+          { seq: 1, env: { HOLD: '1' }, payload: 'held' },
+          { seq: 2, payload: 'second' },
+        ]);
+        fs.writeFileSync(path.join(root, 'extra.fspl'), await makePacket('ref', { seq: 3, kind: 'nop' }));
 
-      const bg = spawnFspl(holder, ['queue-process', '-q', 'q', exec], { cwd: root, timeoutMs: 40_000 });
-      let result: RunResult | undefined;
-      try {
-        await waitFor(() => fs.existsSync(path.join(root, 'started')), 'the held job to start');
-        await expectLockedOut(contender, root, exec);
-        // nextseq untouched by the contender while held
-        expect(readIf(path.join(q, 'nextseq'))).toBe('1\n');
-      } finally {
-        fs.writeFileSync(path.join(root, 'release'), '');
-        result = toResult(await bg, `${holder} queue-process`);
-      }
-      expect(result.code, `the holder's run; stderr: ${result.stderr}`).toBe(0);
-      expect(readIf(path.join(q, 'nextseq')), 'nextseq after the holder finished').toBe('3\n');
-      // the holder ran jobs 1 and 2, nobody else ran anything
-      expect((readIf(path.join(root, 'log')) ?? '').split('\n').filter((l) => l === '=== job')).toHaveLength(2);
-      // and the lock is free again for the contender
-      const after = await fspl(contender, ['queue-get-next', '-q', 'q'], { cwd: root });
-      expect(after.code, after.stderr).toBe(0);
-      expect(after.stdout.toString()).toBe('3\n');
-    });
+        const bg = spawnFspl(holder, ['queue-process', '-q', 'q', exec], { cwd: root, timeoutMs: 40_000 });
+        let result: RunResult | undefined;
+        try {
+          await waitFor(() => fs.existsSync(path.join(root, 'started')), 'the held job to start');
+          await expectLockedOut(contender, root, exec);
+          // nextseq untouched by the contender while held
+          expect(readIf(path.join(q, 'nextseq'))).toBe('1\n');
+        } finally {
+          fs.writeFileSync(path.join(root, 'release'), '');
+          result = toResult(await bg, `${holder} queue-process`);
+        }
+        expect(result.code, `the holder's run; stderr: ${result.stderr}`).toBe(0);
+        expect(readIf(path.join(q, 'nextseq')), 'nextseq after the holder finished').toBe('3\n');
+        // the holder ran jobs 1 and 2, nobody else ran anything
+        expect((readIf(path.join(root, 'log')) ?? '').split('\n').filter((l) => l === '=== job')).toHaveLength(2);
+        // and the lock is free again for the contender
+        const after = await fspl(contender, ['queue-get-next', '-q', 'q'], { cwd: root });
+        expect(after.code, after.stderr).toBe(0);
+        expect(after.stdout.toString()).toBe('3\n');
+      },
+    );
   }
 
-  test('flock -x on nextseq.lock: queue-process, queue-set-next and queue-get-next fail in both, readers work', async () => {
-    const root = tmpDir();
-    const exec = writeExecutor(root);
-    await buildQueue('ref', path.join(root, 'q'), [{ seq: 1, payload: 'x' }]);
-    fs.writeFileSync(path.join(root, 'extra.fspl'), await makePacket('ref', { seq: 5, kind: 'nop' }));
-    const hold = await holdWithFlock(path.join(root, 'q', 'nextseq.lock'), '-x');
-    try {
-      for (const impl of ['ref', 'ours'] as const) await expectLockedOut(impl, root, exec);
-    } finally {
-      await hold.release();
-    }
-    expect(readIf(path.join(root, 'q', 'nextseq'))).toBe('1\n');
-    expect(fs.existsSync(path.join(root, 'log')), 'no job ran').toBe(false);
-    // released: the lock can be taken again
-    for (const impl of ['ref', 'ours'] as const) {
-      const r = await fspl(impl, ['queue-set-next', '-q', 'q', '7'], { cwd: root });
-      expect(r.code, r.stderr).toBe(0);
-    }
-    expect(readIf(path.join(root, 'q', 'nextseq'))).toBe('7\n');
-  });
+  test(
+    'flock -x on nextseq.lock: queue-process, queue-set-next ' + 'and queue-get-next fail in both, readers work',
+    async () => {
+      const root = tmpDir();
+      const exec = writeExecutor(root);
+      await buildQueue('ref', path.join(root, 'q'), [{ seq: 1, payload: 'x' }]);
+      fs.writeFileSync(path.join(root, 'extra.fspl'), await makePacket('ref', { seq: 5, kind: 'nop' }));
+      const hold = await holdWithFlock(path.join(root, 'q', 'nextseq.lock'), '-x');
+      try {
+        for (const impl of ['ref', 'ours'] as const) await expectLockedOut(impl, root, exec);
+      } finally {
+        await hold.release();
+      }
+      expect(readIf(path.join(root, 'q', 'nextseq'))).toBe('1\n');
+      expect(fs.existsSync(path.join(root, 'log')), 'no job ran').toBe(false);
+      // released: the lock can be taken again
+      for (const impl of ['ref', 'ours'] as const) {
+        const r = await fspl(impl, ['queue-set-next', '-q', 'q', '7'], { cwd: root });
+        expect(r.code, r.stderr).toBe(0);
+      }
+      expect(readIf(path.join(root, 'q', 'nextseq'))).toBe('7\n');
+    },
+  );
 
   test('flock -s (shared) on nextseq.lock also blocks queue-get-next and queue-set-next', async () => {
     const root = tmpDir();

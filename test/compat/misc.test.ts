@@ -21,7 +21,14 @@ import {
 
 describeCompat('misc commands', () => {
   test('-V / --version print the version, whatever follows', async () => {
-    for (const args of [['-V'], ['--version'], ['-V', 'queue-ls'], ['-V', 'extra'], ['-V', '--bogus'], ['-l', 'debug', '-V']]) {
+    for (const args of [
+      ['-V'],
+      ['--version'],
+      ['-V', 'queue-ls'],
+      ['-V', 'extra'],
+      ['-V', '--bogus'],
+      ['-l', 'debug', '-V'],
+    ]) {
       const r = await both(args);
       expect(r.ref.stdout.toString()).toBe('filespooler 1.2.2\n');
       expectSameOutput(r, `fspl ${args.join(' ')}`);
@@ -45,28 +52,32 @@ describeCompat('misc commands', () => {
     }
   });
 
-  test('help: -h, --help, help, SUB --help, help SUB exit 0 with text on stdout; no arguments exits 2 with nothing on stdout', async () => {
-    for (const args of [
-      ['-h'],
-      ['--help'],
-      ['help'],
-      ['queue-ls', '--help'],
-      ['queue-process', '-h'],
-      ['help', 'queue-ls'],
-      ['-h', 'queue-ls'],
-      ['queue-ls', '-q', 'q', '--help'],
-    ]) {
-      const r = await both(args);
-      expect(r.ref.code).toBe(0);
-      expect(r.ours.code, `fspl ${args.join(' ')}: ${r.ours.stderr}`).toBe(0);
-      expect(r.ours.stdout.length, `fspl ${args.join(' ')} prints help on stdout`).toBeGreaterThan(0);
-    }
-    const none = await both([]);
-    expect(none.ref.code).toBe(2);
-    expect(none.ours.code).toBe(2);
-    expect(none.ours.stdout.length).toBe(0);
-    expect(none.ours.stderr.length).toBeGreaterThan(0);
-  });
+  test(
+    'help: -h, --help, help, SUB --help, help SUB exit 0 with ' +
+      'text on stdout; no arguments exits 2 with nothing on stdout',
+    async () => {
+      for (const args of [
+        ['-h'],
+        ['--help'],
+        ['help'],
+        ['queue-ls', '--help'],
+        ['queue-process', '-h'],
+        ['help', 'queue-ls'],
+        ['-h', 'queue-ls'],
+        ['queue-ls', '-q', 'q', '--help'],
+      ]) {
+        const r = await both(args);
+        expect(r.ref.code).toBe(0);
+        expect(r.ours.code, `fspl ${args.join(' ')}: ${r.ours.stderr}`).toBe(0);
+        expect(r.ours.stdout.length, `fspl ${args.join(' ')} prints help on stdout`).toBeGreaterThan(0);
+      }
+      const none = await both([]);
+      expect(none.ref.code).toBe(2);
+      expect(none.ours.code).toBe(2);
+      expect(none.ours.stdout.length).toBe(0);
+      expect(none.ours.stderr.length).toBeGreaterThan(0);
+    },
+  );
 
   test('show-license exits 0', async () => {
     const r = await both(['show-license']);
@@ -97,23 +108,27 @@ describeCompat('misc commands', () => {
     }
   });
 
-  test('queue-write of an empty stdin (a failed prepare upstream): the reference stores an empty job, ours refuses it (deliberate)', async () => {
-    const root = tmpDir();
-    for (const impl of ['ref', 'ours'] as const) {
-      const q = path.join(root, impl);
-      await buildQueue('ref', q, []);
-      const r = await fspl(impl, ['queue-write', '-q', q], { stdin: Buffer.alloc(0) });
-      const names = fs.readdirSync(path.join(q, 'jobs'));
-      if (impl === 'ref') {
-        expect(r.code).toBe(0);
-        expect(names).toHaveLength(1);
-      } else {
-        expect(r.code).toBe(1);
-        expect(r.stderr).toMatch(/^Error: Empty input: there is no packet to write[^\n]*\n$/);
-        expect(names).toEqual([]);
+  test(
+    'queue-write of an empty stdin (a failed prepare upstream): ' +
+      'the reference stores an empty job, ours refuses it (deliberate)',
+    async () => {
+      const root = tmpDir();
+      for (const impl of ['ref', 'ours'] as const) {
+        const q = path.join(root, impl);
+        await buildQueue('ref', q, []);
+        const r = await fspl(impl, ['queue-write', '-q', q], { stdin: Buffer.alloc(0) });
+        const names = fs.readdirSync(path.join(q, 'jobs'));
+        if (impl === 'ref') {
+          expect(r.code).toBe(0);
+          expect(names).toHaveLength(1);
+        } else {
+          expect(r.code).toBe(1);
+          expect(r.stderr).toMatch(/^Error: Empty input: there is no packet to write[^\n]*\n$/);
+          expect(names).toEqual([]);
+        }
       }
-    }
-  });
+    },
+  );
 
   test('stdin-process --timeout beyond 2^31 ms (2147484 s, and u64 max) does not kill a quick command', async () => {
     const root = tmpDir();
@@ -132,7 +147,14 @@ describeCompat('misc commands', () => {
       { seq: 1, payload: 'a' },
       { seq: 2, payload: 'b' },
     ]);
-    const s = await runOnCopies(path.join(root, 'built'), root, ['queue-process', '-q', 'q', '--timeout', '2147484', 'EXEC']);
+    const s = await runOnCopies(path.join(root, 'built'), root, [
+      'queue-process',
+      '-q',
+      'q',
+      '--timeout',
+      '2147484',
+      'EXEC',
+    ]);
     expect(s.ref.code).toBe(0);
     expectSameState(s, 'queue-process --timeout 2147484');
   });

@@ -9,7 +9,9 @@ import { expect, test } from 'vitest';
 import { describeCompat, fspl, listedSeqs, tmpDir } from './harness.js';
 
 describeCompat('not-before key', () => {
-  test('the reference reads, lists and runs packets carrying not_before (it does not wait); ours waits', { timeout: 60_000 }, async () => {
+  test('the reference reads, lists and runs packets carrying not_before (it does not wait); ours waits', {
+    timeout: 60_000,
+  }, async () => {
     const dir = tmpDir();
     const seq = path.join(dir, 'seq');
     const log = path.join(dir, 'log');
@@ -40,7 +42,9 @@ describeCompat('not-before key', () => {
       fs.writeFileSync(log, '');
       const run = await fspl(impl, ['queue-process', '-q', q, script]);
       expect(run.code, run.stderr.toString()).toBe(0);
-      expect(fs.readFileSync(log, 'utf8')).toBe(impl === 'ref' ? '1 payload 1\n2 payload 2\n3 payload 3\n' : '1 payload 1\n');
+      expect(fs.readFileSync(log, 'utf8')).toBe(
+        impl === 'ref' ? '1 payload 1\n2 payload 2\n3 payload 3\n' : '1 payload 1\n',
+      );
       expect(fs.readFileSync(path.join(q, 'nextseq'), 'utf8').trim()).toBe(impl === 'ref' ? '4' : '2');
     }
   });

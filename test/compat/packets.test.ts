@@ -5,7 +5,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { both, describeCompat, expectBytes, expectSameOutput, fspl, type Impl, type RunOptions, readIf, T0, tmpDir } from './harness.js';
+import {
+  both,
+  describeCompat,
+  expectBytes,
+  expectSameOutput,
+  fspl,
+  type Impl,
+  type RunOptions,
+  readIf,
+  T0,
+  tmpDir,
+} from './harness.js';
 
 interface PacketCase {
   name: string;
@@ -25,16 +36,32 @@ const cases: PacketCase[] = [
   { name: 'prepare-nop -s -', args: ['prepare-nop', '-s', '-'] },
   { name: 'prepare-fail, seqfile at 41', args: ['prepare-fail', '-s', 'sf'], seqfile: '41\n' },
   { name: 'prepare without payload or params', args: ['prepare', '-s', 'sf'], seqfile: '7\n' },
-  { name: 'prepare with params', args: ['prepare', '-s', 'sf', '--', 'one', 'two words', '', 'é€😀', 'new\nline', '-x', '--'], seqfile: '3\n' },
+  {
+    name: 'prepare with params',
+    args: ['prepare', '-s', 'sf', '--', 'one', 'two words', '', 'é€😀', 'new\nline', '-x', '--'],
+    seqfile: '3\n',
+  },
   { name: 'prepare, payload from stdin', args: ['prepare', '-s', '-', '-i', '-', '--', 'a'], opts: { stdin: binary } },
-  { name: 'prepare, empty payload from stdin', args: ['prepare', '-s', '-', '-i', '-'], opts: { stdin: Buffer.alloc(0) } },
-  { name: 'prepare, payload from a file', args: ['prepare', '-s', 'sf', '-i', 'payload.bin', '--', 'b'], files: { 'payload.bin': binary } },
+  {
+    name: 'prepare, empty payload from stdin',
+    args: ['prepare', '-s', '-', '-i', '-'],
+    opts: { stdin: Buffer.alloc(0) },
+  },
+  {
+    name: 'prepare, payload from a file',
+    args: ['prepare', '-s', 'sf', '-i', 'payload.bin', '--', 'b'],
+    files: { 'payload.bin': binary },
+  },
   {
     name: 'prepare, 300 kB payload from a file',
     args: ['prepare', '-s', '-', '-i', 'big.bin'],
     files: { 'big.bin': Buffer.concat(Array.from({ length: 1200 }, () => binary)).subarray(0, 300_000) },
   },
-  { name: 'prepare, one FSPL_SET_ variable', args: ['prepare', '-s', '-', '--', 'x'], opts: { env: { FSPL_SET_FOO: 'bar' } } },
+  {
+    name: 'prepare, one FSPL_SET_ variable',
+    args: ['prepare', '-s', '-', '--', 'x'],
+    opts: { env: { FSPL_SET_FOO: 'bar' } },
+  },
   {
     name: 'prepare, several FSPL_SET_ variables in environment order (env -i)',
     args: ['prepare', '-s', '-'],
@@ -55,14 +82,26 @@ const cases: PacketCase[] = [
   { name: 'prepare, 200 params (array16)', args: ['prepare', '-s', '-', '--', ...params200] },
   { name: 'prepare-nop, seqfile at 2^53+1', args: ['prepare-nop', '-s', 'sf'], seqfile: '9007199254740993\n' },
   { name: 'prepare, seqfile at 2^64-2', args: ['prepare', '-s', 'sf', '--', 'big'], seqfile: '18446744073709551614\n' },
-  { name: 'prepare-nop, clock frozen in 2150', args: ['prepare-nop', '-s', '-'], opts: { frozen: '2150-01-01 00:00:00' } },
+  {
+    name: 'prepare-nop, clock frozen in 2150',
+    args: ['prepare-nop', '-s', '-'],
+    opts: { frozen: '2150-01-01 00:00:00' },
+  },
   {
     name: 'prepare, clock frozen in 2150, TZ=America/Chicago',
     args: ['prepare', '-s', '-', '--', 'p'],
     opts: { frozen: '2150-01-01 00:00:00', tz: 'America/Chicago' },
   },
-  { name: 'prepare-nop, clock frozen at 2106-02-07 06:28:16 (2^32 s)', args: ['prepare-nop', '-s', '-'], opts: { frozen: '2106-02-07 06:28:16' } },
-  { name: 'prepare-nop, clock frozen at 2038-01-19 03:14:08 (2^31 s)', args: ['prepare-nop', '-s', '-'], opts: { frozen: '2038-01-19 03:14:08' } },
+  {
+    name: 'prepare-nop, clock frozen at 2106-02-07 06:28:16 (2^32 s)',
+    args: ['prepare-nop', '-s', '-'],
+    opts: { frozen: '2106-02-07 06:28:16' },
+  },
+  {
+    name: 'prepare-nop, clock frozen at 2038-01-19 03:14:08 (2^31 s)',
+    args: ['prepare-nop', '-s', '-'],
+    opts: { frozen: '2038-01-19 03:14:08' },
+  },
   // The seqfile parser: first line, white space trimmed, leading + and zeros allowed.
   { name: 'seqfile " 5" (leading space)', args: ['prepare-nop', '-s', 'sf'], seqfile: ' 5\n' },
   { name: 'seqfile "5" without newline', args: ['prepare-nop', '-s', 'sf'], seqfile: '5' },
@@ -72,7 +111,11 @@ const cases: PacketCase[] = [
   { name: 'seqfile "\\t5\\t" and a second line', args: ['prepare-nop', '-s', 'sf'], seqfile: '\t5\t\n6\n' },
   // Reading and setting the sender's next number.
   { name: 'prepare-get-next, seqfile missing', args: ['prepare-get-next', '-s', 'sf'] },
-  { name: 'prepare-get-next, seqfile at 2^53+1', args: ['prepare-get-next', '-s', 'sf'], seqfile: '9007199254740993\n' },
+  {
+    name: 'prepare-get-next, seqfile at 2^53+1',
+    args: ['prepare-get-next', '-s', 'sf'],
+    seqfile: '9007199254740993\n',
+  },
   { name: 'prepare-get-next -s -', args: ['prepare-get-next', '-s', '-'] },
   { name: 'prepare-set-next, seqfile missing', args: ['prepare-set-next', '-s', 'sf', '18446744073709551615'] },
   { name: 'prepare-set-next over 12', args: ['prepare-set-next', '-s', 'sf', '+0042'], seqfile: '12\n' },
@@ -95,7 +138,9 @@ describeCompat('packets: prepare* output and seqfiles, byte for byte', () => {
       expect(r.ref.code, `reference failed: ${r.ref.stderr}`).toBe(0);
       expectSameOutput(r, c.name);
       expect(readIf(path.join(dirs.ours, 'sf')), 'seqfile afterwards').toBe(readIf(path.join(dirs.ref, 'sf')));
-      expect(fs.existsSync(path.join(dirs.ours, 'sf.lock')), 'sf.lock exists').toBe(fs.existsSync(path.join(dirs.ref, 'sf.lock')));
+      expect(fs.existsSync(path.join(dirs.ours, 'sf.lock')), 'sf.lock exists').toBe(
+        fs.existsSync(path.join(dirs.ref, 'sf.lock')),
+      );
       expect(fs.readdirSync(dirs.ours).sort(), 'files left in the directory').toEqual(fs.readdirSync(dirs.ref).sort());
     });
   }
@@ -133,10 +178,21 @@ describeCompat('packets: prepare* output and seqfiles, byte for byte', () => {
     expect(readIf(path.join(root, 'ours', '-')), 'the file "-" afterwards').toBe(readIf(path.join(root, 'ref', '-')));
   });
 
-  test('a packet from our prepare equals the reference golden packet (prepare -s - -i - -- one "two words")', async () => {
-    const dir = tmpDir();
-    const r = await fspl('ours', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], { frozen: T0, cwd: dir, stdin: 'hello\n' });
-    const ref = await fspl('ref', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], { frozen: T0, cwd: dir, stdin: 'hello\n' });
-    expectBytes(r.stdout, ref.stdout, 'packet');
-  });
+  test(
+    'a packet from our prepare equals the reference ' + 'golden packet (prepare -s - -i - -- one "two words")',
+    async () => {
+      const dir = tmpDir();
+      const r = await fspl('ours', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], {
+        frozen: T0,
+        cwd: dir,
+        stdin: 'hello\n',
+      });
+      const ref = await fspl('ref', ['prepare', '-s', '-', '-i', '-', '--', 'one', 'two words'], {
+        frozen: T0,
+        cwd: dir,
+        stdin: 'hello\n',
+      });
+      expectBytes(r.stdout, ref.stdout, 'packet');
+    },
+  );
 });

@@ -110,16 +110,36 @@ interface Scenario {
 const Q = ['queue-process', '-q', 'q'];
 
 const SCENARIOS: Scenario[] = [
-  { name: 'default options, all jobs succeed', queue: 'ok', args: [...Q, 'EXEC'], ref: { code: 0, nextseq: '4\n', ran: 2, left: 0 } },
+  {
+    name: 'default options, all jobs succeed',
+    queue: 'ok',
+    args: [...Q, 'EXEC'],
+    ref: { code: 0, nextseq: '4\n', ran: 2, left: 0 },
+  },
   {
     name: '-q q/ (trailing slash): FSPL_JOB_QUEUEDIR and FSPL_JOB_FULLPATH verbatim; SaveBoth',
     queue: 'ok',
     args: ['queue-process', '--queuedir=q/', '--output-to', 'SaveBoth', 'EXEC'],
     ref: { code: 0, nextseq: '4\n', ran: 2, left: 0 },
   },
-  { name: '--never-delete', queue: 'ok', args: [...Q, '--never-delete', 'EXEC'], ref: { code: 0, nextseq: '4\n', ran: 2, left: 3 } },
-  { name: 'default (Retry): a failing command stops processing', queue: 'mixed', args: [...Q, 'EXEC'], ref: { code: 1, nextseq: '3\n', ran: 2, left: 3 } },
-  { name: '--on-error RETRY (upper case)', queue: 'mixed', args: [...Q, '--on-error', 'RETRY', 'EXEC'], ref: { code: 1, nextseq: '3\n', ran: 2, left: 3 } },
+  {
+    name: '--never-delete',
+    queue: 'ok',
+    args: [...Q, '--never-delete', 'EXEC'],
+    ref: { code: 0, nextseq: '4\n', ran: 2, left: 3 },
+  },
+  {
+    name: 'default (Retry): a failing command stops processing',
+    queue: 'mixed',
+    args: [...Q, 'EXEC'],
+    ref: { code: 1, nextseq: '3\n', ran: 2, left: 3 },
+  },
+  {
+    name: '--on-error RETRY (upper case)',
+    queue: 'mixed',
+    args: [...Q, '--on-error', 'RETRY', 'EXEC'],
+    ref: { code: 1, nextseq: '3\n', ran: 2, left: 3 },
+  },
   {
     name: '--on-error Retry with a Fail packet next',
     queue: 'mixed',
@@ -127,8 +147,18 @@ const SCENARIOS: Scenario[] = [
     args: [...Q, '--on-error', 'Retry', 'EXEC'],
     ref: { code: 1, nextseq: '4\n', ran: 0, left: 5 },
   },
-  { name: '--on-error Delete', queue: 'mixed', args: [...Q, '--on-error', 'Delete', 'EXEC'], ref: { code: 0, nextseq: '6\n', ran: 3, left: 0 } },
-  { name: '--on-error leave (lower case)', queue: 'mixed', args: [...Q, '--on-error', 'leave', 'EXEC'], ref: { code: 0, nextseq: '6\n', ran: 3, left: 2 } },
+  {
+    name: '--on-error Delete',
+    queue: 'mixed',
+    args: [...Q, '--on-error', 'Delete', 'EXEC'],
+    ref: { code: 0, nextseq: '6\n', ran: 3, left: 0 },
+  },
+  {
+    name: '--on-error leave (lower case)',
+    queue: 'mixed',
+    args: [...Q, '--on-error', 'leave', 'EXEC'],
+    ref: { code: 0, nextseq: '6\n', ran: 3, left: 2 },
+  },
   {
     name: '--on-error Leave with a Fail packet next',
     queue: 'mixed',
@@ -143,7 +173,13 @@ const SCENARIOS: Scenario[] = [
     ref: { code: 0, nextseq: '6\n', ran: 3, left: 5 },
   },
   { name: '-n 1', queue: 'mixed', args: [...Q, '-n', '1', 'EXEC'], ref: { code: 0, nextseq: '2\n', ran: 1, left: 4 } },
-  { name: '-n 1 with a NOP next', queue: 'mixed', nextseq: 2, args: [...Q, '-n', '1', 'EXEC'], ref: { code: 0, nextseq: '3\n', ran: 0, left: 4 } },
+  {
+    name: '-n 1 with a NOP next',
+    queue: 'mixed',
+    nextseq: 2,
+    args: [...Q, '-n', '1', 'EXEC'],
+    ref: { code: 0, nextseq: '3\n', ran: 0, left: 4 },
+  },
   { name: '-n 0', queue: 'mixed', args: [...Q, '-n', '0', 'EXEC'], ref: { code: 0, nextseq: '1\n', ran: 0, left: 5 } },
   {
     name: '-n 4 --on-error delete (failures count)',
@@ -162,7 +198,8 @@ const SCENARIOS: Scenario[] = [
     queue: 'ok',
     args: [...Q, '--output-to', 'saveboth', '--never-delete', 'EXEC'],
     setup: (q) => {
-      for (const f of fs.readdirSync(path.join(q, 'jobs'))) fs.writeFileSync(path.join(q, 'jobs', `${f}.out`), 'old output that must go away\n'.repeat(20));
+      for (const f of fs.readdirSync(path.join(q, 'jobs')))
+        fs.writeFileSync(path.join(q, 'jobs', `${f}.out`), 'old output that must go away\n'.repeat(20));
     },
     ref: { code: 0, nextseq: '4\n', ran: 2, left: 3 },
   },
@@ -222,7 +259,12 @@ const SCENARIOS: Scenario[] = [
     args: [...Q, '--order-by', 'Sequence', 'EXEC'],
     ref: { code: 0, nextseq: '5\n', ran: 4, left: 2 },
   },
-  { name: 'gaps: seqs 1, 2, 4', queue: 'gaps', args: [...Q, 'EXEC'], ref: { code: 0, nextseq: '3\n', ran: 2, left: 1 } },
+  {
+    name: 'gaps: seqs 1, 2, 4',
+    queue: 'gaps',
+    args: [...Q, 'EXEC'],
+    ref: { code: 0, nextseq: '3\n', ran: 2, left: 1 },
+  },
   {
     name: 'gaps: after queue-set-next past the gap',
     queue: 'gaps',
@@ -230,8 +272,18 @@ const SCENARIOS: Scenario[] = [
     args: [...Q, 'EXEC'],
     ref: { code: 0, nextseq: '5\n', ran: 1, left: 2 },
   },
-  { name: 'jobs below nextseq are ignored', queue: 'below', args: [...Q, 'EXEC'], ref: { code: 0, nextseq: '7\n', ran: 1, left: 2 } },
-  { name: 'duplicate seqs: sequence order fails', queue: 'dups', args: [...Q, 'EXEC'], ref: { code: 1, nextseq: '1\n', ran: 0, left: 3 } },
+  {
+    name: 'jobs below nextseq are ignored',
+    queue: 'below',
+    args: [...Q, 'EXEC'],
+    ref: { code: 0, nextseq: '7\n', ran: 1, left: 2 },
+  },
+  {
+    name: 'duplicate seqs: sequence order fails',
+    queue: 'dups',
+    args: [...Q, 'EXEC'],
+    ref: { code: 1, nextseq: '1\n', ran: 0, left: 3 },
+  },
   {
     name: 'duplicate seqs: sequence order fails even with -n 0',
     queue: 'dups',
@@ -285,9 +337,14 @@ function countRuns(log: string): number {
 function checkRef(ref: ProcessState & { stderr: string }, want: RefExpectation, what: string): void {
   const ctx = `${what}: the reference did not behave as this test expects (test bug?); stderr: ${ref.stderr}`;
   expect(ref.code, ctx).toBe(want.code);
-  if (want.nextseq !== undefined) expect(ref.queue.nextseq?.endsWith(` ${JSON.stringify(want.nextseq)}`), `${ctx}; nextseq ${ref.queue.nextseq}`).toBe(true);
+  if (want.nextseq !== undefined)
+    expect(
+      ref.queue.nextseq?.endsWith(` ${JSON.stringify(want.nextseq)}`),
+      `${ctx}; nextseq ${ref.queue.nextseq}`,
+    ).toBe(true);
   if (want.ran !== undefined) expect(countRuns(ref.log), ctx).toBe(want.ran);
-  if (want.left !== undefined) expect(Object.keys(ref.queue).filter((k) => /^jobs\/fspl-.*\.fspl$/.test(k)).length, ctx).toBe(want.left);
+  if (want.left !== undefined)
+    expect(Object.keys(ref.queue).filter((k) => /^jobs\/fspl-.*\.fspl$/.test(k)).length, ctx).toBe(want.left);
 }
 
 /** Define the scenario suite for queues built by `builder`. */
@@ -322,7 +379,8 @@ export function defineProcessSuite(builder: Impl): void {
           // reference; make that order differ from name order in each copy so the tests can tell.
           // (Done on the copies: `cp -a` may not keep the order, e.g. on tmpfs.)
           const jobs = path.join(q, 'jobs');
-          if (sc.queue === 'timestamp') arrangeReaddirNotSorted(jobs, (c) => /(three|four)$/.test(c.toString('latin1')));
+          if (sc.queue === 'timestamp')
+            arrangeReaddirNotSorted(jobs, (c) => /(three|four)$/.test(c.toString('latin1')));
           if (sc.queue === 'dups') arrangeReaddirNotSorted(jobs, (c) => c.toString('latin1').endsWith(' copy'));
         };
         const s = await runOnCopies(built[sc.queue]!, dir, args, { stdin: sc.stdin, nextseq: sc.nextseq, setup });

@@ -13,12 +13,18 @@ import { describeCompat, fspl, listedSeqs, tmpDir } from './harness.js';
 function recorder(dir: string): { script: string; log: string } {
   const log = path.join(dir, 'log');
   const script = path.join(dir, 'rec.sh');
-  fs.writeFileSync(script, `#!/bin/sh\necho "$FSPL_SEQ $FSPL_SET_FAIL $(cat)" >> '${log}'\n[ "$FSPL_SET_FAIL" = 1 ] && exit 3\nexit 0\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    script,
+    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_SET_FAIL $(cat)" >> '${log}'\n[ "$FSPL_SET_FAIL" = 1 ] && exit 3\nexit 0\n`,
+    { mode: 0o755 },
+  );
   return { script, log };
 }
 
 describeCompat('retry keys', () => {
-  test('the reference reads, lists and runs packets written with retries and failed keys', { timeout: 60_000 }, async () => {
+  test('the reference reads, lists and runs packets written with retries and failed keys', {
+    timeout: 60_000,
+  }, async () => {
     const dir = tmpDir();
     const q = path.join(dir, 'q');
     const F = path.join(dir, 'F');
@@ -30,15 +36,30 @@ describeCompat('retry keys', () => {
       ['2', '1'],
       ['3', '0'],
     ] as const) {
-      const p = await fspl('ours', ['prepare', '-s', seq, '--retries', '2', ...(i === '3' ? ['--seal'] : []), '-i', '-'], {
-        stdin: `payload ${i}`,
-        env: { FSPL_SET_FAIL: fail },
-      });
+      const p = await fspl(
+        'ours',
+        ['prepare', '-s', seq, '--retries', '2', ...(i === '3' ? ['--seal'] : []), '-i', '-'],
+        {
+          stdin: `payload ${i}`,
+          env: { FSPL_SET_FAIL: fail },
+        },
+      );
       expect(p.code, p.stderr).toBe(0);
       expect((await fspl('ours', ['queue-write', '-q', q], { stdin: p.stdout })).code).toBe(0);
     }
     // Ours: job 2 fails twice (retries 1, no delay) and goes to F; 1 and 3 run.
-    const ran = await fspl('ours', ['queue-process', '-q', q, '--retries', '1', '--retry-delay', '0', '--failed-to', F, script]);
+    const ran = await fspl('ours', [
+      'queue-process',
+      '-q',
+      q,
+      '--retries',
+      '1',
+      '--retry-delay',
+      '0',
+      '--failed-to',
+      F,
+      script,
+    ]);
     expect(ran.code, ran.stderr).toBe(0);
     expect(fs.readFileSync(log, 'utf8')).toBe('1 0 payload 1\n2 1 payload 2\n2 1 payload 2\n3 0 payload 3\n');
     const [moved] = fs.readdirSync(path.join(F, 'jobs'));
@@ -70,7 +91,9 @@ describeCompat('retry keys', () => {
     expect(fs.readdirSync(path.join(r, 'jobs'))).toEqual([]);
   });
 
-  test('without the new options, our queue-process leaves the queue directory as the reference does', { timeout: 60_000 }, async () => {
+  test('without the new options, our queue-process leaves the queue directory as the reference does', {
+    timeout: 60_000,
+  }, async () => {
     const dir = tmpDir();
     const { script } = recorder(dir);
     const dirs: Record<string, string[]> = {};
@@ -78,7 +101,9 @@ describeCompat('retry keys', () => {
       const q = path.join(dir, impl);
       expect((await fspl(impl, ['queue-init', '-q', q])).code).toBe(0);
       for (const fail of ['0', '1']) {
-        const p = await fspl('ours', ['prepare', '-s', path.join(dir, `${impl}-seq`), '-i', '/dev/null'], { env: { FSPL_SET_FAIL: fail } });
+        const p = await fspl('ours', ['prepare', '-s', path.join(dir, `${impl}-seq`), '-i', '/dev/null'], {
+          env: { FSPL_SET_FAIL: fail },
+        });
         expect((await fspl(impl, ['queue-write', '-q', q], { stdin: p.stdout })).code).toBe(0);
       }
       const run = await fspl(impl, ['queue-process', '-q', q, script]);

@@ -22,40 +22,59 @@ describeCompat('sealed packets and the reference', () => {
     const ours = await fspl('ours', args, opts);
     expectBytes(ours.stdout, ref.stdout, 'unsealed packet');
     const sealed = await fspl('ours', [...args.slice(0, 5), '--seal', ...args.slice(5)], opts);
-    expect(sealed.stdout.length).toBe(ref.stdout.length + 'payload_len'.length + 1 + 5 + 'payload_crc32'.length + 1 + 5);
+    expect(sealed.stdout.length).toBe(
+      ref.stdout.length + 'payload_len'.length + 1 + 5 + 'payload_crc32'.length + 1 + 5,
+    );
     expect(sealed.stdout.subarray(sealed.stdout.length - payload.length).equals(payload)).toBe(true);
   });
 
-  test('the reference reads a sealed packet: stdin-info, stdin-payload, queue-write, queue-ls, queue-process', async () => {
-    const dir = tmpDir();
-    const input = path.join(dir, 'p');
-    fs.writeFileSync(input, payload);
-    const packet = path.join(dir, 'sealed.fspl');
-    const made = await fspl('ours', ['prepare', '--seal', '-s', path.join(dir, 'seq'), '-i', input, '--', 'arg'], { frozen: T0 });
-    expect(made.code).toBe(0);
-    fs.writeFileSync(packet, made.stdout);
-    const info = { ref: await fspl('ref', ['stdin-info'], { stdin: { file: packet } }), ours: await fspl('ours', ['stdin-info'], { stdin: { file: packet } }) };
-    expect(info.ref.code).toBe(0);
-    expect(info.ref.stdout.toString()).toBe(info.ours.stdout.toString());
-    const ref = await fspl('ref', ['stdin-payload'], { stdin: { file: packet } });
-    expect(ref.code).toBe(0);
-    expect(ref.stdout.equals(payload)).toBe(true);
-    // Stored by the reference, listed and processed by both.
-    for (const writer of ['ref', 'ours'] as Impl[]) {
-      const q = path.join(dir, `q-${writer}`);
-      expect((await fspl(writer, ['queue-init', '-q', q])).code).toBe(0);
-      expect((await fspl(writer, ['queue-write', '-q', q], { stdin: made.stdout })).code).toBe(0);
-      const ls = { ref: await fspl('ref', ['queue-ls', '-q', q]), ours: await fspl('ours', ['queue-ls', '-q', q]) };
-      expect(ls.ref.stdout.toString()).toBe(ls.ours.stdout.toString());
-      const out = path.join(dir, `out-${writer}`);
-      for (const reader of ['ref', 'ours'] as Impl[]) {
-        const r = await fspl(reader, ['queue-process', '-q', q, '--never-delete', 'sh', '--', '-c', `cat > "${out}-${reader}"`]);
-        expect(r.code).toBe(0);
-        expect(fs.readFileSync(`${out}-${reader}`).equals(payload)).toBe(true);
-        await fspl(reader, ['queue-set-next', '-q', q, '1']);
+  test(
+    'the reference reads a sealed packet: stdin-info, ' + 'stdin-payload, queue-write, queue-ls, queue-process',
+    async () => {
+      const dir = tmpDir();
+      const input = path.join(dir, 'p');
+      fs.writeFileSync(input, payload);
+      const packet = path.join(dir, 'sealed.fspl');
+      const made = await fspl('ours', ['prepare', '--seal', '-s', path.join(dir, 'seq'), '-i', input, '--', 'arg'], {
+        frozen: T0,
+      });
+      expect(made.code).toBe(0);
+      fs.writeFileSync(packet, made.stdout);
+      const info = {
+        ref: await fspl('ref', ['stdin-info'], { stdin: { file: packet } }),
+        ours: await fspl('ours', ['stdin-info'], { stdin: { file: packet } }),
+      };
+      expect(info.ref.code).toBe(0);
+      expect(info.ref.stdout.toString()).toBe(info.ours.stdout.toString());
+      const ref = await fspl('ref', ['stdin-payload'], { stdin: { file: packet } });
+      expect(ref.code).toBe(0);
+      expect(ref.stdout.equals(payload)).toBe(true);
+      // Stored by the reference, listed and processed by both.
+      for (const writer of ['ref', 'ours'] as Impl[]) {
+        const q = path.join(dir, `q-${writer}`);
+        expect((await fspl(writer, ['queue-init', '-q', q])).code).toBe(0);
+        expect((await fspl(writer, ['queue-write', '-q', q], { stdin: made.stdout })).code).toBe(0);
+        const ls = { ref: await fspl('ref', ['queue-ls', '-q', q]), ours: await fspl('ours', ['queue-ls', '-q', q]) };
+        expect(ls.ref.stdout.toString()).toBe(ls.ours.stdout.toString());
+        const out = path.join(dir, `out-${writer}`);
+        for (const reader of ['ref', 'ours'] as Impl[]) {
+          const r = await fspl(reader, [
+            'queue-process',
+            '-q',
+            q,
+            '--never-delete',
+            'sh',
+            '--',
+            '-c',
+            `cat > "${out}-${reader}"`,
+          ]);
+          expect(r.code).toBe(0);
+          expect(fs.readFileSync(`${out}-${reader}`).equals(payload)).toBe(true);
+          await fspl(reader, ['queue-set-next', '-q', q, '1']);
+        }
       }
-    }
-  });
+    },
+  );
 
   test('a sealed packet cut short: the reference takes what came, ours refuses it', async () => {
     const dir = tmpDir();
@@ -68,7 +87,9 @@ describeCompat('sealed packets and the reference', () => {
     expect(ref.stdout.length).toBe(payload.length - 1000);
     const ours = await fspl('ours', ['stdin-payload'], { stdin: cut });
     expect(ours.code).toBe(1);
-    expect(ours.stderr).toBe(`Error: Payload ends early: ${payload.length - 1000} of ${payload.length} bytes (cut short in transit?)\n`);
+    expect(ours.stderr).toBe(
+      `Error: Payload ends early: ${payload.length - 1000} of ${payload.length} bytes (cut short in transit?)\n`,
+    );
     // A sealed job cut short in a queue the reference wrote: ours fails it, unrun.
     const q = path.join(dir, 'q');
     await fspl('ref', ['queue-init', '-q', q]);

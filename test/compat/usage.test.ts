@@ -5,7 +5,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { both, buildQueue, copyTree, describeCompat, expectUsageError, makePacket, type RunOptions, snapshot, tmpDir, tmpDirForSuite } from './harness.js';
+import {
+  both,
+  buildQueue,
+  copyTree,
+  describeCompat,
+  expectUsageError,
+  makePacket,
+  type RunOptions,
+  snapshot,
+  tmpDir,
+  tmpDirForSuite,
+} from './harness.js';
 
 /** Run fn over items, a few at a time. */
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -127,7 +138,10 @@ describeCompat('usage errors and accepted option forms', () => {
       const r = await both(args, opts({ stdin: packet }));
       if (r.ref.code !== 2) failures.push(`test bug? the reference gave ${r.ref.code} for ${JSON.stringify(args)}`);
       else if (r.ours.code !== 2)
-        failures.push(`fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 2; our stderr: ${r.ours.stderr.split('\n')[0]}`);
+        failures.push(
+          `fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, ` +
+            `the reference 2; our stderr: ${r.ours.stderr.split('\n')[0]}`,
+        );
     });
     expect(failures.sort()).toEqual([]);
     expect(fs.existsSync(path.join(root, 'newq')), 'queue-init with a usage error created nothing').toBe(false);
@@ -135,20 +149,30 @@ describeCompat('usage errors and accepted option forms', () => {
   });
 
   test('each usage error case also checked alone: exit 2 for a few representative ones', async () => {
-    for (const args of [['queue-ls'], ['queue-process', '-q', 'q', '--on-error', 'Foo', 'true'], ['prepare-set-next', '-s', 'sf', 'abc']]) {
+    for (const args of [
+      ['queue-ls'],
+      ['queue-process', '-q', 'q', '--on-error', 'Foo', 'true'],
+      ['prepare-set-next', '-s', 'sf', 'abc'],
+    ]) {
       expectUsageError(await both(args, opts()), args.join(' '));
     }
   });
 
-  test('--timeout with a fraction of a second: the reference refuses it, ours takes it (an extension, docs/compatibility.md)', async () => {
-    const dir = tmpDir();
-    await buildQueue('ref', path.join(dir, 'built'), [{ seq: 1, payload: 'one' }]);
-    for (const impl of ['ref', 'ours'] as const) await copyTree(path.join(dir, 'built'), path.join(dir, impl, 'q'));
-    const r = await both(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], (impl) => ({ cwd: path.join(dir, impl) }));
-    expect([r.ref.code, r.ours.code]).toEqual([2, 0]);
-    const s = await both(['stdin-process', '--timeout', '0.5', 'true'], opts({ stdin: packet }));
-    expect([s.ref.code, s.ours.code]).toEqual([2, 0]);
-  });
+  test(
+    '--timeout with a fraction of a second: the reference refuses ' +
+      'it, ours takes it (an extension, docs/compatibility.md)',
+    async () => {
+      const dir = tmpDir();
+      await buildQueue('ref', path.join(dir, 'built'), [{ seq: 1, payload: 'one' }]);
+      for (const impl of ['ref', 'ours'] as const) await copyTree(path.join(dir, 'built'), path.join(dir, impl, 'q'));
+      const r = await both(['queue-process', '-q', 'q', '--timeout', '0.5', 'true'], (impl) => ({
+        cwd: path.join(dir, impl),
+      }));
+      expect([r.ref.code, r.ours.code]).toEqual([2, 0]);
+      const s = await both(['stdin-process', '--timeout', '0.5', 'true'], opts({ stdin: packet }));
+      expect([s.ref.code, s.ours.code]).toEqual([2, 0]);
+    },
+  );
 
   // Accepted forms (exit 0), compared on stdout where it is deterministic.
   const ACCEPTED: Array<[string[], boolean]> = [
@@ -166,9 +190,36 @@ describeCompat('usage errors and accepted option forms', () => {
     [['queue-info', '-j', '1', '-q', 'q'], true],
     [['queue-payload', '--job=1', '--queuedir', 'q'], true],
     [['queue-process', '-q', 'q', '-n', '0', '--timeout', '0', 'true'], true],
-    [['queue-process', '-q', 'q', '-n', '18446744073709551615', '--timeout', '18446744073709551615', '--never-delete', 'true'], true],
     [
-      ['queue-process', '-q', 'q', '-n', '4294967296', '--on-error', 'rEtRy', '--order-by', 'SEQUENCE', '--output-to', 'PASSBOTH', '--never-delete', 'true'],
+      [
+        'queue-process',
+        '-q',
+        'q',
+        '-n',
+        '18446744073709551615',
+        '--timeout',
+        '18446744073709551615',
+        '--never-delete',
+        'true',
+      ],
+      true,
+    ],
+    [
+      [
+        'queue-process',
+        '-q',
+        'q',
+        '-n',
+        '4294967296',
+        '--on-error',
+        'rEtRy',
+        '--order-by',
+        'SEQUENCE',
+        '--output-to',
+        'PASSBOTH',
+        '--never-delete',
+        'true',
+      ],
       true,
     ],
     [['queue-process', '--on-error=leave', '--never-delete', '-q', 'q', 'true', '--', '-x', '--y'], true],
@@ -186,9 +237,14 @@ describeCompat('usage errors and accepted option forms', () => {
       const r = await both(args, (impl) => ({ cwd: path.join(dir, impl) }));
       expect(r.ref.code, `reference ${args.join(' ')}: ${r.ref.stderr}`).toBe(0);
       if (r.ours.code !== 0)
-        failures.push(`fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, the reference 0; our stderr: ${r.ours.stderr.split('\n')[0]}`);
+        failures.push(
+          `fspl ${JSON.stringify(args)}: ours exited ${r.ours.code}, ` +
+            `the reference 0; our stderr: ${r.ours.stderr.split('\n')[0]}`,
+        );
       else if (compareStdout && !r.ours.stdout.equals(r.ref.stdout))
-        failures.push(`fspl ${JSON.stringify(args)}: stdout differs:\n${r.ours.stdout}\nvs the reference's\n${r.ref.stdout}`);
+        failures.push(
+          `fspl ${JSON.stringify(args)}: stdout differs:\n${r.ours.stdout}\nvs the reference's\n${r.ref.stdout}`,
+        );
     }
     expect(failures).toEqual([]);
     expect(snapshot(path.join(dir, 'ours')), 'the queues afterwards').toEqual(snapshot(path.join(dir, 'ref')));

@@ -1,10 +1,22 @@
 /**
- * Golden vectors (test/fixtures/vectors, written by the reference): stdin-info and stdin-payload reproduce the recorded outputs,
- * damaged packets are refused with exit 1, and packets we make equal the golden ones.
+ * Golden vectors (test/fixtures/vectors, written by the reference): stdin-info and stdin-payload reproduce the
+ * recorded outputs, damaged packets are refused with exit 1, and packets we make equal the golden ones.
  */
 import fs from 'node:fs';
 import { expect, test } from 'vitest';
-import { both, describeCompat, expectBytes, expectRuntimeError, fspl, type JobSpec, listVectors, makePacket, T0, tmpDir, vector } from './harness.js';
+import {
+  both,
+  describeCompat,
+  expectBytes,
+  expectRuntimeError,
+  fspl,
+  type JobSpec,
+  listVectors,
+  makePacket,
+  T0,
+  tmpDir,
+  vector,
+} from './harness.js';
 
 const vectors = listVectors();
 const good = vectors.filter((f) => f.endsWith('.info')).map((f) => f.slice(0, -'.info'.length));
@@ -21,7 +33,10 @@ describeCompat(
     for (const name of good) {
       test(`${name}: stdin-info (TZ=UTC) equals ${name}.info, stdin-payload equals ${name}.payload`, async () => {
         const stdin = { file: vector(`${name}.fspl`) };
-        const [info, payload] = await Promise.all([both(['stdin-info'], { stdin }), both(['stdin-payload'], { stdin })]);
+        const [info, payload] = await Promise.all([
+          both(['stdin-info'], { stdin }),
+          both(['stdin-payload'], { stdin }),
+        ]);
         const wantInfo = fs.readFileSync(vector(`${name}.info`));
         const wantPayload = fs.readFileSync(vector(`${name}.payload`));
         for (const impl of ['ref', 'ours'] as const) {
@@ -63,10 +78,25 @@ describeCompat(
     ];
     for (const [file, spec] of made) {
       test(`our prepare reproduces ${file}`, async () => {
-        if (file === 'command-bare.fspl' || file === 'command-200-params.fspl' || file === 'command-params-payload.fspl') {
+        if (
+          file === 'command-bare.fspl' ||
+          file === 'command-200-params.fspl' ||
+          file === 'command-params-payload.fspl'
+        ) {
           // made with -s -: check that path too
-          const args = ['prepare', '-s', '-', ...(spec.payload !== undefined ? ['-i', '-'] : []), '--', ...(spec.params ?? [])];
-          const r = await fspl('ours', args, { frozen: T0, stdin: spec.payload !== undefined ? Buffer.from(spec.payload) : undefined, cwd: tmpDir() });
+          const args = [
+            'prepare',
+            '-s',
+            '-',
+            ...(spec.payload !== undefined ? ['-i', '-'] : []),
+            '--',
+            ...(spec.params ?? []),
+          ];
+          const r = await fspl('ours', args, {
+            frozen: T0,
+            stdin: spec.payload !== undefined ? Buffer.from(spec.payload) : undefined,
+            cwd: tmpDir(),
+          });
           expect(r.code, r.stderr).toBe(0);
           expectBytes(r.stdout, fs.readFileSync(vector(file)), file);
           return;

@@ -113,27 +113,31 @@ describeIfPresent('fault file system (pcfs, fault mode)', faultsMissing(), { wha
     expect(fs.readFileSync(p('g'), 'utf8')).toBe('three\n');
   });
 
-  test('a failed fsync of a directory makes nothing durable, nor does its retry; a name changed after it is durable at the next', async () => {
-    fs.mkdirSync(p('dd'));
-    await ffs.sync();
-    fs.writeFileSync(p('dd/x'), '');
-    const dfd = fs.openSync(p('dd'), 'r');
-    await ffs.fault({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: '/dd' });
-    expect(code(() => fs.fsyncSync(dfd))).toBe('EIO');
-    expect(
-      code(() => fs.fsyncSync(dfd)),
-      'the retry is told success',
-    ).toBeUndefined();
-    fs.closeSync(dfd);
-    await ffs.cut();
-    expect(fs.readdirSync(p('dd')), 'the retried fsync was a lie').toEqual([]);
-    fs.writeFileSync(p('dd/y'), '');
-    const dfd2 = fs.openSync(p('dd'), 'r');
-    fs.fsyncSync(dfd2);
-    fs.closeSync(dfd2);
-    await ffs.cut();
-    expect(fs.readdirSync(p('dd'))).toEqual(['y']);
-  });
+  test(
+    'a failed fsync of a directory makes nothing durable, nor ' +
+      'does its retry; a name changed after it is durable at the next',
+    async () => {
+      fs.mkdirSync(p('dd'));
+      await ffs.sync();
+      fs.writeFileSync(p('dd/x'), '');
+      const dfd = fs.openSync(p('dd'), 'r');
+      await ffs.fault({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: '/dd' });
+      expect(code(() => fs.fsyncSync(dfd))).toBe('EIO');
+      expect(
+        code(() => fs.fsyncSync(dfd)),
+        'the retry is told success',
+      ).toBeUndefined();
+      fs.closeSync(dfd);
+      await ffs.cut();
+      expect(fs.readdirSync(p('dd')), 'the retried fsync was a lie').toEqual([]);
+      fs.writeFileSync(p('dd/y'), '');
+      const dfd2 = fs.openSync(p('dd'), 'r');
+      fs.fsyncSync(dfd2);
+      fs.closeSync(dfd2);
+      await ffs.cut();
+      expect(fs.readdirSync(p('dd'))).toEqual(['y']);
+    },
+  );
 
   test('the control file refuses a malformed rule; the calls are counted', async () => {
     await expect(ffs.control('fault frobnicate EIO always')).rejects.toThrow(/EINVAL|invalid/i);

@@ -18,7 +18,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { cleanupOnExit } from '../harness/proc.js';
 import { fillUp } from '../helpers.js';
-import { type MountOptions, mountPowercut, type PcfsCounters, type PowercutFs, powercutMissing } from '../powercut/harness.js';
+import {
+  type MountOptions,
+  mountPowercut,
+  type PcfsCounters,
+  type PowercutFs,
+  powercutMissing,
+} from '../powercut/harness.js';
 
 export { killWorkloads, spawnWorkload, type Workload, type WorkloadExit } from '../powercut/harness.js';
 
@@ -76,7 +82,8 @@ function whenWords(w: FaultWhen): string {
   if (w === 'always') return 'always';
   if ('nth' in w || 'from' in w) {
     const [key, n] = 'nth' in w ? ['nth', w.nth] : ['from', w.from];
-    if (!Number.isInteger(n) || n < 1) throw new RangeError(`fault rule: ${key} must be a whole number from 1 (got ${n})`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new RangeError(`fault rule: ${key} must be a whole number from 1 (got ${n})`);
     return `${key}=${n}`;
   }
   if (!(w.rate >= 0 && w.rate <= 1) || !Number.isSafeInteger(w.seed) || w.seed < 0) {
@@ -91,7 +98,8 @@ function ruleLine(root: string, r: FaultRule): string {
   let glob = '';
   if (r.path !== undefined) {
     const p = r.path === root ? '/' : r.path.startsWith(`${root}/`) ? r.path.slice(root.length) : r.path;
-    if (!p.startsWith('/') || /\s/.test(p)) throw new RangeError(`fault rule: path ${JSON.stringify(r.path)} is not under ${root} (or has white space)`);
+    if (!p.startsWith('/') || /\s/.test(p))
+      throw new RangeError(`fault rule: path ${JSON.stringify(r.path)} is not under ${root} (or has white space)`);
     glob = ` path=${p}`;
   }
   return `fault ${r.op} ${r.error} ${when}${glob}`;
@@ -109,7 +117,14 @@ export async function mountFaulty(opts: MountOptions = {}): Promise<FaultyFs> {
         faults: c.faults,
         rules: c.rules,
         lies: c.lies,
-        calls: { write: c.callsWrite, fsync: c.callsFsync, rename: c.callsRename, create: c.callsCreate, mkdir: c.callsMkdir, unlink: c.callsUnlink },
+        calls: {
+          write: c.callsWrite,
+          fsync: c.callsFsync,
+          rename: c.callsRename,
+          create: c.callsCreate,
+          mkdir: c.callsMkdir,
+          unlink: c.callsUnlink,
+        },
       };
     },
   });

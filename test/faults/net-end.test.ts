@@ -14,7 +14,8 @@ import { FSPL_BIN } from '../helpers.js';
 import { checkNumbers, keysOf } from '../net/fault-check.js';
 import { type FaultyFs, faultsMissing, mountFaulty } from './harness.js';
 
-const fspl = (...args: string[]) => spawnSync(process.execPath, [FSPL_BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
+const fspl = (...args: string[]) =>
+  spawnSync(process.execPath, [FSPL_BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
 
 describeIfPresent(
   'the end of a net run on a failing disk',
@@ -29,7 +30,8 @@ describeIfPresent(
       await ffs?.unmount();
     });
 
-    test('the journal cannot be emptied as the run ends (fsync EIO): the run ends with status 0 and a warning; the next finds nothing to redo', async () => {
+    test('the journal cannot be emptied as the run ends (fsync EIO): the run ' +
+      'ends with status 0 and a warning; the next finds nothing to redo', async () => {
       const dir = path.join(ffs.root, 'end');
       fs.mkdirSync(dir);
       const netFile = path.join(dir, 'net.yaml');

@@ -41,7 +41,14 @@ async function packets(dir: string): Promise<Array<{ seq: bigint; key?: string }
 const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
 
 /** What a net's places hold after a drain, against the keys put: counted into the tally. */
-async function judge(t: Tally, placesDir: string, inner: string[], sink: string, keys: number, label: string): Promise<void> {
+async function judge(
+  t: Tally,
+  placesDir: string,
+  inner: string[],
+  sink: string,
+  keys: number,
+  label: string,
+): Promise<void> {
   const got = await packets(path.join(placesDir, sink));
   const counted = deliveryCount(got, keys, seqOf(path.join(placesDir, sink, 'sendseq')));
   const { lost, doubled } = counted;
@@ -81,10 +88,12 @@ describeIfPresent(
     });
     afterAll(async () => {
       await ffs?.unmount();
-      for (const [name, t] of Object.entries(report)) console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
+      for (const [name, t] of Object.entries(report))
+        console.log(`faults, ${name} (seed ${SEED}): ${JSON.stringify(t)}`);
     });
 
-    test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a fault at a random moment, cleared, and the run drains by itself`, async () => {
+    test(`a net (chain, and-branch, and-merge): ${RUNS} runs with a ` +
+      `fault at a random moment, cleared, and the run drains by itself`, async () => {
       const t = (report.net = newTally());
       const inside = path.join(ffs.root, 'net');
       fs.mkdirSync(inside);

@@ -32,7 +32,9 @@ const PER_RUN = 4;
 const seqOf = (file: string) => BigInt(fs.readFileSync(file, 'utf8').trim());
 
 const missing = [
-  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
+  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
   ...faultsMissing(),
 ];
 
@@ -83,7 +85,8 @@ describeIfPresent(
       if (tally) console.log(`faults, ssh outbox (seed ${SEED}): ${JSON.stringify(tally)}`);
     });
 
-    test(`the ssh outbox: ${RUNS} runs with a fault at a random moment on either side, cleared, and the run drains by itself`, async () => {
+    test(`the ssh outbox: ${RUNS} runs with a fault at a random ` +
+      `moment on either side, cleared, and the run drains by itself`, async () => {
       const t = (tally = newTally());
       const dir = path.join(ffs.root, 'onet');
       fs.mkdirSync(dir);
@@ -91,7 +94,8 @@ describeIfPresent(
       const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
       fs.writeFileSync(
         netFile,
-        `hosts:\n  a: { ssh: ${ssh('a')} }\n  b: { ssh: ${ssh('b')} }\nplaces:\n  src: { host: a }\n  mid: { host: b }\ntransitions:\n  ship: { host: a, in: src, out: mid }\n`,
+        `hosts:\n  a: { ssh: ${ssh('a')} }\n  b: { ssh: ${ssh('b')} }\nplaces:\n  src: { host: a }\n` +
+          `  mid: { host: b }\ntransitions:\n  ship: { host: a, in: src, out: mid }\n`,
       );
       for (const h of ['a', 'b']) {
         const r = spawnWorkload(['sh', '-c', `exec ${FSPL} net init ${JSON.stringify(netFile)} --host ${h}`]);

@@ -15,10 +15,20 @@ import { describeIfPresent } from '../gate.js';
 import { onPath, waitFor } from '../harness/proc.js';
 import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { tokens } from '../net/fault-check.js';
-import { type FaultRule, type FaultyFs, faultsMissing, mountFaulty, mountTmpfs, type SmallTmpfs, tmpfsMissing } from './harness.js';
+import {
+  type FaultRule,
+  type FaultyFs,
+  faultsMissing,
+  mountFaulty,
+  mountTmpfs,
+  type SmallTmpfs,
+  tmpfsMissing,
+} from './harness.js';
 
 const missing = [
-  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
+  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
   ...faultsMissing(),
   ...tmpfsMissing(),
 ];
@@ -44,7 +54,9 @@ function remotePlace(parent: string): string {
 /** What a place holds, checked: keys k0..k(n-1) once each, numbers 1..n, nothing else in jobs/. */
 async function expectExactlyOnce(place: string, n: number): Promise<void> {
   const got = await tokens(place);
-  expect(got.map((t) => t.key).sort(), 'keys (lost or doubled)').toEqual(Array.from({ length: n }, (_, i) => `k${i}`).sort());
+  expect(got.map((t) => t.key).sort(), 'keys (lost or doubled)').toEqual(
+    Array.from({ length: n }, (_, i) => `k${i}`).sort(),
+  );
   expect(
     got.map((t) => t.seq).sort((a, b) => (a < b ? -1 : 1)),
     'numbers',
@@ -103,9 +115,11 @@ describeIfPresent(
       };
     }
 
-    const outboxEmpty = (outbox: string) => fs.readdirSync(path.join(outbox, 'jobs')).filter((f) => f.startsWith('fspl-')).length === 0;
+    const outboxEmpty = (outbox: string) =>
+      fs.readdirSync(path.join(outbox, 'jobs')).filter((f) => f.startsWith('fspl-')).length === 0;
 
-    test("the receiver's disk full (a real tmpfs): it refuses, the sender keeps the packets and tries again, and delivers each once when there is room", async () => {
+    test("the receiver's disk full (a real tmpfs): it refuses, the sender keeps " +
+      'the packets and tries again, and delivers each once when there is room', async () => {
       const outbox = await outboxWith(ffs.root, 5);
       const place = remotePlace(disk.root);
       disk.fill();
@@ -129,13 +143,31 @@ describeIfPresent(
     // two of them (each is about a second: a connection and the sender's backoff), `npm run
     // test:faults` all.
     const allSteps: Array<[string, (place: string) => FaultRule]> = [
-      ['the packet cannot be written (ENOSPC)', (p) => ({ op: 'write', error: 'ENOSPC', when: { nth: 2 }, path: `${p}/jobs/.fspl-in-*` })],
-      ["the packet's fsync fails (EIO)", (p) => ({ op: 'fsync', error: 'EIO', when: { nth: 3 }, path: `${p}/jobs/.fspl-in-*` })],
-      ['recvseq cannot be written (ENOSPC)', (p) => ({ op: 'write', error: 'ENOSPC', when: { nth: 2 }, path: `${p}/recvseq.tmp` })],
+      [
+        'the packet cannot be written (ENOSPC)',
+        (p) => ({ op: 'write', error: 'ENOSPC', when: { nth: 2 }, path: `${p}/jobs/.fspl-in-*` }),
+      ],
+      [
+        "the packet's fsync fails (EIO)",
+        (p) => ({ op: 'fsync', error: 'EIO', when: { nth: 3 }, path: `${p}/jobs/.fspl-in-*` }),
+      ],
+      [
+        'recvseq cannot be written (ENOSPC)',
+        (p) => ({ op: 'write', error: 'ENOSPC', when: { nth: 2 }, path: `${p}/recvseq.tmp` }),
+      ],
       ["recvseq's rename fails (EIO)", (p) => ({ op: 'rename', error: 'EIO', when: { nth: 2 }, path: `${p}/recvseq` })],
-      ["the place's fsync after recvseq fails (EIO)", (p) => ({ op: 'fsync', error: 'EIO', when: { nth: 2 }, path: p })],
-      ["the packet's rename to its job name fails (EIO)", (p) => ({ op: 'rename', error: 'EIO', when: { nth: 2 }, path: `${p}/jobs/fspl-*` })],
-      ['the fsync of jobs/ after the rename fails (EIO)', (p) => ({ op: 'fsync', error: 'EIO', when: { nth: 4 }, path: `${p}/jobs` })],
+      [
+        "the place's fsync after recvseq fails (EIO)",
+        (p) => ({ op: 'fsync', error: 'EIO', when: { nth: 2 }, path: p }),
+      ],
+      [
+        "the packet's rename to its job name fails (EIO)",
+        (p) => ({ op: 'rename', error: 'EIO', when: { nth: 2 }, path: `${p}/jobs/fspl-*` }),
+      ],
+      [
+        'the fsync of jobs/ after the rename fails (EIO)',
+        (p) => ({ op: 'fsync', error: 'EIO', when: { nth: 4 }, path: `${p}/jobs` }),
+      ],
     ];
     const receiverFaults = process.env.FSPL_FAULT_RUNS ? allSteps : allSteps.filter((_, i) => i === 0 || i === 4);
     test.each(receiverFaults)(
@@ -161,10 +193,26 @@ describeIfPresent(
     // The sender's own disk (its outbox) failing as it takes acknowledged packets off the outbox.
     // (With the attempts failed before the fault is cleared.)
     const senderFaults: Array<[string, (outbox: string) => FaultRule, number]> = [
-      ['nextseq cannot be written (ENOSPC)', (o) => ({ op: 'write', error: 'ENOSPC', when: { nth: 1 }, path: `${o}/nextseq*` }), 1],
-      ["nextseq's fsync fails (EIO)", (o) => ({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${o}/nextseq*` }), 1],
-      ["nextseq's rename fails (EIO)", (o) => ({ op: 'rename', error: 'EIO', when: { nth: 1 }, path: `${o}/nextseq*` }), 1],
-      ['a packet cannot be removed, again and again (EIO)', (o) => ({ op: 'unlink', error: 'EIO', when: { from: 2 }, path: `${o}/jobs/fspl-*` }), 1],
+      [
+        'nextseq cannot be written (ENOSPC)',
+        (o) => ({ op: 'write', error: 'ENOSPC', when: { nth: 1 }, path: `${o}/nextseq*` }),
+        1,
+      ],
+      [
+        "nextseq's fsync fails (EIO)",
+        (o) => ({ op: 'fsync', error: 'EIO', when: { nth: 1 }, path: `${o}/nextseq*` }),
+        1,
+      ],
+      [
+        "nextseq's rename fails (EIO)",
+        (o) => ({ op: 'rename', error: 'EIO', when: { nth: 1 }, path: `${o}/nextseq*` }),
+        1,
+      ],
+      [
+        'a packet cannot be removed, again and again (EIO)',
+        (o) => ({ op: 'unlink', error: 'EIO', when: { from: 2 }, path: `${o}/jobs/fspl-*` }),
+        1,
+      ],
     ];
     test.each(senderFaults)(
       "the sender's own disk fails: %s; it tries again, nothing is doubled",

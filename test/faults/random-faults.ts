@@ -3,7 +3,15 @@
  * what they count per workload.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FAULT_OPS, type FaultCounters, type FaultOp, type FaultRule, type FaultyFs, spawnWorkload, type WorkloadExit } from './harness.js';
+import {
+  FAULT_OPS,
+  type FaultCounters,
+  type FaultOp,
+  type FaultRule,
+  type FaultyFs,
+  spawnWorkload,
+  type WorkloadExit,
+} from './harness.js';
 
 export interface Tally {
   runs: number;
@@ -17,12 +25,26 @@ export interface Tally {
   /** The longest a run took to drain after its fault was cleared, ms. */
   slowestResumeMs: number;
 }
-export const newTally = (): Tally => ({ runs: 0, tokens: 0, faultsInjected: 0, cuts: 0, lost: 0, doubled: 0, stranded: 0, manualSteps: 0, slowestResumeMs: 0 });
+export const newTally = (): Tally => ({
+  runs: 0,
+  tokens: 0,
+  faultsInjected: 0,
+  cuts: 0,
+  lost: 0,
+  doubled: 0,
+  stranded: 0,
+  manualSteps: 0,
+  slowestResumeMs: 0,
+});
 
 export const callsBetween = (a: FaultCounters, b: FaultCounters) =>
   Object.fromEntries(FAULT_OPS.map((op) => [op, b.calls[op] - a.calls[op]])) as Record<FaultOp, number>;
 
-export function randomFault(random: () => number, calls: Record<FaultOp, number>, under: string): FaultRule & { describe: string } {
+export function randomFault(
+  random: () => number,
+  calls: Record<FaultOp, number>,
+  under: string,
+): FaultRule & { describe: string } {
   const ops = FAULT_OPS.filter((op) => calls[op] > 0 && op !== 'mkdir');
   const total = ops.reduce((s, op) => s + calls[op], 0);
   let pick = random() * total;
@@ -31,7 +53,11 @@ export function randomFault(random: () => number, calls: Record<FaultOp, number>
   const nth = 1 + Math.floor(random() * Math.max(1, calls[op] / 2));
   const kind = random();
   const when: FaultRule['when'] =
-    kind < 0.5 ? { nth } : kind < 0.8 ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) } : { from: nth };
+    kind < 0.5
+      ? { nth }
+      : kind < 0.8
+        ? { rate: Math.round((0.05 + random() * 0.3) * 1000) / 1000, seed: Math.floor(random() * 1e9) }
+        : { from: nth };
   return { op, error, when, path: `${under}/*`, describe: `${op} ${error} ${JSON.stringify(when)}` };
 }
 
@@ -41,7 +67,13 @@ export function randomFault(random: () => number, calls: Record<FaultOp, number>
  * it goes on. Counts into `t` the faults injected, the cuts, the slowest resume and a run that
  * did not end well (a manual step); returns how the run (or its restart) ended.
  */
-export async function faultedRun(ffs: FaultyFs, t: Tally, random: () => number, f: FaultRule, run: string): Promise<WorkloadExit> {
+export async function faultedRun(
+  ffs: FaultyFs,
+  t: Tally,
+  random: () => number,
+  f: FaultRule,
+  run: string,
+): Promise<WorkloadExit> {
   const before = (await ffs.faultCounters()).faults;
   const w = spawnWorkload(['sh', '-c', run]);
   await sleep(random() * 300);

@@ -19,7 +19,15 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { cleanupOnExit, freePort, killTree, listeningSockets, waitFor } from './proc.js';
 
-export const NNCP_TOOLS = ['nncp-cfgnew', 'nncp-exec', 'nncp-file', 'nncp-xfer', 'nncp-toss', 'nncp-daemon', 'nncp-call'];
+export const NNCP_TOOLS = [
+  'nncp-cfgnew',
+  'nncp-exec',
+  'nncp-file',
+  'nncp-xfer',
+  'nncp-toss',
+  'nncp-daemon',
+  'nncp-call',
+];
 
 export type NodeName = 'a' | 'b';
 
@@ -85,7 +93,9 @@ async function newKeys(): Promise<Keys> {
 
 const pub = (k: Keys) => ({ id: k.id, exchpub: k.exchpub, signpub: k.signpub, noisepub: k.noisepub });
 
-export async function startNncpPair(opts: { a?: NncpNodeOptions; b?: NncpNodeOptions; env?: NodeJS.ProcessEnv } = {}): Promise<NncpPair> {
+export async function startNncpPair(
+  opts: { a?: NncpNodeOptions; b?: NncpNodeOptions; env?: NodeJS.ProcessEnv } = {},
+): Promise<NncpPair> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-nncp-'));
   const keys = { a: await newKeys(), b: await newKeys() };
   const ports = { a: await freePort(), b: await freePort() };
@@ -160,10 +170,17 @@ export async function startNncpPair(opts: { a?: NncpNodeOptions; b?: NncpNodeOpt
       await run(n, 'nncp-toss', args);
     },
     async online(from, to) {
-      const daemon = execa('nncp-daemon', ['-cfg', nodes[to].cfg, '-quiet', '-bind', `127.0.0.1:${ports[to]}`], { env, reject: false });
+      const daemon = execa('nncp-daemon', ['-cfg', nodes[to].cfg, '-quiet', '-bind', `127.0.0.1:${ports[to]}`], {
+        env,
+        reject: false,
+      });
       daemons.add(daemon);
       try {
-        await waitFor('nncp-daemon listening', () => daemon.pid && listeningSockets(daemon.pid).some((s) => s.port === ports[to]), 10_000);
+        await waitFor(
+          'nncp-daemon listening',
+          () => daemon.pid && listeningSockets(daemon.pid).some((s) => s.port === ports[to]),
+          10_000,
+        );
         // Loopback only, and no multicast discovery socket (UDP): what the config promises.
         const sockets = listeningSockets(daemon.pid!);
         const stray = sockets.filter((s) => s.proto !== 'tcp' || s.address !== '127.0.0.1');

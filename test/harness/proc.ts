@@ -76,7 +76,12 @@ export function killTree(root: number): void {
 }
 
 /** Poll until check() returns a truthy value (returned) or the time is up (throws, saying what). */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000, everyMs = 50): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 10_000,
+  everyMs = 50,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -88,7 +93,9 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, time
       last = e;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message ?? last}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message ?? last}` : ''}`,
+      );
     }
     await sleep(everyMs);
   }
@@ -121,7 +128,8 @@ function procAddress(hex: string): string {
   const words = hex.match(/.{8}/g)!.map((w) => Buffer.from(w, 'hex').reverse()); // little-endian hosts
   const bytes = Buffer.concat(words);
   if (bytes.length === 4) return [...bytes].join('.');
-  if (bytes.subarray(0, 12).equals(Buffer.from('00000000000000000000ffff', 'hex'))) return `::ffff:${[...bytes.subarray(12)].join('.')}`;
+  if (bytes.subarray(0, 12).equals(Buffer.from('00000000000000000000ffff', 'hex')))
+    return `::ffff:${[...bytes.subarray(12)].join('.')}`;
   const groups = bytes
     .toString('hex')
     .match(/.{4}/g)!

@@ -62,7 +62,11 @@ export async function startRcloneRemote(): Promise<RcloneRemote> {
   const config = path.join(dir, 'rclone.conf');
   fs.writeFileSync(config, `[dav]\ntype = webdav\nurl = http://127.0.0.1:${port}\nvendor = other\n`);
   const log = path.join(dir, 'serve.log');
-  const server = execa('rclone', ['--config', config, 'serve', 'webdav', '--addr', `127.0.0.1:${port}`, root, '--log-file', log], { reject: false });
+  const server = execa(
+    'rclone',
+    ['--config', config, 'serve', 'webdav', '--addr', `127.0.0.1:${port}`, root, '--log-file', log],
+    { reject: false },
+  );
   const mounts = new Map<string, ResultPromise>();
   const cleanup = () => {
     for (const [mp, p] of mounts) {
@@ -89,12 +93,17 @@ export async function startRcloneRemote(): Promise<RcloneRemote> {
     port,
     async mount(remotePath, mountpoint, args = []) {
       const mlog = path.join(dir, `mount-${mounts.size}.log`);
-      const p = execa('rclone', ['--config', config, 'mount', `dav:${remotePath}`, mountpoint, '--log-file', mlog, ...args], { reject: false });
+      const p = execa(
+        'rclone',
+        ['--config', config, 'mount', `dav:${remotePath}`, mountpoint, '--log-file', mlog, ...args],
+        { reject: false },
+      );
       mounts.set(mountpoint, p);
       await waitFor(
         `rclone mount at ${mountpoint}`,
         () => {
-          if (p.exitCode !== null && p.exitCode !== undefined) throw new Error(`rclone mount exited: ${fs.readFileSync(mlog, 'utf8')}`);
+          if (p.exitCode !== null && p.exitCode !== undefined)
+            throw new Error(`rclone mount exited: ${fs.readFileSync(mlog, 'utf8')}`);
           return mounted(mountpoint);
         },
         15_000,

@@ -12,7 +12,9 @@ import { ROOT } from '../helpers.js';
 import { listeningSockets, onPath } from './proc.js';
 import { SSHD_BIN, type Sshd, startSshd } from './sshd.js';
 
-const missing = [SSHD_BIN, 'ssh', 'ssh-keygen'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client)`);
+const missing = [SSHD_BIN, 'ssh', 'ssh-keygen']
+  .filter((c) => !onPath(c))
+  .map((c) => `${c} (apt-get install openssh-server openssh-client)`);
 
 describeIfPresent('sshd harness', missing, { what: 'sshd harness tests' }, () => {
   let sshd: Sshd;

@@ -97,14 +97,18 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
 
   const hostKey = path.join(dir, 'ssh_host_ed25519_key');
   const identityPath = path.join(dir, 'id_ed25519');
-  const [hostPub, userPub] = await Promise.all([keygen(hostKey, 'fspl-test-host'), keygen(identityPath, 'fspl-test-user')]);
+  const [hostPub, userPub] = await Promise.all([
+    keygen(hostKey, 'fspl-test-host'),
+    keygen(identityPath, 'fspl-test-user'),
+  ]);
   // Only connections from 127.0.0.1, and only with this key.
   fs.writeFileSync(path.join(dir, 'authorized_keys'), `from="127.0.0.1" ${userPub}\n`);
 
   const remotePath = [...(opts.remotePath ?? []), path.dirname(process.execPath), SYSTEM_PATH].join(':');
   const env = { ...opts.remoteEnv, PATH: remotePath, HOME: remoteHome };
   for (const [k, v] of Object.entries(env)) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || /[\s"'\\]/.test(v)) throw new Error(`startSshd: remote variable ${k}=${v} cannot go into sshd_config`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || /[\s"'\\]/.test(v))
+      throw new Error(`startSshd: remote variable ${k}=${v} cannot go into sshd_config`);
   }
 
   const logPath = path.join(dir, 'sshd.log');
@@ -204,7 +208,11 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
         `sshd on 127.0.0.1:${port} to accept \`ssh ${aliases[0]} true\``,
         async () => {
           if (gone) throw new Error(`sshd exited; its log:\n${fs.readFileSync(logPath, 'utf8').slice(-2000)}`);
-          const r = await execa(argv[0], [...argv.slice(1), aliases[0], 'true'], { reject: false, stdin: 'ignore', timeout: 10_000 });
+          const r = await execa(argv[0], [...argv.slice(1), aliases[0], 'true'], {
+            reject: false,
+            stdin: 'ignore',
+            timeout: 10_000,
+          });
           return r.exitCode === 0;
         },
         opts.readyTimeoutMs ?? 15_000,

@@ -11,7 +11,9 @@ import { listeningSockets, onPath } from './proc.js';
 import { netnsSupport, SYNCTHING_BIN, type SyncthingPair, startSyncthingPair, waitForFile } from './syncthing.js';
 
 function missing(): string[] {
-  const out = [SYNCTHING_BIN, 'unshare', 'ip'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);
+  const out = [SYNCTHING_BIN, 'unshare', 'ip']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);
   if (out.length === 0 && netnsSupport().problem) out.push(netnsSupport().problem!);
   return out;
 }
@@ -45,7 +47,11 @@ describeIfPresent('syncthing pair harness', missing(), { what: 'syncthing harnes
     fs.writeFileSync(path.join(pair.a.folder, 'marker'), 'm');
     await pair.rescan('a');
     await waitForFile(path.join(pair.b.folder, 'marker'));
-    const status = await pair.api<{ receiveOnlyChangedFiles: number }>('b', 'GET', `/rest/db/status?folder=${pair.folderId}`);
+    const status = await pair.api<{ receiveOnlyChangedFiles: number }>(
+      'b',
+      'GET',
+      `/rest/db/status?folder=${pair.folderId}`,
+    );
     expect(status.receiveOnlyChangedFiles).toBe(1); // B's file is a local change, kept to itself
     expect(fs.existsSync(path.join(pair.a.folder, 'from-b.txt'))).toBe(false);
     expect(fs.existsSync(path.join(pair.b.folder, 'x.ignored'))).toBe(false);
@@ -69,23 +75,31 @@ describeIfPresent('syncthing pair harness', missing(), { what: 'syncthing harnes
     expect(fs.readlinkSync(`/proc/${pair.a.pid}/ns/net`)).toBe(fs.readlinkSync(`/proc/${pair.b.pid}/ns/net`));
   });
 
-  test('discovery, relays, NAT traversal, usage and crash reporting and upgrades are off, as Syncthing itself reports', async () => {
-    for (const side of ['a', 'b'] as const) {
-      const { options } = await pair.api<{ options: Record<string, unknown> }>(side, 'GET', '/rest/config');
-      expect(options).toMatchObject({
-        globalAnnounceEnabled: false,
-        localAnnounceEnabled: false,
-        relaysEnabled: false,
-        natEnabled: false,
-        urAccepted: -1,
-        crashReportingEnabled: false,
-        autoUpgradeIntervalH: 0,
-        listenAddresses: [side === 'a' ? 'tcp://127.0.0.1:22001' : 'tcp://127.0.0.1:22002'],
-      });
-    }
-    const { devices } = await pair.api<{ devices: { deviceID: string; addresses: string[] }[] }>('a', 'GET', '/rest/config');
-    expect(devices.find((d) => d.deviceID === pair.b.deviceId)?.addresses).toEqual(['tcp://127.0.0.1:22002']);
-  });
+  test(
+    'discovery, relays, NAT traversal, usage and crash ' +
+      'reporting and upgrades are off, as Syncthing itself reports',
+    async () => {
+      for (const side of ['a', 'b'] as const) {
+        const { options } = await pair.api<{ options: Record<string, unknown> }>(side, 'GET', '/rest/config');
+        expect(options).toMatchObject({
+          globalAnnounceEnabled: false,
+          localAnnounceEnabled: false,
+          relaysEnabled: false,
+          natEnabled: false,
+          urAccepted: -1,
+          crashReportingEnabled: false,
+          autoUpgradeIntervalH: 0,
+          listenAddresses: [side === 'a' ? 'tcp://127.0.0.1:22001' : 'tcp://127.0.0.1:22002'],
+        });
+      }
+      const { devices } = await pair.api<{ devices: { deviceID: string; addresses: string[] }[] }>(
+        'a',
+        'GET',
+        '/rest/config',
+      );
+      expect(devices.find((d) => d.deviceID === pair.b.deviceId)?.addresses).toEqual(['tcp://127.0.0.1:22002']);
+    },
+  );
 
   test('the logs are collected, with the trace facility on', () => {
     for (const inst of [pair.a, pair.b]) expect(fs.readFileSync(inst.logPath, 'utf8')).toMatch(/DEBUG: /);

@@ -103,14 +103,23 @@ let probed: { problem?: string; unshareArgs: string[] } | undefined;
 export function netnsSupport(): { problem?: string; unshareArgs: string[] } {
   if (probed) return probed;
   const base = ['--net', '--pid', '--fork', '--kill-child'];
-  const candidates = process.getuid?.() === 0 ? [base, ['--user', '--map-root-user', ...base]] : [['--user', '--map-root-user', ...base]];
+  const candidates =
+    process.getuid?.() === 0
+      ? [base, ['--user', '--map-root-user', ...base]]
+      : [['--user', '--map-root-user', ...base]];
   let last = '';
   for (const args of candidates) {
-    const r = spawnSync('unshare', [...args, '--', 'ip', 'link', 'set', 'lo', 'up'], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync('unshare', [...args, '--', 'ip', 'link', 'set', 'lo', 'up'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     if (r.status === 0) return (probed = { unshareArgs: args });
     last = (r.stderr || r.error?.message || `exit ${r.status}`).trim();
   }
-  return (probed = { problem: `permission to make a network namespace (unshare --net; ip link set lo up): ${last}`, unshareArgs: [] });
+  return (probed = {
+    problem: `permission to make a network namespace (unshare --net; ip link set lo up): ${last}`,
+    unshareArgs: [],
+  });
 }
 
 function xmlEscape(s: string): string {
@@ -118,7 +127,11 @@ function xmlEscape(s: string): string {
 }
 
 async function generate(home: string): Promise<string> {
-  const r = await execa(SYNCTHING_BIN, ['generate', `--home=${home}`, '--no-default-folder'], { all: true, env: { HOME: home }, reject: false });
+  const r = await execa(SYNCTHING_BIN, ['generate', `--home=${home}`, '--no-default-folder'], {
+    all: true,
+    env: { HOME: home },
+    reject: false,
+  });
   const m = /Device ID:\s*([A-Z0-9-]{63})/.exec(r.all ?? '');
   if (r.exitCode !== 0 || !m) throw new Error(`syncthing generate failed: ${r.all}`);
   return m[1];
@@ -142,16 +155,19 @@ interface Side0 {
  * other's TLS hello until a 20 s timeout. B accepts A's connection, and A redials every second.
  */
 function configXml(me: Side0, peer: Side0, folderId: string, o: SyncthingPairOptions): string {
-  const device = (
-    s: Side0,
-    address: string,
-  ) => `    <device id="${s.deviceId}" name="${s.side}" compression="metadata" introducer="false" skipIntroductionRemovals="false" introducedBy="">
+  const device = (s: Side0, address: string) =>
+    `    <device id="${s.deviceId}" name="${s.side}" compression="metadata" ` +
+    `introducer="false" skipIntroductionRemovals="false" introducedBy="">
         <address>${address}</address>
         <paused>false</paused>
         <autoAcceptFolders>false</autoAcceptFolders>
     </device>`;
-  return `<configuration version="36">
-    <folder id="${xmlEscape(folderId)}" label="${xmlEscape(folderId)}" path="${xmlEscape(me.folder)}" type="${me.type}" rescanIntervalS="${o.rescanIntervalS ?? 3600}" fsWatcherEnabled="${o.fsWatcherEnabled ?? true}" fsWatcherDelayS="${o.fsWatcherDelayS ?? 1}" ignorePerms="false" autoNormalize="true">
+  return (
+    `<configuration version="36">
+    <folder id="${xmlEscape(folderId)}" label="${xmlEscape(folderId)}" path="${xmlEscape(me.folder)}` +
+    `" type="${me.type}" rescanIntervalS="${o.rescanIntervalS ?? 3600}" fsWatcherEnabled="` +
+    `${o.fsWatcherEnabled ?? true}" fsWatcherDelayS="${o.fsWatcherDelayS ?? 1}" ignorePerms="false" ` +
+    `autoNormalize="true">
         <filesystemType>basic</filesystemType>
         <device id="${me.deviceId}" introducedBy=""></device>
         <device id="${peer.deviceId}" introducedBy=""></device>
@@ -193,7 +209,8 @@ ${device(peer, me.side === 'a' ? `tcp://127.0.0.1:${peer.port}` : 'dynamic')}
         <restartOnWakeup>false</restartOnWakeup>
     </options>
 </configuration>
-`;
+`
+  );
 }
 
 function apiCall<T>(inst: SyncthingInstance, method: string, apiPath: string, body?: unknown): Promise<T> {
@@ -216,7 +233,8 @@ function apiCall<T>(inst: SyncthingInstance, method: string, apiPath: string, bo
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if ((res.statusCode ?? 500) >= 400) return reject(new Error(`${inst.side}: ${method} ${apiPath}: HTTP ${res.statusCode} ${text.trim()}`));
+          if ((res.statusCode ?? 500) >= 400)
+            return reject(new Error(`${inst.side}: ${method} ${apiPath}: HTTP ${res.statusCode} ${text.trim()}`));
           try {
             resolve((text ? JSON.parse(text) : undefined) as T);
           } catch {
@@ -273,7 +291,9 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
     // PID 1 of the new namespaces: brings loopback up, starts both, and exits (killing all in the
     // namespace) when its stdin, a pipe from this process, closes.
     const start = (s: Side0) =>
-      `HOME=${shellQuote(s.home)} ${SYNCTHING_BIN} serve --home=${shellQuote(s.home)} --no-browser --no-restart --no-upgrade --no-default-folder --skip-port-probing --logflags=7 >${shellQuote(path.join(s.home, 'syncthing.log'))} 2>&1 </dev/null &`;
+      `HOME=${shellQuote(s.home)} ${SYNCTHING_BIN} serve --home=${shellQuote(s.home)} ` +
+      `--no-browser --no-restart --no-upgrade --no-default-folder --skip-port-probing ` +
+      `--logflags=7 >${shellQuote(path.join(s.home, 'syncthing.log'))} 2>&1 </dev/null &`;
     const script = [
       'set -e',
       'ip link set lo up',
@@ -285,7 +305,8 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       // B first; A, the side that dials, once B listens (A would otherwise wait ~5 s to redial).
       start(b0),
       'b=$!',
-      `until grep -q ' 0100007F:${b0.port.toString(16).toUpperCase()} 00000000:0000 0A ' /proc/net/tcp; do kill -0 $b; sleep 0.02; done`,
+      `until grep -q ' 0100007F:${b0.port.toString(16).toUpperCase()} ` +
+        `00000000:0000 0A ' /proc/net/tcp; do kill -0 $b; sleep 0.02; done`,
       start(a0),
       'cat >/dev/null || true',
     ].join('\n');
@@ -302,7 +323,8 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
 
     const pidOf = async (s: Side0) =>
       waitFor(`syncthing ${s.side} to start (see ${logPath})`, () => {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the namespace exited: ${fs.readFileSync(logPath, 'utf8')}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`the namespace exited: ${fs.readFileSync(logPath, 'utf8')}`);
         return descendants(child.pid!).find((p) => {
           try {
             return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').includes(`--home=${s.home}`);
@@ -328,7 +350,8 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
     const b = inst(b0, pidB);
     const bySide = { a, b };
 
-    const api = <T>(side: Side, method: string, apiPath: string, body?: unknown) => apiCall<T>(bySide[side], method, apiPath, body);
+    const api = <T>(side: Side, method: string, apiPath: string, body?: unknown) =>
+      apiCall<T>(bySide[side], method, apiPath, body);
     const connected = async () => {
       const [ca, cb] = await Promise.all([
         api<{ connections: Record<string, { connected: boolean }> }>('a', 'GET', '/rest/system/connections'),
@@ -336,14 +359,20 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       ]);
       return !!ca.connections[b.deviceId]?.connected && !!cb.connections[a.deviceId]?.connected;
     };
-    const folderState = async (side: Side) => (await api<{ state: string }>(side, 'GET', `/rest/db/status?folder=${encodeURIComponent(folderId)}`)).state;
+    const folderState = async (side: Side) =>
+      (await api<{ state: string }>(side, 'GET', `/rest/db/status?folder=${encodeURIComponent(folderId)}`)).state;
 
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
     const left = () => Math.max(1000, deadline - Date.now());
     const explain = () => `\n--- a log tail:\n${tail(a.logPath)}\n--- b log tail:\n${tail(b.logPath)}`;
     try {
       await waitFor('both instances to connect to each other', connected, left(), 100);
-      await waitFor('the folder to be idle on both sides', async () => (await folderState('a')) === 'idle' && (await folderState('b')) === 'idle', left(), 100);
+      await waitFor(
+        'the folder to be idle on both sides',
+        async () => (await folderState('a')) === 'idle' && (await folderState('b')) === 'idle',
+        left(),
+        100,
+      );
     } catch (e) {
       throw new Error(`${(e as Error).message}${explain()}`);
     }
@@ -357,7 +386,11 @@ export async function startSyncthingPair(opts: SyncthingPairOptions = {}): Promi
       nsPid: child.pid!,
       api,
       rescan: async (side, sub) => {
-        await api(side, 'POST', `/rest/db/scan?folder=${encodeURIComponent(folderId)}${sub ? `&sub=${encodeURIComponent(sub)}` : ''}`);
+        await api(
+          side,
+          'POST',
+          `/rest/db/scan?folder=${encodeURIComponent(folderId)}${sub ? `&sub=${encodeURIComponent(sub)}` : ''}`,
+        );
       },
       connected,
       stop: async () => {
@@ -390,7 +423,10 @@ function tail(file: string): string {
  * unshare (its parent, which reaps it and exits) is gone, so is everything that ran inside.
  */
 async function killNamespace(child: ChildProcess, pids: number[]): Promise<void> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+  const exited =
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve()
+      : new Promise<void>((r) => child.once('exit', () => r()));
   const init = descendants(child.pid!).find((p) => ppidOf(p) === child.pid);
   child.stdin?.end();
   try {
@@ -405,7 +441,11 @@ async function killNamespace(child: ChildProcess, pids: number[]): Promise<void>
 }
 
 /** Resolves with the file's contents once it exists and has the expected size or content (if given). */
-export async function waitForFile(file: string, timeoutMs = 15_000, expect?: { size?: number; content?: string | Buffer }): Promise<Buffer> {
+export async function waitForFile(
+  file: string,
+  timeoutMs = 15_000,
+  expect?: { size?: number; content?: string | Buffer },
+): Promise<Buffer> {
   return waitFor(
     `${file} to appear${expect ? ' complete' : ''}`,
     () => {

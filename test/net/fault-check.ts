@@ -26,7 +26,9 @@ export async function tokens(placeDir: string): Promise<Array<{ seq: bigint; key
 
 /** The keys of the tokens (not the NOPs) in a place, sorted, each as often as it is there. */
 export async function keysOf(placeDir: string): Promise<string[]> {
-  return (await tokens(placeDir)).flatMap((t) => (t.key === undefined ? [] : [t.key])).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  return (await tokens(placeDir))
+    .flatMap((t) => (t.key === undefined ? [] : [t.key]))
+    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
 /**
@@ -40,7 +42,9 @@ export async function checkNumbers(netDir: string, inner: string[], sinks: strin
   for (const p of inner) {
     const dir = path.join(places, p);
     expect(fs.readdirSync(path.join(dir, 'jobs')), `${label}${p}: left in an inner place`).toEqual([]);
-    expect(seqOf(path.join(dir, 'nextseq')), `${label}${p}: nextseq short of sendseq (a number stranded)`).toBe(seqOf(path.join(dir, 'sendseq')));
+    expect(seqOf(path.join(dir, 'nextseq')), `${label}${p}: nextseq short of sendseq (a number stranded)`).toBe(
+      seqOf(path.join(dir, 'sendseq')),
+    );
   }
   for (const p of sinks) {
     const dir = path.join(places, p);

@@ -60,10 +60,20 @@ export async function tokensIn(dir: string): Promise<Found[]> {
     const chunks: Buffer[] = [];
     for await (const c of p.payload) chunks.push(c as Buffer);
     const env = Object.fromEntries(p.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]));
-    out.push({ seq: p.seq, kind: p.kind, key: env.KEY ?? '', env, payload: Buffer.concat(chunks).toString(), filename: name });
+    out.push({
+      seq: p.seq,
+      kind: p.kind,
+      key: env.KEY ?? '',
+      env,
+      payload: Buffer.concat(chunks).toString(),
+      filename: name,
+    });
   }
   return out.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
 }
+
+const KNOWN_FILE =
+  /(^|\/)(fspl-[^/]*\.fspl|nextseq|nextseq\.lock|sendseq|sendseq\.lock|net\.yaml|journal|live\.json|run\.lock)$/;
 
 /** Files in a directory tree other than job files, queue files and the state's own (temporaries, staging...). */
 export function strayFiles(dir: string): string[] {
@@ -76,17 +86,16 @@ export function strayFiles(dir: string): string[] {
     }
   };
   walk(dir);
-  return out.filter(
-    (f) =>
-      !/(^|\/)(fspl-[^/]*\.fspl|nextseq|nextseq\.lock|sendseq|sendseq\.lock|net\.yaml|journal|live\.json|run\.lock)$/.test(f) &&
-      !f.includes('/logs/') &&
-      !f.endsWith('.sh'),
-  );
+  return out.filter((f) => !KNOWN_FILE.test(f) && !f.includes('/logs/') && !f.endsWith('.sh'));
 }
 
 /** Start `fspl net ARGS` as a child process. */
 export function spawnFspl(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcess {
-  const c = spawn(process.execPath, [FSPL_BIN, ...args], { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const c = spawn(process.execPath, [FSPL_BIN, ...args], {
+    cwd: opts.cwd,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(c);
   c.on('exit', () => children.delete(c));
   return c;
@@ -98,7 +107,11 @@ export function runFspl(
   opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string | Buffer } = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const c = spawn(process.execPath, [FSPL_BIN, ...args], { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const c = spawn(process.execPath, [FSPL_BIN, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     children.add(c);
     let stdout = '';
     let stderr = '';
@@ -124,7 +137,10 @@ export function seeded(seed: number): (n: number) => number {
 
 type TransitionDef = NetDefinition['transitions'][string];
 
-/** A net of one JavaScript transition `t` from place `a` to place `b` in `dir` (not initialised); `extra` adds to t's definition. */
+/**
+ * A net of one JavaScript transition `t` from place `a` to place `b` in `dir` (not initialised); `extra` adds to t's
+ * definition.
+ */
 export function fnNet(dir: string, fn: NonNullable<TransitionDef['fn']>, extra: Partial<TransitionDef> = {}): Net {
   return Net.define({ dir, places: { a: {}, b: {} }, transitions: { t: { in: 'a', out: 'b', fn, ...extra } } });
 }

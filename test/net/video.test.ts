@@ -14,7 +14,11 @@ test('the video net runs 100 clips: decode, split, xor triage, stabilize or pass
   net.init();
   for (let i = 1; i <= 100; i++) {
     const shake = i % 3 === 0 ? ' shake' : '';
-    await net.put('inbox', Buffer.from(`frame 1 of clip${i}${shake}\nframe 2 of clip${i}${shake}\naudio track of clip${i}\n`), { key: `clip${i}` });
+    await net.put(
+      'inbox',
+      Buffer.from(`frame 1 of clip${i}${shake}\nframe 2 of clip${i}${shake}\naudio track of clip${i}\n`),
+      { key: `clip${i}` },
+    );
   }
   const summary = await net.run({ drain: true });
   expect(summary.leftovers).toEqual([]);

@@ -6,7 +6,8 @@ import { encodeHeader } from '../../src/lowlevel.js';
 import { claimedSeq } from '../../src/packet/claim.js';
 
 /** The metadata of an encoded packet: past its 30-byte prefix. */
-const metadataOf = (seq: bigint) => encodeHeader({ seq, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }).subarray(30);
+const metadataOf = (seq: bigint) =>
+  encodeHeader({ seq, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }).subarray(30);
 
 describe('claimedSeq', () => {
   it('reads seq as the reference writes it, at every width, above 2^53 too', () => {

@@ -94,7 +94,10 @@ describe('encoding', () => {
 
   it('writes byte strings as integer arrays, with array16 past 15 entries', () => {
     const params = Array.from({ length: 20 }, (_, i) => Buffer.from([i, 0x80 + i]));
-    const h: PacketHeader = { ...base, cmd: { kind: 'Command', params, env: [[Buffer.from('A'), Buffer.from([0xff])]] } };
+    const h: PacketHeader = {
+      ...base,
+      cmd: { kind: 'Command', params, env: [[Buffer.from('A'), Buffer.from([0xff])]] },
+    };
     const meta = encodeMetadata(h);
     expect(meta.includes(Buffer.from([0xdc, 0x00, 0x14]))).toBe(true);
     expect(meta.includes(Buffer.from([0x92, 0x00, 0xcc, 0x80]))).toBe(true);
@@ -137,7 +140,11 @@ describe('liberal reading', () => {
     ]);
     const h = decodeMetadata(doc);
     expect(h.seq).toBe(5n);
-    expect(h.cmd).toEqual({ kind: 'Command', params: [Buffer.from('ab'), Buffer.from('cd')], env: [[Buffer.from('K'), Buffer.from('V')]] });
+    expect(h.cmd).toEqual({
+      kind: 'Command',
+      params: [Buffer.from('ab'), Buffer.from('cd')],
+      env: [[Buffer.from('K'), Buffer.from('V')]],
+    });
   });
 
   it('turns wrong shapes into BadPacketError', () => {
@@ -145,8 +152,24 @@ describe('liberal reading', () => {
       Buffer.from([0xc1]),
       Buffer.from([0x01]),
       Buffer.concat([Buffer.from([0x81]), str('seq'), Buffer.from([0x01])]),
-      Buffer.concat([Buffer.from([0x83]), str('seq'), Buffer.from([0xff]), str('ctime'), Buffer.from([0x92, 0, 0]), str('cmd_type'), str('NOP')]),
-      Buffer.concat([Buffer.from([0x83]), str('seq'), Buffer.from([1]), str('ctime'), Buffer.from([0x92, 0, 0]), str('cmd_type'), str('Boom')]),
+      Buffer.concat([
+        Buffer.from([0x83]),
+        str('seq'),
+        Buffer.from([0xff]),
+        str('ctime'),
+        Buffer.from([0x92, 0, 0]),
+        str('cmd_type'),
+        str('NOP'),
+      ]),
+      Buffer.concat([
+        Buffer.from([0x83]),
+        str('seq'),
+        Buffer.from([1]),
+        str('ctime'),
+        Buffer.from([0x92, 0, 0]),
+        str('cmd_type'),
+        str('Boom'),
+      ]),
       Buffer.from([0xdd, 0xff, 0xff, 0xff, 0xff]),
     ];
     for (const b of bad) expect(() => decodeMetadata(b)).toThrow(BadPacketError);

@@ -9,7 +9,11 @@ import { decodeHeader, decodeMetadata, encodeHeader, encodeMetadata, type Packet
 import { NOT_BEFORE_MAX, notBeforeText, notYet, parseNotBefore } from '../../src/packet/not-before.js';
 import { prepareHeader } from '../../src/packet/prepare.js';
 
-const base: PacketHeader = { seq: 3n, ctime: { secs: 1700000000n, nanos: 1 }, cmd: { kind: 'Command', params: [], env: [] } };
+const base: PacketHeader = {
+  seq: 3n,
+  ctime: { secs: 1700000000n, nanos: 1 },
+  cmd: { kind: 'Command', params: [], env: [] },
+};
 const T = Date.UTC(2026, 11, 1, 8, 0, 0);
 
 describe('the not_before key', () => {
@@ -38,8 +42,20 @@ describe('the not_before key', () => {
   it('a key of the wrong shape is a bad packet', () => {
     const enc = new Encoder({ useBigInt64: true });
     const doc = (v: unknown) => enc.encode({ seq: 1, ctime: [0, 0], cmd_type: 'NOP', not_before: v });
-    for (const v of [-1, 1.5, 'tomorrow', '2026-12-01T08:00:00Z', [1], NOT_BEFORE_MAX + 1, 2n ** 64n - 1n, null, true]) {
-      expect(() => decodeMetadata(doc(v)), String(v)).toThrow(/not_before is not a time in milliseconds since the epoch/);
+    for (const v of [
+      -1,
+      1.5,
+      'tomorrow',
+      '2026-12-01T08:00:00Z',
+      [1],
+      NOT_BEFORE_MAX + 1,
+      2n ** 64n - 1n,
+      null,
+      true,
+    ]) {
+      expect(() => decodeMetadata(doc(v)), String(v)).toThrow(
+        /not_before is not a time in milliseconds since the epoch/,
+      );
     }
     expect(decodeMetadata(doc(BigInt(T))).notBefore).toBe(T);
   });

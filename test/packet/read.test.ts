@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { encodeHeader, type PacketHeader, readHeaderFromStream, readHeaderSync, ShortReadError } from '../../src/lowlevel.js';
+import {
+  encodeHeader,
+  type PacketHeader,
+  readHeaderFromStream,
+  readHeaderSync,
+  ShortReadError,
+} from '../../src/lowlevel.js';
 import { tempDir, VECTORS } from '../helpers.js';
 
 const header: PacketHeader = {

@@ -6,7 +6,11 @@ import { Encoder } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
 import { decodeMetadata, encodeMetadata, type PacketHeader } from '../../src/lowlevel.js';
 
-const base: PacketHeader = { seq: 3n, ctime: { secs: 1700000000n, nanos: 1 }, cmd: { kind: 'Command', params: [], env: [] } };
+const base: PacketHeader = {
+  seq: 3n,
+  ctime: { secs: 1700000000n, nanos: 1 },
+  cmd: { kind: 'Command', params: [], env: [] },
+};
 const failure = {
   queue: '/srv/q',
   seq: 41n,

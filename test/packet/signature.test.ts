@@ -6,7 +6,14 @@
 import { Decoder } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
 import { BadPacketError } from '../../src/base/errors.js';
-import { crc32, decodeHeader, encodeHeader, encodeMetadata, PREFIX_LENGTH, signedMessage } from '../../src/packet/codec.js';
+import {
+  crc32,
+  decodeHeader,
+  encodeHeader,
+  encodeMetadata,
+  PREFIX_LENGTH,
+  signedMessage,
+} from '../../src/packet/codec.js';
 import { MsgpackWriter } from '../../src/packet/msgpack.js';
 import { SHA512_KEY, SSHSIG_KEY } from '../../src/packet/signature.js';
 import type { PacketHeader } from '../../src/packet/types.js';
@@ -49,14 +56,29 @@ describe('signed packets: the format', () => {
   it('two bin keys after the seal, which decode back; the message is the metadata without sshsig', () => {
     const meta = encodeMetadata(signed);
     const doc = new Decoder().decode(meta) as Record<string, unknown>;
-    expect(Object.keys(doc)).toEqual(['seq', 'ctime', 'cmd_type', 'payload_len', 'payload_crc32', SHA512_KEY, SSHSIG_KEY]);
+    expect(Object.keys(doc)).toEqual([
+      'seq',
+      'ctime',
+      'cmd_type',
+      'payload_len',
+      'payload_crc32',
+      SHA512_KEY,
+      SSHSIG_KEY,
+    ]);
     expect(Buffer.from(doc[SHA512_KEY] as Uint8Array).equals(sha512)).toBe(true);
     expect(Buffer.from(doc[SSHSIG_KEY] as Uint8Array).equals(sshsig)).toBe(true);
     const back = decodeHeader(encodeHeader(signed)).header;
     expect(back.signature?.sha512).toEqual(sha512);
     expect(back.signature?.sshsig).toEqual(sshsig);
     const message = signedMessage(base, sha512);
-    expect(Object.keys(new Decoder().decode(message) as object)).toEqual(['seq', 'ctime', 'cmd_type', 'payload_len', 'payload_crc32', SHA512_KEY]);
+    expect(Object.keys(new Decoder().decode(message) as object)).toEqual([
+      'seq',
+      'ctime',
+      'cmd_type',
+      'payload_len',
+      'payload_crc32',
+      SHA512_KEY,
+    ]);
     // The packet's metadata is the message with the sshsig key added: the map count, then the key at the end.
     expect(meta.subarray(1, message.length)).toEqual(message.subarray(1));
     expect(signedMessage(back, back.signature!.sha512)).toEqual(message);
@@ -109,7 +131,9 @@ describe('signed packets: the format', () => {
     );
     bad([...seal, [SHA512_KEY, bin(sha512)], [SSHSIG_KEY, (w) => w.uint(5)]], /sshsig is not a byte string/);
     // Written in another key order, it means the same and gives the same message.
-    const reordered = decodeHeader(headerOf(metadataWith([[SSHSIG_KEY, bin(sshsig)], [SHA512_KEY, bin(sha512)], ...seal]))).header;
+    const reordered = decodeHeader(
+      headerOf(metadataWith([[SSHSIG_KEY, bin(sshsig)], [SHA512_KEY, bin(sha512)], ...seal])),
+    ).header;
     expect(signedMessage(reordered, reordered.signature!.sha512)).toEqual(signedMessage(base, sha512));
   });
 });

@@ -42,7 +42,8 @@ export function powercutMissing(): string[] {
   }
   if (!onPath('fusermount3')) missing.push('fusermount3 (apt package fuse3)');
   if (!onPath('pkg-config')) missing.push('pkg-config');
-  else if (spawnSync('pkg-config', ['--exists', 'fuse3']).status !== 0) missing.push('libfuse3 headers (apt package libfuse3-dev)');
+  else if (spawnSync('pkg-config', ['--exists', 'fuse3']).status !== 0)
+    missing.push('libfuse3 headers (apt package libfuse3-dev)');
   if (!compiler()) missing.push('a C compiler (cc)');
   if (!onPath('unshare')) missing.push('unshare (util-linux)');
   else if (spawnSync('unshare', ['--pid', '--fork', '--kill-child', '--', 'true'], { timeout: 10_000 }).status !== 0) {
@@ -62,7 +63,10 @@ let built: Promise<string> | undefined;
 export function buildPcfs(): Promise<string> {
   built ??= (async () => {
     const source = fs.readFileSync(PCFS_SOURCE);
-    const flags = (await execa('pkg-config', ['--cflags', '--libs', 'fuse3'])).stdout.trim().split(/\s+/).filter(Boolean);
+    const flags = (await execa('pkg-config', ['--cflags', '--libs', 'fuse3'])).stdout
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean);
     const hash = createHash('sha256')
       .update(source)
       .update(JSON.stringify([CFLAGS, flags]))
@@ -163,7 +167,8 @@ function mounted(mountpoint: string): boolean {
 
 function parseCounters(text: string): PcfsCounters {
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/(\w+)=(\d+)/g)) out[m[1].replace(/_(\w)/g, (_, c: string) => c.toUpperCase())] = Number(m[2]);
+  for (const m of text.matchAll(/(\w+)=(\d+)/g))
+    out[m[1].replace(/_(\w)/g, (_, c: string) => c.toUpperCase())] = Number(m[2]);
   return out as unknown as PcfsCounters;
 }
 
@@ -403,7 +408,13 @@ class WorkloadImpl implements Workload {
         reject(e);
       });
       child.once('close', (code, signal) =>
-        resolve({ killed: this.killed, code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+        resolve({
+          killed: this.killed,
+          code,
+          signal,
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+        }),
       );
     });
     this.exited.catch(() => {}); // a spawn error is for those who await it
@@ -468,7 +479,10 @@ class WorkloadImpl implements Workload {
  * descendants. Its stdout and stderr are collected.
  */
 export function spawnWorkload(cmd: string[], opts: WorkloadOptions = {}): Workload {
-  const asUser = opts.uid === undefined ? [] : ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.gid ?? opts.uid}`, '--clear-groups', '--'];
+  const asUser =
+    opts.uid === undefined
+      ? []
+      : ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.gid ?? opts.uid}`, '--clear-groups', '--'];
   const child = spawn('unshare', ['--pid', '--fork', '--kill-child', '--', ...asUser, ...cmd], {
     cwd: opts.cwd,
     env: opts.env ?? process.env,

@@ -13,7 +13,15 @@ import { afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
 import { describeIfPresent } from '../gate.js';
 import { onPath } from '../harness/proc.js';
 import { ROOT } from '../helpers.js';
-import { buildPcfs, mountPowercut, mountUsers, PCFS_CTL, type PowercutFs, powercutMissing, spawnWorkload } from './harness.js';
+import {
+  buildPcfs,
+  mountPowercut,
+  mountUsers,
+  PCFS_CTL,
+  type PowercutFs,
+  powercutMissing,
+  spawnWorkload,
+} from './harness.js';
 
 const missing = [...powercutMissing(), ...(onPath('flock') ? [] : ['flock (util-linux)'])];
 
@@ -136,32 +144,38 @@ describeIfPresent(
       expect(await pc.counters()).toMatchObject({ cuts: 1, dirtyFiles: 0, dirtyDirs: 0, missing: 0 });
     });
 
-    test('fsync of the directory without fsync of the file: the name survives, with the data of the last fsync', async () => {
-      put('old', 'old content', { fsync: true });
-      fsyncDir();
-      put('old', 'new content'); // rewritten in place (O_TRUNC), never fsynced
-      put('new', 'new file'); // created, never fsynced
-      fsyncDir();
-      await pc.cut();
-      expect(tree()).toEqual({ old: 'old content', new: '' });
-    });
+    test(
+      'fsync of the directory without fsync of the file: ' + 'the name survives, with the data of the last fsync',
+      async () => {
+        put('old', 'old content', { fsync: true });
+        fsyncDir();
+        put('old', 'new content'); // rewritten in place (O_TRUNC), never fsynced
+        put('new', 'new file'); // created, never fsynced
+        fsyncDir();
+        await pc.cut();
+        expect(tree()).toEqual({ old: 'old content', new: '' });
+      },
+    );
 
-    test('changes inside the durable part of a file are undone (the durable content is copied aside first)', async () => {
-      put('f', 'abcdefgh', { fsync: true });
-      put('g', '12345678', { fsync: true });
-      put('h', 'keep', { fsync: true });
-      fsyncDir();
-      const fd = fs.openSync(P('f'), 'r+');
-      fs.writeSync(fd, 'XY', 3); // in the middle
-      fs.closeSync(fd);
-      fs.truncateSync(P('g'), 2);
-      put('g', 'zz', { flag: 'a' });
-      fs.appendFileSync(P('h'), ' and more'); // past the durable size: nothing copied
-      expect(tree()).toEqual({ f: 'abcXYfgh', g: '12zz', h: 'keep and more' });
-      expect((await pc.counters()).shadowCopies).toBe(2);
-      await pc.cut();
-      expect(tree()).toEqual({ f: 'abcdefgh', g: '12345678', h: 'keep' });
-    });
+    test(
+      'changes inside the durable part of a file are ' + 'undone (the durable content is copied aside first)',
+      async () => {
+        put('f', 'abcdefgh', { fsync: true });
+        put('g', '12345678', { fsync: true });
+        put('h', 'keep', { fsync: true });
+        fsyncDir();
+        const fd = fs.openSync(P('f'), 'r+');
+        fs.writeSync(fd, 'XY', 3); // in the middle
+        fs.closeSync(fd);
+        fs.truncateSync(P('g'), 2);
+        put('g', 'zz', { flag: 'a' });
+        fs.appendFileSync(P('h'), ' and more'); // past the durable size: nothing copied
+        expect(tree()).toEqual({ f: 'abcXYfgh', g: '12zz', h: 'keep and more' });
+        expect((await pc.counters()).shadowCopies).toBe(2);
+        await pc.cut();
+        expect(tree()).toEqual({ f: 'abcdefgh', g: '12345678', h: 'keep' });
+      },
+    );
 
     test('a rename made durable at its target only: the file has both names; at its source only: neither', async () => {
       for (const d of ['src', 'dst']) fs.mkdirSync(P(d));
@@ -291,14 +305,19 @@ describeIfPresent(
 
       // fcntl (POSIX) record locks: held here, refused to another process. (fs-ext's fcntlSync
       // fails with EFAULT for F_SETLK; its asynchronous fcntl works.)
-      const setlk = (type: number) => new Promise<void>((resolve, reject) => fsExt.fcntl(fd, 'setlk', type, (e?: Error | null) => (e ? reject(e) : resolve())));
+      const setlk = (type: number) =>
+        new Promise<void>((resolve, reject) =>
+          fsExt.fcntl(fd, 'setlk', type, (e?: Error | null) => (e ? reject(e) : resolve())),
+        );
       await setlk(fsExt.constants.F_WRLCK);
       const probe = `const f=require('fs'),x=require('fs-ext');const fd=f.openSync(process.argv[1],'r+');
       x.fcntl(fd,'setlk',x.constants.F_WRLCK,(e)=>console.log(e?e.code:'got'))`;
       const other = spawnSync(process.execPath, ['-e', probe, P('q.lock')], { cwd: ROOT, encoding: 'utf8' });
       expect(other.stdout.trim()).toMatch(/^(EAGAIN|EACCES)$/);
       await setlk(fsExt.constants.F_UNLCK);
-      expect(spawnSync(process.execPath, ['-e', probe, P('q.lock')], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()).toBe('got');
+      expect(
+        spawnSync(process.execPath, ['-e', probe, P('q.lock')], { cwd: ROOT, encoding: 'utf8' }).stdout.trim(),
+      ).toBe('got');
       fs.closeSync(fd);
 
       // A holder killed by the cut lets go.
@@ -372,32 +391,38 @@ describeIfPresent(
       expect(fs.statSync(P('f')).nlink).toBe(1); // the graveyard's link is not counted
     });
 
-    test('a workload runs as another user, and everything it starts dies at the cut, even in a new session', async () => {
-      fs.mkdirSync(P('spool'), { mode: 0o777 });
-      fs.chmodSync(P('spool'), 0o777);
-      fsyncDir();
-      await pc.sync();
-      const w = spawnWorkload(['sh', '-c', 'echo hi > mine; setsid sh -c "while :; do echo x >> f; done" & wait'], {
-        cwd: P('spool'),
-        uid: 65534,
-        gid: 65534,
-      });
-      const until = Date.now() + 5000;
-      while (!(fs.existsSync(P('spool/f')) && fs.statSync(P('spool/f')).size > 100) && Date.now() < until) await sleep(10);
-      expect(fs.statSync(P('spool/mine')).uid).toBe(65534);
-      expect(fs.statSync(P('spool/f')).size).toBeGreaterThan(100);
-      expect(mountUsers(pc.root).length).toBeGreaterThanOrEqual(2); // sh, and the setsid loop
-      await pc.cut();
-      expect(w.running()).toBe(false);
-      expect((await w.exited).killed).toBe(true);
-      expect(mountUsers(pc.root)).toEqual([]);
-      expect(tree()).toEqual({ 'spool/': '' });
-      await sleep(100);
-      expect(tree()).toEqual({ 'spool/': '' }); // nothing writes after the cut
-    });
+    test(
+      'a workload runs as another user, and everything ' + 'it starts dies at the cut, even in a new session',
+      async () => {
+        fs.mkdirSync(P('spool'), { mode: 0o777 });
+        fs.chmodSync(P('spool'), 0o777);
+        fsyncDir();
+        await pc.sync();
+        const w = spawnWorkload(['sh', '-c', 'echo hi > mine; setsid sh -c "while :; do echo x >> f; done" & wait'], {
+          cwd: P('spool'),
+          uid: 65534,
+          gid: 65534,
+        });
+        const until = Date.now() + 5000;
+        while (!(fs.existsSync(P('spool/f')) && fs.statSync(P('spool/f')).size > 100) && Date.now() < until)
+          await sleep(10);
+        expect(fs.statSync(P('spool/mine')).uid).toBe(65534);
+        expect(fs.statSync(P('spool/f')).size).toBeGreaterThan(100);
+        expect(mountUsers(pc.root).length).toBeGreaterThanOrEqual(2); // sh, and the setsid loop
+        await pc.cut();
+        expect(w.running()).toBe(false);
+        expect((await w.exited).killed).toBe(true);
+        expect(mountUsers(pc.root)).toEqual([]);
+        expect(tree()).toEqual({ 'spool/': '' });
+        await sleep(100);
+        expect(tree()).toEqual({ 'spool/': '' }); // nothing writes after the cut
+      },
+    );
 
     test('a process outside any workload that uses the mount is killed too (the safety net)', async () => {
-      const child = spawnSync('sh', ['-c', `cd '${pc.root}' && (sleep 60 > held </dev/null 2>&1 &) ; echo started`], { encoding: 'utf8' });
+      const child = spawnSync('sh', ['-c', `cd '${pc.root}' && (sleep 60 > held </dev/null 2>&1 &) ; echo started`], {
+        encoding: 'utf8',
+      });
       expect(child.stdout.trim()).toBe('started');
       expect(mountUsers(pc.root).length).toBe(1);
       await pc.cut();

@@ -30,7 +30,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function framed(seq: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const c of preparePacket({ seq: BigInt(seq), payload: Buffer.from(`job ${seq}\n`), seal: true })) chunks.push(c as Buffer);
+  for await (const c of preparePacket({ seq: BigInt(seq), payload: Buffer.from(`job ${seq}\n`), seal: true }))
+    chunks.push(c as Buffer);
   const packet = Buffer.concat(chunks);
   return Buffer.concat([Buffer.from(`id-${seq} ${seq} ${packet.length}\n`), packet]);
 }
@@ -57,74 +58,90 @@ async function stored(q: string): Promise<Map<number, number>> {
   return found;
 }
 
-describeIfPresent('power cuts under queue-receive', powercutMissing(), { what: 'power-cut tests', note: 'apt-get install fuse3 libfuse3-dev gcc' }, () => {
-  let pc: PowercutFs;
-  beforeAll(async () => {
-    pc = await mountPowercut();
-  });
-  afterAll(async () => {
-    await pc?.unmount();
-  });
+describeIfPresent(
+  'power cuts under queue-receive',
+  powercutMissing(),
+  { what: 'power-cut tests', note: 'apt-get install fuse3 libfuse3-dev gcc' },
+  () => {
+    let pc: PowercutFs;
+    beforeAll(async () => {
+      pc = await mountPowercut();
+    });
+    afterAll(async () => {
+      await pc?.unmount();
+    });
 
-  test(
-    `queue-receive: over ${CUTS} cuts, every packet of an acknowledged batch is there once; offered again, none is doubled`,
-    async () => {
-      const inside = path.join(pc.root, 'receive');
-      fs.mkdirSync(inside);
-      const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-powercut-'));
-      const q = path.join(inside, 'q');
-      Queue.init(q);
-      await pc.sync(); // the test's own setup is not under test
-      const random = rng(SEED);
-      const acks = path.join(outside, 'acks');
-      const pending: number[] = []; // batches NNCP still holds (offered, not acknowledged)
-      const acked = new Set<number>();
-      const members = new Map<number, number[]>();
-      let nextBatch = 0;
-      let nextSeq = 1;
-      let cuts = 0;
-      const offer = (batches: number[], cut: boolean) => {
-        const script = batches.map((b) => `${FSPL} queue-receive -q ${q} < ${outside}/batch-${b} && echo ${b} >> ${acks}`).join('\n');
-        const w = spawnWorkload(['sh', '-c', `set -e\n${script}`]);
-        return { w, cut };
-      };
-      while (cuts < CUTS) {
-        // New batches: their numbers shuffled, with a copy of a number taken before.
-        for (let k = 0; k < 3; k++) {
-          const seqs = Array.from({ length: BATCH }, (_, i) => nextSeq + i);
-          nextSeq += BATCH;
-          for (let i = seqs.length - 1; i > 0; i--) {
-            const j = Math.floor(random() * (i + 1));
-            [seqs[i], seqs[j]] = [seqs[j]!, seqs[i]!];
+    test(
+      `queue-receive: over ${CUTS} cuts, every packet of an ` +
+        `acknowledged batch is there once; offered again, none is doubled`,
+      async () => {
+        const inside = path.join(pc.root, 'receive');
+        fs.mkdirSync(inside);
+        const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-powercut-'));
+        const q = path.join(inside, 'q');
+        Queue.init(q);
+        await pc.sync(); // the test's own setup is not under test
+        const random = rng(SEED);
+        const acks = path.join(outside, 'acks');
+        const pending: number[] = []; // batches NNCP still holds (offered, not acknowledged)
+        const acked = new Set<number>();
+        const members = new Map<number, number[]>();
+        let nextBatch = 0;
+        let nextSeq = 1;
+        let cuts = 0;
+        const offer = (batches: number[], cut: boolean) => {
+          const script = batches
+            .map((b) => `${FSPL} queue-receive -q ${q} < ${outside}/batch-${b} && echo ${b} >> ${acks}`)
+            .join('\n');
+          const w = spawnWorkload(['sh', '-c', `set -e\n${script}`]);
+          return { w, cut };
+        };
+        while (cuts < CUTS) {
+          // New batches: their numbers shuffled, with a copy of a number taken before.
+          for (let k = 0; k < 3; k++) {
+            const seqs = Array.from({ length: BATCH }, (_, i) => nextSeq + i);
+            nextSeq += BATCH;
+            for (let i = seqs.length - 1; i > 0; i--) {
+              const j = Math.floor(random() * (i + 1));
+              [seqs[i], seqs[j]] = [seqs[j]!, seqs[i]!];
+            }
+            if (nextSeq > BATCH * 2)
+              seqs.splice(Math.floor(random() * seqs.length), 0, 1 + Math.floor(random() * (nextSeq - BATCH - 1)));
+            fs.writeFileSync(
+              path.join(outside, `batch-${nextBatch}`),
+              Buffer.concat(await Promise.all(seqs.map(framed))),
+            );
+            members.set(nextBatch, seqs);
+            pending.push(nextBatch++);
           }
-          if (nextSeq > BATCH * 2) seqs.splice(Math.floor(random() * seqs.length), 0, 1 + Math.floor(random() * (nextSeq - BATCH - 1)));
-          fs.writeFileSync(path.join(outside, `batch-${nextBatch}`), Buffer.concat(await Promise.all(seqs.map(framed))));
-          members.set(nextBatch, seqs);
-          pending.push(nextBatch++);
+          // A batch taken before, replayed.
+          const replay = acked.size > 0 ? [[...acked][Math.floor(random() * acked.size)]!] : [];
+          const { w } = offer([...pending, ...replay], true);
+          const r = await Promise.race([w.exited, sleep(100 + random() * 700).then(() => 'cut' as const)]);
+          if (r === 'cut') {
+            await pc.cut();
+            cuts++;
+          } else if (r.code !== 0) throw new Error(`seed ${SEED}: queue-receive failed: ${r.stderr}`);
+          for (const line of fs.existsSync(acks) ? fs.readFileSync(acks, 'utf8').split('\n').filter(Boolean) : [])
+            acked.add(Number(line));
+          pending.splice(0, pending.length, ...pending.filter((b) => !acked.has(b)));
+          const found = await stored(q);
+          const lost = [...acked].flatMap((b) => members.get(b)!).filter((s) => !found.has(s));
+          expect(lost, `seed ${SEED}: acknowledged packets lost after cut ${cuts}`).toEqual([]);
+          for (const [s, n] of found) expect(n, `seed ${SEED}: number ${s} stored ${n} times`).toBe(1);
         }
-        // A batch taken before, replayed.
-        const replay = acked.size > 0 ? [[...acked][Math.floor(random() * acked.size)]!] : [];
-        const { w } = offer([...pending, ...replay], true);
-        const r = await Promise.race([w.exited, sleep(100 + random() * 700).then(() => 'cut' as const)]);
-        if (r === 'cut') {
-          await pc.cut();
-          cuts++;
-        } else if (r.code !== 0) throw new Error(`seed ${SEED}: queue-receive failed: ${r.stderr}`);
-        for (const line of fs.existsSync(acks) ? fs.readFileSync(acks, 'utf8').split('\n').filter(Boolean) : []) acked.add(Number(line));
-        pending.splice(0, pending.length, ...pending.filter((b) => !acked.has(b)));
+        // The power stays on: NNCP's last toss takes what it still holds.
+        const { w } = offer(pending, false);
+        const end = await w.exited;
+        expect(end.code, end.stderr).toBe(0);
         const found = await stored(q);
-        const lost = [...acked].flatMap((b) => members.get(b)!).filter((s) => !found.has(s));
-        expect(lost, `seed ${SEED}: acknowledged packets lost after cut ${cuts}`).toEqual([]);
-        for (const [s, n] of found) expect(n, `seed ${SEED}: number ${s} stored ${n} times`).toBe(1);
-      }
-      // The power stays on: NNCP's last toss takes what it still holds.
-      const { w } = offer(pending, false);
-      const end = await w.exited;
-      expect(end.code, end.stderr).toBe(0);
-      const found = await stored(q);
-      expect([...found.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: nextSeq - 1 }, (_, i) => i + 1));
-      console.log(`power cuts, queue-receive (seed ${SEED}): ${cuts} cuts, ${acked.size} batches acknowledged, ${nextSeq - 1} packets, 0 lost, 0 doubled`);
-    },
-    120_000 + CUTS * 5_000,
-  );
-});
+        expect([...found.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: nextSeq - 1 }, (_, i) => i + 1));
+        console.log(
+          `power cuts, queue-receive (seed ${SEED}): ${cuts} cuts, ${acked.size}` +
+            ` batches acknowledged, ${nextSeq - 1} packets, 0 lost, 0 doubled`,
+        );
+      },
+      120_000 + CUTS * 5_000,
+    );
+  },
+);

@@ -24,7 +24,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const missing = [
   ...powercutMissing(),
-  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
+  ...[SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install openssh-server openssh-client util-linux)`),
 ];
 
 describeIfPresent('power cuts across hosts (ssh outbox and receiver)', missing, { what: 'power-cut tests' }, () => {
@@ -76,7 +78,10 @@ transitions:
       if (cuts < CUTS) await putBatch(8);
       const w = spawnWorkload(['sh', '-c', `exec ${FSPL} net run --drain --host a -l error ${file}`]);
       const delay = cuts < CUTS ? 300 + random() * 700 : Infinity;
-      const r = await Promise.race([w.exited, ...(delay === Infinity ? [] : [sleep(delay).then(() => 'timeout' as const)])]);
+      const r = await Promise.race([
+        w.exited,
+        ...(delay === Infinity ? [] : [sleep(delay).then(() => 'timeout' as const)]),
+      ]);
       if (r === 'timeout') {
         // The power goes on both hosts: b's receiver (an sshd session) dies with it.
         await sshd.kill();
@@ -116,6 +121,8 @@ transitions:
     const lost = Array.from({ length: total }, (_, i) => `k${i}`).filter((k) => !keys.has(k));
     expect(lost, `seed ${SEED}: lost`).toEqual([]);
     expect(fs.readdirSync(path.join(dir, 'places/src/jobs')), `seed ${SEED}: stranded in src`).toEqual([]);
-    console.log(`power cuts, ssh outbox (seed ${SEED}): ${cuts} cuts, ${total} tokens, each on b once (and ${nops} NOP fillers)`);
+    console.log(
+      `power cuts, ssh outbox (seed ${SEED}): ${cuts} cuts, ${total} tokens, each on b once (and ${nops} NOP fillers)`,
+    );
   }, 900_000);
 });

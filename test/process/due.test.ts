@@ -5,7 +5,14 @@
  */
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { createLogger, encodeHeader, type PacketHeader, processQueue, processQueues, Queue } from '../../src/lowlevel.js';
+import {
+  createLogger,
+  encodeHeader,
+  type PacketHeader,
+  processQueue,
+  processQueues,
+  Queue,
+} from '../../src/lowlevel.js';
 import { DueWait } from '../../src/process/due.js';
 import type { Retries } from '../../src/process/retry-run.js';
 import type { JobEntry } from '../../src/queue/jobs.js';
@@ -38,20 +45,27 @@ function recorder() {
 }
 
 describe('not before a time', () => {
-  it('one pass: job 1 runs, then the run stops at job 2 (no error), saying when it is due; job 3 waits behind it', async () => {
-    const { q, due } = setup(60_000);
-    const { run, seqs } = recorder();
-    const lines: string[] = [];
-    const summary = await processQueue(q, { run, logger: createLogger('info', (l) => lines.push(l)) });
-    expect(seqs()).toEqual(['1']);
-    expect(summary.processed).toBe(1);
-    expect(q.getNext()).toBe(2n);
-    const when = new Date(due).toISOString().replace('.000Z', 'Z');
-    expect(lines).toEqual([expect.stringContaining(`Job 2 of ${JSON.stringify(q.dir)} is not due before ${when}; stopping, the job stays in the queue`)]);
-    // Again: the same, nothing more runs.
-    await processQueue(q, { run, logger: createLogger('warn', () => {}) });
-    expect(seqs()).toEqual(['1']);
-  });
+  it(
+    'one pass: job 1 runs, then the run stops at job 2 (no ' + 'error), saying when it is due; job 3 waits behind it',
+    async () => {
+      const { q, due } = setup(60_000);
+      const { run, seqs } = recorder();
+      const lines: string[] = [];
+      const summary = await processQueue(q, { run, logger: createLogger('info', (l) => lines.push(l)) });
+      expect(seqs()).toEqual(['1']);
+      expect(summary.processed).toBe(1);
+      expect(q.getNext()).toBe(2n);
+      const when = new Date(due).toISOString().replace('.000Z', 'Z');
+      expect(lines).toEqual([
+        expect.stringContaining(
+          `Job 2 of ${JSON.stringify(q.dir)} is not due before ${when}; stopping, the job stays in the queue`,
+        ),
+      ]);
+      // Again: the same, nothing more runs.
+      await processQueue(q, { run, logger: createLogger('warn', () => {}) });
+      expect(seqs()).toEqual(['1']);
+    },
+  );
 
   it('a time passed: the job runs at once', async () => {
     const { q } = setup(-1000);
@@ -187,7 +201,10 @@ describe('not before a time', () => {
     const retries = { waits: () => false, dueMs: undefined } as unknown as Retries;
     const said: string[] = [];
     const wait = new DueWait(retries, (seq, ms) => said.push(`${seq}@${ms}`));
-    const entry = { filename: 'fspl-x.fspl', header: { seq: 2n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'NOP' }, notBefore: 5000 } } as JobEntry;
+    const entry = {
+      filename: 'fspl-x.fspl',
+      header: { seq: 2n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'NOP' }, notBefore: 5000 },
+    } as JobEntry;
     const now = vi.spyOn(Date, 'now');
     try {
       now.mockReturnValue(4999);

@@ -9,7 +9,15 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/base/log.js';
 import { type CommandType, encodeHeader, processQueue, Queue } from '../../src/lowlevel.js';
-import { Finisher, type FinishRecord, GROUP_MAX, jobRecord, NOP_RUN_MAX, nopRunAt, nopRunRecord } from '../../src/process/finish.js';
+import {
+  Finisher,
+  type FinishRecord,
+  GROUP_MAX,
+  jobRecord,
+  NOP_RUN_MAX,
+  nopRunAt,
+  nopRunRecord,
+} from '../../src/process/finish.js';
 import type { JobEntry } from '../../src/queue/jobs.js';
 import { runBatchSync } from '../../src/sys/fs-batch.js';
 import { tempDir } from '../helpers.js';
@@ -22,7 +30,9 @@ function queueOf(kinds: CommandType[]) {
   const dir = tempDir();
   const q = Queue.init(path.join(dir, 'q'));
   const log = path.join(dir, 'log');
-  kinds.forEach((cmd, i) => q.writeBuffer(encodeHeader({ seq: BigInt(i + 1), ctime: { secs: 1700000000n, nanos: 0 }, cmd })));
+  kinds.forEach((cmd, i) =>
+    q.writeBuffer(encodeHeader({ seq: BigInt(i + 1), ctime: { secs: 1700000000n, nanos: 0 }, cmd })),
+  );
   const command = { command: 'sh', params: ['-c', `echo $FSPL_SEQ >> ${log}`] };
   const ran = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map(Number) : []);
   return { q, command, ran };
@@ -66,7 +76,10 @@ describe('nopRunAt', () => {
     jobs.delete(6n);
     expect(seqs(nopRunAt(jobs, 5n, Infinity))).toEqual([5]);
     const many = new Map(
-      Array.from({ length: NOP_RUN_MAX + 5 }, (_, i) => [BigInt(i + 1), { ...jobs.get(1n)!, header: { ...jobs.get(1n)!.header, seq: BigInt(i + 1) } }]),
+      Array.from({ length: NOP_RUN_MAX + 5 }, (_, i) => [
+        BigInt(i + 1),
+        { ...jobs.get(1n)!, header: { ...jobs.get(1n)!.header, seq: BigInt(i + 1) } },
+      ]),
     );
     expect(nopRunAt(many, 1n, Infinity)).toHaveLength(NOP_RUN_MAX);
   });
@@ -94,7 +107,8 @@ describe('a record cut short at every step, then the next run', () => {
 
   it('a job: not run again once its note is written, and its file never left behind', async () => {
     const kinds = [COMMAND, COMMAND];
-    const make: MakeRecord = (jobs) => jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
+    const make: MakeRecord = (jobs) =>
+      jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
     // The note, nextseq.temp written, renamed, the queue directory fsynced, the unlink (jobs/ is
     // fsynced later, once for several jobs).
     const steps = await cutAfter(queueOf(kinds).q, 0, make);
@@ -112,34 +126,40 @@ describe('a record cut short at every step, then the next run', () => {
 });
 
 describe('deletions made durable together', () => {
-  it('each note names the deletions not yet durable; after a power cut brings them back, the next run removes them', async () => {
-    const n = GROUP_MAX + 3;
-    const { q, command, ran } = queueOf(Array.from({ length: n + 1 }, () => COMMAND));
-    const jobs = await bySeq(q);
-    const copies = new Map([...jobs.values()].map((e) => [e.filename, fs.readFileSync(q.jobPath(e.filename))]));
-    const sf = q.lockSeqfile();
-    const finisher = new Finisher(q, sf, silentLogger);
-    const notes: string[] = [];
-    for (let s = 1n; s <= BigInt(n); s++) {
-      finisher.finishJob({ seq: s, filename: jobs.get(s)!.filename, order: 'sequence', remove: true });
-      notes.push(sf.readNote());
-    }
-    // Job s's note names its file and the deletions since jobs/ was last fsynced (GROUP_MAX at most).
-    expect(notes[0]).toBe(`S 1 ${jobs.get(1n)!.filename}`);
-    expect(notes[GROUP_MAX - 1]!.split(' ')).toHaveLength(2 + GROUP_MAX);
-    expect(notes[GROUP_MAX]!.split(' ')).toHaveLength(3);
-    expect(notes[n - 1]!.split(' ').slice(2)).toEqual(
-      [n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map((s) => jobs.get(BigInt(s))!.filename),
-    );
-    // A power cut now: the last jobs' deletions were not durable, so their files come back; the
-    // run ends without settling (the note stays).
-    for (const s of [n, n - 1, n - 2]) fs.writeFileSync(q.jobPath(jobs.get(BigInt(s))!.filename), copies.get(jobs.get(BigInt(s))!.filename)!);
-    sf.release();
-    expect(await processQueue(q, command)).toEqual({ processed: 1, succeeded: 1, failed: 0 });
-    expect(ran()).toEqual([n + 1]);
-    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
-    expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
-  });
+  it(
+    'each note names the deletions not yet durable; after ' + 'a power cut brings them back, the next run removes them',
+    async () => {
+      const n = GROUP_MAX + 3;
+      const { q, command, ran } = queueOf(Array.from({ length: n + 1 }, () => COMMAND));
+      const jobs = await bySeq(q);
+      const copies = new Map([...jobs.values()].map((e) => [e.filename, fs.readFileSync(q.jobPath(e.filename))]));
+      const sf = q.lockSeqfile();
+      const finisher = new Finisher(q, sf, silentLogger);
+      const notes: string[] = [];
+      for (let s = 1n; s <= BigInt(n); s++) {
+        finisher.finishJob({ seq: s, filename: jobs.get(s)!.filename, order: 'sequence', remove: true });
+        notes.push(sf.readNote());
+      }
+      // Job s's note names its file and the deletions since jobs/ was last fsynced (GROUP_MAX at most).
+      expect(notes[0]).toBe(`S 1 ${jobs.get(1n)!.filename}`);
+      expect(notes[GROUP_MAX - 1]!.split(' ')).toHaveLength(2 + GROUP_MAX);
+      expect(notes[GROUP_MAX]!.split(' ')).toHaveLength(3);
+      expect(notes[n - 1]!.split(' ').slice(2)).toEqual(
+        [n, ...Array.from({ length: n - 1 - GROUP_MAX }, (_, i) => GROUP_MAX + 1 + i)].map(
+          (s) => jobs.get(BigInt(s))!.filename,
+        ),
+      );
+      // A power cut now: the last jobs' deletions were not durable, so their files come back; the
+      // run ends without settling (the note stays).
+      for (const s of [n, n - 1, n - 2])
+        fs.writeFileSync(q.jobPath(jobs.get(BigInt(s))!.filename), copies.get(jobs.get(BigInt(s))!.filename)!);
+      sf.release();
+      expect(await processQueue(q, command)).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+      expect(ran()).toEqual([n + 1]);
+      expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+      expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+    },
+  );
 
   it('a job kept (--never-delete) writes no note; the one before still names the deletions waiting', async () => {
     const { q } = queueOf([COMMAND, COMMAND, COMMAND]);
@@ -200,7 +220,11 @@ describe('processQueue over runs of NOPs', () => {
     expect(events).toEqual(['scan', 'start 1', 'end 1', 'start 2', 'end 2']);
     expect(fs.readdirSync(q.jobsDir)).toHaveLength(5);
     expect(q.getNext()).toBe(3n);
-    expect(await processQueue(q, { ...command, outputTo: 'saveboth' })).toEqual({ processed: 3, succeeded: 3, failed: 0 });
+    expect(await processQueue(q, { ...command, outputTo: 'saveboth' })).toEqual({
+      processed: 3,
+      succeeded: 3,
+      failed: 0,
+    });
     expect(ran()).toEqual([4]);
     // Each job of the second run has its .out, NOPs included (as the reference makes them).
     expect(fs.readdirSync(q.jobsDir).filter((n) => n.endsWith('.out'))).toHaveLength(3);
@@ -210,7 +234,9 @@ describe('processQueue over runs of NOPs', () => {
     const { q, command } = queueOf([NOP, NOP]);
     fs.mkdirSync(path.join(q.dir, 'nextseq.temp')); // the temporary file can not be written
     const ends: bigint[] = [];
-    await expect(processQueue(q, { ...command, onEvent: (e) => e.type === 'end' && ends.push(e.seq) })).rejects.toThrow(/nextseq/);
+    await expect(processQueue(q, { ...command, onEvent: (e) => e.type === 'end' && ends.push(e.seq) })).rejects.toThrow(
+      /nextseq/,
+    );
     expect(ends).toEqual([]);
     expect(q.getNext()).toBe(1n);
     expect(fs.readdirSync(q.jobsDir)).toHaveLength(2);

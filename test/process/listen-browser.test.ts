@@ -26,7 +26,9 @@ describeIfPresent(
   hasChromium ? [] : [`chromium (${CHROMIUM})`],
   { what: 'browser test', note: 'apt-get install -y chromium' },
   () => {
-    test('a stopped queue shows its reason; figures change live; a foreign Host is refused', { timeout: 120_000 }, async () => {
+    test('a stopped queue shows its reason; figures change live; a foreign Host is refused', {
+      timeout: 120_000,
+    }, async () => {
       const root = memTempDir();
       const [good, bad] = ['good', 'bad'].map((n) => path.join(root, n));
       for (const q of [good!, bad!]) expect((await runFspl(['queue-init', '-q', q])).status).toBe(0);
@@ -63,26 +65,41 @@ describeIfPresent(
         run.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
       });
       const port = new URL(url).port;
-      const { browser, profile } = await launchChromium({ width: 1200, height: 700 }, ['--host-resolver-rules=MAP evil.example 127.0.0.1']);
+      const { browser, profile } = await launchChromium({ width: 1200, height: 700 }, [
+        '--host-resolver-rules=MAP evil.example 127.0.0.1',
+      ]);
       try {
         const page = browser.pages()[0] ?? (await browser.newPage());
         await page.goto(url);
         const badRow = page.locator(`#queues tbody tr[data-queue="${bad}"]`);
-        await page.waitForFunction((q) => document.querySelector(`#queues tbody tr[data-queue="${q}"]`)?.getAttribute('data-state') === 'stopped', bad, {
-          timeout: 30_000,
-        });
-        expect(await badRow.locator('td.state').textContent()).toMatch(/^stopped on job 1: Job 1 failed \(command exited with status 3\)/);
+        await page.waitForFunction(
+          (q) =>
+            document.querySelector(`#queues tbody tr[data-queue="${q}"]`)?.getAttribute('data-state') === 'stopped',
+          bad,
+          {
+            timeout: 30_000,
+          },
+        );
+        expect(await badRow.locator('td.state').textContent()).toMatch(
+          /^stopped on job 1: Job 1 failed \(command exited with status 3\)/,
+        );
         expect(await page.locator('#banner').textContent()).toBe('2 queues: 0 running, 1 stopped');
         expect(await page.locator('#banner').getAttribute('class')).toBe('banner stopped');
-        expect(await page.locator('.failures pre.output').first().textContent()).toBe('boom: <img src=x onerror=window.pwned=1>\n');
+        expect(await page.locator('.failures pre.output').first().textContent()).toBe(
+          'boom: <img src=x onerror=window.pwned=1>\n',
+        );
         expect(await page.locator('.failures img').count()).toBe(0);
 
         // Live: a job put now shows up as done without a reload.
         await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
         put(good!, path.join(root, 'seq-good'), 'fine');
-        await page.waitForFunction((q) => document.querySelector(`#queues tbody tr[data-queue="${q}"] td:nth-child(6)`)?.textContent === '1', good, {
-          timeout: 30_000,
-        });
+        await page.waitForFunction(
+          (q) => document.querySelector(`#queues tbody tr[data-queue="${q}"] td:nth-child(6)`)?.textContent === '1',
+          good,
+          {
+            timeout: 30_000,
+          },
+        );
         expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
         expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
         const shot = await page.screenshot({ fullPage: true });

@@ -45,7 +45,9 @@ async function statusWhen(url: string, done: (p: QueuesPage) => boolean): Promis
 }
 
 describe('listen: the queues of a watching run, served', () => {
-  it('/metrics parses strictly and matches what ran; /api/status says why a queue stopped; a foreign Host gets 421', { timeout: 30_000 }, async () => {
+  it('/metrics parses strictly and matches what ran; /api/status says why a queue stopped; a foreign Host gets 421', {
+    timeout: 30_000,
+  }, async () => {
     const parent = memTempDir();
     const [ok, bad, slow] = ['ok', 'bad', 'slow'].map((n) => Queue.init(path.join(parent, n)));
     for (const s of [1, 2, 3]) put(ok!, s);
@@ -72,11 +74,16 @@ describe('listen: the queues of a watching run, served', () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const page = await statusWhen(
       url,
-      (p) => p.queues.length === 3 && p.queues.filter((q) => q.state.kind === 'stopped').length === 2 && p.queues[0]!.jobs.success === 3,
+      (p) =>
+        p.queues.length === 3 &&
+        p.queues.filter((q) => q.state.kind === 'stopped').length === 2 &&
+        p.queues[0]!.jobs.success === 3,
     );
     const by = new Map(page.queues.map((q) => [path.basename(q.queue), q]));
     expect(by.get('bad')!.state).toEqual({ kind: 'stopped', seq: '1', why: expect.stringContaining('no <good>') });
-    expect(by.get('bad')!.failures.map((f) => [f.seq, f.outcome, f.why])).toEqual([['1', 'failure', expect.stringContaining('no <good>')]]);
+    expect(by.get('bad')!.failures.map((f) => [f.seq, f.outcome, f.why])).toEqual([
+      ['1', 'failure', expect.stringContaining('no <good>')],
+    ]);
     expect(by.get('slow')!.state).toMatchObject({ kind: 'stopped', seq: '1' });
     expect(by.get('ok')!.state).toEqual({ kind: 'waiting', seq: '4' });
 
@@ -86,26 +93,45 @@ describe('listen: the queues of a watching run, served', () => {
     expect(families.map((f) => f.name)).toEqual([...QUEUE_METRIC_NAMES]);
     const value = (name: string, labels: Record<string, string>) => {
       const f = families.find((x) => x.name === name)!;
-      const s = f.samples.find((x) => Object.entries(labels).every(([k, v]) => x.labels.some(([lk, lv]) => lk === k && lv === v)));
+      const s = f.samples.find((x) =>
+        Object.entries(labels).every(([k, v]) => x.labels.some(([lk, lv]) => lk === k && lv === v)),
+      );
       return s === undefined ? undefined : Number(s.value);
     };
     const jobs = (q: Queue, outcome: string) => value('fspl_queue_jobs_total', { queue: q.dir, outcome });
-    expect([jobs(ok!, 'success'), jobs(ok!, 'failure'), jobs(bad!, 'failure'), jobs(slow!, 'timeout'), jobs(slow!, 'success')]).toEqual([3, 0, 1, 1, 0]);
-    expect([value('fspl_queue_jobs_waiting', { queue: ok!.dir }), value('fspl_queue_jobs_waiting', { queue: bad!.dir })]).toEqual([0, 2]);
-    expect([value('fspl_queue_next_seq', { queue: ok!.dir }), value('fspl_queue_next_seq', { queue: bad!.dir })]).toEqual([4, 1]);
-    expect([value('fspl_queue_stopped', { queue: ok!.dir }), value('fspl_queue_stopped', { queue: bad!.dir })]).toEqual([0, 1]);
+    expect([
+      jobs(ok!, 'success'),
+      jobs(ok!, 'failure'),
+      jobs(bad!, 'failure'),
+      jobs(slow!, 'timeout'),
+      jobs(slow!, 'success'),
+    ]).toEqual([3, 0, 1, 1, 0]);
+    expect([
+      value('fspl_queue_jobs_waiting', { queue: ok!.dir }),
+      value('fspl_queue_jobs_waiting', { queue: bad!.dir }),
+    ]).toEqual([0, 2]);
+    expect([
+      value('fspl_queue_next_seq', { queue: ok!.dir }),
+      value('fspl_queue_next_seq', { queue: bad!.dir }),
+    ]).toEqual([4, 1]);
+    expect([value('fspl_queue_stopped', { queue: ok!.dir }), value('fspl_queue_stopped', { queue: bad!.dir })]).toEqual(
+      [0, 1],
+    );
     expect(value('fspl_queue_oldest_job_age_seconds', { queue: bad!.dir })).toBeGreaterThanOrEqual(0);
     expect(value('fspl_queue_last_success_timestamp_seconds', { queue: ok!.dir })).toBeGreaterThan(0);
     expect(value('fspl_queue_last_success_timestamp_seconds', { queue: bad!.dir })).toBeUndefined();
 
     // The nets' page's guard: a name that is not the server's is refused on every path.
     const port = new URL(url).port;
-    for (const route of ['', 'metrics', 'api/status']) expect((await get(`${url}${route}`, `evil.example:${port}`)).status).toBe(421);
+    for (const route of ['', 'metrics', 'api/status'])
+      expect((await get(`${url}${route}`, `evil.example:${port}`)).status).toBe(421);
     const html = await get(url);
     expect(html.body).not.toContain('no <good>'); // in the data block every < is escaped
     expect(html.body).toContain('no \\u003cgood>');
     // The style both pages share, then the page's own.
-    expect(html.body).toContain('<link rel="stylesheet" href="/assets/base.css">\n<link rel="stylesheet" href="/assets/queues.css">');
+    expect(html.body).toContain(
+      '<link rel="stylesheet" href="/assets/base.css">\n<link rel="stylesheet" href="/assets/queues.css">',
+    );
     expect((await get(`${url}assets/base.css`)).body).toContain('font-family');
     stop.abort();
     expect((await summary).queues.map((q) => q.state)).toEqual(['done', 'stopped', 'stopped']);
@@ -138,31 +164,37 @@ describe('listen: the queues of a watching run, served', () => {
     await expect(processQueues([q], { run, listen: {} })).rejects.toThrow(/listen needs watch/);
   });
 
-  it('allowHosts: the names given are served, others still refused; a bad one is refused before anything runs', async () => {
-    const q = Queue.init(path.join(memTempDir(), 'hosts'));
-    const run = async (job: JobContext) => {
-      job.payload.resume();
-    };
-    const stop = new AbortController();
-    const answers: number[] = [];
-    await processQueues([q], {
-      run,
-      watch: true,
-      signal: stop.signal,
-      listen: {
-        allowHosts: ['Fspl.Test.'],
-        onListening: (url) => {
-          const port = new URL(url).port;
-          void (async () => {
-            for (const host of [`fspl.test:${port}`, `other.test:${port}`, `localhost:${port}`]) answers.push((await get(`${url}metrics`, host)).status);
-            stop.abort();
-          })();
+  it(
+    'allowHosts: the names given are served, others still ' + 'refused; a bad one is refused before anything runs',
+    async () => {
+      const q = Queue.init(path.join(memTempDir(), 'hosts'));
+      const run = async (job: JobContext) => {
+        job.payload.resume();
+      };
+      const stop = new AbortController();
+      const answers: number[] = [];
+      await processQueues([q], {
+        run,
+        watch: true,
+        signal: stop.signal,
+        listen: {
+          allowHosts: ['Fspl.Test.'],
+          onListening: (url) => {
+            const port = new URL(url).port;
+            void (async () => {
+              for (const host of [`fspl.test:${port}`, `other.test:${port}`, `localhost:${port}`])
+                answers.push((await get(`${url}metrics`, host)).status);
+              stop.abort();
+            })();
+          },
         },
-      },
-    });
-    expect(answers).toEqual([200, 421, 200]);
-    await expect(processQueues([q], { run, watch: true, listen: { allowHosts: ['fspl.test:80'] } })).rejects.toThrow(/not a host name or an IP address/);
-  });
+      });
+      expect(answers).toEqual([200, 421, 200]);
+      await expect(processQueues([q], { run, watch: true, listen: { allowHosts: ['fspl.test:80'] } })).rejects.toThrow(
+        /not a host name or an IP address/,
+      );
+    },
+  );
 
   it.each([
     [['--listen', '0'], /--listen only applies with --watch/],

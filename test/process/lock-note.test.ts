@@ -26,7 +26,13 @@ describe('the lock file note (src/process/lock-note.ts)', () => {
   });
 
   it('leaves out names that are not job files, and reads nonsense as no note', () => {
-    expect(parseLockNote(`T 4 ../etc/passwd ${a} nextseq`)).toEqual({ kind: 'T', seq: 4n, file: undefined, waiting: [a] });
-    for (const line of ['', 'N 1', 'N x 3', 'S 1', 'S -1 x', `X 1 ${a}`, `S 1  ${a}`, 'N 1 2 3']) expect(parseLockNote(line), line).toBeUndefined();
+    expect(parseLockNote(`T 4 ../etc/passwd ${a} nextseq`)).toEqual({
+      kind: 'T',
+      seq: 4n,
+      file: undefined,
+      waiting: [a],
+    });
+    for (const line of ['', 'N 1', 'N x 3', 'S 1', 'S -1 x', `X 1 ${a}`, `S 1  ${a}`, 'N 1 2 3'])
+      expect(parseLockNote(line), line).toBeUndefined();
   });
 });

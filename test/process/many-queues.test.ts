@@ -39,36 +39,39 @@ const nextseq = (q: Queue) => fs.readFileSync(q.seqfilePath, 'utf8').trim();
 const jobFiles = (q: Queue) => fs.readdirSync(q.jobsDir).filter((n) => n.endsWith('.fspl'));
 
 describe('processQueues', () => {
-  it('50 queues x 40 jobs, jobs: 4: each queue in its order, never two of one queue at once, at most 4 at once', async () => {
-    const parent = memTempDir();
-    const all = queues(parent, 50, 40);
-    const random = rng(30);
-    const ran = new Map<string, number[]>();
-    const runningIn = new Set<string>();
-    let running = 0;
-    let peak = 0;
-    let overlaps = 0;
-    const run = async (job: JobContext) => {
-      if (runningIn.has(job.queuedir)) overlaps++;
-      runningIn.add(job.queuedir);
-      peak = Math.max(peak, ++running);
-      job.payload.resume();
-      await sleep(Math.floor(random() * 4));
-      (ran.get(job.queuedir) ?? ran.set(job.queuedir, []).get(job.queuedir)!).push(Number(job.seq));
-      running--;
-      runningIn.delete(job.queuedir);
-    };
-    const summary = await processQueues([], { run, queuesIn: parent, jobs: 4 });
-    expect(summary.processed).toBe(2000);
-    expect(summary.queues.map((r) => r.state)).toEqual(all.map(() => 'done'));
-    expect(overlaps).toBe(0);
-    expect(peak).toBe(4);
-    for (const q of all) {
-      expect(ran.get(q.dir), q.dir).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
-      expect(nextseq(q)).toBe('41');
-      expect(jobFiles(q)).toEqual([]);
-    }
-  });
+  it(
+    '50 queues x 40 jobs, jobs: 4: each queue in its order, ' + 'never two of one queue at once, at most 4 at once',
+    async () => {
+      const parent = memTempDir();
+      const all = queues(parent, 50, 40);
+      const random = rng(30);
+      const ran = new Map<string, number[]>();
+      const runningIn = new Set<string>();
+      let running = 0;
+      let peak = 0;
+      let overlaps = 0;
+      const run = async (job: JobContext) => {
+        if (runningIn.has(job.queuedir)) overlaps++;
+        runningIn.add(job.queuedir);
+        peak = Math.max(peak, ++running);
+        job.payload.resume();
+        await sleep(Math.floor(random() * 4));
+        (ran.get(job.queuedir) ?? ran.set(job.queuedir, []).get(job.queuedir)!).push(Number(job.seq));
+        running--;
+        runningIn.delete(job.queuedir);
+      };
+      const summary = await processQueues([], { run, queuesIn: parent, jobs: 4 });
+      expect(summary.processed).toBe(2000);
+      expect(summary.queues.map((r) => r.state)).toEqual(all.map(() => 'done'));
+      expect(overlaps).toBe(0);
+      expect(peak).toBe(4);
+      for (const q of all) {
+        expect(ran.get(q.dir), q.dir).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+        expect(nextseq(q)).toBe('41');
+        expect(jobFiles(q)).toEqual([]);
+      }
+    },
+  );
 
   it('takes turns: 20 queues of one job all start before the tenth job of a busy queue', async () => {
     const parent = memTempDir();
@@ -98,7 +101,10 @@ describe('processQueues', () => {
     const held = FileLock.acquire(`${b!.seqfilePath}.lock`, { create: false });
     const events: QueuesEvent[] = [];
     try {
-      const summary = await processQueues([a!.dir, b!.dir, c!.dir], { command: 'true', onEvent: (e) => events.push(e) });
+      const summary = await processQueues([a!.dir, b!.dir, c!.dir], {
+        command: 'true',
+        onEvent: (e) => events.push(e),
+      });
       expect(summary.queues.map((r) => [path.basename(r.queue), r.state, r.processed])).toEqual([
         ['q000', 'done', 2],
         ['q001', 'skipped', 0],
@@ -127,7 +133,13 @@ describe('processQueues', () => {
       expect([g!.state, g!.processed, nextseq(good!), jobFiles(good!).length]).toEqual(['done', 3, '4', 0]);
       if (onError === 'retry') {
         // As a queue-process of that queue alone: it stops at the failed job, which stays.
-        expect([b!.state, b!.processed, b!.failed, nextseq(bad!), jobFiles(bad!).length]).toEqual(['stopped', 2, 1, '2', 2]);
+        expect([b!.state, b!.processed, b!.failed, nextseq(bad!), jobFiles(bad!).length]).toEqual([
+          'stopped',
+          2,
+          1,
+          '2',
+          2,
+        ]);
         expect(b!.error?.message).toMatch(/^Job 2 failed \(function failed: boom\)/);
       } else {
         // delete: the failed job goes; leave: it stays, below nextseq. Either way the queue goes on.
@@ -154,7 +166,10 @@ describe('processQueues', () => {
     const parent = memTempDir();
     const [q] = queues(parent, 1, 3);
     let n = 0;
-    const summary = await processQueues([q!.dir, `${parent}/./q000`], { queuesIn: parent, run: (job) => void (n++, job.payload.resume()) });
+    const summary = await processQueues([q!.dir, `${parent}/./q000`], {
+      queuesIn: parent,
+      run: (job) => void (n++, job.payload.resume()),
+    });
     expect(n).toBe(3);
     expect(summary.queues).toHaveLength(1);
   });
@@ -162,7 +177,12 @@ describe('processQueues', () => {
   it('counts maxJobs across all the queues', async () => {
     const parent = memTempDir();
     queues(parent, 5, 5);
-    const summary = await processQueues([], { queuesIn: parent, jobs: 3, maxJobs: 7, run: (job) => void job.payload.resume() });
+    const summary = await processQueues([], {
+      queuesIn: parent,
+      jobs: 3,
+      maxJobs: 7,
+      run: (job) => void job.payload.resume(),
+    });
     expect(summary.processed).toBe(7);
   });
 
@@ -174,10 +194,22 @@ describe('processQueues', () => {
       [9, 100],
       [1, 200],
     ] as const) {
-      q.writeBuffer(encodeHeader(makeHeader({ seq: BigInt(seq), ctime: { secs: BigInt(secs), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } })));
+      q.writeBuffer(
+        encodeHeader(
+          makeHeader({
+            seq: BigInt(seq),
+            ctime: { secs: BigInt(secs), nanos: 0 },
+            cmd: { kind: 'Command', params: [], env: [] },
+          }),
+        ),
+      );
     }
     const seen: bigint[] = [];
-    await processQueues([], { queuesIn: parent, orderBy: 'timestamp', run: (job) => void (seen.push(job.seq), job.payload.resume()) });
+    await processQueues([], {
+      queuesIn: parent,
+      orderBy: 'timestamp',
+      run: (job) => void (seen.push(job.seq), job.payload.resume()),
+    });
     expect(seen).toEqual([9n, 1n, 5n]);
   });
 
@@ -282,69 +314,82 @@ describe('processQueues with watch', () => {
     { name: 'events', watch: true as const },
     { name: 'polling', watch: { pollInterval: 0.05 } },
   ]) {
-    it(`runs a queue stopped by a failed job once queue-set-next skips it, with nothing arriving (${mode.name})`, async () => {
+    it(
+      `runs a queue stopped by a failed job once ` +
+        `queue-set-next skips it, with nothing arriving ` +
+        `(${mode.name})`,
+      async () => {
+        const parent = memTempDir();
+        const [q, other] = queues(parent, 2, 3);
+        const ran: string[] = [];
+        const events: QueuesEvent[] = [];
+        const stop = new AbortController();
+        const done = processQueues([], {
+          queuesIn: parent,
+          watch: mode.watch,
+          signal: stop.signal,
+          run: (job) => {
+            job.payload.resume();
+            ran.push(`${path.basename(job.queuedir)} ${job.seq}`);
+            if (job.queuedir === q!.dir && job.seq === 1n) throw new Error('job 1 fails');
+          },
+          onEvent: (e) => events.push(e),
+        });
+        await until(
+          'the failure and the other queue',
+          () => events.some((e) => e.type === 'stopped') && nextseq(other!) === '4',
+        );
+        // Past the coarse window of the last change in its jobs/ (polling looks again at such a
+        // directory): from here on only the new nextseq can explain a run (a safety look, 30 s away, sees no change in
+        // jobs/).
+        await sleep(2100);
+        expect(ran.filter((r) => r.startsWith('q000'))).toEqual(['q000 1']);
+        q!.setNext(2n); // what `fspl queue-set-next -q Q 2` does
+        await until('jobs 2 and 3', () => nextseq(q!) === '4');
+        stop.abort();
+        const summary = await done;
+        expect(ran.filter((r) => r.startsWith('q000'))).toEqual(['q000 1', 'q000 2', 'q000 3']);
+        expect(jobFiles(q!)).toHaveLength(1); // job 1, skipped, stays
+        expect(summary.queues.map((r) => [path.basename(r.queue), r.state, r.processed])).toEqual([
+          ['q000', 'done', 3],
+          ['q001', 'done', 3],
+        ]);
+      },
+    );
+  }
+
+  it(
+    'runs a stopped queue whose skip another processor made ' +
+      'while it held the lock (queue-process -n 1), once it lets go',
+    async () => {
       const parent = memTempDir();
-      const [q, other] = queues(parent, 2, 3);
-      const ran: string[] = [];
+      const [q] = queues(parent, 1, 3);
       const events: QueuesEvent[] = [];
       const stop = new AbortController();
-      const done = processQueues([], {
-        queuesIn: parent,
-        watch: mode.watch,
+      const done = processQueues([q!.dir], {
+        watch: true,
         signal: stop.signal,
         run: (job) => {
           job.payload.resume();
-          ran.push(`${path.basename(job.queuedir)} ${job.seq}`);
-          if (job.queuedir === q!.dir && job.seq === 1n) throw new Error('job 1 fails');
+          if (job.seq === 1n) throw new Error('job 1 fails');
         },
         onEvent: (e) => events.push(e),
       });
-      await until('the failure and the other queue', () => events.some((e) => e.type === 'stopped') && nextseq(other!) === '4');
-      // Past the coarse window of the last change in its jobs/ (polling looks again at such a
-      // directory): from here on only the new nextseq can explain a run (a safety look, 30 s away, sees no change in jobs/).
-      await sleep(2100);
-      expect(ran.filter((r) => r.startsWith('q000'))).toEqual(['q000 1']);
-      q!.setNext(2n); // what `fspl queue-set-next -q Q 2` does
+      await until('the failure', () => events.some((e) => e.type === 'stopped'));
+      // The operator's `queue-process --on-error delete -n 1`, as the run sees it: every change made under the lock.
+      const held = FileLock.acquire(`${q!.seqfilePath}.lock`, { create: false });
+      try {
+        fs.writeFileSync(`${q!.seqfilePath}.temp`, '2\n');
+        fs.renameSync(`${q!.seqfilePath}.temp`, q!.seqfilePath);
+        await until('the look refused by the lock', () => events.some((e) => e.type === 'skipped'));
+      } finally {
+        held.release(); // no change after this: only a look put off can see that the lock is free
+      }
       await until('jobs 2 and 3', () => nextseq(q!) === '4');
       stop.abort();
-      const summary = await done;
-      expect(ran.filter((r) => r.startsWith('q000'))).toEqual(['q000 1', 'q000 2', 'q000 3']);
-      expect(jobFiles(q!)).toHaveLength(1); // job 1, skipped, stays
-      expect(summary.queues.map((r) => [path.basename(r.queue), r.state, r.processed])).toEqual([
-        ['q000', 'done', 3],
-        ['q001', 'done', 3],
-      ]);
-    });
-  }
-
-  it('runs a stopped queue whose skip another processor made while it held the lock (queue-process -n 1), once it lets go', async () => {
-    const parent = memTempDir();
-    const [q] = queues(parent, 1, 3);
-    const events: QueuesEvent[] = [];
-    const stop = new AbortController();
-    const done = processQueues([q!.dir], {
-      watch: true,
-      signal: stop.signal,
-      run: (job) => {
-        job.payload.resume();
-        if (job.seq === 1n) throw new Error('job 1 fails');
-      },
-      onEvent: (e) => events.push(e),
-    });
-    await until('the failure', () => events.some((e) => e.type === 'stopped'));
-    // The operator's `queue-process --on-error delete -n 1`, as the run sees it: every change made under the lock.
-    const held = FileLock.acquire(`${q!.seqfilePath}.lock`, { create: false });
-    try {
-      fs.writeFileSync(`${q!.seqfilePath}.temp`, '2\n');
-      fs.renameSync(`${q!.seqfilePath}.temp`, q!.seqfilePath);
-      await until('the look refused by the lock', () => events.some((e) => e.type === 'skipped'));
-    } finally {
-      held.release(); // no change after this: only a look put off can see that the lock is free
-    }
-    await until('jobs 2 and 3', () => nextseq(q!) === '4');
-    stop.abort();
-    expect((await done).queues[0]).toMatchObject({ state: 'done', processed: 3 });
-  });
+      expect((await done).queues[0]).toMatchObject({ state: 'done', processed: 3 });
+    },
+  );
 
   it('waits for the running jobs when stopped, and releases every lock', async () => {
     const parent = memTempDir();
@@ -370,57 +415,65 @@ describe('processQueues with watch', () => {
 });
 
 describe('processQueues stopped by its interrupt', () => {
-  it('stops the running commands and leaves their jobs in their queues, whatever onError says; every lock released', async () => {
-    const parent = memTempDir();
-    const all = queues(parent, 3, 2);
-    const marks = memTempDir();
-    const interrupt = new AbortController();
-    const events: QueuesEvent[] = [];
-    const done = processQueues([], {
-      queuesIn: parent,
-      jobs: 3,
-      onError: 'delete',
-      interrupt: interrupt.signal,
-      onEvent: (e) => events.push(e),
-      command: 'sh',
-      params: ['-c', `touch "${marks}/$(basename "$FSPL_JOB_QUEUEDIR")"; sleep 300`],
-    });
-    while (fs.readdirSync(marks).length < 3) await sleep(10);
-    interrupt.abort();
-    const summary = await done;
-    expect(summary).toMatchObject({ processed: 0, succeeded: 0, failed: 0 });
-    for (const q of all) {
-      expect(nextseq(q)).toBe('1');
-      expect(jobFiles(q)).toHaveLength(2);
-      FileLock.acquire(`${q.seqfilePath}.lock`, { create: false }).release();
-    }
-    const ends = events.filter((e) => e.type === 'end');
-    expect(ends.map((e) => [e.ok, e.interrupted, e.why])).toEqual(Array(3).fill([false, true, 'command was stopped before it finished']));
-  });
+  it(
+    'stops the running commands and leaves their jobs in ' + 'their queues, whatever onError says; every lock released',
+    async () => {
+      const parent = memTempDir();
+      const all = queues(parent, 3, 2);
+      const marks = memTempDir();
+      const interrupt = new AbortController();
+      const events: QueuesEvent[] = [];
+      const done = processQueues([], {
+        queuesIn: parent,
+        jobs: 3,
+        onError: 'delete',
+        interrupt: interrupt.signal,
+        onEvent: (e) => events.push(e),
+        command: 'sh',
+        params: ['-c', `touch "${marks}/$(basename "$FSPL_JOB_QUEUEDIR")"; sleep 300`],
+      });
+      while (fs.readdirSync(marks).length < 3) await sleep(10);
+      interrupt.abort();
+      const summary = await done;
+      expect(summary).toMatchObject({ processed: 0, succeeded: 0, failed: 0 });
+      for (const q of all) {
+        expect(nextseq(q)).toBe('1');
+        expect(jobFiles(q)).toHaveLength(2);
+        FileLock.acquire(`${q.seqfilePath}.lock`, { create: false }).release();
+      }
+      const ends = events.filter((e) => e.type === 'end');
+      expect(ends.map((e) => [e.ok, e.interrupted, e.why])).toEqual(
+        Array(3).fill([false, true, 'command was stopped before it finished']),
+      );
+    },
+  );
 
-  it('stopTimeout: once the signal aborts, the running functions have that long, then their signal aborts too', async () => {
-    const parent = memTempDir();
-    const all = queues(parent, 2, 1);
-    const signal = new AbortController();
-    let aborted = 0;
-    const summary = await processQueues([], {
-      queuesIn: parent,
-      jobs: 2,
-      signal: signal.signal,
-      stopTimeout: 0.05,
-      run: async (job) => {
-        job.payload.resume();
-        signal.abort();
-        // A job that runs until it is told to stop.
-        await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
-        aborted++;
-        throw job.signal.reason;
-      },
-    });
-    expect(aborted).toBe(2);
-    expect(summary).toMatchObject({ processed: 0, failed: 0 });
-    for (const q of all) expect([nextseq(q), jobFiles(q).length]).toEqual(['1', 1]);
-  });
+  it(
+    'stopTimeout: once the signal aborts, the running ' + 'functions have that long, then their signal aborts too',
+    async () => {
+      const parent = memTempDir();
+      const all = queues(parent, 2, 1);
+      const signal = new AbortController();
+      let aborted = 0;
+      const summary = await processQueues([], {
+        queuesIn: parent,
+        jobs: 2,
+        signal: signal.signal,
+        stopTimeout: 0.05,
+        run: async (job) => {
+          job.payload.resume();
+          signal.abort();
+          // A job that runs until it is told to stop.
+          await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+          aborted++;
+          throw job.signal.reason;
+        },
+      });
+      expect(aborted).toBe(2);
+      expect(summary).toMatchObject({ processed: 0, failed: 0 });
+      for (const q of all) expect([nextseq(q), jobFiles(q).length]).toEqual(['1', 1]);
+    },
+  );
 });
 
 describe('processQueues at scale', () => {
@@ -435,10 +488,17 @@ describe('processQueues at scale', () => {
       fs.mkdirSync(path.join(dir, 'jobs'), { recursive: true });
       fs.writeFileSync(path.join(dir, 'nextseq'), '1\n');
       fs.writeFileSync(path.join(dir, 'nextseq.lock'), '');
-      fs.writeFileSync(path.join(dir, 'jobs', `fspl-00000000-0000-4000-8000-${String(i).padStart(12, '0')}.fspl`), packet);
+      fs.writeFileSync(
+        path.join(dir, 'jobs', `fspl-00000000-0000-4000-8000-${String(i).padStart(12, '0')}.fspl`),
+        packet,
+      );
     }
     const seen = new Set<string>();
-    const summary = await processQueues([], { queuesIn: parent, jobs: 8, run: (job) => void (seen.add(job.queuedir), job.payload.resume()) });
+    const summary = await processQueues([], {
+      queuesIn: parent,
+      jobs: 8,
+      run: (job) => void (seen.add(job.queuedir), job.payload.resume()),
+    });
     expect(summary.processed).toBe(n);
     expect(seen.size).toBe(n);
     expect(summary.queues.every((r) => r.state === 'done' && r.processed === 1)).toBe(true);

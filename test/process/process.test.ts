@@ -21,7 +21,11 @@ function packet(seq: bigint, opts: { payload?: string; cmd?: CommandType; secs?:
   const h: PacketHeader = {
     seq,
     ctime: { secs: opts.secs ?? 1700000000n, nanos: 0 },
-    cmd: opts.cmd ?? { kind: 'Command', params: [Buffer.from(`p${seq}`)], env: [[Buffer.from('WHO'), Buffer.from(`w${seq}`)]] },
+    cmd: opts.cmd ?? {
+      kind: 'Command',
+      params: [Buffer.from(`p${seq}`)],
+      env: [[Buffer.from('WHO'), Buffer.from(`w${seq}`)]],
+    },
   };
   return Buffer.concat([encodeHeader(h), Buffer.from(opts.payload ?? `payload ${seq}\n`)]);
 }
@@ -34,10 +38,12 @@ function setup() {
   const script = path.join(dir, 'rec.sh');
   fs.writeFileSync(
     script,
-    `#!/bin/sh\nprintf '%s|%s|%s|%s|%s\\n' "$FSPL_SEQ" "$*" "$FSPL_SET_WHO" "$FSPL_JOB_FILENAME" "$(cat)" >> ${log}\ncase " $FAIL " in *" $FSPL_SEQ "*) exit 3;; esac\nexit 0\n`,
+    `#!/bin/sh\nprintf '%s|%s|%s|%s|%s\\n' "$FSPL_SEQ" "$*" "$FSPL_SET_WHO" "$FSPL_JOB_FILENAME" ` +
+      `"$(cat)" >> ${log}\ncase " $FAIL " in *" $FSPL_SEQ "*) exit 3;; esac\nexit 0\n`,
     { mode: 0o755 },
   );
-  const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => l.split('|'));
+  const lines = () =>
+    (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((l) => l.split('|'));
   return { q, log, script, lines };
 }
 
@@ -90,10 +96,18 @@ describe('processQueue', () => {
     q.writeBuffer(packet(1n, { cmd: { kind: 'NOP' } }));
     q.writeBuffer(packet(2n, { cmd: { kind: 'Fail' } }));
     q.writeBuffer(packet(3n));
-    expect(await processQueue(q, { command: script, maxJobs: 1, neverDelete: true })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+    expect(await processQueue(q, { command: script, maxJobs: 1, neverDelete: true })).toEqual({
+      processed: 1,
+      succeeded: 1,
+      failed: 0,
+    });
     expect((await q.list()).length).toBe(3);
     await expect(processQueue(q, { command: script })).rejects.toThrow(/Fail packet/);
-    expect(await processQueue(q, { command: script, onError: 'delete' })).toEqual({ processed: 2, succeeded: 1, failed: 1 });
+    expect(await processQueue(q, { command: script, onError: 'delete' })).toEqual({
+      processed: 2,
+      succeeded: 1,
+      failed: 1,
+    });
     expect(lines().map((l) => l[0])).toEqual(['3']);
     // Job 1 was kept by neverDelete and is now behind nextseq: ignored, not re-run.
     expect((await q.list()).map((j) => j.header.seq)).toEqual([1n]);
@@ -128,19 +142,23 @@ describe('processQueue', () => {
     expect(fs.readFileSync(q.jobPath(`${b}.out`), 'utf8')).toBe('');
   });
 
-  it('SaveBoth never follows a JOB.out planted in jobs/: the job fails, the link target is untouched, the job stays', async () => {
-    const { q } = setup();
-    const a = q.writeBuffer(packet(1n));
-    const target = path.join(tempDir(), 'authorized_keys');
-    fs.writeFileSync(target, 'ssh-ed25519 AAAA mine\n');
-    fs.symlinkSync(target, q.jobPath(`${a}.out`));
-    await expect(processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' })).rejects.toThrow(
-      /will not write its output to .*\.out: it is a symbolic link/,
-    );
-    expect(fs.readFileSync(target, 'utf8')).toBe('ssh-ed25519 AAAA mine\n');
-    expect(q.getNext()).toBe(1n);
-    expect(fs.existsSync(q.jobPath(a))).toBe(true);
-  });
+  it(
+    'SaveBoth never follows a JOB.out planted in jobs/: the ' +
+      'job fails, the link target is untouched, the job stays',
+    async () => {
+      const { q } = setup();
+      const a = q.writeBuffer(packet(1n));
+      const target = path.join(tempDir(), 'authorized_keys');
+      fs.writeFileSync(target, 'ssh-ed25519 AAAA mine\n');
+      fs.symlinkSync(target, q.jobPath(`${a}.out`));
+      await expect(
+        processQueue(q, { command: 'sh', params: ['-c', 'echo ssh-ed25519 EVIL'], outputTo: 'saveboth' }),
+      ).rejects.toThrow(/will not write its output to .*\.out: it is a symbolic link/);
+      expect(fs.readFileSync(target, 'utf8')).toBe('ssh-ed25519 AAAA mine\n');
+      expect(q.getNext()).toBe(1n);
+      expect(fs.existsSync(q.jobPath(a))).toBe(true);
+    },
+  );
 
   it('kills a command at the timeout and counts it as a failure', async () => {
     const { q } = setup();
@@ -195,7 +213,11 @@ describe('processQueue stopped by its signal or its interrupt', () => {
     const dir = path.dirname(log);
     const started = path.join(dir, 'started');
     const go = path.join(dir, 'go');
-    const params = ['-c', `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! -e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`];
+    const params = [
+      '-c',
+      `cat > /dev/null; echo $FSPL_SEQ >> ${started}; while [ ! ` +
+        `-e ${go} ]; do sleep 0.02; done; echo $FSPL_SEQ >> ${log}`,
+    ];
     const until = async (cond: () => boolean) => {
       while (!cond()) await new Promise((r) => setTimeout(r, 10));
     };
@@ -213,46 +235,70 @@ describe('processQueue stopped by its signal or its interrupt', () => {
     expect([fs.readFileSync(log, 'utf8'), q.getNext()]).toEqual(['1\n', 2n]);
   });
 
-  it('interrupt: the running job is stopped and stays in the queue, even under onError delete; its end event says so', async () => {
-    const { q, log, params, runningJob } = waiting();
-    const interrupt = new AbortController();
-    const ends: unknown[] = [];
-    const run = processQueue(q, { command: 'sh', params, onError: 'delete', interrupt: interrupt.signal, onEvent: (e) => e.type === 'end' && ends.push(e) });
-    await runningJob();
-    interrupt.abort();
-    expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect([fs.existsSync(log), q.getNext(), (await q.list()).length]).toEqual([false, 1n, 3]);
-    expect(ends).toEqual([{ type: 'end', seq: 1n, filename: expect.any(String), ok: false, why: 'command was stopped before it finished', interrupted: true }]);
-  });
+  it(
+    'interrupt: the running job is stopped and stays in the ' +
+      'queue, even under onError delete; its end event says so',
+    async () => {
+      const { q, log, params, runningJob } = waiting();
+      const interrupt = new AbortController();
+      const ends: unknown[] = [];
+      const run = processQueue(q, {
+        command: 'sh',
+        params,
+        onError: 'delete',
+        interrupt: interrupt.signal,
+        onEvent: (e) => e.type === 'end' && ends.push(e),
+      });
+      await runningJob();
+      interrupt.abort();
+      expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+      expect([fs.existsSync(log), q.getNext(), (await q.list()).length]).toEqual([false, 1n, 3]);
+      expect(ends).toEqual([
+        {
+          type: 'end',
+          seq: 1n,
+          filename: expect.any(String),
+          ok: false,
+          why: 'command was stopped before it finished',
+          interrupted: true,
+        },
+      ]);
+    },
+  );
 
-  it('stopTimeout: a job still running that long after the signal is interrupted; a function sees its signal abort', async () => {
-    const { q, params, runningJob } = waiting();
-    const signal = new AbortController();
-    const run = processQueue(q, { command: 'sh', params, signal: signal.signal, stopTimeout: 0.05 });
-    await runningJob();
-    signal.abort();
-    expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect(q.getNext()).toBe(1n);
+  it(
+    'stopTimeout: a job still running that long after the ' + 'signal is interrupted; a function sees its signal abort',
+    async () => {
+      const { q, params, runningJob } = waiting();
+      const signal = new AbortController();
+      const run = processQueue(q, { command: 'sh', params, signal: signal.signal, stopTimeout: 0.05 });
+      await runningJob();
+      signal.abort();
+      expect(await run).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+      expect(q.getNext()).toBe(1n);
 
-    const fnSignal = new AbortController();
-    let reason: unknown;
-    const fnRun = processQueue(q, {
-      signal: fnSignal.signal,
-      stopTimeout: 0.05,
-      run: async (job) => {
-        fnSignal.abort();
-        await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
-        reason = job.signal.reason;
-        throw reason;
-      },
-    });
-    expect(await fnRun).toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect([String(reason), q.getNext(), (await q.list()).length]).toEqual(['Error: interrupted', 1n, 3]);
-  });
+      const fnSignal = new AbortController();
+      let reason: unknown;
+      const fnRun = processQueue(q, {
+        signal: fnSignal.signal,
+        stopTimeout: 0.05,
+        run: async (job) => {
+          fnSignal.abort();
+          await new Promise((resolve) => job.signal.addEventListener('abort', resolve));
+          reason = job.signal.reason;
+          throw reason;
+        },
+      });
+      expect(await fnRun).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+      expect([String(reason), q.getNext(), (await q.list()).length]).toEqual(['Error: interrupted', 1n, 3]);
+    },
+  );
 
   it('rejects a stopTimeout that is not a number of seconds', async () => {
     const { q } = setup();
-    await expect(processQueue(q, { command: 'true', stopTimeout: -1 })).rejects.toThrow(/processQueue: stopTimeout: expected a number of seconds/);
+    await expect(processQueue(q, { command: 'true', stopTimeout: -1 })).rejects.toThrow(
+      /processQueue: stopTimeout: expected a number of seconds/,
+    );
   });
 });
 
@@ -262,17 +308,20 @@ describe('processQueue after a run killed while finishing a job', () => {
     fs.writeFileSync(path.join(q.dir, 'nextseq.lock'), `${note}\n`);
   }
 
-  it('killed before nextseq moved: moves it past the finished job and deletes it, without running it again', async () => {
-    const { q, script, lines } = setup();
-    const first = q.writeBuffer(packet(1n));
-    q.writeBuffer(packet(2n));
-    killedWhileFinishing(q, `S 1 ${first}`);
-    expect(await processQueue(q, { command: script })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
-    expect(lines().map((l) => l[0])).toEqual(['2']);
-    expect(q.getNext()).toBe(3n);
-    expect(fs.readdirSync(q.jobsDir)).toEqual([]);
-    expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
-  });
+  it(
+    'killed before nextseq moved: moves it past the ' + 'finished job and deletes it, without running it again',
+    async () => {
+      const { q, script, lines } = setup();
+      const first = q.writeBuffer(packet(1n));
+      q.writeBuffer(packet(2n));
+      killedWhileFinishing(q, `S 1 ${first}`);
+      expect(await processQueue(q, { command: script })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
+      expect(lines().map((l) => l[0])).toEqual(['2']);
+      expect(q.getNext()).toBe(3n);
+      expect(fs.readdirSync(q.jobsDir)).toEqual([]);
+      expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
+    },
+  );
 
   it('killed after nextseq moved, before the unlink: deletes the spent job file', async () => {
     const { q, script, lines } = setup();
@@ -289,7 +338,11 @@ describe('processQueue after a run killed while finishing a job', () => {
     const { q, script, lines } = setup();
     const first = q.writeBuffer(packet(7n));
     killedWhileFinishing(q, `T 7 ${first}`);
-    expect(await processQueue(q, { command: script, orderBy: 'timestamp' })).toEqual({ processed: 0, succeeded: 0, failed: 0 });
+    expect(await processQueue(q, { command: script, orderBy: 'timestamp' })).toEqual({
+      processed: 0,
+      succeeded: 0,
+      failed: 0,
+    });
     expect(lines()).toEqual([]);
     expect(fs.readdirSync(q.jobsDir)).toEqual([]);
   });
@@ -338,7 +391,10 @@ describe('processFd (stdin-process)', () => {
     const out = path.join(dir, 'out');
     const fd = fs.openSync(f, 'r');
     try {
-      await processFd(fd, { command: 'sh', params: ['-c', `cat > ${out}; echo "$FSPL_SEQ $FSPL_JOB_FILENAME" >> ${out}`] });
+      await processFd(fd, {
+        command: 'sh',
+        params: ['-c', `cat > ${out}; echo "$FSPL_SEQ $FSPL_JOB_FILENAME" >> ${out}`],
+      });
     } finally {
       fs.closeSync(fd);
     }
@@ -352,8 +408,15 @@ describe('processFd (stdin-process)', () => {
     const fd = fs.openSync(f, 'r');
     const interrupt = new AbortController();
     try {
-      const run = processFd(fd, { command: 'sleep', params: ['300'], interrupt: interrupt.signal, onStart: () => setTimeout(() => interrupt.abort(), 10) });
-      await expect(run).rejects.toThrow(new JobFailedError('Job 5 interrupted (command was stopped before it finished)'));
+      const run = processFd(fd, {
+        command: 'sleep',
+        params: ['300'],
+        interrupt: interrupt.signal,
+        onStart: () => setTimeout(() => interrupt.abort(), 10),
+      });
+      await expect(run).rejects.toThrow(
+        new JobFailedError('Job 5 interrupted (command was stopped before it finished)'),
+      );
     } finally {
       fs.closeSync(fd);
     }

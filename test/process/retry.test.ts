@@ -5,13 +5,25 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeHeader, type PacketHeader, processQueue, processQueues, Queue, RetryDueError } from '../../src/lowlevel.js';
+import {
+  encodeHeader,
+  type PacketHeader,
+  processQueue,
+  processQueues,
+  Queue,
+  RetryDueError,
+} from '../../src/lowlevel.js';
 import { ATTEMPTS_FILE, parseAttempts, readAttempts, retriesFor, retryDelayMs } from '../../src/process/retry.js';
 import { outputTail } from '../../src/process/retry-run.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, extra: Partial<PacketHeader> = {}): Buffer {
-  const h: PacketHeader = { seq, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] }, ...extra };
+  const h: PacketHeader = {
+    seq,
+    ctime: { secs: 1700000000n, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+    ...extra,
+  };
   return Buffer.concat([encodeHeader(h), Buffer.from(`payload ${seq}\n`)]);
 }
 
@@ -27,7 +39,8 @@ function setup(n: number, fails: Record<number, number>) {
     .join(' ');
   fs.writeFileSync(
     script,
-    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_JOB_ATTEMPT $(date +%s%3N)" >> ${log}\ncat > /dev/null\ncase "$FSPL_SEQ" in ${cases} esac\nexit 0\n`,
+    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_JOB_ATTEMPT $(date +%s%3N)" >> ${log}\n` +
+      `cat > /dev/null\ncase "$FSPL_SEQ" in ${cases} esac\nexit 0\n`,
     {
       mode: 0o755,
     },
@@ -43,63 +56,81 @@ function setup(n: number, fails: Record<number, number>) {
 describe('retries', () => {
   it('policy: the packet may ask for fewer retries, never more; the delay doubles up to the maximum', () => {
     const policy = { retries: 3, delayMs: 100, maxDelayMs: 350 };
-    const h = (retries?: bigint): PacketHeader => ({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'NOP' }, retries });
+    const h = (retries?: bigint): PacketHeader => ({
+      seq: 1n,
+      ctime: { secs: 0n, nanos: 0 },
+      cmd: { kind: 'NOP' },
+      retries,
+    });
     expect(retriesFor(policy, h())).toBe(3);
     expect(retriesFor(policy, h(1n))).toBe(1);
     expect(retriesFor(policy, h(9n))).toBe(3);
     expect([1, 2, 3, 4].map((t) => retryDelayMs(policy, t))).toEqual([100, 200, 350, 350]);
-    expect(parseAttempts('7 2 1700000000000 fspl-x.fspl\n')).toEqual({ seq: 7n, tries: 2, dueMs: 1700000000000, filename: 'fspl-x.fspl' });
+    expect(parseAttempts('7 2 1700000000000 fspl-x.fspl\n')).toEqual({
+      seq: 7n,
+      tries: 2,
+      dueMs: 1700000000000,
+      filename: 'fspl-x.fspl',
+    });
     expect(parseAttempts('7 2 x fspl-x.fspl\n')).toBeUndefined();
   });
 
-  it('watching: a job failing twice then passing with retries 3 runs three times, in order, the delays respected', async () => {
-    const { q, script, runs } = setup(3, { 2: 2 });
-    const stop = new AbortController();
-    const done = processQueue(q, {
-      command: script,
-      retries: 3,
-      retryDelay: 0.2,
-      watch: true,
-      signal: stop.signal,
-      onEvent: (e) => {
-        if (e.type === 'end' && e.seq === 3n) stop.abort();
-      },
-    });
-    await done;
-    const r = runs();
-    expect(r.map((x) => [x.seq, x.attempt])).toEqual([
-      [1, 1],
-      [2, 1],
-      [2, 2],
-      [2, 3],
-      [3, 1],
-    ]);
-    // At least the delay (0.2 s, then 0.4 s), with slack for the clock's grain.
-    expect(r[2]!.ms - r[1]!.ms).toBeGreaterThanOrEqual(190);
-    expect(r[3]!.ms - r[2]!.ms).toBeGreaterThanOrEqual(390);
-    expect(fs.existsSync(path.join(q.dir, ATTEMPTS_FILE))).toBe(false);
-    expect(q.getNext()).toBe(4n);
-  });
+  it(
+    'watching: a job failing twice then passing with retries ' + '3 runs three times, in order, the delays respected',
+    async () => {
+      const { q, script, runs } = setup(3, { 2: 2 });
+      const stop = new AbortController();
+      const done = processQueue(q, {
+        command: script,
+        retries: 3,
+        retryDelay: 0.2,
+        watch: true,
+        signal: stop.signal,
+        onEvent: (e) => {
+          if (e.type === 'end' && e.seq === 3n) stop.abort();
+        },
+      });
+      await done;
+      const r = runs();
+      expect(r.map((x) => [x.seq, x.attempt])).toEqual([
+        [1, 1],
+        [2, 1],
+        [2, 2],
+        [2, 3],
+        [3, 1],
+      ]);
+      // At least the delay (0.2 s, then 0.4 s), with slack for the clock's grain.
+      expect(r[2]!.ms - r[1]!.ms).toBeGreaterThanOrEqual(190);
+      expect(r[3]!.ms - r[2]!.ms).toBeGreaterThanOrEqual(390);
+      expect(fs.existsSync(path.join(q.dir, ATTEMPTS_FILE))).toBe(false);
+      expect(q.getNext()).toBe(4n);
+    },
+  );
 
-  it('one pass: a failure with a retry due ends the run with RetryDueError, the tries kept for the next run', async () => {
-    const { q, script, runs } = setup(2, { 1: 1 });
-    const err = await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(RetryDueError);
-    expect((err as RetryDueError).message).toMatch(/^Job 1 failed \(command exited with status 3\); try 2 of 3 is due at \S+Z; stopping/);
-    expect((err as RetryDueError).dueAt.getTime()).toBeGreaterThan(Date.now());
-    expect(readAttempts(q.dir)).toMatchObject({ seq: 1n, tries: 1 });
-    // Before it is due: the job does not run, and nothing after it either.
-    const early = await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 }).catch((e: unknown) => e);
-    expect((early as Error).message).toMatch(/^Job 1 waits for its next try; try 2 of 3 is due at/);
-    expect(runs().length).toBe(1);
-    await new Promise((r) => setTimeout(r, 350));
-    await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 });
-    expect(runs().map((x) => [x.seq, x.attempt])).toEqual([
-      [1, 1],
-      [1, 2],
-      [2, 1],
-    ]);
-  });
+  it(
+    'one pass: a failure with a retry due ends the run ' + 'with RetryDueError, the tries kept for the next run',
+    async () => {
+      const { q, script, runs } = setup(2, { 1: 1 });
+      const err = await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RetryDueError);
+      expect((err as RetryDueError).message).toMatch(
+        /^Job 1 failed \(command exited with status 3\); try 2 of 3 is due at \S+Z; stopping/,
+      );
+      expect((err as RetryDueError).dueAt.getTime()).toBeGreaterThan(Date.now());
+      expect(readAttempts(q.dir)).toMatchObject({ seq: 1n, tries: 1 });
+      // Before it is due: the job does not run, and nothing after it either.
+      const early = await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 }).catch((e: unknown) => e);
+      expect((early as Error).message).toMatch(/^Job 1 waits for its next try; try 2 of 3 is due at/);
+      expect(runs().length).toBe(1);
+      await new Promise((r) => setTimeout(r, 350));
+      await processQueue(q, { command: script, retries: 2, retryDelay: 0.3 });
+      expect(runs().map((x) => [x.seq, x.attempt])).toEqual([
+        [1, 1],
+        [1, 2],
+        [2, 1],
+      ]);
+    },
+  );
 
   it('tries used up without a failed-jobs queue: onError decides, as without retries', async () => {
     const { q, script, runs } = setup(2, { 1: 9 });
@@ -113,46 +144,56 @@ describe('retries', () => {
     expect(fs.existsSync(path.join(q.dir, ATTEMPTS_FILE))).toBe(false);
   });
 
-  it("a packet's own retries (fewer than the run's) are its limit; a function executor sees FSPL_JOB_ATTEMPT", async () => {
-    const dir = tempDir();
-    const q = Queue.init(path.join(dir, 'q'));
-    q.writeBuffer(packet(1n, { retries: 1n }));
-    const seen: string[] = [];
-    await processQueue(q, {
-      retries: 5,
-      retryDelay: 0,
-      onError: 'leave',
-      run: async (job) => {
-        seen.push(job.variables.FSPL_JOB_ATTEMPT!);
-        throw new Error('no');
-      },
-    });
-    expect(seen).toEqual(['1', '2']);
-  });
-
-  it('without retries nothing changes: no FSPL_JOB_ATTEMPT, no attempts file, the failure stops the queue', async () => {
-    const dir = tempDir();
-    const q = Queue.init(path.join(dir, 'q'));
-    q.writeBuffer(packet(1n));
-    const seen: Array<string | undefined> = [];
-    await expect(
-      processQueue(q, {
+  it(
+    "a packet's own retries (fewer than the run's) are " + 'its limit; a function executor sees FSPL_JOB_ATTEMPT',
+    async () => {
+      const dir = tempDir();
+      const q = Queue.init(path.join(dir, 'q'));
+      q.writeBuffer(packet(1n, { retries: 1n }));
+      const seen: string[] = [];
+      await processQueue(q, {
+        retries: 5,
+        retryDelay: 0,
+        onError: 'leave',
         run: async (job) => {
-          seen.push(job.variables.FSPL_JOB_ATTEMPT);
+          seen.push(job.variables.FSPL_JOB_ATTEMPT!);
           throw new Error('no');
         },
-      }),
-    ).rejects.toThrow(/Job 1 failed/);
-    expect(seen).toEqual([undefined]);
-    expect(fs.readdirSync(q.dir).sort()).toEqual(['jobs', 'nextseq', 'nextseq.lock']);
-  });
+      });
+      expect(seen).toEqual(['1', '2']);
+    },
+  );
+
+  it(
+    'without retries nothing changes: no FSPL_JOB_ATTEMPT, ' + 'no attempts file, the failure stops the queue',
+    async () => {
+      const dir = tempDir();
+      const q = Queue.init(path.join(dir, 'q'));
+      q.writeBuffer(packet(1n));
+      const seen: Array<string | undefined> = [];
+      await expect(
+        processQueue(q, {
+          run: async (job) => {
+            seen.push(job.variables.FSPL_JOB_ATTEMPT);
+            throw new Error('no');
+          },
+        }),
+      ).rejects.toThrow(/Job 1 failed/);
+      expect(seen).toEqual([undefined]);
+      expect(fs.readdirSync(q.dir).sort()).toEqual(['jobs', 'nextseq', 'nextseq.lock']);
+    },
+  );
 
   it('many queues, one pass: a queue with a retry due stops (its result says when), the others go on', async () => {
     const a = setup(2, { 1: 1 });
     const b = setup(2, {});
     // One command for both: it fails job 1 of the queue whose directory is a's.
     const script = path.join(a.dir, 'either.sh');
-    fs.writeFileSync(script, `#!/bin/sh\ncat > /dev/null\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ "$FSPL_SEQ" = 1 ] && exit 3\nexit 0\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      script,
+      `#!/bin/sh\ncat > /dev/null\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ "$FSPL_SEQ" = 1 ] && exit 3\nexit 0\n`,
+      { mode: 0o755 },
+    );
     const r = await processQueues([a.q.dir, b.q.dir], { command: script, retries: 1, retryDelay: 60 });
     expect(r.queues.map((x) => x.state)).toEqual(['stopped', 'done']);
     expect(r.queues[0]!.error).toBeInstanceOf(RetryDueError);
@@ -164,7 +205,11 @@ describe('retries', () => {
     const q = Queue.init(path.join(dir, 'q'));
     q.writeBuffer(packet(1n));
     const script = path.join(dir, 'noisy.sh');
-    fs.writeFileSync(script, '#!/bin/sh\ncat > /dev/null\nfor i in $(seq 1 30); do echo "line $i" >&2; done\nexit 3\n', { mode: 0o755 });
+    fs.writeFileSync(
+      script,
+      '#!/bin/sh\ncat > /dev/null\nfor i in $(seq 1 30); do echo "line $i" >&2; done\nexit 3\n',
+      { mode: 0o755 },
+    );
     await processQueue(q, { command: script, outputTo: 'saveboth', failedTo: path.join(dir, 'F') });
     const [moved] = await Queue.open(path.join(dir, 'F')).list();
     const tail = moved!.header.failure!.tail!.split('\n');
@@ -185,7 +230,9 @@ describe('retries', () => {
     const log = path.join(a.dir, 'both.log');
     fs.writeFileSync(
       script,
-      `#!/bin/sh\ncat > /dev/null\necho "$FSPL_JOB_QUEUEDIR $FSPL_SEQ $FSPL_JOB_ATTEMPT $(date +%s%3N)" >> ${log}\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ "$FSPL_SEQ" = 1 ] && [ "$FSPL_JOB_ATTEMPT" = 1 ] && exit 3\nexit 0\n`,
+      `#!/bin/sh\ncat > /dev/null\necho "$FSPL_JOB_QUEUEDIR $FSPL_SEQ $FSPL_JOB_ATTEMPT ` +
+        `$(date +%s%3N)" >> ${log}\n[ "$FSPL_JOB_QUEUEDIR" = '${a.q.dir}' ] && [ ` +
+        `"$FSPL_SEQ" = 1 ] && [ "$FSPL_JOB_ATTEMPT" = 1 ] && exit 3\nexit 0\n`,
       { mode: 0o755 },
     );
     const stop = new AbortController();
@@ -223,7 +270,11 @@ describe('retries', () => {
       [2n, 30n],
       [3n, 10n],
     ] as const)
-      q.writeBuffer(Buffer.concat([encodeHeader({ seq, ctime: { secs, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } })]));
+      q.writeBuffer(
+        Buffer.concat([
+          encodeHeader({ seq, ctime: { secs, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }),
+        ]),
+      );
     const seen: string[] = [];
     const run = async (job: { variables: Record<string, string> }) => {
       seen.push(`${job.variables.FSPL_SEQ}/${job.variables.FSPL_JOB_ATTEMPT}`);

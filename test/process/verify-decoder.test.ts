@@ -8,11 +8,24 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DecoderError, encodeHeader, JobFailedError, type PacketHeader, processFd, processQueue, processQueues, Queue } from '../../src/lowlevel.js';
+import {
+  DecoderError,
+  encodeHeader,
+  JobFailedError,
+  type PacketHeader,
+  processFd,
+  processQueue,
+  processQueues,
+  Queue,
+} from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, payload: Buffer | string): Buffer {
-  const h: PacketHeader = { seq, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } };
+  const h: PacketHeader = {
+    seq,
+    ctime: { secs: 1700000000n, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+  };
   return Buffer.concat([encodeHeader(h), Buffer.from(payload)]);
 }
 
@@ -54,12 +67,17 @@ describe('verifyDecoder: processQueue with a command', () => {
     expect((await t.q.list()).map((j) => j.header.seq)).toEqual([1n]);
   });
 
-  it('without it, the same command starts and reads PWNED before the decoder fails (the streaming default)', async () => {
-    const t = setup();
-    await expect(processQueue(t.open(t.bad, false), { command: 'sh', params: t.params })).rejects.toThrow(/exited with status 2/);
-    expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
-    expect(t.q.getNext()).toBe(1n);
-  });
+  it(
+    'without it, the same command starts and reads PWNED ' + 'before the decoder fails (the streaming default)',
+    async () => {
+      const t = setup();
+      await expect(processQueue(t.open(t.bad, false), { command: 'sh', params: t.params })).rejects.toThrow(
+        /exited with status 2/,
+      );
+      expect(fs.readFileSync(t.out, 'utf8')).toBe('PWNED\n');
+      expect(t.q.getNext()).toBe(1n);
+    },
+  );
 
   it('under onError delete, a failing decoder counts as a failure, as without it', async () => {
     const t = setup();
@@ -68,23 +86,41 @@ describe('verifyDecoder: processQueue with a command', () => {
     expect(fs.existsSync(t.marker)).toBe(false);
   });
 
-  it('a decoder killed by a signal fails likewise; one that gives no header runs nothing (the scan skips its file, as without it)', async () => {
-    const t = setup();
-    await expect(processQueue(t.open('cat; kill -9 $$'), { command: 'sh', params: t.params })).rejects.toThrow(/killed by signal SIGKILL/);
-    await expect(processQueue(t.open('head -c 10; exit 0'), { command: 'sh', params: t.params })).resolves.toEqual({ processed: 0, succeeded: 0, failed: 0 });
-    expect(fs.existsSync(t.marker)).toBe(false);
-    expect(t.q.getNext()).toBe(1n);
-  });
+  it(
+    'a decoder killed by a signal fails likewise; one that gives ' +
+      'no header runs nothing (the scan skips its file, as without it)',
+    async () => {
+      const t = setup();
+      await expect(processQueue(t.open('cat; kill -9 $$'), { command: 'sh', params: t.params })).rejects.toThrow(
+        /killed by signal SIGKILL/,
+      );
+      await expect(processQueue(t.open('head -c 10; exit 0'), { command: 'sh', params: t.params })).resolves.toEqual({
+        processed: 0,
+        succeeded: 0,
+        failed: 0,
+      });
+      expect(fs.existsSync(t.marker)).toBe(false);
+      expect(t.q.getNext()).toBe(1n);
+    },
+  );
 
-  it('a decoder that succeeds: the command gets exactly the decoded payload (5 MiB), from a regular file, after the decoder ended', async () => {
-    const payload = randomBytes(5 << 20);
-    const t = setup(payload);
-    const params = ['-c', `test -e ${t.decoded} || exit 9; ${t.params[1]}`];
-    expect(await processQueue(t.open(t.good), { command: 'sh', params })).toEqual({ processed: 1, succeeded: 1, failed: 0 });
-    expect(fs.readFileSync(t.out).equals(payload)).toBe(true);
-    expect(fs.readFileSync(`${t.out}.kind`, 'utf8')).toBe('file\n');
-    expect(t.q.getNext()).toBe(2n);
-  });
+  it(
+    'a decoder that succeeds: the command gets exactly the decoded ' +
+      'payload (5 MiB), from a regular file, after the decoder ended',
+    async () => {
+      const payload = randomBytes(5 << 20);
+      const t = setup(payload);
+      const params = ['-c', `test -e ${t.decoded} || exit 9; ${t.params[1]}`];
+      expect(await processQueue(t.open(t.good), { command: 'sh', params })).toEqual({
+        processed: 1,
+        succeeded: 1,
+        failed: 0,
+      });
+      expect(fs.readFileSync(t.out).equals(payload)).toBe(true);
+      expect(fs.readFileSync(`${t.out}.kind`, 'utf8')).toBe('file\n');
+      expect(t.q.getNext()).toBe(2n);
+    },
+  );
 
   it('a sealed payload cut by the decoder is refused before the command runs', async () => {
     const t = setup();
@@ -116,7 +152,12 @@ describe('verifyDecoder: processQueue with a command', () => {
     const t = setup();
     const interrupt = new AbortController();
     setTimeout(() => interrupt.abort(), 200);
-    const r = await processQueue(t.open('cat; exec sleep 30'), { command: 'sh', params: t.params, interrupt: interrupt.signal, signal: interrupt.signal });
+    const r = await processQueue(t.open('cat; exec sleep 30'), {
+      command: 'sh',
+      params: t.params,
+      interrupt: interrupt.signal,
+      signal: interrupt.signal,
+    });
     expect(r).toEqual({ processed: 0, succeeded: 0, failed: 0 });
     expect(fs.existsSync(t.marker)).toBe(false);
     expect(t.q.getNext()).toBe(1n);
@@ -180,9 +221,9 @@ describe('processFd with a decoder (stdin-process -d)', () => {
     const t = setup();
     const fd = stdinFile(t);
     try {
-      await expect(processFd(fd, { command: 'sh', params: t.params, decoder: t.bad, verifyDecoder: true })).rejects.toThrow(
-        /Job 1 failed \(Decoder .* exited with status 2\)/,
-      );
+      await expect(
+        processFd(fd, { command: 'sh', params: t.params, decoder: t.bad, verifyDecoder: true }),
+      ).rejects.toThrow(/Job 1 failed \(Decoder .* exited with status 2\)/);
     } finally {
       fs.closeSync(fd);
     }
@@ -193,7 +234,9 @@ describe('processFd with a decoder (stdin-process -d)', () => {
     const t = setup();
     const fd = stdinFile(t);
     try {
-      await expect(processFd(fd, { command: 'sh', params: t.params, decoder: t.bad })).rejects.toThrow(/exited with status 2/);
+      await expect(processFd(fd, { command: 'sh', params: t.params, decoder: t.bad })).rejects.toThrow(
+        /exited with status 2/,
+      );
     } finally {
       fs.closeSync(fd);
     }

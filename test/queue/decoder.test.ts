@@ -6,7 +6,11 @@ import { DecoderError, encodeHeader, openThroughDecoder, type PacketHeader, spoo
 import { tempDir } from '../helpers.js';
 
 function jobFile(payload: string): string {
-  const h: PacketHeader = { seq: 7n, ctime: { secs: 1700000000n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } };
+  const h: PacketHeader = {
+    seq: 7n,
+    ctime: { secs: 1700000000n, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+  };
   const file = path.join(tempDir(), 'fspl-7.fspl');
   fs.writeFileSync(file, Buffer.concat([encodeHeader(h), Buffer.from(payload)]));
   return file;
@@ -21,7 +25,8 @@ describe('spoolDecoded', () => {
       const st = fs.fstatSync(fd);
       expect([st.isFile(), st.nlink, st.mode & 0o777, st.size]).toEqual([true, 0, 0o600, 12]);
       const buf = Buffer.alloc(64);
-      expect(buf.subarray(0, fs.readSync(fd, buf, 0, 64, null)).toString()).toBe('the payload\n'); // from the current offset
+      // from the current offset
+      expect(buf.subarray(0, fs.readSync(fd, buf, 0, 64, null)).toString()).toBe('the payload\n');
     } finally {
       fs.closeSync(fd);
     }
@@ -77,14 +82,16 @@ describe('a decoder is stopped as a group (as Filespooler 1.2.4)', () => {
     const decoder = `cat; sleep ${n} | sleep ${n + 1}`;
     const decoded = await openThroughDecoder(jobFile('x'), decoder);
     // Both sides of the pipeline started (a loaded machine may take seconds to exec them).
-    for (let i = 0; i < 500 && (sleeping(n).length === 0 || sleeping(n + 1).length === 0); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && (sleeping(n).length === 0 || sleeping(n + 1).length === 0); i++)
+      await new Promise((r) => setTimeout(r, 20));
     try {
       expect(sleeping(n)).toHaveLength(1);
     } finally {
       decoded.abort();
     }
     await decoded.exited;
-    for (let i = 0; i < 100 && sleeping(n).length + sleeping(n + 1).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && sleeping(n).length + sleeping(n + 1).length > 0; i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect([sleeping(n), sleeping(n + 1)]).toEqual([[], []]);
   });
 });

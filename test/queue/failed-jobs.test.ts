@@ -10,7 +10,11 @@ import { transferJob } from '../../src/queue/transfer.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint): Buffer {
-  const h: PacketHeader = { seq, ctime: { secs: 1700000000n + seq, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } };
+  const h: PacketHeader = {
+    seq,
+    ctime: { secs: 1700000000n + seq, nanos: 0 },
+    cmd: { kind: 'Command', params: [], env: [] },
+  };
   return Buffer.concat([encodeHeader(h), Buffer.from(`payload ${seq}\n`)]);
 }
 
@@ -27,7 +31,12 @@ async function failedQueue() {
     if (failing && (job.variables.FSPL_SEQ === '2' || job.variables.FSPL_SEQ === '4')) throw new Error('fails');
   };
   const events: string[] = [];
-  await processQueue(q, { run, retries: 0, failedTo: F, onEvent: (e) => e.type === 'end' && events.push(`${e.seq}:${e.outcome}`) });
+  await processQueue(q, {
+    run,
+    retries: 0,
+    failedTo: F,
+    onEvent: (e) => e.type === 'end' && events.push(`${e.seq}:${e.outcome}`),
+  });
   failing = false;
   return { dir, q, F, ran, run, events };
 }
@@ -40,7 +49,9 @@ describe('failed jobs', () => {
     expect(q.getNext()).toBe(6n);
     expect(fs.readdirSync(q.jobsDir)).toEqual([]);
     const failed = await Queue.open(F).list();
-    expect(failed.map((j) => [j.header.seq, j.header.failure?.seq, j.header.failure?.attempts, j.header.failure?.queue])).toEqual([
+    expect(
+      failed.map((j) => [j.header.seq, j.header.failure?.seq, j.header.failure?.attempts, j.header.failure?.queue]),
+    ).toEqual([
       [1n, 2n, 1, path.resolve(q.dir)],
       [2n, 4n, 1, path.resolve(q.dir)],
     ]);
@@ -67,16 +78,19 @@ describe('failed jobs', () => {
     expect(ran).toEqual(['6', '7']);
   });
 
-  it("queue-retry takes the new numbers from the sender's seqfile when given, and only the jobs asked for", async () => {
-    const { dir, q, F } = await failedQueue();
-    const seqfile = path.join(dir, 'sender-seq');
-    fs.writeFileSync(seqfile, '10\n');
-    const moved = await retryFailedJobs(F, q.dir, { seqfile, jobs: [2n] });
-    expect(moved).toEqual([{ from: 2n, to: 10n }]);
-    expect(fs.readFileSync(seqfile, 'utf8')).toBe('11\n');
-    expect((await Queue.open(F).list()).map((j) => j.header.seq)).toEqual([1n]);
-    await expect(retryFailedJobs(F, q.dir, { jobs: [9n] })).rejects.toThrow(/Job 9 not found/);
-  });
+  it(
+    "queue-retry takes the new numbers from the sender's " + 'seqfile when given, and only the jobs asked for',
+    async () => {
+      const { dir, q, F } = await failedQueue();
+      const seqfile = path.join(dir, 'sender-seq');
+      fs.writeFileSync(seqfile, '10\n');
+      const moved = await retryFailedJobs(F, q.dir, { seqfile, jobs: [2n] });
+      expect(moved).toEqual([{ from: 2n, to: 10n }]);
+      expect(fs.readFileSync(seqfile, 'utf8')).toBe('11\n');
+      expect((await Queue.open(F).list()).map((j) => j.header.seq)).toEqual([1n]);
+      await expect(retryFailedJobs(F, q.dir, { jobs: [9n] })).rejects.toThrow(/Job 9 not found/);
+    },
+  );
 
   it('a queue-retry killed after the copy, before the removal: the next one completes it, once', async () => {
     const { q, F } = await failedQueue();

@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { makeHeader } from '../../src/packet/prepare.js';
-import { ChildEnv, childEnvironment, type JobVariable, jobEnvironment, jobVariableStrings, jobVariables } from '../../src/queue/jobenv.js';
+import {
+  ChildEnv,
+  childEnvironment,
+  type JobVariable,
+  jobEnvironment,
+  jobVariableStrings,
+  jobVariables,
+} from '../../src/queue/jobenv.js';
 
 /** The definition: inherited variables, the job's added or replacing them, sorted by name. */
 function reference(vars: JobVariable[], base: NodeJS.ProcessEnv): Record<string, string> {
@@ -54,7 +61,11 @@ describe('jobEnvironment', () => {
   });
 
   it('gives what the definition gives, in the same order', () => {
-    const name = fc.string({ unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}'), minLength: 1, maxLength: 6 });
+    const name = fc.string({
+      unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}'),
+      minLength: 1,
+      maxLength: 6,
+    });
     fc.assert(
       fc.property(
         fc.dictionary(name, fc.option(fc.string({ maxLength: 5 }), { nil: undefined })),
@@ -75,39 +86,43 @@ describe('jobEnvironment', () => {
 });
 
 describe('jobVariableStrings', () => {
-  it('gives what jobVariables gives, decoded as jobEnvironment decodes it (bytes that are not UTF-8 too), whatever TZ says', () => {
-    const bad = Uint8Array.from([0x66, 0xff, 0xfe, 0x6f]); // not UTF-8
-    const header = makeHeader({
-      seq: 12345678901234567890n,
-      ctime: { secs: 1_700_000_000n, nanos: 42 },
-      cmd: {
-        kind: 'Command',
-        params: [Buffer.from('one'), bad],
-        env: [
-          [Buffer.from('KEY'), Buffer.from('k1')],
-          [bad, bad],
-        ],
-      },
-    });
-    const where = { queuedir: '/q/dir', filename: 'fspl-1.fspl' };
-    const saved = process.env.TZ;
-    try {
-      for (const tz of [undefined, 'UTC', 'America/New_York', 'EST5EDT', 'Asia/Kolkata']) {
-        if (tz === undefined) delete process.env.TZ;
-        else process.env.TZ = tz;
-        for (const at of [where, undefined]) {
-          const decoded = jobVariables(header, at).map(([k, val]) => [k.toString('utf8'), val.toString('utf8')]);
-          expect(jobVariableStrings(header, at)).toEqual(decoded);
+  it(
+    'gives what jobVariables gives, decoded as jobEnvironment ' +
+      'decodes it (bytes that are not UTF-8 too), whatever TZ says',
+    () => {
+      const bad = Uint8Array.from([0x66, 0xff, 0xfe, 0x6f]); // not UTF-8
+      const header = makeHeader({
+        seq: 12345678901234567890n,
+        ctime: { secs: 1_700_000_000n, nanos: 42 },
+        cmd: {
+          kind: 'Command',
+          params: [Buffer.from('one'), bad],
+          env: [
+            [Buffer.from('KEY'), Buffer.from('k1')],
+            [bad, bad],
+          ],
+        },
+      });
+      const where = { queuedir: '/q/dir', filename: 'fspl-1.fspl' };
+      const saved = process.env.TZ;
+      try {
+        for (const tz of [undefined, 'UTC', 'America/New_York', 'EST5EDT', 'Asia/Kolkata']) {
+          if (tz === undefined) delete process.env.TZ;
+          else process.env.TZ = tz;
+          for (const at of [where, undefined]) {
+            const decoded = jobVariables(header, at).map(([k, val]) => [k.toString('utf8'), val.toString('utf8')]);
+            expect(jobVariableStrings(header, at)).toEqual(decoded);
+          }
         }
+      } finally {
+        if (saved === undefined) delete process.env.TZ;
+        else process.env.TZ = saved;
       }
-    } finally {
-      if (saved === undefined) delete process.env.TZ;
-      else process.env.TZ = saved;
-    }
-    // One header for both sides: made twice, each would take its own ctime (now), a millisecond apart at times.
-    const nop = makeHeader({ seq: 1n, cmd: { kind: 'NOP' } });
-    expect(jobVariableStrings(nop)).toEqual(jobVariables(nop).map(([k, val]) => [k.toString(), val.toString()]));
-  });
+      // One header for both sides: made twice, each would take its own ctime (now), a millisecond apart at times.
+      const nop = makeHeader({ seq: 1n, cmd: { kind: 'NOP' } });
+      expect(jobVariableStrings(nop)).toEqual(jobVariables(nop).map(([k, val]) => [k.toString(), val.toString()]));
+    },
+  );
 });
 
 describe('ChildEnv', () => {
@@ -122,7 +137,11 @@ describe('ChildEnv', () => {
   }
 
   it('packs what childEnvironment makes, sorted, and follows changes to the inherited object', () => {
-    const name = fc.string({ unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}', '\0'), minLength: 1, maxLength: 6 });
+    const name = fc.string({
+      unit: fc.constantFrom('A', 'B', 'a', '_', '1', 'é', 'FSPL_', '\u{1F600}', '\0'),
+      minLength: 1,
+      maxLength: 6,
+    });
     fc.assert(
       fc.property(
         fc.dictionary(name, fc.option(fc.string({ maxLength: 5 }), { nil: undefined })),
@@ -143,8 +162,12 @@ describe('ChildEnv', () => {
     );
   });
 
-  it('a NUL in a variable the child would get: not packed (child_process then refuses it); one replaced by the job: packed', () => {
-    expect(new ChildEnv([['A', 'x\0y']], { B: 'b' }).packed()).toBeUndefined();
-    expect(new ChildEnv([['A', 'a']], { A: 'bad\0', B: 'b' }).packed()).toBe('A=a\0B=b\0');
-  });
+  it(
+    'a NUL in a variable the child would get: not packed ' +
+      '(child_process then refuses it); one replaced by the job: packed',
+    () => {
+      expect(new ChildEnv([['A', 'x\0y']], { B: 'b' }).packed()).toBeUndefined();
+      expect(new ChildEnv([['A', 'a']], { A: 'bad\0', B: 'b' }).packed()).toBe('A=a\0B=b\0');
+    },
+  );
 });

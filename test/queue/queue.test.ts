@@ -2,7 +2,15 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DuplicateSeqError, encodeHeader, isJobFilename, NotFoundError, type PacketHeader, Queue, QueueError } from '../../src/lowlevel.js';
+import {
+  DuplicateSeqError,
+  encodeHeader,
+  isJobFilename,
+  NotFoundError,
+  type PacketHeader,
+  Queue,
+  QueueError,
+} from '../../src/lowlevel.js';
 import { tempDir } from '../helpers.js';
 
 function packet(seq: bigint, payload = '', secs = 1700000000n): Buffer {
@@ -59,7 +67,10 @@ describe('Queue', () => {
   it('reads gzipped jobs through a decoder, and skips them without one', async () => {
     const q = Queue.init(path.join(tempDir(), 'q'));
     for (const seq of [3n, 1n, 2n]) {
-      fs.writeFileSync(path.join(q.jobsDir, `fspl-${seq}.fspl`), execFileSync('gzip', ['-c'], { input: packet(seq, 'x') }));
+      fs.writeFileSync(
+        path.join(q.jobsDir, `fspl-${seq}.fspl`),
+        execFileSync('gzip', ['-c'], { input: packet(seq, 'x') }),
+      );
     }
     expect(await q.list()).toEqual([]);
     const dq = Queue.open(q.dir, { decoder: 'zcat' });
@@ -116,26 +127,38 @@ describe('a symbolic link named like a job', () => {
     q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
     // A valid packet that only the processor may read, which a writer of jobs/ points a link at.
     const secret = path.join(dir, 'private.fspl');
-    fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), { mode: 0o600 });
+    fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), {
+      mode: 0o600,
+    });
     fs.symlinkSync(secret, path.join(q.jobsDir, 'fspl-link.fspl'));
     await listsOnlyJob1(q, 'fspl-link.fspl', /fspl-link.fspl: it is a symbolic link/);
     const { queueStatus } = await import('../../src/status/report.js');
     const status = await queueStatus(q);
-    expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-link.fspl', expect.stringMatching(/a symbolic link, which is not followed/)]]);
+    expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([
+      ['fspl-link.fspl', expect.stringMatching(/a symbolic link, which is not followed/)],
+    ]);
   });
 });
 
 describe('a hard link named like a job', () => {
-  it('is not read (native or not): another name of a packet only the processor may read is not a job; queue-status says why', async () => {
-    const dir = tempDir();
-    const q = Queue.init(path.join(dir, 'q'));
-    q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
-    const secret = path.join(dir, 'private.fspl');
-    fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), { mode: 0o600 });
-    fs.linkSync(secret, path.join(q.jobsDir, 'fspl-hard.fspl'));
-    await listsOnlyJob1(q, 'fspl-hard.fspl', /2 names \(a hard link\)/);
-    const { queueStatus } = await import('../../src/status/report.js');
-    const status = await queueStatus(q);
-    expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([['fspl-hard.fspl', expect.stringMatching(/a hard link\), which is not read/)]]);
-  });
+  it(
+    'is not read (native or not): another name of a packet only ' +
+      'the processor may read is not a job; queue-status says why',
+    async () => {
+      const dir = tempDir();
+      const q = Queue.init(path.join(dir, 'q'));
+      q.writeBuffer(encodeHeader({ seq: 1n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }));
+      const secret = path.join(dir, 'private.fspl');
+      fs.writeFileSync(secret, encodeHeader({ seq: 2n, ctime: { secs: 1n, nanos: 0 }, cmd: { kind: 'NOP' } }), {
+        mode: 0o600,
+      });
+      fs.linkSync(secret, path.join(q.jobsDir, 'fspl-hard.fspl'));
+      await listsOnlyJob1(q, 'fspl-hard.fspl', /2 names \(a hard link\)/);
+      const { queueStatus } = await import('../../src/status/report.js');
+      const status = await queueStatus(q);
+      expect(status.undecodable.map((u) => [u.filename, u.cause])).toEqual([
+        ['fspl-hard.fspl', expect.stringMatching(/a hard link\), which is not read/)],
+      ]);
+    },
+  );
 });

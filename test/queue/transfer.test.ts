@@ -8,10 +8,25 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader, type PacketHeader, Queue } from '../../src/lowlevel.js';
 import { readHeaderSync } from '../../src/packet/read.js';
-import { assertTwoQueues, completeTransfer, ensureQueueDir, readJournal, TRANSFER_FILE, transferJob, WRITESEQ_FILE } from '../../src/queue/transfer.js';
+import {
+  assertTwoQueues,
+  completeTransfer,
+  ensureQueueDir,
+  readJournal,
+  TRANSFER_FILE,
+  transferJob,
+  WRITESEQ_FILE,
+} from '../../src/queue/transfer.js';
 import { tempDir } from '../helpers.js';
 
-const failure = { queue: '/q', seq: 1n, attempts: 2, outcome: 'failure' as const, why: 'command exited with status 3', at: '2030-01-01T00:00:00.000Z' };
+const failure = {
+  queue: '/q',
+  seq: 1n,
+  attempts: 2,
+  outcome: 'failure' as const,
+  why: 'command exited with status 3',
+  at: '2030-01-01T00:00:00.000Z',
+};
 
 function setup() {
   const dir = tempDir();
@@ -19,7 +34,12 @@ function setup() {
   const toDir = path.join(dir, 'failed');
   ensureQueueDir(toDir);
   const to = Queue.open(toDir);
-  const h: PacketHeader = { seq: 7n, ctime: { secs: 1700000000n, nanos: 5 }, cmd: { kind: 'Command', params: [Buffer.from('a')], env: [] }, retries: 2n };
+  const h: PacketHeader = {
+    seq: 7n,
+    ctime: { secs: 1700000000n, nanos: 5 },
+    cmd: { kind: 'Command', params: [Buffer.from('a')], env: [] },
+    retries: 2n,
+  };
   const name = from.writeBuffer(Buffer.concat([encodeHeader(h), Buffer.from('the payload')]));
   const entry = { filename: name, header: h };
   const read = (file: string) => {

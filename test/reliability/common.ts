@@ -90,8 +90,13 @@ export function record(name: string, seed: number | undefined, figures: Record<s
     seed,
     figures,
   };
-  fs.writeFileSync(path.join(RESULTS_DIR, `${name}.json`), `${JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
-  console.log(`[reliability] ${name}: ${JSON.stringify(figures, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`);
+  fs.writeFileSync(
+    path.join(RESULTS_DIR, `${name}.json`),
+    `${JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`,
+  );
+  console.log(
+    `[reliability] ${name}: ${JSON.stringify(figures, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`,
+  );
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -236,8 +241,14 @@ export function startFspl(args: string[], opts: RunOptions = {}): { child: Child
   let stdinFd: number | undefined;
   let stdio0: 'pipe' | 'ignore' | number = 'pipe';
   if (opts.stdin === 'null') stdio0 = 'ignore';
-  else if (opts.stdin !== undefined && opts.stdin !== 'pipe' && !Buffer.isBuffer(opts.stdin)) stdio0 = stdinFd = fs.openSync(opts.stdin.file, 'r');
-  const child = spawn(file, argv, { cwd: opts.cwd, env: envFor(opts.env), stdio: [stdio0, 'pipe', 'pipe'], detached: true });
+  else if (opts.stdin !== undefined && opts.stdin !== 'pipe' && !Buffer.isBuffer(opts.stdin))
+    stdio0 = stdinFd = fs.openSync(opts.stdin.file, 'r');
+  const child = spawn(file, argv, {
+    cwd: opts.cwd,
+    env: envFor(opts.env),
+    stdio: [stdio0, 'pipe', 'pipe'],
+    detached: true,
+  });
   if (stdinFd !== undefined) fs.closeSync(stdinFd);
   if (child.stdin) {
     child.stdin.on('error', () => {}); // EPIPE when the child is killed or does not read
@@ -320,7 +331,10 @@ export async function waitFor(fn: () => boolean, what: string, timeoutMs = 20_00
 
 export const CTIME = { secs: 1_700_000_000n, nanos: 0 };
 
-export function header(seq: bigint | number, cmd: CommandType = { kind: 'Command', params: [], env: [] }): PacketHeader {
+export function header(
+  seq: bigint | number,
+  cmd: CommandType = { kind: 'Command', params: [], env: [] },
+): PacketHeader {
   return { seq: BigInt(seq), ctime: { secs: CTIME.secs + BigInt(seq), nanos: 0 }, cmd };
 }
 

@@ -10,7 +10,19 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { encodeHeader } from '../../src/packet/codec.js';
 import { Queue } from '../../src/queue/queue.js';
-import { fspl, HAVE_REF, lines, packet, type RunResult, readLog, record, recorder, startFspl, tempDir, waitFor } from './common.js';
+import {
+  fspl,
+  HAVE_REF,
+  lines,
+  packet,
+  type RunResult,
+  readLog,
+  record,
+  recorder,
+  startFspl,
+  tempDir,
+  waitFor,
+} from './common.js';
 
 const LOCK_ERROR = /^Error: Could not obtain lock on .*nextseq\.lock: it is held by another process$/;
 
@@ -20,14 +32,21 @@ function isLockRefusal(r: RunResult): boolean {
 }
 
 describe('two queue-process on one queue', () => {
-  test('while one runs a job, a second one (ours or the reference) is refused at once and runs nothing', { timeout: 60_000 }, async () => {
+  test('while one runs a job, a second one (ours or the reference) is refused at once and runs nothing', {
+    timeout: 60_000,
+  }, async () => {
     const dir = tempDir();
     const qdir = path.join(dir, 'q');
     const log = path.join(dir, 'log');
     const q = Queue.init(qdir);
     // The first job of each round waits for ./release, so the first processor holds the lock
     // until the second one has finished.
-    const command = recorder(dir, log, `if [ "$FSPL_SET_HOLD" = 1 ]; then : > '${dir}/started'; while [ ! -e '${dir}/release' ]; do sleep 0.02; done; fi\n`);
+    const command = recorder(
+      dir,
+      log,
+      `if [ "$FSPL_SET_HOLD" = 1 ]; then : > '${dir}/started'; ` +
+        `while [ ! -e '${dir}/release' ]; do sleep 0.02; done; fi\n`,
+    );
     const ROUNDS = 3;
     const PER_ROUND = 10;
     const refusals: Record<string, number> = { ours: 0, ref: 0 };
@@ -36,8 +55,17 @@ describe('two queue-process on one queue', () => {
       fs.rmSync(path.join(dir, 'started'), { force: true });
       fs.rmSync(path.join(dir, 'release'), { force: true });
       for (let i = 0; i < PER_ROUND; i++, seq++) {
-        const cmd = { kind: 'Command' as const, params: [], env: i === 0 ? [[Buffer.from('HOLD'), Buffer.from('1')] as [Buffer, Buffer]] : [] };
-        q.writeBuffer(Buffer.concat([encodeHeader({ seq: BigInt(seq), ctime: { secs: 1700000000n, nanos: 0 }, cmd }), Buffer.from('x')]));
+        const cmd = {
+          kind: 'Command' as const,
+          params: [],
+          env: i === 0 ? [[Buffer.from('HOLD'), Buffer.from('1')] as [Buffer, Buffer]] : [],
+        };
+        q.writeBuffer(
+          Buffer.concat([
+            encodeHeader({ seq: BigInt(seq), ctime: { secs: 1700000000n, nanos: 0 }, cmd }),
+            Buffer.from('x'),
+          ]),
+        );
       }
       const first = startFspl(['queue-process', '-q', qdir, command], { timeoutMs: 30_000 });
       await waitFor(() => fs.existsSync(path.join(dir, 'started')), 'the first processor to start its job');
@@ -65,7 +93,9 @@ describe('two queue-process on one queue', () => {
     expect(ran).toEqual(Array.from({ length: seq - 1 }, (_, i) => i + 1));
   });
 
-  test('two started at the same moment, many times: one gets the lock, and no job runs twice', { timeout: 90_000 }, async () => {
+  test('two started at the same moment, many times: one gets the lock, and no job runs twice', {
+    timeout: 90_000,
+  }, async () => {
     const dir = tempDir();
     const qdir = path.join(dir, 'q');
     const log = path.join(dir, 'log');

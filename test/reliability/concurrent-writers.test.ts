@@ -23,7 +23,8 @@ function payloadOf(seq: number, sizes: number[]): Buffer {
   return Buffer.alloc(sizes[seq]!, `job ${seq};`);
 }
 
-const WORKER = `
+const WORKER =
+  `
 import fs from 'node:fs';
 import path from 'node:path';
 const [lib, qdir, first, count, sizesFile, scratch] = process.argv.slice(2);
@@ -34,7 +35,8 @@ const q = Queue.open(qdir);
 while (!fs.existsSync(path.join(scratch, 'go'))) await new Promise((r) => setTimeout(r, 2));
 for (let i = 0; i < Number(count); i++) {
   const seq = Number(first) + i;
-  const header = encodeHeader({ seq: BigInt(seq), ctime: { secs: 1700000000n + BigInt(seq), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } });
+  const header = encodeHeader({ seq: BigInt(seq), ctime: { secs: 1700000000n ` +
+  `+ BigInt(seq), nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } });
   const packet = Buffer.concat([header, Buffer.alloc(sizes[seq], 'job ' + seq + ';')]);
   if (seq % 2 === 0) {
     q.writeBuffer(packet);
@@ -50,13 +52,18 @@ for (let i = 0; i < Number(count); i++) {
 }
 `;
 
-test(`${WRITERS} processes x ${EACH} packets into one queue at once: all arrive, nothing else left`, { timeout: 120_000 }, async () => {
+test(`${WRITERS} processes x ${EACH} packets into one queue at once: all arrive, nothing else left`, {
+  timeout: 120_000,
+}, async () => {
   const rng = rngFor('concurrent-writers');
   const dir = tempDir();
   const qdir = path.join(dir, 'q');
   const q = Queue.init(qdir);
   const total = WRITERS * EACH;
-  const sizes = [0, ...Array.from({ length: total }, () => (rng.next() < 0.1 ? rng.int(65536, 300_000) : rng.int(0, 4096)))];
+  const sizes = [
+    0,
+    ...Array.from({ length: total }, () => (rng.next() < 0.1 ? rng.int(65536, 300_000) : rng.int(0, 4096))),
+  ];
   const sizesFile = path.join(dir, 'sizes.json');
   fs.writeFileSync(sizesFile, JSON.stringify(sizes));
   const worker = path.join(dir, 'writer.mjs');
@@ -66,10 +73,14 @@ test(`${WRITERS} processes x ${EACH} packets into one queue at once: all arrive,
     const scratch = path.join(dir, `w${w}`);
     fs.mkdirSync(scratch);
     return new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [worker, libraryPath(), qdir, String(w * EACH + 1), String(EACH), sizesFile, dir], {
-        env: envFor(),
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [worker, libraryPath(), qdir, String(w * EACH + 1), String(EACH), sizesFile, dir],
+        {
+          env: envFor(),
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let stderr = '';
       child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
       child.once('close', (code) => resolve({ code, stderr }));

@@ -13,14 +13,28 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
 import { parseSeqfileText } from '../../src/sys/seqfile.js';
-import { fspl, isJobName, killGroup, ls, packet, readLog, record, rngFor, sleep, startFspl, tempDir, waitFor } from './common.js';
+import {
+  fspl,
+  isJobName,
+  killGroup,
+  ls,
+  packet,
+  readLog,
+  record,
+  rngFor,
+  sleep,
+  startFspl,
+  tempDir,
+  waitFor,
+} from './common.js';
 
 const QUEUES = 10;
 const JOBS = 40;
 const KILLS = 20;
 const WORKERS = 3;
 
-test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, --jobs ${WORKERS}: none lost, each queue in order, only jobs in flight re-run`, {
+test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, ` +
+  `--jobs ${WORKERS}: none lost, each queue in order, only jobs in flight re-run`, {
   timeout: 180_000,
 }, async () => {
   const rng = rngFor('crash-many');
@@ -28,13 +42,19 @@ test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, 
   const parent = path.join(dir, 'queues');
   fs.mkdirSync(parent);
   const queues = Array.from({ length: QUEUES }, (_, i) => Queue.init(path.join(parent, `q${i}`)));
-  for (const q of queues) for (const seq of rng.shuffle(Array.from({ length: JOBS }, (_, i) => i + 1))) q.writeBuffer(packet(seq));
+  for (const q of queues)
+    for (const seq of rng.shuffle(Array.from({ length: JOBS }, (_, i) => i + 1))) q.writeBuffer(packet(seq));
   // Each command logs "QUEUE SEQ" (QUEUE as a number: readLog reads numbers, one per line, so two lines a job).
   const log = path.join(dir, 'log');
   const command = path.join(dir, 'record.sh');
-  fs.writeFileSync(command, `#!/bin/sh\nq=$(basename "$FSPL_JOB_QUEUEDIR")\nprintf '%s\\n%s\\n' "\${q#q}" "$FSPL_SEQ" >> '${log}'\ncat > /dev/null\n`, {
-    mode: 0o755,
-  });
+  fs.writeFileSync(
+    command,
+    `#!/bin/sh\nq=$(basename "$FSPL_JOB_QUEUEDIR")\n` +
+      `printf '%s\\n%s\\n' "\${q#q}" "$FSPL_SEQ" >> '${log}'\ncat > /dev/null\n`,
+    {
+      mode: 0o755,
+    },
+  );
   const executions = (): Array<[number, number]> => {
     const n = readLog(log);
     const out: Array<[number, number]> = [];
@@ -76,7 +96,9 @@ test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, 
       // Each queue's run started at its nextseq and went up by one.
       expect(mine, `kill ${kills}, queue ${i}`).toEqual(mine.map((_, k) => next[i]! + k));
       const allowed = mine.length === 0 ? [next[i]] : [next[i]! + mine.length, next[i]! + mine.length - 1];
-      expect(allowed, `kill ${kills}, queue ${i}: nextseq ${after[i]} after ${JSON.stringify(mine)}`).toContain(after[i]);
+      expect(allowed, `kill ${kills}, queue ${i}: nextseq ${after[i]} after ${JSON.stringify(mine)}`).toContain(
+        after[i],
+      );
       if (mine.length > 0 && after[i] === next[i]! + mine.length - 1) left.push([i, after[i]!]);
     }
     expect(left.length, `kill ${kills}: jobs in flight`).toBeLessThanOrEqual(WORKERS);
@@ -84,16 +106,24 @@ test(`${KILLS} kills -9 of queue-process over ${QUEUES} queues of ${JOBS} jobs, 
     next = after;
   }
 
-  const final = await fspl(['queue-process', '--queues-in', parent, '--jobs', String(WORKERS), command], { timeoutMs: 60_000 });
+  const final = await fspl(['queue-process', '--queues-in', parent, '--jobs', String(WORKERS), command], {
+    timeoutMs: 60_000,
+  });
   expect(final.code, final.stderr).toBe(0);
-  expect(final.stderr.split('\n').filter((l) => l && !/^ INFO fspl::process: Removing ".*": job \d+ was finished by an interrupted run$/.test(l))).toEqual([]);
+  expect(
+    final.stderr
+      .split('\n')
+      .filter((l) => l && !/^ INFO fspl::process: Removing ".*": job \d+ was finished by an interrupted run$/.test(l)),
+  ).toEqual([]);
 
   const all = executions();
   const reRuns = all.length - QUEUES * JOBS;
   for (let i = 0; i < QUEUES; i++) {
     const mine = all.filter(([q]) => q === i).map(([, s]) => s);
     const firsts = [...new Set(mine)];
-    expect(firsts, `queue ${i}: first executions in order, none lost`).toEqual(Array.from({ length: JOBS }, (_, k) => k + 1));
+    expect(firsts, `queue ${i}: first executions in order, none lost`).toEqual(
+      Array.from({ length: JOBS }, (_, k) => k + 1),
+    );
     for (const s of firsts) {
       const times = inFlight.filter((left) => left.some(([q, x]) => q === i && x === s)).length;
       expect(mine.filter((x) => x === s).length, `queue ${i}, job ${s}: executions`).toBe(1 + times);

@@ -13,7 +13,22 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
 import { parseSeqfileText } from '../../src/sys/seqfile.js';
-import { fspl, groupAlive, isJobName, killGroup, ls, packet, readLog, record, recorder, rngFor, sleep, startFspl, tempDir, waitFor } from './common.js';
+import {
+  fspl,
+  groupAlive,
+  isJobName,
+  killGroup,
+  ls,
+  packet,
+  readLog,
+  record,
+  recorder,
+  rngFor,
+  sleep,
+  startFspl,
+  tempDir,
+  waitFor,
+} from './common.js';
 
 const JOBS = 400;
 const KILLS = 50;
@@ -30,7 +45,9 @@ interface Round {
   fsplOnly: boolean;
 }
 
-test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order, only the job in flight re-run`, { timeout: 180_000 }, async () => {
+test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order, only the job in flight re-run`, {
+  timeout: 180_000,
+}, async () => {
   const rng = rngFor('crash-process');
   const dir = tempDir();
   const qdir = path.join(dir, 'q');
@@ -72,7 +89,12 @@ test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order,
     const how: Round['how'] = rng.next() < 0.25 ? 'anytime' : 'while-processing';
     if (how === 'anytime') {
       const deadline = Date.now() + rng.int(0, 250);
-      await waitFor(() => exited || Date.now() >= deadline || readLog(log).length >= logBefore + 8, 'a moment to kill', 30_000, 1);
+      await waitFor(
+        () => exited || Date.now() >= deadline || readLog(log).length >= logBefore + 8,
+        'a moment to kill',
+        30_000,
+        1,
+      );
     } else {
       const target = logBefore + rng.int(1, 6);
       await waitFor(() => exited || readLog(log).length >= target, 'the jobs of the run', 30_000, 1);
@@ -109,7 +131,10 @@ test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order,
     expect(ran, `round ${rounds.length}: jobs run`).toEqual(ran.map((_, i) => next + i));
     // nextseq is past every job run, except at most the last one, which was in flight.
     const allowed = ran.length === 0 ? [next] : [next + ran.length, next + ran.length - 1];
-    expect(allowed, `round ${rounds.length}: nextseq ${after} after running ${JSON.stringify(ran)} from ${next}`).toContain(after);
+    expect(
+      allowed,
+      `round ${rounds.length}: nextseq ${after} after running ${JSON.stringify(ran)} from ${next}`,
+    ).toContain(after);
     if (fs.existsSync(path.join(qdir, 'nextseq.temp'))) seqfileTempsSeen++;
     next = after;
   }
@@ -119,7 +144,11 @@ test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order,
   expect(final.code, final.stderr).toBe(0);
   // Nothing but, when the last kill landed while a job was being finished, the line saying that
   // this run completed it.
-  expect(final.stderr.split('\n').filter((l) => l && !/^ INFO fspl::process: Removing ".*": job \d+ was finished by an interrupted run$/.test(l))).toEqual([]);
+  expect(
+    final.stderr
+      .split('\n')
+      .filter((l) => l && !/^ INFO fspl::process: Removing ".*": job \d+ was finished by an interrupted run$/.test(l)),
+  ).toEqual([]);
 
   const all = readLog(log);
   const firsts: number[] = [];
@@ -133,7 +162,10 @@ test(`${KILLS} kills -9 of queue-process over ${JOBS} jobs: none lost, in order,
   const inFlight = rounds.filter((r) => r.ran.length > 0 && r.after === r.from + r.ran.length - 1);
   const reRuns = all.length - seen.size;
   const leftJobs = ls(q.jobsDir);
-  const temps = [...ls(qdir).filter((n) => !['jobs', 'nextseq', 'nextseq.lock'].includes(n)), ...leftJobs.filter((n) => !isJobName(n))];
+  const temps = [
+    ...ls(qdir).filter((n) => !['jobs', 'nextseq', 'nextseq.lock'].includes(n)),
+    ...leftJobs.filter((n) => !isJobName(n)),
+  ];
   const figures = {
     jobs: JOBS,
     kills: rounds.length,

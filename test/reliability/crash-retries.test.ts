@@ -23,15 +23,22 @@ function command(dir: string, log: string): string {
   const p = path.join(dir, 'job.sh');
   fs.writeFileSync(
     p,
-    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_JOB_ATTEMPT" >> '${log}'\ncat > /dev/null\n[ -z "$FSPL_OK_NOW" ] && [ $(( FSPL_SEQ % 10 )) = 0 ] && exit 3\nexit 0\n`,
+    `#!/bin/sh\necho "$FSPL_SEQ $FSPL_JOB_ATTEMPT" >> '${log}'\ncat > /dev/null\n` +
+      `[ -z "$FSPL_OK_NOW" ] && [ $(( FSPL_SEQ % 10 )) = 0 ] && exit 3\nexit 0\n`,
     { mode: 0o755 },
   );
   return p;
 }
 
-const runsOf = (log: string) => (fs.existsSync(log) ? lines(fs.readFileSync(log, 'utf8')) : []).map((l) => l.split(' ').map(Number) as [number, number]);
+const runsOf = (log: string) =>
+  (fs.existsSync(log) ? lines(fs.readFileSync(log, 'utf8')) : []).map(
+    (l) => l.split(' ').map(Number) as [number, number],
+  );
 
-test(`${KILLS} kills -9 of queue-process --retries 1 --failed-to over ${JOBS} jobs (20 failing): none lost or doubled`, { timeout: 180_000 }, async () => {
+test(`${KILLS} kills -9 of queue-process --retries 1 --failed-to ` +
+  `over ${JOBS} jobs (20 failing): none lost or doubled`, {
+  timeout: 180_000,
+}, async () => {
   const rng = rngFor('crash-retries');
   const dir = tempDir();
   const qdir = path.join(dir, 'q');
@@ -86,7 +93,9 @@ test(`${KILLS} kills -9 of queue-process --retries 1 --failed-to over ${JOBS} jo
   record('crash-retries', undefined, { jobs: JOBS, kills, extraRuns: extra });
 });
 
-test('the tries of a job that always fails are counted across kills -9: at most the running try lost, never skipped', { timeout: 120_000 }, async () => {
+test('the tries of a job that always fails are counted across kills -9: at most the running try lost, never skipped', {
+  timeout: 120_000,
+}, async () => {
   const rng = rngFor('crash-retries-count');
   const dir = tempDir();
   const qdir = path.join(dir, 'q');
@@ -96,7 +105,21 @@ test('the tries of a job that always fails are counted across kills -9: at most 
   q.writeBuffer(packet(10)); // numbered 10: a failing one
   q.setNext(10n);
   const cmd = command(dir, log);
-  const args = ['queue-process', '-q', qdir, '--retries', '5', '--retry-delay', '0.05', '--retry-max-delay', '0.1', '--failed-to', F, '--watch', cmd];
+  const args = [
+    'queue-process',
+    '-q',
+    qdir,
+    '--retries',
+    '5',
+    '--retry-delay',
+    '0.05',
+    '--retry-max-delay',
+    '0.1',
+    '--failed-to',
+    F,
+    '--watch',
+    cmd,
+  ];
   for (let i = 0; i < 8 && fs.readdirSync(q.jobsDir).length > 0; i++) {
     const { child, done } = startFspl(args);
     await sleep(rng.int(20, 200));

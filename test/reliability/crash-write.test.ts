@@ -70,7 +70,12 @@ async function calibrate(qdir: string, stdinFile: string): Promise<number> {
 }
 
 /** Kill at a random moment: any time from the start, or once the temporary file exists. */
-async function killAtRandom(rng: Rng, child: import('node:child_process').ChildProcess, jobsDir: string, window: number): Promise<'anytime' | 'while-writing'> {
+async function killAtRandom(
+  rng: Rng,
+  child: import('node:child_process').ChildProcess,
+  jobsDir: string,
+  window: number,
+): Promise<'anytime' | 'while-writing'> {
   let exited = false;
   child.once('exit', () => (exited = true));
   if (rng.next() < 0.3) {
@@ -78,7 +83,12 @@ async function killAtRandom(rng: Rng, child: import('node:child_process').ChildP
     killGroup(child);
     return 'anytime';
   }
-  await waitFor(() => exited || ls(jobsDir).some((n) => n.startsWith('tmp-fspl-') && !seenTemps.has(n)), 'the temporary file', 30_000, 1);
+  await waitFor(
+    () => exited || ls(jobsDir).some((n) => n.startsWith('tmp-fspl-') && !seenTemps.has(n)),
+    'the temporary file',
+    30_000,
+    1,
+  );
   await sleep(rng.int(0, window));
   killGroup(child);
   return 'while-writing';
@@ -86,7 +96,9 @@ async function killAtRandom(rng: Rng, child: import('node:child_process').ChildP
 const seenTemps = new Set<string>();
 
 describe('crash during queue-write', () => {
-  test('queue-write killed -9 at random points while copying an 8 MiB packet: never a partial job file', { timeout: 120_000 }, async () => {
+  test('queue-write killed -9 at random points while copying an 8 MiB packet: never a partial job file', {
+    timeout: 120_000,
+  }, async () => {
     const rng = rngFor('crash-queue-write');
     const dir = tempDir();
     const qdir = path.join(dir, 'q');
@@ -127,10 +139,14 @@ describe('crash during queue-write', () => {
       const sink = run.child.stdin!;
       const pieces = rng.int(1, Math.floor(pkt.length / (64 * 1024)) - 1);
       for (let k = 0; k < pieces; k++) {
-        if (!sink.write(pkt.subarray(k * 64 * 1024, (k + 1) * 64 * 1024))) await new Promise((r) => sink.once('drain', r));
+        if (!sink.write(pkt.subarray(k * 64 * 1024, (k + 1) * 64 * 1024)))
+          await new Promise((r) => sink.once('drain', r));
       }
       await waitFor(
-        () => ls(q.jobsDir).some((n) => n.startsWith('tmp-fspl-') && !seenTemps.has(n) && fs.statSync(q.jobPath(n)).size > 0),
+        () =>
+          ls(q.jobsDir).some(
+            (n) => n.startsWith('tmp-fspl-') && !seenTemps.has(n) && fs.statSync(q.jobPath(n)).size > 0,
+          ),
         'data in the temporary file',
         30_000,
         1,
@@ -140,7 +156,9 @@ describe('crash during queue-write', () => {
       expect(r.signal).toBe('SIGKILL');
       pipeKills++;
       for (const n of ls(q.jobsDir)) if (n.startsWith('tmp-fspl-')) seenTemps.add(n);
-      expect(audit(q.jobsDir, (d) => d.length === pkt.length && sha(d) === digest).partial, `pipe round ${i + 1}`).toBe(0);
+      expect(audit(q.jobsDir, (d) => d.length === pkt.length && sha(d) === digest).partial, `pipe round ${i + 1}`).toBe(
+        0,
+      );
     }
     const final = audit(q.jobsDir, (d) => d.length === pkt.length && sha(d) === digest);
     record('crash-queue-write', rng.seed, {
@@ -162,7 +180,9 @@ describe('crash during queue-write', () => {
 });
 
 describe('crash during prepare | queue-write', () => {
-  test('the pipeline killed -9 at random points: seqfile never damaged or moved back, never a partial job', { timeout: 120_000 }, async () => {
+  test('the pipeline killed -9 at random points: seqfile never damaged or moved back, never a partial job', {
+    timeout: 120_000,
+  }, async () => {
     const rng = rngFor('crash-prepare');
     const dir = tempDir();
     const qdir = path.join(dir, 'q');
@@ -172,10 +192,14 @@ describe('crash during prepare | queue-write', () => {
     fs.writeFileSync(input, payload);
     const sf = path.join(dir, 'sender.seq');
     const node = process.execPath;
-    const pipeline = `'${node}' '${fsplBin()}' prepare -s '${sf}' -i '${input}' | '${node}' '${fsplBin()}' queue-write -q '${qdir}'`;
+    const pipeline =
+      `'${node}' '${fsplBin()}' prepare -s '${sf}' -i '${input}` +
+      `' | '${node}' '${fsplBin()}' queue-write -q '${qdir}'`;
     const start = () => {
       const child = spawn('/bin/sh', ['-c', pipeline], { env: envFor(), stdio: 'ignore', detached: true });
-      const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('close', (code, signal) => r({ code, signal })));
+      const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+        child.once('close', (code, signal) => r({ code, signal })),
+      );
       return { child, done };
     };
     /** A complete job: a valid header, then exactly the payload. */
@@ -242,21 +266,34 @@ describe('crash during prepare | queue-write', () => {
     expect(damaged).toBe(0);
   });
 
-  test('a sender that dies alone mid-payload: queue-write sees an ordinary end of input and commits what came (both implementations)', async () => {
-    // Measured, not a promise: a packet carries no payload length, so no receiver can tell a cut
-    // payload from a short one. Both implementations commit it; the header is intact.
-    const dir = tempDir();
-    const pkt = packet(1, Buffer.alloc(MiB, 0x41));
-    const cut = pkt.subarray(0, pkt.length >> 1);
-    const outcome: Record<string, unknown> = {};
-    for (const impl of HAVE_REF ? (['ours', 'ref'] as const) : (['ours'] as const)) {
-      const qdir = path.join(dir, impl);
-      Queue.init(qdir);
-      const r = await startFspl(['queue-write', '-q', qdir], { stdin: cut, impl, timeoutMs: 30_000 }).done;
-      const jobs = ls(path.join(qdir, 'jobs')).filter(isJobName);
-      outcome[impl] = { exit: r.code, committedJobs: jobs.length, committedBytes: jobs.length ? fs.statSync(path.join(qdir, 'jobs', jobs[0]!)).size : 0 };
-    }
-    record('sender-dies', undefined, { packetBytes: pkt.length, bytesSent: cut.length, ...outcome, reference: HAVE_REF ? REF_BIN : 'not installed' });
-    expect(outcome.ours).toEqual({ exit: 0, committedJobs: 1, committedBytes: cut.length });
-  });
+  test(
+    'a sender that dies alone mid-payload: queue-write sees an ' +
+      'ordinary end of input and commits what came (both implementations)',
+    async () => {
+      // Measured, not a promise: a packet carries no payload length, so no receiver can tell a cut
+      // payload from a short one. Both implementations commit it; the header is intact.
+      const dir = tempDir();
+      const pkt = packet(1, Buffer.alloc(MiB, 0x41));
+      const cut = pkt.subarray(0, pkt.length >> 1);
+      const outcome: Record<string, unknown> = {};
+      for (const impl of HAVE_REF ? (['ours', 'ref'] as const) : (['ours'] as const)) {
+        const qdir = path.join(dir, impl);
+        Queue.init(qdir);
+        const r = await startFspl(['queue-write', '-q', qdir], { stdin: cut, impl, timeoutMs: 30_000 }).done;
+        const jobs = ls(path.join(qdir, 'jobs')).filter(isJobName);
+        outcome[impl] = {
+          exit: r.code,
+          committedJobs: jobs.length,
+          committedBytes: jobs.length ? fs.statSync(path.join(qdir, 'jobs', jobs[0]!)).size : 0,
+        };
+      }
+      record('sender-dies', undefined, {
+        packetBytes: pkt.length,
+        bytesSent: cut.length,
+        ...outcome,
+        reference: HAVE_REF ? REF_BIN : 'not installed',
+      });
+      expect(outcome.ours).toEqual({ exit: 0, committedJobs: 1, committedBytes: cut.length });
+    },
+  );
 });

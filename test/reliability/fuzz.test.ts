@@ -38,7 +38,11 @@ function outcome(fn: () => PacketHeader): Outcome {
   try {
     h = fn();
   } catch (err) {
-    if (err instanceof FsplError && (err.code === 'ERR_BAD_PACKET' || err.code === 'ERR_SHORT_READ' || err.code === 'ERR_HEADER_TOO_LARGE')) return err.code;
+    if (
+      err instanceof FsplError &&
+      (err.code === 'ERR_BAD_PACKET' || err.code === 'ERR_SHORT_READ' || err.code === 'ERR_HEADER_TOO_LARGE')
+    )
+      return err.code;
     throw err;
   }
   // A header that decodes must be a well-formed one.
@@ -63,7 +67,11 @@ async function outcomeAsync(fn: () => Promise<PacketHeader>): Promise<Outcome> {
     await fn();
     return 'ok';
   } catch (err) {
-    if (err instanceof FsplError && (err.code === 'ERR_BAD_PACKET' || err.code === 'ERR_SHORT_READ' || err.code === 'ERR_HEADER_TOO_LARGE')) return err.code;
+    if (
+      err instanceof FsplError &&
+      (err.code === 'ERR_BAD_PACKET' || err.code === 'ERR_SHORT_READ' || err.code === 'ERR_HEADER_TOO_LARGE')
+    )
+      return err.code;
     throw err;
   }
 }
@@ -104,7 +112,10 @@ const sealArb = fc.record({
 
 const unsealedHeaderArb: fc.Arbitrary<PacketHeader> = fc.record({
   seq: fc.oneof(fc.bigInt({ min: 0n, max: U64_MAX }), fc.bigInt({ min: 0n, max: 1000n })),
-  ctime: fc.record({ secs: fc.bigInt({ min: I64_MIN, max: I64_MAX }), nanos: fc.integer({ min: 0, max: 999_999_999 }) }),
+  ctime: fc.record({
+    secs: fc.bigInt({ min: I64_MIN, max: I64_MAX }),
+    nanos: fc.integer({ min: 0, max: 999_999_999 }),
+  }),
   cmd: fc.oneof(
     fc.constant({ kind: 'NOP' as const }),
     fc.constant({ kind: 'Fail' as const }),
@@ -117,9 +128,13 @@ const unsealedHeaderArb: fc.Arbitrary<PacketHeader> = fc.record({
 });
 
 /** Headers, sealed (with seals that lie about the payload, mostly) or not. */
-const headerArb: fc.Arbitrary<PacketHeader> = fc.tuple(unsealedHeaderArb, fc.option(sealArb)).map(([h, seal]) => (seal === null ? h : { ...h, seal }));
+const headerArb: fc.Arbitrary<PacketHeader> = fc
+  .tuple(unsealedHeaderArb, fc.option(sealArb))
+  .map(([h, seal]) => (seal === null ? h : { ...h, seal }));
 
-const validPacketArb = fc.tuple(headerArb, bytes(64)).map(([h, payload]) => ({ h, packet: Buffer.concat([encodeHeader(h), payload]) }));
+const validPacketArb = fc
+  .tuple(headerArb, bytes(64))
+  .map(([h, payload]) => ({ h, packet: Buffer.concat([encodeHeader(h), payload]) }));
 
 /** MessagePack values, biased towards the names and shapes a header uses. */
 const keyArb = fc.constantFrom(
@@ -184,8 +199,13 @@ const nearHeaderArb = fc
     positional: fc.boolean(),
   })
   .map(({ seq, ctime, cmd_type, extra, payload_len, payload_crc32, positional }) => {
-    const seal = { ...(payload_len === null ? {} : { payload_len }), ...(payload_crc32 === null ? {} : { payload_crc32 }) };
-    const doc = positional ? [seq, ctime, cmd_type] : { seq, ctime, cmd_type, ...(extra === null ? {} : { x: extra }), ...seal };
+    const seal = {
+      ...(payload_len === null ? {} : { payload_len }),
+      ...(payload_crc32 === null ? {} : { payload_crc32 }),
+    };
+    const doc = positional
+      ? [seq, ctime, cmd_type]
+      : { seq, ctime, cmd_type, ...(extra === null ? {} : { x: extra }), ...seal };
     return Buffer.from(msgpackEncode(doc, { useBigInt64: true }));
   });
 
@@ -203,14 +223,24 @@ const garbageMetaArb = fc.oneof(
 
 /** Nesting `depth` levels deep, in one of several container forms, around a scalar. */
 function nested(depth: number, form: number): Buffer {
-  const unit = [Buffer.from([0x91]), Buffer.from([0x81, 0xa1, 0x78]), Buffer.from([0xdc, 0x00, 0x01]), Buffer.from([0xdf, 0, 0, 0, 1, 0xa1, 0x79])][form]!;
+  const unit = [
+    Buffer.from([0x91]),
+    Buffer.from([0x81, 0xa1, 0x78]),
+    Buffer.from([0xdc, 0x00, 0x01]),
+    Buffer.from([0xdf, 0, 0, 0, 1, 0xa1, 0x79]),
+  ][form]!;
   return Buffer.concat([Buffer.alloc(unit.length * depth, unit), Buffer.from([0x07])]);
 }
 
 /** A valid header with an extra key holding a deeply nested value. */
 function headerWithDeepExtra(depth: number, form: number): Buffer {
   const ok = msgpackEncode({ seq: 1, ctime: [0, 0], cmd_type: 'NOP' });
-  const meta = Buffer.concat([Buffer.from([0x84]), Buffer.from(ok.subarray(1)), Buffer.from([0xa1, 0x78]), nested(depth, form)]);
+  const meta = Buffer.concat([
+    Buffer.from([0x84]),
+    Buffer.from(ok.subarray(1)),
+    Buffer.from([0xa1, 0x78]),
+    nested(depth, form),
+  ]);
   return wrap(meta);
 }
 
@@ -273,7 +303,11 @@ describe('header decoder under hostile input (library)', () => {
           ...h,
           cmd:
             h.cmd.kind === 'Command'
-              ? { ...h.cmd, params: h.cmd.params.map((p) => Buffer.from(p)), env: h.cmd.env.map(([k, v]) => [Buffer.from(k), Buffer.from(v)]) }
+              ? {
+                  ...h.cmd,
+                  params: h.cmd.params.map((p) => Buffer.from(p)),
+                  env: h.cmd.env.map(([k, v]) => [Buffer.from(k), Buffer.from(v)]),
+                }
               : h.cmd,
         });
         expect(length).toBe(encodeHeader(h).length);
@@ -355,7 +389,15 @@ describe('header decoder under hostile input (library)', () => {
   test('huge declared metadata lengths: refused without allocating them', () => {
     const lengthArb = fc.oneof(
       fc.bigInt({ min: 0n, max: U64_MAX }),
-      fc.constantFrom(2n ** 32n, 2n ** 32n - 1n, 4n * 2n ** 30n, 150n * BigInt(MiB), 200n * BigInt(MiB), 200n * BigInt(MiB) + 1n, U64_MAX),
+      fc.constantFrom(
+        2n ** 32n,
+        2n ** 32n - 1n,
+        4n * 2n ** 30n,
+        150n * BigInt(MiB),
+        200n * BigInt(MiB),
+        200n * BigInt(MiB) + 1n,
+        U64_MAX,
+      ),
       fc.bigInt({ min: 0n, max: 4096n }),
     );
     let largest = 0;
@@ -365,7 +407,9 @@ describe('header decoder under hostile input (library)', () => {
         largestAlloc = 0;
         const o = both('huge declared lengths', b);
         if (declared > BigInt(rest.length)) expect(o).not.toBe('ok');
-        expect(largestAlloc, `declared ${declared}, ${b.length} bytes present`).toBeLessThanOrEqual(Math.max(READ_CHUNK, b.length));
+        expect(largestAlloc, `declared ${declared}, ${b.length} bytes present`).toBeLessThanOrEqual(
+          Math.max(READ_CHUNK, b.length),
+        );
         largest = Math.max(largest, largestAlloc);
       }),
       params(2000),
@@ -375,11 +419,15 @@ describe('header decoder under hostile input (library)', () => {
 
   test('deep nesting: refused past the depth limit, decoded below it', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: 1, max: 1100 }), fc.integer({ min: 1, max: 20000 })), fc.integer({ min: 0, max: 3 }), (depth, form) => {
-        const o = both('deep nesting', headerWithDeepExtra(depth, form));
-        // The header map is one level; the extra value adds `depth` more.
-        expect(o, `depth ${depth} form ${form}`).toBe(depth + 1 <= MAX_METADATA_DEPTH ? 'ok' : 'ERR_BAD_PACKET');
-      }),
+      fc.property(
+        fc.oneof(fc.integer({ min: 1, max: 1100 }), fc.integer({ min: 1, max: 20000 })),
+        fc.integer({ min: 0, max: 3 }),
+        (depth, form) => {
+          const o = both('deep nesting', headerWithDeepExtra(depth, form));
+          // The header map is one level; the extra value adds `depth` more.
+          expect(o, `depth ${depth} form ${form}`).toBe(depth + 1 <= MAX_METADATA_DEPTH ? 'ok' : 'ERR_BAD_PACKET');
+        },
+      ),
       params(600),
     );
   });
@@ -429,59 +477,69 @@ describe('header decoder under hostile input (library)', () => {
     );
   });
 
-  test('a stream declaring 150 MiB of metadata and then ending: a short read, memory bounded by the bytes sent', async () => {
-    const rest = Buffer.alloc(100, 0x90);
-    const b = Buffer.concat([prefixFor(rest, 150n * BigInt(MiB)), rest]);
-    const before = process.memoryUsage().arrayBuffers;
-    largestAlloc = 0;
-    expect(await outcomeAsync(() => readHeaderFromStream(Readable.from([b], { objectMode: false })))).toBe('ERR_SHORT_READ');
-    count('streams', 'ERR_SHORT_READ');
-    expect(largestAlloc).toBeLessThanOrEqual(READ_CHUNK);
-    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
-  });
-
-  test('sealed packets whose seal lies (any length up to 2^64-1, any CRC): payload readers end in a typed result, allocating nothing', async () => {
-    const devnull = fs.openSync('/dev/null', 'w');
-    const before = process.memoryUsage().arrayBuffers;
-    try {
-      await fc.assert(
-        fc.asyncProperty(unsealedHeaderArb, sealArb, fc.boolean(), bytes(300), async (h, lie, honest, payload) => {
-          const seal = honest ? sealOf(payload) : lie;
-          const packet = Buffer.concat([encodeHeader({ ...h, seal }), payload]);
-          const expected = seal.length === BigInt(payload.length) && seal.crc32 === sealOf(payload).crc32 ? 'ok' : 'bad';
-          // The library's payload stream.
-          let got: string;
-          try {
-            const read = await readPacket(packet);
-            for await (const _ of read.payload) void _;
-            got = 'ok';
-          } catch (err) {
-            if (!(err instanceof PayloadSealError)) throw err;
-            got = 'bad';
-          }
-          expect(got).toBe(expected);
-          // queue-write's copy loop, from a file.
-          fs.writeFileSync(scratchSeal, packet);
-          const fd = fs.openSync(scratchSeal, 'r');
-          try {
-            copyPacketSync(fd, devnull);
-            got = 'ok';
-          } catch (err) {
-            if (!(err instanceof PayloadSealError)) throw err;
-            got = 'bad';
-          } finally {
-            fs.closeSync(fd);
-          }
-          expect(got).toBe(expected);
-          count('sealed payloads', expected === 'ok' ? 'ok' : 'ERR_BAD_PACKET');
-        }),
-        params(2000),
+  test(
+    'a stream declaring 150 MiB of metadata and then ' + 'ending: a short read, memory bounded by the bytes sent',
+    async () => {
+      const rest = Buffer.alloc(100, 0x90);
+      const b = Buffer.concat([prefixFor(rest, 150n * BigInt(MiB)), rest]);
+      const before = process.memoryUsage().arrayBuffers;
+      largestAlloc = 0;
+      expect(await outcomeAsync(() => readHeaderFromStream(Readable.from([b], { objectMode: false })))).toBe(
+        'ERR_SHORT_READ',
       );
-    } finally {
-      fs.closeSync(devnull);
-    }
-    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
-  });
+      count('streams', 'ERR_SHORT_READ');
+      expect(largestAlloc).toBeLessThanOrEqual(READ_CHUNK);
+      expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
+    },
+  );
+
+  test(
+    'sealed packets whose seal lies (any length up to 2^64-1, any ' +
+      'CRC): payload readers end in a typed result, allocating nothing',
+    async () => {
+      const devnull = fs.openSync('/dev/null', 'w');
+      const before = process.memoryUsage().arrayBuffers;
+      try {
+        await fc.assert(
+          fc.asyncProperty(unsealedHeaderArb, sealArb, fc.boolean(), bytes(300), async (h, lie, honest, payload) => {
+            const seal = honest ? sealOf(payload) : lie;
+            const packet = Buffer.concat([encodeHeader({ ...h, seal }), payload]);
+            const expected =
+              seal.length === BigInt(payload.length) && seal.crc32 === sealOf(payload).crc32 ? 'ok' : 'bad';
+            // The library's payload stream.
+            let got: string;
+            try {
+              const read = await readPacket(packet);
+              for await (const _ of read.payload) void _;
+              got = 'ok';
+            } catch (err) {
+              if (!(err instanceof PayloadSealError)) throw err;
+              got = 'bad';
+            }
+            expect(got).toBe(expected);
+            // queue-write's copy loop, from a file.
+            fs.writeFileSync(scratchSeal, packet);
+            const fd = fs.openSync(scratchSeal, 'r');
+            try {
+              copyPacketSync(fd, devnull);
+              got = 'ok';
+            } catch (err) {
+              if (!(err instanceof PayloadSealError)) throw err;
+              got = 'bad';
+            } finally {
+              fs.closeSync(fd);
+            }
+            expect(got).toBe(expected);
+            count('sealed payloads', expected === 'ok' ? 'ok' : 'ERR_BAD_PACKET');
+          }),
+          params(2000),
+        );
+      } finally {
+        fs.closeSync(devnull);
+      }
+      expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * MiB);
+    },
+  );
 
   test('records the figures', () => {
     const cases = Object.values(tally).reduce((n, t) => n + (t.cases ?? 0), 0);
@@ -493,7 +551,11 @@ describe('header decoder under hostile input (library)', () => {
     const h0 = process.memoryUsage().heapUsed;
     const o = outcome(() => decodeHeader(wrap(meta)).header);
     const h1 = process.memoryUsage().heapUsed;
-    record('fuzz', SEED, { cases, byCategory: tally, oneMiBOfEmptyArrays: { outcome: o, heapGrowthMiB: Math.round((h1 - h0) / MiB) } });
+    record('fuzz', SEED, {
+      cases,
+      byCategory: tally,
+      oneMiBOfEmptyArrays: { outcome: o, heapGrowthMiB: Math.round((h1 - h0) / MiB) },
+    });
     expect(cases).toBeGreaterThan(30_000);
   });
 });
@@ -503,7 +565,9 @@ describe('header decoder under hostile input (library)', () => {
 
 const hostileArb = fc.oneof(
   anyBytes(100),
-  validPacketArb.chain(({ packet }) => fc.nat(packet.length).map((n) => packet.subarray(0, Math.min(n, decodeHeader(packet).length - 1)))),
+  validPacketArb.chain(({ packet }) =>
+    fc.nat(packet.length).map((n) => packet.subarray(0, Math.min(n, decodeHeader(packet).length - 1))),
+  ),
   garbageMetaArb.map((m) => wrap(m)),
   nearHeaderArb.map((m) => wrap(m)),
   fc.bigInt({ min: 200n * BigInt(MiB), max: U64_MAX }).map((n) => prefixFor(Buffer.alloc(0), n)),
@@ -517,7 +581,9 @@ describe('hostile packets through the CLI', () => {
   samples.push(wrap(Buffer.alloc(3 * 30_000, Buffer.from([0xdc, 0xff, 0xff]))));
   samples.push(wrap(Buffer.alloc(5 * 100_000, Buffer.from([0xdd, 0xff, 0xff, 0xff, 0xff]))));
 
-  test(`stdin-info on ${CLI_CASES + 2} hostile packets: one Error line and exit 1 for each refusal`, { timeout: 120_000 }, async () => {
+  test(`stdin-info on ${CLI_CASES + 2} hostile packets: one Error line and exit 1 for each refusal`, {
+    timeout: 120_000,
+  }, async () => {
     const expected = samples.map((b) => outcome(() => decodeHeader(b).header));
     const results: Array<{ code: number | null; stderr: string; stdout: Buffer }> = [];
     let next = 0;
@@ -547,7 +613,8 @@ describe('hostile packets through the CLI', () => {
     record('fuzz-cli-stdin-info', SEED, { cases: samples.length, refusedWithOneErrorLine: refused, accepted });
   });
 
-  test('a queue of 3,000 hostile files and 20 good jobs: every scan (native addon or not) lists and runs only the good ones', {
+  test('a queue of 3,000 hostile files and 20 good jobs: every ' +
+    'scan (native addon or not) lists and runs only the good ones', {
     timeout: 120_000,
   }, async () => {
     const QUEUE_CASES = 3000;
@@ -567,7 +634,10 @@ describe('hostile packets through the CLI', () => {
     // at least those over the readers' own 200 MiB) is not read; every other hostile file is
     // skipped without a word, as the reference does.
     const tooLarge = hostile.filter((b) => outcome(() => decodeHeader(b).header) === 'ERR_HEADER_TOO_LARGE').length;
-    const unsaid = (stderr: string) => lines(stderr).filter((l) => !/WARN fspl::queue: Skipping "fspl-hostile-\d+\.fspl": .*\bover the limit of \d+/.test(l));
+    const unsaid = (stderr: string) =>
+      lines(stderr).filter(
+        (l) => !/WARN fspl::queue: Skipping "fspl-hostile-\d+\.fspl": .*\bover the limit of \d+/.test(l),
+      );
     const said = (stderr: string) => lines(stderr).length - unsaid(stderr).length;
     const listings: Record<string, string[]> = {};
     for (const [name, env] of [

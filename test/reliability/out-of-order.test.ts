@@ -13,7 +13,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { fspl, ls, packet, type Rng, readLog, record, recorder, rngFor, sleep, startFspl, tempDir, waitFor } from './common.js';
+import {
+  fspl,
+  ls,
+  packet,
+  type Rng,
+  readLog,
+  record,
+  recorder,
+  rngFor,
+  sleep,
+  startFspl,
+  tempDir,
+  waitFor,
+} from './common.js';
 
 const JOBS = 100;
 
@@ -60,7 +73,9 @@ function watcher(name: string, extra: string[]): Processor {
   return {
     name,
     start(qdir, command) {
-      const { child, done } = startFspl(['queue-process', '-q', qdir, '--watch', ...extra, command], { timeoutMs: 120_000 });
+      const { child, done } = startFspl(['queue-process', '-q', qdir, '--watch', ...extra, command], {
+        timeoutMs: 120_000,
+      });
       return {
         async stop() {
           child.kill('SIGTERM');
@@ -96,14 +111,21 @@ async function scenario(processor: Processor, arrival: Arrival, rng: Rng) {
   // jobs/ under a job file name: complete the moment it appears.
   const incoming = path.join(dir, 'incoming');
   fs.mkdirSync(incoming);
-  for (let s = 1; s <= JOBS; s++) fs.writeFileSync(path.join(incoming, String(s)), packet(s, Buffer.alloc(rng.int(0, 2048), s)));
-  const order = arrival === 'random order' ? rng.shuffle(Array.from({ length: JOBS }, (_, i) => i + 1)) : Array.from({ length: JOBS }, (_, i) => JOBS - i);
+  for (let s = 1; s <= JOBS; s++)
+    fs.writeFileSync(path.join(incoming, String(s)), packet(s, Buffer.alloc(rng.int(0, 2048), s)));
+  const order =
+    arrival === 'random order'
+      ? rng.shuffle(Array.from({ length: JOBS }, (_, i) => i + 1))
+      : Array.from({ length: JOBS }, (_, i) => JOBS - i);
 
   const run = processor.start(qdir, command);
   let waits = 0;
   for (const s of order) {
     await sleep(rng.int(0, 40));
-    fs.renameSync(path.join(incoming, String(s)), path.join(q.jobsDir, `fspl-arrival-${String(s).padStart(3, '0')}-${rng.int(0, 1e9)}.fspl`));
+    fs.renameSync(
+      path.join(incoming, String(s)),
+      path.join(q.jobsDir, `fspl-arrival-${String(s).padStart(3, '0')}-${rng.int(0, 1e9)}.fspl`),
+    );
     waits++;
   }
   const nextseq = () => Number(fs.readFileSync(path.join(qdir, 'nextseq'), 'utf8'));
@@ -133,7 +155,9 @@ async function scenario(processor: Processor, arrival: Arrival, rng: Rng) {
 for (const processor of PROCESSORS) {
   describe(`out-of-order arrival, processed by ${processor.name}`, () => {
     for (const arrival of ['random order', 'reverse order'] as const) {
-      test(`jobs 1..${JOBS} arrive in ${arrival}: each runs once, in sequence order`, { timeout: 120_000 }, async () => {
+      test(`jobs 1..${JOBS} arrive in ${arrival}: each runs once, in sequence order`, {
+        timeout: 120_000,
+      }, async () => {
         const name = `out-of-order-${processor.name.replace(/\W+/g, '-')}-${arrival.replace(/\W+/g, '-')}`;
         const rng = rngFor(name);
         record(name, rng.seed, await scenario(processor, arrival, rng));

@@ -27,24 +27,28 @@ afterAll(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describeIfPresent('a 1 GiB sealed packet', missing, { what: 'large seal test', note: 'it needs a tmpfs and GNU time' }, () => {
-  it('verifies end to end with flat memory', () => {
-    dir = fs.mkdtempSync(path.join(SHM, 'fspl-seal-'));
-    const file = path.join(dir, 'big');
-    // 1 GiB of varied bytes: a random MiB, its first bytes changed per MiB.
-    const block = crypto.randomBytes(1 << 20);
-    const fd = fs.openSync(file, 'w');
-    const hash = crypto.createHash('sha1');
-    for (let i = 0; i < SIZE >> 20; i++) {
-      block.writeUInt32BE(i, 0);
-      hash.update(block);
-      fs.writeSync(fd, block);
-    }
-    fs.closeSync(fd);
-    const digest = hash.digest('hex');
-    const q = path.join(dir, 'q');
-    const rss = path.join(dir, 'rss');
-    const script = `set -o pipefail
+describeIfPresent(
+  'a 1 GiB sealed packet',
+  missing,
+  { what: 'large seal test', note: 'it needs a tmpfs and GNU time' },
+  () => {
+    it('verifies end to end with flat memory', () => {
+      dir = fs.mkdtempSync(path.join(SHM, 'fspl-seal-'));
+      const file = path.join(dir, 'big');
+      // 1 GiB of varied bytes: a random MiB, its first bytes changed per MiB.
+      const block = crypto.randomBytes(1 << 20);
+      const fd = fs.openSync(file, 'w');
+      const hash = crypto.createHash('sha1');
+      for (let i = 0; i < SIZE >> 20; i++) {
+        block.writeUInt32BE(i, 0);
+        hash.update(block);
+        fs.writeSync(fd, block);
+      }
+      fs.closeSync(fd);
+      const digest = hash.digest('hex');
+      const q = path.join(dir, 'q');
+      const rss = path.join(dir, 'rss');
+      const script = `set -o pipefail
 f() { "${TIME}" -a -o "${rss}" -f %M "${process.execPath}" "${FSPL_BIN}" "$@"; }
 f queue-init -q "${q}"
 f prepare --seal -s "${dir}/seq" -i "${file}" | f queue-write -q "${q}"
@@ -53,16 +57,17 @@ f queue-ls -q "${q}" --json | grep -c '"sealed":true'
 for j in 1 2; do f queue-payload -q "${q}" -j $j | sha1sum; done
 f queue-process -q "${q}" --verify sh -- -c 'sha1sum'
 `;
-    const r = spawnSync('bash', ['-c', script], { env: { ...process.env, TMPDIR: dir }, encoding: 'utf8' });
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const lines = r.stdout.trim().split('\n');
-    expect(lines[0]).toBe('2');
-    expect(lines.slice(1)).toEqual([`${digest}  -`, `${digest}  -`, `${digest}  -`, `${digest}  -`]);
-    const peaks = fs.readFileSync(rss, 'utf8').trim().split('\n').map(Number);
-    expect(peaks.length).toBe(9);
-    console.log(`peak RSS per fspl process (KiB): ${peaks.join(' ')}`);
-    for (const kib of peaks) expect(kib).toBeLessThan(RSS_LIMIT_KIB);
-    expect(fs.readdirSync(dir).sort()).toEqual(['big', 'q', 'rss', 'seq', 'seq.lock']); // the spool left nothing
-  }, 300_000);
-});
+      const r = spawnSync('bash', ['-c', script], { env: { ...process.env, TMPDIR: dir }, encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines[0]).toBe('2');
+      expect(lines.slice(1)).toEqual([`${digest}  -`, `${digest}  -`, `${digest}  -`, `${digest}  -`]);
+      const peaks = fs.readFileSync(rss, 'utf8').trim().split('\n').map(Number);
+      expect(peaks.length).toBe(9);
+      console.log(`peak RSS per fspl process (KiB): ${peaks.join(' ')}`);
+      for (const kib of peaks) expect(kib).toBeLessThan(RSS_LIMIT_KIB);
+      expect(fs.readdirSync(dir).sort()).toEqual(['big', 'q', 'rss', 'seq', 'seq.lock']); // the spool left nothing
+    }, 300_000);
+  },
+);

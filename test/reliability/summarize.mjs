@@ -17,10 +17,16 @@ const results = fs
   .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
 
 const first = results[0];
-if (first) console.log(`Run: ${results.map((r) => r.date).sort()[0]}, Node ${first.node}, ${first.cpus} CPUs, ${first.root ? 'root' : 'not root'}\n`);
+if (first)
+  console.log(
+    `Run: ${results.map((r) => r.date).sort()[0]}, Node ${first.node}` +
+      `, ${first.cpus} CPUs, ${first.root ? 'root' : 'not root'}\n`,
+  );
 
 const flat = (obj, prefix = '') =>
-  Object.entries(obj).flatMap(([k, v]) => (v && typeof v === 'object' && !Array.isArray(v) ? flat(v, `${prefix}${k}.`) : [[`${prefix}${k}`, v]]));
+  Object.entries(obj).flatMap(([k, v]) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? flat(v, `${prefix}${k}.`) : [[`${prefix}${k}`, v]],
+  );
 
 for (const r of results) {
   console.log(`### ${r.test}${r.seed !== undefined && r.seed !== null ? ` (seed ${r.seed})` : ''}\n`);

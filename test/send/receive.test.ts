@@ -44,7 +44,15 @@ describe('ReceivedLedger', () => {
     l.write();
     expect(fs.readFileSync(path.join(q, 'received'), 'utf8')).toBe('1 7\n100 100\n');
     const back = ReceivedLedger.read(q);
-    expect([0n, 1n, 7n, 8n, 99n, 100n, 101n].map((s) => back.has(s))).toEqual([false, true, true, false, false, true, false]);
+    expect([0n, 1n, 7n, 8n, 99n, 100n, 101n].map((s) => back.has(s))).toEqual([
+      false,
+      true,
+      true,
+      false,
+      false,
+      true,
+      false,
+    ]);
     expect(back.has(18446744073709551615n)).toBe(false);
   });
 
@@ -105,16 +113,23 @@ describe('receivePackets', () => {
   });
 
   test('no queue: a one-line error', async () => {
-    await expect(receivePackets(path.join(memTempDir(), 'nope'), input(frame(1)))).rejects.toThrow(/^no queue at .*nope \(make it with fspl queue-init/);
+    await expect(receivePackets(path.join(memTempDir(), 'nope'), input(frame(1)))).rejects.toThrow(
+      /^no queue at .*nope \(make it with fspl queue-init/,
+    );
   });
 
   test('fspl queue-receive: stores, then runs in order; exit 1 with one line for a bad input', () => {
     const q = queue();
-    const ok = spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q], { input: Buffer.concat([frame(2), frame(1), frame(2)]) });
+    const ok = spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q], {
+      input: Buffer.concat([frame(2), frame(1), frame(2)]),
+    });
     expect(ok.status, ok.stderr.toString()).toBe(0);
     const ran = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', q, 'cat'], { encoding: 'utf8' });
     expect(ran.stdout).toBe('job 1\njob 2\n');
-    const bad = spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q], { input: 'x 9 5\nabcde', encoding: 'utf8' });
+    const bad = spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q], {
+      input: 'x 9 5\nabcde',
+      encoding: 'utf8',
+    });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/^Error: packet x \(number 9\) is not a whole packet: .*\n$/);
   });
@@ -127,12 +142,16 @@ const CAROL = 'C'.repeat(26) + '7'.repeat(26);
 /** A receiving node's NNCP config that knows alice and carol by name (multicast off, as every test config). */
 function nncpConfig(): string {
   const file = path.join(memTempDir(), 'nncp.hjson');
-  fs.writeFileSync(file, JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }),
+  );
   return file;
 }
 
 /** Everything in the queue directory, with what is in jobs/: unchanged by a refusal. */
-const contents = (q: string) => [...fs.readdirSync(q), ...fs.readdirSync(path.join(q, 'jobs')).map((n) => `jobs/${n}`)].sort();
+const contents = (q: string) =>
+  [...fs.readdirSync(q), ...fs.readdirSync(path.join(q, 'jobs')).map((n) => `jobs/${n}`)].sort();
 
 describe('receivePackets from some NNCP nodes only', () => {
   /** An input that fails the test if it is read at all. */
@@ -147,55 +166,77 @@ describe('receivePackets from some NNCP nodes only', () => {
     const q = queue();
     const cfg = nncpConfig();
     const before = contents(q);
-    const refused = (sender: string | undefined, from: string[]) => receivePackets(q, untouched(), { from, sender, nncpCfg: cfg });
+    const refused = (sender: string | undefined, from: string[]) =>
+      receivePackets(q, untouched(), { from, sender, nncpCfg: cfg });
     await expect(refused(CAROL, [ALICE])).rejects.toThrow(
-      new RegExp(`^refused: queue \\S+ takes packets only from NNCP node ${ALICE}, not from ${CAROL} \\(carol in \\S+nncp.hjson\\); nothing stored$`),
+      new RegExp(
+        `^refused: queue \\S+ takes packets only from NNCP node ${ALICE}, ` +
+          `not from ${CAROL} \\(carol in \\S+nncp.hjson\\); nothing stored$`,
+      ),
     );
-    await expect(refused(CAROL, ['alice', 'bob'])).rejects.toThrow(/only from NNCP node alice \(A{52}\), bob \(not a neighbour in \S+\), not from C/);
-    await expect(refused(undefined, [ALICE])).rejects.toThrow(/NNCP_SENDER is not set \(not run by nncp-toss as an exec handle\); nothing stored$/);
+    await expect(refused(CAROL, ['alice', 'bob'])).rejects.toThrow(
+      /only from NNCP node alice \(A{52}\), bob \(not a neighbour in \S+\), not from C/,
+    );
+    await expect(refused(undefined, [ALICE])).rejects.toThrow(
+      /NNCP_SENDER is not set \(not run by nncp-toss as an exec handle\); nothing stored$/,
+    );
     const err = await refused(CAROL, ['alice']).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReceiveRefusedError);
     expect(err).toMatchObject({ code: 'ERR_RECEIVE_REFUSED' });
     expect(contents(q)).toEqual(before); // no ledger, no lock, no part
     expect(await receivePackets(q, input(frame(1)), { from: [ALICE], sender: ALICE })).toMatchObject({ stored: 1 });
-    expect(await receivePackets(q, input(frame(2)), { from: ['carol'], sender: CAROL, nncpCfg: cfg })).toMatchObject({ stored: 1 });
+    expect(await receivePackets(q, input(frame(2)), { from: ['carol'], sender: CAROL, nncpCfg: cfg })).toMatchObject({
+      stored: 1,
+    });
     expect(jobs(q)).toEqual(['fspl-id-1.fspl', 'fspl-id-2.fspl']);
   });
 
   test('an NNCP config that cannot be read refuses a name, and says so', async () => {
     const q = queue();
-    await expect(receivePackets(q, untouched(), { from: ['alice'], sender: ALICE, nncpCfg: path.join(q, 'none.hjson') })).rejects.toThrow(
-      /not from A{52}; cannot read the NNCP config \S+none\.hjson: ENOENT, where the names would be looked up; nothing stored$/,
+    await expect(
+      receivePackets(q, untouched(), { from: ['alice'], sender: ALICE, nncpCfg: path.join(q, 'none.hjson') }),
+    ).rejects.toThrow(
+      new RegExp(
+        /not from A{52}; cannot read the NNCP config \S+none\.hjson: /.source +
+          /ENOENT, where the names would be looked up; nothing stored$/.source,
+      ),
     );
   });
 
-  test('fspl queue-receive --from: the right sender lands, a wrong or missing NNCP_SENDER is refused with one line, nothing stored', () => {
-    const q = queue();
-    const cfg = nncpConfig();
-    const before = contents(q);
-    const receive = (sender: string | undefined, ...from: string[]) =>
-      spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q, ...from.flatMap((f) => ['--from', f])], {
-        input: frame(1),
-        encoding: 'utf8',
-        env: { ...process.env, NNCPCFG: cfg, NNCP_SENDER: sender },
-      });
-    const wrong = receive(CAROL, 'alice');
-    expect(wrong.status).toBe(1);
-    expect(wrong.stderr).toMatch(
-      /^Error: refused: queue \S+ takes packets only from NNCP node alice \(A{52}\), not from C{26}7{26} \(carol in \S+\); nothing stored\n$/,
-    );
-    const none = receive(undefined, ALICE);
-    expect(none.status).toBe(1);
-    expect(none.stderr).toMatch(/^Error: refused: .* NNCP_SENDER is not set .*\n$/);
-    expect(contents(q)).toEqual(before);
-    const bad = receive(ALICE, '');
-    expect(bad.status).toBe(2);
-    expect(bad.stderr).toBe("error: invalid --from '': give an NNCP node's id or its name in the NNCP config\n");
-    const right = receive(CAROL, 'alice', 'carol');
-    expect(right.status, right.stderr).toBe(0);
-    expect(receive(ALICE, ALICE).status).toBe(0); // a copy: dropped
-    expect(jobs(q)).toEqual(['fspl-id-1.fspl']);
-    // Without --from, anyone (as before).
-    expect(receive(undefined).status).toBe(0);
-  });
+  test(
+    'fspl queue-receive --from: the right sender lands, a wrong or ' +
+      'missing NNCP_SENDER is refused with one line, nothing stored',
+    () => {
+      const q = queue();
+      const cfg = nncpConfig();
+      const before = contents(q);
+      const receive = (sender: string | undefined, ...from: string[]) =>
+        spawnSync(process.execPath, [FSPL_BIN, 'queue-receive', '-q', q, ...from.flatMap((f) => ['--from', f])], {
+          input: frame(1),
+          encoding: 'utf8',
+          env: { ...process.env, NNCPCFG: cfg, NNCP_SENDER: sender },
+        });
+      const wrong = receive(CAROL, 'alice');
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toMatch(
+        new RegExp(
+          /^Error: refused: queue \S+ takes packets only from NNCP node alice /.source +
+            /\(A{52}\), not from C{26}7{26} \(carol in \S+\); nothing stored\n$/.source,
+        ),
+      );
+      const none = receive(undefined, ALICE);
+      expect(none.status).toBe(1);
+      expect(none.stderr).toMatch(/^Error: refused: .* NNCP_SENDER is not set .*\n$/);
+      expect(contents(q)).toEqual(before);
+      const bad = receive(ALICE, '');
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toBe("error: invalid --from '': give an NNCP node's id or its name in the NNCP config\n");
+      const right = receive(CAROL, 'alice', 'carol');
+      expect(right.status, right.stderr).toBe(0);
+      expect(receive(ALICE, ALICE).status).toBe(0); // a copy: dropped
+      expect(jobs(q)).toEqual(['fspl-id-1.fspl']);
+      // Without --from, anyone (as before).
+      expect(receive(undefined).status).toBe(0);
+    },
+  );
 });

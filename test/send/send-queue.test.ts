@@ -15,7 +15,10 @@ import { onPath, waitFor } from '../harness/proc.js';
 import { SSHD_BIN, type Sshd, startSshd } from '../harness/sshd.js';
 import { FSPL_BIN, memTempDir } from '../helpers.js';
 
-/** Packets of the long test (the issue's 500 with FSPL_QUEUE_SEND_PACKETS=500; the receiver forks a few coreutils per packet). */
+/**
+ * Packets of the long test (the issue's 500 with FSPL_QUEUE_SEND_PACKETS=500; the receiver forks a few coreutils per
+ * packet).
+ */
 const MANY = Number(process.env.FSPL_QUEUE_SEND_PACKETS ?? 120);
 
 const missing = [SSHD_BIN, 'ssh', 'ssh-keygen', 'flock']
@@ -50,7 +53,10 @@ function expectExactlyOnce(remote: string, n: number, size = 100): void {
   const names = fs.readdirSync(jobs);
   expect(names.filter((f) => !f.startsWith('fspl-'))).toEqual([]);
   const seqs = names.map((f) => {
-    const r = spawnSync(process.execPath, [FSPL_BIN, 'stdin-info', '--json'], { input: fs.readFileSync(path.join(jobs, f)), encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [FSPL_BIN, 'stdin-info', '--json'], {
+      input: fs.readFileSync(path.join(jobs, f)),
+      encoding: 'utf8',
+    });
     return Number((JSON.parse(r.stdout) as { seq: string | number }).seq);
   });
   expect(seqs.sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
@@ -81,10 +87,25 @@ describeIfPresent('fspl queue-send over ssh', missing, { what: 'queue-send tests
   function send(outbox: string, remote: string, extra: string[] = [], ssh = sshOpt(), json = true) {
     const r = spawnSync(
       process.execPath,
-      [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', ssh, ...(json ? ['--json'] : []), ...extra],
+      [
+        FSPL_BIN,
+        'queue-send',
+        '-q',
+        outbox,
+        '--to',
+        `ssh:b:${remote}`,
+        '--ssh',
+        ssh,
+        ...(json ? ['--json'] : []),
+        ...extra,
+      ],
       { encoding: 'utf8', timeout: 25_000 },
     );
-    return { status: r.status, stderr: r.stderr, summary: r.stdout ? (JSON.parse(r.stdout) as Record<string, unknown>) : undefined };
+    return {
+      status: r.status,
+      stderr: r.stderr,
+      summary: r.stdout ? (JSON.parse(r.stdout) as Record<string, unknown>) : undefined,
+    };
   }
 
   const connections = () => (fs.readFileSync(sshd.logPath, 'utf8').match(/Accepted publickey/g) ?? []).length;
@@ -97,13 +118,24 @@ describeIfPresent('fspl queue-send over ssh', missing, { what: 'queue-send tests
     // The summary is on stdout (--json), and nothing else happened to be said.
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.summary).toMatchObject({ sent: MANY, duplicates: 0, connections: 1, waiting: 0, next: String(MANY + 1), to: `ssh:b:${remote}` });
+    expect(r.summary).toMatchObject({
+      sent: MANY,
+      duplicates: 0,
+      connections: 1,
+      waiting: 0,
+      next: String(MANY + 1),
+      to: `ssh:b:${remote}`,
+    });
     expect(connections() - before).toBe(1);
     expect(fs.readdirSync(path.join(outbox, 'jobs'))).toEqual([]);
     expectExactlyOnce(remote, MANY);
-    const ran = spawnSync(process.execPath, [FSPL_BIN, 'queue-process', '-q', remote, 'sh', '--', '-c', 'echo $FSPL_SEQ >> "$0/../ran"', remote], {
-      encoding: 'utf8',
-    });
+    const ran = spawnSync(
+      process.execPath,
+      [FSPL_BIN, 'queue-process', '-q', remote, 'sh', '--', '-c', 'echo $FSPL_SEQ >> "$0/../ran"', remote],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(ran.status).toBe(0);
     expect(
       fs
@@ -119,7 +151,8 @@ describeIfPresent('fspl queue-send over ssh', missing, { what: 'queue-send tests
     put(outbox, 1, 60, 5000);
     // The first connection is cut after 120000 bytes (about 23 packets; the next one half-way,
     // never a job); on the second the receiver stores everything sent but the sender hears only
-    // its first 11 answers (ready and 10 acknowledgements); the third is good. One pass goes on while connections make progress.
+    // its first 11 answers (ready and 10 acknowledgements); the third is good. One pass goes on while connections make
+    // progress.
     const count = path.join(path.dirname(outbox), 'connections');
     const ssh = sshOpt(
       (real) => `n=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}
@@ -134,16 +167,23 @@ esac`,
     // In the order it happened: each cut connection (retried at once: it made progress), the
     // host back before the next connection's packets, and the pass's result once, at the end.
     const lines = r.stderr.trimEnd().split('\n');
-    expect(lines.map((l) => l.replace(/ssh:b:\S+ /, 'ssh:b:Q ').replace(/\(.*\); \d+ packets/, '(E); N packets'))).toEqual([
+    expect(
+      lines.map((l) => l.replace(/ssh:b:\S+ /, 'ssh:b:Q ').replace(/\(.*\); \d+ packets/, '(E); N packets')),
+    ).toEqual([
       ' WARN fspl::send: Cannot deliver to ssh:b:Q (E); N packets wait, retrying',
       ' INFO fspl::send: ssh:b:Q is reachable again',
       ' WARN fspl::send: Cannot deliver to ssh:b:Q (E); N packets wait, retrying',
       ' INFO fspl::send: ssh:b:Q is reachable again',
-      expect.stringMatching(/^fspl queue-send: sent 60 packets \(.*\) to ssh:b:Q over 3 connections; 0 packets wait, next 61$/),
+      expect.stringMatching(
+        /^fspl queue-send: sent 60 packets \(.*\) to ssh:b:Q over 3 connections; 0 packets wait, next 61$/,
+      ),
     ]);
     // The packets stored on the second connection without an answer were sent again, and the
     // receiver, which had them, read them and dropped them.
-    const dup = /sent 60 packets \((\d+) of them sent again and dropped by the receiver, which had (it|them) already\)/.exec(lines.at(-1)!);
+    const dup =
+      /sent 60 packets \((\d+) of them sent again and dropped by the receiver, which had (it|them) already\)/.exec(
+        lines.at(-1)!,
+      );
     expect(dup, lines.at(-1)).not.toBeNull();
     expect(Number(dup![1])).toBeGreaterThan(0);
     expectExactlyOnce(remote, 60, 5000);
@@ -152,8 +192,17 @@ esac`,
   test('kill -9 of the sender mid-send, started again: nothing lost or doubled', async () => {
     const { outbox, remote } = queues();
     put(outbox, 1, 60, 2000);
-    const child = spawn(process.execPath, [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', sshOpt()], { stdio: 'ignore' });
-    await waitFor('some packets on the remote side', () => fs.readdirSync(path.join(remote, 'jobs')).length > 15, 20_000, 5);
+    const child = spawn(
+      process.execPath,
+      [FSPL_BIN, 'queue-send', '-q', outbox, '--to', `ssh:b:${remote}`, '--ssh', sshOpt()],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      'some packets on the remote side',
+      () => fs.readdirSync(path.join(remote, 'jobs')).length > 15,
+      20_000,
+      5,
+    );
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     const r = send(outbox, remote);
@@ -183,7 +232,11 @@ esac`,
       // 40 new ones, and the 20th if its acknowledgement was lost with the link.
       expect(fs.readdirSync(path.join(outbox, 'jobs')).length).toBeGreaterThanOrEqual(40);
       await sshd.restart();
-      await waitFor('everything sent after the outage', () => remoteCount() === 60 && fs.readdirSync(path.join(outbox, 'jobs')).length === 0, 20_000);
+      await waitFor(
+        'everything sent after the outage',
+        () => remoteCount() === 60 && fs.readdirSync(path.join(outbox, 'jobs')).length === 0,
+        20_000,
+      );
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -194,18 +247,26 @@ esac`,
     const lines = stderr.trimEnd().split('\n');
     const down = lines.findIndex((l) => /Cannot deliver/.test(l));
     const back = lines.findIndex((l) => /ssh:b:\S+ is reachable again/.test(l));
-    const sentAfter = lines.findIndex((l, i) => i > down && /Sent \d+ packets?(?: \([^)]*\))? to ssh:b:\S+ over one connection/.test(l));
+    const sentAfter = lines.findIndex(
+      (l, i) => i > down && /Sent \d+ packets?(?: \([^)]*\))? to ssh:b:\S+ over one connection/.test(l),
+    );
     expect(
       [down, back, sentAfter].every((i) => i >= 0),
       stderr,
     ).toBe(true);
     expect(down < back && back < sentAfter, stderr).toBe(true);
-    expect(lines[0]).toMatch(/^ INFO fspl::send: Sent (1 packet|\d+ packets) to ssh:b:\S+ over one connection; (1 packet waits|\d+ packets wait)$/);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        /^ INFO fspl::send: Sent (1 packet|\d+ packets) to ssh:b:\S+ /.source +
+          /over one connection; (1 packet waits|\d+ packets wait)$/.source,
+      ),
+    );
     expect(JSON.parse(stdout)).toMatchObject({ sent: 60, waiting: 0 });
     expectExactlyOnce(remote, 60);
   }, 60_000);
 
-  test('one line per outcome, plurals right: one packet sent; nothing to send; a pass that reached nobody says why, not "sent 0 packets"', () => {
+  test('one line per outcome, plurals right: one packet sent; nothing to ' +
+    'send; a pass that reached nobody says why, not "sent 0 packets"', () => {
     const { outbox, remote } = queues();
     put(outbox, 1, 1);
     const to = `ssh:b:${remote}`;
@@ -213,10 +274,16 @@ esac`,
       status: 0,
       stderr: `fspl queue-send: sent 1 packet to ${to} over 1 connection; 0 packets wait, next 2\n`,
     });
-    expect(send(outbox, remote, [], sshOpt(), false)).toMatchObject({ status: 0, stderr: `fspl queue-send: nothing sent to ${to}; 0 packets wait, next 2\n` });
+    expect(send(outbox, remote, [], sshOpt(), false)).toMatchObject({
+      status: 0,
+      stderr: `fspl queue-send: nothing sent to ${to}; 0 packets wait, next 2\n`,
+    });
     put(outbox, 2, 2);
     const down = send(outbox, remote, [], 'false', false);
-    expect(down).toMatchObject({ status: 1, stderr: `fspl queue-send: cannot deliver to ${to}: false exited with status 1; 1 packet waits, next 2\n` });
+    expect(down).toMatchObject({
+      status: 1,
+      stderr: `fspl queue-send: cannot deliver to ${to}: false exited with status 1; 1 packet waits, next 2\n`,
+    });
     const json = send(outbox, remote, [], 'false');
     expect([json.status, json.stderr]).toEqual([1, '']);
     expect(json.summary).toMatchObject({ sent: 0, waiting: 1, error: 'false exited with status 1' });

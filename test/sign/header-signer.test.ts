@@ -24,7 +24,9 @@ describeIfPresent('HeaderSigner', MISSING, GATE, () => {
       const signed = signer.sign(header, Buffer.alloc(64, Number(seq)));
       const sig = path.join(dir, `${name}-${seq}.sig`);
       fs.writeFileSync(sig, armoredSignature(signed));
-      expect(keygenVerify({ allowed, principal: 'host-a', sig, message: signedData(signed) })).toMatchObject({ ok: true });
+      expect(keygenVerify({ allowed, principal: 'host-a', sig, message: signedData(signed) })).toMatchObject({
+        ok: true,
+      });
     }
   });
 
@@ -33,6 +35,8 @@ describeIfPresent('HeaderSigner', MISSING, GATE, () => {
     expect(() => HeaderSigner.load(locked)).toThrow(`${locked} can not sign unattended (it has a passphrase)`);
     expect(() => HeaderSigner.load(`${locked}.pub`)).toThrow('it holds no private key');
     const plain = HeaderSigner.load(makeKey(dir, 'plain', ['-t', 'ed25519']));
-    expect(() => plain.sign(makeHeader({ seq: 1n, cmd: { kind: 'NOP' } }), Buffer.alloc(64))).toThrow('a signed packet must be sealed');
+    expect(() => plain.sign(makeHeader({ seq: 1n, cmd: { kind: 'NOP' } }), Buffer.alloc(64))).toThrow(
+      'a signed packet must be sealed',
+    );
   });
 });

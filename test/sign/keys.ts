@@ -9,7 +9,10 @@ export const AGENT = '/usr/bin/ssh-agent';
 export const ADD = '/usr/bin/ssh-add';
 /** What these tests need and is not installed. */
 export const MISSING = [KEYGEN, AGENT, ADD].filter((p) => !fs.existsSync(p));
-export const GATE = { what: 'ssh signature tests', note: 'they need OpenSSH (ssh-keygen, ssh-agent, ssh-add): apt-get install openssh-client' };
+export const GATE = {
+  what: 'ssh signature tests',
+  note: 'they need OpenSSH (ssh-keygen, ssh-agent, ssh-add): apt-get install openssh-client',
+};
 
 /** The key types we make, as ssh-keygen's -t and -b. */
 export const KEY_TYPES = [
@@ -45,7 +48,14 @@ export function keygenSign(key: string, namespace: string, message: Buffer, extr
 }
 
 /** `ssh-keygen -Y verify`'s verdict on a signature file: whether it let it in, and what it said. */
-export function keygenVerify(o: { allowed: string; principal: string; namespace?: string; sig: string; message: Buffer; at?: string }): {
+export function keygenVerify(o: {
+  allowed: string;
+  principal: string;
+  namespace?: string;
+  sig: string;
+  message: Buffer;
+  at?: string;
+}): {
   ok: boolean;
   said: string;
 } {

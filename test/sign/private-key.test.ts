@@ -31,7 +31,10 @@ function writeOpenssh(file: string, blob: Buffer): void {
   fs.writeFileSync(file, `-----BEGIN OPENSSH PRIVATE KEY-----\n${b64}\n-----END OPENSSH PRIVATE KEY-----\n`);
 }
 
-/** Where the private section's body starts in an OpenSSH key blob (after magic, cipher, kdf, options, count, public key, length). */
+/**
+ * Where the private section's body starts in an OpenSSH key blob (after magic, cipher, kdf, options, count, public key,
+ * length).
+ */
 function privateOffset(blob: Buffer): number {
   const r = new WireReader(blob);
   r.bytes(15);
@@ -65,8 +68,13 @@ describeIfPresent('private keys', MISSING, GATE, () => {
     const k = loadPrivateKey(file);
     expect(k.kind).toBe('encrypted');
     expect(k.publicKey.fingerprint).toBe(parsePublicKeyLine(pubLine(file)).fingerprint);
-    expect(loadPrivateKey(`${file}.pub`)).toMatchObject({ kind: 'public', publicKey: { fingerprint: k.publicKey.fingerprint } });
-    expect(() => signMessageSync(MESSAGE, { key: file })).toThrow(`${file} can not sign without ssh-agent (it has a passphrase)`);
+    expect(loadPrivateKey(`${file}.pub`)).toMatchObject({
+      kind: 'public',
+      publicKey: { fingerprint: k.publicKey.fingerprint },
+    });
+    expect(() => signMessageSync(MESSAGE, { key: file })).toThrow(
+      `${file} can not sign without ssh-agent (it has a passphrase)`,
+    );
   });
 
   test('PEM keys (PKCS#1 RSA, SEC1 EC, PKCS#8 ed25519) load and sign', async () => {
@@ -91,15 +99,22 @@ describeIfPresent('private keys', MISSING, GATE, () => {
   test('an encrypted PEM key is found by its .pub, or named as needing one', () => {
     const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const file = path.join(dir, 'enc.pem');
-    fs.writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8', cipher: 'aes-256-cbc', passphrase: 'pw' }));
-    expect(() => loadPrivateKey(file)).toThrow(`${file}: an encrypted PEM key, and no ${file}.pub beside it to find it in ssh-agent`);
+    fs.writeFileSync(
+      file,
+      privateKey.export({ format: 'pem', type: 'pkcs8', cipher: 'aes-256-cbc', passphrase: 'pw' }),
+    );
+    expect(() => loadPrivateKey(file)).toThrow(
+      `${file}: an encrypted PEM key, and no ${file}.pub beside it to find it in ssh-agent`,
+    );
     const other = makeKey(dir, 'for-pub', ['-t', 'ed25519']);
     fs.copyFileSync(`${other}.pub`, `${file}.pub`);
     expect(loadPrivateKey(file).kind).toBe('encrypted');
   });
 
   test('no file, not a key, a corrupt key: one clear line naming the file', () => {
-    expect(() => loadPrivateKey(path.join(dir, 'none'))).toThrow(new SignatureError(`${path.join(dir, 'none')}: No such file or directory`));
+    expect(() => loadPrivateKey(path.join(dir, 'none'))).toThrow(
+      new SignatureError(`${path.join(dir, 'none')}: No such file or directory`),
+    );
     const junk = path.join(dir, 'junk');
     fs.writeFileSync(junk, 'hello\n');
     expect(() => loadPrivateKey(junk)).toThrow(`${junk}: not an OpenSSH private key`);
@@ -115,8 +130,13 @@ describeIfPresent('private keys', MISSING, GATE, () => {
     expect(() => loadPrivateKey(bad)).toThrow(new RegExp(`^${bad}: malformed OpenSSH private key: truncated`));
     // Another key's public half in front of this private half.
     const other = opensshBlob(makeKey(dir, 'other', ['-t', 'ed25519']));
-    const swapped = Buffer.concat([other.subarray(0, privateOffset(other) - 4), blob.subarray(privateOffset(blob) - 4)]);
+    const swapped = Buffer.concat([
+      other.subarray(0, privateOffset(other) - 4),
+      blob.subarray(privateOffset(blob) - 4),
+    ]);
     writeOpenssh(bad, swapped);
-    expect(() => loadPrivateKey(bad)).toThrow(`${bad}: malformed OpenSSH private key: its private key does not belong to its public key`);
+    expect(() => loadPrivateKey(bad)).toThrow(
+      `${bad}: malformed OpenSSH private key: its private key does not belong to its public key`,
+    );
   });
 });

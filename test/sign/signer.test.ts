@@ -7,7 +7,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SignatureError } from '../../src/base/errors.js';
-import { agentHasKey, agentSign, armor, parsePublicKeyLine, parseSshSig, signMessage, toSign, verifySshSig } from '../../src/sign/index.js';
+import {
+  agentHasKey,
+  agentSign,
+  armor,
+  parsePublicKeyLine,
+  parseSshSig,
+  signMessage,
+  toSign,
+  verifySshSig,
+} from '../../src/sign/index.js';
 import { describeIfPresent } from '../gate.js';
 import { ADD, AGENT, GATE, KEYGEN, keygenVerify, MISSING, makeKey, pubLine, suiteDir } from './keys.js';
 
@@ -52,7 +61,13 @@ describeIfPresent('signMessage', MISSING, GATE, () => {
       const askpass = path.join(dir, 'askpass');
       fs.writeFileSync(askpass, '#!/bin/sh\necho secret\n', { mode: 0o755 });
       for (const key of [ed, rsa]) {
-        const env = { ...process.env, SSH_AUTH_SOCK: sock, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: 'x' };
+        const env = {
+          ...process.env,
+          SSH_AUTH_SOCK: sock,
+          SSH_ASKPASS: askpass,
+          SSH_ASKPASS_REQUIRE: 'force',
+          DISPLAY: 'x',
+        };
         const r = spawnSync(ADD, [key], { env, stdio: ['ignore', 'pipe', 'pipe'] });
         if (r.status !== 0) throw new Error(`ssh-add: ${r.stderr}`);
       }
@@ -99,8 +114,12 @@ describeIfPresent('signMessage', MISSING, GATE, () => {
       expect((await rejection(signMessage(MESSAGE, { key: `${other}.pub` }, {}))).message).toBe(
         `${other}.pub holds only a public key and no ssh-agent holds its private key: ssh-add ${other}`,
       );
-      const gone = await rejection(signMessage(MESSAGE, { key: other }, { SSH_AUTH_SOCK: path.join(dir, 'no-such.sock') }));
-      expect(gone.message).toBe(`cannot reach ssh-agent at ${path.join(dir, 'no-such.sock')}: No such file or directory`);
+      const gone = await rejection(
+        signMessage(MESSAGE, { key: other }, { SSH_AUTH_SOCK: path.join(dir, 'no-such.sock') }),
+      );
+      expect(gone.message).toBe(
+        `cannot reach ssh-agent at ${path.join(dir, 'no-such.sock')}: No such file or directory`,
+      );
     });
   });
 
@@ -112,7 +131,11 @@ describeIfPresent('signMessage', MISSING, GATE, () => {
     });
 
     test('ssh-keygen -Y sign as the command: its signature, checked', async () => {
-      const { blob, fingerprint } = await signMessage(MESSAGE, { command: `${KEYGEN} -Y sign -f ${key} -n fspl` }, { PATH: process.env.PATH });
+      const { blob, fingerprint } = await signMessage(
+        MESSAGE,
+        { command: `${KEYGEN} -Y sign -f ${key} -n fspl` },
+        { PATH: process.env.PATH },
+      );
       expect(fingerprint).toBe(parsePublicKeyLine(pubLine(key)).fingerprint);
       verifySshSig(parseSshSig(blob), MESSAGE);
       expect(verifies(blob, 'cmd').ok).toBe(true);
@@ -120,7 +143,11 @@ describeIfPresent('signMessage', MISSING, GATE, () => {
 
     test("the environment given is the command's, and the shell is the one asked for", async () => {
       const env = { PATH: process.env.PATH, FSPL_TEST_KEY: key };
-      const { blob } = await signMessage(MESSAGE, { command: `${KEYGEN} -Y sign -f "$FSPL_TEST_KEY" -n fspl`, shell: '/bin/bash' }, env);
+      const { blob } = await signMessage(
+        MESSAGE,
+        { command: `${KEYGEN} -Y sign -f "$FSPL_TEST_KEY" -n fspl`, shell: '/bin/bash' },
+        env,
+      );
       verifySshSig(parseSshSig(blob), MESSAGE);
       const r = await rejection(signMessage(MESSAGE, { command: 'true', shell: path.join(dir, 'no-shell') }, env));
       expect(r.message).toBe(`--sign-command could not start ${path.join(dir, 'no-shell')}: No such file or directory`);
@@ -131,10 +158,16 @@ describeIfPresent('signMessage', MISSING, GATE, () => {
       const git = await rejection(signMessage(MESSAGE, { command: `${KEYGEN} -Y sign -f ${key} -n git` }, env));
       expect(git.message).toBe('--sign-command gave a bad signature: signed for namespace "git", not "fspl"');
       expect(git.fingerprint).toBe(parsePublicKeyLine(pubLine(key)).fingerprint);
-      const other = await rejection(signMessage(MESSAGE, { command: `cat >/dev/null; printf other | ${KEYGEN} -Y sign -f ${key} -n fspl` }, env));
+      const other = await rejection(
+        signMessage(MESSAGE, { command: `cat >/dev/null; printf other | ${KEYGEN} -Y sign -f ${key} -n fspl` }, env),
+      );
       expect(other.message).toBe('--sign-command gave a bad signature: signature does not match what it signs');
-      expect((await rejection(signMessage(MESSAGE, { command: 'exit 1' }, env))).message).toBe('--sign-command failed (exit 1)');
-      expect((await rejection(signMessage(MESSAGE, { command: 'kill -9 $$' }, env))).message).toBe('--sign-command was killed by signal SIGKILL');
+      expect((await rejection(signMessage(MESSAGE, { command: 'exit 1' }, env))).message).toBe(
+        '--sign-command failed (exit 1)',
+      );
+      expect((await rejection(signMessage(MESSAGE, { command: 'kill -9 $$' }, env))).message).toBe(
+        '--sign-command was killed by signal SIGKILL',
+      );
       const junk = await rejection(signMessage(MESSAGE, { command: 'echo hello' }, env));
       expect(junk.message).toMatch(/^--sign-command gave a bad signature: not an armored SSH signature/);
       const flood = await rejection(signMessage(MESSAGE, { command: 'head -c 3000000 /dev/zero' }, env));

@@ -7,7 +7,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SignatureError } from '../../src/base/errors.js';
-import { armor, encodeSshSig, NAMESPACE, parseSshSig, signMessage, toSign, unarmor, verifySshSig } from '../../src/sign/index.js';
+import {
+  armor,
+  encodeSshSig,
+  NAMESPACE,
+  parseSshSig,
+  signMessage,
+  toSign,
+  unarmor,
+  verifySshSig,
+} from '../../src/sign/index.js';
 import { describeIfPresent } from '../gate.js';
 import { GATE, KEY_TYPES, keygenSign, keygenVerify, MISSING, makeKey, pubLine, suiteDir } from './keys.js';
 
@@ -30,11 +39,23 @@ describeIfPresent('SSHSIG with ssh-keygen', MISSING, GATE, () => {
       expect(fingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
       const sig = path.join(dir, `${t.name}.ours.sig`);
       fs.writeFileSync(sig, armor(blob));
-      const v = keygenVerify({ allowed: path.join(dir, 'allowed_signers'), principal: `${t.name}@test`, sig, message: MESSAGE });
+      const v = keygenVerify({
+        allowed: path.join(dir, 'allowed_signers'),
+        principal: `${t.name}@test`,
+        sig,
+        message: MESSAGE,
+      });
       expect(v.said).toContain('Good "fspl" signature');
       expect(v.ok).toBe(true);
       // And ssh-keygen does not take it for another message.
-      expect(keygenVerify({ allowed: path.join(dir, 'allowed_signers'), principal: `${t.name}@test`, sig, message: Buffer.from('other') }).ok).toBe(false);
+      expect(
+        keygenVerify({
+          allowed: path.join(dir, 'allowed_signers'),
+          principal: `${t.name}@test`,
+          sig,
+          message: Buffer.from('other'),
+        }).ok,
+      ).toBe(false);
     });
 
     test(`${t.name}: ssh-keygen's signature verifies with us, and its armor is ours byte for byte`, () => {
@@ -45,7 +66,9 @@ describeIfPresent('SSHSIG with ssh-keygen', MISSING, GATE, () => {
       expect(sig.publicKey.blob.toString('base64')).toBe(pubLine(keys.get(t.name)!).split(' ')[1]);
       verifySshSig(sig, MESSAGE);
       expect(armor(sig.blob)).toBe(text.toString('latin1'));
-      expect(encodeSshSig(sig.publicKey.blob, sig.namespace, sig.hashAlgorithm, sig.signature).equals(sig.blob)).toBe(true);
+      expect(encodeSshSig(sig.publicKey.blob, sig.namespace, sig.hashAlgorithm, sig.signature).equals(sig.blob)).toBe(
+        true,
+      );
     });
 
     test(`${t.name}: a signature for namespace git, or of another message, is refused with the key named`, () => {

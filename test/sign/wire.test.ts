@@ -5,7 +5,17 @@
 import crypto from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { SignatureError } from '../../src/base/errors.js';
-import { encodeSshSig, parsePublicKeyBlob, parseSshSig, toSign, verifySshSig, WireReader, wireConcat, wireString, wireU32 } from '../../src/sign/index.js';
+import {
+  encodeSshSig,
+  parsePublicKeyBlob,
+  parseSshSig,
+  toSign,
+  verifySshSig,
+  WireReader,
+  wireConcat,
+  wireString,
+  wireU32,
+} from '../../src/sign/index.js';
 import { keyBlobOf, signRaw } from '../../src/sign/private-key.js';
 import { rng } from '../helpers.js';
 
@@ -38,7 +48,9 @@ function letIn(blob: Buffer): boolean {
 
 describe('WireReader', () => {
   test('reads what the writers write', () => {
-    const r = new WireReader(wireConcat(wireU32(7), wireString('abc'), Buffer.of(9), wireString(Buffer.of(0, 0x80)), wireString('')));
+    const r = new WireReader(
+      wireConcat(wireU32(7), wireString('abc'), Buffer.of(9), wireString(Buffer.of(0, 0x80)), wireString('')),
+    );
     expect(r.u32()).toBe(7);
     expect(r.text()).toBe('abc');
     expect(r.u8()).toBe(9);
@@ -80,7 +92,9 @@ describe('malformed signatures', () => {
     expect(() => parseSshSig(v2)).toThrow(/version 2/);
     const pk = parseSshSig(s).publicKey.blob;
     expect(() => parseSshSig(encodeSshSig(pk, '', 'sha512', Buffer.alloc(0)))).toThrow(/empty namespace/);
-    expect(() => parseSshSig(encodeSshSig(pk, 'fspl', 'md5' as 'sha512', Buffer.alloc(0)))).toThrow(/unsupported hash algorithm "md5"/);
+    expect(() => parseSshSig(encodeSshSig(pk, 'fspl', 'md5' as 'sha512', Buffer.alloc(0)))).toThrow(
+      /unsupported hash algorithm "md5"/,
+    );
   });
 
   test('random byte changes are refused with SignatureErrors only (seeded)', () => {

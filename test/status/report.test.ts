@@ -92,7 +92,8 @@ describe('queueStatus', () => {
 
   it('explains gzip files read without a decoder, and reads them with -d zcat', async () => {
     const q = newQueue();
-    for (const seq of [1n, 2n]) fs.writeFileSync(q.jobPath(`fspl-${seq}.fspl`), execFileSync('gzip', ['-c'], { input: packet(seq) }));
+    for (const seq of [1n, 2n])
+      fs.writeFileSync(q.jobPath(`fspl-${seq}.fspl`), execFileSync('gzip', ['-c'], { input: packet(seq) }));
     const s = await status(q);
     expect(s.jobs).toBe(0);
     expect(s.state).toBe('idle');
@@ -112,7 +113,9 @@ describe('queueStatus', () => {
     q.writeBuffer(packet(1n));
     const s = await queueStatus(q, { now: NOW });
     expect(s.undecodable).toHaveLength(1);
-    expect(s.undecodable[0]!.cause).toMatch(/^decoder "exec 2>\/dev\/null; zcat" failed: .*; the file itself is a plain packet/);
+    expect(s.undecodable[0]!.cause).toMatch(
+      /^decoder "exec 2>\/dev\/null; zcat" failed: .*; the file itself is a plain packet/,
+    );
   });
 
   it('diagnoses empty, truncated, damaged and foreign files', async () => {
@@ -129,8 +132,12 @@ describe('queueStatus', () => {
     fs.mkdirSync(q.jobPath('fspl-dir.fspl'));
     const causes = Object.fromEntries((await status(q)).undecodable.map((f) => [f.filename, f.cause]));
     expect(causes['fspl-empty.fspl']).toBe('empty file');
-    expect(causes['fspl-short.fspl']).toMatch(/^truncated header: the file has only 10 bytes; a header needs at least 30 bytes/);
-    expect(causes['fspl-trunc.fspl']).toMatch(new RegExp(`^truncated header: the file has only 35 bytes; its header needs ${good.length - 7} bytes`));
+    expect(causes['fspl-short.fspl']).toMatch(
+      /^truncated header: the file has only 10 bytes; a header needs at least 30 bytes/,
+    );
+    expect(causes['fspl-trunc.fspl']).toMatch(
+      new RegExp(`^truncated header: the file has only 35 bytes; its header needs ${good.length - 7} bytes`),
+    );
     expect(causes['fspl-crc.fspl']).toBe('damaged packet: CRC-32 mismatch on metadata');
     expect(causes['fspl-text.fspl']).toBe('not a filespooler packet (starts with 68 65 6c 6c 6f 20 77 6f)');
     expect(causes['fspl-xz.fspl']).toBe('xz data: did you forget -d xzcat?');
@@ -155,7 +162,12 @@ describe('queueStatus', () => {
       { filename: 'tmp-fspl-abc.fspl.tmp', kind: 'write', size: 4, ageSeconds: 7200 },
     ]);
     expect(formatStatusText(s)).toMatch(
-      /^temp file \.fspl-in-.*\.part \(4 bytes, modified 2h 0m ago\): an upload in progress \(queue-send's receiver over ssh, or queue-receive\), or cut short: the next one finishes or removes it$/m,
+      new RegExp(
+        /^temp file \.fspl-in-.*\.part \(4 bytes, modified 2h 0m ago\): an upload in progress /.source +
+          /\(queue-send's receiver over ssh, or queue-receive\), or cut short: the next one finishes or /.source +
+          /removes it$/.source,
+        'm',
+      ),
     );
     expect(s.outputFiles).toEqual(['fspl-abc.fspl.out']);
     expect(s.otherFiles).toEqual([

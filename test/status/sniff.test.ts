@@ -31,9 +31,15 @@ describe('sniffBytes', () => {
   it('diagnoses with a hint, or says the decoder failed', () => {
     const gz = execFileSync('gzip', ['-c'], { input: packet(1n) });
     expect(diagnoseUnreadable({ head: gz, size: gz.length }).cause).toBe('gzip data: did you forget -d zcat?');
-    expect(diagnoseUnreadable({ head: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), size: 9 }).cause).toMatch(/zstd data: did you forget -d zstdcat\?/);
-    expect(diagnoseUnreadable({ head: Buffer.from('-----BEGIN PGP MESSAGE-----'), size: 99 }).cause).toMatch(/OpenPGP.*gpg -q -d/);
-    expect(diagnoseUnreadable({ head: Buffer.from('age-encryption.org/v1'), size: 99 }).cause).toMatch(/age-encrypted.*age -d/);
+    expect(diagnoseUnreadable({ head: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), size: 9 }).cause).toMatch(
+      /zstd data: did you forget -d zstdcat\?/,
+    );
+    expect(diagnoseUnreadable({ head: Buffer.from('-----BEGIN PGP MESSAGE-----'), size: 99 }).cause).toMatch(
+      /OpenPGP.*gpg -q -d/,
+    );
+    expect(diagnoseUnreadable({ head: Buffer.from('age-encryption.org/v1'), size: 99 }).cause).toMatch(
+      /age-encrypted.*age -d/,
+    );
     const viaDecoder = diagnoseUnreadable({ head: packet(1n), size: 50 }, new Error('boom'), 'zcat');
     expect(viaDecoder.cause).toMatch(/^decoder "zcat" failed: boom; the file itself is a plain packet/);
   });

@@ -66,7 +66,9 @@ describe.each(modes)('copy %s', (_name, native) => {
     expect(copy(inFd, outFd)).toBe(DATA.length - 17);
     fs.closeSync(inFd);
     fs.closeSync(outFd);
-    expect(fs.readFileSync(path.join(dir, 'dst')).equals(Buffer.concat([Buffer.from('head:'), DATA.subarray(17)]))).toBe(true);
+    expect(
+      fs.readFileSync(path.join(dir, 'dst')).equals(Buffer.concat([Buffer.from('head:'), DATA.subarray(17)])),
+    ).toBe(true);
   });
 
   it('stops at a limit, leaving the input positioned just after it', () => {

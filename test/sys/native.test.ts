@@ -16,7 +16,13 @@ import { nativeOpenHead, nativeReadHeads } from '../../src/packet/native-heads.j
 import type { PacketHeader } from '../../src/packet/types.js';
 import { Queue } from '../../src/queue/queue.js';
 import { type RunOptions, type RunResult, runCommand, runDetached } from '../../src/sys/exec.js';
-import { type DetachedStart, loadNative, type NativeExit, nativeSpawn, nativeSpawnDetached } from '../../src/sys/native.js';
+import {
+  type DetachedStart,
+  loadNative,
+  type NativeExit,
+  nativeSpawn,
+  nativeSpawnDetached,
+} from '../../src/sys/native.js';
 import { FSPL_BIN, ROOT, tempDir } from '../helpers.js';
 
 /** Run fn with FSPL_NO_NATIVE set to `value` (undefined: unset), then restore it. */
@@ -58,7 +64,9 @@ describe('the native addon', () => {
   it('is not used when FSPL_NO_NATIVE is set', () => {
     withNoNative('1', () => {
       expect(loadNative()).toBeUndefined();
-      expect(nativeSpawn({ command: 'true', args: [], env: {}, stdin: -1, stdout: 1, stderr: 2 }, () => {})).toBeUndefined();
+      expect(
+        nativeSpawn({ command: 'true', args: [], env: {}, stdin: -1, stdout: 1, stderr: 2 }, () => {}),
+      ).toBeUndefined();
       expect(nativeReadHeads('/', ['x'], 4096)).toBeUndefined();
     });
     for (const v of ['0', '', undefined]) withNoNative(v, () => expect(loadNative() !== undefined).toBe(HAVE_NATIVE));
@@ -126,21 +134,37 @@ function failure(p: Promise<unknown>): Promise<Error> {
 describe('running commands (src/sys/exec.ts)', () => {
   bothWays((mode) => {
     it('reports exit statuses', async () => {
-      expect(await run({ command: 'true' })).toMatchObject({ ok: true, code: 0, signal: null, timedOut: false, stdinClosedEarly: false });
+      expect(await run({ command: 'true' })).toMatchObject({
+        ok: true,
+        code: 0,
+        signal: null,
+        timedOut: false,
+        stdinClosedEarly: false,
+      });
       expect(await run({ command: 'sh', args: ['-c', 'exit 3'] })).toMatchObject({ ok: false, code: 3, signal: null });
-      expect(await run({ command: 'sh', args: ['-c', 'exit 255'] })).toMatchObject({ ok: false, code: 255, signal: null });
+      expect(await run({ command: 'sh', args: ['-c', 'exit 255'] })).toMatchObject({
+        ok: false,
+        code: 255,
+        signal: null,
+      });
     });
 
     it('reports the signal that killed the command, by the names child_process uses', async () => {
       for (const sig of ['TERM', 'KILL', 'ABRT', 'IO', 'SYS', 'USR1', 'SEGV']) {
-        expect(await run({ command: 'sh', args: ['-c', `kill -${sig} $$`] })).toMatchObject({ ok: false, code: null, signal: `SIG${sig}` });
+        expect(await run({ command: 'sh', args: ['-c', `kill -${sig} $$`] })).toMatchObject({
+          ok: false,
+          code: null,
+          signal: `SIG${sig}`,
+        });
       }
     });
 
     it('passes argv exactly, argv[0] being the command as given', async () => {
       const args = ['-c', 'printf "[%s]\\n" "$0" "$@"', 'zero', '', 'a b', 'é ✓', '-x', '*'];
       expect((await run({ command: 'sh', args })).out).toBe('[zero]\n[]\n[a b]\n[é ✓]\n[-x]\n[*]\n');
-      expect((await run({ command: 'sh', args: ['-c', 'tr "\\0" "\\n" < /proc/$$/cmdline'] })).out).toBe('sh\n-c\ntr "\\0" "\\n" < /proc/$$/cmdline\n');
+      expect((await run({ command: 'sh', args: ['-c', 'tr "\\0" "\\n" < /proc/$$/cmdline'] })).out).toBe(
+        'sh\n-c\ntr "\\0" "\\n" < /proc/$$/cmdline\n',
+      );
     });
 
     it('passes exactly the given environment, in its order', async () => {
@@ -178,15 +202,21 @@ describe('running commands (src/sys/exec.ts)', () => {
     });
 
     it("'ignore' gives /dev/null as stdin; stdout and stderr both go to the output descriptor", async () => {
-      const r = await run({ command: 'sh', args: ['-c', 'readlink /proc/self/fd/0; cat; echo to-stderr >&2'], stdin: 'ignore' });
+      const r = await run({
+        command: 'sh',
+        args: ['-c', 'readlink /proc/self/fd/0; cat; echo to-stderr >&2'],
+        stdin: 'ignore',
+      });
       expect(r.out).toBe('/dev/null\nto-stderr\n');
     });
 
     it("'inherit' passes our own stdin, stdout and stderr", () => {
       // In a child Node process, so that its stdin and stdout are pipes we control.
-      const script = `
+      const script =
+        `
         const { runCommand } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'sys', 'exec.js'))});
-        const r = await runCommand({ command: 'sh', args: ['-c', 'cat; echo err >&2'], env: { PATH: process.env.PATH }, stdin: 'inherit', output: 'inherit' });
+        const r = await runCommand({ command: 'sh', args: ['-c', 'cat; echo err ` +
+        `>&2'], env: { PATH: process.env.PATH }, stdin: 'inherit', output: 'inherit' });
         process.stdout.write('code ' + r.code + '\\n');`;
       const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
         input: 'from our stdin\n',
@@ -221,7 +251,10 @@ describe('running commands (src/sys/exec.ts)', () => {
       fs.writeFileSync(noexec, '#!/bin/sh\necho hi\n', { mode: 0o644 });
       const cases: Array<[Partial<RunOptions> & { command: string }, string]> = [
         [{ command: 'fspl-no-such-command' }, 'Failed to run "fspl-no-such-command": No such file or directory'],
-        [{ command: path.join(dir, 'missing') }, `Failed to run ${JSON.stringify(path.join(dir, 'missing'))}: No such file or directory`],
+        [
+          { command: path.join(dir, 'missing') },
+          `Failed to run ${JSON.stringify(path.join(dir, 'missing'))}: No such file or directory`,
+        ],
         [{ command: noexec }, `Failed to run ${JSON.stringify(noexec)}: Permission denied`],
         // In PATH, but not executable: EACCES, as execvp(3) reports it.
         [{ command: 'noexec', env: { PATH: `${dir}:/usr/bin` } }, 'Failed to run "noexec": Permission denied'],
@@ -246,7 +279,9 @@ describe('running commands (src/sys/exec.ts)', () => {
       expect(a).toBeInstanceOf(ExecError);
       expect(a.message).toMatch(/^Failed to run "true": The argument 'args\[0\]' must be a string without null bytes/);
       const e = await failure(run({ command: 'true', env: { PATH, X: 'a\0b' } }));
-      expect(e.message).toMatch(/^Failed to run "true": The property 'options\.env\['X'\]' must be a string without null bytes/);
+      expect(e.message).toMatch(
+        /^Failed to run "true": The property 'options\.env\['X'\]' must be a string without null bytes/,
+      );
     });
 
     it('kills the command with SIGKILL after the timeout', async () => {
@@ -257,21 +292,25 @@ describe('running commands (src/sys/exec.ts)', () => {
       expect(await run({ command: 'true', timeout: 30 })).toMatchObject({ ok: true, timedOut: false });
     });
 
-    it('starts the command leading a process group of its own (signals to ours miss it); a session too on a terminal, or through child_process', async () => {
-      const script = 'echo $$; cut -d" " -f5,6 /proc/$$/stat';
-      const ours = fs.readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
-      const [ourSession, ourTty] = [ours[3]!, ours[4]!];
-      for (const stdin of ['ignore', Readable.from([Buffer.from('x')])] as const) {
-        const r = await run({ command: 'sh', args: ['-c', `cat > /dev/null; ${script}`], stdin });
-        const [pid, ids] = r.out.trim().split('\n');
-        const [pgid, sid] = ids!.split(' ');
-        expect(pgid).toBe(pid);
-        // child_process (a piped payload, or no addon) can only give a session; the addon gives
-        // one only when we have a controlling terminal (exec.ts says why).
-        const viaChildProcess = typeof stdin === 'object' || mode === 'fallback';
-        expect(sid).toBe(viaChildProcess || ourTty !== '0' ? pid : ourSession);
-      }
-    });
+    it(
+      'starts the command leading a process group of its own (signals to ' +
+        'ours miss it); a session too on a terminal, or through child_process',
+      async () => {
+        const script = 'echo $$; cut -d" " -f5,6 /proc/$$/stat';
+        const ours = fs.readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
+        const [ourSession, ourTty] = [ours[3]!, ours[4]!];
+        for (const stdin of ['ignore', Readable.from([Buffer.from('x')])] as const) {
+          const r = await run({ command: 'sh', args: ['-c', `cat > /dev/null; ${script}`], stdin });
+          const [pid, ids] = r.out.trim().split('\n');
+          const [pgid, sid] = ids!.split(' ');
+          expect(pgid).toBe(pid);
+          // child_process (a piped payload, or no addon) can only give a session; the addon gives
+          // one only when we have a controlling terminal (exec.ts says why).
+          const viaChildProcess = typeof stdin === 'object' || mode === 'fallback';
+          expect(sid).toBe(viaChildProcess || ourTty !== '0' ? pid : ourSession);
+        }
+      },
+    );
 
     it('kills the whole process group at the timeout: what the command started goes too', async () => {
       const r = await run({ command: 'sh', args: ['-c', 'sleep 300 & echo $!; wait'], timeout: 0.2 });
@@ -283,14 +322,21 @@ describe('running commands (src/sys/exec.ts)', () => {
       const dir = tempDir();
       const started = path.join(dir, 'started');
       const stop = new AbortController();
-      const pending = run({ command: 'sh', args: ['-c', `sleep 300 & echo $!; touch ${started}; wait`], stop: stop.signal });
+      const pending = run({
+        command: 'sh',
+        args: ['-c', `sleep 300 & echo $!; touch ${started}; wait`],
+        stop: stop.signal,
+      });
       while (!fs.existsSync(started)) await new Promise((r) => setTimeout(r, 10));
       stop.abort();
       const r = await pending;
       expect(r).toMatchObject({ ok: false, signal: 'SIGKILL', timedOut: false, stopped: true });
       await gone(Number(r.out.trim()));
       // Aborted before it starts: stopped at once. Aborted after it succeeded: a success.
-      expect(await run({ command: 'sleep', args: ['300'], stop: AbortSignal.abort() })).toMatchObject({ ok: false, stopped: true });
+      expect(await run({ command: 'sleep', args: ['300'], stop: AbortSignal.abort() })).toMatchObject({
+        ok: false,
+        stopped: true,
+      });
       const late = new AbortController();
       const done = await run({ command: 'true', stop: late.signal });
       late.abort();
@@ -298,13 +344,22 @@ describe('running commands (src/sys/exec.ts)', () => {
     });
 
     it('runs many commands at once (more than the thread pool has threads)', async () => {
-      const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => run({ command: 'sh', args: ['-c', `sleep 0.2; echo ${i}; exit ${i % 3}`] })));
+      const rs = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          run({ command: 'sh', args: ['-c', `sleep 0.2; echo ${i}; exit ${i % 3}`] }),
+        ),
+      );
       rs.forEach((r, i) => expect(r).toMatchObject({ code: i % 3, out: `${i}\n` }));
     });
 
     it('coexists with child_process children (their SIGCHLD handling leaves ours alone)', async () => {
-      const viaNode = new Promise<number | null>((resolve) => spawn('sh', ['-c', 'sleep 0.3; exit 4']).on('close', resolve));
-      const ours = Promise.all([run({ command: 'sh', args: ['-c', 'sleep 0.1; exit 5'] }), run({ command: 'sh', args: ['-c', 'sleep 0.5; exit 6'] })]);
+      const viaNode = new Promise<number | null>((resolve) =>
+        spawn('sh', ['-c', 'sleep 0.3; exit 4']).on('close', resolve),
+      );
+      const ours = Promise.all([
+        run({ command: 'sh', args: ['-c', 'sleep 0.1; exit 5'] }),
+        run({ command: 'sh', args: ['-c', 'sleep 0.5; exit 6'] }),
+      ]);
       expect(await viaNode).toBe(4);
       expect((await ours).map((r) => r.code)).toEqual([5, 6]);
     });
@@ -316,7 +371,10 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
   it('reaps the child before reporting its exit', async () => {
     let pid = 0;
     const exit = await new Promise((resolve) => {
-      const r = nativeSpawn({ command: 'sh', args: ['-c', 'exit 7'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, resolve);
+      const r = nativeSpawn(
+        { command: 'sh', args: ['-c', 'exit 7'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 },
+        resolve,
+      );
       expect(r && 'pid' in r).toBe(true);
       pid = (r as { pid: number }).pid;
     });
@@ -330,18 +388,38 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     const never = () => {
       throw new Error('no child expected');
     };
-    expect(nativeSpawn({ command: 'fspl-no-such-command', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toMatchObject({ code: 'ENOENT' });
-    expect(nativeSpawn({ command: dir, args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toMatchObject({ code: 'EACCES' });
-    expect(nativeSpawn({ command: path.join(dir, 'script'), args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
-    expect(nativeSpawn({ command: 'true', args: ['a\0'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
-    expect(nativeSpawn({ command: '', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never)).toBeUndefined();
+    expect(
+      nativeSpawn({ command: 'fspl-no-such-command', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never),
+    ).toMatchObject({ code: 'ENOENT' });
+    expect(
+      nativeSpawn({ command: dir, args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never),
+    ).toMatchObject({ code: 'EACCES' });
+    expect(
+      nativeSpawn(
+        { command: path.join(dir, 'script'), args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 },
+        never,
+      ),
+    ).toBeUndefined();
+    expect(
+      nativeSpawn({ command: 'true', args: ['a\0'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never),
+    ).toBeUndefined();
+    expect(
+      nativeSpawn({ command: '', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, never),
+    ).toBeUndefined();
   });
 
   it("a program that is not a string is the caller's mistake, said as one, not ENOMEM", () => {
     const never = () => {
       throw new Error('no child expected');
     };
-    const bad = { command: ['sh', '-c', 'true'] as unknown as string, args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 };
+    const bad = {
+      command: ['sh', '-c', 'true'] as unknown as string,
+      args: [],
+      env: { PATH },
+      stdin: -1,
+      stdout: 1,
+      stderr: 2,
+    };
     let thrown: unknown;
     try {
       const r = nativeSpawn(bad, never);
@@ -379,20 +457,29 @@ function startDetached(
 
 describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
   nativeOnly();
-  it('starts the child in the given directory, leading a session and process group of its own; reports its exit once it is reaped', async () => {
-    const dir = fs.realpathSync(tempDir());
-    const out = path.join(dir, 'out');
-    const fd = fs.openSync(out, 'w');
-    const { start, exit } = await startDetached('sh', ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'], [-1, fd, 2], dir);
-    expect(start && 'pid' in start).toBe(true);
-    const pid = (start as { pid: number }).pid;
-    expect(await exit).toEqual({ code: 3, signal: null });
-    fs.closeSync(fd);
-    const [cwd, ids] = fs.readFileSync(out, 'utf8').trim().split('\n');
-    expect(cwd).toBe(dir);
-    expect(ids!.trim().split(/\s+/).map(Number)).toEqual([pid, pid, pid]);
-    expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
-  });
+  it(
+    'starts the child in the given directory, leading a session and ' +
+      'process group of its own; reports its exit once it is reaped',
+    async () => {
+      const dir = fs.realpathSync(tempDir());
+      const out = path.join(dir, 'out');
+      const fd = fs.openSync(out, 'w');
+      const { start, exit } = await startDetached(
+        'sh',
+        ['-c', 'pwd; cut -d" " -f1,5,6 /proc/$$/stat; exit 3'],
+        [-1, fd, 2],
+        dir,
+      );
+      expect(start && 'pid' in start).toBe(true);
+      const pid = (start as { pid: number }).pid;
+      expect(await exit).toEqual({ code: 3, signal: null });
+      fs.closeSync(fd);
+      const [cwd, ids] = fs.readFileSync(out, 'utf8').trim().split('\n');
+      expect(cwd).toBe(dir);
+      expect(ids!.trim().split(/\s+/).map(Number)).toEqual([pid, pid, pid]);
+      expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+    },
+  );
 
   it("calls back only after returning: the start happens on the addon's thread", () => {
     let called = false;
@@ -407,20 +494,29 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
     expect(called).toBe(false);
   });
 
-  it('runs many at once (more than libuv has pool threads), each reaped and reported once; a signal is reported by name', async () => {
-    const runs = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`])),
-    );
-    const exits = await Promise.all(runs.map((r) => r.exit));
-    await new Promise((r) => setTimeout(r, 700)); // a slow sweep in between would report nothing twice (startDetached throws)
-    for (let i = 0; i < 9; i++) expect(exits[i]).toEqual({ code: i, signal: null });
-    expect(exits[9]).toEqual({ code: null, signal: 'SIGTERM' });
-  });
+  it(
+    'runs many at once (more than libuv has pool threads), ' +
+      'each reaped and reported once; a signal is reported by name',
+    async () => {
+      const runs = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          startDetached('sh', ['-c', i === 9 ? 'kill -TERM $$; sleep 5' : `sleep 0.2; exit ${i}`]),
+        ),
+      );
+      const exits = await Promise.all(runs.map((r) => r.exit));
+      // a slow sweep in between would report nothing twice (startDetached throws)
+      await new Promise((r) => setTimeout(r, 700));
+      for (let i = 0; i < 9; i++) expect(exits[i]).toEqual({ code: i, signal: null });
+      expect(exits[9]).toEqual({ code: null, signal: 'SIGTERM' });
+    },
+  );
 
   it('starts 200 at once, each with its own descriptors, all reported with distinct pids', async () => {
     const dir = tempDir();
     const fds = Array.from({ length: 200 }, (_, i) => fs.openSync(path.join(dir, `o${i}`), 'w'));
-    const runs = await Promise.all(fds.map((fd, i) => startDetached('sh', ['-c', `echo ${i}; exit ${i % 7}`], [-1, fd, 2])));
+    const runs = await Promise.all(
+      fds.map((fd, i) => startDetached('sh', ['-c', `echo ${i}; exit ${i % 7}`], [-1, fd, 2])),
+    );
     const exits = await Promise.all(runs.map((r) => r.exit));
     for (const fd of fds) fs.closeSync(fd);
     expect(new Set(runs.map((r) => (r.start as { pid: number }).pid)).size).toBe(200);
@@ -428,20 +524,25 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
     fds.forEach((_, i) => expect(fs.readFileSync(path.join(dir, `o${i}`), 'utf8')).toBe(`${i}\n`));
   });
 
-  it('reports the exit of a child that exited before its pid reached this thread (its SIGCHLD gone already)', async () => {
-    // The event loop is held while the child starts and exits: its SIGCHLD is handled before the
-    // pid is known; only the reap after registering it can see the zombie.
-    const pending = startDetached('sh', ['-c', 'exit 5']);
-    const until = Date.now() + 300;
-    while (Date.now() < until);
-    await new Promise((r) => setTimeout(r, 50)); // let the SIGCHLD listener run, if any
-    const { exit } = await pending;
-    expect(await exit).toEqual({ code: 5, signal: null });
-  });
+  it(
+    'reports the exit of a child that exited before its ' + 'pid reached this thread (its SIGCHLD gone already)',
+    async () => {
+      // The event loop is held while the child starts and exits: its SIGCHLD is handled before the
+      // pid is known; only the reap after registering it can see the zombie.
+      const pending = startDetached('sh', ['-c', 'exit 5']);
+      const until = Date.now() + 300;
+      while (Date.now() < until);
+      await new Promise((r) => setTimeout(r, 50)); // let the SIGCHLD listener run, if any
+      const { exit } = await pending;
+      expect(await exit).toEqual({ code: 5, signal: null });
+    },
+  );
 
   it('reports a command or directory that is not there as ENOENT', async () => {
     expect((await startDetached('fspl-no-such-command', [])).start).toMatchObject({ code: 'ENOENT' });
-    expect((await startDetached('sh', ['-c', 'true'], [-1, 1, 2], '/no/such/dir')).start).toMatchObject({ code: 'ENOENT' });
+    expect((await startDetached('sh', ['-c', 'true'], [-1, 1, 2], '/no/such/dir')).start).toMatchObject({
+      code: 'ENOENT',
+    });
   });
 });
 
@@ -461,7 +562,9 @@ describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
       const base = { args: [], env: { PATH }, stdin: 'ignore' as const, stdout: 1, stderr: 2, killGraceMs: 200 };
 
       it('rejects with StartError "No such file or directory" for a command that is not there', async () => {
-        await expect(runDetached({ ...base, command: 'fspl-no-such-command' })).rejects.toMatchObject({ why: 'No such file or directory' });
+        await expect(runDetached({ ...base, command: 'fspl-no-such-command' })).rejects.toMatchObject({
+          why: 'No such file or directory',
+        });
       });
 
       it('kills the group when aborted at once, before the pid can be known; the whole group goes', async () => {
@@ -469,7 +572,12 @@ describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
         const mark = path.join(dir, 'grandchild');
         const ac = new AbortController();
         // A grandchild that would outlive a kill of the leader alone.
-        const run = runDetached({ ...base, command: 'sh', args: ['-c', `sh -c 'sleep 1; touch ${mark}' & wait`], signal: ac.signal });
+        const run = runDetached({
+          ...base,
+          command: 'sh',
+          args: ['-c', `sh -c 'sleep 1; touch ${mark}' & wait`],
+          signal: ac.signal,
+        });
         ac.abort();
         const r = await run;
         expect(r).toMatchObject({ abandoned: true, timedOut: false });
@@ -479,8 +587,11 @@ describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
       });
 
       it('times out many commands racing their starts, each killed and reported once', async () => {
-        const runs = await Promise.all(Array.from({ length: 20 }, () => runDetached({ ...base, command: 'sleep', args: ['5'], timeout: 0.001 })));
-        for (const r of runs) expect(r).toMatchObject({ timedOut: true, abandoned: false, signal: 'SIGTERM', status: 128 + 15 });
+        const runs = await Promise.all(
+          Array.from({ length: 20 }, () => runDetached({ ...base, command: 'sleep', args: ['5'], timeout: 0.001 })),
+        );
+        for (const r of runs)
+          expect(r).toMatchObject({ timedOut: true, abandoned: false, signal: 'SIGTERM', status: 128 + 15 });
       });
     });
   }
@@ -489,7 +600,11 @@ describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
 // ------------------------------------------------------------------------------------------------
 // Header reads
 
-const header = (seq: bigint, cmd: PacketHeader['cmd'], secs = 1_700_000_000n, nanos = 5): PacketHeader => ({ seq, ctime: { secs, nanos }, cmd });
+const header = (seq: bigint, cmd: PacketHeader['cmd'], secs = 1_700_000_000n, nanos = 5): PacketHeader => ({
+  seq,
+  ctime: { secs, nanos },
+  cmd,
+});
 const b = (s: string) => Buffer.from(s, 'latin1');
 
 /** Recompute both CRCs after editing a packet's metadata. */
@@ -561,22 +676,48 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
         ),
       ],
       ['cmd-empty', encodeHeader(header(70000n, { kind: 'Command', params: [], env: [] }, 9223372036854775807n))],
-      ['cmd-many', encodeHeader(header(2n, { kind: 'Command', params: Array.from({ length: 40 }, (_, i) => b('p'.repeat(i))), env: [] }))],
+      [
+        'cmd-many',
+        encodeHeader(
+          header(2n, { kind: 'Command', params: Array.from({ length: 40 }, (_, i) => b('p'.repeat(i))), env: [] }),
+        ),
+      ],
     ];
     const nopMeta = encodeHeader(header(1n, { kind: 'NOP' })).subarray(PREFIX_LENGTH);
     const other: Array<[string, Buffer]> = [
       // Valid, but not in the usual encoding: the JS decoder reads them.
       ['str8-key', withMetadata(Buffer.concat([b('\x83\xd9\x03seq\x01'), nopMeta.subarray(6)]))],
-      ['bin-param', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\xc4\x02hi\xa3env\x90')]))],
+      [
+        'bin-param',
+        withMetadata(
+          Buffer.concat([
+            nopMeta.subarray(0, nopMeta.length - 4),
+            b('\x81\xa7Command\x82\xa6params\x91\xc4\x02hi\xa3env\x90'),
+          ]),
+        ),
+      ],
       ['keys-reordered', withMetadata(Buffer.concat([b('\x83\xa5ctime\x92\x01\x02\xa3seq\x05\xa8cmd_type\xa3NOP')]))],
       [
         'uint16-byte',
-        withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x00\x41\xa3env\x90')])),
+        withMetadata(
+          Buffer.concat([
+            nopMeta.subarray(0, nopMeta.length - 4),
+            b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x00\x41\xa3env\x90'),
+          ]),
+        ),
       ],
       // Invalid: the JS decoder's errors.
       ['trailing', withMetadata(Buffer.concat([nopMeta, b('\x00')]))],
       ['negative-seq', withMetadata(Buffer.concat([b('\x83\xa3seq\xff'), nopMeta.subarray(6)]))],
-      ['byte-256', withMetadata(Buffer.concat([nopMeta.subarray(0, nopMeta.length - 4), b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x01\x00\xa3env\x90')]))],
+      [
+        'byte-256',
+        withMetadata(
+          Buffer.concat([
+            nopMeta.subarray(0, nopMeta.length - 4),
+            b('\x81\xa7Command\x82\xa6params\x91\x91\xcd\x01\x00\xa3env\x90'),
+          ]),
+        ),
+      ],
       [
         'bad-meta-crc',
         (() => {
@@ -651,7 +792,11 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
           ? { kind: 'NOP' }
           : i % 5 === 1
             ? { kind: 'Fail' }
-            : { kind: 'Command', params: Array.from({ length: i % 4 }, (_, k) => b(`p${i}-${k}\xff`)), env: i % 3 ? [[b(`K${i}`), b(`v${i}`)]] : [] };
+            : {
+                kind: 'Command',
+                params: Array.from({ length: i % 4 }, (_, k) => b(`p${i}-${k}\xff`)),
+                env: i % 3 ? [[b(`K${i}`), b(`v${i}`)]] : [],
+              };
       let bytes = Buffer.concat([encodeHeader(header(BigInt(i), cmd, BigInt(i) - 1000n, i)), b(`payload ${i}`)]);
       if (i % 97 === 0) bytes = bytes.subarray(0, 10); // short
       if (i % 101 === 0) bytes[bytes.length - 20] ^= 1; // damaged
@@ -692,28 +837,36 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
     );
     const headerArb = fc.record({
       seq: fc.bigInt({ min: 0n, max: 18446744073709551615n }),
-      ctime: fc.record({ secs: fc.bigInt({ min: -9223372036854775808n, max: 9223372036854775807n }), nanos: fc.integer({ min: 0, max: 4294967295 }) }),
+      ctime: fc.record({
+        secs: fc.bigInt({ min: -9223372036854775808n, max: 9223372036854775807n }),
+        nanos: fc.integer({ min: 0, max: 4294967295 }),
+      }),
       cmd: cmdArb,
     }) as fc.Arbitrary<PacketHeader>;
     const dir = tempDir();
     let file = 0;
     fc.assert(
-      fc.property(headerArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }), fc.boolean(), (h, edits, fix) => {
-        const packet = encodeHeader(h);
-        const metaLen = packet.length - PREFIX_LENGTH;
-        // Corrupt some metadata bytes, then (usually) make the CRCs right again so that the
-        // MessagePack parsers see the damage.
-        for (const [at, v] of edits) packet[PREFIX_LENGTH + (at % metaLen)] = v;
-        if (fix) fixCrcs(packet);
-        const name = `f${file++}`;
-        fs.writeFileSync(path.join(dir, name), packet);
-        const r = nativeReadHeads(dir, [name], 4096)!;
-        const js = jsDecode(packet);
-        const native = r.header(0);
-        if (edits.length === 0) expect(native).toEqual(h);
-        if (native !== undefined) expect(native).toEqual(js);
-        fs.rmSync(path.join(dir, name));
-      }),
+      fc.property(
+        headerArb,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+        fc.boolean(),
+        (h, edits, fix) => {
+          const packet = encodeHeader(h);
+          const metaLen = packet.length - PREFIX_LENGTH;
+          // Corrupt some metadata bytes, then (usually) make the CRCs right again so that the
+          // MessagePack parsers see the damage.
+          for (const [at, v] of edits) packet[PREFIX_LENGTH + (at % metaLen)] = v;
+          if (fix) fixCrcs(packet);
+          const name = `f${file++}`;
+          fs.writeFileSync(path.join(dir, name), packet);
+          const r = nativeReadHeads(dir, [name], 4096)!;
+          const js = jsDecode(packet);
+          const native = r.header(0);
+          if (edits.length === 0) expect(native).toEqual(h);
+          if (native !== undefined) expect(native).toEqual(js);
+          fs.rmSync(path.join(dir, name));
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -721,54 +874,71 @@ describe.skipIf(!HAVE_NATIVE)('nativeReadHeads', () => {
 
 describe.skipIf(!HAVE_NATIVE)('nativeOpenHead', () => {
   nativeOnly();
-  it('decodes a header in the usual encoding and leaves the descriptor at the payload; leaves the others at 0, for the JS decoder', () => {
-    const dir = tempDir();
-    const files: Array<[string, Buffer, boolean]> = [
-      ['nop', encodeHeader(header(1n, { kind: 'NOP' })), true],
-      ['cmd', encodeHeader(header(300n, { kind: 'Command', params: [b('a'), b('\x00\xff')], env: [[b('K'), b('v\xe9')]] }, -1n, 7)), true],
-      // Longer than the 4 KiB read at once.
-      ['long', encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), false],
-      [
-        'bad-meta-crc',
-        (() => {
-          const p = encodeHeader(header(3n, { kind: 'NOP' }));
-          p[p.length - 1] ^= 1;
-          return p;
-        })(),
-        false,
-      ],
-      ['garbage', b('not a packet'), false],
-      ['empty', b(''), false],
-    ];
-    for (const [name, bytes] of files) {
-      const file = path.join(dir, name);
-      fs.writeFileSync(file, Buffer.concat([bytes, b('payload')]));
-      const r = nativeOpenHead(file, 4096)!;
-      try {
-        const rest = Buffer.alloc(bytes.length + 100);
-        const n = fs.readSync(r.fd, rest, 0, rest.length, null);
-        if (files.find(([f]) => f === name)![2]) {
-          expect(r.header, name).toEqual(jsDecode(bytes));
-          expect(r.payloadOffset, name).toBe(bytes.length);
-          expect(rest.subarray(0, n).toString('latin1'), name).toBe('payload');
-        } else {
-          expect(r.header, name).toBeUndefined();
-          expect(r.payloadOffset, name).toBe(0);
-          expect(rest.subarray(0, n).equals(Buffer.concat([bytes, b('payload')]).subarray(0, n)), name).toBe(true);
+  it(
+    'decodes a header in the usual encoding and leaves the descriptor ' +
+      'at the payload; leaves the others at 0, for the JS decoder',
+    () => {
+      const dir = tempDir();
+      const files: Array<[string, Buffer, boolean]> = [
+        ['nop', encodeHeader(header(1n, { kind: 'NOP' })), true],
+        [
+          'cmd',
+          encodeHeader(
+            header(300n, { kind: 'Command', params: [b('a'), b('\x00\xff')], env: [[b('K'), b('v\xe9')]] }, -1n, 7),
+          ),
+          true,
+        ],
+        // Longer than the 4 KiB read at once.
+        ['long', encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), false],
+        [
+          'bad-meta-crc',
+          (() => {
+            const p = encodeHeader(header(3n, { kind: 'NOP' }));
+            p[p.length - 1] ^= 1;
+            return p;
+          })(),
+          false,
+        ],
+        ['garbage', b('not a packet'), false],
+        ['empty', b(''), false],
+      ];
+      for (const [name, bytes] of files) {
+        const file = path.join(dir, name);
+        fs.writeFileSync(file, Buffer.concat([bytes, b('payload')]));
+        const r = nativeOpenHead(file, 4096)!;
+        try {
+          const rest = Buffer.alloc(bytes.length + 100);
+          const n = fs.readSync(r.fd, rest, 0, rest.length, null);
+          if (files.find(([f]) => f === name)![2]) {
+            expect(r.header, name).toEqual(jsDecode(bytes));
+            expect(r.payloadOffset, name).toBe(bytes.length);
+            expect(rest.subarray(0, n).toString('latin1'), name).toBe('payload');
+          } else {
+            expect(r.header, name).toBeUndefined();
+            expect(r.payloadOffset, name).toBe(0);
+            expect(rest.subarray(0, n).equals(Buffer.concat([bytes, b('payload')]).subarray(0, n)), name).toBe(true);
+          }
+        } finally {
+          fs.closeSync(r.fd);
         }
-      } finally {
-        fs.closeSync(r.fd);
       }
-    }
-    expect(nativeOpenHead(path.join(dir, 'missing'), 4096)).toBeUndefined();
-  });
+      expect(nativeOpenHead(path.join(dir, 'missing'), 4096)).toBeUndefined();
+    },
+  );
 
   it('opens jobs for Queue.openJob as the JS path does: the same header, offset and payload', async () => {
     const dir = tempDir();
     const q = Queue.init(path.join(dir, 'q'));
     const names = [
-      q.writeBuffer(Buffer.concat([encodeHeader(header(1n, { kind: 'Command', params: [b('x')], env: [] })), b('one')])),
-      q.writeBuffer(Buffer.concat([encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })), b('two')])),
+      q.writeBuffer(
+        Buffer.concat([encodeHeader(header(1n, { kind: 'Command', params: [b('x')], env: [] })), b('one')]),
+      ),
+      q.writeBuffer(
+        Buffer.concat([
+          encodeHeader(header(2n, { kind: 'Command', params: [b('p'.repeat(5000))], env: [] })),
+          b('two'),
+        ]),
+      ),
     ];
     const open = async (name: string) => {
       const o = await q.openJob(name);
@@ -798,8 +968,14 @@ describe('queue scans (src/queue/queue.ts)', () => {
     const dir = tempDir();
     const q = Queue.init(path.join(dir, 'q'));
     q.writeBuffer(encodeHeader(header(1n, { kind: 'NOP' })));
-    q.writeBuffer(Buffer.concat([encodeHeader(header(2n, { kind: 'Command', params: [b('x')], env: [[b('A'), b('1')]] })), b('payload')]));
-    q.writeBuffer(encodeHeader(header(3n, { kind: 'Command', params: [Buffer.alloc(5000, 0x61)], env: [] }))); // a header over 4 KiB
+    q.writeBuffer(
+      Buffer.concat([
+        encodeHeader(header(2n, { kind: 'Command', params: [b('x')], env: [[b('A'), b('1')]] })),
+        b('payload'),
+      ]),
+    );
+    // a header over 4 KiB
+    q.writeBuffer(encodeHeader(header(3n, { kind: 'Command', params: [Buffer.alloc(5000, 0x61)], env: [] })));
     q.writeBuffer(withMetadata(b('\x83\xa5ctime\x92\x01\x02\xa3seq\x04\xa8cmd_type\xa4Fail'))); // unusual but valid
     const jobs = q.jobsDir;
     fs.writeFileSync(
@@ -829,7 +1005,9 @@ describe('queue scans (src/queue/queue.ts)', () => {
       expect(withNative.log).toEqual(without.log);
       expect(without.entries).toHaveLength(4);
       expect(without.log.filter((l) => l.includes('Skipping'))).toHaveLength(4);
-      expect(without.log.join('')).toMatch(/Skipping "fspl-dir\.fspl": Refusing \S+fspl-dir\.fspl: it is not a regular file/);
+      expect(without.log.join('')).toMatch(
+        /Skipping "fspl-dir\.fspl": Refusing \S+fspl-dir\.fspl: it is not a regular file/,
+      );
       expect(without.log.join('')).toContain('Skipping "fspl-bad-crc.fspl": CRC-32 mismatch on metadata');
     } finally {
       if (saved === undefined) delete process.env.FSPL_NO_NATIVE;
@@ -859,14 +1037,18 @@ describe('fspl queue-process and queue-ls with and without the addon', () => {
       ['', []],
       ['third\0binary\xff', ['x']],
     ] as const) {
-      const packet = fspl(['prepare', '-s', seq, '-i', '-', '--', ...params], { input: Buffer.from(payload, 'latin1'), env: { FSPL_SET_FOO: 'bar' } });
+      const packet = fspl(['prepare', '-s', seq, '-i', '-', '--', ...params], {
+        input: Buffer.from(payload, 'latin1'),
+        env: { FSPL_SET_FOO: 'bar' },
+      });
       fspl(['queue-write', '-q', qdir], { input: packet });
     }
     fspl(['queue-write', '-q', qdir], { input: fspl(['prepare-fail', '-s', seq]) });
     const template = path.join(dir, 'template');
     fs.cpSync(qdir, template, { recursive: true });
     const record =
-      'printf "argv:%s\\n" "$0" "$@"; tr "\\0" "\\n" < /proc/$$/environ | grep -v "^FSPL_NO_NATIVE=" | LC_ALL=C sort; printf "stdin:"; md5sum; ' +
+      'printf "argv:%s\\n" "$0" "$@"; tr "\\0" "\\n" < /proc/$$/environ | ' +
+      'grep -v "^FSPL_NO_NATIVE=" | LC_ALL=C sort; printf "stdin:"; md5sum; ' +
       'test "$FSPL_SEQ" != 2 || exit 1; exec grep -E "^Sig(Blk|Ign|Cgt)" /proc/self/status';
     const results: Record<string, { ls: string; out: string; status: number; left: string[] }> = {};
     for (const mode of ['native', 'fallback']) {
@@ -877,14 +1059,33 @@ describe('fspl queue-process and queue-ls with and without the addon', () => {
       let out = '';
       let status = 0;
       try {
-        out = fspl(['queue-process', '-q', qdir, '--allow-job-params', '--on-error', 'leave', '--output-to', 'saveboth', 'sh', '--', '-c', record, 'arg0'], {
-          env,
-        }).toString();
+        out = fspl(
+          [
+            'queue-process',
+            '-q',
+            qdir,
+            '--allow-job-params',
+            '--on-error',
+            'leave',
+            '--output-to',
+            'saveboth',
+            'sh',
+            '--',
+            '-c',
+            record,
+            'arg0',
+          ],
+          {
+            env,
+          },
+        ).toString();
       } catch (err) {
         status = (err as { status: number }).status;
       }
       const left = fs.readdirSync(path.join(qdir, 'jobs')).sort();
-      const outs = left.filter((f) => f.endsWith('.out')).map((f) => fs.readFileSync(path.join(qdir, 'jobs', f), 'utf8'));
+      const outs = left
+        .filter((f) => f.endsWith('.out'))
+        .map((f) => fs.readFileSync(path.join(qdir, 'jobs', f), 'utf8'));
       results[mode] = { ls, out: out + outs.sort().join('----\n'), status, left };
     }
     // The signal state differs in glibc's internal signals 32 and 33 only (see above).

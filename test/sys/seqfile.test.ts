@@ -13,7 +13,8 @@ describe('parsing', () => {
     expect(parseSeq('+7')).toBe(7n);
     expect(parseSeq('007')).toBe(7n);
     expect(parseSeq('18446744073709551615')).toBe(18446744073709551615n);
-    for (const bad of ['', '+', '-1', ' 1', '1.5', '0x1', '18446744073709551616', '1_000']) expect(parseSeq(bad)).toBeUndefined();
+    for (const bad of ['', '+', '-1', ' 1', '1.5', '0x1', '18446744073709551616', '1_000'])
+      expect(parseSeq(bad)).toBeUndefined();
   });
 
   it('reads the first line of a seqfile, trimmed', () => {

@@ -10,7 +10,15 @@ import { describe, expect, it } from 'vitest';
 import { UntrustedFileError } from '../../src/base/errors.js';
 import { SeqFile } from '../../src/lowlevel.js';
 import { runBatch } from '../../src/sys/fs-batch.js';
-import { CREATE_NEW, claimFile, createFresh, openExisting, openOwnFile, removeTree, writeFresh } from '../../src/sys/untrusted.js';
+import {
+  CREATE_NEW,
+  claimFile,
+  createFresh,
+  openExisting,
+  openOwnFile,
+  removeTree,
+  writeFresh,
+} from '../../src/sys/untrusted.js';
 import { tempDir } from '../helpers.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -55,7 +63,17 @@ describe('a file made new', () => {
     const v = victim(dir);
     const temp = path.join(dir, 'nextseq.temp');
     fs.symlinkSync(v.path, temp);
-    const r = await runBatch([{ op: 'writeFile', path: temp, flags: CREATE_NEW, mode: 0o644, data: Buffer.from('7\n'), replace: true, must: true }]);
+    const r = await runBatch([
+      {
+        op: 'writeFile',
+        path: temp,
+        flags: CREATE_NEW,
+        mode: 0o644,
+        data: Buffer.from('7\n'),
+        replace: true,
+        must: true,
+      },
+    ]);
     expect(r[0]).toBe(0);
     expect(fs.readFileSync(v.path, 'utf8')).toBe(v.bytes);
     expect(fs.readFileSync(temp, 'utf8')).toBe('7\n');
@@ -67,7 +85,17 @@ describe('a file made new', () => {
     const staged = path.join(dir, 'f.out-x');
     fs.symlinkSync(v.path, staged);
     const out = path.join(dir, 'token.part');
-    const r = await runBatch([{ op: 'writeFileFrom', path: out, flags: CREATE_NEW, mode: 0o644, data: Buffer.from('H'), from: staged, must: true }]);
+    const r = await runBatch([
+      {
+        op: 'writeFileFrom',
+        path: out,
+        flags: CREATE_NEW,
+        mode: 0o644,
+        data: Buffer.from('H'),
+        from: staged,
+        must: true,
+      },
+    ]);
     expect(r[0]).toBeLessThan(0);
     expect(fs.readFileSync(out, 'utf8')).not.toContain('precious');
   });
@@ -82,7 +110,9 @@ describe('a file opened as it is', () => {
     fs.linkSync(v.path, path.join(dir, 'hard'));
     expect(() => openExisting(path.join(dir, 'sym'))).toThrow(/Refusing .*sym: it is a symbolic link/);
     expect(() => openExisting(path.join(dir, 'fifo'))).toThrow(/it is not a regular file/);
-    expect(() => openExisting(path.join(dir, 'hard'), fs.constants.O_RDONLY, { singleLink: true })).toThrow(/2 names \(a hard link\)/);
+    expect(() => openExisting(path.join(dir, 'hard'), fs.constants.O_RDONLY, { singleLink: true })).toThrow(
+      /2 names \(a hard link\)/,
+    );
     expect(() => openExisting(v.path, fs.constants.O_RDONLY, { uid: 12345 })).toThrow(UntrustedFileError);
     const { fd } = openExisting(v.path);
     fs.closeSync(fd);

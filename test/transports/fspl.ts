@@ -23,7 +23,11 @@ export function fsplPath(impl: Impl): { bin: string; fspl: string; PATH: string 
 /** Run `fspl ARGS` of IMPL; returns status, stdout and stderr as text. */
 export function fspl(impl: Impl, args: string[], opts: { input?: Buffer | string; cwd?: string } = {}) {
   const [cmd, pre] = impl === 'ours' ? [process.execPath, [FSPL_BIN]] : [REF_BIN, []];
-  const r = spawnSync(cmd, [...pre, ...args], { input: opts.input, cwd: opts.cwd, env: { ...process.env, PATH: `/usr/bin:/bin` } });
+  const r = spawnSync(cmd, [...pre, ...args], {
+    input: opts.input,
+    cwd: opts.cwd,
+    env: { ...process.env, PATH: `/usr/bin:/bin` },
+  });
   return { status: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString(), raw: r.stdout };
 }
 
@@ -40,7 +44,15 @@ export function prepare(impl: Impl, seqfile: string, payload: string | Buffer, o
  */
 export function processQueue(impl: Impl, queue: string): { ran: string[]; status: number | null; stderr: string } {
   const log = path.join(queue, '..', `ran-${path.basename(queue)}.log`);
-  const r = fspl(impl, ['queue-process', '-q', queue, 'sh', '--', '-c', `printf '%s %s\\n' "$FSPL_SEQ" "$(cat)" >> '${log}'`]);
+  const r = fspl(impl, [
+    'queue-process',
+    '-q',
+    queue,
+    'sh',
+    '--',
+    '-c',
+    `printf '%s %s\\n' "$FSPL_SEQ" "$(cat)" >> '${log}'`,
+  ]);
   const ran = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : [];
   fs.rmSync(log, { force: true });
   return { ran, status: r.status, stderr: r.stderr };

@@ -22,7 +22,9 @@ const page = fs.readFileSync(path.join(ROOT, 'docs', 'transports.md'), 'utf8');
 
 /** The shell block between `<!-- NAME:begin -->` and `<!-- NAME:end -->`. */
 function block(name: string): string | undefined {
-  const between = new RegExp(`<!-- ${name}:begin -->\\s*\`\`\`sh\\n([\\s\\S]*?)\`\`\`\\s*<!-- ${name}:end -->`).exec(page);
+  const between = new RegExp(`<!-- ${name}:begin -->\\s*\`\`\`sh\\n([\\s\\S]*?)\`\`\`\\s*<!-- ${name}:end -->`).exec(
+    page,
+  );
   return between?.[1];
 }
 
@@ -44,42 +46,49 @@ it('docs/transports.md has both blocks', () => {
   expect(stick).toMatch(/nncp-xfer -cfg receiver\.hjson -rx stick/);
 });
 
-describeIfPresent("docs/transports.md's two NNCP nodes and USB stick", missing, { what: 'NNCP set-up docs test', note: 'apt-get install nncp' }, () => {
-  it('run as written: two nodes, multicast off, and a packet carried on the stick into the queue, once', () => {
-    const dir = tempDir();
-    const r = sh(dir, `${setup}\n${stick}`);
-    expect(r.status, r.stderr).toBe(0);
-    // queue-process cat: the packet's payload, as the page's comment says.
-    expect(r.stdout.trim().split('\n').at(-1)).toBe('hello');
-    expect(r.stderr).toMatch(/^fspl queue-send: handed 1 packet for nncp:receiver:fspl to NNCP in 1 batch; 0 packets wait, next 2$/m);
-    for (const node of ['sender', 'receiver']) {
-      const cfg = fs.readFileSync(path.join(dir, `${node}.hjson`), 'utf8');
-      expect(cfg).toMatch(/^ {2}mcd-listen: \[\]$/m);
-      expect(cfg).toMatch(/^ {2}mcd-send: \{\}$/m);
-      expect(cfg).not.toMatch(/sendmail|addrs/);
-      // Private keys inside: the umask of the block.
-      expect(fs.statSync(path.join(dir, `${node}.hjson`)).mode & 0o077).toBe(0);
-    }
-    expect(fs.readFileSync(path.join(dir, 'receiver.hjson'), 'utf8')).toMatch(/queue-receive/);
-    expect(jobFiles(path.join(dir, 'queue'))).toEqual([]);
-    expect(fs.readFileSync(path.join(dir, 'queue', 'received'), 'utf8')).toBe('1 1\n');
+describeIfPresent(
+  "docs/transports.md's two NNCP nodes and USB stick",
+  missing,
+  { what: 'NNCP set-up docs test', note: 'apt-get install nncp' },
+  () => {
+    it('run as written: two nodes, multicast off, and a packet carried on the stick into the queue, once', () => {
+      const dir = tempDir();
+      const r = sh(dir, `${setup}\n${stick}`);
+      expect(r.status, r.stderr).toBe(0);
+      // queue-process cat: the packet's payload, as the page's comment says.
+      expect(r.stdout.trim().split('\n').at(-1)).toBe('hello');
+      expect(r.stderr).toMatch(
+        /^fspl queue-send: handed 1 packet for nncp:receiver:fspl to NNCP in 1 batch; 0 packets wait, next 2$/m,
+      );
+      for (const node of ['sender', 'receiver']) {
+        const cfg = fs.readFileSync(path.join(dir, `${node}.hjson`), 'utf8');
+        expect(cfg).toMatch(/^ {2}mcd-listen: \[\]$/m);
+        expect(cfg).toMatch(/^ {2}mcd-send: \{\}$/m);
+        expect(cfg).not.toMatch(/sendmail|addrs/);
+        // Private keys inside: the umask of the block.
+        expect(fs.statSync(path.join(dir, `${node}.hjson`)).mode & 0o077).toBe(0);
+      }
+      expect(fs.readFileSync(path.join(dir, 'receiver.hjson'), 'utf8')).toMatch(/queue-receive/);
+      expect(jobFiles(path.join(dir, 'queue'))).toEqual([]);
+      expect(fs.readFileSync(path.join(dir, 'queue', 'received'), 'utf8')).toBe('1 1\n');
 
-    // What the page says of NNCPCFG: taken over -cfg. Named the sender, nncp-stat -cfg
-    // receiver.hjson lists the sender's neighbours, and nncp-toss -cfg receiver.hjson tosses
-    // nothing of the receiver's, yet exits 0.
-    const asSender = { NNCPCFG: path.join(dir, 'sender.hjson') };
-    expect(sh(dir, 'nncp-stat -cfg receiver.hjson', asSender).stdout.split('\n')).toContain('receiver');
-    const again = `unset NNCPCFG
+      // What the page says of NNCPCFG: taken over -cfg. Named the sender, nncp-stat -cfg
+      // receiver.hjson lists the sender's neighbours, and nncp-toss -cfg receiver.hjson tosses
+      // nothing of the receiver's, yet exits 0.
+      const asSender = { NNCPCFG: path.join(dir, 'sender.hjson') };
+      expect(sh(dir, 'nncp-stat -cfg receiver.hjson', asSender).stdout.split('\n')).toContain('receiver');
+      const again = `unset NNCPCFG
 echo again | fspl prepare --seal -s seq -i - | fspl queue-write -q outbox
 fspl queue-send -q outbox --to nncp:receiver:fspl --nncp-cfg sender.hjson
 nncp-xfer -cfg sender.hjson -mkdir -tx stick
 nncp-xfer -cfg receiver.hjson -rx stick`;
-    const sent = sh(dir, again);
-    expect(sent.status, sent.stderr).toBe(0);
-    const quiet = sh(dir, 'nncp-toss -cfg receiver.hjson', asSender);
-    expect(quiet.status, quiet.stderr).toBe(0);
-    expect(jobFiles(path.join(dir, 'queue'))).toEqual([]);
-    expect(sh(dir, 'unset NNCPCFG; nncp-toss -cfg receiver.hjson').status).toBe(0);
-    expect(jobFiles(path.join(dir, 'queue'))).toHaveLength(1);
-  });
-});
+      const sent = sh(dir, again);
+      expect(sent.status, sent.stderr).toBe(0);
+      const quiet = sh(dir, 'nncp-toss -cfg receiver.hjson', asSender);
+      expect(quiet.status, quiet.stderr).toBe(0);
+      expect(jobFiles(path.join(dir, 'queue'))).toEqual([]);
+      expect(sh(dir, 'unset NNCPCFG; nncp-toss -cfg receiver.hjson').status).toBe(0);
+      expect(jobFiles(path.join(dir, 'queue'))).toHaveLength(1);
+    });
+  },
+);

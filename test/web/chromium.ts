@@ -9,7 +9,9 @@ import path from 'node:path';
 export const CHROMIUM = process.env.FSPL_CHROMIUM ?? '/usr/bin/chromium';
 export const hasChromium = fs.existsSync(CHROMIUM);
 
-/** A headless chromium with a profile of its own (remove `profile` after closing); `args` are added to its command line. */
+/**
+ * A headless chromium with a profile of its own (remove `profile` after closing); `args` are added to its command line.
+ */
 export async function launchChromium(viewport?: { width: number; height: number }, args: string[] = []) {
   // Imported here, not at the top: without chromium the suite is skipped, and needs no playwright.
   const { chromium } = await import('playwright-core');

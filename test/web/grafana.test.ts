@@ -39,7 +39,19 @@ function served(): Map<string, Set<string>> {
     state: 'running',
     live: true,
     at: 0,
-    places: [{ name: 'p', dir: '/p', role: 'inner', exists: true, tokens: 1, oldestAgeMs: 1, capacity: 2, fill: 0.5, stuck: 0 }],
+    places: [
+      {
+        name: 'p',
+        dir: '/p',
+        role: 'inner',
+        exists: true,
+        tokens: 1,
+        oldestAgeMs: 1,
+        capacity: 2,
+        fill: 0.5,
+        stuck: 0,
+      },
+    ],
     transitions: [],
     stuck: [],
     waiting: [],
@@ -99,7 +111,8 @@ describe('the Grafana dashboards', () => {
         );
         const grouped = [...q.matchAll(/\bby \(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((x) => x.trim()));
         const asked = [...q.matchAll(/label_values\([a-z0-9_]+,\s*([a-z_]+)\)/g)].map((m) => m[1]!);
-        for (const l of [...selected, ...grouped, ...asked]) if (!labels.has(l)) bad.push(`${q}: ${name} has no label ${l}`);
+        for (const l of [...selected, ...grouped, ...asked])
+          if (!labels.has(l)) bad.push(`${q}: ${name} has no label ${l}`);
       }
     }
     expect(bad).toEqual([]);

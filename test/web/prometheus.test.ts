@@ -21,7 +21,9 @@ import { ExpositionError, type ParsedFamily, type ParsedSample, parseExposition,
 describe('the strict reader itself', () => {
   const good = '# HELP a x\n# TYPE a gauge\na 1\n';
   it('reads a well-formed exposition', () => {
-    expect(parseExposition(good)).toEqual([{ name: 'a', help: 'x', type: 'gauge', samples: [{ name: 'a', labels: [], value: '1' }] }]);
+    expect(parseExposition(good)).toEqual([
+      { name: 'a', help: 'x', type: 'gauge', samples: [{ name: 'a', labels: [], value: '1' }] },
+    ]);
     expect(parseExposition('# TYPE a counter\n\n# just a comment\n a{ b = "c" , } 1 -5 \n')).toEqual([
       { name: 'a', type: 'counter', samples: [{ name: 'a', labels: [['b', 'c']], value: '1', timestamp: '-5' }] },
     ]);
@@ -89,7 +91,12 @@ describe('formatMetrics', () => {
           { suffix: '_count', value: 4 },
         ],
       },
-      { name: 'fspl_net_rate', type: 'gauge', help: 'x', samples: [{ value: NaN }, { labels: { a: '' }, value: -Infinity }] },
+      {
+        name: 'fspl_net_rate',
+        type: 'gauge',
+        help: 'x',
+        samples: [{ value: NaN }, { labels: { a: '' }, value: -Infinity }],
+      },
     ]);
     expect(text).toBe(
       [
@@ -117,7 +124,13 @@ describe('formatMetrics', () => {
       ].join('\n'),
     );
     const parsed = parseExposition(text);
-    expect(parsed.map((f) => f.name)).toEqual(['fspl_net_firings_total', 'fspl_net_up', 'fspl_net_service_seconds', 'fspl_net_wait_seconds', 'fspl_net_rate']);
+    expect(parsed.map((f) => f.name)).toEqual([
+      'fspl_net_firings_total',
+      'fspl_net_up',
+      'fspl_net_service_seconds',
+      'fspl_net_wait_seconds',
+      'fspl_net_rate',
+    ]);
     expect(parsed[2]?.help).toBe('Service time\nwith a \\ backslash');
     expect(formatMetrics([])).toBe('');
     expect(PROMETHEUS_CONTENT_TYPE).toBe('text/plain; version=0.0.4; charset=utf-8');
@@ -205,10 +218,16 @@ describe('formatMetrics', () => {
       ['suffix on a gauge', [{ name: 'a', type: 'gauge', samples: [{ suffix: '_sum', value: 1 }] }]],
       ['bare histogram sample', [{ name: 'h', type: 'histogram', samples: [{ value: 1 }] }]],
       ['bucket without le', [{ name: 'h', type: 'histogram', samples: [{ suffix: '_bucket', value: 1 }] }]],
-      ['le not a number', [{ name: 'h', type: 'histogram', samples: [{ suffix: '_bucket', labels: { le: 'x' }, value: 1 }] }]],
+      [
+        'le not a number',
+        [{ name: 'h', type: 'histogram', samples: [{ suffix: '_bucket', labels: { le: 'x' }, value: 1 }] }],
+      ],
       ['le on _sum', [{ name: 'h', type: 'histogram', samples: [{ suffix: '_sum', labels: { le: '1' }, value: 1 }] }]],
       ['quantile missing', [{ name: 's', type: 'summary', samples: [{ value: 1 }] }]],
-      ['quantile on _count', [{ name: 's', type: 'summary', samples: [{ suffix: '_count', labels: { quantile: '1' }, value: 1 }] }]],
+      [
+        'quantile on _count',
+        [{ name: 's', type: 'summary', samples: [{ suffix: '_count', labels: { quantile: '1' }, value: 1 }] }],
+      ],
       ['fractional timestamp', [{ name: 'a', samples: [{ value: 1, timestamp: 1.5 }] }]],
       ['NaN timestamp', [{ name: 'a', samples: [{ value: 1, timestamp: NaN }] }]],
       ['lone surrogate in a label value', [{ name: 'a', samples: [{ labels: { x: '\ud800' }, value: 1 }] }]],
@@ -248,8 +267,10 @@ describe('formatMetrics', () => {
   });
 
   it('validates names', () => {
-    for (const ok of ['a', '_', ':', 'a:b_c9', 'fspl_net_firings_total', 'A']) expect(isValidMetricName(ok), ok).toBe(true);
-    for (const no of ['', '9a', 'a-b', 'a b', '<script>', 'é', 'a\n', 'a.b']) expect(isValidMetricName(no), no).toBe(false);
+    for (const ok of ['a', '_', ':', 'a:b_c9', 'fspl_net_firings_total', 'A'])
+      expect(isValidMetricName(ok), ok).toBe(true);
+    for (const no of ['', '9a', 'a-b', 'a b', '<script>', 'é', 'a\n', 'a.b'])
+      expect(isValidMetricName(no), no).toBe(false);
     for (const ok of ['a', '_a', 'a9', 'le', 'A_b']) expect(isValidLabelName(ok), ok).toBe(true);
     for (const no of ['', '9', 'a:b', '__name__', '__', 'a-b', '"']) expect(isValidLabelName(no), no).toBe(false);
   });
@@ -263,7 +284,10 @@ describe('formatMetrics', () => {
 // Random families, hostile text included, read back by the strict reader.
 const metricName = fc.stringMatching(/^[a-zA-Z_:][a-zA-Z0-9_:]{0,12}$/);
 const labelName = fc.stringMatching(/^[a-zA-Z_][a-zA-Z0-9_]{0,8}$/).filter((s) => !s.startsWith('__'));
-const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('<script>', '"', '\\', '\n', '\\n', '\\"', '"} 1\nx 2', '# TYPE x gauge'));
+const text = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc.constantFrom('<script>', '"', '\\', '\n', '\\n', '\\"', '"} 1\nx 2', '# TYPE x gauge'),
+);
 const value = fc.oneof(fc.double(), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }), fc.integer());
 
 const arbFamilies = fc

@@ -55,7 +55,8 @@ function queueRow(q) {
   tr.setAttribute('data-queue', q.queue);
   tr.setAttribute('data-state', q.state.kind);
   tr.append(el('td', q.queue), el('td', stateText(q), 'state'));
-  tr.append(num(q.waiting), num(q.next ?? '–'), el('td', q.waiting > 0 ? duration(q.oldestAgeSeconds) : '–', 'num'));
+  const oldest = q.waiting > 0 ? duration(q.oldestAgeSeconds) : '–';
+  tr.append(num(q.waiting), num(q.next ?? '–'), el('td', oldest, 'num'));
   tr.append(
     num(q.jobs.success),
     num(q.jobs.failure + q.jobs.retry + q.jobs.moved),

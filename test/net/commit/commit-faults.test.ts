@@ -19,7 +19,9 @@ import { checkNumbers, keysOf } from '../fault-check.js';
 import { makeNet } from '../helpers.js';
 
 /** The fault to inject into the next batch holding an operation it picks (once). */
-let fault: { pick: (o: BatchOp, ops: readonly BatchOp[], i: number) => boolean; errno: number; ran: boolean; hit?: BatchOp } | undefined;
+let fault:
+  | { pick: (o: BatchOp, ops: readonly BatchOp[], i: number) => boolean; errno: number; ran: boolean; hit?: BatchOp }
+  | undefined;
 
 vi.mock('../../../src/sys/fs-batch.js', async (importOriginal) => {
   const m = await importOriginal<typeof import('../../../src/sys/fs-batch.js')>();
@@ -37,7 +39,10 @@ vi.mock('../../../src/sys/fs-batch.js', async (importOriginal) => {
       const failedEarlier = before.some((r, i) => r < 0 && ops[i]!.must);
       const self = f.ran && !failedEarlier ? (await m.runBatch([ops[at]!]))[0]! : 0;
       const mine = self < 0 ? self : -f.errno;
-      const rest = failedEarlier || ops[at]!.must ? new Int32Array(ops.length - at - 1).fill(ECANCELED) : await m.runBatch(ops.slice(at + 1));
+      const rest =
+        failedEarlier || ops[at]!.must
+          ? new Int32Array(ops.length - at - 1).fill(ECANCELED)
+          : await m.runBatch(ops.slice(at + 1));
       const out = new Int32Array(ops.length);
       out.set(before, 0);
       out[at] = failedEarlier ? ECANCELED : mine;
@@ -64,13 +69,29 @@ transitions:
 
 const isPart = (p: string) => p.endsWith('.part');
 const seqfile = (o: BatchOp, name: string) =>
-  (o.op === 'rename' && path.basename(o.to) === name) || (o.op === 'writeFile' && path.basename(o.path) === `${name}.temp`);
+  (o.op === 'rename' && path.basename(o.to) === name) ||
+  (o.op === 'writeFile' && path.basename(o.path) === `${name}.temp`);
 
 /** The steps of a commit, each with the operation a fault is injected at. */
 const STEPS: Array<[string, (o: BatchOp, ops: readonly BatchOp[], i: number) => boolean, number, boolean]> = [
-  ['staging: a part refused (ENOSPC)', (o) => (o.op === 'writeFile' || o.op === 'writeFileFrom') && isPart(o.path), ENOSPC, false],
-  ["staging: the fsync of the parts' jobs/ fails (EIO)", (o, ops) => o.op === 'fsyncDir' && ops.some((x) => x.op === 'append'), EIO, true],
-  ['staging: sendseq.temp refused (ENOSPC)', (o) => o.op === 'writeFile' && path.basename(o.path) === 'sendseq.temp', ENOSPC, false],
+  [
+    'staging: a part refused (ENOSPC)',
+    (o) => (o.op === 'writeFile' || o.op === 'writeFileFrom') && isPart(o.path),
+    ENOSPC,
+    false,
+  ],
+  [
+    "staging: the fsync of the parts' jobs/ fails (EIO)",
+    (o, ops) => o.op === 'fsyncDir' && ops.some((x) => x.op === 'append'),
+    EIO,
+    true,
+  ],
+  [
+    'staging: sendseq.temp refused (ENOSPC)',
+    (o) => o.op === 'writeFile' && path.basename(o.path) === 'sendseq.temp',
+    ENOSPC,
+    false,
+  ],
   ['the numbers: the rename of sendseq fails (EIO)', (o) => seqfile(o, 'sendseq') && o.op === 'rename', EIO, false],
   [
     "the numbers: sendseq renamed, its directory's fsync fails (EIO)",
@@ -83,12 +104,23 @@ const STEPS: Array<[string, (o: BatchOp, ops: readonly BatchOp[], i: number) => 
   ['publish: a rename fails (EIO)', (o) => o.op === 'rename' && isPart(o.from), EIO, false],
   [
     'publish: the output jobs/ fsync fails (EIO)',
-    (o, ops, i) => o.op === 'fsyncDir' && i > 0 && ops[i - 1]!.op === 'rename' && isPart((ops[i - 1] as { from: string }).from),
+    (o, ops, i) =>
+      o.op === 'fsyncDir' && i > 0 && ops[i - 1]!.op === 'rename' && isPart((ops[i - 1] as { from: string }).from),
     EIO,
     true,
   ],
-  ['consume: nextseq.temp refused (ENOSPC)', (o) => o.op === 'writeFile' && path.basename(o.path) === 'nextseq.temp', ENOSPC, false],
-  ["consume: nextseq renamed, its directory's fsync fails (EIO)", (o, ops, i) => o.op === 'fsyncDir' && i > 0 && seqfile(ops[i - 1]!, 'nextseq'), EIO, true],
+  [
+    'consume: nextseq.temp refused (ENOSPC)',
+    (o) => o.op === 'writeFile' && path.basename(o.path) === 'nextseq.temp',
+    ENOSPC,
+    false,
+  ],
+  [
+    "consume: nextseq renamed, its directory's fsync fails (EIO)",
+    (o, ops, i) => o.op === 'fsyncDir' && i > 0 && seqfile(ops[i - 1]!, 'nextseq'),
+    EIO,
+    true,
+  ],
   ['consume: an unlink fails (EIO)', (o) => o.op === 'unlink' && o.path.endsWith('.fspl'), EIO, false],
 ];
 
@@ -117,7 +149,11 @@ describe('a full disk or an I/O error at each step of a commit', () => {
     const { Journal } = await import('../../../src/net/commit/journal.js');
     let refused = 0;
     const write = fs.writeSync;
-    vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, data: string | NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+    vi.spyOn(fs, 'writeSync').mockImplementation(((
+      fd: number,
+      data: string | NodeJS.ArrayBufferView,
+      ...rest: unknown[]
+    ) => {
       if (typeof data === 'string' && data.includes('"t":"done"') && refused++ === 0) {
         write(fd, data.slice(0, 5)); // cut short: a fragment on the disk
         throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -ENOSPC });
@@ -132,26 +168,29 @@ describe('a full disk or an I/O error at each step of a commit', () => {
     expect(Journal.pending(path.join(dir, 'net.state', 'journal'))).toEqual([]);
   });
 
-  test('a line cut short is never glued to the next one: the journal starts the next on a line of its own', async () => {
-    const { Journal } = await import('../../../src/net/commit/journal.js');
-    const { runBatch } = await import('../../../src/sys/fs-batch.js');
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-journal-'));
-    try {
-      const file = path.join(d, 'journal');
-      const j = new Journal(file);
-      const rec = (f: string) => [{ firing: f, transition: 't', outputs: [], inputs: [] }];
-      // A fragment of a line, as a full disk leaves it, and the rollback of it failing.
-      fs.appendFileSync(file, '{"t":"group","cs":[{"fir');
-      const mark = j.mark();
-      vi.spyOn(fs, 'ftruncateSync').mockImplementationOnce(() => {
-        throw Object.assign(new Error('EIO'), { code: 'EIO' });
-      });
-      expect(() => j.rollback(mark)).toThrow(/EIO/);
-      await runBatch([j.recordOp(rec('f2'))]);
-      expect(Journal.pending(file).map((c) => c.firing)).toEqual(['f2']);
-      j.close();
-    } finally {
-      fs.rmSync(d, { recursive: true, force: true });
-    }
-  });
+  test(
+    'a line cut short is never glued to the next one: ' + 'the journal starts the next on a line of its own',
+    async () => {
+      const { Journal } = await import('../../../src/net/commit/journal.js');
+      const { runBatch } = await import('../../../src/sys/fs-batch.js');
+      const d = fs.mkdtempSync(path.join(os.tmpdir(), 'fspl-journal-'));
+      try {
+        const file = path.join(d, 'journal');
+        const j = new Journal(file);
+        const rec = (f: string) => [{ firing: f, transition: 't', outputs: [], inputs: [] }];
+        // A fragment of a line, as a full disk leaves it, and the rollback of it failing.
+        fs.appendFileSync(file, '{"t":"group","cs":[{"fir');
+        const mark = j.mark();
+        vi.spyOn(fs, 'ftruncateSync').mockImplementationOnce(() => {
+          throw Object.assign(new Error('EIO'), { code: 'EIO' });
+        });
+        expect(() => j.rollback(mark)).toThrow(/EIO/);
+        await runBatch([j.recordOp(rec('f2'))]);
+        expect(Journal.pending(file).map((c) => c.firing)).toEqual(['f2']);
+        j.close();
+      } finally {
+        fs.rmSync(d, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -46,53 +46,68 @@ async function netWithTokens(n: number) {
 const jobsIn = (dir: string, place: string) => fs.readdirSync(path.join(dir, 'places', place, 'jobs'));
 
 /** The batch's operations, with the one `pick` finds changed by `change`; undefined when none matches. */
-function changeOne(ops: readonly BatchOp[], pick: (o: BatchOp) => boolean, change: (o: BatchOp) => BatchOp): BatchOp[] | undefined {
+function changeOne(
+  ops: readonly BatchOp[],
+  pick: (o: BatchOp) => boolean,
+  change: (o: BatchOp) => BatchOp,
+): BatchOp[] | undefined {
   const at = ops.findIndex(pick);
   return at < 0 ? undefined : ops.map((o, i) => (i === at ? change(o) : o));
 }
 
 describe('the group commit in one batch', () => {
-  test('a rename (step 4) failing stops the run after the group is recorded; the next run publishes and consumes it once', async () => {
-    const { dir, net } = await netWithTokens(3);
-    let merged = false;
-    inject = (ops) => {
-      const changed = changeOne(
-        ops,
-        (o) => o.op === 'rename' && o.from.endsWith('.part'),
-        // Renamed under a file, not a directory: ENOTDIR (an ENOENT would be no failure here: a
-        // rename whose source is gone was done before, in recovery).
-        (o) => (o.op === 'rename' ? { ...o, to: path.join(dir, 'net.yaml', 'x') } : o),
-      );
-      // The journal's line and the rename in one batch: steps 1 to 5 went together.
-      if (changed) merged = ops.some((o) => o.op === 'append');
-      return changed;
-    };
-    await expect(net.run({ drain: true, workers: 1 })).rejects.toThrow(/ENOTDIR: rename/);
-    expect(merged).toBe(true);
-    // Recorded, not published: the part stays for recovery, and its input was not consumed.
-    expect(jobsIn(dir, 'b').filter((n) => n.endsWith('.part'))).toHaveLength(1);
-    expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toHaveLength(3);
-    await net.run({ drain: true, workers: 1 });
-    expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['p0\n', 'p1\n', 'p2\n']);
-    expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toEqual([]);
-    expect(jobsIn(dir, 'b').filter((n) => !n.endsWith('.fspl'))).toEqual([]);
-  });
+  test(
+    'a rename (step 4) failing stops the run after the group ' +
+      'is recorded; the next run publishes and consumes it once',
+    async () => {
+      const { dir, net } = await netWithTokens(3);
+      let merged = false;
+      inject = (ops) => {
+        const changed = changeOne(
+          ops,
+          (o) => o.op === 'rename' && o.from.endsWith('.part'),
+          // Renamed under a file, not a directory: ENOTDIR (an ENOENT would be no failure here: a
+          // rename whose source is gone was done before, in recovery).
+          (o) => (o.op === 'rename' ? { ...o, to: path.join(dir, 'net.yaml', 'x') } : o),
+        );
+        // The journal's line and the rename in one batch: steps 1 to 5 went together.
+        if (changed) merged = ops.some((o) => o.op === 'append');
+        return changed;
+      };
+      await expect(net.run({ drain: true, workers: 1 })).rejects.toThrow(/ENOTDIR: rename/);
+      expect(merged).toBe(true);
+      // Recorded, not published: the part stays for recovery, and its input was not consumed.
+      expect(jobsIn(dir, 'b').filter((n) => n.endsWith('.part'))).toHaveLength(1);
+      expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toHaveLength(3);
+      await net.run({ drain: true, workers: 1 });
+      expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['p0\n', 'p1\n', 'p2\n']);
+      expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toEqual([]);
+      expect(jobsIn(dir, 'b').filter((n) => !n.endsWith('.fspl'))).toEqual([]);
+    },
+  );
 
-  test('a part that cannot be written (step 1) cancels the rest of the batch: nothing recorded, renamed or consumed', async () => {
-    const { dir, net } = await netWithTokens(3);
-    let renamesAfter = false;
-    inject = (ops) => {
-      const at = ops.findIndex((o) => (o.op === 'writeFileFrom' || o.op === 'writeFile') && o.path.endsWith('.part'));
-      if (at < 0) return undefined;
-      renamesAfter = ops.slice(at).some((o) => o.op === 'rename' && o.from.endsWith('.part'));
-      return ops.map((o, i) => (i === at && (o.op === 'writeFileFrom' || o.op === 'writeFile') ? { ...o, path: path.join(dir, 'no-such-dir', 'x.part') } : o));
-    };
-    await expect(net.run({ drain: true, workers: 1 })).rejects.toThrow(/ENOENT/);
-    expect(renamesAfter).toBe(true);
-    expect(jobsIn(dir, 'b')).toEqual([]);
-    expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toHaveLength(3);
-    await net.run({ drain: true, workers: 1 });
-    expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['p0\n', 'p1\n', 'p2\n']);
-    expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toEqual([]);
-  });
+  test(
+    'a part that cannot be written (step 1) cancels the ' + 'rest of the batch: nothing recorded, renamed or consumed',
+    async () => {
+      const { dir, net } = await netWithTokens(3);
+      let renamesAfter = false;
+      inject = (ops) => {
+        const at = ops.findIndex((o) => (o.op === 'writeFileFrom' || o.op === 'writeFile') && o.path.endsWith('.part'));
+        if (at < 0) return undefined;
+        renamesAfter = ops.slice(at).some((o) => o.op === 'rename' && o.from.endsWith('.part'));
+        return ops.map((o, i) =>
+          i === at && (o.op === 'writeFileFrom' || o.op === 'writeFile')
+            ? { ...o, path: path.join(dir, 'no-such-dir', 'x.part') }
+            : o,
+        );
+      };
+      await expect(net.run({ drain: true, workers: 1 })).rejects.toThrow(/ENOENT/);
+      expect(renamesAfter).toBe(true);
+      expect(jobsIn(dir, 'b')).toEqual([]);
+      expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toHaveLength(3);
+      await net.run({ drain: true, workers: 1 });
+      expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['p0\n', 'p1\n', 'p2\n']);
+      expect(jobsIn(dir, 'a').filter((n) => n.endsWith('.fspl'))).toEqual([]);
+    },
+  );
 });

@@ -66,11 +66,16 @@ async function crashRun(yaml: string, tokens: number, workers: number, kills: nu
     // there has told what its recovery did), the third at a random moment.
     const atProbe = killing && round % 3 !== 2;
     const killAt = atProbe ? 1 + Math.floor(random() * 8) : 0;
-    const c = spawn(process.execPath, [child, lib, file, String(workers), String(killAt), log], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const c = spawn(process.execPath, [child, lib, file, String(workers), String(killAt), log], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     c.stderr!.on('data', (d) => (stderr += d));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => c.on('exit', (code, signal) => resolve({ code, signal })));
-    const timer = killing && !atProbe ? sleep(300 + random() * 600).then(() => 'timeout' as const) : new Promise<never>(() => {});
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      c.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const timer =
+      killing && !atProbe ? sleep(300 + random() * 600).then(() => 'timeout' as const) : new Promise<never>(() => {});
     const r = await Promise.race([exited, timer]);
     if (r === 'timeout') {
       c.kill('SIGKILL');
@@ -126,14 +131,22 @@ async function crashRun(yaml: string, tokens: number, workers: number, kills: nu
   expect(fs.readdirSync(path.join(dir, 'places/sink/jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n))).toEqual([]);
   expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   console.log(
-    `group kill -9 test (seed ${seed}): ${seen.kills} kills (${seen.probeKills} right after a group was recorded, of ${seen.killedGroups.join(' ')}), ${seen.recovered} recoveries (${seen.checked} of them checked to finish the killed group), largest group ${seen.largest}`,
+    `group kill -9 test (seed ${seed}): ${seen.kills} kills (${seen.probeKills} right after a ` +
+      `group was recorded, of ${seen.killedGroups.join(' ')}), ${seen.recovered} recoveries (` +
+      `${seen.checked} of them checked to finish the killed group), largest group ${seen.largest}`,
   );
   return seen;
 }
 
 describe('exactly once under kill -9, commits in groups', () => {
-  test('groups of one: a command, one worker, one transition; killed at random and right after a group is recorded', async () => {
-    const seen = await crashRun(`places: { src: {}, sink: {} }\ntransitions:\n  a: { in: src, out: sink, run: 'sleep 0.1; cat' }\n`, 30, 1, 16);
+  test('groups of one: a command, one worker, one transition; ' +
+    'killed at random and right after a group is recorded', async () => {
+    const seen = await crashRun(
+      `places: { src: {}, sink: {} }\ntransitions:\n  a: { in: src, out: sink, run: 'sleep 0.1; cat' }\n`,
+      30,
+      1,
+      16,
+    );
     expect(seen.checked).toBeGreaterThanOrEqual(3);
     // A firing takes longer than a commit: each group holds one firing (but for a slow fsync now and then).
     expect(seen.killedGroups.filter((n) => n === 1).length).toBeGreaterThanOrEqual(3);
@@ -141,7 +154,9 @@ describe('exactly once under kill -9, commits in groups', () => {
 
   test('groups of up to 64: moves, 64 workers; killed at random and right after a group is recorded', async () => {
     const seen = await crashRun(
-      `places: { src: {}, mid: {}, sink: {} }\ntransitions:\n  a: { in: src, out: mid, workers: 64, run: null }\n  b: { in: mid, out: sink, workers: 64, run: null }\n`,
+      `places: { src: {}, mid: {}, sink: {} }\ntransitions:\n` +
+        `  a: { in: src, out: mid, workers: 64, run: null }\n` +
+        `  b: { in: mid, out: sink, workers: 64, run: null }\n`,
       1500,
       64,
       16,

@@ -59,7 +59,9 @@ transitions:
     expect((await runFspl(['net', 'init', file, '--host', 'a'])).stdout).toBe(
       'created place src\ncreated place done\ncreated outbox mid (its tokens leave for host b)\n',
     );
-    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe('created place mid\ncreated outbox done (its tokens leave for host a)\n');
+    expect((await runFspl(['net', 'init', file, '--host', 'b'])).stdout).toBe(
+      'created place mid\ncreated outbox done (its tokens leave for host a)\n',
+    );
     const placeDir = (p: string) => path.join(dir, 'places', p);
     const outboxA = path.join(dir, 'net.state/a/outbox/mid');
     for (let i = 0; i < 250; i++) await net.put('src', Buffer.from(`token ${i}\n`), { key: `k${i}` });
@@ -94,7 +96,8 @@ transitions:
 
     await sshd.restart();
     const where = () =>
-      `src ${count(placeDir('src'))}, outbox a->b ${count(outboxA)}, mid ${count(placeDir('mid'))}, outbox b->a ${count(path.join(dir, 'net.state/b/outbox/done'))}, done ${count(placeDir('done'))}`;
+      `src ${count(placeDir('src'))}, outbox a->b ${count(outboxA)}, mid ${count(placeDir('mid'))}, ` +
+      `outbox b->a ${count(path.join(dir, 'net.state/b/outbox/done'))}, done ${count(placeDir('done'))}`;
     try {
       await waitFor('all 500 back on a', () => count(placeDir('done')) >= 500, 240_000, 200);
     } catch (err) {
@@ -102,7 +105,12 @@ transitions:
       const sb = await runFspl(['net', 'status', file, '--host', 'b']);
       throw new Error(`${(err as Error).message}: ${where()}\n${sa.stdout}\n${sb.stdout}\n${logA.slice(-3000)}`);
     }
-    await waitFor('the outboxes to drain', () => count(outboxA) === 0 && count(path.join(dir, 'net.state/b/outbox/done')) === 0, 30_000, 100);
+    await waitFor(
+      'the outboxes to drain',
+      () => count(outboxA) === 0 && count(path.join(dir, 'net.state/b/outbox/done')) === 0,
+      30_000,
+      100,
+    );
     const up = await runFspl(['net', 'status', file, '--host', 'a']);
     expect(up.stdout).toMatch(/outbox to b:.*: 0 waiting/);
     expect(up.stdout).not.toMatch(/UNREACHABLE/);
@@ -122,7 +130,12 @@ transitions:
   }, 400_000);
 
   /** A net whose results come back to a: a -> b -> a, with transitions on a at both ends. */
-  function roundTrip(fsplOfB?: string): { dir: string; file: string; placeDir: (p: string) => string; activity: (h: string) => string } {
+  function roundTrip(fsplOfB?: string): {
+    dir: string;
+    file: string;
+    placeDir: (p: string) => string;
+    activity: (h: string) => string;
+  } {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
@@ -143,7 +156,12 @@ transitions:
   finish: { host: a, in: back, run: "sed s/^/done:/", out: done }
 `,
     );
-    return { dir, file, placeDir: (p) => path.join(dir, 'places', p), activity: (h) => path.join(dir, 'net.state', h, 'activity') };
+    return {
+      dir,
+      file,
+      placeDir: (p) => path.join(dir, 'places', p),
+      activity: (h) => path.join(dir, 'net.state', h, 'activity'),
+    };
   }
 
   /** Until the file's content matches. */
@@ -164,7 +182,8 @@ transitions:
   const exited = (c: ReturnType<typeof spawnFspl>) =>
     new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.on('exit', (code) => r(code))));
 
-  test('--drain on every host finishes a run across hosts: b waits for a, which is not even started yet, and a waits for what b sends back', async () => {
+  test('--drain on every host finishes a run across hosts: b waits for a, ' +
+    'which is not even started yet, and a waits for what b sends back', async () => {
     const { file, placeDir, activity } = roundTrip();
     await runFspl(['net', 'init', file, '--host', 'a']);
     await runFspl(['net', 'init', file, '--host', 'b']);
@@ -176,7 +195,12 @@ transitions:
     let logB = '';
     b.stderr!.on('data', (d) => (logB += d));
     await fileMatching(activity('b'), /^\d+ idle /);
-    await waitFor('b to say what it waits for', () => /Drain: waiting: no net run on host a, which holds 20 tokens in src/.test(logB), 30_000, 50);
+    await waitFor(
+      'b to say what it waits for',
+      () => /Drain: waiting: no net run on host a, which holds 20 tokens in src/.test(logB),
+      30_000,
+      50,
+    );
     expect(b.exitCode).toBeNull();
 
     const a = spawnFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'warn']);
@@ -204,16 +228,24 @@ transitions:
     const a = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'error']);
     expect(a.status).toBe(3);
     expect(a.stderr).toMatch(
-      /3 tokens can never fire:\n( {2}mid #\d key \S+: waits in the outbox for host b \(fspl at \/opt\/typo\/fspl on b: not found\)\n){3}/,
+      new RegExp(
+        /3 tokens can never fire:\n/.source +
+          '(' +
+          / {2}mid #\d key \S+: waits in the outbox for host b /.source +
+          /\(fspl at \/opt\/typo\/fspl on b: not found\)\n/.source +
+          '){3}',
+      ),
     );
     expect(await exited(b)).toBe(3);
     expect(logB).toBe(
-      "3 tokens on other hosts can't come here in this drain:\n  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n",
+      "3 tokens on other hosts can't come here in this drain:\n" +
+        '  host a: 3 tokens in its outbox for mid: its run ended without sending them here\n',
     );
     expect(count(placeDir('mid'))).toBe(0);
   }, 120_000);
 
-  test("a host's fspl: that is not there stops its outbox, keeping the tokens, and says why everywhere; net check --host finds it first", async () => {
+  test("a host's fspl: that is not there stops its outbox, keeping the " +
+    'tokens, and says why everywhere; net check --host finds it first', async () => {
     const dir = netDir();
     const file = path.join(dir, 'net.yaml');
     const ssh = (alias: string) => JSON.stringify([...sshd.argv, alias]);
@@ -256,14 +288,18 @@ transitions:
     );
     expect(text.status).toBe(3); // stuck: the tokens can't leave until the run is restarted
     expect(text.stdout).toMatch(/\nmid +outbox +3 /);
-    expect(text.stdout).toContain(`outbox to b:${mid}: 3 waiting; STOPPED: ${reason} (the tokens stay here; restart net run once fixed)`);
+    expect(text.stdout).toContain(
+      `outbox to b:${mid}: 3 waiting; STOPPED: ${reason} (the tokens stay here; restart net run once fixed)`,
+    );
     const json = JSON.parse((await runFspl(['net', 'status', file, '--host', 'a', '--json'])).stdout);
     expect(json.state).toBe('stuck');
     const place = json.places.find((p: { name: string }) => p.name === 'mid');
     expect(place.outbox.sender.stopped.error).toBe(reason);
     expect(place.note).toContain(`STOPPED: ${reason}`);
     // How many had reached the outbox when the sender stopped: ship may still have been firing.
-    expect(log).toMatch(new RegExp(`Outbox mid: stopped sending to b:${mid}: ${reason}; [1-3] token\\(s\\) stay in ${outbox}`));
+    expect(log).toMatch(
+      new RegExp(`Outbox mid: stopped sending to b:${mid}: ${reason}; [1-3] token\\(s\\) stay in ${outbox}`),
+    );
     // The web page's figures (net serve --net-host) carry the same note.
     const serve = spawnFspl(['net', 'serve', file, '--net-host', 'a', '--port', '0']);
     const url = await new Promise<string>((resolve) => {
@@ -288,7 +324,9 @@ transitions:
     // Fixed: the check passes, and a run delivers the three.
     fs.writeFileSync(file, netText(path.join(ROOT, 'bin', 'fspl')));
     const ok = await runFspl(['net', 'check', file, '--host', 'a']);
-    expect(ok.stdout).toContain(`host a sends mid to b:${mid} over ssh: ok (seals checked there by ${path.join(ROOT, 'bin', 'fspl')})`);
+    expect(ok.stdout).toContain(
+      `host a sends mid to b:${mid} over ssh: ok (seals checked there by ${path.join(ROOT, 'bin', 'fspl')})`,
+    );
     expect(ok.status).toBe(0);
     const drained = await runFspl(['net', 'run', file, '--host', 'a', '--drain', '--log-level', 'warn']);
     expect(drained.stderr).toBe('');

@@ -10,7 +10,9 @@ const problems = (yaml: string): string[] => {
     parseNetText(yaml, '/tmp/n/net.yaml');
     return [];
   } catch (err) {
-    return (err as { problems: Array<{ line: number; message: string }> }).problems.map((p) => `${p.line}: ${p.message}`);
+    return (err as { problems: Array<{ line: number; message: string }> }).problems.map(
+      (p) => `${p.line}: ${p.message}`,
+    );
   }
 };
 
@@ -31,9 +33,11 @@ transitions:
 `),
     ).toEqual([
       '1: unknown key "color" (a host has ssh and fspl, or nncp; and a key)',
-      '4: Place y has no host: in a net that names hosts, every place and transition says which host it is on (host: NAME)',
+      '4: Place y has no host: in a net that names hosts, every ' +
+        'place and transition says which host it is on (host: NAME)',
       '5: Unknown host "c" (hosts: a, b)',
-      '6: Place w is written from hosts a and b: its sequence numbers have one owner, so its writers must be on one host',
+      '6: Place w is written from hosts a and b: its sequence ' +
+        'numbers have one owner, so its writers must be on one host',
       '8: Transition t (host a) reads place w on host b: a transition reads places of its own host only',
       '9: Transition u (host b) reads place x on host a: a transition reads places of its own host only',
     ]);
@@ -54,19 +58,28 @@ transitions:
 `),
     ).toEqual([
       '3: nncp needs node: the NNCP node of this host, as the sending node names it',
-      "3: from is the NNCP nodes this host takes tokens from, a word or a list: their ids, or their names in this host's NNCP config",
+      '3: from is the NNCP nodes this host takes tokens from, a word ' +
+        "or a list: their ids, or their names in this host's NNCP config",
       '4: node is one word (an NNCP node name or id)',
       '4: handle is one word (an NNCP exec handle name)',
       '4: unknown key "colour" (nncp has node, cfg, handle and from)',
-      "4: from is the NNCP nodes this host takes tokens from, a word or a list: their ids, or their names in this host's NNCP config",
+      '4: from is the NNCP nodes this host takes tokens from, a word ' +
+        "or a list: their ids, or their names in this host's NNCP config",
       '5: A host is reached over ssh or through NNCP, not both: give ssh (and fspl) or nncp',
-      '6: nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE, from: [NODE...] } (node is the NNCP node to send to; cfg, handle and from are optional)',
+      '6: nncp is a map: { node: NODE, cfg: PATH, handle: HANDLE, from: [NODE...] ' +
+        '} (node is the NNCP node to send to; cfg, handle and from are optional)',
     ]);
     const net = parseNetText(
-      'hosts: { a: {}, b: { nncp: { node: bob } }, c: { nncp: { node: carol, from: alice } } }\nplaces: { x: { host: a }, y: { host: b }, z: { host: c } }\ntransitions: { t: { host: a, in: x, out: y }, u: { host: c, in: z, out: z } }\n',
+      'hosts: { a: {}, b: { nncp: { node: bob } }, c: { nncp: { node: carol, from: alice } } }\n' +
+        'places: { x: { host: a }, y: { host: b }, z: { host: c } }\n' +
+        'transitions: { t: { host: a, in: x, out: y }, u: { host: c, in: z, out: z } }\n',
       '/tmp/n/net.yaml',
     );
-    expect(hostConfig(net, 'b')).toEqual({ kind: 'nncp', name: 'b', nncp: { node: 'bob', handle: 'fspl', cfg: undefined } });
+    expect(hostConfig(net, 'b')).toEqual({
+      kind: 'nncp',
+      name: 'b',
+      nncp: { node: 'bob', handle: 'fspl', cfg: undefined },
+    });
     expect(hostConfig(net, 'c')).toMatchObject({ kind: 'nncp', nncp: { node: 'carol', from: ['alice'] } });
     expect(hostConfig(net, 'a')).toEqual({ kind: 'ssh', name: 'a', ssh: ['ssh', 'a'], fspl: undefined });
   });
@@ -98,9 +111,11 @@ transitions:
     expect(() => hostView(net, 'c')).toThrow(/Unknown host "c"/);
   });
 
-  test('a drain waits for the hosts that can still send it tokens, looking at the places and outboxes on the way', () => {
-    const net = parseNetText(
-      `places:
+  test(
+    'a drain waits for the hosts that can still send it ' + 'tokens, looking at the places and outboxes on the way',
+    () => {
+      const net = parseNetText(
+        `places:
   src: { host: a }
   mid: { host: b }
   back: { host: a }
@@ -111,30 +126,37 @@ transitions:
   work: { host: b, in: mid, run: [cat], out: [back, side] }
   finish: { host: a, in: back, out: done }
 `,
-      '/tmp/n/net.yaml',
-    );
-    // b reads mid, fed by a from src.
-    expect(drainPlan(net, 'b')).toMatchObject({
-      upstream: [
-        {
-          host: 'a',
-          activity: '/tmp/n/net.state/a/activity',
-          places: [{ place: 'src', dir: '/tmp/n/places/src' }],
-          outboxes: [{ place: 'mid', dir: '/tmp/n/net.state/a/outbox/mid' }],
-        },
-      ],
-      ownOutboxes: [],
-    });
-    // a reads back, fed by b from mid, which a itself feeds: each waits for the other.
-    const a = drainPlan(net, 'a');
-    expect(a.upstream.map((u) => [u.host, u.places.map((p) => p.place), u.outboxes.map((o) => o.place)])).toEqual([['b', ['mid'], ['back']]]);
-    expect(a.ownOutboxes).toEqual(['mid']);
-    // c reads nothing: it waits for nobody.
-    expect(drainPlan(net, 'c')).toEqual({ upstream: [], ownOutboxes: [], unseen: [] });
-  });
+        '/tmp/n/net.yaml',
+      );
+      // b reads mid, fed by a from src.
+      expect(drainPlan(net, 'b')).toMatchObject({
+        upstream: [
+          {
+            host: 'a',
+            activity: '/tmp/n/net.state/a/activity',
+            places: [{ place: 'src', dir: '/tmp/n/places/src' }],
+            outboxes: [{ place: 'mid', dir: '/tmp/n/net.state/a/outbox/mid' }],
+          },
+        ],
+        ownOutboxes: [],
+      });
+      // a reads back, fed by b from mid, which a itself feeds: each waits for the other.
+      const a = drainPlan(net, 'a');
+      expect(a.upstream.map((u) => [u.host, u.places.map((p) => p.place), u.outboxes.map((o) => o.place)])).toEqual([
+        ['b', ['mid'], ['back']],
+      ]);
+      expect(a.ownOutboxes).toEqual(['mid']);
+      // c reads nothing: it waits for nobody.
+      expect(drainPlan(net, 'c')).toEqual({ upstream: [], ownOutboxes: [], unseen: [] });
+    },
+  );
 
   test('judging an upstream host from two looks', () => {
-    const u = { host: 'a', places: [{ place: 'src', dir: '/s' }], outboxes: [{ place: 'mid', dir: '/o' }] } as unknown as UpstreamHost;
+    const u = {
+      host: 'a',
+      places: [{ place: 'src', dir: '/s' }],
+      outboxes: [{ place: 'mid', dir: '/o' }],
+    } as unknown as UpstreamHost;
     const at = (activity: string, alive: boolean, places: number[], outboxes: number[]): Look => {
       const [state, , ...counts] = activity.split(' ');
       return {
@@ -153,16 +175,27 @@ transitions:
       kind: 'wait',
       why: expect.stringMatching(/since its run went idle/),
     });
-    expect(judge(u, at('busy r.2', true, [2], [0]), at('busy r.2', true, [2], [0]), idle)).toMatchObject({ kind: 'wait', why: 'host a is firing' });
+    expect(judge(u, at('busy r.2', true, [2], [0]), at('busy r.2', true, [2], [0]), idle)).toMatchObject({
+      kind: 'wait',
+      why: 'host a is firing',
+    });
     expect(judge(u, at('idle r.3 src=0', true, [0], [4]), at('idle r.3 src=0', true, [0], [4]), idle)).toMatchObject({
       kind: 'wait',
       why: 'host a has 4 tokens in its outbox for mid to send',
     });
     // No run there: tokens left there are waited for, unless its run ended during this drain.
     const never = at('', false, [5], [0]);
-    expect(judge(u, never, never, never)).toMatchObject({ kind: 'wait', why: 'no net run on host a, which holds 5 tokens in src' });
+    expect(judge(u, never, never, never)).toMatchObject({
+      kind: 'wait',
+      why: 'no net run on host a, which holds 5 tokens in src',
+    });
     const ended = at('ended r.9', false, [0], [3]);
-    expect(judge(u, ended, ended, idle)).toEqual({ kind: 'left', tokens: [{ place: 'mid', where: 'outbox', count: 3 }] });
-    expect(judge(u, at('ended r.9', false, [0], [0]), at('ended r.9', false, [0], [0]), idle)).toEqual({ kind: 'quiet' });
+    expect(judge(u, ended, ended, idle)).toEqual({
+      kind: 'left',
+      tokens: [{ place: 'mid', where: 'outbox', count: 3 }],
+    });
+    expect(judge(u, at('ended r.9', false, [0], [0]), at('ended r.9', false, [0], [0]), idle)).toEqual({
+      kind: 'quiet',
+    });
   });
 });

@@ -29,7 +29,11 @@ async function outboxWith(n: number, size: (i: number) => number): Promise<{ dir
   const found = await tokensIn(path.join(dir, 'places/out'));
   return {
     dir,
-    packets: found.map((t) => ({ path: path.join(dir, 'places/out/jobs', t.filename), id: t.filename.slice(5, -5), seq: t.seq })),
+    packets: found.map((t) => ({
+      path: path.join(dir, 'places/out/jobs', t.filename),
+      id: t.filename.slice(5, -5),
+      seq: t.seq,
+    })),
   };
 }
 
@@ -50,7 +54,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     await sshd?.stop();
   });
 
-  test('packets arrive under their own names, whole; sent again (lost acknowledgement) they are dropped, even once consumed', async () => {
+  test('packets arrive under their own names, whole; sent again ' +
+    '(lost acknowledgement) they are dropped, even once consumed', async () => {
     const { packets } = await outboxWith(5, (i) => 1000 * i);
     const remote = remotePlace();
     const first = await sendPackets(ssh, remote, packets);
@@ -58,7 +63,10 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(first.error).toBeUndefined();
     const names = fs.readdirSync(path.join(remote, 'jobs')).sort();
     expect(names).toEqual(packets.map((p) => `fspl-${p.id}.fspl`).sort());
-    for (const p of packets) expect(fs.readFileSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`)).equals(fs.readFileSync(p.path))).toBe(true);
+    for (const p of packets)
+      expect(fs.readFileSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`)).equals(fs.readFileSync(p.path))).toBe(
+        true,
+      );
     expect(fs.readFileSync(path.join(remote, 'recvseq'), 'utf8').trim()).toBe('6');
     // The place consumes the first two, then everything is sent again.
     for (const p of packets.slice(0, 2)) fs.rmSync(path.join(remote, 'jobs', `fspl-${p.id}.fspl`));
@@ -76,7 +84,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(r).toMatchObject({ acked: 2, duplicates: 0 });
   }, 60_000);
 
-  test('a transfer cut half-way (ssh client killed mid-packet) leaves no token; sent again, one whole token', async () => {
+  test('a transfer cut half-way (ssh client killed mid-packet) ' +
+    'leaves no token; sent again, one whole token', async () => {
     const { packets } = await outboxWith(3, (i) => (i === 1 ? 48 * 1024 * 1024 : 100));
     const remote = remotePlace();
     const jobs = path.join(remote, 'jobs');
@@ -108,7 +117,11 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(r.acked).toBeLessThanOrEqual(1);
     expect(r.error).toMatch(/killed by SIGKILL/);
     // Only the first packet is a job; the cut one never had its final name.
-    await waitFor('the remote side to give up', () => !fs.readdirSync(jobs).some((n) => n.startsWith('.fspl-in-')) || fs.readdirSync(jobs), 10_000);
+    await waitFor(
+      'the remote side to give up',
+      () => !fs.readdirSync(jobs).some((n) => n.startsWith('.fspl-in-')) || fs.readdirSync(jobs),
+      10_000,
+    );
     expect(fs.readdirSync(jobs).filter((n) => n.startsWith('fspl-'))).toEqual([`fspl-${packets[0]!.id}.fspl`]);
     // Sent again from the start (the sender doesn't know what arrived): one of each, whole.
     const again = await sendPackets(ssh, remote, packets);
@@ -120,7 +133,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect([...seen].every((n) => n.startsWith('fspl-') || n.startsWith('.fspl-in-'))).toBe(true);
   }, 120_000);
 
-  test('a sealed packet damaged on the way (same length) is refused where the remote host has our fspl; whole, it is taken', async () => {
+  test('a sealed packet damaged on the way (same length) is refused ' +
+    'where the remote host has our fspl; whole, it is taken', async () => {
     const dir = netDir();
     const good = path.join(dir, 'fspl-00000000-0000-4000-8000-000000000001.fspl');
     const payload = path.join(dir, 'payload');
@@ -133,11 +147,21 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     fs.writeFileSync(bad, bytes);
     const remote = remotePlace();
     const fspl = path.join(ROOT, 'bin', 'fspl');
-    const refused = await sendPackets(ssh, remote, [{ path: bad, id: '00000000-0000-4000-8000-000000000002', seq: 1n }], { fspl });
+    const refused = await sendPackets(
+      ssh,
+      remote,
+      [{ path: bad, id: '00000000-0000-4000-8000-000000000002', seq: 1n }],
+      { fspl },
+    );
     expect(refused.acked).toBe(0);
     expect(refused.error).toMatch(/cut short or damaged/);
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
-    const taken = await sendPackets(ssh, remote, [{ path: good, id: '00000000-0000-4000-8000-000000000001', seq: 1n }], { fspl });
+    const taken = await sendPackets(
+      ssh,
+      remote,
+      [{ path: good, id: '00000000-0000-4000-8000-000000000001', seq: 1n }],
+      { fspl },
+    );
     expect(taken).toMatchObject({ acked: 1, duplicates: 0 });
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual(['fspl-00000000-0000-4000-8000-000000000001.fspl']);
   }, 60_000);
@@ -165,7 +189,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     return p;
   }
 
-  test('fspl: naming nothing on the host: a damaged packet is refused, "fspl at PATH on HOST: not found", never committed', async () => {
+  test('fspl: naming nothing on the host: a damaged packet is ' +
+    'refused, "fspl at PATH on HOST: not found", never committed', async () => {
     const { bad } = sealedPair();
     const remote = remotePlace();
     const r = await sendPackets(ssh, remote, [bad], { fspl: '/opt/typo/fspl', host: 'b' });
@@ -176,7 +201,8 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.existsSync(path.join(remote, 'recvseq'))).toBe(false);
   }, 30_000);
 
-  test('fspl: a program that cannot run (its interpreter is not on the session\'s PATH): refused as such, not as "damaged"', async () => {
+  test('fspl: a program that cannot run (its interpreter is not ' +
+    'on the session\'s PATH): refused as such, not as "damaged"', async () => {
     const { good } = sealedPair();
     const remote = remotePlace();
     // As `#!/usr/bin/env node` does when node is not on the PATH of a non-interactive ssh session.
@@ -184,12 +210,15 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
     expect(r.acked).toBe(0);
     expect(r.verifier).toMatchObject({ kind: 'cannot-run' });
-    expect(r.error).toMatch(new RegExp(`^fspl at ${fspl} on b: cannot run: .*fspl-test-no-such-node.*No such file or directory`));
+    expect(r.error).toMatch(
+      new RegExp(`^fspl at ${fspl} on b: cannot run: .*fspl-test-no-such-node.*No such file or directory`),
+    );
     expect(r.error).not.toMatch(/damaged/);
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
   }, 30_000);
 
-  test('fspl: a program that takes any packet (it does not check seals): a damaged packet is refused, never committed', async () => {
+  test('fspl: a program that takes any packet (it does not check ' +
+    'seals): a damaged packet is refused, never committed', async () => {
     const { bad } = sealedPair();
     const remote = remotePlace();
     const fspl = script('#!/bin/sh\ncat >/dev/null\n');
@@ -200,13 +229,15 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     expect(fs.readdirSync(path.join(remote, 'jobs'))).toEqual([]);
   }, 30_000);
 
-  test('fspl: a verifier that works for the probe and then stops: refused as "cannot run", the packet not committed', async () => {
+  test('fspl: a verifier that works for the probe and then ' +
+    'stops: refused as "cannot run", the packet not committed', async () => {
     const { good } = sealedPair();
     const remote = remotePlace();
     // Passes the probes (the first two runs), then fails the way a missing interpreter does.
     const count = path.join(netDir(), 'runs');
     const fspl = script(
-      `#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\nif [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`,
+      `#!/bin/sh\nn=$(cat ${count} 2>/dev/null || echo 0); echo $((n + 1)) > ${count}\n` +
+        `if [ "$n" -ge 2 ]; then echo "gone now" >&2; exit 127; fi\nexec node ${FSPL_BIN} "$@"\n`,
     );
     const r = await sendPackets(ssh, remote, [good], { fspl, host: 'b' });
     expect(r.acked).toBe(0);
@@ -219,7 +250,9 @@ describeIfPresent('delivery over ssh', missing, { what: 'ssh delivery tests' }, 
     const remote = remotePlace();
     const fspl = path.join(ROOT, 'bin', 'fspl');
     expect(await sendPackets(ssh, remote, [], { fspl })).toEqual({ acked: 0, duplicates: 0, remoteNext: 1n });
-    expect((await sendPackets(ssh, remote, [], { fspl: '/opt/typo/fspl', host: 'b' })).error).toBe('fspl at /opt/typo/fspl on b: not found');
+    expect((await sendPackets(ssh, remote, [], { fspl: '/opt/typo/fspl', host: 'b' })).error).toBe(
+      'fspl at /opt/typo/fspl on b: not found',
+    );
     expect((await sendPackets(ssh, path.join(netDir(), 'nothing'), [])).error).toMatch(/no queue at/);
   }, 30_000);
 

@@ -24,7 +24,10 @@ const CAROL = 'C'.repeat(52);
 function setUp(bEntry = 'b: { nncp: { node: bob } }', aEntry = '') {
   const dir = netDir();
   const cfg = path.join(dir, 'b.hjson');
-  fs.writeFileSync(cfg, JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }));
+  fs.writeFileSync(
+    cfg,
+    JSON.stringify({ 'mcd-listen': [], 'mcd-send': {}, neigh: { alice: { id: ALICE }, carol: { id: CAROL } } }),
+  );
   const file = path.join(dir, 'net.yaml');
   fs.writeFileSync(
     file,
@@ -67,52 +70,84 @@ describe('fspl net receive: only what is addressed to it', () => {
       const r = await receive(file, 'approved', sender);
       expect(r.status).toBe(1);
       expect(r.stderr).toBe(
-        'Error: refused: no other host feeds place approved on host b (written by check on host b); fspl net receive takes tokens only for a place that a transition on another host writes, nothing stored\n',
+        'Error: refused: no other host feeds place approved on host b (written by check on host b); fspl ' +
+          'net receive takes tokens only for a place that a transition on another host writes, nothing stored\n',
       );
     }
     const sync = await receive(file, 'mirror', ALICE);
     expect(sync.status).toBe(1);
-    expect(sync.stderr).toMatch(/^Error: refused: place mirror on host b is filled by a sync tool from host a \(sync: true\), not through NNCP; .*\n$/);
+    expect(sync.stderr).toMatch(
+      new RegExp(
+        /^Error: refused: place mirror on host b is filled by a sync /.source +
+          /tool from host a \(sync: true\), not through NNCP; .*\n$/.source,
+      ),
+    );
     expect(contents(dir, 'approved')).toEqual(before);
     expect(contents(dir, 'mirror')).toEqual(before);
   });
 
-  test("the fed place from another node is refused; from the feeding host's node, or run by hand, it lands", async () => {
-    const { dir, file, net } = setUp();
-    const before = contents(dir, 'review');
-    const wrong = await receive(file, 'review', CAROL);
-    expect(wrong.status).toBe(1);
-    expect(wrong.stderr).toMatch(
-      /^Error: refused: place review on host b \(\S+\) takes packets only from NNCP node alice \(A{52}\), not from C{52} \(carol in \S+b\.hjson\); nothing stored\n$/,
-    );
-    expect(contents(dir, 'review')).toEqual(before);
-    await expect(net.receive('review', Readable.from([frame(1)]), { host: 'b', sender: CAROL })).rejects.toBeInstanceOf(ReceiveRefusedError);
-    const right = await receive(file, 'review', ALICE);
-    expect(right.status, right.stderr).toBe(0);
-    expect(fs.readFileSync(path.join(dir, 'places/review/received'), 'utf8')).toBe('1 1\n');
-    const byHand = await runFspl(['net', 'receive', file, '--host', 'b', 'review'], { input: frame(2), env: { NNCP_SENDER: undefined } });
-    expect(byHand.status, byHand.stderr).toBe(0);
-    expect((await tokensIn(path.join(dir, 'places/review'))).map((t) => t.seq)).toEqual([1n, 2n]);
-  });
+  test(
+    'the fed place from another node is refused; from ' + "the feeding host's node, or run by hand, it lands",
+    async () => {
+      const { dir, file, net } = setUp();
+      const before = contents(dir, 'review');
+      const wrong = await receive(file, 'review', CAROL);
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toMatch(
+        new RegExp(
+          /^Error: refused: place review on host b \(\S+\) takes packets only from NNCP /.source +
+            /node alice \(A{52}\), not from C{52} \(carol in \S+b\.hjson\); nothing stored\n$/.source,
+        ),
+      );
+      expect(contents(dir, 'review')).toEqual(before);
+      await expect(
+        net.receive('review', Readable.from([frame(1)]), { host: 'b', sender: CAROL }),
+      ).rejects.toBeInstanceOf(ReceiveRefusedError);
+      const right = await receive(file, 'review', ALICE);
+      expect(right.status, right.stderr).toBe(0);
+      expect(fs.readFileSync(path.join(dir, 'places/review/received'), 'utf8')).toBe('1 1\n');
+      const byHand = await runFspl(['net', 'receive', file, '--host', 'b', 'review'], {
+        input: frame(2),
+        env: { NNCP_SENDER: undefined },
+      });
+      expect(byHand.status, byHand.stderr).toBe(0);
+      expect((await tokensIn(path.join(dir, 'places/review'))).map((t) => t.seq)).toEqual([1n, 2n]);
+    },
+  );
 
-  test("b's own from: replaces the feeding host's node; a feeder whose node the net does not say is refused when NNCP_SENDER is set", async () => {
-    const listed = setUp(`b: { nncp: { node: bob, from: [carol] } }`);
-    expect((await receive(listed.file, 'review', ALICE)).status).toBe(1);
-    const carol = await receive(listed.file, 'review', CAROL);
-    expect(carol.status, carol.stderr).toBe(0);
-    const byId = setUp(`b: { nncp: { node: bob, from: ${ALICE} } }`);
-    expect((await receive(byId.file, 'review', ALICE)).status).toBe(0);
-    // a reached over ssh (by a command that goes nowhere): which node it sends to b from, the net can't say.
-    const ssh = setUp('b: { nncp: { node: bob } }', 'a: { ssh: [/bin/false, a] }');
-    const before = contents(ssh.dir, 'review');
-    const r = await receive(ssh.file, 'review', ALICE);
-    expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(
-      /^Error: refused: place review on host b \(\S+\) was sent tokens by NNCP node A{52}, but host a is not reached through NNCP, so the net does not say which NNCP node it sends from: name its node in hosts: \{ b: \{ nncp: \{ from: \[NODE\] \} \} \}; nothing stored\n$/,
-    );
-    expect(contents(ssh.dir, 'review')).toEqual(before);
-    const check = await runFspl(['net', 'check', ssh.file, '--host', 'b'], { env: { NNCPCFG: path.join(ssh.dir, 'b.hjson') } });
-    expect(check.status).toBe(1);
-    expect(check.stderr).toMatch(/host b receives review from a through NNCP: fspl net receive would refuse its tokens: host a is not reached through NNCP/);
-  });
+  test(
+    "b's own from: replaces the feeding host's node; a feeder whose " +
+      'node the net does not say is refused when NNCP_SENDER is set',
+    async () => {
+      const listed = setUp(`b: { nncp: { node: bob, from: [carol] } }`);
+      expect((await receive(listed.file, 'review', ALICE)).status).toBe(1);
+      const carol = await receive(listed.file, 'review', CAROL);
+      expect(carol.status, carol.stderr).toBe(0);
+      const byId = setUp(`b: { nncp: { node: bob, from: ${ALICE} } }`);
+      expect((await receive(byId.file, 'review', ALICE)).status).toBe(0);
+      // a reached over ssh (by a command that goes nowhere): which node it sends to b from, the net can't say.
+      const ssh = setUp('b: { nncp: { node: bob } }', 'a: { ssh: [/bin/false, a] }');
+      const before = contents(ssh.dir, 'review');
+      const r = await receive(ssh.file, 'review', ALICE);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          /^Error: refused: place review on host b \(\S+\) was sent tokens by NNCP node A{52}, but /.source +
+            /host a is not reached through NNCP, so the net does not say which NNCP node it sends /.source +
+            /from: name its node in hosts: \{ b: \{ nncp: \{ from: \[NODE\] \} \} \}; nothing stored\n$/.source,
+        ),
+      );
+      expect(contents(ssh.dir, 'review')).toEqual(before);
+      const check = await runFspl(['net', 'check', ssh.file, '--host', 'b'], {
+        env: { NNCPCFG: path.join(ssh.dir, 'b.hjson') },
+      });
+      expect(check.status).toBe(1);
+      expect(check.stderr).toMatch(
+        new RegExp(
+          /host b receives review from a through NNCP: fspl net receive /.source +
+            /would refuse its tokens: host a is not reached through NNCP/.source,
+        ),
+      );
+    },
+  );
 });

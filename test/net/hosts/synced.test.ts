@@ -14,7 +14,9 @@ import { netnsSupport, SYNCTHING_BIN, type SyncthingPair, startSyncthingPair } f
 import { netDir, runFspl, spawnFspl, tokensIn } from '../helpers.js';
 
 function missing(): string[] {
-  const out = [SYNCTHING_BIN, 'unshare', 'ip'].filter((c) => !onPath(c)).map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);
+  const out = [SYNCTHING_BIN, 'unshare', 'ip']
+    .filter((c) => !onPath(c))
+    .map((c) => `${c} (apt-get install syncthing iproute2 util-linux)`);
   if (out.length === 0 && netnsSupport().problem) out.push(netnsSupport().problem!);
   return out;
 }
@@ -31,7 +33,8 @@ describeIfPresent(
       await pair?.stop();
     });
 
-    test('200 tokens written on a run on b exactly once, in sequence order; no temporary file is read as a job', async () => {
+    test('200 tokens written on a run on b exactly once, in ' +
+      'sequence order; no temporary file is read as a job', async () => {
       const dir = netDir();
       const file = path.join(dir, 'net.yaml');
       fs.writeFileSync(

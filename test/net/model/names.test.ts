@@ -6,7 +6,9 @@ import { describe, expect, test } from 'vitest';
 import { placeNamed, transitionNamed, unknownName } from '../../../src/net/model/names.js';
 import { makeNet } from '../helpers.js';
 
-const NET = 'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  work: { in: inbox, out: done, error: failed, run: [cat] }\n';
+const NET =
+  'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n' +
+  '  work: { in: inbox, out: done, error: failed, run: [cat] }\n';
 
 function thrown(f: () => unknown): unknown {
   try {
@@ -26,7 +28,12 @@ describe('unknown names', () => {
     expect(e).toBeInstanceOf(UnknownNameError);
     expect(e).toBeInstanceOf(NetRequestError);
     expect(e).toBeInstanceOf(NetError);
-    expect(e).toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'place', given: 'inbx', message: 'No place named "inbx" in the net; did you mean "inbox"?' });
+    expect(e).toMatchObject({
+      code: 'ERR_NET_UNKNOWN_NAME',
+      kind: 'place',
+      given: 'inbx',
+      message: 'No place named "inbx" in the net; did you mean "inbox"?',
+    });
     expect(thrown(() => transitionNamed(net.model, 'zz'))).toMatchObject({
       kind: 'transition',
       given: 'zz',
@@ -36,16 +43,36 @@ describe('unknown names', () => {
 
   test('with no close name, the names there are: a long list cut, not a screenful', () => {
     const many = Array.from({ length: 25 }, (_, i) => `p${i}`);
-    expect(unknownName('place', 'zzz', many).message).toBe(`No place named "zzz" in the net (places: ${many.slice(0, 20).join(', ')} and 5 more)`);
-    expect(unknownName('transition', 'zzz', []).message).toBe('No transition named "zzz" in the net (transitions: none)');
+    expect(unknownName('place', 'zzz', many).message).toBe(
+      `No place named "zzz" in the net (places: ${many.slice(0, 20).join(', ')} and 5 more)`,
+    );
+    expect(unknownName('transition', 'zzz', []).message).toBe(
+      'No transition named "zzz" in the net (transitions: none)',
+    );
   });
 
   test("the Net facade's requests: each bad name typed by what it was given for", async () => {
     const { net } = makeNet(NET);
-    await expect(net.put('inbx', Buffer.from('x'))).rejects.toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'place', given: 'inbx' });
-    expect(thrown(() => net.pause('wokr'))).toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'transition', given: 'wokr' });
-    await expect(net.token('inbox', { key: 'zz' })).rejects.toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'token', given: 'zz' });
-    await expect(net.retry({ keys: ['zz'] })).rejects.toMatchObject({ code: 'ERR_NET_UNKNOWN_NAME', kind: 'token', given: 'zz' });
+    await expect(net.put('inbx', Buffer.from('x'))).rejects.toMatchObject({
+      code: 'ERR_NET_UNKNOWN_NAME',
+      kind: 'place',
+      given: 'inbx',
+    });
+    expect(thrown(() => net.pause('wokr'))).toMatchObject({
+      code: 'ERR_NET_UNKNOWN_NAME',
+      kind: 'transition',
+      given: 'wokr',
+    });
+    await expect(net.token('inbox', { key: 'zz' })).rejects.toMatchObject({
+      code: 'ERR_NET_UNKNOWN_NAME',
+      kind: 'token',
+      given: 'zz',
+    });
+    await expect(net.retry({ keys: ['zz'] })).rejects.toMatchObject({
+      code: 'ERR_NET_UNKNOWN_NAME',
+      kind: 'token',
+      given: 'zz',
+    });
     // A --host on a net without hosts: a bad request, not a failure.
     expect(thrown(() => net.tokens('inbox', { host: 'h' }))).toBeInstanceOf(NetRequestError);
   });
@@ -53,7 +80,8 @@ describe('unknown names', () => {
   test('hosts: an unknown one is an UnknownNameError; none where one is needed, a NetRequestError', () => {
     const net = new Net(
       parseNetText(
-        'hosts: { alpha: {}, beta: {} }\nplaces:\n  a: { host: alpha }\n  b: { host: beta }\ntransitions:\n  t: { host: alpha, in: a, out: b }\n',
+        'hosts: { alpha: {}, beta: {} }\nplaces:\n  a: { host: alpha }\n' +
+          '  b: { host: beta }\ntransitions:\n  t: { host: alpha, in: a, out: b }\n',
         '/tmp/net.yaml',
       ),
     );

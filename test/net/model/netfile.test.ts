@@ -1,4 +1,6 @@
-/** Net files: every kind of error with file:line:column, all in one run, and the DOT drawing (warnings: check.test.ts). */
+/**
+ * Net files: every kind of error with file:line:column, all in one run, and the DOT drawing (warnings: check.test.ts).
+ */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,12 +31,32 @@ describe('net check: errors with file:line:column', () => {
     ['unknown place key', 'places:\n  a: { dri: x }\n', /^net\.yaml:2:8: places\.a: unknown key "dri"/],
     ['bad order value', 'places:\n  a: { order: random }\n', /^net\.yaml:2:15: places\.a\.order: Invalid option/],
     ['bad capacity', 'places:\n  a: { capacity: 0 }\n', /^net\.yaml:2:18: places\.a\.capacity: /],
-    ['missing in', 'places: { a: {} }\ntransitions:\n  t: { out: a }\n', /^net\.yaml:3:3: transitions\.t\.in: missing \(required\)/],
-    ['unknown input place', 'places: { a: {} }\ntransitions:\n  t: { in: b, run: cat }\n', /^net\.yaml:3:12: Unknown place "b"/],
-    ['unknown output place', 'places: { a: {} }\ntransitions:\n  t:\n    in: a\n    out: [a, zz]\n', /^net\.yaml:5:14: Unknown place "zz"/],
-    ['unknown error place', 'places: { a: {} }\ntransitions:\n  t: { in: a, error: e }\n', /^net\.yaml:3:22: Unknown place "e"/],
+    [
+      'missing in',
+      'places: { a: {} }\ntransitions:\n  t: { out: a }\n',
+      /^net\.yaml:3:3: transitions\.t\.in: missing \(required\)/,
+    ],
+    [
+      'unknown input place',
+      'places: { a: {} }\ntransitions:\n  t: { in: b, run: cat }\n',
+      /^net\.yaml:3:12: Unknown place "b"/,
+    ],
+    [
+      'unknown output place',
+      'places: { a: {} }\ntransitions:\n  t:\n    in: a\n    out: [a, zz]\n',
+      /^net\.yaml:5:14: Unknown place "zz"/,
+    ],
+    [
+      'unknown error place',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, error: e }\n',
+      /^net\.yaml:3:22: Unknown place "e"/,
+    ],
     ['bad place name', 'places:\n  9a: {}\n', /^net\.yaml:2:3: Invalid place name "9a"/],
-    ['bad transition name', 'places: { a: {} }\ntransitions:\n  my-t: { in: a }\n', /^net\.yaml:3:3: Invalid transition name "my-t"/],
+    [
+      'bad transition name',
+      'places: { a: {} }\ntransitions:\n  my-t: { in: a }\n',
+      /^net\.yaml:3:3: Invalid transition name "my-t"/,
+    ],
     [
       'one-of with one place',
       'places: { a: {}, b: {} }\ntransitions:\n  t: { in: a, run: x, out: { one-of: [b] } }\n',
@@ -45,11 +67,31 @@ describe('net check: errors with file:line:column', () => {
       'places: { a: {}, b: {} }\ntransitions:\n  t: { in: [{ place: a, take: 2 }, b], run: x }\n',
       /^net\.yaml:3:12: An and-merge takes one token of each place/,
     ],
-    ['negative retries', 'places: { a: {} }\ntransitions:\n  t: { in: a, retries: -1 }\n', /^net\.yaml:3:24: transitions\.t\.retries: /],
-    ['run of the wrong type', 'places: { a: {} }\ntransitions:\n  t: { in: a, run: 3 }\n', /^net\.yaml:3:20: transitions\.t\.run: not a valid value/],
-    ['same input twice', 'places: { a: {} }\ntransitions:\n  t: { in: [a, a], run: x }\n', /^net\.yaml:3:16: Place "a" is an input twice/],
-    ['name used twice', 'places: { t: {} }\ntransitions:\n  t: { in: t, run: x }\n', /^net\.yaml:3:3: "t" names both a place and a transition/],
-    ['xor without run', 'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, out: { one-of: [b, c] } }\n', /^net\.yaml:3:20: Without run/],
+    [
+      'negative retries',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, retries: -1 }\n',
+      /^net\.yaml:3:24: transitions\.t\.retries: /,
+    ],
+    [
+      'run of the wrong type',
+      'places: { a: {} }\ntransitions:\n  t: { in: a, run: 3 }\n',
+      /^net\.yaml:3:20: transitions\.t\.run: not a valid value/,
+    ],
+    [
+      'same input twice',
+      'places: { a: {} }\ntransitions:\n  t: { in: [a, a], run: x }\n',
+      /^net\.yaml:3:16: Place "a" is an input twice/,
+    ],
+    [
+      'name used twice',
+      'places: { t: {} }\ntransitions:\n  t: { in: t, run: x }\n',
+      /^net\.yaml:3:3: "t" names both a place and a transition/,
+    ],
+    [
+      'xor without run',
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, out: { one-of: [b, c] } }\n',
+      /^net\.yaml:3:20: Without run/,
+    ],
   ];
   for (const [what, text, expected] of cases) {
     test(what, () => {
@@ -67,7 +109,9 @@ describe('net check: errors with file:line:column', () => {
     fs.writeFileSync(bad, 'places:\n  a: { dri: x }\ntransitions:\n  t: { in: b }\n');
     const r = await runFspl(['net', 'check', bad]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`${bad}:2:8: places.a: unknown key "dri"; did you mean "dir"?\n${bad}:4:12: Unknown place "b"\n`);
+    expect(r.stderr).toBe(
+      `${bad}:2:8: places.a: unknown key "dri"; did you mean "dir"?\n${bad}:4:12: Unknown place "b"\n`,
+    );
     fs.writeFileSync(bad, 'places: { a: {} }\ntransitions:\n  t: { in: b }\n');
     const r2 = await runFspl(['net', 'check', bad]);
     expect(r2.status).toBe(2);
@@ -75,7 +119,9 @@ describe('net check: errors with file:line:column', () => {
     const missing = await runFspl(['net', 'check', path.join(dir, 'nope.yaml')]);
     expect(missing.status).toBe(2);
     // The whole file: no line:column, and the system's words, not its code.
-    expect(missing.stderr).toBe(`${path.join(dir, 'nope.yaml')}: cannot read the net file: No such file or directory\n`);
+    expect(missing.stderr).toBe(
+      `${path.join(dir, 'nope.yaml')}: cannot read the net file: No such file or directory\n`,
+    );
     const good = await runFspl(['net', 'check', VIDEO]);
     expect(good.status).toBe(0);
     expect(good.stdout).toMatch(/ok: 9 places, 6 transitions/);
@@ -86,12 +132,17 @@ describe('net check: every problem in one run', () => {
   const cases: Array<[string, string, string[]]> = [
     [
       'an unknown key and an unknown place: both, in the order the file reads',
-      'places:\n  inbox: {}\n  done: {}\ntransitions:\n  work:\n    in: inbx\n    out: done\n    retires: 2\n    run: cat\n',
-      ['net.yaml:6:9: Unknown place "inbx"; did you mean "inbox"?', 'net.yaml:8:5: transitions.work: unknown key "retires"; did you mean "retries"?'],
+      'places:\n  inbox: {}\n  done: {}\ntransitions:\n  work:\n' +
+        '    in: inbx\n    out: done\n    retires: 2\n    run: cat\n',
+      [
+        'net.yaml:6:9: Unknown place "inbx"; did you mean "inbox"?',
+        'net.yaml:8:5: transitions.work: unknown key "retires"; did you mean "retries"?',
+      ],
     ],
     [
       "the schema's problems, the cross-checks' and duplicate keys, together",
-      'places:\n  a: { capacty: 1 }\n  b: {}\n  b: {}\ntransitions:\n  t: { in: a, out: bb, timeout: 0 }\n  u: { in: zz }\n',
+      'places:\n  a: { capacty: 1 }\n  b: {}\n  b: {}\ntransitions:\n' +
+        '  t: { in: a, out: bb, timeout: 0 }\n  u: { in: zz }\n',
       [
         'net.yaml:2:8: places.a: unknown key "capacty"; did you mean "capacity"?',
         'net.yaml:4:3: Map keys must be unique',
@@ -112,15 +163,18 @@ describe('net check: every problem in one run', () => {
     ],
     [
       'a refused run: not also "needs a command" for the same transition',
-      'places: { a: {}, b: {}, c: {} }\ntransitions:\n  t: { in: a, run: 3, out: { one-of: [b, c] } }\n  u: { in: zz }\n',
+      'places: { a: {}, b: {}, c: {} }\ntransitions:\n' +
+        '  t: { in: a, run: 3, out: { one-of: [b, c] } }\n  u: { in: zz }\n',
       ['net.yaml:3:20: transitions.t.run: not a valid value here', 'net.yaml:4:12: Unknown place "zz"'],
     ],
     [
       'a refused host: not also "has no host"; the other hosts still checked',
-      'hosts: { h1: {} }\nplaces:\n  a: { host: h1 }\ntransitions:\n  t: { in: a, host: 3 }\n  u: { in: a, host: h2 }\n',
+      'hosts: { h1: {} }\nplaces:\n  a: { host: h1 }\ntransitions:\n' +
+        '  t: { in: a, host: 3 }\n  u: { in: a, host: h2 }\n',
       [
         'net.yaml:5:21: transitions.t.host: Invalid input: expected string, received number',
-        'net.yaml:6:12: Transition u (host h2) reads place a on host h1: a transition reads places of its own host only',
+        'net.yaml:6:12: Transition u (host h2) reads place a on ' +
+          'host h1: a transition reads places of its own host only',
         'net.yaml:6:21: Unknown host "h2" (hosts: h1)',
       ],
     ],
@@ -145,7 +199,9 @@ describe('net check: every problem in one run', () => {
     const dir = netDir();
     const bad = path.join(dir, 'bad.yaml');
     fs.writeFileSync(bad, 'places:\n  inbox: {}\ntransitions:\n  work: { in: inbx, run: cat, colour: red }\n');
-    const said = `${bad}:4:15: Unknown place "inbx"; did you mean "inbox"?\n${bad}:4:31: transitions.work: unknown key "colour"\n`;
+    const said =
+      `${bad}:4:15: Unknown place "inbx"; did you mean "inbox"?\n` +
+      `${bad}:4:31: transitions.work: unknown key "colour"\n`;
     for (const args of [
       ['check', bad],
       ['status', bad],
@@ -167,8 +223,16 @@ describe('net check: did you mean ...?', () => {
       'places: { a: {} }\ntransitions:\n  t: { in: a, retrys: 2 }\n',
       ['net.yaml:3:15: transitions.t: unknown key "retrys"; did you mean "retries"?'],
     ],
-    ['a misspelt place key (two letters swapped)', 'places:\n  a: { dri: x }\n', ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?']],
-    ['a misspelt top-level key', 'stat: s\nplaces: { a: {} }\n', ['net.yaml:1:1: unknown key "stat"; did you mean "state"?']],
+    [
+      'a misspelt place key (two letters swapped)',
+      'places:\n  a: { dri: x }\n',
+      ['net.yaml:2:8: places.a: unknown key "dri"; did you mean "dir"?'],
+    ],
+    [
+      'a misspelt top-level key',
+      'stat: s\nplaces: { a: {} }\n',
+      ['net.yaml:1:1: unknown key "stat"; did you mean "state"?'],
+    ],
     [
       'a misspelt key of an input arc',
       'places: { a: {} }\ntransitions:\n  t: { in: { place: a, tkae: 2 } }\n',
@@ -182,11 +246,15 @@ describe('net check: did you mean ...?', () => {
     [
       'two unknown keys: one line each, at each key',
       'places: { a: {} }\ntransitions:\n  t: { in: a, tmeout: 3, colour: red }\n',
-      ['net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?', 'net.yaml:3:26: transitions.t: unknown key "colour"'],
+      [
+        'net.yaml:3:15: transitions.t: unknown key "tmeout"; did you mean "timeout"?',
+        'net.yaml:3:26: transitions.t: unknown key "colour"',
+      ],
     ],
     [
       'a misspelt place in in, out and error',
-      'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n  t: { in: inbx, run: x, out: [doen], error: faild }\n',
+      'places: { inbox: {}, done: {}, failed: {} }\ntransitions:\n' +
+        '  t: { in: inbx, run: x, out: [doen], error: faild }\n',
       [
         'net.yaml:3:12: Unknown place "inbx"; did you mean "inbox"?',
         'net.yaml:3:32: Unknown place "doen"; did you mean "done"?',
@@ -219,13 +287,18 @@ describe('net dot', () => {
   });
 
   const hasDot = spawnSync('dot', ['-V']).status === 0;
-  describeIfPresent('dot -Tsvg', hasDot ? [] : ['graphviz (dot)'], { what: 'graphviz check', note: 'apt-get install graphviz' }, () => {
-    test('Graphviz accepts the drawing', async () => {
-      const r = await runFspl(['net', 'dot', VIDEO]);
-      const svg = spawnSync('dot', ['-Tsvg'], { input: r.stdout });
-      expect(svg.status, String(svg.stderr)).toBe(0);
-      expect(String(svg.stdout)).toMatch(/<svg/);
-      expect(String(svg.stdout)).toContain('stabilize');
-    });
-  });
+  describeIfPresent(
+    'dot -Tsvg',
+    hasDot ? [] : ['graphviz (dot)'],
+    { what: 'graphviz check', note: 'apt-get install graphviz' },
+    () => {
+      test('Graphviz accepts the drawing', async () => {
+        const r = await runFspl(['net', 'dot', VIDEO]);
+        const svg = spawnSync('dot', ['-Tsvg'], { input: r.stdout });
+        expect(svg.status, String(svg.stderr)).toBe(0);
+        expect(String(svg.stdout)).toMatch(/<svg/);
+        expect(String(svg.stdout)).toContain('stabilize');
+      });
+    },
+  );
 });

@@ -13,7 +13,9 @@ describe('checkShape', () => {
 
   test('an unknown key: reported at the key, and taken out of what is cross-checked', () => {
     const r = checkShape({ places: { a: {} }, transitions: { t: { in: 'zz', colour: 'red' } } });
-    expect(r.problems).toEqual([{ path: ['transitions', 't', 'colour'], atKey: true, message: 'transitions.t: unknown key "colour"' }]);
+    expect(r.problems).toEqual([
+      { path: ['transitions', 't', 'colour'], atKey: true, message: 'transitions.t: unknown key "colour"' },
+    ]);
     expect(r.data).toEqual({ places: { a: {} }, transitions: { t: { in: 'zz' } } });
     expect(r.pruned).toEqual([['transitions', 't', 'colour']]);
   });

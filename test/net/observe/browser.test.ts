@@ -61,14 +61,26 @@ describeIfPresent(
         const key = '<img src=x onerror="window.pwned=1">';
         await net.put('done', Buffer.from('a'), { key, params: ['<b>bold</b>', '"quoted"'] });
         await net.put('done', Buffer.from('b'), { key: 'second' });
-        await page.waitForFunction(() => document.querySelector('#place-done')?.getAttribute('data-tokens') === '2', undefined, { timeout: 2000 });
+        await page.waitForFunction(
+          () => document.querySelector('#place-done')?.getAttribute('data-tokens') === '2',
+          undefined,
+          { timeout: 2000 },
+        );
         expect(await page.locator('#place-done text').nth(1).textContent()).toBe('2 tokens');
         expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
 
         // A token through the whole net: the transitions' counts change.
         await net.put('inbox', Buffer.from('good'), { key: 'good-1' });
-        await page.waitForFunction(() => document.querySelector('#transition-finish')?.getAttribute('data-fired') === '1', undefined, { timeout: 30_000 });
-        await page.waitForFunction(() => document.querySelector('#place-done')?.getAttribute('data-tokens') === '3', undefined, { timeout: 2000 });
+        await page.waitForFunction(
+          () => document.querySelector('#transition-finish')?.getAttribute('data-fired') === '1',
+          undefined,
+          { timeout: 30_000 },
+        );
+        await page.waitForFunction(
+          () => document.querySelector('#place-done')?.getAttribute('data-tokens') === '3',
+          undefined,
+          { timeout: 2000 },
+        );
 
         // Clicking a place lists its tokens; the key and params are text, not markup.
         await page.locator('#place-done').click();
@@ -81,24 +93,39 @@ describeIfPresent(
 
         // A failing command is shown: the transition highlighted, its failure and stderr listed.
         await net.put('inbox', Buffer.from('bad'), { key: 'bad-1' });
-        await page.waitForFunction(() => document.querySelector('#transition-finish')?.classList.contains('failing'), undefined, { timeout: 30_000 });
+        await page.waitForFunction(
+          () => document.querySelector('#transition-finish')?.classList.contains('failing'),
+          undefined,
+          { timeout: 30_000 },
+        );
         expect(await page.locator('#transition-finish').getAttribute('data-failed')).toBe('1');
         await page.locator('#transition-finish').click();
         await page.locator('#stderr').waitFor();
         expect(await page.locator('#stderr').textContent()).toContain('boom: <script>window.pwned=1</script>');
         expect(await page.locator('#detail').textContent()).toContain('exited with status 1');
-        await page.waitForFunction(() => document.querySelector('#place-failed')?.getAttribute('data-tokens') === '1', undefined, { timeout: 5000 });
+        await page.waitForFunction(
+          () => document.querySelector('#place-failed')?.getAttribute('data-tokens') === '1',
+          undefined,
+          { timeout: 5000 },
+        );
 
         // An error token says where it failed and how often it was retried; a paused transition says so.
         await page.locator('#place-failed').click();
         await page.waitForFunction(
-          () => document.querySelector('#tokens tr:nth-child(2) td:nth-child(6)')?.textContent?.startsWith('finish: exited with status 1'),
+          () =>
+            document
+              .querySelector('#tokens tr:nth-child(2) td:nth-child(6)')
+              ?.textContent?.startsWith('finish: exited with status 1'),
           undefined,
           { timeout: 5000 },
         );
         expect(await page.locator('#tokens tr').first().textContent()).toBe('seqkeyageparamsretriedfailed in');
         net.pause('finish', { reason: 'look <b>here</b>', by: 'tester' });
-        await page.waitForFunction(() => document.body.textContent?.includes('by tester: look <b>here</b>'), undefined, { timeout: 5000 });
+        await page.waitForFunction(
+          () => document.body.textContent?.includes('by tester: look <b>here</b>'),
+          undefined,
+          { timeout: 5000 },
+        );
         net.resume('finish');
 
         // Nothing from the net ran as script.
@@ -111,7 +138,11 @@ describeIfPresent(
 
         // The run stops: the page says so and keeps working.
         run.kill('SIGTERM');
-        await page.waitForFunction(() => document.querySelector('#banner')?.textContent?.includes('no net run going'), undefined, { timeout: 15_000 });
+        await page.waitForFunction(
+          () => document.querySelector('#banner')?.textContent?.includes('no net run going'),
+          undefined,
+          { timeout: 15_000 },
+        );
         expect(await page.locator('#place-done').getAttribute('data-tokens')).toBe('3');
       } finally {
         await browser.close();
@@ -121,7 +152,8 @@ describeIfPresent(
       }
     });
 
-    test('the first paint has the figures, before the event stream answers; a pause is marked, not stuck; times are "3 min ago", exact on hover', {
+    test('the first paint has the figures, before the event stream answers; ' +
+      'a pause is marked, not stuck; times are "3 min ago", exact on hover', {
       timeout: 60_000,
     }, async () => {
       const { dir, file, net } = makeNet(NET);
@@ -146,7 +178,9 @@ describeIfPresent(
         if (process.env.FSPL_SCREENSHOT_FIRST) fs.writeFileSync(process.env.FSPL_SCREENSHOT_FIRST, shot);
 
         // Figures, not "connecting…"; and a pause alone is not stuck: no red banner.
-        expect(await page.locator('#banner').textContent()).toBe('idle — no net run going — 3 tokens waiting — 1 transition paused');
+        expect(await page.locator('#banner').textContent()).toBe(
+          'idle — no net run going — 3 tokens waiting — 1 transition paused',
+        );
         expect(await page.locator('#banner').getAttribute('class')).toBe('banner idle');
         expect(await page.locator('#place-inbox').getAttribute('data-tokens')).toBe('3');
         expect(await page.locator('#place-inbox text').nth(1).textContent()).toBe('3 tokens');
@@ -157,7 +191,9 @@ describeIfPresent(
         expect(await page.locator('#transition-prep').getAttribute('class')).toContain('paused');
         expect(await page.locator('#transition-finish').getAttribute('class')).not.toContain('paused');
         expect(await page.locator('#transition-prep text').nth(1).textContent()).toBe('paused  ok 0');
-        expect(await page.locator('#transition-prep title').textContent()).toMatch(/^prep: paused since \d{4}-.* by tester: codec upgrade$/);
+        expect(await page.locator('#transition-prep title').textContent()).toMatch(
+          /^prep: paused since \d{4}-.* by tester: codec upgrade$/,
+        );
         const note = page.locator('#transitions tbody tr', { hasText: /^prep/ }).locator('td').last();
         expect(await note.textContent()).toBe('paused 3 min ago by tester: codec upgrade');
         const exact = await page.evaluate((ms) => new Date(ms).toLocaleString(), since);
@@ -174,7 +210,11 @@ describeIfPresent(
         try {
           net.resume('prep');
           await page.reload();
-          await page.waitForFunction(() => document.querySelector('#transition-finish')?.getAttribute('data-fired') === '3', undefined, { timeout: 30_000 });
+          await page.waitForFunction(
+            () => document.querySelector('#transition-finish')?.getAttribute('data-fired') === '3',
+            undefined,
+            { timeout: 30_000 },
+          );
           await page.waitForFunction(() => !document.querySelector('#transition-prep')?.classList.contains('paused'));
           const fired = page
             .locator('#transitions tbody tr', { hasText: /^finish/ })
@@ -184,7 +224,9 @@ describeIfPresent(
           expect(await fired.locator('time').getAttribute('title')).toBeTruthy();
           await page.locator('#transition-finish').click();
           await page.locator('#firings').waitFor();
-          expect(await page.locator('#firings tr').nth(1).locator('td').first().textContent()).toMatch(/^(just now|\d+ s ago)$/);
+          expect(await page.locator('#firings tr').nth(1).locator('td').first().textContent()).toMatch(
+            /^(just now|\d+ s ago)$/,
+          );
           expect(await page.locator('#firings tr').nth(1).locator('time').getAttribute('title')).toBeTruthy();
         } finally {
           run.kill('SIGTERM');
@@ -196,7 +238,8 @@ describeIfPresent(
       }
     });
 
-    test("one host's part of a net across hosts (--net-host): outboxes and places fed from elsewhere say so, a stopped outbox in red", {
+    test("one host's part of a net across hosts (--net-host): outboxes " +
+      'and places fed from elsewhere say so, a stopped outbox in red', {
       timeout: 60_000,
     }, async () => {
       const dir = netDir();
@@ -246,7 +289,8 @@ transitions:
         expect((await cells('mid'))[6]).toBe('written by host a (outbox)');
         expect((await cells('done'))[1]).toBe('outbox');
         expect((await cells('done'))[6]).toBe(
-          `outbox to a:${path.join(dir, 'places/done')}: 0 waiting; the last run stopped sending: fspl at /opt/typo/fspl on a: not found`,
+          `outbox to a:${path.join(dir, 'places/done')}: 0 waiting; the ` +
+            `last run stopped sending: fspl at /opt/typo/fspl on a: not found`,
         );
         expect(await page.locator('#places tbody tr', { hasText: /^done/ }).getAttribute('class')).toBe('alarm');
         expect(await page.locator('svg g#place-done').getAttribute('class')).toContain('stuck');

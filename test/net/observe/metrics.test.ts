@@ -1,4 +1,7 @@
-/** The monitoring figures: the status as Prometheus text; the live colouring of the drawing (the rates, p95 and failures a run keeps: test/net/run/monitor.test.ts). */
+/**
+ * The monitoring figures: the status as Prometheus text; the live colouring of the drawing (the rates, p95 and failures
+ * a run keeps: test/net/run/monitor.test.ts).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -15,7 +18,10 @@ const T0 = 1_700_000_000_000; // a whole second
 
 /** A report as netStatus makes it, with fixed figures. */
 function report(): NetStatusReport {
-  const t = (name: string, over: Partial<NetStatusReport['transitions'][number]> = {}): NetStatusReport['transitions'][number] => ({
+  const t = (
+    name: string,
+    over: Partial<NetStatusReport['transitions'][number]> = {},
+  ): NetStatusReport['transitions'][number] => ({
     name,
     running: 0,
     waiting: 0,
@@ -40,10 +46,37 @@ function report(): NetStatusReport {
     startedAt: T0 - 60_000,
     at: T0,
     places: [
-      { name: 'inbox', dir: '/p/inbox', role: 'source', exists: true, tokens: 3, oldestAgeMs: 12_500, stuck: 0, next: 7n },
-      { name: 'decoded', dir: '/p/decoded', role: 'inner', exists: true, tokens: 8, oldestAgeMs: 1500, capacity: 10, fill: 0.8, stuck: 0 },
+      {
+        name: 'inbox',
+        dir: '/p/inbox',
+        role: 'source',
+        exists: true,
+        tokens: 3,
+        oldestAgeMs: 12_500,
+        stuck: 0,
+        next: 7n,
+      },
+      {
+        name: 'decoded',
+        dir: '/p/decoded',
+        role: 'inner',
+        exists: true,
+        tokens: 8,
+        oldestAgeMs: 1500,
+        capacity: 10,
+        fill: 0.8,
+        stuck: 0,
+      },
       { name: 'shaky', dir: '/p/shaky', role: 'inner', exists: true, tokens: 1, oldestAgeMs: 600_000, stuck: 1 },
-      { name: 'audio', dir: '/p/audio', role: 'inner', exists: false, problem: 'no queue at /p/audio', tokens: 0, stuck: 0 },
+      {
+        name: 'audio',
+        dir: '/p/audio',
+        role: 'inner',
+        exists: false,
+        problem: 'no queue at /p/audio',
+        tokens: 0,
+        stuck: 0,
+      },
     ],
     transitions: [
       t('decode', {
@@ -56,7 +89,13 @@ function report(): NetStatusReport {
         sinceLastFiredMs: 2000,
         lastFiredAt: T0 - 2000,
       }),
-      t('stabilize', { fired: 3, failed: 2, retried: 4, failing: true, stopped: { reason: 'exited with status 1 (key a"b)', log: '/s/logs/x', at: T0 } }),
+      t('stabilize', {
+        fired: 3,
+        failed: 2,
+        retried: 4,
+        failing: true,
+        stopped: { reason: 'exited with status 1 (key a"b)', log: '/s/logs/x', at: T0 },
+      }),
       t('mux'),
     ],
     stuck: [{ place: 'shaky', seq: 4n, key: 'clip-4', filename: 'fspl-4.fspl', reason: 'stabilize stopped' }],
@@ -70,7 +109,12 @@ describe('the status as Prometheus text', () => {
     const families = parseExposition(text); // throws on any bad line
     const value = (name: string, labels: Record<string, string> = {}) => {
       const f = families.find((x) => name.startsWith(x.name));
-      const s = f?.samples.find((x) => x.name === name && x.labels.length === Object.keys(labels).length && x.labels.every(([k, v]) => labels[k] === v));
+      const s = f?.samples.find(
+        (x) =>
+          x.name === name &&
+          x.labels.length === Object.keys(labels).length &&
+          x.labels.every(([k, v]) => labels[k] === v),
+      );
       return s?.value;
     };
     expect(value('fspl_net_live')).toBe('1');
@@ -113,23 +157,36 @@ describe('the live drawing', () => {
     return liveDotState(r);
   };
 
-  test('colours by the state: counts, running, stuck and missing places and failing transitions in red (golden file)', () => {
-    const s = state();
-    expect([...s.alarm!].sort()).toEqual(['audio', 'shaky', 'stabilize']);
-    expect(s.running).toEqual(new Map([['decode', 2]]));
-    const dot = netToDot(net, s);
-    expect(dot).toBe(fs.readFileSync(path.join(FIXTURES, 'video-live.dot'), 'utf8'));
-  });
+  test(
+    'colours by the state: counts, running, stuck and missing ' + 'places and failing transitions in red (golden file)',
+    () => {
+      const s = state();
+      expect([...s.alarm!].sort()).toEqual(['audio', 'shaky', 'stabilize']);
+      expect(s.running).toEqual(new Map([['decode', 2]]));
+      const dot = netToDot(net, s);
+      expect(dot).toBe(fs.readFileSync(path.join(FIXTURES, 'video-live.dot'), 'utf8'));
+    },
+  );
 
   test('a paused transition is drawn dashed, in amber, and says so', () => {
     const r = report();
     r.transitions.push({
       ...r.transitions[2]!,
       name: 'pass',
-      paused: { transition: 'pass', since: T0, by: 'op', reason: 'upgrade', kill: false, text: 'paused since then by op: upgrade' },
+      paused: {
+        transition: 'pass',
+        since: T0,
+        by: 'op',
+        reason: 'upgrade',
+        kill: false,
+        text: 'paused since then by op: upgrade',
+      },
     });
     const dot = netToDot(net, liveDotState(r));
-    expect(dot).toContain('"t:pass" [shape=box, label="pass\\npaused", id="transition-pass", style="filled,dashed", fillcolor="#fff1c2", color="#a07000"];');
+    expect(dot).toContain(
+      '"t:pass" [shape=box, label="pass\\npaused", id="transition-pass", ' +
+        'style="filled,dashed", fillcolor="#fff1c2", color="#a07000"];',
+    );
     expect(dot).toContain('"t:mux" [shape=box, label="mux", id="transition-mux", peripheries=2];');
   });
 

@@ -1,4 +1,7 @@
-/** What can still happen in a net: which transitions may fire, which places may still receive, and so which leftovers are stuck. */
+/**
+ * What can still happen in a net: which transitions may fire, which places may still receive, and so which leftovers
+ * are stuck.
+ */
 
 import { defineNet, type NetDefinition } from 'filespooler';
 import { describe, expect, test } from 'vitest';
@@ -47,14 +50,20 @@ describe('prospects', () => {
   });
 
   test('a stopped transition brings nothing, even with its tokens there or a firing open', () => {
-    const p = prospects(VIDEO, now({ audio: 1, shaky: 1 }, { stopped: new Set(['stabilize']), open: new Set(['stabilize']) }));
+    const p = prospects(
+      VIDEO,
+      now({ audio: 1, shaky: 1 }, { stopped: new Set(['stabilize']), open: new Set(['stabilize']) }),
+    );
     expect(p.mayFire.has('stabilize')).toBe(false);
     expect(p.mayReceive.has('stabilized')).toBe(false);
   });
 
   test('a batch without max-wait needs its full count; with max-wait, one token', () => {
     const shape = (maxWait?: number) =>
-      net({ b: { in: { place: 'x', take: 3, ...(maxWait ? { 'max-wait': maxWait } : {}) }, run: null, out: 'y' } }, ['x', 'y']);
+      net({ b: { in: { place: 'x', take: 3, ...(maxWait ? { 'max-wait': maxWait } : {}) }, run: null, out: 'y' } }, [
+        'x',
+        'y',
+      ]);
     expect(prospects(shape(), now({ x: 2 })).mayReceive.has('y')).toBe(false);
     expect(prospects(shape(), now({ x: 3 })).mayReceive.has('y')).toBe(true);
     expect(prospects(shape(5), now({ x: 1 })).mayReceive.has('y')).toBe(true);
@@ -86,7 +95,15 @@ describe('prospects', () => {
 });
 
 describe('stuck or waiting', () => {
-  const left = (code: LeftoverCode, on?: string[]): Leftover => ({ place: 'x', seq: 1n, key: 'k', filename: 'f', code, reason: code, on });
+  const left = (code: LeftoverCode, on?: string[]): Leftover => ({
+    place: 'x',
+    seq: 1n,
+    key: 'k',
+    filename: 'f',
+    code,
+    reason: code,
+    on,
+  });
   const judge = (model: NetModel, l: Leftover, n: NetNow) =>
     mayStillCome(
       l,
@@ -114,8 +131,11 @@ describe('stuck or waiting', () => {
 
   test('room and inhibitors wait for a reader that may still fire', () => {
     expect(judge(VIDEO, left('no-room', ['decoded']), now({ decoded: 1 }))).toBe(true);
-    expect(judge(VIDEO, left('no-room', ['decoded']), now({ decoded: 1 }, { stopped: new Set(['split']) }))).toBe(false);
-    expect(judge(VIDEO, left('no-room', ['done']), now({ done: 5 }))).toBe(false); // a sink: nothing in the net empties it
+    expect(judge(VIDEO, left('no-room', ['decoded']), now({ decoded: 1 }, { stopped: new Set(['split']) }))).toBe(
+      false,
+    );
+    // a sink: nothing in the net empties it
+    expect(judge(VIDEO, left('no-room', ['done']), now({ done: 5 }))).toBe(false);
     expect(judge(VIDEO, left('inhibited', ['stabilized']), now({ stabilized: 1 }))).toBe(false);
     expect(judge(VIDEO, left('inhibited', ['stabilized']), now({ stabilized: 1, audio: 1 }))).toBe(true);
   });

@@ -31,21 +31,29 @@ async function start(options: ServeOptions = {}) {
 }
 
 /** GET (or HEAD) `target` from 127.0.0.1 with the Host header given (none: node's own, 127.0.0.1:PORT). */
-function get(port: number, target: string, host?: string, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function get(
+  port: number,
+  target: string,
+  host?: string,
+  method = 'GET',
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: target, headers: host === undefined ? {} : { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      // An event stream never ends: its status and first bytes are enough.
-      res.on('data', (d) => {
-        body += d;
-        if (target === '/api/events') {
-          resolve({ status: res.statusCode!, headers: res.headers, body });
-          req.destroy();
-        }
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path: target, headers: host === undefined ? {} : { host }, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        // An event stream never ends: its status and first bytes are enough.
+        res.on('data', (d) => {
+          body += d;
+          if (target === '/api/events') {
+            resolve({ status: res.statusCode!, headers: res.headers, body });
+            req.destroy();
+          }
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -120,16 +128,28 @@ describe('net serve answers only to its own names', () => {
     },
   );
 
-  test('its address, localhost and the loopback names, in any case and with a trailing dot, with or without a port: served', async () => {
-    const { server } = await start();
-    const p = server.port;
-    for (const host of [`127.0.0.1:${p}`, `localhost:${p}`, `LocalHost.:${p}`, 'localhost', '127.0.0.1', `[::1]:${p}`, 'localhost:9000']) {
-      expect((await get(p, '/api/status', host)).status, host).toBe(200);
-    }
-    const events = await get(p, '/api/events', `localhost:${p}`);
-    expect(events.status).toBe(200);
-    expect(events.body).toContain('data: {');
-  });
+  test(
+    'its address, localhost and the loopback names, in any case ' +
+      'and with a trailing dot, with or without a port: served',
+    async () => {
+      const { server } = await start();
+      const p = server.port;
+      for (const host of [
+        `127.0.0.1:${p}`,
+        `localhost:${p}`,
+        `LocalHost.:${p}`,
+        'localhost',
+        '127.0.0.1',
+        `[::1]:${p}`,
+        'localhost:9000',
+      ]) {
+        expect((await get(p, '/api/status', host)).status, host).toBe(200);
+      }
+      const events = await get(p, '/api/events', `localhost:${p}`);
+      expect(events.status).toBe(200);
+      expect(events.body).toContain('data: {');
+    },
+  );
 
   test('a request without a Host header (HTTP/1.0) is refused too', async () => {
     const { server } = await start();
@@ -150,7 +170,8 @@ describe('net serve answers only to its own names', () => {
   test('names given in allowHosts are served (any case, trailing dot); others still are not', async () => {
     const { server } = await start({ allowHosts: ['Fspl.Test.', 'nets.example'] });
     const p = server.port;
-    for (const host of [`fspl.test:${p}`, `FSPL.TEST.:${p}`, `nets.example:${p}`]) expect((await get(p, '/', host)).status, host).toBe(200);
+    for (const host of [`fspl.test:${p}`, `FSPL.TEST.:${p}`, `nets.example:${p}`])
+      expect((await get(p, '/', host)).status, host).toBe(200);
     expect((await get(p, '/', `evil.example:${p}`)).status).toBe(421);
     expect((await get(p, '/', `test:${p}`)).status).toBe(421);
   });
@@ -161,12 +182,15 @@ describe('net serve answers only to its own names', () => {
     const p = server.port;
     expect((await get(p, '/', `0.0.0.0:${p}`)).status).toBe(421);
     expect((await get(p, '/', `evil.example:${p}`)).status).toBe(421);
-    for (const host of [`localhost:${p}`, `127.0.0.1:${p}`, `fspl.test:${p}`]) expect((await get(p, '/', host)).status, host).toBe(200);
+    for (const host of [`localhost:${p}`, `127.0.0.1:${p}`, `fspl.test:${p}`])
+      expect((await get(p, '/', host)).status, host).toBe(200);
   });
 
   test('a bad allowHosts name or maxStreams is refused before anything listens', async () => {
     const { net: n } = makeNet(NET);
-    await expect(serveNet(n.model, { port: 0, allowHosts: ['fspl.test:80'] })).rejects.toThrow(/not a host name or an IP address/);
+    await expect(serveNet(n.model, { port: 0, allowHosts: ['fspl.test:80'] })).rejects.toThrow(
+      /not a host name or an IP address/,
+    );
     await expect(serveNet(n.model, { port: 0, allowHosts: ['http://fspl.test'] })).rejects.toThrow(/not a host name/);
     await expect(serveNet(n.model, { port: 0, maxStreams: 0 })).rejects.toThrow(/invalid maxStreams 0/);
     await expect(serveNet(n.model, { port: 0, maxStreams: 1.5 })).rejects.toThrow(/invalid maxStreams/);
@@ -174,7 +198,8 @@ describe('net serve answers only to its own names', () => {
 });
 
 describe('net serve keeps only so many event streams open', () => {
-  test('2,000 at once: exactly maxStreams served, the rest 503 with Retry-After, logged once per burst; /api/status answers meanwhile', async () => {
+  test('2,000 at once: exactly maxStreams served, the rest 503 with ' +
+    'Retry-After, logged once per burst; /api/status answers meanwhile', async () => {
     const lines: string[] = [];
     const { server } = await start({ maxStreams: 64, logger: createLogger('warn', (l) => lines.push(l)) });
     const p = server.port;
@@ -242,7 +267,19 @@ describe('net serve keeps only so many event streams open', () => {
 describe('fspl net serve --allow-host, --max-streams', () => {
   test('are parsed and passed on: the allowed name is served, the second stream refused', async () => {
     const { file } = makeNet(NET);
-    const serve = spawnFspl(['net', 'serve', file, '--port', '0', '--allow-host', 'fspl.test', '--allow-host', 'other.test', '--max-streams', '1']);
+    const serve = spawnFspl([
+      'net',
+      'serve',
+      file,
+      '--port',
+      '0',
+      '--allow-host',
+      'fspl.test',
+      '--allow-host',
+      'other.test',
+      '--max-streams',
+      '1',
+    ]);
     const [, port] = await lineOf(serve, /at http:\/\/127\.0\.0\.1:(\d+)\//);
     const p = Number(port);
     expect((await get(p, '/', `fspl.test:${p}`)).status).toBe(200);
@@ -261,7 +298,8 @@ describe('fspl net serve --allow-host, --max-streams', () => {
     [['--max-streams', '1e3'], "error: invalid --max-streams '1e3': give a whole number of at least 1\n"],
     [
       ['--allow-host', 'fspl.test:8484'],
-      "Error: invalid allowed host: 'fspl.test:8484' is not a host name or an IP address (give the name alone, without a port or scheme)\n",
+      "Error: invalid allowed host: 'fspl.test:8484' is not a host name " +
+        'or an IP address (give the name alone, without a port or scheme)\n',
     ],
   ])('%j: one line, exit 2, nothing served', async (bad, message) => {
     const { file } = makeNet(NET);

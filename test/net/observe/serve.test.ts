@@ -35,7 +35,11 @@ async function start() {
 }
 
 /** A request with the path sent exactly as given (no normalisation, as a hostile client would). */
-function raw(server: NetServer, method: string, target: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function raw(
+  server: NetServer,
+  method: string,
+  target: string,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port: server.port, method, path: target }, (res) => {
       let body = '';
@@ -59,7 +63,9 @@ describe('net serve over HTTP', () => {
     expect(page.headers['x-content-type-options']).toBe('nosniff');
     expect(page.body).toContain('/assets/app.js');
     // The page carries its drawing and the figures of now: its first paint needs no other request.
-    expect(page.body).toMatch(/<section id="drawing" aria-label="The net"><svg [\s\S]*id="place&#45;inbox"[\s\S]*<\/svg><\/section>/);
+    expect(page.body).toMatch(
+      /<section id="drawing" aria-label="The net"><svg [\s\S]*id="place&#45;inbox"[\s\S]*<\/svg><\/section>/,
+    );
     const served = JSON.parse(/<script type="application\/json" id="state">([^<]*)<\/script>/.exec(page.body)![1]!);
     expect(served.places.map((p: { name: string }) => p.name)).toEqual(['inbox', 'done']);
     expect(served.state).toBe('drained');
@@ -114,16 +120,19 @@ describe('net serve over HTTP', () => {
     expect((await raw(server, 'GET', '/api/place/%ff%fe')).status).toBe(400);
   });
 
-  test.each(['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND'])('%s: 405, nothing changes', async (method) => {
-    const { server, dir } = await start();
-    const before = fs.readdirSync(path.join(dir, 'places', 'inbox', 'jobs'));
-    for (const target of ['/', '/api/place/inbox', '/metrics', '/api/events']) {
-      const r = await raw(server, method, target);
-      expect(r.status).toBe(405);
-      expect(r.headers.allow).toBe('GET, HEAD');
-    }
-    expect(fs.readdirSync(path.join(dir, 'places', 'inbox', 'jobs'))).toEqual(before);
-  });
+  test.each(['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND'])(
+    '%s: 405, nothing changes',
+    async (method) => {
+      const { server, dir } = await start();
+      const before = fs.readdirSync(path.join(dir, 'places', 'inbox', 'jobs'));
+      for (const target of ['/', '/api/place/inbox', '/metrics', '/api/events']) {
+        const r = await raw(server, method, target);
+        expect(r.status).toBe(405);
+        expect(r.headers.allow).toBe('GET, HEAD');
+      }
+      expect(fs.readdirSync(path.join(dir, 'places', 'inbox', 'jobs'))).toEqual(before);
+    },
+  );
 
   test('keys and params holding HTML and script come back as JSON strings, never as a page', async () => {
     const { server, net } = await start();
@@ -150,9 +159,16 @@ describe('net serve over HTTP', () => {
 
   test('an error token lists its RETRIED count and where it failed', async () => {
     const { server, net } = await start();
-    await net.put('done', Buffer.from('x'), { key: 'e', env: { ERROR_TRANSITION: 'finish', ERROR_REASON: 'exited with status 1', RETRIED: '2' } });
+    await net.put('done', Buffer.from('x'), {
+      key: 'e',
+      env: { ERROR_TRANSITION: 'finish', ERROR_REASON: 'exited with status 1', RETRIED: '2' },
+    });
     const j = JSON.parse((await raw(server, 'GET', '/api/place/done')).body);
-    expect(j.tokens[0]).toMatchObject({ key: 'e', retried: 2, error: { transition: 'finish', reason: 'exited with status 1' } });
+    expect(j.tokens[0]).toMatchObject({
+      key: 'e',
+      retried: 2,
+      error: { transition: 'finish', reason: 'exited with status 1' },
+    });
   });
 
   test('/metrics parses as Prometheus text with the places and transitions', async () => {

@@ -48,7 +48,8 @@ async function status(file: string): Promise<{ exit: number | null; json: Status
 }
 
 describe('stuck or waiting', () => {
-  test('partners still upstream: waiting (exit 0), and --drain finishes them; what nothing can bring is stuck (exit 3)', async () => {
+  test('partners still upstream: waiting (exit 0), and --drain ' +
+    'finishes them; what nothing can bring is stuck (exit 3)', async () => {
     const { dir, file, net } = makeNet(NET);
     fs.writeFileSync(path.join(dir, 'go'), '');
     // As a run stopped in the middle leaves them: k1's audio half in a, its other half upstream in b1.
@@ -66,7 +67,9 @@ describe('stuck or waiting', () => {
     expect(before.json.places.find((p) => p.name === 'a')!.stuck).toBe(0);
     expect(before.json.transitions.find((t) => t.name === 'mux')!.waitingMerges).toBe(2);
     expect(before.text).not.toMatch(/can't fire/);
-    expect(before.text).toMatch(/\n2 tokens wait for what can still come:\n {2}a #1 key k1: no partner with key "k1" in b2 \(for mux\)\n/);
+    expect(before.text).toMatch(
+      /\n2 tokens wait for what can still come:\n {2}a #1 key k1: no partner with key "k1" in b2 \(for mux\)\n/,
+    );
 
     // The drain pairs k1; lonely's partner can't come from anywhere now: stuck, for both.
     const drain = await runFspl(['net', 'run', file, '--drain', '-l', 'error']);
@@ -81,14 +84,20 @@ describe('stuck or waiting', () => {
     expect(after.text).toMatch(/\n1 token can't fire:\n {2}a #2 key lonely: /);
   }, 60_000);
 
-  test('a healthy run and a run stopped in flight: waiting, 0 stuck in /metrics, and --drain finishes them all (exit 0)', async () => {
+  test('a healthy run and a run stopped in flight: waiting, 0 ' +
+    'stuck in /metrics, and --drain finishes them all (exit 0)', async () => {
     const { dir, file, net } = makeNet(NET);
     await net.put('in', Buffer.from('x'), { key: 'k1' });
     await net.put('in', Buffer.from('y'), { key: 'k2' });
     const run = spawnFspl(['net', 'run', file, '--stop-timeout', '1']);
     for (let i = 0; i < 300; i++) {
       const j = await statusJson(file);
-      if (j.live && j.transitions.find((t) => t.name === 'slow')!.running > 0 && j.places.find((p) => p.name === 'a')!.tokens === 2) break;
+      if (
+        j.live &&
+        j.transitions.find((t) => t.name === 'slow')!.running > 0 &&
+        j.places.find((p) => p.name === 'a')!.tokens === 2
+      )
+        break;
       await sleep(100);
     }
     // Stable now, for 30 s: slow sleeps.
@@ -172,7 +181,10 @@ describeIfPresent(
     });
 
     /** As nobody when root (root ignores permission bits); as ourselves, with the lock files read-only, otherwise. */
-    async function readOnlyStatus(file: string, json: boolean): Promise<{ status: number; stdout: string; stderr: string }> {
+    async function readOnlyStatus(
+      file: string,
+      json: boolean,
+    ): Promise<{ status: number; stdout: string; stderr: string }> {
       const args = ['net', 'status', file, ...(json ? ['--json'] : [])];
       if (!isRoot) {
         const r = await runFspl(args);
@@ -182,7 +194,15 @@ describeIfPresent(
       try {
         const stdout = execFileSync(
           'setpriv',
-          [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', process.execPath, path.join(build, 'bin', 'fspl'), ...args],
+          [
+            `--reuid=${NOBODY}`,
+            `--regid=${NOBODY}`,
+            '--clear-groups',
+            '--',
+            process.execPath,
+            path.join(build, 'bin', 'fspl'),
+            ...args,
+          ],
           { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
         );
         return { status: 0, stdout, stderr: '' };
@@ -201,7 +221,8 @@ transitions:
 `);
       fs.chmodSync(dir, 0o755);
       for (let i = 0; i < 3; i++) await net.put('inbox', Buffer.from(`t${i}`), { key: `k${i}` });
-      if (!isRoot) for (const p of ['inbox', 'work', 'done']) fs.chmodSync(path.join(dir, 'places', p, 'nextseq.lock'), 0o444);
+      if (!isRoot)
+        for (const p of ['inbox', 'work', 'done']) fs.chmodSync(path.join(dir, 'places', p, 'nextseq.lock'), 0o444);
       const text = await readOnlyStatus(file, false);
       expect(text.stderr).toBe('');
       expect(text.status).toBe(0);
@@ -209,7 +230,10 @@ transitions:
       const notes = text.stdout.split('\n').filter((l) => l.startsWith('note: '));
       expect(notes).toEqual([
         expect.stringMatching(
-          /^note: user \S+ may read this net but not lock its places \(nextseq\.lock: Permission denied\), so their next numbers were read without the lock$/,
+          new RegExp(
+            /^note: user \S+ may read this net but not lock its places \(nextseq\.lock: /.source +
+              /Permission denied\), so their next numbers were read without the lock$/.source,
+          ),
         ),
       ]);
       // The NOTE column of every place is empty, and the counts are all there.
@@ -221,7 +245,9 @@ transitions:
       ]);
       const json = JSON.parse((await readOnlyStatus(file, true)).stdout) as StatusJson;
       expect(json.places.map((p) => p.problem)).toEqual([undefined, undefined, undefined]);
-      expect(json.notes).toEqual([{ code: 'read-only', text: expect.stringContaining('may read this net but not lock its places') }]);
+      expect(json.notes).toEqual([
+        { code: 'read-only', text: expect.stringContaining('may read this net but not lock its places') },
+      ]);
       expect(json.state).toBe('idle');
     }, 60_000);
   },

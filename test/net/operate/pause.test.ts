@@ -25,7 +25,8 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
 }
 
 describe('net pause', () => {
-  test('paused while 4 workers run: the running ones finish, no new firing starts; resumed, everything drains', async () => {
+  test('paused while 4 workers run: the running ones finish, ' +
+    'no new firing starts; resumed, everything drains', async () => {
     const { dir, net } = makeNet(SLOW);
     for (let i = 0; i < 40; i++) await net.put('in', Buffer.from(`t${i}\n`), { key: `k${i}` });
     let starts = 0;
@@ -74,7 +75,9 @@ describe('net pause', () => {
     for (const round of [1, 2]) {
       const r = await runFspl(['net', 'run', file, '--drain', '-l', 'error']);
       expect(r.status, `run ${round}: ${r.stderr}`).toBe(3);
-      expect(r.stderr).toMatch(/3 tokens can never fire:\n {2}in #1 key k0: held by slow, paused since .* by .*: waiting for the fix\n/);
+      expect(r.stderr).toMatch(
+        /3 tokens can never fire:\n {2}in #1 key k0: held by slow, paused since .* by .*: waiting for the fix\n/,
+      );
       expect((await tokensIn(path.join(dir, 'places/in'))).length).toBe(3);
     }
     const st = await runFspl(['net', 'status', file]);
@@ -102,7 +105,11 @@ transitions:
     await until(() => fs.existsSync(path.join(dir, 'once')), 'the firing started');
     const p = await runFspl(['net', 'pause', file, 'stuck', '--kill']);
     expect(p.status, p.stderr).toBe(0);
-    await until(async () => (await net.status()).transitions[0]!.running === 0 && events.filter((e) => e === 'start').length === 1, 'the firing abandoned');
+    await until(
+      async () =>
+        (await net.status()).transitions[0]!.running === 0 && events.filter((e) => e === 'start').length === 1,
+      'the firing abandoned',
+    );
     expect(await tokensIn(path.join(dir, 'places/out'))).toEqual([]);
     expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => t.key)).toEqual(['k']);
     net.resume('stuck');
@@ -112,35 +119,41 @@ transitions:
     expect(events.filter((e) => e === 'start')).toHaveLength(2);
   }, 60_000);
 
-  test('a transition of another host: say which host runs it (exit 2); the other commands name the host too', async () => {
-    const dir = netDir();
-    const file = path.join(dir, 'net.yaml');
-    fs.writeFileSync(
-      file,
-      `
+  test(
+    'a transition of another host: say which host runs ' + 'it (exit 2); the other commands name the host too',
+    async () => {
+      const dir = netDir();
+      const file = path.join(dir, 'net.yaml');
+      fs.writeFileSync(
+        file,
+        `
 hosts: { a: { ssh: a.example }, b: { ssh: b.example } }
 places: { in: { host: a }, out: { host: b } }
 transitions:
   t: { in: in, out: out, host: a }
 `,
-    );
-    const r = await runFspl(['net', 'pause', file, 't', '--host', 'b']);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/^Error: Transition t runs on host a, not b: pause it there/);
-    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
-    // Without --host, the host the net file gives the transition (issue 40: don't ask what the file says).
-    const none = await runFspl(['net', 'pause', file, 't']);
-    expect([none.status, none.stderr]).toEqual([0, '']);
-    const ok = await runFspl(['net', 'pause', file, 't', '--host', 'a']);
-    expect(ok.status, ok.stderr).toBe(0);
-    // The other operator commands act on one host's part of the net, named with --host.
-    expect((await runFspl(['net', 'init', file, '--host', 'a'])).status).toBe(0);
-    const ls = await runFspl(['net', 'ls', file, 'in', '--host', 'a']);
-    expect([ls.status, ls.stdout]).toEqual([0, 'SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n']);
-    // Where the net file says which host a place (or a transition) is on, --host is not needed.
-    const bare = await runFspl(['net', 'ls', file, 'in']);
-    expect([bare.status, bare.stdout, bare.stderr]).toEqual([0, 'SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n', '']);
-    const which = await runFspl(['net', 'retry', file, '--all']);
-    expect([which.status, which.stderr]).toEqual([2, 'Error: The net runs on several hosts (a, b): say which one this is with --host NAME\n']);
-  });
+      );
+      const r = await runFspl(['net', 'pause', file, 't', '--host', 'b']);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/^Error: Transition t runs on host a, not b: pause it there/);
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      // Without --host, the host the net file gives the transition (issue 40: don't ask what the file says).
+      const none = await runFspl(['net', 'pause', file, 't']);
+      expect([none.status, none.stderr]).toEqual([0, '']);
+      const ok = await runFspl(['net', 'pause', file, 't', '--host', 'a']);
+      expect(ok.status, ok.stderr).toBe(0);
+      // The other operator commands act on one host's part of the net, named with --host.
+      expect((await runFspl(['net', 'init', file, '--host', 'a'])).status).toBe(0);
+      const ls = await runFspl(['net', 'ls', file, 'in', '--host', 'a']);
+      expect([ls.status, ls.stdout]).toEqual([0, 'SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n']);
+      // Where the net file says which host a place (or a transition) is on, --host is not needed.
+      const bare = await runFspl(['net', 'ls', file, 'in']);
+      expect([bare.status, bare.stdout, bare.stderr]).toEqual([0, 'SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR\n', '']);
+      const which = await runFspl(['net', 'retry', file, '--all']);
+      expect([which.status, which.stderr]).toEqual([
+        2,
+        'Error: The net runs on several hosts (a, b): say which one this is with --host NAME\n',
+      ]);
+    },
+  );
 });

@@ -22,7 +22,11 @@ function headersIn(jobs: string): Array<{ seq: bigint; key?: string; env: Map<st
     .filter((n) => n.endsWith('.fspl'))
     .map((n) => {
       const h = readHeaderFileSync(path.join(jobs, n));
-      const env = new Map(h.cmd.kind === 'Command' ? h.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()]) : []);
+      const env = new Map(
+        h.cmd.kind === 'Command'
+          ? h.cmd.env.map(([k, v]) => [Buffer.from(k).toString(), Buffer.from(v).toString()])
+          : [],
+      );
       return { seq: h.seq, key: h.cmd.kind === 'Command' ? env.get('KEY') : undefined, env };
     })
     .sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
@@ -38,7 +42,10 @@ transitions:
   let total = 0;
   const putBatch = async (): Promise<void> => {
     for (let i = total; i < total + BATCH; i++) {
-      await net.put('failed', Buffer.from(`p${i}\n`), { key: `k${i}`, env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in', ERROR_REASON: 'exit 1' } });
+      await net.put('failed', Buffer.from(`p${i}\n`), {
+        key: `k${i}`,
+        env: { ERROR_TRANSITION: 'work', ERROR_PLACE: 'in', ERROR_REASON: 'exit 1' },
+      });
     }
     total += BATCH;
   };
@@ -69,7 +76,9 @@ transitions:
     const keys = [...up, ...err].flatMap((t) => (t.key === undefined ? [] : [t.key]));
     expect(keys.length, `seed ${seed}, kill ${kills}: tokens in both or in neither`).toBe(total);
     expect(new Set(keys).size, `seed ${seed}, kill ${kills}: a token in both places`).toBe(total);
-    for (const t of up) if (t.key !== undefined) expect([t.env.get('RETRIED'), t.env.get('ERROR_PLACE')], `seed ${seed}`).toEqual(['1', undefined]);
+    for (const t of up)
+      if (t.key !== undefined)
+        expect([t.env.get('RETRIED'), t.env.get('ERROR_PLACE')], `seed ${seed}`).toEqual(['1', undefined]);
     if (err.length > 0 && up.some((t) => t.key !== undefined)) midway++;
     // Upstream numbers, NOP fillers included, are 1..N: a sequence reader never waits on a hole.
     expect(
@@ -82,7 +91,9 @@ transitions:
     ).toEqual([]);
   }
   expect(kills).toBe(KILLS);
-  process.stderr.write(`retry-crash: seed ${seed}, ${kills} kills, ${midway} with tokens on both sides, ${total} tokens\n`);
+  process.stderr.write(
+    `retry-crash: seed ${seed}, ${kills} kills, ${midway} with tokens on both sides, ${total} tokens\n`,
+  );
   // What is left goes back, and the net delivers every key exactly once.
   await net.retry({ all: true });
   const summary = await net.run({ drain: true });

@@ -8,12 +8,14 @@ import { NetRequestError } from 'filespooler';
 import { describe, expect, test } from 'vitest';
 import { makeNet, runFspl, sleep, spawnFspl, tokensIn } from '../helpers.js';
 
-const FLAKY = `
+const FLAKY =
+  `
 places: { in: {}, out: {}, failed: {} }
 transitions:
   work:
     in: in
-    run: 'if [ ! -e fixed ] && case "$FSPL_SET_KEY" in *3|*7) true;; *) false;; esac; then echo broken >&2; exit 1; fi; sed s/^/w:/'
+    run: 'if [ ! -e fixed ] && case "$FSPL_SET_KEY" in *3|*7) true;; ` +
+  `*) false;; esac; then echo broken >&2; exit 1; fi; sed s/^/w:/'
     out: out
     error: failed
 `;
@@ -30,7 +32,8 @@ describe('net retry', () => {
     await net.run({ drain: true, workers: 2 });
     const failed = await tokensIn(path.join(dir, 'places/failed'));
     expect(failed.map((t) => t.key).sort()).toEqual(['k13', 'k17', 'k3', 'k7']);
-    for (const t of failed) expect([t.env.ERROR_TRANSITION, t.env.ERROR_PLACE, t.env.COLOUR]).toEqual(['work', 'in', 'blue']);
+    for (const t of failed)
+      expect([t.env.ERROR_TRANSITION, t.env.ERROR_PLACE, t.env.COLOUR]).toEqual(['work', 'in', 'blue']);
 
     fs.writeFileSync(path.join(dir, 'fixed'), ''); // the fix
     const runner = spawnFspl(['net', 'run', '--workers', '2', '-l', 'error', file]);
@@ -103,18 +106,28 @@ transitions:
     expect((await keysIn(dir, 'failed')).sort()).toEqual(['q', 'q']);
   });
 
-  test('an old error token without ERROR_PLACE goes to its transition’s one input; a gone transition needs --to', async () => {
-    const { dir, file, net } = makeNet(FLAKY);
-    await net.put('failed', Buffer.from('x'), { key: 'old', env: { ERROR_TRANSITION: 'work', ERROR_REASON: 'exit 1' } });
-    await net.put('failed', Buffer.from('y'), { key: 'gone', env: { ERROR_TRANSITION: 'vanished' } });
-    const r = await runFspl(['net', 'retry', file, '--key', 'gone']);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/^Error: .*vanished.*--to PLACE\n$/);
-    await expect(net.retry({ keys: ['old'] })).resolves.toMatchObject({ moves: [{ key: 'old', to: { place: 'in' } }] });
-    await expect(net.retry({ keys: ['gone'], to: 'in' })).resolves.toMatchObject({ moves: [{ key: 'gone', to: { place: 'in' } }] });
-    expect((await keysIn(dir, 'in')).sort()).toEqual(['gone', 'old']);
-    await expect(net.retry({ keys: ['nope'] })).rejects.toThrow(NetRequestError);
-  });
+  test(
+    'an old error token without ERROR_PLACE goes to its ' + 'transition’s one input; a gone transition needs --to',
+    async () => {
+      const { dir, file, net } = makeNet(FLAKY);
+      await net.put('failed', Buffer.from('x'), {
+        key: 'old',
+        env: { ERROR_TRANSITION: 'work', ERROR_REASON: 'exit 1' },
+      });
+      await net.put('failed', Buffer.from('y'), { key: 'gone', env: { ERROR_TRANSITION: 'vanished' } });
+      const r = await runFspl(['net', 'retry', file, '--key', 'gone']);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/^Error: .*vanished.*--to PLACE\n$/);
+      await expect(net.retry({ keys: ['old'] })).resolves.toMatchObject({
+        moves: [{ key: 'old', to: { place: 'in' } }],
+      });
+      await expect(net.retry({ keys: ['gone'], to: 'in' })).resolves.toMatchObject({
+        moves: [{ key: 'gone', to: { place: 'in' } }],
+      });
+      expect((await keysIn(dir, 'in')).sort()).toEqual(['gone', 'old']);
+      await expect(net.retry({ keys: ['nope'] })).rejects.toThrow(NetRequestError);
+    },
+  );
 
   test('each bad request: one line on stderr, exit 2, nothing moved', async () => {
     const { dir, file, net } = makeNet(FLAKY);

@@ -27,16 +27,21 @@ test('the unit runs fspl by an absolute path, with node on its PATH, restarted o
   expect(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)![1])).toBeGreaterThan(stop);
 });
 
-describeIfPresent('systemd-analyze verify', has('systemd-analyze') ? [] : ['systemd-analyze'], { what: 'systemd unit check' }, () => {
-  test('the unit of docs/nets.md verifies (with this checkout’s fspl as its ExecStart)', () => {
-    const { dir } = makeNet('places: { a: {} }\ntransitions: {}\n');
-    const file = path.join(dir, 'fspl-video.service');
-    fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/srv/pipeline', dir));
-    const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).not.toMatch(/fspl-video\.service:/);
-  });
-});
+describeIfPresent(
+  'systemd-analyze verify',
+  has('systemd-analyze') ? [] : ['systemd-analyze'],
+  { what: 'systemd unit check' },
+  () => {
+    test('the unit of docs/nets.md verifies (with this checkout’s fspl as its ExecStart)', () => {
+      const { dir } = makeNet('places: { a: {} }\ntransitions: {}\n');
+      const file = path.join(dir, 'fspl-video.service');
+      fs.writeFileSync(file, unit.replaceAll('/usr/local/bin/fspl', FSPL_BIN).replaceAll('/srv/pipeline', dir));
+      const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/fspl-video\.service:/);
+    });
+  },
+);
 
 test('the @reboot cron line runs a net under cron’s environment (PATH=/usr/bin:/bin, nothing else)', async () => {
   const { dir, net } = makeNet(`
@@ -50,8 +55,14 @@ transitions:
   fs.mkdirSync(bin);
   fs.symlinkSync(FSPL_BIN, path.join(bin, 'fspl'));
   fs.symlinkSync(process.execPath, path.join(bin, 'node'));
-  const line = cron.slice('@reboot '.length).replaceAll('/usr/local/bin', bin).replaceAll('/srv/pipeline', dir).replace('video.yaml', 'net.yaml --drain'); // the same run, told to stop once drained
-  execFileSync('/bin/sh', ['-c', line], { env: { PATH: '/usr/bin:/bin', HOME: dir, SHELL: '/bin/sh', LOGNAME: 'cron' } });
+  const line = cron
+    .slice('@reboot '.length)
+    .replaceAll('/usr/local/bin', bin)
+    .replaceAll('/srv/pipeline', dir)
+    .replace('video.yaml', 'net.yaml --drain'); // the same run, told to stop once drained
+  execFileSync('/bin/sh', ['-c', line], {
+    env: { PATH: '/usr/bin:/bin', HOME: dir, SHELL: '/bin/sh', LOGNAME: 'cron' },
+  });
   expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.payload)).toEqual(['x\n']);
   expect(fs.existsSync(path.join(dir, 'video.log'))).toBe(true);
 });

@@ -33,7 +33,11 @@ describe('net set-aside', () => {
     const aside = await tokensIn(path.join(dir, 'net.state/set-aside'));
     expect(aside).toHaveLength(1);
     expect(aside[0]).toMatchObject({ key: 'k1', payload: 'p1\n' });
-    expect(aside[0]!.env).toMatchObject({ SET_ASIDE_PLACE: 'in', SET_ASIDE_SEQ: '2', SET_ASIDE_REASON: 'crashes the parser' });
+    expect(aside[0]!.env).toMatchObject({
+      SET_ASIDE_PLACE: 'in',
+      SET_ASIDE_SEQ: '2',
+      SET_ASIDE_REASON: 'crashes the parser',
+    });
     expect((await net.run({ drain: true })).leftovers).toEqual([]);
     expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.key)).toEqual(['k0', 'k2']);
 
@@ -42,7 +46,9 @@ describe('net set-aside', () => {
     expect(back.stdout).toBe('moved k1: (set-aside) #1 -> in #4\n');
     expect(await tokensIn(path.join(dir, 'net.state/set-aside'))).toEqual([]);
     const restored = (await tokensIn(path.join(dir, 'places/in'))).filter((t) => t.kind === 'Command');
-    expect(restored.map((t) => [t.key, t.payload, Object.keys(t.env).some((k) => k.startsWith('SET_ASIDE_'))])).toEqual([['k1', 'p1\n', false]]);
+    expect(restored.map((t) => [t.key, t.payload, Object.keys(t.env).some((k) => k.startsWith('SET_ASIDE_'))])).toEqual(
+      [['k1', 'p1\n', false]],
+    );
     await net.run({ drain: true });
     expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => [t.key, t.payload])).toEqual([
       ['k0', 'w:p0\n'],
@@ -87,30 +93,33 @@ describe('net set-aside, killed half-way', () => {
     return part;
   }
 
-  test('recovery removes the staged NOP while the token is still there, and publishes it once the token is gone', async () => {
-    const { dir, net } = makeNet(NET);
-    for (let i = 0; i < 3; i++) await net.put('in', Buffer.from(`p${i}\n`), { key: `k${i}` });
-    await net.retry({ setAside: true, all: true }); // an operator command: the operate journal exists
-    const jobs = path.join(dir, 'places/in/jobs');
-    // Killed before its move was recorded: the token stays, the NOP goes.
-    const part = stageNopPart(jobs, 2n);
-    await recoverOperations(net.model);
-    expect(fs.existsSync(part)).toBe(false);
-    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
-      [1n, 'Command'],
-      [2n, 'Command'],
-      [3n, 'Command'],
-    ]);
-    // Killed after the token was removed, before the NOP was published: the NOP takes the number.
-    const token = (await tokensIn(path.join(dir, 'places/in')))[1]!;
-    fs.unlinkSync(path.join(jobs, token.filename));
-    stageNopPart(jobs, 2n);
-    await recoverOperations(net.model);
-    expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
-      [1n, 'Command'],
-      [2n, 'NOP'],
-      [3n, 'Command'],
-    ]);
-    expect(fs.readdirSync(jobs).filter((n) => n.endsWith('.part'))).toEqual([]);
-  });
+  test(
+    'recovery removes the staged NOP while the token is ' + 'still there, and publishes it once the token is gone',
+    async () => {
+      const { dir, net } = makeNet(NET);
+      for (let i = 0; i < 3; i++) await net.put('in', Buffer.from(`p${i}\n`), { key: `k${i}` });
+      await net.retry({ setAside: true, all: true }); // an operator command: the operate journal exists
+      const jobs = path.join(dir, 'places/in/jobs');
+      // Killed before its move was recorded: the token stays, the NOP goes.
+      const part = stageNopPart(jobs, 2n);
+      await recoverOperations(net.model);
+      expect(fs.existsSync(part)).toBe(false);
+      expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
+        [1n, 'Command'],
+        [2n, 'Command'],
+        [3n, 'Command'],
+      ]);
+      // Killed after the token was removed, before the NOP was published: the NOP takes the number.
+      const token = (await tokensIn(path.join(dir, 'places/in')))[1]!;
+      fs.unlinkSync(path.join(jobs, token.filename));
+      stageNopPart(jobs, 2n);
+      await recoverOperations(net.model);
+      expect((await tokensIn(path.join(dir, 'places/in'))).map((t) => [t.seq, t.kind])).toEqual([
+        [1n, 'Command'],
+        [2n, 'NOP'],
+        [3n, 'Command'],
+      ]);
+      expect(fs.readdirSync(jobs).filter((n) => n.endsWith('.part'))).toEqual([]);
+    },
+  );
 });

@@ -13,7 +13,8 @@ transitions:
 describe('net ls and net show', () => {
   test('ls lists in number order, in passes, with error details; show finds by key or number', async () => {
     const { dir, file, net } = makeNet(NET);
-    for (let i = 0; i < 7; i++) await net.put('out', Buffer.from(`payload ${i}\n`), { key: `k${i}`, params: ['a', `p${i}`] });
+    for (let i = 0; i < 7; i++)
+      await net.put('out', Buffer.from(`payload ${i}\n`), { key: `k${i}`, params: ['a', `p${i}`] });
     const seqs: bigint[] = [];
     for await (const t of listTokens(net.model, 'out', { pass: 3 })) seqs.push(t.seq);
     expect(seqs).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n]);
@@ -22,7 +23,9 @@ describe('net ls and net show', () => {
     expect(ls.status, ls.stderr).toBe(0);
     const lines = ls.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('SEQ\tKEY\tAGE\tSIZE\tPARAMS\tRETRIED\tERROR');
-    expect(lines.slice(1).map((l) => l.split('\t').slice(0, 2))).toEqual(Array.from({ length: 7 }, (_, i) => [String(i + 1), `k${i}`]));
+    expect(lines.slice(1).map((l) => l.split('\t').slice(0, 2))).toEqual(
+      Array.from({ length: 7 }, (_, i) => [String(i + 1), `k${i}`]),
+    );
     expect(lines[1]!.split('\t')[4]).toBe('a p0');
 
     await net.put('in', Buffer.from('bad\n'), { key: 'bad' });

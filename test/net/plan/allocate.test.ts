@@ -57,7 +57,9 @@ describe('allocateWorkers: the article REPL examples', () => {
       ],
     },
     {
-      repl: 'allocateWorkers 2 (M.fromList [("A", QueueStats 0 [1,1,1]), ("B", QueueStats 0 [1,1,1])]) (S.fromList ["A", "B"])',
+      repl:
+        'allocateWorkers 2 (M.fromList [("A", QueueStats 0 [1,1,1]), ' +
+        '("B", QueueStats 0 [1,1,1])]) (S.fromList ["A", "B"])',
       workers: 2,
       stats: [
         ['A', qs(0, [1, 1, 1])],
@@ -140,11 +142,14 @@ function bruteForce(workers: number, stages: Stage[], done: Set<string>): Map<st
   const byCodePoint = (a: string, b: string): number => {
     const x = [...a].map((c) => c.codePointAt(0) as number);
     const y = [...b].map((c) => c.codePointAt(0) as number);
-    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number);
+    for (let i = 0; i < Math.min(x.length, y.length); i++)
+      if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number);
     return x.length - y.length;
   };
   const sorted = [...stages].sort((a, b) => byCodePoint(a.name, b.name)); // Map.keys order
-  const configs = possibleConfigs(workers, sorted.length).filter((cfg) => !cfg.some((w, i) => done.has((sorted[i] as Stage).name) && w > 0));
+  const configs = possibleConfigs(workers, sorted.length).filter(
+    (cfg) => !cfg.some((w, i) => done.has((sorted[i] as Stage).name) && w > 0),
+  );
   let best: number[] | undefined;
   let bestScore: Frac | undefined;
   for (const cfg of configs) {
@@ -220,14 +225,24 @@ describe('allocateWorkers against the article enumeration', () => {
   });
 
   it('equals the brute force on random doubles', () => {
-    const double = fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.constantFrom(0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 2.3, 3, 3.3, 14.7, 1e-310, 1e300));
+    const double = fc.oneof(
+      fc.double({ min: 0, max: 1e6, noNaN: true }),
+      fc.constantFrom(0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 2.3, 3, 3.3, 14.7, 1e-310, 1e300),
+    );
     fc.assert(
       fc.property(
         fc.integer({ min: 0, max: 5 }),
-        fc.uniqueArray(fc.record({ name: fc.constantFrom(...names), queueLength: double, times: fc.array(double, { maxLength: 3 }) }), {
-          selector: (s) => s.name,
-          maxLength: 4,
-        }),
+        fc.uniqueArray(
+          fc.record({
+            name: fc.constantFrom(...names),
+            queueLength: double,
+            times: fc.array(double, { maxLength: 3 }),
+          }),
+          {
+            selector: (s) => s.name,
+            maxLength: 4,
+          },
+        ),
         (workers, stages) => {
           const stats = new Map(stages.map((s) => [s.name, qs(s.queueLength, s.times)]));
           const got = allocateWorkers(workers, stats, new Set());

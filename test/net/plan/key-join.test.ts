@@ -119,7 +119,11 @@ describe('MergeJoins', () => {
     const net = defineNet({
       dir: '/nonexistent',
       places: { l: {}, r: {}, s: {}, o: {}, o2: {}, o3: {} },
-      transitions: { m: { in: ['l', 'r'], out: 'o', run: null }, m2: { in: ['r', 's'], out: 'o2', run: null }, one: { in: 's', out: 'o3', run: null } },
+      transitions: {
+        m: { in: ['l', 'r'], out: 'o', run: null },
+        m2: { in: ['r', 's'], out: 'o2', run: null },
+        one: { in: 's', out: 'o3', run: null },
+      },
     });
     const joins = new MergeJoins<Tok>(net.transitions.values());
     expect([...joins.byTransition.keys()]).toEqual(['m', 'm2']);

@@ -15,11 +15,25 @@ import {
 import { seeded } from '../helpers.js';
 
 function tok(seq: number, opts: { key?: string; seen?: number; nop?: boolean } = {}): TokenRef {
-  return { filename: `f${seq}`, seq: BigInt(seq), key: opts.key ?? `k${seq}`, seen: opts.seen ?? 0, nop: opts.nop ?? false };
+  return {
+    filename: `f${seq}`,
+    seq: BigInt(seq),
+    key: opts.key ?? `k${seq}`,
+    seen: opts.seen ?? 0,
+    nop: opts.nop ?? false,
+  };
 }
 
 function place(name: string, tokens: TokenRef[], opts: Partial<PlaceState> = {}): PlaceState {
-  return { name, order: 'sequence', next: tokens.length ? tokens[0]!.seq : 1n, tokens, count: tokens.length, incoming: 0, ...opts };
+  return {
+    name,
+    order: 'sequence',
+    next: tokens.length ? tokens[0]!.seq : 1n,
+    tokens,
+    count: tokens.length,
+    incoming: 0,
+    ...opts,
+  };
 }
 
 function trans(
@@ -28,11 +42,19 @@ function trans(
   out: string[],
   opts: Partial<TransitionState> = {},
 ): TransitionState {
-  const inputs = (typeof inp === 'string' ? [{ place: inp }] : inp).map((a) => ({ place: a.place, take: a.take ?? 1, maxWait: a.maxWait }));
+  const inputs = (typeof inp === 'string' ? [{ place: inp }] : inp).map((a) => ({
+    place: a.place,
+    take: a.take ?? 1,
+    maxWait: a.maxWait,
+  }));
   return { name, inputs, outputs: out, inhibit: [], workers: 1, running: 0, stopped: false, serviceTimes: [], ...opts };
 }
 
-function input(places: PlaceState[], transitions: TransitionState[], extra: Partial<SchedulerInput> = {}): SchedulerInput {
+function input(
+  places: PlaceState[],
+  transitions: TransitionState[],
+  extra: Partial<SchedulerInput> = {},
+): SchedulerInput {
   return {
     places: new Map(places.map((p) => [p.name, p])),
     transitions: new Map(transitions.map((t) => [t.name, t])),
@@ -99,14 +121,26 @@ describe('schedule', () => {
   });
 
   it('waits for the next number of a sequence place: a gap stops it', () => {
-    const r = schedule(input([place('a', [tok(1), tok(2), tok(4)], { next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]));
+    const r = schedule(
+      input(
+        [place('a', [tok(1), tok(2), tok(4)], { next: 1n }), place('b', [])],
+        [trans('t', 'a', ['b'], { workers: 4 })],
+      ),
+    );
     expect(r.starts.map(seqsOf)).toEqual([[1], [2]]);
-    const r2 = schedule(input([place('a', [tok(2), tok(3)], { next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]));
+    const r2 = schedule(
+      input([place('a', [tok(2), tok(3)], { next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]),
+    );
     expect(r2.starts).toEqual([]);
   });
 
   it('takes an arrival place by lowest number, gaps or not', () => {
-    const r = schedule(input([place('a', [tok(2), tok(5), tok(9)], { order: 'arrival', next: 1n }), place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]));
+    const r = schedule(
+      input(
+        [place('a', [tok(2), tok(5), tok(9)], { order: 'arrival', next: 1n }), place('b', [])],
+        [trans('t', 'a', ['b'], { workers: 4 })],
+      ),
+    );
     expect(r.starts.map(seqsOf)).toEqual([[2], [5], [9]]);
   });
 
@@ -126,20 +160,35 @@ describe('schedule', () => {
       ),
     );
     expect(r.starts).toHaveLength(1);
-    const full = schedule(input([place('a', [tok(1)]), place('b', [tok(1), tok(2)], { capacity: 2 })], [trans('t', 'a', ['b'], { workers: 8 })]));
+    const full = schedule(
+      input(
+        [place('a', [tok(1)]), place('b', [tok(1), tok(2)], { capacity: 2 })],
+        [trans('t', 'a', ['b'], { workers: 8 })],
+      ),
+    );
     expect(full.starts).toEqual([]);
   });
 
   it('lets a producer start while the reader of the place holds its token (the commit waits for room)', () => {
     // b (capacity 1) holds one token that u has claimed: t may start, its output replaces it.
     const ts = [trans('t', 'a', ['b'], { workers: 4 }), trans('u', 'b', ['c'], { running: 1 })];
-    const r = schedule(input([place('a', [tok(1), tok(2)]), place('b', [], { count: 1, claimed: 1, capacity: 1 }), place('c', [])], ts));
+    const r = schedule(
+      input([place('a', [tok(1), tok(2)]), place('b', [], { count: 1, claimed: 1, capacity: 1 }), place('c', [])], ts),
+    );
     expect(r.starts.map((s) => s.transition)).toEqual(['t']);
     // An unclaimed token there, or one already on its way: no start.
-    expect(schedule(input([place('a', [tok(1)]), place('b', [tok(5)], { capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])])).starts).toEqual([]);
     expect(
-      schedule(input([place('a', [tok(1)]), place('b', [], { count: 1, claimed: 1, incoming: 1, capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])]))
-        .starts,
+      schedule(
+        input([place('a', [tok(1)]), place('b', [tok(5)], { capacity: 1 }), place('c', [])], [trans('t', 'a', ['b'])]),
+      ).starts,
+    ).toEqual([]);
+    expect(
+      schedule(
+        input(
+          [place('a', [tok(1)]), place('b', [], { count: 1, claimed: 1, incoming: 1, capacity: 1 }), place('c', [])],
+          [trans('t', 'a', ['b'])],
+        ),
+      ).starts,
     ).toEqual([]);
   });
 
@@ -162,7 +211,9 @@ describe('schedule', () => {
       const ts = [trans('t', 'a', ['b'], { workers: 1 + rnd(6) }), trans('u', 'b', ['c'], { workers: 1 + rnd(6) })];
       const r = schedule(input([a, b, c], ts, { freeWorkers: 1 + rnd(8), totalWorkers: 8 }));
       const into = (p: PlaceState, name: string) =>
-        p.count + p.incoming + r.starts.filter((s) => ts.find((t) => t.name === s.transition)!.outputs.includes(name)).length;
+        p.count +
+        p.incoming +
+        r.starts.filter((s) => ts.find((t) => t.name === s.transition)!.outputs.includes(name)).length;
       expect(into(b, 'b')).toBeLessThanOrEqual(Math.max(cap, count + incoming));
       expect(into(c, 'c')).toBeLessThanOrEqual(c.capacity!);
     }
@@ -181,7 +232,9 @@ describe('schedule', () => {
   it('matches an and-merge by key, the rest waiting', () => {
     const l = place('l', [tok(1, { key: 'x' }), tok(2, { key: 'y' })], { order: 'arrival' });
     const r = place('r', [tok(1, { key: 'y' }), tok(2, { key: 'z' })], { order: 'arrival' });
-    const res = schedule(input([l, r, place('o', [])], [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })]));
+    const res = schedule(
+      input([l, r, place('o', [])], [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })]),
+    );
     expect(res.starts).toHaveLength(1);
     expect(res.starts[0]!.tokens.map((x) => [x.place, x.token.key])).toEqual([
       ['l', 'y'],
@@ -189,44 +242,60 @@ describe('schedule', () => {
     ]);
   });
 
-  it('an and-merge given its join (merge): starts its first sets, up to its cap, with only the heads of its places shown', () => {
-    const l = place('l', [tok(1, { key: 'x' })], { order: 'arrival', count: 3 });
-    const r = place('r', [tok(1, { key: 'y' })], { order: 'arrival', count: 3 });
-    const [l2, l3, r2, r3] = [tok(2, { key: 'y' }), tok(3, { key: 'z' }), tok(2, { key: 'z' }), tok(3, { key: 'w' })];
-    const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], {
-      workers: 4,
-      merge: {
-        complete: 2,
-        sets: [
-          [l2, tok(1, { key: 'y' })],
-          [l3, r2],
-        ],
-      },
-    });
-    const res = schedule(input([l, r, place('o', [])], [m]));
-    expect(res.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
-      ['l2', 'r1'],
-      ['l3', 'r2'],
-    ]);
-    // The same sets found in the places' tokens (no join given): the same starts.
-    const all = schedule(
-      input(
-        [place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }), place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }), place('o', [])],
-        [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })],
-      ),
-    );
-    expect(all.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
-      ['l2', 'r1'],
-      ['l3', 'r2'],
-    ]);
-  });
+  it(
+    'an and-merge given its join (merge): starts its first ' +
+      'sets, up to its cap, with only the heads of its places shown',
+    () => {
+      const l = place('l', [tok(1, { key: 'x' })], { order: 'arrival', count: 3 });
+      const r = place('r', [tok(1, { key: 'y' })], { order: 'arrival', count: 3 });
+      const [l2, l3, r2, r3] = [tok(2, { key: 'y' }), tok(3, { key: 'z' }), tok(2, { key: 'z' }), tok(3, { key: 'w' })];
+      const m = trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], {
+        workers: 4,
+        merge: {
+          complete: 2,
+          sets: [
+            [l2, tok(1, { key: 'y' })],
+            [l3, r2],
+          ],
+        },
+      });
+      const res = schedule(input([l, r, place('o', [])], [m]));
+      expect(res.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
+        ['l2', 'r1'],
+        ['l3', 'r2'],
+      ]);
+      // The same sets found in the places' tokens (no join given): the same starts.
+      const all = schedule(
+        input(
+          [
+            place('l', [tok(1, { key: 'x' }), l2, l3], { order: 'arrival' }),
+            place('r', [tok(1, { key: 'y' }), r2, r3], { order: 'arrival' }),
+            place('o', []),
+          ],
+          [trans('m', [{ place: 'l' }, { place: 'r' }], ['o'], { workers: 4 })],
+        ),
+      );
+      expect(all.starts.map((s) => s.tokens.map((x) => `${x.place}${x.token.seq}`))).toEqual([
+        ['l2', 'r1'],
+        ['l3', 'r2'],
+      ]);
+    },
+  );
 
   it('a set taken by one and-merge is gone for another reading the same place, and its key no longer counts', () => {
     const [r1, s1, l1] = [tok(1, { key: 'k' }), tok(1, { key: 'k' }), tok(1, { key: 'k' })];
     const m1 = trans('m1', [{ place: 'l' }, { place: 'r' }], ['o'], { merge: { complete: 1, sets: [[l1, r1]] } });
     const m2 = trans('m2', [{ place: 'r' }, { place: 's' }], ['o'], { merge: { complete: 1, sets: [[r1, s1]] } });
     const res = schedule(
-      input([place('l', [], { order: 'arrival' }), place('r', [], { order: 'arrival' }), place('s', [], { order: 'arrival' }), place('o', [])], [m1, m2]),
+      input(
+        [
+          place('l', [], { order: 'arrival' }),
+          place('r', [], { order: 'arrival' }),
+          place('s', [], { order: 'arrival' }),
+          place('o', []),
+        ],
+        [m1, m2],
+      ),
     );
     expect(res.starts).toHaveLength(1);
   });
@@ -238,7 +307,9 @@ describe('schedule', () => {
     const fires = r.starts.filter((s) => !s.skip);
     expect(skips.map(seqsOf)).toEqual([[1]]);
     expect(fires.map(seqsOf)).toEqual([[2]]);
-    const gap = schedule(input([place('a', [tok(3, { nop: true })], { next: 2n }), place('b', [])], [trans('t', 'a', ['b'])]));
+    const gap = schedule(
+      input([place('a', [tok(3, { nop: true })], { next: 2n }), place('b', [])], [trans('t', 'a', ['b'])]),
+    );
     expect(gap.starts).toEqual([]);
   });
 
@@ -257,7 +328,9 @@ describe('schedule', () => {
     expect(early.wakeAt).toBe(1200);
     const due = schedule(input([mk(3, 1000), place('b', [])], [t], { now: 1200 }));
     expect(due.starts.map(seqsOf)).toEqual([[1, 2, 3]]);
-    const noWait = schedule(input([mk(3, 1000), place('b', [])], [trans('t', [{ place: 'a', take: 10 }], ['b'])], { now: 99_999 }));
+    const noWait = schedule(
+      input([mk(3, 1000), place('b', [])], [trans('t', [{ place: 'a', take: 10 }], ['b'])], { now: 99_999 }),
+    );
     expect(noWait.starts).toEqual([]);
     expect(noWait.wakeAt).toBeUndefined();
   });
@@ -271,7 +344,10 @@ describe('schedule', () => {
       'b',
       range(1, 21).map((i) => tok(i)),
     );
-    const ts = [trans('fast', 'a', ['x'], { workers: 8, serviceTimes: [10] }), trans('slow', 'b', ['y'], { workers: 8, serviceTimes: [40] })];
+    const ts = [
+      trans('fast', 'a', ['x'], { workers: 8, serviceTimes: [10] }),
+      trans('slow', 'b', ['y'], { workers: 8, serviceTimes: [40] }),
+    ];
     const r = schedule(input([a, b, place('x', []), place('y', [])], ts, { freeWorkers: 5, totalWorkers: 5 }));
     const n = (t: string) => r.starts.filter((s) => s.transition === t).length;
     expect(n('fast') + n('slow')).toBe(5);
@@ -305,7 +381,9 @@ describe('schedule', () => {
     const inp = input([a, place('b', [])], [trans('t', 'a', ['b'], { workers: 4 })]);
     const before = JSON.stringify(inp, (_k, v) => (typeof v === 'bigint' ? String(v) : v instanceof Map ? [...v] : v));
     schedule(inp);
-    expect(JSON.stringify(inp, (_k, v) => (typeof v === 'bigint' ? String(v) : v instanceof Map ? [...v] : v))).toBe(before);
+    expect(JSON.stringify(inp, (_k, v) => (typeof v === 'bigint' ? String(v) : v instanceof Map ? [...v] : v))).toBe(
+      before,
+    );
   });
 
   it('no starvation: two transitions with equal scores and one worker both fire within a few rounds', () => {
@@ -371,54 +449,70 @@ describe('schedule', () => {
 });
 
 describe('idle transitions and the allocation', () => {
-  it('a transition with nothing queued and nothing running gets no share, even when upstream could still feed it', () => {
-    // t1 runs and writes b, so t2 (reading b, empty) could still get work: the article counts it as
-    // not done. It weighs nothing either way, and never takes a worker from a stage that weighs
-    // more: t3, the only weighed stage, gets both workers' worth of share, and both starts.
-    const ts = [
-      trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }),
-      trans('t2', 'b', ['c'], { serviceTimes: [10] }),
-      trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] }),
-    ];
-    const r = schedule(
-      input(
-        [
-          place('a', []),
-          place('b', []),
-          place('c', []),
-          place(
-            'd',
-            range(1, 6).map((i) => tok(i)),
-          ),
-          place('e', []),
-        ],
-        ts,
-        { totalWorkers: 3, freeWorkers: 2, rotation: 1 },
-      ),
-    );
-    expect(r.starts.map((s) => s.transition)).toEqual(['t3', 't3']);
-  });
+  it(
+    'a transition with nothing queued and nothing running ' + 'gets no share, even when upstream could still feed it',
+    () => {
+      // t1 runs and writes b, so t2 (reading b, empty) could still get work: the article counts it as
+      // not done. It weighs nothing either way, and never takes a worker from a stage that weighs
+      // more: t3, the only weighed stage, gets both workers' worth of share, and both starts.
+      const ts = [
+        trans('t1', 'a', ['b'], { running: 1, serviceTimes: [10] }),
+        trans('t2', 'b', ['c'], { serviceTimes: [10] }),
+        trans('t3', 'd', ['e'], { workers: 4, serviceTimes: [10] }),
+      ];
+      const r = schedule(
+        input(
+          [
+            place('a', []),
+            place('b', []),
+            place('c', []),
+            place(
+              'd',
+              range(1, 6).map((i) => tok(i)),
+            ),
+            place('e', []),
+          ],
+          ts,
+          { totalWorkers: 3, freeWorkers: 2, rotation: 1 },
+        ),
+      );
+      expect(r.starts.map((s) => s.transition)).toEqual(['t3', 't3']);
+    },
+  );
 
-  it('with every weight zero (service times of 0), the first transition with work in round-robin order has the share: a deliberate difference from the article', () => {
-    // Moves and quick functions measure 0 ms: every stage weighs 0, and allocateWorkers gives every
-    // worker to the first stage that is not done. The article's "done" leaves t2 in (t1, running,
-    // feeds it), and t2 would get the share though it has nothing to fire; the scheduler leaves out
-    // every transition with nothing queued and nothing running, so the share goes to t3, the
-    // first in round-robin order (from t2) with work, and its deficit (2 - 1) is the largest.
-    // Knowing what upstream could still feed would cost a walk of the net per decision.
-    const ts = [
-      trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }),
-      trans('t2', 'b', ['c'], { serviceTimes: [0] }),
-      trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }),
-      trans('t4', 'f', ['x'], { serviceTimes: [0] }),
-    ];
-    const ps = [place('a', []), place('b', []), place('c', []), place('d', [tok(1)]), place('f', [tok(1)]), place('x', [])];
-    const r = schedule(input(ps, ts, { totalWorkers: 2, freeWorkers: 1, rotation: 1 }));
-    expect(r.starts.map((s) => s.transition)).toEqual(['t3']);
-    // With a weighed stage anywhere, nothing of this matters: t4's share (it weighs more) wins.
-    const weighed = ts.map((t) => (t.name === 't4' ? { ...t, serviceTimes: [5] } : t));
-    expect(schedule(input(ps, weighed, { totalWorkers: 2, freeWorkers: 1, rotation: 1 })).starts.map((s) => s.transition)).toEqual(['t4']);
-  });
+  it(
+    'with every weight zero (service times of 0), the first transition with work ' +
+      'in round-robin order has the share: a deliberate difference from the article',
+    () => {
+      // Moves and quick functions measure 0 ms: every stage weighs 0, and allocateWorkers gives every
+      // worker to the first stage that is not done. The article's "done" leaves t2 in (t1, running,
+      // feeds it), and t2 would get the share though it has nothing to fire; the scheduler leaves out
+      // every transition with nothing queued and nothing running, so the share goes to t3, the
+      // first in round-robin order (from t2) with work, and its deficit (2 - 1) is the largest.
+      // Knowing what upstream could still feed would cost a walk of the net per decision.
+      const ts = [
+        trans('t1', 'a', ['b'], { running: 1, serviceTimes: [0] }),
+        trans('t2', 'b', ['c'], { serviceTimes: [0] }),
+        trans('t3', 'd', ['x'], { workers: 2, running: 1, serviceTimes: [0] }),
+        trans('t4', 'f', ['x'], { serviceTimes: [0] }),
+      ];
+      const ps = [
+        place('a', []),
+        place('b', []),
+        place('c', []),
+        place('d', [tok(1)]),
+        place('f', [tok(1)]),
+        place('x', []),
+      ];
+      const r = schedule(input(ps, ts, { totalWorkers: 2, freeWorkers: 1, rotation: 1 }));
+      expect(r.starts.map((s) => s.transition)).toEqual(['t3']);
+      // With a weighed stage anywhere, nothing of this matters: t4's share (it weighs more) wins.
+      const weighed = ts.map((t) => (t.name === 't4' ? { ...t, serviceTimes: [5] } : t));
+      expect(
+        schedule(input(ps, weighed, { totalWorkers: 2, freeWorkers: 1, rotation: 1 })).starts.map((s) => s.transition),
+      ).toEqual(['t4']);
+    },
+  );
 });
 
 /** A marking that changes as a run's would, for the incremental scheduler. */
@@ -462,7 +556,13 @@ class World {
   arrive(name: string): void {
     const n = this.seq.get(name) ?? 1;
     this.seq.set(name, n + 1);
-    const t = { filename: `${name}-${n}`, seq: BigInt(n), key: `k${this.rnd(4)}`, seen: this.now, nop: this.rnd(8) === 0 };
+    const t = {
+      filename: `${name}-${n}`,
+      seq: BigInt(n),
+      key: `k${this.rnd(4)}`,
+      seen: this.now,
+      nop: this.rnd(8) === 0,
+    };
     this.setPlace(name, (p) => ({ tokens: [...p.tokens, t], count: p.count + 1 }));
   }
 
@@ -486,7 +586,8 @@ class World {
   }
 
   private consume(tokens: Array<{ place: string }>): void {
-    for (const { place } of tokens) this.setPlace(place, (p) => ({ claimed: (p.claimed ?? 0) - 1, count: p.count - 1 }));
+    for (const { place } of tokens)
+      this.setPlace(place, (p) => ({ claimed: (p.claimed ?? 0) - 1, count: p.count - 1 }));
   }
 
   /** The k-th open firing ends and commits: its outputs written, its inputs consumed, a service time recorded. */
@@ -494,7 +595,10 @@ class World {
     const [f] = this.open.splice(k, 1);
     const t = this.transitions.get(f!.t)!;
     this.consume(f!.tokens);
-    this.setTransition(t.name, (x) => ({ running: x.running - 1, serviceTimes: [...x.serviceTimes, this.rnd(3) * 10].slice(-3) }));
+    this.setTransition(t.name, (x) => ({
+      running: x.running - 1,
+      serviceTimes: [...x.serviceTimes, this.rnd(3) * 10].slice(-3),
+    }));
     for (const o of t.outputs) {
       this.setPlace(o, (p) => ({ incoming: p.incoming - 1 }));
       this.arrive(o);
@@ -582,7 +686,15 @@ describe('Scheduler: decisions told what changed', () => {
     const visits = (idle: number) => {
       const w = new World(() => 0);
       const add = (i: number) => {
-        w.places.set(`p${i}`, { name: `p${i}`, order: 'sequence', next: 1n, tokens: [], count: 0, incoming: 0, claimed: 0 });
+        w.places.set(`p${i}`, {
+          name: `p${i}`,
+          order: 'sequence',
+          next: 1n,
+          tokens: [],
+          count: 0,
+          incoming: 0,
+          claimed: 0,
+        });
         w.transitions.set(`t${i}`, {
           name: `t${i}`,
           inputs: [{ place: `p${i}`, take: 1 }],

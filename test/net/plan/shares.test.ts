@@ -46,7 +46,10 @@ describe('Shares', () => {
               ? undefined
               : {
                   name: `t${i}`,
-                  stats: { queueLength: 1 + rnd(4), serviceTimes: rnd(5) === 0 ? [0] : [10 * (1 + rnd(3)), 10 * (1 + rnd(3))] },
+                  stats: {
+                    queueLength: 1 + rnd(4),
+                    serviceTimes: rnd(5) === 0 ? [0] : [10 * (1 + rnd(3)), 10 * (1 + rnd(3))],
+                  },
                   running: rnd(3),
                   ready: rnd(3) > 0,
                 };
@@ -55,7 +58,9 @@ describe('Shares', () => {
         }
         const rotation = rnd(n);
         const workers = 1 + rnd(5);
-        expect(shares.pick(rotation, n, workers), `round ${round}, step ${step}`).toBe(reference(stages, rotation, workers));
+        expect(shares.pick(rotation, n, workers), `round ${round}, step ${step}`).toBe(
+          reference(stages, rotation, workers),
+        );
       }
     }
   });

@@ -9,7 +9,12 @@ import { makeNet, runFspl } from '../helpers.js';
 const chain = (caps: { workers?: number; capacity?: number } = {}) =>
   defineNet({
     dir: '/nonexistent-sim',
-    places: { a: {}, b: caps.capacity ? { capacity: caps.capacity } : {}, c: caps.capacity ? { capacity: caps.capacity } : {}, d: {} },
+    places: {
+      a: {},
+      b: caps.capacity ? { capacity: caps.capacity } : {},
+      c: caps.capacity ? { capacity: caps.capacity } : {},
+      d: {},
+    },
     transitions: {
       s10: { in: 'a', out: 'b', run: null, workers: caps.workers ?? 4 },
       s20: { in: 'b', out: 'c', run: null, workers: caps.workers ?? 4 },
@@ -86,13 +91,19 @@ describe('simulate', () => {
       transitions: { t: { in: 'a', out: 'b', run: null, inhibit: ['pause'] }, p: { in: 'pause', out: 'b', run: null } },
     });
     // pause is a source too, so it gets tokens; p empties it, then t runs.
-    const r = simulate(net, { tokens: 5, workers: 1, service: { t: { mean: 1, jitter: 0 }, p: { mean: 1, jitter: 0 } } });
+    const r = simulate(net, {
+      tokens: 5,
+      workers: 1,
+      service: { t: { mean: 1, jitter: 0 }, p: { mean: 1, jitter: 0 } },
+    });
     expect(r.places.b!.final).toBe(10);
   });
 
   it('rejects unknown transitions and bad numbers', () => {
     expect(() => simulate(chain(), { tokens: 1, workers: 0 })).toThrow(/workers/);
-    expect(() => simulate(chain(), { tokens: 1, workers: 1, service: { nope: { mean: 1, jitter: 0 } } })).toThrow(/nope/);
+    expect(() => simulate(chain(), { tokens: 1, workers: 1, service: { nope: { mean: 1, jitter: 0 } } })).toThrow(
+      /nope/,
+    );
   });
 });
 
@@ -117,7 +128,19 @@ transitions:
   fast: { in: a, out: b, run: [cat], workers: 2 }
   slow: { in: b, out: c, run: [cat], workers: 2 }
 `);
-    const r = await runFspl(['net', 'simulate', file, '--tokens', '20', '--workers', '2', '--service', 'fast=10ms', '--service', 'slow=30ms±20%']);
+    const r = await runFspl([
+      'net',
+      'simulate',
+      file,
+      '--tokens',
+      '20',
+      '--workers',
+      '2',
+      '--service',
+      'fast=10ms',
+      '--service',
+      'slow=30ms±20%',
+    ]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^20 tokens per source, 2 workers/);

@@ -62,7 +62,11 @@ async function crashRun(workers: number): Promise<void> {
       expect(code, `seed ${seed}: ${stderr}`).toBe(0);
       clean++;
     }
-    if (kills >= KILLS && (await tokensIn(path.join(dir, 'places/sink'))).filter((t) => t.kind === 'Command').length >= total) break;
+    if (
+      kills >= KILLS &&
+      (await tokensIn(path.join(dir, 'places/sink'))).filter((t) => t.kind === 'Command').length >= total
+    )
+      break;
   }
   const sink = await tokensIn(path.join(dir, 'places/sink'));
   // A number that a killed commit had taken is filled with a NOP by recovery: the rest are tokens.
@@ -88,12 +92,17 @@ async function crashRun(workers: number): Promise<void> {
   const parts = fs.readdirSync(path.join(dir, 'places/sink/jobs')).filter((n) => !/^fspl-.*\.fspl$/.test(n));
   expect(parts).toEqual([]);
   console.log(
-    `kill -9 test (workers ${workers}, seed ${seed}): ${kills} kills, ${clean} clean exits, ${tokens.length} tokens and ${sink.length - tokens.length} NOP fillers in the sink`,
+    `kill -9 test (workers ${workers}, seed ${seed}): ${kills} kills, ${clean} clean exits, ` +
+      `${tokens.length} tokens and ${sink.length - tokens.length} NOP fillers in the sink`,
   );
   expect(kills).toBeGreaterThanOrEqual(KILLS);
 }
 
 describe('exactly once under kill -9', () => {
-  test(`${KILLS} kills of net run over ${TOKENS} tokens (and-branch, and-merge): every key reaches the sink once`, () => crashRun(1), 600_000);
+  test(
+    `${KILLS} kills of net run over ${TOKENS} tokens (and-branch, and-merge): every key reaches the sink once`,
+    () => crashRun(1),
+    600_000,
+  );
   test(`the same with workers: 4 on every transition`, () => crashRun(4), 600_000);
 });

@@ -39,7 +39,8 @@ test("a decision's work does not grow with the places left alone", async () => {
   const many = await visits(2000);
   // The first decision reads everything; every later one only what changed since.
   expect(many[0]!.transitions).toBeGreaterThanOrEqual(2002);
-  const worst = (seen: Array<{ transitions: number; places: number }>) => Math.max(...seen.slice(1).map((v) => v.transitions + v.places));
+  const worst = (seen: Array<{ transitions: number; places: number }>) =>
+    Math.max(...seen.slice(1).map((v) => v.transitions + v.places));
   expect(worst(few)).toBeLessThanOrEqual(24);
   expect(worst(many)).toBeLessThanOrEqual(24);
 }, 60_000);
@@ -68,7 +69,8 @@ test('10,000 places, each read by a transition with no output: every token fires
   for (const place of filled) expect(fs.readdirSync(path.join(dir, 'places', place, 'jobs'))).toEqual([]);
 }, 60_000);
 
-test('decisions over capacities, inhibitors, batches, and-merges, retries and error places match decisions from scratch', async () => {
+test('decisions over capacities, inhibitors, batches, and-merges, ' +
+  'retries and error places match decisions from scratch', async () => {
   const dir = netDir();
   let calls = 0;
   const net = Net.define({
@@ -76,11 +78,22 @@ test('decisions over capacities, inhibitors, batches, and-merges, retries and er
     places: { a: {}, b: { capacity: 2 }, c: {}, l: {}, r: {}, m: {}, hold: {}, d: {}, bad: {}, e: {} },
     transitions: {
       // Every third call fails once, and is retried.
-      first: { in: 'a', out: 'b', workers: 3, retries: 1, fn: async (ctx) => (++calls % 3 === 0 ? Promise.reject(new Error('once')) : `${ctx.key}\n`) },
+      first: {
+        in: 'a',
+        out: 'b',
+        workers: 3,
+        retries: 1,
+        fn: async (ctx) => (++calls % 3 === 0 ? Promise.reject(new Error('once')) : `${ctx.key}\n`),
+      },
       batch: { in: { place: 'b', take: 3, 'max-wait': 0.05 }, out: 'c', run: null },
       merge: { in: ['l', 'r'], out: 'm', workers: 2, run: null },
       held: { in: 'm', out: 'd', inhibit: ['hold'], run: null },
-      failing: { in: 'd', out: 'e', error: 'bad', fn: (ctx) => (ctx.key.endsWith('3') ? Promise.reject(new Error('no')) : undefined) },
+      failing: {
+        in: 'd',
+        out: 'e',
+        error: 'bad',
+        fn: (ctx) => (ctx.key.endsWith('3') ? Promise.reject(new Error('no')) : undefined),
+      },
     },
   });
   net.init();
@@ -91,8 +104,12 @@ test('decisions over capacities, inhibitors, batches, and-merges, retries and er
   for (let i = 9; i >= 0; i--) await net.put('l', Buffer.from(`l${i}\n`), { key: `k${i}` });
   const summary = await net.run({ drain: true, workers: 3, checkDecisions: true });
   // Batches of up to 3 (b holds 2 at most: they fire with what there is after max-wait).
-  expect((await tokensIn(path.join(dir, 'places/a'))).length + (await tokensIn(path.join(dir, 'places/b'))).length).toBe(0);
+  expect(
+    (await tokensIn(path.join(dir, 'places/a'))).length + (await tokensIn(path.join(dir, 'places/b'))).length,
+  ).toBe(0);
   expect((await tokensIn(path.join(dir, 'places/c'))).length).toBeGreaterThanOrEqual(4);
-  expect((await tokensIn(path.join(dir, 'places/e'))).length + (await tokensIn(path.join(dir, 'places/bad'))).length).toBe(10);
+  expect(
+    (await tokensIn(path.join(dir, 'places/e'))).length + (await tokensIn(path.join(dir, 'places/bad'))).length,
+  ).toBe(10);
   expect(summary.leftovers).toEqual([]);
 }, 60_000);

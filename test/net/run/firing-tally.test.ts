@@ -58,7 +58,15 @@ function rng(seed: number): () => number {
 }
 
 function token(place: string, seq: bigint): Token {
-  return { place, filename: `${place}-${seq}`, path: '', seq, key: '', header: makeHeader({ seq, cmd: { kind: 'NOP' } }), seen: 0 };
+  return {
+    place,
+    filename: `${place}-${seq}`,
+    path: '',
+    seq,
+    key: '',
+    header: makeHeader({ seq, cmd: { kind: 'NOP' } }),
+    seen: 0,
+  };
 }
 
 describe('FiringTally', () => {
@@ -79,7 +87,14 @@ describe('FiringTally', () => {
           const tokens: Token[] = [];
           for (const arc of t.inputs)
             for (let i = 0; i < arc.take; i++)
-              tokens.push(token(arc.place, ORDER[arc.place] === 'arrival' && rand() < 0.3 ? BigInt(Math.floor(rand() * 50)) : nextSeq[arc.place]!++));
+              tokens.push(
+                token(
+                  arc.place,
+                  ORDER[arc.place] === 'arrival' && rand() < 0.3
+                    ? BigInt(Math.floor(rand() * 50))
+                    : nextSeq[arc.place]!++,
+                ),
+              );
           const ordinal = ordinals.get(t.name) ?? 0;
           ordinals.set(t.name, ordinal + 1);
           const f: Firing = {

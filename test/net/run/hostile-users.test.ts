@@ -22,7 +22,10 @@ import { FSPL_BIN } from '../../helpers.js';
 import { makeNet, netDir, tokensIn } from '../helpers.js';
 
 const isRoot = process.getuid?.() === 0;
-const missing = [...(isRoot ? [] : ['root (run the tests as root)']), ...['useradd', 'userdel', 'pkill', 'setsid'].filter((c) => !onPath(c))];
+const missing = [
+  ...(isRoot ? [] : ['root (run the tests as root)']),
+  ...['useradd', 'userdel', 'pkill', 'setsid'].filter((c) => !onPath(c)),
+];
 const U1 = `fsplhA${process.pid}`;
 const U2 = `fsplhB${process.pid}`;
 const TOKENS = Number(process.env.FSPL_SECURITY_TOKENS ?? 60);
@@ -52,9 +55,12 @@ done
 `;
 
 /** A transition's command: its daemon started once (setsid: it outlives the firing), then honest work. */
-const command = (user: string, places: string[], outputs: string) => `#!/bin/sh
+const command = (user: string, places: string[], outputs: string) =>
+  `#!/bin/sh
 if mkdir "$FSPL_TEST_DIR/marks/started-${user}" 2>/dev/null; then
-  setsid sh "$FSPL_TEST_DIR/plant.sh" "$FSPL_TEST_CANARY" "$FSPL_TEST_DIR/net.state/staging" "$FSPL_TEST_DIR/stop" ${places.map((p) => `"$FSPL_TEST_DIR/places/${p}"`).join(' ')} </dev/null >/dev/null 2>&1 &
+  setsid sh "$FSPL_TEST_DIR/plant.sh" "$FSPL_TEST_CANARY" "$FSPL_TEST_DIR/net.state/staging" ` +
+  `"$FSPL_TEST_DIR/stop" ${places.map((p) => `"$FSPL_TEST_DIR/places/${p}"`).join(' ')} </dev/null ` +
+  `>/dev/null 2>&1 &
 fi
 ${outputs}
 `;
@@ -82,7 +88,8 @@ function killAll(): void {
 describeIfPresent('hostile transition users', missing, { what: 'the hostile-users tests' }, () => {
   let hardlinks: string | undefined;
   beforeAll(() => {
-    for (const u of [U1, U2]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
+    for (const u of [U1, U2])
+      execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
     // Hard links to another's file are refused by the kernel by default: let them through, so that
     // the runner's own checks are what stands in the way.
     try {
@@ -105,7 +112,8 @@ describeIfPresent('hostile transition users', missing, { what: 'the hostile-user
   });
 
   test(
-    `${TOKENS} tokens through transitions whose users plant links everywhere they can: the canary is untouched, no token holds its secret, the honest transition delivers all`,
+    `${TOKENS} tokens through transitions whose users plant links everywhere they can: ` +
+      `the canary is untouched, no token holds its secret, the honest transition delivers all`,
     async () => {
       // The canary: a root-only packet, in a directory others may pass through (so that a hard link
       // to it can be made) but not list.
@@ -113,7 +121,9 @@ describeIfPresent('hostile transition users', missing, { what: 'the hostile-user
       const vault = netDir();
       fs.chmodSync(vault, 0o711);
       const canary = path.join(vault, 'canary.fspl');
-      fs.writeFileSync(canary, execFileSync(FSPL_BIN, ['prepare', '-s', '-', '-i', '-'], { input: secret }), { mode: 0o600 });
+      fs.writeFileSync(canary, execFileSync(FSPL_BIN, ['prepare', '-s', '-', '-i', '-'], { input: secret }), {
+        mode: 0o600,
+      });
       const before = { bytes: fs.readFileSync(canary), stat: fs.statSync(canary) };
 
       const { dir, file, net } = makeNet(
@@ -163,14 +173,17 @@ transitions:
         for (const e of fs.readdirSync(d, { withFileTypes: true })) {
           const p = path.join(d, e.name);
           if (e.isDirectory()) look(p);
-          else if (e.isFile() && fs.statSync(p).ino !== after.ino && fs.readFileSync(p).includes(secret)) holders.push(path.relative(dir, p));
+          else if (e.isFile() && fs.statSync(p).ino !== after.ino && fs.readFileSync(p).includes(secret))
+            holders.push(path.relative(dir, p));
         }
       };
       look(dir);
       expect(holders).toEqual([]);
       // The honest transition delivered all, in order.
       const honest = await tokensIn(path.join(dir, 'places/h2'));
-      expect(honest.map((t) => t.payload).join('')).toBe(Array.from({ length: TOKENS }, (_, i) => `honest ${i}\n`).join(''));
+      expect(honest.map((t) => t.payload).join('')).toBe(
+        Array.from({ length: TOKENS }, (_, i) => `honest ${i}\n`).join(''),
+      );
     },
     Math.max(120_000, TOKENS * 2_000),
   );

@@ -16,11 +16,20 @@ async function text(r: Readable): Promise<string> {
 }
 
 describe('net run: JavaScript transitions', () => {
-  test('small and large payloads read in full; strings, buffers, streams and nothing returned become tokens', async () => {
+  test('small and large payloads read in full; strings, ' +
+    'buffers, streams and nothing returned become tokens', async () => {
     const { dir, net } = makeNet(`places: { a: {}, b: {} }\ntransitions: {}\n`);
     const big = `${'x'.repeat(200 * 1024)}end`;
     const huge = Buffer.alloc(300_000, 'h'); // beyond what is kept in memory: a staging file
-    const inputs: Record<string, string> = { s: 'small', e: '', b: big, buf: 'buffer', st: 'stream', none: 'n', h: 'huge' };
+    const inputs: Record<string, string> = {
+      s: 'small',
+      e: '',
+      b: big,
+      buf: 'buffer',
+      st: 'stream',
+      none: 'n',
+      h: 'huge',
+    };
     for (const [key, payload] of Object.entries(inputs)) await net.put('a', Buffer.from(payload), { key });
     const js = fnNet(dir, async (ctx) => {
       const got = await text(ctx.inputs[0]!.payload());
@@ -33,7 +42,15 @@ describe('net run: JavaScript transitions', () => {
     const summary = await js.run({ drain: true });
     expect(summary.fired).toBe(7);
     const out = Object.fromEntries((await tokensIn(path.join(dir, 'places/b'))).map((t) => [t.key, t.payload]));
-    expect(out).toEqual({ s: 's:5:all', e: 'e:0:', b: `b:${big.length}:end`, buf: 'buf:buffer', st: 'st:stream', none: '', h: huge.toString() });
+    expect(out).toEqual({
+      s: 's:5:all',
+      e: 'e:0:',
+      b: `b:${big.length}:end`,
+      buf: 'buf:buffer',
+      st: 'st:stream',
+      none: '',
+      h: huge.toString(),
+    });
     expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
     expect(strayFiles(dir)).toEqual([]);
   }, 60_000);
@@ -73,7 +90,8 @@ describe('net run: JavaScript transitions', () => {
     expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['abc']);
   }, 60_000);
 
-  test("a function's signal says why it was aborted: the run's stop, or its timeout; its token stays for the one, goes to the error place for the other", async () => {
+  test("a function's signal says why it was aborted: the run's stop, or its " +
+    'timeout; its token stays for the one, goes to the error place for the other', async () => {
     const { dir, net } = makeNet(`places: { a: {}, b: {}, err: {} }\ntransitions: {}\n`);
     await net.put('a', Buffer.from('p'), { key: 'k' });
     const reasons: string[] = [];
@@ -84,13 +102,21 @@ describe('net run: JavaScript transitions', () => {
       return 'never';
     };
     const stop = new AbortController();
-    const stopped = await fnNet(dir, waiting).run({ signal: stop.signal, grace: 0.05, onEvent: (e) => e.type === 'start' && stop.abort() });
+    const stopped = await fnNet(dir, waiting).run({
+      signal: stop.signal,
+      grace: 0.05,
+      onEvent: (e) => e.type === 'start' && stop.abort(),
+    });
     expect(stopped.fired).toBe(0);
     expect(reasons).toEqual(['the run is stopping']);
     expect((await tokensIn(path.join(dir, 'places/a'))).map((t) => t.key)).toEqual(['k']);
 
     const { Net } = await import('filespooler');
-    const timed = Net.define({ dir, places: { a: {}, b: {}, err: {} }, transitions: { t: { in: 'a', out: 'b', error: 'err', timeout: 0.05, fn: waiting } } });
+    const timed = Net.define({
+      dir,
+      places: { a: {}, b: {}, err: {} },
+      transitions: { t: { in: 'a', out: 'b', error: 'err', timeout: 0.05, fn: waiting } },
+    });
     await timed.run({ drain: true });
     expect(reasons).toEqual(['the run is stopping', 'timed out after 0.05 s']);
     const [e] = await tokensIn(path.join(dir, 'places/err'));

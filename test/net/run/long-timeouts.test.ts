@@ -88,7 +88,11 @@ transitions:
     const { dir, net } = jsNet({});
     await net.put('a', Buffer.from('x'), { key: 'k' });
     const stop = new AbortController();
-    const summary = await net.run({ grace: LONG, signal: stop.signal, onEvent: (e) => e.type === 'start' && stop.abort() });
+    const summary = await net.run({
+      grace: LONG,
+      signal: stop.signal,
+      onEvent: (e) => e.type === 'start' && stop.abort(),
+    });
     expect(summary.fired).toBe(1);
     expect((await tokensIn(path.join(dir, 'places/b'))).map((t) => t.payload)).toEqual(['k done']);
   });
@@ -126,7 +130,11 @@ describe('nonsense durations in a JavaScript definition', () => {
     ['timeout -1', { timeout: -1 }, /transitions\.t\.timeout: timeout must be a number of seconds above 0 \(got -1\)/],
     ['timeout NaN', { timeout: NaN }, /timeout must be a number of seconds above 0 \(got NaN\)/],
     ['timeout 0', { timeout: 0 }, /timeout must be a number of seconds above 0 \(got 0\)/],
-    ['max-wait "5"', { in: { place: 'a', take: 2, 'max-wait': '5' } }, /transitions\.t\.in\.max-wait: max-wait must be a number of seconds above 0 \(got 5\)/],
+    [
+      'max-wait "5"',
+      { in: { place: 'a', take: 2, 'max-wait': '5' } },
+      /transitions\.t\.in\.max-wait: max-wait must be a number of seconds above 0 \(got 5\)/,
+    ],
   ])('%s is refused', (_, transition, message) => {
     expect(() => jsNet(transition)).toThrow(NetError);
     expect(() => jsNet(transition)).toThrow(message);
@@ -134,7 +142,9 @@ describe('nonsense durations in a JavaScript definition', () => {
 
   test('a grace of NaN or -1 is refused before the run starts', async () => {
     const { net } = jsNet({});
-    await expect(net.run({ drain: true, grace: NaN })).rejects.toThrow(/Net\.run: grace: expected a number of seconds, 0 or more \(got NaN\)/);
+    await expect(net.run({ drain: true, grace: NaN })).rejects.toThrow(
+      /Net\.run: grace: expected a number of seconds, 0 or more \(got NaN\)/,
+    );
     await expect(net.run({ drain: true, grace: -1 })).rejects.toThrow(RangeError);
   });
 });

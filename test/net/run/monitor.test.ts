@@ -39,7 +39,8 @@ describe('TransitionMonitor', () => {
 
   test('failures: their rate and the last one, stderr trimmed to its end', () => {
     const m = new TransitionMonitor();
-    for (let i = 0; i < 30; i++) m.failed(T0 + i * 1000, { key: `k${i}`, reason: 'exited with status 1', stderrTail: 'x' });
+    for (let i = 0; i < 30; i++)
+      m.failed(T0 + i * 1000, { key: `k${i}`, reason: 'exited with status 1', stderrTail: 'x' });
     m.failed(T0 + 30_000, { key: 'last', reason: 'timed out', stderrTail: `${'a'.repeat(5000)}END` });
     const r = m.snapshot(T0 + 30_000);
     expect(r.failedPerMinute15).toBeCloseTo(31 / 15, 10);

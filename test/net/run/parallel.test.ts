@@ -17,7 +17,8 @@ function countIn(dir: string): number {
 const count = (dir: string, p: string) => countIn(path.join(dir, 'places', p));
 
 describe('parallel firings, capacity, inhibit, batches', () => {
-  test('8 workers and capacity 2 on every inner place, 2,000 tokens: no place ever holds more than 2, all arrive in order', async () => {
+  test('8 workers and capacity 2 on every inner place, 2,000 ' +
+    'tokens: no place ever holds more than 2, all arrive in order', async () => {
     const dir = netDir();
     const jitter = (i: number) => (i * 7919) % 4; // 0-3 ms, deterministic
     const net = Net.define({
@@ -74,16 +75,20 @@ describe('parallel firings, capacity, inhibit, batches', () => {
     expect(out.map((t) => t.payload)).toEqual(Array.from({ length: N }, (_, i) => `${i}\n`));
   }, 240_000);
 
-  test('4 workers on commands sleeping 0-20 ms: outputs strictly in input order; with order: none all arrive, out of order', async () => {
+  test('4 workers on commands sleeping 0-20 ms: outputs strictly ' +
+    'in input order; with order: none all arrive, out of order', async () => {
     const N = 48;
     // Every 8th token sleeps much longer, so the ones started with it finish first.
     const delay = (i: number) => (i % 8 === 0 ? 0.15 : ((i * 37) % 21) / 1000);
     for (const order of ['input', 'none'] as const) {
-      const { dir, net } = makeNet(`
+      const { dir, net } = makeNet(
+        `
 places: { a: {}, b: {} }
 transitions:
-  t: { in: a, out: b, workers: 4, order: ${order}, run: 'read i d; mkdir running/$FSPL_NET_FIRING; ls running | wc -l >> counts; sleep "$d"; rmdir running/$FSPL_NET_FIRING; echo "$i"' }
-`);
+  t: { in: a, out: b, workers: 4, order: ${order}, run: 'read i d; mkdir running/$FSPL_NET_FIRING; ` +
+          `ls running | wc -l >> counts; sleep "$d"; rmdir running/$FSPL_NET_FIRING; echo "$i"' }
+`,
+      );
       fs.mkdirSync(path.join(dir, 'running'));
       for (let i = 0; i < N; i++) await net.put('a', Buffer.from(`${i} ${delay(i)}\n`), { key: `k${i}` });
       let startsBeforeCommit = 0;
@@ -140,7 +145,8 @@ echo "$i"
     expect(out).toEqual(Array.from({ length: N }, (_, i) => String(i)));
   }, 60_000);
 
-  test('back-pressure: with the last transition stopped, tokens outstanding stay within the capacities and running firings; after release all arrive once', async () => {
+  test('back-pressure: with the last transition stopped, tokens outstanding stay ' +
+    'within the capacities and running firings; after release all arrive once', async () => {
     const { dir, net } = makeNet(`
 places: { src: {}, a: { capacity: 3 }, b: { capacity: 2 }, out: {} }
 transitions:
@@ -166,7 +172,12 @@ transitions:
     const ctl = new AbortController();
     const idle = new Promise<void>((resolve) => {
       void net
-        .run({ workers: 4, only: (t) => t.name !== 't3', signal: ctl.signal, onEvent: (e) => (check(e), e.type === 'idle' && resolve()) })
+        .run({
+          workers: 4,
+          only: (t) => t.name !== 't3',
+          signal: ctl.signal,
+          onEvent: (e) => (check(e), e.type === 'idle' && resolve()),
+        })
         .then(() => resolve());
     });
     await idle;
@@ -185,7 +196,8 @@ transitions:
     expect(out.map((t) => t.payload)).toEqual(Array.from({ length: N }, (_, i) => `${i}\n`));
   }, 120_000);
 
-  test('a bounded place whose reader stopped does not hang --drain: the blocked producer gives its token back', async () => {
+  test('a bounded place whose reader stopped does not hang ' +
+    '--drain: the blocked producer gives its token back', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, p: { capacity: 1 }, b: {} }
 transitions:
@@ -211,7 +223,10 @@ transitions:
     for (let i = 0; i < N; i++) await net.put('a', Buffer.from('x'), { key: `k${i}` });
     const ctl = new AbortController();
     let commits = 0;
-    const run = net.run({ signal: ctl.signal, onEvent: (e) => (e.type === 'commit' && ++commits === 50 ? setTimeout(() => ctl.abort(), 0) : undefined) });
+    const run = net.run({
+      signal: ctl.signal,
+      onEvent: (e) => (e.type === 'commit' && ++commits === 50 ? setTimeout(() => ctl.abort(), 0) : undefined),
+    });
     await run;
     const keys = [
       ...(await tokensIn(path.join(dir, 'places/a'))),
@@ -307,18 +322,23 @@ transitions:
     expect(s.leftovers.map((l) => l.key)).toEqual(['y']);
   }, 60_000);
 
-  test('batches: 103 tokens with take 10 and max-wait 0.2 give 10 batches of 10 and one of 3, in order, each one firing', async () => {
-    const { dir, net } = makeNet(`
+  test('batches: 103 tokens with take 10 and max-wait 0.2 give ' +
+    '10 batches of 10 and one of 3, in order, each one firing', async () => {
+    const { dir, net } = makeNet(
+      `
 places: { a: {}, b: {} }
 transitions:
-  t: { in: { place: a, take: 10, max-wait: 0.2 }, out: b, workers: 2, run: 'echo "$FSPL_BATCH_SIZE $FSPL_BATCH_SEQS"; cat' }
-`);
+  t: { in: { place: a, take: 10, max-wait: 0.2 }, out: b, ` +
+        `workers: 2, run: 'echo "$FSPL_BATCH_SIZE $FSPL_BATCH_SEQS"; cat' }
+`,
+    );
     for (let i = 0; i < 103; i++) await net.put('a', Buffer.from(`${i};`), { key: `k${i}` });
     const commits: Array<{ inputs: number; outputs: number }> = [];
     const summary = await net.run({
       drain: true,
       workers: 2,
-      onEvent: (e) => (e.type === 'commit' ? commits.push({ inputs: e.inputs.length, outputs: e.outputs.length }) : undefined),
+      onEvent: (e) =>
+        e.type === 'commit' ? commits.push({ inputs: e.inputs.length, outputs: e.outputs.length }) : undefined,
     });
     expect(summary.leftovers).toEqual([]);
     expect(commits.map((c) => c.inputs)).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 3]);

@@ -13,7 +13,8 @@ import { SeqFile } from '../../../src/sys/seqfile.js';
 import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 
 describe('net run', () => {
-  test('a chain of 3 transitions moves 1,000 tokens to the sink exactly once, in order, leaving no stray files', async () => {
+  test('a chain of 3 transitions moves 1,000 tokens to the ' +
+    'sink exactly once, in order, leaving no stray files', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, c: {}, d: {} }
 transitions:
@@ -34,7 +35,8 @@ transitions:
     expect(fs.readdirSync(path.join(dir, 'net.state/staging'))).toEqual([]);
   }, 300_000);
 
-  test('an index window far smaller than the place (264 of 800 waiting tokens, some from other writers named without their number): all arrive once, in order', async () => {
+  test('an index window far smaller than the place (264 of 800 waiting tokens, some ' +
+    'from other writers named without their number): all arrive once, in order', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, c: {} }
 transitions:
@@ -46,7 +48,10 @@ transitions:
       SeqFile.with(path.join(dir, 'places/a/sendseq'), {}, (sf) => {
         const seq = sf.read();
         const fd = fs.openSync(path.join(dir, `places/a/jobs/fspl-${randomUUID()}.fspl`), 'w');
-        writePacketSync(fd, makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(`k${i}`)]] } }));
+        writePacketSync(
+          fd,
+          makeHeader({ seq, cmd: { kind: 'Command', params: [], env: [[Buffer.from('KEY'), Buffer.from(`k${i}`)]] } }),
+        );
         fs.writeSync(fd, `token ${i}\n`);
         fs.closeSync(fd);
         sf.write(seq + 1n);
@@ -65,7 +70,8 @@ transitions:
     for (const p of ['a', 'b']) expect(fs.readdirSync(path.join(dir, 'places', p, 'jobs'))).toEqual([]);
   }, 120_000);
 
-  test('an and-merge pairs A(k) with B(k) for 1,000 keys arriving out of order; a token with no partner stays, is reported, and blocks no other key', async () => {
+  test('an and-merge pairs A(k) with B(k) for 1,000 keys arriving out of order; ' +
+    'a token with no partner stays, is reported, and blocks no other key', async () => {
     const { dir, net } = makeNet(`
 places: { inA: {}, inB: {}, outA: {}, outB: {}, merged: {} }
 transitions:
@@ -101,7 +107,8 @@ transitions:
     expect(status.transitions.find((t) => t.name === 'mux')!.waitingMerges).toBe(1);
   }, 300_000);
 
-  test('xor-branch: writing 0 or 2 of the one-of files fails the firing, writing 1 commits it; any-of accepts any subset', async () => {
+  test('xor-branch: writing 0 or 2 of the one-of files fails the ' +
+    'firing, writing 1 commits it; any-of accepts any subset', async () => {
     const { dir, net } = makeNet(`
 places: { in: {}, left: {}, right: {}, failed: {}, in2: {}, x: {}, y: {}, z: {} }
 transitions:
@@ -150,7 +157,8 @@ transitions:
     expect(failed[0]!.env.ERROR_REASON).toBe('wrote no output for b');
   });
 
-  test('failure isolation: token 3 of 10 fails, is retried, goes to the error place with its status and stderr tail; 4..10 go on', async () => {
+  test('failure isolation: token 3 of 10 fails, is retried, goes to ' +
+    'the error place with its status and stderr tail; 4..10 go on', async () => {
     const { dir, net } = makeNet(
       `
 places: { in: {}, out: {}, failed: {} }
@@ -173,7 +181,17 @@ cat
     const events: NetEvent[] = [];
     const summary = await net.run({ drain: true, onEvent: (e) => events.push(e) });
     expect(summary.leftovers).toEqual([]);
-    expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.key)).toEqual(['k1', 'k2', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10']);
+    expect((await tokensIn(path.join(dir, 'places/out'))).map((t) => t.key)).toEqual([
+      'k1',
+      'k2',
+      'k4',
+      'k5',
+      'k6',
+      'k7',
+      'k8',
+      'k9',
+      'k10',
+    ]);
     const [err, ...more] = await tokensIn(path.join(dir, 'places/failed'));
     expect(more).toEqual([]);
     expect(err!.key).toBe('k3');
@@ -190,10 +208,15 @@ cat
       .split('\n')
       .filter((l) => l === 'attempt for k3');
     expect(attempts).toHaveLength(3);
-    expect(events.filter((e) => e.type === 'fail').map((e) => (e as { willRetry: boolean }).willRetry)).toEqual([true, true, false]);
+    expect(events.filter((e) => e.type === 'fail').map((e) => (e as { willRetry: boolean }).willRetry)).toEqual([
+      true,
+      true,
+      false,
+    ]);
   }, 60_000);
 
-  test('without an error place a failing transition stops, its token stays, and the other transitions keep going', async () => {
+  test('without an error place a failing transition stops, ' +
+    'its token stays, and the other transitions keep going', async () => {
     const { dir, file, net } = makeNet(`
 places: { in: {}, out: {}, side: {}, sideout: {} }
 transitions:
@@ -211,7 +234,8 @@ transitions:
     expect(await tokensIn(path.join(dir, 'places/in'))).toHaveLength(3);
   }, 60_000);
 
-  test('10 MB on stdout and 10 MB on stderr never block; a command reading 10 bytes of a 1 MB payload is judged by its status', async () => {
+  test('10 MB on stdout and 10 MB on stderr never block; a command ' +
+    'reading 10 bytes of a 1 MB payload is judged by its status', async () => {
     const { dir, net } = makeNet(`
 places: { in: {}, out: {}, in2: {}, out2: {} }
 transitions:
@@ -255,7 +279,8 @@ transitions:
     expect(alive).toBe(false);
   }, 30_000);
 
-  test('--drain exits 0 only once nothing runs and nothing can fire (100 runs with random delays never exit early)', async () => {
+  test('--drain exits 0 only once nothing runs and nothing ' +
+    'can fire (100 runs with random delays never exit early)', async () => {
     const { dir, net } = makeNet(`
 places: { a: {}, b: {}, c: {} }
 transitions:
@@ -327,7 +352,8 @@ transitions:
     // Wait until both firings run.
     const staging = path.join(dir, 'net.state/staging');
     // A firing's files are named by it (transition-id-attempt.what): count the firings.
-    const running = () => (fs.existsSync(staging) ? new Set(fs.readdirSync(staging).map((n) => n.split('.')[0])).size : 0);
+    const running = () =>
+      fs.existsSync(staging) ? new Set(fs.readdirSync(staging).map((n) => n.split('.')[0])).size : 0;
     for (let i = 0; i < 200 && running() < 2; i++) await new Promise((r) => setTimeout(r, 50));
     expect(running()).toBe(2);
     child.kill('SIGTERM');

@@ -12,7 +12,14 @@ import { tempDir } from '../../helpers.js';
 import { makeNet, tokensIn } from '../helpers.js';
 
 const spec = (over: Partial<TransitionSpec>): TransitionSpec =>
-  ({ name: 't', inputs: [{ place: 'a', take: 1 }], outputs: ['b'], outMode: 'all', run: { argv: ['cat'] }, ...over }) as TransitionSpec;
+  ({
+    name: 't',
+    inputs: [{ place: 'a', take: 1 }],
+    outputs: ['b'],
+    outMode: 'all',
+    run: { argv: ['cat'] },
+    ...over,
+  }) as TransitionSpec;
 
 describe('StagingSweeper', () => {
   test('removes the names it is given, those of many firings in one sweep, and says when it is done', async () => {
@@ -72,7 +79,8 @@ describe('StagingSweeper', () => {
 });
 
 describe('command firings leave nothing in staging, whatever way they end', () => {
-  test('single and several outputs, an and-merge, a batch, a failure with retries, a start failure; a tail only of a stderr that has bytes', async () => {
+  test('single and several outputs, an and-merge, a batch, a failure with ' +
+    'retries, a start failure; a tail only of a stderr that has bytes', async () => {
     const { dir, net } = makeNet(
       `
 places: { a: {}, l: {}, r: {}, b: {}, c: {}, m: {}, x: {}, y: {}, bad: {}, ns: {}, failed: {}, out: {} }
@@ -95,9 +103,24 @@ transitions:
     await net.put('ns', Buffer.from('n\n'), { key: 'n' });
     const summary = await net.run({ drain: true, workers: 3 });
     expect(summary.leftovers).toEqual([]);
-    expect((await tokensIn(path.join(dir, 'places/x'))).map((t) => t.payload)).toEqual(['a0\n', 'a1\n', 'a2\n', 'a3\n']);
-    expect((await tokensIn(path.join(dir, 'places/y'))).map((t) => t.payload)).toEqual(['a0\n', 'a1\n', 'a2\n', 'a3\n']);
-    expect((await tokensIn(path.join(dir, 'places/m'))).map((t) => t.payload).sort()).toEqual(['l0\nr0\n', 'l1\nr1\n', 'l2\nr2\n', 'l3\nr3\n']);
+    expect((await tokensIn(path.join(dir, 'places/x'))).map((t) => t.payload)).toEqual([
+      'a0\n',
+      'a1\n',
+      'a2\n',
+      'a3\n',
+    ]);
+    expect((await tokensIn(path.join(dir, 'places/y'))).map((t) => t.payload)).toEqual([
+      'a0\n',
+      'a1\n',
+      'a2\n',
+      'a3\n',
+    ]);
+    expect((await tokensIn(path.join(dir, 'places/m'))).map((t) => t.payload).sort()).toEqual([
+      'l0\nr0\n',
+      'l1\nr1\n',
+      'l2\nr2\n',
+      'l3\nr3\n',
+    ]);
     const failed = await tokensIn(path.join(dir, 'places/failed'));
     const byKey = new Map(failed.map((t) => [t.key, t]));
     // An empty stderr gives an empty tail; a start failure says why.

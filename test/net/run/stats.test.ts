@@ -1,6 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { mean, oldestAge, p95, quantile, RateWindow, SampleWindow, TransitionStats, timeSince } from '../../../src/net/run/stats.js';
+import {
+  mean,
+  oldestAge,
+  p95,
+  quantile,
+  RateWindow,
+  SampleWindow,
+  TransitionStats,
+  timeSince,
+} from '../../../src/net/run/stats.js';
 
 const MIN = 60_000;
 

@@ -14,7 +14,10 @@ import { onPath } from '../../harness/proc.js';
 import { makeNet, runFspl, tokensIn } from '../helpers.js';
 
 const isRoot = process.getuid?.() === 0;
-const missing = [...(isRoot ? [] : ['root (run the tests as root)']), ...['useradd', 'userdel', 'getent', 'setpriv'].filter((c) => !onPath(c))];
+const missing = [
+  ...(isRoot ? [] : ['root (run the tests as root)']),
+  ...['useradd', 'userdel', 'getent', 'setpriv'].filter((c) => !onPath(c)),
+];
 const U1 = `fspltA${process.pid}`;
 const U2 = `fspltB${process.pid}`;
 
@@ -22,7 +25,8 @@ describeIfPresent('transitions as users', missing, { what: 'per-transition user 
   /** A copy of the CLI that the users made here can reach, wherever the checkout is. */
   let build = '';
   beforeAll(() => {
-    for (const u of [U1, U2]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
+    for (const u of [U1, U2])
+      execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', u]);
     build = copyBuild();
   });
   afterAll(() => {
@@ -36,7 +40,8 @@ describeIfPresent('transitions as users', missing, { what: 'per-transition user 
     }
   });
 
-  test('each reads its input and writes its output; writing elsewhere is EACCES and goes to the error place', async () => {
+  test('each reads its input and writes its output; writing ' +
+    'elsewhere is EACCES and goes to the error place', async () => {
     const { dir, file, net } = makeNet(
       `
 places: { p1: {}, p2: {}, p3: {}, err: {} }
@@ -98,7 +103,8 @@ transitions:
       'sh',
       [
         '-c',
-        `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`,
+        `setpriv --reuid=${U2} --regid=${U2} --clear-groups ${process.execPath} ` +
+          `${path.join(build, 'bin', 'fspl')} net run ${file} --drain 2>&1; echo "status $?"`,
       ],
       { encoding: 'utf8' },
     );

@@ -15,7 +15,11 @@ import { readPacket } from '../../../src/packet/stream.js';
 import type { PacketHeader } from '../../../src/packet/types.js';
 import { tempDir } from '../../helpers.js';
 
-const base: PacketHeader = { seq: 7n, ctime: { secs: 1700000000n, nanos: 5 }, cmd: { kind: 'Command', params: [Buffer.from('a')], env: [] } };
+const base: PacketHeader = {
+  seq: 7n,
+  ctime: { secs: 1700000000n, nanos: 5 },
+  cmd: { kind: 'Command', params: [Buffer.from('a')], env: [] },
+};
 
 async function bytesOf(s: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -147,8 +151,12 @@ describe('readPacket on sealed packets', () => {
   it('fails the payload stream at the end of a bad payload, with a typed code', async () => {
     const payload = Buffer.alloc(200000, 1);
     const packet = await bytesOf(preparePacket({ seq: 1n, payload, seal: true }));
-    await expect(payloadOf(packet.subarray(0, packet.length - 10))).rejects.toMatchObject({ code: 'ERR_PAYLOAD_SHORT' });
-    await expect(payloadOf(Buffer.concat([packet, Buffer.from('more')]))).rejects.toMatchObject({ code: 'ERR_PAYLOAD_LONG' });
+    await expect(payloadOf(packet.subarray(0, packet.length - 10))).rejects.toMatchObject({
+      code: 'ERR_PAYLOAD_SHORT',
+    });
+    await expect(payloadOf(Buffer.concat([packet, Buffer.from('more')]))).rejects.toMatchObject({
+      code: 'ERR_PAYLOAD_LONG',
+    });
     const flipped = Buffer.from(packet);
     flipped[flipped.length - 1000] ^= 0x80;
     await expect(payloadOf(flipped)).rejects.toBeInstanceOf(PayloadSealError);
@@ -156,8 +164,12 @@ describe('readPacket on sealed packets', () => {
     const dir = tempDir();
     const f = path.join(dir, 'p');
     fs.writeFileSync(f, flipped);
-    await expect(bytesOf((await readPacket({ path: f })).payload)).rejects.toMatchObject({ code: 'ERR_PAYLOAD_CHECKSUM' });
-    await expect(bytesOf((await readPacket(fs.createReadStream(f))).payload)).rejects.toMatchObject({ code: 'ERR_PAYLOAD_CHECKSUM' });
+    await expect(bytesOf((await readPacket({ path: f })).payload)).rejects.toMatchObject({
+      code: 'ERR_PAYLOAD_CHECKSUM',
+    });
+    await expect(bytesOf((await readPacket(fs.createReadStream(f))).payload)).rejects.toMatchObject({
+      code: 'ERR_PAYLOAD_CHECKSUM',
+    });
   });
 });
 
@@ -174,7 +186,12 @@ describe('preparePacket({ seal: true })', () => {
     let fromStream: Buffer;
     try {
       fromStream = await bytesOf(
-        preparePacket({ seq: 2n, payload: Readable.from([payload.subarray(0, 5), payload.subarray(5)]), seal: true, ctime: base.ctime }),
+        preparePacket({
+          seq: 2n,
+          payload: Readable.from([payload.subarray(0, 5), payload.subarray(5)]),
+          seal: true,
+          ctime: base.ctime,
+        }),
       );
     } finally {
       if (saved === undefined) delete process.env.TMPDIR;
@@ -185,7 +202,14 @@ describe('preparePacket({ seal: true })', () => {
     expect((await payloadOf(fromFile)).equals(payload)).toBe(true);
     // Unsealed packets are unchanged by the option's existence.
     const plain = await bytesOf(preparePacket({ seq: 2n, payload, ctime: base.ctime }));
-    expect(plain.equals(Buffer.concat([encodeHeader({ seq: 2n, ctime: base.ctime, cmd: { kind: 'Command', params: [], env: [] } }), payload]))).toBe(true);
+    expect(
+      plain.equals(
+        Buffer.concat([
+          encodeHeader({ seq: 2n, ctime: base.ctime, cmd: { kind: 'Command', params: [], env: [] } }),
+          payload,
+        ]),
+      ),
+    ).toBe(true);
   });
 
   it('a function executor fails a corrupted sealed job and it stays in the queue', async () => {

@@ -264,7 +264,8 @@ function renderPlace(body, d) {
       'p',
       d.problem
         ? d.problem
-        : `${d.total} token${d.total === 1 ? '' : 's'}${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`,
+        : `${d.total} token${d.total === 1 ? '' : 's'}` +
+            `${d.total > d.tokens.length ? ` (the first ${d.tokens.length} listed)` : ''}`,
     ),
   );
   if (!d.tokens.length) return;
