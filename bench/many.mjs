@@ -26,7 +26,9 @@ const TIME = '/usr/bin/time';
 const BEGIN = '<!-- many-bench:begin -->';
 const END = '<!-- many-bench:end -->';
 
-const opts = parseSectionArgs(process.argv.slice(2), import.meta.url);
+/** Run as a script (not imported by bench/cost.mjs for watchIdle). */
+const isMain = !!process.argv[1] && fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+const opts = isMain ? parseSectionArgs(process.argv.slice(2), import.meta.url) : undefined;
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[many-bench] ${m}\n`);
 const median = (xs) => {
@@ -43,8 +45,8 @@ const ENV = Object.fromEntries(
 );
 const loadavg = () => os.loadavg()[0].toFixed(2);
 
-const WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-many-bench-'));
-process.on('exit', () => fs.rmSync(WORK, { recursive: true, force: true }));
+const WORK = isMain ? fs.mkdtempSync(path.join(opts.dir, 'fspl-many-bench-')) : undefined;
+if (isMain) process.on('exit', () => fs.rmSync(WORK, { recursive: true, force: true }));
 
 function die(msg) {
   process.stderr.write(`bench/many.mjs: ${msg}\n`);
@@ -186,20 +188,23 @@ async function until(what, cond, ms = 120_000) {
 }
 
 /** A packet of sequence seq, made by the reference, read back as bytes. */
-function refPacket(seq) {
+function refPacket(ref, seq, die) {
   const r = spawnSync(
     'sh',
-    ['-c', `f=$(mktemp); echo ${seq} > "$f"; echo job | ${shq(opts.ref)} prepare -s "$f" -i -; rm -f "$f" "$f.lock"`],
+    ['-c', `f=$(mktemp); echo ${seq} > "$f"; echo job | ${shq(ref)} prepare -s "$f" -i -; rm -f "$f" "$f.lock"`],
     { env: ENV },
   );
   if (r.status !== 0) die('prepare failed');
   return r.stdout;
 }
 
-async function benchWatch() {
-  const n = opts.quick ? 1000 : 10_000;
-  const idleSeconds = opts.quick ? 5 : 60;
-  const parent = path.join(WORK, 'watch');
+/**
+ * n empty queues under one `queue-process --watch --queues-in`, in WORK/watch: its idle CPU (a
+ * fraction of a core) over idleSeconds, its memory, its start-up (to its first job run), and the
+ * latency of `samples` jobs renamed into random queues. Also used by bench/cost.mjs.
+ */
+export async function watchIdle({ n, idleSeconds, samples, work, ref, log, die }) {
+  const parent = path.join(work, 'watch');
   log(`watch: making ${n} empty queues`);
   // Made as queue-init leaves them (jobs/, nextseq, nextseq.lock), directly: 10,000 reference
   // processes would only slow the bench down.
@@ -209,7 +214,7 @@ async function benchWatch() {
     fs.writeFileSync(path.join(q, 'nextseq'), '1\n');
     fs.writeFileSync(path.join(q, 'nextseq.lock'), '');
   }
-  const logFile = path.join(WORK, 'watch-log');
+  const logFile = path.join(work, 'watch-log');
   fs.writeFileSync(logFile, '');
   // Queues made moments ago look as if they might have changed unseen (coarse time stamps): each
   // is scanned once more at its first safety look. A service starts over queues made long before.
@@ -237,7 +242,7 @@ async function benchWatch() {
   const t0 = Date.now();
   // Started: every queue looked at once (its lock free, a job's rename seen). A first job proves it.
   const first = path.join(parent, 'q0', 'jobs');
-  fs.writeFileSync(path.join(first, 'tmp-x'), refPacket(1));
+  fs.writeFileSync(path.join(first, 'tmp-x'), refPacket(ref, 1, die));
   fs.renameSync(path.join(first, 'tmp-x'), path.join(first, 'fspl-00000000-0000-4000-8000-000000000000.fspl'));
   await until('the first job', () => fs.readFileSync(logFile, 'utf8').length > 0);
   const startup = (Date.now() - t0) / 1000;
@@ -249,10 +254,9 @@ async function benchWatch() {
   const idleCpu = (cpuOf(child.pid) - c0) / ((Date.now() - w0) / 1000);
   const mem = rssOf(child.pid);
   // Latency: jobs renamed into random queues, one at a time, 20-60 ms apart.
-  const samples = opts.quick ? 20 : 60;
-  log(`watch: ${samples} jobs renamed into random queues`);
+  if (samples) log(`watch: ${samples} jobs renamed into random queues`);
   const latencies = [];
-  const packet = refPacket(1);
+  const packet = refPacket(ref, 1, die);
   let seen = fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).length;
   for (let k = 0; k < samples; k++) {
     const q = path.join(parent, `q${1 + Math.floor(Math.random() * (n - 1))}`, 'jobs');
@@ -283,6 +287,23 @@ async function benchWatch() {
   child.kill('SIGTERM');
   const code = await new Promise((r) => child.once('exit', r));
   if (code !== 0) die(`the watcher exited ${code}: ${stderr}`);
+  fs.rmSync(parent, { recursive: true, force: true });
+  return { idleCpu, mem, memAfter, startup, latencies };
+}
+
+async function benchWatch() {
+  const n = opts.quick ? 1000 : 10_000;
+  const idleSeconds = opts.quick ? 5 : 60;
+  const samples = opts.quick ? 20 : 60;
+  const { idleCpu, mem, memAfter, startup, latencies } = await watchIdle({
+    n,
+    idleSeconds,
+    samples,
+    work: WORK,
+    ref: opts.ref,
+    log,
+    die,
+  });
   const p50 = quantile(latencies, 0.5);
   const p90 = quantile(latencies, 0.9);
   const rss = Math.max(mem.hwm, memAfter.hwm);
@@ -304,12 +325,15 @@ async function benchWatch() {
 
 // ------------------------------------------------------------------------------------------------
 
-const rows = [];
-if (want('pass')) rows.push(...benchPass().rows);
-if (want('watch')) rows.push(...(await benchWatch()).rows);
+if (isMain) await main();
 
-const md =
-  `${BEGIN}
+async function main() {
+  const rows = [];
+  if (want('pass')) rows.push(...benchPass().rows);
+  if (want('watch')) rows.push(...(await benchWatch()).rows);
+
+  const md =
+    `${BEGIN}
 ## Many queues in one process (issue 30; \`bench/many.mjs\`)
 
 | measure | compared with | ours | theirs | ratio | target | | load (1 min) |
@@ -328,14 +352,15 @@ How it is measured:
   and 2 s more, its CPU (utime+stime from \`/proc/PID/stat\`) is read over the idle window; peak RSS is
   VmHWM from \`/proc/PID/status\`. The queues are made 3 s before the watcher starts (a queue changed
   within 2 s of a look is scanned again at its next look, in case coarse time ` +
-  `stamps hid a change). Latency: one job at a time is renamed into a random queue,
+    `stamps hid a change). Latency: one job at a time is renamed into a random queue,
   20–60 ms apart; the command logs \`date +%s%N\` as it starts (\`sh\` and \`date\` included: an upper
   bound).
 ${END}
 `;
 
-process.stdout.write(md);
-if (opts.splice) {
-  spliceSplit(opts.splice, md, BEGIN, END);
-  log(`wrote the section into ${opts.splice}`);
+  process.stdout.write(md);
+  if (opts.splice) {
+    spliceSplit(opts.splice, md, BEGIN, END);
+    log(`wrote the section into ${opts.splice}`);
+  }
 }

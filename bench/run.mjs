@@ -13,7 +13,7 @@
  *   --big-rounds N       rounds for the 4 GiB workload (default 3, quick 1) [BENCH_BIG_ROUNDS]
  *   --cold-rounds N      rounds for the start-up measurements (default 20, quick 2) [BENCH_COLD_ROUNDS]
  *   --only LIST          comma-separated workload ids to run, e.g. 1,4 or W, N for nets, M for many queues,
- *                        G for signed packets, D for durability (for debugging)
+ *                        C for the cost above the commands' floor, G for signed packets, D for durability
  *   --dir DIR            where queues and payloads go (default /dev/shm, else the temp dir) [BENCH_DIR]
  *   --ref PATH           the reference binary (default /usr/bin/fspl) [FSPL_REF]
  *   --no-native          run ours without its native addon (FSPL_NO_NATIVE=1) [BENCH_NO_NATIVE=1]
@@ -1290,7 +1290,9 @@ Chrome DevTools.
   );
   const m = meta.machine;
   // The page keeps the tables; the prose goes to the notes, under the same headings.
-  const subs = [netSection, manySection, signedSection, durabilitySection].filter((x) => x).map(splitSection);
+  const subs = [netSection, manySection, costSection, signedSection, durabilitySection]
+    .filter((x) => x)
+    .map(splitSection);
   const own = [startupSection].filter((x) => x).map(splitSection);
   const page =
     `# Benchmarks: TypeScript \`fspl\` against the reference
@@ -1303,8 +1305,8 @@ Notes on each figure, profiles and past results: [benchmarks-notes.md](benchmark
 
 - \`npm run bench\`: build, run all, rewrite this page and the notes' generated parts.
 - \`node bench/run.mjs --quick\`: a smoke run in seconds, into a temp file. \`--help\` lists the options.
-- \`--only 2,3\`: some workloads (N nets, M many queues, G signed, D durability).
-- \`node bench/net.mjs --splice docs/benchmarks.md\` (or many, signed, durability): one bench alone.
+- \`--only 2,3\`: some workloads (N nets, M many queues, C cost above the floor, G signed, D durability).
+- \`node bench/net.mjs --splice docs/benchmarks.md\` (or many, cost, signed, durability): one bench alone.
 - Needs the reference at \`/usr/bin/fspl\` and GNU time.
 
 ## Method
@@ -1423,6 +1425,13 @@ function benchMany() {
   manySection = sectionBench('many.mjs');
 }
 
+// C: the remaining cost per queue and per firing, against the commands' own floor (bench/cost.mjs).
+let costSection = '';
+function benchCost() {
+  log('C. the cost above the floor: bench/cost.mjs');
+  costSection = sectionBench('cost.mjs');
+}
+
 // G: signed packets (bench/signed.mjs, issue 39).
 let signedSection = '';
 function benchSigned() {
@@ -1503,6 +1512,7 @@ async function main() {
     if (want('S')) benchSeal();
     if (want('N')) benchNets();
     if (want('M')) benchMany();
+    if (want('C')) benchCost();
     if (want('G')) benchSigned();
     if (want('D')) benchDurability();
     if (want(8) || want(9)) {
