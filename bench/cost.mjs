@@ -167,7 +167,7 @@ function row(measure, figure, against, ratios, target, loads) {
     times(ratios),
     targetText,
     median(ratios) <= target ? 'met' : '**missed**',
-    `${met} of ${ratios.length} rounds`,
+    `${met} of ${ratios.length}`,
     loads,
   ]);
 }
@@ -269,8 +269,8 @@ function benchQueues(floorExe) {
   const loads = `${l0}–${load()}`;
   const q = n(QUEUES);
   row(
-    `the reference's cron loop, one \`fspl queue-process\` per queue, over ${q} queues made by the reference with ` +
-      "one job each, command `sh -c 'cat >> F'`: CPU (user+sys, children included)",
+    `${q} queues, one job each (\`sh -c 'cat >> F'\`): the reference's cron loop, one \`fspl queue-process\` a queue, ` +
+      'CPU',
     sec(m.ref),
     '—',
     undefined,
@@ -281,9 +281,7 @@ function benchQueues(floorExe) {
     row('the commands alone (the floor): **not measured, cc is missing**', '—', '—', undefined, undefined, loads);
   } else {
     row(
-      "the commands alone (the floor): a C loop, `posix_spawn` of `/bin/sh -c 'cat >> F'` " +
-        'with the job file as its stdin, ' +
-        `one after the other, \`waitpid\` each, over the same ${q} job files`,
+      'the floor: the same commands by a C loop (`posix_spawn`, `waitpid`)',
       sec(m.floor),
       "the reference's loop",
       m.floor.map((f, i) => f / m.ref[i]),
@@ -294,12 +292,8 @@ function benchQueues(floorExe) {
   const above = (side) => m[side].map((c, i) => c - m.floor[i]);
   const refAbove = floorExe ? above('ref') : [];
   const sides = [
-    ['pass', `ours, \`fspl queue-process --queues-in DIR sh -- -c 'cat >> F'\`, one pass`, 0.5],
-    [
-      'drain',
-      `ours, \`fspl net run --drain\` over a net of the same ${q} queues (one transition each, no output)`,
-      1.0,
-    ],
+    ['pass', 'ours, `queue-process --queues-in`, one pass', 0.5],
+    ['drain', 'ours, `net run --drain` over a net of these queues', 1.0],
   ];
   for (const [side, what, target] of sides) {
     if (!m[side].length) continue;
@@ -317,7 +311,7 @@ function benchQueues(floorExe) {
     row(
       `${what}: CPU whole / above the floor`,
       `${sec(m[side])} / ${sec(above(side))}`,
-      `the reference's above the floor: ${sec(refAbove)}`,
+      `the reference's, above the floor: ${sec(refAbove)}`,
       above(side).map((a, i) => a / refAbove[i]),
       target,
       loads,
@@ -344,7 +338,7 @@ async function benchWatch() {
     '—',
     '≤ 1 %',
     median(idle) <= 0.01 ? 'met' : '**missed**',
-    `${met} of ${idle.length} rounds`,
+    `${met} of ${idle.length}`,
     `${l0}–${load()}`,
   ]);
 }
@@ -384,7 +378,7 @@ function benchStart() {
   }
   checkQueues([empty], 1, 'the empty queue');
   row(
-    `\`queue-process\` of an empty queue: wall, median of ${STARTS} runs a round`,
+    '`queue-process` of an empty queue, wall',
     msec(ours),
     `\`node -e 0\`, interleaved: ${msec(node)}`,
     ours.map((v, i) => v / node[i]),
@@ -430,13 +424,13 @@ function benchTrue(floorExe) {
   const medOk = median(vsRef) <= 1.3 || (floorExe && median(vsFloor) <= 1.2);
   const met = vsRef.filter((_, i) => ok(i)).length;
   rows.push([
-    `one queue, ${n(JOBS)} \`/bin/true\` jobs made by the reference: \`queue-process -q Q /bin/true\`, wall`,
+    `one queue of ${n(JOBS)} \`/bin/true\` jobs, wall`,
     sec(m.ours),
     `the reference: ${sec(m.ref)}; the C loop: ${floorExe ? sec(m.floor) : '**not measured, cc is missing**'}`,
     `${times(vsRef)} the reference; ${floorExe ? `${times(vsFloor)} the C loop` : '—'}`,
     '≤ 1.3× reference, or ≤ 1.2× the C loop',
     medOk ? 'met' : '**missed**',
-    `${met} of ${vsRef.length} rounds (either)`,
+    `${met} of ${vsRef.length} (either)`,
     `${l0}–${load()}`,
   ]);
 }
@@ -454,12 +448,12 @@ if (want('true')) benchTrue(floorExe);
 if (needFloor && !floorExe) notes.unshift('**cc is missing: the C floor rows were skipped.**');
 
 const HEAD = [
-  '| measure | figure: median (min–max) | compared with | ratio: median (min–max) | target | on the median |',
-  ' rounds meeting it | load (1 min) |\n| --- | --- | --- | --- | --- | --- | --- | --- |',
+  '| measure | median (min–max) | compared with | ratio (min–max) | target | median |',
+  ' rounds | load |\n| --- | --- | --- | --- | --- | --- | --- | --- |',
 ].join('');
 const cell = (c) => String(c).replace(/\|/g, '\\|');
 const md = `${BEGIN}
-## The remaining cost per queue and per firing, against the commands' own floor (\`bench/cost.mjs\`)
+## Cost above the commands' own floor (\`bench/cost.mjs\`)
 
 ${opts.quick ? 'Quick mode: tiny sizes, a smoke test only; the numbers mean nothing.\n\n' : ''}${HEAD}
 ${rows.map((r) => `| ${r.map(cell).join(' | ')} |`).join('\n')}

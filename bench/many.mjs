@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseSectionArgs } from './section-args.mjs';
-import { spliceSplit } from './splice.mjs';
+import { notesFile, spliceSection } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
@@ -360,7 +360,7 @@ ${END}
 
   process.stdout.write(md);
   if (opts.splice) {
-    spliceSplit(opts.splice, md, BEGIN, END);
+    spliceSection(notesFile(opts.splice), md, BEGIN, END); // whole, into the notes: bench/cost.mjs has the page's
     log(`wrote the section into ${opts.splice}`);
   }
 }

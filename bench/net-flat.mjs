@@ -5,15 +5,13 @@
  *
  * - the runner's CPU per firing over nets of 10, 1,000 and 10,000 places (one transition with no
  *   output each, the same 1,000 firings), against itself at 10 places;
- * - one decision of the scheduler with 10,000 transitions, each with work, against itself with 50;
- * - `fspl net run --drain` over a net of 1,000 queues made by the reference (one job each,
- *   `sh -c 'cat >> F'`), against the reference's loop (one `fspl queue-process` per queue), CPU
- *   of the whole process tree (GNU time).
+ * - one decision of the scheduler with 10,000 transitions, each with work, against itself with 50.
+ * `fspl net run --drain` over 1,000 queues made by the reference is bench/cost.mjs's (against the
+ * commands' own floor).
  *
  * ROOT (ctx.root, `--root` of bench/net.mjs) is the checkout whose build runs the nets and the
  * scheduler: another checkout's to measure it side by side with this one.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +35,6 @@ function manyQueues(n, run, dirOf = (i) => `places/q${i}`) {
 export async function benchFlat(ctx) {
   const { opts, log, median, table, freshDir, timed, NODE, Net } = ctx;
   const root = ctx.root;
-  const bin = path.join(root, 'bin', 'fspl');
   const Q = opts.quick;
   const rounds = opts.rounds;
   const rows = [];
@@ -144,65 +141,6 @@ export async function benchFlat(ctx) {
       `incremental): ${dsizes.map((n) => `${allocUs(n).toFixed(0)} µs`).join(', ')}.`,
   );
 
-  // ---- fspl net run --drain over 1,000 queues made by the reference, against its loop.
-  const QN = Q ? 50 : 1000;
-  if (fs.existsSync(opts.ref)) {
-    const seed = freshDir('flat-queues');
-    log(`flat: ${QN} queues made by the reference, one job each`);
-    const make =
-      `i=0; while [ $i -lt ${QN} ]; do '${opts.ref}' queue-init -q "q$i" && echo "job $i" | '${opts.ref}` +
-      `' prepare -s "q$i/sendseq" -i - | '${opts.ref}' queue-write -q "q$i" || exit 1; i=$((i+1)); done`;
-    const made = spawnSync('sh', ['-c', make], { cwd: seed, stdio: ['ignore', 'ignore', 'pipe'] });
-    if (made.status !== 0) throw new Error(`making the queues: ${made.stderr}`);
-    const ours = [];
-    const refs = [];
-    const l2 = load();
-    for (let r = 0; r < rounds; r++) {
-      log(`flat: ${QN} queues, net run --drain and the reference's loop (round ${r + 1} of ${rounds})`);
-      const a = `${seed}-net`;
-      fs.cpSync(seed, a, { recursive: true });
-      const out = path.join(a, 'F');
-      fs.writeFileSync(
-        path.join(a, 'net.yaml'),
-        manyQueues(QN, `"cat >> ${out}"`, (i) => `q${i}`),
-      );
-      const t = timed([NODE, bin, 'net', 'run', '--drain', path.join(a, 'net.yaml')], { cwd: a });
-      const lines = fs.readFileSync(out, 'utf8').split('\n').filter(Boolean).length;
-      if (lines !== QN) throw new Error(`net run --drain: ${lines} jobs ran, expected ${QN}`);
-      ours.push(t);
-      fs.rmSync(a, { recursive: true, force: true });
-      const b = `${seed}-ref`;
-      fs.cpSync(seed, b, { recursive: true });
-      const refOut = path.join(b, 'F');
-      const loop =
-        `i=0; while [ $i -lt ${QN} ]; do '${opts.ref}' queue-process -q ` +
-        `"q$i" sh -- -c 'cat >> ${refOut}' || exit 1; i=$((i+1)); done`;
-      refs.push(timed(['sh', '-c', loop], { cwd: b }));
-      const refLines = fs.readFileSync(refOut, 'utf8').split('\n').filter(Boolean).length;
-      if (refLines !== QN) throw new Error(`the reference's loop: ${refLines} jobs ran, expected ${QN}`);
-      fs.rmSync(b, { recursive: true, force: true });
-    }
-    fs.rmSync(seed, { recursive: true, force: true });
-    const cpu = (xs) => median(xs.map((x) => x.cpu));
-    const ratio = cpu(ours) / cpu(refs);
-    rows.push([
-      `\`fspl net run --drain\` over ${QN.toLocaleString('en')} queues made by ` +
-        `the reference, one job each, \`sh -c 'cat >> F'\`: CPU, children included`,
-      "the reference's loop: one `fspl queue-process` per queue",
-      `${cpu(ours).toFixed(2)} s`,
-      `${cpu(refs).toFixed(2)} s`,
-      `${ratio.toFixed(2)}×`,
-      '≤ 0.5×',
-      ratio <= 0.5 ? 'met' : '**missed**',
-      span(l2),
-    ]);
-    notes.push(
-      `The ${QN.toLocaleString('en')} queues: wall ${(median(ours.map((x) => x.wall)) / 1000).toFixed(2)}` +
-        ` s ours, ${(median(refs.map((x) => x.wall)) / 1000).toFixed(2)} s the loop; peak ` +
-        `RSS ${(median(ours.map((x) => x.rssKiB)) / 1024).toFixed(0)} MiB ours.`,
-    );
-  } else notes.push(`No reference at ${opts.ref}: the ${QN} queues' row is left out.`);
-
   return (
     `### Issue 30: the net runner flat in the number of places
 
@@ -226,12 +164,6 @@ ${table(['measure', 'against', 'ours', 'against', 'ratio', 'target', '', 'load']
   service time recorded, its token consumed, a new one in its place) and the scheduler decides,
   starting one firing; microseconds per decision, the first decision (which reads everything) and
   200 warm-up rounds left out.
-- The queues: made by the reference (\`queue-init\`, then \`prepare -s q/sendseq | queue-write\`, one job
-  each), copied afresh for each side and round. Ours: \`fspl net run --drain\` of a net file naming
-  them as places (\`dir: qN\`), each read by a transition with no output running \`cat >> F\` (shell
-  form, \`SHELL=/bin/sh\`); the places are not \`net init\`ed first (the run's open makes what a
-  place lacks). The loop: one shell running \`fspl queue-process -q qN sh -- -c 'cat >> F'\` for each
-  queue. CPU: GNU time's user + system of the whole process tree.
 ${notes.map((n) => `- ${n}`).join('\n')}
 `
   );

@@ -1289,8 +1289,9 @@ Chrome DevTools.
     ]),
   );
   const m = meta.machine;
-  // The page keeps the tables; the prose goes to the notes, under the same headings.
-  const subs = [netSection, manySection, costSection, signedSection, durabilitySection]
+  // The page keeps the tables; the prose goes to the notes, under the same headings. The many-queues
+  // section goes to the notes whole: the cost section's table holds its figures against the floor.
+  const subs = [netSection, costSection, signedSection, durabilitySection]
     .filter((x) => x)
     .map(splitSection);
   const own = [startupSection].filter((x) => x).map(splitSection);
@@ -1383,7 +1384,7 @@ ${profileSection()}
 ${det}
 ${RUN_END}
 `;
-  return { page, notes: [notes, ...subs.map((x) => x.notes)] };
+  return { page, notes: [notes, ...subs.map((x) => x.notes), manySection].filter((x) => x) };
 }
 
 /**
