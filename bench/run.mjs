@@ -1291,9 +1291,7 @@ Chrome DevTools.
   const m = meta.machine;
   // The page keeps the tables; the prose goes to the notes, under the same headings. The many-queues
   // section goes to the notes whole: the cost section's table holds its figures against the floor.
-  const subs = [netSection, costSection, signedSection, durabilitySection]
-    .filter((x) => x)
-    .map(splitSection);
+  const subs = [netSection, costSection, signedSection, durabilitySection].filter((x) => x).map(splitSection);
   const own = [startupSection].filter((x) => x).map(splitSection);
   const page =
     `# Benchmarks: TypeScript \`fspl\` against the reference
