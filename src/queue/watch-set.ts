@@ -250,7 +250,10 @@ export class DirWatchSet<K> {
     }
     // The looked-at go to their lists' ends (enqueue), due later than any head.
     const seen = lookAll(due);
-    for (let i = 0; i < due.length; i++) this.visit(due[i]!, seen[i], now);
+    for (let i = 0; i < due.length; i++) {
+      const entry = due[i]!;
+      if (!entry.removed) this.visit(entry, seen[i], now); // an earlier one's onChange may have removed it
+    }
     if (next !== Infinity) this.arm(next);
   }
 

@@ -186,6 +186,32 @@ describe('DirWatchSet', () => {
     expect(r.all.length).toBe(n);
   });
 
+  it('reports nothing for a directory that an earlier report of the same look removed', async () => {
+    const parent = tempDir();
+    const dirs = ['a', 'b'].map((n) => {
+      fs.mkdirSync(path.join(parent, n));
+      return path.join(parent, n);
+    });
+    const reported: string[] = [];
+    // coarseMs large: every look reports what it looks at.
+    set = new DirWatchSet(
+      (k) => {
+        reported.push(k);
+        set?.remove(k === 'a' ? 'b' : 'a');
+      },
+      { pollInterval: 0.1, coarseMs: 60_000 },
+    );
+    // Added at the same instant: both due at the same first look.
+    const at = vi.spyOn(Date, 'now').mockReturnValue(Date.now());
+    set.add('a', dirs[0]!);
+    set.add('b', dirs[1]!);
+    at.mockRestore();
+    await sleep(350);
+    expect(reported.length).toBeGreaterThan(0);
+    expect(new Set(reported).size).toBe(1); // the one removed first is never reported
+    expect(set.size).toBe(1);
+  });
+
   it('looks at each of many directories once per interval, a bounded number per tick', async () => {
     const parent = tempDir();
     const dirs: string[] = [];
