@@ -27,6 +27,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchEnv, manyQueues, median, refQueuesScript, shq, underTime } from './common.mjs';
 import { watchIdle } from './many.mjs';
 import { parseSectionArgs } from './section-args.mjs';
 import { spliceSplit } from './splice.mjs';
@@ -62,20 +63,12 @@ const IDLE = Q ? 3 : 30;
 const STARTS = Q ? 5 : 15;
 
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
-);
+const ENV = benchEnv();
 const WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-cost-bench-'));
 process.on('exit', () => fs.rmSync(WORK, { recursive: true, force: true }));
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const load = () => os.loadavg()[0].toFixed(2);
-const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
 const n = (v) => v.toLocaleString('en-US');
 /** A median with its spread over rounds: `0.62× (0.55×–0.71×)`. */
 const spread = (xs, f, unit = '') =>
@@ -90,19 +83,7 @@ const pct = (xs) => spread(xs, (v) => (v * 100).toFixed(2), ' %');
 
 /** argv under GNU time: wall seconds, CPU (user+sys) of it and its children. */
 function timed(args, what, { cwd = WORK } = {}) {
-  const tf = path.join(WORK, 'time');
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S', ...args], {
-    cwd,
-    env: ENV,
-    encoding: 'utf8',
-    maxBuffer: 64 << 20,
-  });
-  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (r.error) die(`${what}: ${r.error.message}`);
-  if (r.status !== 0) die(`${what} failed (${r.status}): ${r.stderr.trim().split('\n').pop()}`);
-  const [u, s] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
-  return { wall, cpu: u + s };
+  return underTime(args, { dir: WORK, cwd, env: ENV, fail: (why) => die(`${what}: ${why}`) });
 }
 
 function sh(script, what, cwd = WORK) {
@@ -175,28 +156,13 @@ function row(measure, figure, against, ratios, target, loads) {
 // ------------------------------------------------------------------------------------------------
 // pass and drain: 1,000 queues, one job each
 
-/** A net file: each queue a place (`dir:` pointing at it), read by a transition with no output running `run`. */
-function manyQueues(dirs, run) {
-  const lines = ['places:'];
-  dirs.forEach((d, i) => lines.push(`  q${i}: { dir: ${JSON.stringify(d)} }`));
-  lines.push('transitions:');
-  dirs.forEach((_, i) => lines.push(`  t${i}: { in: q${i}, run: ${JSON.stringify(run)} }`));
-  return `${lines.join('\n')}\n`;
-}
-
 function benchQueues(floorExe) {
   const doPass = want('pass');
   const doDrain = want('drain');
   log(`queues: making ${n(QUEUES)} queues with the reference, one job each`);
   const template = path.join(WORK, 'queues');
   fs.mkdirSync(template);
-  const ref = shq(opts.ref);
-  sh(
-    `i=0; while [ $i -lt ${QUEUES} ]; do ${ref} queue-init -q q$i && echo "job $i" | ${ref} prepare -s - -i - ` +
-      `| ${ref} queue-write -q q$i || exit 1; i=$((i+1)); done`,
-    'making the queues',
-    template,
-  );
+  sh(refQueuesScript(opts.ref, QUEUES), 'making the queues', template);
   const names = Array.from({ length: QUEUES }, (_, i) => `q${i}`);
   const m = { floor: [], ref: [], pass: [], drain: [] };
   const l0 = load();
@@ -239,10 +205,7 @@ function benchQueues(floorExe) {
       const net = path.join(dir, 'net.yaml');
       fs.writeFileSync(
         net,
-        manyQueues(
-          names.map((q) => path.join(dir, q)),
-          `cat >> ${F}`,
-        ),
+        manyQueues(QUEUES, JSON.stringify(`cat >> ${F}`), (i) => JSON.stringify(path.join(dir, names[i]))),
       );
       m.drain.push(timed([NODE, BIN, 'net', 'run', '--drain', net], 'ours (net run --drain)', { cwd: dir }).cpu);
       checkQueues(
@@ -256,7 +219,7 @@ function benchQueues(floorExe) {
     const dir = fresh(template, 'ref');
     const F = out('ref');
     const command = shq(`cat >> ${F}`);
-    const loop = `for q in ${shq(dir)}/q*; do ${ref} queue-process -q "$q" sh -- -c ${command} || exit 1; done`;
+    const loop = `for q in ${shq(dir)}/q*; do ${shq(opts.ref)} queue-process -q "$q" sh -- -c ${command} || exit 1; done`;
     m.ref.push(timed(['sh', '-c', loop], "the reference's loop").cpu);
     checkQueues(
       names.map((q) => path.join(dir, q)),
@@ -269,8 +232,8 @@ function benchQueues(floorExe) {
   const loads = `${l0}–${load()}`;
   const q = n(QUEUES);
   row(
-    `${q} queues, one job each (\`sh -c 'cat >> F'\`): the reference's cron loop, one \`fspl queue-process\` a queue, ` +
-      'CPU',
+    `${q} queues, one job each (\`sh -c 'cat >> F'\`): the reference's cron loop, ` +
+      'one `fspl queue-process` a queue, CPU',
     sec(m.ref),
     '—',
     undefined,

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchEnv, median } from './common.mjs';
 import { spliceSplit } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -25,15 +26,8 @@ const SELF = fileURLToPath(import.meta.url);
 const NODE = process.execPath;
 const BEGIN = '<!-- durability-bench:begin -->';
 const END = '<!-- durability-bench:end -->';
-const ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
-);
+const ENV = benchEnv();
 const log = (m) => process.stderr.write(`[durability-bench] ${m}\n`);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 // ---------------------------------------------------------------- child: one library workload, timed
 

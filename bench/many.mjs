@@ -16,13 +16,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchEnv, median, refQueuesScript, shq, underTime } from './common.mjs';
 import { parseSectionArgs } from './section-args.mjs';
 import { notesFile, spliceSection } from './splice.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'fspl');
 const NODE = process.execPath;
-const TIME = '/usr/bin/time';
 const BEGIN = '<!-- many-bench:begin -->';
 const END = '<!-- many-bench:end -->';
 
@@ -31,18 +31,11 @@ const isMain = !!process.argv[1] && fs.realpathSync(process.argv[1]) === fileURL
 const opts = isMain ? parseSectionArgs(process.argv.slice(2), import.meta.url) : undefined;
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[many-bench] ${m}\n`);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 const x = (v) => `${v.toFixed(2)}×`;
 const s2 = (v) => `${v.toFixed(2)} s`;
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
-);
+const ENV = benchEnv();
 const loadavg = () => os.loadavg()[0].toFixed(2);
 
 const WORK = isMain ? fs.mkdtempSync(path.join(opts.dir, 'fspl-many-bench-')) : undefined;
@@ -55,20 +48,8 @@ function die(msg) {
 
 /** Run a shell command line under GNU time: wall seconds, and CPU (user+sys) of it and its children. */
 function timed(cmdline, what) {
-  const tf = path.join(WORK, 'time');
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-o', tf, '-f', '%U %S %M', 'sh', '-c', cmdline], {
-    env: ENV,
-    encoding: 'utf8',
-    maxBuffer: 64 << 20,
-  });
-  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (r.status !== 0) die(`${what} failed (${r.status}): ${r.stderr.slice(-2000)}`);
-  const [u, s, rss] = fs.readFileSync(tf, 'utf8').trim().split('\n').pop().split(' ').map(Number);
-  return { wall, cpu: u + s, rssKiB: rss };
+  return underTime(['sh', '-c', cmdline], { dir: WORK, env: ENV, fail: (why) => die(`${what} ${why}`) });
 }
-
-const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
 
 // ------------------------------------------------------------------------------------------------
 // pass: 1,000 queues, one job each, one pass
@@ -77,11 +58,7 @@ const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
 function makeTemplate(n) {
   const t = path.join(WORK, `template-${n}`);
   fs.mkdirSync(t);
-  const script =
-    `i=0; while [ $i -lt ${n} ]; do ${shq(opts.ref)} queue-init -q ${shq(t)}/q$i && echo "job $i" | ` +
-    `${shq(opts.ref)} prepare -s - -i - | ${shq(opts.ref)} queue-write -q ${shq(t)}/q$i || exit 1; ` +
-    `i=$((i+1)); done`;
-  const r = spawnSync('sh', ['-c', script], { env: ENV, encoding: 'utf8' });
+  const r = spawnSync('sh', ['-c', refQueuesScript(opts.ref, n)], { cwd: t, env: ENV, encoding: 'utf8' });
   if (r.status !== 0) die(`making the queues failed: ${r.stderr}`);
   return t;
 }

@@ -15,22 +15,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { manyQueues } from './common.mjs';
 import { load } from './net-targets.mjs';
 
 const RUN = fileURLToPath(new URL('./net-flat-run.mjs', import.meta.url));
 const DECIDE = fileURLToPath(new URL('./net-flat-decide.mjs', import.meta.url));
-
-/**
- * A net file: `n` places (relative `dir`s under the net's directory), each read by a transition with no output running
- * `run`.
- */
-function manyQueues(n, run, dirOf = (i) => `places/q${i}`) {
-  const lines = ['places:'];
-  for (let i = 0; i < n; i++) lines.push(`  q${i}: { dir: ${dirOf(i)} }`);
-  lines.push('transitions:');
-  for (let i = 0; i < n; i++) lines.push(`  t${i}: { in: q${i}, run: ${run} }`);
-  return `${lines.join('\n')}\n`;
-}
 
 export async function benchFlat(ctx) {
   const { opts, log, median, table, freshDir, timed, NODE, Net } = ctx;

@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchEnv, median } from './common.mjs';
 import { benchFlat } from './net-flat.mjs';
 import { benchTargets } from './net-targets.mjs';
 import { parseSectionArgs } from './section-args.mjs';
@@ -45,11 +46,6 @@ const opts = parseSectionArgs(
 );
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[net-bench] ${m}\n`);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const sec = (ms) => `${(ms / 1000).toFixed(2)} s`;
 const x = (v) => `${v.toFixed(2)}×`;
@@ -58,9 +54,7 @@ const x = (v) => `${v.toFixed(2)}×`;
 // shell (with a login shell's SHELL=/bin/bash, each of our commands started bash and each of the
 // floor's dash: about 0.5 ms more a command here, charged to the runner).
 process.env.SHELL = '/bin/sh';
-const ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
-);
+const ENV = benchEnv();
 
 const lib = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);
 const { Net } = lib;

@@ -13,15 +13,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchEnv } from './common.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = process.env.FSPL_RSS_BIN ?? path.join(ROOT, 'bin', 'fspl');
 const NET =
   'places: { a: {}, b: {}, c: {} }\ntransitions:\n' +
   '  m1: { in: a, out: b, run: null }\n  m2: { in: b, out: c, run: null }\n';
-const ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS'),
-);
+const ENV = benchEnv();
 
 async function seed(dir, n) {
   const { Net } = await import(pathToFileURL(path.join(ROOT, 'dist', 'index.js')).href);

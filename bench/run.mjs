@@ -32,6 +32,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { benchEnv, median, shq } from './common.mjs';
 import { summarize } from './profile-summary.mjs';
 import { notesFile, spliceSection, splitSection } from './splice.mjs';
 
@@ -168,11 +169,7 @@ const SIZES = opts.quick
 
 // A clean environment, the same for both sides: no FSPL_* variables (prepare would store
 // FSPL_SET_* ones), no NODE_OPTIONS, and a fixed shell for decoders.
-const ENV = {};
-for (const [k, v] of Object.entries(process.env)) {
-  if (k.startsWith('FSPL_') || k === 'NODE_OPTIONS') continue;
-  ENV[k] = v;
-}
+const ENV = benchEnv();
 ENV.SHELL = '/bin/sh';
 if (opts.noNative) ENV.FSPL_NO_NATIVE = '1';
 
@@ -192,6 +189,20 @@ const SIDES = {
 
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
 
+/** What a spawnSync of argv gave, as the rows read it; fails the run if argv could not start. */
+function spawned(argv, wall, r) {
+  const res = {
+    argv,
+    wall,
+    status: r.status,
+    signal: r.signal,
+    stdout: r.stdout?.toString() ?? '',
+    stderr: r.stderr?.toString() ?? '',
+  };
+  if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
+  return res;
+}
+
 /** Run argv directly (no /usr/bin/time): wall time only. For start-up measurements. */
 function runBare(argv, { cwd = ROOT } = {}) {
   const start = process.hrtime.bigint();
@@ -202,15 +213,7 @@ function runBare(argv, { cwd = ROOT } = {}) {
     maxBuffer: 64 * MiB,
   });
   const wall = ms(start);
-  const res = {
-    argv,
-    wall,
-    status: r.status,
-    signal: r.signal,
-    stdout: r.stdout?.toString() ?? '',
-    stderr: r.stderr?.toString() ?? '',
-  };
-  if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
+  const res = spawned(argv, wall, r);
   return res;
 }
 
@@ -236,15 +239,7 @@ function runTimed(argv, { stdin, cwd = ROOT } = {}) {
     if (typeof fd === 'number') fs.closeSync(fd);
   }
   const wall = ms(start);
-  const res = {
-    argv,
-    wall,
-    status: r.status,
-    signal: r.signal,
-    stdout: r.stdout?.toString() ?? '',
-    stderr: r.stderr?.toString() ?? '',
-  };
-  if (r.error) fail(`cannot run ${argv[0]}: ${r.error.message}`, res);
+  const res = spawned(argv, wall, r);
   Object.assign(res, readTimeFile(tf, res));
   return res;
 }
@@ -271,19 +266,12 @@ function sh(cmd, args, what) {
   return r.stdout.toString();
 }
 
-const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
-
 function expectOk(res, what) {
   if (res.status !== 0) fail(`${what}: exit status ${res.status} (expected 0)`, res);
 }
 
 // ---------------------------------------------------------------- statistics and formatting
 
-function median(xs) {
-  const a = [...xs].sort((x, y) => x - y);
-  const n = a.length;
-  return n % 2 ? a[(n - 1) / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
-}
 const stats = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length });
 
 function fmtMs(v) {

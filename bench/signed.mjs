@@ -25,6 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchEnv, median, shq } from './common.mjs';
 import { parseSectionArgs } from './section-args.mjs';
 import { spliceSplit } from './splice.mjs';
 
@@ -39,18 +40,10 @@ const opts = parseSectionArgs(process.argv.slice(2), import.meta.url, { rounds: 
 opts.rounds = Math.max(opts.rounds, opts.quick ? 1 : 6);
 const want = (id) => !opts.only || opts.only.has(id);
 const log = (m) => process.stderr.write(`[signed-bench] ${m}\n`);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const x = (v) => `${v.toFixed(2)}×`;
-const ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('FSPL_') && k !== 'NODE_OPTIONS' && k !== 'SSH_AUTH_SOCK'),
-);
+const ENV = benchEnv(['SSH_AUTH_SOCK']);
 ENV.SHELL = '/bin/sh';
 const loadavg = () => os.loadavg()[0].toFixed(2);
-const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
 const fspl = `${shq(NODE)} ${shq(BIN)}`;
 
 const WORK = fs.mkdtempSync(path.join(opts.dir, 'fspl-signed-bench-'));

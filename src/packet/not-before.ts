@@ -88,14 +88,16 @@ function durationMs(text: string): number {
   return (((n(d) * 24 + n(h)) * 60 + n(m)) * 60 + n(s)) * 1000;
 }
 
-/** Year, month, day, hour, minute, second, as numbers. */
-type DateFields = [number, number, number, number, number, number];
-
 function rfc3339Ms(text: string): number | undefined {
   const m = RFC3339.exec(text);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac, z, sign, oh, om] = m;
-  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as DateFields;
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const hour = Number(h);
+  const minute = Number(mi);
+  const second = Number(s);
   // Second 60 is RFC 3339's leap second: Date.UTC rolls it into the next minute.
   // Before 1970 is no not-before time (and Date.UTC reads years 0 to 99 as 1900 to 1999).
   if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return undefined;

@@ -67,9 +67,6 @@ function dequote(s: string): { value: string; after: string } {
   return { value, after: s.slice(i + 1) };
 }
 
-/** Year, month, day, hour, minute, second, as numbers. */
-type DateFields = [number, number, number, number, number, number];
-
 /**
  * parse_absolute_time: YYYYMMDD, YYYYMMDDHHMM or YYYYMMDDHHMMSS, in UTC with a `Z` (or `UTC`)
  * suffix, else in local time as ssh-keygen reads it. Seconds since the epoch, or undefined.
@@ -77,7 +74,8 @@ type DateFields = [number, number, number, number, number, number];
 export function parseSignerTime(text: string): number | undefined {
   const m = /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})?)?(z|utc)?$/i.exec(text);
   if (!m) return undefined;
-  const [y, mo, d, h, mi, s] = m.slice(1, 7).map((x) => Number(x ?? 0)) as DateFields;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const [h, mi, s] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
   // strptime's ranges; mktime then carries a 31st of February into March, and so does Date.
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 61) return undefined;
   const date = new Date(0);
