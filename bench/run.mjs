@@ -723,15 +723,7 @@ function runPipeline(side, size, q) {
   const start = process.hrtime.bigint();
   const r = spawnSync('bash', ['-c', script], { cwd: ROOT, env: side.env ?? ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   const wall = ms(start);
-  const res = {
-    argv,
-    wall,
-    status: r.status,
-    signal: r.signal,
-    stdout: r.stdout.toString(),
-    stderr: r.stderr.toString(),
-  };
-  if (r.error) fail(`cannot run bash: ${r.error.message}`, res);
+  const res = spawned(argv, wall, r);
   expectOk(res, `${side.name} prepare | queue-write`);
   const a = readTimeFile(t1, res);
   const b = readTimeFile(t2, res);
@@ -796,15 +788,7 @@ function runFilePipeline(sealed, file, q) {
   const start = process.hrtime.bigint();
   const r = spawnSync('bash', argv.slice(1), { cwd: ROOT, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   const wall = ms(start);
-  const res = {
-    argv,
-    wall,
-    status: r.status,
-    signal: r.signal,
-    stdout: r.stdout.toString(),
-    stderr: r.stderr.toString(),
-  };
-  if (r.error) fail(`cannot run bash: ${r.error.message}`, res);
+  const res = spawned(argv, wall, r);
   expectOk(res, `prepare${sealed ? ' --seal' : ''} | queue-write`);
   const a = readTimeFile(t1, res);
   const b = readTimeFile(t2, res);
