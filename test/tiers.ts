@@ -23,7 +23,7 @@ export const TIERS = {
     'test/net/observe/',
     'test/net/commit/',
     'test/cli/command-line.test.ts',
-    'test/cli/net-heap.test.ts',
+    'test/cli/v8-tuning.test.ts',
     'test/net/hosts/hosts.test.ts',
     'test/net/run/monitor.test.ts',
     'test/net/run/stats.test.ts',

@@ -22,7 +22,6 @@ import {
 } from '../../net-tools.js';
 import type { Invocation } from '../parse/grammar.js';
 import { type NetArgs, type NetCommandName, netInvocation } from '../parse/net-spec.js';
-import { tuneHeapForNetRun } from '../runtime/net-heap.js';
 import { NetProgressLine } from '../text/net-progress.js';
 import { formatSimulation } from '../text/net-simulate-text.js';
 import { formatNetStatus } from '../text/net-text.js';
@@ -255,6 +254,8 @@ async function check(file: string, host: string | undefined): Promise<number> {
 
 async function run({ args: a, logLevel }: NetInvocation<'run'>): Promise<number> {
   const level = checkLogLevel(logLevel);
+  // Before the net file is read: a large net's YAML is the run's first hot code.
+  (await import('../runtime/v8-tuning.js')).tuneForLongRun('net');
   const net = load(String(a.net));
   const workers = a.workers === undefined ? undefined : Number(a.workers);
   if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1))
@@ -264,7 +265,6 @@ async function run({ args: a, logLevel }: NetInvocation<'run'>): Promise<number>
   const grace = graceText === undefined ? undefined : Number(graceText);
   if (grace !== undefined && !(grace >= 0))
     throw badValue(`invalid ${a['stop-timeout'] === undefined ? '--grace' : '--stop-timeout'} '${String(graceText)}'`);
-  tuneHeapForNetRun();
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.on('SIGTERM', stop);

@@ -103,8 +103,10 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     if (!many) {
       const q = Queue.open(dirs[0]!, queueOptions);
       q.assertExists();
+      const tune = longRunTuner();
       const onEvent = (e: ProcessEvent) => {
         if (e.type === 'start') signals.listen();
+        tune(e);
         progress?.update(e);
       };
       await processQueue(q, { ...options, ...stopping, onEvent });
@@ -117,6 +119,18 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
   }
 }
 
+/**
+ * Tunes V8 for a long run (runtime/v8-tuning.ts) as the second job starts, once: a run of one job, the
+ * cron loop's usual case, does not pay for loading node:v8.
+ */
+function longRunTuner(): (e: { type: string }) => void {
+  let started = 0;
+  return (e) => {
+    if (e.type === 'start' && ++started === 2)
+      void import('../runtime/v8-tuning.js').then((m) => m.tuneForLongRun('jobs'));
+  };
+}
+
 /** Many queues (-q more than once, --queues-in): each stops alone; watching, said as it stops. */
 async function runMany(
   dirs: string[],
@@ -127,9 +141,11 @@ async function runMany(
   // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
   const { processQueues } = await import('../../process/many-queues.js');
   const shown = progress && new ManyProgress(progress);
+  const tune = longRunTuner();
   const summary = await processQueues(dirs, {
     ...run,
     onEvent: (e) => {
+      tune(e);
       shown?.update(e);
       // Watching, a stop is said when it happens; after a pass, in the summary below.
       if (e.type === 'stopped' && run.watch)

@@ -1,0 +1,45 @@
+/**
+ * V8 flags for the CLI's long runs, set at run time (V8 reads both each time it uses them). Not in
+ * the library: a process that imports fspl keeps the flags its owner gave it. A flag the user gave
+ * (node's command line, NODE_OPTIONS) is left alone.
+ *
+ * - The interrupt budget: how much bytecode a function runs before V8 thinks of compiling it with
+ *   TurboFan. With V8's default, a run over 1,000 queues or places had TurboFan compile about 250
+ *   functions on its threads, some twice: a quarter of the run's CPU, for code run a few hundred
+ *   times. With a larger budget only what stays hot is compiled (docs/benchmarks-notes.md, "TurboFan's
+ *   interrupt budget").
+ * - The heap's growing factor, for a net run: 1.5 (--heap-growing-percent=50) instead of up to 4, so
+ *   that the short-lived garbage each firing promotes to the old generation is collected on a small
+ *   heap. No limit: the heap still grows with what the run keeps.
+ *
+ * V8 refuses a code cache made under other flags: a file of the bundle first loaded after these are
+ * set is compiled from its source (bin/fspl). Loading node:v8 costs about 2 ms (it loads node:stream):
+ * callers import this file only when a run is long.
+ */
+import v8 from 'node:v8';
+
+/** The old generation grows by this percentage of what survived the last full collection. */
+export const NET_RUN_HEAP_GROWING_PERCENT = 50;
+
+/** Bytes of bytecode run before a function is looked at for TurboFan: V8's default is 66 KiB. */
+export const LONG_RUN_INTERRUPT_BUDGET = 1 << 20;
+
+/** The flags to set for a long run (a net run's with the heap's), without those the user gave (execArgv, NODE_OPTIONS). */
+export function longRunFlags(
+  kind: 'jobs' | 'net',
+  execArgv: readonly string[],
+  nodeOptions: string | undefined,
+): string[] {
+  const given = (name: RegExp) =>
+    execArgv.some((a) => name.test(a)) || (nodeOptions !== undefined && name.test(nodeOptions));
+  const flags: string[] = [];
+  if (!given(/--interrupt[-_]budget(?![-_\w])/)) flags.push(`--interrupt-budget=${LONG_RUN_INTERRUPT_BUDGET}`);
+  if (kind === 'net' && !given(/--heap[-_]growing[-_]percent/))
+    flags.push(`--heap-growing-percent=${NET_RUN_HEAP_GROWING_PERCENT}`);
+  return flags;
+}
+
+/** Tune this process for a long run: many jobs of queue-process (`jobs`), or a net run (`net`). */
+export function tuneForLongRun(kind: 'jobs' | 'net'): void {
+  for (const flag of longRunFlags(kind, process.execArgv, process.env.NODE_OPTIONS)) v8.setFlagsFromString(flag);
+}
