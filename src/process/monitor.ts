@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describeSystemError } from '../base/errors.js';
 import { isJobFilename } from '../queue/jobs.js';
 import type { OrderBy } from '../queue/types.js';
-import { closeQuietly, forEachDirEntry, readSomeSync } from '../sys/io.js';
+import { closeQuietly, forEachDirName, readSomeSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { openExisting } from '../sys/untrusted.js';
 import type { QueueJobEvent, QueuesEvent } from './options.js';
@@ -211,11 +211,11 @@ function readJobsDir(jobsDir: string, now: number): { count: number; oldestAgeSe
   let count = 0;
   let oldest = now;
   try {
-    forEachDirEntry(jobsDir, (e) => {
-      if (!isJobFilename(e.name)) return;
+    forEachDirName(jobsDir, (name) => {
+      if (!isJobFilename(name)) return;
       count++;
       try {
-        oldest = Math.min(oldest, fs.lstatSync(path.join(jobsDir, e.name)).ctimeMs);
+        oldest = Math.min(oldest, fs.lstatSync(path.join(jobsDir, name)).ctimeMs);
       } catch {
         // Run and deleted since the listing: not waiting any more.
       }

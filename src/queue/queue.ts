@@ -18,7 +18,7 @@ import { nativeOpenHead } from '../packet/native-heads.js';
 import { copyPacketSync } from '../packet/seal/sealed-copy.js';
 import { checkMaxHeaderSize, type PacketHeader } from '../packet/types.js';
 import { fsyncDir } from '../sys/durable.js';
-import { closeQuietly, forEachDirEntry, writeAllSync } from '../sys/io.js';
+import { closeQuietly, forEachDirName, writeAllSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { openJobFile } from '../sys/untrusted.js';
 import { writeJob, writeJobSync } from './job-write.js';
@@ -153,13 +153,13 @@ export class Queue {
   }
 
   /**
-   * Call `fn` with the name of each job file, in directory order, as the directory is read: the
-   * memory it takes does not grow with the number of files (a place holding 100,000 tokens).
+   * Call `fn` with the name of each job file, in directory order: the memory it takes does not
+   * grow with the number of files (a place holding 100,000 tokens is read as a stream; io.ts).
    */
   forEachJobFile(fn: (name: string) => void): void {
-    forEachDirEntry(this.jobsDir, (e) => {
-      if (isJobFilename(e.name)) fn(e.name);
-      else this.logger.debug('queue', () => `Ignoring file ${JSON.stringify(e.name)}`);
+    forEachDirName(this.jobsDir, (name) => {
+      if (isJobFilename(name)) fn(name);
+      else this.logger.debug('queue', () => `Ignoring file ${JSON.stringify(name)}`);
     });
   }
 

@@ -6,6 +6,7 @@
  * src/sys/copy.ts.
  */
 import fs from 'node:fs';
+import { loadNative } from './native.js';
 
 const CHUNK = 1 << 20;
 
@@ -125,6 +126,21 @@ export function forEachDirEntry(dir: string, fn: (entry: fs.Dirent) => void): vo
   } finally {
     d.closeSync();
   }
+}
+
+/** At most this many names are read in one call into the addon; a larger directory is read as a stream. */
+const NAMES_AT_ONCE = 4096;
+
+/**
+ * Call `fn` with the name of each entry of `dir` but . and .., in directory order. A small directory
+ * is read in one call into the addon: a Dir and a Dirent a name cost several times that. A larger
+ * one, or one the addon can't read, goes through forEachDirEntry: its memory does not grow with the
+ * directory, and its errors are Node's own.
+ */
+export function forEachDirName(dir: string, fn: (name: string) => void): void {
+  const names = loadNative()?.names?.(dir, NAMES_AT_ONCE);
+  if (Array.isArray(names)) for (const name of names) fn(name);
+  else forEachDirEntry(dir, (e) => fn(e.name));
 }
 
 /** Remove a file and ignore "not there": used on cleanup paths only. */

@@ -47,6 +47,8 @@ interface Binding {
   flock?(fd: number, operation: number): number;
   /** stat(2) of each path: inode, mtimeMs, ctimeMs into out, 3 a path (NaN inode: failed). src/sys/stamps.ts. */
   stamps?(paths: readonly string[], out: Float64Array): void;
+  /** A directory's names but . and .., if at most max (else null), or the errno (src/sys/io.ts forEachDirName). */
+  names?(dir: string, max: number): string[] | null | number;
   /** File operations in order on one pool thread (src/sys/fs-batch.ts). */
   fsBatch?(ops: Array<Array<number | string | Buffer>>, done: (results: Int32Array) => void): void;
   /** The same, on the calling thread (runBatchSync). */

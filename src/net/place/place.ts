@@ -27,7 +27,7 @@ import { isJobFilename } from '../../queue/jobs.js';
 import { Queue } from '../../queue/queue.js';
 import { fsyncDir, mkdirDurable } from '../../sys/durable.js';
 import { type BatchOp, firstFailure, runBatch } from '../../sys/fs-batch.js';
-import { closeQuietly, forEachDirEntry, fsyncSync, unlinkQuietly, writeAllSync } from '../../sys/io.js';
+import { closeQuietly, forEachDirName, fsyncSync, unlinkQuietly, writeAllSync } from '../../sys/io.js';
 import { SeqFile } from '../../sys/seqfile.js';
 import { CREATE_NEW, openExisting } from '../../sys/untrusted.js';
 import type { PlaceOrder, PlaceSpec } from '../model/model.js';
@@ -216,8 +216,8 @@ export class Place extends TokenIndex {
    */
   occupancy(): number {
     let n = 0;
-    forEachDirEntry(this.queue.jobsDir, (e) => {
-      if (isJobFilename(e.name) || isPartName(e.name)) n++;
+    forEachDirName(this.queue.jobsDir, (name) => {
+      if (isJobFilename(name) || isPartName(name)) n++;
     });
     return n;
   }
@@ -318,8 +318,8 @@ export class Place extends TokenIndex {
   partFiles(): string[] {
     const parts: string[] = [];
     try {
-      forEachDirEntry(this.queue.jobsDir, (e) => {
-        if (isPartName(e.name)) parts.push(this.queue.jobPath(e.name));
+      forEachDirName(this.queue.jobsDir, (name) => {
+        if (isPartName(name)) parts.push(this.queue.jobPath(name));
       });
     } catch {
       return [];
