@@ -30,6 +30,12 @@ async function child(dir) {
   const empty = path.join(dir, 'empty');
   const one = path.join(dir, 'one');
   const seq = path.join(dir, 'seq');
+  // A net: what `net check`, `net init` and `net put` load (not `net run`, which sets V8 flags: a cache
+  // made under them would be refused by every other command).
+  const net = path.join(dir, 'net.yaml');
+  const payload = path.join(dir, 'payload');
+  fs.writeFileSync(net, 'places:\n  a: { dir: a }\n  b: { dir: b }\ntransitions:\n  t: { in: a, out: b, run: cat }\n');
+  fs.writeFileSync(payload, 'x\n');
   const commands = [
     ['-V'],
     ['gen-uuid'],
@@ -42,6 +48,10 @@ async function child(dir) {
     ['prepare-get-next', '-s', seq],
     ['prepare', '-s', seq, '--', 'true'],
     ['queue-write', '-q', empty], // stdin is /dev/null: refused, having loaded what it needs
+    ['net', 'check', net],
+    ['net', 'init', net],
+    ['net', 'put', net, 'a', '-i', payload],
+    ['net', 'status', net],
   ];
   for (const argv of commands) {
     if (argv[0] === 'write-one-job') {

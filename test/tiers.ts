@@ -30,6 +30,7 @@ export const TIERS = {
     'test/net/run/places.test.ts',
     'test/net/run/js-transitions.test.ts',
     'test/net/run/staging.test.ts',
+    'test/net/run/firing-env.test.ts',
     'test/send/queue-send-words.test.ts',
   ],
   /**
