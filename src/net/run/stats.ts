@@ -42,6 +42,8 @@ export class RateWindow {
   private events = 0;
   private last: number | undefined;
   private newest = -Infinity;
+  /** The oldest bucket recorded: count() looks at no bucket before it (nor after the newest). */
+  private oldest = Infinity;
 
   /** RangeError unless bucketMs is a positive integer and spanMs a positive multiple of it. */
   constructor(options: RateWindowOptions = {}) {
@@ -73,6 +75,7 @@ export class RateWindow {
     const bucket = Math.floor(at / this.bucketMs);
     if (bucket > this.newest) this.newest = bucket;
     if (bucket <= this.newest - this.buckets) return; // older than the span: never counted
+    if (bucket < this.oldest) this.oldest = bucket;
     const index = (this.index ??= new Float64Array(this.buckets).fill(-Infinity));
     const counts = (this.counts ??= new Float64Array(this.buckets));
     const s = this.slot(bucket);
@@ -97,8 +100,12 @@ export class RateWindow {
     const counts = this.counts;
     if (!index || !counts) return 0; // nothing recorded
     const nowBucket = Math.floor(now / this.bucketMs);
+    // Only the buckets between the oldest and the newest recorded can hold events: a transition that
+    // fired a few times is a few looks, not 900 (a net's live state counts each transition's rates).
+    const from = Math.max(0, nowBucket - this.newest);
+    const to = Math.min(windowMs / this.bucketMs, nowBucket - this.oldest + 1);
     let sum = 0;
-    for (let k = 0; k < windowMs / this.bucketMs; k++) {
+    for (let k = from; k < to; k++) {
       const bucket = nowBucket - k;
       if (bucket <= this.newest - this.buckets) break;
       const s = this.slot(bucket);
