@@ -1200,7 +1200,8 @@ static napi_value js_open_head(napi_env env, napi_callback_info cbinfo) {
     return path && buf ? make_int(env, -EINVAL) : fail(env, "out of memory");
   }
   int fd;
-  do fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW); /* never a link planted in jobs/ */
+  /* never a link planted in jobs/, nor a FIFO swapped in since the scan, whose open would wait for a writer */
+  do fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   while (fd < 0 && errno == EINTR);
   int e = errno;
   free(path);

@@ -8,7 +8,7 @@
 import { DecoderError, HeaderTooLargeError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { DEFAULT_MAX_HEADER_SIZE, decodeMetadata, decodePrefix, PREFIX_LENGTH } from '../packet/codec.js';
-import { nativeReadHeads } from '../packet/native-heads.js';
+import { nativeOpenHead, nativeReadHeads } from '../packet/native-heads.js';
 import { readHeaderSync } from '../packet/read.js';
 import type { PacketHeader } from '../packet/types.js';
 import { closeQuietly, readSomeSync } from '../sys/io.js';
@@ -171,9 +171,18 @@ export function openPayloadSync(p: string): number {
   return openPayloadAndHeaderSync(p).fd;
 }
 
-/** As openPayloadSync, also giving the header read on the way. */
+/** What is read at once for a header in C, as Queue.openPlainJob reads it: real headers are far smaller. */
+const HEAD_READ = 4096;
+
+/**
+ * As openPayloadSync, also giving the header read on the way: in C when the addon is there (the
+ * same checks as openJobFile, and a header in the usual encoding decoded there, as a queue run's
+ * jobs are), else in JavaScript.
+ */
 export function openPayloadAndHeaderSync(p: string): { fd: number; header: PacketHeader } {
-  const fd = openJobFile(p);
+  const head = nativeOpenHead(p, HEAD_READ);
+  if (head?.header) return { fd: head.fd, header: head.header };
+  const fd = head?.fd ?? openJobFile(p); // at 0 when the addon left the header to be read here
   try {
     return { fd, header: readHeaderSync(fd) };
   } catch (err) {

@@ -953,6 +953,24 @@ describe.skipIf(!HAVE_NATIVE)('nativeOpenHead', () => {
     };
     for (const name of names) expect(await open(name), name).toEqual(await withNoNative('1', () => open(name)));
   });
+
+  it('does not wait on a FIFO swapped in for a job file, nor follow a link: it gives nothing', () => {
+    const dir = tempDir();
+    const fifo = path.join(dir, 'fspl-fifo.fspl');
+    execFileSync('mkfifo', [fifo]);
+    // A writer 2 s from now: an open that waited for one would return then (not hang the test).
+    const writer = spawn('sh', ['-c', 'sleep 2; exec 3>"$0"; sleep 1', fifo], { stdio: 'ignore' });
+    try {
+      const t0 = Date.now();
+      expect(nativeOpenHead(fifo, 4096)).toBeUndefined();
+      expect(Date.now() - t0).toBeLessThan(1500);
+    } finally {
+      writer.kill('SIGKILL');
+    }
+    fs.writeFileSync(path.join(dir, 'target'), 'x');
+    fs.symlinkSync(path.join(dir, 'target'), path.join(dir, 'fspl-link.fspl'));
+    expect(nativeOpenHead(path.join(dir, 'fspl-link.fspl'), 4096)).toBeUndefined();
+  });
 });
 
 describe('queue scans (src/queue/queue.ts)', () => {
