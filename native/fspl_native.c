@@ -83,8 +83,8 @@
  *     The names in a directory but . and .., in the directory's order, when there are at most
  *     max of them; null as soon as there are more (the caller then reads it as a stream, its
  *     memory bounded). A queue's or a place's jobs/ is read this way at every scan: through
- *     Node's fs.opendirSync, a Dir and a Dirent a name, it cost 28-45 us a small directory,
- *     against 8 us for fs.readdirSync, which has no bound.
+ *     Node's fs.opendirSync, a Dir and a Dirent a name cost several times what fs.readdirSync
+ *     does, and that has no bound (docs/benchmarks-notes.md, "Listing jobs/").
  *
  *   readHeads(dir, names, count, max, parse) -> [bytes, lengths, parsed] or -errno (no dir)
  *     names: count NUL-terminated file names in dir. For each file, up to max bytes from offset

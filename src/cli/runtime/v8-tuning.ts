@@ -4,16 +4,16 @@
  * (node's command line, NODE_OPTIONS) is left alone.
  *
  * - The interrupt budget: how much bytecode a function runs before V8 thinks of compiling it with
- *   TurboFan. With V8's default, a run over 1,000 queues or places had TurboFan compile about 250
- *   functions on its threads, some twice: a quarter of the run's CPU, for code run a few hundred
- *   times. With a larger budget only what stays hot is compiled (docs/benchmarks-notes.md, "TurboFan's
- *   interrupt budget").
+ *   TurboFan. With V8's default, a run over many queues or places had TurboFan compile hundreds of
+ *   functions on its threads, some twice, for code that then ran only a few hundred times: a large
+ *   share of the run's CPU. With a larger budget only what stays hot is compiled
+ *   (docs/benchmarks-notes.md, "TurboFan's interrupt budget").
  * - The heap's growing factor, for a net run: 1.5 (--heap-growing-percent=50) instead of up to 4, so
  *   that the short-lived garbage each firing promotes to the old generation is collected on a small
  *   heap. No limit: the heap still grows with what the run keeps.
  *
  * V8 refuses a code cache made under other flags: a file of the bundle first loaded after these are
- * set is compiled from its source (bin/fspl). Loading node:v8 costs about 2 ms (it loads node:stream):
+ * set is compiled from its source (bin/fspl). node:v8 loads node:stream, a cost at every start:
  * callers import this file only when a run is long.
  */
 import v8 from 'node:v8';

@@ -7,8 +7,8 @@
  * where they may differ: `%YAML 1.1` makes `yes` true for yaml alone, and a `null:` key is "null"
  * for js-yaml and "" for yaml.
  *
- * Why two readers: yaml took about 300 ms to read a net of 1,000 places and 11-14 ms for a small
- * one, js-yaml 60-75 ms and 3-4 ms, and every `fspl net` command reads its net file first.
+ * Why two readers: js-yaml reads a net file several times faster than yaml, small or large, and
+ * every `fspl net` command reads its net file first (docs/benchmarks-notes.md, "Reading net files").
  */
 import {
   CORE_SCHEMA,

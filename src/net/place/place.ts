@@ -82,8 +82,8 @@ export class Place extends TokenIndex {
   /**
    * Create the queue (and its sendseq) if missing; an existing queue is left as it is. Its sendseq,
    * if missing, comes with its first writer (lockWriters, or the reference's `prepare -s`, which
-   * make it holding 1): a net run opening 1,000 queues that no one writes to made 1,000 seqfiles,
-   * two fsyncs each.
+   * make it holding 1): a net run over existing queues that it only reads made a seqfile in each,
+   * two fsyncs each, for nothing.
    */
   init(): void {
     const made = !this.exists();

@@ -36,7 +36,7 @@ export function firingEnv(
 /**
  * The runner's environment, copied at the first firing of the process and shared by every
  * transition: copying process.env is a call into C++ for each variable, and jobenv.ts packs a
- * frozen object once. Per transition, 1,000 transitions made 1,000 copies and packed each.
+ * frozen object once. Made per transition, a net of many transitions copied and packed it for each.
  */
 let inherited: Readonly<Record<string, string | undefined>> | undefined;
 function inheritedEnv(): Readonly<Record<string, string | undefined>> {
