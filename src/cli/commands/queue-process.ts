@@ -126,8 +126,9 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
 function longRunTuner(): (e: { type: string }) => void {
   let started = 0;
   return (e) => {
+    // Only for speed: should it fail, the run goes on as it would have.
     if (e.type === 'start' && ++started === 2)
-      void import('../runtime/v8-tuning.js').then((m) => m.tuneForLongRun('jobs'));
+      import('../runtime/v8-tuning.js').then((m) => m.tuneForLongRun('jobs')).catch(() => undefined);
   };
 }
 
