@@ -91,9 +91,11 @@ function commonPath(metafile) {
 }
 
 /**
- * One chunk as CommonJS. `import.meta.url` (native.ts and serve.ts find their files beside their
- * module; yargs its own) becomes the chunk file's URL; `url` is loaded by Node's bootstrap, so
- * this costs nothing. Imports of other chunks name them with `.cjs`.
+ * One chunk as CommonJS. `import.meta.dirname` (native.ts finds the addon from it) becomes the
+ * chunk file's directory, and `import.meta.url` (serve.ts finds its files beside its module, the
+ * codec and the lock their packages) the chunk file's URL, made when first read: pathToFileURL
+ * is slow for what it does, and most commands never read it. Imports of other chunks name them
+ * with `.cjs`.
  */
 async function toCommonJs(name, text) {
   const { code } = await transform(text, {
@@ -101,7 +103,7 @@ async function toCommonJs(name, text) {
     format: 'cjs',
     // import() becomes a require() in a promise: chunks load through the CommonJS loader.
     supported: { 'dynamic-import': false },
-    define: { 'import.meta.url': '__fsplModuleUrl' },
+    define: { 'import.meta.url': '__fsplModule.url', 'import.meta.dirname': '__dirname' },
     sourcefile: name,
   });
   const renamed = code
@@ -112,7 +114,8 @@ async function toCommonJs(name, text) {
     // reads the same (`.default`, and any export), with nothing copied.
     .replace(/__toESM\(require\("(node:[\w/]+)"\)\)/g, '__fsplBuiltin(require("$1"))');
   const helpers = [
-    /\b__fsplModuleUrl\b/.test(renamed) && 'const __fsplModuleUrl=require("url").pathToFileURL(__filename).href;',
+    /\b__fsplModule\b/.test(renamed) &&
+      'let __fsplUrl;const __fsplModule={get url(){return __fsplUrl??=require("url").pathToFileURL(__filename).href}};',
     /\b__fsplBuiltin\b/.test(renamed) &&
       'const __fsplBuiltin=(m)=>Object.create(m,{default:{value:m,enumerable:true}});',
   ];

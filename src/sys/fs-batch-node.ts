@@ -3,10 +3,9 @@
  * native addon (or with FSPL_NO_NATIVE=1), with the same results.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import util from 'node:util';
 import { cannotSync, fsyncDir } from './durable.js';
-import { type BatchOp, ECANCELED, type FsOp, type NewFile, stops } from './fs-ops.js';
+import { type BatchOp, errnoResult, type FsOp, type NewFile, stops } from './fs-ops.js';
 import { closeQuietly, writeAllSync } from './io.js';
 import { createFresh } from './untrusted.js';
 
@@ -14,7 +13,7 @@ import { createFresh } from './untrusted.js';
 // The pure-Node fallback
 
 export async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
-  const out = new Int32Array(ops.length).fill(ECANCELED);
+  const out = new Int32Array(ops.length).fill(errnoResult('ECANCELED'));
   for (let i = 0; i < ops.length; i++) {
     out[i] = await runOne(ops[i]!).catch(errnoOf);
     if (stops(ops[i]!, out[i]!)) break;
@@ -25,7 +24,7 @@ export async function fallback(ops: readonly BatchOp[]): Promise<Int32Array> {
 /** A failed operation's result: its -errno (EIO if it has none). */
 function errnoOf(err: unknown): number {
   const errno = (err as NodeJS.ErrnoException).errno;
-  return typeof errno === 'number' && errno < 0 ? errno : -os.constants.errno.EIO;
+  return typeof errno === 'number' && errno < 0 ? errno : errnoResult('EIO');
 }
 
 const open = util.promisify(fs.open);
@@ -122,7 +121,7 @@ async function copyFileInto(from: string, fd: number): Promise<void> {
     if (!(await src.stat()).isFile())
       throw Object.assign(new Error(`${from} is not a regular file`), {
         code: 'EINVAL',
-        errno: -os.constants.errno.EINVAL,
+        errno: errnoResult('EINVAL'),
       });
     const buf = Buffer.allocUnsafe(64 * 1024);
     for (;;) {
@@ -151,7 +150,7 @@ async function withFd(fd: number, fn: (fd: number) => Promise<void>): Promise<nu
 // The pure-Node fallback of runBatchSync
 
 export function fallbackSync(ops: readonly BatchOp[]): Int32Array {
-  const out = new Int32Array(ops.length).fill(ECANCELED);
+  const out = new Int32Array(ops.length).fill(errnoResult('ECANCELED'));
   for (let i = 0; i < ops.length; i++) {
     try {
       out[i] = runOneSync(ops[i]!);
@@ -226,7 +225,7 @@ function copyFileIntoSync(from: string, fd: number): void {
     if (!fs.fstatSync(src).isFile())
       throw Object.assign(new Error(`${from} is not a regular file`), {
         code: 'EINVAL',
-        errno: -os.constants.errno.EINVAL,
+        errno: errnoResult('EINVAL'),
       });
     const buf = Buffer.allocUnsafe(64 * 1024);
     for (let n: number; (n = fs.readSync(src, buf, 0, buf.length, null)) > 0; ) writeAllSync(fd, buf.subarray(0, n));

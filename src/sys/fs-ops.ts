@@ -2,8 +2,6 @@
  * The operations of a batch (fs-batch.ts), and what their results mean: shared by the addon's
  * path and the pure-Node one (fs-batch-node.ts).
  */
-import os from 'node:os';
-
 /** How a writeFile's file is made: see untrusted.ts. */
 export interface NewFile {
   replace?: boolean;
@@ -51,12 +49,17 @@ export type FsOp =
  */
 export type BatchOp = FsOp & { must?: boolean };
 
-export const ENOENT = -os.constants.errno.ENOENT;
-export const ECANCELED = -os.constants.errno.ECANCELED;
+/**
+ * An errno as a result says it: its number, negated. node:os's table is read when one is wanted, not
+ * when this module loads (queue-process loads it at every start).
+ */
+export function errnoResult(name: 'ENOENT' | 'ECANCELED' | 'EIO' | 'EINVAL'): number {
+  return -process.getBuiltinModule('node:os').constants.errno[name];
+}
 
 /** A failure that is none: ENOENT for an operation with missingOk. */
 export function missingIsOk(o: FsOp, result: number): boolean {
-  return result === ENOENT && 'missingOk' in o && o.missingOk === true;
+  return 'missingOk' in o && o.missingOk === true && result === errnoResult('ENOENT');
 }
 
 /** Whether a result stops the batch: a failed `must` operation (a missing file with missingOk aside). */

@@ -6,9 +6,7 @@
  * call, so tests can switch it), loadNative() is undefined and callers use the pure-Node code.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import os from 'node:os';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 
 /**
  * What the addon's spawns take first: the program, argv and the environment packed (NUL-separated), the descriptors.
@@ -65,17 +63,20 @@ const CANDIDATES = ['../../', '../../../'];
 let loaded: Binding | null | undefined;
 
 function load(): Binding | null {
-  if (process.platform !== 'linux') return null;
+  // import.meta.dirname, not import.meta.url: a path needs no URL made and parsed (the bundle
+  // gives each chunk's directory).
+  const dir = import.meta.dirname;
+  if (process.platform !== 'linux' || dir === undefined) return null;
   for (const up of CANDIDATES) {
-    let file: string;
-    try {
-      file = fileURLToPath(new URL(up + ADDON, import.meta.url));
-    } catch {
-      continue;
-    }
+    const file = path.join(dir, up, ADDON);
     if (!fs.existsSync(file)) continue;
     try {
-      const b = createRequire(import.meta.url)(file) as Binding;
+      // What require() does with a .node file, without the resolution before it (a package.json
+      // read, a stat of each directory on the way), which costs more than the load itself
+      // (docs/benchmarks-notes.md, "An empty pass's start, again"). Loaded once (`loaded`).
+      const module = { exports: {} as Binding };
+      process.dlopen(module, file);
+      const b = module.exports;
       if (b && b.version === 1 && typeof b.spawn === 'function' && typeof b.readHeads === 'function') return b;
     } catch {
       // Built for another platform or Node, or damaged: use the fallback.
@@ -113,13 +114,18 @@ export type NativeSpawnResult = { pid: number } | { errno: number; code: string 
 
 let signalNames: Map<number, NodeJS.Signals> | undefined;
 
+/** node:os's constants, loaded when a name is first wanted: this module is part of every command's start. */
+function osConstants(): typeof import('node:os').constants {
+  return process.getBuiltinModule('node:os').constants;
+}
+
 /** A signal number's name, as child_process reports it (SIGABRT rather than SIGIOT, and so on). */
 export function signalName(n: number): NodeJS.Signals | null {
   if (!signalNames) {
     signalNames = new Map();
     // os.constants.signals lists the canonical name first (SIGABRT before SIGIOT, SIGIO before
     // SIGPOLL), as Node's own signo_string() does.
-    for (const [name, num] of Object.entries(os.constants.signals))
+    for (const [name, num] of Object.entries(osConstants().signals))
       if (!signalNames.has(num)) signalNames.set(num, name as NodeJS.Signals);
   }
   return signalNames.get(n) ?? null;
@@ -324,7 +330,7 @@ let errnoNames: Map<number, string> | undefined;
 function errnoName(errno: number): string {
   if (!errnoNames) {
     errnoNames = new Map();
-    for (const [name, num] of Object.entries(os.constants.errno)) if (!errnoNames.has(num)) errnoNames.set(num, name);
+    for (const [name, num] of Object.entries(osConstants().errno)) if (!errnoNames.has(num)) errnoNames.set(num, name);
   }
   return errnoNames.get(errno) ?? `Unknown system error ${-errno}`;
 }

@@ -8,15 +8,17 @@
  * only a kill within those few microseconds could leave it behind.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 
 /** Linux: O_TMPFILE is __O_TMPFILE | O_DIRECTORY (not in Node's fs.constants). */
 const O_TMPFILE = 0o20000000 | fs.constants.O_DIRECTORY;
 
-/** Open a new, nameless, readable and writable file in `dir` (default $TMPDIR). */
-export function openSpoolSync(dir: string = os.tmpdir()): number {
+/**
+ * Open a new, nameless, readable and writable file in `dir` (default $TMPDIR). node:os is loaded
+ * here, not with the module: queue-process loads this module at every start, and seldom spools.
+ */
+export function openSpoolSync(dir: string = process.getBuiltinModule('node:os').tmpdir()): number {
   if (process.platform === 'linux') {
     try {
       return fs.openSync(dir, O_TMPFILE | fs.constants.O_RDWR, 0o600);
