@@ -7,7 +7,6 @@
 import { describeSystemError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { checkSeconds } from '../base/timer.js';
-import { jobVariableStrings } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
 import type { JobEntry } from '../queue/types.js';
 import type { Outcome, OutcomeWord } from './outcome.js';
@@ -51,6 +50,11 @@ export function finishVariables(t: FinishedTry): [string, string][] {
   ];
 }
 
+// The job's variables (jobenv.ts, with its time zone code) load with the first hook: a run that calls
+// none does not pay for them. The promise is kept: the bundle makes each import() a fresh copy.
+let jobenvModule: Promise<typeof import('../queue/jobenv.js')> | undefined;
+const jobenv = () => (jobenvModule ??= import('../queue/jobenv.js'));
+
 /** Runs a run's hooks, one at a time. */
 export class FinishHook {
   private chain: Promise<void> = Promise.resolve();
@@ -71,6 +75,7 @@ export class FinishHook {
   private async runOne(t: FinishedTry): Promise<void> {
     const { seq } = t.entry.header;
     const where = { queuedir: t.queue.dir, filename: t.entry.filename, attempt: t.attempt };
+    const { jobVariableStrings } = await jobenv();
     const own = [...jobVariableStrings(t.entry.header, where, t.entry.signer), ...finishVariables(t)];
     const env: Record<string, string | undefined> = { ...process.env, ...Object.fromEntries(own) };
     const shell = process.env.SHELL || '/bin/sh';

@@ -5,7 +5,7 @@ import { checkSeconds, dueDelayMs, setLongTimeout } from '../base/timer.js';
 import type { PacketHeader } from '../packet/types.js';
 import type { Queue } from '../queue/queue.js';
 import type { Job } from '../queue/types.js';
-import { JobsWatcher } from '../queue/watch.js';
+import type { JobsWatcher } from '../queue/watch.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { closeQuietly } from '../sys/io.js';
 import { splitCommand } from './command.js';
@@ -185,14 +185,16 @@ async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunCo
   try {
     if (opts.watch) {
       const mode = typeof opts.watch === 'object' ? opts.watch : {};
-      // Before the first scan, so that a job arriving in between is not missed.
+      // Loaded only here: a run of one pass does not need it. Before the first scan, so that a job
+      // arriving in between is not missed.
+      const { JobsWatcher } = await import('../queue/watch.js');
       watcher = new JobsWatcher(queue.jobsDir, { pollInterval: mode.pollInterval, logger: ctx.log });
       ctx.log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
     }
     const maxJobs = opts.maxJobs ?? Infinity;
     for (;;) {
       await run.scan();
-      const stop = await runPass(run, maxJobs, ctx.stopping.stop);
+      const stop = await runPass(run, maxJobs, ctx.stopping);
       const due = !stop && !watcher ? run.dueError() : undefined;
       if (due) throw due;
       if (stop || !watcher) break;
@@ -292,13 +294,13 @@ async function waitForWork(
 }
 
 /** Run the pass's jobs one after the other; true when the run must stop (limit reached, aborted). */
-async function runPass(run: QueueRun, maxJobs: number, signal: AbortSignal | undefined): Promise<boolean> {
+async function runPass(run: QueueRun, maxJobs: number, stopping: Stopping): Promise<boolean> {
   for (;;) {
     if (run.summary.processed >= maxJobs) {
       run.log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
       return true;
     }
-    if (signal?.aborted) return true;
+    if (stopping.stopped) return true;
     if ((await run.runNext(maxJobs - run.summary.processed)) === 0) {
       run.log.debug('process', 'Stopping: there is no job with the next sequence number');
       return false;

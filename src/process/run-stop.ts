@@ -18,13 +18,12 @@ export interface StopOptions {
 }
 
 export class Stopping {
-  /** Aborted when the run must stop: its `signal`, or an interrupt. */
-  readonly stop: AbortSignal | undefined;
   /** Aborted when the running jobs must stop now: `interrupt`, or `stopTimeout` after `signal`. */
   readonly interrupt: AbortSignal | undefined;
   private readonly signal: AbortSignal | undefined;
   private readonly arm: (() => void) | undefined;
   private cancelTimer: (() => void) | undefined;
+  private either: AbortSignal | undefined;
 
   /** `what` names the caller in the error a bad stopTimeout gives. */
   constructor(opts: StopOptions, log: Logger, what: string) {
@@ -45,7 +44,21 @@ export class Stopping {
       interrupt = interrupt ? AbortSignal.any([interrupt, timedOut.signal]) : timedOut.signal;
     }
     this.interrupt = interrupt;
-    this.stop = signal && interrupt ? AbortSignal.any([signal, interrupt]) : (signal ?? interrupt);
+  }
+
+  /**
+   * Aborted when the run must stop: its `signal`, or an interrupt. Made when first wanted: a pass
+   * asks `stopped`, and the first AbortSignal.any of a process is slow (it sets up what tracks
+   * the signals it joins).
+   */
+  get stop(): AbortSignal | undefined {
+    const { signal, interrupt } = this;
+    return signal && interrupt ? (this.either ??= AbortSignal.any([signal, interrupt])) : (signal ?? interrupt);
+  }
+
+  /** Whether `stop` is aborted (asked without making it). */
+  get stopped(): boolean {
+    return this.signal?.aborted === true || this.interrupt?.aborted === true;
   }
 
   /** The run is over: no timer left, no listener on the caller's signal. */
