@@ -60,7 +60,9 @@ async function esmChunks() {
  * (all that `fspl -V` loads); `commands`, the subcommands' handlers (commands.ts) and what they
  * import statically beyond that (all that `queue-process` of an empty queue loads besides);
  * `light`, the same for the trivial subcommands (standalone-commands.ts: gen-uuid...). A chunk both of the
- * latter import goes in `start`. Chunk name → group.
+ * latter import goes in `start`. `write`, what `queue-write` and `prepare` load beyond those to
+ * copy a packet in or make one (write-from-fd.ts, packet/prepare.ts, sealed-copy.ts: the codec,
+ * the seal and signature checks), in one file rather than one a chunk. Chunk name → group.
  */
 function commonPath(metafile) {
   const outputs = Object.entries(metafile.outputs).map(([file, o]) => [
@@ -87,6 +89,8 @@ function commonPath(metafile) {
   const groups = new Map([...start].map((name) => [name, 'start']));
   for (const name of commands) if (!groups.has(name)) groups.set(name, light.has(name) ? 'start' : 'commands');
   for (const name of light) if (!groups.has(name)) groups.set(name, 'light');
+  for (const entry of ['dist/queue/write-from-fd.js', 'dist/packet/prepare.js', 'dist/packet/seal/sealed-copy.js'])
+    for (const name of closure(entry)) if (!groups.has(name)) groups.set(name, 'write');
   return groups;
 }
 
@@ -140,7 +144,7 @@ export async function bundle() {
   const { chunks, common } = await esmChunks();
   fs.rmSync(OUT, { recursive: true, force: true });
   fs.mkdirSync(OUT, { recursive: true });
-  const groups = { start: [], commands: [], light: [] };
+  const groups = { start: [], commands: [], light: [], write: [] };
   const where = {};
   for (const [name, text] of chunks) {
     if (!name.endsWith('.js')) throw new Error(`unexpected bundle output ${name}`);

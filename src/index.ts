@@ -53,6 +53,8 @@ export { verifyPacket } from './sign/verify-packet.js';
 
 // Queue.process, declared and installed on Queue there (the queue never imports its consumer).
 import './process/queue-process-method.js';
+// Queue.writeFromFd, declared and installed on Queue there (processing a queue does not load its checks).
+import './queue/write-from-fd.js';
 
 export { createLogger } from './base/log.js';
 export {

@@ -10,7 +10,6 @@ import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
-import { judgeSignedHeader } from '../sign/judge.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { DueWait } from './due.js';
 import { type Finisher, nopRunAt } from './finish.js';
@@ -24,9 +23,12 @@ import type { JobRunSettings } from './run-job.js';
 import type { Stopping } from './run-stop.js';
 
 // run-job.ts and what it brings (exec.ts, child_process, the decoder, seal checks, streams) load with the first job:
-// a cron pass over an empty queue does not load them.
+// a cron pass over an empty queue does not load them. The signature checks load with the first
+// scan of a queue with allowed signers.
 let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
 export const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
+let judgeModule: Promise<typeof import('../sign/judge.js')> | undefined;
+const judging = () => (judgeModule ??= import('../sign/judge.js'));
 
 /** What every queue of one run shares: the options, and the executor chosen from them. */
 export interface RunContext extends JobRunSettings {
@@ -146,7 +148,7 @@ export class QueueRun {
   async scan(): Promise<void> {
     this.known = await this.queue.rescan(this.known);
     this.retries.load();
-    if (this.queue.allowedSigners) this.judgeNew(this.queue.allowedSigners);
+    if (this.queue.allowedSigners) await this.judgeNew(this.queue.allowedSigners);
     if (this.ctx.timestampOrder) {
       const byTimestamp = [...this.known.values()].filter((e) => !this.done.has(e.filename)).sort(compareByTimestamp);
       this.emit({ type: 'scan', waiting: byTimestamp.length });
@@ -296,7 +298,8 @@ export class QueueRun {
    * pass is planned, so a forged packet never runs, never shares a number with the real one (which
    * would stop the queue), never counts as waiting. The rest are judged again, payload and all, as they run.
    */
-  private judgeNew(signers: AllowedSigners): void {
+  private async judgeNew(signers: AllowedSigners): Promise<void> {
+    const { judgeSignedHeader } = await judging();
     for (const entry of [...this.known.values()]) {
       if (entry.signer) continue;
       const verdict = judgeSignedHeader(entry.header, signers);

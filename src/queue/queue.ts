@@ -7,6 +7,10 @@
  *
  * Writing needs no lock: a job is written under a temporary name, fsynced, then renamed into
  * place, so anything named fspl-*.fspl is complete.
+ *
+ * Queue.writeFromFd, which checks the packet it copies in (its header, its seal, its signature),
+ * is declared and installed by write-from-fd.ts, which the public entries and `fspl queue-write`
+ * load: a process that only runs a queue's jobs does not load those checks.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,8 +19,8 @@ import { describeSystemError, NotFoundError, QueueError } from '../base/errors.j
 import { type Logger, silentLogger } from '../base/log.js';
 import { checkSeconds } from '../base/timer.js';
 import { nativeOpenHead } from '../packet/native-heads.js';
-import { copyPacketSync } from '../packet/seal/sealed-copy.js';
 import { checkMaxHeaderSize, type PacketHeader } from '../packet/types.js';
+import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { fsyncDir } from '../sys/durable.js';
 import { closeQuietly, forEachDirName, writeAllSync } from '../sys/io.js';
 import { SeqFile } from '../sys/seqfile.js';
@@ -24,6 +28,7 @@ import { openJobFile } from '../sys/untrusted.js';
 import { writeJob, writeJobSync } from './job-write.js';
 import { compareBySeq, compareByTimestamp, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
 import type { QueueOptions, ScanOptions } from './queue-options.js';
+import { finishCutRefusals, refuseJobFile } from './refused.js';
 import type { JobDetails, OpenJob, OrderBy, PlainOpenJob, QueuedJob } from './types.js';
 
 export { compareBySeq, compareByTimestamp, genFilename, indexBySeq, isJobFilename, type JobEntry } from './jobs.js';
@@ -32,10 +37,6 @@ export type { DecodedOpenJob, JobDetails, OpenJob, PlainOpenJob, QueuedJob } fro
 
 // Loaded on first use, so that a process that reads no header or payload (`queue-process` of an
 // empty queue, from cron) does not load the codec, streams and decoders.
-import type { AllowedSigners } from '../sign/allowed-signers.js';
-import { copySignedPacketSync } from '../sign/copy-signed.js';
-import { finishCutRefusals, refuseJobFile } from './refused.js';
-
 // Each promise kept: the bundle turns every import() into a fresh copy of the module's exports, per job.
 let headersModule: Promise<typeof import('./job-headers.js')> | undefined;
 let decodingModule: Promise<typeof import('./decoder.js')> | undefined;
@@ -114,18 +115,6 @@ export class Queue {
    */
   lockSeqfile(options: { wait?: boolean } = {}): SeqFile {
     return SeqFile.lock(this.seqfilePath, { create: false, wait: options.wait });
-  }
-
-  /**
-   * Copy a packet from a file descriptor into the queue. Nothing is validated, except that the
-   * input is not empty and that a sealed packet's payload matches its seal (see
-   * packet/seal/sealed-copy.ts), and with allowedSigners that its signature lets it in
-   * (SignatureError): otherwise no job is stored. Returns the new job's file name.
-   */
-  writeFromFd(inFd: number): string {
-    const signers = this.allowedSigners;
-    if (signers) return writeJobSync(this.jobsDir, (fd) => copySignedPacketSync(inFd, fd, signers));
-    return writeJobSync(this.jobsDir, (fd) => copyPacketSync(inFd, fd));
   }
 
   /** Write a packet held in memory (header plus payload) into the queue. */

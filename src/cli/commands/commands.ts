@@ -183,6 +183,8 @@ const handlers: Handlers = {
     const allowedSigners = await allowedSignersArg(inv);
     const q = Queue.open(required(inv, 'queuedir'), { allowedSigners, logger: log });
     q.assertExists();
+    // Installs Queue.writeFromFd, with the packet checks it needs: loaded by this command only.
+    await import('../../queue/write-from-fd.js');
     q.writeFromFd(0);
     return 0;
   },
