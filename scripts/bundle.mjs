@@ -110,7 +110,7 @@ async function toCommonJs(name, text) {
     define: { 'import.meta.url': '__fsplModule.url', 'import.meta.dirname': '__dirname' },
     sourcefile: name,
   });
-  const renamed = code
+  const renamed = ownExports(code)
     .replace(/require\("(\.\/[^"]+)\.js"\)/g, 'require("$1.cjs")')
     // A default import of a node: module (`import fs from 'node:fs'`) is a namespace object that
     // esbuild's __toESM fills with a getter per export, a hundred for node:fs, in every chunk that
@@ -124,6 +124,21 @@ async function toCommonJs(name, text) {
       'const __fsplBuiltin=(m)=>Object.create(m,{default:{value:m,enumerable:true}});',
   ];
   return `"use strict";\n${helpers.filter(Boolean).join('\n')}\n${renamed}`;
+}
+
+/**
+ * A chunk's exports object as its module.exports. esbuild's __toCommonJS copies the exports object,
+ * each export a second getter that calls the first, in every chunk at load: a chunk that reads
+ * another's export then goes through two getters each time. The object itself, marked
+ * `__esModule` as the copy was, reads the same. Text without the pattern is left as it is.
+ */
+function ownExports(code) {
+  const defProp = /\b__toCommonJS=mod=>__copyProps\((\w+)\(\{\},"__esModule",\{value:!0\}\),mod\)/.exec(code)?.[1];
+  if (!defProp) return code;
+  return code.replace(
+    /module\.exports=__toCommonJS\((\w+)\);/g,
+    `module.exports=${defProp}($1,"__esModule",{value:!0});`,
+  );
 }
 
 /**
