@@ -3,7 +3,6 @@
  * so that the two implementations exclude each other.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import { LockedError } from '../base/errors.js';
 import { dirSyncSkipped, fdatasyncSync } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
@@ -22,13 +21,16 @@ let fsExt: typeof import('fs-ext') | undefined;
 
 /**
  * flock(2) through the native addon when it is built, else through fs-ext, loaded on first use (it
- * costs start-up). Fails as fs-ext does: an error with the errno's code (EAGAIN for a lock held
- * elsewhere), its message `CODE, Description`.
+ * costs start-up), as is node:module to load it (it brings the ES module loader). Fails as fs-ext
+ * does: an error with the errno's code (EAGAIN for a lock held elsewhere), its message
+ * `CODE, Description`.
  */
 function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
   const errno = nativeFlock(fd, OPERATIONS[operation]);
   if (errno === undefined) {
-    fsExt ??= createRequire(import.meta.url)('fs-ext') as typeof import('fs-ext');
+    fsExt ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)(
+      'fs-ext',
+    ) as typeof import('fs-ext');
     fsExt.flockSync(fd, operation);
   } else if (errno !== 0) {
     const names = process.getBuiltinModule('node:util').getSystemErrorMap();
