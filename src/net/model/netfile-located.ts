@@ -4,7 +4,6 @@
  * when js-yaml could not read the file as plain YAML, or when its data has problems (netfile.ts).
  * Loaded then only, through require: a file that has no problem never compiles it.
  */
-import { createRequire } from 'node:module';
 import type { Document, LineCounter, Node } from 'yaml';
 import { NetFileError } from '../../base/errors.js';
 import type { NetModel } from './model.js';
@@ -17,7 +16,10 @@ interface Position {
 
 type Yaml = typeof import('yaml');
 let yamlModule: Yaml | undefined;
-const yaml = (): Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as Yaml);
+// node:module too, when first needed: it brings Node's ES module loader, which a net command without
+// a problem to point at never needs.
+const yaml = (): Yaml =>
+  (yamlModule ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('yaml') as Yaml);
 
 /**
  * Where a problem is: the value at the end of the key path (or its key, for an unknown key);
