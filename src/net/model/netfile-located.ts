@@ -85,6 +85,7 @@ function duplicateKeys(doc: Document): Array<{ at: number; message: string }> {
 export function locatedNetText(text: string, file: string): NetModel {
   const { LineCounter, parseDocument } = yaml();
   const lc = new LineCounter();
+  // Duplicate keys are found below: the yaml package's own check is quadratic in a map's size.
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: false });
   const at = (offset: number, message: string): Located => ({ ...lc.linePos(offset), message });
   const syntax = doc.errors.map((e) => at(e.pos[0], e.message.split('\n')[0]!));
