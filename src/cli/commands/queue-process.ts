@@ -17,7 +17,6 @@ import {
   type QueuePageOptions,
 } from '../../process/process.js';
 import { Queue } from '../../queue/queue.js';
-import { noQueueUnder } from '../../queue/queue-dirs.js';
 import {
   allowedSignersArg,
   enumArg,
@@ -34,7 +33,8 @@ import type { Invocation } from '../parse/grammar.js';
 import type { FsplArgs } from '../parse/spec.js';
 import { MANY_QUEUES, ONE_QUEUE, StopSignals } from '../runtime/stop-signals.js';
 import { checkLogLevel, UsageError } from '../text/output.js';
-import { ManyProgress, ProgressLine, stderrIsTerminal } from '../text/progress.js';
+import type { ProgressLine } from '../text/progress.js';
+import { stderrIsTerminal } from '../text/stderr-terminal.js';
 
 const ON_ERROR: readonly OnError[] = ['retry', 'delete', 'leave'];
 const ORDER_BY: readonly OrderBy[] = ['sequence', 'timestamp'];
@@ -71,9 +71,10 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     onFinish: onFinishArg(inv),
     listen,
   };
+  // The line's code is loaded only for a terminal: a run from cron or a service has none.
   const progress =
     !flag(inv, 'no-progress') && stderrIsTerminal()
-      ? new ProgressLine(process.stderr, options.outputTo === 'passboth')
+      ? new (await import('../text/progress.js')).ProgressLine(process.stderr, options.outputTo === 'passboth')
       : undefined;
   // Log lines go through the progress line, which clears itself for them.
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
@@ -82,7 +83,7 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     listen.onListening = (url) =>
       log.info('process', `Serving the queues' page at ${url} (read-only; ${url}metrics for Prometheus)`);
   const many = dirs.length > 1 || parents.length > 0;
-  if (parents.length > 0) noQueuesFound(parents, { others: dirs.length > 0, watch }, log);
+  if (parents.length > 0) await noQueuesFound(parents, { others: dirs.length > 0, watch }, log);
   // The first SIGINT or SIGTERM lets the running jobs finish, the second stops them (stop-signals.ts):
   // from the start when watching or over many queues, else from the first job (an empty queue's run
   // then loads no signal handling).
@@ -141,7 +142,7 @@ async function runMany(
 ): Promise<number> {
   // Loaded only here: one queue's run (cron over an empty queue) does not pay for it.
   const { processQueues } = await import('../../process/many-queues.js');
-  const shown = progress && new ManyProgress(progress);
+  const shown = progress && new (await import('../text/progress.js')).ManyProgress(progress);
   const tune = longRunTuner();
   const summary = await processQueues(dirs, {
     ...run,
@@ -219,7 +220,13 @@ async function listenArg(
  * saying what is there instead. In a one-pass run with nothing else to serve, that is the run's
  * failure (exit 1, nothing run); watching, or with -q queues too, a warning, once.
  */
-function noQueuesFound(parents: readonly string[], run: { others: boolean; watch: boolean }, log: Logger): void {
+async function noQueuesFound(
+  parents: readonly string[],
+  run: { others: boolean; watch: boolean },
+  log: Logger,
+): Promise<void> {
+  // Loaded here: only --queues-in needs it.
+  const { noQueueUnder } = await import('../../queue/queue-dirs.js');
   const why: string[] = [];
   for (const p of parents) {
     const none = noQueueUnder(p);

@@ -22,8 +22,8 @@ import { flag, required, secondsArg, str } from '../parse/args.js';
 import type { Invocation } from '../parse/grammar.js';
 import type { FsplArgs } from '../parse/spec.js';
 import { checkLogLevel, UsageError, writeOut } from '../text/output.js';
-import { stderrIsTerminal } from '../text/progress.js';
 import { StatusLine } from '../text/status-line.js';
+import { stderrIsTerminal } from '../text/stderr-terminal.js';
 
 export async function queueSend(inv: Invocation<FsplArgs<'queue-send'>>, given: Logger): Promise<number> {
   if (flag(inv, 'status')) return showStatus(inv);

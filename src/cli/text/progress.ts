@@ -4,7 +4,6 @@
  * whose output goes to the terminal (--output-to PassBoth) gets it with the line cleared; the line
  * comes back when no job runs.
  */
-import fs from 'node:fs';
 import type { QueuesEvent } from '../../process/options.js';
 import type { ProcessEvent } from '../../process/process.js';
 import { StatusLine } from './status-line.js';
@@ -141,18 +140,4 @@ export class ManyProgress {
     if (m === 0) this.waiting.delete(queue);
     else this.waiting.set(queue, m);
   }
-}
-
-/**
- * Whether stderr is a terminal, asked without making process.stderr (which loads net or tty) when it
- * cannot be: only a character device other than /dev/null can be one.
- */
-export function stderrIsTerminal(): boolean {
-  try {
-    const st = fs.fstatSync(2);
-    if (!st.isCharacterDevice() || st.rdev === fs.statSync('/dev/null').rdev) return false;
-  } catch {
-    return false;
-  }
-  return process.stderr.isTTY === true;
 }
