@@ -73,7 +73,7 @@ function load(): Binding | null {
     try {
       // What require() does with a .node file, without the resolution before it (a package.json
       // read, a stat of each directory on the way), which costs more than the load itself
-      // (docs/benchmarks-notes.md, "An empty pass's start, again"). Loaded once (`loaded`).
+      // (docs/benchmarks-notes.md, "Loading the addon"). Loaded once (`loaded`).
       const module = { exports: {} as Binding };
       process.dlopen(module, file);
       const b = module.exports;
