@@ -106,11 +106,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <node_api.h>
+#include <uv.h>
 
 #define CHECK(call)                                 \
   do {                                              \
@@ -208,6 +210,107 @@ static void wait_complete(napi_env env, napi_status status, void* data) {
   napi_delete_reference(env, req->callback);
   napi_delete_async_work(env, req->work);
   free(req);
+}
+
+/* Waiting through a pidfd (Linux 5.3): the event loop polls a descriptor that becomes readable when
+ * the child exits, and the main thread reaps it there. The thread pool's waiter (above) hands each
+ * exit over twice (a pool thread woken from waitid, then the loop woken by it): a queue's jobs run
+ * one after another, and that handover was on every job's path. The pool stays the fallback. */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+typedef struct pidfd_wait {
+  uv_poll_t poll; /* first: the handle's address is the request's */
+  napi_env env;
+  napi_ref callback;
+  napi_async_context ctx;
+  napi_async_cleanup_hook_handle hook;
+  pid_t pid;
+  int fd;
+} pidfd_wait;
+
+static void pidfd_closed(uv_handle_t* h) {
+  pidfd_wait* w = (pidfd_wait*)h;
+  close(w->fd);
+  napi_async_destroy(w->env, w->ctx);
+  napi_delete_reference(w->env, w->callback);
+  napi_async_cleanup_hook_handle hook = w->hook;
+  free(w);
+  if (hook) napi_remove_async_cleanup_hook(hook);
+}
+
+/* The environment ends (a worker stops) while the child runs: stop waiting; the child is left to
+ * the process, as the pool's waiter leaves it. */
+static void pidfd_cleanup(napi_async_cleanup_hook_handle hook, void* data) {
+  pidfd_wait* w = data;
+  uv_close((uv_handle_t*)&w->poll, pidfd_closed);
+}
+
+static void pidfd_ready(uv_poll_t* h, int status, int events) {
+  pidfd_wait* w = (pidfd_wait*)h;
+  int st = 0, code = -1, sig = 0;
+  pid_t r;
+  do r = waitpid(w->pid, &st, WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r == 0 && status == 0) return; /* not exited yet: a pidfd is readable only once it has */
+  uv_poll_stop(h);
+  if (r == w->pid) {
+    if (WIFEXITED(st)) code = WEXITSTATUS(st);
+    else if (WIFSIGNALED(st)) sig = WTERMSIG(st);
+  }
+  napi_env env = w->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) == napi_ok) {
+    napi_value cb, global, argv[2], ignored;
+    if (napi_get_reference_value(env, w->callback, &cb) == napi_ok && cb && napi_get_global(env, &global) == napi_ok) {
+      argv[0] = make_int(env, code);
+      argv[1] = make_int(env, sig);
+      /* make_callback: the ticks and microtasks the callback queues run after it, as after any
+       * of the loop's callbacks; what it throws is uncaught, as from the pool's completion. */
+      if (napi_make_callback(env, w->ctx, global, cb, 2, argv, &ignored) == napi_pending_exception) {
+        napi_value err;
+        if (napi_get_and_clear_last_exception(env, &err) == napi_ok) napi_fatal_exception(env, err);
+      }
+    }
+    napi_close_handle_scope(env, scope);
+  }
+  uv_close((uv_handle_t*)h, pidfd_closed);
+}
+
+/* Wait for pid through a pidfd (close-on-exec, as pidfd_open makes them) and call onExit(code,
+ * signal) from the loop: 0, or -1 when it can't (no pidfd_open, no descriptor left, no memory):
+ * the caller waits on the pool then. */
+static int pidfd_wait_start(napi_env env, pid_t pid, napi_value on_exit) {
+  pidfd_wait* w = calloc(1, sizeof *w);
+  if (!w) return -1;
+  w->env = env;
+  w->pid = pid;
+  w->fd = -1;
+  napi_value name, resource;
+  struct uv_loop_s* loop;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || napi_create_object(env, &resource) != napi_ok ||
+      napi_create_string_utf8(env, "fspl:pidfd", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_async_init(env, resource, name, &w->ctx) != napi_ok) {
+    free(w);
+    return -1;
+  }
+  if (napi_create_reference(env, on_exit, 1, &w->callback) != napi_ok ||
+      (w->fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0 || uv_poll_init(loop, &w->poll, w->fd) != 0) {
+    if (w->fd >= 0) close(w->fd);
+    if (w->callback) napi_delete_reference(env, w->callback);
+    napi_async_destroy(env, w->ctx);
+    free(w);
+    return -1;
+  }
+  /* From here the handle exists: whatever fails, it is closed, and pidfd_closed frees the rest. */
+  if (napi_add_async_cleanup_hook(env, pidfd_cleanup, w, &w->hook) != napi_ok) {
+    w->hook = NULL;
+    uv_close((uv_handle_t*)&w->poll, pidfd_closed);
+    return -1; /* the pool waits for it: waitpid there still reaps it (nothing here reaped it) */
+  }
+  uv_poll_start(&w->poll, UV_READABLE, pidfd_ready);
+  return 0;
 }
 
 static int spawn_one(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
@@ -451,7 +554,8 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   if (err < 0) return NULL; /* thrown */
   if (err) return make_int(env, -err);
   if (flags & SPAWN_NOWAIT) return make_int(env, pid);
-  /* Wait for it on the thread pool. */
+  if (pidfd_wait_start(env, pid, args[6]) == 0) return make_int(env, pid);
+  /* No pidfd: wait for it on the thread pool. */
   wait_req* req = calloc(1, sizeof *req);
   napi_value name;
   if (!req) return fail(env, "out of memory");

@@ -3,10 +3,11 @@
  * each checked against the pure-Node fallback (FSPL_NO_NATIVE=1): spawning job commands
  * (src/sys/exec.ts) and reading job headers for a scan (src/queue/queue.ts).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExecError } from '../../src/base/errors.js';
@@ -37,6 +38,9 @@ function withNoNative<T>(value: string | undefined, fn: () => T): T {
     else process.env.FSPL_NO_NATIVE = saved;
   }
 }
+
+/** The addon's file, for a process or worker of a test's own. */
+const ADDON = path.join(ROOT, 'native', 'build', 'Release', 'fspl_native.node');
 
 /** Whether the addon is built and loads (whatever FSPL_NO_NATIVE says in our environment). */
 const HAVE_NATIVE = withNoNative(undefined, () => loadNative() !== undefined);
@@ -380,6 +384,54 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     });
     expect(exit).toEqual({ code: 7, signal: null });
     expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+  });
+
+  it("waits without a thread of libuv's pool: a file read while five children run is not held up", async () => {
+    // The pool has four threads: a waiter on each would hold the read until a child exits.
+    const exits: number[] = [];
+    const all = Array.from(
+      { length: 5 },
+      (_, i) =>
+        new Promise<void>((resolve) => {
+          const r = nativeSpawn(
+            { command: 'sleep', args: ['1'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 },
+            () => {
+              exits.push(i);
+              resolve();
+            },
+          );
+          expect(r && 'pid' in r).toBe(true);
+        }),
+    );
+    await fs.promises.readFile(__filename);
+    expect(exits).toEqual([]);
+    await Promise.all(all);
+    expect(exits).toHaveLength(5);
+  });
+
+  it('an exception thrown by onExit is uncaught, as any callback of the loop', () => {
+    const script = `
+      const b = require(${JSON.stringify(ADDON)});
+      process.on('uncaughtException', (err) => { console.log('uncaught: ' + err.message); process.exit(3); });
+      b.spawn('true', 'true\\0', 'PATH=${PATH}\\0', -1, 1, 2, () => { throw new Error('from onExit'); });`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    expect(r.stdout.trim()).toBe('uncaught: from onExit');
+    expect(r.status).toBe(3);
+  });
+
+  it('a worker that ends while its child runs leaves the process whole', async () => {
+    const out = path.join(tempDir(), 'pid');
+    const worker = new Worker(
+      `const b = require(${JSON.stringify(ADDON)});
+       const pid = b.spawn('sleep', 'sleep\\0' + '30\\0', 'PATH=${PATH}\\0', -1, 1, 2, () => {});
+       require('node:fs').writeFileSync(${JSON.stringify(out)}, String(pid));
+       require('node:worker_threads').parentPort.postMessage(pid);`,
+      { eval: true },
+    );
+    const pid = await new Promise<number>((resolve) => worker.once('message', resolve));
+    await worker.terminate();
+    expect(fs.readFileSync(out, 'utf8')).toBe(String(pid));
+    process.kill(pid, 'SIGKILL'); // left to the process, as the pool's waiter leaves it
   });
 
   it('reports errno codes and leaves ENOEXEC and NUL bytes to child_process', () => {
