@@ -179,8 +179,9 @@ function refPacket(ref, seq, die) {
  * n empty queues under one `queue-process --watch --queues-in`, in WORK/watch: its idle CPU (a
  * fraction of a core) over idleSeconds, its memory, its start-up (to its first job run), and the
  * latency of `samples` jobs renamed into random queues. Also used by bench/cost.mjs.
+ * The idle window starts settleSeconds after the first job; settleCpu is the CPU of that wait.
  */
-export async function watchIdle({ n, idleSeconds, samples, work, ref, log, die }) {
+export async function watchIdle({ n, idleSeconds, settleSeconds = 2, samples, work, ref, log, die }) {
   const parent = path.join(work, 'watch');
   log(`watch: making ${n} empty queues`);
   // Made as queue-init leaves them (jobs/, nextseq, nextseq.lock), directly: 10,000 reference
@@ -223,7 +224,11 @@ export async function watchIdle({ n, idleSeconds, samples, work, ref, log, die }
   fs.renameSync(path.join(first, 'tmp-x'), path.join(first, 'fspl-00000000-0000-4000-8000-000000000000.fspl'));
   await until('the first job', () => fs.readFileSync(logFile, 'utf8').length > 0);
   const startup = (Date.now() - t0) / 1000;
-  await sleep(2000); // settle: the first look of every queue, the garbage collector
+  // Settle: the first look of every queue, the garbage collector.
+  const s0 = cpuOf(child.pid);
+  const sw0 = Date.now();
+  await sleep(settleSeconds * 1000);
+  const settleCpu = (cpuOf(child.pid) - s0) / ((Date.now() - sw0) / 1000);
   log(`watch: idle for ${idleSeconds} s`);
   const c0 = cpuOf(child.pid);
   const w0 = Date.now();
@@ -265,7 +270,7 @@ export async function watchIdle({ n, idleSeconds, samples, work, ref, log, die }
   const code = await new Promise((r) => child.once('exit', r));
   if (code !== 0) die(`the watcher exited ${code}: ${stderr}`);
   fs.rmSync(parent, { recursive: true, force: true });
-  return { idleCpu, mem, memAfter, startup, latencies };
+  return { idleCpu, settleCpu, mem, memAfter, startup, latencies };
 }
 
 async function benchWatch() {

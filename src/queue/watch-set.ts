@@ -19,7 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../base/log.js';
-import { type Stamp, stampPaths } from '../sys/stamps.js';
+import { stampInto } from '../sys/stamps.js';
 import { isJobFilename } from './jobs.js';
 
 export interface DirWatchSetOptions {
@@ -54,13 +54,25 @@ export interface DirWatchOptions {
   fileChanged?: () => boolean;
 }
 
-/** What the last look saw of a directory (and of its file, if it has one). */
-interface Seen {
-  dir: Stamp;
-  /** The entry's file: undefined when it has none, or it is not there. */
-  file?: Stamp;
+/**
+ * What the last look saw of a directory (and of its file, if it has one), updated in place by each
+ * look: a look makes no object that lives until the next. With 10,000 queues, a look's objects
+ * kept 30 s each were promoted and collected as old garbage, a full collection every few minutes
+ * (docs/benchmarks-notes.md, "Idle CPU, and the collection 30 s after start").
+ */
+class Seen {
+  /** Whether the directory could be looked at (false before the first look). */
+  dirOk = false;
+  dirIno = 0;
+  dirMtime = 0;
+  dirCtime = 0;
+  /** Whether the entry has a file and it could be looked at. */
+  fileOk = false;
+  fileIno = 0;
+  fileMtime = 0;
+  fileCtime = 0;
   /** When it was looked at: a change within COARSE_MS of this may not show in the times. */
-  at: number;
+  at = 0;
 }
 
 interface Entry<K> {
@@ -75,7 +87,7 @@ interface Entry<K> {
   /** Seconds between looks: the poll or safety interval, or the fallback when events fail. */
   interval: number;
   due: number;
-  seen?: Seen;
+  readonly seen: Seen;
   removed: boolean;
   /** Report the next look as a change, whatever it sees (recheck). */
   force: boolean;
@@ -133,10 +145,12 @@ export class DirWatchSet<K> {
       fileChanged: options.fileChanged,
       interval,
       due: 0,
+      seen: new Seen(),
       removed: false,
       force: false,
     };
-    entry.seen = lookAll([entry])[0];
+    const stamps = lookAll([entry]);
+    keep(entry.seen, stamps, 0, entry.file !== undefined, Date.now());
     this.entries.set(key, entry);
     if (this.mode === 'events') this.listen(entry, options);
     this.enqueue(entry, Date.now());
@@ -249,26 +263,39 @@ export class DirWatchSet<K> {
       else next = Math.min(next, due.length === LOOKS_PER_TICK ? now : list[0]!.due);
     }
     // The looked-at go to their lists' ends (enqueue), due later than any head.
-    const seen = lookAll(due);
-    for (let i = 0; i < due.length; i++) {
+    const stamps = lookAll(due);
+    const at = Date.now();
+    for (let i = 0, k = 0; i < due.length; i++) {
       const entry = due[i]!;
-      if (!entry.removed) this.visit(entry, seen[i], now); // an earlier one's onChange may have removed it
+      // An earlier one's onChange may have removed it.
+      if (!entry.removed) this.visit(entry, stamps, k, at, now);
+      k += entry.file === undefined ? 3 : 6;
     }
     if (next !== Infinity) this.arm(next);
   }
 
-  private visit(entry: Entry<K>, seen: Seen | undefined, now: number): void {
+  /** Compare a look (stamps from k: the directory's, then its file's) with the last, and keep it. */
+  private visit(entry: Entry<K>, stamps: Float64Array, k: number, at: number, now: number): void {
     const before = entry.seen;
-    entry.seen = seen;
-    const changed =
-      entry.force ||
-      !seen ||
-      !before ||
-      moved(seen.dir, before.dir) ||
-      tooRecent(before.dir, before.at, this.coarseMs) ||
-      ((moved(seen.file, before.file) ||
-        (before.file !== undefined && tooRecent(before.file, before.at, this.coarseMs))) &&
-        (entry.fileChanged?.() ?? true));
+    const hasFile = entry.file !== undefined;
+    const dirOk = !Number.isNaN(stamps[k]!);
+    const fileOk = dirOk && hasFile && !Number.isNaN(stamps[k + 3]!);
+    const dirChanged =
+      !dirOk ||
+      !before.dirOk ||
+      stamps[k] !== before.dirIno ||
+      stamps[k + 1] !== before.dirMtime ||
+      stamps[k + 2] !== before.dirCtime ||
+      tooRecent(before.dirMtime, before.dirCtime, before.at, this.coarseMs);
+    const fileChanged =
+      fileOk !== before.fileOk ||
+      (fileOk &&
+        (stamps[k + 3] !== before.fileIno ||
+          stamps[k + 4] !== before.fileMtime ||
+          stamps[k + 5] !== before.fileCtime ||
+          tooRecent(before.fileMtime, before.fileCtime, before.at, this.coarseMs)));
+    const changed = entry.force || dirChanged || (fileChanged && (entry.fileChanged?.() ?? true));
+    keep(before, stamps, k, hasFile, at);
     entry.force = false;
     this.enqueue(entry, now);
     if (changed) this.onChange(entry.key);
@@ -288,27 +315,32 @@ function closeWatchers(entry: Entry<unknown>): void {
   entry.fileWatcher = undefined;
 }
 
-/** One stat of each entry's directory (and of its file); undefined when the directory can't be looked at (gone, say). */
-function lookAll(entries: readonly Entry<unknown>[]): Array<Seen | undefined> {
+/**
+ * One stat of each entry's directory (and of its file), in stampInto's buffer: three numbers for
+ * the directory, then three for its file if it has one (a NaN inode where the stat failed).
+ */
+function lookAll(entries: readonly Entry<unknown>[]): Float64Array {
   const paths: string[] = [];
   for (const e of entries) {
     paths.push(e.dir);
     if (e.file !== undefined) paths.push(e.file);
   }
-  const stamps = stampPaths(paths);
-  const at = Date.now();
-  let k = 0;
-  return entries.map((e) => {
-    const dir = stamps[k++];
-    const file = e.file === undefined ? undefined : stamps[k++];
-    return dir && { dir, file, at };
-  });
+  return stampInto(paths);
 }
 
-/** Whether two looks differ: replaced (another inode), changed, made or removed. */
-function moved(a: Stamp | undefined, b: Stamp | undefined): boolean {
-  if (!a || !b) return a !== b;
-  return a.ino !== b.ino || a.mtimeMs !== b.mtimeMs || a.ctimeMs !== b.ctimeMs;
+/** Keep a look (stamps from k) in seen. A directory that could not be looked at keeps no file either. */
+function keep(seen: Seen, stamps: Float64Array, k: number, hasFile: boolean, at: number): void {
+  seen.dirOk = !Number.isNaN(stamps[k]!);
+  seen.dirIno = stamps[k]!;
+  seen.dirMtime = stamps[k + 1]!;
+  seen.dirCtime = stamps[k + 2]!;
+  seen.fileOk = seen.dirOk && hasFile && !Number.isNaN(stamps[k + 3]!);
+  if (seen.fileOk) {
+    seen.fileIno = stamps[k + 3]!;
+    seen.fileMtime = stamps[k + 4]!;
+    seen.fileCtime = stamps[k + 5]!;
+  }
+  seen.at = at;
 }
 
 /**
@@ -316,6 +348,6 @@ function moved(a: Stamp | undefined, b: Stamp | undefined): boolean {
  * as they were. `at` is Date.now(), in whole milliseconds, and a file time has a fraction of one:
  * compared whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
  */
-function tooRecent(s: Stamp, at: number, coarseMs: number): boolean {
-  return at - Math.floor(Math.max(s.mtimeMs, s.ctimeMs)) < coarseMs;
+function tooRecent(mtimeMs: number, ctimeMs: number, at: number, coarseMs: number): boolean {
+  return at - Math.floor(Math.max(mtimeMs, ctimeMs)) < coarseMs;
 }
