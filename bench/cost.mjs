@@ -62,7 +62,7 @@ const WATCHED = Q ? 200 : 10_000;
 const IDLE = Q ? 3 : 30;
 // V8's memory reducer collects start-up's garbage once, 30 s after the last full collection of the
 // start (docs/benchmarks-notes.md, "Idle CPU, and the collection 30 s after start"): idle is after it.
-const SETTLE = Q ? 2 : 40;
+const SETTLE = Q ? 2 : 60;
 const STARTS = Q ? 5 : 15;
 
 process.env.SHELL = '/bin/sh';
@@ -459,8 +459,11 @@ start, ${load()} at the end, ${((Date.now() - t0) / 1000).toFixed(0)} s in all):
   median and its spread (min–max) over the rounds; the verdict is on the median. Every run is checked
   (\`nextseq\`, an empty \`jobs/\`, the lines of F); a failed check aborts. The \`/bin/true\` jobs are made
   with \`prepare -s SEQFILE\` (\`-s -\` would number them all 1).
-- Idle CPU: utime+stime from \`/proc/PID/stat\` over the window, after the watcher's first job
-  (\`bench/many.mjs\` watchIdle). Start-up: ${STARTS} runs of each side a round, A B A B.
+- Idle CPU: utime+stime from \`/proc/PID/stat\` over the window, which starts ${SETTLE} s after the
+  watcher's first job, past V8's one collection of start-up's garbage (\`bench/many.mjs\` watchIdle).
+  Start-up: ${STARTS} runs of each side a round, A B A B.
+- Every side runs without \`NODE_EXTRA_CA_CERTS\`, which this machine sets: with it, every node
+  reads a bundle of certificates before any script (40–70 ms; \`bench/common.mjs\`).
 ${notes.map((x) => `- ${x}\n`).join('')}${END}
 `;
 

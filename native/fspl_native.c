@@ -177,7 +177,8 @@ typedef struct {
   pid_t pid;
 } wait_req;
 
-/* On a thread-pool thread: wait until the child has exited, without reaping it. The zombie is
+/* Without a pidfd (pidfd_wait_start, below), on a thread-pool thread: wait until the child has
+ * exited, without reaping it. The zombie is
  * reaped on the main thread (wait_complete), so a kill() from JS (the timeout) can never reach
  * a recycled pid: until then the pid still belongs to our zombie. */
 static void wait_execute(napi_env env, void* data) {
