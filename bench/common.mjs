@@ -20,7 +20,7 @@ export const shq = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
  * This process's environment without FSPL_* (prepare would store FSPL_SET_* ones), NODE_OPTIONS and
  * NODE_EXTRA_CA_CERTS, and without the names in `drop`: the same for ours and the reference.
  * NODE_EXTRA_CA_CERTS makes every node read and parse the certificates it names before any script
- * runs (40-70 ms for Debian's bundle): a machine that sets it for its own tools would add that to
+ * runs (50-80 ms for Debian's bundle): a machine that sets it for its own tools would add that to
  * every one of our processes, and to `node -e 0`, and fspl opens no TLS connection.
  */
 const NOT_OURS = new Set(['NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS']);

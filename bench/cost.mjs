@@ -319,7 +319,7 @@ async function benchWatch() {
     `${l0}–${load()}`,
   ]);
   rows.push([
-    `the same, in the ${SETTLE} s from its first job to that window (start-up's garbage collected in it)`,
+    `the same, the ${SETTLE} s before that window (start-up's garbage collected)`,
     `${pct(settle)} of a core`,
     '—',
     '—',
@@ -463,7 +463,7 @@ start, ${load()} at the end, ${((Date.now() - t0) / 1000).toFixed(0)} s in all):
   watcher's first job, past V8's one collection of start-up's garbage (\`bench/many.mjs\` watchIdle).
   Start-up: ${STARTS} runs of each side a round, A B A B.
 - Every side runs without \`NODE_EXTRA_CA_CERTS\`, which this machine sets: with it, every node
-  reads a bundle of certificates before any script (40–70 ms; \`bench/common.mjs\`).
+  reads a bundle of certificates before any script (50–80 ms; \`bench/common.mjs\`).
 ${notes.map((x) => `- ${x}\n`).join('')}${END}
 `;
 

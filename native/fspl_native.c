@@ -245,7 +245,8 @@ static void pidfd_closed(uv_handle_t* h) {
  * the process, as the pool's waiter leaves it. */
 static void pidfd_cleanup(napi_async_cleanup_hook_handle hook, void* data) {
   pidfd_wait* w = data;
-  uv_close((uv_handle_t*)&w->poll, pidfd_closed);
+  /* Closing already (the child exited): pidfd_closed will remove this hook. */
+  if (!uv_is_closing((uv_handle_t*)&w->poll)) uv_close((uv_handle_t*)&w->poll, pidfd_closed);
 }
 
 static void pidfd_ready(uv_poll_t* h, int status, int events) {
