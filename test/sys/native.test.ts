@@ -387,26 +387,30 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
   });
 
   it("waits without a thread of libuv's pool: a file read while five children run is not held up", async () => {
-    // The pool has four threads: a waiter on each would hold the read until a child exits.
-    const exits: number[] = [];
+    // The pool has four threads: a waiter on each would hold the read until a child exits. The
+    // children end only when killed, after the read.
+    const exits: Array<NodeJS.Signals | null> = [];
+    const pids: number[] = [];
     const all = Array.from(
       { length: 5 },
-      (_, i) =>
+      () =>
         new Promise<void>((resolve) => {
           const r = nativeSpawn(
-            { command: 'sleep', args: ['1'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 },
-            () => {
-              exits.push(i);
+            { command: 'sleep', args: ['30'], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 },
+            (exit) => {
+              exits.push(exit.signal);
               resolve();
             },
           );
-          expect(r && 'pid' in r).toBe(true);
+          if (!r || !('pid' in r)) throw new Error('sleep did not start');
+          pids.push(r.pid);
         }),
     );
     await fs.promises.readFile(__filename);
     expect(exits).toEqual([]);
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
     await Promise.all(all);
-    expect(exits).toHaveLength(5);
+    expect(exits).toEqual(Array(5).fill('SIGKILL'));
   });
 
   it('an exception thrown by onExit is uncaught, as any callback of the loop', () => {
