@@ -61,18 +61,52 @@ export interface DirWatchOptions {
  * (docs/benchmarks-notes.md, "Idle CPU, and the collection 30 s after start").
  */
 class Seen {
-  /** Whether the directory could be looked at (false before the first look). */
-  dirOk = false;
-  dirIno = 0;
-  dirMtime = 0;
-  dirCtime = 0;
-  /** Whether the entry has a file and it could be looked at. */
-  fileOk = false;
-  fileIno = 0;
-  fileMtime = 0;
-  fileCtime = 0;
+  readonly dir = new Look();
+  /** The entry's file: not ok when it has none, or it is not there. */
+  readonly file = new Look();
   /** When it was looked at: a change within COARSE_MS of this may not show in the times. */
   at = 0;
+
+  /** Keep a look (stamps from k: the directory's, then its file's; their stats' success). */
+  keep(stamps: Float64Array, k: number, dirOk: boolean, fileOk: boolean, at: number): void {
+    this.dir.keep(stamps, k, dirOk);
+    this.file.keep(stamps, k + 3, fileOk);
+    this.at = at;
+  }
+}
+
+/** One path's last stat: whether it could be made, and what it saw. */
+class Look {
+  ok = false;
+  ino = 0;
+  mtimeMs = 0;
+  ctimeMs = 0;
+
+  /** Whether a stat (stamps from k; ok: it succeeded) differs from this one: made, removed, replaced or changed. */
+  differs(stamps: Float64Array, k: number, ok: boolean): boolean {
+    return (
+      ok !== this.ok ||
+      (ok && (stamps[k] !== this.ino || stamps[k + 1] !== this.mtimeMs || stamps[k + 2] !== this.ctimeMs))
+    );
+  }
+
+  /**
+   * Whether a change made after this look, in the same tick of a coarse clock, could leave the
+   * times as they were. `at` is Date.now(), in whole milliseconds, and a file time has a fraction
+   * of one: compared whole, a look in the change's own millisecond is not "too recent" when
+   * coarseMs is 0.
+   */
+  tooRecent(at: number, coarseMs: number): boolean {
+    return this.ok && at - Math.floor(Math.max(this.mtimeMs, this.ctimeMs)) < coarseMs;
+  }
+
+  keep(stamps: Float64Array, k: number, ok: boolean): void {
+    this.ok = ok;
+    if (!ok) return;
+    this.ino = stamps[k]!;
+    this.mtimeMs = stamps[k + 1]!;
+    this.ctimeMs = stamps[k + 2]!;
+  }
 }
 
 interface Entry<K> {
@@ -150,7 +184,8 @@ export class DirWatchSet<K> {
       force: false,
     };
     const stamps = lookAll([entry]);
-    keep(entry.seen, stamps, 0, entry.file !== undefined, Date.now());
+    const dirOk = statOk(stamps, 0);
+    entry.seen.keep(stamps, 0, dirOk, dirOk && entry.file !== undefined && statOk(stamps, 3), Date.now());
     this.entries.set(key, entry);
     if (this.mode === 'events') this.listen(entry, options);
     this.enqueue(entry, Date.now());
@@ -276,26 +311,14 @@ export class DirWatchSet<K> {
 
   /** Compare a look (stamps from k: the directory's, then its file's) with the last, and keep it. */
   private visit(entry: Entry<K>, stamps: Float64Array, k: number, at: number, now: number): void {
-    const before = entry.seen;
-    const hasFile = entry.file !== undefined;
-    const dirOk = !Number.isNaN(stamps[k]!);
-    const fileOk = dirOk && hasFile && !Number.isNaN(stamps[k + 3]!);
-    const dirChanged =
-      !dirOk ||
-      !before.dirOk ||
-      stamps[k] !== before.dirIno ||
-      stamps[k + 1] !== before.dirMtime ||
-      stamps[k + 2] !== before.dirCtime ||
-      tooRecent(before.dirMtime, before.dirCtime, before.at, this.coarseMs);
-    const fileChanged =
-      fileOk !== before.fileOk ||
-      (fileOk &&
-        (stamps[k + 3] !== before.fileIno ||
-          stamps[k + 4] !== before.fileMtime ||
-          stamps[k + 5] !== before.fileCtime ||
-          tooRecent(before.fileMtime, before.fileCtime, before.at, this.coarseMs)));
+    const seen = entry.seen;
+    // A directory that could not be looked at keeps no file either.
+    const dirOk = statOk(stamps, k);
+    const fileOk = dirOk && entry.file !== undefined && statOk(stamps, k + 3);
+    const dirChanged = !dirOk || seen.dir.differs(stamps, k, true) || seen.dir.tooRecent(seen.at, this.coarseMs);
+    const fileChanged = seen.file.differs(stamps, k + 3, fileOk) || seen.file.tooRecent(seen.at, this.coarseMs);
     const changed = entry.force || dirChanged || (fileChanged && (entry.fileChanged?.() ?? true));
-    keep(before, stamps, k, hasFile, at);
+    seen.keep(stamps, k, dirOk, fileOk, at);
     entry.force = false;
     this.enqueue(entry, now);
     if (changed) this.onChange(entry.key);
@@ -328,26 +351,7 @@ function lookAll(entries: readonly Entry<unknown>[]): Float64Array {
   return stampInto(paths);
 }
 
-/** Keep a look (stamps from k) in seen. A directory that could not be looked at keeps no file either. */
-function keep(seen: Seen, stamps: Float64Array, k: number, hasFile: boolean, at: number): void {
-  seen.dirOk = !Number.isNaN(stamps[k]!);
-  seen.dirIno = stamps[k]!;
-  seen.dirMtime = stamps[k + 1]!;
-  seen.dirCtime = stamps[k + 2]!;
-  seen.fileOk = seen.dirOk && hasFile && !Number.isNaN(stamps[k + 3]!);
-  if (seen.fileOk) {
-    seen.fileIno = stamps[k + 3]!;
-    seen.fileMtime = stamps[k + 4]!;
-    seen.fileCtime = stamps[k + 5]!;
-  }
-  seen.at = at;
-}
-
-/**
- * Whether a change made after a look, in the same tick of a coarse clock, could leave the times
- * as they were. `at` is Date.now(), in whole milliseconds, and a file time has a fraction of one:
- * compared whole, a look in the change's own millisecond is not "too recent" when coarseMs is 0.
- */
-function tooRecent(mtimeMs: number, ctimeMs: number, at: number, coarseMs: number): boolean {
-  return at - Math.floor(Math.max(mtimeMs, ctimeMs)) < coarseMs;
+/** Whether the stat at stamps[k] succeeded (stampInto: a NaN inode where it failed). */
+function statOk(stamps: Float64Array, k: number): boolean {
+  return !Number.isNaN(stamps[k]!);
 }

@@ -6,10 +6,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadNative } from '../../src/sys/native.js';
-import { stampPaths } from '../../src/sys/stamps.js';
+import { stampInto } from '../../src/sys/stamps.js';
 import { tempDir } from '../helpers.js';
 
 afterEach(() => vi.unstubAllEnvs());
+
+/** stampInto's buffer read back, a stamp a path (undefined where the stat failed). */
+function stampPaths(ps: string[]) {
+  const b = stampInto(ps);
+  return ps.map((_, i) =>
+    Number.isNaN(b[i * 3]!) ? undefined : { ino: b[i * 3]!, mtimeMs: b[i * 3 + 1]!, ctimeMs: b[i * 3 + 2]! },
+  );
+}
 
 function paths(): string[] {
   const d = tempDir();
@@ -36,7 +44,7 @@ function expected(p: string) {
   }
 }
 
-describe('stampPaths', () => {
+describe('stampInto', () => {
   for (const mode of ['native', 'fallback'] as const) {
     it(`gives each path's inode and times, or undefined (${mode})`, () => {
       if (mode === 'fallback') vi.stubEnv('FSPL_NO_NATIVE', '1');
