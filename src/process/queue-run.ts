@@ -5,7 +5,7 @@
  */
 import { describeSystemError, JobFailedError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
-import { notBeforeText } from '../packet/not-before.js';
+import { notBeforeText, notYet } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
@@ -13,10 +13,13 @@ import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { DueWait } from './due.js';
 import { type Finisher, nopRunAt } from './finish.js';
+import { JobAhead } from './job-ahead.js';
+import { JobPass } from './job-pass.js';
 import type { FinishHook } from './on-finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
 import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
 import { lockFileSize, takeQueue } from './queue-lock.js';
+import type { OpenedAhead } from './ready-job.js';
 import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
 import type { JobRunSettings } from './run-job.js';
@@ -46,9 +49,6 @@ export interface RunContext extends JobRunSettings {
   onFinish?: FinishHook;
 }
 
-/** The jobs of one pass: in timestamp order, the list to run; in sequence order, the jobs by number. */
-type Pass = { byTimestamp: JobEntry[]; bySeq?: undefined } | { byTimestamp?: undefined; bySeq: Map<bigint, JobEntry> };
-
 export class QueueRun {
   readonly queue: Queue;
   readonly summary: ProcessSummary = { processed: 0, succeeded: 0, failed: 0 };
@@ -63,14 +63,15 @@ export class QueueRun {
   private known = new Map<string, JobEntry>();
   /** Timestamp order: files already run (and left in place) in this run. */
   private readonly done = new Set<string>();
-  private pass: Pass | undefined;
+  private pass: JobPass | undefined;
   /** Whether a lock has looked for refusals a power cut left half done (queue-lock.ts). */
   private cutLooked = false;
-  private index = 0;
   /** Retries and failed jobs (retry-run.ts). */
   private readonly retries: Retries;
   /** Whether the next job waits for a time: its next try, its not-before time (due.ts). */
   private readonly due: DueWait;
+  /** The pass's next job, opened while the one before it runs (job-ahead.ts). */
+  private readonly ahead = new JobAhead<OpenedAhead>();
 
   constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
     this.queue = queue;
@@ -152,7 +153,7 @@ export class QueueRun {
     if (this.ctx.timestampOrder) {
       const byTimestamp = [...this.known.values()].filter((e) => !this.done.has(e.filename)).sort(compareByTimestamp);
       this.emit({ type: 'scan', waiting: byTimestamp.length });
-      this.pass = { byTimestamp };
+      this.pass = JobPass.inTimestampOrder(byTimestamp);
     } else {
       // Sequence order refuses a queue where two files share a number, wherever they are (as the
       // reference and its manual do); timestamp order does not care.
@@ -160,9 +161,8 @@ export class QueueRun {
       let waiting = 0;
       for (const seq of bySeq.keys()) if (seq >= this.next) waiting++;
       this.emit({ type: 'scan', waiting });
-      this.pass = { bySeq };
+      this.pass = JobPass.inSequenceOrder(bySeq);
     }
-    this.index = 0;
   }
 
   /** Whether nextseq holds another number than the run last read or wrote: someone moved it (queue-set-next). */
@@ -185,18 +185,13 @@ export class QueueRun {
 
   /** The pass's next job, left in it. */
   private peekNext(): JobEntry | undefined {
-    const pass = this.pass;
-    if (!pass) return undefined;
-    return pass.byTimestamp ? pass.byTimestamp[this.index] : pass.bySeq.get(this.next);
+    return this.pass?.peek(this.next);
   }
 
   /** The pass's next job, taken from it; undefined when there is none (the pass is over). */
   takeNext(): JobEntry | undefined {
-    const pass = this.pass;
-    if (!pass) return undefined;
-    if (pass.byTimestamp) return pass.byTimestamp[this.index++];
-    const entry = pass.bySeq.get(this.next);
-    if (entry && this.next === U64_MAX) throw new SeqOverflowError(this.queue.seqfilePath);
+    const entry = this.pass?.take(this.next);
+    if (entry && this.pass?.bySeq && this.next === U64_MAX) throw new SeqOverflowError(this.queue.seqfilePath);
     return entry;
   }
 
@@ -229,7 +224,7 @@ export class QueueRun {
     emit({ type: 'start', seq, filename: entry.filename });
     const attempt = this.retries.attemptOf(entry);
     const started = performance.now();
-    const outcome = await (await loadRunJob()).runQueueJob(ctx, this.queue, entry, attempt);
+    const outcome = await this.start(entry, attempt);
     const durationMs = performance.now() - started;
     // Called after the record, when there is one: the hook never sees a job that could still run again unrecorded.
     const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, durationMs);
@@ -261,7 +256,7 @@ export class QueueRun {
         this.recordFinished(entry, outcome, true),
       );
       // it stays next in the pass (takeNext moved past it)
-      if (next.kind === 'retry' && this.pass?.byTimestamp) this.index--;
+      if (next.kind === 'retry') this.pass?.again();
       if (next.kind === 'retry') emit({ ...ended, outcome: 'retry', retryAt: next.retryAt });
       if (next.kind === 'moved') emit({ ...ended, outcome: 'moved' });
       if (next.kind !== 'onError') {
@@ -279,6 +274,19 @@ export class QueueRun {
     emit(ended); // after the job is recorded: listeners see the queue as it now is
     await hook(outcomeWord(outcome));
     return outcome;
+  }
+
+  /** Start `entry`'s job; while it runs, the job after it is opened (job-ahead.ts). */
+  private async start(entry: JobEntry, attempt: number | undefined): Promise<Outcome> {
+    const { ctx, queue } = this;
+    const runJob = await loadRunJob();
+    const running = runJob.runQueueJob(ctx, queue, entry, attempt, this.ahead.take(entry, attempt));
+    const after = this.pass?.after(entry);
+    if (after && !notYet(after.header) && runJob.canOpenAhead(ctx.opts, queue, after)) {
+      const tries = this.retries.attemptOf(after);
+      this.ahead.openSoon(after, tries, () => runJob.openAhead(ctx.baseEnv, queue, after, tries));
+    }
+    return running;
   }
 
   /** The run's finish hook for a try that ran (on-finish.ts): none for a NOP, which ran nothing. */
@@ -320,7 +328,7 @@ export class QueueRun {
       this.ctx.log.warn('process', `${why}; left in jobs/ (${describeSystemError(err)})`);
     }
     this.known.delete(entry.filename);
-    if (this.pass?.bySeq?.get(seq) === entry) this.pass.bySeq.delete(seq);
+    this.pass?.remove(entry);
     this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });
   }
 
@@ -336,11 +344,13 @@ export class QueueRun {
 
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */
   rest(): void {
+    this.ahead.drop();
     this.finisher?.settle();
   }
 
   /** Give the lock back, every record made durable first if it can be (safe when not held). */
   release(): void {
+    this.ahead.drop();
     const seqfile = this.seqfile;
     const finisher = this.finisher;
     this.seqfile = undefined;

@@ -3,14 +3,17 @@
  * its decoder, spooled whole and the decoder judged first when the queue says so (verifyDecoder)
  * or checks signatures; then judged by its signature when the queue checks them (sign/judge.ts).
  */
+import fs from 'node:fs';
 import { DecoderError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout } from '../base/timer.js';
 import { spoolDecoded } from '../queue/decoder.js';
+import { ChildEnv, jobVariableStrings } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
 import type { DecodedOpenJob, JobEntry, OpenJob, PlainOpenJob } from '../queue/types.js';
 import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
 import { closeQuietly } from '../sys/io.js';
+import { stampInto } from '../sys/stamps.js';
 import type { ProcessRunOptions } from './options.js';
 import { type Outcome, refuseJob } from './outcome.js';
 import type { Stopping } from './run-stop.js';
@@ -18,6 +21,57 @@ import type { Stopping } from './run-stop.js';
 /** A job that its signature does not let in: not run (the run says so as it moves it to refused/, queue-run.ts). */
 export function refusedOutcome(why: string): Outcome {
   return { ok: false, why, refused: true };
+}
+
+/** A queue job opened before its turn (job-ahead.ts): its file after the header, its command's environment packed. */
+export interface OpenedAhead {
+  opened: PlainOpenJob;
+  env: ChildEnv;
+  /** Whether its name still holds the file opened: not removed or replaced since (else it is opened again). */
+  current(): boolean;
+  close(): void;
+}
+
+/**
+ * Whether `entry` can be opened before its turn: a command packet for the run's command, its file
+ * read as it is. Not through a decoder (that would start the decoder), not with signatures or a
+ * CRC to check first (each reads the whole payload), not with an output file to make.
+ */
+export function canOpenAhead(opts: ProcessRunOptions, queue: Queue, entry: JobEntry): boolean {
+  return (
+    entry.header.cmd.kind === 'Command' &&
+    !opts.run &&
+    !opts.verify &&
+    !opts.ignorePayload &&
+    opts.outputTo !== 'saveboth' &&
+    queue.decoder === undefined &&
+    !queue.allowedSigners
+  );
+}
+
+/**
+ * Open `entry` (canOpenAhead) for its try `attempt`, as its turn would: the file, and its
+ * command's environment over `baseEnv` (the run's, read once).
+ */
+export async function openAhead(
+  baseEnv: Readonly<NodeJS.ProcessEnv>,
+  queue: Queue,
+  entry: JobEntry,
+  attempt: number | undefined,
+): Promise<OpenedAhead> {
+  const opened = await queue.openPlainJob(entry.filename);
+  try {
+    // The file held open keeps its inode: no other file at the name can have the same one.
+    const { ino } = fs.fstatSync(opened.payload);
+    const where = { queuedir: queue.dir, filename: entry.filename, attempt };
+    const env = new ChildEnv(jobVariableStrings(opened.header, where, undefined), baseEnv);
+    env.packed(); // kept by env for the size check and the spawn
+    const at = queue.jobPath(entry.filename);
+    return { opened, env, current: () => stampInto([at])[0] === ino, close: () => opened.close() };
+  } catch (err) {
+    opened.close();
+    throw err;
+  }
 }
 
 /**

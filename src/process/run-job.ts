@@ -30,10 +30,11 @@ import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
 import { splitCommand } from './command.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { builtinOutcome, type Outcome, refuseJob } from './outcome.js';
-import { openForRun, verifyDecoder } from './ready-job.js';
+import { type OpenedAhead, openForRun, verifyDecoder } from './ready-job.js';
 import type { Stopping } from './run-stop.js';
 
 export { builtinOutcome, type Outcome } from './outcome.js';
+export { canOpenAhead, openAhead } from './ready-job.js';
 
 /**
  * Signals that a terminal or a service manager sends to every process of what it stops, a job's
@@ -59,7 +60,8 @@ async function killedWithTheRun(r: RunResult, stop: AbortSignal | undefined): Pr
  * Run a command packet's command. The run's interrupt stops it (its process group killed, as its
  * timeout would), and the outcome is then `interrupted`; so it is when a terminal or a service
  * manager killed it as it stopped fspl (killedWithTheRun). `baseEnv`: the inherited environment,
- * read once per run and packed once (ChildEnv, jobenv.ts), the job's FSPL_* variables merged in.
+ * read once per run and packed once (ChildEnv, jobenv.ts), the job's FSPL_* variables merged in;
+ * `packedEnv`: that environment, made before the job's turn (ready-job.ts openAhead).
  * Arguments or variables too large for exec (ExecTooLargeError) fail the job, as its
  * command failing would; a command that can not start at all (ExecError) ends the run.
  */
@@ -70,6 +72,7 @@ export async function runCommandJob(
   log: Logger,
   baseEnv: NodeJS.ProcessEnv,
   stopping: Stopping | undefined,
+  packedEnv?: ChildEnv,
 ): Promise<Outcome> {
   const cmd = job.header.cmd;
   if (cmd.kind !== 'Command') throw new TypeError('runCommandJob: not a command packet');
@@ -86,7 +89,7 @@ export async function runCommandJob(
   log.debug('exec', () => `Running ${JSON.stringify(program)} with params ${JSON.stringify(args)}`);
   let r: RunResult;
   try {
-    const env = new ChildEnv(jobVariableStrings(job.header, job.location, job.signer), baseEnv);
+    const env = packedEnv ?? new ChildEnv(jobVariableStrings(job.header, job.location, job.signer), baseEnv);
     r = await runCommand({
       command: program,
       args,
@@ -120,12 +123,21 @@ export interface JobRunSettings {
   stopping: Stopping;
 }
 
-/** Run one job of a queue with the run's command or function (`attempt`: FSPL_JOB_ATTEMPT, with retries). */
-export function runQueueJob(s: JobRunSettings, queue: Queue, entry: JobEntry, attempt?: number): Promise<Outcome> {
+/**
+ * Run one job of a queue with the run's command or function (`attempt`: FSPL_JOB_ATTEMPT, with
+ * retries). `ahead`: the job as opened before its turn (ready-job.ts openAhead), now ours to close.
+ */
+export function runQueueJob(
+  s: JobRunSettings,
+  queue: Queue,
+  entry: JobEntry,
+  attempt?: number,
+  ahead?: OpenedAhead,
+): Promise<Outcome> {
   const { opts, log, stopping } = s;
   return opts.run
     ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping, attempt)
-    : runCommandQueueJob(queue, entry, opts, log, s.baseEnv, stopping, attempt);
+    : runCommandQueueJob(queue, entry, opts, log, s.baseEnv, stopping, attempt, ahead);
 }
 
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
@@ -137,6 +149,7 @@ export async function runCommandQueueJob(
   baseEnv: NodeJS.ProcessEnv,
   stopping: Stopping | undefined,
   attempt?: number,
+  ahead?: OpenedAhead,
 ): Promise<Outcome> {
   let outFd: number | undefined;
   if (opts.outputTo === 'saveboth') {
@@ -154,11 +167,12 @@ export async function runCommandQueueJob(
   if (builtin && !queue.allowedSigners) {
     // NOP and Fail jobs have nothing to run: the scan already read all we need.
     closeQuietly(outFd);
+    ahead?.close();
     return builtin;
   }
   let ready: Awaited<ReturnType<typeof openForRun>>;
   try {
-    ready = await openForRun(queue, entry, opts, log, stopping);
+    ready = ahead ? { opened: ahead.opened, verdict: undefined } : await openForRun(queue, entry, opts, log, stopping);
   } catch (err) {
     closeQuietly(outFd);
     throw err;
@@ -179,7 +193,7 @@ export async function runCommandQueueJob(
       payload: signed ? signed.fd : guardedPayload(guard, opened.payload),
       signer: verdict?.signer,
     };
-    const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping);
+    const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping, ahead?.env);
     // An interrupted job's payload was not read to its end: its seal says nothing.
     const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
     return await judgeDecoder(opened, outcome, queue.decoder);

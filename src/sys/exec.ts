@@ -68,14 +68,15 @@ function startFailure(command: string, code: string | undefined, message: string
 }
 
 /**
- * The native path: posix_spawn, then a wait on the thread pool. Undefined when the addon is
- * missing or the job needs child_process (see nativeSpawn).
+ * The native path: posix_spawn, then a wait through a pidfd the event loop polls (on a thread of
+ * the pool where the kernel has no pidfd_open). Undefined when the addon is missing or the job
+ * needs child_process (see nativeSpawn).
  */
 function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   const stdin = opts.stdin;
-  // The addon waits for its child on a thread of libuv's pool (4 threads, shared with fs and
-  // crypto). The CLI runs one job at a time; a library user running several queues at once gets
-  // child_process for the others, so that long jobs never starve the pool.
+  // Without pidfd_open the addon waits for its child on a thread of libuv's pool (4 threads,
+  // shared with fs and crypto). The CLI runs one job at a time; a library user running several
+  // queues at once gets child_process for the others, so that long jobs never starve the pool.
   if (typeof stdin === 'object' || nativeRunning > 0) return undefined;
   const inFd = stdin === 'inherit' ? 0 : stdin === 'ignore' ? -1 : stdin;
   const out = opts.output === 'inherit' ? undefined : opts.output;

@@ -1,0 +1,64 @@
+/**
+ * The next job of a queue's run, opened before its turn. While a job's command runs, the run's
+ * thread only waits; opening the next job then (its file, its header, its command's environment
+ * packed) takes that work out of the time between one job's end and the next one's start
+ * (docs/benchmarks-notes.md, "The next job opened ahead").
+ *
+ * It holds one job at most, for one try of it. The job's turn takes it (take); anything else
+ * closes it: another job's turn, the run resting or releasing its lock (drop), its file removed or
+ * replaced before its turn (current). What failed to open is opened again at its turn, which
+ * reports the failure in its place in the run.
+ */
+export class JobAhead<T extends { current(): boolean; close(): void }> {
+  /** The job and the try it was opened for. */
+  private key: { entry: object; attempt: number | undefined } | undefined;
+  private ready: T | undefined;
+  private timer: NodeJS.Immediate | undefined;
+  /** Bumped by drop: an open that ends after it closes what it opened. */
+  private generation = 0;
+
+  /**
+   * Open `entry` (its try `attempt`) with `open`, once the loop has polled: called as a job's
+   * command starts, the open comes while the command runs, not before it starts.
+   */
+  openSoon(entry: object, attempt: number | undefined, open: () => Promise<T>): void {
+    this.drop();
+    const generation = this.generation;
+    this.key = { entry, attempt };
+    this.timer = setImmediate(() => {
+      this.timer = undefined;
+      open().then(
+        (opened) => {
+          if (generation === this.generation) this.ready = opened;
+          else opened.close();
+        },
+        () => {}, // opened again at its turn, which says what went wrong
+      );
+    });
+  }
+
+  /**
+   * What was opened for `entry` at this try, now the caller's to close; undefined if nothing was,
+   * or if it is no longer current (its file removed or replaced since). Anything else held is closed.
+   */
+  take(entry: object, attempt: number | undefined): T | undefined {
+    const hit = this.key?.entry === entry && this.key.attempt === attempt ? this.ready : undefined;
+    if (!hit?.current()) {
+      this.drop();
+      return undefined;
+    }
+    this.ready = undefined;
+    this.drop();
+    return hit;
+  }
+
+  /** Close what is held, and open nothing more. */
+  drop(): void {
+    this.generation++;
+    if (this.timer) clearImmediate(this.timer);
+    this.timer = undefined;
+    this.ready?.close();
+    this.ready = undefined;
+    this.key = undefined;
+  }
+}
