@@ -41,13 +41,15 @@ export function whyNotQueue(dir: string): string {
  * (listing it says why).
  */
 export function noQueueUnder(parent: string): string | undefined {
-  let entries: QueueDirEntry[];
+  let dirs: string[];
   try {
-    entries = listQueueDirs(parent);
+    dirs = dirsUnder(parent).map((name) => path.join(parent, name));
   } catch {
     return undefined;
   }
-  if (entries.some((e) => e.kind === 'queue')) return undefined;
+  // One queue is enough, and it is usually the first: a pass over thousands of queues lists them once, not twice.
+  if (dirs.some((d) => queueDirKind(d) === 'queue')) return undefined;
+  const entries = listQueueDirs(parent);
   if (queueDirKind(parent) === 'queue')
     return `${parent} is itself a queue, not a parent of queues: serve it with -q ${parent}`;
   if (entries.length === 0) return `${parent} holds no directory`;
@@ -63,14 +65,20 @@ export function noQueueUnder(parent: string): string | undefined {
  */
 export function listQueueDirs(parent: string): QueueDirEntry[] {
   const out: QueueDirEntry[] = [];
-  for (const e of fs.readdirSync(parent, { withFileTypes: true })) {
-    if (e.name.startsWith('.')) continue;
-    if (!e.isDirectory() && !e.isSymbolicLink()) continue;
-    const dir = path.join(parent, e.name);
+  for (const name of dirsUnder(parent)) {
+    const dir = path.join(parent, name);
     const kind = queueDirKind(dir);
-    if (kind) out.push({ name: e.name, dir, kind });
+    if (kind) out.push({ name, dir, kind });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The names under parent that may be directories (or links to them), hidden ones left out; throws when parent can't be read. */
+function dirsUnder(parent: string): string[] {
+  return fs
+    .readdirSync(parent, { withFileTypes: true })
+    .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
+    .map((e) => e.name);
 }
 
 /**
