@@ -39,8 +39,9 @@
  *                                                    is 1, fdatasync
  *     code | 0x200 = "missing ok": with "must", an ENOENT does not stop the operations after it
  *     (a rename whose source is gone, an unlink of a file that is not there).
- *     code | 0x400 = "replace" (WRITE_FILE, WRITE_FILE_FROM): unlink the path first, so that an
- *     O_EXCL|O_NOFOLLOW open makes a new file whatever was planted there (src/sys/untrusted.ts).
+ *     code | 0x400 = "replace" (WRITE_FILE, WRITE_FILE_FROM): an O_EXCL|O_NOFOLLOW open makes a
+ *     new file, whatever was planted at the path is unlinked and the open tried again
+ *     (src/sys/untrusted.ts).
  *     WRITE_FILE and WRITE_FILE_FROM take three more numbers, uid, gid and mode: when uid >= 0,
  *     the new file is fchown'd and fchmod'ed to them through its descriptor (never by name).
  *     WRITE_FILE_FROM's source is opened with O_NOFOLLOW and must be a regular file.
@@ -217,12 +218,15 @@ static int32_t batch_copy_from(int out, const char* source) {
 
 static int32_t batch_write_file(const batch_op* op) {
   int fd = -1;
-  /* replace: unlink, then O_EXCL; someone who plants the name again in between costs a try (3). */
+  /* replace: O_EXCL first (the name is free on the common path: one call); on EEXIST whatever is
+   * there is unlinked, never followed, and the open tried again, 3 times at most against someone
+   * who keeps planting the name. */
+  int flags = op->flags | O_CLOEXEC | (op->replace ? O_CREAT | O_EXCL | O_NOFOLLOW : 0);
   for (int tries = 1;; tries++) {
-    if (op->replace && unlink(op->a) != 0 && errno != ENOENT) return batch_errno();
-    fd = open(op->a, op->flags | O_CLOEXEC, op->mode);
+    fd = open(op->a, flags, op->mode);
     if (fd >= 0) break;
     if (!(op->replace && errno == EEXIST && tries < 3)) return batch_errno();
+    if (unlink(op->a) != 0 && errno != ENOENT) return batch_errno();
   }
   int32_t r = 0;
   if (op->uid >= 0 && (fchown(fd, (uid_t)op->uid, (gid_t)op->gid) != 0 || fchmod(fd, (mode_t)op->fmode) != 0)) r = batch_errno();

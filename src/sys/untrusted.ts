@@ -63,23 +63,20 @@ const CREATE_TRIES = 3;
 
 /**
  * Create `file` anew and return its descriptor (write-only): whatever is at the name is removed
- * first. With `owner`, the file gets that owner and mode through its descriptor; without, `mode`
- * less the umask, as open(2) gives it.
+ * (never followed) and the create tried again. With `owner`, the file gets that owner and mode
+ * through its descriptor; without, `mode` less the umask, as open(2) gives it.
  */
 export function createFresh(file: string, mode: number, owner?: FileOwner, flags = CREATE_NEW): number {
   for (let tries = 1; ; tries++) {
-    try {
-      fs.unlinkSync(file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
     let fd: number;
     try {
+      // The create first: the name is free on the common path, and a failed unlink costs an exception.
       fd = fs.openSync(file, flags | CREATE_NEW, mode);
     } catch (err) {
-      // Someone put something there again between the unlink and the open.
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && tries < CREATE_TRIES) continue;
-      throw err;
+      // Something is there: left by a crash, or planted (by someone who may plant it again).
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || tries >= CREATE_TRIES) throw err;
+      unlinkUnlessGone(file);
+      continue;
     }
     if (owner) {
       try {
@@ -91,6 +88,14 @@ export function createFresh(file: string, mode: number, owner?: FileOwner, flags
       }
     }
     return fd;
+  }
+}
+
+function unlinkUnlessGone(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }
 

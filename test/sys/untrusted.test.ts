@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UntrustedFileError } from '../../src/base/errors.js';
 import { SeqFile } from '../../src/lowlevel.js';
-import { runBatch } from '../../src/sys/fs-batch.js';
+import { runBatch, runBatchSync } from '../../src/sys/fs-batch.js';
 import {
   CREATE_NEW,
   claimFile,
@@ -47,6 +47,40 @@ describe('a file made new', () => {
       expect(fs.lstatSync(p).isFile()).toBe(true);
       expect(fs.readFileSync(p, 'utf8')).toBe('mine\n');
     }
+  });
+
+  it('replaces a dangling link and a FIFO, making nothing where the link points (each way of making one)', async () => {
+    const dir = tempDir();
+    const elsewhere = path.join(tempDir(), 'made-through-the-link');
+    const plant = (name: string, kind: 'link' | 'fifo') => {
+      const p = path.join(dir, name);
+      if (kind === 'link') fs.symlinkSync(elsewhere, p);
+      else execFileSync('mkfifo', [p]);
+      return p;
+    };
+    const op = (p: string) =>
+      ({
+        op: 'writeFile',
+        path: p,
+        flags: CREATE_NEW,
+        mode: 0o644,
+        data: Buffer.from('7\n'),
+        replace: true,
+        must: true,
+      }) as const;
+    for (const kind of ['link', 'fifo'] as const) {
+      const a = plant(`a-${kind}`, kind);
+      writeFresh(a, '7\n', 0o644);
+      const b = plant(`b-${kind}`, kind);
+      expect((await runBatch([op(b)]))[0]).toBe(0);
+      const c = plant(`c-${kind}`, kind);
+      expect(runBatchSync([op(c)])[0]).toBe(0);
+      for (const p of [a, b, c]) {
+        expect(fs.lstatSync(p).isFile()).toBe(true);
+        expect(fs.readFileSync(p, 'utf8')).toBe('7\n');
+      }
+    }
+    expect(fs.existsSync(elsewhere)).toBe(false);
   });
 
   it('gets the owner and exact mode it is given, through its descriptor', () => {
