@@ -13,28 +13,25 @@ export class JobAhead<T extends { current(): boolean; close(): void }> {
   /** The job and the try it was opened for. */
   private key: { entry: object; attempt: number | undefined } | undefined;
   private ready: T | undefined;
-  private timer: NodeJS.Immediate | undefined;
   /** Bumped by drop: an open that ends after it closes what it opened. */
   private generation = 0;
 
   /**
-   * Open `entry` (its try `attempt`) with `open`, once the loop has polled: called as a job's
-   * command starts, the open comes while the command runs, not before it starts.
+   * Open `entry` (its try `attempt`) with `open`, now: called once a job's command has started, so
+   * that the open comes while the command runs. (A job opened at its own turn starts a few
+   * microtasks later: its open comes first, once.)
    */
-  openSoon(entry: object, attempt: number | undefined, open: () => Promise<T>): void {
+  open(entry: object, attempt: number | undefined, open: () => Promise<T>): void {
     this.drop();
     const generation = this.generation;
     this.key = { entry, attempt };
-    this.timer = setImmediate(() => {
-      this.timer = undefined;
-      open().then(
-        (opened) => {
-          if (generation === this.generation) this.ready = opened;
-          else opened.close();
-        },
-        () => {}, // opened again at its turn, which says what went wrong
-      );
-    });
+    open().then(
+      (opened) => {
+        if (generation === this.generation) this.ready = opened;
+        else opened.close();
+      },
+      () => {}, // opened again at its turn, which says what went wrong
+    );
   }
 
   /**
@@ -55,8 +52,6 @@ export class JobAhead<T extends { current(): boolean; close(): void }> {
   /** Close what is held, and open nothing more. */
   drop(): void {
     this.generation++;
-    if (this.timer) clearImmediate(this.timer);
-    this.timer = undefined;
     this.ready?.close();
     this.ready = undefined;
     this.key = undefined;

@@ -284,7 +284,7 @@ export class QueueRun {
     const after = this.pass?.after(entry);
     if (after && !notYet(after.header) && runJob.canOpenAhead(ctx.opts, queue, after)) {
       const tries = this.retries.attemptOf(after);
-      this.ahead.openSoon(after, tries, () => runJob.openAhead(ctx.baseEnv, queue, after, tries));
+      this.ahead.open(after, tries, () => runJob.openAhead(ctx.baseEnv, queue, after, tries));
     }
     return running;
   }

@@ -30,17 +30,16 @@ describe('JobAhead', () => {
   const a = { seq: 1 };
   const b = { seq: 2 };
 
-  it('opens once the loop has turned, and gives what it opened to that job at that try', async () => {
+  it('gives what it opened to that job at that try, once', async () => {
     const ahead = new JobAhead<ReturnType<typeof opened>>();
     const o = opened('a');
     let opens = 0;
-    ahead.openSoon(a, 1, async () => {
+    ahead.open(a, 1, async () => {
       opens++;
       return o;
     });
-    expect(opens).toBe(0); // not before the command that was just started has the loop to itself
-    await turn();
     expect(opens).toBe(1);
+    await turn();
     expect(ahead.take(a, 1)).toBe(o);
     expect(o.closed).toBe(0);
     expect(ahead.take(a, 1)).toBeUndefined(); // given once
@@ -53,7 +52,7 @@ describe('JobAhead', () => {
     ] as const) {
       const ahead = new JobAhead<ReturnType<typeof opened>>();
       const o = opened('a');
-      ahead.openSoon(a, 1, async () => o);
+      ahead.open(a, 1, async () => o);
       await turn();
       expect(ahead.take(entry, attempt)).toBeUndefined();
       expect(o.closed).toBe(1);
@@ -63,27 +62,27 @@ describe('JobAhead', () => {
   it('gives nothing whose file was removed or replaced since, and closes it', async () => {
     const ahead = new JobAhead<ReturnType<typeof opened>>();
     const o = opened('a');
-    ahead.openSoon(a, undefined, async () => o);
+    ahead.open(a, undefined, async () => o);
     await turn();
     o.isCurrent = false;
     expect(ahead.take(a, undefined)).toBeUndefined();
     expect(o.closed).toBe(1);
   });
 
-  it('dropped before the loop turns, opens nothing; dropped during the open, closes what it opened', async () => {
+  it('dropped while its open is under way, closes what it opened; a new open drops the one before', async () => {
     const ahead = new JobAhead<ReturnType<typeof opened>>();
-    let opens = 0;
-    ahead.openSoon(a, 1, async () => {
-      opens++;
-      return opened('a');
-    });
-    ahead.drop();
+    const first = opened('a');
+    ahead.open(a, 1, async () => first);
     await turn();
-    expect(opens).toBe(0);
+    const second = opened('b');
+    ahead.open(b, 1, async () => second);
+    expect(first.closed).toBe(1);
+    await turn();
+    expect(ahead.take(b, 1)).toBe(second);
 
     const late = opened('b');
     let finish!: () => void;
-    ahead.openSoon(b, 1, () => new Promise((resolve) => (finish = () => resolve(late))));
+    ahead.open(b, 1, () => new Promise((resolve) => (finish = () => resolve(late))));
     await turn();
     ahead.drop();
     finish();
@@ -94,7 +93,7 @@ describe('JobAhead', () => {
 
   it('a failed open leaves the job to its turn, with no unhandled rejection', async () => {
     const ahead = new JobAhead<ReturnType<typeof opened>>();
-    ahead.openSoon(a, 1, async () => {
+    ahead.open(a, 1, async () => {
       throw new Error('ENOENT');
     });
     await turn();
