@@ -21,7 +21,9 @@ import path from 'node:path';
 import { benchEnv, median, underTime } from './common.mjs';
 
 function usage(why) {
-  process.stderr.write(`pairs: ${why}\nusage: node bench/pairs.mjs [-n N] [--before 'SHELL'] 'COMMAND A' 'COMMAND B'\n`);
+  process.stderr.write(
+    `pairs: ${why}\nusage: node bench/pairs.mjs [-n N] [--before 'SHELL'] 'COMMAND A' 'COMMAND B'\n`,
+  );
   process.exit(2);
 }
 
