@@ -10,6 +10,15 @@
 export const MAX_TIMER_MS = 0x7fff_ffff;
 
 /**
+ * A monotonic clock in milliseconds, for durations. Not `performance.now()`: the first read of the
+ * global `performance` loads Node's perf_hooks modules, about 1 ms of a cron run's start.
+ */
+export function monotonicMs(): number {
+  const [s, ns] = process.hrtime();
+  return s * 1e3 + ns / 1e6;
+}
+
+/**
  * Call `fn` once `ms` milliseconds have passed; Infinity means never. Returns the function that
  * cancels it. `unref`: the timer does not keep the process alive (as Timeout.unref()).
  */

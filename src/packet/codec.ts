@@ -7,7 +7,6 @@
  *  22   4  CRC-32 of the metadata
  *  26   4  CRC-32 of bytes 0..25
  */
-import { createRequire } from 'node:module';
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/errors.js';
 import { claimedSeq } from './claim.js';
@@ -41,7 +40,10 @@ let crcBuf: ((data: Uint8Array) => number) | undefined;
  * header coded in JavaScript (it builds its tables as it loads: a start-up cost).
  */
 export function crc32(data: Uint8Array): number {
-  crcBuf ??= (createRequire(import.meta.url)('crc-32') as typeof import('crc-32')).buf;
+  // node:module taken when first needed: it brings Node's ES module loader (docs/benchmarks-notes.md, "node:module at start").
+  crcBuf ??= (
+    process.getBuiltinModule('node:module').createRequire(import.meta.url)('crc-32') as typeof import('crc-32')
+  ).buf;
   return crcBuf(data) >>> 0;
 }
 

@@ -5,6 +5,7 @@
  */
 import { describeSystemError, JobFailedError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
+import { monotonicMs } from '../base/timer.js';
 import { notBeforeText, notYet } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
@@ -86,10 +87,8 @@ export class QueueRun {
     });
     this.due = new DueWait(this.retries, (seq, ms) => {
       const then = ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
-      ctx.log.info(
-        'process',
-        `Job ${seq} of ${JSON.stringify(queue.dir)} is not due before ${notBeforeText(ms)}; ${then}`,
-      );
+      const job = `Job ${seq} of ${JSON.stringify(queue.dir)}`;
+      ctx.log.info('process', `${job} is not due before ${notBeforeText(ms)}; ${then}`);
       emit({ type: 'waiting', seq, until: new Date(ms) });
     });
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
@@ -223,9 +222,9 @@ export class QueueRun {
     ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
     emit({ type: 'start', seq, filename: entry.filename });
     const attempt = this.retries.attemptOf(entry);
-    const started = performance.now();
+    const started = monotonicMs();
     const outcome = await this.start(entry, attempt);
-    const durationMs = performance.now() - started;
+    const durationMs = monotonicMs() - started;
     // Called after the record, when there is one: the hook never sees a job that could still run again unrecorded.
     const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, durationMs);
     if (outcome.refused) {

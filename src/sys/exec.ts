@@ -14,9 +14,8 @@
  * No shell, and not execa (its spawns cost twice a bare one); the payload goes as a descriptor, so the
  * kernel moves the bytes. The addon's posix_spawn starts what it can (native.ts), else child_process.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import { ExecError, ExecTooLargeError } from '../base/errors.js';
 import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import { killGroup, Stopper } from './command-stop.js';
@@ -32,6 +31,12 @@ export function describeResult(r: RunResult): string {
   if (r.signal) return `was killed by signal ${r.signal}`;
   return `exited with status ${r.code}`;
 }
+
+/**
+ * node:child_process, taken when first needed: with the addon it starts no job, and importing it
+ * loads net, dgram and the streams (docs/benchmarks-notes.md, "The first job's modules").
+ */
+const childProcess = () => process.getBuiltinModule('node:child_process');
 
 /** Children started through the addon and not yet reaped. */
 let nativeRunning = 0;
@@ -134,7 +139,7 @@ function runChildProcess(opts: RunOptions): Promise<RunResult> {
     let child: ChildProcess;
     try {
       // detached: a session (and process group) of its own (the top of this file says why).
-      child = spawn(opts.command, opts.args, {
+      child = childProcess().spawn(opts.command, opts.args, {
         stdio: [stdin, out, out],
         env: isPackable(opts.env) ? opts.env.record() : opts.env,
         detached: true,
@@ -239,7 +244,9 @@ export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
         done();
         // Whatever the command left running in its group goes with it.
         if (timedOut || abandoned) killGroup('SIGKILL');
-        const status = signal ? 128 + ((os.constants.signals as Record<string, number>)[signal] ?? 0) : code;
+        const status = signal
+          ? 128 + ((process.getBuiltinModule('node:os').constants.signals as Record<string, number>)[signal] ?? 0)
+          : code;
         resolve({ code, signal, status, timedOut, abandoned });
       },
     });
@@ -287,7 +294,7 @@ function startChildProcess(o: DetachedOptions, on: DetachedEvents): void {
   const env = isPackable(o.env) ? o.env.record() : o.env;
   let child: ChildProcess;
   try {
-    child = spawn(o.command, o.args, {
+    child = childProcess().spawn(o.command, o.args, {
       cwd: o.cwd,
       env,
       stdio: [o.stdin, o.stdout, o.stderr],
@@ -320,13 +327,13 @@ export function spawnTalking(
   newSession = false,
   env?: NodeJS.ProcessEnv,
 ): ChildProcess {
-  return spawn(command, args, { stdio, signal, detached: newSession, ...(env ? { env } : {}) });
+  return childProcess().spawn(command, args, { stdio, signal, detached: newSession, ...(env ? { env } : {}) });
 }
 
 /** The output of a short lookup command (getent), or undefined when it fails or cannot start. */
 export function lookupSync(command: string, args: readonly string[]): string | undefined {
   try {
-    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return childProcess().execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   } catch {
     return undefined;
   }
