@@ -232,6 +232,9 @@ static int32_t batch_write_file(const batch_op* op) {
   if (op->uid >= 0 && (fchown(fd, (uid_t)op->uid, (gid_t)op->gid) != 0 || fchmod(fd, (mode_t)op->fmode) != 0)) r = batch_errno();
   if (r == 0) r = batch_write_all(fd, op->data, op->len);
   if (r == 0 && op->code == OP_WRITE_FILE_FROM) r = batch_copy_from(fd, op->b);
+  /* Durable: this fsync makes the file's bytes durable before the name is used (a rename over
+   * nextseq, say); the name itself becomes durable with the fsync of its directory that the
+   * caller puts after it in the batch (seqfile.ts batchParts: the rename, then fsyncDir). */
   if (r == 0 && fsync(fd) != 0) r = batch_errno();
   if (r < 0) {
     close(fd);

@@ -64,7 +64,8 @@ const CREATE_TRIES = 3;
 /**
  * Create `file` anew and return its descriptor (write-only): whatever is at the name is removed
  * (never followed) and the create tried again. With `owner`, the file gets that owner and mode
- * through its descriptor; without, `mode` less the umask, as open(2) gives it.
+ * through its descriptor; without, `mode` less the umask, as open(2) gives it. Nothing is durable
+ * here: the caller fsyncs the file before it renames or publishes it, and the directory after.
  */
 export function createFresh(file: string, mode: number, owner?: FileOwner, flags = CREATE_NEW): number {
   for (let tries = 1; ; tries++) {
