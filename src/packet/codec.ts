@@ -9,6 +9,7 @@
  */
 import { Decoder } from '@msgpack/msgpack';
 import { BadPacketError, HeaderTooLargeError, ShortReadError } from '../base/errors.js';
+import { requirePackage } from '../sys/require-package.js';
 import { claimedSeq } from './claim.js';
 import { MsgpackWriter } from './msgpack.js';
 import { interpretNotBefore, notBeforeKeyCount, writeNotBefore } from './not-before.js';
@@ -40,10 +41,7 @@ let crcBuf: ((data: Uint8Array) => number) | undefined;
  * header coded in JavaScript (it builds its tables as it loads: a start-up cost).
  */
 export function crc32(data: Uint8Array): number {
-  // node:module taken when first needed: it brings Node's ES module loader (docs/benchmarks-notes.md, "node:module at start").
-  crcBuf ??= (
-    process.getBuiltinModule('node:module').createRequire(import.meta.url)('crc-32') as typeof import('crc-32')
-  ).buf;
+  crcBuf ??= requirePackage<typeof import('crc-32')>('crc-32').buf;
   return crcBuf(data) >>> 0;
 }
 

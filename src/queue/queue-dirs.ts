@@ -41,15 +41,15 @@ export function whyNotQueue(dir: string): string {
  * (listing it says why).
  */
 export function noQueueUnder(parent: string): string | undefined {
-  let dirs: string[];
+  let names: string[];
   try {
-    dirs = dirsUnder(parent).map((name) => path.join(parent, name));
+    names = dirsUnder(parent);
   } catch {
     return undefined;
   }
-  // One queue is enough, and it is usually the first: a pass over thousands of queues lists them once, not twice.
-  if (dirs.some((d) => queueDirKind(d) === 'queue')) return undefined;
-  const entries = listQueueDirs(parent);
+  // One queue is enough, and it is usually the first: a pass over thousands of queues looks at them once, not twice.
+  if (names.some((name) => queueDirKind(path.join(parent, name)) === 'queue')) return undefined;
+  const entries = queueDirsOf(parent, names);
   if (queueDirKind(parent) === 'queue')
     return `${parent} is itself a queue, not a parent of queues: serve it with -q ${parent}`;
   if (entries.length === 0) return `${parent} holds no directory`;
@@ -64,8 +64,13 @@ export function noQueueUnder(parent: string): string | undefined {
  * Syncthing's `.stfolder`) are left out. Throws when parent can't be read.
  */
 export function listQueueDirs(parent: string): QueueDirEntry[] {
+  return queueDirsOf(parent, dirsUnder(parent));
+}
+
+/** The entries of `names` under parent that are directories, by name, each a queue or a candidate. */
+function queueDirsOf(parent: string, names: readonly string[]): QueueDirEntry[] {
   const out: QueueDirEntry[] = [];
-  for (const name of dirsUnder(parent)) {
+  for (const name of names) {
     const dir = path.join(parent, name);
     const kind = queueDirKind(dir);
     if (kind) out.push({ name, dir, kind });

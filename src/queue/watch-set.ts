@@ -19,7 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../base/log.js';
-import { stampInto } from '../sys/stamps.js';
+import { stampInto, stampOk } from '../sys/stamps.js';
 import { isJobFilename } from './jobs.js';
 
 export interface DirWatchSetOptions {
@@ -184,8 +184,8 @@ export class DirWatchSet<K> {
       force: false,
     };
     const stamps = lookAll([entry]);
-    const dirOk = statOk(stamps, 0);
-    entry.seen.keep(stamps, 0, dirOk, dirOk && entry.file !== undefined && statOk(stamps, 3), Date.now());
+    const dirOk = stampOk(stamps, 0);
+    entry.seen.keep(stamps, 0, dirOk, dirOk && entry.file !== undefined && stampOk(stamps, 3), Date.now());
     this.entries.set(key, entry);
     if (this.mode === 'events') this.listen(entry, options);
     this.enqueue(entry, Date.now());
@@ -313,8 +313,8 @@ export class DirWatchSet<K> {
   private visit(entry: Entry<K>, stamps: Float64Array, k: number, at: number, now: number): void {
     const seen = entry.seen;
     // A directory that could not be looked at keeps no file either.
-    const dirOk = statOk(stamps, k);
-    const fileOk = dirOk && entry.file !== undefined && statOk(stamps, k + 3);
+    const dirOk = stampOk(stamps, k);
+    const fileOk = dirOk && entry.file !== undefined && stampOk(stamps, k + 3);
     const dirChanged = !dirOk || seen.dir.differs(stamps, k, true) || seen.dir.tooRecent(seen.at, this.coarseMs);
     const fileChanged = seen.file.differs(stamps, k + 3, fileOk) || seen.file.tooRecent(seen.at, this.coarseMs);
     const changed = entry.force || dirChanged || (fileChanged && (entry.fileChanged?.() ?? true));
@@ -349,9 +349,4 @@ function lookAll(entries: readonly Entry<unknown>[]): Float64Array {
     if (e.file !== undefined) paths.push(e.file);
   }
   return stampInto(paths);
-}
-
-/** Whether the stat at stamps[k] succeeded (stampInto: a NaN inode where it failed). */
-function statOk(stamps: Float64Array, k: number): boolean {
-  return !Number.isNaN(stamps[k]!);
 }

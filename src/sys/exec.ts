@@ -21,7 +21,7 @@ import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import { killGroup, Stopper } from './command-stop.js';
 import { execSizeProblem, TOO_LARGE } from './exec-size.js';
 import type { DetachedOptions, DetachedResult, RunOptions, RunResult } from './exec-types.js';
-import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached } from './native.js';
+import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached, signalNumber } from './native.js';
 
 export type { DetachedOptions, DetachedResult, RunOptions, RunResult, StdinSource } from './exec-types.js';
 
@@ -244,9 +244,7 @@ export function runDetached(o: DetachedOptions): Promise<DetachedResult> {
         done();
         // Whatever the command left running in its group goes with it.
         if (timedOut || abandoned) killGroup('SIGKILL');
-        const status = signal
-          ? 128 + ((process.getBuiltinModule('node:os').constants.signals as Record<string, number>)[signal] ?? 0)
-          : code;
+        const status = signal ? 128 + (signalNumber(signal) ?? 0) : code;
         resolve({ code, signal, status, timedOut, abandoned });
       },
     });

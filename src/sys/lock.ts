@@ -8,6 +8,7 @@ import { dirSyncSkipped, fdatasyncSync } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
 import { nativeFlock } from './native.js';
+import { requirePackage } from './require-package.js';
 import { openExisting, openLockFile } from './untrusted.js';
 
 const NOTE_MAX = 1024;
@@ -28,9 +29,7 @@ let fsExt: typeof import('fs-ext') | undefined;
 function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
   const errno = nativeFlock(fd, OPERATIONS[operation]);
   if (errno === undefined) {
-    fsExt ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)(
-      'fs-ext',
-    ) as typeof import('fs-ext');
+    fsExt ??= requirePackage<typeof import('fs-ext')>('fs-ext');
     fsExt.flockSync(fd, operation);
   } else if (errno !== 0) {
     const names = process.getBuiltinModule('node:util').getSystemErrorMap();

@@ -131,6 +131,11 @@ export function signalName(n: number): NodeJS.Signals | null {
   return signalNames.get(n) ?? null;
 }
 
+/** A signal name's number (os.constants.signals), undefined for a name it does not know. */
+export function signalNumber(name: NodeJS.Signals): number | undefined {
+  return (osConstants().signals as Record<string, number>)[name];
+}
+
 const hasNul = (s: string) => s.includes('\0');
 
 /**

@@ -21,6 +21,11 @@ export function stampInto(paths: readonly string[]): Float64Array {
   return buffer;
 }
 
+/** Whether the stat of stampInto's buffer at `k` (a path's first number) succeeded. */
+export function stampOk(stamps: Float64Array, k: number): boolean {
+  return !Number.isNaN(stamps[k]!);
+}
+
 /** The pure-Node stat of one path into the buffer from `at`. */
 function stampOne(p: string, at: number): void {
   try {

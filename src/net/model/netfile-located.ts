@@ -6,6 +6,7 @@
  */
 import type { Document, LineCounter, Node } from 'yaml';
 import { NetFileError } from '../../base/errors.js';
+import { requirePackage } from '../../sys/require-package.js';
 import type { NetModel } from './model.js';
 import { modelOfData } from './net-data.js';
 
@@ -16,10 +17,8 @@ interface Position {
 
 type Yaml = typeof import('yaml');
 let yamlModule: Yaml | undefined;
-// node:module too, when first needed: it brings Node's ES module loader, which a net command without
-// a problem to point at never needs.
-const yaml = (): Yaml =>
-  (yamlModule ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('yaml') as Yaml);
+// When first needed: a net command without a problem to point at never needs it.
+const yaml = (): Yaml => (yamlModule ??= requirePackage<Yaml>('yaml'));
 
 /**
  * Where a problem is: the value at the end of the key path (or its key, for an unknown key);
