@@ -182,6 +182,24 @@ export async function bundle() {
       `module.exports = { chunks: {\n${members.join(',\n')}\n} };${elsewhere}\n`;
     fs.writeFileSync(path.join(OUT, `group-${group}.cjs`), asFunction(text));
   }
+  fs.writeFileSync(path.join(OUT, 'quick.cjs'), asFunction(await quickFile()));
+}
+
+/**
+ * quick.cjs: src/cli/quick.ts and what it imports, in one file that shares no chunk with the CLI
+ * (a shared chunk would be read from group-start.cjs, the CLI's own start): what bin/fspl runs
+ * first for a `queue-process` (the run over an empty queue, src/process/empty-queue.ts).
+ */
+async function quickFile() {
+  const result = await build({
+    ...common,
+    entryPoints: [path.join(ROOT, 'dist', 'cli', 'quick.js')],
+    bundle: true,
+    format: 'esm',
+    external: EXTERNAL,
+    write: false,
+  });
+  return toCommonJs('quick.js', result.outputFiles[0].text);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

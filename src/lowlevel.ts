@@ -77,6 +77,7 @@ export type { PacketSource, ReadPacketOptions } from './packet/stream.js';
 export { now, rfc3339Local, rfc3339Utc } from './packet/time.js';
 // The types and helpers the main entry leaves out, to stay one screen long.
 export type { Bytes, CommandType, Ctime, FailureFacts, Seal } from './packet/types.js';
+export { settleEmptyQueue } from './process/empty-queue.js';
 export { serveQueues } from './process/listen.js';
 export {
   type JobFailure,
@@ -164,7 +165,8 @@ export { type CopyOptions, copy } from './sys/copy.js';
 export { type RunOptions, type RunResult, runCommand } from './sys/exec.js';
 export { writeAllSync } from './sys/io.js';
 export { FileLock, isLocked } from './sys/lock.js';
-export { parseSeq, SeqFile } from './sys/seqfile.js';
+export { parseSeq } from './sys/seq-text.js';
+export { SeqFile } from './sys/seqfile.js';
 // The read-only pages' server (net serve, queue-process --listen) and its guards.
 export { badAllowedHost, hostCheck } from './web/host-check.js';
 export { formatMetrics, type MetricFamily, PROMETHEUS_CONTENT_TYPE, type Sample } from './web/prometheus.js';

@@ -45,6 +45,7 @@ export const TIERS = {
     'test/cli/watch.test.ts',
     'test/cli/queue-process-many.test.ts',
     'test/cli/queue-process-on-finish.test.ts',
+    'test/cli/quick.test.ts',
     'test/compat/packets.test.ts',
     'test/compat/vectors.test.ts',
     'test/compat/misc.test.ts',

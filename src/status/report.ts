@@ -18,7 +18,7 @@ import { listRefused } from '../queue/refused.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedHeader } from '../sign/judge.js';
 import { isLocked } from '../sys/lock.js';
-import { parseSeqfileText, seqParseProblem } from '../sys/seqfile.js';
+import { parseSeqfileText, seqParseProblem } from '../sys/seq-text.js';
 import { damagedJobs, filesBesideJobs, scanJobFiles, type TooLargeFile } from './files.js';
 import { formatRanges, toRanges } from './ranges.js';
 import type {

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { Queue } from '../../src/queue/queue.js';
-import { parseSeqfileText } from '../../src/sys/seqfile.js';
+import { parseSeqfileText } from '../../src/sys/seq-text.js';
 import {
   fspl,
   groupAlive,

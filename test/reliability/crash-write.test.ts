@@ -14,7 +14,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { decodeHeader } from '../../src/packet/codec.js';
 import { Queue } from '../../src/queue/queue.js';
-import { parseSeqfileText } from '../../src/sys/seqfile.js';
+import { parseSeqfileText } from '../../src/sys/seq-text.js';
 import {
   envFor,
   fsplBin,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BadSeqfileError, LockedError, parseSeq, SeqFile, SeqOverflowError } from '../../src/lowlevel.js';
 import { getSenderNext, setSenderNext, takeSenderSeq } from '../../src/packet/prepare.js';
-import { parseSeqfileText } from '../../src/sys/seqfile.js';
+import { parseSeqfileText } from '../../src/sys/seq-text.js';
 import { tempDir } from '../helpers.js';
 
 describe('parsing', () => {

@@ -8,7 +8,7 @@ import type { Logger } from '../../base/log.js';
 import { MAX_METADATA_LENGTH } from '../../packet/types.js';
 import type { AllowedSigners } from '../../sign/allowed-signers.js';
 import type { SignWith } from '../../sign/signer.js';
-import { parseSeq } from '../../sys/seqfile.js';
+import { parseSeq } from '../../sys/seq-text.js';
 import { UsageError } from '../text/output.js';
 import type { Invocation } from './grammar.js';
 

@@ -20,7 +20,7 @@ import {
   writeSenderState,
 } from '../../send/sender-state.js';
 import { mkdirDurable } from '../../sys/durable.js';
-import { parseSeqfileText } from '../../sys/seqfile.js';
+import { parseSeqfileText } from '../../sys/seq-text.js';
 import { isIoFault } from '../commit/io-faults.js';
 import type { HostConfig, RemotePlace } from '../model/hosts.js';
 import { deliveryTo, describeWay } from './host-route.js';

@@ -1,0 +1,97 @@
+/**
+ * A queue-process run over a queue that plainly has nothing to do: jobs/ empty, no note in the
+ * lock file, nextseq a number, the queue writable. cron runs `queue-process` over queues that are
+ * empty most of the time, and such a run is all start-up: bin/fspl answers it from a small file of
+ * its own (src/cli/quick.ts) before the CLI loads (docs/benchmarks-notes.md, "The empty queue's
+ * run"). Anything else, or any doubt, is left to the full run, which then does and says what it
+ * always did: this never reports an error and changes nothing it would not.
+ *
+ * What the full run does over such a queue, and so this: the lock taken (a lock held elsewhere is
+ * the full run's to wait out and report), nextseq read, both directories found writable, jobs/
+ * found empty under the lock, the lock file truncated (it was empty), the lock released.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadNative } from '../sys/native.js';
+import { parseSeqfileText } from '../sys/seq-text.js';
+import { openExisting } from '../sys/untrusted.js';
+
+/** flock(2)'s bits (as src/sys/lock.ts): LOCK_EX | LOCK_NB, and LOCK_UN. */
+const LOCK_EX_NB = 6;
+const LOCK_UN = 8;
+
+/**
+ * Run queue-process over the queue at `dir` if it plainly has no job: true when that run is done
+ * (exit status 0, nothing printed), false when the full run must decide. Throws nothing.
+ */
+export function settleEmptyQueue(dir: string): boolean {
+  const jobs = path.join(dir, 'jobs');
+  // First the cheap answer for a queue with work: nothing opened, nothing loaded.
+  if (!emptyDir(jobs)) return false;
+  const flock = loadNative()?.flock;
+  if (!flock) return false;
+  const fd = openPlain(path.join(dir, 'nextseq.lock'), fs.constants.O_RDWR);
+  if (fd === undefined) return false;
+  try {
+    // A note (a record a killed run left half made) is the full run's to complete.
+    if (fs.fstatSync(fd).size !== 0 || flock(fd, LOCK_EX_NB) !== 0) return false;
+    try {
+      if (!plainSeqfile(path.join(dir, 'nextseq')) || !writable(dir) || !writable(jobs) || !emptyDir(jobs))
+        return false;
+      fs.ftruncateSync(fd, 0); // as the full run leaves it: empty, and its times set
+      return true;
+    } finally {
+      flock(fd, LOCK_UN);
+    }
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** A directory with no entry at all; false when it has one or can't be read. */
+function emptyDir(dir: string): boolean {
+  try {
+    const d = fs.opendirSync(dir);
+    try {
+      return d.readSync() === null;
+    } finally {
+      d.closeSync();
+    }
+  } catch {
+    return false;
+  }
+}
+
+/** The file opened as the full run opens it (not through a link, a regular file with one name), or undefined. */
+function openPlain(file: string, flags: number): number | undefined {
+  try {
+    return openExisting(file, flags, { singleLink: true }).fd;
+  } catch {
+    return undefined;
+  }
+}
+
+/** nextseq holds a number the full run reads as one. */
+function plainSeqfile(file: string): boolean {
+  const fd = openPlain(file, fs.constants.O_RDONLY);
+  if (fd === undefined) return false;
+  try {
+    const buf = Buffer.allocUnsafe(4096);
+    return parseSeqfileText(buf.toString('utf8', 0, fs.readSync(fd, buf, 0, buf.length, 0))) !== undefined;
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function writable(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
