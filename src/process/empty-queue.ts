@@ -25,11 +25,21 @@ const LOCK_UN = 8;
  * (exit status 0, nothing printed), false when the full run must decide. Throws nothing.
  */
 export function settleEmptyQueue(dir: string): boolean {
+  try {
+    return settle(dir);
+  } catch {
+    return false; // whatever it was, the full run meets it too, and reports it
+  }
+}
+
+function settle(dir: string): boolean {
+  const b = loadNative();
+  if (!b?.flock || !b.names) return false;
+  const { flock, names } = b;
+  // names(dir, 0): [] for a directory with no entry; null as soon as it finds one; an errno.
+  const emptyDir = (d: string) => Array.isArray(names(d, 0));
   const jobs = path.join(dir, 'jobs');
-  // First the cheap answer for a queue with work: nothing opened, nothing loaded.
   if (!emptyDir(jobs)) return false;
-  const flock = loadNative()?.flock;
-  if (!flock) return false;
   const fd = openPlain(path.join(dir, 'nextseq.lock'), fs.constants.O_RDWR);
   if (fd === undefined) return false;
   try {
@@ -43,24 +53,8 @@ export function settleEmptyQueue(dir: string): boolean {
     } finally {
       flock(fd, LOCK_UN);
     }
-  } catch {
-    return false;
   } finally {
     fs.closeSync(fd);
-  }
-}
-
-/** A directory with no entry at all; false when it has one or can't be read. */
-function emptyDir(dir: string): boolean {
-  try {
-    const d = fs.opendirSync(dir);
-    try {
-      return d.readSync() === null;
-    } finally {
-      d.closeSync();
-    }
-  } catch {
-    return false;
   }
 }
 
