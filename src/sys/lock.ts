@@ -50,17 +50,18 @@ export class FileLock {
 
   /**
    * Take the lock now or fail with LockedError. With `create`, the lock file is created when
-   * missing; without it, a missing lock file is an ENOENT error. With `wait: false`, one attempt
-   * only: a caller that must not block its event loop waits out a busy lock itself
-   * (processQueues, asynchronously, for BUSY_WAIT_MS).
+   * missing; without it, a missing lock file is an ENOENT error. A busy lock is waited out for
+   * `waitMs` (BUSY_WAIT_MS unless given). With `wait: false`, one attempt only: a caller that
+   * must not block its event loop waits out a busy lock itself (processQueues, asynchronously,
+   * for BUSY_WAIT_MS).
    */
-  static acquire(path: string, options: { create?: boolean; wait?: boolean } = {}): FileLock {
+  static acquire(path: string, options: { create?: boolean; wait?: boolean; waitMs?: number } = {}): FileLock {
     // Not through a link, and a file with one name: a lock file is written (its note), and its
     // directory may be another user's (untrusted.ts).
     const fd = openLockFile(path, options.create !== false);
     // A lock held for an instant (a `queue-status` or `flock -n` probe looking at it) is waited
     // out; a lock that stays held (another queue-process) still fails within a tenth of a second.
-    const deadline = options.wait === false ? 0 : Date.now() + BUSY_WAIT_MS;
+    const deadline = options.wait === false ? 0 : Date.now() + (options.waitMs ?? BUSY_WAIT_MS);
     for (;;) {
       try {
         flockSync(fd, 'exnb');

@@ -3,6 +3,7 @@
  * big outputs, timeouts and drain. Each runs a real net with real commands.
  */
 
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -315,6 +316,29 @@ transitions:
     expect(r.stderr.split('\n').filter(Boolean)).toHaveLength(1);
     controller.abort();
     await running;
+  }, 30_000);
+
+  test('a run.lock held a moment longer, as a command a killed runner was starting holds it, is waited out', async () => {
+    const { dir, file, net } = makeNet(`
+places: { a: {}, b: {} }
+transitions:
+  t: { in: a, run: [cat], out: b }
+`);
+    await net.put('a', Buffer.from('x\n'), { key: 'k' });
+    fs.mkdirSync(net.model.stateDir, { recursive: true });
+    // Holds a copy of the lock's open file, as a child between fork and exec does, for 0.6 s.
+    const holder = spawn(
+      'flock',
+      ['-x', path.join(net.model.stateDir, 'run.lock'), 'sh', '-c', 'echo held; sleep 0.6'],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
+    await new Promise((resolve) => holder.stdout!.once('data', resolve));
+    const r = await runFspl(['net', 'run', '--drain', file]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(fs.readdirSync(path.join(dir, 'places/b/jobs'))).toHaveLength(1);
   }, 30_000);
 
   test('a JavaScript transition: an async function instead of a command', async () => {
