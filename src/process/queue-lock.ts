@@ -66,6 +66,21 @@ function assertWritable(queue: Queue, dir: string): void {
   }
 }
 
+/**
+ * No nextseq, and no job in jobs/ (or no jobs/): a queue being removed, or being made. A look at
+ * it (watching, --queues-in) leaves it alone: taking its lock would make nextseq anew (as the
+ * reference does when it is missing) in a directory that an operator's `rm -rf` is emptying, which
+ * then fails ("Directory not empty"). A job in jobs/ still has its queue taken, and nextseq made.
+ */
+export function vanishing(queue: Queue): boolean {
+  if (fs.existsSync(queue.seqfilePath)) return false;
+  try {
+    return fs.readdirSync(queue.jobsDir).length === 0;
+  } catch {
+    return true; // no jobs/ (or none to read): nothing to run
+  }
+}
+
 /** The size of the queue's lock file: 0 when no note is in it (finish.ts pads a note to a fixed size). */
 export function lockFileSize(queue: Queue): number {
   try {

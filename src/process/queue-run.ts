@@ -19,7 +19,7 @@ import { JobPass } from './job-pass.js';
 import type { FinishHook } from './on-finish.js';
 import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
 import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
-import { lockFileSize, takeQueue } from './queue-lock.js';
+import { lockFileSize, takeQueue, vanishing } from './queue-lock.js';
 import type { OpenedAhead } from './ready-job.js';
 import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
@@ -137,7 +137,7 @@ export class QueueRun {
       // A note in the lock file: a record to complete (or another processor at work): lock() sees.
       if (lockFileSize(this.queue) !== 0) return true;
       const next = SeqFile.peek(this.queue.seqfilePath);
-      if (next === undefined) return true; // no number to read: lock() says what is wrong
+      if (next === undefined) return !vanishing(this.queue); // lock() makes it, or says what is wrong
       this.next = next;
     }
     await this.scan();

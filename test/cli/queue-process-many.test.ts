@@ -140,6 +140,18 @@ describe('queue-process over many queues', () => {
     for (const f of got) expect(fs.readFileSync(path.join(out, f), 'utf8')).toBe(f);
   });
 
+  it('a queue without nextseq: made (as the reference) when it has a job, left alone when it has none', () => {
+    const { parent, queues, log } = setup(2, 1);
+    fs.rmSync(queues[0]!.seqfilePath);
+    fs.rmSync(queues[1]!.seqfilePath);
+    fs.rmSync(path.join(queues[1]!.jobsDir, fs.readdirSync(queues[1]!.jobsDir)[0]!));
+    const r = fspl(['queue-process', '--queues-in', parent, 'sh', '--', '-c', RECORD], { LOG: log });
+    expect(r.code, r.stderr).toBe(0);
+    expect(logLines(log)).toEqual(['start q0 1', 'end q0 1']);
+    expect(fs.readFileSync(queues[0]!.seqfilePath, 'utf8')).toBe('2\n');
+    expect(fs.readdirSync(queues[1]!.dir).sort()).toEqual(['jobs', 'nextseq.lock']);
+  });
+
   it('gives the job its own queue in FSPL_JOB_QUEUEDIR, as given', () => {
     const { parent } = setup(2, 1);
     const r = fspl(['queue-process', '--queues-in', parent, 'sh', '--', '-c', 'echo "$FSPL_JOB_QUEUEDIR"']);
@@ -239,9 +251,9 @@ describe('queue-process over many queues', () => {
       const later = Queue.init(path.join(parent, 'later'));
       put(later, 1);
       await until('the queue made later', () => logLines(log).includes('end later 1'));
-      // As an operator's rm -rf, again if the run's look at the changing queue (nextseq read, made if missing, as the
-      // reference does) put a file back meanwhile.
-      fs.rmSync(queues[0]!.dir, { recursive: true, maxRetries: 20, retryDelay: 20 });
+      // As an operator's rm -rf: the run's look at the queue as it empties puts nothing back (queue-lock.ts vanishing),
+      // so a single pass removes it.
+      fs.rmSync(queues[0]!.dir, { recursive: true });
       put(later, 2);
       await until('its second job', () => logLines(log).includes('end later 2'));
     } finally {
