@@ -67,13 +67,14 @@ function assertWritable(queue: Queue, dir: string): void {
 }
 
 /**
- * No nextseq, and no job in jobs/ (or no jobs/): a queue being removed, or being made. A look at
- * it (watching, --queues-in) leaves it alone: taking its lock would make nextseq anew (as the
- * reference does when it is missing) in a directory that an operator's `rm -rf` is emptying, which
- * then fails ("Directory not empty"). A job in jobs/ still has its queue taken, and nextseq made.
+ * A lock file but no nextseq, and no job in jobs/ (or no jobs/): a queue being removed, or being
+ * made. A look at it (watching, --queues-in) leaves it alone: taking its lock would make nextseq
+ * anew (as the reference does when it is missing) in a directory that an operator's `rm -rf` is
+ * emptying, which then fails ("Directory not empty"). A job in jobs/ still has its queue taken and
+ * nextseq made; without a lock file nothing can be made, and lock() says what is wrong.
  */
 export function vanishing(queue: Queue): boolean {
-  if (fs.existsSync(queue.seqfilePath)) return false;
+  if (fs.existsSync(queue.seqfilePath) || !fs.existsSync(`${queue.seqfilePath}.lock`)) return false;
   try {
     return fs.readdirSync(queue.jobsDir).length === 0;
   } catch {

@@ -25,6 +25,14 @@ describe('vanishing: a queue being removed (or made), which a look must not put 
     expect(vanishing(q)).toBe(true);
   });
 
+  it('is not what has no lock file (no queue, or not yet one): taking it says what is wrong', () => {
+    const q = queue();
+    fs.rmSync(q.seqfilePath);
+    fs.rmSync(`${q.seqfilePath}.lock`);
+    expect(vanishing(q)).toBe(false);
+    expect(vanishing(Queue.open(path.join(tempDir(), 'nosuch')))).toBe(false);
+  });
+
   it('is not a queue with no nextseq but a job to run: its run makes nextseq, as the reference does', () => {
     const q = queue();
     q.writeBuffer(
