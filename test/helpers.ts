@@ -1,10 +1,11 @@
 /** Shared helpers for the unit tests. */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
+import { isLocked } from '../src/sys/lock.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Golden packets written by the reference (copied from shared/vectors; see their README). */
@@ -79,4 +80,12 @@ export function fillUp(file: string, leave = 0): void {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Hold a lock on file from another process (flock(1)) for `seconds`; resolves once it is held. */
+export async function holdElsewhere(file: string, seconds: number): Promise<ChildProcess> {
+  const child = spawn('flock', ['-x', file, 'sleep', String(seconds)], { stdio: 'ignore' });
+  const until = Date.now() + 10_000;
+  while (!isLocked(file) && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+  return child;
 }

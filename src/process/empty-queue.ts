@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadNative } from '../sys/native.js';
-import { parseSeqfileText } from '../sys/seq-text.js';
+import { parseSeqfileText, readSeqText } from '../sys/seq-text.js';
 import { openExisting } from '../sys/untrusted.js';
 
 /** flock(2)'s bits (as src/sys/lock.ts): LOCK_EX | LOCK_NB, and LOCK_UN. */
@@ -28,7 +28,7 @@ export function settleEmptyQueue(dir: string): boolean {
   try {
     return settle(dir);
   } catch {
-    return false; // whatever it was, the full run meets it too, and reports it
+    return false; // a file missing, odd or unwritable: the full run meets it too, and reports it
   }
 }
 
@@ -40,14 +40,16 @@ function settle(dir: string): boolean {
   const emptyDir = (d: string) => Array.isArray(names(d, 0));
   const jobs = path.join(dir, 'jobs');
   if (!emptyDir(jobs)) return false;
-  const fd = openPlain(path.join(dir, 'nextseq.lock'), fs.constants.O_RDWR);
-  if (fd === undefined) return false;
+  // Opened as the full run opens it: not through a link, a regular file with this one name.
+  const { fd, stat } = openExisting(path.join(dir, 'nextseq.lock'), fs.constants.O_RDWR, { singleLink: true });
   try {
     // A note (a record a killed run left half made) is the full run's to complete.
-    if (fs.fstatSync(fd).size !== 0 || flock(fd, LOCK_EX_NB) !== 0) return false;
+    if (stat.size !== 0 || flock(fd, LOCK_EX_NB) !== 0) return false;
     try {
-      if (!plainSeqfile(path.join(dir, 'nextseq')) || !writable(dir) || !writable(jobs) || !emptyDir(jobs))
-        return false;
+      if (parseSeqfileText(readSeqText(path.join(dir, 'nextseq'))) === undefined) return false;
+      fs.accessSync(dir, fs.constants.W_OK);
+      fs.accessSync(jobs, fs.constants.W_OK);
+      if (!emptyDir(jobs)) return false;
       fs.ftruncateSync(fd, 0); // as the full run leaves it: empty, and its times set
       return true;
     } finally {
@@ -55,37 +57,5 @@ function settle(dir: string): boolean {
     }
   } finally {
     fs.closeSync(fd);
-  }
-}
-
-/** The file opened as the full run opens it (not through a link, a regular file with one name), or undefined. */
-function openPlain(file: string, flags: number): number | undefined {
-  try {
-    return openExisting(file, flags, { singleLink: true }).fd;
-  } catch {
-    return undefined;
-  }
-}
-
-/** nextseq holds a number the full run reads as one. */
-function plainSeqfile(file: string): boolean {
-  const fd = openPlain(file, fs.constants.O_RDONLY);
-  if (fd === undefined) return false;
-  try {
-    const buf = Buffer.allocUnsafe(4096);
-    return parseSeqfileText(buf.toString('utf8', 0, fs.readSync(fd, buf, 0, buf.length, 0))) !== undefined;
-  } catch {
-    return false;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-function writable(dir: string): boolean {
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-    return true;
-  } catch {
-    return false;
   }
 }

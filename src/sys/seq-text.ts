@@ -1,9 +1,12 @@
 /**
  * A sequence number as text: nextseq's contents and a number given on the command line, read as
- * the reference reads them. Apart from seqfile.ts so that what reads a number alone (the empty
- * queue's quick run, src/process/empty-queue.ts) loads nothing else.
+ * the reference reads them. Apart from seqfile.ts (its lock, its writes) so that what only reads a
+ * number (the empty queue's quick run, src/process/empty-queue.ts) loads no more than that.
  */
+import fs from 'node:fs';
 import { U64_MAX } from '../base/u64.js';
+import { closeQuietly } from './io.js';
+import { openExisting } from './untrusted.js';
 
 /**
  * Parse a sequence number the way the reference does (Rust's u64::from_str): decimal digits with
@@ -26,4 +29,21 @@ export function seqParseProblem(text: string): string {
 export function parseSeqfileText(text: string): bigint | undefined {
   const nl = text.indexOf('\n');
   return parseSeq((nl < 0 ? text : text.slice(0, nl)).trim());
+}
+
+/**
+ * A seqfile's text, read without following a link, and only from a file with this one name (a
+ * hard link to another file, swapped in for `.temp` by someone who may write the directory, is
+ * refused, never read). A seqfile is small: its first 4 KiB are read (its number is on the first line).
+ */
+let seqBuffer: Buffer | undefined;
+export function readSeqText(file: string): string {
+  const { fd } = openExisting(file, fs.constants.O_RDONLY, { singleLink: true });
+  try {
+    const buf = (seqBuffer ??= Buffer.allocUnsafe(4096)); // once: read per job by queue-process
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    return buf.toString('utf8', 0, n);
+  } finally {
+    closeQuietly(fd);
+  }
 }

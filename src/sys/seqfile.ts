@@ -17,8 +17,8 @@ import { fsyncDir } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
-import { parseSeqfileText, seqParseProblem } from './seq-text.js';
-import { CREATE_NEW, createFresh, type FileOwner, openExisting } from './untrusted.js';
+import { parseSeqfileText, readSeqText, seqParseProblem } from './seq-text.js';
+import { CREATE_NEW, createFresh, type FileOwner } from './untrusted.js';
 
 export interface SeqfileOptions {
   /**
@@ -35,23 +35,6 @@ export interface SeqfileOptions {
 function missingDirectory(file: string, code: string): string {
   const what = code === 'ENOENT' ? 'does not exist' : 'is not a directory (or one above it is not)';
   return `Cannot create the sequence file ${file}: its directory ${path.dirname(file)} ${what}`;
-}
-
-/**
- * A seqfile's text, read without following a link, and only from a file with this one name (a
- * hard link to another file, swapped in for `.temp` by someone who may write the directory, is
- * refused, never read). A seqfile is small: its first 4 KiB are read (its number is on the first line).
- */
-let seqBuffer: Buffer | undefined;
-function readSeqText(file: string): string {
-  const { fd } = openExisting(file, fs.constants.O_RDONLY, { singleLink: true });
-  try {
-    const buf = (seqBuffer ??= Buffer.allocUnsafe(4096)); // once: read per job by queue-process
-    const n = fs.readSync(fd, buf, 0, buf.length, 0);
-    return buf.toString('utf8', 0, n);
-  } finally {
-    closeQuietly(fd);
-  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * the shapes it takes, and the same status and output as the CLI's own run over queues in every
  * state (the CLI's run is asked for with `--queuedir=DIR`, a shape the quick run leaves alone).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { plainQueueProcessDir } from '../../src/cli/quick.js';
 import { encodeHeader, Queue } from '../../src/lowlevel.js';
 import { loadNative } from '../../src/sys/native.js';
-import { FSPL_BIN, tempDir } from '../helpers.js';
+import { FSPL_BIN, holdElsewhere, tempDir } from '../helpers.js';
 
 const native = loadNative()?.flock !== undefined;
 if (!native) console.warn('!!! quick.test.ts: the native addon is not built: the quick run always declines !!!');
@@ -103,11 +103,8 @@ describe('the quick run against the CLI run', () => {
 
   it('a lock held elsewhere: the same error after the same wait', async () => {
     const dir = queue();
-    const holder = spawn('flock', ['-x', path.join(dir, 'nextseq.lock'), 'sh', '-c', 'echo held; sleep 10'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const holder = await holdElsewhere(path.join(dir, 'nextseq.lock'), 10);
     try {
-      await new Promise((resolve) => holder.stdout!.once('data', resolve));
       const quickRun = fspl(['queue-process', '-q', dir, 'true']);
       const cliRun = fspl(['queue-process', `--queuedir=${dir}`, 'true']);
       expect(quickRun.status).toBe(1);

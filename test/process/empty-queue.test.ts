@@ -3,14 +3,13 @@
  * queue is plainly empty, left to the full run at every doubt, and never changing what the full
  * run would not.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeHeader, FileLock, Queue } from '../../src/lowlevel.js';
 import { settleEmptyQueue } from '../../src/process/empty-queue.js';
 import { loadNative } from '../../src/sys/native.js';
-import { tempDir } from '../helpers.js';
+import { holdElsewhere, tempDir } from '../helpers.js';
 
 const native = loadNative()?.flock !== undefined;
 if (!native)
@@ -58,11 +57,8 @@ describe.runIf(native)('settleEmptyQueue', () => {
 
   it('leaves a queue whose lock another process holds to the full run (which waits, then says so)', async () => {
     const dir = queue();
-    const holder = spawn('flock', ['-x', path.join(dir, 'nextseq.lock'), 'sh', '-c', 'echo held; sleep 5'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const holder = await holdElsewhere(path.join(dir, 'nextseq.lock'), 5);
     try {
-      await new Promise((resolve) => holder.stdout!.once('data', resolve));
       expect(settleEmptyQueue(dir)).toBe(false);
     } finally {
       holder.kill('SIGKILL');

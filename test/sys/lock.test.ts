@@ -1,19 +1,11 @@
 /** FileLock: exclusive, non-blocking, with a short grace for locks held only for an instant. */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockedError } from '../../src/base/errors.js';
 import { FileLock, isLocked } from '../../src/sys/lock.js';
-import { tempDir } from '../helpers.js';
-
-/** Hold a lock on file from another process for `seconds`; resolves once it is held. */
-async function holdElsewhere(file: string, seconds: number) {
-  const child = spawn('flock', ['-x', file, 'sleep', String(seconds)], { stdio: 'ignore' });
-  const until = Date.now() + 10_000;
-  while (!isLocked(file) && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
-  return child;
-}
+import { holdElsewhere, tempDir } from '../helpers.js';
 
 describe('FileLock', () => {
   it('waits out a lock held for an instant (a probe), and fails on one that stays held', async () => {

@@ -34,7 +34,7 @@ import { LoopWake, type WakeLook } from './wake.js';
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
 const DRAIN_LOOK_MS = 1000;
 /** A held run.lock's wait: a command a killed runner was starting holds its descriptors until its exec. */
-export const RUN_LOCK_WAIT_MS = 2000;
+const RUN_LOCK_WAIT_MS = 2000;
 /** Why running firings are abandoned when the run stops: what a function's `signal.reason` says. */
 const runStopping = () => new Error('the run is stopping');
 

@@ -3,7 +3,6 @@
  * big outputs, timeouts and drain. Each runs a real net with real commands.
  */
 
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +10,7 @@ import type { NetEvent } from 'filespooler';
 import { describe, expect, test } from 'vitest';
 import { makeHeader, writePacketSync } from '../../../src/packet/prepare.js';
 import { SeqFile } from '../../../src/sys/seqfile.js';
+import { holdElsewhere } from '../../helpers.js';
 import { fnNet, makeNet, runFspl, strayFiles, tokensIn } from '../helpers.js';
 
 describe('net run', () => {
@@ -327,14 +327,7 @@ transitions:
     await net.put('a', Buffer.from('x\n'), { key: 'k' });
     fs.mkdirSync(net.model.stateDir, { recursive: true });
     // Holds a copy of the lock's open file, as a child between fork and exec does, for 0.6 s.
-    const holder = spawn(
-      'flock',
-      ['-x', path.join(net.model.stateDir, 'run.lock'), 'sh', '-c', 'echo held; sleep 0.6'],
-      {
-        stdio: ['ignore', 'pipe', 'ignore'],
-      },
-    );
-    await new Promise((resolve) => holder.stdout!.once('data', resolve));
+    await holdElsewhere(path.join(net.model.stateDir, 'run.lock'), 0.6);
     const r = await runFspl(['net', 'run', '--drain', file]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
