@@ -12,6 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isEmptyDir } from '../sys/io.js';
 import { loadNative } from '../sys/native.js';
 import { parseSeqfileText, readSeqText } from '../sys/seq-text.js';
 import { openExisting } from '../sys/untrusted.js';
@@ -33,13 +34,10 @@ export function settleEmptyQueue(dir: string): boolean {
 }
 
 function settle(dir: string): boolean {
-  const b = loadNative();
-  if (!b?.flock || !b.names) return false;
-  const { flock, names } = b;
-  // names(dir, 0): [] for a directory with no entry; null as soon as it finds one; an errno.
-  const emptyDir = (d: string) => Array.isArray(names(d, 0));
+  const flock = loadNative()?.flock;
+  if (!flock) return false;
   const jobs = path.join(dir, 'jobs');
-  if (!emptyDir(jobs)) return false;
+  if (!isEmptyDir(jobs)) return false;
   // Opened as the full run opens it: not through a link, a regular file with this one name.
   const { fd, stat } = openExisting(path.join(dir, 'nextseq.lock'), fs.constants.O_RDWR, { singleLink: true });
   try {
@@ -49,7 +47,7 @@ function settle(dir: string): boolean {
       if (parseSeqfileText(readSeqText(path.join(dir, 'nextseq'))) === undefined) return false;
       fs.accessSync(dir, fs.constants.W_OK);
       fs.accessSync(jobs, fs.constants.W_OK);
-      if (!emptyDir(jobs)) return false;
+      if (!isEmptyDir(jobs)) return false;
       fs.ftruncateSync(fd, 0); // as the full run leaves it: empty, and its times set
       return true;
     } finally {

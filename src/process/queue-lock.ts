@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { describeSystemError, QueueError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import type { Queue } from '../queue/queue.js';
+import { isEmptyDir } from '../sys/io.js';
 import type { SeqFile } from '../sys/seqfile.js';
 import { Finisher } from './finish.js';
 import type { Retries } from './retry-run.js';
@@ -76,7 +77,7 @@ function assertWritable(queue: Queue, dir: string): void {
 export function vanishing(queue: Queue): boolean {
   if (fs.existsSync(queue.seqfilePath) || !fs.existsSync(`${queue.seqfilePath}.lock`)) return false;
   try {
-    return fs.readdirSync(queue.jobsDir).length === 0;
+    return isEmptyDir(queue.jobsDir);
   } catch {
     return true; // no jobs/ (or none to read): nothing to run
   }

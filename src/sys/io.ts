@@ -143,6 +143,22 @@ export function forEachDirName(dir: string, fn: (name: string) => void): void {
   else forEachDirEntry(dir, (e) => fn(e.name));
 }
 
+/**
+ * Whether `dir` has no entry but . and ..; throws as reading it does. The addon stops at the first
+ * name (`names(dir, 0)`); without it, a Dir reads one batch.
+ */
+export function isEmptyDir(dir: string): boolean {
+  const names = loadNative()?.names?.(dir, 0);
+  if (Array.isArray(names)) return true;
+  if (names === null) return false;
+  const d = fs.opendirSync(dir);
+  try {
+    return d.readSync() === null;
+  } finally {
+    d.closeSync();
+  }
+}
+
 /** Remove a file and ignore "not there": used on cleanup paths only. */
 export function unlinkQuietly(path: string): void {
   try {

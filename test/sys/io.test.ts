@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { forEachDirName, readUpToSync } from '../../src/sys/io.js';
+import { forEachDirName, isEmptyDir, readUpToSync } from '../../src/sys/io.js';
 import { loadNative } from '../../src/sys/native.js';
 import { tempDir } from '../helpers.js';
 
@@ -51,6 +51,15 @@ describe('forEachDirName', () => {
       const want = Array.from({ length: 4100 }, (_, i) => `f${i}`);
       for (const n of want) fs.writeFileSync(path.join(dir, n), '');
       expect(names(dir)).toEqual(want.sort());
+    });
+
+    it(`${mode}: isEmptyDir: true for no entry but . and .., false for one (a dot file too), throws on a missing one`, () => {
+      set();
+      const dir = tempDir();
+      expect(isEmptyDir(dir)).toBe(true);
+      fs.writeFileSync(path.join(dir, '.hidden'), '');
+      expect(isEmptyDir(dir)).toBe(false);
+      expect(() => isEmptyDir(path.join(dir, 'missing'))).toThrow(expect.objectContaining({ code: 'ENOENT' }));
     });
 
     it(`${mode}: fails as Node does on a missing directory or a file`, () => {
