@@ -8,7 +8,8 @@
  *
  * What the full run does over such a queue, and so this: the lock taken (a lock held elsewhere is
  * the full run's to wait out and report), nextseq read, both directories found writable, jobs/
- * found empty under the lock, the lock file truncated (it was empty), the lock released.
+ * found empty under the lock, the lock released. The lock file is left as it was, empty: a full run
+ * truncates only one that holds something (FileLock.clearNote).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -47,9 +48,7 @@ function settle(dir: string): boolean {
       if (parseSeqfileText(readSeqText(path.join(dir, 'nextseq'))) === undefined) return false;
       fs.accessSync(dir, fs.constants.W_OK);
       fs.accessSync(jobs, fs.constants.W_OK);
-      if (!isEmptyDir(jobs)) return false;
-      fs.ftruncateSync(fd, 0); // as the full run leaves it: empty, and its times set
-      return true;
+      return isEmptyDir(jobs);
     } finally {
       flock(fd, LOCK_UN);
     }

@@ -18,13 +18,13 @@ export interface QueueDirEntry {
 /**
  * What a directory is: a queue that can be processed (a jobs/ directory and a nextseq.lock: an
  * append-only queue has no lock and is not processed), a directory that is not one (yet), or
- * not a directory at all (undefined). Three access(2) calls, no Stats objects: --queues-in asks
- * it of every directory under a parent.
+ * not a directory at all (undefined). Two access(2) calls for a queue, no Stats objects:
+ * --queues-in asks it of every directory under a parent.
  */
 export function queueDirKind(dir: string): QueueDirEntry['kind'] | undefined {
-  // `X/.` resolves only where X is a directory (ENOTDIR otherwise).
-  if (!fs.existsSync(`${dir}/.`)) return undefined;
-  return fs.existsSync(`${dir}/jobs/.`) && fs.existsSync(`${dir}/nextseq.lock`) ? 'queue' : 'candidate';
+  // `X/.` resolves only where X is a directory (ENOTDIR otherwise): jobs/. found, dir is one too.
+  if (fs.existsSync(`${dir}/jobs/.`)) return fs.existsSync(`${dir}/nextseq.lock`) ? 'queue' : 'candidate';
+  return fs.existsSync(`${dir}/.`) ? 'candidate' : undefined;
 }
 
 /** Why a directory found under a parent is not (yet) a queue a processor takes, in a few words. */

@@ -42,6 +42,12 @@ function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
 export class FileLock {
   private fd: number | undefined;
   readonly path: string;
+  /**
+   * The lock file holds no byte, as last read or emptied by this lock (a note written since, or
+   * a batch given one to write, clears it): clearNote then has nothing to do. Only the holder of
+   * the lock writes notes, so what it knows stays true while it holds it.
+   */
+  private empty = false;
 
   private constructor(path: string, fd: number) {
     this.path = path;
@@ -92,6 +98,7 @@ export class FileLock {
   readNote(): string {
     const buf = Buffer.alloc(NOTE_MAX);
     const n = fs.readSync(this.descriptor(), buf, 0, NOTE_MAX, 0);
+    this.empty = n === 0;
     const text = buf.toString('utf8', 0, n);
     const nl = text.indexOf('\n');
     return nl < 0 ? '' : text.slice(0, nl);
@@ -106,6 +113,7 @@ export class FileLock {
    */
   writeNote(line: string): void {
     const buf = noteBytes(line);
+    this.empty = false;
     // A regular file takes a write this small whole.
     fs.writeSync(this.descriptor(), buf, 0, buf.length, 0);
     fdatasyncSync(this.descriptor()); // a failure is thrown: the caller must not go on as if the note were durable
@@ -117,11 +125,15 @@ export class FileLock {
    * writeNote; not under FSPL_BENCH_NO_DIRSYNC, as fdatasyncSync). Valid while the lock is held.
    */
   noteOp(line: string): BatchOp {
+    this.empty = false;
     return { op: 'pwrite', fd: this.descriptor(), position: 0, data: noteBytes(line), datasync: !dirSyncSkipped() };
   }
 
+  /** Empty the lock file; nothing is done to one known to be empty (no call, its times left as they are). */
   clearNote(): void {
+    if (this.empty) return;
     fs.ftruncateSync(this.descriptor(), 0);
+    this.empty = true;
   }
 
   private descriptor(): number {

@@ -39,18 +39,22 @@ function missingDirectory(file: string, code: string): string {
 
 /**
  * When root replaces another user's seqfile (a place's, under --permissions), the new file keeps
- * that owner, group and mode: otherwise the place's own users could no longer write it.
+ * that owner, group and mode: otherwise the place's own users could no longer write it. `st`:
+ * the seqfile's lstat when the lock was taken (undefined: none there).
  */
-function keptOwner(file: string): FileOwner | undefined {
-  if (process.geteuid?.() !== 0) return undefined;
-  let st: fs.Stats;
+function keptOwner(st: fs.Stats | undefined): FileOwner | undefined {
+  if (!st?.isFile() || process.geteuid?.() !== 0) return undefined;
+  if (st.uid === 0 && st.gid === process.getegid?.()) return undefined;
+  return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
+}
+
+/** The seqfile's lstat, undefined when it can't be had (none there, or not to be looked at). */
+function lstatOf(file: string): fs.Stats | undefined {
   try {
-    st = fs.lstatSync(file);
+    return fs.lstatSync(file, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }
-  if (!st.isFile() || (st.uid === 0 && st.gid === process.getegid?.())) return undefined;
-  return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
 }
 
 /** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
@@ -62,10 +66,10 @@ export class SeqFile {
   /** The owner and mode a replacement keeps: another user's seqfile replaced by root (undefined: ours). */
   private readonly owner: FileOwner | undefined;
 
-  private constructor(path: string, lock: FileLock) {
+  private constructor(path: string, lock: FileLock, st: fs.Stats | undefined) {
     this.path = path;
     this.lock = lock;
-    this.owner = keptOwner(path);
+    this.owner = keptOwner(st);
   }
 
   /** Take the seqfile's lock (failing at once with LockedError if it is busy). */
@@ -90,8 +94,11 @@ export class SeqFile {
       }
       throw err;
     }
-    const sf = new SeqFile(path, lock);
-    if (!fs.existsSync(path)) {
+    // One lstat for the owner a replacement keeps and for whether there is a seqfile at all (a
+    // link counts as one only if it leads to something, as existsSync says).
+    const st = lstatOf(path);
+    const sf = new SeqFile(path, lock, st);
+    if (!st || (st.isSymbolicLink() && !fs.existsSync(path))) {
       try {
         sf.write(1n);
       } catch (err) {

@@ -51,6 +51,38 @@ describe('FileLock', () => {
   });
 });
 
+it('empties a lock file that holds something, and leaves one known to be empty as it is', () => {
+  const file = path.join(tempDir(), 'z.lock');
+  fs.writeFileSync(file, 'left by something else');
+  const old = new Date('2020-01-01T00:00:00Z');
+  const mtime = () => fs.statSync(file).mtimeMs;
+  const lock = FileLock.acquire(file);
+  try {
+    lock.clearNote(); // never read: emptied, whatever it holds
+    expect(fs.statSync(file).size).toBe(0);
+    fs.utimesSync(file, old, old);
+    lock.clearNote(); // emptied by this lock: nothing to do
+    expect(mtime()).toBe(old.getTime());
+    lock.writeNote('S 1 fspl-a.fspl');
+    lock.clearNote();
+    expect(fs.statSync(file).size).toBe(0);
+    fs.writeFileSync(file, 'x'); // a byte that is no note
+    expect(lock.readNote()).toBe('');
+    lock.clearNote(); // read as holding something: emptied
+    expect(fs.statSync(file).size).toBe(0);
+    fs.utimesSync(file, old, old);
+    expect(lock.readNote()).toBe('');
+    lock.clearNote(); // read empty: left as it is
+    expect(mtime()).toBe(old.getTime());
+    fs.writeFileSync(file, 'y'); // never happens while the lock is held, but a batch's note
+    lock.noteOp('S 2 fspl-b.fspl'); // given to a batch: not known to be empty any more
+    lock.clearNote();
+    expect(fs.statSync(file).size).toBe(0);
+  } finally {
+    lock.release();
+  }
+});
+
 describe('flock through the native addon or fs-ext (FSPL_NO_NATIVE=1)', () => {
   for (const noNative of [undefined, '1']) {
     it(`excludes another holder and sees it in isLocked${noNative ? ', through fs-ext' : ''}`, async () => {

@@ -43,6 +43,21 @@ describe('SeqFile', () => {
     expect(fs.existsSync(`${sf}.temp`)).toBe(false);
   });
 
+  it('takes a link that leads nowhere as no seqfile (replaced by a new one), and one that leads to a file as there', () => {
+    const dir = tempDir();
+    const sf = path.join(dir, 'seq');
+    fs.symlinkSync(path.join(dir, 'nowhere'), sf);
+    expect(getSenderNext(sf)).toBe(1n);
+    expect(fs.lstatSync(sf).isFile()).toBe(true);
+    expect(fs.existsSync(path.join(dir, 'nowhere'))).toBe(false);
+    const other = path.join(dir, 'other');
+    fs.writeFileSync(other, '7\n');
+    fs.rmSync(sf);
+    fs.symlinkSync(other, sf);
+    expect(() => getSenderNext(sf)).toThrow(/symbolic link/);
+    expect(fs.readFileSync(other, 'utf8')).toBe('7\n');
+  });
+
   it('refuses to wrap past 2^64-1 instead of going back to 0', () => {
     const sf = path.join(tempDir(), 'seq');
     setSenderNext(sf, 18446744073709551615n);

@@ -230,8 +230,29 @@ export class Journal {
   }
 }
 
+/**
+ * A record as one line, its sequence numbers (bigint) written as `"12n"` (reviveBigints reads
+ * them back). They are put in as strings first: JSON.stringify with a replacer function calls it
+ * for every key and value, several times the cost of the line itself, once for each firing.
+ */
 function lineOf(rec: Line): string {
-  return `${JSON.stringify(rec, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}\n`;
+  const plain =
+    rec.t === 'commit'
+      ? { t: rec.t, c: plainCommit(rec.c) }
+      : rec.t === 'group'
+        ? { t: rec.t, cs: rec.cs.map(plainCommit) }
+        : rec;
+  return `${JSON.stringify(plain)}\n`;
+}
+
+/** A commit record with its bigints as `"12n"` strings, its keys in the same order. */
+function plainCommit(c: CommitRecord): object {
+  return {
+    firing: c.firing,
+    transition: c.transition,
+    outputs: c.outputs.map((o) => ({ place: o.place, seq: `${o.seq}n`, temp: o.temp, final: o.final })),
+    inputs: c.inputs.map((i) => ({ place: i.place, seq: `${i.seq}n`, file: i.file, sequence: i.sequence })),
+  };
 }
 
 function reviveBigints(_k: string, v: unknown): unknown {
