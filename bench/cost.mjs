@@ -11,12 +11,14 @@
  *          rounds as pass when both are asked for)
  *   watch  10,000 empty queues under `queue-process --watch --queues-in`: idle CPU over 30 s
  *   start  `queue-process` of an empty queue against `node -e 0`, wall
+ *   typed  a person's commands, one small job or token each: `prepare | queue-write` against
+ *          `node -e 0 | node -e 0` and the reference's pipeline, `net put` against `node -e 0`, wall
  *   true   one queue of 1,000 `/bin/true` jobs: ours, the reference, and a C loop making the
  *          same spawns and fsyncs (bench/floor-loop.c), wall
  *
  * Prints a markdown section on stdout; bench/run.mjs calls it (`--only C`). Run alone:
  *
- *   node bench/cost.mjs [--quick] [--rounds N] [--only pass,drain,watch,start,true] [--dir DIR]
+ *   node bench/cost.mjs [--quick] [--rounds N] [--only pass,drain,watch,start,typed,true] [--dir DIR]
  *                       [--ref /usr/bin/fspl] [--splice docs/benchmarks.md]
  *
  * Default 5 rounds (--quick: 1, with 50 queues, 100 jobs, 200 watched queues, 3 s idle). Needs
@@ -39,7 +41,7 @@ const TIME = '/usr/bin/time';
 const FLOOR_SRC = fileURLToPath(new URL('./floor-loop.c', import.meta.url));
 const BEGIN = '<!-- cost-bench:begin -->';
 const END = '<!-- cost-bench:end -->';
-const ROWS = ['pass', 'drain', 'watch', 'start', 'true'];
+const ROWS = ['pass', 'drain', 'watch', 'start', 'typed', 'true'];
 
 const argv = process.argv.slice(2);
 const opts = parseSectionArgs(argv, import.meta.url);
@@ -375,6 +377,70 @@ function benchStart() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// typed: a person's commands, one small job or token each, against as many `node -e 0`
+
+/** Medians of each side's wall over STARTS runs a round, the sides interleaved; sh -c scripts. */
+function interleaved(sides, what) {
+  const run = (script) => wallOf(['sh', '-c', script], what);
+  for (const script of Object.values(sides)) run(script); // warm the page cache, untimed
+  const m = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
+  for (let round = 1; round <= opts.rounds; round++) {
+    log(`typed: ${what}, ${STARTS} runs each, round ${round} of ${opts.rounds}`);
+    const t = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
+    for (let i = 0; i < STARTS; i++) for (const [k, script] of Object.entries(sides)) t[k].push(run(script));
+    for (const k of Object.keys(sides)) m[k].push(median(t[k]));
+  }
+  return m;
+}
+
+function benchTyped() {
+  const small = path.join(WORK, 'small-job');
+  fs.writeFileSync(small, 'a small job\n');
+  const [ours, theirs] = ['typed-ours', 'typed-ref'].map((d) => path.join(WORK, d));
+  for (const q of [ours, theirs]) sh(`${shq(opts.ref)} queue-init -q ${shq(q)}`, 'queue-init');
+  const fspl = `${shq(NODE)} ${shq(BIN)}`;
+  const zero = `${shq(NODE)} -e 0`;
+  const l0 = load();
+  const pipe = interleaved(
+    {
+      ours: `${fspl} prepare -s - -i ${shq(small)} | ${fspl} queue-write -q ${shq(ours)}`,
+      floor: `${zero} | ${zero}`,
+      ref: `${shq(opts.ref)} prepare -s - -i ${shq(small)} | ${shq(opts.ref)} queue-write -q ${shq(theirs)}`,
+    },
+    'prepare | queue-write',
+  );
+  const written = fs.readdirSync(path.join(ours, 'jobs')).length;
+  if (written !== opts.rounds * STARTS + 1)
+    die(`prepare | queue-write: ${written} jobs written, expected ${opts.rounds * STARTS + 1}`);
+  row(
+    '`prepare -i FILE | queue-write -q Q`, one small job, as typed: wall',
+    msec(pipe.ours),
+    `\`node -e 0 | node -e 0\`: ${msec(pipe.floor)}; the reference: ${msec(pipe.ref)}`,
+    pipe.ours.map((v, i) => v / pipe.floor[i]),
+    undefined,
+    `${l0}–${load()}`,
+  );
+  const netDir = path.join(WORK, 'typed-net');
+  fs.mkdirSync(netDir);
+  const net = path.join(netDir, 'net.yaml');
+  fs.writeFileSync(net, `places:\n  inbox: { dir: ${JSON.stringify(path.join(netDir, 'inbox'))} }\n`);
+  sh(`${fspl} net init ${shq(net)}`, 'net init');
+  const l1 = load();
+  const put = interleaved(
+    { ours: `${fspl} net put ${shq(net)} inbox -i ${shq(small)} > /dev/null`, floor: zero },
+    'net put',
+  );
+  row(
+    '`net put NET PLACE -i FILE`, one small token: wall',
+    msec(put.ours),
+    `\`node -e 0\`: ${msec(put.floor)}`,
+    put.ours.map((v, i) => v / put.floor[i]),
+    undefined,
+    `${l1}–${load()}`,
+  );
+}
+
+// ------------------------------------------------------------------------------------------------
 // true: one queue of 1,000 /bin/true jobs
 
 function benchTrue(floorExe) {
@@ -431,6 +497,7 @@ const floorExe = needFloor ? compileFloor() : undefined;
 if (want('pass') || want('drain')) benchQueues(floorExe);
 if (want('watch')) await benchWatch();
 if (want('start')) benchStart();
+if (want('typed')) benchTyped();
 if (want('true')) benchTrue(floorExe);
 if (needFloor && !floorExe) notes.unshift('**cc is missing: the C floor rows were skipped.**');
 

@@ -18,18 +18,15 @@ export {
   liveDotState,
   loadNetFile,
   lowerBound,
-  type NetServer,
   netMetricFamilies,
   netMetricsText,
   netStatusJson,
   parseService,
   pauseText,
   placeTokens,
-  type ServeOptions,
   type ServiceTime,
   type SimulateOptions,
   type SimulationReport,
-  serveNet,
   simulate,
   type TokenInfo,
   TransitionMonitor,
@@ -38,6 +35,18 @@ export {
 } from './net/index.js';
 // Nets that span hosts: which host an item belongs to, one host's part, tokens left on others.
 export { hostOf, hostView } from './net/model/hosts.js';
+export type { NetServer, ServeOptions } from './net/observe/serve.js';
 export type { RemoteLeftover } from './net/run/leftovers.js';
 export type { LiveState, LiveTransition } from './net/run/live.js';
 export { RateWindow } from './net/run/stats.js';
+
+/**
+ * Serve a net's live page and /metrics (net/observe/serve.ts). Its module, and node:http with it,
+ * is loaded on the first call: every `fspl net` command imports this entry, and `net put` must not
+ * pay for a web server at each start.
+ */
+export async function serveNet(
+  ...args: Parameters<typeof import('./net/observe/serve.js').serveNet>
+): ReturnType<typeof import('./net/observe/serve.js').serveNet> {
+  return (await import('./net/observe/serve.js')).serveNet(...args);
+}

@@ -359,7 +359,6 @@ export { loadNetFile, parseNetText } from './model/netfile.js';
 export { placeTokens, type TokenInfo, transitionDetail } from './observe/detail.js';
 export { type DotState, liveDotState } from './observe/dot.js';
 export { netMetricFamilies, netMetricsText, netStatusJson } from './observe/metrics.js';
-export { type NetServer, type ServeOptions, serveNet } from './observe/serve.js';
 export type { NetState, NetStatusReport, PlaceStatus, TransitionStatus } from './observe/status.js';
 export { dotToSvg } from './observe/svg.js';
 export { type PauseRecord, pauseText } from './operate/pause.js';

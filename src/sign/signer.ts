@@ -6,7 +6,6 @@
  */
 import { SignatureError, systemErrorWords } from '../base/errors.js';
 import { spawnTalking } from '../sys/exec.js';
-import { agentHasKey, agentSign } from './agent.js';
 import { type LoadedKey, loadPrivateKey, signRaw, whyNoKey } from './private-key.js';
 import { encodeSshSig, NAMESPACE, parseSshSig, toSign, unarmor, verifySshSig } from './sshsig.js';
 
@@ -35,6 +34,9 @@ export async function signMessage(
   if (loaded.kind === 'plain')
     return finish(loaded, signRaw(loaded.key, loaded.publicKey, toSign(NAMESPACE, HASH, message)), message);
   const socket = env.SSH_AUTH_SOCK;
+  // The agent's client (node:net) is loaded only for a key that needs it: every start that can sign
+  // (prepare, net put) would pay for it.
+  const { agentHasKey, agentSign } = await import('./agent.js');
   if (!socket || !(await agentHasKey(socket, loaded.publicKey)))
     throw new SignatureError(noAgentReason(how.key, loaded), { fingerprint: loaded.publicKey.fingerprint });
   return finish(loaded, await agentSign(socket, loaded.publicKey, toSign(NAMESPACE, HASH, message)), message);
