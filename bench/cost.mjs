@@ -237,8 +237,7 @@ function benchQueues(floorExe) {
   const loads = `${l0}–${load()}`;
   const q = n(QUEUES);
   row(
-    `${q} queues, one job each (\`sh -c 'cat >> F'\`): the reference's cron loop, ` +
-      'one `fspl queue-process` a queue, CPU',
+    `${q} queues, one job each (\`sh -c 'cat >> F'\`): the reference's cron loop, CPU`,
     sec(m.ref),
     '—',
     undefined,
@@ -321,7 +320,7 @@ async function benchWatch() {
     `${l0}–${load()}`,
   ]);
   rows.push([
-    `the same, the ${SETTLE} s before that window (start-up's garbage collected)`,
+    `the ${SETTLE} s before that window (start-up's garbage collected)`,
     `${pct(settle)} of a core`,
     '—',
     '—',
@@ -413,7 +412,7 @@ function benchTyped() {
   if (written !== opts.rounds * STARTS + 1)
     die(`prepare | queue-write: ${written} jobs written, expected ${opts.rounds * STARTS + 1}`);
   row(
-    '`prepare -i FILE | queue-write -q Q`, one small job, as typed: wall',
+    'a small job, as typed: `prepare -i F | queue-write -q Q`, wall',
     msec(pipe.ours),
     `\`node -e 0 | node -e 0\`: ${msec(pipe.floor)}; the reference: ${msec(pipe.ref)}`,
     pipe.ours.map((v, i) => v / pipe.floor[i]),
@@ -431,7 +430,7 @@ function benchTyped() {
     'net put',
   );
   row(
-    '`net put NET PLACE -i FILE`, one small token: wall',
+    'a small token, as typed: `net put NET P -i F`, wall',
     msec(put.ours),
     `\`node -e 0\`: ${msec(put.floor)}`,
     put.ours.map((v, i) => v / put.floor[i]),

@@ -340,7 +340,7 @@ export class Net {
   }
 }
 
-export { describeVerifierProblem, RECEIVE_SCRIPT, type VerifierProblem } from '../send/receive-script.js';
+export { describeVerifierProblem, receiveScript, type VerifierProblem } from '../send/receive-script.js';
 export { type OutgoingPacket, type SendResult, sendPacket, sendPackets } from '../send/ssh-send.js';
 export type { HostRunOptions } from './hosts/distributed.js';
 export type { ReceiveCheck } from './hosts/nncp-check.js';

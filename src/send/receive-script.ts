@@ -27,7 +27,6 @@ function probePackets(): { good: string; bad: string } {
   const octal = (b: Buffer) => [...b].map((x) => `\\${x.toString(8).padStart(3, '0')}`).join('');
   return { good: octal(packetBytes(header, payload)), bad: octal(packetBytes(header, damaged)) };
 }
-const { good: PROBE_GOOD, bad: PROBE_BAD } = probePackets();
 
 /**
  * The receiving side. $1 is the place's directory, $2 the fspl that checks seals (or empty).
@@ -38,7 +37,16 @@ const { good: PROBE_GOOD, bad: PROBE_BAD } = probePackets();
  * exits 7.
  * No single quote may appear in it (it travels inside one).
  */
-export const RECEIVE_SCRIPT = `
+export function receiveScript(): string {
+  // Made on first use, not at load: the probe packets are encoded and sealed, a cost at the start
+  // of every command that imports this module (`net put` does), for a delivery that most never make.
+  script ??= receiverScript(probePackets());
+  return script;
+}
+let script: string | undefined;
+
+function receiverScript({ good: PROBE_GOOD, bad: PROBE_BAD }: { good: string; bad: string }): string {
+  return `
 d=$1; j="$d/jobs"
 [ -d "$j" ] || { echo "fspl receive: no queue at $d on $(hostname) (make it there:" \\
   "fspl queue-init -q DIR, or fspl net init --host for a net)" >&2; exit 3; }
@@ -96,6 +104,7 @@ while read -r id seq n; do
   fi
 done
 `;
+}
 
 /** Quote a word for the remote shell (ssh joins its arguments into one command line). */
 export function shellQuote(s: string): string {
@@ -107,7 +116,7 @@ export function shellQuote(s: string): string {
  * given and found there, checks each packet's seal.
  */
 export function receiveCommand(remoteDir: string, fspl = ''): string {
-  return `sh -c ${shellQuote(RECEIVE_SCRIPT)} fspl-receive ${shellQuote(remoteDir)} ${shellQuote(fspl)}`;
+  return `sh -c ${shellQuote(receiveScript())} fspl-receive ${shellQuote(remoteDir)} ${shellQuote(fspl)}`;
 }
 
 /**

@@ -17,7 +17,7 @@ import { describeVerifierProblem, parseUnusable, receiveCommand } from './receiv
 export type { OutgoingPacket, SendResult } from './delivery.js';
 
 export interface SendOptions {
-  /** fspl on the remote host, to check the seal of each packet there (see RECEIVE_SCRIPT). */
+  /** fspl on the remote host, to check the seal of each packet there (see receiveScript). */
   fspl?: string;
   /** The remote host's name in messages (default: the ssh destination, ssh's last word). */
   host?: string;

@@ -139,7 +139,7 @@ describeIfPresent(
       await expectExactlyOnce(place, 5);
     }, 60_000);
 
-    // Each step of the receiver (RECEIVE_SCRIPT) meeting a fault, then cleared. `npm run test:all` takes
+    // Each step of the receiver (receiveScript()) meeting a fault, then cleared. `npm run test:all` takes
     // two of them (each is about a second: a connection and the sender's backoff), `npm run
     // test:faults` all.
     const allSteps: Array<[string, (place: string) => FaultRule]> = [
