@@ -343,27 +343,31 @@ function wallOf(args, what) {
   return ms;
 }
 
+/**
+ * Medians of each side's wall over STARTS runs a round, the sides interleaved (A B A B); `sides`:
+ * argv by name. Each side runs once first, untimed, to warm the page cache.
+ */
+function interleaved(sides, what) {
+  const run = (k) => wallOf(sides[k], `${what}, ${k}`);
+  for (const k of Object.keys(sides)) run(k);
+  const m = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
+  for (let round = 1; round <= opts.rounds; round++) {
+    log(`${what}: ${STARTS} runs each, round ${round} of ${opts.rounds}`);
+    const t = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
+    for (let i = 0; i < STARTS; i++) for (const k of Object.keys(sides)) t[k].push(run(k));
+    for (const k of Object.keys(sides)) m[k].push(median(t[k]));
+  }
+  return m;
+}
+
 function benchStart() {
   const empty = path.join(WORK, 'empty');
   sh(`${shq(opts.ref)} queue-init -q ${shq(empty)}`, 'queue-init of the empty queue');
-  const a = [NODE, BIN, 'queue-process', '-q', empty, 'true'];
-  const b = [NODE, '-e', '0'];
-  wallOf(a, 'queue-process of the empty queue'); // warm the page cache, untimed
-  wallOf(b, 'node -e 0');
-  const ours = [];
-  const node = [];
   const l0 = load();
-  for (let round = 1; round <= opts.rounds; round++) {
-    log(`start: ${STARTS} runs each, round ${round} of ${opts.rounds}`);
-    const ta = [];
-    const tb = [];
-    for (let i = 0; i < STARTS; i++) {
-      ta.push(wallOf(a, 'queue-process of the empty queue'));
-      tb.push(wallOf(b, 'node -e 0'));
-    }
-    ours.push(median(ta));
-    node.push(median(tb));
-  }
+  const { ours, node } = interleaved(
+    { ours: [NODE, BIN, 'queue-process', '-q', empty, 'true'], node: [NODE, '-e', '0'] },
+    'start',
+  );
   checkQueues([empty], 1, 'the empty queue');
   row(
     '`queue-process` of an empty queue, wall',
@@ -378,19 +382,9 @@ function benchStart() {
 // ------------------------------------------------------------------------------------------------
 // typed: a person's commands, one small job or token each, against as many `node -e 0`
 
-/** Medians of each side's wall over STARTS runs a round, the sides interleaved; sh -c scripts. */
-function interleaved(sides, what) {
-  const run = (script) => wallOf(['sh', '-c', script], what);
-  for (const script of Object.values(sides)) run(script); // warm the page cache, untimed
-  const m = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
-  for (let round = 1; round <= opts.rounds; round++) {
-    log(`typed: ${what}, ${STARTS} runs each, round ${round} of ${opts.rounds}`);
-    const t = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
-    for (let i = 0; i < STARTS; i++) for (const [k, script] of Object.entries(sides)) t[k].push(run(script));
-    for (const k of Object.keys(sides)) m[k].push(median(t[k]));
-  }
-  return m;
-}
+/** interleaved() over `sh -c` scripts. */
+const interleavedScripts = (scripts, what) =>
+  interleaved(Object.fromEntries(Object.entries(scripts).map(([k, sc]) => [k, ['sh', '-c', sc]])), what);
 
 function benchTyped() {
   const small = path.join(WORK, 'small-job');
@@ -400,13 +394,13 @@ function benchTyped() {
   const fspl = `${shq(NODE)} ${shq(BIN)}`;
   const zero = `${shq(NODE)} -e 0`;
   const l0 = load();
-  const pipe = interleaved(
+  const pipe = interleavedScripts(
     {
       ours: `${fspl} prepare -s - -i ${shq(small)} | ${fspl} queue-write -q ${shq(ours)}`,
       floor: `${zero} | ${zero}`,
       ref: `${shq(opts.ref)} prepare -s - -i ${shq(small)} | ${shq(opts.ref)} queue-write -q ${shq(theirs)}`,
     },
-    'prepare | queue-write',
+    'typed: prepare | queue-write',
   );
   const written = fs.readdirSync(path.join(ours, 'jobs')).length;
   if (written !== opts.rounds * STARTS + 1)
@@ -425,9 +419,9 @@ function benchTyped() {
   fs.writeFileSync(net, `places:\n  inbox: { dir: ${JSON.stringify(path.join(netDir, 'inbox'))} }\n`);
   sh(`${fspl} net init ${shq(net)}`, 'net init');
   const l1 = load();
-  const put = interleaved(
+  const put = interleavedScripts(
     { ours: `${fspl} net put ${shq(net)} inbox -i ${shq(small)} > /dev/null`, floor: zero },
-    'net put',
+    'typed: net put',
   );
   row(
     'a small token, as typed: `net put NET P -i F`, wall',

@@ -14,13 +14,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isEmptyDir } from '../sys/io.js';
-import { loadNative } from '../sys/native.js';
+import { FLOCK, loadNative } from '../sys/native.js';
 import { parseSeqfileText, readSeqText } from '../sys/seq-text.js';
 import { openExisting } from '../sys/untrusted.js';
-
-/** flock(2)'s bits (as src/sys/lock.ts): LOCK_EX | LOCK_NB, and LOCK_UN. */
-const LOCK_EX_NB = 6;
-const LOCK_UN = 8;
 
 /**
  * Run queue-process over the queue at `dir` if it plainly has no job: true when that run is done
@@ -43,14 +39,14 @@ function settle(dir: string): boolean {
   const { fd, stat } = openExisting(path.join(dir, 'nextseq.lock'), fs.constants.O_RDWR, { singleLink: true });
   try {
     // A note (a record a killed run left half made) is the full run's to complete.
-    if (stat.size !== 0 || flock(fd, LOCK_EX_NB) !== 0) return false;
+    if (stat.size !== 0 || flock(fd, FLOCK.exnb) !== 0) return false;
     try {
       if (parseSeqfileText(readSeqText(path.join(dir, 'nextseq'))) === undefined) return false;
       fs.accessSync(dir, fs.constants.W_OK);
       fs.accessSync(jobs, fs.constants.W_OK);
       return isEmptyDir(jobs);
     } finally {
-      flock(fd, LOCK_UN);
+      flock(fd, FLOCK.un);
     }
   } finally {
     fs.closeSync(fd);

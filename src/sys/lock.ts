@@ -7,7 +7,7 @@ import { LockedError } from '../base/errors.js';
 import { dirSyncSkipped, fdatasyncSync } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
-import { nativeFlock } from './native.js';
+import { FLOCK, nativeFlock } from './native.js';
 import { requirePackage } from './require-package.js';
 import { openExisting, openLockFile } from './untrusted.js';
 
@@ -16,8 +16,6 @@ const NOTE_MAX = 1024;
 export const BUSY_WAIT_MS = 100;
 const pauser = new Int32Array(new SharedArrayBuffer(4));
 
-/** flock(2)'s operations, as fs-ext names them, and their bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8). */
-const OPERATIONS = { exnb: 6, shnb: 5, un: 8 } as const;
 let fsExt: typeof import('fs-ext') | undefined;
 
 /**
@@ -26,8 +24,8 @@ let fsExt: typeof import('fs-ext') | undefined;
  * does: an error with the errno's code (EAGAIN for a lock held elsewhere), its message
  * `CODE, Description`.
  */
-function flockSync(fd: number, operation: keyof typeof OPERATIONS): void {
-  const errno = nativeFlock(fd, OPERATIONS[operation]);
+function flockSync(fd: number, operation: keyof typeof FLOCK): void {
+  const errno = nativeFlock(fd, FLOCK[operation]);
   if (errno === undefined) {
     fsExt ??= requirePackage<typeof import('fs-ext')>('fs-ext');
     fsExt.flockSync(fd, operation);

@@ -357,7 +357,10 @@ export function nativeCopy(inFd: number, outFd: number, limit?: number): { copie
   return { copied, errno };
 }
 
-/** flock(2) through the addon: 0 or the errno; undefined without it (or its flock). */
+/** flock(2)'s operations, as fs-ext names them, and their bits (LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8). */
+export const FLOCK = { exnb: 6, shnb: 5, un: 8 } as const;
+
+/** flock(2) through the addon (an operation of FLOCK): 0 or the errno; undefined without it (or its flock). */
 export function nativeFlock(fd: number, operation: number): number | undefined {
   return loadNative()?.flock?.(fd, operation);
 }
