@@ -67,6 +67,8 @@
 
 #include <node_api.h>
 
+#include "fs_batch.h"
+
 enum { OP_FSYNC_DIR = 1, OP_FSYNC = 2, OP_RENAME = 3, OP_UNLINK = 4, OP_OPEN = 5, OP_WRITE_FILE = 6, OP_CLOSE = 7, OP_APPEND = 8, OP_WRITE_FILE_FROM = 9, OP_PWRITE = 10 };
 #define OP_MUST 0x100
 #define OP_MISSING_OK 0x200
@@ -92,7 +94,7 @@ typedef struct {
   int32_t result;
 } batch_op;
 
-typedef struct {
+typedef struct batch_job {
   napi_async_work work;
   napi_ref callback;
   uint32_t count;
@@ -447,6 +449,41 @@ static napi_value js_fs_batch(napi_env env, napi_callback_info info) {
   }
   return NULL;
 }
+
+/* fs_batch.h: a batch held by fspl_native.c (a job's record made at the exit of its command). */
+
+batch_job* fspl_batch_parse(napi_env env, napi_value ops, const char** problem) {
+  uint32_t count = 0;
+  bool is_array = false;
+  if (napi_is_array(env, ops, &is_array) != napi_ok || !is_array || napi_get_array_length(env, ops, &count) != napi_ok)
+    return *problem = "a batch: an array expected", NULL;
+  return batch_parse(env, ops, count, problem);
+}
+
+napi_value fspl_batch_results(napi_env env, const batch_job* job) {
+  napi_value ab, arr;
+  void* raw = NULL;
+  if (napi_create_arraybuffer(env, job->count * sizeof(int32_t), &raw, &ab) != napi_ok ||
+      napi_create_typedarray(env, napi_int32_array, job->count, ab, 0, &arr) != napi_ok)
+    return NULL;
+  int32_t* out = raw;
+  for (uint32_t i = 0; i < job->count; i++) out[i] = job->ops[i].result;
+  return arr;
+}
+
+void fspl_batch_run(batch_job* job) { batch_execute(NULL, job); }
+
+/* As firstFailure in src/sys/fs-batch.ts finds nothing: every operation succeeded, or found its
+ * file missing where that is allowed. */
+int fspl_batch_ok(const batch_job* job) {
+  for (uint32_t i = 0; i < job->count; i++) {
+    const batch_op* op = &job->ops[i];
+    if (op->result < 0 && !(op->missing_ok && op->result == -ENOENT)) return 0;
+  }
+  return 1;
+}
+
+void fspl_batch_free(batch_job* job) { batch_free(job); }
 
 /* Called from fspl_native.c's module init. */
 napi_status fspl_register_fs_batch(napi_env env, napi_value exports) {

@@ -114,6 +114,8 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include "fs_batch.h"
+
 #define CHECK(call)                                 \
   do {                                              \
     if ((call) != napi_ok) return fail(env, #call); \
@@ -221,6 +223,8 @@ static void wait_complete(napi_env env, napi_status status, void* data) {
 #define SYS_pidfd_open 434
 #endif
 
+struct job_chain;
+
 typedef struct pidfd_wait {
   uv_poll_t poll; /* first: the handle's address is the request's */
   napi_env env;
@@ -229,10 +233,53 @@ typedef struct pidfd_wait {
   napi_async_cleanup_hook_handle hook;
   pid_t pid;
   int fd;
+  struct job_chain* chain;      /* what to do at its exit before JS hears of it (chain(), below) */
+  struct pidfd_wait* next_wait; /* the list of waits a chain() can find (waits_add) */
+  int listed;
 } pidfd_wait;
+
+/* The waits of running children, for chain() and unchain() to find by pid: every env's, under a
+ * lock (each env is one thread; a worker's env is another). */
+static pidfd_wait* waits;
+static pthread_mutex_t waits_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void waits_add(pidfd_wait* w) {
+  pthread_mutex_lock(&waits_lock);
+  w->next_wait = waits;
+  waits = w;
+  w->listed = 1;
+  pthread_mutex_unlock(&waits_lock);
+}
+
+static void waits_remove(pidfd_wait* w) {
+  pthread_mutex_lock(&waits_lock);
+  if (w->listed) {
+    for (pidfd_wait** p = &waits; *p; p = &(*p)->next_wait)
+      if (*p == w) {
+        *p = w->next_wait;
+        break;
+      }
+    w->listed = 0;
+  }
+  pthread_mutex_unlock(&waits_lock);
+}
+
+/* The running child `pid` of env's, still waited for; NULL when it has exited or is not ours. */
+static pidfd_wait* waits_find(napi_env env, pid_t pid) {
+  pthread_mutex_lock(&waits_lock);
+  pidfd_wait* w = waits;
+  while (w && !(w->env == env && w->pid == pid)) w = w->next_wait;
+  pthread_mutex_unlock(&waits_lock);
+  return w;
+}
+
+static void chain_free(napi_env env, struct job_chain* c);
+static void chain_fire(napi_env env, struct job_chain* c, napi_value* results, napi_value* next);
 
 static void pidfd_closed(uv_handle_t* h) {
   pidfd_wait* w = (pidfd_wait*)h;
+  waits_remove(w);
+  if (w->chain) chain_free(w->env, w->chain);
   close(w->fd);
   napi_async_destroy(w->env, w->ctx);
   napi_delete_reference(w->env, w->callback);
@@ -245,6 +292,7 @@ static void pidfd_closed(uv_handle_t* h) {
  * the process, as the pool's waiter leaves it. */
 static void pidfd_cleanup(napi_async_cleanup_hook_handle hook, void* data) {
   pidfd_wait* w = data;
+  waits_remove(w);
   /* Closing already (the child exited): pidfd_closed will remove this hook. */
   if (!uv_is_closing((uv_handle_t*)&w->poll)) uv_close((uv_handle_t*)&w->poll, pidfd_closed);
 }
@@ -257,6 +305,9 @@ static void pidfd_ready(uv_poll_t* h, int status, int events) {
   while (r < 0 && errno == EINTR);
   if (r == 0 && status == 0) return; /* not exited yet: a pidfd is readable only once it has */
   uv_poll_stop(h);
+  waits_remove(w); /* exited: nothing more can be chained to it */
+  struct job_chain* chain = w->chain;
+  w->chain = NULL;
   if (r == w->pid) {
     if (WIFEXITED(st)) code = WEXITSTATUS(st);
     else if (WIFSIGNALED(st)) sig = WTERMSIG(st);
@@ -264,19 +315,26 @@ static void pidfd_ready(uv_poll_t* h, int status, int events) {
   napi_env env = w->env;
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) == napi_ok) {
-    napi_value cb, global, argv[2], ignored;
+    napi_value cb, global, argv[4], ignored;
+    size_t argc = 2;
+    /* A chained job: its record and the next start, before JS runs (only after status 0). */
+    if (chain && r == w->pid && code == 0 && sig == 0) {
+      chain_fire(env, chain, &argv[2], &argv[3]);
+      argc = 4;
+    }
     if (napi_get_reference_value(env, w->callback, &cb) == napi_ok && cb && napi_get_global(env, &global) == napi_ok) {
       argv[0] = make_int(env, code);
       argv[1] = make_int(env, sig);
       /* make_callback: the ticks and microtasks the callback queues run after it, as after any
        * of the loop's callbacks; what it throws is uncaught, as from the pool's completion. */
-      if (napi_make_callback(env, w->ctx, global, cb, 2, argv, &ignored) == napi_pending_exception) {
+      if (napi_make_callback(env, w->ctx, global, cb, argc, argv, &ignored) == napi_pending_exception) {
         napi_value err;
         if (napi_get_and_clear_last_exception(env, &err) == napi_ok) napi_fatal_exception(env, err);
       }
     }
     napi_close_handle_scope(env, scope);
   }
+  if (chain) chain_free(env, chain);
   uv_close((uv_handle_t*)h, pidfd_closed);
 }
 
@@ -312,6 +370,7 @@ static int pidfd_wait_start(napi_env env, pid_t pid, napi_value on_exit) {
     return -1; /* the pool waits for it: waitpid there still reaps it (nothing here reaped it) */
   }
   uv_poll_start(&w->poll, UV_READABLE, pidfd_ready);
+  waits_add(w);
   return 0;
 }
 
@@ -526,6 +585,143 @@ done:
   return err;
 }
 
+/* Wait for pid and call on_exit(code, signal) from the loop: through a pidfd, else on the thread
+ * pool. 0, or -1 when neither can be set up (no memory): the caller decides about the child. */
+static int wait_start(napi_env env, pid_t pid, napi_value on_exit) {
+  if (pidfd_wait_start(env, pid, on_exit) == 0) return 0;
+  wait_req* req = calloc(1, sizeof *req);
+  napi_value name;
+  if (!req) return -1;
+  req->pid = pid;
+  if (napi_create_reference(env, on_exit, 1, &req->callback) != napi_ok ||
+      napi_create_string_utf8(env, "fspl:waitpid", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_async_work(env, NULL, name, wait_execute, wait_complete, req, &req->work) != napi_ok ||
+      napi_queue_async_work(env, req->work) != napi_ok) {
+    free(req);
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* chain: the next job of a queue started at the exit of the one before it                     */
+/*
+ * A queue runs its jobs one after the other, and between two of them it records the first
+ * (src/process/finish.ts: a note, nextseq, the file deleted) and starts the second. Done in JS,
+ * that step held about 180 us of the main thread per job, against 60 us for the same system
+ * calls in C (docs/benchmarks-notes.md, "Issue 43, seventh pass"). chain(pid, record, next...)
+ * arms the running child `pid`: at its exit with status 0, pidfd_ready runs the record (the same
+ * batch, in the same order, that fsBatchSync would run from JS) and, only if all of it
+ * succeeded and the next job's name still holds the file it was opened from, starts the next
+ * job (as spawn) and waits for it (as spawn); then onExit of the
+ * first child gets two more arguments: the record's results (an Int32Array, as fsBatchSync's)
+ * and the next child's pid, -errno if it could not start, or 0 if the record failed (nothing
+ * started). Any other exit (a status other than 0, a signal) runs nothing and adds nothing:
+ * JS decides, as without a chain. unchain(pid) takes the arming back (the run stops, say).
+ * JS keeps the next job's descriptors open until the first child's onExit has come.
+ */
+typedef struct job_chain {
+  struct batch_job* record;
+  spawn_args next;
+  char* next_path; /* the next job's file: started only while its name holds ... */
+  double next_ino; /* ... the inode it was opened with (as JS compares them: doubles) */
+  napi_ref on_exit; /* the next child's */
+} job_chain;
+
+static void chain_free(napi_env env, job_chain* c) {
+  fspl_batch_free(c->record);
+  spawn_args_free(&c->next);
+  free(c->next_path);
+  if (c->on_exit) napi_delete_reference(env, c->on_exit);
+  free(c);
+}
+
+/* At the armed child's exit with status 0: the record, then the next start. */
+static void chain_fire(napi_env env, job_chain* c, napi_value* results, napi_value* next) {
+  int started = 0;
+  struct stat st;
+  fspl_batch_run(c->record);
+  /* As the job's own turn looks (src/process/ready-job.ts openAhead, current()): a file removed or
+   * replaced under its name since it was opened is not started here; its turn opens it anew. */
+  if (fspl_batch_ok(c->record) && stat(c->next_path, &st) == 0 && (double)st.st_ino == c->next_ino) {
+    pid_t pid;
+    napi_value cb;
+    int err = spawn_run(&c->next, &pid);
+    if (err) started = -err;
+    else {
+      /* The child runs: it must be waited for, or JS would start it again. */
+      if (napi_get_reference_value(env, c->on_exit, &cb) != napi_ok || wait_start(env, pid, cb) != 0)
+        napi_fatal_error("fspl chain", NAPI_AUTO_LENGTH, "cannot wait for a started job", NAPI_AUTO_LENGTH);
+      started = pid;
+    }
+  }
+  *results = fspl_batch_results(env, c->record);
+  *next = make_int(env, started);
+  if (!*results || !*next) napi_fatal_error("fspl chain", NAPI_AUTO_LENGTH, "cannot report a job's record", NAPI_AUTO_LENGTH);
+}
+
+/* chain(pid, record, file, argv, env, stdin, stdout, stderr, flags, jobPath, jobIno, onExit) -> true,
+ * or false when `pid` is no running child waited for through a pidfd, or is chained already. */
+static napi_value js_chain(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 12;
+  napi_value args[12];
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
+  int32_t pid = 0, flags = 0;
+  double ino = 0;
+  napi_valuetype t, pt;
+  if (argc < 12 || napi_get_value_int32(env, args[0], &pid) != napi_ok || napi_get_value_int32(env, args[8], &flags) != napi_ok ||
+      napi_typeof(env, args[9], &pt) != napi_ok || pt != napi_string || napi_get_value_double(env, args[10], &ino) != napi_ok ||
+      napi_typeof(env, args[11], &t) != napi_ok || t != napi_function) {
+    napi_throw_type_error(env, NULL, "chain: pid, record, file, argv, env, 3 fds, flags, job path, inode, onExit expected");
+    return NULL;
+  }
+  napi_value out;
+  pidfd_wait* w = waits_find(env, (pid_t)pid);
+  if (!w || w->chain) {
+    CHECK(napi_get_boolean(env, false, &out));
+    return out;
+  }
+  job_chain* c = calloc(1, sizeof *c);
+  if (!c) return fail(env, "chain: out of memory");
+  const char* problem = NULL;
+  if (!(c->record = fspl_batch_parse(env, args[1], &problem))) {
+    free(c);
+    napi_throw_type_error(env, NULL, problem);
+    return NULL;
+  }
+  int err = spawn_args_read(env, args + 2, NULL, &c->next);
+  c->next.flags = flags & (SPAWN_SETSID | SPAWN_SETPGID);
+  c->next_ino = ino;
+  if (err == 0 && !(c->next_path = get_string(env, args[9], NULL))) err = ENOMEM;
+  if (err != 0 || napi_create_reference(env, args[11], 1, &c->on_exit) != napi_ok) {
+    chain_free(env, c);
+    return err < 0 ? NULL : fail(env, "chain: out of memory");
+  }
+  w->chain = c;
+  CHECK(napi_get_boolean(env, true, &out));
+  return out;
+}
+
+/* unchain(pid) -> whether a chain was taken back (false: none, or the child has exited). */
+static napi_value js_unchain(napi_env env, napi_callback_info cbinfo) {
+  size_t argc = 1;
+  napi_value args[1], out;
+  int32_t pid = 0;
+  CHECK(napi_get_cb_info(env, cbinfo, &argc, args, NULL, NULL));
+  if (argc < 1 || napi_get_value_int32(env, args[0], &pid) != napi_ok) {
+    napi_throw_type_error(env, NULL, "unchain: a pid expected");
+    return NULL;
+  }
+  pidfd_wait* w = waits_find(env, (pid_t)pid);
+  job_chain* c = w ? w->chain : NULL;
+  if (c) {
+    w->chain = NULL;
+    chain_free(env, c);
+  }
+  CHECK(napi_get_boolean(env, c != NULL, &out));
+  return out;
+}
+
 /* spawn(file, argv, env, stdin, stdout, stderr, onExit, [cwd], [flags]) */
 static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   size_t argc = 9;
@@ -556,23 +752,11 @@ static napi_value js_spawn(napi_env env, napi_callback_info cbinfo) {
   if (err < 0) return NULL; /* thrown */
   if (err) return make_int(env, -err);
   if (flags & SPAWN_NOWAIT) return make_int(env, pid);
-  if (pidfd_wait_start(env, pid, args[6]) == 0) return make_int(env, pid);
-  /* No pidfd: wait for it on the thread pool. */
-  wait_req* req = calloc(1, sizeof *req);
-  napi_value name;
-  if (!req) return fail(env, "out of memory");
-  req->pid = pid;
-  if (napi_create_reference(env, args[6], 1, &req->callback) != napi_ok ||
-      napi_create_string_utf8(env, "fspl:waitpid", NAPI_AUTO_LENGTH, &name) != napi_ok ||
-      napi_create_async_work(env, NULL, name, wait_execute, wait_complete, req, &req->work) != napi_ok ||
-      napi_queue_async_work(env, req->work) != napi_ok) {
-    /* Cannot happen in practice; do not leave a zombie behind. */
-    int st;
-    waitpid(pid, &st, 0);
-    free(req);
-    return fail(env, "spawn: cannot wait for the child");
-  }
-  return make_int(env, pid);
+  if (wait_start(env, pid, args[6]) == 0) return make_int(env, pid);
+  /* Cannot happen in practice; do not leave a zombie behind. */
+  int st;
+  waitpid(pid, &st, 0);
+  return fail(env, "spawn: cannot wait for the child");
 }
 
 /* reap(pid): a child started with SPAWN_NOWAIT that has exited is reaped: [code, signal]
@@ -1500,6 +1684,11 @@ NAPI_MODULE_INIT() {
       napi_set_named_property(env, exports, "reap", fn) != napi_ok)
     return NULL;
   if (spawner_export(env, exports) != 0) return NULL;
+  if (napi_create_function(env, "chain", NAPI_AUTO_LENGTH, js_chain, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "chain", fn) != napi_ok ||
+      napi_create_function(env, "unchain", NAPI_AUTO_LENGTH, js_unchain, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "unchain", fn) != napi_ok)
+    return NULL;
   if (napi_create_function(env, "readHeads", NAPI_AUTO_LENGTH, js_read_heads, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "readHeads", fn) != napi_ok)
     return NULL;

@@ -4,6 +4,8 @@
  * by `params`. Checked once, as the run starts: a wrong one is a TypeError at the call, not a
  * spawn failure at every queue's first job.
  */
+import type { PacketHeader } from '../packet/types.js';
+
 export type CommandLine = string | readonly string[];
 
 /** The program and the arguments that come before `params`; TypeError naming `what` for anything else. */
@@ -27,4 +29,15 @@ export function splitCommand(command: unknown, what: string): { program: string;
 function describe(v: unknown): string {
   if (Array.isArray(v)) return `a list of ${v.length} item${v.length === 1 ? '' : 's'}`;
   return v === '' ? 'an empty string' : typeof v;
+}
+
+/** The program and arguments of a command packet's job: the run's command, its parameters, and the job's with --allow-job-params. */
+export function commandLine(
+  cmd: Extract<PacketHeader['cmd'], { kind: 'Command' }>,
+  opts: { command: CommandLine; params?: readonly string[]; allowJobParams?: boolean },
+): { program: string; args: string[] } {
+  const { program, lead } = splitCommand(opts.command, 'processQueue');
+  const args = [...lead, ...(opts.params ?? [])];
+  if (opts.allowJobParams) for (const p of cmd.params) args.push(Buffer.from(p).toString('utf8'));
+  return { program, args };
 }

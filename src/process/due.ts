@@ -7,9 +7,11 @@
  * (base/timer.ts: a clock set back or forward), and looks again.
  */
 import type { RetryDueError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import { dueDelayMs } from '../base/timer.js';
-import { notYet } from '../packet/not-before.js';
+import { notBeforeText, notYet } from '../packet/not-before.js';
 import type { JobEntry } from '../queue/jobs.js';
+import type { QueueJobEvent } from './options.js';
 import type { Retries } from './retry-run.js';
 
 export class DueWait {
@@ -23,6 +25,21 @@ export class DueWait {
     private readonly retries: Retries,
     private readonly say: (seq: bigint, ms: number) => void,
   ) {}
+
+  /** A run's DueWait: each new not-before wait of the queue in `dir` logged, and emitted as a `waiting` event. */
+  static told(
+    retries: Retries,
+    dir: string,
+    watching: boolean,
+    log: Logger,
+    emit: (event: QueueJobEvent) => void,
+  ): DueWait {
+    return new DueWait(retries, (seq, ms) => {
+      const then = watching ? 'the queue waits until then' : 'stopping, the job stays in the queue';
+      log.info('process', `Job ${seq} of ${JSON.stringify(dir)} is not due before ${notBeforeText(ms)}; ${then}`);
+      emit({ type: 'waiting', seq, until: new Date(ms) });
+    });
+  }
 
   /** Whether the job waits for a time (`ms` then says until when). */
   waits(entry: JobEntry): boolean {

@@ -34,6 +34,10 @@
  * is lost while it is needed. nextseq is durable job by job: after a power cut the reference, which
  * never reads the note, runs again at most the job ours was running.
  *
+ * A job's record may also be made by the native addon, as the job's command exits, just before it
+ * starts the next job (a chained start, queue-chain.ts): the same batch, planned while the job runs
+ * (planJob) and judged after (adoptJob), so the table holds as it is.
+ *
  * A run of NOP jobs in sequence order (nothing to run, nothing to wait for) is recorded as one:
  * the deletions waiting are made durable, then one note `N FIRST LAST`, nextseq moved once past
  * the last, every file deleted, one fsync of jobs/ (nopRunAt chooses them, at most NOP_RUN_MAX).
@@ -84,6 +88,24 @@ export interface FinishRecord {
   remove: readonly string[];
   /** Step 3: fsync jobs/ after the deletions (else they wait for the next fsync, named in the note). */
   syncDeletions: boolean;
+}
+
+/** A record's steps (Finisher.steps), their operations in order, and the cleanup after a failure. */
+interface PlannedRecord {
+  r: FinishRecord;
+  steps: BatchOp[][];
+  ops: BatchOp[];
+  failed(): void;
+}
+
+/** A job's record planned before it is made (Finisher.planJob), with the deletions made durable first if its note is full. */
+export interface PlannedFinish {
+  readonly job: FinishedJob;
+  readonly records: readonly PlannedRecord[];
+  /** Every operation of the batch, in order. */
+  readonly ops: readonly BatchOp[];
+  /** Finisher's count of records made when it was planned. */
+  readonly made: number;
 }
 
 /** A job that has run, for Finisher.finishJob. */
@@ -154,6 +176,8 @@ export class Finisher {
    * retry a failed fsync and trust it, and empty the note that says what is not durable.
    */
   private broken = false;
+  /** Records made so far: a planned one is stale once another is made (planJob). */
+  private made = 0;
 
   constructor(
     private readonly queue: Queue,
@@ -163,12 +187,37 @@ export class Finisher {
 
   /** Record a job that has run (its deletion durable with a later fsync of jobs/). */
   finishJob(job: FinishedJob): void {
+    const plan = this.planJob(job);
+    this.adoptJob(plan, runBatchSync(plan.ops));
+  }
+
+  /**
+   * finishJob's record, planned: the operations of its batch, to be run by the caller (finishJob),
+   * or by the addon at the job's exit (a chained start, sys/exec-chain.ts); adoptJob then takes
+   * their results. Nothing may be recorded in between.
+   */
+  planJob(job: FinishedJob): PlannedFinish {
     const full = this.waiting.length >= GROUP_MAX || 40 + job.filename.length + this.waitingLength > NOTE_MAX;
-    if (job.remove && full) this.syncDeletions();
-    this.record(jobRecord(job, this.waiting));
-    if (job.remove) {
-      this.waiting.push(job.filename);
-      this.waitingLength += job.filename.length + 1;
+    // A full note: the deletions it names are made durable first (syncDeletions), in the same batch.
+    const syncFirst = job.remove && full && this.waiting.length > 0;
+    const records = syncFirst ? [this.planned({ remove: [], syncDeletions: true })] : [];
+    records.push(this.planned(jobRecord(job, syncFirst ? [] : this.waiting)));
+    return { job, records, ops: records.flatMap((p) => p.ops), made: this.made };
+  }
+
+  /** A planned record's batch has run (planJob): a failure is thrown as finishJob throws it; else the job is recorded. */
+  adoptJob(plan: PlannedFinish, results: Int32Array): void {
+    if (plan.made !== this.made) throw new Error('Finisher: a record was made after this one was planned');
+    let at = 0;
+    for (const p of plan.records) {
+      this.check(p, results.subarray(at, at + p.ops.length));
+      at += p.ops.length;
+      if (p.r.syncDeletions) this.waiting = [];
+    }
+    if (plan.records.length > 1) this.waitingLength = 0;
+    if (plan.job.remove) {
+      this.waiting.push(plan.job.filename);
+      this.waitingLength += plan.job.filename.length + 1;
     }
   }
 
@@ -285,12 +334,24 @@ export class Finisher {
    * space left on device: DIR/nextseq"), the job file or jobs/.
    */
   private record(r: FinishRecord): void {
+    const p = this.planned(r);
+    this.check(p, runBatchSync(p.ops));
+  }
+
+  /** A record's steps (steps) and their operations in order. */
+  private planned(r: FinishRecord): PlannedRecord {
     const { steps, failed } = this.steps(r);
-    const results = runBatchSync(steps.flat());
+    return { r, steps, failed, ops: steps.flat() };
+  }
+
+  /** A record's batch has run, with these results: its failure thrown (record says how), or its steps logged. */
+  private check(p: PlannedRecord, results: Int32Array): void {
+    this.made++;
+    const { r, steps } = p;
     const failure = firstFailedStep(steps, 0, results);
     if (failure) {
       this.broken = true;
-      failed();
+      p.failed();
       const path =
         failure.step === 0 ? `${this.seqfile.path}.lock` : failure.step === 1 ? this.seqfile.path : undefined;
       throw path === undefined ? failure.err : Object.assign(failure.err, { path });

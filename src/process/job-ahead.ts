@@ -19,16 +19,17 @@ export class JobAhead<T extends { current(): boolean; close(): void }> {
   /**
    * Open `entry` (its try `attempt`) with `open`, now: called once a job's command has started, so
    * that the open comes while the command runs. (A job opened at its own turn starts a few
-   * microtasks later: its open comes first, once.)
+   * microtasks later: its open comes first, once.) `onReady` hears of it once it is held.
    */
-  open(entry: object, attempt: number | undefined, open: () => Promise<T>): void {
+  open(entry: object, attempt: number | undefined, open: () => Promise<T>, onReady?: (opened: T) => void): void {
     this.drop();
     const generation = this.generation;
     this.key = { entry, attempt };
     open().then(
       (opened) => {
-        if (generation === this.generation) this.ready = opened;
-        else opened.close();
+        if (generation !== this.generation) return opened.close();
+        this.ready = opened;
+        onReady?.(opened); // held until taken, claimed or dropped
       },
       () => {}, // opened again at its turn, which says what went wrong
     );
@@ -45,6 +46,17 @@ export class JobAhead<T extends { current(): boolean; close(): void }> {
       return undefined;
     }
     this.ready = undefined;
+    this.drop();
+    return hit;
+  }
+
+  /**
+   * What was opened for `entry` at this try, now the caller's to close, whatever its name holds
+   * now: its job was started from it already (a chained start, queue-chain.ts). Anything else held is closed.
+   */
+  claim(entry: object, attempt: number | undefined): T | undefined {
+    const hit = this.key?.entry === entry && this.key.attempt === attempt ? this.ready : undefined;
+    if (hit) this.ready = undefined;
     this.drop();
     return hit;
   }

@@ -11,8 +11,9 @@ import { closeQuietly } from '../sys/io.js';
 import { splitCommand } from './command.js';
 import { checkOnFinish, FinishHook } from './on-finish.js';
 import type { Outcome } from './outcome.js';
-import { loadRunJob, QueueRun, type RunContext } from './queue-run.js';
+import { QueueRun, type RunContext } from './queue-run.js';
 import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from './retry.js';
+import { loadRunJob } from './run-context.js';
 import { type StopOptions, Stopping } from './run-stop.js';
 
 export type { Job, JobContext, JobFunction, OrderBy } from '../queue/types.js';
@@ -192,6 +193,8 @@ async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunCo
       ctx.log.debug('process', () => `Watching ${JSON.stringify(queue.jobsDir)} for new jobs (${watcher!.mode})`);
     }
     const maxJobs = opts.maxJobs ?? Infinity;
+    // The next job may be started as the one before it ends (queue-chain.ts): not past the limit, not once stopping.
+    run.chainJobs(() => !ctx.stopping.stopped && run.summary.processed + 1 < maxJobs);
     for (;;) {
       await run.scan();
       const stop = await runPass(run, maxJobs, ctx.stopping);
@@ -296,11 +299,13 @@ async function waitForWork(
 /** Run the pass's jobs one after the other; true when the run must stop (limit reached, aborted). */
 async function runPass(run: QueueRun, maxJobs: number, stopping: Stopping): Promise<boolean> {
   for (;;) {
-    if (run.summary.processed >= maxJobs) {
+    // A job a chain started (queue-chain.ts) runs already: it is waited for and recorded first.
+    const started = run.chainStarted;
+    if (run.summary.processed >= maxJobs && !started) {
       run.log.debug('process', () => `Stopping: reached the limit of ${maxJobs} jobs`);
       return true;
     }
-    if (stopping.stopped) return true;
+    if (stopping.stopped && !started) return true;
     if ((await run.runNext(maxJobs - run.summary.processed)) === 0) {
       run.log.debug('process', 'Stopping: there is no job with the next sequence number');
       return false;

@@ -3,52 +3,29 @@
  * named steps (lock, peek, scan, runNext, rest, release) that processQueue and processQueues
  * (many-queues.ts) both use; docs/architecture.md follows them.
  */
-import { describeSystemError, JobFailedError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
+import { JobFailedError, type RetryDueError, SeqOverflowError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { monotonicMs } from '../base/timer.js';
-import { notBeforeText, notYet } from '../packet/not-before.js';
+import { notYet } from '../packet/not-before.js';
 import { U64_MAX } from '../packet/types.js';
 import { compareByTimestamp, indexBySeq, type JobEntry } from '../queue/jobs.js';
 import type { Queue } from '../queue/queue.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { SeqFile } from '../sys/seqfile.js';
 import { DueWait } from './due.js';
-import { type Finisher, nopRunAt } from './finish.js';
+import { type FinishedJob, type Finisher, nopRunAt, type PlannedFinish } from './finish.js';
 import { JobAhead } from './job-ahead.js';
 import { JobPass } from './job-pass.js';
-import type { FinishHook } from './on-finish.js';
-import type { OnError, ProcessRunOptions, ProcessSummary, QueueJobEvent } from './options.js';
+import type { ProcessSummary, QueueJobEvent } from './options.js';
 import { type Outcome, type OutcomeWord, outcomeWord } from './outcome.js';
+import { QueueChain, type StartedJob } from './queue-chain.js';
 import { lockFileSize, takeQueue, vanishing } from './queue-lock.js';
+import { moveRefused, refusedHeaders } from './queue-refusal.js';
 import type { OpenedAhead } from './ready-job.js';
-import type { RetryPolicy } from './retry.js';
 import { Retries } from './retry-run.js';
-import type { JobRunSettings } from './run-job.js';
-import type { Stopping } from './run-stop.js';
+import { loadRunJob, type RunContext, type RunJobModule } from './run-context.js';
 
-// run-job.ts and what it brings (exec.ts, child_process, the decoder, seal checks, streams) load with the first job:
-// a cron pass over an empty queue does not load them. The signature checks load with the first
-// scan of a queue with allowed signers.
-let runJobModule: Promise<typeof import('./run-job.js')> | undefined;
-export const loadRunJob = () => (runJobModule ??= import('./run-job.js'));
-let judgeModule: Promise<typeof import('../sign/judge.js')> | undefined;
-const judging = () => (judgeModule ??= import('../sign/judge.js'));
-
-/** What every queue of one run shares: the options, and the executor chosen from them. */
-export interface RunContext extends JobRunSettings {
-  opts: ProcessRunOptions;
-  log: Logger;
-  onError: OnError;
-  timestampOrder: boolean;
-  /** When the run stops, and when its running jobs must stop now (closed by the caller). */
-  stopping: Stopping;
-  /** With retries (retry.ts): how a failing job is tried again. */
-  retry?: RetryPolicy;
-  /** A failed-jobs queue (transfer.ts): where a job that used its tries goes. */
-  failedTo?: string;
-  /** The finish hook (on-finish.ts), shared by the run's queues: one at a time. */
-  onFinish?: FinishHook;
-}
+export type { RunContext } from './run-context.js';
 
 export class QueueRun {
   readonly queue: Queue;
@@ -73,6 +50,8 @@ export class QueueRun {
   private readonly due: DueWait;
   /** The pass's next job, opened while the one before it runs (job-ahead.ts). */
   private readonly ahead = new JobAhead<OpenedAhead>();
+  /** Where the run chains its jobs (chainJobs): queue-process of one queue. */
+  private chain: QueueChain | undefined;
 
   constructor(queue: Queue, ctx: RunContext, emit: (event: QueueJobEvent) => void) {
     this.queue = queue;
@@ -85,12 +64,7 @@ export class QueueRun {
       watching: Boolean(ctx.opts.watch),
       savedOutput: ctx.opts.outputTo === 'saveboth',
     });
-    this.due = new DueWait(this.retries, (seq, ms) => {
-      const then = ctx.opts.watch ? 'the queue waits until then' : 'stopping, the job stays in the queue';
-      const job = `Job ${seq} of ${JSON.stringify(queue.dir)}`;
-      ctx.log.info('process', `${job} is not due before ${notBeforeText(ms)}; ${then}`);
-      emit({ type: 'waiting', seq, until: new Date(ms) });
-    });
+    this.due = DueWait.told(this.retries, queue.dir, Boolean(ctx.opts.watch), ctx.log, emit);
     // Numbers are what stop a replayed signed packet; timestamp order takes none (security.md).
     if (ctx.timestampOrder && queue.allowedSigners)
       ctx.log.warn(
@@ -102,6 +76,19 @@ export class QueueRun {
 
   get log(): Logger {
     return this.ctx.log;
+  }
+
+  /**
+   * Chain this run's jobs (queue-chain.ts) while `allowed` says it may start another after the
+   * running one; a stop of the run (its `stopping`) disarms the chain.
+   */
+  chainJobs(allowed: () => boolean): void {
+    this.chain = new QueueChain(allowed, this.ctx.stopping, this.ctx.log);
+  }
+
+  /** Whether a job started by a chain waits for its turn: the run must take it, stopping or not. */
+  get chainStarted(): boolean {
+    return this.chain?.hasStarted ?? false;
   }
 
   get locked(): boolean {
@@ -200,6 +187,11 @@ export class QueueRun {
    * run (JobFailedError, from runOne).
    */
   async runNext(limit: number): Promise<number> {
+    const started = this.chain?.takeStarted(() => this.takeNext());
+    if (started) {
+      await this.runOne(started.entry, started);
+      return 1;
+    }
     const next = this.peekNext();
     if (next && this.due.waits(next)) return 0; // strict order: nothing after it runs meanwhile
     const entry = this.takeNext();
@@ -216,15 +208,17 @@ export class QueueRun {
   }
 
   /** Run one job and record its end; under 'retry' a failure ends the run (JobFailedError). */
-  async runOne(entry: JobEntry): Promise<Outcome> {
+  async runOne(entry: JobEntry, chained?: StartedJob): Promise<Outcome> {
     const { ctx, emit, summary } = this;
     const seq = entry.header.seq;
     ctx.log.debug('process', () => `Processing job ${seq} from ${entry.filename}`);
     emit({ type: 'start', seq, filename: entry.filename });
     const attempt = this.retries.attemptOf(entry);
     const started = monotonicMs();
-    const outcome = await this.start(entry, attempt);
+    const outcome = await this.start(entry, attempt, chained);
     const durationMs = monotonicMs() - started;
+    const recorded = this.chain?.fired(entry);
+    if (recorded && !outcome.ok) throw new Error(`QueueRun: job ${seq} failed, yet its chain recorded it`);
     // Called after the record, when there is one: the hook never sees a job that could still run again unrecorded.
     const hook = (word: OutcomeWord) => this.finishHook(entry, outcome, word, attempt ?? 1, durationMs);
     if (outcome.refused) {
@@ -268,24 +262,38 @@ export class QueueRun {
       await hook(outcomeWord(outcome));
       throw new JobFailedError(`Job ${seq} failed (${outcome.why}); stopping, the job stays in the queue`);
     }
-    this.recordFinished(entry, outcome);
+    this.recordFinished(entry, outcome, false, recorded);
     this.retries.done(entry);
     emit(ended); // after the job is recorded: listeners see the queue as it now is
     await hook(outcomeWord(outcome));
     return outcome;
   }
 
-  /** Start `entry`'s job; while it runs, the job after it is opened (job-ahead.ts). */
-  private async start(entry: JobEntry, attempt: number | undefined): Promise<Outcome> {
+  /**
+   * Start `entry`'s job (or take the child a chain `started`); while it runs, the job after it is
+   * opened (job-ahead.ts), and chained to it where the run chains jobs (queue-chain.ts).
+   */
+  private async start(entry: JobEntry, attempt: number | undefined, started?: StartedJob): Promise<Outcome> {
     const { ctx, queue } = this;
     const runJob = await loadRunJob();
-    const running = runJob.runQueueJob(ctx, queue, entry, attempt, this.ahead.take(entry, attempt));
+    const ahead = started ? this.ahead.claim(entry, attempt) : this.ahead.take(entry, attempt);
+    const link = this.chain?.begin();
+    const running = runJob.runQueueJob(ctx, queue, entry, attempt, ahead, { link, adopt: started?.child });
     const after = this.pass?.after(entry);
     if (after && !notYet(after.header) && runJob.canOpenAhead(ctx.opts, queue, after)) {
       const tries = this.retries.attemptOf(after);
-      this.ahead.open(after, tries, () => runJob.openAhead(ctx.baseEnv, queue, after, tries));
+      const chain = link && !ctx.onFinish ? (o: OpenedAhead) => this.chainTo(entry, after, o, runJob) : undefined;
+      this.ahead.open(after, tries, () => runJob.openAhead(ctx.baseEnv, queue, after, tries), chain);
     }
     return running;
+  }
+
+  /** Chain `after`, opened ahead, to `entry`'s running job (queue-chain.ts) if its turn would only start it. */
+  private chainTo(entry: JobEntry, after: JobEntry, opened: OpenedAhead, runJob: RunJobModule): void {
+    // Not after a retried job: its tries' record is cleared once it is recorded, before the next starts.
+    const io =
+      this.retries.triesOf(entry) === 0 && !this.due.waits(after) && runJob.chainedStart(opened, this.ctx.opts);
+    if (io) this.chain?.arm(entry, () => this.finisher!.planJob(this.finished(entry, true)), after, io, opened.file);
   }
 
   /** The run's finish hook for a try that ran (on-finish.ts): none for a NOP, which ran nothing. */
@@ -300,35 +308,17 @@ export class QueueRun {
     return this.ctx.onFinish.run({ queue: this.queue, entry, outcome, word, attempt, durationMs });
   }
 
-  /**
-   * Judge the headers the scan read first (sign/judge.ts); those refused go to refused/ before the
-   * pass is planned, so a forged packet never runs, never shares a number with the real one (which
-   * would stop the queue), never counts as waiting. The rest are judged again, payload and all, as they run.
-   */
+  /** Judge the headers the scan read first: those refused leave the run (queue-refusal.ts says why and how). */
   private async judgeNew(signers: AllowedSigners): Promise<void> {
-    const { judgeSignedHeader } = await judging();
-    for (const entry of [...this.known.values()]) {
-      if (entry.signer) continue;
-      const verdict = judgeSignedHeader(entry.header, signers);
-      if (verdict.signer) entry.signer = verdict.signer;
-      else this.refuse(entry, verdict.why);
-    }
+    for (const { entry, why } of await refusedHeaders(this.known.values(), signers)) this.refuse(entry, why);
   }
 
-  /** Move a job its signature does not let in to refused/ (Queue.refuse): never run, its number still waited for. */
+  /** A job its signature does not let in: moved to refused/ (moveRefused), out of the pass, its end told. */
   private refuse(entry: JobEntry, why: string): void {
-    const { seq } = entry.header;
-    try {
-      if (this.queue.refuse(entry.filename, why))
-        this.ctx.log.warn('process', `${why}; moved to ${this.queue.dir}/refused/`);
-    } catch (err) {
-      // Not ours to move (a sticky jobs/, a read-only refused/): it is still never run, and is
-      // refused again by every scan that finds it; the run goes on.
-      this.ctx.log.warn('process', `${why}; left in jobs/ (${describeSystemError(err)})`);
-    }
+    moveRefused(this.queue, entry.filename, why, this.ctx.log);
     this.known.delete(entry.filename);
     this.pass?.remove(entry);
-    this.emit({ type: 'end', seq, filename: entry.filename, ok: false, why, refused: true });
+    this.emit({ type: 'end', seq: entry.header.seq, filename: entry.filename, ok: false, why, refused: true });
   }
 
   /** A one-pass run's error when its next job waits for its next try; undefined for a not-before time (no failure). */
@@ -343,12 +333,14 @@ export class QueueRun {
 
   /** Between passes, holding the lock: every record durable, nothing half-finished (Finisher.settle). */
   rest(): void {
+    this.chain?.disarm();
     this.ahead.drop();
     this.finisher?.settle();
   }
 
   /** Give the lock back, every record made durable first if it can be (safe when not held). */
   release(): void {
+    this.chain?.close();
     this.ahead.drop();
     const seqfile = this.seqfile;
     const finisher = this.finisher;
@@ -363,18 +355,26 @@ export class QueueRun {
    * Record a finished job, durably (finish.ts): a note naming it, nextseq past it (sequence
    * order), its file deleted unless kept.
    */
-  private recordFinished(entry: JobEntry, outcome: Outcome, moved = false): void {
-    const { seq } = entry.header;
-    const remove = moved || (!this.ctx.opts.neverDelete && (outcome.ok || this.ctx.onError === 'delete'));
-    this.finisher!.finishJob({
-      seq,
-      filename: entry.filename,
-      order: this.ctx.timestampOrder ? 'timestamp' : 'sequence',
-      remove,
-    });
+  private recordFinished(
+    entry: JobEntry,
+    outcome: Outcome,
+    moved = false,
+    recorded?: { plan: PlannedFinish; results: Int32Array },
+  ): void {
+    const job = this.finished(entry, outcome.ok, moved);
+    // Made by the addon as the job ended (queue-chain.ts): taken as if made here.
+    if (recorded) this.finisher!.adoptJob(recorded.plan, recorded.results);
+    else this.finisher!.finishJob(job);
     if (this.ctx.timestampOrder) this.done.add(entry.filename);
-    else this.next = seq + 1n;
-    if (remove) this.known.delete(entry.filename);
+    else this.next = job.seq + 1n;
+    if (job.remove) this.known.delete(entry.filename);
+  }
+
+  /** A job that has run, as its record says it: its file deleted if it succeeded (or moved), unless kept. */
+  private finished(entry: JobEntry, ok: boolean, moved = false): FinishedJob {
+    const remove = moved || (!this.ctx.opts.neverDelete && (ok || this.ctx.onError === 'delete'));
+    const order = this.ctx.timestampOrder ? 'timestamp' : 'sequence';
+    return { seq: entry.header.seq, filename: entry.filename, order, remove };
   }
 
   /**

@@ -7,13 +7,18 @@ import fs from 'node:fs';
 import { DecoderError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { setLongTimeout } from '../base/timer.js';
+import { checkSealedJob } from '../packet/seal/seal-check.js';
 import { spoolDecoded } from '../queue/decoder.js';
 import { ChildEnv, jobVariableStrings } from '../queue/jobenv.js';
 import type { Queue } from '../queue/queue.js';
 import type { DecodedOpenJob, JobEntry, OpenJob, PlainOpenJob } from '../queue/types.js';
 import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
+import { spawnIo } from '../sys/exec.js';
+import { execSizeProblem } from '../sys/exec-size.js';
 import { closeQuietly } from '../sys/io.js';
+import type { JobFileAt, SpawnIo } from '../sys/native-spawn.js';
 import { stampInto } from '../sys/stamps.js';
+import { commandLine } from './command.js';
 import type { ProcessRunOptions } from './options.js';
 import { type Outcome, refuseJob } from './outcome.js';
 import type { Stopping } from './run-stop.js';
@@ -27,6 +32,8 @@ export function refusedOutcome(why: string): Outcome {
 export interface OpenedAhead {
   opened: PlainOpenJob;
   env: ChildEnv;
+  /** Its file's name, and the inode of the file opened (current compares them). */
+  file: JobFileAt;
   /** Whether its name still holds the file opened: not removed or replaced since (else it is opened again). */
   current(): boolean;
   close(): void;
@@ -67,7 +74,13 @@ export async function openAhead(
     const env = new ChildEnv(jobVariableStrings(opened.header, where, undefined), baseEnv);
     env.packed(); // kept by env for the size check and the spawn
     const at = queue.jobPath(entry.filename);
-    return { opened, env, current: () => stampInto([at])[0] === ino, close: () => opened.close() };
+    return {
+      opened,
+      env,
+      file: { path: at, ino },
+      current: () => stampInto([at])[0] === ino,
+      close: () => opened.close(),
+    };
   } catch (err) {
     opened.close();
     throw err;
@@ -153,4 +166,20 @@ export async function verifyDecoder(
     interrupt?.removeEventListener('abort', onInterrupt);
     opened.close(); // the decoder has exited, or is being stopped
   }
+}
+
+/**
+ * The start of a job opened ahead (openAhead), as its turn would make it, for the addon to make at
+ * the exit of the job before it (a chained start, sys/exec-chain.ts). Undefined when its turn would
+ * do more than start it: a timeout to set, a seal that refuses it, arguments or an environment too
+ * large for exec (each said at its turn).
+ */
+export function chainedStart(ahead: OpenedAhead, opts: ProcessRunOptions): SpawnIo | undefined {
+  const { opened, env } = ahead;
+  const cmd = opened.header.cmd;
+  if (opts.run || opts.timeout !== undefined || cmd.kind !== 'Command') return undefined;
+  if (checkSealedJob(opened, opts.verify ?? false).kind === 'refused') return undefined;
+  const { program, args } = commandLine(cmd, opts);
+  if (execSizeProblem(program, args, env)) return undefined;
+  return spawnIo({ command: program, args, env, stdin: opened.payload, output: 'inherit' });
 }

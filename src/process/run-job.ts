@@ -24,17 +24,17 @@ import type { Queue } from '../queue/queue.js';
 import type { Job, JobEntry, JobFunction, OpenJob } from '../queue/types.js';
 import type { AllowedSigners } from '../sign/allowed-signers.js';
 import { judgeSignedFile, type SignedVerdict } from '../sign/judge.js';
-import { describeResult, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
+import { describeResult, type RunOptions, type RunResult, runCommand, type StdinSource } from '../sys/exec.js';
 import { closeQuietly } from '../sys/io.js';
 import { openOwnFile, UntrustedFileError } from '../sys/untrusted.js';
-import { splitCommand } from './command.js';
+import { commandLine } from './command.js';
 import type { CommandOptions, ProcessRunOptions } from './options.js';
 import { builtinOutcome, type Outcome, refuseJob } from './outcome.js';
 import { type OpenedAhead, openForRun, verifyDecoder } from './ready-job.js';
 import type { Stopping } from './run-stop.js';
 
 export { builtinOutcome, type Outcome } from './outcome.js';
-export { canOpenAhead, openAhead } from './ready-job.js';
+export { canOpenAhead, chainedStart, openAhead } from './ready-job.js';
 
 /**
  * Signals that a terminal or a service manager sends to every process of what it stops, a job's
@@ -73,16 +73,13 @@ export async function runCommandJob(
   baseEnv: NodeJS.ProcessEnv,
   stopping: Stopping | undefined,
   packedEnv?: ChildEnv,
+  chained?: ChainedRun,
 ): Promise<Outcome> {
   const cmd = job.header.cmd;
   if (cmd.kind !== 'Command') throw new TypeError('runCommandJob: not a command packet');
-  const { program, lead } = splitCommand(opts.command, 'processQueue');
-  const args = [...lead, ...(opts.params ?? [])];
-  if (opts.allowJobParams) {
-    for (const p of cmd.params) args.push(Buffer.from(p).toString('utf8'));
-  } else if (cmd.params.length > 0) {
+  const { program, args } = commandLine(cmd, opts);
+  if (!opts.allowJobParams && cmd.params.length > 0)
     log.warn('process', 'Parameters given in job ignored because --allow-job-params was not given');
-  }
   // With --ignore-payload the command gets our own stdin: the terminal or whatever fed us, but
   // never the packet itself (for stdin-process, where our stdin *is* the packet, /dev/null).
   const stdin: StdinSource = opts.ignorePayload ? (job.location ? 'inherit' : 'ignore') : job.payload;
@@ -98,6 +95,7 @@ export async function runCommandJob(
       output,
       timeout: opts.timeout,
       stop: stopping?.interrupt,
+      ...chained,
     });
   } catch (err) {
     // Its own variables or parameters are more than exec takes: this job's failure, not the run's.
@@ -113,6 +111,9 @@ export async function runCommandJob(
   const exitStatus = r.signal ? `signal:${r.signal.replace(/^SIG/, '')}` : String(r.code);
   return r.timedOut ? { ok: false, why, timedOut: true, exitStatus } : { ok: r.ok, why, exitStatus };
 }
+
+/** A job's command as part of a chain (sys/exec-chain.ts): the link its owner arms, or the child started already. */
+export type ChainedRun = Pick<RunOptions, 'link' | 'adopt'>;
 
 /** What running a queue's job needs of its run (queue-run.ts RunContext holds it). */
 export interface JobRunSettings {
@@ -133,11 +134,12 @@ export function runQueueJob(
   entry: JobEntry,
   attempt?: number,
   ahead?: OpenedAhead,
+  chained?: ChainedRun,
 ): Promise<Outcome> {
   const { opts, log, stopping } = s;
   return opts.run
     ? runFunctionQueueJob(queue, entry, opts.run, opts, log, stopping, attempt)
-    : runCommandQueueJob(queue, entry, opts, log, s.baseEnv, stopping, attempt, ahead);
+    : runCommandQueueJob(queue, entry, opts, log, s.baseEnv, stopping, attempt, ahead, chained);
 }
 
 /** Run one queue job with a command; returns the outcome, counting a failed decoder as a failure. */
@@ -150,6 +152,7 @@ export async function runCommandQueueJob(
   stopping: Stopping | undefined,
   attempt?: number,
   ahead?: OpenedAhead,
+  chained?: ChainedRun,
 ): Promise<Outcome> {
   let outFd: number | undefined;
   if (opts.outputTo === 'saveboth') {
@@ -193,7 +196,7 @@ export async function runCommandQueueJob(
       payload: signed ? signed.fd : guardedPayload(guard, opened.payload),
       signer: verdict?.signer,
     };
-    const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping, ahead?.env);
+    const ran = await runCommandJob(job, opts, outFd ?? 'inherit', log, baseEnv, stopping, ahead?.env, chained);
     // An interrupted job's payload was not read to its end: its seal says nothing.
     const outcome = ran.interrupted ? ran : judgeSeal(ran, guard);
     return await judgeDecoder(opened, outcome, queue.decoder);

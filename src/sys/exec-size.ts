@@ -8,7 +8,7 @@
  * nothing, and E2BIG from the start says TOO_LARGE.
  */
 import fs from 'node:fs';
-import { isPackable, type SpawnEnv } from './native.js';
+import { isPackable, type SpawnEnv } from './native-spawn.js';
 
 /** Linux's MAX_ARG_STRLEN: the longest string execve takes, its NUL included (32 pages of 4 KiB). */
 export const MAX_ARG_STRLEN = 131072;

@@ -1,6 +1,7 @@
 /** What exec.ts's spawns take and give: a job's command (runCommand) and a firing's (runDetached). */
 import type { Readable } from 'node:stream';
-import type { PackableEnv, SpawnEnv } from './native.js';
+import type { ChainedStart, ChainLink } from './exec-chain.js';
+import type { PackableEnv, SpawnEnv } from './native-spawn.js';
 
 export type StdinSource = number | Readable | 'inherit' | 'ignore';
 
@@ -19,6 +20,10 @@ export interface RunOptions {
    * and the result says `stopped` unless it had succeeded by then.
    */
   stop?: AbortSignal;
+  /** Told of the child's start and exit, so that its owner can chain the next job to it (exec-chain.ts). */
+  link?: ChainLink;
+  /** The child, started already by the addon at the exit of the job before (a chain fired): waited for, not started. */
+  adopt?: ChainedStart;
 }
 
 export interface RunResult {

@@ -21,7 +21,14 @@ import { checkSeconds, setLongTimeout } from '../base/timer.js';
 import { killGroup, Stopper } from './command-stop.js';
 import { execSizeProblem, TOO_LARGE } from './exec-size.js';
 import type { DetachedOptions, DetachedResult, RunOptions, RunResult } from './exec-types.js';
-import { isPackable, type NativeExit, nativeSpawn, nativeSpawnDetached, signalNumber } from './native.js';
+import {
+  isPackable,
+  type NativeExit,
+  nativeSpawn,
+  nativeSpawnDetached,
+  type SpawnIo,
+  signalNumber,
+} from './native-spawn.js';
 
 export type { DetachedOptions, DetachedResult, RunOptions, RunResult, StdinSource } from './exec-types.js';
 
@@ -78,28 +85,26 @@ function startFailure(command: string, code: string | undefined, message: string
  * needs child_process (see nativeSpawn).
  */
 function runNative(opts: RunOptions): Promise<RunResult> | undefined {
-  const stdin = opts.stdin;
+  const { adopt } = opts;
   // Without pidfd_open the addon waits for its child on a thread of libuv's pool (4 threads,
   // shared with fs and crypto). The CLI runs one job at a time; a library user running several
   // queues at once gets child_process for the others, so that long jobs never starve the pool.
-  if (typeof stdin === 'object' || nativeRunning > 0) return undefined;
-  const inFd = stdin === 'inherit' ? 0 : stdin === 'ignore' ? -1 : stdin;
-  const out = opts.output === 'inherit' ? undefined : opts.output;
+  // (An adopted child is running already, whatever else runs.)
+  const io = adopt ? undefined : spawnIo(opts);
+  if (!adopt && (!io || nativeRunning > 0)) return undefined;
   let stopper: Stopper | undefined;
   let settle!: (r: RunResult) => void;
   const result = new Promise<RunResult>((resolve) => (settle = resolve));
   nativeRunning++;
-  const onExit = ({ code, signal }: NativeExit) => {
+  const onExit = ({ code, signal, chained }: NativeExit) => {
     nativeRunning--;
+    opts.link?.exited(chained);
     // onExit comes through the event loop: stopper is set
     settle({ ...stopper!.result(code), code, signal, stdinClosedEarly: false });
   };
   // In a process group of its own (the top of this file says why).
-  const started = nativeSpawn(
-    { command: opts.command, args: opts.args, env: opts.env, stdin: inFd, stdout: out ?? 1, stderr: out ?? 2 },
-    onExit,
-    jobGroupKind(),
-  );
+  const started = io ? nativeSpawn(io, onExit, jobGroupKind()) : adopt && { pid: adopt.pid };
+  adopt?.exited.then(onExit);
   if (started === undefined) {
     nativeRunning--;
     return undefined;
@@ -117,7 +122,21 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
   const pid = started.pid;
   // The child is reaped on this thread just before onExit runs: until then its group is ours.
   stopper = new Stopper(opts, () => killGroup(pid));
+  opts.link?.started(pid, jobGroupKind());
   return result;
+}
+
+/**
+ * What the addon starts for a command run through runCommand: the command, its arguments and
+ * environment, and its descriptors (stdout and stderr: ours, or the output's); undefined for a
+ * stdin that is a stream (child_process pipes it). A chained start (exec-chain.ts) is made of the same.
+ */
+export function spawnIo(opts: RunOptions): SpawnIo | undefined {
+  const { stdin } = opts;
+  if (typeof stdin === 'object') return undefined;
+  const out = opts.output === 'inherit' ? undefined : opts.output;
+  const inFd = stdin === 'inherit' ? 0 : stdin === 'ignore' ? -1 : stdin;
+  return { command: opts.command, args: opts.args, env: opts.env, stdin: inFd, stdout: out ?? 1, stderr: out ?? 2 };
 }
 
 /**
@@ -127,7 +146,8 @@ function runNative(opts: RunOptions): Promise<RunResult> | undefined {
  */
 export function runCommand(opts: RunOptions): Promise<RunResult> {
   checkSeconds(opts.timeout, 'runCommand: timeout');
-  const tooLarge = execSizeProblem(opts.command, opts.args, opts.env);
+  // An adopted child started: its size was checked before the chain was armed (chainedStart).
+  const tooLarge = opts.adopt ? undefined : execSizeProblem(opts.command, opts.args, opts.env);
   if (tooLarge) return Promise.reject(new ExecTooLargeError(opts.command, tooLarge));
   return runNative(opts) ?? runChildProcess(opts);
 }

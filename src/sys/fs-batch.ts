@@ -10,7 +10,7 @@ import util from 'node:util';
 import { dirSyncSkipped } from './durable.js';
 import { fallback, fallbackSync } from './fs-batch-node.js';
 import { type BatchOp, type FsOp, missingIsOk } from './fs-ops.js';
-import { loadNative } from './native.js';
+import { type EncodedOp, loadNative } from './native.js';
 
 export type { BatchOp, FsOp } from './fs-ops.js';
 
@@ -44,14 +44,27 @@ export async function runBatch(ops: readonly BatchOp[]): Promise<Int32Array> {
  * recording a finished job): one call into the addon, or Node's synchronous fs calls.
  */
 export function runBatchSync(ops: readonly BatchOp[]): Int32Array {
+  const native = nativeBatch(ops);
+  if (native)
+    return native.results(native.encoded.length === 0 ? new Int32Array(0) : loadNative()!.fsBatchSync!(native.encoded));
   const run = opsToRun(ops);
-  const b = loadNative();
-  const native = b?.fsBatchSync && !hasNul(run);
-  return resultsOfAll(
-    ops,
-    run,
-    run.length === 0 ? new Int32Array(0) : native ? b.fsBatchSync!(run.map(encode)) : fallbackSync(run),
-  );
+  return resultsOfAll(ops, run, run.length === 0 ? new Int32Array(0) : fallbackSync(run));
+}
+
+/** A batch as the addon takes it: its operations encoded, and how the addon's results read as runBatchSync's. */
+export interface NativeBatch {
+  encoded: EncodedOp[];
+  results(raw: Int32Array): Int32Array;
+}
+
+/**
+ * `ops` for the addon to run where no JavaScript runs (runBatchSync, and a chained start: the record
+ * of a job made at its exit, exec-chain.ts); undefined without the addon's batch, or with a NUL in a path.
+ */
+export function nativeBatch(ops: readonly BatchOp[]): NativeBatch | undefined {
+  const run = opsToRun(ops);
+  if (!loadNative()?.fsBatchSync || hasNul(run)) return undefined;
+  return { encoded: run.map(encode), results: (raw) => resultsOfAll(ops, run, raw) };
 }
 
 /** Directory fsyncs the bench switched off (FSPL_BENCH_NO_DIRSYNC) succeed without running. */
@@ -98,7 +111,7 @@ function runOps(ops: readonly BatchOp[]): Promise<Int32Array> {
   return new Promise((resolve) => b.fsBatch!(ops.map(encode), resolve));
 }
 
-function encode(o: BatchOp): Array<number | string | Buffer> {
+function encode(o: BatchOp): EncodedOp {
   const code =
     CODES[o.op] |
     (o.must ? MUST : 0) |

@@ -17,13 +17,8 @@ import { nativeOpenHead, nativeReadHeads } from '../../src/packet/native-heads.j
 import type { PacketHeader } from '../../src/packet/types.js';
 import { Queue } from '../../src/queue/queue.js';
 import { type RunOptions, type RunResult, runCommand, runDetached } from '../../src/sys/exec.js';
-import {
-  type DetachedStart,
-  loadNative,
-  type NativeExit,
-  nativeSpawn,
-  nativeSpawnDetached,
-} from '../../src/sys/native.js';
+import { loadNative } from '../../src/sys/native.js';
+import { type DetachedStart, type NativeExit, nativeSpawn, nativeSpawnDetached } from '../../src/sys/native-spawn.js';
 import { FSPL_BIN, ROOT, tempDir } from '../helpers.js';
 
 /** Run fn with FSPL_NO_NATIVE set to `value` (undefined: unset), then restore it. */
