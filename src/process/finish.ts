@@ -212,9 +212,10 @@ export class Finisher {
     for (const p of plan.records) {
       this.check(p, results.subarray(at, at + p.ops.length));
       at += p.ops.length;
-      if (p.r.syncDeletions) this.waiting = [];
+      if (!p.r.syncDeletions) continue;
+      this.waiting = [];
+      this.waitingLength = 0;
     }
-    if (plan.records.length > 1) this.waitingLength = 0;
     if (plan.job.remove) {
       this.waiting.push(plan.job.filename);
       this.waitingLength += plan.job.filename.length + 1;

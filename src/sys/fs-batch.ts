@@ -45,8 +45,7 @@ export async function runBatch(ops: readonly BatchOp[]): Promise<Int32Array> {
  */
 export function runBatchSync(ops: readonly BatchOp[]): Int32Array {
   const native = nativeBatch(ops);
-  if (native)
-    return native.results(native.encoded.length === 0 ? new Int32Array(0) : loadNative()!.fsBatchSync!(native.encoded));
+  if (native) return native.run();
   const run = opsToRun(ops);
   return resultsOfAll(ops, run, run.length === 0 ? new Int32Array(0) : fallbackSync(run));
 }
@@ -55,6 +54,8 @@ export function runBatchSync(ops: readonly BatchOp[]): Int32Array {
 export interface NativeBatch {
   encoded: EncodedOp[];
   results(raw: Int32Array): Int32Array;
+  /** Run it now, on this thread (the addon's fsBatchSync): the results, read. */
+  run(): Int32Array;
 }
 
 /**
@@ -63,8 +64,11 @@ export interface NativeBatch {
  */
 export function nativeBatch(ops: readonly BatchOp[]): NativeBatch | undefined {
   const run = opsToRun(ops);
-  if (!loadNative()?.fsBatchSync || hasNul(run)) return undefined;
-  return { encoded: run.map(encode), results: (raw) => resultsOfAll(ops, run, raw) };
+  const sync = loadNative()?.fsBatchSync;
+  if (!sync || hasNul(run)) return undefined;
+  const encoded = run.map(encode);
+  const results = (raw: Int32Array) => resultsOfAll(ops, run, raw);
+  return { encoded, results, run: () => results(encoded.length === 0 ? new Int32Array(0) : sync(encoded)) };
 }
 
 /** Directory fsyncs the bench switched off (FSPL_BENCH_NO_DIRSYNC) succeed without running. */
