@@ -3,7 +3,7 @@
  * firing's (nativeSpawnDetached), and a queue's next job chained to the one before it
  * (nativeChain). sys/exec.ts and sys/exec-chain.ts are their only callers: fspl has one spawner.
  */
-import { type Binding, type EncodedOp, type ExitArgs, loadedNative, loadNative } from './native.js';
+import { type Binding, type EncodedOp, type ExitArgs, loadedNative, loadNative, type SpawnHead } from './native.js';
 
 export interface NativeExit {
   /** The exit status, or null when the child was killed by a signal. */
@@ -76,16 +76,13 @@ export function nativeSpawn(
   onExit: (exit: NativeExit) => void,
   group: 'ours' | 'group' | 'session' = 'ours',
 ): NativeSpawnResult {
-  const { command, args, env, stdin, stdout, stderr } = io;
   const b = loadNative();
   // reap() came with spawn's flags: an addon without it would ignore them.
-  const packed = b && (group === 'ours' || b.reap) && pack(command, args, env);
-  if (!b || !packed) return undefined;
+  const head = b && (group === 'ours' || b.reap) && packHead(io);
+  if (!b || !head) return undefined;
   const onExited = exitHandler(onExit);
   const flags = groupFlags(b, group);
-  const r = flags
-    ? b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited, null, flags)
-    : b.spawn(command, packed.argv, packed.env, stdin, stdout, stderr, onExited);
+  const r = flags ? b.spawn(...head, onExited, null, flags) : b.spawn(...head, onExited);
   const res = spawnResult(r);
   return res && 'code' in res && res.code === 'ENOSYS' ? undefined : res;
 }
@@ -129,25 +126,9 @@ export function nativeChain(
   onExit: (exit: NativeExit) => void,
 ): boolean {
   const b = loadNative();
-  const packed = b?.chain && b.reap && !hasNul(file.path) && pack(io.command, io.args, io.env);
-  if (!b?.chain || !packed) return false;
-  const { command, stdin, stdout, stderr } = io;
-  const { path: at, ino } = file;
-  const flags = groupFlags(b, group);
-  return b.chain(
-    pid,
-    record,
-    command,
-    packed.argv,
-    packed.env,
-    stdin,
-    stdout,
-    stderr,
-    flags,
-    at,
-    ino,
-    exitHandler(onExit),
-  );
+  const head = b?.chain && b.reap && !hasNul(file.path) && packHead(io);
+  if (!b?.chain || !head) return false;
+  return b.chain(pid, record, ...head, groupFlags(b, group), file.path, file.ino, exitHandler(onExit));
 }
 
 /** Take back nativeChain's arming of `pid`; false when there was none (or it has fired). */
@@ -155,18 +136,22 @@ export function nativeUnchain(pid: number): boolean {
   return loadNative()?.unchain?.(pid) ?? false;
 }
 
-/** argv and the environment as the addon takes them (NUL-separated); undefined if a string holds a NUL. */
-function pack(command: string, args: readonly string[], env: SpawnEnv): { argv: string; env: string } | undefined {
+/** What the addon's spawns take first for `io`, argv and the environment packed (NUL-separated); undefined if a string holds a NUL. */
+function packHead(io: SpawnIo): SpawnHead | undefined {
+  const { command, args, env, stdin, stdout, stderr } = io;
   if (command === '' || hasNul(command)) return undefined;
   let argv = `${command}\0`;
   for (const a of args) {
     if (hasNul(a)) return undefined;
     argv += `${a}\0`;
   }
-  if (isPackable(env)) {
-    const envs = env.packed();
-    return envs === undefined ? undefined : { argv, env: envs };
-  }
+  const envs = packEnv(env);
+  return envs === undefined ? undefined : [command, argv, envs, stdin, stdout, stderr];
+}
+
+/** NAME=value\0 each; undefined if one holds a NUL. */
+function packEnv(env: SpawnEnv): string | undefined {
+  if (isPackable(env)) return env.packed();
   let envs = '';
   for (const k in env) {
     const v = env[k];
@@ -174,7 +159,7 @@ function pack(command: string, args: readonly string[], env: SpawnEnv): { argv: 
     if (hasNul(k) || hasNul(v)) return undefined;
     envs += `${k}=${v}\0`;
   }
-  return { argv, env: envs };
+  return envs;
 }
 
 /**
@@ -264,10 +249,9 @@ export function nativeSpawnDetached(
   onStarted: (start: DetachedStart) => void,
   onExit: (exit: NativeExit) => void,
 ): boolean {
-  const { command, args, env, stdin, stdout, stderr } = io;
   const b = loadNative();
-  const packed = b?.reap && pack(command, args, env);
-  if (!b || !packed) return false;
+  const head = b?.reap && packHead(io);
+  if (!b || !head) return false;
   const started = (r: number) => {
     const res = spawnResult(r);
     // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
@@ -279,20 +263,9 @@ export function nativeSpawnDetached(
     // that only this reap will see (the 500 ms sweep aside).
     reapOne(res.pid);
   };
-  if (b.spawnStart)
-    b.spawnStart(command, packed.argv, packed.env, stdin, stdout, stderr, cwd ?? null, SPAWN_SETSID, started);
+  if (b.spawnStart) b.spawnStart(...head, cwd ?? null, SPAWN_SETSID, started);
   else {
-    const r = b.spawn(
-      command,
-      packed.argv,
-      packed.env,
-      stdin,
-      stdout,
-      stderr,
-      null,
-      cwd ?? null,
-      SPAWN_SETSID | SPAWN_NOWAIT,
-    );
+    const r = b.spawn(...head, null, cwd ?? null, SPAWN_SETSID | SPAWN_NOWAIT);
     queueMicrotask(() => started(r));
   }
   return true;

@@ -11,7 +11,7 @@ import path from 'node:path';
 /**
  * What the addon's spawns take first: the program, argv and the environment packed (NUL-separated), the descriptors.
  */
-type SpawnHead = [file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number];
+export type SpawnHead = [file: string, argv: string, env: string, stdin: number, stdout: number, stderr: number];
 
 /** The addon's functions; an optional one is absent from addons built before it. */
 export interface Binding {
