@@ -137,14 +137,22 @@ describe.skipIf(!HAVE_CHAIN)('queue-process with jobs chained', () => {
     expect(fs.readdirSync(q.jobsDir)).toEqual([]);
   });
 
-  it('not chained: a timeout, a finish hook, or jobs kept (--never-delete is chained, and keeps them)', async () => {
-    const a = setup(3, 0.05);
+  it('not chained: with a timeout, or a finish hook (which runs between two jobs)', async () => {
+    const a = setup(3, 0.1);
     await processQueue(a.q, { command: a.script, logger: a.logger, timeout: 30 });
     expect(a.chained()).toBe(0);
     expect(a.lines()).toHaveLength(3);
     const b = setup(3, 0.1);
-    await processQueue(b.q, { command: b.script, logger: b.logger, neverDelete: true });
-    expect(b.lines().map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['1 1', '2 2', '3 3']);
-    expect(fs.readdirSync(b.q.jobsDir)).toHaveLength(3);
+    await processQueue(b.q, { command: b.script, logger: b.logger, onFinish: { command: 'true' } });
+    expect(b.chained()).toBe(0);
+    expect(b.lines()).toHaveLength(3);
+  });
+
+  it('jobs kept (neverDelete): chained, nextseq moved job by job, every file left', async () => {
+    const { q, script, lines, logger, chained } = setup(4, 0.1);
+    await processQueue(q, { command: script, logger, neverDelete: true });
+    expect(lines().map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['1 1', '2 2', '3 3', '4 4']);
+    expect(fs.readdirSync(q.jobsDir)).toHaveLength(4);
+    expect(chained()).toBeGreaterThanOrEqual(1);
   });
 });
