@@ -7,9 +7,9 @@
  *
  * Only `queue-process` of one queue chains, and only when the job's turn would do nothing but
  * start it and its end nothing but record it: a command, no timeout, no finish hook, no output
- * file, no decoder or signatures (job-ahead.ts's canOpenAhead, run-job.ts's chainedStart). The run
- * says when it may go on (`allowed`: not stopping, below its limit of jobs) and disarms the chain
- * when it must stop.
+ * file, no decoder or signatures, not after a retried job (ready-job.ts's canOpenAhead and
+ * chainedStart, queue-run.ts's chainTo). The run says when it may go on (`allowed`: not
+ * stopping, below its limit of jobs) and disarms the chain when it must stop.
  */
 import type { Logger } from '../base/log.js';
 import type { JobEntry } from '../queue/jobs.js';
