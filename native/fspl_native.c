@@ -641,9 +641,12 @@ static void chain_fire(napi_env env, job_chain* c, napi_value* results, napi_val
   int started = 0;
   struct stat st;
   fspl_batch_run(c->record);
-  /* As the job's own turn looks (src/process/ready-job.ts openAhead, current()): a file removed or
-   * replaced under its name since it was opened is not started here; its turn opens it anew. */
-  if (fspl_batch_ok(c->record) && stat(c->next_path, &st) == 0 && (double)st.st_ino == c->next_ino) {
+  /* The name is in jobs/, which the queue's writers may change: a file removed or replaced under
+   * it since it was opened is not started here, and its turn opens it anew (O_NOFOLLOW, checked).
+   * lstat, not stat: nothing is followed, and a link put at the name (even to the same file) is
+   * not the regular file opened. The start uses the descriptor opened then, never this name. */
+  if (fspl_batch_ok(c->record) && lstat(c->next_path, &st) == 0 && S_ISREG(st.st_mode) &&
+      (double)st.st_ino == c->next_ino) {
     pid_t pid;
     napi_value cb;
     int err = spawn_run(&c->next, &pid);

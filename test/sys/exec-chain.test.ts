@@ -157,8 +157,8 @@ describe.skipIf(!haveChain())('a chained start (ChainLink)', () => {
     expect(fs.readFileSync(done, 'utf8')).toBe('done\n');
   });
 
-  it("the next job's file removed or replaced since it was opened: the record stands, nothing started", async () => {
-    for (const change of ['replace', 'remove'] as const) {
+  it("the next job's file removed, replaced or linked since it was opened: the record stands, nothing started", async () => {
+    for (const change of ['replace', 'remove', 'link'] as const) {
       const link = new ChainLink();
       const running = run('sleep 0.1', link);
       const done = path.join(dir, `record-${change}`);
@@ -166,8 +166,11 @@ describe.skipIf(!haveChain())('a chained start (ChainLink)', () => {
       expect(link.arm(record(done).encoded, writer(path.join(dir, 'never'), 'x'), file)).toBe(true);
       // A replacement made while the file is still there: another inode, surely.
       if (change === 'replace') fs.writeFileSync(`${file.path}.new`, 'another job');
+      // A link to the very file opened: still not the file at the name, and never followed.
+      if (change === 'link') fs.renameSync(file.path, `${file.path}.moved`);
+      if (change === 'link') fs.symlinkSync(`${file.path}.moved`, file.path);
       if (change === 'replace') fs.renameSync(`${file.path}.new`, file.path);
-      else fs.rmSync(file.path);
+      if (change === 'remove') fs.rmSync(file.path);
       expect((await running).ok).toBe(true);
       expect(link.fired!.next).toBeUndefined();
       expect(fs.readFileSync(done, 'utf8')).toBe('done\n');
