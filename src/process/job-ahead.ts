@@ -40,7 +40,7 @@ export class JobAhead<T extends { current(): boolean; close(): void }> {
    * or if it is no longer current (its file removed or replaced since). Anything else held is closed.
    */
   take(entry: object, attempt: number | undefined): T | undefined {
-    const hit = this.key?.entry === entry && this.key.attempt === attempt ? this.ready : undefined;
+    const hit = this.heldFor(entry, attempt);
     if (!hit?.current()) {
       this.drop();
       return undefined;
@@ -55,10 +55,15 @@ export class JobAhead<T extends { current(): boolean; close(): void }> {
    * now: its job was started from it already (a chained start, queue-chain.ts). Anything else held is closed.
    */
   claim(entry: object, attempt: number | undefined): T | undefined {
-    const hit = this.key?.entry === entry && this.key.attempt === attempt ? this.ready : undefined;
+    const hit = this.heldFor(entry, attempt);
     if (hit) this.ready = undefined;
     this.drop();
     return hit;
+  }
+
+  /** What is held, opened, for `entry` at this try (still held). */
+  private heldFor(entry: object, attempt: number | undefined): T | undefined {
+    return this.key?.entry === entry && this.key.attempt === attempt ? this.ready : undefined;
   }
 
   /** Close what is held, and open nothing more. */
