@@ -23,6 +23,8 @@
  *   |                                     | comes, or the run rests (idle,      |                                     |
  *   |                                     | end); the note names them till then |                                     |
  *
+ * The last job of a pass (no job after it in the pass: the run rests next) fsyncs jobs/ in its own
+ * record, after the unlink: the fsync settling would make at once, in the same batch.
  * Step 1 is written only when step 3 deletes the job (a job kept by --never-delete or --on-error
  * leave needs no cleaning; the note before it still names the deletions that wait), and is
  * durable before steps 2 and 3 begin: the kernel may write their names to the disk at any moment.
@@ -116,6 +118,11 @@ export interface FinishedJob {
   order: 'sequence' | 'timestamp';
   /** Delete its file (it succeeded, or failed under --on-error delete; never with --never-delete). */
   remove: boolean;
+  /**
+   * No job follows it in the run's pass: the run rests next, and settling would fsync jobs/ at
+   * once in a batch of its own. Its record fsyncs jobs/ itself instead (step 3 durable at once).
+   */
+  last?: boolean;
 }
 
 /** The record of one job that has run, with the deletions that wait for jobs/ to be fsynced. */
@@ -127,7 +134,7 @@ export function jobRecord(job: FinishedJob, waiting: readonly string[] = []): Fi
       : undefined,
     next: sequence ? job.seq + 1n : undefined,
     remove: job.remove ? [job.filename] : [],
-    syncDeletions: false,
+    syncDeletions: job.remove && job.last === true,
   };
 }
 
@@ -216,7 +223,7 @@ export class Finisher {
       this.waiting = [];
       this.waitingLength = 0;
     }
-    if (plan.job.remove) {
+    if (plan.job.remove && !plan.records[plan.records.length - 1]!.r.syncDeletions) {
       this.waiting.push(plan.job.filename);
       this.waitingLength += plan.job.filename.length + 1;
     }

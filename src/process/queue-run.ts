@@ -374,7 +374,8 @@ export class QueueRun {
   private finished(entry: JobEntry, ok: boolean, moved = false): FinishedJob {
     const remove = moved || (!this.ctx.opts.neverDelete && (ok || this.ctx.onError === 'delete'));
     const order = this.ctx.timestampOrder ? 'timestamp' : 'sequence';
-    return { seq: entry.header.seq, filename: entry.filename, order, remove };
+    const last = this.pass?.after(entry) === undefined;
+    return { seq: entry.header.seq, filename: entry.filename, order, remove, last };
   }
 
   /**

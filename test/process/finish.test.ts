@@ -123,6 +123,22 @@ describe('a record cut short at every step, then the next run', () => {
       expect(q.getNext(), `cut after operation ${k}`).toBe(3n);
     }
   });
+  it('the last job of a pass: its record fsyncs jobs/ too, cut anywhere nothing runs twice or stays', async () => {
+    const kinds = [COMMAND, COMMAND];
+    const make: MakeRecord = (jobs) =>
+      jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true, last: true });
+    // The five operations of a job's record, then the fsync of jobs/ the run's rest would have made.
+    const steps = await cutAfter(queueOf(kinds).q, 0, make);
+    expect(steps).toBe(6);
+    for (let k = 0; k <= steps; k++) {
+      const { q, command, ran } = queueOf(kinds);
+      await cutAfter(q, k, make);
+      await processQueue(q, command);
+      expect(ran(), `cut after operation ${k}`).toEqual(k === 0 ? [1, 2] : [2]);
+      expect(fs.readdirSync(q.jobsDir), `cut after operation ${k}`).toEqual([]);
+      expect(q.getNext(), `cut after operation ${k}`).toBe(3n);
+    }
+  });
 });
 
 describe('deletions made durable together', () => {
@@ -160,6 +176,24 @@ describe('deletions made durable together', () => {
       expect(fs.readFileSync(path.join(q.dir, 'nextseq.lock'), 'utf8')).toBe('');
     },
   );
+
+  it('a last job leaves no deletion waiting: the next note names only its own job', async () => {
+    const { q } = queueOf([COMMAND, COMMAND, COMMAND]);
+    const jobs = await bySeq(q);
+    const sf = q.lockSeqfile();
+    try {
+      const finisher = new Finisher(q, sf, silentLogger);
+      const job = (seq: bigint, last?: boolean) =>
+        ({ seq, filename: jobs.get(seq)!.filename, order: 'sequence', remove: true, last }) as const;
+      finisher.finishJob(job(1n));
+      finisher.finishJob(job(2n, true));
+      expect(sf.readNote()).toBe(`S 2 ${jobs.get(2n)!.filename} ${jobs.get(1n)!.filename}`);
+      finisher.finishJob(job(3n));
+      expect(sf.readNote()).toBe(`S 3 ${jobs.get(3n)!.filename}`);
+    } finally {
+      sf.release();
+    }
+  });
 
   it('a job kept (--never-delete) writes no note; the one before still names the deletions waiting', async () => {
     const { q } = queueOf([COMMAND, COMMAND, COMMAND]);
