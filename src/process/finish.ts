@@ -119,8 +119,9 @@ export interface FinishedJob {
   /** Delete its file (it succeeded, or failed under --on-error delete; never with --never-delete). */
   remove: boolean;
   /**
-   * No job follows it in the run's pass: the run rests next, and settling would fsync jobs/ at
-   * once in a batch of its own. Its record fsyncs jobs/ itself instead (step 3 durable at once).
+   * No job follows it in the run's pass: the run rests next (unless a new look finds more), and
+   * settling would fsync jobs/ at once, in a batch of its own. Its record fsyncs jobs/ itself
+   * instead, after its unlink (step 3 durable at once).
    */
   last?: boolean;
 }

@@ -123,6 +123,7 @@ describe('a record cut short at every step, then the next run', () => {
       expect(q.getNext(), `cut after operation ${k}`).toBe(3n);
     }
   });
+
   it('the last job of a pass: its record fsyncs jobs/ too, cut anywhere nothing runs twice or stays', async () => {
     const kinds = [COMMAND, COMMAND];
     const make: MakeRecord = (jobs) =>
