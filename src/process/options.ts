@@ -160,12 +160,18 @@ export type ProcessRunOptions = RunSettings & ExecutorOptions;
 export type ProcessQueueOptions = ProcessRunOptions & {
   /** Called as processing goes ('end' once the job is recorded). A listener that throws is logged and ignored. */
   onEvent?: (event: ProcessEvent) => void;
+  /**
+   * Start each job only once the `end` event of the one before it has been given. Otherwise a
+   * command's next job may start as the one before it exits (a chained start, queue-chain.ts),
+   * before that event: a listener that draws on the terminal the jobs write to needs the gap.
+   */
+  startAfterEnd?: boolean;
 };
 
 /** Queue.process's options: the executor is its first argument; a command's options apply to a command only. */
 export type QueueProcessOptions = RunSettings &
   Omit<CommandOptions, 'command'> &
-  Pick<ProcessQueueOptions, 'onEvent'> & {
+  Pick<ProcessQueueOptions, 'onEvent' | 'startAfterEnd'> & {
     /** Run only packets these signers signed, for this run (as QueueOptions.allowedSigners; src/sign/). */
     allowedSigners?: AllowedSigners;
   };

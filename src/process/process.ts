@@ -194,7 +194,7 @@ async function processLocked(queue: Queue, opts: ProcessQueueOptions, ctx: RunCo
     }
     const maxJobs = opts.maxJobs ?? Infinity;
     // The next job may be started as the one before it ends (queue-chain.ts): not past the limit, not once stopping.
-    run.chainJobs(() => !ctx.stopping.stopped && run.summary.processed + 1 < maxJobs);
+    if (!opts.startAfterEnd) run.chainJobs(() => !ctx.stopping.stopped && run.summary.processed + 1 < maxJobs);
     for (;;) {
       await run.scan();
       const stop = await runPass(run, maxJobs, ctx.stopping);

@@ -155,4 +155,27 @@ describe.skipIf(!HAVE_CHAIN)('queue-process with jobs chained', () => {
     expect(fs.readdirSync(q.jobsDir)).toHaveLength(4);
     expect(chained()).toBeGreaterThanOrEqual(1);
   });
+
+  it('startAfterEnd: no job starts before the end event of the one before it has been given', async () => {
+    // The listener holds the event loop a while, as a slow one would: a chained next job runs meanwhile.
+    const startedAtEnds = async (startAfterEnd: boolean) => {
+      const { q, script, lines, logger, chained } = setup(5, 0.05);
+      const seen: number[] = [];
+      const onEvent = (e: { type: string }) => {
+        if (e.type !== 'end') return;
+        const until = Date.now() + 100;
+        while (Date.now() < until) {
+          // busy
+        }
+        seen.push(lines().length);
+      };
+      await processQueue(q, { command: script, logger, onEvent, startAfterEnd });
+      return { seen, chained: chained() };
+    };
+    const apart = await startedAtEnds(true);
+    expect(apart).toEqual({ seen: [1, 2, 3, 4, 5], chained: 0 });
+    const chained = await startedAtEnds(false);
+    expect(chained.chained).toBeGreaterThanOrEqual(1);
+    expect(chained.seen.some((n, i) => n > i + 1)).toBe(true);
+  });
 });
