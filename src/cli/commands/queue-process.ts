@@ -72,10 +72,9 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
     listen,
   };
   // The line's code is loaded only for a terminal: a run from cron or a service has none.
-  const jobsWriteHere = options.outputTo === 'passboth';
   const progress =
     !flag(inv, 'no-progress') && stderrIsTerminal()
-      ? new (await import('../text/progress.js')).ProgressLine(process.stderr, jobsWriteHere)
+      ? new (await import('../text/progress.js')).ProgressLine(process.stderr, options.outputTo === 'passboth')
       : undefined;
   // Log lines go through the progress line, which clears itself for them.
   const log = progress ? createLogger(checkLogLevel(inv.logLevel), progress.sink) : given;
@@ -111,9 +110,8 @@ export async function queueProcess(inv: Invocation<FsplArgs<'queue-process'>>, g
         tune(e);
         progress?.update(e);
       };
-      // The line is cleared as a job starts: a job must not start before the line drawn at the end of the one before.
-      const startAfterEnd = progress !== undefined && jobsWriteHere;
-      await processQueue(q, { ...options, ...stopping, onEvent, startAfterEnd });
+      // The line, cleared as a job starts, is drawn as the one before ends: no job may start in between.
+      await processQueue(q, { ...options, ...stopping, onEvent, startAfterEnd: progress?.jobsWriteHere === true });
       return 0;
     }
     return await runMany(dirs, { ...options, ...queueOptions, jobs, queuesIn: parents, ...stopping }, progress, log);

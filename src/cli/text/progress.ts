@@ -33,7 +33,7 @@ export class ProgressLine {
   /** `jobsWriteHere`: the jobs' stdout and stderr are the terminal's (PassBoth). */
   constructor(
     out: NodeJS.WriteStream,
-    private readonly jobsWriteHere = false,
+    readonly jobsWriteHere = false,
   ) {
     this.line = new StatusLine(out);
   }
