@@ -105,40 +105,36 @@ describe('a record cut short at every step, then the next run', () => {
     }
   });
 
-  it('a job: not run again once its note is written, and its file never left behind', async () => {
+  /**
+   * Job 1's record (`last`: the last of its pass) cut after each of its operations, then a run:
+   * cut before its note, job 1 was the one running and runs again; after, it is done. Either way
+   * no spent file is left and nextseq ends past job 2.
+   */
+  async function cutJobRecord(last: boolean): Promise<number> {
     const kinds = [COMMAND, COMMAND];
     const make: MakeRecord = (jobs) =>
-      jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
-    // The note, nextseq.temp written, renamed, the queue directory fsynced, the unlink (jobs/ is
-    // fsynced later, once for several jobs).
+      jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true, last });
     const steps = await cutAfter(queueOf(kinds).q, 0, make);
-    expect(steps).toBe(5);
     for (let k = 0; k <= steps; k++) {
       const { q, command, ran } = queueOf(kinds);
       await cutAfter(q, k, make);
       await processQueue(q, command);
-      // Cut before its note: job 1 was the one running, and runs again.
       expect(ran(), `cut after operation ${k}`).toEqual(k === 0 ? [1, 2] : [2]);
       expect(fs.readdirSync(q.jobsDir), `cut after operation ${k}`).toEqual([]);
       expect(q.getNext(), `cut after operation ${k}`).toBe(3n);
     }
+    return steps;
+  }
+
+  it('a job: not run again once its note is written, and its file never left behind', async () => {
+    // The note, nextseq.temp written, renamed, the queue directory fsynced, the unlink (jobs/ is
+    // fsynced later, once for several jobs).
+    expect(await cutJobRecord(false)).toBe(5);
   });
 
   it('the last job of a pass: its record fsyncs jobs/ too, cut anywhere nothing runs twice or stays', async () => {
-    const kinds = [COMMAND, COMMAND];
-    const make: MakeRecord = (jobs) =>
-      jobRecord({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true, last: true });
     // The five operations of a job's record, then the fsync of jobs/ the run's rest would have made.
-    const steps = await cutAfter(queueOf(kinds).q, 0, make);
-    expect(steps).toBe(6);
-    for (let k = 0; k <= steps; k++) {
-      const { q, command, ran } = queueOf(kinds);
-      await cutAfter(q, k, make);
-      await processQueue(q, command);
-      expect(ran(), `cut after operation ${k}`).toEqual(k === 0 ? [1, 2] : [2]);
-      expect(fs.readdirSync(q.jobsDir), `cut after operation ${k}`).toEqual([]);
-      expect(q.getNext(), `cut after operation ${k}`).toBe(3n);
-    }
+    expect(await cutJobRecord(true)).toBe(6);
   });
 });
 
