@@ -17,7 +17,6 @@ import { spawnIo } from '../sys/exec.js';
 import { execSizeProblem } from '../sys/exec-size.js';
 import { closeQuietly } from '../sys/io.js';
 import type { JobFileAt, SpawnIo } from '../sys/native-spawn.js';
-import { stampInto } from '../sys/stamps.js';
 import { commandLine } from './command.js';
 import type { ProcessRunOptions } from './options.js';
 import { type Outcome, refuseJob } from './outcome.js';
@@ -78,7 +77,11 @@ export async function openAhead(
       opened,
       env,
       file: { path: at, ino },
-      current: () => stampInto([at])[0] === ino,
+      // lstat: a link put at the name, even to the same file, is not the file opened (jobs/ is the writers').
+      current: () => {
+        const st = fs.lstatSync(at, { throwIfNoEntry: false });
+        return st?.isFile() === true && st.ino === ino;
+      },
       close: () => opened.close(),
     };
   } catch (err) {

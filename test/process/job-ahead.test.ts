@@ -178,6 +178,15 @@ describe.skipIf(!fs.existsSync('/proc/self/fd'))('a queue run opening its next j
     expect(await openFds()).toBe(before);
   });
 
+  it('does not run a job from what it opened once a link is put at its name, even to that same file', async () => {
+    // A timeout: no chained start, the run's own turn looks at the name (the addon's look: exec-chain.test.ts).
+    const { q, script, lines } = setup(3, 'mv "$J2" "$J2.moved" && ln -s "$J2.moved" "$J2"');
+    const r = await processQueue(q, { command: script, timeout: 30 }).catch((err: unknown) => err);
+    // Its turn opens the name anew, and refuses the link, as a run that never opened it ahead would.
+    expect((r as Error).message).toMatch(/it is a symbolic link/);
+    expect(lines().map((l) => l.split(' ')[0])).toEqual(['1']);
+  });
+
   it('runs a job that the job before replaced as it now is', async () => {
     const { dir, q, script, lines } = setup(3, `mv ${JSON.stringify('NEW')} "$J2"`);
     // The replacement: job 2 again, another payload, renamed over job 2's name by job 1's command.
