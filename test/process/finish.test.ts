@@ -20,6 +20,7 @@ import {
 } from '../../src/process/finish.js';
 import type { JobEntry } from '../../src/queue/jobs.js';
 import { runBatchSync } from '../../src/sys/fs-batch.js';
+import type { SeqFile } from '../../src/sys/seqfile.js';
 import { tempDir } from '../helpers.js';
 
 const NOP: CommandType = { kind: 'NOP' };
@@ -174,12 +175,23 @@ describe('deletions made durable together', () => {
     },
   );
 
-  it('a last job leaves no deletion waiting: the next note names only its own job', async () => {
+  /** Three jobs, and a Finisher of their queue under its lock (released after `fn`); returns the queue and its jobs. */
+  async function withFinisher(
+    fn: (finisher: Finisher, sf: SeqFile, jobs: Map<bigint, JobEntry>) => void,
+  ): Promise<{ q: Queue; jobs: Map<bigint, JobEntry> }> {
     const { q } = queueOf([COMMAND, COMMAND, COMMAND]);
     const jobs = await bySeq(q);
     const sf = q.lockSeqfile();
     try {
-      const finisher = new Finisher(q, sf, silentLogger);
+      fn(new Finisher(q, sf, silentLogger), sf, jobs);
+    } finally {
+      sf.release();
+    }
+    return { q, jobs };
+  }
+
+  it('a last job leaves no deletion waiting: the next note names only its own job', async () => {
+    await withFinisher((finisher, sf, jobs) => {
       const job = (seq: bigint, last?: boolean) =>
         ({ seq, filename: jobs.get(seq)!.filename, order: 'sequence', remove: true, last }) as const;
       finisher.finishJob(job(1n));
@@ -187,17 +199,11 @@ describe('deletions made durable together', () => {
       expect(sf.readNote()).toBe(`S 2 ${jobs.get(2n)!.filename} ${jobs.get(1n)!.filename}`);
       finisher.finishJob(job(3n));
       expect(sf.readNote()).toBe(`S 3 ${jobs.get(3n)!.filename}`);
-    } finally {
-      sf.release();
-    }
+    });
   });
 
   it('a job kept (--never-delete) writes no note; the one before still names the deletions waiting', async () => {
-    const { q } = queueOf([COMMAND, COMMAND, COMMAND]);
-    const jobs = await bySeq(q);
-    const sf = q.lockSeqfile();
-    try {
-      const finisher = new Finisher(q, sf, silentLogger);
+    const { q, jobs } = await withFinisher((finisher, sf, jobs) => {
       finisher.finishJob({ seq: 1n, filename: jobs.get(1n)!.filename, order: 'sequence', remove: true });
       finisher.finishJob({ seq: 2n, filename: jobs.get(2n)!.filename, order: 'sequence', remove: false });
       expect(sf.readNote()).toBe(`S 1 ${jobs.get(1n)!.filename}`);
@@ -205,9 +211,7 @@ describe('deletions made durable together', () => {
       expect(sf.readNote()).toBe(`S 3 ${jobs.get(3n)!.filename} ${jobs.get(1n)!.filename}`);
       finisher.settle();
       expect(sf.readNote()).toBe('');
-    } finally {
-      sf.release();
-    }
+    });
     expect(fs.readdirSync(q.jobsDir)).toEqual([jobs.get(2n)!.filename]);
   });
 });

@@ -73,6 +73,17 @@ describe.skipIf(!haveChain())('a chained start (ChainLink)', () => {
       { op: 'fsyncDir', path: path.dirname(file), must: true },
     ])!;
 
+  /**
+   * `sleep 0.1` run with its link armed: at its exit, record(done), then `next` (a writer of
+   * `never` unless given) started while `file` holds the job opened.
+   */
+  const armedSleep = (done: string, next = writer(path.join(dir, 'never'), 'x'), file = jobFile()) => {
+    const link = new ChainLink();
+    const running = run('sleep 0.1', link);
+    expect(link.arm(record(done).encoded, next, file)).toBe(true);
+    return { link, running };
+  };
+
   it('at an exit with status 0: the record, then the next child, which is waited for', async () => {
     const link = new ChainLink();
     const done = path.join(dir, 'record');
@@ -146,12 +157,8 @@ describe.skipIf(!haveChain())('a chained start (ChainLink)', () => {
   });
 
   it('a next child that cannot start: the record stands, nothing started (its turn says why)', async () => {
-    const link = new ChainLink();
-    const running = run('sleep 0.1', link);
     const done = path.join(dir, 'record');
-    expect(link.arm(record(done).encoded, { ...writer(done, 'x'), command: 'no-such-command-here' }, jobFile())).toBe(
-      true,
-    );
+    const { link, running } = armedSleep(done, { ...writer(done, 'x'), command: 'no-such-command-here' });
     await running;
     expect(link.fired!.next).toBeUndefined();
     expect(fs.readFileSync(done, 'utf8')).toBe('done\n');
@@ -159,11 +166,9 @@ describe.skipIf(!haveChain())('a chained start (ChainLink)', () => {
 
   it("the next job's file removed, replaced or linked since it was opened: the record stands, nothing started", async () => {
     for (const change of ['replace', 'remove', 'link'] as const) {
-      const link = new ChainLink();
-      const running = run('sleep 0.1', link);
       const done = path.join(dir, `record-${change}`);
       const file = jobFile(`job-${change}`);
-      expect(link.arm(record(done).encoded, writer(path.join(dir, 'never'), 'x'), file)).toBe(true);
+      const { link, running } = armedSleep(done, undefined, file);
       // A replacement made while the file is still there: another inode, surely.
       if (change === 'replace') fs.writeFileSync(`${file.path}.new`, 'another job');
       // A link to the very file opened: still not the file at the name, and never followed.
@@ -180,10 +185,8 @@ describe.skipIf(!haveChain())('a chained start (ChainLink)', () => {
   });
 
   it('disarmed: the exit is left to JavaScript', async () => {
-    const link = new ChainLink();
-    const running = run('sleep 0.1', link);
     const done = path.join(dir, 'record');
-    expect(link.arm(record(done).encoded, writer(path.join(dir, 'never'), 'x'), jobFile())).toBe(true);
+    const { link, running } = armedSleep(done);
     link.disarm();
     expect((await running).ok).toBe(true);
     expect(link.fired).toBeUndefined();
