@@ -411,13 +411,8 @@ static napi_value js_fs_batch_sync(napi_env env, napi_callback_info info) {
   batch_job* job = batch_parse(env, argv[0], count, &problem);
   if (!job) return batch_throw(env, NULL, problem);
   batch_execute(env, job);
-  napi_value ab, arr;
-  void* raw = NULL;
-  if (napi_create_arraybuffer(env, count * sizeof(int32_t), &raw, &ab) != napi_ok ||
-      napi_create_typedarray(env, napi_int32_array, count, ab, 0, &arr) != napi_ok)
-    return batch_throw(env, job, "fsBatchSync: out of memory");
-  int32_t* out = raw;
-  for (uint32_t i = 0; i < count; i++) out[i] = job->ops[i].result;
+  napi_value arr = fspl_batch_results(env, job);
+  if (!arr) return batch_throw(env, job, "fsBatchSync: out of memory");
   batch_free(job);
   return arr;
 }
