@@ -55,7 +55,10 @@ export function p95(values: readonly number[]): number | undefined {
  */
 export class SampleWindow {
   readonly capacity: number;
-  /** Made at the first sample: a net's idle transitions (thousands, maybe) hold none. */
+  /**
+   * Made at the first sample, and grown by doubling up to capacity: a net's idle transitions
+   * (thousands, maybe) hold none, and one that fired a few times holds a few, not 1,000.
+   */
   private ring: Float64Array | undefined;
   private next = 0;
   private held = 0;
@@ -70,8 +73,14 @@ export class SampleWindow {
   /** Adds a sample; RangeError when it is NaN or infinite. */
   add(sample: number): void {
     checkFinite(sample, 'sample');
-    this.ring ??= new Float64Array(this.capacity);
-    this.ring[this.next] = sample;
+    let ring = this.ring;
+    if (ring === undefined || (this.next === ring.length && ring.length < this.capacity)) {
+      // Not full yet, so the samples lie in order from 0: the larger ring starts with them.
+      const larger = new Float64Array(Math.min(this.capacity, Math.max(8, 2 * (ring?.length ?? 0))));
+      if (ring) larger.set(ring);
+      this.ring = ring = larger;
+    }
+    ring[this.next] = sample;
     this.next = (this.next + 1) % this.capacity;
     if (this.held < this.capacity) this.held++;
     this.added++;

@@ -21,7 +21,7 @@ const MINUTE_MS = 60_000;
 
 /**
  * Counts of events (e.g. firings of a transition) in time buckets, for rates over the recent
- * past with memory fixed at spanMs / bucketMs buckets (900 by default).
+ * past with memory bounded by spanMs / bucketMs buckets (900 by default).
  *
  * An event at time t falls in bucket floor(t / bucketMs). A window of windowMs at `now` holds the
  * bucket of `now` and the windowMs / bucketMs - 1 buckets before it: an event at t is in it
@@ -30,20 +30,23 @@ const MINUTE_MS = 60_000;
  * now = 59 999 and out of it from now = 60 000. Events in buckets spanMs or more older than the
  * newest bucket recorded are never counted (whatever `now`), and are dropped as they arrive;
  * all others are counted exactly, whatever the order in which they were recorded.
+ *
+ * Only the buckets that hold events are kept, in order: a net of a thousand transitions that
+ * each fired once holds a thousand small lists, not a thousand rings of 900 buckets (which cost
+ * the drain of such a net a few per cent of its CPU, in their making and their collection).
  */
 export class RateWindow {
   readonly bucketMs: number;
   readonly spanMs: number;
   /** Number of buckets kept: the bound on memory. */
   readonly buckets: number;
-  /** Made at the first event: a net's idle transitions (thousands, maybe) hold none. */
-  private index: Float64Array | undefined;
-  private counts: Float64Array | undefined;
+  /** The buckets holding events, ascending from `head` (those before it are dropped, see drop). */
+  private readonly bucket: number[] = [];
+  private readonly counts: number[] = [];
+  private head = 0;
   private events = 0;
   private last: number | undefined;
   private newest = -Infinity;
-  /** The oldest bucket recorded: count() looks at no bucket before it (nor after the newest). */
-  private oldest = Infinity;
 
   /** RangeError unless bucketMs is a positive integer and spanMs a positive multiple of it. */
   constructor(options: RateWindowOptions = {}) {
@@ -59,10 +62,6 @@ export class RateWindow {
     this.buckets = spanMs / bucketMs;
   }
 
-  private slot(bucket: number): number {
-    return ((bucket % this.buckets) + this.buckets) % this.buckets;
-  }
-
   /** Records `count` events (default 1; 0 does nothing) at time `at` (ms). */
   record(at: number, count = 1): void {
     checkFinite(at, 'event time');
@@ -73,18 +72,42 @@ export class RateWindow {
     this.events += count;
     if (this.last === undefined || at > this.last) this.last = at;
     const bucket = Math.floor(at / this.bucketMs);
-    if (bucket > this.newest) this.newest = bucket;
+    if (bucket > this.newest) {
+      this.newest = bucket;
+      this.drop();
+    }
     if (bucket <= this.newest - this.buckets) return; // older than the span: never counted
-    if (bucket < this.oldest) this.oldest = bucket;
-    const index = (this.index ??= new Float64Array(this.buckets).fill(-Infinity));
-    const counts = (this.counts ??= new Float64Array(this.buckets));
-    const s = this.slot(bucket);
-    if (index[s] === bucket) {
-      counts[s] = (counts[s] as number) + count;
-    } else {
-      // the slot holds nothing or a bucket at least spanMs older than this one
-      index[s] = bucket;
-      counts[s] = count;
+    const { bucket: b, counts } = this;
+    const end = b.length;
+    if (end === this.head || bucket > b[end - 1]!) {
+      b.push(bucket);
+      counts.push(count);
+      return;
+    }
+    // An event at or before the latest bucket held: found by bisection (events come mostly in order).
+    let lo = this.head;
+    let hi = end;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (b[mid]! < bucket) lo = mid + 1;
+      else hi = mid;
+    }
+    if (b[lo] === bucket) counts[lo]! += count;
+    else {
+      b.splice(lo, 0, bucket);
+      counts.splice(lo, 0, count);
+    }
+  }
+
+  /** Forget the buckets that fell out of the span; the lists are cut when half of them is forgotten. */
+  private drop(): void {
+    const { bucket: b, counts } = this;
+    const limit = this.newest - this.buckets;
+    while (this.head < b.length && b[this.head]! <= limit) this.head++;
+    if (this.head > 32 && this.head * 2 > b.length) {
+      b.splice(0, this.head);
+      counts.splice(0, this.head);
+      this.head = 0;
     }
   }
 
@@ -96,20 +119,15 @@ export class RateWindow {
         `window must be a positive multiple of ${this.bucketMs} ms up to ${this.spanMs} ms, got ${String(windowMs)}`,
       );
     }
-    const index = this.index;
-    const counts = this.counts;
-    if (!index || !counts) return 0; // nothing recorded
     const nowBucket = Math.floor(now / this.bucketMs);
-    // Only the buckets between the oldest and the newest recorded can hold events: a transition that
-    // fired a few times is a few looks, not 900 (a net's live state counts each transition's rates).
-    const from = Math.max(0, nowBucket - this.newest);
-    const to = Math.min(windowMs / this.bucketMs, nowBucket - this.oldest + 1);
+    // Counted: buckets after both the window's start and the span's, up to now's.
+    const after = Math.max(nowBucket - windowMs / this.bucketMs, this.newest - this.buckets);
+    const { bucket: b, counts } = this;
     let sum = 0;
-    for (let k = from; k < to; k++) {
-      const bucket = nowBucket - k;
-      if (bucket <= this.newest - this.buckets) break;
-      const s = this.slot(bucket);
-      if (index[s] === bucket) sum += counts[s] as number;
+    for (let i = b.length - 1; i >= this.head; i--) {
+      const bucket = b[i]!;
+      if (bucket <= after) break;
+      if (bucket <= nowBucket) sum += counts[i]!;
     }
     return sum;
   }
@@ -122,6 +140,11 @@ export class RateWindow {
   /** Events ever recorded (including those too old to be kept). */
   get total(): number {
     return this.events;
+  }
+
+  /** Buckets in memory now, those forgotten but not yet cut included: at most about twice `buckets`. */
+  get bucketsHeld(): number {
+    return this.bucket.length;
   }
 
   /** Time of the latest event recorded, undefined before the first. */

@@ -97,6 +97,23 @@ describe('SampleWindow', () => {
     expect(w.p95()).toBe(1949); // ceil(950) = 950th of 1000..1999
   });
 
+  it('keeps the last capacity samples however many were added (its ring grows as they come)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 70 }),
+        fc.array(fc.integer({ min: 0, max: 1000 }), { maxLength: 200 }),
+        (cap, xs) => {
+          const w = new SampleWindow(cap);
+          xs.forEach((x, n) => {
+            w.add(x);
+            expect(w.values()).toEqual(xs.slice(Math.max(0, n + 1 - cap), n + 1));
+          });
+          expect(w.size).toBe(Math.min(cap, xs.length));
+        },
+      ),
+    );
+  });
+
   it('rejects bad input', () => {
     expect(() => new SampleWindow(0)).toThrow(RangeError);
     expect(() => new SampleWindow(1.5)).toThrow(RangeError);
@@ -192,6 +209,20 @@ describe('RateWindow', () => {
     expect(r.count(last, MIN)).toBe(inWindow(10_940_000)); // buckets 10940..10999
     expect(r.count(last, 15 * MIN)).toBe(inWindow(10_100_000)); // buckets 10100..10999
     expect(r.count(last, MIN)).toBe(5454);
+    expect(r.bucketsHeld).toBeLessThanOrEqual(2 * r.buckets);
+  });
+
+  it('holds only the buckets that have events', () => {
+    const r = new RateWindow();
+    expect(r.bucketsHeld).toBe(0);
+    r.record(5000);
+    r.record(5500, 2);
+    r.record(9000);
+    expect(r.bucketsHeld).toBe(2);
+    r.record(7000); // between the two: put in its place
+    expect(r.bucketsHeld).toBe(3);
+    expect(r.count(9000, MIN)).toBe(5);
+    expect(r.count(7999, MIN)).toBe(4);
   });
 
   it('supports other bucket widths and rejects bad options', () => {
