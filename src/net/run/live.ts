@@ -52,7 +52,7 @@ export function writeLiveState(stateDir: string, state: LiveState): void {
   const file = liveStatePath(stateDir);
   const temp = `${file}.${process.pid}.tmp`;
   const text = JSON.stringify(state);
-  // Not fsynced: a view for status and the web page, rewritten twice a second by a live run.
+  // Not fsynced: a view for status and the web page, rewritten about twice a second by a live run.
   try {
     writeFresh(temp, text, 0o666);
   } catch (err) {

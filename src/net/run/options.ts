@@ -17,7 +17,7 @@ export interface NetRunOptions {
   /** Run only these transitions (default: all). */
   only?: (t: TransitionSpec) => boolean;
   onEvent?: (e: NetEvent) => void;
-  /** Called with each live state the run writes (about twice a second while anything happens). */
+  /** Called with each live state the run writes (about twice a second while anything happens; less often in a big busy net, state.ts LIVE_SHARE). */
   onLive?: (state: LiveState) => void;
   logger?: Logger;
   /**

@@ -28,7 +28,7 @@ import { writeLiveState } from './live.js';
 import { OpenFirings } from './open-firings.js';
 import type { NetEvent, NetRunOptions, NetRunSummary } from './options.js';
 import { RunPlaces } from './places.js';
-import { LIVE_EVERY_MS, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
+import { LIVE_EVERY_MS, LIVE_SHARE, liveState, newTransitionRun, Throttled, type TransitionRun } from './state.js';
 import { LoopWake, type WakeLook } from './wake.js';
 
 /** While a drain waits for other hosts, how often it looks again when nothing wakes it. */
@@ -62,7 +62,7 @@ export class NetRunner {
   /** Transitions an operator paused (operate/pause.ts): they start nothing new. */
   private pauses?: Pauses;
   private readonly totals = { fired: 0, failed: 0 };
-  private readonly live = new Throttled(LIVE_EVERY_MS, (now) => this.writeLive(now));
+  private readonly live = new Throttled(LIVE_EVERY_MS, (now) => this.writeLive(now), LIVE_SHARE);
   private readonly startedAt = Date.now();
   private workers: number | undefined;
 
