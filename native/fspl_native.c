@@ -8,7 +8,8 @@
  *     process (~50 MiB of address space: the page tables are copied for every child) before
  *     exec'ing the command. That costs about 2.15 ms a job, against 0.68 ms for a shell's
  *     fork+exec; a queue of 1,000 jobs running /bin/true took 2.95 s against the reference's
- *     749 ms. glibc's posix_spawn uses clone(CLONE_VM|CLONE_VFORK): no page tables are copied.
+ *     749 ms. glibc's posix_spawn uses clone(CLONE_VM|CLONE_VFORK): no page tables are copied;
+ *     child_start.c does the same, and copies no table of open files either (it says why).
  *     No npm package does this without dragging in a large dependency (and execa, built on
  *     child_process, is slower still), so this is a few dozen lines of C.
  *     Net firings use it too, with a working directory, a session of their own (SPAWN_SETSID)
@@ -101,7 +102,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -114,6 +114,7 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include "child_start.h"
 #include "fs_batch.h"
 
 #define CHECK(call)                                 \
@@ -374,20 +375,14 @@ static int pidfd_wait_start(napi_env env, pid_t pid, napi_value on_exit) {
   return 0;
 }
 
-static int spawn_one(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
-                     char* const* argv, char* const* envp) {
-  int err = posix_spawn(pid, path, fa, attr, argv, envp);
-  return err;
-}
-
 /* execvp(3) semantics (glibc's __execvpe, minus its ENOEXEC retry through /bin/sh, which the
  * JS side handles by falling back to child_process), with PATH taken from the child's env. */
-static int spawn_path(pid_t* pid, const char* file, const char* cwd, const posix_spawn_file_actions_t* fa,
-                      const posix_spawnattr_t* attr, char* const* argv, char* const* envp) {
+static int spawn_path(pid_t* pid, const char* file, const fspl_child* c) {
   if (*file == '\0') return ENOENT;
-  if (strchr(file, '/')) return spawn_one(pid, file, fa, attr, argv, envp);
+  if (strchr(file, '/')) return fspl_child_exec(pid, file, c);
+  const char* cwd = c->cwd;
   const char* path = NULL;
-  for (char* const* e = envp; *e; e++) {
+  for (char* const* e = c->envp; *e; e++) {
     if (strncmp(*e, "PATH=", 5) == 0) {
       path = *e + 5;
       break;
@@ -418,7 +413,7 @@ static int spawn_path(pid_t* pid, const char* file, const char* cwd, const posix
     if (!(cwd && buf[0] != '/') && stat(buf, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
       err = errno;
     } else {
-      err = spawn_one(pid, buf, fa, attr, argv, envp);
+      err = fspl_child_exec(pid, buf, c);
       if (err == 0) break;
     }
     switch (err) {
@@ -444,9 +439,9 @@ static int spawn_path(pid_t* pid, const char* file, const char* cwd, const posix
 }
 
 /* Flags of spawn's 9th argument (and of spawnStart's 8th). */
-#define SPAWN_SETSID 1 /* the child leads a new session and process group (detached) */
+#define SPAWN_SETSID FSPL_CHILD_SETSID /* the child leads a new session and process group (detached) */
 #define SPAWN_NOWAIT 2 /* no waiter: the caller reaps the child with reap() (on SIGCHLD) */
-#define SPAWN_SETPGID 4 /* the child leads a new process group, in our session */
+#define SPAWN_SETPGID FSPL_CHILD_SETPGID /* the child leads a new process group, in our session */
 
 /* One start's arguments, owned (malloc'd copies of the JS strings), so that another thread can
  * perform it (spawnStart) after the JS call has returned. */
@@ -499,89 +494,22 @@ static int spawn_args_read(napi_env env, napi_value* args, napi_value cwd_arg, s
 }
 
 /* Start the child `a` describes: its pid in *pid, or an errno. Touches no JS value, so it can run
- * on any thread (js_spawn calls it on the main thread, the spawner thread for spawnStart). */
+ * on any thread (js_spawn calls it on the main thread, the spawner thread for spawnStart). The
+ * start itself is child_start.c's, in place of posix_spawn (it says why). */
 static int spawn_run(const spawn_args* a, pid_t* pid) {
-  int err = 0;
-  int tmp[3] = {-1, -1, -1};
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  int fa_ok = 0, attr_ok = 0;
-
-  /* The child's fds 0-2. A source that is itself one of 0-2 but bound elsewhere (stdin given as
-   * fd 1, say) is first copied above 2, so the dup2s cannot clobber each other. */
-  int src[3];
+  fspl_child c = {a->argv, a->envp, a->cwd, {a->fds[0], a->fds[1], a->fds[2]}, a->flags & (SPAWN_SETSID | SPAWN_SETPGID)};
+  if (a->fds[1] < 0 || a->fds[2] < 0) return EBADF; /* only stdin may be /dev/null (-1) */
+  /* As libuv does in its child for fds 0-2: the child gets blocking descriptors. (The flag
+   * belongs to the open file description, which the child shares: the effect is the same.) */
   for (int i = 0; i < 3; i++) {
-    src[i] = a->fds[i];
-    if (src[i] >= 0 && src[i] <= 2 && src[i] != i) {
-      tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
-      if (tmp[i] < 0) {
-        err = errno;
-        goto done;
-      }
-      src[i] = tmp[i];
-    }
-    /* As libuv does in its child for fds 0-2: the child gets blocking descriptors. (The flag
-     * belongs to the open file description, which the child shares: the effect is the same.) */
-    if (src[i] >= 0) {
-      int fl = fcntl(src[i], F_GETFL);
-      if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(src[i], F_SETFL, fl & ~O_NONBLOCK);
-    }
+    if (a->fds[i] < 0) continue;
+    int fl = fcntl(a->fds[i], F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(a->fds[i], F_SETFL, fl & ~O_NONBLOCK);
   }
-  if ((err = posix_spawn_file_actions_init(&fa))) goto done;
-  fa_ok = 1;
-  /* glibc >= 2.29; a directory that can't be entered fails the spawn with chdir's errno.
-   * Without it (or without POSIX_SPAWN_SETSID, below): ENOSYS, and the JS side uses child_process. */
-  if (a->cwd) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
-    if ((err = posix_spawn_file_actions_addchdir_np(&fa, a->cwd))) goto done;
-#else
-    err = ENOSYS;
-    goto done;
-#endif
-  }
-  for (int i = 0; i < 3; i++) {
-    if (src[i] < 0) {
-      if (i != 0) { err = EBADF; goto done; }
-      err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    } else {
-      /* Also for src == i: glibc then clears FD_CLOEXEC (POSIX, Austin Group issue 411). */
-      err = posix_spawn_file_actions_adddup2(&fa, src[i], i);
-    }
-    if (err) goto done;
-  }
-  if ((err = posix_spawnattr_init(&attr))) goto done;
-  attr_ok = 1;
-  /* Node ignores SIGPIPE and may block signals in this thread: the child gets every signal at
-   * its default disposition and an empty mask, as libuv's children do. (glibc's sigfillset
-   * leaves out its two internal signals, 32 and 33, and its posix_spawn then leaves them ignored
-   * in the child: the same as in the reference's children, which it also starts this way.) */
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  if ((err = posix_spawnattr_setsigdefault(&attr, &all))) goto done;
-  if ((err = posix_spawnattr_setsigmask(&attr, &none))) goto done;
-  short sflags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-  if (a->flags & SPAWN_SETSID) {
-#ifdef POSIX_SPAWN_SETSID /* glibc >= 2.26 */
-    sflags |= POSIX_SPAWN_SETSID;
-#else
-    err = ENOSYS;
-    goto done;
-#endif
-  }
-  if (a->flags & SPAWN_SETPGID) {
-    if ((err = posix_spawnattr_setpgroup(&attr, 0))) goto done;
-    sflags |= POSIX_SPAWN_SETPGROUP;
-  }
-  if ((err = posix_spawnattr_setflags(&attr, sflags))) goto done;
-
-  err = spawn_path(pid, a->file, a->cwd, &fa, &attr, a->argv, a->envp);
-
-done:
-  if (fa_ok) posix_spawn_file_actions_destroy(&fa);
-  if (attr_ok) posix_spawnattr_destroy(&attr);
-  for (int i = 0; i < 3; i++)
-    if (tmp[i] >= 0) close(tmp[i]);
+  int err = fspl_child_begin(&c);
+  if (err) return err;
+  err = spawn_path(pid, a->file, &c);
+  fspl_child_end();
   return err;
 }
 
@@ -797,7 +725,7 @@ static napi_value js_reap(napi_env env, napi_callback_info cbinfo) {
 /* ------------------------------------------------------------------------------------------ */
 /* spawnStart: net firings started on a thread of their own                                    */
 /*
- * posix_spawn returns only once the child has called exec (CLONE_VFORK suspends the calling
+ * A start returns only once the child has called exec (CLONE_VFORK suspends the calling
  * thread until then): 0.15-0.6 ms on an idle machine, about 3 ms under load, and a net runner
  * called it on its event loop for every firing (2.1 ms a firing in the profile of a chain of
  * `cat`s under load). spawnStart hands the start to one dedicated thread and calls back on the
@@ -1680,6 +1608,7 @@ napi_status fspl_register_fs_batch(napi_env env, napi_value exports);
 NAPI_MODULE_INIT() {
   napi_value fn;
   crc_init();
+  fspl_child_prepare(); /* now, while few descriptors are open: the slots are low, and so is what each child keeps */
   if (napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, js_spawn, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "spawn", fn) != napi_ok)
     return NULL;

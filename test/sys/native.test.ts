@@ -597,6 +597,57 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawnDetached (net firings)', () => {
   });
 });
 
+describe.skipIf(!HAVE_NATIVE)("the child's own table of descriptors (native/child_start.c)", () => {
+  nativeOnly();
+
+  it('holding 1,500 descriptors, gives the command those child_process gives it: the standard ones and what was passed in', () => {
+    // The child makes its own table of the descriptors below the slots, not a copy of ours; what
+    // this Node got without close-on-exec from vitest (if anything) must still reach it.
+    const script = `
+      const b = require(${JSON.stringify(ADDON)});
+      const fs = require('node:fs');
+      for (let i = 0; i < 1500; i++) fs.openSync('/dev/null', 'r');
+      const list = 'ls /proc/self/fd';
+      const viaNode = require('node:child_process').execFileSync('sh', ['-c', list], { encoding: 'utf8' });
+      const out = fs.openSync(process.argv[1], 'w');
+      b.spawn('sh', 'sh\\0-c\\0' + list + '\\0', 'PATH=${PATH}\\0', -1, out, 2, (code) => {
+        console.log(JSON.stringify({ viaNode, ours: fs.readFileSync(process.argv[1], 'utf8'), code }));
+      });`;
+    const file = path.join(tempDir(), 'ours');
+    const r = spawnSync(process.execPath, ['-e', script, file], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const { viaNode, ours, code } = JSON.parse(r.stdout) as { viaNode: string; ours: string; code: number };
+    expect(code).toBe(0);
+    // ls's own directory is the lowest free number: the same in both, as the tables hold the same
+    expect(ours.split('\n').map(Number)).toEqual(viaNode.split('\n').map(Number));
+    expect(ours.split('\n').slice(0, 3)).toEqual(['0', '1', '2']);
+    expect(ours.split('\n').length).toBeLessThan(10);
+  });
+
+  it("lets go of the child's stdout at once: a pipe's reader sees its end when the command exits", async () => {
+    const fifo = path.join(tempDir(), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('cat', [fifo], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    reader.stdout.on('data', (d) => (text += d));
+    const ended = new Promise((resolve) => reader.on('close', resolve));
+    const writeFd = fs.openSync(fifo, 'w'); // once cat has opened it
+    const exited = new Promise((resolve) => {
+      const r = nativeSpawn(
+        { command: 'sh', args: ['-c', 'echo through'], env: { PATH }, stdin: -1, stdout: writeFd, stderr: 2 },
+        resolve,
+      );
+      expect(r && 'pid' in r).toBe(true);
+    });
+    fs.closeSync(writeFd);
+    expect(await exited).toEqual({ code: 0, signal: null });
+    // A writer still held by the addon would keep cat reading for ever.
+    const late = new Promise((resolve) => setTimeout(() => resolve('still open'), 10_000).unref());
+    expect(await Promise.race([ended, late])).toBe(0);
+    expect(text).toBe('through\n');
+  });
+});
+
 describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
   for (const mode of HAVE_NATIVE ? ['native', 'child_process'] : ['child_process']) {
     describe(mode, () => {
