@@ -17,12 +17,14 @@ typedef struct {
   int flags; /* FSPL_CHILD_* (other bits are ignored) */
 } fspl_child;
 
-/* Make the slots now (at the addon's load, while few descriptors are open, so that theirs are low). */
+/* Reserve the slots now (at the addon's load, while few descriptors are open, so that theirs are low). */
 void fspl_child_prepare(void);
-/* Take the process's start lock and put c's descriptors in the slots: 0, or an errno (the lock is then not held). */
+/* Take the process's start lock and put c's descriptors in the slots: 0, or an errno (the lock is
+ * then not held): ENOSYS once a child could not have a table of its own (the caller starts it otherwise). */
 int fspl_child_begin(const fspl_child* c);
 /* Start c with `path` (between begin and end): 0 and its pid, or the errno of its clone, or of its
- * exec or an earlier step in the child (which is then reaped). */
+ * exec or an earlier step in the child (which is then reaped); ENOSYS when it could not have a
+ * table of its own. */
 int fspl_child_exec(pid_t* pid, const char* path, const fspl_child* c);
 /* Empty the slots and let go of the lock. */
 void fspl_child_end(void);

@@ -624,6 +624,60 @@ describe.skipIf(!HAVE_NATIVE)("the child's own table of descriptors (native/chil
     expect(ours.split('\n').length).toBeLessThan(10);
   });
 
+  it('where a sandbox refuses the child a table of its own, says ENOSYS once and clones no more: child_process starts the jobs', () => {
+    // A shim preloaded into a Node of its own makes close_range and unshare fail, as an older
+    // container's seccomp profile does; it counts the children that tried (each in a file of its own).
+    const dir = tempDir();
+    const shim = path.join(dir, 'refuse.so');
+    fs.writeFileSync(
+      path.join(dir, 'refuse.c'),
+      `#define _GNU_SOURCE
+       #include <dlfcn.h>
+       #include <errno.h>
+       #include <fcntl.h>
+       #include <stdarg.h>
+       #include <stdio.h>
+       #include <stdlib.h>
+       #include <sys/syscall.h>
+       #include <unistd.h>
+       static void mark(void) { char p[4096]; const char* d = getenv("REFUSE_DIR");
+         if (d && snprintf(p, sizeof p, "%s/tried-%d", d, (int)getpid()) > 0) close(open(p, O_CREAT | O_WRONLY, 0600)); }
+       long syscall(long n, ...) {
+         va_list ap; va_start(ap, n); long a[6]; for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long); va_end(ap);
+         if (n == SYS_close_range) { mark(); errno = ENOSYS; return -1; }
+         return ((long (*)(long, ...))dlsym((void*)-1l, "syscall"))(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+       }
+       int unshare(int flags) { errno = EPERM; return -1; }`,
+    );
+    execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', shim, path.join(dir, 'refuse.c'), '-ldl']);
+    const q = path.join(dir, 'q');
+    execFileSync(FSPL_BIN, ['queue-init', '-q', q]);
+    for (const word of ['one', 'two'])
+      execFileSync('sh', [
+        '-c',
+        `echo ${word} | ${FSPL_BIN} prepare -s ${q}-seq -i - | ${FSPL_BIN} queue-write -q ${q}`,
+      ]);
+    const out = path.join(dir, 'out');
+    const env: NodeJS.ProcessEnv = { ...process.env, LD_PRELOAD: shim, REFUSE_DIR: dir };
+    delete env.FSPL_NO_NATIVE;
+    const direct = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const b = require(${JSON.stringify(ADDON)});
+         const r = [0, 1].map(() => b.spawn('true', 'true\\0', 'PATH=${PATH}\\0', -1, 1, 2, () => {}));
+         console.log(JSON.stringify(r));`,
+      ],
+      { env, encoding: 'utf8' },
+    );
+    expect(JSON.parse(direct.stdout)).toEqual([-38, -38]); // ENOSYS, the second without a clone
+    const tried = () => fs.readdirSync(dir).filter((f) => f.startsWith('tried-')).length;
+    expect(tried()).toBe(1);
+    execFileSync(FSPL_BIN, ['queue-process', '-q', q, 'sh', '--', '-c', `cat >> ${out}`], { env });
+    expect(fs.readFileSync(out, 'utf8')).toBe('one\ntwo\n');
+    expect(tried()).toBe(2); // one more for that process's first start, then none
+  });
+
   it("lets go of the child's stdout at once: a pipe's reader sees its end when the command exits", async () => {
     const fifo = path.join(tempDir(), 'fifo');
     execFileSync('mkfifo', [fifo]);
