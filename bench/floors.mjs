@@ -1,6 +1,6 @@
 // Floors: what Node itself costs for the work a queue run does, measured without fspl.
 //   node bench/floors.mjs spawn N         N sequential child_process.spawn of /bin/true
-//   node bench/floors.mjs native-spawn N  the same through the native addon's posix_spawn
+//   node bench/floors.mjs native-spawn N  the same through the native addon's start
 //                                         (prints "none" when the addon is not built)
 //   node bench/floors.mjs nop DIR         the syscalls of a NOP run over the queue DIR (runs of
 //                                         NOPs recorded as one, as queue-process does)
@@ -167,7 +167,7 @@ async function durableMoves(dir, n, lanes) {
 
 /**
  * A chain of 3 `cat` with a net's protocol and nothing else: per firing, the command started
- * (the native addon's posix_spawn where it is built, as the runner's) with its input token as
+ * (the native addon's start where it is built, as the runner's) with its input token as
  * stdin (opened, its 96-byte header read past) and its stdout and stderr into staging files; once
  * it has exited, the commit's system calls for a group of one (src/net/commit/commit.ts, its table):
  * the output packet created, written (a header, then the staged bytes), fsynced, its directory

@@ -10,7 +10,7 @@
  *   node bench/net-flat-run.mjs ROOT NETFILE WORKERS
  *     prints {"openMs", "firingMs", "spawnerMs", "endMs", "firings", "wallMs", "rssMiB"}
  *
- * spawnerMs: of firingMs, the native spawner thread's (posix_spawn), to the 50th commit before the
+ * spawnerMs: of firingMs, the native spawner thread's (its starts), to the 50th commit before the
  * last (from /proc, in 10 ms ticks: a rough figure).
  *
  * ROOT: the checkout whose dist/ runs (built), so that two builds can be measured side by side.

@@ -81,9 +81,9 @@ export async function benchFlat(ctx) {
   }
   const ms = (n, k) => `${median(per.get(n).map((m) => m[k])).toFixed(0)} ms`;
   notes.push(
-    `Of the firings' CPU, the native spawner thread's (\`posix_spawn\`, which copies the ` +
-      `process's table of open files for each child: the run holds one consumer lock open per ` +
-      `place it reads), medians: ${sizes.map((n) => ms(n, 'spawnerMs')).join(' / ')} at ` +
+    `Of the firings' CPU, the native spawner thread's (the addon's clone and exec; the child ` +
+      `makes a table of open files of its own, not a copy of the run's, which holds one consumer ` +
+      `lock open per place it reads), medians: ${sizes.map((n) => ms(n, 'spawnerMs')).join(' / ')} at ` +
       `${sizes.map((n) => n.toLocaleString('en')).join(' / ')} places (from /proc, 10 ms ticks).`,
   );
   notes.push(

@@ -364,7 +364,7 @@ ${table(['measure', 'floor', 'ours', 'floor', 'ratio', 'target', '', 'load'], ro
   runs every firing's command (\`sh -c 'sleep 0.0N; cat'\` for Jefferson, \`cat\` for the chain) by
   \`xargs -P 2 -n 1\`, with no order between stages: a floor no runner of a pipeline can beat.
 - The chain's second floor, the protocol's: \`node bench/floors.mjs chain DIR ${CN} 2\` in \`${opts.dir}\`,
-  the same \`cat\`s, 2 at once, each started as the runner starts it (the addon's \`posix_spawn\`,
+  the same \`cat\`s, 2 at once, each started as the runner starts it (the addon's clone and exec,
   its input token as stdin, stdout and stderr into staging files) and committed with the system
   calls of the commit's table for a group of one (the output created, written, fsynced; the
   directories, seqfiles and journal fsynced; the input unlinked), with nothing else: no decoding,

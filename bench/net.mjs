@@ -295,7 +295,7 @@ ${t}
   Against nominal times the bound assumes a firing costs only its \`sleep\`, which no runner can
   reach here: the commands alone already exceed it (above). The bound with the commands' own
   times is the one that counts the work that is really there; the runner starts each command
-  through the native addon's \`posix_spawn\` (src/sys/native.ts), not a fork of the whole runner.
+  through the native addon's clone and exec (native/child_start.c), not a fork of the whole runner.
 - One worker per stage (\`workers: 1\` on each, \`--workers 3\`): real ${sec(oneWall)}, ` +
     `simulated ${sec(oneSim.makespan)} with nominal times (the 40 ms stage alone: ${sec(N * 40)}).
 `

@@ -3,7 +3,7 @@
 // the most self time. Used by bench/run.mjs (workload P); by hand:
 //   node bench/profile-summary.mjs FILE.cpuprofile [JOBS] [TOP]
 // With JOBS, times are also given per job. Categories (self time of the sampled frame):
-// - "spawning job commands": the addon's posix_spawn call (nativeSpawn; the child's exec happens
+// - "spawning job commands": the addon's start (nativeSpawn; the child's exec happens
 //   before it returns) or child_process.spawn;
 // - "system calls through Node's bindings": frames without a script (open, read, rename, ...);
 // - "JS": every other function (fspl's code, its libraries, Node's own JS);

@@ -608,11 +608,7 @@ function profileSection() {
   const ms1 = (us) => fmtMs(us / 1000);
   const rows = [
     ['whole run (profiled: the profiler slows it)', ms1(c.total), per(c.total)],
-    [
-      "spawning job commands (the addon's `posix_spawn`, which returns once the child has exec'd)",
-      ms1(c.spawn),
-      per(c.spawn),
-    ],
+    ["spawning job commands (the addon's start, which returns once the child has exec'd)", ms1(c.spawn), per(c.spawn)],
     ['idle: waiting for the command to exit', ms1(c.idle), per(c.idle)],
     [
       "system calls through Node's fs bindings (open, read, rename, unlink, write, ...)",
@@ -639,7 +635,7 @@ ${table(['Function', 'Total', 'Per job'], fnRows)}
 
 Reading it: the JS that fspl runs per job (build the environment, note the job, decode, the
 event loop's own JS) is about ${per(c.js)}, ${c.js / n <= 100 ? 'within' : 'over'} the 100 µs target.
-Most of a job's time is the spawn (\`posix_spawn\` in the addon, which does not return until the
+Most of a job's time is the spawn (the addon's clone and exec, which does not return until the
 child has exec'd \`/bin/true\`) and waiting for the command to exit: the same work the
 reference does, in the same way. What row 2 still loses against the reference is Node's
 start-up (row 1) and the cost of \`clone\` and of reaping a child from a process the size of
@@ -1000,7 +996,7 @@ function floorsSection() {
   const nativeRow =
     floors.nativePerJob === undefined
       ? ''
-      : `| the same loop through fspl's native addon (\`posix_spawn\`, the way ours starts jobs; row ` +
+      : `| the same loop through fspl's native addon (its clone and exec, the way ours starts jobs; row ` +
         `2's floor) | ${floors.nativePerJob.toFixed(2)} ms | ${fmtMs(floors.nativePerJob * n)} |\n`;
   let row2;
   if (floors.nativePerJob !== undefined) {
@@ -1008,9 +1004,9 @@ function floorsSection() {
     const start = startup.ours?.median;
     const rest = d2 && start !== undefined ? d2.wall.median - start - floors.nativePerJob * n : undefined;
     row2 =
-      `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands with \`posix_spawn\`
-  through its native addon (native/fspl_native.c; glibc uses \`clone(CLONE_VM|CLONE_VFORK)\`, so
-  nothing of Node's ~50 MiB is copied): ${floors.nativePerJob.toFixed(2)} ms a job for the bare loop, against
+      `- Row 2 (${r2 ? r2.ours : '?'} against ${r2 ? r2.ref : '?'}): ours starts job commands through its
+  native addon (native/child_start.c: \`clone(CLONE_VM|CLONE_VFORK)\` as glibc's \`posix_spawn\`, so
+  nothing of Node's ~50 MiB is copied, nor its table of open files): ${floors.nativePerJob.toFixed(2)} ms a job for the bare loop, against
   ${floors.spawnPerJob.toFixed(2)} ms for \`child_process.spawn\` (a full \`fork()\`; libuv 1.46 uses neither vfork nor
   posix_spawn on Linux) and ${floors.shPerJob.toFixed(2)} ms ` +
       `for a shell's fork+exec. The reference's whole run costs about
@@ -1030,7 +1026,7 @@ function floorsSection() {
   vfork or posix_spawn on Linux), which costs ${floors.spawnPerJob.toFixed(2)} ms a job here before the command even
   starts, against ${floors.shPerJob.toFixed(2)} ms for a shell's fork+exec. That floor alone, times ${n} jobs, is
   ${fmtMs(floors.spawnPerJob * n)}. The native addon (\`npm ` +
-      `run build\` builds it) starts jobs with \`posix_spawn\` instead.`;
+      `run build\` builds it) starts jobs with a clone and exec instead (native/child_start.c).`;
   }
   return (
     `## Floors: what Node itself costs for the per-job work
@@ -1297,7 +1293,7 @@ shared: compare ratios, not absolute times across runs. The spread is in
 | Ours | \`node bin/fspl\`, commit ${meta.commit} at the start of the run |
 | Native addon | ${
       NATIVE
-        ? `used (\`native/build/Release/fspl_native.node\`: posix_spawn for job commands, header reads)`
+        ? `used (\`native/build/Release/fspl_native.node\`: clone and exec for job commands, header reads)`
         : opts.noNative
           ? 'not used (`--no-native`: FSPL_NO_NATIVE=1)'
           : 'not built: pure-Node code'

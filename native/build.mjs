@@ -2,7 +2,7 @@
 // Build the optional native addon (fspl_native.c) with node-gyp: part of `npm run build`, and the
 // package's install script. It never fails the build: without a compiler, Node headers or
 // node-gyp, fspl works the same through pure-Node code, only slower on the per-job paths (see
-// src/sys/native.ts). Linux only (posix_spawn and friends are used with glibc's semantics).
+// src/sys/native.ts). Linux only (clone, close_range, pidfd and friends).
 //
 //   FSPL_NO_NATIVE_BUILD=1   skip the build (and remove a previously built addon)
 //   FSPL_NATIVE_VERBOSE=1    show node-gyp's output even when it succeeds

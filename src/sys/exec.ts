@@ -12,7 +12,7 @@
  * always: setsid(2) also gives each job a scheduler autogroup, a measurable cost.
  *
  * No shell, and not execa (its spawns cost twice a bare one); the payload goes as a descriptor, so the
- * kernel moves the bytes. The addon's posix_spawn starts what it can (native.ts), else child_process.
+ * kernel moves the bytes. The addon starts what it can (native.ts, native/child_start.c), else child_process.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -80,7 +80,7 @@ function startFailure(command: string, code: string | undefined, message: string
 }
 
 /**
- * The native path: posix_spawn, then a wait through a pidfd the event loop polls (on a thread of
+ * The native path: the addon's start, then a wait through a pidfd the event loop polls (on a thread of
  * the pool where the kernel has no pidfd_open). Undefined when the addon is missing or the job
  * needs child_process (see nativeSpawn).
  */

@@ -238,7 +238,7 @@ export type DetachedStart = NativeSpawnResult;
 
 /**
  * nativeSpawn for a child in a session of its own, started in `cwd` (undefined: ours), on the
- * addon's spawner thread (posix_spawn waits for the exec), reaped on SIGCHLD, not on the pool.
+ * addon's spawner thread (a start waits for the exec), reaped on SIGCHLD, not on the pool.
  * `onStarted` comes later, never before this returns: the pid, an errno, or undefined (leave it to
  * child_process); the descriptors must stay open until then. `onExit` follows once it is reaped.
  * Returns false (and calls nothing) when the addon is missing or can't take the job.
@@ -254,7 +254,7 @@ export function nativeSpawnDetached(
   if (!b || !head) return false;
   const started = (r: number) => {
     const res = spawnResult(r);
-    // ENOSYS: a C library without posix_spawn's chdir or setsid; child_process does it.
+    // ENOSYS: a sandbox refuses the child a table of its own (native/child_start.c); child_process does it.
     if (!res || !('pid' in res)) return onStarted(res && res.code === 'ENOSYS' ? undefined : res);
     running.set(res.pid, onExit);
     watch();

@@ -1,7 +1,7 @@
 /**
  * The optional native addon (native/fspl_native.c, built by `npm run build` into
- * native/build/Release/fspl_native.node) and typed wrappers around it: posix_spawn instead of
- * Node's fork, header scans in C, copies inside the kernel (why: docs/architecture.md, "The optional
+ * native/build/Release/fspl_native.node) and typed wrappers around it: a clone and exec
+ * (native/child_start.c) instead of Node's fork, header scans in C, copies inside the kernel (why: docs/architecture.md, "The optional
  * native addon"). Optional: without it, or with FSPL_NO_NATIVE=1 (read on every
  * call, so tests can switch it), loadNative() is undefined and callers use the pure-Node code.
  */
