@@ -224,7 +224,8 @@ export class Finisher {
       this.waiting = [];
       this.waitingLength = 0;
     }
-    if (plan.job.remove && !plan.records[plan.records.length - 1]!.r.syncDeletions) {
+    // The last job's own record made its deletion durable (jobRecord): nothing waits for it.
+    if (plan.job.remove && plan.job.last !== true) {
       this.waiting.push(plan.job.filename);
       this.waitingLength += plan.job.filename.length + 1;
     }
