@@ -102,6 +102,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -109,6 +110,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <node_api.h>
@@ -375,6 +377,76 @@ static int pidfd_wait_start(napi_env env, pid_t pid, napi_value on_exit) {
   return 0;
 }
 
+/*
+ * The last names found through PATH, each kept for a second (PATH_HIT_NS), as a shell's command
+ * hash keeps them (for good, there). A pass over 1,000 queues starts `sh` 1,000 times, and each
+ * search made a failed stat(2) for every directory of PATH before the one holding it (8 on a
+ * machine whose PATH starts with ~/.cargo/bin and pyenv's: about 2 % of the pass's CPU). What a
+ * second's memory changes: a program put in an earlier directory of PATH is found up to a second
+ * later (docs/compatibility.md). One whose exec fails at the name kept (removed, no longer
+ * executable) is searched for again at once. Only absolute names are kept (a relative directory
+ * in PATH depends on the working directory). Read and written by spawn_path alone, which runs
+ * between fspl_child_begin and fspl_child_end: one start at a time in the process, under their lock.
+ */
+#define PATH_HITS 4
+#define PATH_HIT_NS 1000000000ull
+static struct {
+  char* file;   /* the name asked for */
+  char* path;   /* PATH when it was found */
+  char* found;  /* where: an absolute path */
+  uint64_t at;  /* when (CLOCK_MONOTONIC_COARSE, ns); 0 for a free entry */
+} path_hits[PATH_HITS];
+
+static uint64_t coarse_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec + 1; /* never 0 */
+}
+
+static int path_hit_find(const char* file, const char* path, uint64_t now) {
+  for (int i = 0; i < PATH_HITS; i++)
+    if (path_hits[i].at && now - path_hits[i].at < PATH_HIT_NS && strcmp(path_hits[i].file, file) == 0 &&
+        strcmp(path_hits[i].path, path) == 0)
+      return i;
+  return -1;
+}
+
+static void path_hit_forget(int i) {
+  free(path_hits[i].file);
+  free(path_hits[i].path);
+  free(path_hits[i].found);
+  memset(&path_hits[i], 0, sizeof path_hits[i]);
+}
+
+/* Keep `found` (absolute) for file under path, in place of the oldest entry; nothing kept without memory. */
+static void path_hit_keep(const char* file, const char* path, const char* found, uint64_t now) {
+  int oldest = 0;
+  for (int i = 0; i < PATH_HITS; i++) {
+    if (path_hits[i].at && strcmp(path_hits[i].file, file) == 0 && strcmp(path_hits[i].path, path) == 0) {
+      oldest = i;
+      break;
+    }
+    if (path_hits[i].at < path_hits[oldest].at) oldest = i;
+  }
+  path_hit_forget(oldest);
+  char *f = strdup(file), *p = strdup(path), *w = strdup(found);
+  if (!f || !p || !w) {
+    free(f);
+    free(p);
+    free(w);
+    return;
+  }
+  path_hits[oldest].file = f;
+  path_hits[oldest].path = p;
+  path_hits[oldest].found = w;
+  path_hits[oldest].at = now;
+}
+
+/* An exec's failure that says the name no longer holds what was found there: search again. */
+static int path_gone(int err) {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
+}
+
 /* execvp(3) semantics (glibc's __execvpe, minus its ENOEXEC retry through /bin/sh, which the
  * JS side handles by falling back to child_process), with PATH taken from the child's env. */
 static int spawn_path(pid_t* pid, const char* file, const fspl_child* c) {
@@ -389,6 +461,13 @@ static int spawn_path(pid_t* pid, const char* file, const fspl_child* c) {
     }
   }
   if (!path) path = "/bin:/usr/bin"; /* glibc's default (confstr _CS_PATH) */
+  uint64_t now = coarse_ns();
+  int hit = path_hit_find(file, path, now);
+  if (hit >= 0) {
+    int err = fspl_child_exec(pid, path_hits[hit].found, c);
+    if (!path_gone(err)) return err; /* started, or failed as the search would have failed there */
+    path_hit_forget(hit);
+  }
   size_t flen = strlen(file);
   size_t plen = strlen(path);
   char* buf = malloc(plen + flen + 2);
@@ -414,7 +493,10 @@ static int spawn_path(pid_t* pid, const char* file, const fspl_child* c) {
       err = errno;
     } else {
       err = fspl_child_exec(pid, buf, c);
-      if (err == 0) break;
+      if (err == 0) {
+        if (buf[0] == '/') path_hit_keep(file, path, buf, now);
+        break;
+      }
     }
     switch (err) {
       case EACCES:

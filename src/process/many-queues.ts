@@ -85,7 +85,7 @@ export class ManyQueues {
       : undefined;
     this.watch = watch;
     this.parents = new QueueParents<Member>({
-      join: (dir, parent) => this.join(this.queueAt(dir), parent),
+      join: (dir, parent, identity) => this.join(this.queueAt(dir), parent, identity),
       forget: (m) => this.forget(m),
       watch: watch && { add: (w, dir) => watch.add(w, dir, { names: 'all' }), remove: (w) => watch.remove(w) },
       log: this.log,
@@ -159,9 +159,12 @@ export class ManyQueues {
     return new Queue(dir, { decoder, decoderTimeout, verifyDecoder, maxHeaderSize, allowedSigners, logger: this.log });
   }
 
-  /** A queue joins the run (unless it is in it already, under another path) and is marked for a look. */
-  private join(queue: Queue, parent?: Parent<Member>): Member | undefined {
-    const identity = queueIdentity(queue.dir);
+  /**
+   * A queue joins the run (unless it is in it already, under another path) and is marked for a
+   * look. `known`: its identity, when its parent's listing told it.
+   */
+  private join(queue: Queue, parent?: Parent<Member>, known?: string): Member | undefined {
+    const identity = known ?? queueIdentity(queue.dir);
     if (this.members.has(identity)) return undefined;
     const run = new QueueRun(queue, this.ctx, (e) => this.emit({ ...e, queue: queue.dir }));
     const m: Member = {

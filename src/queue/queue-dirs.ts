@@ -13,6 +13,8 @@ export interface QueueDirEntry {
   dir: string;
   /** 'queue': jobs/ and nextseq.lock are there; 'candidate': a directory that is not (yet) a queue. */
   kind: 'queue' | 'candidate';
+  /** Its queueIdentity, known from the listing for a directory that is no link: the parent's real path and the name. */
+  identity?: string;
 }
 
 /**
@@ -64,25 +66,58 @@ export function noQueueUnder(parent: string): string | undefined {
  * Syncthing's `.stfolder`) are left out. Throws when parent can't be read.
  */
 export function listQueueDirs(parent: string): QueueDirEntry[] {
-  return queueDirsOf(parent, dirsUnder(parent));
+  const entries = fs.readdirSync(parent, { withFileTypes: true }).filter(mayBeDir);
+  // A directory listed as one (no link) is its parent's real path and its name: one realpath(3)
+  // for the parent, not one a queue (each a readlink(2) for every component of its path).
+  const plain = new Set(entries.filter((e) => e.isDirectory()).map((e) => e.name));
+  const real = plain.size > 0 ? realPath(parent) : undefined;
+  const identity =
+    real === undefined
+      ? undefined
+      : (name: string) => (plain.has(name) ? (real === '/' ? `/${name}` : `${real}/${name}`) : undefined);
+  return queueDirsOf(
+    parent,
+    entries.map((e) => e.name),
+    identity,
+  );
 }
 
 /** The entries of `names` under parent that are directories, by name, each a queue or a candidate. */
-function queueDirsOf(parent: string, names: readonly string[]): QueueDirEntry[] {
+function queueDirsOf(
+  parent: string,
+  names: readonly string[],
+  identity?: (name: string) => string | undefined,
+): QueueDirEntry[] {
   const out: QueueDirEntry[] = [];
   for (const name of names) {
     const dir = path.join(parent, name);
     const kind = queueDirKind(dir);
-    if (kind) out.push({ name, dir, kind });
+    if (!kind) continue;
+    const id = identity?.(name);
+    out.push(id === undefined ? { name, dir, kind } : { name, dir, kind, identity: id });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** realpath(3) of a directory; undefined when it can't be had. */
+function realPath(dir: string): string | undefined {
+  try {
+    return fs.realpathSync.native(dir);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An entry that may be a directory (or a link to one) and is not hidden. */
+function mayBeDir(e: fs.Dirent): boolean {
+  return !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink());
 }
 
 /** The names under parent that may be directories (or links to them), hidden ones left out; throws when parent can't be read. */
 function dirsUnder(parent: string): string[] {
   return fs
     .readdirSync(parent, { withFileTypes: true })
-    .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
+    .filter(mayBeDir)
     .map((e) => e.name);
 }
 
@@ -92,9 +127,5 @@ function dirsUnder(parent: string): string[] {
  * resolved path as given when it can't be found.
  */
 export function queueIdentity(dir: string): string {
-  try {
-    return fs.realpathSync.native(dir);
-  } catch {
-    return path.resolve(dir);
-  }
+  return realPath(dir) ?? path.resolve(dir);
 }

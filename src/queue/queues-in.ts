@@ -24,8 +24,11 @@ export interface Candidate<M> {
 }
 
 export interface QueueParentsHooks<M> {
-  /** A queue found under parent joins the run; undefined when it is in the run already (given twice). */
-  join(dir: string, parent: Parent<M>): M | undefined;
+  /**
+   * A queue found under parent joins the run; undefined when it is in the run already (given
+   * twice). `identity`: its queueIdentity when the listing told it (queue-dirs.ts).
+   */
+  join(dir: string, parent: Parent<M>, identity: string | undefined): M | undefined;
   /** A queue of the run gone from its parent. */
   forget(m: M): void;
   /** With watch: watch a parent or a candidate (every name's events), or stop watching one. */
@@ -92,7 +95,7 @@ export class QueueParents<M extends { kind: 'queue' }> {
   /** A directory found under a parent: a queue joins the run; a candidate is watched (with watch) until it is one. */
   private place(parent: Parent<M>, e: QueueDirEntry): void {
     if (e.kind === 'queue') {
-      const m = this.hooks.join(e.dir, parent);
+      const m = this.hooks.join(e.dir, parent, e.identity);
       if (m) parent.names.set(e.name, m);
       return;
     }

@@ -174,6 +174,31 @@ describe('processQueues', () => {
     expect(summary.queues).toHaveLength(1);
   });
 
+  it('serves once a queue reached through links: a parent given by a link, a link under the parent', async () => {
+    const top = memTempDir();
+    const parent = path.join(top, 'real');
+    fs.mkdirSync(parent);
+    const [q0, q1] = queues(parent, 2, 2);
+    fs.symlinkSync(parent, path.join(top, 'via'));
+    fs.symlinkSync(q1!.dir, path.join(parent, 'q001-too'));
+    const served = new Map<string, number>();
+    const summary = await processQueues([q0!.dir], {
+      queuesIn: [path.join(top, 'via'), parent],
+      run: (job) =>
+        void (served.set(job.seq.toString(), (served.get(job.seq.toString()) ?? 0) + 1), job.payload.resume()),
+    });
+    expect(summary.queues).toHaveLength(2);
+    expect(summary.processed).toBe(4);
+    expect([...served.values()]).toEqual([2, 2]);
+    // The listing told the identities of the plain directories, a link's none.
+    const { listQueueDirs } = await import('../../src/queue/queue-dirs.js');
+    expect(listQueueDirs(path.join(top, 'via')).map((e) => [e.name, e.identity])).toEqual([
+      ['q000', path.join(fs.realpathSync(parent), 'q000')],
+      ['q001', path.join(fs.realpathSync(parent), 'q001')],
+      ['q001-too', undefined],
+    ]);
+  });
+
   it('counts maxJobs across all the queues', async () => {
     const parent = memTempDir();
     queues(parent, 5, 5);

@@ -244,6 +244,27 @@ describe('running commands (src/sys/exec.ts)', () => {
       }
     });
 
+    it('finds a command moved within PATH at once, and one put earlier in PATH after a second at most', async () => {
+      const dir = tempDir();
+      const [a, b, c] = ['a', 'b', 'c'].map((d) => path.join(dir, d));
+      for (const d of [a!, b!, c!]) fs.mkdirSync(d);
+      const put = (d: string) =>
+        fs.writeFileSync(path.join(d, 'fspl-path-probe'), `#!/bin/sh\necho ${path.basename(d)}\n`, { mode: 0o755 });
+      const env = { PATH: `${a}:${b}:${c}:/usr/bin:/bin` };
+      const probe = async (e = env) => (await run({ command: 'fspl-path-probe', env: e })).out.trim();
+      put(b!);
+      expect(await probe()).toBe('b');
+      // Gone from where it was found: looked for again at once.
+      fs.rmSync(path.join(b!, 'fspl-path-probe'));
+      put(c!);
+      expect(await probe()).toBe('c');
+      // Under another PATH, its own search.
+      put(a!);
+      expect(await probe({ PATH: `${a}:/usr/bin:/bin` })).toBe('a');
+      // Put earlier in the same PATH: found within a second (the addon keeps a name found that long).
+      await new Promise((r) => setTimeout(r, 1100));
+      expect(await probe()).toBe('a');
+    });
     it('fails with ExecError when the command does not exist or is not executable', async () => {
       const dir = tempDir();
       const noexec = path.join(dir, 'noexec');
