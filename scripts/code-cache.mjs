@@ -29,6 +29,10 @@ async function child(dir) {
   const { Queue, encodeHeader } = await import(path.join(ROOT, 'dist', 'index.js'));
   const empty = path.join(dir, 'empty');
   const one = path.join(dir, 'one');
+  // A parent of two queues, one job in one of them: a pass over many queues (--queues-in, as cron's
+  // over a directory of queues) with one job only, so that it never sets the long run's V8 flags.
+  const many = path.join(dir, 'many');
+  fs.mkdirSync(many);
   const seq = path.join(dir, 'seq');
   // A net: what `net check`, `net init` and `net put` load (not `net run`, which sets V8 flags: a cache
   // made under them would be refused by every other command).
@@ -42,8 +46,12 @@ async function child(dir) {
     ['queue-init', '-q', empty],
     ['queue-process', '-q', empty, 'true'],
     ['queue-init', '-q', one],
-    ['write-one-job'],
+    ['write-one-job', one],
     ['queue-process', '-q', one, 'true'],
+    ['queue-init', '-q', path.join(many, 'a')],
+    ['queue-init', '-q', path.join(many, 'b')],
+    ['write-one-job', path.join(many, 'a')],
+    ['queue-process', '--queues-in', many, 'true'],
     ['queue-ls', '-q', empty],
     ['prepare-get-next', '-s', seq],
     ['prepare', '-s', seq, '--', 'true'],
@@ -55,7 +63,7 @@ async function child(dir) {
   ];
   for (const argv of commands) {
     if (argv[0] === 'write-one-job') {
-      Queue.open(one).writeBuffer(
+      Queue.open(argv[1]).writeBuffer(
         encodeHeader({ seq: 1n, ctime: { secs: 0n, nanos: 0 }, cmd: { kind: 'Command', params: [], env: [] } }),
       );
       continue;
