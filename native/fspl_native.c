@@ -105,6 +105,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -221,25 +222,44 @@ static void wait_complete(napi_env env, napi_status status, void* data) {
 /* Waiting through a pidfd (Linux 5.3): the event loop polls a descriptor that becomes readable when
  * the child exits, and the main thread reaps it there. The thread pool's waiter (above) hands each
  * exit over twice (a pool thread woken from waitid, then the loop woken by it): a queue's jobs run
- * one after another, and that handover was on every job's path. The pool stays the fallback. */
+ * one after another, and that handover was on every job's path. The pool stays the fallback.
+ *
+ * An env's pidfds are in one epoll set of its own, which the loop polls through one handle (a
+ * pidfd_set). A handle per child cost, at every start and exit, libuv's checks of the descriptor
+ * (three system calls), its own epoll changes and a handle's close: about 1.5 % of the CPU of a pass
+ * over 1,000 queues. Now a child costs its pidfd, two epoll_ctl (in and out), and its share of one
+ * epoll_wait. */
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
 
 struct job_chain;
+struct pidfd_set;
 
 typedef struct pidfd_wait {
-  uv_poll_t poll; /* first: the handle's address is the request's */
+  struct pidfd_set* set;
   napi_env env;
   napi_ref callback;
   napi_async_context ctx;
-  napi_async_cleanup_hook_handle hook;
   pid_t pid;
   int fd;
   struct job_chain* chain;      /* what to do at its exit before JS hears of it (chain(), below) */
   struct pidfd_wait* next_wait; /* the list of waits a chain() can find (waits_add) */
   int listed;
+  struct pidfd_wait *set_prev, *set_next; /* the set's members */
 } pidfd_wait;
+
+/* One env's waits: their pidfds in an epoll set that the env's loop polls. The handle holds the loop
+ * only while a child is waited for (uv_ref, uv_unref). Made at the env's first wait; closed as the
+ * env ends (a worker that stops), its children then left to the process, as the pool's waiter leaves them. */
+typedef struct pidfd_set {
+  uv_poll_t poll; /* first: the handle's address is the set's */
+  napi_env env;
+  int epfd;
+  int count;
+  pidfd_wait* members;
+  napi_async_cleanup_hook_handle hook;
+} pidfd_set;
 
 /* The waits of running children, for chain() and unchain() to find by pid: every env's, under a
  * lock (each env is one thread; a worker's env is another). */
@@ -279,35 +299,62 @@ static pidfd_wait* waits_find(napi_env env, pid_t pid) {
 static void chain_free(napi_env env, struct job_chain* c);
 static void chain_fire(napi_env env, struct job_chain* c, napi_value* results, napi_value* next);
 
-static void pidfd_closed(uv_handle_t* h) {
-  pidfd_wait* w = (pidfd_wait*)h;
+/* A wait's own resources: its pidfd (which leaves the epoll set as it closes), its context and callback. */
+static void wait_free(pidfd_wait* w) {
   waits_remove(w);
   if (w->chain) chain_free(w->env, w->chain);
-  close(w->fd);
+  if (w->fd >= 0) close(w->fd);
   napi_async_destroy(w->env, w->ctx);
   napi_delete_reference(w->env, w->callback);
-  napi_async_cleanup_hook_handle hook = w->hook;
   free(w);
+}
+
+/* w leaves its set: the set holds the loop no more once it is empty. Its pidfd leaves the epoll set
+ * by name before it is closed: a close alone removes it only once no other process holds the pidfd,
+ * and a child started a moment before may still hold a copy (exec lets its vfork parent go before it
+ * closes its close-on-exec descriptors; a fork copies them all): the set would then report a wait
+ * already freed. */
+static void set_leave(pidfd_wait* w) {
+  pidfd_set* s = w->set;
+  epoll_ctl(s->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+  if (w->set_prev) w->set_prev->set_next = w->set_next;
+  else s->members = w->set_next;
+  if (w->set_next) w->set_next->set_prev = w->set_prev;
+  w->set_prev = w->set_next = NULL;
+  if (--s->count == 0) uv_unref((uv_handle_t*)&s->poll);
+}
+
+static void set_closed(uv_handle_t* h) {
+  pidfd_set* s = (pidfd_set*)h;
+  while (s->members) {
+    pidfd_wait* w = s->members;
+    s->members = w->set_next;
+    wait_free(w);
+  }
+  close(s->epfd);
+  napi_async_cleanup_hook_handle hook = s->hook;
+  free(s);
   if (hook) napi_remove_async_cleanup_hook(hook);
 }
 
-/* The environment ends (a worker stops) while the child runs: stop waiting; the child is left to
- * the process, as the pool's waiter leaves it. */
-static void pidfd_cleanup(napi_async_cleanup_hook_handle hook, void* data) {
-  pidfd_wait* w = data;
-  waits_remove(w);
-  /* Closing already (the child exited): pidfd_closed will remove this hook. */
-  if (!uv_is_closing((uv_handle_t*)&w->poll)) uv_close((uv_handle_t*)&w->poll, pidfd_closed);
+/* The env ends (a worker stops) while children run: stop waiting; they are left to the process, as
+ * the pool's waiter leaves them. */
+static void set_cleanup(napi_async_cleanup_hook_handle hook, void* data) {
+  (void)hook;
+  pidfd_set* s = data;
+  for (pidfd_wait* w = s->members; w; w = w->set_next) waits_remove(w); /* nothing can chain to them now */
+  uv_close((uv_handle_t*)&s->poll, set_closed);
 }
 
-static void pidfd_ready(uv_poll_t* h, int status, int events) {
-  pidfd_wait* w = (pidfd_wait*)h;
+/* A member's pidfd is readable (or the set's poll failed: status < 0): reap it if it has exited, and
+ * tell JS. */
+static void wait_ready(pidfd_wait* w, int status) {
   int st = 0, code = -1, sig = 0;
   pid_t r;
   do r = waitpid(w->pid, &st, WNOHANG);
   while (r < 0 && errno == EINTR);
   if (r == 0 && status == 0) return; /* not exited yet: a pidfd is readable only once it has */
-  uv_poll_stop(h);
+  set_leave(w);
   waits_remove(w); /* exited: nothing more can be chained to it */
   struct job_chain* chain = w->chain;
   w->chain = NULL;
@@ -338,41 +385,86 @@ static void pidfd_ready(uv_poll_t* h, int status, int events) {
     napi_close_handle_scope(env, scope);
   }
   if (chain) chain_free(env, chain);
-  uv_close((uv_handle_t*)h, pidfd_closed);
+  wait_free(w);
+}
+
+/* The set's epoll descriptor is readable: the members whose children have exited. */
+static void set_ready(uv_poll_t* h, int status, int events) {
+  (void)events;
+  pidfd_set* s = (pidfd_set*)h;
+  if (status < 0) {
+    /* The set can't be polled (never seen): every member is told, as one pidfd's failure was. */
+    while (s->members) wait_ready(s->members, status);
+    return;
+  }
+  struct epoll_event ev[64];
+  int n;
+  do n = epoll_wait(s->epfd, ev, 64, 0);
+  while (n < 0 && errno == EINTR);
+  /* A callback may start children (they join the set) but ends none of these waits but its own. */
+  for (int i = 0; i < n; i++) wait_ready(ev[i].data.ptr, 0);
+}
+
+/* The env's set, made at its first wait; NULL when it can't be (no epoll, no memory). */
+static pidfd_set* set_of(napi_env env) {
+  void* data = NULL;
+  if (napi_get_instance_data(env, &data) == napi_ok && data) return data;
+  struct uv_loop_s* loop;
+  pidfd_set* s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->env = env;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || (s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+    free(s);
+    return NULL;
+  }
+  if (uv_poll_init(loop, &s->poll, s->epfd) != 0) {
+    close(s->epfd);
+    free(s);
+    return NULL;
+  }
+  /* From here the handle exists: whatever fails, it is closed, and set_closed frees the rest. */
+  if (napi_add_async_cleanup_hook(env, set_cleanup, s, &s->hook) != napi_ok ||
+      napi_set_instance_data(env, s, NULL, NULL) != napi_ok) {
+    uv_close((uv_handle_t*)&s->poll, set_closed);
+    return NULL;
+  }
+  uv_poll_start(&s->poll, UV_READABLE, set_ready);
+  uv_unref((uv_handle_t*)&s->poll);
+  return s;
 }
 
 /* Wait for pid through a pidfd (close-on-exec, as pidfd_open makes them) and call onExit(code,
  * signal) from the loop: 0, or -1 when it can't (no pidfd_open, no descriptor left, no memory):
  * the caller waits on the pool then. */
 static int pidfd_wait_start(napi_env env, pid_t pid, napi_value on_exit) {
+  pidfd_set* s = set_of(env);
+  if (!s) return -1;
   pidfd_wait* w = calloc(1, sizeof *w);
   if (!w) return -1;
+  w->set = s;
   w->env = env;
   w->pid = pid;
   w->fd = -1;
   napi_value name, resource;
-  struct uv_loop_s* loop;
-  if (napi_get_uv_event_loop(env, &loop) != napi_ok || napi_create_object(env, &resource) != napi_ok ||
+  if (napi_create_object(env, &resource) != napi_ok ||
       napi_create_string_utf8(env, "fspl:pidfd", NAPI_AUTO_LENGTH, &name) != napi_ok ||
       napi_async_init(env, resource, name, &w->ctx) != napi_ok) {
     free(w);
     return -1;
   }
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
   if (napi_create_reference(env, on_exit, 1, &w->callback) != napi_ok ||
-      (w->fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0 || uv_poll_init(loop, &w->poll, w->fd) != 0) {
+      (w->fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, w->fd, &ev) != 0) {
     if (w->fd >= 0) close(w->fd);
     if (w->callback) napi_delete_reference(env, w->callback);
     napi_async_destroy(env, w->ctx);
     free(w);
     return -1;
   }
-  /* From here the handle exists: whatever fails, it is closed, and pidfd_closed frees the rest. */
-  if (napi_add_async_cleanup_hook(env, pidfd_cleanup, w, &w->hook) != napi_ok) {
-    w->hook = NULL;
-    uv_close((uv_handle_t*)&w->poll, pidfd_closed);
-    return -1; /* the pool waits for it: waitpid there still reaps it (nothing here reaped it) */
-  }
-  uv_poll_start(&w->poll, UV_READABLE, pidfd_ready);
+  w->set_next = s->members;
+  if (s->members) s->members->set_prev = w;
+  s->members = w;
+  if (s->count++ == 0) uv_ref((uv_handle_t*)&s->poll);
   waits_add(w);
   return 0;
 }
@@ -620,7 +712,7 @@ static int wait_start(napi_env env, pid_t pid, napi_value on_exit) {
  * (src/process/finish.ts: a note, nextseq, the file deleted) and starts the second. Done in JS,
  * that step held about 180 us of the main thread per job, against 60 us for the same system
  * calls in C (docs/benchmarks-notes.md, "Issue 43, seventh pass"). chain(pid, record, next...)
- * arms the running child `pid`: at its exit with status 0, pidfd_ready runs the record (the same
+ * arms the running child `pid`: at its exit with status 0, wait_ready runs the record (the same
  * batch, in the same order, that fsBatchSync would run from JS) and, only if all of it
  * succeeded and the next job's name still holds the file it was opened from, starts the next
  * job (as spawn) and waits for it (as spawn); then onExit of the

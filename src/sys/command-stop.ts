@@ -19,6 +19,34 @@ export interface StopVerdict {
 }
 
 /**
+ * The stoppers of the commands running under one AbortSignal, called by one listener of its own:
+ * EventTarget's addEventListener and removeEventListener cost a few microseconds each, and a
+ * queue-process pass over 1,000 queues paid them for every command (about 1 % of its CPU).
+ */
+const underSignal = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** Call `fn` when `signal` aborts (it has not yet); returns what takes it back. */
+function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  let set = underSignal.get(signal);
+  if (!set) {
+    const fns = new Set<() => void>();
+    set = fns;
+    underSignal.set(signal, fns);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const f of [...fns]) f();
+        fns.clear();
+      },
+      { once: true },
+    );
+  }
+  const fns = set;
+  fns.add(fn);
+  return () => fns.delete(fn);
+}
+
+/**
  * A running command's timeout and stop: the first to come kills its process group (SIGKILL) and
  * is remembered. `kill` is called only while the group's leader is not reaped (its pid, and so
  * the group's id, still ours).
@@ -26,16 +54,16 @@ export interface StopVerdict {
 export class Stopper {
   private why: 'timeout' | 'stop' | undefined;
   private readonly cancelTimer: (() => void) | undefined;
-  private readonly onStop = () => this.fire('stop');
+  private readonly cancelStop: (() => void) | undefined;
 
   constructor(
-    private readonly opts: StopWhen,
+    opts: StopWhen,
     private readonly kill: () => void,
   ) {
     this.cancelTimer =
       opts.timeout === undefined ? undefined : setLongTimeout(() => this.fire('timeout'), opts.timeout * 1000);
     if (opts.stop?.aborted) this.fire('stop');
-    else opts.stop?.addEventListener('abort', this.onStop, { once: true });
+    else if (opts.stop) this.cancelStop = onAbort(opts.stop, () => this.fire('stop'));
   }
 
   private fire(why: 'timeout' | 'stop'): void {
@@ -47,7 +75,7 @@ export class Stopper {
   /** The command has exited (with `code`; null: killed by a signal): no kill after this; what came of it. */
   result(code: number | null): StopVerdict {
     this.cancelTimer?.();
-    this.opts.stop?.removeEventListener('abort', this.onStop);
+    this.cancelStop?.();
     // A command that exits 0 as its timeout comes has still timed out (as it always had); one
     // that succeeded as the stop came has done its job.
     const timedOut = this.why === 'timeout';

@@ -402,6 +402,30 @@ describe.skipIf(!HAVE_NATIVE)('nativeSpawn', () => {
     expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
   });
 
+  it("tells each exit once when the next child starts from the last one's exit, side by side with forks", async () => {
+    // A child started from an exit's callback may still hold a copy of the ended child's pidfd
+    // for a moment (exec lets us go before it closes its close-on-exec descriptors; so does a
+    // fork of child_process for longer): the ended one must leave the addon's epoll set all the same.
+    const told = new Map<number, number>();
+    const forks = Array.from({ length: 4 }, () => spawn('sh', ['-c', 'sleep 0.2'], { stdio: 'ignore' }));
+    await new Promise<void>((done) => {
+      let left = 300;
+      const next = (): void => {
+        const r = nativeSpawn({ command: 'true', args: [], env: { PATH }, stdin: -1, stdout: 1, stderr: 2 }, (exit) => {
+          expect(exit).toEqual({ code: 0, signal: null });
+          told.set(pid, (told.get(pid) ?? 0) + 1);
+          if (--left > 0) next();
+          else setTimeout(done, 50); // anything told late comes meanwhile
+        });
+        const pid = (r as { pid: number }).pid;
+      };
+      next();
+    });
+    expect(told.size).toBe(300);
+    expect([...told.values()].every((n) => n === 1)).toBe(true);
+    await Promise.all(forks.map((f) => new Promise((r) => (f.exitCode === null ? f.on('exit', r) : r(null)))));
+  });
+
   it("waits without a thread of libuv's pool: a file read while five children run is not held up", async () => {
     // The pool has four threads: a waiter on each would hold the read until a child exits. The
     // children end only when killed, after the read.
