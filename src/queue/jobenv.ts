@@ -191,24 +191,74 @@ export class ChildEnv {
 
   private pack(): string | undefined {
     const base = packedBase(this.base);
+    const own = new Map<string, string>();
+    for (const [k, v] of this.own) own.set(k, v);
+    const ownKeys = [...own.keys()].sort();
+    // The inherited names below the job's first and above its last are packed as they are: two
+    // spans joined once per inherited object (a job's dozen FSPL_* names fall between two of some
+    // thirty inherited ones), and only the names between are merged, one by one, per job.
+    const keys = base.keys;
+    const lo = ownKeys.length === 0 ? keys.length : firstAtLeast(keys, ownKeys[0]!);
+    const hi = ownKeys.length === 0 ? keys.length : firstAbove(keys, ownKeys[ownKeys.length - 1]!, lo);
+    const before = span(base, 0, lo);
+    const after = span(base, hi, keys.length);
+    if (before === null || after === null) return undefined;
     let out = '';
-    const whole = mergeSorted(
-      this.own,
-      base.keys,
-      (_, at) => {
-        const seg = base.segments[at];
-        if (seg === null) return false;
+    let i = lo;
+    for (const k of ownKeys) {
+      for (; i < hi && keys[i]! < k; i++) {
+        const seg = base.segments[i]!;
+        if (seg === null) return undefined;
         out += seg;
-        return true;
-      },
-      (k, v) => {
-        if (k.includes('\0') || v.includes('\0')) return false;
-        out += `${k}=${v}\0`;
-        return true;
-      },
-    );
-    return whole ? out : undefined;
+      }
+      if (keys[i] === k) i++; // the job's value replaces the inherited one
+      const v = own.get(k)!;
+      if (k.includes('\0') || v.includes('\0')) return undefined;
+      out += `${k}=${v}\0`;
+    }
+    for (; i < hi; i++) {
+      const seg = base.segments[i]!;
+      if (seg === null) return undefined;
+      out += seg;
+    }
+    return before + out + after;
   }
+}
+
+/** The first index of sorted `keys` holding a name >= k (keys.length if none). */
+function firstAtLeast(keys: readonly string[], k: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! < k) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index from `from` of sorted `keys` holding a name > k (keys.length if none). */
+function firstAbove(keys: readonly string[], k: string, from: number): number {
+  let lo = from;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! <= k) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The inherited segments from..to joined (made once per span of the object); null when one has a NUL. */
+function span(base: PackedBase, from: number, to: number): string | null {
+  const key = from * 0x100000000 + to;
+  let joined = base.spans.get(key);
+  if (joined === undefined) {
+    const segs = base.segments.slice(from, to);
+    joined = segs.includes(null) ? null : segs.join('');
+    base.spans.set(key, joined);
+  }
+  return joined;
 }
 
 /**
@@ -219,6 +269,8 @@ interface PackedBase {
   keys: readonly string[];
   values: Array<string | undefined>;
   segments: Array<string | null>;
+  /** Runs of segments joined (span), by from * 2^32 + to. */
+  spans: Map<number, string | null>;
 }
 
 const packedBases = new WeakMap<object, PackedBase>();
@@ -235,7 +287,7 @@ function packedBase(env: Readonly<Record<string, string | undefined>>): PackedBa
     if (v === undefined) return '';
     return k.includes('\0') || v.includes('\0') ? null : `${k}=${v}\0`;
   });
-  const made = { keys, values, segments };
+  const made = { keys, values, segments, spans: new Map<number, string | null>() };
   packedBases.set(env, made);
   return made;
 }

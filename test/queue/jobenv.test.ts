@@ -170,4 +170,31 @@ describe('ChildEnv', () => {
       expect(new ChildEnv([['A', 'a']], { A: 'bad\0', B: 'b' }).packed()).toBe('A=a\0B=b\0');
     },
   );
+
+  it('packs jobs of one frozen inherited object, each with its own names, as the definition does', () => {
+    const base = Object.freeze({ A: 'a', FSPL_X: 'x', FSPL_Z: 'z', HOME: '/h', PATH: '/p', Z: 'bad\0' });
+    const jobs: Array<Array<[string, string]>> = [
+      [
+        ['FSPL_SEQ', '1'],
+        ['FSPL_Y', 'y'],
+      ],
+      [
+        ['FSPL_SEQ', '2'],
+        ['FSPL_X', 'replaced'],
+      ],
+      [
+        ['B', 'b'],
+        ['Q', 'q'],
+      ],
+      [['Z', 'fine']],
+      [],
+      [
+        ['FSPL_SEQ', '3'],
+        ['FSPL_Y', 'y'],
+      ],
+    ];
+    for (const own of jobs)
+      expect(new ChildEnv(own, base).packed(), JSON.stringify(own)).toEqual(packedReference(own, base));
+    expect(new ChildEnv(jobs[3]!, base).packed()).toBe('A=a\0FSPL_X=x\0FSPL_Z=z\0HOME=/h\0PATH=/p\0Z=fine\0');
+  });
 });
