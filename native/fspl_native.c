@@ -1710,6 +1710,75 @@ static napi_value js_flock(napi_env env, napi_callback_info info) {
   return make_int(env, r == 0 ? 0 : errno);
 }
 
+/* A file opened as src/sys/untrusted.ts openExisting opens it (never through a link, never waiting on a
+ * FIFO) and checked as it checks one with singleLink: a regular file with this one name. The fd, or
+ * -errno; -1000 for a file that is not one (JS then says why, as openExisting does). */
+#define OPEN_REFUSED 1000
+static int open_checked(const char* path, int flags) {
+  int fd;
+  do fd = open(path, flags | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0666);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    close(fd);
+    return -OPEN_REFUSED;
+  }
+  return fd;
+}
+
+/* readSmall(path, buf) -> bytes read from the start into buf, or a negative number: a seqfile's text
+ * (src/sys/seq-text.ts), opened and checked as openExisting does, in one call instead of four
+ * through Node's fs (about 4 us each time, twice a queue in a pass). On any failure the caller
+ * does it again through Node's fs, which then says what went wrong, in its words. */
+static napi_value js_read_small(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  void* data;
+  size_t len, plen;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 2 || napi_get_buffer_info(env, argv[1], &data, &len) != napi_ok) return fail(env, "readSmall(path, buf)");
+  char* path = get_string(env, argv[0], &plen);
+  if (!path) return fail(env, "out of memory");
+  int fd = strlen(path) == plen ? open_checked(path, O_RDONLY) : -EINVAL;
+  free(path);
+  if (fd < 0) return make_int(env, fd);
+  ssize_t n;
+  do n = pread(fd, data, len, 0);
+  while (n < 0 && errno == EINTR);
+  int e = errno;
+  close(fd);
+  return make_int(env, n < 0 ? -e : (int)n);
+}
+
+/* lockOpen(path, create) -> a lock file (src/sys/lock.ts) opened as openExisting opens it (created
+ * if missing with create), checked, and locked (flock LOCK_EX|LOCK_NB): its fd, or a negative number,
+ * the file closed. One call where Node's fs made three (open, fstat, then flock), for every queue
+ * a pass takes. On any failure (a busy lock too) the caller does it again its own way, which waits
+ * a busy lock out and says what went wrong. */
+static napi_value js_lock_open(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  bool create = false;
+  size_t plen;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 2 || napi_get_value_bool(env, argv[1], &create) != napi_ok) return fail(env, "lockOpen(path, create)");
+  char* path = get_string(env, argv[0], &plen);
+  if (!path) return fail(env, "out of memory");
+  int fd = strlen(path) == plen ? open_checked(path, O_RDWR | (create ? O_CREAT : 0)) : -EINVAL;
+  free(path);
+  if (fd < 0) return make_int(env, fd);
+  int r;
+  do r = flock(fd, LOCK_EX | LOCK_NB);
+  while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    int e = errno;
+    close(fd);
+    return make_int(env, -e);
+  }
+  return make_int(env, fd);
+}
+
 static napi_value js_stamps(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -1806,6 +1875,12 @@ NAPI_MODULE_INIT() {
     return NULL;
   if (napi_create_function(env, "flock", NAPI_AUTO_LENGTH, js_flock, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "flock", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "readSmall", NAPI_AUTO_LENGTH, js_read_small, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "readSmall", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "lockOpen", NAPI_AUTO_LENGTH, js_lock_open, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "lockOpen", fn) != napi_ok)
     return NULL;
   if (napi_create_function(env, "stamps", NAPI_AUTO_LENGTH, js_stamps, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "stamps", fn) != napi_ok)

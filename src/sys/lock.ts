@@ -7,7 +7,7 @@ import { LockedError } from '../base/errors.js';
 import { dirSyncSkipped, fdatasyncSync } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly } from './io.js';
-import { FLOCK, nativeFlock } from './native.js';
+import { FLOCK, nativeFlock, nativeLockOpen } from './native.js';
 import { requirePackage } from './require-package.js';
 import { openExisting, openLockFile } from './untrusted.js';
 
@@ -60,6 +60,10 @@ export class FileLock {
    * for BUSY_WAIT_MS).
    */
   static acquire(path: string, options: { create?: boolean; wait?: boolean; waitMs?: number } = {}): FileLock {
+    // The usual case, a lock file there and free, in one call into the addon (opened and checked as
+    // below); anything else (a busy lock, an error to say) as below.
+    const held = nativeLockOpen(path, options.create !== false);
+    if (held !== undefined) return new FileLock(path, held);
     // Not through a link, and a file with one name: a lock file is written (its note), and its
     // directory may be another user's (untrusted.ts).
     const fd = openLockFile(path, options.create !== false);

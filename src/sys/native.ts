@@ -38,6 +38,10 @@ export interface Binding {
   copy?(inFd: number, outFd: number, limit: number): [number, number];
   /** flock(2): 0 or the errno (src/sys/lock.ts). */
   flock?(fd: number, operation: number): number;
+  /** A seqfile's first bytes into buf, opened as openExisting opens it (singleLink): their count, or < 0 (seqfile.ts). */
+  readSmall?(path: string, buf: Buffer): number;
+  /** A lock file opened as openLockFile opens it, and locked (LOCK_EX|LOCK_NB): its fd, or < 0 (lock.ts). */
+  lockOpen?(path: string, create: boolean): number;
   /** stat(2) of each path: inode, mtimeMs, ctimeMs into out, 3 a path (NaN inode: failed). src/sys/stamps.ts. */
   stamps?(paths: readonly string[], out: Float64Array): void;
   /** A directory's names but . and .., if at most max (else null), or the errno (src/sys/io.ts forEachDirName). */
@@ -141,4 +145,20 @@ export const FLOCK = { exnb: 6, shnb: 5, un: 8 } as const;
 /** flock(2) through the addon (an operation of FLOCK): 0 or the errno; undefined without it (or its flock). */
 export function nativeFlock(fd: number, operation: number): number | undefined {
   return loadNative()?.flock?.(fd, operation);
+}
+
+/**
+ * A small file's first bytes into buf through the addon, in one call: their count; undefined
+ * without it, or when anything failed (the caller does it again through Node's fs, which then says
+ * what, in its words).
+ */
+export function nativeReadSmall(file: string, buf: Buffer): number | undefined {
+  const n = loadNative()?.readSmall?.(file, buf);
+  return n === undefined || n < 0 ? undefined : n;
+}
+
+/** A lock file opened, checked and locked through the addon, in one call: its fd; undefined as nativeReadSmall. */
+export function nativeLockOpen(file: string, create: boolean): number | undefined {
+  const fd = loadNative()?.lockOpen?.(file, create);
+  return fd === undefined || fd < 0 ? undefined : fd;
 }

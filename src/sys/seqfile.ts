@@ -17,6 +17,7 @@ import { fsyncDir } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
+import { nativeReadSmall } from './native.js';
 import { parseSeqfileText, readSeqText, seqParseProblem } from './seq-text.js';
 import { CREATE_NEW, createFresh, type FileOwner } from './untrusted.js';
 
@@ -55,6 +56,19 @@ function lstatOf(file: string): fs.Stats | undefined {
   } catch {
     return undefined;
   }
+}
+
+let textBuffer: Buffer | undefined;
+
+/**
+ * readSeqText (opened as it opens one, the first 4 KiB read) in one call into the addon: a queue's
+ * nextseq is read twice a turn (peek, then under the lock). Anything that fails there is read
+ * again through readSeqText, which says what went wrong.
+ */
+function seqText(file: string): string {
+  const buf = (textBuffer ??= Buffer.allocUnsafe(4096));
+  const n = nativeReadSmall(file, buf);
+  return n === undefined ? readSeqText(file) : buf.toString('utf8', 0, n);
 }
 
 /** A seqfile held under its lock. Obtain with SeqFile.lock(); call release() when done. */
@@ -126,14 +140,14 @@ export class SeqFile {
    */
   static peek(path: string): bigint | undefined {
     try {
-      return parseSeqfileText(readSeqText(path));
+      return parseSeqfileText(seqText(path));
     } catch {
       return undefined;
     }
   }
 
   read(): bigint {
-    const text = readSeqText(this.path);
+    const text = seqText(this.path);
     const n = parseSeqfileText(text);
     if (n === undefined) {
       const first = text.split('\n')[0]!.trim();

@@ -798,6 +798,40 @@ describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
   }
 });
 
+describe.skipIf(!HAVE_NATIVE)('readSmall and lockOpen (seqfiles and lock files in one call)', () => {
+  nativeOnly();
+  it('read and lock only a regular file with one name, never through a link nor waiting on a FIFO', () => {
+    const b = loadNative()!;
+    const dir = tempDir();
+    const file = path.join(dir, 'nextseq');
+    fs.writeFileSync(file, '42\n');
+    const buf = Buffer.alloc(4096);
+    expect(b.readSmall!(file, buf)).toBe(3);
+    expect(buf.toString('utf8', 0, 3)).toBe('42\n');
+    fs.symlinkSync(file, path.join(dir, 'link'));
+    fs.linkSync(file, path.join(dir, 'hard'));
+    spawnSync('mkfifo', [path.join(dir, 'fifo')]);
+    for (const name of ['link', 'hard', 'fifo', 'missing']) {
+      expect(b.readSmall!(path.join(dir, name), buf), name).toBeLessThan(0);
+      expect(b.lockOpen!(path.join(dir, name), false), name).toBeLessThan(0);
+    }
+    // The hard link made the file two names: refused too, until it has one again.
+    expect(b.lockOpen!(file, false)).toBeLessThan(0);
+    fs.rmSync(path.join(dir, 'hard'));
+    const lock = path.join(dir, 'nextseq.lock');
+    const fd = b.lockOpen!(lock, true);
+    expect(fd).toBeGreaterThan(2);
+    // Held: another open description can't take it; once closed, it can.
+    expect(b.lockOpen!(lock, false)).toBe(-11); // EWOULDBLOCK
+    fs.closeSync(fd);
+    const again = b.lockOpen!(lock, false);
+    expect(again).toBeGreaterThan(2);
+    fs.closeSync(again);
+    expect(b.lockOpen!(path.join(dir, 'missing.lock'), false)).toBe(-2); // ENOENT: not made without create
+    expect(fs.existsSync(path.join(dir, 'missing.lock'))).toBe(false);
+  });
+});
+
 // ------------------------------------------------------------------------------------------------
 // Header reads
 
