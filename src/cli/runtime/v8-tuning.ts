@@ -39,7 +39,12 @@ export function longRunFlags(
   return flags;
 }
 
-/** Tune this process for a long run: many jobs of queue-process (`jobs`), or a net run (`net`). */
+/**
+ * Tune this process for a long run: many jobs of queue-process (`jobs`), or a net run (`net`).
+ * FSPL_V8_TUNING=0 leaves V8's flags as they are: scripts/code-cache.mjs runs a net under it, so
+ * that the cache it then writes is made under V8's own flags, which every command starts with.
+ */
 export function tuneForLongRun(kind: 'jobs' | 'net'): void {
+  if (process.env.FSPL_V8_TUNING === '0') return;
   for (const flag of longRunFlags(kind, process.execArgv, process.env.NODE_OPTIONS)) v8.setFlagsFromString(flag);
 }
