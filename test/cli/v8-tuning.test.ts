@@ -23,6 +23,13 @@ describe('longRunFlags', () => {
     expect(longRunFlags('net', [], '--interrupt_budget=1000 --heap-growing-percent=20')).toEqual([]);
   });
 
+  it('sets none with FSPL_V8_TUNING=0 (the build makes its code cache so), and any other value changes nothing', () => {
+    expect(longRunFlags('net', [], undefined, '0')).toEqual([]);
+    expect(longRunFlags('jobs', [], undefined, '0')).toEqual([]);
+    expect(longRunFlags('net', [], undefined, '1')).toEqual([BUDGET, HEAP]);
+    expect(longRunFlags('net', [], undefined, '')).toEqual([BUDGET, HEAP]);
+  });
+
   it('takes another flag that begins with the same words for another flag', () => {
     expect(longRunFlags('jobs', ['--interrupt-budget-for-feedback-allocation=10'], undefined)).toEqual([BUDGET]);
   });

@@ -24,12 +24,14 @@ export const NET_RUN_HEAP_GROWING_PERCENT = 50;
 /** Bytes of bytecode run before a function is looked at for TurboFan: V8's default is 66 KiB. */
 export const LONG_RUN_INTERRUPT_BUDGET = 1 << 20;
 
-/** The flags to set for a long run (a net run's with the heap's), without those the user gave (execArgv, NODE_OPTIONS). */
+/** The flags to set for a long run (a net run's with the heap's), without those the user gave (execArgv, NODE_OPTIONS); none with FSPL_V8_TUNING=0 (`tuning`). */
 export function longRunFlags(
   kind: 'jobs' | 'net',
   execArgv: readonly string[],
   nodeOptions: string | undefined,
+  tuning: string | undefined = undefined,
 ): string[] {
+  if (tuning === '0') return [];
   const given = (name: RegExp) =>
     execArgv.some((a) => name.test(a)) || (nodeOptions !== undefined && name.test(nodeOptions));
   const flags: string[] = [];
@@ -45,6 +47,6 @@ export function longRunFlags(
  * that the cache it then writes is made under V8's own flags, which every command starts with.
  */
 export function tuneForLongRun(kind: 'jobs' | 'net'): void {
-  if (process.env.FSPL_V8_TUNING === '0') return;
-  for (const flag of longRunFlags(kind, process.execArgv, process.env.NODE_OPTIONS)) v8.setFlagsFromString(flag);
+  const { NODE_OPTIONS, FSPL_V8_TUNING } = process.env;
+  for (const flag of longRunFlags(kind, process.execArgv, NODE_OPTIONS, FSPL_V8_TUNING)) v8.setFlagsFromString(flag);
 }
