@@ -310,10 +310,9 @@ static void wait_free(pidfd_wait* w) {
 }
 
 /* w leaves its set: the set holds the loop no more once it is empty. Its pidfd leaves the epoll set
- * by name before it is closed: a close alone removes it only once no other process holds the pidfd,
- * and a child started a moment before may still hold a copy (exec lets its vfork parent go before it
- * closes its close-on-exec descriptors; a fork copies them all): the set would then report a wait
- * already freed. */
+ * by name before it is closed: a close removes it only once every descriptor of its open file is
+ * closed (epoll(7)), and copies can exist for a moment (a fork holds them until its exec): the set
+ * would then report a wait already freed (test/sys/native.test.ts crashes without this). */
 static void set_leave(pidfd_wait* w) {
   pidfd_set* s = w->set;
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, w->fd, NULL);
