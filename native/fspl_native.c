@@ -1750,6 +1750,37 @@ static napi_value js_read_small(napi_env env, napi_callback_info info) {
   return make_int(env, n < 0 ? -e : (int)n);
 }
 
+/* statInfo(path, follow, out) -> 0 or -errno: stat(2) (lstat(2) without follow) of a name, its mode,
+ * uid, gid and size into out (a Float64Array of 4). What a queue's look and lock ask of a name
+ * (the lock file's size, nextseq's owner and kind), without the fs.Stats and four Dates that Node
+ * makes for each stat: about 1 KiB of garbage and 3 us each, twice a queue in a pass. */
+static napi_value js_stat_info(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  bool follow = false;
+  napi_typedarray_type type;
+  size_t length, plen;
+  void* data;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3 || napi_get_value_bool(env, argv[1], &follow) != napi_ok ||
+      napi_get_typedarray_info(env, argv[2], &type, &length, &data, NULL, NULL) != napi_ok || type != napi_float64_array ||
+      length < 4)
+    return fail(env, "statInfo(path, follow, out)");
+  char* path = get_string(env, argv[0], &plen);
+  if (!path) return fail(env, "out of memory");
+  struct stat st;
+  int r = strlen(path) != plen ? -EINVAL : (follow ? stat(path, &st) : lstat(path, &st)) == 0 ? 0 : -errno;
+  free(path);
+  if (r == 0) {
+    double* out = data;
+    out[0] = (double)st.st_mode;
+    out[1] = (double)st.st_uid;
+    out[2] = (double)st.st_gid;
+    out[3] = (double)st.st_size;
+  }
+  return make_int(env, r);
+}
+
 /* lockOpen(path, create) -> a lock file (src/sys/lock.ts) opened as openExisting opens it (created
  * if missing with create), checked, and locked (flock LOCK_EX|LOCK_NB): its fd, or a negative number,
  * the file closed. One call where Node's fs made three (open, fstat, then flock), for every queue
@@ -1877,6 +1908,9 @@ NAPI_MODULE_INIT() {
     return NULL;
   if (napi_create_function(env, "readSmall", NAPI_AUTO_LENGTH, js_read_small, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "readSmall", fn) != napi_ok)
+    return NULL;
+  if (napi_create_function(env, "statInfo", NAPI_AUTO_LENGTH, js_stat_info, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "statInfo", fn) != napi_ok)
     return NULL;
   if (napi_create_function(env, "lockOpen", NAPI_AUTO_LENGTH, js_lock_open, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "lockOpen", fn) != napi_ok)

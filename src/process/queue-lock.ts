@@ -8,6 +8,7 @@ import { describeSystemError, QueueError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import type { Queue } from '../queue/queue.js';
 import { isEmptyDir } from '../sys/io.js';
+import { nativeStatInfo } from '../sys/native.js';
 import type { SeqFile } from '../sys/seqfile.js';
 import { Finisher } from './finish.js';
 import type { Retries } from './retry-run.js';
@@ -85,8 +86,12 @@ export function vanishing(queue: Queue): boolean {
 
 /** The size of the queue's lock file: 0 when no note is in it (finish.ts pads a note to a fixed size). */
 export function lockFileSize(queue: Queue): number {
+  const lock = `${queue.seqfilePath}.lock`;
+  // Asked at every look: through the addon, without an fs.Stats (native.ts nativeStatInfo).
+  const info = nativeStatInfo(lock, true);
+  if (info !== undefined) return info?.size ?? 0;
   try {
-    return fs.statSync(`${queue.seqfilePath}.lock`).size;
+    return fs.statSync(lock).size;
   } catch {
     return 0; // no lock file: lock() says so
   }

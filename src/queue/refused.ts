@@ -94,10 +94,10 @@ function sameFile(a: string, b: string): boolean {
  * later refusal of it would. Returns how many names left jobs/ (one fsync of jobs/ for them all).
  */
 export function finishCutRefusals(queueDir: string): number {
-  const jobs = path.join(queueDir, 'jobs');
   const dir = path.join(queueDir, REFUSED_DIR);
   // No refused/ (nothing was ever refused here) is the common case: asked without an exception.
   if (fs.lstatSync(dir, { throwIfNoEntry: false }) === undefined) return 0;
+  const jobs = path.join(queueDir, 'jobs');
   let names: string[];
   try {
     names = fs.readdirSync(dir);

@@ -42,6 +42,8 @@ export interface Binding {
   readSmall?(path: string, buf: Buffer): number;
   /** A lock file opened as openLockFile opens it, and locked (LOCK_EX|LOCK_NB): its fd, or < 0 (lock.ts). */
   lockOpen?(path: string, create: boolean): number;
+  /** stat(2) (lstat(2) without follow): mode, uid, gid and size into out; 0, or -errno. */
+  statInfo?(path: string, follow: boolean, out: Float64Array): number;
   /** stat(2) of each path: inode, mtimeMs, ctimeMs into out, 3 a path (NaN inode: failed). src/sys/stamps.ts. */
   stamps?(paths: readonly string[], out: Float64Array): void;
   /** A directory's names but . and .., if at most max (else null), or the errno (src/sys/io.ts forEachDirName). */
@@ -155,6 +157,29 @@ export function nativeFlock(fd: number, operation: number): number | undefined {
 export function nativeReadSmall(file: string, buf: Buffer): number | undefined {
   const n = loadNative()?.readSmall?.(file, buf);
   return n === undefined || n < 0 ? undefined : n;
+}
+
+/** What stat(2) (lstat(2) without follow) says of a name that a look or a lock asks about. */
+export interface StatInfo {
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+}
+
+const statOut = new Float64Array(4);
+
+/**
+ * A name's mode, owner and size through the addon, without an fs.Stats and its four Dates: the
+ * StatInfo; null when there is nothing at the name (ENOENT, ENOTDIR); undefined without the addon,
+ * or on any other error (the caller asks Node's fs, which says what).
+ */
+export function nativeStatInfo(file: string, follow: boolean): StatInfo | null | undefined {
+  const r = loadNative()?.statInfo?.(file, follow, statOut);
+  if (r === undefined) return undefined;
+  if (r === -2 || r === -20) return null; // ENOENT, ENOTDIR: as throwIfNoEntry: false says it
+  if (r < 0) return undefined;
+  return { mode: statOut[0]!, uid: statOut[1]!, gid: statOut[2]!, size: statOut[3]! };
 }
 
 /** A lock file opened, checked and locked through the addon, in one call: its fd; undefined as nativeReadSmall. */

@@ -17,7 +17,7 @@ import { fsyncDir } from './durable.js';
 import type { BatchOp } from './fs-batch.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
-import { nativeReadSmall } from './native.js';
+import { nativeReadSmall, nativeStatInfo } from './native.js';
 import { parseSeqfileText, readSeqText, seqParseProblem } from './seq-text.js';
 import { CREATE_NEW, createFresh, type FileOwner } from './untrusted.js';
 
@@ -38,21 +38,41 @@ function missingDirectory(file: string, code: string): string {
   return `Cannot create the sequence file ${file}: its directory ${path.dirname(file)} ${what}`;
 }
 
+/** What a seqfile's lstat says that its lock uses: what it is, and its owner and mode. */
+interface SeqfileStat {
+  file: boolean;
+  link: boolean;
+  uid: number;
+  gid: number;
+  mode: number;
+}
+
 /**
  * When root replaces another user's seqfile (a place's, under --permissions), the new file keeps
  * that owner, group and mode: otherwise the place's own users could no longer write it. `st`:
  * the seqfile's lstat when the lock was taken (undefined: none there).
  */
-function keptOwner(st: fs.Stats | undefined): FileOwner | undefined {
-  if (!st?.isFile() || process.geteuid?.() !== 0) return undefined;
+function keptOwner(st: SeqfileStat | undefined): FileOwner | undefined {
+  if (!st?.file || process.geteuid?.() !== 0) return undefined;
   if (st.uid === 0 && st.gid === process.getegid?.()) return undefined;
   return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
 }
 
-/** The seqfile's lstat, undefined when it can't be had (none there, or not to be looked at). */
-function lstatOf(file: string): fs.Stats | undefined {
+/**
+ * The seqfile's lstat, undefined when it can't be had (none there, or not to be looked at).
+ * Through the addon when it is there: a queue-process pass takes it for every queue, and Node's
+ * fs.Stats comes with four Dates (native.ts nativeStatInfo).
+ */
+function lstatOf(file: string): SeqfileStat | undefined {
+  const info = nativeStatInfo(file, false);
+  if (info !== undefined) {
+    if (info === null) return undefined;
+    const type = info.mode & fs.constants.S_IFMT;
+    return { ...info, file: type === fs.constants.S_IFREG, link: type === fs.constants.S_IFLNK };
+  }
   try {
-    return fs.lstatSync(file, { throwIfNoEntry: false });
+    const st = fs.lstatSync(file, { throwIfNoEntry: false });
+    return st && { file: st.isFile(), link: st.isSymbolicLink(), uid: st.uid, gid: st.gid, mode: st.mode };
   } catch {
     return undefined;
   }
@@ -80,7 +100,7 @@ export class SeqFile {
   /** The owner and mode a replacement keeps: another user's seqfile replaced by root (undefined: ours). */
   private readonly owner: FileOwner | undefined;
 
-  private constructor(path: string, lock: FileLock, st: fs.Stats | undefined) {
+  private constructor(path: string, lock: FileLock, st: SeqfileStat | undefined) {
     this.path = path;
     this.lock = lock;
     this.owner = keptOwner(st);
@@ -112,7 +132,7 @@ export class SeqFile {
     // link counts as one only if it leads to something, as existsSync says).
     const st = lstatOf(path);
     const sf = new SeqFile(path, lock, st);
-    if (!st || (st.isSymbolicLink() && !fs.existsSync(path))) {
+    if (!st || (st.link && !fs.existsSync(path))) {
       try {
         sf.write(1n);
       } catch (err) {

@@ -798,7 +798,7 @@ describe('runDetached (src/sys/exec.ts), with and without the addon', () => {
   }
 });
 
-describe.skipIf(!HAVE_NATIVE)('readSmall and lockOpen (seqfiles and lock files in one call)', () => {
+describe.skipIf(!HAVE_NATIVE)('readSmall, lockOpen and statInfo (seqfiles and lock files in one call)', () => {
   nativeOnly();
   it('read and lock only a regular file with one name, never through a link nor waiting on a FIFO', () => {
     const b = loadNative()!;
@@ -829,6 +829,28 @@ describe.skipIf(!HAVE_NATIVE)('readSmall and lockOpen (seqfiles and lock files i
     fs.closeSync(again);
     expect(b.lockOpen!(path.join(dir, 'missing.lock'), false)).toBe(-2); // ENOENT: not made without create
     expect(fs.existsSync(path.join(dir, 'missing.lock'))).toBe(false);
+  });
+
+  it('statInfo says what stat and lstat say of a name: mode, owner, size', () => {
+    const b = loadNative()!;
+    const dir = tempDir();
+    const file = path.join(dir, 'nextseq');
+    fs.writeFileSync(file, '42\n', { mode: 0o640 });
+    fs.symlinkSync(file, path.join(dir, 'link'));
+    const out = new Float64Array(4);
+    for (const [name, follow] of [
+      ['nextseq', false],
+      ['link', true],
+      ['link', false],
+      ['.', true],
+    ] as const) {
+      const p = path.join(dir, name);
+      const st = follow ? fs.statSync(p) : fs.lstatSync(p);
+      expect(b.statInfo!(p, follow, out), name).toBe(0);
+      expect([...out], `${name} ${follow}`).toEqual([st.mode, st.uid, st.gid, st.size]);
+    }
+    expect(b.statInfo!(path.join(dir, 'missing'), true, out)).toBe(-2);
+    expect(b.statInfo!(path.join(file, 'below'), false, out)).toBe(-20); // ENOTDIR
   });
 });
 
