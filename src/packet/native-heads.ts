@@ -44,7 +44,7 @@ function headerReader([kinds, seqs, secs, nanos, layouts, layout, data]: ParsedA
     const off = layout[at]!;
     const len = layout[at + 1]!;
     const out = Buffer.allocUnsafe(len);
-    data.copy(out, 0, off, off + len);
+    out.set(data.subarray(off, off + len));
     return out;
   };
   return (i) => {

@@ -74,7 +74,7 @@ export type EncodedOp = Array<number | string | Buffer>;
 export type ExitArgs = [code: number, signal: number, results?: Int32Array, next?: number];
 
 /** kinds (-1 not parsed, 0 NOP, 1 Fail, 2 Command), seqs, secs, nanos, per-file layout index, layout, data. */
-export type ParsedArrays = [Int32Array, BigUint64Array, BigInt64Array, Uint32Array, Int32Array, Int32Array, Buffer];
+export type ParsedArrays = [Int32Array, BigUint64Array, BigInt64Array, Uint32Array, Int32Array, Int32Array, Uint8Array];
 
 const ADDON = 'native/build/Release/fspl_native.node';
 /** Where the addon is relative to this module: src/ or dist/ (../), or dist/bundle/ (../../). */
