@@ -1884,48 +1884,24 @@ static napi_value js_names(napi_env env, napi_callback_info info) {
 napi_status fspl_register_fs_batch(napi_env env, napi_value exports);
 
 NAPI_MODULE_INIT() {
+  /* The functions without data of their own (spawnStart carries its env's spawner: spawner_export). */
+  static const struct {
+    const char* name;
+    napi_callback fn;
+  } functions[] = {
+      {"spawn", js_spawn},           {"reap", js_reap},         {"chain", js_chain},          {"unchain", js_unchain},
+      {"readHeads", js_read_heads},  {"openHead", js_open_head}, {"copy", js_copy},           {"flock", js_flock},
+      {"readSmall", js_read_small},  {"statInfo", js_stat_info}, {"lockOpen", js_lock_open},  {"stamps", js_stamps},
+      {"names", js_names},
+  };
   napi_value fn;
   crc_init();
   fspl_child_prepare(); /* now, while few descriptors are open: the slots are low, and so is what each child keeps */
-  if (napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, js_spawn, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "spawn", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "reap", NAPI_AUTO_LENGTH, js_reap, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "reap", fn) != napi_ok)
-    return NULL;
+  for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++)
+    if (napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn) != napi_ok ||
+        napi_set_named_property(env, exports, functions[i].name, fn) != napi_ok)
+      return NULL;
   if (spawner_export(env, exports) != 0) return NULL;
-  if (napi_create_function(env, "chain", NAPI_AUTO_LENGTH, js_chain, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "chain", fn) != napi_ok ||
-      napi_create_function(env, "unchain", NAPI_AUTO_LENGTH, js_unchain, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "unchain", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "readHeads", NAPI_AUTO_LENGTH, js_read_heads, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "readHeads", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "openHead", NAPI_AUTO_LENGTH, js_open_head, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "openHead", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "copy", NAPI_AUTO_LENGTH, js_copy, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "copy", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "flock", NAPI_AUTO_LENGTH, js_flock, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "flock", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "readSmall", NAPI_AUTO_LENGTH, js_read_small, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "readSmall", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "statInfo", NAPI_AUTO_LENGTH, js_stat_info, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "statInfo", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "lockOpen", NAPI_AUTO_LENGTH, js_lock_open, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "lockOpen", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "stamps", NAPI_AUTO_LENGTH, js_stamps, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "stamps", fn) != napi_ok)
-    return NULL;
-  if (napi_create_function(env, "names", NAPI_AUTO_LENGTH, js_names, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "names", fn) != napi_ok)
-    return NULL;
   if (fspl_register_fs_batch(env, exports) != napi_ok) return NULL;
   napi_value v;
   if (napi_create_int32(env, 1, &v) != napi_ok || napi_set_named_property(env, exports, "version", v) != napi_ok) return NULL;

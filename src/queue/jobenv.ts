@@ -198,8 +198,8 @@ export class ChildEnv {
     // spans joined once per inherited object (a job's dozen FSPL_* names fall between two of some
     // thirty inherited ones), and only the names between are merged, one by one, per job.
     const keys = base.keys;
-    const lo = ownKeys.length === 0 ? keys.length : firstAtLeast(keys, ownKeys[0]!);
-    const hi = ownKeys.length === 0 ? keys.length : firstAbove(keys, ownKeys[ownKeys.length - 1]!, lo);
+    const lo = ownKeys.length === 0 ? keys.length : firstFrom(keys, 0, (key) => key >= ownKeys[0]!);
+    const hi = ownKeys.length === 0 ? keys.length : firstFrom(keys, lo, (key) => key > ownKeys[ownKeys.length - 1]!);
     const before = span(base, 0, lo);
     const after = span(base, hi, keys.length);
     if (before === null || after === null) return undefined;
@@ -225,26 +225,14 @@ export class ChildEnv {
   }
 }
 
-/** The first index of sorted `keys` holding a name >= k (keys.length if none). */
-function firstAtLeast(keys: readonly string[], k: string): number {
-  let lo = 0;
-  let hi = keys.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (keys[mid]! < k) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The first index from `from` of sorted `keys` holding a name > k (keys.length if none). */
-function firstAbove(keys: readonly string[], k: string, from: number): number {
+/** The first index from `from` of sorted `keys` whose name is `past` (a test that stays true once true); keys.length if none. */
+function firstFrom(keys: readonly string[], from: number, past: (key: string) => boolean): number {
   let lo = from;
   let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (keys[mid]! <= k) lo = mid + 1;
-    else hi = mid;
+    if (past(keys[mid]!)) hi = mid;
+    else lo = mid + 1;
   }
   return lo;
 }

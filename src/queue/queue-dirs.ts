@@ -66,7 +66,7 @@ export function noQueueUnder(parent: string): string | undefined {
  * Syncthing's `.stfolder`) are left out. Throws when parent can't be read.
  */
 export function listQueueDirs(parent: string): QueueDirEntry[] {
-  const entries = fs.readdirSync(parent, { withFileTypes: true }).filter(mayBeDir);
+  const entries = dirEntriesUnder(parent);
   // A directory listed as one (no link) is its parent's real path and its name: one realpath(3)
   // for the parent, not one a queue (each a readlink(2) for every component of its path).
   const plain = new Set(entries.filter((e) => e.isDirectory()).map((e) => e.name));
@@ -113,12 +113,14 @@ function mayBeDir(e: fs.Dirent): boolean {
   return !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink());
 }
 
-/** The names under parent that may be directories (or links to them), hidden ones left out; throws when parent can't be read. */
+/** The entries under parent that may be directories (or links to them), hidden ones left out; throws when parent can't be read. */
+function dirEntriesUnder(parent: string): fs.Dirent[] {
+  return fs.readdirSync(parent, { withFileTypes: true }).filter(mayBeDir);
+}
+
+/** dirEntriesUnder's names. */
 function dirsUnder(parent: string): string[] {
-  return fs
-    .readdirSync(parent, { withFileTypes: true })
-    .filter(mayBeDir)
-    .map((e) => e.name);
+  return dirEntriesUnder(parent).map((e) => e.name);
 }
 
 /**
