@@ -37,10 +37,14 @@ export function parseSeqfileText(text: string): bigint | undefined {
  * refused, never read). A seqfile is small: its first 4 KiB are read (its number is on the first line).
  */
 let seqBuffer: Buffer | undefined;
+/** The one buffer a seqfile's text is read into (made once: read per job by queue-process); its first 4 KiB count. */
+export function seqTextBuffer(): Buffer {
+  return (seqBuffer ??= Buffer.allocUnsafe(4096));
+}
 export function readSeqText(file: string): string {
   const { fd } = openExisting(file, fs.constants.O_RDONLY, { singleLink: true });
   try {
-    const buf = (seqBuffer ??= Buffer.allocUnsafe(4096)); // once: read per job by queue-process
+    const buf = seqTextBuffer();
     const n = fs.readSync(fd, buf, 0, buf.length, 0);
     return buf.toString('utf8', 0, n);
   } finally {

@@ -18,7 +18,7 @@ import type { BatchOp } from './fs-batch.js';
 import { closeQuietly, fsyncSync, unlinkQuietly, writeAllSync } from './io.js';
 import { FileLock } from './lock.js';
 import { nativeReadSmall, nativeStatInfo } from './native.js';
-import { parseSeqfileText, readSeqText, seqParseProblem } from './seq-text.js';
+import { parseSeqfileText, readSeqText, seqParseProblem, seqTextBuffer } from './seq-text.js';
 import { CREATE_NEW, createFresh, type FileOwner } from './untrusted.js';
 
 export interface SeqfileOptions {
@@ -78,15 +78,13 @@ function lstatOf(file: string): SeqfileStat | undefined {
   }
 }
 
-let textBuffer: Buffer | undefined;
-
 /**
  * readSeqText (opened as it opens one, the first 4 KiB read) in one call into the addon: a queue's
  * nextseq is read twice a turn (peek, then under the lock). Anything that fails there is read
  * again through readSeqText, which says what went wrong.
  */
 function seqText(file: string): string {
-  const buf = (textBuffer ??= Buffer.allocUnsafe(4096));
+  const buf = seqTextBuffer();
   const n = nativeReadSmall(file, buf);
   return n === undefined ? readSeqText(file) : buf.toString('utf8', 0, n);
 }
